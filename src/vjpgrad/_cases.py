@@ -1,0 +1,137 @@
+"""The four documented cases of the seed question, computed with vjpgrad.
+
+The question (``shared/seeds/000_...``): in PyTorch's ``y.backward(gradients)``, what are
+the gradients? The answer worked four cases of ``y = 3*a + 2*b*b + log(c)``; each case below
+holds the code of one, written as the answer wrote it, and the output the answer printed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from vjpgrad._format import format_scalar
+from vjpgrad._functions import log
+from vjpgrad._value import Value
+from vjpgrad._vector import Vector
+
+
+@dataclass(frozen=True)
+class Case:
+    """One documented case: what it does, the output the answer printed, and the code."""
+
+    title: str
+    call: str
+    documented: dict[str, str]
+    compute: Callable[[], dict[str, str]]
+
+
+def _printed(x: Value | Vector | float) -> str:
+    if isinstance(x, Vector):
+        return str(x)
+    return format_scalar(float(x))
+
+
+def example_1() -> dict[str, str]:
+    a = Vector([1.0, 2.0, 3.0])
+    b = Vector([3.0, 4.0, 5.0])
+    c = Vector([6.0, 7.0, 8.0])
+    y = 3 * a + 2 * b * b + log(c)
+    gradients = [0.1, 1.0, 0.0001]
+    y.backward(gradients, retain_graph=True)
+    return {"a.grad": _printed(a.grad), "b.grad": _printed(b.grad), "c.grad": _printed(c.grad)}
+
+
+def example_2() -> dict[str, str]:
+    a = Value(0.1)
+    b = Value(1.0)
+    c = Value(0.1)
+    y = 3 * a + 2 * b * b + log(c)
+    y.backward()
+    return {"a.grad": _printed(a.grad), "b.grad": _printed(b.grad), "c.grad": _printed(c.grad)}
+
+
+def example_3() -> dict[str, str]:
+    a = Vector.empty(1)
+    b = Vector.empty(1)
+    c = Vector.empty(1)
+    y = 3 * a + 2 * b * b + log(c)
+    gradients = [0.1, 1.0, 0.0001]
+    y.backward(gradients)
+    return {"a.grad": _printed(a.grad), "b.grad": _printed(b.grad), "c.grad": _printed(c.grad)}
+
+
+def example_4() -> dict[str, str]:
+    a = Value(1.0)
+    b = Value(1.0)
+    c = Value(1.0)
+    y = 3 * a + 2 * b * b + log(c)
+    y.backward(retain_graph=True)
+    y.backward()
+    return {"a.grad": _printed(a.grad), "b.grad": _printed(b.grad), "c.grad": _printed(c.grad)}
+
+
+CASES = (
+    Case(
+        "Example 1: a, b, c = [1, 2, 3], [3, 4, 5], [6, 7, 8]",
+        "y.backward([0.1, 1.0, 0.0001], retain_graph=True)",
+        {
+            "a.grad": "tensor([3.0000e-01, 3.0000e+00, 3.0000e-04])",
+            "b.grad": "tensor([1.2000e+00, 1.6000e+01, 2.0000e-03])",
+            "c.grad": "tensor([1.6667e-02, 1.4286e-01, 1.2500e-05])",
+        },
+        example_1,
+    ),
+    Case(
+        "Example 2: scalars a, b, c = 0.1, 1.0, 0.1",
+        "y.backward()",
+        {"a.grad": "tensor(3.)", "b.grad": "tensor(4.)", "c.grad": "tensor(10.)"},
+        example_2,
+    ),
+    Case(
+        "Example 3: a, b, c = Vector.empty(1) (zeros), one element each",
+        "y.backward([0.1, 1.0, 0.0001])",
+        {"a.grad": "tensor([3.3003])", "b.grad": "tensor([0.])", "c.grad": "tensor([inf])"},
+        example_3,
+    ),
+    Case(
+        "Example 4: scalars a, b, c = 1.0, 1.0, 1.0, two passes",
+        "y.backward(retain_graph=True); y.backward()",
+        {"a.grad": "tensor(6.)", "b.grad": "tensor(8.)", "c.grad": "tensor(2.)"},
+        example_4,
+    ),
+)
+
+_NUMBER = re.compile(r"-?(?:inf|nan|\d+\.?\d*(?:e[+-]\d+)?)")
+
+
+def agrees(documented: str, computed: str) -> bool:
+    """Same printed text, and the same numbers to the 5 significant digits printed."""
+    expected = [float(x) for x in _NUMBER.findall(documented)]
+    actual = [float(x) for x in _NUMBER.findall(computed)]
+    return (
+        documented == computed
+        and len(expected) == len(actual)
+        and all(x == y or math.isclose(x, y, rel_tol=1e-4) for x, y in zip(expected, actual, strict=True))
+    )
+
+
+def report() -> tuple[str, bool]:
+    """The four cases, documented against computed, and whether all agree."""
+    lines = ["The four documented cases of y = 3*a + 2*b*b + log(c), computed by vjpgrad:", ""]
+    all_agree = True
+    for case in CASES:
+        computed = case.compute()
+        lines.append(f"{case.title}; {case.call}")
+        width = max(len(text) for text in case.documented.values())
+        lines.append(f"    {'':7} {'documented':{width}}   {'computed':{width}}")
+        for name, documented in case.documented.items():
+            ok = agrees(documented, computed[name])
+            all_agree = all_agree and ok
+            lines.append(f"    {name:7} {documented:{width}}   {computed[name]:{width}}   {'ok' if ok else 'DIFFERS'}")
+        lines.append("")
+    agreeing = "all four cases agree" if all_agree else "SOME CASES DIFFER"
+    lines.append(f"{agreeing} with the documented output.")
+    return "\n".join(line.rstrip() for line in lines), all_agree

@@ -1,0 +1,140 @@
+"""IEEE-754 float arithmetic as PyTorch gives it: never a Python exception at a domain edge.
+
+Python's ``math`` module raises where C and PyTorch return ``inf`` or ``nan``
+(``math.log(0)`` raises ``ValueError``, ``1.0 / 0.0`` raises ``ZeroDivisionError``).
+Every forward value and every local derivative in vjpgrad goes through these functions,
+so ``log(0) = -inf``, ``1/0 = inf``, ``0/0 = nan`` and ``sqrt(-1) = nan`` hold everywhere.
+Where PyTorch computes an operation as another one (``x ** 0.5`` as ``sqrt(x)``), so do we.
+"""
+
+from __future__ import annotations
+
+import math
+
+inf = math.inf
+nan = math.nan
+
+
+def div(x: float, y: float) -> float:
+    """x / y with IEEE-754 results for a zero divisor (1/0 = inf, -1/0 = -inf, 0/0 = nan)."""
+    try:
+        return x / y
+    except ZeroDivisionError:
+        if x == 0.0 or x != x:
+            return nan
+        return math.copysign(inf, x) * math.copysign(1.0, y)
+
+
+def reciprocal(x: float) -> float:
+    """1 / x."""
+    return div(1.0, x)
+
+
+def _is_odd_integer(y: float) -> bool:
+    return math.isfinite(y) and abs(math.fmod(y, 2.0)) == 1.0
+
+
+def power(x: float, y: float) -> float:
+    """C's ``pow(x, y)``: overflow gives inf, a negative base with a fractional exponent nan."""
+    try:
+        return math.pow(x, y)
+    except OverflowError:
+        return -inf if x < 0.0 and _is_odd_integer(y) else inf
+    except ValueError:
+        if x == 0.0:  # zero to a negative power: a pole, signed for odd exponents
+            return math.copysign(inf, x) if _is_odd_integer(y) else inf
+        return nan
+
+
+def power_scalar(x: float, k: float) -> float:
+    """``x ** k`` for a constant exponent, computed the way PyTorch's CPU kernel computes it.
+
+    PyTorch special-cases these exponents, and it shows at inf and nan
+    (``(-inf) ** 0.5`` is ``sqrt(-inf) = nan`` where C's ``pow`` gives ``inf``) and in
+    the last bit (``x ** 3`` is ``x*x*x``, rounded twice).
+    """
+    if k == 0.0:
+        return 1.0
+    if k == 1.0:
+        return x
+    if k == 0.5:
+        return sqrt(x)
+    if k == -0.5:
+        return reciprocal(sqrt(x))
+    if k == -1.0:
+        return reciprocal(x)
+    if k == 2.0:
+        return x * x
+    if k == 3.0:
+        return x * x * x
+    if k == -2.0:
+        return reciprocal(x * x)
+    return power(x, k)
+
+
+def exp(x: float) -> float:
+    """e ** x; overflow gives inf."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return inf
+
+
+def log(x: float) -> float:
+    """Natural logarithm: log(0) = -inf, log(x < 0) = nan."""
+    try:
+        return math.log(x)
+    except ValueError:
+        return -inf if x == 0.0 else nan
+
+
+def sqrt(x: float) -> float:
+    """Square root: sqrt(x < 0) = nan, sqrt(-0.0) = -0.0."""
+    try:
+        return math.sqrt(x)
+    except ValueError:
+        return nan
+
+
+def sin(x: float) -> float:
+    """Sine: sin(±inf) = nan."""
+    try:
+        return math.sin(x)
+    except ValueError:
+        return nan
+
+
+def cos(x: float) -> float:
+    """Cosine: cos(±inf) = nan."""
+    try:
+        return math.cos(x)
+    except ValueError:
+        return nan
+
+
+def tan(x: float) -> float:
+    """Tangent: tan(±inf) = nan."""
+    try:
+        return math.tan(x)
+    except ValueError:
+        return nan
+
+
+def tanh(x: float) -> float:
+    """Hyperbolic tangent (never raises)."""
+    return math.tanh(x)
+
+
+def sigmoid(x: float) -> float:
+    """1 / (1 + exp(-x)), PyTorch's formula: sigmoid(-inf) = 0, sigmoid(inf) = 1."""
+    return reciprocal(1.0 + exp(-x))
+
+
+def relu(x: float) -> float:
+    """max(x, 0); relu(nan) = nan as in PyTorch."""
+    return 0.0 if x <= 0.0 else x
+
+
+def sign(x: float) -> float:
+    """-1, 0 or 1; sign(nan) = 0, PyTorch's convention for the derivative of abs."""
+    return float((x > 0.0) - (x < 0.0))

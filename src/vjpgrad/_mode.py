@@ -1,0 +1,92 @@
+"""Per-thread switches: whether operations record a graph, and anomaly detection.
+
+The state is a ``threading.local`` so that ``no_grad()`` in one thread never changes what
+another thread records, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class _ThreadState(threading.local):
+    grad_enabled: bool = True
+    detect_anomaly: bool = False
+
+
+state = _ThreadState()
+
+
+class _Switch:
+    """A context manager and decorator that sets one per-thread flag and restores it."""
+
+    _flag: str
+    _value: bool
+
+    def __init__(self) -> None:
+        self._saved: list[bool] = []
+
+    def __enter__(self) -> None:
+        self._saved.append(getattr(state, self._flag))
+        setattr(state, self._flag, self._value)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        setattr(state, self._flag, self._saved.pop())
+
+    def __call__(self, function: Callable[_P, _R]) -> Callable[_P, _R]:
+        """Use as a decorator: the function runs with the flag set."""
+
+        @functools.wraps(function)
+        def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            with type(self)():
+                return function(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_Switch):  # noqa: N801 - named like torch.no_grad, which users know
+    """Operations inside record no graph: their results are constants.
+
+    Use it for optimizer steps and evaluation. It is a context manager
+    (``with vjpgrad.no_grad(): ...``) and a decorator (``@vjpgrad.no_grad()``); its state
+    is per thread.
+    """
+
+    _flag = "grad_enabled"
+    _value = False
+
+
+class enable_grad(_Switch):  # noqa: N801 - named like torch.enable_grad
+    """Operations inside record a graph again, even within ``no_grad``."""
+
+    _flag = "grad_enabled"
+    _value = True
+
+
+class detect_anomaly(_Switch):  # noqa: N801 - named like torch.autograd.detect_anomaly
+    """Inside, a backward pass that produces nan raises ``FloatingPointError``.
+
+    Nodes made inside remember the file and line that made them, and the error names the
+    operation and that place. Like PyTorch's anomaly mode it slows operations down: use it
+    to find a bug, not in production. Its state is per thread.
+    """
+
+    _flag = "detect_anomaly"
+    _value = True
+
+
+def is_grad_enabled() -> bool:
+    """Whether operations in this thread currently record a graph."""
+    return state.grad_enabled
