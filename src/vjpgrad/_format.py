@@ -28,7 +28,7 @@ class _Style:
         magnitudes = [abs(x) for x in shown]
         smallest, largest = min(magnitudes), max(magnitudes)
         self.whole = all(x == math.ceil(x) for x in shown)
-        self.scientific = largest / smallest > 1000.0 or largest > 1.0e8 or (not self.whole and smallest < 1.0e-4)
+        self.scientific = largest / smallest > 1000.0 or largest > 1.0e8 or smallest < 1.0e-4
         if self.scientific:
             self.width = max(len(f"{x:.{PRECISION}e}") for x in shown)
         elif self.whole:
