@@ -23,6 +23,12 @@ class _ThreadState(threading.local):
 
 state = _ThreadState()
 
+switched = [0]
+"""How many switches are on, in all threads together. While it is 0 every thread has the
+defaults (recording, no anomaly check), so an operation need not read the thread-local
+state at all: one list read instead of two thread-local reads, about 80 ns of a node."""
+_switch_lock = threading.Lock()
+
 
 class _Switch:
     """A context manager and decorator that sets one per-thread flag and restores it."""
@@ -36,6 +42,8 @@ class _Switch:
     def __enter__(self) -> None:
         self._saved.append(getattr(state, self._flag))
         setattr(state, self._flag, self._value)
+        with _switch_lock:
+            switched[0] += 1
 
     def __exit__(
         self,
@@ -44,6 +52,8 @@ class _Switch:
         tb: TracebackType | None,
     ) -> None:
         setattr(state, self._flag, self._saved.pop())
+        with _switch_lock:
+            switched[0] -= 1
 
     def __call__(self, function: Callable[_P, _R]) -> Callable[_P, _R]:
         """Use as a decorator: the function runs with the flag set."""

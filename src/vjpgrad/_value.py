@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Union
 
 from vjpgrad import _ops
-from vjpgrad._mode import state
+from vjpgrad._mode import state, switched
 from vjpgrad._ops import BinaryOp, UnaryOp
 
 Operand = Union["Value", float]
@@ -40,7 +40,7 @@ def _node(
     node.data = data
     node.grad = 0.0
     node.label = None
-    if (da is None and db is None) or not state.grad_enabled:
+    if (da is None and db is None) or (switched[0] and not state.grad_enabled):
         node.requires_grad = False
         node._op = node._a = node._b = node._da = node._db = None
         return node
@@ -50,7 +50,7 @@ def _node(
     node._b = b
     node._da = da
     node._db = db
-    if state.detect_anomaly:
+    if switched[0] and state.detect_anomaly:
         node._origin = _caller_location()
     return node
 
