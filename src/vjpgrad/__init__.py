@@ -5,21 +5,31 @@ and fills ``.grad``. A ``Vector`` of Values takes PyTorch's ``y.backward(gradien
 the ``gradients`` are the ``v`` of the vector-Jacobian product ``v^T J``.
 """
 
+from vjpgrad._custom import CustomOp, custom_op
 from vjpgrad._functions import cos, exp, log, relu, sigmoid, sin, sqrt, tan, tanh
 from vjpgrad._mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from vjpgrad._value import Value
 from vjpgrad._vector import Vector
+from vjpgrad.functional import grad, gradcheck, gradients, hessian, jacobian, jvp, value_and_grad, vjp
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CustomOp",
     "Value",
     "Vector",
     "cos",
+    "custom_op",
     "detect_anomaly",
     "enable_grad",
     "exp",
+    "grad",
+    "gradcheck",
+    "gradients",
+    "hessian",
     "is_grad_enabled",
+    "jacobian",
+    "jvp",
     "log",
     "no_grad",
     "relu",
@@ -28,4 +38,6 @@ __all__ = [
     "sqrt",
     "tan",
     "tanh",
+    "value_and_grad",
+    "vjp",
 ]

@@ -19,6 +19,7 @@ _R = TypeVar("_R")
 class _ThreadState(threading.local):
     grad_enabled: bool = True
     detect_anomaly: bool = False
+    transform_depth: int = 0  # how many function transforms (grad, jacobian...) are running
 
 
 state = _ThreadState()

@@ -40,6 +40,7 @@ def _node(
     node.data = data
     node.grad = 0.0
     node.label = None
+    node._seen = None
     if (da is None and db is None) or (switched[0] and not state.grad_enabled):
         node.requires_grad = False
         node._op = node._a = node._b = node._da = node._db = None
@@ -135,7 +136,20 @@ class Value:
     to what is there. Call ``zero_grad()`` between passes when you want fresh ones.
     """
 
-    __slots__ = ("_a", "_b", "_da", "_db", "_op", "_origin", "data", "grad", "label", "requires_grad")
+    __slots__ = (
+        "_a",
+        "_b",
+        "_cotangent",
+        "_da",
+        "_db",
+        "_op",
+        "_origin",
+        "_seen",
+        "data",
+        "grad",
+        "label",
+        "requires_grad",
+    )
 
     data: float
     grad: float
@@ -151,6 +165,10 @@ class Value:
     _da: float | None
     _db: float | None
     _origin: str  # "file:line" where the node was made; set only under detect_anomaly
+    # Scratch of the reverse pass running now (see _backward): the token of the last pass
+    # that reached this node, and this pass's gradient here.
+    _seen: object
+    _cotangent: float
 
     def __init__(
         self,
@@ -172,7 +190,7 @@ class Value:
         self.grad = 0.0
         self.requires_grad = requires_grad
         self.label = label
-        self._op = self._a = self._b = self._da = self._db = None
+        self._op = self._a = self._b = self._da = self._db = self._seen = None
 
     # ---- what it is ---------------------------------------------------------------------
 

@@ -1,0 +1,454 @@
+"""Derivatives beyond one ``backward`` call: ``gradients`` (PyTorch's ``torch.autograd.grad``),
+function transforms in the style of JAX and HIPS autograd, and ``gradcheck``.
+
+The transforms take functions of plain floats and lists of floats and return plain floats
+and lists. Called inside another transform they return Values (and Vectors), which is what
+makes ``grad(grad(f))`` and ``hessian = jacobian(grad(f))`` work: each level differentiates
+the graph the level inside it built (``create_graph=True``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from vjpgrad._backward import (
+    check_flag,
+    check_seed,
+    differentiable_reverse_pass,
+    free,
+    reverse_pass,
+    symbolic_derivatives,
+    topological_order,
+)
+from vjpgrad._mode import no_grad, state
+from vjpgrad._ops import Scalar
+from vjpgrad._value import Value
+from vjpgrad._vector import Vector
+
+Values = Value | Vector | Sequence[Value]
+
+UNUSED_MESSAGE = (
+    "One of the differentiated Values appears to not have been used in the graph. "
+    "Set allow_unused=True if this is the desired behavior."
+)
+
+
+def _as_values(x: object, what: str) -> list[Value]:
+    if isinstance(x, Value):
+        return [x]
+    if isinstance(x, Vector):
+        return list(x)
+    if isinstance(x, Sequence) and not isinstance(x, str) and all(isinstance(item, Value) for item in x):
+        return list(x)
+    raise TypeError(f"{what} must be a Value, a Vector or a sequence of Values, got {type(x).__name__}")
+
+
+def _seeds(seeds: object, n: int, differentiable: bool) -> list[Scalar]:
+    if seeds is None:
+        if n != 1:
+            raise RuntimeError(
+                f"grad can be implicitly created only for scalar outputs: there are {n} outputs, "
+                "so pass seeds, one per output"
+            )
+        return [1.0]
+    if isinstance(seeds, (numbers.Real, Value)):
+        seeds = [seeds]
+    if isinstance(seeds, Vector):
+        seeds = list(seeds)
+    if isinstance(seeds, str) or not isinstance(seeds, Sequence):
+        raise TypeError(f"seeds must be a number, a Vector or a sequence of numbers, got {type(seeds).__name__}")
+    if len(seeds) != n:
+        raise ValueError(f"seeds has length {len(seeds)} but there are {n} outputs: pass one seed per output")
+    if differentiable:  # a Value seed stays a Value, so the result can depend on it
+        return [seed if isinstance(seed, Value) else check_seed(seed, f"seeds[{i}]") for i, seed in enumerate(seeds)]
+    return [check_seed(seed, f"seeds[{i}]") for i, seed in enumerate(seeds)]
+
+
+def gradients(
+    outputs: Values,
+    inputs: Values,
+    seeds: Any = None,
+    *,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> list[Value]:
+    """The gradient of ``sum_i seeds[i] * outputs[i]`` with respect to each input, as PyTorch's
+    ``torch.autograd.grad``: returned, one Value per input, without touching any ``.grad``.
+
+    ``seeds`` defaults to 1.0 for a single output. With ``create_graph=True`` the gradients
+    are Values on a new graph, so they can be differentiated again (derivatives of any
+    order); ``retain_graph`` defaults to ``create_graph``, as in PyTorch. An input the
+    outputs do not depend on raises ``RuntimeError`` unless ``allow_unused=True``, when its
+    gradient is 0.0.
+    """
+    outs = _as_values(outputs, "outputs")
+    ins = _as_values(inputs, "inputs")
+    create = check_flag(create_graph, "create_graph")
+    retain = create if retain_graph is None else check_flag(retain_graph, "retain_graph")
+    check_flag(allow_unused, "allow_unused")
+    seed_list = _seeds(seeds, len(outs), create)
+    for index, x in enumerate(ins):
+        if not x.requires_grad:
+            raise RuntimeError(
+                f"inputs[{index}] does not require grad: nothing can be differentiated with respect to it"
+            )
+    if create:
+        grads: dict[Value, Any] = differentiable_reverse_pass(outs, seed_list)
+    else:
+        grads = reverse_pass(outs, [float(s) for s in seed_list])
+    if not allow_unused and any(x not in grads for x in ins):
+        raise RuntimeError(UNUSED_MESSAGE)
+    result = [_as_value(grads.get(x, 0.0)) for x in ins]
+    if not retain:
+        free(grads)
+    return result
+
+
+def _as_value(x: Scalar) -> Value:
+    return x if isinstance(x, Value) else Value(x, requires_grad=False)
+
+
+# ---- function transforms ------------------------------------------------------------------
+
+
+@contextmanager
+def _transform() -> Iterator[bool]:
+    """Enter a transform; yields whether it is nested inside another (then it answers in Values)."""
+    nested = state.transform_depth > 0
+    state.transform_depth += 1
+    try:
+        yield nested
+    finally:
+        state.transform_depth -= 1
+
+
+class _Argument:
+    """One argument of a transformed function, lifted onto the graph.
+
+    A float becomes a leaf Value, a list of floats a Vector of leaves; a Value or Vector
+    from an enclosing transform is used as it is, so the enclosing level can differentiate
+    through this one.
+    """
+
+    def __init__(self, arg: object, position: int) -> None:
+        self.is_list = False
+        if isinstance(arg, Value):
+            self.lifted: Value | Vector = arg if arg.requires_grad else Value(arg.data)
+            self.nested = arg.requires_grad
+        elif isinstance(arg, numbers.Real) and not isinstance(arg, Value):
+            self.lifted, self.nested = Value(arg), False
+        elif isinstance(arg, (Vector, list, tuple)):
+            items = list(arg)
+            for item in items:
+                if not isinstance(item, (Value, numbers.Real)):
+                    raise TypeError(
+                        f"argument {position} must be a number or a list of numbers, has a {type(item).__name__}"
+                    )
+            self.nested = any(isinstance(item, Value) and item.requires_grad for item in items)
+            self.lifted = Vector(
+                [item if isinstance(item, Value) and item.requires_grad else float(item) for item in items]
+            )
+            self.is_list = True
+        else:
+            raise TypeError(f"argument {position} must be a number or a list of numbers, got {type(arg).__name__}")
+
+    @property
+    def values(self) -> list[Value]:
+        return list(self.lifted) if isinstance(self.lifted, Vector) else [self.lifted]
+
+    def shape(self, flat: list[Any], nested: bool) -> Any:
+        """Gradients of this argument's Values, shaped like the argument."""
+        if nested:
+            return Vector([_as_value(g) for g in flat]) if self.is_list else _as_value(flat[0])
+        plain = [float(g) for g in flat]
+        return plain if self.is_list else plain[0]
+
+
+def _positions(argnums: int | Sequence[int], count: int) -> list[int]:
+    numbers_ = [argnums] if isinstance(argnums, int) else list(argnums)
+    for k in numbers_:
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(f"argnums must be an int or a tuple of ints, got {type(k).__name__}")
+        if not -count <= k < count:
+            raise ValueError(f"argnums {k} is out of range for a function called with {count} arguments")
+    return [k % count for k in numbers_]
+
+
+def _call(f: Callable[..., Any], args: tuple[Any, ...], positions: list[int]) -> tuple[Any, list[_Argument], bool]:
+    arguments = [_Argument(args[k], k) for k in positions]
+    lifted = list(args)
+    for k, argument in zip(positions, arguments, strict=True):
+        lifted[k] = argument.lifted
+    return f(*lifted), arguments, any(a.nested for a in arguments)
+
+
+def _outputs(out: object, transform: str) -> tuple[list[Value | float], bool]:
+    """The outputs of a function as a list, and whether it returned a single scalar."""
+    if isinstance(out, Value):
+        return [out], True
+    if isinstance(out, numbers.Real):
+        return [float(out)], True
+    if isinstance(out, Vector):
+        return list(out), False
+    if isinstance(out, (list, tuple)) and all(isinstance(y, (Value, numbers.Real)) for y in out):
+        return [y if isinstance(y, Value) else float(y) for y in out], False
+    raise TypeError(f"{transform}: the function must return a number, a Value or a Vector, got {type(out).__name__}")
+
+
+def _lower(outputs: list[Value | float], scalar: bool, nested: bool) -> Any:
+    if nested:
+        values = [_as_value(y) for y in outputs]
+        return values[0] if scalar else Vector(values)
+    plain = [float(y) for y in outputs]
+    return plain[0] if scalar else plain
+
+
+def _rows(
+    outputs: list[Value | float], seeds: list[list[Any]], arguments: list[_Argument], nested: bool
+) -> list[list[Any]]:
+    """For each seed vector, the flat gradients of ``sum_i seed[i] * outputs[i]`` w.r.t. all
+    the arguments' Values: one reverse pass each."""
+    inputs = [value for argument in arguments for value in argument.values]
+    live = [(y, k) for k, y in enumerate(outputs) if isinstance(y, Value) and y.requires_grad]
+    rows = []
+    for seed in seeds:
+        used = [(y, seed[k]) for y, k in live]
+        if not used:
+            rows.append([0.0] * len(inputs))
+            continue
+        roots, weights = [y for y, _ in used], [s for _, s in used]
+        if nested:
+            grads: dict[Value, Any] = differentiable_reverse_pass(roots, weights)
+        else:
+            grads = reverse_pass(roots, [float(s) for s in weights])
+        rows.append([grads.get(x, 0.0) for x in inputs])
+    return rows
+
+
+def _split(flat: list[Any], arguments: list[_Argument], nested: bool) -> list[Any]:
+    shaped, start = [], 0
+    for argument in arguments:
+        n = len(argument.values)
+        shaped.append(argument.shape(flat[start : start + n], nested))
+        start += n
+    return shaped
+
+
+def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., tuple[Any, Any]]:
+    """``f`` transformed to return ``(f(*args), grad(f)(*args))`` from one evaluation."""
+
+    def value_and_grad_f(*args: Any) -> tuple[Any, Any]:
+        positions = _positions(argnums, len(args))
+        with _transform() as outer:
+            out, arguments, nested_args = _call(f, args, positions)
+            nested = outer or nested_args
+            outputs, scalar = _outputs(out, "grad")
+            if not scalar:
+                raise TypeError(
+                    f"grad requires a function with a scalar output, but it returned {len(outputs)} values: "
+                    "use jacobian(f) for the full Jacobian, or vjp(f, ...) for a vector-Jacobian product"
+                )
+            (row,) = _rows(outputs, [[1.0]], arguments, nested)
+            shaped = _split(row, arguments, nested)
+            return _lower(outputs, True, nested), shaped[0] if isinstance(argnums, int) else tuple(shaped)
+
+    value_and_grad_f.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"
+    return value_and_grad_f
+
+
+def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """``f`` transformed to return its gradient with respect to argument ``argnums``.
+
+    ``f`` must return a scalar. The gradient is shaped like the argument: a float for a
+    float, a list for a list; a tuple of them for a tuple of ``argnums``. Transforms nest:
+    ``grad(grad(f))(x)`` is the second derivative.
+    """
+    with_value = value_and_grad(f, argnums)
+
+    def grad_f(*args: Any) -> Any:
+        return with_value(*args)[1]
+
+    grad_f.__name__ = f"grad({getattr(f, '__name__', 'f')})"
+    return grad_f
+
+
+def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """``(f(*primals), vjp_fn)``: ``vjp_fn(v)`` is ``v^T J``, one cotangent per primal.
+
+    The cotangent ``v`` has the shape of ``f``'s output (a number for a scalar output, a
+    list for a list); each returned cotangent has the shape of its primal. ``vjp_fn`` can
+    be called many times: the graph is kept.
+    """
+    with _transform() as outer:
+        out, arguments, nested_args = _call(f, primals, list(range(len(primals))))
+    nested = outer or nested_args
+    outputs, scalar = _outputs(out, "vjp")
+
+    def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
+        if scalar:
+            if not isinstance(cotangent, (numbers.Real, Value)):
+                raise TypeError(f"the cotangent of a scalar output is a number, got {type(cotangent).__name__}")
+            seed = [cotangent]
+        else:
+            if isinstance(cotangent, (str, numbers.Real)) or not isinstance(cotangent, (Sequence, Vector)):
+                raise TypeError(
+                    f"the cotangent of an output of length {len(outputs)} is a list of that length, "
+                    f"got {type(cotangent).__name__}"
+                )
+            seed = list(cotangent)
+            if len(seed) != len(outputs):
+                raise ValueError(f"cotangent has length {len(seed)} but the output has length {len(outputs)}")
+        seed = [s if nested and isinstance(s, Value) else check_seed(s, "cotangent") for s in seed]  # type: ignore[misc]
+        (row,) = _rows(outputs, [seed], arguments, nested)
+        return tuple(_split(row, arguments, nested))
+
+    return _lower(outputs, scalar, nested), vjp_fn
+
+
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """``(f(*primals), J t)``: the Jacobian-vector product, by forward mode.
+
+    Each tangent has the shape of its primal. The graph ``f`` builds is walked once from the
+    inputs forward, carrying ``d node = sum of local derivative x d operand`` along.
+    """
+    if not isinstance(primals, (list, tuple)) or not isinstance(tangents, (list, tuple)):
+        raise TypeError("jvp takes primals and tangents as tuples (or lists) of arguments")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+    with _transform() as outer:
+        out, arguments, nested_args = _call(f, tuple(primals), list(range(len(primals))))
+    nested = outer or nested_args
+    outputs, scalar = _outputs(out, "jvp")
+    seeds: dict[Value, Scalar] = {}
+    for k, (argument, tangent) in enumerate(zip(arguments, tangents, strict=True)):
+        flat = list(tangent) if argument.is_list else [tangent]
+        if argument.is_list and (isinstance(tangent, str) or not isinstance(tangent, (Sequence, Vector))):
+            raise TypeError(f"tangent {k} must be a list like its primal, got {type(tangent).__name__}")
+        if len(flat) != len(argument.values):
+            raise ValueError(f"tangent {k} has length {len(flat)} but its primal has length {len(argument.values)}")
+        for value, t in zip(argument.values, flat, strict=True):
+            seeds[value] = t if nested and isinstance(t, Value) else check_seed(t, f"tangent {k}")
+    tangent_out = _forward_pass(outputs, seeds, nested)
+    return _lower(outputs, scalar, nested), _lower(tangent_out, scalar, nested)
+
+
+def _forward_pass(outputs: list[Value | float], seeds: dict[Value, Scalar], nested: bool) -> list[Value | float]:
+    live = [y for y in outputs if isinstance(y, Value) and y.requires_grad]
+    tangents: dict[Value, Any] = dict(seeds)
+    for node in topological_order(live) if live else []:
+        if node in seeds:
+            continue
+        da, db = symbolic_derivatives(node) if nested else (node._da, node._db)
+        total: Any = 0.0
+        for operand, local in ((node._a, da), (node._b, db)):
+            if local is not None and operand in tangents:
+                total = total + local * tangents[operand]
+        tangents[node] = total
+    return [tangents.get(y, 0.0) if isinstance(y, Value) else 0.0 for y in outputs]
+
+
+def jacobian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """``f`` transformed to return its Jacobian ``J[i][j] = d out[i] / d arg[j]``.
+
+    One reverse pass per output (one vector-Jacobian product per basis vector). The shape
+    follows the output and the argument: a float for a scalar of a scalar, a list when one
+    of them is a list, a list of rows when both are; a tuple of them for a tuple of argnums.
+    """
+
+    def jacobian_f(*args: Any) -> Any:
+        positions = _positions(argnums, len(args))
+        with _transform() as outer:
+            out, arguments, nested_args = _call(f, args, positions)
+            nested = outer or nested_args
+            outputs, scalar = _outputs(out, "jacobian")
+            basis = [[1.0 if i == k else 0.0 for i in range(len(outputs))] for k in range(len(outputs))]
+            rows = [_split(row, arguments, nested) for row in _rows(outputs, basis, arguments, nested)]
+            per_argument = []
+            for k in range(len(arguments)):
+                column = [row[k] for row in rows]
+                per_argument.append(column[0] if scalar else column)
+            return per_argument[0] if isinstance(argnums, int) else tuple(per_argument)
+
+    jacobian_f.__name__ = f"jacobian({getattr(f, '__name__', 'f')})"
+    return jacobian_f
+
+
+def hessian(f: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
+    """``f`` transformed to return its matrix of second derivatives: ``jacobian(grad(f))``."""
+    if isinstance(argnums, bool) or not isinstance(argnums, int):
+        raise TypeError(f"hessian takes one argnums, an int, got {type(argnums).__name__}")
+    hessian_f = jacobian(grad(f, argnums), argnums)
+    hessian_f.__name__ = f"hessian({getattr(f, '__name__', 'f')})"
+    return hessian_f
+
+
+# ---- gradcheck -----------------------------------------------------------------------------
+
+
+def gradcheck(
+    f: Callable[..., Any],
+    inputs: float | Sequence[float],
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+) -> bool:
+    """Check the engine's gradients of ``f`` at ``inputs`` against central finite differences.
+
+    ``f`` takes one Value per input and returns a Value (or a Vector: then every row of the
+    Jacobian is checked). Each derivative must satisfy ``|analytic - numeric| <= atol +
+    rtol * |numeric|``, with ``numeric = (f(x + eps) - f(x - eps)) / (2 eps)``. Returns True,
+    or raises ``AssertionError`` with a table of every derivative, so it can be used as-is in
+    a pytest test. As with ``torch.autograd.gradcheck``, the defaults suit double precision,
+    which is all vjpgrad has: where ``f`` is not smooth within ``eps`` of an input (relu at
+    0, a pole), the two legitimately disagree.
+    """
+    points: list[Any] = [inputs] if isinstance(inputs, (numbers.Real, Value)) else list(inputs)  # type: ignore[arg-type]
+    xs = [check_seed(x, f"inputs[{i}]") for i, x in enumerate(points)]
+    for name, number in (("eps", eps), ("atol", atol), ("rtol", rtol)):
+        if not isinstance(number, numbers.Real) or not number >= 0 or (name == "eps" and number == 0):
+            raise ValueError(
+                f"gradcheck {name} must be a {'positive' if name == 'eps' else 'non-negative'} number, got {number!r}"
+            )
+    leaves = [Value(x) for x in xs]
+    outputs, _ = _outputs(f(*leaves), "gradcheck")
+    basis = [[1.0 if i == k else 0.0 for i in range(len(outputs))] for k in range(len(outputs))]
+    arguments = [_Argument(v, i) for i, v in enumerate(leaves)]
+    analytic = [[float(g) for g in row] for row in _rows(outputs, basis, arguments, False)]
+    numeric = [[0.0] * len(xs) for _ in outputs]
+    with no_grad():
+        for j in range(len(xs)):
+            plus = _outputs(f(*[Value(x + (eps if k == j else 0.0)) for k, x in enumerate(xs)]), "gradcheck")[0]
+            minus = _outputs(f(*[Value(x - (eps if k == j else 0.0)) for k, x in enumerate(xs)]), "gradcheck")[0]
+            for i in range(len(outputs)):
+                numeric[i][j] = (float(plus[i]) - float(minus[i])) / (2 * eps)
+    table, failed = [], False
+    for i in range(len(outputs)):
+        for j, x in enumerate(xs):
+            a, n = analytic[i][j], numeric[i][j]
+            ok = abs(a - n) <= atol + rtol * abs(n) or (math.isinf(a) and a == n)
+            failed = failed or not ok
+            table.append((i, j, x, a, n, a - n, ok))
+    if failed:
+        raise AssertionError(_gradcheck_table(table, len(outputs) > 1, eps, atol, rtol))
+    return True
+
+
+def _gradcheck_table(
+    rows: list[tuple[int, int, float, float, float, float, bool]], vector: bool, eps: float, atol: float, rtol: float
+) -> str:
+    lines = [
+        f"gradcheck failed: analytic gradient differs from central differences (eps={eps:g}, "
+        f"atol={atol:g}, rtol={rtol:g})",
+        f"  {'output ' if vector else ''}{'input':>5} {'value':>14} {'analytic':>16} {'numeric':>16} "
+        f"{'difference':>12}",
+    ]
+    for i, j, x, a, n, d, ok in rows:
+        output = f"{i:>6} " if vector else ""
+        lines.append(f"  {output}{j:>5} {x:>14.6g} {a:>16.8g} {n:>16.8g} {d:>12.3g}  {'ok' if ok else '<-- differs'}")
+    return "\n".join(lines)
