@@ -113,6 +113,8 @@ POW_SCALAR = BinaryOp("**", _floats.power_scalar, _pow_scalar_derivative)
 # ---- unary operations --------------------------------------------------------------------
 
 NEG = UnaryOp("neg", lambda x: -x, lambda x, out: -1.0)
+# A transform's own variable on top of an outer one: distinct, yet differentiable through
+IDENTITY = UnaryOp("identity", lambda x: x, lambda x, out: 1.0)
 ABS = UnaryOp("abs", abs, lambda x, out: _floats.sign(data_of(x)))
 RECIPROCAL = UnaryOp("reciprocal", _floats.reciprocal, lambda x, out: -(out * out))
 EXP = UnaryOp("exp", _floats.exp, lambda x, out: out)

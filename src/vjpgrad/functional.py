@@ -24,9 +24,9 @@ from vjpgrad._backward import (
     symbolic_derivatives,
     topological_order,
 )
-from vjpgrad._mode import no_grad, state
-from vjpgrad._ops import Scalar
-from vjpgrad._value import Value
+from vjpgrad._mode import enable_grad, no_grad, state
+from vjpgrad._ops import IDENTITY, Scalar
+from vjpgrad._value import Value, _unary
 from vjpgrad._vector import Vector
 
 Values = Value | Vector | Sequence[Value]
@@ -118,29 +118,42 @@ def _as_value(x: Scalar) -> Value:
 
 @contextmanager
 def _transform() -> Iterator[bool]:
-    """Enter a transform; yields whether it is nested inside another (then it answers in Values)."""
+    """Enter a transform; yields whether it is nested inside another (then it answers in Values).
+
+    A transform records its graph even inside ``no_grad()``: differentiating is its job.
+    """
     nested = state.transform_depth > 0
     state.transform_depth += 1
     try:
-        yield nested
+        with enable_grad():
+            yield nested
     finally:
         state.transform_depth -= 1
 
 
-class _Argument:
-    """One argument of a transformed function, lifted onto the graph.
+def _variable(x: Value | float) -> Value:
+    """This transform's own variable for ``x``.
 
-    A float becomes a leaf Value, a list of floats a Vector of leaves; a Value or Vector
-    from an enclosing transform is used as it is, so the enclosing level can differentiate
-    through this one.
+    A number becomes a new leaf. A Value from an enclosing transform gets an identity node
+    on top: a variable distinct from the enclosing one (so ``grad(lambda y: y * x)(x)``
+    differentiates with respect to ``y`` alone, not to ``x`` twice: no "perturbation
+    confusion"), through which the enclosing transform still differentiates.
     """
+    if isinstance(x, Value) and x.requires_grad:
+        return _unary(IDENTITY, x)
+    return Value(x.data if isinstance(x, Value) else x)
+
+
+class _Argument:
+    """One argument of a transformed function, lifted onto the graph: a float becomes a
+    Value, a list of floats a Vector, each element this transform's own variable."""
 
     def __init__(self, arg: object, position: int) -> None:
         self.is_list = False
         if isinstance(arg, Value):
-            self.lifted: Value | Vector = arg if arg.requires_grad else Value(arg.data)
+            self.lifted: Value | Vector = _variable(arg)
             self.nested = arg.requires_grad
-        elif isinstance(arg, numbers.Real) and not isinstance(arg, Value):
+        elif isinstance(arg, numbers.Real):
             self.lifted, self.nested = Value(arg), False
         elif isinstance(arg, (Vector, list, tuple)):
             items = list(arg)
@@ -208,12 +221,13 @@ def _lower(outputs: list[Value | float], scalar: bool, nested: bool) -> Any:
     return plain[0] if scalar else plain
 
 
-def _rows(
-    outputs: list[Value | float], seeds: list[list[Any]], arguments: list[_Argument], nested: bool
-) -> list[list[Any]]:
-    """For each seed vector, the flat gradients of ``sum_i seed[i] * outputs[i]`` w.r.t. all
-    the arguments' Values: one reverse pass each."""
-    inputs = [value for argument in arguments for value in argument.values]
+def _inputs(arguments: list[_Argument]) -> list[Value]:
+    return [value for argument in arguments for value in argument.values]
+
+
+def _rows(outputs: list[Value | float], seeds: list[list[Any]], inputs: list[Value], nested: bool) -> list[list[Any]]:
+    """For each seed vector, the gradients of ``sum_i seed[i] * outputs[i]`` with respect to
+    each of ``inputs``: one reverse pass each."""
     live = [(y, k) for k, y in enumerate(outputs) if isinstance(y, Value) and y.requires_grad]
     rows = []
     for seed in seeds:
@@ -253,7 +267,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> C
                     f"grad requires a function with a scalar output, but it returned {len(outputs)} values: "
                     "use jacobian(f) for the full Jacobian, or vjp(f, ...) for a vector-Jacobian product"
                 )
-            (row,) = _rows(outputs, [[1.0]], arguments, nested)
+            (row,) = _rows(outputs, [[1.0]], _inputs(arguments), nested)
             shaped = _split(row, arguments, nested)
             return _lower(outputs, True, nested), shaped[0] if isinstance(argnums, int) else tuple(shaped)
 
@@ -304,7 +318,7 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
             if len(seed) != len(outputs):
                 raise ValueError(f"cotangent has length {len(seed)} but the output has length {len(outputs)}")
         seed = [s if nested and isinstance(s, Value) else check_seed(s, "cotangent") for s in seed]  # type: ignore[misc]
-        (row,) = _rows(outputs, [seed], arguments, nested)
+        (row,) = _rows(outputs, [seed], _inputs(arguments), nested)
         return tuple(_split(row, arguments, nested))
 
     return _lower(outputs, scalar, nested), vjp_fn
@@ -367,7 +381,7 @@ def jacobian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
             nested = outer or nested_args
             outputs, scalar = _outputs(out, "jacobian")
             basis = [[1.0 if i == k else 0.0 for i in range(len(outputs))] for k in range(len(outputs))]
-            rows = [_split(row, arguments, nested) for row in _rows(outputs, basis, arguments, nested)]
+            rows = [_split(row, arguments, nested) for row in _rows(outputs, basis, _inputs(arguments), nested)]
             per_argument = []
             for k in range(len(arguments)):
                 column = [row[k] for row in rows]
@@ -418,8 +432,7 @@ def gradcheck(
     leaves = [Value(x) for x in xs]
     outputs, _ = _outputs(f(*leaves), "gradcheck")
     basis = [[1.0 if i == k else 0.0 for i in range(len(outputs))] for k in range(len(outputs))]
-    arguments = [_Argument(v, i) for i, v in enumerate(leaves)]
-    analytic = [[float(g) for g in row] for row in _rows(outputs, basis, arguments, False)]
+    analytic = [[float(g) for g in row] for row in _rows(outputs, basis, leaves, False)]
     numeric = [[0.0] * len(xs) for _ in outputs]
     with no_grad():
         for j in range(len(xs)):
