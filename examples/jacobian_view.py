@@ -18,15 +18,15 @@ v = [0.1, 1.0, 0.0001]
 
 # J with respect to each input: three 3 x 3 blocks, diagonal because y[i] uses only a[i], b[i], c[i]
 blocks = jacobian(f, argnums=(0, 1, 2))(a0, b0, c0)
-for name, block in zip("abc", blocks):
+for name, block in zip("abc", blocks, strict=True):
     print(f"dy/d{name} =")
     for row in block:
         print("   ", "  ".join(f"{x:8.4f}" for x in row))
 
 # v^T J, by hand
-vjp_by_hand = {
-    name: [sum(v[i] * block[i][j] for i in range(3)) for j in range(3)] for name, block in zip("abc", blocks)
-}
+vjp_by_hand = {}
+for name, block in zip("abc", blocks, strict=True):
+    vjp_by_hand[name] = [sum(v[i] * block[i][j] for i in range(3)) for j in range(3)]
 
 # what backward computes
 a, b, c = Vector(a0), Vector(b0), Vector(c0)
@@ -38,5 +38,6 @@ print(f"v = {v}")
 for name in "abc":
     print(f"v^T dy/d{name} = {vjp_by_hand[name]}")
     print(f"{name}.grad       = {by_backward[name]}")
-    assert all(abs(x - y) <= 1e-15 * max(1.0, abs(x)) for x, y in zip(vjp_by_hand[name], by_backward[name]))
+    pairs = zip(vjp_by_hand[name], by_backward[name], strict=True)
+    assert all(abs(x - y) <= 1e-15 * max(1.0, abs(x)) for x, y in pairs)
 print("\nbackward(v) gives exactly v^T J: the gradient arguments are the v of a vector-Jacobian product.")

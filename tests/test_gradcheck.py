@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from vjpgrad import Value, Vector, gradcheck
+from vjpgrad import Vector, gradcheck
 
 
 def test_correct_gradients_pass() -> None:
