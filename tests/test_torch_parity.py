@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _helpers import Program, programs, run
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -111,47 +112,6 @@ def test_each_binary_operation_agrees_with_pytorch(name: str, x: float, y: float
 
 
 # ---- random expression graphs --------------------------------------------------------------
-
-GRAPH_OPS: list[tuple[str, Callable[[Any, Any], Any]]] = [
-    ("add", lambda x, y: x + y),
-    ("sub", lambda x, y: x - y),
-    ("mul", lambda x, y: x * y),
-    ("div", lambda x, y: x / (1.5 + y * y)),
-    ("pow", lambda x, y: (1.0 + x * x) ** (y * 0.5)),
-    ("tanh", lambda x, y: x.tanh()),
-    ("sigmoid", lambda x, y: x.sigmoid() * 2),
-    ("sin", lambda x, y: x.sin()),
-    ("cos", lambda x, y: x.cos() - y),
-    ("exp", lambda x, y: (x.tanh() * 2).exp()),
-    ("log", lambda x, y: (x * x + 0.5).log()),
-    ("sqrt", lambda x, y: (x * x + 0.1).sqrt()),
-    ("relu", lambda x, y: x.relu() + y * 0.5),
-    ("abs", lambda x, y: abs(x) * y),
-    ("square", lambda x, y: x**2 - 1),
-    ("const", lambda x, y: 2 * x - 3 / (1 + y * y)),
-]
-
-programs = st.tuples(
-    st.lists(st.floats(-2, 2), min_size=1, max_size=4),
-    st.lists(
-        st.tuples(st.integers(0, len(GRAPH_OPS) - 1), st.integers(0, 10**6), st.integers(0, 10**6)),
-        min_size=1,
-        max_size=25,
-    ),
-)
-
-
-Program = tuple[list[float], list[tuple[int, int, int]]]
-
-
-def run(program: Program, leaf: Callable[[float], Any]) -> tuple[list[Any], list[Any]]:
-    """Evaluate a random program: each step applies an op to two earlier nodes (leaves first)."""
-    inputs, steps = program
-    leaves = [leaf(x) for x in inputs]
-    nodes = list(leaves)
-    for op, i, j in steps:
-        nodes.append(GRAPH_OPS[op][1](nodes[i % len(nodes)], nodes[j % len(nodes)]))
-    return leaves, nodes
 
 
 @given(programs)

@@ -62,7 +62,7 @@ def _walk(outputs: Sequence[Value]) -> list[Value]:
             )
     token = object()
     order: list[Value] = []
-    stack: list[Value | None] = list(outputs)
+    stack: list[Value | None] = list(reversed(outputs))  # the first output is listed first
     while stack:
         node = stack.pop()
         if node is None:  # the node below has had all its operands listed
@@ -80,11 +80,12 @@ def _walk(outputs: Sequence[Value]) -> list[Value]:
             if node._op is not None:
                 raise RuntimeError(f"{FREED_MESSAGE} (the node is {node!r}, made by {node.op!r})")
             continue
-        # An operand with a local derivative is always a Value (constants have none).
-        if da is not None and node._a._seen is not token:  # type: ignore[union-attr]
-            stack.append(node._a)  # type: ignore[arg-type]
+        # An operand with a local derivative is always a Value (constants have none). The
+        # right one goes on the stack first so the left one is listed first, as written.
         if db is not None and node._b._seen is not token:  # type: ignore[union-attr]
             stack.append(node._b)  # type: ignore[arg-type]
+        if da is not None and node._a._seen is not token:  # type: ignore[union-attr]
+            stack.append(node._a)  # type: ignore[arg-type]
     return order
 
 

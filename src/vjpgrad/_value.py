@@ -261,6 +261,10 @@ class Value:
         """abs(self)"""
         return _unary(_ops.ABS, self)
 
+    def __pos__(self) -> Value:
+        """+self, which is self, as in PyTorch"""
+        return self
+
     def __pow__(self, other: Operand) -> Value:
         """self ** other"""
         if isinstance(other, (int, float)):

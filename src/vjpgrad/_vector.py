@@ -212,6 +212,10 @@ class Vector:
         """-self"""
         return Vector._of([-x for x in self._values])
 
+    def __pos__(self) -> Vector:
+        """+self, which is self"""
+        return self
+
     def __abs__(self) -> Vector:
         """abs(self)"""
         return Vector._of([abs(x) for x in self._values])

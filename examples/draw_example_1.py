@@ -1,0 +1,26 @@
+"""Draw the seed's Example 1 after y.backward([0.1, 1.0, 0.0001]): docs/example_1.svg.
+
+Needs the viz extra and Graphviz (pip install 'vjpgrad[viz]'; apt-get install graphviz).
+"""
+
+import sys
+from pathlib import Path
+
+from vjpgrad import Vector, log
+from vjpgrad.dot import draw
+
+a = Vector([1.0, 2.0, 3.0])
+b = Vector([3.0, 4.0, 5.0])
+c = Vector([6.0, 7.0, 8.0])
+for name, vector in (("a", a), ("b", b), ("c", c)):
+    for i, value in enumerate(vector):
+        value.label = f"{name}[{i}]"
+
+y = 3 * a + 2 * b * b + log(c)
+for i, value in enumerate(y):
+    value.label = f"y[{i}]"
+gradients = [0.1, 1.0, 0.0001]
+y.backward(gradients)
+
+target = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "docs" / "example_1.svg")
+print(draw(y, target, seed=gradients))
