@@ -37,6 +37,12 @@ class Engine:
     def grad(self, leaf: Any) -> float:
         return float(leaf.grad)
 
+    def sgd_step(self, params: Sequence[Any], lr: float) -> None:
+        """p -= lr * p.grad, then zero the grads (micrograd's demo update)."""
+        for p in params:
+            p.data -= lr * p.grad
+            p.grad = 0.0
+
 
 class Vjpgrad(Engine):
     name = "vjpgrad"
@@ -88,6 +94,12 @@ class Torch(Engine):
 
     def grad(self, leaf: Any) -> float:
         return 0.0 if leaf.grad is None else float(leaf.grad)
+
+    def sgd_step(self, params: Sequence[Any], lr: float) -> None:
+        with self.torch.no_grad():
+            for p in params:
+                p -= lr * p.grad
+                p.grad = None
 
 
 def available() -> list[Engine]:

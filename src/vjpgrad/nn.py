@@ -1,0 +1,163 @@
+"""A small neural-network layer: micrograd's ``Module``, ``Neuron``, ``Layer`` and ``MLP``.
+
+``MLP(2, [16, 16, 1])`` is micrograd's constructor: two inputs, two hidden layers of 16
+neurons, one output. Hidden layers apply an activation (relu by default, tanh or sigmoid on
+request, per layer); the last layer is linear. Weights are drawn uniformly from [-1, 1] and
+biases start at 0, as in micrograd, by a ``random.Random`` that ``seed=`` fixes.
+"""
+
+from __future__ import annotations
+
+import numbers
+import random
+from collections.abc import Sequence
+
+from vjpgrad._value import Value
+
+ACTIVATIONS = ("relu", "tanh", "sigmoid", "linear")
+
+
+def _rng(seed: int | random.Random | None) -> random.Random:
+    if isinstance(seed, random.Random):
+        return seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TypeError(f"seed must be an int, a random.Random or None, got {type(seed).__name__}")
+    return random.Random(seed)
+
+
+def _positive_int(n: object, what: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{what} must be an int, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"{what} must be at least 1, got {n}")
+    return n
+
+
+class Module:
+    """Anything with parameters: ``parameters()`` lists them, ``zero_grad()`` zeroes their grads."""
+
+    def parameters(self) -> list[Value]:
+        """Every trainable Value of this module."""
+        return []
+
+    def zero_grad(self) -> None:
+        """Set the gradient of every parameter to 0.0."""
+        for p in self.parameters():
+            p.grad = 0.0
+
+
+class Neuron(Module):
+    """``activation(w · x + b)`` for ``nin`` inputs."""
+
+    def __init__(
+        self, nin: int, nonlin: bool = True, *, activation: str = "relu", seed: int | random.Random | None = None
+    ) -> None:
+        nin = _positive_int(nin, "Neuron nin")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+        rng = _rng(seed)
+        self.w = [Value(rng.uniform(-1.0, 1.0)) for _ in range(nin)]
+        self.b = Value(0.0)
+        self.activation = activation if nonlin else "linear"
+
+    def __call__(self, x: Sequence[Value | float]) -> Value:
+        if len(x) != len(self.w):
+            raise ValueError(f"this Neuron takes {len(self.w)} inputs, got {len(x)}")
+        total = self.b
+        for wi, xi in zip(self.w, x, strict=True):
+            total = total + wi * xi
+        if self.activation == "relu":
+            return total.relu()
+        if self.activation == "tanh":
+            return total.tanh()
+        if self.activation == "sigmoid":
+            return total.sigmoid()
+        return total
+
+    def parameters(self) -> list[Value]:
+        return [*self.w, self.b]
+
+    def __repr__(self) -> str:
+        return f"{self.activation.capitalize()}Neuron({len(self.w)})"
+
+
+class Layer(Module):
+    """``nout`` neurons, each seeing all ``nin`` inputs."""
+
+    def __init__(
+        self,
+        nin: int,
+        nout: int,
+        nonlin: bool = True,
+        *,
+        activation: str = "relu",
+        seed: int | random.Random | None = None,
+    ) -> None:
+        rng = _rng(seed)
+        nout = _positive_int(nout, "Layer nout")
+        self.neurons = [Neuron(nin, nonlin, activation=activation, seed=rng) for _ in range(nout)]
+
+    def __call__(self, x: Sequence[Value | float]) -> Value | list[Value]:
+        out = [n(x) for n in self.neurons]
+        return out[0] if len(out) == 1 else out
+
+    def parameters(self) -> list[Value]:
+        return [p for n in self.neurons for p in n.parameters()]
+
+    def __repr__(self) -> str:
+        return f"Layer of [{', '.join(str(n) for n in self.neurons)}]"
+
+
+class MLP(Module):
+    """A multi-layer perceptron: ``MLP(nin, [n1, n2, ..., nout])``.
+
+    Calling it on ``nin`` inputs (numbers or Values) returns a Value when the last layer has
+    one output and a list of Values otherwise. ``activation`` is one name for every hidden
+    layer or a list, one per hidden layer; the last layer is linear.
+    """
+
+    def __init__(
+        self,
+        nin: int,
+        nouts: Sequence[int],
+        *,
+        activation: str | Sequence[str] = "relu",
+        seed: int | random.Random | None = None,
+    ) -> None:
+        nin = _positive_int(nin, "MLP nin")
+        if isinstance(nouts, (str, bytes)) or not isinstance(nouts, Sequence) or not nouts:
+            raise TypeError(f"MLP nouts must be a non-empty list of layer sizes, got {nouts!r}")
+        hidden = len(nouts) - 1
+        activations = [activation] * hidden if isinstance(activation, str) else list(activation)
+        if len(activations) != hidden:
+            raise ValueError(f"MLP has {hidden} hidden layers but {len(activations)} activations were given")
+        rng = _rng(seed)
+        sizes = [nin, *nouts]
+        self.layers = [
+            Layer(
+                sizes[i], sizes[i + 1], nonlin=i < hidden, activation=activations[i] if i < hidden else "relu", seed=rng
+            )
+            for i in range(len(nouts))
+        ]
+
+    def __call__(self, x: Sequence[Value | float | numbers.Real]) -> Value | list[Value]:
+        if isinstance(x, (str, bytes)) or not isinstance(x, Sequence):
+            raise TypeError(f"an MLP takes a list of inputs, got {type(x).__name__}")
+        nin = len(self.layers[0].neurons[0].w)
+        if len(x) != nin:
+            raise ValueError(f"this MLP takes {nin} inputs, got {len(x)}")
+        out: list[Value | float] = []
+        for index, xi in enumerate(x):
+            if not isinstance(xi, (Value, numbers.Real)):
+                raise TypeError(f"MLP input {index} must be a number or a Value, got {type(xi).__name__}")
+            out.append(xi if isinstance(xi, Value) else float(xi))
+        for layer in self.layers:
+            result = layer(out)
+            out = [result] if isinstance(result, Value) else list(result)
+        return out[0] if len(out) == 1 else out  # type: ignore[return-value]  # all Values after a layer
+
+    def parameters(self) -> list[Value]:
+        return [p for layer in self.layers for p in layer.parameters()]
+
+    def __repr__(self) -> str:
+        return f"MLP of [{', '.join(str(layer) for layer in self.layers)}]"
