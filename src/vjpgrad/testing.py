@@ -1,0 +1,262 @@
+"""Helpers for pytest-driven exercises: check a learner's gradients, on thousands of graphs.
+
+``assert_grad_close`` compares the gradients vjpgrad computes for a function with expected
+ones (or with central differences) and fails with a table a learner can read. The
+hypothesis strategies ``values``, ``vectors`` and ``expressions`` generate inputs and random
+expression graphs; hypothesis is imported only when a strategy is asked for.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import vjpgrad
+from vjpgrad._backward import check_seed
+from vjpgrad._mode import no_grad
+from vjpgrad._value import Value
+from vjpgrad._vector import Vector
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+HYPOTHESIS_HINT = (
+    "vjpgrad.testing's strategies need hypothesis: pip install 'vjpgrad[test]' (or pip install hypothesis)"
+)
+
+
+def _hypothesis() -> Any:
+    try:
+        from hypothesis import strategies
+    except ImportError as error:
+        raise ImportError(HYPOTHESIS_HINT) from error
+    return strategies
+
+
+# ---- assert_grad_close --------------------------------------------------------------------------
+
+
+def _seeded_output(out: object, seed: Any) -> tuple[list[Value | float], list[float]]:
+    if isinstance(out, Value):
+        return [out], [1.0 if seed is None else check_seed(seed, "seed")]
+    if isinstance(out, numbers.Real):
+        return [float(out)], [1.0 if seed is None else check_seed(seed, "seed")]
+    if isinstance(out, Vector):
+        if seed is None and len(out) != 1:
+            raise ValueError(f"f returned a Vector of length {len(out)}: pass seed=, one number per element")
+        if seed is not None and (isinstance(seed, (str, numbers.Real)) or not isinstance(seed, Sequence)):
+            raise TypeError(f"the seed of a Vector output is a list of numbers, got {type(seed).__name__}")
+        seeds = [1.0] if seed is None else [check_seed(s, f"seed[{i}]") for i, s in enumerate(seed)]
+        if len(seeds) != len(out):
+            raise ValueError(f"seed has length {len(seeds)} but f returned a Vector of length {len(out)}")
+        return list(out), seeds
+    raise TypeError(f"f must return a Value, a Vector or a number, got {type(out).__name__}")
+
+
+def _weighted(out: object, seed: object) -> float:
+    outputs, seeds = _seeded_output(out, seed)
+    return math.fsum(float(y) * s for y, s in zip(outputs, seeds, strict=True))
+
+
+def assert_grad_close(
+    f: Callable[..., Any],
+    inputs: float | Sequence[float],
+    expected: float | Sequence[float] | None = None,
+    *,
+    seed: float | Sequence[float] | None = None,
+    atol: float = 1e-6,
+    rtol: float = 1e-4,
+    eps: float = 1e-6,
+) -> None:
+    """Assert that the gradients of ``f`` at ``inputs`` are close to ``expected``.
+
+    ``f`` takes one Value per input and returns a Value (or a Vector, with ``seed`` one
+    number per element, as ``y.backward(seed)`` takes). Its gradients, from
+    ``backward(seed)``, are compared with ``expected`` (one number per input) or, when
+    ``expected`` is None, with central differences of ``sum_i seed[i] * f(...)[i]``. Each
+    must satisfy ``|got - want| <= atol + rtol * |want|``. On failure the ``AssertionError``
+    is a table: each input, its value, the gradient vjpgrad computed, the one expected and
+    their difference, with the wrong ones marked.
+    """
+    points: list[Any] = [inputs] if isinstance(inputs, numbers.Real) else list(inputs)  # type: ignore[arg-type]
+    xs = [check_seed(x, f"inputs[{i}]") for i, x in enumerate(points)]
+    leaves = [Value(x) for x in xs]
+    outputs, seeds = _seeded_output(f(*leaves), seed)
+    live = [(y, s) for y, s in zip(outputs, seeds, strict=True) if isinstance(y, Value) and y.requires_grad]
+    if live:
+        Vector([y for y, _ in live]).backward([s for _, s in live])
+    got = [leaf.grad for leaf in leaves]
+    if expected is None:
+        source = "numeric"
+        want = []
+        with no_grad():
+            for j in range(len(xs)):
+                plus = _weighted(f(*[Value(x + (eps if k == j else 0.0)) for k, x in enumerate(xs)]), seed)
+                minus = _weighted(f(*[Value(x - (eps if k == j else 0.0)) for k, x in enumerate(xs)]), seed)
+                want.append((plus - minus) / (2 * eps))
+    else:
+        source = "expected"
+        want_list: list[Any] = [expected] if isinstance(expected, numbers.Real) else list(expected)  # type: ignore[arg-type]
+        if len(want_list) != len(xs):
+            raise ValueError(f"expected has {len(want_list)} gradients but there are {len(xs)} inputs")
+        want = [check_seed(w, f"expected[{i}]") for i, w in enumerate(want_list)]
+    rows = []
+    failed = False
+    for j, (x, g, w) in enumerate(zip(xs, got, want, strict=True)):
+        ok = (math.isnan(g) and math.isnan(w)) or g == w or abs(g - w) <= atol + rtol * abs(w)
+        failed = failed or not ok
+        rows.append((j, x, g, w, g - w, ok))
+    if failed:
+        raise AssertionError(_table(rows, source, atol, rtol))
+
+
+def _table(rows: list[tuple[int, float, float, float, float, bool]], source: str, atol: float, rtol: float) -> str:
+    lines = [
+        f"gradients differ from the {source} ones (atol={atol:g}, rtol={rtol:g}):",
+        f"  {'input':>5} {'value':>12} {'vjpgrad':>14} {source:>14} {'difference':>12}",
+    ]
+    for j, x, g, w, d, ok in rows:
+        lines.append(f"  {j:>5} {x:>12.6g} {g:>14.8g} {w:>14.8g} {d:>12.3g}  {'ok' if ok else '<-- wrong'}")
+    return "\n".join(lines)
+
+
+# ---- hypothesis strategies ------------------------------------------------------------------------
+
+
+def values(min_value: float = -10.0, max_value: float = 10.0) -> SearchStrategy[Value]:
+    """Fresh leaf Values with finite data in [min_value, max_value]."""
+    st = _hypothesis()
+    return st.floats(min_value, max_value, allow_nan=False, allow_infinity=False).map(Value)  # type: ignore[no-any-return]
+
+
+def vectors(length: int | None = None, min_value: float = -10.0, max_value: float = 10.0) -> SearchStrategy[Vector]:
+    """Vectors of fresh leaf Values: of ``length`` elements, or of 1 to 8 when it is None."""
+    st = _hypothesis()
+    if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 0):
+        raise ValueError(f"length must be a non-negative int or None, got {length!r}")
+    sizes = {"min_size": length, "max_size": length} if length is not None else {"min_size": 1, "max_size": 8}
+    floats = st.floats(min_value, max_value, allow_nan=False, allow_infinity=False)
+    return st.lists(floats, **sizes).map(Vector)  # type: ignore[no-any-return]
+
+
+UNARY_OPS = {"neg", "sin", "cos", "tanh", "sigmoid", "exp", "log", "sqrt", "relu", "abs", "square"}
+BINARY_OPS = {"+", "-", "*", "/"}
+DEFAULT_OPS = ("+", "-", "*", "neg", "sin", "cos", "tanh", "sigmoid")
+"""Operations smooth everywhere, so finite differences agree with the engine on any input."""
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A random expression over named variables: call it with Values (or numbers, or torch
+    tensors) for the variables, in order or by name; ``text`` is how it reads."""
+
+    tree: Any
+    variables: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return _text(self.tree)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) + len(kwargs) != len(self.variables):
+            raise TypeError(f"{self.text} takes {len(self.variables)} values ({', '.join(self.variables)})")
+        env = dict(zip(self.variables, args, strict=False))
+        for name, value in kwargs.items():
+            if name not in self.variables or name in env:
+                raise TypeError(f"{self.text}: unexpected or repeated variable {name!r}")
+            env[name] = value
+        return _evaluate(self.tree, env)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _text(tree: Any) -> str:
+    if isinstance(tree, str):
+        return tree
+    if isinstance(tree, float):
+        return repr(tree)
+    op, *args = tree
+    if op in BINARY_OPS:
+        return f"({_text(args[0])} {op} {_text(args[1])})"
+    if op == "neg":
+        return f"-{_text(args[0])}"
+    if op == "square":
+        return f"{_text(args[0])}**2"
+    return f"{op}({_text(args[0])})"
+
+
+def _evaluate(tree: Any, env: dict[str, Any]) -> Any:
+    if isinstance(tree, str):
+        return env[tree]
+    if isinstance(tree, float):
+        return tree
+    op, *args = tree
+    xs = [_evaluate(arg, env) for arg in args]
+    if op == "+":
+        return xs[0] + xs[1]
+    if op == "-":
+        return xs[0] - xs[1]
+    if op == "*":
+        return xs[0] * xs[1]
+    if op == "/":
+        return xs[0] / xs[1]
+    if op == "neg":
+        return -xs[0]
+    if op == "square":
+        return xs[0] ** 2
+    if op == "abs":
+        return abs(xs[0])
+    if isinstance(xs[0], numbers.Real):  # a constant subtree: vjpgrad's IEEE functions
+        return getattr(vjpgrad, op)(xs[0])
+    return getattr(xs[0], op)()  # a Value, a Vector, or another engine's tensor
+
+
+def expressions(
+    variables: Sequence[str],
+    ops: Sequence[str] = DEFAULT_OPS,
+    max_depth: int = 4,
+    constants: bool = True,
+) -> SearchStrategy[Expression]:
+    """Random expression graphs over ``variables``, shrinking to the smallest failing one.
+
+    ``ops`` are drawn from ``+ - * /`` and ``neg sin cos tanh sigmoid exp log sqrt relu abs
+    square``; the default uses only those smooth everywhere. Each variable may appear any
+    number of times, so the graphs share nodes; ``constants`` adds small numbers as leaves.
+    """
+    st = _hypothesis()
+    names = tuple(variables)
+    if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):
+        raise ValueError(f"variables must be a non-empty list of names, got {variables!r}")
+    unknown = [op for op in ops if op not in UNARY_OPS | BINARY_OPS]
+    if unknown or not ops:
+        raise ValueError(f"unknown ops {unknown}: choose from {sorted(BINARY_OPS)} and {sorted(UNARY_OPS)}")
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
+        raise ValueError(f"max_depth must be a non-negative int, got {max_depth!r}")
+    leaf = st.sampled_from(names)
+    if constants:
+        leaf = leaf | st.sampled_from([0.5, 1.0, 2.0, -1.5])
+    unary = [op for op in ops if op in UNARY_OPS]
+    binary = [op for op in ops if op in BINARY_OPS]
+
+    def tree(depth: int) -> Any:
+        if depth == 0:
+            return leaf
+        below = tree(depth - 1)
+        options = [leaf]
+        if unary:
+            options.append(st.tuples(st.sampled_from(unary), below))
+        if binary:
+            options.append(st.tuples(st.sampled_from(binary), below, below))
+        return st.one_of(*options)  # leaves first, so shrinking heads for small trees
+
+    return tree(max_depth).map(lambda t: Expression(t, names))  # type: ignore[no-any-return]
+
+
+__all__ = ["Expression", "assert_grad_close", "expressions", "values", "vectors"]
