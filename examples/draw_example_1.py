@@ -6,8 +6,7 @@ Needs the viz extra and Graphviz (pip install 'vjpgrad[viz]'; apt-get install gr
 import sys
 from pathlib import Path
 
-from vjpgrad import Vector, log
-from vjpgrad.dot import draw
+from vjpgrad import Vector, draw, log
 
 a = Vector([1.0, 2.0, 3.0])
 b = Vector([3.0, 4.0, 5.0])

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vjpgrad import Value, Vector, log
-from vjpgrad.dot import draw, to_dot
+from vjpgrad import Value, Vector, draw, log, to_dot
 
 HAS_DOT = shutil.which("dot") is not None
 

@@ -9,8 +9,7 @@ from _helpers import Program, programs, run
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vjpgrad import Value, Vector, log
-from vjpgrad.explain import Step, explain
+from vjpgrad import Step, Value, Vector, explain, log
 
 
 def seed_example() -> tuple[Vector, Vector, Vector, Vector]:

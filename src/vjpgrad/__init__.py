@@ -6,6 +6,8 @@ the ``gradients`` are the ``v`` of the vector-Jacobian product ``v^T J``.
 """
 
 from vjpgrad._custom import CustomOp, custom_op
+from vjpgrad._dot import draw, to_dot
+from vjpgrad._explain import Explanation, Step, explain
 from vjpgrad._functions import cos, exp, log, relu, sigmoid, sin, sqrt, tan, tanh
 from vjpgrad._mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from vjpgrad._value import Value
@@ -16,13 +18,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CustomOp",
+    "Explanation",
+    "Step",
     "Value",
     "Vector",
     "cos",
     "custom_op",
     "detect_anomaly",
+    "draw",
     "enable_grad",
     "exp",
+    "explain",
     "grad",
     "gradcheck",
     "gradients",
@@ -38,6 +44,7 @@ __all__ = [
     "sqrt",
     "tan",
     "tanh",
+    "to_dot",
     "value_and_grad",
     "vjp",
 ]

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from vjpgrad._cases import report
+from vjpgrad._dot import to_dot
+from vjpgrad._explain import explain
 from vjpgrad._expr import FUNCTIONS, ExpressionError, evaluate, parse, variables
 from vjpgrad._value import Value
 from vjpgrad._vector import Vector
-from vjpgrad.dot import to_dot
-from vjpgrad.explain import explain
 
 EXAMPLES = """\
 examples:
