@@ -69,10 +69,12 @@ class Micrograd(Engine):
         return self.value(x)
 
     def backward_seeded(self, outputs: Sequence[Any], seeds: Sequence[float]) -> None:
-        total = outputs[0] * seeds[0]
-        for y, v in zip(outputs[1:], seeds[1:], strict=True):
-            total = total + y * v
-        total.backward()
+        # summed as a balanced tree: a chain would be as deep as n, past its recursive sort
+        level = [y * v for y, v in zip(outputs, seeds, strict=True)]
+        while len(level) > 1:
+            paired = [level[i] + level[i + 1] for i in range(0, len(level) - 1, 2)]
+            level = paired + level[len(level) - len(level) % 2 :]
+        level[0].backward()
 
 
 class Torch(Engine):
