@@ -142,6 +142,7 @@ HOSTILE = [
     ("a * 2", ["a=1", "--seed", "one"], "--seed: 'one' is not a number"),
     ("a", ["a=1", "--frobnicate"], "unrecognized option --frobnicate"),
     ("a", ["a=1", "--seed"], "--seed needs a value"),
+    ("a", ["a=1", "--seed", "1", "--seed=2"], "--seed is given twice"),
     ("a", ["a=1", "--explain=yes"], "--explain takes no value"),
     ("--seed", ["1"], "no expression given"),
     ("a", ["a=1", "--dot", "/nonexistent-dir/x/g.dot"], "FileNotFoundError"),
