@@ -160,32 +160,29 @@ def run(arguments: Sequence[str]) -> int:
             f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no value: give e.g. {missing[0]}=1.5"
         )
     y = evaluate(tree, env)
-    seed = None if args.seed is None else _numbers(args.seed, "--seed")
-    if isinstance(y, Value):
-        if seed is not None and len(seed) != 1:
-            raise CommandError(f"the output is a scalar, so --seed takes one number, got {len(seed)}")
-        scalar_seed: float | None = None if seed is None else seed[0]
-    output: Value | Vector | float = y
+    if not isinstance(y, (Value, Vector)):  # an expression of constants alone
+        y = Value(float(y), requires_grad=False)
+    seeds = None if args.seed is None else _numbers(args.seed, "--seed")
+    seed: float | list[float] | None = seeds
+    if isinstance(y, Value) and seeds is not None:
+        if len(seeds) != 1:
+            raise CommandError(f"the output is a scalar, so --seed takes one number, got {len(seeds)}")
+        seed = seeds[0]
     print(f"y = {_show(y)}")
-    if isinstance(y, (Value, Vector)) and y.requires_grad:
-        explanation = explain(y, scalar_seed if isinstance(y, Value) else seed, names=env) if args.explain else None
+    explanation = None
+    if y.requires_grad:
+        explanation = explain(y, seed, names=env) if args.explain else None
         if isinstance(y, Value):
-            y.backward(1.0 if scalar_seed is None else scalar_seed)
+            y.backward(1.0 if seed is None else seed)  # type: ignore[arg-type]
         else:
             y.backward(seed)
-        for name, value in env.items():
-            print(f"{name}.grad = {_show(value.grad)}")
-        if explanation is not None:
-            print()
-            print(explanation)
-    elif env:
-        for name, value in env.items():  # the output does not depend on the variables
-            print(f"{name}.grad = {_show(value.grad)}")
+    for name, value in env.items():  # 0.0 for a variable the output does not depend on
+        print(f"{name}.grad = {_show(value.grad)}")
+    if explanation is not None:
+        print()
+        print(explanation)
     if args.dot is not None:
-        if not isinstance(output, (Value, Vector)):
-            output = Value(float(output), requires_grad=False)
-        dot_seed = seed if isinstance(output, Vector) else (None if seed is None else seed[0])
-        args.dot.write_text(to_dot(output, dot_seed))
+        args.dot.write_text(to_dot(y, seed))
         print(f"graph written to {args.dot}")
     return 0
 

@@ -50,7 +50,6 @@ class CustomOp:
         self.function = function
         self.arity = len(parameters)
         self.name = function.__name__
-        self._op: UnaryOp | BinaryOp | None = None
         self._apply: Callable[..., Value] | None = None
         self._reflected: Callable[..., Value] | None = None
         functools.update_wrapper(self, function)
@@ -69,9 +68,7 @@ class CustomOp:
             def unary_rule(x: Scalar, out: Scalar) -> Scalar:
                 return rule(x, out)  # type: ignore[no-any-return]
 
-            unary = UnaryOp(name, forward, unary_rule)
-            self._apply = functools.partial(_unary, unary)
-            op: UnaryOp | BinaryOp = unary
+            self._apply = functools.partial(_unary, UnaryOp(name, forward, unary_rule))
         else:
 
             def binary_rule(x: Scalar, y: Scalar, out: Scalar) -> tuple[Scalar, Scalar]:
@@ -82,9 +79,7 @@ class CustomOp:
                     )
                 return result
 
-            op = BinaryOp(name, forward, binary_rule)
-            self._apply, self._reflected = _binary_operators(op)
-        self._op = op
+            self._apply, self._reflected = _binary_operators(BinaryOp(name, forward, binary_rule))
         return rule
 
     def __call__(self, *args: Any) -> Any:

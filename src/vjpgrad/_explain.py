@@ -8,7 +8,6 @@ keeps every edge: which node hands how much gradient to which operand, and why
 from __future__ import annotations
 
 import itertools
-import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -133,8 +132,6 @@ def explain(
     intermediate nodes. Raises as ``backward`` would, before doing anything.
     """
     outputs, seeds = _output_seeds(output, seed)
-    if isinstance(seed, numbers.Real) and isinstance(output, Vector):
-        raise TypeError("explain() of a Vector takes one seed per element, as Vector.backward does")
     label = _names(outputs, isinstance(output, Vector), names)
     order = topological_order(outputs)
     leaf_numbers, inner_numbers = itertools.count(1), itertools.count(1)

@@ -41,7 +41,8 @@ def _node(
     node.grad = 0.0
     node.label = None
     node._seen = None
-    if (da is None and db is None) or (switched[0] and not state.grad_enabled):
+    switches_on = switched[0]
+    if (da is None and db is None) or (switches_on and not state.grad_enabled):
         node.requires_grad = False
         node._op = node._a = node._b = node._da = node._db = None
         return node
@@ -51,7 +52,7 @@ def _node(
     node._b = b
     node._da = da
     node._db = db
-    if switched[0] and state.detect_anomaly:
+    if switches_on and state.detect_anomaly:
         node._origin = _caller_location()
     return node
 
