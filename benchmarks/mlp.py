@@ -85,11 +85,13 @@ def mlp_step(engines: list[Engine], rounds: int, compare: Callable[..., Any]) ->
 
 def _count_nodes(model: GenericMLP, points: list[tuple[float, float]]) -> int:
     """Graph nodes of one step in vjpgrad (for the per-node figures)."""
-    from vjpgrad._backward import topological_order
+    from vjpgrad._graph import pass_lock, reached
 
     engine = model.engine
     scores = [model(list(p)) for p in points]
     total = scores[0]
     for s in scores[1:]:
         total = total + engine.relu(1 + -s)
-    return len(topological_order([total])) + 2 * len(model.parameters())
+    with pass_lock:
+        operations, leaves = reached([total])
+    return len(operations) + len(leaves) + 2 * len(model.parameters())

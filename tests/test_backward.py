@@ -83,11 +83,11 @@ def test_the_seed_scales_every_gradient() -> None:
     assert (a.grad, b.grad, c.grad) == (1.5, 4.0, -0.5 / 16)
 
 
-@pytest.mark.parametrize(("seed", "name"), [("1", "str"), (None, "NoneType"), ([1.0], "list"), (1j, "complex")])
+@pytest.mark.parametrize(("seed", "name"), [("1", "str"), ([1.0], "list"), (1j, "complex")])
 def test_a_seed_that_is_not_a_number_is_a_type_error(seed: object, name: str) -> None:
     a = Value(1.0)
     y = a * 2
-    with pytest.raises(TypeError, match=f"seed must be a real number, got {name}"):
+    with pytest.raises(TypeError, match=f"seed must be a real number.*got {name}"):
         y.backward(seed)  # type: ignore[arg-type]
     assert a.grad == 0.0
     y.backward()  # nothing was freed by the failed call

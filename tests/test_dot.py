@@ -38,7 +38,7 @@ def test_seeds_are_shown_on_the_outputs() -> None:
     text = to_dot(example(), seed=[0.1, 1.0])
     assert 'label="seed 0.1"' in text
     assert 'label="seed 1"' in text
-    with pytest.raises(ValueError, match="seed has length 1 but there are 2 outputs"):
+    with pytest.raises(ValueError, match="seed has length 1 but the output has length 2"):
         to_dot(example(), seed=[1.0])
 
 

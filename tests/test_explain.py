@@ -84,7 +84,7 @@ def test_explain_refuses_what_backward_refuses() -> None:
     y = a * a
     with pytest.raises(RuntimeError, match="implicitly created only for scalar outputs"):
         explain(Vector([y, y]))
-    with pytest.raises(ValueError, match="gradients has length 1 but the Vector has length 2"):
+    with pytest.raises(ValueError, match="seed has length 1 but the output has length 2"):
         explain(Vector([y, y]), [1.0])
     with pytest.raises(TypeError, match=r"explain\(\) takes a Value or a Vector, got float"):
         explain(3.0)  # type: ignore[arg-type]

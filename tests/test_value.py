@@ -97,7 +97,7 @@ OPERATORS = ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__"
 OPERATORS += ["__truediv__", "__rtruediv__", "__pow__", "__rpow__"]
 
 
-@pytest.mark.parametrize("other", ["s", [1.0], None, 1j, fractions.Fraction(1, 2), *NUMPY_ARRAYS])
+@pytest.mark.parametrize("other", ["s", [1.0], None, 1j, *NUMPY_ARRAYS])
 @pytest.mark.parametrize("method", OPERATORS)
 def test_foreign_operand_types_return_not_implemented(method: str, other: object) -> None:
     assert getattr(Value(1.0), method)(other) is NotImplemented

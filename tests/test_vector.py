@@ -187,10 +187,10 @@ def test_a_seed_vector_works_like_a_list() -> None:
 @pytest.mark.parametrize(
     ("seed", "error", "message"),
     [
-        ([1.0, 2.0], ValueError, "gradients has length 2 but the Vector has length 3"),
-        ([1.0], ValueError, "gradients has length 1 but the Vector has length 3"),
-        ("abc", TypeError, "gradients must be a Vector or a sequence of numbers, got str"),
-        (1.0, TypeError, "gradients must be a Vector or a sequence of numbers, got float"),
+        ([1.0, 2.0], ValueError, "gradients has length 2 but the output has length 3"),
+        ([1.0], ValueError, "gradients has length 1 but the output has length 3"),
+        ("abc", TypeError, "gradients must be a sequence of numbers.*got str"),
+        (1.0, TypeError, "gradients must be a sequence of numbers.*got float"),
         ([1.0, "x", 2.0], TypeError, r"gradients\[1\] must be a real number, got str"),
     ],
 )

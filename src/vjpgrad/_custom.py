@@ -6,13 +6,55 @@ from __future__ import annotations
 
 import functools
 import inspect
-import numbers
 from collections.abc import Callable
 from typing import Any
 
-from vjpgrad._ops import BinaryOp, Scalar, UnaryOp
-from vjpgrad._value import Value, _binary_operators, _unary
-from vjpgrad._vector import Vector
+from vjpgrad._mode import refusing_numbers
+from vjpgrad._ops import TIMES, Op
+from vjpgrad._value import Value, as_number, binary_operators, unary
+from vjpgrad._vector import Vector, pairs, wrap
+
+
+def _checked_rule(name: str, rule: Callable[..., Any], arity: int) -> Callable[..., Any]:
+    """``rule`` called safely: with floats it must answer numbers (a missing ``return`` is
+    named), and a Python ZeroDivisionError or OverflowError is answered again with constant
+    Values, whose arithmetic gives IEEE's inf and nan; with Values (a higher derivative) a
+    ``math`` function on them is refused with the fix, instead of silently cutting the graph."""
+
+    def call(*args: Any) -> Any:
+        if all(type(a) is float for a in args):
+            try:
+                result = rule(*args)
+            except (ZeroDivisionError, OverflowError):
+                constants = [Value(a, requires_grad=False) for a in args]
+                result = rule(*constants)
+                result = tuple(float(r) for r in result) if isinstance(result, tuple) else result
+            _check_result(name, result, arity)
+            if isinstance(result, tuple):
+                return tuple(float(r) for r in result)
+            return float(result)
+        message = (
+            f"the derivative rule of {name} is called with Values (for a higher derivative, or to build "
+            "a differentiable gradient) and turned one into a number: write it with vjpgrad's functions "
+            "and operators (vjpgrad.sin(x), not math.sin(x)) so that its result stays on the graph"
+        )
+        with refusing_numbers(message, TypeError):
+            result = rule(*args)
+        _check_result(name, result, arity)
+        return result
+
+    return call
+
+
+def _check_result(name: str, result: Any, arity: int) -> None:
+    parts = result if arity == 2 and isinstance(result, tuple) else (result,)
+    if arity == 2 and not (isinstance(result, tuple) and len(result) == 2):
+        raise TypeError(f"the derivative rule of {name} must return a pair (d/dx, d/dy), got {type(result).__name__}")
+    for part in parts:
+        if part is None:
+            raise TypeError(f"the derivative rule of {name} returned None: did it forget to return its result?")
+        if not isinstance(part, Value) and as_number(part) is None:
+            raise TypeError(f"the derivative rule of {name} must return numbers or Values, got {type(part).__name__}")
 
 
 class CustomOp:
@@ -59,27 +101,28 @@ class CustomOp:
         if not callable(rule):
             raise TypeError(f"a derivative rule must be callable, got {type(rule).__name__}")
         name, function, arity = self.name, self.function, self.arity
+        checked = _checked_rule(name, rule, arity)
 
         def forward(*xs: float) -> float:
             return float(function(*xs))
 
+        # the rule's answer is a local derivative: the contribution is g times it
         if arity == 1:
-
-            def unary_rule(x: Scalar, out: Scalar) -> Scalar:
-                return rule(x, out)  # type: ignore[no-any-return]
-
-            self._apply = functools.partial(_unary, UnaryOp(name, forward, unary_rule))
+            op = Op(name, 1, forward, (checked,), (TIMES,), "{f}({0})", doc=f"{name}(x), a custom operation")
+            self._apply = functools.partial(unary, op)
         else:
-
-            def binary_rule(x: Scalar, y: Scalar, out: Scalar) -> tuple[Scalar, Scalar]:
-                result = rule(x, y, out)
-                if not (isinstance(result, tuple) and len(result) == 2):
-                    raise TypeError(
-                        f"the derivative rule of {name} must return a pair (d/dx, d/dy), got {type(result).__name__}"
-                    )
-                return result
-
-            self._apply, self._reflected = _binary_operators(BinaryOp(name, forward, binary_rule))
+            op = Op(
+                name,
+                2,
+                forward,
+                (lambda x, y, out: checked(x, y, out)[0], lambda x, y, out: checked(x, y, out)[1]),
+                (TIMES, TIMES),
+                "{f}({0}, {1})",
+                doc=f"{name}(x, y), a custom operation",
+                symbol=name,
+            )
+            self._apply, self._reflected = binary_operators(op)
+        self.op = op
         return rule
 
     def __call__(self, *args: Any) -> Any:
@@ -88,7 +131,7 @@ class CustomOp:
                 f"{self.name}() takes {self.arity} argument{'s' if self.arity > 1 else ''}, got {len(args)}"
             )
         for arg in args:
-            if not isinstance(arg, (Value, Vector, numbers.Real)):
+            if not isinstance(arg, (Value, Vector)) and as_number(arg) is None:
                 raise TypeError(f"{self.name}() takes numbers, Values or Vectors, got {type(arg).__name__}")
         if not any(isinstance(arg, (Value, Vector)) for arg in args):
             return float(self.function(*(float(a) for a in args)))
@@ -99,15 +142,16 @@ class CustomOp:
             )
         if self.arity == 1:
             (x,) = args
-            return x._map(self._apply) if isinstance(x, Vector) else self._apply(x)
+            return wrap([self._apply(a) for a in x]) if isinstance(x, Vector) else self._apply(x)
         x, y = args
-        if isinstance(x, Vector):
-            return Vector._of([self(a, b) for a, b in x._pairs(y) or []])
-        if isinstance(y, Vector):
-            return Vector._of([self(a, b) for b, a in y._pairs(x) or []])
+        if isinstance(x, Vector) or isinstance(y, Vector):
+            found = pairs(x, y)
+            assert found is not None  # both operands were checked above
+            return wrap([self(a, b) for a, b in found])
         if isinstance(x, Value):
             return self._apply(x, y)
-        return self._reflected(y, x)  # type: ignore[misc]
+        assert self._reflected is not None  # set with _apply for two operands
+        return self._reflected(y, x)
 
     def __repr__(self) -> str:
         return f"<vjpgrad custom_op {self.name}>"

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from vjpgrad import _graph
 from vjpgrad._value import Value
-from vjpgrad._vector import Vector
+from vjpgrad._vector import Vector, outputs_and_seeds
 
 INSTALL_HINT = (
     "drawing needs the graphviz Python package and Graphviz's dot program: "
@@ -21,24 +22,6 @@ def _quote(text: str) -> str:
     return f'"{escaped}"'
 
 
-def _graph(outputs: list[Value]) -> list[Value]:
-    """Every Value the outputs were computed from (constants and detached Values too), operands first."""
-    seen: set[Value] = set()
-    order: list[Value] = []
-    stack: list[tuple[Value, bool]] = [(output, False) for output in reversed(outputs)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if node in seen:
-            continue
-        seen.add(node)
-        stack.append((node, True))
-        stack.extend((parent, False) for parent in reversed(node.parents) if parent not in seen)
-    return order
-
-
 def to_dot(output: Value | Vector, seed: float | Sequence[float] | None = None) -> str:
     """Graphviz DOT text of the graph behind ``output``, drawn from the leaves to the output.
 
@@ -46,17 +29,9 @@ def to_dot(output: Value | Vector, seed: float | Sequence[float] | None = None) 
     its operands and its result; number constants are small plain nodes. With ``seed``
     (a number for a Value, one per element for a Vector) each output shows its seed.
     """
-    if isinstance(output, Value):
-        outputs = [output]
-        seeds = None if seed is None else [seed]
-    elif isinstance(output, Vector):
-        outputs = list(output)
-        seeds = None if seed is None else list(seed)  # type: ignore[arg-type]
-    else:
-        raise TypeError(f"to_dot() takes a Value or a Vector, got {type(output).__name__}")
-    if seeds is not None and len(seeds) != len(outputs):
-        raise ValueError(f"seed has length {len(seeds)} but there are {len(outputs)} outputs")
-    ids = {node: f"n{k}" for k, node in enumerate(_graph(outputs))}
+    outputs, given = outputs_and_seeds(output, seed, "to_dot")
+    seeds = None if seed is None else given
+    ids = {node: f"n{k}" for k, node in enumerate(_graph.ancestry(outputs))}
     lines = ["digraph vjpgrad {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];']
     for node, name in ids.items():
         title = node.label if node.label is not None else ""
@@ -67,10 +42,10 @@ def to_dot(output: Value | Vector, seed: float | Sequence[float] | None = None) 
             continue
         lines.append(f"  {name}_op [shape=ellipse, label={_quote(node.op)}];")
         lines.append(f"  {name}_op -> {name};")
-        for k, operand in enumerate((node._a, node._b)):
+        for k, operand in enumerate(_graph.operands(node)):
             if isinstance(operand, Value):
                 lines.append(f"  {ids[operand]} -> {name}_op;")
-            elif operand is not None:
+            else:
                 lines.append(f"  {name}_c{k} [shape=plaintext, label={_quote(f'{operand:g}')}];")
                 lines.append(f"  {name}_c{k} -> {name}_op;")
     for k, node in enumerate(outputs):

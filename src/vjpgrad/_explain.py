@@ -1,8 +1,9 @@
 """``explain``: the chain rule of one reverse pass, step by step, as data and as a table.
 
-It walks the graph exactly as ``backward`` does (the same topological order, reversed) but
-keeps every edge: which node hands how much gradient to which operand, and why
-(upstream gradient x local derivative). It changes no ``.grad`` and frees nothing.
+It runs the very pass ``backward`` runs (``_graph.propagate``, same order, same formulas)
+with an observer that keeps every edge: which node hands how much gradient to which
+operand, and why (upstream gradient x local derivative). It changes no ``.grad`` and frees
+nothing.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from vjpgrad._backward import check_seed, topological_order
+from vjpgrad import _graph, _ops
 from vjpgrad._value import Value
-from vjpgrad._vector import Vector
+from vjpgrad._vector import Vector, outputs_and_seeds
 
 
 @dataclass(frozen=True)
@@ -88,20 +90,22 @@ def _number(x: float) -> str:
 def _formula(node: Value, names: Mapping[Value, str]) -> str:
     """How a node was computed, in terms of its operands' names: ``t3 * b[0]``, ``log(c[1])``."""
 
-    def term(x: Value | float | None) -> str:
-        return names.get(x, "?") if isinstance(x, Value) else _number(x or 0.0)
+    def term(x: Value | float) -> str:
+        return names.get(x, "?") if isinstance(x, Value) else _number(x)
 
-    if node._b is None:
-        return f"-{term(node._a)}" if node.op == "neg" else f"{node.op}({term(node._a)})"
-    return f"{term(node._a)} {node.op} {term(node._b)}"
+    op = _graph.op_of(node)
+    terms = [term(x) for x in _graph.operands(node)]
+    if op is not None and op.symbol and len(terms) == 2:
+        return f"{terms[0]} {op.symbol} {terms[1]}"
+    if node.op == "neg":
+        return f"-{terms[0]}"
+    return f"{node.op}({', '.join(terms)})"
 
 
-def _output_seeds(output: Value | Vector, seed: object) -> tuple[list[Value], list[float]]:
-    if isinstance(output, Value):
-        return [output], [1.0 if seed is None else check_seed(seed, "seed")]
-    if isinstance(output, Vector):
-        return list(output), output._seeds(seed)  # type: ignore[arg-type]
-    raise TypeError(f"explain() takes a Value or a Vector, got {type(output).__name__}")
+EXPLAIN_AFTER_FREE = (
+    "explain() needs the graph, and a backward() without retain_graph=True has already freed it: "
+    "call explain() before backward(), or pass retain_graph=True to backward()"
+)
 
 
 def _names(outputs: list[Value], vector: bool, given: Mapping[str, Value | Vector] | None) -> dict[Value, str]:
@@ -131,26 +135,36 @@ def explain(
     table; otherwise labels are used, then ``x1, x2...`` for leaves and ``t1, t2...`` for
     intermediate nodes. Raises as ``backward`` would, before doing anything.
     """
-    outputs, seeds = _output_seeds(output, seed)
-    label = _names(outputs, isinstance(output, Vector), names)
-    order = topological_order(outputs)
-    leaf_numbers, inner_numbers = itertools.count(1), itertools.count(1)
-    for node in order:  # operands come first, so names read in the order values were made
-        if node not in label:
-            label[node] = node.label or (f"x{next(leaf_numbers)}" if node.is_leaf else f"t{next(inner_numbers)}")
-    grads: dict[Value, float] = {}
-    for value, s in zip(outputs, seeds, strict=True):
-        grads[value] = grads.get(value, 0.0) + s
-    steps = []
-    for node in reversed(order):
-        upstream = grads[node]
-        for operand, local in ((node._a, node._da), (node._b, node._db)):
-            if local is None or not isinstance(operand, Value):
-                continue
-            contribution = upstream * local
-            grads[operand] = grads.get(operand, 0.0) + contribution
-            steps.append(Step(label[node], node.op, upstream, label[operand], local, contribution, grads[operand]))
+    outputs, seeds = outputs_and_seeds(output, seed, "explain")
+    label: dict[Any, str] = _names(outputs, isinstance(output, Vector), names)
+    steps: list[Step] = []
+
+    def keep(
+        node: _graph.Node, position: int, operand: _graph.Node, upstream: float, saved: object, part: float
+    ) -> None:
+        local = _ops.local_derivative(_graph.form_of(node, position), saved)
+        total = _graph.cotangent(operand)
+        shown = _graph.op_of(node).shown  # type: ignore[union-attr]  # an edge's node is an operation
+        steps.append(Step(label[node], shown, upstream, label[operand], local, part, total))
+
+    with _graph.pass_lock:
+        try:
+            order, leaves = _graph.reached(outputs)
+        except RuntimeError as error:
+            if _graph.FREED_MESSAGE in str(error):
+                raise RuntimeError(EXPLAIN_AFTER_FREE) from None
+            raise
+        leaf_numbers, inner_numbers = itertools.count(1), itertools.count(1)
+        for leaf in sorted(leaves, key=_graph.sequence):  # leaves by creation: x1 was made first
+            if leaf not in label:
+                label[leaf] = leaf.label or f"x{next(leaf_numbers)}"
+        for node in reversed(order):  # operations by creation: t1 was computed first
+            if node not in label:
+                label[node] = node.label or f"t{next(inner_numbers)}"
+        _graph.seed(outputs, seeds)
+        _graph.propagate(order, keep)
+        grads: dict[Value, float] = {v: _graph.cotangent(v) for v in (*order, *leaves)}
     seed_rows = [(label[value], s) for value, s in zip(outputs, seeds, strict=True)]
     reached = {value: name for value, name in label.items() if value in grads}  # given names first
-    formulas = {label[node]: _formula(node, label) for node in order if not node.is_leaf}
+    formulas = {label[node]: _formula(node, label) for node in reversed(order)}
     return Explanation(seed_rows, steps, grads, reached, formulas)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numbers
 from typing import overload
 
-from vjpgrad._ops import FUNCTIONS, UnaryOp
-from vjpgrad._value import Value
+from vjpgrad._ops import FUNCTIONS, Op
+from vjpgrad._value import Value, as_number
 from vjpgrad._vector import Vector
 
 
@@ -18,10 +18,10 @@ class ElementwiseFunction:
     a Value on the graph, a Vector a Vector of the results.
     """
 
-    def __init__(self, op: UnaryOp) -> None:
+    def __init__(self, op: Op) -> None:
         self.op = op
         self.__name__ = self.__qualname__ = op.name
-        self.__doc__ = getattr(Value, op.name).__doc__
+        self.__doc__ = f"{op.name}(x): {op.doc}, of a number (a float), a Value or a Vector (elementwise)."
 
     @overload
     def __call__(self, x: Vector) -> Vector: ...
@@ -33,8 +33,9 @@ class ElementwiseFunction:
         if isinstance(x, (Value, Vector)):
             method: Value | Vector = getattr(x, self.op.name)()
             return method
-        if isinstance(x, numbers.Real):
-            return self.op.forward(float(x))
+        number = as_number(x)
+        if number is not None:
+            return self.op.forward(number)
         raise TypeError(f"{self.op.name}() takes a number, a Value or a Vector, got {type(x).__name__}")
 
     def __repr__(self) -> str:

@@ -7,6 +7,7 @@ another thread records, as in PyTorch.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections.abc import Callable
 from types import TracebackType
@@ -20,6 +21,8 @@ class _ThreadState(threading.local):
     grad_enabled: bool = True
     detect_anomaly: bool = False
     transform_depth: int = 0  # how many function transforms (grad, jacobian...) are running
+    refusal: str = ""  # while set, reading a Value's number raises with this message
+    refusal_type: type[Exception] = RuntimeError
 
 
 state = _ThreadState()
@@ -101,3 +104,45 @@ class detect_anomaly(_Switch):  # noqa: N801 - named like torch.autograd.detect_
 def is_grad_enabled() -> bool:
     """Whether operations in this thread currently record a graph."""
     return state.grad_enabled
+
+
+class DataDependentError(RuntimeError):
+    """Raised when a function being recorded by ``vjpgrad.compile`` reads a Value's number."""
+
+
+def refuse_number(what: str) -> None:
+    """Inside ``refusing_numbers`` (``vjpgrad.compile``'s recording, a custom rule called with
+    Values), refuse Python that turns a Value into a number, naming the user's line."""
+    if switched[0] and state.refusal:
+        raise state.refusal_type(f"{what} at {caller_location()}: {state.refusal}")
+
+
+class refusing_numbers:  # noqa: N801 - a context manager named for what it does
+    """Within: float(), bool(), comparisons and indexing of Values raise ``error(message)``."""
+
+    def __init__(self, message: str, error: type[Exception] = DataDependentError) -> None:
+        self.message, self.error = message, error
+
+    def __enter__(self) -> None:
+        self._saved = (state.refusal, state.refusal_type)
+        state.refusal, state.refusal_type = self.message, self.error
+        with _switch_lock:
+            switched[0] += 1
+
+    def __exit__(self, *exc: object) -> None:
+        state.refusal, state.refusal_type = self._saved
+        with _switch_lock:
+            switched[0] -= 1
+
+
+_PACKAGE = __file__.rsplit("/", 1)[0].rsplit("\\", 1)[0]
+
+
+def caller_location() -> str:
+    """``file:line`` of the first frame outside vjpgrad: where the user's code is."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    if frame.f_code.co_filename.startswith(_PACKAGE):
+        return "<unknown>"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"

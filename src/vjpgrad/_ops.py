@@ -1,132 +1,305 @@
-"""Every primitive operation: its float forward and its local derivative, side by side.
+"""The table of operations: each one's float forward and its backward formula, side by side.
 
-A derivative rule is written once and serves twice. In the forward pass it is called with
-floats, and the numbers it returns are stored on the new node: the backward pass then
-multiplies by them and never calls a rule (that is what makes a node cheap; see
-``PERF-NOTES``). When a pass builds a differentiable graph (``create_graph=True``) the same
-rule is called with the operand Values, so its result is itself differentiable and
-derivatives of any order follow. The helpers below (``_log``, ``_reciprocal``...) take a
-float or a Value and answer in kind, which is what lets one rule serve both.
+This module is the only place that knows calculus. Every other face of an operation is
+generated from its row here: the ``Value`` method, the ``Vector`` method, the module
+function (``vjpgrad.exp``), the command line's whitelist, the strategies of
+``vjpgrad.testing`` and the lines of code ``vjpgrad.compile`` writes.
 
-The formulas are PyTorch's, conventions at the edges included (``abs'(0) = 0``,
-``relu'(0) = 0``, ``d/db a**b = 0`` where ``a = 0 <= b``), so the two agree value for value.
+How a backward formula is written
+---------------------------------
+Each operand of an operation is an *edge* with two parts:
+
+- ``saved(x, y, out)``: what the backward pass keeps from the forward pass (the saved
+  tensor of PyTorch's autograd), computed once when the node is made;
+- a ``Form``: how the upstream gradient ``g`` and that saved value make the contribution to
+  the operand: ``g * s`` (``TIMES``), ``g / s`` (``DIVIDED``) or ``(g * (1 - s)) * s``
+  (``LOGISTIC``).
+
+The formulas and their forms are PyTorch's (``tools/autograd/derivatives.yaml``), so the
+two round alike, bit for bit: ``x / y`` hands ``g / y`` to ``x``, not ``g * (1 / y)``. A
+saved value may be ``MASKED``: the contribution is then exactly ``0.0`` whatever ``g`` is,
+as PyTorch's ``where(mask, 0, ...)`` gives (so ``relu`` passes no nan from an infinite
+upstream gradient where its output is <= 0).
+
+The rules are written with the helpers below (``div``, ``log``, ``where``...), which take
+floats, Values or code and answer in kind. Called with floats, a rule gives the numbers the
+eager engine stores; with Values, a differentiable gradient (``create_graph=True``, higher
+order); with ``vjpgrad._codegen``'s symbols, the text of a line of generated code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from vjpgrad import _floats
 
-if TYPE_CHECKING:
-    from vjpgrad._value import Value
 
-Scalar = Union[float, "Value"]
-"""A float or a Value: what a derivative rule receives and returns."""
+class _Masked:
+    """The saved value of an edge whose contribution is exactly 0.0 (PyTorch's masks)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MASKED"
+
+
+MASKED: Final = _Masked()
+
+# ---- helpers that take floats, Values or code, and answer in kind -------------------------------
+# A float goes through ``_floats`` (IEEE results, never a Python exception); anything else
+# (a Value, a code symbol) through its own operators and methods.
+
+
+def is_float(x: object) -> bool:
+    return type(x) is float
+
+
+def data_of(x: Any) -> Any:
+    """The number behind an operand, for the conditions of masks (code stays code)."""
+    return x if is_float(x) else getattr(x, "data", x)
+
+
+def sign(x: Any) -> Any:
+    """-1.0, 0.0 or 1.0 (0.0 for nan): a constant, even for a Value (abs' derivative)."""
+    number = data_of(x)
+    return _floats.sign(number) if is_float(number) else number.sign()
+
+
+def div(x: Any, y: Any) -> Any:
+    return _floats.div(x, y) if is_float(x) and is_float(y) else x / y
+
+
+def power(x: Any, y: Any) -> Any:
+    return _floats.power(x, y) if is_float(x) and is_float(y) else x**y
+
+
+def power_scalar(x: Any, k: float) -> Any:
+    return _floats.power_scalar(x, k) if is_float(x) else x**k
+
+
+def log(x: Any) -> Any:
+    return _floats.log(x) if is_float(x) else x.log()
+
+
+def sin(x: Any) -> Any:
+    return _floats.sin(x) if is_float(x) else x.sin()
+
+
+def cos(x: Any) -> Any:
+    return _floats.cos(x) if is_float(x) else x.cos()
+
+
+def where(condition: Any, if_true: Any, if_false: Any) -> Any:
+    """``if_true if condition else if_false``; a condition in code stays a condition in code."""
+    if isinstance(condition, bool):
+        return if_true if condition else if_false
+    return condition.choose(if_true, if_false)
+
+
+def both(first: Any, second: Any) -> Any:
+    """``first and second`` for conditions (code cannot overload ``and``)."""
+    if isinstance(first, bool) and isinstance(second, bool):
+        return first and second
+    return first & second
+
+
+# ---- how a contribution is formed ---------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class UnaryOp:
-    """A function of one operand: ``forward(x)`` and ``derivative(x, out) = d out / d x``."""
+class Form:
+    """How the upstream gradient ``g`` and an edge's saved value ``s`` make its contribution.
+
+    ``contribute(g, s)`` is the contribution; ``local(s)`` the local derivative it stands
+    for (what ``explain`` and forward mode show: ``1 / s`` for ``g / s``).
+    """
 
     name: str
-    forward: Callable[[float], float]
-    derivative: Callable[[Scalar, Scalar], Scalar]
+    contribute: Callable[[Any, Any], Any]
+    local: Callable[[Any], Any]
 
 
-@dataclass(frozen=True, slots=True)
-class BinaryOp:
-    """A function of two operands: ``forward(x, y)`` and
-    ``derivative(x, y, out) = (d out / d x, d out / d y)``."""
+TIMES = Form("times", lambda g, s: g * s, lambda s: s)
+DIVIDED = Form("divided", lambda g, s: div(g, s), lambda s: div(1.0, s))
+LOGISTIC = Form("sigmoid", lambda g, s: (g * (1.0 - s)) * s, lambda s: (1.0 - s) * s)
+
+
+def contribution(form: Form, g: Any, saved: Any) -> Any:
+    """What an edge hands its operand: ``form`` applied, or exactly 0.0 for a masked edge."""
+    return 0.0 if saved is MASKED else form.contribute(g, saved)
+
+
+def local_derivative(form: Form, saved: Any) -> Any:
+    """The local derivative an edge stands for (0.0 for a masked edge)."""
+    return 0.0 if saved is MASKED else form.local(saved)
+
+
+# ---- the rows of the table ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Op:
+    """One operation: its float ``forward`` and, per operand, a saved rule and a ``Form``.
+
+    ``saved`` rules take ``(x, y, out)`` for two operands and ``(x, out)`` for one; ``n-ary``
+    operations (``max``) take ``(xs, out)`` and return one saved value per operand, all of
+    one form. ``code`` is the forward as a line of Python (``{0}``, ``{1}`` the operands).
+    ``plain`` (every edge ``g * s``, nothing masked) lets the reverse pass multiply inline.
+    """
 
     name: str
-    forward: Callable[[float, float], float]
-    derivative: Callable[[Scalar, Scalar, Scalar], tuple[Scalar, Scalar]]
+    arity: int  # 1, 2, or 0 for any number of operands
+    forward: Callable[..., float]
+    saved: tuple[Callable[..., Any], ...]
+    forms: tuple[Form, ...]
+    code: str
+    doc: str = ""
+    symbol: str = ""  # the operator as written (+, *, **), "" for a function
+    plain: bool = field(default=False)
+    maskable: bool = field(default=False)
+
+    def __post_init__(self) -> None:
+        plain = not self.maskable and all(form is TIMES for form in self.forms)
+        object.__setattr__(self, "plain", plain)
+
+    @property
+    def shown(self) -> str:
+        """How the operation is shown: its operator (``*``) or its name (``log``)."""
+        return self.symbol or self.name
+
+    @property
+    def nary(self) -> bool:
+        return self.arity == 0
 
 
-def data_of(x: Scalar) -> float:
-    """The float behind a float or a Value (for the conditions of masked derivatives)."""
-    return x if isinstance(x, float) else x.data
+def _binary(
+    name: str,
+    symbol: str,
+    forward: Callable[[float, float], float],
+    code: str,
+    saved_x: Callable[[Any, Any, Any], Any],
+    saved_y: Callable[[Any, Any, Any], Any],
+    forms: tuple[Form, Form] = (TIMES, TIMES),
+    *,
+    maskable: bool = False,
+) -> Op:
+    return Op(name, 2, forward, (saved_x, saved_y), forms, code, symbol=symbol, maskable=maskable)
 
 
-def _reciprocal(x: Scalar) -> Scalar:
-    return _floats.reciprocal(x) if isinstance(x, float) else x.reciprocal()
+def _unary(
+    name: str,
+    forward: Callable[[float], float],
+    saved: Callable[[Any, Any], Any],
+    form: Form = TIMES,
+    *,
+    doc: str,
+    code: str | None = None,
+    maskable: bool = False,
+) -> Op:
+    return Op(name, 1, forward, (saved,), (form,), code or f"_{name}({{0}})", doc=doc, maskable=maskable)
 
 
-def _divide(x: Scalar, y: Scalar) -> Scalar:
-    if isinstance(x, float) and isinstance(y, float):
-        return _floats.div(x, y)
-    return x / y
+# Binary operations. ``x`` and ``y`` are the operands; a number operand (the 3 of 3 * x)
+# is a constant with no edge of its own.
+ADD = _binary("add", "+", lambda x, y: x + y, "{0} + {1}", lambda x, y, out: 1.0, lambda x, y, out: 1.0)
+# PyTorch: other's gradient is -g; g * -1.0 is the same number, nan and zeros included
+SUB = _binary("sub", "-", lambda x, y: x - y, "{0} - {1}", lambda x, y, out: 1.0, lambda x, y, out: -1.0)
+MUL = _binary("mul", "*", lambda x, y: x * y, "{0} * {1}", lambda x, y, out: y, lambda x, y, out: x)
+# PyTorch: g / y for x, and -g * ((x / y) / y) for y (x / y recomputed is out)
+DIV = _binary(
+    "div", "/", _floats.div, "_div({0}, {1})", lambda x, y, out: y, lambda x, y, out: -div(out, y), (DIVIDED, TIMES)
+)
+# x ** y with y a Value (and number ** Value): C's pow, as PyTorch's tensor-tensor kernel.
+# d/dx = y * x**(y-1), masked where y == 0; d/dy = out * log(x), masked where x == 0 <= y.
+POW = _binary(
+    "pow",
+    "**",
+    _floats.power,
+    "_pow({0}, {1})",
+    lambda x, y, out: where(data_of(y) == 0.0, MASKED, y * power(x, y - 1.0)),
+    lambda x, y, out: where(both(data_of(x) == 0.0, data_of(y) >= 0.0), MASKED, out * log(x)),
+    maskable=True,
+)
+# number ** Value: PyTorch's pow(Scalar, Tensor) multiplies by its where(): g * 0 stays nan
+POW_BASE = _binary(
+    "pow",
+    "**",
+    _floats.power,
+    "_pow({0}, {1})",
+    lambda x, y, out: 0.0,
+    lambda x, y, out: where(both(data_of(x) == 0.0, data_of(y) >= 0.0), 0.0, out * log(x)),
+)
+# x ** k with k a number: PyTorch's special cases (x**0.5 is sqrt(x), x**2 is x*x, ...);
+# d/dx = k * x**(k-1), masked (zeros) where k == 0; the constant k gets none
+POW_SCALAR = _binary(
+    "pow",
+    "**",
+    _floats.power_scalar,
+    "_pow_scalar({0}, {1})",
+    lambda x, k, out: where(k == 0.0, MASKED, k * power_scalar(x, k - 1.0)),
+    lambda x, k, out: 0.0,
+    maskable=True,
+)
 
-
-def _power(x: Scalar, y: Scalar) -> Scalar:
-    if isinstance(x, float) and isinstance(y, float):
-        return _floats.power(x, y)
-    return x**y
-
-
-def _power_scalar(x: Scalar, k: float) -> Scalar:
-    return _floats.power_scalar(x, k) if isinstance(x, float) else x**k
-
-
-def _log(x: Scalar) -> Scalar:
-    return _floats.log(x) if isinstance(x, float) else x.log()
-
-
-def _sin(x: Scalar) -> Scalar:
-    return _floats.sin(x) if isinstance(x, float) else x.sin()
-
-
-def _cos(x: Scalar) -> Scalar:
-    return _floats.cos(x) if isinstance(x, float) else x.cos()
-
-
-# ---- binary operations -------------------------------------------------------------------
-
-
-def _pow_derivative(x: Scalar, y: Scalar, out: Scalar) -> tuple[Scalar, Scalar]:
-    # d/dx x**y = y * x**(y-1), taken as 0 where y == 0 (PyTorch's mask: no 0 * inf = nan)
-    dx = 0.0 if data_of(y) == 0.0 else y * _power(x, y - 1.0)
-    # d/dy x**y = x**y * log(x), taken as 0 where x == 0 <= y (log(0) = -inf would give nan)
-    dy = 0.0 if data_of(x) == 0.0 and data_of(y) >= 0.0 else out * _log(x)
-    return dx, dy
-
-
-def _pow_scalar_derivative(x: Scalar, k: Scalar, out: Scalar) -> tuple[Scalar, Scalar]:
-    # d/dx x**k = k * x**(k-1) for a constant k, 0 where k == 0; the constant gets none
-    k = data_of(k)
-    return (0.0 if k == 0.0 else k * _power_scalar(x, k - 1.0)), 0.0
-
-
-ADD = BinaryOp("+", lambda x, y: x + y, lambda x, y, out: (1.0, 1.0))
-SUB = BinaryOp("-", lambda x, y: x - y, lambda x, y, out: (1.0, -1.0))
-MUL = BinaryOp("*", lambda x, y: x * y, lambda x, y, out: (y, x))
-# d/dx x/y = 1/y and d/dy x/y = -(x/y)/y, PyTorch's form of -x/y**2
-DIV = BinaryOp("/", _floats.div, lambda x, y, out: (_reciprocal(y), -_divide(out, y)))
-# x ** y with y a Value (and number ** Value): C's pow, as PyTorch's tensor-tensor kernel
-POW = BinaryOp("**", _floats.power, _pow_derivative)
-# x ** k with k a number: PyTorch's special cases (x**0.5 is sqrt(x), x**2 is x*x, ...)
-POW_SCALAR = BinaryOp("**", _floats.power_scalar, _pow_scalar_derivative)
-
-# ---- unary operations --------------------------------------------------------------------
-
-NEG = UnaryOp("neg", lambda x: -x, lambda x, out: -1.0)
+# Unary operations: the functions of the contract, and the operators' helpers.
+NEG = _unary("neg", lambda x: -x, lambda x, out: -1.0, doc="-x", code="-{0}")
+ABS = _unary("abs", abs, lambda x, out: sign(x), doc="abs(x); its derivative at 0 (and nan) is 0", code="abs({0})")
+RECIPROCAL = _unary("reciprocal", _floats.reciprocal, lambda x, out: -(out * out), doc="1 / x")
+EXP = _unary("exp", _floats.exp, lambda x, out: out, doc="e ** x; its derivative is its output")
+LOG = _unary(
+    "log", _floats.log, lambda x, out: x, DIVIDED, doc="Natural logarithm: log(0) = -inf, log(x < 0) = nan; d/dx = 1/x"
+)
+SQRT = _unary(
+    "sqrt",
+    _floats.sqrt,
+    lambda x, out: 2.0 * out,
+    DIVIDED,
+    doc="Square root: sqrt(x < 0) = nan; its derivative at 0 is inf",
+)
+SIN = _unary("sin", _floats.sin, lambda x, out: cos(x), doc="Sine")
+COS = _unary("cos", _floats.cos, lambda x, out: -sin(x), doc="Cosine")
+TAN = _unary("tan", _floats.tan, lambda x, out: 1.0 + out * out, doc="Tangent")
+TANH = _unary("tanh", _floats.tanh, lambda x, out: 1.0 - out * out, doc="Hyperbolic tangent")
+SIGMOID = _unary("sigmoid", _floats.sigmoid, lambda x, out: out, LOGISTIC, doc="1 / (1 + exp(-x))")
+# relu passes g where its output is > 0 (nan included) and exactly 0.0 elsewhere: relu'(0) = 0
+RELU = _unary(
+    "relu",
+    _floats.relu,
+    lambda x, out: where(data_of(out) <= 0.0, MASKED, 1.0),
+    doc="max(x, 0); its derivative at 0 is 0, as in PyTorch",
+    maskable=True,
+)
 # A transform's own variable on top of an outer one: distinct, yet differentiable through
-IDENTITY = UnaryOp("identity", lambda x: x, lambda x, out: 1.0)
-ABS = UnaryOp("abs", abs, lambda x, out: _floats.sign(data_of(x)))
-RECIPROCAL = UnaryOp("reciprocal", _floats.reciprocal, lambda x, out: -(out * out))
-EXP = UnaryOp("exp", _floats.exp, lambda x, out: out)
-LOG = UnaryOp("log", _floats.log, lambda x, out: _reciprocal(x))
-SQRT = UnaryOp("sqrt", _floats.sqrt, lambda x, out: _reciprocal(2.0 * out))
-SIN = UnaryOp("sin", _floats.sin, lambda x, out: _cos(x))
-COS = UnaryOp("cos", _floats.cos, lambda x, out: -_sin(x))
-TAN = UnaryOp("tan", _floats.tan, lambda x, out: 1.0 + out * out)
-TANH = UnaryOp("tanh", _floats.tanh, lambda x, out: 1.0 - out * out)
-SIGMOID = UnaryOp("sigmoid", _floats.sigmoid, lambda x, out: out * (1.0 - out))
-# relu' is 0 where the output is <= 0 (so relu'(0) = 0) and 1 elsewhere, nan included
-RELU = UnaryOp("relu", _floats.relu, lambda x, out: 0.0 if data_of(out) <= 0.0 else 1.0)
+IDENTITY = _unary("identity", lambda x: x, lambda x, out: 1.0, doc="x itself, as a new node", code="{0}")
 
-FUNCTIONS: tuple[UnaryOp, ...] = (EXP, LOG, SQRT, SIN, COS, TAN, TANH, SIGMOID, RELU)
-"""The functions of the contract, each a Value method and a module function."""
+
+def _max_forward(*xs: float) -> float:
+    """The largest operand; nan if any is nan (PyTorch's max)."""
+    best = xs[0]
+    for x in xs:
+        if x != x:
+            return x
+        if x > best:
+            best = x
+    return best
+
+
+def _max_saved(xs: tuple[Any, ...], out: Any) -> tuple[Any, ...]:
+    # PyTorch's evenly_distribute_backward: g / count to each operand equal to the maximum
+    # (to each nan when the maximum is nan), exactly 0.0 to the others
+    top = data_of(out)
+    hits = [data_of(x) == top or (top != top and data_of(x) != data_of(x)) for x in xs]
+    count = float(sum(hits))
+    return tuple(count if hit else MASKED for hit in hits)
+
+
+MAX = Op("max", 0, _max_forward, (_max_saved,), (DIVIDED,), "_max({0})", doc="max(xs)", maskable=True)
+
+FUNCTIONS: tuple[Op, ...] = (EXP, LOG, SQRT, SIN, COS, TAN, TANH, SIGMOID, RELU)
+"""The functions of the contract: each a Value method, a Vector method, a module function
+(``vjpgrad.exp``) and a function of the command line."""
+
+BINARY_OPERATORS: tuple[Op, ...] = (ADD, SUB, MUL, DIV, POW)
+"""The operators ``+ - * / **``, in the order the command line and the strategies list them."""

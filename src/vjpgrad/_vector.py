@@ -10,34 +10,76 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Union, overload
+from typing import Any, Union, overload
 
-from vjpgrad._backward import backward, check_seed
+from vjpgrad import _ops
+from vjpgrad._backward import backward
 from vjpgrad._format import format_vector
-from vjpgrad._value import Value
+from vjpgrad._ops import Op
+from vjpgrad._seeds import seeds_for
+from vjpgrad._value import Value, as_number, unary
 
 VectorOperand = Union["Vector", Value, float]
-_Pairing = Callable[[Value | float, Value | float], Value]
+_Pairing = Callable[[Any, Any], Any]
 
 
-def _elementwise(
-    function: _Pairing,
-) -> tuple[Callable[[Vector, VectorOperand], Vector], Callable[[Vector, VectorOperand], Vector]]:
+def wrap(values: list[Value]) -> Vector:
+    """A Vector of these Values as they are (no checks: for the package's own results)."""
+    vector = object.__new__(Vector)
+    vector._values = values
+    return vector
+
+
+def pairs(x: object, y: object) -> list[tuple[Any, Any]] | None:
+    """The element pairs of ``x`` and ``y`` (Vectors, Values or numbers, at least one Vector)
+    after broadcasting; None when either is of a foreign type. A length-1 Vector
+    broadcasts against any length; any other mismatch raises ValueError naming both."""
+    if isinstance(x, Vector) and isinstance(y, Vector):
+        mine, theirs = x._values, y._values
+        if len(mine) == len(theirs):
+            return list(zip(mine, theirs, strict=True))
+        if len(theirs) == 1:
+            return [(a, theirs[0]) for a in mine]
+        if len(mine) == 1:
+            return [(mine[0], b) for b in theirs]
+        raise ValueError(
+            f"Vector lengths {len(mine)} and {len(theirs)} do not match "
+            "(only equal lengths, or a length-1 Vector, can be combined elementwise)"
+        )
+    if isinstance(x, Vector):
+        other = y if isinstance(y, Value) else as_number(y)
+        return None if other is None else [(a, other) for a in x._values]
+    if isinstance(y, Vector):
+        other = x if isinstance(x, Value) else as_number(x)
+        return None if other is None else [(other, b) for b in y._values]
+    return None
+
+
+def _elementwise(function: _Pairing) -> tuple[Callable[[Vector, Any], Vector], Callable[[Vector, Any], Vector]]:
     """``self <op> other`` and ``other <op> self`` for Vectors, from one binary function."""
 
-    def forward(self: Vector, other: VectorOperand) -> Vector:
-        pairs = self._pairs(other)
-        if pairs is None:
-            return NotImplemented  # type: ignore[no-any-return]
-        return Vector._of([function(x, y) for x, y in pairs])
+    def forward(self: Vector, other: Any) -> Vector:
+        found = pairs(self, other)
+        return NotImplemented if found is None else wrap([function(x, y) for x, y in found])
 
-    def reflected(self: Vector, other: VectorOperand) -> Vector:
-        pairs = self._pairs(other)
-        if pairs is None:
-            return NotImplemented  # type: ignore[no-any-return]
-        return Vector._of([function(y, x) for x, y in pairs])
+    def reflected(self: Vector, other: Any) -> Vector:
+        found = pairs(other, self)
+        return NotImplemented if found is None else wrap([function(x, y) for x, y in found])
 
+    forward.__doc__ = "self <op> other, elementwise"
+    reflected.__doc__ = "other <op> self, elementwise"
     return forward, reflected
+
+
+def _method(op: Op) -> Callable[[Vector], Vector]:
+    """The Vector method of a one-operand operation: the Value method on every element."""
+
+    def method(self: Vector) -> Vector:
+        return wrap([unary(op, x) for x in self._values])
+
+    method.__name__ = method.__qualname__ = op.name
+    method.__doc__ = f"{op.doc}, elementwise."
+    return method
 
 
 class Vector:
@@ -50,6 +92,7 @@ class Vector:
     """
 
     __slots__ = ("_values",)
+    __array_ufunc__ = None  # NumPy defers to us: np.float64(2) * v is a Vector, not an array
 
     _values: list[Value]
 
@@ -67,12 +110,6 @@ class Vector:
             else:
                 raise TypeError(f"Vector() element {index} must be a number or a Value, got {type(item).__name__}")
         self._values = values
-
-    @classmethod
-    def _of(cls, values: list[Value]) -> Vector:
-        vector = object.__new__(cls)
-        vector._values = values
-        return vector
 
     @classmethod
     def full(cls, n: int, fill: float, requires_grad: bool = True) -> Vector:
@@ -119,7 +156,7 @@ class Vector:
     def __getitem__(self, index: int | slice) -> Value | Vector:
         """``v[i]`` is the i-th Value; ``v[a:b]`` a Vector of the same Values (not copies)."""
         if isinstance(index, slice):
-            return Vector._of(self._values[index])
+            return wrap(self._values[index])
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError(f"Vector indices must be ints or slices, got {type(index).__name__}")
         try:
@@ -153,7 +190,7 @@ class Vector:
 
     def detach(self) -> Vector:
         """Constant copies of the elements, cut from the graph."""
-        return Vector._of([value.detach() for value in self._values])
+        return wrap([value.detach() for value in self._values])
 
     def __str__(self) -> str:
         return format_vector(self.data)
@@ -184,24 +221,6 @@ class Vector:
 
     # ---- elementwise arithmetic ---------------------------------------------------------
 
-    def _pairs(self, other: object) -> list[tuple[Value, Value | float]] | None:
-        """Element pairs of ``self`` and ``other`` after broadcasting; None for a foreign type."""
-        if isinstance(other, Vector):
-            mine, theirs = self._values, other._values
-            if len(mine) == len(theirs):
-                return list(zip(mine, theirs, strict=True))
-            if len(theirs) == 1:
-                return [(x, theirs[0]) for x in mine]
-            if len(mine) == 1:
-                return [(mine[0], y) for y in theirs]
-            raise ValueError(
-                f"Vector lengths {len(mine)} and {len(theirs)} do not match "
-                "(only equal lengths, or a length-1 Vector, can be combined elementwise)"
-            )
-        if isinstance(other, (Value, int, float)):
-            return [(x, other) for x in self._values]
-        return None
-
     __add__, __radd__ = _elementwise(operator.add)
     __sub__, __rsub__ = _elementwise(operator.sub)
     __mul__, __rmul__ = _elementwise(operator.mul)
@@ -210,7 +229,7 @@ class Vector:
 
     def __neg__(self) -> Vector:
         """-self"""
-        return Vector._of([-x for x in self._values])
+        return wrap([unary(_ops.NEG, x) for x in self._values])
 
     def __pos__(self) -> Vector:
         """+self, which is self"""
@@ -218,50 +237,18 @@ class Vector:
 
     def __abs__(self) -> Vector:
         """abs(self)"""
-        return Vector._of([abs(x) for x in self._values])
+        return wrap([unary(_ops.ABS, x) for x in self._values])
 
-    def _map(self, function: Callable[[Value], Value]) -> Vector:
-        return Vector._of([function(x) for x in self._values])
-
-    def reciprocal(self) -> Vector:
-        """1 / self, elementwise."""
-        return self._map(Value.reciprocal)
-
-    def exp(self) -> Vector:
-        """e ** self, elementwise."""
-        return self._map(Value.exp)
-
-    def log(self) -> Vector:
-        """Natural logarithm, elementwise."""
-        return self._map(Value.log)
-
-    def sqrt(self) -> Vector:
-        """Square root, elementwise."""
-        return self._map(Value.sqrt)
-
-    def sin(self) -> Vector:
-        """Sine, elementwise."""
-        return self._map(Value.sin)
-
-    def cos(self) -> Vector:
-        """Cosine, elementwise."""
-        return self._map(Value.cos)
-
-    def tan(self) -> Vector:
-        """Tangent, elementwise."""
-        return self._map(Value.tan)
-
-    def tanh(self) -> Vector:
-        """Hyperbolic tangent, elementwise."""
-        return self._map(Value.tanh)
-
-    def sigmoid(self) -> Vector:
-        """Logistic sigmoid, elementwise."""
-        return self._map(Value.sigmoid)
-
-    def relu(self) -> Vector:
-        """max(x, 0), elementwise."""
-        return self._map(Value.relu)
+    reciprocal = _method(_ops.RECIPROCAL)
+    exp = _method(_ops.EXP)
+    log = _method(_ops.LOG)
+    sqrt = _method(_ops.SQRT)
+    sin = _method(_ops.SIN)
+    cos = _method(_ops.COS)
+    tan = _method(_ops.TAN)
+    tanh = _method(_ops.TANH)
+    sigmoid = _method(_ops.SIGMOID)
+    relu = _method(_ops.RELU)
 
     # ---- the seeded backward ------------------------------------------------------------
 
@@ -270,36 +257,47 @@ class Vector:
         gradients: Vector | Sequence[float] | None = None,
         *,
         retain_graph: bool = False,
+        gradient: Any = None,
     ) -> None:
         """Seed element ``i`` with ``gradients[i]`` and run one reverse pass for all elements.
 
         Afterwards each ``x.grad`` has gained ``sum_i gradients[i] * d self[i] / dx``: the
         vector-Jacobian product ``v^T J`` with ``v = gradients``, what PyTorch's
-        ``y.backward(gradients)`` computes. ``gradients`` has the length of this Vector;
-        it may be left out only for a Vector of length 1. A longer seed on a length-1
-        Vector is summed into it, because that output was broadcast (the seed's Example 3).
+        ``y.backward(gradients)`` computes (its spelling ``gradient=`` works too).
+        ``gradients`` has the length of this Vector (a list, a Vector or a NumPy array); it
+        may be left out only for a Vector of length 1. A longer seed on a length-1 Vector is
+        summed into it, because that output was broadcast (the seed question's Example 3).
         Gradients accumulate: zero them between passes when you need fresh ones.
         """
-        seeds = self._seeds(gradients)
-        backward(self._values, seeds, retain_graph=retain_graph)
+        if gradients is not None and gradient is not None:
+            raise TypeError("backward() got both gradients= and gradient=: they are the same seed, pass one")
+        seed = gradients if gradient is None else gradient
+        backward(self._values, len(self._values), seed, retain_graph=retain_graph)
 
-    def _seeds(self, gradients: Vector | Sequence[float] | None) -> list[float]:
-        n = len(self._values)
-        if gradients is None:
-            if n != 1:
-                raise RuntimeError(
-                    f"grad can be implicitly created only for scalar outputs: this Vector has {n} "
-                    f"elements, so pass one seed per element, e.g. y.backward([1.0] * {n})"
-                )
-            return [1.0]
-        if isinstance(gradients, Vector):
-            seeds = gradients.data
-        elif isinstance(gradients, (str, bytes)) or not isinstance(gradients, Sequence):
-            raise TypeError(f"gradients must be a Vector or a sequence of numbers, got {type(gradients).__name__}")
-        else:
-            seeds = [check_seed(seed, f"gradients[{i}]") for i, seed in enumerate(gradients)]
-        if len(seeds) == n:
-            return seeds
-        if n == 1:
-            return [sum(seeds)]
-        raise ValueError(f"gradients has length {len(seeds)} but the Vector has length {n}: pass one seed per element")
+    def __float__(self) -> float:
+        if len(self._values) != 1:
+            raise TypeError(
+                f"only one-element Vectors can be converted to Python scalars: this one has {len(self._values)}"
+            )
+        return float(self._values[0])
+
+
+def _check_every_function_is_a_method() -> None:
+    missing = [op.name for op in _ops.FUNCTIONS if getattr(Vector, op.name, None) is None]
+    if missing:  # pragma: no cover - a row added to the table without its Vector method
+        raise ImportError(f"functions without a Vector method: {missing}")
+
+
+_check_every_function_is_a_method()
+
+
+def outputs_and_seeds(
+    output: Value | Vector, seed: object, what: str, hint: str = ""
+) -> tuple[list[Value], list[float]]:
+    """The outputs of a Value or a Vector and one seed each, by the rules of ``_seeds``:
+    what ``explain``, ``to_dot`` and ``vjpgrad.testing`` take, as ``backward`` takes it."""
+    if isinstance(output, Value):
+        return [output], seeds_for(None, seed, name="seed")
+    if isinstance(output, Vector):
+        return list(output), seeds_for(len(output), seed, name="seed", hint=hint)
+    raise TypeError(f"{what}() takes a Value or a Vector, got {type(output).__name__}")

@@ -15,19 +15,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from vjpgrad._backward import (
-    check_flag,
-    check_seed,
-    differentiable_reverse_pass,
-    free,
-    reverse_pass,
-    symbolic_derivatives,
-    topological_order,
-)
+from vjpgrad import _graph, _ops
+from vjpgrad._backward import check_flag, differentiable_reverse_pass, free, reverse_pass
 from vjpgrad._mode import enable_grad, no_grad, state
-from vjpgrad._ops import IDENTITY, Scalar
-from vjpgrad._value import Value, _unary
+from vjpgrad._ops import IDENTITY
+from vjpgrad._seeds import scalar_seed, seeds_for
+from vjpgrad._value import Value, unary
 from vjpgrad._vector import Vector
+
+Scalar = Any
 
 Values = Value | Vector | Sequence[Value]
 
@@ -45,27 +41,6 @@ def _as_values(x: object, what: str) -> list[Value]:
     if isinstance(x, Sequence) and not isinstance(x, str) and all(isinstance(item, Value) for item in x):
         return list(x)
     raise TypeError(f"{what} must be a Value, a Vector or a sequence of Values, got {type(x).__name__}")
-
-
-def _seeds(seeds: object, n: int, differentiable: bool) -> list[Scalar]:
-    if seeds is None:
-        if n != 1:
-            raise RuntimeError(
-                f"grad can be implicitly created only for scalar outputs: there are {n} outputs, "
-                "so pass seeds, one per output"
-            )
-        return [1.0]
-    if isinstance(seeds, (numbers.Real, Value)):
-        seeds = [seeds]
-    if isinstance(seeds, Vector):
-        seeds = list(seeds)
-    if isinstance(seeds, str) or not isinstance(seeds, Sequence):
-        raise TypeError(f"seeds must be a number, a Vector or a sequence of numbers, got {type(seeds).__name__}")
-    if len(seeds) != n:
-        raise ValueError(f"seeds has length {len(seeds)} but there are {n} outputs: pass one seed per output")
-    if differentiable:  # a Value seed stays a Value, so the result can depend on it
-        return [seed if isinstance(seed, Value) else check_seed(seed, f"seeds[{i}]") for i, seed in enumerate(seeds)]
-    return [check_seed(seed, f"seeds[{i}]") for i, seed in enumerate(seeds)]
 
 
 def gradients(
@@ -91,14 +66,15 @@ def gradients(
     create = check_flag(create_graph, "create_graph")
     retain = create if retain_graph is None else check_flag(retain_graph, "retain_graph")
     check_flag(allow_unused, "allow_unused")
-    seed_list = _seeds(seeds, len(outs), create)
+    count = None if isinstance(outputs, Value) else len(outs)
+    seed_list = seeds_for(count, seeds, name="seeds", differentiable=create)
     for index, x in enumerate(ins):
         if not x.requires_grad:
             raise RuntimeError(
                 f"inputs[{index}] does not require grad: nothing can be differentiated with respect to it"
             )
     if create:
-        grads: dict[Value, Any] = differentiable_reverse_pass(outs, seed_list)
+        grads: dict[Any, Any] = differentiable_reverse_pass(outs, seed_list)
     else:
         grads = reverse_pass(outs, [float(s) for s in seed_list])
     if not allow_unused and any(x not in grads for x in ins):
@@ -140,7 +116,7 @@ def _variable(x: Value | float) -> Value:
     confusion"), through which the enclosing transform still differentiates.
     """
     if isinstance(x, Value) and x.requires_grad:
-        return _unary(IDENTITY, x)
+        return unary(IDENTITY, x)
     return Value(x.data if isinstance(x, Value) else x)
 
 
@@ -163,9 +139,8 @@ class _Argument:
                         f"argument {position} must be a number or a list of numbers, has a {type(item).__name__}"
                     )
             self.nested = any(isinstance(item, Value) and item.requires_grad for item in items)
-            self.lifted = Vector(
-                [item if isinstance(item, Value) and item.requires_grad else float(item) for item in items]
-            )
+            # each element is this transform's own variable, an enclosing one's Value included
+            self.lifted = Vector([_variable(item) for item in items])
             self.is_list = True
         else:
             raise TypeError(f"argument {position} must be a number or a list of numbers, got {type(arg).__name__}")
@@ -237,7 +212,7 @@ def _rows(outputs: list[Value | float], seeds: list[list[Any]], inputs: list[Val
             continue
         roots, weights = [y for y, _ in used], [s for _, s in used]
         if nested:
-            grads: dict[Value, Any] = differentiable_reverse_pass(roots, weights)
+            grads: dict[Any, Any] = differentiable_reverse_pass(roots, weights)
         else:
             grads = reverse_pass(roots, [float(s) for s in weights])
         rows.append([grads.get(x, 0.0) for x in inputs])
@@ -317,7 +292,7 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
             seed = list(cotangent)
             if len(seed) != len(outputs):
                 raise ValueError(f"cotangent has length {len(seed)} but the output has length {len(outputs)}")
-        seed = [s if nested and isinstance(s, Value) else check_seed(s, "cotangent") for s in seed]  # type: ignore[misc]
+        seed = [scalar_seed(s, "cotangent", differentiable=nested) for s in seed]
         (row,) = _rows(outputs, [seed], _inputs(arguments), nested)
         return tuple(_split(row, arguments, nested))
 
@@ -346,23 +321,29 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) 
         if len(flat) != len(argument.values):
             raise ValueError(f"tangent {k} has length {len(flat)} but its primal has length {len(argument.values)}")
         for value, t in zip(argument.values, flat, strict=True):
-            seeds[value] = t if nested and isinstance(t, Value) else check_seed(t, f"tangent {k}")
+            seeds[value] = scalar_seed(t, f"tangent {k}", differentiable=nested)
     tangent_out = _forward_pass(outputs, seeds, nested)
     return _lower(outputs, scalar, nested), _lower(tangent_out, scalar, nested)
 
 
 def _forward_pass(outputs: list[Value | float], seeds: dict[Value, Scalar], nested: bool) -> list[Value | float]:
+    """Forward mode over the recorded graph: each node's tangent is the sum over its edges of
+    local derivative x the operand's tangent, nodes taken in the order they were made."""
     live = [y for y in outputs if isinstance(y, Value) and y.requires_grad]
-    tangents: dict[Value, Any] = dict(seeds)
-    for node in topological_order(live) if live else []:
-        if node in seeds:
-            continue
-        da, db = symbolic_derivatives(node) if nested else (node._da, node._db)
-        total: Any = 0.0
-        for operand, local in ((node._a, da), (node._b, db)):
-            if local is not None and operand in tangents:
-                total = total + local * tangents[operand]
-        tangents[node] = total
+    tangents: dict[Any, Any] = dict(seeds)
+    if live:
+        with _graph.pass_lock:
+            order, _ = _graph.reached(live)
+        for node in reversed(order):
+            if node in seeds:
+                continue
+            found = _graph.saved_as_values(node) if nested else _graph.edges(node)
+            total: Any = 0.0
+            for position, operand, saved in found:
+                if operand in tangents:
+                    local = _ops.local_derivative(_graph.form_of(node, position), saved)
+                    total = total + local * tangents[operand]
+            tangents[node] = total
     return [tangents.get(y, 0.0) if isinstance(y, Value) else 0.0 for y in outputs]
 
 
@@ -423,7 +404,7 @@ def gradcheck(
     0, a pole), the two legitimately disagree.
     """
     points: list[Any] = [inputs] if isinstance(inputs, (numbers.Real, Value)) else list(inputs)  # type: ignore[arg-type]
-    xs = [check_seed(x, f"inputs[{i}]") for i, x in enumerate(points)]
+    xs = [scalar_seed(x, f"inputs[{i}]") for i, x in enumerate(points)]
     for name, number in (("eps", eps), ("atol", atol), ("rtol", rtol)):
         if not isinstance(number, numbers.Real) or not number >= 0 or (name == "eps" and number == 0):
             raise ValueError(

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import vjpgrad
-from vjpgrad._backward import check_seed
 from vjpgrad._mode import no_grad
+from vjpgrad._seeds import scalar_seed
 from vjpgrad._value import Value
-from vjpgrad._vector import Vector
+from vjpgrad._vector import Vector, outputs_and_seeds
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -40,19 +40,11 @@ def _hypothesis() -> Any:
 
 
 def _seeded_output(out: object, seed: Any) -> tuple[list[Value | float], list[float]]:
-    if isinstance(out, Value):
-        return [out], [1.0 if seed is None else check_seed(seed, "seed")]
+    if isinstance(out, (Value, Vector)):
+        outputs, seeds = outputs_and_seeds(out, seed, "assert_grad_close", hint="pass seed=[...]")
+        return list(outputs), seeds
     if isinstance(out, numbers.Real):
-        return [float(out)], [1.0 if seed is None else check_seed(seed, "seed")]
-    if isinstance(out, Vector):
-        if seed is None and len(out) != 1:
-            raise ValueError(f"f returned a Vector of length {len(out)}: pass seed=, one number per element")
-        if seed is not None and (isinstance(seed, (str, numbers.Real)) or not isinstance(seed, Sequence)):
-            raise TypeError(f"the seed of a Vector output is a list of numbers, got {type(seed).__name__}")
-        seeds = [1.0] if seed is None else [check_seed(s, f"seed[{i}]") for i, s in enumerate(seed)]
-        if len(seeds) != len(out):
-            raise ValueError(f"seed has length {len(seeds)} but f returned a Vector of length {len(out)}")
-        return list(out), seeds
+        return [float(out)], [1.0 if seed is None else scalar_seed(seed, "seed")]
     raise TypeError(f"f must return a Value, a Vector or a number, got {type(out).__name__}")
 
 
@@ -82,7 +74,7 @@ def assert_grad_close(
     their difference, with the wrong ones marked.
     """
     points: list[Any] = [inputs] if isinstance(inputs, numbers.Real) else list(inputs)  # type: ignore[arg-type]
-    xs = [check_seed(x, f"inputs[{i}]") for i, x in enumerate(points)]
+    xs = [scalar_seed(x, f"inputs[{i}]") for i, x in enumerate(points)]
     leaves = [Value(x) for x in xs]
     outputs, seeds = _seeded_output(f(*leaves), seed)
     live = [(y, s) for y, s in zip(outputs, seeds, strict=True) if isinstance(y, Value) and y.requires_grad]
@@ -102,7 +94,7 @@ def assert_grad_close(
         want_list: list[Any] = [expected] if isinstance(expected, numbers.Real) else list(expected)  # type: ignore[arg-type]
         if len(want_list) != len(xs):
             raise ValueError(f"expected has {len(want_list)} gradients but there are {len(xs)} inputs")
-        want = [check_seed(w, f"expected[{i}]") for i, w in enumerate(want_list)]
+        want = [scalar_seed(w, f"expected[{i}]") for i, w in enumerate(want_list)]
     rows = []
     failed = False
     for j, (x, g, w) in enumerate(zip(xs, got, want, strict=True)):

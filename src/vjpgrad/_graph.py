@@ -1,0 +1,351 @@
+"""The graph: how a node is laid out, and the one reverse pass that walks it.
+
+This is the only module that reads or writes a node's private slots. Everything else
+(``backward``, ``gradients``, the transforms, ``explain``, the pictures, ``compile``) goes
+through the functions below:
+
+- ``make`` builds a node (the operations in ``_value`` call it);
+- ``edges`` lists a node's operands with what each edge saved;
+- ``reached`` lists the nodes a pass reaches, in the order the pass runs them;
+- ``propagate`` runs the chain rule over that order, with floats, optionally telling an
+  observer about every edge (``explain``, anomaly detection);
+- ``propagate_differentiably`` runs the same pass with Values (``create_graph=True``).
+
+A node is one slotted object: its data, the operation that made it, up to two operands
+(``_a``, ``_b``: Values, or the float constant of ``3 * x``) and what each edge saved for
+the backward pass (``_da``, ``_db``; None for an operand that takes no gradient). An
+operation of many operands (``max``) keeps tuples in ``_a`` and ``_da``. No closure, no
+set of children, no reference from a node to itself: a graph has no reference cycles and
+is freed by reference counting the moment it is dropped (the cyclic garbage collector was
+most of micrograd's time).
+
+The order of a pass is PyTorch's: nodes run in decreasing order of creation (``_seq``),
+so a node runs only after every node that uses it, and the contributions a node receives
+are added in that order, starting from -0.0 (the sum's identity, so a lone contribution
+keeps its sign). Each pass keeps its gradients in the nodes' ``_cotangent`` scratch,
+apart from ``.grad``; ``backward`` adds them into ``.grad`` only when the pass has finished,
+so two passes give exactly twice one, and a pass that fails changes nothing. Passes never
+overlap (``pass_lock``), and each marks what it reached with a fresh token.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar, cast
+
+from vjpgrad import _ops
+from vjpgrad._mode import caller_location, state, switched
+from vjpgrad._ops import MASKED, Op
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or to read its derivatives after "
+    "they have been freed): the graph was already freed by an earlier backward pass. "
+    "Specify retain_graph=True in the earlier backward call if you need to backward "
+    "through the graph a second time."
+)
+
+pass_lock = threading.RLock()
+"""Held by every pass: the scratch slots of the nodes belong to one pass at a time."""
+
+_new = object.__new__
+N = TypeVar("N", bound="Node")
+_next_seq = itertools.count(1).__next__
+_by_creation = operator.attrgetter("_seq")
+
+
+class Node:
+    """The layout of a graph node; ``Value`` adds the arithmetic. See the module docstring."""
+
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "_a",
+        "_b",
+        "_cotangent",
+        "_da",
+        "_db",
+        "_op",
+        "_origin",
+        "_seen",
+        "_seq",
+        "data",
+        "grad",
+        "label",
+        "requires_grad",
+    )
+
+    data: float
+    grad: float
+    requires_grad: bool
+    label: str | None
+    _op: Op | None  # None for a leaf (made by the user) or a constant
+    _a: Any  # Node | float | tuple[Node | float, ...] | None
+    _b: Any  # Node | float | None
+    _da: Any  # the saved value of the edge to _a (a tuple for many operands), None: no edge
+    _db: Any
+    _seq: int  # creation order of nodes that take gradient
+    _origin: str  # "file:line" where the node was made; set only under detect_anomaly
+    _seen: object  # the token of the last pass that reached this node
+    _cotangent: float  # this pass's gradient here
+
+
+def init_leaf(node: Node, data: float, requires_grad: bool, label: str | None) -> None:
+    """Fill the slots of a Value made by the user."""
+    node.data = data
+    node.grad = 0.0
+    node.requires_grad = requires_grad
+    node.label = label
+    node._op = node._a = node._b = node._da = node._db = node._seen = None
+    node._seq = _next_seq()
+
+
+def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
+    """The result of an operation: a node on the graph when an edge takes gradient and grad
+    mode is on, otherwise a constant leaf (PyTorch gives such a result no ``grad_fn``)."""
+    node = _new(cls)
+    node.data = data
+    node.grad = 0.0
+    node.label = None
+    node._seen = None
+    switches_on = switched[0]
+    if (da is None and db is None) or (switches_on and not state.grad_enabled):
+        node.requires_grad = False
+        node._op = node._a = node._b = node._da = node._db = None
+        node._seq = 0
+        return node
+    node.requires_grad = True
+    node._op = op
+    node._a = a
+    node._b = b
+    node._da = da
+    node._db = db
+    node._seq = _next_seq()
+    if switches_on and state.detect_anomaly:
+        node._origin = caller_location()
+    return node
+
+
+# ---- reading a node -----------------------------------------------------------------------------
+
+
+def op_of(node: Node) -> Op | None:
+    """The operation that made ``node``; None for a leaf or a constant."""
+    return node._op
+
+
+def operands(node: Node) -> tuple[Any, ...]:
+    """Every operand of ``node`` in order: Values and number constants."""
+    if node._op is None:
+        return ()
+    if node._op.nary:
+        return tuple(node._a)
+    return (node._a,) if node._op.arity == 1 else (node._a, node._b)
+
+
+def edges(node: Node) -> list[tuple[int, Node, Any]]:
+    """The edges that carry gradient: ``(position, operand, saved)`` in operand order."""
+    op = node._op
+    if op is None:
+        return []
+    if op.nary:
+        return [(k, x, s) for k, (x, s) in enumerate(zip(node._a, node._da, strict=True)) if s is not None]
+    found = []
+    if node._da is not None:
+        found.append((0, node._a, node._da))
+    if node._db is not None:
+        found.append((1, node._b, node._db))
+    return found
+
+
+def form_of(node: Node, position: int) -> _ops.Form:
+    """The Form of the edge at ``position`` of ``node``."""
+    assert node._op is not None  # only called for an edge, which only an operation has
+    forms = node._op.forms
+    return forms[0] if node._op.nary else forms[position]
+
+
+def is_freed(node: Node) -> bool:
+    """Whether an earlier pass freed what ``node`` saved for the backward pass."""
+    return node._op is not None and node._da is None and node._db is None
+
+
+def sequence(node: Node) -> int:
+    """The creation order of a node that takes gradient (later nodes have larger numbers)."""
+    return node._seq
+
+
+def ancestry(outputs: Sequence[N]) -> list[N]:
+    """Every node ``outputs`` were computed from, constants and detached ones too, each listed
+    after its operands (for pictures, which show what takes no gradient as well)."""
+    seen: set[int] = set()
+    order: list[N] = []
+    stack: list[tuple[N, bool]] = [(output, False) for output in reversed(outputs)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        parents = cast("list[N]", [x for x in operands(node) if isinstance(x, Node)])
+        stack.extend((parent, False) for parent in reversed(parents) if id(parent) not in seen)
+    return order
+
+
+# ---- the reverse pass ---------------------------------------------------------------------------
+
+
+def reached(outputs: Sequence[N]) -> tuple[list[N], list[N]]:
+    """The nodes a pass from ``outputs`` reaches through edges that take gradient.
+
+    Returns the operations in the order the pass runs them (decreasing creation) and the
+    leaves. Sets each one's cotangent to -0.0. Raises ``RuntimeError`` for an output that
+    requires no grad, or for a reached node an earlier pass freed: before anything changes.
+    Call it holding ``pass_lock``.
+    """
+    for index, output in enumerate(outputs):
+        if not output.requires_grad:
+            raise RuntimeError(
+                f"element {index} of the outputs does not require grad and has no graph: "
+                "it was made from constants, detached values or under no_grad()"
+            )
+    token = object()
+    inner: list[N] = []
+    leaves: list[N] = []
+    stack = list(outputs)
+    while stack:
+        node = stack.pop()
+        if node._seen is token:
+            continue
+        node._seen = token
+        node._cotangent = -0.0
+        op = node._op
+        if op is None:
+            leaves.append(node)
+            continue
+        inner.append(node)
+        da = node._da
+        db = node._db
+        if da is None and db is None:
+            raise RuntimeError(f"{FREED_MESSAGE} (the node is {node!r}, made by {op.name!r})")
+        if op.nary:
+            stack.extend(x for x, s in zip(node._a, da, strict=True) if s is not None and x._seen is not token)
+            continue
+        if db is not None and node._b._seen is not token:
+            stack.append(node._b)
+        if da is not None and node._a._seen is not token:
+            stack.append(node._a)
+    inner.sort(key=_by_creation, reverse=True)
+    return inner, leaves
+
+
+Observer = Callable[[Node, int, Node, float, Any, float], None]
+"""Told of every edge as the pass runs it: ``(node, position, operand, upstream, saved,
+contribution)``; the operand's cotangent already includes the contribution."""
+
+
+def seed(outputs: Sequence[Node], seeds: Sequence[Any]) -> None:
+    """Add each output's seed into its cotangent (an output listed twice gets both)."""
+    for output, value in zip(outputs, seeds, strict=True):
+        output._cotangent += value
+
+
+def propagate(order: Sequence[Node], observer: Observer | None = None) -> None:
+    """Run the chain rule over ``order`` (from ``reached``), outputs already seeded.
+
+    Afterwards each reached node's cotangent is the gradient of the seeded outputs with
+    respect to it. Operations whose every edge is ``g * saved`` multiply inline (most
+    nodes: this is the hot loop); the others apply their forms.
+    """
+    if observer is not None:
+        _propagate_observed(order, observer)
+        return
+    contribution = _ops.contribution
+    for node in order:
+        g = node._cotangent
+        op: Op = node._op  # type: ignore[assignment]  # reached() lists operations only
+        if op.plain:
+            da = node._da
+            if da is not None:
+                node._a._cotangent += g * da
+            db = node._db
+            if db is not None:
+                node._b._cotangent += g * db
+        elif op.nary:
+            form = op.forms[0]
+            for x, s in zip(node._a, node._da, strict=True):
+                if s is not None:
+                    x._cotangent += contribution(form, g, s)
+        else:
+            forms = op.forms
+            da = node._da
+            if da is not None:
+                node._a._cotangent += contribution(forms[0], g, da)
+            db = node._db
+            if db is not None:
+                node._b._cotangent += contribution(forms[1], g, db)
+
+
+def _propagate_observed(order: Sequence[Node], observer: Observer) -> None:
+    for node in order:
+        g = node._cotangent
+        for position, operand, saved in edges(node):
+            part = _ops.contribution(form_of(node, position), g, saved)
+            operand._cotangent += part
+            observer(node, position, operand, g, saved, part)
+
+
+def cotangent(node: Node) -> float:
+    """The gradient the pass that just ran gave ``node``."""
+    return node._cotangent
+
+
+def accumulate(nodes: Iterator[Node] | list[Node]) -> None:
+    """Add each node's cotangent into its ``.grad``."""
+    for node in nodes:
+        node.grad += node._cotangent
+
+
+def free(nodes: Iterator[Node] | list[Node]) -> None:
+    """Drop what ``nodes`` saved for the backward pass: a later pass through them raises."""
+    for node in nodes:
+        if node._op is not None:
+            node._da = node._db = None
+
+
+# ---- the same pass with Values, for derivatives of derivatives -----------------------------------
+
+
+def saved_as_values(node: Node) -> list[tuple[int, Node, Any]]:
+    """The edges of ``node`` with their saved values computed again from the operands and the
+    node themselves (Values), so that gradients built from them are differentiable."""
+    op = node._op
+    assert op is not None  # only called for operations
+    if op.nary:
+        values = op.saved[0](tuple(node._a), node)
+        return [(k, x, values[k]) for k, x, _ in edges(node)]
+    args = (node._a, node) if op.arity == 1 else (node._a, node._b, node)
+    return [(k, x, op.saved[k](*args)) for k, x, _ in edges(node)]
+
+
+def propagate_differentiably(
+    order: Sequence[Node], grads: dict[Node, Any], observer: Observer | None = None
+) -> dict[Node, Any]:
+    """``propagate`` with Values: ``grads`` holds the seeded outputs' gradients (Values or
+    floats) and gains every reached node's, each built on a new graph (``create_graph``)."""
+    for node in order:
+        g = grads[node]
+        for position, operand, saved in saved_as_values(node):
+            part = _ops.contribution(form_of(node, position), g, saved)
+            grads[operand] = grads[operand] + part if operand in grads else part
+            if observer is not None:
+                observer(node, position, operand, g, saved, part)
+    return grads
+
+
+__all__ = ["FREED_MESSAGE", "MASKED", "Node", "Observer"]

@@ -1,0 +1,70 @@
+"""The seed rules: every entry point that takes the ``v`` of ``v^T J`` reads it here.
+
+``backward``, ``gradients``, ``vjp``, ``explain``, ``to_dot``/``draw``, ``vjpgrad.testing``
+and the command line all turn their seed argument into one number per output through
+``seeds_for``, so a seed means the same thing, and is refused with the same message,
+wherever it is given.
+
+The rules are PyTorch's: a Value output takes a number (1.0 when left out); ``n`` outputs
+take ``n`` numbers (a sequence, a Vector or a NumPy array); leaving the seed out is allowed
+only for a single output ("grad can be implicitly created only for scalar outputs"). A
+seed longer than a length-1 Vector output is summed into it, because that output was
+broadcast: PyTorch's engine reduces such a seed this way, which is why the seed question's
+Example 3 prints 3.3003 = 3 x (0.1 + 1.0 + 0.0001).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+from typing import Any
+
+from vjpgrad._graph import Node
+
+
+def scalar_seed(seed: object, what: str, *, differentiable: bool = False, single: bool = False) -> Any:
+    """One seed as a float (a Value stays a Value when ``differentiable``), or a TypeError."""
+    if isinstance(seed, Node):
+        return seed if differentiable and seed.requires_grad else seed.data
+    if isinstance(seed, numbers.Real):
+        return float(seed)
+    if type(seed).__module__ == "numpy" and getattr(seed, "shape", None) == ():
+        return float(seed)  # type: ignore[arg-type]  # a 0-d NumPy array
+    raise TypeError(
+        f"{what} must be a real number{' for a single output' if single else ''}, got {type(seed).__name__}"
+    )
+
+
+def seeds_for(
+    count: int | None, seed: object, *, name: str = "gradients", hint: str = "", differentiable: bool = False
+) -> list[Any]:
+    """The seeds of ``count`` outputs (``None``: one Value output), one per output.
+
+    ``name`` is the argument's name in messages; ``hint`` says how to pass a seed in the
+    caller's own terms (the command line says ``--seed``).
+    """
+    if count is None:
+        if seed is None:
+            return [1.0]
+        return [scalar_seed(seed, f"{name}", differentiable=differentiable, single=True)]
+    if seed is None:
+        if count != 1:
+            raise RuntimeError(
+                f"grad can be implicitly created only for scalar outputs: the output has {count} elements, "
+                f"so pass one seed per element, {hint or f'e.g. y.backward([1.0] * {count})'}"
+            )
+        return [1.0]
+    if isinstance(seed, (str, bytes, Node)) or not isinstance(seed, Iterable):
+        raise TypeError(
+            f"{name} must be a sequence of numbers (a list, a Vector or a NumPy array) with one seed per output, "
+            f"got {type(seed).__name__}"
+        )
+    seeds = [scalar_seed(s, f"{name}[{i}]", differentiable=differentiable) for i, s in enumerate(seed)]
+    if len(seeds) == count:
+        return seeds
+    if count == 1 and len(seeds) > 1:
+        total = seeds[0]
+        for s in seeds[1:]:
+            total = total + s
+        return [total]
+    raise ValueError(f"{name} has length {len(seeds)} but the output has length {count}: pass one seed per element")
