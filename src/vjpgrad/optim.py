@@ -1,17 +1,33 @@
-"""Optimizers with PyTorch's update formulas, number for number: ``SGD`` and ``Adam``.
+"""Optimizers with PyTorch's update formulas, number for number: ``SGD``, ``Adam``, ``AdamW``.
 
 Each ``step()`` reads every parameter's ``.grad`` and changes its ``.data``; it records no
-graph. The formulas follow ``torch.optim``'s single-tensor code, down to the order of the
-floating-point operations, so the same parameters and gradients give the same numbers.
-One difference: PyTorch skips a parameter whose ``.grad`` is None; a Value's grad is a
-number, so every parameter is stepped (as PyTorch does after ``zero_grad(set_to_none=False)``).
+graph. The formulas follow ``torch.optim``'s single-tensor code (``foreach=False``), down to
+the order of the floating-point operations, so the same parameters and gradients give the
+same numbers, with two exceptions in the last bit: PyTorch's CPU kernels compute
+``a + alpha * b`` (and ``lerp``, ``addcmul``) with one fused multiply-add where Python rounds
+twice, and PyTorch's CPU square root is not always correctly rounded (``math.sqrt`` is). The
+tests hold every option to 13 digits against ``torch.optim``.
+
+Which parameters move: PyTorch skips a parameter whose ``.grad`` is None, which is what a
+tensor with ``requires_grad=False`` has. A Value's grad is always a number, so here a step
+skips every parameter whose ``requires_grad`` is False *at that step*: its data, its state
+(momentum buffer, moments, step count) and its weight decay are all left alone. A parameter
+that requires grad is stepped even if no pass reached it (its grad is then 0.0), as PyTorch
+does after ``zero_grad(set_to_none=False)``.
+
+Saving: ``state_dict()`` returns plain Python data (the optimizer's name, its hyperparameters,
+one dict of state per parameter, the names PyTorch uses: ``momentum_buffer``, ``step``,
+``exp_avg``, ``exp_avg_sq``, ``max_exp_avg_sq``); it survives ``json`` and ``pickle``.
+``load_state_dict(d)`` restores hyperparameters and state, so a run saved and loaded
+continues bit for bit. It checks everything before it changes anything.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, ClassVar
 
 from vjpgrad._value import Value
 
@@ -26,8 +42,38 @@ def _number(x: object, name: str, *, low: float = 0.0, below: float | None = Non
     return value
 
 
+def _flag(x: object, name: str) -> bool:
+    if not isinstance(x, bool):
+        raise TypeError(f"{name} must be a bool, got {type(x).__name__}")
+    return x
+
+
+def _keys(given: Mapping[Any, Any], required: Iterable[str], what: str, optional: Iterable[str] = ()) -> None:
+    """Refuse a mapping that lacks a required key or has one that is neither required nor optional."""
+    required = list(required)
+    missing = [key for key in required if key not in given]
+    if missing:
+        raise ValueError(f"{what} is missing {', '.join(map(repr, missing))}")
+    unknown = [key for key in given if key not in required and key not in optional]
+    if unknown:
+        raise ValueError(f"{what} has unknown key(s) {', '.join(map(repr, unknown))}")
+
+
+def _mapping(x: object, what: str) -> Mapping[Any, Any]:
+    if not isinstance(x, Mapping):
+        raise TypeError(f"{what} must be a dict, got {type(x).__name__}")
+    return x
+
+
 class Optimizer:
-    """Holds the parameters; ``zero_grad()`` sets their grads to 0.0."""
+    """Holds the parameters; ``zero_grad()`` sets their grads to 0.0.
+
+    A subclass names its hyperparameters in ``_settings`` (validated by ``_check_settings``,
+    used by the constructor and by ``load_state_dict`` alike) and says how to save, check
+    and restore one parameter's state.
+    """
+
+    _settings: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: Iterable[Value]) -> None:
         if isinstance(params, Value) or not isinstance(params, Iterable):
@@ -45,37 +91,171 @@ class Optimizer:
             p.grad = 0.0
 
     def step(self) -> None:
-        """Update every parameter from its ``.grad``."""
+        """Update every parameter that requires grad from its ``.grad``."""
         raise NotImplementedError
+
+    def _stepped(self) -> Iterator[tuple[int, Value]]:
+        """The parameters a step moves, with their index: PyTorch steps only those with a grad."""
+        return ((i, p) for i, p in enumerate(self.params) if p.requires_grad)
+
+    # ---- hyperparameters and state as plain data ------------------------------------------
+
+    def _apply_settings(self, settings: Mapping[str, object]) -> None:
+        for name, value in settings.items():
+            setattr(self, name, value)
+
+    @classmethod
+    def _check_settings(cls, given: Mapping[str, object]) -> dict[str, object]:
+        """The hyperparameters, checked and converted; raises before anything changes."""
+        raise NotImplementedError
+
+    def _state_of(self, i: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _check_state(self, i: int, given: Mapping[Any, Any], settings: Mapping[str, object]) -> object:
+        raise NotImplementedError
+
+    def _restore(self, states: list[Any]) -> None:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain data to save: ``{"optimizer": name, "hyperparameters": {...}, "state": [...]}``
+        with one dict per parameter, in order (empty until the parameter's first step)."""
+        return {
+            "optimizer": type(self).__name__,
+            "hyperparameters": {name: getattr(self, name) for name in self._settings},
+            "state": [self._state_of(i) for i in range(len(self.params))],
+        }
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore hyperparameters and per-parameter state from ``state_dict()``'s output.
+
+        The parameters themselves are not part of it (save their ``.data`` yourself); the
+        state is matched to them by position. Everything is checked first: a dict from
+        another optimizer, for another number of parameters, or with a missing, unknown or
+        ill-typed entry raises ValueError or TypeError and changes nothing.
+        """
+        kind = type(self).__name__
+        given = _mapping(state_dict, "state_dict")
+        _keys(given, ("optimizer", "hyperparameters", "state"), "state_dict")
+        if given["optimizer"] != kind:
+            raise ValueError(f"state_dict is from optimizer {given['optimizer']!r}, not {kind!r}")
+        hyper = _mapping(given["hyperparameters"], "state_dict['hyperparameters']")
+        _keys(hyper, self._settings, "state_dict['hyperparameters']")
+        settings = self._check_settings(hyper)
+        states = given["state"]
+        if not isinstance(states, (list, tuple)):
+            raise TypeError(f"state_dict['state'] must be a list, got {type(states).__name__}")
+        if len(states) != len(self.params):
+            raise ValueError(
+                f"state_dict has state for {len(states)} parameter(s); this optimizer has {len(self.params)}"
+            )
+        checked = [
+            self._check_state(i, _mapping(state, f"state_dict['state'][{i}]"), settings)
+            for i, state in enumerate(states)
+        ]
+        self._apply_settings(settings)
+        self._restore(checked)
 
 
 class SGD(Optimizer):
-    """Stochastic gradient descent with optional momentum and weight decay (L2), as
-    ``torch.optim.SGD``: ``g = grad + wd * p``; ``buf = g`` at the first step, then
-    ``buf = momentum * buf + g``; ``p = p - lr * buf`` (or ``- lr * g`` without momentum)."""
+    """Stochastic gradient descent, as ``torch.optim.SGD``. At each step, for each parameter
+    that requires grad: ``g = -grad`` if ``maximize`` else ``grad``; ``g = g + wd * p``; with
+    momentum, ``buf = g`` at the parameter's first step, then
+    ``buf = momentum * buf + (1 - dampening) * g``, and ``g = g + momentum * buf`` (Nesterov)
+    or ``g = buf``; finally ``p = p - lr * g``.
 
-    def __init__(self, params: Iterable[Value], lr: float, momentum: float = 0.0, weight_decay: float = 0.0) -> None:
+    ``params``, ``lr`` and ``momentum`` may be given by position (as in PyTorch); the rest
+    only by name, because PyTorch's fourth positional argument is ``dampening``.
+    """
+
+    _settings = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize")
+    lr: float
+    momentum: float
+    dampening: float
+    weight_decay: float
+    nesterov: bool
+    maximize: bool
+
+    def __init__(
+        self,
+        params: Iterable[Value],
+        lr: float,
+        momentum: float = 0.0,
+        *,
+        weight_decay: float = 0.0,
+        dampening: float = 0.0,
+        nesterov: bool = False,
+        maximize: bool = False,
+    ) -> None:
         super().__init__(params)
-        self.lr = _number(lr, "learning rate")
-        self.momentum = _number(momentum, "momentum value")
-        self.weight_decay = _number(weight_decay, "weight_decay value")
-        self.buffers: list[float | None] = [None] * len(self.params)
+        given = {
+            "lr": lr,
+            "momentum": momentum,
+            "dampening": dampening,
+            "weight_decay": weight_decay,
+            "nesterov": nesterov,
+            "maximize": maximize,
+        }
+        self._apply_settings(self._check_settings(given))
+        self.momentum_buffers: list[float | None] = [None] * len(self.params)
+
+    @classmethod
+    def _check_settings(cls, given: Mapping[str, object]) -> dict[str, object]:
+        settings: dict[str, object] = {
+            "lr": _number(given["lr"], "learning rate"),
+            "momentum": _number(given["momentum"], "momentum value"),
+            # PyTorch accepts any dampening; only NaN is refused here
+            "dampening": _number(given["dampening"], "dampening value", low=-math.inf),
+            "weight_decay": _number(given["weight_decay"], "weight_decay value"),
+            "nesterov": _flag(given["nesterov"], "nesterov"),
+            "maximize": _flag(given["maximize"], "maximize"),
+        }
+        if settings["nesterov"] and (settings["momentum"] == 0 or settings["dampening"] != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        return settings
 
     def step(self) -> None:
-        for i, p in enumerate(self.params):
-            grad = p.grad
+        for i, p in self._stepped():
+            grad = -p.grad if self.maximize else p.grad
             if self.weight_decay != 0:
                 grad = grad + self.weight_decay * p.data
             if self.momentum != 0:
-                buf = self.buffers[i]
-                buf = grad if buf is None else buf * self.momentum + 1.0 * grad
-                self.buffers[i] = grad = buf
+                buf = self.momentum_buffers[i]
+                buf = grad if buf is None else buf * self.momentum + (1 - self.dampening) * grad
+                self.momentum_buffers[i] = buf
+                grad = grad + self.momentum * buf if self.nesterov else buf
             p.data = p.data + -self.lr * grad
+
+    def _state_of(self, i: int) -> dict[str, Any]:
+        buf = self.momentum_buffers[i]
+        return {} if buf is None else {"momentum_buffer": buf}
+
+    def _check_state(self, i: int, given: Mapping[Any, Any], settings: Mapping[str, object]) -> float | None:
+        _keys(given, (), f"state_dict['state'][{i}]", optional=("momentum_buffer",))
+        if "momentum_buffer" not in given:
+            return None
+        return _number(given["momentum_buffer"], f"state_dict['state'][{i}]['momentum_buffer']", low=-math.inf)
+
+    def _restore(self, states: list[Any]) -> None:
+        self.momentum_buffers = list(states)
 
 
 class Adam(Optimizer):
-    """Adam, as ``torch.optim.Adam``: first and second moment running averages with PyTorch's
-    bias corrections, ``p = p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``."""
+    """Adam, as ``torch.optim.Adam``. Each parameter keeps its own step count ``t`` (it counts
+    only the steps that moved it) and moments ``m``, ``v``: ``g = -grad`` if ``maximize``;
+    ``g = g + wd * p``; ``m = lerp(m, g, 1 - b1)``; ``v = b2 * v + (1 - b2) * g * g``; with
+    ``amsgrad``, ``vmax = max(vmax, v)`` is used instead of ``v`` below;
+    ``p = p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``."""
+
+    _settings = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize")
+    _decoupled: ClassVar[bool] = False
+    lr: float
+    betas: tuple[float, float]
+    eps: float
+    weight_decay: float
+    amsgrad: bool
+    maximize: bool
 
     def __init__(
         self,
@@ -84,37 +264,127 @@ class Adam(Optimizer):
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0.0,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
     ) -> None:
         super().__init__(params)
-        self.lr = _number(lr, "learning rate")
+        given = {
+            "lr": lr,
+            "betas": betas,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+        }
+        self._apply_settings(self._check_settings(given))
+        n = len(self.params)
+        self.steps = [0] * n
+        self.exp_avg = [0.0] * n
+        self.exp_avg_sq = [0.0] * n
+        self.max_exp_avg_sq: list[float | None] = [None] * n
+
+    @classmethod
+    def _check_settings(cls, given: Mapping[str, object]) -> dict[str, object]:
+        betas = given["betas"]
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise TypeError(f"betas must be a pair of numbers, got {betas!r}")
-        self.betas = (
-            _number(betas[0], "beta parameter at index 0", below=1.0),
-            _number(betas[1], "beta parameter at index 1", below=1.0),
-        )
-        self.eps = _number(eps, "epsilon value")
-        self.weight_decay = _number(weight_decay, "weight_decay value")
-        self.t = 0
-        self.exp_avg = [0.0] * len(self.params)
-        self.exp_avg_sq = [0.0] * len(self.params)
+        return {
+            "lr": _number(given["lr"], "learning rate"),
+            "betas": (
+                _number(betas[0], "beta parameter at index 0", below=1.0),
+                _number(betas[1], "beta parameter at index 1", below=1.0),
+            ),
+            "eps": _number(given["eps"], "epsilon value"),
+            "weight_decay": _number(given["weight_decay"], "weight_decay value"),
+            "amsgrad": _flag(given["amsgrad"], "amsgrad"),
+            "maximize": _flag(given["maximize"], "maximize"),
+        }
 
     def step(self) -> None:
         beta1, beta2 = self.betas
-        self.t += 1
-        bias_correction1 = 1 - beta1**self.t
-        bias_correction2 = 1 - beta2**self.t
-        step_size = self.lr / bias_correction1
-        bias_correction2_sqrt = bias_correction2**0.5
-        weight = 1 - beta1
-        for i, p in enumerate(self.params):
-            grad = p.grad
+        for i, p in self._stepped():
+            grad = -p.grad if self.maximize else p.grad
+            if self.steps[i] == 0 and self.amsgrad:
+                self.max_exp_avg_sq[i] = 0.0  # PyTorch makes it with the rest of the state
+            self.steps[i] = step = self.steps[i] + 1
             if self.weight_decay != 0:
-                grad = grad + self.weight_decay * p.data
-            m = self.exp_avg[i]
+                if self._decoupled:
+                    p.data = p.data * (1 - self.lr * self.weight_decay)
+                else:
+                    grad = grad + self.weight_decay * p.data
+            m, weight = self.exp_avg[i], 1 - beta1
             # torch's lerp(m, grad, weight), in the form it uses for that weight
             m = m + weight * (grad - m) if abs(weight) < 0.5 else grad - (grad - m) * (1 - weight)
             v = self.exp_avg_sq[i] * beta2 + (1 - beta2) * grad * grad
             self.exp_avg[i], self.exp_avg_sq[i] = m, v
+            bias_correction1 = 1 - beta1**step
+            bias_correction2 = 1 - beta2**step
+            step_size = self.lr / bias_correction1
+            bias_correction2_sqrt = bias_correction2**0.5
+            if self.amsgrad:
+                old = self.max_exp_avg_sq[i]
+                old = 0.0 if old is None else old  # amsgrad switched on after the first step
+                # torch.maximum: NaN wins
+                v = old if old > v or math.isnan(old) else v
+                self.max_exp_avg_sq[i] = v
             denom = math.sqrt(v) / bias_correction2_sqrt + self.eps
             p.data = p.data + -step_size * m / denom
+
+    def _state_of(self, i: int) -> dict[str, Any]:
+        if self.steps[i] == 0:
+            return {}
+        state: dict[str, Any] = {"step": self.steps[i], "exp_avg": self.exp_avg[i], "exp_avg_sq": self.exp_avg_sq[i]}
+        if self.max_exp_avg_sq[i] is not None:
+            state["max_exp_avg_sq"] = self.max_exp_avg_sq[i]
+        return state
+
+    def _check_state(
+        self, i: int, given: Mapping[Any, Any], settings: Mapping[str, object]
+    ) -> tuple[int, float, float, float | None]:
+        where = f"state_dict['state'][{i}]"
+        if not given:
+            return (0, 0.0, 0.0, None)
+        required = ["step", "exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if settings["amsgrad"] else [])
+        _keys(given, required, where, optional=("max_exp_avg_sq",))
+        step = given["step"]
+        if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+            raise TypeError(f"{where}['step'] must be an int, got {type(step).__name__}")
+        if step < 1:
+            raise ValueError(f"Invalid {where}['step']: {step} (a saved state has step >= 1)")
+        exp_avg = _number(given["exp_avg"], f"{where}['exp_avg']", low=-math.inf)
+        # a diverged run may hold NaN; a negative second moment cannot come from a step
+        exp_avg_sq = _number(given["exp_avg_sq"], f"{where}['exp_avg_sq']", low=-math.inf)
+        most = given.get("max_exp_avg_sq")
+        max_sq = None if most is None else _number(most, f"{where}['max_exp_avg_sq']", low=-math.inf)
+        for name, value in (("exp_avg_sq", exp_avg_sq), ("max_exp_avg_sq", max_sq)):
+            if value is not None and value < 0:
+                raise ValueError(f"Invalid {where}[{name!r}]: {value!r} (it must be >= 0.0)")
+        return (int(step), exp_avg, exp_avg_sq, max_sq)
+
+    def _restore(self, states: list[Any]) -> None:
+        self.steps = [s[0] for s in states]
+        self.exp_avg = [s[1] for s in states]
+        self.exp_avg_sq = [s[2] for s in states]
+        self.max_exp_avg_sq = [s[3] for s in states]
+
+
+class AdamW(Adam):
+    """AdamW, as ``torch.optim.AdamW``: Adam with decoupled weight decay. The decay scales the
+    parameter, ``p = p * (1 - lr * wd)``, before the Adam update, and never enters ``m`` or
+    ``v``; the default ``weight_decay`` is 1e-2."""
+
+    _decoupled = True
+
+    def __init__(
+        self,
+        params: Iterable[Value],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
