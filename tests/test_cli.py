@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import math
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -228,3 +230,297 @@ def test_depth_is_limited_exactly(depth: int) -> None:
     else:
         with pytest.raises(ExpressionError, match="nested more deeply"):
             parse(text)
+
+
+# ---- issue #11: depth, names, big literals, options, validation before printing -------------
+
+
+@pytest.mark.parametrize("operator", ["+", "-", "*", "/"])
+def test_a_long_flat_chain_is_not_nesting(capsys: pytest.CaptureFixture[str], operator: str) -> None:
+    status, out, err = run(capsys, operator.join(["x"] * 201), "x=1")
+    assert (status, err) == (0, "")
+    expected = {"+": (201.0, 201.0), "-": (-199.0, -199.0), "*": (1.0, 201.0), "/": (1.0, -199.0)}[operator]
+    assert out.splitlines() == [f"y = {expected[0]!r}", f"x.grad = {expected[1]!r}"]
+
+
+def test_the_length_limit_is_the_one_that_bites_for_a_flat_sum(capsys: pytest.CaptureFixture[str]) -> None:
+    text = "+".join(["x"] * 5000)  # 9,999 characters
+    status, out, err = run(capsys, text, "x=2")
+    assert (status, err) == (0, "")
+    assert out.splitlines() == ["y = 10000.0", "x.grad = 5000.0"]
+    status, _, err = run(capsys, text + "+x", "x=2")
+    assert status == 2
+    assert "the limit is 10,000" in err
+
+
+def test_a_long_chain_of_powers_is_flat_too(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "**".join(["x"] * 2000), "x=1")
+    assert (status, err) == (0, "")
+    assert out.splitlines()[0] == "y = 1.0"
+
+
+@pytest.mark.parametrize(
+    ("template", "levels_per_nesting"),
+    [("({})", 1), ("exp({})", 1), ("-{}", 1), ("-({})", 2), ("x ** -{}", 1), ("x + sin(x * {}) - x", 1)],
+)
+def test_true_nesting_is_limited_at_200_levels(template: str, levels_per_nesting: int) -> None:
+    def nested(times: int) -> str:
+        text = "x"
+        for _ in range(times):
+            text = template.format(text)
+        return text
+
+    allowed = (MAX_DEPTH - 1) // levels_per_nesting  # the innermost x is level 1
+    assert isinstance(evaluate(parse(nested(allowed)), {"x": Value(0.5)}), Value)
+    with pytest.raises(ExpressionError, match="nested more deeply than 200 levels"):
+        parse(nested(allowed + 1))
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["(" * 201 + "x" + ")" * 201, "exp(" * 201 + "x" + ")" * 201, "sin(-" * 1500 + "x" + ")" * 1500, "-(" * 900],
+)
+def test_deep_nesting_is_one_line_in_a_real_process(expression: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "vjpgrad", expression, "x=1"], capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith("vjpgrad: error: it is nested more deeply than 200 levels")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_names_are_nfkc_normalised_as_python_does(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "\U0001d465*2", "\U0001d465=3")  # mathematical italic x
+    assert (status, err) == (0, "")
+    assert out.splitlines() == ["y = 6.0", "x.grad = 2.0"]
+    status, _, err = run(capsys, "x*2", "\U0001d465=3", "x=1")
+    assert status == 2
+    assert "x is given twice" in err
+    status, _, err = run(capsys, "x", "x=1", "\U0001d425\U0001d428\U0001d420=1")  # bold "log"
+    assert status == 2
+    assert "'log' is a function name" in err
+
+
+@pytest.mark.parametrize(
+    ("literal", "printed"), [("1" + "0" * 400, "inf"), ("0x1" + "0" * 300, "inf"), ("1" + "0" * 5000, "inf")]
+)
+def test_a_huge_integer_literal_is_inf_like_a_float_literal(
+    capsys: pytest.CaptureFixture[str], literal: str, printed: str
+) -> None:
+    assert float("1" + "0" * 400) == math.inf  # what Python gives 1e400 written out
+    status, out, err = run(capsys, f"x * {literal}", "x=1")
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [f"y = {printed}", f"x.grad = {printed}"]
+
+
+def test_an_integer_literal_converts_to_the_nearest_float(capsys: pytest.CaptureFixture[str]) -> None:
+    literal = "9007199254740993"  # 2**53 + 1: the nearest float is 2**53
+    status, out, _ = run(capsys, literal)
+    assert (status, out) == (0, f"y = {float(2**53)!r}\n")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (["--x", "x=3"], ["y = 3.0", "x.grad = 1.0"]),
+        (["--x*2", "x=3", "--seed", "2"], ["y = 6.0", "x.grad = 4.0"]),
+        (["x=3", "--x"], None),  # 'x=3' is the expression, so --x can only be a mistyped option
+        (["--seed", "2", "--x", "x=3"], ["y = 3.0", "x.grad = 2.0"]),
+        (["--", "--seed", "seed=3"], ["y = 3.0", "seed.grad = 1.0"]),
+        (["--", "-h", "h=3"], ["y = -3.0", "h.grad = -1.0"]),
+        (["--", "--help", "help=2"], ["y = 2.0", "help.grad = 1.0"]),
+    ],
+)
+def test_an_expression_may_look_like_an_option(
+    capsys: pytest.CaptureFixture[str], arguments: list[str], expected: list[str] | None
+) -> None:
+    status, out, err = run(capsys, *arguments)
+    if expected is None:
+        assert status == 2
+        assert "unrecognized option --x" in err
+        return
+    assert (status, err) == (0, "")
+    assert out.splitlines() == expected
+
+
+def test_help_says_how_options_and_expressions_are_told_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "--help")
+    assert "--x" in out
+    assert "only --seed, --explain and --dot are options" in " ".join(out.split())
+
+
+def test_help_may_come_after_the_expression(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "x", "x=1", "--help")
+    assert (status, err) == (0, "")
+    assert "examples:" in out
+
+
+def test_the_readme_command_lines_print_what_the_readme_says(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Seeing the backward pass")[1].split("\n## ")[0]
+    sessions = "".join(re.findall(r"```console\n(.*?)```", section, flags=re.DOTALL))
+    commands = re.findall(r"^\$ vjpgrad (.*)\n((?:[^$].*\n)*)", sessions, flags=re.MULTILINE)
+    assert len(commands) >= 5
+    for command, shown in commands:
+        status, out, err = run(capsys, *shlex.split(command))
+        assert out + err == shown, command
+        assert status == (2 if err else 0)
+
+
+def test_a_mistyped_option_read_as_the_expression_is_pointed_out(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "--explian", "x*2", "x=1")
+    assert status == 2
+    assert "--explian was read as the expression" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["x * 2", "x=1,2,3"],
+        ["x * 2", "x=1,2,3", "--seed", "1,2"],
+        ["x * 2", "x=1,2,3", "--seed", "1,1,1", "--dot", "/nonexistent-dir/x/g.dot"],
+        ["x * 2", "x=1", "--explain", "--dot", "/nonexistent-dir/x/g.dot"],
+    ],
+)
+def test_nothing_is_printed_before_an_error(capsys: pytest.CaptureFixture[str], arguments: list[str]) -> None:
+    status, out, err = run(capsys, *arguments)
+    assert (status, out) == (2, "")
+    assert err.startswith("vjpgrad: error: ")
+
+
+# ---- issue #15: messages that say what to write ------------------------------------------------
+
+
+def test_a_vector_output_without_a_seed_suggests_the_seed_option(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "x * 2", "x=1,2,3")
+    assert (status, out) == (2, "")
+    assert "--seed 1,1,1" in err
+    assert "y.backward" not in err
+    status, _, err = run(capsys, "x * y", "x=1,2", "y=5")
+    assert "--seed 1,1" in err
+
+
+@pytest.mark.parametrize(
+    ("expression", "suggestion"),
+    [("x^2", "x**2 for x^2"), ("(x + 1) ^ 3", "(x + 1) ** 3"), ("2*\u00e9^2", "\u00e9**2")],
+)
+def test_a_caret_is_pointed_to_the_power_operator(
+    capsys: pytest.CaptureFixture[str], expression: str, suggestion: str
+) -> None:
+    status, _, err = run(capsys, expression, "x=2")
+    assert status == 2
+    assert "BitXor" not in err
+    assert suggestion in err
+
+
+# ---- the functions come from the operations table ------------------------------------------------
+
+
+def test_every_function_of_the_table_is_accepted_and_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    from vjpgrad import _expr
+
+    _, help_text, _ = run(capsys, "--help")
+    for name in _expr.FUNCTIONS:
+        assert name in help_text
+        status, out, err = run(capsys, f"{name}(x)", "x=0.5")
+        assert (status, err) == (0, "")
+        value = Value(0.5)
+        y = abs(value) if name == "abs" else getattr(value, name)()
+        y.backward()
+        assert out.splitlines() == [f"y = {y.data!r}", f"x.grad = {value.grad!r}"]
+
+
+def test_a_function_added_to_the_table_reaches_the_command_line() -> None:
+    # find the table by identity wherever it lives, add a function to it, and reload the CLI
+    script = """
+import importlib, sys
+import vjpgrad._expr as expr
+from vjpgrad import Value
+table = expr.OPERATIONS
+double = type(table[0])("double", lambda x: 2.0 * x, lambda x, out: 2.0)
+holders = [(m, k) for n, m in list(sys.modules.items()) if n.startswith("vjpgrad") and m is not expr
+           for k, v in vars(m).items() if v is table]
+assert holders
+for module, attribute in holders:
+    setattr(module, attribute, (*table, double))
+Value.double = lambda self: self * 2.0
+importlib.reload(expr)
+import vjpgrad.__main__ as cli
+importlib.reload(cli)
+cli.main(["--help"])
+cli.main(["double(x) + double(3)", "x=5"])
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "double" in result.stdout.split("examples:")[1]
+    assert result.stdout.splitlines()[-2:] == ["y = 16.0", "x.grad = 2.0"]
+
+
+# ---- the small parser reads the language as Python's parser does ---------------------------------
+
+NUMBERS = ["1", "2.5", "1e3", ".5", "5.", "0x1F", "1_000", "0", "00", "1E-2", "0o17", "0b1", "3e+2"]
+NAMES = ["a", "b", "\U0001d465", "_q1", "exp_", "\u00e9"]
+SPACE = st.sampled_from(["", " "])
+
+
+def _join(*parts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.tuples(*parts).map("".join)
+
+
+def _language(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.one_of(
+        _join(children, SPACE, st.sampled_from(["+", "-", "*", "/", "**"]), SPACE, children),
+        _join(st.sampled_from(["-", "+"]), SPACE, children),
+        _join(st.just("("), children, st.just(")")),
+        _join(
+            st.sampled_from(["exp", "log", "\U0001d460\U0001d456\U0001d45b", "foo"]),
+            st.just("("),
+            children,
+            st.just(")"),
+        ),
+    )
+
+
+EXPRESSIONS = st.recursive(st.sampled_from(NUMBERS + NAMES), _language, max_leaves=25)
+
+
+def _floats(tree: ast.AST) -> str:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant):
+            node.value = float(node.value)
+    return ast.dump(tree)
+
+
+@given(EXPRESSIONS)
+def test_the_small_parser_builds_the_tree_pythons_parser_builds(text: str) -> None:
+    from vjpgrad._expr import _read
+
+    assert _floats(_read(text)) == _floats(ast.parse(text, mode="eval").body)
+
+
+def test_variables_are_listed_in_order_of_first_use() -> None:
+    from vjpgrad._expr import variables
+
+    assert variables(parse("b * exp(c) + a - b / d")) == ["b", "c", "a", "d"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"), [("exp(x,)", "y = 2.718281828459045"), ("x * 2  # a comment", "y = 2.0")]
+)
+def test_what_python_reads_and_the_small_parser_does_not_passes_the_whitelist(
+    capsys: pytest.CaptureFixture[str], expression: str, expected: str
+) -> None:
+    status, out, _ = run(capsys, expression, "x=1")
+    assert (status, out.splitlines()[0]) == (0, expected)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [("+".join(["x"] * 4000) + ".y", "'.' at column 8000"), ("+".join(["x"] * 4000) + "+", "ends where an operand")],
+)
+def test_an_error_deep_into_a_long_flat_text_is_located(
+    capsys: pytest.CaptureFixture[str], expression: str, message: str
+) -> None:
+    status, _, err = run(capsys, expression, "x=1")
+    assert status == 2
+    assert message in err
+    assert err.count("\n") == 1

@@ -15,6 +15,7 @@ import argparse
 import keyword
 import re
 import sys
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,21 +24,30 @@ from typing import Any
 from vjpgrad._cases import report
 from vjpgrad._dot import to_dot
 from vjpgrad._explain import explain
-from vjpgrad._expr import FUNCTIONS, ExpressionError, evaluate, parse, variables
+from vjpgrad._expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, ExpressionError, evaluate, parse, variables
 from vjpgrad._value import Value
 from vjpgrad._vector import Vector
 
-EXAMPLES = """\
+EXAMPLES = f"""\
 examples:
   vjpgrad                                   the four documented cases of the seed question
   vjpgrad '3*a + 2*b*b + log(c)' a=1,2,3 b=3,4,5 c=6,7,8 --seed 0.1,1,0.0001
   vjpgrad '3*a + 2*b*b + log(c)' a=0.1 b=1 c=0.1           scalars: seeded with 1.0
   vjpgrad 'x * exp(-x)' x=2 --explain                       the chain rule, step by step
   vjpgrad 'sigmoid(w*x + b)' w=0.5 x=2 b=-1 --dot graph.dot
+  vjpgrad --x x=3                                           an expression may start with -
 
 A variable is NAME=NUMBER (a scalar) or NAME=N1,N2,... (a vector; NAME=5, is a vector of
-one). The expression may use numbers, variables, + - * / **, parentheses and the
-functions exp log sqrt sin cos tan tanh sigmoid relu abs. It is parsed, never run as Python.
+one). The expression may use numbers, variables, + - * / ** (not ^), parentheses and the
+functions {" ".join(FUNCTIONS)}.
+It is parsed, never run as Python. It may be {MAX_LENGTH:,} characters long and nest
+{MAX_DEPTH} levels deep: each parenthesis, call and unary sign is a level, and a flat chain
+such as x+x+...+x is one level however long.
+
+Options and the expression: only --seed, --explain and --dot are options, and --help (or -h
+as the first word). The first other word is the expression, even when it starts with a
+minus sign (vjpgrad --x x=3 is -(-x)), and every word after it is a variable. After the
+word --, no word is an option: vjpgrad -- --seed seed=2.
 """
 
 
@@ -71,22 +81,29 @@ def _help() -> str:
     return parser.format_help()
 
 
-_OPTION = re.compile(r"--[A-Za-z][\w-]*(=.*)?")
+_OPTIONS = ("--seed", "--explain", "--dot")
+_OPTION_LIKE = re.compile(r"--?[A-Za-z][\w-]*(=.*)?")
+_OPTIONS_ARE = "the options are --seed, --explain and --dot; see --help"
 
 
 def read_arguments(arguments: Sequence[str]) -> Arguments:
-    """Read the command line by hand: the first word that is not an option is the expression,
-    even when it starts with a minus sign ('-x * 2'); only ``--name`` words are options."""
+    """Read the command line by hand: only the known options are options, and the first word
+    that is not one is the expression, whatever it starts with ('-x * 2', '--x'). After it,
+    a word shaped like an option can only be a mistyped one. After ``--``, no word is an
+    option."""
     positionals: list[str] = []
     options: dict[str, str | None] = {}
     words = iter(arguments)
     for word in words:
-        if not _OPTION.fullmatch(word):
+        if word == "--":  # the end of the options: every word after it is the expression or a variable
+            positionals += words
+            break
+        name, equals, value = word.partition("=")
+        if name not in _OPTIONS:
+            if positionals and _OPTION_LIKE.fullmatch(word):
+                raise CommandError(f"unrecognized option {name} ({_OPTIONS_ARE})")
             positionals.append(word)
             continue
-        name, equals, value = word.partition("=")
-        if name not in ("--seed", "--dot", "--explain"):
-            raise CommandError(f"unrecognized option {name} (the options are --seed, --explain, --dot; see --help)")
         if name in options:
             raise CommandError(f"{name} is given twice")
         if name == "--explain":
@@ -121,12 +138,13 @@ def _numbers(text: str, what: str) -> list[float]:
 
 
 def _variable(assignment: str) -> tuple[str, Value | Vector]:
-    name, equals, text = assignment.partition("=")
-    name = name.strip()
+    written, equals, text = assignment.partition("=")
+    written = written.strip()
     if not equals:
         raise CommandError(f"{assignment!r} is not an assignment: write NAME=VALUES, e.g. x=1.5 or v=1,2,3")
-    if not name.isidentifier() or keyword.iskeyword(name):
-        raise CommandError(f"{name!r} is not a variable name")
+    name = unicodedata.normalize("NFKC", written)  # as Python's parser reads the expression's names
+    if not written.isidentifier() or keyword.iskeyword(name):
+        raise CommandError(f"{written!r} is not a variable name")
     if name in FUNCTIONS:
         raise CommandError(f"{name!r} is a function name; choose another variable name")
     numbers = _numbers(text, name)
@@ -144,9 +162,19 @@ def _show(x: Any) -> str:
     return repr(float(x))
 
 
-def run(arguments: Sequence[str]) -> int:
-    """Evaluate an expression from command-line arguments; print output and gradients."""
+def run(arguments: Sequence[str]) -> list[str]:
+    """Evaluate an expression from command-line arguments: the lines to print, the output
+    and every gradient. Everything that can fail is done before anything is printed."""
     args = read_arguments(arguments)
+    try:
+        return _evaluate(args)
+    except (CommandError, ExpressionError) as error:
+        if _OPTION_LIKE.fullmatch(args.expression):  # e.g. a mistyped option first: vjpgrad --explian ...
+            raise CommandError(f"{error} ({args.expression} was read as the expression: {_OPTIONS_ARE})") from None
+        raise
+
+
+def _evaluate(args: Arguments) -> list[str]:
     tree = parse(args.expression)
     env: dict[str, Value | Vector] = {}
     for assignment in args.assignments:
@@ -159,16 +187,21 @@ def run(arguments: Sequence[str]) -> int:
         raise CommandError(
             f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no value: give e.g. {missing[0]}=1.5"
         )
+    seeds = None if args.seed is None else _numbers(args.seed, "--seed")
     y = evaluate(tree, env)
     if not isinstance(y, (Value, Vector)):  # an expression of constants alone
         y = Value(float(y), requires_grad=False)
-    seeds = None if args.seed is None else _numbers(args.seed, "--seed")
     seed: float | list[float] | None = seeds
     if isinstance(y, Value) and seeds is not None:
         if len(seeds) != 1:
             raise CommandError(f"the output is a scalar, so --seed takes one number, got {len(seeds)}")
         seed = seeds[0]
-    print(f"y = {_show(y)}")
+    if isinstance(y, Vector) and len(y) > 1 and seeds is None and y.requires_grad:
+        raise CommandError(
+            f"grad can be implicitly created only for scalar outputs: the output has {len(y)} elements, "
+            f"so give one seed per element, e.g. --seed {','.join(['1'] * len(y))}"
+        )
+    lines = [f"y = {_show(y)}"]
     explanation = None
     if y.requires_grad:
         explanation = explain(y, seed, names=env) if args.explain else None
@@ -176,15 +209,13 @@ def run(arguments: Sequence[str]) -> int:
             y.backward(1.0 if seed is None else seed)  # type: ignore[arg-type]
         else:
             y.backward(seed)
-    for name, value in env.items():  # 0.0 for a variable the output does not depend on
-        print(f"{name}.grad = {_show(value.grad)}")
+    lines += [f"{name}.grad = {_show(value.grad)}" for name, value in env.items()]  # 0.0 if y does not use it
     if explanation is not None:
-        print()
-        print(explanation)
+        lines += ["", str(explanation)]
     if args.dot is not None:
         args.dot.write_text(to_dot(y, seed))
-        print(f"graph written to {args.dot}")
-    return 0
+        lines.append(f"graph written to {args.dot}")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -194,17 +225,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         text, all_agree = report()
         print(text)
         return 0 if all_agree else 1
-    if arguments[0] in ("-h", "--help"):
+    options = arguments[: arguments.index("--")] if "--" in arguments else arguments
+    if arguments[0] == "-h" or "--help" in options:
         print(_help())
         return 0
     try:
-        return run(arguments)
+        lines = run(arguments)
     except Exception as error:  # the contract: any failure is one line and exit 2, never a traceback
         message = " ".join(str(error).split()) or type(error).__name__
         if not isinstance(error, (CommandError, ExpressionError)):
             message = f"{type(error).__name__}: {message}"
         print(f"vjpgrad: error: {message}", file=sys.stderr)
         return 2
+    print("\n".join(lines))
+    return 0
 
 
 if __name__ == "__main__":

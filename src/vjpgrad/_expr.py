@@ -1,38 +1,66 @@
 """A safe expression language for the command line: parsed, never evaluated as Python.
 
-Python's own parser reads the text into a syntax tree; a whitelist then admits numbers,
-variable names, ``+ - * / **``, unary minus and plus, parentheses and calls of the
-functions of the contract. Everything else (attributes, subscripts, lambdas,
-comprehensions, strings, keywords, unknown names...) is refused with ``ExpressionError``,
-and nothing in the text is ever executed: the admitted tree is evaluated by the small
-interpreter below, node by node.
+The language is a subset of Python's expressions: numbers, variable names, ``+ - * / **``,
+unary minus and plus, parentheses and calls of the functions of the operations table (and
+``abs``). Three steps read it, none of them recursive, so no input can exhaust the stack:
+
+1. ``nesting`` measures how deeply the text nests (parentheses, calls, unary signs) and
+   refuses more than ``MAX_DEPTH`` levels. A flat chain such as ``x+x+...+x`` is not
+   nesting, however long: for it the ``MAX_LENGTH`` limit is the one that bites.
+2. A small operator-precedence parser reads the language, with Python's precedence and
+   associativity and Python's normalisation of names (NFKC), into ``ast`` nodes. It needs
+   no recursion, where Python's own parser refuses a flat chain of a few thousand terms.
+3. Text it does not read is handed to Python's parser, only so that the refusal can say
+   what was written ("a lambda is not allowed", "the operator Mod is not allowed"...); the
+   few spellings Python accepts and the small parser does not (a trailing comma in a
+   call, a comment) are admitted through the same whitelist.
+
+Nothing in the text is ever executed: the admitted tree is evaluated by the interpreter at
+the end, node by node.
 """
 
 from __future__ import annotations
 
 import ast
+import keyword
+import math
 import operator
-from collections.abc import Callable, Mapping
-from typing import Any, cast
+import re
+import unicodedata
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
 
-from vjpgrad._functions import cos, exp, log, relu, sigmoid, sin, sqrt, tan, tanh
+# The operations table: adding a function to it adds it to the command line. The only place
+# this module names it.
+from vjpgrad._ops import FUNCTIONS as OPERATIONS
 from vjpgrad._value import Value
 
 MAX_LENGTH = 10_000
 MAX_DEPTH = 200
 
-FUNCTIONS: dict[str, Callable[[Any], Any]] = {
-    "exp": exp,
-    "log": log,
-    "sqrt": sqrt,
-    "sin": sin,
-    "cos": cos,
-    "tan": tan,
-    "tanh": tanh,
-    "sigmoid": sigmoid,
-    "relu": relu,
-    "abs": abs,
-}
+
+class _Operation(Protocol):
+    """What the command line needs of an entry of the operations table."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def forward(self) -> Callable[[float], float]: ...
+
+
+def _function(op: _Operation) -> Callable[[Any], Any]:
+    name, forward = op.name, op.forward
+
+    def call(x: Any) -> Any:  # a float for a constant argument, else the Value's or Vector's method
+        return forward(x) if isinstance(x, float) else getattr(x, name)()
+
+    call.__name__ = name
+    return call
+
+
+FUNCTIONS: dict[str, Callable[[Any], Any]] = {op.name: _function(op) for op in OPERATIONS}
+FUNCTIONS["abs"] = abs  # Python's abs(): Values and Vectors answer to it
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -41,7 +69,6 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Pow: operator.pow,
 }
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.USub: "-", ast.UAdd: "+"}
 
 
 class ExpressionError(ValueError):
@@ -54,28 +81,228 @@ def parse(text: str) -> ast.expr:
         raise ExpressionError(f"the expression must be text, got {type(text).__name__}")
     if len(text) > MAX_LENGTH:
         raise ExpressionError(f"the expression is {len(text):,} characters long; the limit is {MAX_LENGTH:,}")
-    if not text.strip():
+    text = text.strip()
+    if not text:
         raise ExpressionError("the expression is empty")
     if "\x00" in text:
         raise ExpressionError("the expression contains a NUL character")
+    if nesting(text) > MAX_DEPTH:
+        raise ExpressionError(
+            f"it is nested more deeply than {MAX_DEPTH} levels (each parenthesis, call and unary sign is a level)"
+        )
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = _read(text)
+    except _UnreadError as unread:
+        tree = _python_parse(text, unread)
+    _check(tree, text)
+    return tree
+
+
+# ---- 1. nesting ----------------------------------------------------------------------------------
+
+_LENIENT = re.compile(
+    r"""(?P<space>\s+)
+      | (?P<string>[rRbBuUfF]{0,2}(?:'[^'\\\n]*'|"[^"\\\n]*"))
+      | (?P<atom>[^\W\d]\w*|\.?[0-9][\w.]*)
+      | (?P<power>\*\*)
+      | (?P<other>.)""",
+    re.VERBOSE,
+)
+
+
+def nesting(text: str) -> int:
+    """How many levels deep ``text`` nests: an operand alone is level 1, and each pair of
+    parentheses (or brackets), each call and each unary sign around it adds one. A unary
+    sign reaches to the end of its power chain (``-a**b`` is ``-(a**b)``), and a binary
+    ``+ - * /`` ends it. Flat chains of binary operators are one level, however long.
+    Lenient: text outside the language is measured as well as it can be, and stops at
+    the first level over ``MAX_DEPTH``."""
+    deepest = level = 1  # the level of the next operand, before its unary signs
+    signs = 0  # unary signs applying to the next operand
+    enclosing: list[tuple[int, int]] = []
+    after_operand = False
+    for match in _LENIENT.finditer(text):
+        kind, token = match.lastgroup, match.group()
+        if kind == "space":
+            continue
+        if kind in ("string", "atom") and token != "not":
+            deepest = max(deepest, level + signs)
+            after_operand = True
+        elif token in ("(", "[", "{"):
+            enclosing.append((level, signs))
+            level, signs = level + signs + 1, 0
+            deepest = max(deepest, level)
+            after_operand = False
+        elif token in (")", "]", "}"):
+            if enclosing:
+                level, signs = enclosing.pop()
+            after_operand = True
+        elif token in ("-", "+", "~", "not") and not after_operand:
+            signs += 1
+            deepest = max(deepest, level + signs)
+        elif kind == "power":
+            after_operand = False
+        else:  # a binary operator, a comma...: the unary signs before it are done
+            signs = 0
+            after_operand = False
+        if deepest > MAX_DEPTH:
+            break
+    return deepest
+
+
+# ---- 2. the small parser ---------------------------------------------------------------------------
+
+_DIGITS = r"[0-9](?:_?[0-9])*"
+_EXPONENT = rf"[eE][+-]?{_DIGITS}"
+_FLOAT = rf"{_DIGITS}\.(?:{_DIGITS})?(?:{_EXPONENT})?|\.{_DIGITS}(?:{_EXPONENT})?|{_DIGITS}{_EXPONENT}"
+_INTEGER = r"0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+|0(?:_?0)*|[1-9](?:_?[0-9])*"
+_TOKEN = re.compile(
+    rf"""[ \t\f]*(?:
+        (?P<float>(?:{_FLOAT})(?![\w.]))
+      | (?P<integer>(?:{_INTEGER})(?![\w.]))
+      | (?P<name>[^\W\d]\w*)
+      | (?P<operator>\*\*|[-+*/(),])
+    )""",
+    re.VERBOSE,
+)
+
+
+class _UnreadError(Exception):
+    """The small parser does not read this text; ``str()`` says where it stopped."""
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # "number", "name", "operator"
+    text: str
+    column: int  # 1-based, as Python's messages count
+    value: float | str = ""  # the number, or the NFKC-normalised name
+
+
+def _tokens(text: str) -> Iterator[_Token]:
+    position = 0
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if match is None or match.lastgroup is None:
+            rest = text[position:].lstrip(" \t\f")
+            raise _UnreadError(f"{rest[:1]!r} at column {len(text) - len(rest) + 1}")
+        kind, token, column = match.lastgroup, match.group(match.lastgroup), match.start(match.lastgroup) + 1
+        position = match.end()
+        if kind == "float":
+            yield _Token("number", token, column, float(token))
+        elif kind == "integer":
+            # float() reads a decimal integer however long (1 followed by 400 zeros is inf, as
+            # 1e400 is); int() reads the other bases, which have no limit on their digits
+            decimal = token[:2].lower() not in ("0x", "0o", "0b")
+            number = float(token) if decimal else _to_float(int(token, 0))
+            yield _Token("number", token, column, number)
+        elif kind == "name":
+            name = unicodedata.normalize("NFKC", token)  # as Python's parser does: 𝑥 is x
+            if not token.isidentifier() or keyword.iskeyword(name):
+                raise _UnreadError(f"{token!r} at column {column}")
+            yield _Token("name", token, column, name)
+        else:
+            yield _Token("operator", token, column)
+
+
+def _to_float(number: float) -> float:
+    """An integer literal as a float, overflowing to inf as a float literal does (1e999)."""
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf
+
+
+# binding power and right-associativity of each operator; unary signs sit between * and **
+_PRECEDENCE = {"+": (1, False), "-": (1, False), "*": (2, False), "/": (2, False), "unary": (3, False), "**": (4, True)}
+_AST_BINARY = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "**": ast.Pow}
+
+
+def _read(text: str) -> ast.expr:
+    """Operator precedence (shunting-yard) over the tokens: the tree Python's parser would
+    build for the language, built without recursion."""
+    operands: list[ast.expr] = []
+    pending: list[tuple[str, str]] = []  # ("binary", op), ("unary", op), ("(", ""), ("call", name)
+
+    def reduce() -> None:
+        kind, symbol = pending.pop()
+        if kind == "unary":
+            operand = operands.pop()
+            operands.append(ast.UnaryOp(ast.USub() if symbol == "-" else ast.UAdd(), operand))
+        else:
+            right = operands.pop()
+            operands.append(ast.BinOp(operands.pop(), _AST_BINARY[symbol](), right))
+
+    def binding(entry: tuple[str, str]) -> int:
+        return _PRECEDENCE["unary" if entry[0] == "unary" else entry[1]][0]
+
+    tokens = list(_tokens(text))
+    want_operand = True
+    for i, token in enumerate(tokens):
+        following = tokens[i + 1].text if i + 1 < len(tokens) else ""
+        if want_operand:
+            if token.kind == "number":
+                operands.append(ast.Constant(token.value))
+                want_operand = False
+            elif token.kind == "name" and following == "(":
+                pending.append(("call", str(token.value)))
+            elif token.kind == "name":
+                operands.append(ast.Name(str(token.value), ast.Load()))
+                want_operand = False
+            elif token.text in ("-", "+"):
+                pending.append(("unary", token.text))
+            elif token.text == "(":
+                if not pending or pending[-1][0] != "call" or tokens[i - 1].kind != "name":
+                    pending.append(("(", ""))
+            else:
+                raise _UnreadError(f"{token.text!r} at column {token.column}")
+        elif token.text in _PRECEDENCE:
+            power, right = _PRECEDENCE[token.text]
+            while pending and pending[-1][0] in ("binary", "unary"):
+                top = binding(pending[-1])
+                if top < power or (top == power and right):
+                    break
+                reduce()
+            pending.append(("binary", token.text))
+            want_operand = True
+        elif token.text == ")":
+            while pending and pending[-1][0] in ("binary", "unary"):
+                reduce()
+            if not pending:
+                raise _UnreadError(f"an unmatched ')' at column {token.column}")
+            kind, name = pending.pop()
+            if kind == "call":
+                operands.append(ast.Call(ast.Name(name, ast.Load()), [operands.pop()], []))
+        else:
+            raise _UnreadError(f"{token.text!r} at column {token.column}")
+    if want_operand:
+        raise _UnreadError("the expression ends where an operand should be")
+    while pending:
+        if pending[-1][0] not in ("binary", "unary"):
+            raise _UnreadError("a '(' is never closed")
+        reduce()
+    return operands[0]
+
+
+# ---- 3. Python's parser, for the refusal ----------------------------------------------------------
+
+
+def _python_parse(text: str, unread: _UnreadError) -> ast.expr:
+    try:
+        return ast.parse(text, mode="eval").body
     except SyntaxError as error:
+        if not error.offset:  # Python lost the place (it can, deep into a long text): say where ours stopped
+            raise ExpressionError(f"it does not parse: {unread}") from None
         raise ExpressionError(f"it does not parse: {error.msg} (column {error.offset})") from None
-    except (RecursionError, MemoryError, ValueError):
-        raise ExpressionError(f"it is nested more deeply than {MAX_DEPTH} levels") from None
-    _check(tree.body)
-    return tree.body
+    except (RecursionError, MemoryError, ValueError):  # too big for Python's parser: say where ours stopped
+        raise ExpressionError(f"it does not parse: {unread} is not allowed there") from None
 
 
-def _check(root: ast.expr) -> None:
-    """Admit only the whitelisted node types, nested at most MAX_DEPTH deep (iteratively,
-    so no input can exhaust the Python stack here)."""
-    stack: list[tuple[ast.AST, int]] = [(root, 1)]
+def _check(root: ast.expr, text: str) -> None:
+    """Admit only the whitelisted node types (iteratively)."""
+    stack: list[ast.AST] = [root]
     while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise ExpressionError(f"it is nested more deeply than {MAX_DEPTH} levels")
+        node = stack.pop()
         if isinstance(node, ast.Constant):
             if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
                 raise ExpressionError(f"{node.value!r} is not a number: only numbers, names and operators are allowed")
@@ -83,13 +310,15 @@ def _check(root: ast.expr) -> None:
             if node.id in FUNCTIONS:
                 raise ExpressionError(f"{node.id} is a function: call it, as in {node.id}(x)")
         elif isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.BitXor):
+                raise ExpressionError(_caret(node, text))
             if type(node.op) not in _BINARY:
                 raise ExpressionError(f"the operator {type(node.op).__name__} is not allowed (only + - * / **)")
-            stack += [(node.left, depth + 1), (node.right, depth + 1)]
+            stack += [node.left, node.right]
         elif isinstance(node, ast.UnaryOp):
             if type(node.op) not in _UNARY:
                 raise ExpressionError(f"the operator {type(node.op).__name__} is not allowed (only unary - and +)")
-            stack.append((node.operand, depth + 1))
+            stack.append(node.operand)
         elif isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name):
                 raise ExpressionError(f"{_describe(node.func)} cannot be called: only {', '.join(FUNCTIONS)} can")
@@ -99,11 +328,25 @@ def _check(root: ast.expr) -> None:
                 )
             if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
                 raise ExpressionError(f"{node.func.id}() takes exactly one argument")
-            stack.append((node.args[0], depth + 1))
+            stack.append(node.args[0])
         else:
             raise ExpressionError(
                 f"{_describe(node)} is not allowed: only numbers, names, + - * / **, and function calls"
             )
+
+
+def _caret(node: ast.BinOp, text: str) -> str:
+    """The message for ``x^2``: ``^`` is exclusive or in Python; powers are ``**``."""
+    advice = "write ** for powers, as in x**2"
+    if node.lineno == node.end_lineno and node.end_col_offset is not None and node.right.end_col_offset is not None:
+        line = text.splitlines()[node.lineno - 1].encode()  # ast's columns count UTF-8 bytes
+        written = line[node.col_offset : node.end_col_offset].decode()
+        if len(written) <= 60:
+            left = line[node.col_offset : node.left.end_col_offset].decode()
+            between = line[node.left.end_col_offset : node.right.col_offset].decode()
+            right = line[node.right.col_offset : node.end_col_offset].decode()
+            advice = f"write {left}{between.replace('^', '**')}{right} for {written}"
+    return f"^ is not a power (in Python it is exclusive or): {advice}"
 
 
 def _describe(node: ast.AST) -> str:
@@ -126,31 +369,56 @@ def _describe(node: ast.AST) -> str:
     return names.get(type(node), f"a {type(node).__name__} expression")
 
 
+def _children(node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    if isinstance(node, ast.Call):
+        return list(node.args)
+    return []
+
+
 def variables(tree: ast.expr) -> list[str]:
-    """The variable names the expression uses, in order of first use."""
-    functions = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    """The variable names the expression uses, in order of first use (left to right)."""
     names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and id(node) not in functions and node.id not in names:
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and node.id not in names:
             names.append(node.id)
+        stack += reversed(_children(node))
     return names
 
 
 def evaluate(tree: ast.expr, env: Mapping[str, Any]) -> Any:
-    """Evaluate a checked tree with vjpgrad's operations over the variables in ``env``."""
-    if isinstance(tree, ast.Constant):
-        return float(cast(float, tree.value))  # parse() admitted only int and float constants
-    if isinstance(tree, ast.Name):
-        if tree.id not in env:
-            raise ExpressionError(f"{tree.id} has no value: give it one, as in {tree.id}=1.5 or {tree.id}=1,2,3")
-        return env[tree.id]
-    if isinstance(tree, ast.BinOp):
-        left, right = evaluate(tree.left, env), evaluate(tree.right, env)
-        if isinstance(left, float) and isinstance(right, float):  # IEEE-754 as everywhere: 1/0 = inf
-            return _BINARY[type(tree.op)](Value(left, requires_grad=False), right).data
-        return _BINARY[type(tree.op)](left, right)
-    if isinstance(tree, ast.UnaryOp):
-        return _UNARY[type(tree.op)](evaluate(tree.operand, env))
-    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name):
-        return FUNCTIONS[tree.func.id](evaluate(tree.args[0], env))
-    raise ExpressionError(f"{_describe(tree)} is not allowed")  # unreachable after parse()
+    """Evaluate a checked tree with vjpgrad's operations over the variables in ``env``:
+    operands left to right, as Python would, and without recursion."""
+    results: list[Any] = []
+    stack: list[tuple[ast.expr, bool]] = [(tree, False)]
+    while stack:
+        node, operands_done = stack.pop()
+        if isinstance(node, ast.Constant):
+            results.append(_to_float(cast(int | float, node.value)))  # parse() admitted only int and float
+        elif isinstance(node, ast.Name):
+            if node.id not in env:
+                raise ExpressionError(f"{node.id} has no value: give it one, as in {node.id}=1.5 or {node.id}=1,2,3")
+            results.append(env[node.id])
+        elif not operands_done:
+            stack.append((node, True))
+            stack += [(child, False) for child in reversed(_children(node))]
+        elif isinstance(node, ast.BinOp):
+            right = results.pop()
+            left = results.pop()
+            combine = _BINARY[type(node.op)]
+            if isinstance(left, float) and isinstance(right, float):  # IEEE-754 as everywhere: 1/0 = inf
+                results.append(combine(Value(left, requires_grad=False), right).data)
+            else:
+                results.append(combine(left, right))
+        elif isinstance(node, ast.UnaryOp):
+            results.append(_UNARY[type(node.op)](results.pop()))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            results.append(FUNCTIONS[node.func.id](results.pop()))
+        else:
+            raise ExpressionError(f"{_describe(node)} is not allowed")  # unreachable after parse()
+    return results[0]
