@@ -465,6 +465,7 @@ _CSS = """
 .vjs-root .vjs-table th{position:sticky;top:0;background:#eef1f5;text-align:left;padding:2px 6px}
 .vjs-root .vjs-table td{padding:1px 6px;white-space:nowrap;cursor:pointer}
 .vjs-root .vjs-table tr.vjs-current td{background:#fdecea}
+.vjs-root .vjs-table tr.vjs-seed-row td{text-align:left}
 .vjs-root .vjs-help{color:#5b6678;font-size:12px;margin:6px 0 0}
 """
 
