@@ -1,0 +1,196 @@
+"""Rich display in Jupyter: HTML for a Value, a Vector and an Explanation, plain text for
+IPython's pretty printer, and ``SVGDrawing``, the picture ``draw()`` returns.
+
+The functions here only read public attributes and return strings; the classes take them
+as their ``_repr_html_`` / ``_repr_pretty_`` methods. Every text a user wrote (labels,
+names, op names) goes through ``html.escape``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from vjpgrad._explain import Explanation
+from vjpgrad._format import format_vector
+from vjpgrad._html import number_text
+from vjpgrad._value import Value
+from vjpgrad._vector import Vector
+
+INSTALL_HINT = (
+    "drawing needs the graphviz Python package and Graphviz's dot program: "
+    "pip install 'vjpgrad[viz]', and install Graphviz (e.g. apt-get install graphviz or brew install graphviz)"
+)
+VECTOR_COLUMNS = 16  # a longer Vector's table shows its first and last 8 elements
+TABLE_ROWS = 500  # an explanation's HTML table shows at most this many steps
+
+_STYLE = "border-collapse:collapse;font-family:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px"
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def value_html(value: Value) -> str:
+    """One Value as a line of HTML: label, data, grad, the op that made it, whether it takes gradient."""
+    if not isinstance(value, Value):
+        raise TypeError(f"value_html() takes a Value, got {type(value).__name__}")
+    parts = ["<b>Value</b>"]
+    if value.label is not None:
+        parts.append(f"<i>{_e(value.label)}</i>")
+    parts.append(f"data <code>{_e(repr(value.data))}</code>")
+    parts.append(f"grad <code>{_e(repr(value.grad))}</code>")
+    parts.append("a leaf" if value.is_leaf else f"made by <code>{_e(value.op)}</code>")
+    if not value.requires_grad:
+        parts.append("requires no grad")
+    return f'<span class="vjpgrad-value">{" &middot; ".join(parts)}</span>'
+
+
+def _shown(n: int) -> list[int | None]:
+    """The indices a table of n elements shows; None stands for the elided middle."""
+    if n <= VECTOR_COLUMNS:
+        return list(range(n))
+    half = VECTOR_COLUMNS // 2
+    return [*range(half), None, *range(n - half, n)]
+
+
+def vector_html(vector: Vector) -> str:
+    """A Vector as HTML: its tensor-like text, then a table of index, label, data and grad."""
+    if not isinstance(vector, Vector):
+        raise TypeError(f"vector_html() takes a Vector, got {type(vector).__name__}")
+    values = list(vector)
+    shown = _shown(len(values))
+
+    def row(title: str, cell: Callable[[Value], str]) -> str:
+        cells = "".join(
+            "<td>&hellip;</td>"
+            if i is None
+            else f'<td style="padding:1px 6px;text-align:right">{_e(cell(values[i]))}</td>'
+            for i in shown
+        )
+        return f'<tr><th style="text-align:left;padding:1px 6px">{title}</th>{cells}</tr>'
+
+    header = "".join("<th>&hellip;</th>" if i is None else f'<th style="padding:1px 6px">{i}</th>' for i in shown)
+    rows = [f"<tr><th></th>{header}</tr>"]
+    if any(v.label is not None for v in values):
+        rows.append(row("label", lambda v: v.label or ""))
+    rows.append(row("data", lambda v: number_text(v.data)))
+    rows.append(row("grad", lambda v: number_text(v.grad)))
+    grad_note = "" if vector.requires_grad else ", requires no grad"
+    return (
+        f'<div class="vjpgrad-vector"><pre style="margin:0 0 4px">{_e(format_vector(vector.data))}</pre>'
+        f'<table style="{_STYLE}">{"".join(rows)}</table>'
+        f"<small>Vector of {len(values)} Values{grad_note}</small></div>"
+    )
+
+
+def explanation_html(explanation: Explanation) -> str:
+    """An Explanation as HTML: the seeds, each node's formula, the table of steps, each leaf's sum."""
+    if not isinstance(explanation, Explanation):
+        raise TypeError(f"explanation_html() takes an Explanation, got {type(explanation).__name__}")
+    seeds = ", ".join(f"{_e(name)} = {_e(number_text(s))}" for name, s in explanation.seeds)
+    parts = [f"<p><b>Seeds</b> (the v of v<sup>T</sup>J): {seeds}</p>"]
+    if explanation.formulas:
+        formulas = "".join(f"<li><code>{_e(name)} = {_e(f)}</code></li>" for name, f in explanation.formulas.items())
+        parts.append(f'<p><b>Nodes</b></p><ul style="margin-top:0">{formulas}</ul>')
+    cell = "padding:1px 8px"
+    header = "".join(
+        f'<th style="{cell}">{h}</th>'
+        for h in ("step", "node", "op", "upstream", "", "local", "", "contribution", "to", "its total")
+    )
+    rows = []
+    for k, s in enumerate(explanation.steps[:TABLE_ROWS], start=1):
+        texts = (
+            str(k), s.node, s.op, number_text(s.upstream), "\u00d7", number_text(s.local), "=",
+            number_text(s.contribution), s.operand, number_text(s.total),
+        )  # fmt: skip
+        rows.append("<tr>" + "".join(f'<td style="{cell}">{_e(t)}</td>' for t in texts) + "</tr>")
+    more = len(explanation.steps) - TABLE_ROWS
+    if more > 0:
+        rows.append(f'<tr><td colspan="10" style="{cell}">&hellip; {more} more steps (str() shows them all)</td></tr>')
+    parts.append("<p><b>The reverse pass</b>, from the outputs back to the leaves:</p>")
+    parts.append(f'<table style="{_STYLE}"><tr>{header}</tr>{"".join(rows)}</table>')
+    leaves = [value for value in explanation.names if value.is_leaf and value in explanation.gradients]
+    if leaves:
+        items = []
+        for value in leaves:
+            terms = [
+                f"{number_text(s.upstream)} \u00d7 {number_text(s.local)}" for s in explanation.contributions(value)
+            ]
+            sum_text = " + ".join(terms) if terms else "(it is an output)"
+            total = number_text(explanation.gradients[value])
+            items.append(f"<li><code>{_e(explanation.names[value])}.grad += {_e(sum_text)} = {_e(total)}</code></li>")
+        parts.append(f"<p>Each leaf's gradient is the sum of what it was handed:</p><ul>{''.join(items)}</ul>")
+    return f'<div class="vjpgrad-explanation">{"".join(parts)}</div>'
+
+
+class PrettyPrinter(Protocol):
+    """The part of IPython's pretty printer that ``repr_pretty`` uses."""
+
+    def text(self, obj: str) -> None: ...
+
+
+def repr_pretty(obj: object, printer: PrettyPrinter, cycle: bool) -> None:
+    """``_repr_pretty_`` for classes whose ``str`` is what a person wants in a notebook
+    (a Vector's tensor text, an Explanation's table)."""
+    printer.text(f"{type(obj).__name__}(...)" if cycle else str(obj))
+
+
+class SVGDrawing:
+    """A graph picture: shows itself inline in Jupyter as SVG; ``.source`` is its DOT text.
+
+    ``save(path)`` writes ``.svg``, ``.png`` or ``.pdf`` (by the suffix), or the DOT text
+    itself for ``.dot`` / ``.gv``. Rendering needs the optional ``graphviz`` package and
+    Graphviz's ``dot`` program; without them it raises ``ImportError`` saying how to install
+    them, while ``.source`` still works.
+    """
+
+    FORMATS = ("svg", "png", "pdf")
+
+    def __init__(self, source: str) -> None:
+        if not isinstance(source, str):
+            raise TypeError(f"SVGDrawing() takes DOT text (a str), got {type(source).__name__}")
+        self.source = source
+        self._svg: str | None = None
+
+    def __repr__(self) -> str:
+        lines = self.source.count("\n")
+        return f"<SVGDrawing: {lines} lines of DOT in .source; .save(path) writes .svg, .png or .pdf>"
+
+    def _render(self, fmt: str) -> bytes:
+        try:
+            import graphviz
+        except ImportError as error:
+            raise ImportError(INSTALL_HINT) from error
+        try:
+            data: bytes = graphviz.Source(self.source).pipe(format=fmt)
+        except graphviz.ExecutableNotFound as error:
+            raise ImportError(INSTALL_HINT) from error
+        return data
+
+    def svg(self) -> str:
+        """The picture as SVG text (rendered once, then kept)."""
+        if self._svg is None:
+            self._svg = self._render("svg").decode("utf-8")
+        return self._svg
+
+    def _repr_svg_(self) -> str:
+        return self.svg()
+
+    def save(self, path: str | Path) -> Path:
+        """Write the picture to ``path``; its suffix picks the format. Returns the path."""
+        if not isinstance(path, (str, Path)):
+            raise TypeError(f"save() takes a path (str or pathlib.Path), got {type(path).__name__}")
+        target = Path(path)
+        fmt = target.suffix.lstrip(".").lower()
+        if fmt in ("dot", "gv"):
+            target.write_text(self.source, encoding="utf-8")
+        elif fmt == "svg":
+            target.write_text(self.svg(), encoding="utf-8")
+        elif fmt in self.FORMATS:
+            target.write_bytes(self._render(fmt))
+        else:
+            raise ValueError(f"save() writes .svg, .png, .pdf, .dot or .gv files, got {target.name!r}")
+        return target

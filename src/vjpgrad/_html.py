@@ -1,0 +1,633 @@
+"""The reverse-pass stepper: one self-contained HTML page that walks a learner through
+``backward`` one edge at a time.
+
+``stepper_html(explain(y))`` is a whole page: inline CSS and JavaScript, nothing fetched,
+so it works from a file, offline. ``stepper_fragment`` is the same stepper as a piece of
+HTML for a notebook's output cell or any other page: its ids are unique per call and its
+CSS touches only its own ``vjs-`` classes.
+
+Python lays the graph out (columns by depth, leaves on the left, outputs on the right) and
+draws it as inline SVG; the page's script only replays the explanation's steps, so what it
+shows is exactly ``explain``'s data: step 0 is the seeds, step k the k-th edge of the pass,
+the last step leaves every node at the gradient ``backward`` gives it.
+
+Everything a user wrote (labels, names, op names of custom ops, the title) is escaped: the
+markup through ``html.escape``, the data as JSON with ``<``, ``>`` and ``&`` written as
+``\\u003c``, ``\\u003e`` and ``\\u0026`` so that nothing in it can close the ``<script>``
+element that holds it; the script puts text on the page only through ``textContent``.
+The whole page also carries a Content-Security-Policy that lets only its own script run.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import itertools
+import json
+import math
+from dataclasses import dataclass
+
+from vjpgrad._explain import Explanation
+
+MISSING = "\u2014"  # the running total of a node the pass has not reached yet
+
+# Layout, in SVG pixels. Node text is 12px monospace, so a line's width is its length times CHAR_WIDTH.
+CHAR_WIDTH = 7.3
+LINE_HEIGHT = 15.0
+PADDING = 8.0
+COLUMN_GAP = 80.0
+ROW_GAP = 16.0
+MARGIN = 16.0
+MIN_WIDTH = 96.0
+CLIP = 36  # longest name or formula drawn in a node; the full text is in its tooltip
+
+_page_numbers = itertools.count(1)
+
+
+def number_text(x: float) -> str:
+    """A number as the stepper and the explanation's table print it: 6 significant digits."""
+    return f"{x:.6g}"
+
+
+def json_number(x: float) -> float | str:
+    """A float for JSON: finite ones as numbers, the others as strings ``float()`` and JS's ``Number()`` read."""
+    if math.isfinite(x):
+        return x
+    return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+
+
+def script_json(data: object) -> str:
+    """JSON that is safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` in it at all."""
+    text = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _escape(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _clip(text: str, limit: int = CLIP) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def _fmt(x: float) -> str:
+    """An SVG coordinate."""
+    return f"{x:.1f}".rstrip("0").rstrip(".")
+
+
+@dataclass
+class _Node:
+    name: str
+    kinds: list[str]  # "leaf", "inner", "output"
+    formula: str
+    data: float
+    gradient: float
+    depth: int = 0
+    order: int = 0
+    x: float = 0.0
+    y: float = 0.0
+    width: float = 0.0
+    height: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Edge:
+    index: int
+    operand: str
+    node: str
+
+
+def _check(explanation: object, title: object) -> None:
+    if not isinstance(explanation, Explanation):
+        raise TypeError(f"the stepper takes an Explanation (vjpgrad.explain(y)), got {type(explanation).__name__}")
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a str or None, got {type(title).__name__}")
+
+
+def _nodes(explanation: Explanation) -> tuple[dict[str, _Node], list[str]]:
+    """One node per name, and the names that more than one Value share (drawn as one node)."""
+    outputs = {name for name, _ in explanation.seeds}
+    nodes: dict[str, _Node] = {}
+    shared: list[str] = []
+    for value, name in explanation.names.items():
+        if name in nodes:
+            shared.append(name)
+            continue
+        kinds = ["leaf" if value.is_leaf else "inner"] + (["output"] if name in outputs else [])
+        formula = explanation.formulas.get(name, "") if not value.is_leaf else ""
+        nodes[name] = _Node(name, kinds, formula, value.data, explanation.gradients.get(value, 0.0))
+    for step in explanation.steps:  # cannot happen with explain's data; keeps the page whole if it does
+        for name in (step.node, step.operand):
+            nodes.setdefault(name, _Node(name, ["inner"], "", math.nan, math.nan))
+    return nodes, sorted(set(shared))
+
+
+def _edges(explanation: Explanation) -> tuple[list[_Edge], list[int]]:
+    """The drawn edges (an operand used twice, as in ``b * b``, has two) and each step's edge."""
+    keys: dict[tuple[str, str, int], _Edge] = {}
+    seen: dict[tuple[str, str], int] = {}
+    step_edges = []
+    last_node = None
+    for step in explanation.steps:
+        if step.node != last_node:  # backward hands on a node's gradient in one go
+            seen = {}
+            last_node = step.node
+        occurrence = seen.get((step.node, step.operand), 0)
+        seen[(step.node, step.operand)] = occurrence + 1
+        key = (step.node, step.operand, occurrence)
+        if key not in keys:
+            keys[key] = _Edge(len(keys), step.operand, step.node)
+        step_edges.append(keys[key].index)
+    return list(keys.values()), step_edges
+
+
+def _layout(
+    nodes: dict[str, _Node], edges: list[_Edge], outputs: list[str], widest: dict[str, int]
+) -> tuple[float, float]:
+    """Columns by depth (leaves 0), rows in the order a walk from the outputs meets the nodes."""
+    operands: dict[str, list[str]] = {name: [] for name in nodes}
+    for edge in edges:
+        operands[edge.node].append(edge.operand)
+    # Depth: an iterative post-order, so a chain of any length is fine.
+    order: list[str] = []
+    visited: set[str] = set()
+    for root in [*outputs, *nodes]:
+        stack: list[tuple[str, bool]] = [(root, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if expanded:
+                node = nodes[name]
+                node.depth = max((nodes[o].depth + 1 for o in operands[name]), default=0)
+                node.order = len(order)
+                order.append(name)
+                continue
+            if name in visited:
+                continue
+            visited.add(name)
+            stack.append((name, True))
+            stack.extend((o, False) for o in reversed(operands[name]) if o not in visited)
+    columns: dict[int, list[_Node]] = {}
+    for node in sorted(nodes.values(), key=lambda n: (n.depth, n.order)):
+        lines = [node.name, f"= {node.formula}" if node.formula else "", f"data {number_text(node.data)}"]
+        longest = max(len(_clip(line)) for line in lines)
+        longest = max(longest, len("grad ") + widest.get(node.name, 1))
+        node.width = max(MIN_WIDTH, longest * CHAR_WIDTH + 2 * PADDING)
+        node.height = (4 if node.formula else 3) * LINE_HEIGHT + 2 * PADDING - 4
+        columns.setdefault(node.depth, []).append(node)
+    # Rows: leaves in the order of the walk; every other node as near the middle of its operands
+    # as the nodes above it in its column allow, so a graph reads left to right with few crossings.
+    x = MARGIN
+    bottom = MARGIN
+    for depth in sorted(columns):
+        column = columns[depth]
+        wanted: dict[str, float] = {}
+        for node in column:
+            centres = [nodes[o].y + nodes[o].height / 2 for o in operands[node.name]]
+            wanted[node.name] = sum(centres) / len(centres) - node.height / 2 if centres else 0.0
+        column.sort(key=lambda n: (wanted[n.name], n.order))
+        y = MARGIN
+        for node in column:
+            node.x, node.y = x, max(y, wanted[node.name])
+            y = node.y + node.height + ROW_GAP
+        bottom = max(bottom, y - ROW_GAP)
+        x += max(n.width for n in column) + COLUMN_GAP
+    total_height = bottom + MARGIN
+    return x - COLUMN_GAP + MARGIN, total_height
+
+
+def _node_svg(node: _Node) -> str:
+    kinds = " ".join(f"vjs-{kind}" for kind in node.kinds)
+    texts = [f'<text class="vjs-name" x="{_fmt(PADDING)}" y="{_fmt(PADDING + 11)}">{_escape(_clip(node.name))}</text>']
+    line = 1
+    if node.formula:
+        y = PADDING + 11 + LINE_HEIGHT * line
+        texts.append(
+            f'<text class="vjs-formula" x="{_fmt(PADDING)}" y="{_fmt(y)}">= {_escape(_clip(node.formula))}</text>'
+        )
+        line += 1
+    y = PADDING + 11 + LINE_HEIGHT * line
+    texts.append(
+        f'<text class="vjs-data" x="{_fmt(PADDING)}" y="{_fmt(y)}">data {_escape(number_text(node.data))}</text>'
+    )
+    y += LINE_HEIGHT
+    texts.append(f'<text class="vjs-total" x="{_fmt(PADDING)}" y="{_fmt(y)}">grad {MISSING}</text>')
+    tooltip = node.name + (f" = {node.formula}" if node.formula else "")
+    return (
+        f'<g class="vjs-node {kinds}" data-node="{_escape(node.name)}" '
+        f'transform="translate({_fmt(node.x)},{_fmt(node.y)})"><title>{_escape(tooltip)}</title>'
+        f'<rect width="{_fmt(node.width)}" height="{_fmt(node.height)}" rx="6"></rect>{"".join(texts)}</g>'
+    )
+
+
+def _edge_svg(edge: _Edge, nodes: dict[str, _Node], ends: dict[int, tuple[float, float]], uid: str) -> str:
+    source, target = nodes[edge.operand], nodes[edge.node]
+    x1, x2 = source.x + source.width, target.x
+    y1, y2 = ends[edge.index]
+    bend = max(30.0, (x2 - x1) / 2)
+    path = f"M{_fmt(x1)},{_fmt(y1)} C{_fmt(x1 + bend)},{_fmt(y1)} {_fmt(x2 - bend)},{_fmt(y2)} {_fmt(x2)},{_fmt(y2)}"
+    return (
+        f'<path class="vjs-edge" data-edge="{edge.index}" data-from="{_escape(edge.operand)}" '
+        f'data-to="{_escape(edge.node)}" data-mx="{_fmt((x1 + x2) / 2)}" data-my="{_fmt((y1 + y2) / 2)}" '
+        f'd="{path}" marker-end="url(#{uid}-arrow)"></path>'
+    )
+
+
+def _graph_svg(nodes: dict[str, _Node], edges: list[_Edge], width: float, height: float, uid: str) -> str:
+    # Where each edge leaves its operand and enters its node: spread down the box's side in
+    # the order of the other ends, so that edges sharing a side do not cross there.
+    outgoing: dict[str, list[_Edge]] = {}
+    incoming: dict[str, list[_Edge]] = {}
+    for edge in edges:
+        outgoing.setdefault(edge.operand, []).append(edge)
+        incoming.setdefault(edge.node, []).append(edge)
+    starts: dict[int, float] = {}
+    finishes: dict[int, float] = {}
+    for name, group in outgoing.items():
+        group.sort(key=lambda e: (nodes[e.node].y, e.index))
+        for j, e in enumerate(group):
+            starts[e.index] = nodes[name].y + nodes[name].height * (j + 1) / (len(group) + 1)
+    for name, group in incoming.items():
+        group.sort(key=lambda e: (nodes[e.operand].y, e.index))
+        for j, e in enumerate(group):
+            finishes[e.index] = nodes[name].y + nodes[name].height * (j + 1) / (len(group) + 1)
+    ends = {e.index: (starts[e.index], finishes[e.index]) for e in edges}
+    markers = "".join(
+        f'<marker id="{uid}-arrow{suffix}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="{size}" '
+        f'markerHeight="{size}" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
+        f'<path d="M0,0 L10,5 L0,10 z" fill="{color}"></path></marker>'
+        for suffix, color, size in (("", "#8a96a8", 8), ("-hot", "#c0392b", 12))
+    )
+    return (
+        f'<svg class="vjs-graph" xmlns="http://www.w3.org/2000/svg" width="{_fmt(width)}" height="{_fmt(height)}" '
+        f'viewBox="0 0 {_fmt(width)} {_fmt(height)}" role="img" '
+        'aria-label="the graph: arrows go from operand to result">'
+        f"<defs>{markers}</defs>"
+        f'<g class="vjs-edges">{"".join(_edge_svg(e, nodes, ends, uid) for e in edges)}</g>'
+        f'<g class="vjs-nodes">{"".join(_node_svg(n) for n in nodes.values())}</g>'
+        '<text class="vjs-edge-label" data-role="edge-label" x="0" y="0"></text></svg>'
+    )
+
+
+def _table(explanation: Explanation, start_text: str) -> str:
+    header = "".join(
+        f"<th>{h}</th>" for h in ("step", "node", "op", "upstream", "", "local", "", "contribution", "to", "its total")
+    )
+    rows = [f'<tr data-step="0" class="vjs-seed-row"><td>0</td><td colspan="9">seeds: {_escape(start_text)}</td></tr>']
+    for k, s in enumerate(explanation.steps, start=1):
+        cells = (
+            str(k), s.node, s.op, number_text(s.upstream), "\u00d7", number_text(s.local), "=",
+            number_text(s.contribution), s.operand, number_text(s.total),
+        )  # fmt: skip
+        rows.append(f'<tr data-step="{k}">' + "".join(f"<td>{_escape(c)}</td>" for c in cells) + "</tr>")
+    return f'<table class="vjs-table"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _start(explanation: Explanation) -> dict[str, float]:
+    """Each output's gradient before the first step: its seed (an output listed twice gets both, as in explain)."""
+    start: dict[str, float] = {}
+    for name, seed in explanation.seeds:
+        start[name] = start.get(name, 0.0) + seed
+    return start
+
+
+def page_data(explanation: Explanation, title: str | None = None) -> dict[str, object]:
+    """What the page's script reads: seeds, starting totals, nodes, steps (numbers exact, texts for show)."""
+    _check(explanation, title)
+    start = _start(explanation)
+    _, step_edges = _edges(explanation)
+    running = dict(start)
+    steps = []
+    last_contribution: dict[str, int] = {}
+    for k, (s, edge) in enumerate(zip(explanation.steps, step_edges, strict=True), start=1):
+        before = running.get(s.operand)
+        running[s.operand] = s.total
+        last_contribution[s.operand] = k
+        steps.append({
+            "node": s.node, "op": s.op, "operand": s.operand, "edge": edge,
+            "upstream": json_number(s.upstream), "local": json_number(s.local),
+            "contribution": json_number(s.contribution), "total": json_number(s.total),
+            "text": {
+                "upstream": number_text(s.upstream), "local": number_text(s.local),
+                "contribution": number_text(s.contribution), "total": number_text(s.total),
+                "before": None if before is None else number_text(before),
+            },
+        })  # fmt: skip
+    nodes, shared = _nodes(explanation)
+    return {
+        "title": title,
+        "seeds": [
+            {"name": name, "seed": json_number(seed), "text": number_text(seed)} for name, seed in explanation.seeds
+        ],
+        "start": [{"name": name, "value": json_number(v), "text": number_text(v)} for name, v in start.items()],
+        "nodes": [
+            {
+                "name": n.name,
+                "kinds": n.kinds,
+                "formula": n.formula,
+                "data": json_number(n.data),
+                "gradient": json_number(n.gradient),
+                "final_at": last_contribution.get(n.name, 0),
+            }
+            for n in nodes.values()
+        ],
+        "shared_names": shared,
+        "steps": steps,
+    }
+
+
+def _default_title(explanation: Explanation) -> str:
+    outputs = ", ".join(name for name, _ in explanation.seeds)
+    return f"The reverse pass of {_clip(outputs, 60)}, step by step"
+
+
+def stepper_fragment(explanation: Explanation, title: str | None = None) -> str:
+    """The stepper as an HTML fragment (a ``<div>`` with its style and scripts) with ids unique to this call.
+
+    For a notebook's output cell or any page; ``stepper_html`` wraps it in a whole page.
+    """
+    return _fragment(explanation, title)[0]
+
+
+def _fragment(explanation: Explanation, title: str | None) -> tuple[str, str]:
+    """The fragment and its script's text (whose hash the whole page's CSP allows)."""
+    data = page_data(explanation, title)
+    shown_title = title if title is not None else _default_title(explanation)
+    digest = hashlib.sha256(script_json(data).encode()).hexdigest()[:10]
+    uid = f"vjs-{digest}-{next(_page_numbers)}"
+    nodes, shared = _nodes(explanation)
+    edges, _ = _edges(explanation)
+    widest: dict[str, int] = {}
+    for s in explanation.steps:
+        widest[s.operand] = max(widest.get(s.operand, 1), len(number_text(s.total)))
+    for name, value in _start(explanation).items():
+        widest[name] = max(widest.get(name, 1), len(number_text(value)))
+    width, height = _layout(nodes, edges, [name for name, _ in explanation.seeds], widest)
+    start_text = ", ".join(f"{name} = {number_text(seed)}" for name, seed in explanation.seeds)
+    warning = ""
+    if shared:
+        warning = (
+            '<p class="vjs-warning" data-role="warning">More than one value is named '
+            + ", ".join(_escape(repr(name)) for name in shared)
+            + "; each such name is drawn as one node. Pass names= to explain() to tell them apart.</p>"
+        )
+    script = _SCRIPT.replace("__ROOT_ID__", json.dumps(uid))
+    n = len(explanation.steps)
+    fragment = (
+        f'<div class="vjs-root" id="{uid}" tabindex="0" data-step="0" data-steps="{n}">'
+        f"<style>{_CSS}</style>"
+        f'<div class="vjs-title" data-role="title">{_escape(shown_title)}</div>{warning}'
+        '<div class="vjs-controls">'
+        '<button type="button" data-role="reset" title="back to the seeds (Home)">Reset</button>'
+        '<button type="button" data-role="prev" title="one step back (\u2190)">\u25c0 Previous</button>'
+        '<button type="button" data-role="next" title="one step on (\u2192)">Next \u25b6</button>'
+        '<button type="button" data-role="play" title="play the pass (space)">\u25b6 Play</button>'
+        '<label class="vjs-speed">speed <select data-role="speed">'
+        '<option value="1200">slow</option><option value="600" selected>normal</option>'
+        '<option value="150">fast</option><option value="20">fastest</option></select></label>'
+        f'<span class="vjs-counter">step <b data-role="step-index">0</b> of <b data-role="step-count">{n}</b>'
+        ' <span data-role="current-edge" class="vjs-current-edge"></span></span></div>'
+        '<div class="vjs-panel" data-role="panel" aria-live="polite"></div>'
+        f'<div class="vjs-graph-box">{_graph_svg(nodes, edges, width, height, uid)}</div>'
+        '<details class="vjs-steps" open><summary>Every step of the pass (click one to go there)</summary>'
+        f'<div class="vjs-table-box">{_table(explanation, start_text)}</div></details>'
+        '<p class="vjs-help">Arrows go from an operand to the result made from it; the reverse pass sends '
+        "gradient back along them, from the outputs to the leaves. Keys (click the stepper first): "
+        "\u2190 \u2192 step, Home / End, space plays.</p>"
+        f'<script type="application/json" id="{uid}-data">{script_json(data)}</script>'
+        f"<script>{script}</script></div>"
+    )
+    return fragment, script
+
+
+def stepper_html(explanation: Explanation, title: str | None = None) -> str:
+    """One self-contained HTML page stepping through the reverse pass of ``explanation``.
+
+    Next, Previous, Play and Reset move through the steps (arrow keys too): step 0 shows
+    the seeds; each step highlights the edge the gradient crosses, shows
+    ``upstream × local = contribution`` and the operand's running total; every node shows
+    its running total, and the last step leaves each at the gradient ``backward`` gives.
+    Nothing is fetched from the network; all user text is escaped.
+    """
+    fragment, script = _fragment(explanation, title)
+    shown_title = title if title is not None else _default_title(explanation)
+    script_hash = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    policy = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_escape(shown_title)}</title></head>\n<body>{fragment}</body></html>\n"
+    )
+
+
+_CSS = """
+.vjs-root{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1d2330;
+  background:#fff;border:1px solid #d5dbe5;border-radius:8px;padding:12px;max-width:100%;box-sizing:border-box;
+  outline:none}
+.vjs-root:focus-visible{box-shadow:0 0 0 3px #9cc1f5}
+.vjs-root .vjs-title{font-weight:600;font-size:16px;margin-bottom:8px}
+.vjs-root .vjs-warning{background:#fff4d6;border:1px solid #e0b341;padding:4px 8px;border-radius:4px}
+.vjs-root .vjs-controls{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin-bottom:8px}
+.vjs-root button{font:inherit;padding:3px 10px;border:1px solid #aab4c4;border-radius:5px;background:#f4f6fa;
+  cursor:pointer;color:#1d2330}
+.vjs-root button:hover:enabled{background:#e6ecf5}
+.vjs-root button:disabled{opacity:.45;cursor:default}
+.vjs-root select{font:inherit}
+.vjs-root .vjs-counter{margin-left:8px}
+.vjs-root .vjs-current-edge{color:#c0392b;font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;
+  margin-left:6px}
+.vjs-root .vjs-panel{background:#f7f9fc;border:1px solid #e1e6ee;border-radius:6px;padding:8px 12px;
+  margin-bottom:8px;min-height:4.6em}
+.vjs-root .vjs-panel .vjs-big{font-size:20px;font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;
+  margin:4px 0}
+.vjs-root .vjs-term{display:inline-block;text-align:center;vertical-align:top;margin:0 4px}
+.vjs-root .vjs-term small{display:block;font-size:11px;color:#5b6678;font-family:system-ui,sans-serif}
+.vjs-root .vjs-contribution{color:#c0392b;font-weight:600}
+.vjs-root .vjs-done-line{color:#1e7b34;font-weight:600}
+.vjs-root .vjs-graph-box{overflow:auto;max-height:70vh;border:1px solid #eef1f5;border-radius:6px}
+.vjs-root svg.vjs-graph{display:block}
+.vjs-root svg text{font:12px ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;fill:#1d2330}
+.vjs-root svg .vjs-name{font-weight:700}
+.vjs-root svg .vjs-formula,.vjs-root svg .vjs-data{fill:#4a5568}
+.vjs-root svg .vjs-node rect{fill:#f4f6fa;stroke:#7a8aa6;stroke-width:1.2}
+.vjs-root svg .vjs-leaf rect{fill:#eef7ee;stroke:#4f8f4f}
+.vjs-root svg .vjs-output rect{fill:#fff4e5;stroke:#c98a2a}
+.vjs-root svg .vjs-node.vjs-final .vjs-total{fill:#1e7b34;font-weight:700}
+.vjs-root svg .vjs-node.vjs-giving rect{stroke:#1f5fbf;stroke-width:3}
+.vjs-root svg .vjs-node.vjs-receiving rect{stroke:#c0392b;stroke-width:3;fill:#fdecea}
+.vjs-root svg .vjs-edge{fill:none;stroke:#8a96a8;stroke-width:1.3}
+.vjs-root svg .vjs-edge.vjs-hot{stroke:#c0392b;stroke-width:3}
+.vjs-root svg .vjs-edge-label{fill:#c0392b;font-weight:700;paint-order:stroke;stroke:#fff;stroke-width:4px}
+.vjs-root .vjs-steps summary{cursor:pointer;margin:8px 0 4px}
+.vjs-root .vjs-table-box{position:relative;max-height:14em;overflow:auto;border:1px solid #eef1f5;border-radius:6px}
+.vjs-root table.vjs-table{border-collapse:collapse;font:12px ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace}
+.vjs-root .vjs-table th{position:sticky;top:0;background:#eef1f5;text-align:left;padding:2px 6px}
+.vjs-root .vjs-table td{padding:1px 6px;white-space:nowrap;cursor:pointer}
+.vjs-root .vjs-table tr.vjs-current td{background:#fdecea}
+.vjs-root .vjs-table tr.vjs-seed-row td{text-align:left}
+.vjs-root .vjs-help{color:#5b6678;font-size:12px;margin:6px 0 0}
+"""
+
+_SCRIPT = """
+(function () {
+  "use strict";
+  var root = document.getElementById(__ROOT_ID__);
+  if (!root || root.getAttribute("data-ready") === "1") { return; }
+  var data = JSON.parse(document.getElementById(__ROOT_ID__ + "-data").textContent);
+  root.setAttribute("data-ready", "1");
+  var steps = data.steps, n = steps.length, k = 0, timer = null;
+  var arrow = __ROOT_ID__ + "-arrow";
+  function num(x) { return typeof x === "string" ? Number(x) : x; }
+  function role(name) { return root.querySelector('[data-role="' + name + '"]'); }
+  function each(selector, f) { Array.prototype.forEach.call(root.querySelectorAll(selector), f); }
+  function toggle(el, cls, on) { if (on) { el.classList.add(cls); } else { el.classList.remove(cls); } }
+  function add(parent, tag, cls, text) {
+    var el = document.createElement(tag);
+    if (cls) { el.className = cls; }
+    if (text !== undefined) { el.textContent = text; }
+    parent.appendChild(el);
+    return el;
+  }
+  var nodes = Object.create(null), finalAt = Object.create(null), formulas = Object.create(null);
+  each("[data-node]", function (el) { nodes[el.getAttribute("data-node")] = el; });
+  data.nodes.forEach(function (node) { finalAt[node.name] = node.final_at; formulas[node.name] = node.formula; });
+  var edges = [];
+  each("[data-edge]", function (el) { edges[Number(el.getAttribute("data-edge"))] = el; });
+  var rows = [];
+  each("tr[data-step]", function (el) {
+    var index = Number(el.getAttribute("data-step"));
+    rows[index] = el;
+    el.addEventListener("click", function () { stop(); go(index); });
+  });
+  var panel = role("panel"), label = role("edge-label"), currentEdge = role("current-edge");
+  var buttons = { reset: role("reset"), prev: role("prev"), next: role("next"), play: role("play") };
+  var tableBox = root.querySelector(".vjs-table-box");
+
+  function totalsAt(upto) {
+    var totals = Object.create(null);
+    data.start.forEach(function (s) { totals[s.name] = { value: s.value, text: s.text }; });
+    for (var i = 0; i < upto; i++) { totals[steps[i].operand] = { value: steps[i].total, text: steps[i].text.total }; }
+    return totals;
+  }
+
+  function term(parent, text, note, cls) {
+    var box = add(parent, "span", "vjs-term" + (cls ? " " + cls : ""));
+    add(box, "span", "", text);
+    add(box, "small", "", note);
+  }
+
+  function showPanel(cur) {
+    panel.textContent = "";
+    if (cur === null) {
+      var seeds = data.seeds.map(function (s) { return s.name + " = " + s.text; }).join(", ");
+      add(panel, "div", "", "Step 0: the seeds. " + seeds);
+      add(panel, "div", "", "Each output starts with its seed (the v of v\\u1d40J); other gradients start empty.");
+      add(panel, "div", "", n ? "Press Next to send it back through the graph, one edge at a time."
+                              : "No edge takes gradient.");
+      return;
+    }
+    var made = formulas[cur.node] ? cur.node + " = " + formulas[cur.node] : cur.node + " (" + cur.op + ")";
+    add(panel, "div", "", "Step " + k + ": " + made + " hands gradient to " + cur.operand);
+    var big = add(panel, "div", "vjs-big");
+    term(big, cur.text.upstream, "gradient of " + cur.node);
+    add(big, "span", "", "\\u00d7");
+    term(big, cur.text.local, "\\u2202" + cur.node + "/\\u2202" + cur.operand);
+    add(big, "span", "", "=");
+    term(big, cur.text.contribution, "to " + cur.operand, "vjs-contribution");
+    var sum = cur.text.before === null
+      ? cur.text.total + " (its first contribution)"
+      : cur.text.before + " + " + cur.text.contribution + " = " + cur.text.total;
+    add(panel, "div", "", cur.operand + "'s running total: " + sum);
+    if (k === n) {
+      var leaves = data.nodes.filter(function (node) { return node.kinds.indexOf("leaf") >= 0; });
+      var totals = totalsAt(n);
+      add(panel, "div", "vjs-done-line", "Done: every gradient is complete. The leaves: " + leaves.map(function (node) {
+        var t = totals[node.name];
+        return node.name + " = " + (t ? t.text : "\\u2014");
+      }).join(", ") + " (what backward adds to .grad).");
+    }
+  }
+
+  function render() {
+    var totals = totalsAt(k), cur = k > 0 ? steps[k - 1] : null;
+    Object.keys(nodes).forEach(function (name) {
+      var el = nodes[name], t = totals[name];
+      el.querySelector(".vjs-total").textContent = "grad " + (t ? t.text : "\\u2014");
+      if (t) { el.setAttribute("data-total", String(num(t.value))); } else { el.removeAttribute("data-total"); }
+      toggle(el, "vjs-giving", cur !== null && cur.node === name);
+      toggle(el, "vjs-receiving", cur !== null && cur.operand === name);
+      toggle(el, "vjs-final", t !== undefined && k >= (finalAt[name] || 0));
+    });
+    edges.forEach(function (el, i) {
+      var hot = cur !== null && cur.edge === i;
+      toggle(el, "vjs-hot", hot);
+      el.setAttribute("marker-end", "url(#" + arrow + (hot ? "-hot" : "") + ")");
+      if (hot) {
+        el.parentNode.appendChild(el);
+        label.setAttribute("x", el.getAttribute("data-mx"));
+        label.setAttribute("y", String(Number(el.getAttribute("data-my")) - 6));
+      }
+    });
+    label.textContent = cur ? "\\u00d7 " + cur.text.local : "";
+    currentEdge.textContent = cur ? cur.node + " \\u2192 " + cur.operand : "";
+    if (cur) {
+      currentEdge.setAttribute("data-from", cur.node);
+      currentEdge.setAttribute("data-to", cur.operand);
+    } else {
+      currentEdge.removeAttribute("data-from");
+      currentEdge.removeAttribute("data-to");
+    }
+    role("step-index").textContent = String(k);
+    root.setAttribute("data-step", String(k));
+    buttons.reset.disabled = k === 0 && timer === null;
+    buttons.prev.disabled = k === 0;
+    buttons.next.disabled = k === n;
+    rows.forEach(function (row, i) { toggle(row, "vjs-current", i === k); });
+    var row = rows[k];
+    if (row && tableBox && (row.offsetTop < tableBox.scrollTop + row.offsetHeight ||
+        row.offsetTop + row.offsetHeight > tableBox.scrollTop + tableBox.clientHeight)) {
+      tableBox.scrollTop = Math.max(0, row.offsetTop - tableBox.clientHeight / 2);
+    }
+    showPanel(cur);
+  }
+
+  function go(to) { k = Math.max(0, Math.min(n, to)); render(); }
+  function stop() {
+    if (timer !== null) { clearInterval(timer); timer = null; }
+    buttons.play.textContent = "\\u25b6 Play";
+    root.removeAttribute("data-playing");
+    buttons.reset.disabled = k === 0;
+  }
+  function tick() { go(k + 1); if (k >= n) { stop(); } }
+  function play() {
+    if (timer !== null) { stop(); return; }
+    if (k >= n) { go(0); }
+    if (n === 0) { return; }
+    timer = setInterval(tick, Number(role("speed").value));
+    buttons.play.textContent = "\\u275a\\u275a Pause";
+    root.setAttribute("data-playing", "1");
+  }
+  buttons.reset.addEventListener("click", function () { stop(); go(0); });
+  buttons.prev.addEventListener("click", function () { stop(); go(k - 1); });
+  buttons.next.addEventListener("click", function () { stop(); go(k + 1); });
+  buttons.play.addEventListener("click", play);
+  role("speed").addEventListener("change", function () {
+    if (timer !== null) { clearInterval(timer); timer = setInterval(tick, Number(role("speed").value)); }
+  });
+  root.addEventListener("keydown", function (event) {
+    var tag = event.target && event.target.tagName;
+    if (tag === "SELECT" || tag === "INPUT" || event.altKey || event.ctrlKey || event.metaKey) { return; }
+    var key = event.key;
+    if (key === "ArrowRight" || key === "ArrowDown") { stop(); go(k + 1); }
+    else if (key === "ArrowLeft" || key === "ArrowUp") { stop(); go(k - 1); }
+    else if (key === "Home") { stop(); go(0); }
+    else if (key === "End") { stop(); go(n); }
+    else if (key === " " && tag !== "BUTTON") { play(); }
+    else { return; }
+    event.preventDefault();
+    event.stopPropagation();
+  });
+  render();
+}());
+"""

@@ -1,0 +1,173 @@
+"""Rich display helpers: HTML for Value, Vector and Explanation; SVGDrawing, the picture draw() returns."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from vjpgrad import Value, Vector, _display, explain, log, to_dot
+from vjpgrad._display import SVGDrawing, explanation_html, repr_pretty, value_html, vector_html
+
+HOSTILE = "<script>alert(1)</script>"
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+
+
+def cells(html: str) -> list[str]:
+    return re.findall(r"<td[^>]*>(.*?)</td>", html)
+
+
+def test_value_html_shows_data_grad_op_and_escapes_the_label() -> None:
+    a = Value(0.1, label=HOSTILE)
+    y = a * 3
+    y.backward()
+    text = value_html(a)
+    assert "<script" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "data <code>0.1</code>" in text
+    assert "grad <code>3.0</code>" in text
+    assert "a leaf" in text
+    assert "made by <code>*</code>" in value_html(y)
+    assert "requires no grad" in value_html(Value(1.0, requires_grad=False))
+    assert "requires no grad" not in text
+
+
+def test_vector_html_has_the_tensor_text_and_one_column_per_element() -> None:
+    v = Vector([1.0, 2.5, -3.0])
+    (v * v).sum().backward()
+    text = vector_html(v)
+    assert "<pre" in text
+    assert "tensor([ 1.0000,  2.5000, -3.0000])" in text
+    data_row = re.search(r"<th[^>]*>data</th>(.*?)</tr>", text)
+    grad_row = re.search(r"<th[^>]*>grad</th>(.*?)</tr>", text)
+    assert data_row
+    assert grad_row
+    assert cells(data_row[1]) == ["1", "2.5", "-3"]
+    assert cells(grad_row[1]) == ["2", "5", "-6"]  # d(sum v^2)/dv = 2v
+    assert "Vector of 3 Values" in text
+
+
+def test_a_long_vector_shows_its_first_and_last_elements() -> None:
+    n = 40
+    text = vector_html(Vector([float(i) for i in range(n)]))
+    header = re.search(r"<tr><th></th>(.*?)</tr>", text)
+    assert header
+    shown = re.findall(r"<th[^>]*>(.*?)</th>", header[1])
+    half = _display.VECTOR_COLUMNS // 2
+    assert shown == [str(i) for i in range(half)] + ["&hellip;"] + [str(i) for i in range(n - half, n)]
+
+
+def test_vector_html_escapes_labels() -> None:
+    v = Vector([Value(1.0, label=HOSTILE), Value(2.0)])
+    text = vector_html(v)
+    assert "<script" not in text
+    assert "&lt;script&gt;" in text
+
+
+def test_explanation_html_has_a_row_per_step_and_each_leafs_sum() -> None:
+    a, b, c = Vector([1.0, 2.0, 3.0]), Vector([3.0, 4.0, 5.0]), Vector([6.0, 7.0, 8.0])
+    y = 3 * a + 2 * b * b + log(c)
+    e = explain(y, [0.1, 1.0, 0.0001], names={"a": a, "b": b, "c": c})
+    text = explanation_html(e)
+    rows = re.findall(r"<tr>(.*?)</tr>", text)
+    assert len(rows) == len(e.steps) + 1  # the header, then one per step
+    for row, step in zip(rows[1:], e.steps, strict=True):
+        assert cells(row)[1] == step.node
+        assert cells(row)[8] == step.operand
+        assert float(cells(row)[7]) == pytest.approx(step.contribution, rel=1e-5)
+    assert "b[1].grad += 1 × 8 + 4 × 2 = 16" in text  # what str(e) says, with a real ×
+    assert "<code>t3 = t2 * b[0]</code>" in text
+    assert "y[0] = 0.1, y[1] = 1, y[2] = 0.0001" in text
+
+
+def test_explanation_html_escapes_names_and_cuts_long_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = Value(2.0)
+    y = x
+    for _ in range(6):
+        y = y * x
+    text = explanation_html(explain(y, names={HOSTILE: x}))
+    assert "<script" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;.grad +=" in text
+    monkeypatch.setattr(_display, "TABLE_ROWS", 3)
+    cut = explanation_html(explain(y))
+    assert len(re.findall(r"<tr>", cut)) == 1 + 3 + 1
+    assert "&hellip; 9 more steps" in cut
+
+
+def test_the_helpers_refuse_the_wrong_type() -> None:
+    with pytest.raises(TypeError, match="value_html\\(\\) takes a Value, got float"):
+        value_html(1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="vector_html\\(\\) takes a Vector, got list"):
+        vector_html([1.0])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="explanation_html\\(\\) takes an Explanation, got str"):
+        explanation_html("table")  # type: ignore[arg-type]
+
+
+class Printer:
+    def __init__(self) -> None:
+        self.written: list[str] = []
+
+    def text(self, obj: str) -> None:
+        self.written.append(obj)
+
+
+def test_repr_pretty_prints_str_and_stops_at_a_cycle() -> None:
+    v = Vector([1.0, 2.0])
+    printer = Printer()
+    repr_pretty(v, printer, False)
+    repr_pretty(v, printer, True)
+    assert printer.written == ["tensor([1., 2.])", "Vector(...)"]
+
+
+# ---- SVGDrawing ------------------------------------------------------------------------------------
+
+
+def drawing() -> SVGDrawing:
+    a = Value(2.0, label="apple")
+    return SVGDrawing(to_dot(a * a + 1))
+
+
+def test_a_drawing_keeps_its_dot_text_and_saves_it_without_graphviz(tmp_path: Path) -> None:
+    d = drawing()
+    assert d.source.startswith("digraph")
+    assert "apple" in d.source
+    assert d.save(tmp_path / "g.dot").read_text() == d.source
+    assert "lines of DOT" in repr(d)
+
+
+def test_a_drawing_refuses_bad_input_before_writing(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="takes DOT text"):
+        SVGDrawing(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"\.svg, \.png, \.pdf, \.dot or \.gv files, got 'g\.jpg'"):
+        drawing().save(tmp_path / "g.jpg")
+    assert not (tmp_path / "g.jpg").exists()
+    with pytest.raises(TypeError, match="got int"):
+        drawing().save(3)  # type: ignore[arg-type]
+
+
+def test_without_the_graphviz_package_rendering_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "graphviz", None)  # import graphviz now raises ImportError
+    with pytest.raises(ImportError, match=r"pip install 'vjpgrad\[viz\]'"):
+        drawing()._repr_svg_()
+
+
+def test_without_dot_rendering_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytest.importorskip("graphviz")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no dot on an empty PATH
+    with pytest.raises(ImportError, match="install Graphviz"):
+        drawing().save(tmp_path / "g.png")
+
+
+@needs_dot
+def test_a_drawing_renders_inline_svg_and_saves_png(tmp_path: Path) -> None:
+    pytest.importorskip("graphviz")
+    d = drawing()
+    svg = d._repr_svg_()
+    assert "<svg" in svg
+    assert ">apple</text>" in svg
+    assert d.svg() is svg  # rendered once
+    assert d.save(tmp_path / "g.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert "<svg" in d.save(tmp_path / "g.svg").read_text()
