@@ -436,7 +436,8 @@ import importlib, sys
 import vjpgrad._expr as expr
 from vjpgrad import Value
 table = expr.OPERATIONS
-double = type(table[0])("double", lambda x: 2.0 * x, lambda x, out: 2.0)
+from vjpgrad._ops import TIMES, Op
+double = Op("double", 1, lambda x: 2.0 * x, (lambda x, out: 2.0,), (TIMES,), "_double({0})", doc="2 x")
 holders = [(m, k) for n, m in list(sys.modules.items()) if n.startswith("vjpgrad") and m is not expr
            for k, v in vars(m).items() if v is table]
 assert holders
