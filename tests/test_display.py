@@ -79,7 +79,7 @@ def test_explanation_html_has_a_row_per_step_and_each_leafs_sum() -> None:
         assert cells(row)[8] == step.operand
         assert float(cells(row)[7]) == pytest.approx(step.contribution, rel=1e-5)
     assert "b[1].grad += 1 × 8 + 4 × 2 = 16" in text  # what str(e) says, with a real ×
-    assert "<code>t3 = t2 * b[0]</code>" in text
+    assert "<code>t7 = t4 * b[0]</code>" in text
     assert "y[0] = 0.1, y[1] = 1, y[2] = 0.0001" in text
 
 

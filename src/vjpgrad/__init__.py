@@ -5,6 +5,7 @@ and fills ``.grad``. A ``Vector`` of Values takes PyTorch's ``y.backward(gradien
 the ``gradients`` are the ``v`` of the vector-Jacobian product ``v^T J``.
 """
 
+from vjpgrad._compile import Compiled, compile
 from vjpgrad._custom import CustomOp, custom_op
 from vjpgrad._dot import draw, to_dot
 from vjpgrad._explain import Explanation, Step, explain
@@ -17,11 +18,13 @@ from vjpgrad.functional import grad, gradcheck, gradients, hessian, jacobian, jv
 __version__ = "0.1.0"
 
 __all__ = [
+    "Compiled",
     "CustomOp",
     "Explanation",
     "Step",
     "Value",
     "Vector",
+    "compile",
     "cos",
     "custom_op",
     "detect_anomaly",

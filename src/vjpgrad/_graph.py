@@ -111,6 +111,8 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     node.label = None
     node._seen = None
     switches_on = switched[0]
+    if switches_on and state.recording is not None:
+        return _record(state.recording, node, op, a, da, b, db)
     if (da is None and db is None) or (switches_on and not state.grad_enabled):
         node.requires_grad = False
         node._op = node._a = node._b = node._da = node._db = None
@@ -126,6 +128,38 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     if switches_on and state.detect_anomaly:
         node._origin = caller_location()
     return node
+
+
+class Recording:
+    """What ``vjpgrad.compile`` collects while it runs a function once: every operation made,
+    in order, whether or not it takes gradient (a constant's operands can be parameters that
+    change between calls), and whether grad mode was on for each."""
+
+    def __init__(self, cls: type[Node]) -> None:
+        self.cls = cls  # the class of recorded nodes (one that refuses reads of .data)
+        self.nodes: list[Node] = []
+        self.grad_enabled: list[bool] = []
+        self.first_seq = _next_seq()  # leaves made after this were made inside the function
+
+
+def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
+    enabled = state.grad_enabled
+    node.requires_grad = enabled and (da is not None or db is not None)
+    node._op = op
+    node._a = a
+    node._b = b
+    node._da = da if node.requires_grad else None
+    node._db = db if node.requires_grad else None
+    node._seq = _next_seq()
+    node.__class__ = recording.cls  # type: ignore[assignment]  # the same layout, refusing .data reads
+    recording.nodes.append(node)
+    recording.grad_enabled.append(enabled)
+    return node
+
+
+def made_after(node: Node, recording: Recording) -> bool:
+    """Whether ``node`` (a leaf) was made while ``recording`` ran."""
+    return node._seq >= recording.first_seq
 
 
 # ---- reading a node -----------------------------------------------------------------------------
@@ -165,6 +199,21 @@ def form_of(node: Node, position: int) -> _ops.Form:
     assert node._op is not None  # only called for an edge, which only an operation has
     forms = node._op.forms
     return forms[0] if node._op.nary else forms[position]
+
+
+def saved_of(node: Node) -> Any:
+    """What an operation with its own backward (a compiled call) saved: its second slot."""
+    return node._db
+
+
+def edge_marks(node: Node) -> tuple[Any, ...]:
+    """Per operand of an operation of many operands: None where no gradient flows."""
+    return tuple(node._da)
+
+
+def add_cotangent(node: Node, gradient: Any) -> None:
+    """Hand ``node`` a contribution in the pass that is running (for a compiled call)."""
+    node._cotangent += gradient
 
 
 def is_freed(node: Node) -> bool:
@@ -276,6 +325,8 @@ def propagate(order: Sequence[Node], observer: Observer | None = None) -> None:
             db = node._db
             if db is not None:
                 node._b._cotangent += g * db
+        elif op.backward is not None:
+            op.backward(node, g)
         elif op.nary:
             form = op.forms[0]
             for x, s in zip(node._a, node._da, strict=True):
@@ -294,6 +345,9 @@ def propagate(order: Sequence[Node], observer: Observer | None = None) -> None:
 def _propagate_observed(order: Sequence[Node], observer: Observer) -> None:
     for node in order:
         g = node._cotangent
+        if node._op.backward is not None:  # type: ignore[union-attr]  # reached() lists operations only
+            node._op.backward(node, g)  # type: ignore[union-attr]
+            continue
         for position, operand, saved in edges(node):
             part = _ops.contribution(form_of(node, position), g, saved)
             operand._cotangent += part
@@ -326,6 +380,11 @@ def saved_as_values(node: Node) -> list[tuple[int, Node, Any]]:
     node themselves (Values), so that gradients built from them are differentiable."""
     op = node._op
     assert op is not None  # only called for operations
+    if op.backward is not None:
+        raise RuntimeError(
+            "create_graph=True, higher derivatives and forward mode do not go through a function compiled by "
+            "vjpgrad.compile: call the function uncompiled for them"
+        )
     if op.nary:
         values = op.saved[0](tuple(node._a), node)
         return [(k, x, values[k]) for k, x, _ in edges(node)]

@@ -11,7 +11,7 @@ import sys
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -21,6 +21,7 @@ class _ThreadState(threading.local):
     grad_enabled: bool = True
     detect_anomaly: bool = False
     transform_depth: int = 0  # how many function transforms (grad, jacobian...) are running
+    recording: Any = None  # the _graph.Recording of a function vjpgrad.compile is recording
     refusal: str = ""  # while set, reading a Value's number raises with this message
     refusal_type: type[Exception] = RuntimeError
 

@@ -100,8 +100,10 @@ def where(condition: Any, if_true: Any, if_false: Any) -> Any:
 
 def both(first: Any, second: Any) -> Any:
     """``first and second`` for conditions (code cannot overload ``and``)."""
-    if isinstance(first, bool) and isinstance(second, bool):
-        return first and second
+    if isinstance(first, bool):
+        return second if first else False
+    if isinstance(second, bool):
+        return first if second else False
     return first & second
 
 
@@ -159,9 +161,12 @@ class Op:
     symbol: str = ""  # the operator as written (+, *, **), "" for a function
     plain: bool = field(default=False)
     maskable: bool = field(default=False)
+    # An operation that runs its own backward (a compiled function): called as
+    # ``backward(node, g)`` in place of the edges' forms
+    backward: Callable[[Any, Any], None] | None = None
 
     def __post_init__(self) -> None:
-        plain = not self.maskable and all(form is TIMES for form in self.forms)
+        plain = not self.maskable and self.backward is None and all(form is TIMES for form in self.forms)
         object.__setattr__(self, "plain", plain)
 
     @property
@@ -303,3 +308,11 @@ FUNCTIONS: tuple[Op, ...] = (EXP, LOG, SQRT, SIN, COS, TAN, TANH, SIGMOID, RELU)
 
 BINARY_OPERATORS: tuple[Op, ...] = (ADD, SUB, MUL, DIV, POW)
 """The operators ``+ - * / **``, in the order the command line and the strategies list them."""
+
+# x.detach() inside a function vjpgrad.compile records: the value passes, no gradient does
+DETACH = _unary("detach", lambda x: x, lambda x, out: 0.0, doc="x cut from the graph", code="{0}")
+
+BUILTIN: frozenset[Op] = frozenset(
+    (ADD, SUB, MUL, DIV, POW, POW_BASE, POW_SCALAR, NEG, ABS, RECIPROCAL, IDENTITY, MAX, DETACH, *FUNCTIONS)
+)
+"""Every operation of this table (a custom operation is not one of them)."""

@@ -1,0 +1,328 @@
+"""Code generation: a recorded graph written out as straight-line Python.
+
+``vjpgrad.compile`` records a function once (``_graph.Recording``) and hands the graph here.
+The forward pass becomes one line per operation, in the order the operations were made; the
+reverse pass one line per edge, nodes in decreasing order of creation, contributions added
+in that order, exactly as ``_graph.propagate`` runs them. The lines of the reverse pass are
+not written by hand: each edge's saved rule and ``Form`` from ``_ops`` are called with
+``Code`` symbols instead of floats, and what they build is the text of the line. So the
+generated code computes the eager engine's numbers, bit for bit, by construction.
+
+Only the graph goes into the code: variable names are made here (``x0`` for arguments,
+``p0`` for parameters, ``t1`` for intermediates), numbers are written with ``repr``, and
+no label, name or other user text is ever placed in it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vjpgrad import _floats, _graph, _ops
+from vjpgrad._ops import MASKED, Op
+
+
+def literal(x: Any) -> str:
+    """A float, a ``Code`` or ``MASKED`` as text of Python."""
+    if isinstance(x, Code):
+        return x.text
+    if x is MASKED:
+        return "_MASKED"
+    number = float(x)
+    if math.isnan(number):
+        return "_nan"
+    if math.isinf(number):
+        return "_inf" if number > 0 else "(-_inf)"
+    text = repr(number)
+    return f"({text})" if text.startswith("-") else text
+
+
+def _operand(x: Any) -> str:
+    """``x`` as the operand of an operator: compound expressions in parentheses."""
+    if isinstance(x, Code):
+        return x.text if x.atomic else f"({x.text})"
+    text = literal(x)
+    return text
+
+
+class Code:
+    """A symbol in a derivative rule: arithmetic on it builds the text of the expression."""
+
+    __slots__ = ("atomic", "text")
+
+    def __init__(self, text: str, atomic: bool = False) -> None:
+        self.text = text
+        self.atomic = atomic
+
+    def __repr__(self) -> str:
+        return f"Code({self.text!r})"
+
+    def __bool__(self) -> bool:
+        raise TypeError("a rule that branches on its operands' numbers cannot be written as code")
+
+    def _binary(self, other: Any, symbol: str, reflected: bool = False) -> Code:
+        if not isinstance(other, (Code, float, int)):
+            return NotImplemented  # type: ignore[no-any-return]  # NotImplemented is typed Any
+        left, right = (other, self) if reflected else (self, other)
+        return Code(f"{_operand(left)} {symbol} {_operand(right)}")
+
+    def __add__(self, other: Any) -> Code:
+        return self._binary(other, "+")
+
+    def __radd__(self, other: Any) -> Code:
+        return self._binary(other, "+", True)
+
+    def __sub__(self, other: Any) -> Code:
+        return self._binary(other, "-")
+
+    def __rsub__(self, other: Any) -> Code:
+        return self._binary(other, "-", True)
+
+    def __mul__(self, other: Any) -> Code:
+        # g * 1.0 is g and g * -1.0 is -g, to the bit: written plainly
+        if type(other) is float and other == 1.0:
+            return self
+        if type(other) is float and other == -1.0:
+            return -self
+        return self._binary(other, "*")
+
+    def __rmul__(self, other: Any) -> Code:
+        return self._binary(other, "*", True)
+
+    def __neg__(self) -> Code:
+        return Code(f"-{_operand(self)}")
+
+    def __truediv__(self, other: Any) -> Code:
+        return _divide(self, other)
+
+    def __rtruediv__(self, other: Any) -> Code:
+        return _divide(other, self)
+
+    def __pow__(self, other: Any) -> Code:
+        if isinstance(other, Code):
+            return Code(f"_pow({self.text}, {other.text})", atomic=True)
+        return Code(f"_pow_scalar({self.text}, {literal(other)})", atomic=True)
+
+    def __rpow__(self, other: Any) -> Code:
+        return Code(f"_pow({literal(other)}, {self.text})", atomic=True)
+
+    def _call(self, function: str) -> Code:
+        return Code(f"{function}({self.text})", atomic=True)
+
+    def log(self) -> Code:
+        return self._call("_log")
+
+    def sin(self) -> Code:
+        return self._call("_sin")
+
+    def cos(self) -> Code:
+        return self._call("_cos")
+
+    def sign(self) -> Code:
+        return self._call("_sign")
+
+    def _compare(self, other: Any, symbol: str) -> Code:
+        return Code(f"{_operand(self)} {symbol} {_operand(other)}")
+
+    def __eq__(self, other: object) -> Code:  # type: ignore[override]  # builds a condition
+        return self._compare(other, "==")
+
+    def __ne__(self, other: object) -> Code:  # type: ignore[override]  # builds a condition
+        return self._compare(other, "!=")
+
+    def __le__(self, other: Any) -> Code:
+        return self._compare(other, "<=")
+
+    def __lt__(self, other: Any) -> Code:
+        return self._compare(other, "<")
+
+    def __ge__(self, other: Any) -> Code:
+        return self._compare(other, ">=")
+
+    def __gt__(self, other: Any) -> Code:
+        return self._compare(other, ">")
+
+    def __and__(self, other: Any) -> Code:
+        return Code(f"{_operand(self)} and {_operand(other)}")
+
+    __hash__ = None  # type: ignore[assignment]  # == builds code, so a Code is no dict key
+
+    def choose(self, if_true: Any, if_false: Any) -> Any:
+        """``where(self, if_true, if_false)``: a conditional expression, or a maybe-masked value."""
+        if if_true is MASKED:
+            return Maybe(self, if_false)
+        return Code(f"{_operand(if_true)} if {self.text} else {_operand(if_false)}")
+
+
+def _divide(x: Any, y: Any) -> Code:
+    # IEEE division: Python's / raises on a zero divisor, where _floats.div gives inf or nan
+    if isinstance(y, Code) and y.atomic:
+        return Code(f"{_operand(x)} / {y.text} if {y.text} else _div({literal(x)}, {y.text})")
+    return Code(f"_div({literal(x)}, {literal(y)})", atomic=True)
+
+
+@dataclass(frozen=True)
+class Maybe:
+    """A saved value that is ``MASKED`` where ``condition`` holds, ``value`` elsewhere."""
+
+    condition: Code
+    value: Any
+
+
+def contribution(form: _ops.Form, g: Code, saved: Any) -> Code | float:
+    """The code of what an edge hands its operand (``_ops.contribution`` for symbols)."""
+    if saved is MASKED:
+        return 0.0
+    if isinstance(saved, Maybe):
+        part = form.contribute(g, saved.value)
+        return Code(f"0.0 if {saved.condition.text} else {_operand(part)}")
+    result: Code | float = form.contribute(g, saved)
+    return result
+
+
+# ---- the program ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Program:
+    """The generated code and what it needs to run: its names for the helpers it calls."""
+
+    forward_source: str
+    namespace: dict[str, Any]
+    backward_source: Callable[[frozenset[int]], str]
+
+
+NAMESPACE: dict[str, Any] = {
+    "_div": _floats.div,
+    "_pow": _floats.power,
+    "_pow_scalar": _floats.power_scalar,
+    "_log": _floats.log,
+    "_sin": _floats.sin,
+    "_cos": _floats.cos,
+    "_sign": _floats.sign,
+    "_inf": math.inf,
+    "_nan": math.nan,
+    "_MASKED": MASKED,
+}
+for _op in _ops.BUILTIN:
+    NAMESPACE.setdefault(f"_{_op.name}", _op.forward)
+
+_INLINE = {"{0} + {1}", "{0} - {1}", "{0} * {1}", "-{0}", "abs({0})", "{0}"}
+
+
+class Writer:
+    """Writes the forward and reverse passes of one recorded graph."""
+
+    def __init__(
+        self,
+        nodes: Sequence[_graph.Node],
+        grad_enabled: Sequence[bool],
+        names: dict[int, str],
+        constants: dict[int, float],
+        takes_grad: dict[int, bool],
+    ) -> None:
+        self.nodes = nodes  # the live operations, in creation order
+        self.grad_enabled = grad_enabled
+        self.names = names  # id(Value) -> variable name, for externals and operations
+        self.constants = constants  # id(leaf made inside the function) -> its number
+        self.takes_grad = takes_grad  # id(Value) -> whether gradient flows to it
+        self.namespace = dict(NAMESPACE)
+        self._helpers = 0
+
+    def term(self, x: Any) -> str:
+        """An operand as text: a variable name or a number."""
+        if isinstance(x, _graph.Node):
+            key = id(x)
+            return self.names[key] if key in self.names else literal(self.constants[key])
+        return literal(x)
+
+    def symbol(self, x: Any) -> Any:
+        """An operand as a rule's argument: a Code symbol, or a float for a number constant."""
+        if isinstance(x, _graph.Node):
+            key = id(x)
+            return Code(self.names[key], atomic=True) if key in self.names else self.constants[key]
+        return x
+
+    def helper(self, function: Callable[..., Any]) -> str:
+        """Bind ``function`` under a fresh name of our own making."""
+        self._helpers += 1
+        name = f"_helper{self._helpers}"
+        self.namespace[name] = function
+        return name
+
+    def comment(self, op: Op) -> str:
+        """The operation's name, from our table only (never a user's text)."""
+        return op.shown if op in _ops.BUILTIN else "custom operation"
+
+    def forward_line(self, node: _graph.Node) -> str:
+        op = _graph.op_of(node)
+        assert op is not None  # the live nodes are operations
+        terms = [self.term(x) for x in _graph.operands(node)]
+        if op.nary:
+            expression = f"{self.helper(op.forward)}({', '.join(terms)})"
+        elif op.code in _INLINE:
+            expression = op.code.format(*[_operand_text(t) for t in terms])
+        elif op in _ops.BUILTIN:  # a call of a helper in NAMESPACE, e.g. _pow_scalar(x0, 0.5)
+            expression = op.code.format(*terms)
+        else:
+            expression = f"{self.helper(op.forward)}({', '.join(terms)})"
+        return f"{self.names[id(node)]} = {expression}  # {self.comment(op)}"
+
+    def backward_lines(self, node: _graph.Node, gradient: str) -> list[tuple[int, str]]:
+        """``(id of operand, code of the contribution)`` for each edge that carries gradient."""
+        op = _graph.op_of(node)
+        assert op is not None
+        operands = _graph.operands(node)
+        g = Code(gradient, atomic=True)
+        out = Code(self.names[id(node)], atomic=True)
+        live = [
+            (k, x) for k, x in enumerate(operands) if isinstance(x, _graph.Node) and self.takes_grad.get(id(x), False)
+        ]
+        if not live:
+            return []
+        form = op.forms[0]
+        if op.nary:
+            saved = f"{self.helper(op.saved[0])}(({', '.join(self.term(x) for x in operands)},), {out.text})"
+            parts = []
+            for k, x in live:
+                s = Code(f"{saved}[{k}]", atomic=True) if len(live) == 1 else Code(f"_s[{k}]", atomic=True)
+                parts.append((id(x), f"0.0 if {s.text} is _MASKED else {_operand(form.contribute(g, s))}"))
+            if len(live) > 1:
+                parts.insert(0, (-1, f"_s = {saved}"))
+            return parts
+        args = [self.symbol(x) for x in operands] + [out]
+        lines = []
+        for k, x in live:
+            edge_form = op.forms[k]
+            try:
+                saved_value = op.saved[k](*args) if op in _ops.BUILTIN else _RuntimeOnly()
+                if isinstance(saved_value, _RuntimeOnly):
+                    raise TypeError
+                code = contribution(edge_form, g, saved_value)
+            except TypeError:  # a rule that needs numbers: call it on them as the code runs
+                rule = self.helper(op.saved[k])
+                call = f"{rule}({', '.join(self.term(x) for x in operands)}, {out.text})"
+                part = _operand(edge_form.contribute(g, Code("_s", atomic=True)))
+                lines.append((-1, f"_s = {call}"))
+                lines.append((id(x), f"0.0 if _s is _MASKED else {part}"))
+                continue
+            lines.append((id(x), literal(code) if not isinstance(code, Code) else code.text))
+        return lines
+
+
+class _RuntimeOnly:
+    """Marks a rule that is only called with numbers (a custom operation's)."""
+
+
+def _operand_text(text: str) -> str:
+    return text if text.isidentifier() or _is_plain_number(text) else f"({text})"
+
+
+def _is_plain_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return not text.startswith("-")
