@@ -343,29 +343,30 @@ FUNCTIONAL_FILE = F.softmax.__code__.co_filename
 
 
 @contextmanager
-def data_reads_from_functional_fail() -> Iterator[None]:
+def data_reads_fail(*filenames: str) -> Iterator[None]:
     """Within this block, reading a Value's ``.data``, or calling ``float()``, ``bool()`` or
-    a comparison on it, from code in vjpgrad/nn/functional.py raises AssertionError; the
-    engine core may still read data as it likes."""
+    a comparison on it, from code in one of ``filenames`` (vjpgrad/nn/functional.py when
+    none is given) raises AssertionError; the engine core may still read data as it likes."""
+    watched = set(filenames or [FUNCTIONAL_FILE])
     names = ("data", "__float__", "__bool__", "__lt__", "__le__", "__gt__", "__ge__")
     saved = {name: Value.__dict__.get(name) for name in names}
 
-    def caller_is_functional() -> bool:
-        return sys._getframe(2).f_code.co_filename == FUNCTIONAL_FILE
+    def caller_is_watched() -> bool:
+        return sys._getframe(2).f_code.co_filename in watched
 
     slot = inspect.getattr_static(Value, "data")
 
     def get(self: Value) -> Any:
-        if caller_is_functional():
-            raise AssertionError("vjpgrad.nn.functional read a Value's .data")
+        if caller_is_watched():
+            raise AssertionError(f"{sys._getframe(1).f_code.co_filename} read a Value's .data")
         return slot.__get__(self, Value)
 
     def forbidden(name: str) -> Callable[..., Any]:
         original = saved[name]
 
         def method(self: Value, *args: Any) -> Any:
-            if caller_is_functional():
-                raise AssertionError(f"vjpgrad.nn.functional called {name} on a Value")
+            if caller_is_watched():
+                raise AssertionError(f"{sys._getframe(1).f_code.co_filename} called {name} on a Value")
             if original is not None:
                 return original(self, *args)
             return True if name == "__bool__" else NotImplemented
@@ -398,7 +399,7 @@ def test_the_guard_catches_a_softmax_that_reads_data() -> None:
         return [e / total for e in exps]
 
     microgpt_softmax.__code__ = microgpt_softmax.__code__.replace(co_filename=FUNCTIONAL_FILE)
-    with data_reads_from_functional_fail(), pytest.raises(AssertionError, match=r"read a Value's \.data"):
+    with data_reads_fail(), pytest.raises(AssertionError, match=r"read a Value's \.data"):
         microgpt_softmax(leaves([1.0, 2.0]))
     assert microgpt_softmax(leaves([1.0, 1.0]))[0].data == 0.5  # outside the block, it runs
 
@@ -406,7 +407,7 @@ def test_the_guard_catches_a_softmax_that_reads_data() -> None:
 def test_no_function_reads_data_or_branches_on_a_value() -> None:
     x = leaves([0.3, -1.2, 2.5, 2.5])
     weight = [leaves([0.1, 0.2, 0.3, 0.4]), leaves([-1.0, 0.5, 0.0, 2.0])]
-    with data_reads_from_functional_fail():
+    with data_reads_fail():
         outputs = [
             F.max(x),
             *F.softmax(x),

@@ -234,8 +234,16 @@ def linear(input: Values, weight: Iterable[Row], bias: Values | None = None) -> 
         raise ValueError(f"linear() bias has {len(biases)} elements for {len(rows)} weight rows")
     out = []
     for row in rows:
-        # row[0] * x[0] + row[1] * x[1] + ...; a row of numbers times a Value is a Value
-        total: Value = _sum(w * xi for w, xi in zip(row, x, strict=True)) if x else Value(0.0, requires_grad=False)
+        if not x:  # in_features 0: zeros (plus the bias), as in PyTorch
+            out.append(Value(0.0, requires_grad=False))
+            continue
+        # row[0] * x[0] + row[1] * x[1] + ..., as a plain loop: this is the hot path of a
+        # model. A number in a row times a Value is a Value.
+        pairs = zip(row, x)  # noqa: B905  # the lengths were checked above
+        w, xi = next(pairs)
+        total = w * xi
+        for w, xi in pairs:
+            total = total + w * xi
         out.append(total)
     if biases is not None:
         out = [y + b for y, b in zip(out, biases, strict=True)]
