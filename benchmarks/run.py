@@ -142,17 +142,17 @@ def compare(title: str, nodes: int, runs: dict[str, Run], rounds: int) -> dict[s
                 sys.exit(f"{title}: {name}'s gradients differ from the others'; no time reported")
             samples[name].append((forward, backward, total))
     print(f"\n{title}  ({nodes:,} graph nodes, median of {rounds})")
-    print(f"  {'engine':14} {'forward':>10} {'backward':>10} {'total':>10}   {'total vs vjpgrad':>16}")
+    print(f"  {'engine':16} {'forward':>10} {'backward':>10} {'total':>10}   {'total vs vjpgrad':>16}")
     base = statistics.median(t for _, _, t in samples["vjpgrad"])
     result = {}
     for name in runs:
         if name in failed:
-            print(f"  {name:14} fails: RecursionError (its topological sort recurses)")
+            print(f"  {name:16} fails: RecursionError (its topological sort recurses)")
             continue
         forward, backward, total = (statistics.median(s[k] for s in samples[name]) for k in range(3))
         per_node = [1e6 * t / nodes for t in (forward, backward, total)]
         split = f"{per_node[0]:8.3f}µs {per_node[1]:8.3f}µs" if name != LIMIT else f"{'':10} {'':10}"
-        print(f"  {name:14} {split} {per_node[2]:8.3f}µs   {total / base:15.2f}x")
+        print(f"  {name:16} {split} {per_node[2]:8.3f}µs   {total / base:15.2f}x")
         result[name] = {"forward_us": per_node[0], "backward_us": per_node[1], "total_us": per_node[2]}
         result[name]["ratio"] = total / base
     return result
@@ -236,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes and few rounds (a smoke test)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds per engine (default 5, quick 2)")
-    parser.add_argument("--only", choices=["dag", "seed", "chain", "memory", "mlp"], action="append")
+    parser.add_argument("--only", choices=["dag", "seed", "chain", "memory", "mlp", "gpt"], action="append")
     parser.add_argument("--json", type=Path, help="also write the medians to this file")
     parser.add_argument("--memory-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -244,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         memory_child(args.memory_child[0], int(args.memory_child[1]))
         return
     rounds = args.rounds or (2 if args.quick else 5)
-    only = set(args.only or ["dag", "seed", "chain", "memory", "mlp"])
+    only = set(args.only or ["dag", "seed", "chain", "memory", "mlp", "gpt"])
     engines = available()
     print(f"engines: {', '.join(e.name for e in engines)}, {LIMIT}; Python {sys.version.split()[0]}; gc on")
     results: dict[str, Any] = {}
@@ -261,6 +261,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         results["mlp"] = mlp_step(engines, rounds, compare)
     if "memory" in only:
         results["memory"] = memory(engines, 10_000 if args.quick else 100_000)
+    if "gpt" in only:
+        from gpt import gpt_step
+
+        results["gpt"] = gpt_step(rounds, compare)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

@@ -4,6 +4,9 @@
 neurons, one output. Hidden layers apply an activation (relu by default, tanh or sigmoid on
 request, per layer); the last layer is linear. Weights are drawn uniformly from [-1, 1] and
 biases start at 0, as in micrograd, by a ``random.Random`` that ``seed=`` fixes.
+
+``vjpgrad.nn.functional`` has PyTorch's functions on lists of Values: ``softmax``,
+``log_softmax``, ``cross_entropy``, ``rms_norm``, ``linear``, ``max``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import random
 from collections.abc import Sequence
 
 from vjpgrad._value import Value
+from vjpgrad.nn import functional as functional  # vjpgrad.nn.functional, as torch.nn.functional
 
 ACTIVATIONS = ("relu", "tanh", "sigmoid", "linear")
 
@@ -66,13 +70,10 @@ class Neuron(Module):
         total = self.b
         for wi, xi in zip(self.w, x, strict=True):
             total = total + wi * xi
-        if self.activation == "relu":
-            return total.relu()
-        if self.activation == "tanh":
-            return total.tanh()
-        if self.activation == "sigmoid":
-            return total.sigmoid()
-        return total
+        if self.activation == "linear":
+            return total
+        activated: Value = getattr(total, self.activation)()  # relu, tanh or sigmoid: a Value method
+        return activated
 
     def parameters(self) -> list[Value]:
         return [*self.w, self.b]

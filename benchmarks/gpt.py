@@ -1,0 +1,310 @@
+"""6. microgpt's training step: the GPT of examples/gpt.py on one name, forward + cross-entropy
++ backward, with the same weights on every engine.
+
+- vjpgrad: the example's own code (Values and vjpgrad.nn.functional), eager.
+- vjpgrad compiled: the same step through ``vjpgrad.compile``, when this vjpgrad has it.
+- microgpt-style: a peer engine written here after the design Karpathy published with
+  microgpt (Feb 2026): a slotted Value holding ``data, grad, _children, _local_grads``,
+  each operation returning its local gradients, a recursive topological sort, and a
+  softmax that subtracts the max of the logits' ``.data``. It is the peer to beat
+  (PERF-NOTES.md): much faster than micrograd 0.1.0.
+- torch 0-d: PyTorch float64 0-d tensors, one per scalar, the microgpt code on them.
+
+    python benchmarks/gpt.py [--rounds 7] [--name isabella]
+    python benchmarks/run.py --only gpt
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import vjpgrad
+
+sys.setrecursionlimit(20_000)  # the microgpt design sorts recursively
+
+
+def _load_example() -> Any:
+    """examples/gpt.py, loaded by path: this file is also a module named gpt."""
+    path = Path(__file__).resolve().parent.parent / "examples" / "gpt.py"
+    spec = importlib.util.spec_from_file_location("gpt_example", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpt_example"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+example = _load_example()
+Run = Callable[[], tuple[list[float], float, float]]  # grads, forward seconds, backward seconds
+N_EMBD, N_HEAD, N_LAYER, BLOCK_SIZE = 16, 4, 1, 16
+
+
+# ---- the peer: an engine of microgpt's published design -------------------------------------
+
+
+class MicroValue:
+    """A scalar of microgpt's design: each op records its children and local gradients."""
+
+    __slots__ = ("_children", "_local_grads", "data", "grad")
+
+    def __init__(self, data: float, children: tuple[Any, ...] = (), local_grads: tuple[Any, ...] = ()) -> None:
+        self.data = data
+        self.grad = 0.0
+        self._children = children
+        self._local_grads = local_grads
+
+    def __add__(self, other: MicroValue | float) -> MicroValue:
+        other = other if isinstance(other, MicroValue) else MicroValue(other)
+        return MicroValue(self.data + other.data, (self, other), (1, 1))
+
+    def __mul__(self, other: MicroValue | float) -> MicroValue:
+        other = other if isinstance(other, MicroValue) else MicroValue(other)
+        return MicroValue(self.data * other.data, (self, other), (other.data, self.data))
+
+    def __pow__(self, k: float) -> MicroValue:
+        return MicroValue(self.data**k, (self,), (k * self.data ** (k - 1),))
+
+    def log(self) -> MicroValue:
+        return MicroValue(math.log(self.data), (self,), (1 / self.data,))
+
+    def exp(self) -> MicroValue:
+        e = math.exp(self.data)
+        return MicroValue(e, (self,), (e,))
+
+    def relu(self) -> MicroValue:
+        return MicroValue(max(0.0, self.data), (self,), (float(self.data > 0),))
+
+    def __neg__(self) -> MicroValue:
+        return self * -1
+
+    def __radd__(self, other: MicroValue | float) -> MicroValue:
+        return self + other
+
+    def __sub__(self, other: MicroValue | float) -> MicroValue:
+        return self + (-other)
+
+    def __rsub__(self, other: MicroValue | float) -> MicroValue:
+        return other + (-self)
+
+    def __rmul__(self, other: MicroValue | float) -> MicroValue:
+        return self * other
+
+    def __truediv__(self, other: MicroValue | float) -> MicroValue:
+        return self * other**-1
+
+    def __rtruediv__(self, other: MicroValue | float) -> MicroValue:
+        return other * self**-1
+
+    def backward(self) -> None:
+        topo: list[MicroValue] = []
+        visited: set[MicroValue] = set()
+
+        def build_topo(v: MicroValue) -> None:
+            if v not in visited:
+                visited.add(v)
+                for child in v._children:
+                    build_topo(child)
+                topo.append(v)
+
+        build_topo(self)
+        self.grad = 1.0
+        for v in reversed(topo):
+            for child, local_grad in zip(v._children, v._local_grads):  # noqa: B905
+                child.grad += local_grad * v.grad
+
+
+# ---- microgpt's model, written once for the microgpt engine and for torch -------------------
+
+
+class MicrogptModel:
+    """microgpt's forward pass (weight-tied, as examples/gpt.py) over any scalar type;
+    ``data_of`` reads a scalar's number, for the softmax's max."""
+
+    def __init__(
+        self, weights: dict[str, list[list[float]]], leaf: Callable[[float], Any], data_of: Callable[[Any], float]
+    ) -> None:
+        self.state_dict = {name: [[leaf(x) for x in row] for row in mat] for name, mat in weights.items()}
+        self.data_of = data_of
+
+    def parameters(self) -> list[Any]:
+        return [p for mat in self.state_dict.values() for row in mat for p in row]
+
+    def linear(self, x: list[Any], w: list[list[Any]]) -> list[Any]:
+        return [sum(wi * xi for wi, xi in zip(wo, x, strict=True)) for wo in w]
+
+    def softmax(self, logits: list[Any]) -> list[Any]:
+        max_val = max(self.data_of(val) for val in logits)
+        exps = [(val - max_val).exp() for val in logits]
+        total = sum(exps)
+        return [e / total for e in exps]
+
+    def rmsnorm(self, x: list[Any]) -> list[Any]:
+        ms = sum(xi * xi for xi in x) / len(x)
+        scale = (ms + 1e-5) ** -0.5
+        return [xi * scale for xi in x]
+
+    def gpt(self, token_id: int, pos_id: int, keys: list[list[Any]], values: list[list[Any]]) -> list[Any]:
+        sd, head_dim = self.state_dict, N_EMBD // N_HEAD
+        x = [t + p for t, p in zip(sd["wte"][token_id], sd["wpe"][pos_id], strict=True)]
+        x = self.rmsnorm(x)
+        for li in range(N_LAYER):
+            x_residual = x
+            x = self.rmsnorm(x)
+            q = self.linear(x, sd[f"layer{li}.attn_wq"])
+            k = self.linear(x, sd[f"layer{li}.attn_wk"])
+            v = self.linear(x, sd[f"layer{li}.attn_wv"])
+            keys[li].append(k)
+            values[li].append(v)
+            x_attn: list[Any] = []
+            for h in range(N_HEAD):
+                hs = h * head_dim
+                q_h = q[hs : hs + head_dim]
+                k_h = [ki[hs : hs + head_dim] for ki in keys[li]]
+                v_h = [vi[hs : hs + head_dim] for vi in values[li]]
+                attn_logits = [
+                    sum(q_h[j] * k_h[t][j] for j in range(head_dim)) / head_dim**0.5 for t in range(len(k_h))
+                ]
+                attn_weights = self.softmax(attn_logits)
+                x_attn.extend(sum(attn_weights[t] * v_h[t][j] for t in range(len(v_h))) for j in range(head_dim))
+            x = self.linear(x_attn, sd[f"layer{li}.attn_wo"])
+            x = [a + b for a, b in zip(x, x_residual, strict=True)]
+            x_residual = x
+            x = self.rmsnorm(x)
+            x = self.linear(x, sd[f"layer{li}.mlp_fc1"])
+            x = [xi.relu() ** 2 for xi in x]
+            x = self.linear(x, sd[f"layer{li}.mlp_fc2"])
+            x = [a + b for a, b in zip(x, x_residual, strict=True)]
+        return self.linear(x, sd["wte"])
+
+    def step_loss(self, tokens: Sequence[int]) -> Any:
+        n = min(BLOCK_SIZE, len(tokens) - 1)
+        keys: list[list[Any]] = [[] for _ in range(N_LAYER)]
+        values: list[list[Any]] = [[] for _ in range(N_LAYER)]
+        losses = []
+        for pos_id in range(n):
+            probs = self.softmax(self.gpt(tokens[pos_id], pos_id, keys, values))
+            losses.append(-probs[tokens[pos_id + 1]].log())
+        return (1 / n) * sum(losses)
+
+
+# ---- the runs ---------------------------------------------------------------------------------
+
+
+def initial_weights(vocab_size: int, seed: int = 42) -> dict[str, list[list[float]]]:
+    """microgpt's initialisation, gauss(0, 0.08), in examples/gpt.py's state_dict order."""
+    rng = random.Random(seed)
+
+    def matrix(nout: int, nin: int) -> list[list[float]]:
+        return [[rng.gauss(0, 0.08) for _ in range(nin)] for _ in range(nout)]
+
+    weights = {"wte": matrix(vocab_size, N_EMBD), "wpe": matrix(BLOCK_SIZE, N_EMBD)}
+    for i in range(N_LAYER):
+        for name, shape in [
+            ("attn_wq", (N_EMBD, N_EMBD)),
+            ("attn_wk", (N_EMBD, N_EMBD)),
+            ("attn_wv", (N_EMBD, N_EMBD)),
+        ]:
+            weights[f"layer{i}.{name}"] = matrix(*shape)
+        weights[f"layer{i}.attn_wo"] = matrix(N_EMBD, N_EMBD)
+        weights[f"layer{i}.mlp_fc1"] = matrix(4 * N_EMBD, N_EMBD)
+        weights[f"layer{i}.mlp_fc2"] = matrix(N_EMBD, 4 * N_EMBD)
+    return weights
+
+
+def vjpgrad_model(weights: dict[str, list[list[float]]], vocab_size: int) -> Any:
+    model = example.GPT(vocab_size, N_EMBD, N_HEAD, N_LAYER, BLOCK_SIZE)
+    assert list(model.state_dict) == list(weights), "the example's parameters changed order"
+    for p, x in zip(model.parameters(), [x for mat in weights.values() for row in mat for x in row], strict=True):
+        p.data = x
+    return model
+
+
+def step_run(step: Callable[[Sequence[int]], Any], params: list[Any], tokens: list[int], is_torch: bool = False) -> Run:
+    def run() -> tuple[list[float], float, float]:
+        for p in params:
+            p.grad = None if is_torch else 0.0
+        t0 = time.perf_counter()
+        loss = step(tokens)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        if is_torch:
+            return [0.0 if p.grad is None else p.grad.item() for p in params], t1 - t0, t2 - t1
+        return [p.grad for p in params], t1 - t0, t2 - t1
+
+    return run
+
+
+def count_nodes(loss: vjpgrad.Value) -> int:
+    """Nodes of vjpgrad's graph (parameters included), by the public ``parents``."""
+    seen = {id(loss)}
+    stack = [loss]
+    while stack:
+        for parent in stack.pop().parents:
+            if id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append(parent)
+    return len(seen)
+
+
+def gpt_step(rounds: int, compare: Callable[..., Any], name: str = "isabella") -> Any:
+    docs = example.load_names()
+    uchars = sorted(set("".join(docs)))
+    vocab_size = len(uchars) + 1
+    tokens = [len(uchars)] + [uchars.index(ch) for ch in name] + [len(uchars)]
+    weights = initial_weights(vocab_size)
+
+    model = vjpgrad_model(weights, vocab_size)
+    runs: dict[str, Run] = {"vjpgrad": step_run(example.make_step_loss(model), model.parameters(), tokens)}
+    compile_ = getattr(vjpgrad, "compile", None)
+    if compile_ is not None:  # the hook for the compiler: the example's step, compiled
+        compiled_model = vjpgrad_model(weights, vocab_size)
+        compiled = compile_(example.make_step_loss(compiled_model))
+        start = time.perf_counter()
+        compiled(tokens).backward()  # the first call records and generates the code
+        print(
+            f"  (vjpgrad compiled: first call, recording and generating the code, {time.perf_counter() - start:.2f}s)"
+        )
+        runs["vjpgrad compiled"] = step_run(compiled, compiled_model.parameters(), tokens)
+    peer = MicrogptModel(weights, MicroValue, lambda v: v.data)
+    runs["microgpt-style"] = step_run(peer.step_loss, peer.parameters(), tokens)
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        def leaf(x: float) -> Any:
+            return torch.tensor(x, dtype=torch.float64, requires_grad=True)
+
+        tensors = MicrogptModel(weights, leaf, lambda t: t.item())
+        runs["torch 0-d"] = step_run(tensors.step_loss, tensors.parameters(), tokens, is_torch=True)
+
+    nodes = count_nodes(example.make_step_loss(model)(tokens))
+    title = f"6. microgpt's GPT step on {name!r} ({len(tokens) - 1} positions, n_embd {N_EMBD}, {N_HEAD} heads)"
+    result = compare(title, nodes, runs, rounds)
+    steps = ", ".join(f"{engine} {r['total_us'] * nodes / 1000:.0f} ms" for engine, r in result.items())
+    print(f"  a step: {steps}")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=7, help="rounds per engine (default 7)")
+    parser.add_argument("--name", default="isabella", help="the name the step trains on")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from run import compare
+
+    print(f"Python {sys.version.split()[0]}; gc on")
+    gpt_step(args.rounds, compare, args.name)
+
+
+if __name__ == "__main__":
+    main()

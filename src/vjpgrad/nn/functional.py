@@ -1,0 +1,250 @@
+"""``torch.nn.functional`` for lists of Values: ``max``, ``softmax``, ``log_softmax``,
+``cross_entropy``, ``rms_norm`` and ``linear``, with PyTorch's names and argument order.
+
+Each function takes a Vector or a list (any iterable) of Values, where a plain number is a
+constant, and answers in kind: a Vector for a Vector, a list of Values otherwise. It agrees
+with ``torch.nn.functional`` on a 1-D float64 tensor, values and gradients, to about 1e-12
+relative (the tests hold it to that).
+
+Every function is made of Value operations and nothing else: it never reads ``.data``,
+never calls ``float()``, never compares a Value or branches on one. The graph it records
+is therefore the same whatever the numbers are, and replaying that graph on new numbers
+(what a compiler does) computes the right thing. Python decisions here depend only on
+lengths and types, never on values.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+from collections.abc import Iterable, Sequence
+from typing import overload
+
+from vjpgrad import Value, Vector
+
+Values = Vector | Sequence[Value | float]
+"""What the functions take: a Vector, or a list of Values and numbers (numbers are constants).
+Any iterable will do at run time; a list in, a list out."""
+
+Row = Vector | Sequence[Value | float]
+"""A row of a weight matrix."""
+
+
+def _values(input: object, function: str) -> list[Value]:
+    """The elements of ``input`` as Values (numbers become constants), or a TypeError."""
+    if isinstance(input, Vector):
+        return list(input)
+    if isinstance(input, (str, bytes, Value)) or not isinstance(input, Iterable):
+        raise TypeError(f"{function}() takes a Vector or a list of Values, got {type(input).__name__}")
+    values = []
+    for index, item in enumerate(input):
+        if isinstance(item, Value):
+            values.append(item)
+        elif isinstance(item, numbers.Real):
+            values.append(Value(item, requires_grad=False))
+        else:
+            raise TypeError(f"{function}() element {index} must be a Value or a number, got {type(item).__name__}")
+    return values
+
+
+def _in_kind(input: object, values: list[Value]) -> Vector | list[Value]:
+    """The result in the kind of the input: a Vector for a Vector, a list otherwise."""
+    return Vector(values) if isinstance(input, Vector) else values
+
+
+def _check_dim(dim: object, function: str) -> None:
+    """A list is one-dimensional: ``dim`` may be None, 0 or -1, as for a 1-D tensor."""
+    if dim is None:
+        return
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"{function}() dim must be an int or None, got {type(dim).__name__}")
+    if dim not in (0, -1):
+        raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got {dim})")
+
+
+def _sum(values: Iterable[Value]) -> Value:
+    """values[0] + values[1] + ..., left to right, with no ``0 +`` node in front (as ``sum()`` makes)."""
+    iterator = iter(values)
+    total = next(iterator)
+    for value in iterator:
+        total = total + value
+    return total
+
+
+def max(input: Values) -> Value:  # PyTorch's name; it shadows the builtin in this module
+    """The largest element, as ``torch.max(input)``, as a graph operation.
+
+    Raises ValueError for an empty input.
+    """
+    values = _values(input, "max")
+    if not values:
+        raise ValueError("max() of an empty list: there is no largest element")
+    # TEMPORARY, until the engine core has an n-ary max: max(a, b) = (a + b + |a - b|) / 2,
+    # folded over the list. Built from existing operations, it reads no data. A tie of two
+    # splits the gradient evenly (abs'(0) = 0) but a tie of three does not (1/4, 1/4, 1/2),
+    # and rounding makes the value off by up to an ulp of the largest magnitude, which can
+    # even make a false tie: max(1e-32, -1) rounds to 0.0, so max(1e-32, -1, 0) sends half
+    # the gradient to the 0. Harmless for softmax's shift (any number near the max will do);
+    # the core operation is exact and splits every tie evenly, as torch.max does.
+    largest = values[0]
+    for value in values[1:]:
+        largest = (largest + value + abs(largest - value)) * 0.5
+    return largest
+
+
+@overload
+def softmax(input: Vector, dim: int | None = None) -> Vector: ...
+@overload
+def softmax(input: Sequence[Value | float], dim: int | None = None) -> list[Value]: ...
+def softmax(input: Values, dim: int | None = None) -> Vector | list[Value]:
+    """``exp(x_i) / sum_j exp(x_j)``, computed as ``exp(x_i - m) / sum_j exp(x_j - m)`` with
+    ``m = max(x)`` so that no exponential overflows (logits of 1000 are fine).
+
+    The shift does not change the result, nor its gradient: the gradient flowing into ``m``
+    sums to zero (up to rounding). ``dim`` is there for PyTorch's signature: None, 0 or -1.
+    """
+    values = _values(input, "softmax")
+    _check_dim(dim, "softmax")
+    if not values:
+        return _in_kind(input, [])
+    m = max(values)
+    exps = [(x - m).exp() for x in values]
+    total = _sum(exps)
+    return _in_kind(input, [e / total for e in exps])
+
+
+@overload
+def log_softmax(input: Vector, dim: int | None = None) -> Vector: ...
+@overload
+def log_softmax(input: Sequence[Value | float], dim: int | None = None) -> list[Value]: ...
+def log_softmax(input: Values, dim: int | None = None) -> Vector | list[Value]:
+    """``x_i - log(sum_j exp(x_j))``, computed as ``(x_i - m) - log(sum_j exp(x_j - m))``
+    with ``m = max(x)``: no overflow, and no ``log(0)`` for a very negative element."""
+    values = _values(input, "log_softmax")
+    _check_dim(dim, "log_softmax")
+    if not values:
+        return _in_kind(input, [])
+    shifted, log_sum_exp = _shifted_and_log_sum_exp(values)
+    return _in_kind(input, [s - log_sum_exp for s in shifted])
+
+
+def _shifted_and_log_sum_exp(values: list[Value]) -> tuple[list[Value], Value]:
+    """``x_i - m`` for each element and ``log(sum_j exp(x_j - m))``, with ``m = max(x)``."""
+    m = max(values)
+    shifted = [x - m for x in values]
+    return shifted, _sum(s.exp() for s in shifted).log()
+
+
+def cross_entropy(input: Values, target: int) -> Value:
+    """``-log_softmax(input)[target]``: the loss of one example whose logits are ``input``
+    and whose class is ``target``, as ``torch.nn.functional.cross_entropy`` on a 1-D input.
+
+    Only the target's term is built: ``log(sum_j exp(x_j - m)) - (x_target - m)``.
+    Raises IndexError when ``target`` is not in ``range(len(input))``.
+    """
+    values = _values(input, "cross_entropy")
+    if isinstance(target, bool) or not isinstance(target, numbers.Integral):
+        raise TypeError(f"cross_entropy() target must be an int (a class index), got {type(target).__name__}")
+    target = int(target)
+    if not 0 <= target < len(values):
+        raise IndexError(f"Target {target} is out of bounds: there are {len(values)} classes")
+    shifted, log_sum_exp = _shifted_and_log_sum_exp(values)
+    return log_sum_exp - shifted[target]
+
+
+@overload
+def rms_norm(
+    input: Vector,
+    normalized_shape: int | Sequence[int] | None = None,
+    weight: Values | None = None,
+    eps: float | None = None,
+) -> Vector: ...
+@overload
+def rms_norm(
+    input: Sequence[Value | float],
+    normalized_shape: int | Sequence[int] | None = None,
+    weight: Values | None = None,
+    eps: float | None = None,
+) -> list[Value]: ...
+def rms_norm(
+    input: Values,
+    normalized_shape: int | Sequence[int] | None = None,
+    weight: Values | None = None,
+    eps: float | None = None,
+) -> Vector | list[Value]:
+    """``x_i / sqrt(mean(x * x) + eps)``, times ``weight[i]`` when given: RMSNorm over the
+    list, as ``torch.nn.functional.rms_norm(input, (len(input),), weight, eps)``.
+
+    ``eps=None`` means the machine epsilon of float64, ``sys.float_info.epsilon`` (2.2e-16),
+    which is what PyTorch uses for a float64 tensor (``torch.finfo(dtype).eps``); GPT code
+    usually passes ``eps=1e-5``. ``normalized_shape`` is optional here (a list has one
+    dimension); when given it must be ``len(input)`` or ``(len(input),)``.
+    """
+    values = _values(input, "rms_norm")
+    n = len(values)
+    if normalized_shape is not None:
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
+        if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence) or list(shape) != [n]:
+            raise ValueError(
+                f"rms_norm() normalized_shape must be {n} or ({n},) for an input of length {n}, "
+                f"got {normalized_shape!r}"
+            )
+    scales = None if weight is None else _values(weight, "rms_norm weight")
+    if scales is not None and len(scales) != n:
+        raise ValueError(f"rms_norm() weight has {len(scales)} elements for an input of length {n}")
+    if eps is None:
+        eps = sys.float_info.epsilon
+    elif isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"rms_norm() eps must be a number or None, got {type(eps).__name__}")
+    if not values:
+        return _in_kind(input, [])
+    mean_square = _sum(x * x for x in values) / n
+    scale = (mean_square + float(eps)) ** -0.5
+    out = [x * scale for x in values]
+    if scales is not None:
+        out = [y * w for y, w in zip(out, scales, strict=True)]
+    return _in_kind(input, out)
+
+
+@overload
+def linear(input: Vector, weight: Iterable[Row], bias: Values | None = None) -> Vector: ...
+@overload
+def linear(input: Sequence[Value | float], weight: Iterable[Row], bias: Values | None = None) -> list[Value]: ...
+def linear(input: Values, weight: Iterable[Row], bias: Values | None = None) -> Vector | list[Value]:
+    """``y_j = sum_i weight[j][i] * x_i + bias[j]``: ``W x + b``, as
+    ``torch.nn.functional.linear(input, weight, bias)``.
+
+    ``weight`` is a list of rows (``out_features`` rows of ``in_features`` elements each,
+    PyTorch's layout); its elements are Values or numbers. ``bias`` is optional.
+    """
+    x = _values(input, "linear")
+    if isinstance(weight, (str, bytes, Value, Vector)) or not isinstance(weight, Iterable):
+        raise TypeError(f"linear() weight must be a list of rows, got {type(weight).__name__}")
+    rows = list(weight)
+    for index, row in enumerate(rows):
+        if isinstance(row, (str, bytes)) or not isinstance(row, (Vector, Sequence)):
+            raise TypeError(f"linear() weight row {index} must be a list or a Vector, got {type(row).__name__}")
+        if len(row) != len(x):
+            raise ValueError(
+                f"linear() weight row {index} has {len(row)} elements but the input has {len(x)} "
+                "(weight is out_features rows of in_features elements, as in PyTorch)"
+            )
+    biases = None if bias is None else _values(bias, "linear bias")
+    if biases is not None and len(biases) != len(rows):
+        raise ValueError(f"linear() bias has {len(biases)} elements for {len(rows)} weight rows")
+    out = []
+    for row in rows:
+        if not x:  # in_features 0: zeros (plus the bias), as in PyTorch
+            out.append(Value(0.0, requires_grad=False))
+            continue
+        # row[0] * x[0] + row[1] * x[1] + ..., as a plain loop: this is the hot path of a
+        # model. A number in a row times a Value is a Value.
+        pairs = zip(row, x)  # noqa: B905  # the lengths were checked above
+        w, xi = next(pairs)
+        total = w * xi
+        for w, xi in pairs:
+            total = total + w * xi
+        out.append(total)
+    if biases is not None:
+        out = [y + b for y, b in zip(out, biases, strict=True)]
+    return _in_kind(input, out)
