@@ -10,10 +10,13 @@ makes up new names, sampled with a fixed seed.
 The names are examples/data/names.txt: 5,163 US first names from the Census Bureau's 1990
 first-name frequency files (public domain), as shipped in the PyPI package ``names``.
 
-The training step is one function, ``step_loss(tokens) -> Value``, that reads no data, so
-``vjpgrad.compile`` can record it once per name length and replay it as code; ``--eager``
-runs it as plain Values. Loss starts near ln(27) = 3.30 (a uniform guess over 26 letters
-and the end-of-name token).
+The training step is one function of one-hot rows (the name's letters in, the letters to
+predict out) that reads no data, so ``vjpgrad.compile`` records it once per name length and
+replays it as code for every name of that length; ``--eager`` runs it as plain Values. A
+letter is a one-hot row rather than an index because an index is structure (it picks which
+row of the embedding a recording uses) while a row of floats is data: the embedding lookup
+``wte[token]`` becomes the product ``one_hot @ wte``, which is the same number. Loss starts
+near ln(27) = 3.30 (a uniform guess over 26 letters and the end-of-name token).
 
     python examples/gpt.py [--steps 500] [--seed 42] [--eager] [--samples 20]
 """
@@ -66,6 +69,7 @@ class GPT:
 
         # no lm_head: the output layer is the token embedding (weight tying)
         self.state_dict = {"wte": matrix(vocab_size, n_embd), "wpe": matrix(block_size, n_embd)}
+        self.wte_columns = [list(column) for column in zip(*self.state_dict["wte"], strict=True)]
         for i in range(n_layer):
             self.state_dict[f"layer{i}.attn_wq"] = matrix(n_embd, n_embd)
             self.state_dict[f"layer{i}.attn_wk"] = matrix(n_embd, n_embd)
@@ -78,12 +82,18 @@ class GPT:
         return [p for mat in self.state_dict.values() for row in mat for p in row]
 
     def __call__(
-        self, token_id: int, pos_id: int, keys: list[list[list[Value]]], values: list[list[list[Value]]]
+        self,
+        token: int | Sequence[float | Value],
+        pos_id: int,
+        keys: list[list[list[Value]]],
+        values: list[list[list[Value]]],
     ) -> list[Value]:
-        """The logits of the token after ``token_id`` at position ``pos_id``; ``keys`` and
-        ``values`` hold the earlier positions' (per layer), and this one's is appended."""
+        """The logits of the token after ``token`` (an index, or its one-hot row) at position
+        ``pos_id``; ``keys`` and ``values`` hold the earlier positions' (per layer), and this
+        one's is appended."""
         state_dict, head_dim = self.state_dict, self.head_dim
-        tok_emb = state_dict["wte"][token_id]  # token embedding
+        # token embedding: the row of wte, or the same row as one_hot @ wte
+        tok_emb = state_dict["wte"][token] if isinstance(token, int) else F.linear(token, self.wte_columns)
         pos_emb = state_dict["wpe"][pos_id]  # position embedding
         x = [t + p for t, p in zip(tok_emb, pos_emb, strict=True)]  # joint token and position embedding
         x = F.rms_norm(x, eps=1e-5)  # not redundant: the residual stream bypasses the blocks' norms
@@ -120,19 +130,27 @@ class GPT:
         return F.linear(x, state_dict["wte"])  # weight tying: the output layer is wte
 
 
-def make_step_loss(model: GPT) -> Callable[[Sequence[int]], Value]:
+def make_step_loss(model: GPT, compiled: bool = False) -> Callable[[Sequence[int]], Value]:
     """The training step's forward pass: one name's tokens in, its mean loss out."""
+    vocab_size = len(model.state_dict["wte"])
 
-    def step_loss(tokens: Sequence[int]) -> Value:
-        n = min(model.block_size, len(tokens) - 1)
+    def loss_of(inputs: list[list[float]], targets: list[list[float]]) -> Value:
         keys: list[list[list[Value]]] = [[] for _ in range(model.n_layer)]
         values: list[list[list[Value]]] = [[] for _ in range(model.n_layer)]
         losses = []
-        for pos_id in range(n):
-            token_id, target_id = tokens[pos_id], tokens[pos_id + 1]
-            logits = model(token_id, pos_id, keys, values)
-            losses.append(F.cross_entropy(logits, target_id))  # -log p(target)
+        for pos_id, (token, target) in enumerate(zip(inputs, targets, strict=True)):
+            logits = model(token, pos_id, keys, values)
+            losses.append(F.cross_entropy(logits, target))  # -log p(target)
         return Vector(losses).mean()  # the mean over the name's positions
+
+    run = vjpgrad.compile(loss_of) if compiled else loss_of
+
+    def one_hot(token_id: int) -> list[float]:
+        return [1.0 if i == token_id else 0.0 for i in range(vocab_size)]
+
+    def step_loss(tokens: Sequence[int]) -> Value:
+        n = min(model.block_size, len(tokens) - 1)
+        return run([one_hot(t) for t in tokens[:n]], [one_hot(t) for t in tokens[1 : n + 1]])
 
     return step_loss
 
@@ -166,15 +184,8 @@ def train(
     params = model.parameters()
     out(f"num params: {len(params)}")
 
-    step_loss = make_step_loss(model)
-    compile_ = getattr(vjpgrad, "compile", None)
-    if eager:
-        out("running eager (--eager)")
-    elif compile_ is None:
-        out("note: this vjpgrad has no vjpgrad.compile yet; running eager")
-    else:
-        step_loss = compile_(step_loss)  # records once per name length, then replays
-        out("running compiled (vjpgrad.compile); --eager to compare")
+    step_loss = make_step_loss(model, compiled=not eager)  # compiled: recorded once per name length
+    out("running eager (--eager)" if eager else "running compiled (vjpgrad.compile); --eager to compare")
 
     learning_rate, beta1, beta2, eps_adam = 0.01, 0.85, 0.99, 1e-8
     optimizer = Adam(params, lr=learning_rate, betas=(beta1, beta2), eps=eps_adam)

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Sequence
 from typing import overload
 
 from vjpgrad import Value, Vector
+from vjpgrad._ops import MAX
+from vjpgrad._value import nary
 
 Values = Vector | Sequence[Value | float]
 """What the functions take: a Vector, or a list of Values and numbers (numbers are constants).
@@ -72,24 +74,17 @@ def _sum(values: Iterable[Value]) -> Value:
 
 
 def max(input: Values) -> Value:  # PyTorch's name; it shadows the builtin in this module
-    """The largest element, as ``torch.max(input)``, as a graph operation.
+    """The largest element, as ``torch.max(input)``, as a graph operation: its gradient goes
+    to the largest element, split evenly among ties, as PyTorch's; nan if any element is nan.
 
     Raises ValueError for an empty input.
     """
     values = _values(input, "max")
     if not values:
         raise ValueError("max() of an empty list: there is no largest element")
-    # TEMPORARY, until the engine core has an n-ary max: max(a, b) = (a + b + |a - b|) / 2,
-    # folded over the list. Built from existing operations, it reads no data. A tie of two
-    # splits the gradient evenly (abs'(0) = 0) but a tie of three does not (1/4, 1/4, 1/2),
-    # and rounding makes the value off by up to an ulp of the largest magnitude, which can
-    # even make a false tie: max(1e-32, -1) rounds to 0.0, so max(1e-32, -1, 0) sends half
-    # the gradient to the 0. Harmless for softmax's shift (any number near the max will do);
-    # the core operation is exact and splits every tie evenly, as torch.max does.
-    largest = values[0]
-    for value in values[1:]:
-        largest = (largest + value + abs(largest - value)) * 0.5
-    return largest
+    # one node of the graph with every element as an operand: the gradient goes to the
+    # largest, split evenly among ties (PyTorch's evenly_distribute_backward); nan wins
+    return nary(MAX, tuple(values))
 
 
 @overload
@@ -135,16 +130,28 @@ def _shifted_and_log_sum_exp(values: list[Value]) -> tuple[list[Value], Value]:
     return shifted, _sum(s.exp() for s in shifted).log()
 
 
-def cross_entropy(input: Values, target: int) -> Value:
-    """``-log_softmax(input)[target]``: the loss of one example whose logits are ``input``
-    and whose class is ``target``, as ``torch.nn.functional.cross_entropy`` on a 1-D input.
+def cross_entropy(input: Values, target: int | Values) -> Value:
+    """The loss of one example whose logits are ``input``, as
+    ``torch.nn.functional.cross_entropy`` on a 1-D input: ``-log_softmax(input)[target]`` for
+    a class index, ``-sum_c target[c] * log_softmax(input)[c]`` for class probabilities (a
+    list as long as ``input``, e.g. one-hot: data, where an index is structure, so a compiled
+    step replays for any target).
 
-    Only the target's term is built: ``log(sum_j exp(x_j - m)) - (x_target - m)``.
+    For an index only the target's term is built: ``log(sum_j exp(x_j - m)) - (x_target - m)``.
     Raises IndexError when ``target`` is not in ``range(len(input))``.
     """
     values = _values(input, "cross_entropy")
+    if not isinstance(target, (bool, numbers.Integral)) and isinstance(target, (Vector, Sequence)):
+        probabilities = _values(target, "cross_entropy target")
+        if len(probabilities) != len(values):
+            raise ValueError(f"cross_entropy() target has {len(probabilities)} probabilities for {len(values)} classes")
+        shifted, log_sum_exp = _shifted_and_log_sum_exp(values)
+        return -_sum((s - log_sum_exp) * p for s, p in zip(shifted, probabilities, strict=True))
     if isinstance(target, bool) or not isinstance(target, numbers.Integral):
-        raise TypeError(f"cross_entropy() target must be an int (a class index), got {type(target).__name__}")
+        raise TypeError(
+            f"cross_entropy() target must be an int (a class index) or a list of probabilities, "
+            f"got {type(target).__name__}"
+        )
     target = int(target)
     if not 0 <= target < len(values):
         raise IndexError(f"Target {target} is out of bounds: there are {len(values)} classes")
