@@ -139,7 +139,7 @@ HOSTILE = [
     ("a", ["1a=1"], "'1a' is not a variable name"),
     ("a", ["for=1"], "'for' is not a variable name"),
     ("a * 2", ["a=1,2"], "grad can be implicitly created only for scalar outputs"),
-    ("a * 2", ["a=1,2", "--seed", "1"], "gradients has length 1 but the output has length 2"),
+    ("a * 2", ["a=1,2", "--seed", "1"], "--seed has length 1 but the output has length 2"),
     ("a * 2", ["a=1", "--seed", "1,2"], "the output is a scalar, so --seed takes one number"),
     ("a * 2", ["a=1", "--seed", "one"], "--seed: 'one' is not a number"),
     ("a", ["a=1", "--frobnicate"], "unrecognized option --frobnicate"),
@@ -344,7 +344,7 @@ def test_an_expression_may_look_like_an_option(
 def test_help_says_how_options_and_expressions_are_told_apart(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, "--help")
     assert "--x" in out
-    assert "only --seed, --explain and --dot are options" in " ".join(out.split())
+    assert "only --seed, --explain, --dot and --html are options" in " ".join(out.split())
 
 
 def test_help_may_come_after_the_expression(capsys: pytest.CaptureFixture[str]) -> None:
@@ -525,3 +525,23 @@ def test_an_error_deep_into_a_long_flat_text_is_located(
     assert status == 2
     assert message in err
     assert err.count("\n") == 1
+
+
+def test_html_writes_a_page_that_steps_through_the_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "pass.html"
+    args = ["3*a + 2*b*b + log(c)", "a=1,2,3", "b=3,4,5", "c=6,7,8", "--seed", "0.1,1,0.0001", "--html", str(page)]
+    assert main(args) == 0
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    assert "c[2]" in text  # the variables' names, as explain gives them
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)  # self-contained: nothing fetched
+    assert f"page written to {page}" in capsys.readouterr().out
+
+
+def test_html_of_a_constant_expression_is_refused(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "vjpgrad", "2 * 3", "--html", str(tmp_path / "p.html")], capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert "no pass to step through" in result.stderr
+    assert not (tmp_path / "p.html").exists()

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from vjpgrad import Value, Vector, _display, explain, log, to_dot
-from vjpgrad._display import SVGDrawing, explanation_html, repr_pretty, value_html, vector_html
+from vjpgrad._display import explanation_html, repr_pretty, value_html, vector_html
+from vjpgrad._dot import SVGDrawing
 
 HOSTILE = "<script>alert(1)</script>"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")

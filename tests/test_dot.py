@@ -73,15 +73,37 @@ def test_draw_without_graphviz_says_how_to_install(monkeypatch: pytest.MonkeyPat
 
 
 def test_draw_refuses_an_unknown_format(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"draw\(\) writes .svg, .png or .pdf files, got 'g.gif'"):
+    with pytest.raises(ValueError, match=r"writes .svg, .png, .pdf, .dot or .gv files, got 'g.gif'"):
         draw(Value(1.0) * 2, tmp_path / "g.gif")
 
 
 @pytest.mark.skipif(not HAS_DOT, reason="Graphviz's dot is not installed")
-def test_draw_renders_svg(tmp_path: Path) -> None:
+def test_draw_renders_svg_shows_it_inline_and_writes_the_file(tmp_path: Path) -> None:
     pytest.importorskip("graphviz")
-    target = draw(example(), tmp_path / "g.svg", seed=[0.1, 1.0])
-    assert target.read_text().lstrip().startswith("<?xml")
+    drawing = draw(example(), tmp_path / "g.svg", seed=[0.1, 1.0])
+    assert (tmp_path / "g.svg").read_text().lstrip().startswith("<?xml")
+    assert "<svg" in drawing._repr_svg_()  # what a notebook shows
+    assert drawing.source == to_dot(example(), seed=[0.1, 1.0])
+
+
+def test_names_tell_vector_elements_apart() -> None:
+    a, b = Vector([1.0, 2.0]), Vector([3.0, 4.0])
+    text = to_dot(a * b, names={"a": a, "b": b})
+    for name in ("a[0]", "a[1]", "b[0]", "b[1]"):
+        assert f'label="{name}\\ndata' in text
+
+
+def test_edges_show_the_local_derivative_or_the_chain_rule() -> None:
+    x = Value(3.0)
+    y = x * x + x.log()
+    local = to_dot(y, names={"x": x}, edges="local")
+    assert 'label="3", fontsize=10' in local  # d(x*x)/dx on each of the two edges: the other operand
+    assert 'label="0.3333", fontsize=10' in local  # d log(x)/dx = 1/x
+    chain = to_dot(y, 2.0, names={"x": x}, edges="chain")
+    assert 'label="2 x 0.3333 = 0.6667", fontsize=10' in chain
+    assert x.grad == 0.0  # nothing ran backward
+    with pytest.raises(ValueError, match="edges must be"):
+        to_dot(y, edges="all")
 
 
 def test_to_dot_refuses_other_types() -> None:

@@ -5,9 +5,10 @@ and fills ``.grad``. A ``Vector`` of Values takes PyTorch's ``y.backward(gradien
 the ``gradients`` are the ``v`` of the vector-Jacobian product ``v^T J``.
 """
 
+from vjpgrad import _notebook  # noqa: F401  # rich display in Jupyter
 from vjpgrad._compile import Compiled, compile
 from vjpgrad._custom import CustomOp, custom_op
-from vjpgrad._dot import draw, to_dot
+from vjpgrad._dot import SVGDrawing, draw, to_dot
 from vjpgrad._explain import Explanation, Step, explain
 from vjpgrad._functions import cos, exp, log, relu, sigmoid, sin, sqrt, tan, tanh
 from vjpgrad._mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad
@@ -21,6 +22,7 @@ __all__ = [
     "Compiled",
     "CustomOp",
     "Explanation",
+    "SVGDrawing",
     "Step",
     "Value",
     "Vector",

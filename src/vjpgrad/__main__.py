@@ -25,6 +25,7 @@ from vjpgrad._cases import report
 from vjpgrad._dot import to_dot
 from vjpgrad._explain import explain
 from vjpgrad._expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, ExpressionError, evaluate, parse, variables
+from vjpgrad._seeds import seeds_for
 from vjpgrad._value import Value
 from vjpgrad._vector import Vector
 
@@ -35,6 +36,8 @@ examples:
   vjpgrad '3*a + 2*b*b + log(c)' a=0.1 b=1 c=0.1           scalars: seeded with 1.0
   vjpgrad 'x * exp(-x)' x=2 --explain                       the chain rule, step by step
   vjpgrad 'sigmoid(w*x + b)' w=0.5 x=2 b=-1 --dot graph.dot
+  vjpgrad '3*a + 2*b*b + log(c)' a=1,2,3 b=3,4,5 c=6,7,8 --seed 0.1,1,0.0001 --html pass.html
+                                            a page that steps through the pass in a browser
   vjpgrad --x x=3                                           an expression may start with -
 
 A variable is NAME=NUMBER (a scalar) or NAME=N1,N2,... (a vector; NAME=5, is a vector of
@@ -44,7 +47,7 @@ It is parsed, never run as Python. It may be {MAX_LENGTH:,} characters long and 
 {MAX_DEPTH} levels deep: each parenthesis, call and unary sign is a level, and a flat chain
 such as x+x+...+x is one level however long.
 
-Options and the expression: only --seed, --explain and --dot are options, and --help (or -h
+Options and the expression: only --seed, --explain, --dot and --html are options, and --help (or -h
 as the first word). The first other word is the expression, even when it starts with a
 minus sign (vjpgrad --x x=3 is -(-x)), and every word after it is a variable. After the
 word --, no word is an option: vjpgrad -- --seed seed=2.
@@ -64,6 +67,7 @@ class Arguments:
     seed: str | None = None
     explain: bool = False
     dot: Path | None = None
+    html: Path | None = None
 
 
 def _help() -> str:
@@ -78,12 +82,13 @@ def _help() -> str:
     parser.add_argument("--seed", metavar="V1,V2,...", help="the seed: one number per output element")
     parser.add_argument("--explain", action="store_true", help="print the reverse pass step by step")
     parser.add_argument("--dot", metavar="FILE", help="write the graph as Graphviz DOT text to FILE")
+    parser.add_argument("--html", metavar="FILE", help="write a page that steps through the reverse pass to FILE")
     return parser.format_help()
 
 
-_OPTIONS = ("--seed", "--explain", "--dot")
+_OPTIONS = ("--seed", "--explain", "--dot", "--html")
 _OPTION_LIKE = re.compile(r"--?[A-Za-z][\w-]*(=.*)?")
-_OPTIONS_ARE = "the options are --seed, --explain and --dot; see --help"
+_OPTIONS_ARE = "the options are --seed, --explain, --dot and --html; see --help"
 
 
 def read_arguments(arguments: Sequence[str]) -> Arguments:
@@ -119,9 +124,15 @@ def read_arguments(arguments: Sequence[str]) -> Arguments:
         options[name] = value
     if not positionals:
         raise CommandError("no expression given (see --help)")
-    dot = options.get("--dot")
-    path = None if dot is None else Path(dot)
-    return Arguments(positionals[0], positionals[1:], options.get("--seed"), "--explain" in options, path)
+    dot, html = options.get("--dot"), options.get("--html")
+    return Arguments(
+        positionals[0],
+        positionals[1:],
+        options.get("--seed"),
+        "--explain" in options,
+        None if dot is None else Path(dot),
+        None if html is None else Path(html),
+    )
 
 
 def _numbers(text: str, what: str) -> list[float]:
@@ -196,25 +207,30 @@ def _evaluate(args: Arguments) -> list[str]:
         if len(seeds) != 1:
             raise CommandError(f"the output is a scalar, so --seed takes one number, got {len(seeds)}")
         seed = seeds[0]
-    if isinstance(y, Vector) and len(y) > 1 and seeds is None and y.requires_grad:
-        raise CommandError(
-            f"grad can be implicitly created only for scalar outputs: the output has {len(y)} elements, "
-            f"so give one seed per element, e.g. --seed {','.join(['1'] * len(y))}"
-        )
+    if isinstance(y, Vector) and y.requires_grad:  # the seed rules of backward, with the command line's hint
+        try:
+            seeds_for(len(y), seeds, name="--seed", hint=f"e.g. --seed {','.join(['1'] * len(y))}")
+        except (RuntimeError, ValueError) as error:
+            raise CommandError(str(error)) from None
     lines = [f"y = {_show(y)}"]
     explanation = None
     if y.requires_grad:
-        explanation = explain(y, seed, names=env) if args.explain else None
+        explanation = explain(y, seed, names=env) if args.explain or args.html else None
         if isinstance(y, Value):
             y.backward(1.0 if seed is None else seed)  # type: ignore[arg-type]
         else:
             y.backward(seed)
     lines += [f"{name}.grad = {_show(value.grad)}" for name, value in env.items()]  # 0.0 if y does not use it
-    if explanation is not None:
+    if explanation is not None and args.explain:
         lines += ["", str(explanation)]
     if args.dot is not None:
         args.dot.write_text(to_dot(y, seed))
         lines.append(f"graph written to {args.dot}")
+    if args.html is not None:
+        if explanation is None:
+            raise CommandError("--html needs an output that depends on a variable: there is no pass to step through")
+        args.html.write_text(explanation.to_html(title=args.expression), encoding="utf-8")
+        lines.append(f"page written to {args.html}: open it in a browser to step through the pass")
     return lines
 
 

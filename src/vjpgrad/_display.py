@@ -1,5 +1,5 @@
 """Rich display in Jupyter: HTML for a Value, a Vector and an Explanation, plain text for
-IPython's pretty printer, and ``SVGDrawing``, the picture ``draw()`` returns.
+IPython's pretty printer (the picture ``draw()`` returns is ``_dot.SVGDrawing``).
 
 The functions here only read public attributes and return strings; the classes take them
 as their ``_repr_html_`` / ``_repr_pretty_`` methods. Every text a user wrote (labels,
@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
-from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from vjpgrad._explain import Explanation
+if TYPE_CHECKING:  # _explain builds on this module (an Explanation's display), not the other way round
+    from vjpgrad._explain import Explanation
+
 from vjpgrad._format import format_vector
 from vjpgrad._html import number_text
 from vjpgrad._value import Value
 from vjpgrad._vector import Vector
 
-INSTALL_HINT = (
-    "drawing needs the graphviz Python package and Graphviz's dot program: "
-    "pip install 'vjpgrad[viz]', and install Graphviz (e.g. apt-get install graphviz or brew install graphviz)"
-)
 VECTOR_COLUMNS = 16  # a longer Vector's table shows its first and last 8 elements
 TABLE_ROWS = 500  # an explanation's HTML table shows at most this many steps
 
@@ -88,7 +85,7 @@ def vector_html(vector: Vector) -> str:
 
 def explanation_html(explanation: Explanation) -> str:
     """An Explanation as HTML: the seeds, each node's formula, the table of steps, each leaf's sum."""
-    if not isinstance(explanation, Explanation):
+    if not all(hasattr(explanation, field) for field in ("seeds", "steps", "gradients", "names", "formulas")):
         raise TypeError(f"explanation_html() takes an Explanation, got {type(explanation).__name__}")
     seeds = ", ".join(f"{_e(name)} = {_e(number_text(s))}" for name, s in explanation.seeds)
     parts = [f"<p><b>Seeds</b> (the v of v<sup>T</sup>J): {seeds}</p>"]
@@ -136,61 +133,3 @@ def repr_pretty(obj: object, printer: PrettyPrinter, cycle: bool) -> None:
     """``_repr_pretty_`` for classes whose ``str`` is what a person wants in a notebook
     (a Vector's tensor text, an Explanation's table)."""
     printer.text(f"{type(obj).__name__}(...)" if cycle else str(obj))
-
-
-class SVGDrawing:
-    """A graph picture: shows itself inline in Jupyter as SVG; ``.source`` is its DOT text.
-
-    ``save(path)`` writes ``.svg``, ``.png`` or ``.pdf`` (by the suffix), or the DOT text
-    itself for ``.dot`` / ``.gv``. Rendering needs the optional ``graphviz`` package and
-    Graphviz's ``dot`` program; without them it raises ``ImportError`` saying how to install
-    them, while ``.source`` still works.
-    """
-
-    FORMATS = ("svg", "png", "pdf")
-
-    def __init__(self, source: str) -> None:
-        if not isinstance(source, str):
-            raise TypeError(f"SVGDrawing() takes DOT text (a str), got {type(source).__name__}")
-        self.source = source
-        self._svg: str | None = None
-
-    def __repr__(self) -> str:
-        lines = self.source.count("\n")
-        return f"<SVGDrawing: {lines} lines of DOT in .source; .save(path) writes .svg, .png or .pdf>"
-
-    def _render(self, fmt: str) -> bytes:
-        try:
-            import graphviz
-        except ImportError as error:
-            raise ImportError(INSTALL_HINT) from error
-        try:
-            data: bytes = graphviz.Source(self.source).pipe(format=fmt)
-        except graphviz.ExecutableNotFound as error:
-            raise ImportError(INSTALL_HINT) from error
-        return data
-
-    def svg(self) -> str:
-        """The picture as SVG text (rendered once, then kept)."""
-        if self._svg is None:
-            self._svg = self._render("svg").decode("utf-8")
-        return self._svg
-
-    def _repr_svg_(self) -> str:
-        return self.svg()
-
-    def save(self, path: str | Path) -> Path:
-        """Write the picture to ``path``; its suffix picks the format. Returns the path."""
-        if not isinstance(path, (str, Path)):
-            raise TypeError(f"save() takes a path (str or pathlib.Path), got {type(path).__name__}")
-        target = Path(path)
-        fmt = target.suffix.lstrip(".").lower()
-        if fmt in ("dot", "gv"):
-            target.write_text(self.source, encoding="utf-8")
-        elif fmt == "svg":
-            target.write_text(self.svg(), encoding="utf-8")
-        elif fmt in self.FORMATS:
-            target.write_bytes(self._render(fmt))
-        else:
-            raise ValueError(f"save() writes .svg, .png, .pdf, .dot or .gv files, got {target.name!r}")
-        return target

@@ -1,12 +1,14 @@
-"""Graph pictures: ``to_dot`` writes Graphviz DOT text (no dependency); ``draw`` renders it
-through the optional ``graphviz`` package and Graphviz's ``dot`` program."""
+"""Graph pictures: ``to_dot`` writes Graphviz DOT text (no dependency); ``draw`` returns an
+``SVGDrawing`` of it, which renders through the optional ``graphviz`` package and Graphviz's
+``dot`` program, shows itself inline in a notebook, and saves to a file."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vjpgrad import _graph
+from vjpgrad._explain import Step, explain
 from vjpgrad._value import Value
 from vjpgrad._vector import Vector, outputs_and_seeds
 
@@ -22,32 +24,76 @@ def _quote(text: str) -> str:
     return f'"{escaped}"'
 
 
-def to_dot(output: Value | Vector, seed: float | Sequence[float] | None = None) -> str:
+def _number(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def to_dot(
+    output: Value | Vector,
+    seed: float | Sequence[float] | None = None,
+    names: Mapping[str, Value | Vector] | None = None,
+    edges: str | None = None,
+) -> str:
     """Graphviz DOT text of the graph behind ``output``, drawn from the leaves to the output.
 
-    Each Value is a box with its label, data and grad; each operation an ellipse between
-    its operands and its result; number constants are small plain nodes. With ``seed``
-    (a number for a Value, one per element for a Vector) each output shows its seed.
+    Each Value is a box with its name (from ``names``, as ``explain`` takes them, e.g.
+    ``{"a": a}`` names a Vector's elements ``a[0]``, ``a[1]``...; else its label), data and
+    grad; each operation an ellipse between its operands and its result; number constants
+    are small plain nodes; what takes no gradient is dashed. With ``seed`` (a number for a
+    Value, one per element for a Vector) each output shows its seed.
+
+    ``edges="local"`` labels each edge that carries gradient with its local derivative;
+    ``edges="chain"`` with ``upstream x local = contribution`` of the pass
+    ``backward(seed)`` would run (computed as ``explain`` does, changing no ``.grad``).
     """
-    outputs, given = outputs_and_seeds(output, seed, "to_dot")
-    seeds = None if seed is None else given
-    ids = {node: f"n{k}" for k, node in enumerate(_graph.ancestry(outputs))}
+    if edges not in (None, "local", "chain"):
+        raise ValueError(f'to_dot() edges must be None, "local" or "chain", got {edges!r}')
+    if seed is None and isinstance(output, Vector) and edges != "chain":
+        outputs, seeds = list(output), None  # no seed to show (local derivatives need none)
+        pass_seed: object = [1.0] * len(outputs)
+    else:
+        outputs, given = outputs_and_seeds(output, seed, "to_dot")
+        seeds, pass_seed = (None if seed is None else given), seed
+    steps: dict[tuple[str, str], list[Step]] = {}
+    if edges is not None:
+        explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]  # checked just above
+        for step in explanation.steps:
+            steps.setdefault((step.node, step.operand), []).append(step)
+        shown = explanation.names
+    else:
+        shown = {}
+    given_names = _names(names)
+    nodes = _graph.ancestry(outputs)
+    ids = {node: f"n{k}" for k, node in enumerate(nodes)}
     lines = ["digraph vjpgrad {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];']
     for node, name in ids.items():
-        title = node.label if node.label is not None else ""
-        text = f"{title}\ndata {node.data:.4g}\ngrad {node.grad:.4g}".lstrip("\n")
+        title = given_names.get(node) or shown.get(node) or node.label or ""
+        text = f"{title}\ndata {_number(node.data)}\ngrad {_number(node.grad)}".lstrip("\n")
         style = "" if node.requires_grad else ', style=dashed, color="gray40"'
         lines.append(f"  {name} [shape=box, label={_quote(text)}{style}];")
         if node.is_leaf:
             continue
         lines.append(f"  {name}_op [shape=ellipse, label={_quote(node.op)}];")
         lines.append(f"  {name}_op -> {name};")
+        used: dict[tuple[str, str], int] = {}
         for k, operand in enumerate(_graph.operands(node)):
-            if isinstance(operand, Value):
-                lines.append(f"  {ids[operand]} -> {name}_op;")
-            else:
-                lines.append(f"  {name}_c{k} [shape=plaintext, label={_quote(f'{operand:g}')}];")
+            if not isinstance(operand, Value):
+                lines.append(f"  {name}_c{k} [shape=plaintext, label={_quote(_number(operand))}];")
                 lines.append(f"  {name}_c{k} -> {name}_op;")
+                continue
+            label = ""
+            key = (shown.get(node, ""), shown.get(operand, ""))
+            found = steps.get(key, [])
+            if found:  # the k-th use of the same operand by this node is its k-th step
+                step = found[min(used.get(key, 0), len(found) - 1)]
+                used[key] = used.get(key, 0) + 1
+                text = (
+                    _number(step.local)
+                    if edges == "local"
+                    else (f"{_number(step.upstream)} x {_number(step.local)} = {_number(step.contribution)}")
+                )
+                label = f" [label={_quote(text)}, fontsize=10]"
+            lines.append(f"  {ids[operand]} -> {name}_op{label};")
     for k, node in enumerate(outputs):
         if seeds is not None:
             lines.append(f"  seed{k} [shape=plaintext, fontcolor=blue, label={_quote(f'seed {seeds[k]:g}')}];")
@@ -58,20 +104,87 @@ def to_dot(output: Value | Vector, seed: float | Sequence[float] | None = None) 
     return "\n".join(lines) + "\n"
 
 
-def draw(output: Value | Vector, path: str | Path, seed: float | Sequence[float] | None = None) -> Path:
-    """Render the graph of ``output`` to ``path``; the suffix (``.svg``, ``.png``, ``.pdf``)
-    picks the format. Needs the ``viz`` extra and Graphviz's ``dot``; returns the path."""
-    target = Path(path)
-    fmt = target.suffix.lstrip(".").lower()
-    if fmt not in ("svg", "png", "pdf"):
-        raise ValueError(f"draw() writes .svg, .png or .pdf files, got {target.name!r}")
-    text = to_dot(output, seed)
-    try:
-        import graphviz
-    except ImportError as error:
-        raise ImportError(INSTALL_HINT) from error
-    try:
-        graphviz.Source(text).render(outfile=target, format=fmt, cleanup=True)
-    except graphviz.ExecutableNotFound as error:
-        raise ImportError(INSTALL_HINT) from error
-    return target
+def _names(names: Mapping[str, Value | Vector] | None) -> dict[Value, str]:
+    found: dict[Value, str] = {}
+    for name, thing in (names or {}).items():
+        if isinstance(thing, Vector):
+            found.update((value, f"{name}[{i}]") for i, value in enumerate(thing))
+        elif isinstance(thing, Value):
+            found[thing] = name
+        else:
+            raise TypeError(f"names must map to Values or Vectors, {name!r} maps to {type(thing).__name__}")
+    return found
+
+
+def draw(
+    output: Value | Vector,
+    path: str | Path | None = None,
+    seed: float | Sequence[float] | None = None,
+    names: Mapping[str, Value | Vector] | None = None,
+    edges: str | None = None,
+) -> SVGDrawing:
+    """The picture of ``to_dot(output, seed, names, edges)``: it shows itself inline in a
+    notebook, and is written to ``path`` when one is given (``.svg``, ``.png`` or ``.pdf``,
+    by the suffix). Rendering needs the ``viz`` extra and Graphviz's ``dot``."""
+    drawing = SVGDrawing(to_dot(output, seed, names, edges))
+    if path is not None:
+        drawing.save(path)
+    return drawing
+
+
+class SVGDrawing:
+    """A graph picture: shows itself inline in Jupyter as SVG; ``.source`` is its DOT text.
+
+    ``save(path)`` writes ``.svg``, ``.png`` or ``.pdf`` (by the suffix), or the DOT text
+    itself for ``.dot`` / ``.gv``. Rendering needs the optional ``graphviz`` package and
+    Graphviz's ``dot`` program; without them it raises ``ImportError`` saying how to install
+    them, while ``.source`` still works.
+    """
+
+    FORMATS = ("svg", "png", "pdf")
+
+    def __init__(self, source: str) -> None:
+        if not isinstance(source, str):
+            raise TypeError(f"SVGDrawing() takes DOT text (a str), got {type(source).__name__}")
+        self.source = source
+        self._svg: str | None = None
+
+    def __repr__(self) -> str:
+        lines = self.source.count("\n")
+        return f"<SVGDrawing: {lines} lines of DOT in .source; .save(path) writes .svg, .png or .pdf>"
+
+    def _render(self, fmt: str) -> bytes:
+        try:
+            import graphviz
+        except ImportError as error:
+            raise ImportError(INSTALL_HINT) from error
+        try:
+            data: bytes = graphviz.Source(self.source).pipe(format=fmt)
+        except graphviz.ExecutableNotFound as error:
+            raise ImportError(INSTALL_HINT) from error
+        return data
+
+    def svg(self) -> str:
+        """The picture as SVG text (rendered once, then kept)."""
+        if self._svg is None:
+            self._svg = self._render("svg").decode("utf-8")
+        return self._svg
+
+    def _repr_svg_(self) -> str:
+        return self.svg()
+
+    def save(self, path: str | Path) -> Path:
+        """Write the picture to ``path``; its suffix picks the format. Returns the path."""
+        if not isinstance(path, (str, Path)):
+            raise TypeError(f"save() takes a path (str or pathlib.Path), got {type(path).__name__}")
+        target = Path(path)
+        fmt = target.suffix.lstrip(".").lower()
+        if fmt in ("dot", "gv"):
+            target.write_text(self.source, encoding="utf-8")
+        elif fmt == "svg":
+            target.write_text(self.svg(), encoding="utf-8")
+        elif fmt in self.FORMATS:
+            target.write_bytes(self._render(fmt))
+        else:
+            raise ValueError(f"save() writes .svg, .png, .pdf, .dot or .gv files, got {target.name!r}")
+        return target

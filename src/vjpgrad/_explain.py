@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vjpgrad import _graph, _ops
+from vjpgrad import _display, _graph, _html, _ops
 from vjpgrad._value import Value
 from vjpgrad._vector import Vector, outputs_and_seeds
 
@@ -45,6 +45,20 @@ class Explanation:
     gradients: dict[Value, float]
     names: dict[Value, str] = field(repr=False)
     formulas: dict[str, str] = field(repr=False)
+
+    def to_html(self, title: str | None = None) -> str:
+        """A self-contained HTML page that steps through this pass: Next, Previous, Play.
+
+        No network, nothing fetched: save it and open it in any browser, offline."""
+        return _html.stepper_html(self, title)
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the table, then the stepper, inline."""
+        return _display.explanation_html(self) + _html.stepper_fragment(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """In IPython's text display: the table, as ``str()`` gives it."""
+        printer.text("Explanation(...)" if cycle else str(self))
 
     def contributions(self, value: Value) -> list[Step]:
         """The steps that handed gradient to ``value``."""

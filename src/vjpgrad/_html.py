@@ -27,8 +27,10 @@ import itertools
 import json
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from vjpgrad._explain import Explanation
+if TYPE_CHECKING:  # _explain builds on this module (Explanation.to_html), not the other way round
+    from vjpgrad._explain import Explanation
 
 MISSING = "\u2014"  # the running total of a node the pass has not reached yet
 
@@ -99,7 +101,7 @@ class _Edge:
 
 
 def _check(explanation: object, title: object) -> None:
-    if not isinstance(explanation, Explanation):
+    if not all(hasattr(explanation, field) for field in ("seeds", "steps", "gradients", "names", "formulas")):
         raise TypeError(f"the stepper takes an Explanation (vjpgrad.explain(y)), got {type(explanation).__name__}")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a str or None, got {type(title).__name__}")
