@@ -268,7 +268,7 @@ def gpt_step(rounds: int, compare: Callable[..., Any], name: str = "isabella") -
     compile_ = getattr(vjpgrad, "compile", None)
     if compile_ is not None:  # the hook for the compiler: the example's step, compiled
         compiled_model = vjpgrad_model(weights, vocab_size)
-        compiled = compile_(example.make_step_loss(compiled_model))
+        compiled = example.make_step_loss(compiled_model, compiled=True)
         start = time.perf_counter()
         compiled(tokens).backward()  # the first call records and generates the code
         print(

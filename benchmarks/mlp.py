@@ -7,7 +7,7 @@ import itertools
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,17 @@ def training_step(
 ) -> tuple[list[float], float, float]:
     """One step of micrograd's demo: returns the parameters' gradients and the two times."""
     t0 = time.perf_counter()
+    total = loss_of(engine, model, points, labels)
+    t1 = time.perf_counter()
+    engine.backward(total)
+    params = model.parameters()
+    grads = [engine.grad(p) for p in params]
+    engine.sgd_step(params, 0.5)
+    return grads, t1 - t0, time.perf_counter() - t1
+
+
+def loss_of(engine: Engine, model: GenericMLP, points: Sequence[Sequence[Any]], labels: list[int]) -> Any:
+    """micrograd's demo loss: the mean max-margin loss plus 1e-4 times the L2 of the weights."""
     scores = [model(list(p)) for p in points]
     margins = [engine.relu(1 + -y * s) for y, s in zip(labels, scores, strict=True)]
     data_loss = margins[0]
@@ -61,15 +72,82 @@ def training_step(
     reg = params[0] * params[0]
     for p in params[1:]:
         reg = reg + p * p
-    total = data_loss + reg * 1e-4
-    t1 = time.perf_counter()
-    engine.backward(total)
-    grads = [engine.grad(p) for p in params]
-    engine.sgd_step(params, 0.5)
-    return grads, t1 - t0, time.perf_counter() - t1
+    return data_loss + reg * 1e-4
 
 
-def mlp_step(engines: list[Engine], rounds: int, compare: Callable[..., Any]) -> Any:
+def compiled_step(engine: Engine, points: list[tuple[float, float]], labels: list[int]) -> tuple[Any, float]:
+    """The same step with the loss through vjpgrad.compile: one model, reset before each run so
+    every run computes the first step's gradients; returns the run and the first call's seconds."""
+    import vjpgrad
+
+    model = GenericMLP(engine)
+    params = model.parameters()
+    start = [p.data for p in params]
+    compiled = vjpgrad.compile(lambda pts: loss_of(engine, model, pts, labels))
+    t = time.perf_counter()
+    compiled(points).backward()
+    first = time.perf_counter() - t
+
+    def run() -> tuple[list[float], float, float]:
+        for p, x in zip(params, start, strict=True):
+            p.data, p.grad = x, 0.0
+        t0 = time.perf_counter()
+        total = compiled(points)
+        t1 = time.perf_counter()
+        total.backward()
+        grads = [p.grad for p in params]
+        engine.sgd_step(params, 0.5)
+        return grads, t1 - t0, time.perf_counter() - t1
+
+    return run, first
+
+
+def step_by_hand(model: GenericMLP, points: list[tuple[float, float]], labels: list[int]) -> list[float]:
+    """The limit: the same step in plain floats, gradients derived by hand (backpropagation
+    written out), no graph. ``model``'s parameters give the starting numbers."""
+    layers = [[([w.data for w in ws], b.data) for ws, b in layer] for layer in model.layers]
+    grads = [[([0.0] * len(ws), 0.0) for ws, _ in layer] for layer in layers]
+    gw = [[list(ws) for ws, _ in layer] for layer in grads]
+    gb = [[0.0 for _ in layer] for layer in grads]
+    last = len(layers) - 1
+    n = len(points)
+    for (x0, x1), y in zip(points, labels, strict=True):
+        activations = [[x0, x1]]
+        pre = []
+        h = activations[0]
+        for k, layer in enumerate(layers):
+            z = []
+            for ws, b in layer:
+                act = b
+                for w, xi in zip(ws, h, strict=True):
+                    act += w * xi
+                z.append(act)
+            pre.append(z)
+            h = [v if v > 0.0 else 0.0 for v in z] if k < last else z
+            activations.append(h)
+        margin = 1.0 - y * h[0]
+        upstream = [(-y / n) if margin > 0.0 else 0.0]  # d loss / d score
+        for k in range(last, -1, -1):
+            if k < last:
+                upstream = [g if z > 0.0 else 0.0 for g, z in zip(upstream, pre[k], strict=True)]
+            below = [0.0] * len(activations[k])
+            for j, (ws, _) in enumerate(layers[k]):
+                g = upstream[j]
+                gb[k][j] += g
+                row = gw[k][j]
+                for i, xi in enumerate(activations[k]):
+                    row[i] += g * xi
+                    below[i] += g * ws[i]
+            upstream = below
+    flat = []
+    for k, layer in enumerate(layers):
+        for j, (ws, b) in enumerate(layer):
+            flat += [g + 2e-4 * w for g, w in zip(gw[k][j], ws, strict=True)]
+            flat.append(gb[k][j] + 2e-4 * b)
+    return flat
+
+
+def mlp_step(engines: list[Engine], rounds: int, compare: Callable[..., Any], first_calls: list[float]) -> Any:
     points, labels = make_moons()
     models = {engine.name: GenericMLP(engine) for engine in engines}
 
@@ -78,9 +156,19 @@ def mlp_step(engines: list[Engine], rounds: int, compare: Callable[..., Any]) ->
         return lambda: training_step(engine, GenericMLP(engine), points, labels)
 
     nodes = _count_nodes(models["vjpgrad"], points)
-    return compare(
-        "4. MLP(2, [16, 16, 1]) demo step on 100 points", nodes, {e.name: run_for(e) for e in engines}, rounds
-    )
+    runs = {e.name: run_for(e) for e in engines}
+    vjpgrad_engine = next(e for e in engines if e.name == "vjpgrad")
+    runs["vjpgrad compiled"], first = compiled_step(vjpgrad_engine, points, labels)
+    first_calls.append(first)
+    start = GenericMLP(vjpgrad_engine)
+
+    def limit() -> tuple[list[float], float, float]:
+        t0 = time.perf_counter()
+        grads = step_by_hand(start, points, labels)
+        return grads, time.perf_counter() - t0, 0.0
+
+    runs["hand-written"] = limit
+    return compare("4. MLP(2, [16, 16, 1]) demo step on 100 points", nodes, runs, rounds)
 
 
 def _count_nodes(model: GenericMLP, points: list[tuple[float, float]]) -> int:

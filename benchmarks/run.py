@@ -37,6 +37,7 @@ from workloads import (  # noqa: E402
     Program,
     build_dag,
     dag_by_hand,
+    dag_from,
     deep_chain,
     random_program,
     seed_expression,
@@ -89,6 +90,32 @@ def dag_run(engine: Engine, program: Program) -> Run:
         engine.backward(out)
         t2 = time.perf_counter()
         return [engine.grad(x) for x in leaves], t1 - t0, t2 - t1
+
+    return run
+
+
+COMPILED = "vjpgrad compiled"
+FIRST_CALLS: list[float] = []  # seconds of the compiled workload's first call, printed after its table
+
+
+def compiled_dag_run(program: Program) -> Run:
+    """The DAG through vjpgrad.compile: recorded once here, replayed by every run."""
+    import vjpgrad
+
+    compiled = vjpgrad.compile(lambda *leaves: dag_from(leaves, vjpgrad.relu, program))
+    start = time.perf_counter()
+    compiled(*[vjpgrad.Value(x) for x in program.leaves]).backward()
+    first = time.perf_counter() - start
+    FIRST_CALLS.append(first)
+
+    def run() -> tuple[list[float], float, float]:
+        t0 = time.perf_counter()
+        leaves = [vjpgrad.Value(x) for x in program.leaves]
+        out = compiled(*leaves)
+        t1 = time.perf_counter()
+        out.backward()
+        t2 = time.perf_counter()
+        return [x.grad for x in leaves], t1 - t0, t2 - t1
 
     return run
 
@@ -155,6 +182,16 @@ def compare(title: str, nodes: int, runs: dict[str, Run], rounds: int) -> dict[s
         print(f"  {name:16} {split} {per_node[2]:8.3f}µs   {total / base:15.2f}x")
         result[name] = {"forward_us": per_node[0], "backward_us": per_node[1], "total_us": per_node[2]}
         result[name]["ratio"] = total / base
+    if LIMIT in result and COMPILED in result:
+        print(f"  {COMPILED} vs {LIMIT}: {result[COMPILED]['total_us'] / result[LIMIT]['total_us']:.2f}x the time")
+    if COMPILED in result:
+        eager_step = result["vjpgrad"]["total_us"] * nodes / 1e6
+        for first in FIRST_CALLS:
+            print(
+                f"  {COMPILED}: first call (record + generate + load) {first:.2f}s = "
+                f"{first / eager_step:.1f} eager calls, {1e6 * first / nodes:.1f}µs per node"
+            )
+    FIRST_CALLS.clear()
     return result
 
 
@@ -163,6 +200,8 @@ def random_dag(engines: list[Engine], sizes: Sequence[int], rounds: int) -> dict
     for size in sizes:
         program = random_program(size)
         runs: dict[str, Run] = {engine.name: dag_run(engine, program) for engine in engines}
+        if size <= 100_000:  # a million lines of generated Python take minutes to compile
+            runs[COMPILED] = compiled_dag_run(program)
         runs[LIMIT] = by_hand(lambda program=program: dag_by_hand(program))  # type: ignore[misc]
         results[size] = compare(f"1. random DAG, {size:,} steps", program.nodes, runs, rounds)
     return results
@@ -258,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if "mlp" in only:
         from mlp import mlp_step
 
-        results["mlp"] = mlp_step(engines, rounds, compare)
+        results["mlp"] = mlp_step(engines, rounds, compare, FIRST_CALLS)
     if "memory" in only:
         results["memory"] = memory(engines, 10_000 if args.quick else 100_000)
     if "gpt" in only:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,8 +42,12 @@ def random_program(size: int, seed: int = 0, leaves: int = 100) -> Program:
 def build_dag(engine: Engine, program: Program) -> tuple[list[Any], Any]:
     """Run the program on an engine; returns its leaves and the balanced sum of all nodes."""
     leaves = [engine.leaf(x) for x in program.leaves]
+    return leaves, dag_from(leaves, engine.relu, program)
+
+
+def dag_from(leaves: Sequence[Any], relu: Callable[[Any], Any], program: Program) -> Any:
+    """The program's graph on these leaves: the balanced sum of all its nodes."""
     nodes = list(leaves)
-    relu = engine.relu
     for op, i, j in program.steps:
         a, b = nodes[i], nodes[j]
         if op == "add":
@@ -61,7 +65,7 @@ def build_dag(engine: Engine, program: Program) -> tuple[list[Any], Any]:
         else:
             r = a + 0.1
         nodes.append(r)
-    return leaves, balanced_sum(nodes)
+    return balanced_sum(nodes)
 
 
 def balanced_sum(nodes: Sequence[Any]) -> Any:

@@ -284,3 +284,20 @@ def test_bad_arguments_are_refused() -> None:
         vjpgrad.compile(lambda x: x)("x")
     with pytest.raises(TypeError, match="must return a Value"):
         vjpgrad.compile(lambda x: "nope")(Value(1.0))
+
+
+def test_a_call_leaves_no_reference_cycles_behind() -> None:
+    # cycles would keep every call's arguments and graph alive until the cyclic collector ran
+    import gc
+
+    w = Value(0.5)
+    f = vjpgrad.compile(lambda xs: (Vector(xs) * w).relu().sum())
+    f([Value(1.0), Value(-2.0)]).backward()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            f([Value(1.0), Value(-2.0)]).backward()
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

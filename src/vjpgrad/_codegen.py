@@ -230,6 +230,7 @@ class Writer:
         self.takes_grad = takes_grad  # id(Value) -> whether gradient flows to it
         self.namespace = dict(NAMESPACE)
         self._helpers = 0
+        self._templates: dict[tuple[Any, ...], str | None] = {}
 
     def term(self, x: Any) -> str:
         """An operand as text: a variable name or a number."""
@@ -292,24 +293,38 @@ class Writer:
             if len(live) > 1:
                 parts.insert(0, (-1, f"_s = {saved}"))
             return parts
-        args = [self.symbol(x) for x in operands] + [out]
+        terms = [self.term(x) for x in operands]
+        pattern = tuple(None if isinstance(x, _graph.Node) else x for x in operands)
         lines = []
         for k, x in live:
-            edge_form = op.forms[k]
-            try:
-                saved_value = op.saved[k](*args) if op in _ops.BUILTIN else _RuntimeOnly()
-                if isinstance(saved_value, _RuntimeOnly):
-                    raise TypeError
-                code = contribution(edge_form, g, saved_value)
-            except TypeError:  # a rule that needs numbers: call it on them as the code runs
+            template = self._template(op, k, pattern)
+            if template is None:  # a rule that needs numbers: call it on them as the code runs
                 rule = self.helper(op.saved[k])
-                call = f"{rule}({', '.join(self.term(x) for x in operands)}, {out.text})"
-                part = _operand(edge_form.contribute(g, Code("_s", atomic=True)))
-                lines.append((-1, f"_s = {call}"))
+                part = _operand(op.forms[k].contribute(g, Code("_s", atomic=True)))
+                lines.append((-1, f"_s = {rule}({', '.join(terms)}, {out.text})"))
                 lines.append((id(x), f"0.0 if _s is _MASKED else {part}"))
                 continue
-            lines.append((id(x), literal(code) if not isinstance(code, Code) else code.text))
+            lines.append((id(x), template.format(*terms, g=gradient, out=out.text)))
         return lines
+
+    def _template(self, op: Op, k: int, pattern: tuple[Any, ...]) -> str | None:
+        """The code of edge ``k``'s contribution with ``{0}``, ``{1}``, ``{g}`` and ``{out}`` for
+        the names: the rule called once per operation, edge and constant operands, not per node."""
+        key = (op, k, pattern)
+        if key in self._templates:
+            return self._templates[key]
+        template = None
+        if op in _ops.BUILTIN:
+            args = [Code(f"{{{i}}}", atomic=True) if c is None else c for i, c in enumerate(pattern)]
+            try:
+                code = contribution(
+                    op.forms[k], Code("{g}", atomic=True), op.saved[k](*args, Code("{out}", atomic=True))
+                )
+                template = code.text if isinstance(code, Code) else literal(code)
+            except TypeError:  # the rule branches on a number: it runs on numbers instead
+                template = None
+        self._templates[key] = template
+        return template
 
 
 class _RuntimeOnly:

@@ -81,50 +81,52 @@ def _flatten(args: Sequence[Any]) -> tuple[tuple[Any, ...], list[Any]]:
     key: list[Any] = []
     leaves: list[Any] = []
     first_place: dict[int, int] = {}
-
-    def visit(x: Any) -> None:
-        if isinstance(x, Value):
-            place = first_place.setdefault(id(x), len(leaves))
-            key.append(("V", x.requires_grad, place))
-            leaves.append(x)
-        elif isinstance(x, Vector):
-            key.append(("Vector", len(x)))
-            for item in x:
-                visit(item)
-        elif isinstance(x, (list, tuple)):
-            key.append((type(x).__name__, len(x)))
-            for item in x:
-                visit(item)
-        elif isinstance(x, (bool, int)):
-            key.append(("int", type(x).__name__, int(x)))
-        elif isinstance(x, numbers.Real):
-            key.append(("float",))
-            leaves.append(float(x))
-        else:
-            raise TypeError(
-                "a compiled function takes numbers, Values, Vectors and lists or tuples of them, "
-                f"got {type(x).__name__}"
-            )
-
     for arg in args:
-        visit(arg)
+        _visit(arg, key, leaves, first_place)
     key.append(("grad mode", state.grad_enabled))
     return tuple(key), leaves
+
+
+def _visit(x: Any, key: list[Any], leaves: list[Any], first_place: dict[int, int]) -> None:
+    # a module function, not a closure: a recursive closure is a reference cycle, which would
+    # keep every call's arguments alive until the cyclic collector ran
+    if isinstance(x, Value):
+        place = first_place.setdefault(id(x), len(leaves))
+        key.append(("V", x.requires_grad, place))
+        leaves.append(x)
+    elif isinstance(x, Vector):
+        key.append(("Vector", len(x)))
+        for item in x:
+            _visit(item, key, leaves, first_place)
+    elif isinstance(x, (list, tuple)):
+        key.append((type(x).__name__, len(x)))
+        for item in x:
+            _visit(item, key, leaves, first_place)
+    elif isinstance(x, (bool, int)):
+        key.append(("int", type(x).__name__, int(x)))
+    elif isinstance(x, numbers.Real):
+        key.append(("float",))
+        leaves.append(float(x))
+    else:
+        raise TypeError(
+            f"a compiled function takes numbers, Values, Vectors and lists or tuples of them, got {type(x).__name__}"
+        )
 
 
 def _rebuild(args: Sequence[Any], leaves: Iterator[Any]) -> list[Any]:
     """``args`` again, with every Value and float replaced by the next of ``leaves``."""
 
-    def build(x: Any) -> Any:
-        if isinstance(x, Value) or (isinstance(x, numbers.Real) and not isinstance(x, (bool, int))):
-            return next(leaves)
-        if isinstance(x, Vector):
-            return Vector([build(item) for item in x])
-        if isinstance(x, (list, tuple)):
-            return type(x)(build(item) for item in x)
-        return x
+    return [_build(arg, leaves) for arg in args]
 
-    return [build(arg) for arg in args]
+
+def _build(x: Any, leaves: Iterator[Any]) -> Any:
+    if isinstance(x, Value) or (isinstance(x, numbers.Real) and not isinstance(x, (bool, int))):
+        return next(leaves)
+    if isinstance(x, Vector):
+        return Vector([_build(item, leaves) for item in x])
+    if isinstance(x, (list, tuple)):
+        return type(x)(_build(item, leaves) for item in x)
+    return x
 
 
 # ---- the node that stands for one call --------------------------------------------------------------
