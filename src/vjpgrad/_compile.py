@@ -301,8 +301,7 @@ class _Entry:
                 continue
             op = _graph.op_of(node)
             assert op is not None
-            terms = ", ".join(self.writer.term(x) for x in _graph.operands(node))
-            lines.append(f"    # {self.names[id(node)]} = {self.writer.comment(op)}({terms})")
+            lines.append(f"    # {self.writer.forward_line(node).split('  # ')[0]}")
             for target, code in self.writer.backward_lines(node, f"g_{self.names[id(node)]}"):
                 if target == -1:
                     lines.append(f"    {code}")
