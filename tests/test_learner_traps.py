@@ -39,7 +39,7 @@ def test_a_rule_that_forgets_to_return_says_so() -> None:
 
     @cube.derivative
     def _(x: float, out: float) -> None:
-        3 * x * x  # noqa: B018 - the mistake under test
+        3 * x * x  # the mistake under test: no return
 
     with pytest.raises(TypeError, match="returned None: did it forget to return"):
         cube(Value(2.0))
