@@ -45,3 +45,25 @@ def test_the_lower_bound_is_read_from_the_requirement() -> None:
     assert minimum("setuptools >= 77.0.3") == (77, 0, 3)
     assert minimum("setuptools>=64") < SETUPTOOLS_WITH_PEP_639
     assert minimum("setuptools") is None
+
+
+ROOT = PYPROJECT.parent
+
+
+def minor_versions(text: str) -> list[str]:
+    return sorted(set(re.findall(r"\b3\.1[0-9]\b", text)), key=lambda v: tuple(map(int, v.split("."))))
+
+
+def test_the_readme_says_which_pythons_ci_tests_and_pyproject_agrees() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    versions_line = re.search(r"^VERSIONS=\((.*?)\)", ci, flags=re.MULTILINE)
+    assert versions_line is not None, ".ci/run names the Pythons it tests in VERSIONS=(...)"
+    tested = minor_versions(versions_line.group(1))
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())  # lines joined
+    supported = re.search(r"CI runs the tests on CPython (.*?)(?:[;:)]|\.\s)", readme)
+    assert supported is not None, "the README says which Pythons CI runs the tests on"
+    assert minor_versions(supported.group(1)) == tested
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))
+    classified = [c.rsplit("::", 1)[1].strip() for c in config["project"]["classifiers"] if re.search(r":: 3\.\d+$", c)]
+    assert classified == tested
+    assert config["project"]["requires-python"] == f">={tested[0]}"
