@@ -51,7 +51,8 @@ def in_repository(path: str, tracked: set[str]) -> bool:
     return path in tracked or any(name.startswith(path + "/") for name in tracked)
 
 
-def test_links_are_found_in_prose_and_not_in_code() -> None:
+def test_every_file_the_readme_links_to_is_tracked_by_git() -> None:
+    # the check itself: links in prose are found, links in code are not, folders count
     text = (
         "See ![a picture](docs/a.png) and [the code](examples/x.py#L3), [a folder](examples),\n"
         '<img src="docs/b.svg" width=10>, [web](https://example.org/c.png), [here](#usage),\n'
@@ -64,8 +65,6 @@ def test_links_are_found_in_prose_and_not_in_code() -> None:
     assert not in_repository("docs/b.svg", tracked)
     assert not in_repository("exam", tracked)
 
-
-def test_every_file_the_readme_links_to_is_tracked_by_git() -> None:
     paths = linked_paths(README.read_text(encoding="utf-8"))
     assert any(path.endswith((".png", ".svg")) for path in paths)  # the README shows pictures
     tracked = tracked_files()

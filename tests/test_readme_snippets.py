@@ -10,6 +10,7 @@ is skipped, with the reason, when the extra is absent.
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -64,19 +65,19 @@ def run_alone(line: int, code: str) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "__main__"}
     exec(compile("\n" * (line - 1) + code, str(README), "exec"), namespace)
     for name, value in list(namespace.items()):
-        if name.startswith("test") and callable(value):
+        if name.startswith("test") and inspect.isfunction(value):
             value()
     return namespace
 
 
-def test_the_readme_has_blocks_to_run_and_they_are_found_with_their_lines() -> None:
+@pytest.fixture(scope="module")
+def checked() -> None:
+    """The checker itself, once: it finds the blocks and their lines, and a block that leans on
+    another, or whose tests fail, fails; only an absent optional extra skips."""
     text = "intro\n```python\nx = 1\n```\n\n```python\n>>> 1\n1\n```\n```bash\nls\n```\n```python\ny = 2\n```\n"
     assert python_blocks(text) == [(3, "x = 1\n"), (7, ">>> 1\n1\n"), (14, "y = 2\n")]
     assert [is_doctest(code) for _, code in python_blocks(text)] == [False, True, False]
     assert len(SNIPPETS) >= 3
-
-
-def test_a_block_that_leans_on_another_fails_and_one_that_needs_an_extra_is_recognised() -> None:
     with pytest.raises(NameError, match="data"):
         run_alone(1, "for x in data:\n    pass\n")
     with pytest.raises(AssertionError):
@@ -88,10 +89,9 @@ def test_a_block_that_leans_on_another_fails_and_one_that_needs_an_extra_is_reco
     assert missing_extra(absent) == "needs the optional torch (pip install torch)"
 
 
+@pytest.mark.usefixtures("checked")
 @pytest.mark.parametrize(("line", "code"), SNIPPETS, ids=[f"README.md:{line}" for line, _ in SNIPPETS])
-def test_each_readme_block_runs_alone(
-    line: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_each_readme_block_runs_alone(line: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # a block that writes a file writes it here
     monkeypatch.setattr(sys, "argv", [str(README)])
     try:
