@@ -5,6 +5,7 @@ dy/dc = 1/c = 10.
 """
 
 from vjpgrad import Value, log
+from vjpgrad._format import format_scalar  # prints a number as PyTorch prints a 0-d tensor
 
 a = Value(0.1)
 b = Value(1.0)
@@ -13,6 +14,6 @@ y = 3 * a + 2 * b * b + log(c)
 
 y.backward()
 
-print(a.grad)  # 3.0 (PyTorch printed the 0-d tensor as tensor(3.))
-print(b.grad)  # 4.0 (PyTorch: tensor(4.))
-print(c.grad)  # 10.0 (PyTorch: tensor(10.))
+print(format_scalar(a.grad))  # documented: tensor(3.)
+print(format_scalar(b.grad))  # documented: tensor(4.)
+print(format_scalar(c.grad))  # documented: tensor(10.)

@@ -5,6 +5,7 @@ One pass gives 3, 4, 1; the second adds the same again: 6, 8, 2. Zero them betwe
 """
 
 from vjpgrad import Value, log
+from vjpgrad._format import format_scalar  # prints a number as PyTorch prints a 0-d tensor
 
 a = Value(1.0)
 b = Value(1.0)
@@ -14,6 +15,6 @@ y = 3 * a + 2 * b * b + log(c)
 y.backward(retain_graph=True)
 y.backward()
 
-print(a.grad)  # 6.0 (PyTorch printed the 0-d tensor as tensor(6.))
-print(b.grad)  # 8.0 (PyTorch: tensor(8.))
-print(c.grad)  # 2.0 (PyTorch: tensor(2.))
+print(format_scalar(a.grad))  # documented: tensor(6.)
+print(format_scalar(b.grad))  # documented: tensor(8.)
+print(format_scalar(c.grad))  # documented: tensor(2.)

@@ -62,9 +62,9 @@ def test_example_4_two_passes_accumulate() -> None:
                 "tensor([1.6667e-02, 1.4286e-01, 1.2500e-05])",
             ],
         ),
-        ("example_2.py", ["3.0", "4.0", "10.0"]),
+        ("example_2.py", ["tensor(3.)", "tensor(4.)", "tensor(10.)"]),
         ("example_3.py", ["tensor([3.3003])", "tensor([0.])", "tensor([inf])"]),
-        ("example_4.py", ["6.0", "8.0", "2.0"]),
+        ("example_4.py", ["tensor(6.)", "tensor(8.)", "tensor(2.)"]),
     ],
 )
 def test_each_example_script_prints_the_documented_output(script: str, printed: list[str]) -> None:

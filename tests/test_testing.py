@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import find, given
@@ -38,7 +39,7 @@ def test_a_wrong_rule_fails_with_a_table_that_names_the_input() -> None:
     lines = str(failure.value).splitlines()
     assert lines[0] == "gradients differ from the numeric ones (atol=1e-06, rtol=0.0001):"
     assert lines[1].split() == ["input", "value", "vjpgrad", "numeric", "difference"]
-    assert lines[2].split()[:3] == ["0", "3", "3"]  # input 0 at 3: vjpgrad says 3, the truth is 6
+    assert lines[2].split()[:3] == ["a", "3", "3"]  # input a at 3: vjpgrad says 3, the truth is 6
     assert float(lines[2].split()[3]) == pytest.approx(6.0)
     assert lines[2].endswith("<-- wrong")
     assert lines[3].endswith("ok")  # input 1 is fine
@@ -137,12 +138,35 @@ def test_the_exercises_pass_against_the_solutions() -> None:
     assert "14 passed" in result.stdout
 
 
+def table_rows(out: str, heading: str) -> list[dict[str, str]]:
+    """The rows of the first failure table under ``heading`` in pytest's output, by column."""
+    lines = [line.removeprefix("E").strip() for line in out.splitlines()]
+    start = next(i for i, line in enumerate(lines) if heading in line)
+    columns = lines[start + 1].split()
+    rows = []
+    for line in lines[start + 2 :]:
+        cells = line.split()
+        if len(cells) < len(columns) or cells[-1] not in ("ok", "wrong"):
+            break
+        rows.append(dict(zip(columns, cells, strict=False)))
+    return rows
+
+
 def test_the_exercises_fail_readably_against_a_wrong_rule() -> None:
     result = run_exercises("wrong")
     assert result.returncode == 1
-    assert "gradients differ from the expected ones" in result.stdout
     assert "<-- wrong" in result.stdout
     assert "expression=x," in result.stdout  # hypothesis shrank the random expression to x
+    # softsign: the learner's rule is "yours", the right derivative "expected"
+    (row,) = table_rows(result.stdout, "your gradients differ from the expected ones")
+    assert row["input"] == "x"
+    assert float(row["yours"]) == pytest.approx(1 / (1 + 1))  # the wrong rule 1 / (1 + |x|) at x = 1
+    assert float(row["expected"]) == pytest.approx(1 / (1 + 1) ** 2)
+    # the VJP by hand: the learner's numbers are "yours", vjpgrad's backward the reference
+    rows = {row["input"]: row for row in table_rows(result.stdout, "your gradients differ from vjpgrad's")}
+    assert list(rows) == [f"{name}[{i}]" for name in "abc" for i in range(3)]
+    b0 = rows["b[0]"]  # b = 3, v = 0.1: the wrong answer forgot the seed, 4b = 12; right is 0.1 * 4b = 1.2
+    assert (float(b0["value"]), float(b0["yours"]), float(b0["vjpgrad"])) == (3.0, 12.0, pytest.approx(1.2))
 
 
 def test_the_unsolved_exercises_fail() -> None:
@@ -156,3 +180,122 @@ def test_module_is_importable_without_touching_hypothesis() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
     assert vjpgrad.testing.HYPOTHESIS_HINT
+
+
+# ---- what a learner reads when a check fails ----------------------------------------------------
+
+
+def failure_lines(f: Any, inputs: list[float], **kwargs: Any) -> list[str]:
+    with pytest.raises(AssertionError) as failure:
+        assert_grad_close(f, inputs, **kwargs)
+    return str(failure.value).splitlines()
+
+
+def test_the_table_names_each_input_by_its_parameter() -> None:
+    def f(weight: Value, bias: Value) -> Value:
+        return weight * 2.0 + bias
+
+    lines = failure_lines(f, [1.0, 1.0], expected=[2.0, 5.0])
+    assert [line.split()[0] for line in lines[2:]] == ["weight", "bias"]
+    assert lines[3].endswith("<-- wrong")
+
+    class Opaque:  # no signature to read (inspect.signature raises TypeError): the inputs are numbered
+        __signature__ = "unreadable"
+
+        def __call__(self, a: Value, b: Value) -> Value:
+            return a * b
+
+    lines = failure_lines(Opaque(), [2.0, 3.0], expected=[0.0, 0.0])
+    assert [line.split()[0] for line in lines[2:]] == ["0", "1"]
+
+
+def test_variadic_inputs_are_named_by_position_in_the_star_argument() -> None:
+    lines = failure_lines(lambda first, *rest: first * rest[0] * rest[1], [1.0, 2.0, 3.0], expected=[0.0, 0.0, 0.0])
+    assert [line.split()[0] for line in lines[2:]] == ["first", "rest[0]", "rest[1]"]
+
+
+def test_an_expression_names_its_variables_and_names_can_be_given() -> None:
+    e = Expression(("*", "x", "y"), ("x", "y"))
+    lines = failure_lines(e, [2.0, 3.0], expected=[0.0, 0.0])
+    assert [line.split()[0] for line in lines[2:]] == ["x", "y"]
+    lines = failure_lines(lambda *xs: xs[0] * xs[1], [2.0, 3.0], expected=[0.0, 0.0], names=["a[0]", "b[0]"])
+    assert [line.split()[0] for line in lines[2:]] == ["a[0]", "b[0]"]
+
+
+def test_your_rule_is_labelled_yours_against_the_expected_or_numeric_gradient() -> None:
+    lines = failure_lines(lambda x: x * x * x, [2.0], expected=[11.0], yours="f")
+    assert lines[0] == "your gradients differ from the expected ones (atol=1e-06, rtol=0.0001):"
+    assert lines[1].split() == ["input", "value", "yours", "expected", "difference"]
+    assert [float(s) for s in lines[2].split()[1:5]] == [2.0, 12.0, 11.0, 1.0]  # yours 3x^2 = 12
+    lines = failure_lines(lambda x: Value(x.data * x.data), [3.0], yours="f")  # a rule that forgets the graph
+    assert lines[1].split() == ["input", "value", "yours", "numeric", "difference"]
+    assert float(lines[2].split()[2]) == 0.0
+    assert float(lines[2].split()[3]) == pytest.approx(6.0)
+
+
+def test_gradients_you_computed_by_hand_are_labelled_yours_against_vjpgrad() -> None:
+    lines = failure_lines(lambda a, b: a * b, [2.0, 5.0], expected=[5.0, 3.0], yours="expected")
+    assert lines[0] == "your gradients differ from vjpgrad's (atol=1e-06, rtol=0.0001):"
+    assert lines[1].split() == ["input", "value", "yours", "vjpgrad", "difference"]
+    assert lines[2].split()[:4] == ["a", "2", "5", "5"]
+    assert lines[2].endswith("ok")
+    assert lines[3].split()[:5] == ["b", "5", "3", "2", "1"]  # yours 3, vjpgrad's da*b/db = a = 2: 3 - 2
+    assert lines[3].endswith("<-- wrong")
+
+
+def test_the_tolerance_is_relative_to_the_reference_not_to_yours() -> None:
+    # |yours - ref| <= atol + rtol * |ref|: 100.5 vs 100 passes with rtol=0.01 (1.0 allowed) ...
+    assert_grad_close(lambda a: a * 100.0, [1.0], expected=[100.5], rtol=0.01, yours="expected")
+    # ... and 1.0 vs 0.5 fails even though rtol * |yours| = 0.5 would let it pass
+    with pytest.raises(AssertionError, match="wrong"):
+        assert_grad_close(lambda a: a * 0.5, [1.0], expected=[1.0], atol=0.0, rtol=0.5, yours="expected")
+
+
+def test_bad_names_and_yours_are_refused_before_f_runs() -> None:
+    calls: list[int] = []
+
+    def f(a: Value) -> Value:
+        calls.append(1)
+        return a
+
+    with pytest.raises(ValueError, match="yours must be 'f', 'expected' or None, got 'mine'"):
+        assert_grad_close(f, [1.0], yours="mine")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="names has 2 names but there are 1 inputs"):
+        assert_grad_close(f, [1.0], names=["a", "b"])
+    with pytest.raises(TypeError, match=r"names\[0\] must be a str, got int"):
+        assert_grad_close(f, [1.0], names=[0])  # type: ignore[list-item]
+    assert calls == []
+
+
+FAILING_CHECK = """
+from vjpgrad.testing import assert_grad_close
+
+
+def test_a_wrong_derivative():
+    assert_grad_close(lambda weight, bias: weight * weight + bias, [3.0, 1.0], expected=[5.0, 1.0])
+"""
+
+
+def test_pytest_shows_the_table_and_not_the_helpers_source(tmp_path: Path) -> None:
+    (tmp_path / "test_learner.py").write_text(FAILING_CHECK)
+    helper = Path(vjpgrad.testing.__file__)
+    here = str(helper.parent.parent)  # the vjpgrad this process tests, wherever the subprocess runs
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_learner.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    out = result.stdout
+    assert "gradients differ from the expected ones" in out
+    assert "weight" in out
+    assert "<-- wrong" in out
+    assert "assert_grad_close(lambda weight, bias" in out  # the learner's own line is shown ...
+    helper_source = helper.read_text().splitlines()
+    shown = [line for line in helper_source if len(line.strip()) > 20 and line.strip() in out]
+    assert shown == []  # ... and none of the helper's
+    assert "testing.py" not in out
+    assert len(out.splitlines()) < 30

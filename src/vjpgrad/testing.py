@@ -8,11 +8,12 @@ expression graphs; hypothesis is imported only when a strategy is asked for.
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import vjpgrad
 from vjpgrad._mode import no_grad
@@ -39,7 +40,12 @@ def _hypothesis() -> Any:
 # ---- assert_grad_close --------------------------------------------------------------------------
 
 
+# Each helper below sets ``__tracebackhide__``: pytest then leaves its frames out of a failure's
+# traceback, so a learner sees their own test line and the table, not this module's source.
+
+
 def _seeded_output(out: object, seed: Any) -> tuple[list[Value | float], list[float]]:
+    __tracebackhide__ = True
     if isinstance(out, (Value, Vector)):
         outputs, seeds = outputs_and_seeds(out, seed, "assert_grad_close", hint="pass seed=[...]")
         return list(outputs), seeds
@@ -49,8 +55,38 @@ def _seeded_output(out: object, seed: Any) -> tuple[list[Value | float], list[fl
 
 
 def _weighted(out: object, seed: object) -> float:
+    __tracebackhide__ = True
     outputs, seeds = _seeded_output(out, seed)
     return math.fsum(float(y) * s for y, s in zip(outputs, seeds, strict=True))
+
+
+def _input_names(f: Callable[..., Any], count: int, names: Sequence[str] | None) -> list[str]:
+    """The names the table gives the inputs: ``names``, else ``f``'s parameters, else 0, 1, 2..."""
+    __tracebackhide__ = True
+    if names is not None:
+        given = list(names)
+        if len(given) != count:
+            raise ValueError(f"names has {len(given)} names but there are {count} inputs")
+        for i, name in enumerate(given):
+            if not isinstance(name, str):
+                raise TypeError(f"names[{i}] must be a str, got {type(name).__name__}")
+        return given
+    numbered = [str(j) for j in range(count)]
+    if isinstance(f, Expression):
+        return list(f.variables) if len(f.variables) == count else numbered
+    try:
+        parameters = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):  # a builtin or an object without a readable signature
+        return numbered
+    found: list[str] = []
+    for parameter in parameters:
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            found.append(parameter.name)
+        elif parameter.kind is parameter.VAR_POSITIONAL:
+            found += [f"{parameter.name}[{k}]" for k in range(count - len(found))]
+        if len(found) >= count:
+            break
+    return found[:count] if len(found) >= count else numbered
 
 
 def assert_grad_close(
@@ -62,6 +98,8 @@ def assert_grad_close(
     atol: float = 1e-6,
     rtol: float = 1e-4,
     eps: float = 1e-6,
+    names: Sequence[str] | None = None,
+    yours: Literal["f", "expected"] | None = None,
 ) -> None:
     """Assert that the gradients of ``f`` at ``inputs`` are close to ``expected``.
 
@@ -69,12 +107,27 @@ def assert_grad_close(
     number per element, as ``y.backward(seed)`` takes). Its gradients, from
     ``backward(seed)``, are compared with ``expected`` (one number per input) or, when
     ``expected`` is None, with central differences of ``sum_i seed[i] * f(...)[i]``. Each
-    must satisfy ``|got - want| <= atol + rtol * |want|``. On failure the ``AssertionError``
-    is a table: each input, its value, the gradient vjpgrad computed, the one expected and
-    their difference, with the wrong ones marked.
+    must satisfy ``|got - want| <= atol + rtol * |want|``, ``want`` being the reference
+    (the expected or numeric gradient, or vjpgrad's when ``yours="expected"``).
+
+    On failure the ``AssertionError`` is a table: each input (named by ``names``, else by
+    ``f``'s parameters), its value, the two gradients and their difference, with the wrong
+    ones marked; pytest shows it without this helper's source. ``yours`` says which side
+    is the learner's work, labelled "yours": ``"f"`` when they wrote ``f`` or its derivative
+    rule, ``"expected"`` when they computed the gradients by hand (vjpgrad's are then the
+    reference).
     """
+    __tracebackhide__ = True
+    if yours not in (None, "f", "expected"):
+        raise ValueError(f"yours must be 'f', 'expected' or None, got {yours!r}")
     points: list[Any] = [inputs] if isinstance(inputs, numbers.Real) else list(inputs)  # type: ignore[arg-type]
     xs = [scalar_seed(x, f"inputs[{i}]") for i, x in enumerate(points)]
+    labels = _input_names(f, len(xs), names)
+    if expected is not None:
+        want_list: list[Any] = [expected] if isinstance(expected, numbers.Real) else list(expected)  # type: ignore[arg-type]
+        if len(want_list) != len(xs):
+            raise ValueError(f"expected has {len(want_list)} gradients but there are {len(xs)} inputs")
+        want = [scalar_seed(w, f"expected[{i}]") for i, w in enumerate(want_list)]
     leaves = [Value(x) for x in xs]
     outputs, seeds = _seeded_output(f(*leaves), seed)
     live = [(y, s) for y, s in zip(outputs, seeds, strict=True) if isinstance(y, Value) and y.requires_grad]
@@ -91,27 +144,28 @@ def assert_grad_close(
                 want.append((plus - minus) / (2 * eps))
     else:
         source = "expected"
-        want_list: list[Any] = [expected] if isinstance(expected, numbers.Real) else list(expected)  # type: ignore[arg-type]
-        if len(want_list) != len(xs):
-            raise ValueError(f"expected has {len(want_list)} gradients but there are {len(xs)} inputs")
-        want = [scalar_seed(w, f"expected[{i}]") for i, w in enumerate(want_list)]
+    if yours == "expected":  # the learner's numbers against vjpgrad's
+        heading = f"your gradients differ from vjpgrad's (atol={atol:g}, rtol={rtol:g}):"
+        columns, checked, reference = ("yours", "vjpgrad"), want, got
+    else:
+        whose = "your gradients" if yours == "f" else "gradients"
+        heading = f"{whose} differ from the {source} ones (atol={atol:g}, rtol={rtol:g}):"
+        columns, checked, reference = ("yours" if yours == "f" else "vjpgrad", source), got, want
     rows = []
     failed = False
-    for j, (x, g, w) in enumerate(zip(xs, got, want, strict=True)):
+    for name, x, g, w in zip(labels, xs, checked, reference, strict=True):
         ok = (math.isnan(g) and math.isnan(w)) or g == w or abs(g - w) <= atol + rtol * abs(w)
         failed = failed or not ok
-        rows.append((j, x, g, w, g - w, ok))
+        rows.append((name, x, g, w, g - w, ok))
     if failed:
-        raise AssertionError(_table(rows, source, atol, rtol))
+        raise AssertionError(_table(heading, columns, rows))
 
 
-def _table(rows: list[tuple[int, float, float, float, float, bool]], source: str, atol: float, rtol: float) -> str:
-    lines = [
-        f"gradients differ from the {source} ones (atol={atol:g}, rtol={rtol:g}):",
-        f"  {'input':>5} {'value':>12} {'vjpgrad':>14} {source:>14} {'difference':>12}",
-    ]
-    for j, x, g, w, d, ok in rows:
-        lines.append(f"  {j:>5} {x:>12.6g} {g:>14.8g} {w:>14.8g} {d:>12.3g}  {'ok' if ok else '<-- wrong'}")
+def _table(heading: str, columns: tuple[str, str], rows: list[tuple[str, float, float, float, float, bool]]) -> str:
+    width = max(5, *(len(name) for name, *_ in rows))
+    lines = [heading, f"  {'input':<{width}} {'value':>12} {columns[0]:>14} {columns[1]:>14} {'difference':>12}"]
+    for name, x, g, w, d, ok in rows:
+        lines.append(f"  {name:<{width}} {x:>12.6g} {g:>14.8g} {w:>14.8g} {d:>12.3g}  {'ok' if ok else '<-- wrong'}")
     return "\n".join(lines)
 
 

@@ -21,8 +21,11 @@ def example_1(*xs):
 
 
 def check(a, b, c, v):
+    """Your gradients, computed by hand, against the ones vjpgrad's y.backward(v) gives."""
     by_hand = vjp_example_1(a, b, c, v)
-    assert_grad_close(example_1, a + b + c, expected=[g for part in by_hand for g in part], seed=v)
+    names = [f"{name}[{i}]" for name, xs in zip("abc", (a, b, c), strict=True) for i in range(len(xs))]
+    expected = [g for part in by_hand for g in part]
+    assert_grad_close(example_1, a + b + c, expected=expected, seed=v, names=names, yours="expected")
 
 
 def test_the_documented_case():
