@@ -75,6 +75,10 @@ class ExpressionError(ValueError):
     """The expression text is not one the command line accepts; the message says why."""
 
 
+LOCATE_BEYOND = 80
+"""A refusal of a text longer than this says where in it the trouble is."""
+
+
 def parse(text: str) -> ast.expr:
     """The checked syntax tree of ``text``, or ``ExpressionError``."""
     if not isinstance(text, str):
@@ -94,6 +98,14 @@ def parse(text: str) -> ast.expr:
         tree = _read(text)
     except _UnreadError as unread:
         tree = _python_parse(text, unread)
+        try:
+            _check(tree, text)
+        except ExpressionError as refusal:
+            if len(text) <= LOCATE_BEYOND:
+                raise
+            # in a long text, say where: Python's parser does not on every version
+            raise ExpressionError(f"{refusal} ({unread})") from None
+        return tree
     _check(tree, text)
     return tree
 
