@@ -100,10 +100,11 @@ class Code:
     def __rtruediv__(self, other: Any) -> Code:
         return _divide(other, self)
 
-    def __pow__(self, other: Any) -> Code:
-        if isinstance(other, Code):
-            return Code(f"_pow({self.text}, {other.text})", atomic=True)
-        return Code(f"_pow_scalar({self.text}, {literal(other)})", atomic=True)
+    def __pow__(self, other: Any) -> Code:  # C's pow, as PyTorch's tensor ** tensor
+        return Code(f"_pow({self.text}, {literal(other)})", atomic=True)
+
+    def pow_scalar(self, k: Any) -> Code:  # PyTorch's tensor ** number, with its special cases
+        return Code(f"_pow_scalar({self.text}, {literal(k)})", atomic=True)
 
     def __rpow__(self, other: Any) -> Code:
         return Code(f"_pow({literal(other)}, {self.text})", atomic=True)
@@ -341,3 +342,78 @@ def _is_plain_number(text: str) -> bool:
     except ValueError:
         return False
     return not text.startswith("-")
+
+
+# ---- the eager operators, written from the table ----------------------------------------------------
+
+
+def _saved_code(op: Op, k: int, args: list[Any], helper: str) -> str:
+    """The code of edge ``k``'s saved value, from the table's rule called with symbols (or a
+    call of the rule itself, named ``helper``, where it needs numbers)."""
+    try:
+        saved = op.saved[k](*args)
+    except TypeError:
+        return f"{helper}({', '.join(literal(a) for a in args)})"
+    if isinstance(saved, Maybe):
+        return f"_MASKED if {saved.condition.text} else {_operand(saved.value)}"
+    return literal(saved)
+
+
+def eager_operators(op: Op, reflected: Op, namespace: dict[str, Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``self <op> other`` and ``other <op> self`` as straight-line functions written from the
+    rows of the table: the forward and each saved value inlined, as ``compile`` writes them,
+    which saves the calls of the rules on every node. ``namespace`` must hold ``Value``,
+    ``make`` and ``as_number``."""
+    x, y, out = (Code(name, atomic=True) for name in ("x", "y", "out"))
+    namespace.update(NAMESPACE, _op=op, _reflected_op=reflected, _saved_x=op.saved[0], _saved_y=op.saved[1])
+    namespace["_reflected_saved_y"] = reflected.saved[1]
+    source = f"""
+def operator(self, other):
+    if isinstance(other, Value):
+        y = other.data
+        takes = other.requires_grad
+    elif type(other) is float:
+        y = other
+        takes = False
+    else:
+        y = as_number(other)
+        if y is None:
+            return NotImplemented
+        other = y
+        takes = False
+    x = self.data
+    out = {op.code.format("x", "y")}
+    da = ({_saved_code(op, 0, [x, y, out], "_saved_x")}) if self.requires_grad else None
+    db = ({_saved_code(op, 1, [x, y, out], "_saved_y")}) if takes else None
+    return make(Value, out, _op, self, da, other, db)
+
+
+def reflected(self, other):
+    if type(other) is float:
+        x = other
+    else:
+        x = as_number(other)
+        if x is None:
+            return NotImplemented
+    y = self.data
+    out = {reflected.code.format("x", "y")}
+    db = ({_saved_code(reflected, 1, [x, y, out], "_reflected_saved_y")}) if self.requires_grad else None
+    return make(Value, out, _reflected_op, x, None, self, db)
+"""
+    exec(compile(source, f"<vjpgrad operator {op.name}>", "exec"), namespace)  # noqa: S102 - from the table alone
+    return namespace.pop("operator"), namespace.pop("reflected")
+
+
+def eager_unary(op: Op, namespace: dict[str, Any]) -> Callable[..., Any]:
+    """The Value method of a one-operand operation, written from its row as ``eager_operators``."""
+    x, out = Code("x", atomic=True), Code("out", atomic=True)
+    namespace.update(NAMESPACE, _op=op, _saved=op.saved[0])
+    source = f"""
+def method(self):
+    x = self.data
+    out = {op.code.format("x")}
+    return make(Value, out, _op, self, ({_saved_code(op, 0, [x, out], "_saved")}) if self.requires_grad else None, None, None)
+"""
+    exec(compile(source, f"<vjpgrad operation {op.name}>", "exec"), namespace)  # noqa: S102 - from the table alone
+    function: Callable[..., Any] = namespace.pop("method")
+    return function

@@ -30,7 +30,7 @@ from typing import Any
 
 from vjpgrad import _graph
 from vjpgrad._codegen import Writer
-from vjpgrad._mode import DataDependentError, caller_location, refuse_number, refusing_numbers, state
+from vjpgrad._mode import OWN_CODE, DataDependentError, caller_location, refuse_number, refusing_numbers, state
 from vjpgrad._ops import TIMES, Form, Op
 from vjpgrad._value import Value
 from vjpgrad._vector import Vector, wrap
@@ -38,7 +38,6 @@ from vjpgrad._vector import Vector, wrap
 CACHE_SIZE = 64
 """Recordings kept per compiled function (the least recently used goes first)."""
 
-_PACKAGE = _graph.__file__.rsplit("/", 1)[0].rsplit("\\", 1)[0]
 _data_slot: Any = _graph.Node.__dict__["data"]  # the slot under Value.data, for vjpgrad's own reads
 
 
@@ -51,7 +50,7 @@ class _Recorded(Value):
     @property
     def data(self) -> float:
         frame = __import__("sys")._getframe(1)
-        if not frame.f_code.co_filename.startswith(_PACKAGE):
+        if not frame.f_code.co_filename.startswith(OWN_CODE):
             raise DataDependentError(
                 f".data of a Value at {caller_location()} depends on its number, which vjpgrad.compile cannot "
                 "replay: use a vjpgrad operation instead (max, relu, nn.functional...), move the decision "

@@ -137,13 +137,14 @@ class refusing_numbers:  # noqa: N801 - a context manager named for what it does
 
 
 _PACKAGE = __file__.rsplit("/", 1)[0].rsplit("\\", 1)[0]
+OWN_CODE = (_PACKAGE, "<vjpgrad")  # the package's files, and the code it writes (operators, compile)
 
 
 def caller_location() -> str:
     """``file:line`` of the first frame outside vjpgrad: where the user's code is."""
     frame = sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(OWN_CODE):
         frame = frame.f_back
-    if frame.f_code.co_filename.startswith(_PACKAGE):
+    if frame.f_code.co_filename.startswith(OWN_CODE):
         return "<unknown>"
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"

@@ -76,7 +76,11 @@ def power(x: Any, y: Any) -> Any:
 
 
 def power_scalar(x: Any, k: float) -> Any:
-    return _floats.power_scalar(x, k) if is_float(x) else x**k
+    if is_float(x):
+        return _floats.power_scalar(x, k)
+    if hasattr(x, "pow_scalar"):  # code: PyTorch's special cases, whatever k's form
+        return x.pow_scalar(k)
+    return x**k
 
 
 def log(x: Any) -> Any:

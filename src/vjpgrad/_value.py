@@ -12,7 +12,7 @@ import numbers
 from collections.abc import Callable
 from typing import Any, Union
 
-from vjpgrad import _graph, _ops
+from vjpgrad import _codegen, _graph, _ops
 from vjpgrad._backward import backward
 from vjpgrad._mode import refuse_number
 from vjpgrad._ops import Op
@@ -55,10 +55,24 @@ def nary(op: Op, xs: tuple[Value | float, ...]) -> Value:
 _Operator = Callable[["Value", Any], "Value"]
 
 
+_GENERATED: dict[str, Any] = {"make": _make, "as_number": as_number}
+"""The namespace of the operators written from the table (``Value`` joins it below)."""
+
+
 def binary_operators(op: Op, reflected_op: Op | None = None) -> tuple[_Operator, _Operator]:
     """``self <op> other`` and its reflected form ``other <op> self``, from one definition
     (as ``fractions._operator_fallbacks`` does). A number operand is a constant, not a node;
-    any other type returns ``NotImplemented`` so Python raises its usual TypeError."""
+    any other type returns ``NotImplemented`` so Python raises its usual TypeError.
+
+    The table's own operations are written out as straight-line code from their rows
+    (``_codegen.eager_operators``: no call of a rule per node); a custom operation's rules
+    are called as they are."""
+    if op in _ops.BUILTIN:
+        fast, fast_reflected = _codegen.eager_operators(op, reflected_op or op, dict(_GENERATED, Value=None))
+        _LATE.append(fast.__globals__)
+        _name(fast, f"__{op.name}__", f"self {op.symbol} other")
+        _name(fast_reflected, f"__r{op.name}__", f"other {op.symbol} self")
+        return fast, fast_reflected
     forward = op.forward
     saved_x, saved_y = op.saved
     reflected = reflected_op or op
@@ -90,21 +104,25 @@ def binary_operators(op: Op, reflected_op: Op | None = None) -> tuple[_Operator,
         db = reflected_saved_y(x, y, out) if self.requires_grad else None
         return _make(Value, out, reflected, x, None, self, db)
 
-    operator.__name__ = f"__{op.name}__"
-    operator.__doc__ = f"self {op.symbol} other"
-    reflected_operator.__name__ = f"__r{op.name}__"
-    reflected_operator.__doc__ = f"other {op.symbol} self"
+    _name(operator, f"__{op.name}__", f"self {op.symbol} other")
+    _name(reflected_operator, f"__r{op.name}__", f"other {op.symbol} self")
     return operator, reflected_operator
 
 
+_LATE: list[dict[str, Any]] = []  # namespaces of generated code that need Value, once it exists
+
+
+def _name(function: Callable[..., Any], name: str, doc: str) -> None:
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+
+
 def _method(op: Op) -> Callable[[Value], Value]:
-    """The Value method of a one-operand operation, named and documented from its row."""
-
-    def method(self: Value) -> Value:
-        return unary(op, self)
-
-    method.__name__ = method.__qualname__ = op.name
-    method.__doc__ = op.doc + "."
+    """The Value method of a one-operand operation, named and documented from its row,
+    written out from the row as the operators are."""
+    method: Callable[[Value], Value] = _codegen.eager_unary(op, dict(_GENERATED, Value=None))
+    _LATE.append(method.__globals__)
+    _name(method, op.name, op.doc + ".")
     return method
 
 
@@ -271,13 +289,8 @@ class Value(_graph.Node):
             return NotImplemented
         return _mul(self.reciprocal(), other)
 
-    def __neg__(self) -> Value:
-        """-self"""
-        return unary(_ops.NEG, self)
-
-    def __abs__(self) -> Value:
-        """abs(self)"""
-        return unary(_ops.ABS, self)
+    __neg__ = _method(_ops.NEG)
+    __abs__ = _method(_ops.ABS)
 
     def __pos__(self) -> Value:
         """+self, which is self, as in PyTorch"""
@@ -293,6 +306,10 @@ class Value(_graph.Node):
     tanh = _method(_ops.TANH)
     sigmoid = _method(_ops.SIGMOID)
     relu = _method(_ops.RELU)
+
+
+for _namespace in _LATE:
+    _namespace["Value"] = Value
 
 
 def _check_every_function_is_a_method() -> None:
