@@ -400,7 +400,7 @@ def reflected(self, other):
     db = ({_saved_code(reflected, 1, [x, y, out], "_reflected_saved_y")}) if self.requires_grad else None
     return make(Value, out, _reflected_op, x, None, self, db)
 """
-    exec(compile(source, f"<vjpgrad operator {op.name}>", "exec"), namespace)  # noqa: S102 - from the table alone
+    exec(compile(source, f"<vjpgrad operator {op.name}>", "exec"), namespace)  # code written from the table alone
     return namespace.pop("operator"), namespace.pop("reflected")
 
 
@@ -412,8 +412,9 @@ def eager_unary(op: Op, namespace: dict[str, Any]) -> Callable[..., Any]:
 def method(self):
     x = self.data
     out = {op.code.format("x")}
-    return make(Value, out, _op, self, ({_saved_code(op, 0, [x, out], "_saved")}) if self.requires_grad else None, None, None)
+    saved = ({_saved_code(op, 0, [x, out], "_saved")}) if self.requires_grad else None
+    return make(Value, out, _op, self, saved, None, None)
 """
-    exec(compile(source, f"<vjpgrad operation {op.name}>", "exec"), namespace)  # noqa: S102 - from the table alone
+    exec(compile(source, f"<vjpgrad operation {op.name}>", "exec"), namespace)  # code written from the table alone
     function: Callable[..., Any] = namespace.pop("method")
     return function
