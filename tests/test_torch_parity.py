@@ -9,12 +9,13 @@ What "the same" means here:
   vjpgrad and at None in PyTorch (which stores the first gradient as it is), and
   ``0.0 + -0.0`` is ``0.0``, so there the two zeros are equal.
 - ``exp log sqrt sin cos tan tanh`` (and ``x ** 0.5``, which PyTorch computes as ``sqrt``):
-  PyTorch runs these through its vectorised kernels (MKL's VML or SLEEF), which may be one
-  ulp from the correctly rounded result that the C library, and so vjpgrad, gives. Those
-  forward values are compared within one ulp. Where PyTorch's value of such a function
-  differs from the C library's, a gradient computed from it differs too: such a case is
-  counted (hypothesis ``event``) and its gradients compared to 1e-9 relative; every other
-  case is compared by bits.
+  PyTorch runs these through its vectorised kernels (MKL's VML here, SLEEF elsewhere), whose
+  results may be one ulp from the correctly rounded one, while vjpgrad gives the C library's
+  (glibc's ``tanh`` is itself up to two ulps off, its others one). So for these forward
+  values vjpgrad must give exactly the C library's number, and PyTorch's may differ from it
+  by at most two ulps. Where they differ, so may every gradient computed from them: such a
+  case is counted (hypothesis ``event``) and its gradients compared to 1e-9 relative; every
+  other case, and every other operation, is compared by bits.
 
 ``VJPGRAD_EXAMPLES`` (see conftest.py) raises the number of generated examples; a large
 campaign is ``VJPGRAD_EXAMPLES=3000 pytest tests/test_torch_parity.py``.
@@ -79,11 +80,15 @@ def near(ours: float, theirs: float) -> bool:
 
 
 def test_the_comparisons_see_the_last_bit_and_the_sign_of_zero() -> None:
-    assert identical(nan, -nan) and not identical(nan, 0.0)
-    assert not identical(0.0, -0.0) and identical(0.0, -0.0, zero_sign=False)
+    assert identical(nan, -nan)
+    assert not identical(nan, 0.0)
+    assert not identical(0.0, -0.0)
+    assert identical(0.0, -0.0, zero_sign=False)
     assert not identical(1.0, math.nextafter(1.0, 2.0))
-    assert ulps_apart(1.0, math.nextafter(1.0, 2.0)) == 1 and ulps_apart(-TINY, TINY) == 2
-    assert ulps_apart(inf, HUGE) == inf and ulps_apart(nan, nan) == 0
+    assert ulps_apart(1.0, math.nextafter(1.0, 2.0)) == 1
+    assert ulps_apart(-TINY, TINY) == 2
+    assert ulps_apart(inf, HUGE) == inf
+    assert ulps_apart(nan, nan) == 0
 
 
 # ---- both engines -------------------------------------------------------------------------------
@@ -106,15 +111,29 @@ LIBM: dict[str, Callable[[float], float]] = {"exp": math.exp, "log": math.log, "
 LIBM |= {"sin": math.sin, "cos": math.cos, "tan": math.tan, "tanh": math.tanh}
 
 
+def libm(name: str, x: float) -> float | None:
+    """The C library's ``name`` at ``x`` (None at an edge where Python's math raises)."""
+    try:
+        return LIBM[name](x)
+    except (ValueError, OverflowError):
+        return None
+
+
 def libm_agrees(name: str, x: float) -> bool:
-    """Whether PyTorch's ``name`` at ``x`` has the C library's bits (vjpgrad uses the latter)."""
+    """Whether PyTorch's ``name`` at ``x`` has the C library's bits."""
     with torch.no_grad():
         theirs = float(getattr(torch, name)(tensor(x, False)).item())
-    try:
-        ours = LIBM[name](x)
-    except (ValueError, OverflowError):
-        return True  # an IEEE edge (log(0), exp(1000)...): exact in both
-    return identical(ours, theirs)
+    ours = libm(name, x)
+    return ours is None or identical(ours, theirs)  # at an edge (log(0)...) both are exact
+
+
+def kernel_explains(kernel: str | None, x: float, ours: float, theirs: float) -> bool:
+    """Whether ``ours != theirs`` is PyTorch's vectorised ``kernel`` differing from the C
+    library: ours is the C library's number and theirs is at most two ulps from it."""
+    if kernel is None:
+        return False
+    expected = libm(kernel, x)
+    return expected is not None and identical(ours, expected) and ulps_apart(ours, theirs) <= 2
 
 
 def backward_dependencies(name: str, xs: Sequence[float], k: float | None = None) -> list[tuple[str, float]]:
@@ -208,7 +227,7 @@ def compare_operation(
     kernel = name if name in VECTORISED else "sqrt" if (name == "x ** k" and k == 0.5) else None
     explained = False
     if not identical(out, out_t):
-        if kernel is None or ulps_apart(out, out_t) > 1 or libm_agrees(kernel, xs[0]):
+        if not kernel_explains(kernel, xs[0], out, out_t):
             result.found.append((shown, xs, seed, "forward", out, out_t))
             return
         explained = True
@@ -262,7 +281,9 @@ def test_each_function_agrees_with_pytorch_to_the_bit(name: str, x: float, seed:
 
 
 @given(st.sampled_from(list(WITH_CONSTANT)), inputs, st.sampled_from(CONSTANTS) | st.floats(-10, 10), seeds)
-def test_each_operation_with_a_number_agrees_with_pytorch_to_the_bit(name: str, x: float, c: float, seed: float) -> None:
+def test_each_operation_with_a_number_agrees_with_pytorch_to_the_bit(
+    name: str, x: float, c: float, seed: float
+) -> None:
     result = Mismatches()
     compare_operation(name, lambda v: WITH_CONSTANT[name](v, c), [x], seed, result, c)
     if result.explained:
@@ -279,14 +300,20 @@ def test_each_binary_operation_agrees_with_pytorch_to_the_bit(name: str, x: floa
     result.check()
 
 
-def test_a_vectorised_difference_is_only_one_ulp_and_only_where_libm_differs() -> None:
-    # The exemption above is narrow: PyTorch's sqrt at this input is one ulp from the
-    # correctly rounded square root (math.sqrt is exact by IEEE-754) on MKL builds.
-    x = 2.970128361985127
-    ours, theirs = Value(x).sqrt().data, number(torch.sqrt(tensor(x)))
-    assert ours == math.sqrt(x)
-    assert ulps_apart(ours, theirs) <= 1
-    assert identical(ours, theirs) == libm_agrees("sqrt", x)
+def test_a_vectorised_difference_is_a_rounding_difference_of_pytorch_or_libm() -> None:
+    # The exemption above is narrow: each library is within its accuracy of the correctly
+    # rounded result (PyTorch's sqrt here is one ulp from the exact IEEE square root).
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.prec = 200
+    for name, x in [("sqrt", 2.970128361985127), ("tanh", 0.3962226569192966), ("exp", 0.10567641159200747)]:
+        ours = UNARY[name](Value(x)).data
+        theirs = number(UNARY[name](tensor(x)))
+        exact = float(getattr(mpmath, name)(mpmath.mpf(x)))
+        assert ours == libm(name, x)
+        assert ulps_apart(theirs, exact) <= 1
+        assert ulps_apart(ours, exact) <= 2
+        assert kernel_explains(name, x, ours, theirs) or identical(ours, theirs)
+        assert not kernel_explains(name, x, math.nextafter(ours, inf), theirs)  # ours must be libm's
 
 
 # ---- the formulas the edges single out ------------------------------------------------------------
@@ -340,6 +367,26 @@ def test_tanh_backward_is_one_fused_multiply_add_as_in_pytorchs_cpu_kernel() -> 
     assert ours != twice_rounded
 
 
+def test_tanh_backward_rounds_once_with_create_graph_too() -> None:
+    x = Value(3.0)
+    (g,) = vjpgrad.gradients(x.tanh(), [x], create_graph=True)
+    assert g.data == torch_grad(lambda t: t.tanh(), 3.0, 1.0)
+    assert g.requires_grad  # still differentiable: the data is PyTorch's, the graph 1 - r*r's
+    (second,) = vjpgrad.gradients(g, [x])
+    assert second.data == pytest.approx(-2 * math.tanh(3.0) * (1 - math.tanh(3.0) ** 2), rel=1e-12)
+
+
+def test_create_graph_divides_a_number_by_a_value_as_pytorch_does() -> None:
+    # log's backward is g / x. With create_graph the seed is a number and x a Value: that
+    # must be one division, not Python's number / Value, which is (1 / x) * number.
+    x, seed = -1.970723652336229, -1.8765205430492928
+    v = Value(x)
+    (g,) = vjpgrad.gradients(-v.log(), [v], seed, create_graph=True)
+    expected = torch_grad(lambda t: -t.log(), x, seed)
+    assert identical(g.data, expected)
+    assert expected != (1 / x) * -seed
+
+
 def test_the_exponents_gradient_of_tensor_pow_multiplies_by_zero_and_is_not_masked() -> None:
     # pow_backward_exponent: grad * where(base == 0 & exponent >= 0, 0, result * log(base)):
     # an infinite upstream gradient times that 0 is nan in PyTorch.
@@ -347,7 +394,8 @@ def test_the_exponents_gradient_of_tensor_pow_multiplies_by_zero_and_is_not_mask
     (gx, gy) = vjpgrad.gradients(x**y, [x, y], inf)
     tx, ty = tensor(0.0), tensor(2.0)
     (ex, ey) = torch.autograd.grad(tx**ty, [tx, ty], tensor(inf, False))
-    assert math.isnan(number(ey)) and math.isnan(gy.data)
+    assert math.isnan(number(ey))
+    assert math.isnan(gy.data)
     assert identical(gx.data, number(ex))
 
 
@@ -469,9 +517,7 @@ def compare_forward(ours: Built, theirs: Built) -> bool:
         if identical(a.data, number(b)):
             continue
         step, x, _, _ = ours.steps[k - len(ours.leaves)]
-        assert step.kernel is not None, f"node {k} ({step.name}) differs: {a.data!r} vs {number(b)!r}"
-        assert ulps_apart(a.data, number(b)) <= 1, f"node {k} ({step.name}): {a.data!r} vs {number(b)!r}"
-        assert not libm_agrees(step.kernel, x.data), f"node {k} ({step.name}) differs though libm agrees"
+        assert kernel_explains(step.kernel, x.data, a.data, number(b)), (k, step.name, a.data, number(b))
         return False
     for step, x, y, c in ours.steps:
         operand_y = y.data if isinstance(y, Value) else y
@@ -508,11 +554,15 @@ def compare_gradients(ours: Built, theirs: Built, count: int, seed_list: list[fl
     expected = torch.autograd.grad(
         outs_t, inputs_t, [tensor(s, False) for s in given_seeds], retain_graph=True, allow_unused=True
     )
-    for k, (a, b) in enumerate(zip(mine, expected, strict=True)):
+    # the same numbers as differentiable Values (create_graph=True; PyTorch's are the same too)
+    differentiable = vjpgrad.gradients(outs, inputs, given_seeds, create_graph=True, allow_unused=True)
+    for k, (a, a_graph, b) in enumerate(zip(mine, differentiable, expected, strict=True)):
         if b is None:  # not reached from the outputs: PyTorch has no gradient, vjpgrad 0.0
             assert a.data == 0.0, k
+            assert a_graph.data == 0.0, k
         else:
             assert identical(a.data, number(b)), (k, a.data, number(b))
+            assert identical(a_graph.data, number(b)), (k, "create_graph", a_graph.data, number(b))
     # backward into .grad of every leaf
     Vector(outs).backward(given_seeds)
     torch.autograd.backward(outs_t, [tensor(s, False) for s in given_seeds])

@@ -68,7 +68,14 @@ def sign(x: Any) -> Any:
 
 
 def div(x: Any, y: Any) -> Any:
-    return _floats.div(x, y) if is_float(x) and is_float(y) else x / y
+    if is_float(x):
+        if is_float(y):
+            return _floats.div(x, y)
+        if hasattr(y, "requires_grad"):
+            # a float over a Value: a true division, as PyTorch's g / x. Python's reflected
+            # number / Value is (1 / x) * number (PyTorch's __rtruediv__), rounded twice
+            x = type(y)(x, requires_grad=False)
+    return x / y
 
 
 def power(x: Any, y: Any) -> Any:
@@ -263,14 +270,21 @@ SQRT = _unary(
 SIN = _unary("sin", _floats.sin, lambda x, out: cos(x), doc="Sine")
 COS = _unary("cos", _floats.cos, lambda x, out: -sin(x), doc="Cosine")
 TAN = _unary("tan", _floats.tan, lambda x, out: 1.0 + out * out, doc="Tangent")
-# PyTorch's tanh_backward kernel rounds 1 - r*r once (a fused multiply-add); so do floats
-# here. Values (create_graph) round r*r first: their data may differ in the last bits
-TANH = _unary(
-    "tanh",
-    _floats.tanh,
-    lambda x, out: _floats.one_minus_square(out) if is_float(out) else 1.0 - out * out,
-    doc="Hyperbolic tangent",
-)
+
+
+def _tanh_saved(x: Any, out: Any) -> Any:
+    """``1 - out * out`` rounded once, as PyTorch's tanh_backward kernel computes it (a fused
+    multiply-add). A Value keeps the graph of ``1 - out * out`` (so it differentiates the
+    same) with the once-rounded number as its data: create_graph gradients round alike."""
+    if is_float(out):
+        return _floats.one_minus_square(out)
+    saved = 1.0 - out * out
+    if is_float(getattr(out, "data", None)):
+        saved.data = _floats.one_minus_square(out.data)
+    return saved
+
+
+TANH = _unary("tanh", _floats.tanh, _tanh_saved, doc="Hyperbolic tangent")
 SIGMOID = _unary("sigmoid", _floats.sigmoid, lambda x, out: out, LOGISTIC, doc="1 / (1 + exp(-x))")
 # relu passes g where its output is > 0 (nan included) and exactly 0.0 elsewhere: relu'(0) = 0
 RELU = _unary(
