@@ -251,7 +251,7 @@ def test_enable_grad_without_parentheses_too() -> None:
 
 
 def test_no_grad_refuses_an_argument_that_is_not_a_function() -> None:
-    with pytest.raises(TypeError, match="no_grad takes no arguments.*got int"):
+    with pytest.raises(TypeError, match=r"no_grad takes no arguments.*got int"):
         no_grad(3)  # type: ignore[call-overload]  # the wrong call under test
 
 
