@@ -159,6 +159,10 @@ def nested(
     def inner_grad(x: Any, v: list[Any]) -> Any:
         return grad_(lambda w: evaluate(body, w, x))(wrap(v))
 
+    def inner_jvp(x: Any, p: Any) -> Any:
+        tangent = wrap([lift(1.0), lift(0.5), lift(-1.0)])
+        return jvp_(lambda w: evaluate(body, w, x), (wrap([x, p[1], p[2]]),), (tangent,))[1]
+
     return {
         "grad of grad[k]": lambda p: grad_(lambda x: inner_grad(x, [x * 1.5, p[1], x])[k])(p[0]),
         "grad of hessian[k][0]": lambda p: grad_(
@@ -167,13 +171,7 @@ def nested(
         "jvp of grad[k]": lambda p: jvp_(lambda x: inner_grad(x, [x, p[1], p[0]])[k], (p[0],), (p[2],))[1],
         "jacobian of grad": lambda p: jacobian_(lambda x: inner_grad(x, [x, p[1], x * x]))(p[0]),
         "grad of grad of grad": lambda p: grad_(grad_(grad_(lambda x: evaluate(body, [x, p[1], x], x))))(p[0]),
-        "jvp of jvp": lambda p: jvp_(
-            lambda x: jvp_(
-                lambda w: evaluate(body, w, x), (wrap([x, p[1], p[2]]),), (wrap([lift(1.0), lift(0.5), lift(-1.0)]),)
-            )[1],
-            (p[0],),
-            (p[2],),
-        )[1],
+        "jvp of jvp": lambda p: jvp_(lambda x: inner_jvp(x, p), (p[0],), (p[2],))[1],
     }
 
 
