@@ -13,6 +13,7 @@ import math
 
 inf = math.inf
 nan = math.nan
+_fsum = math.fsum
 
 
 def div(x: float, y: float) -> float:
@@ -141,8 +142,16 @@ def one_minus_square(r: float) -> float:
     PyTorch's CPU ``tanh_backward`` kernel is compiled with floating-point contraction, so
     its ``g * (1 - r * r)`` rounds ``1 - r * r`` once; rounding ``r * r`` first can lose
     the last bits (many of them where ``r`` is near 1). Python before 3.13 has no
-    ``math.fma``: the exact value is a ratio of integers, and int / int rounds correctly.
+    ``math.fma``. For ``|r| <= 1`` (every tanh output) Dekker's product splits ``r * r``
+    exactly into ``p + e`` and ``fsum`` rounds ``1 - p - e`` once; beyond, the exact value
+    is a ratio of integers, and int / int rounds correctly.
     """
+    if -1.0 <= r <= 1.0:
+        p = r * r
+        c = 134217729.0 * r  # 2**27 + 1: Veltkamp's split of r into 26 + 27 bits
+        high = c - (c - r)
+        low = r - high
+        return _fsum((1.0, -p, -(((high * high - p) + 2.0 * high * low) + low * low)))
     if r != r or r in (inf, -inf):
         return 1.0 - r * r  # nan, or -inf
     numerator, denominator = r.as_integer_ratio()
