@@ -3,6 +3,7 @@ finite differences on generated inputs."""
 
 from __future__ import annotations
 
+import fractions
 import math
 import operator
 from collections.abc import Callable
@@ -206,3 +207,13 @@ def test_module_function_refuses_other_types() -> None:
 
 def test_log_of_zero_as_a_number_is_minus_inf_not_an_exception() -> None:
     assert vjpgrad.log(0) == -inf
+
+
+@given(st.floats(-25, 25) | st.sampled_from([0.0, -0.0, 1e-200, 0.8813735870195429, 19.0, 400.0]))
+def test_tanhs_derivative_is_one_minus_the_square_rounded_once(x: float) -> None:
+    # as PyTorch's tanh_backward kernel computes it (a fused multiply-add): 1 - r*r exactly,
+    # then one rounding; with r*r rounded first the last bits (or all of them, near r = 1) go
+    v = Value(x)
+    r = v.tanh()
+    r.backward()
+    assert v.grad == float(1 - fractions.Fraction(r.data) ** 2)

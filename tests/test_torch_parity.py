@@ -1,154 +1,642 @@
-"""The same computation in vjpgrad and in PyTorch (float64), compared value for value.
+"""vjpgrad against PyTorch (float64, CPU), to the bit.
 
-Skipped when torch is not installed; CI installs torch==2.13.0 so these run there.
+What "the same" means here:
+
+- Forward values and gradients are compared by their bits; nan equals nan whatever its
+  payload and sign.
+- Gradients that come straight from a pass (``vjpgrad.gradients``, ``torch.autograd.grad``)
+  keep the sign of a zero: +0.0 and -0.0 differ. A leaf's ``.grad`` starts at 0.0 in
+  vjpgrad and at None in PyTorch (which stores the first gradient as it is), and
+  ``0.0 + -0.0`` is ``0.0``, so there the two zeros are equal.
+- ``exp log sqrt sin cos tan tanh`` (and ``x ** 0.5``, which PyTorch computes as ``sqrt``):
+  PyTorch runs these through its vectorised kernels (MKL's VML here, SLEEF elsewhere), whose
+  results may be one ulp from the correctly rounded one, while vjpgrad gives the C library's
+  (glibc's ``tanh`` is itself up to two ulps off, its others one). So for these forward
+  values vjpgrad must give exactly the C library's number, and PyTorch's may differ from it
+  by at most two ulps. Where they differ, so may every gradient computed from them: such a
+  case is counted (hypothesis ``event``) and its gradients compared to 1e-9 relative; every
+  other case, and every other operation, is compared by bits.
+
+``VJPGRAD_EXAMPLES`` (see conftest.py) raises the number of generated examples; a large
+campaign is ``VJPGRAD_EXAMPLES=3000 pytest tests/test_torch_parity.py``.
 """
 
 from __future__ import annotations
 
 import math
-import operator
-from collections.abc import Callable
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from _helpers import Program, programs, run
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
+import vjpgrad
 from vjpgrad import Value, Vector
 
 torch = pytest.importorskip("torch")
 
-EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, 1e-300, 1e300, -1e300, 700.0, -800.0]
-EDGES += [math.inf, -math.inf, math.nan]
-numbers = st.sampled_from(EDGES) | st.floats(-1e6, 1e6) | st.floats(allow_nan=True, allow_infinity=True)
+inf, nan = math.inf, math.nan
+TINY = 5e-324
+HUGE = 1.7976931348623157e308
+
+# ---- comparing floats ---------------------------------------------------------------------------
 
 
-def same(ours: float, theirs: float, abs_tol: float = 1e-300) -> bool:
-    """Equal up to rounding; inf and nan must agree exactly."""
-    if math.isnan(ours) or math.isnan(theirs):
-        return math.isnan(ours) and math.isnan(theirs)
-    if math.isinf(ours) or math.isinf(theirs):
-        return ours == theirs
-    return math.isclose(ours, theirs, rel_tol=1e-12, abs_tol=abs_tol)
+def bits(x: float) -> int:
+    return int(struct.unpack("<q", struct.pack("<d", x))[0])
 
 
-# A derivative may be a difference of nearly equal numbers (tanh'(7) = 1 - tanh(7)**2), where
-# the one-ulp difference between libm's tanh and PyTorch's becomes a large relative one: such
-# derivatives are compared to a few ulps of 1 absolutely.
-ULPS = 1e-15
+def identical(ours: float, theirs: float, *, zero_sign: bool = True) -> bool:
+    """Same bits (any nan equals any nan); with ``zero_sign=False``, 0.0 equals -0.0."""
+    if ours != ours or theirs != theirs:
+        return ours != ours and theirs != theirs
+    if not zero_sign and ours == 0.0 and theirs == 0.0:
+        return True
+    return bits(ours) == bits(theirs)
 
 
-def tensor(x: float) -> Any:
-    return torch.tensor(x, dtype=torch.float64, requires_grad=True)
+def ulps_apart(a: float, b: float) -> float:
+    """How many doubles lie between a and b (inf when one is nan or infinite and they differ)."""
+    if identical(a, b, zero_sign=False):
+        return 0
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return inf
+
+    def ordinal(x: float) -> int:
+        n = bits(x)
+        return n if n >= 0 else -(n & 0x7FFFFFFFFFFFFFFF)
+
+    return abs(ordinal(a) - ordinal(b))
 
 
-def grad_of(t: Any) -> float:
-    return 0.0 if t.grad is None else float(t.grad.item())
+def near(ours: float, theirs: float) -> bool:
+    """The comparison for a gradient downstream of a one-ulp difference in PyTorch's kernels."""
+    if not (math.isfinite(ours) and math.isfinite(theirs)):
+        return identical(ours, theirs, zero_sign=False)
+    return math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=1e-300)
 
 
-UNARY: dict[str, tuple[Callable[[Value], Value], Callable[[Any], Any]]] = {
-    "exp": (Value.exp, torch.exp),
-    "log": (Value.log, torch.log),
-    "sqrt": (Value.sqrt, torch.sqrt),
-    "sin": (Value.sin, torch.sin),
-    "cos": (Value.cos, torch.cos),
-    "tan": (Value.tan, torch.tan),
-    "tanh": (Value.tanh, torch.tanh),
-    "sigmoid": (Value.sigmoid, torch.sigmoid),
-    "relu": (Value.relu, torch.relu),
-    "abs": (abs, torch.abs),
-    "neg": (operator.neg, torch.neg),
-    "reciprocal": (Value.reciprocal, torch.reciprocal),
+def test_the_comparisons_see_the_last_bit_and_the_sign_of_zero() -> None:
+    assert identical(nan, -nan)
+    assert not identical(nan, 0.0)
+    assert not identical(0.0, -0.0)
+    assert identical(0.0, -0.0, zero_sign=False)
+    assert not identical(1.0, math.nextafter(1.0, 2.0))
+    assert ulps_apart(1.0, math.nextafter(1.0, 2.0)) == 1
+    assert ulps_apart(-TINY, TINY) == 2
+    assert ulps_apart(inf, HUGE) == inf
+    assert ulps_apart(nan, nan) == 0
+
+
+# ---- both engines -------------------------------------------------------------------------------
+
+D = torch.float64
+
+
+def tensor(x: float, requires_grad: bool = True) -> Any:
+    return torch.tensor(x, dtype=D, requires_grad=requires_grad)
+
+
+def number(t: Any) -> float:
+    return 0.0 if t is None else float(t.item())
+
+
+VECTORISED = {"exp", "log", "sqrt", "sin", "cos", "tan", "tanh"}
+"""Whose forward PyTorch computes with MKL/SLEEF (``x ** 0.5`` too, as sqrt): see the module
+docstring."""
+
+LIBM: dict[str, Callable[[float], float]] = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt}
+LIBM |= {"sin": math.sin, "cos": math.cos, "tan": math.tan, "tanh": math.tanh}
+
+
+def libm(name: str, x: float) -> float | None:
+    """The C library's ``name`` at ``x`` (None at an edge where Python's math raises)."""
+    try:
+        return LIBM[name](x)
+    except (ValueError, OverflowError):
+        return None
+
+
+def libm_agrees(name: str, x: float) -> bool:
+    """Whether PyTorch's ``name`` at ``x`` has the C library's bits."""
+    with torch.no_grad():
+        theirs = float(getattr(torch, name)(tensor(x, False)).item())
+    ours = libm(name, x)
+    return ours is None or identical(ours, theirs)  # at an edge (log(0)...) both are exact
+
+
+def kernel_explains(kernel: str | None, x: float, ours: float, theirs: float) -> bool:
+    """Whether ``ours != theirs`` is PyTorch's vectorised ``kernel`` differing from the C
+    library: ours is the C library's number and theirs is at most two ulps from it."""
+    if kernel is None:
+        return False
+    expected = libm(kernel, x)
+    return expected is not None and identical(ours, expected) and ulps_apart(ours, theirs) <= 2
+
+
+def backward_dependencies(name: str, xs: Sequence[float], k: float | None = None) -> list[tuple[str, float]]:
+    """The vectorised functions PyTorch evaluates in the backward formula of ``name``."""
+    if name == "sin":
+        return [("cos", xs[0])]
+    if name == "cos":
+        return [("sin", xs[0])]
+    if name == "**" and len(xs) == 2:  # tensor ** tensor: the exponent's gradient uses log(base)
+        return [("log", xs[0])]
+    if name == "x ** k" and k == 1.5:  # k * x.pow(k - 1) is k * sqrt(x)
+        return [("sqrt", xs[0])]
+    return []
+
+
+# ---- every operation, every operand order -----------------------------------------------------
+
+EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, 0.1, 1e-300, -1e-300, TINY, -TINY]
+EDGES += [1e300, -1e300, HUGE, -HUGE, 700.0, -800.0, 1e10, 20.0, -20.0, 1e-8, inf, -inf, nan]
+SEEDS = [1.0, -0.5, 0.0, -0.0, 3.7e-5, 1e300, -2.25, inf, -inf, nan]
+
+floats = st.floats(allow_nan=True, allow_infinity=True)
+inputs = st.sampled_from(EDGES) | st.floats(-30, 30) | floats
+seeds = st.sampled_from(SEEDS) | st.floats(-4, 4) | floats
+
+UNARY: dict[str, Callable[[Any], Any]] = {
+    "exp": lambda x: x.exp(),
+    "log": lambda x: x.log(),
+    "sqrt": lambda x: x.sqrt(),
+    "sin": lambda x: x.sin(),
+    "cos": lambda x: x.cos(),
+    "tan": lambda x: x.tan(),
+    "tanh": lambda x: x.tanh(),
+    "sigmoid": lambda x: x.sigmoid(),
+    "relu": lambda x: x.relu(),
+    "abs": abs,
+    "neg": lambda x: -x,
+    "reciprocal": lambda x: x.reciprocal(),
+}
+"""One Python expression for both engines: a Value and a tensor spell these alike."""
+
+POWERS = [0, 0.5, -0.5, 1, -1, 2, 3, -2, 1.5, -1.5, 2.5, 0.3, -3, 4, 7, 0.0, 2.0, 1e300, -inf, inf, nan]
+CONSTANTS = [0.0, -0.0, 1.0, 2.0, -3.0, 0.5, 2.7, 3, -1, 1e300, TINY, inf, -inf, nan]
+WITH_CONSTANT: dict[str, Callable[[Any, Any], Any]] = {
+    "x + c": lambda x, c: x + c,
+    "c + x": lambda x, c: c + x,
+    "x - c": lambda x, c: x - c,
+    "c - x": lambda x, c: c - x,
+    "x * c": lambda x, c: x * c,
+    "c * x": lambda x, c: c * x,
+    "x / c": lambda x, c: x / c,
+    "c / x": lambda x, c: c / x,
+    "c ** x": lambda x, c: c**x,
+    "x ** k": lambda x, c: x**c,
+}
+BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda x, y: x + y,
+    "-": lambda x, y: x - y,
+    "*": lambda x, y: x * y,
+    "/": lambda x, y: x / y,
+    "**": lambda x, y: x**y,
 }
 
 
-def _power_of(k: float) -> tuple[Callable[[Value], Value], Callable[[Any], Any]]:
-    return (lambda v: v**k), (lambda t: t**k)
+@dataclass
+class Mismatches:
+    """What one comparison found: hard mismatches, and cases a vectorised kernel explains."""
+
+    found: list[tuple[Any, ...]] = field(default_factory=list)
+    explained: int = 0
+
+    def check(self) -> None:
+        assert not self.found, f"{len(self.found)} mismatches, first: {self.found[:3]}"
 
 
-def _with_constant(c: float) -> dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]]:
-    both: dict[str, Callable[[Any], Any]] = {
-        f"{c} ** x": lambda x: c**x,
-        f"{c} / x": lambda x: c / x,
-        f"{c} - x": lambda x: c - x,
-        f"x / {c}": lambda x: x / c,
-    }
-    return {name: (f, f) for name, f in both.items()}  # the same Python expression for both engines
-
-
-for k in (0, 1, 2, 3, -1, -2, 0.5, -0.5, 1.5, -1.5, 2.5):
-    UNARY[f"x ** {k}"] = _power_of(k)
-for c in (0.0, 1.0, 2.0, -3.0, 0.5):
-    UNARY.update(_with_constant(c))
+def compare_operation(
+    name: str, f: Callable[..., Any], xs: Sequence[float], seed: float, result: Mismatches, k: float | None = None
+) -> None:
+    """Run ``f`` on Values and on tensors at ``xs``, seed both with ``seed``, compare the output
+    and every operand's gradient: by ``gradients``/``autograd.grad`` (zeros signed) and by
+    ``backward`` into ``.grad``."""
+    ours_in = [Value(x) for x in xs]
+    theirs_in = [tensor(x) for x in xs]
+    ours, theirs = f(*ours_in), f(*theirs_in)
+    mine = vjpgrad.gradients(ours, ours_in, seed, retain_graph=True)
+    expected = torch.autograd.grad(theirs, theirs_in, tensor(seed, False), retain_graph=True)
+    ours.backward(seed)
+    theirs.backward(tensor(seed, False))
+    shown = name if k is None else f"{name} with {k!r}"
+    out, out_t = ours.data, number(theirs)
+    kernel = name if name in VECTORISED else "sqrt" if (name == "x ** k" and k == 0.5) else None
+    explained = False
+    if not identical(out, out_t):
+        if not kernel_explains(kernel, xs[0], out, out_t):
+            result.found.append((shown, xs, seed, "forward", out, out_t))
+            return
+        explained = True
+    dependencies = backward_dependencies(name, xs, k)
+    explained = explained or not all(libm_agrees(fn, x) for fn, x in dependencies)
+    result.explained += explained
+    for i, x in enumerate(ours_in):
+        pairs = [(mine[i].data, number(expected[i]), True), (x.grad, number(theirs_in[i].grad), False)]
+        for a, b, signed in pairs:
+            ok = near(a, b) if explained else identical(a, b, zero_sign=signed)
+            if not ok:
+                result.found.append((shown, xs, seed, f"d/d operand {i}", "gradients" if signed else ".grad", a, b))
 
 
 @pytest.mark.parametrize("name", list(UNARY))
-@given(x=numbers, seed=st.sampled_from([1.0, -0.5, 3.0]))
-def test_each_unary_operation_agrees_with_pytorch(name: str, x: float, seed: float) -> None:
-    ours, theirs = UNARY[name]
-    v, t = Value(x), tensor(x)
-    out, expected = ours(v), theirs(t)
-    out.backward(seed)
-    expected.backward(torch.tensor(seed, dtype=torch.float64))
-    assert same(out.data, expected.item()), (name, x, out.data, expected.item())
-    assert same(v.grad, grad_of(t), ULPS), (name, x, v.grad, grad_of(t))
+def test_each_function_at_the_edges_agrees_with_pytorch_to_the_bit(name: str) -> None:
+    result = Mismatches()
+    for x in EDGES:
+        for seed in SEEDS:
+            compare_operation(name, UNARY[name], [x], seed, result)
+    result.check()
 
 
-BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "**": operator.pow}
+@pytest.mark.parametrize("name", list(WITH_CONSTANT))
+def test_each_operation_with_a_number_at_the_edges_agrees_with_pytorch_to_the_bit(name: str) -> None:
+    result = Mismatches()
+    for c in POWERS if name == "x ** k" else CONSTANTS:
+        for x in EDGES:
+            for seed in (1.0, -0.0, inf, nan, 0.3):
+                compare_operation(name, lambda v, c=c: WITH_CONSTANT[name](v, c), [x], seed, result, c)
+    result.check()
 
 
 @pytest.mark.parametrize("name", list(BINARY))
-@given(x=numbers, y=numbers)
-def test_each_binary_operation_agrees_with_pytorch(name: str, x: float, y: float) -> None:
-    op = BINARY[name]
-    a, b, ta, tb = Value(x), Value(y), tensor(x), tensor(y)
-    out, expected = op(a, b), op(ta, tb)
-    out.backward()
-    expected.backward()
-    assert same(out.data, expected.item()), (name, x, y)
-    assert same(a.grad, grad_of(ta), ULPS), (name, x, y, a.grad, grad_of(ta))
-    assert same(b.grad, grad_of(tb), ULPS), (name, x, y, b.grad, grad_of(tb))
+def test_each_binary_operation_at_the_edges_agrees_with_pytorch_to_the_bit(name: str) -> None:
+    result = Mismatches()
+    for x in EDGES:
+        for y in EDGES:
+            for seed in (1.0, -0.0, inf, nan, -0.3):
+                compare_operation(name, BINARY[name], [x, y], seed, result)
+    result.check()
 
 
-# ---- random expression graphs --------------------------------------------------------------
+@given(st.sampled_from(list(UNARY)), inputs, seeds)
+def test_each_function_agrees_with_pytorch_to_the_bit(name: str, x: float, seed: float) -> None:
+    result = Mismatches()
+    compare_operation(name, UNARY[name], [x], seed, result)
+    if result.explained:
+        event("PyTorch's vectorised kernel differs from libm by one ulp")
+    result.check()
 
 
-@given(programs)
-def test_random_graphs_agree_with_pytorch(program: Program) -> None:
-    leaves, nodes = run(program, Value)
-    t_leaves, t_nodes = run(program, tensor)
-    nodes[-1].backward()
-    t_nodes[-1].backward()
-    assert math.isclose(nodes[-1].data, t_nodes[-1].item(), rel_tol=1e-9, abs_tol=1e-12)
-    for ours, theirs in zip(leaves, t_leaves, strict=True):
-        assert math.isclose(ours.grad, grad_of(theirs), rel_tol=1e-9, abs_tol=1e-9)
+@given(st.sampled_from(list(WITH_CONSTANT)), inputs, st.sampled_from(CONSTANTS) | st.floats(-10, 10), seeds)
+def test_each_operation_with_a_number_agrees_with_pytorch_to_the_bit(
+    name: str, x: float, c: float, seed: float
+) -> None:
+    result = Mismatches()
+    compare_operation(name, lambda v: WITH_CONSTANT[name](v, c), [x], seed, result, c)
+    if result.explained:
+        event("PyTorch's vectorised kernel differs from libm by one ulp")
+    result.check()
 
 
-@given(programs, st.lists(st.floats(-3, 3), min_size=6, max_size=6))
-def test_random_graphs_with_vector_seeds_agree_with_pytorch(program: Program, seeds: list[float]) -> None:
-    leaves, nodes = run(program, Value)
-    t_leaves, t_nodes = run(program, tensor)
-    k = min(len(seeds), len(nodes) - len(leaves))
-    outputs = [node for node in nodes[len(leaves) :][-k:] if node.requires_grad]
-    t_outputs = [t for t in t_nodes[len(leaves) :][-k:] if t.requires_grad]
-    if not outputs:
+@given(st.sampled_from(list(BINARY)), inputs, inputs, seeds)
+def test_each_binary_operation_agrees_with_pytorch_to_the_bit(name: str, x: float, y: float, seed: float) -> None:
+    result = Mismatches()
+    compare_operation(name, BINARY[name], [x, y], seed, result)
+    if result.explained:
+        event("PyTorch's vectorised kernel differs from libm by one ulp")
+    result.check()
+
+
+def test_a_vectorised_difference_is_a_rounding_difference_of_pytorch_or_libm() -> None:
+    # The exemption above is narrow: each library is within its accuracy of the correctly
+    # rounded result (PyTorch's sqrt here is one ulp from the exact IEEE square root).
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.prec = 200
+    for name, x in [("sqrt", 2.970128361985127), ("tanh", 0.3962226569192966), ("exp", 0.10567641159200747)]:
+        ours = UNARY[name](Value(x)).data
+        theirs = number(UNARY[name](tensor(x)))
+        exact = float(getattr(mpmath, name)(mpmath.mpf(x)))
+        assert ours == libm(name, x)
+        assert ulps_apart(theirs, exact) <= 1
+        assert ulps_apart(ours, exact) <= 2
+        assert kernel_explains(name, x, ours, theirs) or identical(ours, theirs)
+        assert not kernel_explains(name, x, math.nextafter(ours, inf), theirs)  # ours must be libm's
+
+
+# ---- the formulas the edges single out ------------------------------------------------------------
+
+
+def torch_grad(f: Callable[[Any], Any], x: float, seed: float) -> float:
+    t = tensor(x)
+    return number(torch.autograd.grad(f(t), [t], tensor(seed, False))[0])
+
+
+def ours_grad(f: Callable[[Any], Any], x: float, seed: float) -> float:
+    v = Value(x)
+    return vjpgrad.gradients(f(v), [v], seed)[0].data
+
+
+def test_relu_keeps_the_sign_of_a_negative_zero_like_pytorch() -> None:
+    assert identical(Value(-0.0).relu().data, -0.0)
+    assert identical(Value(-0.0).relu().data, number(torch.relu(tensor(-0.0))))
+    assert identical(Value(0.0).relu().data, 0.0)
+    assert identical(vjpgrad.relu(-0.0), -0.0)  # the module function on a number too
+
+
+@pytest.mark.parametrize("seed", [inf, -inf, nan])
+@pytest.mark.parametrize(
+    ("name", "f", "x"),
+    [
+        ("relu below 0", lambda v: v.relu(), -1.0),
+        ("relu at -0.0", lambda v: v.relu(), -0.0),
+        ("relu at 0", lambda v: v.relu(), 0.0),
+        ("x ** 0", lambda v: v**0, 3.0),
+        ("x ** 0 at nan", lambda v: v**0, nan),
+        ("x ** 0.0 at inf", lambda v: v**0.0, inf),
+    ],
+)
+def test_masks_give_exactly_zero_whatever_the_upstream_gradient(
+    name: str, f: Callable[[Any], Any], x: float, seed: float
+) -> None:
+    ours = ours_grad(f, x, seed)
+    assert identical(ours, 0.0), (name, ours)
+    assert identical(ours, torch_grad(f, x, seed))
+
+
+def test_tanh_backward_is_one_fused_multiply_add_as_in_pytorchs_cpu_kernel() -> None:
+    # PyTorch's tanh_backward kernel computes g * (1 - r * r) with 1 - r*r rounded once (the
+    # compiler contracts it to fma(-r, r, 1)); rounding r * r first loses the last bits.
+    x, seed = 3.0, 1.0
+    r = math.tanh(x)
+    twice_rounded = seed * (1.0 - r * r)
+    ours, theirs = ours_grad(lambda v: v.tanh(), x, seed), torch_grad(lambda t: t.tanh(), x, seed)
+    assert ours == theirs
+    assert ours != twice_rounded
+
+
+def test_tanh_backward_rounds_once_with_create_graph_too() -> None:
+    x = Value(3.0)
+    (g,) = vjpgrad.gradients(x.tanh(), [x], create_graph=True)
+    assert g.data == torch_grad(lambda t: t.tanh(), 3.0, 1.0)
+    assert g.requires_grad  # still differentiable: the data is PyTorch's, the graph 1 - r*r's
+    (second,) = vjpgrad.gradients(g, [x])
+    assert second.data == pytest.approx(-2 * math.tanh(3.0) * (1 - math.tanh(3.0) ** 2), rel=1e-12)
+
+
+def test_create_graph_divides_a_number_by_a_value_as_pytorch_does() -> None:
+    # log's backward is g / x. With create_graph the seed is a number and x a Value: that
+    # must be one division, not Python's number / Value, which is (1 / x) * number.
+    x, seed = -1.970723652336229, -1.8765205430492928
+    v = Value(x)
+    (g,) = vjpgrad.gradients(-v.log(), [v], seed, create_graph=True)
+    expected = torch_grad(lambda t: -t.log(), x, seed)
+    assert identical(g.data, expected)
+    assert expected != (1 / x) * -seed
+
+
+def test_the_exponents_gradient_of_tensor_pow_multiplies_by_zero_and_is_not_masked() -> None:
+    # pow_backward_exponent: grad * where(base == 0 & exponent >= 0, 0, result * log(base)):
+    # an infinite upstream gradient times that 0 is nan in PyTorch.
+    x, y = Value(0.0), Value(2.0)
+    (gx, gy) = vjpgrad.gradients(x**y, [x, y], inf)
+    tx, ty = tensor(0.0), tensor(2.0)
+    (ex, ey) = torch.autograd.grad(tx**ty, [tx, ty], tensor(inf, False))
+    assert math.isnan(number(ey))
+    assert math.isnan(gy.data)
+    assert identical(gx.data, number(ex))
+
+
+def test_a_number_to_a_value_power_multiplies_by_zero_at_base_zero() -> None:
+    # pow(Scalar, Tensor) for base 0: grad * where(exponent >= 0, 0, result * log(0))
+    assert math.isnan(torch_grad(lambda t: 0.0**t, 2.0, inf))
+    assert math.isnan(ours_grad(lambda v: 0.0**v, 2.0, inf))
+    assert identical(ours_grad(lambda v: 0.0**v, 2.0, -0.0), torch_grad(lambda t: 0.0**t, 2.0, -0.0))
+
+
+# ---- random graphs ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphOp:
+    """One step of a random graph: ``f(x, y, c)`` written once for both engines; ``arity`` 1
+    ignores ``y``; ``kernel`` is the vectorised function its forward uses in PyTorch."""
+
+    name: str
+    arity: int
+    f: Callable[[Any, Any, float], Any]
+    kernel: str | None = None
+    dependencies: Callable[[float, float, float], list[tuple[str, float]]] = lambda x, y, c: []
+
+
+def _unary_step(name: str) -> GraphOp:
+    return GraphOp(
+        name,
+        1,
+        lambda x, y, c, f=UNARY[name]: f(x),
+        name if name in VECTORISED else None,
+        lambda x, y, c: backward_dependencies(name, [x]),
+    )
+
+
+def _power_step(k: float) -> GraphOp:
+    return GraphOp(
+        f"x ** {k}",
+        1,
+        lambda x, y, c: x**k,
+        "sqrt" if k == 0.5 else None,
+        lambda x, y, c: backward_dependencies("x ** k", [x], k),
+    )
+
+
+def _constant_step(name: str) -> GraphOp:
+    return GraphOp(name, 1, lambda x, y, c, f=WITH_CONSTANT[name]: f(x, c))
+
+
+GRAPH_OPS: list[GraphOp] = [_unary_step(name) for name in UNARY]
+GRAPH_OPS += [_power_step(k) for k in (0, 0.5, -0.5, 1, -1, 2, 3, -2, 1.5, 2.5, -1.5)]
+GRAPH_OPS += [_constant_step(name) for name in WITH_CONSTANT if name != "x ** k"]
+GRAPH_OPS += [GraphOp(name, 2, lambda x, y, c, f=f: f(x, y)) for name, f in BINARY.items() if name != "**"]
+GRAPH_OPS.append(GraphOp("**", 2, lambda x, y, c: x**y, None, lambda x, y, c: [("log", x)]))
+
+
+@dataclass(frozen=True)
+class Program:
+    """Leaves (value, requires_grad), then steps (op, i, j, constant) over earlier nodes."""
+
+    leaves: list[tuple[float, bool]]
+    steps: list[tuple[int, int, int, float]]
+
+    def __repr__(self) -> str:  # what hypothesis prints for a failing example: a readable program
+        lines = [f"n{k} = leaf({x!r}, requires_grad={g})" for k, (x, g) in enumerate(self.leaves)]
+        count = len(self.leaves)
+        for op, i, j, c in self.steps:
+            step = GRAPH_OPS[op]
+            lines.append(f"n{count} = {step.name} (x=n{i % count}, y=n{j % count}, c={c!r})")
+            count += 1
+        return "Program:\n  " + "\n  ".join(lines)
+
+
+moderate = st.floats(-3, 3) | st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 2.0])
+leaf_values = moderate | st.sampled_from(EDGES)
+programs = st.builds(
+    Program,
+    st.lists(st.tuples(leaf_values, st.booleans() | st.just(True)), min_size=1, max_size=4),
+    st.lists(
+        st.tuples(
+            st.integers(0, len(GRAPH_OPS) - 1),
+            st.integers(0, 10**6),
+            st.integers(0, 10**6),
+            moderate | st.sampled_from(CONSTANTS),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+)
+graph_seeds = st.floats(-3, 3) | st.sampled_from(SEEDS)
+
+
+@dataclass
+class Built:
+    leaves: list[Any]
+    nodes: list[Any]
+    steps: list[tuple[GraphOp, Any, Any, float]]  # the op and its operands, per step
+
+
+def build(program: Program, leaf: Callable[[float, bool], Any]) -> Built:
+    built = Built([leaf(x, g) for x, g in program.leaves], [], [])
+    built.nodes = list(built.leaves)
+    for op, i, j, c in program.steps:
+        step = GRAPH_OPS[op]
+        x, y = built.nodes[i % len(built.nodes)], built.nodes[j % len(built.nodes)]
+        built.nodes.append(step.f(x, y, c))
+        built.steps.append((step, x, y, c))
+    return built
+
+
+def value_of(x: Any) -> float:
+    return x.data if isinstance(x, Value) else number(x)
+
+
+def compare_forward(ours: Built, theirs: Built) -> bool:
+    """Every node's value by bits. Returns False when the first difference is one ulp of a
+    vectorised kernel (everything downstream may then differ); fails on any other."""
+    for k, (a, b) in enumerate(zip(ours.nodes, theirs.nodes, strict=True)):
+        if identical(a.data, number(b)):
+            continue
+        step, x, _, _ = ours.steps[k - len(ours.leaves)]
+        assert kernel_explains(step.kernel, x.data, a.data, number(b)), (k, step.name, a.data, number(b))
+        return False
+    for step, x, y, c in ours.steps:
+        operand_y = y.data if isinstance(y, Value) else y
+        if not all(libm_agrees(fn, v) for fn, v in step.dependencies(x.data, operand_y, c)):
+            return False
+    return True
+
+
+def graph_pair(program: Program) -> tuple[Built, Built] | None:
+    ours = build(program, lambda x, g: Value(x, requires_grad=g))
+    theirs = build(program, tensor)
+    if not compare_forward(ours, theirs):
+        event("a vectorised kernel's one-ulp difference: gradients not compared by bits")
+        return None
+    return ours, theirs
+
+
+def outputs_of(built: Built, count: int) -> list[Any]:
+    """The last ``count`` distinct nodes that take gradient (vjpgrad and torch agree on which)."""
+    found = [n for n in built.nodes[len(built.leaves) :] if n.requires_grad]
+    return found[-count:]
+
+
+def compare_gradients(ours: Built, theirs: Built, count: int, seed_list: list[float]) -> None:
+    outs, outs_t = outputs_of(ours, count), outputs_of(theirs, count)
+    assert len(outs) == len(outs_t)
+    if not outs:
         return
-    Vector(outputs).backward(seeds[: len(outputs)])
-    torch.autograd.backward(t_outputs, [torch.tensor(s, dtype=torch.float64) for s in seeds[: len(t_outputs)]])
-    for ours, theirs in zip(leaves, t_leaves, strict=True):
-        assert math.isclose(ours.grad, grad_of(theirs), rel_tol=1e-9, abs_tol=1e-9)
+    given_seeds = seed_list[: len(outs)]
+    # gradients()/autograd.grad with respect to every node that takes gradient: signed zeros
+    inputs = [n for n in ours.nodes if n.requires_grad]
+    inputs_t = [t for t in theirs.nodes if t.requires_grad]
+    mine = vjpgrad.gradients(outs, inputs, given_seeds, retain_graph=True, allow_unused=True)
+    expected = torch.autograd.grad(
+        outs_t, inputs_t, [tensor(s, False) for s in given_seeds], retain_graph=True, allow_unused=True
+    )
+    # the same numbers as differentiable Values (create_graph=True; PyTorch's are the same too)
+    differentiable = vjpgrad.gradients(outs, inputs, given_seeds, create_graph=True, allow_unused=True)
+    finite = all(b is None or math.isfinite(number(b)) for b in expected)
+    event("every gradient finite" if finite else "some gradient inf or nan")
+    for k, (a, a_graph, b) in enumerate(zip(mine, differentiable, expected, strict=True)):
+        if b is None:  # not reached from the outputs: PyTorch has no gradient, vjpgrad 0.0
+            assert a.data == 0.0, k
+            assert a_graph.data == 0.0, k
+        else:
+            assert identical(a.data, number(b)), (k, a.data, number(b))
+            assert identical(a_graph.data, number(b)), (k, "create_graph", a_graph.data, number(b))
+    # backward into .grad of every leaf
+    Vector(outs).backward(given_seeds)
+    torch.autograd.backward(outs_t, [tensor(s, False) for s in given_seeds])
+    for k, (leaf, leaf_t) in enumerate(zip(ours.leaves, theirs.leaves, strict=True)):
+        assert identical(leaf.grad, number(leaf_t.grad), zero_sign=False), (k, leaf.grad, number(leaf_t.grad))
+
+
+@given(programs, graph_seeds)
+def test_random_graphs_agree_with_pytorch_to_the_bit(program: Program, seed: float) -> None:
+    pair = graph_pair(program)
+    if pair is not None:
+        compare_gradients(*pair, 1, [seed])
+
+
+@given(programs, st.integers(2, 5), st.lists(graph_seeds, min_size=5, max_size=5))
+def test_random_graphs_with_several_seeded_outputs_agree_with_pytorch_to_the_bit(
+    program: Program, count: int, seed_list: list[float]
+) -> None:
+    pair = graph_pair(program)
+    if pair is not None:
+        compare_gradients(*pair, count, seed_list)
+
+
+@given(
+    st.lists(st.sampled_from(range(len(GRAPH_OPS))), min_size=3, max_size=8),
+    st.floats(-3, 3),
+    st.lists(moderate, min_size=8, max_size=8),
+    graph_seeds,
+)
+def test_a_node_with_many_consumers_sums_them_in_pytorchs_order(
+    ops: list[int], x: float, constants: list[float], seed: float
+) -> None:
+    # h feeds every op; the sum of their results is the output, so h's gradient is a sum
+    # of len(ops) contributions (more when an op uses h twice), added in PyTorch's order.
+    add, times_c = (next(i for i, s in enumerate(GRAPH_OPS) if s.name == name) for name in ("+", "x * c"))
+    steps = [(times_c, 0, 0, 1.5)]  # n1 = h = n0 * 1.5
+    steps += [(op, 1, 1, c) for op, c in zip(ops, constants, strict=False)]  # n2, n3...: each uses h
+    total = 2
+    for k in range(1, len(ops)):
+        steps.append((add, total, 2 + k, 0.0))  # the running sum of n2, n3...
+        total = len(steps)  # the node just made (one leaf, then one node per step)
+    pair = graph_pair(Program([(x, True)], steps))
+    if pair is not None:
+        compare_gradients(*pair, 1, [seed])
+
+
+def test_contributions_are_added_in_pytorchs_order_not_any_order() -> None:
+    # x feeds three products; (a + b) + c and a + (b + c) differ in the last bit here, and
+    # PyTorch adds the contribution of the latest consumer first (creation order would give 1.0).
+    def f(x: Any) -> Any:
+        return (x * 0.1 + x * 0.2) + x * 0.7
+
+    v, t = Value(1.0), tensor(1.0)
+    f(v).backward()
+    f(t).backward()
+    assert v.grad == number(t.grad) == (0.7 + 0.2) + 0.1
+    assert (0.7 + 0.2) + 0.1 != (0.1 + 0.2) + 0.7
+
+
+# ---- whole programs that matter ---------------------------------------------------------------
 
 
 def test_the_seed_expression_with_a_vector_seed_agrees_with_pytorch() -> None:
     a, b, c = Vector([1.0, 2.0, 3.0]), Vector([3.0, 4.0, 5.0]), Vector([6.0, 7.0, 8.0])
     y = 3 * a + 2 * b * b + c.log()
     y.backward([0.1, 1.0, 0.0001])
-    ta, tb, tc = (torch.tensor(v.data, dtype=torch.float64, requires_grad=True) for v in (a, b, c))
+    ta, tb, tc = (torch.tensor(v.data, dtype=D, requires_grad=True) for v in (a, b, c))
     ty = 3 * ta + 2 * tb * tb + torch.log(tc)
-    ty.backward(torch.tensor([0.1, 1.0, 0.0001], dtype=torch.float64))
+    ty.backward(torch.tensor([0.1, 1.0, 0.0001], dtype=D))
     for ours, theirs in ((a, ta), (b, tb), (c, tc)):
-        assert ours.grad.data == pytest.approx(theirs.grad.tolist(), rel=1e-15)
+        assert ours.grad.data == theirs.grad.tolist()
 
 
 def test_two_passes_accumulate_like_pytorch() -> None:
@@ -160,7 +648,7 @@ def test_two_passes_accumulate_like_pytorch() -> None:
     ty = 3 * ta + 2 * tb * tb + tc**-1
     ty.backward(retain_graph=True)
     ty.backward()
-    assert (a.grad, b.grad, c.grad) == (grad_of(ta), grad_of(tb), grad_of(tc)) == (6.0, 8.0, -2.0)
+    assert (a.grad, b.grad, c.grad) == (number(ta.grad), number(tb.grad), number(tc.grad)) == (6.0, 8.0, -2.0)
 
 
 def test_pytorch_also_refuses_a_second_pass_through_a_freed_graph() -> None:
@@ -178,15 +666,14 @@ def test_pytorch_also_refuses_a_second_pass_through_a_freed_graph() -> None:
 
 def test_pytorchs_python_front_end_refuses_the_seed_of_example_3() -> None:
     # Why the seed's Example 3 fails on a current PyTorch: the seed is longer than y.
-    a = torch.zeros(1, requires_grad=True)
+    a = torch.zeros(1, requires_grad=True, dtype=D)
     y = 3 * a
     with pytest.raises(RuntimeError, match="Mismatch in shape"):
-        y.backward(torch.tensor([0.1, 1.0, 0.0001]))
+        y.backward(torch.tensor([0.1, 1.0, 0.0001], dtype=D))
     # The C++ engine sums a seed over a broadcast dimension, which gives 3.3003:
-    ones = torch.zeros(3, requires_grad=True)
+    ones = torch.zeros(3, requires_grad=True, dtype=D)
     y_broadcast = 3 * a.expand(3) + 0 * ones
-    y_broadcast.backward(torch.tensor([0.1, 1.0, 0.0001]))
-    assert a.grad.item() == pytest.approx(3.3003, rel=1e-6)
+    y_broadcast.backward(torch.tensor([0.1, 1.0, 0.0001], dtype=D))
     v = Vector.empty(1)
     (3 * v).backward([0.1, 1.0, 0.0001])
-    assert v.grad.data == [pytest.approx(3.3003, rel=1e-15)]
+    assert v.grad.data == a.grad.tolist()

@@ -127,3 +127,37 @@ def test_zero_grad() -> None:
     assert a.grad == 2.0
     a.zero_grad()
     assert a.grad == 0.0
+
+
+def test_numpy_bools_are_numbers_like_python_bools() -> None:
+    np = pytest.importorskip("numpy")
+    for flag in (np.True_, np.False_):
+        v = Value(flag)
+        assert type(v.data) is float
+        assert v.data == float(bool(flag))
+
+
+def test_numpy_types_that_are_not_real_numbers_are_named_in_full() -> None:
+    np = pytest.importorskip("numpy")
+    for data, name in ((np.array([1.0, 2.0]), "numpy.ndarray"), (np.complex128(1.0), "numpy.complex128")):
+        with pytest.raises(TypeError, match=rf"got {name}$"):
+            Value(data)
+
+
+@pytest.mark.parametrize("data", [10**400, -(10**400), fractions.Fraction(10**400, 3)])
+def test_a_number_beyond_the_largest_float_is_an_overflow_error_that_says_so(data: object) -> None:
+    with pytest.raises(OverflowError, match=r"too large to be converted to a float.*1\.8e308.*float\('inf'\)"):
+        Value(data)  # type: ignore[arg-type]
+
+
+def test_an_integer_that_rounds_to_the_largest_float_is_fine() -> None:
+    assert Value(2**1024 - 2**970 - 1).data == 1.7976931348623157e308
+    with pytest.raises(OverflowError):
+        Value(2**1024 - 2**970)  # rounds up to 2**1024: no float
+
+
+def test_the_overflow_message_does_not_show_a_smaller_number() -> None:
+    with pytest.raises(OverflowError) as caught:
+        Value(10**400)
+    assert "1" + "0" * 39 + " " not in str(caught.value)
+    assert "an int of 401 digits" in str(caught.value)

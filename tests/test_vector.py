@@ -226,3 +226,18 @@ def test_repr_is_exact_and_str_reads_like_pytorch() -> None:
     v = Vector([0.1, 1 / 3])
     assert repr(v) == "Vector([0.1, 0.3333333333333333])"
     assert str(v) == "tensor([0.1000, 0.3333])"
+
+
+@pytest.mark.parametrize("seed", [[], Vector([]), ()])
+def test_an_empty_seed_on_a_length_1_output_is_refused_before_anything_changes(seed: object) -> None:
+    # a longer seed is summed into a length-1 output (it was broadcast); an empty one is not a
+    # seed of length 0 summed to 0.0 but a mistake
+    x = Vector([1.0])
+    y = x * 3
+    with pytest.raises(ValueError, match="gradients has length 0 but the output has length 1"):
+        y.backward(seed)  # type: ignore[arg-type]
+    assert x.grad.data == [0.0]
+    with pytest.raises(ValueError, match="seeds has length 0 but the output has length 1"):
+        vjpgrad.gradients(y, list(x), seed)
+    y.backward([2.0])  # nothing was freed by the refused calls
+    assert x.grad.data == [6.0]

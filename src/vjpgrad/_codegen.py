@@ -124,6 +124,9 @@ class Code:
     def sign(self) -> Code:
         return self._call("_sign")
 
+    def one_minus_square(self) -> Code:
+        return self._call("_one_minus_square")
+
     def _compare(self, other: Any, symbol: str) -> Code:
         return Code(f"{_operand(self)} {symbol} {_operand(other)}")
 
@@ -203,6 +206,7 @@ NAMESPACE: dict[str, Any] = {
     "_sin": _floats.sin,
     "_cos": _floats.cos,
     "_sign": _floats.sign,
+    "_one_minus_square": _floats.one_minus_square,
     "_inf": math.inf,
     "_nan": math.nan,
     "_MASKED": MASKED,

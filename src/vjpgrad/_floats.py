@@ -13,6 +13,7 @@ import math
 
 inf = math.inf
 nan = math.nan
+_fsum = math.fsum
 
 
 def div(x: float, y: float) -> float:
@@ -131,8 +132,34 @@ def sigmoid(x: float) -> float:
 
 
 def relu(x: float) -> float:
-    """max(x, 0); relu(nan) = nan as in PyTorch."""
-    return 0.0 if x <= 0.0 else x
+    """max(x, 0) as PyTorch's ``clamp_min(x, 0)``: relu(nan) = nan, relu(-0.0) = -0.0."""
+    return 0.0 if x < 0.0 else x
+
+
+def one_minus_square(r: float) -> float:
+    """``1 - r * r`` rounded once, as ``fma(-r, r, 1)`` gives it.
+
+    PyTorch's CPU ``tanh_backward`` kernel is compiled with floating-point contraction, so
+    its ``g * (1 - r * r)`` rounds ``1 - r * r`` once; rounding ``r * r`` first can lose
+    the last bits (many of them where ``r`` is near 1). Python before 3.13 has no
+    ``math.fma``. For ``|r| <= 1`` (every tanh output) Dekker's product splits ``r * r``
+    exactly into ``p + e`` and ``fsum`` rounds ``1 - p - e`` once; beyond, the exact value
+    is a ratio of integers, and int / int rounds correctly.
+    """
+    if -1.0 <= r <= 1.0:
+        p = r * r
+        c = 134217729.0 * r  # 2**27 + 1: Veltkamp's split of r into 26 + 27 bits
+        high = c - (c - r)
+        low = r - high
+        return _fsum((1.0, -p, -(((high * high - p) + 2.0 * high * low) + low * low)))
+    if r != r or r in (inf, -inf):
+        return 1.0 - r * r  # nan, or -inf
+    numerator, denominator = r.as_integer_ratio()
+    square = denominator * denominator
+    try:
+        return (square - numerator * numerator) / square
+    except OverflowError:  # r * r beyond the largest float
+        return -inf
 
 
 def sign(x: float) -> float:

@@ -7,14 +7,18 @@ another thread records, as in PyTorch.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from types import TracebackType
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, overload
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+_Y = TypeVar("_Y")
+_S = TypeVar("_S")
+_B = TypeVar("_B", bound="_BareDecorator")
 
 
 class _ThreadState(threading.local):
@@ -61,7 +65,11 @@ class _Switch:
             switched[0] -= 1
 
     def __call__(self, function: Callable[_P, _R]) -> Callable[_P, _R]:
-        """Use as a decorator: the function runs with the flag set."""
+        """Use as a decorator: the function runs with the flag set. The body of a generator
+        function runs with it set too, step by step, while the code that consumes the
+        generator keeps its own setting between steps (as PyTorch's decorators do)."""
+        if inspect.isgeneratorfunction(function):
+            return _generator_wrapper(type(self), function)  # type: ignore[return-value]  # narrowed by the check
 
         @functools.wraps(function)
         def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -71,19 +79,72 @@ class _Switch:
         return wrapper
 
 
-class no_grad(_Switch):  # noqa: N801 - named like torch.no_grad, which users know
+def _generator_wrapper(
+    switch: type[_Switch], function: Callable[_P, Generator[_Y, _S, _R]]
+) -> Callable[_P, Generator[_Y, _S, _R]]:
+    """A generator function whose body runs with ``switch`` on: each resumption (``next``,
+    ``send``, ``throw``, ``close``) enters the switch, and leaves it at the next yield."""
+
+    @functools.wraps(function)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> Generator[_Y, _S, _R]:
+        with switch():
+            generator = function(*args, **kwargs)
+        try:
+            with switch():
+                item = next(generator)
+            while True:
+                try:
+                    sent = yield item
+                except GeneratorExit:
+                    with switch():
+                        generator.close()
+                    raise
+                except BaseException as error:  # every exception thrown in goes on into the body
+                    with switch():
+                        item = generator.throw(error)
+                else:
+                    with switch():
+                        item = generator.send(sent)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]  # the generator's own return value
+
+    return wrapper
+
+
+class _BareDecorator(_Switch):
+    """A switch that also decorates without parentheses: ``@no_grad`` as ``@no_grad()``."""
+
+    @overload
+    def __new__(cls: type[_B]) -> _B: ...
+
+    @overload
+    def __new__(cls, function: Callable[_P, _R]) -> Callable[_P, _R]: ...  # type: ignore[misc]  # a bare decorator returns the function, as torch.no_grad's __new__ does
+
+    def __new__(cls, function: Any = None) -> Any:
+        if function is None:
+            return super().__new__(cls)
+        if not callable(function):
+            raise TypeError(
+                f"{cls.__name__} takes no arguments, or decorates a function (@{cls.__name__}); "
+                f"got {type(function).__name__}"
+            )
+        return cls()(function)
+
+
+class no_grad(_BareDecorator):  # noqa: N801 - named like torch.no_grad, which users know
     """Operations inside record no graph: their results are constants.
 
     Use it for optimizer steps and evaluation. It is a context manager
-    (``with vjpgrad.no_grad(): ...``) and a decorator (``@vjpgrad.no_grad()``); its state
-    is per thread.
+    (``with vjpgrad.no_grad(): ...``) and a decorator (``@vjpgrad.no_grad()`` or
+    ``@vjpgrad.no_grad``; a generator function's body runs without grad too); its state is
+    per thread.
     """
 
     _flag = "grad_enabled"
     _value = False
 
 
-class enable_grad(_Switch):  # noqa: N801 - named like torch.enable_grad
+class enable_grad(_BareDecorator):  # noqa: N801 - named like torch.enable_grad
     """Operations inside record a graph again, even within ``no_grad``."""
 
     _flag = "grad_enabled"

@@ -68,7 +68,14 @@ def sign(x: Any) -> Any:
 
 
 def div(x: Any, y: Any) -> Any:
-    return _floats.div(x, y) if is_float(x) and is_float(y) else x / y
+    if is_float(x):
+        if is_float(y):
+            return _floats.div(x, y)
+        if hasattr(y, "requires_grad"):
+            # a float over a Value: a true division, as PyTorch's g / x. Python's reflected
+            # number / Value is (1 / x) * number (PyTorch's __rtruediv__), rounded twice
+            x = type(y)(x, requires_grad=False)
+    return x / y
 
 
 def power(x: Any, y: Any) -> Any:
@@ -220,15 +227,17 @@ MUL = _binary("mul", "*", lambda x, y: x * y, "{0} * {1}", lambda x, y, out: y, 
 DIV = _binary(
     "div", "/", _floats.div, "_div({0}, {1})", lambda x, y, out: y, lambda x, y, out: -div(out, y), (DIVIDED, TIMES)
 )
-# x ** y with y a Value (and number ** Value): C's pow, as PyTorch's tensor-tensor kernel.
-# d/dx = y * x**(y-1), masked where y == 0; d/dy = out * log(x), masked where x == 0 <= y.
+# x ** y with y a Value: C's pow, as PyTorch's tensor-tensor kernel.
+# d/dx = y * x**(y-1), masked where y == 0 (pow_backward_self's where); d/dy = out * log(x),
+# with 0 in its place where x == 0 <= y: pow_backward_exponent multiplies g by its where(),
+# so an infinite or nan g still gives nan there, as in PyTorch
 POW = _binary(
     "pow",
     "**",
     _floats.power,
     "_pow({0}, {1})",
     lambda x, y, out: where(data_of(y) == 0.0, MASKED, y * power(x, y - 1.0)),
-    lambda x, y, out: where(both(data_of(x) == 0.0, data_of(y) >= 0.0), MASKED, out * log(x)),
+    lambda x, y, out: where(both(data_of(x) == 0.0, data_of(y) >= 0.0), 0.0, out * log(x)),
     maskable=True,
 )
 # number ** Value: PyTorch's pow(Scalar, Tensor) multiplies by its where(): g * 0 stays nan
@@ -270,7 +279,23 @@ SQRT = _unary(
 SIN = _unary("sin", _floats.sin, lambda x, out: cos(x), doc="Sine")
 COS = _unary("cos", _floats.cos, lambda x, out: -sin(x), doc="Cosine")
 TAN = _unary("tan", _floats.tan, lambda x, out: 1.0 + out * out, doc="Tangent")
-TANH = _unary("tanh", _floats.tanh, lambda x, out: 1.0 - out * out, doc="Hyperbolic tangent")
+
+
+def _tanh_saved(x: Any, out: Any) -> Any:
+    """``1 - out * out`` rounded once, as PyTorch's tanh_backward kernel computes it (a fused
+    multiply-add). A Value keeps the graph of ``1 - out * out`` (so it differentiates the
+    same) with the once-rounded number as its data: create_graph gradients round alike."""
+    if is_float(out):
+        return _floats.one_minus_square(out)
+    if hasattr(out, "one_minus_square"):  # code: the same once-rounded helper
+        return out.one_minus_square()
+    saved = 1.0 - out * out
+    if is_float(getattr(out, "data", None)):
+        saved.data = _floats.one_minus_square(out.data)
+    return saved
+
+
+TANH = _unary("tanh", _floats.tanh, _tanh_saved, doc="Hyperbolic tangent")
 SIGMOID = _unary("sigmoid", _floats.sigmoid, lambda x, out: out, LOGISTIC, doc="1 / (1 + exp(-x))")
 # relu passes g where its output is > 0 (nan included) and exactly 0.0 elsewhere: relu'(0) = 0
 RELU = _unary(

@@ -149,8 +149,9 @@ def _check_data(data: object) -> float:
     try:
         return float(data)
     except OverflowError:
+        shown = f"an int of {len(str(abs(data)))} digits" if isinstance(data, int) else repr(data)
         raise OverflowError(
-            f"Value(): {data!r:.40} is too large to be converted to a float without overflow "
+            f"Value(): {shown} is too large to be converted to a float without overflow "
             "(the largest float is about 1.8e308; pass float('inf') if you mean infinity)"
         ) from None
 

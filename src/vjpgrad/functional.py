@@ -158,21 +158,33 @@ class _Argument:
 
 
 def _positions(argnums: int | Sequence[int], count: int) -> list[int]:
+    """The positional arguments to differentiate, checked as torch.func checks them (but as
+    ValueError, where torch.func raises RuntimeError): each in range, at least one, none twice."""
     numbers_ = [argnums] if isinstance(argnums, int) else list(argnums)
+    if not numbers_:
+        raise ValueError("argnums must be non-empty: name at least one positional argument to differentiate")
     for k in numbers_:
         if isinstance(k, bool) or not isinstance(k, int):
             raise TypeError(f"argnums must be an int or a tuple of ints, got {type(k).__name__}")
         if not -count <= k < count:
             raise ValueError(f"argnums {k} is out of range for a function called with {count} arguments")
-    return [k % count for k in numbers_]
+    positions = [k % count for k in numbers_]
+    if len(set(positions)) != len(positions):
+        raise ValueError(f"argnums elements must be unique, got {argnums!r}")
+    return positions
 
 
-def _call(f: Callable[..., Any], args: tuple[Any, ...], positions: list[int]) -> tuple[Any, list[_Argument], bool]:
+def _call(
+    f: Callable[..., Any], args: tuple[Any, ...], positions: list[int], kwargs: dict[str, Any] | None = None
+) -> tuple[Any, list[_Argument], bool]:
+    """Call ``f`` with the arguments at ``positions`` lifted onto the graph; the others, and
+    the keyword arguments, go to ``f`` as they are (JAX and torch.func differentiate only
+    positional arguments)."""
     arguments = [_Argument(args[k], k) for k in positions]
     lifted = list(args)
     for k, argument in zip(positions, arguments, strict=True):
         lifted[k] = argument.lifted
-    return f(*lifted), arguments, any(a.nested for a in arguments)
+    return f(*lifted, **(kwargs or {})), arguments, any(a.nested for a in arguments)
 
 
 def _outputs(out: object, transform: str) -> tuple[list[Value | float], bool]:
@@ -229,12 +241,14 @@ def _split(flat: list[Any], arguments: list[_Argument], nested: bool) -> list[An
 
 
 def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., tuple[Any, Any]]:
-    """``f`` transformed to return ``(f(*args), grad(f)(*args))`` from one evaluation."""
+    """``f`` transformed to return ``(f(*args), grad(f)(*args))`` from one evaluation.
 
-    def value_and_grad_f(*args: Any) -> tuple[Any, Any]:
+    Keyword arguments are passed to ``f`` and not differentiated."""
+
+    def value_and_grad_f(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         positions = _positions(argnums, len(args))
         with _transform() as outer:
-            out, arguments, nested_args = _call(f, args, positions)
+            out, arguments, nested_args = _call(f, args, positions, kwargs)
             nested = outer or nested_args
             outputs, scalar = _outputs(out, "grad")
             if not scalar:
@@ -255,12 +269,13 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..
 
     ``f`` must return a scalar. The gradient is shaped like the argument: a float for a
     float, a list for a list; a tuple of them for a tuple of ``argnums``. Transforms nest:
-    ``grad(grad(f))(x)`` is the second derivative.
+    ``grad(grad(f))(x)`` is the second derivative. Keyword arguments are passed to ``f``
+    and not differentiated, as in JAX and torch.func.
     """
     with_value = value_and_grad(f, argnums)
 
-    def grad_f(*args: Any) -> Any:
-        return with_value(*args)[1]
+    def grad_f(*args: Any, **kwargs: Any) -> Any:
+        return with_value(*args, **kwargs)[1]
 
     grad_f.__name__ = f"grad({getattr(f, '__name__', 'f')})"
     return grad_f
@@ -353,12 +368,13 @@ def jacobian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
     One reverse pass per output (one vector-Jacobian product per basis vector). The shape
     follows the output and the argument: a float for a scalar of a scalar, a list when one
     of them is a list, a list of rows when both are; a tuple of them for a tuple of argnums.
+    Keyword arguments are passed to ``f`` and not differentiated.
     """
 
-    def jacobian_f(*args: Any) -> Any:
+    def jacobian_f(*args: Any, **kwargs: Any) -> Any:
         positions = _positions(argnums, len(args))
         with _transform() as outer:
-            out, arguments, nested_args = _call(f, args, positions)
+            out, arguments, nested_args = _call(f, args, positions, kwargs)
             nested = outer or nested_args
             outputs, scalar = _outputs(out, "jacobian")
             basis = [[1.0 if i == k else 0.0 for i in range(len(outputs))] for k in range(len(outputs))]
