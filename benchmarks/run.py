@@ -32,7 +32,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.setrecursionlimit(20_000)  # micrograd's sort recurses once per level of depth
 
-import vjpgrad  # noqa: E402
 from engines import Engine, available  # noqa: E402
 from workloads import (  # noqa: E402
     Program,
@@ -45,6 +44,8 @@ from workloads import (  # noqa: E402
     seed_expression_by_hand,
     seed_inputs,
 )
+
+import vjpgrad  # noqa: E402
 
 Run = Callable[[], tuple[list[float], float, float]]  # grads, forward seconds, backward seconds
 LIMIT = "hand-written"

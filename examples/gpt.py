@@ -10,12 +10,13 @@ makes up new names, sampled with a fixed seed.
 The names are examples/data/names.txt: 5,163 US first names from the Census Bureau's 1990
 first-name frequency files (public domain), as shipped in the PyPI package ``names``.
 
-The training step is one function of one-hot rows (the name's letters in, the letters to
-predict out) that reads no data, so ``vjpgrad.compile`` records it once per name length and
-replays it as code for every name of that length; ``--eager`` runs it as plain Values. A
-letter is a one-hot row rather than an index because an index is structure (it picks which
-row of the embedding a recording uses) while a row of floats is data: the embedding lookup
-``wte[token]`` becomes the product ``one_hot @ wte``, which is the same number. Loss starts
+Compiled (the default), the training step is one function of one-hot rows (the name's
+letters in, the letters to predict out) that reads no data, so ``vjpgrad.compile`` records
+it once per name length and replays it as code for every name of that length. A letter is
+a one-hot row rather than an index because an index is structure (it picks which row of the
+embedding a recording uses) while a row of floats is data: the embedding lookup
+``wte[token]`` becomes the product ``one_hot @ wte``, which is the same number. ``--eager``
+runs microgpt's own step, indices and all, as plain Values. Loss starts
 near ln(27) = 3.30 (a uniform guess over 26 letters and the end-of-name token).
 
     python examples/gpt.py [--steps 500] [--seed 42] [--eager] [--samples 20]
@@ -130,9 +131,28 @@ class GPT:
         return F.linear(x, state_dict["wte"])  # weight tying: the output layer is wte
 
 
-def make_step_loss(model: GPT, compiled: bool = False) -> Callable[[Sequence[int]], Value]:
-    """The training step's forward pass: one name's tokens in, its mean loss out."""
+def make_step_loss(model: GPT, compiled: bool = False, one_hot: bool | None = None) -> Callable[[Sequence[int]], Value]:
+    """The training step's forward pass: one name's tokens in, its mean loss out.
+
+    Eager, it is microgpt's: each token an index into the embedding, each target an index
+    for the cross-entropy. Compiled, each token and target is a one-hot row (``one_hot``
+    says which, if you want the other), so that one recording serves every name of a length.
+    """
     vocab_size = len(model.state_dict["wte"])
+
+    def loss_of_tokens(tokens: Sequence[int]) -> Value:
+        n = min(model.block_size, len(tokens) - 1)
+        keys: list[list[list[Value]]] = [[] for _ in range(model.n_layer)]
+        values: list[list[list[Value]]] = [[] for _ in range(model.n_layer)]
+        losses = []
+        for pos_id in range(n):
+            token_id, target_id = tokens[pos_id], tokens[pos_id + 1]
+            logits = model(token_id, pos_id, keys, values)
+            losses.append(F.cross_entropy(logits, target_id))  # -log p(target)
+        return Vector(losses).mean()  # the mean over the name's positions
+
+    if not (compiled if one_hot is None else one_hot):
+        return loss_of_tokens
 
     def loss_of(inputs: list[list[float]], targets: list[list[float]]) -> Value:
         keys: list[list[list[Value]]] = [[] for _ in range(model.n_layer)]

@@ -57,11 +57,12 @@ def test_the_step_is_one_graph_per_name_with_the_loss_of_every_position() -> Non
 
 def test_the_compiled_step_is_the_eager_step_bit_for_bit() -> None:
     # compile refuses any data read while it records: the step reads none, and its replay
-    # (the second name of the same length) gives eager's loss and gradients exactly
+    # (the second name of the same length) gives the eager one-hot step's loss and gradients
+    # exactly, and microgpt's index step's to rounding
     results = []
-    for compiled in (False, True):
+    for compiled, one_hot in ((False, True), (True, True), (False, False)):
         model = gpt.GPT(vocab_size=27, n_embd=4, rng=random.Random(0))
-        step_loss = gpt.make_step_loss(model, compiled=compiled)
+        step_loss = gpt.make_step_loss(model, compiled=compiled, one_hot=one_hot)
         for tokens in ([26, 7, 8, 26], [26, 1, 1, 26]):
             for p in model.parameters():
                 p.grad = 0.0
@@ -69,6 +70,8 @@ def test_the_compiled_step_is_the_eager_step_bit_for_bit() -> None:
             loss.backward()
         results.append((loss.data, [p.grad for p in model.parameters()]))
     assert results[0] == results[1]
+    assert results[2][0] == pytest.approx(results[1][0], rel=1e-14)
+    assert results[2][1] == pytest.approx(results[1][1], rel=1e-12, abs=1e-15)
 
 
 def test_sampling_reads_data_by_design_so_it_cannot_be_compiled() -> None:
