@@ -9,15 +9,14 @@ the graph the level inside it built (``create_graph=True``).
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from vjpgrad import _graph, _ops
+from vjpgrad import _check, _graph, _ops
 from vjpgrad._backward import check_flag, differentiable_reverse_pass, free, reverse_pass
-from vjpgrad._mode import enable_grad, no_grad, state
+from vjpgrad._mode import enable_grad, state
 from vjpgrad._ops import IDENTITY
 from vjpgrad._seeds import scalar_seed, seeds_for
 from vjpgrad._value import Value, unary
@@ -419,46 +418,28 @@ def gradcheck(
     which is all vjpgrad has: where ``f`` is not smooth within ``eps`` of an input (relu at
     0, a pole), the two legitimately disagree.
     """
-    points: list[Any] = [inputs] if isinstance(inputs, (numbers.Real, Value)) else list(inputs)  # type: ignore[arg-type]
-    xs = [scalar_seed(x, f"inputs[{i}]") for i, x in enumerate(points)]
+    xs = _check.points(inputs)
     for name, number in (("eps", eps), ("atol", atol), ("rtol", rtol)):
         if not isinstance(number, numbers.Real) or not number >= 0 or (name == "eps" and number == 0):
             raise ValueError(
                 f"gradcheck {name} must be a {'positive' if name == 'eps' else 'non-negative'} number, got {number!r}"
             )
-    leaves = [Value(x) for x in xs]
-    outputs, _ = _outputs(f(*leaves), "gradcheck")
-    basis = [[1.0 if i == k else 0.0 for i in range(len(outputs))] for k in range(len(outputs))]
-    analytic = [[float(g) for g in row] for row in _rows(outputs, basis, leaves, False)]
-    numeric = [[0.0] * len(xs) for _ in outputs]
-    with no_grad():
-        for j in range(len(xs)):
-            plus = _outputs(f(*[Value(x + (eps if k == j else 0.0)) for k, x in enumerate(xs)]), "gradcheck")[0]
-            minus = _outputs(f(*[Value(x - (eps if k == j else 0.0)) for k, x in enumerate(xs)]), "gradcheck")[0]
-            for i in range(len(outputs)):
-                numeric[i][j] = (float(plus[i]) - float(minus[i])) / (2 * eps)
-    table, failed = [], False
-    for i in range(len(outputs)):
-        for j, x in enumerate(xs):
-            a, n = analytic[i][j], numeric[i][j]
-            ok = abs(a - n) <= atol + rtol * abs(n) or (math.isinf(a) and a == n)
+    outputs, _ = _outputs(f(*[Value(x) for x in xs]), "gradcheck")
+    vector = len(outputs) > 1
+    rows, failed = [], False
+    for i in range(len(outputs)):  # one row of the Jacobian per output: the VJP with a basis seed
+        seed = [1.0 if k == i else 0.0 for k in range(len(outputs))] if vector else None
+        analytic = _check.analytic(f, xs, seed)
+        numeric = _check.numeric(f, xs, seed, eps)
+        for j, (x, a, n) in enumerate(zip(xs, analytic, numeric, strict=True)):
+            ok = _check.agree(a, n, atol, rtol)
             failed = failed or not ok
-            table.append((i, j, x, a, n, a - n, ok))
+            rows.append(([str(i), str(j)] if vector else [str(j)], x, a, n, ok))
     if failed:
-        raise AssertionError(_gradcheck_table(table, len(outputs) > 1, eps, atol, rtol))
+        heading = (
+            f"gradcheck failed: analytic gradient differs from central differences (eps={eps:g}, "
+            f"atol={atol:g}, rtol={rtol:g})"
+        )
+        columns = ["output", "input"] if vector else ["input"]
+        raise AssertionError(_check.table(heading, [*columns, "analytic", "numeric"], rows))
     return True
-
-
-def _gradcheck_table(
-    rows: list[tuple[int, int, float, float, float, float, bool]], vector: bool, eps: float, atol: float, rtol: float
-) -> str:
-    lines = [
-        f"gradcheck failed: analytic gradient differs from central differences (eps={eps:g}, "
-        f"atol={atol:g}, rtol={rtol:g})",
-        f"  {'output ' if vector else ''}{'input':>5} {'value':>14} {'analytic':>16} {'numeric':>16} "
-        f"{'difference':>12}",
-    ]
-    for i, j, x, a, n, d, ok in rows:
-        output = f"{i:>6} " if vector else ""
-        lines.append(f"  {output}{j:>5} {x:>14.6g} {a:>16.8g} {n:>16.8g} {d:>12.3g}  {'ok' if ok else '<-- differs'}")
-    return "\n".join(lines)

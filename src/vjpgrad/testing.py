@@ -9,17 +9,16 @@ expression graphs; hypothesis is imported only when a strategy is asked for.
 from __future__ import annotations
 
 import inspect
-import math
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import vjpgrad
-from vjpgrad._mode import no_grad
+from vjpgrad import _check
 from vjpgrad._seeds import scalar_seed
 from vjpgrad._value import Value
-from vjpgrad._vector import Vector, outputs_and_seeds
+from vjpgrad._vector import Vector
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -42,22 +41,6 @@ def _hypothesis() -> Any:
 
 # Each helper below sets ``__tracebackhide__``: pytest then leaves its frames out of a failure's
 # traceback, so a learner sees their own test line and the table, not this module's source.
-
-
-def _seeded_output(out: object, seed: Any) -> tuple[list[Value | float], list[float]]:
-    __tracebackhide__ = True
-    if isinstance(out, (Value, Vector)):
-        outputs, seeds = outputs_and_seeds(out, seed, "assert_grad_close", hint="pass seed=[...]")
-        return list(outputs), seeds
-    if isinstance(out, numbers.Real):
-        return [float(out)], [1.0 if seed is None else scalar_seed(seed, "seed")]
-    raise TypeError(f"f must return a Value, a Vector or a number, got {type(out).__name__}")
-
-
-def _weighted(out: object, seed: object) -> float:
-    __tracebackhide__ = True
-    outputs, seeds = _seeded_output(out, seed)
-    return math.fsum(float(y) * s for y, s in zip(outputs, seeds, strict=True))
 
 
 def _input_names(f: Callable[..., Any], count: int, names: Sequence[str] | None) -> list[str]:
@@ -120,28 +103,17 @@ def assert_grad_close(
     __tracebackhide__ = True
     if yours not in (None, "f", "expected"):
         raise ValueError(f"yours must be 'f', 'expected' or None, got {yours!r}")
-    points: list[Any] = [inputs] if isinstance(inputs, numbers.Real) else list(inputs)  # type: ignore[arg-type]
-    xs = [scalar_seed(x, f"inputs[{i}]") for i, x in enumerate(points)]
+    xs = _check.points(inputs)
     labels = _input_names(f, len(xs), names)
     if expected is not None:
         want_list: list[Any] = [expected] if isinstance(expected, numbers.Real) else list(expected)  # type: ignore[arg-type]
         if len(want_list) != len(xs):
             raise ValueError(f"expected has {len(want_list)} gradients but there are {len(xs)} inputs")
         want = [scalar_seed(w, f"expected[{i}]") for i, w in enumerate(want_list)]
-    leaves = [Value(x) for x in xs]
-    outputs, seeds = _seeded_output(f(*leaves), seed)
-    live = [(y, s) for y, s in zip(outputs, seeds, strict=True) if isinstance(y, Value) and y.requires_grad]
-    if live:
-        Vector([y for y, _ in live]).backward([s for _, s in live])
-    got = [leaf.grad for leaf in leaves]
+    got = _check.analytic(f, xs, seed, hint="pass seed=[...]")
     if expected is None:
         source = "numeric"
-        want = []
-        with no_grad():
-            for j in range(len(xs)):
-                plus = _weighted(f(*[Value(x + (eps if k == j else 0.0)) for k, x in enumerate(xs)]), seed)
-                minus = _weighted(f(*[Value(x - (eps if k == j else 0.0)) for k, x in enumerate(xs)]), seed)
-                want.append((plus - minus) / (2 * eps))
+        want = _check.numeric(f, xs, seed, eps)
     else:
         source = "expected"
     if yours == "expected":  # the learner's numbers against vjpgrad's
@@ -154,19 +126,11 @@ def assert_grad_close(
     rows = []
     failed = False
     for name, x, g, w in zip(labels, xs, checked, reference, strict=True):
-        ok = (math.isnan(g) and math.isnan(w)) or g == w or abs(g - w) <= atol + rtol * abs(w)
+        ok = _check.agree(g, w, atol, rtol)
         failed = failed or not ok
-        rows.append((name, x, g, w, g - w, ok))
+        rows.append(([name], x, g, w, ok))
     if failed:
-        raise AssertionError(_table(heading, columns, rows))
-
-
-def _table(heading: str, columns: tuple[str, str], rows: list[tuple[str, float, float, float, float, bool]]) -> str:
-    width = max(5, *(len(name) for name, *_ in rows))
-    lines = [heading, f"  {'input':<{width}} {'value':>12} {columns[0]:>14} {columns[1]:>14} {'difference':>12}"]
-    for name, x, g, w, d, ok in rows:
-        lines.append(f"  {name:<{width}} {x:>12.6g} {g:>14.8g} {w:>14.8g} {d:>12.3g}  {'ok' if ok else '<-- wrong'}")
-    return "\n".join(lines)
+        raise AssertionError(_check.table(heading, ["input", *columns], rows, mark="<-- wrong"))
 
 
 # ---- hypothesis strategies ------------------------------------------------------------------------

@@ -1,0 +1,89 @@
+"""The core of both gradient checkers: ``gradcheck`` (functional) and ``assert_grad_close``
+(vjpgrad.testing) are two faces of the functions here.
+
+The engine's gradients of ``f`` at some inputs, seeded as ``backward(seed)`` takes a seed,
+against central differences of ``sum_i seed[i] * f(...)[i]``; one rule for "close" (nan
+agrees with nan, an infinity with itself); one table for a failure.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from vjpgrad._mode import no_grad
+from vjpgrad._seeds import scalar_seed
+from vjpgrad._value import Value
+from vjpgrad._vector import Vector, outputs_and_seeds
+
+
+def points(inputs: object) -> list[float]:
+    """The inputs of a check as floats: one number, or a sequence of them."""
+    __tracebackhide__ = True
+    given: list[Any] = [inputs] if isinstance(inputs, (numbers.Real, Value)) else list(inputs)  # type: ignore[call-overload]
+    return [scalar_seed(x, f"inputs[{i}]") for i, x in enumerate(given)]
+
+
+def seeded_outputs(out: object, seed: object, hint: str = "") -> tuple[list[Value | float], list[float]]:
+    """``f``'s result as outputs, with one seed each (by the rules of ``_seeds``)."""
+    __tracebackhide__ = True
+    if isinstance(out, (Value, Vector)):
+        outputs, seeds = outputs_and_seeds(out, seed, "the check", hint=hint)
+        return list(outputs), seeds
+    if isinstance(out, numbers.Real):
+        return [float(out)], [1.0 if seed is None else scalar_seed(seed, "seed")]
+    raise TypeError(f"f must return a Value, a Vector or a number, got {type(out).__name__}")
+
+
+def analytic(f: Callable[..., Any], xs: Sequence[float], seed: object, hint: str = "") -> list[float]:
+    """The engine's gradient of ``sum_i seed[i] * f(xs)[i]`` with respect to each input."""
+    __tracebackhide__ = True
+    leaves = [Value(x) for x in xs]
+    outputs, seeds = seeded_outputs(f(*leaves), seed, hint)
+    live = [(y, s) for y, s in zip(outputs, seeds, strict=True) if isinstance(y, Value) and y.requires_grad]
+    if live:
+        Vector([y for y, _ in live]).backward([s for _, s in live])
+    return [leaf.grad for leaf in leaves]
+
+
+def numeric(f: Callable[..., Any], xs: Sequence[float], seed: object, eps: float) -> list[float]:
+    """Central differences of ``sum_i seed[i] * f(xs)[i]``: ``(f(x + eps) - f(x - eps)) / 2 eps``."""
+    __tracebackhide__ = True
+
+    def weighted(at: list[float]) -> float:
+        outputs, seeds = seeded_outputs(f(*[Value(x) for x in at]), seed)
+        return math.fsum(float(y) * s for y, s in zip(outputs, seeds, strict=True))
+
+    found = []
+    with no_grad():
+        for j in range(len(xs)):
+            plus = weighted([x + (eps if k == j else 0.0) for k, x in enumerate(xs)])
+            minus = weighted([x - (eps if k == j else 0.0) for k, x in enumerate(xs)])
+            found.append((plus - minus) / (2 * eps))
+    return found
+
+
+def agree(got: float, want: float, atol: float, rtol: float) -> bool:
+    """``|got - want| <= atol + rtol * |want|``, where nan agrees with nan and inf with itself."""
+    return (math.isnan(got) and math.isnan(want)) or got == want or abs(got - want) <= atol + rtol * abs(want)
+
+
+def table(
+    heading: str,
+    columns: Sequence[str],
+    rows: Sequence[tuple[Sequence[str], float, float, float, bool]],
+    mark: str = "<-- differs",
+) -> str:
+    """A failure as a table: each row's label cells, its value, the two gradients, their
+    difference, and a mark where they disagree. ``columns`` names the label cells, then the
+    two gradients."""
+    labels, (checked, reference) = list(columns[:-2]), columns[-2:]
+    widths = [max(len(label), *(len(row[0][k]) for row in rows)) for k, label in enumerate(labels)]
+    head = " ".join(f"{label:<{w}}" for label, w in zip(labels, widths, strict=True))
+    lines = [heading, f"  {head} {'value':>12} {checked:>14} {reference:>14} {'difference':>12}"]
+    for cells, x, g, w, ok in rows:
+        label = " ".join(f"{cell:<{width}}" for cell, width in zip(cells, widths, strict=True))
+        lines.append(f"  {label} {x:>12.6g} {g:>14.8g} {w:>14.8g} {g - w:>12.3g}  {'ok' if ok else mark}")
+    return "\n".join(lines)
