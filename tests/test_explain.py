@@ -91,3 +91,25 @@ def test_explain_refuses_what_backward_refuses() -> None:
     y.backward()
     with pytest.raises(RuntimeError, match="retain_graph=True"):
         explain(y)
+
+
+def test_explain_after_backward_says_what_to_do() -> None:
+    x = Value(2.0)
+    z = x * x
+    z.backward()
+    with pytest.raises(RuntimeError, match=r"call explain\(\) before backward\(\), or pass retain_graph=True"):
+        explain(z)
+    y = x * x
+    y.backward(retain_graph=True)
+    assert explain(y).gradients[x] == 4.0  # a retained graph explains after backward
+
+
+def test_an_explanation_is_a_page_and_shows_itself_in_a_notebook() -> None:
+    a = Value(3.0, label="<b>a</b>")
+    e = explain(a * a)
+    page = e.to_html()
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<b>a</b>" not in page  # a label is text, never markup
+    html = e._repr_html_()
+    assert "<table" in html
+    assert 'class="vjs-root"' in html  # the table, then the stepper
