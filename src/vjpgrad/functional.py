@@ -293,20 +293,8 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
     outputs, scalar = _outputs(out, "vjp")
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
-        if scalar:
-            if not isinstance(cotangent, (numbers.Real, Value)):
-                raise TypeError(f"the cotangent of a scalar output is a number, got {type(cotangent).__name__}")
-            seed = [cotangent]
-        else:
-            if isinstance(cotangent, (str, numbers.Real)) or not isinstance(cotangent, (Sequence, Vector)):
-                raise TypeError(
-                    f"the cotangent of an output of length {len(outputs)} is a list of that length, "
-                    f"got {type(cotangent).__name__}"
-                )
-            seed = list(cotangent)
-            if len(seed) != len(outputs):
-                raise ValueError(f"cotangent has length {len(seed)} but the output has length {len(outputs)}")
-        seed = [scalar_seed(s, "cotangent", differentiable=nested) for s in seed]
+        # the cotangent has the shape of the output: the seed rules of backward (_seeds)
+        seed = seeds_for(None if scalar else len(outputs), cotangent, name="cotangent", differentiable=nested)
         (row,) = _rows(outputs, [seed], _inputs(arguments), nested)
         return tuple(_split(row, arguments, nested))
 
