@@ -217,7 +217,7 @@ def _evaluate(args: Arguments) -> list[str]:
     if y.requires_grad:
         explanation = explain(y, seed, names=env) if args.explain or args.html else None
         if isinstance(y, Value):
-            y.backward(1.0 if seed is None else seed)  # type: ignore[arg-type]
+            y.backward(1.0 if seed is None else seed)  # type: ignore[arg-type]  # one float for a Value
         else:
             y.backward(seed)
     lines += [f"{name}.grad = {_show(value.grad)}" for name, value in env.items()]  # 0.0 if y does not use it

@@ -22,7 +22,7 @@ from vjpgrad._vector import Vector, outputs_and_seeds
 def points(inputs: object) -> list[float]:
     """The inputs of a check as floats: one number, or a sequence of them."""
     __tracebackhide__ = True
-    given: list[Any] = [inputs] if isinstance(inputs, (numbers.Real, Value)) else list(inputs)  # type: ignore[call-overload]
+    given: list[Any] = [inputs] if isinstance(inputs, (numbers.Real, Value)) else list(inputs)  # type: ignore[call-overload]  # checked by scalar_seed below
     return [scalar_seed(x, f"inputs[{i}]") for i, x in enumerate(given)]
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vjpgrad import _graph
-from vjpgrad._explain import Step, explain
+from vjpgrad._explain import Step, explain, given_names
 from vjpgrad._value import Value
 from vjpgrad._vector import Vector, outputs_and_seeds
 
@@ -62,12 +62,12 @@ def to_dot(
         shown = explanation.names
     else:
         shown = {}
-    given_names = _names(names)
+    named = given_names(names)
     nodes = _graph.ancestry(outputs)
     ids = {node: f"n{k}" for k, node in enumerate(nodes)}
     lines = ["digraph vjpgrad {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];']
     for node, name in ids.items():
-        title = given_names.get(node) or shown.get(node) or node.label or ""
+        title = named.get(node) or shown.get(node) or node.label or ""
         text = f"{title}\ndata {_number(node.data)}\ngrad {_number(node.grad)}".lstrip("\n")
         style = "" if node.requires_grad else ', style=dashed, color="gray40"'
         lines.append(f"  {name} [shape=box, label={_quote(text)}{style}];")
@@ -102,18 +102,6 @@ def to_dot(
             )
     lines.append("}")
     return "\n".join(lines) + "\n"
-
-
-def _names(names: Mapping[str, Value | Vector] | None) -> dict[Value, str]:
-    found: dict[Value, str] = {}
-    for name, thing in (names or {}).items():
-        if isinstance(thing, Vector):
-            found.update((value, f"{name}[{i}]") for i, value in enumerate(thing))
-        elif isinstance(thing, Value):
-            found[thing] = name
-        else:
-            raise TypeError(f"names must map to Values or Vectors, {name!r} maps to {type(thing).__name__}")
-    return found
 
 
 def draw(

@@ -122,8 +122,8 @@ EXPLAIN_AFTER_FREE = (
 )
 
 
-def _names(outputs: list[Value], vector: bool, given: Mapping[str, Value | Vector] | None) -> dict[Value, str]:
-    """A readable name for every node: given names, then labels, then y / y[i], then x1, t1..."""
+def given_names(given: Mapping[str, Value | Vector] | None) -> dict[Value, str]:
+    """The names a user gave (``{"a": a}``): a Value's, or ``a[0]``, ``a[1]``... for a Vector's."""
     names: dict[Value, str] = {}
     for name, thing in (given or {}).items():
         if isinstance(thing, Vector):
@@ -132,6 +132,12 @@ def _names(outputs: list[Value], vector: bool, given: Mapping[str, Value | Vecto
             names[thing] = name
         else:
             raise TypeError(f"names must map to Values or Vectors, {name!r} maps to {type(thing).__name__}")
+    return names
+
+
+def _names(outputs: list[Value], vector: bool, given: Mapping[str, Value | Vector] | None) -> dict[Value, str]:
+    """A readable name for every node: given names, then labels, then y / y[i], then x1, t1..."""
+    names = given_names(given)
     for i, value in enumerate(outputs):
         names.setdefault(value, value.label or (f"y[{i}]" if vector else "y"))
     return names

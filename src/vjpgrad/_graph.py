@@ -346,7 +346,7 @@ def _propagate_observed(order: Sequence[Node], observer: Observer) -> None:
     for node in order:
         g = node._cotangent
         if node._op.backward is not None:  # type: ignore[union-attr]  # reached() lists operations only
-            node._op.backward(node, g)  # type: ignore[union-attr]
+            node._op.backward(node, g)  # type: ignore[union-attr]  # as the line above
             continue
         for position, operand, saved in edges(node):
             part = _ops.contribution(form_of(node, position), g, saved)

@@ -9,5 +9,5 @@ from vjpgrad._value import Value
 from vjpgrad._vector import Vector
 
 Value._repr_html_ = value_html  # type: ignore[attr-defined]  # attached, not declared: see the docstring
-Vector._repr_html_ = vector_html  # type: ignore[attr-defined]
-Vector._repr_pretty_ = repr_pretty  # type: ignore[attr-defined]
+Vector._repr_html_ = vector_html  # type: ignore[attr-defined]  # attached, as above
+Vector._repr_pretty_ = repr_pretty  # type: ignore[attr-defined]  # attached, as above

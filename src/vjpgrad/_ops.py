@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from vjpgrad import _floats
 
@@ -345,3 +345,49 @@ BUILTIN: frozenset[Op] = frozenset(
     (ADD, SUB, MUL, DIV, POW, POW_BASE, POW_SCALAR, NEG, ABS, RECIPROCAL, IDENTITY, MAX, DETACH, *FUNCTIONS)
 )
 """Every operation of this table (a custom operation is not one of them)."""
+
+
+_S = TypeVar("_S")
+
+
+class Functions:
+    """The table's one-operand functions as methods, declared once with their types.
+
+    ``Value`` and ``Vector`` inherit these declarations and replace each one with the method
+    written from its row (``METHODS``); a function added to the table is declared here."""
+
+    __slots__ = ()
+
+    def reciprocal(self: _S) -> _S:
+        raise NotImplementedError
+
+    def exp(self: _S) -> _S:
+        raise NotImplementedError
+
+    def log(self: _S) -> _S:
+        raise NotImplementedError
+
+    def sqrt(self: _S) -> _S:
+        raise NotImplementedError
+
+    def sin(self: _S) -> _S:
+        raise NotImplementedError
+
+    def cos(self: _S) -> _S:
+        raise NotImplementedError
+
+    def tan(self: _S) -> _S:
+        raise NotImplementedError
+
+    def tanh(self: _S) -> _S:
+        raise NotImplementedError
+
+    def sigmoid(self: _S) -> _S:
+        raise NotImplementedError
+
+    def relu(self: _S) -> _S:
+        raise NotImplementedError
+
+
+METHODS: tuple[Op, ...] = (RECIPROCAL, *FUNCTIONS)
+"""The operations that are methods of Value and Vector (``x.exp()``, ``v.relu()``)."""

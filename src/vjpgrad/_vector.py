@@ -23,6 +23,20 @@ VectorOperand = Union["Vector", Value, float]
 _Pairing = Callable[[Any, Any], Any]
 
 
+def as_values(items: Iterable[object], requires_grad: bool, caller: str) -> list[Value]:
+    """Each item as a Value: a Value as it is, a number as a new leaf (``requires_grad`` says
+    whether it takes gradient); anything else is a TypeError that ``caller`` names."""
+    values = []
+    for index, item in enumerate(items):
+        if isinstance(item, Value):
+            values.append(item)
+        elif isinstance(item, numbers.Real):
+            values.append(Value(item, requires_grad=requires_grad))
+        else:
+            raise TypeError(f"{caller} element {index} must be a number or a Value, got {type(item).__name__}")
+    return values
+
+
 def wrap(values: list[Value]) -> Vector:
     """A Vector of these Values as they are (no checks: for the package's own results)."""
     vector = object.__new__(Vector)
@@ -82,7 +96,7 @@ def _method(op: Op) -> Callable[[Vector], Vector]:
     return method
 
 
-class Vector:
+class Vector(_ops.Functions):
     """A sequence of Values that computes elementwise.
 
     ``Vector([1.0, 2.0, 3.0])`` makes three leaf Values; ``Vector([a, b])`` wraps the given
@@ -101,15 +115,7 @@ class Vector:
             raise TypeError(f"Vector() takes an iterable of numbers or Values, got {type(items).__name__}")
         if not isinstance(requires_grad, bool):
             raise TypeError(f"Vector() requires_grad must be a bool, got {type(requires_grad).__name__}")
-        values = []
-        for index, item in enumerate(items):
-            if isinstance(item, Value):
-                values.append(item)
-            elif isinstance(item, numbers.Real):
-                values.append(Value(item, requires_grad=requires_grad))
-            else:
-                raise TypeError(f"Vector() element {index} must be a number or a Value, got {type(item).__name__}")
-        self._values = values
+        self._values = as_values(items, requires_grad, "Vector()")
 
     @classmethod
     def full(cls, n: int, fill: float, requires_grad: bool = True) -> Vector:
@@ -239,17 +245,6 @@ class Vector:
         """abs(self)"""
         return wrap([unary(_ops.ABS, x) for x in self._values])
 
-    reciprocal = _method(_ops.RECIPROCAL)
-    exp = _method(_ops.EXP)
-    log = _method(_ops.LOG)
-    sqrt = _method(_ops.SQRT)
-    sin = _method(_ops.SIN)
-    cos = _method(_ops.COS)
-    tan = _method(_ops.TAN)
-    tanh = _method(_ops.TANH)
-    sigmoid = _method(_ops.SIGMOID)
-    relu = _method(_ops.RELU)
-
     # ---- the seeded backward ------------------------------------------------------------
 
     def backward(
@@ -282,13 +277,8 @@ class Vector:
         return float(self._values[0])
 
 
-def _check_every_function_is_a_method() -> None:
-    missing = [op.name for op in _ops.FUNCTIONS if getattr(Vector, op.name, None) is None]
-    if missing:  # pragma: no cover - a row added to the table without its Vector method
-        raise ImportError(f"functions without a Vector method: {missing}")
-
-
-_check_every_function_is_a_method()
+for _op in _ops.METHODS:  # the table's functions as methods, elementwise
+    setattr(Vector, _op.name, _method(_op))
 
 
 def outputs_and_seeds(

@@ -106,7 +106,7 @@ def assert_grad_close(
     xs = _check.points(inputs)
     labels = _input_names(f, len(xs), names)
     if expected is not None:
-        want_list: list[Any] = [expected] if isinstance(expected, numbers.Real) else list(expected)  # type: ignore[arg-type]
+        want_list: list[Any] = [expected] if isinstance(expected, numbers.Real) else list(expected)  # type: ignore[arg-type]  # checked by scalar_seed below
         if len(want_list) != len(xs):
             raise ValueError(f"expected has {len(want_list)} gradients but there are {len(xs)} inputs")
         want = [scalar_seed(w, f"expected[{i}]") for i, w in enumerate(want_list)]
@@ -139,7 +139,7 @@ def assert_grad_close(
 def values(min_value: float = -10.0, max_value: float = 10.0) -> SearchStrategy[Value]:
     """Fresh leaf Values with finite data in [min_value, max_value]."""
     st = _hypothesis()
-    return st.floats(min_value, max_value, allow_nan=False, allow_infinity=False).map(Value)  # type: ignore[no-any-return]
+    return st.floats(min_value, max_value, allow_nan=False, allow_infinity=False).map(Value)  # type: ignore[no-any-return]  # hypothesis is imported lazily, untyped here
 
 
 def vectors(length: int | None = None, min_value: float = -10.0, max_value: float = 10.0) -> SearchStrategy[Vector]:
@@ -149,7 +149,7 @@ def vectors(length: int | None = None, min_value: float = -10.0, max_value: floa
         raise ValueError(f"length must be a non-negative int or None, got {length!r}")
     sizes = {"min_size": length, "max_size": length} if length is not None else {"min_size": 1, "max_size": 8}
     floats = st.floats(min_value, max_value, allow_nan=False, allow_infinity=False)
-    return st.lists(floats, **sizes).map(Vector)  # type: ignore[no-any-return]
+    return st.lists(floats, **sizes).map(Vector)  # type: ignore[no-any-return]  # as above
 
 
 UNARY_OPS = {"neg", "sin", "cos", "tanh", "sigmoid", "exp", "log", "sqrt", "relu", "abs", "square"}
@@ -266,7 +266,7 @@ def expressions(
             options.append(st.tuples(st.sampled_from(binary), below, below))
         return st.one_of(*options)  # leaves first, so shrinking heads for small trees
 
-    return tree(max_depth).map(lambda t: Expression(t, names))  # type: ignore[no-any-return]
+    return tree(max_depth).map(lambda t: Expression(t, names))  # type: ignore[no-any-return]  # as above
 
 
 __all__ = ["Expression", "assert_grad_close", "expressions", "values", "vectors"]

@@ -23,6 +23,7 @@ from typing import overload
 from vjpgrad import Value, Vector
 from vjpgrad._ops import MAX
 from vjpgrad._value import nary
+from vjpgrad._vector import as_values
 
 Values = Vector | Sequence[Value | float]
 """What the functions take: a Vector, or a list of Values and numbers (numbers are constants).
@@ -38,15 +39,7 @@ def _values(input: object, function: str) -> list[Value]:
         return list(input)
     if isinstance(input, (str, bytes, Value)) or not isinstance(input, Iterable):
         raise TypeError(f"{function}() takes a Vector or a list of Values, got {type(input).__name__}")
-    values = []
-    for index, item in enumerate(input):
-        if isinstance(item, Value):
-            values.append(item)
-        elif isinstance(item, numbers.Real):
-            values.append(Value(item, requires_grad=False))
-        else:
-            raise TypeError(f"{function}() element {index} must be a Value or a number, got {type(item).__name__}")
-    return values
+    return as_values(input, False, f"{function}()")  # numbers are constants
 
 
 def _in_kind(input: object, values: list[Value]) -> Vector | list[Value]:
