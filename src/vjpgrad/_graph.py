@@ -267,28 +267,36 @@ def reached(outputs: Sequence[N]) -> tuple[list[N], list[N]]:
     inner: list[N] = []
     leaves: list[N] = []
     stack = list(outputs)
+    # the bound methods once, not per node: this loop visits every node of the graph
+    pop, push, keep, keep_leaf = stack.pop, stack.append, inner.append, leaves.append
     while stack:
-        node = stack.pop()
+        node = pop()
         if node._seen is token:
             continue
         node._seen = token
         node._cotangent = -0.0
         op = node._op
         if op is None:
-            leaves.append(node)
+            keep_leaf(node)
             continue
-        inner.append(node)
+        keep(node)
         da = node._da
         db = node._db
-        if da is None and db is None:
-            raise RuntimeError(f"{FREED_MESSAGE} (the node is {node!r}, made by {op.name!r})")
         if op.nary:
+            if da is None:
+                raise RuntimeError(f"{FREED_MESSAGE} (the node is {node!r}, made by {op.name!r})")
             stack.extend(x for x, s in zip(node._a, da, strict=True) if s is not None and x._seen is not token)
             continue
-        if db is not None and node._b._seen is not token:
-            stack.append(node._b)
-        if da is not None and node._a._seen is not token:
-            stack.append(node._a)
+        if db is not None:
+            b = node._b
+            if b._seen is not token:
+                push(b)
+        elif da is None:
+            raise RuntimeError(f"{FREED_MESSAGE} (the node is {node!r}, made by {op.name!r})")
+        if da is not None:
+            a = node._a
+            if a._seen is not token:
+                push(a)
     inner.sort(key=_by_creation, reverse=True)
     return inner, leaves
 

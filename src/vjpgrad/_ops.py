@@ -175,19 +175,17 @@ class Op:
     # An operation that runs its own backward (a compiled function): called as
     # ``backward(node, g)`` in place of the edges' forms
     backward: Callable[[Any, Any], None] | None = None
+    nary: bool = field(default=False)  # of any number of operands (arity 0): read per node, so a field
 
     def __post_init__(self) -> None:
         plain = not self.maskable and self.backward is None and all(form is TIMES for form in self.forms)
         object.__setattr__(self, "plain", plain)
+        object.__setattr__(self, "nary", self.arity == 0)
 
     @property
     def shown(self) -> str:
         """How the operation is shown: its operator (``*``) or its name (``log``)."""
         return self.symbol or self.name
-
-    @property
-    def nary(self) -> bool:
-        return self.arity == 0
 
 
 def _binary(
