@@ -152,3 +152,15 @@ def test_numpy_bools_are_numbers_and_huge_ints_overflow_with_a_message() -> None
         Value(10**400)
     with pytest.raises(TypeError, match=r"got numpy.str_"):
         Value(np.str_("1"))
+
+
+def test_grad_set_to_none_counts_as_zero_and_a_wrong_grad_is_refused_before_any_change() -> None:
+    a, b = Value(1.0), Value(2.0)
+    y = a * b
+    a.grad = None  # PyTorch's way to zero a gradient
+    y.backward(retain_graph=True)
+    assert (a.grad, b.grad) == (2.0, 1.0)
+    b.grad = "oops"  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="set it to a number"):
+        y.backward()
+    assert (a.grad, y.grad) == (2.0, 1.0)  # nothing changed

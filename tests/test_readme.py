@@ -6,19 +6,16 @@ import doctest
 import re
 from pathlib import Path
 
-import vjpgrad
-from vjpgrad import Value, Vector
-
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def test_the_readme_examples_print_what_the_readme_says() -> None:
+    # each interactive block on its own, in a fresh namespace: as a reader pastes it
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
-    interactive = "\n".join(block for block in blocks if block.lstrip().startswith(">>>"))
-    assert interactive.count(">>>") >= 15
-    test = doctest.DocTestParser().get_doctest(
-        interactive, {"vjpgrad": vjpgrad, "Value": Value, "Vector": Vector}, "README", str(README), 0
-    )
+    interactive = [block for block in blocks if block.lstrip().startswith(">>>")]
+    assert sum(block.count(">>>") for block in interactive) >= 15
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    runner.run(test)
+    for k, block in enumerate(interactive):
+        test = doctest.DocTestParser().get_doctest(block, {}, f"README block {k}", str(README), 0)
+        runner.run(test)
     assert runner.summarize(verbose=False).failed == 0

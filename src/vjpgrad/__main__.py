@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import keyword
+import os
 import re
 import sys
 import unicodedata
@@ -236,6 +237,14 @@ def _evaluate(args: Arguments) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # the reader has gone (| head): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if not arguments:
         text, all_agree = report()

@@ -51,7 +51,7 @@ def seeds_for(
         if count != 1:
             raise RuntimeError(
                 f"grad can be implicitly created only for scalar outputs: the output has {count} elements, "
-                f"so pass one seed per element, {hint or f'e.g. y.backward([1.0] * {count})'}"
+                f"so pass one seed per element, {hint or f'e.g. [1.0] * {count}'}"
             )
         return [1.0]
     if isinstance(seed, (str, bytes, Node)) or not isinstance(seed, Iterable):
