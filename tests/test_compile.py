@@ -210,9 +210,9 @@ def test_the_source_is_the_code_that_runs_one_operation_a_line() -> None:
     f(Value(1.0), Value(3.0), Value(6.0))
     source = f.source
     assert source.startswith("def forward(inputs):")
-    assert "def backward(seeds, values, inputs):" in source
+    assert "def backward(seeds, values, inputs, start):" in source
     assert "t5 = _log(x2)  # log" in source
-    assert "g_x2 = g_t5 / x2" in source  # log's gradient is g / x, as PyTorch's
+    assert "g_x2 += g_t5 / x2" in source  # log's gradient is g / x, as PyTorch's
 
 
 def test_user_text_never_reaches_the_code() -> None:

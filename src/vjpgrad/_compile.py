@@ -283,10 +283,16 @@ class _Entry:
             reach.add(id(node))
             if id(node) in live:
                 stack += [x for x in _graph.operands(node) if isinstance(x, Value) and self.takes_grad.get(id(x))]
-        lines = ["def backward(seeds, values, inputs):"]
+        lines = ["def backward(seeds, values, inputs, start):"]
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n"))
         lines.append(self._unpack([self.names[id(n)] for n in self.live], "values").rstrip("\n"))
         started: set[int] = set()
+        # an argument's or parameter's gradient goes on from what the pass has handed it so far
+        # (later operations, or its own seed), and takes each contribution in eager's order
+        for k, x in enumerate(self.externals):
+            if id(x) in reach:
+                lines.append(f"    g_{self.names[id(x)]} = start[{k}]")
+                started.add(id(x))
         for i in sorted(seeded):
             node = self.live[self.internal_outputs[i]]
             if id(node) in reach:
@@ -337,9 +343,25 @@ class _Entry:
         seeded = frozenset(slots)
         seeds = tuple(slots.get(i, 0.0) for i in range(len(self.internal_outputs)))
         values, inputs = _graph.saved_of(node)
-        gradients = self.backward_for(seeded)(seeds, values, inputs)
-        for x, edge, gradient in zip(_graph.operands(node), _graph.edge_marks(node), gradients, strict=True):
-            if edge is not None and gradient is not None:
+        operands, edges = _graph.operands(node), _graph.edge_marks(node)
+        # each argument and parameter starts from its cotangent so far, as in the eager pass; a
+        # Value that stands at two places (an argument the function also closes over) starts
+        # the second from -0.0, and its two sums are added
+        first: dict[int, int] = {}
+        for k, (x, edge) in enumerate(zip(operands, edges, strict=True)):
+            if edge is not None:
+                first.setdefault(id(x), k)
+        start = tuple(
+            _graph.cotangent(x) if edge is not None and first[id(x)] == k else -0.0
+            for k, (x, edge) in enumerate(zip(operands, edges, strict=True))
+        )
+        gradients = self.backward_for(seeded)(seeds, values, inputs, start)
+        for k, (x, edge, gradient) in enumerate(zip(operands, edges, gradients, strict=True)):
+            if edge is None or gradient is None:
+                continue
+            if first[id(x)] == k:
+                _graph.set_cotangent(x, gradient)
+            else:
                 _graph.add_cotangent(x, gradient)
 
     def run(self, leaves: list[Any]) -> Any:

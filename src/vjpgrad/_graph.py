@@ -211,6 +211,12 @@ def edge_marks(node: Node) -> tuple[Any, ...]:
     return tuple(node._da)
 
 
+def set_cotangent(node: Node, gradient: Any) -> None:
+    """Replace ``node``'s cotangent in the pass that is running (a compiled call hands back the
+    running total it continued from the node's own)."""
+    node._cotangent = gradient
+
+
 def add_cotangent(node: Node, gradient: Any) -> None:
     """Hand ``node`` a contribution in the pass that is running (for a compiled call)."""
     node._cotangent += gradient

@@ -42,6 +42,13 @@ def _number(x: object, name: str, *, low: float = 0.0, below: float | None = Non
     return value
 
 
+def _state_number(x: object, name: str) -> float:
+    """A number of an optimizer's state: any float, nan and inf included (a diverged run's)."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(x).__name__}")
+    return float(x)
+
+
 def _flag(x: object, name: str) -> bool:
     if not isinstance(x, bool):
         raise TypeError(f"{name} must be a bool, got {type(x).__name__}")
@@ -235,7 +242,7 @@ class SGD(Optimizer):
         _keys(given, (), f"state_dict['state'][{i}]", optional=("momentum_buffer",))
         if "momentum_buffer" not in given:
             return None
-        return _number(given["momentum_buffer"], f"state_dict['state'][{i}]['momentum_buffer']", low=-math.inf)
+        return _state_number(given["momentum_buffer"], f"state_dict['state'][{i}]['momentum_buffer']")
 
     def _restore(self, states: list[Any]) -> None:
         self.momentum_buffers = list(states)
@@ -352,11 +359,11 @@ class Adam(Optimizer):
             raise TypeError(f"{where}['step'] must be an int, got {type(step).__name__}")
         if step < 1:
             raise ValueError(f"Invalid {where}['step']: {step} (a saved state has step >= 1)")
-        exp_avg = _number(given["exp_avg"], f"{where}['exp_avg']", low=-math.inf)
+        exp_avg = _state_number(given["exp_avg"], f"{where}['exp_avg']")
         # a diverged run may hold NaN; a negative second moment cannot come from a step
-        exp_avg_sq = _number(given["exp_avg_sq"], f"{where}['exp_avg_sq']", low=-math.inf)
+        exp_avg_sq = _state_number(given["exp_avg_sq"], f"{where}['exp_avg_sq']")
         most = given.get("max_exp_avg_sq")
-        max_sq = None if most is None else _number(most, f"{where}['max_exp_avg_sq']", low=-math.inf)
+        max_sq = None if most is None else _state_number(most, f"{where}['max_exp_avg_sq']")
         for name, value in (("exp_avg_sq", exp_avg_sq), ("max_exp_avg_sq", max_sq)):
             if value is not None and value < 0:
                 raise ValueError(f"Invalid {where}[{name!r}]: {value!r} (it must be >= 0.0)")
