@@ -426,7 +426,7 @@ def test_explain_shows_a_masked_edge_as_a_zero_local_derivative() -> None:
     assert [(s.local, s.contribution) for s in e.steps] == [(0.0, 0.0)]
 
 
-def test_explain_and_anomaly_mode_through_a_compiled_call() -> None:
+def test_anomaly_mode_goes_through_a_compiled_call_and_explain_says_to_call_it_uncompiled() -> None:
     def inner(x: Value) -> Value:
         return x * x + x.sin()
 
@@ -434,24 +434,22 @@ def test_explain_and_anomaly_mode_through_a_compiled_call() -> None:
     compiled(Value(0.1))
     x = Value(0.5)
     y = compiled(x) * 2.0 + x
-    e = explain(y)
+    with pytest.raises(RuntimeError, match="call the function uncompiled"):
+        explain(y)
     with vjpgrad.detect_anomaly():
         y.backward(retain_graph=True)
     expected = 2.0 * (2 * 0.5 + math.cos(0.5)) + 1.0
     assert math.isclose(x.grad, expected, rel_tol=1e-15)
-    assert e.gradients[x] == x.grad
     x.grad = 0.0
     y.backward()
     assert math.isclose(x.grad, expected, rel_tol=1e-15)
 
 
-def test_explain_and_anomaly_mode_go_on_past_a_compiled_call() -> None:
+def test_anomaly_mode_goes_on_past_a_compiled_call() -> None:
     compiled = vjpgrad.compile(lambda z: z * z)
     compiled(Value(1.0))
     x = Value(1.5)
     y = compiled(x * 3.0)  # the pass runs the compiled call, then the multiplication before it
-    e = explain(y)
-    assert e.gradients[x] == 2 * 4.5 * 3.0
     with vjpgrad.detect_anomaly():
         y.backward()
     assert x.grad == 27.0
@@ -463,8 +461,8 @@ def test_create_graph_through_a_compiled_call_is_refused_naming_the_fix() -> Non
     with pytest.raises(RuntimeError) as caught:
         gradients(compiled(x), [x], create_graph=True)
     assert message(caught) == (
-        "create_graph=True, higher derivatives and forward mode do not go through a function compiled by "
-        "vjpgrad.compile: call the function uncompiled for them"
+        "create_graph=True, higher derivatives, forward mode (jvp) and explain do not go through a function "
+        "compiled by vjpgrad.compile: call the function uncompiled for them"
     )
 
 

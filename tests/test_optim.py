@@ -70,9 +70,10 @@ masks = st.lists(st.booleans(), min_size=3, max_size=3).filter(lambda frozen: no
 # (one rounding) where Python rounds twice, and its CPU sqrt is not always correctly rounded.
 # Measured: with both emulated, a reference matches torch bit for bit; as written, about half
 # to four fifths of the results are bit-identical and the rest differ by a few units in the
-# last place. 13 digits catch any wrong formula (a missing bias correction, a different
-# momentum rule) while allowing that.
-DIGITS = 1e-13
+# last place. 11 digits catch any wrong formula (a missing bias correction, a different
+# momentum rule) while allowing that: Adam's division by sqrt(v) + eps can magnify a
+# last-bit difference over 8 steps where v is tiny (seen: 4e-12 relative).
+DIGITS = 1e-11
 
 
 def assert_same(opt: Any, topt: Any) -> None:

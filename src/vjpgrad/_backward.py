@@ -38,6 +38,9 @@ def _anomaly_observer(node: Node, position: int, operand: Node, upstream: Any, s
         )
 
 
+setattr(_anomaly_observer, "through_compiled", True)  # noqa: B010 - a compiled call checks its own results
+
+
 def _observer() -> _graph.Observer | None:
     return _anomaly_observer if state.detect_anomaly else None
 

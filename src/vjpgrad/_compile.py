@@ -24,6 +24,7 @@ import itertools
 import linecache
 import numbers
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -32,11 +33,13 @@ from vjpgrad import _graph
 from vjpgrad._codegen import Writer
 from vjpgrad._mode import OWN_CODE, DataDependentError, caller_location, refuse_number, refusing_numbers, state
 from vjpgrad._ops import TIMES, Form, Op
-from vjpgrad._value import Value
+from vjpgrad._value import Value, pow_base
 from vjpgrad._vector import Vector, wrap
 
 CACHE_SIZE = 64
 """Recordings kept per compiled function (the least recently used goes first)."""
+BACKWARDS_KEPT = 8
+"""Reverse passes kept per recording, one per set of outputs a pass is seeded at."""
 
 _data_slot: Any = _graph.Node.__dict__["data"]  # the slot under Value.data, for vjpgrad's own reads
 
@@ -70,6 +73,27 @@ class _Recorded(Value):
     def __int__(self) -> int:
         refuse_number("int() of a Value")
         return int(_data_slot.__get__(self))
+
+
+class _Number(_Recorded):
+    """A float argument while a function is recorded: a Value, so that the code reads the
+    number of each call, that takes part in operations as a number does in eager mode
+    (``c / x`` is ``(1 / x) * c``, ``x ** c`` takes PyTorch's special exponents, ``c ** x``
+    is number ** Value), so the replay computes what eager computes."""
+
+    __slots__ = ()
+    number_argument = True
+
+    def __truediv__(self, other: Any) -> Value:
+        if isinstance(other, Value) and not other.number_argument:
+            product: Value = other.reciprocal() * self
+            return product
+        return Value.__truediv__(self, other)
+
+    def __pow__(self, other: Any) -> Value:
+        if isinstance(other, Value) and not other.number_argument:
+            return pow_base(self, other)
+        return Value.__pow__(self, other)
 
 
 # ---- the arguments: their structure (the cache key) and their leaves -----------------------------
@@ -124,7 +148,8 @@ def _build(x: Any, leaves: Iterator[Any]) -> Any:
     if isinstance(x, Vector):
         return Vector([_build(item, leaves) for item in x])
     if isinstance(x, (list, tuple)):
-        return type(x)(_build(item, leaves) for item in x)
+        items = [_build(item, leaves) for item in x]
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)  # a namedtuple takes fields
     return x
 
 
@@ -164,7 +189,8 @@ class _Entry:
     def __init__(self, fn: Callable[..., Any], args: Sequence[Any], leaves: list[Any], number: int) -> None:
         grad_enabled = state.grad_enabled
         arguments = [
-            _new_recorded(x.data, x.requires_grad) if isinstance(x, Value) else _new_recorded(x, False) for x in leaves
+            _new_recorded(x.data, x.requires_grad) if isinstance(x, Value) else _new_recorded(x, False, _Number)
+            for x in leaves
         ]
         distinct: dict[int, Value] = {}
         for x, a in zip(leaves, arguments, strict=True):
@@ -207,14 +233,14 @@ class _Entry:
                     continue
                 if id(x) in constants:
                     continue
-                if _graph.op_of(x) is None and _graph.made_after(x, recording):
-                    constants[id(x)] = _data_slot.__get__(x)
-                else:
+                if _graph.op_of(x) is None and _graph.made_after(x, recording) and not x.requires_grad:
+                    constants[id(x)] = _data_slot.__get__(x)  # a constant made inside: its number
+                else:  # a parameter, or a Value made inside that takes gradient (a weight made lazily)
                     names[id(x)] = f"p{len(parameters)}"
                     parameters.append(x)
         for x in outputs:  # an output that is a parameter or a constant made inside
             if isinstance(x, Value) and id(x) not in recorded and id(x) not in names and id(x) not in constants:
-                if _graph.op_of(x) is None and _graph.made_after(x, recording):
+                if _graph.op_of(x) is None and _graph.made_after(x, recording) and not x.requires_grad:
                     constants[id(x)] = _data_slot.__get__(x)
                 else:
                     names[id(x)] = f"p{len(parameters)}"
@@ -315,7 +341,17 @@ class _Entry:
                 lines.append(f"    {gradient} {'+=' if target in started else '='} {code}")
                 started.add(target)
         results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
-        lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+        # and each seeded output's own gradient: its seed and what the operations inside handed it
+        outputs = [
+            f"g_{self.names[id(self.live[self.internal_outputs[i]])]}"
+            if id(self.live[self.internal_outputs[i]]) in started
+            else "None"
+            for i in sorted(seeded)
+        ]
+        lines.append(
+            f"    return ({', '.join(results)}{',' if len(results) == 1 else ''}), "
+            f"({', '.join(outputs)}{',' if len(outputs) == 1 else ''})"
+        )
         return "\n".join(line for line in lines if line) + "\n"
 
     def _load(self, source: str, name: str) -> Callable[..., Any]:
@@ -329,6 +365,8 @@ class _Entry:
     def backward_for(self, seeded: frozenset[int]) -> Callable[..., tuple[Any, ...]]:
         function = self._backwards.get(seeded)
         if function is None:
+            if len(self._backwards) >= BACKWARDS_KEPT:  # the oldest goes first
+                del self._backwards[next(iter(self._backwards))]
             function = self._backwards[seeded] = self._load(self.backward_source(seeded), "backward")
         return function
 
@@ -342,7 +380,7 @@ class _Entry:
     def _backward(self, node: _graph.Node, slots: Any) -> None:
         seeded = frozenset(slots)
         seeds = tuple(slots.get(i, 0.0) for i in range(len(self.internal_outputs)))
-        values, inputs = _graph.saved_of(node)
+        values, inputs, wrappers = _graph.saved_of(node)
         operands, edges = _graph.operands(node), _graph.edge_marks(node)
         # each argument and parameter starts from its cotangent so far, as in the eager pass; a
         # Value that stands at two places (an argument the function also closes over) starts
@@ -355,7 +393,18 @@ class _Entry:
             _graph.cotangent(x) if edge is not None and first[id(x)] == k else -0.0
             for k, (x, edge) in enumerate(zip(operands, edges, strict=True))
         )
-        gradients = self.backward_for(seeded)(seeds, values, inputs, start)
+        gradients, finals = self.backward_for(seeded)(seeds, values, inputs, start)
+        for i, final in zip(sorted(seeded), finals, strict=True):  # an output's .grad, as eager's
+            wrapper = wrappers[i]()
+            if wrapper is not None and final is not None:
+                _graph.set_cotangent(wrapper, final)
+        if state.detect_anomaly:
+            for k, (edge, gradient) in enumerate(zip(edges, gradients, strict=True)):
+                if edge is not None and gradient is not None and gradient != gradient:
+                    raise FloatingPointError(
+                        f"backward of a compiled call produced nan for its input {k} (anomaly mode checks the "
+                        "call as one operation: call the function uncompiled to find the operation)"
+                    )
         for k, (x, edge, gradient) in enumerate(zip(operands, edges, gradients, strict=True)):
             if edge is None or gradient is None:
                 continue
@@ -378,7 +427,9 @@ class _Entry:
         edges = tuple(True if isinstance(x, Value) and x.requires_grad else None for x in external_values)
         call = None
         if state.grad_enabled and any(edges):
-            call = _graph.make(Value, 0.0, self.op, tuple(external_values), edges, None, (values, data))
+            # the outputs are held weakly (they hold the call node): no reference cycle
+            wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
+            call = _graph.make(Value, 0.0, self.op, tuple(external_values), edges, None, (values, data, wrappers))
         made: dict[int, Value] = {}
         results: list[Any] = []
         for kind, k in self.outputs:
@@ -393,6 +444,7 @@ class _Entry:
                 position = self.internal_outputs.index(k)
                 if call is not None and self.takes_grad[id(node)]:
                     value = _graph.make(Value, values[k], OUTPUT, call, position, None, None)
+                    wrappers[position] = weakref.ref(value)
                 else:
                     value = Value(values[k], requires_grad=False)
                 made[k] = value
@@ -400,9 +452,14 @@ class _Entry:
         return results[0] if self.kind == "value" else wrap(results) if self.kind == "vector" else results
 
 
-def _new_recorded(data: float, requires_grad: bool) -> Value:
+def _dead() -> None:
+    """The weak reference of an output that has none."""
+    return None
+
+
+def _new_recorded(data: float, requires_grad: bool, cls: type[Value] = _Recorded) -> Value:
     value = Value(data, requires_grad=requires_grad)
-    value.__class__ = _Recorded
+    value.__class__ = cls
     return value
 
 
@@ -445,6 +502,8 @@ class Compiled:
         return len(self._cache)
 
     def __call__(self, *args: Any) -> Any:
+        if state.recording is not None:  # inside another compiled function's recording: be recorded
+            return self.fn(*args)
         key, leaves = _flatten(args)
         with self._lock:
             entry = self._cache.get(key)

@@ -28,7 +28,7 @@ def _checked_rule(name: str, rule: Callable[..., Any], arity: int) -> Callable[.
             except (ZeroDivisionError, OverflowError):
                 constants = [Value(a, requires_grad=False) for a in args]
                 result = rule(*constants)
-                result = tuple(float(r) for r in result) if isinstance(result, tuple) else result
+                result = tuple(_number(r) for r in result) if isinstance(result, tuple) else _number(result)
             _check_result(name, result, arity)
             if isinstance(result, tuple):
                 return tuple(float(r) for r in result)
@@ -44,6 +44,12 @@ def _checked_rule(name: str, rule: Callable[..., Any], arity: int) -> Callable[.
         return result
 
     return call
+
+
+def _number(x: Any) -> Any:
+    """A rule's answer as a number (its data, for a Value), without float(): inside
+    vjpgrad.compile's recording, float() of a Value is refused."""
+    return x.data if isinstance(x, Value) else x
 
 
 def _check_result(name: str, result: Any, arity: int) -> None:

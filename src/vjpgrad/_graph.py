@@ -47,6 +47,11 @@ FREED_MESSAGE = (
     "through the graph a second time."
 )
 
+OWN_BACKWARD_MESSAGE = (
+    "create_graph=True, higher derivatives, forward mode (jvp) and explain do not go through a function "
+    "compiled by vjpgrad.compile: call the function uncompiled for them"
+)
+
 pass_lock = threading.RLock()
 """Held by every pass: the scratch slots of the nodes belong to one pass at a time."""
 
@@ -184,6 +189,8 @@ def edges(node: Node) -> list[tuple[int, Node, Any]]:
     op = node._op
     if op is None:
         return []
+    if op.backward is not None:
+        raise RuntimeError(OWN_BACKWARD_MESSAGE)
     if op.nary:
         return [(k, x, s) for k, (x, s) in enumerate(zip(node._a, node._da, strict=True)) if s is not None]
     found = []
@@ -360,6 +367,8 @@ def _propagate_observed(order: Sequence[Node], observer: Observer) -> None:
     for node in order:
         g = node._cotangent
         if node._op.backward is not None:  # type: ignore[union-attr]  # reached() lists operations only
+            if not getattr(observer, "through_compiled", False):
+                raise RuntimeError(OWN_BACKWARD_MESSAGE)
             node._op.backward(node, g)  # type: ignore[union-attr]  # as the line above
             continue
         for position, operand, saved in edges(node):
@@ -395,10 +404,7 @@ def saved_as_values(node: Node) -> list[tuple[int, Node, Any]]:
     op = node._op
     assert op is not None  # only called for operations
     if op.backward is not None:
-        raise RuntimeError(
-            "create_graph=True, higher derivatives and forward mode do not go through a function compiled by "
-            "vjpgrad.compile: call the function uncompiled for them"
-        )
+        raise RuntimeError(OWN_BACKWARD_MESSAGE)
     if op.nary:
         values = op.saved[0](tuple(node._a), node)
         return [(k, x, values[k]) for k, x, _ in edges(node)]

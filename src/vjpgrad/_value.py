@@ -14,7 +14,7 @@ from typing import Any, Union
 
 from vjpgrad import _codegen, _graph, _ops
 from vjpgrad._backward import backward
-from vjpgrad._mode import refuse_number
+from vjpgrad._mode import refuse_number, state, switched
 from vjpgrad._ops import Op
 
 Operand = Union["Value", float]
@@ -132,6 +132,7 @@ _mul, _rmul = binary_operators(_ops.MUL)
 _truediv, _ = binary_operators(_ops.DIV)
 _pow, _rpow = binary_operators(_ops.POW, _ops.POW_BASE)
 _pow_scalar, _ = binary_operators(_ops.POW_SCALAR)
+pow_base, _ = binary_operators(_ops.POW_BASE)  # number ** Value, the number standing as a Value
 
 
 def _check_data(data: object) -> float:
@@ -170,6 +171,7 @@ class Value(_graph.Node, _ops.Functions):
 
     __slots__ = ()
     __array_ufunc__ = None  # NumPy defers to us: np.float64(2) * x is a Value, not an array
+    number_argument = False  # True for a float argument of a function vjpgrad.compile records
 
     def __init__(
         self,
@@ -223,6 +225,8 @@ class Value(_graph.Node, _ops.Functions):
 
     def detach(self) -> Value:
         """A new leaf with the same data that requires no grad: a constant cut from the graph."""
+        if switched[0] and state.recording is not None:  # compile records the cut: its number changes
+            return _make(Value, self.data, _ops.DETACH, self, None, None, None)
         return Value(self.data, requires_grad=False, label=self.label)
 
     def zero_grad(self) -> None:
@@ -280,7 +284,7 @@ class Value(_graph.Node, _ops.Functions):
 
     def __pow__(self, other: Operand) -> Value:
         """self ** other: a number exponent takes PyTorch's special cases (x ** 2 is x * x)."""
-        if isinstance(other, Value):
+        if isinstance(other, Value) and not other.number_argument:
             return _pow(self, other)
         return _pow_scalar(self, other)
 

@@ -15,6 +15,7 @@ from typing import Any, Union, overload
 from vjpgrad import _ops
 from vjpgrad._backward import backward
 from vjpgrad._format import format_vector
+from vjpgrad._mode import refuse_number
 from vjpgrad._ops import Op
 from vjpgrad._seeds import seeds_for
 from vjpgrad._value import Value, as_number, unary
@@ -173,6 +174,7 @@ class Vector(_ops.Functions):
     @property
     def data(self) -> list[float]:
         """The elements' data, as floats."""
+        refuse_number("Vector.data (or tolist())")
         return [value.data for value in self._values]
 
     def tolist(self) -> list[float]:
