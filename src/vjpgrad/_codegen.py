@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vjpgrad import _floats, _graph, _ops
+from vjpgrad._mode import switched
 from vjpgrad._ops import MASKED, Op
 
 
@@ -370,6 +371,7 @@ def eager_operators(op: Op, reflected: Op, namespace: dict[str, Any]) -> tuple[C
     ``make`` and ``as_number``."""
     x, y, out = (Code(name, atomic=True) for name in ("x", "y", "out"))
     namespace.update(NAMESPACE, _op=op, _reflected_op=reflected, _saved_x=op.saved[0], _saved_y=op.saved[1])
+    namespace.update(_new=object.__new__, _next_seq=_graph.next_seq, switched=switched)
     namespace["_reflected_saved_y"] = reflected.saved[1]
     source = f"""
 def operator(self, other):
@@ -389,8 +391,7 @@ def operator(self, other):
     out = {op.code.format("x", "y")}
     da = ({_saved_code(op, 0, [x, y, out], "_saved_x")}) if self.requires_grad else None
     db = ({_saved_code(op, 1, [x, y, out], "_saved_y")}) if takes else None
-    return make(Value, out, _op, self, da, other, db)
-
+{_graph.make_inline("    ", "out", "_op", "self", "da", "other", "db")}
 
 def reflected(self, other):
     if type(other) is float:
@@ -402,8 +403,7 @@ def reflected(self, other):
     y = self.data
     out = {reflected.code.format("x", "y")}
     db = ({_saved_code(reflected, 1, [x, y, out], "_reflected_saved_y")}) if self.requires_grad else None
-    return make(Value, out, _reflected_op, x, None, self, db)
-"""
+{_graph.make_inline("    ", "out", "_reflected_op", "x", "None", "self", "db")}"""
     exec(compile(source, f"<vjpgrad operator {op.name}>", "exec"), namespace)  # code written from the table alone
     return namespace.pop("operator"), namespace.pop("reflected")
 
@@ -412,13 +412,13 @@ def eager_unary(op: Op, namespace: dict[str, Any]) -> Callable[..., Any]:
     """The Value method of a one-operand operation, written from its row as ``eager_operators``."""
     x, out = Code("x", atomic=True), Code("out", atomic=True)
     namespace.update(NAMESPACE, _op=op, _saved=op.saved[0])
+    namespace.update(_new=object.__new__, _next_seq=_graph.next_seq, switched=switched)
     source = f"""
 def method(self):
     x = self.data
     out = {op.code.format("x")}
     saved = ({_saved_code(op, 0, [x, out], "_saved")}) if self.requires_grad else None
-    return make(Value, out, _op, self, saved, None, None)
-"""
+{_graph.make_inline("    ", "out", "_op", "self", "saved", "None", "None")}"""
     exec(compile(source, f"<vjpgrad operation {op.name}>", "exec"), namespace)  # code written from the table alone
     function: Callable[..., Any] = namespace.pop("method")
     return function

@@ -57,7 +57,7 @@ pass_lock = threading.RLock()
 
 _new = object.__new__
 N = TypeVar("N", bound="Node")
-_next_seq = itertools.count(1).__next__
+_next_seq = next_seq = itertools.count(1).__next__
 _by_creation = operator.attrgetter("_seq")
 
 
@@ -78,14 +78,13 @@ class Node:
         "_seq",
         "data",
         "grad",
-        "label",
         "requires_grad",
     )
 
     data: float
     grad: float
     requires_grad: bool
-    label: str | None
+    label: str | None = None  # a class default: a node keeps a label only once one is given
     _op: Op | None  # None for a leaf (made by the user) or a constant
     _a: Any  # Node | float | tuple[Node | float, ...] | None
     _b: Any  # Node | float | None
@@ -102,7 +101,8 @@ def init_leaf(node: Node, data: float, requires_grad: bool, label: str | None) -
     node.data = data
     node.grad = 0.0
     node.requires_grad = requires_grad
-    node.label = label
+    if label is not None:
+        node.label = label
     node._op = node._a = node._b = node._da = node._db = node._seen = None
     node._seq = _next_seq()
 
@@ -113,7 +113,6 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     node = _new(cls)
     node.data = data
     node.grad = 0.0
-    node.label = None
     node._seen = None
     switches_on = switched[0]
     if switches_on and state.recording is not None:
@@ -165,6 +164,31 @@ def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: 
 def made_after(node: Node, recording: Recording) -> bool:
     """Whether ``node`` (a leaf) was made while ``recording`` ran."""
     return node._seq >= recording.first_seq
+
+
+def make_inline(indent: str, data: str, op: str, a: str, da: str, b: str, db: str) -> str:
+    """The lines of Python that ``make`` runs for a node that takes gradient with no switch on,
+    for code written from the table (the eager operators) to run in place of a call of
+    ``make``: this module stays the one place that fills a node's slots. The names are of
+    the writer's variables; ``make``, ``Value``, ``_new``, ``_next_seq`` and ``switched`` must be
+    in its namespace."""
+    lines = [
+        f"if switched[0] or ({da} is None and {db} is None):",
+        f"    return make(Value, {data}, {op}, {a}, {da}, {b}, {db})",
+        "node = _new(Value)",
+        f"node.data = {data}",
+        "node.grad = 0.0",
+        "node._seen = None",
+        "node.requires_grad = True",
+        f"node._op = {op}",
+        f"node._a = {a}",
+        f"node._b = {b}",
+        f"node._da = {da}",
+        f"node._db = {db}",
+        "node._seq = _next_seq()",
+        "return node",
+    ]
+    return "".join(f"{indent}{line}\n" for line in lines)
 
 
 # ---- reading a node -----------------------------------------------------------------------------
