@@ -215,7 +215,7 @@ NAMESPACE: dict[str, Any] = {
 for _op in _ops.BUILTIN:
     NAMESPACE.setdefault(f"_{_op.name}", _op.forward)
 
-_INLINE = {"{0} + {1}", "{0} - {1}", "{0} * {1}", "-{0}", "abs({0})", "{0}"}
+_INLINE = {"{0} + {1}", "{0} - {1}", "{0} * {1}", "-{0}", "abs({0})", "{0}", "0.0 if {0} < 0.0 else {0}"}
 
 
 class Writer:

@@ -327,18 +327,39 @@ class _Entry:
                     f"    {gradient} = seeds[{i}]" if id(node) not in started else f"    {gradient} += seeds[{i}]"
                 )
                 started.add(id(node))
+        # A node whose first contribution is its user's gradient itself (an addition's) takes
+        # over that variable instead of copying it, when the user is done with it: which node
+        # holds which variable is tracked so that no variable serves two live gradients.
+        named: dict[int, str] = {}  # id(node) -> the variable holding its gradient, if not its own
+        holder: dict[str, int] = {}  # variable -> id of the node whose gradient it holds
+        outputs_seeded = {id(self.live[self.internal_outputs[i]]) for i in seeded}
+
+        def variable(key: int) -> str:
+            return named.get(key, f"g_{self.names[key]}")
+
         for node in reversed(self.live):
             if id(node) not in reach or id(node) not in started:
                 continue
             op = _graph.op_of(node)
             assert op is not None
             lines.append(f"    # {self.writer.forward_line(node).split('  # ')[0]}")
-            for target, code in self.writer.backward_lines(node, f"g_{self.names[id(node)]}"):
+            gradient = variable(id(node))
+            for target, code in self.writer.backward_lines(node, gradient):
                 if target == -1:
                     lines.append(f"    {code}")
                     continue
-                gradient = f"g_{self.names[target]}"
-                lines.append(f"    {gradient} {'+=' if target in started else '='} {code}")
+                if (
+                    code == gradient
+                    and target not in started
+                    and target in live
+                    and id(node) not in outputs_seeded  # an output's own gradient is returned at the end
+                    and holder.get(gradient, id(node)) == id(node)
+                ):
+                    named[target] = gradient
+                    holder[gradient] = target
+                    started.add(target)
+                    continue
+                lines.append(f"    {variable(target)} {'+=' if target in started else '='} {code}")
                 started.add(target)
         results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
         # and each seeded output's own gradient: its seed and what the operations inside handed it

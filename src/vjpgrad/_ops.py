@@ -301,6 +301,7 @@ RELU = _unary(
     _floats.relu,
     lambda x, out: where(data_of(out) <= 0.0, MASKED, 1.0),
     doc="max(x, 0); its derivative at 0 is 0, as in PyTorch",
+    code="0.0 if {0} < 0.0 else {0}",  # _floats.relu, written out (relu(-0.0) = -0.0, relu(nan) = nan)
     maskable=True,
 )
 # A transform's own variable on top of an outer one: distinct, yet differentiable through
