@@ -176,7 +176,7 @@ def make_step_loss(model: GPT, compiled: bool = False, one_hot: bool | None = No
 
 
 def train(
-    steps: int = 500,
+    steps: int = 1000,
     seed: int = 42,
     eager: bool = False,
     n_embd: int = 16,
@@ -250,7 +250,7 @@ def sample(model: GPT, chars: list[str], count: int = 20, temperature: float = 0
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=500, help="training steps, one name each (default 500)")
+    parser.add_argument("--steps", type=int, default=1000, help="training steps, one name each (default 1000)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the shuffle, the weights and the samples")
     parser.add_argument("--eager", action="store_true", help="run the step as plain Values, not compiled")
     parser.add_argument("--samples", type=int, default=20, help="names to make up at the end (default 20)")
