@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from workloads import count_nodes
+
 import vjpgrad
 
 sys.setrecursionlimit(20_000)  # the microgpt design sorts recursively
@@ -242,18 +244,6 @@ def step_run(step: Callable[[Sequence[int]], Any], params: list[Any], tokens: li
         return [p.grad for p in params], t1 - t0, t2 - t1
 
     return run
-
-
-def count_nodes(loss: vjpgrad.Value) -> int:
-    """Nodes of vjpgrad's graph (parameters included), by the public ``parents``."""
-    seen = {id(loss)}
-    stack = [loss]
-    while stack:
-        for parent in stack.pop().parents:
-            if id(parent) not in seen:
-                seen.add(id(parent))
-                stack.append(parent)
-    return len(seen)
 
 
 def gpt_step(rounds: int, compare: Callable[..., Any], name: str = "isabella") -> Any:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from engines import Engine
+from workloads import count_nodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from moons import make_moons
@@ -180,11 +181,4 @@ def _count_nodes(model: GenericMLP, points: list[tuple[float, float]]) -> int:
     total = scores[0]
     for s in scores[1:]:
         total = total + engine.relu(1 + -s)
-    seen = {id(total)}  # by the public .parents, so that any version of vjpgrad counts alike
-    stack = [total]
-    while stack:
-        for parent in stack.pop().parents:
-            if id(parent) not in seen:
-                seen.add(id(parent))
-                stack.append(parent)
-    return len(seen) + 2 * len(model.parameters())
+    return count_nodes(total) + 2 * len(model.parameters())

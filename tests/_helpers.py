@@ -66,3 +66,22 @@ def run(program: Program, leaf: Callable[[float], Any]) -> tuple[list[Any], list
     for op, i, j in steps:
         nodes.append(GRAPH_OPS[op][1](nodes[i % len(nodes)], nodes[j % len(nodes)]))
     return leaves, nodes
+
+
+def backward_gradients(graph: Callable[[], Any]) -> dict[str, float]:
+    """Each named leaf's gradient from one real backward pass on a fresh copy of ``graph``
+    (a function returning the output, ``{name: Value or Vector}`` and the seed)."""
+    from vjpgrad import Vector
+
+    y, names, seed = graph()
+    if isinstance(y, Vector):
+        y.backward(seed)
+    else:
+        y.backward()
+    grads: dict[str, float] = {}
+    for name, thing in names.items():
+        if isinstance(thing, Vector):
+            grads.update((f"{name}[{i}]", v.grad) for i, v in enumerate(thing))
+        else:
+            grads[name] = thing.grad
+    return grads

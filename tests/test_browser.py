@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers import backward_gradients
 
 pytest.importorskip("selenium", reason="the browser tests need selenium (pip install selenium)")
 
@@ -174,22 +175,6 @@ def check_step(browser: Any, e: Explanation, k: int) -> dict[str, Any]:
     assert s["next"] == (k == len(e.steps))
     assert s["prev"] == (k == 0)
     return s
-
-
-def backward_gradients(graph: Callable[[], Graph]) -> dict[str, float]:
-    """Each leaf's gradient from backward on a fresh copy of the graph."""
-    y, names, seed = graph()
-    if isinstance(y, Vector):
-        y.backward(seed)
-    else:
-        y.backward()
-    grads: dict[str, float] = {}
-    for name, thing in names.items():
-        if isinstance(thing, Vector):
-            grads.update((f"{name}[{i}]", v.grad) for i, v in enumerate(thing))
-        else:
-            grads[name] = thing.grad
-    return grads
 
 
 def severe(browser: Any) -> list[dict[str, Any]]:

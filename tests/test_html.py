@@ -9,6 +9,7 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 
 import pytest
+from _helpers import backward_gradients
 
 from vjpgrad import Explanation, Step, Value, Vector, explain, log
 from vjpgrad._html import json_number, page_data, script_json, stepper_fragment, stepper_html
@@ -48,22 +49,6 @@ Case = Callable[[], tuple[Vector | Value, dict[str, Vector | Value], list[float]
 def explained(case: Case) -> Explanation:
     y, names, seed = case()
     return explain(y, seed, names=names)
-
-
-def backward_gradients(case: Case) -> dict[str, float]:
-    """Each leaf's gradient from one real backward pass on a fresh copy of the graph."""
-    y, names, seed = case()
-    if isinstance(y, Vector):
-        y.backward(seed)
-    else:
-        y.backward()
-    grads: dict[str, float] = {}
-    for name, thing in names.items():
-        if isinstance(thing, Vector):
-            grads.update((f"{name}[{i}]", v.grad) for i, v in enumerate(thing))
-        else:
-            grads[name] = thing.grad
-    return grads
 
 
 # ---- reading a page ----------------------------------------------------------------------------
