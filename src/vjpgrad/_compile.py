@@ -23,6 +23,7 @@ import functools
 import itertools
 import linecache
 import numbers
+import re
 import threading
 import weakref
 from collections import OrderedDict
@@ -35,6 +36,8 @@ from vjpgrad._mode import OWN_CODE, DataDependentError, caller_location, refuse_
 from vjpgrad._ops import TIMES, Form, Op
 from vjpgrad._value import Value, pow_base
 from vjpgrad._vector import Vector, wrap
+
+VALUES_LINE = "    # values"  # where the reverse pass unpacks the values it reads
 
 CACHE_SIZE = 64
 """Recordings kept per compiled function (the least recently used goes first)."""
@@ -277,6 +280,18 @@ class _Entry:
                 self.outputs.append(("c", float(x)))
         self.internal_outputs = list(dict.fromkeys(k for kind, k in self.outputs if kind == "t"))
         self.filename = f"<vjpgrad.compile #{number}>"
+        # the forward hands on only the values a reverse pass reads (and the outputs): written
+        # once with every output seeded, the reverse pass says which; fewer seeds read fewer
+        self.kept = list(self.live)
+        self._every = frozenset(range(len(self.internal_outputs)))
+        head, _, body = self.backward_source(self._every).split("\n", 3)[1:]
+        code = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
+        read = set(re.findall(r"\bt\d+\b", code))
+        returned = {id(self.live[k]) for k in self.internal_outputs}
+        self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
+        self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
+        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
+        self._every_source = "\n".join(["def backward(seeds, values, inputs, start):", head, unpack, body])
         self.forward_source = self._forward_source()
         self.forward = self._load(self.forward_source, "forward")
         self._backwards: dict[frozenset[int], Callable[..., tuple[Any, ...]]] = {}
@@ -293,11 +308,13 @@ class _Entry:
     def _forward_source(self) -> str:
         head = "def forward(inputs):\n" + self._unpack([self.names[id(x)] for x in self.externals], "inputs")
         body = "".join(f"    {self.writer.forward_line(node)}\n" for node in self.live)
-        values = ", ".join(self.names[id(node)] for node in self.live)
-        return head + body + f"    return ({values}{',' if len(self.live) == 1 else ''})\n"
+        values = ", ".join(self.names[id(node)] for node in self.kept)
+        return head + body + f"    return ({values}{',' if len(self.kept) == 1 else ''})\n"
 
     def backward_source(self, seeded: frozenset[int]) -> str:
         """The reverse pass seeded at the outputs ``seeded`` (positions in internal_outputs)."""
+        if seeded == getattr(self, "_every", None) and hasattr(self, "_every_source"):
+            return self._every_source  # written once already, to learn which values it reads
         roots = [self.live[self.internal_outputs[i]] for i in sorted(seeded)]
         live = {id(n) for n in self.live}
         reach: set[int] = set()  # what the eager pass from these outputs would reach
@@ -310,8 +327,8 @@ class _Entry:
             if id(node) in live:
                 stack += [x for x in _graph.operands(node) if isinstance(x, Value) and self.takes_grad.get(id(x))]
         lines = ["def backward(seeds, values, inputs, start):"]
-        lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n"))
-        lines.append(self._unpack([self.names[id(n)] for n in self.live], "values").rstrip("\n"))
+        lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
+        lines.append(VALUES_LINE)  # the values the lines below read: known once they are written
         started: set[int] = set()
         # an argument's or parameter's gradient goes on from what the pass has handed it so far
         # (later operations, or its own seed), and takes each contribution in eager's order
@@ -373,7 +390,8 @@ class _Entry:
             f"    return ({', '.join(results)}{',' if len(results) == 1 else ''}), "
             f"({', '.join(outputs)}{',' if len(outputs) == 1 else ''})"
         )
-        return "\n".join(line for line in lines if line) + "\n"
+        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
+        return "\n".join(unpack if line is VALUES_LINE else line for line in lines if line) + "\n"
 
     def _load(self, source: str, name: str) -> Callable[..., Any]:
         namespace = self.writer.namespace
@@ -464,10 +482,10 @@ class _Entry:
                 node = self.live[k]
                 position = self.internal_outputs.index(k)
                 if call is not None and self.takes_grad[id(node)]:
-                    value = _graph.make(Value, values[k], OUTPUT, call, position, None, None)
+                    value = _graph.make(Value, values[self.kept_place[id(node)]], OUTPUT, call, position, None, None)
                     wrappers[position] = weakref.ref(value)
                 else:
-                    value = Value(values[k], requires_grad=False)
+                    value = Value(values[self.kept_place[id(node)]], requires_grad=False)
                 made[k] = value
                 results.append(value)
         return results[0] if self.kind == "value" else wrap(results) if self.kind == "vector" else results
