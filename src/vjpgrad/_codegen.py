@@ -190,15 +190,6 @@ def contribution(form: _ops.Form, g: Code, saved: Any) -> Code | float:
 # ---- the program ----------------------------------------------------------------------------------
 
 
-@dataclass
-class Program:
-    """The generated code and what it needs to run: its names for the helpers it calls."""
-
-    forward_source: str
-    namespace: dict[str, Any]
-    backward_source: Callable[[frozenset[int]], str]
-
-
 NAMESPACE: dict[str, Any] = {
     "_div": _floats.div,
     "_pow": _floats.power,
@@ -224,13 +215,11 @@ class Writer:
     def __init__(
         self,
         nodes: Sequence[_graph.Node],
-        grad_enabled: Sequence[bool],
         names: dict[int, str],
         constants: dict[int, float],
         takes_grad: dict[int, bool],
     ) -> None:
         self.nodes = nodes  # the live operations, in creation order
-        self.grad_enabled = grad_enabled
         self.names = names  # id(Value) -> variable name, for externals and operations
         self.constants = constants  # id(leaf made inside the function) -> its number
         self.takes_grad = takes_grad  # id(Value) -> whether gradient flows to it
@@ -331,10 +320,6 @@ class Writer:
                 template = None
         self._templates[key] = template
         return template
-
-
-class _RuntimeOnly:
-    """Marks a rule that is only called with numbers (a custom operation's)."""
 
 
 def _operand_text(text: str) -> str:

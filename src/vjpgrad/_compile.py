@@ -190,7 +190,6 @@ class _Entry:
     """One recording of a function: its generated code, and how to call and differentiate it."""
 
     def __init__(self, fn: Callable[..., Any], args: Sequence[Any], leaves: list[Any], number: int) -> None:
-        grad_enabled = state.grad_enabled
         arguments = [
             _new_recorded(x.data, x.requires_grad) if isinstance(x, Value) else _new_recorded(x, False, _Number)
             for x in leaves
@@ -214,11 +213,9 @@ class _Entry:
         finally:
             state.recording = None
         self.kind, outputs = _outputs(result)
-        self._build(recording, arguments, outputs, grad_enabled, number)
+        self._build(recording, arguments, outputs, number)
 
-    def _build(
-        self, recording: _graph.Recording, arguments: list[Value], outputs: list[Any], grad_enabled: bool, number: int
-    ) -> None:
+    def _build(self, recording: _graph.Recording, arguments: list[Value], outputs: list[Any], number: int) -> None:
         recorded = {id(node): k for k, node in enumerate(recording.nodes)}
         argument_ids = {id(a) for a in arguments}
         reached = _graph.ancestry([x for x in outputs if isinstance(x, Value)])
@@ -264,7 +261,7 @@ class _Entry:
         self.live = live
         self.names = names
         self.takes_grad = takes_grad
-        self.writer = Writer(live, [enabled[id(n)] for n in live], names, constants, takes_grad)
+        self.writer = Writer(live, names, constants, takes_grad)
         # where each output comes from: ("t", index into live) / ("x", external index) / ("c", number)
         place = {id(node): k for k, node in enumerate(live)}
         external_place = {id(x): k for k, x in enumerate(externals)}
@@ -296,7 +293,6 @@ class _Entry:
         self.forward = self._load(self.forward_source, "forward")
         self._backwards: dict[frozenset[int], Callable[..., tuple[Any, ...]]] = {}
         self.op = Op("compiled", 0, lambda *xs: 0.0, (), (TIMES,), "", doc="a compiled call", backward=self._backward)
-        self.grad_enabled = grad_enabled
 
     # ---- the code ---------------------------------------------------------------------------
 

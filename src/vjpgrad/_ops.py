@@ -1,9 +1,9 @@
 """The table of operations: each one's float forward and its backward formula, side by side.
 
 This module is the only place that knows calculus. Every other face of an operation is
-generated from its row here: the ``Value`` method, the ``Vector`` method, the module
-function (``vjpgrad.exp``), the command line's whitelist, the strategies of
-``vjpgrad.testing`` and the lines of code ``vjpgrad.compile`` writes.
+generated from its row here: the ``Value`` operator or method (as straight-line code), the
+``Vector`` method, the module function (``vjpgrad.exp``), the command line's whitelist and
+the lines of code ``vjpgrad.compile`` writes.
 
 How a backward formula is written
 ---------------------------------
@@ -333,9 +333,6 @@ MAX = Op("max", 0, _max_forward, (_max_saved,), (DIVIDED,), "_max({0})", doc="ma
 FUNCTIONS: tuple[Op, ...] = (EXP, LOG, SQRT, SIN, COS, TAN, TANH, SIGMOID, RELU)
 """The functions of the contract: each a Value method, a Vector method, a module function
 (``vjpgrad.exp``) and a function of the command line."""
-
-BINARY_OPERATORS: tuple[Op, ...] = (ADD, SUB, MUL, DIV, POW)
-"""The operators ``+ - * / **``, in the order the command line and the strategies list them."""
 
 # x.detach() inside a function vjpgrad.compile records: the value passes, no gradient does
 DETACH = _unary("detach", lambda x: x, lambda x, out: 0.0, doc="x cut from the graph", code="{0}")

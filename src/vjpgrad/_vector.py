@@ -7,6 +7,7 @@ gains ``sum_i gradients[i] * dy[i]/dx``: the vector-Jacobian product ``v^T J``.
 
 from __future__ import annotations
 
+import functools
 import numbers
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -88,9 +89,11 @@ def _elementwise(function: _Pairing) -> tuple[Callable[[Vector, Any], Vector], C
 
 def _method(op: Op) -> Callable[[Vector], Vector]:
     """The Vector method of a one-operand operation: the Value method on every element."""
+    # the Value method written from the row where there is one, else the row applied as it is
+    on_value: Callable[[Value], Value] = getattr(Value, op.name, None) or functools.partial(unary, op)
 
     def method(self: Vector) -> Vector:
-        return wrap([unary(op, x) for x in self._values])
+        return wrap([on_value(x) for x in self._values])
 
     method.__name__ = method.__qualname__ = op.name
     method.__doc__ = f"{op.doc}, elementwise."
@@ -237,7 +240,7 @@ class Vector(_ops.Functions):
 
     def __neg__(self) -> Vector:
         """-self"""
-        return wrap([unary(_ops.NEG, x) for x in self._values])
+        return wrap([-x for x in self._values])
 
     def __pos__(self) -> Vector:
         """+self, which is self"""
@@ -245,7 +248,7 @@ class Vector(_ops.Functions):
 
     def __abs__(self) -> Vector:
         """abs(self)"""
-        return wrap([unary(_ops.ABS, x) for x in self._values])
+        return wrap([abs(x) for x in self._values])
 
     # ---- the seeded backward ------------------------------------------------------------
 
