@@ -192,7 +192,7 @@ def test_create_graph_through_a_compiled_call_says_to_call_it_uncompiled() -> No
         (lambda x: x * float(x), r"float\(\) of a Value"),
         (lambda x: x if x else -x, r"bool\(\) of a Value"),
         (lambda x: x if x > 0 else -x, "comparing a Value"),
-        (lambda x: [x, x][x], "index"),
+        (lambda x: [x, x][int(x)], r"int\(\) of a Value"),
         (lambda x: x * x.item(), r"Value.item\(\)"),
     ],
 )

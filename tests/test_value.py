@@ -75,10 +75,10 @@ def test_float_item_and_repr() -> None:
     assert repr(Value(2.0, requires_grad=False)) == "Value(data=2.0, grad=0.0, requires_grad=False)"
 
 
-def test_equality_and_hashing_are_by_identity() -> None:
+def test_equality_is_on_the_data_and_hashing_by_identity() -> None:
     a, b = Value(1.0), Value(1.0)
-    assert a != b
-    assert a == a
+    assert a == b
+    assert a != Value(2.0)
     assert len({a, b}) == 2
     assert {a: 1}[a] == 1
 

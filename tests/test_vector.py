@@ -63,7 +63,7 @@ def test_sequence_protocol() -> None:
     assert v.tolist() == v.data
     with pytest.raises(IndexError, match="index 4 is out of range for a Vector of length 4"):
         v[4]
-    with pytest.raises(TypeError, match="indices must be ints or slices, got str"):
+    with pytest.raises(TypeError, match="indices must be integers or slices, got str"):
         v["0"]  # type: ignore[call-overload]
 
 

@@ -18,6 +18,19 @@ from vjpgrad.functional import grad, gradcheck, gradients, hessian, jacobian, jv
 
 __version__ = "0.1.0"
 
+_SUBMODULES = ("nn", "optim", "testing")
+
+
+def __getattr__(name: str) -> object:
+    """``vjpgrad.nn``, ``vjpgrad.optim`` and ``vjpgrad.testing`` after ``import vjpgrad``, as
+    ``torch.nn`` after ``import torch``: imported when first used."""
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"vjpgrad.{name}")
+    raise AttributeError(f"module 'vjpgrad' has no attribute {name!r}")
+
+
 __all__ = [
     "Compiled",
     "CustomOp",

@@ -8,7 +8,6 @@ the graph is retained. Under ``detect_anomaly()`` the pass watches every edge fo
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,9 +37,6 @@ def _anomaly_observer(node: Node, position: int, operand: Node, upstream: Any, s
         )
 
 
-setattr(_anomaly_observer, "through_compiled", True)  # noqa: B010 - a compiled call checks its own results
-
-
 def _observer() -> _graph.Observer | None:
     return _anomaly_observer if state.detect_anomaly else None
 
@@ -48,7 +44,7 @@ def _observer() -> _graph.Observer | None:
 def _run(outputs: Sequence[Node], seeds: Sequence[float]) -> tuple[list[Node], list[Node]]:
     order, leaves = _graph.reached(outputs)
     _graph.seed(outputs, seeds)
-    _graph.propagate(order, _observer())
+    _graph.propagate(order, _observer(), own_backward=True)
     return order, leaves
 
 
@@ -59,27 +55,12 @@ def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain
     check_flag(retain_graph, "retain_graph")
     with _graph.pass_lock:
         order, leaves = _graph.reached(outputs)
-        _prepare_leaf_grads(leaves)
         _graph.seed(outputs, seeds)
-        _graph.propagate(order, _observer())
+        _graph.propagate(order, _observer(), own_backward=True)  # a compiled call checks its own results
         _graph.accumulate(order)
         _graph.accumulate(leaves)
         if not retain_graph:
             _graph.free(order)
-
-
-def _prepare_leaf_grads(leaves: Sequence[Node]) -> None:
-    """A leaf's ``.grad`` set to None (PyTorch's way to zero it) counts as 0.0; anything else
-    that is not a number is refused, before the pass changes anything."""
-    for leaf in leaves:
-        grad = leaf.grad
-        if type(grad) is not float and grad is not None and not isinstance(grad, numbers.Real):
-            raise TypeError(
-                f".grad of {leaf!r} is a {type(grad).__name__}: set it to a number (or None) before backward"
-            )
-    for leaf in leaves:
-        if leaf.grad is None:
-            leaf.grad = 0.0
 
 
 def reverse_pass(outputs: Sequence[Node], seeds: Sequence[float]) -> dict[Node, float]:

@@ -273,9 +273,7 @@ class Writer:
         operands = _graph.operands(node)
         g = Code(gradient, atomic=True)
         out = Code(self.names[id(node)], atomic=True)
-        live = [
-            (k, x) for k, x in enumerate(operands) if isinstance(x, _graph.Node) and self.takes_grad.get(id(x), False)
-        ]
+        live = [(k, x) for k, x, _ in _graph.edges(node)]  # the edges the recording made
         if not live:
             return []
         form = op.forms[0]
@@ -361,7 +359,7 @@ def eager_operators(op: Op, reflected: Op, namespace: dict[str, Any]) -> tuple[C
     source = f"""
 def operator(self, other):
     if isinstance(other, Value):
-        y = other.data
+        y = other._data
         takes = other.requires_grad
     elif type(other) is float:
         y = other
@@ -372,7 +370,7 @@ def operator(self, other):
             return NotImplemented
         other = y
         takes = False
-    x = self.data
+    x = self._data
     out = {op.code.format("x", "y")}
     da = ({_saved_code(op, 0, [x, y, out], "_saved_x")}) if self.requires_grad else None
     db = ({_saved_code(op, 1, [x, y, out], "_saved_y")}) if takes else None
@@ -385,7 +383,7 @@ def reflected(self, other):
         x = as_number(other)
         if x is None:
             return NotImplemented
-    y = self.data
+    y = self._data
     out = {reflected.code.format("x", "y")}
     db = ({_saved_code(reflected, 1, [x, y, out], "_reflected_saved_y")}) if self.requires_grad else None
 {_graph.make_inline("    ", "out", "_reflected_op", "x", "None", "self", "db")}"""
@@ -400,7 +398,7 @@ def eager_unary(op: Op, namespace: dict[str, Any]) -> Callable[..., Any]:
     namespace.update(_new=object.__new__, _next_seq=_graph.next_seq, switched=switched)
     source = f"""
 def method(self):
-    x = self.data
+    x = self._data
     out = {op.code.format("x")}
     saved = ({_saved_code(op, 0, [x, out], "_saved")}) if self.requires_grad else None
 {_graph.make_inline("    ", "out", "_op", "self", "saved", "None", "None")}"""

@@ -8,12 +8,26 @@ numbers, runs the forward code, and returns Values that stand on one node of the
 ``backward`` through that node runs the reverse code, which hands each argument and parameter
 the gradient the eager graph would have handed it, bit for bit.
 
-What fixes a recording: the kinds, nesting and lengths of the arguments, which of them are
-the same Value, whether each requires grad, the value of every int or bool argument (ints
-are structure: lengths, indices, flags), and grad mode. Floats and Values are data: a new
-number replays the same code. Python that depends on a Value's number (``.data``, ``float``,
-``if`` on a Value, comparisons, indexing) is refused while recording, since the recording
-would silently fix the branch it took.
+The rule: a compiled function gives exactly the bits eager code gives, or it refuses with
+``DataDependentError`` naming the user's file and line. There is no third outcome.
+
+- Structure fixes a recording: the kinds, nesting and lengths of the arguments, which of them
+  are the same Value, whether each requires grad, the value of every int, bool, NumPy integer
+  or bool, string or None argument, the identity of any other object passed (``self``), the
+  names of keyword arguments, and grad mode. A new structure is a new recording.
+- Floats, NumPy floats and Values are data: a new number replays the same code. A Value made
+  inside from a float argument (``Value(lr)``) holds that argument's number at every call.
+- Reading a Value's number while recording (``.data``, ``.grad``, ``float()``, ``int()``,
+  ``.item()``, ``bool()``, ``if`` on a Value, any comparison including ``==``, formatting) is
+  refused, whoever made the Value: the recording would fix the branch or the number it read.
+- ``detach()`` inside is a cut: no gradient passes, the result requires no grad.
+- Parameters are the Values the function reaches without being given them (closed over,
+  globals, attributes of ``self``). Each is found again at every call by the path the
+  recording found it by (``model.layers[0].w[2]``): a parameter rebound since
+  (``m.w = Value(5.0)``, a checkpoint loaded) or a list of them that changed length makes a
+  new recording, never a stale replay. Other Python state the function reads (a flag, a
+  string attribute) is fixed when it is recorded, as ``jax.jit`` fixes it: call
+  ``f.reset()`` after changing such state.
 """
 
 from __future__ import annotations
@@ -25,6 +39,7 @@ import linecache
 import numbers
 import re
 import threading
+import types
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -32,7 +47,7 @@ from typing import Any
 
 from vjpgrad import _graph
 from vjpgrad._codegen import Writer
-from vjpgrad._mode import OWN_CODE, DataDependentError, caller_location, refuse_number, refusing_numbers, state
+from vjpgrad._mode import DataDependentError, caller_location, refusing_numbers, state
 from vjpgrad._ops import TIMES, Form, Op
 from vjpgrad._value import Value, pow_base
 from vjpgrad._vector import Vector, wrap
@@ -43,42 +58,13 @@ CACHE_SIZE = 64
 """Recordings kept per compiled function (the least recently used goes first)."""
 BACKWARDS_KEPT = 8
 """Reverse passes kept per recording, one per set of outputs a pass is seeded at."""
+SEARCH_LIMIT = 200_000
+"""Objects looked at, at most, to find the paths to a recording's parameters."""
 
-_data_slot: Any = _graph.Node.__dict__["data"]  # the slot under Value.data, for vjpgrad's own reads
-
-
-class _Recorded(Value):
-    """A Value made while a function is recorded: reading its ``.data`` from the function
-    is refused, because the recording would fix the number it read."""
-
-    __slots__ = ()
-
-    @property
-    def data(self) -> float:
-        frame = __import__("sys")._getframe(1)
-        if not frame.f_code.co_filename.startswith(OWN_CODE):
-            raise DataDependentError(
-                f".data of a Value at {caller_location()} depends on its number, which vjpgrad.compile cannot "
-                "replay: use a vjpgrad operation instead (max, relu, nn.functional...), move the decision "
-                "outside the compiled function, or call it uncompiled"
-            )
-        number: float = _data_slot.__get__(self)
-        return number
-
-    @data.setter
-    def data(self, value: float) -> None:
-        _data_slot.__set__(self, value)
-
-    def __index__(self) -> int:
-        refuse_number("using a Value as an index")
-        raise TypeError("a Value cannot be used as an index")
-
-    def __int__(self) -> int:
-        refuse_number("int() of a Value")
-        return int(_data_slot.__get__(self))
+_number = _graph.number
 
 
-class _Number(_Recorded):
+class _Number(Value):
     """A float argument while a function is recorded: a Value, so that the code reads the
     number of each call, that takes part in operations as a number does in eager mode
     (``c / x`` is ``(1 / x) * c``, ``x ** c`` takes PyTorch's special exponents, ``c ** x``
@@ -102,96 +88,250 @@ class _Number(_Recorded):
 # ---- the arguments: their structure (the cache key) and their leaves -----------------------------
 
 
-def _flatten(args: Sequence[Any]) -> tuple[tuple[Any, ...], list[Any]]:
-    """The structure of ``args`` (a hashable key) and their leaves in order: Values and floats."""
-    key: list[Any] = []
-    leaves: list[Any] = []
-    first_place: dict[int, int] = {}
-    for arg in args:
-        _visit(arg, key, leaves, first_place)
-    key.append(("grad mode", state.grad_enabled))
-    return tuple(key), leaves
+def _is_numpy(x: object, *kinds: str) -> bool:
+    kind = type(x)
+    return kind.__module__ == "numpy" and kind.__name__ in kinds
 
 
-def _visit(x: Any, key: list[Any], leaves: list[Any], first_place: dict[int, int]) -> None:
-    # a module function, not a closure: a recursive closure is a reference cycle, which would
-    # keep every call's arguments alive until the cyclic collector ran
+class _Arguments:
+    """The arguments of one call, read: their structure (a hashable key), their leaves in order
+    (Values and floats: the data), and the other objects passed (``self``: structure by
+    identity, and roots from which parameters can be reached)."""
+
+    def __init__(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        self.key_parts: list[Any] = []
+        self.leaves: list[Any] = []
+        self.objects: list[Any] = []
+        self._first_place: dict[int, int] = {}
+        for arg in args:
+            self._visit(arg)
+        for name in sorted(kwargs):
+            self.key_parts.append(("keyword", name))
+            self._visit(kwargs[name])
+        self.key_parts.append(("grad mode", state.grad_enabled))
+        self.key = tuple(self.key_parts)
+
+    def _visit(self, x: Any) -> None:
+        key = self.key_parts
+        if isinstance(x, Value):
+            place = self._first_place.setdefault(id(x), len(self.leaves))
+            key.append(("V", x.requires_grad, place))
+            self.leaves.append(x)
+        elif isinstance(x, Vector):
+            key.append(("Vector", len(x)))
+            for item in x:
+                self._visit(item)
+        elif type(x) in (list, tuple) or (isinstance(x, tuple) and hasattr(x, "_fields")):
+            key.append((type(x), len(x)))
+            for item in x:
+                self._visit(item)
+        elif isinstance(x, bool) or _is_numpy(x, "bool", "bool_"):
+            key.append(("bool", bool(x)))  # structure: a flag
+        elif isinstance(x, numbers.Integral):
+            key.append(("int", int(x)))  # structure: a length, an index (a NumPy integer of any width)
+        elif isinstance(x, numbers.Real):
+            key.append(("float",))
+            self.leaves.append(float(x))
+        elif x is None or isinstance(x, (str, bytes)):
+            key.append(("constant", type(x), x))
+        elif isinstance(x, (list, tuple, dict, set, frozenset)):
+            raise TypeError(
+                f"a compiled function takes numbers, Values, Vectors, lists and tuples of them, and other objects "
+                f"by identity; got a {type(x).__name__}, which it cannot tell apart between calls: pass a list or a "
+                "tuple, or call the function uncompiled"
+            )
+        else:  # any other object (self, a model): the same object replays, another is recorded anew
+            key.append(("object", id(x)))
+            self.objects.append(x)
+
+
+def _rebuild(x: Any, leaves: Iterator[Any]) -> Any:
+    """``x`` again, with every Value and float replaced by the next of ``leaves``."""
     if isinstance(x, Value):
-        place = first_place.setdefault(id(x), len(leaves))
-        key.append(("V", x.requires_grad, place))
-        leaves.append(x)
-    elif isinstance(x, Vector):
-        key.append(("Vector", len(x)))
-        for item in x:
-            _visit(item, key, leaves, first_place)
-    elif isinstance(x, (list, tuple)):
-        key.append((type(x).__name__, len(x)))
-        for item in x:
-            _visit(item, key, leaves, first_place)
-    elif isinstance(x, (bool, int)):
-        key.append(("int", type(x).__name__, int(x)))
-    elif isinstance(x, numbers.Real):
-        key.append(("float",))
-        leaves.append(float(x))
-    else:
-        raise TypeError(
-            f"a compiled function takes numbers, Values, Vectors and lists or tuples of them, got {type(x).__name__}"
-        )
-
-
-def _rebuild(args: Sequence[Any], leaves: Iterator[Any]) -> list[Any]:
-    """``args`` again, with every Value and float replaced by the next of ``leaves``."""
-
-    return [_build(arg, leaves) for arg in args]
-
-
-def _build(x: Any, leaves: Iterator[Any]) -> Any:
-    if isinstance(x, Value) or (isinstance(x, numbers.Real) and not isinstance(x, (bool, int))):
+        return next(leaves)
+    if isinstance(x, numbers.Real) and not isinstance(x, (bool, numbers.Integral)):
         return next(leaves)
     if isinstance(x, Vector):
-        return Vector([_build(item, leaves) for item in x])
-    if isinstance(x, (list, tuple)):
-        items = [_build(item, leaves) for item in x]
+        return Vector([_rebuild(item, leaves) for item in x])
+    if type(x) in (list, tuple) or (isinstance(x, tuple) and hasattr(x, "_fields")):
+        items = [_rebuild(item, leaves) for item in x]
         return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)  # a namedtuple takes fields
     return x
+
+
+# ---- where the parameters are: paths from the function's roots, checked at every call --------------
+
+_Step = tuple[str, Any]
+"""One step of a path: ("attribute", name), ("slot", name), ("item", index), ("key", key),
+("cell", index), ("global", name), ("self", None), ("function", None)."""
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    """The global names a code object and the code nested in it may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _children(x: Any) -> Iterator[tuple[_Step, Any]]:
+    """The objects ``x`` holds that a path may go through, each with the step that reaches it."""
+    if isinstance(x, (Value, str, bytes, int, float, complex, types.ModuleType, type)) or x is None:
+        return
+    if type(x) in (list, tuple) or isinstance(x, tuple):
+        for i, item in enumerate(x):
+            yield ("item", i), item
+        return
+    if type(x) is dict:
+        for key, item in x.items():
+            if isinstance(key, (str, int)):
+                yield ("key", key), item
+        return
+    if isinstance(x, types.MethodType):
+        yield ("self", None), x.__self__
+        yield ("function", None), x.__func__
+        return
+    if isinstance(x, types.FunctionType):
+        for i, cell in enumerate(x.__closure__ or ()):
+            try:
+                yield ("cell", i), cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+        for name in sorted(_code_names(x.__code__)):
+            if name in x.__globals__:
+                yield ("global", name), x.__globals__[name]
+        return
+    if isinstance(x, functools.partial):
+        yield ("partial", None), x.func
+        return
+    holder = getattr(x, "__dict__", None)
+    if type(holder) is dict:
+        for name, item in holder.items():
+            yield ("attribute", name), item
+    for kind in type(x).__mro__:
+        for name in kind.__dict__.get("__slots__", ()):
+            if name.startswith("__") or not hasattr(x, name):
+                continue
+            yield ("slot", name), getattr(x, name)
+
+
+def _follow(x: Any, step: _Step) -> Any:
+    """The object one step from ``x`` (raises if the step no longer leads anywhere)."""
+    kind, key = step
+    if kind == "item":
+        return tuple.__getitem__(x, key) if isinstance(x, tuple) else list.__getitem__(x, key)
+    if kind == "key":
+        return dict.__getitem__(x, key)
+    if kind == "attribute":
+        return vars(x)[key]
+    if kind == "slot":
+        return getattr(x, key)
+    if kind == "cell":
+        return x.__closure__[key].cell_contents
+    if kind == "global":
+        return x.__globals__[key]
+    if kind == "self":
+        return x.__self__
+    if kind == "function":
+        return x.__func__
+    return x.func  # "partial"
+
+
+def _size(x: Any) -> int | None:
+    """The length of a list, tuple or dict (a guard: items added or removed show), else None."""
+    return len(x) if isinstance(x, (list, tuple, dict)) else None
+
+
+class _Guard:
+    """The paths from the roots of a call to each parameter, as a tree of steps, checked at every
+    call: each step must still lead to an object, each container must keep its length, and each
+    path must end at the very parameter the recording used."""
+
+    def __init__(self, roots: list[Any], parameters: list[Value]) -> None:
+        wanted = {id(p): k for k, p in enumerate(parameters)}
+        found: dict[int, tuple[int, tuple[_Step, ...]]] = {}
+        seen: set[int] = set()
+        queue: list[tuple[int, tuple[_Step, ...], Any]] = [(r, (), root) for r, root in enumerate(roots)]
+        looked = 0
+        while queue and len(found) < len(wanted) and looked < SEARCH_LIMIT:  # breadth first: shortest paths
+            next_queue: list[tuple[int, tuple[_Step, ...], Any]] = []
+            for root, path, x in queue:
+                looked += 1
+                if id(x) in wanted and id(x) not in found:
+                    found[id(x)] = (root, path)
+                if id(x) in seen:
+                    continue
+                seen.add(id(x))
+                next_queue.extend((root, (*path, step), child) for step, child in _children(x))
+            queue = next_queue
+        self.unguarded = [p for p in parameters if id(p) not in found]
+        # a tree of steps: each node is (step, length of the container it reaches, children, parameter index)
+        self.tree: dict[Any, Any] = {}
+        for key, (root, path) in found.items():
+            node = self.tree.setdefault(("root", root), [None, {}, None])
+            target = roots[root]
+            for step in path:
+                node[0] = _size(target)
+                target = _follow(target, step)
+                node = node[1].setdefault(step, [None, {}, None])
+            node[2] = wanted[key]
+        self.parameters = parameters
+
+    def holds(self, roots: list[Any]) -> bool:
+        """Whether every parameter is still where the recording found it."""
+        try:
+            for (_, r), node in self.tree.items():
+                if not self._holds(roots[r], node):
+                    return False
+        except (LookupError, AttributeError, TypeError, ValueError):
+            return False  # a step leads nowhere now: record anew (the function says what is wrong)
+        return True
+
+    def _holds(self, x: Any, node: list[Any]) -> bool:
+        size, children, parameter = node
+        if parameter is not None and x is not self.parameters[parameter]:
+            return False
+        if size is not None and _size(x) != size:
+            return False
+        return all(self._holds(_follow(x, step), child) for step, child in children.items())
+
+
+def _roots(fn: Callable[..., Any], objects: list[Any]) -> list[Any]:
+    """Where a function's parameters can be found: the function itself (its closure, the
+    globals it names, its ``self``) and the objects the call was given."""
+    return [fn, *objects]
 
 
 # ---- the node that stands for one call --------------------------------------------------------------
 
 
-class _Slot:
-    """The gradient one output hands the call node: kept apart per output, never summed."""
-
-    __slots__ = ("gradient", "index")
-
-    def __init__(self, index: int, gradient: float) -> None:
-        self.index, self.gradient = index, gradient
-
-    def __radd__(self, start: float) -> _Slots:
-        return _Slots({self.index: self.gradient})
+def _output_backward(node: _graph.Node, g: Any) -> None:
+    """An output of a compiled call hands its gradient to the call, kept apart per output (the
+    call's reverse pass is seeded with one gradient per output)."""
+    (call,) = _graph.operands(node)
+    _graph.saved_of(call)[3][_graph.saved_of(node)] = g
 
 
-class _Slots(dict[int, float]):
-    """The call node's cotangent: one gradient per output the pass reached."""
-
-    def __add__(self, slot: _Slot) -> _Slots:  # gathers a slot, as the pass adds
-        self[slot.index] = slot.gradient
-        return self
-
-    def __radd__(self, grad: float) -> float:
-        return grad  # the call node's .grad means nothing: it stays as it was
-
-
-SLOT = Form("slot", lambda g, index: _Slot(index, g), lambda index: 1.0)
-OUTPUT = Op("output", 1, lambda x: x, (lambda x, out: 0,), (SLOT,), "{0}", doc="an output of a compiled call")
+OUTPUT = Op(
+    "output",
+    1,
+    lambda x: x,
+    (lambda x, out: 0,),
+    (Form("output", lambda g, s: g, lambda s: 1.0),),
+    "{0}",
+    doc="an output of a compiled call",
+    backward=_output_backward,
+)
 
 
 class _Entry:
     """One recording of a function: its generated code, and how to call and differentiate it."""
 
-    def __init__(self, fn: Callable[..., Any], args: Sequence[Any], leaves: list[Any], number: int) -> None:
+    def __init__(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], read: _Arguments) -> None:
+        leaves = read.leaves
         arguments = [
-            _new_recorded(x.data, x.requires_grad) if isinstance(x, Value) else _new_recorded(x, False, _Number)
+            Value(_number(x), requires_grad=x.requires_grad) if isinstance(x, Value) else _Number(x, False)
             for x in leaves
         ]
         distinct: dict[int, Value] = {}
@@ -199,8 +339,10 @@ class _Entry:
             if isinstance(x, Value):
                 distinct.setdefault(id(x), a)
         arguments = [distinct[id(x)] if isinstance(x, Value) else a for x, a in zip(leaves, arguments, strict=True)]
-        recording = _graph.Recording(_Recorded)
-        rebuilt = _rebuild(args, iter(arguments))
+        recording = _graph.Recording()
+        feed = iter(arguments)
+        rebuilt = [_rebuild(arg, feed) for arg in args]
+        rebuilt_kwargs = {name: _rebuild(kwargs[name], feed) for name in sorted(kwargs)}
         message = (
             f"{getattr(fn, '__qualname__', 'the function')} is being recorded by vjpgrad.compile, which cannot "
             "replay Python that depends on a Value's number: use a vjpgrad operation instead (max, relu, "
@@ -209,13 +351,15 @@ class _Entry:
         state.recording = recording
         try:
             with refusing_numbers(message):
-                result = fn(*rebuilt)
+                result = fn(*rebuilt, **rebuilt_kwargs)
         finally:
             state.recording = None
         self.kind, outputs = _outputs(result)
-        self._build(recording, arguments, outputs, number)
+        self.objects = [_held(x) for x in read.objects]
+        self._build(recording, arguments, outputs)
+        self.guard = _Guard(_roots(fn, read.objects), self.parameters)
 
-    def _build(self, recording: _graph.Recording, arguments: list[Value], outputs: list[Any], number: int) -> None:
+    def _build(self, recording: _graph.Recording, arguments: list[Value], outputs: list[Any]) -> None:
         recorded = {id(node): k for k, node in enumerate(recording.nodes)}
         argument_ids = {id(a) for a in arguments}
         reached = _graph.ancestry([x for x in outputs if isinstance(x, Value)])
@@ -227,38 +371,41 @@ class _Entry:
             names[id(a)] = f"x{k}"
             externals.append(a)
         parameters: list[Value] = []
+        # a leaf made inside from a float argument: a parameter whose number is that argument's
+        argument_place = {id(a): k for k, a in enumerate(arguments)}
+        self.refreshed: list[tuple[int, int]] = []  # (parameter index, leaf index of the argument)
+
+        def outside(x: Value) -> None:
+            if id(x) in recorded or id(x) in argument_ids or id(x) in names or id(x) in constants:
+                return
+            if id(x) in recording.from_numbers:
+                self.refreshed.append((len(parameters), argument_place[id(recording.from_numbers[id(x)])]))
+            elif _graph.op_of(x) is None and _graph.made_after(x, recording) and not x.requires_grad:
+                constants[id(x)] = _number(x)  # a constant made inside: its number
+                return
+            names[id(x)] = f"p{len(parameters)}"  # a parameter, or a Value made inside that takes gradient
+            parameters.append(x)
+
         for node in live:
             for x in _graph.operands(node):
-                if not isinstance(x, Value) or id(x) in recorded or id(x) in argument_ids or id(x) in names:
-                    continue
-                if id(x) in constants:
-                    continue
-                if _graph.op_of(x) is None and _graph.made_after(x, recording) and not x.requires_grad:
-                    constants[id(x)] = _data_slot.__get__(x)  # a constant made inside: its number
-                else:  # a parameter, or a Value made inside that takes gradient (a weight made lazily)
-                    names[id(x)] = f"p{len(parameters)}"
-                    parameters.append(x)
+                if isinstance(x, Value):
+                    outside(x)
         for x in outputs:  # an output that is a parameter or a constant made inside
-            if isinstance(x, Value) and id(x) not in recorded and id(x) not in names and id(x) not in constants:
-                if _graph.op_of(x) is None and _graph.made_after(x, recording) and not x.requires_grad:
-                    constants[id(x)] = _data_slot.__get__(x)
-                else:
-                    names[id(x)] = f"p{len(parameters)}"
-                    parameters.append(x)
+            if isinstance(x, Value):
+                outside(x)
         externals += parameters
         for k, node in enumerate(live, start=1):
             names[id(node)] = f"t{k}"
+        # gradient flows where the recording made edges: detach() and no_grad() made none
         takes_grad = {id(x): x.requires_grad for x in externals}
-        enabled = {id(node): recording.grad_enabled[recorded[id(node)]] for node in live}
         for node in live:
-            takes_grad[id(node)] = enabled[id(node)] and any(
-                isinstance(x, Value) and takes_grad.get(id(x), False) for x in _graph.operands(node)
-            )
+            takes_grad[id(node)] = node.requires_grad
         self.arguments = arguments
         self.parameters = parameters
         self.externals = externals
         self.parameter_flags = tuple(p.requires_grad for p in parameters)
         self.live = live
+        self.recorded_ids = {id(node) for node in live}
         self.names = names
         self.takes_grad = takes_grad
         self.writer = Writer(live, names, constants, takes_grad)
@@ -276,7 +423,7 @@ class _Entry:
             else:
                 self.outputs.append(("c", float(x)))
         self.internal_outputs = list(dict.fromkeys(k for kind, k in self.outputs if kind == "t"))
-        self.filename = f"<vjpgrad.compile #{number}>"
+        self.filename = f"<vjpgrad.compile #{next(_numbers)}>"
         # the forward hands on only the values a reverse pass reads (and the outputs): written
         # once with every output seeded, the reverse pass says which; fewer seeds read fewer
         self.kept = list(self.live)
@@ -307,6 +454,13 @@ class _Entry:
         values = ", ".join(self.names[id(node)] for node in self.kept)
         return head + body + f"    return ({values}{',' if len(self.kept) == 1 else ''})\n"
 
+    def _edges_of(self, node: _graph.Node) -> list[_graph.Node]:
+        """The operands ``node`` hands gradient to, as the recording made its edges (none for an
+        argument or a parameter: the pass stops there)."""
+        if id(node) not in self.recorded_ids:
+            return []
+        return [x for _, x, _ in _graph.edges(node)]
+
     def backward_source(self, seeded: frozenset[int]) -> str:
         """The reverse pass seeded at the outputs ``seeded`` (positions in internal_outputs)."""
         if seeded == getattr(self, "_every", None) and hasattr(self, "_every_source"):
@@ -320,8 +474,7 @@ class _Entry:
             if id(node) in reach:
                 continue
             reach.add(id(node))
-            if id(node) in live:
-                stack += [x for x in _graph.operands(node) if isinstance(x, Value) and self.takes_grad.get(id(x))]
+            stack += self._edges_of(node)
         lines = ["def backward(seeds, values, inputs, start):"]
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
         lines.append(VALUES_LINE)  # the values the lines below read: known once they are written
@@ -412,10 +565,20 @@ class _Entry:
 
     # ---- a call --------------------------------------------------------------------------------
 
-    def _backward(self, node: _graph.Node, slots: Any) -> None:
+    def matches(self, fn: Callable[..., Any], objects: list[Any]) -> bool:
+        """Whether this recording replays for a call with these objects: the same objects, every
+        parameter still where it was found and as it was flagged."""
+        if any(held() is not x for held, x in zip(self.objects, objects, strict=True)):
+            return False
+        if self.parameter_flags != tuple(p.requires_grad for p in self.parameters):
+            return False
+        return self.guard.holds(_roots(fn, objects))
+
+    def _backward(self, node: _graph.Node, g: Any) -> None:
+        values, inputs, wrappers, slots = _graph.saved_of(node)
         seeded = frozenset(slots)
         seeds = tuple(slots.get(i, 0.0) for i in range(len(self.internal_outputs)))
-        values, inputs, wrappers = _graph.saved_of(node)
+        slots.clear()  # handed on: the next pass through this call starts empty
         operands, edges = _graph.operands(node), _graph.edge_marks(node)
         # each argument and parameter starts from its cotangent so far, as in the eager pass; a
         # Value that stands at two places (an argument the function also closes over) starts
@@ -449,6 +612,8 @@ class _Entry:
                 _graph.add_cotangent(x, gradient)
 
     def run(self, leaves: list[Any]) -> Any:
+        for parameter, leaf in self.refreshed:  # Value(lr) inside: the number of this call's lr
+            _graph.set_number(self.parameters[parameter], float(leaves[leaf]))
         external_values: list[Any] = []
         seen: set[int] = set()
         for x, a in zip(leaves, self.arguments, strict=True):
@@ -457,14 +622,16 @@ class _Entry:
             seen.add(id(a))
             external_values.append(x)
         external_values += self.parameters
-        data = [x.data if isinstance(x, Value) else x for x in external_values]
+        data = [_number(x) if isinstance(x, Value) else x for x in external_values]
         values = self.forward(data)
         edges = tuple(True if isinstance(x, Value) and x.requires_grad else None for x in external_values)
         call = None
         if state.grad_enabled and any(edges):
             # the outputs are held weakly (they hold the call node): no reference cycle
             wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
-            call = _graph.make(Value, 0.0, self.op, tuple(external_values), edges, None, (values, data, wrappers))
+            slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
+            saved = (values, data, wrappers, slots)
+            call = _graph.make(Value, 0.0, self.op, tuple(external_values), edges, None, saved)
         made: dict[int, Value] = {}
         results: list[Any] = []
         for kind, k in self.outputs:
@@ -492,10 +659,13 @@ def _dead() -> None:
     return None
 
 
-def _new_recorded(data: float, requires_grad: bool, cls: type[Value] = _Recorded) -> Value:
-    value = Value(data, requires_grad=requires_grad)
-    value.__class__ = cls
-    return value
+def _held(x: Any) -> Callable[[], Any]:
+    """A reference to an object passed to a call: weak where the object allows it, so that a
+    recording does not keep a model alive, and never confused with a new object at its address."""
+    try:
+        return weakref.ref(x)
+    except TypeError:
+        return lambda: x
 
 
 def _outputs(result: Any) -> tuple[str, list[Any]]:
@@ -514,7 +684,8 @@ class Compiled:
     """A function recorded once per structure of its arguments and replayed as generated code.
 
     Call it as the function itself. ``source`` is the generated code of the last recording:
-    the forward pass, then the reverse pass, one operation a line.
+    the forward pass, then the reverse pass, one operation a line. ``reset()`` drops every
+    recording (after changing Python state the function reads, as with ``jax.jit``).
     """
 
     def __init__(self, fn: Callable[..., Any]) -> None:
@@ -536,23 +707,34 @@ class Compiled:
         """How many recordings are kept."""
         return len(self._cache)
 
-    def __call__(self, *args: Any) -> Any:
-        if state.recording is not None:  # inside another compiled function's recording: be recorded
-            return self.fn(*args)
-        key, leaves = _flatten(args)
+    def reset(self) -> None:
+        """Drop every recording: the next call records the function again."""
         with self._lock:
-            entry = self._cache.get(key)
-            if entry is not None and entry.parameter_flags != tuple(p.requires_grad for p in entry.parameters):
-                entry = None
+            self._cache.clear()
+            self._last = None
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """``@vjpgrad.compile`` on a method: the instance is its first argument (structure by
+        identity, and where its parameters are found)."""
+        return self if instance is None else types.MethodType(self, instance)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if state.recording is not None:  # inside another compiled function's recording: be recorded
+            return self.fn(*args, **kwargs)
+        read = _Arguments(args, kwargs)
+        with self._lock:
+            entry = self._cache.get(read.key)
+            if entry is not None and not entry.matches(self.fn, read.objects):
+                entry = None  # a parameter rebound, an object at a reused address: record anew
             if entry is None:
-                entry = _Entry(self.fn, args, leaves, next(_numbers))
-                self._cache[key] = entry
+                entry = _Entry(self.fn, args, kwargs, read)
+                self._cache[read.key] = entry
                 if len(self._cache) > CACHE_SIZE:
                     self._cache.popitem(last=False)
             else:
-                self._cache.move_to_end(key)
+                self._cache.move_to_end(read.key)
             self._last = entry
-        return entry.run(leaves)
+        return entry.run(read.leaves)
 
     def __repr__(self) -> str:
         return f"<vjpgrad.compile of {getattr(self.fn, '__qualname__', 'a function')}>"
@@ -564,9 +746,13 @@ _numbers = itertools.count(1)
 def compile(fn: Callable[..., Any]) -> Compiled:
     """Record ``fn`` once per structure of its arguments and replay it as generated Python.
 
-    ``fn(*args)`` returns a Value or a Vector and may use Values it closes over (parameters,
-    read again at every call). Arguments are numbers, Values, Vectors and lists or tuples of
-    them. The result behaves as ``fn``'s: the same numbers, and ``backward`` adds the same
-    gradients, bit for bit. Inside ``fn``, Python that depends on a Value's number is refused.
+    ``fn(*args, **kwargs)`` returns a Value, a Vector or a list of Values and may use Values it
+    closes over (parameters, found again at every call). The result behaves as ``fn``'s: the
+    same numbers, and ``backward`` adds the same gradients, bit for bit; or, where the function
+    depends on a Value's number, a ``DataDependentError`` naming the line. See the module
+    docstring for what makes a new recording.
     """
     return Compiled(fn)
+
+
+__all__ = ["Compiled", "DataDependentError", "caller_location", "compile"]

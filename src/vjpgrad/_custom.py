@@ -9,6 +9,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from vjpgrad import _graph
 from vjpgrad._mode import refusing_numbers
 from vjpgrad._ops import TIMES, Op
 from vjpgrad._value import Value, as_number, binary_operators, unary
@@ -49,7 +50,7 @@ def _checked_rule(name: str, rule: Callable[..., Any], arity: int) -> Callable[.
 def _number(x: Any) -> Any:
     """A rule's answer as a number (its data, for a Value), without float(): inside
     vjpgrad.compile's recording, float() of a Value is refused."""
-    return x.data if isinstance(x, Value) else x
+    return _graph.number(x) if isinstance(x, Value) else x
 
 
 def _check_result(name: str, result: Any, arity: int) -> None:

@@ -31,13 +31,15 @@ overlap (``pass_lock``), and each marks what it reached with a fresh token.
 from __future__ import annotations
 
 import itertools
+import math
+import numbers
 import operator
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 from vjpgrad import _ops
-from vjpgrad._mode import caller_location, state, switched
+from vjpgrad._mode import caller_location, refuse_number, state, switched
 from vjpgrad._ops import MASKED, Op
 
 FREED_MESSAGE = (
@@ -71,21 +73,21 @@ class Node:
         "_b",
         "_cotangent",
         "_da",
+        "_data",
         "_db",
-        "_op",
+        "_grad",
+        "_operation",
         "_origin",
         "_seen",
         "_seq",
-        "data",
-        "grad",
         "requires_grad",
     )
 
-    data: float
-    grad: float
+    _data: float  # the number; read and written through the data property below
+    _grad: float | None  # the gradient; None once a user sets it to None (it counts as 0.0)
     requires_grad: bool
     label: str | None = None  # a class default: a node keeps a label only once one is given
-    _op: Op | None  # None for a leaf (made by the user) or a constant
+    _operation: Op | None  # None for a leaf (made by the user) or a constant
     _a: Any  # Node | float | tuple[Node | float, ...] | None
     _b: Any  # Node | float | None
     _da: Any  # the saved value of the edge to _a (a tuple for many operands), None: no edge
@@ -95,15 +97,57 @@ class Node:
     _seen: object  # the token of the last pass that reached this node
     _cotangent: float  # this pass's gradient here
 
+    # ---- the numbers, as users read and write them ------------------------------------------
+    # Properties over the slots, so that a function vjpgrad.compile is recording cannot read or
+    # write a Value's number without being told (the recording would fix what it read). Outside a
+    # recording they cost one check of ``switched``; the engine itself uses the slots.
+
+    @property
+    def data(self) -> float:
+        """The number this Value holds. Assignable, so an optimizer can step it."""
+        if switched[0] and state.refusal:
+            refuse_number(".data of a Value")
+        return self._data
+
+    @data.setter
+    def data(self, number: float) -> None:
+        if switched[0] and state.refusal:
+            refuse_number("assigning .data of a Value")
+        self._data = number if type(number) is float else _as_float(number, ".data")
+
+    @property
+    def grad(self) -> float:
+        """The gradient that backward passes have added up here (0.0 before any).
+
+        ``.grad = None`` clears it as in PyTorch: a pass counts None as 0.0, and an optimizer
+        skips a parameter whose ``.grad`` is None."""
+        if switched[0] and state.refusal:
+            refuse_number(".grad of a Value")
+        return self._grad  # type: ignore[return-value]  # None only after a user sets it: see the docstring
+
+    @grad.setter
+    def grad(self, number: float | None) -> None:
+        if switched[0] and state.refusal:
+            refuse_number("assigning .grad of a Value")
+        self._grad = number if type(number) is float or number is None else _as_float(number, ".grad")
+
+
+def _as_float(number: object, what: str) -> float:
+    """A real number as a float, or a TypeError naming ``what`` and the type received."""
+    if isinstance(number, numbers.Real) and not isinstance(number, Node):
+        return float(number)
+    allowed = " or None" if what == ".grad" else ""
+    raise TypeError(f"{what} of a Value must be a real number{allowed}, got {type(number).__name__}")
+
 
 def init_leaf(node: Node, data: float, requires_grad: bool, label: str | None) -> None:
     """Fill the slots of a Value made by the user."""
-    node.data = data
-    node.grad = 0.0
+    node._data = data
+    node._grad = 0.0
     node.requires_grad = requires_grad
     if label is not None:
         node.label = label
-    node._op = node._a = node._b = node._da = node._db = node._seen = None
+    node._operation = node._a = node._b = node._da = node._db = node._seen = None
     node._seq = _next_seq()
 
 
@@ -111,19 +155,19 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     """The result of an operation: a node on the graph when an edge takes gradient and grad
     mode is on, otherwise a constant leaf (PyTorch gives such a result no ``grad_fn``)."""
     node = _new(cls)
-    node.data = data
-    node.grad = 0.0
+    node._data = data
+    node._grad = 0.0
     node._seen = None
     switches_on = switched[0]
     if switches_on and state.recording is not None:
         return _record(state.recording, node, op, a, da, b, db)
     if (da is None and db is None) or (switches_on and not state.grad_enabled):
         node.requires_grad = False
-        node._op = node._a = node._b = node._da = node._db = None
+        node._operation = node._a = node._b = node._da = node._db = None
         node._seq = 0
         return node
     node.requires_grad = True
-    node._op = op
+    node._operation = op
     node._a = a
     node._b = b
     node._da = da
@@ -135,27 +179,43 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
 
 
 class Recording:
-    """What ``vjpgrad.compile`` collects while it runs a function once: every operation made,
-    in order, whether or not it takes gradient (a constant's operands can be parameters that
-    change between calls), and whether grad mode was on for each."""
+    """What ``vjpgrad.compile`` collects while it runs a function once: the core's side of the
+    interface between the two.
 
-    def __init__(self, cls: type[Node]) -> None:
-        self.cls = cls  # the class of recorded nodes (one that refuses reads of .data)
+    While ``state.recording`` holds a Recording, the core:
+
+    - hands every operation it makes to it (``make`` calls ``_record``), whether or not it
+      takes gradient (a constant's operands can be parameters that change between calls),
+      with whether grad mode was on;
+    - records ``detach()`` as an operation with no edge (a cut whose number changes per call);
+    - tells it of a Value made from a float argument (``Value(lr)``: ``made_from_number``),
+      whose number is that argument's at every call.
+
+    Compile also sets ``state.refusal`` (``_mode.refusing_numbers``) for the recording, under
+    which every read of a Value's number raises, and the float arguments it records are Values
+    whose ``number_argument`` is True (operations take them as eager code takes a number).
+    """
+
+    def __init__(self) -> None:
         self.nodes: list[Node] = []
         self.grad_enabled: list[bool] = []
         self.first_seq = _next_seq()  # leaves made after this were made inside the function
+        self.from_numbers: dict[int, Node] = {}  # id(leaf made from a float argument) -> the argument
+
+    def made_from_number(self, leaf: Node, argument: Node) -> None:
+        """``leaf`` was made from the float argument ``argument`` (``Value(lr)`` inside)."""
+        self.from_numbers[id(leaf)] = argument
 
 
 def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
     enabled = state.grad_enabled
     node.requires_grad = enabled and (da is not None or db is not None)
-    node._op = op
+    node._operation = op
     node._a = a
     node._b = b
     node._da = da if node.requires_grad else None
     node._db = db if node.requires_grad else None
     node._seq = _next_seq()
-    node.__class__ = recording.cls  # type: ignore[assignment]  # the same layout, refusing .data reads
     recording.nodes.append(node)
     recording.grad_enabled.append(enabled)
     return node
@@ -164,6 +224,17 @@ def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: 
 def made_after(node: Node, recording: Recording) -> bool:
     """Whether ``node`` (a leaf) was made while ``recording`` ran."""
     return node._seq >= recording.first_seq
+
+
+def number(node: Node) -> float:
+    """A Value's number, for vjpgrad's own code: read from the slot, so a recording does not
+    refuse it (``.data`` is the user's way, which compile watches)."""
+    return node._data
+
+
+def set_number(node: Node, value: float) -> None:
+    """Set a Value's number from vjpgrad's own code (compile refreshing a parameter)."""
+    node._data = value
 
 
 def make_inline(indent: str, data: str, op: str, a: str, da: str, b: str, db: str) -> str:
@@ -176,11 +247,11 @@ def make_inline(indent: str, data: str, op: str, a: str, da: str, b: str, db: st
         f"if switched[0] or ({da} is None and {db} is None):",
         f"    return make(Value, {data}, {op}, {a}, {da}, {b}, {db})",
         "node = _new(Value)",
-        f"node.data = {data}",
-        "node.grad = 0.0",
+        f"node._data = {data}",
+        "node._grad = 0.0",
         "node._seen = None",
         "node.requires_grad = True",
-        f"node._op = {op}",
+        f"node._operation = {op}",
         f"node._a = {a}",
         f"node._b = {b}",
         f"node._da = {da}",
@@ -196,21 +267,21 @@ def make_inline(indent: str, data: str, op: str, a: str, da: str, b: str, db: st
 
 def op_of(node: Node) -> Op | None:
     """The operation that made ``node``; None for a leaf or a constant."""
-    return node._op
+    return node._operation
 
 
 def operands(node: Node) -> tuple[Any, ...]:
     """Every operand of ``node`` in order: Values and number constants."""
-    if node._op is None:
+    if node._operation is None:
         return ()
-    if node._op.nary:
+    if node._operation.nary:
         return tuple(node._a)
-    return (node._a,) if node._op.arity == 1 else (node._a, node._b)
+    return (node._a,) if node._operation.arity == 1 else (node._a, node._b)
 
 
 def edges(node: Node) -> list[tuple[int, Node, Any]]:
     """The edges that carry gradient: ``(position, operand, saved)`` in operand order."""
-    op = node._op
+    op = node._operation
     if op is None:
         return []
     if op.backward is not None:
@@ -227,14 +298,18 @@ def edges(node: Node) -> list[tuple[int, Node, Any]]:
 
 def form_of(node: Node, position: int) -> _ops.Form:
     """The Form of the edge at ``position`` of ``node``."""
-    assert node._op is not None  # only called for an edge, which only an operation has
-    forms = node._op.forms
-    return forms[0] if node._op.nary else forms[position]
+    assert node._operation is not None  # only called for an edge, which only an operation has
+    forms = node._operation.forms
+    return forms[0] if node._operation.nary else forms[position]
 
 
 def saved_of(node: Node) -> Any:
-    """What an operation with its own backward (a compiled call) saved: its second slot."""
-    return node._db
+    """What an operation with its own backward saved (``Op.backward``): for one of many operands
+    (a compiled call), its second slot; for one operand (an output of a call), its edge's."""
+    op = node._operation
+    assert op is not None  # only operations with their own backward keep their own data
+    assert op.backward is not None
+    return node._db if op.nary else node._da
 
 
 def edge_marks(node: Node) -> tuple[Any, ...]:
@@ -255,7 +330,7 @@ def add_cotangent(node: Node, gradient: Any) -> None:
 
 def is_freed(node: Node) -> bool:
     """Whether an earlier pass freed what ``node`` saved for the backward pass."""
-    return node._op is not None and node._da is None and node._db is None
+    return node._operation is not None and node._da is None and node._db is None
 
 
 def sequence(node: Node) -> int:
@@ -312,7 +387,7 @@ def reached(outputs: Sequence[N]) -> tuple[list[N], list[N]]:
             continue
         node._seen = token
         node._cotangent = -0.0
-        op = node._op
+        op = node._operation
         if op is None:
             keep_leaf(node)
             continue
@@ -349,7 +424,7 @@ def seed(outputs: Sequence[Node], seeds: Sequence[Any]) -> None:
         output._cotangent += value
 
 
-def propagate(order: Sequence[Node], observer: Observer | None = None) -> None:
+def propagate(order: Sequence[Node], observer: Observer | None = None, *, own_backward: bool = False) -> None:
     """Run the chain rule over ``order`` (from ``reached``), outputs already seeded.
 
     Afterwards each reached node's cotangent is the gradient of the seeded outputs with
@@ -357,12 +432,12 @@ def propagate(order: Sequence[Node], observer: Observer | None = None) -> None:
     nodes: this is the hot loop); the others apply their forms.
     """
     if observer is not None:
-        _propagate_observed(order, observer)
+        _propagate_observed(order, observer, own_backward)
         return
     contribution = _ops.contribution
     for node in order:
         g = node._cotangent
-        op: Op = node._op  # type: ignore[assignment]  # reached() lists operations only
+        op: Op = node._operation  # type: ignore[assignment]  # reached() lists operations only
         if op.plain:
             da = node._da
             if da is not None:
@@ -387,13 +462,16 @@ def propagate(order: Sequence[Node], observer: Observer | None = None) -> None:
                 node._b._cotangent += contribution(forms[1], g, db)
 
 
-def _propagate_observed(order: Sequence[Node], observer: Observer) -> None:
+def _propagate_observed(order: Sequence[Node], observer: Observer, own_backward: bool) -> None:
+    """``propagate`` telling ``observer`` of every edge. An operation that runs its own backward
+    (a compiled call) has no edges to show: it runs as it is when ``own_backward`` (anomaly mode
+    checks its results itself), and is refused otherwise (``explain``)."""
     for node in order:
         g = node._cotangent
-        if node._op.backward is not None:  # type: ignore[union-attr]  # reached() lists operations only
-            if not getattr(observer, "through_compiled", False):
+        if node._operation.backward is not None:  # type: ignore[union-attr]  # reached() lists operations only
+            if not own_backward:
                 raise RuntimeError(OWN_BACKWARD_MESSAGE)
-            node._op.backward(node, g)  # type: ignore[union-attr]  # as the line above
+            node._operation.backward(node, g)  # type: ignore[union-attr]  # as the line above
             continue
         for position, operand, saved in edges(node):
             part = _ops.contribution(form_of(node, position), g, saved)
@@ -407,15 +485,18 @@ def cotangent(node: Node) -> float:
 
 
 def accumulate(nodes: Iterator[Node] | list[Node]) -> None:
-    """Add each node's cotangent into its ``.grad``."""
+    """Add each node's cotangent into its ``.grad``; a ``.grad`` set to None counts as 0.0."""
     for node in nodes:
-        node.grad += node._cotangent
+        try:
+            node._grad += node._cotangent  # type: ignore[operator]  # None raises, and is handled below
+        except TypeError:  # None: cleared by its user (the only other thing the grad setter admits)
+            node._grad = 0.0 + node._cotangent
 
 
 def free(nodes: Iterator[Node] | list[Node]) -> None:
     """Drop what ``nodes`` saved for the backward pass: a later pass through them raises."""
     for node in nodes:
-        if node._op is not None:
+        if node._operation is not None:
             node._da = node._db = None
 
 
@@ -425,7 +506,7 @@ def free(nodes: Iterator[Node] | list[Node]) -> None:
 def saved_as_values(node: Node) -> list[tuple[int, Node, Any]]:
     """The edges of ``node`` with their saved values computed again from the operands and the
     node themselves (Values), so that gradients built from them are differentiable."""
-    op = node._op
+    op = node._operation
     assert op is not None  # only called for operations
     if op.backward is not None:
         raise RuntimeError(OWN_BACKWARD_MESSAGE)
@@ -433,7 +514,20 @@ def saved_as_values(node: Node) -> list[tuple[int, Node, Any]]:
         values = op.saved[0](tuple(node._a), node)
         return [(k, x, values[k]) for k, x, _ in edges(node)]
     args = (node._a, node) if op.arity == 1 else (node._a, node._b, node)
-    return [(k, x, op.saved[k](*args)) for k, x, _ in edges(node)]
+    return [(k, x, _as_saved(op.saved[k](*args), saved)) for k, x, saved in edges(node)]
+
+
+def _as_saved(value: Any, saved: Any) -> Any:
+    """``value`` (a saved value computed again from Values) with the number the forward pass
+    saved: if an operand's ``.data`` was assigned since, the gradient still uses the numbers of
+    the forward pass, at every order, as the first-order pass does."""
+    if not isinstance(value, Node) or type(saved) is not float:
+        return value
+    number = value._data
+    unchanged = number == saved and math.copysign(1.0, number) == math.copysign(1.0, saved)
+    if unchanged or (number != number and saved != saved):
+        return value
+    return make(type(value), saved, _ops.IDENTITY, value, 1.0, None, None)
 
 
 def propagate_differentiably(
@@ -444,7 +538,10 @@ def propagate_differentiably(
     for node in order:
         g = grads[node]
         for position, operand, saved in saved_as_values(node):
-            part = _ops.contribution(form_of(node, position), g, saved)
+            if saved is MASKED:  # exactly 0.0, on the graph: it can be differentiated again (to 0)
+                part: Any = make(type(operand), 0.0, _ops.MASKED_ZERO, operand, MASKED, None, None)
+            else:
+                part = _ops.contribution(form_of(node, position), g, saved)
             grads[operand] = grads[operand] + part if operand in grads else part
             if observer is not None:
                 observer(node, position, operand, g, saved, part)

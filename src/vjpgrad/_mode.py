@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import sys
 import threading
 from collections.abc import Callable, Generator
@@ -197,8 +198,10 @@ class refusing_numbers:  # noqa: N801 - a context manager named for what it does
             switched[0] -= 1
 
 
-_PACKAGE = __file__.rsplit("/", 1)[0].rsplit("\\", 1)[0]
-OWN_CODE = (_PACKAGE, "<vjpgrad")  # the package's files, and the code it writes (operators, compile)
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+OWN_CODE = (_PACKAGE + os.sep, "<vjpgrad")
+"""The package's files (whole path components: ``.../vjpgrad_user/`` is not ours) and the code
+vjpgrad writes (compile's ``<vjpgrad.compile ...>``)."""
 
 
 def caller_location() -> str:

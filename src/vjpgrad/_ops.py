@@ -57,14 +57,15 @@ def is_float(x: object) -> bool:
 
 
 def data_of(x: Any) -> Any:
-    """The number behind an operand, for the conditions of masks (code stays code)."""
-    return x if is_float(x) else getattr(x, "data", x)
+    """The number behind an operand, for the conditions of masks (code stays code). A Value's
+    is read from its slot: the rule reads it, not the user's code (which compile watches)."""
+    return x if is_float(x) else getattr(x, "_data", x)
 
 
 def sign(x: Any) -> Any:
-    """-1.0, 0.0 or 1.0 (0.0 for nan): a constant, even for a Value (abs' derivative)."""
-    number = data_of(x)
-    return _floats.sign(number) if is_float(number) else number.sign()
+    """-1.0, 0.0 or 1.0 (0.0 for nan), abs' derivative. Of a Value, a Value whose own derivative
+    is 0 (PyTorch's sgn): abs' gradient then stays on the graph, differentiable again."""
+    return _floats.sign(x) if is_float(x) else x.sign()
 
 
 def div(x: Any, y: Any) -> Any:
@@ -288,8 +289,9 @@ def _tanh_saved(x: Any, out: Any) -> Any:
     if hasattr(out, "one_minus_square"):  # code: the same once-rounded helper
         return out.one_minus_square()
     saved = 1.0 - out * out
-    if is_float(getattr(out, "data", None)):
-        saved.data = _floats.one_minus_square(out.data)
+    number = getattr(out, "_data", None)  # a Value's number, from its slot as data_of reads it
+    if type(number) is float:
+        saved.data = _floats.one_minus_square(number)
     return saved
 
 
@@ -304,12 +306,24 @@ RELU = _unary(
     code="0.0 if {0} < 0.0 else {0}",  # _floats.relu, written out (relu(-0.0) = -0.0, relu(nan) = nan)
     maskable=True,
 )
+SIGN = _unary(
+    "sign",
+    _floats.sign,
+    lambda x, out: MASKED,
+    doc="-1.0, 0.0 or 1.0 (0.0 at 0 and at nan, as torch.sign); its derivative is 0",
+    maskable=True,
+)
+# What a masked edge hands its operand in a pass that builds a graph (create_graph): exactly 0.0,
+# yet a function of the operand (with derivative 0), as PyTorch's zero from relu's backward is
+MASKED_ZERO = _unary("masked_zero", lambda x: 0.0, lambda x, out: MASKED, doc="0.0, with derivative 0", maskable=True)
 # A transform's own variable on top of an outer one: distinct, yet differentiable through
 IDENTITY = _unary("identity", lambda x: x, lambda x, out: 1.0, doc="x itself, as a new node", code="{0}")
 
 
 def _max_forward(*xs: float) -> float:
-    """The largest operand; nan if any is nan (PyTorch's max)."""
+    """The largest operand; nan if any is nan (PyTorch's max). Of equal ones, the first, as
+    Python's ``max``: ``max(-0.0, 0.0)`` is -0.0. PyTorch's vectorised reduction returns either
+    zero of such a tie, by length and position (a known difference; the gradient is the same)."""
     best = xs[0]
     for x in xs:
         if x != x:
@@ -338,7 +352,10 @@ FUNCTIONS: tuple[Op, ...] = (EXP, LOG, SQRT, SIN, COS, TAN, TANH, SIGMOID, RELU)
 DETACH = _unary("detach", lambda x: x, lambda x, out: 0.0, doc="x cut from the graph", code="{0}")
 
 BUILTIN: frozenset[Op] = frozenset(
-    (ADD, SUB, MUL, DIV, POW, POW_BASE, POW_SCALAR, NEG, ABS, RECIPROCAL, IDENTITY, MAX, DETACH, *FUNCTIONS)
+    (
+        *(ADD, SUB, MUL, DIV, POW, POW_BASE, POW_SCALAR, NEG, ABS, SIGN, MASKED_ZERO, RECIPROCAL, IDENTITY, MAX),
+        *(DETACH, *FUNCTIONS),
+    )
 )
 """Every operation of this table (a custom operation is not one of them)."""
 

@@ -16,7 +16,8 @@ Example 3 prints 3.3003 = 3 x (0.1 + 1.0 + 0.0001).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from vjpgrad._graph import Node
@@ -54,6 +55,11 @@ def seeds_for(
                 f"so pass one seed per element, {hint or f'e.g. [1.0] * {count}'}"
             )
         return [1.0]
+    if isinstance(seed, (Mapping, AbstractSet)):
+        raise TypeError(
+            f"{name} must be a sequence of numbers, one seed per output in order, got a {type(seed).__name__}: "
+            "a dict would give its keys and a set its own order"
+        )
     if isinstance(seed, (str, bytes, Node)) or not isinstance(seed, Iterable):
         raise TypeError(
             f"{name} must be a sequence of numbers (a list, a Vector or a NumPy array) with one seed per output, "

@@ -8,6 +8,7 @@ once: its forward and its backward formula side by side in ``_ops``, its faces h
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable
 from typing import Any, Union
@@ -34,7 +35,7 @@ def as_number(x: object) -> float | None:
 
 def unary(op: Op, x: Value) -> Value:
     """Apply a one-operand operation to a Value."""
-    data = x.data
+    data = x._data
     out = op.forward(data)
     saved = op.saved[0](data, out) if x.requires_grad else None
     return _make(Value, out, op, x, saved, None, None)
@@ -42,7 +43,7 @@ def unary(op: Op, x: Value) -> Value:
 
 def nary(op: Op, xs: tuple[Value | float, ...]) -> Value:
     """Apply an operation of any number of operands (Values or numbers)."""
-    datas = [x.data if isinstance(x, Value) else x for x in xs]
+    datas = [x._data if isinstance(x, Value) else x for x in xs]
     out = op.forward(*datas)
     takes_grad = [isinstance(x, Value) and x.requires_grad for x in xs]
     if not any(takes_grad):
@@ -81,7 +82,7 @@ def binary_operators(op: Op, reflected_op: Op | None = None) -> tuple[_Operator,
 
     def operator(self: Value, other: Any) -> Value:
         if isinstance(other, Value):
-            y = other.data
+            y = other._data
             other_takes_grad = other.requires_grad
         else:
             number = as_number(other)
@@ -89,7 +90,7 @@ def binary_operators(op: Op, reflected_op: Op | None = None) -> tuple[_Operator,
                 return NotImplemented  # type: ignore[no-any-return]  # NotImplemented is typed Any
             y = other = number
             other_takes_grad = False
-        x = self.data
+        x = self._data
         out = forward(x, y)
         da = saved_x(x, y, out) if self.requires_grad else None
         db = saved_y(x, y, out) if other_takes_grad else None
@@ -99,7 +100,7 @@ def binary_operators(op: Op, reflected_op: Op | None = None) -> tuple[_Operator,
         x = as_number(other)
         if x is None:
             return NotImplemented  # type: ignore[no-any-return]  # NotImplemented is typed Any
-        y = self.data
+        y = self._data
         out = reflected_forward(x, y)
         db = reflected_saved_y(x, y, out) if self.requires_grad else None
         return _make(Value, out, reflected, x, None, self, db)
@@ -150,11 +151,20 @@ def _check_data(data: object) -> float:
     try:
         return float(data)
     except OverflowError:
-        shown = f"an int of {len(str(abs(data)))} digits" if isinstance(data, int) else repr(data)
+        shown = f"an int of {_digits(data)} digits" if isinstance(data, int) else repr(data)
         raise OverflowError(
             f"Value(): {shown} is too large to be converted to a float without overflow "
             "(the largest float is about 1.8e308; pass float('inf') if you mean infinity)"
         ) from None
+
+
+def _digits(n: int) -> str:
+    """How many decimal digits ``n`` has, without ``str(n)`` (refused beyond 4,300 digits)."""
+    size = abs(n)
+    if size.bit_length() <= 14_000:  # about 4,200 digits: within what str() of an int allows
+        return str(len(str(size)))
+    estimate = int(size.bit_length() * math.log10(2)) + 1
+    return f"about {estimate:,}"
 
 
 class Value(_graph.Node, _ops.Functions):
@@ -171,7 +181,10 @@ class Value(_graph.Node, _ops.Functions):
 
     __slots__ = ()
     __array_ufunc__ = None  # NumPy defers to us: np.float64(2) * x is a Value, not an array
-    number_argument = False  # True for a float argument of a function vjpgrad.compile records
+    number_argument = False
+    """True for a Value that stands for a plain number: a float argument of a function that
+    vjpgrad.compile records. Operations take it as eager code takes that number (``x ** lr``
+    takes PyTorch's special exponents; ``Value(lr)`` is a new leaf holding the number)."""
 
     def __init__(
         self,
@@ -179,7 +192,11 @@ class Value(_graph.Node, _ops.Functions):
         requires_grad: bool = True,
         label: str | None = None,
     ) -> None:
-        number = _check_data(data)
+        if isinstance(data, Value) and data.number_argument and state.recording is not None:
+            number = _graph.number(data)  # Value(lr) of a float argument that compile records
+            state.recording.made_from_number(self, data)
+        else:
+            number = _check_data(data)
         if not isinstance(requires_grad, bool):
             raise TypeError(f"Value() requires_grad must be a bool, got {type(requires_grad).__name__}")
         if label is not None and not isinstance(label, str):
@@ -204,30 +221,54 @@ class Value(_graph.Node, _ops.Functions):
         """True for a Value made by the user (or a constant), False for an operation's result."""
         return _graph.op_of(self) is None
 
+    # ---- micrograd's names, so that its code (draw_dot, trace) runs on Values ------------------
+
+    @property
+    def _prev(self) -> set[Value]:
+        """micrograd's name for the parents: the set of Values this one was computed from."""
+        return set(self.parents)
+
+    @property
+    def _op(self) -> str:
+        """micrograd's name for ``op``: the symbol of the operation that made it, ``""`` for a leaf."""
+        return self.op
+
+    # ---- the number, as Python reads it -------------------------------------------------------
+    # Each of these reads the data property, which vjpgrad.compile refuses while it records.
+
     def __repr__(self) -> str:
         label = "" if self.label is None else f", label={self.label!r}"
         grad = "" if self.requires_grad else ", requires_grad=False"
-        return f"Value(data={self.data!r}, grad={self.grad!r}{grad}{label})"
+        return f"Value(data={self.data!r}, grad={self._grad!r}{grad}{label})"
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"`` formats the data, as for a 0-d tensor; ``f"{v}"`` is ``repr``."""
+        return format(self.data, spec) if spec else repr(self)
 
     def __float__(self) -> float:
         refuse_number("float() of a Value")
-        return self.data
+        return self._data
+
+    def __int__(self) -> int:
+        """``int(v)`` truncates the data, as for a 0-d tensor (ValueError for nan, OverflowError for inf)."""
+        refuse_number("int() of a Value")
+        return int(self._data)
 
     def __bool__(self) -> bool:
         """Truthiness of the data, as a PyTorch 0-d tensor: ``Value(0.0)`` is false."""
         refuse_number("bool() of a Value (an if or while on a Value)")
-        return bool(self.data)
+        return bool(self._data)
 
     def item(self) -> float:
         """The data as a Python float, as ``tensor.item()``."""
         refuse_number("Value.item()")
-        return self.data
+        return self._data
 
     def detach(self) -> Value:
         """A new leaf with the same data that requires no grad: a constant cut from the graph."""
         if switched[0] and state.recording is not None:  # compile records the cut: its number changes
-            return _make(Value, self.data, _ops.DETACH, self, None, None, None)
-        return Value(self.data, requires_grad=False, label=self.label)
+            return _make(Value, self._data, _ops.DETACH, self, None, None, None)
+        return Value(self._data, requires_grad=False, label=self.label)
 
     def zero_grad(self) -> None:
         """Set ``.grad`` to 0.0."""
@@ -249,27 +290,39 @@ class Value(_graph.Node, _ops.Functions):
             raise TypeError("backward() got both grad= and gradient=: they are the same seed, pass one")
         backward([self], None, grad if gradient is None else gradient, retain_graph=retain_graph)
 
-    # ---- comparisons: on the data, as PyTorch's 0-d tensors; equality stays identity ------------
+    # ---- comparisons: on the data, as PyTorch's 0-d tensors; hashing stays by identity ------------
+    # So ``assert y == 6.0`` works as it does on a tensor, and Values remain dict keys and set
+    # members (a dict finds a key by identity before it compares).
 
-    def _compare(self, other: object, what: str) -> float | None:
+    def _other(self, other: object, what: str) -> float | None:
         refuse_number(f"comparing a Value ({what})")
-        return other.data if isinstance(other, Value) else as_number(other)
+        return other._data if isinstance(other, Value) else as_number(other)
+
+    def __eq__(self, other: object) -> bool:
+        y = self._other(other, "==")
+        return NotImplemented if y is None else self._data == y
+
+    def __ne__(self, other: object) -> bool:
+        y = self._other(other, "!=")
+        return NotImplemented if y is None else self._data != y
+
+    __hash__ = _graph.Node.__hash__  # by identity: equal data does not make two Values one key
 
     def __lt__(self, other: object) -> bool:
-        y = self._compare(other, "<")
-        return NotImplemented if y is None else self.data < y
+        y = self._other(other, "<")
+        return NotImplemented if y is None else self._data < y
 
     def __le__(self, other: object) -> bool:
-        y = self._compare(other, "<=")
-        return NotImplemented if y is None else self.data <= y
+        y = self._other(other, "<=")
+        return NotImplemented if y is None else self._data <= y
 
     def __gt__(self, other: object) -> bool:
-        y = self._compare(other, ">")
-        return NotImplemented if y is None else self.data > y
+        y = self._other(other, ">")
+        return NotImplemented if y is None else self._data > y
 
     def __ge__(self, other: object) -> bool:
-        y = self._compare(other, ">=")
-        return NotImplemented if y is None else self.data >= y
+        y = self._other(other, ">=")
+        return NotImplemented if y is None else self._data >= y
 
     # ---- arithmetic: each operator and its reflected twin come from one function ------------------
 
@@ -296,6 +349,7 @@ class Value(_graph.Node, _ops.Functions):
 
     __neg__ = _method(_ops.NEG)
     __abs__ = _method(_ops.ABS)
+    sign = _method(_ops.SIGN)
 
     def __pos__(self) -> Value:
         """+self, which is self, as in PyTorch"""

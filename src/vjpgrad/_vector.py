@@ -71,6 +71,17 @@ def pairs(x: object, y: object) -> list[tuple[Any, Any]] | None:
     return None
 
 
+def _as_index(index: object) -> int:
+    """An integer index of another type (a NumPy integer), as a list takes it; bools and the
+    rest are refused."""
+    if not isinstance(index, bool) and "bool" not in type(index).__name__:
+        try:
+            return operator.index(index)  # type: ignore[arg-type]  # anything with __index__; a TypeError otherwise
+        except TypeError:
+            pass
+    raise TypeError(f"Vector indices must be integers or slices, got {type(index).__name__}")
+
+
 def _elementwise(function: _Pairing) -> tuple[Callable[[Vector, Any], Vector], Callable[[Vector, Any], Vector]]:
     """``self <op> other`` and ``other <op> self`` for Vectors, from one binary function."""
 
@@ -167,8 +178,8 @@ class Vector(_ops.Functions):
         """``v[i]`` is the i-th Value; ``v[a:b]`` a Vector of the same Values (not copies)."""
         if isinstance(index, slice):
             return wrap(self._values[index])
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"Vector indices must be ints or slices, got {type(index).__name__}")
+        if not isinstance(index, int) or isinstance(index, bool):
+            index = _as_index(index)
         try:
             return self._values[index]
         except IndexError:
@@ -228,6 +239,11 @@ class Vector(_ops.Functions):
         """``sum_i self[i] * other[i]``; ``other`` is a Vector or a list of numbers."""
         if not isinstance(other, Vector):
             other = Vector(other, requires_grad=False)
+        if len(other) != len(self._values):
+            raise ValueError(
+                "dot() takes two Vectors of the same length (as torch.dot does), "
+                f"got {len(self._values)} and {len(other)}"
+            )
         return (self * other).sum()
 
     # ---- elementwise arithmetic ---------------------------------------------------------

@@ -342,7 +342,7 @@ def _forward_pass(outputs: list[Value | float], seeds: dict[Value, Scalar], nest
             found = _graph.saved_as_values(node) if nested else _graph.edges(node)
             total: Any = 0.0
             for position, operand, saved in found:
-                if operand in tangents:
+                if operand in tangents and saved is not _ops.MASKED:  # a mask passes exactly 0, even of inf
                     local = _ops.local_derivative(_graph.form_of(node, position), saved)
                     total = total + local * tangents[operand]
             tangents[node] = total

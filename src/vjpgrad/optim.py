@@ -9,11 +9,11 @@ twice, and PyTorch's CPU square root is not always correctly rounded (``math.sqr
 tests hold every option to 13 digits against ``torch.optim``.
 
 Which parameters move: PyTorch skips a parameter whose ``.grad`` is None, which is what a
-tensor with ``requires_grad=False`` has. A Value's grad is always a number, so here a step
-skips every parameter whose ``requires_grad`` is False *at that step*: its data, its state
-(momentum buffer, moments, step count) and its weight decay are all left alone. A parameter
-that requires grad is stepped even if no pass reached it (its grad is then 0.0), as PyTorch
-does after ``zero_grad(set_to_none=False)``.
+tensor with ``requires_grad=False`` has, or one whose grad was set to None. Here a step skips
+every parameter whose ``requires_grad`` is False *at that step*, or whose ``.grad`` is None:
+its data, its state (momentum buffer, moments, step count) and its weight decay are all left
+alone. A parameter that requires grad is stepped even if no pass reached it (its grad is then
+0.0), as PyTorch does after ``zero_grad(set_to_none=False)``.
 
 Saving: ``state_dict()`` returns plain Python data (the optimizer's name, its hyperparameters,
 one dict of state per parameter, the names PyTorch uses: ``momentum_buffer``, ``step``,
@@ -103,7 +103,7 @@ class Optimizer:
 
     def _stepped(self) -> Iterator[tuple[int, Value]]:
         """The parameters a step moves, with their index: PyTorch steps only those with a grad."""
-        return ((i, p) for i, p in enumerate(self.params) if p.requires_grad)
+        return ((i, p) for i, p in enumerate(self.params) if p.requires_grad and p.grad is not None)
 
     # ---- hyperparameters and state as plain data ------------------------------------------
 

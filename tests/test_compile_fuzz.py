@@ -1,0 +1,196 @@
+"""vjpgrad.compile against eager code on random programs: the same bits, or a refusal naming the line.
+
+Each program is a list of steps run by ``run`` below on Values: arithmetic with the arguments,
+with closed-over parameters and with a float argument, functions, ``detach``, a Value made from
+the float argument, a compiled function called inside, a loop whose trip count is a NumPy
+integer, and the steps eager code can run but a recording cannot replay (reading a parameter's
+number, branching on a float argument or on a parameter). Between the recording and the call
+that is compared, the parameters' numbers change and a parameter may be rebound.
+
+The default run is small; ``VJPGRAD_FUZZ_EXAMPLES=20000 pytest tests/test_compile_fuzz.py`` is
+the large one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vjpgrad
+from vjpgrad import Value, Vector
+from vjpgrad._compile import DataDependentError
+from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
+
+EXAMPLES = int(os.environ.get("VJPGRAD_FUZZ_EXAMPLES", "60"))
+SOURCE = Path(__file__).read_text().splitlines()
+
+
+def line_of(marker: str) -> int:
+    """The line of this file that carries ``# <marker>``."""
+    return next(k for k, text in enumerate(SOURCE, start=1) if text.rstrip().endswith(f"# {marker}"))
+
+
+INNER = vjpgrad.compile(lambda v: v * v + 1.0)
+
+UNARY = ("exp", "log", "tanh", "relu", "sigmoid", "sin", "sqrt", "abs", "neg", "square", "cube", "root", "recip")
+
+
+@dataclass
+class Params:
+    """The Values a program closes over (its parameters)."""
+
+    values: list[Value] = field(default_factory=list)
+
+
+def unary(name: str, x: Value) -> Value:
+    if name == "neg":
+        return -x
+    if name == "abs":
+        return abs(x)
+    if name == "square":
+        return x**2
+    if name == "cube":
+        return x**3
+    if name == "root":
+        return x**0.5
+    if name == "recip":
+        return 1.0 / x
+    result: Value = getattr(x, name)()
+    return result
+
+
+def run(steps: list[tuple[Any, ...]], params: Params, x: Value, y: Value, k: float, n: int) -> Any:
+    regs: list[Value] = [x, y]
+    for step in steps:
+        kind, *rest = step
+        a = regs[rest[0] % len(regs)] if rest and isinstance(rest[0], int) else regs[-1]
+        if kind == "binary":
+            b = regs[rest[1] % len(regs)]
+            regs.append({"+": a + b, "-": a - b, "*": a * b, "/": a / b}[rest[2]])
+        elif kind == "unary":
+            regs.append(unary(rest[1], a))
+        elif kind == "float":
+            regs.append({"*": a * k, "r/": k / a, "**": a**k, "r**": abs(k) ** a, "-": k - a}[rest[1]])
+        elif kind == "param":
+            regs.append(a * params.values[rest[1] % len(params.values)])
+        elif kind == "max":
+            regs.append(F.max([a, regs[rest[1] % len(regs)], 0.5]))
+        elif kind == "detach":
+            regs.append(a + a.detach() * rest[1])
+        elif kind == "value_of_float":
+            regs.append(a * Value(k, requires_grad=rest[1]))
+        elif kind == "nested":
+            regs.append(INNER(a))
+        elif kind == "loop":
+            for _ in range(n):
+                a = a * regs[0]
+            regs.append(a)
+        elif kind == "no_grad":
+            with vjpgrad.no_grad():
+                regs.append(a * 2.0)
+        elif kind == "read_param":
+            regs.append(a * params.values[0].data)  # REFUSED read_param
+        elif kind == "branch_float":
+            regs.append(a if k == 0.5 else -a)  # REFUSED branch_float
+        elif kind == "branch_param":
+            regs.append(a if params.values[0] > 0 else -a)  # REFUSED branch_param
+    return Vector(regs[-3:])
+
+
+REFUSED = {"read_param", "branch_float", "branch_param"}
+
+index = st.integers(0, 7)
+step = st.one_of(
+    st.tuples(st.just("binary"), index, index, st.sampled_from(["+", "-", "*", "/"])),
+    st.tuples(st.just("unary"), index, st.sampled_from(UNARY)),
+    st.tuples(st.just("float"), index, st.sampled_from(["*", "r/", "**", "r**", "-"])),
+    st.tuples(st.just("param"), index, st.integers(0, 2)),
+    st.tuples(st.just("max"), index, index),
+    st.tuples(st.just("detach"), index, st.sampled_from([1.0, math.inf, -2.0])),
+    st.tuples(st.just("value_of_float"), index, st.booleans()),
+    st.tuples(st.just("nested"), index),
+    st.tuples(st.just("loop"), index),
+    st.tuples(st.just("no_grad"), index),
+)
+refusal = st.tuples(st.sampled_from(sorted(REFUSED)), index)
+number = st.floats(-3.0, 3.0, allow_nan=False).filter(lambda v: abs(v) > 1e-3)
+
+
+def bits(x: float) -> Any:
+    return "nan" if math.isnan(x) else struct.pack("<d", x)
+
+
+def outcome(
+    steps: list[tuple[Any, ...]], params: Params, call: Any, x: float, y: float, k: float, n: int
+) -> tuple[list[Any], list[Any]]:
+    """The bits of the outputs and of every argument's and parameter's gradient, after a backward."""
+    xv, yv = Value(x), Value(y)
+    out = call(steps, params, xv, yv, k, n)
+    live = [v for v in out if v.requires_grad]
+    if live:
+        Vector(live).backward([0.5 + j for j in range(len(live))])
+    grads = [xv.grad, yv.grad] + [p.grad for p in params.values]
+    return [bits(v.data) for v in out], [bits(g) for g in grads]
+
+
+@settings(max_examples=EXAMPLES)
+@given(
+    steps=st.lists(step, min_size=1, max_size=12),
+    first=st.tuples(number, number, number),
+    second=st.tuples(number, number, number),
+    weights=st.lists(number, min_size=3, max_size=3),
+    change=st.sampled_from(["numbers", "rebind", "grow", "nothing"]),
+    trip=st.sampled_from([0, 1, 2]),
+    numpy_scalars=st.booleans(),
+)
+def test_compiled_is_eager_to_the_bit_on_random_programs(
+    steps: list[tuple[Any, ...]],
+    first: tuple[float, float, float],
+    second: tuple[float, float, float],
+    weights: list[float],
+    change: str,
+    trip: int,
+    numpy_scalars: bool,
+) -> None:
+    n: Any = trip
+    k = second[2]
+    if numpy_scalars:
+        np = pytest.importorskip("numpy")
+        n, k = np.int64(trip), np.float64(k)
+    ours, twin = Params([Value(w) for w in weights]), Params([Value(w) for w in weights])
+    compiled = vjpgrad.compile(run)
+    compiled(steps, ours, Value(first[0]), Value(first[1]), first[2], n)  # the recording
+    for params in (ours, twin):  # what happens between two calls, to both alike
+        if change == "numbers":
+            for p in params.values:
+                p.data = p.data * -1.5
+        elif change == "rebind":
+            params.values[1] = Value(7.0)
+        elif change == "grow":
+            params.values.append(Value(0.25))
+        for p in params.values:
+            p.grad = 0.0
+    assert outcome(steps, ours, compiled, second[0], second[1], k, n) == outcome(
+        steps, twin, run, second[0], second[1], float(k), int(n)
+    )
+
+
+@settings(max_examples=max(EXAMPLES // 3, 10))
+@given(before=st.lists(step, max_size=6), refused=refusal, after=st.lists(step, max_size=4))
+def test_a_program_that_reads_a_number_is_refused_naming_its_line(
+    before: list[tuple[Any, ...]], refused: tuple[Any, ...], after: list[tuple[Any, ...]]
+) -> None:
+    steps = [*before, refused, *after]
+    params = Params([Value(1.0), Value(2.0), Value(3.0)])
+    run(steps, params, Value(0.5), Value(1.5), 0.5, 1)  # eager code runs it
+    with pytest.raises(DataDependentError) as error:
+        vjpgrad.compile(run)(steps, params, Value(0.5), Value(1.5), 0.5, 1)
+    assert f"test_compile_fuzz.py:{line_of('REFUSED ' + refused[0])}" in str(error.value)

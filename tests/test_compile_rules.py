@@ -1,0 +1,336 @@
+"""vjpgrad.compile's rule: exactly eager's bits, or a DataDependentError naming the user's line.
+
+What is structure (fixes a recording), what is data (read at every call), what is refused,
+and what happens when a parameter is rebound between calls.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import vjpgrad
+from vjpgrad import Value, Vector
+from vjpgrad._compile import DataDependentError
+
+HERE = "test_compile_rules.py:"
+
+
+def bits(x: float | None) -> Any:
+    return None if x is None else "nan" if math.isnan(x) else struct.pack("<d", x)
+
+
+def outcome(f: Callable[..., Any], *args: Any, watch: tuple[Value, ...] = (), **kwargs: Any) -> Any:
+    """The bits of f's output, of its arguments' and ``watch``'s gradients after a backward, and
+    whether the output requires grad."""
+    out = f(*args, **kwargs)
+    outs = list(out) if isinstance(out, (Vector, list)) else [out]
+    live = [y for y in outs if y.requires_grad]
+    if live:
+        Vector(live).backward([1.0 + k for k in range(len(live))])
+    leaves = [a for a in args if isinstance(a, Value)] + list(watch)
+    return [bits(y.data) for y in outs], [bits(v.grad) for v in leaves], [y.requires_grad for y in outs]
+
+
+# ---- reading a number while recording is refused, whoever made the Value (item 1) ------------------
+
+W = Value(2.0)
+
+
+@pytest.mark.parametrize(
+    ("body", "what"),
+    [
+        (lambda x: x * W.data, r"\.data of a Value"),
+        (lambda x: x * 2 if W.data > 0 else x, r"\.data of a Value"),
+        (lambda x: x * float(W), r"float\(\) of a Value"),
+        (lambda x: x * W.item(), r"Value\.item\(\)"),
+        (lambda x: x if W else -x, r"bool\(\) of a Value"),
+        (lambda x: x if W > 0 else -x, "comparing a Value"),
+        (lambda x: x if W == 2.0 else -x, r"comparing a Value \(==\)"),
+        (lambda x: x if W != 2.0 else -x, r"comparing a Value \(!=\)"),
+        (lambda x: x * int(W), r"int\(\) of a Value"),
+        (lambda x: x * float(f"{W:.3f}"), r"\.data of a Value"),
+        (lambda x: x * len(repr(W)), r"\.data of a Value"),
+        (lambda x: x * W.grad, r"\.grad of a Value"),
+        (lambda x: x * math.exp(W), r"float\(\) of a Value"),
+    ],
+)
+def test_reading_a_closed_over_parameters_number_is_refused_naming_the_line(body: Any, what: str) -> None:
+    f = vjpgrad.compile(body)
+    with pytest.raises(DataDependentError, match=what) as error:
+        f(Value(1.0))
+    assert HERE in str(error.value)
+    assert f.recordings == 0
+
+
+def test_the_issues_repro_an_optimizer_step_between_calls_is_never_baked_in() -> None:
+    w = Value(2.0)
+    cf = vjpgrad.compile(lambda x: x * w.data)
+    with pytest.raises(DataDependentError, match=HERE):
+        cf(Value(1.0))
+    product = vjpgrad.compile(lambda x: x * w)  # the way that replays: w is data
+    assert product(Value(1.0)).data == 2.0
+    w.data = -3.0
+    assert product(Value(1.0)).data == -3.0
+
+
+def test_writing_a_number_while_recording_is_refused() -> None:
+    w = Value(2.0)
+
+    def zeroes(x: Value) -> Value:
+        w.grad = 0.0
+        return x * w
+
+    def steps(x: Value) -> Value:
+        w.data = 1.0
+        return x * w
+
+    for f in (zeroes, steps):
+        with pytest.raises(DataDependentError, match=r"assigning \.(grad|data) of a Value"):
+            vjpgrad.compile(f)(Value(1.0))
+    assert w.data == 2.0
+
+
+def test_reading_numbers_outside_a_recording_is_unchanged() -> None:
+    f = vjpgrad.compile(lambda x: x * W)
+    y = f(Value(3.0))
+    assert y.data == 6.0
+    assert float(y) == 6.0
+    assert y == 6.0
+    assert f"{y:.1f}" == "6.0"
+
+
+def test_indexing_by_a_value_is_pythons_type_error_eager_and_compiled_alike() -> None:
+    def pick(x: Value) -> Value:
+        return [x, x][x]  # type: ignore[index]  # the wrong index type is the subject
+
+    for f in (pick, vjpgrad.compile(pick)):
+        with pytest.raises(TypeError, match="list indices"):
+            f(Value(1.0))
+
+
+# ---- == on a float argument (item 2) ---------------------------------------------------------------
+
+
+def test_equality_on_a_float_argument_is_refused_not_taken_as_identity() -> None:
+    def sample(logit: Value, temperature: float) -> Value:
+        if temperature == 0.0:
+            return logit
+        return logit / temperature
+
+    assert sample(Value(3.0), 0.0).data == 3.0
+    with pytest.raises(DataDependentError, match=r"comparing a Value \(==\)") as error:
+        vjpgrad.compile(sample)(Value(3.0), 0.0)
+    assert HERE in str(error.value)
+
+
+# ---- detach() inside is a cut (item 3) ----------------------------------------------------------------
+
+
+def test_detach_inside_passes_no_gradient_even_from_an_infinite_one() -> None:
+    def f(x: Value) -> Value:
+        return x + x.detach() * math.inf
+
+    assert outcome(vjpgrad.compile(f), Value(1.0)) == outcome(f, Value(1.0))
+    x = Value(1.0)
+    vjpgrad.compile(f)(Value(5.0))
+    vjpgrad.compile(f)(x).backward()
+    assert x.grad == 1.0
+
+
+def test_a_detached_output_requires_no_grad_as_in_eager() -> None:
+    def f(x: Value) -> list[Value]:
+        return [x * 2, (x * 3).detach()]
+
+    compiled = vjpgrad.compile(f)
+    compiled(Value(0.5))
+    assert outcome(compiled, Value(1.5)) == outcome(f, Value(1.5))
+    assert compiled(Value(1.5))[1].requires_grad is False
+
+
+# ---- a parameter rebound between calls is seen (item 4) ----------------------------------------------
+
+
+class Model:
+    def __init__(self) -> None:
+        self.w = Value(2.0)
+        self.params = [Value(1.0), Value(3.0)]
+
+    def __call__(self, x: Value) -> Value:
+        return x * self.w + sum((p * x for p in self.params), Value(0.0, requires_grad=False))
+
+
+def check_rebinding(rebind: Callable[[Model], None]) -> None:
+    """The same rebinding of two twin models, one called compiled (recorded before), one eager."""
+    model, twin = Model(), Model()
+    compiled = vjpgrad.compile(lambda x: model(x))
+    compiled(Value(1.0))
+    rebind(model)
+    rebind(twin)
+    assert outcome(compiled, Value(1.0), watch=(model.w, *model.params)) == outcome(
+        twin, Value(1.0), watch=(twin.w, *twin.params)
+    )
+    assert compiled.recordings == 1  # the stale recording was replaced, not kept
+
+
+def test_an_attribute_rebound_to_a_new_value_is_seen() -> None:
+    check_rebinding(lambda m: setattr(m, "w", Value(5.0)))
+
+
+def test_a_list_item_rebound_is_seen() -> None:
+    check_rebinding(lambda m: m.params.__setitem__(0, Value(7.0)))
+
+
+def test_a_list_that_grew_is_seen() -> None:
+    check_rebinding(lambda m: m.params.append(Value(11.0)))
+
+
+def test_a_list_replaced_by_another_is_seen() -> None:
+    check_rebinding(lambda m: setattr(m, "params", [Value(4.0)]))
+
+
+def test_a_checkpoint_loaded_while_an_optimizer_holds_the_old_values_is_seen() -> None:
+    model = Model()
+    optimizer = vjpgrad.optim.SGD([model.w, *model.params], lr=0.1)  # keeps the old Values alive
+    compiled = vjpgrad.compile(lambda x: model(x))
+    compiled(Value(1.0)).backward()
+    optimizer.step()
+    model.w, model.params = Value(10.0), [Value(0.5), Value(0.25)]  # load a checkpoint
+    assert compiled(Value(1.0)).data == 10.75
+    assert compiled.recordings == 1
+
+
+def test_a_global_rebound_is_seen() -> None:
+    global W
+    compiled = vjpgrad.compile(lambda x: x * W)
+    assert compiled(Value(1.0)).data == 2.0
+    saved, W = W, Value(-4.0)
+    try:
+        assert compiled(Value(1.0)).data == -4.0
+    finally:
+        W = saved
+
+
+def test_a_closed_over_variable_rebound_is_seen() -> None:
+    w = Value(2.0)
+    compiled = vjpgrad.compile(lambda x: x * w)
+    assert compiled(Value(1.0)).data == 2.0
+    w = Value(6.0)  # the lambda's cell now holds another Value
+    assert compiled(Value(1.0)).data == 6.0
+
+
+def test_reset_drops_every_recording() -> None:
+    model = Model()
+    compiled = vjpgrad.compile(model)
+    compiled(Value(1.0))
+    compiled(
+        Value(1.0),
+    )
+    assert compiled.recordings == 1
+    compiled.reset()
+    assert compiled.recordings == 0
+    assert compiled.source == ""
+    assert compiled(Value(1.0)).data == 6.0
+
+
+# ---- what is structure and what is data (item 6) ------------------------------------------------------
+
+
+def test_value_of_a_float_argument_holds_that_calls_number() -> None:
+    def step(x: Value, lr: float) -> Value:
+        return x - Value(lr) * x
+
+    compiled = vjpgrad.compile(step)
+    for lr in (0.1, 0.5, -2.0):
+        assert outcome(compiled, Value(3.0), lr) == outcome(step, Value(3.0), lr)
+    assert compiled.recordings == 1
+
+
+def test_value_of_a_float_argument_that_requires_no_grad_holds_that_calls_number() -> None:
+    def scale(x: Value, k: float) -> Value:
+        return x * Value(k, requires_grad=False)
+
+    compiled = vjpgrad.compile(scale)
+    compiled(Value(1.0), 2.0)
+    assert outcome(compiled, Value(1.0), 5.0) == outcome(scale, Value(1.0), 5.0)
+
+
+def test_numpy_integers_and_bools_are_structure_numpy_floats_are_data() -> None:
+    np = pytest.importorskip("numpy")
+
+    def power(x: Value, n: int, flip: bool, k: float) -> Value:
+        y = x
+        for _ in range(n):
+            y = y * x
+        return -y * k if flip else y * k
+
+    compiled = vjpgrad.compile(power)
+    for n, flip, k in [(np.int64(2), np.bool_(True), np.float64(0.5)), (np.int32(3), np.bool_(False), 1.5)]:
+        assert outcome(compiled, Value(1.5), n, flip, k) == outcome(power, Value(1.5), int(n), bool(flip), float(k))
+    assert compiled.recordings == 2
+    compiled(Value(2.0), np.int64(3), np.bool_(False), np.float32(4.0))
+    assert compiled.recordings == 2  # the same structure, another float: the same recording
+
+
+def test_a_decorated_method_binds_self() -> None:
+    class Layer:
+        def __init__(self, w: float) -> None:
+            self.w = Value(w)
+
+        @vjpgrad.compile
+        def forward(self, x: Value) -> Value:
+            return (x * self.w).tanh()
+
+    a, b = Layer(0.5), Layer(-1.5)
+    x = Value(0.25)
+    assert a.forward(x).data == math.tanh(0.125)
+    assert b.forward(x).data == math.tanh(-0.375)  # another instance: its own parameters
+    b.w = Value(2.0)
+    assert b.forward(x).data == math.tanh(0.5)
+
+
+def test_keyword_arguments_are_data_or_structure_as_positional_ones() -> None:
+    def f(x: Value, *, scale: float = 1.0, square: bool = False) -> Value:
+        return x * x * scale if square else x * scale
+
+    compiled = vjpgrad.compile(f)
+    assert outcome(compiled, Value(3.0), scale=2.0) == outcome(f, Value(3.0), scale=2.0)
+    assert outcome(compiled, Value(3.0), scale=0.5, square=True) == outcome(f, Value(3.0), scale=0.5, square=True)
+    assert outcome(compiled, Value(3.0), square=True, scale=0.25) == outcome(f, Value(3.0), square=True, scale=0.25)
+    assert compiled.recordings == 2
+
+
+def test_strings_and_none_are_structure() -> None:
+    def act(x: Value, name: str, bias: Value | None) -> Value:
+        y = x.relu() if name == "relu" else x.tanh()
+        return y if bias is None else y + bias
+
+    compiled = vjpgrad.compile(act)
+    for name, bias in [("relu", None), ("tanh", 1.0), ("relu", 2.0)]:
+        assert outcome(compiled, Value(-0.5), name, bias and Value(bias)) == outcome(
+            act, Value(-0.5), name, bias and Value(bias)
+        )
+    assert compiled.recordings == 3
+
+
+def test_a_dict_or_set_argument_is_refused_with_the_way_out() -> None:
+    with pytest.raises(TypeError, match=r"got a dict.*list or a tuple"):
+        vjpgrad.compile(lambda d: d["x"] * 2)({"x": Value(1.0)})
+
+
+# ---- vjpgrad's own code is a whole path component (item 5) ------------------------------------------
+
+
+def test_a_user_folder_named_like_the_package_is_the_users_code() -> None:
+    import vjpgrad._mode as mode
+
+    source = "def read(x):\n    y = x * 2\n    return y * x.data\n"
+    filename = mode.OWN_CODE[0].rstrip("/\\") + "_user/train.py"
+    namespace: dict[str, Any] = {}
+    exec(compile(source, filename, "exec"), namespace)  # a user's file, simulated
+    with pytest.raises(DataDependentError, match=r"vjpgrad_user/train\.py:3"):
+        vjpgrad.compile(namespace["read"])(Value(1.0))
