@@ -5,7 +5,7 @@ dy/dc = 1/c = 10.
 """
 
 from vjpgrad import Value, log
-from vjpgrad._format import format_scalar  # prints a number as PyTorch prints a 0-d tensor
+from vjpgrad.core.format import format_scalar  # prints a number as PyTorch prints a 0-d tensor
 
 a = Value(0.1)
 b = Value(1.0)

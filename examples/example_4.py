@@ -5,7 +5,7 @@ One pass gives 3, 4, 1; the second adds the same again: 6, 8, 2. Zero them betwe
 """
 
 from vjpgrad import Value, log
-from vjpgrad._format import format_scalar  # prints a number as PyTorch prints a 0-d tensor
+from vjpgrad.core.format import format_scalar  # prints a number as PyTorch prints a 0-d tensor
 
 a = Value(1.0)
 b = Value(1.0)

@@ -28,7 +28,7 @@ from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
 from vjpgrad import Explanation, Value, Vector, explain, log
-from vjpgrad._html import stepper_fragment, stepper_html
+from vjpgrad.display.stepper import stepper_fragment, stepper_html
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")

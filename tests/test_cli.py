@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vjpgrad import Value, Vector
-from vjpgrad.__main__ import main
-from vjpgrad._expr import MAX_DEPTH, ExpressionError, evaluate, parse
+from vjpgrad.cli.expr import MAX_DEPTH, ExpressionError, evaluate, parse
+from vjpgrad.cli.main import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -416,7 +416,7 @@ def test_a_caret_is_pointed_to_the_power_operator(
 
 
 def test_every_function_of_the_table_is_accepted_and_listed(capsys: pytest.CaptureFixture[str]) -> None:
-    from vjpgrad import _expr
+    from vjpgrad.cli import expr as _expr
 
     _, help_text, _ = run(capsys, "--help")
     for name in _expr.FUNCTIONS:
@@ -433,10 +433,10 @@ def test_a_function_added_to_the_table_reaches_the_command_line() -> None:
     # find the table by identity wherever it lives, add a function to it, and reload the CLI
     script = """
 import importlib, sys
-import vjpgrad._expr as expr
+import vjpgrad.cli.expr as expr
 from vjpgrad import Value
 table = expr.OPERATIONS
-from vjpgrad._ops import TIMES, Op
+from vjpgrad.core.ops import TIMES, Op
 double = Op("double", 1, lambda x: 2.0 * x, (lambda x, out: 2.0,), (TIMES,), "_double({0})", doc="2 x")
 holders = [(m, k) for n, m in list(sys.modules.items()) if n.startswith("vjpgrad") and m is not expr
            for k, v in vars(m).items() if v is table]
@@ -445,7 +445,7 @@ for module, attribute in holders:
     setattr(module, attribute, (*table, double))
 Value.double = lambda self: self * 2.0
 importlib.reload(expr)
-import vjpgrad.__main__ as cli
+import vjpgrad.cli.main as cli
 importlib.reload(cli)
 cli.main(["--help"])
 cli.main(["double(x) + double(3)", "x=5"])
@@ -493,13 +493,13 @@ def _floats(tree: ast.AST) -> str:
 
 @given(EXPRESSIONS)
 def test_the_small_parser_builds_the_tree_pythons_parser_builds(text: str) -> None:
-    from vjpgrad._expr import _read
+    from vjpgrad.cli.expr import _read
 
     assert _floats(_read(text)) == _floats(ast.parse(text, mode="eval").body)
 
 
 def test_variables_are_listed_in_order_of_first_use() -> None:
-    from vjpgrad._expr import variables
+    from vjpgrad.cli.expr import variables
 
     assert variables(parse("b * exp(c) + a - b / d")) == ["b", "c", "a", "d"]
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import vjpgrad
 from vjpgrad import Value, Vector
-from vjpgrad._compile import DataDependentError
+from vjpgrad.compiler import DataDependentError
 from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
 
 EXAMPLES = int(os.environ.get("VJPGRAD_FUZZ_EXAMPLES", "60"))

@@ -15,7 +15,7 @@ import pytest
 
 import vjpgrad
 from vjpgrad import Value, Vector
-from vjpgrad._compile import DataDependentError
+from vjpgrad.compiler import DataDependentError
 
 HERE = "test_compile_rules.py:"
 
@@ -326,7 +326,7 @@ def test_a_dict_or_set_argument_is_refused_with_the_way_out() -> None:
 
 
 def test_a_user_folder_named_like_the_package_is_the_users_code() -> None:
-    import vjpgrad._mode as mode
+    import vjpgrad.core.modes as mode
 
     source = "def read(x):\n    y = x * 2\n    return y * x.data\n"
     filename = mode.OWN_CODE[0].rstrip("/\\") + "_user/train.py"

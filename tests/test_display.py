@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from vjpgrad import Value, Vector, _display, explain, log, to_dot
-from vjpgrad._display import explanation_html, repr_pretty, value_html, vector_html
-from vjpgrad._dot import SVGDrawing
+from vjpgrad import Value, Vector, explain, log, to_dot
+from vjpgrad.display import notebook as _display
+from vjpgrad.display.dot import SVGDrawing
+from vjpgrad.display.notebook import explanation_html, repr_pretty, value_html, vector_html
 
 HOSTILE = "<script>alert(1)</script>"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")

@@ -467,7 +467,7 @@ def test_create_graph_through_a_compiled_call_is_refused_naming_the_fix() -> Non
 
 
 def test_a_node_is_freed_by_a_pass_that_does_not_retain_the_graph() -> None:
-    from vjpgrad import _graph
+    from vjpgrad.core import graph as _graph
 
     x = Value(2.0)
     y = x * x

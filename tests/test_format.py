@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from vjpgrad._format import format_scalar, format_vector
+from vjpgrad.core.format import format_scalar, format_vector
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from vjpgrad import Value, _backward, _graph, _ops
+from vjpgrad import Value
+from vjpgrad.core import backward as _backward
+from vjpgrad.core import graph as _graph
+from vjpgrad.core import ops as _ops
 
 
 def test_seed_takes_one_seed_per_output() -> None:

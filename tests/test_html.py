@@ -12,7 +12,7 @@ import pytest
 from _helpers import backward_gradients
 
 from vjpgrad import Explanation, Step, Value, Vector, explain, log
-from vjpgrad._html import json_number, page_data, script_json, stepper_fragment, stepper_html
+from vjpgrad.display.stepper import json_number, page_data, script_json, stepper_fragment, stepper_html
 
 HOSTILE = "<script>alert(1)</script>"
 IMG = '<img src=x onerror="window.__pwned=1">'

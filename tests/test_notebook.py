@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from vjpgrad._cases import CASES
+from vjpgrad.cli.cases import CASES
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "examples" / "notebook.ipynb"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vjpgrad import Value, Vector, log
-from vjpgrad.__main__ import main
+from vjpgrad.cli.main import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -84,7 +84,7 @@ def test_the_command_reports_all_four_cases_agree(capsys: pytest.CaptureFixture[
 def test_the_command_fails_when_a_case_differs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from vjpgrad import _cases
+    from vjpgrad.cli import cases as _cases
 
     wrong = _cases.Case("a wrong case", "y.backward()", {"a.grad": "tensor(7.)"}, _cases.example_2)
     monkeypatch.setattr(_cases, "CASES", (*_cases.CASES, wrong))

@@ -5,16 +5,18 @@ and fills ``.grad``. A ``Vector`` of Values takes PyTorch's ``y.backward(gradien
 the ``gradients`` are the ``v`` of the vector-Jacobian product ``v^T J``.
 """
 
-from vjpgrad import _notebook  # noqa: F401  # rich display in Jupyter
-from vjpgrad._compile import Compiled, compile
-from vjpgrad._custom import CustomOp, custom_op
-from vjpgrad._dot import SVGDrawing, draw, to_dot
-from vjpgrad._explain import Explanation, Step, explain
-from vjpgrad._functions import cos, exp, log, relu, sigmoid, sin, sqrt, tan, tanh
-from vjpgrad._mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad
-from vjpgrad._value import Value
-from vjpgrad._vector import Vector
-from vjpgrad.functional import grad, gradcheck, gradients, hessian, jacobian, jvp, value_and_grad, vjp
+# the layers, from the bottom up: the engine, derivatives built on it, compile, display
+from vjpgrad.compiler import Compiled, compile
+from vjpgrad.core import functions as _functions
+from vjpgrad.core.functions import *  # noqa: F403 - the table's functions: exp, log... (their __all__)
+from vjpgrad.core.modes import DataDependentError, detect_anomaly, enable_grad, is_grad_enabled, no_grad
+from vjpgrad.core.value import Value
+from vjpgrad.core.vector import Vector
+from vjpgrad.display import notebook as _notebook  # noqa: F401 - gives Value and Vector their notebook display
+from vjpgrad.display.dot import SVGDrawing, draw, to_dot
+from vjpgrad.display.explain import Explanation, Step, explain
+from vjpgrad.transforms.custom import CustomOp, custom_op
+from vjpgrad.transforms.functional import grad, gradcheck, gradients, hessian, jacobian, jvp, value_and_grad, vjp
 
 __version__ = "0.1.0"
 
@@ -34,18 +36,17 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "Compiled",
     "CustomOp",
+    "DataDependentError",
     "Explanation",
     "SVGDrawing",
     "Step",
     "Value",
     "Vector",
     "compile",
-    "cos",
     "custom_op",
     "detect_anomaly",
     "draw",
     "enable_grad",
-    "exp",
     "explain",
     "grad",
     "gradcheck",
@@ -54,15 +55,9 @@ __all__ = [
     "is_grad_enabled",
     "jacobian",
     "jvp",
-    "log",
     "no_grad",
-    "relu",
-    "sigmoid",
-    "sin",
-    "sqrt",
-    "tan",
-    "tanh",
     "to_dot",
     "value_and_grad",
     "vjp",
 ]
+__all__ += _functions.__all__  # one per function of the table (exp, log, ...): they follow from it

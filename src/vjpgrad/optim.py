@@ -29,7 +29,7 @@ import numbers
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
-from vjpgrad._value import Value
+from vjpgrad.core.value import Value
 
 
 def _number(x: object, name: str, *, low: float = 0.0, below: float | None = None) -> float:

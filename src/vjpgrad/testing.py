@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import vjpgrad
-from vjpgrad import _check
-from vjpgrad._seeds import scalar_seed
-from vjpgrad._value import Value
-from vjpgrad._vector import Vector
+from vjpgrad.core.seeds import scalar_seed
+from vjpgrad.core.value import Value
+from vjpgrad.core.vector import Vector
+from vjpgrad.transforms import check
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -103,17 +103,17 @@ def assert_grad_close(
     __tracebackhide__ = True
     if yours not in (None, "f", "expected"):
         raise ValueError(f"yours must be 'f', 'expected' or None, got {yours!r}")
-    xs = _check.points(inputs)
+    xs = check.points(inputs)
     labels = _input_names(f, len(xs), names)
     if expected is not None:
         want_list: list[Any] = [expected] if isinstance(expected, numbers.Real) else list(expected)  # type: ignore[arg-type]  # checked by scalar_seed below
         if len(want_list) != len(xs):
             raise ValueError(f"expected has {len(want_list)} gradients but there are {len(xs)} inputs")
         want = [scalar_seed(w, f"expected[{i}]") for i, w in enumerate(want_list)]
-    got = _check.analytic(f, xs, seed, hint="pass seed=[...]")
+    got = check.analytic(f, xs, seed, hint="pass seed=[...]")
     if expected is None:
         source = "numeric"
-        want = _check.numeric(f, xs, seed, eps)
+        want = check.numeric(f, xs, seed, eps)
     else:
         source = "expected"
     if yours == "expected":  # the learner's numbers against vjpgrad's
@@ -126,11 +126,11 @@ def assert_grad_close(
     rows = []
     failed = False
     for name, x, g, w in zip(labels, xs, checked, reference, strict=True):
-        ok = _check.agree(g, w, atol, rtol)
+        ok = check.agree(g, w, atol, rtol)
         failed = failed or not ok
         rows.append(([name], x, g, w, ok))
     if failed:
-        raise AssertionError(_check.table(heading, ["input", *columns], rows, mark="<-- wrong"))
+        raise AssertionError(check.table(heading, ["input", *columns], rows, mark="<-- wrong"))
 
 
 # ---- hypothesis strategies ------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import numbers
 import random
 from collections.abc import Sequence
 
-from vjpgrad._value import Value
+from vjpgrad.core.value import Value
 from vjpgrad.nn import functional as functional  # vjpgrad.nn.functional, as torch.nn.functional
 
 ACTIVATIONS = ("relu", "tanh", "sigmoid", "linear")

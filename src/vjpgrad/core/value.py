@@ -1,9 +1,11 @@
 """``Value``: a scalar that records how it was computed, so gradients can flow back to it.
 
-Each operation makes a node (``_graph.make``) holding its result, its operands and what
-each edge saved for the backward pass; the rules come from the table in ``_ops``. The
-methods and operators below are generated from that table, so an operation is written
-once: its forward and its backward formula side by side in ``_ops``, its faces here.
+Each operation makes a node (``graph.make``) holding its result, its operands and what each
+edge saved for the backward pass. The operators and the table's methods (``__mul__``,
+``exp``...) are in ``core/operators.py``, written from the table of ``core/ops.py`` (one
+function per face of a row), and Value inherits them; this module adds what a Value is (its
+constructor, its number as Python reads it, comparisons, ``backward``) and the two operators
+that choose between rows (``**`` and ``number / Value``), as PyTorch does.
 """
 
 from __future__ import annotations
@@ -13,24 +15,16 @@ import numbers
 from collections.abc import Callable
 from typing import Any, Union
 
-from vjpgrad import _codegen, _graph, _ops
-from vjpgrad._backward import backward
-from vjpgrad._mode import refuse_number, state, switched
-from vjpgrad._ops import Op
+from vjpgrad.core import graph, operators, ops
+from vjpgrad.core.backward import backward
+from vjpgrad.core.floats import as_number
+from vjpgrad.core.modes import refuse_number, state, switched
+from vjpgrad.core.ops import Op
 
 Operand = Union["Value", float]
 """What arithmetic accepts beside a Value: a Value or any real number."""
 
-_make = _graph.make
-
-
-def as_number(x: object) -> float | None:
-    """A real number as a float (None for anything else): int, float, bool, Fraction, NumPy."""
-    if isinstance(x, (int, float)):
-        return float(x)
-    if isinstance(x, numbers.Real):
-        return float(x)
-    return None
+_make = graph.make
 
 
 def unary(op: Op, x: Value) -> Value:
@@ -56,29 +50,13 @@ def nary(op: Op, xs: tuple[Value | float, ...]) -> Value:
 _Operator = Callable[["Value", Any], "Value"]
 
 
-_GENERATED: dict[str, Any] = {"make": _make, "as_number": as_number}
-"""The namespace of the operators written from the table (``Value`` joins it below)."""
-
-
-def binary_operators(op: Op, reflected_op: Op | None = None) -> tuple[_Operator, _Operator]:
-    """``self <op> other`` and its reflected form ``other <op> self``, from one definition
-    (as ``fractions._operator_fallbacks`` does). A number operand is a constant, not a node;
-    any other type returns ``NotImplemented`` so Python raises its usual TypeError.
-
-    The table's own operations are written out as straight-line code from their rows
-    (``_codegen.eager_operators``: no call of a rule per node); a custom operation's rules
-    are called as they are."""
-    if op in _ops.BUILTIN:
-        fast, fast_reflected = _codegen.eager_operators(op, reflected_op or op, dict(_GENERATED, Value=None))
-        _LATE.append(fast.__globals__)
-        _name(fast, f"__{op.name}__", f"self {op.symbol} other")
-        _name(fast_reflected, f"__r{op.name}__", f"other {op.symbol} self")
-        return fast, fast_reflected
+def binary_operators(op: Op) -> tuple[_Operator, _Operator]:
+    """``self <op> other`` and ``other <op> self`` for an operation that is not in the table (a
+    custom operation), calling its rules on every node; the table's own operators are written
+    out in ``core/operators.py``. A number operand is a constant, not a node; any other type
+    returns ``NotImplemented`` so Python raises its usual TypeError."""
     forward = op.forward
     saved_x, saved_y = op.saved
-    reflected = reflected_op or op
-    reflected_forward = reflected.forward
-    reflected_saved_y = reflected.saved[1]
 
     def operator(self: Value, other: Any) -> Value:
         if isinstance(other, Value):
@@ -101,39 +79,14 @@ def binary_operators(op: Op, reflected_op: Op | None = None) -> tuple[_Operator,
         if x is None:
             return NotImplemented  # type: ignore[no-any-return]  # NotImplemented is typed Any
         y = self._data
-        out = reflected_forward(x, y)
-        db = reflected_saved_y(x, y, out) if self.requires_grad else None
-        return _make(Value, out, reflected, x, None, self, db)
+        out = forward(x, y)
+        db = saved_y(x, y, out) if self.requires_grad else None
+        return _make(Value, out, op, x, None, self, db)
 
-    _name(operator, f"__{op.name}__", f"self {op.symbol} other")
-    _name(reflected_operator, f"__r{op.name}__", f"other {op.symbol} self")
+    for function, name, doc in ((operator, op.name, "self"), (reflected_operator, f"r{op.name}", "other")):
+        function.__name__ = function.__qualname__ = name
+        function.__doc__ = f"{op.name}({doc}, {'other' if doc == 'self' else 'self'}), a custom operation"
     return operator, reflected_operator
-
-
-_LATE: list[dict[str, Any]] = []  # namespaces of generated code that need Value, once it exists
-
-
-def _name(function: Callable[..., Any], name: str, doc: str) -> None:
-    function.__name__ = function.__qualname__ = name
-    function.__doc__ = doc
-
-
-def _method(op: Op) -> Callable[[Value], Value]:
-    """The Value method of a one-operand operation, named and documented from its row,
-    written out from the row as the operators are."""
-    method: Callable[[Value], Value] = _codegen.eager_unary(op, dict(_GENERATED, Value=None))
-    _LATE.append(method.__globals__)
-    _name(method, op.name, op.doc + ".")
-    return method
-
-
-_add, _radd = binary_operators(_ops.ADD)
-_sub, _rsub = binary_operators(_ops.SUB)
-_mul, _rmul = binary_operators(_ops.MUL)
-_truediv, _ = binary_operators(_ops.DIV)
-_pow, _rpow = binary_operators(_ops.POW, _ops.POW_BASE)
-_pow_scalar, _ = binary_operators(_ops.POW_SCALAR)
-pow_base, _ = binary_operators(_ops.POW_BASE)  # number ** Value, the number standing as a Value
 
 
 def _check_data(data: object) -> float:
@@ -167,7 +120,7 @@ def _digits(n: int) -> str:
     return f"about {estimate:,}"
 
 
-class Value(_graph.Node, _ops.Functions):
+class Value(operators.ValueOperators):
     """A scalar in a computation graph.
 
     ``Value(data, requires_grad=True, label=None)``: ``data`` is any real number, stored as
@@ -193,7 +146,7 @@ class Value(_graph.Node, _ops.Functions):
         label: str | None = None,
     ) -> None:
         if isinstance(data, Value) and data.number_argument and state.recording is not None:
-            number = _graph.number(data)  # Value(lr) of a float argument that compile records
+            number = graph.number(data)  # Value(lr) of a float argument that compile records
             state.recording.made_from_number(self, data)
         else:
             number = _check_data(data)
@@ -201,25 +154,25 @@ class Value(_graph.Node, _ops.Functions):
             raise TypeError(f"Value() requires_grad must be a bool, got {type(requires_grad).__name__}")
         if label is not None and not isinstance(label, str):
             raise TypeError(f"Value() label must be a str or None, got {type(label).__name__}")
-        _graph.init_leaf(self, number, requires_grad, label)
+        graph.init_leaf(self, number, requires_grad, label)
 
     # ---- what it is ---------------------------------------------------------------------
 
     @property
     def op(self) -> str:
         """Name of the operation that made this Value (``"*"``, ``"log"``...), ``""`` for a leaf."""
-        op = _graph.op_of(self)
+        op = graph.op_of(self)
         return "" if op is None else op.shown
 
     @property
     def parents(self) -> tuple[Value, ...]:
         """The Values this one was computed from (number constants are not Values)."""
-        return tuple(x for x in _graph.operands(self) if isinstance(x, Value))
+        return tuple(x for x in graph.operands(self) if isinstance(x, Value))
 
     @property
     def is_leaf(self) -> bool:
         """True for a Value made by the user (or a constant), False for an operation's result."""
-        return _graph.op_of(self) is None
+        return graph.op_of(self) is None
 
     # ---- micrograd's names, so that its code (draw_dot, trace) runs on Values ------------------
 
@@ -267,7 +220,7 @@ class Value(_graph.Node, _ops.Functions):
     def detach(self) -> Value:
         """A new leaf with the same data that requires no grad: a constant cut from the graph."""
         if switched[0] and state.recording is not None:  # compile records the cut: its number changes
-            return _make(Value, self._data, _ops.DETACH, self, None, None, None)
+            return _make(Value, self._data, ops.DETACH, self, None, None, None)
         return Value(self._data, requires_grad=False, label=self.label)
 
     def zero_grad(self) -> None:
@@ -306,7 +259,7 @@ class Value(_graph.Node, _ops.Functions):
         y = self._other(other, "!=")
         return NotImplemented if y is None else self._data != y
 
-    __hash__ = _graph.Node.__hash__  # by identity: equal data does not make two Values one key
+    __hash__ = graph.Node.__hash__  # by identity: equal data does not make two Values one key
 
     def __lt__(self, other: object) -> bool:
         y = self._other(other, "<")
@@ -324,39 +277,23 @@ class Value(_graph.Node, _ops.Functions):
         y = self._other(other, ">=")
         return NotImplemented if y is None else self._data >= y
 
-    # ---- arithmetic: each operator and its reflected twin come from one function ------------------
-
-    __add__ = _add
-    __radd__ = _radd
-    __sub__ = _sub
-    __rsub__ = _rsub
-    __mul__ = _mul
-    __rmul__ = _rmul
-    __truediv__ = _truediv
-    __rpow__ = _rpow
+    # ---- the operators that choose between rows of the table (the others are inherited) ---------
 
     def __pow__(self, other: Operand) -> Value:
         """self ** other: a number exponent takes PyTorch's special cases (x ** 2 is x * x)."""
         if isinstance(other, Value) and not other.number_argument:
-            return _pow(self, other)
-        return _pow_scalar(self, other)
+            return self._pow_value(other)
+        return self._pow_number(other)
 
-    def __rtruediv__(self, other: Any) -> Value:
-        """other / self, computed as (1 / self) * other like PyTorch (same rounding, same edges)"""
+    def __rtruediv__(self, other: float) -> Value:
+        """other / self, computed as (1 / self) * other like PyTorch (same rounding, same edges)."""
         if as_number(other) is None:
             return NotImplemented
-        return _mul(self.reciprocal(), other)
-
-    __neg__ = _method(_ops.NEG)
-    __abs__ = _method(_ops.ABS)
-    sign = _method(_ops.SIGN)
+        return self.reciprocal() * other
 
     def __pos__(self) -> Value:
-        """+self, which is self, as in PyTorch"""
+        """+self, which is self, as in PyTorch."""
         return self
 
 
-for _op in _ops.METHODS:  # the table's functions as methods, each written from its row
-    setattr(Value, _op.name, _method(_op))
-for _namespace in _LATE:  # the code written from the table makes Values, now that the class exists
-    _namespace["Value"] = Value
+operators.bind(Value)  # the inherited operators make Values from now on

@@ -14,13 +14,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from vjpgrad import _check, _graph, _ops
-from vjpgrad._backward import check_flag, differentiable_reverse_pass, free, reverse_pass
-from vjpgrad._mode import enable_grad, state
-from vjpgrad._ops import IDENTITY
-from vjpgrad._seeds import scalar_seed, seeds_for
-from vjpgrad._value import Value, unary
-from vjpgrad._vector import Vector
+from vjpgrad.core import graph, ops
+from vjpgrad.core.backward import check_flag, differentiable_reverse_pass, free, reverse_pass
+from vjpgrad.core.modes import enable_grad, state
+from vjpgrad.core.ops import IDENTITY
+from vjpgrad.core.seeds import scalar_seed, seeds_for
+from vjpgrad.core.value import Value, unary
+from vjpgrad.core.vector import Vector
+from vjpgrad.transforms import check
 
 Scalar = Any
 
@@ -334,16 +335,16 @@ def _forward_pass(outputs: list[Value | float], seeds: dict[Value, Scalar], nest
     live = [y for y in outputs if isinstance(y, Value) and y.requires_grad]
     tangents: dict[Any, Any] = dict(seeds)
     if live:
-        with _graph.pass_lock:
-            order, _ = _graph.reached(live)
+        with graph.pass_lock:
+            order, _ = graph.reached(live)
         for node in reversed(order):
             if node in seeds:
                 continue
-            found = _graph.saved_as_values(node) if nested else _graph.edges(node)
+            found = graph.saved_as_values(node) if nested else graph.edges(node)
             total: Any = 0.0
             for position, operand, saved in found:
-                if operand in tangents and saved is not _ops.MASKED:  # a mask passes exactly 0, even of inf
-                    local = _ops.local_derivative(_graph.form_of(node, position), saved)
+                if operand in tangents and saved is not ops.MASKED:  # a mask passes exactly 0, even of inf
+                    local = ops.local_derivative(graph.form_of(node, position), saved)
                     total = total + local * tangents[operand]
             tangents[node] = total
     return [tangents.get(y, 0.0) if isinstance(y, Value) else 0.0 for y in outputs]
@@ -406,7 +407,7 @@ def gradcheck(
     which is all vjpgrad has: where ``f`` is not smooth within ``eps`` of an input (relu at
     0, a pole), the two legitimately disagree.
     """
-    xs = _check.points(inputs)
+    xs = check.points(inputs)
     for name, number in (("eps", eps), ("atol", atol), ("rtol", rtol)):
         if not isinstance(number, numbers.Real) or not number >= 0 or (name == "eps" and number == 0):
             raise ValueError(
@@ -417,10 +418,10 @@ def gradcheck(
     rows, failed = [], False
     for i in range(len(outputs)):  # one row of the Jacobian per output: the VJP with a basis seed
         seed = [1.0 if k == i else 0.0 for k in range(len(outputs))] if vector else None
-        analytic = _check.analytic(f, xs, seed)
-        numeric = _check.numeric(f, xs, seed, eps)
+        analytic = check.analytic(f, xs, seed)
+        numeric = check.numeric(f, xs, seed, eps)
         for j, (x, a, n) in enumerate(zip(xs, analytic, numeric, strict=True)):
-            ok = _check.agree(a, n, atol, rtol)
+            ok = check.agree(a, n, atol, rtol)
             failed = failed or not ok
             rows.append(([str(i), str(j)] if vector else [str(j)], x, a, n, ok))
     if failed:
@@ -429,5 +430,5 @@ def gradcheck(
             f"atol={atol:g}, rtol={rtol:g})"
         )
         columns = ["output", "input"] if vector else ["input"]
-        raise AssertionError(_check.table(heading, [*columns, "analytic", "numeric"], rows))
+        raise AssertionError(check.table(heading, [*columns, "analytic", "numeric"], rows))
     return True

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vjpgrad import _graph
-from vjpgrad._graph import Node
-from vjpgrad._mode import enable_grad, state
-from vjpgrad._seeds import seeds_for
+from vjpgrad.core import graph
+from vjpgrad.core.graph import Node
+from vjpgrad.core.modes import enable_grad, state
+from vjpgrad.core.seeds import seeds_for
 
 
 def check_flag(flag: object, name: str) -> bool:
@@ -29,7 +29,7 @@ def _anomaly_observer(node: Node, position: int, operand: Node, upstream: Any, s
     "Function 'XBackward' returned nan values" does."""
     number = part.data if isinstance(part, Node) else part
     if number != number:
-        op = _graph.op_of(node)
+        op = graph.op_of(node)
         where = getattr(node, "_origin", "an unknown place (made outside detect_anomaly())")
         raise FloatingPointError(
             f"backward of {op.name if op else '?'!r} produced nan for its operand {position} "
@@ -37,14 +37,14 @@ def _anomaly_observer(node: Node, position: int, operand: Node, upstream: Any, s
         )
 
 
-def _observer() -> _graph.Observer | None:
+def _observer() -> graph.Observer | None:
     return _anomaly_observer if state.detect_anomaly else None
 
 
 def _run(outputs: Sequence[Node], seeds: Sequence[float]) -> tuple[list[Node], list[Node]]:
-    order, leaves = _graph.reached(outputs)
-    _graph.seed(outputs, seeds)
-    _graph.propagate(order, _observer(), own_backward=True)
+    order, leaves = graph.reached(outputs)
+    graph.seed(outputs, seeds)
+    graph.propagate(order, _observer(), own_backward=True)
     return order, leaves
 
 
@@ -53,36 +53,36 @@ def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain
     gradients into ``.grad``; free the graph unless ``retain_graph``."""
     seeds = seeds_for(count, seed, name="gradients" if count is not None else "the gradient seed")
     check_flag(retain_graph, "retain_graph")
-    with _graph.pass_lock:
-        order, leaves = _graph.reached(outputs)
-        _graph.seed(outputs, seeds)
-        _graph.propagate(order, _observer(), own_backward=True)  # a compiled call checks its own results
-        _graph.accumulate(order)
-        _graph.accumulate(leaves)
+    with graph.pass_lock:
+        order, leaves = graph.reached(outputs)
+        graph.seed(outputs, seeds)
+        graph.propagate(order, _observer(), own_backward=True)  # a compiled call checks its own results
+        graph.accumulate(order)
+        graph.accumulate(leaves)
         if not retain_graph:
-            _graph.free(order)
+            graph.free(order)
 
 
 def reverse_pass(outputs: Sequence[Node], seeds: Sequence[float]) -> dict[Node, float]:
     """The gradient of ``sum_i seeds[i] * outputs[i]`` with respect to every node reached.
     Touches no ``.grad`` and frees nothing."""
-    with _graph.pass_lock:
+    with graph.pass_lock:
         order, leaves = _run(outputs, seeds)
-        return {node: _graph.cotangent(node) for node in (*order, *leaves)}
+        return {node: graph.cotangent(node) for node in (*order, *leaves)}
 
 
 def differentiable_reverse_pass(outputs: Sequence[Node], seeds: Sequence[Any]) -> dict[Node, Any]:
     """As ``reverse_pass``, but every gradient is built from Values, so it can be
     differentiated again (``create_graph=True``). Touches no ``.grad``."""
-    with _graph.pass_lock:
-        order, _ = _graph.reached(outputs)
+    with graph.pass_lock:
+        order, _ = graph.reached(outputs)
     grads: dict[Node, Any] = {}
     with enable_grad():
         for output, value in zip(outputs, seeds, strict=True):
             grads[output] = grads[output] + value if output in grads else value
-        return _graph.propagate_differentiably(order, grads, _observer())
+        return graph.propagate_differentiably(order, grads, _observer())
 
 
 def free(nodes: Sequence[Node] | dict[Node, Any]) -> None:
     """Drop what ``nodes`` saved for the backward pass: a later pass through them raises."""
-    _graph.free(list(nodes))
+    graph.free(list(nodes))

@@ -13,10 +13,10 @@ import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vjpgrad._mode import no_grad
-from vjpgrad._seeds import scalar_seed
-from vjpgrad._value import Value
-from vjpgrad._vector import Vector, outputs_and_seeds
+from vjpgrad.core.modes import no_grad
+from vjpgrad.core.seeds import scalar_seed
+from vjpgrad.core.value import Value
+from vjpgrad.core.vector import Vector, outputs_and_seeds
 
 
 def points(inputs: object) -> list[float]:

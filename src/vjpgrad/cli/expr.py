@@ -33,8 +33,8 @@ from typing import Any, Protocol, cast
 
 # The operations table: adding a function to it adds it to the command line. The only place
 # this module names it.
-from vjpgrad._ops import FUNCTIONS as OPERATIONS
-from vjpgrad._value import Value
+from vjpgrad.core.ops import FUNCTIONS as OPERATIONS
+from vjpgrad.core.value import Value
 
 MAX_LENGTH = 10_000
 MAX_DEPTH = 200

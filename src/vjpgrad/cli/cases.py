@@ -12,10 +12,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from vjpgrad._format import format_scalar
-from vjpgrad._functions import log
-from vjpgrad._value import Value
-from vjpgrad._vector import Vector
+from vjpgrad.core.format import format_scalar
+from vjpgrad.core.functions import log
+from vjpgrad.core.value import Value
+from vjpgrad.core.vector import Vector
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
 """The table of operations: each one's float forward and its backward formula, side by side.
 
 This module is the only place that knows calculus. Every other face of an operation is
-generated from its row here: the ``Value`` operator or method (as straight-line code), the
-``Vector`` method, the module function (``vjpgrad.exp``), the command line's whitelist and
-the lines of code ``vjpgrad.compile`` writes.
+generated from its row here: the ``Value`` operator or method and the ``Vector`` method
+(written into ``core/operators.py`` by ``python -m vjpgrad.codegen --write``), the module
+function (``vjpgrad.exp``, written into ``core/functions.py`` the same way), the command
+line's whitelist and the lines of code ``vjpgrad.compile`` writes. Adding a function is adding
+its row (and its float function to ``floats`` if it is new) and running the generator.
 
 How a backward formula is written
 ---------------------------------
@@ -24,16 +26,16 @@ upstream gradient where its output is <= 0).
 The rules are written with the helpers below (``div``, ``log``, ``where``...), which take
 floats, Values or code and answer in kind. Called with floats, a rule gives the numbers the
 eager engine stores; with Values, a differentiable gradient (``create_graph=True``, higher
-order); with ``vjpgrad._codegen``'s symbols, the text of a line of generated code.
+order); with ``vjpgrad.codegen``'s symbols, the text of a line of generated code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-from vjpgrad import _floats
+from vjpgrad.core import floats
 
 
 class _Masked:
@@ -65,13 +67,13 @@ def data_of(x: Any) -> Any:
 def sign(x: Any) -> Any:
     """-1.0, 0.0 or 1.0 (0.0 for nan), abs' derivative. Of a Value, a Value whose own derivative
     is 0 (PyTorch's sgn): abs' gradient then stays on the graph, differentiable again."""
-    return _floats.sign(x) if is_float(x) else x.sign()
+    return floats.sign(x) if is_float(x) else x.sign()
 
 
 def div(x: Any, y: Any) -> Any:
     if is_float(x):
         if is_float(y):
-            return _floats.div(x, y)
+            return floats.div(x, y)
         if hasattr(y, "requires_grad"):
             # a float over a Value: a true division, as PyTorch's g / x. Python's reflected
             # number / Value is (1 / x) * number (PyTorch's __rtruediv__), rounded twice
@@ -80,27 +82,27 @@ def div(x: Any, y: Any) -> Any:
 
 
 def power(x: Any, y: Any) -> Any:
-    return _floats.power(x, y) if is_float(x) and is_float(y) else x**y
+    return floats.power(x, y) if is_float(x) and is_float(y) else x**y
 
 
 def power_scalar(x: Any, k: float) -> Any:
     if is_float(x):
-        return _floats.power_scalar(x, k)
+        return floats.power_scalar(x, k)
     if hasattr(x, "pow_scalar"):  # code: PyTorch's special cases, whatever k's form
         return x.pow_scalar(k)
     return x**k
 
 
 def log(x: Any) -> Any:
-    return _floats.log(x) if is_float(x) else x.log()
+    return floats.log(x) if is_float(x) else x.log()
 
 
 def sin(x: Any) -> Any:
-    return _floats.sin(x) if is_float(x) else x.sin()
+    return floats.sin(x) if is_float(x) else x.sin()
 
 
 def cos(x: Any) -> Any:
-    return _floats.cos(x) if is_float(x) else x.cos()
+    return floats.cos(x) if is_float(x) else x.cos()
 
 
 def where(condition: Any, if_true: Any, if_false: Any) -> Any:
@@ -224,7 +226,7 @@ SUB = _binary("sub", "-", lambda x, y: x - y, "{0} - {1}", lambda x, y, out: 1.0
 MUL = _binary("mul", "*", lambda x, y: x * y, "{0} * {1}", lambda x, y, out: y, lambda x, y, out: x)
 # PyTorch: g / y for x, and -g * ((x / y) / y) for y (x / y recomputed is out)
 DIV = _binary(
-    "div", "/", _floats.div, "_div({0}, {1})", lambda x, y, out: y, lambda x, y, out: -div(out, y), (DIVIDED, TIMES)
+    "div", "/", floats.div, "_div({0}, {1})", lambda x, y, out: y, lambda x, y, out: -div(out, y), (DIVIDED, TIMES)
 )
 # x ** y with y a Value: C's pow, as PyTorch's tensor-tensor kernel.
 # d/dx = y * x**(y-1), masked where y == 0 (pow_backward_self's where); d/dy = out * log(x),
@@ -233,7 +235,7 @@ DIV = _binary(
 POW = _binary(
     "pow",
     "**",
-    _floats.power,
+    floats.power,
     "_pow({0}, {1})",
     lambda x, y, out: where(data_of(y) == 0.0, MASKED, y * power(x, y - 1.0)),
     lambda x, y, out: where(both(data_of(x) == 0.0, data_of(y) >= 0.0), 0.0, out * log(x)),
@@ -243,7 +245,7 @@ POW = _binary(
 POW_BASE = _binary(
     "pow",
     "**",
-    _floats.power,
+    floats.power,
     "_pow({0}, {1})",
     lambda x, y, out: 0.0,
     lambda x, y, out: where(both(data_of(x) == 0.0, data_of(y) >= 0.0), 0.0, out * log(x)),
@@ -253,7 +255,7 @@ POW_BASE = _binary(
 POW_SCALAR = _binary(
     "pow",
     "**",
-    _floats.power_scalar,
+    floats.power_scalar,
     "_pow_scalar({0}, {1})",
     lambda x, k, out: where(k == 0.0, MASKED, k * power_scalar(x, k - 1.0)),
     lambda x, k, out: 0.0,
@@ -263,21 +265,21 @@ POW_SCALAR = _binary(
 # Unary operations: the functions of the contract, and the operators' helpers.
 NEG = _unary("neg", lambda x: -x, lambda x, out: -1.0, doc="-x", code="-{0}")
 ABS = _unary("abs", abs, lambda x, out: sign(x), doc="abs(x); its derivative at 0 (and nan) is 0", code="abs({0})")
-RECIPROCAL = _unary("reciprocal", _floats.reciprocal, lambda x, out: -(out * out), doc="1 / x")
-EXP = _unary("exp", _floats.exp, lambda x, out: out, doc="e ** x; its derivative is its output")
+RECIPROCAL = _unary("reciprocal", floats.reciprocal, lambda x, out: -(out * out), doc="1 / x")
+EXP = _unary("exp", floats.exp, lambda x, out: out, doc="e ** x; its derivative is its output")
 LOG = _unary(
-    "log", _floats.log, lambda x, out: x, DIVIDED, doc="Natural logarithm: log(0) = -inf, log(x < 0) = nan; d/dx = 1/x"
+    "log", floats.log, lambda x, out: x, DIVIDED, doc="Natural logarithm: log(0) = -inf, log(x < 0) = nan; d/dx = 1/x"
 )
 SQRT = _unary(
     "sqrt",
-    _floats.sqrt,
+    floats.sqrt,
     lambda x, out: 2.0 * out,
     DIVIDED,
     doc="Square root: sqrt(x < 0) = nan; its derivative at 0 is inf",
 )
-SIN = _unary("sin", _floats.sin, lambda x, out: cos(x), doc="Sine")
-COS = _unary("cos", _floats.cos, lambda x, out: -sin(x), doc="Cosine")
-TAN = _unary("tan", _floats.tan, lambda x, out: 1.0 + out * out, doc="Tangent")
+SIN = _unary("sin", floats.sin, lambda x, out: cos(x), doc="Sine")
+COS = _unary("cos", floats.cos, lambda x, out: -sin(x), doc="Cosine")
+TAN = _unary("tan", floats.tan, lambda x, out: 1.0 + out * out, doc="Tangent")
 
 
 def _tanh_saved(x: Any, out: Any) -> Any:
@@ -285,30 +287,30 @@ def _tanh_saved(x: Any, out: Any) -> Any:
     multiply-add). A Value keeps the graph of ``1 - out * out`` (so it differentiates the
     same) with the once-rounded number as its data: create_graph gradients round alike."""
     if is_float(out):
-        return _floats.one_minus_square(out)
+        return floats.one_minus_square(out)
     if hasattr(out, "one_minus_square"):  # code: the same once-rounded helper
         return out.one_minus_square()
     saved = 1.0 - out * out
     number = getattr(out, "_data", None)  # a Value's number, from its slot as data_of reads it
     if type(number) is float:
-        saved.data = _floats.one_minus_square(number)
+        saved.data = floats.one_minus_square(number)
     return saved
 
 
-TANH = _unary("tanh", _floats.tanh, _tanh_saved, doc="Hyperbolic tangent")
-SIGMOID = _unary("sigmoid", _floats.sigmoid, lambda x, out: out, LOGISTIC, doc="1 / (1 + exp(-x))")
+TANH = _unary("tanh", floats.tanh, _tanh_saved, doc="Hyperbolic tangent")
+SIGMOID = _unary("sigmoid", floats.sigmoid, lambda x, out: out, LOGISTIC, doc="1 / (1 + exp(-x))")
 # relu passes g where its output is > 0 (nan included) and exactly 0.0 elsewhere: relu'(0) = 0
 RELU = _unary(
     "relu",
-    _floats.relu,
+    floats.relu,
     lambda x, out: where(data_of(out) <= 0.0, MASKED, 1.0),
     doc="max(x, 0); its derivative at 0 is 0, as in PyTorch",
-    code="0.0 if {0} < 0.0 else {0}",  # _floats.relu, written out (relu(-0.0) = -0.0, relu(nan) = nan)
+    code="0.0 if {0} < 0.0 else {0}",  # floats.relu, written out (relu(-0.0) = -0.0, relu(nan) = nan)
     maskable=True,
 )
 SIGN = _unary(
     "sign",
-    _floats.sign,
+    floats.sign,
     lambda x, out: MASKED,
     doc="-1.0, 0.0 or 1.0 (0.0 at 0 and at nan, as torch.sign); its derivative is 0",
     maskable=True,
@@ -360,47 +362,38 @@ BUILTIN: frozenset[Op] = frozenset(
 """Every operation of this table (a custom operation is not one of them)."""
 
 
-_S = TypeVar("_S")
+METHODS: tuple[Op, ...] = (RECIPROCAL, SIGN, *FUNCTIONS)
+"""The operations that are methods of Value and of Vector (``x.exp()``, ``v.relu()``)."""
 
 
-class Functions:
-    """The table's one-operand functions as methods, declared once with their types.
+@dataclass(frozen=True)
+class Face:
+    """One way Python calls an operation on a Value: ``name`` is the method, ``op`` the row,
+    and ``kind`` how the operands are taken: ``"operator"`` for ``self <op> other``,
+    ``"reflected"`` for ``other <op> self`` (a number on the left), ``"method"`` for
+    ``self.f()``. ``vjpgrad.codegen`` writes one function per face into ``core/operators.py``."""
 
-    ``Value`` and ``Vector`` inherit these declarations and replace each one with the method
-    written from its row (``METHODS``); a function added to the table is declared here."""
-
-    __slots__ = ()
-
-    def reciprocal(self: _S) -> _S:
-        raise NotImplementedError
-
-    def exp(self: _S) -> _S:
-        raise NotImplementedError
-
-    def log(self: _S) -> _S:
-        raise NotImplementedError
-
-    def sqrt(self: _S) -> _S:
-        raise NotImplementedError
-
-    def sin(self: _S) -> _S:
-        raise NotImplementedError
-
-    def cos(self: _S) -> _S:
-        raise NotImplementedError
-
-    def tan(self: _S) -> _S:
-        raise NotImplementedError
-
-    def tanh(self: _S) -> _S:
-        raise NotImplementedError
-
-    def sigmoid(self: _S) -> _S:
-        raise NotImplementedError
-
-    def relu(self: _S) -> _S:
-        raise NotImplementedError
+    name: str
+    op: Op
+    kind: str
+    doc: str
 
 
-METHODS: tuple[Op, ...] = (RECIPROCAL, *FUNCTIONS)
-"""The operations that are methods of Value and Vector (``x.exp()``, ``v.relu()``)."""
+FACES: tuple[Face, ...] = (
+    Face("__add__", ADD, "operator", "self + other"),
+    Face("__radd__", ADD, "reflected", "other + self"),
+    Face("__sub__", SUB, "operator", "self - other"),
+    Face("__rsub__", SUB, "reflected", "other - self"),
+    Face("__mul__", MUL, "operator", "self * other"),
+    Face("__rmul__", MUL, "reflected", "other * self"),
+    Face("__truediv__", DIV, "operator", "self / other"),
+    Face("_pow_value", POW, "operator", "self ** other for a Value exponent: C's pow"),
+    Face("_pow_number", POW_SCALAR, "operator", "self ** other for a number exponent, with PyTorch's special cases"),
+    Face("_pow_base", POW_BASE, "operator", "self ** other where self stands for a number (compile's float argument)"),
+    Face("__rpow__", POW_BASE, "reflected", "other ** self, a number raised to a Value"),
+    Face("__neg__", NEG, "method", "-self"),
+    Face("__abs__", ABS, "method", "abs(self); its derivative at 0 (and at nan) is 0"),
+    *(Face(op.name, op, "method", f"{op.doc}.") for op in METHODS),
+)
+"""Every operator and method of Value written from the table (``__rtruediv__`` and ``__pow__``
+are written by hand in ``core/value.py``: they choose between rows, as PyTorch does)."""

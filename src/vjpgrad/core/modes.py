@@ -26,7 +26,7 @@ class _ThreadState(threading.local):
     grad_enabled: bool = True
     detect_anomaly: bool = False
     transform_depth: int = 0  # how many function transforms (grad, jacobian...) are running
-    recording: Any = None  # the _graph.Recording of a function vjpgrad.compile is recording
+    recording: Any = None  # the graph.Recording of a function vjpgrad.compile is recording
     refusal: str = ""  # while set, reading a Value's number raises with this message
     refusal_type: type[Exception] = RuntimeError
 
@@ -198,7 +198,7 @@ class refusing_numbers:  # noqa: N801 - a context manager named for what it does
             switched[0] -= 1
 
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vjpgrad/, above core/
 OWN_CODE = (_PACKAGE + os.sep, "<vjpgrad")
 """The package's files (whole path components: ``.../vjpgrad_user/`` is not ours) and the code
 vjpgrad writes (compile's ``<vjpgrad.compile ...>``)."""

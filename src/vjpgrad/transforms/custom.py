@@ -9,11 +9,12 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from vjpgrad import _graph
-from vjpgrad._mode import refusing_numbers
-from vjpgrad._ops import TIMES, Op
-from vjpgrad._value import Value, as_number, binary_operators, unary
-from vjpgrad._vector import Vector, pairs, wrap
+from vjpgrad.core import graph
+from vjpgrad.core.floats import as_number
+from vjpgrad.core.modes import refusing_numbers
+from vjpgrad.core.ops import TIMES, Op
+from vjpgrad.core.value import Value, binary_operators, unary
+from vjpgrad.core.vector import Vector, pairs, wrap
 
 
 def _checked_rule(name: str, rule: Callable[..., Any], arity: int) -> Callable[..., Any]:
@@ -50,7 +51,7 @@ def _checked_rule(name: str, rule: Callable[..., Any], arity: int) -> Callable[.
 def _number(x: Any) -> Any:
     """A rule's answer as a number (its data, for a Value), without float(): inside
     vjpgrad.compile's recording, float() of a Value is refused."""
-    return _graph.number(x) if isinstance(x, Value) else x
+    return graph.number(x) if isinstance(x, Value) else x
 
 
 def _check_result(name: str, result: Any, arity: int) -> None:

@@ -7,19 +7,18 @@ gains ``sum_i gradients[i] * dy[i]/dx``: the vector-Jacobian product ``v^T J``.
 
 from __future__ import annotations
 
-import functools
 import numbers
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Union, overload
 
-from vjpgrad import _ops
-from vjpgrad._backward import backward
-from vjpgrad._format import format_vector
-from vjpgrad._mode import refuse_number
-from vjpgrad._ops import Op
-from vjpgrad._seeds import seeds_for
-from vjpgrad._value import Value, as_number, unary
+from vjpgrad.core.backward import backward
+from vjpgrad.core.floats import as_number
+from vjpgrad.core.format import format_vector
+from vjpgrad.core.modes import refuse_number
+from vjpgrad.core.operators import VectorMethods
+from vjpgrad.core.seeds import seeds_for
+from vjpgrad.core.value import Value
 
 VectorOperand = Union["Vector", Value, float]
 _Pairing = Callable[[Any, Any], Any]
@@ -82,7 +81,9 @@ def _as_index(index: object) -> int:
     raise TypeError(f"Vector indices must be integers or slices, got {type(index).__name__}")
 
 
-def _elementwise(function: _Pairing) -> tuple[Callable[[Vector, Any], Vector], Callable[[Vector, Any], Vector]]:
+def _elementwise(
+    function: _Pairing, symbol: str
+) -> tuple[Callable[[Vector, Any], Vector], Callable[[Vector, Any], Vector]]:
     """``self <op> other`` and ``other <op> self`` for Vectors, from one binary function."""
 
     def forward(self: Vector, other: Any) -> Vector:
@@ -93,25 +94,15 @@ def _elementwise(function: _Pairing) -> tuple[Callable[[Vector, Any], Vector], C
         found = pairs(other, self)
         return NotImplemented if found is None else wrap([function(x, y) for x, y in found])
 
-    forward.__doc__ = "self <op> other, elementwise"
-    reflected.__doc__ = "other <op> self, elementwise"
+    name = function.__name__.strip("_")
+    for method, face, doc in ((forward, f"__{name}__", "self {} other"), (reflected, f"__r{name}__", "other {} self")):
+        method.__name__ = face
+        method.__qualname__ = f"Vector.{face}"
+        method.__doc__ = f"{doc.format(symbol)}, elementwise (a length-1 Vector broadcasts)."
     return forward, reflected
 
 
-def _method(op: Op) -> Callable[[Vector], Vector]:
-    """The Vector method of a one-operand operation: the Value method on every element."""
-    # the Value method written from the row where there is one, else the row applied as it is
-    on_value: Callable[[Value], Value] = getattr(Value, op.name, None) or functools.partial(unary, op)
-
-    def method(self: Vector) -> Vector:
-        return wrap([on_value(x) for x in self._values])
-
-    method.__name__ = method.__qualname__ = op.name
-    method.__doc__ = f"{op.doc}, elementwise."
-    return method
-
-
-class Vector(_ops.Functions):
+class Vector(VectorMethods):
     """A sequence of Values that computes elementwise.
 
     ``Vector([1.0, 2.0, 3.0])`` makes three leaf Values; ``Vector([a, b])`` wraps the given
@@ -248,11 +239,11 @@ class Vector(_ops.Functions):
 
     # ---- elementwise arithmetic ---------------------------------------------------------
 
-    __add__, __radd__ = _elementwise(operator.add)
-    __sub__, __rsub__ = _elementwise(operator.sub)
-    __mul__, __rmul__ = _elementwise(operator.mul)
-    __truediv__, __rtruediv__ = _elementwise(operator.truediv)
-    __pow__, __rpow__ = _elementwise(operator.pow)
+    __add__, __radd__ = _elementwise(operator.add, "+")
+    __sub__, __rsub__ = _elementwise(operator.sub, "-")
+    __mul__, __rmul__ = _elementwise(operator.mul, "*")
+    __truediv__, __rtruediv__ = _elementwise(operator.truediv, "/")
+    __pow__, __rpow__ = _elementwise(operator.pow, "**")
 
     def __neg__(self) -> Vector:
         """-self"""
@@ -296,10 +287,6 @@ class Vector(_ops.Functions):
                 f"only one-element Vectors can be converted to Python scalars: this one has {len(self._values)}"
             )
         return float(self._values[0])
-
-
-for _op in _ops.METHODS:  # the table's functions as methods, elementwise
-    setattr(Vector, _op.name, _method(_op))
 
 
 def outputs_and_seeds(

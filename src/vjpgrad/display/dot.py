@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from vjpgrad import _graph
-from vjpgrad._explain import Step, explain, given_names
-from vjpgrad._value import Value
-from vjpgrad._vector import Vector, outputs_and_seeds
+from vjpgrad.core import graph
+from vjpgrad.core.value import Value
+from vjpgrad.core.vector import Vector, outputs_and_seeds
+from vjpgrad.display import text
+from vjpgrad.display.explain import Step, explain, given_names
 
 INSTALL_HINT = (
     "drawing needs the graphviz Python package and Graphviz's dot program: "
@@ -22,10 +23,6 @@ def _quote(text: str) -> str:
     """A DOT string literal: any label text is safe inside it."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
     return f'"{escaped}"'
-
-
-def _number(x: float) -> str:
-    return f"{x:.4g}"
 
 
 def to_dot(
@@ -63,22 +60,22 @@ def to_dot(
     else:
         shown = {}
     named = given_names(names)
-    nodes = _graph.ancestry(outputs)
+    nodes = graph.ancestry(outputs)
     ids = {node: f"n{k}" for k, node in enumerate(nodes)}
     lines = ["digraph vjpgrad {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];']
     for node, name in ids.items():
         title = named.get(node) or shown.get(node) or node.label or ""
-        text = f"{title}\ndata {_number(node.data)}\ngrad {_number(node.grad)}".lstrip("\n")
+        label = f"{title}\ndata {text.short(node.data)}\ngrad {text.short(node.grad)}".lstrip("\n")
         style = "" if node.requires_grad else ', style=dashed, color="gray40"'
-        lines.append(f"  {name} [shape=box, label={_quote(text)}{style}];")
+        lines.append(f"  {name} [shape=box, label={_quote(label)}{style}];")
         if node.is_leaf:
             continue
         lines.append(f"  {name}_op [shape=ellipse, label={_quote(node.op)}];")
         lines.append(f"  {name}_op -> {name};")
         used: dict[tuple[str, str], int] = {}
-        for k, operand in enumerate(_graph.operands(node)):
+        for k, operand in enumerate(graph.operands(node)):
             if not isinstance(operand, Value):
-                lines.append(f"  {name}_c{k} [shape=plaintext, label={_quote(_number(operand))}];")
+                lines.append(f"  {name}_c{k} [shape=plaintext, label={_quote(text.short(operand))}];")
                 lines.append(f"  {name}_c{k} -> {name}_op;")
                 continue
             label = ""
@@ -87,12 +84,12 @@ def to_dot(
             if found:  # the k-th use of the same operand by this node is its k-th step
                 step = found[min(used.get(key, 0), len(found) - 1)]
                 used[key] = used.get(key, 0) + 1
-                text = (
-                    _number(step.local)
+                shown_text = (
+                    text.short(step.local)
                     if edges == "local"
-                    else (f"{_number(step.upstream)} x {_number(step.local)} = {_number(step.contribution)}")
+                    else (f"{text.short(step.upstream)} x {text.short(step.local)} = {text.short(step.contribution)}")
                 )
-                label = f" [label={_quote(text)}, fontsize=10]"
+                label = f" [label={_quote(shown_text)}, fontsize=10]"
             lines.append(f"  {ids[operand]} -> {name}_op{label};")
     for k, node in enumerate(outputs):
         if seeds is not None:

@@ -38,9 +38,9 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
-from vjpgrad import _ops
-from vjpgrad._mode import caller_location, refuse_number, state, switched
-from vjpgrad._ops import MASKED, Op
+from vjpgrad.core import ops
+from vjpgrad.core.modes import caller_location, refuse_number, state, switched
+from vjpgrad.core.ops import MASKED, Op
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or to read its derivatives after "
@@ -57,9 +57,10 @@ OWN_BACKWARD_MESSAGE = (
 pass_lock = threading.RLock()
 """Held by every pass: the scratch slots of the nodes belong to one pass at a time."""
 
-_new = object.__new__
+_new = new_node = object.__new__
 N = TypeVar("N", bound="Node")
 _next_seq = next_seq = itertools.count(1).__next__
+"""The next creation number: a node made later has a larger one (the order of a pass)."""
 _by_creation = operator.attrgetter("_seq")
 
 
@@ -191,7 +192,7 @@ class Recording:
     - tells it of a Value made from a float argument (``Value(lr)``: ``made_from_number``),
       whose number is that argument's at every call.
 
-    Compile also sets ``state.refusal`` (``_mode.refusing_numbers``) for the recording, under
+    Compile also sets ``state.refusal`` (``modes.refusing_numbers``) for the recording, under
     which every read of a Value's number raises, and the float arguments it records are Values
     whose ``number_argument`` is True (operations take them as eager code takes a number).
     """
@@ -237,16 +238,20 @@ def set_number(node: Node, value: float) -> None:
     node._data = value
 
 
-def make_inline(indent: str, data: str, op: str, a: str, da: str, b: str, db: str) -> str:
-    """The lines of Python that ``make`` runs for a node that takes gradient with no switch on,
-    for code written from the table (the eager operators) to run in place of a call of
-    ``make``: this module stays the one place that fills a node's slots. The names are of
-    the writer's variables; ``make``, ``Value``, ``_new``, ``_next_seq`` and ``switched`` must be
-    in its namespace."""
+def make_inline(indent: str, cls: str, data: str, op: str, a: str, da: str, b: str, db: str) -> list[str]:
+    """The lines of Python that ``make`` runs, for code written from the table (the eager
+    operators in ``core/operators.py``) to run in place of a call of ``make``: the common case
+    (an edge takes gradient, no switch is on) inline, every other case through ``make``. This
+    module stays the one place that knows how a node is filled. The arguments are the names of
+    the writer's variables; ``make``, ``_new``, ``_next_seq`` and ``switched`` must be in its
+    namespace (this module's ``make``, ``new_node``, ``next_seq`` and ``modes.switched``)."""
+    edges = [f"{saved} is None" for saved in (da, db) if saved != "None"]
+    no_edge = edges[0] if len(edges) == 1 else f"({' and '.join(edges)})"
     lines = [
-        f"if switched[0] or ({da} is None and {db} is None):",
-        f"    return make(Value, {data}, {op}, {a}, {da}, {b}, {db})",
-        "node = _new(Value)",
+        "# a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)",
+        f"if switched[0] or {no_edge}:",
+        f"    return make({cls}, {data}, {op}, {a}, {da}, {b}, {db})",
+        f"node = _new({cls})",
         f"node._data = {data}",
         "node._grad = 0.0",
         "node._seen = None",
@@ -259,7 +264,7 @@ def make_inline(indent: str, data: str, op: str, a: str, da: str, b: str, db: st
         "node._seq = _next_seq()",
         "return node",
     ]
-    return "".join(f"{indent}{line}\n" for line in lines)
+    return [f"{indent}{line}" for line in lines]
 
 
 # ---- reading a node -----------------------------------------------------------------------------
@@ -296,7 +301,7 @@ def edges(node: Node) -> list[tuple[int, Node, Any]]:
     return found
 
 
-def form_of(node: Node, position: int) -> _ops.Form:
+def form_of(node: Node, position: int) -> ops.Form:
     """The Form of the edge at ``position`` of ``node``."""
     assert node._operation is not None  # only called for an edge, which only an operation has
     forms = node._operation.forms
@@ -434,7 +439,7 @@ def propagate(order: Sequence[Node], observer: Observer | None = None, *, own_ba
     if observer is not None:
         _propagate_observed(order, observer, own_backward)
         return
-    contribution = _ops.contribution
+    contribution = ops.contribution
     for node in order:
         g = node._cotangent
         op: Op = node._operation  # type: ignore[assignment]  # reached() lists operations only
@@ -474,7 +479,7 @@ def _propagate_observed(order: Sequence[Node], observer: Observer, own_backward:
             node._operation.backward(node, g)  # type: ignore[union-attr]  # as the line above
             continue
         for position, operand, saved in edges(node):
-            part = _ops.contribution(form_of(node, position), g, saved)
+            part = ops.contribution(form_of(node, position), g, saved)
             operand._cotangent += part
             observer(node, position, operand, g, saved, part)
 
@@ -527,7 +532,7 @@ def _as_saved(value: Any, saved: Any) -> Any:
     unchanged = number == saved and math.copysign(1.0, number) == math.copysign(1.0, saved)
     if unchanged or (number != number and saved != saved):
         return value
-    return make(type(value), saved, _ops.IDENTITY, value, 1.0, None, None)
+    return make(type(value), saved, ops.IDENTITY, value, 1.0, None, None)
 
 
 def propagate_differentiably(
@@ -539,9 +544,9 @@ def propagate_differentiably(
         g = grads[node]
         for position, operand, saved in saved_as_values(node):
             if saved is MASKED:  # exactly 0.0, on the graph: it can be differentiated again (to 0)
-                part: Any = make(type(operand), 0.0, _ops.MASKED_ZERO, operand, MASKED, None, None)
+                part: Any = make(type(operand), 0.0, ops.MASKED_ZERO, operand, MASKED, None, None)
             else:
-                part = _ops.contribution(form_of(node, position), g, saved)
+                part = ops.contribution(form_of(node, position), g, saved)
             grads[operand] = grads[operand] + part if operand in grads else part
             if observer is not None:
                 observer(node, position, operand, g, saved, part)

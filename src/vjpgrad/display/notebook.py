@@ -1,24 +1,24 @@
 """Rich display in Jupyter: HTML for a Value, a Vector and an Explanation, plain text for
-IPython's pretty printer (the picture ``draw()`` returns is ``_dot.SVGDrawing``).
+IPython's pretty printer (the picture ``draw()`` returns is ``dot.SVGDrawing``).
 
-The functions here only read public attributes and return strings; the classes take them
-as their ``_repr_html_`` / ``_repr_pretty_`` methods. Every text a user wrote (labels,
-names, op names) goes through ``html.escape``.
+The functions here only read public attributes and return strings. Importing this module
+gives Value and Vector their ``_repr_html_`` (and Vector its ``_repr_pretty_``): the core
+classes never import the display built on them; ``vjpgrad/__init__.py`` imports this module.
+An Explanation's display is its own method, which calls ``explanation_html``. Every text a
+user wrote (labels, names, op names) goes through ``html.escape``.
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:  # _explain builds on this module (an Explanation's display), not the other way round
-    from vjpgrad._explain import Explanation
-
-from vjpgrad._format import format_vector
-from vjpgrad._html import number_text
-from vjpgrad._value import Value
-from vjpgrad._vector import Vector
+from vjpgrad.core.format import format_vector
+from vjpgrad.core.value import Value
+from vjpgrad.core.vector import Vector
+from vjpgrad.display import text
+from vjpgrad.display.text import ExplanationData
 
 VECTOR_COLUMNS = 16  # a longer Vector's table shows its first and last 8 elements
 TABLE_ROWS = 500  # an explanation's HTML table shows at most this many steps
@@ -73,8 +73,9 @@ def vector_html(vector: Vector) -> str:
     rows = [f"<tr><th></th>{header}</tr>"]
     if any(v.label is not None for v in values):
         rows.append(row("label", lambda v: v.label or ""))
-    rows.append(row("data", lambda v: number_text(v.data)))
-    rows.append(row("grad", lambda v: number_text(v.grad)))
+    rows.append(row("data", lambda v: text.number(v.data)))
+    if vector.requires_grad:  # a Vector of constants has no gradient to show
+        rows.append(row("grad", lambda v: text.number(v.grad)))
     grad_note = "" if vector.requires_grad else ", requires no grad"
     return (
         f'<div class="vjpgrad-vector"><pre style="margin:0 0 4px">{_e(format_vector(vector.data))}</pre>'
@@ -83,43 +84,30 @@ def vector_html(vector: Vector) -> str:
     )
 
 
-def explanation_html(explanation: Explanation) -> str:
+def explanation_html(explanation: ExplanationData) -> str:
     """An Explanation as HTML: the seeds, each node's formula, the table of steps, each leaf's sum."""
     if not all(hasattr(explanation, field) for field in ("seeds", "steps", "gradients", "names", "formulas")):
         raise TypeError(f"explanation_html() takes an Explanation, got {type(explanation).__name__}")
-    seeds = ", ".join(f"{_e(name)} = {_e(number_text(s))}" for name, s in explanation.seeds)
-    parts = [f"<p><b>Seeds</b> (the v of v<sup>T</sup>J): {seeds}</p>"]
+    parts = [f"<p><b>Seeds</b> (the v of v<sup>T</sup>J): {_e(text.seeds_text(explanation))}</p>"]
     if explanation.formulas:
         formulas = "".join(f"<li><code>{_e(name)} = {_e(f)}</code></li>" for name, f in explanation.formulas.items())
         parts.append(f'<p><b>Nodes</b></p><ul style="margin-top:0">{formulas}</ul>')
     cell = "padding:1px 8px"
-    header = "".join(
-        f'<th style="{cell}">{h}</th>'
-        for h in ("step", "node", "op", "upstream", "", "local", "", "contribution", "to", "its total")
-    )
+    header = "".join(f'<th style="{cell}">{h}</th>' for h in text.STEP_COLUMNS)
     rows = []
     for k, s in enumerate(explanation.steps[:TABLE_ROWS], start=1):
-        texts = (
-            str(k), s.node, s.op, number_text(s.upstream), "\u00d7", number_text(s.local), "=",
-            number_text(s.contribution), s.operand, number_text(s.total),
-        )  # fmt: skip
-        rows.append("<tr>" + "".join(f'<td style="{cell}">{_e(t)}</td>' for t in texts) + "</tr>")
+        rows.append("<tr>" + "".join(f'<td style="{cell}">{_e(t)}</td>' for t in text.step_cells(k, s)) + "</tr>")
     more = len(explanation.steps) - TABLE_ROWS
     if more > 0:
         rows.append(f'<tr><td colspan="10" style="{cell}">&hellip; {more} more steps (str() shows them all)</td></tr>')
     parts.append("<p><b>The reverse pass</b>, from the outputs back to the leaves:</p>")
     parts.append(f'<table style="{_STYLE}"><tr>{header}</tr>{"".join(rows)}</table>')
-    leaves = [value for value in explanation.names if value.is_leaf and value in explanation.gradients]
-    if leaves:
-        items = []
-        for value in leaves:
-            terms = [
-                f"{number_text(s.upstream)} \u00d7 {number_text(s.local)}" for s in explanation.contributions(value)
-            ]
-            sum_text = " + ".join(terms) if terms else "(it is an output)"
-            total = number_text(explanation.gradients[value])
-            items.append(f"<li><code>{_e(explanation.names[value])}.grad += {_e(sum_text)} = {_e(total)}</code></li>")
-        parts.append(f"<p>Each leaf's gradient is the sum of what it was handed:</p><ul>{''.join(items)}</ul>")
+    sums = text.leaf_sums(explanation)
+    if sums:
+        items = "".join(
+            f"<li><code>{_e(name)}.grad += {_e(terms)} = {_e(total)}</code></li>" for name, terms, total in sums
+        )
+        parts.append(f"<p>Each leaf's gradient is the sum of what it was handed:</p><ul>{items}</ul>")
     return f'<div class="vjpgrad-explanation">{"".join(parts)}</div>'
 
 
@@ -133,3 +121,8 @@ def repr_pretty(obj: object, printer: PrettyPrinter, cycle: bool) -> None:
     """``_repr_pretty_`` for classes whose ``str`` is what a person wants in a notebook
     (a Vector's tensor text, an Explanation's table)."""
     printer.text(f"{type(obj).__name__}(...)" if cycle else str(obj))
+
+
+Value._repr_html_ = value_html  # type: ignore[attr-defined]  # attached, not declared: see the module docstring
+Vector._repr_html_ = vector_html  # type: ignore[attr-defined]  # attached, as above
+Vector._repr_pretty_ = repr_pretty  # type: ignore[attr-defined]  # attached, as above

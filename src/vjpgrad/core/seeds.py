@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from vjpgrad._graph import Node
+from vjpgrad.core.graph import Node
 
 
 def scalar_seed(seed: object, what: str, *, differentiable: bool = False, single: bool = False) -> Any:

@@ -1,6 +1,6 @@
 """``explain``: the chain rule of one reverse pass, step by step, as data and as a table.
 
-It runs the very pass ``backward`` runs (``_graph.propagate``, same order, same formulas)
+It runs the very pass ``backward`` runs (``graph.propagate``, same order, same formulas)
 with an observer that keeps every edge: which node hands how much gradient to which
 operand, and why (upstream gradient x local derivative). It changes no ``.grad`` and frees
 nothing.
@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vjpgrad import _display, _graph, _html, _ops
-from vjpgrad._value import Value
-from vjpgrad._vector import Vector, outputs_and_seeds
+from vjpgrad.core import graph, ops
+from vjpgrad.core.value import Value
+from vjpgrad.core.vector import Vector, outputs_and_seeds
+from vjpgrad.display import notebook, stepper, text
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,11 @@ class Explanation:
         """A self-contained HTML page that steps through this pass: Next, Previous, Play.
 
         No network, nothing fetched: save it and open it in any browser, offline."""
-        return _html.stepper_html(self, title)
+        return stepper.stepper_html(self, title)
 
     def _repr_html_(self) -> str:
         """In a notebook: the table, then the stepper, inline."""
-        return _display.explanation_html(self) + _html.stepper_fragment(self)
+        return notebook.explanation_html(self) + stepper.stepper_fragment(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """In IPython's text display: the table, as ``str()`` gives it."""
@@ -66,49 +67,34 @@ class Explanation:
         return [step for step in self.steps if step.operand == name]
 
     def __str__(self) -> str:
-        lines = ["Seeds (the v of v^T J): " + ", ".join(f"{name} = {_number(s)}" for name, s in self.seeds), ""]
+        lines = [f"Seeds (the v of v^T J): {text.seeds_text(self)}", ""]
         if self.formulas:
             lines.append("Nodes:")
             lines += [f"  {name} = {formula}" for name, formula in self.formulas.items()]
             lines += ["", "The reverse pass, from the outputs back to the leaves:"]
-        header = ("step", "node", "op", "upstream", "", "local", "=", "contribution", "to", "its total")
-        rows = [header]
-        for k, s in enumerate(self.steps, start=1):
-            rows.append(
-                (str(k), s.node, s.op, _number(s.upstream), "x", _number(s.local), "=",
-                 _number(s.contribution), s.operand, _number(s.total))
-            )  # fmt: skip
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        numeric_columns = (0, 3, 5, 7, 9)
+        rows = [text.STEP_COLUMNS] + [text.step_cells(k, s, "x") for k, s in enumerate(self.steps, start=1)]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(text.STEP_COLUMNS))]
         for row in rows:
             cells = [
-                cell.rjust(w) if i in numeric_columns else cell.ljust(w)
+                cell.rjust(w) if i in text.NUMBER_COLUMNS else cell.ljust(w)
                 for i, (cell, w) in enumerate(zip(row, widths, strict=True))
             ]
             lines.append(("  " + "  ".join(cells)).rstrip())
-        leaves = [value for value in self.names if value.is_leaf and value in self.gradients]
-        if leaves:
+        sums = text.leaf_sums(self, "x")
+        if sums:
             lines += ["", "Each leaf's gradient is the sum of what it was handed:"]
-        for value in leaves:
-            terms = [f"{_number(s.upstream)} x {_number(s.local)}" for s in self.contributions(value)]
-            total = _number(self.gradients[value])
-            sum_text = " + ".join(terms) if terms else "(it is an output)"
-            lines.append(f"  {self.names[value]}.grad += {sum_text} = {total}")
+        lines += [f"  {name}.grad += {terms} = {total}" for name, terms, total in sums]
         return "\n".join(lines)
-
-
-def _number(x: float) -> str:
-    return f"{x:.6g}"
 
 
 def _formula(node: Value, names: Mapping[Value, str]) -> str:
     """How a node was computed, in terms of its operands' names: ``t3 * b[0]``, ``log(c[1])``."""
 
     def term(x: Value | float) -> str:
-        return names.get(x, "?") if isinstance(x, Value) else _number(x)
+        return names.get(x, "?") if isinstance(x, Value) else text.number(x)
 
-    op = _graph.op_of(node)
-    terms = [term(x) for x in _graph.operands(node)]
+    op = graph.op_of(node)
+    terms = [term(x) for x in graph.operands(node)]
     if op is not None and op.symbol and len(terms) == 2:
         return f"{terms[0]} {op.symbol} {terms[1]}"
     if node.op == "neg":
@@ -159,31 +145,29 @@ def explain(
     label: dict[Any, str] = _names(outputs, isinstance(output, Vector), names)
     steps: list[Step] = []
 
-    def keep(
-        node: _graph.Node, position: int, operand: _graph.Node, upstream: float, saved: object, part: float
-    ) -> None:
-        local = _ops.local_derivative(_graph.form_of(node, position), saved)
-        total = _graph.cotangent(operand)
-        shown = _graph.op_of(node).shown  # type: ignore[union-attr]  # an edge's node is an operation
+    def keep(node: graph.Node, position: int, operand: graph.Node, upstream: float, saved: object, part: float) -> None:
+        local = ops.local_derivative(graph.form_of(node, position), saved)
+        total = graph.cotangent(operand)
+        shown = graph.op_of(node).shown  # type: ignore[union-attr]  # an edge's node is an operation
         steps.append(Step(label[node], shown, upstream, label[operand], local, part, total))
 
-    with _graph.pass_lock:
+    with graph.pass_lock:
         try:
-            order, leaves = _graph.reached(outputs)
+            order, leaves = graph.reached(outputs)
         except RuntimeError as error:
-            if _graph.FREED_MESSAGE in str(error):
+            if graph.FREED_MESSAGE in str(error):
                 raise RuntimeError(EXPLAIN_AFTER_FREE) from None
             raise
         leaf_numbers, inner_numbers = itertools.count(1), itertools.count(1)
-        for leaf in sorted(leaves, key=_graph.sequence):  # leaves by creation: x1 was made first
+        for leaf in sorted(leaves, key=graph.sequence):  # leaves by creation: x1 was made first
             if leaf not in label:
                 label[leaf] = leaf.label or f"x{next(leaf_numbers)}"
         for node in reversed(order):  # operations by creation: t1 was computed first
             if node not in label:
                 label[node] = node.label or f"t{next(inner_numbers)}"
-        _graph.seed(outputs, seeds)
-        _graph.propagate(order, keep)
-        grads: dict[Value, float] = {v: _graph.cotangent(v) for v in (*order, *leaves)}
+        graph.seed(outputs, seeds)
+        graph.propagate(order, keep)
+        grads: dict[Value, float] = {v: graph.cotangent(v) for v in (*order, *leaves)}
     seed_rows = [(label[value], s) for value, s in zip(outputs, seeds, strict=True)]
     reached = {value: name for value, name in label.items() if value in grads}  # given names first
     formulas = {label[node]: _formula(node, label) for node in reversed(order)}

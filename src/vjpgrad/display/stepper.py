@@ -27,10 +27,9 @@ import itertools
 import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # _explain builds on this module (Explanation.to_html), not the other way round
-    from vjpgrad._explain import Explanation
+from vjpgrad.display import text
+from vjpgrad.display.text import ExplanationData
 
 MISSING = "\u2014"  # the running total of a node the pass has not reached yet
 
@@ -45,11 +44,6 @@ MIN_WIDTH = 96.0
 CLIP = 36  # longest name or formula drawn in a node; the full text is in its tooltip
 
 _page_numbers = itertools.count(1)
-
-
-def number_text(x: float) -> str:
-    """A number as the stepper and the explanation's table print it: 6 significant digits."""
-    return f"{x:.6g}"
 
 
 def json_number(x: float) -> float | str:
@@ -107,7 +101,7 @@ def _check(explanation: object, title: object) -> None:
         raise TypeError(f"title must be a str or None, got {type(title).__name__}")
 
 
-def _nodes(explanation: Explanation) -> tuple[dict[str, _Node], list[str]]:
+def _nodes(explanation: ExplanationData) -> tuple[dict[str, _Node], list[str]]:
     """One node per name, and the names that more than one Value share (drawn as one node)."""
     outputs = {name for name, _ in explanation.seeds}
     nodes: dict[str, _Node] = {}
@@ -125,7 +119,7 @@ def _nodes(explanation: Explanation) -> tuple[dict[str, _Node], list[str]]:
     return nodes, sorted(set(shared))
 
 
-def _edges(explanation: Explanation) -> tuple[list[_Edge], list[int]]:
+def _edges(explanation: ExplanationData) -> tuple[list[_Edge], list[int]]:
     """The drawn edges (an operand used twice, as in ``b * b``, has two) and each step's edge."""
     keys: dict[tuple[str, str, int], _Edge] = {}
     seen: dict[tuple[str, str], int] = {}
@@ -171,7 +165,7 @@ def _layout(
             stack.extend((o, False) for o in reversed(operands[name]) if o not in visited)
     columns: dict[int, list[_Node]] = {}
     for node in sorted(nodes.values(), key=lambda n: (n.depth, n.order)):
-        lines = [node.name, f"= {node.formula}" if node.formula else "", f"data {number_text(node.data)}"]
+        lines = [node.name, f"= {node.formula}" if node.formula else "", f"data {text.number(node.data)}"]
         longest = max(len(_clip(line)) for line in lines)
         longest = max(longest, len("grad ") + widest.get(node.name, 1))
         node.width = max(MIN_WIDTH, longest * CHAR_WIDTH + 2 * PADDING)
@@ -210,7 +204,7 @@ def _node_svg(node: _Node) -> str:
         line += 1
     y = PADDING + 11 + LINE_HEIGHT * line
     texts.append(
-        f'<text class="vjs-data" x="{_fmt(PADDING)}" y="{_fmt(y)}">data {_escape(number_text(node.data))}</text>'
+        f'<text class="vjs-data" x="{_fmt(PADDING)}" y="{_fmt(y)}">data {_escape(text.number(node.data))}</text>'
     )
     y += LINE_HEIGHT
     texts.append(f'<text class="vjs-total" x="{_fmt(PADDING)}" y="{_fmt(y)}">grad {MISSING}</text>')
@@ -271,21 +265,16 @@ def _graph_svg(nodes: dict[str, _Node], edges: list[_Edge], width: float, height
     )
 
 
-def _table(explanation: Explanation, start_text: str) -> str:
-    header = "".join(
-        f"<th>{h}</th>" for h in ("step", "node", "op", "upstream", "", "local", "", "contribution", "to", "its total")
-    )
+def _table(explanation: ExplanationData, start_text: str) -> str:
+    header = "".join(f"<th>{h}</th>" for h in text.STEP_COLUMNS)
     rows = [f'<tr data-step="0" class="vjs-seed-row"><td>0</td><td colspan="9">seeds: {_escape(start_text)}</td></tr>']
     for k, s in enumerate(explanation.steps, start=1):
-        cells = (
-            str(k), s.node, s.op, number_text(s.upstream), "\u00d7", number_text(s.local), "=",
-            number_text(s.contribution), s.operand, number_text(s.total),
-        )  # fmt: skip
+        cells = text.step_cells(k, s)
         rows.append(f'<tr data-step="{k}">' + "".join(f"<td>{_escape(c)}</td>" for c in cells) + "</tr>")
     return f'<table class="vjs-table"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _start(explanation: Explanation) -> dict[str, float]:
+def _start(explanation: ExplanationData) -> dict[str, float]:
     """Each output's gradient before the first step: its seed (an output listed twice gets both, as in explain)."""
     start: dict[str, float] = {}
     for name, seed in explanation.seeds:
@@ -293,7 +282,7 @@ def _start(explanation: Explanation) -> dict[str, float]:
     return start
 
 
-def page_data(explanation: Explanation, title: str | None = None) -> dict[str, object]:
+def page_data(explanation: ExplanationData, title: str | None = None) -> dict[str, object]:
     """What the page's script reads: seeds, starting totals, nodes, steps (numbers exact, texts for show)."""
     _check(explanation, title)
     start = _start(explanation)
@@ -310,18 +299,18 @@ def page_data(explanation: Explanation, title: str | None = None) -> dict[str, o
             "upstream": json_number(s.upstream), "local": json_number(s.local),
             "contribution": json_number(s.contribution), "total": json_number(s.total),
             "text": {
-                "upstream": number_text(s.upstream), "local": number_text(s.local),
-                "contribution": number_text(s.contribution), "total": number_text(s.total),
-                "before": None if before is None else number_text(before),
+                "upstream": text.number(s.upstream), "local": text.number(s.local),
+                "contribution": text.number(s.contribution), "total": text.number(s.total),
+                "before": None if before is None else text.number(before),
             },
         })  # fmt: skip
     nodes, shared = _nodes(explanation)
     return {
         "title": title,
         "seeds": [
-            {"name": name, "seed": json_number(seed), "text": number_text(seed)} for name, seed in explanation.seeds
+            {"name": name, "seed": json_number(seed), "text": text.number(seed)} for name, seed in explanation.seeds
         ],
-        "start": [{"name": name, "value": json_number(v), "text": number_text(v)} for name, v in start.items()],
+        "start": [{"name": name, "value": json_number(v), "text": text.number(v)} for name, v in start.items()],
         "nodes": [
             {
                 "name": n.name,
@@ -338,12 +327,12 @@ def page_data(explanation: Explanation, title: str | None = None) -> dict[str, o
     }
 
 
-def _default_title(explanation: Explanation) -> str:
+def _default_title(explanation: ExplanationData) -> str:
     outputs = ", ".join(name for name, _ in explanation.seeds)
     return f"The reverse pass of {_clip(outputs, 60)}, step by step"
 
 
-def stepper_fragment(explanation: Explanation, title: str | None = None) -> str:
+def stepper_fragment(explanation: ExplanationData, title: str | None = None) -> str:
     """The stepper as an HTML fragment (a ``<div>`` with its style and scripts) with ids unique to this call.
 
     For a notebook's output cell or any page; ``stepper_html`` wraps it in a whole page.
@@ -351,7 +340,7 @@ def stepper_fragment(explanation: Explanation, title: str | None = None) -> str:
     return _fragment(explanation, title)[0]
 
 
-def _fragment(explanation: Explanation, title: str | None) -> tuple[str, str]:
+def _fragment(explanation: ExplanationData, title: str | None) -> tuple[str, str]:
     """The fragment and its script's text (whose hash the whole page's CSP allows)."""
     data = page_data(explanation, title)
     shown_title = title if title is not None else _default_title(explanation)
@@ -361,11 +350,11 @@ def _fragment(explanation: Explanation, title: str | None) -> tuple[str, str]:
     edges, _ = _edges(explanation)
     widest: dict[str, int] = {}
     for s in explanation.steps:
-        widest[s.operand] = max(widest.get(s.operand, 1), len(number_text(s.total)))
+        widest[s.operand] = max(widest.get(s.operand, 1), len(text.number(s.total)))
     for name, value in _start(explanation).items():
-        widest[name] = max(widest.get(name, 1), len(number_text(value)))
+        widest[name] = max(widest.get(name, 1), len(text.number(value)))
     width, height = _layout(nodes, edges, [name for name, _ in explanation.seeds], widest)
-    start_text = ", ".join(f"{name} = {number_text(seed)}" for name, seed in explanation.seeds)
+    start_text = text.seeds_text(explanation)
     warning = ""
     if shared:
         warning = (
@@ -402,7 +391,7 @@ def _fragment(explanation: Explanation, title: str | None) -> tuple[str, str]:
     return fragment, script
 
 
-def stepper_html(explanation: Explanation, title: str | None = None) -> str:
+def stepper_html(explanation: ExplanationData, title: str | None = None) -> str:
     """One self-contained HTML page stepping through the reverse pass of ``explanation``.
 
     Next, Previous, Play and Reset move through the steps (arrow keys too): step 0 shows

@@ -10,10 +10,21 @@ Where PyTorch computes an operation as another one (``x ** 0.5`` as ``sqrt(x)``)
 from __future__ import annotations
 
 import math
+import numbers
 
 inf = math.inf
 nan = math.nan
 _fsum = math.fsum
+
+
+def as_number(x: object) -> float | None:
+    """A real number as a float (None for anything else): int, float, bool, Fraction, NumPy.
+    What an operator takes beside a Value; anything else makes it return NotImplemented."""
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, numbers.Real):
+        return float(x)
+    return None
 
 
 def div(x: float, y: float) -> float:

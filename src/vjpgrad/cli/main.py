@@ -1,0 +1,270 @@
+"""The command line, ``python -m vjpgrad`` or ``vjpgrad``.
+
+Without arguments it prints the four documented cases of the seed question, documented
+against computed, and exits 0 only when all agree. With an expression it evaluates it over
+the variables given and prints the output and every gradient:
+
+    vjpgrad '3*a + 2*b*b + log(c)' a=1,2,3 b=3,4,5 c=6,7,8 --seed 0.1,1,0.0001 --explain
+
+Any problem with the input is one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import keyword
+import os
+import re
+import sys
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vjpgrad.cli.cases import report
+from vjpgrad.cli.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, ExpressionError, evaluate, parse, variables
+from vjpgrad.core.seeds import seeds_for
+from vjpgrad.core.value import Value
+from vjpgrad.core.vector import Vector
+from vjpgrad.display.dot import to_dot
+from vjpgrad.display.explain import explain
+
+EXAMPLES = f"""\
+examples:
+  vjpgrad                                   the four documented cases of the seed question
+  vjpgrad '3*a + 2*b*b + log(c)' a=1,2,3 b=3,4,5 c=6,7,8 --seed 0.1,1,0.0001
+  vjpgrad '3*a + 2*b*b + log(c)' a=0.1 b=1 c=0.1           scalars: seeded with 1.0
+  vjpgrad 'x * exp(-x)' x=2 --explain                       the chain rule, step by step
+  vjpgrad 'sigmoid(w*x + b)' w=0.5 x=2 b=-1 --dot graph.dot
+  vjpgrad '3*a + 2*b*b + log(c)' a=1,2,3 b=3,4,5 c=6,7,8 --seed 0.1,1,0.0001 --html pass.html
+                                            a page that steps through the pass in a browser
+  vjpgrad --x x=3                                           an expression may start with -
+
+A variable is NAME=NUMBER (a scalar) or NAME=N1,N2,... (a vector; NAME=5, is a vector of
+one). The expression may use numbers, variables, + - * / ** (not ^), parentheses and the
+functions {" ".join(FUNCTIONS)}.
+It is parsed, never run as Python. It may be {MAX_LENGTH:,} characters long and nest
+{MAX_DEPTH} levels deep: each parenthesis, call and unary sign is a level, and a flat chain
+such as x+x+...+x is one level however long.
+
+Options and the expression: only --seed, --explain, --dot and --html are options, and --help (or -h
+as the first word). The first other word is the expression, even when it starts with a
+minus sign (vjpgrad --x x=3 is -(-x)), and every word after it is a variable. After the
+word --, no word is an option: vjpgrad -- --seed seed=2.
+"""
+
+
+class CommandError(ValueError):
+    """Bad command-line input: reported as one line and exit status 2."""
+
+
+@dataclass
+class Arguments:
+    """The command line, read: the expression, its variables and the options."""
+
+    expression: str
+    assignments: list[str] = field(default_factory=list)
+    seed: str | None = None
+    explain: bool = False
+    dot: Path | None = None
+    html: Path | None = None
+
+
+def _help() -> str:
+    parser = argparse.ArgumentParser(
+        prog="vjpgrad",
+        description="Evaluate an expression and print the gradient of every variable (reverse mode).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("expression", help="the expression, e.g. '3*a + 2*b*b + log(c)'")
+    parser.add_argument("assignments", nargs="*", metavar="NAME=VALUES", help="a variable: x=1.5 or v=1,2,3")
+    parser.add_argument("--seed", metavar="V1,V2,...", help="the seed: one number per output element")
+    parser.add_argument("--explain", action="store_true", help="print the reverse pass step by step")
+    parser.add_argument("--dot", metavar="FILE", help="write the graph as Graphviz DOT text to FILE")
+    parser.add_argument("--html", metavar="FILE", help="write a page that steps through the reverse pass to FILE")
+    return parser.format_help()
+
+
+_OPTIONS = ("--seed", "--explain", "--dot", "--html")
+_OPTION_LIKE = re.compile(r"--?[A-Za-z][\w-]*(=.*)?")
+_OPTIONS_ARE = "the options are --seed, --explain, --dot and --html; see --help"
+
+
+def read_arguments(arguments: Sequence[str]) -> Arguments:
+    """Read the command line by hand: only the known options are options, and the first word
+    that is not one is the expression, whatever it starts with ('-x * 2', '--x'). After it,
+    a word shaped like an option can only be a mistyped one. After ``--``, no word is an
+    option."""
+    positionals: list[str] = []
+    options: dict[str, str | None] = {}
+    words = iter(arguments)
+    for word in words:
+        if word == "--":  # the end of the options: every word after it is the expression or a variable
+            positionals += words
+            break
+        name, equals, value = word.partition("=")
+        if name not in _OPTIONS:
+            if positionals and _OPTION_LIKE.fullmatch(word):
+                raise CommandError(f"unrecognized option {name} ({_OPTIONS_ARE})")
+            positionals.append(word)
+            continue
+        if name in options:
+            raise CommandError(f"{name} is given twice")
+        if name == "--explain":
+            if equals:
+                raise CommandError("--explain takes no value")
+            options[name] = None
+            continue
+        if not equals:
+            following = next(words, None)
+            if following is None:
+                raise CommandError(f"{name} needs a value")
+            value = following
+        options[name] = value
+    if not positionals:
+        raise CommandError("no expression given (see --help)")
+    dot, html = options.get("--dot"), options.get("--html")
+    return Arguments(
+        positionals[0],
+        positionals[1:],
+        options.get("--seed"),
+        "--explain" in options,
+        None if dot is None else Path(dot),
+        None if html is None else Path(html),
+    )
+
+
+def _numbers(text: str, what: str) -> list[float]:
+    items = text.split(",")
+    if items and items[-1] == "" and len(items) > 1:
+        items = items[:-1]  # "5," is a vector of one
+    numbers = []
+    for item in items:
+        try:
+            numbers.append(float(item))
+        except ValueError:
+            raise CommandError(f"{what}: {item.strip()!r} is not a number") from None
+    return numbers
+
+
+def _variable(assignment: str) -> tuple[str, Value | Vector]:
+    written, equals, text = assignment.partition("=")
+    written = written.strip()
+    if not equals:
+        raise CommandError(f"{assignment!r} is not an assignment: write NAME=VALUES, e.g. x=1.5 or v=1,2,3")
+    name = unicodedata.normalize("NFKC", written)  # as Python's parser reads the expression's names
+    if not written.isidentifier() or keyword.iskeyword(name):
+        raise CommandError(f"{written!r} is not a variable name")
+    if name in FUNCTIONS:
+        raise CommandError(f"{name!r} is a function name; choose another variable name")
+    numbers = _numbers(text, name)
+    if "," in text:
+        vector = Vector(numbers)
+        for i, value in enumerate(vector):
+            value.label = f"{name}[{i}]"
+        return name, vector
+    return name, Value(numbers[0], label=name)
+
+
+def _show(x: Any) -> str:
+    if isinstance(x, Vector):
+        return str(x).replace("\n", "\n" + " " * 4)
+    return repr(float(x))
+
+
+def run(arguments: Sequence[str]) -> list[str]:
+    """Evaluate an expression from command-line arguments: the lines to print, the output
+    and every gradient. Everything that can fail is done before anything is printed."""
+    args = read_arguments(arguments)
+    try:
+        return _evaluate(args)
+    except (CommandError, ExpressionError) as error:
+        if _OPTION_LIKE.fullmatch(args.expression):  # e.g. a mistyped option first: vjpgrad --explian ...
+            raise CommandError(f"{error} ({args.expression} was read as the expression: {_OPTIONS_ARE})") from None
+        raise
+
+
+def _evaluate(args: Arguments) -> list[str]:
+    tree = parse(args.expression)
+    env: dict[str, Value | Vector] = {}
+    for assignment in args.assignments:
+        name, value = _variable(assignment)
+        if name in env:
+            raise CommandError(f"{name} is given twice")
+        env[name] = value
+    missing = [name for name in variables(tree) if name not in env]
+    if missing:
+        raise CommandError(
+            f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no value: give e.g. {missing[0]}=1.5"
+        )
+    seeds = None if args.seed is None else _numbers(args.seed, "--seed")
+    y = evaluate(tree, env)
+    if not isinstance(y, (Value, Vector)):  # an expression of constants alone
+        y = Value(float(y), requires_grad=False)
+    seed: float | list[float] | None = seeds
+    if isinstance(y, Value) and seeds is not None:
+        if len(seeds) != 1:
+            raise CommandError(f"the output is a scalar, so --seed takes one number, got {len(seeds)}")
+        seed = seeds[0]
+    if isinstance(y, Vector) and y.requires_grad:  # the seed rules of backward, with the command line's hint
+        try:
+            seeds_for(len(y), seeds, name="--seed", hint=f"e.g. --seed {','.join(['1'] * len(y))}")
+        except (RuntimeError, ValueError) as error:
+            raise CommandError(str(error)) from None
+    lines = [f"y = {_show(y)}"]
+    explanation = None
+    if y.requires_grad:
+        explanation = explain(y, seed, names=env) if args.explain or args.html else None
+        if isinstance(y, Value):
+            y.backward(1.0 if seed is None else seed)  # type: ignore[arg-type]  # one float for a Value
+        else:
+            y.backward(seed)
+    lines += [f"{name}.grad = {_show(value.grad)}" for name, value in env.items()]  # 0.0 if y does not use it
+    if explanation is not None and args.explain:
+        lines += ["", str(explanation)]
+    if args.dot is not None:
+        args.dot.write_text(to_dot(y, seed))
+        lines.append(f"graph written to {args.dot}")
+    if args.html is not None:
+        if explanation is None:
+            raise CommandError("--html needs an output that depends on a variable: there is no pass to step through")
+        args.html.write_text(explanation.to_html(title=args.expression), encoding="utf-8")
+        lines.append(f"page written to {args.html}: open it in a browser to step through the pass")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # the reader has gone (| head): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if not arguments:
+        text, all_agree = report()
+        print(text)
+        return 0 if all_agree else 1
+    options = arguments[: arguments.index("--")] if "--" in arguments else arguments
+    if arguments[0] == "-h" or "--help" in options:
+        print(_help())
+        return 0
+    try:
+        lines = run(arguments)
+    except Exception as error:  # the contract: any failure is one line and exit 2, never a traceback
+        message = " ".join(str(error).split()) or type(error).__name__
+        if not isinstance(error, (CommandError, ExpressionError)):
+            message = f"{type(error).__name__}: {message}"
+        print(f"vjpgrad: error: {message}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

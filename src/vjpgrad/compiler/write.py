@@ -1,0 +1,284 @@
+"""Writing a recorded function's code: its forward and reverse passes as straight-line Python.
+
+The forward pass is one line per operation, in the order the operations were made; the
+reverse pass one line per edge, nodes in decreasing order of creation, contributions added
+in that order, exactly as ``graph.propagate`` runs them. The lines of the reverse pass are
+not written by hand: each edge's saved rule and ``Form`` from ``core/ops.py`` are called with
+``codegen.symbols.Code`` names instead of floats, and what they build is the text of the line.
+So the code computes the eager engine's numbers, bit for bit, by construction.
+
+Only the graph goes into the code: the names are made here (``x0`` for arguments, ``p0`` for
+parameters, ``t1`` for intermediates, ``g_t1`` for their gradients), numbers are written with
+``repr``, and no label, name or other user text is ever placed in it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from vjpgrad.codegen.symbols import INLINE, NAMESPACE, Code, contribution, literal, operand, operand_text
+from vjpgrad.core import graph, ops
+from vjpgrad.core.ops import Op
+
+VALUES_LINE = "    # values"  # where the reverse pass unpacks the values it reads
+
+
+class Writer:
+    """Writes the forward and reverse passes of one recorded graph."""
+
+    def __init__(
+        self,
+        nodes: Sequence[graph.Node],
+        names: dict[int, str],
+        constants: dict[int, float],
+        takes_grad: dict[int, bool],
+    ) -> None:
+        self.nodes = nodes  # the live operations, in creation order
+        self.names = names  # id(Value) -> variable name, for externals and operations
+        self.constants = constants  # id(leaf made inside the function) -> its number
+        self.takes_grad = takes_grad  # id(Value) -> whether gradient flows to it
+        self.namespace = dict(NAMESPACE)
+        self._helpers = 0
+        self._templates: dict[tuple[Any, ...], str | None] = {}
+
+    def term(self, x: Any) -> str:
+        """An operand as text: a variable name or a number."""
+        if isinstance(x, graph.Node):
+            key = id(x)
+            return self.names[key] if key in self.names else literal(self.constants[key])
+        return literal(x)
+
+    def symbol(self, x: Any) -> Any:
+        """An operand as a rule's argument: a Code symbol, or a float for a number constant."""
+        if isinstance(x, graph.Node):
+            key = id(x)
+            return Code(self.names[key], atomic=True) if key in self.names else self.constants[key]
+        return x
+
+    def helper(self, function: Callable[..., Any]) -> str:
+        """Bind ``function`` under a fresh name of our own making."""
+        self._helpers += 1
+        name = f"_helper{self._helpers}"
+        self.namespace[name] = function
+        return name
+
+    def comment(self, op: Op) -> str:
+        """The operation's name, from our table only (never a user's text)."""
+        return op.shown if op in ops.BUILTIN else "custom operation"
+
+    def forward_line(self, node: graph.Node) -> str:
+        op = graph.op_of(node)
+        assert op is not None  # the live nodes are operations
+        terms = [self.term(x) for x in graph.operands(node)]
+        if op.nary:
+            expression = f"{self.helper(op.forward)}({', '.join(terms)})"
+        elif op.code in INLINE:
+            expression = op.code.format(*[operand_text(t) for t in terms])
+        elif op in ops.BUILTIN:  # a call of a helper in NAMESPACE, e.g. _pow_scalar(x0, 0.5)
+            expression = op.code.format(*terms)
+        else:
+            expression = f"{self.helper(op.forward)}({', '.join(terms)})"
+        return f"{self.names[id(node)]} = {expression}  # {self.comment(op)}"
+
+    def backward_lines(self, node: graph.Node, gradient: str) -> list[tuple[int, str]]:
+        """``(id of operand, code of the contribution)`` for each edge that carries gradient."""
+        op = graph.op_of(node)
+        assert op is not None
+        operands = graph.operands(node)
+        g = Code(gradient, atomic=True)
+        out = Code(self.names[id(node)], atomic=True)
+        live = [(k, x) for k, x, _ in graph.edges(node)]  # the edges the recording made
+        if not live:
+            return []
+        form = op.forms[0]
+        if op.nary:
+            saved = f"{self.helper(op.saved[0])}(({', '.join(self.term(x) for x in operands)},), {out.text})"
+            parts = []
+            for k, x in live:
+                s = Code(f"{saved}[{k}]", atomic=True) if len(live) == 1 else Code(f"_s[{k}]", atomic=True)
+                parts.append((id(x), f"0.0 if {s.text} is _MASKED else {operand(form.contribute(g, s))}"))
+            if len(live) > 1:
+                parts.insert(0, (-1, f"_s = {saved}"))
+            return parts
+        terms = [self.term(x) for x in operands]
+        pattern = tuple(None if isinstance(x, graph.Node) else x for x in operands)
+        lines = []
+        for k, x in live:
+            template = self._template(op, k, pattern)
+            if template is None:  # a rule that needs numbers: call it on them as the code runs
+                rule = self.helper(op.saved[k])
+                part = operand(op.forms[k].contribute(g, Code("_s", atomic=True)))
+                lines.append((-1, f"_s = {rule}({', '.join(terms)}, {out.text})"))
+                lines.append((id(x), f"0.0 if _s is _MASKED else {part}"))
+                continue
+            lines.append((id(x), template.format(*terms, g=gradient, out=out.text)))
+        return lines
+
+    def _template(self, op: Op, k: int, pattern: tuple[Any, ...]) -> str | None:
+        """The code of edge ``k``'s contribution with ``{0}``, ``{1}``, ``{g}`` and ``{out}`` for
+        the names: the rule called once per operation, edge and constant operands, not per node."""
+        key = (op, k, pattern)
+        if key in self._templates:
+            return self._templates[key]
+        template = None
+        if op in ops.BUILTIN:
+            args = [Code(f"{{{i}}}", atomic=True) if c is None else c for i, c in enumerate(pattern)]
+            try:
+                code = contribution(
+                    op.forms[k], Code("{g}", atomic=True), op.saved[k](*args, Code("{out}", atomic=True))
+                )
+                template = code.text if isinstance(code, Code) else literal(code)
+            except TypeError:  # the rule branches on a number: it runs on numbers instead
+                template = None
+        self._templates[key] = template
+        return template
+
+
+class Program:
+    """The code of one recorded graph: ``forward_source``, and ``backward_source(seeded)`` for
+    each set of outputs a pass is seeded at.
+
+    ``live`` are the recorded operations the outputs need, in creation order; ``externals``
+    the arguments, then the parameters; ``outputs`` the positions in ``live`` of the outputs
+    made inside. The forward hands the reverse pass only the values it reads (``kept``):
+    written once with every output seeded, the reverse pass says which.
+    """
+
+    def __init__(
+        self,
+        live: Sequence[graph.Node],
+        externals: Sequence[graph.Node],
+        names: dict[int, str],
+        constants: dict[int, float],
+        takes_grad: dict[int, bool],
+        outputs: list[int],
+    ) -> None:
+        self.live = live
+        self.externals = externals
+        self.names = names
+        self.takes_grad = takes_grad
+        self.internal_outputs = outputs
+        self.recorded_ids = {id(node) for node in live}
+        self.writer = Writer(live, names, constants, takes_grad)
+        self.kept = list(self.live)
+        self._every = frozenset(range(len(self.internal_outputs)))
+        head, _, body = self.backward_source(self._every).split("\n", 3)[1:]
+        code = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
+        read = set(re.findall(r"\bt\d+\b", code))
+        returned = {id(self.live[k]) for k in self.internal_outputs}
+        self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
+        self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
+        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
+        self._every_source = "\n".join(["def backward(seeds, values, inputs, start):", head, unpack, body])
+        self.forward_source = self._forward_source()
+
+    @property
+    def namespace(self) -> dict[str, Any]:
+        """What the code calls: the helpers of ``codegen.symbols.NAMESPACE`` and this program's own."""
+        return self.writer.namespace
+
+    @property
+    def source(self) -> str:
+        """Forward and reverse passes (every output seeded), as the code that runs."""
+        return self.forward_source + "\n\n" + self.backward_source(self._every)
+
+    def _unpack(self, names: list[str], source: str) -> str:
+        if not names:
+            return ""
+        return f"    {', '.join(names)}, = {source}\n"
+
+    def _forward_source(self) -> str:
+        head = "def forward(inputs):\n" + self._unpack([self.names[id(x)] for x in self.externals], "inputs")
+        body = "".join(f"    {self.writer.forward_line(node)}\n" for node in self.live)
+        values = ", ".join(self.names[id(node)] for node in self.kept)
+        return head + body + f"    return ({values}{',' if len(self.kept) == 1 else ''})\n"
+
+    def _edges_of(self, node: graph.Node) -> list[graph.Node]:
+        """The operands ``node`` hands gradient to, as the recording made its edges (none for an
+        argument or a parameter: the pass stops there)."""
+        if id(node) not in self.recorded_ids:
+            return []
+        return [x for _, x, _ in graph.edges(node)]
+
+    def backward_source(self, seeded: frozenset[int]) -> str:
+        """The reverse pass seeded at the outputs ``seeded`` (positions in internal_outputs)."""
+        if seeded == getattr(self, "_every", None) and hasattr(self, "_every_source"):
+            return self._every_source  # written once already, to learn which values it reads
+        roots = [self.live[self.internal_outputs[i]] for i in sorted(seeded)]
+        live = {id(n) for n in self.live}
+        reach: set[int] = set()  # what the eager pass from these outputs would reach
+        stack = [n for n in roots if self.takes_grad[id(n)]]
+        while stack:
+            node = stack.pop()
+            if id(node) in reach:
+                continue
+            reach.add(id(node))
+            stack += self._edges_of(node)
+        lines = ["def backward(seeds, values, inputs, start):"]
+        lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
+        lines.append(VALUES_LINE)  # the values the lines below read: known once they are written
+        started: set[int] = set()
+        # an argument's or parameter's gradient goes on from what the pass has handed it so far
+        # (later operations, or its own seed), and takes each contribution in eager's order
+        for k, x in enumerate(self.externals):
+            if id(x) in reach:
+                lines.append(f"    g_{self.names[id(x)]} = start[{k}]")
+                started.add(id(x))
+        for i in sorted(seeded):
+            node = self.live[self.internal_outputs[i]]
+            if id(node) in reach:
+                gradient = f"g_{self.names[id(node)]}"
+                lines.append(
+                    f"    {gradient} = seeds[{i}]" if id(node) not in started else f"    {gradient} += seeds[{i}]"
+                )
+                started.add(id(node))
+        # A node whose first contribution is its user's gradient itself (an addition's) takes
+        # over that variable instead of copying it, when the user is done with it: which node
+        # holds which variable is tracked so that no variable serves two live gradients.
+        named: dict[int, str] = {}  # id(node) -> the variable holding its gradient, if not its own
+        holder: dict[str, int] = {}  # variable -> id of the node whose gradient it holds
+        outputs_seeded = {id(self.live[self.internal_outputs[i]]) for i in seeded}
+
+        def variable(key: int) -> str:
+            return named.get(key, f"g_{self.names[key]}")
+
+        for node in reversed(self.live):
+            if id(node) not in reach or id(node) not in started:
+                continue
+            op = graph.op_of(node)
+            assert op is not None
+            lines.append(f"    # {self.writer.forward_line(node).split('  # ')[0]}")
+            gradient = variable(id(node))
+            for target, code in self.writer.backward_lines(node, gradient):
+                if target == -1:
+                    lines.append(f"    {code}")
+                    continue
+                if (
+                    code == gradient
+                    and target not in started
+                    and target in live
+                    and id(node) not in outputs_seeded  # an output's own gradient is returned at the end
+                    and holder.get(gradient, id(node)) == id(node)
+                ):
+                    named[target] = gradient
+                    holder[gradient] = target
+                    started.add(target)
+                    continue
+                lines.append(f"    {variable(target)} {'+=' if target in started else '='} {code}")
+                started.add(target)
+        results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
+        # and each seeded output's own gradient: its seed and what the operations inside handed it
+        outputs = [
+            f"g_{self.names[id(self.live[self.internal_outputs[i]])]}"
+            if id(self.live[self.internal_outputs[i]]) in started
+            else "None"
+            for i in sorted(seeded)
+        ]
+        lines.append(
+            f"    return ({', '.join(results)}{',' if len(results) == 1 else ''}), "
+            f"({', '.join(outputs)}{',' if len(outputs) == 1 else ''})"
+        )
+        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
+        return "\n".join(unpack if line is VALUES_LINE else line for line in lines if line) + "\n"

@@ -1,0 +1,17 @@
+"""The engine: what ``Value(2.0) * 3`` and ``.backward()`` need, and nothing else.
+
+- ``floats``: float functions with PyTorch's results at the edges (inf, nan, -0.0);
+- ``ops``: the table of operations: each one's forward and its backward formula, side by side;
+- ``operators`` and ``functions``: Value's operators and methods, Vector's methods and the
+  module functions, GENERATED from the table (``python -m vjpgrad.codegen --write``);
+- ``graph``: how a node is laid out (its only reader) and the one reverse pass that walks it;
+- ``value``, ``vector``: the two public types; ``format``: a Vector printed as PyTorch prints;
+- ``seeds``: every seed argument read by one rule; ``backward``: a pass run and accumulated;
+- ``modes``: per-thread switches (``no_grad``, ``detect_anomaly``) and the refusal of
+  reading a number, which ``vjpgrad.compile`` turns on while it records.
+
+The core imports nothing else of vjpgrad. The layers above meet it through public names and
+a few documented interfaces: ``graph``'s functions for the passes; for ``vjpgrad.compile``,
+``graph.Recording`` (what a recording sees), ``modes.refusing_numbers``, ``Op.backward`` (an
+operation that runs its own backward) and ``Value.number_argument``.
+"""

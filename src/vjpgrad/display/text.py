@@ -1,0 +1,92 @@
+"""What every view of a reverse pass shares: how a number is written, the table of steps, and
+the shape of an explanation.
+
+``explain``'s ``Explanation`` is shown four ways: as text (``str``), in a notebook (HTML),
+in the stepper page and in pictures. Each takes its numbers and its table from here, so that
+all four write the same number the same way. The renderers (``notebook``, ``stepper``) read
+an explanation through ``ExplanationData``, the shape ``Explanation`` has, so they need not
+import ``explain``, which imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from vjpgrad.core.value import Value
+
+TIMES = "\u00d7"
+
+
+def number(x: float) -> str:
+    """A number as the explanation's table, the notebook and the stepper write it: 6 significant digits."""
+    return f"{x:.6g}"
+
+
+def short(x: float) -> str:
+    """A number as a picture's label writes it: 4 significant digits."""
+    return f"{x:.4g}"
+
+
+class StepData(Protocol):
+    """One edge of the reverse pass (``explain.Step``): ``node`` hands ``upstream x local`` to ``operand``."""
+
+    @property
+    def node(self) -> str: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def upstream(self) -> float: ...
+    @property
+    def operand(self) -> str: ...
+    @property
+    def local(self) -> float: ...
+    @property
+    def contribution(self) -> float: ...
+    @property
+    def total(self) -> float: ...
+
+
+class ExplanationData(Protocol):
+    """One reverse pass, explained (``explain.Explanation``): what the renderers read."""
+
+    @property
+    def seeds(self) -> list[tuple[str, float]]: ...
+    @property
+    def steps(self) -> Sequence[StepData]: ...
+    @property
+    def gradients(self) -> Mapping[Value, float]: ...
+    @property
+    def names(self) -> Mapping[Value, str]: ...
+    @property
+    def formulas(self) -> Mapping[str, str]: ...
+
+
+STEP_COLUMNS = ("step", "node", "op", "upstream", "", "local", "=", "contribution", "to", "its total")
+"""The columns of the table of steps (the unnamed ones hold the signs of upstream x local = contribution)."""
+NUMBER_COLUMNS = (0, 3, 5, 7, 9)
+"""The columns that hold numbers (right-aligned in text)."""
+
+
+def step_cells(k: int, step: StepData, times: str = TIMES) -> tuple[str, ...]:
+    """Row ``k`` of the table of steps, one text per column of ``STEP_COLUMNS``."""
+    return (
+        str(k), step.node, step.op, number(step.upstream), times, number(step.local), "=",
+        number(step.contribution), step.operand, number(step.total),
+    )  # fmt: skip
+
+
+def seeds_text(explanation: ExplanationData) -> str:
+    """``y[0] = 0.1, y[1] = 1, ...``: the seed of each output."""
+    return ", ".join(f"{name} = {number(seed)}" for name, seed in explanation.seeds)
+
+
+def leaf_sums(explanation: ExplanationData, times: str = TIMES) -> list[tuple[str, str, str]]:
+    """For each leaf the pass reached: its name, the sum of what it was handed, and the total."""
+    sums = []
+    for value, name in explanation.names.items():
+        if not value.is_leaf or value not in explanation.gradients:
+            continue
+        terms = [f"{number(s.upstream)} {times} {number(s.local)}" for s in explanation.steps if s.operand == name]
+        sums.append((name, " + ".join(terms) if terms else "(it is an output)", number(explanation.gradients[value])))
+    return sums

@@ -1,0 +1,211 @@
+"""The code written from the table: the generated modules are current and readable, and the
+table's row builders and Vector's operators make what they should.
+
+``core/operators.py`` and ``core/functions.py`` are written by ``python -m vjpgrad.codegen
+--write`` from ``core/ops.py``. They are files: each function has its real name, module and
+docstring, ``inspect.getsource`` shows it, and a traceback through it shows its line.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import subprocess
+import sys
+import traceback
+
+import pytest
+
+import vjpgrad
+from vjpgrad import Value, Vector
+from vjpgrad.codegen import eager
+from vjpgrad.core import functions as _functions
+from vjpgrad.core import ops as _ops
+from vjpgrad.core import vector as _vector
+from vjpgrad.core.ops import BUILTIN, FACES, FUNCTIONS, MASKED, METHODS, TIMES, Op
+
+# ---- the generated modules -------------------------------------------------------------------------
+
+
+def test_the_generated_modules_are_what_the_table_writes_now() -> None:
+    assert eager.stale() == [], "run: python -m vjpgrad.codegen --write"
+
+
+def test_the_check_command_passes_and_a_stale_module_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    done = subprocess.run([sys.executable, "-m", "vjpgrad.codegen", "--check"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "")
+    monkeypatch.setattr(eager, "GENERATED", {**eager.GENERATED, "functions.py": lambda: "# another text\n"})
+    assert eager.stale() == ["functions.py"]
+
+
+def test_every_face_of_the_table_is_a_value_method_with_its_source() -> None:
+    for face in FACES:
+        method = getattr(Value, face.name)
+        assert method.__name__ == face.name
+        assert method.__qualname__ == f"ValueOperators.{face.name}"
+        assert method.__module__ == "vjpgrad.core.operators"
+        assert face.doc.rstrip(".") in (method.__doc__ or "")
+        assert f"def {face.name}(self" in inspect.getsource(method)
+
+
+def test_multiplication_records_its_node_where_a_reader_can_see_it() -> None:
+    source = inspect.getsource(Value.__mul__)
+    assert "out = x * y" in source  # the forward
+    assert "da = y if self.requires_grad else None" in source  # the saved value of d(x*y)/dx
+    assert "node._operation = _MUL" in source
+
+
+def test_a_traceback_through_an_operator_shows_its_line() -> None:
+    class Broken(float):  # a real number whose conversion fails inside the operator
+        def __float__(self) -> float:
+            raise ArithmeticError("cannot be read")
+
+    with pytest.raises(ArithmeticError) as caught:
+        Value(2.0) * Broken(3.0)
+    frames = traceback.extract_tb(caught.value.__traceback__)
+    inside = [frame for frame in frames if frame.filename.endswith("operators.py")]
+    assert [frame.name for frame in inside] == ["__mul__"]
+    assert inside[0].line == "number = as_number(other)"
+
+
+def test_each_function_of_the_table_is_a_module_function_and_exported() -> None:
+    assert sorted(_functions.__all__) == sorted(op.name for op in FUNCTIONS)
+    for op in FUNCTIONS:
+        function = getattr(vjpgrad, op.name)
+        assert function is getattr(_functions, op.name)
+        assert function.__module__ == "vjpgrad.core.functions"
+        assert op.name in vjpgrad.__all__
+        assert function(0.5) == op.forward(0.5)
+        assert op.doc in (function.__doc__ or "")
+
+
+FIELDS = ("name", "arity", "forward", "saved", "forms", "code", "doc", "symbol", "plain", "maskable", "backward")
+
+
+def fields(op: Op) -> tuple[object, ...]:
+    return tuple(getattr(op, f) for f in FIELDS)
+
+
+UNARY_ROWS = [op for op in BUILTIN if op.arity == 1]
+BINARY_ROWS = [op for op in BUILTIN if op.arity == 2]
+
+
+@pytest.mark.parametrize("op", UNARY_ROWS, ids=[op.name for op in UNARY_ROWS])
+def test_rebuilding_a_unary_row_gives_the_same_row(op: Op) -> None:
+    again = _ops._unary(op.name, op.forward, op.saved[0], op.forms[0], doc=op.doc, code=op.code, maskable=op.maskable)
+    assert fields(again) == fields(op)
+    if op.code == f"_{op.name}({{0}})":  # the default code of a function
+        assert fields(_ops._unary(op.name, op.forward, op.saved[0], op.forms[0], doc=op.doc, maskable=op.maskable)) == (
+            fields(op)
+        )
+    if not op.maskable:
+        assert fields(_ops._unary(op.name, op.forward, op.saved[0], op.forms[0], doc=op.doc, code=op.code)) == (
+            fields(op)
+        )
+
+
+def test_a_unary_row_without_a_form_multiplies() -> None:
+    op = _ops._unary("twice", lambda x: 2 * x, lambda x, out: 2.0, doc="2x")
+    assert (op.name, op.arity, op.forms, op.code, op.doc, op.symbol, op.maskable, op.plain) == (
+        "twice",
+        1,
+        (TIMES,),
+        "_twice({0})",
+        "2x",
+        "",
+        False,
+        True,
+    )
+
+
+@pytest.mark.parametrize("op", BINARY_ROWS, ids=[f"{op.name}{op.symbol}{k}" for k, op in enumerate(BINARY_ROWS)])
+def test_rebuilding_a_binary_row_gives_the_same_row(op: Op) -> None:
+    again = _ops._binary(
+        op.name,
+        op.symbol,
+        op.forward,
+        op.code,
+        op.saved[0],
+        op.saved[1],
+        (op.forms[0], op.forms[1]),
+        maskable=op.maskable,
+    )
+    assert fields(again) == fields(op)
+    if op.forms == (TIMES, TIMES) and not op.maskable:
+        assert fields(_ops._binary(op.name, op.symbol, op.forward, op.code, op.saved[0], op.saved[1])) == fields(op)
+
+
+def test_which_rows_take_the_inline_multiplication() -> None:
+    # plain: every edge g * saved, nothing masked, no backward of its own
+    # "pow" here is number ** Value; Value ** Value and Value ** number are masked
+    assert {op.name for op in BUILTIN if op.plain} == {
+        "add", "sub", "mul", "pow", "neg", "abs", "reciprocal", "exp", "sin", "cos", "tan", "tanh", "identity",
+        "detach",
+    }  # fmt: skip
+    assert [op.plain for op in (_ops.POW, _ops.POW_BASE, _ops.POW_SCALAR)] == [False, True, False]
+    assert not any(op.plain for op in (_ops.RELU, _ops.MAX, _ops.DIV, _ops.LOG, _ops.SQRT, _ops.SIGMOID))
+    rebuilt = Op("mask", 1, abs, (lambda x, out: MASKED,), (TIMES,), "{0}", maskable=True)
+    assert not rebuilt.plain
+    own = Op("own", 1, abs, (lambda x, out: 1.0,), (TIMES,), "{0}", backward=lambda node, g: None)
+    assert not own.plain
+
+
+def test_a_masked_value_reads_as_masked() -> None:
+    assert repr(MASKED) == "MASKED"
+
+
+# ---- the Vector faces --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("function", "left", "right"),
+    [
+        (operator.add, [7.0, 11.0], [7.0, 11.0]),
+        (operator.sub, [3.0, 7.0], [-3.0, -7.0]),
+        (operator.mul, [10.0, 18.0], [10.0, 18.0]),
+        (operator.truediv, [2.5, 4.5], [0.4, 2 / 9]),
+        (operator.pow, [25.0, 81.0], [32.0, 512.0]),
+    ],
+)
+def test_a_generated_vector_operator_works_in_both_orders(
+    function: object, left: list[float], right: list[float]
+) -> None:
+    forward, reflected = _vector._elementwise(function, "?")  # type: ignore[arg-type]
+    v = Vector([5.0, 9.0])
+    assert forward(v, 2).data == left  # v <op> 2
+    assert reflected(v, 2).data == right  # 2 <op> v
+    w = Vector([2.0, 2.0])
+    assert forward(v, w).data == left
+    assert forward(v, "a") is NotImplemented
+    assert reflected(v, "a") is NotImplemented
+    assert forward.__doc__ == "self ? other, elementwise (a length-1 Vector broadcasts)."
+    assert reflected.__doc__ == "other ? self, elementwise (a length-1 Vector broadcasts)."
+    assert all(x.requires_grad for x in forward(v, 2))
+
+
+@pytest.mark.parametrize("op", METHODS, ids=[op.name for op in METHODS])
+def test_each_method_of_the_table_is_a_vector_method_written_from_its_row(op: Op) -> None:
+    method = getattr(Vector, op.name)
+    assert method.__name__ == op.name
+    assert method.__module__ == "vjpgrad.core.operators"
+    assert method.__doc__ == f"{op.name}() of each element: {op.doc}."
+    v = Vector([0.25, 2.0])
+    result = getattr(v, op.name)()
+    assert isinstance(result, Vector)
+    assert result.data == [op.forward(0.25), op.forward(2.0)]
+    assert [x.op for x in result] == [op.shown, op.shown]
+
+
+def test_vector_operators_say_what_they_do() -> None:
+    assert Vector.__add__.__doc__ == "self + other, elementwise (a length-1 Vector broadcasts)."
+    assert Vector.__rpow__.__qualname__ == "Vector.__rpow__"
+
+
+def test_a_value_operand_of_a_vector_operator_stays_a_node() -> None:
+    forward, reflected = _vector._elementwise(operator.mul, "*")
+    x = Value(3.0)
+    v = Vector([1.0, 2.0])
+    forward(v, x).backward([1.0, 1.0])
+    assert x.grad == 3.0
+    reflected(v, x).backward([1.0, 1.0])
+    assert x.grad == 6.0
