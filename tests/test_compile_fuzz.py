@@ -67,7 +67,10 @@ def unary(name: str, x: Value) -> Value:
     return result
 
 
-def run(steps: list[tuple[Any, ...]], params: Params, x: Value, y: Value, k: float, n: int) -> Any:
+def run(  # DEFINITION
+    steps: list[tuple[Any, ...]], params: Params, x: Value, y: Value, k: float, n: int, extra: list[Value] | None = None
+) -> Any:
+    extra = [] if extra is None else extra
     regs: list[Value] = [x, y]
     for step in steps:
         kind, *rest = step
@@ -96,16 +99,26 @@ def run(steps: list[tuple[Any, ...]], params: Params, x: Value, y: Value, k: flo
         elif kind == "no_grad":
             with vjpgrad.no_grad():
                 regs.append(a * 2.0)
+        elif kind == "float_python":  # a float argument as a Python number: structure, exact
+            regs.append(a * {"affine": k * 2.0 + 1.0, "exp": math.exp(k), "round": round(k, 1)}[rest[1]])
+        elif kind == "float_branch":
+            regs.append(a if k == 0.5 else -a)
+        elif kind == "float_type":
+            regs.append(a * k if isinstance(k, float) else a + 1.0)
+        elif kind == "alias":  # an argument the function also reaches as a parameter
+            regs.append(a * params.values[-1])
         elif kind == "read_param":
             regs.append(a * params.values[0].data)  # REFUSED read_param
-        elif kind == "branch_float":
-            regs.append(a if k == 0.5 else -a)  # REFUSED branch_float
         elif kind == "branch_param":
             regs.append(a if params.values[0] > 0 else -a)  # REFUSED branch_param
+        elif kind == "store":
+            params.last = a + 0.0  # type: ignore[attr-defined]  # a Value computed and kept by an object: refused
+        elif kind == "append":
+            extra.append(a)  # the list argument changed: refused
     return Vector(regs[-3:])
 
 
-REFUSED = {"read_param", "branch_float", "branch_param"}
+REFUSED = {"read_param": "REFUSED read_param", "branch_param": "REFUSED branch_param", "store": "DEFINITION"}
 
 index = st.integers(0, 7)
 step = st.one_of(
@@ -119,6 +132,10 @@ step = st.one_of(
     st.tuples(st.just("nested"), index),
     st.tuples(st.just("loop"), index),
     st.tuples(st.just("no_grad"), index),
+    st.tuples(st.just("float_python"), index, st.sampled_from(["affine", "exp", "round"])),
+    st.tuples(st.just("float_branch"), index),
+    st.tuples(st.just("float_type"), index),
+    st.tuples(st.just("alias"), index),
 )
 refusal = st.tuples(st.sampled_from(sorted(REFUSED)), index)
 number = st.floats(-3.0, 3.0, allow_nan=False).filter(lambda v: abs(v) > 1e-3)
@@ -129,15 +146,19 @@ def bits(x: float) -> Any:
 
 
 def outcome(
-    steps: list[tuple[Any, ...]], params: Params, call: Any, x: float, y: float, k: float, n: int
+    steps: list[tuple[Any, ...]], params: Params, call: Any, x: float, y: float, k: float, n: int, seed_all: bool
 ) -> tuple[list[Any], list[Any]]:
-    """The bits of the outputs and of every argument's and parameter's gradient, after a backward."""
-    xv, yv = Value(x), Value(y)
+    """The bits of the outputs and of every argument's, output's and parameter's gradient after a
+    backward seeded at every output, or at the last one only."""
+    xv = Value(x)
+    yv = params.values[-1] if any(step[0] == "alias" for step in steps) else Value(y)  # passed and closed over
     out = call(steps, params, xv, yv, k, n)
     live = [v for v in out if v.requires_grad]
+    if not seed_all:
+        live = live[-1:]
     if live:
         Vector(live).backward([0.5 + j for j in range(len(live))])
-    grads = [xv.grad, yv.grad] + [p.grad for p in params.values]
+    grads = [xv.grad, yv.grad] + [v.grad for v in out] + [p.grad for p in params.values]
     return [bits(v.data) for v in out], [bits(g) for g in grads]
 
 
@@ -150,6 +171,7 @@ def outcome(
     change=st.sampled_from(["numbers", "rebind", "grow", "nothing"]),
     trip=st.sampled_from([0, 1, 2]),
     numpy_scalars=st.booleans(),
+    seed_all=st.booleans(),
 )
 def test_compiled_is_eager_to_the_bit_on_random_programs(
     steps: list[tuple[Any, ...]],
@@ -159,6 +181,7 @@ def test_compiled_is_eager_to_the_bit_on_random_programs(
     change: str,
     trip: int,
     numpy_scalars: bool,
+    seed_all: bool,
 ) -> None:
     n: Any = trip
     k = second[2]
@@ -178,8 +201,8 @@ def test_compiled_is_eager_to_the_bit_on_random_programs(
             params.values.append(Value(0.25))
         for p in params.values:
             p.grad = 0.0
-    assert outcome(steps, ours, compiled, second[0], second[1], k, n) == outcome(
-        steps, twin, run, second[0], second[1], float(k), int(n)
+    assert outcome(steps, ours, compiled, second[0], second[1], k, n, seed_all) == outcome(
+        steps, twin, run, second[0], second[1], k, n, seed_all
     )
 
 
@@ -192,5 +215,14 @@ def test_a_program_that_reads_a_number_is_refused_naming_its_line(
     params = Params([Value(1.0), Value(2.0), Value(3.0)])
     run(steps, params, Value(0.5), Value(1.5), 0.5, 1)  # eager code runs it
     with pytest.raises(DataDependentError) as error:
-        vjpgrad.compile(run)(steps, params, Value(0.5), Value(1.5), 0.5, 1)
-    assert f"test_compile_fuzz.py:{line_of('REFUSED ' + refused[0])}" in str(error.value)
+        vjpgrad.compile(run)(steps, Params([Value(1.0), Value(2.0), Value(3.0)]), Value(0.5), Value(1.5), 0.5, 1)
+    assert f"test_compile_fuzz.py:{line_of(REFUSED[refused[0]])}" in str(error.value)
+
+
+@settings(max_examples=max(EXAMPLES // 6, 5))
+@given(before=st.lists(step, max_size=6))
+def test_a_program_that_changes_its_list_argument_is_refused(before: list[tuple[Any, ...]]) -> None:
+    params = Params([Value(1.0), Value(2.0), Value(3.0)])
+    with pytest.raises(DataDependentError, match="changed a list") as error:
+        vjpgrad.compile(run)([*before, ("append", 0)], params, Value(0.5), Value(1.5), 0.5, 1, [])
+    assert f"test_compile_fuzz.py:{line_of('DEFINITION')}" in str(error.value)

@@ -14,6 +14,7 @@ import builtins
 import functools
 import itertools
 import linecache
+import operator
 import threading
 import types
 import weakref
@@ -21,18 +22,17 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from vjpgrad.compiler.guard import Guard, roots
-from vjpgrad.compiler.record import Arguments, record
+from vjpgrad.compiler.record import Arguments, Static, distinct, record
 from vjpgrad.compiler.write import Program
 from vjpgrad.core import graph
-from vjpgrad.core.modes import state
+from vjpgrad.core.modes import enable_grad, state
 from vjpgrad.core.ops import TIMES, Form, Op
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import wrap
 
 CACHE_SIZE = 64
 """Recordings kept per compiled function (the least recently used goes first)."""
-BACKWARDS_KEPT = 8
+BACKWARDS_KEPT = 64
 """Reverse passes kept per recording, one per set of outputs a pass is seeded at."""
 
 _number = graph.number
@@ -40,51 +40,73 @@ _numbers = itertools.count(1)
 
 
 def _output_backward(node: graph.Node, g: Any) -> None:
-    """An output of a compiled call hands its gradient to the call, kept apart per output (the
-    call's reverse pass is seeded with one gradient per output)."""
-    (call,) = graph.operands(node)
+    """An output of a compiled call hands its gradient to the call, kept apart per output: the
+    call's reverse pass is seeded with one gradient per output it is reached from."""
+    call = graph.operands(node)[0]
     graph.saved_of(call)[3][graph.saved_of(node)] = g
 
 
+_OUTPUT_FORM = Form("output", lambda g, s: g, lambda s: 1.0)
 OUTPUT = Op(
-    "output",
-    1,
-    lambda x: x,
-    (lambda x, out: 0,),
-    (Form("output", lambda g, s: g, lambda s: 1.0),),
-    "{0}",
-    doc="an output of a compiled call",
-    backward=_output_backward,
+    "output", 0, lambda *xs: 0.0, (), (_OUTPUT_FORM,), "", doc="an output of a compiled call", backward=_output_backward
 )
+"""An output of a compiled call: its operands are the call, the arguments and parameters it was
+computed from, and the other outputs it was computed from; their edges only say what a pass from
+it reaches (the call hands them their gradients)."""
 
 
 class Entry:
     """One recording of a function: its code, and how to call and differentiate it."""
 
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], read: Arguments) -> None:
-        recorded = record(fn, args, kwargs, read)
-        self.recorded = recorded
+        self.recorded = recorded = record(fn, args, kwargs, read, _roots(fn, read.objects))
         self.kind = recorded.kind
         self.arguments = recorded.arguments
         self.parameters = recorded.parameters
-        self.parameter_flags = tuple(p.requires_grad for p in self.parameters)
+        self.parameter_ids = frozenset(id(p) for p in self.parameters)
+        self.parameter_flags = [p.requires_grad for p in self.parameters]
         self.outputs = recorded.outputs
-        internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "t"))
+        self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "t"))
         self.program = Program(
             recorded.live,
             recorded.externals,
             recorded.names,
             recorded.constants,
             recorded.takes_grad,
-            internal_outputs,
+            self.internal_outputs,
+            recorded.recording.from_numbers,
         )
-        self.internal_outputs = internal_outputs
         self.objects = [_held(x) for x in read.objects]
-        self.guard = Guard(roots(fn, read.objects), self.parameters)
+        self.aliased = [(k, _held(distinct(self.arguments)[k])) for _, k in recorded.aliases]
+        externals = recorded.externals
+        place = {id(x): k for k, x in enumerate(externals)}
+        output_place = {id(recorded.live[k]): i for i, k in enumerate(self.internal_outputs)}
+        # what each output is computed from: the arguments and parameters, and the other outputs
+        self.depends: list[tuple[list[int], list[int]]] = []
+        for k in self.internal_outputs:
+            node = recorded.live[k]
+            reach = self.program.reach([node])
+            self.depends.append(
+                (
+                    [place[key] for key in reach if key in place],
+                    sorted(output_place[key] for key in reach if key in output_place and key != id(node)),
+                )
+            )
+        self.takes_any = any(recorded.takes_grad[id(recorded.live[k])] for k in self.internal_outputs)
         self.filename = f"<vjpgrad.compile #{next(_numbers)}>"
         self.forward = self._load(self.program.forward_source, "forward")
         self._backwards: dict[frozenset[int], Callable[..., tuple[Any, ...]]] = {}
-        self.op = Op("compiled", 0, lambda *xs: 0.0, (), (TIMES,), "", doc="a compiled call", backward=self._backward)
+        self.op = Op(
+            "compiled",
+            0,
+            lambda *xs: 0.0,
+            (),
+            (TIMES,),
+            "",
+            doc="a compiled call",
+            backward=self._backward,
+            shared=True,
+        )
 
     @property
     def source(self) -> str:
@@ -109,94 +131,116 @@ class Entry:
 
     # ---- a call --------------------------------------------------------------------------------
 
-    def matches(self, fn: Callable[..., Any], objects: list[Any]) -> bool:
-        """Whether this recording replays for a call with these objects: the same objects, every
-        parameter still where it was found and as it was flagged."""
-        if any(held() is not x for held, x in zip(self.objects, objects, strict=True)):
+    def matches(self, read: Arguments) -> bool:
+        """Whether this recording replays for a call: the same objects passed, every parameter
+        still where it was found and as it was flagged, and no Value both passed and closed over
+        unless it was so when recorded."""
+        if any(held() is not x for held, x in zip(self.objects, read.objects, strict=True)):
             return False
-        if self.parameter_flags != tuple(p.requires_grad for p in self.parameters):
+        if list(map(_requires_grad, self.parameters)) != self.parameter_flags:  # read in C
             return False
-        return self.guard.holds(roots(fn, objects))
+        if not self.parameter_ids.isdisjoint(map(id, read.leaves)):
+            return False  # a parameter passed as an argument: the recording kept them apart
+        if self.aliased:
+            arguments = distinct([x for x in read.leaves if isinstance(x, Value)])
+            if any(k >= len(arguments) or held() is not arguments[k] for k, held in self.aliased):
+                return False
+        return self.recorded.guard.holds()
 
     def _backward(self, node: graph.Node, g: Any) -> None:
-        values, inputs, wrappers, slots = graph.saved_of(node)
+        values, inputs, wrappers, slots, edges = graph.saved_of(node)
         seeded = frozenset(slots)
         seeds = tuple(slots.get(i, 0.0) for i in range(len(self.internal_outputs)))
         slots.clear()  # handed on: the next pass through this call starts empty
-        operands, edges = graph.operands(node), graph.edge_marks(node)
-        # each argument and parameter starts from its cotangent so far, as in the eager pass; a
-        # Value that stands at two places (an argument the function also closes over) starts
-        # the second from -0.0, and its two sums are added
-        first: dict[int, int] = {}
-        for k, (x, edge) in enumerate(zip(operands, edges, strict=True)):
-            if edge is not None:
-                first.setdefault(id(x), k)
-        start = tuple(
-            graph.cotangent(x) if edge is not None and first[id(x)] == k else -0.0
-            for k, (x, edge) in enumerate(zip(operands, edges, strict=True))
-        )
-        gradients, finals = self.backward_for(seeded)(seeds, values, inputs, start)
+        operands = graph.operands(node)
+        backward = self.backward_for(seeded)
+        # each argument and parameter the pass reaches starts from its cotangent so far, as in eager
+        reached = self.program.reached_externals(seeded)
+        start = tuple(graph.cotangent(x) if k in reached else -0.0 for k, x in enumerate(operands))
+        gradients, finals = backward(seeds, values, inputs, start)
         for i, final in zip(sorted(seeded), finals, strict=True):  # an output's .grad, as eager's
             wrapper = wrappers[i]()
             if wrapper is not None and final is not None:
                 graph.set_cotangent(wrapper, final)
         if state.detect_anomaly:
             for k, (edge, gradient) in enumerate(zip(edges, gradients, strict=True)):
-                if edge is not None and gradient is not None and gradient != gradient:
+                if edge and gradient is not None and gradient != gradient:
                     raise FloatingPointError(
                         f"backward of a compiled call produced nan for its input {k} (anomaly mode checks the "
                         "call as one operation: call the function uncompiled to find the operation)"
                     )
-        for k, (x, edge, gradient) in enumerate(zip(operands, edges, gradients, strict=True)):
-            if edge is None or gradient is None:
-                continue
-            if first[id(x)] == k:
+        for x, edge, gradient in zip(operands, edges, gradients, strict=True):
+            if edge and gradient is not None:
                 graph.set_cotangent(x, gradient)
-            else:
-                graph.add_cotangent(x, gradient)
 
     def run(self, leaves: list[Any]) -> Any:
-        for parameter, leaf in self.recorded.refreshed:  # Value(lr) inside: the number of this call's lr
-            graph.set_number(self.parameters[parameter], float(leaves[leaf]))
-        external_values: list[Any] = []
+        external_values: list[Any] = []  # the distinct Values passed and every float, then the parameters
         seen: set[int] = set()
-        for x, a in zip(leaves, self.arguments, strict=True):
-            if id(a) in seen:
-                continue
-            seen.add(id(a))
+        for x in leaves:
+            if isinstance(x, Value):
+                if id(x) in seen:
+                    continue
+                seen.add(id(x))
             external_values.append(x)
         external_values += self.parameters
         data = [_number(x) if isinstance(x, Value) else x for x in external_values]
         values = self.forward(data)
-        edges = tuple(True if isinstance(x, Value) and x.requires_grad else None for x in external_values)
-        call = None
-        if state.grad_enabled and any(edges):
-            # the outputs are held weakly (they hold the call node): no reference cycle
-            wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
-            slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
-            saved = (values, data, wrappers, slots)
-            call = graph.make(Value, 0.0, self.op, tuple(external_values), edges, None, saved)
-        kept_place = self.program.kept_place
         made: dict[int, Value] = {}
+        if self.takes_any:
+            with enable_grad():  # a function under no_grad() may still take gradient inside (enable_grad)
+                made = self._outputs(external_values, data, values)
+        kept_place = self.program.kept_place
         results: list[Any] = []
         for kind, k in self.outputs:
             if kind == "x":
                 results.append(external_values[k])
             elif kind == "c":
                 results.append(Value(k, requires_grad=False))
+            elif kind == "n":
+                results.append(k)
             elif k in made:
                 results.append(made[k])
             else:
-                node = self.recorded.live[k]
-                position = self.internal_outputs.index(k)
-                if call is not None and self.recorded.takes_grad[id(node)]:
-                    value = graph.make(Value, values[kept_place[id(node)]], OUTPUT, call, position, None, None)
-                    wrappers[position] = weakref.ref(value)
-                else:
-                    value = Value(values[kept_place[id(node)]], requires_grad=False)
-                made[k] = value
-                results.append(value)
-        return results[0] if self.kind == "value" else wrap(results) if self.kind == "vector" else results
+                made[k] = Value(values[kept_place[id(self.recorded.live[k])]], requires_grad=False)
+                results.append(made[k])
+        if self.kind == "value":
+            return results[0]
+        if self.kind == "vector":
+            return wrap(results)
+        return tuple(results) if self.kind == "tuple" else results
+
+    def _outputs(self, externals: list[Any], data: list[Any], values: tuple[Any, ...]) -> dict[int, Value]:
+        """The outputs that take gradient, each an OUTPUT node on one node for the call."""
+        edges = tuple(isinstance(x, Value) and x.requires_grad for x in externals)
+        wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
+        slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
+        saved = (values, data, wrappers, slots, edges)
+        # no edges of its own: a pass reaches the arguments and parameters through the outputs it starts from
+        call = graph.make(Value, 0.0, self.op, tuple(externals), (None,) * len(externals), None, saved)
+        kept_place = self.program.kept_place
+        made: dict[int, Value] = {}
+        for position, k in sorted(enumerate(self.internal_outputs), key=lambda pair: pair[1]):  # as computed
+            node = self.recorded.live[k]
+            if not self.recorded.takes_grad[id(node)]:
+                continue
+            from_externals, from_outputs = self.depends[position]
+            operands = [call, *(externals[j] for j in from_externals if edges[j])]
+            operands += [made[self.internal_outputs[j]] for j in from_outputs if self.internal_outputs[j] in made]
+            value = graph.make(
+                Value, values[kept_place[id(node)]], OUTPUT, tuple(operands), (True,) * len(operands), None, position
+            )
+            wrappers[position] = weakref.ref(value)
+            made[k] = value
+        return made
+
+
+_requires_grad = operator.attrgetter("requires_grad")
+
+
+def _roots(fn: Callable[..., Any], objects: list[Any]) -> list[Any]:
+    """Where a function's parameters can be found: the function itself (its closure, the globals
+    it names, its defaults, its ``self``) and the objects the call was given."""
+    return [fn, *objects]
 
 
 def _dead() -> None:
@@ -228,6 +272,9 @@ class Compiled:
         self._cache: OrderedDict[tuple[Any, ...], Entry] = OrderedDict()
         self._lock = threading.RLock()
         self._last: Entry | None = None
+        self._static: frozenset[int] = frozenset()  # float arguments used as Python numbers: structure
+        self.times_recorded = 0
+        """How many times the function was recorded (a new structure, a parameter rebound...)."""
         functools.update_wrapper(self, fn)
 
     @property
@@ -245,6 +292,7 @@ class Compiled:
         with self._lock:
             self._cache.clear()
             self._last = None
+            self._static = frozenset()
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         """``@vjpgrad.compile`` on a method: the instance is its first argument (structure by
@@ -254,18 +302,24 @@ class Compiled:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if state.recording is not None:  # inside another compiled function's recording: be recorded
             return self.fn(*args, **kwargs)
-        read = Arguments(args, kwargs)
         with self._lock:
-            entry = self._cache.get(read.key)
-            if entry is not None and not entry.matches(self.fn, read.objects):
-                entry = None  # a parameter rebound, an object at a reused address: record anew
-            if entry is None:
-                entry = Entry(self.fn, args, kwargs, read)
+            while True:
+                read = Arguments(args, kwargs, self._static)
+                entry = self._cache.get(read.key)
+                if entry is not None and entry.matches(read):
+                    self._cache.move_to_end(read.key)
+                    break
+                try:
+                    entry = Entry(self.fn, args, kwargs, read)
+                except Static as static:  # a float argument used as a Python number: structure from now on
+                    self._static = self._static | {static.position}
+                    continue
+                self.times_recorded += 1
                 self._cache[read.key] = entry
+                self._cache.move_to_end(read.key)
                 if len(self._cache) > CACHE_SIZE:
                     self._cache.popitem(last=False)
-            else:
-                self._cache.move_to_end(read.key)
+                break
             self._last = entry
         return entry.run(read.leaves)
 

@@ -34,8 +34,10 @@ class Writer:
         names: dict[int, str],
         constants: dict[int, float],
         takes_grad: dict[int, bool],
+        sources: dict[int, graph.Node],
     ) -> None:
-        self.nodes = nodes  # the live operations, in creation order
+        self.nodes = nodes  # the live operations and Values made inside, in creation order
+        self.sources = sources  # id(Value made inside from a float argument) -> that argument
         self.names = names  # id(Value) -> variable name, for externals and operations
         self.constants = constants  # id(leaf made inside the function) -> its number
         self.takes_grad = takes_grad  # id(Value) -> whether gradient flows to it
@@ -70,7 +72,11 @@ class Writer:
 
     def forward_line(self, node: graph.Node) -> str:
         op = graph.op_of(node)
-        assert op is not None  # the live nodes are operations
+        if op is None:  # a Value made inside: Value(lr) of a float argument, or a new leaf's number
+            source = self.sources.get(id(node))
+            if source is not None:
+                return f"{self.names[id(node)]} = {self.names[id(source)]}  # Value() of a float argument"
+            return f"{self.names[id(node)]} = {literal(graph.number(node))}  # a Value made inside"
         terms = [self.term(x) for x in graph.operands(node)]
         if op.nary:
             expression = f"{self.helper(op.forward)}({', '.join(terms)})"
@@ -154,6 +160,7 @@ class Program:
         constants: dict[int, float],
         takes_grad: dict[int, bool],
         outputs: list[int],
+        sources: dict[int, graph.Node],
     ) -> None:
         self.live = live
         self.externals = externals
@@ -161,7 +168,9 @@ class Program:
         self.takes_grad = takes_grad
         self.internal_outputs = outputs
         self.recorded_ids = {id(node) for node in live}
-        self.writer = Writer(live, names, constants, takes_grad)
+        self.by_id = {id(node): node for node in live}
+        self._reached: dict[frozenset[int], frozenset[int]] = {}
+        self.writer = Writer(live, names, constants, takes_grad, sources)
         self.kept = list(self.live)
         self._every = frozenset(range(len(self.internal_outputs)))
         head, _, body = self.backward_source(self._every).split("\n", 3)[1:]
@@ -202,13 +211,18 @@ class Program:
             return []
         return [x for _, x, _ in graph.edges(node)]
 
-    def backward_source(self, seeded: frozenset[int]) -> str:
-        """The reverse pass seeded at the outputs ``seeded`` (positions in internal_outputs)."""
-        if seeded == getattr(self, "_every", None) and hasattr(self, "_every_source"):
-            return self._every_source  # written once already, to learn which values it reads
-        roots = [self.live[self.internal_outputs[i]] for i in sorted(seeded)]
-        live = {id(n) for n in self.live}
-        reach: set[int] = set()  # what the eager pass from these outputs would reach
+    def reached_externals(self, seeded: frozenset[int]) -> frozenset[int]:
+        """The positions in ``externals`` that a pass from the outputs ``seeded`` reaches."""
+        known = self._reached.get(seeded)
+        if known is None:
+            reach = self.reach([self.live[self.internal_outputs[i]] for i in seeded])
+            known = self._reached[seeded] = frozenset(k for k, x in enumerate(self.externals) if id(x) in reach)
+        return known
+
+    def reach(self, roots: Sequence[graph.Node]) -> set[int]:
+        """The ids of what an eager pass from ``roots`` reaches: the recorded nodes through the
+        edges the recording made, and the arguments and parameters at their ends."""
+        reach: set[int] = set()
         stack = [n for n in roots if self.takes_grad[id(n)]]
         while stack:
             node = stack.pop()
@@ -216,6 +230,15 @@ class Program:
                 continue
             reach.add(id(node))
             stack += self._edges_of(node)
+        return reach
+
+    def backward_source(self, seeded: frozenset[int]) -> str:
+        """The reverse pass seeded at the outputs ``seeded`` (positions in internal_outputs)."""
+        if seeded == getattr(self, "_every", None) and hasattr(self, "_every_source"):
+            return self._every_source  # written once already, to learn which values it reads
+        live = {id(n) for n in self.live}
+        reach = self.reach([self.live[self.internal_outputs[i]] for i in sorted(seeded)])
+        returned = {id(self.live[k]) for k in self.internal_outputs}
         lines = ["def backward(seeds, values, inputs, start):"]
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
         lines.append(VALUES_LINE)  # the values the lines below read: known once they are written
@@ -245,16 +268,16 @@ class Program:
             return named.get(key, f"g_{self.names[key]}")
 
         for node in reversed(self.live):
-            if id(node) not in reach or id(node) not in started:
+            if id(node) not in reach or id(node) not in started or graph.op_of(node) is None:
                 continue
-            op = graph.op_of(node)
-            assert op is not None
             lines.append(f"    # {self.writer.forward_line(node).split('  # ')[0]}")
             gradient = variable(id(node))
             for target, code in self.writer.backward_lines(node, gradient):
                 if target == -1:
                     lines.append(f"    {code}")
                     continue
+                if target in live and target not in returned and graph.op_of(self.by_id[target]) is None:
+                    continue  # a Value made inside and not returned: its gradient goes nowhere
                 if (
                     code == gradient
                     and target not in started

@@ -13,7 +13,7 @@ from typing import Any
 
 from vjpgrad.core import graph
 from vjpgrad.core.graph import Node
-from vjpgrad.core.modes import enable_grad, state
+from vjpgrad.core.modes import enable_grad, refuse_number, state
 from vjpgrad.core.seeds import seeds_for
 
 
@@ -51,6 +51,7 @@ def _run(outputs: Sequence[Node], seeds: Sequence[float]) -> tuple[list[Node], l
 def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain_graph: bool) -> None:
     """Run one reverse pass from ``outputs`` seeded by ``seed`` (see ``_seeds``) and add its
     gradients into ``.grad``; free the graph unless ``retain_graph``."""
+    refuse_number("backward() (it adds into .grad, which a replay would not do: call it on the result)")
     seeds = seeds_for(count, seed, name="gradients" if count is not None else "the gradient seed")
     check_flag(retain_graph, "retain_graph")
     with graph.pass_lock:
@@ -66,6 +67,7 @@ def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain
 def reverse_pass(outputs: Sequence[Node], seeds: Sequence[float]) -> dict[Node, float]:
     """The gradient of ``sum_i seeds[i] * outputs[i]`` with respect to every node reached.
     Touches no ``.grad`` and frees nothing."""
+    refuse_number("a reverse pass to numbers (gradients() without create_graph=True, grad...)")
     with graph.pass_lock:
         order, leaves = _run(outputs, seeds)
         return {node: graph.cotangent(node) for node in (*order, *leaves)}

@@ -189,8 +189,8 @@ class Recording:
       takes gradient (a constant's operands can be parameters that change between calls),
       with whether grad mode was on;
     - records ``detach()`` as an operation with no edge (a cut whose number changes per call);
-    - tells it of a Value made from a float argument (``Value(lr)``: ``made_from_number``),
-      whose number is that argument's at every call.
+    - tells it of every Value made by ``Value()`` (``made_leaf``), and of the float argument
+      one was made from (``Value(lr)``), whose number is that argument's at every call.
 
     Compile also sets ``state.refusal`` (``modes.refusing_numbers``) for the recording, under
     which every read of a Value's number raises, and the float arguments it records are Values
@@ -201,11 +201,15 @@ class Recording:
         self.nodes: list[Node] = []
         self.grad_enabled: list[bool] = []
         self.first_seq = _next_seq()  # leaves made after this were made inside the function
+        self.leaves: dict[int, Node] = {}  # id -> every Value made by Value() inside the function
         self.from_numbers: dict[int, Node] = {}  # id(leaf made from a float argument) -> the argument
 
-    def made_from_number(self, leaf: Node, argument: Node) -> None:
-        """``leaf`` was made from the float argument ``argument`` (``Value(lr)`` inside)."""
-        self.from_numbers[id(leaf)] = argument
+    def made_leaf(self, leaf: Node, argument: Node | None) -> None:
+        """``Value(...)`` made ``leaf`` inside the function; ``argument`` is the float argument it
+        was made from (``Value(lr)``), or None."""
+        self.leaves[id(leaf)] = leaf
+        if argument is not None:
+            self.from_numbers[id(leaf)] = argument
 
 
 def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
@@ -501,7 +505,7 @@ def accumulate(nodes: Iterator[Node] | list[Node]) -> None:
 def free(nodes: Iterator[Node] | list[Node]) -> None:
     """Drop what ``nodes`` saved for the backward pass: a later pass through them raises."""
     for node in nodes:
-        if node._operation is not None:
+        if node._operation is not None and not node._operation.shared:
             node._da = node._db = None
 
 

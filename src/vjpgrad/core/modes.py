@@ -10,6 +10,7 @@ import functools
 import inspect
 import os
 import sys
+import sysconfig
 import threading
 from collections.abc import Callable, Generator
 from types import TracebackType
@@ -198,17 +199,38 @@ class refusing_numbers:  # noqa: N801 - a context manager named for what it does
             switched[0] -= 1
 
 
+_paths = sysconfig.get_paths()
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vjpgrad/, above core/
 OWN_CODE = (_PACKAGE + os.sep, "<vjpgrad")
 """The package's files (whole path components: ``.../vjpgrad_user/`` is not ours) and the code
 vjpgrad writes (compile's ``<vjpgrad.compile ...>``)."""
 
 
+_LIBRARIES = tuple(
+    sorted(
+        {
+            os.path.join(path, "")
+            for name in ("stdlib", "platstdlib", "purelib", "platlib")
+            if (path := _paths.get(name))
+        }
+    )
+)
+"""Where Python's own library and installed packages live: code there is not the user's line."""
+
+
 def caller_location() -> str:
-    """``file:line`` of the first frame outside vjpgrad: where the user's code is."""
-    frame = sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(OWN_CODE):
+    """``file:line`` of the first frame outside vjpgrad: where the user's code is. When that
+    frame is in Python's library or an installed package (``statistics.fmean`` reading a
+    Value), the user's line that called it follows: ``statistics.py:456 (called from x.py:3)``."""
+    frame: Any = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(OWN_CODE):
         frame = frame.f_back
-    if frame.f_code.co_filename.startswith(OWN_CODE):
+    if frame is None:
         return "<unknown>"
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    place = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    if not frame.f_code.co_filename.startswith(_LIBRARIES):
+        return place
+    caller = frame.f_back
+    while caller is not None and caller.f_code.co_filename.startswith((*_LIBRARIES, *OWN_CODE)):
+        caller = caller.f_back
+    return place if caller is None else f"{place} (called from {caller.f_code.co_filename}:{caller.f_lineno})"

@@ -145,16 +145,15 @@ class Value(operators.ValueOperators):
         requires_grad: bool = True,
         label: str | None = None,
     ) -> None:
-        if isinstance(data, Value) and data.number_argument and state.recording is not None:
-            number = graph.number(data)  # Value(lr) of a float argument that compile records
-            state.recording.made_from_number(self, data)
-        else:
-            number = _check_data(data)
+        source = data if isinstance(data, Value) and data.number_argument else None
+        number = _check_data(data) if source is None else graph.number(source)  # Value(lr) while compile records
         if not isinstance(requires_grad, bool):
             raise TypeError(f"Value() requires_grad must be a bool, got {type(requires_grad).__name__}")
         if label is not None and not isinstance(label, str):
             raise TypeError(f"Value() label must be a str or None, got {type(label).__name__}")
         graph.init_leaf(self, number, requires_grad, label)
+        if switched[0] and state.recording is not None:  # made inside a function compile records
+            state.recording.made_leaf(self, source)
 
     # ---- what it is ---------------------------------------------------------------------
 

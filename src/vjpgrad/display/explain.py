@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vjpgrad.core import graph, ops
+from vjpgrad.core.modes import refuse_number
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
 from vjpgrad.display import notebook, stepper, text
@@ -141,6 +142,7 @@ def explain(
     table; otherwise labels are used, then ``x1, x2...`` for leaves and ``t1, t2...`` for
     intermediate nodes. Raises as ``backward`` would, before doing anything.
     """
+    refuse_number("explain()")
     outputs, seeds = outputs_and_seeds(output, seed, "explain")
     label: dict[Any, str] = _names(outputs, isinstance(output, Vector), names)
     steps: list[Step] = []
