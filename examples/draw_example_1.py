@@ -1,4 +1,4 @@
-"""Draw the seed's Example 1 after y.backward([0.1, 1.0, 0.0001]): docs/example_1.svg.
+"""Draw the Stack Overflow answer's Example 1 after y.backward([0.1, 1.0, 0.0001]): docs/example_1.svg.
 
 Needs the viz extra and Graphviz (pip install 'vjpgrad[viz]'; apt-get install graphviz).
 """

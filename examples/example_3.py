@@ -1,4 +1,4 @@
-"""The seed's Example 3: one-element inputs, a three-element seed.
+"""The Stack Overflow answer's Example 3: one-element inputs, a three-element seed.
 
 `torch.empty` returned whatever was in memory; it was zeros, and `Vector.empty` always gives
 zeros, so this reproduces the documented output every time. y has one element, so the

@@ -96,7 +96,7 @@ def test_compiled_equals_eager_bit_for_bit(program: Any, seeds: list[float]) -> 
     assert compiled == eager
 
 
-def test_the_seed_question_example_1_compiled() -> None:
+def test_the_stack_overflow_answers_example_1_compiled() -> None:
     f = vjpgrad.compile(lambda a, b, c: 3 * a + 2 * b * b + vjpgrad.log(c))
     for _ in range(2):
         a, b, c = Vector([1.0, 2.0, 3.0]), Vector([3.0, 4.0, 5.0]), Vector([6.0, 7.0, 8.0])

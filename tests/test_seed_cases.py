@@ -1,4 +1,4 @@
-"""The four documented cases of the seed question, reproduced exactly: as numbers, as the
+"""The four cases of the Stack Overflow answer, reproduced exactly: as numbers, as the
 example scripts' printed output, and as the ``python -m vjpgrad`` report."""
 
 from __future__ import annotations

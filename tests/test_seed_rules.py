@@ -18,7 +18,7 @@ SEED = [0.1, 1.0, 0.0001]
 
 
 def example_3() -> tuple[Vector, Vector, Vector, Vector]:
-    """The seed question's Example 3: one element each, all zeros."""
+    """The Stack Overflow answer's Example 3: one element each, all zeros."""
     a, b, c = Vector.empty(1), Vector.empty(1), Vector.empty(1)
     return a, b, c, 3 * a + 2 * b * b + vjpgrad.log(c)
 
@@ -67,7 +67,7 @@ ENTRY_POINTS: list[Callable[[Any], float]] = [
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS, ids=lambda f: f.__name__)
 def test_a_longer_seed_on_a_one_element_output_is_summed_everywhere(entry: Callable[[Any], float]) -> None:
-    # the seed question's Example 3: a.grad = 3 x (0.1 + 1.0 + 0.0001) = 3.3003
+    # the Stack Overflow answer's Example 3: a.grad = 3 x (0.1 + 1.0 + 0.0001) = 3.3003
     assert entry(SEED) == pytest.approx(3.3003, rel=1e-12)
 
 

@@ -665,7 +665,7 @@ def test_pytorch_also_refuses_a_second_pass_through_a_freed_graph() -> None:
 
 
 def test_pytorchs_python_front_end_refuses_the_seed_of_example_3() -> None:
-    # Why the seed's Example 3 fails on a current PyTorch: the seed is longer than y.
+    # Why the Stack Overflow answer's Example 3 fails on a current PyTorch: the seed is longer than y.
     a = torch.zeros(1, requires_grad=True, dtype=D)
     y = 3 * a
     with pytest.raises(RuntimeError, match="Mismatch in shape"):

@@ -1,4 +1,4 @@
-"""Checks the hand-computed VJP of the seed's Example 1 against vjpgrad's backward."""
+"""Checks the hand-computed VJP of the Stack Overflow answer's Example 1 against vjpgrad's backward."""
 
 import importlib
 import os

@@ -1,8 +1,9 @@
-"""The four documented cases of the seed question, computed with vjpgrad.
+"""The four cases of the Stack Overflow answer, computed with vjpgrad.
 
-The question (``shared/seeds/000_...``): in PyTorch's ``y.backward(gradients)``, what are
-the gradients? The answer worked four cases of ``y = 3*a + 2*b*b + log(c)``; each case below
-holds the code of one, written as the answer wrote it, and the output the answer printed.
+The question, Stack Overflow's "Pytorch, what are the gradient arguments"
+(https://stackoverflow.com/questions/43451125): in PyTorch's ``y.backward(gradients)``, what
+are the gradients? An answer there worked four cases of ``y = 3*a + 2*b*b + log(c)``; each
+case below holds the code of one, written as the answer wrote it, and the output it printed.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The command line, ``python -m vjpgrad`` or ``vjpgrad``.
 
-Without arguments it prints the four documented cases of the seed question, documented
+Without arguments it prints the four cases of the Stack Overflow answer (https://stackoverflow.com/questions/43451125), documented
 against computed, and exits 0 only when all agree. With an expression it evaluates it over
 the variables given and prints the output and every gradient:
 
@@ -32,7 +32,7 @@ from vjpgrad.display.explain import explain
 
 EXAMPLES = f"""\
 examples:
-  vjpgrad                                   the four documented cases of the seed question
+  vjpgrad                                   the four cases of the Stack Overflow answer
   vjpgrad '3*a + 2*b*b + log(c)' a=1,2,3 b=3,4,5 c=6,7,8 --seed 0.1,1,0.0001
   vjpgrad '3*a + 2*b*b + log(c)' a=0.1 b=1 c=0.1           scalars: seeded with 1.0
   vjpgrad 'x * exp(-x)' x=2 --explain                       the chain rule, step by step

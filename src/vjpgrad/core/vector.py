@@ -146,7 +146,7 @@ class Vector(VectorMethods):
     def empty(cls, n: int, requires_grad: bool = True) -> Vector:
         """``n`` leaf Values holding 0.0: Python has no uninitialised memory.
 
-        ``torch.empty`` returns whatever bytes were in memory, so the seed's Example 3
+        ``torch.empty`` returns whatever bytes were in memory, so the Stack Overflow answer's Example 3
         printed gradients that depended on them; on its machine they were zeros, hence
         ``c.grad = inf`` (the derivative of ``log`` at 0). Here ``empty`` always gives
         zeros, which reproduces that example exactly and every time.
@@ -273,7 +273,7 @@ class Vector(VectorMethods):
         ``y.backward(gradients)`` computes (its spelling ``gradient=`` works too).
         ``gradients`` has the length of this Vector (a list, a Vector or a NumPy array); it
         may be left out only for a Vector of length 1. A longer seed on a length-1 Vector is
-        summed into it, because that output was broadcast (the seed question's Example 3).
+        summed into it, because that output was broadcast (the Stack Overflow answer's Example 3).
         Gradients accumulate: zero them between passes when you need fresh ones.
         """
         if gradients is not None and gradient is not None:
