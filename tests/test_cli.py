@@ -353,10 +353,9 @@ def test_help_may_come_after_the_expression(capsys: pytest.CaptureFixture[str]) 
     assert "examples:" in out
 
 
-def test_the_readme_command_lines_print_what_the_readme_says(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("## Seeing the backward pass")[1].split("\n## ")[0]
-    sessions = "".join(re.findall(r"```console\n(.*?)```", section, flags=re.DOTALL))
+def test_the_command_lines_of_the_docs_print_what_the_docs_say(capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "how-to" / "command-line.md").read_text()
+    sessions = "".join(re.findall(r"```console\n(.*?)```", page, flags=re.DOTALL))
     commands = re.findall(r"^\$ vjpgrad (.*)\n((?:[^$].*\n)*)", sessions, flags=re.MULTILINE)
     assert len(commands) >= 5
     for command, shown in commands:

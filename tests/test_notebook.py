@@ -32,8 +32,9 @@ def test_the_notebook_is_committed_without_outputs() -> None:
         assert cell["execution_count"] is None
 
 
-def execute() -> Any:
-    """The notebook run in a fresh kernel, with this checkout's vjpgrad first on the path."""
+def execute(directory: Path) -> Any:
+    """The notebook run in a fresh kernel, in ``directory`` (where its cells write files), with
+    this checkout's vjpgrad first on the path."""
     nbformat = pytest.importorskip("nbformat", reason="running the notebook needs nbformat")
     nbclient = pytest.importorskip("nbclient", reason="running the notebook needs nbclient")
     pytest.importorskip("ipykernel", reason="running the notebook needs ipykernel")
@@ -41,17 +42,23 @@ def execute() -> Any:
     paths = [str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)  # the kernel inherits it
     client = nbclient.NotebookClient(
-        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(directory)}}
     )
     client.execute()
     return notebook
 
 
 @pytest.fixture(scope="module")
-def executed() -> Iterator[Any]:
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the notebook runs in, as a reader's own folder would be."""
+    return tmp_path_factory.mktemp("notebook")
+
+
+@pytest.fixture(scope="module")
+def executed(workdir: Path) -> Iterator[Any]:
     saved = os.environ.get("PYTHONPATH")
     try:
-        yield execute()
+        yield execute(workdir)
     finally:
         if saved is None:
             os.environ.pop("PYTHONPATH", None)
@@ -103,13 +110,38 @@ def test_the_explanation_shows_as_text_and_as_a_table(executed: Any) -> None:
     assert "b.grad += 1 × 2 + 1 × 2 = 4" in table
 
 
-def test_the_picture_shows_as_svg_or_says_what_it_needs(executed: Any) -> None:
+def test_case_1_shows_c_after_its_backward_with_its_gradients(executed: Any) -> None:
+    (cell,) = [cell for cell in code_cells(executed) if cell.source.startswith("# Example 1")]
+    assert cell.source.rstrip().splitlines()[-1].startswith("c  #")  # c itself, not c.grad, ends the cell
+    (table,) = html_outputs(cell)
+    rows = dict(re.findall(r"<tr><th[^>]*>(data|grad)</th>(.*?)</tr>", table))
+    assert numbers(re.sub(r"<[^>]+>", " ", rows["data"])) == [6.0, 7.0, 8.0]
+    # c.grad = v / c = 0.1/6, 1/7, 0.0001/8
+    assert numbers(re.sub(r"<[^>]+>", " ", rows["grad"])) == pytest.approx([0.1 / 6, 1 / 7, 0.0001 / 8], rel=1e-5)
+
+
+def test_the_picture_is_drawn_after_backward_as_svg_or_says_what_it_needs(executed: Any) -> None:
     (cell,) = [cell for cell in code_cells(executed) if "vjpgrad.draw(" in cell.source and "display(" in cell.source]
+    assert cell.source.index("y.backward(") < cell.source.index("vjpgrad.draw(")
     svgs = [out["data"]["image/svg+xml"] for out in cell["outputs"] if "image/svg+xml" in out.get("data", {})]
     if svgs:
         assert "<svg" in svgs[0]
+        boxes = " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", svgs[0]))
+        assert "grad 3" in boxes  # case 2: a.grad = 3, shown because the pass ran before the drawing
+        assert "grad 4" in boxes
+        assert "grad 10" in boxes
     else:
         assert "pip install 'vjpgrad[viz]'" in printed(cell)
+
+
+def test_the_stepper_is_saved_as_a_page_to_open_in_a_browser(executed: Any, workdir: Path) -> None:
+    (cell,) = [cell for cell in code_cells(executed) if "to_html()" in cell.source]
+    page = workdir / "pass.html"
+    assert f"wrote {page.resolve()}" in printed(cell)
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    assert '<div class="vjs-root"' in text
+    assert not re.search(r"(?:src|href)=[\"']https?:", text)  # nothing fetched: it opens offline
 
 
 def test_the_steppers_show_inline_and_end_at_the_documented_gradients(executed: Any) -> None:
@@ -141,7 +173,8 @@ def save_screenshot(directory: Path) -> Path:
     from test_browser import start_browser
 
     os.environ["PYTHONPATH"] = str(ROOT / "src")
-    notebook = execute()
+    with tempfile.TemporaryDirectory() as scratch:
+        notebook = execute(Path(scratch))
     body, _ = HTMLExporter(template_name="lab").from_notebook_node(notebook)
     driver = start_browser(1000, 1400)
     try:

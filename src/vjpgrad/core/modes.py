@@ -171,7 +171,13 @@ def is_grad_enabled() -> bool:
 
 
 class DataDependentError(RuntimeError):
-    """Raised when a function being recorded by ``vjpgrad.compile`` reads a Value's number."""
+    """``vjpgrad.compile`` refuses a function it could not replay exactly, naming the line.
+
+    Raised while a function is recorded when it reads a Value's number (``.data``, ``float()``,
+    ``if`` on a Value, a comparison...), calls ``backward()`` inside, keeps a Value it computed,
+    or changes a list it was given: a replay would silently differ from eager code, so compile
+    refuses instead. Move the decision out of the function, use a vjpgrad operation, or call it
+    uncompiled. A ``RuntimeError``, as PyTorch's tracing errors are."""
 
 
 def refuse_number(what: str) -> None:
