@@ -25,7 +25,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return status, out, err
 
 
-def test_the_seed_example_1_with_its_derivation(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_answers_example_1_with_its_derivation(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run(
         capsys, "3*a + 2*b*b + log(c)", "a=1,2,3", "b=3,4,5", "c=6,7,8", "--seed", "0.1,1,0.0001", "--explain"
     )
@@ -61,7 +61,9 @@ def test_an_expression_of_constants_has_no_gradients(capsys: pytest.CaptureFixtu
 )
 def test_constants_follow_ieee_754_too(capsys: pytest.CaptureFixture[str], expression: str, printed: str) -> None:
     status, out, _ = run(capsys, expression)
-    assert (status, out) == (0, f"y = {printed}\n")
+    assert status == 0
+    assert out.splitlines()[0] == f"y = {printed}"
+    assert out.splitlines()[1].startswith(f"note: y is {printed.lstrip('-')}: ")
 
 
 def test_a_variable_the_expression_does_not_use_gets_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -308,7 +310,9 @@ def test_a_huge_integer_literal_is_inf_like_a_float_literal(
     assert float("1" + "0" * 400) == math.inf  # what Python gives 1e400 written out
     status, out, err = run(capsys, f"x * {literal}", "x=1")
     assert (status, err) == (0, "")
-    assert out.splitlines() == [f"y = {printed}", f"x.grad = {printed}"]
+    lines = out.splitlines()
+    assert (lines[0], lines[2]) == (f"y = {printed}", f"x.grad = {printed}")
+    assert lines[1].startswith("note: y is inf")
 
 
 def test_an_integer_literal_converts_to_the_nearest_float(capsys: pytest.CaptureFixture[str]) -> None:
@@ -544,3 +548,45 @@ def test_html_of_a_constant_expression_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "no pass to step through" in result.stderr
     assert not (tmp_path / "p.html").exists()
+
+
+# ---- messages a learner can act on (issue 21) ------------------------------------------------------
+
+
+def test_a_number_written_against_a_name_says_to_multiply(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "2x + 1", "x=3")
+    assert (status, out) == (2, "")
+    assert "2x" in err
+    assert "2*x" in err
+    assert "invalid decimal literal" not in err
+
+
+@pytest.mark.parametrize(("expression", "name"), [("e**x", "e"), ("pi * x", "pi")])
+def test_constants_are_named_as_missing_with_the_way_to_write_them(
+    capsys: pytest.CaptureFixture[str], expression: str, name: str
+) -> None:
+    status, _, err = run(capsys, expression, "x=1")
+    assert status == 2
+    assert f"{name} has no value" in err
+    assert "no named constants" in err
+    assert ("exp(x)" in err) if name == "e" else ("3.141592653589793" in err)
+
+
+def test_a_vjpgrad_error_shows_its_words_without_the_class_name(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "a + b", "a=1,2", "b=1,2,3")
+    assert status == 2
+    assert err == (
+        "vjpgrad: error: Vector lengths 2 and 3 do not match "
+        "(only equal lengths, or a length-1 Vector, can be combined elementwise)\n"
+    )
+
+
+@pytest.mark.parametrize(("expression", "value", "word"), [("log(-x)", "x=1", "nan"), ("1/x", "x=0", "inf")])
+def test_a_result_outside_the_domain_gets_a_remark(
+    capsys: pytest.CaptureFixture[str], expression: str, value: str, word: str
+) -> None:
+    status, out, _ = run(capsys, expression, value)
+    assert status == 0
+    assert out.splitlines()[0] == f"y = {word}"
+    assert f"note: y is {word}" in out
+    assert "--explain" in out

@@ -167,9 +167,12 @@ def test_without_dot_rendering_says_how_to_install(monkeypatch: pytest.MonkeyPat
 def test_a_drawing_renders_inline_svg_and_saves_png(tmp_path: Path) -> None:
     pytest.importorskip("graphviz")
     d = drawing()
-    svg = d._repr_svg_()
+    svg = d.svg()
     assert "<svg" in svg
     assert ">apple</text>" in svg
     assert d.svg() is svg  # rendered once
+    shown = d._repr_svg_()  # in a notebook: as wide as the cell at most, its proportions kept
+    assert re.search(r'<svg[^>]*style="max-width:100%;height:auto"', shown)
+    assert shown.replace(' style="max-width:100%;height:auto"', "", 1) == svg
     assert d.save(tmp_path / "g.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert "<svg" in d.save(tmp_path / "g.svg").read_text()

@@ -171,3 +171,40 @@ def test_grad_set_to_none_counts_as_zero_and_a_wrong_grad_is_refused_before_any_
     with pytest.raises(TypeError, match=r"\.grad of a Value must be a real number or None, got str"):
         b.grad = "oops"  # type: ignore[assignment]  # the wrong type is the subject
     assert (a.grad, b.grad, y.grad) == (2.0, 1.0, 1.0)  # nothing changed
+
+
+# ---- an error shows the user's lines, not a wall of vjpgrad's frames (issue 21) ------------------------
+
+
+def test_a_custom_rules_mistake_shows_the_users_frames_and_the_message() -> None:
+    import math
+    import traceback
+
+    @vjpgrad.custom_op
+    def softsign(x: float) -> float:
+        return x / (1 + abs(x))
+
+    @softsign.derivative
+    def _(x: float, out: float) -> float:
+        return 1 / (1 + math.fabs(x)) ** 2
+
+    x = Value(0.5)
+    with pytest.raises(TypeError, match="vjpgrad's functions") as caught:
+        vjpgrad.gradients(softsign(x), x, create_graph=True)
+    frames = traceback.extract_tb(caught.value.__traceback__)
+    ours = [f for f in frames if "/vjpgrad/" in f.filename.replace("\\", "/")]
+    theirs = [f for f in frames if f not in ours]
+    assert [f.name for f in theirs] == ["test_a_custom_rules_mistake_shows_the_users_frames_and_the_message", "_"]
+    assert len(ours) <= 3  # the entry point, and where the number was read
+    assert ours[0].name == "gradients"
+
+
+def test_full_tracebacks_on_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    import traceback
+
+    monkeypatch.setenv("VJPGRAD_FULL_TRACEBACK", "1")
+    y = Vector([1.0, 2.0]) * 2
+    with pytest.raises(RuntimeError) as caught:
+        y.backward()
+    names = [f.name for f in traceback.extract_tb(caught.value.__traceback__)]
+    assert "seeds_for" in names

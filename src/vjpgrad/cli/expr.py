@@ -299,10 +299,19 @@ def _read(text: str) -> ast.expr:
 # ---- 3. Python's parser, for the refusal ----------------------------------------------------------
 
 
+_NUMBER_AGAINST_NAME = re.compile(r"(?<![\w.])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)([A-Za-z_]\w*)")
+
+
 def _python_parse(text: str, unread: _UnreadError) -> ast.expr:
     try:
         return ast.parse(text, mode="eval").body
     except SyntaxError as error:
+        found = _NUMBER_AGAINST_NAME.search(text)
+        if found:  # 2x: a learner's product
+            number, name = found.groups()
+            raise ExpressionError(
+                f"{found.group(0)} is a number followed by a name: write {number}*{name} for the product"
+            ) from None
         if not error.offset:  # Python lost the place (it can, deep into a long text): say where ours stopped
             raise ExpressionError(f"it does not parse: {unread}") from None
         raise ExpressionError(f"it does not parse: {error.msg} (column {error.offset})") from None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import keyword
+import math
 import os
 import re
 import sys
@@ -54,6 +55,32 @@ as the first word). The first other word is the expression, even when it starts 
 minus sign (vjpgrad --x x=3 is -(-x)), and every word after it is a variable. After the
 word --, no word is an option: vjpgrad -- --seed seed=2.
 """
+
+
+CONSTANTS = {
+    "e": "write exp(x) for e**x, or give e=2.718281828459045",
+    "pi": "write 3.141592653589793, or give pi=3.141592653589793",
+    "tau": "write 6.283185307179586, or give tau=6.283185307179586",
+    "inf": "write 1e309 for infinity, or give inf=1e309",
+    "nan": "write 0*1e309 for nan, or give nan=nan",
+}
+"""Names a learner may expect to mean a number, and how to write that number instead."""
+
+
+def _remark(y: Value | Vector) -> str:
+    """A note when the output holds nan or an infinity: the expression left a domain somewhere."""
+    numbers = y.tolist() if isinstance(y, Vector) else [y.data]
+    where = [i for i, x in enumerate(numbers) if not math.isfinite(x)]
+    if not where:
+        return ""
+    kind = "nan" if any(math.isnan(numbers[i]) for i in where) else "inf"
+    part = "y" if isinstance(y, Value) else f"y[{', '.join(map(str, where))}]"
+    why = (
+        "an operation left its domain (log or sqrt of a negative number, 0/0, inf - inf...)"
+        if kind == "nan"
+        else "a division by zero, log(0) or an overflow"
+    )
+    return f"note: {part} is {kind}: {why}; --explain shows each step"
 
 
 class CommandError(ValueError):
@@ -197,8 +224,10 @@ def _evaluate(args: Arguments) -> list[str]:
         env[name] = value
     missing = [name for name in variables(tree) if name not in env]
     if missing:
+        hint = CONSTANTS.get(missing[0], "")
         raise CommandError(
             f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no value: give e.g. {missing[0]}=1.5"
+            + (f" (there are no named constants: {hint})" if hint else "")
         )
     seeds = None if args.seed is None else _numbers(args.seed, "--seed")
     y = evaluate(tree, env)
@@ -215,6 +244,9 @@ def _evaluate(args: Arguments) -> list[str]:
         except (RuntimeError, ValueError) as error:
             raise CommandError(str(error)) from None
     lines = [f"y = {_show(y)}"]
+    remark = _remark(y)
+    if remark:
+        lines.append(remark)
     explanation = None
     if y.requires_grad:
         explanation = explain(y, seed, names=env) if args.explain or args.html else None
@@ -234,6 +266,10 @@ def _evaluate(args: Arguments) -> list[str]:
         args.html.write_text(explanation.to_html(title=args.expression), encoding="utf-8")
         lines.append(f"page written to {args.html}: open it in a browser to step through the pass")
     return lines
+
+
+_SAYS_WHAT_IS_WRONG = (CommandError, ExpressionError, TypeError, ValueError, RuntimeError, OverflowError)
+"""Errors whose words say what was wrong (the command line's own, and vjpgrad's): shown as they are."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -259,7 +295,7 @@ def _main(argv: Sequence[str] | None) -> int:
         lines = run(arguments)
     except Exception as error:  # the contract: any failure is one line and exit 2, never a traceback
         message = " ".join(str(error).split()) or type(error).__name__
-        if not isinstance(error, (CommandError, ExpressionError)):
+        if not isinstance(error, _SAYS_WHAT_IS_WRONG):  # anything else is named, as it is unexpected
             message = f"{type(error).__name__}: {message}"
         print(f"vjpgrad: error: {message}", file=sys.stderr)
         return 2

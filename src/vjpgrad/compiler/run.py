@@ -25,7 +25,7 @@ from typing import Any
 from vjpgrad.compiler.record import Arguments, Static, distinct, record
 from vjpgrad.compiler.write import Program
 from vjpgrad.core import graph
-from vjpgrad.core.modes import enable_grad, state
+from vjpgrad.core.modes import USER_FRAMES, enable_grad, state
 from vjpgrad.core.ops import TIMES, Form, Op
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import wrap
@@ -300,28 +300,29 @@ class Compiled:
         return self if instance is None else types.MethodType(self, instance)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if state.recording is not None:  # inside another compiled function's recording: be recorded
-            return self.fn(*args, **kwargs)
-        with self._lock:
-            while True:
-                read = Arguments(args, kwargs, self._static)
-                entry = self._cache.get(read.key)
-                if entry is not None and entry.matches(read):
+        with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+            if state.recording is not None:  # inside another compiled function's recording: be recorded
+                return self.fn(*args, **kwargs)
+            with self._lock:
+                while True:
+                    read = Arguments(args, kwargs, self._static)
+                    entry = self._cache.get(read.key)
+                    if entry is not None and entry.matches(read):
+                        self._cache.move_to_end(read.key)
+                        break
+                    try:
+                        entry = Entry(self.fn, args, kwargs, read)
+                    except Static as static:  # a float argument used as a Python number: structure from now on
+                        self._static = self._static | {static.position}
+                        continue
+                    self.times_recorded += 1
+                    self._cache[read.key] = entry
                     self._cache.move_to_end(read.key)
+                    if len(self._cache) > CACHE_SIZE:
+                        self._cache.popitem(last=False)
                     break
-                try:
-                    entry = Entry(self.fn, args, kwargs, read)
-                except Static as static:  # a float argument used as a Python number: structure from now on
-                    self._static = self._static | {static.position}
-                    continue
-                self.times_recorded += 1
-                self._cache[read.key] = entry
-                self._cache.move_to_end(read.key)
-                if len(self._cache) > CACHE_SIZE:
-                    self._cache.popitem(last=False)
-                break
-            self._last = entry
-        return entry.run(read.leaves)
+                self._last = entry
+            return entry.run(read.leaves)
 
     def __repr__(self) -> str:
         return f"<vjpgrad.compile of {getattr(self.fn, '__qualname__', 'a function')}>"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import os
 import sys
 import sysconfig
@@ -240,3 +241,40 @@ def caller_location() -> str:
     while caller is not None and caller.f_code.co_filename.startswith((*_LIBRARIES, *OWN_CODE)):
         caller = caller.f_back
     return place if caller is None else f"{place} (called from {caller.f_code.co_filename}:{caller.f_lineno})"
+
+
+class _UserFrames:
+    """``with USER_FRAMES:`` around the body of a public entry point (``backward``,
+    ``gradients``...): an exception leaves it with vjpgrad's own frames between the user's taken
+    out of its traceback. The entry point stays, and so do the first vjpgrad frame called from the
+    user's code (``__float__`` from a rule) and the frame that raised, so the user's lines and the
+    message are what a traceback shows. ``VJPGRAD_FULL_TRACEBACK=1`` keeps every frame. The object
+    has no state: one is shared, nested entry points included."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: TracebackType | None) -> None:
+        if error is not None and traceback is not None and not os.environ.get("VJPGRAD_FULL_TRACEBACK"):
+            error.__traceback__ = _users_frames(traceback)
+
+
+def _users_frames(first: TracebackType) -> TracebackType:
+    entries = []
+    entry: TracebackType | None = first
+    while entry is not None:
+        entries.append(entry)
+        entry = entry.tb_next
+    kept = [entries[0]]
+    for position, entry in enumerate(entries[1:], start=1):
+        ours = entry.tb_frame.f_code.co_filename.startswith(OWN_CODE)
+        called_from_user = not kept[-1].tb_frame.f_code.co_filename.startswith(OWN_CODE)
+        if not ours or called_from_user or position == len(entries) - 1:
+            kept.append(entry)
+    for before, after in itertools.pairwise(kept):
+        before.tb_next = after
+    kept[-1].tb_next = None
+    return first
+
+
+USER_FRAMES = _UserFrames()

@@ -18,7 +18,7 @@ from typing import Any, Union
 from vjpgrad.core import graph, operators, ops
 from vjpgrad.core.backward import backward
 from vjpgrad.core.floats import as_number
-from vjpgrad.core.modes import refuse_number, state, switched
+from vjpgrad.core.modes import USER_FRAMES, refuse_number, state, switched
 from vjpgrad.core.ops import Op
 
 Operand = Union["Value", float]
@@ -238,9 +238,10 @@ class Value(operators.ValueOperators):
         ``retain_graph=True`` the pass frees what it used, and a later pass through it
         raises ``RuntimeError``.
         """
-        if grad is not None and gradient is not None:
-            raise TypeError("backward() got both grad= and gradient=: they are the same seed, pass one")
-        backward([self], None, grad if gradient is None else gradient, retain_graph=retain_graph)
+        with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+            if grad is not None and gradient is not None:
+                raise TypeError("backward() got both grad= and gradient=: they are the same seed, pass one")
+            backward([self], None, grad if gradient is None else gradient, retain_graph=retain_graph)
 
     # ---- comparisons: on the data, as PyTorch's 0-d tensors; hashing stays by identity ------------
     # So ``assert y == 6.0`` works as it does on a tensor, and Values remain dict keys and set

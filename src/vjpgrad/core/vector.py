@@ -15,7 +15,7 @@ from typing import Any, Union, overload
 from vjpgrad.core.backward import backward
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.format import format_vector
-from vjpgrad.core.modes import refuse_number
+from vjpgrad.core.modes import USER_FRAMES, refuse_number
 from vjpgrad.core.operators import VectorMethods
 from vjpgrad.core.seeds import seeds_for
 from vjpgrad.core.value import Value
@@ -276,10 +276,11 @@ class Vector(VectorMethods):
         summed into it, because that output was broadcast (the Stack Overflow answer's Example 3).
         Gradients accumulate: zero them between passes when you need fresh ones.
         """
-        if gradients is not None and gradient is not None:
-            raise TypeError("backward() got both gradients= and gradient=: they are the same seed, pass one")
-        seed = gradients if gradient is None else gradient
-        backward(self._values, len(self._values), seed, retain_graph=retain_graph)
+        with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+            if gradients is not None and gradient is not None:
+                raise TypeError("backward() got both gradients= and gradient=: they are the same seed, pass one")
+            seed = gradients if gradient is None else gradient
+            backward(self._values, len(self._values), seed, retain_graph=retain_graph)
 
     def __float__(self) -> float:
         if len(self._values) != 1:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vjpgrad.core import graph
+from vjpgrad.core.modes import USER_FRAMES
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
 from vjpgrad.display import text
@@ -43,62 +44,65 @@ def to_dot(
     ``edges="chain"`` with ``upstream x local = contribution`` of the pass
     ``backward(seed)`` would run (computed as ``explain`` does, changing no ``.grad``).
     """
-    if edges not in (None, "local", "chain"):
-        raise ValueError(f'to_dot() edges must be None, "local" or "chain", got {edges!r}')
-    if seed is None and isinstance(output, Vector) and edges != "chain":
-        outputs, seeds = list(output), None  # no seed to show (local derivatives need none)
-        pass_seed: object = [1.0] * len(outputs)
-    else:
-        outputs, given = outputs_and_seeds(output, seed, "to_dot")
-        seeds, pass_seed = (None if seed is None else given), seed
-    steps: dict[tuple[str, str], list[Step]] = {}
-    if edges is not None:
-        explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]  # checked just above
-        for step in explanation.steps:
-            steps.setdefault((step.node, step.operand), []).append(step)
-        shown = explanation.names
-    else:
-        shown = {}
-    named = given_names(names)
-    nodes = graph.ancestry(outputs)
-    ids = {node: f"n{k}" for k, node in enumerate(nodes)}
-    lines = ["digraph vjpgrad {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];']
-    for node, name in ids.items():
-        title = named.get(node) or shown.get(node) or node.label or ""
-        label = f"{title}\ndata {text.short(node.data)}\ngrad {text.short(node.grad)}".lstrip("\n")
-        style = "" if node.requires_grad else ', style=dashed, color="gray40"'
-        lines.append(f"  {name} [shape=box, label={_quote(label)}{style}];")
-        if node.is_leaf:
-            continue
-        lines.append(f"  {name}_op [shape=ellipse, label={_quote(node.op)}];")
-        lines.append(f"  {name}_op -> {name};")
-        used: dict[tuple[str, str], int] = {}
-        for k, operand in enumerate(graph.operands(node)):
-            if not isinstance(operand, Value):
-                lines.append(f"  {name}_c{k} [shape=plaintext, label={_quote(text.short(operand))}];")
-                lines.append(f"  {name}_c{k} -> {name}_op;")
+    with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+        if edges not in (None, "local", "chain"):
+            raise ValueError(f'to_dot() edges must be None, "local" or "chain", got {edges!r}')
+        if seed is None and isinstance(output, Vector) and edges != "chain":
+            outputs, seeds = list(output), None  # no seed to show (local derivatives need none)
+            pass_seed: object = [1.0] * len(outputs)
+        else:
+            outputs, given = outputs_and_seeds(output, seed, "to_dot")
+            seeds, pass_seed = (None if seed is None else given), seed
+        steps: dict[tuple[str, str], list[Step]] = {}
+        if edges is not None:
+            explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]  # checked just above
+            for step in explanation.steps:
+                steps.setdefault((step.node, step.operand), []).append(step)
+            shown = explanation.names
+        else:
+            shown = {}
+        named = given_names(names)
+        nodes = graph.ancestry(outputs)
+        ids = {node: f"n{k}" for k, node in enumerate(nodes)}
+        lines = ["digraph vjpgrad {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];']
+        for node, name in ids.items():
+            title = named.get(node) or shown.get(node) or node.label or ""
+            label = f"{title}\ndata {text.short(node.data)}\ngrad {text.short(node.grad)}".lstrip("\n")
+            style = "" if node.requires_grad else ', style=dashed, color="gray40"'
+            lines.append(f"  {name} [shape=box, label={_quote(label)}{style}];")
+            if node.is_leaf:
                 continue
-            label = ""
-            key = (shown.get(node, ""), shown.get(operand, ""))
-            found = steps.get(key, [])
-            if found:  # the k-th use of the same operand by this node is its k-th step
-                step = found[min(used.get(key, 0), len(found) - 1)]
-                used[key] = used.get(key, 0) + 1
-                shown_text = (
-                    text.short(step.local)
-                    if edges == "local"
-                    else (f"{text.short(step.upstream)} x {text.short(step.local)} = {text.short(step.contribution)}")
+            lines.append(f"  {name}_op [shape=ellipse, label={_quote(node.op)}];")
+            lines.append(f"  {name}_op -> {name};")
+            used: dict[tuple[str, str], int] = {}
+            for k, operand in enumerate(graph.operands(node)):
+                if not isinstance(operand, Value):
+                    lines.append(f"  {name}_c{k} [shape=plaintext, label={_quote(text.short(operand))}];")
+                    lines.append(f"  {name}_c{k} -> {name}_op;")
+                    continue
+                label = ""
+                key = (shown.get(node, ""), shown.get(operand, ""))
+                found = steps.get(key, [])
+                if found:  # the k-th use of the same operand by this node is its k-th step
+                    step = found[min(used.get(key, 0), len(found) - 1)]
+                    used[key] = used.get(key, 0) + 1
+                    shown_text = (
+                        text.short(step.local)
+                        if edges == "local"
+                        else (
+                            f"{text.short(step.upstream)} x {text.short(step.local)} = {text.short(step.contribution)}"
+                        )
+                    )
+                    label = f" [label={_quote(shown_text)}, fontsize=10]"
+                lines.append(f"  {ids[operand]} -> {name}_op{label};")
+        for k, node in enumerate(outputs):
+            if seeds is not None:
+                lines.append(f"  seed{k} [shape=plaintext, fontcolor=blue, label={_quote(f'seed {seeds[k]:g}')}];")
+                lines.append(
+                    f"  {ids[node]} -> seed{k} [style=dashed, color=blue, dir=back];  // the seed flows into the output"
                 )
-                label = f" [label={_quote(shown_text)}, fontsize=10]"
-            lines.append(f"  {ids[operand]} -> {name}_op{label};")
-    for k, node in enumerate(outputs):
-        if seeds is not None:
-            lines.append(f"  seed{k} [shape=plaintext, fontcolor=blue, label={_quote(f'seed {seeds[k]:g}')}];")
-            lines.append(
-                f"  {ids[node]} -> seed{k} [style=dashed, color=blue, dir=back];  // the seed flows into the output"
-            )
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        lines.append("}")
+        return "\n".join(lines) + "\n"
 
 
 def draw(
@@ -156,7 +160,12 @@ class SVGDrawing:
         return self._svg
 
     def _repr_svg_(self) -> str:
-        return self.svg()
+        """In a notebook: the picture, no wider than the cell (Graphviz writes its size in points)."""
+        svg = self.svg()
+        start = svg.find("<svg")
+        if start < 0:
+            return svg
+        return f'{svg[: start + 4]} style="max-width:100%;height:auto"{svg[start + 4 :]}'
 
     def save(self, path: str | Path) -> Path:
         """Write the picture to ``path``; its suffix picks the format. Returns the path."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vjpgrad.core import graph, ops
-from vjpgrad.core.modes import refuse_number
+from vjpgrad.core.modes import USER_FRAMES, refuse_number
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
 from vjpgrad.display import notebook, stepper, text
@@ -142,35 +142,38 @@ def explain(
     table; otherwise labels are used, then ``x1, x2...`` for leaves and ``t1, t2...`` for
     intermediate nodes. Raises as ``backward`` would, before doing anything.
     """
-    refuse_number("explain()")
-    outputs, seeds = outputs_and_seeds(output, seed, "explain")
-    label: dict[Any, str] = _names(outputs, isinstance(output, Vector), names)
-    steps: list[Step] = []
+    with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+        refuse_number("explain()")
+        outputs, seeds = outputs_and_seeds(output, seed, "explain")
+        label: dict[Any, str] = _names(outputs, isinstance(output, Vector), names)
+        steps: list[Step] = []
 
-    def keep(node: graph.Node, position: int, operand: graph.Node, upstream: float, saved: object, part: float) -> None:
-        local = ops.local_derivative(graph.form_of(node, position), saved)
-        total = graph.cotangent(operand)
-        shown = graph.op_of(node).shown  # type: ignore[union-attr]  # an edge's node is an operation
-        steps.append(Step(label[node], shown, upstream, label[operand], local, part, total))
+        def keep(
+            node: graph.Node, position: int, operand: graph.Node, upstream: float, saved: object, part: float
+        ) -> None:
+            local = ops.local_derivative(graph.form_of(node, position), saved)
+            total = graph.cotangent(operand)
+            shown = graph.op_of(node).shown  # type: ignore[union-attr]  # an edge's node is an operation
+            steps.append(Step(label[node], shown, upstream, label[operand], local, part, total))
 
-    with graph.pass_lock:
-        try:
-            order, leaves = graph.reached(outputs)
-        except RuntimeError as error:
-            if graph.FREED_MESSAGE in str(error):
-                raise RuntimeError(EXPLAIN_AFTER_FREE) from None
-            raise
-        leaf_numbers, inner_numbers = itertools.count(1), itertools.count(1)
-        for leaf in sorted(leaves, key=graph.sequence):  # leaves by creation: x1 was made first
-            if leaf not in label:
-                label[leaf] = leaf.label or f"x{next(leaf_numbers)}"
-        for node in reversed(order):  # operations by creation: t1 was computed first
-            if node not in label:
-                label[node] = node.label or f"t{next(inner_numbers)}"
-        graph.seed(outputs, seeds)
-        graph.propagate(order, keep)
-        grads: dict[Value, float] = {v: graph.cotangent(v) for v in (*order, *leaves)}
-    seed_rows = [(label[value], s) for value, s in zip(outputs, seeds, strict=True)]
-    reached = {value: name for value, name in label.items() if value in grads}  # given names first
-    formulas = {label[node]: _formula(node, label) for node in reversed(order)}
-    return Explanation(seed_rows, steps, grads, reached, formulas)
+        with graph.pass_lock:
+            try:
+                order, leaves = graph.reached(outputs)
+            except RuntimeError as error:
+                if graph.FREED_MESSAGE in str(error):
+                    raise RuntimeError(EXPLAIN_AFTER_FREE) from None
+                raise
+            leaf_numbers, inner_numbers = itertools.count(1), itertools.count(1)
+            for leaf in sorted(leaves, key=graph.sequence):  # leaves by creation: x1 was made first
+                if leaf not in label:
+                    label[leaf] = leaf.label or f"x{next(leaf_numbers)}"
+            for node in reversed(order):  # operations by creation: t1 was computed first
+                if node not in label:
+                    label[node] = node.label or f"t{next(inner_numbers)}"
+            graph.seed(outputs, seeds)
+            graph.propagate(order, keep)
+            grads: dict[Value, float] = {v: graph.cotangent(v) for v in (*order, *leaves)}
+        seed_rows = [(label[value], s) for value, s in zip(outputs, seeds, strict=True)]
+        reached = {value: name for value, name in label.items() if value in grads}  # given names first
+        formulas = {label[node]: _formula(node, label) for node in reversed(order)}
+        return Explanation(seed_rows, steps, grads, reached, formulas)

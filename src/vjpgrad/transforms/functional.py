@@ -16,7 +16,7 @@ from typing import Any
 
 from vjpgrad.core import graph, ops
 from vjpgrad.core.backward import check_flag, differentiable_reverse_pass, free, reverse_pass
-from vjpgrad.core.modes import enable_grad, state
+from vjpgrad.core.modes import USER_FRAMES, enable_grad, state
 from vjpgrad.core.ops import IDENTITY
 from vjpgrad.core.seeds import scalar_seed, seeds_for
 from vjpgrad.core.value import Value, unary
@@ -61,28 +61,29 @@ def gradients(
     outputs do not depend on raises ``RuntimeError`` unless ``allow_unused=True``, when its
     gradient is 0.0.
     """
-    outs = _as_values(outputs, "outputs")
-    ins = _as_values(inputs, "inputs")
-    create = check_flag(create_graph, "create_graph")
-    retain = create if retain_graph is None else check_flag(retain_graph, "retain_graph")
-    check_flag(allow_unused, "allow_unused")
-    count = None if isinstance(outputs, Value) else len(outs)
-    seed_list = seeds_for(count, seeds, name="seeds", differentiable=create)
-    for index, x in enumerate(ins):
-        if not x.requires_grad:
-            raise RuntimeError(
-                f"inputs[{index}] does not require grad: nothing can be differentiated with respect to it"
-            )
-    if create:
-        grads: dict[Any, Any] = differentiable_reverse_pass(outs, seed_list)
-    else:
-        grads = reverse_pass(outs, [float(s) for s in seed_list])
-    if not allow_unused and any(x not in grads for x in ins):
-        raise RuntimeError(UNUSED_MESSAGE)
-    result = [_as_value(grads.get(x, 0.0)) for x in ins]
-    if not retain:
-        free(grads)
-    return result
+    with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+        outs = _as_values(outputs, "outputs")
+        ins = _as_values(inputs, "inputs")
+        create = check_flag(create_graph, "create_graph")
+        retain = create if retain_graph is None else check_flag(retain_graph, "retain_graph")
+        check_flag(allow_unused, "allow_unused")
+        count = None if isinstance(outputs, Value) else len(outs)
+        seed_list = seeds_for(count, seeds, name="seeds", differentiable=create)
+        for index, x in enumerate(ins):
+            if not x.requires_grad:
+                raise RuntimeError(
+                    f"inputs[{index}] does not require grad: nothing can be differentiated with respect to it"
+                )
+        if create:
+            grads: dict[Any, Any] = differentiable_reverse_pass(outs, seed_list)
+        else:
+            grads = reverse_pass(outs, [float(s) for s in seed_list])
+        if not allow_unused and any(x not in grads for x in ins):
+            raise RuntimeError(UNUSED_MESSAGE)
+        result = [_as_value(grads.get(x, 0.0)) for x in ins]
+        if not retain:
+            free(grads)
+        return result
 
 
 def _as_value(x: Scalar) -> Value:
@@ -246,19 +247,20 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> C
     Keyword arguments are passed to ``f`` and not differentiated."""
 
     def value_and_grad_f(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        positions = _positions(argnums, len(args))
-        with _transform() as outer:
-            out, arguments, nested_args = _call(f, args, positions, kwargs)
-            nested = outer or nested_args
-            outputs, scalar = _outputs(out, "grad")
-            if not scalar:
-                raise TypeError(
-                    f"grad requires a function with a scalar output, but it returned {len(outputs)} values: "
-                    "use jacobian(f) for the full Jacobian, or vjp(f, ...) for a vector-Jacobian product"
-                )
-            (row,) = _rows(outputs, [[1.0]], _inputs(arguments), nested)
-            shaped = _split(row, arguments, nested)
-            return _lower(outputs, True, nested), shaped[0] if isinstance(argnums, int) else tuple(shaped)
+        with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+            positions = _positions(argnums, len(args))
+            with _transform() as outer:
+                out, arguments, nested_args = _call(f, args, positions, kwargs)
+                nested = outer or nested_args
+                outputs, scalar = _outputs(out, "grad")
+                if not scalar:
+                    raise TypeError(
+                        f"grad requires a function with a scalar output, but it returned {len(outputs)} values: "
+                        "use jacobian(f) for the full Jacobian, or vjp(f, ...) for a vector-Jacobian product"
+                    )
+                (row,) = _rows(outputs, [[1.0]], _inputs(arguments), nested)
+                shaped = _split(row, arguments, nested)
+                return _lower(outputs, True, nested), shaped[0] if isinstance(argnums, int) else tuple(shaped)
 
     value_and_grad_f.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"
     return value_and_grad_f
@@ -294,10 +296,11 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
     outputs, scalar = _outputs(out, "vjp")
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
-        # the cotangent has the shape of the output: the seed rules of backward (_seeds)
-        seed = seeds_for(None if scalar else len(outputs), cotangent, name="cotangent", differentiable=nested)
-        (row,) = _rows(outputs, [seed], _inputs(arguments), nested)
-        return tuple(_split(row, arguments, nested))
+        with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+            # the cotangent has the shape of the output: the seed rules of backward (core.seeds)
+            seed = seeds_for(None if scalar else len(outputs), cotangent, name="cotangent", differentiable=nested)
+            (row,) = _rows(outputs, [seed], _inputs(arguments), nested)
+            return tuple(_split(row, arguments, nested))
 
     return _lower(outputs, scalar, nested), vjp_fn
 
@@ -308,25 +311,26 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) 
     Each tangent has the shape of its primal. The graph ``f`` builds is walked once from the
     inputs forward, carrying ``d node = sum of local derivative x d operand`` along.
     """
-    if not isinstance(primals, (list, tuple)) or not isinstance(tangents, (list, tuple)):
-        raise TypeError("jvp takes primals and tangents as tuples (or lists) of arguments")
-    if len(primals) != len(tangents):
-        raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
-    with _transform() as outer:
-        out, arguments, nested_args = _call(f, tuple(primals), list(range(len(primals))))
-    nested = outer or nested_args
-    outputs, scalar = _outputs(out, "jvp")
-    seeds: dict[Value, Scalar] = {}
-    for k, (argument, tangent) in enumerate(zip(arguments, tangents, strict=True)):
-        flat = list(tangent) if argument.is_list else [tangent]
-        if argument.is_list and (isinstance(tangent, str) or not isinstance(tangent, (Sequence, Vector))):
-            raise TypeError(f"tangent {k} must be a list like its primal, got {type(tangent).__name__}")
-        if len(flat) != len(argument.values):
-            raise ValueError(f"tangent {k} has length {len(flat)} but its primal has length {len(argument.values)}")
-        for value, t in zip(argument.values, flat, strict=True):
-            seeds[value] = scalar_seed(t, f"tangent {k}", differentiable=nested)
-    tangent_out = _forward_pass(outputs, seeds, nested)
-    return _lower(outputs, scalar, nested), _lower(tangent_out, scalar, nested)
+    with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+        if not isinstance(primals, (list, tuple)) or not isinstance(tangents, (list, tuple)):
+            raise TypeError("jvp takes primals and tangents as tuples (or lists) of arguments")
+        if len(primals) != len(tangents):
+            raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+        with _transform() as outer:
+            out, arguments, nested_args = _call(f, tuple(primals), list(range(len(primals))))
+        nested = outer or nested_args
+        outputs, scalar = _outputs(out, "jvp")
+        seeds: dict[Value, Scalar] = {}
+        for k, (argument, tangent) in enumerate(zip(arguments, tangents, strict=True)):
+            flat = list(tangent) if argument.is_list else [tangent]
+            if argument.is_list and (isinstance(tangent, str) or not isinstance(tangent, (Sequence, Vector))):
+                raise TypeError(f"tangent {k} must be a list like its primal, got {type(tangent).__name__}")
+            if len(flat) != len(argument.values):
+                raise ValueError(f"tangent {k} has length {len(flat)} but its primal has length {len(argument.values)}")
+            for value, t in zip(argument.values, flat, strict=True):
+                seeds[value] = scalar_seed(t, f"tangent {k}", differentiable=nested)
+        tangent_out = _forward_pass(outputs, seeds, nested)
+        return _lower(outputs, scalar, nested), _lower(tangent_out, scalar, nested)
 
 
 def _forward_pass(outputs: list[Value | float], seeds: dict[Value, Scalar], nested: bool) -> list[Value | float]:
@@ -360,18 +364,19 @@ def jacobian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
     """
 
     def jacobian_f(*args: Any, **kwargs: Any) -> Any:
-        positions = _positions(argnums, len(args))
-        with _transform() as outer:
-            out, arguments, nested_args = _call(f, args, positions, kwargs)
-            nested = outer or nested_args
-            outputs, scalar = _outputs(out, "jacobian")
-            basis = [[1.0 if i == k else 0.0 for i in range(len(outputs))] for k in range(len(outputs))]
-            rows = [_split(row, arguments, nested) for row in _rows(outputs, basis, _inputs(arguments), nested)]
-            per_argument = []
-            for k in range(len(arguments)):
-                column = [row[k] for row in rows]
-                per_argument.append(column[0] if scalar else column)
-            return per_argument[0] if isinstance(argnums, int) else tuple(per_argument)
+        with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+            positions = _positions(argnums, len(args))
+            with _transform() as outer:
+                out, arguments, nested_args = _call(f, args, positions, kwargs)
+                nested = outer or nested_args
+                outputs, scalar = _outputs(out, "jacobian")
+                basis = [[1.0 if i == k else 0.0 for i in range(len(outputs))] for k in range(len(outputs))]
+                rows = [_split(row, arguments, nested) for row in _rows(outputs, basis, _inputs(arguments), nested)]
+                per_argument = []
+                for k in range(len(arguments)):
+                    column = [row[k] for row in rows]
+                    per_argument.append(column[0] if scalar else column)
+                return per_argument[0] if isinstance(argnums, int) else tuple(per_argument)
 
     jacobian_f.__name__ = f"jacobian({getattr(f, '__name__', 'f')})"
     return jacobian_f
@@ -407,28 +412,30 @@ def gradcheck(
     which is all vjpgrad has: where ``f`` is not smooth within ``eps`` of an input (relu at
     0, a pole), the two legitimately disagree.
     """
-    xs = check.points(inputs)
-    for name, number in (("eps", eps), ("atol", atol), ("rtol", rtol)):
-        if not isinstance(number, numbers.Real) or not number >= 0 or (name == "eps" and number == 0):
-            raise ValueError(
-                f"gradcheck {name} must be a {'positive' if name == 'eps' else 'non-negative'} number, got {number!r}"
+    with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+        xs = check.points(inputs)
+        for name, number in (("eps", eps), ("atol", atol), ("rtol", rtol)):
+            if not isinstance(number, numbers.Real) or not number >= 0 or (name == "eps" and number == 0):
+                raise ValueError(
+                    f"gradcheck {name} must be a {'positive' if name == 'eps' else 'non-negative'} number, "
+                    f"got {number!r}"
+                )
+        outputs, _ = _outputs(f(*[Value(x) for x in xs]), "gradcheck")
+        vector = len(outputs) > 1
+        rows, failed = [], False
+        for i in range(len(outputs)):  # one row of the Jacobian per output: the VJP with a basis seed
+            seed = [1.0 if k == i else 0.0 for k in range(len(outputs))] if vector else None
+            analytic = check.analytic(f, xs, seed)
+            numeric = check.numeric(f, xs, seed, eps)
+            for j, (x, a, n) in enumerate(zip(xs, analytic, numeric, strict=True)):
+                ok = check.agree(a, n, atol, rtol)
+                failed = failed or not ok
+                rows.append(([str(i), str(j)] if vector else [str(j)], x, a, n, ok))
+        if failed:
+            heading = (
+                f"gradcheck failed: analytic gradient differs from central differences (eps={eps:g}, "
+                f"atol={atol:g}, rtol={rtol:g})"
             )
-    outputs, _ = _outputs(f(*[Value(x) for x in xs]), "gradcheck")
-    vector = len(outputs) > 1
-    rows, failed = [], False
-    for i in range(len(outputs)):  # one row of the Jacobian per output: the VJP with a basis seed
-        seed = [1.0 if k == i else 0.0 for k in range(len(outputs))] if vector else None
-        analytic = check.analytic(f, xs, seed)
-        numeric = check.numeric(f, xs, seed, eps)
-        for j, (x, a, n) in enumerate(zip(xs, analytic, numeric, strict=True)):
-            ok = check.agree(a, n, atol, rtol)
-            failed = failed or not ok
-            rows.append(([str(i), str(j)] if vector else [str(j)], x, a, n, ok))
-    if failed:
-        heading = (
-            f"gradcheck failed: analytic gradient differs from central differences (eps={eps:g}, "
-            f"atol={atol:g}, rtol={rtol:g})"
-        )
-        columns = ["output", "input"] if vector else ["input"]
-        raise AssertionError(check.table(heading, [*columns, "analytic", "numeric"], rows))
-    return True
+            columns = ["output", "input"] if vector else ["input"]
+            raise AssertionError(check.table(heading, [*columns, "analytic", "numeric"], rows))
+        return True
