@@ -152,6 +152,10 @@ def outcome(
     backward seeded at every output, or at the last one only."""
     xv = Value(x)
     yv = params.values[-1] if any(step[0] == "alias" for step in steps) else Value(y)  # passed and closed over
+    if isinstance(call, vjpgrad.Compiled):  # records again if it must: the call measured below replays
+        call(steps, params, Value(x), yv if yv is params.values[-1] else Value(y), k, n)
+        for p in params.values:
+            p.grad = 0.0
     out = call(steps, params, xv, yv, k, n)
     live = [v for v in out if v.requires_grad]
     if not seed_all:

@@ -1,31 +1,40 @@
 """Where a recording's parameters are, checked at every call; what a function kept.
 
 A parameter is a Value the function reaches without being given it: closed over, a global
-it names, a default argument, an attribute of ``self``, of an object it was passed or of a
-module. ``search`` walks, once, the plain data reachable from the function's roots and finds
-a path to each Value the recording read (``cell 0 -> .model -> .layers -> [1] -> .w -> [2]``),
-every path where there are several. ``Guard`` then checks at every call that each step of
-those paths still leads to the same object and that each list, tuple or dict on the way kept
-its length: a Value rebound since (``m.w = Value(5.0)``, a checkpoint loaded,
-``params[0] = ...``) or a list of parameters that grew makes the call record anew, instead
-of replaying code that reads the old Value. The checks run in C (``operator.itemgetter``,
-``map(operator.is_, ...)``): a few tens of nanoseconds per parameter.
+it names, a default argument, an attribute of ``self``, of its class or of an object it was
+passed, an entry of a list, tuple, deque, dict or set. ``search`` walks, once, the plain data
+reachable from the function's roots and notes every way to each Value the recording read
+(``cell 0 -> .model -> .layers -> [1] -> .w -> [2]``). ``Guard`` then checks at every call:
 
-The same walk tells what the function kept: a Value it computed, stored where it can be
-reached (``self.last = h``), is refused (a replay would not store it); a Value it made and
-stored (a weight made on the first call) is a parameter from then on.
+- that each step of those ways still leads to the same object, and that each container on
+  the way kept its size (a list that grew, an attribute added that now shadows a class's);
+- that the Python numbers, strings and flags the function can read directly (its globals,
+  closure variables and defaults) and those held by the objects on the way (``self.training``,
+  ``self.temperature``) are still what they were.
 
-The walk reads plain data only (instance attributes from ``vars()``, slots, items of lists,
-tuples and dicts, closure cells, named globals, defaults, a ``functools.partial``'s parts, a
-user class's attributes): it never calls a property or any user code. Python's library and
-installed packages are not walked into.
+A Value rebound since (``m.w = Value(5.0)``, a checkpoint loaded), a list of parameters that
+grew, or a flag or a number attribute changed, makes the call record anew, instead of
+replaying code that reads the old state. The checks run mostly in C (``operator.itemgetter``,
+``map(operator.is_, ...)``). Python state the walk does not reach (a dict the function reads
+a default from, ``random.random()``) is fixed when the function is recorded.
+
+The same walk tells what the function kept: a Value it computed, or a float argument, stored
+where it can be reached (``self.last = h``), is refused (a replay would not store it); a Value
+it made and stored (a weight made on the first call) is a parameter from then on.
+
+The walk reads plain data only (``vars()``, slots, items, closure cells, named globals,
+defaults, a ``functools.partial``'s parts, user classes and their bases): it never calls a
+property or any user code. Python's library, installed packages and vjpgrad are not walked
+into; containers whose items are all numbers or strings are skipped at C speed.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import operator
 import os
+import struct
 import sys
 import sysconfig
 import types
@@ -47,11 +56,13 @@ _LIBRARY = tuple(
     }
 )
 _SCALARS = (int, float, complex, str, bytes, bool, type(None))
+_SEQUENCES = (list, tuple, collections.deque)
+_SIZED = (list, tuple, dict, set, frozenset, collections.deque, types.MappingProxyType)
 
 Step = tuple[str, Any]
 """One step of a path: ("item", index or key), ("attribute", name), ("slot", name), ("cell", index),
-("global", name), ("class", None), ("call", None) for a weak reference, or ("member", name) for
-a part of a function, method or partial (``__defaults__``, ``__self__``, ``args``...)."""
+("global", name), ("class", None), ("base", index), ("element", id) of a set, ("call", None) for a
+weak reference, or ("member", name) for a part of a function, method or partial (``__defaults__``...)."""
 
 
 def _code_names(code: types.CodeType) -> set[str]:
@@ -74,15 +85,35 @@ def _is_library(x: Any) -> bool:
     return module is None or _is_library(module) or module.__name__ == "builtins"
 
 
+def _stable(key: Any) -> bool:
+    """A dict key that stays itself: a scalar, an object hashed by identity, a tuple of those."""
+    if isinstance(key, _SCALARS):
+        return True
+    if type(key) is tuple:
+        return all(_stable(part) for part in key)
+    return type(key).__hash__ is object.__hash__  # type: ignore[comparison-overlap]  # hashed by identity
+
+
+def _plain(items: Any) -> bool:
+    """Whether a container holds nothing but numbers and strings (checked in C)."""
+    return set(map(type, items)) <= set(_SCALARS)
+
+
 def _children(x: Any) -> Iterator[tuple[Step, Any]]:
     """The objects ``x`` holds that a path may go through, each with the step that reaches it."""
-    if isinstance(x, (list, tuple)):
-        for i, item in enumerate(x):
-            yield ("item", i), item
+    if isinstance(x, _SEQUENCES):
+        if not _plain(x):
+            for i, item in enumerate(x):
+                yield ("item", i), item
     elif isinstance(x, dict):
-        for key, item in x.items():
-            if isinstance(key, _SCALARS) or type(key).__hash__ is object.__hash__:  # type: ignore[comparison-overlap]  # an identity hash: a key that stays itself
-                yield ("item", key), item
+        if not _plain(x.values()):
+            for key, item in x.items():
+                if _stable(key):
+                    yield ("item", key), item
+    elif isinstance(x, (set, frozenset)):
+        if not _plain(x):
+            for item in x:
+                yield ("element", id(item)), item
     elif isinstance(x, types.FunctionType):
         for i, cell in enumerate(x.__closure__ or ()):
             try:
@@ -108,6 +139,8 @@ def _children(x: Any) -> Iterator[tuple[Step, Any]]:
             for name, item in vars(x).items():
                 if not name.startswith("__"):
                     yield ("attribute", name), item
+            for i, base in enumerate(getattr(x, "__bases__", ())):
+                yield ("base", i), base
     else:
         holder = getattr(x, "__dict__", None)
         if type(holder) is dict:
@@ -124,7 +157,7 @@ def follow(x: Any, step: Step) -> Any:
     """The object one step from ``x`` (raises if the step no longer leads anywhere)."""
     kind, key = step
     if kind == "item":
-        return x[key] if isinstance(x, (list, tuple)) else dict.__getitem__(x, key)
+        return dict.__getitem__(x, key) if isinstance(x, dict) else x[key]
     if kind == "attribute":
         return vars(x)[key]
     if kind in ("slot", "member"):
@@ -135,6 +168,13 @@ def follow(x: Any, step: Step) -> Any:
         return x.__globals__[key]
     if kind == "class":
         return type(x)
+    if kind == "base":
+        return x.__bases__[key]
+    if kind == "element":
+        for item in x:
+            if id(item) == key:
+                return item
+        raise LookupError("the set no longer holds it")
     return x()  # "call": a weak reference
 
 
@@ -148,21 +188,22 @@ def described(path: tuple[Step, ...]) -> str:
             text.append(f".{key}")
         elif kind == "cell":
             text.append(f"<closure {key}>")
-        elif kind == "class":
-            text.append(".__class__")
+        elif kind in ("class", "base"):
+            text.append(".__class__" if kind == "class" else f".__bases__[{key}]")
         else:
-            text.append("()")
+            text.append("()" if kind == "call" else "{...}")
     return "".join(text)
 
 
 class Found:
-    """What ``search`` found: for each wanted Value, every ``(parent, step)`` that leads to it;
-    for each object on the way, the same; and the Values of ``stored`` met (with a path)."""
+    """What ``search`` found: every object looked at, every way into it (``parents``), the first
+    path to it, and the numbers, strings and flags each holds (``scalars``)."""
 
     def __init__(self) -> None:
         self.objects: dict[int, Any] = {}  # id -> every object looked at (kept alive while checking)
         self.parents: dict[int, list[tuple[int, Step]]] = {}  # id(child) -> (id(parent), step) for each way in
         self.paths: dict[int, tuple[int, tuple[Step, ...]]] = {}  # id -> (root, first path found)
+        self.scalars: dict[int, list[tuple[Step, Any]]] = {}  # id(container) -> (step, scalar) it holds
         self.complete = True  # False when SEARCH_LIMIT stopped the walk
 
 
@@ -185,14 +226,16 @@ def search(roots: list[Any], wanted: set[int]) -> Found:
             x = found.objects[parent]
             root, path = found.paths[parent]
             for step, child in _children(x):
-                if child is None or isinstance(child, _SCALARS):
-                    continue
                 key = id(child)
-                if isinstance(child, Value):
+                if isinstance(child, Value):  # before the scalars: a float argument's stand-in says float
                     if key in wanted:
                         found.objects.setdefault(key, child)
                         found.paths.setdefault(key, (root, (*path, step)))
                         found.parents.setdefault(key, []).append((parent, step))
+                    continue
+                if isinstance(child, _SCALARS):
+                    if step[0] in ("attribute", "global", "cell", "slot") or isinstance(x, types.FunctionType):
+                        found.scalars.setdefault(parent, []).append((step, child))
                     continue
                 found.parents.setdefault(key, []).append((parent, step))
                 if key not in found.objects:
@@ -204,8 +247,9 @@ def search(roots: list[Any], wanted: set[int]) -> Found:
 
 
 class Guard:
-    """The checks that every wanted Value is still where ``search`` found it: for every object on
-    a path to one, each step from it to the next object on such a path, and its length."""
+    """The checks that every wanted Value is still where ``search`` found it (every step from
+    every object on a way to one, and each container's size), and that the scalars the function
+    can read on the way are unchanged."""
 
     def __init__(self, found: Found, targets: set[int]) -> None:
         useful = set(targets)  # the objects from which a target can be reached, and the targets
@@ -216,45 +260,87 @@ class Guard:
                 if parent not in useful:
                     useful.add(parent)
                     frontier.append(parent)
+        roots = {key for key, (_, path) in found.paths.items() if not path}
         steps: dict[int, list[tuple[Step, Any]]] = {}
         for child in useful:
             for parent, step in found.parents.get(child, ()):
                 if parent in useful:
                     steps.setdefault(parent, []).append((step, found.objects[child]))
-        self.checks = [_check(found.objects[parent], children) for parent, children in steps.items()]
+        for root in roots:  # what the function reads directly: its globals, cells and defaults
+            for key, ways in found.parents.items():
+                for parent, step in ways:
+                    if parent == root and key not in useful:
+                        steps.setdefault(root, []).append((step, found.objects[key]))
+        holders = (set(steps) | roots) & (useful | roots)
+        self.checks = [
+            _check(found.objects[key], steps.get(key, []), found.scalars.get(key, []) if key in holders else [])
+            for key in holders
+        ]
 
     def holds(self) -> bool:
         """Whether every step still leads where it led when the recording was made."""
         try:
             return all(check() for check in self.checks)
-        except (LookupError, AttributeError, TypeError, ValueError):
+        except (LookupError, AttributeError, TypeError, ValueError, StopIteration):
             return False  # a step leads nowhere now: record anew (the function will say what is wrong)
 
 
-def _check(container: Any, children: list[tuple[Step, Any]]) -> Callable[[], bool]:
-    """One test of a container: its length if it is a list, tuple or dict, and each step from it
-    to the object it led to, with the items read in C where the steps allow it."""
-    size = len(container) if type(container) in (list, tuple, dict) else None
+def _same(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are the same scalar: the same type and, for floats, the same bits."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    return bool(a == b)
+
+
+def _reference(x: Any) -> Callable[[], Any]:
+    """A weak reference where the object allows one (a recording does not keep a model alive)."""
+    try:
+        return weakref.ref(x)
+    except TypeError:
+        return lambda: x
+
+
+def _check(container: Any, children: list[tuple[Step, Any]], scalars: list[tuple[Step, Any]]) -> Callable[[], bool]:
+    """One test of a container: its size (or its attributes' number), each step from it to the
+    object it led to (items and attributes read in C), and the scalars it held."""
+    held = _reference(container)
+    size = len(container) if isinstance(container, _SIZED) else None
+    attributes = getattr(container, "__dict__", None)
+    count = len(attributes) if size is None and isinstance(attributes, (dict, types.MappingProxyType)) else None
     plain = [(step[1], child) for step, child in children if step[0] == "item"]
-    attributes = [(step[1], child) for step, child in children if step[0] == "attribute"]
+    named_children = [(step[1], child) for step, child in children if step[0] == "attribute"]
     others = [(step, child) for step, child in children if step[0] not in ("item", "attribute")]
     keys, expected = [k for k, _ in plain], [c for _, c in plain]
-    names, named = [k for k, _ in attributes], [c for _, c in attributes]
+    names, named = [k for k, _ in named_children], [c for _, c in named_children]
+    exact_dict = type(container) is dict
     items = operator.itemgetter(*keys) if keys else None
     fields = operator.itemgetter(*names) if names else None
     is_ = operator.is_
 
     def holds() -> bool:
-        if size is not None and len(container) != size:
+        x = held()
+        if x is None:
+            return False
+        if size is not None and len(x) != size:
+            return False
+        if count is not None and len(vars(x)) != count:
             return False
         if items is not None:
-            got = items(container)
-            if not all(map(is_, got if len(keys) > 1 else (got,), expected)):
+            if exact_dict or not isinstance(x, dict):
+                got = items(x)
+                got = got if len(keys) > 1 else (got,)
+            else:  # a dict subclass: its own __getitem__ could run user code (a defaultdict's __missing__)
+                got = tuple(dict.__getitem__(x, k) for k in keys)
+            if not all(map(is_, got, expected)):
                 return False
         if fields is not None:
-            got = fields(vars(container))
+            got = fields(vars(x))
             if not all(map(is_, got if len(names) > 1 else (got,), named)):
                 return False
-        return all(follow(container, step) is child for step, child in others)
+        if not all(follow(x, step) is child for step, child in others):
+            return False
+        return all(_same(follow(x, step), value) for step, value in scalars)
 
     return holds

@@ -4,23 +4,25 @@
 and their leaves (their data: the Values and floats a replay reads). ``record`` runs the
 function once while the core records every operation (``graph.Recording``) and refuses every
 read of a Value's number; ``Recorded`` then says which Values the code reads (arguments,
-parameters, Values made inside), which are constants, and where the outputs come from.
+parameters, Values made inside), which are constants, and where the results come from.
 
 A float argument is data only where it meets a Value (``x * lr``): there it stands in the
 recording as a ``NumberArgument``, a Value that operations take as eager code takes the
 number. Any other use of it as a Python number (``lr * 2``, ``lr == 0``, ``round(lr)``,
 ``math.exp(lr)``) raises ``Static``: the call is recorded again with that argument as
-structure (its value in the key), so Python computes with the real float, exactly.
+structure (its exact value in the key), so Python computes with the real float, as eager.
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Iterator, Sequence
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from vjpgrad.compiler import guard
+from vjpgrad.compiler.write import Edges
 from vjpgrad.core import graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
 from vjpgrad.core.value import Value
@@ -28,19 +30,25 @@ from vjpgrad.core.vector import Vector
 
 _number = graph.number
 
+Path = tuple[Any, ...]
+"""Where a leaf is in the arguments: ``("arg", 1, 3)`` is item 3 of the second argument,
+``("kw", "lr")`` the keyword argument ``lr``, ``("arg", 0, "scale")`` a dict's entry."""
+
 
 class Static(BaseException):
     """A float argument was used as a Python number while recording: record again with it as
-    structure. A BaseException, so that a user's ``except Exception`` does not swallow it."""
+    structure. A BaseException, and kept on the recording, so that a user's ``except`` does not
+    swallow it."""
 
-    def __init__(self, position: int) -> None:
-        super().__init__(position)
-        self.position = position
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.path = path
 
 
-_VALUE_NAMES = frozenset({"requires_grad", "number_argument", "label", "position"})
-"""The attributes of a NumberArgument that vjpgrad's own code reads; any other public name is
-the user's Python asking the float something, which makes the argument structure."""
+_VALUE_NAMES = frozenset({"requires_grad", "number_argument", "label"})
+"""The public attributes of a NumberArgument that vjpgrad's own code reads; any other public
+name is the user's Python asking the float something, which makes the argument structure."""
+_SET_CLASS = object.__dict__["__class__"].__set__  # object's own __class__ setter, under the property
 
 
 class NumberArgument(Value):
@@ -49,7 +57,7 @@ class NumberArgument(Value):
     With a Value it is the number eager code would have there (``c / x`` is ``(1 / x) * c``,
     ``x ** c`` takes PyTorch's special exponents, ``c ** x`` is number ** Value), so the
     replay computes what eager computes. Everything else raises ``Static``. For
-    ``isinstance``, it is a float."""
+    ``isinstance``, it is a float. After the recording it becomes a plain Value (``_release``)."""
 
     __slots__ = ()
     number_argument = True
@@ -58,9 +66,14 @@ class NumberArgument(Value):
     def __class__(self) -> type:
         return float
 
-    def __init__(self, number: float, position: int) -> None:
+    def __init__(self, number: float, path: Path) -> None:
         super().__init__(number, requires_grad=False)
-        vars(self)["position"] = position
+        vars(self)["_path"] = path
+
+    def _release(self) -> None:
+        """The recording is over: a plain Value from now on (whatever kept it sees a Value)."""
+        vars(self).pop("_path", None)
+        _SET_CLASS(self, Value)
 
     def __getattribute__(self, name: str) -> Any:
         if name.startswith("_") or name in _VALUE_NAMES:
@@ -68,7 +81,10 @@ class NumberArgument(Value):
         self._static()
 
     def _static(self) -> NoReturn:
-        raise Static(vars(self)["position"])
+        signal = Static(vars(self)["_path"])
+        if state.recording is not None:
+            state.recording.fail(signal)  # kept: a bare `except` cannot swallow it
+        raise signal
 
     def _with_value(self, other: Any, then: Callable[[Any], Any]) -> Any:
         if isinstance(other, Value) and not other.number_argument:
@@ -84,104 +100,36 @@ class NumberArgument(Value):
     def __sub__(self, other: Any) -> Value:
         return self._with_value(other, lambda v: Value.__sub__(self, v))  # type: ignore[no-any-return]  # a Value
 
-    def __rsub__(self, other: Any) -> Value:  # a Value on the left: Python asks this subclass first
+    def __rsub__(self, other: Any) -> Value:
         return self._with_value(other, lambda v: Value.__sub__(v, self))  # type: ignore[no-any-return]  # a Value
 
     def __mul__(self, other: Any) -> Value:
         return self._with_value(other, lambda v: Value.__mul__(self, v))  # type: ignore[no-any-return]  # a Value
 
-    def __rmul__(self, other: Any) -> Value:  # a Value on the left: Python asks this subclass first
+    def __rmul__(self, other: Any) -> Value:
         return self._with_value(other, lambda v: Value.__mul__(v, self))  # type: ignore[no-any-return]  # a Value
 
     def __truediv__(self, other: Any) -> Value:
         return self._with_value(other, lambda v: v.reciprocal() * self)  # type: ignore[no-any-return]  # a Value
 
-    def __rtruediv__(self, other: Any) -> Value:  # a Value on the left: Python asks this subclass first
+    def __rtruediv__(self, other: Any) -> Value:
         return self._with_value(other, lambda v: Value.__truediv__(v, self))  # type: ignore[no-any-return]  # a Value
 
     def __pow__(self, other: Any) -> Value:
         return self._with_value(other, self._pow_base)  # type: ignore[no-any-return]  # a Value
 
-    def __rpow__(self, other: Any) -> Value:  # a Value on the left: Python asks this subclass first
+    def __rpow__(self, other: Any) -> Value:
         return self._with_value(other, lambda v: Value.__pow__(v, self))  # type: ignore[no-any-return]  # a Value
 
-    def __neg__(self) -> Value:
+    def _as_number(self, *args: Any) -> Any:
         self._static()
 
-    def __abs__(self) -> Value:
-        self._static()
-
-    def __pos__(self) -> Value:
-        self._static()
-
-    def __float__(self) -> float:
-        self._static()
-
-    def __int__(self) -> int:
-        self._static()
-
-    def __bool__(self) -> bool:
-        self._static()
-
-    def __round__(self, digits: int | None = None) -> float:
-        self._static()
-
-    def __floor__(self) -> int:
-        self._static()
-
-    def __ceil__(self) -> int:
-        self._static()
-
-    def __trunc__(self) -> int:
-        self._static()
-
-    def __floordiv__(self, other: Any) -> float:
-        self._static()
-
-    def __rfloordiv__(self, other: Any) -> float:
-        self._static()
-
-    def __mod__(self, other: Any) -> float:
-        self._static()
-
-    def __rmod__(self, other: Any) -> float:
-        self._static()
-
-    def __divmod__(self, other: Any) -> tuple[float, float]:
-        self._static()
-
-    def __rdivmod__(self, other: Any) -> tuple[float, float]:
-        self._static()
-
-    def __eq__(self, other: object) -> bool:
-        self._static()
-
-    def __ne__(self, other: object) -> bool:
-        self._static()
-
-    def __lt__(self, other: object) -> bool:
-        self._static()
-
-    def __le__(self, other: object) -> bool:
-        self._static()
-
-    def __gt__(self, other: object) -> bool:
-        self._static()
-
-    def __ge__(self, other: object) -> bool:
-        self._static()
-
-    def __hash__(self) -> int:
-        self._static()
-
-    def __format__(self, spec: str) -> str:
-        self._static()
-
-    def __repr__(self) -> str:
-        self._static()
-
-    def __str__(self) -> str:
-        self._static()
+    __neg__ = __abs__ = __pos__ = __float__ = __int__ = __bool__ = __index__ = _as_number
+    __round__ = __floor__ = __ceil__ = __trunc__ = _as_number
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __divmod__ = __rdivmod__ = _as_number
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _as_number
+    __format__ = __repr__ = __str__ = __reduce__ = __reduce_ex__ = __array__ = _as_number  # type: ignore[assignment]  # they raise Static
+    __array_ufunc__ = _as_number  # type: ignore[assignment]  # NumPy calls it (Value's None refuses NumPy): Static
 
 
 # ---- the arguments: their structure (the key of a recording) and their leaves ---------------------
@@ -198,100 +146,143 @@ def is_data_float(x: object) -> bool:
     return type(x) is float or _is_numpy(x, "float64")
 
 
+def exact(x: Any) -> Any:
+    """``x`` as a key part that tells apart what ``==`` does not: ``-0.0`` from ``0.0``, a nan
+    from nothing else (``nan != nan``: a key holding one would never be found again)."""
+    if isinstance(x, float):
+        return ("float", struct.pack("<d", x))
+    tobytes = getattr(x, "tobytes", None)
+    if tobytes is not None and isinstance(x, numbers.Number):  # a NumPy scalar: its bytes
+        return (type(x).__name__, tobytes())
+    return x
+
+
 class Arguments:
     """The arguments of one call, read: their structure (a hashable key), their leaves in order
-    (Values and floats: the data), and the other objects passed (``self``: structure by
-    identity, and roots from which parameters can be reached). ``static`` are the positions,
-    among the float arguments, that this function uses as Python numbers: structure too."""
+    (Values, and floats that are data, as Python floats), where each leaf is (``paths``), and
+    the other objects passed (``self``: structure by identity, and roots from which parameters
+    are found). ``static`` holds the paths of float arguments this function uses as Python
+    numbers: structure too."""
 
-    def __init__(self, args: Sequence[Any], kwargs: dict[str, Any], static: frozenset[int] = frozenset()) -> None:
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any], static: frozenset[Path] = frozenset()) -> None:
+        self.args, self.kwargs, self.static = args, kwargs, static
         self.key_parts: list[Any] = []
         self.leaves: list[Any] = []
+        self.paths: list[Path] = []
         self.objects: list[Any] = []
-        self.static = static
-        self.floats = 0  # float arguments seen so far: a float's position
         self._first_place: dict[int, int] = {}
-        for arg in args:
-            self._visit(arg)
+        for k, arg in enumerate(args):
+            self._visit(arg, ("arg", k))
         for name in sorted(kwargs):
             self.key_parts.append(("keyword", name))
-            self._visit(kwargs[name])
+            self._visit(kwargs[name], ("kw", name))
         self.key_parts.append(("grad mode", state.grad_enabled))
         self.key = tuple(self.key_parts)
 
-    def _visit(self, x: Any) -> None:
+    def _visit(self, x: Any, path: Path) -> None:
         key = self.key_parts
         if isinstance(x, Value):
             place = self._first_place.setdefault(id(x), len(self.leaves))
             key.append(("V", x.requires_grad, place))
             self.leaves.append(x)
+            self.paths.append(path)
         elif isinstance(x, Vector):
             key.append(("Vector", len(x)))
-            for item in x:
-                self._visit(item)
+            for k, item in enumerate(x):
+                self._visit(item, (*path, k))
         elif type(x) in (list, tuple) or (isinstance(x, tuple) and hasattr(x, "_fields")):
             key.append((type(x), len(x)))
-            for item in x:
-                self._visit(item)
-        elif is_data_float(x):
-            self._float(x)
+            for k, item in enumerate(x):
+                self._visit(item, (*path, k))
+        elif type(x) is dict:
+            key.append(("dict", tuple(exact(k) for k in x)))
+            for name, item in x.items():
+                self._visit(item, (*path, name))
+        elif is_data_float(x) and path not in self.static:
+            key.append(("float",))  # data: a new number replays the same code
+            self.leaves.append(float(x))
+            self.paths.append(path)
         elif isinstance(x, (bool, numbers.Number, str, bytes)) or x is None or _is_numpy(x, "bool", "bool_"):
-            key.append(("constant", type(x), x))  # structure: a length, an index, a flag, a name, an exact number
+            key.append(("constant", type(x), exact(x)))  # structure: a length, an index, a flag, an exact number
         elif _is_numpy(x, "ndarray") or hasattr(x, "__array_interface__"):
             raise TypeError(
-                "a compiled function takes numbers, Values, Vectors, lists and tuples of them; got a NumPy array, "
-                "whose numbers it could not tell apart between calls: pass a list of numbers (or a Vector) instead"
+                "a compiled function takes numbers, Values, Vectors, lists, tuples and dicts of them; got a NumPy "
+                "array, whose numbers it could not tell apart between calls: pass a list of numbers (or a Vector)"
             )
         elif isinstance(x, (list, tuple, dict, set, frozenset)):
             raise TypeError(
-                f"a compiled function takes numbers, Values, Vectors, lists and tuples of them, and other objects "
-                f"by identity; got a {type(x).__name__}, which it cannot tell apart between calls: pass a list or a "
-                "tuple, or call the function uncompiled"
+                f"a compiled function takes numbers, Values, Vectors, lists, tuples and dicts of them, and other "
+                f"objects by identity; got a {type(x).__name__}, which it cannot tell apart between calls: pass a "
+                "list, a tuple or a dict, or call the function uncompiled"
             )
         else:  # any other object (self, a model): the same object replays, another is recorded anew
             key.append(("object", id(x)))
             self.objects.append(x)
 
-    def _float(self, x: float) -> None:
-        position = self.floats
-        self.floats += 1
-        if position in self.static:
-            self.key_parts.append(("constant", type(x), x))  # used as a Python number: structure
-            return
-        self.key_parts.append(("float",))  # a Python float or a NumPy float64: the same data
-        self.leaves.append(x)
+    def rebuilt(self, stand_ins: dict[Path, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """The arguments again, each leaf at a path of ``stand_ins`` replaced by its stand-in."""
+        args = [_replace(arg, ("arg", k), stand_ins) for k, arg in enumerate(self.args)]
+        kwargs = {name: _replace(self.kwargs[name], ("kw", name), stand_ins) for name in sorted(self.kwargs)}
+        return args, kwargs
 
 
-def rebuild(x: Any, leaves: Iterator[Any]) -> Any:
-    """``x`` again, with every Value and data float replaced by the next of ``leaves`` (a float
-    that is structure stays as it is)."""
-    if isinstance(x, Value):
-        return next(leaves)
-    if is_data_float(x):
-        replacement = next(leaves)
-        return x if replacement is _STATIC else replacement
+def _replace(x: Any, path: Path, stand_ins: dict[Path, Any]) -> Any:
+    if path in stand_ins:
+        return stand_ins[path]
     if isinstance(x, Vector):
-        return Vector([rebuild(item, leaves) for item in x])
-    if type(x) in (list, tuple) or (isinstance(x, tuple) and hasattr(x, "_fields")):
-        items = [rebuild(item, leaves) for item in x]
-        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)  # a namedtuple takes fields
+        return Vector([_replace(item, (*path, k), stand_ins) for k, item in enumerate(x)])
+    if type(x) in (list, tuple):
+        return type(x)(_replace(item, (*path, k), stand_ins) for k, item in enumerate(x))
+    if isinstance(x, tuple) and hasattr(x, "_fields"):  # a namedtuple takes its fields
+        return type(x)(*(_replace(item, (*path, k), stand_ins) for k, item in enumerate(x)))
+    if type(x) is dict:
+        return {name: _replace(item, (*path, name), stand_ins) for name, item in x.items()}
     return x
 
 
-_STATIC = object()
-"""What ``rebuild`` is fed for a float that is structure: the float itself stays."""
+# ---- the results: a structure of Values, numbers and None ---------------------------------------------
 
 
-def outputs_of(result: Any) -> tuple[str, list[Any]]:
+Shape = Any
+"""A result's structure: ``("leaf", k)`` for its k-th Value (or float argument), ``("same", x)``
+for a number, None or other object returned as it is, ``("vector", [shapes])``,
+``(list or tuple, [shapes])``, ``("dict", [(key, shape)])``."""
+
+
+def shape_of(result: Any, leaves: list[Any]) -> Shape:
+    """The structure of a function's result; its Values are appended to ``leaves``."""
     if isinstance(result, Value):
-        return "value", [result]
+        leaves.append(result)
+        return ("leaf", len(leaves) - 1)
     if isinstance(result, Vector):
-        return "vector", list(result)
-    if isinstance(result, (list, tuple)) and all(isinstance(x, (Value, numbers.Real)) for x in result):
-        return type(result).__name__, list(result)
+        return ("vector", [shape_of(item, leaves) for item in result])
+    if type(result) in (list, tuple) or (isinstance(result, tuple) and hasattr(result, "_fields")):
+        return (type(result), [shape_of(item, leaves) for item in result])
+    if type(result) is dict:
+        return ("dict", [(key, shape_of(item, leaves)) for key, item in result.items()])
+    if result is None or isinstance(result, (numbers.Number, str, bytes)):
+        return ("same", result)
     raise TypeError(
-        f"a compiled function must return a Value, a Vector or a list of Values, got {type(result).__name__}"
+        "a compiled function returns Values, Vectors, numbers, None, and lists, tuples or dicts of them; got a "
+        f"{type(result).__name__}"
     )
+
+
+def build(shape: Shape, leaves: list[Any]) -> Any:
+    """A result of ``shape`` again, with ``leaves`` in place of its Values."""
+    kind, parts = shape
+    if kind == "leaf":
+        return leaves[parts]
+    if kind == "same":
+        return parts
+    if kind == "vector":
+        vector = object.__new__(Vector)
+        vector._values = [build(part, leaves) for part in parts]
+        return vector
+    if kind == "dict":
+        return {key: build(part, leaves) for key, part in parts}
+    items = [build(part, leaves) for part in parts]
+    return kind(*items) if hasattr(kind, "_fields") else kind(items)
 
 
 # ---- one run of the function, recorded --------------------------------------------------------------
@@ -302,25 +293,29 @@ class Recorded:
     """What one recorded run made, read for writing code.
 
     ``live``: the recorded operations the outputs need and the Values made inside that they
-    read, in creation order. ``arguments``: the Values and float stand-ins of the leaves, in
-    order (the same Value twice is one). ``parameters``: the other Values the operations read
+    read, in creation order. ``arguments``: the leaves as the run saw them (the call's Values,
+    the stand-ins of its floats), in order. ``parameters``: the other Values the operations read
     (closed over, or made inside and kept by the function's objects). ``constants``: numbers
-    of Values made inside from literal numbers that take no gradient. ``outputs``: where each
-    output comes from: ``("t", index into live)``, ``("x", index into externals)``,
-    ``("c", number)`` for a number result.
+    of Values made inside from literal numbers that take no gradient. ``shape``: the structure
+    of the result; ``outputs``: where each of its Values comes from: ``("t", index into live)``,
+    ``("x", index into externals)``, ``("c", number)`` for a constant Value, ``("f", leaf
+    index)`` for a float argument returned as it is. ``result``: what the recorded run returned,
+    which is the first call's result.
     """
 
-    kind: str
     live: list[Value]
     arguments: list[Value]
     parameters: list[Value]
     names: dict[int, str]
     constants: dict[int, float]
     takes_grad: dict[int, bool]
+    shape: Shape
     outputs: list[tuple[str, Any]]
     recording: graph.Recording
     guard: guard.Guard  # that every parameter is where it was found, checked at each call
-    aliases: list[tuple[int, int]]  # (id, k): argument k is also reached as a parameter, by a path
+    aliases: list[tuple[int, Value]]  # (leaf index, Value): an argument also reached as a parameter
+    result: Any
+    edges: Edges  # the edges and numbers the recording made, kept before any pass frees them
 
     @property
     def externals(self) -> list[Value]:
@@ -328,56 +323,46 @@ class Recorded:
         return [*distinct(self.arguments), *self.parameters]
 
 
-def record(
-    fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], read: Arguments, roots: list[Any]
-) -> Recorded:
+def record(fn: Callable[..., Any], read: Arguments, roots: list[Any]) -> Recorded:
     """Run ``fn`` once on the call's Values and on stand-ins of its data floats, recording what it
-    makes. Raises ``Static`` when a float argument turns out to be used as a Python number."""
-    positions = iter(range(read.floats))
-    leaves = iter(read.leaves)
-    stand_ins: list[Any] = []  # in rebuild's order: the Value, a float's stand-in, or _STATIC for a static float
-    for arg in [*args, *(kwargs[name] for name in sorted(kwargs))]:
-        _stand_ins(arg, leaves, positions, read.static, stand_ins)
-    arguments = [x for x in stand_ins if x is not _STATIC]
+    makes. Raises ``Static`` when a float argument turns out to be used as a Python number, and
+    ``DataDependentError`` for what a replay could not do."""
+    stand_ins = {path: NumberArgument(leaf, path) for path, leaf in zip(read.paths, read.leaves, strict=True)
+                 if not isinstance(leaf, Value)}  # fmt: skip
+    arguments = [stand_ins.get(path, leaf) for path, leaf in zip(read.paths, read.leaves, strict=True)]
+    args, kwargs = read.rebuilt(stand_ins)
+    given = _lists([*args, *kwargs.values()])
     recording = graph.Recording()
-    supply = iter(stand_ins)
-    rebuilt = [rebuild(arg, supply) for arg in args]
-    rebuilt_kwargs = {name: rebuild(kwargs[name], supply) for name in sorted(kwargs)}
-    given = _lists(rebuilt) + _lists(list(rebuilt_kwargs.values()))
     message = (
-        f"{getattr(fn, '__qualname__', 'the function')} is being recorded by vjpgrad.compile, which cannot "
-        "replay Python that depends on a Value's number: use a vjpgrad operation instead (max, relu, "
-        "nn.functional...), move the decision outside the compiled function, or call it uncompiled"
+        f"{_name(fn)} is being recorded by vjpgrad.compile, which cannot replay Python that depends on a Value's "
+        "number: use a vjpgrad operation instead (max, relu, nn.functional...), move the decision outside the "
+        "compiled function, or call it uncompiled"
     )
     state.recording = recording
     try:
-        with refusing_numbers(message):
-            result = fn(*rebuilt, **rebuilt_kwargs)
+        try:
+            with refusing_numbers(message):
+                result = fn(*args, **kwargs)
+        except BaseException:
+            if recording.failure is not None:  # the first refusal or Static, whatever followed it
+                raise recording.failure from None
+            raise
+        finally:
+            state.recording = None
+        if recording.failure is not None:  # a refusal or a Static the function's own `except` caught
+            raise recording.failure
+        _check_unchanged(fn, given)
+        results: list[Any] = []
+        shape = shape_of(result, results)
+        return _read(fn, shape, results, result, recording, arguments, list(stand_ins.values()), roots)
     finally:
-        state.recording = None
-    _check_unchanged(fn, given)
-    kind, outputs = outputs_of(result)
-    return _read(fn, kind, recording, arguments, outputs, roots)
+        for stand_in in stand_ins.values():
+            stand_in._release()
 
 
-def _stand_ins(x: Any, leaves: Iterator[Any], positions: Iterator[int], static: frozenset[int], out: list[Any]) -> None:
-    """The Value, stand-in or static marker for each leaf or float of ``x``, in ``rebuild``'s order."""
-    if isinstance(x, Value):
-        out.append(next(leaves))
-    elif is_data_float(x):
-        position = next(positions)
-        if position in static:
-            out.append(_STATIC)
-        else:
-            out.append(NumberArgument(float(next(leaves)), position))
-    elif isinstance(x, (Vector, list, tuple)):
-        for item in x:
-            _stand_ins(item, leaves, positions, static, out)
-
-
-def _lists(rebuilt: list[Any]) -> list[tuple[list[Any], list[Any]]]:
-    """Every list (and Vector's list) the function is handed, with its items now."""
-    found: list[tuple[list[Any], list[Any]]] = []
+def _lists(rebuilt: list[Any]) -> list[tuple[Any, list[Any]]]:
+    """Every list, dict (and Vector's list) the function is handed, with its items now."""
+    found: list[tuple[Any, list[Any]]] = []
     stack = list(rebuilt)
     while stack:
         x = stack.pop()
@@ -388,24 +373,50 @@ def _lists(rebuilt: list[Any]) -> list[tuple[list[Any], list[Any]]]:
             if isinstance(x, list):
                 found.append((x, list(x)))
             stack.extend(x)
+        elif type(x) is dict:
+            found.append((x, [*x.keys(), *x.values()]))
+            stack.extend(x.values())
     return found
 
 
-def _check_unchanged(fn: Callable[..., Any], given: list[tuple[list[Any], list[Any]]]) -> None:
-    """Refuse a function that changed a list it was given: a replay would not change it."""
-    for items, before in given:
-        if len(items) != len(before) or any(a is not b for a, b in zip(items, before, strict=True)):
+def _check_unchanged(fn: Callable[..., Any], given: list[tuple[Any, list[Any]]]) -> None:
+    """Refuse a function that changed a list or dict it was given: a replay would not change it."""
+    for container, before in given:
+        now = [*container.keys(), *container.values()] if type(container) is dict else list(container)
+        if len(now) != len(before) or any(a is not b for a, b in zip(now, before, strict=True)):
             raise DataDependentError(
-                f"{_where(fn)}: {getattr(fn, '__qualname__', 'the function')} changed a list it was given as an "
-                "argument (append, assignment...), which vjpgrad.compile cannot replay: return the new items instead, "
+                f"{where(fn)}: {_name(fn)} changed a {type(container).__name__} it was given as an argument "
+                "(append, assignment...), which vjpgrad.compile cannot replay: return the new items instead, "
                 "or call it uncompiled"
             )
 
 
-def _where(fn: Callable[..., Any]) -> str:
-    """``file:line`` of a function's definition."""
-    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+def _code(fn: Any) -> Any:
+    """The code object behind a function, a method, a partial or a callable object."""
+    for _ in range(8):  # unwrap a few layers at most
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            return code
+        if hasattr(fn, "__func__"):
+            fn = fn.__func__
+        elif hasattr(fn, "func"):  # functools.partial
+            fn = fn.func
+        elif callable(fn) and not isinstance(fn, type):
+            fn = type(fn).__call__
+        else:
+            return None
+    return None
+
+
+def where(fn: Callable[..., Any]) -> str:
+    """``file:line`` of a function's definition (or of the method a callable object runs)."""
+    code = _code(fn)
     return "<unknown>" if code is None else f"{code.co_filename}:{code.co_firstlineno}"
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    code = _code(fn)
+    return getattr(fn, "__qualname__", None) or ("the function" if code is None else code.co_qualname)
 
 
 def _live(recording: graph.Recording, outputs: list[Any]) -> list[Value]:
@@ -428,7 +439,7 @@ def _live(recording: graph.Recording, outputs: list[Any]) -> list[Value]:
     return sorted(found, key=graph.sequence)
 
 
-def distinct(values: list[Value]) -> list[Value]:
+def distinct(values: list[Any]) -> list[Any]:
     """``values`` without repeats, in order, by identity (a float's stand-in cannot be hashed)."""
     seen: set[int] = set()
     return [v for v in values if not (id(v) in seen or seen.add(id(v)))]  # type: ignore[func-returns-value]  # set.add is None: false
@@ -436,10 +447,12 @@ def distinct(values: list[Value]) -> list[Value]:
 
 def _read(
     fn: Callable[..., Any],
-    kind: str,
+    shape: Shape,
+    outputs: list[Value],
+    result: Any,
     recording: graph.Recording,
     arguments: list[Value],
-    outputs: list[Any],
+    stand_ins: list[Value],
     roots: list[Any],
 ) -> Recorded:
     """Which Values the recorded operations read, where the parameters are, named for the code."""
@@ -447,27 +460,25 @@ def _read(
     argument_ids = {id(a) for a in arguments}
     live = _live(recording, outputs)
     made = [node for node in live if id(node) in recording.leaves]  # Values made by Value() inside
-    read = distinct(
-        [x for node in live for x in graph.operands(node) if isinstance(x, Value)]
-        + [x for x in outputs if isinstance(x, Value)]
-    )
+    read = distinct([x for node in live for x in graph.operands(node) if isinstance(x, Value)] + outputs)
     outside = [x for x in read if id(x) not in recorded and id(x) not in recording.leaves and id(x) not in argument_ids]
-    wanted = {id(x) for x in outside} | {id(x) for x in made} | argument_ids | recorded
+    kept_forbidden = recorded | {id(x) for x in stand_ins}  # computed inside, or a float argument: never kept
+    wanted = {id(x) for x in outside} | {id(x) for x in made} | argument_ids | kept_forbidden
     found = guard.search(roots, wanted)
-    for node in recording.nodes:  # a Value computed inside, kept by the function's objects
-        if id(node) in found.paths:
-            _refuse_kept(fn, node, found, "stores a Value it computes")
+    for value in [*recording.nodes, *stand_ins]:  # a Value computed inside, or a float argument, kept
+        if id(value) in found.paths:
+            _refuse_kept(fn, value, found, "a float argument" if id(value) not in recorded else "a Value it computes")
     kept = [x for x in made if id(x) in found.paths]  # made inside and kept: a weight made lazily
     for x in kept:
         if id(x) in recording.from_numbers:
-            _refuse_kept(fn, x, found, "stores Value() of a float argument")
+            _refuse_kept(fn, x, found, "Value() of a float argument")
     missing = [x for x in outside if id(x) not in found.paths]
     if missing:
         raise DataDependentError(
-            f"{_where(fn)}: vjpgrad.compile cannot find where {getattr(fn, '__qualname__', 'the function')} gets "
-            f"the Value {missing[0]!r} (made outside it), so it could not check at the next call that it is still the "
-            "same one: keep such Values in attributes, lists, dicts, closures or globals of plain Python objects, "
-            f"or pass them as arguments{'' if found.complete else ' (the search stopped: too many objects)'}"
+            f"{where(fn)}: vjpgrad.compile cannot find where {_name(fn)} gets the Value {missing[0]!r} (made outside "
+            "it), so it could not check at the next call that it is still the same one: keep such Values in "
+            "attributes, lists, dicts, closures or globals of plain Python objects, or pass them as arguments"
+            f"{'' if found.complete else ' (the search stopped: too many objects)'}"
         )
     parameters = [*outside, *kept]
     kept_ids = {id(x) for x in kept}
@@ -490,27 +501,42 @@ def _read(
         takes_grad[id(node)] = node.requires_grad
     place = {id(node): k for k, node in enumerate(live)}
     external_place = {id(x): k for k, x in enumerate(externals)}
+    leaf_of = {id(x): k for k, x in enumerate(arguments)}
     sources: list[tuple[str, Any]] = []
     for x in outputs:
-        if isinstance(x, Value) and id(x) in place:
+        if id(x) in place:
             sources.append(("t", place[id(x)]))
-        elif isinstance(x, Value) and id(x) in external_place:
+        elif x.number_argument:  # a float argument returned: returned as the call's float
+            sources.append(("f", leaf_of[id(x)]))
+        elif id(x) in external_place:
             sources.append(("x", external_place[id(x)]))
-        elif isinstance(x, Value):
-            sources.append(("c", constants[id(x)]))
         else:
-            sources.append(("n", x))  # a number the function returned: returned as it is
-    aliases = [(id(a), k) for k, a in enumerate(distinct(arguments)) if id(a) in found.paths]
-    checked = guard.Guard(found, {id(x) for x in parameters} | {key for key, _ in aliases})
+            sources.append(("c", constants[id(x)]))
+    aliases = [(leaf_of[id(a)], a) for a in distinct(arguments) if id(a) in found.paths and not a.number_argument]
+    checked = guard.Guard(found, {id(x) for x in parameters} | {id(a) for _, a in aliases})
+    made_ids = {id(node) for node in made}
+    edges = Edges(live, made_ids)
     return Recorded(
-        kind, live, arguments, parameters, names, constants, takes_grad, sources, recording, checked, aliases
+        live,
+        arguments,
+        parameters,
+        names,
+        constants,
+        takes_grad,
+        shape,
+        sources,
+        recording,
+        checked,
+        aliases,
+        result,
+        edges,
     )
 
 
 def _refuse_kept(fn: Callable[..., Any], value: graph.Node, found: guard.Found, what: str) -> NoReturn:
     root, path = found.paths[id(value)]
-    where = "the function" if root == 0 else f"an object it was given ({root})"
+    place = "the function" if root == 0 else f"an object it was given ({root})"
     raise DataDependentError(
-        f"{_where(fn)}: {getattr(fn, '__qualname__', 'the function')} {what} ({where}{guard.described(path)}), "
-        "which a replay would not store again: return it instead, or call the function uncompiled"
+        f"{where(fn)}: {_name(fn)} stores {what} ({place}{guard.described(path)}), which a replay would not store "
+        "again: return it instead, or call the function uncompiled"
     )

@@ -22,13 +22,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from vjpgrad.compiler.record import Arguments, Static, distinct, record
+from vjpgrad.compiler.record import Arguments, Recorded, Static, build, record
 from vjpgrad.compiler.write import Program
 from vjpgrad.core import graph
 from vjpgrad.core.modes import USER_FRAMES, enable_grad, state
 from vjpgrad.core.ops import TIMES, Form, Op
 from vjpgrad.core.value import Value
-from vjpgrad.core.vector import wrap
 
 CACHE_SIZE = 64
 """Recordings kept per compiled function (the least recently used goes first)."""
@@ -56,46 +55,25 @@ it reaches (the call hands them their gradients)."""
 
 
 class Entry:
-    """One recording of a function: its code, and how to call and differentiate it."""
+    """One recording of a function: its code, and how to call and differentiate it.
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], read: Arguments) -> None:
-        self.recorded = recorded = record(fn, args, kwargs, read, _roots(fn, read.objects))
-        self.kind = recorded.kind
+    The recorded run is eager code, so the first call returns its own result (``first``); the
+    code is written and loaded when the recording is first replayed (``program``)."""
+
+    def __init__(self, fn: Callable[..., Any], read: Arguments) -> None:
+        self.recorded = recorded = record(fn, read, _roots(fn, read.objects))
         self.arguments = recorded.arguments
         self.parameters = recorded.parameters
         self.parameter_ids = frozenset(id(p) for p in self.parameters)
         self.parameter_flags = [p.requires_grad for p in self.parameters]
         self.outputs = recorded.outputs
         self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "t"))
-        self.program = Program(
-            recorded.live,
-            recorded.externals,
-            recorded.names,
-            recorded.constants,
-            recorded.takes_grad,
-            self.internal_outputs,
-            recorded.recording.from_numbers,
-        )
         self.objects = [_held(x) for x in read.objects]
-        self.aliased = [(k, _held(distinct(self.arguments)[k])) for _, k in recorded.aliases]
-        externals = recorded.externals
-        place = {id(x): k for k, x in enumerate(externals)}
-        output_place = {id(recorded.live[k]): i for i, k in enumerate(self.internal_outputs)}
-        # what each output is computed from: the arguments and parameters, and the other outputs
-        self.depends: list[tuple[list[int], list[int]]] = []
-        for k in self.internal_outputs:
-            node = recorded.live[k]
-            reach = self.program.reach([node])
-            self.depends.append(
-                (
-                    [place[key] for key in reach if key in place],
-                    sorted(output_place[key] for key in reach if key in output_place and key != id(node)),
-                )
-            )
+        self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
         self.takes_any = any(recorded.takes_grad[id(recorded.live[k])] for k in self.internal_outputs)
         self.filename = f"<vjpgrad.compile #{next(_numbers)}>"
-        self.forward = self._load(self.program.forward_source, "forward")
-        self._backwards: dict[frozenset[int], Callable[..., tuple[Any, ...]]] = {}
+        self._program: Program | None = None
+        self._backwards: dict[tuple[frozenset[int], bool], Callable[..., tuple[Any, ...]]] = {}
         self.op = Op(
             "compiled",
             0,
@@ -105,8 +83,46 @@ class Entry:
             "",
             doc="a compiled call",
             backward=self._backward,
-            shared=True,
+            release=self._release,
         )
+        first = [
+            read.leaves[k] if kind == "f" else node
+            for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
+        ]
+        self.first: Any = build(recorded.shape, first)  # the recorded run's result: the first call's
+        recorded.result = None
+
+    @property
+    def program(self) -> Program:
+        """The code, written from the recording the first time it is needed."""
+        if self._program is None:
+            recorded = self.recorded
+            self._program = Program(
+                recorded.live,
+                recorded.externals,
+                recorded.names,
+                recorded.constants,
+                recorded.takes_grad,
+                self.internal_outputs,
+                recorded.recording.from_numbers,
+                recorded.edges,
+            )
+            externals = recorded.externals
+            place = {id(x): k for k, x in enumerate(externals)}
+            output_place = {id(recorded.live[k]): i for i, k in enumerate(self.internal_outputs)}
+            # what each output is computed from: the arguments and parameters, and the other outputs
+            self.depends: list[tuple[list[int], list[int]]] = []
+            for k in self.internal_outputs:
+                node = recorded.live[k]
+                reach = self._program.reach([node])
+                self.depends.append(
+                    (
+                        [place[key] for key in reach if key in place],
+                        sorted(output_place[key] for key in reach if key in output_place and key != id(node)),
+                    )
+                )
+            self.forward = self._load(self._program.forward_source, "forward")
+        return self._program
 
     @property
     def source(self) -> str:
@@ -114,19 +130,22 @@ class Entry:
         return self.program.source
 
     def _load(self, source: str, name: str) -> Callable[..., Any]:
-        namespace = self.program.namespace
+        namespace = self.program.namespace if self._program is not None else {}
         filename = f"{self.filename[:-1]} {name}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(builtins.compile(source, filename, "exec"), namespace)  # code written from the graph alone
         function: Callable[..., Any] = namespace.pop(name)
         return function
 
-    def backward_for(self, seeded: frozenset[int]) -> Callable[..., tuple[Any, ...]]:
-        function = self._backwards.get(seeded)
+    def backward_for(self, seeded: frozenset[int], checked: bool = False) -> Callable[..., tuple[Any, ...]]:
+        """The reverse pass seeded at ``seeded``; ``checked``: the one anomaly mode runs, which
+        raises at the first contribution that is nan, as eager code does."""
+        function = self._backwards.get((seeded, checked))
         if function is None:
             if len(self._backwards) >= BACKWARDS_KEPT:  # the oldest goes first
                 del self._backwards[next(iter(self._backwards))]
-            function = self._backwards[seeded] = self._load(self.program.backward_source(seeded), "backward")
+            source = self.program.backward_source(seeded, checked=checked)
+            function = self._backwards[(seeded, checked)] = self._load(source, "backward")
         return function
 
     # ---- a call --------------------------------------------------------------------------------
@@ -141,19 +160,22 @@ class Entry:
             return False
         if not self.parameter_ids.isdisjoint(map(id, read.leaves)):
             return False  # a parameter passed as an argument: the recording kept them apart
-        if self.aliased:
-            arguments = distinct([x for x in read.leaves if isinstance(x, Value)])
-            if any(k >= len(arguments) or held() is not arguments[k] for k, held in self.aliased):
-                return False
+        if any(held() is not read.leaves[k] for k, held in self.aliased):
+            return False  # an argument the function also reaches itself: the same one, or record anew
         return self.recorded.guard.holds()
 
     def _backward(self, node: graph.Node, g: Any) -> None:
-        values, inputs, wrappers, slots, edges = graph.saved_of(node)
+        values, inputs, wrappers, slots, edges, freed = graph.saved_of(node)
         seeded = frozenset(slots)
         seeds = tuple(slots.get(i, 0.0) for i in range(len(self.internal_outputs)))
         slots.clear()  # handed on: the next pass through this call starts empty
+        inside = self.program.reached_inside(seeded)
+        if not freed.isdisjoint(inside):  # an operation an earlier pass freed, as eager code would say
+            raise RuntimeError(f"{graph.FREED_MESSAGE} (inside a compiled call)")
+        freed.add(-1 - len(freed))  # a mark for _release: this pass's operations, once it is done
+        self._last_pass = inside
         operands = graph.operands(node)
-        backward = self.backward_for(seeded)
+        backward = self.backward_for(seeded, checked=state.detect_anomaly)
         # each argument and parameter the pass reaches starts from its cotangent so far, as in eager
         reached = self.program.reached_externals(seeded)
         start = tuple(graph.cotangent(x) if k in reached else -0.0 for k, x in enumerate(operands))
@@ -162,16 +184,16 @@ class Entry:
             wrapper = wrappers[i]()
             if wrapper is not None and final is not None:
                 graph.set_cotangent(wrapper, final)
-        if state.detect_anomaly:
-            for k, (edge, gradient) in enumerate(zip(edges, gradients, strict=True)):
-                if edge and gradient is not None and gradient != gradient:
-                    raise FloatingPointError(
-                        f"backward of a compiled call produced nan for its input {k} (anomaly mode checks the "
-                        "call as one operation: call the function uncompiled to find the operation)"
-                    )
         for x, edge, gradient in zip(operands, edges, gradients, strict=True):
             if edge and gradient is not None:
                 graph.set_cotangent(x, gradient)
+
+    def _release(self, node: graph.Node) -> None:
+        """A pass that frees the graph went through this call: the operations it ran are freed,
+        as eager code frees them; a later pass that needs one of them raises."""
+        freed = graph.saved_of(node)[5]
+        freed.difference_update({mark for mark in freed if mark < 0})
+        freed.update(self._last_pass)
 
     def run(self, leaves: list[Any]) -> Any:
         external_values: list[Any] = []  # the distinct Values passed and every float, then the parameters
@@ -184,6 +206,7 @@ class Entry:
             external_values.append(x)
         external_values += self.parameters
         data = [_number(x) if isinstance(x, Value) else x for x in external_values]
+        self.program  # noqa: B018 - written and loaded on the first replay
         values = self.forward(data)
         made: dict[int, Value] = {}
         if self.takes_any:
@@ -196,25 +219,22 @@ class Entry:
                 results.append(external_values[k])
             elif kind == "c":
                 results.append(Value(k, requires_grad=False))
-            elif kind == "n":
-                results.append(k)
+            elif kind == "f":
+                results.append(leaves[k])
             elif k in made:
                 results.append(made[k])
             else:
                 made[k] = Value(values[kept_place[id(self.recorded.live[k])]], requires_grad=False)
                 results.append(made[k])
-        if self.kind == "value":
-            return results[0]
-        if self.kind == "vector":
-            return wrap(results)
-        return tuple(results) if self.kind == "tuple" else results
+        return build(self.recorded.shape, results)
 
     def _outputs(self, externals: list[Any], data: list[Any], values: tuple[Any, ...]) -> dict[int, Value]:
         """The outputs that take gradient, each an OUTPUT node on one node for the call."""
         edges = tuple(isinstance(x, Value) and x.requires_grad for x in externals)
         wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
         slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
-        saved = (values, data, wrappers, slots, edges)
+        freed: set[int] = set()  # the operations inside (their ids) that a pass has freed
+        saved = (values, data, wrappers, slots, edges, freed)
         # no edges of its own: a pass reaches the arguments and parameters through the outputs it starts from
         call = graph.make(Value, 0.0, self.op, tuple(externals), (None,) * len(externals), None, saved)
         kept_place = self.program.kept_place
@@ -272,7 +292,7 @@ class Compiled:
         self._cache: OrderedDict[tuple[Any, ...], Entry] = OrderedDict()
         self._lock = threading.RLock()
         self._last: Entry | None = None
-        self._static: frozenset[int] = frozenset()  # float arguments used as Python numbers: structure
+        self._static: frozenset[Any] = frozenset()  # float arguments used as Python numbers: structure
         self.times_recorded = 0
         """How many times the function was recorded (a new structure, a parameter rebound...)."""
         functools.update_wrapper(self, fn)
@@ -309,19 +329,21 @@ class Compiled:
                     entry = self._cache.get(read.key)
                     if entry is not None and entry.matches(read):
                         self._cache.move_to_end(read.key)
+                        self._last = entry
                         break
                     try:
-                        entry = Entry(self.fn, args, kwargs, read)
+                        entry = Entry(self.fn, read)
                     except Static as static:  # a float argument used as a Python number: structure from now on
-                        self._static = self._static | {static.position}
+                        self._static = self._static | {static.path}
                         continue
                     self.times_recorded += 1
                     self._cache[read.key] = entry
                     self._cache.move_to_end(read.key)
                     if len(self._cache) > CACHE_SIZE:
                         self._cache.popitem(last=False)
-                    break
-                self._last = entry
+                    self._last = entry
+                    first, entry.first = entry.first, None
+                    return first  # the recorded run is eager code: its result is this call's
             return entry.run(read.leaves)
 
     def __repr__(self) -> str:
@@ -338,3 +360,25 @@ def compile(fn: Callable[..., Any]) -> Compiled:
     ``vjpgrad.compiler`` for what makes a new recording.
     """
     return Compiled(fn)
+
+
+def _outputs_of(recorded: Recorded) -> list[Value]:
+    """The Values of the recorded run's result, in the order of ``recorded.outputs``."""
+    values: list[Any] = []
+    _values_of(recorded.shape, recorded.result, values)
+    return values
+
+
+def _values_of(shape: Any, result: Any, out: list[Any]) -> None:
+    kind, parts = shape
+    if kind == "leaf":
+        out.append(result)
+    elif kind == "vector":
+        for part, item in zip(parts, result, strict=True):
+            _values_of(part, item, out)
+    elif kind == "dict":
+        for key, part in parts:
+            _values_of(part, result[key], out)
+    elif kind != "same":
+        for part, item in zip(parts, result, strict=True):
+            _values_of(part, item, out)

@@ -25,6 +25,29 @@ from vjpgrad.core.ops import Op
 VALUES_LINE = "    # values"  # where the reverse pass unpacks the values it reads
 
 
+def _anomaly(op: str, position: int) -> None:
+    """Anomaly mode's verdict inside a compiled call, in the words of the eager pass."""
+    raise FloatingPointError(
+        f"backward of {op!r} produced nan for its operand {position} (in a function vjpgrad.compile replays: "
+        "call it uncompiled under detect_anomaly() to find the line that made the node)"
+    )
+
+
+class Edges:
+    """What the recording made, kept apart from the nodes (a backward pass through the first
+    call's result frees them): for each node, the positions of the operands it hands gradient to,
+    and for each Value made inside, its number."""
+
+    def __init__(self, live: Sequence[graph.Node], made: set[int]) -> None:
+        self.positions = {
+            id(node): [k for k, _, _ in graph.edges(node)] if node.requires_grad else []  # no_grad: no edge
+            for node in live
+            if id(node) not in made
+        }
+        self.positions.update((key, []) for key in made)
+        self.numbers = {id(node): graph.number(node) for node in live if id(node) in made}
+
+
 class Writer:
     """Writes the forward and reverse passes of one recorded graph."""
 
@@ -35,13 +58,15 @@ class Writer:
         constants: dict[int, float],
         takes_grad: dict[int, bool],
         sources: dict[int, graph.Node],
+        edges: Edges,
     ) -> None:
         self.nodes = nodes  # the live operations and Values made inside, in creation order
         self.sources = sources  # id(Value made inside from a float argument) -> that argument
+        self.edges = edges  # which operands each node hands gradient to, and the numbers of Values made inside
         self.names = names  # id(Value) -> variable name, for externals and operations
         self.constants = constants  # id(leaf made inside the function) -> its number
         self.takes_grad = takes_grad  # id(Value) -> whether gradient flows to it
-        self.namespace = dict(NAMESPACE)
+        self.namespace = dict(NAMESPACE, _anomaly=_anomaly)
         self._helpers = 0
         self._templates: dict[tuple[Any, ...], str | None] = {}
 
@@ -76,7 +101,7 @@ class Writer:
             source = self.sources.get(id(node))
             if source is not None:
                 return f"{self.names[id(node)]} = {self.names[id(source)]}  # Value() of a float argument"
-            return f"{self.names[id(node)]} = {literal(graph.number(node))}  # a Value made inside"
+            return f"{self.names[id(node)]} = {literal(self.edges.numbers[id(node)])}  # a Value made inside"
         terms = [self.term(x) for x in graph.operands(node)]
         if op.nary:
             expression = f"{self.helper(op.forward)}({', '.join(terms)})"
@@ -88,14 +113,16 @@ class Writer:
             expression = f"{self.helper(op.forward)}({', '.join(terms)})"
         return f"{self.names[id(node)]} = {expression}  # {self.comment(op)}"
 
-    def backward_lines(self, node: graph.Node, gradient: str) -> list[tuple[int, str]]:
-        """``(id of operand, code of the contribution)`` for each edge that carries gradient."""
+    def backward_lines(self, node: graph.Node, gradient: str) -> list[tuple[int, str, int]]:
+        """``(id of operand, code of the contribution, operand position)`` for each edge that
+        carries gradient (an id of -1 is a line that prepares them)."""
         op = graph.op_of(node)
         assert op is not None
         operands = graph.operands(node)
         g = Code(gradient, atomic=True)
         out = Code(self.names[id(node)], atomic=True)
-        live = [(k, x) for k, x, _ in graph.edges(node)]  # the edges the recording made
+        operands_of = graph.operands(node)
+        live = [(k, operands_of[k]) for k in self.edges.positions[id(node)]]  # the edges the recording made
         if not live:
             return []
         form = op.forms[0]
@@ -104,22 +131,22 @@ class Writer:
             parts = []
             for k, x in live:
                 s = Code(f"{saved}[{k}]", atomic=True) if len(live) == 1 else Code(f"_s[{k}]", atomic=True)
-                parts.append((id(x), f"0.0 if {s.text} is _MASKED else {operand(form.contribute(g, s))}"))
+                parts.append((id(x), f"0.0 if {s.text} is _MASKED else {operand(form.contribute(g, s))}", k))
             if len(live) > 1:
-                parts.insert(0, (-1, f"_s = {saved}"))
+                parts.insert(0, (-1, f"_s = {saved}", -1))
             return parts
         terms = [self.term(x) for x in operands]
         pattern = tuple(None if isinstance(x, graph.Node) else x for x in operands)
-        lines = []
+        lines: list[tuple[int, str, int]] = []
         for k, x in live:
             template = self._template(op, k, pattern)
             if template is None:  # a rule that needs numbers: call it on them as the code runs
                 rule = self.helper(op.saved[k])
                 part = operand(op.forms[k].contribute(g, Code("_s", atomic=True)))
-                lines.append((-1, f"_s = {rule}({', '.join(terms)}, {out.text})"))
-                lines.append((id(x), f"0.0 if _s is _MASKED else {part}"))
+                lines.append((-1, f"_s = {rule}({', '.join(terms)}, {out.text})", -1))
+                lines.append((id(x), f"0.0 if _s is _MASKED else {part}", k))
                 continue
-            lines.append((id(x), template.format(*terms, g=gradient, out=out.text)))
+            lines.append((id(x), template.format(*terms, g=gradient, out=out.text), k))
         return lines
 
     def _template(self, op: Op, k: int, pattern: tuple[Any, ...]) -> str | None:
@@ -161,6 +188,7 @@ class Program:
         takes_grad: dict[int, bool],
         outputs: list[int],
         sources: dict[int, graph.Node],
+        edges: Edges,
     ) -> None:
         self.live = live
         self.externals = externals
@@ -170,7 +198,9 @@ class Program:
         self.recorded_ids = {id(node) for node in live}
         self.by_id = {id(node): node for node in live}
         self._reached: dict[frozenset[int], frozenset[int]] = {}
-        self.writer = Writer(live, names, constants, takes_grad, sources)
+        self._inside: dict[frozenset[int], frozenset[int]] = {}
+        self.edges = edges
+        self.writer = Writer(live, names, constants, takes_grad, sources, edges)
         self.kept = list(self.live)
         self._every = frozenset(range(len(self.internal_outputs)))
         head, _, body = self.backward_source(self._every).split("\n", 3)[1:]
@@ -209,7 +239,8 @@ class Program:
         argument or a parameter: the pass stops there)."""
         if id(node) not in self.recorded_ids:
             return []
-        return [x for _, x, _ in graph.edges(node)]
+        operands_of = graph.operands(node)
+        return [operands_of[k] for k in self.edges.positions[id(node)]]
 
     def reached_externals(self, seeded: frozenset[int]) -> frozenset[int]:
         """The positions in ``externals`` that a pass from the outputs ``seeded`` reaches."""
@@ -232,9 +263,21 @@ class Program:
             stack += self._edges_of(node)
         return reach
 
-    def backward_source(self, seeded: frozenset[int]) -> str:
-        """The reverse pass seeded at the outputs ``seeded`` (positions in internal_outputs)."""
-        if seeded == getattr(self, "_every", None) and hasattr(self, "_every_source"):
+    def reached_inside(self, seeded: frozenset[int]) -> frozenset[int]:
+        """The ids of the recorded operations a pass from the outputs ``seeded`` runs."""
+        known = self._inside.get(seeded)
+        if known is None:
+            reach = self.reach([self.live[self.internal_outputs[i]] for i in seeded])
+            known = self._inside[seeded] = frozenset(
+                key for key in reach if key in self.by_id and graph.op_of(self.by_id[key]) is not None
+            )
+        return known
+
+    def backward_source(self, seeded: frozenset[int], checked: bool = False) -> str:
+        """The reverse pass seeded at the outputs ``seeded`` (positions in internal_outputs).
+        ``checked``: anomaly mode's, which tests each contribution for nan before adding it, as
+        the eager pass does, and raises naming the operation."""
+        if seeded == getattr(self, "_every", None) and hasattr(self, "_every_source") and not checked:
             return self._every_source  # written once already, to learn which values it reads
         live = {id(n) for n in self.live}
         reach = self.reach([self.live[self.internal_outputs[i]] for i in sorted(seeded)])
@@ -272,14 +315,21 @@ class Program:
                 continue
             lines.append(f"    # {self.writer.forward_line(node).split('  # ')[0]}")
             gradient = variable(id(node))
-            for target, code in self.writer.backward_lines(node, gradient):
+            op = graph.op_of(node)
+            for target, code, position in self.writer.backward_lines(node, gradient):
                 if target == -1:
                     lines.append(f"    {code}")
                     continue
-                if target in live and target not in returned and graph.op_of(self.by_id[target]) is None:
+                if checked:  # anomaly mode: each contribution tested before it is added, as in eager code
+                    lines.append(f"    _c = {code}")
+                    shown = self.writer.comment(op)  # type: ignore[arg-type]  # an operation: the loop skips leaves
+                    lines.append(f"    if _c != _c: _anomaly({shown!r}, {position})")
+                    code = "_c"
+                elif target in live and target not in returned and graph.op_of(self.by_id[target]) is None:
                     continue  # a Value made inside and not returned: its gradient goes nowhere
                 if (
-                    code == gradient
+                    not checked
+                    and code == gradient
                     and target not in started
                     and target in live
                     and id(node) not in outputs_seeded  # an output's own gradient is returned at the end

@@ -204,6 +204,15 @@ class Recording:
         self.leaves: dict[int, Node] = {}  # id -> every Value made by Value() inside the function
         self.from_numbers: dict[int, Node] = {}  # id(leaf made from a float argument) -> the argument
 
+    failure: BaseException | None = None
+    """The first refusal raised while recording: compile raises it again when the function
+    returns, so a user's ``except`` around the read cannot swallow it and record a fallback."""
+
+    def fail(self, error: BaseException) -> None:
+        """Note a refusal (the first one counts)."""
+        if self.failure is None:
+            self.failure = error
+
     def made_leaf(self, leaf: Node, argument: Node | None) -> None:
         """``Value(...)`` made ``leaf`` inside the function; ``argument`` is the float argument it
         was made from (``Value(lr)``), or None."""
@@ -505,8 +514,13 @@ def accumulate(nodes: Iterator[Node] | list[Node]) -> None:
 def free(nodes: Iterator[Node] | list[Node]) -> None:
     """Drop what ``nodes`` saved for the backward pass: a later pass through them raises."""
     for node in nodes:
-        if node._operation is not None and not node._operation.shared:
+        op = node._operation
+        if op is None:
+            continue
+        if op.release is None:
             node._da = node._db = None
+        else:
+            op.release(node)
 
 
 # ---- the same pass with Values, for derivatives of derivatives -----------------------------------

@@ -185,7 +185,10 @@ def refuse_number(what: str) -> None:
     """Inside ``refusing_numbers`` (``vjpgrad.compile``'s recording, a custom rule called with
     Values), refuse Python that turns a Value into a number, naming the user's line."""
     if switched[0] and state.refusal:
-        raise state.refusal_type(f"{what} at {caller_location()}: {state.refusal}")
+        error = state.refusal_type(f"{what} at {caller_location()}: {state.refusal}")
+        if state.recording is not None:  # kept: a user's `except` around the read cannot swallow the refusal
+            state.recording.fail(error)
+        raise error
 
 
 class refusing_numbers:  # noqa: N801 - a context manager named for what it does

@@ -178,8 +178,9 @@ class Op:
     # An operation that runs its own backward (a compiled function): called as
     # ``backward(node, g)`` in place of the edges' forms
     backward: Callable[[Any, Any], None] | None = None
-    # A node that several outputs share (a compiled call): a pass through one of them does not free it
-    shared: bool = False
+    # What a pass that frees the graph does to a node of this operation: None drops what the node
+    # saved (every row of the table); a function is called with the node instead (a compiled call)
+    release: Callable[[Any], None] | None = None
     nary: bool = field(default=False)  # of any number of operands (arity 0): read per node, so a field
 
     def __post_init__(self) -> None:

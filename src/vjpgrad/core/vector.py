@@ -29,9 +29,9 @@ def as_values(items: Iterable[object], requires_grad: bool, caller: str) -> list
     whether it takes gradient); anything else is a TypeError that ``caller`` names."""
     values = []
     for index, item in enumerate(items):
-        if isinstance(item, Value):
+        if isinstance(item, Value) and not item.number_argument:
             values.append(item)
-        elif isinstance(item, numbers.Real):
+        elif isinstance(item, numbers.Real):  # a float argument compile records counts as its number
             values.append(Value(item, requires_grad=requires_grad))
         else:
             raise TypeError(f"{caller} element {index} must be a number or a Value, got {type(item).__name__}")
