@@ -246,6 +246,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["course"]:  # the course has its own command line: vjpgrad course --help
+        from vjpgrad.course import main as course
+
+        return course(arguments[1:])
     if not arguments:
         text, all_agree = report()
         print(text)
