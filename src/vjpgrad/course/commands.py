@@ -55,7 +55,9 @@ def _parser() -> _Parser:
     check = commands.add_parser("check", help="check the exercises in DIR (default: here) and show the scoreboard")
     check.add_argument("where", nargs="*", metavar="[DIR] [N]", help="the directory, and an exercise number")
     check.add_argument("--json", action="store_true", help="print the results as JSON, for an autograder")
-    check.add_argument("--timeout", type=float, default=TIMEOUT, metavar="SECONDS", help=f"default {TIMEOUT:g}")
+    check.add_argument(
+        "--timeout", type=float, default=TIMEOUT, metavar="SECONDS", help=f"stop the checks after SECONDS ({TIMEOUT:g})"
+    )
     hint = commands.add_parser("hint", help="a hint for exercise N")
     hint.add_argument("number", metavar="N")
     commands.add_parser("list", help="the exercises, in order")

@@ -566,7 +566,8 @@ class Twin:
                 (str(edge.step), edge.node, edge.op, edge.operand, number(edge.upstream), number(upstream),
                  number(edge.contribution), number(received), mark)
             )  # fmt: skip
-        lines = [headline, "", self._graph(), "", "The reverse pass as vjpgrad's explain() runs it, beside yours:"]
+        lines = [headline, "", self._graph(), "", "The reverse pass as vjpgrad's explain() runs it, beside yours"]
+        lines.append("(upstream: the node's gradient when its _backward runs; contribution: what it adds to `to`):")
         lines += _table(rows)
         if first is not None:
             lines += ["", f"First difference, step {first[0]}: {first[1]}."]
