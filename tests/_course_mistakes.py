@@ -64,6 +64,14 @@ MISTAKES = (
         ("is not in t", "._prev", "Value(data, (self, other), op)"),
     ),
     Mistake(
+        "* forgets to return its result",
+        2,
+        "engine.py",
+        "        out._backward = _backward\n        return out\n\n    # ---- exercise 3",
+        "        out._backward = _backward\n\n    # ---- exercise 3",
+        ("t1 = x1 * x2 gave None, not a Value (is out returned?)",),
+    ),
+    Mistake(
         "tanh's derivative written 1 - tanh",
         3,
         "engine.py",

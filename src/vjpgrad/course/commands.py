@@ -53,7 +53,12 @@ def _parser() -> _Parser:
     init = commands.add_parser("init", help="write the student's files into DIR (never overwrites one)")
     init.add_argument("directory", metavar="DIR")
     check = commands.add_parser("check", help="check the exercises in DIR (default: here) and show the scoreboard")
-    check.add_argument("where", nargs="*", metavar="[DIR] [N]", help="the directory, and an exercise number")
+    check.add_argument(
+        "where",
+        nargs="*",
+        metavar="[DIR] [N]",
+        help="the directory (default: here), then an exercise; a lone number is N",
+    )
     check.add_argument("--json", action="store_true", help="print the results as JSON, for an autograder")
     check.add_argument(
         "--timeout", type=float, default=TIMEOUT, metavar="SECONDS", help=f"stop the checks after SECONDS ({TIMEOUT:g})"

@@ -85,8 +85,8 @@ def run(directory: Path, exercises: Sequence[Exercise], timeout: float) -> list[
         env["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch  # hypothesis writes nothing into the student's directory
         timed_out = False
         try:
-            done = subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=timeout)
-            output = done.stdout + done.stderr
+            finished = subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=timeout)
+            output = finished.stdout + finished.stderr
         except subprocess.TimeoutExpired as expired:
             timed_out = True
             output = _text(expired.stdout) + _text(expired.stderr)

@@ -113,6 +113,10 @@ class Program:
         return [i.name for i in self.instructions if name in i.nodes]
 
 
+class MismatchError(AssertionError):
+    """The student's engine disagrees with vjpgrad; the message says where and shows both."""
+
+
 SMALL = Program(
     (("x1", 1.5), ("x2", -0.5)),
     (
@@ -143,12 +147,18 @@ def smallest(op: str) -> Program:
     return Program((("x1", 0.75),), (Instruction("t1", op, ("x1", 2) if op in BINARY else ("x1",)),))
 
 
-def build(program: Program, value_type: Callable[[float], Any]) -> dict[str, Any]:
-    """Run ``program`` in an engine: every node by name, made with ``value_type`` and the operators."""
+def build(program: Program, value_type: type[Any]) -> dict[str, Any]:
+    """Run ``program`` in an engine: every node by name, made with ``value_type`` and the operators.
+
+    An operation that gives something other than a ``value_type`` stops it with ``MismatchError``."""
+    __tracebackhide__ = True
     nodes: dict[str, Any] = {name: value_type(x) for name, x in program.leaves}
     for i in program.instructions:
         operands = [nodes[x] if isinstance(x, str) else x for x in i.operands]
         nodes[i.name] = OPERATIONS[i.op](*operands)
+        if not isinstance(nodes[i.name], value_type):
+            made = nodes[i.name]
+            raise MismatchError(f"{i.name} = {i.text} gave {made!r}, not a Value (is out returned?)\n  {program!r}")
     return nodes
 
 
@@ -270,10 +280,6 @@ def numbers_apart(theirs: object, ours: float) -> tuple[str, str]:
     return a, b
 
 
-class MismatchError(AssertionError):
-    """The student's engine disagrees with vjpgrad; the message says where and shows both."""
-
-
 # ---- one pass of the student's reverse pass, recorded ---------------------------------------------
 
 
@@ -366,8 +372,6 @@ class Twin:
             node, ours = self.theirs[name], self.ours[name]
             instruction = self.program.instruction(name)
             made = f"{name} = {instruction.text}" if instruction else name
-            if not isinstance(node, self.value_type):
-                raise MismatchError(f"{made} gave {type(node).__name__} {node!r}, not a Value\n\n{self._graph()}")
             if not close(node.data, ours.data, abs(ours.data)):
                 theirs_text, ours_text = numbers_apart(node.data, ours.data)
                 raise MismatchError(f"{made} is {theirs_text} in yours, {ours_text} in vjpgrad\n\n{self._graph()}")
