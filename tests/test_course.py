@@ -129,6 +129,21 @@ def test_init_refuses_a_path_that_is_a_file(tmp_path: Path, capsys: pytest.Captu
     assert "is a file, not a directory" in one_line_error(course(capsys, "init", str(tmp_path / "taken")))
 
 
+def test_init_into_a_directory_it_cannot_write_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_open = Path.open
+
+    def refuse_in_tmp_path(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self.parent == tmp_path:
+            raise PermissionError(13, "Permission denied")
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refuse_in_tmp_path)
+    message = one_line_error(course(capsys, "init", str(tmp_path)))
+    assert message == f"vjpgrad course: error: cannot write {tmp_path / student_files()[0]}: Permission denied"
+
+
 # ---- way 1: the untouched skeleton ---------------------------------------------------------------------------
 
 

@@ -136,11 +136,14 @@ def init(args: argparse.Namespace) -> int:
     lines, wrote = [], 0
     for name, text in files.items():
         target = directory / name
-        if target.exists():
+        try:
+            with target.open("x", encoding="utf-8") as stream:  # "x": fails on a file that is there
+                stream.write(text)
+        except FileExistsError:
             lines.append(f"  kept  {name} (it is there already: init never overwrites a file)")
             continue
-        with target.open("x", encoding="utf-8") as stream:  # "x": never over a file made meanwhile
-            stream.write(text)
+        except OSError as error:
+            raise CourseError(f"cannot write {target}: {error.strerror}") from None
         wrote += 1
         lines.append(f"  wrote {name}")
     print(f"{PROGRAM}: {directory}, {wrote} files written")
