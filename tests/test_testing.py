@@ -1,4 +1,6 @@
-"""vjpgrad.testing: assert_grad_close, the strategies, and the exercises that use them."""
+"""vjpgrad.testing: assert_grad_close and the strategies.
+
+The exercises that use them are the course's (vjpgrad course): tests/test_course.py checks them."""
 
 from __future__ import annotations
 
@@ -16,8 +18,6 @@ from hypothesis import strategies as st
 import vjpgrad
 from vjpgrad import Value, Vector, custom_op
 from vjpgrad.testing import Expression, assert_grad_close, expressions, values, vectors
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_correct_gradients_pass_against_expected_and_numeric() -> None:
@@ -119,60 +119,6 @@ def test_without_hypothesis_the_strategies_say_how_to_install_it(monkeypatch: py
     with pytest.raises(ImportError, match=r"pip install 'vjpgrad\[test\]'"):
         values()
     assert_grad_close(lambda a: a * a, [2.0], expected=[4.0])  # needs no hypothesis
-
-
-def run_exercises(mode: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "VJPGRAD_EXERCISE": mode}
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "examples/exercises"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-
-
-def test_the_exercises_pass_against_the_solutions() -> None:
-    result = run_exercises("solution")
-    assert result.returncode == 0, result.stdout[-3000:]
-    assert "14 passed" in result.stdout
-
-
-def table_rows(out: str, heading: str) -> list[dict[str, str]]:
-    """The rows of the first failure table under ``heading`` in pytest's output, by column."""
-    lines = [line.removeprefix("E").strip() for line in out.splitlines()]
-    start = next(i for i, line in enumerate(lines) if heading in line)
-    columns = lines[start + 1].split()
-    rows = []
-    for line in lines[start + 2 :]:
-        cells = line.split()
-        if len(cells) < len(columns) or cells[-1] not in ("ok", "wrong"):
-            break
-        rows.append(dict(zip(columns, cells, strict=False)))
-    return rows
-
-
-def test_the_exercises_fail_readably_against_a_wrong_rule() -> None:
-    result = run_exercises("wrong")
-    assert result.returncode == 1
-    assert "<-- wrong" in result.stdout
-    assert "expression=x," in result.stdout  # hypothesis shrank the random expression to x
-    # softsign: the learner's rule is "yours", the right derivative "expected"
-    (row,) = table_rows(result.stdout, "your gradients differ from the expected ones")
-    assert row["input"] == "x"
-    assert float(row["yours"]) == pytest.approx(1 / (1 + 1))  # the wrong rule 1 / (1 + |x|) at x = 1
-    assert float(row["expected"]) == pytest.approx(1 / (1 + 1) ** 2)
-    # the VJP by hand: the learner's numbers are "yours", vjpgrad's backward the reference
-    rows = {row["input"]: row for row in table_rows(result.stdout, "your gradients differ from vjpgrad's")}
-    assert list(rows) == [f"{name}[{i}]" for name in "abc" for i in range(3)]
-    b0 = rows["b[0]"]  # b = 3, v = 0.1: the wrong answer forgot the seed, 4b = 12; right is 0.1 * 4b = 1.2
-    assert (float(b0["value"]), float(b0["yours"]), float(b0["vjpgrad"])) == (3.0, 12.0, pytest.approx(1.2))
-
-
-def test_the_unsolved_exercises_fail() -> None:
-    result = run_exercises("exercise")
-    assert result.returncode == 1
-    assert "NotImplementedError" in result.stdout
 
 
 def test_module_is_importable_without_touching_hypothesis() -> None:

@@ -29,6 +29,7 @@ from vjpgrad.cli.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, ExpressionError, 
 from vjpgrad.core.seeds import seeds_for
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
+from vjpgrad.course import main as course
 from vjpgrad.display.dot import to_dot
 from vjpgrad.display.explain import explain
 
@@ -42,6 +43,7 @@ examples:
   vjpgrad '3*a + 2*b*b + log(c)' a=1,2,3 b=3,4,5 c=6,7,8 --seed 0.1,1,0.0001 --html pass.html
                                             a page that steps through the pass in a browser
   vjpgrad --x x=3                                           an expression may start with -
+  vjpgrad course init mycourse                              the course: build your own engine (course --help)
 
 A variable is NAME=NUMBER (a scalar) or NAME=N1,N2,... (a vector; NAME=5, is a vector of
 one). The expression may use numbers, variables, + - * / ** (not ^), parentheses and the
@@ -283,6 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["course"]:  # the course has its own command line: vjpgrad course --help
+        return course(arguments[1:])
     if not arguments:
         text, all_agree = report()
         print(text)

@@ -1,4 +1,7 @@
-"""Solution: d/dx x / (1 + |x|) = ((1 + |x|) - x * sign(x)) / (1 + |x|)**2 = 1 / (1 + |x|)**2."""
+"""The reference solution of exercise 10.
+
+d/dx x / (1 + |x|) = ((1 + |x|) - x * sign(x)) / (1 + |x|)**2 = 1 / (1 + |x|)**2.
+"""
 
 import vjpgrad
 

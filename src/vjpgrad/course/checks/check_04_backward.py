@@ -1,0 +1,51 @@
+"""Exercise 4 (engine.py): backward() fills every gradient, in a topological order built by a loop."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+
+from vjpgrad.course.twins import SHORTCUT, SMALL, Program, Twin, programs
+
+LINKS = 10_000
+
+
+@pytest.fixture(scope="session")
+def engine(student: Any) -> Any:
+    return student("engine")
+
+
+@example(SMALL)
+@example(SHORTCUT)
+@given(programs(("+", "*"), max_operations=8))
+def test_backward_gives_every_node_vjpgrads_gradient(engine: Any, program: Program) -> None:
+    Twin(program, engine.Value).check_backward()
+
+
+def test_a_leaf_is_its_own_output(engine: Any) -> None:
+    x = engine.Value(2.0)
+    x.backward()
+    assert x.grad == 1.0, f"x = Value(2.0); x.backward() leaves x.grad = {x.grad!r}: dx/dx is 1"
+
+
+def test_a_chain_of_10_000_links_works_at_the_default_recursion_limit(engine: Any) -> None:
+    x = engine.Value(1.0)
+    y = x
+    for _ in range(LINKS):
+        y = y * 1.0
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)  # Python's default, whatever ran before
+    try:
+        y.backward()
+    except RecursionError:
+        pytest.fail(
+            f"RecursionError: backward() on a chain of {LINKS:,} links went deeper than Python allows (about "
+            "1,000 calls): build the topological order with a loop and a list as your own stack, not with recursion",
+            pytrace=False,
+        )
+    finally:
+        sys.setrecursionlimit(limit)
+    assert x.grad == 1.0, f"y = x * 1.0 * 1.0 ... ({LINKS:,} times): dy/dx is 1, yours is {x.grad!r}"

@@ -1,0 +1,69 @@
+"""Exercise 5 (engine.py): a second backward() adds the same gradients again (Example 4), and zero_grad.
+
+Example 4 of the Stack Overflow answer to "Pytorch, what are the gradient arguments"
+(https://stackoverflow.com/questions/43451125): y = 3a + 2b*b + log(c) at a = b = c = 1, two
+passes, gives a.grad, b.grad, c.grad = 6, 8, 2: twice one pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+
+from vjpgrad.course.twins import SHORTCUT, SMALL, Instruction, Program, Twin, programs
+
+EXAMPLE_4 = Program(
+    (("a", 1.0), ("b", 1.0), ("c", 1.0)),
+    (
+        Instruction("t1", "*", (3.0, "a")),
+        Instruction("t2", "*", (2.0, "b")),
+        Instruction("t3", "*", ("t2", "b")),
+        Instruction("t4", "+", ("t1", "t3")),
+        Instruction("t5", "log", ("c",)),
+        Instruction("y", "+", ("t4", "t5")),
+    ),
+)
+
+
+@pytest.fixture(scope="session")
+def engine(student: Any) -> Any:
+    return student("engine")
+
+
+def test_example_4_two_passes_give_6_8_2(engine: Any) -> None:
+    twin = Twin(EXAMPLE_4, engine.Value)
+    twin.check_passes(2)
+    grads = [twin.theirs[name].grad for name in "abc"]
+    assert grads == pytest.approx([6.0, 8.0, 2.0]), f"a.grad, b.grad, c.grad are {grads}: the answer prints 6, 8, 2"
+
+
+@example(SMALL)
+@example(SHORTCUT)
+@given(programs(("+", "*"), max_operations=8))
+def test_two_passes_give_each_leaf_twice_one_pass(engine: Any, program: Program) -> None:
+    Twin(program, engine.Value).check_passes(2)
+
+
+@example(SMALL)
+@given(programs(("+", "*"), max_operations=8))
+def test_three_passes_give_each_leaf_three_times_one_pass(engine: Any, program: Program) -> None:
+    Twin(program, engine.Value).check_passes(3)
+
+
+@example(SMALL)
+@given(programs(("+", "*"), max_operations=8))
+def test_zero_grad_sets_every_gradient_to_0_and_the_next_pass_is_one_pass(engine: Any, program: Program) -> None:
+    twin = Twin(program, engine.Value)
+    output = twin.theirs[program.output]
+    output.backward()
+    output.backward()
+    output.zero_grad()
+    for name in program.names:
+        grad = twin.theirs[name].grad
+        assert grad == 0, (
+            f"after two passes and {program.output}.zero_grad(), {name}.grad is {grad!r}, not 0: zero_grad must reach "
+            f"every value the output was computed from\n  {program!r}"
+        )
+    twin.check_passes(1)

@@ -1,0 +1,70 @@
+"""Exercise 8 (softmax.py): softmax's VJP, against vjpgrad's backward through softmax, in linear memory."""
+
+from __future__ import annotations
+
+import tracemalloc
+from typing import Any
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from vjpgrad import Value, Vector
+from vjpgrad.course import expect
+from vjpgrad.nn.functional import softmax
+from vjpgrad.testing import assert_grad_close
+
+LARGE = 1_000
+MEMORY = 2_000_000
+"""Bytes softmax_vjp may use at its peak for LARGE inputs: a few lists of LARGE floats fit many times;
+J, LARGE x LARGE numbers, needs over 30 times more."""
+
+
+def softmax_of(*xs: Value) -> Vector:
+    return softmax(Vector(list(xs)))
+
+
+def check(softmax_vjp: Any, x: list[float], v: list[float]) -> None:
+    __tracebackhide__ = True
+    call = f"softmax_vjp({x}, {v})"
+    yours = expect.floats(softmax_vjp(list(x), list(v)), len(x), call, f"{len(x)} numbers")
+    names = [f"x[{i}]" for i in range(len(x))]
+    try:
+        assert_grad_close(softmax_of, x, expected=yours, seed=v, names=names, yours="expected")
+    except AssertionError as error:
+        raise AssertionError(f"{call}:\n{error}") from None
+
+
+def test_three_inputs(student: Any) -> None:
+    check(student("softmax").softmax_vjp, [1.0, 2.0, 3.0], [0.1, 1.0, 0.0001])
+
+
+def pairs_of_lists(n: int) -> st.SearchStrategy[tuple[list[float], list[float]]]:
+    """An input x of n numbers and a seed v of n numbers."""
+    x = st.lists(st.floats(-5, 5), min_size=n, max_size=n)
+    return st.tuples(x, st.lists(st.floats(-2, 2), min_size=n, max_size=n))
+
+
+@example(([0.5, -1.0], [1.0, 2.0]))
+@given(st.integers(1, 6).flatmap(pairs_of_lists))
+def test_any_inputs_and_seeds(student: Any, xv: tuple[list[float], list[float]]) -> None:
+    check(student("softmax").softmax_vjp, *xv)
+
+
+def test_large_inputs_do_not_overflow(student: Any) -> None:
+    check(student("softmax").softmax_vjp, [1000.0, 1000.5, 999.0], [1.0, -1.0, 0.5])
+
+
+def test_it_does_not_build_the_jacobian(student: Any) -> None:
+    softmax_vjp = student("softmax").softmax_vjp
+    x = [((i * 37) % 101) / 50 - 1 for i in range(LARGE)]
+    v = [((i * 53) % 97) / 48 - 1 for i in range(LARGE)]
+    tracemalloc.start()
+    try:
+        softmax_vjp(x, v)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MEMORY, (
+        f"softmax_vjp on {LARGE:,} inputs used {peak / 1e6:.1f} MB at its peak: J has {LARGE:,} x {LARGE:,} "
+        f"entries, the VJP needs only a few lists of {LARGE:,} numbers (stay under {MEMORY / 1e6:.0f} MB)"
+    )

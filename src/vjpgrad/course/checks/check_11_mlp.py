@@ -1,0 +1,82 @@
+"""Exercise 11 (mlp.py): an MLP trained with the student's engine on two moons: the loss falls and
+at least 95% of the points come out right, in under a minute."""
+
+from __future__ import annotations
+
+import gc
+import math
+import random
+import time
+from typing import Any
+
+import pytest
+
+from vjpgrad.course import expect
+
+ACCURACY = 0.95
+SECONDS = 60.0
+"""CPU seconds train() may take: a micrograd-shaped engine trains MLP(2, [6, 6, 1]) for 60 steps in about 5."""
+POINTS = 60
+
+
+def make_moons(n: int = POINTS, noise: float = 0.1, seed: int = 1) -> tuple[list[list[float]], list[int]]:
+    """Two interleaving half circles, labels -1 and +1, with Gaussian noise (examples/moons.py's data)."""
+    rng = random.Random(seed)
+    points, labels = [], []
+    for i in range(n):
+        t = math.pi * (i // 2) / (n // 2 - 1)
+        if i % 2 == 0:
+            x, y, label = math.cos(t), math.sin(t), -1
+        else:
+            x, y, label = 1 - math.cos(t), 0.5 - math.sin(t), 1
+        points.append([x + rng.gauss(0, noise), y + rng.gauss(0, noise)])
+        labels.append(label)
+    return points, labels
+
+
+@pytest.fixture(scope="session")
+def trained(student: Any) -> tuple[Any, list[float], float]:
+    """The student's train() on the moons, once: (model, losses, seconds)."""
+    points, labels = make_moons()
+    # A micrograd-shaped engine makes a reference cycle per node (out -> out._backward -> out), and at
+    # CPython's default thresholds the collector then takes about half of the training time: train as a
+    # training script would, with the collector's first threshold raised and this process's objects frozen.
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
+    start = time.process_time()  # CPU time: a busy machine does not fail the student
+    try:
+        result = student("mlp").train([list(p) for p in points], list(labels))
+    finally:
+        seconds = time.process_time() - start
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+    model, losses = expect.items(result, 2, "train(points, labels)", "(model, losses)")
+    steps = len(losses) if isinstance(losses, (list, tuple)) else 0
+    expected = "the loss at each step, as a list of floats (loss.data), at least one"
+    return model, expect.floats(losses, max(steps, 1), "train(points, labels)'s losses:", expected), seconds
+
+
+def test_the_loss_falls_to_under_half_its_start(trained: tuple[Any, list[float], float]) -> None:
+    _, losses, _ = trained
+    assert losses[-1] < losses[0] / 2, (
+        f"the loss went from {losses[0]:.4g} to {losses[-1]:.4g} in {len(losses)} steps: it should fall to under "
+        "half. Are the gradients zeroed before each backward(), and is each parameter moved against its gradient?"
+    )
+
+
+def test_at_least_95_percent_of_the_points_are_right(trained: tuple[Any, list[float], float]) -> None:
+    model, _, _ = trained
+    points, labels = make_moons()
+    right = sum((model(p).data > 0) == (label > 0) for p, label in zip(points, labels, strict=True))
+    assert right / len(points) >= ACCURACY, (
+        f"{right} of {len(points)} points are right ({right / len(points):.0%}): train until at least "
+        f"{ACCURACY:.0%} are (more steps, or a learning rate that falls)"
+    )
+
+
+def test_training_takes_under_a_minute(trained: tuple[Any, list[float], float]) -> None:
+    seconds = trained[2]
+    assert seconds < SECONDS, (
+        f"train took {seconds:.0f} s of CPU: keep it under {SECONDS:.0f} s (fewer steps, a smaller model)"
+    )

@@ -1,0 +1,77 @@
+"""Exercise 12, stretch (straight_line.py): Example 1's forward and reverse pass as straight-line code,
+against the numbers of vjpgrad.compile's generated code."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import textwrap
+from typing import Any
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import vjpgrad
+from vjpgrad import Value
+from vjpgrad.course import expect
+
+
+def example_1(a: Any, b: Any, c: Any) -> Any:
+    return 3 * a + 2 * b * b + vjpgrad.log(c)
+
+
+COMPILED = vjpgrad.compile(example_1)
+
+
+def compiled(a: float, b: float, c: float, v: float) -> tuple[list[float], str]:
+    """(y, a.grad, b.grad, c.grad) from vjpgrad's generated code, and that code."""
+    inputs = [Value(a), Value(b), Value(c)]
+    y = COMPILED(*inputs)
+    y.backward(v)
+    return [y.data, *(x.grad for x in inputs)], COMPILED.source
+
+
+@example(1.0, 2.0, 3.0, 0.5)
+@given(st.floats(-3, 3), st.floats(-3, 3), st.floats(0.1, 10), st.floats(-2, 2))
+def test_it_gives_vjpgrads_numbers(student: Any, a: float, b: float, c: float, v: float) -> None:
+    call = f"example_1({a}, {b}, {c}, {v})"
+    result = expect.floats(student("straight_line").example_1(a, b, c, v), 4, call, "(y, a.grad, b.grad, c.grad)")
+    ours, source = compiled(a, b, c, v)
+    for name, theirs, want in zip(["y", "a.grad", "b.grad", "c.grad"], result, ours, strict=True):
+        assert math.isclose(theirs, want, rel_tol=1e-9, abs_tol=1e-12), (
+            f"at a, b, c, v = {a}, {b}, {c}, {v}: your {name} is {theirs!r}, vjpgrad's is {want!r}. "
+            f"The code vjpgrad.compile wrote for this function, to compare with yours:\n\n{source}"
+        )
+
+
+FORBIDDEN = {
+    ast.For: "a for loop",
+    ast.While: "a while loop",
+    ast.ListComp: "a list comprehension",
+    ast.GeneratorExp: "a generator",
+    ast.Lambda: "a lambda",
+    ast.FunctionDef: "a function",
+    ast.Import: "an import",
+    ast.ImportFrom: "an import",
+}
+
+
+def test_it_is_straight_line_code(student: Any) -> None:
+    function = student("straight_line").example_1
+    function(1.0, 2.0, 3.0, 0.5)  # written at all? (the skeleton raises NotImplementedError)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    function_node = tree.body[0]
+    for node in ast.walk(function_node):
+        if node is function_node or not isinstance(node, ast.expr | ast.stmt):
+            continue
+        for kind, what in FORBIDDEN.items():
+            assert not isinstance(node, kind), (
+                f"example_1 has {what} (line {node.lineno} of the function): write one line per step instead"
+            )
+        if isinstance(node, ast.Call):
+            called = ast.unparse(node.func)
+            assert called == "math.log", (
+                f"example_1 calls {called}() (line {node.lineno} of the function): only math.log is needed, "
+                "every other step is + or *"
+            )
