@@ -35,6 +35,7 @@ from pathlib import Path
 import vjpgrad
 import vjpgrad.nn.functional as F  # noqa: N812  # PyTorch's spelling
 from vjpgrad import Value, Vector
+from vjpgrad.compiler import cache
 from vjpgrad.optim import Adam
 
 NAMES = Path(__file__).resolve().parent / "data" / "names.txt"
@@ -210,8 +211,14 @@ def train(
     learning_rate, beta1, beta2, eps_adam = 0.01, 0.85, 0.99, 1e-8
     optimizer = Adam(params, lr=learning_rate, betas=(beta1, beta2), eps=eps_adam)
     losses: list[float] = []
+    # compiled, the first step of each name length runs eagerly while it is recorded and the
+    # second compiles that length's code (or loads it from the cache a previous run filled)
+    seen: dict[int, int] = {}  # name length -> steps so far
+    first_steps = [0.0, 0.0]  # seconds of every length's first step, and of its second
+    cache_before = cache.info().entries
     start = time.perf_counter()
     for step in range(steps):
+        step_start = time.perf_counter()
         tokens = encode(docs[step % len(docs)])
         loss = step_loss(tokens)
         optimizer.zero_grad()
@@ -219,11 +226,21 @@ def train(
         optimizer.lr = learning_rate * (1 - step / steps)  # linear decay to 0
         optimizer.step()
         losses.append(loss.data)
+        occurrence = seen[len(tokens)] = seen.get(len(tokens), 0) + 1
+        if occurrence <= 2:
+            first_steps[occurrence - 1] += time.perf_counter() - step_start
         if (step + 1) % report_every == 0 or step + 1 == steps:
             recent = losses[-report_every:]
             elapsed = time.perf_counter() - start
             mean = f"mean of last {len(recent)} {sum(recent) / len(recent):.4f}"
             out(f"step {step + 1:5d} / {steps} | loss {loss.data:.4f} | {mean} | {elapsed:5.1f}s")
+    if not eager:
+        info = cache.info()
+        stored = f"{info.entries - cache_before} new entries in {info.directory}" if info.enabled else "off"
+        out(
+            f"compile: {len(seen)} name lengths, each recorded on its first step ({first_steps[0]:.1f}s in all) "
+            f"and compiled or loaded on its second ({first_steps[1]:.1f}s); code cache: {stored}"
+        )
     return model, losses, [*uchars, "<BOS>"], encode
 
 

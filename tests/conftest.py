@@ -1,10 +1,19 @@
-"""Shared test settings: hypothesis sized for a 2-core machine."""
+"""Shared test settings: hypothesis sized for a 2-core machine, and a compiled-code cache of the
+test run's own (so the tests never read or write a developer's ~/.cache/vjpgrad)."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 from hypothesis import HealthCheck, settings
+
+# set before any test compiles anything; child processes the tests start inherit it
+if "VJPGRAD_CACHE_DIR" not in os.environ:
+    os.environ["VJPGRAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="vjpgrad-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["VJPGRAD_CACHE_DIR"], ignore_errors=True)
 
 settings.register_profile(
     "default",

@@ -590,3 +590,37 @@ def test_a_result_outside_the_domain_gets_a_remark(
     assert out.splitlines()[0] == f"y = {word}"
     assert f"note: y is {word}" in out
     assert "--explain" in out
+
+
+# ---- vjpgrad cache ---------------------------------------------------------------------------------
+
+
+def test_cache_says_where_compiled_code_is_kept_and_clear_empties_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import vjpgrad
+
+    monkeypatch.setenv("VJPGRAD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("VJPGRAD_CACHE", raising=False)
+    square = vjpgrad.compile(lambda x: x * x + 1.0)
+    for _ in range(2):  # recorded, then written and stored
+        square(Value(3.0)).backward()
+    status, out, _ = run(capsys, "cache")
+    assert status == 0
+    assert f"directory: {tmp_path / 'cache'}" in out
+    assert "entries: 1 " in out
+    status, out, _ = run(capsys, "cache", "--clear")
+    assert status == 0
+    assert out.splitlines()[0] == "removed 1 cache files"
+    assert "entries: 0 " in out
+
+
+def test_cache_off_says_so(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VJPGRAD_CACHE", "0")
+    assert run(capsys, "cache") == (0, "the compiled-code cache is off (VJPGRAD_CACHE)\n", "")
+
+
+def test_cache_with_another_word_is_an_error_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "cache", "--purge")
+    assert (status, out) == (2, "")
+    assert "--purge" in err

@@ -230,3 +230,30 @@ def test_a_program_that_changes_its_list_argument_is_refused(before: list[tuple[
     with pytest.raises(DataDependentError, match="changed a list") as error:
         vjpgrad.compile(run)([*before, ("append", 0)], params, Value(0.5), Value(1.5), 0.5, 1, [])
     assert f"test_compile_fuzz.py:{line_of('DEFINITION')}" in str(error.value)
+
+
+DESCRIBED: dict[bytes, str] = {}  # every description seen in this run, with the code written from it
+
+
+@settings(max_examples=EXAMPLES)
+@given(
+    steps=st.lists(step, min_size=1, max_size=6),
+    numbers=st.tuples(number, number, number),
+    trip=st.sampled_from([0, 1, 2]),
+)
+def test_recordings_the_cache_describes_alike_have_the_same_code(
+    steps: list[tuple[Any, ...]], numbers: tuple[float, float, float], trip: int
+) -> None:
+    # the compiled-code cache keys code by ``describe``: two recordings with one description must
+    # be written as one code, or a process could load another structure's code from the cache
+    from vjpgrad.compiler.record import describe
+
+    compiled = vjpgrad.compile(run)
+    params = Params([Value(1.5), Value(-0.5), Value(2.0)])
+    compiled(steps, params, Value(numbers[0]), Value(numbers[1]), numbers[2], trip)
+    entry = compiled._last
+    assert entry is not None
+    description = describe(entry.recorded, entry.internal_outputs)
+    assert description is not None  # no custom operation here: every recording is cacheable
+    source = entry.program.source
+    assert DESCRIBED.setdefault(description, source) == source

@@ -5,7 +5,8 @@ and fills ``.grad``. A ``Vector`` of Values takes PyTorch's ``y.backward(gradien
 the ``gradients`` are the ``v`` of the vector-Jacobian product ``v^T J``.
 """
 
-# the layers, from the bottom up: the engine, derivatives built on it, compile, display
+# the public API, from the layers: core (the engine), transforms, compiler, display
+from vjpgrad._version import __version__ as __version__  # the one place it is written
 from vjpgrad.compiler import Compiled, compile
 from vjpgrad.core import functions as _functions
 from vjpgrad.core.functions import *  # noqa: F403 - the table's functions: exp, log... (their __all__)
@@ -17,8 +18,6 @@ from vjpgrad.display.dot import SVGDrawing, draw, to_dot
 from vjpgrad.display.explain import Explanation, Step, explain
 from vjpgrad.transforms.custom import CustomOp, custom_op
 from vjpgrad.transforms.functional import grad, gradcheck, gradients, hessian, jacobian, jvp, value_and_grad, vjp
-
-__version__ = "0.1.0"
 
 _SUBMODULES = ("nn", "optim", "testing")
 

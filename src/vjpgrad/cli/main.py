@@ -26,6 +26,7 @@ from typing import Any
 
 from vjpgrad.cli.cases import report
 from vjpgrad.cli.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, ExpressionError, evaluate, parse, variables
+from vjpgrad.compiler import cache
 from vjpgrad.core.seeds import seeds_for
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
@@ -44,6 +45,7 @@ examples:
                                             a page that steps through the pass in a browser
   vjpgrad --x x=3                                           an expression may start with -
   vjpgrad course init mycourse                              the course: build your own engine (course --help)
+  vjpgrad cache [--clear]                                   where vjpgrad.compile keeps its code; --clear empties it
 
 A variable is NAME=NUMBER (a scalar) or NAME=N1,N2,... (a vector; NAME=5, is a vector of
 one). The expression may use numbers, variables, + - * / ** (not ^), parentheses and the
@@ -274,6 +276,24 @@ _SAYS_WHAT_IS_WRONG = (CommandError, ExpressionError, TypeError, ValueError, Run
 """Errors whose words say what was wrong (the command line's own, and vjpgrad's): shown as they are."""
 
 
+def _cache_command(arguments: list[str]) -> int:
+    """``vjpgrad cache``: where compile's code cache is and what it holds; ``--clear`` empties it."""
+    if arguments not in ([], ["--clear"]):
+        print(f"vjpgrad: error: vjpgrad cache takes only --clear, got {' '.join(arguments)!r}", file=sys.stderr)
+        return 2
+    if arguments == ["--clear"]:
+        print(f"removed {cache.clear()} cache files")
+    info = cache.info()
+    if not info.enabled:
+        print("the compiled-code cache is off (VJPGRAD_CACHE)")
+        return 0
+    print(f"directory: {info.directory if info.directory is not None else '(none)'}")
+    print(f"entries: {info.entries} ({info.size / 1e6:.1f} MB)")
+    if info.problem is not None:
+        print(f"not used: {info.problem}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     try:
@@ -287,6 +307,8 @@ def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["course"]:  # the course has its own command line: vjpgrad course --help
         return course(arguments[1:])
+    if arguments[:1] == ["cache"]:
+        return _cache_command(arguments[1:])
     if not arguments:
         text, all_agree = report()
         print(text)

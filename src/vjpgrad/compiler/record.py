@@ -15,14 +15,17 @@ structure (its exact value in the key), so Python computes with the real float, 
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import marshal
 import numbers
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from vjpgrad.compiler import guard
-from vjpgrad.compiler.write import Edges
+from vjpgrad.compiler.write import ROWS, Edges
 from vjpgrad.core import graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
 from vjpgrad.core.value import Value
@@ -306,9 +309,7 @@ class Recorded:
     live: list[Value]
     arguments: list[Value]
     parameters: list[Value]
-    names: dict[int, str]
     constants: dict[int, float]
-    takes_grad: dict[int, bool]
     shape: Shape
     outputs: list[tuple[str, Any]]
     recording: graph.Recording
@@ -354,10 +355,26 @@ def record(fn: Callable[..., Any], read: Arguments, roots: list[Any]) -> Recorde
         _check_unchanged(fn, given)
         results: list[Any] = []
         shape = shape_of(result, results)
-        return _read(fn, shape, results, result, recording, arguments, list(stand_ins.values()), roots)
+        with collection_paused():
+            return _read(fn, shape, results, result, recording, arguments, list(stand_ins.values()), roots)
     finally:
         for stand_in in stand_ins.values():
             stand_in._release()
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while compile builds its own tables of a recording
+    (the guard, the description, the code): they are many small objects and no cycles, and each
+    collection they would set off walks the whole heap, the recorded graph included (it was a
+    third of a warm start's time). Turned back on as it was, whatever happens."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _lists(rebuilt: list[Any]) -> list[tuple[Any, list[Any]]]:
@@ -419,26 +436,6 @@ def _name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", None) or ("the function" if code is None else code.co_qualname)
 
 
-def _live(recording: graph.Recording, outputs: list[Any]) -> list[Value]:
-    """The recorded operations the outputs need, and the Values made inside that they read,
-    found by walking back from the outputs through recorded operations only."""
-    recorded = {id(node) for node in recording.nodes}
-    seen: set[int] = set()
-    found: list[Value] = []
-    stack = [x for x in outputs if isinstance(x, Value)]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if id(node) in recorded:
-            found.append(node)
-            stack.extend(x for x in graph.operands(node) if isinstance(x, Value))
-        elif id(node) in recording.leaves:
-            found.append(node)
-    return sorted(found, key=graph.sequence)
-
-
 def distinct(values: list[Any]) -> list[Any]:
     """``values`` without repeats, in order, by identity (a float's stand-in cannot be hashed)."""
     seen: set[int] = set()
@@ -455,19 +452,20 @@ def _read(
     stand_ins: list[Value],
     roots: list[Any],
 ) -> Recorded:
-    """Which Values the recorded operations read, where the parameters are, named for the code."""
-    recorded = {id(node) for node in recording.nodes}
+    """Which Values the recorded operations read, and where the parameters are."""
+    found_graph = graph.recorded_graph(recording, outputs)
+    # every node the core records is a Value (the core's graph layer names them Nodes)
+    live, positions, outside = cast("tuple[list[Value], list[tuple[int, ...]], list[Value]]", found_graph)
+    computed = cast("list[Value]", recording.nodes)
     argument_ids = {id(a) for a in arguments}
-    live = _live(recording, outputs)
+    outside = [x for x in outside if id(x) not in argument_ids]  # parameters, if they can be found
     made = [node for node in live if id(node) in recording.leaves]  # Values made by Value() inside
-    read = distinct([x for node in live for x in graph.operands(node) if isinstance(x, Value)] + outputs)
-    outside = [x for x in read if id(x) not in recorded and id(x) not in recording.leaves and id(x) not in argument_ids]
-    kept_forbidden = recorded | {id(x) for x in stand_ins}  # computed inside, or a float argument: never kept
-    wanted = {id(x) for x in outside} | {id(x) for x in made} | argument_ids | kept_forbidden
-    found = guard.search(roots, wanted)
-    for value in [*recording.nodes, *stand_ins]:  # a Value computed inside, or a float argument, kept
+    wanted = {id(x) for x in outside} | {id(x) for x in made} | argument_ids
+    forbidden = {id(node) for node in recording.nodes} | {id(x) for x in stand_ins}  # never kept
+    found = guard.search(roots, wanted | forbidden)
+    for value in [*computed, *stand_ins]:  # a Value computed inside, or a float argument, kept
         if id(value) in found.paths:
-            _refuse_kept(fn, value, found, "a float argument" if id(value) not in recorded else "a Value it computes")
+            _refuse_kept(fn, value, found, "a float argument" if value.number_argument else "a Value it computes")
     kept = [x for x in made if id(x) in found.paths]  # made inside and kept: a weight made lazily
     for x in kept:
         if id(x) in recording.from_numbers:
@@ -480,25 +478,18 @@ def _read(
             "attributes, lists, dicts, closures or globals of plain Python objects, or pass them as arguments"
             f"{'' if found.complete else ' (the search stopped: too many objects)'}"
         )
-    parameters = [*outside, *kept]
     kept_ids = {id(x) for x in kept}
-    names: dict[int, str] = {}
-    constants: dict[int, float] = {}
-    for k, a in enumerate(distinct(arguments)):
-        names[id(a)] = f"x{k}"
-    for k, p in enumerate(parameters):
-        names[id(p)] = f"p{k}"
-    for node in made:  # made inside, not kept: a number, or a leaf of the code made at every call
-        if id(node) not in kept_ids and id(node) not in recording.from_numbers and not node.requires_grad:
-            constants[id(node)] = _number(node)
-    live = [node for node in live if id(node) not in constants and id(node) not in kept_ids]
+    constants = {  # made inside from a number, taking no gradient, not kept: a number of the code
+        id(node): _number(node)
+        for node in made
+        if id(node) not in kept_ids and id(node) not in recording.from_numbers and not node.requires_grad
+    }
+    if constants or kept_ids:
+        gone = constants.keys() | kept_ids
+        pairs = [(n, p) for n, p in zip(live, positions, strict=True) if id(n) not in gone]
+        live, positions = [n for n, _ in pairs], [p for _, p in pairs]
+    parameters = [*outside, *kept]
     externals = [*distinct(arguments), *parameters]
-    for k, node in enumerate(live, start=1):
-        names[id(node)] = f"t{k}"
-    # gradient flows where the recording made edges: detach() and no_grad() made none
-    takes_grad = {id(x): x.requires_grad for x in externals}
-    for node in live:
-        takes_grad[id(node)] = node.requires_grad
     place = {id(node): k for k, node in enumerate(live)}
     external_place = {id(x): k for k, x in enumerate(externals)}
     leaf_of = {id(x): k for k, x in enumerate(arguments)}
@@ -514,23 +505,58 @@ def _read(
             sources.append(("c", constants[id(x)]))
     aliases = [(leaf_of[id(a)], a) for a in distinct(arguments) if id(a) in found.paths and not a.number_argument]
     checked = guard.Guard(found, {id(x) for x in parameters} | {id(a) for _, a in aliases})
-    made_ids = {id(node) for node in made}
-    edges = Edges(live, made_ids)
     return Recorded(
         live,
         arguments,
         parameters,
-        names,
         constants,
-        takes_grad,
         shape,
         sources,
         recording,
         checked,
         aliases,
         result,
-        edges,
+        Edges(live, positions, recording.leaves),
     )
+
+
+def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
+    """The structure the code is written from, as bytes for the cache's key: every operation (its
+    row of the table), where each operand comes from (an argument or parameter by its position,
+    written -1 - k; an operation by its position; a number by its exact value), the edges the
+    recording made, which Values take gradient, the Values made inside, and the outputs. None
+    when an operation is not a row of the table (a custom operation: its code is the user's
+    function, which a key cannot describe): such a recording is not cached. Written with marshal's
+    version 2 (no shared references): the same structure gives the same bytes in every process,
+    and a float's exact bits (-0.0 is not 0.0)."""
+    externals = recorded.externals
+    place: dict[int, int] = {id(x): -1 - k for k, x in enumerate(externals)}
+    place.update((id(node), k) for k, node in enumerate(recorded.live))
+    constants = recorded.constants
+    from_numbers = recorded.recording.from_numbers
+    numbers = recorded.edges.numbers
+    parts: list[Any] = [len(distinct(recorded.arguments)), tuple(x.requires_grad for x in externals)]
+    append = parts.append
+    rows, op_of, operands_of, node_type = ROWS, graph.op_of, graph.operands, graph.Node
+    for node, positions in zip(recorded.live, recorded.edges.in_order, strict=True):  # the hot loop of a warm start
+        op = op_of(node)
+        if op is None:  # a Value made inside: from a float argument, or a number
+            source = from_numbers.get(id(node))
+            append(("leaf", place[id(source)] if source is not None else numbers[id(node)], node.requires_grad))
+            continue
+        row = rows.get(op)
+        if row is None:
+            return None
+        operands: list[Any] = []
+        for x in operands_of(node):
+            if not isinstance(x, node_type):
+                operands.append((x,))
+            else:
+                at = place.get(id(x))
+                operands.append(at if at is not None else ("c", constants[id(x)]))
+        append((row, tuple(operands), positions, node.requires_grad))
+    append(tuple(internal_outputs))
+    return marshal.dumps(parts, 2)
 
 
 def _refuse_kept(fn: Callable[..., Any], value: graph.Node, found: guard.Found, what: str) -> NoReturn:

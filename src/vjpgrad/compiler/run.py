@@ -22,8 +22,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from vjpgrad.compiler.record import Arguments, Recorded, Static, build, record
-from vjpgrad.compiler.write import Program
+from vjpgrad.compiler import cache
+from vjpgrad.compiler.record import Arguments, Recorded, Static, build, collection_paused, describe, distinct, record
+from vjpgrad.compiler.write import Program, namespace
 from vjpgrad.core import graph
 from vjpgrad.core.modes import USER_FRAMES, enable_grad, state
 from vjpgrad.core.ops import TIMES, Form, Op
@@ -70,10 +71,14 @@ class Entry:
         self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "t"))
         self.objects = [_held(x) for x in read.objects]
         self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
-        self.takes_any = any(recorded.takes_grad[id(recorded.live[k])] for k in self.internal_outputs)
-        self.filename = f"<vjpgrad.compile #{next(_numbers)}>"
+        self.takes_any = any(recorded.live[k].requires_grad for k in self.internal_outputs)
         self._program: Program | None = None
+        self._key: str | None = None
+        self.forward: Callable[..., Any] | None = None
+        self.kept_place: dict[int, int] = {}
+        self.depends: list[tuple[list[int], list[int]]] = []
         self._backwards: dict[tuple[frozenset[int], bool], Callable[..., tuple[Any, ...]]] = {}
+        self._reached: dict[frozenset[int], tuple[frozenset[int], frozenset[int]]] = {}
         self.op = Op(
             "compiled",
             0,
@@ -94,35 +99,63 @@ class Entry:
 
     @property
     def program(self) -> Program:
-        """The code, written from the recording the first time it is needed."""
+        """The writer of this recording's code, made the first time it is needed: to write the
+        code on a cache miss, for ``source``, and for reverse passes other than the one cached."""
         if self._program is None:
             recorded = self.recorded
             self._program = Program(
                 recorded.live,
                 recorded.externals,
-                recorded.names,
+                len(distinct(recorded.arguments)),
                 recorded.constants,
-                recorded.takes_grad,
                 self.internal_outputs,
                 recorded.recording.from_numbers,
                 recorded.edges,
             )
-            externals = recorded.externals
-            place = {id(x): k for k, x in enumerate(externals)}
-            output_place = {id(recorded.live[k]): i for i, k in enumerate(self.internal_outputs)}
-            # what each output is computed from: the arguments and parameters, and the other outputs
-            self.depends: list[tuple[list[int], list[int]]] = []
-            for k in self.internal_outputs:
-                node = recorded.live[k]
-                reach = self._program.reach([node])
-                self.depends.append(
-                    (
-                        [place[key] for key in reach if key in place],
-                        sorted(output_place[key] for key in reach if key in output_place and key != id(node)),
-                    )
-                )
-            self.forward = self._load(self._program.forward_source, "forward")
         return self._program
+
+    def prepare(self) -> None:
+        """Make the forward pass and the reverse pass of every output ready: loaded from the
+        compiled-code cache (``compiler.cache``) when this structure was compiled before on this
+        machine, else written from the recording, compiled, and stored there."""
+        if self.forward is not None:
+            return
+        with collection_paused():
+            self._prepare()
+
+    def _prepare(self) -> None:
+        description = describe(self.recorded, self.internal_outputs)
+        key = cache.key(description) if description is not None and cache.enabled() else None
+        payload = cache.load(key) if key is not None else None
+        if payload is None or not self._use(payload, key):
+            payload = self.program.payload(self._code_name(key))
+            self._use(payload, key)
+            if key is not None and payload["cacheable"]:
+                cache.store(key, payload)
+
+    def _code_name(self, key: str | None) -> str:
+        """The file name the code is compiled under: the cache key's start when it has one."""
+        return f"<vjpgrad.compile {key[:12]}" if key is not None else f"<vjpgrad.compile #{next(_numbers)}"
+
+    def _use(self, payload: Any, key: str | None) -> bool:
+        """Load a payload's code and what it says of the program; False for one not of this shape."""
+        try:
+            bound = namespace(payload["helpers"]) if payload["cacheable"] else self.program.namespace
+            exec(payload["forward"], bound)  # code written from the graph alone, or read back as stored
+            exec(payload["backward"], bound)
+            forward, backward = bound.pop("forward"), bound.pop("backward")
+            live = self.recorded.live
+            kept_place = {id(live[k]): i for i, k in enumerate(payload["kept"])}
+            reached, inside = payload["reached"]
+            depends = [(list(a), list(b)) for a, b in payload["depends"]]
+        except (KeyError, TypeError, ValueError, IndexError):  # a payload of another shape: write the code
+            return False
+        every = frozenset(range(len(self.internal_outputs)))
+        self.forward, self.kept_place, self.depends = forward, kept_place, depends
+        self._backwards[(every, False)] = backward
+        self._reached[every] = (frozenset(reached), frozenset(id(live[k]) for k in inside))
+        self._key = key
+        return True
 
     @property
     def source(self) -> str:
@@ -130,8 +163,8 @@ class Entry:
         return self.program.source
 
     def _load(self, source: str, name: str) -> Callable[..., Any]:
-        namespace = self.program.namespace if self._program is not None else {}
-        filename = f"{self.filename[:-1]} {name}>"
+        namespace = self.program.namespace
+        filename = f"{self._code_name(self._key)} {name}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(builtins.compile(source, filename, "exec"), namespace)  # code written from the graph alone
         function: Callable[..., Any] = namespace.pop(name)
@@ -147,6 +180,17 @@ class Entry:
             source = self.program.backward_source(seeded, checked=checked)
             function = self._backwards[(seeded, checked)] = self._load(source, "backward")
         return function
+
+    def reached(self, seeded: frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
+        """What a pass from the outputs ``seeded`` reaches: the positions of the arguments and
+        parameters, and the ids of the operations inside."""
+        known = self._reached.get(seeded)
+        if known is None:
+            known = self._reached[seeded] = (
+                self.program.reached_externals(seeded),
+                self.program.reached_inside(seeded),
+            )
+        return known
 
     # ---- a call --------------------------------------------------------------------------------
 
@@ -169,7 +213,7 @@ class Entry:
         seeded = frozenset(slots)
         seeds = tuple(slots.get(i, 0.0) for i in range(len(self.internal_outputs)))
         slots.clear()  # handed on: the next pass through this call starts empty
-        inside = self.program.reached_inside(seeded)
+        reached, inside = self.reached(seeded)
         if not freed.isdisjoint(inside):  # an operation an earlier pass freed, as eager code would say
             raise RuntimeError(f"{graph.FREED_MESSAGE} (inside a compiled call)")
         freed.add(-1 - len(freed))  # a mark for _release: this pass's operations, once it is done
@@ -177,7 +221,6 @@ class Entry:
         operands = graph.operands(node)
         backward = self.backward_for(seeded, checked=state.detect_anomaly)
         # each argument and parameter the pass reaches starts from its cotangent so far, as in eager
-        reached = self.program.reached_externals(seeded)
         start = tuple(graph.cotangent(x) if k in reached else -0.0 for k, x in enumerate(operands))
         gradients, finals = backward(seeds, values, inputs, start)
         for i, final in zip(sorted(seeded), finals, strict=True):  # an output's .grad, as eager's
@@ -206,13 +249,13 @@ class Entry:
             external_values.append(x)
         external_values += self.parameters
         data = [_number(x) if isinstance(x, Value) else x for x in external_values]
-        self.program  # noqa: B018 - written and loaded on the first replay
-        values = self.forward(data)
+        self.prepare()  # the code, on the first replay: from the cache, or written now
+        values = self.forward(data)  # type: ignore[misc]  # prepared just above
         made: dict[int, Value] = {}
         if self.takes_any:
             with enable_grad():  # a function under no_grad() may still take gradient inside (enable_grad)
                 made = self._outputs(external_values, data, values)
-        kept_place = self.program.kept_place
+        kept_place = self.kept_place
         results: list[Any] = []
         for kind, k in self.outputs:
             if kind == "x":
@@ -237,11 +280,11 @@ class Entry:
         saved = (values, data, wrappers, slots, edges, freed)
         # no edges of its own: a pass reaches the arguments and parameters through the outputs it starts from
         call = graph.make(Value, 0.0, self.op, tuple(externals), (None,) * len(externals), None, saved)
-        kept_place = self.program.kept_place
+        kept_place = self.kept_place
         made: dict[int, Value] = {}
         for position, k in sorted(enumerate(self.internal_outputs), key=lambda pair: pair[1]):  # as computed
             node = self.recorded.live[k]
-            if not self.recorded.takes_grad[id(node)]:
+            if not node.requires_grad:
                 continue
             from_externals, from_outputs = self.depends[position]
             operands = [call, *(externals[j] for j in from_externals if edges[j])]

@@ -14,8 +14,10 @@ parameters, ``t1`` for intermediates, ``g_t1`` for their gradients), numbers are
 
 from __future__ import annotations
 
+import builtins
+import linecache
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from vjpgrad.codegen.symbols import INLINE, NAMESPACE, Code, contribution, literal, operand, operand_text
@@ -23,6 +25,18 @@ from vjpgrad.core import graph, ops
 from vjpgrad.core.ops import Op
 
 VALUES_LINE = "    # values"  # where the reverse pass unpacks the values it reads
+
+ROWS: dict[Op, str] = {op: name for name, op in vars(ops).items() if isinstance(op, Op) and name.isupper()}
+"""Each row of the table by its name in ``core/ops.py`` (what a cached program's helpers are)."""
+
+
+def namespace(helpers: Sequence[tuple[str, str, int]]) -> dict[str, Any]:
+    """What code loaded from the cache runs in: the helpers every program calls, and its own."""
+    bound = dict(NAMESPACE, _anomaly=_anomaly)
+    for k, (row, part, index) in enumerate(helpers, start=1):
+        op = getattr(ops, row)
+        bound[f"_helper{k}"] = op.forward if part == "forward" else op.saved[index]
+    return bound
 
 
 def _anomaly(op: str, position: int) -> None:
@@ -38,13 +52,9 @@ class Edges:
     call's result frees them): for each node, the positions of the operands it hands gradient to,
     and for each Value made inside, its number."""
 
-    def __init__(self, live: Sequence[graph.Node], made: set[int]) -> None:
-        self.positions = {
-            id(node): [k for k, _, _ in graph.edges(node)] if node.requires_grad else []  # no_grad: no edge
-            for node in live
-            if id(node) not in made
-        }
-        self.positions.update((key, []) for key in made)
+    def __init__(self, live: Sequence[graph.Node], positions: Sequence[tuple[int, ...]], made: Any) -> None:
+        self.positions = {id(node): p for node, p in zip(live, positions, strict=True)}
+        self.in_order = list(positions)  # the same, in the order of ``live``
         self.numbers = {id(node): graph.number(node) for node in live if id(node) in made}
 
 
@@ -68,6 +78,8 @@ class Writer:
         self.takes_grad = takes_grad  # id(Value) -> whether gradient flows to it
         self.namespace = dict(NAMESPACE, _anomaly=_anomaly)
         self._helpers = 0
+        self.helpers: list[tuple[str, str, int] | None] = []  # what each _helperN is, in order
+        self._lines: dict[int, str] = {}
         self._templates: dict[tuple[Any, ...], str | None] = {}
 
     def term(self, x: Any) -> str:
@@ -84,11 +96,15 @@ class Writer:
             return Code(self.names[key], atomic=True) if key in self.names else self.constants[key]
         return x
 
-    def helper(self, function: Callable[..., Any]) -> str:
-        """Bind ``function`` under a fresh name of our own making."""
+    def helper(self, op: Op, part: str, k: int = 0) -> str:
+        """Bind ``op``'s forward (``part="forward"``) or its ``k``-th saved rule (``"saved"``) under
+        a fresh name of our own making. ``helpers`` lists them, so that code loaded from the cache
+        can have them bound again (a row of the table is named by ``ROWS``; an operation outside the
+        table, a custom one, makes the code uncacheable: ``None``)."""
         self._helpers += 1
         name = f"_helper{self._helpers}"
-        self.namespace[name] = function
+        self.namespace[name] = op.forward if part == "forward" else op.saved[k]
+        self.helpers.append((ROWS[op], part, k) if op in ROWS else None)
         return name
 
     def comment(self, op: Op) -> str:
@@ -96,6 +112,14 @@ class Writer:
         return op.shown if op in ops.BUILTIN else "custom operation"
 
     def forward_line(self, node: graph.Node) -> str:
+        """The line of the forward pass that computes ``node`` (written once: the reverse pass
+        shows it again as a comment above the node's contributions)."""
+        line = self._lines.get(id(node))
+        if line is None:
+            line = self._lines[id(node)] = self._forward_line(node)
+        return line
+
+    def _forward_line(self, node: graph.Node) -> str:
         op = graph.op_of(node)
         if op is None:  # a Value made inside: Value(lr) of a float argument, or a new leaf's number
             source = self.sources.get(id(node))
@@ -104,13 +128,13 @@ class Writer:
             return f"{self.names[id(node)]} = {literal(self.edges.numbers[id(node)])}  # a Value made inside"
         terms = [self.term(x) for x in graph.operands(node)]
         if op.nary:
-            expression = f"{self.helper(op.forward)}({', '.join(terms)})"
+            expression = f"{self.helper(op, 'forward')}({', '.join(terms)})"
         elif op.code in INLINE:
             expression = op.code.format(*[operand_text(t) for t in terms])
         elif op in ops.BUILTIN:  # a call of a helper in NAMESPACE, e.g. _pow_scalar(x0, 0.5)
             expression = op.code.format(*terms)
         else:
-            expression = f"{self.helper(op.forward)}({', '.join(terms)})"
+            expression = f"{self.helper(op, 'forward')}({', '.join(terms)})"
         return f"{self.names[id(node)]} = {expression}  # {self.comment(op)}"
 
     def backward_lines(self, node: graph.Node, gradient: str) -> list[tuple[int, str, int]]:
@@ -118,43 +142,44 @@ class Writer:
         carries gradient (an id of -1 is a line that prepares them)."""
         op = graph.op_of(node)
         assert op is not None
-        operands = graph.operands(node)
-        g = Code(gradient, atomic=True)
-        out = Code(self.names[id(node)], atomic=True)
-        operands_of = graph.operands(node)
-        live = [(k, operands_of[k]) for k in self.edges.positions[id(node)]]  # the edges the recording made
-        if not live:
+        positions = self.edges.positions[id(node)]  # the edges the recording made
+        if not positions:
             return []
-        form = op.forms[0]
+        operands = graph.operands(node)
+        out = self.names[id(node)]
         if op.nary:
-            saved = f"{self.helper(op.saved[0])}(({', '.join(self.term(x) for x in operands)},), {out.text})"
+            g = Code(gradient, atomic=True)
+            form = op.forms[0]
+            saved = f"{self.helper(op, 'saved')}(({', '.join(self.term(x) for x in operands)},), {out})"
             parts = []
-            for k, x in live:
-                s = Code(f"{saved}[{k}]", atomic=True) if len(live) == 1 else Code(f"_s[{k}]", atomic=True)
-                parts.append((id(x), f"0.0 if {s.text} is _MASKED else {operand(form.contribute(g, s))}", k))
-            if len(live) > 1:
+            for k in positions:
+                s = Code(f"{saved}[{k}]", atomic=True) if len(positions) == 1 else Code(f"_s[{k}]", atomic=True)
+                parts.append((id(operands[k]), f"0.0 if {s.text} is _MASKED else {operand(form.contribute(g, s))}", k))
+            if len(positions) > 1:
                 parts.insert(0, (-1, f"_s = {saved}", -1))
             return parts
         terms = [self.term(x) for x in operands]
-        pattern = tuple(None if isinstance(x, graph.Node) else x for x in operands)
+        node_type = graph.Node
+        pattern = tuple(None if isinstance(x, node_type) else x for x in operands)
         lines: list[tuple[int, str, int]] = []
-        for k, x in live:
+        for k in positions:
             template = self._template(op, k, pattern)
             if template is None:  # a rule that needs numbers: call it on them as the code runs
-                rule = self.helper(op.saved[k])
-                part = operand(op.forms[k].contribute(g, Code("_s", atomic=True)))
-                lines.append((-1, f"_s = {rule}({', '.join(terms)}, {out.text})", -1))
-                lines.append((id(x), f"0.0 if _s is _MASKED else {part}", k))
+                rule = self.helper(op, "saved", k)
+                part = operand(op.forms[k].contribute(Code(gradient, atomic=True), Code("_s", atomic=True)))
+                lines.append((-1, f"_s = {rule}({', '.join(terms)}, {out})", -1))
+                lines.append((id(operands[k]), f"0.0 if _s is _MASKED else {part}", k))
                 continue
-            lines.append((id(x), template.format(*terms, g=gradient, out=out.text), k))
+            lines.append((id(operands[k]), template.format(*terms, g=gradient, out=out), k))
         return lines
 
     def _template(self, op: Op, k: int, pattern: tuple[Any, ...]) -> str | None:
         """The code of edge ``k``'s contribution with ``{0}``, ``{1}``, ``{g}`` and ``{out}`` for
         the names: the rule called once per operation, edge and constant operands, not per node."""
         key = (op, k, pattern)
-        if key in self._templates:
-            return self._templates[key]
+        known = self._templates.get(key, self)  # self: not written yet (None is a template's answer)
+        if known is not self:
+            return known  # type: ignore[return-value]  # a str or None, as stored below
         template = None
         if op in ops.BUILTIN:
             args = [Code(f"{{{i}}}", atomic=True) if c is None else c for i, c in enumerate(pattern)]
@@ -183,22 +208,28 @@ class Program:
         self,
         live: Sequence[graph.Node],
         externals: Sequence[graph.Node],
-        names: dict[int, str],
+        arguments: int,
         constants: dict[int, float],
-        takes_grad: dict[int, bool],
         outputs: list[int],
         sources: dict[int, graph.Node],
         edges: Edges,
     ) -> None:
         self.live = live
         self.externals = externals
+        # the names of the code: x0... for the arguments' numbers, p0... for parameters, t1... inside
+        names = {id(x): f"x{k}" if k < arguments else f"p{k - arguments}" for k, x in enumerate(externals)}
+        names.update((id(node), f"t{k}") for k, node in enumerate(live, start=1))
         self.names = names
+        # gradient flows where the recording made edges: detach() and no_grad() made none
+        takes_grad = {id(x): x.requires_grad for x in externals}
+        takes_grad.update((id(node), node.requires_grad) for node in live)
         self.takes_grad = takes_grad
         self.internal_outputs = outputs
         self.recorded_ids = {id(node) for node in live}
         self.by_id = {id(node): node for node in live}
         self._reached: dict[frozenset[int], frozenset[int]] = {}
         self._inside: dict[frozenset[int], frozenset[int]] = {}
+        self._reach_of: dict[frozenset[int], set[int]] = {}
         self.edges = edges
         self.writer = Writer(live, names, constants, takes_grad, sources, edges)
         self.kept = list(self.live)
@@ -212,6 +243,41 @@ class Program:
         unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
         self._every_source = "\n".join(["def backward(seeds, values, inputs, start):", head, unpack, body])
         self.forward_source = self._forward_source()
+
+    def payload(self, name: str) -> dict[str, Any]:
+        """The forward pass and the reverse pass of every output, compiled under ``name``, with
+        what running them needs to know, as data ``marshal`` writes (what the cache stores): the
+        values the forward hands on (``kept``), the helpers the code calls, what the pass reaches,
+        and what each output is computed from (``depends``)."""
+        every = self._every
+        sources = {"forward": self.forward_source, "backward": self.backward_source(every)}
+        code = {}
+        for part, source in sources.items():
+            filename = f"{name} {part}>"
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+            code[part] = builtins.compile(source, filename, "exec")
+        index = {id(node): k for k, node in enumerate(self.live)}
+        output_place = {id(self.live[k]): i for i, k in enumerate(self.internal_outputs)}
+        external_place = {id(x): k for k, x in enumerate(self.externals)}
+        depends = []
+        for k in self.internal_outputs:  # each output: the arguments and parameters, the outputs it is computed from
+            own = id(self.live[k])
+            # one output's reach is the whole pass's, which the reverse pass's writing found already
+            reach = self.reach_of(every) if len(self.internal_outputs) == 1 else self.reach([self.live[k]])
+            depends.append(
+                (
+                    tuple(external_place[key] for key in reach if key in external_place),
+                    tuple(sorted(output_place[key] for key in reach if key in output_place and key != own)),
+                )
+            )
+        return {
+            **code,
+            "kept": tuple(index[id(node)] for node in self.kept),
+            "helpers": tuple(self.writer.helpers),
+            "cacheable": None not in self.writer.helpers,
+            "reached": (tuple(self.reached_externals(every)), tuple(index[key] for key in self.reached_inside(every))),
+            "depends": tuple(depends),
+        }
 
     @property
     def namespace(self) -> dict[str, Any]:
@@ -242,11 +308,18 @@ class Program:
         operands_of = graph.operands(node)
         return [operands_of[k] for k in self.edges.positions[id(node)]]
 
+    def reach_of(self, seeded: frozenset[int]) -> set[int]:
+        """What a pass from the outputs ``seeded`` reaches (``reach``, kept per set of outputs)."""
+        known = self._reach_of.get(seeded)
+        if known is None:
+            known = self._reach_of[seeded] = self.reach([self.live[self.internal_outputs[i]] for i in sorted(seeded)])
+        return known
+
     def reached_externals(self, seeded: frozenset[int]) -> frozenset[int]:
         """The positions in ``externals`` that a pass from the outputs ``seeded`` reaches."""
         known = self._reached.get(seeded)
         if known is None:
-            reach = self.reach([self.live[self.internal_outputs[i]] for i in seeded])
+            reach = self.reach_of(seeded)
             known = self._reached[seeded] = frozenset(k for k, x in enumerate(self.externals) if id(x) in reach)
         return known
 
@@ -267,7 +340,7 @@ class Program:
         """The ids of the recorded operations a pass from the outputs ``seeded`` runs."""
         known = self._inside.get(seeded)
         if known is None:
-            reach = self.reach([self.live[self.internal_outputs[i]] for i in seeded])
+            reach = self.reach_of(seeded)
             known = self._inside[seeded] = frozenset(
                 key for key in reach if key in self.by_id and graph.op_of(self.by_id[key]) is not None
             )
@@ -280,7 +353,7 @@ class Program:
         if seeded == getattr(self, "_every", None) and hasattr(self, "_every_source") and not checked:
             return self._every_source  # written once already, to learn which values it reads
         live = {id(n) for n in self.live}
-        reach = self.reach([self.live[self.internal_outputs[i]] for i in sorted(seeded)])
+        reach = self.reach_of(seeded)
         returned = {id(self.live[k]) for k in self.internal_outputs}
         lines = ["def backward(seeds, values, inputs, start):"]
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")

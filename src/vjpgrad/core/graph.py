@@ -235,6 +235,56 @@ def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: 
     return node
 
 
+_POSITIONS = {(False, False): (), (True, False): (0,), (False, True): (1,), (True, True): (0, 1)}
+
+
+def recorded_graph(
+    recording: Recording, outputs: Sequence[Node]
+) -> tuple[list[Node], list[tuple[int, ...]], list[Node]]:
+    """What compile reads of a recording, in one walk back from ``outputs`` through the recorded
+    operations: the operations and the Values made inside (``Value()``) they need, in creation
+    order; for each, the positions of the operands it hands gradient to (none for a Value made
+    inside); and the other Values they read (arguments, parameters), each once, in the order met."""
+    recorded = {id(node) for node in recording.nodes}
+    made = recording.leaves
+    needed: set[int] = set()
+    outside: dict[int, Node] = {}
+    stack = list(outputs)
+    while stack:
+        node = stack.pop()
+        key = id(node)
+        if key in needed or key in outside:
+            continue
+        if key in recorded:
+            needed.add(key)
+            op = node._operation
+            if op.nary:  # type: ignore[union-attr]  # a recorded node is an operation
+                stack.extend(x for x in node._a if isinstance(x, Node))
+            else:
+                if isinstance(node._a, Node):
+                    stack.append(node._a)
+                if isinstance(node._b, Node):
+                    stack.append(node._b)
+        elif key in made:
+            needed.add(key)
+        else:
+            outside[key] = node
+    live = [node for node in recording.nodes if id(node) in needed]
+    leaves = [node for key, node in made.items() if key in needed]
+    if leaves:
+        live = sorted(live + leaves, key=_by_creation)
+    positions: list[tuple[int, ...]] = []
+    for node in live:
+        op = node._operation
+        if op is None or not node.requires_grad:
+            positions.append(())
+        elif op.nary:
+            positions.append(tuple(k for k, s in enumerate(node._da) if s is not None))
+        else:
+            positions.append(_POSITIONS[node._da is not None, node._db is not None])
+    return live, positions, list(outside.values())
+
+
 def made_after(node: Node, recording: Recording) -> bool:
     """Whether ``node`` (a leaf) was made while ``recording`` ran."""
     return node._seq >= recording.first_seq
