@@ -56,8 +56,8 @@ W = Value(2.0)
         (lambda x: x if W == 2.0 else -x, r"comparing a Value \(==\)"),
         (lambda x: x if W != 2.0 else -x, r"comparing a Value \(!=\)"),
         (lambda x: x * int(W), r"int\(\) of a Value"),
-        (lambda x: x * float(f"{W:.3f}"), r"\.data of a Value"),
-        (lambda x: x * len(repr(W)), r"\.data of a Value"),
+        (lambda x: x * float(f"{W:.3f}"), r"formatting a Value"),
+        (lambda x: x * len(repr(W)), r"printing a Value"),
         (lambda x: x * W.grad, r"\.grad of a Value"),
         (lambda x: x * math.exp(W), r"float\(\) of a Value"),
     ],
@@ -885,3 +885,109 @@ def test_parameters_in_base_classes_deques_sets_and_tuple_keys_replay_and_are_ch
     assert compiled(Value(1.0)).data == 2.0
     change()
     assert compiled(Value(1.0)).data == 5.0
+
+
+# ---- what a refusal says ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "refused", "advice"),
+    [
+        ("print(y)", "printing a Value", "print the compiled function's result"),
+        ("f'{y:.3f}'", "formatting a Value", "format the compiled function's result"),
+        ("y.backward()", "backward()", "call backward() on the compiled function's result"),
+        (
+            "vjpgrad.gradients(y, [x])",
+            "a reverse pass to numbers (gradients() without create_graph=True, grad...)",
+            "take gradients of the compiled function's result",
+        ),
+        ("y.data", ".data of a Value", "use a vjpgrad operation instead"),
+    ],
+)
+def test_a_refusal_names_the_line_and_gives_the_advice_that_fits_it(body: str, refused: str, advice: str) -> None:
+    source = f"def f(x):\n    y = x * 2.0\n    {body}\n    return y\n"
+    namespace: dict[str, Any] = {"vjpgrad": vjpgrad}
+    exec(compile(source, "lesson.py", "exec"), namespace)
+    with pytest.raises(DataDependentError) as error:
+        vjpgrad.compile(namespace["f"])(Value(1.0))
+    message = str(error.value)
+    assert message.startswith(f"{refused} at lesson.py:3: f is being recorded by vjpgrad.compile: ")
+    assert advice in message
+    if advice != "use a vjpgrad operation instead":
+        assert "use a vjpgrad operation" not in message  # advice for numbers, not for this
+
+
+def test_the_refusal_is_named_as_users_import_it() -> None:
+    assert f"{DataDependentError.__module__}.{DataDependentError.__qualname__}" == "vjpgrad.DataDependentError"
+    assert vjpgrad.DataDependentError is DataDependentError
+
+
+class Memory:
+    last: Value | None = None
+
+
+MEMORY = Memory()
+
+
+def keep_in_a_global(x: Value) -> Value:
+    MEMORY.last = x * 2.0
+    return x
+
+
+class Remembering:
+    def __init__(self) -> None:
+        self.memory = Memory()
+
+    @vjpgrad.compile
+    def forward(self, x: Value) -> Value:
+        self.memory.last = x * 2.0
+        return x
+
+
+def keeps_in_a_closure() -> Any:
+    box: list[Value] = []
+
+    def f(x: Value) -> Value:
+        box.append(x * 2.0)
+        return x
+
+    return f
+
+
+def keep_in_an_argument(x: Value, model: Remembering) -> Value:
+    model.memory.last = x * 2.0
+    return x
+
+
+@pytest.mark.parametrize(
+    ("call", "place"),
+    [
+        (lambda: vjpgrad.compile(keep_in_a_global)(Value(1.0)), "in MEMORY.last,"),
+        (lambda: Remembering().forward(Value(1.0)), "in self.memory.last,"),
+        (lambda: vjpgrad.compile(keeps_in_a_closure())(Value(1.0)), "in box[0],"),
+        (lambda: vjpgrad.compile(keep_in_an_argument)(Value(1.0), Remembering()), "in model.memory.last,"),
+    ],
+    ids=["global", "self", "closure", "argument"],
+)
+def test_a_value_kept_is_refused_naming_where_it_was_kept(call: Any, place: str) -> None:
+    # found after the call, so the message names the place and the function, not a line of it
+    with pytest.raises(DataDependentError, match="stores a Value it computes") as error:
+        call()
+    assert place in str(error.value)
+    assert "(defined at " in str(error.value)
+
+
+def test_a_list_argument_changed_is_refused_naming_the_argument() -> None:
+    def attend(x: Value, cache: list[Value], *more: list[Value], options: dict[str, Any]) -> Value:
+        more[1].append(x)
+        return x
+
+    with pytest.raises(DataDependentError, match=r"changed the list more\[1\] it was given as an argument"):
+        vjpgrad.compile(attend)(Value(1.0), [], [], [], options={})
+
+    def configure(x: Value, options: dict[str, Any]) -> Value:
+        options["seen"] = True
+        return x
+
+    with pytest.raises(DataDependentError, match=r"changed the dict options it was given as an argument"):
+        vjpgrad.compile(configure)(Value(1.0), {})

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import inspect
 import marshal
 import numbers
 import struct
@@ -332,17 +333,19 @@ def record(fn: Callable[..., Any], read: Arguments, roots: list[Any]) -> Recorde
                  if not isinstance(leaf, Value)}  # fmt: skip
     arguments = [stand_ins.get(path, leaf) for path, leaf in zip(read.paths, read.leaves, strict=True)]
     args, kwargs = read.rebuilt(stand_ins)
-    given = _lists([*args, *kwargs.values()])
+    names = [*_argument_names(fn, len(args)), *kwargs]
+    given = _lists([*args, *kwargs.values()], names)
+    named = {id(x): name for x, name in zip([*args, *kwargs.values()], names, strict=True)}
     recording = graph.Recording()
-    message = (
-        f"{_name(fn)} is being recorded by vjpgrad.compile, which cannot replay Python that depends on a Value's "
-        "number: use a vjpgrad operation instead (max, relu, nn.functional...), move the decision outside the "
-        "compiled function, or call it uncompiled"
+    message = f"{_name(fn)} is being recorded by vjpgrad.compile"
+    advice = (
+        "it cannot replay Python that depends on a Value's number: use a vjpgrad operation instead (max, relu, "
+        "nn.functional...), move the decision outside the compiled function, or call it uncompiled"
     )
     state.recording = recording
     try:
         try:
-            with refusing_numbers(message):
+            with refusing_numbers(message, advice=advice):
                 result = fn(*args, **kwargs)
         except BaseException:
             if recording.failure is not None:  # the first refusal or Static, whatever followed it
@@ -356,7 +359,7 @@ def record(fn: Callable[..., Any], read: Arguments, roots: list[Any]) -> Recorde
         results: list[Any] = []
         shape = shape_of(result, results)
         with collection_paused():
-            return _read(fn, shape, results, result, recording, arguments, list(stand_ins.values()), roots)
+            return _read(fn, shape, results, result, recording, arguments, list(stand_ins.values()), roots, named)
     finally:
         for stand_in in stand_ins.values():
             stand_in._release()
@@ -377,34 +380,56 @@ def collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _lists(rebuilt: list[Any]) -> list[tuple[Any, list[Any]]]:
-    """Every list, dict (and Vector's list) the function is handed, with its items now."""
-    found: list[tuple[Any, list[Any]]] = []
-    stack = list(rebuilt)
+def _argument_names(fn: Callable[..., Any], count: int) -> list[str]:
+    """The names of the first ``count`` positional parameters of ``fn``, as a reader would name
+    them in a message (``argument 2`` where the signature does not say)."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a builtin or an odd callable: no signature to read
+        parameters = []
+    positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    rest = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
+    names = []
+    for k in range(count):
+        if k < len(positional):
+            names.append(positional[k])
+        elif rest is not None:
+            names.append(f"{rest}[{k - len(positional)}]")
+        else:
+            names.append(f"argument {k + 1}")
+    return names
+
+
+def _lists(rebuilt: list[Any], names: list[str]) -> list[tuple[Any, list[Any], str]]:
+    """Every list, dict (and Vector's list) the function is handed, with its items now and how
+    a reader names it (``cache``, ``batch[0]``)."""
+    found: list[tuple[Any, list[Any], str]] = []
+    stack = list(zip(rebuilt, names, strict=True))
     while stack:
-        x = stack.pop()
+        x, name = stack.pop()
         if isinstance(x, Vector):
-            found.append((x._values, list(x._values)))
-            stack.extend(x._values)
+            found.append((x._values, list(x._values), name))
+            stack.extend((item, f"{name}[{k}]") for k, item in enumerate(x._values))
         elif isinstance(x, (list, tuple)):
             if isinstance(x, list):
-                found.append((x, list(x)))
-            stack.extend(x)
+                found.append((x, list(x), name))
+            stack.extend((item, f"{name}[{k}]") for k, item in enumerate(x))
         elif type(x) is dict:
-            found.append((x, [*x.keys(), *x.values()]))
-            stack.extend(x.values())
+            found.append((x, [*x.keys(), *x.values()], name))
+            stack.extend((item, f"{name}[{key!r}]") for key, item in x.items())
     return found
 
 
-def _check_unchanged(fn: Callable[..., Any], given: list[tuple[Any, list[Any]]]) -> None:
-    """Refuse a function that changed a list or dict it was given: a replay would not change it."""
-    for container, before in given:
+def _check_unchanged(fn: Callable[..., Any], given: list[tuple[Any, list[Any], str]]) -> None:
+    """Refuse a function that changed a list or dict it was given: a replay would not change it.
+    Found after the call, so the message names the container, not the line that changed it."""
+    for container, before, name in given:
         now = [*container.keys(), *container.values()] if type(container) is dict else list(container)
         if len(now) != len(before) or any(a is not b for a, b in zip(now, before, strict=True)):
             raise DataDependentError(
-                f"{where(fn)}: {_name(fn)} changed a {type(container).__name__} it was given as an argument "
-                "(append, assignment...), which vjpgrad.compile cannot replay: return the new items instead, "
-                "or call it uncompiled"
+                f"{_name(fn)} (defined at {where(fn)}) changed the {type(container).__name__} {name} it was given "
+                "as an argument (append, assignment...), which vjpgrad.compile cannot replay: return the new "
+                "items instead, or call it uncompiled"
             )
 
 
@@ -451,6 +476,7 @@ def _read(
     arguments: list[Value],
     stand_ins: list[Value],
     roots: list[Any],
+    named: dict[int, str],
 ) -> Recorded:
     """Which Values the recorded operations read, and where the parameters are."""
     found_graph = graph.recorded_graph(recording, outputs)
@@ -465,11 +491,12 @@ def _read(
     found = guard.search(roots, wanted | forbidden)
     for value in [*computed, *stand_ins]:  # a Value computed inside, or a float argument, kept
         if id(value) in found.paths:
-            _refuse_kept(fn, value, found, "a float argument" if value.number_argument else "a Value it computes")
+            what = "a float argument" if value.number_argument else "a Value it computes"
+            _refuse_kept(fn, value, found, what, roots, named)
     kept = [x for x in made if id(x) in found.paths]  # made inside and kept: a weight made lazily
     for x in kept:
         if id(x) in recording.from_numbers:
-            _refuse_kept(fn, x, found, "Value() of a float argument")
+            _refuse_kept(fn, x, found, "Value() of a float argument", roots, named)
     missing = [x for x in outside if id(x) not in found.paths]
     if missing:
         raise DataDependentError(
@@ -559,10 +586,21 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
     return marshal.dumps(parts, 2)
 
 
-def _refuse_kept(fn: Callable[..., Any], value: graph.Node, found: guard.Found, what: str) -> NoReturn:
+def _refuse_kept(
+    fn: Callable[..., Any], value: graph.Node, found: guard.Found, what: str, roots: list[Any], named: dict[int, str]
+) -> NoReturn:
     root, path = found.paths[id(value)]
-    place = "the function" if root == 0 else f"an object it was given ({root})"
+    # found after the call, by where it is kept: the message names that place, not a line
+    start = ""
+    if root == 0 and path and path[0][0] == "cell":  # a variable the function closes over, by its name
+        code = _code(fn)
+        if code is not None and path[0][1] < len(code.co_freevars):
+            start, path = code.co_freevars[path[0][1]], path[1:]
+    elif root > 0:  # an object the call was given: by its parameter's name when it has one
+        given = roots[root]
+        start = named.get(id(given)) or f"an object it was given ({type(given).__name__})"
+    place = f"{start}{guard.described(path)}".lstrip(".")
     raise DataDependentError(
-        f"{where(fn)}: {_name(fn)} stores {what} ({place}{guard.described(path)}), which a replay would not store "
-        "again: return it instead, or call the function uncompiled"
+        f"{_name(fn)} (defined at {where(fn)}) stores {what} in {place}, which a replay would not store again: "
+        "return it instead, or call the function uncompiled"
     )

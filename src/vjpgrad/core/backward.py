@@ -51,7 +51,7 @@ def _run(outputs: Sequence[Node], seeds: Sequence[float]) -> tuple[list[Node], l
 def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain_graph: bool) -> None:
     """Run one reverse pass from ``outputs`` seeded by ``seed`` (see ``_seeds``) and add its
     gradients into ``.grad``; free the graph unless ``retain_graph``."""
-    refuse_number("backward() (it adds into .grad, which a replay would not do: call it on the result)")
+    refuse_number("backward()", "a replay would not add into .grad: call backward() on the compiled function's result")
     seeds = seeds_for(count, seed, name="gradients" if count is not None else "the gradient seed")
     check_flag(retain_graph, "retain_graph")
     with graph.pass_lock:
@@ -67,7 +67,10 @@ def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain
 def reverse_pass(outputs: Sequence[Node], seeds: Sequence[float]) -> dict[Node, float]:
     """The gradient of ``sum_i seeds[i] * outputs[i]`` with respect to every node reached.
     Touches no ``.grad`` and frees nothing."""
-    refuse_number("a reverse pass to numbers (gradients() without create_graph=True, grad...)")
+    refuse_number(
+        "a reverse pass to numbers (gradients() without create_graph=True, grad...)",
+        "take gradients of the compiled function's result, outside it",
+    )
     with graph.pass_lock:
         order, leaves = _run(outputs, seeds)
         return {node: graph.cotangent(node) for node in (*order, *leaves)}

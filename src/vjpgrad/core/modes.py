@@ -30,6 +30,7 @@ class _ThreadState(threading.local):
     transform_depth: int = 0  # how many function transforms (grad, jacobian...) are running
     recording: Any = None  # the graph.Recording of a function vjpgrad.compile is recording
     refusal: str = ""  # while set, reading a Value's number raises with this message
+    refusal_advice: str = ""  # and this advice, unless the refused operation has its own
     refusal_type: type[Exception] = RuntimeError
 
 
@@ -180,31 +181,38 @@ class DataDependentError(RuntimeError):
     refuses instead. Move the decision out of the function, use a vjpgrad operation, or call it
     uncompiled. A ``RuntimeError``, as PyTorch's tracing errors are."""
 
+    __module__ = "vjpgrad"  # a traceback names it as users import it: vjpgrad.DataDependentError
 
-def refuse_number(what: str) -> None:
+
+def refuse_number(what: str, instead: str | None = None) -> None:
     """Inside ``refusing_numbers`` (``vjpgrad.compile``'s recording, a custom rule called with
-    Values), refuse Python that turns a Value into a number, naming the user's line."""
+    Values), refuse Python that turns a Value into a number, naming the user's line. ``instead``
+    is what to do for this operation, in place of the refusal's general advice (for
+    ``backward()``: call it on the result)."""
     if switched[0] and state.refusal:
-        error = state.refusal_type(f"{what} at {caller_location()}: {state.refusal}")
+        advice = instead if instead is not None and state.refusal_advice else state.refusal_advice
+        text = f"{what} at {caller_location()}: {state.refusal}" + (f": {advice}" if advice else "")
+        error = state.refusal_type(text)
         if state.recording is not None:  # kept: a user's `except` around the read cannot swallow the refusal
             state.recording.fail(error)
         raise error
 
 
 class refusing_numbers:  # noqa: N801 - a context manager named for what it does
-    """Within: float(), bool(), comparisons and indexing of Values raise ``error(message)``."""
+    """Within: float(), bool(), comparisons and indexing of Values raise ``error(message)``,
+    followed by ``advice`` (or the advice of the operation refused, when it has its own)."""
 
-    def __init__(self, message: str, error: type[Exception] = DataDependentError) -> None:
-        self.message, self.error = message, error
+    def __init__(self, message: str, error: type[Exception] = DataDependentError, advice: str = "") -> None:
+        self.message, self.error, self.advice = message, error, advice
 
     def __enter__(self) -> None:
-        self._saved = (state.refusal, state.refusal_type)
-        state.refusal, state.refusal_type = self.message, self.error
+        self._saved = (state.refusal, state.refusal_type, state.refusal_advice)
+        state.refusal, state.refusal_type, state.refusal_advice = self.message, self.error, self.advice
         with _switch_lock:
             switched[0] += 1
 
     def __exit__(self, *exc: object) -> None:
-        state.refusal, state.refusal_type = self._saved
+        state.refusal, state.refusal_type, state.refusal_advice = self._saved
         with _switch_lock:
             switched[0] -= 1
 

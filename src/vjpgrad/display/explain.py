@@ -143,7 +143,7 @@ def explain(
     intermediate nodes. Raises as ``backward`` would, before doing anything.
     """
     with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
-        refuse_number("explain()")
+        refuse_number("explain()", "call explain() on the compiled function's result")
         outputs, seeds = outputs_and_seeds(output, seed, "explain")
         label: dict[Any, str] = _names(outputs, isinstance(output, Vector), names)
         steps: list[Step] = []
