@@ -624,3 +624,35 @@ def test_cache_with_another_word_is_an_error_naming_it(capsys: pytest.CaptureFix
     status, out, err = run(capsys, "cache", "--purge")
     assert (status, out) == (2, "")
     assert "--purge" in err
+
+
+# ---- a learner's trial on Python 3.12: names that clash, and notes that say more -------------------
+
+
+def test_a_variable_named_y_does_not_share_the_outputs_name(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "x*y", "x=2", "y=3")
+    assert (status, err) == (0, "")
+    assert out.splitlines() == ["out = 6.0", "x.grad = 3.0", "y.grad = 2.0"]
+
+
+def test_explain_names_the_output_apart_from_a_variable_named_y(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "y*y", "y=3", "--explain")
+    assert status == 0
+    assert out.splitlines()[:2] == ["out = 9.0", "y.grad = 6.0"]
+    assert "Seeds (the v of v^T J): out = 1" in out
+    assert "  out = y * y" in out
+    assert "y = y * y" not in out.replace("out = y * y", "")
+
+
+def test_a_vector_output_and_its_note_take_the_same_name(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "log(x - y)", "x=2,5", "y=3", "--seed", "1,1", "--explain")
+    assert status == 0
+    assert out.splitlines()[0].startswith("out = tensor([")
+    assert out.splitlines()[1].startswith("note: out[0] is nan: ")
+    assert "Seeds (the v of v^T J): out[0] = 1, out[1] = 1" in out
+
+
+def test_the_output_takes_a_name_that_no_variable_has(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "y * out", "y=2", "out=3")
+    assert status == 0
+    assert out.splitlines() == ["out2 = 6.0", "y.grad = 3.0", "out.grad = 2.0"]

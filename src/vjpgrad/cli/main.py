@@ -13,13 +13,14 @@ Any problem with the input is one line on stderr and exit status 2, never a trac
 from __future__ import annotations
 
 import argparse
+import itertools
 import keyword
 import math
 import os
 import re
 import sys
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,8 @@ examples:
   vjpgrad cache [--clear]                                   where vjpgrad.compile keeps its code; --clear empties it
 
 A variable is NAME=NUMBER (a scalar) or NAME=N1,N2,... (a vector; NAME=5, is a vector of
-one). The expression may use numbers, variables, + - * / ** (not ^), parentheses and the
-functions {" ".join(FUNCTIONS)}.
+one). The output is printed as y, or as out when a variable is named y. The expression
+may use numbers, variables, + - * / ** (not ^), parentheses and the functions {" ".join(FUNCTIONS)}.
 It is parsed, never run as Python. It may be {MAX_LENGTH:,} characters long and nest
 {MAX_DEPTH} levels deep: each parenthesis, call and unary sign is a level, and a flat chain
 such as x+x+...+x is one level however long.
@@ -71,14 +72,21 @@ CONSTANTS = {
 """Names a learner may expect to mean a number, and how to write that number instead."""
 
 
-def _remark(y: Value | Vector) -> str:
+def output_name(variables: Collection[str]) -> str:
+    """The output's name in what is printed: ``y``, or when a variable is named ``y``, ``out`` (then
+    ``out2``, ``out3``... if ``out`` is a variable too), so that ``y.grad`` is never ambiguous."""
+    candidates = itertools.chain(("y", "out"), (f"out{i}" for i in itertools.count(2)))
+    return next(name for name in candidates if name not in variables)
+
+
+def _remark(y: Value | Vector, name: str) -> str:
     """A note when the output holds nan or an infinity: the expression left a domain somewhere."""
     numbers = y.tolist() if isinstance(y, Vector) else [y.data]
     where = [i for i, x in enumerate(numbers) if not math.isfinite(x)]
     if not where:
         return ""
     kind = "nan" if any(math.isnan(numbers[i]) for i in where) else "inf"
-    part = "y" if isinstance(y, Value) else f"y[{', '.join(map(str, where))}]"
+    part = name if isinstance(y, Value) else f"{name}[{', '.join(map(str, where))}]"
     why = (
         "an operation left its domain (log or sqrt of a negative number, 0/0, inf - inf...)"
         if kind == "nan"
@@ -247,13 +255,15 @@ def _evaluate(args: Arguments) -> list[str]:
             seeds_for(len(y), seeds, name="--seed", hint=f"e.g. --seed {','.join(['1'] * len(y))}")
         except (RuntimeError, ValueError) as error:
             raise CommandError(str(error)) from None
-    lines = [f"y = {_show(y)}"]
-    remark = _remark(y)
+    name = output_name(env)
+    lines = [f"{name} = {_show(y)}"]
+    remark = _remark(y, name)
     if remark:
         lines.append(remark)
     explanation = None
     if y.requires_grad:
-        explanation = explain(y, seed, names=env) if args.explain or args.html else None
+        names = {name: y, **env}  # the variables' names win where the output is a variable itself
+        explanation = explain(y, seed, names=names) if args.explain or args.html else None
         if isinstance(y, Value):
             y.backward(1.0 if seed is None else seed)  # type: ignore[arg-type]  # one float for a Value
         else:
