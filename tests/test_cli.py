@@ -656,3 +656,39 @@ def test_the_output_takes_a_name_that_no_variable_has(capsys: pytest.CaptureFixt
     status, out, _ = run(capsys, "y * out", "y=2", "out=3")
     assert status == 0
     assert out.splitlines() == ["out2 = 6.0", "y.grad = 3.0", "out.grad = 2.0"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "written", "instead"),
+    [
+        ("2(x+1)", "2(x+1) is a number followed by a parenthesis", "write 2*(x+1) for the product"),
+        ("2 (x + 1) - x", "2 (x + 1) is a number followed by a parenthesis", "write 2*(x + 1) for the product"),
+        ("-3.5(x)", "3.5(x) is a number followed by a parenthesis", "write 3.5*(x) for the product"),
+        ("(x+1)(x-1)", "(x+1)(x-1) is an expression followed by a parenthesis", "write (x+1)*(x-1) for the product"),
+        ("exp(x)(x+1)", "exp(x)(x+1) is an expression followed by a parenthesis", "write exp(x)*(x+1)"),
+        ("(x)(x)", "(x)(x) is an expression followed by a parenthesis", "write (x)*(x) for the product"),
+        ("2(x)(x)", "2(x) is a number followed by a parenthesis", "write 2*(x) for the product"),
+    ],
+)
+def test_a_parenthesis_after_a_number_or_an_expression_says_to_multiply(
+    capsys: pytest.CaptureFixture[str], expression: str, written: str, instead: str
+) -> None:
+    status, out, err = run(capsys, expression, "x=1")
+    assert (status, out) == (2, "")
+    assert written in err
+    assert instead in err
+    assert "Constant" not in err
+    assert "cannot be called" not in err
+
+
+@pytest.mark.parametrize(
+    ("expression", "said"),
+    [("'a'(x)", "a string cannot be called"), ("2(x, x)", "the number 2 cannot be called"), ("x(x)", "x is not a")],
+)
+def test_what_cannot_be_called_is_named_in_words(
+    capsys: pytest.CaptureFixture[str], expression: str, said: str
+) -> None:
+    status, _, err = run(capsys, expression, "x=1")
+    assert status == 2
+    assert said in err
+    assert "Constant" not in err

@@ -341,6 +341,10 @@ def _check(root: ast.expr, text: str) -> None:
                 raise ExpressionError(f"the operator {type(node.op).__name__} is not allowed (only unary - and +)")
             stack.append(node.operand)
         elif isinstance(node, ast.Call):
+            if _is_product(node):  # 2(x+1): a learner's product
+                while isinstance(node.func, ast.Call) and _is_product(node.func):  # 2(x)(y): the first one
+                    node = node.func
+                raise ExpressionError(_product(node, text))
             if not isinstance(node.func, ast.Name):
                 raise ExpressionError(f"{_describe(node.func)} cannot be called: only {', '.join(FUNCTIONS)} can")
             if node.func.id not in FUNCTIONS:
@@ -354,6 +358,38 @@ def _check(root: ast.expr, text: str) -> None:
             raise ExpressionError(
                 f"{_describe(node)} is not allowed: only numbers, names, + - * / **, and function calls"
             )
+
+
+def _is_product(node: ast.Call) -> bool:
+    """A parenthesis after a number or an expression of the language (``2(x+1)``, ``(x+1)(x-1)``,
+    ``exp(x)(x+1)``, ``(x)(y)``): a product written without ``*``, not a call."""
+    func = node.func
+    if len(node.args) != 1 or node.keywords:
+        return False
+    if isinstance(func, ast.Constant):
+        return isinstance(func.value, (int, float)) and not isinstance(func.value, bool)
+    if isinstance(func, ast.Name):  # (x)(y), but not x(y): that is a call of an unknown function
+        where = getattr(node, "lineno", None), getattr(node, "col_offset", None)  # none from the small parser
+        return where != (getattr(func, "lineno", None), getattr(func, "col_offset", None))
+    return isinstance(func, (ast.BinOp, ast.UnaryOp, ast.Call))
+
+
+def _product(node: ast.Call, text: str) -> str:
+    """The message for ``2(x+1)``, in the words of the one for ``2x``: write ``2*(x+1)``."""
+    what = "a number" if isinstance(node.func, ast.Constant) else "an expression"
+    func, end = node.func, node.end_col_offset
+    if node.lineno == node.end_lineno == func.end_lineno and end is not None and func.end_col_offset is not None:
+        line = text.splitlines()[node.lineno - 1].encode()  # ast's columns count UTF-8 bytes
+        head, tail = line[node.col_offset : func.end_col_offset], line[func.end_col_offset : end]
+        opening = tail.find(b"(", len(tail) - len(tail.lstrip(b") \t")))  # after the )s that close the operand
+        written = (head + tail).decode()
+        if opening >= 0 and len(written) <= 60:
+            head += tail[:opening].rstrip()
+            return (
+                f"{written} is {what} followed by a parenthesis: "
+                f"write {head.decode()}*{tail[opening:].decode()} for the product"
+            )
+    return f"{what.capitalize()} followed by a parenthesis is not a call: write * between them for the product"
 
 
 def _caret(node: ast.BinOp, text: str) -> str:
@@ -387,6 +423,11 @@ def _describe(node: ast.AST) -> str:
         ast.Tuple: "a tuple",
         ast.List: "a list",
     }
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, (str, bytes)):
+            return "a string"
+        number = isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+        return f"the number {node.value!r}" if number else repr(node.value)
     return names.get(type(node), f"a {type(node).__name__} expression")
 
 
