@@ -63,7 +63,7 @@ def test_constants_follow_ieee_754_too(capsys: pytest.CaptureFixture[str], expre
     status, out, _ = run(capsys, expression)
     assert status == 0
     assert out.splitlines()[0] == f"y = {printed}"
-    assert out.splitlines()[1].startswith(f"note: y is {printed.lstrip('-')}: ")
+    assert out.splitlines()[1].startswith(f"note: y is {printed}: ")
 
 
 def test_a_variable_the_expression_does_not_use_gets_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -692,3 +692,81 @@ def test_what_cannot_be_called_is_named_in_words(
     assert status == 2
     assert said in err
     assert "Constant" not in err
+
+
+@pytest.mark.parametrize(("name", "number"), [("pi", "3.141592653589793"), ("e", "2.718281828459045"), ("PI", "3.14")])
+def test_a_named_constant_as_a_value_gets_the_constants_advice(
+    capsys: pytest.CaptureFixture[str], name: str, number: str
+) -> None:
+    status, _, err = run(capsys, "sin(x)", f"x={name}")
+    assert status == 2
+    assert f"x: {name!r} is not a number" in err
+    assert "there are no named constants" in err
+    assert f"write {number}" in err
+    assert f"for {name})" in err
+
+
+@pytest.mark.parametrize(
+    ("expression", "advice"),
+    [
+        ("ln(x)", "log is the natural logarithm: write log(x)"),
+        ("Exp(x)", "names are case-sensitive: write exp(x)"),
+        ("SQRT(x)", "names are case-sensitive: write sqrt(x)"),
+        ("log10(x)", "write log(x) / log(10)"),
+    ],
+)
+def test_a_function_from_elsewhere_is_pointed_to_vjpgrads(
+    capsys: pytest.CaptureFixture[str], expression: str, advice: str
+) -> None:
+    status, _, err = run(capsys, expression, "x=2")
+    assert status == 2
+    assert "is not a known function" in err
+    assert advice in err
+
+
+def test_a_variable_given_in_another_case_is_named_in_the_error(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "x*x", "X=2")
+    assert (status, out) == (2, "")
+    assert "x has no value" in err
+    assert "X=2 gives X, which the expression does not use: names are case-sensitive" in err
+
+
+def test_an_unused_variable_in_another_case_gets_a_note(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "x*x", "x=2", "X=3")
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [
+        "y = 4.0",
+        "x.grad = 4.0",
+        "X.grad = 0.0",
+        "note: the expression does not use X (it uses x): names are case-sensitive",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "gradient", "note"),
+    [
+        (["sqrt(x)", "x=0"], "x.grad = inf", "note: x.grad is inf: "),
+        (["0 * sqrt(x)", "x=0"], "x.grad = nan", "note: x.grad is nan: "),
+        (
+            ["sqrt(v) + w", "v=0,1", "w=1", "--seed", "1,1"],
+            "v.grad = tensor([   inf, 0.5000])",
+            "note: v.grad[0] is inf: ",
+        ),
+    ],
+)
+def test_a_gradient_that_is_not_finite_gets_a_note(
+    capsys: pytest.CaptureFixture[str], arguments: list[str], gradient: str, note: str
+) -> None:
+    status, out, err = run(capsys, *arguments)
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert not lines[1].startswith("note:")  # the output is finite: no note under it
+    assert gradient in lines
+    (remark,) = [line for line in lines if line.startswith("note:")]
+    assert remark.startswith(note)
+    assert remark.endswith("--explain shows each step")
+
+
+def test_finite_gradients_get_no_note(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "sqrt(x)", "x=4")
+    assert "note:" not in out

@@ -22,6 +22,8 @@ the end, node by node.
 from __future__ import annotations
 
 import ast
+import copy
+import itertools
 import keyword
 import math
 import operator
@@ -348,8 +350,10 @@ def _check(root: ast.expr, text: str) -> None:
             if not isinstance(node.func, ast.Name):
                 raise ExpressionError(f"{_describe(node.func)} cannot be called: only {', '.join(FUNCTIONS)} can")
             if node.func.id not in FUNCTIONS:
+                advice = _spelling(node)
                 raise ExpressionError(
-                    f"{node.func.id} is not a known function; the functions are {', '.join(FUNCTIONS)}"
+                    f"{node.func.id} is not a known function{f' ({advice})' if advice else ''}; "
+                    f"the functions are {', '.join(FUNCTIONS)}"
                 )
             if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
                 raise ExpressionError(f"{node.func.id}() takes exactly one argument")
@@ -358,6 +362,34 @@ def _check(root: ast.expr, text: str) -> None:
             raise ExpressionError(
                 f"{_describe(node)} is not allowed: only numbers, names, + - * / **, and function calls"
             )
+
+
+SPELLINGS = {
+    "ln": "log is the natural logarithm: write log({})",
+    "log10": "write log({}) / log(10)",
+    "log2": "write log({}) / log(2)",
+    "pow": "write a**b for a to the power b",
+}
+"""Functions a learner may know by another name, and how to write them here (``{}``: the argument)."""
+
+
+def _spelling(node: ast.Call) -> str:
+    """How to write an unknown function that is one of ours by another name or in another case."""
+    assert isinstance(node.func, ast.Name)
+    argument = "..." if node.args else "x"
+    small = len(node.args) == 1 and sum(1 for _ in itertools.islice(ast.walk(node.args[0]), 16)) < 16
+    if small and not node.keywords and not isinstance(node.args[0], ast.Starred):  # unparse() recurses: keep it small
+        tidy = copy.deepcopy(node.args[0])
+        for part in ast.walk(tidy):  # the small parser reads 2 as 2.0: show it as written
+            if isinstance(part, ast.Constant) and isinstance(part.value, float) and part.value.is_integer():
+                part.value = int(part.value) if abs(part.value) < 1e16 else part.value
+        argument = ast.unparse(tidy)
+        argument = argument if len(argument) <= 30 else "..."
+    name = node.func.id
+    if name.casefold() in SPELLINGS:
+        return SPELLINGS[name.casefold()].format(argument)
+    ours = next((f for f in FUNCTIONS if f.casefold() == name.casefold()), None)
+    return "" if ours is None else f"names are case-sensitive: write {ours}({argument})"
 
 
 def _is_product(node: ast.Call) -> bool:
