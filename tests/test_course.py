@@ -436,7 +436,9 @@ def test_check_without_pytest_says_how_to_install_it(
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "hypothesis" else real(name, *a))
     message = one_line_error(course(capsys, "check", str(skeleton)))
-    assert message.endswith("check needs hypothesis: pip install 'vjpgrad[course]'")
+    assert message.endswith(
+        "check needs hypothesis: pip install hypothesis (or pip install -e '.[course]' in your clone of vjpgrad)"
+    )
 
 
 @pytest.mark.parametrize(
