@@ -1,8 +1,8 @@
 """The command line, ``python -m vjpgrad`` or ``vjpgrad``.
 
 Without arguments it prints the four cases of the Stack Overflow answer
-(https://stackoverflow.com/questions/43451125), documented against computed, and exits 0
-only when all agree. With an expression it evaluates it over
+(https://stackoverflow.com/questions/43451125), the gradients the answer shows beside the ones
+vjpgrad computes, and exits 0 only when all agree. With an expression it evaluates it over
 the variables given and prints the output and every gradient:
 
     vjpgrad '3*a + 2*b*b + log(c)' a=1,2,3 b=3,4,5 c=6,7,8 --seed 0.1,1,0.0001 --explain
