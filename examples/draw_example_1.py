@@ -1,6 +1,7 @@
 """Draw the Stack Overflow answer's Example 1 after y.backward([0.1, 1.0, 0.0001]): docs/example_1.svg.
 
-Needs the viz extra and Graphviz (pip install 'vjpgrad[viz]'; apt-get install graphviz).
+Needs the graphviz Python package, pip install graphviz (or pip install -e '.[viz]' in your clone of
+vjpgrad), and Graphviz's dot program (apt-get install graphviz).
 """
 
 import sys

@@ -2,8 +2,8 @@
 
 The data set is generated here (no download, no scikit-learn), with a fixed seed. The loss is
 micrograd's: the max-margin (hinge) loss plus L2 regularisation, with its learning-rate
-schedule. With matplotlib installed (pip install 'vjpgrad[plot]') it writes moons.png: the
-decision boundary and the loss curve.
+schedule. With matplotlib installed (pip install matplotlib (or pip install -e '.[plot]' in your
+clone of vjpgrad)) it writes moons.png: the decision boundary and the loss curve.
 
     python examples/moons.py [--steps 100] [--out moons.png]
 """
@@ -77,7 +77,10 @@ def picture(model: MLP, losses: list[float], path: str) -> bool:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("For the picture of the decision boundary: pip install 'vjpgrad[plot]' (matplotlib)")
+        print(
+            "For the picture of the decision boundary: "
+            "pip install matplotlib (or pip install -e '.[plot]' in your clone of vjpgrad)"
+        )
         return False
     points, labels = make_moons()
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))

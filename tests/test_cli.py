@@ -63,7 +63,7 @@ def test_constants_follow_ieee_754_too(capsys: pytest.CaptureFixture[str], expre
     status, out, _ = run(capsys, expression)
     assert status == 0
     assert out.splitlines()[0] == f"y = {printed}"
-    assert out.splitlines()[1].startswith(f"note: y is {printed.lstrip('-')}: ")
+    assert out.splitlines()[1].startswith(f"note: y is {printed}: ")
 
 
 def test_a_variable_the_expression_does_not_use_gets_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -624,3 +624,149 @@ def test_cache_with_another_word_is_an_error_naming_it(capsys: pytest.CaptureFix
     status, out, err = run(capsys, "cache", "--purge")
     assert (status, out) == (2, "")
     assert "--purge" in err
+
+
+# ---- a learner's trial on Python 3.12: names that clash, and notes that say more -------------------
+
+
+def test_a_variable_named_y_does_not_share_the_outputs_name(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "x*y", "x=2", "y=3")
+    assert (status, err) == (0, "")
+    assert out.splitlines() == ["out = 6.0", "x.grad = 3.0", "y.grad = 2.0"]
+
+
+def test_explain_names_the_output_apart_from_a_variable_named_y(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "y*y", "y=3", "--explain")
+    assert status == 0
+    assert out.splitlines()[:2] == ["out = 9.0", "y.grad = 6.0"]
+    assert "Seeds (the v of v^T J): out = 1" in out
+    assert "  out = y * y" in out
+    assert "y = y * y" not in out.replace("out = y * y", "")
+
+
+def test_a_vector_output_and_its_note_take_the_same_name(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "log(x - y)", "x=2,5", "y=3", "--seed", "1,1", "--explain")
+    assert status == 0
+    assert out.splitlines()[0].startswith("out = tensor([")
+    assert out.splitlines()[1].startswith("note: out[0] is nan: ")
+    assert "Seeds (the v of v^T J): out[0] = 1, out[1] = 1" in out
+
+
+def test_the_output_takes_a_name_that_no_variable_has(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "y * out", "y=2", "out=3")
+    assert status == 0
+    assert out.splitlines() == ["out2 = 6.0", "y.grad = 3.0", "out.grad = 2.0"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "written", "instead"),
+    [
+        ("2(x+1)", "2(x+1) is a number followed by a parenthesis", "write 2*(x+1) for the product"),
+        ("2 (x + 1) - x", "2 (x + 1) is a number followed by a parenthesis", "write 2*(x + 1) for the product"),
+        ("-3.5(x)", "3.5(x) is a number followed by a parenthesis", "write 3.5*(x) for the product"),
+        ("(x+1)(x-1)", "(x+1)(x-1) is an expression followed by a parenthesis", "write (x+1)*(x-1) for the product"),
+        ("exp(x)(x+1)", "exp(x)(x+1) is an expression followed by a parenthesis", "write exp(x)*(x+1)"),
+        ("(x)(x)", "(x)(x) is an expression followed by a parenthesis", "write (x)*(x) for the product"),
+        ("2(x)(x)", "2(x) is a number followed by a parenthesis", "write 2*(x) for the product"),
+    ],
+)
+def test_a_parenthesis_after_a_number_or_an_expression_says_to_multiply(
+    capsys: pytest.CaptureFixture[str], expression: str, written: str, instead: str
+) -> None:
+    status, out, err = run(capsys, expression, "x=1")
+    assert (status, out) == (2, "")
+    assert written in err
+    assert instead in err
+    assert "Constant" not in err
+    assert "cannot be called" not in err
+
+
+@pytest.mark.parametrize(
+    ("expression", "said"),
+    [("'a'(x)", "a string cannot be called"), ("2(x, x)", "the number 2 cannot be called"), ("x(x)", "x is not a")],
+)
+def test_what_cannot_be_called_is_named_in_words(
+    capsys: pytest.CaptureFixture[str], expression: str, said: str
+) -> None:
+    status, _, err = run(capsys, expression, "x=1")
+    assert status == 2
+    assert said in err
+    assert "Constant" not in err
+
+
+@pytest.mark.parametrize(("name", "number"), [("pi", "3.141592653589793"), ("e", "2.718281828459045"), ("PI", "3.14")])
+def test_a_named_constant_as_a_value_gets_the_constants_advice(
+    capsys: pytest.CaptureFixture[str], name: str, number: str
+) -> None:
+    status, _, err = run(capsys, "sin(x)", f"x={name}")
+    assert status == 2
+    assert f"x: {name!r} is not a number" in err
+    assert "there are no named constants" in err
+    assert f"write {number}" in err
+    assert f"for {name})" in err
+
+
+@pytest.mark.parametrize(
+    ("expression", "advice"),
+    [
+        ("ln(x)", "log is the natural logarithm: write log(x)"),
+        ("Exp(x)", "names are case-sensitive: write exp(x)"),
+        ("SQRT(x)", "names are case-sensitive: write sqrt(x)"),
+        ("log10(x)", "write log(x) / log(10)"),
+    ],
+)
+def test_a_function_from_elsewhere_is_pointed_to_vjpgrads(
+    capsys: pytest.CaptureFixture[str], expression: str, advice: str
+) -> None:
+    status, _, err = run(capsys, expression, "x=2")
+    assert status == 2
+    assert "is not a known function" in err
+    assert advice in err
+
+
+def test_a_variable_given_in_another_case_is_named_in_the_error(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "x*x", "X=2")
+    assert (status, out) == (2, "")
+    assert "x has no value" in err
+    assert "X=2 gives X, which the expression does not use: names are case-sensitive" in err
+
+
+def test_an_unused_variable_in_another_case_gets_a_note(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "x*x", "x=2", "X=3")
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [
+        "y = 4.0",
+        "x.grad = 4.0",
+        "X.grad = 0.0",
+        "note: the expression does not use X (it uses x): names are case-sensitive",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "gradient", "note"),
+    [
+        (["sqrt(x)", "x=0"], "x.grad = inf", "note: x.grad is inf: "),
+        (["0 * sqrt(x)", "x=0"], "x.grad = nan", "note: x.grad is nan: "),
+        (
+            ["sqrt(v) + w", "v=0,1", "w=1", "--seed", "1,1"],
+            "v.grad = tensor([   inf, 0.5000])",
+            "note: v.grad[0] is inf: ",
+        ),
+    ],
+)
+def test_a_gradient_that_is_not_finite_gets_a_note(
+    capsys: pytest.CaptureFixture[str], arguments: list[str], gradient: str, note: str
+) -> None:
+    status, out, err = run(capsys, *arguments)
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert not lines[1].startswith("note:")  # the output is finite: no note under it
+    assert gradient in lines
+    (remark,) = [line for line in lines if line.startswith("note:")]
+    assert remark.startswith(note)
+    assert remark.endswith("--explain shows each step")
+
+
+def test_finite_gradients_get_no_note(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "sqrt(x)", "x=4")
+    assert "note:" not in out

@@ -436,7 +436,9 @@ def test_check_without_pytest_says_how_to_install_it(
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "hypothesis" else real(name, *a))
     message = one_line_error(course(capsys, "check", str(skeleton)))
-    assert message.endswith("check needs hypothesis: pip install 'vjpgrad[course]'")
+    assert message.endswith(
+        "check needs hypothesis: pip install hypothesis (or pip install -e '.[course]' in your clone of vjpgrad)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -494,6 +496,48 @@ def test_a_stretch_exercise_is_not_needed_unless_it_is_checked_alone() -> None:
     assert f"{len(REQUIRED)} of {len(REQUIRED)} done. All done" in grading.scoreboard(required + stretch, Path(), "c")
     report = grading.as_json(required + stretch, Path())
     assert (report["status"], report["score"], report["max_score"]) == ("pass", len(REQUIRED), len(REQUIRED))
+
+
+def test_checking_one_exercise_says_what_was_checked_and_what_was_not() -> None:
+    done = [grading.ExerciseResult(exercise(1), [grading.TestResult("a", grading.PASSED)])]
+    text = grading.scoreboard(done, Path(), "vjpgrad course check")
+    assert "All done" not in text
+    assert "Checked exercise 1 alone: done." in text
+    assert "Not checked this time: exercises 2 to 12 (vjpgrad course check checks them all)." in text
+    failing = [grading.ExerciseResult(exercise(4), [grading.TestResult("a", grading.FAILED, "no")])]
+    text = grading.scoreboard(failing, Path(), "vjpgrad course check d")
+    assert "Checked exercise 4 alone: failing." in text
+    assert "Not checked this time: exercises 1 to 3 and 5 to 12 (vjpgrad course check d checks them all)." in text
+
+
+def test_all_done_is_said_only_when_every_exercise_of_the_course_is_done() -> None:
+    passed = [grading.TestResult("a", grading.PASSED)]
+    almost = [grading.ExerciseResult(ex, passed) for ex in REQUIRED[:-1]]
+    text = grading.scoreboard(almost, Path(), "c")
+    assert "All done" not in text
+    assert f"{len(REQUIRED) - 1} of {len(REQUIRED) - 1} done." in text
+    assert f"Not checked this time: exercises {REQUIRED[-1].number} and 12" in text
+
+
+def test_the_full_count_says_the_stretch_exercise_is_not_counted() -> None:
+    results = [grading.ExerciseResult(ex, [grading.TestResult("a", grading.NOT_STARTED, "x")]) for ex in EXERCISES]
+    text = grading.scoreboard(results, Path(), "c")
+    assert f"0 of {len(REQUIRED)} done." in text
+    assert "Exercise 12 is a stretch: checked and shown, but not counted; the course is done without it." in text
+    assert "Not checked" not in text
+
+
+def test_check_of_one_solved_exercise_does_not_say_all_done(
+    skeleton: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copy(folder("solutions") / "derivatives.py", skeleton / "derivatives.py")
+    monkeypatch.chdir(skeleton)
+    ran = course(capsys, "check", ".", "1")
+    assert ran.status == 0, ran.out
+    assert scoreboard_rows(ran.out) == {1: ("done", "5/5")}
+    assert "All done" not in ran.out
+    assert "Checked exercise 1 alone: done." in ran.out
+    assert "Not checked this time: exercises 2 to 12 (vjpgrad course check checks them all)." in ran.out
 
 
 # ---- hint, list, solution, and the entry points ---------------------------------------------------------------

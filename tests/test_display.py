@@ -152,7 +152,7 @@ def test_a_drawing_refuses_bad_input_before_writing(tmp_path: Path) -> None:
 
 def test_without_the_graphviz_package_rendering_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "graphviz", None)  # import graphviz now raises ImportError
-    with pytest.raises(ImportError, match=r"pip install 'vjpgrad\[viz\]'"):
+    with pytest.raises(ImportError, match=r"pip install graphviz \(or pip install -e '\.\[viz\]' in your clone"):
         drawing()._repr_svg_()
 
 

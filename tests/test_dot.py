@@ -68,7 +68,7 @@ def test_graphviz_reads_the_text() -> None:
 
 def test_draw_without_graphviz_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "graphviz", None)  # as if not installed
-    with pytest.raises(ImportError, match=r"pip install 'vjpgrad\[viz\]'"):
+    with pytest.raises(ImportError, match=r"pip install graphviz \(or pip install -e '\.\[viz\]' in your clone"):
         draw(Value(1.0) * 2, tmp_path / "g.svg")
 
 

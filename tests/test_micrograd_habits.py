@@ -83,3 +83,44 @@ def test_micrograds_draw_dot_runs_on_vjpgrad_values() -> None:
     assert f"{{ a | data 2.0000 | grad {a.grad:.4f} }}" in source
     assert source.count("shape=record") == 6
     assert {"*", "+", "tanh", "relu"} <= set(re.findall(r'label=["]?([*+a-z]+)["]?[\]\s]', source))
+
+
+# ---- micrograd's constructor, Value(data, _children, _op) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("children", "op", "instead"),
+    [
+        (lambda a, b: (a, b), "+", "write a + b instead"),
+        (lambda a, b: [a, b], "*", "write a * b instead"),
+        (lambda a, b: {a}, "tanh", "write a.tanh() instead"),
+        (lambda a, b: (a,), "**2", "write a**2 instead"),
+        (lambda a, b: (a, b), "", "write a + b, a * b, a.tanh()... instead"),
+        (lambda a, b: (), "", "write Value(data) instead"),
+    ],
+)
+def test_micrograds_children_argument_is_explained_with_what_to_write(children: Any, op: str, instead: str) -> None:
+    a, b = Value(2.0), Value(3.0)
+    with pytest.raises(TypeError) as caught:
+        Value(5.0, children(a, b), op)  # micrograd's Value(data, _children, _op)
+    message = str(caught.value)
+    assert "micrograd's Value(data, _children, _op)" in message
+    assert (
+        "vjpgrad records the children itself (there is no _children argument: the operators build the graph)" in message
+    )
+    assert instead in message
+    assert "requires_grad must be a bool" not in message
+
+
+def test_a_second_argument_that_is_no_collection_of_values_is_still_a_bad_requires_grad() -> None:
+    with pytest.raises(TypeError, match="requires_grad must be a bool, got tuple"):
+        Value(5.0, (1.0, 2.0))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="requires_grad must be a bool, got str"):
+        Value(5.0, "yes")  # type: ignore[arg-type]
+
+
+def test_label_is_none_until_one_is_given_as_the_docs_say() -> None:
+    # micrograd's lecture Value has label='' and its draw_dot prints n.label; vjpgrad keeps None (documented,
+    # typed str | None): docs/coming-from-micrograd.md says to write n.label or '' in that draw_dot
+    assert Value(1.0).label is None
+    assert "{ %s | data %.4f }" % (Value(1.0).label or "", 1.0) == "{  | data 1.0000 }"  # noqa: UP031 - micrograd's

@@ -65,3 +65,54 @@ def test_the_readme_says_which_pythons_ci_tests_and_pyproject_agrees() -> None:
     classified = [c.rsplit("::", 1)[1].strip() for c in config["project"]["classifiers"] if re.search(r":: 3\.\d+$", c)]
     assert classified == tested
     assert config["project"]["requires-python"] == f">={tested[0]}"
+
+
+# ---- install hints: vjpgrad is not on PyPI ---------------------------------------------------------------
+
+INSTALL_HINT = re.compile(r"pip install ([\w ]+?) \(or pip install -e '\.\[(\w+)\]' in your clone of vjpgrad\)")
+"""The one form of every hint for an optional extra: its packages by name, or the extra from the clone."""
+FROM_PYPI = re.compile(r"pip install\s+(?:-\S+\s+)*['\"]?vjpgrad(?![\w.-])")
+"""``pip install vjpgrad`` or ``pip install 'vjpgrad[viz]'``: asks PyPI for vjpgrad, which is not there."""
+
+
+def extras() -> dict[str, set[str]]:
+    """Each extra of pyproject.toml and the names of the packages it installs."""
+    declared = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    return {extra: {re.split(r"[^\w.-]", r, maxsplit=1)[0].lower() for r in reqs} for extra, reqs in declared.items()}
+
+
+def written_places() -> list[Path]:
+    places = [*(ROOT / "src").rglob("*.py"), *(ROOT / "examples").glob("*.py"), ROOT / "examples" / "notebook.ipynb"]
+    places += [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*.md")]
+    places += [path for path in (ROOT / "tests").glob("*.py") if path.name != Path(__file__).name]
+    return [path for path in places if "_build" not in path.parts]
+
+
+def test_no_install_hint_asks_pypi_for_vjpgrad() -> None:
+    assert FROM_PYPI.search("pip install 'vjpgrad[viz]'")
+    assert FROM_PYPI.search("pip install vjpgrad")
+    assert not FROM_PYPI.search("pip install 'vjpgrad-0.1.0-py3-none-any.whl[course]'")  # a wheel's file
+    assert not FROM_PYPI.search("pip install -e '.[viz]'")
+    asking = [path.relative_to(ROOT).as_posix() for path in written_places() if FROM_PYPI.search(path.read_text())]
+    assert asking == []
+
+
+def test_every_install_hint_names_the_packages_of_its_extra_and_the_extra_from_the_clone() -> None:
+    from vjpgrad.course.commands import install_hint
+    from vjpgrad.display.dot import INSTALL_HINT as DRAWING
+    from vjpgrad.testing import HYPOTHESIS_HINT
+
+    declared = extras()
+    hints = {
+        "vjpgrad.draw": (DRAWING, "graphviz", "viz"),
+        "vjpgrad.testing": (HYPOTHESIS_HINT, "hypothesis", "test"),
+        "vjpgrad course check": (install_hint(["pytest", "hypothesis"]), "pytest hypothesis", "course"),
+        "examples/moons.py": ((ROOT / "examples" / "moons.py").read_text(), "matplotlib", "plot"),
+        "examples/draw_example_1.py": ((ROOT / "examples" / "draw_example_1.py").read_text(), "graphviz", "viz"),
+    }
+    for place, (text, packages, extra) in hints.items():
+        assert (packages, extra) in INSTALL_HINT.findall(" ".join(text.split())), place
+    assert install_hint(["hypothesis"]).startswith("pip install hypothesis (")  # only what is missing
+    for path in written_places():
+        for packages, extra in INSTALL_HINT.findall(" ".join(path.read_text().split())):
+            assert set(packages.split()) <= declared[extra], f"{path.name}: {packages} is not all in [{extra}]"

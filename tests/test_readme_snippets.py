@@ -21,8 +21,8 @@ import pytest
 from _pages import example_pages, is_doctest, name, python_blocks
 
 OPTIONAL_EXTRAS = {
-    "graphviz": "pip install 'vjpgrad[viz]'",
-    "matplotlib": "pip install 'vjpgrad[plot]'",
+    "graphviz": "pip install graphviz",
+    "matplotlib": "pip install matplotlib",
     "numpy": "pip install numpy",
     "torch": "pip install torch",
 }

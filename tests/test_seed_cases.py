@@ -77,8 +77,32 @@ def test_the_command_reports_all_four_cases_agree(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert out.count(" ok") == 12
     assert "DIFFERS" not in out
-    assert "all four cases agree with the documented output." in out
+    assert "all four cases agree with the answer." in out
     assert "tensor([1.6667e-02, 1.4286e-01, 1.2500e-05])   tensor([1.6667e-02, 1.4286e-01, 1.2500e-05])" in out
+
+
+def test_the_command_speaks_of_cases_and_the_answer_as_the_readme_does(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert [line.split(":")[0] for line in out.splitlines() if line.startswith("Case ")] == [
+        "Case 1",
+        "Case 2",
+        "Case 3",
+        "Case 4",
+    ]
+    assert "the gradients the answer shows beside the ones vjpgrad computes" in out
+    assert "https://stackoverflow.com/questions/43451125" in out
+    assert out.count("the answer   ") == 4  # the column of the answer's gradients, in each case
+    assert out.splitlines()[-1] == "all four cases agree with the answer."
+    for word in ("Example", "documented", "seed question"):
+        assert word not in out
+
+
+def test_no_source_or_example_calls_the_question_the_seed_question() -> None:
+    # to a learner, a seed is the gradient vector v (test_readme.py checks the pages and the notebook)
+    sources = [*(EXAMPLES.parent / "src").rglob("*.py"), *EXAMPLES.rglob("*.py")]
+    assert len(sources) > 20
+    assert [p.name for p in sources if "seed question" in " ".join(p.read_text(encoding="utf-8").split()).lower()] == []
 
 
 def test_the_command_fails_when_a_case_differs(

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
 HYPOTHESIS_HINT = (
-    "vjpgrad.testing's strategies need hypothesis: pip install 'vjpgrad[test]' (or pip install hypothesis)"
+    "vjpgrad.testing's strategies need hypothesis: pip install hypothesis (or pip install -e '.[test]' in your "
+    "clone of vjpgrad)"
 )
 
 

@@ -21,7 +21,7 @@ from vjpgrad.core.vector import Vector
 
 @dataclass(frozen=True)
 class Case:
-    """One documented case: what it does, the output the answer printed, and the code."""
+    """One case of the answer: what it does, the output the answer printed (``documented``), and the code."""
 
     title: str
     call: str
@@ -76,7 +76,7 @@ def example_4() -> dict[str, str]:
 
 CASES = (
     Case(
-        "Example 1: a, b, c = [1, 2, 3], [3, 4, 5], [6, 7, 8]",
+        "Case 1: a, b, c = [1, 2, 3], [3, 4, 5], [6, 7, 8]",
         "y.backward([0.1, 1.0, 0.0001], retain_graph=True)",
         {
             "a.grad": "tensor([3.0000e-01, 3.0000e+00, 3.0000e-04])",
@@ -86,19 +86,19 @@ CASES = (
         example_1,
     ),
     Case(
-        "Example 2: scalars a, b, c = 0.1, 1.0, 0.1",
+        "Case 2: scalars a, b, c = 0.1, 1.0, 0.1",
         "y.backward()",
         {"a.grad": "tensor(3.)", "b.grad": "tensor(4.)", "c.grad": "tensor(10.)"},
         example_2,
     ),
     Case(
-        "Example 3: a, b, c = Vector.empty(1) (zeros), one element each",
+        "Case 3: a, b, c = Vector.empty(1) (zeros), one element each",
         "y.backward([0.1, 1.0, 0.0001])",
         {"a.grad": "tensor([3.3003])", "b.grad": "tensor([0.])", "c.grad": "tensor([inf])"},
         example_3,
     ),
     Case(
-        "Example 4: scalars a, b, c = 1.0, 1.0, 1.0, two passes",
+        "Case 4: scalars a, b, c = 1.0, 1.0, 1.0, two passes",
         "y.backward(retain_graph=True); y.backward()",
         {"a.grad": "tensor(6.)", "b.grad": "tensor(8.)", "c.grad": "tensor(2.)"},
         example_4,
@@ -119,20 +119,28 @@ def agrees(documented: str, computed: str) -> bool:
     )
 
 
+QUESTION = "https://stackoverflow.com/questions/43451125"
+"""Stack Overflow's "Pytorch, what are the gradient arguments", whose answer works the four cases."""
+
+
 def report() -> tuple[str, bool]:
-    """The four cases, documented against computed, and whether all agree."""
-    lines = ["The four documented cases of y = 3*a + 2*b*b + log(c), computed by vjpgrad:", ""]
+    """The four cases, the gradients the answer shows beside vjpgrad's, and whether all agree."""
+    lines = [
+        'The four cases of the Stack Overflow answer to "Pytorch, what are the gradient arguments"',
+        f"({QUESTION}), y = 3*a + 2*b*b + log(c):",
+        "the gradients the answer shows beside the ones vjpgrad computes.",
+        "",
+    ]
     all_agree = True
     for case in CASES:
         computed = case.compute()
         lines.append(f"{case.title}; {case.call}")
         width = max(len(text) for text in case.documented.values())
-        lines.append(f"    {'':7} {'documented':{width}}   {'computed':{width}}")
+        lines.append(f"    {'':7} {'the answer':{width}}   {'vjpgrad':{width}}")
         for name, documented in case.documented.items():
             ok = agrees(documented, computed[name])
             all_agree = all_agree and ok
             lines.append(f"    {name:7} {documented:{width}}   {computed[name]:{width}}   {'ok' if ok else 'DIFFERS'}")
         lines.append("")
-    agreeing = "all four cases agree" if all_agree else "SOME CASES DIFFER"
-    lines.append(f"{agreeing} with the documented output.")
+    lines.append("all four cases agree with the answer." if all_agree else "SOME CASES DIFFER from the answer.")
     return "\n".join(line.rstrip() for line in lines), all_agree

@@ -22,6 +22,8 @@ the end, node by node.
 from __future__ import annotations
 
 import ast
+import copy
+import itertools
 import keyword
 import math
 import operator
@@ -341,11 +343,17 @@ def _check(root: ast.expr, text: str) -> None:
                 raise ExpressionError(f"the operator {type(node.op).__name__} is not allowed (only unary - and +)")
             stack.append(node.operand)
         elif isinstance(node, ast.Call):
+            if _is_product(node):  # 2(x+1): a learner's product
+                while isinstance(node.func, ast.Call) and _is_product(node.func):  # 2(x)(y): the first one
+                    node = node.func
+                raise ExpressionError(_product(node, text))
             if not isinstance(node.func, ast.Name):
                 raise ExpressionError(f"{_describe(node.func)} cannot be called: only {', '.join(FUNCTIONS)} can")
             if node.func.id not in FUNCTIONS:
+                advice = _spelling(node)
                 raise ExpressionError(
-                    f"{node.func.id} is not a known function; the functions are {', '.join(FUNCTIONS)}"
+                    f"{node.func.id} is not a known function{f' ({advice})' if advice else ''}; "
+                    f"the functions are {', '.join(FUNCTIONS)}"
                 )
             if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
                 raise ExpressionError(f"{node.func.id}() takes exactly one argument")
@@ -354,6 +362,66 @@ def _check(root: ast.expr, text: str) -> None:
             raise ExpressionError(
                 f"{_describe(node)} is not allowed: only numbers, names, + - * / **, and function calls"
             )
+
+
+SPELLINGS = {
+    "ln": "log is the natural logarithm: write log({})",
+    "log10": "write log({}) / log(10)",
+    "log2": "write log({}) / log(2)",
+    "pow": "write a**b for a to the power b",
+}
+"""Functions a learner may know by another name, and how to write them here (``{}``: the argument)."""
+
+
+def _spelling(node: ast.Call) -> str:
+    """How to write an unknown function that is one of ours by another name or in another case."""
+    assert isinstance(node.func, ast.Name)
+    argument = "..." if node.args else "x"
+    small = len(node.args) == 1 and sum(1 for _ in itertools.islice(ast.walk(node.args[0]), 16)) < 16
+    if small and not node.keywords and not isinstance(node.args[0], ast.Starred):  # unparse() recurses: keep it small
+        tidy = copy.deepcopy(node.args[0])
+        for part in ast.walk(tidy):  # the small parser reads 2 as 2.0: show it as written
+            if isinstance(part, ast.Constant) and isinstance(part.value, float) and part.value.is_integer():
+                part.value = int(part.value) if abs(part.value) < 1e16 else part.value
+        argument = ast.unparse(tidy)
+        argument = argument if len(argument) <= 30 else "..."
+    name = node.func.id
+    if name.casefold() in SPELLINGS:
+        return SPELLINGS[name.casefold()].format(argument)
+    ours = next((f for f in FUNCTIONS if f.casefold() == name.casefold()), None)
+    return "" if ours is None else f"names are case-sensitive: write {ours}({argument})"
+
+
+def _is_product(node: ast.Call) -> bool:
+    """A parenthesis after a number or an expression of the language (``2(x+1)``, ``(x+1)(x-1)``,
+    ``exp(x)(x+1)``, ``(x)(y)``): a product written without ``*``, not a call."""
+    func = node.func
+    if len(node.args) != 1 or node.keywords:
+        return False
+    if isinstance(func, ast.Constant):
+        return isinstance(func.value, (int, float)) and not isinstance(func.value, bool)
+    if isinstance(func, ast.Name):  # (x)(y), but not x(y): that is a call of an unknown function
+        where = getattr(node, "lineno", None), getattr(node, "col_offset", None)  # none from the small parser
+        return where != (getattr(func, "lineno", None), getattr(func, "col_offset", None))
+    return isinstance(func, (ast.BinOp, ast.UnaryOp, ast.Call))
+
+
+def _product(node: ast.Call, text: str) -> str:
+    """The message for ``2(x+1)``, in the words of the one for ``2x``: write ``2*(x+1)``."""
+    what = "a number" if isinstance(node.func, ast.Constant) else "an expression"
+    func, end = node.func, node.end_col_offset
+    if node.lineno == node.end_lineno == func.end_lineno and end is not None and func.end_col_offset is not None:
+        line = text.splitlines()[node.lineno - 1].encode()  # ast's columns count UTF-8 bytes
+        head, tail = line[node.col_offset : func.end_col_offset], line[func.end_col_offset : end]
+        opening = tail.find(b"(", len(tail) - len(tail.lstrip(b") \t")))  # after the )s that close the operand
+        written = (head + tail).decode()
+        if opening >= 0 and len(written) <= 60:
+            head += tail[:opening].rstrip()
+            return (
+                f"{written} is {what} followed by a parenthesis: "
+                f"write {head.decode()}*{tail[opening:].decode()} for the product"
+            )
+    return f"{what.capitalize()} followed by a parenthesis is not a call: write * between them for the product"
 
 
 def _caret(node: ast.BinOp, text: str) -> str:
@@ -387,6 +455,11 @@ def _describe(node: ast.AST) -> str:
         ast.Tuple: "a tuple",
         ast.List: "a list",
     }
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, (str, bytes)):
+            return "a string"
+        number = isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+        return f"the number {node.value!r}" if number else repr(node.value)
     return names.get(type(node), f"a {type(node).__name__} expression")
 
 

@@ -1,8 +1,8 @@
 """The command line, ``python -m vjpgrad`` or ``vjpgrad``.
 
 Without arguments it prints the four cases of the Stack Overflow answer
-(https://stackoverflow.com/questions/43451125), documented against computed, and exits 0
-only when all agree. With an expression it evaluates it over
+(https://stackoverflow.com/questions/43451125), the gradients the answer shows beside the ones
+vjpgrad computes, and exits 0 only when all agree. With an expression it evaluates it over
 the variables given and prints the output and every gradient:
 
     vjpgrad '3*a + 2*b*b + log(c)' a=1,2,3 b=3,4,5 c=6,7,8 --seed 0.1,1,0.0001 --explain
@@ -13,13 +13,14 @@ Any problem with the input is one line on stderr and exit status 2, never a trac
 from __future__ import annotations
 
 import argparse
+import itertools
 import keyword
 import math
 import os
 import re
 import sys
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,9 @@ examples:
   vjpgrad cache [--clear]                                   where vjpgrad.compile keeps its code; --clear empties it
 
 A variable is NAME=NUMBER (a scalar) or NAME=N1,N2,... (a vector; NAME=5, is a vector of
-one). The expression may use numbers, variables, + - * / ** (not ^), parentheses and the
-functions {" ".join(FUNCTIONS)}.
+one). Names are case-sensitive. The output is printed as y, or as out when a variable is
+named y. The expression may use numbers, variables, + - * / ** (not ^), parentheses and
+the functions {" ".join(FUNCTIONS)}.
 It is parsed, never run as Python. It may be {MAX_LENGTH:,} characters long and nest
 {MAX_DEPTH} levels deep: each parenthesis, call and unary sign is a level, and a flat chain
 such as x+x+...+x is one level however long.
@@ -62,29 +64,74 @@ word --, no word is an option: vjpgrad -- --seed seed=2.
 
 
 CONSTANTS = {
-    "e": "write exp(x) for e**x, or give e=2.718281828459045",
-    "pi": "write 3.141592653589793, or give pi=3.141592653589793",
-    "tau": "write 6.283185307179586, or give tau=6.283185307179586",
-    "inf": "write 1e309 for infinity, or give inf=1e309",
-    "nan": "write 0*1e309 for nan, or give nan=nan",
+    "e": ("2.718281828459045", "write exp(x) for e**x"),
+    "pi": ("3.141592653589793", "write 3.141592653589793"),
+    "tau": ("6.283185307179586", "write 6.283185307179586"),
+    "inf": ("1e309", "write 1e309 for infinity"),
+    "nan": ("nan", "write 0*1e309 for nan"),
 }
-"""Names a learner may expect to mean a number, and how to write that number instead."""
+"""Names a learner may expect to mean a number: the number, and how to write it in an expression."""
+NO_CONSTANTS = "there are no named constants"
 
 
-def _remark(y: Value | Vector) -> str:
-    """A note when the output holds nan or an infinity: the expression left a domain somewhere."""
-    numbers = y.tolist() if isinstance(y, Vector) else [y.data]
+def output_name(variables: Collection[str]) -> str:
+    """The output's name in what is printed: ``y``, or when a variable is named ``y``, ``out`` (then
+    ``out2``, ``out3``... if ``out`` is a variable too), so that ``y.grad`` is never ambiguous."""
+    candidates = itertools.chain(("y", "out"), (f"out{i}" for i in itertools.count(2)))
+    return next(name for name in candidates if name not in variables)
+
+
+def _not_finite(numbers: Sequence[float]) -> tuple[list[int], str]:
+    """Where ``numbers`` are nan or infinite, and what they are: ``nan`` (if any is), else ``inf``,
+    ``-inf`` or ``inf and -inf``."""
     where = [i for i, x in enumerate(numbers) if not math.isfinite(x)]
+    if any(math.isnan(numbers[i]) for i in where):
+        return where, "nan"
+    signs = {"-inf" if numbers[i] < 0 else "inf" for i in where}
+    return where, " and ".join(sorted(signs, key=len))
+
+
+def _part(name: str, thing: Value | Vector, where: list[int]) -> str:
+    return name if isinstance(thing, Value) else f"{name}[{', '.join(map(str, where))}]"
+
+
+def _remark(y: Value | Vector, name: str) -> str:
+    """A note when the output holds nan or an infinity: the expression left a domain somewhere."""
+    where, kind = _not_finite(y.tolist() if isinstance(y, Vector) else [y.data])
     if not where:
         return ""
-    kind = "nan" if any(math.isnan(numbers[i]) for i in where) else "inf"
-    part = "y" if isinstance(y, Value) else f"y[{', '.join(map(str, where))}]"
     why = (
         "an operation left its domain (log or sqrt of a negative number, 0/0, inf - inf...)"
         if kind == "nan"
         else "a division by zero, log(0) or an overflow"
     )
-    return f"note: {part} is {kind}: {why}; --explain shows each step"
+    return f"note: {_part(name, y, where)} is {kind}: {why}; --explain shows each step"
+
+
+def _gradient_remark(env: dict[str, Value | Vector]) -> str:
+    """A note when a gradient holds nan or an infinity: a local derivative is infinite somewhere."""
+    parts, found = [], []
+    for name, value in env.items():
+        grads = value.grad.tolist() if isinstance(value, Vector) else [value.grad]
+        where, _ = _not_finite(grads)
+        if where:
+            parts.append(_part(f"{name}.grad", value, where))
+            found += [grads[i] for i in where]
+    if not parts:
+        return ""
+    _, kind = _not_finite(found)
+    why = (
+        "an infinite local derivative met a zero (inf x 0), or an operation left its domain"
+        if kind == "nan"
+        else "a local derivative is infinite there (sqrt or log at 0, 1/x at 0...), or a product overflowed"
+    )
+    verb = "is" if len(parts) == 1 else "are"
+    return f"note: {', '.join(parts)} {verb} {kind}: {why}; --explain shows each step"
+
+
+def _case_hint(name: str, given: Collection[str]) -> str | None:
+    """A given name that differs from ``name`` only in case (``X`` for ``x``), if there is one."""
+    return next((other for other in given if other != name and other.casefold() == name.casefold()), None)
 
 
 class CommandError(ValueError):
@@ -177,7 +224,10 @@ def _numbers(text: str, what: str) -> list[float]:
         try:
             numbers.append(float(item))
         except ValueError:
-            raise CommandError(f"{what}: {item.strip()!r} is not a number") from None
+            written = item.strip()
+            constant = CONSTANTS.get(written.casefold())
+            advice = "" if constant is None else f" ({NO_CONSTANTS}: write {constant[0]} for {written})"
+            raise CommandError(f"{what}: {written!r} is not a number{advice}") from None
     return numbers
 
 
@@ -221,17 +271,25 @@ def run(arguments: Sequence[str]) -> list[str]:
 def _evaluate(args: Arguments) -> list[str]:
     tree = parse(args.expression)
     env: dict[str, Value | Vector] = {}
+    written: dict[str, str] = {}
     for assignment in args.assignments:
         name, value = _variable(assignment)
         if name in env:
             raise CommandError(f"{name} is given twice")
         env[name] = value
-    missing = [name for name in variables(tree) if name not in env]
+        written[name] = assignment.strip()
+    used = variables(tree)
+    missing = [name for name in used if name not in env]
     if missing:
-        hint = CONSTANTS.get(missing[0], "")
+        first, hint = missing[0], ""
+        other = _case_hint(first, [name for name in env if name not in used])
+        if other is not None:
+            hint = f" ({written[other]} gives {other}, which the expression does not use: names are case-sensitive)"
+        elif first in CONSTANTS:
+            number, write = CONSTANTS[first]
+            hint = f" ({NO_CONSTANTS}: {write}, or give {first}={number})"
         raise CommandError(
-            f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no value: give e.g. {missing[0]}=1.5"
-            + (f" (there are no named constants: {hint})" if hint else "")
+            f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no value: give e.g. {first}=1.5{hint}"
         )
     seeds = None if args.seed is None else _numbers(args.seed, "--seed")
     y = evaluate(tree, env)
@@ -247,18 +305,27 @@ def _evaluate(args: Arguments) -> list[str]:
             seeds_for(len(y), seeds, name="--seed", hint=f"e.g. --seed {','.join(['1'] * len(y))}")
         except (RuntimeError, ValueError) as error:
             raise CommandError(str(error)) from None
-    lines = [f"y = {_show(y)}"]
-    remark = _remark(y)
+    name = output_name(env)
+    lines = [f"{name} = {_show(y)}"]
+    remark = _remark(y, name)
     if remark:
         lines.append(remark)
     explanation = None
     if y.requires_grad:
-        explanation = explain(y, seed, names=env) if args.explain or args.html else None
+        names = {name: y, **env}  # the variables' names win where the output is a variable itself
+        explanation = explain(y, seed, names=names) if args.explain or args.html else None
         if isinstance(y, Value):
             y.backward(1.0 if seed is None else seed)  # type: ignore[arg-type]  # one float for a Value
         else:
             y.backward(seed)
     lines += [f"{name}.grad = {_show(value.grad)}" for name, value in env.items()]  # 0.0 if y does not use it
+    remark = _gradient_remark(env)
+    if remark:
+        lines.append(remark)
+    for unused in (name for name in env if name not in used):
+        other = _case_hint(unused, used)
+        if other is not None:
+            lines.append(f"note: the expression does not use {unused} (it uses {other}): names are case-sensitive")
     if explanation is not None and args.explain:
         lines += ["", str(explanation)]
     if args.dot is not None:

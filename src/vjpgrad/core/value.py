@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Union
 
 from vjpgrad.core import graph, operators, ops
@@ -120,6 +120,32 @@ def _digits(n: int) -> str:
     return f"about {estimate:,}"
 
 
+def _micrograds_children(children: Collection[object], op: object) -> str:
+    """The message for micrograd's ``Value(data, _children, _op)``: what to write instead."""
+    if not children:
+        return (
+            "Value() got an empty collection as its second argument, as in micrograd's Value(data, _children, _op): "
+            "vjpgrad records the children itself (there is no _children argument: the operators build the graph), "
+            "so write Value(data) instead for a leaf (the second argument is requires_grad, a bool)"
+        )
+    if isinstance(op, str) and len(children) == 2 and op in ("+", "-", "*", "/", "**"):
+        instead = f"a {op} b"
+    elif isinstance(op, str) and len(children) == 1 and op.startswith("**"):
+        instead = f"a{op}"
+    elif isinstance(op, str) and len(children) == 1 and op.isidentifier():
+        instead = f"a.{op}()"
+    else:
+        instead = "a + b, a * b, a.tanh()..."
+    return (
+        f"Value() got {'a Value' if len(children) == 1 else f'{len(children)} Values'} as its second argument, "
+        "as in micrograd's Value(data, _children, _op): "
+        "vjpgrad records the children itself (there is no _children argument: the operators build the graph), "
+        f"so write {instead} instead, with {'a the Value' if len(children) == 1 else 'a, b the Values'} you passed; "
+        "Value(data) alone makes a leaf "
+        "(the second argument is requires_grad, a bool)"
+    )
+
+
 class Value(operators.ValueOperators):
     """A scalar in a computation graph.
 
@@ -145,6 +171,10 @@ class Value(operators.ValueOperators):
         requires_grad: bool = True,
         label: str | None = None,
     ) -> None:
+        if isinstance(requires_grad, (tuple, list, set, frozenset)) and all(
+            isinstance(c, Value) for c in requires_grad
+        ):
+            raise TypeError(_micrograds_children(requires_grad, label))
         source = data if isinstance(data, Value) and data.number_argument else None
         number = _check_data(data) if source is None else graph.number(source)  # Value(lr) while compile records
         if not isinstance(requires_grad, bool):

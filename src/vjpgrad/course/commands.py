@@ -20,8 +20,13 @@ from typing import NoReturn
 from vjpgrad.course.exercises import EXERCISES, Exercise, exercise, folder, student_files
 
 PROGRAM = "vjpgrad course"
-INSTALL = "pip install 'vjpgrad[course]'"
 TIMEOUT = 600.0
+
+
+def install_hint(missing: Sequence[str]) -> str:
+    """How to install what ``check`` needs: the missing packages by name, or the course extra from
+    vjpgrad's clone (vjpgrad is not on PyPI)."""
+    return f"pip install {' '.join(missing)} (or pip install -e '.[course]' in your clone of vjpgrad)"
 
 
 class CourseError(Exception):
@@ -172,7 +177,7 @@ def check(args: argparse.Namespace) -> int:
         raise CourseError(f"{directory} has none of the course's files: write them with {PROGRAM} init {directory}")
     missing = [name for name in ("pytest", "hypothesis") if importlib.util.find_spec(name) is None]
     if missing:
-        raise CourseError(f"{PROGRAM} check needs {' and '.join(missing)}: {INSTALL}")
+        raise CourseError(f"{PROGRAM} check needs {' and '.join(missing)}: {install_hint(missing)}")
     if args.timeout <= 0:
         raise CourseError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     from vjpgrad.course import grading

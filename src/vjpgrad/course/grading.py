@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.course.exercises import Exercise, folder
+from vjpgrad.course.exercises import EXERCISES, Exercise, folder
 
 DONE, FAILING, NOT_STARTED = "done", "failing", "not started"
 PASSED, FAILED = "passed", "failed"
@@ -137,6 +137,46 @@ def all_done(results: Sequence[ExerciseResult], stretch_counts: bool = False) ->
     return all(r.status == DONE for r in results if stretch_counts or not r.exercise.stretch)
 
 
+def numbered(numbers: Sequence[int]) -> str:
+    """``exercise 4``, ``exercises 1 and 3``, ``exercises 2 to 12``, ``exercises 1 to 3 and 5 to 12``."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    parts = [part for run in runs for part in ([f"{run[0]} to {run[-1]}"] if len(run) > 2 else map(str, run))]
+    text = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    return f"exercise {text}" if len(numbers) == 1 else f"exercises {text}"
+
+
+def _count(results: Sequence[ExerciseResult], command: str) -> list[str]:
+    """The lines under the table: how many are done, of what. All done is said only of the whole
+    course (every exercise but the stretch ones); a check of some exercises says which were not checked."""
+    checked = {r.exercise.number for r in results}
+    unchecked = [ex.number for ex in EXERCISES if ex.number not in checked]
+    whole = all(ex.stretch for ex in EXERCISES if ex.number not in checked)
+    counted = [r for r in results if not r.exercise.stretch] or list(results)  # a stretch checked alone counts
+    done = sum(r.status == DONE for r in counted)
+    stretches = [r for r in results if r.exercise.stretch and r not in counted]
+    if whole:
+        lines = [f"{done} of {len(counted)} done." + (" All done: well done!" if done == len(counted) else "")]
+        if stretches:
+            which = numbered([r.exercise.number for r in stretches])
+            lines.append(
+                f"{which.capitalize()} {'is a stretch' if len(stretches) == 1 else 'are stretches'}: checked and "
+                "shown, but not counted; the course is done without it."
+            )
+        return lines
+    if len(results) == 1:
+        lines = [f"Checked {numbered([results[0].exercise.number])} alone: {results[0].status}."]
+    else:
+        lines = [f"Checked {numbered(sorted(checked))}: {done} of {len(counted)} done."]
+    if unchecked:
+        lines.append(f"Not checked this time: {numbered(unchecked)} ({command} checks them all).")
+    return lines
+
+
 def scoreboard(results: Sequence[ExerciseResult], directory: Path, command: str) -> str:
     """The text a student reads: each exercise's status and checks passed, then the first one not
     done with its message and hint. ``command`` is how they ran the check, to say how to run one."""
@@ -146,11 +186,7 @@ def scoreboard(results: Sequence[ExerciseResult], directory: Path, command: str)
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [f"vjpgrad course: {directory}", ""]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    required = [r for r in results if not r.exercise.stretch]
-    done = sum(r.status == DONE for r in required)
-    lines.append("")
-    if required:
-        lines.append(f"{done} of {len(required)} done." + (" All done: well done!" if done == len(required) else ""))
+    lines += ["", *_count(results, command)]
     todo = next((r for r in results if r.status != DONE), None)
     if todo is None:
         return "\n".join(lines)

@@ -16,7 +16,8 @@ from vjpgrad.display.explain import Step, explain, given_names
 
 INSTALL_HINT = (
     "drawing needs the graphviz Python package and Graphviz's dot program: "
-    "pip install 'vjpgrad[viz]', and install Graphviz (e.g. apt-get install graphviz or brew install graphviz)"
+    "pip install graphviz (or pip install -e '.[viz]' in your clone of vjpgrad), "
+    "and install Graphviz (e.g. apt-get install graphviz or brew install graphviz)"
 )
 
 
