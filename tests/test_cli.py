@@ -770,3 +770,12 @@ def test_a_gradient_that_is_not_finite_gets_a_note(
 def test_finite_gradients_get_no_note(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, "sqrt(x)", "x=4")
     assert "note:" not in out
+
+
+def test_a_refused_html_page_writes_no_dot_file_either(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    dot, page = tmp_path / "g.dot", tmp_path / "p.html"
+    status, out, err = run(capsys, "2*3", "--dot", str(dot), "--html", str(page))
+    assert (status, out) == (2, "")
+    assert "--html needs an output that depends on a variable" in err
+    assert not dot.exists()
+    assert not page.exists()

@@ -328,12 +328,12 @@ def _evaluate(args: Arguments) -> list[str]:
             lines.append(f"note: the expression does not use {unused} (it uses {other}): names are case-sensitive")
     if explanation is not None and args.explain:
         lines += ["", str(explanation)]
+    if args.html is not None and explanation is None:  # refused before any file is written
+        raise CommandError("--html needs an output that depends on a variable: there is no pass to step through")
     if args.dot is not None:
         args.dot.write_text(to_dot(y, seed))
         lines.append(f"graph written to {args.dot}")
-    if args.html is not None:
-        if explanation is None:
-            raise CommandError("--html needs an output that depends on a variable: there is no pass to step through")
+    if args.html is not None and explanation is not None:
         args.html.write_text(explanation.to_html(title=args.expression), encoding="utf-8")
         lines.append(f"page written to {args.html}: open it in a browser to step through the pass")
     return lines
