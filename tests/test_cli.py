@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import math
+import os
 import re
 import shlex
 import subprocess
@@ -779,3 +780,22 @@ def test_a_refused_html_page_writes_no_dot_file_either(capsys: pytest.CaptureFix
     assert "--html needs an output that depends on a variable" in err
     assert not dot.exists()
     assert not page.exists()
+
+
+# ---- vjpgrad cache and a directory whose name is not UTF-8 ------------------------------------------
+
+
+def test_vjpgrad_cache_prints_a_directory_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    """The cache takes ``VJPGRAD_CACHE_DIR`` as bytes (surrogate-escaped) and works there, but the
+    ``vjpgrad cache`` command prints the path as text: under ``PYTHONIOENCODING=utf-8`` (CI, many
+    terminals) it dies with UnicodeEncodeError ('surrogates not allowed') and a traceback."""
+    if os.name != "posix" or sys.platform == "darwin":
+        pytest.skip("a file name of arbitrary bytes is POSIX (not macOS)")
+    folder = os.fsencode(tmp_path) + b"/cache\xff"
+    environment = {k: v for k, v in os.environ.items() if k != "VJPGRAD_CACHE"}
+    env_bytes = {os.fsencode(k): os.fsencode(v) for k, v in environment.items()}
+    env_bytes[b"VJPGRAD_CACHE_DIR"] = folder
+    env_bytes[b"PYTHONIOENCODING"] = b"utf-8"
+    run = subprocess.run([sys.executable, "-m", "vjpgrad", "cache"], env=env_bytes, capture_output=True, timeout=120)
+    assert run.returncode == 0, run.stderr.decode(errors="replace")
+    assert b"directory:" in run.stdout

@@ -108,19 +108,29 @@ def test_edited_vjpgrad_source_misses(cache_dir: Path, monkeypatch: pytest.Monke
     (package / "compile" / "_codegen.py").write_text("WRITE = 1\n")
     before = _cache._source_fingerprint(str(package))
     (package / "compile" / "_codegen.py").write_text("WRITE = 2\n")
-    os.utime(package / "compile" / "_codegen.py", ns=(1, 1))
     after = _cache._source_fingerprint(str(package))
     assert before != after
-    monkeypatch.setattr(_cache, "_SOURCE", before)
+    monkeypatch.setattr(_cache, "_source", lambda: before)
     key = _cache.key(STRUCTURE)
     assert _cache.store(key, compiled_payload(2.0))
-    monkeypatch.setattr(_cache, "_SOURCE", after)
+    monkeypatch.setattr(_cache, "_source", lambda: after)
     assert _cache.load(_cache.key(STRUCTURE)) is None
+
+
+def test_an_edit_that_keeps_the_size_and_the_time_changes_the_fingerprint(tmp_path: Path) -> None:
+    # rsync -a or tar keep a copy's sizes and times: the contents decide
+    source = tmp_path / "ops.py"
+    source.write_text("ONE = 1\n")
+    os.utime(source, ns=(10**18, 10**18))
+    before = _cache._source_fingerprint(str(tmp_path))
+    source.write_text("ONE = 2\n")
+    os.utime(source, ns=(10**18, 10**18))
+    assert _cache._source_fingerprint(str(tmp_path)) != before
 
 
 def test_the_fingerprint_covers_the_whole_package_wherever_the_module_sits() -> None:
     root = Path(vjpgrad.__file__).parent
-    assert _cache._source_fingerprint(str(root)) == _cache._SOURCE
+    assert _cache._source_fingerprint(str(root)) == _cache._source()
 
 
 def test_a_structure_that_is_not_bytes_is_refused() -> None:
@@ -732,3 +742,68 @@ def test_a_limit_that_is_not_a_size_is_an_error_naming_it_before_any_file_is_tou
     with pytest.raises(ValueError, match="VJPGRAD_CACHE_MAX_MB"):
         _cache.store(_cache.key(STRUCTURE), compiled_payload(2.0))
     assert not cache_dir.exists()
+
+
+# ---- the cache: an entry others may write to -----------------------------------------------------
+
+
+def test_an_entry_others_may_write_to_is_not_loaded(cache_dir: Path) -> None:
+    """cache.py promises: "on POSIX systems a directory or file that another user owns, or that
+    others may write to, is not used at all (whoever can write there could otherwise choose the
+    code that runs)". ``load`` checks the directory's mode and the entry's owner, never the
+    entry's mode: an entry made group- or world-writable (a copied cache, ``chmod -R``) is loaded,
+    and whoever may write it chooses the code the next compile runs (the key and the checksum
+    in its header are public: anyone can compute them)."""
+    if os.name != "posix":
+        pytest.skip("modes are POSIX")
+    key = _cache.key(b"a structure")
+    assert _cache.store(key, {"forward": None})
+    entry = cache_dir / f"{key}{_cache.SUFFIX}"
+    os.chmod(entry, 0o666)
+    assert _cache.load(key) is None
+
+
+# ---- VJPGRAD_CACHE_MAX_MB=inf --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("limit", ["inf", "1e400"])
+def test_an_infinite_limit_is_no_limit(cache_dir: Path, monkeypatch: pytest.MonkeyPatch, limit: str) -> None:
+    monkeypatch.setenv("VJPGRAD_CACHE_MAX_MB", limit)
+    assert _cache.limit() >= 2**62
+    compiled = vjpgrad.compile(lambda x: x * 2.0 + 1.0)
+    for k in range(3):  # recorded, then written and stored, then replayed
+        assert compiled(vjpgrad.Value(float(k))).data == 2.0 * k + 1.0
+    assert len(list(cache_dir.glob(f"*{_cache.SUFFIX}"))) == 1
+
+
+# ---- an entry that is a named pipe -----------------------------------------------------------------
+
+FIFO_LOADER = textwrap.dedent(
+    """
+    import os, sys
+    from vjpgrad.compiler import cache
+    key = cache.key(b"a structure")
+    os.makedirs(os.environ["VJPGRAD_CACHE_DIR"], mode=0o700, exist_ok=True)
+    os.mkfifo(os.path.join(os.environ["VJPGRAD_CACHE_DIR"], key + cache.SUFFIX), 0o600)
+    print(cache.load(key))
+    """
+)
+
+
+def test_an_entry_that_is_not_a_regular_file_is_a_miss_not_a_hang(cache_dir: Path, tmp_path: Path) -> None:
+    """``load`` opens the entry's path before it looks at what it is: a named pipe there (or a
+    symlink to one, or to a terminal) blocks ``open`` forever, and every compile of that structure
+    hangs; ``vjpgrad cache --clear`` does not remove it (it lists regular files only). A directory
+    in its place is already a miss; any other non-regular file should be one too."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    script = tmp_path / "fifo.py"
+    script.write_text(FIFO_LOADER)
+    environment = {**os.environ, "VJPGRAD_CACHE_DIR": str(cache_dir)}
+    environment.pop("VJPGRAD_CACHE", None)
+    try:
+        run = subprocess.run([sys.executable, str(script)], env=environment, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("cache.load() blocked on a named pipe in place of an entry")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "None"

@@ -82,6 +82,9 @@ def run(  # DEFINITION
             regs.append(unary(rest[1], a))
         elif kind == "float":
             regs.append({"*": a * k, "r/": k / a, "**": a**k, "r**": abs(k) ** a, "-": k - a}[rest[1]])
+        elif kind == "constant":  # a number written into the code: each sign of zero, the infinities, nan
+            c = rest[1]
+            regs.append({"*": a * c, "r*": c * a, "/": a / c, "r/": c / a, "+": a + c, "r-": c - a}[rest[2]])
         elif kind == "param":
             regs.append(a * params.values[rest[1] % len(params.values)])
         elif kind == "max":
@@ -126,6 +129,12 @@ step = st.one_of(
     st.tuples(st.just("unary"), index, st.sampled_from(UNARY)),
     st.tuples(st.just("float"), index, st.sampled_from(["*", "r/", "**", "r**", "-"])),
     st.tuples(st.just("param"), index, st.integers(0, 2)),
+    st.tuples(
+        st.just("constant"),
+        index,
+        st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan, 2.0, -0.5]),
+        st.sampled_from(["*", "r*", "/", "r/", "+", "r-"]),
+    ),
     st.tuples(st.just("max"), index, index),
     st.tuples(st.just("detach"), index, st.sampled_from([1.0, math.inf, -2.0])),
     st.tuples(st.just("value_of_float"), index, st.booleans()),

@@ -354,10 +354,12 @@ def _cache_command(arguments: list[str]) -> int:
     if not info.enabled:
         print("the compiled-code cache is off (VJPGRAD_CACHE)")
         return 0
-    print(f"directory: {info.directory if info.directory is not None else '(none)'}")
+    # a directory's name is bytes on POSIX: shown with what is not text escaped, never a crash
+    shown = "(none)" if info.directory is None else os.fsencode(info.directory).decode("utf-8", "backslashreplace")
+    print(f"directory: {shown}")
     print(f"entries: {info.entries} ({info.size / 1e6:.1f} MB)")
     if info.problem is not None:
-        print(f"not used: {info.problem}")
+        print(f"not used: {info.problem}".encode("utf-8", "backslashreplace").decode("utf-8"))
     return 0
 
 

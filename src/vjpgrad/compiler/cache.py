@@ -46,7 +46,7 @@ cause (a read-only home in a container or CI), and a warning would be raised as 
 under ``-W error`` (as in this project's own tests), turning a slower first call into a
 failure.
 
-**How big.** At most ``$VJPGRAD_CACHE_MAX_MB`` megabytes (default 1,000; a GPT step's code
+**How big.** At most ``$VJPGRAD_CACHE_MAX_MB`` megabytes (default 1,000, ``inf`` for no limit; a GPT step's code
 is about 6 MB, a small function's a few KB): storing past it removes the entries used longest
 ago (a hit marks an entry used) until the cache holds three quarters of it.
 
@@ -58,9 +58,11 @@ remove the entries and the temporary files of killed processes), or delete the d
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import marshal
+import math
 import os
 import stat
 import struct
@@ -144,21 +146,27 @@ def directory() -> Path | None:
 
 
 def _source_fingerprint(root: str) -> bytes:
-    """The relative path, size and modification time of each ``.py`` file under ``root``: any
-    edit, checkout or reinstall of vjpgrad changes it (a stat per file, no reading)."""
+    """A SHA-256 of the relative path and the contents of each ``.py`` file under ``root``: any
+    edit, checkout or reinstall of vjpgrad that changes its code changes it (copies that keep
+    sizes and times, ``rsync -a`` or ``tar``, included)."""
     digest = hashlib.sha256()
     for folder, subfolders, files in os.walk(root):
         subfolders.sort()
         for name in sorted(files):
             if name.endswith(".py"):
                 path = os.path.join(folder, name)
-                status = os.stat(path)
-                digest.update(f"{os.path.relpath(path, root)}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
+                with open(path, "rb") as file:
+                    contents = file.read()
+                digest.update(f"{os.path.relpath(path, root)}\0{len(contents)}\0".encode())
+                digest.update(contents)
     return digest.digest()
 
 
-# at import, as the code that runs is read: the whole package, wherever in it this module sits
-_SOURCE = _source_fingerprint(str(Path(os.path.abspath(__file__)).parents[__name__.count(".") - 1]))
+@functools.cache
+def _source() -> bytes:
+    """The fingerprint of the whole package, wherever in it this module sits: read once, when the
+    first key is made (not at import)."""
+    return _source_fingerprint(str(Path(os.path.abspath(__file__)).parents[__name__.count(".") - 1]))
 
 
 def key(structure: bytes) -> str:
@@ -174,7 +182,7 @@ def key(structure: bytes) -> str:
         importlib.util.MAGIC_NUMBER,
         str(sys.flags.optimize).encode(),
         __version__.encode(),
-        _SOURCE,
+        _source(),
         bytes(structure),
     ]
     digest = hashlib.sha256()
@@ -220,9 +228,14 @@ def load(key: str) -> Any | None:
     if folder is None or _unsafe(folder, create=False) is not None:
         return None
     try:
-        with open(folder / f"{key}{SUFFIX}", "rb") as file:
+        # opened without blocking (a named pipe in its place must not hang the compile), then
+        # checked to be a regular file of this user's that no one else may write
+        descriptor = os.open(folder / f"{key}{SUFFIX}", os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(descriptor, "rb") as file:
             status = os.fstat(file.fileno())
-            if _POSIX and status.st_uid != os.getuid():
+            if not stat.S_ISREG(status.st_mode):
+                return None
+            if _POSIX and (status.st_uid != os.getuid() or status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
                 return None
             header = file.read(_HEADER.size)
             if len(header) != _HEADER.size:
@@ -277,8 +290,9 @@ def store(key: str, payload: Any) -> bool:
 
 
 def limit() -> int:
-    """The most bytes the entries may take (``$VJPGRAD_CACHE_MAX_MB``, default 1,000 MB):
-    storing past it removes the entries used longest ago, down to three quarters of it."""
+    """The most bytes the entries may take (``$VJPGRAD_CACHE_MAX_MB``, default 1,000 MB; ``inf``
+    for no limit): storing past it removes the entries used longest ago, down to three quarters
+    of it."""
     text = os.environ.get("VJPGRAD_CACHE_MAX_MB", "").strip()
     if not text:
         return DEFAULT_LIMIT
@@ -286,6 +300,8 @@ def limit() -> int:
         megabytes = float(text)
     except ValueError:
         raise ValueError(f"VJPGRAD_CACHE_MAX_MB must be a number of megabytes, got {text!r}") from None
+    if megabytes == math.inf:  # inf: no limit
+        return sys.maxsize
     if not megabytes > 0:
         raise ValueError(
             f"VJPGRAD_CACHE_MAX_MB must be more than 0 (VJPGRAD_CACHE=0 turns the cache off), got {text!r}"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
 from vjpgrad.compiler import guard
-from vjpgrad.compiler.write import ROWS, Edges
+from vjpgrad.compiler.write import ROWS, Edges, exact
 from vjpgrad.core import graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
 from vjpgrad.core.value import Value
@@ -150,17 +150,6 @@ def is_data_float(x: object) -> bool:
     return type(x) is float or _is_numpy(x, "float64")
 
 
-def exact(x: Any) -> Any:
-    """``x`` as a key part that tells apart what ``==`` does not: ``-0.0`` from ``0.0``, a nan
-    from nothing else (``nan != nan``: a key holding one would never be found again)."""
-    if isinstance(x, float):
-        return ("float", struct.pack("<d", x))
-    tobytes = getattr(x, "tobytes", None)
-    if tobytes is not None and isinstance(x, numbers.Number):  # a NumPy scalar: its bytes
-        return (type(x).__name__, tobytes())
-    return x
-
-
 class Arguments:
     """The arguments of one call, read: their structure (a hashable key), their leaves in order
     (Values, and floats that are data, as Python floats), where each leaf is (``paths``), and
@@ -172,6 +161,7 @@ class Arguments:
         self.args, self.kwargs, self.static = args, kwargs, static
         self.key_parts: list[Any] = []
         self.leaves: list[Any] = []
+        self.given: list[Any] = []  # each leaf as it was passed (a NumPy float64 as itself): returned as it is
         self.paths: list[Path] = []
         self.objects: list[Any] = []
         self._first_place: dict[int, int] = {}
@@ -189,6 +179,7 @@ class Arguments:
             place = self._first_place.setdefault(id(x), len(self.leaves))
             key.append(("V", x.requires_grad, place))
             self.leaves.append(x)
+            self.given.append(x)
             self.paths.append(path)
         elif isinstance(x, Vector):
             key.append(("Vector", len(x)))
@@ -205,6 +196,7 @@ class Arguments:
         elif is_data_float(x) and path not in self.static:
             key.append(("float",))  # data: a new number replays the same code
             self.leaves.append(float(x))
+            self.given.append(x)
             self.paths.append(path)
         elif isinstance(x, (bool, numbers.Number, str, bytes)) or x is None or _is_numpy(x, "bool", "bool_"):
             key.append(("constant", type(x), exact(x)))  # structure: a length, an index, a flag, an exact number

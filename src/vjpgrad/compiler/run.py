@@ -72,9 +72,13 @@ class Entry:
         self.objects = [_held(x) for x in read.objects]
         self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
         self.takes_any = any(recorded.live[k].requires_grad for k in self.internal_outputs)
+        self.leaf_outputs = frozenset(  # outputs that are Values made inside: leaves, as in eager code
+            i for i, k in enumerate(self.internal_outputs) if graph.op_of(recorded.live[k]) is None
+        )
         self._program: Program | None = None
         self._key: str | None = None
-        self.forward: Callable[..., Any] | None = None
+        self.forward: Callable[..., Any] | None = None  # set last: once set, the code is ready
+        self._preparing = threading.Lock()
         self.kept_place: dict[int, int] = {}
         self.depends: list[tuple[list[int], list[int]]] = []
         self._backwards: dict[tuple[frozenset[int], bool], Callable[..., tuple[Any, ...]]] = {}
@@ -91,8 +95,13 @@ class Entry:
             release=self._release,
         )
         first = [
-            read.leaves[k] if kind == "f" else node
+            read.given[k] if kind == "f" else node
             for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
+        ]
+        # the labels the function gave the Values it returns, given again to each call's (kept as data)
+        self.labels = [
+            x.label if kind in ("t", "c") and isinstance(x, Value) else None
+            for (kind, _), x in zip(recorded.outputs, first, strict=True)
         ]
         self.first: Any = build(recorded.shape, first)  # the recorded run's result: the first call's
         recorded.result = None
@@ -120,8 +129,9 @@ class Entry:
         machine, else written from the recording, compiled, and stored there."""
         if self.forward is not None:
             return
-        with collection_paused():
-            self._prepare()
+        with self._preparing, collection_paused():  # one thread prepares; the others wait for it
+            if self.forward is None:
+                self._prepare()
 
     def _prepare(self) -> None:
         description = describe(self.recorded, self.internal_outputs)
@@ -151,10 +161,11 @@ class Entry:
         except (KeyError, TypeError, ValueError, IndexError):  # a payload of another shape: write the code
             return False
         every = frozenset(range(len(self.internal_outputs)))
-        self.forward, self.kept_place, self.depends = forward, kept_place, depends
+        self.kept_place, self.depends = kept_place, depends
         self._backwards[(every, False)] = backward
         self._reached[every] = (frozenset(reached), frozenset(id(live[k]) for k in inside))
         self._key = key
+        self.forward = forward  # last: another thread that sees it finds the rest in place
         return True
 
     @property
@@ -209,15 +220,20 @@ class Entry:
         return self.recorded.guard.holds()
 
     def _backward(self, node: graph.Node, g: Any) -> None:
-        values, inputs, wrappers, slots, edges, freed = graph.saved_of(node)
+        values, inputs, wrappers, slots, edges, freed, ran = graph.saved_of(node)
+        # a Value made inside and returned is a leaf, reached when an output reached is computed
+        # from it; its gradient so far (its seed, later operations') starts its sum, as eager's
+        leaves = {j for i in slots for j in self.depends[i][1] if j in self.leaf_outputs}
+        for j in leaves:
+            leaf = wrappers[j]()
+            slots[j] = graph.cotangent(leaf) if leaf is not None else 0.0
         seeded = frozenset(slots)
         seeds = tuple(slots.get(i, 0.0) for i in range(len(self.internal_outputs)))
         slots.clear()  # handed on: the next pass through this call starts empty
         reached, inside = self.reached(seeded)
         if not freed.isdisjoint(inside):  # an operation an earlier pass freed, as eager code would say
             raise RuntimeError(f"{graph.FREED_MESSAGE} (inside a compiled call)")
-        freed.add(-1 - len(freed))  # a mark for _release: this pass's operations, once it is done
-        self._last_pass = inside
+        ran[:] = [inside]  # this call's operations this pass ran: what _release frees, if the pass frees
         operands = graph.operands(node)
         backward = self.backward_for(seeded, checked=state.detect_anomaly)
         # each argument and parameter the pass reaches starts from its cotangent so far, as in eager
@@ -234,11 +250,11 @@ class Entry:
     def _release(self, node: graph.Node) -> None:
         """A pass that frees the graph went through this call: the operations it ran are freed,
         as eager code frees them; a later pass that needs one of them raises."""
-        freed = graph.saved_of(node)[5]
-        freed.difference_update({mark for mark in freed if mark < 0})
-        freed.update(self._last_pass)
+        freed, ran = graph.saved_of(node)[5:]
+        for inside in ran:
+            freed.update(inside)
 
-    def run(self, leaves: list[Any]) -> Any:
+    def run(self, leaves: list[Any], given: list[Any]) -> Any:
         external_values: list[Any] = []  # the distinct Values passed and every float, then the parameters
         seen: set[int] = set()
         for x in leaves:
@@ -262,13 +278,16 @@ class Entry:
                 results.append(external_values[k])
             elif kind == "c":
                 results.append(Value(k, requires_grad=False))
-            elif kind == "f":
-                results.append(leaves[k])
+            elif kind == "f":  # a float argument returned: the object the call was given
+                results.append(given[k])
             elif k in made:
                 results.append(made[k])
             else:
                 made[k] = Value(values[kept_place[id(self.recorded.live[k])]], requires_grad=False)
                 results.append(made[k])
+        for result, label in zip(results, self.labels, strict=True):
+            if label is not None:
+                result.label = label
         return build(self.recorded.shape, results)
 
     def _outputs(self, externals: list[Any], data: list[Any], values: tuple[Any, ...]) -> dict[int, Value]:
@@ -277,7 +296,8 @@ class Entry:
         wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
         slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
         freed: set[int] = set()  # the operations inside (their ids) that a pass has freed
-        saved = (values, data, wrappers, slots, edges, freed)
+        ran: list[frozenset[int]] = []  # the operations inside that the last pass through this call ran
+        saved = (values, data, wrappers, slots, edges, freed, ran)
         # no edges of its own: a pass reaches the arguments and parameters through the outputs it starts from
         call = graph.make(Value, 0.0, self.op, tuple(externals), (None,) * len(externals), None, saved)
         kept_place = self.kept_place
@@ -285,6 +305,10 @@ class Entry:
         for position, k in sorted(enumerate(self.internal_outputs), key=lambda pair: pair[1]):  # as computed
             node = self.recorded.live[k]
             if not node.requires_grad:
+                continue
+            if position in self.leaf_outputs:  # a Value made inside, returned: a leaf, as eager code's
+                made[k] = Value(values[kept_place[id(node)]])
+                wrappers[position] = weakref.ref(made[k])
                 continue
             from_externals, from_outputs = self.depends[position]
             operands = [call, *(externals[j] for j in from_externals if edges[j])]
@@ -387,7 +411,7 @@ class Compiled:
                     self._last = entry
                     first, entry.first = entry.first, None
                     return first  # the recorded run is eager code: its result is this call's
-            return entry.run(read.leaves)
+            return entry.run(read.leaves, read.given)
 
     def __repr__(self) -> str:
         return f"<vjpgrad.compile of {getattr(self.fn, '__qualname__', 'a function')}>"

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import builtins
 import linecache
+import numbers
 import re
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +39,20 @@ def namespace(helpers: Sequence[tuple[str, str, int]]) -> dict[str, Any]:
         op = getattr(ops, row)
         bound[f"_helper{k}"] = op.forward if part == "forward" else op.saved[index]
     return bound
+
+
+def exact(x: Any) -> Any:
+    """``x`` as a key part that tells apart what ``==`` does not: ``-0.0`` from ``0.0`` (whose code
+    differs: ``x / 0.0`` is ``inf`` where ``x / -0.0`` is ``-inf``), ``1`` from ``True``, a nan from
+    nothing else (``nan != nan``: a key holding one would never be found again)."""
+    if isinstance(x, float):
+        return ("float", struct.pack("<d", x))
+    tobytes = getattr(x, "tobytes", None)
+    if tobytes is not None and isinstance(x, numbers.Number):  # a NumPy scalar: its bytes
+        return (type(x).__name__, tobytes())
+    if isinstance(x, bool):
+        return ("bool", x)
+    return x
 
 
 def _anomaly(op: str, position: int) -> None:
@@ -176,7 +192,7 @@ class Writer:
     def _template(self, op: Op, k: int, pattern: tuple[Any, ...]) -> str | None:
         """The code of edge ``k``'s contribution with ``{0}``, ``{1}``, ``{g}`` and ``{out}`` for
         the names: the rule called once per operation, edge and constant operands, not per node."""
-        key = (op, k, pattern)
+        key = (op, k, tuple(c if c is None else exact(c) for c in pattern))
         known = self._templates.get(key, self)  # self: not written yet (None is a template's answer)
         if known is not self:
             return known  # type: ignore[return-value]  # a str or None, as stored below
@@ -234,9 +250,10 @@ class Program:
         self.writer = Writer(live, names, constants, takes_grad, sources, edges)
         self.kept = list(self.live)
         self._every = frozenset(range(len(self.internal_outputs)))
+        self._skipped_reads: set[str] = set()
         head, _, body = self.backward_source(self._every).split("\n", 3)[1:]
         code = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
-        read = set(re.findall(r"\bt\d+\b", code))
+        read = set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads
         returned = {id(self.live[k]) for k in self.internal_outputs}
         self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
         self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
@@ -266,7 +283,7 @@ class Program:
             reach = self.reach_of(every) if len(self.internal_outputs) == 1 else self.reach([self.live[k]])
             depends.append(
                 (
-                    tuple(external_place[key] for key in reach if key in external_place),
+                    tuple(sorted(external_place[key] for key in reach if key in external_place)),
                     tuple(sorted(output_place[key] for key in reach if key in output_place and key != own)),
                 )
             )
@@ -399,7 +416,10 @@ class Program:
                     lines.append(f"    if _c != _c: _anomaly({shown!r}, {position})")
                     code = "_c"
                 elif target in live and target not in returned and graph.op_of(self.by_id[target]) is None:
-                    continue  # a Value made inside and not returned: its gradient goes nowhere
+                    # a Value made inside and not returned: its gradient goes nowhere, but anomaly
+                    # mode's pass checks it as eager's does, so the values it reads are handed on
+                    self._skipped_reads.update(re.findall(r"\bt\d+\b", code))
+                    continue
                 if (
                     not checked
                     and code == gradient
