@@ -13,7 +13,7 @@ making a second one. The checks:
 - every internal link of the built site (href and src) resolves to a file, and its anchor to
   an element of that file.
 
-The examples of the pages run as doctests in test_readme.py, on every Python, without Sphinx.
+The examples of the pages run as doctests in test_pages.py, on every Python, without Sphinx.
 Skips, saying why, when Sphinx and MyST-NB (``pip install -e '.[docs]'``), or Chromium and
 Selenium, are absent.
 """
@@ -32,8 +32,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import _browser
 import pytest
+from _helpers import case_2
 from _pages import DOCS, ROOT, docs_pages
+
+from vjpgrad import explain
 
 for module, why in (("sphinx", "Sphinx"), ("myst_nb", "MyST-NB"), ("furo", "the furo theme")):
     pytest.importorskip(module, reason=f"the docs tests need {why}: pip install -e '.[docs]'")
@@ -192,18 +196,7 @@ def test_every_internal_link_of_the_site_resolves_to_a_file_and_an_anchor(site: 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    pytest.importorskip("selenium", reason="the browser tests need selenium (pip install selenium)")
-    import test_browser
-    from selenium.common.exceptions import WebDriverException
-
-    if test_browser.CHROMIUM is None or test_browser.DRIVER is None:
-        pytest.skip("the browser tests need Chromium and its driver (apt-get install chromium chromium-driver)")
-    try:
-        driver = test_browser.start_browser()
-    except WebDriverException as error:
-        pytest.skip(f"Chromium did not start: {error.msg}")
-    yield driver
-    driver.quit()
+    yield from _browser.browser()
 
 
 FETCHED = "return performance.getEntriesByType('resource').map((entry) => entry.name)"
@@ -221,7 +214,6 @@ def test_every_page_opens_in_chromium_with_no_console_error_and_fetches_nothing(
 
 
 def test_the_stepper_in_the_tutorial_page_steps_through_the_pass(site: Site, browser: Any) -> None:
-    import test_browser
     from selenium.webdriver.common.by import By
 
     browser.get((site.html / "tutorials" / "stepping-through-a-pass.html").as_uri())
@@ -229,18 +221,18 @@ def test_the_stepper_in_the_tutorial_page_steps_through_the_pass(site: Site, bro
     steppers = browser.find_elements(By.CSS_SELECTOR, ".vjs-root")
     assert len(steppers) == 2  # case 2, then case 1
     # the page's first stepper is case 2 of the answer: explain it here and hold the page to it
-    y, names, seed = test_browser.case_2()
-    e = test_browser.explain(y, seed, names=names)
-    test_browser.check_step(browser, e, 0)
+    y, names, seed = case_2()
+    e = explain(y, seed, names=names)
+    _browser.check_step(browser, e, 0)
     next_button = steppers[0].find_element(By.CSS_SELECTOR, '[data-role="next"]')
     for k in range(1, len(e.steps) + 1):
         # furo scrolls smoothly, and the stepper scrolls its table to the current row: bring the button
         # into view at once, or the click lands where it was
         browser.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", next_button)
         next_button.click()
-        last = test_browser.check_step(browser, e, k)
+        last = _browser.check_step(browser, e, k)
     final = {name: float(total) for name, total, _ in last["totals"]}
     assert (final["a"], final["b"], final["c"]) == (3.0, 4.0, 10.0)  # case 2's gradients
     second = steppers[1].find_element(By.CSS_SELECTOR, '[data-role="step-index"]')
     assert second.text == "0"  # each stepper on the page steps on its own
-    assert test_browser.severe(browser) == []
+    assert _browser.severe(browser) == []

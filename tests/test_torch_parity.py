@@ -628,7 +628,7 @@ def test_contributions_are_added_in_pytorchs_order_not_any_order() -> None:
 # ---- whole programs that matter ---------------------------------------------------------------
 
 
-def test_the_seed_expression_with_a_vector_seed_agrees_with_pytorch() -> None:
+def test_the_stack_overflow_answers_example_1_agrees_with_pytorch() -> None:
     a, b, c = Vector([1.0, 2.0, 3.0]), Vector([3.0, 4.0, 5.0]), Vector([6.0, 7.0, 8.0])
     y = 3 * a + 2 * b * b + c.log()
     y.backward([0.1, 1.0, 0.0001])
