@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from _helpers import BINARY, EDGES, GRAPH_OPS, PAIRS, UNARY, bits
+from _helpers import GRAPH_OPS, bits
 from hypothesis import given
 from hypothesis import strategies as st
+from op_cases import CASES, EDGES, MAX_WITH_CONSTANTS, Form, OpCase, value_points
 
 import vjpgrad
 from vjpgrad import Value, Vector, explain, gradients
@@ -37,15 +38,22 @@ def eager_and_compiled(fn: Callable[..., Any], points: Sequence[tuple[float, ...
     assert compiled.recordings == 1
 
 
-@pytest.mark.parametrize(("name", "fn"), UNARY, ids=[u[0] for u in UNARY])
+FORMS = [(case, form) for case in CASES for form in case.forms()]
+
+
+@pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
 @pytest.mark.parametrize("seed", [1.0, -0.5, 0.0])
-def test_a_compiled_operation_equals_eager_bit_for_bit(name: str, fn: Callable[[Any], Any], seed: float) -> None:
-    eager_and_compiled(fn, [(x,) for x in EDGES], seed)
+def test_each_operation_compiled_equals_eager_bit_for_bit(case: OpCase, form: Form, seed: float) -> None:
+    for numbers in form.number_choices():  # each number a constant of its own compiled function
+        eager_and_compiled(form.of_values(numbers), value_points(form.values), seed)
 
 
-@pytest.mark.parametrize(("name", "fn"), BINARY, ids=[b[0] for b in BINARY])
-def test_a_compiled_binary_operation_equals_eager_bit_for_bit(name: str, fn: Callable[[Any, Any], Any]) -> None:
-    eager_and_compiled(fn, PAIRS, 1.0)
+@pytest.mark.parametrize(("name", "fn", "count"), MAX_WITH_CONSTANTS, ids=[m[0] for m in MAX_WITH_CONSTANTS])
+@pytest.mark.parametrize("seed", [1.0, -0.5, 0.0])
+def test_max_with_constants_compiled_equals_eager_bit_for_bit(
+    name: str, fn: Callable[..., Any], count: int, seed: float
+) -> None:
+    eager_and_compiled(fn, value_points(count), seed)
 
 
 @pytest.mark.parametrize("exponent", [4.0, -1.0])
@@ -87,29 +95,19 @@ def test_a_custom_rule_that_divides_by_zero_works_while_recording() -> None:
 numbers = st.sampled_from(EDGES) | st.floats(-5, 5)
 
 
-# every operation of the table, as a step of a random program: (name, function of two nodes)
-OPS: list[tuple[str, Any]] = [
-    *GRAPH_OPS,
-    ("div_raw", lambda x, y: x / y),
-    ("rdiv", lambda x, y: 2.0 / x),
-    ("pow_raw", lambda x, y: x**y),
-    ("rpow", lambda x, y: 2.0**x),
-    ("pow_half", lambda x, y: x**0.5),
-    ("pow_zero", lambda x, y: x**0),
-    ("pow_minus_half", lambda x, y: x**-0.5),
-    ("cube", lambda x, y: x**3),
-    ("log_raw", lambda x, y: x.log()),
-    ("sqrt_raw", lambda x, y: x.sqrt()),
-    ("tan", lambda x, y: x.tan()),
-    ("neg", lambda x, y: -x),
-    ("reciprocal", lambda x, y: x.reciprocal()),
-    ("max", lambda x, y: vjpgrad.nn.functional.max([x, y, x * 0.5]) if _has_max() else x + y),
-    ("rsub", lambda x, y: 1.0 - y),
+def table_step(form: Form) -> Callable[[Any, Any, int], Any]:
+    """A form as a step of a random program: of one or two earlier nodes, and an index that picks
+    its numbers (x ** k for each k of the row)."""
+    choices = form.number_choices()
+    return lambda x, y, k: form.of_values(choices[k % len(choices)])(*(x, y)[: form.values])
+
+
+# every operation of the table, as a step of a random program: (name, function of two nodes and an index)
+OPS: list[tuple[str, Callable[[Any, Any, int], Any]]] = [
+    *[(name, lambda x, y, k, f=f: f(x, y)) for name, f in GRAPH_OPS],
+    *[(f"{case.name}: {form.text}", table_step(form)) for case, form in FORMS],
+    *[(name, lambda x, y, k, f=f, n=count: f(*(x, y)[:n])) for name, f, count in MAX_WITH_CONSTANTS],
 ]
-
-
-def _has_max() -> bool:
-    return hasattr(vjpgrad, "nn") and hasattr(getattr(vjpgrad, "nn", None), "functional")
 
 
 programs = st.tuples(
@@ -123,7 +121,7 @@ def build(program: Any, leaves: list[Any]) -> list[Any]:
     _, steps, n_out = program
     nodes = list(leaves)
     for op, i, j in steps:
-        nodes.append(OPS[op][1](nodes[i % len(nodes)], nodes[j % len(nodes)]))
+        nodes.append(OPS[op][1](nodes[i % len(nodes)], nodes[j % len(nodes)], j))
     return nodes[-n_out:]
 
 
@@ -522,25 +520,30 @@ def test_the_source_is_the_code_that_runs_one_operation_a_line() -> None:
     assert "g_x2 += g_t5 / x2" in source  # log's gradient is g / x, as PyTorch's
 
 
-INLINE: list[tuple[str, Callable[..., Any], int]] = [
-    *[(name, fn, 1) for name, fn in UNARY if not name.startswith("max")],
-    *[(name, fn, 2) for name, fn in BINARY if not name.startswith("max")],
-    ("x ** a constant made inside", lambda x: x ** Value(2.5, requires_grad=False), 1),
-    ("a constant made inside ** x", lambda x: Value(0.0, requires_grad=False) ** x, 1),
+INLINE: list[tuple[str, list[Callable[..., Any]], int]] = [
+    *[
+        (f"{case.name}: {form.text}", [form.of_values(numbers) for numbers in form.number_choices()], form.values)
+        for case, form in FORMS
+        if case.op.arity  # not max, whose tie count is a number found as the code runs
+    ],
+    ("x ** a constant made inside", [lambda x: x ** Value(2.5, requires_grad=False)], 1),
+    ("a constant made inside ** x", [lambda x: Value(0.0, requires_grad=False) ** x], 1),
 ]
+"""Each form of each operation of the table, once for each of its numbers."""
 
 
-@pytest.mark.parametrize(("name", "fn", "arity"), INLINE, ids=[i[0] for i in INLINE])
+@pytest.mark.parametrize(("name", "functions", "arity"), INLINE, ids=[i[0] for i in INLINE])
 def test_the_backward_of_a_built_in_operation_is_generated_inline(
-    name: str, fn: Callable[..., Any], arity: int
+    name: str, functions: list[Callable[..., Any]], arity: int
 ) -> None:
     # straight-line code: every edge of a table operation is written out, masks as conditional
     # expressions; only a rule that needs numbers (a custom operation's) is called as the code runs
-    compiled = vjpgrad.compile(fn)
-    xs = [Value(0.5 + k) for k in range(arity)]
-    compiled(*xs).backward()
-    backward = compiled.source.split("def backward")[1]
-    assert "_s = " not in backward, compiled.source
+    for fn in functions:
+        compiled = vjpgrad.compile(fn)
+        xs = [Value(0.5 + k) for k in range(arity)]
+        compiled(*xs).backward()
+        backward = compiled.source.split("def backward")[1]
+        assert "_s = " not in backward, compiled.source
 
 
 def test_masks_are_inline_conditionals() -> None:
