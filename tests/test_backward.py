@@ -283,6 +283,7 @@ def test_eight_threads_build_and_differentiate_their_own_graphs_at_once() -> Non
         assert results[k] == x.grad
 
 
+@pytest.mark.slow
 def test_a_chain_a_million_links_deep_backpropagates() -> None:
     x = Value(1.0)
     y = x

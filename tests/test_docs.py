@@ -75,6 +75,7 @@ def sphinx_warnings(log: str) -> list[str]:
     return re.findall(r"^.*\bWARNING: .*$", log, flags=re.MULTILINE)
 
 
+@pytest.mark.slow  # the site's build
 def test_the_site_builds_with_no_warnings(site: Site) -> None:
     assert sphinx_warnings("docs/x.md:3: WARNING: a\n[IPKernelApp] WARNING | a kernel's log line\n") == [
         "docs/x.md:3: WARNING: a"
@@ -86,6 +87,7 @@ def test_the_site_builds_with_no_warnings(site: Site) -> None:
         assert page_of(site, source).is_file(), source
 
 
+@pytest.mark.slow  # the site's build
 def test_every_tutorial_ran_and_shows_each_cells_output(site: Site) -> None:
     tutorials = sorted((DOCS / "tutorials").glob("*.md"))
     assert len(tutorials) == 6
@@ -108,6 +110,7 @@ def public_names() -> list[str]:
     return [name for module in conf.PUBLIC_MODULES for name in conf.public_names(module)]
 
 
+@pytest.mark.slow  # the site's build
 def test_the_api_reference_documents_every_public_name_under_its_public_module(site: Site) -> None:
     anchors: set[str] = set()
     for page in (site.html / "reference").glob("*.html"):
@@ -185,6 +188,7 @@ def test_the_link_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path: Pa
     assert broken == ["index.html: sub/page.html#gone (no anchor)", "index.html: nope.html (no file)"]
 
 
+@pytest.mark.slow  # the site's build
 def test_every_internal_link_of_the_site_resolves_to_a_file_and_an_anchor(site: Site) -> None:
     followed, broken = broken_links(site.html)
     assert followed > 500  # every page links the others (the sidebar), its styles and scripts
@@ -202,6 +206,7 @@ def browser() -> Iterator[Any]:
 FETCHED = "return performance.getEntriesByType('resource').map((entry) => entry.name)"
 
 
+@pytest.mark.slow  # the site's build
 def test_every_page_opens_in_chromium_with_no_console_error_and_fetches_nothing(site: Site, browser: Any) -> None:
     pages = sorted(site.html.rglob("*.html"))
     assert len(pages) >= len(docs_pages())
@@ -213,6 +218,7 @@ def test_every_page_opens_in_chromium_with_no_console_error_and_fetches_nothing(
         assert [url for url in fetched if not url.startswith(("file:", "data:"))] == [], page.relative_to(site.html)
 
 
+@pytest.mark.slow  # the site's build
 def test_the_stepper_in_the_tutorial_page_steps_through_the_pass(site: Site, browser: Any) -> None:
     from selenium.webdriver.common.by import By
 

@@ -65,6 +65,7 @@ def test_the_names_are_lowercase_letters_one_per_line() -> None:
     assert max(len(name) for name in names) + 1 < 16  # every name and its end token fit the block
 
 
+@pytest.mark.slow  # a training run
 def test_a_small_gpt_learns_names_its_loss_falls() -> None:
     # 8 wide (4 heads of 2), 150 names: the loss starts at about ln(27), a uniform guess
     _, losses, chars, _ = gpt.train(steps=150, seed=1, n_embd=8, out=lambda line: None)

@@ -423,6 +423,7 @@ def depth(tree: Any) -> int:
     return 1 + max(depth(arg) for arg in tree[1:])
 
 
+@pytest.mark.slow  # it searches for rare expressions
 def test_expressions_hold_every_constant_and_only_those() -> None:
     for constant in ("0.5", "1.0", "2.0", "-1.5"):
 

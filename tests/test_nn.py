@@ -112,6 +112,7 @@ def test_zero_grad_on_a_module() -> None:
 # ---- training ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a training run
 def test_a_small_net_learns_a_small_two_moons_set_to_full_accuracy() -> None:
     sys.path.insert(0, str(EXAMPLES))
     try:
@@ -132,6 +133,7 @@ def test_a_small_net_learns_a_small_two_moons_set_to_full_accuracy() -> None:
     assert accuracy == 1.0
 
 
+@pytest.mark.slow  # a training run
 def test_the_moons_example_reaches_full_accuracy(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / "moons.py"), "--steps", "60", "--out", str(tmp_path / "m.png")],

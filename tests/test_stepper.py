@@ -287,6 +287,7 @@ def squares() -> Graph:
     return (x * x).sin() * (x * x), {"x": x}, None  # x * x used twice; x used twice by one node
 
 
+@pytest.mark.slow  # Chromium
 @pytest.mark.parametrize("graph", [case_1, case_2, case_3, squares], ids=["case1", "case2", "case3", "squares"])
 def test_next_walks_the_whole_pass_and_ends_at_backwards_gradients(browser: Any, tmp_path: Path, graph: Case) -> None:
     y, names, seed = graph()
@@ -306,6 +307,7 @@ def test_next_walks_the_whole_pass_and_ends_at_backwards_gradients(browser: Any,
     assert _browser.severe(browser) == []
 
 
+@pytest.mark.slow  # Chromium
 def test_previous_reset_and_the_keyboard_go_back(browser: Any, tmp_path: Path) -> None:
     y, names, seed = case_2()
     e = explain(y, seed, names=names)
@@ -337,6 +339,7 @@ def test_previous_reset_and_the_keyboard_go_back(browser: Any, tmp_path: Path) -
     assert _browser.severe(browser) == []
 
 
+@pytest.mark.slow  # Chromium
 def test_play_runs_to_the_end_and_stops(browser: Any, tmp_path: Path) -> None:
     y, names, seed = case_1()
     e = explain(y, seed, names=names)
@@ -368,6 +371,7 @@ HOSTILE_LABELS = (
 )
 
 
+@pytest.mark.slow  # Chromium
 @pytest.mark.parametrize("wrap", ["page", "fragment"])
 def test_hostile_labels_show_as_text_and_run_nothing(browser: Any, tmp_path: Path, wrap: str) -> None:
     a = Value(2.0, label=HOSTILE_LABELS[0])
