@@ -1,12 +1,18 @@
-"""Helpers the tests share: central finite differences and float comparison."""
+"""Helpers the tests share: central finite differences, float comparison by value and by bits, the
+expressions several subjects differentiate, and random expression graphs written once for every engine."""
 
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import strategies as st
+
+from vjpgrad import Value, Vector, log
+from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
 
 
 def central_difference(f: Callable[[float], float], x: float, eps: float = 1e-6) -> float:
@@ -24,7 +30,87 @@ def close(actual: float, expected: float, rel: float = 1e-4, abs_tol: float = 1e
     return math.isclose(actual, expected, rel_tol=rel, abs_tol=abs_tol)
 
 
+def same(actual: float, expected: float) -> bool:
+    """Equal as IEEE values, nan equal to nan, and the sign of a zero counted."""
+    if math.isnan(expected):
+        return math.isnan(actual)
+    return actual == expected and math.copysign(1.0, actual) == math.copysign(1.0, expected)
+
+
+def equal_or_both_nan(x: float, y: float) -> bool:
+    """Equal as numbers (0.0 equals -0.0), or both nan."""
+    return x == y or (math.isnan(x) and math.isnan(y))
+
+
+def bits(x: float | None) -> int | str | None:
+    """A float's bits, every nan alike (nan payloads are not part of the contract); None stays None."""
+    if x is None:
+        return None
+    return "nan" if math.isnan(x) else int(struct.unpack("<q", struct.pack("<d", x))[0])
+
+
+def is_minus_zero(x: float) -> bool:
+    return x == 0.0 and math.copysign(1.0, x) < 0
+
+
+def message(error: pytest.ExceptionInfo[BaseException]) -> str:
+    """The whole text of a caught error."""
+    return str(error.value)
+
+
+def numpy() -> Any:
+    """NumPy, for the tests of NumPy operands (they skip where it is not installed)."""
+    return pytest.importorskip("numpy")
+
+
+# ---- expressions several subjects differentiate ----------------------------------------------------
+
+
+def answer_expression(a: Value, b: Value, c: Value) -> Value:
+    """The Stack Overflow answer's expression ``3a + 2b² + log(c)``, with ``c ** -1`` for ``log(c)``:
+    every gradient at 1.0 is exact."""
+    return 3 * a + 2 * b * b + c**-1
+
+
+Graph = tuple[Vector | Value, dict[str, Vector | Value], list[float] | None]
+"""An output, its leaves by name, and its seed (None: the default 1.0)."""
+
+
+# The four cases of the Stack Overflow answer, as graphs (vjpgrad.cli.cases keeps only their printed output)
+def case_1() -> Graph:
+    a, b, c = Vector([1.0, 2.0, 3.0]), Vector([3.0, 4.0, 5.0]), Vector([6.0, 7.0, 8.0])
+    return 3 * a + 2 * b * b + log(c), {"a": a, "b": b, "c": c}, [0.1, 1.0, 0.0001]
+
+
+def case_2() -> Graph:
+    a, b, c = Value(0.1), Value(1.0), Value(0.1)
+    return 3 * a + 2 * b * b + log(c), {"a": a, "b": b, "c": c}, None
+
+
+def case_3() -> Graph:
+    a, b, c = Vector.empty(1), Vector.empty(1), Vector.empty(1)
+    return 3 * a + 2 * b * b + log(c), {"a": a, "b": b, "c": c}, [0.1, 1.0, 0.0001]
+
+
+def case_4() -> Graph:
+    a, b, c = Value(1.0), Value(1.0), Value(1.0)
+    return 3 * a + 2 * b * b + log(c), {"a": a, "b": b, "c": c}, None
+
+
+CASES = [case_1, case_2, case_3, case_4]
+Case = Callable[[], Graph]
+
+
+def four_outputs(a: Value, b: Value) -> Vector:
+    """Four outputs of two leaves through a shared node, a mask (relu), max and a power."""
+    t = a * b + a.exp()
+    return Vector([t.sin() * b, (t / b).log(), abs(a - b) ** 1.5, F.max([a, b, t * 0.1]).relu()])
+
+
 # ---- random expression graphs, written once for every engine ----------------------------------
+# Steps that keep a graph finite and smooth (x / (1.5 + y * y), log(x * x + 0.5)...), for the
+# comparisons that hold a pass to a tolerance (explain against backward, the stepper's totals).
+# Each operation alone, at its edges, is tried from its row in op_cases.py.
 
 GRAPH_OPS: list[tuple[str, Callable[[Any, Any], Any]]] = [
     ("add", lambda x, y: x + y),
@@ -71,8 +157,6 @@ def run(program: Program, leaf: Callable[[float], Any]) -> tuple[list[Any], list
 def backward_gradients(graph: Callable[[], Any]) -> dict[str, float]:
     """Each named leaf's gradient from one real backward pass on a fresh copy of ``graph``
     (a function returning the output, ``{name: Value or Vector}`` and the seed)."""
-    from vjpgrad import Vector
-
     y, names, seed = graph()
     if isinstance(y, Vector):
         y.backward(seed)

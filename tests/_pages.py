@@ -1,7 +1,7 @@
 """The written pages whose examples the tests run: the README and the documentation site's pages.
 
 A page's ```python blocks are its examples. A block that starts with ``>>>`` is a doctest
-(test_readme.py runs it); any other is a script (test_readme_snippets.py runs it). The
+(test_pages.py runs it); any other is a script (test_pages.py runs it alone). The
 tutorials are MyST-NB notebooks (a ``file_format: mystnb`` header and ``{code-cell}``
 blocks): the site's build runs those, so they are not listed here.
 """

@@ -551,7 +551,7 @@ def test_html_of_a_constant_expression_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "p.html").exists()
 
 
-# ---- messages a learner can act on (issue 21) ------------------------------------------------------
+# ---- messages a learner can act on ----------------------------------------------------------------
 
 
 def test_a_number_written_against_a_name_says_to_multiply(capsys: pytest.CaptureFixture[str]) -> None:

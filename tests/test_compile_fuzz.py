@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from op_cases import CASES
 
 import vjpgrad
 from vjpgrad import Value, Vector
@@ -40,7 +42,18 @@ def line_of(marker: str) -> int:
 
 INNER = vjpgrad.compile(lambda v: v * v + 1.0)
 
-UNARY = ("exp", "log", "tanh", "relu", "sigmoid", "sin", "sqrt", "abs", "neg", "square", "cube", "root", "recip")
+ONE_VALUE: dict[str, Callable[[Value], Value]] = {
+    f"{form.text} with {numbers}" if numbers else form.text: form.of_values(numbers)
+    for case in CASES
+    for form in case.forms()
+    if form.values == 1
+    for numbers in form.number_choices()
+}
+"""Every operation of the table on one Value (x.exp(), x ** k for each k, c / x for each c...)."""
+TWO_VALUES: dict[str, Callable[[Value, Value], Value]] = {
+    form.text: form.call for case in CASES for form in case.forms() if form.operands == "vv"
+}
+"""Every operation of the table on two Values (x + y, x ** y, max([x, y]))."""
 
 
 @dataclass
@@ -48,23 +61,6 @@ class Params:
     """The Values a program closes over (its parameters)."""
 
     values: list[Value] = field(default_factory=list)
-
-
-def unary(name: str, x: Value) -> Value:
-    if name == "neg":
-        return -x
-    if name == "abs":
-        return abs(x)
-    if name == "square":
-        return x**2
-    if name == "cube":
-        return x**3
-    if name == "root":
-        return x**0.5
-    if name == "recip":
-        return 1.0 / x
-    result: Value = getattr(x, name)()
-    return result
 
 
 def run(  # DEFINITION
@@ -77,9 +73,9 @@ def run(  # DEFINITION
         a = regs[rest[0] % len(regs)] if rest and isinstance(rest[0], int) else regs[-1]
         if kind == "binary":
             b = regs[rest[1] % len(regs)]
-            regs.append({"+": a + b, "-": a - b, "*": a * b, "/": a / b}[rest[2]])
+            regs.append(TWO_VALUES[rest[2]](a, b))
         elif kind == "unary":
-            regs.append(unary(rest[1], a))
+            regs.append(ONE_VALUE[rest[1]](a))
         elif kind == "float":
             regs.append({"*": a * k, "r/": k / a, "**": a**k, "r**": abs(k) ** a, "-": k - a}[rest[1]])
         elif kind == "constant":  # a number written into the code: each sign of zero, the infinities, nan
@@ -125,8 +121,8 @@ REFUSED = {"read_param": "REFUSED read_param", "branch_param": "REFUSED branch_p
 
 index = st.integers(0, 7)
 step = st.one_of(
-    st.tuples(st.just("binary"), index, index, st.sampled_from(["+", "-", "*", "/"])),
-    st.tuples(st.just("unary"), index, st.sampled_from(UNARY)),
+    st.tuples(st.just("binary"), index, index, st.sampled_from(sorted(TWO_VALUES))),
+    st.tuples(st.just("unary"), index, st.sampled_from(sorted(ONE_VALUE))),
     st.tuples(st.just("float"), index, st.sampled_from(["*", "r/", "**", "r**", "-"])),
     st.tuples(st.just("param"), index, st.integers(0, 2)),
     st.tuples(

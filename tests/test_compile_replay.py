@@ -1,23 +1,590 @@
-"""Replaying a recording gives what eager code gives in the corners: constants of either sign of
-zero, passes that free what two calls of one function ran, anomaly mode, Values made inside and
-returned, float arguments returned as they were given, and the labels of the results."""
+"""vjpgrad.compile's replays: the same numbers and the same gradients as eager code, bit for bit, on
+every operation of the table at the IEEE-754 edges and on random programs; gradients accumulated,
+graphs retained and freed, outputs seeded and left unseeded as eager code does; calls from many
+threads; the straight-line code it writes; and the corners: constants of either sign of zero,
+passes that free what two calls of one function ran, anomaly mode, Values made inside and
+returned, float arguments returned as they were given, and the labels of the results. (What is
+structure, data or refused is in test_compile_rules.py; random programs with refusals in
+test_compile_fuzz.py.)
+"""
 
 from __future__ import annotations
 
 import math
-import struct
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers import GRAPH_OPS, bits
+from hypothesis import given
+from hypothesis import strategies as st
+from op_cases import CASES, EDGES, MAX_WITH_CONSTANTS, Form, OpCase, value_points
 
 import vjpgrad
-from vjpgrad import Value
+from vjpgrad import Value, Vector, explain, gradients
 from vjpgrad.compiler.record import describe
 
+# ---- every operation of the table, eager and compiled --------------------------------------------
 
-def bits(x: float) -> Any:
-    return "nan" if math.isnan(x) else struct.pack("<d", x)
+
+def eager_and_compiled(fn: Callable[..., Any], points: Sequence[tuple[float, ...]], seed: float) -> None:
+    compiled = vjpgrad.compile(fn)
+    for point in points:
+        results = []
+        for f in (fn, compiled):
+            xs = [Value(x) for x in point]
+            out = f(*xs)
+            if out.requires_grad:
+                out.backward(seed)
+            results.append((bits(out.data), [bits(x.grad) for x in xs]))
+        assert results[1] == results[0], (point, seed)
+    assert compiled.recordings == 1
+
+
+FORMS = [(case, form) for case in CASES for form in case.forms()]
+
+
+@pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
+@pytest.mark.parametrize("seed", [1.0, -0.5, 0.0])
+def test_each_operation_compiled_equals_eager_bit_for_bit(case: OpCase, form: Form, seed: float) -> None:
+    for numbers in form.number_choices():  # each number a constant of its own compiled function
+        eager_and_compiled(form.of_values(numbers), value_points(form.values), seed)
+
+
+@pytest.mark.parametrize(("name", "fn", "count"), MAX_WITH_CONSTANTS, ids=[m[0] for m in MAX_WITH_CONSTANTS])
+@pytest.mark.parametrize("seed", [1.0, -0.5, 0.0])
+def test_max_with_constants_compiled_equals_eager_bit_for_bit(
+    name: str, fn: Callable[..., Any], count: int, seed: float
+) -> None:
+    eager_and_compiled(fn, value_points(count), seed)
+
+
+@pytest.mark.parametrize("exponent", [4.0, -1.0])
+def test_a_power_with_a_constant_made_inside_compiles_to_eagers_gradient(exponent: float) -> None:
+    def fn(x: Value) -> Value:
+        return x ** Value(exponent, requires_grad=False)
+
+    compiled = vjpgrad.compile(fn)
+    differ = []
+    for k in range(200):
+        x0 = 1.0 + k / 97.0
+        grads = []
+        for f in (fn, compiled):
+            x = Value(x0)
+            f(x).backward()
+            grads.append(bits(x.grad))
+        differ += [x0] if grads[0] != grads[1] else []
+    assert differ == []
+
+
+def test_a_custom_rule_that_divides_by_zero_works_while_recording() -> None:
+    @vjpgrad.custom_op
+    def root(x: float) -> float:
+        return math.sqrt(x)
+
+    @root.derivative
+    def _(x: Any, out: Any) -> Any:
+        return 0.5 / out
+
+    f = vjpgrad.compile(lambda x: root(x) * 2.0)
+    x = Value(0.0)
+    f(x).backward()
+    assert x.grad == math.inf
+
+
+# ---- random programs -----------------------------------------------------------------------------
+
+
+numbers = st.sampled_from(EDGES) | st.floats(-5, 5)
+
+
+def table_step(form: Form) -> Callable[[Any, Any, int], Any]:
+    """A form as a step of a random program: of one or two earlier nodes, and an index that picks
+    its numbers (x ** k for each k of the row)."""
+    choices = form.number_choices()
+    return lambda x, y, k: form.of_values(choices[k % len(choices)])(*(x, y)[: form.values])
+
+
+# every operation of the table, as a step of a random program: (name, function of two nodes and an index)
+OPS: list[tuple[str, Callable[[Any, Any, int], Any]]] = [
+    *[(name, lambda x, y, k, f=f: f(x, y)) for name, f in GRAPH_OPS],
+    *[(f"{case.name}: {form.text}", table_step(form)) for case, form in FORMS],
+    *[(name, lambda x, y, k, f=f, n=count: f(*(x, y)[:n])) for name, f, count in MAX_WITH_CONSTANTS],
+]
+
+
+programs = st.tuples(
+    st.lists(numbers, min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(0, len(OPS) - 1), st.integers(0, 10**6), st.integers(0, 10**6)), max_size=20),
+    st.integers(1, 3),  # outputs
+)
+
+
+def build(program: Any, leaves: list[Any]) -> list[Any]:
+    _, steps, n_out = program
+    nodes = list(leaves)
+    for op, i, j in steps:
+        nodes.append(OPS[op][1](nodes[i % len(nodes)], nodes[j % len(nodes)], j))
+    return nodes[-n_out:]
+
+
+def program_eager_and_compiled(program: Any, seeds: list[float]) -> tuple[list[Any], list[Any]]:
+    """Run a program eagerly and compiled (twice: the second call replays), seeded alike;
+    returns (outputs' data, leaves' grads) of each."""
+    xs = program[0]
+    results = []
+    for compiled in (False, True):
+        leaves = [Value(x) for x in xs]
+        half = len(leaves) // 2
+        params, args = leaves[:half], leaves[half:]
+
+        def fn(*arguments: Value, params: list[Value] = params) -> Vector:
+            return Vector(build(program, [*params, *arguments]))
+
+        f = vjpgrad.compile(fn) if compiled else fn
+        if compiled:
+            f(*args)  # the recording; the call below replays
+        out = f(*args)
+        outputs = [y.data for y in out]
+        live = [k for k, y in enumerate(out) if y.requires_grad]
+        if live:
+            Vector([out[k] for k in live]).backward([seeds[k] for k in live])
+        results.append(([bits(d) for d in outputs], [bits(v.grad) for v in leaves]))
+    return results[0], results[1]
+
+
+@given(programs, st.lists(st.floats(-3, 3) | st.sampled_from([0.0, math.inf]), min_size=3, max_size=3))
+def test_compiled_equals_eager_bit_for_bit(program: Any, seeds: list[float]) -> None:
+    eager, compiled = program_eager_and_compiled(program, seeds)
+    assert compiled == eager
+
+
+def test_the_stack_overflow_answers_example_1_compiled() -> None:
+    f = vjpgrad.compile(lambda a, b, c: 3 * a + 2 * b * b + vjpgrad.log(c))
+    for _ in range(2):
+        a, b, c = Vector([1.0, 2.0, 3.0]), Vector([3.0, 4.0, 5.0]), Vector([6.0, 7.0, 8.0])
+        f(a, b, c).backward([0.1, 1.0, 0.0001])
+        assert (a.grad.tolist(), b.grad.tolist()) == (
+            [0.30000000000000004, 3.0, 0.00030000000000000003],
+            [1.2000000000000002, 16.0, 0.002],
+        )
+        assert c.grad.tolist() == [0.1 / 6, 1.0 / 7, 0.0001 / 8]
+    assert f.recordings == 1
+
+
+# ---- accumulation, retained and freed graphs -----------------------------------------------------
+
+
+def test_accumulation_and_retain_graph_are_eager_semantics() -> None:
+    a = Value(2.0)
+    f = vjpgrad.compile(lambda a: a * a * a)
+    y = f(a)
+    y.backward(retain_graph=True)
+    y.backward()
+    assert a.grad == 2 * 12.0
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+    assert a.grad == 24.0  # the refused pass changed nothing
+
+
+def test_gradients_from_outside_the_call_add_in_eagers_order() -> None:
+    w = Value(0.7)
+
+    def step(x: float) -> Value:
+        return (w * x).tanh() * w
+
+    compiled = vjpgrad.compile(step)
+    compiled(0.2)
+    grads = []
+    for f in (step, compiled):
+        w.grad = 0.0
+        (f(1.4) + f(1.0) + f(-0.3) + w * w * 0.3).backward()
+        grads.append(bits(w.grad))
+    assert grads[0] == grads[1]
+
+
+def test_a_value_both_passed_and_closed_over_sums_in_eagers_order() -> None:
+    x = Value(1.0)
+
+    def g(a: Value) -> Value:
+        return a * 1e16 + x * 1.0 + a * -1e16
+
+    compiled = vjpgrad.compile(g)
+    compiled(x)
+    for fn in (g, compiled):
+        x.grad = 0.0
+        fn(x).backward()
+        assert x.grad == 0.0
+
+
+def test_two_outputs_sharing_a_node_free_it_as_eager_code_does() -> None:
+    def f(x: Value) -> tuple[Value, Value]:
+        h = x * x
+        return h * 2.0, h * 3.0
+
+    compiled = vjpgrad.compile(f)
+    compiled(Value(1.0))
+    for fn in (f, compiled):
+        x = Value(1.5)
+        y1, y2 = fn(x)
+        y1.backward()
+        with pytest.raises(RuntimeError, match="retain_graph=True"):
+            y2.backward()
+        assert x.grad == 6.0  # the failed pass changed nothing
+    for fn in (f, compiled):  # with retain_graph, both passes go through
+        x = Value(1.5)
+        y1, y2 = fn(x)
+        y1.backward(retain_graph=True)
+        y2.backward()
+        assert x.grad == 15.0
+
+
+def test_a_compiled_result_feeds_eager_operations() -> None:
+    a = Value(1.5)
+    f = vjpgrad.compile(lambda a: a.sin() * a)
+    z = f(a).exp() * 2.0
+    z.backward()
+    b = Value(1.5)
+    (((b.sin() * b).exp()) * 2.0).backward()
+    assert a.grad == b.grad
+
+
+def test_a_compiled_function_inside_another_is_recorded_by_it() -> None:
+    inner = vjpgrad.compile(lambda x: x * x)
+    inner(Value(1.0))
+    outer = vjpgrad.compile(lambda x: inner(x) + 1.0)
+    assert [outer(Value(2.0)).data, outer(Value(3.0)).data] == [5.0, 10.0]
+    fresh_inner = vjpgrad.compile(lambda x: x * x)
+    outer2 = vjpgrad.compile(lambda x: fresh_inner(x) * 2.0 + 1.0)
+    assert [outer2(Value(2.0)).data, outer2(Value(3.0)).data] == [9.0, 19.0]
+
+
+def test_a_compiled_function_sees_the_requires_grad_that_eager_gives() -> None:
+    seen: list[bool] = []
+
+    def f(x: Value) -> Value:
+        y = x * x * 3.0
+        seen.append(y.requires_grad)
+        with vjpgrad.no_grad():
+            z = x * 2.0
+        seen.append(z.requires_grad)
+        k = Value(3.0, requires_grad=False) * 2.0
+        seen.append(k.requires_grad)
+        return y + z + k
+
+    f(Value(1.0))
+    eager = list(seen)
+    seen.clear()
+    vjpgrad.compile(f)(Value(1.0))
+    assert seen == eager == [True, False, False]
+
+
+def test_a_gradient_taken_inside_a_compiled_function() -> None:
+    def f(x: Value, y: Value) -> Value:
+        t = x * y * 3.0
+        gx, gy = gradients(t, [x, y], create_graph=True)  # 3y, 3x
+        return gx * x + gy
+
+    compiled = vjpgrad.compile(f)
+    for a, b in [(2.0, 5.0), (-1.0, 0.5)]:
+        assert compiled(Value(a), Value(b)).data == f(Value(a), Value(b)).data == 3 * b * a + 3 * a
+
+
+# ---- outputs -------------------------------------------------------------------------------------
+
+
+def test_compiled_vector_outputs_with_shared_nodes_equal_eager() -> None:
+    def fn(x: Value, y: Value) -> Vector:
+        t = x * y
+        return Vector([t.sin(), t + x, (t - y).relu(), t])
+
+    compiled = vjpgrad.compile(fn)
+    for point in [(0.5, -1.5), (2.0, 3.0), (-1.0, 0.0)]:
+        results = []
+        for f in (fn, compiled):
+            x, y = Value(point[0]), Value(point[1])
+            f(x, y).backward([1.0, -2.0, 0.5, 3.0])
+            results.append((bits(x.grad), bits(y.grad)))
+        assert results[0] == results[1]
+
+
+def test_a_compiled_leaf_that_is_also_an_output_gets_its_seed_first_as_eager() -> None:
+    def fn(x: Value) -> Vector:
+        return Vector([x, (1.0 + x * x) ** (x * 0.5)])
+
+    compiled = vjpgrad.compile(fn)
+    compiled(Value(0.3))  # the recording; the calls below replay
+    results = []
+    for f in (fn, compiled):
+        x = Value(-1.0)
+        f(x).backward([1.0, 1.0])
+        results.append(bits(x.grad))
+    assert results[1] == results[0]
+
+
+def test_one_output_of_a_vector_backward_alone_is_what_eager_gives() -> None:
+    for compiled in (False, True):
+        x = Value(0.0)
+
+        def f(x: Value) -> Vector:
+            return Vector([x.log(), x * 2.0])
+
+        g = vjpgrad.compile(f) if compiled else f
+        g(Value(1.0))
+        out = g(x)
+        out[1].backward()  # log's inf derivative at 0 is not reached: no nan
+        assert x.grad == 2.0
+
+
+def test_an_outputs_grad_has_what_the_operations_inside_handed_it() -> None:
+    def fn(x: Value) -> Vector:
+        a = x * 3
+        return Vector([a, a * 2])
+
+    compiled = vjpgrad.compile(fn)
+    compiled(Value(1.0))
+    for f in (fn, compiled):
+        x = Value(1.0)
+        y = f(x)
+        y.backward([1.0, 1.0])
+        assert (y[0].grad, y[1].grad, x.grad) == (3.0, 1.0, 9.0)
+
+
+def test_an_argument_the_seeded_outputs_do_not_use_is_not_reached() -> None:
+    def f(a: Value, b: Value) -> Value:
+        return a * 2.0
+
+    def args() -> tuple[Value, Value]:
+        x = Value(2.0)
+        return x, x * math.inf
+
+    compiled = vjpgrad.compile(f)
+    compiled(Value(1.0), Value(1.0))
+    for fn in (f, compiled):
+        x, b = args()
+        fn(x, b).backward()
+        assert x.grad == 2.0
+
+
+def test_an_output_that_is_not_seeded_gets_what_a_seeded_one_hands_it() -> None:
+    def g(x: Value) -> list[Value]:
+        h = x * 3.0
+        return [h, h * h]
+
+    compiled = vjpgrad.compile(g)
+    compiled(Value(1.0))
+    for fn in (g, compiled):
+        h, loss = fn(Value(2.0))
+        loss.backward()
+        assert h.grad == 12.0
+
+
+def test_a_tuple_result_is_a_tuple_and_a_number_result_a_number() -> None:
+    f = vjpgrad.compile(lambda x, lr: (x * 2.0, lr * 2))
+    _, n = f(Value(1.0), 0.25)
+    assert isinstance(f(Value(1.0), 0.25), tuple)
+    assert n == 0.5
+    assert isinstance(n, float)
+
+
+def test_backward_of_many_outputs_one_at_a_time_keeps_its_code() -> None:
+    f = vjpgrad.compile(lambda x: [x * float(k) for k in range(1, 21)])
+    x = Value(1.0)
+    for _ in range(2):
+        for out in f(x):
+            out.backward()
+    assert x.grad == 2 * sum(range(1, 21))
+    kept = f._last._backwards  # type: ignore[union-attr]  # the last recording's reverse passes
+    assert sum(1 for seeded, _ in kept if len(seeded) == 1) == 20  # each written once, all kept
+
+
+# ---- anomaly mode through a compiled call --------------------------------------------------------
+
+
+def test_anomaly_mode_sees_a_nan_a_compiled_call_makes() -> None:
+    f = vjpgrad.compile(lambda x: x.sqrt() * 0.0)
+    f(Value(1.0))
+    with vjpgrad.detect_anomaly(), pytest.raises(FloatingPointError, match=r"vjpgrad\.compile replays"):
+        f(Value(0.0)).backward()
+
+
+def test_anomaly_mode_sees_a_nan_inside_a_compiled_call() -> None:
+    def f(x: Value) -> Value:
+        return x.relu().sqrt() * 0.0  # sqrt'(0) = inf, 0 * inf = nan, then masked by relu
+
+    compiled = vjpgrad.compile(f)
+    compiled(Value(-2.0))
+    for fn in (f, compiled):
+        with pytest.raises(FloatingPointError, match="sqrt"), vjpgrad.detect_anomaly():
+            fn(Value(-1.0)).backward()
+
+
+def test_anomaly_mode_goes_through_a_compiled_call_and_explain_says_to_call_it_uncompiled() -> None:
+    def inner(x: Value) -> Value:
+        return x * x + x.sin()
+
+    compiled = vjpgrad.compile(inner)
+    compiled(Value(0.1))
+    x = Value(0.5)
+    y = compiled(x) * 2.0 + x
+    with pytest.raises(RuntimeError, match="call the function uncompiled"):
+        explain(y)
+    with vjpgrad.detect_anomaly():
+        y.backward(retain_graph=True)
+    expected = 2.0 * (2 * 0.5 + math.cos(0.5)) + 1.0
+    assert math.isclose(x.grad, expected, rel_tol=1e-15)
+    x.grad = 0.0
+    y.backward()
+    assert math.isclose(x.grad, expected, rel_tol=1e-15)
+
+
+def test_anomaly_mode_goes_on_past_a_compiled_call() -> None:
+    compiled = vjpgrad.compile(lambda z: z * z)
+    compiled(Value(1.0))
+    x = Value(1.5)
+    y = compiled(x * 3.0)  # the pass runs the compiled call, then the multiplication before it
+    with vjpgrad.detect_anomaly():
+        y.backward()
+    assert x.grad == 27.0
+
+
+# ---- threads -------------------------------------------------------------------------------------
+
+
+def test_threads_each_get_their_own_results() -> None:
+    w = Value(1.5)
+    f = vjpgrad.compile(lambda x: (w * x).tanh() + x * x)
+    results: dict[float, float] = {}
+
+    def work(x0: float) -> None:
+        for _ in range(50):
+            x = Value(x0)
+            f(x).backward()
+            results[x0] = x.grad
+
+    threads = [threading.Thread(target=work, args=(float(k),)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for x0, grad in results.items():
+        x = Value(x0)
+        ((w * x).tanh() + x * x).backward()
+        assert grad == x.grad
+
+
+def test_threads_each_get_their_own_float_argument() -> None:
+    import threading
+
+    compiled = vjpgrad.compile(lambda x, lr: x * Value(lr, requires_grad=False))
+    compiled(Value(1.0), 1.0)
+    wrong: list[float] = []
+
+    def worker(lr: float) -> None:
+        for _ in range(300):
+            got = compiled(Value(1.0), lr).data
+            if got != lr:
+                wrong.append(got)
+
+    threads = [threading.Thread(target=worker, args=(float(k),)) for k in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
+def test_a_call_leaves_no_reference_cycles_behind() -> None:
+    # cycles would keep every call's arguments and graph alive until the cyclic collector ran
+    import gc
+
+    w = Value(0.5)
+    f = vjpgrad.compile(lambda xs: (Vector(xs) * w).relu().sum())
+    f([Value(1.0), Value(-2.0)]).backward()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            f([Value(1.0), Value(-2.0)]).backward()
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
+# ---- the code it writes --------------------------------------------------------------------------
+
+
+def test_the_source_is_the_code_that_runs_one_operation_a_line() -> None:
+    f = vjpgrad.compile(lambda a, b, c: 3 * a + 2 * b * b + vjpgrad.log(c))
+    f(Value(1.0), Value(3.0), Value(6.0))
+    source = f.source
+    assert source.startswith("def forward(inputs):")
+    assert "def backward(seeds, values, inputs, start):" in source
+    assert "t5 = _log(x2)  # log" in source
+    assert "g_x2 += g_t5 / x2" in source  # log's gradient is g / x, as PyTorch's
+
+
+INLINE: list[tuple[str, list[Callable[..., Any]], int]] = [
+    *[
+        (f"{case.name}: {form.text}", [form.of_values(numbers) for numbers in form.number_choices()], form.values)
+        for case, form in FORMS
+        if case.op.arity  # not max, whose tie count is a number found as the code runs
+    ],
+    ("x ** a constant made inside", [lambda x: x ** Value(2.5, requires_grad=False)], 1),
+    ("a constant made inside ** x", [lambda x: Value(0.0, requires_grad=False) ** x], 1),
+]
+"""Each form of each operation of the table, once for each of its numbers."""
+
+
+@pytest.mark.parametrize(("name", "functions", "arity"), INLINE, ids=[i[0] for i in INLINE])
+def test_the_backward_of_a_built_in_operation_is_generated_inline(
+    name: str, functions: list[Callable[..., Any]], arity: int
+) -> None:
+    # straight-line code: every edge of a table operation is written out, masks as conditional
+    # expressions; only a rule that needs numbers (a custom operation's) is called as the code runs
+    for fn in functions:
+        compiled = vjpgrad.compile(fn)
+        xs = [Value(0.5 + k) for k in range(arity)]
+        compiled(*xs).backward()
+        backward = compiled.source.split("def backward")[1]
+        assert "_s = " not in backward, compiled.source
+
+
+def test_masks_are_inline_conditionals() -> None:
+    compiled = vjpgrad.compile(lambda x, y: x**y + x.relu() + abs(y))
+    compiled(Value(0.5), Value(2.0)).backward()
+    backward = compiled.source.split("def backward")[1]
+    assert "0.0 if x1 == 0.0 else" in backward
+    assert "0.0 if (x0 == 0.0) and (x1 >= 0.0) else" in backward
+    assert "0.0 if t2 <= 0.0 else" in backward
+    assert "_sign(x1)" in backward
+
+
+def test_user_text_never_reaches_the_code() -> None:
+    hostile = "\nimport os; os.system('touch /tmp/vjpgrad-pwned')\n"
+    w = Value(2.0, label=hostile)
+
+    @vjpgrad.custom_op
+    def twice(x: float) -> float:
+        return 2 * x
+
+    twice.__name__ = hostile
+
+    @twice.derivative
+    def _(x: Any, out: Any) -> float:
+        return 2.0
+
+    f = vjpgrad.compile(lambda x: twice(Value(1.0, label=hostile) + w * x))
+    y = f(Value(3.0, label=hostile))
+    y.backward()
+    assert "import" not in f.source
+    assert "os.system" not in f.source
+    assert w.grad == 6.0
+
+
+# ---- the corners ------------------------------------------------------------------------------------
 
 
 @pytest.fixture

@@ -157,6 +157,7 @@ def scoreboard_rows(out: str) -> dict[int, tuple[str, str]]:
     return rows
 
 
+@pytest.mark.slow  # a full run of the course's checks
 def test_the_untouched_skeleton_is_not_started_everywhere_with_a_hint_and_no_traceback(
     skeleton: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -307,6 +308,7 @@ def assert_fails_with(result: grading.ExerciseResult, mistake: Mistake) -> None:
     assert "Traceback" not in problem.message
 
 
+@pytest.mark.slow  # the mistakes are checked in a few full runs of the course's checks
 @pytest.mark.parametrize("mistake", [m for m in MISTAKES if not m.slow], ids=lambda m: m.name)
 def test_a_typical_mistake_fails_at_its_exercise_with_a_message_that_names_it(
     mistakes_checked: dict[str, grading.ExerciseResult], mistake: Mistake
@@ -325,6 +327,7 @@ def table_row(message: str, name: str) -> list[str]:
     return next(line.split() for line in message.splitlines() if line.split()[:1] == [name])
 
 
+@pytest.mark.slow  # the mistakes are checked in a few full runs of the course's checks
 def test_a_wrong_softsign_rule_is_yours_beside_the_expected_quarter(
     mistakes_checked: dict[str, grading.ExerciseResult],
 ) -> None:
@@ -335,6 +338,7 @@ def test_a_wrong_softsign_rule_is_yours_beside_the_expected_quarter(
     assert (value, yours, expected) == (1.0, 0.5, 0.25)  # the wrong rule 1 / (1 + |x|) at 1; the right one squares it
 
 
+@pytest.mark.slow  # the mistakes are checked in a few full runs of the course's checks
 def test_a_forgotten_seed_shows_b0_as_12_beside_vjpgrads_1_2(
     mistakes_checked: dict[str, grading.ExerciseResult],
 ) -> None:
@@ -346,6 +350,7 @@ def test_a_forgotten_seed_shows_b0_as_12_beside_vjpgrads_1_2(
     assert table_row(problem.message, "a[0]")[-1] == "ok"
 
 
+@pytest.mark.slow  # the mistakes are checked in a few full runs of the course's checks
 def test_a_mistake_in_one_closure_marks_one_first_difference(
     mistakes_checked: dict[str, grading.ExerciseResult],
 ) -> None:
@@ -359,6 +364,7 @@ def test_a_mistake_in_one_closure_marks_one_first_difference(
 # ---- a second, independent engine ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a full run of the course's checks
 def test_an_independent_correct_engine_passes_every_exercise_that_runs_an_engine(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "kahn")
     shutil.copy(KAHN, directory / "engine.py")

@@ -1,11 +1,15 @@
-"""Your own operation: a float function plus its derivative rule, in every feature."""
+"""Your own operation (``custom_op``): a float function plus its derivative rule, in every feature;
+and the ways a rule is written wrong, each refused with a message that names the fix.
+"""
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
+from typing import Any
 
 import pytest
-from _helpers import central_difference, close
+from _helpers import central_difference, close, numpy
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -145,3 +149,87 @@ def test_bad_definitions_and_calls_are_type_errors() -> None:
 
     with pytest.raises(TypeError, match=r"must return a pair \(d/dx, d/dy\), got float"):
         pair(Value(1.0), Value(2.0))
+
+
+# ---- a rule written the wrong way ----------------------------------------------------------------
+
+
+def test_a_rule_written_with_math_is_refused_for_higher_derivatives() -> None:
+    @custom_op
+    def my_sin(x: float) -> float:
+        return math.sin(x)
+
+    @my_sin.derivative
+    def _(x: float | Value, out: float | Value) -> float:
+        return math.cos(x)  # a float, even for a Value: the graph would be cut silently
+
+    assert vjpgrad.grad(my_sin)(0.5) == math.cos(0.5)  # first derivatives are fine
+    with pytest.raises(TypeError, match=r"vjpgrad.sin\(x\), not math.sin\(x\)"):
+        vjpgrad.grad(vjpgrad.grad(my_sin))(0.5)
+
+
+def test_a_rule_that_forgets_to_return_says_so() -> None:
+    @custom_op
+    def cube(x: float) -> float:
+        return x**3
+
+    @cube.derivative
+    def _(x: float, out: float) -> None:
+        3 * x * x  # the mistake under test: no return
+
+    with pytest.raises(TypeError, match="returned None: did it forget to return"):
+        cube(Value(2.0))
+
+
+def test_a_rule_that_divides_by_zero_gets_ieee_results() -> None:
+    @custom_op
+    def root(x: float) -> float:
+        return math.sqrt(x)
+
+    @root.derivative
+    def _(x: float | Value, out: float | Value) -> float | Value:
+        return 0.5 / out  # Python's float division raises at out = 0
+
+    x = Value(0.0)
+    root(x).backward()
+    assert x.grad == math.inf  # as sqrt's derivative at 0
+
+
+def test_custom_ops_take_any_real_number() -> None:
+    @custom_op
+    def hyp(x: float, y: float) -> float:
+        return math.hypot(x, y)
+
+    @hyp.derivative
+    def _(x: float | Value, y: float | Value, out: float | Value) -> tuple[float | Value, float | Value]:
+        return x / out, y / out
+
+    np: Any = numpy()
+    assert hyp(Value(3.0), np.int64(4)).data == 5.0
+    assert hyp(Fraction(3), Value(4.0)).data == 5.0
+    out = hyp(Vector([3.0, 4.0]), Fraction(4))
+    assert isinstance(out, Vector)
+    assert out.tolist() == [5.0, math.hypot(4.0, 4.0)]
+
+
+def test_a_custom_rules_mistake_shows_the_users_frames_and_the_message() -> None:
+    import math
+    import traceback
+
+    @vjpgrad.custom_op
+    def softsign(x: float) -> float:
+        return x / (1 + abs(x))
+
+    @softsign.derivative
+    def _(x: float, out: float) -> float:
+        return 1 / (1 + math.fabs(x)) ** 2
+
+    x = Value(0.5)
+    with pytest.raises(TypeError, match="vjpgrad's functions") as caught:
+        vjpgrad.gradients(softsign(x), x, create_graph=True)
+    frames = traceback.extract_tb(caught.value.__traceback__)
+    ours = [f for f in frames if "/vjpgrad/" in f.filename.replace("\\", "/")]
+    theirs = [f for f in frames if f not in ours]
+    assert [f.name for f in theirs] == ["test_a_custom_rules_mistake_shows_the_users_frames_and_the_message", "_"]
+    assert len(ours) <= 3  # the entry point, and where the number was read
+    assert ours[0].name == "gradients"

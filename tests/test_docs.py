@@ -13,7 +13,7 @@ making a second one. The checks:
 - every internal link of the built site (href and src) resolves to a file, and its anchor to
   an element of that file.
 
-The examples of the pages run as doctests in test_readme.py, on every Python, without Sphinx.
+The examples of the pages run as doctests in test_pages.py, on every Python, without Sphinx.
 Skips, saying why, when Sphinx and MyST-NB (``pip install -e '.[docs]'``), or Chromium and
 Selenium, are absent.
 """
@@ -32,8 +32,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import _browser
 import pytest
+from _helpers import case_2
 from _pages import DOCS, ROOT, docs_pages
+
+from vjpgrad import explain
 
 for module, why in (("sphinx", "Sphinx"), ("myst_nb", "MyST-NB"), ("furo", "the furo theme")):
     pytest.importorskip(module, reason=f"the docs tests need {why}: pip install -e '.[docs]'")
@@ -71,6 +75,7 @@ def sphinx_warnings(log: str) -> list[str]:
     return re.findall(r"^.*\bWARNING: .*$", log, flags=re.MULTILINE)
 
 
+@pytest.mark.slow  # the site's build
 def test_the_site_builds_with_no_warnings(site: Site) -> None:
     assert sphinx_warnings("docs/x.md:3: WARNING: a\n[IPKernelApp] WARNING | a kernel's log line\n") == [
         "docs/x.md:3: WARNING: a"
@@ -82,6 +87,7 @@ def test_the_site_builds_with_no_warnings(site: Site) -> None:
         assert page_of(site, source).is_file(), source
 
 
+@pytest.mark.slow  # the site's build
 def test_every_tutorial_ran_and_shows_each_cells_output(site: Site) -> None:
     tutorials = sorted((DOCS / "tutorials").glob("*.md"))
     assert len(tutorials) == 6
@@ -104,6 +110,7 @@ def public_names() -> list[str]:
     return [name for module in conf.PUBLIC_MODULES for name in conf.public_names(module)]
 
 
+@pytest.mark.slow  # the site's build
 def test_the_api_reference_documents_every_public_name_under_its_public_module(site: Site) -> None:
     anchors: set[str] = set()
     for page in (site.html / "reference").glob("*.html"):
@@ -181,6 +188,7 @@ def test_the_link_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path: Pa
     assert broken == ["index.html: sub/page.html#gone (no anchor)", "index.html: nope.html (no file)"]
 
 
+@pytest.mark.slow  # the site's build
 def test_every_internal_link_of_the_site_resolves_to_a_file_and_an_anchor(site: Site) -> None:
     followed, broken = broken_links(site.html)
     assert followed > 500  # every page links the others (the sidebar), its styles and scripts
@@ -192,23 +200,13 @@ def test_every_internal_link_of_the_site_resolves_to_a_file_and_an_anchor(site: 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    pytest.importorskip("selenium", reason="the browser tests need selenium (pip install selenium)")
-    import test_browser
-    from selenium.common.exceptions import WebDriverException
-
-    if test_browser.CHROMIUM is None or test_browser.DRIVER is None:
-        pytest.skip("the browser tests need Chromium and its driver (apt-get install chromium chromium-driver)")
-    try:
-        driver = test_browser.start_browser()
-    except WebDriverException as error:
-        pytest.skip(f"Chromium did not start: {error.msg}")
-    yield driver
-    driver.quit()
+    yield from _browser.browser()
 
 
 FETCHED = "return performance.getEntriesByType('resource').map((entry) => entry.name)"
 
 
+@pytest.mark.slow  # the site's build
 def test_every_page_opens_in_chromium_with_no_console_error_and_fetches_nothing(site: Site, browser: Any) -> None:
     pages = sorted(site.html.rglob("*.html"))
     assert len(pages) >= len(docs_pages())
@@ -220,8 +218,8 @@ def test_every_page_opens_in_chromium_with_no_console_error_and_fetches_nothing(
         assert [url for url in fetched if not url.startswith(("file:", "data:"))] == [], page.relative_to(site.html)
 
 
+@pytest.mark.slow  # the site's build
 def test_the_stepper_in_the_tutorial_page_steps_through_the_pass(site: Site, browser: Any) -> None:
-    import test_browser
     from selenium.webdriver.common.by import By
 
     browser.get((site.html / "tutorials" / "stepping-through-a-pass.html").as_uri())
@@ -229,18 +227,18 @@ def test_the_stepper_in_the_tutorial_page_steps_through_the_pass(site: Site, bro
     steppers = browser.find_elements(By.CSS_SELECTOR, ".vjs-root")
     assert len(steppers) == 2  # case 2, then case 1
     # the page's first stepper is case 2 of the answer: explain it here and hold the page to it
-    y, names, seed = test_browser.case_2()
-    e = test_browser.explain(y, seed, names=names)
-    test_browser.check_step(browser, e, 0)
+    y, names, seed = case_2()
+    e = explain(y, seed, names=names)
+    _browser.check_step(browser, e, 0)
     next_button = steppers[0].find_element(By.CSS_SELECTOR, '[data-role="next"]')
     for k in range(1, len(e.steps) + 1):
         # furo scrolls smoothly, and the stepper scrolls its table to the current row: bring the button
         # into view at once, or the click lands where it was
         browser.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", next_button)
         next_button.click()
-        last = test_browser.check_step(browser, e, k)
+        last = _browser.check_step(browser, e, k)
     final = {name: float(total) for name, total, _ in last["totals"]}
     assert (final["a"], final["b"], final["c"]) == (3.0, 4.0, 10.0)  # case 2's gradients
     second = steppers[1].find_element(By.CSS_SELECTOR, '[data-role="step-index"]')
     assert second.text == "0"  # each stepper on the page steps on its own
-    assert test_browser.severe(browser) == []
+    assert _browser.severe(browser) == []

@@ -208,3 +208,13 @@ def test_a_repeated_output_adds_its_seeds_in_gradients_with_and_without_create_g
     assert dk_dw.data == 4.0  # d/dw of (w + 1) * 2x is 2x
     (h,) = gradients(Vector([y, y]), [x], [1.0, 2.0])  # without create_graph (this frees y's graph)
     assert h.data == 12.0
+
+
+def test_explain_shows_a_masked_edge_as_a_zero_local_derivative() -> None:
+    x = Value(-1.0)
+    e = explain(x.relu() * 3.0, names={"x": x})
+    relu_step = next(s for s in e.steps if s.op == "relu")
+    assert (relu_step.local, relu_step.contribution) == (0.0, 0.0)
+    y = Value(2.0)
+    e = explain(y**0, names={"y": y})
+    assert [(s.local, s.contribution) for s in e.steps] == [(0.0, 0.0)]

@@ -1,4 +1,4 @@
-"""Printing like PyTorch: the formats the seed's output uses, and the rules that pick them."""
+"""Printing like PyTorch: the formats of the Stack Overflow answer's printed gradients, and the rules that pick them."""
 
 from __future__ import annotations
 

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
+from op_cases import BY_NAME, CASES, CONSTANTS, Form, Kernels
 
 import vjpgrad
 from vjpgrad import Value, Vector
@@ -104,20 +105,13 @@ def number(t: Any) -> float:
     return 0.0 if t is None else float(t.item())
 
 
-VECTORISED = {"exp", "log", "sqrt", "sin", "cos", "tan", "tanh"}
-"""Whose forward PyTorch computes with MKL/SLEEF (``x ** 0.5`` too, as sqrt): see the module
-docstring."""
-
-LIBM: dict[str, Callable[[float], float]] = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt}
-LIBM |= {"sin": math.sin, "cos": math.cos, "tan": math.tan, "tanh": math.tanh}
-
-
 def libm(name: str, x: float) -> float | None:
-    """The C library's ``name`` at ``x`` (None at an edge where Python's math raises)."""
+    """The C library's ``name`` at ``x`` (``math.<name>``; None at an edge where Python's math raises)."""
     try:
-        return LIBM[name](x)
+        result: float = getattr(math, name)(x)
     except (ValueError, OverflowError):
         return None
+    return result
 
 
 def libm_agrees(name: str, x: float) -> bool:
@@ -137,19 +131,6 @@ def kernel_explains(kernel: str | None, x: float, ours: float, theirs: float) ->
     return expected is not None and identical(ours, expected) and ulps_apart(ours, theirs) <= 2
 
 
-def backward_dependencies(name: str, xs: Sequence[float], k: float | None = None) -> list[tuple[str, float]]:
-    """The vectorised functions PyTorch evaluates in the backward formula of ``name``."""
-    if name == "sin":
-        return [("cos", xs[0])]
-    if name == "cos":
-        return [("sin", xs[0])]
-    if name == "**" and len(xs) == 2:  # tensor ** tensor: the exponent's gradient uses log(base)
-        return [("log", xs[0])]
-    if name == "x ** k" and k == 1.5:  # k * x.pow(k - 1) is k * sqrt(x)
-        return [("sqrt", xs[0])]
-    return []
-
-
 # ---- every operation, every operand order -----------------------------------------------------
 
 EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, 0.1, 1e-300, -1e-300, TINY, -TINY]
@@ -160,43 +141,13 @@ floats = st.floats(allow_nan=True, allow_infinity=True)
 inputs = st.sampled_from(EDGES) | st.floats(-30, 30) | floats
 seeds = st.sampled_from(SEEDS) | st.floats(-4, 4) | floats
 
-UNARY: dict[str, Callable[[Any], Any]] = {
-    "exp": lambda x: x.exp(),
-    "log": lambda x: x.log(),
-    "sqrt": lambda x: x.sqrt(),
-    "sin": lambda x: x.sin(),
-    "cos": lambda x: x.cos(),
-    "tan": lambda x: x.tan(),
-    "tanh": lambda x: x.tanh(),
-    "sigmoid": lambda x: x.sigmoid(),
-    "relu": lambda x: x.relu(),
-    "abs": abs,
-    "neg": lambda x: -x,
-    "reciprocal": lambda x: x.reciprocal(),
-}
-"""One Python expression for both engines: a Value and a tensor spell these alike."""
-
-POWERS = [0, 0.5, -0.5, 1, -1, 2, 3, -2, 1.5, -1.5, 2.5, 0.3, -3, 4, 7, 0.0, 2.0, 1e300, -inf, inf, nan]
-CONSTANTS = [0.0, -0.0, 1.0, 2.0, -3.0, 0.5, 2.7, 3, -1, 1e300, TINY, inf, -inf, nan]
-WITH_CONSTANT: dict[str, Callable[[Any, Any], Any]] = {
-    "x + c": lambda x, c: x + c,
-    "c + x": lambda x, c: c + x,
-    "x - c": lambda x, c: x - c,
-    "c - x": lambda x, c: c - x,
-    "x * c": lambda x, c: x * c,
-    "c * x": lambda x, c: c * x,
-    "x / c": lambda x, c: x / c,
-    "c / x": lambda x, c: c / x,
-    "c ** x": lambda x, c: c**x,
-    "x ** k": lambda x, c: x**c,
-}
-BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "+": lambda x, y: x + y,
-    "-": lambda x, y: x - y,
-    "*": lambda x, y: x * y,
-    "/": lambda x, y: x / y,
-    "**": lambda x, y: x**y,
-}
+FORMS = [form for case in CASES for form in case.forms()]
+FUNCTIONS = [form for form in FORMS if form.operands == "v"]
+"""The operations of one Value: x.exp(), abs(x), -x..."""
+WITH_A_NUMBER = [form for form in FORMS if form.values == 1 and "n" in form.operands]
+"""A Value and a number: x + c, c + x..., c ** x, x ** k."""
+BINARY = [form for form in FORMS if form.operands == "vv"]
+"""Two Values: x + y..., x ** y, max([x, y])."""
 
 
 @dataclass
@@ -210,29 +161,30 @@ class Mismatches:
         assert not self.found, f"{len(self.found)} mismatches, first: {self.found[:3]}"
 
 
-def compare_operation(
-    name: str, f: Callable[..., Any], xs: Sequence[float], seed: float, result: Mismatches, k: float | None = None
-) -> None:
-    """Run ``f`` on Values and on tensors at ``xs``, seed both with ``seed``, compare the output
-    and every operand's gradient: by ``gradients``/``autograd.grad`` (zeros signed) and by
-    ``backward`` into ``.grad``."""
-    ours_in = [Value(x) for x in xs]
-    theirs_in = [tensor(x) for x in xs]
-    ours, theirs = f(*ours_in), f(*theirs_in)
+def compare_operation(form: Form, xs: Sequence[float], seed: float, result: Mismatches) -> None:
+    """Run ``form`` at ``xs`` on Values and on tensors (a number operand stays a number), seed
+    both with ``seed``, compare the output and every Value operand's gradient: by
+    ``gradients``/``autograd.grad`` (zeros signed) and by ``backward`` into ``.grad``."""
+    ours_args = [Value(x) if kind == "v" else x for kind, x in zip(form.operands, xs, strict=True)]
+    theirs_args = [tensor(x) if kind == "v" else x for kind, x in zip(form.operands, xs, strict=True)]
+    ours_in = [a for a in ours_args if isinstance(a, Value)]
+    theirs_in = [t for t, kind in zip(theirs_args, form.operands, strict=True) if kind == "v"]
+    ours = form.call(*ours_args)
+    theirs = form.torch(torch, *theirs_args) if form.torch else form.call(*theirs_args)
     mine = vjpgrad.gradients(ours, ours_in, seed, retain_graph=True)
     expected = torch.autograd.grad(theirs, theirs_in, tensor(seed, False), retain_graph=True)
     ours.backward(seed)
     theirs.backward(tensor(seed, False))
-    shown = name if k is None else f"{name} with {k!r}"
+    shown = form.text
     out, out_t = ours.data, number(theirs)
-    kernel = name if name in VECTORISED else "sqrt" if (name == "x ** k" and k == 0.5) else None
+    forward, dependencies = form.vectorised(*xs)
     explained = False
     if not identical(out, out_t):
-        if not kernel_explains(kernel, xs[0], out, out_t):
+        zero_tie = form.zero_ties_differ and identical(out, out_t, zero_sign=False)  # a known difference
+        if not zero_tie and not (forward and kernel_explains(forward[0], forward[1], out, out_t)):
             result.found.append((shown, xs, seed, "forward", out, out_t))
             return
-        explained = True
-    dependencies = backward_dependencies(name, xs, k)
+        explained = not zero_tie
     explained = explained or not all(libm_agrees(fn, x) for fn, x in dependencies)
     result.explained += explained
     for i, x in enumerate(ours_in):
@@ -243,59 +195,65 @@ def compare_operation(
                 result.found.append((shown, xs, seed, f"d/d operand {i}", "gradients" if signed else ".grad", a, b))
 
 
-@pytest.mark.parametrize("name", list(UNARY))
-def test_each_function_at_the_edges_agrees_with_pytorch_to_the_bit(name: str) -> None:
+def own_edges(form: Form) -> list[tuple[float, ...]]:
+    """The operands its row's ``edges`` name, for the row's own form (log1p's -1...)."""
+    case = next(case for case in CASES if case.forms()[0] == form)
+    return [edge[:-1] for edge in case.edges]
+
+
+@pytest.mark.parametrize("form", FUNCTIONS, ids=[form.text for form in FUNCTIONS])
+def test_each_function_at_the_edges_agrees_with_pytorch_to_the_bit(form: Form) -> None:
     result = Mismatches()
-    for x in EDGES:
+    for (x,) in [*[(x,) for x in EDGES], *own_edges(form)]:
         for seed in SEEDS:
-            compare_operation(name, UNARY[name], [x], seed, result)
+            compare_operation(form, [x], seed, result)
     result.check()
 
 
-@pytest.mark.parametrize("name", list(WITH_CONSTANT))
-def test_each_operation_with_a_number_at_the_edges_agrees_with_pytorch_to_the_bit(name: str) -> None:
+@pytest.mark.parametrize("form", WITH_A_NUMBER, ids=[form.text for form in WITH_A_NUMBER])
+def test_each_operation_with_a_number_at_the_edges_agrees_with_pytorch_to_the_bit(form: Form) -> None:
     result = Mismatches()
-    for c in POWERS if name == "x ** k" else CONSTANTS:
+    value_first = form.operands == "vn"
+    for c in form.numbers:
         for x in EDGES:
             for seed in (1.0, -0.0, inf, nan, 0.3):
-                compare_operation(name, lambda v, c=c: WITH_CONSTANT[name](v, c), [x], seed, result, c)
+                compare_operation(form, [x, c] if value_first else [c, x], seed, result)
     result.check()
 
 
-@pytest.mark.parametrize("name", list(BINARY))
-def test_each_binary_operation_at_the_edges_agrees_with_pytorch_to_the_bit(name: str) -> None:
+@pytest.mark.parametrize("form", BINARY, ids=[form.text for form in BINARY])
+def test_each_binary_operation_at_the_edges_agrees_with_pytorch_to_the_bit(form: Form) -> None:
     result = Mismatches()
-    for x in EDGES:
-        for y in EDGES:
-            for seed in (1.0, -0.0, inf, nan, -0.3):
-                compare_operation(name, BINARY[name], [x, y], seed, result)
+    for xy in [*[(x, y) for x in EDGES for y in EDGES], *own_edges(form)]:
+        for seed in (1.0, -0.0, inf, nan, -0.3):
+            compare_operation(form, xy, seed, result)
     result.check()
 
 
-@given(st.sampled_from(list(UNARY)), inputs, seeds)
-def test_each_function_agrees_with_pytorch_to_the_bit(name: str, x: float, seed: float) -> None:
+@given(st.sampled_from(FUNCTIONS), inputs, seeds)
+def test_each_function_agrees_with_pytorch_to_the_bit(form: Form, x: float, seed: float) -> None:
     result = Mismatches()
-    compare_operation(name, UNARY[name], [x], seed, result)
+    compare_operation(form, [x], seed, result)
     if result.explained:
         event("PyTorch's vectorised kernel differs from libm by one ulp")
     result.check()
 
 
-@given(st.sampled_from(list(WITH_CONSTANT)), inputs, st.sampled_from(CONSTANTS) | st.floats(-10, 10), seeds)
+@given(st.sampled_from(WITH_A_NUMBER), inputs, st.sampled_from(CONSTANTS) | st.floats(-10, 10), seeds)
 def test_each_operation_with_a_number_agrees_with_pytorch_to_the_bit(
-    name: str, x: float, c: float, seed: float
+    form: Form, x: float, c: float, seed: float
 ) -> None:
     result = Mismatches()
-    compare_operation(name, lambda v: WITH_CONSTANT[name](v, c), [x], seed, result, c)
+    compare_operation(form, [x, c] if form.operands == "vn" else [c, x], seed, result)
     if result.explained:
         event("PyTorch's vectorised kernel differs from libm by one ulp")
     result.check()
 
 
-@given(st.sampled_from(list(BINARY)), inputs, inputs, seeds)
-def test_each_binary_operation_agrees_with_pytorch_to_the_bit(name: str, x: float, y: float, seed: float) -> None:
+@given(st.sampled_from(BINARY), inputs, inputs, seeds)
+def test_each_binary_operation_agrees_with_pytorch_to_the_bit(form: Form, x: float, y: float, seed: float) -> None:
     result = Mismatches()
-    compare_operation(name, BINARY[name], [x, y], seed, result)
+    compare_operation(form, [x, y], seed, result)
     if result.explained:
         event("PyTorch's vectorised kernel differs from libm by one ulp")
     result.check()
@@ -307,8 +265,8 @@ def test_a_vectorised_difference_is_a_rounding_difference_of_pytorch_or_libm() -
     mpmath = pytest.importorskip("mpmath")
     mpmath.mp.prec = 200
     for name, x in [("sqrt", 2.970128361985127), ("tanh", 0.3962226569192966), ("exp", 0.10567641159200747)]:
-        ours = UNARY[name](Value(x)).data
-        theirs = number(UNARY[name](tensor(x)))
+        ours = BY_NAME[name].call(Value(x)).data
+        theirs = number(BY_NAME[name].torch(torch, tensor(x)))
         exact = float(getattr(mpmath, name)(mpmath.mpf(x)))
         assert ours == libm(name, x)
         assert ulps_apart(theirs, exact) <= 1
@@ -412,45 +370,39 @@ def test_a_number_to_a_value_power_multiplies_by_zero_at_base_zero() -> None:
 
 @dataclass(frozen=True)
 class GraphOp:
-    """One step of a random graph: ``f(x, y, c)`` written once for both engines; ``arity`` 1
-    ignores ``y``; ``kernel`` is the vectorised function its forward uses in PyTorch."""
+    """One step of a random graph: a form of a row of op_cases.py, of the step's earlier nodes x
+    (and y, for two Values). A number operand is the step's constant c in a form with a number for
+    a Value (x + c); in a row's own form (x ** k, c ** x) it is one of the row's numbers, picked
+    by the step's index j (PyTorch picks a kernel by k: sqrt for x ** 0.5)."""
 
-    name: str
-    arity: int
-    f: Callable[[Any, Any, float], Any]
-    kernel: str | None = None
-    dependencies: Callable[[float, float, float], list[tuple[str, float]]] = lambda x, y, c: []
+    form: Form
+    own: bool  # the row's own form
 
+    @property
+    def name(self) -> str:
+        return self.form.text
 
-def _unary_step(name: str) -> GraphOp:
-    return GraphOp(
-        name,
-        1,
-        lambda x, y, c, f=UNARY[name]: f(x),
-        name if name in VECTORISED else None,
-        lambda x, y, c: backward_dependencies(name, [x]),
-    )
+    def numbers(self, c: float, j: int) -> list[float]:
+        count = self.form.operands.count("n")
+        if not count:
+            return []
+        return [self.form.numbers[j % len(self.form.numbers)]] * count if self.own else [c] * count
 
+    def operands(self, x: Any, y: Any, c: float, j: int) -> list[Any]:
+        values, numbers = iter((x, y)), iter(self.numbers(c, j))
+        return [next(values) if kind == "v" else next(numbers) for kind in self.form.operands]
 
-def _power_step(k: float) -> GraphOp:
-    return GraphOp(
-        f"x ** {k}",
-        1,
-        lambda x, y, c: x**k,
-        "sqrt" if k == 0.5 else None,
-        lambda x, y, c: backward_dependencies("x ** k", [x], k),
-    )
+    def f(self, x: Any, y: Any, c: float, j: int) -> Any:
+        args = self.operands(x, y, c, j)
+        if self.form.torch and not isinstance(x, Value):
+            return self.form.torch(torch, *args)
+        return self.form.call(*args)
 
-
-def _constant_step(name: str) -> GraphOp:
-    return GraphOp(name, 1, lambda x, y, c, f=WITH_CONSTANT[name]: f(x, c))
+    def kernels(self, x: float, y: float, c: float, j: int) -> Kernels:
+        return self.form.vectorised(*self.operands(x, y, c, j))
 
 
-GRAPH_OPS: list[GraphOp] = [_unary_step(name) for name in UNARY]
-GRAPH_OPS += [_power_step(k) for k in (0, 0.5, -0.5, 1, -1, 2, 3, -2, 1.5, 2.5, -1.5)]
-GRAPH_OPS += [_constant_step(name) for name in WITH_CONSTANT if name != "x ** k"]
-GRAPH_OPS += [GraphOp(name, 2, lambda x, y, c, f=f: f(x, y)) for name, f in BINARY.items() if name != "**"]
-GRAPH_OPS.append(GraphOp("**", 2, lambda x, y, c: x**y, None, lambda x, y, c: [("log", x)]))
+GRAPH_OPS: list[GraphOp] = [GraphOp(form, k == 0) for case in CASES for k, form in enumerate(case.forms())]
 
 
 @dataclass(frozen=True)
@@ -465,7 +417,7 @@ class Program:
         count = len(self.leaves)
         for op, i, j, c in self.steps:
             step = GRAPH_OPS[op]
-            lines.append(f"n{count} = {step.name} (x=n{i % count}, y=n{j % count}, c={c!r})")
+            lines.append(f"n{count} = {step.name} (x=n{i % count}, y=n{j % count}, c={c!r}, j={j})")
             count += 1
         return "Program:\n  " + "\n  ".join(lines)
 
@@ -493,7 +445,7 @@ graph_seeds = st.floats(-3, 3) | st.sampled_from(SEEDS)
 class Built:
     leaves: list[Any]
     nodes: list[Any]
-    steps: list[tuple[GraphOp, Any, Any, float]]  # the op and its operands, per step
+    steps: list[tuple[GraphOp, Any, Any, float, int]]  # the op and its operands, per step
 
 
 def build(program: Program, leaf: Callable[[float, bool], Any]) -> Built:
@@ -502,8 +454,8 @@ def build(program: Program, leaf: Callable[[float, bool], Any]) -> Built:
     for op, i, j, c in program.steps:
         step = GRAPH_OPS[op]
         x, y = built.nodes[i % len(built.nodes)], built.nodes[j % len(built.nodes)]
-        built.nodes.append(step.f(x, y, c))
-        built.steps.append((step, x, y, c))
+        built.nodes.append(step.f(x, y, c, j))
+        built.steps.append((step, x, y, c, j))
     return built
 
 
@@ -517,12 +469,16 @@ def compare_forward(ours: Built, theirs: Built) -> bool:
     for k, (a, b) in enumerate(zip(ours.nodes, theirs.nodes, strict=True)):
         if identical(a.data, number(b)):
             continue
-        step, x, _, _ = ours.steps[k - len(ours.leaves)]
-        assert kernel_explains(step.kernel, x.data, a.data, number(b)), (k, step.name, a.data, number(b))
+        step, x, y, c, j = ours.steps[k - len(ours.leaves)]
+        if step.form.zero_ties_differ and identical(a.data, number(b), zero_sign=False):
+            return False  # PyTorch's max of a tie of 0.0 and -0.0 may be either: a known difference
+        forward, _ = step.kernels(x.data, y.data, c, j)
+        assert forward is not None, (k, step.name, a.data, number(b))
+        assert kernel_explains(*forward, a.data, number(b)), (k, step.name, a.data, number(b))
         return False
-    for step, x, y, c in ours.steps:
-        operand_y = y.data if isinstance(y, Value) else y
-        if not all(libm_agrees(fn, v) for fn, v in step.dependencies(x.data, operand_y, c)):
+    for step, x, y, c, j in ours.steps:
+        _, dependencies = step.kernels(x.data, y.data, c, j)
+        if not all(libm_agrees(fn, v) for fn, v in dependencies):
             return False
     return True
 
@@ -531,7 +487,7 @@ def graph_pair(program: Program) -> tuple[Built, Built] | None:
     ours = build(program, lambda x, g: Value(x, requires_grad=g))
     theirs = build(program, tensor)
     if not compare_forward(ours, theirs):
-        event("a vectorised kernel's one-ulp difference: gradients not compared by bits")
+        event("a vectorised kernel's one-ulp difference, or max's zero tie: gradients not compared by bits")
         return None
     return ours, theirs
 
@@ -600,7 +556,7 @@ def test_a_node_with_many_consumers_sums_them_in_pytorchs_order(
 ) -> None:
     # h feeds every op; the sum of their results is the output, so h's gradient is a sum
     # of len(ops) contributions (more when an op uses h twice), added in PyTorch's order.
-    add, times_c = (next(i for i, s in enumerate(GRAPH_OPS) if s.name == name) for name in ("+", "x * c"))
+    add, times_c = (next(i for i, s in enumerate(GRAPH_OPS) if s.name == name) for name in ("x + y", "x * c"))
     steps = [(times_c, 0, 0, 1.5)]  # n1 = h = n0 * 1.5
     steps += [(op, 1, 1, c) for op, c in zip(ops, constants, strict=False)]  # n2, n3...: each uses h
     total = 2
@@ -628,7 +584,7 @@ def test_contributions_are_added_in_pytorchs_order_not_any_order() -> None:
 # ---- whole programs that matter ---------------------------------------------------------------
 
 
-def test_the_seed_expression_with_a_vector_seed_agrees_with_pytorch() -> None:
+def test_the_stack_overflow_answers_example_1_agrees_with_pytorch() -> None:
     a, b, c = Vector([1.0, 2.0, 3.0]), Vector([3.0, 4.0, 5.0]), Vector([6.0, 7.0, 8.0])
     y = 3 * a + 2 * b * b + c.log()
     y.backward([0.1, 1.0, 0.0001])

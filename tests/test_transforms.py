@@ -1,6 +1,10 @@
-"""The function transforms as JAX and torch.func define them: keyword arguments, argnums,
-and nesting through list, tuple and Vector arguments without perturbation confusion; held
-against torch.func (float64) on generated functions when PyTorch is installed."""
+"""Derivatives beyond one ``backward``: ``gradients`` (``torch.autograd.grad``), ``create_graph`` and
+higher orders, and the function transforms as JAX and torch.func define them (``grad``,
+``value_and_grad``, ``vjp``, ``jvp``, ``jacobian``, ``hessian``): keyword arguments, argnums, and
+nesting through list, tuple and Vector arguments without perturbation confusion. Against finite
+differences always, and against PyTorch (float64: torch.autograd.functional, torch.func) when it
+is installed.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,490 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from _helpers import bits, central_difference, close, four_outputs
 from hypothesis import given
 from hypothesis import strategies as st
+from op_cases import CASES, MAX_WITH_CONSTANTS, Form, OpCase, value_points
 
-from vjpgrad import Value, Vector, grad, hessian, jacobian, jvp, value_and_grad
+import vjpgrad
+from vjpgrad import Value, Vector, grad, gradients, hessian, jacobian, jvp, value_and_grad, vjp
+from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
 
-# ---- keyword arguments and argnums --------------------------------------------------------------
+try:
+    import torch
+except ImportError:  # pragma: no cover - the PyTorch cross-checks skip
+    torch = None
+
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch cross-checks need torch")
+
+
+xs = st.floats(0.2, 2.0)
+
+
+# ---- gradients: torch.autograd.grad --------------------------------------------------------------
+
+
+def test_gradients_returns_values_and_leaves_grad_alone() -> None:
+    a, b = Value(2.0), Value(3.0)
+    y = a * b + a
+    ga, gb = gradients(y, [a, b])
+    assert (ga.data, gb.data) == (4.0, 2.0)
+    assert (a.grad, b.grad) == (0.0, 0.0)
+    assert not ga.requires_grad
+
+
+def test_gradients_equals_backward_and_leaves_grad_alone() -> None:
+    a, b = Value(0.7), Value(1.3)
+    y = four_outputs(a, b)
+    ga, gb = vjpgrad.gradients(y, [a, b], [1.0, -2.0, 0.5, 3.0], retain_graph=True)
+    assert (a.grad, b.grad) == (0.0, 0.0)
+    y.backward([1.0, -2.0, 0.5, 3.0])
+    assert (ga.data, gb.data) == (a.grad, b.grad)
+
+
+def test_gradients_frees_the_graph_unless_retained() -> None:
+    a = Value(2.0)
+    y = a * a
+    gradients(y, [a], retain_graph=True)
+    gradients(y, [a])
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        gradients(y, [a])
+
+
+def test_gradients_with_seeds_is_a_vjp() -> None:
+    x = Vector([1.0, 2.0])
+    y = x * x
+    gx = gradients(y, x, seeds=[3.0, 0.5])
+    assert [g.data for g in gx] == [6.0, 2.0]
+
+
+def test_an_unused_input_raises_like_pytorch_unless_allowed() -> None:
+    a, b = Value(1.0), Value(2.0)
+    y = a * 3
+    with pytest.raises(RuntimeError, match=r"appears to not have been used in the graph.*allow_unused=True"):
+        gradients(y, [a, b], retain_graph=True)
+    ga, gb = gradients(y, [a, b], allow_unused=True)
+    assert (ga.data, gb.data) == (3.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda a, y: gradients(y, [Value(1.0, requires_grad=False)]),
+            RuntimeError,
+            r"inputs\[0\] does not require grad",
+        ),
+        (
+            lambda a, y: gradients(y, "a"),
+            TypeError,
+            "inputs must be a Value, a Vector or a sequence of Values, got str",
+        ),
+        (lambda a, y: gradients(3.0, [a]), TypeError, "outputs must be a Value"),
+        (
+            lambda a, y: gradients(y, [a], seeds=[1.0, 2.0]),
+            TypeError,
+            "seeds must be a real number for a single output, got list",
+        ),
+        (lambda a, y: gradients(y, [a], seeds="x"), TypeError, "seeds must be a real number"),
+        (lambda a, y: gradients(y, [a], create_graph=1), TypeError, "create_graph must be a bool"),
+        (lambda a, y: gradients(Vector([y, y]), [a]), RuntimeError, "implicitly created only for scalar outputs"),
+    ],
+)
+def test_gradients_refuses_bad_input_before_anything_changes(
+    call: Callable[[Value, Value], Any], error: type[Exception], message: str
+) -> None:
+    a = Value(2.0)
+    y = a * a
+    with pytest.raises(error, match=message):
+        call(a, y)
+    (g,) = gradients(y, [a])  # the graph is intact
+    assert g.data == 4.0
+
+
+# ---- create_graph and higher orders --------------------------------------------------------------
+
+
+# Scalar functions written once for both engines: Values and torch tensors share these methods.
+COMPOSITES: dict[str, Callable[[Any], Any]] = {
+    "x**3 sin x": lambda x: x**3 * x.sin(),
+    "exp(tanh x) / x": lambda x: (x.tanh()).exp() / x,
+    "log(1 + x*x) * cos x": lambda x: (x * x + 1).log() * x.cos(),
+    "sqrt(x) * sigmoid(2x)": lambda x: x.sqrt() * (2 * x).sigmoid(),
+    "x ** x": lambda x: x**x,
+    "2 ** x - 1 / x": lambda x: 2**x - 1 / x,
+    "tan(x / 3) * relu(x)": lambda x: (x / 3).tan() * x.relu(),
+}
+
+
+def torch_derivatives(f: Callable[[Any], Any], x: float, order: int) -> list[float]:
+    t = torch.tensor(x, dtype=torch.float64, requires_grad=True)  # type: ignore[union-attr]
+    y, found = f(t), []
+    for _ in range(order):
+        (y,) = torch.autograd.grad(y, t, create_graph=True)  # type: ignore[union-attr]
+        found.append(y.item())
+    return found
+
+
+def test_gradients_with_create_graph_differentiates_again() -> None:
+    a = Value(1.5)
+    y = a**4
+    (d1,) = gradients(y, a, create_graph=True)
+    (d2,) = gradients(d1, a, create_graph=True)
+    (d3,) = gradients(d2, a)
+    assert (d1.data, d2.data, d3.data) == (4 * 1.5**3, 12 * 1.5**2, 24 * 1.5)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(COMPOSITES))
+@given(x=xs)
+def test_first_second_and_third_derivatives_agree_with_pytorch(name: str, x: float) -> None:
+    f = COMPOSITES[name]
+    ours = [grad(f)(x), grad(grad(f))(x), grad(grad(grad(f)))(x)]
+    theirs = torch_derivatives(f, x, 3)
+    for order, (mine, expected) in enumerate(zip(ours, theirs, strict=True), start=1):
+        assert math.isclose(mine, expected, rel_tol=1e-9, abs_tol=1e-12), (name, x, order, mine, expected)
+
+
+@needs_torch
+@given(x=xs, y=xs)
+def test_gradients_with_create_graph_twice_agrees_with_pytorch(x: float, y: float) -> None:
+    def f(a: Any, b: Any) -> Any:
+        return a * b.exp() + (a * a * b).sin()
+
+    a, b = Value(x), Value(y)
+    ga, gb = gradients(f(a, b), [a, b], create_graph=True)
+    gaa, gab = gradients(ga, [a, b], create_graph=True)
+    gba, gbb = gradients(gb, [a, b])
+    ta, tb = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (x, y))  # type: ignore[union-attr]
+    tga, tgb = torch.autograd.grad(f(ta, tb), [ta, tb], create_graph=True)  # type: ignore[union-attr]
+    expected = [*torch.autograd.grad(tga, [ta, tb], retain_graph=True), *torch.autograd.grad(tgb, [ta, tb])]  # type: ignore[union-attr]
+    for mine, theirs in zip([gaa, gab, gba, gbb], expected, strict=True):
+        assert math.isclose(mine.data, theirs.item(), rel_tol=1e-9, abs_tol=1e-12)
+
+
+FORMS = [(case, form) for case in CASES for form in case.forms()]
+
+
+def first_derivatives_alike(fn: Callable[..., Any], points: list[tuple[float, ...]]) -> None:
+    """At each point, the differentiable pass gives the float pass's gradients, bit for bit."""
+    for point in points:
+        xs = [Value(x) for x in point]
+        out = fn(*xs)
+        if not out.requires_grad:
+            continue
+        plain = vjpgrad.gradients(out, xs, retain_graph=True)
+        graphed = vjpgrad.gradients(out, xs, create_graph=True)
+        assert [bits(g.data) for g in graphed] == [bits(g.data) for g in plain], point
+
+
+@pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
+def test_create_graph_gives_the_same_first_derivatives(case: OpCase, form: Form) -> None:
+    for numbers in form.number_choices():
+        first_derivatives_alike(form.of_values(numbers), value_points(form.values))
+
+
+@pytest.mark.parametrize(("name", "fn", "count"), MAX_WITH_CONSTANTS, ids=[m[0] for m in MAX_WITH_CONSTANTS])
+def test_create_graph_gives_the_same_first_derivatives_of_max_with_constants(
+    name: str, fn: Callable[..., Any], count: int
+) -> None:
+    first_derivatives_alike(fn, value_points(count))
+
+
+# ---- second derivatives against central differences of the first -------------------------------
+
+
+def central_difference_of_order_4(f: Callable[[float], float], x: float, h: float) -> float:
+    """f'(x) from f at x +- h and x +- 2h: its error falls as h ** 4. The differences are taken
+    first, so a constant f gives exactly 0."""
+    return (8 * (f(x + h) - f(x - h)) - (f(x + 2 * h) - f(x - 2 * h))) / (12 * h)
+
+
+@pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
+@given(data=st.data())
+def test_each_second_derivative_agrees_with_central_differences_of_the_first(
+    case: OpCase, form: Form, data: st.DataObject
+) -> None:
+    xs = list(data.draw(case.domain, label="operands"))  # a form with a number for a Value takes that operand
+
+    def call(values: list[float]) -> tuple[Any, list[Value]]:
+        args = [Value(x) if kind == "v" else x for kind, x in zip(form.operands, values, strict=True)]
+        return form.call(*args), args
+
+    for i, kind in enumerate(form.operands):
+        if kind != "v":
+            continue
+        out, args = call(xs)
+        (g,) = vjpgrad.gradients(out, [args[i]], create_graph=True)
+        # a first derivative that is a constant (x + y's) takes no gradient: the second is 0
+        second = vjpgrad.gradients(g, [args[i]], allow_unused=True)[0].data if g.requires_grad else 0.0
+
+        def first(t: float, i: int = i) -> float:
+            out, args = call([t if k == i else x for k, x in enumerate(xs)])
+            return vjpgrad.gradients(out, [args[i]])[0].data
+
+        h = 1e-6 * max(1.0, abs(xs[i]))
+        numeric = central_difference_of_order_4(first, xs[i], h)
+        rounding = 8 * 2**-52 * abs(first(xs[i])) / h  # a few ulps of each first derivative, over 12h / 8
+        assert math.isclose(second, numeric, rel_tol=1e-6, abs_tol=1e-8 + rounding), (form.text, xs, i, second, numeric)
+
+
+COMPOSITIONS: list[tuple[str, Callable[[Any], Any], float]] = [
+    ("x ** x", lambda x: x**x, 1.3),
+    ("x / (1 + x * x)", lambda x: x / (1 + x * x), 0.35),
+    ("abs * x", lambda x: abs(x) * x, -1.5),
+    ("relu ** 2", lambda x: x.relu() ** 2, 1.2),
+    ("max(x * x, 2 - x)", lambda x: F.max([x * x, 2 - x]), 1.5),
+]
+"""Second derivatives through a Value used twice, a mask and max (each operation alone is above)."""
+
+
+def first_derivative(fn: Callable[[Any], Any], x0: float) -> float:
+    x = Value(x0)
+    fn(x).backward()
+    return x.grad
+
+
+@pytest.mark.parametrize(("name", "fn", "x0"), COMPOSITIONS, ids=[s[0] for s in COMPOSITIONS])
+def test_second_derivatives_of_compositions_agree_with_central_differences_of_the_first(
+    name: str, fn: Callable[[Any], Any], x0: float
+) -> None:
+    x = Value(x0)
+    (g,) = vjpgrad.gradients(fn(x), [x], create_graph=True)
+    (gg,) = vjpgrad.gradients(g, [x])
+    h = 1e-5
+    numeric = (first_derivative(fn, x0 + h) - first_derivative(fn, x0 - h)) / (2 * h)
+    assert math.isclose(gg.data, numeric, rel_tol=1e-6, abs_tol=1e-8), (name, gg.data, numeric)
+
+
+def test_second_derivatives_by_hand() -> None:
+    # d2/dx2 x ** 2.5 = 2.5 * 1.5 * x ** 0.5 = 7.5 at 4; d2/dx2 exp = exp; d2/dx2 x ** 3 = 6x
+    assert vjpgrad.grad(vjpgrad.grad(lambda x: x**2.5))(4.0) == 7.5
+    assert vjpgrad.grad(vjpgrad.grad(lambda x: x**3))(-2.0) == -12.0
+    assert vjpgrad.grad(vjpgrad.grad(lambda x: x.exp()))(0.0) == 1.0
+    # the mask of x ** y where y == 0 holds in the differentiable pass too: d/dx x ** y = 0 there
+    x, y = Value(0.0), Value(0.0)
+    gx, gy = vjpgrad.gradients(x**y, [x, y], create_graph=True)
+    assert (bits(gx.data), bits(gy.data)) == (bits(0.0), bits(0.0))  # 0 ** 0: d/dy masked where x == 0 <= y
+
+
+@pytest.mark.parametrize(
+    ("f", "at"),
+    [
+        (lambda x: x.relu(), -1.0),
+        (lambda x: abs(x), 0.0),
+        (lambda x: F.max([x, 2.0]), 1.0),
+        (lambda x: x**0, 3.0),
+    ],
+)
+def test_a_masked_first_derivative_is_a_zero_that_can_be_differentiated_again(f: object, at: float) -> None:
+    x = Value(at)
+    (g,) = vjpgrad.gradients(f(x), x, create_graph=True)  # type: ignore[operator]  # f is a lambda
+    assert g.data == 0.0
+    assert g.requires_grad
+    (gg,) = vjpgrad.gradients(g, x, allow_unused=True)
+    assert gg.data == 0.0
+
+
+def test_grad_of_grad_of_relu_is_zero_not_an_error() -> None:
+    assert vjpgrad.grad(vjpgrad.grad(lambda x: x.relu()))(-1.0) == 0.0
+    assert vjpgrad.grad(vjpgrad.grad(lambda x: abs(x)))(0.0) == 0.0
+
+
+@pytest.mark.parametrize(("name", "at"), [("relu", -1.0), ("relu", 0.0), ("abs", 0.0), ("abs", 2.0)])
+def test_relu_and_abs_first_derivatives_stay_differentiable_as_in_torch(name: str, at: float) -> None:
+    torch = pytest.importorskip("torch")
+    x = Value(at)
+    (g,) = vjpgrad.gradients(getattr(x, name)() if name == "relu" else abs(x), x, create_graph=True)
+    t = torch.tensor(at, dtype=torch.float64, requires_grad=True)
+    (tg,) = torch.autograd.grad(getattr(torch, name)(t), t, create_graph=True)
+    assert g.requires_grad == tg.requires_grad
+    assert g.data == tg.item()
+    (gg,) = vjpgrad.gradients(g, x, allow_unused=True)
+    (tgg,) = torch.autograd.grad(tg, t, allow_unused=True)
+    assert gg.data == (0.0 if tgg is None else tgg.item())
+
+
+# ---- grad, value_and_grad, vjp, jvp, jacobian, hessian -------------------------------------------
+
+
+def test_grad_of_a_float_is_a_float_and_of_a_list_a_list() -> None:
+    assert grad(lambda x: x * x)(3.0) == 6.0
+    assert grad(lambda v: v[0] * v[1])([2.0, 5.0]) == [5.0, 2.0]
+    assert isinstance(grad(lambda x: x * x)(3), float)
+
+
+def test_grad_with_several_argnums_returns_a_tuple() -> None:
+    def f(x: Value, y: Value, z: float) -> Value:
+        return x * y * z
+
+    assert grad(f, argnums=(0, 1))(2.0, 3.0, 4.0) == (12.0, 8.0)
+    assert grad(f, argnums=1)(2.0, 3.0, 4.0) == 8.0
+    assert value_and_grad(f, argnums=-2)(2.0, 3.0, 4.0) == (24.0, 8.0)
+
+
+def test_grad_of_a_constant_function_is_zero() -> None:
+    assert grad(lambda x: 3.0)(1.0) == 0.0
+    assert grad(lambda v: v[0])([1.0, 2.0]) == [1.0, 0.0]
+
+
+def test_grad_of_a_non_scalar_function_points_to_jacobian_and_vjp() -> None:
+    with pytest.raises(TypeError, match=r"scalar output.*jacobian.*vjp"):
+        grad(lambda v: v * 2)([1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: grad(lambda x: x)("1"), TypeError, "argument 0 must be a number or a list of numbers, got str"),
+        (
+            lambda: grad(lambda x: x)([1.0, "a"]),
+            TypeError,
+            "argument 0 must be a number or a list of numbers, has a str",
+        ),
+        (lambda: grad(lambda x: x, argnums=2)(1.0), ValueError, "argnums 2 is out of range"),
+        (lambda: grad(lambda x: "s")(1.0), TypeError, "must return a number, a Value or a Vector, got str"),
+        (lambda: hessian(lambda x: x, argnums=(0,))(1.0), TypeError, "hessian takes one argnums"),
+    ],
+)
+def test_transforms_refuse_bad_input(call: Callable[[], Any], error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_a_transform_inside_another_answers_in_values() -> None:
+    inner: list[Any] = []
+
+    def f(x: Value) -> Value:
+        g = grad(lambda y: y * y * x)(x)  # d/dy (y^2 x) at y = x: 2x^2
+        inner.append(g)
+        return g
+
+    assert grad(f)(3.0) == 12.0  # d/dx 2x^2 = 4x, not d/dx 3x^2: y is not x
+    assert isinstance(inner[0], Value)
+    assert grad(lambda x: grad(lambda y: y * x)(x))(5.0) == 1.0  # JAX's perturbation-confusion test
+
+
+def test_a_closure_over_an_outer_variable_is_differentiated_through() -> None:
+    assert grad(lambda x: grad(lambda y: x * y)(2.0))(3.0) == 1.0
+
+
+@pytest.mark.parametrize("name", list(COMPOSITES))
+@given(x=xs)
+def test_grad_agrees_with_finite_differences(name: str, x: float) -> None:
+    f = COMPOSITES[name]
+    assert close(grad(f)(x), central_difference(lambda t: f(Value(t)).data, x))
+    assert close(grad(grad(f))(x), central_difference(grad(f), x), rel=1e-3, abs_tol=1e-5)
+
+
+def two_inputs(v: Any, w: Any) -> Any:
+    """R^2 x R -> R^3, written for Vectors and torch tensors alike."""
+    return [v[0] * v[1] * w, (v[0] * w).sin(), v[1].exp() - w * w]
+
+
+def as_vector(f: Callable[..., list[Any]]) -> Callable[..., Vector]:
+    return lambda *args: Vector(f(*args))
+
+
+def test_vjp_cotangents_are_shaped_like_the_primals() -> None:
+    out, vjp_fn = vjp(as_vector(two_inputs), [1.0, 2.0], 0.5)
+    assert out == pytest.approx([1.0, math.sin(0.5), math.exp(2.0) - 0.25])
+    dv, dw = vjp_fn([1.0, 0.0, 0.0])
+    assert dv == pytest.approx([1.0, 0.5])  # d(v0 v1 w)/dv = (v1 w, v0 w)
+    assert dw == pytest.approx(2.0)
+    dv, dw = vjp_fn([0.0, 0.0, 1.0])  # called again: the graph is kept
+    assert dv == pytest.approx([0.0, math.exp(2.0)])
+    with pytest.raises(ValueError, match="cotangent has length 2 but the output has length 3"):
+        vjp_fn([1.0, 2.0])
+    with pytest.raises(TypeError, match="cotangent must be a sequence of numbers"):
+        vjp_fn(1.0)
+
+
+def test_jvp_is_forward_mode_j_times_t() -> None:
+    out, tangent = jvp(as_vector(two_inputs), ([1.0, 2.0], 0.5), ([1.0, 0.0], 0.0))
+    assert out == pytest.approx([1.0, math.sin(0.5), math.exp(2.0) - 0.25])
+    assert tangent == pytest.approx([1.0, 0.5 * math.cos(0.5), 0.0])  # the column d/dv0
+    _, scalar_tangent = jvp(lambda x: x * x, (3.0,), (2.0,))
+    assert scalar_tangent == 12.0
+    with pytest.raises(ValueError, match="tangent 0 has length 1 but its primal has length 2"):
+        jvp(as_vector(two_inputs), ([1.0, 2.0], 0.5), ([1.0], 0.0))
+
+
+@pytest.mark.parametrize("tangent", [math.inf, math.nan, -math.inf])
+def test_jvp_through_a_mask_is_exactly_zero_whatever_the_tangent(tangent: float) -> None:
+    assert vjpgrad.jvp(lambda x: x.relu(), (-1.0,), (tangent,))[1] == 0.0
+    assert vjpgrad.jvp(lambda x: x**0, (2.0,), (tangent,))[1] == 0.0
+    assert vjpgrad.jvp(lambda x: F.max([x, 2.0]), (1.0,), (tangent,))[1] == 0.0
+
+
+def test_jacobian_shapes() -> None:
+    assert jacobian(lambda x: x * x)(3.0) == 6.0
+    assert jacobian(lambda x: Vector([x, x * x]))(3.0) == [1.0, 6.0]
+    assert jacobian(lambda v: v[0] * v[1])([2.0, 3.0]) == [3.0, 2.0]
+    assert jacobian(lambda v: Vector([v[0] * v[1], v[0] + v[1]]))([2.0, 3.0]) == [[3.0, 2.0], [1.0, 1.0]]
+
+
+def test_hessian_of_a_quadratic_form() -> None:
+    # f(v) = v0^2 v1 + 3 v1^2: H = [[2 v1, 2 v0], [2 v0, 6]]
+    assert hessian(lambda v: v[0] * v[0] * v[1] + 3 * v[1] * v[1])([1.0, 2.0]) == [[4.0, 2.0], [2.0, 6.0]]
+
+
+@needs_torch
+@given(v0=xs, v1=xs, w=xs)
+def test_vjp_jvp_jacobian_hessian_agree_with_torch_autograd_functional(v0: float, v1: float, w: float) -> None:
+    functional = torch.autograd.functional  # type: ignore[union-attr]
+
+    def t(x: Any) -> Any:
+        return torch.tensor(x, dtype=torch.float64)  # type: ignore[union-attr]
+
+    def torch_f(v: Any, w_: Any) -> Any:
+        return torch.stack(two_inputs(v, w_))  # type: ignore[union-attr]
+
+    primals = (t([v0, v1]), t(w))
+    cotangent = [0.3, -1.2, 2.0]
+    _, (tv, tw) = functional.vjp(torch_f, primals, t(cotangent))
+    _, vjp_fn = vjp(as_vector(two_inputs), [v0, v1], w)
+    dv, dw = vjp_fn(cotangent)
+    assert dv == pytest.approx(tv.tolist(), rel=1e-12)
+    assert dw == pytest.approx(tw.item(), rel=1e-12)
+
+    tangents = (t([0.7, -0.2]), t(1.5))
+    _, tangent_out = functional.jvp(torch_f, primals, tangents)
+    _, ours = jvp(as_vector(two_inputs), ([v0, v1], w), ([0.7, -0.2], 1.5))
+    assert ours == pytest.approx(tangent_out.tolist(), rel=1e-12, abs=1e-15)
+
+    jv, jw = functional.jacobian(torch_f, primals)
+    ours_v, ours_w = jacobian(as_vector(two_inputs), argnums=(0, 1))([v0, v1], w)
+    assert ours_v == [pytest.approx(row, rel=1e-12) for row in jv.tolist()]
+    assert ours_w == pytest.approx(jw.tolist(), rel=1e-12)
+
+    def scalar(v: Any) -> Any:
+        return v[0] ** 3 * v[1] + (v[0] * v[1]).sin() + v[1].exp() / v[0]
+
+    expected = functional.hessian(scalar, t([v0, v1])).tolist()
+    assert hessian(scalar)([v0, v1]) == [pytest.approx(row, rel=1e-10) for row in expected]
+
+
+@needs_torch
+def test_a_third_order_mixed_derivative_agrees_with_pytorch() -> None:
+    def f(a: Any, b: Any) -> Any:
+        return (a * b).sin() * a.exp() + a**2 * b**3
+
+    d_abb = grad(lambda a, b: grad(lambda a2, b2: grad(f, 1)(a2, b2), 1)(a, b), 0)(0.7, 1.3)
+    ta, tb = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (0.7, 1.3))  # type: ignore[union-attr]
+    (gb,) = torch.autograd.grad(f(ta, tb), tb, create_graph=True)  # type: ignore[union-attr]
+    (gbb,) = torch.autograd.grad(gb, tb, create_graph=True)  # type: ignore[union-attr]
+    (gabb,) = torch.autograd.grad(gbb, ta)  # type: ignore[union-attr]
+    assert d_abb == pytest.approx(gabb.item(), rel=1e-12)
+
+
+def test_transforms_accept_module_functions() -> None:
+    assert grad(vjpgrad.log)(2.0) == 0.5
+    assert grad(lambda x: vjpgrad.exp(vjpgrad.sin(x)))(0.0) == 1.0
+
+
+# ---- keyword arguments and argnums ---------------------------------------------------------------
 
 
 def scaled_product(x: Any, y: Any, *, scale: float = 1.0, shift: float = 0.0) -> Any:
@@ -60,7 +542,8 @@ def test_the_wording_is_torch_funcs() -> None:
             torch.func.grad(scaled_product, argnums=argnums)(x, x)
 
 
-# ---- perturbation confusion through lists, tuples and Vectors -------------------------------------
+# ---- nesting through containers, without perturbation confusion ----------------------------------
+
 
 CONTAINERS: list[Callable[[list[Any]], Any]] = [list, tuple, Vector]
 
@@ -103,7 +586,8 @@ def test_pytorch_agrees_on_the_perturbation_confusion_examples() -> None:
 
 # ---- nested transforms against torch.func --------------------------------------------------------
 
-SMOOTH: list[tuple[str, Callable[[Any, Any], Any]]] = [
+
+SMOOTH_STEPS: list[tuple[str, Callable[[Any, Any], Any]]] = [
     ("add", lambda a, b: a + b),
     ("mul", lambda a, b: a * b),
     ("sub", lambda a, b: a - 0.5 * b),
@@ -116,9 +600,12 @@ SMOOTH: list[tuple[str, Callable[[Any, Any], Any]]] = [
     ("sigmoid", lambda a, b: (a - b).sigmoid()),
 ]
 
+
 Body = list[tuple[int, int, int]]
+
+
 bodies = st.lists(
-    st.tuples(st.integers(0, len(SMOOTH) - 1), st.integers(0, 100), st.integers(0, 100)), min_size=1, max_size=8
+    st.tuples(st.integers(0, len(SMOOTH_STEPS) - 1), st.integers(0, 100), st.integers(0, 100)), min_size=1, max_size=8
 )
 
 
@@ -127,7 +614,7 @@ def evaluate(body: Body, v: Sequence[Any], x: Any) -> Any:
     earlier node; the result adds the last node to x * v[0] so both arguments always count."""
     nodes = [*v, x]
     for op, i, j in body:
-        nodes.append(SMOOTH[op][1](nodes[i % len(nodes)], nodes[j % len(nodes)]))
+        nodes.append(SMOOTH_STEPS[op][1](nodes[i % len(nodes)], nodes[j % len(nodes)]))
     return nodes[-1] + x * v[0]
 
 

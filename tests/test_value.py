@@ -1,13 +1,25 @@
-"""Value: construction, attributes, Python protocols, and refusing what is not a number."""
+"""A Value: construction from a number (and nothing else), its attributes, Python's protocols
+(numbers, comparisons, hashing, operators, attributes and weak references), and micrograd's names
+(``_prev``, ``_op``) with the drawing code micrograd's notebooks write against them.
+"""
 
 from __future__ import annotations
 
 import fractions
 import math
+import re
+import weakref
+from fractions import Fraction
+from typing import Any
 
 import pytest
+from _helpers import numpy
 
-from vjpgrad import Value
+import vjpgrad
+from vjpgrad import Value, Vector
+
+# ---- construction: any real number, and nothing else ---------------------------------------------
+
 
 try:  # NumPy is not a dependency; its scalars are checked when it is installed
     import numpy as np
@@ -41,6 +53,59 @@ def test_requires_grad_and_label_are_checked() -> None:
         Value(1.0, label=3)  # type: ignore[arg-type]
 
 
+def test_numpy_bools_are_numbers_like_python_bools() -> None:
+    np = pytest.importorskip("numpy")
+    for flag in (np.True_, np.False_):
+        v = Value(flag)
+        assert type(v.data) is float
+        assert v.data == float(bool(flag))
+
+
+def test_numpy_types_that_are_not_real_numbers_are_named_in_full() -> None:
+    np = pytest.importorskip("numpy")
+    for data, name in ((np.array([1.0, 2.0]), "numpy.ndarray"), (np.complex128(1.0), "numpy.complex128")):
+        with pytest.raises(TypeError, match=rf"got {name}$"):
+            Value(data)
+
+
+def test_numpy_bools_are_numbers_and_huge_ints_overflow_with_a_message() -> None:
+    np: Any = numpy()
+    assert Value(np.True_).data == 1.0
+    with pytest.raises(OverflowError, match="too large to be converted to a float"):
+        Value(10**400)
+    with pytest.raises(TypeError, match=r"got numpy.str_"):
+        Value(np.str_("1"))
+
+
+@pytest.mark.parametrize("data", [10**400, -(10**400), fractions.Fraction(10**400, 3)])
+def test_a_number_beyond_the_largest_float_is_an_overflow_error_that_says_so(data: object) -> None:
+    with pytest.raises(OverflowError, match=r"too large to be converted to a float.*1\.8e308.*float\('inf'\)"):
+        Value(data)  # type: ignore[arg-type]
+
+
+def test_an_integer_that_rounds_to_the_largest_float_is_fine() -> None:
+    assert Value(2**1024 - 2**970 - 1).data == 1.7976931348623157e308
+    with pytest.raises(OverflowError):
+        Value(2**1024 - 2**970)  # rounds up to 2**1024: no float
+
+
+def test_the_overflow_message_does_not_show_a_smaller_number() -> None:
+    with pytest.raises(OverflowError) as caught:
+        Value(10**400)
+    assert "1" + "0" * 39 + " " not in str(caught.value)
+    assert "an int of 401 digits" in str(caught.value)
+
+
+def test_an_int_too_large_for_a_float_is_an_overflow_error_naming_its_size() -> None:
+    with pytest.raises(OverflowError, match=r"about 5,?001 digits"):
+        Value(10**5000)
+    with pytest.raises(OverflowError, match=r"310 digits"):
+        Value(10**309)
+
+
+# ---- attributes ----------------------------------------------------------------------------------
+
+
 def test_a_new_value_is_a_leaf_with_zero_grad() -> None:
     v = Value(2.5, label="x")
     assert (v.data, v.grad, v.requires_grad, v.label, v.op, v.parents, v.is_leaf) == (2.5, 0.0, True, "x", "", (), True)
@@ -61,26 +126,40 @@ def test_number_constants_are_operands_not_graph_nodes() -> None:
     assert (2**a).parents == (a,)
 
 
+def test_results_of_constants_are_constant_leaves() -> None:
+    k = Value(2.0, requires_grad=False)
+    for y in (k * 3.0, k.exp(), -k, k + k):
+        assert y.requires_grad is False
+        assert y.is_leaf
+        assert y.label is None
+        assert y.parents == ()
+    with vjpgrad.no_grad():
+        z = Value(1.0) * 2.0
+    assert z.requires_grad is False
+    made = Value(1.0) * 2.0
+    assert made.label is None
+    assert made.requires_grad is True
+
+
 def test_data_is_assignable_so_an_optimizer_can_step_it() -> None:
     v = Value(1.0)
     v.data -= 0.5
     assert v.data == 0.5
 
 
-def test_float_item_and_repr() -> None:
-    v = Value(0.1, label="a")
-    assert float(v) == 0.1
-    assert v.item() == 0.1
-    assert repr(v) == "Value(data=0.1, grad=0.0, label='a')"
-    assert repr(Value(2.0, requires_grad=False)) == "Value(data=2.0, grad=0.0, requires_grad=False)"
+def test_a_grad_of_the_wrong_type_is_refused_when_it_is_assigned() -> None:
+    x = Value(3.0)
+    with pytest.raises(TypeError, match=r"\.grad .* str"):
+        x.grad = "0"  # type: ignore[assignment]  # the wrong type is the subject
+    assert x.grad == 0.0
 
 
-def test_equality_is_on_the_data_and_hashing_by_identity() -> None:
-    a, b = Value(1.0), Value(1.0)
-    assert a == b
-    assert a != Value(2.0)
-    assert len({a, b}) == 2
-    assert {a: 1}[a] == 1
+def test_zero_grad() -> None:
+    a = Value(1.0)
+    (a * a).backward()
+    assert a.grad == 2.0
+    a.zero_grad()
+    assert a.grad == 0.0
 
 
 def test_detach_gives_a_constant_leaf_with_the_same_data() -> None:
@@ -91,6 +170,82 @@ def test_detach_gives_a_constant_leaf_with_the_same_data() -> None:
     y.backward()
     assert a.grad == 6.0
     assert d.grad == 0.0
+
+
+def test_values_take_user_attributes() -> None:
+    n = Value(1.0)
+    n._vis_color = "red"  # Eureka Labs' micrograd training script sets this
+    n.m = 0.0  # and its AdamW keeps moments on the parameter
+    assert (n._vis_color, n.m) == ("red", 0.0)
+    assert (n * 2).data == 2.0
+
+
+def test_values_can_be_weakly_referenced() -> None:
+    x = Value(1.0)
+    ref = weakref.ref(x)
+    assert ref() is x
+    del x
+    assert ref() is None  # no cycle keeps a Value alive
+
+
+# ---- numbers, comparisons and hashing, as a 0-d tensor's -----------------------------------------
+
+
+def test_float_item_and_repr() -> None:
+    v = Value(0.1, label="a")
+    assert float(v) == 0.1
+    assert v.item() == 0.1
+    assert repr(v) == "Value(data=0.1, grad=0.0, label='a')"
+    assert repr(Value(2.0, requires_grad=False)) == "Value(data=2.0, grad=0.0, requires_grad=False)"
+
+
+def test_truthiness_and_comparisons_are_on_the_data() -> None:
+    assert not Value(0.0)
+    assert Value(-2.0)
+    x = Value(1.5)
+    assert x > 0
+    assert x >= 1.5
+    assert x < Value(2.0)
+    assert not x <= 1
+    assert x == Value(1.5)  # equality is on the data too, as a 0-d tensor's
+    assert len({x, Value(1.5)}) == 2  # while hashing stays by identity: Values are dict keys and set members
+
+
+def test_equality_is_on_the_data_and_hashing_by_identity() -> None:
+    a, b = Value(1.0), Value(1.0)
+    assert a == b
+    assert a != Value(2.0)
+    assert len({a, b}) == 2
+    assert {a: 1}[a] == 1
+
+
+def test_equality_compares_data_as_a_0d_tensor_does() -> None:
+    y = Value(2.0) * 3
+    assert y == 6.0
+    assert (y != 6.0) is False
+    assert Value(1.5) == Value(1.5)
+    assert Value(1.5) != Value(2.5)
+    assert Value(math.nan) != Value(math.nan)
+    assert 6.0 == y  # noqa: SIM300 - the reflected comparison is the subject
+
+
+def test_equality_with_a_foreign_type_is_false_not_an_error() -> None:
+    assert Value(1.0) != "1.0"
+    assert Value(1.0) != [1.0]
+    assert (Value(1.0) == None) is False  # noqa: E711 - the comparison itself is the subject
+
+
+def test_values_stay_dict_keys_and_set_members_by_identity() -> None:
+    a, b = Value(1.0), Value(1.0)
+    assert a == b
+    assert len({a, b}) == 2
+    grads = {a: "a", b: "b"}
+    assert grads[a] == "a"
+    assert grads[b] == "b"
+    assert hash(a) != hash(b)
+
+
+# ---- operators: numbers on either side, and Python's own TypeError for anything else -------------
 
 
 OPERATORS = ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__"]
@@ -121,43 +276,141 @@ def test_both_operand_orders_agree() -> None:
     assert (2**a).data == math.pow(2, 1.5)
 
 
-def test_zero_grad() -> None:
-    a = Value(1.0)
-    (a * a).backward()
-    assert a.grad == 2.0
-    a.zero_grad()
-    assert a.grad == 0.0
+def test_numpy_scalars_work_on_either_side_of_an_operator() -> None:
+    np: Any = numpy()
+    x = Value(3.0)
+    assert isinstance(np.float64(2.0) * x, Value)  # not a NumPy object array
+    assert (np.float64(2.0) * x).data == 6.0
+    v = Vector([1.0, 2.0])
+    assert isinstance(np.float64(2.0) * v, Vector)
+    assert (np.int64(3) - v).tolist() == [2.0, 1.0]
+    assert (v * Fraction(1, 2)).tolist() == [0.5, 1.0]
 
 
-def test_numpy_bools_are_numbers_like_python_bools() -> None:
-    np = pytest.importorskip("numpy")
-    for flag in (np.True_, np.False_):
-        v = Value(flag)
-        assert type(v.data) is float
-        assert v.data == float(bool(flag))
+# ---- micrograd's names: _prev and _op, and the drawing code its notebooks write ------------------
+# micrograd's ``trace`` and ``draw_dot`` (and Eureka Labs' copy of them) walk ``v._prev`` (a set of
+# parents) and draw ``v._op`` (the operation's symbol), ``v.data``, ``v.grad`` and ``v.label``. The
+# functions below are written the way that code is written, so these tests hold vjpgrad to the
+# attributes such code reads.
 
 
-def test_numpy_types_that_are_not_real_numbers_are_named_in_full() -> None:
-    np = pytest.importorskip("numpy")
-    for data, name in ((np.array([1.0, 2.0]), "numpy.ndarray"), (np.complex128(1.0), "numpy.complex128")):
-        with pytest.raises(TypeError, match=rf"got {name}$"):
-            Value(data)
+def test_prev_is_the_set_of_parents_and_op_the_symbol_as_in_micrograd() -> None:
+    a, b = Value(2.0), Value(3.0)
+    c = a * b
+    assert c._prev == {a, b}
+    assert c._op == "*"
+    assert a._prev == set()
+    assert a._op == ""
+    assert (a * a)._prev == {a}
+    assert vjpgrad.exp(a)._op == "exp"
+    assert (3 * a)._prev == {a}  # the constant 3 is not a Value
 
 
-@pytest.mark.parametrize("data", [10**400, -(10**400), fractions.Fraction(10**400, 3)])
-def test_a_number_beyond_the_largest_float_is_an_overflow_error_that_says_so(data: object) -> None:
-    with pytest.raises(OverflowError, match=r"too large to be converted to a float.*1\.8e308.*float\('inf'\)"):
-        Value(data)  # type: ignore[arg-type]
+def trace(root: Value) -> tuple[set[Value], set[tuple[Value, Value]]]:
+    """Every node and edge behind ``root``, found through ``_prev`` as micrograd's notebooks do."""
+    nodes: set[Value] = set()
+    edges: set[tuple[Value, Value]] = set()
+
+    def build(v: Value) -> None:
+        if v not in nodes:
+            nodes.add(v)
+            for child in v._prev:
+                edges.add((child, v))
+                build(child)
+
+    build(root)
+    return nodes, edges
 
 
-def test_an_integer_that_rounds_to_the_largest_float_is_fine() -> None:
-    assert Value(2**1024 - 2**970 - 1).data == 1.7976931348623157e308
-    with pytest.raises(OverflowError):
-        Value(2**1024 - 2**970)  # rounds up to 2**1024: no float
+def draw_dot(root: Value) -> Any:
+    """A graphviz Digraph of ``root``'s graph: a record per Value, an oval per operation."""
+    graphviz = pytest.importorskip("graphviz")
+    dot = graphviz.Digraph(format="svg", graph_attr={"rankdir": "LR"})
+    nodes, edges = trace(root)
+    for n in nodes:
+        uid = str(id(n))
+        dot.node(name=uid, label="{ %s | data %.4f | grad %.4f }" % (n.label, n.data, n.grad), shape="record")  # noqa: UP031 - written as micrograd's notebooks write it
+        if n._op:
+            dot.node(name=uid + n._op, label=n._op)
+            dot.edge(uid + n._op, uid)
+    for n1, n2 in edges:
+        dot.edge(str(id(n1)), str(id(n2)) + n2._op)
+    return dot
 
 
-def test_the_overflow_message_does_not_show_a_smaller_number() -> None:
-    with pytest.raises(OverflowError) as caught:
-        Value(10**400)
-    assert "1" + "0" * 39 + " " not in str(caught.value)
-    assert "an int of 401 digits" in str(caught.value)
+def example() -> tuple[Value, Value, Value, Value]:
+    """micrograd's README example, a little shorter."""
+    a = Value(2.0, label="a")
+    b = Value(-3.0, label="b")
+    c = a * b
+    c.label = "c"
+    d = (c + a.tanh()).relu()
+    d.label = "d"
+    d.backward()
+    return a, b, c, d
+
+
+def test_trace_finds_every_node_and_edge_through_prev() -> None:
+    a, b, c, d = example()
+    nodes, edges = trace(d)
+    assert {n.label for n in nodes if n.label} == {"a", "b", "c", "d"}
+    assert len(nodes) == 6  # a, b, c, tanh(a), c + tanh(a) and d, the relu of it
+    assert (a, c) in edges
+    assert (b, c) in edges
+
+
+def test_ops_are_symbols_and_leaves_have_none() -> None:
+    a, b, c, d = example()
+    assert (a._op, c._op, d._op) == ("", "*", "relu")
+    assert a._prev == set()
+    assert c._prev == {a, b}
+
+
+def test_micrograds_draw_dot_runs_on_vjpgrad_values() -> None:
+    a, _, _, d = example()
+    dot = draw_dot(d)
+    source = dot.source
+    assert f"{{ a | data 2.0000 | grad {a.grad:.4f} }}" in source
+    assert source.count("shape=record") == 6
+    assert {"*", "+", "tanh", "relu"} <= set(re.findall(r'label=["]?([*+a-z]+)["]?[\]\s]', source))
+
+
+# ---- micrograd's constructor, Value(data, _children, _op) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("children", "op", "instead"),
+    [
+        (lambda a, b: (a, b), "+", "write a + b instead"),
+        (lambda a, b: [a, b], "*", "write a * b instead"),
+        (lambda a, b: {a}, "tanh", "write a.tanh() instead"),
+        (lambda a, b: (a,), "**2", "write a**2 instead"),
+        (lambda a, b: (a, b), "", "write a + b, a * b, a.tanh()... instead"),
+        (lambda a, b: (), "", "write Value(data) instead"),
+    ],
+)
+def test_micrograds_children_argument_is_explained_with_what_to_write(children: Any, op: str, instead: str) -> None:
+    a, b = Value(2.0), Value(3.0)
+    with pytest.raises(TypeError) as caught:
+        Value(5.0, children(a, b), op)  # micrograd's Value(data, _children, _op)
+    message = str(caught.value)
+    assert "micrograd's Value(data, _children, _op)" in message
+    assert (
+        "vjpgrad records the children itself (there is no _children argument: the operators build the graph)" in message
+    )
+    assert instead in message
+    assert "requires_grad must be a bool" not in message
+
+
+def test_a_second_argument_that_is_no_collection_of_values_is_still_a_bad_requires_grad() -> None:
+    with pytest.raises(TypeError, match="requires_grad must be a bool, got tuple"):
+        Value(5.0, (1.0, 2.0))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="requires_grad must be a bool, got str"):
+        Value(5.0, "yes")  # type: ignore[arg-type]
+
+
+def test_label_is_none_until_one_is_given_as_the_docs_say() -> None:
+    # micrograd's lecture Value has label='' and its draw_dot prints n.label; vjpgrad keeps None (documented,
+    # typed str | None): docs/coming-from-micrograd.md says to write n.label or '' in that draw_dot
+    assert Value(1.0).label is None
+    assert "{ %s | data %.4f }" % (Value(1.0).label or "", 1.0) == "{  | data 1.0000 }"  # noqa: UP031 - micrograd's

@@ -1,15 +1,24 @@
-"""Vector: construction, a sequence of Values, elementwise arithmetic, and the seeded backward."""
+"""Vector: construction, a sequence of Values, reductions, elementwise arithmetic with broadcasting
+of a length-1 Vector, and its backward as the vector-Jacobian product (the rules of its seed are in
+test_seeds.py).
+"""
 
 from __future__ import annotations
 
 import math
+import re
+from typing import Any
 
 import pytest
+from _helpers import message
 from hypothesis import given
 from hypothesis import strategies as st
 
 import vjpgrad
 from vjpgrad import Value, Vector
+from vjpgrad.core import ops
+
+# ---- construction --------------------------------------------------------------------------------
 
 
 def test_from_numbers_it_makes_leaf_values() -> None:
@@ -40,6 +49,12 @@ def test_bad_items_are_a_type_error_naming_them(items: object, message: str) -> 
         Vector(items)  # type: ignore[arg-type]
 
 
+def test_vector_requires_grad_must_be_a_bool() -> None:
+    with pytest.raises(TypeError) as caught:
+        Vector([1.0], requires_grad=1)  # type: ignore[arg-type]
+    assert message(caught) == "Vector() requires_grad must be a bool, got int"
+
+
 def test_zeros_ones_empty() -> None:
     assert Vector.zeros(3).data == [0.0, 0.0, 0.0]
     assert Vector.ones(2).data == [1.0, 1.0]
@@ -49,6 +64,32 @@ def test_zeros_ones_empty() -> None:
         Vector.zeros(-1)
     with pytest.raises(TypeError, match="length must be an int, got float"):
         Vector.ones(2.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("make", "fill"), [(Vector.zeros, 0.0), (Vector.ones, 1.0), (Vector.empty, 0.0)])
+def test_constructors_fill_and_require_grad_by_default(make: Any, fill: float) -> None:
+    v = make(3)
+    assert v.data == [fill] * 3
+    assert all(x.requires_grad and x.is_leaf for x in v)
+    frozen = make(2, requires_grad=False)
+    assert frozen.data == [fill] * 2
+    assert not any(x.requires_grad for x in frozen)
+    assert make(0).data == []
+
+
+def test_full_checks_its_length() -> None:
+    assert Vector.full(2, 7.5).data == [7.5, 7.5]
+    assert Vector.full(2, 7.5)[0].requires_grad
+    assert not Vector.full(1, 7.5, requires_grad=False)[0].requires_grad
+    assert len(Vector.full(0, 1.0)) == 0
+    with pytest.raises(ValueError, match=r"^Vector length must be >= 0, got -1$"):
+        Vector.full(-1, 1.0)
+    with pytest.raises(TypeError) as caught:
+        Vector.zeros(True)
+    assert message(caught) == "Vector length must be an int, got bool"
+
+
+# ---- a sequence of Values ------------------------------------------------------------------------
 
 
 def test_sequence_protocol() -> None:
@@ -67,6 +108,15 @@ def test_sequence_protocol() -> None:
         v["0"]  # type: ignore[call-overload]
 
 
+def test_a_vector_takes_a_numpy_integer_index_as_a_list_does() -> None:
+    np = pytest.importorskip("numpy")
+    v = Vector([1.0, 2.0, 3.0])
+    assert v[np.int64(1)] is v[1]
+    assert v[np.int32(-1)] is v[2]
+    with pytest.raises(TypeError, match="bool"):
+        v[np.bool_(True)]  # type: ignore[call-overload]  # the wrong type is the subject
+
+
 def test_grad_is_a_new_vector_that_requires_no_grad() -> None:
     v = Vector([1.0, 2.0])
     (v * v).backward([1.0, 1.0])
@@ -74,6 +124,35 @@ def test_grad_is_a_new_vector_that_requires_no_grad() -> None:
     assert g.data == [2.0, 4.0]
     assert not g.requires_grad
     assert g[0] is not v[0]
+
+
+def test_zero_grad_and_detach() -> None:
+    x = Vector([1.0, 2.0])
+    (x * x).backward([1.0, 1.0])
+    x.zero_grad()
+    assert x.grad.data == [0.0, 0.0]
+    d = x.detach()
+    assert d.data == x.data
+    assert not d.requires_grad
+
+
+def test_float_of_a_vector() -> None:
+    assert float(Vector([2.5])) == 2.5
+    for items in ([], [1.0, 2.0]):
+        with pytest.raises(TypeError) as caught:
+            float(Vector(items))
+        assert message(caught) == (
+            f"only one-element Vectors can be converted to Python scalars: this one has {len(items)}"
+        )
+
+
+def test_repr_is_exact_and_str_reads_like_pytorch() -> None:
+    v = Vector([0.1, 1 / 3])
+    assert repr(v) == "Vector([0.1, 0.3333333333333333])"
+    assert str(v) == "tensor([0.1000, 0.3333])"
+
+
+# ---- reductions ----------------------------------------------------------------------------------
 
 
 def test_reductions() -> None:
@@ -86,6 +165,40 @@ def test_reductions() -> None:
     assert v.grad.data == pytest.approx([1 / 3] * 3)
     assert Vector([]).sum().data == 0.0
     assert math.isnan(Vector([]).mean().data)
+
+
+def test_sum_and_mean_of_short_vectors() -> None:
+    x = Value(2.0)
+    assert Vector([x]).sum() is x  # one element: the sum is that element, no new node
+    empty = Vector([]).sum()
+    assert empty.data == 0.0
+    assert not empty.requires_grad
+    mean = Vector([]).mean()
+    assert math.isnan(mean.data)
+    assert not mean.requires_grad
+    s = Vector([1.0, 2.0, 4.0]).sum()
+    assert s.data == 7.0
+    assert s.op == "+"
+
+
+def test_dot_with_a_list_makes_constants() -> None:
+    v = Vector([1.0, 2.0])
+    d = v.dot([3.0, 4.0])
+    assert d.data == 11.0
+    d.backward()
+    assert v.grad.data == [3.0, 4.0]
+    frozen = Vector([1.0, 2.0], requires_grad=False).dot([3.0, 4.0])
+    assert not frozen.requires_grad
+
+
+def test_dot_of_unequal_lengths_is_refused_as_torch_dot_refuses() -> None:
+    with pytest.raises(ValueError, match=r"dot.* 3 .* 2"):
+        Vector([1.0, 2.0, 3.0]).dot(Vector([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"dot.* 2 .* 1"):
+        Vector([1.0, 2.0]).dot([1.0])
+
+
+# ---- elementwise arithmetic ----------------------------------------------------------------------
 
 
 def test_elementwise_with_vectors_values_and_numbers_in_both_orders() -> None:
@@ -104,6 +217,16 @@ def test_elementwise_with_vectors_values_and_numbers_in_both_orders() -> None:
     assert abs(Vector([-3.0])).data == [3.0]
 
 
+def test_a_number_on_the_left_of_a_vector() -> None:
+    v = Vector([1.0, 2.0])
+    assert (10 - v).data == [9.0, 8.0]
+    assert (2**v).data == [2.0, 4.0]
+    x = Value(3.0)
+    (x - v).backward([1.0, 1.0])  # type: ignore[arg-type]  # Value - Vector is a Vector
+    assert x.grad == 2.0
+    assert v.grad.data == [-1.0, -1.0]
+
+
 def test_a_length_1_vector_broadcasts_against_any_length() -> None:
     one = Vector([10.0])
     three = Vector([1.0, 2.0, 3.0])
@@ -118,10 +241,37 @@ def test_any_other_length_mismatch_names_both_lengths() -> None:
         Vector([1.0, 2.0]) + Vector([1.0, 2.0, 3.0])
 
 
+def test_a_length_mismatch_is_named_in_full() -> None:
+    text = "Vector lengths 2 and 3 do not match (only equal lengths, or a length-1 Vector, can be combined elementwise)"
+    with pytest.raises(ValueError, match=f"^{re.escape(text)}$"):
+        Vector([1.0, 2.0]) + Vector([1.0, 2.0, 3.0])
+
+
 def test_foreign_operands_return_not_implemented() -> None:
     assert Vector([1.0]).__add__("s") is NotImplemented  # type: ignore[operator]
     with pytest.raises(TypeError):
         Vector([1.0]) * "s"  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("other", ["a", None, [1.0]])
+def test_a_foreign_operand_on_the_left_is_pythons_type_error_naming_vector(other: object) -> None:
+    with pytest.raises(TypeError) as caught:
+        other - Vector([1.0, 2.0])
+    assert "'Vector'" in message(caught)
+    with pytest.raises(TypeError) as caught:
+        Vector([1.0, 2.0]) * other
+    assert "'Vector'" in message(caught)
+
+
+def test_functions_apply_elementwise() -> None:
+    x = Vector([0.5, 1.5])
+    for name in [op.name for op in ops.FUNCTIONS]:  # every function of the table
+        assert getattr(x, name)().data == [getattr(Value(0.5), name)().data, getattr(Value(1.5), name)().data]
+    assert vjpgrad.log(x).data == x.log().data
+    assert x.reciprocal().data == [2.0, 1 / 1.5]
+
+
+# ---- backward: the vector-Jacobian product -------------------------------------------------------
 
 
 @given(
@@ -159,85 +309,3 @@ def test_the_same_value_twice_in_an_output_is_seeded_twice() -> None:
     h = a * 5
     Vector([h, h]).backward([1.0, 2.0])
     assert a.grad == 15.0
-
-
-def test_no_seed_on_a_longer_vector_is_pytorchs_runtime_error() -> None:
-    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
-        (Vector([1.0, 2.0]) * 2).backward()
-
-
-def test_no_seed_on_a_length_1_vector_seeds_it_with_one() -> None:
-    x = Vector([3.0])
-    (x * x).backward()
-    assert x.grad.data == [6.0]
-
-
-def test_a_longer_seed_on_a_length_1_output_is_summed() -> None:
-    x = Vector([1.0])
-    (x * 3).backward([0.1, 1.0, 0.0001])
-    assert x.grad.data == [3 * (0.1 + 1.0 + 0.0001)]
-
-
-def test_a_seed_vector_works_like_a_list() -> None:
-    x = Vector([1.0, 2.0])
-    (x * x).backward(Vector([0.5, 2.0]))
-    assert x.grad.data == [1.0, 8.0]
-
-
-@pytest.mark.parametrize(
-    ("seed", "error", "message"),
-    [
-        ([1.0, 2.0], ValueError, "gradients has length 2 but the output has length 3"),
-        ([1.0], ValueError, "gradients has length 1 but the output has length 3"),
-        ("abc", TypeError, "gradients must be a sequence of numbers.*got str"),
-        (1.0, TypeError, "gradients must be a sequence of numbers.*got float"),
-        ([1.0, "x", 2.0], TypeError, r"gradients\[1\] must be a real number, got str"),
-    ],
-)
-def test_bad_seeds_are_refused_before_anything_changes(seed: object, error: type[Exception], message: str) -> None:
-    x = Vector([1.0, 2.0, 3.0])
-    y = x * 2
-    with pytest.raises(error, match=message):
-        y.backward(seed)  # type: ignore[arg-type]
-    assert x.grad.data == [0.0, 0.0, 0.0]
-    y.backward([1.0, 1.0, 1.0])  # the graph was not freed by the failed call
-    assert x.grad.data == [2.0, 2.0, 2.0]
-
-
-def test_functions_apply_elementwise() -> None:
-    x = Vector([0.5, 1.5])
-    for name in ["exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu"]:
-        assert getattr(x, name)().data == [getattr(Value(0.5), name)().data, getattr(Value(1.5), name)().data]
-    assert vjpgrad.log(x).data == x.log().data
-    assert x.reciprocal().data == [2.0, 1 / 1.5]
-
-
-def test_zero_grad_and_detach() -> None:
-    x = Vector([1.0, 2.0])
-    (x * x).backward([1.0, 1.0])
-    x.zero_grad()
-    assert x.grad.data == [0.0, 0.0]
-    d = x.detach()
-    assert d.data == x.data
-    assert not d.requires_grad
-
-
-def test_repr_is_exact_and_str_reads_like_pytorch() -> None:
-    v = Vector([0.1, 1 / 3])
-    assert repr(v) == "Vector([0.1, 0.3333333333333333])"
-    assert str(v) == "tensor([0.1000, 0.3333])"
-
-
-@pytest.mark.parametrize("seed", [[], Vector([]), ()])
-def test_an_empty_seed_on_a_length_1_output_is_refused_before_anything_changes(seed: object) -> None:
-    # a longer seed is summed into a length-1 output (it was broadcast); an empty one is not a
-    # seed of length 0 summed to 0.0 but a mistake
-    x = Vector([1.0])
-    y = x * 3
-    with pytest.raises(ValueError, match="gradients has length 0 but the output has length 1"):
-        y.backward(seed)  # type: ignore[arg-type]
-    assert x.grad.data == [0.0]
-    with pytest.raises(ValueError, match="seeds has length 0 but the output has length 1"):
-        vjpgrad.gradients(y, list(x), seed)
-    y.backward([2.0])  # nothing was freed by the refused calls
-    assert x.grad.data == [6.0]

@@ -20,7 +20,6 @@ import gc
 import inspect
 import marshal
 import numbers
-import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn, cast

@@ -1,49 +1,37 @@
-"""The stepper page, read as text (no browser): its structure, its data and its escaping."""
+"""The stepper: one self-contained HTML page that steps through a reverse pass. Read as text (its
+structure, its data, its escaping), then in a real browser: headless Chromium (Debian's chromium and
+chromium-driver packages) driven by Selenium; the browser tests skip, saying why, when any of the
+three is missing.
+
+``python tests/test_stepper.py DIR`` also writes DIR/stepper.png, the picture in the docs.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from collections.abc import Callable
+import sys
+import tempfile
+from collections.abc import Iterator
 from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
 
+import _browser
 import pytest
-from _helpers import backward_gradients
+from _helpers import CASES, Case, Graph, backward_gradients, case_1, case_2, case_3, equal_or_both_nan
 
-from vjpgrad import Explanation, Step, Value, Vector, explain, log
+from vjpgrad import Explanation, Step, Value, explain, log
 from vjpgrad.display.stepper import json_number, page_data, script_json, stepper_fragment, stepper_html
 
 HOSTILE = "<script>alert(1)</script>"
+
+
 IMG = '<img src=x onerror="window.__pwned=1">'
+
+
 NUMBERS = ("upstream", "local", "contribution", "total")
-
-
-# ---- the four documented cases, as graphs (vjpgrad._cases keeps only their printed output) ----
-
-
-def case_1() -> tuple[Vector | Value, dict[str, Vector | Value], list[float] | None]:
-    a, b, c = Vector([1.0, 2.0, 3.0]), Vector([3.0, 4.0, 5.0]), Vector([6.0, 7.0, 8.0])
-    return 3 * a + 2 * b * b + log(c), {"a": a, "b": b, "c": c}, [0.1, 1.0, 0.0001]
-
-
-def case_2() -> tuple[Vector | Value, dict[str, Vector | Value], list[float] | None]:
-    a, b, c = Value(0.1), Value(1.0), Value(0.1)
-    return 3 * a + 2 * b * b + log(c), {"a": a, "b": b, "c": c}, None
-
-
-def case_3() -> tuple[Vector | Value, dict[str, Vector | Value], list[float] | None]:
-    a, b, c = Vector.empty(1), Vector.empty(1), Vector.empty(1)
-    return 3 * a + 2 * b * b + log(c), {"a": a, "b": b, "c": c}, [0.1, 1.0, 0.0001]
-
-
-def case_4() -> tuple[Vector | Value, dict[str, Vector | Value], list[float] | None]:
-    a, b, c = Value(1.0), Value(1.0), Value(1.0)
-    return 3 * a + 2 * b * b + log(c), {"a": a, "b": b, "c": c}, None
-
-
-CASES = [case_1, case_2, case_3, case_4]
-Case = Callable[[], tuple[Vector | Value, dict[str, Vector | Value], list[float] | None]]
 
 
 def explained(case: Case) -> Explanation:
@@ -51,7 +39,7 @@ def explained(case: Case) -> Explanation:
     return explain(y, seed, names=names)
 
 
-# ---- reading a page ----------------------------------------------------------------------------
+# ---- the page read as text -----------------------------------------------------------------------
 
 
 class Elements(HTMLParser):
@@ -120,13 +108,6 @@ def steps_of(data: dict[str, object]) -> list[Step]:
     ]  # fmt: skip
 
 
-def same(x: float, y: float) -> bool:
-    return x == y or (math.isnan(x) and math.isnan(y))
-
-
-# ---- the tests -----------------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("case", CASES, ids=["case1", "case2", "case3", "case4"])
 def test_every_documented_case_makes_a_page_whose_data_is_explains_steps(case: Case) -> None:
     e = explained(case)
@@ -142,7 +123,7 @@ def test_every_documented_case_makes_a_page_whose_data_is_explains_steps(case: C
     for step in steps_of(data):
         totals[step.operand] = step.total
     for name, grad in backward_gradients(case).items():
-        assert same(totals[name], grad), name
+        assert equal_or_both_nan(totals[name], grad), name
 
 
 @pytest.mark.parametrize("case", CASES, ids=["case1", "case2", "case3", "case4"])
@@ -282,3 +263,161 @@ def test_bad_arguments_are_refused_with_the_type_named() -> None:
         stepper_html(explain(x * 2), title=3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="got dict"):
         page_data({})  # type: ignore[arg-type]
+
+
+# ---- the page in a browser -----------------------------------------------------------------------
+
+try:  # Selenium drives the tests below; the ``browser`` fixture skips them, saying how, without it
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.wait import WebDriverWait
+except ImportError:
+    pass
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    yield from _browser.browser()
+
+
+def squares() -> Graph:
+    x = Value(0.5)
+    return (x * x).sin() * (x * x), {"x": x}, None  # x * x used twice; x used twice by one node
+
+
+@pytest.mark.slow  # Chromium
+@pytest.mark.parametrize("graph", [case_1, case_2, case_3, squares], ids=["case1", "case2", "case3", "squares"])
+def test_next_walks_the_whole_pass_and_ends_at_backwards_gradients(browser: Any, tmp_path: Path, graph: Case) -> None:
+    y, names, seed = graph()
+    e = explain(y, seed, names=names)
+    _browser.open_page(browser, tmp_path / "stepper.html", stepper_html(e))
+    _browser.check_step(browser, e, 0)
+    button = browser.find_element(By.CSS_SELECTOR, '[data-role="next"]')
+    for k in range(1, len(e.steps) + 1):
+        button.click()
+        last = _browser.check_step(browser, e, k)
+    final = {name: float(total) for name, total, _ in last["totals"]}
+    for name, grad in backward_gradients(graph).items():
+        assert equal_or_both_nan(final[name], grad), (name, final[name], grad)
+    assert "Done: every gradient is complete" in last["panel"]
+    button.click()  # disabled at the end: nothing moves
+    assert _browser.state(browser)["step"] == len(e.steps)
+    assert _browser.severe(browser) == []
+
+
+@pytest.mark.slow  # Chromium
+def test_previous_reset_and_the_keyboard_go_back(browser: Any, tmp_path: Path) -> None:
+    y, names, seed = case_2()
+    e = explain(y, seed, names=names)
+    n = len(e.steps)
+    root = _browser.open_page(browser, tmp_path / "stepper.html", stepper_html(e))
+    find = lambda role: browser.find_element(By.CSS_SELECTOR, f'[data-role="{role}"]')  # noqa: E731
+    for _ in range(3):
+        find("next").click()
+    find("prev").click()
+    _browser.check_step(browser, e, 2)
+    find("prev").click()
+    find("prev").click()
+    _browser.check_step(browser, e, 0)
+    find("prev").click()  # disabled at 0
+    _browser.check_step(browser, e, 0)
+    root.send_keys(Keys.ARROW_RIGHT)
+    _browser.check_step(browser, e, 1)
+    root.send_keys(Keys.END)
+    _browser.check_step(browser, e, n)
+    root.send_keys(Keys.ARROW_LEFT)
+    _browser.check_step(browser, e, n - 1)
+    find("reset").click()
+    _browser.check_step(browser, e, 0)
+    root.send_keys(Keys.END)
+    root.send_keys(Keys.HOME)
+    _browser.check_step(browser, e, 0)
+    browser.find_element(By.CSS_SELECTOR, 'tr[data-step="5"]').click()  # a row of the table jumps there
+    _browser.check_step(browser, e, 5)
+    assert _browser.severe(browser) == []
+
+
+@pytest.mark.slow  # Chromium
+def test_play_runs_to_the_end_and_stops(browser: Any, tmp_path: Path) -> None:
+    y, names, seed = case_1()
+    e = explain(y, seed, names=names)
+    n = len(e.steps)
+    _browser.open_page(browser, tmp_path / "stepper.html", stepper_html(e))
+    Select(browser.find_element(By.CSS_SELECTOR, '[data-role="speed"]')).select_by_visible_text("fastest")
+    play = browser.find_element(By.CSS_SELECTOR, '[data-role="play"]')
+    play.click()
+    assert _browser.state(browser)["playing"]
+    assert "Pause" in play.text
+    WebDriverWait(browser, 10, poll_frequency=0.05).until(lambda d: _browser.state(d)["step"] == n)
+    s = _browser.check_step(browser, e, n)
+    assert not s["playing"]
+    assert "Play" in play.text
+    play.click()  # at the end, Play starts again from the seeds
+    play.click()  # and pauses
+    paused = _browser.state(browser)["step"]
+    assert 0 <= paused < n
+    assert not _browser.state(browser)["playing"]
+    _browser.check_step(browser, e, paused)
+    assert _browser.severe(browser) == []
+
+
+HOSTILE_LABELS = (
+    "<script>window.__pwned = 1; alert(1)</script>",
+    '<img src=x onerror="window.__pwned = 2">',
+    "</script><script>window.__pwned = 3</script>",
+    '<svg onload="window.__pwned = 4">',
+)
+
+
+@pytest.mark.slow  # Chromium
+@pytest.mark.parametrize("wrap", ["page", "fragment"])
+def test_hostile_labels_show_as_text_and_run_nothing(browser: Any, tmp_path: Path, wrap: str) -> None:
+    a = Value(2.0, label=HOSTILE_LABELS[0])
+    b = Value(3.0, label=HOSTILE_LABELS[1])
+    c = Value(4.0)
+    y = a * b + log(c)
+    y.label = HOSTILE_LABELS[3]
+    e = explain(y, names={HOSTILE_LABELS[2]: c})
+    # the whole page has a CSP that would stop an injected script anyway; the fragment has none,
+    # so it shows that the escaping alone keeps them out
+    page = stepper_html(e) if wrap == "page" else f"<!DOCTYPE html><html><body>{stepper_fragment(e)}</body></html>"
+    _browser.open_page(browser, tmp_path / f"{wrap}.html", page)
+    browser.find_element(By.CSS_SELECTOR, ".vjs-root").send_keys(Keys.END)
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018  (reading it is the check)
+    assert browser.execute_script("return window.__pwned === undefined")
+    nodes = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.vjs-node'), (el) => [el.getAttribute('data-node'), "
+        "el.querySelector('title').textContent, el.querySelector('.vjs-name').textContent])"
+    )
+    assert set(HOSTILE_LABELS) <= {name for name, _, _ in nodes}
+    for name, tooltip, shown in nodes:  # the full name in the tooltip, the start of it in the box
+        assert tooltip.startswith(name)
+        assert name.startswith(shown.rstrip("\u2026"))
+    panel = browser.find_element(By.CSS_SELECTOR, '[data-role="panel"]').text
+    assert HOSTILE_LABELS[0] in panel  # a is the last leaf reached: the panel names it as text
+    assert browser.execute_script("return document.querySelectorAll('img, script:not([type]) ~ script').length") == 0
+    assert _browser.severe(browser) == []
+
+
+def save_screenshot(directory: Path) -> Path:
+    """docs/stepper.png: the stepper on the second documented case, as b is handed its second contribution."""
+    y, names, seed = case_2()
+    e = explain(y, seed, names=names)
+    driver = _browser.start_browser(1000, 700)
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            _browser.open_page(driver, Path(scratch) / "stepper.html", stepper_html(e))
+            for _ in range(8):  # b gets its second contribution: 2 + 2 = 4
+                driver.find_element(By.CSS_SELECTOR, '[data-role="next"]').click()
+            target = directory / "stepper.png"
+            driver.save_screenshot(str(target))
+    finally:
+        driver.quit()
+    return target
+
+
+if __name__ == "__main__":
+    print(save_screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "docs")))

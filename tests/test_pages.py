@@ -1,0 +1,283 @@
+"""The written pages, the README and the pages of docs/: every example runs as written (a ``>>>``
+block as a doctest, any other block alone as a script), every file the README links to or shows is
+tracked by git, and what the pages say agrees with the project (the commands CI runs, the Stack
+Overflow question named with its link). The site's build is tested in test_docs.py.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import inspect
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pages import DOCS, README, ROOT, docs_pages, example_pages, is_doctest, is_notebook, name, python_blocks
+
+# ---- the interactive examples, as doctests -------------------------------------------------------
+
+
+QUESTION = "https://stackoverflow.com/questions/43451125"
+
+
+OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+PUBLIC_MODULES = ["vjpgrad", "vjpgrad.nn", "vjpgrad.nn.functional", "vjpgrad.optim", "vjpgrad.testing"]
+
+
+def run_interactive_blocks(path: Path) -> doctest.TestResults:
+    """Every ``>>>`` block of a page, each alone in a fresh namespace; failures are reported as doctest does."""
+    runner = doctest.DocTestRunner(optionflags=OPTIONS)
+    for line, code in python_blocks(path.read_text(encoding="utf-8")):
+        if is_doctest(code):
+            test = doctest.DocTestParser().get_doctest(code, {}, f"{name(path)}:{line}", str(path), line - 1)
+            runner.run(test)
+    return runner.summarize(verbose=False)
+
+
+def interactive_examples(path: Path) -> int:
+    return sum(code.count("\n>>> ") + code.startswith(">>> ") for _, code in python_blocks(path.read_text()))
+
+
+def test_the_readme_examples_print_what_the_readme_says() -> None:
+    assert interactive_examples(README) >= 8
+    results = run_interactive_blocks(README)
+    assert results.failed == 0
+
+
+@pytest.mark.parametrize("page", [page for page in example_pages() if page != README], ids=name)
+def test_each_page_of_the_docs_prints_what_it_says(page: Path) -> None:
+    results = run_interactive_blocks(page)
+    assert results.failed == 0
+
+
+def test_the_checker_finds_a_wrong_example(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("text\n```python\n>>> 1 + 1\n3\n```\n```python\n>>> 2 * 2\n4\n```\n", encoding="utf-8")
+    assert run_interactive_blocks(page) == doctest.TestResults(failed=1, attempted=2)
+
+
+def test_every_reference_page_opens_with_an_example() -> None:
+    pages = sorted((DOCS / "reference").glob("*.md"))
+    assert len(pages) >= 5
+    for page in pages:
+        if page.name == "index.md":
+            continue
+        assert interactive_examples(page) >= 2, f"{name(page)} has no example"
+
+
+def test_docstring_examples_print_what_they_say() -> None:
+    # the docstrings of the public modules, as sphinx -b doctest would run the API reference's
+    runner = doctest.DocTestRunner(optionflags=OPTIONS)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    for module_name in PUBLIC_MODULES:
+        for test in finder.find(importlib.import_module(module_name)):
+            runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_the_readme_is_at_most_200_lines_and_names_the_question_with_its_link() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    prose = " ".join(text.split())
+    assert f'["Pytorch, what are the gradient arguments"]({QUESTION})' in prose
+    assert QUESTION in (DOCS / "start-here.md").read_text(encoding="utf-8")
+
+
+def test_the_four_cases_table_of_the_readme_is_the_one_start_here_explains() -> None:
+    rows = [line for line in README.read_text(encoding="utf-8").splitlines() if re.match(r"\| [1-4]\. ", line)]
+    assert len(rows) == 4
+    start_here = (DOCS / "start-here.md").read_text(encoding="utf-8").splitlines()
+    assert all(row in start_here for row in rows)
+
+
+def test_the_readme_gives_the_two_set_up_commands_that_ci_runs() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert "pip install . && python -m vjpgrad" in text
+    assert "pip install -e '.[test]' && pytest" in text
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "pip install --quiet -e '.[test]'" in ci
+    assert '"$main/bin/python" -m vjpgrad' in ci
+
+
+def test_the_docs_build_command_is_the_same_everywhere_it_is_written() -> None:
+    command = "python -m sphinx -W --keep-going -b html docs docs/_build/html"
+    for path in (README, ROOT / "CONTRIBUTING.md", DOCS / "conf.py"):
+        assert command in path.read_text(encoding="utf-8"), name(path)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert command.replace("python", '"$main/bin/python"', 1) in ci  # in the main environment, with the extra
+
+
+@pytest.mark.parametrize("page", [README, *docs_pages(), ROOT / "examples" / "notebook.ipynb"], ids=name)
+def test_no_page_gives_the_question_a_nickname_that_reads_as_one_about_the_seed(page: Path) -> None:
+    # to a learner, a seed is the gradient vector v: "the seed question" would read as a question about v
+    text = " ".join(page.read_text(encoding="utf-8").split()).lower()
+    assert not re.search(r"seed question|the seed's", text)
+
+
+def test_the_readme_links_the_pages_of_the_docs() -> None:
+    text = README.read_text(encoding="utf-8")
+    learners_pages = [page for page in docs_pages() if page.parent.name not in ("reference", "course")]
+    assert len(learners_pages) >= 18
+    for page in learners_pages:
+        relative = name(page)
+        if relative != "docs/index.md":  # the site's front page: the README links the folder
+            assert f"]({relative})" in text, f"the README does not link {relative}"
+    for relative in ("docs/reference/index.md", "docs/course/index.md", "docs"):
+        assert f"]({relative})" in text, f"the README does not link {relative}"
+
+
+def test_the_notebooks_are_recognised_as_notebooks() -> None:
+    tutorials = sorted((DOCS / "tutorials").glob("*.md"))
+    assert len(tutorials) == 6
+    assert all(is_notebook(page.read_text(encoding="utf-8")) for page in tutorials)
+    assert not is_notebook((DOCS / "start-here.md").read_text(encoding="utf-8"))
+
+
+# ---- every other block runs alone, as a script ---------------------------------------------------
+
+
+OPTIONAL_EXTRAS = {
+    "graphviz": "pip install graphviz",
+    "matplotlib": "pip install matplotlib",
+    "numpy": "pip install numpy",
+    "torch": "pip install torch",
+}
+"""Modules a block may need that vjpgrad's tests do not install: without them it skips."""
+
+
+SNIPPETS = [
+    (page, line, code)
+    for page in example_pages()
+    for line, code in python_blocks(page.read_text(encoding="utf-8"))
+    if not is_doctest(code)
+]
+
+
+def missing_extra(error: BaseException) -> str | None:
+    """Why an ImportError is an absent optional extra (to skip), or None (a real failure)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ImportError):
+            root = (seen.name or "").partition(".")[0]
+            if root in OPTIONAL_EXTRAS:
+                return f"needs the optional {root} ({OPTIONAL_EXTRAS[root]})"
+            if seen.name is None and "install" in str(seen):  # vjpgrad's own hint for an optional extra
+                return f"needs an optional extra: {seen}"
+        if type(seen).__name__ == "ExecutableNotFound":  # graphviz without Graphviz's dot program
+            return "needs Graphviz's dot program (apt-get install graphviz)"
+        seen = seen.__cause__
+    return None
+
+
+def run_alone(line: int, code: str, page: Path) -> dict[str, Any]:
+    """Run one block as a script whose line numbers are the page's, then its test functions."""
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile("\n" * (line - 1) + code, str(page), "exec"), namespace)
+    for key, value in list(namespace.items()):
+        if key.startswith("test") and inspect.isfunction(value):
+            value()
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def checked() -> None:
+    """The checker itself, once: it finds the blocks and their lines, and a block that leans on
+    another, or whose tests fail, fails; only an absent optional extra skips."""
+    text = "intro\n```python\nx = 1\n```\n\n```python\n>>> 1\n1\n```\n```bash\nls\n```\n```python\ny = 2\n```\n"
+    assert python_blocks(text) == [(3, "x = 1\n"), (7, ">>> 1\n1\n"), (14, "y = 2\n")]
+    assert [is_doctest(code) for _, code in python_blocks(text)] == [False, True, False]
+    assert SNIPPETS  # the hypothesis test of docs/how-to/testing.md at least
+    with pytest.raises(NameError, match="data"):
+        run_alone(1, "for x in data:\n    pass\n", Path("page.md"))
+    with pytest.raises(AssertionError):
+        run_alone(1, "def test_it():\n    assert 1 == 2\n", Path("page.md"))  # the block's tests are called
+    with pytest.raises(ImportError) as error:
+        run_alone(1, "import matplotlib_that_is_not_there\n", Path("page.md"))
+    assert missing_extra(error.value) is None  # a module that is no optional extra is a failure
+    absent = ModuleNotFoundError("No module named 'torch'", name="torch")
+    assert missing_extra(absent) == "needs the optional torch (pip install torch)"
+
+
+@pytest.mark.usefixtures("checked")
+@pytest.mark.parametrize(("page", "line", "code"), SNIPPETS, ids=[f"{name(page)}:{line}" for page, line, _ in SNIPPETS])
+def test_each_block_runs_alone(
+    page: Path, line: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a block that writes a file writes it here
+    monkeypatch.setattr(sys, "argv", [str(page)])
+    try:
+        run_alone(line, code, page)
+    except ImportError as error:
+        reason = missing_extra(error)
+        if reason is None:
+            raise
+        pytest.skip(f"{name(page)} line {line} {reason}")
+
+
+# ---- every file the README links to or shows is in the repository --------------------------------
+
+
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^)]*[\"'])?\s*\)")
+
+
+HTML_LINK = re.compile(r"<(?:img|a|source)\b[^>]*?\b(?:src|href)\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
+
+
+EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//|#)", re.IGNORECASE)
+
+
+def linked_paths(markdown: str) -> list[str]:
+    """The repository paths a Markdown text links to, outside code (fragments and queries dropped)."""
+    prose = re.sub(r"^(```|~~~).*?^\1[ \t]*$", "", markdown, flags=re.DOTALL | re.MULTILINE)
+    prose = re.sub(r"`[^`\n]*`", "", prose)
+    targets = LINK.findall(prose) + HTML_LINK.findall(prose)
+    paths = []
+    for target in targets:
+        if EXTERNAL.match(target):
+            continue
+        path = re.split(r"[#?]", target, maxsplit=1)[0].strip("/")
+        if path and path not in paths:
+            paths.append(path.removeprefix("./"))
+    return paths
+
+
+def tracked_files() -> set[str]:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    result = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"not a git checkout: {result.stderr.strip()}")
+    return set(filter(None, result.stdout.split("\0")))
+
+
+def in_repository(path: str, tracked: set[str]) -> bool:
+    """A tracked file, or a folder that holds one."""
+    return path in tracked or any(name.startswith(path + "/") for name in tracked)
+
+
+def test_every_file_the_readme_links_to_is_tracked_by_git() -> None:
+    # the check itself: links in prose are found, links in code are not, folders count
+    text = (
+        "See ![a picture](docs/a.png) and [the code](examples/x.py#L3), [a folder](examples),\n"
+        '<img src="docs/b.svg" width=10>, [web](https://example.org/c.png), [here](#usage),\n'
+        '[titled](docs/t.md "Title"), `[not](in_code.py)`\n'
+        "```python\nx = [y](z.py)\n```\n"
+    )
+    assert linked_paths(text) == ["docs/a.png", "examples/x.py", "examples", "docs/t.md", "docs/b.svg"]
+    tracked = {"docs/a.png", "examples/x.py"}
+    assert in_repository("examples", tracked)
+    assert not in_repository("docs/b.svg", tracked)
+    assert not in_repository("exam", tracked)
+
+    paths = linked_paths(README.read_text(encoding="utf-8"))
+    assert any(path.endswith((".png", ".svg")) for path in paths)  # the README shows pictures
+    tracked = tracked_files()
+    missing = [path for path in paths if not in_repository(path, tracked)]
+    assert missing == [], f"README.md links to files git does not track: {missing} (ignored by .gitignore?)"
