@@ -493,6 +493,18 @@ CASES: list[OpCase] = [
         vectorised=kernel("log"),
     ),
     OpCase(
+        "log1p",
+        ops.LOG1P,
+        lambda x: x.log1p(),
+        "v",
+        torch=lambda torch, x: torch.log1p(x),
+        domain=operands(finite(-0.999, 1e6)),
+        edges=((-1.0, -inf), (-2.0, nan), (-0.0, -0.0), (0.0, 0.0), (inf, inf), (-inf, nan), (nan, nan)),
+        # 1/(1 + x), even where log1p is nan
+        derivatives=((0.0, 1.0), (-0.0, 1.0), (-1.0, inf), (-2.0, -1.0)),
+        vectorised=kernel("log1p"),
+    ),
+    OpCase(
         "sqrt",
         ops.SQRT,
         lambda x: x.sqrt(),

@@ -281,3 +281,20 @@ def test_every_file_the_readme_links_to_is_tracked_by_git() -> None:
     tracked = tracked_files()
     missing = [path for path in paths if not in_repository(path, tracked)]
     assert missing == [], f"README.md links to files git does not track: {missing} (ignored by .gitignore?)"
+
+
+# ---- the lists of functions follow the table -------------------------------------------------------
+
+
+def test_every_list_of_the_functions_on_a_page_is_the_tables() -> None:
+    # a page that lists "the functions" names every function of core/ops.py's FUNCTIONS, no more
+    from vjpgrad.core import ops
+
+    table = sorted(op.name for op in ops.FUNCTIONS)
+    lists = []
+    for page in [README, *docs_pages()]:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for found in re.finditer(r"[Tt]he functions are ((?:`\w+`(?:, | and )?)+)", text):
+            lists.append((name(page), sorted(re.findall(r"`(\w+)`", found.group(1)))))
+    assert lists, "no page lists the functions: the pattern above no longer finds them"
+    assert [(page, names) for page, names in lists if names != table] == []

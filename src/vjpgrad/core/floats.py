@@ -100,6 +100,14 @@ def log(x: float) -> float:
         return -inf if x == 0.0 else nan
 
 
+def log1p(x: float) -> float:
+    """log(1 + x), exact for small x: log1p(-1) = -inf, log1p(x < -1) = nan."""
+    try:
+        return math.log1p(x)
+    except ValueError:
+        return -inf if x == -1.0 else nan
+
+
 def sqrt(x: float) -> float:
     """Square root: sqrt(x < 0) = nan, sqrt(-0.0) = -0.0."""
     try:

@@ -16,7 +16,7 @@ from vjpgrad.core.floats import as_number
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 
-__all__ = ["cos", "exp", "log", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh"]
+__all__ = ["cos", "exp", "log", "log1p", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh"]
 
 
 @overload
@@ -55,6 +55,25 @@ def log(x: Vector | Value | float) -> Vector | Value | float:
     if number is None:
         raise TypeError(f"log() takes a number, a Value or a Vector, got {type(x).__name__}")
     return ops.LOG.forward(number)
+
+
+@overload
+def log1p(x: Vector) -> Vector: ...
+@overload
+def log1p(x: Value) -> Value: ...
+@overload
+def log1p(x: float) -> float: ...
+def log1p(x: Vector | Value | float) -> Vector | Value | float:
+    """log1p(x): log(1 + x), exact near 0: log1p(-1) = -inf, below nan; d/dx = 1/(1 + x).
+
+    Of a number (a float), a Value or a Vector (elementwise), as torch.log1p.
+    """
+    if isinstance(x, (Value, Vector)):
+        return x.log1p()
+    number = as_number(x)
+    if number is None:
+        raise TypeError(f"log1p() takes a number, a Value or a Vector, got {type(x).__name__}")
+    return ops.LOG1P.forward(number)
 
 
 @overload

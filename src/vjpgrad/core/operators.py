@@ -31,6 +31,7 @@ _cos = floats.cos
 _div = floats.div
 _exp = floats.exp
 _log = floats.log
+_log1p = floats.log1p
 _one_minus_square = floats.one_minus_square
 _pow = floats.power
 _pow_scalar = floats.power_scalar
@@ -47,6 +48,7 @@ _COS = ops.COS
 _DIV = ops.DIV
 _EXP = ops.EXP
 _LOG = ops.LOG
+_LOG1P = ops.LOG1P
 _MUL = ops.MUL
 _NEG = ops.NEG
 _POW = ops.POW
@@ -554,6 +556,27 @@ class ValueOperators(Node):
         node._seq = _next_seq()
         return node
 
+    def log1p(self) -> Value:
+        """log(1 + x), exact near 0: log1p(-1) = -inf, below nan; d/dx = 1/(1 + x) (the row LOG1P of core/ops.py)."""
+        x = self._data
+        out = _log1p(x)
+        saved = (x + 1.0) if self.requires_grad else None
+        # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
+        if switched[0] or saved is None:
+            return make(_Value, out, _LOG1P, self, saved, None, None)
+        node = _new(_Value)
+        node._data = out
+        node._grad = 0.0
+        node._seen = None
+        node.requires_grad = True
+        node._operation = _LOG1P
+        node._a = self
+        node._b = None
+        node._da = saved
+        node._db = None
+        node._seq = _next_seq()
+        return node
+
     def sqrt(self) -> Value:
         """Square root: sqrt(x < 0) = nan; its derivative at 0 is inf (the row SQRT of core/ops.py)."""
         x = self._data
@@ -730,6 +753,12 @@ class VectorMethods:
         """log() of each element: Natural logarithm: log(0) = -inf, log(x < 0) = nan; d/dx = 1/x."""
         result = object.__new__(type(self))
         result._values = [x.log() for x in self._values]
+        return result
+
+    def log1p(self: _V) -> _V:
+        """log1p() of each element: log(1 + x), exact near 0: log1p(-1) = -inf, below nan; d/dx = 1/(1 + x)."""
+        result = object.__new__(type(self))
+        result._values = [x.log1p() for x in self._values]
         return result
 
     def sqrt(self: _V) -> _V:

@@ -273,6 +273,14 @@ EXP = _unary("exp", floats.exp, lambda x, out: out, doc="e ** x; its derivative 
 LOG = _unary(
     "log", floats.log, lambda x, out: x, DIVIDED, doc="Natural logarithm: log(0) = -inf, log(x < 0) = nan; d/dx = 1/x"
 )
+# PyTorch's log1p_backward: g / (x + 1)
+LOG1P = _unary(
+    "log1p",
+    floats.log1p,
+    lambda x, out: x + 1.0,
+    DIVIDED,
+    doc="log(1 + x), exact near 0: log1p(-1) = -inf, below nan; d/dx = 1/(1 + x)",
+)
 SQRT = _unary(
     "sqrt",
     floats.sqrt,
@@ -349,7 +357,7 @@ def _max_saved(xs: tuple[Any, ...], out: Any) -> tuple[Any, ...]:
 
 MAX = Op("max", 0, _max_forward, (_max_saved,), (DIVIDED,), "_max({0})", doc="max(xs)", maskable=True)
 
-FUNCTIONS: tuple[Op, ...] = (EXP, LOG, SQRT, SIN, COS, TAN, TANH, SIGMOID, RELU)
+FUNCTIONS: tuple[Op, ...] = (EXP, LOG, LOG1P, SQRT, SIN, COS, TAN, TANH, SIGMOID, RELU)
 """The functions of the contract: each a Value method, a Vector method, a module function
 (``vjpgrad.exp``) and a function of the command line."""
 
