@@ -336,7 +336,7 @@ def record(fn: Callable[..., Any], read: Arguments, roots: list[Any]) -> Recorde
     state.recording = recording
     try:
         try:
-            with refusing_numbers(message, advice=advice):
+            with refusing_numbers(message, advice=advice), collection_paused():  # the recording keeps every node alive
                 result = fn(*args, **kwargs)
         except BaseException:
             if recording.failure is not None:  # the first refusal or Static, whatever followed it
@@ -358,10 +358,12 @@ def record(fn: Callable[..., Any], read: Arguments, roots: list[Any]) -> Recorde
 
 @contextlib.contextmanager
 def collection_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused while compile builds its own tables of a recording
-    (the guard, the description, the code): they are many small objects and no cycles, and each
-    collection they would set off walks the whole heap, the recorded graph included (it was a
-    third of a warm start's time). Turned back on as it was, whatever happens."""
+    """The cyclic garbage collector paused while a function is recorded and while compile builds
+    its own tables of the recording (the guard, the description, the code): the recording keeps
+    every node it makes alive until it is read, so each collection the new objects set off walks
+    them all again, finding nothing to free (it was a third of a warm start's time, and half of
+    the recorded call's). Turned back on as it was, whatever happens; what the function leaves
+    for the collector is collected at its next run."""
     enabled = gc.isenabled()
     gc.disable()
     try:
