@@ -451,7 +451,11 @@ def where(fn: Callable[..., Any]) -> str:
 
 def _name(fn: Callable[..., Any]) -> str:
     code = _code(fn)
-    return getattr(fn, "__qualname__", None) or ("the function" if code is None else code.co_qualname)
+    if code is None:
+        return getattr(fn, "__qualname__", None) or "the function"
+    # a code object has its qualified name from Python 3.11 on; 3.10's has its plain name
+    name: str = getattr(fn, "__qualname__", None) or getattr(code, "co_qualname", code.co_name)
+    return name
 
 
 def distinct(values: list[Any]) -> list[Any]:
