@@ -1,0 +1,117 @@
+"""The layers of the package (ARCHITECTURE.md): imports go one way, with no circle, counting the
+imports inside functions (not those under ``if TYPE_CHECKING:``, which never run); the core
+imports nothing else of vjpgrad; nothing below the command line imports it or the course."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import vjpgrad
+
+PACKAGE = Path(vjpgrad.__file__).resolve().parent
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of a module that runs, leaving out ``if TYPE_CHECKING:`` blocks (types for mypy,
+    never imported when the program runs)."""
+    found: list[ast.AST] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def imports_of(path: Path) -> set[str]:
+    """The vjpgrad modules a file imports, anywhere in it (a function's body included)."""
+    here = module_name(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    found: set[str] = set()
+    for node in runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("vjpgrad"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from . import x
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            if target.startswith("vjpgrad"):
+                found.add(target)
+                found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    """Each module of the package and the modules of the package it imports."""
+    modules = {module_name(path): path for path in PACKAGE.rglob("*.py") if "templates" not in path.parts}
+    return {name: {m for m in imports_of(path) if m in modules and m != name} for name, path in modules.items()}
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    edges = graph()
+    # a circle between packages shows as one between their modules; __init__ files re-export, so
+    # a package's __init__ importing its own modules is not a way back up
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        if module in path:
+            raise AssertionError(f"an import circle: {' -> '.join([*path[path.index(module) :], module])}")
+        if module in done:
+            return
+        path.append(module)
+        for target in sorted(edges[module]):
+            if target.endswith("__init__") or target == module.rpartition(".")[0]:
+                continue  # a module importing its own package's __init__ (names re-exported there)
+            visit(target)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(edges):
+        if module != "vjpgrad" and not module.endswith(".__init__"):
+            visit(module)
+
+
+def test_the_core_imports_nothing_else_of_vjpgrad() -> None:
+    outside = {
+        (module, target)
+        for module, targets in graph().items()
+        if layer(module) == "core"
+        for target in targets
+        if layer(target) != "core" and target != "vjpgrad"
+    }
+    assert outside == set()
+
+
+def test_no_layer_below_the_command_line_imports_it_or_the_course() -> None:
+    upward = {
+        (module, target)
+        for module, targets in graph().items()
+        if layer(module) not in ("cli", "course", "", "__main__")
+        for target in targets
+        if layer(target) in ("cli", "course")
+    }
+    assert upward == set()
+
+
+def test_the_layers_are_found() -> None:
+    # the checks above see the package: every layer ARCHITECTURE.md names, and imports between them
+    edges = graph()
+    assert {"core", "codegen", "compiler", "display", "transforms", "cli", "course", "nn"} <= {layer(m) for m in edges}
+    assert "vjpgrad.core.graph" in edges["vjpgrad.compiler.record"]
