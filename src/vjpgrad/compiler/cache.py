@@ -58,7 +58,6 @@ remove the entries and the temporary files of killed processes), or delete the d
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import importlib.util
 import marshal
@@ -162,11 +161,14 @@ def _source_fingerprint(root: str) -> bytes:
     return digest.digest()
 
 
-@functools.cache
+# read at import (about 2 ms), as the code that runs is read: a source edited later, while this
+# process runs the code it imported before, must not key the code this process writes
+_SOURCE = _source_fingerprint(str(Path(os.path.abspath(__file__)).parents[__name__.count(".") - 1]))
+
+
 def _source() -> bytes:
-    """The fingerprint of the whole package, wherever in it this module sits: read once, when the
-    first key is made (not at import)."""
-    return _source_fingerprint(str(Path(os.path.abspath(__file__)).parents[__name__.count(".") - 1]))
+    """The fingerprint of the whole package, wherever in it this module sits, as it was imported."""
+    return _SOURCE
 
 
 def key(structure: bytes) -> str:
