@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # set before any test compiles anything; child processes the tests start inherit it
@@ -33,3 +34,14 @@ settings.register_profile(
     database=None,
 )
 settings.load_profile("default")
+
+
+@pytest.fixture(autouse=True)
+def _compile_writes_afresh_under_mutmut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under mutmut, no compiled-code cache: mutmut runs every mutant in a process forked from one
+    that set VJPGRAD_CACHE_DIR once, so a program cached under the clean run (or another mutant),
+    whose key is the recorded structure, would be loaded and run in place of what the mutated table
+    writes, and a mutant of a rule's code would go unseen. Tests of the cache give their own
+    directory and setting (test_compile_replay.py's ``cache_dir``)."""
+    if "MUTANT_UNDER_TEST" in os.environ:  # set by mutmut in every run it makes, absent otherwise
+        monkeypatch.setenv("VJPGRAD_CACHE", "0")

@@ -5,16 +5,19 @@ threads and depth, and the length contracts of the graph module's helpers.
 
 from __future__ import annotations
 
+import math
 import threading
+from typing import Any
 
 import pytest
-from _helpers import answer_expression, four_outputs, is_minus_zero, message
+from _helpers import answer_expression, bits, four_outputs, is_minus_zero, message
 
 import vjpgrad
 from vjpgrad import Value, Vector, explain, gradients
 from vjpgrad.core import backward as _backward
 from vjpgrad.core import graph as _graph
 from vjpgrad.core import ops as _ops
+from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
 
 # ---- accumulation --------------------------------------------------------------------------------
 
@@ -162,6 +165,19 @@ def test_a_pass_from_a_new_output_through_a_freed_node_raises_before_any_change(
     assert a.grad == 4.0
 
 
+@pytest.mark.parametrize(
+    ("build", "made_by"),
+    [(lambda x: x * x, "mul"), (lambda x: x.exp(), "exp"), (lambda x: F.max([x, x * 0.5, 1.0]), "max")],
+)
+def test_the_freed_graph_error_names_the_node_and_its_operation(build: Any, made_by: str) -> None:
+    x = Value(2.0)
+    y = build(x)
+    y.backward()
+    with pytest.raises(RuntimeError) as caught:
+        y.backward()
+    assert message(caught) == f"{_graph.FREED_MESSAGE} (the node is {y!r}, made by {made_by!r})"
+
+
 def test_freed_values_keep_their_data_and_can_feed_new_computations() -> None:
     a = Value(2.0)
     y = a * a
@@ -203,6 +219,48 @@ def test_a_node_is_freed_by_a_pass_that_does_not_retain_the_graph() -> None:
 # ---- the numbers a pass uses: those of the forward pass ------------------------------------------
 
 
+def test_a_seed_given_both_as_grad_and_as_gradient_is_refused() -> None:
+    x = Value(2.0)
+    y = x * x
+    with pytest.raises(TypeError) as caught:
+        y.backward(grad=1.0, gradient=1.0)
+    assert str(caught.value) == "backward() got both grad= and gradient=: they are the same seed, pass one"
+    assert x.grad == 0.0
+
+
+def test_a_differentiable_pass_adds_no_node_where_no_number_changed() -> None:
+    # tanh's saved 1 - r*r is rounded once with Values too, so it needs no identity node to
+    # carry the forward pass's number (the node that appears only after a .data assignment)
+    for r in (0.3, 0.7, -0.9, 0.123456789):
+        x = Value(r)
+        (g,) = vjpgrad.gradients(vjpgrad.tanh(x), x, create_graph=True)
+        ops_on_the_way = []
+        stack = [g]
+        while stack:
+            node = stack.pop()
+            ops_on_the_way.append(node.op)
+            stack.extend(node.parents)
+        assert "identity" not in ops_on_the_way, r
+
+
+def test_a_differentiable_pass_divides_as_the_first_order_pass_does() -> None:
+    # log's contribution is g / x, one rounding, as PyTorch's; (1 / x) * g would round twice
+    x = Value(10.0)
+    (first,) = vjpgrad.gradients(vjpgrad.log(x), x, 3.0, retain_graph=True)
+    (differentiable,) = vjpgrad.gradients(vjpgrad.log(x), x, 3.0, create_graph=True)
+    assert first.data == differentiable.data == 3.0 / 10.0 != (1.0 / 10.0) * 3.0
+    (second,) = vjpgrad.gradients(differentiable, x)
+    assert second.data == -3.0 / 100.0
+
+
+def test_a_masked_edge_hands_on_a_zero_that_still_reads_its_operand() -> None:
+    x = Value(-1.0)
+    (g,) = vjpgrad.gradients(x.relu(), x, create_graph=True)
+    assert (g.data, g.op, g.parents) == (0.0, "masked_zero", (x,))
+    (again,) = vjpgrad.gradients(g, x)
+    assert again.data == 0.0
+
+
 def test_a_pass_uses_the_numbers_of_the_forward_pass_at_every_order() -> None:
     x = Value(3.0)
     y = x * x
@@ -222,6 +280,24 @@ def test_the_saved_numbers_of_other_operations_are_those_of_the_forward_pass_too
     (differentiable,) = vjpgrad.gradients(y, x, create_graph=True)
     assert first.data == before.data
     assert differentiable.data == before.data
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [(3.0, 5.0), (-0.0, 0.0), (0.0, -0.0), (math.nan, 1.0), (2.0, math.nan), (math.nan, math.nan), (2.0, 2.0)],
+)
+def test_the_differentiable_pass_keeps_the_forward_passs_number_to_the_bit_and_differentiates_again(
+    before: float, after: float
+) -> None:
+    # x * y saves y for x: y's number of the forward pass, its sign of zero and its nan kept
+    x, y = Value(1.5), Value(before)
+    z = x * y
+    y.data = after
+    (first,) = vjpgrad.gradients(z, x, retain_graph=True)
+    (differentiable,) = vjpgrad.gradients(z, x, create_graph=True)
+    assert bits(first.data) == bits(differentiable.data) == bits(before)
+    (again,) = vjpgrad.gradients(differentiable, y)  # d/dy (y * 1): the new graph still reaches y
+    assert again.data == 1.0
 
 
 # ---- .grad set to None counts as zero, as in PyTorch ---------------------------------------------

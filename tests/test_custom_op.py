@@ -73,6 +73,37 @@ def test_numbers_and_values_mix_in_either_order() -> None:
     assert b.grad == pytest.approx(2 * math.exp(2.0 - logaddexp(1.0, 2.0)))
 
 
+def test_an_operation_of_two_defined_in_a_function_takes_gradient_where_its_operands_do() -> None:
+    @custom_op
+    def hypot(x: float, y: float) -> float:
+        return math.hypot(x, y)
+
+    @hypot.derivative
+    def _(x: float | Value, y: float | Value, out: float | Value) -> tuple[float | Value, float | Value]:
+        return x / out, y / out
+
+    a, b = Value(3.0), Value(4.0)
+    both = hypot(a, b)
+    assert (both.data, both.op, both.parents) == (5.0, "hypot", (a, b))
+    both.backward()
+    assert (a.grad, b.grad) == (0.6, 0.8)
+    cases = [
+        ((Value(3.0), 4.0), [6.0]),
+        ((3.0, Value(4.0)), [8.0]),
+        ((Value(3.0), Value(4.0, requires_grad=False)), [6.0, 0.0]),
+        ((Value(3.0, requires_grad=False), Value(4.0)), [0.0, 8.0]),
+    ]
+    for operands, expected in cases:
+        out = hypot(*operands)
+        assert (out.data, out.requires_grad) == (5.0, True)
+        out.backward(10.0)
+        assert [x.grad for x in operands if isinstance(x, Value)] == expected
+    a = Value(3.0, requires_grad=False)
+    for constant in (hypot(a, Value(4.0, requires_grad=False)), hypot(3.0, Value(4.0, requires_grad=False))):
+        assert (constant.data, constant.requires_grad, constant.is_leaf) == (5.0, False, True)
+    assert "y = 3 hypot b" in str(vjpgrad.explain(hypot(3.0, Value(4.0, label="b"))))  # the number operand is kept
+
+
 def test_it_applies_elementwise_to_vectors_with_broadcasting() -> None:
     v = Vector([-1.0, 0.0, 1.0])
     assert softplus(v).data == [softplus(-1.0), softplus(0.0), softplus(1.0)]

@@ -159,6 +159,22 @@ def test_dot_shows_every_node_its_data_grad_and_op() -> None:
     assert '[shape=plaintext, label="3"]' in text  # the constant
 
 
+def test_a_node_two_operations_read_is_drawn_once_with_an_edge_to_each() -> None:
+    x = Value(2.0, label="x")
+    s = x * x
+    y = s.exp() + s  # s is read by exp and by +, which reads exp's result too
+    text = to_dot(y)
+    assert text.count("shape=box") == 4  # x, s, exp(s), y
+    assert text.count('label="data 4\\ngrad 0"') == 1
+    assert sorted(re.findall(r"(n\d+) -> (n\d+)_op", text)) == [
+        ("n0", "n1"),
+        ("n0", "n1"),
+        ("n1", "n2"),
+        ("n1", "n3"),
+        ("n2", "n3"),
+    ]
+
+
 def test_seeds_are_shown_on_the_outputs() -> None:
     text = to_dot(example(), seed=[0.1, 1.0])
     assert 'label="seed 0.1"' in text

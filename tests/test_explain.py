@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from _helpers import Program, close, programs, run
@@ -218,3 +219,18 @@ def test_explain_shows_a_masked_edge_as_a_zero_local_derivative() -> None:
     y = Value(2.0)
     e = explain(y**0, names={"y": y})
     assert [(s.local, s.contribution) for s in e.steps] == [(0.0, 0.0)]
+
+
+@pytest.mark.parametrize(
+    ("make", "shown"),
+    [
+        (lambda b: 2.0 + b, "y = 2 + b"),
+        (lambda b: 2.0 - b, "y = 2 - b"),
+        (lambda b: 2.0 * b, "y = 2 * b"),
+        (lambda b: 2.0 / b, "y = t1 * 2"),
+        (lambda b: 2.0**b, "y = 2 ** b"),
+    ],
+)
+def test_a_number_on_the_left_of_an_operator_is_the_operand_explain_shows(make: Any, shown: str) -> None:
+    b = Value(4.0, label="b")
+    assert f"  {shown}" in str(explain(make(b))).splitlines()

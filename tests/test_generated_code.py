@@ -13,6 +13,8 @@ import operator
 import subprocess
 import sys
 import traceback
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,8 @@ import vjpgrad
 from vjpgrad import Value, Vector
 from vjpgrad.codegen import eager
 from vjpgrad.core import functions as _functions
+from vjpgrad.core import graph as _graph
+from vjpgrad.core import modes as _modes
 from vjpgrad.core import ops as _ops
 from vjpgrad.core import vector as _vector
 from vjpgrad.core.ops import BUILTIN, FACES, FUNCTIONS, MASKED, METHODS, TIMES, Op
@@ -36,6 +40,66 @@ def test_the_check_command_passes_and_a_stale_module_is_named(monkeypatch: pytes
     assert (done.returncode, done.stdout) == (0, "")
     monkeypatch.setattr(eager, "GENERATED", {**eager.GENERATED, "functions.py": lambda: "# another text\n"})
     assert eager.stale() == ["functions.py"]
+
+
+# the three shapes the writer inlines: self <op> other, number <op> self, a method of self
+SHAPES = {
+    "operator": ("self", "da", "other", "db"),
+    "reflected": ("x", "None", "self", "db"),
+    "method": ("self", "saved", "None", "None"),
+}
+
+
+def inlined(shape: str) -> Callable[..., Value]:
+    """A function running the lines ``graph.make_inline`` writes for ``shape``, as the generated operators do."""
+    a, da, b, db = SHAPES[shape]
+    parameters = ", ".join(dict.fromkeys(name for name in ("out", a, da, b, db) if name != "None"))
+    lines = _graph.make_inline("    ", "_Value", "out", "_OP", a, da, b, db)
+    namespace: dict[str, Any] = {"make": _graph.make, "_new": _graph.new_node, "_next_seq": _graph.next_seq}
+    namespace |= {"switched": _modes.switched, "_Value": Value, "_OP": _ops.MUL}
+    exec("\n".join([f"def made({parameters}):", *lines]), namespace)  # the writer's own lines, run as written
+    made: Callable[..., Value] = namespace["made"]
+    return made
+
+
+def seen(node: Value, *leaves: Value) -> tuple[object, ...]:
+    """What a user can see of a node: its number, gradient, kind, operands, and what a pass hands each leaf."""
+    shown = (node.data, node.grad, node.requires_grad, node.is_leaf, node.op, node.parents)
+    if not node.requires_grad:
+        return shown
+    (node * 1.0).backward(2.0)  # a pass through a later node: the made node is ordered by its creation
+    return (*shown, node.grad, *(leaf.grad for leaf in leaves))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("mode", ["grad", "constant", "no_grad", "anomaly"])
+def test_the_lines_written_in_place_of_make_make_the_node_make_makes(shape: str, mode: str) -> None:
+    def node(build: Callable[..., Value]) -> tuple[object, ...]:
+        x, y = Value(3.0, requires_grad=mode != "constant"), Value(5.0, requires_grad=mode != "constant")
+        da = 5.0 if x.requires_grad else None
+        db = 3.0 if y.requires_grad else None
+        every: dict[str, tuple[Any, ...]] = {
+            "operator": (15.0, x, da, y, db),
+            "reflected": (15.0, 3.0, y, db),
+            "method": (15.0, x, da),
+        }
+        arguments = every[shape]
+        if mode == "no_grad":
+            with vjpgrad.no_grad():
+                made = build(*arguments)
+        elif mode == "anomaly":
+            with vjpgrad.detect_anomaly():
+                made = build(*arguments)
+        else:
+            made = build(*arguments)
+        return seen(made, x, y)
+
+    makes: dict[str, Callable[..., Value]] = {  # the same arguments, in make's order
+        "operator": lambda out, a, da, b, db: _graph.make(Value, out, _ops.MUL, a, da, b, db),
+        "reflected": lambda out, a, b, db: _graph.make(Value, out, _ops.MUL, a, None, b, db),
+        "method": lambda out, a, da: _graph.make(Value, out, _ops.MUL, a, da, None, None),
+    }
+    assert node(inlined(shape)) == node(makes[shape])
 
 
 def test_every_face_of_the_table_is_a_value_method_with_its_source() -> None:
@@ -171,6 +235,8 @@ def test_a_generated_vector_operator_works_in_both_orders(
     function: object, left: list[float], right: list[float]
 ) -> None:
     forward, reflected = _vector._elementwise(function, "?")  # type: ignore[arg-type]
+    name = function.__name__  # type: ignore[attr-defined]
+    assert (forward.__qualname__, reflected.__qualname__) == (f"Vector.__{name}__", f"Vector.__r{name}__")
     v = Vector([5.0, 9.0])
     assert forward(v, 2).data == left  # v <op> 2
     assert reflected(v, 2).data == right  # 2 <op> v

@@ -24,7 +24,7 @@ from op_cases import CASES, NOT_CALLED_BY_USERS, Form, OpCase
 
 import vjpgrad
 from vjpgrad import Value, Vector, explain, gradients
-from vjpgrad.core import ops
+from vjpgrad.core import floats, ops
 from vjpgrad.core.ops import Op
 from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
 
@@ -136,6 +136,42 @@ def test_each_operation_raises_nothing_at_the_edges_forward_or_backward(case: Op
             assert all(type(a.grad) is float for a in args if isinstance(a, Value)), (form.text, xs)
 
 
+# ---- the node each operation makes ----------------------------------------------------------------
+
+POINT = 0.75
+"""An operand where every operation is smooth and takes its general path (x ** 0.75 is C's pow)."""
+
+
+@pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
+def test_each_result_starts_with_a_zero_grad_and_a_pass_adds_its_seed(case: OpCase, form: Form) -> None:
+    out = form.call(*operands(form.operands, [POINT] * len(form.operands)))
+    assert (out.grad, type(out.grad), out.requires_grad) == (0.0, float, True)
+    out.backward(3.0)
+    assert out.grad == 3.0  # an output's own gradient is its seed, added to 0.0
+
+
+@pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
+def test_each_operation_of_constants_gives_a_constant(case: OpCase, form: Form) -> None:
+    constant = form.call(
+        *operands(form.operands, [POINT] * len(form.operands), lambda x: Value(x, requires_grad=False))
+    )
+    assert (constant.requires_grad, constant.is_leaf, constant.op, constant.parents) == (False, True, "", ())
+    assert bits(constant.data) == bits(form.call(*operands(form.operands, [POINT] * len(form.operands))).data)
+    with pytest.raises(RuntimeError, match="does not require grad and has no graph"):
+        constant.backward()
+
+
+@pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
+def test_each_operation_inside_a_longer_expression_passes_on_its_gradient(case: OpCase, form: Form) -> None:
+    # the pass orders the operation's node among others (by creation): twice the result, twice the gradients
+    alone = operands(form.operands, [POINT] * len(form.operands))
+    form.call(*alone).backward()
+    inside = operands(form.operands, [POINT] * len(form.operands))
+    (form.call(*inside) * 2.0 + 1.0).backward()
+    grads = [(a.grad, b.grad) for a, b in zip(alone, inside, strict=True) if isinstance(a, Value)]
+    assert all(bits(2.0 * g) == bits(h) for g, h in grads), grads
+
+
 @pytest.mark.parametrize(
     ("zero", "expected"),
     [(0.0, inf), (-0.0, -inf)],
@@ -192,6 +228,27 @@ def test_each_derivative_is_pytorchs_at_its_edges(case: OpCase, edge: tuple[floa
     assert all(same(g, e + 0.0) for g, e in zip(grads, expected, strict=True)), (grads, expected)
 
 
+@pytest.mark.parametrize(
+    ("case", "edge"),
+    DERIVATIVES,
+    ids=[f"{case.name}({shown(edge[: len(case.operands)])})" for case, edge in DERIVATIVES],
+)
+def test_each_rows_rules_on_numbers_give_pytorchs_derivatives_at_its_edges(
+    case: OpCase, edge: tuple[float, ...]
+) -> None:
+    # the row itself, as compile's helpers and operations of many operands call it: forward and saved rules on floats
+    xs, expected = [float(x) for x in edge[: len(case.operands)]], edge[len(case.operands) :]
+    op = case.op
+    out = op.forward(*xs)
+    assert same(out, case.call(*operands(case.operands, xs)).data)
+    if op.nary:
+        saved, forms = op.saved[0](tuple(xs), out), [op.forms[0]] * len(xs)
+    else:
+        saved, forms = [rule(*xs, out) for rule in op.saved], list(op.forms)
+    found = [ops.contribution(forms[k], 1.0, saved[k]) for k, kind in enumerate(case.operands) if kind == "v"]
+    assert all(same(g, e) for g, e in zip(found, expected, strict=True)), (found, expected)
+
+
 def test_a_constant_values_power_passes_no_gradient_to_the_exponent_where_the_base_is_zero() -> None:
     # d/db a ** b is 0 where a = 0 <= b, whether a is a number (c ** x) or a Value that requires no grad
     v = Value(0.0)
@@ -217,8 +274,20 @@ def test_tanhs_derivative_is_one_minus_the_square_rounded_once(x: float) -> None
     # then one rounding; with r*r rounded first the last bits (or all of them, near r = 1) go
     v = Value(x)
     r = v.tanh()
+    (differentiable,) = gradients(r, [v], create_graph=True, retain_graph=True)
     r.backward()
-    assert v.grad == float(1 - fractions.Fraction(r.data) ** 2)
+    assert v.grad == differentiable.data == float(1 - fractions.Fraction(r.data) ** 2)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([1.5, -1.0 - 2**-52, 1e200, inf, -inf]))
+def test_the_float_layers_one_minus_a_square_is_rounded_once_for_any_number(r: float) -> None:
+    # fma(-r, r, 1) as PyTorch's kernels compute it; beyond +-1 (no tanh gives it) as well
+    try:
+        expected = float(1 - fractions.Fraction(r) ** 2)  # int / int: rounded once
+    except (OverflowError, ValueError):  # beyond the largest float, or an infinity
+        expected = -inf
+    assert floats.one_minus_square(r) == expected
+    assert math.isnan(floats.one_minus_square(nan))
 
 
 # ---- max: of any number of operands (vjpgrad.nn.functional.max) ----------------------------------

@@ -176,6 +176,17 @@ def test_a_bad_single_seed_is_named(call: Any, error: type[Exception], text: str
     assert message(caught).startswith(text)
 
 
+@pytest.mark.parametrize(("seeds", "kind"), [({0: 1.0, 1: 2.0}, "dict"), ({1.0, 2.0}, "set")])
+def test_a_dict_or_set_of_seeds_is_refused_saying_why(seeds: object, kind: str) -> None:
+    y = Vector([1.0, 2.0]) * 2
+    with pytest.raises(TypeError) as caught:
+        y.backward(seeds)
+    assert message(caught) == (
+        f"gradients must be a sequence of numbers, one seed per output in order, got a {kind}: "
+        "a dict would give its keys and a set its own order"
+    )
+
+
 def test_a_value_seed_gives_float_gradients_in_a_plain_pass() -> None:
     x = Value(3.0)
     w = Value(2.0)  # requires grad, but a plain pass takes its number

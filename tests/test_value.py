@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import fractions
 import math
+import operator
 import re
 import weakref
 from fractions import Fraction
 from typing import Any
+from unittest import mock
 
 import pytest
 from _helpers import numpy
@@ -44,6 +46,28 @@ def test_any_real_number_is_stored_as_a_float(data: float) -> None:
 def test_anything_else_is_a_type_error_naming_the_type(data: object, type_name: str) -> None:
     with pytest.raises(TypeError, match=rf"Value\(\) takes a real number .*got {type_name}"):
         Value(data)  # type: ignore[arg-type]
+
+
+def test_a_value_given_for_data_is_refused_with_what_to_write_instead() -> None:
+    with pytest.raises(TypeError) as caught:
+        Value(Value(1.0))  # type: ignore[arg-type]  # the wrong type is the subject
+    assert str(caught.value) == (
+        "Value() takes a real number (int, float, bool, Fraction, a NumPy scalar), got Value: "
+        "use the Value itself, or .detach() for a constant copy"
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "shown"),
+    [(10**400, "an int of 401 digits"), (fractions.Fraction(10**400, 3), repr(fractions.Fraction(10**400, 3)))],
+)
+def test_the_overflow_error_shows_the_number_and_the_way_to_infinity(data: object, shown: str) -> None:
+    with pytest.raises(OverflowError) as caught:
+        Value(data)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        f"Value(): {shown} is too large to be converted to a float without overflow "
+        "(the largest float is about 1.8e308; pass float('inf') if you mean infinity)"
+    )
 
 
 def test_requires_grad_and_label_are_checked() -> None:
@@ -147,6 +171,25 @@ def test_data_is_assignable_so_an_optimizer_can_step_it() -> None:
     assert v.data == 0.5
 
 
+@pytest.mark.parametrize("number", [3, True, Fraction(1, 4), -7])
+def test_data_and_grad_take_any_real_number_and_hold_it_as_a_float(number: Any) -> None:
+    v = Value(1.0)
+    v.data = number
+    v.grad = number
+    assert (v.data, type(v.data), v.grad, type(v.grad)) == (float(number), float, float(number), float)
+
+
+def test_data_and_grad_of_the_wrong_type_are_refused_saying_what_each_takes() -> None:
+    v = Value(1.0)
+    with pytest.raises(TypeError) as data:
+        v.data = "0"  # type: ignore[assignment]  # the wrong type is the subject
+    with pytest.raises(TypeError) as grad:
+        v.grad = Value(2.0)  # type: ignore[assignment]  # a Value is no number here
+    assert str(data.value) == ".data of a Value must be a real number, got str"
+    assert str(grad.value) == ".grad of a Value must be a real number or None, got Value"
+    assert (v.data, v.grad) == (1.0, 0.0)
+
+
 def test_a_grad_of_the_wrong_type_is_refused_when_it_is_assigned() -> None:
     x = Value(3.0)
     with pytest.raises(TypeError, match=r"\.grad .* str"):
@@ -166,6 +209,7 @@ def test_detach_gives_a_constant_leaf_with_the_same_data() -> None:
     a = Value(3.0)
     d = (a * 2).detach()
     assert (d.data, d.requires_grad, d.op, d.parents) == (6.0, False, "", ())
+    assert Value(1.5, label="w").detach().label == "w"  # the copy keeps the label
     y = d * a
     y.backward()
     assert a.grad == 6.0
@@ -211,6 +255,22 @@ def test_truthiness_and_comparisons_are_on_the_data() -> None:
     assert len({x, Value(1.5)}) == 2  # while hashing stays by identity: Values are dict keys and set members
 
 
+def test_each_comparison_with_a_number_is_the_datas_at_equality_too() -> None:
+    x = Value(1.5)
+    assert [x < 1.5, x <= 1.5, x > 1.5, x >= 1.5, x == 1.5, x != 1.5] == [False, True, False, True, True, False]
+    assert [x < 2, x <= 1, x > 1, x >= 2] == [True, False, True, False]
+    for compare, symbol in [(operator.lt, "<"), (operator.le, "<="), (operator.gt, ">"), (operator.ge, ">=")]:
+        with pytest.raises(TypeError) as caught:
+            compare(x, "1.5")
+        assert str(caught.value) == f"'{symbol}' not supported between instances of 'Value' and 'str'"
+
+
+def test_format_int_and_str_read_the_data_as_a_0d_tensors_do() -> None:
+    v = Value(2.75, label="v")
+    assert (f"{v:.3f}", f"{v:>6}", f"{v}", str(v)) == ("2.750", "  2.75", repr(v), repr(v))
+    assert (int(v), int(Value(-2.75)), type(int(v))) == (2, -2, int)
+
+
 def test_equality_is_on_the_data_and_hashing_by_identity() -> None:
     a, b = Value(1.0), Value(1.0)
     assert a == b
@@ -233,6 +293,12 @@ def test_equality_with_a_foreign_type_is_false_not_an_error() -> None:
     assert Value(1.0) != "1.0"
     assert Value(1.0) != [1.0]
     assert (Value(1.0) == None) is False  # noqa: E711 - the comparison itself is the subject
+
+
+def test_equality_with_a_foreign_type_lets_that_type_answer() -> None:
+    # NotImplemented, as float's == returns it: Python then asks the other operand
+    assert Value(1.0) == mock.ANY
+    assert (Value(1.0) != mock.ANY) is False
 
 
 def test_values_stay_dict_keys_and_set_members_by_identity() -> None:
@@ -378,28 +444,45 @@ def test_micrograds_draw_dot_runs_on_vjpgrad_values() -> None:
 # ---- micrograd's constructor, Value(data, _children, _op) ----------------------------------------------
 
 
+MICROGRADS_CONSTRUCTOR = (
+    "as its second argument, as in micrograd's Value(data, _children, _op): vjpgrad records the children itself "
+    "(there is no _children argument: the operators build the graph), so write"
+)
+
+
 @pytest.mark.parametrize(
     ("children", "op", "instead"),
     [
-        (lambda a, b: (a, b), "+", "write a + b instead"),
-        (lambda a, b: [a, b], "*", "write a * b instead"),
-        (lambda a, b: {a}, "tanh", "write a.tanh() instead"),
-        (lambda a, b: (a,), "**2", "write a**2 instead"),
-        (lambda a, b: (a, b), "", "write a + b, a * b, a.tanh()... instead"),
-        (lambda a, b: (), "", "write Value(data) instead"),
+        (lambda a, b: (a, b), "+", "2 Values ... a + b instead, with a, b the Values"),
+        (lambda a, b: [a, b], "*", "2 Values ... a * b instead, with a, b the Values"),
+        (lambda a, b: (a, b), "-", "2 Values ... a - b instead, with a, b the Values"),
+        (lambda a, b: (a, b), "/", "2 Values ... a / b instead, with a, b the Values"),
+        (lambda a, b: (a, b), "**", "2 Values ... a ** b instead, with a, b the Values"),
+        (lambda a, b: {a}, "tanh", "a Value ... a.tanh() instead, with a the Value"),
+        (lambda a, b: (a,), "**2", "a Value ... a**2 instead, with a the Value"),
+        (lambda a, b: (a,), "+", "a Value ... a + b, a * b, a.tanh()... instead, with a the Value"),
+        (lambda a, b: (a, b), "", "2 Values ... a + b, a * b, a.tanh()... instead, with a, b the Values"),
+        (lambda a, b: (a, b), "tanh", "2 Values ... a + b, a * b, a.tanh()... instead, with a, b the Values"),
     ],
 )
 def test_micrograds_children_argument_is_explained_with_what_to_write(children: Any, op: str, instead: str) -> None:
     a, b = Value(2.0), Value(3.0)
     with pytest.raises(TypeError) as caught:
         Value(5.0, children(a, b), op)  # micrograd's Value(data, _children, _op)
-    message = str(caught.value)
-    assert "micrograd's Value(data, _children, _op)" in message
-    assert (
-        "vjpgrad records the children itself (there is no _children argument: the operators build the graph)" in message
+    got, write = instead.split(" ... ")
+    assert str(caught.value) == (
+        f"Value() got {got} {MICROGRADS_CONSTRUCTOR} {write} you passed; "
+        "Value(data) alone makes a leaf (the second argument is requires_grad, a bool)"
     )
-    assert instead in message
-    assert "requires_grad must be a bool" not in message
+
+
+def test_micrograds_empty_children_argument_is_explained_with_what_to_write() -> None:
+    with pytest.raises(TypeError) as caught:
+        Value(5.0, (), "")  # micrograd's Value(data, _children, _op)
+    assert str(caught.value) == (
+        f"Value() got an empty collection {MICROGRADS_CONSTRUCTOR} Value(data) instead for a leaf "
+        "(the second argument is requires_grad, a bool)"
+    )
 
 
 def test_a_second_argument_that_is_no_collection_of_values_is_still_a_bad_requires_grad() -> None:

@@ -100,32 +100,76 @@ class _Module:
 
 
 def _operator(face: Face, module: _Module) -> list[str]:
-    """``self <op> other``: the other operand a Value or a number (a constant, no edge)."""
+    """``self <op> other``, taking ``other`` as ``face.other`` says (``Face``): a Value or a
+    number (a constant, no edge), a Value only, a number only, or, while compile records, a
+    Value under a float argument."""
     op = face.op
     x, y, out = (Code(name, atomic=True) for name in ("x", "y", "out"))
     row = module.row(op)
     not_implemented = "return NotImplemented  # another type: Python tries it, then raises its TypeError"
     if not face.name.startswith("__"):  # a helper of an operator, which returns what it returns
         not_implemented = "return NotImplemented  # type: ignore[no-any-return]  # for __pow__ to return"
+
+    def a_number(*then: str) -> list[str]:
+        """The branches for a number ``other`` (a float, or anything ``as_number`` reads), each
+        followed by the lines ``then``."""
+        return [
+            "        elif type(other) is float:",
+            "            y = other",
+            *(f"            {line}" for line in then),
+            "        else:",
+            "            number = as_number(other)",
+            "            if number is None:",
+            f"                {not_implemented}",
+            "            y = other = number",
+            *(f"            {line}" for line in then),
+        ]
+
+    da = f"{module.saved(op, 0, [x, y, out])} if self.requires_grad else None"
+    db = f"{module.saved(op, 1, [x, y, out])} if {{takes}} else None"
+    header = f'        """{face.doc} (the row {_row_name(op)} of core/ops.py)."""'
+    forward = ["        x = self._data", f"        out = {module.code(op.code.format('x', 'y'))}"]
+    if face.other == "value":
+        return [
+            f"    def {face.name}(self, other: Value) -> Value:",
+            header,
+            "        y = other._data",
+            *forward,
+            f"        da = {da}",
+            f"        db = {db.format(takes='other.requires_grad')}",
+            *graph.make_inline("        ", "_Value", "out", row, "self", "da", "other", "db"),
+        ]
+    if face.other == "number":
+        return [
+            f"    def {face.name}(self, other: Value | float) -> Value:",
+            header,
+            "        if isinstance(other, Node):  # a float argument while compile records: it takes no gradient",
+            "            y = other._data",
+            *a_number(),
+            *forward,
+            f"        da = {da}",
+            *graph.make_inline("        ", "_Value", "out", row, "self", "da", "other", "None"),
+        ]
+    if face.other == "recording":
+        return [
+            f"    def {face.name}(self, other: Value) -> Value:",
+            header,
+            "        y = other._data",
+            *forward,
+            f"        db = {db.format(takes='other.requires_grad')}",
+            "        # self is a float argument (it takes no gradient); make() hands the node to the recording",
+            f"        return make(_Value, out, {row}, self, None, other, db)",
+        ]
     return [
         f"    def {face.name}(self, other: Value | float) -> Value:",
-        f'        """{face.doc} (the row {_row_name(op)} of core/ops.py)."""',
+        header,
         "        if isinstance(other, Node):",
         "            y = other._data",
         "            takes = other.requires_grad",
-        "        elif type(other) is float:",
-        "            y = other",
-        "            takes = False",
-        "        else:",
-        "            number = as_number(other)",
-        "            if number is None:",
-        f"                {not_implemented}",
-        "            y = other = number",
-        "            takes = False",
-        "        x = self._data",
-        f"        out = {module.code(op.code.format('x', 'y'))}",
-        f"        da = {module.saved(op, 0, [x, y, out])} if self.requires_grad else None",
-        f"        db = {module.saved(op, 1, [x, y, out])} if takes else None",
+        *a_number("takes = False"),
+        *forward,
+        f"        da = {da}",
+        f"        db = {db.format(takes='takes')}",
         *graph.make_inline("        ", "_Value", "out", row, "self", "da", "other", "db"),
     ]
 

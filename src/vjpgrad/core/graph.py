@@ -186,8 +186,7 @@ class Recording:
     While ``state.recording`` holds a Recording, the core:
 
     - hands every operation it makes to it (``make`` calls ``_record``), whether or not it
-      takes gradient (a constant's operands can be parameters that change between calls),
-      with whether grad mode was on;
+      takes gradient (a constant's operands can be parameters that change between calls);
     - records ``detach()`` as an operation with no edge (a cut whose number changes per call);
     - tells it of every Value made by ``Value()`` (``made_leaf``), and of the float argument
       one was made from (``Value(lr)``), whose number is that argument's at every call.
@@ -199,8 +198,6 @@ class Recording:
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
-        self.grad_enabled: list[bool] = []
-        self.first_seq = _next_seq()  # leaves made after this were made inside the function
         self.leaves: dict[int, Node] = {}  # id -> every Value made by Value() inside the function
         self.from_numbers: dict[int, Node] = {}  # id(leaf made from a float argument) -> the argument
 
@@ -222,8 +219,7 @@ class Recording:
 
 
 def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
-    enabled = state.grad_enabled
-    node.requires_grad = enabled and (da is not None or db is not None)
+    node.requires_grad = state.grad_enabled and (da is not None or db is not None)
     node._operation = op
     node._a = a
     node._b = b
@@ -231,7 +227,6 @@ def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: 
     node._db = db if node.requires_grad else None
     node._seq = _next_seq()
     recording.nodes.append(node)
-    recording.grad_enabled.append(enabled)
     return node
 
 
@@ -285,20 +280,10 @@ def recorded_graph(
     return live, positions, list(outside.values())
 
 
-def made_after(node: Node, recording: Recording) -> bool:
-    """Whether ``node`` (a leaf) was made while ``recording`` ran."""
-    return node._seq >= recording.first_seq
-
-
 def number(node: Node) -> float:
     """A Value's number, for vjpgrad's own code: read from the slot, so a recording does not
     refuse it (``.data`` is the user's way, which compile watches)."""
     return node._data
-
-
-def set_number(node: Node, value: float) -> None:
-    """Set a Value's number from vjpgrad's own code (compile refreshing a parameter)."""
-    node._data = value
 
 
 def make_inline(indent: str, cls: str, data: str, op: str, a: str, da: str, b: str, db: str) -> list[str]:
@@ -380,20 +365,10 @@ def saved_of(node: Node) -> Any:
     return node._db if op.nary else node._da
 
 
-def edge_marks(node: Node) -> tuple[Any, ...]:
-    """Per operand of an operation of many operands: None where no gradient flows."""
-    return tuple(node._da)
-
-
 def set_cotangent(node: Node, gradient: Any) -> None:
     """Replace ``node``'s cotangent in the pass that is running (a compiled call hands back the
     running total it continued from the node's own)."""
     node._cotangent = gradient
-
-
-def add_cotangent(node: Node, gradient: Any) -> None:
-    """Hand ``node`` a contribution in the pass that is running (for a compiled call)."""
-    node._cotangent += gradient
 
 
 def is_freed(node: Node) -> bool:

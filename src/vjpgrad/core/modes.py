@@ -14,7 +14,7 @@ import sys
 import sysconfig
 import threading
 from collections.abc import Callable, Generator
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any, ParamSpec, TypeVar, overload
 
 _P = ParamSpec("_P")
@@ -224,6 +224,11 @@ OWN_CODE = (_PACKAGE + os.sep, "<vjpgrad")
 vjpgrad writes (compile's ``<vjpgrad.compile ...>``)."""
 
 
+def is_own_code(frame: FrameType) -> bool:
+    """Whether ``frame`` runs vjpgrad's own code (``OWN_CODE``), not the user's."""
+    return frame.f_code.co_filename.startswith(OWN_CODE)
+
+
 _LIBRARIES = tuple(
     sorted(
         {
@@ -241,7 +246,7 @@ def caller_location() -> str:
     frame is in Python's library or an installed package (``statistics.fmean`` reading a
     Value), the user's line that called it follows: ``statistics.py:456 (called from x.py:3)``."""
     frame: Any = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(OWN_CODE):
+    while frame is not None and is_own_code(frame):
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
@@ -278,8 +283,8 @@ def _users_frames(first: TracebackType) -> TracebackType:
         entry = entry.tb_next
     kept = [entries[0]]
     for position, entry in enumerate(entries[1:], start=1):
-        ours = entry.tb_frame.f_code.co_filename.startswith(OWN_CODE)
-        called_from_user = not kept[-1].tb_frame.f_code.co_filename.startswith(OWN_CODE)
+        ours = is_own_code(entry.tb_frame)
+        called_from_user = not is_own_code(kept[-1].tb_frame)
         if not ours or called_from_user or position == len(entries) - 1:
             kept.append(entry)
     for before, after in itertools.pairwise(kept):

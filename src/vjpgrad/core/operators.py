@@ -300,24 +300,13 @@ class ValueOperators(Node):
         node._seq = _next_seq()
         return node
 
-    def _pow_value(self, other: Value | float) -> Value:
+    def _pow_value(self, other: Value) -> Value:
         """self ** other for a Value exponent: C's pow (the row POW of core/ops.py)."""
-        if isinstance(other, Node):
-            y = other._data
-            takes = other.requires_grad
-        elif type(other) is float:
-            y = other
-            takes = False
-        else:
-            number = as_number(other)
-            if number is None:
-                return NotImplemented  # type: ignore[no-any-return]  # for __pow__ to return
-            y = other = number
-            takes = False
+        y = other._data
         x = self._data
         out = _pow(x, y)
         da = (_MASKED if y == 0.0 else (y * _pow(x, y - 1.0))) if self.requires_grad else None
-        db = (0.0 if (x == 0.0) and (y >= 0.0) else (out * _log(x))) if takes else None
+        db = (0.0 if (x == 0.0) and (y >= 0.0) else (out * _log(x))) if other.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
         if switched[0] or (da is None and db is None):
             return make(_Value, out, _POW, self, da, other, db)
@@ -335,26 +324,22 @@ class ValueOperators(Node):
         return node
 
     def _pow_number(self, other: Value | float) -> Value:
-        """self ** other for a number exponent, with PyTorch's special cases (the row POW_SCALAR of core/ops.py)."""
-        if isinstance(other, Node):
+        """self ** other for a number exponent, with PyTorch's cases (the row POW_SCALAR of core/ops.py)."""
+        if isinstance(other, Node):  # a float argument while compile records: it takes no gradient
             y = other._data
-            takes = other.requires_grad
         elif type(other) is float:
             y = other
-            takes = False
         else:
             number = as_number(other)
             if number is None:
                 return NotImplemented  # type: ignore[no-any-return]  # for __pow__ to return
             y = other = number
-            takes = False
         x = self._data
         out = _pow_scalar(x, y)
         da = (_MASKED if y == 0.0 else (y * _pow_scalar(x, y - 1.0))) if self.requires_grad else None
-        db = 0.0 if takes else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
-            return make(_Value, out, _POW_SCALAR, self, da, other, db)
+        if switched[0] or da is None:
+            return make(_Value, out, _POW_SCALAR, self, da, other, None)
         node = _new(_Value)
         node._data = out
         node._grad = 0.0
@@ -364,43 +349,18 @@ class ValueOperators(Node):
         node._a = self
         node._b = other
         node._da = da
-        node._db = db
+        node._db = None
         node._seq = _next_seq()
         return node
 
-    def _pow_base(self, other: Value | float) -> Value:
-        """self ** other where self stands for a number (compile's float argument) (the row POW_BASE of core/ops.py)."""
-        if isinstance(other, Node):
-            y = other._data
-            takes = other.requires_grad
-        elif type(other) is float:
-            y = other
-            takes = False
-        else:
-            number = as_number(other)
-            if number is None:
-                return NotImplemented  # type: ignore[no-any-return]  # for __pow__ to return
-            y = other = number
-            takes = False
+    def _pow_base(self, other: Value) -> Value:
+        """self ** other, self a float argument compile records (the row POW_BASE of core/ops.py)."""
+        y = other._data
         x = self._data
         out = _pow(x, y)
-        da = 0.0 if self.requires_grad else None
-        db = (0.0 if (x == 0.0) and (y >= 0.0) else (out * _log(x))) if takes else None
-        # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
-            return make(_Value, out, _POW_BASE, self, da, other, db)
-        node = _new(_Value)
-        node._data = out
-        node._grad = 0.0
-        node._seen = None
-        node.requires_grad = True
-        node._operation = _POW_BASE
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
-        node._seq = _next_seq()
-        return node
+        db = (0.0 if (x == 0.0) and (y >= 0.0) else (out * _log(x))) if other.requires_grad else None
+        # self is a float argument (it takes no gradient); make() hands the node to the recording
+        return make(_Value, out, _POW_BASE, self, None, other, db)
 
     def __rpow__(self, other: float) -> Value:
         """other ** self, a number raised to a Value (the row POW_BASE of core/ops.py)."""

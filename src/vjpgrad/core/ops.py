@@ -60,8 +60,9 @@ def is_float(x: object) -> bool:
 
 def data_of(x: Any) -> Any:
     """The number behind an operand, for the conditions of masks (code stays code). A Value's
-    is read from its slot: the rule reads it, not the user's code (which compile watches)."""
-    return x if is_float(x) else getattr(x, "_data", x)
+    is read from its slot: the rule reads it, not the user's code (which compile watches). A
+    number and code have no ``_data``: they are their own."""
+    return getattr(x, "_data", x)
 
 
 def sign(x: Any) -> Any:
@@ -382,12 +383,20 @@ class Face:
     """One way Python calls an operation on a Value: ``name`` is the method, ``op`` the row,
     and ``kind`` how the operands are taken: ``"operator"`` for ``self <op> other``,
     ``"reflected"`` for ``other <op> self`` (a number on the left), ``"method"`` for
-    ``self.f()``. ``vjpgrad.codegen`` writes one function per face into ``core/operators.py``."""
+    ``self.f()``. ``vjpgrad.codegen`` writes one function per face into ``core/operators.py``.
+
+    ``other`` says what an operator's other operand can be, so that no branch is written that
+    nothing can reach: ``"any"`` (a Value or a number: the operators Python calls), ``"value"``
+    (a Value that is no float argument: ``__pow__`` chose the row), ``"number"`` (a number, or
+    a float argument standing for one while compile records: neither takes gradient), and
+    ``"recording"`` (``self`` is a float argument and ``other`` a Value: only compile's
+    recording calls it, so the node is always made by ``make``)."""
 
     name: str
     op: Op
     kind: str
     doc: str
+    other: str = "any"
 
 
 FACES: tuple[Face, ...] = (
@@ -398,9 +407,9 @@ FACES: tuple[Face, ...] = (
     Face("__mul__", MUL, "operator", "self * other"),
     Face("__rmul__", MUL, "reflected", "other * self"),
     Face("__truediv__", DIV, "operator", "self / other"),
-    Face("_pow_value", POW, "operator", "self ** other for a Value exponent: C's pow"),
-    Face("_pow_number", POW_SCALAR, "operator", "self ** other for a number exponent, with PyTorch's special cases"),
-    Face("_pow_base", POW_BASE, "operator", "self ** other where self stands for a number (compile's float argument)"),
+    Face("_pow_value", POW, "operator", "self ** other for a Value exponent: C's pow", "value"),
+    Face("_pow_number", POW_SCALAR, "operator", "self ** other for a number exponent, with PyTorch's cases", "number"),
+    Face("_pow_base", POW_BASE, "operator", "self ** other, self a float argument compile records", "recording"),
     Face("__rpow__", POW_BASE, "reflected", "other ** self, a number raised to a Value"),
     Face("__neg__", NEG, "method", "-self"),
     Face("__abs__", ABS, "method", "abs(self); its derivative at 0 (and at nan) is 0"),

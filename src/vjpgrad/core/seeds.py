@@ -37,9 +37,7 @@ def scalar_seed(seed: object, what: str, *, differentiable: bool = False, single
     )
 
 
-def seeds_for(
-    count: int | None, seed: object, *, name: str = "gradients", hint: str = "", differentiable: bool = False
-) -> list[Any]:
+def seeds_for(count: int | None, seed: object, *, name: str, hint: str = "", differentiable: bool = False) -> list[Any]:
     """The seeds of ``count`` outputs (``None``: one Value output), one per output.
 
     ``name`` is the argument's name in messages; ``hint`` says how to pass a seed in the

@@ -35,11 +35,12 @@ def unary(op: Op, x: Value) -> Value:
     return _make(Value, out, op, x, saved, None, None)
 
 
-def nary(op: Op, xs: tuple[Value | float, ...]) -> Value:
-    """Apply an operation of any number of operands (Values or numbers)."""
-    datas = [x._data if isinstance(x, Value) else x for x in xs]
+def nary(op: Op, xs: tuple[Value, ...]) -> Value:
+    """Apply an operation of any number of operands, each a Value (``nn.functional.max``
+    makes Values of its numbers first, as ``torch.max`` takes one tensor)."""
+    datas = [x._data for x in xs]
     out = op.forward(*datas)
-    takes_grad = [isinstance(x, Value) and x.requires_grad for x in xs]
+    takes_grad = [x.requires_grad for x in xs]
     if not any(takes_grad):
         return _make(Value, out, op, xs, None, None, None)
     saved = op.saved[0](tuple(datas), out)
@@ -83,9 +84,8 @@ def binary_operators(op: Op) -> tuple[_Operator, _Operator]:
         db = saved_y(x, y, out) if self.requires_grad else None
         return _make(Value, out, op, x, None, self, db)
 
-    for function, name, doc in ((operator, op.name, "self"), (reflected_operator, f"r{op.name}", "other")):
-        function.__name__ = function.__qualname__ = name
-        function.__doc__ = f"{op.name}({doc}, {'other' if doc == 'self' else 'self'}), a custom operation"
+    for function, name in ((operator, op.name), (reflected_operator, f"r{op.name}")):
+        function.__name__ = function.__qualname__ = name  # what repr() shows
     return operator, reflected_operator
 
 

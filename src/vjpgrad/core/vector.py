@@ -7,6 +7,7 @@ gains ``sum_i gradients[i] * dy[i]/dx``: the vector-Jacobian product ``v^T J``.
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -94,7 +95,7 @@ def _elementwise(
         found = pairs(other, self)
         return NotImplemented if found is None else wrap([function(x, y) for x, y in found])
 
-    name = function.__name__.strip("_")
+    name = function.__name__  # operator.add -> "add"
     for method, face, doc in ((forward, f"__{name}__", "self {} other"), (reflected, f"__r{name}__", "other {} self")):
         method.__name__ = face
         method.__qualname__ = f"Vector.{face}"
@@ -223,7 +224,7 @@ class Vector(VectorMethods):
     def mean(self) -> Value:
         """The mean of the elements (nan for an empty Vector, as in PyTorch)."""
         if not self._values:
-            return Value(float("nan"), requires_grad=False)
+            return Value(math.nan, requires_grad=False)
         return self.sum() / len(self._values)
 
     def dot(self, other: Vector | Sequence[float]) -> Value:
