@@ -218,6 +218,21 @@ def test_a_finite_pass_under_anomaly_mode_raises_nothing_and_gives_the_same_grad
     assert all(math.isfinite(g) for g in grads[0])
 
 
+def test_gradients_through_a_compiled_call_under_anomaly_mode_are_the_eager_ones() -> None:
+    # a compiled call runs its own backward, and checks its own results: anomaly mode lets it
+    def f(x: Value, y: Value) -> Value:
+        return (x * y).tanh() + x / y
+
+    compiled = vjpgrad.compile(f)
+    compiled(Value(0.5), Value(2.0))  # the recording call
+    found = []
+    for run in (f, compiled):
+        x, y = Value(0.7), Value(1.3)
+        with vjpgrad.detect_anomaly():
+            found.append([g.data for g in gradients(run(x, y), [x, y])])
+    assert found[0] == found[1]
+
+
 def test_a_finite_pass_under_anomaly_mode_with_create_graph_gives_the_same_gradients() -> None:
     results = []
     for anomaly in (False, True):

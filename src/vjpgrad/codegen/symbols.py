@@ -28,8 +28,8 @@ def literal(x: Any) -> str:
     if x is MASKED:
         return "_MASKED"
     number = float(x)
-    if math.isnan(number):
-        return "_nan"
+    if math.isnan(number):  # its sign kept: x + c hands c's nan on as it is
+        return "(-_nan)" if math.copysign(1.0, number) < 0 else "_nan"
     if math.isinf(number):
         return "_inf" if number > 0 else "(-_inf)"
     text = repr(number)

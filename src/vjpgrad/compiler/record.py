@@ -20,6 +20,7 @@ import gc
 import inspect
 import marshal
 import numbers
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn, cast
@@ -27,7 +28,7 @@ from typing import Any, NoReturn, cast
 from vjpgrad.compiler import guard
 from vjpgrad.compiler.write import ROWS, Edges, exact
 from vjpgrad.core import graph
-from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
+from vjpgrad.core.modes import DataDependentError, is_own_code, refusing_numbers, state
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 
@@ -48,9 +49,6 @@ class Static(BaseException):
         self.path = path
 
 
-_VALUE_NAMES = frozenset({"requires_grad", "number_argument", "label"})
-"""The public attributes of a NumberArgument that vjpgrad's own code reads; any other public
-name is the user's Python asking the float something, which makes the argument structure."""
 _SET_CLASS = object.__dict__["__class__"].__set__  # object's own __class__ setter, under the property
 
 
@@ -78,8 +76,23 @@ class NumberArgument(Value):
         vars(self).pop("_path", None)
         _SET_CLASS(self, Value)
 
+    # The user's code sees a float: any attribute it reads, sets or deletes (a float has no
+    # requires_grad, no label, no _data) makes the argument structure, and the next recording
+    # runs that code on the float itself, which answers or raises as in eager code. vjpgrad's
+    # own code (the package and the code it writes) reads and writes the Value underneath.
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_path" in vars(self) and not is_own_code(sys._getframe(1)):
+            self._static()
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if "_path" in vars(self) and not is_own_code(sys._getframe(1)):
+            self._static()
+        super().__delattr__(name)
+
     def __getattribute__(self, name: str) -> Any:
-        if name.startswith("_") or name in _VALUE_NAMES:
+        if name == "__class__" or is_own_code(sys._getframe(1)):  # isinstance() reads __class__: a float
             return object.__getattribute__(self, name)
         self._static()
 
