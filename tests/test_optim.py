@@ -300,6 +300,34 @@ def test_amsgrad_switched_on_after_the_first_step_starts_from_zero() -> None:
     assert opt_switched.state_dict()["state"][0]["max_exp_avg_sq"] == opt_plain.state_dict()["state"][0]["exp_avg_sq"]
 
 
+def test_amsgrad_switched_on_before_a_step_saves_a_state_that_loads() -> None:
+    # the maximum a step would start from (0) is in the state: the dict loads into amsgrad Adam
+    q = Value(1.0)
+    opt = Adam([q], lr=0.1)
+    q.grad = 0.1
+    opt.step()
+    opt.amsgrad = True
+    saved = opt.state_dict()
+    assert saved["state"][0]["max_exp_avg_sq"] == 0.0
+    other = Value(q.data)
+    loaded = Adam([other], lr=0.1, amsgrad=True)
+    loaded.load_state_dict(saved)
+    q.grad = other.grad = 0.05
+    opt.step()
+    loaded.step()
+    assert other.data == q.data
+
+
+@pytest.mark.parametrize("kind", [Adam, AdamW])
+def test_adam_with_no_epsilon_and_no_gradient_divides_as_ieee_does(kind: type[Adam]) -> None:
+    # 0 / 0 in the step: torch.optim gives the parameter nan, not an exception
+    p = Value(1.0)
+    opt = kind([p], lr=0.1, eps=0.0)
+    p.grad = 0.0
+    opt.step()
+    assert math.isnan(p.data)
+
+
 def test_amsgrad_keeps_the_largest_second_moment_so_far() -> None:
     p = Value(1.0)
     opt = Adam([p], lr=0.1, amsgrad=True)

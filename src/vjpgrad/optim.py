@@ -29,6 +29,7 @@ import numbers
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
+from vjpgrad.core import floats
 from vjpgrad.core.value import Value
 
 
@@ -312,8 +313,6 @@ class Adam(Optimizer):
         beta1, beta2 = self.betas
         for i, p in self._stepped():
             grad = -p.grad if self.maximize else p.grad
-            if self.steps[i] == 0 and self.amsgrad:
-                self.max_exp_avg_sq[i] = 0.0  # PyTorch makes it with the rest of the state
             self.steps[i] = step = self.steps[i] + 1
             if self.weight_decay != 0:
                 if self._decoupled:
@@ -336,7 +335,7 @@ class Adam(Optimizer):
                 v = old if old > v or math.isnan(old) else v
                 self.max_exp_avg_sq[i] = v
             denom = math.sqrt(v) / bias_correction2_sqrt + self.eps
-            p.data = p.data + -step_size * m / denom
+            p.data = p.data + floats.div(-step_size * m, denom)  # IEEE's 0 / 0 = nan with eps = 0, as torch
 
     def _state_of(self, i: int) -> dict[str, Any]:
         if self.steps[i] == 0:
@@ -344,6 +343,8 @@ class Adam(Optimizer):
         state: dict[str, Any] = {"step": self.steps[i], "exp_avg": self.exp_avg[i], "exp_avg_sq": self.exp_avg_sq[i]}
         if self.max_exp_avg_sq[i] is not None:
             state["max_exp_avg_sq"] = self.max_exp_avg_sq[i]
+        elif self.amsgrad:  # switched on since the last step: the maximum the next step starts from
+            state["max_exp_avg_sq"] = 0.0
         return state
 
     def _check_state(
