@@ -237,9 +237,10 @@ def train(
     if not eager:
         info = cache.info()
         stored = f"{info.entries - cache_before} new entries in {info.directory}" if info.enabled else "off"
+        again = sum(1 for count in seen.values() if count >= 2)  # a length met once is never compiled
         out(
-            f"compile: {len(seen)} name lengths, each recorded on its first step ({first_steps[0]:.1f}s in all) "
-            f"and compiled or loaded on its second ({first_steps[1]:.1f}s); code cache: {stored}"
+            f"compile: {len(seen)} name lengths, each recorded on its first step ({first_steps[0]:.1f}s in all); "
+            f"{again} met again, each compiled or loaded on its second ({first_steps[1]:.1f}s); code cache: {stored}"
         )
     return model, losses, [*uchars, "<BOS>"], encode
 

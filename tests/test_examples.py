@@ -65,6 +65,22 @@ def test_the_names_are_lowercase_letters_one_per_line() -> None:
     assert max(len(name) for name in names) + 1 < 16  # every name and its end token fit the block
 
 
+def test_the_gpt_example_counts_the_name_lengths_it_recorded_and_those_it_compiled() -> None:
+    # a length met once is recorded (its first step) and never compiled (no second step)
+    steps, seed = 8, 3
+    names = gpt.load_names()
+    random.Random(seed).shuffle(names)  # the order train() takes them in
+    met: dict[int, int] = {}
+    for name in names[:steps]:
+        met[len(name)] = met.get(len(name), 0) + 1
+    again = sum(1 for count in met.values() if count >= 2)
+    assert 0 < again < len(met)  # the case this checks: some lengths met once, some again
+    lines: list[str] = []
+    gpt.train(steps=steps, seed=seed, n_embd=4, report_every=steps, out=lines.append)
+    assert lines[-1].startswith(f"compile: {len(met)} name lengths, each recorded on its first step ("), lines[-1]
+    assert f"; {again} met again, each compiled or loaded on its second (" in lines[-1]
+
+
 @pytest.mark.slow  # a training run
 def test_a_small_gpt_learns_names_its_loss_falls() -> None:
     # 8 wide (4 heads of 2), 150 names: the loss starts at about ln(27), a uniform guess
