@@ -21,7 +21,7 @@ import inspect
 import marshal
 import numbers
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
@@ -40,13 +40,17 @@ Path = tuple[Any, ...]
 
 
 class Static(BaseException):
-    """A float argument was used as a Python number while recording: record again with it as
-    structure. A BaseException, and kept on the recording, so that a user's ``except`` does not
-    swallow it."""
+    """Float arguments (at ``paths``) were used as Python numbers while recording: record again
+    with them as structure. A BaseException, and kept on the recording, so that a user's
+    ``except`` does not swallow it. ``after_error``: the function raised while its float
+    arguments were stand-ins (C code that takes only a real float, ``Decimal(lr)``,
+    ``json.dumps``, raises on one), so all of them are tried as structure; if the function
+    raises with the floats themselves too, the error is its own (``Compiled`` undoes it)."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
-        self.path = path
+    def __init__(self, paths: Iterable[Path], *, after_error: bool = False) -> None:
+        self.paths = frozenset(paths)
+        super().__init__(sorted(self.paths, key=repr))
+        self.after_error = after_error
 
 
 _SET_CLASS = object.__dict__["__class__"].__set__  # object's own __class__ setter, under the property
@@ -97,7 +101,7 @@ class NumberArgument(Value):
         self._static()
 
     def _static(self) -> NoReturn:
-        signal = Static(vars(self)["_path"])
+        signal = Static([vars(self)["_path"]])
         if state.recording is not None:
             state.recording.fail(signal)  # kept: a bare `except` cannot swallow it
         raise signal
@@ -170,7 +174,16 @@ class Arguments:
     numbers: structure too."""
 
     def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any], static: frozenset[Path] = frozenset()) -> None:
-        self.args, self.kwargs, self.static = args, kwargs, static
+        self.args, self.kwargs = args, kwargs
+        self._read(static)
+        if self._shared - static:  # one float object passed at two places: structure, so `lo is hi` holds
+            self._read(static | self._shared)
+
+    def _read(self, static: frozenset[Path]) -> None:
+        args, kwargs = self.args, self.kwargs
+        self.static = static
+        self._shared: set[Path] = set()  # the paths of a data float passed at more than one place
+        self._float_at: dict[int, Path] = {}  # id of each data float -> the first path it was at
         self.key_parts: list[Any] = []
         self.leaves: list[Any] = []
         self.given: list[Any] = []  # each leaf as it was passed (a NumPy float64 as itself): returned as it is
@@ -206,6 +219,9 @@ class Arguments:
             for name, item in x.items():
                 self._visit(item, (*path, name))
         elif is_data_float(x) and path not in self.static:
+            first = self._float_at.setdefault(id(x), path)
+            if first != path:
+                self._shared |= {first, path}
             key.append(("float",))  # data: a new number replays the same code
             self.leaves.append(float(x))
             self.given.append(x)
@@ -351,9 +367,11 @@ def record(fn: Callable[..., Any], read: Arguments, roots: list[Any]) -> Recorde
         try:
             with refusing_numbers(message, advice=advice), collection_paused():  # the recording keeps every node alive
                 result = fn(*args, **kwargs)
-        except BaseException:
+        except BaseException as error:
             if recording.failure is not None:  # the first refusal or Static, whatever followed it
                 raise recording.failure from None
+            if stand_ins and isinstance(error, Exception):  # perhaps C code refusing a stand-in: try real floats
+                raise Static(stand_ins, after_error=True) from error
             raise
         finally:
             state.recording = None

@@ -13,6 +13,7 @@ from typing import overload
 
 from vjpgrad.core import ops
 from vjpgrad.core.floats import as_number
+from vjpgrad.core.graph import Node
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 
@@ -30,8 +31,10 @@ def exp(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.exp.
     """
-    if isinstance(x, (Value, Vector)):
+    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
         return x.exp()
+    # a number, or a float argument compile records: as_number makes it structure, since eager
+    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"exp() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -49,8 +52,10 @@ def log(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.log.
     """
-    if isinstance(x, (Value, Vector)):
+    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
         return x.log()
+    # a number, or a float argument compile records: as_number makes it structure, since eager
+    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"log() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -68,8 +73,10 @@ def log1p(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.log1p.
     """
-    if isinstance(x, (Value, Vector)):
+    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
         return x.log1p()
+    # a number, or a float argument compile records: as_number makes it structure, since eager
+    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"log1p() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -87,8 +94,10 @@ def sqrt(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.sqrt.
     """
-    if isinstance(x, (Value, Vector)):
+    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
         return x.sqrt()
+    # a number, or a float argument compile records: as_number makes it structure, since eager
+    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"sqrt() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -106,8 +115,10 @@ def sin(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.sin.
     """
-    if isinstance(x, (Value, Vector)):
+    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
         return x.sin()
+    # a number, or a float argument compile records: as_number makes it structure, since eager
+    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"sin() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -125,8 +136,10 @@ def cos(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.cos.
     """
-    if isinstance(x, (Value, Vector)):
+    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
         return x.cos()
+    # a number, or a float argument compile records: as_number makes it structure, since eager
+    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"cos() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -144,8 +157,10 @@ def tan(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.tan.
     """
-    if isinstance(x, (Value, Vector)):
+    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
         return x.tan()
+    # a number, or a float argument compile records: as_number makes it structure, since eager
+    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"tan() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -163,8 +178,10 @@ def tanh(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.tanh.
     """
-    if isinstance(x, (Value, Vector)):
+    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
         return x.tanh()
+    # a number, or a float argument compile records: as_number makes it structure, since eager
+    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"tanh() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -182,8 +199,10 @@ def sigmoid(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.sigmoid.
     """
-    if isinstance(x, (Value, Vector)):
+    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
         return x.sigmoid()
+    # a number, or a float argument compile records: as_number makes it structure, since eager
+    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"sigmoid() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -201,8 +220,10 @@ def relu(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.relu.
     """
-    if isinstance(x, (Value, Vector)):
+    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
         return x.relu()
+    # a number, or a float argument compile records: as_number makes it structure, since eager
+    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"relu() takes a number, a Value or a Vector, got {type(x).__name__}")

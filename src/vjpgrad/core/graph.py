@@ -88,6 +88,11 @@ class Node:
     _grad: float | None  # the gradient; None once a user sets it to None (it counts as 0.0)
     requires_grad: bool
     label: str | None = None  # a class default: a node keeps a label only once one is given
+    number_argument = False
+    """True for a node that stands for a plain number: a float argument of a function that
+    vjpgrad.compile records. Operations take it as eager code takes that number (``x ** lr``
+    takes PyTorch's special exponents; ``Value(lr)`` is a new leaf holding the number), and
+    ``isinstance(lr, Value)`` in the user's code is False, as for a float."""
     _operation: Op | None  # None for a leaf (made by the user) or a constant
     _a: Any  # Node | float | tuple[Node | float, ...] | None
     _b: Any  # Node | float | None

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Callable, Collection
 from typing import Any, Union
 
 from vjpgrad.core import graph, operators, ops
 from vjpgrad.core.backward import backward
 from vjpgrad.core.floats import as_number
-from vjpgrad.core.modes import USER_FRAMES, refuse_number, state, switched
+from vjpgrad.core.graph import Node
+from vjpgrad.core.modes import USER_FRAMES, is_own_code, refuse_number, state, switched
 from vjpgrad.core.ops import Op
 
 Operand = Union["Value", float]
@@ -146,7 +148,20 @@ def _micrograds_children(children: Collection[object], op: object) -> str:
     )
 
 
-class Value(operators.ValueOperators):
+class _ValueClass(type):
+    """The class of ``Value``: ``isinstance(x, Value)`` as Python answers it, except where the
+    user's code asks it of a float argument that compile records (``number_argument``): eager
+    code has a float there, so the answer is False, whatever the float (vjpgrad's own code sees
+    the Value underneath). Python calls this only when ``type(x)`` is not ``Value`` itself, so
+    the engine's own checks on its hot paths ask ``isinstance(x, Node)`` (every Node is a Value)."""
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        if not type.__instancecheck__(cls, instance):
+            return False
+        return not getattr(type(instance), "number_argument", False) or is_own_code(sys._getframe(1))
+
+
+class Value(operators.ValueOperators, metaclass=_ValueClass):
     """A scalar in a computation graph.
 
     ``Value(data, requires_grad=True, label=None)``: ``data`` is any real number, stored as
@@ -160,10 +175,6 @@ class Value(operators.ValueOperators):
 
     __slots__ = ()
     __array_ufunc__ = None  # NumPy defers to us: np.float64(2) * x is a Value, not an array
-    number_argument = False
-    """True for a Value that stands for a plain number: a float argument of a function that
-    vjpgrad.compile records. Operations take it as eager code takes that number (``x ** lr``
-    takes PyTorch's special exponents; ``Value(lr)`` is a new leaf holding the number)."""
 
     def __init__(
         self,
@@ -175,7 +186,7 @@ class Value(operators.ValueOperators):
             isinstance(c, Value) for c in requires_grad
         ):
             raise TypeError(_micrograds_children(requires_grad, label))
-        source = data if isinstance(data, Value) and data.number_argument else None
+        source = data if isinstance(data, Node) and data.number_argument else None
         number = _check_data(data) if source is None else graph.number(source)  # Value(lr) while compile records
         if not isinstance(requires_grad, bool):
             raise TypeError(f"Value() requires_grad must be a bool, got {type(requires_grad).__name__}")
@@ -281,7 +292,7 @@ class Value(operators.ValueOperators):
 
     def _other(self, other: object, what: str) -> float | None:
         refuse_number(f"comparing a Value ({what})")
-        return other._data if isinstance(other, Value) else as_number(other)
+        return other._data if isinstance(other, Node) else as_number(other)
 
     def __eq__(self, other: object) -> bool:
         y = self._other(other, "==")
@@ -291,7 +302,7 @@ class Value(operators.ValueOperators):
         y = self._other(other, "!=")
         return NotImplemented if y is None else self._data != y
 
-    __hash__ = graph.Node.__hash__  # by identity: equal data does not make two Values one key
+    __hash__ = Node.__hash__  # by identity: equal data does not make two Values one key
 
     def __lt__(self, other: object) -> bool:
         y = self._other(other, "<")
@@ -313,7 +324,7 @@ class Value(operators.ValueOperators):
 
     def __pow__(self, other: Operand) -> Value:
         """self ** other: a number exponent takes PyTorch's special cases (x ** 2 is x * x)."""
-        if isinstance(other, Value) and not other.number_argument:
+        if isinstance(other, Node) and not other.number_argument:
             return self._pow_value(other)
         return self._pow_number(other)
 
