@@ -3,11 +3,10 @@
 Each program is a list of steps run by ``run`` below on Values: arithmetic with the arguments,
 with closed-over parameters and with a float argument, functions, ``detach``, a Value made from
 the float argument, a compiled function called inside, a loop whose trip count is a NumPy
-integer, the float argument asked whether it is a Value and handed to vjpgrad's functions and
-to C code that takes only a real float, and the steps eager code can run but a recording cannot
-replay (reading a parameter's number, branching on a float argument or on a parameter). Between
-the recording and the call that is compared, the parameters' numbers change and a parameter may
-be rebound.
+integer, the float argument asked whether it is a Value and handed to vjpgrad's functions, and
+the steps eager code can run but a recording cannot replay (reading a parameter's number,
+branching on a float argument or on a parameter). Between the recording and the call that is
+compared, the parameters' numbers change and a parameter may be rebound.
 
 The default run is small; ``VJPGRAD_FUZZ_EXAMPLES=20000 pytest tests/test_compile_fuzz.py`` is
 the large one.
@@ -110,8 +109,6 @@ def run(  # DEFINITION
             regs.append(a * vjpgrad.tanh(k) if isinstance(k, Value) else a * k)
         elif kind == "float_function":  # vjpgrad's function of a float is a float: x ** float takes PyTorch's cases
             regs.append(a ** vjpgrad.sigmoid(k) if rest[1] else a * vjpgrad.exp(k))
-        elif kind == "float_in_c":  # C code that takes only a real float
-            regs.append(a * float.fromhex(float.hex(k)))
         elif kind == "alias":  # an argument the function also reaches as a parameter
             regs.append(a * params.values[-1])
         elif kind == "read_param":
@@ -150,7 +147,6 @@ step = st.one_of(
     st.tuples(st.just("float_type"), index),
     st.tuples(st.just("float_is_value"), index),
     st.tuples(st.just("float_function"), index, st.booleans()),
-    st.tuples(st.just("float_in_c"), index),
     st.tuples(st.just("alias"), index),
 )
 refusal = st.tuples(st.sampled_from(sorted(REFUSED)), index)

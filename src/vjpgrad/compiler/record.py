@@ -21,7 +21,7 @@ import inspect
 import marshal
 import numbers
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
@@ -40,17 +40,13 @@ Path = tuple[Any, ...]
 
 
 class Static(BaseException):
-    """Float arguments (at ``paths``) were used as Python numbers while recording: record again
-    with them as structure. A BaseException, and kept on the recording, so that a user's
-    ``except`` does not swallow it. ``after_error``: the function raised while its float
-    arguments were stand-ins (C code that takes only a real float, ``Decimal(lr)``,
-    ``json.dumps``, raises on one), so all of them are tried as structure; if the function
-    raises with the floats themselves too, the error is its own (``Compiled`` undoes it)."""
+    """A float argument was used as a Python number while recording: record again with it as
+    structure. A BaseException, and kept on the recording, so that a user's ``except`` does not
+    swallow it."""
 
-    def __init__(self, paths: Iterable[Path], *, after_error: bool = False) -> None:
-        self.paths = frozenset(paths)
-        super().__init__(sorted(self.paths, key=repr))
-        self.after_error = after_error
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.path = path
 
 
 _SET_CLASS = object.__dict__["__class__"].__set__  # object's own __class__ setter, under the property
@@ -69,15 +65,17 @@ class NumberArgument(Value):
 
     @property  # type: ignore[misc]  # __class__ as a property: isinstance(lr, float) holds, as in eager code
     def __class__(self) -> type:
-        return float
+        return vars(self)["_kind"]  # type: ignore[no-any-return]  # float, or NumPy's float64
 
-    def __init__(self, number: float, path: Path) -> None:
+    def __init__(self, number: float, path: Path, kind: type) -> None:
         super().__init__(number, requires_grad=False)
         vars(self)["_path"] = path
+        vars(self)["_kind"] = kind  # the argument's type, for isinstance: float or NumPy's float64
 
     def _release(self) -> None:
         """The recording is over: a plain Value from now on (whatever kept it sees a Value)."""
         vars(self).pop("_path", None)
+        vars(self).pop("_kind", None)
         _SET_CLASS(self, Value)
 
     # The user's code sees a float: any attribute it reads, sets or deletes (a float has no
@@ -101,7 +99,7 @@ class NumberArgument(Value):
         self._static()
 
     def _static(self) -> NoReturn:
-        signal = Static([vars(self)["_path"]])
+        signal = Static(vars(self)["_path"])
         if state.recording is not None:
             state.recording.fail(signal)  # kept: a bare `except` cannot swallow it
         raise signal
@@ -200,6 +198,10 @@ class Arguments:
 
     def _visit(self, x: Any, path: Path) -> None:
         key = self.key_parts
+        if is_data_float(x):  # data or structure: one float object at two places must be one object
+            first = self._float_at.setdefault(id(x), path)
+            if first != path:
+                self._shared |= {first, path}
         if isinstance(x, Value):
             place = self._first_place.setdefault(id(x), len(self.leaves))
             key.append(("V", x.requires_grad, place))
@@ -219,10 +221,7 @@ class Arguments:
             for name, item in x.items():
                 self._visit(item, (*path, name))
         elif is_data_float(x) and path not in self.static:
-            first = self._float_at.setdefault(id(x), path)
-            if first != path:
-                self._shared |= {first, path}
-            key.append(("float",))  # data: a new number replays the same code
+            key.append(("float", type(x)))  # data: a new number replays the same code (float and float64 apart)
             self.leaves.append(float(x))
             self.given.append(x)
             self.paths.append(path)
@@ -349,7 +348,8 @@ def record(fn: Callable[..., Any], read: Arguments, roots: list[Any]) -> Recorde
     """Run ``fn`` once on the call's Values and on stand-ins of its data floats, recording what it
     makes. Raises ``Static`` when a float argument turns out to be used as a Python number, and
     ``DataDependentError`` for what a replay could not do."""
-    stand_ins = {path: NumberArgument(leaf, path) for path, leaf in zip(read.paths, read.leaves, strict=True)
+    stand_ins = {path: NumberArgument(leaf, path, type(given))
+                 for path, leaf, given in zip(read.paths, read.leaves, read.given, strict=True)
                  if not isinstance(leaf, Value)}  # fmt: skip
     arguments = [stand_ins.get(path, leaf) for path, leaf in zip(read.paths, read.leaves, strict=True)]
     args, kwargs = read.rebuilt(stand_ins)
@@ -367,11 +367,9 @@ def record(fn: Callable[..., Any], read: Arguments, roots: list[Any]) -> Recorde
         try:
             with refusing_numbers(message, advice=advice), collection_paused():  # the recording keeps every node alive
                 result = fn(*args, **kwargs)
-        except BaseException as error:
+        except BaseException:
             if recording.failure is not None:  # the first refusal or Static, whatever followed it
                 raise recording.failure from None
-            if stand_ins and isinstance(error, Exception):  # perhaps C code refusing a stand-in: try real floats
-                raise Static(stand_ins, after_error=True) from error
             raise
         finally:
             state.recording = None

@@ -391,7 +391,6 @@ class Compiled:
             if state.recording is not None:  # inside another compiled function's recording: be recorded
                 return self.fn(*args, **kwargs)
             with self._lock:
-                before_error: frozenset[Any] | None = None  # the structure before a recording that raised
                 while True:
                     read = Arguments(args, kwargs, self._static)
                     entry = self._cache.get(read.key)
@@ -402,14 +401,8 @@ class Compiled:
                     try:
                         entry = Entry(self.fn, read)
                     except Static as static:  # a float argument used as a Python number: structure from now on
-                        if static.after_error and before_error is None:
-                            before_error = self._static
-                        self._static = self._static | static.paths
+                        self._static = self._static | {static.path}
                         continue
-                    except BaseException:
-                        if before_error is not None:  # it raises with the floats themselves too: its own error
-                            self._static = before_error
-                        raise
                     self.times_recorded += 1
                     self._cache[read.key] = entry
                     self._cache.move_to_end(read.key)

@@ -16,6 +16,7 @@ from typing import Any, Union, overload
 from vjpgrad.core.backward import backward
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.format import format_vector
+from vjpgrad.core.graph import Node
 from vjpgrad.core.modes import USER_FRAMES, refuse_number
 from vjpgrad.core.operators import VectorMethods
 from vjpgrad.core.seeds import seeds_for
@@ -28,9 +29,9 @@ _Pairing = Callable[[Any, Any], Any]
 def as_values(items: Iterable[object], requires_grad: bool, caller: str) -> list[Value]:
     """Each item as a Value: a Value as it is, a number as a new leaf (``requires_grad`` says
     whether it takes gradient); anything else is a TypeError that ``caller`` names."""
-    values = []
+    values: list[Any] = []  # Values
     for index, item in enumerate(items):
-        if isinstance(item, Value) and not item.number_argument:
+        if isinstance(item, Node) and not item.number_argument:  # a Node is a Value: the check no metaclass slows
             values.append(item)
         elif isinstance(item, numbers.Real):  # a float argument compile records counts as its number
             values.append(Value(item, requires_grad=requires_grad))
