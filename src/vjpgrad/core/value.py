@@ -155,7 +155,8 @@ class _ValueClass(type):
     the Value underneath). Python calls this only when ``type(x)`` is not ``Value`` itself, so
     the engine's own checks on its hot paths ask ``isinstance(x, Node)`` (every Node is a Value)."""
 
-    def __instancecheck__(cls, instance: object) -> bool:
+    # not mutated: its caller's frame is what it reads, and mutmut's trampoline would stand there
+    def __instancecheck__(cls, instance: object) -> bool:  # pragma: no mutate block
         if not type.__instancecheck__(cls, instance):
             return False
         return not getattr(type(instance), "number_argument", False) or is_own_code(sys._getframe(1))
