@@ -569,18 +569,18 @@ def test_type_of_a_float_argument_is_float() -> None:
 
 def each_call(fn: Callable[..., Any], numbers: list[tuple[Any, ...]]) -> list[Any]:
     """What each call of ``fn`` gives, with a fresh Value(1.5) before each tuple of ``numbers``:
-    its result's bits (a float or a Value's number), its type, and the Value's gradient after a
-    backward. Compiled, the calls are the recording one, the one that writes the code, and
-    replays."""
+    its result's type and bits (a float or a Value's number; of a tuple, its last item), and the
+    Value's gradient after a backward from that result. Compiled, the calls are the recording
+    one, the one that writes the code, and replays."""
     found = []
     for numbers_of_call in numbers:
         x = Value(1.5)
         out = fn(x, *numbers_of_call)
-        first = out[-1] if isinstance(out, tuple) else out
-        if isinstance(first, Value) and first.requires_grad:
-            first.backward()
-        number = first.data if isinstance(first, Value) else first
-        found.append((type(out[-1] if isinstance(out, tuple) else out).__name__, bits(number), bits(x.grad)))
+        last = out[-1] if isinstance(out, tuple) else out
+        if isinstance(last, Value) and last.requires_grad:
+            last.backward()
+        number = last.data if isinstance(last, Value) else last
+        found.append((type(last).__name__, bits(number), bits(x.grad)))
     return found
 
 

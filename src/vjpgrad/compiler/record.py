@@ -57,8 +57,9 @@ class NumberArgument(Value):
 
     With a Value it is the number eager code would have there (``c / x`` is ``(1 / x) * c``,
     ``x ** c`` takes PyTorch's special exponents, ``c ** x`` is number ** Value), so the
-    replay computes what eager computes. Everything else raises ``Static``. For
-    ``isinstance``, it is a float. After the recording it becomes a plain Value (``_release``)."""
+    replay computes what eager computes. Everything else raises ``Static``. To the user's
+    ``isinstance`` it is of the argument's type (a float, or NumPy's float64), not a Value.
+    After the recording it becomes a plain Value (``_release``)."""
 
     __slots__ = ()
     number_argument = True
@@ -94,7 +95,7 @@ class NumberArgument(Value):
         super().__delattr__(name)
 
     def __getattribute__(self, name: str) -> Any:
-        if name == "__class__" or is_own_code(sys._getframe(1)):  # isinstance() reads __class__: a float
+        if name == "__class__" or is_own_code(sys._getframe(1)):  # isinstance() reads __class__: the argument's type
             return object.__getattribute__(self, name)
         self._static()
 
