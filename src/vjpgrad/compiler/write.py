@@ -220,6 +220,9 @@ class Program:
     written once with every output seeded, the reverse pass says which.
     """
 
+    table: tuple[tuple[int, int, int], ...] = ()
+    """The repeated blocks written once (``compiler.fold``): none in straight-line code."""
+
     def __init__(
         self,
         live: Sequence[graph.Node],
@@ -230,8 +233,35 @@ class Program:
         sources: dict[int, graph.Node],
         edges: Edges,
     ) -> None:
+        self._setup(live, externals, arguments, constants, outputs, sources, edges)
+        self._write()
+
+    def _write(self) -> None:
+        """Write the code: the reverse pass of every output (to learn what it reads), the forward."""
+        head, _, body = self.backward_source(self._every).split("\n", 3)[1:]
+        code = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
+        read = set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads
+        returned = {id(self.live[k]) for k in self.internal_outputs}
+        self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
+        self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
+        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
+        self._every_source = "\n".join(["def backward(seeds, values, inputs, start):", head, unpack, body])
+        self.forward_source = self._forward_source()
+
+    def _setup(
+        self,
+        live: Sequence[graph.Node],
+        externals: Sequence[graph.Node],
+        arguments: int,
+        constants: dict[int, float],
+        outputs: list[int],
+        sources: dict[int, graph.Node],
+        edges: Edges,
+    ) -> None:
+        """The names, what takes gradient and the writer: what every way of writing the code starts from."""
         self.live = live
         self.externals = externals
+        self.arguments = arguments
         # the names of the code: x0... for the arguments' numbers, p0... for parameters, t1... inside
         names = {id(x): f"x{k}" if k < arguments else f"p{k - arguments}" for k, x in enumerate(externals)}
         names.update((id(node), f"t{k}") for k, node in enumerate(live, start=1))
@@ -249,17 +279,8 @@ class Program:
         self.edges = edges
         self.writer = Writer(live, names, constants, takes_grad, sources, edges)
         self.kept = list(self.live)
-        self._every = frozenset(range(len(self.internal_outputs)))
+        self._every: frozenset[int] = frozenset(range(len(self.internal_outputs)))
         self._skipped_reads: set[str] = set()
-        head, _, body = self.backward_source(self._every).split("\n", 3)[1:]
-        code = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
-        read = set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads
-        returned = {id(self.live[k]) for k in self.internal_outputs}
-        self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
-        self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
-        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
-        self._every_source = "\n".join(["def backward(seeds, values, inputs, start):", head, unpack, body])
-        self.forward_source = self._forward_source()
 
     def payload(self, name: str) -> dict[str, Any]:
         """The forward pass and the reverse pass of every output, compiled under ``name``, with
@@ -294,6 +315,7 @@ class Program:
             "cacheable": None not in self.writer.helpers,
             "reached": (tuple(self.reached_externals(every)), tuple(index[key] for key in self.reached_inside(every))),
             "depends": tuple(depends),
+            "fold": self.table,
         }
 
     @property
