@@ -96,6 +96,29 @@ def run(  # DEFINITION
             for _ in range(n):
                 a = a * regs[0]
             regs.append(a)
+        elif kind == "blocks":  # copies of one block over inputs of their own: compile writes them as a loop
+            _, start, copies, body, vary, between = step
+            inputs = [regs[(start + c) % len(regs)] + regs[(start + c + 1) % len(regs)] for c in range(copies)]
+            inputs = [h * float(c + 1) for c, h in enumerate(inputs)]  # an input of its own for each copy
+            outputs = []
+            for c, h in enumerate(inputs):
+                for part in body:
+                    if part == "shared":  # a value every copy reads: its gradient threads through the loop
+                        h = h * inputs[0] if c else h * regs[0]
+                    elif part.startswith("param"):
+                        h = h + params.values[int(part[-1]) % len(params.values)] * h
+                    else:
+                        h = ONE_VALUE[part](h)
+                if vary:  # a constant that differs between copies
+                    h = h * [2.0, -0.0, -3.0, math.inf][c % 4]
+                regs.append(h)
+                outputs.append(h)
+                if between:  # a step between copies: they interleave with other code
+                    regs.append(h * regs[1])
+            total = outputs[0]
+            for h in outputs[1:]:
+                total = total + h
+            regs += [total, outputs[0] * regs[0], outputs[-1] + regs[1]]  # read after the loop
         elif kind == "no_grad":
             with vjpgrad.no_grad():
                 regs.append(a * 2.0)
@@ -148,6 +171,16 @@ step = st.one_of(
     st.tuples(st.just("float_is_value"), index),
     st.tuples(st.just("float_function"), index, st.booleans()),
     st.tuples(st.just("alias"), index),
+    st.tuples(
+        st.just("blocks"),
+        index,
+        st.integers(2, 5),
+        st.lists(
+            st.one_of(st.sampled_from(["shared", "param0", "param1"]), st.sampled_from(sorted(ONE_VALUE))), max_size=4
+        ),
+        st.booleans(),
+        st.booleans(),
+    ),
 )
 refusal = st.tuples(st.sampled_from(sorted(REFUSED)), index)
 number = st.floats(-3.0, 3.0, allow_nan=False).filter(lambda v: abs(v) > 1e-3)

@@ -7,12 +7,13 @@ the block once, as a loop over them, with the code between blocks (the *glue*: t
 the sum, the L2 term) straight-line as before.
 
 **Finding the copies** (``keys``, ``find``). Each operation gets a local key: its row of the
-table, the edges the recording made, whether it takes gradient, and per operand the distance
-back to it (an operation), a placeholder (an argument: each copy has its own), the
-parameter's position (a parameter: the copies share it) or the exact bits of a number. A run
-of keys that repeats back to back is a candidate block; it is one (``Block.of``) when every
-copy reads the same parameters and wires its own inputs (the values it reads from before the
-run: arguments, glue, earlier blocks) alike, and no copy reads another copy's values.
+table, the edges the recording made, whether it takes gradient, and per operand the row of
+the operation it reads (where that operation is, inside the copy or before it, is checked
+later), a placeholder (an argument: each copy has its own), the parameter's position (a
+parameter: the copies share it) or the exact bits of a number. A run of keys that repeats
+back to back is a candidate block; it is one (``Block.of``) when every copy is wired inside
+as the first, reads the same parameters, wires its own inputs (the values it reads from
+before the run: arguments, glue, earlier blocks) alike, and reads no other copy's values.
 
 **Eager's bits.** The reverse pass runs the units (glue and copies, contiguous runs of
 creation order) in decreasing creation order, the last copy first, each copy's operations in
@@ -68,15 +69,17 @@ def keys(
     intern = interned.setdefault
     out: list[int] = []
     last = [-1] * len(live)
+    rows: list[str | None] = []
     op_of, operands_of = graph.op_of, graph.operands
     for i, (node, positions) in enumerate(zip(live, edges.in_order, strict=True)):
         op = op_of(node)
         row = rows_get(op) if op is not None else None
         parts: list[Any] = [row, positions, node.requires_grad]
+        rows.append(row)
         for x in operands_of(node):
             j = place_get(id(x))
-            if j is not None:
-                parts.append(i - j)
+            if j is not None:  # an operation: by its row (Block.of checks where it is)
+                parts.append(rows[j])
                 last[j] = i
             else:
                 known = fixed_get(id(x))
@@ -153,11 +156,12 @@ class Block:
         last: list[int],
     ) -> Block | None:
         """The block of ``run`` if its copies can be one loop, else None (the run stays glue).
-        The copies' keys are equal, so each reads from outside at the same operands as the
-        first: only those are compared."""
+        The copies' keys are equal (the same operations, parameters and numbers); here each copy
+        is checked to be wired inside as the first, and to read from before the run alike."""
         start, length, copies = run
         end = start + length * copies
         operands_of, node_type = graph.operands, graph.Node
+        inside: list[tuple[int, int, int]] = []  # (offset, operand, offset read) within the first copy
         reads: list[tuple[int, int]] = []  # (offset, operand) of the first copy's reads from before the run
         for o, node in enumerate(live[start : start + length]):
             for n, x in enumerate(operands_of(node)):
@@ -165,8 +169,15 @@ class Block:
                     continue
                 j = place.get(id(x))
                 k = external.get(id(x))
-                if (j is not None and j < start) or (k is not None and k < arguments):
+                if j is not None and j >= start:
+                    inside.append((o, n, j - start))
+                elif j is not None or (k is not None and k < arguments):
                     reads.append((o, n))
+        for m in range(1, copies):  # each copy wired inside as the first
+            base = start + m * length
+            for o, n, at in inside:
+                if place.get(id(operands_of(live[base + o])[n])) != base + at:
+                    return None
         wiring: list[int] | None = None
         inputs: list[list[graph.Node]] = []
         for m in range(copies):
