@@ -20,7 +20,7 @@ from vjpgrad.compiler import fold
 from vjpgrad.nn import MLP
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from moons import make_moons  # noqa: E402 - the examples' data, as the demo uses it
+from moons import make_moons
 
 
 def bits(x: float | None) -> Any:
@@ -63,7 +63,7 @@ def test_a_model_run_on_each_point_is_written_once_as_a_loop_with_eagers_bits() 
     forward = source.split("def backward")[0]
     # the model on each point is one loop (the margins, whose labels alternate, may fold in pairs too)
     assert f"# block 1, written once: {len(POINTS)} copies of " in forward
-    assert f"for i0, i1 in zip((x0, x2, x4, " in forward
+    assert "for i0, i1 in zip((x0, x2, x4, " in forward
     operations = compiled._last.recorded.live
     assert len(source.splitlines()) < len(operations)  # straight-line code takes a line per operation and more
 
@@ -89,25 +89,30 @@ def test_copies_that_read_each_other_are_written_straight_line_with_eagers_bits(
 
 
 def repeated(params: list[Value], xs: list[Value]) -> Vector:
-    """Copies of one block over inputs of their own, read after the loop one by one."""
-    outs = []
+    """Copies of one block over inputs of their own, each with two results read after the loop
+    (the second alone reads ``params[3]``), and then a sum of the copies."""
+    outs, others = [], []
     for x in xs:
         h = (x * params[0] + params[1]).relu() * params[2]
         outs.append(h * params[0])
-    return Vector([o * 1.0 for o in outs])
+        others.append(x * params[3])
+    total = others[0]
+    for o in others[1:]:
+        total = total + o
+    return Vector([o * 1.0 for o in outs] + [total])
 
 
-@pytest.mark.parametrize("seeded", [[0, 1, 2, 3], [3], [0], [1, 2], [0, 3]])
+@pytest.mark.parametrize("seeded", [[0, 1, 2, 3, 4], [3], [0], [1, 2], [0, 3], [4], [2, 4]])
 @pytest.mark.parametrize("seed", [1.0, -0.0, -2.5])
 def test_a_pass_seeded_at_some_outputs_runs_only_the_copies_it_reaches(seeded: list[int], seed: float) -> None:
-    # a parameter's gradient starts at -0.0: a copy the pass does not reach, run with a zero
-    # seed, would add 0.0 to it and turn it into +0.0; the inputs are negative so the relu
-    # closes on some copies (a zero that an unreached copy would add)
+    # a parameter's gradient starts at -0.0: a copy, or a part of one, that the pass does not
+    # reach, run with a zero seed, would add 0.0 to it and turn it into +0.0 (the inputs are
+    # negative, so -0.0 times them is +0.0; the relu closes on some copies)
     xs_data = [-1.5, 0.75, -0.25, 2.0]
     compiled = vjpgrad.compile(repeated)
 
     def run(f: Callable[..., Vector]) -> list[Any]:
-        params = [Value(0.5), Value(-0.25), Value(-3.0)]
+        params = [Value(0.5), Value(-0.25), Value(-3.0), Value(1.5)]
         for p in params:
             p.grad = -0.0
         xs = [Value(x) for x in xs_data]

@@ -171,7 +171,7 @@ step = st.one_of(
     st.tuples(st.just("float_is_value"), index),
     st.tuples(st.just("float_function"), index, st.booleans()),
     st.tuples(st.just("alias"), index),
-    st.tuples(
+    blocks := st.tuples(
         st.just("blocks"),
         index,
         st.integers(2, 5),
@@ -232,6 +232,44 @@ def test_compiled_is_eager_to_the_bit_on_random_programs(
     numpy_scalars: bool,
     seed_all: bool,
 ) -> None:
+    compare(steps, first, second, weights, change, trip, numpy_scalars, seed_all)
+
+
+@settings(max_examples=EXAMPLES)
+@given(
+    before=st.lists(step, max_size=4),
+    loop=blocks,
+    after=st.lists(step, max_size=3),
+    first=st.tuples(number, number, number),
+    second=st.tuples(number, number, number),
+    weights=st.lists(number, min_size=3, max_size=3),
+    seed_all=st.booleans(),
+)
+def test_compiled_loops_of_identical_blocks_are_eager_to_the_bit(
+    before: list[tuple[Any, ...]],
+    loop: tuple[Any, ...],
+    after: list[tuple[Any, ...]],
+    first: tuple[float, float, float],
+    second: tuple[float, float, float],
+    weights: list[float],
+    seed_all: bool,
+) -> None:
+    # copies of one block (compile writes them as one loop), with constants that vary between
+    # copies, steps between the copies, and a pass seeded at some outputs only
+    compare([*before, loop, *after], first, second, weights, "numbers", 1, False, seed_all)
+
+
+def compare(
+    steps: list[tuple[Any, ...]],
+    first: tuple[float, float, float],
+    second: tuple[float, float, float],
+    weights: list[float],
+    change: str,
+    trip: int,
+    numpy_scalars: bool,
+    seed_all: bool,
+) -> None:
+    """Record ``steps``, change the world as ``change`` says, and compare a replay with eager code."""
     n: Any = trip
     k = second[2]
     if numpy_scalars:
