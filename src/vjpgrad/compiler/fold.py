@@ -31,7 +31,6 @@ Only the recorded graph goes into the code: the names (``u1`` for a block's oper
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -95,35 +94,59 @@ def find(key: list[int]) -> list[Run]:
     """Runs of keys that repeat back to back: from each position, the next few occurrences of its
     key are tried as the start of a second copy, and a match is extended copy by copy (slices of
     the key list compared in C)."""
-    where: dict[int, list[int]] = {}
-    for k, x in enumerate(key):
+    n = len(key)
+    following = [-1] * n  # the next position with the same key
+    latest: dict[int, int] = {}
+    for q in range(n - 1, -1, -1):
+        x = key[q]
         if x >= 0:
-            where.setdefault(x, []).append(k)
+            following[q] = latest.get(x, -1)
+            latest[x] = q
     runs: list[Run] = []
-    i, n = 0, len(key)
+    mismatch: dict[int, int] = {}  # length -> a position q with key[q] != key[q + length], the last found
+    i = 0
     while i < n:
-        first = key[i]
-        found = False
-        if first >= 0:
-            seen = where[first]
-            after = bisect.bisect_right(seen, i)
-            for j in seen[after : after + TRIES]:
-                length = j - i
-                if length < SMALLEST or j + length > n or key[j - 1] != key[j + length - 1]:
-                    continue
-                block = key[i:j]
-                if block != key[j : j + length]:
-                    continue
-                copies = 2
-                while i + (copies + 1) * length <= n and key[i + copies * length : i + (copies + 1) * length] == block:
-                    copies += 1
-                runs.append((i, length, copies))
-                i += copies * length
-                found = True
+        j, tries, found = following[i], TRIES, False
+        while j >= 0 and tries:
+            tries -= 1
+            length = j - i
+            if length < SMALLEST or mismatch.get(length, -1) >= i:
+                j = following[j]
+                continue  # too short, or a known mismatch inside this window: every start up to it fails
+            if j + length > n:
                 break
+            stride = length // 16 + 1  # a few keys compared first: most candidates fail there, cheaply
+            known = next((at for at in range(j - 1, i, -stride) if key[at] != key[at + length]), -1)
+            if known < 0 and key[i:j] != key[j : j + length]:
+                known = _first_mismatch(key, i, length)
+            if known >= 0:
+                mismatch[length] = known
+                j = following[j]
+                continue
+            block = key[i:j]
+            copies = 2
+            while i + (copies + 1) * length <= n and key[i + copies * length : i + (copies + 1) * length] == block:
+                copies += 1
+            runs.append((i, length, copies))
+            i += copies * length
+            found = True
+            break
         if not found:
             i += 1
     return runs
+
+
+def _first_mismatch(key: list[int], i: int, length: int) -> int:
+    """The first position q from ``i`` with ``key[q] != key[q + length]`` (there is one before
+    ``i + length``), by halving with slice compares (in C)."""
+    low, high = i, i + length  # key[i:low] matches; the first mismatch is before high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if key[low:middle] == key[low + length : middle + length]:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 class Block:
@@ -284,7 +307,7 @@ class FoldedProgram(Program):
         self._block_kept: list[list[str]] = []
         glue_reads: set[str] = set()
         for k, block in enumerate(self.blocks):  # what a copy's reverse pass reads, every operation reached
-            lines, _, _ = self._block_lines(k, (True,) * block.length, checked=False, full=True)
+            lines, _, _ = self._block_lines(k, (True,) * block.length, False, None)
             text = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
             read = set(re.findall(r"\b[ui]\d+\b", text))
             self._block_kept.append(sorted(read, key=lambda name: (name[0], int(name[1:]))))
@@ -394,7 +417,8 @@ class FoldedProgram(Program):
         lines = ["def backward(seeds, values, inputs, start):"]
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
         lines.append(VALUES_LINE)
-        started: set[int] = set()
+        state = _Pass(self.names, {id(self.live[self.internal_outputs[i]]) for i in seeded})
+        started = state.started
         for k, x in enumerate(self.externals):
             if id(x) in reach:
                 lines.append(f"    g_{self.names[id(x)]} = start[{k}]")
@@ -419,9 +443,9 @@ class FoldedProgram(Program):
         for first, end, k in reversed(units):
             if k < 0:
                 for node in reversed(self.live[first:end]):
-                    self._glue_lines(node, reach, started, returned, live_ids, checked, lines)
+                    self._glue_lines(node, reach, state, returned, live_ids, checked, lines)
             else:
-                self._block_loops(k, reach, started, returned, checked, lines)
+                self._block_loops(k, reach, state, checked, lines)
         results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
         outputs = [
             f"g_{self.names[id(self.live[self.internal_outputs[i]])]}"
@@ -436,19 +460,22 @@ class FoldedProgram(Program):
         self,
         node: graph.Node,
         reach: set[int],
-        started: set[int],
+        state: _Pass,
         returned: set[int],
         live_ids: dict[int, int],
         checked: bool,
         lines: list[str],
     ) -> None:
-        """One operation of the glue, as ``Program.backward_source`` writes it."""
+        """One operation of the glue, as ``Program.backward_source`` writes it (an operand whose
+        first contribution is its user's gradient takes over that variable, as there)."""
         op = graph.op_of(node)
+        started = state.started
         if id(node) not in reach or id(node) not in started or op is None:
             return
         writer = self.writer
         lines.append(f"    # {writer.forward_line(node).split('  # ')[0]}")
-        for target, code, position in writer.backward_lines(node, f"g_{self.names[id(node)]}"):
+        gradient = state.variable(id(node))
+        for target, code, position in writer.backward_lines(node, gradient):
             if target == -1:
                 lines.append(f"    {code}")
                 continue
@@ -459,15 +486,28 @@ class FoldedProgram(Program):
             elif target in live_ids and target not in returned and graph.op_of(self.by_id[target]) is None:
                 self._skipped_reads.update(re.findall(r"\bt\d+\b", code))
                 continue
-            lines.append(f"    g_{self.names[target]} {'+=' if target in started else '='} {code}")
+            if (
+                not checked
+                and code == gradient
+                and target not in started
+                and target in live_ids
+                and id(node) not in state.seeded
+                and state.holder.get(gradient, id(node)) == id(node)
+            ):
+                state.named[target] = gradient
+                state.holder[gradient] = target
+                started.add(target)
+                continue
+            lines.append(f"    {state.variable(target)} {'+=' if target in started else '='} {code}")
             started.add(target)
 
     def _block_lines(
-        self, k: int, pattern: tuple[bool, ...], checked: bool, full: bool = False
+        self, k: int, pattern: tuple[bool, ...], checked: bool, state: _Pass | None
     ) -> tuple[list[str], set[int], set[int]]:
         """One copy's reverse pass, for copies whose operations the pass reaches as ``pattern``
         says: its lines (indented for the loop), the inputs it hands gradient to, and the shared
-        values it hands gradient to. ``full``: every contribution, for what the lines read."""
+        values it hands gradient to. Without a pass's ``state``: every contribution, for what
+        the lines read."""
         block = self.blocks[k]
         names = self._locals[k]
         outputs = set(block.outputs)
@@ -505,15 +545,14 @@ class FoldedProgram(Program):
                         skipped = (
                             target in self.place and target not in returned and graph.op_of(self.by_id[target]) is None
                         )
-                        if skipped and not checked and not full:
+                        if skipped and not checked and state is not None:
                             continue
                         shared.add(target)
-                        lines.append(f"        g_{names[target]} += {code}")
+                        variable = state.variable(target) if state is not None else f"g_{names[target]}"
+                        lines.append(f"        {variable} += {code}")
         return lines, inputs, shared
 
-    def _block_loops(
-        self, k: int, reach: set[int], started: set[int], returned: set[int], checked: bool, lines: list[str]
-    ) -> None:
+    def _block_loops(self, k: int, reach: set[int], state: _Pass, checked: bool, lines: list[str]) -> None:
         """A block's copies, last first, one loop per run of copies the pass reaches alike."""
         block = self.blocks[k]
         patterns: list[tuple[bool, ...]] = []
@@ -529,7 +568,7 @@ class FoldedProgram(Program):
                 first -= 1
             pattern = patterns[m - 1]
             if any(pattern):
-                self._loop(k, first, m, pattern, started, checked, lines)
+                self._loop(k, first, m, pattern, state, checked, lines)
             m = first
 
     def _loop(
@@ -538,21 +577,22 @@ class FoldedProgram(Program):
         first: int,
         end: int,
         pattern: tuple[bool, ...],
-        started: set[int],
+        state: _Pass,
         checked: bool,
         lines: list[str],
     ) -> None:
         """The reverse pass of copies ``first`` to ``end - 1`` of block ``k``, the last first."""
         block = self.blocks[k]
-        body, inputs, shared = self._block_lines(k, pattern, checked)
+        started = state.started
+        body, inputs, shared = self._block_lines(k, pattern, checked, state)
         copies = list(reversed(range(first, end)))
         for key in sorted(shared, key=lambda key: self.names[key]):
             if key not in started:  # nothing handed it gradient yet: -0.0, which the first addition keeps
-                lines.append(f"    g_{self.names[key]} = -0.0")
+                lines.append(f"    {state.variable(key)} = -0.0")
                 started.add(key)
 
         def gradient(node: graph.Node) -> str:
-            return f"g_{self.names[id(node)]}" if id(node) in started else "-0.0"
+            return state.variable(id(node)) if id(node) in started else "-0.0"
 
         kept = _tuple(self._block_kept[k]) if self._block_kept[k] else "_"
         whole = first == 0 and end == block.copies
@@ -575,8 +615,23 @@ class FoldedProgram(Program):
         lines += [f"        _g{k}_{s}.append(g_i{s})" for s in slots]
         for s in slots:
             nodes = [block.varying[s][m] for m in copies]
-            lines.append(f"    {', '.join(f'g_{self.names[id(x)]}' for x in nodes)}, = _g{k}_{s}")
+            lines.append(f"    {', '.join(state.variable(id(x)) for x in nodes)}, = _g{k}_{s}")
             started.update(id(x) for x in nodes)
+
+
+class _Pass:
+    """A reverse pass being written: what has gradient so far, and in which variable (its own,
+    ``g_t5``, or the one it took over from its user)."""
+
+    def __init__(self, names: dict[int, str], seeded: set[int]) -> None:
+        self.names = names
+        self.seeded = seeded  # the seeded outputs: their own gradients are returned at the end
+        self.started: set[int] = set()
+        self.named: dict[int, str] = {}  # id -> the variable holding its gradient, if not its own
+        self.holder: dict[str, int] = {}  # variable -> id of the node whose gradient it holds
+
+    def variable(self, key: int) -> str:
+        return self.named.get(key) or f"g_{self.names[key]}"
 
 
 def _tuple(names: Sequence[str]) -> str:
