@@ -49,6 +49,13 @@ def gradients(model: MLP, loss: Callable[[], Value]) -> list[Any]:
     return [bits(out.data)] + [bits(p.grad) for p in model.parameters()]
 
 
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of two operations or more are loops, however small a part of the program."""
+    monkeypatch.setattr(fold, "SMALLEST", 2)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+
+
 def source_of(compiled: Any) -> str:
     source: str = compiled.source
     return source
@@ -104,6 +111,7 @@ def repeated(params: list[Value], xs: list[Value]) -> Vector:
 
 @pytest.mark.parametrize("seeded", [[0, 1, 2, 3, 4], [3], [0], [1, 2], [0, 3], [4], [2, 4]])
 @pytest.mark.parametrize("seed", [1.0, -0.0, -2.5])
+@pytest.mark.usefixtures("small_blocks")
 def test_a_pass_seeded_at_some_outputs_runs_only_the_copies_it_reaches(seeded: list[int], seed: float) -> None:
     # a parameter's gradient starts at -0.0: a copy, or a part of one, that the pass does not
     # reach, run with a zero seed, would add 0.0 to it and turn it into +0.0 (the inputs are
@@ -125,6 +133,7 @@ def test_a_pass_seeded_at_some_outputs_runs_only_the_copies_it_reaches(seeded: l
     assert isinstance(compiled._last.program, fold.FoldedProgram)
 
 
+@pytest.mark.usefixtures("small_blocks")
 def test_anomaly_mode_names_the_operation_of_a_block_that_makes_nan() -> None:
     weights = [Value(1.0), Value(0.0)]
 
@@ -145,11 +154,51 @@ def test_anomaly_mode_names_the_operation_of_a_block_that_makes_nan() -> None:
             function([Value(-1.0), Value(2.0), Value(-3.0)]).backward()
 
 
+@pytest.mark.usefixtures("small_blocks")
 def test_find_reads_back_to_back_repeats_of_keys() -> None:
     assert fold.find([9, 1, 2, 3, 1, 2, 3, 1, 2, 3, 8]) == [(1, 3, 3)]
     assert fold.find([1, 2, 1, 2, 7, 1, 2]) == [(0, 2, 2)]  # the third copy is not adjacent
     assert fold.find([-1, -2, -3]) == []  # negative keys never fold
     assert fold.find([5, 5, 5, 5]) == [(0, 2, 2)]  # no block of one operation
+
+
+def folded(f: Callable[..., Value], xs: list[Value]) -> bool:
+    compiled = vjpgrad.compile(f)
+    compiled(xs)
+    compiled(xs)
+    return isinstance(compiled._last.program, fold.FoldedProgram) and "\n    for " in source_of(compiled)
+
+
+WEIGHTS = [Value(0.5), Value(-1.5)]
+
+
+def small(xs: list[Value]) -> Value:
+    outs = [(x * WEIGHTS[0]).tanh() for x in xs]  # blocks of two operations
+    total = outs[0]
+    for o in outs[1:]:
+        total = total + o
+    return total
+
+
+def mostly_other(xs: list[Value]) -> Value:
+    w = WEIGHTS
+    model = [((x * w[0] + w[1]).tanh() * w[1] + w[0]).relu() * w[0] - w[1] for x in xs[:2]]  # 8 a copy
+    rest = model[0] * model[1]
+    for _ in range(100):  # and 200 operations that do not repeat back to back
+        rest = rest * w[0] + xs[0]
+    return rest
+
+
+@pytest.mark.parametrize("f", [small, mostly_other])
+def test_small_blocks_or_blocks_that_are_a_small_part_of_the_program_stay_straight_line(
+    f: Callable[..., Value], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VJPGRAD_CACHE", "0")  # the thresholds are the code's own: the cache's key does not say them
+    xs = [Value(float(k) - 2.5) for k in range(5)]
+    assert not folded(f, xs)
+    monkeypatch.setattr(fold, "SMALLEST", 2)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+    assert folded(f, xs)  # they are blocks: the thresholds alone kept them straight-line
 
 
 # ---- the cache ---------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -29,7 +30,7 @@ from op_cases import CASES
 
 import vjpgrad
 from vjpgrad import Value, Vector
-from vjpgrad.compiler import DataDependentError
+from vjpgrad.compiler import DataDependentError, fold
 from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
 
 EXAMPLES = int(os.environ.get("VJPGRAD_FUZZ_EXAMPLES", "60"))
@@ -269,7 +270,22 @@ def compare(
     numpy_scalars: bool,
     seed_all: bool,
 ) -> None:
-    """Record ``steps``, change the world as ``change`` says, and compare a replay with eager code."""
+    """Record ``steps``, change the world as ``change`` says, and compare a replay with eager code
+    (blocks of two operations or more, however small a part of the program, written as loops)."""
+    with mock.patch.object(fold, "SMALLEST", 2), mock.patch.object(fold, "SHARE", 0.0):
+        compare_as_compiled(steps, first, second, weights, change, trip, numpy_scalars, seed_all)
+
+
+def compare_as_compiled(
+    steps: list[tuple[Any, ...]],
+    first: tuple[float, float, float],
+    second: tuple[float, float, float],
+    weights: list[float],
+    change: str,
+    trip: int,
+    numpy_scalars: bool,
+    seed_all: bool,
+) -> None:
     n: Any = trip
     k = second[2]
     if numpy_scalars:

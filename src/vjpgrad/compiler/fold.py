@@ -41,8 +41,13 @@ from vjpgrad.core import graph
 
 TRIES = 4
 """How many later occurrences of a key are tried as the start of the next copy."""
-SMALLEST = 2
-"""The fewest operations a block folds."""
+SMALLEST = 8
+"""The fewest operations a block folds: a loop's bookkeeping for each copy (its inputs, its
+outputs, the values its reverse pass reads) costs about what a few straight lines cost."""
+SHARE = 0.25
+"""The least part of a recording its blocks must hold for it to be written with loops: a few
+small loops in a large program shorten little and cost a search and a slower replay (microgpt's
+step, whose positions interleave, folds about 10% this way; its code stays straight-line)."""
 
 Run = tuple[int, int, int]
 """A repeated block: where its first copy starts in creation order, its length, its copies."""
@@ -283,6 +288,8 @@ def make_program(
     program = Program.__new__(Program)
     program._setup(live, externals, arguments, constants, outputs, sources, edges)
     blocks, place = detect(program, table)
+    if table is None and sum(b.length * b.copies for b in blocks) < SHARE * len(live):
+        blocks = []
     if not blocks:
         program._write()
         return program
