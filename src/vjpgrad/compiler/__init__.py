@@ -40,7 +40,8 @@ recorded; pass such data as arguments.
 
 The modules, in the order a first call uses them: ``record`` (the arguments' structure, one
 recorded run, what it read), ``guard`` (where the parameters are), ``write`` (the code, from
-the graph and the table's rules), ``run`` (the code loaded, called and differentiated).
+the graph and the table's rules), ``fold`` (a block the recording repeats, written once as a
+loop), ``run`` (the code loaded, called and differentiated).
 This package imports the core and ``vjpgrad.codegen``; the core never imports it: it meets
 the core through ``graph.Recording``, ``modes.refusing_numbers`` and ``Op.backward``.
 """

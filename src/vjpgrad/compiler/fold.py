@@ -354,14 +354,13 @@ class FoldedProgram(Program):
         """The comment above a block: what it is, how many copies run, over what."""
         block = self.blocks[k]
         first, last = block.start + 1, block.start + block.length * block.copies
-        inputs = ", ".join(
-            f"i{s} from {self.names[id(c[0])]}, {self.names[id(c[1])]}..." for s, c in enumerate(block.varying)
-        )
-        over = f"each copy's inputs: {inputs}" if inputs else "no inputs of its own"
-        return (
-            f"    # block {k + 1}, written once: {block.copies} copies of {block.length} operations "
-            f"(t{first} to t{last}, t{first} to t{first + block.length - 1} the first), one loop over {over}"
-        )
+        if block.varying:
+            inputs = ", ".join(f"i{s}" for s in range(len(block.varying)))
+            given = ", ".join(self.names[id(column[0])] for column in block.varying)
+            over = f"each reading {inputs} of its own (the first copy's {given})"
+        else:
+            over = "none reading inputs of its own"
+        return f"    # block {k + 1}, written once: {block.copies} copies of {block.length} operations (t{first} to t{last}), {over}"
 
     # ---- the forward pass --------------------------------------------------------------------------
 
