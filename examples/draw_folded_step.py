@@ -18,7 +18,7 @@ from vjpgrad.compiler import fold
 from vjpgrad.nn import MLP
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from moons import make_moons  # noqa: E402 - the examples' own data, next to this file
+from moons import make_moons
 
 WIDTH, BAND, LEFT, TOP = 900, 56, 20, 40
 COLOURS = ["#4c78a8", "#72b7b2", "#f58518", "#e45756"]
@@ -57,7 +57,7 @@ def svg(program: fold.FoldedProgram) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{TOP + BAND + 110}" '
         f'viewBox="0 0 {WIDTH} {TOP + BAND + 110}" font-family="sans-serif" font-size="13">',
-        f'<title>micrograd\'s demo step as compile writes it: {total:,} operations in creation order</title>',
+        f"<title>micrograd's demo step as compile writes it: {total:,} operations in creation order</title>",
         f'<text x="{LEFT}" y="22">{total:,} recorded operations, in creation order (left to right)</text>',
         f'<rect x="{LEFT}" y="{TOP}" width="{WIDTH - 2 * LEFT}" height="{BAND}" fill="#bbbbbb"/>',
     ]
@@ -91,6 +91,7 @@ def svg(program: fold.FoldedProgram) -> str:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "docs" / "explanation" / "folded-demo-step.svg"
+    default = Path(__file__).resolve().parent.parent / "docs" / "explanation" / "folded-demo-step.svg"
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else default
     target.write_text(svg(recorded_program()))
     print(target)

@@ -6,9 +6,10 @@ reverse passes and the small metadata the compiler needs to use them (any value 
 can write: code, tuples, lists, dicts, strings, numbers), among them the table of the blocks
 the code writes as loops (``compiler.fold``), so that a reverse pass written later in the
 process folds the same blocks as the loaded forward pass; a table that is not a list of runs
-inside the recording is refused like any payload of another shape, and the code written anew. Not cached: the recording itself
-(each process still records, as that is how it learns the structure), and the namespace the
-code runs in (the compiler builds it again: ``_div``, the helpers of custom operations). The
+inside the recording is refused like any payload of another shape, and the code written anew.
+Not cached: the recording itself (each process still records, as that is how it learns the
+structure), and the namespace the code runs in (the compiler builds it again: ``_div``, the
+helpers of custom operations). The
 caller's description of the structure must determine the generated code completely (every
 operation, how the operations connect, every constant as the code writes it, the numbering
 of the helpers the code calls by name): any recording with the same description gets the

@@ -360,7 +360,8 @@ class FoldedProgram(Program):
             over = f"each reading {inputs} of its own (the first copy's {given})"
         else:
             over = "none reading inputs of its own"
-        return f"    # block {k + 1}, written once: {block.copies} copies of {block.length} operations (t{first} to t{last}), {over}"
+        copies = f"{block.copies} copies of {block.length} operations (t{first} to t{last})"
+        return f"    # block {k + 1}, written once: {copies}, {over}"
 
     # ---- the forward pass --------------------------------------------------------------------------
 
