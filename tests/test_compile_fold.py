@@ -247,3 +247,39 @@ def test_a_stored_table_of_blocks_that_is_not_one_writes_the_code_again(cache_di
     again = vjpgrad.compile(lambda pts: hinge_loss(model, pts))
     assert [gradients(model, lambda: again(POINTS)) for _ in range(3)] == [eager] * 3
     assert _cache.load(key)["fold"] == payload["fold"]  # written again, whole
+
+
+# ---- micrograd's demo step ------------------------------------------------------------------------
+
+
+def demo_loss(model: MLP, points: list[tuple[float, float]], labels: list[int]) -> Value:
+    scores = [model(list(p)) for p in points]
+    margins = [(1 + -y * s).relu() for y, s in zip(labels, scores, strict=True)]  # type: ignore[operator]
+    total = margins[0]
+    for m in margins[1:]:
+        total = total + m
+    reg = sum((p * p for p in model.parameters()), Value(0.0, requires_grad=False))
+    return total * (1.0 / len(margins)) + reg * 1e-4
+
+
+@pytest.mark.slow
+def test_micrograd_demo_step_compiled_is_eager_to_the_bit_in_under_ten_thousand_lines() -> None:
+    points, labels = make_moons()
+    model = MLP(2, [16, 16, 1], seed=1337)
+    compiled = vjpgrad.compile(lambda pts: demo_loss(model, pts, labels))
+    eager = gradients(model, lambda: demo_loss(model, points, labels))
+    assert [gradients(model, lambda: compiled(points)) for _ in range(3)] == [eager] * 3
+    assert len(compiled._last.recorded.live) > 65_000  # 222,958 lines when written straight-line
+    assert len(source_of(compiled).splitlines()) <= 10_000
+
+
+@pytest.mark.slow
+def test_the_performance_pages_picture_of_the_folded_demo_step_is_current() -> None:
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    sys.path.insert(0, str(examples))
+    import draw_folded_step
+
+    picture = Path(__file__).resolve().parent.parent / "docs" / "explanation" / "folded-demo-step.svg"
+    assert draw_folded_step.svg(draw_folded_step.recorded_program()) == picture.read_text(), (
+        "run python examples/draw_folded_step.py"
+    )
