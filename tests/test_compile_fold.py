@@ -68,7 +68,7 @@ def test_a_model_run_on_each_point_is_written_once_as_a_loop_with_eagers_bits() 
     assert [gradients(model, lambda: compiled(POINTS)) for _ in range(3)] == [eager] * 3  # recorded, written, replayed
     source = source_of(compiled)
     forward = source.split("def backward")[0]
-    # the model on each point is one loop (the margins, whose labels alternate, may fold in pairs too)
+    # the model on each point is one loop (the margins may fold too, a few points a copy)
     assert f"# block 1, written once: {len(POINTS)} copies of " in forward
     assert "for i0, i1 in zip((x0, x2, x4, " in forward
     operations = compiled._last.recorded.live
@@ -152,6 +152,35 @@ def test_anomaly_mode_names_the_operation_of_a_block_that_makes_nan() -> None:
     for function in (f, compiled):
         with pytest.raises(FloatingPointError, match="sqrt"), vjpgrad.detect_anomaly():
             function([Value(-1.0), Value(2.0), Value(-3.0)]).backward()
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_a_number_that_differs_between_copies_is_an_input_of_the_loop() -> None:
+    # micrograd's margins multiply by each point's label: the copies differ by a number, here
+    # each sign of zero, an infinity, an int and exponents PyTorch treats apart (2.0, 0.5, -1.0)
+    weights = [Value(0.5), Value(-1.5)]
+    scales, powers = [2.0, -0.0, math.inf, 3, -1.0], [2.0, 0.5, 2.0, 3.0, -1.0]
+
+    def f(xs: list[Value]) -> Value:
+        outs = [((x * weights[0]).tanh() * c + weights[1]) ** k for x, c, k in zip(xs, scales, powers, strict=True)]
+        total = outs[0]
+        for o in outs[1:]:
+            total = total + o
+        return total
+
+    def run(function: Callable[[list[Value]], Value]) -> list[Any]:
+        for w in weights:
+            w.grad = 0.0
+        xs = [Value(0.1 * k - 0.2) for k in range(5)]
+        function(xs).backward()
+        return [bits(v.grad) for v in [*weights, *xs]]
+
+    compiled = vjpgrad.compile(f)
+    eager = run(f)
+    assert [run(compiled) for _ in range(3)] == [eager] * 3
+    forward = source_of(compiled).split("def backward")[0]
+    assert "with numbers c0, c1 that differ between copies" in forward
+    assert "(2.0, (-0.0), _inf, 3.0, (-1.0)), (2.0, 0.5, 2.0, 3.0, (-1.0))):" in forward
 
 
 @pytest.mark.usefixtures("small_blocks")

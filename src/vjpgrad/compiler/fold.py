@@ -36,6 +36,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from vjpgrad.codegen.symbols import literal
 from vjpgrad.compiler.write import ROWS, VALUES_LINE, Edges, Program, exact
 from vjpgrad.core import graph
 
@@ -87,7 +88,7 @@ def keys(
                 last[j] = i
             else:
                 known = fixed_get(id(x))
-                parts.append(known if known is not None else ("n", exact(x)))
+                parts.append(known if known is not None else "n")  # a number: Block.of compares them
         if row is None or id(node) in returned:
             out.append(-1 - i)
         else:
@@ -166,8 +167,10 @@ class Block:
         shared: dict[int, graph.Node],
         slot_of: dict[int, int],
         outputs: list[int],
+        numbers: list[tuple[int, int, list[Any]]],
     ) -> None:
         self.start, self.length, self.copies = run
+        self.numbers = numbers  # (offset, operand, its number in each copy) of the numbers that differ
         self.varying = varying  # per input: its node in each copy
         self.shared = shared  # id -> node read by every copy (a parameter, or a value before the run)
         self.slot_of = slot_of  # id of the first copy's input node -> its input's position
@@ -191,9 +194,11 @@ class Block:
         operands_of, node_type = graph.operands, graph.Node
         inside: list[tuple[int, int, int]] = []  # (offset, operand, offset read) within the first copy
         reads: list[tuple[int, int]] = []  # (offset, operand) of the first copy's reads from before the run
+        constants: list[tuple[int, int]] = []  # (offset, operand) of the numbers it computes with
         for o, node in enumerate(live[start : start + length]):
             for n, x in enumerate(operands_of(node)):
                 if not isinstance(x, node_type):
+                    constants.append((o, n))
                     continue
                 j = place.get(id(x))
                 k = external.get(id(x))
@@ -245,7 +250,13 @@ class Block:
         if not seen.isdisjoint(shared):
             return None
         outputs = {(j - start) % length for j in range(start, end) if last[j] >= end}
-        return cls(run, varying, shared, slot_of, sorted(outputs))
+        numbers = []  # a number that differs between copies is an input of the block
+        for o, n in constants:
+            column = [operands_of(live[start + m * length + o])[n] for m in range(copies)]
+            first = exact(column[0])
+            if any(exact(x) != first for x in column):
+                numbers.append((o, n, column))
+        return cls(run, varying, shared, slot_of, sorted(outputs), numbers)
 
 
 def detect(program: Program, table: Sequence[Run] | None = None) -> tuple[list[Block], dict[int, int]]:
@@ -316,7 +327,7 @@ class FoldedProgram(Program):
         for k, block in enumerate(self.blocks):  # what a copy's reverse pass reads, every operation reached
             lines, _, _ = self._block_lines(k, (True,) * block.length, False, None)
             text = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
-            read = set(re.findall(r"\b[ui]\d+\b", text))
+            read = set(re.findall(r"\b[uic]\d+\b", text))
             self._block_kept.append(sorted(read, key=lambda name: (name[0], int(name[1:]))))
             glue_reads |= set(re.findall(r"\bt\d+\b", text))
         lines = self._backward_lines(self._every, checked=False)
@@ -341,14 +352,19 @@ class FoldedProgram(Program):
         return names
 
     @contextmanager
-    def _named(self, names: dict[int, str]) -> Iterator[None]:
+    def _named(self, k: int) -> Iterator[None]:
+        """The writer names what block ``k``'s code reads by the block's names."""
         writer = self.writer
         before = writer.names
-        writer.names = names
+        writer.names = self._locals[k]
+        block = self.blocks[k]
+        first = self.live[block.start : block.start + block.length]
+        writer.named_numbers = {(id(first[o]), n): f"c{s}" for s, (o, n, _) in enumerate(block.numbers)}
         try:
             yield
         finally:
             writer.names = before
+            writer.named_numbers = {}
 
     def _described(self, k: int) -> str:
         """The comment above a block: what it is, how many copies run, over what."""
@@ -360,6 +376,9 @@ class FoldedProgram(Program):
             over = f"each reading {inputs} of its own (the first copy's {given})"
         else:
             over = "none reading inputs of its own"
+        if block.numbers:
+            names = ", ".join(f"c{s}" for s in range(len(block.numbers)))
+            over += f", with numbers {names} that differ between copies"
         copies = f"{block.copies} copies of {block.length} operations (t{first} to t{last})"
         return f"    # block {k + 1}, written once: {copies}, {over}"
 
@@ -377,7 +396,7 @@ class FoldedProgram(Program):
             lines.append(f"    _k{k} = []")
             lines += [f"    _o{k}_{o} = []" for o in block.outputs]
             lines.append(f"    for {self._loop_head(k)}:")
-            with self._named(self._locals[k]):
+            with self._named(k):
                 lines += [
                     f"        {self.writer.forward_line(node)}"
                     for node in self.live[block.start : block.start + block.length]
@@ -395,10 +414,11 @@ class FoldedProgram(Program):
 
     def _loop_head(self, k: int) -> str:
         block = self.blocks[k]
-        if not block.varying:
+        if not block.varying and not block.numbers:
             return f"_ in range({block.copies})"
         columns = [_tuple([self.names[id(x)] for x in column]) for column in block.varying]
-        targets = ", ".join(f"i{s}" for s in range(len(block.varying)))
+        columns += [_tuple([literal(x) for x in column]) for _, _, column in block.numbers]
+        targets = ", ".join([f"i{s}" for s in range(len(block.varying))] + [f"c{s}" for s in range(len(block.numbers))])
         if len(columns) == 1:
             return f"{targets} in {columns[0]}"
         return f"{targets} in zip({', '.join(columns)})"
@@ -525,7 +545,7 @@ class FoldedProgram(Program):
         shared: set[int] = set()
         local_started: set[int] = set()
         writer = self.writer
-        with self._named(names):
+        with self._named(k):
             for o in reversed(range(block.length)):
                 if not pattern[o]:
                     continue

@@ -97,6 +97,9 @@ class Writer:
         self.helpers: list[tuple[str, str, int] | None] = []  # what each _helperN is, in order
         self._lines: dict[int, str] = {}
         self._templates: dict[tuple[Any, ...], str | None] = {}
+        # (id of an operation, operand position) -> the name a number operand goes by instead of
+        # its literal: set by ``compiler.fold`` for a number that differs between a block's copies
+        self.named_numbers: dict[tuple[int, int], str] = {}
 
     def term(self, x: Any) -> str:
         """An operand as text: a variable name or a number."""
@@ -104,6 +107,14 @@ class Writer:
             key = id(x)
             return self.names[key] if key in self.names else literal(self.constants[key])
         return literal(x)
+
+    def terms(self, node: graph.Node, operands: Sequence[Any]) -> list[str]:
+        """``node``'s operands as text (``term``), a number by its name where it has one."""
+        named = self.named_numbers
+        if not named:
+            return [self.term(x) for x in operands]
+        key = id(node)
+        return [named.get((key, k)) or self.term(x) for k, x in enumerate(operands)]
 
     def symbol(self, x: Any) -> Any:
         """An operand as a rule's argument: a Code symbol, or a float for a number constant."""
@@ -142,7 +153,7 @@ class Writer:
             if source is not None:
                 return f"{self.names[id(node)]} = {self.names[id(source)]}  # Value() of a float argument"
             return f"{self.names[id(node)]} = {literal(self.edges.numbers[id(node)])}  # a Value made inside"
-        terms = [self.term(x) for x in graph.operands(node)]
+        terms = self.terms(node, graph.operands(node))
         if op.nary:
             expression = f"{self.helper(op, 'forward')}({', '.join(terms)})"
         elif op.code in INLINE:
@@ -166,7 +177,7 @@ class Writer:
         if op.nary:
             g = Code(gradient, atomic=True)
             form = op.forms[0]
-            saved = f"{self.helper(op, 'saved')}(({', '.join(self.term(x) for x in operands)},), {out})"
+            saved = f"{self.helper(op, 'saved')}(({', '.join(self.terms(node, operands))},), {out})"
             parts = []
             for k in positions:
                 s = Code(f"{saved}[{k}]", atomic=True) if len(positions) == 1 else Code(f"_s[{k}]", atomic=True)
@@ -174,9 +185,9 @@ class Writer:
             if len(positions) > 1:
                 parts.insert(0, (-1, f"_s = {saved}", -1))
             return parts
-        terms = [self.term(x) for x in operands]
-        node_type = graph.Node
-        pattern = tuple(None if isinstance(x, node_type) else x for x in operands)
+        terms = self.terms(node, operands)
+        node_type, named, key = graph.Node, self.named_numbers, id(node)
+        pattern = tuple(None if isinstance(x, node_type) or (key, k) in named else x for k, x in enumerate(operands))
         lines: list[tuple[int, str, int]] = []
         for k in positions:
             template = self._template(op, k, pattern)
