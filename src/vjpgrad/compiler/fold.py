@@ -9,11 +9,12 @@ the sum, the L2 term) straight-line as before.
 **Finding the copies** (``keys``, ``find``). Each operation gets a local key: its row of the
 table, the edges the recording made, whether it takes gradient, and per operand the row of
 the operation it reads (where that operation is, inside the copy or before it, is checked
-later), a placeholder (an argument: each copy has its own), the parameter's position (a
-parameter: the copies share it) or the exact bits of a number. A run of keys that repeats
-back to back is a candidate block; it is one (``Block.of``) when every copy is wired inside
-as the first, reads the same parameters, wires its own inputs (the values it reads from
-before the run: arguments, glue, earlier blocks) alike, and reads no other copy's values.
+later), a placeholder (an argument, or a number: each copy may have its own) or the
+parameter's position (a parameter: the copies share it). A run of keys that repeats back to
+back is a candidate block; it is one (``Block.of``) when every copy is wired inside as the
+first, reads the same parameters, wires its own inputs (the values it reads from before the
+run: arguments, glue, earlier blocks) alike, and reads no other copy's values. A number that
+differs between copies (a label) is an input of the loop too, a column of literals.
 
 **Eager's bits.** The reverse pass runs the units (glue and copies, contiguous runs of
 creation order) in decreasing creation order, the last copy first, each copy's operations in
@@ -26,7 +27,8 @@ reaches it: copies are grouped, for each set of seeded outputs, by which of thei
 the pass reaches, one loop per run of copies alike.
 
 Only the recorded graph goes into the code: the names (``u1`` for a block's operations,
-``i0`` for its inputs) are made here, as ``compiler.write`` makes its own.
+``i0`` for its inputs, ``c0`` for its numbers) are made here, as ``compiler.write`` makes its
+own, and numbers are written by ``codegen.symbols.literal``.
 """
 
 from __future__ import annotations
