@@ -249,7 +249,7 @@ def test_the_four_cases_print_the_documented_gradients(executed: Any) -> None:
 
 def test_the_explanation_shows_as_text_and_as_a_table(executed: Any) -> None:
     (text_cell,) = [cell for cell in code_cells(executed) if "print(e)" in cell.source]
-    assert "c.grad += 1 x 10 = 10" in printed(text_cell)  # d log(c)/dc = 1/c at c = 0.1
+    assert "c.grad += 1 × 10 = 10" in printed(text_cell)  # d log(c)/dc = 1/c at c = 0.1
     (table_cell,) = [cell for cell in code_cells(executed) if cell.source.startswith("e  #")]
     (table,) = html_outputs(table_cell)  # a bare explanation in a cell: its own rich display
     assert "<table" in table

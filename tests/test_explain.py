@@ -27,14 +27,14 @@ def test_example_1_step_by_step() -> None:
     a, b, c, y = seed_example()
     e = explain(y, [0.1, 1.0, 0.0001], names={"a": a, "b": b, "c": c})
     assert e.seeds == [("y[0]", 0.1), ("y[1]", 1.0), ("y[2]", 0.0001)]
-    # b[1] is used twice in t = (2 * b[1]) * b[1]: it is handed 1 x 2b = 8, then 4 x 2 = 8
+    # b[1] is used twice in t = (2 * b[1]) * b[1]: it is handed 1 × 2b = 8, then 4 × 2 = 8
     assert [(s.upstream, s.local, s.contribution) for s in e.contributions(b[1])] == [(1.0, 8.0, 8.0), (4.0, 2.0, 8.0)]
     assert e.contributions(b[1])[-1].total == 16.0
     assert e.gradients[c[0]] == 0.1 / 6
     text = str(e)
     assert text.startswith("Seeds (the v of v^T J): y[0] = 0.1, y[1] = 1, y[2] = 0.0001")
-    assert "  b[1].grad += 1 x 8 + 4 x 2 = 16" in text
-    assert "  c[2].grad += 0.0001 x 0.125 = 1.25e-05" in text
+    assert "  b[1].grad += 1 × 8 + 4 × 2 = 16" in text
+    assert "  c[2].grad += 0.0001 × 0.125 = 1.25e-05" in text
 
 
 def test_explain_changes_no_grad_and_frees_nothing() -> None:

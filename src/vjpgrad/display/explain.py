@@ -22,7 +22,7 @@ from vjpgrad.display import notebook, stepper, text
 
 @dataclass(frozen=True)
 class Step:
-    """One edge of the reverse pass: ``node`` hands ``upstream x local`` to ``operand``."""
+    """One edge of the reverse pass: ``node`` hands ``upstream × local`` to ``operand``."""
 
     node: str
     op: str
@@ -73,7 +73,7 @@ class Explanation:
             lines.append("Nodes:")
             lines += [f"  {name} = {formula}" for name, formula in self.formulas.items()]
             lines += ["", "The reverse pass, from the outputs back to the leaves:"]
-        rows = [text.STEP_COLUMNS] + [text.step_cells(k, s, "x") for k, s in enumerate(self.steps, start=1)]
+        rows = [text.STEP_COLUMNS] + [text.step_cells(k, s) for k, s in enumerate(self.steps, start=1)]
         widths = [max(len(row[i]) for row in rows) for i in range(len(text.STEP_COLUMNS))]
         for row in rows:
             cells = [
@@ -81,14 +81,14 @@ class Explanation:
                 for i, (cell, w) in enumerate(zip(row, widths, strict=True))
             ]
             lines.append(("  " + "  ".join(cells)).rstrip())
-        sums = text.leaf_sums(self, "x")
+        sums = text.leaf_sums(self)
         if sums:
             lines += ["", "Each leaf's gradient is the sum of what it was handed:"]
         lines += [f"  {name}.grad += {terms} = {total}" for name, terms, total in sums]
         return "\n".join(lines)
 
 
-def _formula(node: Value, names: Mapping[Value, str]) -> str:
+def formula(node: Value, names: Mapping[Value, str]) -> str:
     """How a node was computed, in terms of its operands' names: ``t3 * b[0]``, ``log(c[1])``."""
 
     def term(x: Value | float) -> str:
@@ -175,5 +175,5 @@ def explain(
             grads: dict[Value, float] = {v: graph.cotangent(v) for v in (*order, *leaves)}
         seed_rows = [(label[value], s) for value, s in zip(outputs, seeds, strict=True)]
         reached = {value: name for value, name in label.items() if value in grads}  # given names first
-        formulas = {label[node]: _formula(node, label) for node in reversed(order)}
+        formulas = {label[node]: formula(node, label) for node in reversed(order)}
         return Explanation(seed_rows, steps, grads, reached, formulas)
