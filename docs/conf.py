@@ -50,7 +50,8 @@ autodoc_preserve_defaults = True
 # -- HTML ------------------------------------------------------------------------------------
 html_theme = "furo"
 html_title = f"vjpgrad {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["vjpgrad.css"]  # code blocks that wrap; the matrix on Start here
 html_show_sourcelink = False
 html_copy_source = False
 

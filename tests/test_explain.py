@@ -126,8 +126,9 @@ def test_an_explanation_is_a_page_and_shows_itself_in_a_notebook() -> None:
     assert page.startswith("<!DOCTYPE html>")
     assert "<b>a</b>" not in page  # a label is text, never markup
     html = e._repr_html_()
-    assert "<table" in html
-    assert 'class="vjs-root"' in html  # the table, then the stepper
+    assert html.count('class="vjs-root"') == 1  # the stepper, once
+    assert html.count("<table") == 1  # its list of the steps is the only table: one view of the pass
+    assert html.count("<tr data-step=") == len(e.steps) + 1  # the seeds, then every step
 
 
 def test_the_whole_step_list_of_a_vector_with_unnamed_leaves() -> None:

@@ -298,3 +298,32 @@ def test_every_list_of_the_functions_on_a_page_is_the_tables() -> None:
             lists.append((name(page), sorted(re.findall(r"`(\w+)`", found.group(1)))))
     assert lists, "no page lists the functions: the pattern above no longer finds them"
     assert [(page, names) for page, names in lists if names != table] == []
+
+
+def test_start_heres_matrix_of_case_1_is_the_jacobian_its_weights_and_their_product() -> None:
+    from vjpgrad import Vector, log
+
+    page = (DOCS / "start-here.md").read_text(encoding="utf-8")
+    table = re.search(r'<table class="vjp-matrix">.*?</table>', page, re.S)
+    assert table is not None
+    rows = {
+        row[0]: row[1:]
+        for row in (
+            [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr)]
+            for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", table.group(0), re.S)
+        )
+    }
+    assert rows[""][1:] == [f"{n}[{k}]" for n in "abc" for k in range(3)]
+
+    def gradients(seed: list[float]) -> list[float]:
+        a, b, c = Vector([1.0, 2.0, 3.0]), Vector([3.0, 4.0, 5.0]), Vector([6.0, 7.0, 8.0])
+        (3 * a + 2 * b * b + log(c)).backward(seed)
+        return [*a.grad.tolist(), *b.grad.tolist(), *c.grad.tolist()]
+
+    v = [0.1, 1.0, 0.0001]
+    for i in range(3):  # row i of J: the gradients of y[i] alone
+        shown = rows[f"y[{i}]"]
+        assert float(shown[0]) == v[i]
+        one_hot = [1.0 if k == i else 0.0 for k in range(3)]
+        assert [float(x) for x in shown[1:]] == pytest.approx(gradients(one_hot), rel=5e-4)
+    assert [float(x) for x in rows["vᵀJ"][1:]] == pytest.approx(gradients(v), rel=5e-4)

@@ -17,7 +17,7 @@ from vjpgrad.core import graph, ops
 from vjpgrad.core.modes import USER_FRAMES, refuse_number
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
-from vjpgrad.display import notebook, stepper, text
+from vjpgrad.display import stepper, text
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ class Explanation:
         return stepper.stepper_html(self, title)
 
     def _repr_html_(self) -> str:
-        """In a notebook: the table, then the stepper, inline."""
-        return notebook.explanation_html(self) + stepper.stepper_fragment(self)
+        """In a notebook: the stepper, inline; its list of every step is the table (one view of the pass)."""
+        return stepper.stepper_fragment(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """In IPython's text display: the table, as ``str()`` gives it."""

@@ -514,7 +514,7 @@ _CSS = """
 .vjs-root .vjs-contribution{color:#c0392b;font-weight:600}
 .vjs-root .vjs-done-line{color:#1e7b34;font-weight:600}
 .vjs-root .vjs-graph-box{overflow:auto;max-height:70vh;border:1px solid #eef1f5;border-radius:6px}
-.vjs-root svg.vjs-graph{display:block}
+.vjs-root svg.vjs-graph{display:block;max-width:100%;height:auto}
 .vjs-root svg text{font:12px ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;fill:#1d2330}
 .vjs-root svg .vjs-name{font-weight:700}
 .vjs-root svg .vjs-formula,.vjs-root svg .vjs-data{fill:#4a5568}
@@ -658,6 +658,29 @@ _SCRIPT = """
       tableBox.scrollTop = Math.max(0, row.offsetTop - tableBox.clientHeight / 2);
     }
     showPanel(cur);
+    reveal(cur === null ? firstOutput : nodes[cur.node], cur === null ? null : nodes[cur.operand]);
+  }
+
+  // The graph is scaled to the box's width (CSS); a graph taller than the box is panned so
+  // that the node handing on gradient (at step 0, the output where the pass starts) is in view.
+  var graphBox = root.querySelector(".vjs-graph-box");
+  var firstOutput = root.querySelector(".vjs-node.vjs-output");
+  function reveal(el, other) {
+    if (!el || !graphBox) { return; }
+    var box = graphBox.getBoundingClientRect(), r = el.getBoundingClientRect();
+    var top = r.top, bottom = r.bottom;
+    if (other) {
+      var o = other.getBoundingClientRect();
+      if (Math.max(bottom, o.bottom) - Math.min(top, o.top) <= box.height) {
+        top = Math.min(top, o.top); bottom = Math.max(bottom, o.bottom);
+      }
+    }
+    if (top < box.top || bottom > box.bottom) {
+      graphBox.scrollTop += (top + bottom) / 2 - (box.top + box.bottom) / 2;
+    }
+    if (r.left < box.left || r.right > box.right) {
+      graphBox.scrollLeft += (r.left + r.right) / 2 - (box.left + box.right) / 2;
+    }
   }
 
   function go(to) { k = Math.max(0, Math.min(n, to)); render(); }
