@@ -13,8 +13,14 @@ public name it does not document.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import inspect
+import logging as std_logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from sphinx.application import Sphinx
@@ -40,6 +46,20 @@ nb_execution_raise_on_error = True  # a cell that raises stops the build, with i
 nb_execution_show_tb = True
 nb_output_stderr = "warn"  # a warning printed by a cell is a build warning, so an error under -W
 nb_merge_streams = True
+
+# The tutorials' kernel gets an IPython directory of its own, so that nothing in the builder's
+# own IPython profile (startup scripts, extensions) changes what a tutorial prints. Its one
+# setting: ipykernel 7 warns at every start that "Kernel is running over TCP without encryption"
+# when, as nbclient starts it, it talks to the build over the loopback interface, which leaves
+# the machine never; below ERROR the kernel's own log says nothing a reader of the build needs.
+# A cell's stderr is not the kernel's log: it still fails the build (nb_output_stderr above).
+_kernel_home = Path(tempfile.mkdtemp(prefix="vjpgrad-docs-ipython-"))
+(_kernel_home / "profile_default").mkdir()
+(_kernel_home / "profile_default" / "ipython_kernel_config.py").write_text(
+    'c.IPKernelApp.log_level = "ERROR"\n', encoding="utf-8"
+)
+os.environ["IPYTHONDIR"] = str(_kernel_home)
+atexit.register(shutil.rmtree, _kernel_home, ignore_errors=True)
 
 # -- autodoc ---------------------------------------------------------------------------------
 autodoc_member_order = "bysource"
@@ -86,6 +106,19 @@ def check_every_public_name_is_documented(app: Sphinx, env: BuildEnvironment) ->
                 logger.warning(f"the API reference does not document {name}: add it to a page under docs/reference/")
 
 
+class _NoConfigurationDump(std_logging.Filter):
+    """MyST and MyST-NB log their whole configuration (some thirty settings each) at every build;
+    the settings that matter are written in this file."""
+
+    def filter(self, record: std_logging.LogRecord) -> bool:
+        return record.levelno > std_logging.INFO
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    for name in ("sphinx.myst_parser.sphinx_ext.main", "sphinx.myst_nb.sphinx_ext"):
+        std_logging.getLogger(name).addFilter(_NoConfigurationDump())
+    # nbclient says "Executing notebook with kernel: python3" through traitlets' logger before
+    # each tutorial, beside MyST-NB's own "Executing notebook" line: its warnings are kept
+    std_logging.getLogger("traitlets").setLevel(std_logging.WARNING)
     app.connect("env-check-consistency", check_every_public_name_is_documented)
     return {"parallel_read_safe": True}

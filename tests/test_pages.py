@@ -327,3 +327,29 @@ def test_start_heres_matrix_of_case_1_is_the_jacobian_its_weights_and_their_prod
         one_hot = [1.0 if k == i else 0.0 for k in range(3)]
         assert [float(x) for x in shown[1:]] == pytest.approx(gradients(one_hot), rel=5e-4)
     assert [float(x) for x in rows["vᵀJ"][1:]] == pytest.approx(gradients(v), rel=5e-4)
+
+
+def micrograd_draw_dot() -> Any:
+    """The Digraph that coming-from-micrograd's draw_dot block makes, run as the page has it."""
+    pytest.importorskip("graphviz", reason="the block needs the graphviz package (pip install graphviz)")
+    page = (DOCS / "coming-from-micrograd.md").read_text(encoding="utf-8")
+    (code,) = [code for _, code in python_blocks(page) if "def draw_dot" in code]
+    namespace: dict[str, Any] = {"print": lambda *args: None}
+    exec(compile(code, "coming-from-micrograd.md", "exec"), namespace)  # the page's own example
+    return namespace["dot"]
+
+
+def svg_shapes(svg: str) -> tuple[int, int, list[str]]:
+    return svg.count('class="node"'), svg.count('class="edge"'), sorted(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_the_micrograd_pages_picture_is_what_its_draw_dot_draws() -> None:
+    drawn = micrograd_draw_dot().pipe(format="svg").decode("utf-8")
+    committed = (DOCS / "micrograd-draw-dot.svg").read_text(encoding="utf-8")
+    assert svg_shapes(committed) == svg_shapes(drawn)  # the same boxes, ovals, arrows and labels
+    assert svg_shapes(drawn)[:2] == (9, 8)  # 6 Values, 3 operations; 5 operand arrows, 3 op arrows
+
+
+if __name__ == "__main__":  # python tests/test_pages.py: redraws docs/micrograd-draw-dot.svg
+    (DOCS / "micrograd-draw-dot.svg").write_bytes(micrograd_draw_dot().pipe(format="svg"))
