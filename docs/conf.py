@@ -18,6 +18,7 @@ import importlib
 import inspect
 import logging as std_logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -114,7 +115,18 @@ class _NoConfigurationDump(std_logging.Filter):
         return record.levelno > std_logging.INFO
 
 
+def vector_not_typevar(
+    app: Sphinx, what: str, name: str, obj: object, options: object, signature: str | None, annotation: str | None
+) -> tuple[str | None, str | None]:
+    """Vector's generated methods are typed ``(self: _V) -> _V`` (a TypeVar, so that a subclass
+    keeps its type); the reference says what a reader gets: a Vector."""
+    if name.startswith("vjpgrad.Vector.") and annotation is not None:
+        return signature, re.sub(r"\b_V\b", "Vector", annotation)
+    return signature, annotation
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("autodoc-process-signature", vector_not_typevar)
     for name in ("sphinx.myst_parser.sphinx_ext.main", "sphinx.myst_nb.sphinx_ext"):
         std_logging.getLogger(name).addFilter(_NoConfigurationDump())
     # nbclient says "Executing notebook with kernel: python3" through traitlets' logger before

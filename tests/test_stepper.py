@@ -354,6 +354,8 @@ def test_play_runs_to_the_end_and_stops(browser: Any, tmp_path: Path) -> None:
     s = _browser.check_step(browser, e, n)
     assert not s["playing"]
     assert "Play" in play.text
+    # slow, so that a busy machine cannot play the whole pass between the two clicks
+    Select(browser.find_element(By.CSS_SELECTOR, '[data-role="speed"]')).select_by_visible_text("slow")
     play.click()  # at the end, Play starts again from the seeds
     play.click()  # and pauses
     paused = _browser.state(browser)["step"]

@@ -141,6 +141,20 @@ def explain(
     per element for a Vector. ``names`` (e.g. ``{"a": a, "b": b}``) names the inputs in the
     table; otherwise labels are used, then ``x1, x2...`` for leaves and ``t1, t2...`` for
     intermediate nodes. Raises as ``backward`` would, before doing anything.
+
+    In a notebook the result shows itself as a stepper; ``print`` writes it as a table;
+    ``.steps`` holds each edge as data (upstream × local = contribution, and the operand's
+    running total).
+
+    >>> from vjpgrad import Value, explain, log
+    >>> a, b, c = Value(0.1), Value(1.0), Value(0.1)
+    >>> y = 3 * a + 2 * b * b + log(c)
+    >>> e = explain(y, names={"a": a, "b": b, "c": c})
+    >>> step = e.contributions(c)[0]   # log(c) hands c: 1 × 1/c
+    >>> step.upstream, step.local, step.contribution
+    (1.0, 10.0, 10.0)
+    >>> e.gradients[b], b.grad          # what backward() would give b; nothing has run
+    (4.0, 0.0)
     """
     with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
         refuse_number("explain()", "call explain() on the compiled function's result")
