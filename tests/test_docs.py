@@ -262,7 +262,10 @@ def test_the_reference_types_vectors_methods_as_returning_a_vector(site: Site) -
 def test_each_tutorial_that_builds_a_graph_draws_it_and_start_here_draws_the_jacobian(site: Site) -> None:
     for name in ("first-backward", "seeds-and-vjps", "stepping-through-a-pass"):
         page = (site.html / "tutorials" / f"{name}.html").read_text(encoding="utf-8")
-        assert "vjs-picture" in page, name  # draw()'s picture, in a cell's output
+        pictures = re.findall(r'<div class="cell_output[^"]*">.*?<img [^>]*src="([^"]+\.svg)"', page, re.S)
+        assert pictures, name  # draw()'s picture, in a cell's output (MyST-NB writes it as a file)
+        for picture in pictures:
+            assert "<svg" in (site.html / "tutorials" / picture).read_text(encoding="utf-8")
     start_here = (site.html / "start-here.html").read_text(encoding="utf-8")
     assert '<table class="vjp-matrix">' in start_here
     assert (site.html / "coming-from-micrograd.html").read_text(encoding="utf-8").count("micrograd-draw-dot.svg") == 1

@@ -118,11 +118,12 @@ def draw(
     """The picture of the graph behind ``output``: it shows itself inline in a notebook, and is
     written to ``path`` when one is given (``.svg``, ``.png`` or ``.pdf``, by the suffix).
 
-    ``seed``, ``names`` and ``edges`` are ``to_dot``'s. With Graphviz (``pip install
-    'vjpgrad[viz]'`` and Graphviz's ``dot``) the picture is Graphviz's drawing of
+    ``seed``, ``names`` and ``edges`` are ``to_dot``'s. With Graphviz (the ``graphviz``
+    package: ``pip install graphviz``, or ``pip install -e '.[viz]'`` in your clone; and
+    Graphviz's ``dot`` program) the picture is Graphviz's drawing of
     ``to_dot(output, seed, names, edges)``. Without it, the SVG is drawn in pure Python, in the
-    stepper's layout (leaves on the left, the output on the right), of the Values the pass
-    ``backward(seed)`` reaches; PNG and PDF need Graphviz.
+    stepper's layout (leaves on the left, the output on the right), each Value a box with its
+    data and ``.grad``; PNG and PDF need Graphviz.
 
     >>> from vjpgrad import Value, draw
     >>> a, b = Value(2.0), Value(3.0)
