@@ -300,6 +300,9 @@ def make_program(
     (``table``: the runs a cached payload was written with, else found now)."""
     program = Program.__new__(Program)
     program._setup(live, externals, arguments, constants, outputs, sources, edges)
+    if table is not None and not table:  # loaded code written straight-line: no search
+        program._write()
+        return program
     blocks, place = detect(program, table)
     if table is None and sum(b.length * b.copies for b in blocks) < SHARE * len(live):
         blocks = []
