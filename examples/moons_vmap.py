@@ -22,7 +22,7 @@ from vjpgrad import Value
 from vjpgrad.nn import MLP
 
 sys.path.insert(0, __file__.rpartition("/")[0] or ".")
-from moons import make_moons  # noqa: E402 - the data set of moons.py, next to this file
+from moons import make_moons  # the data set of moons.py, next to this file
 
 SIZES = (2, 16, 16, 1)
 
@@ -33,7 +33,8 @@ def apply(params: Sequence[Any], x: Sequence[Any], sizes: Sequence[int] = SIZES)
     + w1 * x1 + ...``, relu on the hidden layers."""
     k = 0
     inputs = list(x)
-    for layer, (nin, nout) in enumerate(zip(sizes, sizes[1:])):
+    for layer in range(len(sizes) - 1):
+        nin, nout = sizes[layer], sizes[layer + 1]
         outputs = []
         for _ in range(nout):
             total = params[k + nin]
