@@ -4,7 +4,7 @@ The model is written as a function of a list of parameters (``apply``), the loss
 (``margin``), and ``vmap(grad(margin), in_dims=(None, 0, 0))`` gives every sample's gradient
 at once, as array code. ``batch_sum`` adds them as eager code's reverse pass adds them: the
 regularisation's gradient first (its nodes were made last), then the samples from the last to
-the first. Needs NumPy: pip install 'vjpgrad[vmap]' (or, from a clone, pip install '.[vmap]').
+the first. Needs NumPy: pip install numpy (or pip install -e '.[vmap]' in your clone of vjpgrad).
 
     python examples/moons_vmap.py [--steps 100]
 """

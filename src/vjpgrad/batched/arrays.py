@@ -22,7 +22,7 @@ from typing import Any
 
 from vjpgrad.core import floats
 
-INSTALL = "vjpgrad.vmap needs NumPy: pip install 'vjpgrad[vmap]' (or, from a clone of vjpgrad, pip install '.[vmap]')"
+INSTALL = "vjpgrad.vmap needs NumPy: pip install numpy (or pip install -e '.[vmap]' in your clone of vjpgrad)"
 
 
 def numpy() -> ModuleType:

@@ -577,7 +577,7 @@ def vmap(
     values included (each C library call runs per element); ``fast=True`` uses NumPy's ufuncs,
     faster, with the differences the docs list. Large batches run in chunks of samples
     (``chunk_size``, chosen from the size of the graph when None). Needs NumPy
-    (``pip install 'vjpgrad[vmap]'``).
+    (``pip install numpy``, or ``pip install -e '.[vmap]'`` in a clone of vjpgrad).
     """
     arrays.numpy()
     return Vmapped(f, in_dims, out_dims, fast, chunk_size)
