@@ -98,9 +98,9 @@ def test_no_install_hint_asks_pypi_for_vjpgrad() -> None:
 
 
 def test_every_install_hint_names_the_packages_of_its_extra_and_the_extra_from_the_clone() -> None:
+    from vjpgrad.batched.arrays import INSTALL as ARRAYS
     from vjpgrad.course.commands import install_hint
     from vjpgrad.display.dot import INSTALL_HINT as DRAWING
-    from vjpgrad.batched.arrays import INSTALL as ARRAYS
     from vjpgrad.testing import HYPOTHESIS_HINT
 
     declared = extras()
