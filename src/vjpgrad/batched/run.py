@@ -84,7 +84,7 @@ def _exact(x: Any) -> Any:
 
 
 def _is_number(x: object) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+    return type(x) is float or (isinstance(x, numbers.Real) and not isinstance(x, bool))
 
 
 @dataclass
@@ -113,13 +113,24 @@ class _Argument:
         return values[0] if self.width is None else Vector(values)
 
     def columns(self, lo: int, hi: int) -> list[Any]:
-        """The arrays (or numbers) that stand for its Values in the code, samples lo to hi."""
-        np = arrays.numpy()
+        """The arrays (or numbers) that stand for its Values in the code, samples lo to hi: each
+        number of a sample one contiguous array (``by_number``), an unbatched number a float."""
         if self.kind == "batched":
-            block = self.value[lo:hi]
-            return [block] if self.width is None else [block[:, j] for j in range(self.width)]
-        numbers_ = [self.value] if self.width is None else list(self.value)
-        return [np.float64(float(v)) for v in numbers_]
+            return [column[lo:hi] for column in self.by_number]
+        return [self.value] if self.width is None else list(self.value)
+
+    @property
+    def by_number(self) -> list[Any]:
+        """A batched argument as one contiguous array per number of its samples (made once)."""
+        found: list[Any] | None = vars(self).get("_by_number")
+        if found is None:
+            np = arrays.numpy()
+            if self.width is None:
+                found = [np.ascontiguousarray(self.value)]
+            else:
+                found = list(np.ascontiguousarray(self.value.T))
+            vars(self)["_by_number"] = found
+        return found
 
 
 @dataclass
@@ -402,14 +413,14 @@ class Vmapped:
             size = max(256, CHUNK_BUDGET // (8 * max(1, 2 * program.nodes)))
         return [(lo, min(batch, lo + size)) for lo in range(0, batch, size)]
 
-    def _run(self, program: _Program, read: list[_Argument], batch: int) -> list[Any]:
-        """The columns of the results (each of ``batch`` numbers), chunk by chunk."""
+    def _run(self, program: _Program, read: list[_Argument], batch: int) -> Any:
+        """The results as rows of ``batch`` numbers (one array), chunk by chunk."""
         np = arrays.numpy()
         transformed = self.transformed
-        columns: list[Any] | None = None
+        columns: Any = None
         for lo, hi in self._chunks(program, batch):
             inputs = [column for a in read if a.kind != "static" for column in a.columns(lo, hi)]
-            inputs += [np.float64(graph.number(x)) for x in program.outside]
+            inputs += [graph.number(x) for x in program.outside]
             values = program.forward(*inputs)
             outputs = [values[k] if k >= 0 else inputs[-1 - k] for k in (program.names[id(y)] for y in program.outputs)]
             parts = []
@@ -419,11 +430,10 @@ class Vmapped:
                 assert program.backward is not None  # a transform's program has its reverse pass
                 for seeds in _bases(program.layout, transformed.kind == "jacobian"):
                     parts += list(program.backward(inputs, values, *seeds))
-            parts = [np.broadcast_to(np.asarray(p, dtype=np.float64), (hi - lo,)) for p in parts]
             if columns is None:
-                columns = [np.empty(batch) for _ in parts]
+                columns = np.empty((len(parts), batch))
             for column, part in zip(columns, parts, strict=True):
-                column[lo:hi] = part
+                column[lo:hi] = part  # a number shared by the samples fills its row
         assert columns is not None  # the batch has at least one chunk
         return columns
 
@@ -437,7 +447,7 @@ class Vmapped:
                 found.append(outputs[x] if kind == "value" else x)
         return found
 
-    def _shape(self, program: _Program, columns: list[Any], batch: int) -> Any:
+    def _shape(self, program: _Program, columns: Any, batch: int) -> Any:
         np = arrays.numpy()
         transformed = self.transformed
         place = [0]
@@ -447,9 +457,7 @@ class Vmapped:
             place[0] += 1 if width is None else width
             if width is None:
                 return columns[k]
-            if width == 0:
-                return np.empty((batch, 0))
-            return np.stack(columns[k : k + width], axis=1)
+            return columns[k : k + width].T
 
         def rebuilt(layout: _Layout) -> Any:
             if layout.form == "one":
@@ -504,7 +512,7 @@ class Vmapped:
             )
         with np.errstate(all="ignore"):
             inputs = [column for a in read for column in a.columns(0, 1)]
-            inputs += [np.float64(graph.number(x)) for x in program.outside]
+            inputs += [graph.number(x) for x in program.outside]
             values = program.forward(*inputs)
             given = cotangent.columns(0, batch)  # one column per item of the output
             seeds = [given[k] for k, item in enumerate(_items(program.layout)) if item[0] == "value"]
