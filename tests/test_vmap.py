@@ -194,6 +194,19 @@ def test_a_plain_function_returns_its_results_stacked_along_out_dims() -> None:
     assert moved[1].tolist() == [1.0, 4.0, 9.0]
 
 
+def test_a_tuple_of_results_comes_back_as_a_tuple_of_arrays_as_in_torch_func() -> None:
+    first, second = vmap(lambda x: (x, x * x))(np.array([1.0, -2.0]))
+    assert first.tolist() == [1.0, -2.0]
+    assert second.tolist() == [1.0, 4.0]
+
+
+def test_an_input_returned_as_it_is_and_a_constant_result_have_the_transforms_gradients() -> None:
+    assert vmap(grad(lambda x: x))(np.array([1.0, -2.0])).tolist() == [1.0, 1.0]
+    value, gradient = vmap(value_and_grad(lambda x: 2.0))(np.array([1.0, -2.0]))
+    assert value.tolist() == [2.0, 2.0]
+    assert gradient.tolist() == [0.0, 0.0]
+
+
 def test_in_dims_picks_the_axis_of_the_samples() -> None:
     xs = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     assert vmap(lambda x: x[0] * x[1], in_dims=1)(xs).tolist() == [4.0, 10.0, 18.0]

@@ -143,7 +143,11 @@ class _Layout:
     items: list[Any]
 
 
-def _layout(result: Any, outputs: list[Value], what: str) -> _Layout:
+def _layout(result: Any, outputs: list[Value], what: str, tuples: bool = True) -> _Layout:
+    """How ``result`` is made of Values (appended to ``outputs``) and numbers. A tuple is a tuple
+    of results, each stacked on its own, as torch.func.vmap returns them (``tuples``); for a
+    transform's function a tuple of numbers is a list, as the transforms read it."""
+
     def item(x: Any) -> tuple[str, Any]:
         if isinstance(x, Value):
             outputs.append(x)
@@ -160,9 +164,9 @@ def _layout(result: Any, outputs: list[Value], what: str) -> _Layout:
     if isinstance(result, (Vector, list)):
         return _Layout("list", [item(x) for x in result])
     if isinstance(result, tuple):
-        if all(isinstance(x, (Value, numbers.Real)) for x in result):
+        if not tuples and all(isinstance(x, (Value, numbers.Real)) for x in result):
             return _Layout("list", [item(x) for x in result])
-        return _Layout("tuple", [_layout(x, outputs, what) for x in result])
+        return _Layout("tuple", [_layout(x, outputs, what, tuples) for x in result])
     return _Layout("one", [item(result)])  # raises, naming the type
 
 
@@ -369,7 +373,7 @@ class Vmapped:
         lifted = [a.lift(k in positions) for k, a in enumerate(read)]
         recording, result = _record(function, lifted, kwargs, self.__name__)
         outputs: list[Value] = []
-        layout = _layout(result, outputs, self.__name__)
+        layout = _layout(result, outputs, self.__name__, tuples=transformed is None)
         if transformed is not None and transformed.kind in ("grad", "value_and_grad") and layout.form != "one":
             raise TypeError(
                 f"grad requires a function with a scalar output, but it returned {len(layout.items)} values: "
