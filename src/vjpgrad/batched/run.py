@@ -8,7 +8,10 @@ number of a sample: a sample that is a number is a Value, one that is a list a V
 unbatched float or list of floats is data as well (a Value, a Vector: a new number replays the
 same code); anything else unbatched (an int, a string, a model object) is passed as it is and
 fixes the recording, as does each batched argument's sample shape. Values the function reads
-without being given them (a model's weights it closes over) are read again at every call.
+without being given them (a model's weights it closes over) are read again at every call: the
+same Value objects, whose numbers an optimizer changes; a parameter rebound to a new Value is
+not followed (``vjpgrad.compile`` guards that; vmap asks you to pass such parameters as
+arguments, as ``vmap(grad(loss), in_dims=(None, 0, 0))(params, ...)`` does).
 
 ``vmap(grad(f))``, ``vmap(value_and_grad(f))``, ``vmap(jacobian(f))`` and ``vmap(vjp_fn)`` (the
 function ``vjp`` returns) read what the transform was made from and write the reverse pass of
