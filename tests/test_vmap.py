@@ -207,6 +207,16 @@ def test_an_input_returned_as_it_is_and_a_constant_result_have_the_transforms_gr
     assert gradient.tolist() == [0.0, 0.0]
 
 
+def test_an_unbatched_int_is_structure_as_in_eager_code_and_a_differentiated_one_a_variable() -> None:
+    xs = np.array([0.7, -1.3, 2.0])
+    cubes = vmap(grad(lambda x, n: x**n), in_dims=(0, None))(xs, 3)  # x ** 3 is x * x * x, PyTorch's case
+    assert_same_bits(cubes, [grad(lambda x, n: x**n)(float(x), 3) for x in xs], "x ** 3")
+    looped = vmap(lambda x, n: sum((x for _ in range(n)), x), in_dims=(0, None))(xs, 2)
+    assert looped.tolist() == [x + x + x for x in xs.tolist()]
+    slopes = vmap(grad(lambda w, x: w * x), in_dims=(None, 0))(2, xs)
+    assert slopes.tolist() == xs.tolist()
+
+
 def test_in_dims_picks_the_axis_of_the_samples() -> None:
     xs = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     assert vmap(lambda x: x[0] * x[1], in_dims=1)(xs).tolist() == [4.0, 10.0, 18.0]

@@ -76,9 +76,12 @@ class _Refusing(list):  # type: ignore[type-arg]  # the Recording's list of node
 
 
 def _exact(x: Any) -> Any:
-    """A key part for an unbatched argument that fixes the recording."""
+    """A key part for an unbatched argument that fixes the recording: its value (a list's, item
+    by item; a float's bits), or for an object its identity."""
     if isinstance(x, float):
         return ("float", struct.pack("<d", x))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_exact(item) for item in x))
     try:
         hash(x)
     except TypeError:
@@ -88,6 +91,12 @@ def _exact(x: Any) -> Any:
 
 def _is_number(x: object) -> bool:
     return type(x) is float or (isinstance(x, numbers.Real) and not isinstance(x, bool))
+
+
+def _is_float(x: object) -> bool:
+    """A float (or NumPy float): data. An int is structure, as in eager code (``x ** 3`` is
+    ``x * x * x``, ``range(n)`` a loop), unless it is differentiated."""
+    return isinstance(x, float) or (_is_number(x) and not isinstance(x, numbers.Integral))
 
 
 @dataclass
@@ -315,11 +324,11 @@ class Vmapped:
         if dim is None:
             if isinstance(arg, (Value, Vector)):
                 raise TypeError(f"vmap: argument {position} is a {type(arg).__name__}; pass numbers (or lists) to vmap")
-            if _is_number(arg):
+            if _is_float(arg):
                 return _Argument("data", float(arg), None)
-            if isinstance(arg, (list, tuple)) and arg and all(_is_number(v) for v in arg):
+            if isinstance(arg, (list, tuple)) and arg and all(_is_float(v) for v in arg):
                 return _Argument("data", [float(v) for v in arg], len(arg))
-            if isinstance(arg, np.ndarray) and arg.ndim == 1 and arg.dtype.kind in "fiu":
+            if isinstance(arg, np.ndarray) and arg.ndim == 1 and arg.dtype.kind == "f":
                 return _Argument("data", [float(v) for v in arg], len(arg))
             return _Argument("static", arg, None)
         try:
@@ -345,6 +354,8 @@ class Vmapped:
         transformed = self.transformed
         function = self.function if transformed is None else transformed.function
         positions = self._argnums(len(read))
+        for k in positions:  # a differentiated int, or list with ints, is a variable, as the transforms take it
+            read[k] = _differentiable(read[k], k)
         key = (
             tuple(a.key(k in positions) for k, a in enumerate(read)),
             tuple(sorted((name, _exact(v)) for name, v in kwargs.items())),
@@ -370,9 +381,6 @@ class Vmapped:
         self, function: Callable[..., Any], read: list[_Argument], kwargs: dict[str, Any], positions: list[int]
     ) -> _Program:
         transformed = self.transformed
-        for k in positions:
-            if read[k].kind == "static":
-                raise TypeError(f"vmap: argument {k} is differentiated, so it must be a number or a list of numbers")
         lifted = [a.lift(k in positions) for k, a in enumerate(read)]
         recording, result = _record(function, lifted, kwargs, self.__name__)
         outputs: list[Value] = []
@@ -505,7 +513,7 @@ class Vmapped:
         transformed = self.transformed
         assert transformed is not None
         primals = transformed.primals
-        read = [self._read(p, None, k) for k, p in enumerate(primals)]
+        read = [_differentiable(self._read(p, None, k), k) for k, p in enumerate(primals)]
         key = ("vjp", tuple(a.key(True) for a in read), tuple(_exact(a.value) for a in read))
         program = self._programs.get(key)
         if program is None:
@@ -536,6 +544,22 @@ class Vmapped:
                 result.append(np.stack(columns[place : place + w], axis=1))
                 place += w
         return self._out(tuple(result))
+
+
+def _differentiable(argument: _Argument, position: int) -> _Argument:
+    """An unbatched argument that a transform differentiates: a number or a list of numbers
+    (ints included) as data; anything else refused."""
+    if argument.kind != "static":
+        return argument
+    value = argument.value
+    if _is_number(value):
+        return _Argument("data", float(value), None)
+    if isinstance(value, (list, tuple)) and value and all(_is_number(v) for v in value):
+        return _Argument("data", [float(v) for v in value], len(value))
+    raise TypeError(
+        f"vmap: argument {position} is differentiated, so it must be a number or a list of numbers, "
+        f"got {type(value).__name__}"
+    )
 
 
 def _items(layout: _Layout) -> list[tuple[str, Any]]:
