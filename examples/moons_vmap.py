@@ -15,13 +15,14 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import vjpgrad
 from vjpgrad import Value
 from vjpgrad.nn import MLP
 
-sys.path.insert(0, __file__.rpartition("/")[0] or ".")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from moons import make_moons  # the data set of moons.py, next to this file
 
 SIZES = (2, 16, 16, 1)
