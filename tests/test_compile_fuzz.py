@@ -239,7 +239,7 @@ def test_a_program_that_reads_a_number_is_refused_naming_its_line(
 @given(before=st.lists(step, max_size=6))
 def test_a_program_that_changes_its_list_argument_is_refused(before: list[tuple[Any, ...]]) -> None:
     params = Params([Value(1.0), Value(2.0), Value(3.0)])
-    with pytest.raises(DataDependentError, match="changed the list extra it was given") as error:
+    with pytest.raises(DataDependentError, match="changed extra") as error:
         vjpgrad.compile(run)([*before, ("append", 0)], params, Value(0.5), Value(1.5), 0.5, 1, [])
     assert f"test_compile_fuzz.py:{line_of('DEFINITION')}" in str(error.value)
 

@@ -45,7 +45,7 @@ This package imports the core and ``vjpgrad.codegen``; the core never imports it
 the core through ``graph.Recording``, ``modes.refusing_numbers`` and ``Op.backward``.
 """
 
-from vjpgrad.compiler.run import Compiled, compile
+from vjpgrad.compiler.run import Compiled, RecompileWarning, compile
 from vjpgrad.core.modes import DataDependentError
 
-__all__ = ["Compiled", "DataDependentError", "compile"]
+__all__ = ["Compiled", "DataDependentError", "RecompileWarning", "compile"]

@@ -88,11 +88,6 @@ class Node:
     _grad: float | None  # the gradient; None once a user sets it to None (it counts as 0.0)
     requires_grad: bool
     label: str | None = None  # a class default: a node keeps a label only once one is given
-    number_argument = False
-    """True for a node that stands for a plain number: a float argument of a function that
-    vjpgrad.compile records. Operations take it as eager code takes that number (``x ** lr``
-    takes PyTorch's special exponents; ``Value(lr)`` is a new leaf holding the number), and
-    ``isinstance(lr, Value)`` in the user's code is False, as for a float."""
     _operation: Op | None  # None for a leaf (made by the user) or a constant
     _a: Any  # Node | float | tuple[Node | float, ...] | None
     _b: Any  # Node | float | None
@@ -193,18 +188,16 @@ class Recording:
     - hands every operation it makes to it (``make`` calls ``_record``), whether or not it
       takes gradient (a constant's operands can be parameters that change between calls);
     - records ``detach()`` as an operation with no edge (a cut whose number changes per call);
-    - tells it of every Value made by ``Value()`` (``made_leaf``), and of the float argument
-      one was made from (``Value(lr)``), whose number is that argument's at every call.
+    - tells it of every Value made by ``Value()`` (``made_leaf``).
 
     Compile also sets ``state.refusal`` (``modes.refusing_numbers``) for the recording, under
-    which every read of a Value's number raises, and the float arguments it records are Values
-    whose ``number_argument`` is True (operations take them as eager code takes a number).
+    which every read of a Value's number raises. Nothing else in the core knows of compile:
+    the function is recorded running on the call's own arguments, numbers included.
     """
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
         self.leaves: dict[int, Node] = {}  # id -> every Value made by Value() inside the function
-        self.from_numbers: dict[int, Node] = {}  # id(leaf made from a float argument) -> the argument
 
     failure: BaseException | None = None
     """The first refusal raised while recording: compile raises it again when the function
@@ -215,12 +208,9 @@ class Recording:
         if self.failure is None:
             self.failure = error
 
-    def made_leaf(self, leaf: Node, argument: Node | None) -> None:
-        """``Value(...)`` made ``leaf`` inside the function; ``argument`` is the float argument it
-        was made from (``Value(lr)``), or None."""
+    def made_leaf(self, leaf: Node) -> None:
+        """``Value(...)`` made ``leaf`` inside the function."""
         self.leaves[id(leaf)] = leaf
-        if argument is not None:
-            self.from_numbers[id(leaf)] = argument
 
 
 def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:

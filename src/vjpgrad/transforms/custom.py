@@ -141,8 +141,7 @@ class CustomOp:
         for arg in args:
             if not isinstance(arg, (Value, Vector)) and as_number(arg) is None:
                 raise TypeError(f"{self.name}() takes numbers, Values or Vectors, got {type(arg).__name__}")
-        if not any(isinstance(arg, Vector) or (isinstance(arg, Value) and not arg.number_argument) for arg in args):
-            # numbers: a float, as eager code gives (float() makes a float argument compile records structure)
+        if not any(isinstance(arg, (Value, Vector)) for arg in args):  # numbers: a float, as eager code gives
             return float(self.function(*(float(a) for a in args)))
         if self._apply is None:
             raise RuntimeError(
