@@ -144,6 +144,10 @@ class _Writer:
             self.scalars(var, raw)
         elif kind == "absent":
             self.check(f"not {o}.keys().isdisjoint({self.constant(fact[2])})")
+        elif kind == "code":
+            self.check(f"id({o}.__code__) != {fact[2]}")
+        elif kind == "bare":
+            self.check(f"{o}.__closure__ is not None or {o}.__defaults__ is not None or {o}.__kwdefaults__ is not None")
         elif kind == "empty":
             self.check(f"not _empty_cell({o})")
         elif kind == "no slot":

@@ -180,6 +180,7 @@ class Snapshot:
     names: list[str] = field(default_factory=list)  # var -> how a reader names it
     labels: dict[int, list[str]] = field(default_factory=dict)  # tuple var -> how each item is named
     values: dict[int, Value] = field(default_factory=dict)  # id -> every Value reached
+    value_at: dict[int, Value] = field(default_factory=dict)  # var -> the Value read into it
     raw: list[Any] = field(default_factory=list)  # per fact: the objects the guard compares with
     constants: list[Any] = field(default_factory=list)  # the objects the facts name by id, kept alive
     roots: int = 0
@@ -227,6 +228,7 @@ class _Walk:
         self.queue: collections.deque[tuple[int, Any]] = collections.deque()
         self.names: set[str] = set()  # every name the code reached names
         self.namespaces: list[tuple[int, Any, set[str]]] = []  # (var, mapping, names done): read by name
+        self.named_done: dict[int, set[str]] = {}  # id(globals) -> the names already watched there
         self.limit = limit
         self.size = 0
         self.largest = ("", 0)
@@ -276,6 +278,7 @@ class _Walk:
 
     def _attributes(self, var: int, value: Value) -> None:
         """A Value's own attributes (its label, or what a user keeps on it)."""
+        self.snapshot.value_at[var] = value
         attributes = vars(value)
         if _plain_attributes(value):
             self.fact("attrs", var, tuple(attributes.items()), raw=dict(attributes))
@@ -357,17 +360,29 @@ class _Walk:
     def _function(self, var: int, fn: types.FunctionType) -> None:
         name = self.snapshot.names[var]
         code = fn.__code__
-        self.child(self.get(var, "member", "__code__", f"{name}.__code__"), code)
+        self.fact("code", var, id(code))  # writable: a function whose code was replaced is another
+        self.snapshot.constants.append(code)
         names = _code_names(code)
         self.names |= names
+        if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None:
+            self.fact("bare", var)  # no closure, no defaults: one check for the three
+        else:
+            self._parts(var, fn, name)
+        namespace = fn.__globals__  # read-only: the same function has the same globals
+        done = self.named_done.setdefault(id(namespace), set())
+        new = sorted(names - done)
+        if new:
+            done.update(new)
+            self._named(self.get(var, "member", "__globals__", f"{name}.__globals__"), namespace, new, "")
+
+    def _parts(self, var: int, fn: types.FunctionType, name: str) -> None:
+        """A function's closure cells (by the names the code gives them) and its defaults."""
         closure = fn.__closure__ or ()
         cells = self.get(var, "member", "__closure__", f"{name}.__closure__")
         if not closure:
             self.fact("same", cells, exact(None), raw=None)
         else:
-            self.fact("is", cells, id(closure))
-            self.snapshot.constants.append(closure)
-            unpacked = [self.var(free) for free in code.co_freevars]
+            unpacked = [self.var(free) for free in fn.__code__.co_freevars]
             self.fact("unpack", cells, tuple(unpacked))
             for cell_var, cell in zip(unpacked, closure, strict=True):
                 self.fact("is", cell_var, id(cell))
@@ -375,11 +390,6 @@ class _Walk:
                 self._cell(cell_var, cell, self.snapshot.names[cell_var])
         self.child(self.get(var, "member", "__defaults__", f"{name}.__defaults__"), fn.__defaults__)
         self.child(self.get(var, "member", "__kwdefaults__", f"{name}.__kwdefaults__"), fn.__kwdefaults__)
-        namespace = fn.__globals__
-        globals_var = self.get(var, "member", "__globals__", f"{name}.__globals__")
-        self.fact("is", globals_var, id(namespace))
-        self.snapshot.constants.append(namespace)
-        self._named(globals_var, namespace, sorted(names), "")
 
     def _class(self, var: int, kind: type) -> None:
         name = getattr(kind, "__qualname__", self.snapshot.names[var])
@@ -507,6 +517,10 @@ def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> str:
     """How a reader names what differs between two facts at one place of two observations."""
     kind, var = old[0], old[1]
     items = ("unpack", "ids", "rgs", "attrses", "scalars")  # facts about every item of a tuple variable
+    if kind == "attrs" and var in after.value_at:  # a Value's own attributes: name the one that changed
+        was, now = dict(old[2]), vars(after.value_at[var])
+        changed = [k for k in {**was, **now} if was.get(k, MISSING) is not now.get(k, MISSING)]
+        return f"{before.describe(var)}.{changed[0]}" if changed else before.describe(var)
     if var != new[1] or kind == "get" or (kind != new[0] and not (kind in items and new[0] in items)):
         return before.describe(var)
     if kind not in items:
