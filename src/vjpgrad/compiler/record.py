@@ -357,12 +357,23 @@ def _read(
     argument_ids = {id(a) for a in arguments}
     parameters = [x for x in outside if id(x) not in argument_ids]
     _check_found(fn, parameters, found)
-    made = [node for node in live if id(node) in recording.leaves]  # Values made by Value() inside
-    constants = {id(node): _number(node) for node in made if not node.requires_grad}  # numbers of the code
+    constants = {  # Values made inside (Value()) that take no gradient: numbers of the code
+        id(node): _number(node) for node in live if id(node) in recording.leaves and not node.requires_grad
+    }
     if constants:
         pairs = [(n, p) for n, p in zip(live, positions, strict=True) if id(n) not in constants]
         live, positions = [n for n, _ in pairs], [p for _, p in pairs]
-    externals = [*distinct(arguments), *parameters]
+    sources = _sources(outputs, live, [*distinct(arguments), *parameters], constants)
+    leaf_of = {id(x): k for k, x in enumerate(arguments)}
+    aliases = [(leaf_of[id(a)], a) for a in distinct(arguments) if id(a) in found.values]
+    edges = Edges(live, positions, recording.leaves)
+    return Recorded(live, arguments, parameters, constants, shape, sources, recording, found, aliases, result, edges)
+
+
+def _sources(
+    outputs: list[Value], live: list[Value], externals: list[Value], constants: dict[int, float]
+) -> list[tuple[str, Any]]:
+    """Where each output comes from: an operation inside, an argument or parameter, a constant."""
     place = {id(node): k for k, node in enumerate(live)}
     external_place = {id(x): k for k, x in enumerate(externals)}
     sources: list[tuple[str, Any]] = []
@@ -373,21 +384,7 @@ def _read(
             sources.append(("x", external_place[id(x)]))
         else:
             sources.append(("c", constants[id(x)]))
-    leaf_of = {id(x): k for k, x in enumerate(arguments)}
-    aliases = [(leaf_of[id(a)], a) for a in distinct(arguments) if id(a) in found.values]
-    return Recorded(
-        live,
-        arguments,
-        parameters,
-        constants,
-        shape,
-        sources,
-        recording,
-        found,
-        aliases,
-        result,
-        Edges(live, positions, recording.leaves),
-    )
+    return sources
 
 
 def _check_found(fn: Callable[..., Any], parameters: list[Value], found: world.Snapshot) -> None:

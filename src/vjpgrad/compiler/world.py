@@ -286,51 +286,47 @@ class _Walk:
             self._mapping(self.get(var, "dict", None, self.snapshot.names[var]), attributes, attribute=True)
 
     def expand(self, var: int, x: Any) -> None:
-        """The parts of ``x`` (walked once, at the first place it was reached)."""
-        name = self.snapshot.names[var]
+        """The parts of ``x`` (walked once, at the first place it was reached): a container's
+        items, then the parts its kind has (``_PARTS``), or an instance's class, attributes and
+        slots."""
         if isinstance(x, _SEQUENCES):
             items = list(x)
             labels = [f"[{k}]" for k in range(len(items))] if not isinstance(x, (set, frozenset)) else None
-            self.items(self.get(var, "items", type(x) is tuple, name), items, labels)
+            self.items(self.get(var, "items", type(x) is tuple, self.snapshot.names[var]), items, labels)
         if isinstance(x, dict):
             self._mapping(var, x)
-        elif isinstance(x, types.FunctionType):
-            if not is_library(x):
-                self._function(var, x)
-            return
-        elif isinstance(x, types.MethodType):
-            self.child(self.get(var, "member", "__self__", name), x.__self__)
-            self.child(self.get(var, "member", "__func__", name), x.__func__)
-            return
-        elif isinstance(x, functools.partial):
-            for part in ("func", "args", "keywords"):
-                self.child(self.get(var, "member", part, f"{name}.{part}"), getattr(x, part))
-            return
-        elif isinstance(x, property):
-            for part in ("fget", "fset", "fdel"):
-                self.child(self.get(var, "member", part, f"{name}.{part}"), getattr(x, part))
-            return
-        elif isinstance(x, (staticmethod, classmethod)):
-            self.child(self.get(var, "member", "__func__", name), x.__func__)
-            return
-        elif isinstance(x, types.CellType):
-            self._cell(var, x, name)
-            return
-        elif isinstance(x, weakref.ref) and type(x) is weakref.ref:
-            self.child(self.get(var, "call", None, f"{name}()"), x())
-            return
-        elif isinstance(x, types.ModuleType):
-            if not is_library(x):
-                self.namespaces.append((self.get(var, "dict", None, name), vars(x), set()))
-            return
-        elif isinstance(x, type):
-            if not is_library(x):
-                self._class(var, x)
-            return
-        if isinstance(x, (*_SEQUENCES, dict)) and type(x) in (*_SEQUENCES, *_DICTS):
-            return  # a container of Python's own: its items are all there is
-        if not _instance_of_user_class(x):
-            return  # a library's or a C object: watched by identity (its insides are not Python data)
+        for kinds, parts in _PARTS:
+            if isinstance(x, kinds):
+                parts(self, var, x)
+                return
+        if type(x) in (*_SEQUENCES, *_DICTS) or not _instance_of_user_class(x):
+            return  # Python's own container (its items are all there is), or a library's or C object
+        self._instance(var, x)
+
+    def _members(self, var: int, x: Any, members: tuple[str, ...]) -> None:
+        """Parts read as attributes of Python's own types (a method's ``__self__``...)."""
+        name = self.snapshot.names[var]
+        for member in members:
+            self.child(self.get(var, "member", member, f"{name}.{member}"), getattr(x, member))
+
+    def _user_function(self, var: int, fn: types.FunctionType) -> None:
+        if not is_library(fn):
+            self._function(var, fn)
+
+    def _user_module(self, var: int, module: types.ModuleType) -> None:
+        if not is_library(module):  # the entries its code names, once every name is known (finish)
+            self.namespaces.append((self.get(var, "dict", None, self.snapshot.names[var]), vars(module), set()))
+
+    def _user_class(self, var: int, kind: type) -> None:
+        if not is_library(kind):
+            self._class(var, kind)
+
+    def _reference(self, var: int, reference: weakref.ref[Any]) -> None:
+        self.child(self.get(var, "call", None, f"{self.snapshot.names[var]}()"), reference())
+
+    def _instance(self, var: int, x: Any) -> None:
+        """An instance of a user's class: its class, its attributes and its slots."""
+        name = self.snapshot.names[var]
         self.child(self.get(var, "class", None, f"type({name})"), type(x))
         attributes = getattr(x, "__dict__", None)
         if type(attributes) is dict:
@@ -339,17 +335,20 @@ class _Walk:
             slots = kind.__dict__.get("__slots__", ())
             for slot in (slots,) if isinstance(slots, str) else slots:
                 descriptor = kind.__dict__.get(slot)
-                if slot in ("__dict__", "__weakref__") or descriptor is None or not hasattr(descriptor, "__get__"):
-                    continue
-                self.snapshot.constants.append(descriptor)
-                try:
-                    held = descriptor.__get__(x)
-                except AttributeError:  # an empty slot
-                    self.fact("no slot", var, descriptor)
-                    continue
-                self.child(self.get(var, "slot", descriptor, f"{name}.{slot}"), held)
+                if slot not in ("__dict__", "__weakref__") and hasattr(descriptor, "__get__"):
+                    self._slot(var, x, descriptor, f"{name}.{slot}")
 
-    def _cell(self, var: int, cell: types.CellType, name: str) -> None:
+    def _slot(self, var: int, x: Any, descriptor: Any, name: str) -> None:
+        self.snapshot.constants.append(descriptor)
+        try:
+            held = descriptor.__get__(x)
+        except AttributeError:  # an empty slot
+            self.fact("no slot", var, descriptor)
+            return
+        self.child(self.get(var, "slot", descriptor, name), held)
+
+    def _cell(self, var: int, cell: types.CellType, name: str | None = None) -> None:
+        name = self.snapshot.names[var] if name is None else name
         try:
             contents = cell.cell_contents
         except ValueError:  # empty: a name not yet bound in the enclosing function
@@ -467,6 +466,20 @@ class _Walk:
                         self.child(self.get(var, "entry", key, f"{prefix}{key}"), namespace[key])
             if not progress and not self.queue:
                 return
+
+
+_PARTS: list[tuple[Any, Any]] = [
+    (types.FunctionType, _Walk._user_function),
+    (types.MethodType, lambda walk, var, x: walk._members(var, x, ("__self__", "__func__"))),
+    (functools.partial, lambda walk, var, x: walk._members(var, x, ("func", "args", "keywords"))),
+    (property, lambda walk, var, x: walk._members(var, x, ("fget", "fset", "fdel"))),
+    ((staticmethod, classmethod), lambda walk, var, x: walk._members(var, x, ("__func__",))),
+    (types.CellType, _Walk._cell),
+    (weakref.ref, _Walk._reference),
+    (types.ModuleType, _Walk._user_module),
+    (type, _Walk._user_class),
+]
+"""The parts of each of Python's own kinds of object that the function can reach through it."""
 
 
 @functools.lru_cache(maxsize=4096)
