@@ -69,6 +69,10 @@ class _Writer:
         self.lines.append(f"        if {condition}: return False")
 
     def get(self, child: int, parent: int, how: str, key: Any) -> None:
+        self.lines.append(f"        o{child} = {self.expression(parent, how, key)}")
+
+    def expression(self, parent: int, how: str, key: Any) -> str:
+        """The expression that reads a step's object from its parent."""
         o = f"o{parent}"
         if how == "items":
             value = o if key else f"tuple({o})"
@@ -92,7 +96,7 @@ class _Writer:
             value = f"{o}[{self.constant(key)}]"
         else:
             raise ValueError(f"no such step: {how!r}")
-        self.lines.append(f"        o{child} = {value}")
+        return value
 
     def same(self, var: int, x: Any) -> None:
         o = f"o{var}"
@@ -107,13 +111,15 @@ class _Writer:
         else:
             self.check(f"_exact({o}) != {self.constant(exact(x))}")
 
-    def scalars(self, var: int, items: tuple[Any, ...]) -> None:
-        o = f"o{var}"
+    def scalars(self, var: int | str, items: tuple[Any, ...], names: bool = False) -> None:
+        """Every item of a tuple by value; ``names``: attribute names, whose type needs no check."""
+        o = f"o{var}" if isinstance(var, int) else var
         if not items:
             self.check(f"{o}")
             return
         self.check(f"{o} != {self.constant(items)}")
-        self.check(f"tuple(map(type, {o})) != {self.constant(tuple(map(type, items)))}")
+        if not (names and all(type(x) is str for x in items)):
+            self.check(f"tuple(map(type, {o})) != {self.constant(tuple(map(type, items)))}")
         for k, x in enumerate(items):  # what == does not tell apart: -0.0 and 0.0, a nan, NumPy's kinds
             if type(x) in (int, str, bytes, bool, type(None)) or (type(x) is float and x == x and x != 0.0):
                 continue
@@ -156,11 +162,67 @@ class _Writer:
             raise ValueError(f"no such fact: {kind!r}")
 
 
+def _uses(facts: list[Fact]) -> dict[int, int]:
+    """How many facts read each variable (its own ``get`` aside)."""
+    uses: dict[int, int] = {}
+    for fact in facts:
+        var = fact[2] if fact[0] == "get" else fact[1]
+        uses[var] = uses.get(var, 0) + 1
+    return uses
+
+
+def _folded(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: dict[int, int]) -> int:
+    """Write facts ``k`` and after as one line where they allow it (a step read once, a Value's
+    three checks); how many facts that line covers, 0 if none."""
+    fact = facts[k][0]
+    following = facts[k + 1][0] if k + 1 < len(facts) else None
+    if fact[0] == "get" and following is not None and following[1] == fact[1] and uses.get(fact[1]) == 1:
+        _, _, parent, how, key = fact
+        kind = following[0]
+        if kind == "is":
+            writer.check(f"id({writer.expression(parent, how, key)}) != {following[2]}")
+            return 2
+        if kind == "scalars" and how == "keys":
+            writer.scalars(writer.expression(parent, how, key), facts[k + 1][1], names=True)
+            return 2
+        if kind == "unpack" and how in ("values", "items"):
+            source = f"o{parent}.values()" if how == "values" and key else f"o{parent}"
+            if how == "values" and not key:
+                source = f"_dict_values(o{parent})"
+            writer.lines.append(f"        {''.join(f'o{v}, ' for v in following[2])}= {source}")
+            return 2
+    if fact[0] == "get" and fact[3] == "items" and not fact[4] and k + 3 < len(facts):
+        checks = [f for f, _ in facts[k + 1 : k + 4]]
+        if [c[:2] for c in checks] == [("ids", fact[1]), ("rgs", fact[1]), ("attrses", fact[1])] and uses.get(
+            fact[1]
+        ) == 3:
+            o = f"o{fact[2]}"  # a list of Values: its identities, flags and attributes at once, in C
+            ids, flags, attributes = (writer.constant(x) for x in (checks[0][2], checks[1][2], facts[k + 3][1]))
+            checked = f"tuple(map(id, {o})) != {ids} or tuple(map(_rg, {o})) != {flags}"
+            writer.check(f"{checked} or list(map(_attrs, {o})) != {attributes}")
+            return 4
+    if fact[0] == "is" and k + 2 < len(facts):
+        rg, attrs = facts[k + 1][0], facts[k + 2]
+        if rg[:2] == ("rg", fact[1]) and attrs[0][:2] == ("attrs", fact[1]):
+            o = f"o{fact[1]}"
+            attributes = writer.constant(attrs[1])
+            writer.check(f"id({o}) != {fact[2]} or {o}.requires_grad is not {rg[2]!r} or {o}.__dict__ != {attributes}")
+            return 3
+    return 0
+
+
 def written(snapshot: Snapshot) -> tuple[str, dict[str, Any]]:
     """The guard's source (``def guard(o0, o1...)``: the roots, in order) and its namespace."""
     writer = _Writer()
-    for fact, raw in zip(snapshot.facts, snapshot.raw, strict=True):
-        writer.fact(fact, raw)
+    facts = list(zip(snapshot.facts, snapshot.raw, strict=True))
+    uses = _uses(snapshot.facts)
+    k = 0
+    while k < len(facts):
+        covered = _folded(writer, facts, k, uses)
+        if not covered:
+            writer.fact(*facts[k])
+            covered = 1
+        k += covered
     roots = ", ".join(f"o{k}" for k in range(snapshot.roots))
     source = "\n".join(
         [

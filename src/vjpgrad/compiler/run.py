@@ -14,6 +14,7 @@ import builtins
 import functools
 import itertools
 import linecache
+import operator
 import threading
 import types
 import warnings
@@ -82,6 +83,10 @@ class Entry:
         self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "t"))
         self.objects = [_held(x) for x in read.objects]
         self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
+        self._edges: tuple[bool, ...] | None = None
+        self._handed: dict[frozenset[int], tuple[Any, int]] = {}
+        self._gather: dict[frozenset[int], tuple[Any, Any, bool, bool]] = {}
+        self._operands_of: dict[int, list[int]] = {}
         self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
         self.takes_any = any(recorded.live[k].requires_grad for k in self.internal_outputs)
         self.leaf_outputs = frozenset(  # outputs that are Values made inside: leaves, as in eager code
@@ -248,15 +253,50 @@ class Entry:
         operands = graph.operands(node)
         backward = self.backward_for(seeded, checked=state.detect_anomaly)
         # each argument and parameter the pass reaches starts from its cotangent so far, as in eager
-        start = tuple(graph.cotangent(x) if k in reached else -0.0 for k, x in enumerate(operands))
+        start = self._start(seeded, reached, operands)
         gradients, finals = backward(seeds, values, inputs, start)
         for i, final in zip(sorted(seeded), finals, strict=True):  # an output's .grad, as eager's
             wrapper = wrappers[i]()
             if wrapper is not None and final is not None:
                 graph.set_cotangent(wrapper, final)
-        for x, edge, gradient in zip(operands, edges, gradients, strict=True):
-            if edge and gradient is not None:
-                graph.set_cotangent(x, gradient)
+        handed = self._handed.get(seeded)
+        if handed is None:  # the positions that take gradient in this pass, read in C from now on
+            positions = [
+                k
+                for k, (edge, gradient) in enumerate(zip(edges, gradients, strict=True))
+                if edge and gradient is not None
+            ]
+            handed = self._handed[seeded] = (
+                (operator.itemgetter(*positions), len(positions)) if positions else (None, 0)
+            )
+        getter, count = handed
+        if getter is not None:
+            targets, found = getter(operands), getter(gradients)
+            if count == 1:
+                targets, found = (targets,), (found,)
+            if None in found:  # a pass that reaches less than the first one did: one by one
+                for x, edge, gradient in zip(operands, edges, gradients, strict=True):
+                    if edge and gradient is not None:
+                        graph.set_cotangent(x, gradient)
+            else:
+                graph.set_cotangents(targets, found)
+
+    def _start(self, seeded: frozenset[int], reached: frozenset[int], operands: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The cotangent so far of each argument and parameter the pass reaches, -0.0 for the
+        others, gathered in C by two item getters made once per set of seeded outputs."""
+        if len(reached) == len(operands):
+            return graph.cotangents(operands)
+        gather = self._gather.get(seeded)
+        if gather is None:
+            order = sorted(reached)
+            at = {k: i for i, k in enumerate(order)}
+            picked = operator.itemgetter(*order) if order else (lambda xs: ())
+            placed = operator.itemgetter(*(at.get(k, len(order)) for k in range(len(operands))))
+            gather = self._gather[seeded] = (picked, placed, len(order) == 1, len(operands) == 1)
+        picked, placed, one_picked, one_placed = gather
+        chosen = picked(operands)
+        found = (*graph.cotangents((chosen,) if one_picked else chosen), -0.0)
+        return (placed(found),) if one_placed else placed(found)  # type: ignore[no-any-return]  # a tuple
 
     def _release(self, node: graph.Node) -> None:
         """A pass that frees the graph went through this call: the operations it ran are freed,
@@ -268,7 +308,7 @@ class Entry:
     def run(self, leaves: list[Value]) -> Any:
         # the distinct Values passed, then the parameters
         external_values = (leaves if self.distinct_leaves else distinct(leaves)) + self.parameters
-        data = list(map(_number, external_values))
+        data = graph.numbers_of(external_values)
         self.prepare()  # the code, on the first replay: from the cache, or written now
         values = self.forward(data)  # type: ignore[misc]  # prepared just above
         made: dict[int, Value] = {}
@@ -294,7 +334,9 @@ class Entry:
 
     def _outputs(self, externals: list[Any], data: list[Any], values: tuple[Any, ...]) -> dict[int, Value]:
         """The outputs that take gradient, each an OUTPUT node on one node for the call."""
-        edges = tuple(isinstance(x, Value) and x.requires_grad for x in externals)
+        edges = self._edges  # the same at every call: the key fixes the arguments', the guard the parameters'
+        if edges is None:
+            edges = self._edges = tuple(isinstance(x, Value) and x.requires_grad for x in externals)
         wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
         slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
         freed: set[int] = set()  # the operations inside (their ids) that a pass has freed
@@ -313,7 +355,10 @@ class Entry:
                 wrappers[position] = weakref.ref(made[k])
                 continue
             from_externals, from_outputs = self.depends[position]
-            operands = [call, *(externals[j] for j in from_externals if edges[j])]
+            taking = self._operands_of.get(position)
+            if taking is None:
+                taking = self._operands_of[position] = [j for j in from_externals if edges[j]]
+            operands = [call, *map(externals.__getitem__, taking)]
             operands += [made[self.internal_outputs[j]] for j in from_outputs if self.internal_outputs[j] in made]
             value = graph.make(
                 Value, values[kept_place[id(node)]], OUTPUT, tuple(operands), (True,) * len(operands), None, position

@@ -444,6 +444,19 @@ class _Walk:
             constants.append(tuple(items))
             return
         name = self.snapshot.names[var]
+        if not any(is_scalar(x) or isinstance(x, Value) for x in items):  # objects: their identities at once
+            self.fact("ids", var, tuple(map(id, items)))
+            constants.append(tuple(items))
+            new = [k for k, x in enumerate(items) if id(x) not in self.seen]
+            if not new:
+                return
+            unpacked = [self.var(name + (labels[k] if labels else "{...}")) for k in range(len(items))]
+            self.fact("unpack", var, tuple(unpacked))
+            for k in new:
+                if id(items[k]) not in self.seen:  # an object twice in the list is walked once
+                    self.seen[id(items[k])] = unpacked[k]
+                    self.queue.append((unpacked[k], items[k]))
+            return
         unpacked = [self.var(name + (labels[k] if labels else "{...}")) for k in range(len(items))]
         self.fact("unpack", var, tuple(unpacked))
         for item_var, x in zip(unpacked, items, strict=True):

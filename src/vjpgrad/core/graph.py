@@ -360,6 +360,26 @@ def saved_of(node: Node) -> Any:
     return node._db if op.nary else node._da
 
 
+_cotangent_of = operator.attrgetter("_cotangent")
+_data_of = operator.attrgetter("_data")
+
+
+def numbers_of(nodes: Sequence[Node]) -> list[float]:
+    """Each node's number, read in C (a compiled call reads its arguments and parameters so)."""
+    return list(map(_data_of, nodes))
+
+
+def cotangents(nodes: Sequence[Node]) -> tuple[Any, ...]:
+    """Each node's gradient in the pass that is running (every node must have been reached)."""
+    return tuple(map(_cotangent_of, nodes))
+
+
+def set_cotangents(nodes: Sequence[Node], gradients: Sequence[Any]) -> None:
+    """``set_cotangent`` of each node, in C."""
+    for _ in map(setattr, nodes, itertools.repeat("_cotangent"), gradients):
+        pass
+
+
 def set_cotangent(node: Node, gradient: Any) -> None:
     """Replace ``node``'s cotangent in the pass that is running (a compiled call hands back the
     running total it continued from the node's own)."""
@@ -435,7 +455,10 @@ def reached(outputs: Sequence[N]) -> tuple[list[N], list[N]]:
         if op.nary:
             if da is None:
                 raise RuntimeError(f"{FREED_MESSAGE} (the node is {node!r}, made by {op.name!r})")
-            stack.extend(x for x, s in zip(node._a, da, strict=True) if s is not None and x._seen is not token)
+            if None in da:  # some operands take no gradient
+                stack.extend(x for x, s in zip(node._a, da, strict=True) if s is not None and x._seen is not token)
+            else:  # every operand (a compiled call's output): in C; the pop skips those already reached
+                stack.extend(node._a)
             continue
         if db is not None:
             b = node._b
