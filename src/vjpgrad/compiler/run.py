@@ -294,9 +294,10 @@ class Entry:
             placed = operator.itemgetter(*(at.get(k, len(order)) for k in range(len(operands))))
             gather = self._gather[seeded] = (picked, placed, len(order) == 1, len(operands) == 1)
         picked, placed, one_picked, one_placed = gather
-        chosen = picked(operands)
+        chosen: Any = picked(operands)  # the item getters' results: a tuple, or one item
         found = (*graph.cotangents((chosen,) if one_picked else chosen), -0.0)
-        return (placed(found),) if one_placed else placed(found)  # type: ignore[no-any-return]  # a tuple
+        result: Any = placed(found)
+        return (result,) if one_placed else tuple(result)
 
     def _release(self, node: graph.Node) -> None:
         """A pass that frees the graph went through this call: the operations it ran are freed,
