@@ -98,6 +98,7 @@ MEMBERS = frozenset(
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
 _float_bits = struct.Struct("<d").pack
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or a C extension's heap type)
 
 
 Fact = tuple[Any, ...]
@@ -149,13 +150,24 @@ def is_library(x: Any) -> bool:
     code = getattr(x, "__code__", None)
     if isinstance(x, types.FunctionType) and isinstance(code, types.CodeType):
         return code.co_filename.startswith((*_LIBRARY, *OWN_CODE)) or code.co_filename.startswith("<frozen")
-    module = sys.modules.get(getattr(x, "__module__", "") or "")
-    return module is None or module.__name__ == "builtins" or is_library(module)
+    name = getattr(x, "__module__", "") or ""
+    module = sys.modules.get(name)
+    if module is None:  # made by code run without a module of its own (exec): the user's, if Python
+        return not (isinstance(x, type) and x.__flags__ & _HEAP_TYPE) and not isinstance(x, types.FunctionType)
+    return name == "builtins" or is_library(module)
+
+
+_DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector")
+"""vjpgrad's own classes whose instances are plain data a function reads (a Vector, an
+``nn.MLP`` and its layers): walked like a user's."""
 
 
 def _instance_of_user_class(x: Any) -> bool:
+    """An object whose attributes are the user's data: walked into."""
     kind = type(x)
-    return kind is types.SimpleNamespace or not is_library(kind)
+    if kind is types.SimpleNamespace or getattr(kind, "__module__", "").startswith(_DATA_MODULES):
+        return True
+    return not is_library(kind)
 
 
 def _plain_attributes(value: Value) -> bool:
