@@ -134,7 +134,7 @@ def described_part(args: tuple[Any, ...], kwargs: dict[str, Any], names: list[st
 
 
 Shape = Any
-"""A result's structure: ``("leaf", k)`` for its k-th Value (or float argument), ``("same", x)``
+"""A result's structure: ``("leaf", k)`` for its k-th Value, ``("same", x)``
 for a number, None or other object returned as it is, ``("vector", [shapes])``,
 ``(list or tuple, [shapes])``, ``("dict", [(key, shape)])``."""
 
