@@ -295,6 +295,15 @@ def test_a_float_subclass_argument_is_watched_as_an_object() -> None:
     assert compiled(Value(1.0), t).data == 2.0
 
 
+def test_the_world_of_a_compiled_function_called_inside_is_watched() -> None:
+    config = types.SimpleNamespace(scale=2.0)
+    inner = vjpgrad.compile(lambda v: v * config.scale)
+    outer = vjpgrad.compile(lambda x: inner(x) + 1.0)
+    assert outer(Value(1.0)).data == 3.0
+    config.scale = 5.0
+    assert outer(Value(1.0)).data == 6.0
+
+
 # ---- side effects ------------------------------------------------------------------------------------
 
 

@@ -94,6 +94,7 @@ MEMBERS = frozenset(
         "fset",
         "fdel",
         "cell_contents",
+        "fn",  # a compiled function's own function (vjpgrad's name)
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
@@ -311,6 +312,9 @@ class _Walk:
             if isinstance(x, kinds):
                 parts(self, var, x)
                 return
+        if type(x).__module__ == "vjpgrad.compiler.run" and type(x).__name__ == "Compiled":
+            self._members(var, x, ("fn",))  # a compiled function called inside: recorded as part of this one
+            return
         if type(x) in (*_SEQUENCES, *_DICTS) or not _instance_of_user_class(x):
             return  # Python's own container (its items are all there is), or a library's or C object
         self._instance(var, x)
