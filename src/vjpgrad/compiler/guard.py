@@ -172,43 +172,64 @@ def _uses(facts: list[Fact]) -> dict[int, int]:
 
 
 def _folded(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: dict[int, int]) -> int:
-    """Write facts ``k`` and after as one line where they allow it (a step read once, a Value's
-    three checks); how many facts that line covers, 0 if none."""
+    """Write facts ``k`` and after as one line where they allow it (a step read once, a list of
+    Values, a Value's three checks); how many facts that line covers, 0 if none."""
+    for fold in (_folded_step, _folded_list, _folded_value):
+        covered = fold(writer, facts, k, uses)
+        if covered:
+            return covered
+    return 0
+
+
+def _folded_step(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: dict[int, int]) -> int:
+    """A step whose object only the next fact reads: read inside that fact's line."""
     fact = facts[k][0]
     following = facts[k + 1][0] if k + 1 < len(facts) else None
-    if fact[0] == "get" and following is not None and following[1] == fact[1] and uses.get(fact[1]) == 1:
-        _, _, parent, how, key = fact
-        kind = following[0]
-        if kind == "is":
-            writer.check(f"id({writer.expression(parent, how, key)}) != {following[2]}")
-            return 2
-        if kind == "scalars" and how == "keys":
-            writer.scalars(writer.expression(parent, how, key), facts[k + 1][1], names=True)
-            return 2
-        if kind == "unpack" and how in ("values", "items"):
-            source = f"o{parent}.values()" if how == "values" and key else f"o{parent}"
-            if how == "values" and not key:
-                source = f"_dict_values(o{parent})"
-            writer.lines.append(f"        {''.join(f'o{v}, ' for v in following[2])}= {source}")
-            return 2
-    if fact[0] == "get" and fact[3] == "items" and not fact[4] and k + 3 < len(facts):
-        checks = [f for f, _ in facts[k + 1 : k + 4]]
-        if [c[:2] for c in checks] == [("ids", fact[1]), ("rgs", fact[1]), ("attrses", fact[1])] and uses.get(
-            fact[1]
-        ) == 3:
-            o = f"o{fact[2]}"  # a list of Values: its identities, flags and attributes at once, in C
-            ids, flags, attributes = (writer.constant(x) for x in (checks[0][2], checks[1][2], facts[k + 3][1]))
-            checked = f"tuple(map(id, {o})) != {ids} or tuple(map(_rg, {o})) != {flags}"
-            writer.check(f"{checked} or list(map(_attrs, {o})) != {attributes}")
-            return 4
-    if fact[0] == "is" and k + 2 < len(facts):
-        rg, attrs = facts[k + 1][0], facts[k + 2]
-        if rg[:2] == ("rg", fact[1]) and attrs[0][:2] == ("attrs", fact[1]):
-            o = f"o{fact[1]}"
-            attributes = writer.constant(attrs[1])
-            writer.check(f"id({o}) != {fact[2]} or {o}.requires_grad is not {rg[2]!r} or {o}.__dict__ != {attributes}")
-            return 3
+    if fact[0] != "get" or following is None or following[1] != fact[1] or uses.get(fact[1]) != 1:
+        return 0
+    _, _, parent, how, key = fact
+    if following[0] == "is":
+        writer.check(f"id({writer.expression(parent, how, key)}) != {following[2]}")
+        return 2
+    if following[0] == "scalars" and how == "keys":
+        writer.scalars(writer.expression(parent, how, key), facts[k + 1][1], names=True)
+        return 2
+    if following[0] == "unpack" and how in ("values", "items"):
+        source = f"o{parent}"
+        if how == "values":
+            source = f"o{parent}.values()" if key else f"_dict_values(o{parent})"
+        writer.lines.append(f"        {''.join(f'o{v}, ' for v in following[2])}= {source}")
+        return 2
     return 0
+
+
+def _folded_list(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: dict[int, int]) -> int:
+    """A list of Values: its identities, flags and attributes read from the list itself, in C."""
+    fact = facts[k][0]
+    if fact[0] != "get" or fact[3] != "items" or fact[4] or k + 3 >= len(facts) or uses.get(fact[1]) != 3:
+        return 0
+    checks = [f for f, _ in facts[k + 1 : k + 4]]
+    if [c[:2] for c in checks] != [("ids", fact[1]), ("rgs", fact[1]), ("attrses", fact[1])]:
+        return 0
+    o = f"o{fact[2]}"
+    ids, flags, attributes = (writer.constant(x) for x in (checks[0][2], checks[1][2], facts[k + 3][1]))
+    checked = f"tuple(map(id, {o})) != {ids} or tuple(map(_rg, {o})) != {flags}"
+    writer.check(f"{checked} or list(map(_attrs, {o})) != {attributes}")
+    return 4
+
+
+def _folded_value(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: dict[int, int]) -> int:
+    """A Value: its identity, its flag and its attributes in one line."""
+    fact = facts[k][0]
+    if fact[0] != "is" or k + 2 >= len(facts):
+        return 0
+    rg, attrs = facts[k + 1][0], facts[k + 2]
+    if rg[:2] != ("rg", fact[1]) or attrs[0][:2] != ("attrs", fact[1]):
+        return 0
+    o = f"o{fact[1]}"
+    attributes = writer.constant(attrs[1])
+    writer.check(f"id({o}) != {fact[2]} or {o}.requires_grad is not {rg[2]!r} or {o}.__dict__ != {attributes}")
+    return 3
 
 
 def written(snapshot: Snapshot) -> tuple[str, dict[str, Any]]:

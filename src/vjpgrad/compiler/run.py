@@ -259,27 +259,31 @@ class Entry:
             wrapper = wrappers[i]()
             if wrapper is not None and final is not None:
                 graph.set_cotangent(wrapper, final)
+        self._hand_on(seeded, operands, edges, gradients)
+
+    def _hand_on(
+        self, seeded: frozenset[int], operands: tuple[Any, ...], edges: tuple[bool, ...], gradients: tuple[Any, ...]
+    ) -> None:
+        """Each argument's and parameter's gradient so far, as the reverse pass gave it: set in C
+        by item getters made once per set of seeded outputs."""
         handed = self._handed.get(seeded)
-        if handed is None:  # the positions that take gradient in this pass, read in C from now on
-            positions = [
-                k
-                for k, (edge, gradient) in enumerate(zip(edges, gradients, strict=True))
-                if edge and gradient is not None
-            ]
+        if handed is None:  # the positions that take gradient in this pass
+            positions = [k for k, (edge, g) in enumerate(zip(edges, gradients, strict=True)) if edge and g is not None]
             handed = self._handed[seeded] = (
                 (operator.itemgetter(*positions), len(positions)) if positions else (None, 0)
             )
         getter, count = handed
-        if getter is not None:
-            targets, found = getter(operands), getter(gradients)
-            if count == 1:
-                targets, found = (targets,), (found,)
-            if None in found:  # a pass that reaches less than the first one did: one by one
-                for x, edge, gradient in zip(operands, edges, gradients, strict=True):
-                    if edge and gradient is not None:
-                        graph.set_cotangent(x, gradient)
-            else:
-                graph.set_cotangents(targets, found)
+        if getter is None:
+            return
+        targets, found = getter(operands), getter(gradients)
+        if count == 1:
+            targets, found = (targets,), (found,)
+        if None in found:  # a pass that reaches less than the first one did: one by one
+            for x, edge, gradient in zip(operands, edges, gradients, strict=True):
+                if edge and gradient is not None:
+                    graph.set_cotangent(x, gradient)
+        else:
+            graph.set_cotangents(targets, found)
 
     def _start(self, seeded: frozenset[int], reached: frozenset[int], operands: tuple[Any, ...]) -> tuple[Any, ...]:
         """The cotangent so far of each argument and parameter the pass reaches, -0.0 for the

@@ -441,42 +441,51 @@ class _Walk:
 
     def items(self, var: int, items: list[Any], labels: list[str] | None) -> None:
         """Every item of a tuple variable: by value, identity and flags at once where they are
-        all scalars or all Values, one by one otherwise."""
+        all scalars, all Values or all other objects, one by one otherwise."""
         if labels is not None:
             self.snapshot.labels[var] = labels
         self.count(len(items), var)
-        constants = self.snapshot.constants
         if all(is_scalar(x) for x in items):
             self.fact("scalars", var, tuple(exact(x) for x in items), raw=tuple(items))
+        elif all(type(x) is Value and _plain_attributes(x) for x in items):  # parameters, labelled or not
+            self._values_at_once(var, items)
+        elif not any(is_scalar(x) or isinstance(x, Value) for x in items):
+            self._objects_at_once(var, items, labels)
+        else:
+            unpacked = self._unpacked(var, len(items), labels)
+            for item_var, x in zip(unpacked, items, strict=True):
+                self.child(item_var, x)
+
+    def _values_at_once(self, var: int, items: list[Value]) -> None:
+        """A list of Values: their identities, flags and attributes, each a fact for them all."""
+        self.fact("ids", var, tuple(map(id, items)))
+        self.fact("rgs", var, tuple(x.requires_grad for x in items))
+        attributes = [vars(x).copy() for x in items]
+        self.fact("attrses", var, tuple(tuple(a.items()) for a in attributes), raw=attributes)
+        for x in items:
+            self.seen.setdefault(id(x), var)
+            self.snapshot.values[id(x)] = x
+        self.snapshot.constants.append(tuple(items))
+
+    def _objects_at_once(self, var: int, items: list[Any], labels: list[str] | None) -> None:
+        """A list of objects: their identities in one fact, then the parts of those not yet walked."""
+        self.fact("ids", var, tuple(map(id, items)))
+        self.snapshot.constants.append(tuple(items))
+        new = [k for k, x in enumerate(items) if id(x) not in self.seen]
+        if not new:
             return
-        if all(type(x) is Value and _plain_attributes(x) for x in items):  # parameters, labelled or not
-            self.fact("ids", var, tuple(map(id, items)))
-            self.fact("rgs", var, tuple(x.requires_grad for x in items))
-            attributes = [vars(x).copy() for x in items]
-            self.fact("attrses", var, tuple(tuple(a.items()) for a in attributes), raw=attributes)
-            for x in items:
-                self.seen.setdefault(id(x), var)
-                self.snapshot.values[id(x)] = x
-            constants.append(tuple(items))
-            return
+        unpacked = self._unpacked(var, len(items), labels)
+        for k in new:
+            if id(items[k]) not in self.seen:  # an object twice in the list is walked once
+                self.seen[id(items[k])] = unpacked[k]
+                self.queue.append((unpacked[k], items[k]))
+
+    def _unpacked(self, var: int, count: int, labels: list[str] | None) -> list[int]:
+        """A variable for each item of a tuple variable, named as a reader names the item."""
         name = self.snapshot.names[var]
-        if not any(is_scalar(x) or isinstance(x, Value) for x in items):  # objects: their identities at once
-            self.fact("ids", var, tuple(map(id, items)))
-            constants.append(tuple(items))
-            new = [k for k, x in enumerate(items) if id(x) not in self.seen]
-            if not new:
-                return
-            unpacked = [self.var(name + (labels[k] if labels else "{...}")) for k in range(len(items))]
-            self.fact("unpack", var, tuple(unpacked))
-            for k in new:
-                if id(items[k]) not in self.seen:  # an object twice in the list is walked once
-                    self.seen[id(items[k])] = unpacked[k]
-                    self.queue.append((unpacked[k], items[k]))
-            return
-        unpacked = [self.var(name + (labels[k] if labels else "{...}")) for k in range(len(items))]
+        unpacked = [self.var(name + (labels[k] if labels else "{...}")) for k in range(count)]
         self.fact("unpack", var, tuple(unpacked))
-        for item_var, x in zip(unpacked, items, strict=True):
-            self.child(item_var, x)
+        return unpacked
 
     def finish(self) -> None:
         """Walk until nothing is left: objects, then the namespaces' entries the code names
