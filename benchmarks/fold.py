@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         len(distinct(recorded.arguments)),
         recorded.constants,
         entry.internal_outputs,
-        recorded.recording.from_numbers,
+        {},  # no Value made inside reads an argument: numbers are structure
         recorded.edges,
     )
     writers = {"straight-line": lambda: write.Program(*given), "folded": lambda: fold.make_program(*given)}

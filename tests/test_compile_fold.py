@@ -70,7 +70,7 @@ def test_a_model_run_on_each_point_is_written_once_as_a_loop_with_eagers_bits() 
     forward = source.split("def backward")[0]
     # the model on each point is one loop (the margins may fold too, a few points a copy)
     assert f"# block 1, written once: {len(POINTS)} copies of " in forward
-    assert "for i0, i1 in zip((x0, x2, x4, " in forward
+    assert "\n    for c0, c1 in zip((" in forward  # each point's coordinates: numbers of its own
     operations = compiled._last.recorded.live
     assert len(source.splitlines()) < len(operations)  # straight-line code takes a line per operation and more
 
@@ -179,7 +179,7 @@ def test_a_number_that_differs_between_copies_is_an_input_of_the_loop() -> None:
     eager = run(f)
     assert [run(compiled) for _ in range(3)] == [eager] * 3
     forward = source_of(compiled).split("def backward")[0]
-    assert "with numbers c0, c1 that differ between copies" in forward
+    assert "numbers c0, c1 of its own (the first copy's 2.0, 2.0)" in forward
     assert "(2.0, (-0.0), _inf, 3.0, (-1.0)), (2.0, 0.5, 2.0, 3.0, (-1.0))):" in forward
 
 

@@ -101,8 +101,7 @@ class _Module:
 
 def _operator(face: Face, module: _Module) -> list[str]:
     """``self <op> other``, taking ``other`` as ``face.other`` says (``Face``): a Value or a
-    number (a constant, no edge), a Value only, a number only, or, while compile records, a
-    Value under a float argument."""
+    number (a constant, no edge), a Value only, or a number only."""
     op = face.op
     x, y, out = (Code(name, atomic=True) for name in ("x", "y", "out"))
     row = module.row(op)
@@ -143,22 +142,11 @@ def _operator(face: Face, module: _Module) -> list[str]:
         return [
             f"    def {face.name}(self, other: Value | float) -> Value:",
             header,
-            "        if isinstance(other, Node):  # a float argument while compile records: it takes no gradient",
-            "            y = other._data",
-            *a_number(),
+            "        if type(other) is float:",
+            *a_number()[1:],
             *forward,
             f"        da = {da}",
             *graph.make_inline("        ", "_Value", "out", row, "self", "da", "other", "None"),
-        ]
-    if face.other == "recording":
-        return [
-            f"    def {face.name}(self, other: Value) -> Value:",
-            header,
-            "        y = other._data",
-            *forward,
-            f"        db = {db.format(takes='other.requires_grad')}",
-            "        # self is a float argument (it takes no gradient); make() hands the node to the recording",
-            f"        return make(_Value, out, {row}, self, None, other, db)",
         ]
     return [
         f"    def {face.name}(self, other: Value | float) -> Value:",
@@ -314,10 +302,8 @@ def _function(op: Op) -> list[str]:
         "",
         f"    Of a number (a float), a Value or a Vector (elementwise), as torch.{name}.",
         '    """',
-        "    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value",
+        "    if isinstance(x, (Node, Vector)):  # a Node is a Value",
         f"        return x.{name}()",
-        "    # a number, or a float argument compile records: as_number makes it structure, since eager",
-        "    # code has a float there",
         "    number = as_number(x)",
         "    if number is None:",
         f'        raise TypeError(f"{name}() takes a number, a Value or a Vector, got {{type(x).__name__}}")',

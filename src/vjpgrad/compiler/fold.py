@@ -169,10 +169,12 @@ class Block:
         shared: dict[int, graph.Node],
         slot_of: dict[int, int],
         outputs: list[int],
-        numbers: list[tuple[int, int, list[Any]]],
+        numbers: list[tuple[list[tuple[int, int]], list[Any]]],
     ) -> None:
         self.start, self.length, self.copies = run
-        self.numbers = numbers  # (offset, operand, its number in each copy) of the numbers that differ
+        # the numbers that differ between copies: where each is read (offset, operand), and its
+        # number in each copy (one input for all the places that read the same numbers)
+        self.numbers = numbers
         self.varying = varying  # per input: its node in each copy
         self.shared = shared  # id -> node read by every copy (a parameter, or a value before the run)
         self.slot_of = slot_of  # id of the first copy's input node -> its input's position
@@ -252,12 +254,17 @@ class Block:
         if not seen.isdisjoint(shared):
             return None
         outputs = {(j - start) % length for j in range(start, end) if last[j] >= end}
-        numbers = []  # a number that differs between copies is an input of the block
+        numbers: list[tuple[list[tuple[int, int]], list[Any]]] = []  # numbers that differ: inputs
+        columns: dict[tuple[Any, ...], int] = {}
         for o, n in constants:
             column = [operands_of(live[start + m * length + o])[n] for m in range(copies)]
-            first = exact(column[0])
-            if any(exact(x) != first for x in column):
-                numbers.append((o, n, column))
+            bits = tuple(exact(x) for x in column)
+            if all(b == bits[0] for b in bits):
+                continue
+            s = columns.setdefault(bits, len(numbers))
+            if s == len(numbers):
+                numbers.append(([], column))
+            numbers[s][0].append((o, n))
         return cls(run, varying, shared, slot_of, sorted(outputs), numbers)
 
 
@@ -364,7 +371,9 @@ class FoldedProgram(Program):
         writer.names = self._locals[k]
         block = self.blocks[k]
         first = self.live[block.start : block.start + block.length]
-        writer.named_numbers = {(id(first[o]), n): f"c{s}" for s, (o, n, _) in enumerate(block.numbers)}
+        writer.named_numbers = {
+            (id(first[o]), n): f"c{s}" for s, (places, _) in enumerate(block.numbers) for o, n in places
+        }
         try:
             yield
         finally:
@@ -375,17 +384,17 @@ class FoldedProgram(Program):
         """The comment above a block: what it is, how many copies run, over what."""
         block = self.blocks[k]
         first, last = block.start + 1, block.start + block.length * block.copies
+        over = []
         if block.varying:
             inputs = ", ".join(f"i{s}" for s in range(len(block.varying)))
             given = ", ".join(self.names[id(column[0])] for column in block.varying)
-            over = f"each reading {inputs} of its own (the first copy's {given})"
-        else:
-            over = "none reading inputs of its own"
+            over.append(f"each reading {inputs} of its own (the first copy's {given})")
         if block.numbers:
             names = ", ".join(f"c{s}" for s in range(len(block.numbers)))
-            over += f", with numbers {names} that differ between copies"
+            given = ", ".join(literal(column[0]) for _, column in block.numbers)
+            over.append(f"{'and ' if over else 'each with '}numbers {names} of its own (the first copy's {given})")
         copies = f"{block.copies} copies of {block.length} operations (t{first} to t{last})"
-        return f"    # block {k + 1}, written once: {copies}, {over}"
+        return f"    # block {k + 1}, written once: {copies}, {' '.join(over) or 'all alike'}"
 
     # ---- the forward pass --------------------------------------------------------------------------
 
@@ -422,7 +431,7 @@ class FoldedProgram(Program):
         if not block.varying and not block.numbers:
             return f"_ in range({block.copies})"
         columns = [_tuple([self.names[id(x)] for x in column]) for column in block.varying]
-        columns += [_tuple([literal(x) for x in column]) for _, _, column in block.numbers]
+        columns += [_tuple([literal(x) for x in column]) for _, column in block.numbers]
         targets = ", ".join([f"i{s}" for s in range(len(block.varying))] + [f"c{s}" for s in range(len(block.numbers))])
         if len(columns) == 1:
             return f"{targets} in {columns[0]}"
