@@ -36,6 +36,7 @@ from typing import Any, Protocol, cast
 # The operations table: adding a function to it adds it to the command line. The only place
 # this module names it.
 from vjpgrad.core.ops import FUNCTIONS as OPERATIONS
+from vjpgrad.core import functions
 from vjpgrad.core.value import Value
 
 MAX_LENGTH = 10_000
@@ -48,21 +49,20 @@ class _Operation(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def forward(self) -> Callable[[float], float]: ...
+    def arity(self) -> int: ...
 
 
-def _function(op: _Operation) -> Callable[[Any], Any]:
-    name, forward = op.name, op.forward
-
-    def call(x: Any) -> Any:  # a float for a constant argument, else the Value's or Vector's method
-        return forward(x) if isinstance(x, float) else getattr(x, name)()
-
-    call.__name__ = name
-    return call
+def _function(op: _Operation) -> Callable[..., Any]:
+    """The module function of ``op`` (``vjpgrad.log``, ``vjpgrad.atan2``), which takes numbers,
+    Values and Vectors alike and gives a float for numbers (a constant argument)."""
+    function: Callable[..., Any] = getattr(functions, op.name)
+    return function
 
 
-FUNCTIONS: dict[str, Callable[[Any], Any]] = {op.name: _function(op) for op in OPERATIONS}
+FUNCTIONS: dict[str, Callable[..., Any]] = {op.name: _function(op) for op in OPERATIONS}
 FUNCTIONS["abs"] = abs  # Python's abs(): Values and Vectors answer to it
+ARITY: dict[str, int] = {op.name: op.arity for op in OPERATIONS} | {"abs": 1}
+"""How many arguments each function takes."""
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -237,6 +237,7 @@ def _read(text: str) -> ast.expr:
     build for the language, built without recursion."""
     operands: list[ast.expr] = []
     pending: list[tuple[str, str]] = []  # ("binary", op), ("unary", op), ("(", ""), ("call", name)
+    commas: list[int] = []  # for each open call, the commas read so far
 
     def reduce() -> None:
         kind, symbol = pending.pop()
@@ -260,6 +261,7 @@ def _read(text: str) -> ast.expr:
                 want_operand = False
             elif token.kind == "name" and following == "(":
                 pending.append(("call", str(token.value)))
+                commas.append(0)
             elif token.kind == "name":
                 operands.append(ast.Name(str(token.value), ast.Load()))
                 want_operand = False
@@ -279,6 +281,13 @@ def _read(text: str) -> ast.expr:
                 reduce()
             pending.append(("binary", token.text))
             want_operand = True
+        elif token.text == ",":  # between the arguments of a call: ends the argument before it
+            while pending and pending[-1][0] in ("binary", "unary"):
+                reduce()
+            if not pending or pending[-1][0] != "call":
+                raise _UnreadError(f"',' at column {token.column}")
+            commas[-1] += 1
+            want_operand = True
         elif token.text == ")":
             while pending and pending[-1][0] in ("binary", "unary"):
                 reduce()
@@ -286,7 +295,10 @@ def _read(text: str) -> ast.expr:
                 raise _UnreadError(f"an unmatched ')' at column {token.column}")
             kind, name = pending.pop()
             if kind == "call":
-                operands.append(ast.Call(ast.Name(name, ast.Load()), [operands.pop()], []))
+                count = commas.pop() + 1
+                arguments = operands[-count:]
+                del operands[-count:]
+                operands.append(ast.Call(ast.Name(name, ast.Load()), arguments, []))
         else:
             raise _UnreadError(f"{token.text!r} at column {token.column}")
     if want_operand:
@@ -355,9 +367,11 @@ def _check(root: ast.expr, text: str) -> None:
                     f"{node.func.id} is not a known function{f' ({advice})' if advice else ''}; "
                     f"the functions are {', '.join(FUNCTIONS)}"
                 )
-            if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
-                raise ExpressionError(f"{node.func.id}() takes exactly one argument")
-            stack.append(node.args[0])
+            wanted = ARITY[node.func.id]
+            if node.keywords or len(node.args) != wanted or any(isinstance(a, ast.Starred) for a in node.args):
+                shown = "exactly one argument" if wanted == 1 else f"exactly {wanted} arguments"
+                raise ExpressionError(f"{node.func.id}() takes {shown}")
+            stack += node.args
         else:
             raise ExpressionError(
                 f"{_describe(node)} is not allowed: only numbers, names, + - * / **, and function calls"
@@ -512,7 +526,8 @@ def evaluate(tree: ast.expr, env: Mapping[str, Any]) -> Any:
         elif isinstance(node, ast.UnaryOp):
             results.append(_UNARY[type(node.op)](results.pop()))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            results.append(FUNCTIONS[node.func.id](results.pop()))
+            arguments = [results.pop() for _ in node.args][::-1]
+            results.append(FUNCTIONS[node.func.id](*arguments))
         else:
             raise ExpressionError(f"{_describe(node)} is not allowed")  # unreachable after parse()
     return results[0]

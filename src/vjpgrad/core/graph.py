@@ -4,7 +4,7 @@ This is the only module that reads or writes a node's private slots. Everything 
 (``backward``, ``gradients``, the transforms, ``explain``, the pictures, ``compile``) goes
 through the functions below:
 
-- ``make`` builds a node (the operations in ``_value`` call it);
+- ``make`` builds a node (the operations of ``operators`` and ``value`` call it);
 - ``edges`` lists a node's operands with what each edge saved;
 - ``reached`` lists the nodes a pass reaches, in the order the pass runs them;
 - ``propagate`` runs the chain rule over that order, with floats, optionally telling an
@@ -354,11 +354,11 @@ def edges(node: Node) -> list[tuple[int, Node, Any]]:
     return found
 
 
-def form_of(node: Node, position: int) -> ops.Form:
-    """The Form of the edge at ``position`` of ``node``."""
+def gradient_of(node: Node, position: int) -> Callable[..., Any]:
+    """The gradient rule of the edge at ``position`` of ``node`` (``ops.times``...)."""
     assert node._operation is not None  # only called for an edge, which only an operation has
-    forms = node._operation.forms
-    return forms[0] if node._operation.nary else forms[position]
+    gradients = node._operation.gradients
+    return gradients[0] if node._operation.nary else gradients[position]
 
 
 def saved_of(node: Node) -> Any:
@@ -477,7 +477,7 @@ def propagate(order: Sequence[Node], observer: Observer | None = None, *, own_ba
 
     Afterwards each reached node's cotangent is the gradient of the seeded outputs with
     respect to it. Operations whose every edge is ``g * saved`` multiply inline (most
-    nodes: this is the hot loop); the others apply their forms.
+    nodes: this is the hot loop); the others apply their gradient rules.
     """
     if observer is not None:
         _propagate_observed(order, observer, own_backward)
@@ -496,18 +496,18 @@ def propagate(order: Sequence[Node], observer: Observer | None = None, *, own_ba
         elif op.backward is not None:
             op.backward(node, g)
         elif op.nary:
-            form = op.forms[0]
+            gradient = op.gradients[0]
             for x, s in zip(node._a, node._da, strict=True):
                 if s is not None:
-                    x._cotangent += contribution(form, g, s)
+                    x._cotangent += contribution(gradient, g, s)
         else:
-            forms = op.forms
+            gradients = op.gradients
             da = node._da
             if da is not None:
-                node._a._cotangent += contribution(forms[0], g, da)
+                node._a._cotangent += contribution(gradients[0], g, da)
             db = node._db
             if db is not None:
-                node._b._cotangent += contribution(forms[1], g, db)
+                node._b._cotangent += contribution(gradients[1], g, db)
 
 
 def _propagate_observed(order: Sequence[Node], observer: Observer, own_backward: bool) -> None:
@@ -522,7 +522,7 @@ def _propagate_observed(order: Sequence[Node], observer: Observer, own_backward:
             node._operation.backward(node, g)  # type: ignore[union-attr]  # as the line above
             continue
         for position, operand, saved in edges(node):
-            part = ops.contribution(form_of(node, position), g, saved)
+            part = ops.contribution(gradient_of(node, position), g, saved)
             operand._cotangent += part
             observer(node, position, operand, g, saved, part)
 
@@ -594,7 +594,7 @@ def propagate_differentiably(
             if saved is MASKED:  # exactly 0.0, on the graph: it can be differentiated again (to 0)
                 part: Any = make(type(operand), 0.0, ops.MASKED_ZERO, operand, MASKED, None, None)
             else:
-                part = ops.contribution(form_of(node, position), g, saved)
+                part = ops.contribution(gradient_of(node, position), g, saved)
             grads[operand] = grads[operand] + part if operand in grads else part
             if observer is not None:
                 observer(node, position, operand, g, saved, part)

@@ -12,7 +12,7 @@ from typing import Any
 from vjpgrad.core import graph
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.modes import refusing_numbers
-from vjpgrad.core.ops import TIMES, Op
+from vjpgrad.core.ops import Op, times
 from vjpgrad.core.value import Value, binary_operators, unary
 from vjpgrad.core.vector import Vector, pairs, wrap
 
@@ -116,7 +116,7 @@ class CustomOp:
 
         # the rule's answer is a local derivative: the contribution is g times it
         if arity == 1:
-            op = Op(name, 1, forward, (checked,), (TIMES,), "{f}({0})", doc=f"{name}(x), a custom operation")
+            op = Op(name, 1, forward, (checked,), (times,), "{f}({0})", doc=f"{name}(x), a custom operation")
             self._apply = functools.partial(unary, op)
         else:
             op = Op(
@@ -124,7 +124,7 @@ class CustomOp:
                 2,
                 forward,
                 (lambda x, y, out: checked(x, y, out)[0], lambda x, y, out: checked(x, y, out)[1]),
-                (TIMES, TIMES),
+                (times, times),
                 "{f}({0}, {1})",
                 doc=f"{name}(x, y), a custom operation",
                 symbol=name,
