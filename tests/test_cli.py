@@ -236,7 +236,7 @@ def test_depth_is_limited_exactly(depth: int) -> None:
             parse(text)
 
 
-# ---- issue #11: depth, names, big literals, options, validation before printing -------------
+# ---- depth, names, big literals, options, validation before printing -----------------------
 
 
 @pytest.mark.parametrize("operator", ["+", "-", "*", "/"])
@@ -392,7 +392,7 @@ def test_nothing_is_printed_before_an_error(capsys: pytest.CaptureFixture[str], 
     assert err.startswith("vjpgrad: error: ")
 
 
-# ---- issue #15: messages that say what to write ------------------------------------------------
+# ---- messages that say what to write ---------------------------------------------------------
 
 
 def test_a_vector_output_without_a_seed_suggests_the_seed_option(capsys: pytest.CaptureFixture[str]) -> None:

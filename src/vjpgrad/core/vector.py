@@ -304,7 +304,7 @@ class Vector(VectorMethods):
 def outputs_and_seeds(
     output: Value | Vector, seed: object, what: str, hint: str = ""
 ) -> tuple[list[Value], list[float]]:
-    """The outputs of a Value or a Vector and one seed each, by the rules of ``_seeds``:
+    """The outputs of a Value or a Vector and one seed each, by the rules of ``core/seeds.py``:
     what ``explain``, ``to_dot`` and ``vjpgrad.testing`` take, as ``backward`` takes it."""
     if isinstance(output, Value):
         return [output], seeds_for(None, seed, name="seed")
