@@ -47,3 +47,93 @@ def test_the_pattern_finds_what_it_is_for() -> None:
         assert TRACKER_NUMBER.search(text), text
     for text in ("the issue", "an issue with 2 operands", "tissue", f"{word}s"):
         assert not TRACKER_NUMBER.search(text), text
+
+
+# ---- ARCHITECTURE.md is true ------------------------------------------------------------------------
+
+ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+PACKAGE = ROOT / "src" / "vjpgrad"
+
+
+def cited() -> list[str]:
+    """Every piece of code ARCHITECTURE.md cites (its backticked spans)."""
+    return re.findall(r"`([^`\n]+)`", ARCHITECTURE.read_text(encoding="utf-8"))
+
+
+def test_every_path_architecture_cites_exists() -> None:
+    paths = [c for c in cited() if re.fullmatch(r"[\w./]+\.(py|md)|[\w]+/", c)]
+    layers = re.findall(r"^(\w+)/ ", ARCHITECTURE.read_text(encoding="utf-8"), re.MULTILINE)
+    assert len(paths) > 15
+    assert len(layers) >= 6  # the diagram of the layers
+    missing = [
+        path
+        for path in [*paths, *(f"{layer}/" for layer in layers)]
+        if not any((base / path).exists() for base in (ROOT, PACKAGE, PACKAGE / "core"))
+        and not (path.endswith(".py") and list(PACKAGE.rglob(path)))
+    ]
+    assert missing == []
+
+
+def resolve(dotted: str) -> object:
+    """``graph.reached``, ``Op.backward``, ``vjpgrad.compiler``: the object a dotted name in the
+    text names, looked up as a module of vjpgrad (or of its core), then its attributes."""
+    import importlib
+    import importlib.util
+
+    import vjpgrad
+    from vjpgrad.core import ops
+
+    head, *rest = dotted.split(".")
+    found: object = None
+    for module in (f"vjpgrad.core.{head}", f"vjpgrad.{head}", head if head == "vjpgrad" else ""):
+        if module and importlib.util.find_spec(module) is not None:
+            found = importlib.import_module(module)
+            break
+    else:  # a class: Value, Op
+        found = getattr(vjpgrad, head, None) or getattr(ops, head)
+    for name in rest:
+        found = getattr(found, name)
+    return found
+
+
+def test_every_name_architecture_cites_exists() -> None:
+    names = [c for c in cited() if re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", c) and not c.endswith((".py", ".md"))]
+    assert len(names) > 12
+    missing = []
+    for dotted in names:
+        try:
+            resolve(dotted)
+        except AttributeError:
+            missing.append(dotted)
+    assert missing == []
+
+
+def test_grad_lives_where_architecture_says() -> None:
+    from vjpgrad import Value
+    from vjpgrad.core import graph
+
+    assert isinstance(vars(graph.Node)["grad"], property)
+    assert "grad" not in vars(Value)
+    assert "the property of `graph.Node`, in `core/graph.py`" in " ".join(ARCHITECTURE.read_text().split())
+
+
+SLOTS = frozenset({"_a", "_b", "_da", "_db", "_data", "_grad", "_operation", "_seq", "_seen", "_cotangent", "_origin"})
+"""The node's slots (``graph.Node.__slots__``, less the ones Python itself uses)."""
+
+
+def test_only_graph_writes_a_nodes_slots() -> None:
+    import ast
+
+    from vjpgrad.core import graph
+
+    assert set(graph.Node.__slots__) - {"__dict__", "__weakref__", "requires_grad"} == SLOTS
+    writers = set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            targets += [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            if any(isinstance(t, ast.Attribute) and t.attr in SLOTS for t in targets):
+                writers.add(str(path.relative_to(PACKAGE)))
+    # the generated operators fill a new node through the lines graph.make_inline writes
+    assert writers == {"core/graph.py", "core/operators.py"}
