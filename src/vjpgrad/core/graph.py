@@ -245,8 +245,18 @@ def recorded_graph(
     operations: the operations and the Values made inside (``Value()``) they need, in creation
     order; for each, the positions of the operands it hands gradient to (none for a Value made
     inside); and the other Values they read (arguments, parameters), each once, in the order met."""
+    needed, outside = _walk_recorded(recording, outputs)
+    live = [node for node in recording.nodes if id(node) in needed]
+    leaves = [node for key, node in recording.leaves.items() if key in needed]
+    if leaves:
+        live = sorted(live + leaves, key=_by_creation)
+    return live, [_gradient_positions(node) for node in live], outside
+
+
+def _walk_recorded(recording: Recording, outputs: Sequence[Node]) -> tuple[set[int], list[Node]]:
+    """The ids of the recorded operations and Values made inside that ``outputs`` need, and the
+    Values from outside they read, each once, in the order met."""
     recorded = {id(node) for node in recording.nodes}
-    made = recording.leaves
     needed: set[int] = set()
     outside: dict[int, Node] = {}
     stack = list(outputs)
@@ -257,32 +267,22 @@ def recorded_graph(
             continue
         if key in recorded:
             needed.add(key)
-            op = node._operation
-            if op.nary:  # type: ignore[union-attr]  # a recorded node is an operation
-                stack.extend(x for x in node._a if isinstance(x, Node))
-            else:
-                if isinstance(node._a, Node):
-                    stack.append(node._a)
-                if isinstance(node._b, Node):
-                    stack.append(node._b)
-        elif key in made:
+            stack.extend(x for x in operands(node) if isinstance(x, Node))
+        elif key in recording.leaves:
             needed.add(key)
         else:
             outside[key] = node
-    live = [node for node in recording.nodes if id(node) in needed]
-    leaves = [node for key, node in made.items() if key in needed]
-    if leaves:
-        live = sorted(live + leaves, key=_by_creation)
-    positions: list[tuple[int, ...]] = []
-    for node in live:
-        op = node._operation
-        if op is None or not node.requires_grad:
-            positions.append(())
-        elif op.nary:
-            positions.append(tuple(k for k, s in enumerate(node._da) if s is not None))
-        else:
-            positions.append(_POSITIONS[node._da is not None, node._db is not None])
-    return live, positions, list(outside.values())
+    return needed, list(outside.values())
+
+
+def _gradient_positions(node: Node) -> tuple[int, ...]:
+    """The positions of the operands a recorded node hands gradient to."""
+    op = node._operation
+    if op is None or not node.requires_grad:
+        return ()
+    if op.nary:
+        return tuple(k for k, s in enumerate(node._da) if s is not None)
+    return _POSITIONS[node._da is not None, node._db is not None]
 
 
 def number(node: Node) -> float:
