@@ -301,6 +301,7 @@ POW_SCALAR = _binary(
     maskable=True,
 )
 
+
 def _atan2_recip(y: Any, x: Any) -> Any:
     """``recip`` of PyTorch's atan2_backward: ``(self * self + other * other).reciprocal()``, with
     0 where that sum is 0, so that the gradient at the origin is 0 (nan for an infinite ``g``)."""

@@ -134,13 +134,7 @@ class CustomOp:
         return rule
 
     def __call__(self, *args: Any) -> Any:
-        if len(args) != self.arity:
-            raise TypeError(
-                f"{self.name}() takes {self.arity} argument{'s' if self.arity > 1 else ''}, got {len(args)}"
-            )
-        for arg in args:
-            if not isinstance(arg, (Value, Vector)) and as_number(arg) is None:
-                raise TypeError(f"{self.name}() takes numbers, Values or Vectors, got {type(arg).__name__}")
+        self._check_arguments(args)
         if not any(isinstance(arg, Vector) or (isinstance(arg, Value) and not arg.number_argument) for arg in args):
             # numbers: a float, as eager code gives (float() makes a float argument compile records structure)
             return float(self.function(*(float(a) for a in args)))
@@ -152,10 +146,25 @@ class CustomOp:
         if self.arity == 1:
             (x,) = args
             return wrap([self._apply(a) for a in x]) if isinstance(x, Vector) else self._apply(x)
-        x, y = args
+        return self._apply_two(*args)
+
+    def _check_arguments(self, args: tuple[Any, ...]) -> None:
+        """Refuse a call with the wrong number of arguments or an argument of another type."""
+        if len(args) != self.arity:
+            raise TypeError(
+                f"{self.name}() takes {self.arity} argument{'s' if self.arity > 1 else ''}, got {len(args)}"
+            )
+        for arg in args:
+            if not isinstance(arg, (Value, Vector)) and as_number(arg) is None:
+                raise TypeError(f"{self.name}() takes numbers, Values or Vectors, got {type(arg).__name__}")
+
+    def _apply_two(self, x: Any, y: Any) -> Any:
+        """The operation of two operands: elementwise over Vectors, else on a Value and a number
+        or Value, either first."""
+        assert self._apply is not None  # __call__ checked that a rule is defined
         if isinstance(x, Vector) or isinstance(y, Vector):
             found = pairs(x, y)
-            assert found is not None  # both operands were checked above
+            assert found is not None  # both operands were checked by __call__
             return wrap([self(a, b) for a, b in found])
         if isinstance(x, Value):
             return self._apply(x, y)
