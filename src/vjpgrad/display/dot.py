@@ -48,54 +48,15 @@ def to_dot(
     with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
         if edges not in (None, "local", "chain"):
             raise ValueError(f'to_dot() edges must be None, "local" or "chain", got {edges!r}')
-        if seed is None and isinstance(output, Vector) and edges != "chain":
-            outputs, seeds = list(output), None  # no seed to show (local derivatives need none)
-            pass_seed: object = [1.0] * len(outputs)
-        else:
-            outputs, given = outputs_and_seeds(output, seed, "to_dot")
-            seeds, pass_seed = (None if seed is None else given), seed
-        steps: dict[tuple[str, str], list[Step]] = {}
-        if edges is not None:
-            explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]  # checked just above
-            for step in explanation.steps:
-                steps.setdefault((step.node, step.operand), []).append(step)
-            shown = explanation.names
-        else:
-            shown = {}
+        outputs, seeds, pass_seed = _outputs_and_seeds(output, seed, edges)
+        steps, shown = _steps_by_edge(output, pass_seed, names, edges)
         named = given_names(names)
         nodes = graph.ancestry(outputs)
         ids = {node: f"n{k}" for k, node in enumerate(nodes)}
         lines = ["digraph vjpgrad {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];']
         for node, name in ids.items():
             title = named.get(node) or shown.get(node) or node.label or ""
-            label = f"{title}\ndata {text.short(node.data)}\ngrad {text.short(node.grad)}".lstrip("\n")
-            style = "" if node.requires_grad else ', style=dashed, color="gray40"'
-            lines.append(f"  {name} [shape=box, label={_quote(label)}{style}];")
-            if node.is_leaf:
-                continue
-            lines.append(f"  {name}_op [shape=ellipse, label={_quote(node.op)}];")
-            lines.append(f"  {name}_op -> {name};")
-            used: dict[tuple[str, str], int] = {}
-            for k, operand in enumerate(graph.operands(node)):
-                if not isinstance(operand, Value):
-                    lines.append(f"  {name}_c{k} [shape=plaintext, label={_quote(text.short(operand))}];")
-                    lines.append(f"  {name}_c{k} -> {name}_op;")
-                    continue
-                label = ""
-                key = (shown.get(node, ""), shown.get(operand, ""))
-                found = steps.get(key, [])
-                if found:  # the k-th use of the same operand by this node is its k-th step
-                    step = found[min(used.get(key, 0), len(found) - 1)]
-                    used[key] = used.get(key, 0) + 1
-                    shown_text = (
-                        text.short(step.local)
-                        if edges == "local"
-                        else (
-                            f"{text.short(step.upstream)} x {text.short(step.local)} = {text.short(step.contribution)}"
-                        )
-                    )
-                    label = f" [label={_quote(shown_text)}, fontsize=10]"
-                lines.append(f"  {ids[operand]} -> {name}_op{label};")
+            lines += _node_lines(node, name, title, ids, shown, steps, edges)
         for k, node in enumerate(outputs):
             if seeds is not None:
                 lines.append(f"  seed{k} [shape=plaintext, fontcolor=blue, label={_quote(f'seed {seeds[k]:g}')}];")
@@ -104,6 +65,69 @@ def to_dot(
                 )
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+
+def _outputs_and_seeds(
+    output: Value | Vector, seed: float | Sequence[float] | None, edges: str | None
+) -> tuple[list[Value], list[float] | None, object]:
+    """The outputs, the seeds to show (None: none), and the seed of the pass the edges show."""
+    if seed is None and isinstance(output, Vector) and edges != "chain":
+        outputs = list(output)
+        return outputs, None, [1.0] * len(outputs)  # no seed to show (local derivatives need none)
+    outputs, given = outputs_and_seeds(output, seed, "to_dot")
+    return outputs, (None if seed is None else given), seed
+
+
+_Steps = dict[tuple[str, str], list[Step]]
+
+
+def _steps_by_edge(
+    output: Value | Vector, pass_seed: object, names: Mapping[str, Value | Vector] | None, edges: str | None
+) -> tuple[_Steps, dict[Value, str]]:
+    """The steps of the pass ``explain`` runs, by (node, operand) name, and the names it gave
+    (none of either when the edges show nothing)."""
+    if edges is None:
+        return {}, {}
+    explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]  # to_dot checked it
+    steps: _Steps = {}
+    for step in explanation.steps:
+        steps.setdefault((step.node, step.operand), []).append(step)
+    return steps, explanation.names
+
+
+def _node_lines(
+    node: Value, name: str, title: str, ids: dict[Value, str], shown: dict[Value, str], steps: _Steps, edges: str | None
+) -> list[str]:
+    """A Value's box and, for a result, its operation's ellipse and the edges from its operands."""
+    label = f"{title}\ndata {text.short(node.data)}\ngrad {text.short(node.grad)}".lstrip("\n")
+    style = "" if node.requires_grad else ', style=dashed, color="gray40"'
+    lines = [f"  {name} [shape=box, label={_quote(label)}{style}];"]
+    if node.is_leaf:
+        return lines
+    lines.append(f"  {name}_op [shape=ellipse, label={_quote(node.op)}];")
+    lines.append(f"  {name}_op -> {name};")
+    used: dict[tuple[str, str], int] = {}
+    for k, operand in enumerate(graph.operands(node)):
+        if not isinstance(operand, Value):
+            lines.append(f"  {name}_c{k} [shape=plaintext, label={_quote(text.short(operand))}];")
+            lines.append(f"  {name}_c{k} -> {name}_op;")
+            continue
+        label = ""
+        key = (shown.get(node, ""), shown.get(operand, ""))
+        found = steps.get(key, [])
+        if found:  # the k-th use of the same operand by this node is its k-th step
+            step = found[min(used.get(key, 0), len(found) - 1)]
+            used[key] = used.get(key, 0) + 1
+            label = f" [label={_quote(_edge_text(step, edges))}, fontsize=10]"
+        lines.append(f"  {ids[operand]} -> {name}_op{label};")
+    return lines
+
+
+def _edge_text(step: Step, edges: str | None) -> str:
+    """What an edge shows: its local derivative, or ``upstream x local = contribution``."""
+    if edges == "local":
+        return text.short(step.local)
+    return f"{text.short(step.upstream)} x {text.short(step.local)} = {text.short(step.contribution)}"
 
 
 def draw(
