@@ -89,7 +89,7 @@ def kernel(name: str, *backward: Callable[..., tuple[str, float]]) -> Callable[.
 
 
 @dataclass(frozen=True)
-class Form:
+class Spelling:
     """One way the tests call an operation: ``text`` shows it, ``call`` takes the operands in
     order, ``operands`` says which are Values (``v``) and which are numbers (``n``), and ``numbers``
     are the numbers tried for an ``n``."""
@@ -201,25 +201,27 @@ class OpCase:
             return f"{self.op.name}({', '.join(shown)})"
         return f"x.{self.op.name}()"
 
-    def forms(self) -> list[Form]:
+    def spellings(self) -> list[Spelling]:
         """Every way the tests call it: as ``call`` says, then with a number for either Value."""
         numbers = self.numbers if "n" in self.operands else ()
-        found = [Form(self.text, self.call, self.operands, numbers, self.torch, self.vectorised, self.zero_ties_differ)]
+        found = [
+            Spelling(self.text, self.call, self.operands, numbers, self.torch, self.vectorised, self.zero_ties_differ)
+        ]
         if self.with_a_number and self.op.symbol:
             symbol = self.op.symbol
-            found.append(Form(f"x {symbol} c", self.call, "vn", CONSTANTS))
-            found.append(Form(f"c {symbol} x", self.call, "nv", CONSTANTS))
+            found.append(Spelling(f"x {symbol} c", self.call, "vn", CONSTANTS))
+            found.append(Spelling(f"c {symbol} x", self.call, "nv", CONSTANTS))
         elif self.with_a_number:  # a function: torch takes the number as a tensor that requires no grad
             name, torch_call = self.op.name, self.torch
             found.append(
-                Form(f"{name}(x, c)", self.call, "vn", CONSTANTS, lambda t, x, c: torch_call(t, x, constant(t, c)))
+                Spelling(f"{name}(x, c)", self.call, "vn", CONSTANTS, lambda t, x, c: torch_call(t, x, constant(t, c)))
             )
             found.append(
-                Form(f"{name}(c, x)", self.call, "nv", CONSTANTS, lambda t, c, x: torch_call(t, constant(t, c), x))
+                Spelling(f"{name}(c, x)", self.call, "nv", CONSTANTS, lambda t, c, x: torch_call(t, constant(t, c), x))
             )
         return found
 
-    def points(self, form: Form) -> list[tuple[float, ...]]:
+    def points(self, form: Spelling) -> list[tuple[float, ...]]:
         """The operands a form is tried at: ``EDGES`` for a Value (``PAIRS`` for two Values), the
         form's ``numbers`` for a number, and the operands of the row's own ``edges``."""
         if form.operands == "vv":

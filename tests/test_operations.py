@@ -20,7 +20,7 @@ import pytest
 from _helpers import bits, central_difference, close, same
 from hypothesis import given
 from hypothesis import strategies as st
-from op_cases import CASES, NOT_CALLED_BY_USERS, Form, OpCase
+from op_cases import CASES, NOT_CALLED_BY_USERS, OpCase, Spelling
 
 import vjpgrad
 from vjpgrad import Value, Vector, explain, gradients
@@ -87,12 +87,12 @@ def test_the_guard_names_an_operation_without_a_row_and_a_row_without_an_operati
 
 # ---- derivatives against central finite differences ----------------------------------------------
 
-FORMS = [(case, form) for case in CASES for form in case.forms()]
+FORMS = [(case, form) for case in CASES for form in case.spellings()]
 
 
 @pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
 @given(data=st.data())
-def test_each_derivative_matches_central_differences(case: OpCase, form: Form, data: st.DataObject) -> None:
+def test_each_derivative_matches_central_differences(case: OpCase, form: Spelling, data: st.DataObject) -> None:
     # a form with a number for a Value (x + c) takes that operand of the row's domain as the number
     xs = list(data.draw(case.domain, label="operands"))
     args = operands(form.operands, xs)
@@ -127,7 +127,7 @@ def test_each_operation_gives_ieee_754s_value_at_its_edges(case: OpCase, edge: t
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_each_operation_raises_nothing_at_the_edges_forward_or_backward(case: OpCase) -> None:
-    for form in case.forms():
+    for form in case.spellings():
         for xs in case.points(form):
             args = operands(form.operands, xs)
             out = form.call(*args)
@@ -143,7 +143,7 @@ POINT = 0.75
 
 
 @pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
-def test_each_result_starts_with_a_zero_grad_and_a_pass_adds_its_seed(case: OpCase, form: Form) -> None:
+def test_each_result_starts_with_a_zero_grad_and_a_pass_adds_its_seed(case: OpCase, form: Spelling) -> None:
     out = form.call(*operands(form.operands, [POINT] * len(form.operands)))
     assert (out.grad, type(out.grad), out.requires_grad) == (0.0, float, True)
     out.backward(3.0)
@@ -151,7 +151,7 @@ def test_each_result_starts_with_a_zero_grad_and_a_pass_adds_its_seed(case: OpCa
 
 
 @pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
-def test_each_operation_of_constants_gives_a_constant(case: OpCase, form: Form) -> None:
+def test_each_operation_of_constants_gives_a_constant(case: OpCase, form: Spelling) -> None:
     constant = form.call(
         *operands(form.operands, [POINT] * len(form.operands), lambda x: Value(x, requires_grad=False))
     )
@@ -162,7 +162,7 @@ def test_each_operation_of_constants_gives_a_constant(case: OpCase, form: Form) 
 
 
 @pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
-def test_each_operation_inside_a_longer_expression_passes_on_its_gradient(case: OpCase, form: Form) -> None:
+def test_each_operation_inside_a_longer_expression_passes_on_its_gradient(case: OpCase, form: Spelling) -> None:
     # the pass orders the operation's node among others (by creation): twice the result, twice the gradients
     alone = operands(form.operands, [POINT] * len(form.operands))
     form.call(*alone).backward()
