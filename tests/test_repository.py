@@ -119,7 +119,10 @@ def test_grad_lives_where_architecture_says() -> None:
     assert "the property of `graph.Node`, in `core/graph.py`" in " ".join(ARCHITECTURE.read_text().split())
 
 
-SLOTS = frozenset({"_a", "_b", "_da", "_db", "_data", "_grad", "_operation", "_seq", "_seen", "_cotangent", "_origin"})
+SLOTS = frozenset(
+    {"_first", "_second", "_saved_first", "_saved_second", "_data", "_grad", "_operation", "_seq", "_seen"}
+    | {"_cotangent", "_origin"}
+)
 """The node's slots (``graph.Node.__slots__``, less the ones Python itself uses)."""
 
 

@@ -12,10 +12,10 @@ through the functions below:
 - ``propagate_differentiably`` runs the same pass with Values (``create_graph=True``).
 
 A node is one slotted object: its data, the operation that made it, up to two operands
-(``_a``, ``_b``: Values, or the float constant of ``3 * x``) and what each edge saved for
-the backward pass (``_da``, ``_db``; None for an operand that takes no gradient). An
-operation of many operands (``max``) keeps tuples in ``_a`` and ``_da``. No closure, no
-set of children, no reference from a node to itself: a graph has no reference cycles and
+(``_first``, ``_second``: Values, or the float constant of ``3 * x``) and what each edge
+saved for the backward pass (``_saved_first``, ``_saved_second``; None for an operand that
+takes no gradient). An operation of many operands (``max``) keeps tuples in ``_first`` and
+``_saved_first``. No closure, no set of children, no reference from a node to itself: a graph has no reference cycles and
 is freed by reference counting the moment it is dropped (the cyclic garbage collector was
 most of micrograd's time).
 
@@ -70,15 +70,15 @@ class Node:
     __slots__ = (
         "__dict__",
         "__weakref__",
-        "_a",
-        "_b",
         "_cotangent",
-        "_da",
         "_data",
-        "_db",
+        "_first",
         "_grad",
         "_operation",
         "_origin",
+        "_saved_first",
+        "_saved_second",
+        "_second",
         "_seen",
         "_seq",
         "requires_grad",
@@ -94,10 +94,10 @@ class Node:
     takes PyTorch's special exponents; ``Value(lr)`` is a new leaf holding the number), and
     ``isinstance(lr, Value)`` in the user's code is False, as for a float."""
     _operation: Op | None  # None for a leaf (made by the user) or a constant
-    _a: Any  # Node | float | tuple[Node | float, ...] | None
-    _b: Any  # Node | float | None
-    _da: Any  # the saved value of the edge to _a (a tuple for many operands), None: no edge
-    _db: Any
+    _first: Any  # Node | float | tuple[Node | float, ...] | None
+    _second: Any  # Node | float | None
+    _saved_first: Any  # the saved value of the edge to _first (a tuple for many operands), None: no edge
+    _saved_second: Any
     _seq: int  # creation order of nodes that take gradient
     _origin: str  # "file:line" where the node was made; set only under detect_anomaly
     _seen: object  # the token of the last pass that reached this node
@@ -153,7 +153,7 @@ def init_leaf(node: Node, data: float, requires_grad: bool, label: str | None) -
     node.requires_grad = requires_grad
     if label is not None:
         node.label = label
-    node._operation = node._a = node._b = node._da = node._db = node._seen = None
+    node._operation = node._first = node._second = node._saved_first = node._saved_second = node._seen = None
     node._seq = _next_seq()
 
 
@@ -169,15 +169,15 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
         return _record(state.recording, node, op, a, da, b, db)
     if (da is None and db is None) or (switches_on and not state.grad_enabled):
         node.requires_grad = False
-        node._operation = node._a = node._b = node._da = node._db = None
+        node._operation = node._first = node._second = node._saved_first = node._saved_second = None
         node._seq = 0
         return node
     node.requires_grad = True
     node._operation = op
-    node._a = a
-    node._b = b
-    node._da = da
-    node._db = db
+    node._first = a
+    node._second = b
+    node._saved_first = da
+    node._saved_second = db
     node._seq = _next_seq()
     if switches_on and state.detect_anomaly:
         node._origin = caller_location()
@@ -226,10 +226,10 @@ class Recording:
 def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
     node.requires_grad = state.grad_enabled and (da is not None or db is not None)
     node._operation = op
-    node._a = a
-    node._b = b
-    node._da = da if node.requires_grad else None
-    node._db = db if node.requires_grad else None
+    node._first = a
+    node._second = b
+    node._saved_first = da if node.requires_grad else None
+    node._saved_second = db if node.requires_grad else None
     node._seq = _next_seq()
     recording.nodes.append(node)
     return node
@@ -281,8 +281,8 @@ def _gradient_positions(node: Node) -> tuple[int, ...]:
     if op is None or not node.requires_grad:
         return ()
     if op.nary:
-        return tuple(k for k, s in enumerate(node._da) if s is not None)
-    return _POSITIONS[node._da is not None, node._db is not None]
+        return tuple(k for k, s in enumerate(node._saved_first) if s is not None)
+    return _POSITIONS[node._saved_first is not None, node._saved_second is not None]
 
 
 def number(node: Node) -> float:
@@ -310,10 +310,10 @@ def make_inline(indent: str, cls: str, data: str, op: str, a: str, da: str, b: s
         "node._seen = None",
         "node.requires_grad = True",
         f"node._operation = {op}",
-        f"node._a = {a}",
-        f"node._b = {b}",
-        f"node._da = {da}",
-        f"node._db = {db}",
+        f"node._first = {a}",
+        f"node._second = {b}",
+        f"node._saved_first = {da}",
+        f"node._saved_second = {db}",
         "node._seq = _next_seq()",
         "return node",
     ]
@@ -333,8 +333,8 @@ def operands(node: Node) -> tuple[Any, ...]:
     if node._operation is None:
         return ()
     if node._operation.nary:
-        return tuple(node._a)
-    return (node._a,) if node._operation.arity == 1 else (node._a, node._b)
+        return tuple(node._first)
+    return (node._first,) if node._operation.arity == 1 else (node._first, node._second)
 
 
 def edges(node: Node) -> list[tuple[int, Node, Any]]:
@@ -345,12 +345,12 @@ def edges(node: Node) -> list[tuple[int, Node, Any]]:
     if op.backward is not None:
         raise RuntimeError(OWN_BACKWARD_MESSAGE)
     if op.nary:
-        return [(k, x, s) for k, (x, s) in enumerate(zip(node._a, node._da, strict=True)) if s is not None]
+        return [(k, x, s) for k, (x, s) in enumerate(zip(node._first, node._saved_first, strict=True)) if s is not None]
     found = []
-    if node._da is not None:
-        found.append((0, node._a, node._da))
-    if node._db is not None:
-        found.append((1, node._b, node._db))
+    if node._saved_first is not None:
+        found.append((0, node._first, node._saved_first))
+    if node._saved_second is not None:
+        found.append((1, node._second, node._saved_second))
     return found
 
 
@@ -367,7 +367,7 @@ def saved_of(node: Node) -> Any:
     op = node._operation
     assert op is not None  # only operations with their own backward keep their own data
     assert op.backward is not None
-    return node._db if op.nary else node._da
+    return node._saved_second if op.nary else node._saved_first
 
 
 def set_cotangent(node: Node, gradient: Any) -> None:
@@ -378,7 +378,7 @@ def set_cotangent(node: Node, gradient: Any) -> None:
 
 def is_freed(node: Node) -> bool:
     """Whether an earlier pass freed what ``node`` saved for the backward pass."""
-    return node._operation is not None and node._da is None and node._db is None
+    return node._operation is not None and node._saved_first is None and node._saved_second is None
 
 
 def sequence(node: Node) -> int:
@@ -440,21 +440,21 @@ def reached(outputs: Sequence[N]) -> tuple[list[N], list[N]]:
             keep_leaf(node)
             continue
         keep(node)
-        da = node._da
-        db = node._db
+        da = node._saved_first
+        db = node._saved_second
         if op.nary:
             if da is None:
                 raise RuntimeError(f"{FREED_MESSAGE} (the node is {node!r}, made by {op.name!r})")
-            stack.extend(x for x, s in zip(node._a, da, strict=True) if s is not None and x._seen is not token)
+            stack.extend(x for x, s in zip(node._first, da, strict=True) if s is not None and x._seen is not token)
             continue
         if db is not None:
-            b = node._b
+            b = node._second
             if b._seen is not token:
                 push(b)
         elif da is None:
             raise RuntimeError(f"{FREED_MESSAGE} (the node is {node!r}, made by {op.name!r})")
         if da is not None:
-            a = node._a
+            a = node._first
             if a._seen is not token:
                 push(a)
     inner.sort(key=_by_creation, reverse=True)
@@ -487,27 +487,27 @@ def propagate(order: Sequence[Node], observer: Observer | None = None, *, own_ba
         g = node._cotangent
         op: Op = node._operation  # type: ignore[assignment]  # reached() lists operations only
         if op.plain:
-            da = node._da
+            da = node._saved_first
             if da is not None:
-                node._a._cotangent += g * da
-            db = node._db
+                node._first._cotangent += g * da
+            db = node._saved_second
             if db is not None:
-                node._b._cotangent += g * db
+                node._second._cotangent += g * db
         elif op.backward is not None:
             op.backward(node, g)
         elif op.nary:
             gradient = op.gradients[0]
-            for x, s in zip(node._a, node._da, strict=True):
+            for x, s in zip(node._first, node._saved_first, strict=True):
                 if s is not None:
                     x._cotangent += contribution(gradient, g, s)
         else:
             gradients = op.gradients
-            da = node._da
+            da = node._saved_first
             if da is not None:
-                node._a._cotangent += contribution(gradients[0], g, da)
-            db = node._db
+                node._first._cotangent += contribution(gradients[0], g, da)
+            db = node._saved_second
             if db is not None:
-                node._b._cotangent += contribution(gradients[1], g, db)
+                node._second._cotangent += contribution(gradients[1], g, db)
 
 
 def _propagate_observed(order: Sequence[Node], observer: Observer, own_backward: bool) -> None:
@@ -548,7 +548,7 @@ def free(nodes: Iterator[Node] | list[Node]) -> None:
         if op is None:
             continue
         if op.release is None:
-            node._da = node._db = None
+            node._saved_first = node._saved_second = None
         else:
             op.release(node)
 
@@ -564,9 +564,9 @@ def saved_as_values(node: Node) -> list[tuple[int, Node, Any]]:
     if op.backward is not None:
         raise RuntimeError(OWN_BACKWARD_MESSAGE)
     if op.nary:
-        values = op.saved[0](tuple(node._a), node)
+        values = op.saved[0](tuple(node._first), node)
         return [(k, x, values[k]) for k, x, _ in edges(node)]
-    args = (node._a, node) if op.arity == 1 else (node._a, node._b, node)
+    args = (node._first, node) if op.arity == 1 else (node._first, node._second, node)
     return [(k, x, _as_saved(op.saved[k](*args), saved)) for k, x, saved in edges(node)]
 
 

@@ -111,10 +111,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _ADD
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -139,10 +139,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _ADD
-        node._a = x
-        node._b = self
-        node._da = None
-        node._db = db
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -173,10 +173,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SUB
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -201,10 +201,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SUB
-        node._a = x
-        node._b = self
-        node._da = None
-        node._db = db
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -235,10 +235,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _MUL
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -263,10 +263,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _MUL
-        node._a = x
-        node._b = self
-        node._da = None
-        node._db = db
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -297,10 +297,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _DIV
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -320,10 +320,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _POW
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -350,10 +350,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _POW_SCALAR
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = None
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -387,10 +387,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _POW_BASE
-        node._a = x
-        node._b = self
-        node._da = None
-        node._db = db
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -408,10 +408,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _NEG
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -429,10 +429,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _ABS
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -450,10 +450,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _RECIPROCAL
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -471,10 +471,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SIGN
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -492,10 +492,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _EXP
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -513,10 +513,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _LOG
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -534,10 +534,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _LOG1P
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -555,10 +555,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SQRT
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -576,10 +576,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SIN
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -597,10 +597,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _COS
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -618,10 +618,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _TAN
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -639,10 +639,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _TANH
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -660,10 +660,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SIGMOID
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -681,10 +681,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _RELU
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
@@ -715,10 +715,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _ATAN2
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -749,10 +749,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _HYPOT
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -777,10 +777,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _ATAN2
-        node._a = x
-        node._b = self
-        node._da = None
-        node._db = db
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -805,10 +805,10 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _HYPOT
-        node._a = x
-        node._b = self
-        node._da = None
-        node._db = db
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
