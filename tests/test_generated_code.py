@@ -56,7 +56,7 @@ def inlined(shape: str) -> Callable[..., Value]:
     parameters = ", ".join(dict.fromkeys(name for name in ("out", a, da, b, db) if name != "None"))
     lines = _graph.make_inline("    ", "_Value", "out", "_OP", a, da, b, db)
     namespace: dict[str, Any] = {"make": _graph.make, "_new": _graph.new_node, "_next_seq": _graph.next_seq}
-    namespace |= {"switched": _modes.switched, "_Value": Value, "_OP": _ops.MUL}
+    namespace |= {"switches_on": _modes.switches_on, "_Value": Value, "_OP": _ops.MUL}
     exec("\n".join([f"def made({parameters}):", *lines]), namespace)  # the writer's own lines, run as written
     made: Callable[..., Value] = namespace["made"]
     return made

@@ -280,7 +280,7 @@ def operators_source() -> str:
         "from vjpgrad.core.graph import Node, make",
         "from vjpgrad.core.graph import new_node as _new",
         "from vjpgrad.core.graph import next_seq as _next_seq",
-        "from vjpgrad.core.modes import switched",
+        "from vjpgrad.core.modes import switches_on",
         "",
         "if TYPE_CHECKING:",
         "    from vjpgrad.core.value import Value",

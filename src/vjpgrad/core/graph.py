@@ -15,9 +15,9 @@ A node is one slotted object: its data, the operation that made it, up to two op
 (``_first``, ``_second``: Values, or the float constant of ``3 * x``) and what each edge
 saved for the backward pass (``_saved_first``, ``_saved_second``; None for an operand that
 takes no gradient). An operation of many operands (``max``) keeps tuples in ``_first`` and
-``_saved_first``. No closure, no set of children, no reference from a node to itself: a graph has no reference cycles and
-is freed by reference counting the moment it is dropped (the cyclic garbage collector was
-most of micrograd's time).
+``_saved_first``. No closure, no set of children, no reference from a node to itself: a
+graph has no reference cycles and is freed by reference counting the moment it is dropped
+(the cyclic garbage collector was most of micrograd's time).
 
 The order of a pass is PyTorch's: nodes run in decreasing order of creation (``_seq``),
 so a node runs only after every node that uses it, and the contributions a node receives
@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 from vjpgrad.core import ops
-from vjpgrad.core.modes import caller_location, refuse_number, state, switched
+from vjpgrad.core.modes import caller_location, refuse_number, state, switches_on
 from vjpgrad.core.ops import MASKED, Op
 
 FREED_MESSAGE = (
@@ -106,18 +106,18 @@ class Node:
     # ---- the numbers, as users read and write them ------------------------------------------
     # Properties over the slots, so that a function vjpgrad.compile is recording cannot read or
     # write a Value's number without being told (the recording would fix what it read). Outside a
-    # recording they cost one check of ``switched``; the engine itself uses the slots.
+    # recording they cost one check of ``switches_on``; the engine itself uses the slots.
 
     @property
     def data(self) -> float:
         """The number this Value holds. Assignable, so an optimizer can step it."""
-        if switched[0] and state.refusal:
+        if switches_on[0] and state.refusal:
             refuse_number(".data of a Value")
         return self._data
 
     @data.setter
     def data(self, number: float) -> None:
-        if switched[0] and state.refusal:
+        if switches_on[0] and state.refusal:
             refuse_number("assigning .data of a Value")
         self._data = number if type(number) is float else _as_float(number, ".data")
 
@@ -127,13 +127,13 @@ class Node:
 
         ``.grad = None`` clears it as in PyTorch: a pass counts None as 0.0, and an optimizer
         skips a parameter whose ``.grad`` is None."""
-        if switched[0] and state.refusal:
+        if switches_on[0] and state.refusal:
             refuse_number(".grad of a Value")
         return self._grad  # type: ignore[return-value]  # None only after a user sets it: see the docstring
 
     @grad.setter
     def grad(self, number: float | None) -> None:
-        if switched[0] and state.refusal:
+        if switches_on[0] and state.refusal:
             refuse_number("assigning .grad of a Value")
         self._grad = number if type(number) is float or number is None else _as_float(number, ".grad")
 
@@ -164,10 +164,10 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     node._data = data
     node._grad = 0.0
     node._seen = None
-    switches_on = switched[0]
-    if switches_on and state.recording is not None:
+    any_switch_on = switches_on[0]
+    if any_switch_on and state.recording is not None:
         return _record(state.recording, node, op, a, da, b, db)
-    if (da is None and db is None) or (switches_on and not state.grad_enabled):
+    if (da is None and db is None) or (any_switch_on and not state.grad_enabled):
         node.requires_grad = False
         node._operation = node._first = node._second = node._saved_first = node._saved_second = None
         node._seq = 0
@@ -179,7 +179,7 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     node._saved_first = da
     node._saved_second = db
     node._seq = _next_seq()
-    if switches_on and state.detect_anomaly:
+    if any_switch_on and state.detect_anomaly:
         node._origin = caller_location()
     return node
 
@@ -296,13 +296,13 @@ def make_inline(indent: str, cls: str, data: str, op: str, a: str, da: str, b: s
     operators in ``core/operators.py``) to run in place of a call of ``make``: the common case
     (an edge takes gradient, no switch is on) inline, every other case through ``make``. This
     module stays the one place that knows how a node is filled. The arguments are the names of
-    the writer's variables; ``make``, ``_new``, ``_next_seq`` and ``switched`` must be in its
-    namespace (this module's ``make``, ``new_node``, ``next_seq`` and ``modes.switched``)."""
+    the writer's variables; ``make``, ``_new``, ``_next_seq`` and ``switches_on`` must be in its
+    namespace (this module's ``make``, ``new_node``, ``next_seq`` and ``modes.switches_on``)."""
     edges = [f"{saved} is None" for saved in (da, db) if saved != "None"]
     no_edge = edges[0] if len(edges) == 1 else f"({' and '.join(edges)})"
     lines = [
         "# a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)",
-        f"if switched[0] or {no_edge}:",
+        f"if switches_on[0] or {no_edge}:",
         f"    return make({cls}, {data}, {op}, {a}, {da}, {b}, {db})",
         f"node = _new({cls})",
         f"node._data = {data}",

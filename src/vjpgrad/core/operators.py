@@ -21,7 +21,7 @@ from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node, make
 from vjpgrad.core.graph import new_node as _new
 from vjpgrad.core.graph import next_seq as _next_seq
-from vjpgrad.core.modes import switched
+from vjpgrad.core.modes import switches_on
 
 if TYPE_CHECKING:
     from vjpgrad.core.value import Value
@@ -103,7 +103,7 @@ class ValueOperators(Node):
         da = 1.0 if self.requires_grad else None
         db = 1.0 if takes else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _ADD, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -131,7 +131,7 @@ class ValueOperators(Node):
         out = x + y
         db = 1.0 if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or db is None:
+        if switches_on[0] or db is None:
             return make(_Value, out, _ADD, x, None, self, db)
         node = _new(_Value)
         node._data = out
@@ -165,7 +165,7 @@ class ValueOperators(Node):
         da = 1.0 if self.requires_grad else None
         db = (-1.0) if takes else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _SUB, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -193,7 +193,7 @@ class ValueOperators(Node):
         out = x - y
         db = (-1.0) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or db is None:
+        if switches_on[0] or db is None:
             return make(_Value, out, _SUB, x, None, self, db)
         node = _new(_Value)
         node._data = out
@@ -227,7 +227,7 @@ class ValueOperators(Node):
         da = y if self.requires_grad else None
         db = x if takes else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _MUL, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -255,7 +255,7 @@ class ValueOperators(Node):
         out = x * y
         db = x if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or db is None:
+        if switches_on[0] or db is None:
             return make(_Value, out, _MUL, x, None, self, db)
         node = _new(_Value)
         node._data = out
@@ -289,7 +289,7 @@ class ValueOperators(Node):
         da = y if self.requires_grad else None
         db = (-(out / y if y else _div(out, y))) if takes else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _DIV, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -312,7 +312,7 @@ class ValueOperators(Node):
         da = (_MASKED if y == 0.0 else (y * _pow(x, y - 1.0))) if self.requires_grad else None
         db = (0.0 if (x == 0.0) and (y >= 0.0) else (out * _log(x))) if other.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _POW, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -342,7 +342,7 @@ class ValueOperators(Node):
         out = _pow_scalar(x, y)
         da = (_MASKED if y == 0.0 else (y * _pow_scalar(x, y - 1.0))) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or da is None:
+        if switches_on[0] or da is None:
             return make(_Value, out, _POW_SCALAR, self, da, other, None)
         node = _new(_Value)
         node._data = out
@@ -379,7 +379,7 @@ class ValueOperators(Node):
         out = _pow(x, y)
         db = (0.0 if (x == 0.0) and (y >= 0.0) else (out * _log(x))) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or db is None:
+        if switches_on[0] or db is None:
             return make(_Value, out, _POW_BASE, x, None, self, db)
         node = _new(_Value)
         node._data = out
@@ -400,7 +400,7 @@ class ValueOperators(Node):
         out = -x
         saved = (-1.0) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _NEG, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -421,7 +421,7 @@ class ValueOperators(Node):
         out = abs(x)
         saved = _sign(x) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _ABS, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -442,7 +442,7 @@ class ValueOperators(Node):
         out = _reciprocal(x)
         saved = (-(out * out)) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _RECIPROCAL, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -463,7 +463,7 @@ class ValueOperators(Node):
         out = _sign(x)
         saved = _MASKED if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _SIGN, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -484,7 +484,7 @@ class ValueOperators(Node):
         out = _exp(x)
         saved = out if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _EXP, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -505,7 +505,7 @@ class ValueOperators(Node):
         out = _log(x)
         saved = x if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _LOG, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -526,7 +526,7 @@ class ValueOperators(Node):
         out = _log1p(x)
         saved = (x + 1.0) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _LOG1P, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -547,7 +547,7 @@ class ValueOperators(Node):
         out = _sqrt(x)
         saved = (2.0 * out) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _SQRT, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -568,7 +568,7 @@ class ValueOperators(Node):
         out = _sin(x)
         saved = _cos(x) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _SIN, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -589,7 +589,7 @@ class ValueOperators(Node):
         out = _cos(x)
         saved = -_sin(x) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _COS, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -610,7 +610,7 @@ class ValueOperators(Node):
         out = _tan(x)
         saved = (1.0 + (out * out)) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _TAN, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -631,7 +631,7 @@ class ValueOperators(Node):
         out = _tanh(x)
         saved = _one_minus_square(out) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _TANH, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -652,7 +652,7 @@ class ValueOperators(Node):
         out = _sigmoid(x)
         saved = out if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _SIGMOID, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -673,7 +673,7 @@ class ValueOperators(Node):
         out = 0.0 if x < 0.0 else x
         saved = (_MASKED if out <= 0.0 else 1.0) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _RELU, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -707,7 +707,7 @@ class ValueOperators(Node):
         da = (y, 0.0 if ((x * x) + (y * y)) == 0.0 else _reciprocal((x * x) + (y * y))) if self.requires_grad else None
         db = (x, 0.0 if ((x * x) + (y * y)) == 0.0 else _reciprocal((x * x) + (y * y))) if takes else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _ATAN2, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -741,7 +741,7 @@ class ValueOperators(Node):
         da = (x, out) if self.requires_grad else None
         db = (y, out) if takes else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _HYPOT, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -769,7 +769,7 @@ class ValueOperators(Node):
         out = _atan2(x, y)
         db = (x, 0.0 if ((x * x) + (y * y)) == 0.0 else _reciprocal((x * x) + (y * y))) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or db is None:
+        if switches_on[0] or db is None:
             return make(_Value, out, _ATAN2, x, None, self, db)
         node = _new(_Value)
         node._data = out
@@ -797,7 +797,7 @@ class ValueOperators(Node):
         out = _hypot(x, y)
         db = (y, out) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or db is None:
+        if switches_on[0] or db is None:
             return make(_Value, out, _HYPOT, x, None, self, db)
         node = _new(_Value)
         node._data = out

@@ -20,7 +20,7 @@ from vjpgrad.core import graph, operators, ops
 from vjpgrad.core.backward import backward
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node
-from vjpgrad.core.modes import USER_FRAMES, is_own_code, refuse_number, state, switched
+from vjpgrad.core.modes import USER_FRAMES, is_own_code, refuse_number, state, switches_on
 from vjpgrad.core.ops import Op
 
 Operand = Union["Value", float]
@@ -194,7 +194,7 @@ class Value(operators.ValueOperators, metaclass=_ValueClass):
         if label is not None and not isinstance(label, str):
             raise TypeError(f"Value() label must be a str or None, got {type(label).__name__}")
         graph.init_leaf(self, number, requires_grad, label)
-        if switched[0] and state.recording is not None:  # made inside a function compile records
+        if switches_on[0] and state.recording is not None:  # made inside a function compile records
             state.recording.made_leaf(self, source)
 
     # ---- what it is ---------------------------------------------------------------------
@@ -262,7 +262,7 @@ class Value(operators.ValueOperators, metaclass=_ValueClass):
 
     def detach(self) -> Value:
         """A new leaf with the same data that requires no grad: a constant cut from the graph."""
-        if switched[0] and state.recording is not None:  # compile records the cut: its number changes
+        if switches_on[0] and state.recording is not None:  # compile records the cut: its number changes
             return _make(Value, self._data, ops.DETACH, self, None, None, None)
         return Value(self._data, requires_grad=False, label=self.label)
 
