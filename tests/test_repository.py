@@ -173,3 +173,20 @@ def test_no_function_is_above_radons_grade_c() -> None:
                     name = f"{item.classname}.{item.name}" if getattr(item, "classname", None) else item.name
                     found.add(f"{module}: {name} ({radon.cc_rank(item.complexity)} {item.complexity})")
     assert sorted(f for f in found if f.rsplit(" (", 1)[0] not in KNOWN_ABOVE_C) == []
+
+
+# ---- the exactness page lists every known difference ------------------------------------------------
+
+
+def test_the_exactness_page_names_every_function_whose_pytorch_kernel_may_differ() -> None:
+    from op_cases import CASES
+
+    page = " ".join((ROOT / "docs" / "explanation" / "exactness.md").read_text(encoding="utf-8").split())
+    listed = re.search(r"- \*\*`([a-z0-9 ]+)` and `x \*\* 0\.5` use the C library's functions\*\*", page)
+    assert listed is not None, "the page's list of the C library's functions moved: update this test"
+    kernels = set()
+    for case in CASES:
+        forward, backward = case.vectorised(*[0.5] * len(case.operands))
+        kernels |= {name for name, _ in [*([forward] if forward else []), *backward]}
+    assert kernels  # the rows name the kernels PyTorch runs
+    assert kernels <= set(listed.group(1).split())
