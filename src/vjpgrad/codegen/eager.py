@@ -339,7 +339,7 @@ def _function(op: Op) -> list[str]:
         "",
         f"    Of a number (a float), a Value or a Vector (elementwise), as torch.{name}.",
         '    """',
-        "    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value",
+        f"    if isinstance(x, Vector) or ({_takes_as_a_value('x', 'Node')}):  # a Node is a Value",
         f"        return x.{name}()",
         "    # a number, or a float argument compile records: as_number makes it structure, since eager",
         "    # code has a float there",
@@ -348,6 +348,15 @@ def _function(op: Op) -> list[str]:
         f'        raise TypeError(f"{name}() takes a number, a Value or a Vector, got {{type(x).__name__}}")',
         f"    return ops.{_row_name(op)}.forward(number)",
     ]
+
+
+def _takes_as_a_value(x: str, value_class: str) -> str:
+    """The condition, in generated code, that ``x`` is a Value a module function takes as one.
+
+    While compile records, a float argument is a Value standing for a number (its
+    ``number_argument`` is True), which the functions take as a number, as eager code does: this
+    is the writer's one place that knows of compile's stand-in."""
+    return f"isinstance({x}, {value_class}) and not {x}.number_argument"
 
 
 def _function_of_two(op: Op) -> list[str]:
@@ -396,7 +405,7 @@ def _operand_helper() -> list[str]:
         "def _operand(function: str, x: object) -> Value | float:",
         '    """``x`` as an operand of ``function``: a Value as it is, a number as a float; a TypeError',
         '    for anything else."""',
-        "    if isinstance(x, Value) and not x.number_argument:",
+        f"    if {_takes_as_a_value('x', 'Value')}:",
         "        return x",
         "    number = as_number(x)  # a float argument compile records is a number here, as in eager code",
         "    if number is None:",
