@@ -391,8 +391,8 @@ def collection_paused() -> Iterator[None]:
     """The cyclic garbage collector paused while a function is recorded and while compile builds
     its own tables of the recording (the guard, the description, the code): the recording keeps
     every node it makes alive until it is read, so each collection the new objects set off walks
-    them all again, finding nothing to free (it was a third of a warm start's time, and half of
-    the recorded call's). Turned back on as it was, whatever happens; what the function leaves
+    them all again, finding nothing to free (a large share of a warm start and of the recorded
+    call). Turned back on as it was, whatever happens; what the function leaves
     for the collector is collected at its next run."""
     enabled = gc.isenabled()
     gc.disable()
