@@ -432,3 +432,28 @@ def test_module_function_refuses_other_types() -> None:
 
 def test_log_of_zero_as_a_number_is_minus_inf_not_an_exception() -> None:
     assert vjpgrad.log(0) == -inf
+
+
+# ---- hypot: the C library's, as PyTorch computes it ----------------------------------------------
+
+
+def test_hypot_is_the_c_librarys_where_python_rounds_otherwise() -> None:
+    # math.hypot is Python's own algorithm; glibc's hypot (PyTorch's, one number at a time)
+    # rounds this point the other way in the last bit
+    x, y = 1.7174430627618178, 1.7742289477795508
+    if floats._c_hypot is math.hypot:
+        pytest.skip("no C library could be loaded here: math.hypot stands in")
+    assert floats.hypot(x, y) == floats._c_hypot(x, y)
+    if math.hypot(x, y) != floats._c_hypot(x, y):  # glibc: the point tells the two apart
+        assert floats.hypot(x, y) == 2.46931144916303
+
+
+def test_hypot_falls_back_to_pythons_where_no_c_library_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctypes
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("no C library here")
+
+    monkeypatch.setattr(ctypes, "CDLL", refuse)
+    assert floats._load_c_hypot() is math.hypot
+    assert math.hypot(math.inf, math.nan) == math.inf  # the fallback keeps C99's edge
