@@ -1,4 +1,4 @@
-"""What are the gradient arguments? The Stack Overflow answer's Example 1, with the Jacobian built explicitly.
+"""What are the gradient arguments? Case 1 of the Stack Overflow answer, with the Jacobian built explicitly.
 
 y = 3a + 2b*b + log(c) maps the nine numbers (a, b, c) to three. Its Jacobian J is 3 x 9.
 `y.backward(v)` never builds J: it computes v^T J directly. Here we build J with
