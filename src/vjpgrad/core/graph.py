@@ -334,6 +334,10 @@ def edges(node: Node) -> list[tuple[int, Node, Any]]:
         return []
     if op.backward is not None:
         raise RuntimeError(OWN_BACKWARD_MESSAGE)
+    if op.maskable and state.recording is not None:
+        # which operand gets 0 is decided by the numbers (relu's sign, max's ties): a recording
+        # would keep this call's choice for every later call, so the recording refuses
+        refuse_number(f"a gradient with create_graph through {op.name} (its rule depends on the number)")
     if op.nary:
         return [(k, x, s) for k, (x, s) in enumerate(zip(node._a, node._da, strict=True)) if s is not None]
     found = []
