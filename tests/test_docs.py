@@ -90,7 +90,7 @@ def test_the_site_builds_with_no_warnings(site: Site) -> None:
 @pytest.mark.slow  # the site's build
 def test_every_tutorial_ran_and_shows_each_cells_output(site: Site) -> None:
     tutorials = sorted((DOCS / "tutorials").glob("*.md"))
-    assert len(tutorials) == 6
+    assert len(tutorials) == 8
     for source in tutorials:
         cells = source.read_text(encoding="utf-8").count("```{code-cell}")
         page = page_of(site, source).read_text(encoding="utf-8")

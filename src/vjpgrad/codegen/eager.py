@@ -101,8 +101,7 @@ class _Module:
 
 def _operator(face: Face, module: _Module) -> list[str]:
     """``self <op> other``, taking ``other`` as ``face.other`` says (``Face``): a Value or a
-    number (a constant, no edge), a Value only, a number only, or, while compile records, a
-    Value under a float argument."""
+    number (a constant, no edge), a Value only, or a number only."""
     op = face.op
     x, y, out = (Code(name, atomic=True) for name in ("x", "y", "out"))
     row = module.row(op)
@@ -141,22 +140,11 @@ def _operator(face: Face, module: _Module) -> list[str]:
         return [
             f"    def {face.name}(self, other: Value | float) -> Value:",
             header,
-            "        if isinstance(other, Node):  # a float argument while compile records: it takes no gradient",
-            "            y = other._data",
-            *a_number(),
+            "        if type(other) is float:",
+            *a_number()[1:],
             *forward,
             f"        da = {da}",
             *graph.make_inline("        ", "_Value", "out", row, "self", "da", "other", "None"),
-        ]
-    if face.other == "recording":
-        return [
-            f"    def {face.name}(self, other: Value) -> Value:",
-            header,
-            "        y = other._data",
-            *forward,
-            f"        db = {db.format(takes='other.requires_grad')}",
-            "        # self is a float argument (it takes no gradient); make() hands the node to the recording",
-            f"        return make(_Value, out, {row}, self, None, other, db)",
         ]
     return [
         f"    def {face.name}(self, other: Value | float) -> Value:",
@@ -339,24 +327,13 @@ def _function(op: Op) -> list[str]:
         "",
         f"    Of a number (a float), a Value or a Vector (elementwise), as torch.{name}.",
         '    """',
-        f"    if isinstance(x, Vector) or ({_takes_as_a_value('x', 'Node')}):  # a Node is a Value",
+        "    if isinstance(x, (Node, Vector)):  # a Node is a Value",
         f"        return x.{name}()",
-        "    # a number, or a float argument compile records: as_number makes it structure, since eager",
-        "    # code has a float there",
         "    number = as_number(x)",
         "    if number is None:",
         f'        raise TypeError(f"{name}() takes a number, a Value or a Vector, got {{type(x).__name__}}")',
         f"    return ops.{_row_name(op)}.forward(number)",
     ]
-
-
-def _takes_as_a_value(x: str, value_class: str) -> str:
-    """The condition, in generated code, that ``x`` is a Value a module function takes as one.
-
-    While compile records, a float argument is a Value standing for a number (its
-    ``number_argument`` is True), which the functions take as a number, as eager code does: this
-    is the writer's one place that knows of compile's stand-in."""
-    return f"isinstance({x}, {value_class}) and not {x}.number_argument"
 
 
 def _function_of_two(op: Op) -> list[str]:
@@ -405,9 +382,9 @@ def _operand_helper() -> list[str]:
         "def _operand(function: str, x: object) -> Value | float:",
         '    """``x`` as an operand of ``function``: a Value as it is, a number as a float; a TypeError',
         '    for anything else."""',
-        f"    if {_takes_as_a_value('x', 'Value')}:",
+        "    if isinstance(x, Value):",
         "        return x",
-        "    number = as_number(x)  # a float argument compile records is a number here, as in eager code",
+        "    number = as_number(x)",
         "    if number is None:",
         '        raise TypeError(f"{function}() takes numbers, Values or Vectors, got {type(x).__name__}")',
         "    return number",

@@ -32,10 +32,8 @@ def exp(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.exp.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.exp()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"exp() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -53,10 +51,8 @@ def log(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.log.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.log()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"log() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -74,10 +70,8 @@ def log1p(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.log1p.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.log1p()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"log1p() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -95,10 +89,8 @@ def sqrt(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.sqrt.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.sqrt()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"sqrt() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -116,10 +108,8 @@ def sin(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.sin.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.sin()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"sin() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -137,10 +127,8 @@ def cos(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.cos.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.cos()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"cos() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -158,10 +146,8 @@ def tan(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.tan.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.tan()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"tan() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -179,10 +165,8 @@ def tanh(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.tanh.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.tanh()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"tanh() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -200,10 +184,8 @@ def sigmoid(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.sigmoid.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.sigmoid()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"sigmoid() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -221,10 +203,8 @@ def relu(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.relu.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.relu()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"relu() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -292,9 +272,9 @@ def hypot(input: Vector | Value | float, other: Vector | Value | float) -> Vecto
 def _operand(function: str, x: object) -> Value | float:
     """``x`` as an operand of ``function``: a Value as it is, a number as a float; a TypeError
     for anything else."""
-    if isinstance(x, Value) and not x.number_argument:
+    if isinstance(x, Value):
         return x
-    number = as_number(x)  # a float argument compile records is a number here, as in eager code
+    number = as_number(x)
     if number is None:
         raise TypeError(f"{function}() takes numbers, Values or Vectors, got {type(x).__name__}")
     return number

@@ -88,11 +88,6 @@ class Node:
     _grad: float | None  # the gradient; None once a user sets it to None (it counts as 0.0)
     requires_grad: bool
     label: str | None = None  # a class default: a node keeps a label only once one is given
-    number_argument = False
-    """True for a node that stands for a plain number: a float argument of a function that
-    vjpgrad.compile records. Operations take it as eager code takes that number (``x ** lr``
-    takes PyTorch's special exponents; ``Value(lr)`` is a new leaf holding the number), and
-    ``isinstance(lr, Value)`` in the user's code is False, as for a float."""
     _operation: Op | None  # None for a leaf (made by the user) or a constant
     _first: Any  # Node | float | tuple[Node | float, ...] | None
     _second: Any  # Node | float | None
@@ -193,18 +188,16 @@ class Recording:
     - hands every operation it makes to it (``make`` calls ``_record``), whether or not it
       takes gradient (a constant's operands can be parameters that change between calls);
     - records ``detach()`` as an operation with no edge (a cut whose number changes per call);
-    - tells it of every Value made by ``Value()`` (``made_leaf``), and of the float argument
-      one was made from (``Value(lr)``), whose number is that argument's at every call.
+    - tells it of every Value made by ``Value()`` (``made_leaf``).
 
     Compile also sets ``state.refusal`` (``modes.refusing_numbers``) for the recording, under
-    which every read of a Value's number raises, and the float arguments it records are Values
-    whose ``number_argument`` is True (operations take them as eager code takes a number).
+    which every read of a Value's number raises. Nothing else in the core knows of compile:
+    the function is recorded running on the call's own arguments, numbers included.
     """
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
         self.leaves: dict[int, Node] = {}  # id -> every Value made by Value() inside the function
-        self.from_numbers: dict[int, Node] = {}  # id(leaf made from a float argument) -> the argument
 
     failure: BaseException | None = None
     """The first refusal raised while recording: compile raises it again when the function
@@ -215,12 +208,9 @@ class Recording:
         if self.failure is None:
             self.failure = error
 
-    def made_leaf(self, leaf: Node, argument: Node | None) -> None:
-        """``Value(...)`` made ``leaf`` inside the function; ``argument`` is the float argument it
-        was made from (``Value(lr)``), or None."""
+    def made_leaf(self, leaf: Node) -> None:
+        """``Value(...)`` made ``leaf`` inside the function."""
         self.leaves[id(leaf)] = leaf
-        if argument is not None:
-            self.from_numbers[id(leaf)] = argument
 
 
 def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
@@ -344,6 +334,10 @@ def edges(node: Node) -> list[tuple[int, Node, Any]]:
         return []
     if op.backward is not None:
         raise RuntimeError(OWN_BACKWARD_MESSAGE)
+    if op.maskable and state.recording is not None:
+        # which operand gets 0 is decided by the numbers (relu's sign, max's ties): a recording
+        # would keep this call's choice for every later call, so the recording refuses
+        refuse_number(f"a gradient with create_graph through {op.name} (its rule depends on the number)")
     if op.nary:
         return [(k, x, s) for k, (x, s) in enumerate(zip(node._first, node._saved_first, strict=True)) if s is not None]
     found = []
@@ -368,6 +362,26 @@ def saved_of(node: Node) -> Any:
     assert op is not None  # only operations with their own backward keep their own data
     assert op.backward is not None
     return node._saved_second if op.nary else node._saved_first
+
+
+_cotangent_of = operator.attrgetter("_cotangent")
+_data_of = operator.attrgetter("_data")
+
+
+def numbers_of(nodes: Sequence[Node]) -> list[float]:
+    """Each node's number, read in C (a compiled call reads its arguments and parameters so)."""
+    return list(map(_data_of, nodes))
+
+
+def cotangents(nodes: Sequence[Node]) -> tuple[Any, ...]:
+    """Each node's gradient in the pass that is running (every node must have been reached)."""
+    return tuple(map(_cotangent_of, nodes))
+
+
+def set_cotangents(nodes: Sequence[Node], gradients: Sequence[Any]) -> None:
+    """``set_cotangent`` of each node, in C."""
+    for _ in map(setattr, nodes, itertools.repeat("_cotangent"), gradients):
+        pass
 
 
 def set_cotangent(node: Node, gradient: Any) -> None:
@@ -445,7 +459,10 @@ def reached(outputs: Sequence[N]) -> tuple[list[N], list[N]]:
         if op.nary:
             if da is None:
                 raise RuntimeError(f"{FREED_MESSAGE} (the node is {node!r}, made by {op.name!r})")
-            stack.extend(x for x, s in zip(node._first, da, strict=True) if s is not None and x._seen is not token)
+            if None in da:  # some operands take no gradient
+                stack.extend(x for x, s in zip(node._first, da, strict=True) if s is not None and x._seen is not token)
+            else:  # every operand (a compiled call's output): in C; the pop skips those already reached
+                stack.extend(node._first)
             continue
         if db is not None:
             b = node._second

@@ -329,9 +329,7 @@ class ValueOperators(Node):
 
     def _pow_number(self, other: Value | float) -> Value:
         """self ** other for a number exponent, with PyTorch's cases."""
-        if isinstance(other, Node):  # a float argument while compile records: it takes no gradient
-            y = other._data
-        elif type(other) is float:
+        if type(other) is float:
             y = other
         else:
             number = as_number(other)
@@ -356,15 +354,6 @@ class ValueOperators(Node):
         node._saved_second = None
         node._seq = _next_seq()
         return node
-
-    def _pow_base(self, other: Value) -> Value:
-        """self ** other, self a float argument compile records."""
-        y = other._data
-        x = self._data
-        out = _pow(x, y)
-        db = (0.0 if (x == 0.0) and (y >= 0.0) else (out * _log(x))) if other.requires_grad else None
-        # self is a float argument (it takes no gradient); make() hands the node to the recording
-        return make(_Value, out, _POW_BASE, self, None, other, db)
 
     def __rpow__(self, other: float) -> Value:
         """other ** self, a number raised to a Value."""

@@ -473,10 +473,7 @@ class Face:
 
     ``other`` says what an operator's other operand can be, so that no branch is written that
     nothing can reach: ``"any"`` (a Value or a number: the operators Python calls), ``"value"``
-    (a Value that is no float argument: ``__pow__`` chose the row), ``"number"`` (a number, or
-    a float argument standing for one while compile records: neither takes gradient), and
-    ``"recording"`` (``self`` is a float argument and ``other`` a Value: only compile's
-    recording calls it, so the node is always made by ``make``)."""
+    (``__pow__`` chose the row), and ``"number"`` (a number: it takes no gradient)."""
 
     name: str
     op: Op
@@ -495,7 +492,6 @@ FACES: tuple[Face, ...] = (
     Face("__truediv__", DIV, "operator", "self / other"),
     Face("_pow_value", POW, "operator", "self ** other for a Value exponent: C's pow", "value"),
     Face("_pow_number", POW_SCALAR, "operator", "self ** other for a number exponent, with PyTorch's cases", "number"),
-    Face("_pow_base", POW_BASE, "operator", "self ** other, self a float argument compile records", "recording"),
     Face("__rpow__", POW_BASE, "reflected", "other ** self, a number raised to a Value"),
     Face("__neg__", NEG, "method", "-self"),
     Face("__abs__", ABS, "method", "abs(self); its derivative at 0 (and at nan) is 0"),

@@ -31,9 +31,9 @@ def as_values(items: Iterable[object], requires_grad: bool, caller: str) -> list
     whether it takes gradient); anything else is a TypeError that ``caller`` names."""
     values: list[Any] = []  # Values
     for index, item in enumerate(items):
-        if isinstance(item, Node) and not item.number_argument:  # a Node is a Value: the check no metaclass slows
+        if isinstance(item, Node):  # a Node is a Value
             values.append(item)
-        elif isinstance(item, numbers.Real):  # a float argument compile records counts as its number
+        elif isinstance(item, numbers.Real):
             values.append(Value(item, requires_grad=requires_grad))
         else:
             raise TypeError(f"{caller} element {index} must be a number or a Value, got {type(item).__name__}")

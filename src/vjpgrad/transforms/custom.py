@@ -32,9 +32,11 @@ def _checked_rule(name: str, rule: Callable[..., Any], arity: int) -> Callable[.
                 result = rule(*constants)
                 result = tuple(_number(r) for r in result) if isinstance(result, tuple) else _number(result)
             _check_result(name, result, arity)
+            # a Value the rule answers (one it closes over) is its number at this call, read
+            # without float(), which vjpgrad.compile refuses while it records
             if isinstance(result, tuple):
-                return tuple(float(r) for r in result)
-            return float(result)
+                return tuple(float(_number(r)) for r in result)
+            return float(_number(result))
         message = (
             f"the derivative rule of {name} is called with Values (for a higher derivative, or to build "
             "a differentiable gradient) and turned one into a number: write it with vjpgrad's functions "
@@ -135,8 +137,7 @@ class CustomOp:
 
     def __call__(self, *args: Any) -> Any:
         self._check_arguments(args)
-        if not any(isinstance(arg, Vector) or (isinstance(arg, Value) and not arg.number_argument) for arg in args):
-            # numbers: a float, as eager code gives (float() makes a float argument compile records structure)
+        if not any(isinstance(arg, (Value, Vector)) for arg in args):  # numbers: a float, as eager code gives
             return float(self.function(*(float(a) for a in args)))
         if self._apply is None:
             raise RuntimeError(
