@@ -337,7 +337,10 @@ def edges(node: Node) -> list[tuple[int, Node, Any]]:
     if op.maskable and state.recording is not None:
         # which operand gets 0 is decided by the numbers (relu's sign, max's ties): a recording
         # would keep this call's choice for every later call, so the recording refuses
-        refuse_number(f"a gradient with create_graph through {op.name} (its rule depends on the number)")
+        refuse_number(
+            f"a gradient with create_graph through {op.name} (its rule depends on the number)",
+            "take the gradient outside the function: vmap(grad(f)) over a batch, or grad(f) called uncompiled",
+        )
     if op.nary:
         return [(k, x, s) for k, (x, s) in enumerate(zip(node._first, node._saved_first, strict=True)) if s is not None]
     found = []
