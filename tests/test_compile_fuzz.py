@@ -53,13 +53,13 @@ INNER = vjpgrad.compile(lambda v: v * v + 1.0)
 ONE_VALUE: dict[str, Callable[[Value], Value]] = {
     f"{form.text} with {numbers}" if numbers else form.text: form.of_values(numbers)
     for case in CASES
-    for form in case.forms()
+    for form in case.spellings()
     if form.values == 1
     for numbers in form.number_choices()
 }
 """Every operation of the table on one Value (x.exp(), x ** k for each k, c / x for each c...)."""
 TWO_VALUES: dict[str, Callable[[Value, Value], Value]] = {
-    form.text: form.call for case in CASES for form in case.forms() if form.operands == "vv"
+    form.text: form.call for case in CASES for form in case.spellings() if form.operands == "vv"
 }
 """Every operation of the table on two Values (x + y, x ** y, max([x, y]))."""
 

@@ -236,6 +236,36 @@ def test_gradients_that_are_numbers_inside_are_refused_but_differentiable_ones_a
     same(graph, lambda: (Value(1.5),), (Value(0.5),))
 
 
+MASKED_RULES: dict[str, Callable[[Value], Value]] = {
+    "relu": lambda y: y.relu(),
+    "max": lambda y: vjpgrad.nn.functional.max([y, y * 0.5]),
+}
+
+
+@pytest.mark.parametrize("name", MASKED_RULES)
+def test_a_gradient_inside_whose_rule_depends_on_the_number_is_refused(name: str) -> None:
+    inner = MASKED_RULES[name]
+
+    # relu's gradient is 1 or 0 by the sign of its operand: a create_graph pass recorded at 2.0
+    # would hand 1 at -3.0 too (eager: 0), so the recording refuses, naming the user's line
+    def f(x: Value) -> Value:
+        return vjpgrad.grad(inner)(x)
+
+    assert f(Value(-3.0)).data != f(Value(2.0)).data  # the mask does differ between the two numbers
+    with pytest.raises(DataDependentError, match=HERE) as error:
+        vjpgrad.compile(f)(Value(2.0))
+    assert name in str(error.value)
+
+
+def test_a_gradient_inside_whose_rule_is_an_operation_replays_at_every_number() -> None:
+    # abs's gradient is sign(y), itself an operation of the graph: recorded once, right everywhere
+    def f(x: Value) -> Value:
+        return vjpgrad.grad(lambda y: abs(y) * 2.0)(x)
+
+    same(f, lambda: (Value(-3.0),), (Value(2.0),))
+    same(f, lambda: (Value(0.0),), (Value(2.0),))
+
+
 def test_create_graph_through_a_compiled_call_says_to_call_it_uncompiled() -> None:
     a = Value(2.0)
     f = vjpgrad.compile(lambda a: a * a)

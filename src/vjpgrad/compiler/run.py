@@ -38,7 +38,7 @@ from vjpgrad.compiler.record import (
 from vjpgrad.compiler.write import Program, namespace
 from vjpgrad.core import graph
 from vjpgrad.core.modes import USER_FRAMES, enable_grad, state
-from vjpgrad.core.ops import TIMES, Form, Op
+from vjpgrad.core.ops import Op, times
 from vjpgrad.core.value import Value
 
 CACHE_SIZE = 64
@@ -57,9 +57,13 @@ def _output_backward(node: graph.Node, g: Any) -> None:
     graph.saved_of(call)[3][graph.saved_of(node)] = g
 
 
-_OUTPUT_FORM = Form("output", lambda g, s: g, lambda s: 1.0)
+def _hands_on(g: Any, s: Any) -> Any:
+    """An output's edge to its call: ``g`` itself (the call's own backward reads it)."""
+    return g
+
+
 OUTPUT = Op(
-    "output", 0, lambda *xs: 0.0, (), (_OUTPUT_FORM,), "", doc="an output of a compiled call", backward=_output_backward
+    "output", 0, lambda *xs: 0.0, (), (_hands_on,), "", doc="an output of a compiled call", backward=_output_backward
 )
 """An output of a compiled call: its operands are the call, the arguments and parameters it was
 computed from, and the other outputs it was computed from; their edges only say what a pass from
@@ -106,7 +110,7 @@ class Entry:
             0,
             lambda *xs: 0.0,
             (),
-            (TIMES,),
+            (times,),
             "",
             doc="a compiled call",
             backward=self._backward,

@@ -16,8 +16,9 @@ from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
+from vjpgrad.core.vector import wrap as _wrap
 
-__all__ = ["cos", "exp", "log", "log1p", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh"]
+__all__ = ["atan2", "cos", "exp", "hypot", "log", "log1p", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh"]
 
 
 @overload
@@ -208,3 +209,72 @@ def relu(x: Vector | Value | float) -> Vector | Value | float:
     if number is None:
         raise TypeError(f"relu() takes a number, a Value or a Vector, got {type(x).__name__}")
     return ops.RELU.forward(number)
+
+
+@overload
+def atan2(input: Vector, other: Vector | Value | float) -> Vector: ...
+@overload
+def atan2(input: Vector | Value | float, other: Vector) -> Vector: ...
+@overload
+def atan2(input: Value, other: Value | float) -> Value: ...
+@overload
+def atan2(input: Value | float, other: Value) -> Value: ...
+@overload
+def atan2(input: float, other: float) -> float: ...
+def atan2(input: Vector | Value | float, other: Vector | Value | float) -> Vector | Value | float:
+    """atan2(input, other): the angle of the point (other, input) in radians, in [-pi, pi], as C's atan2.
+
+    Of numbers (floats), Values or Vectors (elementwise; a length-1 Vector, a Value or a number
+    broadcasts), as torch.atan2.
+    """
+    if isinstance(input, Vector):
+        return input.atan2(other)
+    x = _operand("atan2", input)
+    if isinstance(other, Vector):
+        return _wrap([atan2(x, y) for y in other])
+    y = _operand("atan2", other)
+    if isinstance(x, Value):
+        return x.atan2(y)
+    if isinstance(y, Value):
+        return y._reflected_atan2(x)
+    return ops.ATAN2.forward(x, y)
+
+
+@overload
+def hypot(input: Vector, other: Vector | Value | float) -> Vector: ...
+@overload
+def hypot(input: Vector | Value | float, other: Vector) -> Vector: ...
+@overload
+def hypot(input: Value, other: Value | float) -> Value: ...
+@overload
+def hypot(input: Value | float, other: Value) -> Value: ...
+@overload
+def hypot(input: float, other: float) -> float: ...
+def hypot(input: Vector | Value | float, other: Vector | Value | float) -> Vector | Value | float:
+    """hypot(input, other): sqrt(input ** 2 + other ** 2) without overflow, as C's hypot.
+
+    Of numbers (floats), Values or Vectors (elementwise; a length-1 Vector, a Value or a number
+    broadcasts), as torch.hypot.
+    """
+    if isinstance(input, Vector):
+        return input.hypot(other)
+    x = _operand("hypot", input)
+    if isinstance(other, Vector):
+        return _wrap([hypot(x, y) for y in other])
+    y = _operand("hypot", other)
+    if isinstance(x, Value):
+        return x.hypot(y)
+    if isinstance(y, Value):
+        return y._reflected_hypot(x)
+    return ops.HYPOT.forward(x, y)
+
+
+def _operand(function: str, x: object) -> Value | float:
+    """``x`` as an operand of ``function``: a Value as it is, a number as a float; a TypeError
+    for anything else."""
+    if isinstance(x, Value):
+        return x
+    number = as_number(x)
+    if number is None:
+        raise TypeError(f"{function}() takes numbers, Values or Vectors, got {type(x).__name__}")
+    return number

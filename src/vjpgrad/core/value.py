@@ -19,7 +19,7 @@ from vjpgrad.core import graph, operators, ops
 from vjpgrad.core.backward import backward
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node
-from vjpgrad.core.modes import USER_FRAMES, refuse_number, state, switched
+from vjpgrad.core.modes import USER_FRAMES, refuse_number, state, switches_on
 from vjpgrad.core.ops import Op
 
 Operand = Union["Value", float]
@@ -178,7 +178,7 @@ class Value(operators.ValueOperators):
         if label is not None and not isinstance(label, str):
             raise TypeError(f"Value() label must be a str or None, got {type(label).__name__}")
         graph.init_leaf(self, number, requires_grad, label)
-        if switched[0] and state.recording is not None:  # made inside a function compile records
+        if switches_on[0] and state.recording is not None:  # made inside a function compile records
             state.recording.made_leaf(self)
 
     # ---- what it is ---------------------------------------------------------------------
@@ -246,7 +246,7 @@ class Value(operators.ValueOperators):
 
     def detach(self) -> Value:
         """A new leaf with the same data that requires no grad: a constant cut from the graph."""
-        if switched[0] and state.recording is not None:  # compile records the cut: its number changes
+        if switches_on[0] and state.recording is not None:  # compile records the cut: its number changes
             return _make(Value, self._data, ops.DETACH, self, None, None, None)
         return Value(self._data, requires_grad=False, label=self.label)
 

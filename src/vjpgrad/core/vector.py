@@ -157,6 +157,15 @@ class Vector(VectorMethods):
 
     # ---- a sequence of Values -----------------------------------------------------------
 
+    def _pairs(self, other: object, function: str) -> list[tuple[Value, Value | float]]:
+        """The element pairs of this Vector and ``other`` for a function of two operands
+        (``v.atan2(other)``), broadcast as arithmetic is; a TypeError naming ``function`` for
+        an operand of another type."""
+        found = pairs(self, other)
+        if found is None:
+            raise TypeError(f"{function}() takes numbers, Values or Vectors, got {type(other).__name__}")
+        return found
+
     def __len__(self) -> int:
         return len(self._values)
 
@@ -309,7 +318,7 @@ class Vector(VectorMethods):
 def outputs_and_seeds(
     output: Value | Vector, seed: object, what: str, hint: str = ""
 ) -> tuple[list[Value], list[float]]:
-    """The outputs of a Value or a Vector and one seed each, by the rules of ``_seeds``:
+    """The outputs of a Value or a Vector and one seed each, by the rules of ``core/seeds.py``:
     what ``explain``, ``to_dot`` and ``vjpgrad.testing`` take, as ``backward`` takes it."""
     if isinstance(output, Value):
         return [output], seeds_for(None, seed, name="seed")
