@@ -1,4 +1,4 @@
-"""Loop folding against straight-line code, side by side in one process (issue 32).
+"""Loop folding against straight-line code, side by side in one process.
 
     python benchmarks/fold.py              # micrograd's demo step
     python benchmarks/fold.py --only gpt   # microgpt's step on 'isabella' (not folded: the search's cost)

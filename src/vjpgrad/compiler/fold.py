@@ -195,77 +195,123 @@ class Block:
         is checked to be wired inside as the first, and to read from before the run alike."""
         start, length, copies = run
         end = start + length * copies
-        operands_of, node_type = graph.operands, graph.Node
-        inside: list[tuple[int, int, int]] = []  # (offset, operand, offset read) within the first copy
-        reads: list[tuple[int, int]] = []  # (offset, operand) of the first copy's reads from before the run
-        constants: list[tuple[int, int]] = []  # (offset, operand) of the numbers it computes with
-        for o, node in enumerate(live[start : start + length]):
-            for n, x in enumerate(operands_of(node)):
-                if not isinstance(x, node_type):
-                    constants.append((o, n))
-                    continue
-                j = place.get(id(x))
-                k = external.get(id(x))
-                if j is not None and j >= start:
-                    inside.append((o, n, j - start))
-                elif j is not None or (k is not None and k < arguments):
-                    reads.append((o, n))
+        inside, reads, constants = _first_copy(run, live, place, external, arguments)
+        operands_of = graph.operands
         for m in range(1, copies):  # each copy wired inside as the first
             base = start + m * length
             for o, n, at in inside:
                 if place.get(id(operands_of(live[base + o])[n])) != base + at:
                     return None
-        wiring: list[int] | None = None
-        inputs: list[list[graph.Node]] = []
-        for m in range(copies):
-            base = start + m * length
-            order: dict[int, int] = {}
-            nodes: list[graph.Node] = []
-            wires: list[int] = []
-            for o, n in reads:
-                x = operands_of(live[base + o])[n]
-                j = place.get(id(x))
-                if j is not None and j >= start:
-                    return None  # a copy reads an earlier copy's value: not one loop
-                slot = order.setdefault(id(x), len(order))
-                if slot == len(nodes):
-                    nodes.append(x)
-                wires.append(slot)
-            if wiring is None:
-                wiring = wires
-            elif wires != wiring:
-                return None
-            inputs.append(nodes)
-        varying: list[list[graph.Node]] = []
-        shared: dict[int, graph.Node] = {}
-        slot_of: dict[int, int] = {}
-        seen: set[int] = set()
-        for s in range(len(inputs[0])):
-            column = [nodes[s] for nodes in inputs]
-            if all(x is column[0] for x in column):
-                shared[id(column[0])] = column[0]
-                continue
-            ids = {id(x) for x in column}
-            if len(ids) != copies or not ids.isdisjoint(seen):
-                return None  # an input read by two copies, but not by all: not one loop
-            seen |= ids
-            slot_of[id(column[0])] = len(varying)
-            varying.append(column)
-        if not seen.isdisjoint(shared):
+        inputs = _inputs(run, live, place, reads)
+        if inputs is None:
             return None
+        slots = _slots(inputs, copies)
+        if slots is None:
+            return None
+        varying, shared, slot_of = slots
         outputs = {(j - start) % length for j in range(start, end) if last[j] >= end}
-        numbers: list[tuple[list[tuple[int, int]], list[Any]]] = []  # numbers that differ: inputs
-        columns: dict[tuple[Any, ...], int] = {}
-        for o, n in constants:
-            column = [operands_of(live[start + m * length + o])[n] for m in range(copies)]
-            bits = tuple(exact(x) for x in column)
-            if all(b == bits[0] for b in bits):
+        return cls(run, varying, shared, slot_of, sorted(outputs), _numbers(run, live, constants))
+
+
+def _first_copy(
+    run: Run, live: Sequence[graph.Node], place: dict[int, int], external: dict[int, int], arguments: int
+) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
+    """What the first copy's operands are: ``(offset, operand, offset read)`` of those inside
+    the copy, ``(offset, operand)`` of those read from before the run (arguments, glue, earlier
+    blocks), and ``(offset, operand)`` of its numbers."""
+    start, length, _ = run
+    node_type = graph.Node
+    inside: list[tuple[int, int, int]] = []
+    reads: list[tuple[int, int]] = []
+    constants: list[tuple[int, int]] = []
+    for o, node in enumerate(live[start : start + length]):
+        for n, x in enumerate(graph.operands(node)):
+            if not isinstance(x, node_type):
+                constants.append((o, n))
                 continue
-            s = columns.setdefault(bits, len(numbers))
-            if s == len(numbers):
-                numbers.append(([], column))
-            numbers[s][0].append((o, n))
-        return cls(run, varying, shared, slot_of, sorted(outputs), numbers)
+            j = place.get(id(x))
+            k = external.get(id(x))
+            if j is not None and j >= start:
+                inside.append((o, n, j - start))
+            elif j is not None or (k is not None and k < arguments):
+                reads.append((o, n))
+    return inside, reads, constants
+
+
+def _inputs(
+    run: Run, live: Sequence[graph.Node], place: dict[int, int], reads: list[tuple[int, int]]
+) -> list[list[graph.Node]] | None:
+    """Each copy's inputs, in the order the copy first reads them; None when the copies wire
+    them differently or a copy reads an earlier copy's value (not one loop)."""
+    start, length, copies = run
+    operands_of = graph.operands
+    wiring: list[int] | None = None
+    inputs: list[list[graph.Node]] = []
+    for m in range(copies):
+        base = start + m * length
+        order: dict[int, int] = {}
+        nodes: list[graph.Node] = []
+        wires: list[int] = []
+        for o, n in reads:
+            x = operands_of(live[base + o])[n]
+            j = place.get(id(x))
+            if j is not None and j >= start:
+                return None
+            slot = order.setdefault(id(x), len(order))
+            if slot == len(nodes):
+                nodes.append(x)
+            wires.append(slot)
+        if wiring is None:
+            wiring = wires
+        elif wires != wiring:
+            return None
+        inputs.append(nodes)
+    return inputs
+
+
+def _slots(
+    inputs: list[list[graph.Node]], copies: int
+) -> tuple[list[list[graph.Node]], dict[int, graph.Node], dict[int, int]] | None:
+    """The inputs every copy shares (read by name) and those each copy has of its own (the
+    loop's columns); None for an input two copies share but not all."""
+    varying: list[list[graph.Node]] = []
+    shared: dict[int, graph.Node] = {}
+    slot_of: dict[int, int] = {}
+    seen: set[int] = set()
+    for s in range(len(inputs[0])):
+        column = [nodes[s] for nodes in inputs]
+        if all(x is column[0] for x in column):
+            shared[id(column[0])] = column[0]
+            continue
+        ids = {id(x) for x in column}
+        if len(ids) != copies or not ids.isdisjoint(seen):
+            return None
+        seen |= ids
+        slot_of[id(column[0])] = len(varying)
+        varying.append(column)
+    if not seen.isdisjoint(shared):
+        return None
+    return varying, shared, slot_of
+
+
+def _numbers(
+    run: Run, live: Sequence[graph.Node], constants: list[tuple[int, int]]
+) -> list[tuple[list[tuple[int, int]], list[Any]]]:
+    """The numbers that differ between copies, inputs of the loop: where each is read and its
+    number in each copy (one input for all the places that read the same numbers)."""
+    start, length, copies = run
+    numbers: list[tuple[list[tuple[int, int]], list[Any]]] = []
+    columns: dict[tuple[Any, ...], int] = {}
+    for o, n in constants:
+        column = [graph.operands(live[start + m * length + o])[n] for m in range(copies)]
+        bits = tuple(exact(x) for x in column)
+        if all(b == bits[0] for b in bits):
+            continue
+        s = columns.setdefault(bits, len(numbers))
+        if s == len(numbers):
+            numbers.append(([], column))
+        numbers[s][0].append((o, n))
+    return numbers
 
 
 def detect(program: Program, table: Sequence[Run] | None = None) -> tuple[list[Block], dict[int, int]]:
