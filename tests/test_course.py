@@ -767,3 +767,73 @@ def test_no_check_leaves_files_in_the_students_directory(skeleton: Path) -> None
     before = sorted(path.name for path in skeleton.iterdir())
     grading.run(skeleton.resolve(), [exercise(1), exercise(2)], timeout=300)
     assert sorted(path.name for path in skeleton.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        (
+            (
+                "            self.grad += out.grad\n            other.grad += out.grad",
+                "            self.grad += 1.0\n            other.grad += 1.0",
+            ),
+            "the edge t2 -> t1 (+) handed t1 1; vjpgrad's hands 1.5 = upstream 1.5 x local derivative 1: that is the "
+            "local derivative alone, but t2.grad is 1.5 here: multiply by out.grad (the chain rule",
+        ),
+        (
+            ("self.grad += other.data * out.grad", "self.grad += other.data"),
+            "the edge t1 -> x1 (*) handed x1 -0.5; vjpgrad's hands -0.75 = upstream 1.5 x local derivative -0.5: that "
+            "is the local derivative alone, but t1.grad is 1.5 here: multiply by out.grad (the chain rule",
+        ),
+        (
+            ("self.grad += other.data * out.grad", "self.grad += self.data"),
+            "the edge t1 -> x1 (*) handed x1 1.5; vjpgrad's hands -1 = upstream 2 x local derivative -0.5: that "
+            "is x1's own number, but an operand receives out.grad x the local derivative: multiply by out.grad (the "
+            "chain rule; t1.grad is 2 here)",
+        ),
+        (
+            ("self.grad += other.data * out.grad", "self.grad += out.grad"),
+            "the edge t3 -> t2 (*) handed t2 1; vjpgrad's hands 1.5 = upstream 1 x local derivative 1.5: that is "
+            "out.grad alone (or a local derivative of 1): check the local derivative of *, 1.5 here, and multiply "
+            "out.grad by it (the chain rule)",
+        ),
+    ],
+    ids=["+ without out.grad", "* without out.grad", "the operand's own number", "out.grad alone"],
+)
+def test_a_missing_factor_of_the_chain_rule_is_named(changes: tuple[str, str], said: str) -> None:
+    twice = Program(  # t1 used twice by +: the * below it runs with out.grad 2
+        (("x1", 1.5), ("x2", -0.5)), (Instruction("t1", "*", ("x1", "x2")), Instruction("t2", "+", ("t1", "t1")))
+    )
+    program = twice if "self.data" in changes[1] else SMALL
+    with pytest.raises(MismatchError) as failure:
+        Twin(program, reference_engine(changes)).check_closures()
+    assert said in str(failure.value)
+
+
+def test_where_out_grad_is_1_a_missing_out_grad_is_not_blamed_on_the_chain_rule() -> None:
+    relu_one_at_zero = reference_engine(("(self.data > 0) * out.grad", "(self.data >= 0) * out.grad"))
+    program = Program((("x", 0.0),), (Instruction("t1", "relu", ("x",)),))
+    with pytest.raises(MismatchError) as failure:
+        Twin(program, relu_one_at_zero).check_closures()
+    assert "check the local derivative of relu, 0 here" in str(failure.value)
+    assert "that is the local derivative alone" not in str(failure.value)
+
+
+def test_every_check_is_named_by_a_sentence_not_a_test_id(tmp_path: Path) -> None:
+    report = tmp_path / "report.jsonl"
+    checks = folder("checks")
+    command = [
+        sys.executable, "-m", "pytest", "--collect-only", "-q", "-c", str(checks / "pytest.ini"), "--rootdir",
+        str(checks), "--course-report", str(report), *(str(ex.check) for ex in EXERCISES),
+    ]  # fmt: skip
+    subprocess.run(command, cwd=tmp_path, capture_output=True, check=True)
+    (collected,) = [json.loads(line)["tests"] for line in report.read_text().splitlines()]
+    titles = [test["title"] for test in collected]
+    assert len(titles) == len(set(titles)) > 50
+    names = ("softmax_vjp", "zero_grad", "vjp_by_hand", "vjp_with_engine")  # the student's functions, by name
+    for title in titles:
+        words = " ".join(word for word in title.split() if not word.startswith(names))
+        assert not re.search(r"[\[\]_]|vjpgrads |\d \d", words), title
+    assert "Case 3's seeds give a.grad = 3.3003" in titles
+    assert "tanh hands out.grad times its local derivative to its operand" in titles
+    assert "The rule is differentiable too, at x = -2.0" in titles
