@@ -2,7 +2,8 @@
 
 ``run`` checks each exercise in a child process of its own, several at a time where the machine has
 the cores, each with a time limit: a student's crash, ``sys.exit``, ``os._exit`` or endless loop
-costs only the exercise it is in. The child is pytest with the plugin ``vjpgrad.course._plugin``,
+costs only the exercise it is in. The children are forked from a server that has imported pytest,
+hypothesis and vjpgrad once. A child is pytest with the plugin ``vjpgrad.course._plugin``,
 which writes one JSON line per event; ``run`` reads them back into an ``ExerciseResult`` per
 exercise, whose score is the exercise's points shared among its checks by weight. ``scoreboard``
 is the text a student reads, ``as_json`` what an autograder reads.
@@ -11,9 +12,9 @@ is the text a student reads, ``as_json`` what an autograder reads.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from collections.abc import Collection, Sequence
@@ -116,36 +117,61 @@ def run_many(
         return list(pool.map(lambda pair: run_exercise(pair[0], pair[1], timeout, held_out), work))
 
 
+PRELOAD = ["pytest", "hypothesis", "hypothesis.strategies", "vjpgrad", "vjpgrad.testing", "vjpgrad.course._plugin"]
+"""What the fork server imports once, so that each exercise's process starts without importing them
+again (hypothesis alone takes most of a second)."""
+
+
+def _processes() -> Any:
+    """Where each exercise's process comes from: a fork server that has imported pytest, hypothesis
+    and vjpgrad once, where the platform has one (Linux, macOS); else a fresh interpreter each time."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
+def pytest_process(arguments: list[str], directory: str, output: str, scratch: str) -> None:
+    """An exercise's process: pytest with ``arguments`` in the student's ``directory``, its output in
+    the file ``output``; nothing written into the student's directory but what their code writes."""
+    stream = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(stream, 1)
+    os.dup2(stream, 2)
+    os.chdir(directory)
+    os.environ.pop("PYTEST_ADDOPTS", None)  # the checks run as written, whatever the shell says
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch  # hypothesis writes nothing into the student's directory
+    sys.dont_write_bytecode = True  # no __pycache__ in the student's directory
+    import pytest
+
+    status = pytest.main(arguments)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(int(status))
+
+
 def run_exercise(directory: Path, exercise: Exercise, timeout: float, held_out: bool = False) -> ExerciseResult:
-    """One exercise's checks (and its held-out checks when ``held_out``) in a pytest child process."""
+    """One exercise's checks (and its held-out checks when ``held_out``) in a pytest process of its own."""
     files = [exercise.check, *(exercise.held_out if held_out else ())]
     with tempfile.TemporaryDirectory(prefix="vjpgrad-course-") as scratch:
-        report = Path(scratch) / "report.jsonl"
-        command = [
-            sys.executable, "-m", "pytest", "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"),
-            "--rootdir", str(exercise.check.parent), "--student", str(directory.resolve()),
-            "--course-report", str(report), *map(str, files),
+        report, output = Path(scratch) / "report.jsonl", Path(scratch) / "output.txt"
+        arguments = [
+            "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(exercise.check.parent),
+            "--student", str(directory.resolve()), "--course-report", str(report), *map(str, files),
         ]  # fmt: skip
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ in the student's directory
-        env.pop("PYTEST_ADDOPTS", None)  # the checks run as written, whatever the shell says
-        env["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch  # hypothesis writes nothing into the student's directory
-        timed_out = False
-        try:
-            finished = subprocess.run(
-                command, cwd=directory, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                timeout=timeout,
-            )  # fmt: skip
-            output = finished.stdout + finished.stderr
-        except subprocess.TimeoutExpired as expired:
-            timed_out = True
-            output = _text(expired.stdout) + _text(expired.stderr)
+        process = _processes().Process(
+            target=pytest_process, args=(arguments, str(directory), str(output), scratch), name="vjpgrad course"
+        )
+        process.start()
+        process.join(timeout)
+        timed_out = process.is_alive()
+        if timed_out:
+            process.kill()
+            process.join()
+        text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
         lines = report.read_text(encoding="utf-8").splitlines() if report.exists() else []
         events = [json.loads(line) for line in lines]
-    return _result(exercise, events, output, timed_out, timeout)
-
-
-def _text(data: str | bytes | None) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+    return _result(exercise, events, text, timed_out, timeout)
 
 
 def _result(

@@ -1,6 +1,6 @@
-"""Exercise 5 (engine.py): a second backward() adds the same gradients again (Example 4), and zero_grad.
+"""Exercise 5 (engine.py): a second backward() adds the same gradients again (case 4), and zero_grad.
 
-Example 4 of the Stack Overflow answer to "Pytorch, what are the gradient arguments"
+Case 4 of the Stack Overflow answer to "Pytorch, what are the gradient arguments"
 (https://stackoverflow.com/questions/43451125): y = 3a + 2b*b + log(c) at a = b = c = 1, two
 passes, gives a.grad, b.grad, c.grad = 6, 8, 2: twice one pass.
 """

@@ -1,5 +1,5 @@
-"""Exercise 6 (seeds.py): Example 1's VJP, by hand and with the student's engine, against vjpgrad's
-``y.backward(v)``. Example 1 of the Stack Overflow answer to "Pytorch, what are the gradient
+"""Exercise 6 (seeds.py): case 1's VJP, by hand and with the student's engine, against vjpgrad's
+``y.backward(v)``. Case 1 of the Stack Overflow answer to "Pytorch, what are the gradient
 arguments" (https://stackoverflow.com/questions/43451125)."""
 
 from __future__ import annotations

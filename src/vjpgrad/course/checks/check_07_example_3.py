@@ -1,6 +1,6 @@
 """Exercise 7 (example_3.py): a one-element output seeded with several numbers, against vjpgrad.
 
-Example 3 of the Stack Overflow answer to "Pytorch, what are the gradient arguments"
+Case 3 of the Stack Overflow answer to "Pytorch, what are the gradient arguments"
 (https://stackoverflow.com/questions/43451125) prints a.grad = [3.3003] = 3 x (0.1 + 1.0 + 0.0001).
 vjpgrad's Vector.backward sums a seed longer than a one-element output, as PyTorch's engine does.
 """
