@@ -11,10 +11,13 @@ is the text a student reads, ``as_json`` what an autograder reads.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 import multiprocessing
 import os
 import re
+import signal
 import sys
 import tempfile
 from collections.abc import Collection, Sequence
@@ -28,7 +31,10 @@ from vjpgrad.course.exercises import BUILTIN, Exercise, folder
 DONE, FAILING, NOT_STARTED = "done", "failing", "not started"
 PASSED, FAILED = "passed", "failed"
 TIMEOUT = 120.0
-"""Seconds each exercise's checks may take (exercise 11 trains a network in about 5 s of CPU)."""
+"""Seconds of CPU each exercise's checks may take (exercise 11 trains a network in about 5 s of CPU).
+CPU time, not the clock's, where the platform can limit it (``resource``): a busy machine does not
+fail a student; the clock's limit is then ``WALL`` times as long, for a process that waits forever."""
+WALL = 5
 
 
 def cores() -> int:
@@ -132,9 +138,11 @@ def _processes() -> Any:
     return context
 
 
-def pytest_process(arguments: list[str], directory: str, output: str, scratch: str) -> None:
+def pytest_process(arguments: list[str], directory: str, output: str, scratch: str, seconds: float) -> None:
     """An exercise's process: pytest with ``arguments`` in the student's ``directory``, its output in
-    the file ``output``; nothing written into the student's directory but what their code writes."""
+    the file ``output``, at most ``seconds`` of CPU; nothing written into the student's directory but
+    what their code writes."""
+    _limit_cpu(seconds)
     stream = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(stream, 1)
     os.dup2(stream, 2)
@@ -150,6 +158,21 @@ def pytest_process(arguments: list[str], directory: str, output: str, scratch: s
     os._exit(int(status))
 
 
+def _limit_cpu(seconds: float) -> None:
+    """Stop this process (SIGXCPU, then SIGKILL) after ``seconds`` of CPU, where the platform can."""
+    try:
+        import resource
+    except ImportError:  # Windows: the clock's limit alone
+        return
+    limit = max(1, math.ceil(seconds))
+    resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
+
+
+def cpu_limited() -> bool:
+    """Whether an exercise's time limit is CPU time (else the clock's)."""
+    return importlib.util.find_spec("resource") is not None
+
+
 def run_exercise(directory: Path, exercise: Exercise, timeout: float, held_out: bool = False) -> ExerciseResult:
     """One exercise's checks (and its held-out checks when ``held_out``) in a pytest process of its own."""
     files = [exercise.check, *(exercise.held_out if held_out else ())]
@@ -160,12 +183,15 @@ def run_exercise(directory: Path, exercise: Exercise, timeout: float, held_out: 
             "--student", str(directory.resolve()), "--course-report", str(report), *map(str, files),
         ]  # fmt: skip
         process = _processes().Process(
-            target=pytest_process, args=(arguments, str(directory), str(output), scratch), name="vjpgrad course"
+            target=pytest_process,
+            args=(arguments, str(directory), str(output), scratch, timeout),
+            name="vjpgrad course",
         )
         process.start()
-        process.join(timeout)
-        timed_out = process.is_alive()
-        if timed_out:
+        process.join(timeout * WALL if cpu_limited() else timeout)
+        over_cpu = getattr(signal, "SIGXCPU", None)  # what RLIMIT_CPU sends; none on Windows
+        timed_out = process.is_alive() or (over_cpu is not None and process.exitcode == -over_cpu)
+        if process.is_alive():
             process.kill()
             process.join()
         text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
@@ -204,7 +230,8 @@ def _unfinished(test: str, started: list[str], timed_out: bool, timeout: float) 
     if not started or started[-1] != test:
         return "not run: the checks of this exercise stopped at an earlier one"
     if timed_out:
-        return f"it did not finish within {timeout:g} s (an endless loop? --timeout gives more time)"
+        clock = " of CPU" if cpu_limited() else ""
+        return f"it did not finish within {timeout:g} s{clock} (an endless loop? --timeout gives more time)"
     return "the process running the checks stopped during it (os._exit? a crash?)"
 
 
