@@ -57,21 +57,20 @@ teach:
 """
 
 
-def _exercises_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--exercises", metavar="DIR", help="a teacher's exercises directory (default: course.toml's, or none)"
-    )
+def _exercises_option(parser: argparse.ArgumentParser, grading: bool = False) -> None:
+    said = "with its held-out checks (default: the built-in exercises alone)" if grading else "(default: course.toml's)"
+    parser.add_argument("--exercises", metavar="DIR", help=f"a teacher's exercises directory {said}")
 
 
-def _running_options(parser: argparse.ArgumentParser) -> None:
+def _running_options(parser: argparse.ArgumentParser, grading: bool = False) -> None:
     from vjpgrad.course.grading import TIMEOUT
 
     parser.add_argument(
         "--timeout", type=float, default=TIMEOUT, metavar="SECONDS",
-        help=f"stop an exercise's checks after SECONDS ({TIMEOUT:g})",
+        help=f"stop an exercise's checks after SECONDS of CPU ({TIMEOUT:g})",
     )  # fmt: skip
     parser.add_argument("--jobs", type=int, default=None, metavar="N", help="check N exercises at once (the cores)")
-    _exercises_option(parser)
+    _exercises_option(parser, grading)
 
 
 def _parser() -> _Parser:
@@ -106,7 +105,7 @@ def _parser() -> _Parser:
     grade = commands.add_parser("grade", help="grade submissions into OUT/grades.csv and OUT/<name>/results.json")
     grade.add_argument("directories", nargs="+", metavar="DIR", help="the submissions (a quoted glob is expanded)")
     grade.add_argument("--out", required=True, metavar="OUT", help="where to write grades.csv and the results")
-    _running_options(grade)
+    _running_options(grade, grading=True)
     return parser
 
 
