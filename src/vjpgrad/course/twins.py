@@ -568,9 +568,10 @@ class Twin:
 
     def _without_chain_rule(self, edge: Edge, received: object) -> str | None:
         """Why, when the contribution is one factor of the chain rule's product without the other:
-        ``out.grad`` alone, or the local derivative alone (or the operand's own number). Where
-        ``out.grad`` is 1 the product and the local derivative are the same number, and where the
-        local derivative is 1 the product is ``out.grad``: then nothing can be told apart."""
+        ``out.grad`` alone, or the local derivative alone (or the operand's own number). Where the local
+        derivative is 1 the product is ``out.grad``, and where ``out.grad`` is 1 the product is the local
+        derivative: those cannot be told apart, and ``out.grad`` alone then reads as a local derivative
+        of 1 as well, which the message says."""
         local = sum(edge.locals)
         alone = not close(local, 1.0) and close(received, edge.upstream, abs(edge.upstream))
         if alone and close(edge.upstream, 1.0):
