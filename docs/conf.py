@@ -13,8 +13,15 @@ public name it does not document.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import inspect
+import logging as std_logging
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from sphinx.application import Sphinx
@@ -41,6 +48,20 @@ nb_execution_show_tb = True
 nb_output_stderr = "warn"  # a warning printed by a cell is a build warning, so an error under -W
 nb_merge_streams = True
 
+# The tutorials' kernel gets an IPython directory of its own, so that nothing in the builder's
+# own IPython profile (startup scripts, extensions) changes what a tutorial prints. Its one
+# setting: ipykernel 7 warns at every start that "Kernel is running over TCP without encryption"
+# when, as nbclient starts it, it talks to the build over the loopback interface, which leaves
+# the machine never; below ERROR the kernel's own log says nothing a reader of the build needs.
+# A cell's stderr is not the kernel's log: it still fails the build (nb_output_stderr above).
+_kernel_home = Path(tempfile.mkdtemp(prefix="vjpgrad-docs-ipython-"))
+(_kernel_home / "profile_default").mkdir()
+(_kernel_home / "profile_default" / "ipython_kernel_config.py").write_text(
+    'c.IPKernelApp.log_level = "ERROR"\n', encoding="utf-8"
+)
+os.environ["IPYTHONDIR"] = str(_kernel_home)
+atexit.register(shutil.rmtree, _kernel_home, ignore_errors=True)
+
 # -- autodoc ---------------------------------------------------------------------------------
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
@@ -50,7 +71,8 @@ autodoc_preserve_defaults = True
 # -- HTML ------------------------------------------------------------------------------------
 html_theme = "furo"
 html_title = f"vjpgrad {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["vjpgrad.css"]  # code blocks that wrap; the matrix on Start here
 html_show_sourcelink = False
 html_copy_source = False
 
@@ -85,6 +107,30 @@ def check_every_public_name_is_documented(app: Sphinx, env: BuildEnvironment) ->
                 logger.warning(f"the API reference does not document {name}: add it to a page under docs/reference/")
 
 
+class _NoConfigurationDump(std_logging.Filter):
+    """MyST and MyST-NB log their whole configuration (some thirty settings each) at every build;
+    the settings that matter are written in this file."""
+
+    def filter(self, record: std_logging.LogRecord) -> bool:
+        return record.levelno > std_logging.INFO
+
+
+def vector_not_typevar(
+    app: Sphinx, what: str, name: str, obj: object, options: object, signature: str | None, annotation: str | None
+) -> tuple[str | None, str | None]:
+    """Vector's generated methods are typed ``(self: _V) -> _V`` (a TypeVar, so that a subclass
+    keeps its type); the reference says what a reader gets: a Vector."""
+    if name.startswith("vjpgrad.Vector.") and annotation is not None:
+        return signature, re.sub(r"\b_V\b", "Vector", annotation)
+    return signature, annotation
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("autodoc-process-signature", vector_not_typevar)
+    for name in ("sphinx.myst_parser.sphinx_ext.main", "sphinx.myst_nb.sphinx_ext"):
+        std_logging.getLogger(name).addFilter(_NoConfigurationDump())
+    # nbclient says "Executing notebook with kernel: python3" through traitlets' logger before
+    # each tutorial, beside MyST-NB's own "Executing notebook" line: its warnings are kept
+    std_logging.getLogger("traitlets").setLevel(std_logging.WARNING)
     app.connect("env-check-consistency", check_every_public_name_is_documented)
     return {"parallel_read_safe": True}

@@ -1,4 +1,4 @@
-"""Draw the Stack Overflow answer's Example 1 after y.backward([0.1, 1.0, 0.0001]): docs/example_1.svg.
+"""Draw case 1 of the Stack Overflow answer after y.backward([0.1, 1.0, 0.0001]): docs/example_1.svg.
 
 Needs the graphviz Python package, pip install graphviz (or pip install -e '.[viz]' in your clone of
 vjpgrad), and Graphviz's dot program (apt-get install graphviz).

@@ -1,4 +1,4 @@
-"""The Stack Overflow answer's Example 1: a vector output seeded with gradients = [0.1, 1.0, 0.0001].
+"""Case 1 of the Stack Overflow answer: a vector output seeded with gradients = [0.1, 1.0, 0.0001].
 
 Each x.grad[i] becomes gradients[i] * dy[i]/dx[i] (y[i] depends only on a[i], b[i], c[i]):
     a.grad = v * 3       b.grad = v * 4b       c.grad = v / c

@@ -1,4 +1,4 @@
-"""The Stack Overflow answer's Example 2: scalars and no seed, so backward() seeds y with 1.0.
+"""Case 2 of the Stack Overflow answer: scalars and no seed, so backward() seeds y with 1.0.
 
 The gradients are the plain derivatives at the point: dy/da = 3, dy/db = 4b = 4,
 dy/dc = 1/c = 10.

@@ -1,4 +1,4 @@
-"""The Stack Overflow answer's Example 3: one-element inputs, a three-element seed.
+"""Case 3 of the Stack Overflow answer: one-element inputs, a three-element seed.
 
 `torch.empty` returned whatever was in memory; it was zeros, and `Vector.empty` always gives
 zeros, so this reproduces the documented output every time. y has one element, so the

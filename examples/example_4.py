@@ -1,4 +1,4 @@
-"""The Stack Overflow answer's Example 4: two backward passes, and gradients accumulate.
+"""Case 4 of the Stack Overflow answer: two backward passes, and gradients accumulate.
 
 One pass gives 3, 4, 1; the second adds the same again: 6, 8, 2. Zero them between passes
 (`a.zero_grad()`) when you want fresh gradients.

@@ -1,6 +1,6 @@
-"""What are the gradient arguments? The Stack Overflow answer's Example 1, with the Jacobian built explicitly.
+"""What are the gradient arguments? Case 1 of the Stack Overflow answer, with the Jacobian built explicitly.
 
-y = 3a + 2b*b + log(c) maps the nine numbers (a, b, c) to three. Its Jacobian J is 3 x 9.
+y = 3a + 2b*b + log(c) maps the nine numbers (a, b, c) to three. Its Jacobian J is 3 × 9.
 `y.backward(v)` never builds J: it computes v^T J directly. Here we build J with
 `vjpgrad.jacobian`, multiply by v by hand, and see that the product is exactly what
 `a.grad`, `b.grad` and `c.grad` hold after `y.backward(v)`.
@@ -16,7 +16,7 @@ def f(a, b, c):
 a0, b0, c0 = [1.0, 2.0, 3.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]
 v = [0.1, 1.0, 0.0001]
 
-# J with respect to each input: three 3 x 3 blocks, diagonal because y[i] uses only a[i], b[i], c[i]
+# J with respect to each input: three 3 × 3 blocks, diagonal because y[i] uses only a[i], b[i], c[i]
 blocks = jacobian(f, argnums=(0, 1, 2))(a0, b0, c0)
 for name, block in zip("abc", blocks, strict=True):
     print(f"dy/d{name} =")

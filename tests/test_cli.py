@@ -36,7 +36,7 @@ def test_the_answers_example_1_with_its_derivation(capsys: pytest.CaptureFixture
     assert lines[2] == "b.grad = tensor([1.2000e+00, 1.6000e+01, 2.0000e-03])"
     assert lines[3] == "c.grad = tensor([1.6667e-02, 1.4286e-01, 1.2500e-05])"
     assert "Seeds (the v of v^T J): y[0] = 0.1, y[1] = 1, y[2] = 0.0001" in out
-    assert "  b[1].grad += 1 x 8 + 4 x 2 = 16" in out
+    assert "  b[1].grad += 1 × 8 + 4 × 2 = 16" in out
 
 
 def test_scalars_print_repr_exact_floats(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,7 @@ Graphviz when it is installed.
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import subprocess
@@ -221,7 +222,7 @@ def test_edges_show_the_local_derivative_or_the_chain_rule() -> None:
     assert 'label="3", fontsize=10' in local  # d(x*x)/dx on each of the two edges: the other operand
     assert 'label="0.3333", fontsize=10' in local  # d log(x)/dx = 1/x
     chain = to_dot(y, 2.0, names={"x": x}, edges="chain")
-    assert 'label="2 x 0.3333 = 0.6667", fontsize=10' in chain
+    assert 'label="2 × 0.3333 = 0.6667", fontsize=10' in chain
     assert x.grad == 0.0  # nothing ran backward
     with pytest.raises(ValueError, match="edges must be"):
         to_dot(y, edges="all")
@@ -235,10 +236,53 @@ def test_to_dot_refuses_other_types() -> None:
 # ---- pictures: draw() and the SVGDrawing it returns ----------------------------------------------
 
 
-def test_draw_without_graphviz_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_png_without_graphviz_says_how_to_install_and_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setitem(sys.modules, "graphviz", None)  # as if not installed
     with pytest.raises(ImportError, match=r"pip install graphviz \(or pip install -e '\.\[viz\]' in your clone"):
-        draw(Value(1.0) * 2, tmp_path / "g.svg")
+        draw(Value(1.0) * 2, tmp_path / "g.png")
+    assert not (tmp_path / "g.png").exists()
+
+
+def svg_texts(svg: str) -> list[str]:
+    return [html.unescape(t) for t in re.findall(r"<text[^>]*>(.*?)</text>", svg)]
+
+
+def test_draw_without_graphviz_draws_the_graph_in_pure_python(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "graphviz", None)  # as if not installed
+    x = Value(2.0, label="x")
+    w = Value(-3.0, label="w")
+    y = (x * w + x).tanh()
+    y.backward()  # frees the graph, as micrograd's draw_dot after backward: the picture still draws
+    picture = draw(y, tmp_path / "g.svg")
+    svg = (tmp_path / "g.svg").read_text()
+    assert svg == picture.svg() == picture._repr_svg_().replace(' style="max-width:100%;height:auto"', "", 1)
+    assert svg.startswith('<svg class="vjs-picture" xmlns="http://www.w3.org/2000/svg"')
+    assert svg.count("<rect") == 5  # x, w, x * w, + x, tanh: one box per Value
+    assert svg.count('class="vjs-edge"') == 5  # x and w into the product, it and x into the sum, the sum into tanh
+    texts = svg_texts(svg)
+    for value in (x, w):  # each leaf's box shows the .grad backward gave it
+        assert f"grad {value.grad:.6g}" in texts
+    assert "= tanh(t2)" in texts
+    assert "= t1 + x" in texts
+
+
+def test_the_pure_python_picture_labels_edges_and_escapes_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "graphviz", None)
+    a = Value(3.0, label=HOSTILE)
+    y = a * a + log(a)
+    svg = draw(y, seed=2.0, edges="chain").svg()
+    assert "<script" not in svg
+    assert HOSTILE in svg_texts(svg)
+    labels = [html.unescape(t) for t in re.findall(r'<text class="vjs-edge-label"[^>]*>(.*?)</text>', svg)]
+    assert sorted(labels) == sorted(["2 × 3 = 6", "2 × 3 = 6", "2 × 0.3333 = 0.6667", "2 × 1 = 2", "2 × 1 = 2"])
+    assert a.grad == 0.0  # the chain rule was explained, not run
+
+
+def test_the_same_graph_draws_the_same_svg(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "graphviz", None)
+    assert draw(example()).svg() == draw(example()).svg()  # no counters or addresses: a notebook's output is stable
 
 
 def test_draw_refuses_an_unknown_format(tmp_path: Path) -> None:

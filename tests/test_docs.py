@@ -90,7 +90,7 @@ def test_the_site_builds_with_no_warnings(site: Site) -> None:
 @pytest.mark.slow  # the site's build
 def test_every_tutorial_ran_and_shows_each_cells_output(site: Site) -> None:
     tutorials = sorted((DOCS / "tutorials").glob("*.md"))
-    assert len(tutorials) == 6
+    assert len(tutorials) == 8
     for source in tutorials:
         cells = source.read_text(encoding="utf-8").count("```{code-cell}")
         page = page_of(site, source).read_text(encoding="utf-8")
@@ -242,3 +242,66 @@ def test_the_stepper_in_the_tutorial_page_steps_through_the_pass(site: Site, bro
     second = steppers[1].find_element(By.CSS_SELECTOR, '[data-role="step-index"]')
     assert second.text == "0"  # each stepper on the page steps on its own
     assert _browser.severe(browser) == []
+
+
+@pytest.mark.slow  # the site's build
+def test_the_build_log_says_nothing_a_reader_of_the_build_does_not_need(site: Site) -> None:
+    for noise in ("Kernel is running over TCP", "MdParserConfig(", "NbParserConfig(", "Executing notebook with kernel"):
+        assert noise not in site.log, noise
+
+
+@pytest.mark.slow  # the site's build
+def test_the_reference_types_vectors_methods_as_returning_a_vector(site: Site) -> None:
+    page = (site.html / "reference" / "vjpgrad.html").read_text(encoding="utf-8")
+    returns = re.findall(r'<span class="sig-return-typehint">(.*?)</span></span>', page)
+    assert returns
+    assert not [r for r in returns if ">_V<" in r]
+
+
+@pytest.mark.slow  # the site's build
+def test_each_tutorial_that_builds_a_graph_draws_it_and_start_here_draws_the_jacobian(site: Site) -> None:
+    for name in ("first-backward", "seeds-and-vjps", "stepping-through-a-pass"):
+        page = (site.html / "tutorials" / f"{name}.html").read_text(encoding="utf-8")
+        pictures = re.findall(r'<div class="cell_output[^"]*">.*?<img [^>]*src="([^"]+\.svg)"', page, re.S)
+        assert pictures, name  # draw()'s picture, in a cell's output (MyST-NB writes it as a file)
+        for picture in pictures:
+            assert "<svg" in (site.html / "tutorials" / picture).read_text(encoding="utf-8")
+    start_here = (site.html / "start-here.html").read_text(encoding="utf-8")
+    assert '<table class="vjp-matrix">' in start_here
+    assert (site.html / "coming-from-micrograd.html").read_text(encoding="utf-8").count("micrograd-draw-dot.svg") == 1
+
+
+OUTPUT_IN_VIEW = """
+const found = [];
+for (const root of document.querySelectorAll(".vjs-root")) {
+  const box = root.querySelector(".vjs-graph-box");
+  box.scrollIntoView({block: "start", behavior: "instant"});
+  const b = box.getBoundingClientRect();
+  const o = root.querySelector(".vjs-node.vjs-output").getBoundingClientRect();
+  found.push({box: [b.left, b.top, b.right, b.bottom], output: [o.left, o.top, o.right, o.bottom],
+              width: document.documentElement.clientWidth, height: window.innerHeight});
+}
+return found;
+"""
+
+
+@pytest.mark.slow  # the site's build, and Chromium
+@pytest.mark.parametrize("width", [1280, 800])
+def test_the_tutorials_steppers_show_the_output_where_the_pass_starts(site: Site, browser: Any, width: int) -> None:
+    browser.set_window_size(width, 900)
+    try:
+        browser.get((site.html / "tutorials" / "stepping-through-a-pass.html").as_uri())
+        found = browser.execute_script(OUTPUT_IN_VIEW)
+        assert len(found) == 2
+        for seen in found:
+            left, top, right, bottom = seen["output"]
+            assert left >= 0
+            assert right <= seen["width"]
+            assert top >= 0
+            assert bottom <= seen["height"]
+            assert seen["box"][0] <= left
+            assert right <= seen["box"][2]
+            assert seen["box"][1] <= top
+            assert bottom <= seen["box"][3]
+    finally:
+        browser.set_window_size(1100, 900)

@@ -27,14 +27,14 @@ def test_example_1_step_by_step() -> None:
     a, b, c, y = seed_example()
     e = explain(y, [0.1, 1.0, 0.0001], names={"a": a, "b": b, "c": c})
     assert e.seeds == [("y[0]", 0.1), ("y[1]", 1.0), ("y[2]", 0.0001)]
-    # b[1] is used twice in t = (2 * b[1]) * b[1]: it is handed 1 x 2b = 8, then 4 x 2 = 8
+    # b[1] is used twice in t = (2 * b[1]) * b[1]: it is handed 1 × 2b = 8, then 4 × 2 = 8
     assert [(s.upstream, s.local, s.contribution) for s in e.contributions(b[1])] == [(1.0, 8.0, 8.0), (4.0, 2.0, 8.0)]
     assert e.contributions(b[1])[-1].total == 16.0
     assert e.gradients[c[0]] == 0.1 / 6
     text = str(e)
     assert text.startswith("Seeds (the v of v^T J): y[0] = 0.1, y[1] = 1, y[2] = 0.0001")
-    assert "  b[1].grad += 1 x 8 + 4 x 2 = 16" in text
-    assert "  c[2].grad += 0.0001 x 0.125 = 1.25e-05" in text
+    assert "  b[1].grad += 1 × 8 + 4 × 2 = 16" in text
+    assert "  c[2].grad += 0.0001 × 0.125 = 1.25e-05" in text
 
 
 def test_explain_changes_no_grad_and_frees_nothing() -> None:
@@ -126,8 +126,9 @@ def test_an_explanation_is_a_page_and_shows_itself_in_a_notebook() -> None:
     assert page.startswith("<!DOCTYPE html>")
     assert "<b>a</b>" not in page  # a label is text, never markup
     html = e._repr_html_()
-    assert "<table" in html
-    assert 'class="vjs-root"' in html  # the table, then the stepper
+    assert html.count('class="vjs-root"') == 1  # the stepper, once
+    assert html.count("<table") == 1  # its list of the steps is the only table: one view of the pass
+    assert html.count("<tr data-step=") == len(e.steps) + 1  # the seeds, then every step
 
 
 def test_the_whole_step_list_of_a_vector_with_unnamed_leaves() -> None:

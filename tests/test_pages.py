@@ -73,12 +73,23 @@ def test_every_reference_page_opens_with_an_example() -> None:
 
 
 def test_docstring_examples_print_what_they_say() -> None:
-    # the docstrings of the public modules, as sphinx -b doctest would run the API reference's
+    # the docstrings of the public modules and of every public name they offer (Value, Vector,
+    # explain... are defined in the package's own modules), as the API reference shows them
     runner = doctest.DocTestRunner(optionflags=OPTIONS)
     finder = doctest.DocTestFinder(exclude_empty=True)
+    seen: set[str] = set()
     for module_name in PUBLIC_MODULES:
-        for test in finder.find(importlib.import_module(module_name)):
-            runner.run(test)
+        module = importlib.import_module(module_name)
+        names = getattr(module, "__all__", [])
+        objects = [(module_name, module), *((f"{module_name}.{n}", getattr(module, n)) for n in names)]
+        for qualified, obj in objects:
+            if not (inspect.ismodule(obj) or inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            for test in finder.find(obj, qualified):
+                if test.name not in seen:
+                    seen.add(test.name)
+                    runner.run(test)
+    assert {"vjpgrad.Value.backward", "vjpgrad.Vector.backward", "vjpgrad.explain", "vjpgrad.draw"} <= seen
     assert runner.summarize(verbose=False).failed == 0
 
 
@@ -135,7 +146,7 @@ def test_the_readme_links_the_pages_of_the_docs() -> None:
 
 def test_the_notebooks_are_recognised_as_notebooks() -> None:
     tutorials = sorted((DOCS / "tutorials").glob("*.md"))
-    assert len(tutorials) == 6
+    assert len(tutorials) == 8
     assert all(is_notebook(page.read_text(encoding="utf-8")) for page in tutorials)
     assert not is_notebook((DOCS / "start-here.md").read_text(encoding="utf-8"))
 
@@ -298,3 +309,58 @@ def test_every_list_of_the_functions_on_a_page_is_the_tables() -> None:
             lists.append((name(page), sorted(re.findall(r"`(\w+)`", found.group(1)))))
     assert lists, "no page lists the functions: the pattern above no longer finds them"
     assert [(page, names) for page, names in lists if names != table] == []
+
+
+def test_start_heres_matrix_of_case_1_is_the_jacobian_its_weights_and_their_product() -> None:
+    from vjpgrad import Vector, log
+
+    page = (DOCS / "start-here.md").read_text(encoding="utf-8")
+    table = re.search(r'<table class="vjp-matrix">.*?</table>', page, re.S)
+    assert table is not None
+    rows = {
+        row[0]: row[1:]
+        for row in (
+            [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr)]
+            for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", table.group(0), re.S)
+        )
+    }
+    assert rows[""][1:] == [f"{n}[{k}]" for n in "abc" for k in range(3)]
+
+    def gradients(seed: list[float]) -> list[float]:
+        a, b, c = Vector([1.0, 2.0, 3.0]), Vector([3.0, 4.0, 5.0]), Vector([6.0, 7.0, 8.0])
+        (3 * a + 2 * b * b + log(c)).backward(seed)
+        return [*a.grad.tolist(), *b.grad.tolist(), *c.grad.tolist()]
+
+    v = [0.1, 1.0, 0.0001]
+    for i in range(3):  # row i of J: the gradients of y[i] alone
+        shown = rows[f"y[{i}]"]
+        assert float(shown[0]) == v[i]
+        one_hot = [1.0 if k == i else 0.0 for k in range(3)]
+        assert [float(x) for x in shown[1:]] == pytest.approx(gradients(one_hot), rel=5e-4)
+    assert [float(x) for x in rows["vᵀJ"][1:]] == pytest.approx(gradients(v), rel=5e-4)
+
+
+def micrograd_draw_dot() -> Any:
+    """The Digraph that coming-from-micrograd's draw_dot block makes, run as the page has it."""
+    pytest.importorskip("graphviz", reason="the block needs the graphviz package (pip install graphviz)")
+    page = (DOCS / "coming-from-micrograd.md").read_text(encoding="utf-8")
+    (code,) = [code for _, code in python_blocks(page) if "def draw_dot" in code]
+    namespace: dict[str, Any] = {"print": lambda *args: None}
+    exec(compile(code, "coming-from-micrograd.md", "exec"), namespace)  # the page's own example
+    return namespace["dot"]
+
+
+def svg_shapes(svg: str) -> tuple[int, int, list[str]]:
+    return svg.count('class="node"'), svg.count('class="edge"'), sorted(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_the_micrograd_pages_picture_is_what_its_draw_dot_draws() -> None:
+    drawn = micrograd_draw_dot().pipe(format="svg").decode("utf-8")
+    committed = (DOCS / "micrograd-draw-dot.svg").read_text(encoding="utf-8")
+    assert svg_shapes(committed) == svg_shapes(drawn)  # the same boxes, ovals, arrows and labels
+    assert svg_shapes(drawn)[:2] == (9, 8)  # 6 Values, 3 operations; 5 operand arrows, 3 op arrows
+
+
+if __name__ == "__main__":  # python tests/test_pages.py: redraws docs/micrograd-draw-dot.svg
+    (DOCS / "micrograd-draw-dot.svg").write_bytes(micrograd_draw_dot().pipe(format="svg"))

@@ -9,6 +9,7 @@ scripts' printed output and as the ``python -m vjpgrad`` report.
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -127,6 +128,35 @@ def test_the_command_fails_when_a_case_differs(
     monkeypatch.setattr(_cases, "CASES", (*_cases.CASES, wrong))
     assert main([]) == 1
     assert "DIFFERS" in capsys.readouterr().out
+
+
+CASE_INPUTS = [  # the answer's a, b, c (and v) in each case, as Vectors
+    {"a": [1.0, 2.0, 3.0], "b": [3.0, 4.0, 5.0], "c": [6.0, 7.0, 8.0], "v": [0.1, 1.0, 0.0001]},
+    {"a": [0.1], "b": [1.0], "c": [0.1]},
+    {"a": [0.0], "b": [0.0], "c": [0.0]},
+    {"a": [1.0], "b": [1.0], "c": [1.0]},
+]
+
+
+@pytest.mark.parametrize("k", range(4), ids=["case1", "case2", "case3", "case4"])
+def test_each_cases_rule_gives_its_gradients_and_its_why_is_printed(k: int) -> None:
+    from vjpgrad.cli import cases as _cases
+
+    case = _cases.CASES[k]
+    computed = case.compute()
+    assert set(case.rules) == set(case.documented)
+    for name, rule in case.rules.items():
+        # the rule as the command prints it ("v × 4b"), read as arithmetic on the case's inputs
+        expression = re.sub(r"(\d)([a-z])", r"\1 * \2", rule.replace("×", "*"))
+        inputs = {key: Vector(values) for key, values in CASE_INPUTS[k].items()}
+        result = eval(expression, {"__builtins__": {}}, inputs)  # our own rule text, not user input
+        values = result.tolist() if isinstance(result, Vector) else [float(result)] * len(CASE_INPUTS[k]["a"])
+        shown = [float(x) for x in _cases._NUMBER.findall(computed[name])]
+        assert shown == pytest.approx(values, rel=1e-4), (name, rule)
+    report, _ = _cases.report()
+    assert f"\n  {case.why}\n" in report
+    for name, rule in case.rules.items():
+        assert f"    {name} = {rule}   " in report
 
 
 def test_python_dash_m_vjpgrad_exits_0() -> None:

@@ -354,6 +354,8 @@ def test_play_runs_to_the_end_and_stops(browser: Any, tmp_path: Path) -> None:
     s = _browser.check_step(browser, e, n)
     assert not s["playing"]
     assert "Play" in play.text
+    # slow, so that a busy machine cannot play the whole pass between the two clicks
+    Select(browser.find_element(By.CSS_SELECTOR, '[data-role="speed"]')).select_by_visible_text("slow")
     play.click()  # at the end, Play starts again from the seeds
     play.click()  # and pauses
     paused = _browser.state(browser)["step"]
@@ -421,3 +423,77 @@ def save_screenshot(directory: Path) -> Path:
 
 if __name__ == "__main__":
     print(save_screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "docs")))
+
+
+# ---- the stepper fits its page ---------------------------------------------------------------------
+
+
+def wide_and_tall() -> Graph:
+    """Thirty leaves summed, then five more operations: taller than any window, and wide."""
+    xs = [Value(float(k), label=f"x{k}") for k in range(30)]
+    y = xs[0]
+    for x in xs[1:]:
+        y = y + x
+    for _ in range(5):
+        y = (y * 0.5).tanh() + 1.0
+    return y, None, None
+
+
+READ_BOXES = """
+const root = document.querySelector(".vjs-root");
+const box = root.querySelector(".vjs-graph-box").getBoundingClientRect();
+const rect = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+const giving = root.querySelector(".vjs-node.vjs-giving");
+return {
+  window: [document.documentElement.clientWidth, window.innerHeight],
+  box: [box.left, box.top, box.right, box.bottom],
+  outputs: Array.from(root.querySelectorAll(".vjs-node.vjs-output"), rect),
+  giving: giving === null ? null : rect(giving),
+};
+"""
+
+
+def inside(inner: list[float], outer: list[float]) -> bool:
+    return (
+        outer[0] - 0.5 <= inner[0]
+        and inner[2] <= outer[2] + 0.5
+        and outer[1] - 0.5 <= inner[1]
+        and inner[3] <= outer[3] + 0.5
+    )
+
+
+@pytest.mark.slow  # Chromium
+@pytest.mark.parametrize("width", [1280, 800])
+@pytest.mark.parametrize(
+    ("where", "graph"), [("page", case_1), ("column", wide_and_tall)], ids=["page-case1", "column-tall"]
+)
+def test_the_output_where_the_pass_starts_and_each_giving_node_are_in_view(
+    browser: Any, tmp_path: Path, width: int, graph: Case, where: str
+) -> None:
+    y, names, seed = graph()
+    e = explain(y, seed, names=names)
+    if where == "page":  # the stepper's own page (--html, to_html())
+        page = stepper_html(e)
+    else:  # in a column of text 700 px wide at most, as a documentation page holds it
+        column = f'<main style="max-width:700px;margin:0 auto">{stepper_fragment(e)}</main>'
+        page = f"<!DOCTYPE html><html><body>{column}</body></html>"
+    browser.set_window_size(width, 900)
+    try:
+        root = _browser.open_page(browser, tmp_path / "stepper.html", page)
+        browser.execute_script("arguments[0].querySelector('.vjs-graph-box').scrollIntoView()", root)
+        seen = browser.execute_script(READ_BOXES)
+        viewport = [0.0, 0.0, *seen["window"]]
+        assert seen["box"][0] >= 0.0  # the graph's box fits the width
+        assert seen["box"][2] <= viewport[2] + 0.5
+        assert seen["outputs"]
+        for output in seen["outputs"][:1]:  # the pass starts at the (first) output: it is in view
+            assert inside(output, seen["box"]), (output, seen["box"])
+            assert inside(output, viewport), (output, viewport)
+        button = root.find_element(By.CSS_SELECTOR, '[data-role="next"]')
+        for _ in range(min(len(e.steps), 12)):
+            button.click()
+            browser.execute_script("arguments[0].querySelector('.vjs-graph-box').scrollIntoView()", root)
+            seen = browser.execute_script(READ_BOXES)
+            assert inside(seen["giving"], seen["box"]), (seen["giving"], seen["box"])
+    finally:
+        browser.set_window_size(1100, 900)

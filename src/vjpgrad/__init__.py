@@ -7,6 +7,7 @@ the ``gradients`` are the ``v`` of the vector-Jacobian product ``v^T J``.
 
 # the public API, from the layers: core (the engine), transforms, compiler, display
 from vjpgrad._version import __version__ as __version__  # the one place it is written
+from vjpgrad.batched import Vmapped, batch_sum, vmap
 from vjpgrad.compiler import Compiled, compile
 from vjpgrad.core import functions as _functions
 from vjpgrad.core.functions import *  # noqa: F403 - the table's functions: exp, log... (their __all__)
@@ -41,6 +42,8 @@ __all__ = [
     "Step",
     "Value",
     "Vector",
+    "Vmapped",
+    "batch_sum",
     "compile",
     "custom_op",
     "detect_anomaly",
@@ -58,5 +61,6 @@ __all__ = [
     "to_dot",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]
 __all__ += _functions.__all__  # one per function of the table (exp, log, ...): they follow from it

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vjpgrad.core.format import format_scalar
 from vjpgrad.core.functions import log
@@ -21,12 +21,16 @@ from vjpgrad.core.vector import Vector
 
 @dataclass(frozen=True)
 class Case:
-    """One case of the answer: what it does, the output the answer printed (``documented``), and the code."""
+    """One case of the answer: what it does, the output the answer printed (``documented``), the
+    code, why the numbers are what they are (``why``, one line) and each gradient's rule (``rules``:
+    ``"v × 4b"``, written with the case's names, ``v`` the seed)."""
 
     title: str
     call: str
     documented: dict[str, str]
     compute: Callable[[], dict[str, str]]
+    why: str = ""
+    rules: dict[str, str] = field(default_factory=dict)
 
 
 def _printed(x: Value | Vector | float) -> str:
@@ -84,24 +88,32 @@ CASES = (
             "c.grad": "tensor([1.6667e-02, 1.4286e-01, 1.2500e-05])",
         },
         example_1,
+        "each y[i] has its own weight v[i], so each gradient is v times the plain derivative",
+        {"a.grad": "v × 3", "b.grad": "v × 4b", "c.grad": "v / c"},
     ),
     Case(
         "Case 2: scalars a, b, c = 0.1, 1.0, 0.1",
         "y.backward()",
         {"a.grad": "tensor(3.)", "b.grad": "tensor(4.)", "c.grad": "tensor(10.)"},
         example_2,
+        "y is one number, so backward() weighs it by 1: these are the plain derivatives",
+        {"a.grad": "3", "b.grad": "4b", "c.grad": "1 / c"},
     ),
     Case(
         "Case 3: a, b, c = Vector.empty(1) (zeros), one element each",
         "y.backward([0.1, 1.0, 0.0001])",
         {"a.grad": "tensor([3.3003])", "b.grad": "tensor([0.])", "c.grad": "tensor([inf])"},
         example_3,
+        "y has one element, so its three weights are added into one: 0.1 + 1 + 0.0001 = 1.1001",
+        {"a.grad": "(0.1 + 1 + 0.0001) × 3", "b.grad": "(0.1 + 1 + 0.0001) × 4b", "c.grad": "(0.1 + 1 + 0.0001) / c"},
     ),
     Case(
         "Case 4: scalars a, b, c = 1.0, 1.0, 1.0, two passes",
         "y.backward(retain_graph=True); y.backward()",
         {"a.grad": "tensor(6.)", "b.grad": "tensor(8.)", "c.grad": "tensor(2.)"},
         example_4,
+        "gradients accumulate: the second backward() adds the same gradients again",
+        {"a.grad": "3 + 3", "b.grad": "4b + 4b", "c.grad": "1 / c + 1 / c"},
     ),
 )
 
@@ -128,19 +140,24 @@ def report() -> tuple[str, bool]:
     lines = [
         'The four cases of the Stack Overflow answer to "Pytorch, what are the gradient arguments"',
         f"({QUESTION}), y = 3*a + 2*b*b + log(c):",
-        "the gradients the answer shows beside the ones vjpgrad computes.",
+        "the gradients the answer shows beside the ones vjpgrad computes, and the rule that gives them.",
         "",
     ]
     all_agree = True
     for case in CASES:
         computed = case.compute()
         lines.append(f"{case.title}; {case.call}")
+        if case.why:
+            lines.append(f"  {case.why}")
         width = max(len(text) for text in case.documented.values())
-        lines.append(f"    {'':7} {'the answer':{width}}   {'vjpgrad':{width}}")
+        named = {name: f"{name} = {case.rules[name]}" if name in case.rules else name for name in case.documented}
+        left = max(len(text) for text in named.values())
+        lines.append(f"    {'':{left}}   {'the answer':{width}}   {'vjpgrad':{width}}")
         for name, documented in case.documented.items():
             ok = agrees(documented, computed[name])
             all_agree = all_agree and ok
-            lines.append(f"    {name:7} {documented:{width}}   {computed[name]:{width}}   {'ok' if ok else 'DIFFERS'}")
+            row = f"{named[name]:{left}}   {documented:{width}}   {computed[name]:{width}}"
+            lines.append(f"    {row}   {'ok' if ok else 'DIFFERS'}")
         lines.append("")
     lines.append("all four cases agree with the answer." if all_agree else "SOME CASES DIFFER from the answer.")
     return "\n".join(line.rstrip() for line in lines), all_agree

@@ -9,9 +9,9 @@ The rules are PyTorch's: a Value output takes a number (1.0 when left out); ``n`
 take ``n`` numbers (a sequence, a Vector or a NumPy array); leaving the seed out is allowed
 only for a single output ("grad can be implicitly created only for scalar outputs"). A
 seed longer than a length-1 Vector output is summed into it, because that output was
-broadcast: PyTorch's engine reduces such a seed this way, which is why Example 3 of the
+broadcast: PyTorch's engine reduces such a seed this way, which is why case 3 of the
 answer to Stack Overflow's "Pytorch, what are the gradient arguments"
-(https://stackoverflow.com/questions/43451125) prints 3.3003 = 3 x (0.1 + 1.0 + 0.0001).
+(https://stackoverflow.com/questions/43451125) prints 3.3003 = 3 × (0.1 + 1.0 + 0.0001).
 """
 
 from __future__ import annotations

@@ -281,6 +281,19 @@ class Value(operators.ValueOperators, metaclass=_ValueClass):
         leaves and intermediates alike, so two calls give exactly twice one call. Without
         ``retain_graph=True`` the pass frees what it used, and a later pass through it
         raises ``RuntimeError``.
+
+        Case 2 of the Stack Overflow answer: one output, so the seed is 1.0 and the gradients
+        are the plain derivatives, ``3``, ``4b`` and ``1/c``; a second pass adds them again.
+
+        >>> from vjpgrad import Value, log
+        >>> a, b, c = Value(0.1), Value(1.0), Value(0.1)
+        >>> y = 3 * a + 2 * b * b + log(c)
+        >>> y.backward(retain_graph=True)   # the seed: 1.0
+        >>> a.grad, b.grad, c.grad
+        (3.0, 4.0, 10.0)
+        >>> y.backward()                    # gradients accumulate
+        >>> a.grad, b.grad, c.grad
+        (6.0, 8.0, 20.0)
         """
         with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
             if grad is not None and gradient is not None:

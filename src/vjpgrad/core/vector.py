@@ -148,7 +148,7 @@ class Vector(VectorMethods):
     def empty(cls, n: int, requires_grad: bool = True) -> Vector:
         """``n`` leaf Values holding 0.0: Python has no uninitialised memory.
 
-        ``torch.empty`` returns whatever bytes were in memory, so the Stack Overflow answer's Example 3
+        ``torch.empty`` returns whatever bytes were in memory, so case 3 of the Stack Overflow answer
         printed gradients that depended on them; on its machine they were zeros, hence
         ``c.grad = inf`` (the derivative of ``log`` at 0). Here ``empty`` always gives
         zeros, which reproduces that example exactly and every time.
@@ -275,8 +275,22 @@ class Vector(VectorMethods):
         ``y.backward(gradients)`` computes (its spelling ``gradient=`` works too).
         ``gradients`` has the length of this Vector (a list, a Vector or a NumPy array); it
         may be left out only for a Vector of length 1. A longer seed on a length-1 Vector is
-        summed into it, because that output was broadcast (the Stack Overflow answer's Example 3).
+        summed into it, because that output was broadcast (case 3 of the Stack Overflow answer).
         Gradients accumulate: zero them between passes when you need fresh ones.
+
+        Case 1 of the Stack Overflow answer: ``y[i]`` depends only on ``a[i]``, ``b[i]`` and
+        ``c[i]``, so ``a.grad = v × 3``, ``b.grad = v × 4b`` and ``c.grad = v / c``.
+
+        >>> from vjpgrad import Vector, log
+        >>> a = Vector([1.0, 2.0, 3.0])
+        >>> b = Vector([3.0, 4.0, 5.0])
+        >>> c = Vector([6.0, 7.0, 8.0])
+        >>> y = 3 * a + 2 * b * b + log(c)
+        >>> y.backward([0.1, 1.0, 0.0001])   # v: one weight per element of y
+        >>> print(a.grad)
+        tensor([3.0000e-01, 3.0000e+00, 3.0000e-04])
+        >>> print(b.grad)
+        tensor([1.2000e+00, 1.6000e+01, 2.0000e-03])
         """
         with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
             if gradients is not None and gradient is not None:

@@ -1,6 +1,8 @@
 """Graph pictures: ``to_dot`` writes Graphviz DOT text (no dependency); ``draw`` returns an
-``SVGDrawing`` of it, which renders through the optional ``graphviz`` package and Graphviz's
-``dot`` program, shows itself inline in a notebook, and saves to a file."""
+``SVGDrawing``, which shows itself inline in a notebook and saves to a file. Its SVG comes from
+Graphviz when the optional ``graphviz`` package and Graphviz's ``dot`` program are there, and
+otherwise from the stepper's own pure-Python layout (``stepper.picture_svg``), so a default
+install draws too; PNG and PDF need Graphviz."""
 
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ from vjpgrad.core import graph
 from vjpgrad.core.modes import USER_FRAMES
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
-from vjpgrad.display import text
-from vjpgrad.display.explain import Step, explain, given_names
+from vjpgrad.display import stepper, text
+from vjpgrad.display.explain import Step, explain, formula, given_names
 
 INSTALL_HINT = (
-    "drawing needs the graphviz Python package and Graphviz's dot program: "
+    "rendering with Graphviz (PNG and PDF, and any SVG draw() did not make) needs "
+    "the graphviz Python package and Graphviz's dot program: "
     "pip install graphviz (or pip install -e '.[viz]' in your clone of vjpgrad), "
     "and install Graphviz (e.g. apt-get install graphviz or brew install graphviz)"
 )
@@ -25,6 +28,11 @@ def _quote(text: str) -> str:
     """A DOT string literal: any label text is safe inside it."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
     return f'"{escaped}"'
+
+
+def _chain_text(step: Step) -> str:
+    """``upstream × local = contribution``: an edge's share of the chain rule, as a picture labels it."""
+    return f"{text.short(step.upstream)} {text.TIMES} {text.short(step.local)} = {text.short(step.contribution)}"
 
 
 def to_dot(
@@ -42,7 +50,7 @@ def to_dot(
     Value, one per element for a Vector) each output shows its seed.
 
     ``edges="local"`` labels each edge that carries gradient with its local derivative;
-    ``edges="chain"`` with ``upstream x local = contribution`` of the pass
+    ``edges="chain"`` with ``upstream × local = contribution`` of the pass
     ``backward(seed)`` would run (computed as ``explain`` does, changing no ``.grad``).
     """
     with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
@@ -87,13 +95,7 @@ def to_dot(
                 if found:  # the k-th use of the same operand by this node is its k-th step
                     step = found[min(used.get(key, 0), len(found) - 1)]
                     used[key] = used.get(key, 0) + 1
-                    shown_text = (
-                        text.short(step.local)
-                        if edges == "local"
-                        else (
-                            f"{text.short(step.upstream)} x {text.short(step.local)} = {text.short(step.contribution)}"
-                        )
-                    )
+                    shown_text = text.short(step.local) if edges == "local" else (_chain_text(step))
                     label = f" [label={_quote(shown_text)}, fontsize=10]"
                 lines.append(f"  {ids[operand]} -> {name}_op{label};")
         for k, node in enumerate(outputs):
@@ -113,30 +115,114 @@ def draw(
     names: Mapping[str, Value | Vector] | None = None,
     edges: str | None = None,
 ) -> SVGDrawing:
-    """The picture of ``to_dot(output, seed, names, edges)``: it shows itself inline in a
-    notebook, and is written to ``path`` when one is given (``.svg``, ``.png`` or ``.pdf``,
-    by the suffix). Rendering needs the ``viz`` extra and Graphviz's ``dot``."""
-    drawing = SVGDrawing(to_dot(output, seed, names, edges))
+    """The picture of the graph behind ``output``: it shows itself inline in a notebook, and is
+    written to ``path`` when one is given (``.svg``, ``.png`` or ``.pdf``, by the suffix).
+
+    ``seed``, ``names`` and ``edges`` are ``to_dot``'s. With Graphviz (the ``graphviz``
+    package: ``pip install graphviz``, or ``pip install -e '.[viz]'`` in your clone; and
+    Graphviz's ``dot`` program) the picture is Graphviz's drawing of
+    ``to_dot(output, seed, names, edges)``. Without it, the SVG is drawn in pure Python, in the
+    stepper's layout (leaves on the left, the output on the right), each Value a box with its
+    data and ``.grad``; PNG and PDF need Graphviz.
+
+    >>> from vjpgrad import Value, draw
+    >>> a, b = Value(2.0), Value(3.0)
+    >>> y = a * b + a
+    >>> picture = draw(y, names={"a": a, "b": b}, edges="local")  # in a notebook: the picture
+    >>> picture.source.splitlines()[0]                            # the DOT text it was drawn from
+    'digraph vjpgrad {'
+    >>> "<svg" in picture.svg()                                   # with Graphviz or without
+    True
+    """
+    with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+        source = to_dot(output, seed, names, edges)
+        drawing = SVGDrawing(source, plain_svg=_plain_svg(output, seed, names, edges))
     if path is not None:
         drawing.save(path)
     return drawing
+
+
+def _plain_svg(
+    output: Value | Vector,
+    seed: float | Sequence[float] | None,
+    names: Mapping[str, Value | Vector] | None,
+    edges: str | None,
+) -> str:
+    """The pure-Python picture of the graph ``to_dot`` describes, in the stepper's layout: each
+    Value a box (number constants are written into the formulas), edges labelled as ``to_dot``'s."""
+    outputs = list(output) if isinstance(output, Vector) else [output]
+    nodes = graph.ancestry(outputs)
+    named = given_names(names)
+    steps: dict[tuple[Value, Value], Step] = {}
+    if edges is not None:  # to_dot has run explain on the same arguments: this cannot raise
+        pass_seed: object = [1.0] * len(outputs) if seed is None and isinstance(output, Vector) else seed
+        explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]
+        by_name = {name: value for value, name in explanation.names.items()}
+        for step in explanation.steps:
+            steps.setdefault((by_name[step.node], by_name[step.operand]), step)
+        named = {**explanation.names, **named}
+    for k, value in enumerate(outputs):
+        named.setdefault(value, value.label or (f"y[{k}]" if isinstance(output, Vector) else "y"))
+    title: dict[Value, str] = {}
+    taken: set[str] = set()
+    leaves, inner = 0, 0
+    for node in nodes:
+        if node in named or node.label:
+            name = named.get(node) or node.label or ""
+        elif node.is_leaf:
+            leaves += 1
+            name = f"x{leaves}"
+        else:
+            inner += 1
+            name = f"t{inner}"
+        while name in taken:  # two Values with one label: the picture keeps them apart
+            name += "\u2032"
+        taken.add(name)
+        title[node] = name
+    output_ids = {id(value) for value in outputs}
+    boxes = [
+        stepper.PictureNode(
+            title[node],
+            leaf=node.is_leaf,
+            output=id(node) in output_ids,
+            constant=not node.requires_grad,
+            formula="" if node.is_leaf else formula(node, title),
+            data=node.data,
+            grad=node.grad,
+        )
+        for node in nodes
+    ]
+    arrows = []
+    for node in nodes:
+        for operand in graph.operands(node):
+            if isinstance(operand, Value):
+                on_edge = steps.get((node, operand))
+                label = (
+                    "" if on_edge is None else text.short(on_edge.local) if edges == "local" else _chain_text(on_edge)
+                )
+                arrows.append((title[operand], title[node], label))
+    return stepper.picture_svg(boxes, arrows)
 
 
 class SVGDrawing:
     """A graph picture: shows itself inline in Jupyter as SVG; ``.source`` is its DOT text.
 
     ``save(path)`` writes ``.svg``, ``.png`` or ``.pdf`` (by the suffix), or the DOT text
-    itself for ``.dot`` / ``.gv``. Rendering needs the optional ``graphviz`` package and
-    Graphviz's ``dot`` program; without them it raises ``ImportError`` saying how to install
-    them, while ``.source`` still works.
+    itself for ``.dot`` / ``.gv``. Graphviz renders it when the optional ``graphviz`` package
+    and Graphviz's ``dot`` program are installed; without them the SVG is ``plain_svg`` (the
+    pure-Python picture ``draw`` makes), and PNG, PDF, or SVG of a drawing without
+    ``plain_svg``, raise ``ImportError`` saying how to install Graphviz.
     """
 
     FORMATS = ("svg", "png", "pdf")
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, plain_svg: str | None = None) -> None:
         if not isinstance(source, str):
             raise TypeError(f"SVGDrawing() takes DOT text (a str), got {type(source).__name__}")
+        if plain_svg is not None and not isinstance(plain_svg, str):
+            raise TypeError(f"SVGDrawing() plain_svg must be SVG text (a str) or None, got {type(plain_svg).__name__}")
         self.source = source
+        self.plain_svg = plain_svg
         self._svg: str | None = None
 
     def __repr__(self) -> str:
@@ -155,9 +241,14 @@ class SVGDrawing:
         return data
 
     def svg(self) -> str:
-        """The picture as SVG text (rendered once, then kept)."""
+        """The picture as SVG text (rendered once, then kept): Graphviz's, or the pure-Python one."""
         if self._svg is None:
-            self._svg = self._render("svg").decode("utf-8")
+            try:
+                self._svg = self._render("svg").decode("utf-8")
+            except ImportError:
+                if self.plain_svg is None:
+                    raise
+                self._svg = self.plain_svg
         return self._svg
 
     def _repr_svg_(self) -> str:

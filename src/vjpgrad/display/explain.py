@@ -17,12 +17,12 @@ from vjpgrad.core import graph, ops
 from vjpgrad.core.modes import USER_FRAMES, refuse_number
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
-from vjpgrad.display import notebook, stepper, text
+from vjpgrad.display import stepper, text
 
 
 @dataclass(frozen=True)
 class Step:
-    """One edge of the reverse pass: ``node`` hands ``upstream x local`` to ``operand``."""
+    """One edge of the reverse pass: ``node`` hands ``upstream × local`` to ``operand``."""
 
     node: str
     op: str
@@ -55,8 +55,8 @@ class Explanation:
         return stepper.stepper_html(self, title)
 
     def _repr_html_(self) -> str:
-        """In a notebook: the table, then the stepper, inline."""
-        return notebook.explanation_html(self) + stepper.stepper_fragment(self)
+        """In a notebook: the stepper, inline; its list of every step is the table (one view of the pass)."""
+        return stepper.stepper_fragment(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """In IPython's text display: the table, as ``str()`` gives it."""
@@ -73,7 +73,7 @@ class Explanation:
             lines.append("Nodes:")
             lines += [f"  {name} = {formula}" for name, formula in self.formulas.items()]
             lines += ["", "The reverse pass, from the outputs back to the leaves:"]
-        rows = [text.STEP_COLUMNS] + [text.step_cells(k, s, "x") for k, s in enumerate(self.steps, start=1)]
+        rows = [text.STEP_COLUMNS] + [text.step_cells(k, s) for k, s in enumerate(self.steps, start=1)]
         widths = [max(len(row[i]) for row in rows) for i in range(len(text.STEP_COLUMNS))]
         for row in rows:
             cells = [
@@ -81,14 +81,14 @@ class Explanation:
                 for i, (cell, w) in enumerate(zip(row, widths, strict=True))
             ]
             lines.append(("  " + "  ".join(cells)).rstrip())
-        sums = text.leaf_sums(self, "x")
+        sums = text.leaf_sums(self)
         if sums:
             lines += ["", "Each leaf's gradient is the sum of what it was handed:"]
         lines += [f"  {name}.grad += {terms} = {total}" for name, terms, total in sums]
         return "\n".join(lines)
 
 
-def _formula(node: Value, names: Mapping[Value, str]) -> str:
+def formula(node: Value, names: Mapping[Value, str]) -> str:
     """How a node was computed, in terms of its operands' names: ``t3 * b[0]``, ``log(c[1])``."""
 
     def term(x: Value | float) -> str:
@@ -141,6 +141,20 @@ def explain(
     per element for a Vector. ``names`` (e.g. ``{"a": a, "b": b}``) names the inputs in the
     table; otherwise labels are used, then ``x1, x2...`` for leaves and ``t1, t2...`` for
     intermediate nodes. Raises as ``backward`` would, before doing anything.
+
+    In a notebook the result shows itself as a stepper; ``print`` writes it as a table;
+    ``.steps`` holds each edge as data (upstream × local = contribution, and the operand's
+    running total).
+
+    >>> from vjpgrad import Value, explain, log
+    >>> a, b, c = Value(0.1), Value(1.0), Value(0.1)
+    >>> y = 3 * a + 2 * b * b + log(c)
+    >>> e = explain(y, names={"a": a, "b": b, "c": c})
+    >>> step = e.contributions(c)[0]   # log(c) hands c: 1 × 1/c
+    >>> step.upstream, step.local, step.contribution
+    (1.0, 10.0, 10.0)
+    >>> e.gradients[b], b.grad          # what backward() would give b; nothing has run
+    (4.0, 0.0)
     """
     with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
         refuse_number("explain()", "call explain() on the compiled function's result")
@@ -175,5 +189,5 @@ def explain(
             grads: dict[Value, float] = {v: graph.cotangent(v) for v in (*order, *leaves)}
         seed_rows = [(label[value], s) for value, s in zip(outputs, seeds, strict=True)]
         reached = {value: name for value, name in label.items() if value in grads}  # given names first
-        formulas = {label[node]: _formula(node, label) for node in reversed(order)}
+        formulas = {label[node]: formula(node, label) for node in reversed(order)}
         return Explanation(seed_rows, steps, grads, reached, formulas)

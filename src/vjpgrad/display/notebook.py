@@ -4,7 +4,8 @@ IPython's pretty printer (the picture ``draw()`` returns is ``dot.SVGDrawing``).
 The functions here only read public attributes and return strings. Importing this module
 gives Value and Vector their ``_repr_html_`` (and Vector its ``_repr_pretty_``): the core
 classes never import the display built on them; ``vjpgrad/__init__.py`` imports this module.
-An Explanation's display is its own method, which calls ``explanation_html``. Every text a
+An Explanation shows itself as the stepper (its own method); ``explanation_html`` is its table
+as HTML, for a page that wants the table alone. Every text a
 user wrote (labels, names, op names) goes through ``html.escape``.
 """
 

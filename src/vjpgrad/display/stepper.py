@@ -139,7 +139,7 @@ def _edges(explanation: ExplanationData) -> tuple[list[_Edge], list[int]]:
 
 
 def _layout(
-    nodes: dict[str, _Node], edges: list[_Edge], outputs: list[str], widest: dict[str, int]
+    nodes: dict[str, _Node], edges: list[_Edge], outputs: list[str], widest: dict[str, int], gap: float = COLUMN_GAP
 ) -> tuple[float, float]:
     """Columns by depth (leaves 0), rows in the order a walk from the outputs meets the nodes."""
     operands: dict[str, list[str]] = {name: [] for name in nodes}
@@ -187,12 +187,12 @@ def _layout(
             node.x, node.y = x, max(y, wanted[node.name])
             y = node.y + node.height + ROW_GAP
         bottom = max(bottom, y - ROW_GAP)
-        x += max(n.width for n in column) + COLUMN_GAP
+        x += max(n.width for n in column) + gap
     total_height = bottom + MARGIN
-    return x - COLUMN_GAP + MARGIN, total_height
+    return x - gap + MARGIN, total_height
 
 
-def _node_svg(node: _Node) -> str:
+def _node_svg(node: _Node, grad_text: str = MISSING) -> str:
     kinds = " ".join(f"vjs-{kind}" for kind in node.kinds)
     texts = [f'<text class="vjs-name" x="{_fmt(PADDING)}" y="{_fmt(PADDING + 11)}">{_escape(_clip(node.name))}</text>']
     line = 1
@@ -207,7 +207,7 @@ def _node_svg(node: _Node) -> str:
         f'<text class="vjs-data" x="{_fmt(PADDING)}" y="{_fmt(y)}">data {_escape(text.number(node.data))}</text>'
     )
     y += LINE_HEIGHT
-    texts.append(f'<text class="vjs-total" x="{_fmt(PADDING)}" y="{_fmt(y)}">grad {MISSING}</text>')
+    texts.append(f'<text class="vjs-total" x="{_fmt(PADDING)}" y="{_fmt(y)}">grad {_escape(grad_text)}</text>')
     tooltip = node.name + (f" = {node.formula}" if node.formula else "")
     return (
         f'<g class="vjs-node {kinds}" data-node="{_escape(node.name)}" '
@@ -229,9 +229,9 @@ def _edge_svg(edge: _Edge, nodes: dict[str, _Node], ends: dict[int, tuple[float,
     )
 
 
-def _graph_svg(nodes: dict[str, _Node], edges: list[_Edge], width: float, height: float, uid: str) -> str:
-    # Where each edge leaves its operand and enters its node: spread down the box's side in
-    # the order of the other ends, so that edges sharing a side do not cross there.
+def _edge_ends(nodes: dict[str, _Node], edges: list[_Edge]) -> dict[int, tuple[float, float]]:
+    """Where each edge leaves its operand and enters its node: spread down the box's side in
+    the order of the other ends, so that edges sharing a side do not cross there."""
     outgoing: dict[str, list[_Edge]] = {}
     incoming: dict[str, list[_Edge]] = {}
     for edge in edges:
@@ -247,13 +247,21 @@ def _graph_svg(nodes: dict[str, _Node], edges: list[_Edge], width: float, height
         group.sort(key=lambda e: (nodes[e.operand].y, e.index))
         for j, e in enumerate(group):
             finishes[e.index] = nodes[name].y + nodes[name].height * (j + 1) / (len(group) + 1)
-    ends = {e.index: (starts[e.index], finishes[e.index]) for e in edges}
-    markers = "".join(
+    return {e.index: (starts[e.index], finishes[e.index]) for e in edges}
+
+
+def _markers(uid: str) -> str:
+    return "".join(
         f'<marker id="{uid}-arrow{suffix}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="{size}" '
         f'markerHeight="{size}" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
         f'<path d="M0,0 L10,5 L0,10 z" fill="{color}"></path></marker>'
         for suffix, color, size in (("", "#8a96a8", 8), ("-hot", "#c0392b", 12))
     )
+
+
+def _graph_svg(nodes: dict[str, _Node], edges: list[_Edge], width: float, height: float, uid: str) -> str:
+    ends = _edge_ends(nodes, edges)
+    markers = _markers(uid)
     return (
         f'<svg class="vjs-graph" xmlns="http://www.w3.org/2000/svg" width="{_fmt(width)}" height="{_fmt(height)}" '
         f'viewBox="0 0 {_fmt(width)} {_fmt(height)}" role="img" '
@@ -262,6 +270,75 @@ def _graph_svg(nodes: dict[str, _Node], edges: list[_Edge], width: float, height
         f'<g class="vjs-edges">{"".join(_edge_svg(e, nodes, ends, uid) for e in edges)}</g>'
         f'<g class="vjs-nodes">{"".join(_node_svg(n) for n in nodes.values())}</g>'
         '<text class="vjs-edge-label" data-role="edge-label" x="0" y="0"></text></svg>'
+    )
+
+
+_PICTURE_CSS = (
+    "svg.vjs-picture text{font:12px ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;fill:#1d2330}"
+    "svg.vjs-picture .vjs-name{font-weight:700}"
+    "svg.vjs-picture .vjs-formula,svg.vjs-picture .vjs-data{fill:#4a5568}"
+    "svg.vjs-picture .vjs-node rect{fill:#f4f6fa;stroke:#7a8aa6;stroke-width:1.2}"
+    "svg.vjs-picture .vjs-leaf rect{fill:#eef7ee;stroke:#4f8f4f}"
+    "svg.vjs-picture .vjs-output rect{fill:#fff4e5;stroke:#c98a2a}"
+    "svg.vjs-picture .vjs-constant rect{fill:#fff;stroke:#8a96a8;stroke-dasharray:4 3}"
+    "svg.vjs-picture .vjs-edge{fill:none;stroke:#8a96a8;stroke-width:1.3}"
+    "svg.vjs-picture .vjs-edge-label{fill:#c0392b;font-size:11px;paint-order:stroke;stroke:#fff;stroke-width:4px}"
+)
+
+
+@dataclass(frozen=True)
+class PictureNode:
+    """One box of a still picture: its name (unique in the picture), whether it is a leaf, an
+    output, or takes no gradient, how it was computed, its data and its ``.grad``."""
+
+    name: str
+    leaf: bool
+    output: bool
+    constant: bool
+    formula: str
+    data: float
+    grad: float
+
+
+def picture_svg(nodes: list[PictureNode], edges: list[tuple[str, str, str]]) -> str:
+    """A still picture of a graph in the stepper's layout (leaves on the left, outputs on the
+    right), as one standalone SVG: ``edges`` are (operand, result, label) triples, an arrow
+    from the operand to the result with the label's text on it (when not empty).
+
+    Pure Python: this is the picture ``draw`` gives without Graphviz.
+    """
+    placed: dict[str, _Node] = {}
+    for node in nodes:
+        kinds = ["leaf" if node.leaf else "inner"] + ["output"] * node.output + ["constant"] * node.constant
+        placed[node.name] = _Node(node.name, kinds, node.formula, node.data, node.grad)
+    drawn = [_Edge(k, operand, result) for k, (operand, result, _) in enumerate(edges)]
+    shown = {node.name: text.number(node.grad) for node in nodes}
+    widest = {name: len(grad) for name, grad in shown.items()}
+    longest_label = max((len(label) for _, _, label in edges), default=0)
+    gap = max(COLUMN_GAP, longest_label * CHAR_WIDTH * 11 / 12 + 2 * PADDING)  # labels are 11px
+    width, height = _layout(placed, drawn, [node.name for node in nodes if node.output], widest, gap)
+    ends = _edge_ends(placed, drawn)
+    labels = []
+    for edge, (_, _, label) in zip(drawn, edges, strict=True):
+        if label:
+            source, target = placed[edge.operand], placed[edge.node]
+            x = (source.x + source.width + target.x) / 2
+            y = (ends[edge.index][0] + ends[edge.index][1]) / 2 - 4
+            labels.append(
+                f'<text class="vjs-edge-label" x="{_fmt(x)}" y="{_fmt(y)}" text-anchor="middle">{_escape(label)}</text>'
+            )
+    body = (
+        f'<g class="vjs-edges">{"".join(_edge_svg(e, placed, ends, "UID") for e in drawn)}</g>'
+        f'<g class="vjs-nodes">{"".join(_node_svg(n, shown[n.name]) for n in placed.values())}</g>'
+        f"{''.join(labels)}"
+    )
+    uid = "vjs-picture-" + hashlib.sha256(body.encode()).hexdigest()[:10]  # the same picture, the same ids
+    return (
+        f'<svg class="vjs-picture" xmlns="http://www.w3.org/2000/svg" width="{_fmt(width)}" '
+        f'height="{_fmt(height)}" viewBox="0 0 {_fmt(width)} {_fmt(height)}" role="img" '
+        'aria-label="the graph: arrows go from operand to result">'
+        f"<style>{_PICTURE_CSS}</style><defs>{_markers(uid)}</defs>"
+        f"{body.replace('url(#UID-arrow)', f'url(#{uid}-arrow)')}</svg>\n"
     )
 
 
@@ -437,7 +514,7 @@ _CSS = """
 .vjs-root .vjs-contribution{color:#c0392b;font-weight:600}
 .vjs-root .vjs-done-line{color:#1e7b34;font-weight:600}
 .vjs-root .vjs-graph-box{overflow:auto;max-height:70vh;border:1px solid #eef1f5;border-radius:6px}
-.vjs-root svg.vjs-graph{display:block}
+.vjs-root svg.vjs-graph{display:block;max-width:100%;height:auto}
 .vjs-root svg text{font:12px ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;fill:#1d2330}
 .vjs-root svg .vjs-name{font-weight:700}
 .vjs-root svg .vjs-formula,.vjs-root svg .vjs-data{fill:#4a5568}
@@ -581,6 +658,29 @@ _SCRIPT = """
       tableBox.scrollTop = Math.max(0, row.offsetTop - tableBox.clientHeight / 2);
     }
     showPanel(cur);
+    reveal(cur === null ? firstOutput : nodes[cur.node], cur === null ? null : nodes[cur.operand]);
+  }
+
+  // The graph is scaled to the box's width (CSS); a graph taller than the box is panned so
+  // that the node handing on gradient (at step 0, the output where the pass starts) is in view.
+  var graphBox = root.querySelector(".vjs-graph-box");
+  var firstOutput = root.querySelector(".vjs-node.vjs-output");
+  function reveal(el, other) {
+    if (!el || !graphBox) { return; }
+    var box = graphBox.getBoundingClientRect(), r = el.getBoundingClientRect();
+    var top = r.top, bottom = r.bottom;
+    if (other) {
+      var o = other.getBoundingClientRect();
+      if (Math.max(bottom, o.bottom) - Math.min(top, o.top) <= box.height) {
+        top = Math.min(top, o.top); bottom = Math.max(bottom, o.bottom);
+      }
+    }
+    if (top < box.top || bottom > box.bottom) {
+      graphBox.scrollTop += (top + bottom) / 2 - (box.top + box.bottom) / 2;
+    }
+    if (r.left < box.left || r.right > box.right) {
+      graphBox.scrollLeft += (r.left + r.right) / 2 - (box.left + box.right) / 2;
+    }
   }
 
   function go(to) { k = Math.max(0, Math.min(n, to)); render(); }

@@ -29,7 +29,7 @@ def short(x: float) -> str:
 
 
 class StepData(Protocol):
-    """One edge of the reverse pass (``explain.Step``): ``node`` hands ``upstream x local`` to ``operand``."""
+    """One edge of the reverse pass (``explain.Step``): ``node`` hands ``upstream × local`` to ``operand``."""
 
     @property
     def node(self) -> str: ...
@@ -63,7 +63,7 @@ class ExplanationData(Protocol):
 
 
 STEP_COLUMNS = ("step", "node", "op", "upstream", "", "local", "=", "contribution", "to", "its total")
-"""The columns of the table of steps (the unnamed ones hold the signs of upstream x local = contribution)."""
+"""The columns of the table of steps (the unnamed ones hold the signs of upstream × local = contribution)."""
 NUMBER_COLUMNS = (0, 3, 5, 7, 9)
 """The columns that hold numbers (right-aligned in text)."""
 

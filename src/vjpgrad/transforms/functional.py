@@ -12,6 +12,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from vjpgrad.core import graph, ops
@@ -91,6 +92,22 @@ def _as_value(x: Scalar) -> Value:
 
 
 # ---- function transforms ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Transformed:
+    """What a transform made a function from, kept on it as ``.transformed``: a transform above
+    (``vjpgrad.vmap``) reads it to write the derivative itself rather than call the function.
+    ``kind`` is the transform's name, ``primals`` the points of a ``vjp`` function."""
+
+    kind: str
+    function: Callable[..., Any]
+    argnums: int | Sequence[int] = 0
+    primals: tuple[Any, ...] = ()
+
+
+def _mark(transformed: Callable[..., Any], made: Transformed) -> None:
+    vars(transformed)["transformed"] = made
 
 
 @contextmanager
@@ -263,6 +280,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> C
                 return _lower(outputs, True, nested), shaped[0] if isinstance(argnums, int) else tuple(shaped)
 
     value_and_grad_f.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"
+    _mark(value_and_grad_f, Transformed("value_and_grad", f, argnums))
     return value_and_grad_f
 
 
@@ -280,6 +298,7 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..
         return with_value(*args, **kwargs)[1]
 
     grad_f.__name__ = f"grad({getattr(f, '__name__', 'f')})"
+    _mark(grad_f, Transformed("grad", f, argnums))
     return grad_f
 
 
@@ -302,6 +321,7 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
             (row,) = _rows(outputs, [seed], _inputs(arguments), nested)
             return tuple(_split(row, arguments, nested))
 
+    _mark(vjp_fn, Transformed("vjp", f, primals=tuple(primals)))
     return _lower(outputs, scalar, nested), vjp_fn
 
 
@@ -379,6 +399,7 @@ def jacobian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
                 return per_argument[0] if isinstance(argnums, int) else tuple(per_argument)
 
     jacobian_f.__name__ = f"jacobian({getattr(f, '__name__', 'f')})"
+    _mark(jacobian_f, Transformed("jacobian", f, argnums))
     return jacobian_f
 
 
@@ -388,6 +409,7 @@ def hessian(f: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
         raise TypeError(f"hessian takes one argnums, an int, got {type(argnums).__name__}")
     hessian_f = jacobian(grad(f, argnums), argnums)
     hessian_f.__name__ = f"hessian({getattr(f, '__name__', 'f')})"
+    _mark(hessian_f, Transformed("hessian", f, argnums))
     return hessian_f
 
 

@@ -1,0 +1,179 @@
+"""The helpers array code calls: NumPy, imported when first needed, and each function of the
+table twice over, exact (by default) and fast (``fast=True``).
+
+Exact helpers give, element by element, the number the scalar code gives: arithmetic (``+``,
+``-``, ``*``, ``/``), comparisons and ``np.where`` are IEEE-754 operations, the same in NumPy
+and in Python; every call of a C library function (``exp``, ``log``, ``tanh``, ``pow``...) goes
+through the very ``core.floats`` function eager code calls, once per element
+(``np.frompyfunc``), because NumPy's own vectorised versions differ from the C library in the
+last bits on a share of inputs. Where Python and NumPy disagree about a result that is not a
+rounding (the sign of the nan of ``0 / 0``, ``sqrt(-1)``), the exact helpers follow Python.
+
+Fast helpers are NumPy's ufuncs: one pass over the array, no Python call per element. The
+differences they make are listed in the docs' page on exactness.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from vjpgrad.core import floats
+
+INSTALL = "vjpgrad.vmap needs NumPy: pip install numpy (or pip install -e '.[vmap]' in your clone of vjpgrad)"
+
+
+def numpy() -> ModuleType:
+    """NumPy, imported on first use; without it an ImportError that says how to install it."""
+    try:
+        import numpy as np
+    except ImportError as error:
+        raise ImportError(INSTALL) from error
+    return np
+
+
+def _per_element(np: ModuleType, function: Callable[..., float], count: int) -> Callable[..., Any]:
+    """``function`` (a ``core.floats`` function of Python floats) called on every element: NumPy
+    hands it Python floats and broadcasts scalars against arrays."""
+    ufunc = np.frompyfunc(function, count, 1)
+    float64 = np.float64
+
+    def call(*xs: Any) -> Any:
+        return np.asarray(ufunc(*xs), dtype=float64)
+
+    call.__name__ = function.__name__
+    return call
+
+
+def _exact_div(np: ModuleType) -> Callable[[Any, Any], Any]:
+    """``x / y`` as ``floats.div``: IEEE's quotient, and for a zero divisor Python's answers
+    (``0 / 0`` is Python's nan, whose sign bit is clear; the hardware's has it set)."""
+    nan = math.nan
+
+    def div(x: Any, y: Any) -> Any:
+        quotient = np.true_divide(x, y)
+        zero = y == 0.0
+        if np.any(zero):
+            quotient = np.where(zero & ((x == 0.0) | (x != x)), nan, quotient)
+        return quotient
+
+    return div
+
+
+def _sign(np: ModuleType) -> Callable[[Any], Any]:
+    """-1.0, 0.0 or 1.0, and 0.0 for nan, as ``floats.sign`` (``np.sign(nan)`` is nan)."""
+
+    def sign(x: Any) -> Any:
+        return np.multiply(x > 0.0, 1.0) - np.multiply(x < 0.0, 1.0)
+
+    return sign
+
+
+def _max(np: ModuleType) -> Callable[..., Any]:
+    """The n-ary max of the table, element-wise with its tie rules: the first of equal operands
+    (``max(-0.0, 0.0)`` is -0.0), and the first nan when there is one."""
+    where = np.where
+
+    def largest(*xs: Any) -> Any:
+        best = xs[0]
+        for x in xs[1:]:
+            best = where(x > best, x, best)
+        for x in reversed(xs):  # a nan wins, the first one in order last
+            best = where(x != x, x, best)
+        return best
+
+    return largest
+
+
+def _max_hits(np: ModuleType) -> Callable[..., tuple[list[Any], Any]]:
+    """The backward of the n-ary max: which operands equal the maximum (each nan, when it is nan),
+    and how many (``float``), per element, as the table's rule counts them."""
+
+    def hits(xs: tuple[Any, ...], top: Any) -> tuple[list[Any], Any]:
+        top_nan = top != top
+        found = [(x == top) | (top_nan & (x != x)) for x in xs]
+        count: Any = np.multiply(found[0], 1.0)
+        for hit in found[1:]:
+            count = count + np.multiply(hit, 1.0)
+        return found, count
+
+    return hits
+
+
+def _fast_pow_scalar(np: ModuleType) -> Callable[[Any, float], Any]:
+    """``x ** k`` for a constant ``k`` with PyTorch's special exponents, by NumPy's ufuncs."""
+
+    def pow_scalar(x: Any, k: float) -> Any:
+        if k == 0.0:
+            return np.ones_like(x, dtype=np.float64)
+        if k == 1.0:
+            return x
+        if k == 0.5:
+            return np.sqrt(x)
+        if k == -0.5:
+            return 1.0 / np.sqrt(x)
+        if k == -1.0:
+            return 1.0 / x
+        if k == 2.0:
+            return x * x
+        if k == 3.0:
+            return x * x * x
+        if k == -2.0:
+            return 1.0 / (x * x)
+        return np.power(x, k)
+
+    return pow_scalar
+
+
+def namespace(fast: bool) -> dict[str, Any]:
+    """What array code runs in: each name the writer's symbols and templates call."""
+    np = numpy()
+    shared: dict[str, Any] = {
+        "_where": np.where,
+        "_and": np.logical_and,
+        "_abs": np.abs,
+        "_sign": _sign(np),
+        "_max": _max(np),
+        "_max_hits": _max_hits(np),
+        "_zero": lambda x: np.zeros_like(x, dtype=np.float64),
+        "_inf": math.inf,
+        "_nan": math.nan,
+    }
+    if fast:
+        shared.update(
+            _div=np.true_divide,
+            _pow=np.power,
+            _pow_scalar=_fast_pow_scalar(np),
+            _exp=np.exp,
+            _log=np.log,
+            _log1p=np.log1p,
+            _sqrt=np.sqrt,
+            _sin=np.sin,
+            _cos=np.cos,
+            _tan=np.tan,
+            _tanh=np.tanh,
+            _sigmoid=lambda x: 1.0 / (1.0 + np.exp(-x)),
+            _one_minus_square=lambda r: 1.0 - r * r,
+        )
+        return shared
+    one = {
+        "_exp": floats.exp,
+        "_log": floats.log,
+        "_log1p": floats.log1p,
+        "_sqrt": floats.sqrt,
+        "_sin": floats.sin,
+        "_cos": floats.cos,
+        "_tan": floats.tan,
+        "_tanh": floats.tanh,
+        "_sigmoid": floats.sigmoid,
+        "_one_minus_square": floats.one_minus_square,
+    }
+    shared.update({name: _per_element(np, function, 1) for name, function in one.items()})
+    shared.update(
+        _div=_exact_div(np),
+        _pow=_per_element(np, floats.power, 2),
+        _pow_scalar=_per_element(np, floats.power_scalar, 2),
+    )
+    return shared

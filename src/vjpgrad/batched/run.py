@@ -1,0 +1,642 @@
+"""``vjpgrad.vmap``: a function recorded once on one sample's Values, run as array code on a
+column of samples; and ``batch_sum``, the per-sample rows added in eager code's order.
+
+A call reads its arguments: a batched one (``in_dims`` 0, or another axis) is a NumPy float64
+array of samples, each a number or a list of numbers; an unbatched one (``None``) is shared by
+every sample. The function is recorded (as ``vjpgrad.compile`` records) with one Value per
+number of a sample: a sample that is a number is a Value, one that is a list a Vector. An
+unbatched float or list of floats is data as well (a Value, a Vector: a new number replays the
+same code); anything else unbatched (an int, a string, a model object) is passed as it is and
+fixes the recording, as does each batched argument's sample shape. Values the function reads
+without being given them (a model's weights it closes over) are read again at every call: the
+same Value objects, whose numbers an optimizer changes; a parameter rebound to a new Value is
+not followed (``vjpgrad.compile`` guards that; vmap asks you to pass such parameters as
+arguments, as ``vmap(grad(loss), in_dims=(None, 0, 0))(params, ...)`` does).
+
+``vmap(grad(f))``, ``vmap(value_and_grad(f))``, ``vmap(jacobian(f))`` and ``vmap(vjp_fn)`` (the
+function ``vjp`` returns) read what the transform was made from and write the reverse pass of
+``f`` as array code next to its forward, seeded as the transform seeds it: each sample's numbers
+are those the transform gives for that sample alone.
+"""
+
+from __future__ import annotations
+
+import builtins
+import linecache
+import numbers
+import struct
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import CodeType
+from typing import Any
+
+from vjpgrad.batched import arrays
+from vjpgrad.batched.write import ArrayWriter, Graph
+from vjpgrad.core import backward, graph
+from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
+from vjpgrad.core.value import Value
+from vjpgrad.core.vector import Vector
+from vjpgrad.transforms.functional import Transformed
+
+CHUNK_BUDGET = 1 << 25
+"""Bytes of intermediate arrays one chunk may hold (32 MiB): a batch whose forward and reverse
+values would need more runs in chunks of samples (and small chunks stay in the caches)."""
+
+_PASSES: frozenset[CodeType] = frozenset({backward.differentiable_reverse_pass.__code__})
+
+
+class _Recording(graph.Recording):
+    """A recording that refuses operations made by a reverse pass inside the function: such a
+    pass decides its masks (relu's, max's ties) by the numbers of the one sample recorded, which
+    array code cannot replay. ``vmap(grad(f))`` writes the pass as array code instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nodes = _Refusing(self)
+
+
+class _Refusing(list):  # type: ignore[type-arg]  # the Recording's list of nodes: graph.Node
+    def __init__(self, recording: _Recording) -> None:
+        super().__init__()
+        self.recording = recording
+
+    def append(self, node: Any) -> None:
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code in _PASSES:
+                error = DataDependentError(
+                    "a gradient taken inside a function vjpgrad.vmap records has masks decided by one sample's "
+                    "numbers: transform the function from outside instead, vmap(grad(f)), vmap(jacobian(f))"
+                )
+                self.recording.fail(error)
+                raise error
+            frame = frame.f_back  # type: ignore[assignment]  # None ends the loop
+        super().append(node)
+
+
+def _exact(x: Any) -> Any:
+    """A key part for an unbatched argument that fixes the recording: its value (a list's, item
+    by item; a float's bits), or for an object its identity."""
+    if isinstance(x, float):
+        return ("float", struct.pack("<d", x))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_exact(item) for item in x))
+    try:
+        hash(x)
+    except TypeError:
+        return ("id", id(x))
+    return (type(x).__name__, x)
+
+
+def _is_number(x: object) -> bool:
+    return type(x) is float or (isinstance(x, numbers.Real) and not isinstance(x, bool))
+
+
+def _is_float(x: object) -> bool:
+    """A float (or NumPy float): data. An int is structure, as in eager code (``x ** 3`` is
+    ``x * x * x``, ``range(n)`` a loop), unless it is differentiated."""
+    return isinstance(x, float) or (_is_number(x) and not isinstance(x, numbers.Integral))
+
+
+@dataclass
+class _Argument:
+    """One positional argument of a call, as the recording sees it."""
+
+    kind: str  # "batched", "data" (an unbatched float or list of floats) or "static"
+    value: Any  # the array (batched, samples along axis 0), the number or list (data), the object (static)
+    width: int | None  # numbers per sample: None for a number, k for a list of k
+
+    def key(self, differentiated: bool) -> tuple[Any, ...]:
+        if self.kind == "static":
+            return ("static", _exact(self.value))
+        return (self.kind, self.width, differentiated)
+
+    def lift(self, differentiated: bool) -> Any:
+        """This argument as the recorded function sees it: a Value, a Vector or the object itself."""
+        if self.kind == "static":
+            return self.value
+        if self.kind == "batched":
+            sample = self.value[0]
+            numbers_ = [float(sample)] if self.width is None else [float(v) for v in sample]
+        else:
+            numbers_ = [float(self.value)] if self.width is None else [float(v) for v in self.value]
+        values = [Value(v, requires_grad=differentiated) for v in numbers_]
+        return values[0] if self.width is None else Vector(values)
+
+    def columns(self, lo: int, hi: int) -> list[Any]:
+        """The arrays (or numbers) that stand for its Values in the code, samples lo to hi: each
+        number of a sample one contiguous array (``by_number``), an unbatched number a float."""
+        if self.kind == "batched":
+            return [column[lo:hi] for column in self.by_number]
+        return [self.value] if self.width is None else list(self.value)
+
+    @property
+    def by_number(self) -> list[Any]:
+        """A batched argument as one contiguous array per number of its samples (made once)."""
+        found: list[Any] | None = vars(self).get("_by_number")
+        if found is None:
+            np = arrays.numpy()
+            if self.width is None:
+                found = [np.ascontiguousarray(self.value)]
+            else:
+                found = list(np.ascontiguousarray(self.value.T))
+            vars(self)["_by_number"] = found
+        return found
+
+
+@dataclass
+class _Layout:
+    """How a result of the function is made of the code's outputs: ``("one", item)`` a number,
+    ``("list", [items])`` a list, ``("tuple", [layouts])``; an item is ``("value", index into the
+    outputs)`` or ``("number", float)``."""
+
+    form: str
+    items: list[Any]
+
+
+def _layout(result: Any, outputs: list[Value], what: str, tuples: bool = True) -> _Layout:
+    """How ``result`` is made of Values (appended to ``outputs``) and numbers. A tuple is a tuple
+    of results, each stacked on its own, as torch.func.vmap returns them (``tuples``); for a
+    transform's function a tuple of numbers is a list, as the transforms read it."""
+
+    def item(x: Any) -> tuple[str, Any]:
+        if isinstance(x, Value):
+            outputs.append(x)
+            return ("value", len(outputs) - 1)
+        if _is_number(x):
+            return ("number", float(x))
+        raise TypeError(
+            f"{what}: the function must return numbers, Values, Vectors or lists or tuples of them, "
+            f"got {type(x).__name__}"
+        )
+
+    if isinstance(result, (Value, numbers.Real)) and not isinstance(result, bool):
+        return _Layout("one", [item(result)])
+    if isinstance(result, (Vector, list)):
+        return _Layout("list", [item(x) for x in result])
+    if isinstance(result, tuple):
+        if not tuples and all(isinstance(x, (Value, numbers.Real)) for x in result):
+            return _Layout("list", [item(x) for x in result])
+        return _Layout("tuple", [_layout(x, outputs, what, tuples) for x in result])
+    return _Layout("one", [item(result)])  # raises, naming the type
+
+
+@dataclass
+class _Program:
+    """The array code of one recording and what calling it needs."""
+
+    source: str
+    forward: Callable[..., tuple[Any, ...]]
+    backward: Callable[..., tuple[Any, ...]] | None
+    arguments: list[_Argument]  # the call's arguments at recording time (their kinds)
+    leaves: list[int]  # for each argument, how many inputs it gives (0 for a static one)
+    outside: list[graph.Node]  # Values read from outside: their numbers are read at every call
+    names: dict[int, int]  # id(Value) -> index among forward's values (live) or -1 - input index
+    outputs: list[Value]
+    layout: _Layout
+    wrt: list[tuple[int, int | None]]  # for each differentiated argument: its position and width
+    nodes: int
+
+
+def _compile_source(source: str, name: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    filename = f"<vjpgrad.vmap {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope = dict(namespace)
+    exec(builtins.compile(source, filename, "exec"), scope)  # code written from the graph, no user text
+    return scope
+
+
+def _record(function: Callable[..., Any], lifted: list[Any], kwargs: dict[str, Any], what: str) -> Any:
+    recording = _Recording()
+    name = getattr(function, "__name__", "the function")
+    message = f"{name} is being recorded by vjpgrad.vmap"
+    advice = (
+        "array code cannot follow Python that depends on one sample's number: use a vjpgrad operation "
+        "instead (max, relu, nn.functional...), or call the function per sample"
+    )
+    state.recording = recording
+    try:
+        try:
+            with refusing_numbers(message, advice=advice):
+                result = function(*lifted, **kwargs)
+        except BaseException:
+            if recording.failure is not None:
+                raise recording.failure from None
+            raise
+    finally:
+        state.recording = None
+    if recording.failure is not None:
+        raise recording.failure
+    return recording, result
+
+
+class Vmapped:
+    """``f`` vectorised by ``vjpgrad.vmap``: call it with batched arrays; ``.source`` shows the
+    array code of its latest recording."""
+
+    def __init__(
+        self,
+        f: Callable[..., Any],
+        in_dims: int | Sequence[int | None] | None,
+        out_dims: int | Sequence[int],
+        fast: bool,
+        chunk_size: int | None,
+    ) -> None:
+        if not callable(f):
+            raise TypeError(f"vmap takes a function, got {type(f).__name__}")
+        if not isinstance(fast, bool):
+            raise TypeError(f"vmap fast must be a bool, got {type(fast).__name__}")
+        if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int)):
+            raise TypeError(f"vmap chunk_size must be an int or None, got {type(chunk_size).__name__}")
+        if chunk_size is not None and chunk_size < 1:
+            raise ValueError(f"vmap chunk_size must be at least 1, got {chunk_size}")
+        _check_dims(in_dims, "in_dims", allow_none=True)
+        _check_dims(out_dims, "out_dims", allow_none=False)
+        self.function = f
+        self.in_dims = in_dims
+        self.out_dims = out_dims
+        self.fast = fast
+        self.chunk_size = chunk_size
+        self.transformed: Transformed | None = getattr(f, "transformed", None)
+        if self.transformed is not None and self.transformed.kind not in ("grad", "value_and_grad", "jacobian", "vjp"):
+            raise TypeError(f"vmap composes with grad, value_and_grad, jacobian and vjp; not {self.transformed.kind}")
+        if self.transformed is not None and getattr(self.transformed.function, "transformed", None) is not None:
+            raise TypeError(
+                "vmap writes array code for one transform of a function (vmap(grad(f))); "
+                f"a transform of a transform ({getattr(f, '__name__', 'f')}) is not supported"
+            )
+        self._programs: dict[tuple[Any, ...], _Program] = {}
+        self._latest: _Program | None = None
+        self.__name__ = f"vmap({getattr(f, '__name__', 'f')})"
+
+    @property
+    def source(self) -> str:
+        """The array code of the latest call's recording: ``forward`` and, for a transform, ``backward``."""
+        if self._latest is None:
+            raise RuntimeError(f"{self.__name__} has not been called yet: its code is written at its first call")
+        return self._latest.source
+
+    def __repr__(self) -> str:
+        return f"<{self.__name__}{' fast' if self.fast else ''}>"
+
+    # ---- a call ------------------------------------------------------------------------------------
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        np = arrays.numpy()
+        transformed = self.transformed
+        given = list(args)
+        if transformed is not None and transformed.kind == "vjp" and (len(args) != 1 or kwargs):
+            raise TypeError("a vjp function takes one cotangent: vmap(vjp_fn)(cotangents)")
+        dims = self._dims(len(args))
+        batch: int | None = None
+        read: list[_Argument] = []
+        for position, (arg, dim) in enumerate(zip(given, dims, strict=True)):
+            argument = self._read(arg, dim, position)
+            if argument.kind == "batched":
+                size = argument.value.shape[0]
+                if batch is not None and size != batch:
+                    raise ValueError(
+                        f"vmap: the batched arguments have different sizes along their batch axis: {batch} and {size} "
+                        f"(argument {position})"
+                    )
+                batch = size
+            read.append(argument)
+        if batch is None:
+            raise ValueError("vmap: at least one argument must be batched (in_dims not None), with a batch axis")
+        if transformed is not None and transformed.kind == "vjp":
+            return self._call_vjp(read[0], batch)
+        program = self._program(read, kwargs)
+        with np.errstate(all="ignore"):
+            columns = self._run(program, read, batch)
+        return self._shape(program, columns, batch)
+
+    def _dims(self, count: int) -> list[int | None]:
+        if isinstance(self.in_dims, (int, type(None))):
+            return [self.in_dims] * count
+        dims = list(self.in_dims)
+        if len(dims) != count:
+            raise ValueError(f"vmap: in_dims has {len(dims)} entries, but the function was given {count} arguments")
+        return dims
+
+    def _read(self, arg: Any, dim: int | None, position: int) -> _Argument:
+        np = arrays.numpy()
+        if dim is None:
+            if isinstance(arg, (Value, Vector)):
+                raise TypeError(f"vmap: argument {position} is a {type(arg).__name__}; pass numbers (or lists) to vmap")
+            if _is_float(arg):
+                return _Argument("data", float(arg), None)
+            if isinstance(arg, (list, tuple)) and arg and all(_is_float(v) for v in arg):
+                return _Argument("data", [float(v) for v in arg], len(arg))
+            if isinstance(arg, np.ndarray) and arg.ndim == 1 and arg.dtype.kind == "f":
+                return _Argument("data", [float(v) for v in arg], len(arg))
+            return _Argument("static", arg, None)
+        try:
+            array = np.asarray(arg, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"vmap: batched argument {position} must be an array of numbers (or a list of them), "
+                f"got {type(arg).__name__}"
+            ) from error
+        if array.ndim == 0:
+            raise ValueError(f"vmap: batched argument {position} has no axis {dim} to map over (it is a number)")
+        if not -array.ndim <= dim < array.ndim:
+            raise ValueError(f"vmap: in_dims {dim} is out of range for argument {position} of {array.ndim} axes")
+        array = np.moveaxis(array, dim, 0)
+        if array.ndim > 2:
+            raise ValueError(
+                f"vmap: each sample of argument {position} must be a number or a list of numbers; "
+                f"its samples have shape {array.shape[1:]}"
+            )
+        return _Argument("batched", array, None if array.ndim == 1 else array.shape[1])
+
+    def _program(self, read: list[_Argument], kwargs: dict[str, Any]) -> _Program:
+        transformed = self.transformed
+        function = self.function if transformed is None else transformed.function
+        positions = self._argnums(len(read))
+        for k in positions:  # a differentiated int, or list with ints, is a variable, as the transforms take it
+            read[k] = _differentiable(read[k], k)
+        key = (
+            tuple(a.key(k in positions) for k, a in enumerate(read)),
+            tuple(sorted((name, _exact(v)) for name, v in kwargs.items())),
+        )
+        program = self._programs.get(key)
+        if program is None:
+            program = self._programs[key] = self._write(function, read, kwargs, positions)
+        self._latest = program
+        return program
+
+    def _argnums(self, count: int) -> list[int]:
+        transformed = self.transformed
+        if transformed is None:
+            return []
+        argnums = transformed.argnums
+        listed = [argnums] if isinstance(argnums, int) else list(argnums)
+        for k in listed:
+            if isinstance(k, bool) or not isinstance(k, int) or not -count <= k < count:
+                raise ValueError(f"argnums {k!r} is out of range for a function called with {count} arguments")
+        return [k % count for k in listed]
+
+    def _write(
+        self, function: Callable[..., Any], read: list[_Argument], kwargs: dict[str, Any], positions: list[int]
+    ) -> _Program:
+        transformed = self.transformed
+        lifted = [a.lift(k in positions) for k, a in enumerate(read)]
+        recording, result = _record(function, lifted, kwargs, self.__name__)
+        outputs: list[Value] = []
+        layout = _layout(result, outputs, self.__name__, tuples=transformed is None)
+        if transformed is not None and transformed.kind in ("grad", "value_and_grad") and layout.form != "one":
+            raise TypeError(
+                f"grad requires a function with a scalar output, but it returned {len(layout.items)} values: "
+                "use jacobian(f) for the full Jacobian, or vjp(f, ...) for a vector-Jacobian product"
+            )
+        leaves: list[Value] = []
+        counts = []
+        for x in lifted:
+            found = [x] if isinstance(x, Value) else list(x) if isinstance(x, Vector) else []
+            leaves.extend(found)
+            counts.append(len(found))
+        live, edges, outside = graph.recorded_graph(recording, outputs)
+        known = {id(x) for x in leaves}
+        from_outside = [x for x in outside if id(x) not in known]
+        inputs = [*leaves, *from_outside]
+        wrt = [v for k in positions for v in ([lifted[k]] if isinstance(lifted[k], Value) else list(lifted[k]))]
+        writer = ArrayWriter(Graph(live, edges, inputs, outputs, wrt), len(leaves))
+        source = writer.forward_source()
+        if transformed is not None:
+            source += "\n\n" + writer.backward_source()
+        scope = _compile_source(source, getattr(function, "__name__", "f"), arrays.namespace(self.fast))
+        names = {id(node): k for k, node in enumerate(live)}
+        names.update((id(x), -1 - k) for k, x in enumerate(inputs))
+        return _Program(
+            source=source,
+            forward=scope["forward"],
+            backward=scope.get("backward"),
+            arguments=read,
+            leaves=counts,
+            outside=from_outside,
+            names=names,
+            outputs=outputs,
+            layout=layout,
+            wrt=[(k, read[k].width) for k in positions],
+            nodes=len(live),
+        )
+
+    def _chunks(self, program: _Program, batch: int) -> list[tuple[int, int]]:
+        size = self.chunk_size
+        if size is None:
+            size = max(256, CHUNK_BUDGET // (8 * max(1, 2 * program.nodes)))
+        return [(lo, min(batch, lo + size)) for lo in range(0, batch, size)]
+
+    def _run(self, program: _Program, read: list[_Argument], batch: int) -> Any:
+        """The results as rows of ``batch`` numbers (one array), chunk by chunk."""
+        np = arrays.numpy()
+        transformed = self.transformed
+        columns: Any = None
+        for lo, hi in self._chunks(program, batch):
+            inputs = [column for a in read if a.kind != "static" for column in a.columns(lo, hi)]
+            inputs += [graph.number(x) for x in program.outside]
+            values = program.forward(*inputs)
+            outputs = [values[k] if k >= 0 else inputs[-1 - k] for k in (program.names[id(y)] for y in program.outputs)]
+            parts = []
+            if transformed is None or transformed.kind == "value_and_grad":
+                parts += self._numbers(program.layout, outputs)
+            if transformed is not None:
+                assert program.backward is not None  # a transform's program has its reverse pass
+                for seeds in _bases(program.layout, transformed.kind == "jacobian"):
+                    parts += list(program.backward(inputs, values, *seeds))
+            if columns is None:
+                columns = np.empty((len(parts), batch))
+            for column, part in zip(columns, parts, strict=True):
+                column[lo:hi] = part  # a number shared by the samples fills its row
+        assert columns is not None  # the batch has at least one chunk
+        return columns
+
+    def _numbers(self, layout: _Layout, outputs: list[Any]) -> list[Any]:
+        found: list[Any] = []
+        for item in layout.items:
+            if isinstance(item, _Layout):
+                found += self._numbers(item, outputs)
+            else:
+                kind, x = item
+                found.append(outputs[x] if kind == "value" else x)
+        return found
+
+    def _shape(self, program: _Program, columns: Any, batch: int) -> Any:
+        np = arrays.numpy()
+        transformed = self.transformed
+        place = [0]
+
+        def take(width: int | None) -> Any:
+            k = place[0]
+            place[0] += 1 if width is None else width
+            if width is None:
+                return columns[k]
+            return columns[k : k + width].T
+
+        def rebuilt(layout: _Layout) -> Any:
+            if layout.form == "one":
+                return take(None)
+            if layout.form == "list":
+                return take(len(layout.items))
+            return tuple(rebuilt(item) for item in layout.items)
+
+        value = rebuilt(program.layout) if transformed is None or transformed.kind == "value_and_grad" else None
+        if transformed is None:
+            return self._out(value)
+        argnums = transformed.argnums
+        if transformed.kind in ("grad", "value_and_grad"):
+            grads = [take(width) for _, width in program.wrt]
+            shaped = grads[0] if isinstance(argnums, int) else tuple(grads)
+            return self._out(shaped if transformed.kind == "grad" else (value, shaped))
+        # jacobian: one reverse pass per output, each giving every argument's gradient
+        rows = [[take(width) for _, width in program.wrt] for _ in _items(program.layout)]
+        per_argument = []
+        for k in range(len(program.wrt)):
+            column = [row[k] for row in rows]
+            per_argument.append(column[0] if program.layout.form == "one" else np.stack(column, axis=1))
+        return self._out(per_argument[0] if isinstance(argnums, int) else tuple(per_argument))
+
+    def _out(self, result: Any) -> Any:
+        np = arrays.numpy()
+        if isinstance(self.out_dims, int):
+            if self.out_dims == 0:
+                return result
+            return _map(result, lambda a: np.moveaxis(a, 0, self.out_dims))
+        if not isinstance(result, tuple) or len(result) != len(self.out_dims):
+            raise ValueError("vmap: out_dims as a tuple needs one entry per item of the function's tuple result")
+        return tuple(np.moveaxis(a, 0, d) for a, d in zip(result, self.out_dims, strict=True))
+
+    def _call_vjp(self, cotangent: _Argument, batch: int) -> Any:
+        """``vmap(vjp_fn)(cotangents)``: the primals fixed, one reverse pass per cotangent."""
+        np = arrays.numpy()
+        transformed = self.transformed
+        assert transformed is not None
+        primals = transformed.primals
+        read = [_differentiable(self._read(p, None, k), k) for k, p in enumerate(primals)]
+        key = ("vjp", tuple(a.key(True) for a in read), tuple(_exact(a.value) for a in read))
+        program = self._programs.get(key)
+        if program is None:
+            program = self._programs[key] = self._write(transformed.function, read, {}, list(range(len(read))))
+        self._latest = program
+        width = None if program.layout.form == "one" else len(program.layout.items)
+        if cotangent.width != width:
+            raise ValueError(
+                f"vmap: each cotangent must have the shape of the function's output ({width or 'a number'}), "
+                f"got {cotangent.width or 'a number'}"
+            )
+        with np.errstate(all="ignore"):
+            inputs = [column for a in read for column in a.columns(0, 1)]
+            inputs += [graph.number(x) for x in program.outside]
+            values = program.forward(*inputs)
+            given = cotangent.columns(0, batch)  # one column per item of the output
+            seeds = [given[k] for k, item in enumerate(_items(program.layout)) if item[0] == "value"]
+            assert program.backward is not None  # a vjp's program has its reverse pass
+            parts = program.backward(inputs, values, *seeds)
+            columns = [np.broadcast_to(np.asarray(p, dtype=np.float64), (batch,)).copy() for p in parts]
+        result = []
+        place = 0
+        for _, w in program.wrt:
+            if w is None:
+                result.append(columns[place])
+                place += 1
+            else:
+                result.append(np.stack(columns[place : place + w], axis=1))
+                place += w
+        return self._out(tuple(result))
+
+
+def _differentiable(argument: _Argument, position: int) -> _Argument:
+    """An unbatched argument that a transform differentiates: a number or a list of numbers
+    (ints included) as data; anything else refused."""
+    if argument.kind != "static":
+        return argument
+    value = argument.value
+    if _is_number(value):
+        return _Argument("data", float(value), None)
+    if isinstance(value, (list, tuple)) and value and all(_is_number(v) for v in value):
+        return _Argument("data", [float(v) for v in value], len(value))
+    raise TypeError(
+        f"vmap: argument {position} is differentiated, so it must be a number or a list of numbers, "
+        f"got {type(value).__name__}"
+    )
+
+
+def _items(layout: _Layout) -> list[tuple[str, Any]]:
+    """The items of a function's result, in order (a transform's function returns no tuple of them)."""
+    return [item for item in layout.items if not isinstance(item, _Layout)]
+
+
+def _bases(layout: _Layout, jacobian: bool) -> list[list[float]]:
+    """The seeds of the outputs for each reverse pass: 1.0 for ``grad``; for ``jacobian`` one pass
+    per item of the result, 1.0 at its output and 0.0 at the others (a number's item seeds none),
+    as the transforms seed them."""
+    items = _items(layout)
+    if not jacobian:
+        return [[1.0 for item in items if item[0] == "value"]]
+    return [[1.0 if k == j else 0.0 for k, item in enumerate(items) if item[0] == "value"] for j in range(len(items))]
+
+
+def _map(result: Any, function: Callable[[Any], Any]) -> Any:
+    if isinstance(result, tuple):
+        return tuple(_map(x, function) for x in result)
+    return function(result)
+
+
+def _check_dims(dims: Any, name: str, *, allow_none: bool) -> None:
+    listed = list(dims) if isinstance(dims, (tuple, list)) else [dims]
+    for d in listed:
+        if d is None and allow_none:
+            continue
+        if isinstance(d, bool) or not isinstance(d, int):
+            kinds = "an int, None, or a tuple of them" if allow_none else "an int or a tuple of ints"
+            raise TypeError(f"vmap {name} must be {kinds}, got {d!r}")
+
+
+def vmap(
+    f: Callable[..., Any],
+    in_dims: int | Sequence[int | None] | None = 0,
+    out_dims: int | Sequence[int] = 0,
+    *,
+    fast: bool = False,
+    chunk_size: int | None = None,
+) -> Vmapped:
+    """``f`` vectorised over a batch axis, as ``torch.func.vmap``: called on arrays of samples, it
+    returns what ``f`` returns for each sample, stacked along axis 0 (``out_dims``).
+
+    ``in_dims`` says, per positional argument, which axis holds the samples (``0``), or ``None``
+    for an argument every sample shares. A sample is a number (the function gets a Value) or a
+    list of numbers (a Vector). Composes with ``grad``, ``value_and_grad``, ``jacobian`` and the
+    function ``vjp`` returns: ``vmap(grad(loss), in_dims=(None, 0, 0))(params, xs, ys)`` has
+    shape ``(N, len(params))``, row ``i`` equal to ``grad(loss)(params, xs[i], ys[i])`` to the bit.
+
+    The function is recorded once per structure of arguments (as ``vjpgrad.compile`` records, and
+    refusing what it refuses: Python that reads a Value's number) and run as array code,
+    ``.source``. Exact by default: every number is the one eager code gives for that sample, edge
+    values included (each C library call runs per element); ``fast=True`` uses NumPy's ufuncs,
+    faster, with the differences the docs list. Large batches run in chunks of samples
+    (``chunk_size``, chosen from the size of the graph when None). Needs NumPy
+    (``pip install numpy``, or ``pip install -e '.[vmap]'`` in a clone of vjpgrad).
+    """
+    arrays.numpy()
+    return Vmapped(f, in_dims, out_dims, fast, chunk_size)
+
+
+def batch_sum(rows: Any, start: Any = None) -> Any:
+    """The rows of ``rows`` (per-sample gradients, shape ``(N, P)``) added one at a time from the
+    last to the first, onto ``start`` when given: the order in which eager code's reverse pass
+    through ``f(x0) + f(x1) + ...`` (or ``sum([...])``) adds the samples' contributions to a
+    parameter that each sample uses once. Summed so, a full-batch gradient through ``vmap``
+    equals eager code's to the bit (``np.sum`` adds pairwise: other bits)."""
+    np = arrays.numpy()
+    block = np.asarray(rows, dtype=np.float64)
+    if block.ndim == 0:
+        raise ValueError("batch_sum takes an array of rows (samples along axis 0), got a number")
+    ordered = block[::-1]
+    if start is not None:
+        first = np.broadcast_to(np.asarray(start, dtype=np.float64), block.shape[1:])
+        ordered = np.concatenate([first[None], ordered])
+    if ordered.shape[0] == 0:
+        return np.zeros(block.shape[1:])
+    with np.errstate(all="ignore"):
+        return np.add.accumulate(ordered, axis=0)[-1]

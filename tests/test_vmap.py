@@ -1,0 +1,369 @@
+"""vjpgrad.vmap: each sample's numbers are eager code's for that sample, to the bit.
+
+Every operation of the table (tests/op_cases.py) at its edges, random programs over all of
+them, ties of max, the transforms it composes with, full-batch training equal to eager
+training, torch.func's vmap(grad) where torch is installed, and the refusals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import struct
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from op_cases import CASES, EDGES, MAX_WITH_CONSTANTS, value_points
+
+import vjpgrad
+from vjpgrad import DataDependentError, Value, grad, jacobian, value_and_grad, vjp, vmap
+from vjpgrad.core import ops
+from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
+
+np = pytest.importorskip("numpy", reason="vmap needs NumPy: pip install numpy (or pip install -e '.[vmap]')")
+
+from vjpgrad.batched.templates import FORWARD, forward_key  # noqa: E402 - after NumPy's skip
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def bits(x: float) -> bytes:
+    return struct.pack("<d", float(x))
+
+
+def same(a: float, b: float) -> bool:
+    """The same bits; for a nan, a nan (the sign of a nan made from two nans of different signs is
+    the operand the hardware returns, and NumPy's vector loops may take the operands in the other
+    order)."""
+    return bits(a) == bits(b) or (a != a and b != b)
+
+
+def assert_same_bits(batched: Any, eager: list[Any], what: str) -> None:
+    """``batched`` (samples along axis 0) holds, sample by sample, eager's numbers to the bit."""
+    for i, expected in enumerate(eager):
+        got = np.asarray(batched[i], dtype=np.float64).ravel()
+        want = np.asarray(expected, dtype=np.float64).ravel()
+        assert got.shape == want.shape, f"{what}, sample {i}: shape {got.shape}, eager {want.shape}"
+        for g, w in zip(got, want, strict=True):
+            assert same(g, w), f"{what}, sample {i}: vmap gives {g!r}, eager {w!r}"
+
+
+def per_sample(function: Callable[..., Any], columns: list[Any]) -> list[Any]:
+    return [function(*(float(c[i]) for c in columns)) for i in range(len(columns[0]))]
+
+
+def check_against_eager(function: Callable[..., Any], count: int, points: list[tuple[float, ...]], what: str) -> None:
+    """vmap(value_and_grad(f)) over ``points`` against value_and_grad(f) at each point."""
+    argnums = tuple(range(count))
+    columns = [np.array([p[k] for p in points]) for k in range(count)]
+    eager = per_sample(value_and_grad(function, argnums), columns)
+    value, grads = vmap(value_and_grad(function, argnums))(*columns)
+    assert_same_bits(value, [e[0] for e in eager], f"{what}: value")
+    for k in range(count):
+        assert_same_bits(grads[k], [e[1][k] for e in eager], f"{what}: gradient {k}")
+
+
+# ---- the table ------------------------------------------------------------------------------------
+
+
+def test_every_operation_of_the_table_has_an_array_template() -> None:
+    keys = {forward_key(op) for op in ops.BUILTIN}
+    assert keys - set(FORWARD) == set(), "an operation of the table has no array forward"
+    assert set(FORWARD) - keys == set(), "an array template for an operation the table does not have"
+
+
+FORMS = [
+    pytest.param(form, numbers, case, id=f"{form.text}{numbers if numbers else ''}")
+    for case in CASES
+    for form in case.forms()
+    for numbers in form.number_choices()
+]
+
+
+@pytest.mark.parametrize(("form", "numbers", "case"), FORMS)
+def test_each_operation_gives_eager_bits_at_its_edges(form: Any, numbers: tuple[float, ...], case: Any) -> None:
+    points = [tuple(p[k] for k, kind in enumerate(form.operands) if kind == "v") for p in case.points(form)]
+    points = [p for p in points if len(p) == form.values] + value_points(form.values)
+    check_against_eager(form.of_values(numbers), form.values, points, form.text)
+
+
+@pytest.mark.parametrize(("text", "function", "count"), MAX_WITH_CONSTANTS)
+def test_max_with_numbers_among_its_operands_gives_eager_bits(text: str, function: Any, count: int) -> None:
+    check_against_eager(function, count, value_points(count), text)
+
+
+def test_ties_of_max_follow_eager_order_and_share_the_gradient() -> None:
+    three = [(a, b, c) for a in (0.0, -0.0, 1.0, math.nan) for b in (0.0, -0.0, 1.0, math.nan) for c in (-0.0, 1.0)]
+    check_against_eager(lambda x, y, z: F.max([x, y, z]), 3, three, "max of three")
+
+
+ONE_VALUE = {
+    f"{form.text} {numbers}": form.of_values(numbers)
+    for case in CASES
+    for form in case.forms()
+    if form.values == 1
+    for numbers in form.number_choices()
+}
+TWO_VALUES = {form.text: form.call for case in CASES for form in case.forms() if form.operands == "vv"}
+STEP = st.one_of(
+    st.tuples(st.just("unary"), st.integers(0, 9), st.sampled_from(sorted(ONE_VALUE))),
+    st.tuples(st.just("binary"), st.integers(0, 9), st.integers(0, 9), st.sampled_from(sorted(TWO_VALUES))),
+)
+NUMBER = st.sampled_from([*EDGES, 5e-324, -2.5e-310, 0.75, -0.3]) | st.floats(-4.0, 4.0)
+
+
+def program(steps: list[tuple[Any, ...]]) -> Callable[[Any, Any], Any]:
+    def run(x: Any, y: Any) -> Any:
+        regs = [x, y]
+        for step in steps:
+            if step[0] == "unary":
+                regs.append(ONE_VALUE[step[2]](regs[step[1] % len(regs)]))
+            else:
+                regs.append(TWO_VALUES[step[3]](regs[step[1] % len(regs)], regs[step[2] % len(regs)]))
+        return regs[-1] + regs[-2] * regs[len(regs) // 2]
+
+    return run
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(STEP, min_size=1, max_size=8), st.lists(st.tuples(NUMBER, NUMBER), min_size=1, max_size=12))
+def test_random_programs_over_every_operation_give_eager_bits(steps: list[Any], points: list[Any]) -> None:
+    check_against_eager(program(steps), 2, points, f"program {steps}")
+
+
+# ---- the transforms -------------------------------------------------------------------------------
+
+
+def loss(params: Any, x: Any, y: Any) -> Any:
+    score = (params[0] * x[0] + params[1] * x[1] + params[2]).tanh()
+    return (score - y) * (score - y) + params[3].exp() * vjpgrad.sigmoid(x[0])
+
+
+PARAMS = [0.3, -0.7, 0.1, -1.5]
+XS = np.array([[0.5, -1.0], [2.0, 0.25], [-3.0, 1e-3], [0.0, -0.0], [700.0, 1.0]])
+YS = np.array([1.0, -1.0, 0.5, 0.0, 1.0])
+
+
+def test_per_sample_gradients_have_a_row_per_sample_equal_to_grad_of_that_sample() -> None:
+    rows = vmap(grad(loss), in_dims=(None, 0, 0))(PARAMS, XS, YS)
+    assert rows.shape == (len(XS), len(PARAMS))
+    assert_same_bits(rows, [grad(loss)(PARAMS, list(x), float(y)) for x, y in zip(XS, YS, strict=True)], "rows")
+
+
+def test_gradients_with_respect_to_several_arguments_come_as_a_tuple() -> None:
+    first, second = vmap(grad(loss, argnums=(0, 1)), in_dims=(None, 0, 0))(PARAMS, XS, YS)
+    eager = [grad(loss, argnums=(0, 1))(PARAMS, list(x), float(y)) for x, y in zip(XS, YS, strict=True)]
+    assert_same_bits(first, [e[0] for e in eager], "params")
+    assert_same_bits(second, [e[1] for e in eager], "x")
+
+
+def test_jacobians_per_sample_equal_jacobian_of_each_sample() -> None:
+    def f(x: Any) -> Any:
+        return [x[0] * x[1], x[0].sin(), (x[1] / x[0]).log()]
+
+    found = vmap(jacobian(f))(XS)
+    assert found.shape == (len(XS), 3, 2)
+    assert_same_bits(found, [jacobian(f)(list(x)) for x in XS], "jacobian")
+
+
+def test_vmap_of_a_vjp_function_takes_a_batch_of_cotangents() -> None:
+    def f(x: Any) -> Any:
+        return [x[0] * x[1], (x[0] - x[1]).relu()]
+
+    _, vjp_fn = vjp(f, [2.0, 3.0])
+    cotangents = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -2.0], [math.inf, 0.0]])
+    (found,) = vmap(vjp_fn)(cotangents)
+    assert_same_bits(found, [vjp_fn(list(v))[0] for v in cotangents], "vjp")
+
+
+def test_a_plain_function_returns_its_results_stacked_along_out_dims() -> None:
+    def f(x: Any, scale: Any) -> Any:
+        return (x * scale).exp(), [x, x * x]
+
+    first, second = vmap(f, in_dims=(0, None))(np.array([0.0, 1.0, -2.0]), 0.5)
+    assert_same_bits(first, [math.exp(x * 0.5) for x in (0.0, 1.0, -2.0)], "exp")
+    assert second.shape == (3, 2)
+    moved = vmap(lambda x: [x, x * x], out_dims=1)(np.array([1.0, 2.0, 3.0]))
+    assert moved.shape == (2, 3)
+    assert moved[1].tolist() == [1.0, 4.0, 9.0]
+
+
+def test_a_tuple_of_results_comes_back_as_a_tuple_of_arrays_as_in_torch_func() -> None:
+    first, second = vmap(lambda x: (x, x * x))(np.array([1.0, -2.0]))
+    assert first.tolist() == [1.0, -2.0]
+    assert second.tolist() == [1.0, 4.0]
+
+
+def test_an_input_returned_as_it_is_and_a_constant_result_have_the_transforms_gradients() -> None:
+    assert vmap(grad(lambda x: x))(np.array([1.0, -2.0])).tolist() == [1.0, 1.0]
+    value, gradient = vmap(value_and_grad(lambda x: 2.0))(np.array([1.0, -2.0]))
+    assert value.tolist() == [2.0, 2.0]
+    assert gradient.tolist() == [0.0, 0.0]
+
+
+def test_an_unbatched_int_is_structure_as_in_eager_code_and_a_differentiated_one_a_variable() -> None:
+    xs = np.array([0.7, -1.3, 2.0])
+    cubes = vmap(grad(lambda x, n: x**n), in_dims=(0, None))(xs, 3)  # x ** 3 is x * x * x, PyTorch's case
+    assert_same_bits(cubes, [grad(lambda x, n: x**n)(float(x), 3) for x in xs], "x ** 3")
+    looped = vmap(lambda x, n: sum((x for _ in range(n)), x), in_dims=(0, None))(xs, 2)
+    assert looped.tolist() == [x + x + x for x in xs.tolist()]
+    slopes = vmap(grad(lambda w, x: w * x), in_dims=(None, 0))(2, xs)
+    assert slopes.tolist() == xs.tolist()
+
+
+def test_in_dims_picks_the_axis_of_the_samples() -> None:
+    xs = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    assert vmap(lambda x: x[0] * x[1], in_dims=1)(xs).tolist() == [4.0, 10.0, 18.0]
+
+
+def test_values_the_function_closes_over_are_read_at_each_call() -> None:
+    w = Value(2.0)
+    scaled = vmap(lambda x: x * w)
+    assert scaled(np.array([1.0, 3.0])).tolist() == [2.0, 6.0]
+    w.data = -1.0
+    assert scaled(np.array([1.0, 3.0])).tolist() == [-1.0, -3.0]
+
+
+def test_large_batches_run_in_chunks_with_the_same_numbers() -> None:
+    xs = np.linspace(-3.0, 3.0, 1001)
+    whole = vmap(grad(lambda x: (x * x).tanh()))(xs)
+    chunked = vmap(grad(lambda x: (x * x).tanh()), chunk_size=64)(xs)
+    assert [bits(a) for a in whole] == [bits(b) for b in chunked]
+
+
+def test_the_array_code_is_shown_and_has_no_branch_on_a_number() -> None:
+    relu = vmap(grad(lambda x: (x * 3.0).relu()))
+    relu(np.array([-1.0, 2.0]))
+    assert "def forward(x0):" in relu.source
+    assert "def backward(" in relu.source
+    assert "_where(" in relu.source
+    assert " if " not in relu.source
+
+
+def test_fast_mode_agrees_on_arithmetic_and_nearly_on_functions() -> None:
+    xs = np.linspace(-1.0, 1.0, 201)  # tanh away from 1, where fast's 1 - r * r (rounded twice) cancels
+    exact = vmap(grad(lambda x: (x * x + x).tanh().exp()))(xs)
+    fast = vmap(grad(lambda x: (x * x + x).tanh().exp()), fast=True)(xs)
+    np.testing.assert_allclose(fast, exact, rtol=1e-13, atol=0.0)
+    arithmetic = vmap(grad(lambda x: (x * x - 3.0 * x).relu()), fast=True)(xs)
+    assert_same_bits(arithmetic, [grad(lambda x: (x * x - 3.0 * x).relu())(float(x)) for x in xs], "fast arithmetic")
+
+
+# ---- training -------------------------------------------------------------------------------------
+
+
+def test_batch_sum_adds_from_the_last_row_to_the_first_onto_the_start() -> None:
+    rows = np.array([[1e16, 1.0], [1.0, -1e16], [-1e16, 1e16]])
+    expected = [((5.0 + r2) + r1) + r0 for r0, r1, r2 in zip(rows[0], rows[1], rows[2], strict=True)]
+    assert [bits(x) for x in vjpgrad.batch_sum(rows, start=5.0)] == [bits(x) for x in expected]
+
+
+def test_full_batch_training_through_vmap_equals_eager_training_to_the_bit() -> None:
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import moons
+        import moons_vmap
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    with contextlib.redirect_stdout(io.StringIO()):
+        model, *_ = moons.train(2)
+    eager = [p.data for p in model.parameters()]
+    assert [bits(p) for p in moons_vmap.train(2)] == [bits(p) for p in eager]
+
+
+# ---- torch.func ------------------------------------------------------------------------------------
+
+
+def test_per_sample_gradients_match_torch_func_vmap_of_grad() -> None:
+    torch = pytest.importorskip("torch", reason="the comparison with torch.func needs PyTorch")
+    func = torch.func
+
+    def arithmetic(params: Any, x: Any, y: Any) -> Any:
+        hidden = (params[0] * x[0] + params[1] * x[1] + params[2]).relu()
+        return (hidden * params[3] - y) * (hidden * params[3] - y)
+
+    xs = np.array([[0.5, -1.0], [2.0, 0.25], [-3.0, 1e-3], [0.0, -0.0], [7.0, 1.0]])
+    ours = vmap(grad(arithmetic), in_dims=(None, 0, 0))(PARAMS, xs, YS)
+
+    def torch_loss(p: Any, x: Any, y: Any) -> Any:
+        hidden = torch.relu(p[0] * x[0] + p[1] * x[1] + p[2])
+        return (hidden * p[3] - y) * (hidden * p[3] - y)
+
+    theirs = func.vmap(func.grad(torch_loss), in_dims=(None, 0, 0))(
+        torch.tensor(PARAMS, dtype=torch.float64), torch.from_numpy(xs), torch.from_numpy(YS)
+    )
+    # the same numbers; the sign of a zero may differ: torch's p[0] hands its gradient back by adding
+    # it into zeros (0.0 + -0.0 is 0.0), where vjpgrad's params are separate Values
+    assert ours.ravel().tolist() == theirs.numpy().ravel().tolist()
+    assert sum(bits(a) != bits(b) for a, b in zip(ours.ravel(), theirs.numpy().ravel(), strict=True)) <= sum(
+        a == 0.0 for a in ours.ravel()
+    )
+    smooth = vmap(grad(loss), in_dims=(None, 0, 0))(PARAMS, XS, YS)
+
+    def torch_smooth(p: Any, x: Any, y: Any) -> Any:
+        score = torch.tanh(p[0] * x[0] + p[1] * x[1] + p[2])
+        return (score - y) * (score - y) + torch.exp(p[3]) * torch.sigmoid(x[0])
+
+    reference = func.vmap(func.grad(torch_smooth), in_dims=(None, 0, 0))(
+        torch.tensor(PARAMS, dtype=torch.float64), torch.from_numpy(XS), torch.from_numpy(YS)
+    )
+    np.testing.assert_allclose(smooth, reference.numpy(), rtol=4 * 2.0**-52, atol=0.0)  # vectorised exp, tanh
+
+
+# ---- refusals -------------------------------------------------------------------------------------
+
+
+def test_python_that_reads_a_samples_number_is_refused_naming_the_line() -> None:
+    def branchy(x: Any) -> Any:
+        return x * 2.0 if x > 0 else -x  # reads the number
+
+    with pytest.raises(DataDependentError, match=r"vjpgrad\.vmap"):
+        vmap(branchy)(np.array([1.0, -1.0]))
+
+
+def test_a_gradient_taken_inside_the_function_is_refused() -> None:
+    def inside(x: Any) -> Any:
+        w = Value(1.0)
+        (dw,) = vjpgrad.gradients((w * x).relu(), [w], create_graph=True)  # relu's mask: one sample's
+        return dw
+
+    with pytest.raises(DataDependentError, match=r"vmap\(grad\(f\)\)"):
+        vmap(inside)(np.array([1.0, -1.0]))
+    with pytest.raises(DataDependentError, match=r"vjpgrad\.vmap"):
+        vmap(lambda x: grad(lambda y: (y * x).relu())(x))(np.array([1.0, -1.0]))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "words"),
+    [
+        (lambda: vmap(lambda x: x)(np.array(1.0)), ValueError, "no axis"),
+        (lambda: vmap(lambda x, y: x * y)(np.ones(2), np.ones(3)), ValueError, "different sizes"),
+        (lambda: vmap(lambda x: x, in_dims=(0, 0))(np.ones(2)), ValueError, "in_dims has 2 entries"),
+        (lambda: vmap(lambda x: x, in_dims=None)(1.0), ValueError, "at least one argument must be batched"),
+        (lambda: vmap(lambda x: x, in_dims="0"), TypeError, "in_dims must be"),
+        (lambda: vmap(lambda x: x, fast=1), TypeError, "fast must be a bool"),
+        (lambda: vmap(lambda x: x, chunk_size=0), ValueError, "chunk_size must be at least 1"),
+        (lambda: vmap(lambda x: x)(np.ones((2, 2, 2))), ValueError, "a number or a list of numbers"),
+        (lambda: vmap(lambda x: x)(["a", "b"]), TypeError, "array of numbers"),
+        (lambda: vmap(grad(lambda x: [x, x]))(np.ones(2)), TypeError, "scalar output"),
+        (lambda: vmap(vjpgrad.hessian(lambda x: x * x)), TypeError, "composes with grad"),
+        (lambda: vmap(grad(grad(lambda x: x * x))), TypeError, "a transform of a transform"),
+        (lambda: vmap(3), TypeError, "takes a function"),
+        (lambda: vmap(lambda x: x).source, RuntimeError, "not been called"),
+    ],
+)
+def test_bad_calls_raise_a_clear_error(call: Callable[[], Any], error: type[Exception], words: str) -> None:
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_without_numpy_the_error_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    with pytest.raises(ImportError, match=r"pip install numpy \(or pip install -e '\.\[vmap\]' in your clone"):
+        vmap(lambda x: x)
