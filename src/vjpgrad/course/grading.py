@@ -123,9 +123,16 @@ def run_many(
         return list(pool.map(lambda pair: run_exercise(pair[0], pair[1], timeout, held_out), work))
 
 
-PRELOAD = ["pytest", "hypothesis", "hypothesis.strategies", "vjpgrad", "vjpgrad.testing", "vjpgrad.course._plugin"]
+PRELOAD = [
+    "pytest", "hypothesis", "hypothesis.strategies", "_hypothesis_pytestplugin", "vjpgrad", "vjpgrad.testing",
+    "vjpgrad.course._plugin",
+]  # fmt: skip
 """What the fork server imports once, so that each exercise's process starts without importing them
 again (hypothesis alone takes most of a second)."""
+
+
+HYPOTHESIS_PLUGIN = ["-p", "_hypothesis_pytestplugin"] if importlib.util.find_spec("_hypothesis_pytestplugin") else []
+"""Hypothesis's pytest plugin, loaded by name: the checks' processes load no plugin by its entry point."""
 
 
 def _processes() -> Any:
@@ -148,6 +155,7 @@ def pytest_process(arguments: list[str], directory: str, output: str, scratch: s
     os.dup2(stream, 2)
     os.chdir(directory)
     os.environ.pop("PYTEST_ADDOPTS", None)  # the checks run as written, whatever the shell says
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # nor the plugins installed (pytest-randomly would reorder)
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch  # hypothesis writes nothing into the student's directory
     sys.dont_write_bytecode = True  # no __pycache__ in the student's directory
     import pytest
@@ -180,7 +188,8 @@ def run_exercise(directory: Path, exercise: Exercise, timeout: float, held_out: 
         report, output = Path(scratch) / "report.jsonl", Path(scratch) / "output.txt"
         arguments = [
             "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(exercise.check.parent),
-            "--student", str(directory.resolve()), "--course-report", str(report), *map(str, files),
+            "--student", str(directory.resolve()), "--course-report", str(report), *HYPOTHESIS_PLUGIN,
+            *map(str, files),
         ]  # fmt: skip
         process = _processes().Process(
             target=pytest_process,
