@@ -1,5 +1,5 @@
 """What ``vjpgrad.compile``'s first calls cost, as a learner meets them: in a fresh process, with
-an empty compiled-code cache and then with the cache the first process filled (issue 23).
+an empty compiled-code cache and then with the cache the first process filled.
 
     python benchmarks/first_call.py                  # 5 rounds of both workloads (~2 min)
     python benchmarks/first_call.py --rounds 3 --only mlp

@@ -13,8 +13,9 @@ first-name frequency files (public domain), as shipped in the PyPI package ``nam
 Compiled (the default), the training step is one function of one-hot rows (the name's
 letters in, the letters to predict out) that reads no data, so ``vjpgrad.compile`` records
 it once per name length and replays it as code for every name of that length. A letter is
-a one-hot row rather than an index because an index is structure (it picks which row of the
-embedding a recording uses) while a row of floats is data: the embedding lookup
+a one-hot row of Values rather than an index because numbers are structure to compile (an
+index picks which row of the embedding a recording uses; a float is fixed in the code, as
+``torch.compile`` specializes Python scalars) while Values are data: the embedding lookup
 ``wte[token]`` becomes the product ``one_hot @ wte``, which is the same number. ``--eager``
 runs microgpt's own step, indices and all, as plain Values. Loss starts
 near ln(27) = 3.30 (a uniform guess over 26 letters and the end-of-name token).
@@ -85,7 +86,7 @@ class GPT:
 
     def __call__(
         self,
-        token: int | Sequence[float | Value],
+        token: int | Sequence[Value],
         pos_id: int,
         keys: list[list[list[Value]]],
         values: list[list[list[Value]]],
@@ -155,7 +156,7 @@ def make_step_loss(model: GPT, compiled: bool = False, one_hot: bool | None = No
     if not (compiled if one_hot is None else one_hot):
         return loss_of_tokens
 
-    def loss_of(inputs: list[list[float]], targets: list[list[float]]) -> Value:
+    def loss_of(inputs: list[list[Value]], targets: list[list[Value]]) -> Value:
         keys: list[list[list[Value]]] = [[] for _ in range(model.n_layer)]
         values: list[list[list[Value]]] = [[] for _ in range(model.n_layer)]
         losses = []
@@ -166,8 +167,9 @@ def make_step_loss(model: GPT, compiled: bool = False, one_hot: bool | None = No
 
     run = vjpgrad.compile(loss_of) if compiled else loss_of
 
-    def one_hot(token_id: int) -> list[float]:
-        return [1.0 if i == token_id else 0.0 for i in range(vocab_size)]
+    def one_hot(token_id: int) -> list[Value]:
+        """The letter as a row of Values that take no gradient: data to a compiled step."""
+        return [Value(1.0 if i == token_id else 0.0, requires_grad=False) for i in range(vocab_size)]
 
     def step_loss(tokens: Sequence[int]) -> Value:
         n = min(model.block_size, len(tokens) - 1)

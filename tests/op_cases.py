@@ -36,6 +36,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+import vjpgrad
 from vjpgrad.core import ops
 from vjpgrad.core.ops import Op
 from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
@@ -88,7 +89,7 @@ def kernel(name: str, *backward: Callable[..., tuple[str, float]]) -> Callable[.
 
 
 @dataclass(frozen=True)
-class Form:
+class Spelling:
     """One way the tests call an operation: ``text`` shows it, ``call`` takes the operands in
     order, ``operands`` says which are Values (``v``) and which are numbers (``n``), and ``numbers``
     are the numbers tried for an ``n``."""
@@ -120,6 +121,11 @@ class Form:
             return self.call(*(next(given_values) if kind == "v" else next(given_numbers) for kind in self.operands))
 
         return call
+
+
+def constant(torch: Any, c: float) -> Any:
+    """A number as PyTorch's functions of two tensors take it: a float64 tensor with no gradient."""
+    return torch.tensor(float(c), dtype=torch.float64)
 
 
 def value_points(count: int) -> list[tuple[float, ...]]:
@@ -191,19 +197,31 @@ class OpCase:
             return "-x"
         if self.op is ops.MAX:
             return f"max([{', '.join(shown)}])"
+        if self.op.arity == 2:  # a function of two operands: vjpgrad.atan2(x, y)
+            return f"{self.op.name}({', '.join(shown)})"
         return f"x.{self.op.name}()"
 
-    def forms(self) -> list[Form]:
+    def spellings(self) -> list[Spelling]:
         """Every way the tests call it: as ``call`` says, then with a number for either Value."""
         numbers = self.numbers if "n" in self.operands else ()
-        found = [Form(self.text, self.call, self.operands, numbers, self.torch, self.vectorised, self.zero_ties_differ)]
-        if self.with_a_number:
+        found = [
+            Spelling(self.text, self.call, self.operands, numbers, self.torch, self.vectorised, self.zero_ties_differ)
+        ]
+        if self.with_a_number and self.op.symbol:
             symbol = self.op.symbol
-            found.append(Form(f"x {symbol} c", self.call, "vn", CONSTANTS))
-            found.append(Form(f"c {symbol} x", self.call, "nv", CONSTANTS))
+            found.append(Spelling(f"x {symbol} c", self.call, "vn", CONSTANTS))
+            found.append(Spelling(f"c {symbol} x", self.call, "nv", CONSTANTS))
+        elif self.with_a_number:  # a function: torch takes the number as a tensor that requires no grad
+            name, torch_call = self.op.name, self.torch
+            found.append(
+                Spelling(f"{name}(x, c)", self.call, "vn", CONSTANTS, lambda t, x, c: torch_call(t, x, constant(t, c)))
+            )
+            found.append(
+                Spelling(f"{name}(c, x)", self.call, "nv", CONSTANTS, lambda t, c, x: torch_call(t, constant(t, c), x))
+            )
         return found
 
-    def points(self, form: Form) -> list[tuple[float, ...]]:
+    def points(self, form: Spelling) -> list[tuple[float, ...]]:
         """The operands a form is tried at: ``EDGES`` for a Value (``PAIRS`` for two Values), the
         form's ``numbers`` for a number, and the operands of the row's own ``edges``."""
         if form.operands == "vv":
@@ -604,6 +622,78 @@ CASES: list[OpCase] = [
     ),
 ]
 """One row per operation of the table, in the table's order."""
+
+CASES += [
+    OpCase(
+        "atan2",
+        ops.ATAN2,
+        lambda y, x: vjpgrad.atan2(y, x),
+        "vv",
+        torch=lambda torch, y, x: torch.atan2(y, x),
+        # away from the origin and from the branch cut (y = 0, x < 0), where atan2 jumps from pi to -pi
+        domain=operands(finite(-1e3, 1e3), finite(-1e3, 1e3)).filter(lambda yx: abs(yx[0]) > 0.1 or yx[1] > 0.1),
+        # C99 Annex F: the signs of zeros and infinities choose the quadrant
+        edges=(
+            (0.0, 0.0, 0.0),
+            (-0.0, 0.0, -0.0),
+            (0.0, -0.0, math.pi),
+            (-0.0, -0.0, -math.pi),
+            (0.0, -1.0, math.pi),
+            (-0.0, -1.0, -math.pi),
+            (-0.0, 1.0, -0.0),
+            (1.0, 0.0, math.pi / 2),
+            (-1.0, -0.0, -math.pi / 2),
+            (1.0, -inf, math.pi),
+            (-1.0, -inf, -math.pi),
+            (-1.0, inf, -0.0),
+            (inf, 1.0, math.pi / 2),
+            (-inf, 1.0, -math.pi / 2),
+            (inf, -inf, 3 * math.pi / 4),
+            (-inf, inf, -math.pi / 4),
+            (nan, 1.0, nan),
+            (1.0, nan, nan),
+        ),
+        # recip = 1 / (y * y + x * x), 0 where y * y + x * x is 0; d/dy = (g * x) * recip, d/dx = (g * -y) * recip
+        derivatives=(
+            (1.0, 2.0, 0.4, -0.2),
+            (0.0, 0.0, 0.0, -0.0),  # recip is 0 at the origin
+            (1e-200, 1e-200, 0.0, -0.0),  # the squares underflow to 0: recip is 0 there too
+            (2.3e-162, 0.0, nan, -inf),  # the sum is the least subnormal, 5e-324: recip overflows, 0 * inf
+            (inf, 1.0, 0.0, nan),  # recip = 0: 1 * 0, -inf * 0
+            (1e200, 1e200, 0.0, -0.0),  # the squares overflow
+        ),
+        with_a_number=True,
+    ),
+    OpCase(
+        "hypot",
+        ops.HYPOT,
+        lambda x, y: vjpgrad.hypot(x, y),
+        "vv",
+        torch=lambda torch, x, y: torch.hypot(x, y),
+        domain=operands(finite(-1e3, 1e3), finite(-1e3, 1e3)).filter(lambda xy: abs(xy[0]) + abs(xy[1]) > 0.1),
+        # C99 Annex F: an infinity wins over a nan
+        edges=(
+            (3.0, 4.0, 5.0),
+            (-3.0, -4.0, 5.0),
+            (0.0, 0.0, 0.0),
+            (-0.0, -0.0, 0.0),
+            (-0.0, 5.0, 5.0),
+            (inf, nan, inf),
+            (nan, -inf, inf),
+            (nan, 1.0, nan),
+            (1e308, 1e308, 1.4142135623730951e308),  # no overflow inside
+            (TINY, 0.0, TINY),
+        ),
+        # d/dx = (g * x) / out, d/dy = (g * y) / out
+        derivatives=(
+            (3.0, 4.0, 0.6, 0.8),
+            (-3.0, 4.0, -0.6, 0.8),
+            (0.0, 0.0, nan, nan),  # 0 / 0
+            (inf, 1.0, nan, 0.0),  # inf / inf, 1 / inf
+        ),
+        with_a_number=True,
+    ),
+]
 
 MAX_WITH_CONSTANTS: list[tuple[str, Callable[..., Any], int]] = [
     ("max([x, 1.0, x * 0.5])", lambda x: F.max([x, 1.0, x * 0.5]), 1),

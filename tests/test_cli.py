@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import vjpgrad
 from vjpgrad import Value, Vector
 from vjpgrad.cli.expr import MAX_DEPTH, ExpressionError, evaluate, parse
 from vjpgrad.cli.main import main
@@ -235,7 +236,7 @@ def test_depth_is_limited_exactly(depth: int) -> None:
             parse(text)
 
 
-# ---- issue #11: depth, names, big literals, options, validation before printing -------------
+# ---- depth, names, big literals, options, validation before printing -----------------------
 
 
 @pytest.mark.parametrize("operator", ["+", "-", "*", "/"])
@@ -391,7 +392,7 @@ def test_nothing_is_printed_before_an_error(capsys: pytest.CaptureFixture[str], 
     assert err.startswith("vjpgrad: error: ")
 
 
-# ---- issue #15: messages that say what to write ------------------------------------------------
+# ---- messages that say what to write ---------------------------------------------------------
 
 
 def test_a_vector_output_without_a_seed_suggests_the_seed_option(capsys: pytest.CaptureFixture[str]) -> None:
@@ -425,12 +426,56 @@ def test_every_function_of_the_table_is_accepted_and_listed(capsys: pytest.Captu
     _, help_text, _ = run(capsys, "--help")
     for name in _expr.FUNCTIONS:
         assert name in help_text
+        if _expr.ARITY[name] == 2:  # a function of two operands: atan2(x, w)
+            status, out, err = run(capsys, f"{name}(x, w)", "x=0.5", "w=-2")
+            assert (status, err) == (0, "")
+            value, other = Value(0.5), Value(-2.0)
+            y = getattr(value, name)(other)
+            y.backward()
+            assert out.splitlines() == [f"y = {y.data!r}", f"x.grad = {value.grad!r}", f"w.grad = {other.grad!r}"]
+            continue
         status, out, err = run(capsys, f"{name}(x)", "x=0.5")
         assert (status, err) == (0, "")
         value = Value(0.5)
         y = abs(value) if name == "abs" else getattr(value, name)()
         y.backward()
         assert out.splitlines() == [f"y = {y.data!r}", f"x.grad = {value.grad!r}"]
+
+
+def test_atan2_of_two_variables_gives_both_gradients(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "atan2(y, x)", "y=1", "x=2")
+    assert (status, err) == (0, "")
+    y, x = Value(1.0), Value(2.0)
+    out_value = vjpgrad.atan2(y, x)
+    out_value.backward()
+    assert out.splitlines() == [f"out = {out_value.data!r}", f"y.grad = {y.grad!r}", f"x.grad = {x.grad!r}"]
+    assert (y.grad, x.grad) == (0.4, -0.2)  # x / (x² + y²), -y / (x² + y²)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("atan2(x)", "atan2() takes exactly 2 arguments"),
+        ("atan2(x, x, x)", "atan2() takes exactly 2 arguments"),
+        ("log(x, x)", "log() takes exactly one argument"),
+        ("(x, 2)", "a tuple is not allowed"),
+    ],
+)
+def test_a_function_called_with_the_wrong_number_of_arguments_says_how_many(
+    capsys: pytest.CaptureFixture[str], expression: str, message: str
+) -> None:
+    status, out, err = run(capsys, expression, "x=1")
+    assert (status, out) == (2, "")
+    assert message in err
+
+
+def test_a_function_of_two_operands_takes_numbers_and_vectors(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "hypot(x, 3) + atan2(2, x)", "x=1,2", "--seed", "1,1")
+    assert (status, err) == (0, "")
+    x = vjpgrad.Vector([1.0, 2.0])
+    y = vjpgrad.hypot(x, 3) + vjpgrad.atan2(2, x)
+    y.backward([1.0, 1.0])
+    assert f"x.grad = {x.grad!s}" in out.splitlines()
 
 
 def test_a_function_added_to_the_table_reaches_the_command_line() -> None:
@@ -440,14 +485,16 @@ import importlib, sys
 import vjpgrad.cli.expr as expr
 from vjpgrad import Value
 table = expr.OPERATIONS
-from vjpgrad.core.ops import TIMES, Op
-double = Op("double", 1, lambda x: 2.0 * x, (lambda x, out: 2.0,), (TIMES,), "_double({0})", doc="2 x")
+from vjpgrad.core.ops import Op, times
+double = Op("double", 1, lambda x: 2.0 * x, (lambda x, out: 2.0,), (times,), "_double({0})", doc="2 x")
 holders = [(m, k) for n, m in list(sys.modules.items()) if n.startswith("vjpgrad") and m is not expr
            for k, v in vars(m).items() if v is table]
 assert holders
 for module, attribute in holders:
     setattr(module, attribute, (*table, double))
 Value.double = lambda self: self * 2.0
+import vjpgrad.core.functions as functions  # what the generator writes for the new row
+functions.double = lambda x: 2.0 * x if isinstance(x, float) else x.double()
 importlib.reload(expr)
 import vjpgrad.cli.main as cli
 importlib.reload(cli)
@@ -479,6 +526,15 @@ def _language(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         _join(
             st.sampled_from(["exp", "log", "\U0001d460\U0001d456\U0001d45b", "foo"]),
             st.just("("),
+            children,
+            st.just(")"),
+        ),
+        _join(
+            st.sampled_from(["atan2", "hypot", "bar"]),
+            st.just("("),
+            children,
+            st.just(","),
+            SPACE,
             children,
             st.just(")"),
         ),

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import vjpgrad
+from vjpgrad import Value
 from vjpgrad.compiler import cache as _cache
 
 STRUCTURE = b"t1 = x0 * p0; t2 = t1 + p1"  # what a compiler might describe a recording by
@@ -666,10 +667,13 @@ def test_each_structure_is_its_own_entry(cache_dir: Path) -> None:
     compiled = vjpgrad.compile(mlp_step)
     calls_until_replayed(compiled, DATA, X)
     assert len(entries(cache_dir)) == 1
-    calls_until_replayed(compiled, DATA, [0.25, 4.0])  # other floats: the same structure, the same entry
-    assert len(entries(cache_dir)) == 1
-    calls_until_replayed(compiled, DATA, [3, -2])  # an int is structure: another entry
+    calls_until_replayed(compiled, DATA, [0.25, 4.0])  # numbers are structure: other floats, another entry
     assert len(entries(cache_dir)) == 2
+    calls_until_replayed(compiled, DATA, [3, -2])  # and ints another
+    assert len(entries(cache_dir)) == 3
+    calls_until_replayed(compiled, DATA, [Value(0.25), Value(4.0)])  # Values are data: one entry for any numbers
+    calls_until_replayed(compiled, DATA, [Value(5.0), Value(-1.0)])
+    assert len(entries(cache_dir)) == 4
     # and the two are not mixed up when loaded by a fresh function
     fresh = vjpgrad.compile(mlp_step)
     for x in ([3, -2], X):

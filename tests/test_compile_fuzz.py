@@ -5,8 +5,13 @@ with closed-over parameters and with a float argument, functions, ``detach``, a 
 the float argument, a compiled function called inside, a loop whose trip count is a NumPy
 integer, the float argument asked whether it is a Value and handed to vjpgrad's functions, and
 the steps eager code can run but a recording cannot replay (reading a parameter's number,
-branching on a float argument or on a parameter). Between the recording and the call that is
-compared, the parameters' numbers change and a parameter may be rebound.
+branching on a float argument or on a parameter), the world the function reads beside its
+Values (a flag and a number on an object that holds no Value, a list of adapters that starts
+empty, the order of a dict and of a set of parameters, ``requires_grad`` of a parameter,
+keyword arguments in the call's order). Between the recording and the call that is compared,
+the parameters' numbers change, a parameter may be rebound, the flag or the number may change,
+an adapter may be added, the dict or the set reordered, ``requires_grad`` toggled. The result
+is eager's bits or a refusal; a program that changes its world (a counter) is refused.
 
 The default run is small; ``VJPGRAD_FUZZ_EXAMPLES=20000 pytest tests/test_compile_fuzz.py`` is
 the large one.
@@ -17,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 import struct
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,26 +52,53 @@ INNER = vjpgrad.compile(lambda v: v * v + 1.0)
 ONE_VALUE: dict[str, Callable[[Value], Value]] = {
     f"{form.text} with {numbers}" if numbers else form.text: form.of_values(numbers)
     for case in CASES
-    for form in case.forms()
+    for form in case.spellings()
     if form.values == 1
     for numbers in form.number_choices()
 }
 """Every operation of the table on one Value (x.exp(), x ** k for each k, c / x for each c...)."""
 TWO_VALUES: dict[str, Callable[[Value, Value], Value]] = {
-    form.text: form.call for case in CASES for form in case.forms() if form.operands == "vv"
+    form.text: form.call for case in CASES for form in case.spellings() if form.operands == "vv"
 }
 """Every operation of the table on two Values (x + y, x ** y, max([x, y]))."""
 
 
+@dataclass(eq=False)
+class Holder:
+    """An object holding one parameter. Its hash is its key, and the keys collide in a small
+    set's table, so a set of them iterates in the order they were inserted: the same in twin
+    worlds, and another after they are inserted again in another order."""
+
+    key: int
+    w: Value
+
+    def __hash__(self) -> int:
+        return self.key
+
+
 @dataclass
 class Params:
-    """The Values a program closes over (its parameters)."""
+    """The Values a program closes over (its parameters), and the rest of its world."""
 
     values: list[Value] = field(default_factory=list)
+    config: Any = field(default_factory=lambda: types.SimpleNamespace(flag=True, scale=1.5))
+    adapters: list[Value] = field(default_factory=list)
+    table: dict[str, Value] = field(default_factory=lambda: {"a": Value(0.5), "b": Value(-1.25), "c": Value(2.0)})
+    members: set[Holder] = field(
+        default_factory=lambda: {Holder(1, Value(0.75)), Holder(9, Value(-0.5)), Holder(17, Value(1.5))}
+    )
+    calls: int = 0
 
 
 def run(  # DEFINITION
-    steps: list[tuple[Any, ...]], params: Params, x: Value, y: Value, k: float, n: int, extra: list[Value] | None = None
+    steps: list[tuple[Any, ...]],
+    params: Params,
+    x: Value,
+    y: Value,
+    k: float,
+    n: int,
+    extra: list[Value] | None = None,
+    **terms: float,
 ) -> Any:
     extra = [] if extra is None else extra
     regs: list[Value] = [x, y]
@@ -119,6 +152,29 @@ def run(  # DEFINITION
             params.last = a + 0.0  # type: ignore[attr-defined]  # a Value computed and kept by an object: refused
         elif kind == "append":
             extra.append(a)  # the list argument changed: refused
+        elif kind == "flag":  # a flag on an object that holds no Value
+            regs.append(a * 2.0 if params.config.flag else -a)
+        elif kind == "scale":  # a number on an object that holds no Value: structure
+            regs.append(a * params.config.scale)
+        elif kind == "adapters":  # a list that starts empty
+            regs.append(sum((a * v for v in params.adapters), a))
+        elif kind == "dict_order":
+            for v in params.table.values():
+                a = (a + v) * 0.5
+            regs.append(a)
+        elif kind == "set_order":
+            for holder in params.members:
+                a = (a + holder.w) * 0.5
+            regs.append(a)
+        elif kind == "requires_grad":  # requires_grad of a parameter, read without reading the parameter
+            regs.append(a * params.values[1] if params.values[1].requires_grad else a * 3.0)
+        elif kind == "terms":  # keyword arguments, in the call's order
+            for term in terms.values():
+                a = a * 0.5 - term
+            regs.append(a)
+        elif kind == "count":
+            params.calls += 1  # a side effect: refused
+            regs.append(a * params.calls)
     return Vector(regs[-3:])
 
 
@@ -148,6 +204,13 @@ step = st.one_of(
     st.tuples(st.just("float_is_value"), index),
     st.tuples(st.just("float_function"), index, st.booleans()),
     st.tuples(st.just("alias"), index),
+    st.tuples(st.just("flag"), index),
+    st.tuples(st.just("scale"), index),
+    st.tuples(st.just("adapters"), index),
+    st.tuples(st.just("dict_order"), index),
+    st.tuples(st.just("set_order"), index),
+    st.tuples(st.just("requires_grad"), index),
+    st.tuples(st.just("terms"), index),
 )
 refusal = st.tuples(st.sampled_from(sorted(REFUSED)), index)
 number = st.floats(-3.0, 3.0, allow_nan=False).filter(lambda v: abs(v) > 1e-3)
@@ -158,17 +221,25 @@ def bits(x: float) -> Any:
 
 
 def outcome(
-    steps: list[tuple[Any, ...]], params: Params, call: Any, x: float, y: float, k: float, n: int, seed_all: bool
+    steps: list[tuple[Any, ...]],
+    params: Params,
+    call: Any,
+    x: float,
+    y: float,
+    k: float,
+    n: int,
+    seed_all: bool,
+    terms: dict[str, float] | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """The bits of the outputs and of every argument's, output's and parameter's gradient after a
     backward seeded at every output, or at the last one only."""
     xv = Value(x)
     yv = params.values[-1] if any(step[0] == "alias" for step in steps) else Value(y)  # passed and closed over
     if isinstance(call, vjpgrad.Compiled):  # records again if it must: the call measured below replays
-        call(steps, params, Value(x), yv if yv is params.values[-1] else Value(y), k, n)
+        call(steps, params, Value(x), yv if yv is params.values[-1] else Value(y), k, n, **(terms or {}))
         for p in params.values:
             p.grad = 0.0
-    out = call(steps, params, xv, yv, k, n)
+    out = call(steps, params, xv, yv, k, n, **(terms or {}))
     live = [v for v in out if v.requires_grad]
     if not seed_all:
         live = live[-1:]
@@ -184,7 +255,10 @@ def outcome(
     first=st.tuples(number, number, number),
     second=st.tuples(number, number, number),
     weights=st.lists(number, min_size=3, max_size=3),
-    change=st.sampled_from(["numbers", "rebind", "grow", "nothing"]),
+    change=st.sampled_from(
+        ["numbers", "rebind", "grow", "nothing", "flag", "scale", "adapter", "reorder", "requires_grad", "members"]
+    ),
+    orders=st.tuples(st.booleans(), st.booleans()),
     trip=st.sampled_from([0, 1, 2]),
     numpy_scalars=st.booleans(),
     seed_all=st.booleans(),
@@ -198,6 +272,7 @@ def test_compiled_is_eager_to_the_bit_on_random_programs(
     trip: int,
     numpy_scalars: bool,
     seed_all: bool,
+    orders: tuple[bool, bool],
 ) -> None:
     n: Any = trip
     k = second[2]
@@ -206,7 +281,8 @@ def test_compiled_is_eager_to_the_bit_on_random_programs(
         n, k = np.int64(trip), np.float64(k)
     ours, twin = Params([Value(w) for w in weights]), Params([Value(w) for w in weights])
     compiled = vjpgrad.compile(run)
-    compiled(steps, ours, Value(first[0]), Value(first[1]), first[2], n)  # the recording
+    terms = [{"p": 0.25, "q": -1.5}, {"q": -1.5, "p": 0.25}]  # the same keyword arguments, in two orders
+    compiled(steps, ours, Value(first[0]), Value(first[1]), first[2], n, **terms[orders[0]])  # the recording
     for params in (ours, twin):  # what happens between two calls, to both alike
         if change == "numbers":
             for p in params.values:
@@ -215,10 +291,24 @@ def test_compiled_is_eager_to_the_bit_on_random_programs(
             params.values[1] = Value(7.0)
         elif change == "grow":
             params.values.append(Value(0.25))
+        elif change == "flag":
+            params.config.flag = False
+        elif change == "scale":
+            params.config.scale = -0.75
+        elif change == "adapter":
+            params.adapters.append(Value(0.125))
+        elif change == "reorder":
+            params.table["a"] = params.table.pop("a")
+        elif change == "requires_grad":
+            params.values[1].requires_grad = False
+        elif change == "members":
+            held = sorted(params.members, key=lambda holder: holder.key, reverse=True)
+            params.members.clear()
+            params.members.update(held)
         for p in params.values:
             p.grad = 0.0
-    assert outcome(steps, ours, compiled, second[0], second[1], k, n, seed_all) == outcome(
-        steps, twin, run, second[0], second[1], k, n, seed_all
+    assert outcome(steps, ours, compiled, second[0], second[1], k, n, seed_all, terms[orders[1]]) == outcome(
+        steps, twin, run, second[0], second[1], k, n, seed_all, terms[orders[1]]
     )
 
 
@@ -239,9 +329,19 @@ def test_a_program_that_reads_a_number_is_refused_naming_its_line(
 @given(before=st.lists(step, max_size=6))
 def test_a_program_that_changes_its_list_argument_is_refused(before: list[tuple[Any, ...]]) -> None:
     params = Params([Value(1.0), Value(2.0), Value(3.0)])
-    with pytest.raises(DataDependentError, match="changed the list extra it was given") as error:
+    with pytest.raises(DataDependentError, match="changed extra") as error:
         vjpgrad.compile(run)([*before, ("append", 0)], params, Value(0.5), Value(1.5), 0.5, 1, [])
     assert f"test_compile_fuzz.py:{line_of('DEFINITION')}" in str(error.value)
+
+
+@settings(max_examples=max(EXAMPLES // 6, 5))
+@given(before=st.lists(step, max_size=6), after=st.lists(step, max_size=3))
+def test_a_program_that_changes_its_world_is_refused(
+    before: list[tuple[Any, ...]], after: list[tuple[Any, ...]]
+) -> None:
+    params = Params([Value(1.0), Value(2.0), Value(3.0)])
+    with pytest.raises(DataDependentError, match=r"changed params\.calls"):
+        vjpgrad.compile(run)([*before, ("count", 0), *after], params, Value(0.5), Value(1.5), 0.5, 1)
 
 
 DESCRIBED: dict[bytes, str] = {}  # every description seen in this run, with the code written from it

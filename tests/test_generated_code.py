@@ -26,7 +26,7 @@ from vjpgrad.core import graph as _graph
 from vjpgrad.core import modes as _modes
 from vjpgrad.core import ops as _ops
 from vjpgrad.core import vector as _vector
-from vjpgrad.core.ops import BUILTIN, FACES, FUNCTIONS, MASKED, METHODS, TIMES, Op
+from vjpgrad.core.ops import BUILTIN, FACES, FUNCTIONS, MASKED, METHODS, Op, times
 
 # ---- the generated modules -------------------------------------------------------------------------
 
@@ -56,7 +56,7 @@ def inlined(shape: str) -> Callable[..., Value]:
     parameters = ", ".join(dict.fromkeys(name for name in ("out", a, da, b, db) if name != "None"))
     lines = _graph.make_inline("    ", "_Value", "out", "_OP", a, da, b, db)
     namespace: dict[str, Any] = {"make": _graph.make, "_new": _graph.new_node, "_next_seq": _graph.next_seq}
-    namespace |= {"switched": _modes.switched, "_Value": Value, "_OP": _ops.MUL}
+    namespace |= {"switches_on": _modes.switches_on, "_Value": Value, "_OP": _ops.MUL}
     exec("\n".join([f"def made({parameters}):", *lines]), namespace)  # the writer's own lines, run as written
     made: Callable[..., Value] = namespace["made"]
     return made
@@ -139,11 +139,15 @@ def test_each_function_of_the_table_is_a_module_function_and_exported() -> None:
         assert function is getattr(_functions, op.name)
         assert function.__module__ == "vjpgrad.core.functions"
         assert op.name in vjpgrad.__all__
-        assert function(0.5) == op.forward(0.5)
+        halves = [0.5] * op.arity  # as many operands as the row takes
+        assert function(*halves) == op.forward(*halves)
         assert op.doc in (function.__doc__ or "")
 
 
-FIELDS = ("name", "arity", "forward", "saved", "forms", "code", "doc", "symbol", "plain", "maskable", "backward")
+FIELDS = (
+    "name", "arity", "forward", "saved", "gradients", "code", "doc", "symbol", "operand_names", "plain", "maskable",
+    "backward", "saves",
+)  # fmt: skip
 
 
 def fields(op: Op) -> tuple[object, ...]:
@@ -156,24 +160,26 @@ BINARY_ROWS = [op for op in BUILTIN if op.arity == 2]
 
 @pytest.mark.parametrize("op", UNARY_ROWS, ids=[op.name for op in UNARY_ROWS])
 def test_rebuilding_a_unary_row_gives_the_same_row(op: Op) -> None:
-    again = _ops._unary(op.name, op.forward, op.saved[0], op.forms[0], doc=op.doc, code=op.code, maskable=op.maskable)
+    again = _ops._unary(
+        op.name, op.forward, op.saved[0], op.gradients[0], doc=op.doc, code=op.code, maskable=op.maskable
+    )
     assert fields(again) == fields(op)
     if op.code == f"_{op.name}({{0}})":  # the default code of a function
-        assert fields(_ops._unary(op.name, op.forward, op.saved[0], op.forms[0], doc=op.doc, maskable=op.maskable)) == (
-            fields(op)
-        )
+        assert fields(
+            _ops._unary(op.name, op.forward, op.saved[0], op.gradients[0], doc=op.doc, maskable=op.maskable)
+        ) == (fields(op))
     if not op.maskable:
-        assert fields(_ops._unary(op.name, op.forward, op.saved[0], op.forms[0], doc=op.doc, code=op.code)) == (
+        assert fields(_ops._unary(op.name, op.forward, op.saved[0], op.gradients[0], doc=op.doc, code=op.code)) == (
             fields(op)
         )
 
 
-def test_a_unary_row_without_a_form_multiplies() -> None:
+def test_a_unary_row_without_a_gradient_multiplies() -> None:
     op = _ops._unary("twice", lambda x: 2 * x, lambda x, out: 2.0, doc="2x")
-    assert (op.name, op.arity, op.forms, op.code, op.doc, op.symbol, op.maskable, op.plain) == (
+    assert (op.name, op.arity, op.gradients, op.code, op.doc, op.symbol, op.maskable, op.plain) == (
         "twice",
         1,
-        (TIMES,),
+        (times,),
         "_twice({0})",
         "2x",
         "",
@@ -191,11 +197,13 @@ def test_rebuilding_a_binary_row_gives_the_same_row(op: Op) -> None:
         op.code,
         op.saved[0],
         op.saved[1],
-        (op.forms[0], op.forms[1]),
+        (op.gradients[0], op.gradients[1]),
+        doc=op.doc,
+        operand_names=(op.operand_names[0], op.operand_names[1]),
         maskable=op.maskable,
     )
     assert fields(again) == fields(op)
-    if op.forms == (TIMES, TIMES) and not op.maskable:
+    if op.gradients == (times, times) and not op.maskable and not op.doc:
         assert fields(_ops._binary(op.name, op.symbol, op.forward, op.code, op.saved[0], op.saved[1])) == fields(op)
 
 
@@ -208,9 +216,9 @@ def test_which_rows_take_the_inline_multiplication() -> None:
     }  # fmt: skip
     assert [op.plain for op in (_ops.POW, _ops.POW_BASE, _ops.POW_SCALAR)] == [False, True, False]
     assert not any(op.plain for op in (_ops.RELU, _ops.MAX, _ops.DIV, _ops.LOG, _ops.SQRT, _ops.SIGMOID))
-    rebuilt = Op("mask", 1, abs, (lambda x, out: MASKED,), (TIMES,), "{0}", maskable=True)
+    rebuilt = Op("mask", 1, abs, (lambda x, out: MASKED,), (times,), "{0}", maskable=True)
     assert not rebuilt.plain
-    own = Op("own", 1, abs, (lambda x, out: 1.0,), (TIMES,), "{0}", backward=lambda node, g: None)
+    own = Op("own", 1, abs, (lambda x, out: 1.0,), (times,), "{0}", backward=lambda node, g: None)
     assert not own.plain
 
 
@@ -254,11 +262,15 @@ def test_each_method_of_the_table_is_a_vector_method_written_from_its_row(op: Op
     method = getattr(Vector, op.name)
     assert method.__name__ == op.name
     assert method.__module__ == "vjpgrad.core.operators"
-    assert method.__doc__ == f"{op.name}() of each element: {op.doc}."
     v = Vector([0.25, 2.0])
-    result = getattr(v, op.name)()
+    if op.arity == 1:
+        assert method.__doc__ == f"{op.name}() of each element: {op.doc}."
+        result, expected = getattr(v, op.name)(), [op.forward(0.25), op.forward(2.0)]
+    else:  # with another Vector, elementwise
+        assert op.doc in (method.__doc__ or "")
+        result, expected = getattr(v, op.name)(Vector([3.0, -1.0])), [op.forward(0.25, 3.0), op.forward(2.0, -1.0)]
     assert isinstance(result, Vector)
-    assert result.data == [op.forward(0.25), op.forward(2.0)]
+    assert result.data == expected
     assert [x.op for x in result] == [op.shown, op.shown]
 
 

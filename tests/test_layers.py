@@ -115,3 +115,22 @@ def test_the_layers_are_found() -> None:
     edges = graph()
     assert {"core", "codegen", "compiler", "display", "transforms", "cli", "course", "nn"} <= {layer(m) for m in edges}
     assert "vjpgrad.core.graph" in edges["vjpgrad.compiler.record"]
+
+
+FRAME_READS = ("_getframe", "currentframe", "f_back", "f_code", "f_globals", "f_locals", "stack(", "getouterframes")
+
+
+def test_nothing_in_the_core_reads_a_frame_except_to_name_the_users_line() -> None:
+    # the core knows nothing of compile beyond graph.Recording: no answer depends on who asks
+    allowed = {"caller_location", "is_own_code", "_users_frames"}  # the user's line, in an error
+    found = []
+    for path in sorted((PACKAGE / "core").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        inside_allowed = {id(n) for f in functions if f.name in allowed for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            text = ast.unparse(node) if isinstance(node, (ast.Attribute, ast.Call, ast.Name)) else ""
+            if any(read in text for read in FRAME_READS) and id(node) not in inside_allowed:
+                found.append(f"{path.name}:{node.lineno}: {text}")
+    assert not found, found
+    assert "caller_location" in (PACKAGE / "core" / "modes.py").read_text(encoding="utf-8")  # the check sees it

@@ -113,7 +113,7 @@ def test_the_command_speaks_of_cases_and_the_answer_as_the_readme_does(capsys: p
 
 
 def test_no_source_or_example_calls_the_question_the_seed_question() -> None:
-    # to a learner, a seed is the gradient vector v (test_readme.py checks the pages and the notebook)
+    # to a learner, a seed is the gradient vector v (test_pages.py checks the pages and the notebooks)
     sources = [*(EXAMPLES.parent / "src").rglob("*.py"), *EXAMPLES.rglob("*.py")]
     assert len(sources) > 20
     assert [p.name for p in sources if "seed question" in " ".join(p.read_text(encoding="utf-8").split()).lower()] == []

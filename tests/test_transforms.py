@@ -16,7 +16,7 @@ import pytest
 from _helpers import bits, central_difference, close, four_outputs
 from hypothesis import given
 from hypothesis import strategies as st
-from op_cases import CASES, MAX_WITH_CONSTANTS, Form, OpCase, value_points
+from op_cases import CASES, MAX_WITH_CONSTANTS, OpCase, Spelling, value_points
 
 import vjpgrad
 from vjpgrad import Value, Vector, grad, gradients, hessian, jacobian, jvp, value_and_grad, vjp
@@ -176,7 +176,7 @@ def test_gradients_with_create_graph_twice_agrees_with_pytorch(x: float, y: floa
         assert math.isclose(mine.data, theirs.item(), rel_tol=1e-9, abs_tol=1e-12)
 
 
-FORMS = [(case, form) for case in CASES for form in case.forms()]
+FORMS = [(case, form) for case in CASES for form in case.spellings()]
 
 
 def first_derivatives_alike(fn: Callable[..., Any], points: list[tuple[float, ...]]) -> None:
@@ -192,7 +192,7 @@ def first_derivatives_alike(fn: Callable[..., Any], points: list[tuple[float, ..
 
 
 @pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
-def test_create_graph_gives_the_same_first_derivatives(case: OpCase, form: Form) -> None:
+def test_create_graph_gives_the_same_first_derivatives(case: OpCase, form: Spelling) -> None:
     for numbers in form.number_choices():
         first_derivatives_alike(form.of_values(numbers), value_points(form.values))
 
@@ -216,7 +216,7 @@ def central_difference_of_order_4(f: Callable[[float], float], x: float, h: floa
 @pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
 @given(data=st.data())
 def test_each_second_derivative_agrees_with_central_differences_of_the_first(
-    case: OpCase, form: Form, data: st.DataObject
+    case: OpCase, form: Spelling, data: st.DataObject
 ) -> None:
     xs = list(data.draw(case.domain, label="operands"))  # a form with a number for a Value takes that operand
 

@@ -267,8 +267,13 @@ def test_a_foreign_operand_on_the_left_is_pythons_type_error_naming_vector(other
 
 def test_functions_apply_elementwise() -> None:
     x = Vector([0.5, 1.5])
-    for name in [op.name for op in ops.FUNCTIONS]:  # every function of the table
-        assert getattr(x, name)().data == [getattr(Value(0.5), name)().data, getattr(Value(1.5), name)().data]
+    for op in ops.FUNCTIONS:  # every function of the table, with a Vector for each operand
+        others = [Vector([2.0, -3.0])] * (op.arity - 1)
+        expected = [
+            getattr(Value(0.5), op.name)(*[2.0] * (op.arity - 1)),
+            getattr(Value(1.5), op.name)(*[-3.0] * (op.arity - 1)),
+        ]
+        assert getattr(x, op.name)(*others).data == [e.data for e in expected]
     assert vjpgrad.log(x).data == x.log().data
     assert x.reciprocal().data == [2.0, 1 / 1.5]
 

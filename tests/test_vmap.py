@@ -81,7 +81,7 @@ def test_every_operation_of_the_table_has_an_array_template() -> None:
 FORMS = [
     pytest.param(form, numbers, case, id=f"{form.text}{numbers if numbers else ''}")
     for case in CASES
-    for form in case.forms()
+    for form in case.spellings()
     for numbers in form.number_choices()
 ]
 
@@ -106,11 +106,11 @@ def test_ties_of_max_follow_eager_order_and_share_the_gradient() -> None:
 ONE_VALUE = {
     f"{form.text} {numbers}": form.of_values(numbers)
     for case in CASES
-    for form in case.forms()
+    for form in case.spellings()
     if form.values == 1
     for numbers in form.number_choices()
 }
-TWO_VALUES = {form.text: form.call for case in CASES for form in case.forms() if form.operands == "vv"}
+TWO_VALUES = {form.text: form.call for case in CASES for form in case.spellings() if form.operands == "vv"}
 STEP = st.one_of(
     st.tuples(st.just("unary"), st.integers(0, 9), st.sampled_from(sorted(ONE_VALUE))),
     st.tuples(st.just("binary"), st.integers(0, 9), st.integers(0, 9), st.sampled_from(sorted(TWO_VALUES))),

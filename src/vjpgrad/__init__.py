@@ -8,7 +8,7 @@ the ``gradients`` are the ``v`` of the vector-Jacobian product ``v^T J``.
 # the public API, from the layers: core (the engine), transforms, compiler, display
 from vjpgrad._version import __version__ as __version__  # the one place it is written
 from vjpgrad.batched import Vmapped, batch_sum, vmap
-from vjpgrad.compiler import Compiled, compile
+from vjpgrad.compiler import Compiled, RecompileWarning, compile
 from vjpgrad.core import functions as _functions
 from vjpgrad.core.functions import *  # noqa: F403 - the table's functions: exp, log... (their __all__)
 from vjpgrad.core.modes import DataDependentError, detect_anomaly, enable_grad, is_grad_enabled, no_grad
@@ -38,6 +38,7 @@ __all__ = [
     "CustomOp",
     "DataDependentError",
     "Explanation",
+    "RecompileWarning",
     "SVGDrawing",
     "Step",
     "Value",

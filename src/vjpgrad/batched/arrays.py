@@ -156,6 +156,8 @@ def namespace(fast: bool) -> dict[str, Any]:
             _tanh=np.tanh,
             _sigmoid=lambda x: 1.0 / (1.0 + np.exp(-x)),
             _one_minus_square=lambda r: 1.0 - r * r,
+            _atan2=np.arctan2,
+            _hypot=np.hypot,
         )
         return shared
     one = {
@@ -175,5 +177,7 @@ def namespace(fast: bool) -> dict[str, Any]:
         _div=_exact_div(np),
         _pow=_per_element(np, floats.power, 2),
         _pow_scalar=_per_element(np, floats.power_scalar, 2),
+        _atan2=_per_element(np, floats.atan2, 2),
+        _hypot=_per_element(np, floats.hypot, 2),
     )
     return shared

@@ -3,7 +3,7 @@ name) and its backward (the table's own rules, called on array symbols).
 
 The forward templates are the one place that says how an op of ``core/ops.py`` reads on a
 column of numbers; a test fails, naming the op, when the table has one without a template
-here. The backward needs no template of its own: each edge's saved rule and ``Form`` are
+here. The backward needs no template of its own: each edge's saved rule and gradient are
 called with ``ArrayCode`` symbols, and what they build is the line, as ``vjpgrad.compile``
 builds its scalar lines with ``codegen.symbols``. What has no array meaning in scalar code is
 written for arrays here: ``a if c else b`` is ``_where(c, a, b)``, ``and`` is ``_and``, a
@@ -105,6 +105,9 @@ class ArrayCode:
     def log(self) -> ArrayCode:
         return call("_log", self)
 
+    def reciprocal(self) -> ArrayCode:
+        return call("_div", 1.0, self)
+
     def sin(self) -> ArrayCode:
         return call("_sin", self)
 
@@ -166,13 +169,13 @@ class Masked:
         self.value = value
 
 
-def contribution(form: ops.Form, g: ArrayCode, saved: Any) -> ArrayCode | float:
+def contribution(gradient: Callable[..., Any], g: ArrayCode, saved: Any) -> ArrayCode | float:
     """The array code of what an edge hands its operand (``ops.contribution`` for arrays)."""
     if saved is MASKED:
         return 0.0
     if isinstance(saved, Masked):
-        return call("_where", saved.condition, 0.0, form.contribute(g, saved.value))
-    result: ArrayCode | float = form.contribute(g, saved)
+        return call("_where", saved.condition, 0.0, ops.contribution(gradient, g, saved.value))
+    result: ArrayCode | float = ops.contribution(gradient, g, saved)
     return result
 
 
@@ -212,6 +215,8 @@ FORWARD: dict[str, Callable[[list[str]], str]] = {
     "identity": lambda terms: terms[0],
     "detach": lambda terms: terms[0],
     "max": _helper("_max"),
+    "atan2": _helper("_atan2"),
+    "hypot": _helper("_hypot"),
 }
 """The array forward of each op of the table, by name: ``terms`` are its operands as text (names
 of arrays, or numbers). ``POW_SCALAR``'s row is named ``pow`` in the table; the writer looks it up
@@ -226,9 +231,8 @@ def forward_key(op: Op) -> str:
 
 def max_backward(terms: list[str], out: str, gradient: str, positions: tuple[int, ...]) -> list[tuple[int, str]]:
     """The lines of the n-ary max's backward: its hits and their count once, then each operand's
-    share, the table's ``Form`` applied (``g / count``) where it is a hit and exactly 0.0 elsewhere."""
-    form = ops.MAX.forms[0]
-    share = form.contribute(ArrayCode(gradient, atomic=True), ArrayCode("_count", atomic=True))
+    share, the table's gradient applied (``g / count``) where it is a hit and exactly 0.0 elsewhere."""
+    share = ops.contribution(ops.MAX.gradients[0], ArrayCode(gradient, atomic=True), ArrayCode("_count", atomic=True))
     lines = [(-1, f"_hits, _count = _max_hits(({', '.join(terms)},), {out})")]
     for k in positions:
         lines.append((k, f"_where(_hits[{k}], {literal(share)}, 0.0)"))

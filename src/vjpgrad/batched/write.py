@@ -89,7 +89,7 @@ class ArrayWriter:
         for k in edges:
             arguments = [self.symbol(x) for x in operands]
             saved = op.saved[k](*arguments, ArrayCode(out, atomic=True))
-            part = contribution(op.forms[k], g, saved)
+            part = contribution(op.gradients[k], g, saved)
             found.append((k, operand(part) if isinstance(part, ArrayCode) else literal(part)))
         return found
 

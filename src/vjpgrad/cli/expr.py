@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
+from vjpgrad.core import functions
+
 # The operations table: adding a function to it adds it to the command line. The only place
 # this module names it.
 from vjpgrad.core.ops import FUNCTIONS as OPERATIONS
@@ -48,21 +50,20 @@ class _Operation(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def forward(self) -> Callable[[float], float]: ...
+    def arity(self) -> int: ...
 
 
-def _function(op: _Operation) -> Callable[[Any], Any]:
-    name, forward = op.name, op.forward
-
-    def call(x: Any) -> Any:  # a float for a constant argument, else the Value's or Vector's method
-        return forward(x) if isinstance(x, float) else getattr(x, name)()
-
-    call.__name__ = name
-    return call
+def _function(op: _Operation) -> Callable[..., Any]:
+    """The module function of ``op`` (``vjpgrad.log``, ``vjpgrad.atan2``), which takes numbers,
+    Values and Vectors alike and gives a float for numbers (a constant argument)."""
+    function: Callable[..., Any] = getattr(functions, op.name)
+    return function
 
 
-FUNCTIONS: dict[str, Callable[[Any], Any]] = {op.name: _function(op) for op in OPERATIONS}
+FUNCTIONS: dict[str, Callable[..., Any]] = {op.name: _function(op) for op in OPERATIONS}
 FUNCTIONS["abs"] = abs  # Python's abs(): Values and Vectors answer to it
+ARITY: dict[str, int] = {op.name: op.arity for op in OPERATIONS} | {"abs": 1}
+"""How many arguments each function takes."""
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -235,67 +236,110 @@ _AST_BINARY = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "**": as
 def _read(text: str) -> ast.expr:
     """Operator precedence (shunting-yard) over the tokens: the tree Python's parser would
     build for the language, built without recursion."""
-    operands: list[ast.expr] = []
-    pending: list[tuple[str, str]] = []  # ("binary", op), ("unary", op), ("(", ""), ("call", name)
+    tokens = list(_tokens(text))
+    reader = _Reader()
+    for i, token in enumerate(tokens):
+        if reader.want_operand:
+            following = tokens[i + 1].text if i + 1 < len(tokens) else ""
+            reader.operand(token, following, tokens[i - 1] if i else None)
+        elif token.text in _PRECEDENCE:
+            reader.binary(token.text)
+        elif token.text == ",":
+            reader.comma(token)
+        elif token.text == ")":
+            reader.close(token)
+        else:
+            raise _UnreadError(f"{token.text!r} at column {token.column}")
+    return reader.finish()
 
-    def reduce() -> None:
-        kind, symbol = pending.pop()
+
+class _Reader:
+    """The state of the shunting-yard: the operands read, the operators and parentheses pending,
+    and whether an operand comes next."""
+
+    def __init__(self) -> None:
+        self.operands: list[ast.expr] = []
+        self.pending: list[tuple[str, str]] = []  # ("binary", op), ("unary", op), ("(", ""), ("call", name)
+        self.commas: list[int] = []  # for each open call, the commas read so far
+        self.want_operand = True
+
+    def operand(self, token: _Token, following: str, before: _Token | None) -> None:
+        """A token where an operand belongs: a number, a name, a call, a sign or a parenthesis."""
+        if token.kind == "number":
+            self.operands.append(ast.Constant(token.value))
+            self.want_operand = False
+        elif token.kind == "name" and following == "(":
+            self.pending.append(("call", str(token.value)))
+            self.commas.append(0)
+        elif token.kind == "name":
+            self.operands.append(ast.Name(str(token.value), ast.Load()))
+            self.want_operand = False
+        elif token.text in ("-", "+"):
+            self.pending.append(("unary", token.text))
+        elif token.text == "(":
+            opens_call = self.pending and self.pending[-1][0] == "call" and before is not None and before.kind == "name"
+            if not opens_call:
+                self.pending.append(("(", ""))
+        else:
+            raise _UnreadError(f"{token.text!r} at column {token.column}")
+
+    def binary(self, symbol: str) -> None:
+        """A binary operator: first reduce the pending operators that bind at least as tightly."""
+        power, right = _PRECEDENCE[symbol]
+        while self.pending and self.pending[-1][0] in ("binary", "unary"):
+            top = self._binding(self.pending[-1])
+            if top < power or (top == power and right):
+                break
+            self._reduce()
+        self.pending.append(("binary", symbol))
+        self.want_operand = True
+
+    def comma(self, token: _Token) -> None:
+        """Between the arguments of a call: ends the argument before it."""
+        self._reduce_operators()
+        if not self.pending or self.pending[-1][0] != "call":
+            raise _UnreadError(f"',' at column {token.column}")
+        self.commas[-1] += 1
+        self.want_operand = True
+
+    def close(self, token: _Token) -> None:
+        """A closing parenthesis: of a group, or of a call with its arguments."""
+        self._reduce_operators()
+        if not self.pending:
+            raise _UnreadError(f"an unmatched ')' at column {token.column}")
+        kind, name = self.pending.pop()
+        if kind == "call":
+            count = self.commas.pop() + 1
+            arguments = self.operands[-count:]
+            del self.operands[-count:]
+            self.operands.append(ast.Call(ast.Name(name, ast.Load()), arguments, []))
+
+    def finish(self) -> ast.expr:
+        """The tree, once every token is read."""
+        if self.want_operand:
+            raise _UnreadError("the expression ends where an operand should be")
+        while self.pending:
+            if self.pending[-1][0] not in ("binary", "unary"):
+                raise _UnreadError("a '(' is never closed")
+            self._reduce()
+        return self.operands[0]
+
+    def _reduce_operators(self) -> None:
+        while self.pending and self.pending[-1][0] in ("binary", "unary"):
+            self._reduce()
+
+    def _reduce(self) -> None:
+        kind, symbol = self.pending.pop()
+        operands = self.operands
         if kind == "unary":
-            operand = operands.pop()
-            operands.append(ast.UnaryOp(ast.USub() if symbol == "-" else ast.UAdd(), operand))
+            operands.append(ast.UnaryOp(ast.USub() if symbol == "-" else ast.UAdd(), operands.pop()))
         else:
             right = operands.pop()
             operands.append(ast.BinOp(operands.pop(), _AST_BINARY[symbol](), right))
 
-    def binding(entry: tuple[str, str]) -> int:
+    @staticmethod
+    def _binding(entry: tuple[str, str]) -> int:
         return _PRECEDENCE["unary" if entry[0] == "unary" else entry[1]][0]
-
-    tokens = list(_tokens(text))
-    want_operand = True
-    for i, token in enumerate(tokens):
-        following = tokens[i + 1].text if i + 1 < len(tokens) else ""
-        if want_operand:
-            if token.kind == "number":
-                operands.append(ast.Constant(token.value))
-                want_operand = False
-            elif token.kind == "name" and following == "(":
-                pending.append(("call", str(token.value)))
-            elif token.kind == "name":
-                operands.append(ast.Name(str(token.value), ast.Load()))
-                want_operand = False
-            elif token.text in ("-", "+"):
-                pending.append(("unary", token.text))
-            elif token.text == "(":
-                if not pending or pending[-1][0] != "call" or tokens[i - 1].kind != "name":
-                    pending.append(("(", ""))
-            else:
-                raise _UnreadError(f"{token.text!r} at column {token.column}")
-        elif token.text in _PRECEDENCE:
-            power, right = _PRECEDENCE[token.text]
-            while pending and pending[-1][0] in ("binary", "unary"):
-                top = binding(pending[-1])
-                if top < power or (top == power and right):
-                    break
-                reduce()
-            pending.append(("binary", token.text))
-            want_operand = True
-        elif token.text == ")":
-            while pending and pending[-1][0] in ("binary", "unary"):
-                reduce()
-            if not pending:
-                raise _UnreadError(f"an unmatched ')' at column {token.column}")
-            kind, name = pending.pop()
-            if kind == "call":
-                operands.append(ast.Call(ast.Name(name, ast.Load()), [operands.pop()], []))
-        else:
-            raise _UnreadError(f"{token.text!r} at column {token.column}")
-    if want_operand:
-        raise _UnreadError("the expression ends where an operand should be")
-    while pending:
-        if pending[-1][0] not in ("binary", "unary"):
-            raise _UnreadError("a '(' is never closed")
-        reduce()
-    return operands[0]
 
 
 # ---- 3. Python's parser, for the refusal ----------------------------------------------------------
@@ -322,46 +366,74 @@ def _python_parse(text: str, unread: _UnreadError) -> ast.expr:
 
 
 def _check(root: ast.expr, text: str) -> None:
-    """Admit only the whitelisted node types (iteratively)."""
+    """Admit only the whitelisted node types (iteratively): each kind of node is checked by its
+    own function, which returns the children to check next."""
     stack: list[ast.AST] = [root]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-                raise ExpressionError(f"{node.value!r} is not a number: only numbers, names and operators are allowed")
-        elif isinstance(node, ast.Name):
-            if node.id in FUNCTIONS:
-                raise ExpressionError(f"{node.id} is a function: call it, as in {node.id}(x)")
-        elif isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.BitXor):
-                raise ExpressionError(_caret(node, text))
-            if type(node.op) not in _BINARY:
-                raise ExpressionError(f"the operator {type(node.op).__name__} is not allowed (only + - * / **)")
-            stack += [node.left, node.right]
-        elif isinstance(node, ast.UnaryOp):
-            if type(node.op) not in _UNARY:
-                raise ExpressionError(f"the operator {type(node.op).__name__} is not allowed (only unary - and +)")
-            stack.append(node.operand)
-        elif isinstance(node, ast.Call):
-            if _is_product(node):  # 2(x+1): a learner's product
-                while isinstance(node.func, ast.Call) and _is_product(node.func):  # 2(x)(y): the first one
-                    node = node.func
-                raise ExpressionError(_product(node, text))
-            if not isinstance(node.func, ast.Name):
-                raise ExpressionError(f"{_describe(node.func)} cannot be called: only {', '.join(FUNCTIONS)} can")
-            if node.func.id not in FUNCTIONS:
-                advice = _spelling(node)
-                raise ExpressionError(
-                    f"{node.func.id} is not a known function{f' ({advice})' if advice else ''}; "
-                    f"the functions are {', '.join(FUNCTIONS)}"
-                )
-            if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
-                raise ExpressionError(f"{node.func.id}() takes exactly one argument")
-            stack.append(node.args[0])
-        else:
+        admit = _ADMIT.get(type(node))
+        if admit is None:
             raise ExpressionError(
                 f"{_describe(node)} is not allowed: only numbers, names, + - * / **, and function calls"
             )
+        stack += admit(node, text)
+
+
+def _admit_constant(node: Any, text: str) -> list[ast.AST]:
+    if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+        raise ExpressionError(f"{node.value!r} is not a number: only numbers, names and operators are allowed")
+    return []
+
+
+def _admit_name(node: Any, text: str) -> list[ast.AST]:
+    if node.id in FUNCTIONS:
+        raise ExpressionError(f"{node.id} is a function: call it, as in {node.id}(x)")
+    return []
+
+
+def _admit_binary(node: Any, text: str) -> list[ast.AST]:
+    if isinstance(node.op, ast.BitXor):
+        raise ExpressionError(_caret(node, text))
+    if type(node.op) not in _BINARY:
+        raise ExpressionError(f"the operator {type(node.op).__name__} is not allowed (only + - * / **)")
+    return [node.left, node.right]
+
+
+def _admit_unary(node: Any, text: str) -> list[ast.AST]:
+    if type(node.op) not in _UNARY:
+        raise ExpressionError(f"the operator {type(node.op).__name__} is not allowed (only unary - and +)")
+    return [node.operand]
+
+
+def _admit_call(node: Any, text: str) -> list[ast.AST]:
+    """A call of a function of the table, with as many arguments as it takes."""
+    if _is_product(node):  # 2(x+1): a learner's product
+        while isinstance(node.func, ast.Call) and _is_product(node.func):  # 2(x)(y): the first one
+            node = node.func
+        raise ExpressionError(_product(node, text))
+    if not isinstance(node.func, ast.Name):
+        raise ExpressionError(f"{_describe(node.func)} cannot be called: only {', '.join(FUNCTIONS)} can")
+    if node.func.id not in FUNCTIONS:
+        advice = _spelling(node)
+        raise ExpressionError(
+            f"{node.func.id} is not a known function{f' ({advice})' if advice else ''}; "
+            f"the functions are {', '.join(FUNCTIONS)}"
+        )
+    wanted = ARITY[node.func.id]
+    if node.keywords or len(node.args) != wanted or any(isinstance(a, ast.Starred) for a in node.args):
+        shown = "exactly one argument" if wanted == 1 else f"exactly {wanted} arguments"
+        raise ExpressionError(f"{node.func.id}() takes {shown}")
+    return list(node.args)
+
+
+_ADMIT: dict[type[ast.AST], Callable[[Any, str], list[ast.AST]]] = {
+    ast.Constant: _admit_constant,
+    ast.Name: _admit_name,
+    ast.BinOp: _admit_binary,
+    ast.UnaryOp: _admit_unary,
+    ast.Call: _admit_call,
+}
+"""The node types the language admits, each with its check."""
 
 
 SPELLINGS = {
@@ -512,7 +584,8 @@ def evaluate(tree: ast.expr, env: Mapping[str, Any]) -> Any:
         elif isinstance(node, ast.UnaryOp):
             results.append(_UNARY[type(node.op)](results.pop()))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            results.append(FUNCTIONS[node.func.id](results.pop()))
+            arguments = [results.pop() for _ in node.args][::-1]
+            results.append(FUNCTIONS[node.func.id](*arguments))
         else:
             raise ExpressionError(f"{_describe(node)} is not allowed")  # unreachable after parse()
     return results[0]

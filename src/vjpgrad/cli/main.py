@@ -33,7 +33,7 @@ from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.course import main as course
 from vjpgrad.display.dot import to_dot
-from vjpgrad.display.explain import explain
+from vjpgrad.display.explain import Explanation, explain
 
 EXAMPLES = f"""\
 examples:
@@ -269,67 +269,111 @@ def run(arguments: Sequence[str]) -> list[str]:
 
 
 def _evaluate(args: Arguments) -> list[str]:
+    """The steps of a run: read the variables, check that each has a value, compute the output,
+    read the seed, run the pass, then say what it gave and write the files asked for."""
     tree = parse(args.expression)
+    env, written = _environment(args.assignments)
+    used = variables(tree)
+    _check_given(used, env, written)
+    seeds = None if args.seed is None else _numbers(args.seed, "--seed")
+    y = evaluate(tree, env)
+    if not isinstance(y, (Value, Vector)):  # an expression of constants alone
+        y = Value(float(y), requires_grad=False)
+    seed = _seed(y, seeds)
+    name = output_name(env)
+    lines = [f"{name} = {_show(y)}", *_present(_remark(y, name))]
+    explanation = _backward(y, seed, env, name, explain_it=args.explain or args.html is not None)
+    lines += [f"{name}.grad = {_show(value.grad)}" for name, value in env.items()]  # 0.0 if y does not use it
+    lines += _present(_gradient_remark(env))
+    lines += _unused_notes(env, used)
+    if explanation is not None and args.explain:
+        lines += ["", str(explanation)]
+    return lines + _write_files(args, y, seed, explanation)
+
+
+def _present(remark: str | None) -> list[str]:
+    """A remark as the lines to print: none when there is none."""
+    return [remark] if remark else []
+
+
+def _environment(assignments: Sequence[str]) -> tuple[dict[str, Value | Vector], dict[str, str]]:
+    """The variables the arguments give (``x=1,2``), and each one's argument as written."""
     env: dict[str, Value | Vector] = {}
     written: dict[str, str] = {}
-    for assignment in args.assignments:
+    for assignment in assignments:
         name, value = _variable(assignment)
         if name in env:
             raise CommandError(f"{name} is given twice")
         env[name] = value
         written[name] = assignment.strip()
-    used = variables(tree)
+    return env, written
+
+
+def _check_given(used: list[str], env: dict[str, Value | Vector], written: dict[str, str]) -> None:
+    """Refuse an expression that uses a variable with no value, saying what to write."""
     missing = [name for name in used if name not in env]
-    if missing:
-        first, hint = missing[0], ""
-        other = _case_hint(first, [name for name in env if name not in used])
-        if other is not None:
-            hint = f" ({written[other]} gives {other}, which the expression does not use: names are case-sensitive)"
-        elif first in CONSTANTS:
-            number, write = CONSTANTS[first]
-            hint = f" ({NO_CONSTANTS}: {write}, or give {first}={number})"
-        raise CommandError(
-            f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no value: give e.g. {first}=1.5{hint}"
-        )
-    seeds = None if args.seed is None else _numbers(args.seed, "--seed")
-    y = evaluate(tree, env)
-    if not isinstance(y, (Value, Vector)):  # an expression of constants alone
-        y = Value(float(y), requires_grad=False)
-    seed: float | list[float] | None = seeds
+    if not missing:
+        return
+    first, hint = missing[0], ""
+    other = _case_hint(first, [name for name in env if name not in used])
+    if other is not None:
+        hint = f" ({written[other]} gives {other}, which the expression does not use: names are case-sensitive)"
+    elif first in CONSTANTS:
+        number, write = CONSTANTS[first]
+        hint = f" ({NO_CONSTANTS}: {write}, or give {first}={number})"
+    raise CommandError(
+        f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no value: give e.g. {first}=1.5{hint}"
+    )
+
+
+def _seed(y: Value | Vector, seeds: list[float] | None) -> float | list[float] | None:
+    """The seed of the pass from ``--seed``, checked by the seed rules of backward before anything
+    is printed, with the command line's hint."""
     if isinstance(y, Value) and seeds is not None:
         if len(seeds) != 1:
             raise CommandError(f"the output is a scalar, so --seed takes one number, got {len(seeds)}")
-        seed = seeds[0]
-    if isinstance(y, Vector) and y.requires_grad:  # the seed rules of backward, with the command line's hint
+        return seeds[0]
+    if isinstance(y, Vector) and y.requires_grad:
         try:
             seeds_for(len(y), seeds, name="--seed", hint=f"e.g. --seed {','.join(['1'] * len(y))}")
         except (RuntimeError, ValueError) as error:
             raise CommandError(str(error)) from None
-    name = output_name(env)
-    lines = [f"{name} = {_show(y)}"]
-    remark = _remark(y, name)
-    if remark:
-        lines.append(remark)
-    explanation = None
-    if y.requires_grad:
-        names = {name: y, **env}  # the variables' names win where the output is a variable itself
-        explanation = explain(y, seed, names=names) if args.explain or args.html else None
-        if isinstance(y, Value):
-            y.backward(1.0 if seed is None else seed)  # type: ignore[arg-type]  # one float for a Value
-        else:
-            y.backward(seed)
-    lines += [f"{name}.grad = {_show(value.grad)}" for name, value in env.items()]  # 0.0 if y does not use it
-    remark = _gradient_remark(env)
-    if remark:
-        lines.append(remark)
+    return seeds
+
+
+def _backward(
+    y: Value | Vector, seed: float | list[float] | None, env: dict[str, Value | Vector], name: str, explain_it: bool
+) -> Explanation | None:
+    """Run the pass from ``y`` (if it depends on a variable); its explanation when asked for."""
+    if not y.requires_grad:
+        return None
+    names = {name: y, **env}  # the variables' names win where the output is a variable itself
+    explanation = explain(y, seed, names=names) if explain_it else None
+    if isinstance(y, Value):
+        y.backward(1.0 if seed is None else seed)  # type: ignore[arg-type]  # one float for a Value
+    else:
+        y.backward(seed)  # type: ignore[arg-type]  # a Vector's seed is --seed's list (see _seed)
+    return explanation
+
+
+def _unused_notes(env: dict[str, Value | Vector], used: list[str]) -> list[str]:
+    """A note for each variable the expression does not use that differs only in case from one it does."""
+    notes = []
     for unused in (name for name in env if name not in used):
         other = _case_hint(unused, used)
         if other is not None:
-            lines.append(f"note: the expression does not use {unused} (it uses {other}): names are case-sensitive")
-    if explanation is not None and args.explain:
-        lines += ["", str(explanation)]
-    if args.html is not None and explanation is None:  # refused before any file is written
+            notes.append(f"note: the expression does not use {unused} (it uses {other}): names are case-sensitive")
+    return notes
+
+
+def _write_files(
+    args: Arguments, y: Value | Vector, seed: float | list[float] | None, explanation: Explanation | None
+) -> list[str]:
+    """Write the ``--dot`` and ``--html`` files asked for; the lines that say so. A page with no
+    pass to step through is refused before any file is written."""
+    if args.html is not None and explanation is None:
         raise CommandError("--html needs an output that depends on a variable: there is no pass to step through")
+    lines = []
     if args.dot is not None:
         args.dot.write_text(to_dot(y, seed))
         lines.append(f"graph written to {args.dot}")

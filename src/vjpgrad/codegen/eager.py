@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.codegen.symbols import NAMESPACE, Code, Maybe, literal, operand
+from vjpgrad.codegen.symbols import NAMESPACE, Code, Maybe, literal, operand, saved_text
 from vjpgrad.core import floats, graph, ops
 from vjpgrad.core.ops import Face, Op
 
@@ -74,8 +74,8 @@ class _Module:
             return f"{alias}({', '.join(literal(a) for a in args)})"  # the rule, called on the numbers
         if isinstance(saved, Maybe):
             return self.code(f"(_MASKED if {saved.condition.text} else {operand(saved.value)})")
-        text = literal(saved)
-        return self.code(text if " " not in text else f"({text})")
+        text = saved_text(saved)
+        return self.code(text if " " not in text or type(saved) is tuple else f"({text})")
 
     def imports(self) -> list[str]:
         """The lines that bind what the code uses, in a fixed order."""
@@ -101,14 +101,11 @@ class _Module:
 
 def _operator(face: Face, module: _Module) -> list[str]:
     """``self <op> other``, taking ``other`` as ``face.other`` says (``Face``): a Value or a
-    number (a constant, no edge), a Value only, a number only, or, while compile records, a
-    Value under a float argument."""
+    number (a constant, no edge), a Value only, or a number only."""
     op = face.op
     x, y, out = (Code(name, atomic=True) for name in ("x", "y", "out"))
     row = module.row(op)
-    not_implemented = "return NotImplemented  # another type: Python tries it, then raises its TypeError"
-    if not face.name.startswith("__"):  # a helper of an operator, which returns what it returns
-        not_implemented = "return NotImplemented  # type: ignore[no-any-return]  # for __pow__ to return"
+    not_implemented = _refusal(face)
 
     def a_number(*then: str) -> list[str]:
         """The branches for a number ``other`` (a float, or anything ``as_number`` reads), each
@@ -127,7 +124,7 @@ def _operator(face: Face, module: _Module) -> list[str]:
 
     da = f"{module.saved(op, 0, [x, y, out])} if self.requires_grad else None"
     db = f"{module.saved(op, 1, [x, y, out])} if {{takes}} else None"
-    header = f'        """{face.doc} (the row {_row_name(op)} of core/ops.py)."""'
+    header = f'        """{face.doc.rstrip(".")}."""'
     forward = ["        x = self._data", f"        out = {module.code(op.code.format('x', 'y'))}"]
     if face.other == "value":
         return [
@@ -143,22 +140,11 @@ def _operator(face: Face, module: _Module) -> list[str]:
         return [
             f"    def {face.name}(self, other: Value | float) -> Value:",
             header,
-            "        if isinstance(other, Node):  # a float argument while compile records: it takes no gradient",
-            "            y = other._data",
-            *a_number(),
+            "        if type(other) is float:",
+            *a_number()[1:],
             *forward,
             f"        da = {da}",
             *graph.make_inline("        ", "_Value", "out", row, "self", "da", "other", "None"),
-        ]
-    if face.other == "recording":
-        return [
-            f"    def {face.name}(self, other: Value) -> Value:",
-            header,
-            "        y = other._data",
-            *forward,
-            f"        db = {db.format(takes='other.requires_grad')}",
-            "        # self is a float argument (it takes no gradient); make() hands the node to the recording",
-            f"        return make(_Value, out, {row}, self, None, other, db)",
         ]
     return [
         f"    def {face.name}(self, other: Value | float) -> Value:",
@@ -174,6 +160,19 @@ def _operator(face: Face, module: _Module) -> list[str]:
     ]
 
 
+def _refusal(face: Face) -> str:
+    """What an operator does with an operand of another type: an operator Python calls returns
+    ``NotImplemented`` (Python then tries the other operand, then raises its TypeError); a helper
+    of ``__pow__`` returns it for ``__pow__`` to return; a method (``x.atan2(other)``) raises."""
+    if face.name.startswith("__"):
+        return "return NotImplemented  # another type: Python tries it, then raises its TypeError"
+    if face.kind == "reflected":
+        return f'raise TypeError(f"{face.op.name}() takes a Value or a number, got {{type(other).__name__}}")'
+    if face.name.startswith("_"):
+        return "return NotImplemented  # type: ignore[no-any-return]  # for __pow__ to return"
+    return f'raise TypeError(f"{face.name}() takes a Value or a number as other, got {{type(other).__name__}}")'
+
+
 def _reflected(face: Face, module: _Module) -> list[str]:
     """``other <op> self`` with ``other`` a number (Python tried the number's operator first)."""
     op = face.op
@@ -181,13 +180,13 @@ def _reflected(face: Face, module: _Module) -> list[str]:
     row = module.row(op)
     return [
         f"    def {face.name}(self, other: float) -> Value:",
-        f'        """{face.doc} (the row {_row_name(op)} of core/ops.py)."""',
+        f'        """{face.doc.rstrip(".")}."""',
         "        if type(other) is float:",
         "            x = other",
         "        else:",
         "            number = as_number(other)",
         "            if number is None:",
-        "                return NotImplemented  # another type: Python raises its TypeError",
+        f"                {_refusal(face)}",
         "            x = number",
         "        y = self._data",
         f"        out = {module.code(op.code.format('x', 'y'))}",
@@ -203,7 +202,7 @@ def _method(face: Face, module: _Module) -> list[str]:
     row = module.row(op)
     return [
         f"    def {face.name}(self) -> Value:",
-        f'        """{face.doc.rstrip(".")} (the row {_row_name(op)} of core/ops.py)."""',
+        f'        """{face.doc.rstrip(".")}."""',
         "        x = self._data",
         f"        out = {module.code(op.code.format('x'))}",
         f"        saved = {module.saved(op, 0, [x, out])} if self.requires_grad else None",
@@ -212,6 +211,16 @@ def _method(face: Face, module: _Module) -> list[str]:
 
 
 def _vector_method(op: Op) -> list[str]:
+    if op.arity == 2:
+        return [
+            f"    def {op.name}(self: _V, other: VectorMethods | Value | float) -> _V:",
+            f'        """{op.name}(self, other) of each pair of elements (``other`` a Vector, a Value or a number;',
+            f"        a length-1 Vector broadcasts): {op.doc}.",
+            '        """',
+            "        result = object.__new__(type(self))",
+            f'        result._values = [x.{op.name}(y) for x, y in self._pairs(other, "{op.name}")]',
+            "        return result",
+        ]
     return [
         f"    def {op.name}(self: _V) -> _V:",
         f'        """{op.name}() of each element: {op.doc}."""',
@@ -259,7 +268,7 @@ def operators_source() -> str:
         "from vjpgrad.core.graph import Node, make",
         "from vjpgrad.core.graph import new_node as _new",
         "from vjpgrad.core.graph import next_seq as _next_seq",
-        "from vjpgrad.core.modes import switched",
+        "from vjpgrad.core.modes import switches_on",
         "",
         "if TYPE_CHECKING:",
         "    from vjpgrad.core.value import Value",
@@ -289,6 +298,10 @@ def operators_source() -> str:
         "",
         "    __slots__ = ()",
         "    _values: list[Value]",
+        "",
+        "    def _pairs(self, other: object, function: str) -> list[tuple[Value, Value | float]]:",
+        '        """The element pairs of ``self`` and ``other`` for ``function`` (Vector says how)."""',
+        "        raise NotImplementedError",
         *vector_methods,
         "",
     ]
@@ -314,14 +327,67 @@ def _function(op: Op) -> list[str]:
         "",
         f"    Of a number (a float), a Value or a Vector (elementwise), as torch.{name}.",
         '    """',
-        "    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value",
+        "    if isinstance(x, (Node, Vector)):  # a Node is a Value",
         f"        return x.{name}()",
-        "    # a number, or a float argument compile records: as_number makes it structure, since eager",
-        "    # code has a float there",
         "    number = as_number(x)",
         "    if number is None:",
         f'        raise TypeError(f"{name}() takes a number, a Value or a Vector, got {{type(x).__name__}}")',
         f"    return ops.{_row_name(op)}.forward(number)",
+    ]
+
+
+def _function_of_two(op: Op) -> list[str]:
+    """A module function of two operands (``vjpgrad.atan2(input, other)``), as torch's: of numbers
+    a float, of a Value and a number or Value a Value, of a Vector a Vector (elementwise)."""
+    name = op.name
+    first, second = op.operand_names
+    return [
+        "",
+        "",
+        "@overload",
+        f"def {name}({first}: Vector, {second}: Vector | Value | float) -> Vector: ...",
+        "@overload",
+        f"def {name}({first}: Vector | Value | float, {second}: Vector) -> Vector: ...",
+        "@overload",
+        f"def {name}({first}: Value, {second}: Value | float) -> Value: ...",
+        "@overload",
+        f"def {name}({first}: Value | float, {second}: Value) -> Value: ...",
+        "@overload",
+        f"def {name}({first}: float, {second}: float) -> float: ...",
+        f"def {name}({first}: Vector | Value | float, {second}: Vector | Value | float) -> Vector | Value | float:",
+        f'    """{name}({first}, {second}): {op.doc}.',
+        "",
+        "    Of numbers (floats), Values or Vectors (elementwise; a length-1 Vector, a Value or a number",
+        f"    broadcasts), as torch.{name}.",
+        '    """',
+        f"    if isinstance({first}, Vector):",
+        f"        return {first}.{name}({second})",
+        f'    x = _operand("{name}", {first})',
+        f"    if isinstance({second}, Vector):",
+        f"        return _wrap([{name}(x, y) for y in {second}])",
+        f'    y = _operand("{name}", {second})',
+        "    if isinstance(x, Value):",
+        f"        return x.{name}(y)",
+        "    if isinstance(y, Value):",
+        f"        return y.{ops.reflected_name(op)}(x)",
+        f"    return ops.{_row_name(op)}.forward(x, y)",
+    ]
+
+
+def _operand_helper() -> list[str]:
+    """``_operand``, which the functions of two operands call: a Value as it is, a number as a float."""
+    return [
+        "",
+        "",
+        "def _operand(function: str, x: object) -> Value | float:",
+        '    """``x`` as an operand of ``function``: a Value as it is, a number as a float; a TypeError',
+        '    for anything else."""',
+        "    if isinstance(x, Value):",
+        "        return x",
+        "    number = as_number(x)",
+        "    if number is None:",
+        '        raise TypeError(f"{function}() takes numbers, Values or Vectors, got {type(x).__name__}")',
+        "    return number",
     ]
 
 
@@ -345,11 +411,14 @@ def functions_source() -> str:
         "from vjpgrad.core.graph import Node",
         "from vjpgrad.core.value import Value",
         "from vjpgrad.core.vector import Vector",
+        "from vjpgrad.core.vector import wrap as _wrap",
         "",
         "__all__ = [" + ", ".join(f'"{n}"' for n in sorted(names)) + "]",
     ]
     for op in ops.FUNCTIONS:
-        lines += _function(op)
+        lines += _function(op) if op.arity == 1 else _function_of_two(op)
+    if any(op.arity == 2 for op in ops.FUNCTIONS):
+        lines += _operand_helper()
     return "\n".join(lines) + "\n"
 
 

@@ -14,6 +14,7 @@ helpers a line calls are the ``floats`` functions under the names of ``NAMESPACE
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +113,9 @@ class Code:
     def log(self) -> Code:
         return self._call("_log")
 
+    def reciprocal(self) -> Code:
+        return self._call("_reciprocal")
+
     def sin(self) -> Code:
         return self._call("_sin")
 
@@ -172,15 +176,31 @@ class Maybe:
     value: Any
 
 
-def contribution(form: ops.Form, g: Code, saved: Any) -> Code | float:
+def contribution(gradient: Callable[..., Any], g: Code, saved: Any) -> Code | float:
     """The code of what an edge hands its operand (``ops.contribution`` for symbols)."""
     if saved is MASKED:
         return 0.0
     if isinstance(saved, Maybe):
-        part = form.contribute(g, saved.value)
+        part = ops.contribution(gradient, g, saved.value)
         return Code(f"0.0 if {saved.condition.text} else {operand(part)}")
-    result: Code | float = form.contribute(g, saved)
+    result: Code | float = ops.contribution(gradient, g, saved)
     return result
+
+
+def saved_names(name: str, count: int) -> Code | tuple[Code, ...]:
+    """The saved numbers of an edge held in the variable ``name`` as the gradient takes them:
+    ``name`` itself for one, ``name[0], name[1]...`` for a tuple of ``count``."""
+    if count == 1:
+        return Code(name, atomic=True)
+    return tuple(Code(f"{name}[{k}]", atomic=True) for k in range(count))
+
+
+def saved_text(saved: Any) -> str:
+    """What a saved rule returned (a number, a ``Code``, ``MASKED`` or a tuple of them) as an
+    expression of Python."""
+    if type(saved) is tuple:
+        return f"({', '.join(literal(s) for s in saved)}{',' if len(saved) == 1 else ''})"
+    return literal(saved)
 
 
 # ---- the names the code calls -----------------------------------------------------------------------

@@ -1,16 +1,14 @@
-"""Recording a function: what its arguments are, and what one run of it made.
+"""Recording a function: what its arguments are, what its world is, and what one run made.
 
 ``Arguments`` reads a call's arguments into a key (their structure: what fixes a recording)
-and their leaves (their data: the Values and floats a replay reads). ``record`` runs the
-function once while the core records every operation (``graph.Recording``) and refuses every
-read of a Value's number; ``Recorded`` then says which Values the code reads (arguments,
-parameters, Values made inside), which are constants, and where the results come from.
-
-A float argument is data only where it meets a Value (``x * lr``): there it stands in the
-recording as a ``NumberArgument``, a Value that operations take as eager code takes the
-number. Any other use of it as a Python number (``lr * 2``, ``lr == 0``, ``round(lr)``,
-``math.exp(lr)``) raises ``Static``: the call is recorded again with that argument as
-structure (its exact value in the key), so Python computes with the real float, as eager.
+and their leaves (the Values a replay reads). Numbers are structure, keyed by their bits, as
+``torch.compile`` specializes Python scalars: a number that changes at every call is passed as
+a Value. ``record`` observes the function's world (``world.observe``), runs the function once
+on the call's own arguments while the core records every operation (``graph.Recording``) and
+refuses every read of a Value's number, observes the world again and refuses any change the
+run made to it (a replay would not make it). ``Recorded`` then says which Values the code
+reads (arguments, parameters found in the world, Values made inside), which are constants,
+and where the results come from.
 """
 
 from __future__ import annotations
@@ -20,218 +18,75 @@ import gc
 import inspect
 import marshal
 import numbers
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
-from vjpgrad.compiler import guard
-from vjpgrad.compiler.write import ROWS, Edges, exact
+from vjpgrad.compiler import world
+from vjpgrad.compiler.write import ROWS, Edges
 from vjpgrad.core import graph
-from vjpgrad.core.modes import DataDependentError, is_own_code, refusing_numbers, state
+from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 
 _number = graph.number
-
-Path = tuple[Any, ...]
-"""Where a leaf is in the arguments: ``("arg", 1, 3)`` is item 3 of the second argument,
-``("kw", "lr")`` the keyword argument ``lr``, ``("arg", 0, "scale")`` a dict's entry."""
-
-
-class Static(BaseException):
-    """A float argument was used as a Python number while recording: record again with it as
-    structure. A BaseException, and kept on the recording, so that a user's ``except`` does not
-    swallow it."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
-        self.path = path
-
-
-_SET_CLASS = object.__dict__["__class__"].__set__  # object's own __class__ setter, under the property
-
-
-class NumberArgument(Value):
-    """A float argument while a function is recorded (see the module docstring).
-
-    With a Value it is the number eager code would have there (``c / x`` is ``(1 / x) * c``,
-    ``x ** c`` takes PyTorch's special exponents, ``c ** x`` is number ** Value), so the
-    replay computes what eager computes. Everything else raises ``Static``. To the user's
-    ``isinstance`` it is of the argument's type (a float, or NumPy's float64), not a Value.
-    After the recording it becomes a plain Value (``_release``)."""
-
-    __slots__ = ()
-    number_argument = True
-
-    @property  # type: ignore[misc]  # __class__ as a property: isinstance(lr, float) holds, as in eager code
-    def __class__(self) -> type:
-        return vars(self)["_kind"]  # type: ignore[no-any-return]  # float, or NumPy's float64
-
-    def __init__(self, number: float, path: Path, kind: type) -> None:
-        super().__init__(number, requires_grad=False)
-        vars(self)["_path"] = path
-        vars(self)["_kind"] = kind  # the argument's type, for isinstance: float or NumPy's float64
-
-    def _release(self) -> None:
-        """The recording is over: a plain Value from now on (whatever kept it sees a Value)."""
-        vars(self).pop("_path", None)
-        vars(self).pop("_kind", None)
-        _SET_CLASS(self, Value)
-
-    # The user's code sees a float: any attribute it reads, sets or deletes (a float has no
-    # requires_grad, no label, no _data) makes the argument structure, and the next recording
-    # runs that code on the float itself, which answers or raises as in eager code. vjpgrad's
-    # own code (the package and the code it writes) reads and writes the Value underneath.
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if "_path" in vars(self) and not is_own_code(sys._getframe(1)):
-            self._static()
-        super().__setattr__(name, value)
-
-    def __delattr__(self, name: str) -> None:
-        if "_path" in vars(self) and not is_own_code(sys._getframe(1)):
-            self._static()
-        super().__delattr__(name)
-
-    def __getattribute__(self, name: str) -> Any:
-        if name == "__class__" or is_own_code(sys._getframe(1)):  # isinstance() reads __class__: the argument's type
-            return object.__getattribute__(self, name)
-        self._static()
-
-    def _static(self) -> NoReturn:
-        signal = Static(vars(self)["_path"])
-        if state.recording is not None:
-            state.recording.fail(signal)  # kept: a bare `except` cannot swallow it
-        raise signal
-
-    def _with_value(self, other: Any, then: Callable[[Any], Any]) -> Any:
-        if isinstance(other, Value) and not other.number_argument:
-            return then(other)
-        self._static()
-
-    def __add__(self, other: Any) -> Value:
-        return self._with_value(other, lambda v: Value.__add__(self, v))  # type: ignore[no-any-return]  # a Value
-
-    def __radd__(self, other: Any) -> Value:  # a Value on the left: Python asks this subclass first
-        return self._with_value(other, lambda v: Value.__add__(v, self))  # type: ignore[no-any-return]  # a Value
-
-    def __sub__(self, other: Any) -> Value:
-        return self._with_value(other, lambda v: Value.__sub__(self, v))  # type: ignore[no-any-return]  # a Value
-
-    def __rsub__(self, other: Any) -> Value:
-        return self._with_value(other, lambda v: Value.__sub__(v, self))  # type: ignore[no-any-return]  # a Value
-
-    def __mul__(self, other: Any) -> Value:
-        return self._with_value(other, lambda v: Value.__mul__(self, v))  # type: ignore[no-any-return]  # a Value
-
-    def __rmul__(self, other: Any) -> Value:
-        return self._with_value(other, lambda v: Value.__mul__(v, self))  # type: ignore[no-any-return]  # a Value
-
-    def __truediv__(self, other: Any) -> Value:
-        return self._with_value(other, lambda v: v.reciprocal() * self)  # type: ignore[no-any-return]  # a Value
-
-    def __rtruediv__(self, other: Any) -> Value:
-        return self._with_value(other, lambda v: Value.__truediv__(v, self))  # type: ignore[no-any-return]  # a Value
-
-    def __pow__(self, other: Any) -> Value:
-        return self._with_value(other, self._pow_base)  # type: ignore[no-any-return]  # a Value
-
-    def __rpow__(self, other: Any) -> Value:
-        return self._with_value(other, lambda v: Value.__pow__(v, self))  # type: ignore[no-any-return]  # a Value
-
-    def _as_number(self, *args: Any) -> Any:
-        self._static()
-
-    __neg__ = __abs__ = __pos__ = __float__ = __int__ = __bool__ = __index__ = _as_number
-    __round__ = __floor__ = __ceil__ = __trunc__ = _as_number
-    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __divmod__ = __rdivmod__ = _as_number
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _as_number
-    __format__ = __repr__ = __str__ = __reduce__ = __reduce_ex__ = __array__ = _as_number  # type: ignore[assignment]  # they raise Static
-    __array_ufunc__ = _as_number  # type: ignore[assignment]  # NumPy calls it (Value's None refuses NumPy): Static
+_exact = world.exact
+_is_scalar = world.is_scalar
 
 
 # ---- the arguments: their structure (the key of a recording) and their leaves ---------------------
 
 
-def _is_numpy(x: object, *kinds: str) -> bool:
-    kind = type(x)
-    return kind.__module__ == "numpy" and kind.__name__ in kinds
-
-
-def is_data_float(x: object) -> bool:
-    """A float that is data: a Python float or a NumPy float64. Others (NumPy's float32, whose
-    arithmetic rounds to float32, a Fraction, a float subclass) are structure, kept exactly."""
-    return type(x) is float or _is_numpy(x, "float64")
-
-
 class Arguments:
-    """The arguments of one call, read: their structure (a hashable key), their leaves in order
-    (Values, and floats that are data, as Python floats), where each leaf is (``paths``), and
-    the other objects passed (``self``: structure by identity, and roots from which parameters
-    are found). ``static`` holds the paths of float arguments this function uses as Python
-    numbers: structure too."""
+    """The arguments of one call, read: their structure (a hashable key, keyword arguments in
+    the call's order), their Values in order (``leaves``), and the other objects passed
+    (``self``, a model: structure by identity, and roots of the function's world)."""
 
-    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any], static: frozenset[Path] = frozenset()) -> None:
+    __slots__ = ("args", "key", "kwargs", "leaves", "objects")
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.args, self.kwargs = args, kwargs
-        self._read(static)
-        if self._shared - static:  # one float object passed at two places: structure, so `lo is hi` holds
-            self._read(static | self._shared)
-
-    def _read(self, static: frozenset[Path]) -> None:
-        args, kwargs = self.args, self.kwargs
-        self.static = static
-        self._shared: set[Path] = set()  # the paths of a data float passed at more than one place
-        self._float_at: dict[int, Path] = {}  # id of each data float -> the first path it was at
-        self.key_parts: list[Any] = []
-        self.leaves: list[Any] = []
-        self.given: list[Any] = []  # each leaf as it was passed (a NumPy float64 as itself): returned as it is
-        self.paths: list[Path] = []
+        key: list[Any] = []
+        self.leaves: list[Value] = []
         self.objects: list[Any] = []
-        self._first_place: dict[int, int] = {}
-        for k, arg in enumerate(args):
-            self._visit(arg, ("arg", k))
-        for name in sorted(kwargs):
-            self.key_parts.append(("keyword", name))
-            self._visit(kwargs[name], ("kw", name))
-        self.key_parts.append(("grad mode", state.grad_enabled))
-        self.key = tuple(self.key_parts)
+        places: dict[int, int] = {}
+        visit = self._visit
+        for arg in args:
+            visit(arg, key, places)
+        for name, arg in kwargs.items():  # in the call's order: a function may iterate them
+            key.append(name)
+            visit(arg, key, places)
+        key.append(state.grad_enabled)
+        self.key = tuple(key)
 
-    def _visit(self, x: Any, path: Path) -> None:
-        key = self.key_parts
-        if is_data_float(x):  # data or structure: one float object at two places must be one object
-            first = self._float_at.setdefault(id(x), path)
-            if first != path:
-                self._shared |= {first, path}
-        if isinstance(x, Value):
-            place = self._first_place.setdefault(id(x), len(self.leaves))
-            key.append(("V", x.requires_grad, place))
+    def _visit(self, x: Any, key: list[Any], places: dict[int, int]) -> None:
+        kind = type(x)
+        if kind is Value:
+            place = places.setdefault(id(x), len(self.leaves))
+            key.append((x.requires_grad, place))
             self.leaves.append(x)
-            self.given.append(x)
-            self.paths.append(path)
-        elif isinstance(x, Vector):
-            key.append(("Vector", len(x)))
-            for k, item in enumerate(x):
-                self._visit(item, (*path, k))
-        elif type(x) in (list, tuple) or (isinstance(x, tuple) and hasattr(x, "_fields")):
-            key.append((type(x), len(x)))
-            for k, item in enumerate(x):
-                self._visit(item, (*path, k))
-        elif type(x) is dict:
-            key.append(("dict", tuple(exact(k) for k in x)))
-            for name, item in x.items():
-                self._visit(item, (*path, name))
-        elif is_data_float(x) and path not in self.static:
-            key.append(("float", type(x)))  # data: a new number replays the same code (float and float64 apart)
-            self.leaves.append(float(x))
-            self.given.append(x)
-            self.paths.append(path)
-        elif isinstance(x, (bool, numbers.Number, str, bytes)) or x is None or _is_numpy(x, "bool", "bool_"):
-            key.append(("constant", type(x), exact(x)))  # structure: a length, an index, a flag, an exact number
-        elif _is_numpy(x, "ndarray") or hasattr(x, "__array_interface__"):
+        elif kind is list or kind is tuple or kind is Vector:
+            key.append((kind, len(x)))
+            for item in x:
+                self._visit(item, key, places)
+        elif _is_scalar(x):
+            key.append(_exact(x))  # structure: a number by its bits, a string, a flag
+        elif isinstance(x, Value):  # a subclass of Value
+            place = places.setdefault(id(x), len(self.leaves))
+            key.append((kind, x.requires_grad, place))
+            self.leaves.append(x)
+        elif (isinstance(x, tuple) and hasattr(x, "_fields")) or isinstance(x, Vector):
+            key.append((kind, len(x)))
+            for item in x:
+                self._visit(item, key, places)
+        elif kind is dict:
+            key.append((dict, tuple(_exact(k) if _is_scalar(k) else id(k) for k in x)))
+            for item in x.values():
+                self._visit(item, key, places)
+        elif (type(x).__module__ == "numpy" and type(x).__name__ == "ndarray") or hasattr(x, "__array_interface__"):
             raise TypeError(
                 "a compiled function takes numbers, Values, Vectors, lists, tuples and dicts of them; got a NumPy "
-                "array, whose numbers it could not tell apart between calls: pass a list of numbers (or a Vector)"
+                "array, whose numbers it could not tell apart between calls: pass a list of Values (or a Vector)"
             )
         elif isinstance(x, (list, tuple, dict, set, frozenset)):
             raise TypeError(
@@ -239,36 +94,47 @@ class Arguments:
                 f"objects by identity; got a {type(x).__name__}, which it cannot tell apart between calls: pass a "
                 "list, a tuple or a dict, or call the function uncompiled"
             )
-        else:  # any other object (self, a model): the same object replays, another is recorded anew
+        else:  # any other object (self, a model, a float subclass): by identity; its world is watched
             key.append(("object", id(x)))
             self.objects.append(x)
 
-    def rebuilt(self, stand_ins: dict[Path, Any]) -> tuple[list[Any], dict[str, Any]]:
-        """The arguments again, each leaf at a path of ``stand_ins`` replaced by its stand-in."""
-        args = [_replace(arg, ("arg", k), stand_ins) for k, arg in enumerate(self.args)]
-        kwargs = {name: _replace(self.kwargs[name], ("kw", name), stand_ins) for name in sorted(self.kwargs)}
-        return args, kwargs
+    def masked(self) -> tuple[Any, ...]:
+        """The key with every number replaced by its type: calls that differ only in numbers
+        have one masked key."""
+        return tuple(world.number_masked(part) if _is_exact_number(part) else part for part in self.key)
 
 
-def _replace(x: Any, path: Path, stand_ins: dict[Path, Any]) -> Any:
-    if path in stand_ins:
-        return stand_ins[path]
-    if isinstance(x, Vector):
-        return Vector([_replace(item, (*path, k), stand_ins) for k, item in enumerate(x)])
-    if type(x) in (list, tuple):
-        return type(x)(_replace(item, (*path, k), stand_ins) for k, item in enumerate(x))
-    if isinstance(x, tuple) and hasattr(x, "_fields"):  # a namedtuple takes its fields
-        return type(x)(*(_replace(item, (*path, k), stand_ins) for k, item in enumerate(x)))
-    if type(x) is dict:
-        return {name: _replace(item, (*path, name), stand_ins) for name, item in x.items()}
-    return x
+def _is_exact_number(part: Any) -> bool:
+    return type(part) is tuple and len(part) == 2 and isinstance(part[0], type) and world.is_number_type(part[0])
+
+
+def described_part(args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], index: int) -> str:
+    """How a reader names the argument at part ``index`` of a call's key (``lr``, ``batch[2]``)."""
+    parts: list[str] = []
+
+    def visit(x: Any, name: str) -> None:
+        kind = type(x)
+        parts.append(name)
+        if kind in (list, tuple, Vector) or (isinstance(x, tuple) and hasattr(x, "_fields")):
+            for k, item in enumerate(x):
+                visit(item, f"{name}[{k}]")
+        elif kind is dict:
+            for k, item in x.items():
+                visit(item, f"{name}[{k!r}]")
+
+    for arg, name in zip(args, names, strict=False):
+        visit(arg, name)
+    for name, arg in kwargs.items():
+        parts.append(name)
+        visit(arg, name)
+    return parts[index] if index < len(parts) else "grad mode"
 
 
 # ---- the results: a structure of Values, numbers and None ---------------------------------------------
 
 
 Shape = Any
-"""A result's structure: ``("leaf", k)`` for its k-th Value (or float argument), ``("same", x)``
+"""A result's structure: ``("leaf", k)`` for its k-th Value, ``("same", x)``
 for a number, None or other object returned as it is, ``("vector", [shapes])``,
 ``(list or tuple, [shapes])``, ``("dict", [(key, shape)])``."""
 
@@ -317,14 +183,13 @@ class Recorded:
     """What one recorded run made, read for writing code.
 
     ``live``: the recorded operations the outputs need and the Values made inside that they
-    read, in creation order. ``arguments``: the leaves as the run saw them (the call's Values,
-    the stand-ins of its floats), in order. ``parameters``: the other Values the operations read
-    (closed over, or made inside and kept by the function's objects). ``constants``: numbers
-    of Values made inside from literal numbers that take no gradient. ``shape``: the structure
-    of the result; ``outputs``: where each of its Values comes from: ``("t", index into live)``,
-    ``("x", index into externals)``, ``("c", number)`` for a constant Value, ``("f", leaf
-    index)`` for a float argument returned as it is. ``result``: what the recorded run returned,
-    which is the first call's result.
+    read, in creation order. ``arguments``: the call's Values, in order. ``parameters``: the
+    other Values the operations read (found in the function's world). ``constants``: numbers of
+    Values made inside that take no gradient. ``shape``: the structure of the result;
+    ``outputs``: where each of its Values comes from: ``("t", index into live)``, ``("x", index
+    into externals)``, ``("c", number)`` for a constant Value. ``world``: the function's world
+    as the recording found it (the guard is written from it). ``result``: what the recorded run
+    returned, which is the first call's result.
     """
 
     live: list[Value]
@@ -334,7 +199,7 @@ class Recorded:
     shape: Shape
     outputs: list[tuple[str, Any]]
     recording: graph.Recording
-    guard: guard.Guard  # that every parameter is where it was found, checked at each call
+    world: world.Snapshot  # what the function could reach: the guard checks it at each call
     aliases: list[tuple[int, Value]]  # (leaf index, Value): an argument also reached as a parameter
     result: Any
     edges: Edges  # the edges and numbers the recording made, kept before any pass frees them
@@ -345,55 +210,69 @@ class Recorded:
         return [*distinct(self.arguments), *self.parameters]
 
 
-def record(fn: Callable[..., Any], read: Arguments, roots: list[Any]) -> Recorded:
-    """Run ``fn`` once on the call's Values and on stand-ins of its data floats, recording what it
-    makes. Raises ``Static`` when a float argument turns out to be used as a Python number, and
-    ``DataDependentError`` for what a replay could not do."""
-    stand_ins = {path: NumberArgument(leaf, path, type(given))
-                 for path, leaf, given in zip(read.paths, read.leaves, read.given, strict=True)
-                 if not isinstance(leaf, Value)}  # fmt: skip
-    arguments = [stand_ins.get(path, leaf) for path, leaf in zip(read.paths, read.leaves, strict=True)]
-    args, kwargs = read.rebuilt(stand_ins)
-    names = [*_argument_names(fn, len(args)), *kwargs]
-    given = _lists([*args, *kwargs.values()], names)
-    named = {id(x): name for x, name in zip([*args, *kwargs.values()], names, strict=True)}
+_ADVICE = (
+    "it cannot replay Python that depends on a Value's number: use a vjpgrad operation instead (max, relu, "
+    "nn.functional...), move the decision outside the compiled function, or call it uncompiled"
+)
+
+
+def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
+    """Run ``fn`` once on the call's arguments, recording what it makes; ``DataDependentError``
+    for what a replay could not do (read a Value's number, change its world)."""
+    args, kwargs = read.args, read.kwargs
+    names = argument_names(fn, len(args))
+    name = _name(fn)
+    guard_roots = [(name, fn), *((f"an object it was given ({type(x).__name__})", x) for x in read.objects)]
+    given = [(n, x) for n, x in zip(names, args, strict=True) if not _is_scalar(x)]
+    given += [(n, x) for n, x in kwargs.items() if not _is_scalar(x)]
+    with collection_paused():
+        found = _observed(fn, guard_roots)
+        before = _observed(fn, [(name, fn), *given])
     recording = graph.Recording()
-    message = f"{_name(fn)} is being recorded by vjpgrad.compile"
-    advice = (
-        "it cannot replay Python that depends on a Value's number: use a vjpgrad operation instead (max, relu, "
-        "nn.functional...), move the decision outside the compiled function, or call it uncompiled"
-    )
     state.recording = recording
     try:
-        try:
-            with refusing_numbers(message, advice=advice), collection_paused():  # the recording keeps every node alive
-                result = fn(*args, **kwargs)
-        except BaseException:
-            if recording.failure is not None:  # the first refusal or Static, whatever followed it
-                raise recording.failure from None
-            raise
-        finally:
-            state.recording = None
-        if recording.failure is not None:  # a refusal or a Static the function's own `except` caught
-            raise recording.failure
-        _check_unchanged(fn, given)
+        with refusing_numbers(f"{name} is being recorded by vjpgrad.compile", advice=_ADVICE), collection_paused():
+            result = fn(*args, **kwargs)  # the recording keeps every node alive: no collection meanwhile
+    except BaseException:
+        if recording.failure is not None:  # the first refusal, whatever followed it
+            raise recording.failure from None
+        raise
+    finally:
+        state.recording = None
+    if recording.failure is not None:  # a refusal the function's own `except` caught
+        raise recording.failure
+    with collection_paused():
+        changed = world.first_difference(before, _observed(fn, [(name, fn), *given]))
+        if changed is not None:
+            raise DataDependentError(
+                f"{name} (defined at {where(fn)}) changed {changed} while vjpgrad.compile recorded it, which a "
+                "replay would not do again: return what it computes instead of keeping it, make the change "
+                "outside the compiled function, or call it uncompiled"
+            )
         results: list[Any] = []
         shape = shape_of(result, results)
-        with collection_paused():
-            return _read(fn, shape, results, result, recording, arguments, list(stand_ins.values()), roots, named)
-    finally:
-        for stand_in in stand_ins.values():
-            stand_in._release()
+        return _read(fn, shape, results, result, recording, read.leaves, found)
+
+
+def _observed(fn: Callable[..., Any], roots: list[tuple[str, Any]]) -> world.Snapshot:
+    try:
+        return world.observe(roots)
+    except world.WorldTooLargeError as large:
+        raise DataDependentError(
+            f"{_name(fn)} (defined at {where(fn)}) can reach {large.where}, which holds {large.size:,} objects or "
+            f"items: more than vjpgrad.compile watches ({world.WORLD_LIMIT:,} in all, each checked at every call). "
+            "Pass the part the function needs as an argument (a Vector, a list of Values), keep large data out of "
+            "its reach, or call it uncompiled"
+        ) from None
 
 
 @contextlib.contextmanager
 def collection_paused() -> Iterator[None]:
     """The cyclic garbage collector paused while a function is recorded and while compile builds
-    its own tables of the recording (the guard, the description, the code): the recording keeps
+    its own tables of the recording (the world, the description, the code): the recording keeps
     every node it makes alive until it is read, so each collection the new objects set off walks
-    them all again, finding nothing to free (it was a third of a warm start's time, and half of
-    the recorded call's). Turned back on as it was, whatever happens; what the function leaves
-    for the collector is collected at its next run."""
+    them all again, finding nothing to free. Turned back on as it was, whatever happens; what
+    the function leaves for the collector is collected at its next run."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -403,7 +282,7 @@ def collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _argument_names(fn: Callable[..., Any], count: int) -> list[str]:
+def argument_names(fn: Callable[..., Any], count: int) -> list[str]:
     """The names of the first ``count`` positional parameters of ``fn``, as a reader would name
     them in a message (``argument 2`` where the signature does not say)."""
     try:
@@ -421,39 +300,6 @@ def _argument_names(fn: Callable[..., Any], count: int) -> list[str]:
         else:
             names.append(f"argument {k + 1}")
     return names
-
-
-def _lists(rebuilt: list[Any], names: list[str]) -> list[tuple[Any, list[Any], str]]:
-    """Every list, dict (and Vector's list) the function is handed, with its items now and how
-    a reader names it (``cache``, ``batch[0]``)."""
-    found: list[tuple[Any, list[Any], str]] = []
-    stack = list(zip(rebuilt, names, strict=True))
-    while stack:
-        x, name = stack.pop()
-        if isinstance(x, Vector):
-            found.append((x._values, list(x._values), name))
-            stack.extend((item, f"{name}[{k}]") for k, item in enumerate(x._values))
-        elif isinstance(x, (list, tuple)):
-            if isinstance(x, list):
-                found.append((x, list(x), name))
-            stack.extend((item, f"{name}[{k}]") for k, item in enumerate(x))
-        elif type(x) is dict:
-            found.append((x, [*x.keys(), *x.values()], name))
-            stack.extend((item, f"{name}[{key!r}]") for key, item in x.items())
-    return found
-
-
-def _check_unchanged(fn: Callable[..., Any], given: list[tuple[Any, list[Any], str]]) -> None:
-    """Refuse a function that changed a list or dict it was given: a replay would not change it.
-    Found after the call, so the message names the container, not the line that changed it."""
-    for container, before, name in given:
-        now = [*container.keys(), *container.values()] if type(container) is dict else list(container)
-        if len(now) != len(before) or any(a is not b for a, b in zip(now, before, strict=True)):
-            raise DataDependentError(
-                f"{_name(fn)} (defined at {where(fn)}) changed the {type(container).__name__} {name} it was given "
-                "as an argument (append, assignment...), which vjpgrad.compile cannot replay: return the new "
-                "items instead, or call it uncompiled"
-            )
 
 
 def _code(fn: Any) -> Any:
@@ -489,7 +335,7 @@ def _name(fn: Callable[..., Any]) -> str:
 
 
 def distinct(values: list[Any]) -> list[Any]:
-    """``values`` without repeats, in order, by identity (a float's stand-in cannot be hashed)."""
+    """``values`` without repeats, in order, by identity."""
     seen: set[int] = set()
     return [v for v in values if not (id(v) in seen or seen.add(id(v)))]  # type: ignore[func-returns-value]  # set.add is None: false
 
@@ -501,77 +347,57 @@ def _read(
     result: Any,
     recording: graph.Recording,
     arguments: list[Value],
-    stand_ins: list[Value],
-    roots: list[Any],
-    named: dict[int, str],
+    found: world.Snapshot,
 ) -> Recorded:
     """Which Values the recorded operations read, and where the parameters are."""
-    found_graph = graph.recorded_graph(recording, outputs)
     # every node the core records is a Value (the core's graph layer names them Nodes)
-    live, positions, outside = cast("tuple[list[Value], list[tuple[int, ...]], list[Value]]", found_graph)
-    computed = cast("list[Value]", recording.nodes)
+    live, positions, outside = cast(
+        "tuple[list[Value], list[tuple[int, ...]], list[Value]]", graph.recorded_graph(recording, outputs)
+    )
     argument_ids = {id(a) for a in arguments}
-    outside = [x for x in outside if id(x) not in argument_ids]  # parameters, if they can be found
-    made = [node for node in live if id(node) in recording.leaves]  # Values made by Value() inside
-    wanted = {id(x) for x in outside} | {id(x) for x in made} | argument_ids
-    forbidden = {id(node) for node in recording.nodes} | {id(x) for x in stand_ins}  # never kept
-    found = guard.search(roots, wanted | forbidden)
-    for value in [*computed, *stand_ins]:  # a Value computed inside, or a float argument, kept
-        if id(value) in found.paths:
-            what = "a float argument" if value.number_argument else "a Value it computes"
-            _refuse_kept(fn, value, found, what, roots, named)
-    kept = [x for x in made if id(x) in found.paths]  # made inside and kept: a weight made lazily
-    for x in kept:
-        if id(x) in recording.from_numbers:
-            _refuse_kept(fn, x, found, "Value() of a float argument", roots, named)
-    missing = [x for x in outside if id(x) not in found.paths]
-    if missing:
-        raise DataDependentError(
-            f"{where(fn)}: vjpgrad.compile cannot find where {_name(fn)} gets the Value {missing[0]!r} (made outside "
-            "it), so it could not check at the next call that it is still the same one: keep such Values in "
-            "attributes, lists, dicts, closures or globals of plain Python objects, or pass them as arguments"
-            f"{'' if found.complete else ' (the search stopped: too many objects)'}"
-        )
-    kept_ids = {id(x) for x in kept}
-    constants = {  # made inside from a number, taking no gradient, not kept: a number of the code
-        id(node): _number(node)
-        for node in made
-        if id(node) not in kept_ids and id(node) not in recording.from_numbers and not node.requires_grad
+    parameters = [x for x in outside if id(x) not in argument_ids]
+    _check_found(fn, parameters, found)
+    constants = {  # Values made inside (Value()) that take no gradient: numbers of the code
+        id(node): _number(node) for node in live if id(node) in recording.leaves and not node.requires_grad
     }
-    if constants or kept_ids:
-        gone = constants.keys() | kept_ids
-        pairs = [(n, p) for n, p in zip(live, positions, strict=True) if id(n) not in gone]
+    if constants:
+        pairs = [(n, p) for n, p in zip(live, positions, strict=True) if id(n) not in constants]
         live, positions = [n for n, _ in pairs], [p for _, p in pairs]
-    parameters = [*outside, *kept]
-    externals = [*distinct(arguments), *parameters]
+    sources = _sources(outputs, live, [*distinct(arguments), *parameters], constants)
+    leaf_of = {id(x): k for k, x in enumerate(arguments)}
+    aliases = [(leaf_of[id(a)], a) for a in distinct(arguments) if id(a) in found.values]
+    edges = Edges(live, positions, recording.leaves)
+    return Recorded(live, arguments, parameters, constants, shape, sources, recording, found, aliases, result, edges)
+
+
+def _sources(
+    outputs: list[Value], live: list[Value], externals: list[Value], constants: dict[int, float]
+) -> list[tuple[str, Any]]:
+    """Where each output comes from: an operation inside, an argument or parameter, a constant."""
     place = {id(node): k for k, node in enumerate(live)}
     external_place = {id(x): k for k, x in enumerate(externals)}
-    leaf_of = {id(x): k for k, x in enumerate(arguments)}
     sources: list[tuple[str, Any]] = []
     for x in outputs:
         if id(x) in place:
             sources.append(("t", place[id(x)]))
-        elif x.number_argument:  # a float argument returned: returned as the call's float
-            sources.append(("f", leaf_of[id(x)]))
         elif id(x) in external_place:
             sources.append(("x", external_place[id(x)]))
         else:
             sources.append(("c", constants[id(x)]))
-    aliases = [(leaf_of[id(a)], a) for a in distinct(arguments) if id(a) in found.paths and not a.number_argument]
-    checked = guard.Guard(found, {id(x) for x in parameters} | {id(a) for _, a in aliases})
-    return Recorded(
-        live,
-        arguments,
-        parameters,
-        constants,
-        shape,
-        sources,
-        recording,
-        checked,
-        aliases,
-        result,
-        Edges(live, positions, recording.leaves),
-    )
+    return sources
+
+
+def _check_found(fn: Callable[..., Any], parameters: list[Value], found: world.Snapshot) -> None:
+    """Refuse a Value read from outside that is not in the function's world: nothing could tell
+    at the next call whether it is still the same one."""
+    missing = [x for x in parameters if id(x) not in found.values]
+    if missing:
+        raise DataDependentError(
+            f"{where(fn)}: vjpgrad.compile cannot find where {_name(fn)} gets a Value it reads (made outside it), "
+            "so it could not check at the next call that it is still the same one: keep such Values in "
+            "attributes, lists, dicts, closures or globals of plain Python objects (not inside a library's "
+            "objects, or in a rule of a custom operation), or pass them as arguments"
+        )
 
 
 def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
@@ -587,16 +413,14 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
     place: dict[int, int] = {id(x): -1 - k for k, x in enumerate(externals)}
     place.update((id(node), k) for k, node in enumerate(recorded.live))
     constants = recorded.constants
-    from_numbers = recorded.recording.from_numbers
     numbers = recorded.edges.numbers
     parts: list[Any] = [len(distinct(recorded.arguments)), tuple(x.requires_grad for x in externals)]
     append = parts.append
     rows, op_of, operands_of, node_type = ROWS, graph.op_of, graph.operands, graph.Node
     for node, positions in zip(recorded.live, recorded.edges.in_order, strict=True):  # the hot loop of a warm start
         op = op_of(node)
-        if op is None:  # a Value made inside: from a float argument, or a number
-            source = from_numbers.get(id(node))
-            append(("leaf", place[id(source)] if source is not None else numbers[id(node)], node.requires_grad))
+        if op is None:  # a Value made inside from a number
+            append(("leaf", numbers[id(node)], node.requires_grad))
             continue
         row = rows.get(op)
         if row is None:
@@ -611,23 +435,3 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
         append((row, tuple(operands), positions, node.requires_grad))
     append(tuple(internal_outputs))
     return marshal.dumps(parts, 2)
-
-
-def _refuse_kept(
-    fn: Callable[..., Any], value: graph.Node, found: guard.Found, what: str, roots: list[Any], named: dict[int, str]
-) -> NoReturn:
-    root, path = found.paths[id(value)]
-    # found after the call, by where it is kept: the message names that place, not a line
-    start = ""
-    if root == 0 and path and path[0][0] == "cell":  # a variable the function closes over, by its name
-        code = _code(fn)
-        if code is not None and path[0][1] < len(code.co_freevars):
-            start, path = code.co_freevars[path[0][1]], path[1:]
-    elif root > 0:  # an object the call was given: by its parameter's name when it has one
-        given = roots[root]
-        start = named.get(id(given)) or f"an object it was given ({type(given).__name__})"
-    place = f"{start}{guard.described(path)}".lstrip(".")
-    raise DataDependentError(
-        f"{_name(fn)} (defined at {where(fn)}) stores {what} in {place}, which a replay would not store again: "
-        "return it instead, or call the function uncompiled"
-    )

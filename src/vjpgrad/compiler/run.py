@@ -17,17 +17,28 @@ import linecache
 import operator
 import threading
 import types
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from vjpgrad.compiler import cache
-from vjpgrad.compiler.record import Arguments, Recorded, Static, build, collection_paused, describe, distinct, record
+from vjpgrad.compiler import cache, guard, world
+from vjpgrad.compiler.record import (
+    Arguments,
+    Recorded,
+    argument_names,
+    build,
+    collection_paused,
+    describe,
+    described_part,
+    distinct,
+    record,
+)
 from vjpgrad.compiler.write import Program, namespace
 from vjpgrad.core import graph
 from vjpgrad.core.modes import USER_FRAMES, enable_grad, state
-from vjpgrad.core.ops import TIMES, Form, Op
+from vjpgrad.core.ops import Op, times
 from vjpgrad.core.value import Value
 
 CACHE_SIZE = 64
@@ -46,9 +57,13 @@ def _output_backward(node: graph.Node, g: Any) -> None:
     graph.saved_of(call)[3][graph.saved_of(node)] = g
 
 
-_OUTPUT_FORM = Form("output", lambda g, s: g, lambda s: 1.0)
+def _hands_on(g: Any, s: Any) -> Any:
+    """An output's edge to its call: ``g`` itself (the call's own backward reads it)."""
+    return g
+
+
 OUTPUT = Op(
-    "output", 0, lambda *xs: 0.0, (), (_OUTPUT_FORM,), "", doc="an output of a compiled call", backward=_output_backward
+    "output", 0, lambda *xs: 0.0, (), (_hands_on,), "", doc="an output of a compiled call", backward=_output_backward
 )
 """An output of a compiled call: its operands are the call, the arguments and parameters it was
 computed from, and the other outputs it was computed from; their edges only say what a pass from
@@ -62,14 +77,20 @@ class Entry:
     code is written and loaded when the recording is first replayed (``program``)."""
 
     def __init__(self, fn: Callable[..., Any], read: Arguments) -> None:
-        self.recorded = recorded = record(fn, read, _roots(fn, read.objects))
+        self.recorded = recorded = record(fn, read)
         self.arguments = recorded.arguments
         self.parameters = recorded.parameters
         self.parameter_ids = frozenset(id(p) for p in self.parameters)
-        self.parameter_flags = [p.requires_grad for p in self.parameters]
         self.outputs = recorded.outputs
+        self.fn = fn
+        self.guard, self.guard_source = guard.loaded(recorded.world)
         self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "t"))
         self.objects = [_held(x) for x in read.objects]
+        self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
+        self._edges: tuple[bool, ...] | None = None
+        self._handed: dict[frozenset[int], tuple[Any, int]] = {}
+        self._gather: dict[frozenset[int], tuple[Any, Any, bool, bool]] = {}
+        self._operands_of: dict[int, list[int]] = {}
         self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
         self.takes_any = any(recorded.live[k].requires_grad for k in self.internal_outputs)
         self.leaf_outputs = frozenset(  # outputs that are Values made inside: leaves, as in eager code
@@ -88,14 +109,14 @@ class Entry:
             0,
             lambda *xs: 0.0,
             (),
-            (TIMES,),
+            (times,),
             "",
             doc="a compiled call",
             backward=self._backward,
             release=self._release,
         )
         first = [
-            read.given[k] if kind == "f" else node
+            _as_eager(node) if kind == "t" else node
             for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
         ]
         # the labels the function gave the Values it returns, given again to each call's (kept as data)
@@ -118,7 +139,7 @@ class Entry:
                 len(distinct(recorded.arguments)),
                 recorded.constants,
                 self.internal_outputs,
-                recorded.recording.from_numbers,
+                {},  # no Value made inside reads an argument: numbers are structure
                 recorded.edges,
             )
         return self._program
@@ -206,18 +227,17 @@ class Entry:
     # ---- a call --------------------------------------------------------------------------------
 
     def matches(self, read: Arguments) -> bool:
-        """Whether this recording replays for a call: the same objects passed, every parameter
-        still where it was found and as it was flagged, and no Value both passed and closed over
-        unless it was so when recorded."""
-        if any(held() is not x for held, x in zip(self.objects, read.objects, strict=True)):
-            return False
-        if list(map(_requires_grad, self.parameters)) != self.parameter_flags:  # read in C
+        """Whether this recording replays for a call: the same objects passed, the function's
+        world as it was (the guard), and no Value both passed and reached in the world unless it
+        was so when recorded."""
+        objects = read.objects
+        if objects and any(held() is not x for held, x in zip(self.objects, objects, strict=True)):
             return False
         if not self.parameter_ids.isdisjoint(map(id, read.leaves)):
             return False  # a parameter passed as an argument: the recording kept them apart
-        if any(held() is not read.leaves[k] for k, held in self.aliased):
+        if self.aliased and any(held() is not read.leaves[k] for k, held in self.aliased):
             return False  # an argument the function also reaches itself: the same one, or record anew
-        return self.recorded.guard.holds()
+        return self.guard(self.fn, *objects)
 
     def _backward(self, node: graph.Node, g: Any) -> None:
         values, inputs, wrappers, slots, edges, freed, ran = graph.saved_of(node)
@@ -237,15 +257,55 @@ class Entry:
         operands = graph.operands(node)
         backward = self.backward_for(seeded, checked=state.detect_anomaly)
         # each argument and parameter the pass reaches starts from its cotangent so far, as in eager
-        start = tuple(graph.cotangent(x) if k in reached else -0.0 for k, x in enumerate(operands))
+        start = self._start(seeded, reached, operands)
         gradients, finals = backward(seeds, values, inputs, start)
         for i, final in zip(sorted(seeded), finals, strict=True):  # an output's .grad, as eager's
             wrapper = wrappers[i]()
             if wrapper is not None and final is not None:
                 graph.set_cotangent(wrapper, final)
-        for x, edge, gradient in zip(operands, edges, gradients, strict=True):
-            if edge and gradient is not None:
-                graph.set_cotangent(x, gradient)
+        self._hand_on(seeded, operands, edges, gradients)
+
+    def _hand_on(
+        self, seeded: frozenset[int], operands: tuple[Any, ...], edges: tuple[bool, ...], gradients: tuple[Any, ...]
+    ) -> None:
+        """Each argument's and parameter's gradient so far, as the reverse pass gave it: set in C
+        by item getters made once per set of seeded outputs."""
+        handed = self._handed.get(seeded)
+        if handed is None:  # the positions that take gradient in this pass
+            positions = [k for k, (edge, g) in enumerate(zip(edges, gradients, strict=True)) if edge and g is not None]
+            handed = self._handed[seeded] = (
+                (operator.itemgetter(*positions), len(positions)) if positions else (None, 0)
+            )
+        getter, count = handed
+        if getter is None:
+            return
+        targets, found = getter(operands), getter(gradients)
+        if count == 1:
+            targets, found = (targets,), (found,)
+        if None in found:  # a pass that reaches less than the first one did: one by one
+            for x, edge, gradient in zip(operands, edges, gradients, strict=True):
+                if edge and gradient is not None:
+                    graph.set_cotangent(x, gradient)
+        else:
+            graph.set_cotangents(targets, found)
+
+    def _start(self, seeded: frozenset[int], reached: frozenset[int], operands: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The cotangent so far of each argument and parameter the pass reaches, -0.0 for the
+        others, gathered in C by two item getters made once per set of seeded outputs."""
+        if len(reached) == len(operands):
+            return graph.cotangents(operands)
+        gather = self._gather.get(seeded)
+        if gather is None:
+            order = sorted(reached)
+            at = {k: i for i, k in enumerate(order)}
+            picked = operator.itemgetter(*order) if order else (lambda xs: ())
+            placed = operator.itemgetter(*(at.get(k, len(order)) for k in range(len(operands))))
+            gather = self._gather[seeded] = (picked, placed, len(order) == 1, len(operands) == 1)
+        picked, placed, one_picked, one_placed = gather
+        chosen: Any = picked(operands)  # the item getters' results: a tuple, or one item
+        found = (*graph.cotangents((chosen,) if one_picked else chosen), -0.0)
+        result: Any = placed(found)
+        return (result,) if one_placed else tuple(result)
 
     def _release(self, node: graph.Node) -> None:
         """A pass that frees the graph went through this call: the operations it ran are freed,
@@ -254,17 +314,10 @@ class Entry:
         for inside in ran:
             freed.update(inside)
 
-    def run(self, leaves: list[Any], given: list[Any]) -> Any:
-        external_values: list[Any] = []  # the distinct Values passed and every float, then the parameters
-        seen: set[int] = set()
-        for x in leaves:
-            if isinstance(x, Value):
-                if id(x) in seen:
-                    continue
-                seen.add(id(x))
-            external_values.append(x)
-        external_values += self.parameters
-        data = [_number(x) if isinstance(x, Value) else x for x in external_values]
+    def run(self, leaves: list[Value]) -> Any:
+        # the distinct Values passed, then the parameters
+        external_values = (leaves if self.distinct_leaves else distinct(leaves)) + self.parameters
+        data = graph.numbers_of(external_values)
         self.prepare()  # the code, on the first replay: from the cache, or written now
         values = self.forward(data)  # type: ignore[misc]  # prepared just above
         made: dict[int, Value] = {}
@@ -278,8 +331,6 @@ class Entry:
                 results.append(external_values[k])
             elif kind == "c":
                 results.append(Value(k, requires_grad=False))
-            elif kind == "f":  # a float argument returned: the object the call was given
-                results.append(given[k])
             elif k in made:
                 results.append(made[k])
             else:
@@ -292,7 +343,9 @@ class Entry:
 
     def _outputs(self, externals: list[Any], data: list[Any], values: tuple[Any, ...]) -> dict[int, Value]:
         """The outputs that take gradient, each an OUTPUT node on one node for the call."""
-        edges = tuple(isinstance(x, Value) and x.requires_grad for x in externals)
+        edges = self._edges  # the same at every call: the key fixes the arguments', the guard the parameters'
+        if edges is None:
+            edges = self._edges = tuple(isinstance(x, Value) and x.requires_grad for x in externals)
         wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
         slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
         freed: set[int] = set()  # the operations inside (their ids) that a pass has freed
@@ -311,7 +364,10 @@ class Entry:
                 wrappers[position] = weakref.ref(made[k])
                 continue
             from_externals, from_outputs = self.depends[position]
-            operands = [call, *(externals[j] for j in from_externals if edges[j])]
+            taking = self._operands_of.get(position)
+            if taking is None:
+                taking = self._operands_of[position] = [j for j in from_externals if edges[j]]
+            operands = [call, *map(externals.__getitem__, taking)]
             operands += [made[self.internal_outputs[j]] for j in from_outputs if self.internal_outputs[j] in made]
             value = graph.make(
                 Value, values[kept_place[id(node)]], OUTPUT, tuple(operands), (True,) * len(operands), None, position
@@ -321,13 +377,15 @@ class Entry:
         return made
 
 
-_requires_grad = operator.attrgetter("requires_grad")
-
-
-def _roots(fn: Callable[..., Any], objects: list[Any]) -> list[Any]:
-    """Where a function's parameters can be found: the function itself (its closure, the globals
-    it names, its defaults, its ``self``) and the objects the call was given."""
-    return [fn, *objects]
+def _as_eager(node: Value) -> Value:
+    """A recorded operation's result as eager code returns it: one that takes no gradient (made
+    under ``no_grad``, or from constants) is a leaf there, with no operation."""
+    if node.requires_grad or graph.op_of(node) is None:
+        return node
+    leaf = Value(_number(node), requires_grad=False)
+    if node.label is not None:
+        leaf.label = node.label
+    return leaf
 
 
 def _dead() -> None:
@@ -344,24 +402,41 @@ def _held(x: Any) -> Callable[[], Any]:
         return lambda: x
 
 
+RECOMPILE_LIMIT = 8
+"""Recordings of one structure that differ only in numbers, at most (``torch.compile``'s
+recompile limit): beyond it, compile warns once and calls the function uncompiled from then on."""
+RECORDINGS_PER_KEY = 8
+"""Recordings kept for one structure of the arguments (different worlds: a model in training
+and in evaluation mode), the most recently used first."""
+
+
+class RecompileWarning(UserWarning):
+    """A compiled function kept being recorded because numbers it reads changed: it runs
+    uncompiled from now on. Pass a number that changes at every call as a Value
+    (``Value(lr, requires_grad=False)``) or in a Vector."""
+
+
 class Compiled:
-    """A function recorded once per structure of its arguments and replayed as generated code.
+    """A function recorded once per structure of its arguments and world, and replayed as
+    generated code.
 
     Call it as the function itself. ``source`` is the generated code of the last recording:
     the forward pass, then the reverse pass, one operation a line. ``reset()`` drops every
-    recording (after changing Python state the function reads, as with ``jax.jit``).
+    recording.
     """
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         if not callable(fn):
             raise TypeError(f"vjpgrad.compile takes a function, got {type(fn).__name__}")
         self.fn = fn
-        self._cache: OrderedDict[tuple[Any, ...], Entry] = OrderedDict()
+        self._cache: OrderedDict[tuple[Any, ...], list[Entry]] = OrderedDict()
         self._lock = threading.RLock()
         self._last: Entry | None = None
-        self._static: frozenset[Any] = frozenset()  # float arguments used as Python numbers: structure
+        self._shapes: dict[Any, tuple[int, tuple[Any, ...], world.Snapshot]] = {}
+        self.eager = False
+        """True once numbers kept changing (``RecompileWarning``): the function runs uncompiled."""
         self.times_recorded = 0
-        """How many times the function was recorded (a new structure, a parameter rebound...)."""
+        """How many times the function was recorded (a new structure, a changed world...)."""
         functools.update_wrapper(self, fn)
 
     @property
@@ -370,48 +445,88 @@ class Compiled:
         return "" if self._last is None else self._last.source
 
     @property
+    def guard_source(self) -> str:
+        """The guard of the last recording: the checks each call runs before replaying it."""
+        return "" if self._last is None else self._last.guard_source
+
+    @property
     def recordings(self) -> int:
         """How many recordings are kept."""
-        return len(self._cache)
+        return sum(map(len, self._cache.values()))
 
     def reset(self) -> None:
-        """Drop every recording: the next call records the function again."""
+        """Drop every recording (and the count of recordings that made it run uncompiled)."""
         with self._lock:
             self._cache.clear()
+            self._shapes.clear()
             self._last = None
-            self._static = frozenset()
+            self.eager = False
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         """``@vjpgrad.compile`` on a method: the instance is its first argument (structure by
-        identity, and where its parameters are found)."""
+        identity, and a root of the function's world)."""
         return self if instance is None else types.MethodType(self, instance)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
-            if state.recording is not None:  # inside another compiled function's recording: be recorded
+            if state.recording is not None or self.eager:  # inside another recording: be recorded
                 return self.fn(*args, **kwargs)
             with self._lock:
-                while True:
-                    read = Arguments(args, kwargs, self._static)
-                    entry = self._cache.get(read.key)
-                    if entry is not None and entry.matches(read):
-                        self._cache.move_to_end(read.key)
-                        self._last = entry
-                        break
-                    try:
-                        entry = Entry(self.fn, read)
-                    except Static as static:  # a float argument used as a Python number: structure from now on
-                        self._static = self._static | {static.path}
-                        continue
-                    self.times_recorded += 1
-                    self._cache[read.key] = entry
-                    self._cache.move_to_end(read.key)
-                    if len(self._cache) > CACHE_SIZE:
-                        self._cache.popitem(last=False)
-                    self._last = entry
-                    first, entry.first = entry.first, None
-                    return first  # the recorded run is eager code: its result is this call's
-            return entry.run(read.leaves, read.given)
+                read = Arguments(args, kwargs)
+                entries = self._cache.get(read.key)
+                if entries is not None:
+                    for k, entry in enumerate(entries):
+                        if entry.matches(read):
+                            if k:
+                                entries.insert(0, entries.pop(k))
+                            self._last = entry
+                            break
+                    else:
+                        return self._record(read)
+                else:
+                    return self._record(read)
+            return entry.run(read.leaves)
+
+    def _record(self, read: Arguments) -> Any:
+        entry = Entry(self.fn, read)
+        self.times_recorded += 1
+        if self._too_many(read, entry):
+            self.eager = True
+            self._cache.clear()
+        else:
+            entries = self._cache.setdefault(read.key, [])
+            entries.insert(0, entry)
+            del entries[RECORDINGS_PER_KEY:]
+            self._cache.move_to_end(read.key)
+            if len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+            self._last = entry
+        first, entry.first = entry.first, None
+        return first  # the recorded run is eager code: its result is this call's
+
+    def _too_many(self, read: Arguments, entry: Entry) -> bool:
+        """Count the recordings of this structure (numbers left out); past ``RECOMPILE_LIMIT``,
+        warn naming the number that changed since the last one."""
+        snapshot = entry.recorded.world
+        shape = (read.masked(), snapshot.shape())
+        count, key, last = self._shapes.get(shape, (0, read.key, snapshot))
+        self._shapes[shape] = (count + 1, read.key, snapshot)
+        if count + 1 <= RECOMPILE_LIMIT:
+            return False
+        changed = world.first_difference(last, snapshot)
+        if changed is None:
+            index = next((k for k, (a, b) in enumerate(zip(key, read.key, strict=False)) if a != b), len(key))
+            names = argument_names(self.fn, len(read.args))
+            changed = f"the argument {described_part(read.args, read.kwargs, names, index)}"
+        warnings.warn(
+            f"{getattr(self.fn, '__qualname__', 'a function')} was recorded by vjpgrad.compile "
+            f"{RECOMPILE_LIMIT + 1} times, each time because a number it reads changed (last: {changed}): it runs "
+            "uncompiled from now on. Numbers are structure to compile; pass a number that changes at every call as "
+            "a Value (Value(lr, requires_grad=False)) or in a Vector, and call reset() to compile it again",
+            RecompileWarning,
+            stacklevel=3,
+        )
+        return True
 
     def __repr__(self) -> str:
         return f"<vjpgrad.compile of {getattr(self.fn, '__qualname__', 'a function')}>"

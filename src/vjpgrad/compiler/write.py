@@ -3,7 +3,7 @@
 The forward pass is one line per operation, in the order the operations were made; the
 reverse pass one line per edge, nodes in decreasing order of creation, contributions added
 in that order, exactly as ``graph.propagate`` runs them. The lines of the reverse pass are
-not written by hand: each edge's saved rule and ``Form`` from ``core/ops.py`` are called with
+not written by hand: each edge's saved rule and gradient from ``core/ops.py`` are called with
 ``codegen.symbols.Code`` names instead of floats, and what they build is the text of the line.
 So the code computes the eager engine's numbers, bit for bit, by construction.
 
@@ -22,7 +22,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from vjpgrad.codegen.symbols import INLINE, NAMESPACE, Code, contribution, literal, operand, operand_text
+from vjpgrad.codegen.symbols import INLINE, NAMESPACE, Code, contribution, literal, operand, operand_text, saved_names
 from vjpgrad.core import graph, ops
 from vjpgrad.core.ops import Op
 
@@ -165,12 +165,14 @@ class Writer:
         out = self.names[id(node)]
         if op.nary:
             g = Code(gradient, atomic=True)
-            form = op.forms[0]
+            rule = op.gradients[0]
             saved = f"{self.helper(op, 'saved')}(({', '.join(self.term(x) for x in operands)},), {out})"
             parts = []
             for k in positions:
                 s = Code(f"{saved}[{k}]", atomic=True) if len(positions) == 1 else Code(f"_s[{k}]", atomic=True)
-                parts.append((id(operands[k]), f"0.0 if {s.text} is _MASKED else {operand(form.contribute(g, s))}", k))
+                parts.append(
+                    (id(operands[k]), f"0.0 if {s.text} is _MASKED else {operand(contribution(rule, g, s))}", k)
+                )
             if len(positions) > 1:
                 parts.insert(0, (-1, f"_s = {saved}", -1))
             return parts
@@ -181,9 +183,10 @@ class Writer:
         for k in positions:
             template = self._template(op, k, pattern)
             if template is None:  # a rule that needs numbers: call it on them as the code runs
-                rule = self.helper(op, "saved", k)
-                part = operand(op.forms[k].contribute(Code(gradient, atomic=True), Code("_s", atomic=True)))
-                lines.append((-1, f"_s = {rule}({', '.join(terms)}, {out})", -1))
+                helper = self.helper(op, "saved", k)
+                numbers = saved_names("_s", op.saves[k])
+                part = operand(contribution(op.gradients[k], Code(gradient, atomic=True), numbers))
+                lines.append((-1, f"_s = {helper}({', '.join(terms)}, {out})", -1))
                 lines.append((id(operands[k]), f"0.0 if _s is _MASKED else {part}", k))
                 continue
             lines.append((id(operands[k]), template.format(*terms, g=gradient, out=out), k))
@@ -201,7 +204,7 @@ class Writer:
             args = [Code(f"{{{i}}}", atomic=True) if c is None else c for i, c in enumerate(pattern)]
             try:
                 code = contribution(
-                    op.forms[k], Code("{g}", atomic=True), op.saved[k](*args, Code("{out}", atomic=True))
+                    op.gradients[k], Code("{g}", atomic=True), op.saved[k](*args, Code("{out}", atomic=True))
                 )
                 template = code.text if isinstance(code, Code) else literal(code)
             except TypeError:  # the rule branches on a number: it runs on numbers instead

@@ -12,6 +12,7 @@
 
 The core imports nothing else of vjpgrad. The layers above meet it through public names and
 a few documented interfaces: ``graph``'s functions for the passes; for ``vjpgrad.compile``,
-``graph.Recording`` (what a recording sees), ``modes.refusing_numbers``, ``Op.backward`` (an
-operation that runs its own backward) and ``Value.number_argument``.
+``graph.Recording`` (what a recording sees), ``modes.refusing_numbers`` and ``Op.backward`` (an
+operation that runs its own backward). Nothing in the core reads a caller's frame except to
+name the user's line in an error.
 """

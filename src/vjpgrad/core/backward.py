@@ -1,7 +1,7 @@
 """``backward`` and ``gradients``' pass: seeds in, one reverse pass, gradients out.
 
-The walk itself is ``_graph``'s; this module decides what a pass does with it: read the
-seeds (``_seeds``), run the pass under the pass lock, then add into ``.grad`` (backward) or
+The walk itself is ``graph``'s; this module decides what a pass does with it: read the
+seeds (``seeds``), run the pass under the pass lock, then add into ``.grad`` (backward) or
 hand the gradients back (``gradients``, the transforms), and free what the pass used unless
 the graph is retained. Under ``detect_anomaly()`` the pass watches every edge for nan.
 """
@@ -49,7 +49,7 @@ def _run(outputs: Sequence[Node], seeds: Sequence[float]) -> tuple[list[Node], l
 
 
 def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain_graph: bool) -> None:
-    """Run one reverse pass from ``outputs`` seeded by ``seed`` (see ``_seeds``) and add its
+    """Run one reverse pass from ``outputs`` seeded by ``seed`` (see ``seeds``) and add its
     gradients into ``.grad``; free the graph unless ``retain_graph``."""
     refuse_number("backward()", "a replay would not add into .grad: call backward() on the compiled function's result")
     seeds = seeds_for(count, seed, name="gradients" if count is not None else "the gradient seed")

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+from collections.abc import Callable
+from typing import cast
 
 inf = math.inf
 nan = math.nan
@@ -148,6 +151,38 @@ def tanh(x: float) -> float:
 def sigmoid(x: float) -> float:
     """1 / (1 + exp(-x)), PyTorch's formula: sigmoid(-inf) = 0, sigmoid(inf) = 1."""
     return reciprocal(1.0 + exp(-x))
+
+
+def atan2(y: float, x: float) -> float:
+    """The angle of the point (x, y), C's ``atan2``: signed zeros and infinities give C99's
+    angles (``atan2(0.0, -0.0) = pi``, ``atan2(inf, inf) = pi / 4``); never raises."""
+    return math.atan2(y, x)
+
+
+def hypot(x: float, y: float) -> float:
+    """``sqrt(x * x + y * y)`` without overflow, the C library's ``hypot`` as PyTorch computes it:
+    ``hypot(inf, nan) = inf``. Python's ``math.hypot`` is its own algorithm, which can differ
+    from the C library's in the last bit; where the C library can be loaded, its ``hypot`` is
+    used (``math.hypot`` elsewhere)."""
+    return _c_hypot(x, y)
+
+
+def _load_c_hypot() -> Callable[[float, float], float]:
+    """The C library's ``hypot``, or ``math.hypot`` where no C library can be loaded."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        name = ctypes.util.find_library("m") or ("ucrtbase" if os.name == "nt" else None)
+        function = ctypes.CDLL(name).hypot
+    except (ImportError, OSError, AttributeError, TypeError):
+        return math.hypot
+    function.restype = ctypes.c_double
+    function.argtypes = (ctypes.c_double, ctypes.c_double)
+    return cast("Callable[[float, float], float]", function)
+
+
+_c_hypot = _load_c_hypot()
 
 
 def relu(x: float) -> float:

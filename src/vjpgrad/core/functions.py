@@ -16,8 +16,9 @@ from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
+from vjpgrad.core.vector import wrap as _wrap
 
-__all__ = ["cos", "exp", "log", "log1p", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh"]
+__all__ = ["atan2", "cos", "exp", "hypot", "log", "log1p", "relu", "sigmoid", "sin", "sqrt", "tan", "tanh"]
 
 
 @overload
@@ -31,10 +32,8 @@ def exp(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.exp.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.exp()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"exp() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -52,10 +51,8 @@ def log(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.log.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.log()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"log() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -73,10 +70,8 @@ def log1p(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.log1p.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.log1p()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"log1p() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -94,10 +89,8 @@ def sqrt(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.sqrt.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.sqrt()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"sqrt() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -115,10 +108,8 @@ def sin(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.sin.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.sin()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"sin() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -136,10 +127,8 @@ def cos(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.cos.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.cos()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"cos() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -157,10 +146,8 @@ def tan(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.tan.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.tan()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"tan() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -178,10 +165,8 @@ def tanh(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.tanh.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.tanh()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"tanh() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -199,10 +184,8 @@ def sigmoid(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.sigmoid.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.sigmoid()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"sigmoid() takes a number, a Value or a Vector, got {type(x).__name__}")
@@ -220,11 +203,78 @@ def relu(x: Vector | Value | float) -> Vector | Value | float:
 
     Of a number (a float), a Value or a Vector (elementwise), as torch.relu.
     """
-    if isinstance(x, Vector) or (isinstance(x, Node) and not x.number_argument):  # a Node is a Value
+    if isinstance(x, (Node, Vector)):  # a Node is a Value
         return x.relu()
-    # a number, or a float argument compile records: as_number makes it structure, since eager
-    # code has a float there
     number = as_number(x)
     if number is None:
         raise TypeError(f"relu() takes a number, a Value or a Vector, got {type(x).__name__}")
     return ops.RELU.forward(number)
+
+
+@overload
+def atan2(input: Vector, other: Vector | Value | float) -> Vector: ...
+@overload
+def atan2(input: Vector | Value | float, other: Vector) -> Vector: ...
+@overload
+def atan2(input: Value, other: Value | float) -> Value: ...
+@overload
+def atan2(input: Value | float, other: Value) -> Value: ...
+@overload
+def atan2(input: float, other: float) -> float: ...
+def atan2(input: Vector | Value | float, other: Vector | Value | float) -> Vector | Value | float:
+    """atan2(input, other): the angle of the point (other, input) in radians, in [-pi, pi], as C's atan2.
+
+    Of numbers (floats), Values or Vectors (elementwise; a length-1 Vector, a Value or a number
+    broadcasts), as torch.atan2.
+    """
+    if isinstance(input, Vector):
+        return input.atan2(other)
+    x = _operand("atan2", input)
+    if isinstance(other, Vector):
+        return _wrap([atan2(x, y) for y in other])
+    y = _operand("atan2", other)
+    if isinstance(x, Value):
+        return x.atan2(y)
+    if isinstance(y, Value):
+        return y._reflected_atan2(x)
+    return ops.ATAN2.forward(x, y)
+
+
+@overload
+def hypot(input: Vector, other: Vector | Value | float) -> Vector: ...
+@overload
+def hypot(input: Vector | Value | float, other: Vector) -> Vector: ...
+@overload
+def hypot(input: Value, other: Value | float) -> Value: ...
+@overload
+def hypot(input: Value | float, other: Value) -> Value: ...
+@overload
+def hypot(input: float, other: float) -> float: ...
+def hypot(input: Vector | Value | float, other: Vector | Value | float) -> Vector | Value | float:
+    """hypot(input, other): sqrt(input ** 2 + other ** 2) without overflow, as C's hypot.
+
+    Of numbers (floats), Values or Vectors (elementwise; a length-1 Vector, a Value or a number
+    broadcasts), as torch.hypot.
+    """
+    if isinstance(input, Vector):
+        return input.hypot(other)
+    x = _operand("hypot", input)
+    if isinstance(other, Vector):
+        return _wrap([hypot(x, y) for y in other])
+    y = _operand("hypot", other)
+    if isinstance(x, Value):
+        return x.hypot(y)
+    if isinstance(y, Value):
+        return y._reflected_hypot(x)
+    return ops.HYPOT.forward(x, y)
+
+
+def _operand(function: str, x: object) -> Value | float:
+    """``x`` as an operand of ``function``: a Value as it is, a number as a float; a TypeError
+    for anything else."""
+    if isinstance(x, Value):
+        return x
+    number = as_number(x)
+    if number is None:
+        raise TypeError(f"{function}() takes numbers, Values or Vectors, got {type(x).__name__}")
+    return number

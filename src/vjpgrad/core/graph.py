@@ -4,7 +4,7 @@ This is the only module that reads or writes a node's private slots. Everything 
 (``backward``, ``gradients``, the transforms, ``explain``, the pictures, ``compile``) goes
 through the functions below:
 
-- ``make`` builds a node (the operations in ``_value`` call it);
+- ``make`` builds a node (the operations of ``operators`` and ``value`` call it);
 - ``edges`` lists a node's operands with what each edge saved;
 - ``reached`` lists the nodes a pass reaches, in the order the pass runs them;
 - ``propagate`` runs the chain rule over that order, with floats, optionally telling an
@@ -12,12 +12,12 @@ through the functions below:
 - ``propagate_differentiably`` runs the same pass with Values (``create_graph=True``).
 
 A node is one slotted object: its data, the operation that made it, up to two operands
-(``_a``, ``_b``: Values, or the float constant of ``3 * x``) and what each edge saved for
-the backward pass (``_da``, ``_db``; None for an operand that takes no gradient). An
-operation of many operands (``max``) keeps tuples in ``_a`` and ``_da``. No closure, no
-set of children, no reference from a node to itself: a graph has no reference cycles and
-is freed by reference counting the moment it is dropped (the cyclic garbage collector was
-most of micrograd's time).
+(``_first``, ``_second``: Values, or the float constant of ``3 * x``) and what each edge
+saved for the backward pass (``_saved_first``, ``_saved_second``; None for an operand that
+takes no gradient). An operation of many operands (``max``) keeps tuples in ``_first`` and
+``_saved_first``. No closure, no set of children, no reference from a node to itself: a
+graph has no reference cycles and is freed by reference counting the moment it is dropped
+(the cyclic garbage collector was most of micrograd's time).
 
 The order of a pass is PyTorch's: nodes run in decreasing order of creation (``_seq``),
 so a node runs only after every node that uses it, and the contributions a node receives
@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 from vjpgrad.core import ops
-from vjpgrad.core.modes import caller_location, refuse_number, state, switched
+from vjpgrad.core.modes import caller_location, refuse_number, state, switches_on
 from vjpgrad.core.ops import MASKED, Op
 
 FREED_MESSAGE = (
@@ -70,15 +70,15 @@ class Node:
     __slots__ = (
         "__dict__",
         "__weakref__",
-        "_a",
-        "_b",
         "_cotangent",
-        "_da",
         "_data",
-        "_db",
+        "_first",
         "_grad",
         "_operation",
         "_origin",
+        "_saved_first",
+        "_saved_second",
+        "_second",
         "_seen",
         "_seq",
         "requires_grad",
@@ -88,16 +88,11 @@ class Node:
     _grad: float | None  # the gradient; None once a user sets it to None (it counts as 0.0)
     requires_grad: bool
     label: str | None = None  # a class default: a node keeps a label only once one is given
-    number_argument = False
-    """True for a node that stands for a plain number: a float argument of a function that
-    vjpgrad.compile records. Operations take it as eager code takes that number (``x ** lr``
-    takes PyTorch's special exponents; ``Value(lr)`` is a new leaf holding the number), and
-    ``isinstance(lr, Value)`` in the user's code is False, as for a float."""
     _operation: Op | None  # None for a leaf (made by the user) or a constant
-    _a: Any  # Node | float | tuple[Node | float, ...] | None
-    _b: Any  # Node | float | None
-    _da: Any  # the saved value of the edge to _a (a tuple for many operands), None: no edge
-    _db: Any
+    _first: Any  # Node | float | tuple[Node | float, ...] | None
+    _second: Any  # Node | float | None
+    _saved_first: Any  # the saved value of the edge to _first (a tuple for many operands), None: no edge
+    _saved_second: Any
     _seq: int  # creation order of nodes that take gradient
     _origin: str  # "file:line" where the node was made; set only under detect_anomaly
     _seen: object  # the token of the last pass that reached this node
@@ -106,18 +101,18 @@ class Node:
     # ---- the numbers, as users read and write them ------------------------------------------
     # Properties over the slots, so that a function vjpgrad.compile is recording cannot read or
     # write a Value's number without being told (the recording would fix what it read). Outside a
-    # recording they cost one check of ``switched``; the engine itself uses the slots.
+    # recording they cost one check of ``switches_on``; the engine itself uses the slots.
 
     @property
     def data(self) -> float:
         """The number this Value holds. Assignable, so an optimizer can step it."""
-        if switched[0] and state.refusal:
+        if switches_on[0] and state.refusal:
             refuse_number(".data of a Value")
         return self._data
 
     @data.setter
     def data(self, number: float) -> None:
-        if switched[0] and state.refusal:
+        if switches_on[0] and state.refusal:
             refuse_number("assigning .data of a Value")
         self._data = number if type(number) is float else _as_float(number, ".data")
 
@@ -127,13 +122,13 @@ class Node:
 
         ``.grad = None`` clears it as in PyTorch: a pass counts None as 0.0, and an optimizer
         skips a parameter whose ``.grad`` is None."""
-        if switched[0] and state.refusal:
+        if switches_on[0] and state.refusal:
             refuse_number(".grad of a Value")
         return self._grad  # type: ignore[return-value]  # None only after a user sets it: see the docstring
 
     @grad.setter
     def grad(self, number: float | None) -> None:
-        if switched[0] and state.refusal:
+        if switches_on[0] and state.refusal:
             refuse_number("assigning .grad of a Value")
         self._grad = number if type(number) is float or number is None else _as_float(number, ".grad")
 
@@ -153,7 +148,7 @@ def init_leaf(node: Node, data: float, requires_grad: bool, label: str | None) -
     node.requires_grad = requires_grad
     if label is not None:
         node.label = label
-    node._operation = node._a = node._b = node._da = node._db = node._seen = None
+    node._operation = node._first = node._second = node._saved_first = node._saved_second = node._seen = None
     node._seq = _next_seq()
 
 
@@ -164,22 +159,22 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     node._data = data
     node._grad = 0.0
     node._seen = None
-    switches_on = switched[0]
-    if switches_on and state.recording is not None:
+    any_switch_on = switches_on[0]
+    if any_switch_on and state.recording is not None:
         return _record(state.recording, node, op, a, da, b, db)
-    if (da is None and db is None) or (switches_on and not state.grad_enabled):
+    if (da is None and db is None) or (any_switch_on and not state.grad_enabled):
         node.requires_grad = False
-        node._operation = node._a = node._b = node._da = node._db = None
+        node._operation = node._first = node._second = node._saved_first = node._saved_second = None
         node._seq = 0
         return node
     node.requires_grad = True
     node._operation = op
-    node._a = a
-    node._b = b
-    node._da = da
-    node._db = db
+    node._first = a
+    node._second = b
+    node._saved_first = da
+    node._saved_second = db
     node._seq = _next_seq()
-    if switches_on and state.detect_anomaly:
+    if any_switch_on and state.detect_anomaly:
         node._origin = caller_location()
     return node
 
@@ -193,18 +188,16 @@ class Recording:
     - hands every operation it makes to it (``make`` calls ``_record``), whether or not it
       takes gradient (a constant's operands can be parameters that change between calls);
     - records ``detach()`` as an operation with no edge (a cut whose number changes per call);
-    - tells it of every Value made by ``Value()`` (``made_leaf``), and of the float argument
-      one was made from (``Value(lr)``), whose number is that argument's at every call.
+    - tells it of every Value made by ``Value()`` (``made_leaf``).
 
     Compile also sets ``state.refusal`` (``modes.refusing_numbers``) for the recording, under
-    which every read of a Value's number raises, and the float arguments it records are Values
-    whose ``number_argument`` is True (operations take them as eager code takes a number).
+    which every read of a Value's number raises. Nothing else in the core knows of compile:
+    the function is recorded running on the call's own arguments, numbers included.
     """
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
         self.leaves: dict[int, Node] = {}  # id -> every Value made by Value() inside the function
-        self.from_numbers: dict[int, Node] = {}  # id(leaf made from a float argument) -> the argument
 
     failure: BaseException | None = None
     """The first refusal raised while recording: compile raises it again when the function
@@ -215,21 +208,18 @@ class Recording:
         if self.failure is None:
             self.failure = error
 
-    def made_leaf(self, leaf: Node, argument: Node | None) -> None:
-        """``Value(...)`` made ``leaf`` inside the function; ``argument`` is the float argument it
-        was made from (``Value(lr)``), or None."""
+    def made_leaf(self, leaf: Node) -> None:
+        """``Value(...)`` made ``leaf`` inside the function."""
         self.leaves[id(leaf)] = leaf
-        if argument is not None:
-            self.from_numbers[id(leaf)] = argument
 
 
 def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
     node.requires_grad = state.grad_enabled and (da is not None or db is not None)
     node._operation = op
-    node._a = a
-    node._b = b
-    node._da = da if node.requires_grad else None
-    node._db = db if node.requires_grad else None
+    node._first = a
+    node._second = b
+    node._saved_first = da if node.requires_grad else None
+    node._saved_second = db if node.requires_grad else None
     node._seq = _next_seq()
     recording.nodes.append(node)
     return node
@@ -245,8 +235,18 @@ def recorded_graph(
     operations: the operations and the Values made inside (``Value()``) they need, in creation
     order; for each, the positions of the operands it hands gradient to (none for a Value made
     inside); and the other Values they read (arguments, parameters), each once, in the order met."""
+    needed, outside = _walk_recorded(recording, outputs)
+    live = [node for node in recording.nodes if id(node) in needed]
+    leaves = [node for key, node in recording.leaves.items() if key in needed]
+    if leaves:
+        live = sorted(live + leaves, key=_by_creation)
+    return live, [_gradient_positions(node) for node in live], outside
+
+
+def _walk_recorded(recording: Recording, outputs: Sequence[Node]) -> tuple[set[int], list[Node]]:
+    """The ids of the recorded operations and Values made inside that ``outputs`` need, and the
+    Values from outside they read, each once, in the order met."""
     recorded = {id(node) for node in recording.nodes}
-    made = recording.leaves
     needed: set[int] = set()
     outside: dict[int, Node] = {}
     stack = list(outputs)
@@ -257,32 +257,22 @@ def recorded_graph(
             continue
         if key in recorded:
             needed.add(key)
-            op = node._operation
-            if op.nary:  # type: ignore[union-attr]  # a recorded node is an operation
-                stack.extend(x for x in node._a if isinstance(x, Node))
-            else:
-                if isinstance(node._a, Node):
-                    stack.append(node._a)
-                if isinstance(node._b, Node):
-                    stack.append(node._b)
-        elif key in made:
+            stack.extend(x for x in operands(node) if isinstance(x, Node))
+        elif key in recording.leaves:
             needed.add(key)
         else:
             outside[key] = node
-    live = [node for node in recording.nodes if id(node) in needed]
-    leaves = [node for key, node in made.items() if key in needed]
-    if leaves:
-        live = sorted(live + leaves, key=_by_creation)
-    positions: list[tuple[int, ...]] = []
-    for node in live:
-        op = node._operation
-        if op is None or not node.requires_grad:
-            positions.append(())
-        elif op.nary:
-            positions.append(tuple(k for k, s in enumerate(node._da) if s is not None))
-        else:
-            positions.append(_POSITIONS[node._da is not None, node._db is not None])
-    return live, positions, list(outside.values())
+    return needed, list(outside.values())
+
+
+def _gradient_positions(node: Node) -> tuple[int, ...]:
+    """The positions of the operands a recorded node hands gradient to."""
+    op = node._operation
+    if op is None or not node.requires_grad:
+        return ()
+    if op.nary:
+        return tuple(k for k, s in enumerate(node._saved_first) if s is not None)
+    return _POSITIONS[node._saved_first is not None, node._saved_second is not None]
 
 
 def number(node: Node) -> float:
@@ -296,13 +286,13 @@ def make_inline(indent: str, cls: str, data: str, op: str, a: str, da: str, b: s
     operators in ``core/operators.py``) to run in place of a call of ``make``: the common case
     (an edge takes gradient, no switch is on) inline, every other case through ``make``. This
     module stays the one place that knows how a node is filled. The arguments are the names of
-    the writer's variables; ``make``, ``_new``, ``_next_seq`` and ``switched`` must be in its
-    namespace (this module's ``make``, ``new_node``, ``next_seq`` and ``modes.switched``)."""
+    the writer's variables; ``make``, ``_new``, ``_next_seq`` and ``switches_on`` must be in its
+    namespace (this module's ``make``, ``new_node``, ``next_seq`` and ``modes.switches_on``)."""
     edges = [f"{saved} is None" for saved in (da, db) if saved != "None"]
     no_edge = edges[0] if len(edges) == 1 else f"({' and '.join(edges)})"
     lines = [
         "# a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)",
-        f"if switched[0] or {no_edge}:",
+        f"if switches_on[0] or {no_edge}:",
         f"    return make({cls}, {data}, {op}, {a}, {da}, {b}, {db})",
         f"node = _new({cls})",
         f"node._data = {data}",
@@ -310,10 +300,10 @@ def make_inline(indent: str, cls: str, data: str, op: str, a: str, da: str, b: s
         "node._seen = None",
         "node.requires_grad = True",
         f"node._operation = {op}",
-        f"node._a = {a}",
-        f"node._b = {b}",
-        f"node._da = {da}",
-        f"node._db = {db}",
+        f"node._first = {a}",
+        f"node._second = {b}",
+        f"node._saved_first = {da}",
+        f"node._saved_second = {db}",
         "node._seq = _next_seq()",
         "return node",
     ]
@@ -333,8 +323,8 @@ def operands(node: Node) -> tuple[Any, ...]:
     if node._operation is None:
         return ()
     if node._operation.nary:
-        return tuple(node._a)
-    return (node._a,) if node._operation.arity == 1 else (node._a, node._b)
+        return tuple(node._first)
+    return (node._first,) if node._operation.arity == 1 else (node._first, node._second)
 
 
 def edges(node: Node) -> list[tuple[int, Node, Any]]:
@@ -344,21 +334,28 @@ def edges(node: Node) -> list[tuple[int, Node, Any]]:
         return []
     if op.backward is not None:
         raise RuntimeError(OWN_BACKWARD_MESSAGE)
+    if op.maskable and state.recording is not None:
+        # which operand gets 0 is decided by the numbers (relu's sign, max's ties): a recording
+        # would keep this call's choice for every later call, so the recording refuses
+        refuse_number(
+            f"a gradient with create_graph through {op.name} (its rule depends on the number)",
+            "take the gradient outside the function: vmap(grad(f)) over a batch, or grad(f) called uncompiled",
+        )
     if op.nary:
-        return [(k, x, s) for k, (x, s) in enumerate(zip(node._a, node._da, strict=True)) if s is not None]
+        return [(k, x, s) for k, (x, s) in enumerate(zip(node._first, node._saved_first, strict=True)) if s is not None]
     found = []
-    if node._da is not None:
-        found.append((0, node._a, node._da))
-    if node._db is not None:
-        found.append((1, node._b, node._db))
+    if node._saved_first is not None:
+        found.append((0, node._first, node._saved_first))
+    if node._saved_second is not None:
+        found.append((1, node._second, node._saved_second))
     return found
 
 
-def form_of(node: Node, position: int) -> ops.Form:
-    """The Form of the edge at ``position`` of ``node``."""
+def gradient_of(node: Node, position: int) -> Callable[..., Any]:
+    """The gradient rule of the edge at ``position`` of ``node`` (``ops.times``...)."""
     assert node._operation is not None  # only called for an edge, which only an operation has
-    forms = node._operation.forms
-    return forms[0] if node._operation.nary else forms[position]
+    gradients = node._operation.gradients
+    return gradients[0] if node._operation.nary else gradients[position]
 
 
 def saved_of(node: Node) -> Any:
@@ -367,7 +364,27 @@ def saved_of(node: Node) -> Any:
     op = node._operation
     assert op is not None  # only operations with their own backward keep their own data
     assert op.backward is not None
-    return node._db if op.nary else node._da
+    return node._saved_second if op.nary else node._saved_first
+
+
+_cotangent_of = operator.attrgetter("_cotangent")
+_data_of = operator.attrgetter("_data")
+
+
+def numbers_of(nodes: Sequence[Node]) -> list[float]:
+    """Each node's number, read in C (a compiled call reads its arguments and parameters so)."""
+    return list(map(_data_of, nodes))
+
+
+def cotangents(nodes: Sequence[Node]) -> tuple[Any, ...]:
+    """Each node's gradient in the pass that is running (every node must have been reached)."""
+    return tuple(map(_cotangent_of, nodes))
+
+
+def set_cotangents(nodes: Sequence[Node], gradients: Sequence[Any]) -> None:
+    """``set_cotangent`` of each node, in C."""
+    for _ in map(setattr, nodes, itertools.repeat("_cotangent"), gradients):
+        pass
 
 
 def set_cotangent(node: Node, gradient: Any) -> None:
@@ -378,7 +395,7 @@ def set_cotangent(node: Node, gradient: Any) -> None:
 
 def is_freed(node: Node) -> bool:
     """Whether an earlier pass freed what ``node`` saved for the backward pass."""
-    return node._operation is not None and node._da is None and node._db is None
+    return node._operation is not None and node._saved_first is None and node._saved_second is None
 
 
 def sequence(node: Node) -> int:
@@ -440,21 +457,24 @@ def reached(outputs: Sequence[N]) -> tuple[list[N], list[N]]:
             keep_leaf(node)
             continue
         keep(node)
-        da = node._da
-        db = node._db
+        da = node._saved_first
+        db = node._saved_second
         if op.nary:
             if da is None:
                 raise RuntimeError(f"{FREED_MESSAGE} (the node is {node!r}, made by {op.name!r})")
-            stack.extend(x for x, s in zip(node._a, da, strict=True) if s is not None and x._seen is not token)
+            if None in da:  # some operands take no gradient
+                stack.extend(x for x, s in zip(node._first, da, strict=True) if s is not None and x._seen is not token)
+            else:  # every operand (a compiled call's output): in C; the pop skips those already reached
+                stack.extend(node._first)
             continue
         if db is not None:
-            b = node._b
+            b = node._second
             if b._seen is not token:
                 push(b)
         elif da is None:
             raise RuntimeError(f"{FREED_MESSAGE} (the node is {node!r}, made by {op.name!r})")
         if da is not None:
-            a = node._a
+            a = node._first
             if a._seen is not token:
                 push(a)
     inner.sort(key=_by_creation, reverse=True)
@@ -477,7 +497,7 @@ def propagate(order: Sequence[Node], observer: Observer | None = None, *, own_ba
 
     Afterwards each reached node's cotangent is the gradient of the seeded outputs with
     respect to it. Operations whose every edge is ``g * saved`` multiply inline (most
-    nodes: this is the hot loop); the others apply their forms.
+    nodes: this is the hot loop); the others apply their gradient rules.
     """
     if observer is not None:
         _propagate_observed(order, observer, own_backward)
@@ -487,27 +507,27 @@ def propagate(order: Sequence[Node], observer: Observer | None = None, *, own_ba
         g = node._cotangent
         op: Op = node._operation  # type: ignore[assignment]  # reached() lists operations only
         if op.plain:
-            da = node._da
+            da = node._saved_first
             if da is not None:
-                node._a._cotangent += g * da
-            db = node._db
+                node._first._cotangent += g * da
+            db = node._saved_second
             if db is not None:
-                node._b._cotangent += g * db
+                node._second._cotangent += g * db
         elif op.backward is not None:
             op.backward(node, g)
         elif op.nary:
-            form = op.forms[0]
-            for x, s in zip(node._a, node._da, strict=True):
+            gradient = op.gradients[0]
+            for x, s in zip(node._first, node._saved_first, strict=True):
                 if s is not None:
-                    x._cotangent += contribution(form, g, s)
+                    x._cotangent += contribution(gradient, g, s)
         else:
-            forms = op.forms
-            da = node._da
+            gradients = op.gradients
+            da = node._saved_first
             if da is not None:
-                node._a._cotangent += contribution(forms[0], g, da)
-            db = node._db
+                node._first._cotangent += contribution(gradients[0], g, da)
+            db = node._saved_second
             if db is not None:
-                node._b._cotangent += contribution(forms[1], g, db)
+                node._second._cotangent += contribution(gradients[1], g, db)
 
 
 def _propagate_observed(order: Sequence[Node], observer: Observer, own_backward: bool) -> None:
@@ -522,7 +542,7 @@ def _propagate_observed(order: Sequence[Node], observer: Observer, own_backward:
             node._operation.backward(node, g)  # type: ignore[union-attr]  # as the line above
             continue
         for position, operand, saved in edges(node):
-            part = ops.contribution(form_of(node, position), g, saved)
+            part = ops.contribution(gradient_of(node, position), g, saved)
             operand._cotangent += part
             observer(node, position, operand, g, saved, part)
 
@@ -548,7 +568,7 @@ def free(nodes: Iterator[Node] | list[Node]) -> None:
         if op is None:
             continue
         if op.release is None:
-            node._da = node._db = None
+            node._saved_first = node._saved_second = None
         else:
             op.release(node)
 
@@ -564,9 +584,9 @@ def saved_as_values(node: Node) -> list[tuple[int, Node, Any]]:
     if op.backward is not None:
         raise RuntimeError(OWN_BACKWARD_MESSAGE)
     if op.nary:
-        values = op.saved[0](tuple(node._a), node)
+        values = op.saved[0](tuple(node._first), node)
         return [(k, x, values[k]) for k, x, _ in edges(node)]
-    args = (node._a, node) if op.arity == 1 else (node._a, node._b, node)
+    args = (node._first, node) if op.arity == 1 else (node._first, node._second, node)
     return [(k, x, _as_saved(op.saved[k](*args), saved)) for k, x, saved in edges(node)]
 
 
@@ -594,7 +614,7 @@ def propagate_differentiably(
             if saved is MASKED:  # exactly 0.0, on the graph: it can be differentiated again (to 0)
                 part: Any = make(type(operand), 0.0, ops.MASKED_ZERO, operand, MASKED, None, None)
             else:
-                part = ops.contribution(form_of(node, position), g, saved)
+                part = ops.contribution(gradient_of(node, position), g, saved)
             grads[operand] = grads[operand] + part if operand in grads else part
             if observer is not None:
                 observer(node, position, operand, g, saved, part)

@@ -36,7 +36,7 @@ class _ThreadState(threading.local):
 
 state = _ThreadState()
 
-switched = [0]
+switches_on = [0]
 """How many switches are on, in all threads together. While it is 0 every thread has the
 defaults (recording, no anomaly check), so an operation need not read the thread-local
 state at all: one list read instead of two thread-local reads, about 80 ns of a node."""
@@ -56,7 +56,7 @@ class _Switch:
         self._saved.append(getattr(state, self._flag))
         setattr(state, self._flag, self._value)
         with _switch_lock:
-            switched[0] += 1
+            switches_on[0] += 1
 
     def __exit__(
         self,
@@ -66,7 +66,7 @@ class _Switch:
     ) -> None:
         setattr(state, self._flag, self._saved.pop())
         with _switch_lock:
-            switched[0] -= 1
+            switches_on[0] -= 1
 
     def __call__(self, function: Callable[_P, _R]) -> Callable[_P, _R]:
         """Use as a decorator: the function runs with the flag set. The body of a generator
@@ -189,7 +189,7 @@ def refuse_number(what: str, instead: str | None = None) -> None:
     Values), refuse Python that turns a Value into a number, naming the user's line. ``instead``
     is what to do for this operation, in place of the refusal's general advice (for
     ``backward()``: call it on the result)."""
-    if switched[0] and state.refusal:
+    if switches_on[0] and state.refusal:
         advice = instead if instead is not None and state.refusal_advice else state.refusal_advice
         text = f"{what} at {caller_location()}: {state.refusal}" + (f": {advice}" if advice else "")
         error = state.refusal_type(text)
@@ -209,12 +209,12 @@ class refusing_numbers:  # noqa: N801 - a context manager named for what it does
         self._saved = (state.refusal, state.refusal_type, state.refusal_advice)
         state.refusal, state.refusal_type, state.refusal_advice = self.message, self.error, self.advice
         with _switch_lock:
-            switched[0] += 1
+            switches_on[0] += 1
 
     def __exit__(self, *exc: object) -> None:
         state.refusal, state.refusal_type, state.refusal_advice = self._saved
         with _switch_lock:
-            switched[0] -= 1
+            switches_on[0] -= 1
 
 
 _paths = sysconfig.get_paths()

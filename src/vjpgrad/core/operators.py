@@ -21,15 +21,17 @@ from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node, make
 from vjpgrad.core.graph import new_node as _new
 from vjpgrad.core.graph import next_seq as _next_seq
-from vjpgrad.core.modes import switched
+from vjpgrad.core.modes import switches_on
 
 if TYPE_CHECKING:
     from vjpgrad.core.value import Value
 
 _MASKED = ops.MASKED
+_atan2 = floats.atan2
 _cos = floats.cos
 _div = floats.div
 _exp = floats.exp
+_hypot = floats.hypot
 _log = floats.log
 _log1p = floats.log1p
 _one_minus_square = floats.one_minus_square
@@ -44,9 +46,11 @@ _tan = floats.tan
 _tanh = floats.tanh
 _ABS = ops.ABS
 _ADD = ops.ADD
+_ATAN2 = ops.ATAN2
 _COS = ops.COS
 _DIV = ops.DIV
 _EXP = ops.EXP
+_HYPOT = ops.HYPOT
 _LOG = ops.LOG
 _LOG1P = ops.LOG1P
 _MUL = ops.MUL
@@ -81,7 +85,7 @@ class ValueOperators(Node):
     __slots__ = ()
 
     def __add__(self, other: Value | float) -> Value:
-        """self + other (the row ADD of core/ops.py)."""
+        """self + other."""
         if isinstance(other, Node):
             y = other._data
             takes = other.requires_grad
@@ -99,7 +103,7 @@ class ValueOperators(Node):
         da = 1.0 if self.requires_grad else None
         db = 1.0 if takes else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _ADD, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -107,27 +111,27 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _ADD
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
     def __radd__(self, other: float) -> Value:
-        """other + self (the row ADD of core/ops.py)."""
+        """other + self."""
         if type(other) is float:
             x = other
         else:
             number = as_number(other)
             if number is None:
-                return NotImplemented  # another type: Python raises its TypeError
+                return NotImplemented  # another type: Python tries it, then raises its TypeError
             x = number
         y = self._data
         out = x + y
         db = 1.0 if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or db is None:
+        if switches_on[0] or db is None:
             return make(_Value, out, _ADD, x, None, self, db)
         node = _new(_Value)
         node._data = out
@@ -135,15 +139,15 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _ADD
-        node._a = x
-        node._b = self
-        node._da = None
-        node._db = db
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
     def __sub__(self, other: Value | float) -> Value:
-        """self - other (the row SUB of core/ops.py)."""
+        """self - other."""
         if isinstance(other, Node):
             y = other._data
             takes = other.requires_grad
@@ -161,7 +165,7 @@ class ValueOperators(Node):
         da = 1.0 if self.requires_grad else None
         db = (-1.0) if takes else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _SUB, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -169,27 +173,27 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SUB
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
     def __rsub__(self, other: float) -> Value:
-        """other - self (the row SUB of core/ops.py)."""
+        """other - self."""
         if type(other) is float:
             x = other
         else:
             number = as_number(other)
             if number is None:
-                return NotImplemented  # another type: Python raises its TypeError
+                return NotImplemented  # another type: Python tries it, then raises its TypeError
             x = number
         y = self._data
         out = x - y
         db = (-1.0) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or db is None:
+        if switches_on[0] or db is None:
             return make(_Value, out, _SUB, x, None, self, db)
         node = _new(_Value)
         node._data = out
@@ -197,15 +201,15 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SUB
-        node._a = x
-        node._b = self
-        node._da = None
-        node._db = db
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
     def __mul__(self, other: Value | float) -> Value:
-        """self * other (the row MUL of core/ops.py)."""
+        """self * other."""
         if isinstance(other, Node):
             y = other._data
             takes = other.requires_grad
@@ -223,7 +227,7 @@ class ValueOperators(Node):
         da = y if self.requires_grad else None
         db = x if takes else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _MUL, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -231,27 +235,27 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _MUL
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
     def __rmul__(self, other: float) -> Value:
-        """other * self (the row MUL of core/ops.py)."""
+        """other * self."""
         if type(other) is float:
             x = other
         else:
             number = as_number(other)
             if number is None:
-                return NotImplemented  # another type: Python raises its TypeError
+                return NotImplemented  # another type: Python tries it, then raises its TypeError
             x = number
         y = self._data
         out = x * y
         db = x if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or db is None:
+        if switches_on[0] or db is None:
             return make(_Value, out, _MUL, x, None, self, db)
         node = _new(_Value)
         node._data = out
@@ -259,15 +263,15 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _MUL
-        node._a = x
-        node._b = self
-        node._da = None
-        node._db = db
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
     def __truediv__(self, other: Value | float) -> Value:
-        """self / other (the row DIV of core/ops.py)."""
+        """self / other."""
         if isinstance(other, Node):
             y = other._data
             takes = other.requires_grad
@@ -285,7 +289,7 @@ class ValueOperators(Node):
         da = y if self.requires_grad else None
         db = (-(out / y if y else _div(out, y))) if takes else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _DIV, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -293,22 +297,22 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _DIV
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
     def _pow_value(self, other: Value) -> Value:
-        """self ** other for a Value exponent: C's pow (the row POW of core/ops.py)."""
+        """self ** other for a Value exponent: C's pow."""
         y = other._data
         x = self._data
         out = _pow(x, y)
         da = (_MASKED if y == 0.0 else (y * _pow(x, y - 1.0))) if self.requires_grad else None
         db = (0.0 if (x == 0.0) and (y >= 0.0) else (out * _log(x))) if other.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or (da is None and db is None):
+        if switches_on[0] or (da is None and db is None):
             return make(_Value, out, _POW, self, da, other, db)
         node = _new(_Value)
         node._data = out
@@ -316,18 +320,16 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _POW
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = db
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
     def _pow_number(self, other: Value | float) -> Value:
-        """self ** other for a number exponent, with PyTorch's cases (the row POW_SCALAR of core/ops.py)."""
-        if isinstance(other, Node):  # a float argument while compile records: it takes no gradient
-            y = other._data
-        elif type(other) is float:
+        """self ** other for a number exponent, with PyTorch's cases."""
+        if type(other) is float:
             y = other
         else:
             number = as_number(other)
@@ -338,7 +340,7 @@ class ValueOperators(Node):
         out = _pow_scalar(x, y)
         da = (_MASKED if y == 0.0 else (y * _pow_scalar(x, y - 1.0))) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or da is None:
+        if switches_on[0] or da is None:
             return make(_Value, out, _POW_SCALAR, self, da, other, None)
         node = _new(_Value)
         node._data = out
@@ -346,36 +348,27 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _POW_SCALAR
-        node._a = self
-        node._b = other
-        node._da = da
-        node._db = None
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
-    def _pow_base(self, other: Value) -> Value:
-        """self ** other, self a float argument compile records (the row POW_BASE of core/ops.py)."""
-        y = other._data
-        x = self._data
-        out = _pow(x, y)
-        db = (0.0 if (x == 0.0) and (y >= 0.0) else (out * _log(x))) if other.requires_grad else None
-        # self is a float argument (it takes no gradient); make() hands the node to the recording
-        return make(_Value, out, _POW_BASE, self, None, other, db)
-
     def __rpow__(self, other: float) -> Value:
-        """other ** self, a number raised to a Value (the row POW_BASE of core/ops.py)."""
+        """other ** self, a number raised to a Value."""
         if type(other) is float:
             x = other
         else:
             number = as_number(other)
             if number is None:
-                return NotImplemented  # another type: Python raises its TypeError
+                return NotImplemented  # another type: Python tries it, then raises its TypeError
             x = number
         y = self._data
         out = _pow(x, y)
         db = (0.0 if (x == 0.0) and (y >= 0.0) else (out * _log(x))) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or db is None:
+        if switches_on[0] or db is None:
             return make(_Value, out, _POW_BASE, x, None, self, db)
         node = _new(_Value)
         node._data = out
@@ -383,20 +376,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _POW_BASE
-        node._a = x
-        node._b = self
-        node._da = None
-        node._db = db
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
     def __neg__(self) -> Value:
-        """-self (the row NEG of core/ops.py)."""
+        """-self."""
         x = self._data
         out = -x
         saved = (-1.0) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _NEG, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -404,20 +397,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _NEG
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def __abs__(self) -> Value:
-        """abs(self); its derivative at 0 (and at nan) is 0 (the row ABS of core/ops.py)."""
+        """abs(self); its derivative at 0 (and at nan) is 0."""
         x = self._data
         out = abs(x)
         saved = _sign(x) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _ABS, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -425,20 +418,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _ABS
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def reciprocal(self) -> Value:
-        """1 / x (the row RECIPROCAL of core/ops.py)."""
+        """1 / x."""
         x = self._data
         out = _reciprocal(x)
         saved = (-(out * out)) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _RECIPROCAL, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -446,20 +439,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _RECIPROCAL
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def sign(self) -> Value:
-        """-1.0, 0.0 or 1.0 (0.0 at 0 and at nan, as torch.sign); its derivative is 0 (the row SIGN of core/ops.py)."""
+        """-1.0, 0.0 or 1.0 (0.0 at 0 and at nan, as torch.sign); its derivative is 0."""
         x = self._data
         out = _sign(x)
         saved = _MASKED if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _SIGN, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -467,20 +460,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SIGN
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def exp(self) -> Value:
-        """e ** x; its derivative is its output (the row EXP of core/ops.py)."""
+        """e ** x; its derivative is its output."""
         x = self._data
         out = _exp(x)
         saved = out if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _EXP, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -488,20 +481,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _EXP
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def log(self) -> Value:
-        """Natural logarithm: log(0) = -inf, log(x < 0) = nan; d/dx = 1/x (the row LOG of core/ops.py)."""
+        """Natural logarithm: log(0) = -inf, log(x < 0) = nan; d/dx = 1/x."""
         x = self._data
         out = _log(x)
         saved = x if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _LOG, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -509,20 +502,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _LOG
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def log1p(self) -> Value:
-        """log(1 + x), exact near 0: log1p(-1) = -inf, below nan; d/dx = 1/(1 + x) (the row LOG1P of core/ops.py)."""
+        """log(1 + x), exact near 0: log1p(-1) = -inf, below nan; d/dx = 1/(1 + x)."""
         x = self._data
         out = _log1p(x)
         saved = (x + 1.0) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _LOG1P, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -530,20 +523,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _LOG1P
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def sqrt(self) -> Value:
-        """Square root: sqrt(x < 0) = nan; its derivative at 0 is inf (the row SQRT of core/ops.py)."""
+        """Square root: sqrt(x < 0) = nan; its derivative at 0 is inf."""
         x = self._data
         out = _sqrt(x)
         saved = (2.0 * out) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _SQRT, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -551,20 +544,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SQRT
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def sin(self) -> Value:
-        """Sine (the row SIN of core/ops.py)."""
+        """Sine."""
         x = self._data
         out = _sin(x)
         saved = _cos(x) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _SIN, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -572,20 +565,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SIN
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def cos(self) -> Value:
-        """Cosine (the row COS of core/ops.py)."""
+        """Cosine."""
         x = self._data
         out = _cos(x)
         saved = -_sin(x) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _COS, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -593,20 +586,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _COS
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def tan(self) -> Value:
-        """Tangent (the row TAN of core/ops.py)."""
+        """Tangent."""
         x = self._data
         out = _tan(x)
         saved = (1.0 + (out * out)) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _TAN, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -614,20 +607,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _TAN
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def tanh(self) -> Value:
-        """Hyperbolic tangent (the row TANH of core/ops.py)."""
+        """Hyperbolic tangent."""
         x = self._data
         out = _tanh(x)
         saved = _one_minus_square(out) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _TANH, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -635,20 +628,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _TANH
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def sigmoid(self) -> Value:
-        """1 / (1 + exp(-x)) (the row SIGMOID of core/ops.py)."""
+        """1 / (1 + exp(-x))."""
         x = self._data
         out = _sigmoid(x)
         saved = out if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _SIGMOID, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -656,20 +649,20 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _SIGMOID
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
         node._seq = _next_seq()
         return node
 
     def relu(self) -> Value:
-        """max(x, 0); its derivative at 0 is 0, as in PyTorch (the row RELU of core/ops.py)."""
+        """max(x, 0); its derivative at 0 is 0, as in PyTorch."""
         x = self._data
         out = 0.0 if x < 0.0 else x
         saved = (_MASKED if out <= 0.0 else 1.0) if self.requires_grad else None
         # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
-        if switched[0] or saved is None:
+        if switches_on[0] or saved is None:
             return make(_Value, out, _RELU, self, saved, None, None)
         node = _new(_Value)
         node._data = out
@@ -677,10 +670,134 @@ class ValueOperators(Node):
         node._seen = None
         node.requires_grad = True
         node._operation = _RELU
-        node._a = self
-        node._b = None
-        node._da = saved
-        node._db = None
+        node._first = self
+        node._second = None
+        node._saved_first = saved
+        node._saved_second = None
+        node._seq = _next_seq()
+        return node
+
+    def atan2(self, other: Value | float) -> Value:
+        """atan2(self, other): the angle of the point (other, input) in radians, in [-pi, pi], as C's atan2."""
+        if isinstance(other, Node):
+            y = other._data
+            takes = other.requires_grad
+        elif type(other) is float:
+            y = other
+            takes = False
+        else:
+            number = as_number(other)
+            if number is None:
+                raise TypeError(f"atan2() takes a Value or a number as other, got {type(other).__name__}")
+            y = other = number
+            takes = False
+        x = self._data
+        out = _atan2(x, y)
+        da = (y, 0.0 if ((x * x) + (y * y)) == 0.0 else _reciprocal((x * x) + (y * y))) if self.requires_grad else None
+        db = (x, 0.0 if ((x * x) + (y * y)) == 0.0 else _reciprocal((x * x) + (y * y))) if takes else None
+        # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
+        if switches_on[0] or (da is None and db is None):
+            return make(_Value, out, _ATAN2, self, da, other, db)
+        node = _new(_Value)
+        node._data = out
+        node._grad = 0.0
+        node._seen = None
+        node.requires_grad = True
+        node._operation = _ATAN2
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
+        node._seq = _next_seq()
+        return node
+
+    def hypot(self, other: Value | float) -> Value:
+        """hypot(self, other): sqrt(input ** 2 + other ** 2) without overflow, as C's hypot."""
+        if isinstance(other, Node):
+            y = other._data
+            takes = other.requires_grad
+        elif type(other) is float:
+            y = other
+            takes = False
+        else:
+            number = as_number(other)
+            if number is None:
+                raise TypeError(f"hypot() takes a Value or a number as other, got {type(other).__name__}")
+            y = other = number
+            takes = False
+        x = self._data
+        out = _hypot(x, y)
+        da = (x, out) if self.requires_grad else None
+        db = (y, out) if takes else None
+        # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
+        if switches_on[0] or (da is None and db is None):
+            return make(_Value, out, _HYPOT, self, da, other, db)
+        node = _new(_Value)
+        node._data = out
+        node._grad = 0.0
+        node._seen = None
+        node.requires_grad = True
+        node._operation = _HYPOT
+        node._first = self
+        node._second = other
+        node._saved_first = da
+        node._saved_second = db
+        node._seq = _next_seq()
+        return node
+
+    def _reflected_atan2(self, other: float) -> Value:
+        """atan2(other, self), other a number."""
+        if type(other) is float:
+            x = other
+        else:
+            number = as_number(other)
+            if number is None:
+                raise TypeError(f"atan2() takes a Value or a number, got {type(other).__name__}")
+            x = number
+        y = self._data
+        out = _atan2(x, y)
+        db = (x, 0.0 if ((x * x) + (y * y)) == 0.0 else _reciprocal((x * x) + (y * y))) if self.requires_grad else None
+        # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
+        if switches_on[0] or db is None:
+            return make(_Value, out, _ATAN2, x, None, self, db)
+        node = _new(_Value)
+        node._data = out
+        node._grad = 0.0
+        node._seen = None
+        node.requires_grad = True
+        node._operation = _ATAN2
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
+        node._seq = _next_seq()
+        return node
+
+    def _reflected_hypot(self, other: float) -> Value:
+        """hypot(other, self), other a number."""
+        if type(other) is float:
+            x = other
+        else:
+            number = as_number(other)
+            if number is None:
+                raise TypeError(f"hypot() takes a Value or a number, got {type(other).__name__}")
+            x = number
+        y = self._data
+        out = _hypot(x, y)
+        db = (y, out) if self.requires_grad else None
+        # a node that takes gradient, made here; make() makes the rest (constants, no_grad, compile...)
+        if switches_on[0] or db is None:
+            return make(_Value, out, _HYPOT, x, None, self, db)
+        node = _new(_Value)
+        node._data = out
+        node._grad = 0.0
+        node._seen = None
+        node.requires_grad = True
+        node._operation = _HYPOT
+        node._first = x
+        node._second = self
+        node._saved_first = None
+        node._saved_second = db
         node._seq = _next_seq()
         return node
 
@@ -690,6 +807,10 @@ class VectorMethods:
 
     __slots__ = ()
     _values: list[Value]
+
+    def _pairs(self, other: object, function: str) -> list[tuple[Value, Value | float]]:
+        """The element pairs of ``self`` and ``other`` for ``function`` (Vector says how)."""
+        raise NotImplementedError
 
     def reciprocal(self: _V) -> _V:
         """reciprocal() of each element: 1 / x."""
@@ -761,4 +882,20 @@ class VectorMethods:
         """relu() of each element: max(x, 0); its derivative at 0 is 0, as in PyTorch."""
         result = object.__new__(type(self))
         result._values = [x.relu() for x in self._values]
+        return result
+
+    def atan2(self: _V, other: VectorMethods | Value | float) -> _V:
+        """atan2(self, other) of each pair of elements (``other`` a Vector, a Value or a number;
+        a length-1 Vector broadcasts): the angle of the point (other, input) in radians, in [-pi, pi], as C's atan2.
+        """
+        result = object.__new__(type(self))
+        result._values = [x.atan2(y) for x, y in self._pairs(other, "atan2")]
+        return result
+
+    def hypot(self: _V, other: VectorMethods | Value | float) -> _V:
+        """hypot(self, other) of each pair of elements (``other`` a Vector, a Value or a number;
+        a length-1 Vector broadcasts): sqrt(input ** 2 + other ** 2) without overflow, as C's hypot.
+        """
+        result = object.__new__(type(self))
+        result._values = [x.hypot(y) for x, y in self._pairs(other, "hypot")]
         return result

@@ -9,17 +9,19 @@ its row (and its float function to ``floats`` if it is new) and running the gene
 
 How a backward formula is written
 ---------------------------------
-Each operand of an operation is an *edge* with two parts:
+Each operand of an operation is an *edge* with two parts, as in PyTorch's
+``tools/autograd/derivatives.yaml``:
 
 - ``saved(x, y, out)``: what the backward pass keeps from the forward pass (the saved
-  tensor of PyTorch's autograd), computed once when the node is made;
-- a ``Form``: how the upstream gradient ``g`` and that saved value make the contribution to
-  the operand: ``g * s`` (``TIMES``), ``g / s`` (``DIVIDED``) or ``(g * (1 - s)) * s``
-  (``LOGISTIC``).
+  tensors of PyTorch's autograd), computed once when the node is made: one number, or a
+  tuple of as many as the gradient needs (atan2's ``other`` and ``recip``);
+- its *gradient*: one expression over the incoming gradient ``g`` and those numbers, written
+  as derivatives.yaml writes it and in the same order of operations, so that the two round
+  alike, bit for bit: ``x / y`` hands ``g / y`` to ``x``, not ``g * (1 / y)``; ``atan2(y, x)``
+  hands ``(g * x) * recip`` to ``y``, not ``g * (x * recip)``. Most edges are ``g * s``
+  (``times``), which the reverse pass multiplies inline.
 
-The formulas and their forms are PyTorch's (``tools/autograd/derivatives.yaml``), so the
-two round alike, bit for bit: ``x / y`` hands ``g / y`` to ``x``, not ``g * (1 / y)``. A
-saved value may be ``MASKED``: the contribution is then exactly ``0.0`` whatever ``g`` is,
+A saved value may be ``MASKED``: the contribution is then exactly ``0.0`` whatever ``g`` is,
 as PyTorch's ``where(mask, 0, ...)`` gives (so ``relu`` passes no nan from an infinite
 upstream gradient where its output is <= 0).
 
@@ -50,7 +52,7 @@ class _Masked:
 MASKED: Final = _Masked()
 
 # ---- helpers that take floats, Values or code, and answer in kind -------------------------------
-# A float goes through ``_floats`` (IEEE results, never a Python exception); anything else
+# A float goes through ``floats`` (IEEE results, never a Python exception); anything else
 # (a Value, a code symbol) through its own operators and methods.
 
 
@@ -94,6 +96,10 @@ def power_scalar(x: Any, k: float) -> Any:
     return x**k
 
 
+def reciprocal(x: Any) -> Any:
+    return floats.reciprocal(x) if is_float(x) else x.reciprocal()
+
+
 def log(x: Any) -> Any:
     return floats.log(x) if is_float(x) else x.log()
 
@@ -122,35 +128,42 @@ def both(first: Any, second: Any) -> Any:
     return first & second
 
 
-# ---- how a contribution is formed ---------------------------------------------------------------
+# ---- the gradient of an edge, as PyTorch's derivatives.yaml writes it ---------------------------
+# Each edge's gradient is one expression over ``g`` (the incoming gradient) and what the forward
+# pass saved for that edge, in derivatives.yaml's order of operations, so that the bits match.
 
 
-@dataclass(frozen=True, slots=True)
-class Form:
-    """How the upstream gradient ``g`` and an edge's saved value ``s`` make its contribution.
-
-    ``contribute(g, s)`` is the contribution; ``local(s)`` the local derivative it stands
-    for (what ``explain`` and forward mode show: ``1 / s`` for ``g / s``).
-    """
-
-    name: str
-    contribute: Callable[[Any, Any], Any]
-    local: Callable[[Any], Any]
+def times(g: Any, s: Any) -> Any:
+    """``g * s``: the gradient of most edges, the reverse pass multiplies it inline."""
+    return g * s
 
 
-TIMES = Form("times", lambda g, s: g * s, lambda s: s)
-DIVIDED = Form("divided", lambda g, s: div(g, s), lambda s: div(1.0, s))
-LOGISTIC = Form("sigmoid", lambda g, s: (g * (1.0 - s)) * s, lambda s: (1.0 - s) * s)
+def divided(g: Any, s: Any) -> Any:
+    """``g / s``: PyTorch divides where its formula divides (``x / y`` hands ``g / y`` to ``x``)."""
+    return div(g, s)
 
 
-def contribution(form: Form, g: Any, saved: Any) -> Any:
-    """What an edge hands its operand: ``form`` applied, or exactly 0.0 for a masked edge."""
-    return 0.0 if saved is MASKED else form.contribute(g, saved)
+def contribution(gradient: Callable[..., Any], g: Any, saved: Any) -> Any:
+    """What an edge hands its operand: its ``gradient`` of ``g`` and the numbers it saved (a tuple
+    when it saved several), or exactly 0.0 for a masked edge."""
+    if saved is MASKED:
+        return 0.0
+    if type(saved) is tuple:
+        return gradient(g, *saved)
+    return gradient(g, saved)
 
 
-def local_derivative(form: Form, saved: Any) -> Any:
-    """The local derivative an edge stands for (0.0 for a masked edge)."""
-    return 0.0 if saved is MASKED else form.local(saved)
+def local_derivative(gradient: Callable[..., Any], saved: Any) -> Any:
+    """The local derivative an edge stands for: its gradient of ``g = 1`` (``1 / s`` for ``g / s``;
+    0.0 for a masked edge). What ``explain`` and forward mode show."""
+    if gradient is times and saved is not MASKED:
+        return saved  # 1.0 * s is s: a Value stays the Value, with no node for the product
+    return contribution(gradient, 1.0, saved)
+
+
+def saved_count(gradient: Callable[..., Any]) -> int:
+    """How many saved numbers a gradient takes (its parameters after ``g``)."""
+    return int(gradient.__code__.co_argcount) - 1
 
 
 # ---- the rows of the table ----------------------------------------------------------------------
@@ -158,36 +171,45 @@ def local_derivative(form: Form, saved: Any) -> Any:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Op:
-    """One operation: its float ``forward`` and, per operand, a saved rule and a ``Form``.
+    """One operation: its float ``forward`` and, per operand, a saved rule and a gradient.
 
-    ``saved`` rules take ``(x, y, out)`` for two operands and ``(x, out)`` for one; ``n-ary``
-    operations (``max``) take ``(xs, out)`` and return one saved value per operand, all of
-    one form. ``code`` is the forward as a line of Python (``{0}``, ``{1}`` the operands).
-    ``plain`` (every edge ``g * s``, nothing masked) lets the reverse pass multiply inline.
+    ``saved`` rules take the operands and the result, ``(x, y, out)`` for two operands and
+    ``(x, out)`` for one, and return what the backward pass needs from the forward pass: one
+    number, or a tuple of as many as the gradient takes. ``gradients`` are one expression per
+    operand over ``g`` and those numbers, as derivatives.yaml writes it (``lambda g, s: g * s``
+    is ``times``). An operation of any number of operands (``max``, arity 0) has one saved rule
+    ``(xs, out)`` that returns one saved number per operand, and one gradient for them all.
+    ``code`` is the forward as a line of Python (``{0}``, ``{1}`` the operands). ``plain`` (every
+    gradient ``times``, nothing masked) lets the reverse pass multiply inline.
     """
 
     name: str
     arity: int  # 1, 2, or 0 for any number of operands
     forward: Callable[..., float]
     saved: tuple[Callable[..., Any], ...]
-    forms: tuple[Form, ...]
+    gradients: tuple[Callable[..., Any], ...]
     code: str
     doc: str = ""
     symbol: str = ""  # the operator as written (+, *, **), "" for a function
+    operand_names: tuple[str, ...] = ()  # a function's parameters as PyTorch names them: atan2(input, other)
     plain: bool = field(default=False)
     maskable: bool = field(default=False)
     # An operation that runs its own backward (a compiled function): called as
-    # ``backward(node, g)`` in place of the edges' forms
+    # ``backward(node, g)`` in place of the edges' gradients
     backward: Callable[[Any, Any], None] | None = None
     # What a pass that frees the graph does to a node of this operation: None drops what the node
     # saved (every row of the table); a function is called with the node instead (a compiled call)
     release: Callable[[Any], None] | None = None
     nary: bool = field(default=False)  # of any number of operands (arity 0): read per node, so a field
+    saves: tuple[int, ...] = field(default=())  # how many numbers each edge saves (its gradient's parameters)
 
     def __post_init__(self) -> None:
-        plain = not self.maskable and self.backward is None and all(form is TIMES for form in self.forms)
+        plain = not self.maskable and self.backward is None and all(rule is times for rule in self.gradients)
         object.__setattr__(self, "plain", plain)
         object.__setattr__(self, "nary", self.arity == 0)
+        object.__setattr__(self, "saves", tuple(saved_count(rule) for rule in self.gradients))
+        if not self.operand_names and self.arity:
+            object.__setattr__(self, "operand_names", ("x", "y")[: self.arity])
 
     @property
     def shown(self) -> str:
@@ -202,24 +224,37 @@ def _binary(
     code: str,
     saved_x: Callable[[Any, Any, Any], Any],
     saved_y: Callable[[Any, Any, Any], Any],
-    forms: tuple[Form, Form] = (TIMES, TIMES),
+    gradients: tuple[Callable[..., Any], Callable[..., Any]] = (times, times),
     *,
+    doc: str = "",
+    operand_names: tuple[str, str] = ("x", "y"),
     maskable: bool = False,
 ) -> Op:
-    return Op(name, 2, forward, (saved_x, saved_y), forms, code, symbol=symbol, maskable=maskable)
+    return Op(
+        name,
+        2,
+        forward,
+        (saved_x, saved_y),
+        gradients,
+        code,
+        doc=doc,
+        symbol=symbol,
+        operand_names=operand_names,
+        maskable=maskable,
+    )
 
 
 def _unary(
     name: str,
     forward: Callable[[float], float],
     saved: Callable[[Any, Any], Any],
-    form: Form = TIMES,
+    gradient: Callable[..., Any] = times,
     *,
     doc: str,
     code: str | None = None,
     maskable: bool = False,
 ) -> Op:
-    return Op(name, 1, forward, (saved,), (form,), code or f"_{name}({{0}})", doc=doc, maskable=maskable)
+    return Op(name, 1, forward, (saved,), (gradient,), code or f"_{name}({{0}})", doc=doc, maskable=maskable)
 
 
 # Binary operations. ``x`` and ``y`` are the operands; a number operand (the 3 of 3 * x)
@@ -230,7 +265,7 @@ SUB = _binary("sub", "-", lambda x, y: x - y, "{0} - {1}", lambda x, y, out: 1.0
 MUL = _binary("mul", "*", lambda x, y: x * y, "{0} * {1}", lambda x, y, out: y, lambda x, y, out: x)
 # PyTorch: g / y for x, and -g * ((x / y) / y) for y (x / y recomputed is out)
 DIV = _binary(
-    "div", "/", floats.div, "_div({0}, {1})", lambda x, y, out: y, lambda x, y, out: -div(out, y), (DIVIDED, TIMES)
+    "div", "/", floats.div, "_div({0}, {1})", lambda x, y, out: y, lambda x, y, out: -div(out, y), (divided, times)
 )
 # x ** y with y a Value: C's pow, as PyTorch's tensor-tensor kernel.
 # d/dx = y * x**(y-1), masked where y == 0 (pow_backward_self's where); d/dy = out * log(x),
@@ -266,27 +301,62 @@ POW_SCALAR = _binary(
     maskable=True,
 )
 
+
+def _atan2_recip(y: Any, x: Any) -> Any:
+    """``recip`` of PyTorch's atan2_backward: ``(self * self + other * other).reciprocal()``, with
+    0 where that sum is 0, so that the gradient at the origin is 0 (nan for an infinite ``g``)."""
+    denominator = y * y + x * x
+    return where(data_of(denominator) == 0.0, 0.0, reciprocal(denominator))
+
+
+# Functions of two operands, named as torch names them. atan2's rule is PyTorch's atan2_backward:
+# self: grad * other * recip; other: grad * -self * recip (C++ evaluates left to right:
+# (grad * other) * recip)
+ATAN2 = _binary(
+    "atan2",
+    "",
+    floats.atan2,
+    "_atan2({0}, {1})",
+    lambda y, x, out: (x, _atan2_recip(y, x)),
+    lambda y, x, out: (y, _atan2_recip(y, x)),
+    (lambda g, other, recip: (g * other) * recip, lambda g, self, recip: (g * -self) * recip),
+    doc="the angle of the point (other, input) in radians, in [-pi, pi], as C's atan2",
+    operand_names=("input", "other"),
+)
+# derivatives.yaml: self: grad * self / result; other: grad * other / result
+HYPOT = _binary(
+    "hypot",
+    "",
+    floats.hypot,
+    "_hypot({0}, {1})",
+    lambda x, y, out: (x, out),
+    lambda x, y, out: (y, out),
+    (lambda g, self, result: div(g * self, result), lambda g, other, result: div(g * other, result)),
+    doc="sqrt(input ** 2 + other ** 2) without overflow, as C's hypot",
+    operand_names=("input", "other"),
+)
+
 # Unary operations: the functions of the contract, and the operators' helpers.
 NEG = _unary("neg", lambda x: -x, lambda x, out: -1.0, doc="-x", code="-{0}")
 ABS = _unary("abs", abs, lambda x, out: sign(x), doc="abs(x); its derivative at 0 (and nan) is 0", code="abs({0})")
 RECIPROCAL = _unary("reciprocal", floats.reciprocal, lambda x, out: -(out * out), doc="1 / x")
 EXP = _unary("exp", floats.exp, lambda x, out: out, doc="e ** x; its derivative is its output")
 LOG = _unary(
-    "log", floats.log, lambda x, out: x, DIVIDED, doc="Natural logarithm: log(0) = -inf, log(x < 0) = nan; d/dx = 1/x"
+    "log", floats.log, lambda x, out: x, divided, doc="Natural logarithm: log(0) = -inf, log(x < 0) = nan; d/dx = 1/x"
 )
 # PyTorch's log1p_backward: g / (x + 1)
 LOG1P = _unary(
     "log1p",
     floats.log1p,
     lambda x, out: x + 1.0,
-    DIVIDED,
+    divided,
     doc="log(1 + x), exact near 0: log1p(-1) = -inf, below nan; d/dx = 1/(1 + x)",
 )
 SQRT = _unary(
     "sqrt",
     floats.sqrt,
     lambda x, out: 2.0 * out,
-    DIVIDED,
+    divided,
     doc="Square root: sqrt(x < 0) = nan; its derivative at 0 is inf",
 )
 SIN = _unary("sin", floats.sin, lambda x, out: cos(x), doc="Sine")
@@ -310,7 +380,10 @@ def _tanh_saved(x: Any, out: Any) -> Any:
 
 
 TANH = _unary("tanh", floats.tanh, _tanh_saved, doc="Hyperbolic tangent")
-SIGMOID = _unary("sigmoid", floats.sigmoid, lambda x, out: out, LOGISTIC, doc="1 / (1 + exp(-x))")
+# PyTorch's sigmoid_backward: (g * (1 - out)) * out
+SIGMOID = _unary(
+    "sigmoid", floats.sigmoid, lambda x, out: out, lambda g, out: (g * (1.0 - out)) * out, doc="1 / (1 + exp(-x))"
+)
 # relu passes g where its output is > 0 (nan included) and exactly 0.0 elsewhere: relu'(0) = 0
 RELU = _unary(
     "relu",
@@ -356,11 +429,12 @@ def _max_saved(xs: tuple[Any, ...], out: Any) -> tuple[Any, ...]:
     return tuple(count if hit else MASKED for hit in hits)
 
 
-MAX = Op("max", 0, _max_forward, (_max_saved,), (DIVIDED,), "_max({0})", doc="max(xs)", maskable=True)
+MAX = Op("max", 0, _max_forward, (_max_saved,), (divided,), "_max({0})", doc="max(xs)", maskable=True)
 
-FUNCTIONS: tuple[Op, ...] = (EXP, LOG, LOG1P, SQRT, SIN, COS, TAN, TANH, SIGMOID, RELU)
+FUNCTIONS: tuple[Op, ...] = (EXP, LOG, LOG1P, SQRT, SIN, COS, TAN, TANH, SIGMOID, RELU, ATAN2, HYPOT)
 """The functions of the contract: each a Value method, a Vector method, a module function
-(``vjpgrad.exp``) and a function of the command line."""
+(``vjpgrad.exp``, ``vjpgrad.atan2``) and a function of the command line, taking as many operands
+as its row's arity."""
 
 # x.detach() inside a function vjpgrad.compile records: the value passes, no gradient does
 DETACH = _unary("detach", lambda x: x, lambda x, out: 0.0, doc="x cut from the graph", code="{0}")
@@ -378,19 +452,28 @@ METHODS: tuple[Op, ...] = (RECIPROCAL, SIGN, *FUNCTIONS)
 """The operations that are methods of Value and of Vector (``x.exp()``, ``v.relu()``)."""
 
 
+BINARY_METHODS: tuple[Op, ...] = tuple(op for op in METHODS if op.arity == 2)
+"""The methods of two operands (``x.atan2(other)``)."""
+
+
+def reflected_name(op: Op) -> str:
+    """The Value method that computes a function of two operands with a number first
+    (``vjpgrad.atan2(1.0, x)`` calls ``x._reflected_atan2(1.0)``), as ``__rmul__`` does ``*``."""
+    return f"_reflected_{op.name}"
+
+
 @dataclass(frozen=True)
 class Face:
     """One way Python calls an operation on a Value: ``name`` is the method, ``op`` the row,
     and ``kind`` how the operands are taken: ``"operator"`` for ``self <op> other``,
     ``"reflected"`` for ``other <op> self`` (a number on the left), ``"method"`` for
-    ``self.f()``. ``vjpgrad.codegen`` writes one function per face into ``core/operators.py``.
+    ``self.f()``; a function of two operands is an ``"operator"`` (``self.atan2(other)``) and a
+    ``"reflected"`` face (``reflected_name``). ``vjpgrad.codegen`` writes one function per face
+    into ``core/operators.py``.
 
     ``other`` says what an operator's other operand can be, so that no branch is written that
     nothing can reach: ``"any"`` (a Value or a number: the operators Python calls), ``"value"``
-    (a Value that is no float argument: ``__pow__`` chose the row), ``"number"`` (a number, or
-    a float argument standing for one while compile records: neither takes gradient), and
-    ``"recording"`` (``self`` is a float argument and ``other`` a Value: only compile's
-    recording calls it, so the node is always made by ``make``)."""
+    (``__pow__`` chose the row), and ``"number"`` (a number: it takes no gradient)."""
 
     name: str
     op: Op
@@ -409,11 +492,12 @@ FACES: tuple[Face, ...] = (
     Face("__truediv__", DIV, "operator", "self / other"),
     Face("_pow_value", POW, "operator", "self ** other for a Value exponent: C's pow", "value"),
     Face("_pow_number", POW_SCALAR, "operator", "self ** other for a number exponent, with PyTorch's cases", "number"),
-    Face("_pow_base", POW_BASE, "operator", "self ** other, self a float argument compile records", "recording"),
     Face("__rpow__", POW_BASE, "reflected", "other ** self, a number raised to a Value"),
     Face("__neg__", NEG, "method", "-self"),
     Face("__abs__", ABS, "method", "abs(self); its derivative at 0 (and at nan) is 0"),
-    *(Face(op.name, op, "method", f"{op.doc}.") for op in METHODS),
+    *(Face(op.name, op, "method", f"{op.doc}.") for op in METHODS if op.arity == 1),
+    *(Face(op.name, op, "operator", f"{op.name}(self, other): {op.doc}.") for op in BINARY_METHODS),
+    *(Face(reflected_name(op), op, "reflected", f"{op.name}(other, self), other a number") for op in BINARY_METHODS),
 )
 """Every operator and method of Value written from the table (``__rtruediv__`` and ``__pow__``
 are written by hand in ``core/value.py``: they choose between rows, as PyTorch does)."""

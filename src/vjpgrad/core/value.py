@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import sys
 from collections.abc import Callable, Collection
 from typing import Any, Union
 
@@ -20,7 +19,7 @@ from vjpgrad.core import graph, operators, ops
 from vjpgrad.core.backward import backward
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node
-from vjpgrad.core.modes import USER_FRAMES, is_own_code, refuse_number, state, switched
+from vjpgrad.core.modes import USER_FRAMES, refuse_number, state, switches_on
 from vjpgrad.core.ops import Op
 
 Operand = Union["Value", float]
@@ -148,21 +147,7 @@ def _micrograds_children(children: Collection[object], op: object) -> str:
     )
 
 
-class _ValueClass(type):
-    """The class of ``Value``: ``isinstance(x, Value)`` as Python answers it, except where the
-    user's code asks it of a float argument that compile records (``number_argument``): eager
-    code has a float there, so the answer is False, whatever the float (vjpgrad's own code sees
-    the Value underneath). Python calls this only when ``type(x)`` is not ``Value`` itself, so
-    the engine's own checks on its hot paths ask ``isinstance(x, Node)`` (every Node is a Value)."""
-
-    # not mutated: its caller's frame is what it reads, and mutmut's trampoline would stand there
-    def __instancecheck__(cls, instance: object) -> bool:  # pragma: no mutate block
-        if not type.__instancecheck__(cls, instance):
-            return False
-        return not getattr(type(instance), "number_argument", False) or is_own_code(sys._getframe(1))
-
-
-class Value(operators.ValueOperators, metaclass=_ValueClass):
+class Value(operators.ValueOperators):
     """A scalar in a computation graph.
 
     ``Value(data, requires_grad=True, label=None)``: ``data`` is any real number, stored as
@@ -187,15 +172,14 @@ class Value(operators.ValueOperators, metaclass=_ValueClass):
             isinstance(c, Value) for c in requires_grad
         ):
             raise TypeError(_micrograds_children(requires_grad, label))
-        source = data if isinstance(data, Node) and data.number_argument else None
-        number = _check_data(data) if source is None else graph.number(source)  # Value(lr) while compile records
+        number = _check_data(data)
         if not isinstance(requires_grad, bool):
             raise TypeError(f"Value() requires_grad must be a bool, got {type(requires_grad).__name__}")
         if label is not None and not isinstance(label, str):
             raise TypeError(f"Value() label must be a str or None, got {type(label).__name__}")
         graph.init_leaf(self, number, requires_grad, label)
-        if switched[0] and state.recording is not None:  # made inside a function compile records
-            state.recording.made_leaf(self, source)
+        if switches_on[0] and state.recording is not None:  # made inside a function compile records
+            state.recording.made_leaf(self)
 
     # ---- what it is ---------------------------------------------------------------------
 
@@ -262,7 +246,7 @@ class Value(operators.ValueOperators, metaclass=_ValueClass):
 
     def detach(self) -> Value:
         """A new leaf with the same data that requires no grad: a constant cut from the graph."""
-        if switched[0] and state.recording is not None:  # compile records the cut: its number changes
+        if switches_on[0] and state.recording is not None:  # compile records the cut: its number changes
             return _make(Value, self._data, ops.DETACH, self, None, None, None)
         return Value(self._data, requires_grad=False, label=self.label)
 
@@ -338,7 +322,7 @@ class Value(operators.ValueOperators, metaclass=_ValueClass):
 
     def __pow__(self, other: Operand) -> Value:
         """self ** other: a number exponent takes PyTorch's special cases (x ** 2 is x * x)."""
-        if isinstance(other, Node) and not other.number_argument:
+        if isinstance(other, Node):
             return self._pow_value(other)
         return self._pow_number(other)
 

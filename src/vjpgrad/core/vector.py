@@ -31,9 +31,9 @@ def as_values(items: Iterable[object], requires_grad: bool, caller: str) -> list
     whether it takes gradient); anything else is a TypeError that ``caller`` names."""
     values: list[Any] = []  # Values
     for index, item in enumerate(items):
-        if isinstance(item, Node) and not item.number_argument:  # a Node is a Value: the check no metaclass slows
+        if isinstance(item, Node):  # a Node is a Value
             values.append(item)
-        elif isinstance(item, numbers.Real):  # a float argument compile records counts as its number
+        elif isinstance(item, numbers.Real):
             values.append(Value(item, requires_grad=requires_grad))
         else:
             raise TypeError(f"{caller} element {index} must be a number or a Value, got {type(item).__name__}")
@@ -156,6 +156,15 @@ class Vector(VectorMethods):
         return cls.full(n, 0.0, requires_grad)
 
     # ---- a sequence of Values -----------------------------------------------------------
+
+    def _pairs(self, other: object, function: str) -> list[tuple[Value, Value | float]]:
+        """The element pairs of this Vector and ``other`` for a function of two operands
+        (``v.atan2(other)``), broadcast as arithmetic is; a TypeError naming ``function`` for
+        an operand of another type."""
+        found = pairs(self, other)
+        if found is None:
+            raise TypeError(f"{function}() takes numbers, Values or Vectors, got {type(other).__name__}")
+        return found
 
     def __len__(self) -> int:
         return len(self._values)
@@ -309,7 +318,7 @@ class Vector(VectorMethods):
 def outputs_and_seeds(
     output: Value | Vector, seed: object, what: str, hint: str = ""
 ) -> tuple[list[Value], list[float]]:
-    """The outputs of a Value or a Vector and one seed each, by the rules of ``_seeds``:
+    """The outputs of a Value or a Vector and one seed each, by the rules of ``core/seeds.py``:
     what ``explain``, ``to_dot`` and ``vjpgrad.testing`` take, as ``backward`` takes it."""
     if isinstance(output, Value):
         return [output], seeds_for(None, seed, name="seed")

@@ -56,48 +56,15 @@ def to_dot(
     with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
         if edges not in (None, "local", "chain"):
             raise ValueError(f'to_dot() edges must be None, "local" or "chain", got {edges!r}')
-        if seed is None and isinstance(output, Vector) and edges != "chain":
-            outputs, seeds = list(output), None  # no seed to show (local derivatives need none)
-            pass_seed: object = [1.0] * len(outputs)
-        else:
-            outputs, given = outputs_and_seeds(output, seed, "to_dot")
-            seeds, pass_seed = (None if seed is None else given), seed
-        steps: dict[tuple[str, str], list[Step]] = {}
-        if edges is not None:
-            explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]  # checked just above
-            for step in explanation.steps:
-                steps.setdefault((step.node, step.operand), []).append(step)
-            shown = explanation.names
-        else:
-            shown = {}
+        outputs, seeds, pass_seed = _outputs_and_seeds(output, seed, edges)
+        steps, shown = _steps_by_edge(output, pass_seed, names, edges)
         named = given_names(names)
         nodes = graph.ancestry(outputs)
         ids = {node: f"n{k}" for k, node in enumerate(nodes)}
         lines = ["digraph vjpgrad {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];']
         for node, name in ids.items():
             title = named.get(node) or shown.get(node) or node.label or ""
-            label = f"{title}\ndata {text.short(node.data)}\ngrad {text.short(node.grad)}".lstrip("\n")
-            style = "" if node.requires_grad else ', style=dashed, color="gray40"'
-            lines.append(f"  {name} [shape=box, label={_quote(label)}{style}];")
-            if node.is_leaf:
-                continue
-            lines.append(f"  {name}_op [shape=ellipse, label={_quote(node.op)}];")
-            lines.append(f"  {name}_op -> {name};")
-            used: dict[tuple[str, str], int] = {}
-            for k, operand in enumerate(graph.operands(node)):
-                if not isinstance(operand, Value):
-                    lines.append(f"  {name}_c{k} [shape=plaintext, label={_quote(text.short(operand))}];")
-                    lines.append(f"  {name}_c{k} -> {name}_op;")
-                    continue
-                label = ""
-                key = (shown.get(node, ""), shown.get(operand, ""))
-                found = steps.get(key, [])
-                if found:  # the k-th use of the same operand by this node is its k-th step
-                    step = found[min(used.get(key, 0), len(found) - 1)]
-                    used[key] = used.get(key, 0) + 1
-                    shown_text = text.short(step.local) if edges == "local" else (_chain_text(step))
-                    label = f" [label={_quote(shown_text)}, fontsize=10]"
-                lines.append(f"  {ids[operand]} -> {name}_op{label};")
+            lines += _node_lines(node, name, title, ids, shown, steps, edges)
         for k, node in enumerate(outputs):
             if seeds is not None:
                 lines.append(f"  seed{k} [shape=plaintext, fontcolor=blue, label={_quote(f'seed {seeds[k]:g}')}];")
@@ -106,6 +73,67 @@ def to_dot(
                 )
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+
+def _outputs_and_seeds(
+    output: Value | Vector, seed: float | Sequence[float] | None, edges: str | None
+) -> tuple[list[Value], list[float] | None, object]:
+    """The outputs, the seeds to show (None: none), and the seed of the pass the edges show."""
+    if seed is None and isinstance(output, Vector) and edges != "chain":
+        outputs = list(output)
+        return outputs, None, [1.0] * len(outputs)  # no seed to show (local derivatives need none)
+    outputs, given = outputs_and_seeds(output, seed, "to_dot")
+    return outputs, (None if seed is None else given), seed
+
+
+_Steps = dict[tuple[str, str], list[Step]]
+
+
+def _steps_by_edge(
+    output: Value | Vector, pass_seed: object, names: Mapping[str, Value | Vector] | None, edges: str | None
+) -> tuple[_Steps, dict[Value, str]]:
+    """The steps of the pass ``explain`` runs, by (node, operand) name, and the names it gave
+    (none of either when the edges show nothing)."""
+    if edges is None:
+        return {}, {}
+    explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]  # to_dot checked it
+    steps: _Steps = {}
+    for step in explanation.steps:
+        steps.setdefault((step.node, step.operand), []).append(step)
+    return steps, explanation.names
+
+
+def _node_lines(
+    node: Value, name: str, title: str, ids: dict[Value, str], shown: dict[Value, str], steps: _Steps, edges: str | None
+) -> list[str]:
+    """A Value's box and, for a result, its operation's ellipse and the edges from its operands."""
+    label = f"{title}\ndata {text.short(node.data)}\ngrad {text.short(node.grad)}".lstrip("\n")
+    style = "" if node.requires_grad else ', style=dashed, color="gray40"'
+    lines = [f"  {name} [shape=box, label={_quote(label)}{style}];"]
+    if node.is_leaf:
+        return lines
+    lines.append(f"  {name}_op [shape=ellipse, label={_quote(node.op)}];")
+    lines.append(f"  {name}_op -> {name};")
+    used: dict[tuple[str, str], int] = {}
+    for k, operand in enumerate(graph.operands(node)):
+        if not isinstance(operand, Value):
+            lines.append(f"  {name}_c{k} [shape=plaintext, label={_quote(text.short(operand))}];")
+            lines.append(f"  {name}_c{k} -> {name}_op;")
+            continue
+        label = ""
+        key = (shown.get(node, ""), shown.get(operand, ""))
+        found = steps.get(key, [])
+        if found:  # the k-th use of the same operand by this node is its k-th step
+            step = found[min(used.get(key, 0), len(found) - 1)]
+            used[key] = used.get(key, 0) + 1
+            label = f" [label={_quote(_edge_text(step, edges))}, fontsize=10]"
+        lines.append(f"  {ids[operand]} -> {name}_op{label};")
+    return lines
+
+
+def _edge_text(step: Step, edges: str | None) -> str:
+    """What an edge shows: its local derivative, or ``upstream × local = contribution``."""
+    return text.short(step.local) if edges == "local" else _chain_text(step)
 
 
 def draw(
@@ -152,17 +180,50 @@ def _plain_svg(
     Value a box (number constants are written into the formulas), edges labelled as ``to_dot``'s."""
     outputs = list(output) if isinstance(output, Vector) else [output]
     nodes = graph.ancestry(outputs)
-    named = given_names(names)
-    steps: dict[tuple[Value, Value], Step] = {}
-    if edges is not None:  # to_dot has run explain on the same arguments: this cannot raise
-        pass_seed: object = [1.0] * len(outputs) if seed is None and isinstance(output, Vector) else seed
-        explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]
-        by_name = {name: value for value, name in explanation.names.items()}
-        for step in explanation.steps:
-            steps.setdefault((by_name[step.node], by_name[step.operand]), step)
-        named = {**explanation.names, **named}
+    steps, named = _picture_steps(output, seed, names, edges)
     for k, value in enumerate(outputs):
         named.setdefault(value, value.label or (f"y[{k}]" if isinstance(output, Vector) else "y"))
+    title = _picture_titles(nodes, named)
+    output_ids = {id(value) for value in outputs}
+    boxes = [
+        stepper.PictureNode(
+            title[node],
+            leaf=node.is_leaf,
+            output=id(node) in output_ids,
+            constant=not node.requires_grad,
+            formula="" if node.is_leaf else formula(node, title),
+            data=node.data,
+            grad=node.grad,
+        )
+        for node in nodes
+    ]
+    return stepper.picture_svg(boxes, _picture_arrows(nodes, title, steps, edges))
+
+
+def _picture_steps(
+    output: Value | Vector,
+    seed: float | Sequence[float] | None,
+    names: Mapping[str, Value | Vector] | None,
+    edges: str | None,
+) -> tuple[dict[tuple[Value, Value], Step], dict[Value, str]]:
+    """The first step of the pass on each (node, operand) edge when the edges are labelled, and
+    the names of the Values: the given ones, then ``explain``'s."""
+    named = given_names(names)
+    steps: dict[tuple[Value, Value], Step] = {}
+    if edges is None:
+        return steps, named
+    # to_dot has run explain on the same arguments: this cannot raise
+    pass_seed: object = [1.0] * len(output) if seed is None and isinstance(output, Vector) else seed
+    explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]
+    by_name = {name: value for value, name in explanation.names.items()}
+    for step in explanation.steps:
+        steps.setdefault((by_name[step.node], by_name[step.operand]), step)
+    return steps, {**explanation.names, **named}
+
+
+def _picture_titles(nodes: Sequence[Value], named: Mapping[Value, str]) -> dict[Value, str]:
+    """Each Value's title in the picture: its name or label, else x1, x2... for leaves and t1,
+    t2... for results; two Values of one name are kept apart with primes."""
     title: dict[Value, str] = {}
     taken: set[str] = set()
     leaves, inner = 0, 0
@@ -179,29 +240,21 @@ def _plain_svg(
             name += "\u2032"
         taken.add(name)
         title[node] = name
-    output_ids = {id(value) for value in outputs}
-    boxes = [
-        stepper.PictureNode(
-            title[node],
-            leaf=node.is_leaf,
-            output=id(node) in output_ids,
-            constant=not node.requires_grad,
-            formula="" if node.is_leaf else formula(node, title),
-            data=node.data,
-            grad=node.grad,
-        )
-        for node in nodes
-    ]
+    return title
+
+
+def _picture_arrows(
+    nodes: Sequence[Value], title: Mapping[Value, str], steps: Mapping[tuple[Value, Value], Step], edges: str | None
+) -> list[tuple[str, str, str]]:
+    """An arrow from each Value operand to its result, labelled as ``to_dot`` labels the edge."""
     arrows = []
     for node in nodes:
         for operand in graph.operands(node):
             if isinstance(operand, Value):
                 on_edge = steps.get((node, operand))
-                label = (
-                    "" if on_edge is None else text.short(on_edge.local) if edges == "local" else _chain_text(on_edge)
-                )
+                label = "" if on_edge is None else _edge_text(on_edge, edges)
                 arrows.append((title[operand], title[node], label))
-    return stepper.picture_svg(boxes, arrows)
+    return arrows
 
 
 class SVGDrawing:

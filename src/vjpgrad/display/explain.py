@@ -165,7 +165,7 @@ def explain(
         def keep(
             node: graph.Node, position: int, operand: graph.Node, upstream: float, saved: object, part: float
         ) -> None:
-            local = ops.local_derivative(graph.form_of(node, position), saved)
+            local = ops.local_derivative(graph.gradient_of(node, position), saved)
             total = graph.cotangent(operand)
             shown = graph.op_of(node).shown  # type: ignore[union-attr]  # an edge's node is an operation
             steps.append(Step(label[node], shown, upstream, label[operand], local, part, total))

@@ -27,7 +27,7 @@ def points(inputs: object) -> list[float]:
 
 
 def seeded_outputs(out: object, seed: object, hint: str = "") -> tuple[list[Value | float], list[float]]:
-    """``f``'s result as outputs, with one seed each (by the rules of ``_seeds``)."""
+    """``f``'s result as outputs, with one seed each (by the rules of ``core/seeds.py``)."""
     __tracebackhide__ = True
     if isinstance(out, (Value, Vector)):
         outputs, seeds = outputs_and_seeds(out, seed, "the check", hint=hint)

@@ -12,7 +12,7 @@ from typing import Any
 from vjpgrad.core import graph
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.modes import refusing_numbers
-from vjpgrad.core.ops import TIMES, Op
+from vjpgrad.core.ops import Op, times
 from vjpgrad.core.value import Value, binary_operators, unary
 from vjpgrad.core.vector import Vector, pairs, wrap
 
@@ -32,9 +32,11 @@ def _checked_rule(name: str, rule: Callable[..., Any], arity: int) -> Callable[.
                 result = rule(*constants)
                 result = tuple(_number(r) for r in result) if isinstance(result, tuple) else _number(result)
             _check_result(name, result, arity)
+            # a Value the rule answers (one it closes over) is its number at this call, read
+            # without float(), which vjpgrad.compile refuses while it records
             if isinstance(result, tuple):
-                return tuple(float(r) for r in result)
-            return float(result)
+                return tuple(float(_number(r)) for r in result)
+            return float(_number(result))
         message = (
             f"the derivative rule of {name} is called with Values (for a higher derivative, or to build "
             "a differentiable gradient) and turned one into a number: write it with vjpgrad's functions "
@@ -116,7 +118,7 @@ class CustomOp:
 
         # the rule's answer is a local derivative: the contribution is g times it
         if arity == 1:
-            op = Op(name, 1, forward, (checked,), (TIMES,), "{f}({0})", doc=f"{name}(x), a custom operation")
+            op = Op(name, 1, forward, (checked,), (times,), "{f}({0})", doc=f"{name}(x), a custom operation")
             self._apply = functools.partial(unary, op)
         else:
             op = Op(
@@ -124,7 +126,7 @@ class CustomOp:
                 2,
                 forward,
                 (lambda x, y, out: checked(x, y, out)[0], lambda x, y, out: checked(x, y, out)[1]),
-                (TIMES, TIMES),
+                (times, times),
                 "{f}({0}, {1})",
                 doc=f"{name}(x, y), a custom operation",
                 symbol=name,
@@ -134,15 +136,8 @@ class CustomOp:
         return rule
 
     def __call__(self, *args: Any) -> Any:
-        if len(args) != self.arity:
-            raise TypeError(
-                f"{self.name}() takes {self.arity} argument{'s' if self.arity > 1 else ''}, got {len(args)}"
-            )
-        for arg in args:
-            if not isinstance(arg, (Value, Vector)) and as_number(arg) is None:
-                raise TypeError(f"{self.name}() takes numbers, Values or Vectors, got {type(arg).__name__}")
-        if not any(isinstance(arg, Vector) or (isinstance(arg, Value) and not arg.number_argument) for arg in args):
-            # numbers: a float, as eager code gives (float() makes a float argument compile records structure)
+        self._check_arguments(args)
+        if not any(isinstance(arg, (Value, Vector)) for arg in args):  # numbers: a float, as eager code gives
             return float(self.function(*(float(a) for a in args)))
         if self._apply is None:
             raise RuntimeError(
@@ -152,10 +147,25 @@ class CustomOp:
         if self.arity == 1:
             (x,) = args
             return wrap([self._apply(a) for a in x]) if isinstance(x, Vector) else self._apply(x)
-        x, y = args
+        return self._apply_two(*args)
+
+    def _check_arguments(self, args: tuple[Any, ...]) -> None:
+        """Refuse a call with the wrong number of arguments or an argument of another type."""
+        if len(args) != self.arity:
+            raise TypeError(
+                f"{self.name}() takes {self.arity} argument{'s' if self.arity > 1 else ''}, got {len(args)}"
+            )
+        for arg in args:
+            if not isinstance(arg, (Value, Vector)) and as_number(arg) is None:
+                raise TypeError(f"{self.name}() takes numbers, Values or Vectors, got {type(arg).__name__}")
+
+    def _apply_two(self, x: Any, y: Any) -> Any:
+        """The operation of two operands: elementwise over Vectors, else on a Value and a number
+        or Value, either first."""
+        assert self._apply is not None  # __call__ checked that a rule is defined
         if isinstance(x, Vector) or isinstance(y, Vector):
             found = pairs(x, y)
-            assert found is not None  # both operands were checked above
+            assert found is not None  # both operands were checked by __call__
             return wrap([self(a, b) for a, b in found])
         if isinstance(x, Value):
             return self._apply(x, y)

@@ -368,7 +368,7 @@ def _forward_pass(outputs: list[Value | float], seeds: dict[Value, Scalar], nest
             total: Any = 0.0
             for position, operand, saved in found:
                 if operand in tangents and saved is not ops.MASKED:  # a mask passes exactly 0, even of inf
-                    local = ops.local_derivative(graph.form_of(node, position), saved)
+                    local = ops.local_derivative(graph.gradient_of(node, position), saved)
                     total = total + local * tangents[operand]
             tangents[node] = total
     return [tangents.get(y, 0.0) if isinstance(y, Value) else 0.0 for y in outputs]

@@ -1,0 +1,589 @@
+"""A function's world: everything it can reach, observed as a list of facts.
+
+``observe`` walks, from a function and the objects a call was given, everything the function
+can reach through plain data: its closure cells, defaults (``__defaults__``,
+``__kwdefaults__``, a partial's ``func``, ``args`` and ``keywords``), the globals its code
+names (and the code of every function and method it reaches, transitively), instance
+``__dict__``s and slots, containers (list, tuple, dict, set, frozenset, deque, OrderedDict,
+their lengths and their order), weak references, and the classes and bases of the objects it
+reaches (their ``__dict__`` keys, the entries its code names, and their special methods, which
+Python calls without naming them). What it observes is a list of ``Fact``: each object's
+identity, each Python or NumPy number's type and bits, each string, bytes, bool and None,
+each Value's identity, ``requires_grad`` and attributes.
+
+Two observations of one world are equal exactly when nothing the function can reach changed.
+``compile`` compares the world before and after the recorded call (a side effect is refused)
+and turns the observation into the guard of each later call (``guard.written``).
+
+Not walked into, and so watched by identity only: Python's library and installed packages
+(their modules, classes, functions and objects: a ``random.Random``, a NumPy array), vjpgrad
+itself, and C objects' insides. Builtins (``len``, ``print``) are not watched. A world of more
+than ``WORLD_LIMIT`` objects and items is refused at recording, naming its largest container.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import numbers
+import os
+import struct
+import sys
+import sysconfig
+import types
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from vjpgrad.core.modes import OWN_CODE
+from vjpgrad.core.value import Value
+
+WORLD_LIMIT = 100_000
+"""Objects and container items a world may hold, at most: beyond it, recording is refused
+(the guard checks each of them at every call, so a dataset the function names would make
+every call slow; pass the part the function needs as an argument instead)."""
+
+MISSING = type("Missing", (), {"__repr__": lambda self: "<missing>"})()
+"""What a namespace holds under a name it does not hold (a builtin, or a name defined later)."""
+
+_LIBRARY = tuple(
+    {
+        os.path.join(p, "")
+        for key in ("stdlib", "platstdlib", "purelib", "platlib")
+        if (p := sysconfig.get_paths().get(key))
+    }
+)
+_PLAIN = (int, float, str, bytes, bool, type(None), complex)
+_SEQUENCES = (list, tuple, collections.deque, set, frozenset)
+_DICTS = (dict, collections.OrderedDict, collections.defaultdict, collections.Counter)
+_METADATA = frozenset(
+    {
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__dict__",
+        "__weakref__",
+        "__annotations__",
+        "__slots__",
+        "__firstlineno__",
+        "__static_attributes__",
+        "__orig_bases__",
+        "__parameters__",
+        "__match_args__",
+        "__dataclass_fields__",
+        "__dataclass_params__",
+        "__abstractmethods__",
+        "_abc_impl",
+    }
+)
+MEMBERS = frozenset(
+    {
+        "__closure__",
+        "__code__",
+        "__defaults__",
+        "__kwdefaults__",
+        "__globals__",
+        "__self__",
+        "__func__",
+        "__bases__",
+        "__dict__",
+        "func",
+        "args",
+        "keywords",
+        "fget",
+        "fset",
+        "fdel",
+        "cell_contents",
+        "fn",  # a compiled function's own function (vjpgrad's name)
+    }
+)
+"""The attributes a step may read by name (Python's own: never a user's text)."""
+_float_bits = struct.Struct("<d").pack
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or a C extension's heap type)
+
+
+Fact = tuple[Any, ...]
+"""One thing observed: ``(kind, var, expected...)``. Kinds: ``("get", child, parent, how, key)``
+reads an object into a variable; ``("unpack", tuple_var, child_vars)``; ``("is", var, id)``;
+``("same", var, exact)`` a scalar; ``("rg", var, flag)``; ``("attrs", var, items)`` a Value's
+plain attributes (its label); ``("ids", var, ids)``, ``("rgs", var, flags)``, ``("attrses", var,
+items)`` and ``("scalars", var, exacts)`` for every item of a tuple variable at once;
+``("absent", var, names)`` names a namespace does not hold; ``("empty", var)`` an empty cell."""
+
+
+def exact(x: Any) -> Any:
+    """A scalar as a key that tells apart what ``==`` does not (-0.0 from 0.0, 1 from True
+    from 1.0, a nan from nothing else): its type and its value or bits."""
+    if type(x) is float:
+        return (float, _float_bits(x))
+    tobytes = getattr(x, "tobytes", None)
+    if tobytes is not None and _is_number(x):  # a NumPy scalar: its bytes
+        return (type(x), tobytes())
+    if x is MISSING:
+        return (None, "missing")
+    return (type(x), x)
+
+
+def _is_number(x: Any) -> bool:
+    """A number that is not a Value: Python's, a Fraction, a Decimal, a NumPy scalar."""
+    kind = type(x)
+    if kind in _PLAIN:
+        return True
+    module = kind.__module__
+    if module in ("fractions", "decimal"):
+        return True
+    return module == "numpy" and (isinstance(x, numbers.Number) or kind.__name__ in ("bool", "bool_"))
+
+
+def is_scalar(x: Any) -> bool:
+    """What the world watches by value: numbers (their bits), strings, bytes, bools, None."""
+    return x is MISSING or _is_number(x)
+
+
+def is_library(x: Any) -> bool:
+    """A module, class or function of Python's library, an installed package or vjpgrad: never
+    walked into (watched by identity)."""
+    if isinstance(x, types.ModuleType):
+        path = getattr(x, "__file__", None)
+        if not isinstance(path, str):  # built into Python, or made by the user's code (types.ModuleType)
+            return x.__name__ in sys.builtin_module_names
+        return os.path.abspath(path).startswith((*_LIBRARY, *OWN_CODE))
+    code = getattr(x, "__code__", None)
+    if isinstance(x, types.FunctionType) and isinstance(code, types.CodeType):
+        return code.co_filename.startswith((*_LIBRARY, *OWN_CODE)) or code.co_filename.startswith("<frozen")
+    name = getattr(x, "__module__", "") or ""
+    module = sys.modules.get(name)
+    if module is None:  # made by code run without a module of its own (exec): the user's, if Python
+        return not (isinstance(x, type) and x.__flags__ & _HEAP_TYPE) and not isinstance(x, types.FunctionType)
+    return name == "builtins" or is_library(module)
+
+
+_DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector")
+"""vjpgrad's own classes whose instances are plain data a function reads (a Vector, an
+``nn.MLP`` and its layers): walked like a user's."""
+
+
+def _instance_of_user_class(x: Any) -> bool:
+    """An object whose attributes are the user's data: walked into."""
+    kind = type(x)
+    if kind is types.SimpleNamespace or getattr(kind, "__module__", "").startswith(_DATA_MODULES):
+        return True
+    return not is_library(kind)
+
+
+def _plain_attributes(value: Value) -> bool:
+    """A Value whose own attributes are strings or None (a label): compared as a whole."""
+    return all(type(item) is str or item is None for item in vars(value).values())
+
+
+class WorldTooLargeError(Exception):
+    """The world holds more than ``WORLD_LIMIT`` objects and items."""
+
+    def __init__(self, where: str, size: int) -> None:
+        super().__init__(where, size)
+        self.where, self.size = where, size
+
+
+@dataclass
+class Snapshot:
+    """What ``observe`` saw: the facts in order, how a reader names each variable, and the
+    Values found (the parameters a recording may read)."""
+
+    facts: list[Fact] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # var -> how a reader names it
+    labels: dict[int, list[str]] = field(default_factory=dict)  # tuple var -> how each item is named
+    values: dict[int, Value] = field(default_factory=dict)  # id -> every Value reached
+    value_at: dict[int, Value] = field(default_factory=dict)  # var -> the Value read into it
+    raw: list[Any] = field(default_factory=list)  # per fact: the objects the guard compares with
+    constants: list[Any] = field(default_factory=list)  # the objects the facts name by id, kept alive
+    roots: int = 0
+
+    def describe(self, var: int, item: int | None = None) -> str:
+        """How a reader names a variable, or an item of a tuple variable."""
+        name = self.names[var]
+        if item is None:
+            return name
+        labels = self.labels.get(var)
+        return name + (labels[item] if labels is not None and item < len(labels) else f"[{item}]")
+
+    def shape(self) -> tuple[Any, ...]:
+        """The facts with every number replaced by its type: two worlds that differ only in
+        numbers have one shape (a function recorded again and again for numbers)."""
+        return tuple(_masked(fact) for fact in self.facts)
+
+
+def _masked(fact: Fact) -> Fact:
+    kind = fact[0]
+    if kind == "same":
+        return ("same", fact[1], number_masked(fact[2]))
+    if kind == "scalars":
+        return ("scalars", fact[1], tuple(number_masked(e) for e in fact[2]))
+    return fact
+
+
+def number_masked(key: Any) -> Any:
+    """A scalar's key (``exact``) with a number's value left out: its type alone."""
+    kind = key[0]
+    return (kind,) if isinstance(kind, type) and is_number_type(kind) else key
+
+
+def is_number_type(kind: type) -> bool:
+    """A type of numbers (int, float, a Fraction, a NumPy float), not bool."""
+    return kind is not bool and issubclass(kind, (numbers.Number, float, int)) and kind.__module__ != "vjpgrad"
+
+
+class _Walk:
+    """One walk of a world (see the module docstring)."""
+
+    def __init__(self, limit: int) -> None:
+        self.snapshot = Snapshot()
+        self.seen: dict[int, int] = {}  # id -> the var the object was first walked at
+        self.queue: collections.deque[tuple[int, Any]] = collections.deque()
+        self.names: set[str] = set()  # every name the code reached names
+        self.namespaces: list[tuple[int, Any, set[str]]] = []  # (var, mapping, names done): read by name
+        self.named_done: dict[int, set[str]] = {}  # id(globals) -> the names already watched there
+        self.limit = limit
+        self.size = 0
+        self.largest = ("", 0)
+
+    # ---- variables and facts ----------------------------------------------------------------------
+
+    def var(self, name: str) -> int:
+        self.snapshot.names.append(name)
+        return len(self.snapshot.names) - 1
+
+    def fact(self, *parts: Any, raw: Any = None) -> None:
+        """Note a fact; ``raw``: the objects the guard compares with (the fact has their keys)."""
+        self.snapshot.facts.append(parts)
+        self.snapshot.raw.append(raw)
+        self.count(1, parts[1])
+
+    def count(self, n: int, var: int) -> None:
+        self.size += n
+        if n > self.largest[1]:
+            self.largest = (self.snapshot.names[var], n)
+        if self.size > self.limit:
+            raise WorldTooLargeError(*self.largest)
+
+    def get(self, parent: int, how: str, key: Any, name: str) -> int:
+        child = self.var(name)
+        self.fact("get", child, parent, how, key)
+        return child
+
+    # ---- one object -----------------------------------------------------------------------------
+
+    def child(self, var: int, x: Any) -> None:
+        """Watch ``x``, read into ``var``: a scalar by value, anything else by identity and parts."""
+        if is_scalar(x):
+            self.fact("same", var, exact(x), raw=x)
+            return
+        self.fact("is", var, id(x))
+        self.snapshot.constants.append(x)
+        if id(x) in self.seen:  # walked already, at another place: its identity here is enough
+            return
+        self.seen[id(x)] = var
+        if isinstance(x, Value):
+            self.snapshot.values[id(x)] = x
+            self.fact("rg", var, x.requires_grad)
+            self._attributes(var, x)
+            return
+        self.queue.append((var, x))
+
+    def _attributes(self, var: int, value: Value) -> None:
+        """A Value's own attributes (its label, or what a user keeps on it)."""
+        self.snapshot.value_at[var] = value
+        attributes = vars(value)
+        if _plain_attributes(value):
+            self.fact("attrs", var, tuple(attributes.items()), raw=dict(attributes))
+        else:
+            self._mapping(self.get(var, "dict", None, self.snapshot.names[var]), attributes, attribute=True)
+
+    def expand(self, var: int, x: Any) -> None:
+        """The parts of ``x`` (walked once, at the first place it was reached): a container's
+        items, then the parts its kind has (``_PARTS``), or an instance's class, attributes and
+        slots."""
+        if isinstance(x, _SEQUENCES):
+            items = list(x)
+            labels = [f"[{k}]" for k in range(len(items))] if not isinstance(x, (set, frozenset)) else None
+            self.items(self.get(var, "items", type(x) is tuple, self.snapshot.names[var]), items, labels)
+        if isinstance(x, dict):
+            self._mapping(var, x)
+        for kinds, parts in _PARTS:
+            if isinstance(x, kinds):
+                parts(self, var, x)
+                return
+        if type(x).__module__ == "vjpgrad.compiler.run" and type(x).__name__ == "Compiled":
+            self._members(var, x, ("fn",))  # a compiled function called inside: recorded as part of this one
+            return
+        if type(x) in (*_SEQUENCES, *_DICTS) or not _instance_of_user_class(x):
+            return  # Python's own container (its items are all there is), or a library's or C object
+        self._instance(var, x)
+
+    def _members(self, var: int, x: Any, members: tuple[str, ...]) -> None:
+        """Parts read as attributes of Python's own types (a method's ``__self__``...)."""
+        name = self.snapshot.names[var]
+        for member in members:
+            self.child(self.get(var, "member", member, f"{name}.{member}"), getattr(x, member))
+
+    def _user_function(self, var: int, fn: types.FunctionType) -> None:
+        if not is_library(fn):
+            self._function(var, fn)
+
+    def _user_module(self, var: int, module: types.ModuleType) -> None:
+        if not is_library(module):  # the entries its code names, once every name is known (finish)
+            self.namespaces.append((self.get(var, "dict", None, self.snapshot.names[var]), vars(module), set()))
+
+    def _user_class(self, var: int, kind: type) -> None:
+        if not is_library(kind):
+            self._class(var, kind)
+
+    def _reference(self, var: int, reference: weakref.ref[Any]) -> None:
+        self.child(self.get(var, "call", None, f"{self.snapshot.names[var]}()"), reference())
+
+    def _instance(self, var: int, x: Any) -> None:
+        """An instance of a user's class: its class, its attributes and its slots."""
+        name = self.snapshot.names[var]
+        self.child(self.get(var, "class", None, f"type({name})"), type(x))
+        attributes = getattr(x, "__dict__", None)
+        if type(attributes) is dict:
+            self._mapping(self.get(var, "dict", None, name), attributes, attribute=True)
+        for kind in type(x).__mro__:
+            slots = kind.__dict__.get("__slots__", ())
+            for slot in (slots,) if isinstance(slots, str) else slots:
+                descriptor = kind.__dict__.get(slot)
+                if slot not in ("__dict__", "__weakref__") and hasattr(descriptor, "__get__"):
+                    self._slot(var, x, descriptor, f"{name}.{slot}")
+
+    def _slot(self, var: int, x: Any, descriptor: Any, name: str) -> None:
+        self.snapshot.constants.append(descriptor)
+        try:
+            held = descriptor.__get__(x)
+        except AttributeError:  # an empty slot
+            self.fact("no slot", var, descriptor)
+            return
+        self.child(self.get(var, "slot", descriptor, name), held)
+
+    def _cell(self, var: int, cell: types.CellType, name: str | None = None) -> None:
+        name = self.snapshot.names[var] if name is None else name
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # empty: a name not yet bound in the enclosing function
+            self.fact("empty", var)
+            return
+        self.child(self.get(var, "member", "cell_contents", name), contents)
+
+    def _function(self, var: int, fn: types.FunctionType) -> None:
+        name = self.snapshot.names[var]
+        code = fn.__code__
+        self.fact("code", var, id(code))  # writable: a function whose code was replaced is another
+        self.snapshot.constants.append(code)
+        names = _code_names(code)
+        self.names |= names
+        if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None:
+            self.fact("bare", var)  # no closure, no defaults: one check for the three
+        else:
+            self._parts(var, fn, name)
+        namespace = fn.__globals__  # read-only: the same function has the same globals
+        done = self.named_done.setdefault(id(namespace), set())
+        new = sorted(names - done)
+        if new:
+            done.update(new)
+            self._named(self.get(var, "member", "__globals__", f"{name}.__globals__"), namespace, new, "")
+
+    def _parts(self, var: int, fn: types.FunctionType, name: str) -> None:
+        """A function's closure cells (by the names the code gives them) and its defaults."""
+        closure = fn.__closure__ or ()
+        cells = self.get(var, "member", "__closure__", f"{name}.__closure__")
+        if not closure:
+            self.fact("same", cells, exact(None), raw=None)
+        else:
+            unpacked = [self.var(free) for free in fn.__code__.co_freevars]
+            self.fact("unpack", cells, tuple(unpacked))
+            for cell_var, cell in zip(unpacked, closure, strict=True):
+                self.fact("is", cell_var, id(cell))
+                self.snapshot.constants.append(cell)
+                self._cell(cell_var, cell, self.snapshot.names[cell_var])
+        self.child(self.get(var, "member", "__defaults__", f"{name}.__defaults__"), fn.__defaults__)
+        self.child(self.get(var, "member", "__kwdefaults__", f"{name}.__kwdefaults__"), fn.__kwdefaults__)
+
+    def _class(self, var: int, kind: type) -> None:
+        name = getattr(kind, "__qualname__", self.snapshot.names[var])
+        entries = kind.__dict__
+        entries_var = self.get(var, "dict", None, name)
+        keys = self.get(entries_var, "keys", True, name)
+        self.fact("scalars", keys, tuple(exact(k) for k in entries), raw=tuple(entries))  # its names, in order
+        special = sorted(k for k, item in entries.items() if k.startswith("__") and k not in _METADATA)
+        done = set(special)
+        for key in special:  # called by Python without being named: __call__, __add__, __init__...
+            self.child(self.get(entries_var, "entry", key, f"{name}.{key}"), entries[key])
+        self.namespaces.append((entries_var, entries, done))
+        bases = self.get(var, "member", "__bases__", f"{name}.__bases__")
+        self.items(bases, list(kind.__bases__), [f"[{k}]" for k in range(len(kind.__bases__))])
+
+    def _named(self, var: int, namespace: Any, names: list[str], prefix: str) -> None:
+        """The entries of a namespace (globals, a module, a class) that the code names."""
+        absent = tuple(n for n in names if n not in namespace)
+        if absent:
+            self.fact("absent", var, absent)
+        for key in names:
+            if key in namespace:
+                self.child(self.get(var, "entry", key, f"{prefix}{key}"), namespace[key])
+
+    def _mapping(self, var: int, mapping: dict[Any, Any], attribute: bool = False) -> None:
+        """A dict's keys (in order) and values; attributes are named ``.name``, items ``[key]``."""
+        name = self.snapshot.names[var]
+        own = type(mapping) in _DICTS  # Python's own: its methods run no user code
+        keys = list(mapping) if own else list(dict.keys(mapping))
+        labels = [f".{k}" if attribute else f"[{k!r}]" for k in keys]
+        self.items(self.get(var, "keys", own, name), keys, labels)
+        values = list(mapping.values()) if own else list(dict.values(mapping))
+        self.items(self.get(var, "values", own, name), values, labels)
+
+    def items(self, var: int, items: list[Any], labels: list[str] | None) -> None:
+        """Every item of a tuple variable: by value, identity and flags at once where they are
+        all scalars, all Values or all other objects, one by one otherwise."""
+        if labels is not None:
+            self.snapshot.labels[var] = labels
+        self.count(len(items), var)
+        if all(is_scalar(x) for x in items):
+            self.fact("scalars", var, tuple(exact(x) for x in items), raw=tuple(items))
+        elif all(type(x) is Value and _plain_attributes(x) for x in items):  # parameters, labelled or not
+            self._values_at_once(var, items)
+        elif not any(is_scalar(x) or isinstance(x, Value) for x in items):
+            self._objects_at_once(var, items, labels)
+        else:
+            unpacked = self._unpacked(var, len(items), labels)
+            for item_var, x in zip(unpacked, items, strict=True):
+                self.child(item_var, x)
+
+    def _values_at_once(self, var: int, items: list[Value]) -> None:
+        """A list of Values: their identities, flags and attributes, each a fact for them all."""
+        self.fact("ids", var, tuple(map(id, items)))
+        self.fact("rgs", var, tuple(x.requires_grad for x in items))
+        attributes = [vars(x).copy() for x in items]
+        self.fact("attrses", var, tuple(tuple(a.items()) for a in attributes), raw=attributes)
+        for x in items:
+            self.seen.setdefault(id(x), var)
+            self.snapshot.values[id(x)] = x
+        self.snapshot.constants.append(tuple(items))
+
+    def _objects_at_once(self, var: int, items: list[Any], labels: list[str] | None) -> None:
+        """A list of objects: their identities in one fact, then the parts of those not yet walked."""
+        self.fact("ids", var, tuple(map(id, items)))
+        self.snapshot.constants.append(tuple(items))
+        new = [k for k, x in enumerate(items) if id(x) not in self.seen]
+        if not new:
+            return
+        unpacked = self._unpacked(var, len(items), labels)
+        for k in new:
+            if id(items[k]) not in self.seen:  # an object twice in the list is walked once
+                self.seen[id(items[k])] = unpacked[k]
+                self.queue.append((unpacked[k], items[k]))
+
+    def _unpacked(self, var: int, count: int, labels: list[str] | None) -> list[int]:
+        """A variable for each item of a tuple variable, named as a reader names the item."""
+        name = self.snapshot.names[var]
+        unpacked = [self.var(name + (labels[k] if labels else "{...}")) for k in range(count)]
+        self.fact("unpack", var, tuple(unpacked))
+        return unpacked
+
+    def finish(self) -> None:
+        """Walk until nothing is left: objects, then the namespaces' entries the code names
+        (which may reach more code, naming more)."""
+        while True:
+            while self.queue:
+                self.expand(*self.queue.popleft())
+            progress = False
+            for var, namespace, done in self.namespaces:
+                new = sorted((self.names & namespace.keys()) - done)
+                if new:
+                    done.update(new)
+                    progress = True
+                    prefix = self.snapshot.names[var] + "."
+                    for key in new:
+                        self.child(self.get(var, "entry", key, f"{prefix}{key}"), namespace[key])
+            if not progress and not self.queue:
+                return
+
+
+_PARTS: list[tuple[Any, Any]] = [
+    (types.FunctionType, _Walk._user_function),
+    (types.MethodType, lambda walk, var, x: walk._members(var, x, ("__self__", "__func__"))),
+    (functools.partial, lambda walk, var, x: walk._members(var, x, ("func", "args", "keywords"))),
+    (property, lambda walk, var, x: walk._members(var, x, ("fget", "fset", "fdel"))),
+    ((staticmethod, classmethod), lambda walk, var, x: walk._members(var, x, ("__func__",))),
+    (types.CellType, _Walk._cell),
+    (weakref.ref, _Walk._reference),
+    (types.ModuleType, _Walk._user_module),
+    (type, _Walk._user_class),
+]
+"""The parts of each of Python's own kinds of object that the function can reach through it."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_names(code: types.CodeType) -> frozenset[str]:
+    """The names a code object and the code nested in it read (globals and attributes)."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return frozenset(names)
+
+
+def observe(roots: list[tuple[str, Any]], limit: int = WORLD_LIMIT) -> Snapshot:
+    """The world reachable from ``roots`` (each a name and an object: the function, the
+    objects a call was given), as facts. Raises ``WorldTooLargeError`` beyond ``limit``."""
+    walk = _Walk(limit)
+    for name, root in roots:
+        var = walk.var(name)
+        walk.seen.setdefault(id(root), var)
+        walk.snapshot.constants.append(root)
+        if isinstance(root, Value):
+            walk.snapshot.values[id(root)] = root
+            walk.fact("rg", var, root.requires_grad)
+            walk._attributes(var, root)  # the walk's own step
+        elif not is_scalar(root):
+            walk.queue.append((var, root))
+    walk.snapshot.roots = len(roots)
+    walk.finish()
+    return walk.snapshot
+
+
+def first_difference(before: Snapshot, after: Snapshot) -> str | None:
+    """Where two observations of a world first differ, as a reader names it; None if equal."""
+    for old, new in zip(before.facts, after.facts, strict=False):
+        if old != new:
+            return _difference(before, after, old, new)
+    if len(before.facts) != len(after.facts):
+        longer = before if len(before.facts) > len(after.facts) else after
+        fact = longer.facts[min(len(before.facts), len(after.facts))]
+        return longer.describe(fact[2] if fact[0] == "get" else fact[1])
+    return None
+
+
+_ASPECTS = {"rg": " (its requires_grad)", "rgs": " (its requires_grad)", "attrs": " (its attributes)"}
+
+
+def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> str:
+    """How a reader names what differs between two facts at one place of two observations."""
+    kind, var = old[0], old[1]
+    items = ("unpack", "ids", "rgs", "attrses", "scalars")  # facts about every item of a tuple variable
+    if kind == "attrs" and var in after.value_at:  # a Value's own attributes: name the one that changed
+        was, now = dict(old[2]), vars(after.value_at[var])
+        changed = [k for k in {**was, **now} if was.get(k, MISSING) is not now.get(k, MISSING)]
+        return f"{before.describe(var)}.{changed[0]}" if changed else before.describe(var)
+    if var != new[1] or kind == "get" or (kind != new[0] and not (kind in items and new[0] in items)):
+        return before.describe(var)
+    if kind not in items:
+        return before.describe(var) + _ASPECTS.get(kind, "")
+    old_items, new_items = old[2], new[2]
+    k = next((k for k, (a, b) in enumerate(zip(old_items, new_items, strict=False)) if a != b), None)
+    if k is not None and len(old_items) == len(new_items):
+        return before.describe(var, k) + _ASPECTS.get(kind, "")
+    if k is None:
+        k = min(len(old_items), len(new_items))
+    if len(new_items) > len(old_items):
+        return f"{after.describe(var, k)} (added)"
+    if len(new_items) < len(old_items):
+        return f"{before.describe(var, k)} (removed)"
+    return before.describe(var, k)

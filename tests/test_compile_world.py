@@ -1,0 +1,446 @@
+"""What vjpgrad.compile watches: the function's whole world, or a refusal.
+
+Each scenario runs the same calls, with the same changes between them, once eagerly and once
+compiled, on two twin worlds; the results and gradients must be the same bits. The function
+reads things a guard watching only the paths to its Values would miss: flags and numbers on
+objects that hold no Value, containers that were empty, ``requires_grad`` of a Value it did not
+read, the order of dicts and sets, keyword arguments' order, a float subclass's attributes.
+Side effects are refused, numbers are structure (a warning, then eager code, when they keep
+changing), and a world too large to watch is refused naming its largest container.
+"""
+
+from __future__ import annotations
+
+import collections
+import types
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from _helpers import bits
+
+import vjpgrad
+from vjpgrad import RecompileWarning, Value, Vector
+from vjpgrad.compiler import DataDependentError, world
+
+
+def twin_runs(build: Callable[[], tuple[Callable[..., Any], list[Callable[[], Any]]]]) -> None:
+    """``build()`` makes a fresh world: the function and the calls to make, each a thunk that
+    changes the world (or not) and calls the function given to it. The compiled run and the
+    eager run must see the same numbers and gradients at every call."""
+
+    def results(compiled: bool) -> list[Any]:
+        fn, calls = build()
+        run = vjpgrad.compile(fn) if compiled else fn
+        found = []
+        for call in calls:
+            out = call(run)
+            outs = list(out) if isinstance(out, (list, tuple, Vector)) else [out]
+            live = [y for y in outs if y.requires_grad]
+            if live:
+                Vector(live).backward([1.0] * len(live))
+            found.append([bits(y.data) for y in outs])
+        return found
+
+    assert results(compiled=True) == results(compiled=False)
+
+
+def leaves_grads(*values: Value) -> list[Any]:
+    return [bits(v.grad) for v in values]
+
+
+# ---- the issue's eight classes: each gave another number compiled than eager -----------------------
+
+
+def test_a_flag_on_a_submodule_that_holds_no_value_is_watched() -> None:
+    class Dropout:
+        training = True
+
+        def __call__(self, x: Value) -> Value:
+            return x * 2.0 if self.training else x
+
+    class Model:
+        def __init__(self) -> None:
+            self.w = Value(1.0)
+            self.drop = Dropout()
+
+        def __call__(self, x: Value) -> Value:
+            return self.drop(x * self.w)
+
+    def build() -> Any:
+        model = Model()
+
+        def evaluate(run: Any) -> Any:
+            model.drop.training = False
+            return run(Value(1.0))
+
+        return (lambda x: model(x)), [lambda run: run(Value(1.0)), lambda run: run(Value(1.0)), evaluate]
+
+    twin_runs(build)
+
+
+def test_a_number_in_an_imported_module_is_watched() -> None:
+    config = types.ModuleType("config")  # a module of the user's, as `import config` gives
+    config.LR_SCALE = 1.0  # type: ignore[attr-defined]  # the subject: a module attribute
+
+    def build() -> Any:
+        w = Value(2.0)
+        config.LR_SCALE = 1.0  # type: ignore[attr-defined]
+
+        def rescale(run: Any) -> Any:
+            config.LR_SCALE = 3.0  # type: ignore[attr-defined]
+            return run(Value(1.0))
+
+        return (lambda x: x * w * config.LR_SCALE), [lambda run: run(Value(1.0)), rescale, rescale]  # type: ignore[attr-defined]
+
+    twin_runs(build)
+
+
+def test_a_class_level_flag_is_watched() -> None:
+    def build() -> Any:
+        class Model:
+            training = True  # the class holds no Value: only the instance does
+
+            def __init__(self) -> None:
+                self.w = Value(0.5)
+
+            def __call__(self, x: Value) -> Value:
+                return x * self.w * (2.0 if self.training else 1.0)
+
+        model = Model()
+
+        def evaluate(run: Any) -> Any:
+            Model.training = False
+            return run(Value(1.0))
+
+        return (lambda x: model(x)), [lambda run: run(Value(1.0)), evaluate, evaluate]
+
+    twin_runs(build)
+
+
+def test_a_flag_that_chooses_the_parameter_is_watched() -> None:
+    def build() -> Any:
+        a, b = Value(1.0), Value(2.0)
+        opts = types.SimpleNamespace(use_b=False)
+
+        def switch(run: Any) -> Any:
+            opts.use_b = True
+            out = run(Value(3.0))
+            return [out, a * 1.0, b * 1.0]  # the gradients reached a and b: compared through these
+
+        return (lambda x: x * (b if opts.use_b else a)), [lambda run: run(Value(3.0)), switch]
+
+    twin_runs(build)
+    # and the gradient goes to the parameter eager code chooses
+    a, b = Value(1.0), Value(2.0)
+    opts = types.SimpleNamespace(use_b=False)
+    f = vjpgrad.compile(lambda x: x * (b if opts.use_b else a))
+    f(Value(3.0))
+    opts.use_b = True
+    f(Value(3.0)).backward()
+    assert (a.grad, b.grad) == (0.0, 3.0)
+
+
+def test_a_container_that_was_empty_and_later_holds_a_value_is_watched() -> None:
+    class Model:
+        def __init__(self) -> None:
+            self.w = Value(2.0)
+            self.adapters: list[Value] = []
+
+        def __call__(self, x: Value) -> Value:
+            return sum((x * a for a in self.adapters), x * self.w)
+
+    model = Model()
+    f = vjpgrad.compile(lambda x: model(x))
+    assert f(Value(1.0)).data == 2.0
+    model.adapters.append(Value(0.5))
+    out = f(Value(1.0))
+    out.backward()
+    assert out.data == 2.5
+    assert model.adapters[0].grad == 1.0
+
+
+def test_requires_grad_of_a_value_the_recording_did_not_read_is_watched() -> None:
+    p = Value(2.0, requires_grad=False)
+
+    def f(x: Value) -> Value:
+        t = x * 1.5
+        if p.requires_grad:
+            t = t * p
+        return t
+
+    compiled = vjpgrad.compile(f)
+    assert compiled(Value(1.0)).data == 1.5
+    p.requires_grad = True
+    assert compiled(Value(1.0)).data == f(Value(1.0)).data == 3.0
+
+
+@pytest.mark.parametrize(
+    "reorder",
+    [
+        lambda d: d.__setitem__("a", d.pop("a")),
+        lambda d: d.move_to_end("a"),
+    ],
+    ids=["pop and insert", "move_to_end"],
+)
+def test_the_order_of_a_dict_of_parameters_is_watched(reorder: Callable[[Any], None]) -> None:
+    def build() -> Any:
+        params = collections.OrderedDict(a=Value(1.0), b=Value(-2.0), c=Value(0.5))
+
+        def chain(x: Value) -> Value:
+            for p in params.values():  # the order of the chain is the order of the dict
+                x = (x + p).tanh()
+            return x
+
+        def reordered(run: Any) -> Any:
+            reorder(params)
+            return run(Value(0.3))
+
+        return chain, [lambda run: run(Value(0.3)), reordered, reordered]
+
+    twin_runs(build)
+
+
+def test_the_order_of_a_set_is_watched() -> None:
+    class Item:
+        def __init__(self, w: float) -> None:
+            self.w = Value(w)
+
+    items = [Item(float(k) - 3.5) for k in range(8)]
+    members = set(items)
+
+    def chain(x: Value) -> Value:
+        for item in members:  # the order of the chain is the set's order
+            x = (x + item.w).tanh()
+        return x
+
+    compiled = vjpgrad.compile(chain)
+    for order in (items, items[::-1], items[::2] + items[1::2], items):
+        members.clear()
+        members.update(order)  # the same members, in the order their insertion gives
+        assert bits(compiled(Value(0.3)).data) == bits(chain(Value(0.3)).data)
+
+
+def test_keyword_arguments_keep_the_calls_order() -> None:
+    def f(x: Value, **terms: float) -> Value:
+        out = x
+        for t in terms.values():
+            out = out * 0.5 - t
+        return out
+
+    compiled = vjpgrad.compile(f)
+    first = compiled(Value(1.0), b=2.0, a=1.0).data
+    assert first == f(Value(1.0), b=2.0, a=1.0).data == -1.75  # b first: (1 * 0.5 - 2) * 0.5 - 1
+    assert compiled(Value(1.0), a=1.0, b=2.0).data == f(Value(1.0), a=1.0, b=2.0).data == -2.25
+    assert compiled(Value(1.0), b=2.0, a=1.0).data == -1.75  # each order replays its own recording
+    assert compiled.times_recorded == 2
+
+
+@pytest.mark.parametrize("where", ["parameter", "argument"])
+def test_a_computed_value_kept_on_a_value_is_refused(where: str) -> None:
+    w = Value(2.0)
+
+    def f(x: Value) -> Value:
+        h = x * w
+        (w if where == "parameter" else x).last = h  # type: ignore[attr-defined]  # the subject
+        return h
+
+    name = "w.last" if where == "parameter" else "x.last"
+    with pytest.raises(DataDependentError, match=rf"changed {name}"):
+        vjpgrad.compile(f)(Value(1.0))
+
+
+def test_a_parameter_rebound_through_a_second_path_is_seen() -> None:
+    class Model:
+        def __init__(self) -> None:
+            self.layers = [[Value(1.0), Value(2.0)]]
+            self.by_name = {"w": self.layers[0]}  # the same list, by a second path
+
+    model = Model()
+    f = vjpgrad.compile(lambda x: x * model.by_name["w"][1])
+    assert f(Value(1.0)).data == 2.0
+    model.by_name["w"] = [Value(1.0), Value(5.0)]
+    assert f(Value(1.0)).data == 5.0
+
+
+def test_a_world_too_large_to_watch_is_refused_naming_its_largest_container() -> None:
+    dataset = [[float(i), 1.0] for i in range(world.WORLD_LIMIT)]
+    w = Value(2.0)
+
+    def loss(x: Value, i: int) -> Value:
+        return x * w * dataset[i][0]
+
+    with pytest.raises(DataDependentError, match=r"can reach dataset, which holds 100,000"):
+        vjpgrad.compile(loss)(Value(1.0), 3)
+    assert loss(Value(1.0), 3).data == 6.0  # eager code runs it
+
+
+def test_a_float_subclass_argument_is_watched_as_an_object() -> None:
+    class Temperature(float):
+        def __new__(cls, value: float, scale: float = 1.0) -> Temperature:
+            made = super().__new__(cls, value)
+            made.scale = scale  # type: ignore[attr-defined]
+            return made
+
+    def f(x: Value, t: Temperature) -> Value:
+        return x * t * t.scale  # type: ignore[attr-defined]
+
+    compiled = vjpgrad.compile(f)
+    assert compiled(Value(1.0), Temperature(0.5, scale=1.0)).data == 0.5
+    assert compiled(Value(1.0), Temperature(0.5, scale=3.0)).data == 1.5
+    t = Temperature(0.5)
+    assert compiled(Value(1.0), t).data == 0.5
+    t.scale = 4.0  # type: ignore[attr-defined]
+    assert compiled(Value(1.0), t).data == 2.0
+
+
+def test_the_world_of_a_compiled_function_called_inside_is_watched() -> None:
+    config = types.SimpleNamespace(scale=2.0)
+    inner = vjpgrad.compile(lambda v: v * config.scale)
+    outer = vjpgrad.compile(lambda x: inner(x) + 1.0)
+    assert outer(Value(1.0)).data == 3.0
+    config.scale = 5.0
+    assert outer(Value(1.0)).data == 6.0
+
+
+# ---- side effects ------------------------------------------------------------------------------------
+
+
+def test_a_counter_the_function_increments_is_refused() -> None:
+    class Model:
+        calls = 0
+        w = Value(2.0)
+
+        def __call__(self, x: Value) -> Value:
+            self.calls += 1
+            return x * self.w * self.calls
+
+    model = Model()
+    with pytest.raises(DataDependentError, match=r"changed model\.calls \(added\)"):
+        vjpgrad.compile(lambda x: model(x))(Value(1.0))
+
+
+def test_a_number_the_function_changes_is_refused_naming_it() -> None:
+    state = types.SimpleNamespace(step=0)
+
+    def f(x: Value) -> Value:
+        state.step = state.step + 1
+        return x * 2.0
+
+    with pytest.raises(DataDependentError, match=r"changed state\.step while"):
+        vjpgrad.compile(f)(Value(1.0))
+
+
+def test_requires_grad_the_function_changes_is_refused() -> None:
+    w = Value(2.0)
+
+    def f(x: Value) -> Value:
+        w.requires_grad = False
+        return x * w
+
+    with pytest.raises(DataDependentError, match=r"changed w \(its requires_grad\)"):
+        vjpgrad.compile(f)(Value(1.0))
+
+
+# ---- numbers are structure ----------------------------------------------------------------------------
+
+
+def test_numbers_that_keep_changing_warn_once_then_run_eagerly() -> None:
+    w = Value(2.0)
+    calls = []
+
+    def step(x: Value, lr: float) -> Value:
+        return x * w * lr
+
+    compiled = vjpgrad.compile(step)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(12):
+            calls.append(compiled(Value(1.0), 0.5 + k).data)
+    assert calls == [step(Value(1.0), 0.5 + k).data for k in range(12)]
+    recompiles = [w for w in caught if issubclass(w.category, RecompileWarning)]
+    assert len(recompiles) == 1
+    assert "the argument lr" in str(recompiles[0].message)
+    assert "Value(lr, requires_grad=False)" in str(recompiles[0].message)
+    assert compiled.eager
+    assert compiled.times_recorded == 9
+
+
+def test_a_number_attribute_that_keeps_changing_is_named_in_the_warning() -> None:
+    config = types.SimpleNamespace(scale=1.0)
+    compiled = vjpgrad.compile(lambda x: x * config.scale)
+
+    def each_scale() -> list[float]:
+        found = []
+        for k in range(10):
+            config.scale = float(k)
+            found.append(compiled(Value(1.0)).data)
+        return found
+
+    with pytest.warns(RecompileWarning, match=r"config\.scale"):
+        found = each_scale()
+    assert found == [float(k) for k in range(10)]
+
+
+def test_a_number_passed_as_a_value_is_data_recorded_once() -> None:
+    compiled = vjpgrad.compile(lambda x, lr: x * lr)
+    for k in range(12):
+        assert compiled(Value(1.0), Value(0.5 + k, requires_grad=False)).data == 0.5 + k
+    assert compiled.times_recorded == 1
+
+
+def test_different_structures_do_not_count_toward_the_limit() -> None:
+    compiled = vjpgrad.compile(lambda xs: sum(xs[1:], xs[0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RecompileWarning)
+        for n in range(1, 15):
+            assert compiled([Value(1.0)] * n).data == float(n)
+    assert not compiled.eager
+    assert compiled.times_recorded == 14
+
+
+def test_reset_compiles_again_after_the_limit() -> None:
+    compiled = vjpgrad.compile(lambda x, c: x * c)
+    with pytest.warns(RecompileWarning):
+        _ = [compiled(Value(1.0), float(k)) for k in range(10)]
+    compiled.reset()
+    assert not compiled.eager
+    compiled(Value(1.0), 2.0)
+    assert compiled.recordings == 1
+
+
+# ---- the other two: a custom rule returning a closed-over Value, and no_grad ---------------------------
+
+
+def test_a_custom_rule_that_returns_a_closed_over_value_works_compiled() -> None:
+    k = Value(3.0)
+
+    @vjpgrad.custom_op
+    def square(u: float) -> float:
+        return u * u
+
+    @square.derivative
+    def _(u: Any, out: Any) -> Any:
+        return k  # its number at each call, as in eager code
+
+    def grads(run: Any) -> list[float]:
+        found = []
+        for number in (3.0, 3.0, 5.0, 5.0):
+            k.data = number
+            x = Value(2.0)
+            run(x).backward()
+            found.append(x.grad)
+        return found
+
+    assert grads(vjpgrad.compile(lambda x: square(x))) == grads(lambda x: square(x)) == [3.0, 3.0, 5.0, 5.0]
+
+
+def test_under_no_grad_the_recording_call_returns_eagers_leaf() -> None:
+    w = Value(2.0)
+    with vjpgrad.no_grad():
+        eager = (lambda x: x * w + 1.0)(Value(1.0))
+        compiled = vjpgrad.compile(lambda x: x * w + 1.0)
+        first, second = compiled(Value(1.0)), compiled(Value(1.0))
+    for out in (first, second):
+        assert (out._op, out.is_leaf, out.requires_grad, out.data) == (eager._op, True, False, 3.0)

@@ -1,0 +1,192 @@
+"""The repository's own text speaks to its users: no tracker numbers in the code, tests, docs,
+benchmarks or configuration (the history lives in CHANGELOG.md and the commit messages)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+READ = ("src", "docs", "tests", "benchmarks", "examples")
+"""The folders whose text users and contributors read."""
+CONFIG = ("pyproject.toml", ".ci/run", "README.md", "CONTRIBUTING.md", "ARCHITECTURE.md", ".gitignore")
+"""The configuration and the pages at the top of the repository (CHANGELOG.md may keep history)."""
+SUFFIXES = frozenset({".py", ".md", ".toml", ".txt", ".cfg", ".ini", ".yml", ".yaml", ".rst", ".ipynb", ".js", ".css"})
+SKIPPED = frozenset({"_build", "__pycache__", ".hypothesis", "mutants", ".ipynb_checkpoints"})
+
+# written in two parts, so that this file does not match its own pattern
+TRACKER_NUMBER = re.compile("iss" + r"ue\s*#?\d+", re.IGNORECASE)
+
+
+def texts() -> list[Path]:
+    """Every text file of ``READ`` and ``CONFIG`` (built output and caches left out)."""
+    found = [ROOT / name for name in CONFIG if (ROOT / name).is_file()]
+    for folder in READ:
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and path.suffix in SUFFIXES and not SKIPPED & set(path.parts):
+                found.append(path)
+    return found
+
+
+def test_no_text_names_a_tracker_issue_by_number() -> None:
+    files = texts()
+    assert len(files) > 100  # the folders were found
+    hits = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if TRACKER_NUMBER.search(line)
+    ]
+    assert hits == [], "history belongs in CHANGELOG.md and commit messages:\n" + "\n".join(hits)
+
+
+def test_the_pattern_finds_what_it_is_for() -> None:
+    word = "iss" + "ue"
+    for text in (f"{word} 23", f"{word} #16", f"({word.title()} #11)", f"{word.upper()}23"):
+        assert TRACKER_NUMBER.search(text), text
+    for text in ("the issue", "an issue with 2 operands", "tissue", f"{word}s"):
+        assert not TRACKER_NUMBER.search(text), text
+
+
+# ---- ARCHITECTURE.md is true ------------------------------------------------------------------------
+
+ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+PACKAGE = ROOT / "src" / "vjpgrad"
+
+
+def cited() -> list[str]:
+    """Every piece of code ARCHITECTURE.md cites (its backticked spans)."""
+    return re.findall(r"`([^`\n]+)`", ARCHITECTURE.read_text(encoding="utf-8"))
+
+
+def test_every_path_architecture_cites_exists() -> None:
+    paths = [c for c in cited() if re.fullmatch(r"[\w./]+\.(py|md)|[\w]+/", c)]
+    layers = re.findall(r"^(\w+)/ ", ARCHITECTURE.read_text(encoding="utf-8"), re.MULTILINE)
+    assert len(paths) > 15
+    assert len(layers) >= 6  # the diagram of the layers
+    missing = [
+        path
+        for path in [*paths, *(f"{layer}/" for layer in layers)]
+        if not any((base / path).exists() for base in (ROOT, PACKAGE, PACKAGE / "core"))
+        and not (path.endswith(".py") and list(PACKAGE.rglob(path)))
+    ]
+    assert missing == []
+
+
+def resolve(dotted: str) -> object:
+    """``graph.reached``, ``Op.backward``, ``vjpgrad.compiler``: the object a dotted name in the
+    text names, looked up as a module of vjpgrad (or of its core), then its attributes."""
+    import importlib
+    import importlib.util
+
+    import vjpgrad
+    from vjpgrad.core import ops
+
+    head, *rest = dotted.split(".")
+    found: object = None
+    for module in (f"vjpgrad.core.{head}", f"vjpgrad.{head}", head if head == "vjpgrad" else ""):
+        if module and importlib.util.find_spec(module) is not None:
+            found = importlib.import_module(module)
+            break
+    else:  # a class: Value, Op
+        found = getattr(vjpgrad, head, None) or getattr(ops, head)
+    for name in rest:
+        found = getattr(found, name)
+    return found
+
+
+def test_every_name_architecture_cites_exists() -> None:
+    names = [c for c in cited() if re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", c) and not c.endswith((".py", ".md"))]
+    assert len(names) > 12
+    missing = []
+    for dotted in names:
+        try:
+            resolve(dotted)
+        except AttributeError:
+            missing.append(dotted)
+    assert missing == []
+
+
+def test_grad_lives_where_architecture_says() -> None:
+    from vjpgrad import Value
+    from vjpgrad.core import graph
+
+    assert isinstance(vars(graph.Node)["grad"], property)
+    assert "grad" not in vars(Value)
+    assert "the property of `graph.Node`, in `core/graph.py`" in " ".join(ARCHITECTURE.read_text().split())
+
+
+SLOTS = frozenset(
+    {"_first", "_second", "_saved_first", "_saved_second", "_data", "_grad", "_operation", "_seq", "_seen"}
+    | {"_cotangent", "_origin"}
+)
+"""The node's slots (``graph.Node.__slots__``, less the ones Python itself uses)."""
+
+
+def test_only_graph_writes_a_nodes_slots() -> None:
+    import ast
+
+    from vjpgrad.core import graph
+
+    assert set(graph.Node.__slots__) - {"__dict__", "__weakref__", "requires_grad"} == SLOTS
+    writers = set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            targets += [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            if any(isinstance(t, ast.Attribute) and t.attr in SLOTS for t in targets):
+                writers.add(str(path.relative_to(PACKAGE)))
+    # the generated operators fill a new node through the lines graph.make_inline writes
+    assert writers == {"core/graph.py", "core/operators.py"}
+
+
+# ---- no function a reader cannot follow -------------------------------------------------------------
+
+GENERATED = frozenset({"core/operators.py", "core/functions.py"})
+"""Written by ``python -m vjpgrad.codegen --write``: straight-line code on purpose."""
+KNOWN_ABOVE_C = frozenset(
+    {
+        "compiler/record.py: _read",
+        "compiler/record.py: Arguments._visit",
+        "compiler/guard.py: _children",
+        "compiler/write.py: Program.backward_source",
+    }
+)
+"""Functions still above grade C, each to be split into named steps (remove it here when it is)."""
+
+
+def test_no_function_is_above_radons_grade_c() -> None:
+    # grade C is a cyclomatic complexity of at most 20 (radon: A 1-5, B 6-10, C 11-20, D 21-30...)
+    radon = pytest.importorskip("radon.complexity", reason="radon is installed in CI's main environment")
+    found = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = str(path.relative_to(PACKAGE))
+        if module in GENERATED:
+            continue
+        for block in radon.cc_visit(path.read_text(encoding="utf-8")):
+            for item in [block, *getattr(block, "closures", []), *getattr(block, "methods", [])]:
+                if item.complexity > 20:
+                    name = f"{item.classname}.{item.name}" if getattr(item, "classname", None) else item.name
+                    found.add(f"{module}: {name} ({radon.cc_rank(item.complexity)} {item.complexity})")
+    assert sorted(f for f in found if f.rsplit(" (", 1)[0] not in KNOWN_ABOVE_C) == []
+
+
+# ---- the exactness page lists every known difference ------------------------------------------------
+
+
+def test_the_exactness_page_names_every_function_whose_pytorch_kernel_may_differ() -> None:
+    from op_cases import CASES
+
+    page = " ".join((ROOT / "docs" / "explanation" / "exactness.md").read_text(encoding="utf-8").split())
+    listed = re.search(r"- \*\*`([a-z0-9 ]+)` and `x \*\* 0\.5` use the C library's functions\*\*", page)
+    assert listed is not None, "the page's list of the C library's functions moved: update this test"
+    kernels = set()
+    for case in CASES:
+        forward, backward = case.vectorised(*[0.5] * len(case.operands))
+        kernels |= {name for name, _ in [*([forward] if forward else []), *backward]}
+    assert kernels  # the rows name the kernels PyTorch runs
+    assert kernels <= set(listed.group(1).split())
