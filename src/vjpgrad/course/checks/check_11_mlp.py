@@ -73,8 +73,9 @@ def test_each_step_starts_from_zeroed_gradients(student: Any) -> None:
     held = [grad for leaf, grad in before[1] if id(leaf) in parameters and grad != 0]
     assert not held, (
         f"at the 2nd step, when backward() was called, {len(held)} of the model's {len(parameters)} parameters "
-        f"still held the 1st step's gradient (one held {held[0]!r}): backward() adds into .grad, so the 2nd step "
-        "moved the parameters by both steps' gradients. Zero every parameter's gradient before each backward()"
+        f"still held the 1st step's gradient (the largest {max(held, key=abs)!r}): backward() adds into .grad, so "
+        "the 2nd step moved the parameters by both steps' gradients. Zero every parameter's gradient before each "
+        "backward()"
     )
 
 
