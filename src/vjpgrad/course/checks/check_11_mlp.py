@@ -53,7 +53,7 @@ def test_each_step_starts_from_zeroed_gradients(student: Any) -> None:
     """Each training step starts from zeroed gradients."""
     value_type = student("engine").Value
     points, labels = make_moons()
-    before: list[list[tuple[Any, object]]] = []  # at each backward(): every leaf, and its grad then
+    before: list[list[tuple[Any, Any]]] = []  # at each backward(): every leaf, and its grad then
     original = value_type.backward
 
     def watched(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -71,9 +71,10 @@ def test_each_step_starts_from_zeroed_gradients(student: Any) -> None:
     )
     parameters = {id(p) for p in model.parameters()}
     held = [grad for leaf, grad in before[1] if id(leaf) in parameters and grad != 0]
+    largest = max(held, key=abs) if held else 0.0
     assert not held, (
         f"at the 2nd step, when backward() was called, {len(held)} of the model's {len(parameters)} parameters "
-        f"still held the 1st step's gradient (the largest {max(held, key=abs)!r}): backward() adds into .grad, so "
+        f"still held the 1st step's gradient (the largest {largest!r}): backward() adds into .grad, so "
         "the 2nd step moved the parameters by both steps' gradients. Zero every parameter's gradient before each "
         "backward()"
     )
