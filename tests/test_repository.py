@@ -148,15 +148,6 @@ def test_only_graph_writes_a_nodes_slots() -> None:
 
 GENERATED = frozenset({"core/operators.py", "core/functions.py"})
 """Written by ``python -m vjpgrad.codegen --write``: straight-line code on purpose."""
-KNOWN_ABOVE_C = frozenset(
-    {
-        "compiler/record.py: _read",
-        "compiler/record.py: Arguments._visit",
-        "compiler/guard.py: _children",
-        "compiler/write.py: Program.backward_source",
-    }
-)
-"""Functions still above grade C, each to be split into named steps (remove it here when it is)."""
 
 
 def test_no_function_is_above_radons_grade_c() -> None:
@@ -172,7 +163,7 @@ def test_no_function_is_above_radons_grade_c() -> None:
                 if item.complexity > 20:
                     name = f"{item.classname}.{item.name}" if getattr(item, "classname", None) else item.name
                     found.add(f"{module}: {name} ({radon.cc_rank(item.complexity)} {item.complexity})")
-    assert sorted(f for f in found if f.rsplit(" (", 1)[0] not in KNOWN_ABOVE_C) == []
+    assert sorted(found) == []
 
 
 # ---- the exactness page lists every known difference ------------------------------------------------

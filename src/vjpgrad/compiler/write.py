@@ -405,82 +405,116 @@ class Program:
         the eager pass does, and raises naming the operation."""
         if seeded == getattr(self, "_every", None) and hasattr(self, "_every_source") and not checked:
             return self._every_source  # written once already, to learn which values it reads
-        live = {id(n) for n in self.live}
-        reach = self.reach_of(seeded)
-        returned = {id(self.live[k]) for k in self.internal_outputs}
+        pass_ = _ReversePass(self, seeded, checked)
         lines = ["def backward(seeds, values, inputs, start):"]
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
         lines.append(VALUES_LINE)  # the values the lines below read: known once they are written
-        started: set[int] = set()
-        # an argument's or parameter's gradient goes on from what the pass has handed it so far
-        # (later operations, or its own seed), and takes each contribution in eager's order
-        for k, x in enumerate(self.externals):
-            if id(x) in reach:
-                lines.append(f"    g_{self.names[id(x)]} = start[{k}]")
-                started.add(id(x))
-        for i in sorted(seeded):
-            node = self.live[self.internal_outputs[i]]
-            if id(node) in reach:
-                gradient = f"g_{self.names[id(node)]}"
-                lines.append(
-                    f"    {gradient} = seeds[{i}]" if id(node) not in started else f"    {gradient} += seeds[{i}]"
-                )
-                started.add(id(node))
+        lines += pass_.starts()
+        for node in reversed(self.live):
+            lines += pass_.lines_of(node)
+        lines.append(pass_.returned())
+        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
+        return "\n".join(unpack if line is VALUES_LINE else line for line in lines if line) + "\n"
+
+
+class _ReversePass:
+    """The lines of one reverse pass of a ``Program``, written node by node in decreasing
+    creation order (eager's): which gradient variables have started, and which node's gradient
+    a variable holds when a node took over its user's variable instead of copying it."""
+
+    def __init__(self, program: Program, seeded: frozenset[int], checked: bool) -> None:
+        self.program, self.seeded, self.checked = program, seeded, checked
+        self.live = {id(n) for n in program.live}
+        self.reach = program.reach_of(seeded)
+        self.returned_ids = {id(program.live[k]) for k in program.internal_outputs}
+        self.outputs_seeded = {id(program.live[program.internal_outputs[i]]) for i in seeded}
+        self.started: set[int] = set()
         # A node whose first contribution is its user's gradient itself (an addition's) takes
         # over that variable instead of copying it, when the user is done with it: which node
         # holds which variable is tracked so that no variable serves two live gradients.
-        named: dict[int, str] = {}  # id(node) -> the variable holding its gradient, if not its own
-        holder: dict[str, int] = {}  # variable -> id of the node whose gradient it holds
-        outputs_seeded = {id(self.live[self.internal_outputs[i]]) for i in seeded}
+        self.named: dict[int, str] = {}  # id(node) -> the variable holding its gradient, if not its own
+        self.holder: dict[str, int] = {}  # variable -> id of the node whose gradient it holds
 
-        def variable(key: int) -> str:
-            return named.get(key, f"g_{self.names[key]}")
+    def variable(self, key: int) -> str:
+        return self.named.get(key, f"g_{self.program.names[key]}")
 
-        for node in reversed(self.live):
-            if id(node) not in reach or id(node) not in started or graph.op_of(node) is None:
-                continue
-            lines.append(f"    # {self.writer.forward_line(node).split('  # ')[0]}")
-            gradient = variable(id(node))
-            op = graph.op_of(node)
-            for target, code, position in self.writer.backward_lines(node, gradient):
-                if target == -1:
-                    lines.append(f"    {code}")
-                    continue
-                if checked:  # anomaly mode: each contribution tested before it is added, as in eager code
-                    lines.append(f"    _c = {code}")
-                    shown = self.writer.comment(op)  # type: ignore[arg-type]  # an operation: the loop skips leaves
-                    lines.append(f"    if _c != _c: _anomaly({shown!r}, {position})")
-                    code = "_c"
-                elif target in live and target not in returned and graph.op_of(self.by_id[target]) is None:
-                    # a Value made inside and not returned: its gradient goes nowhere, but anomaly
-                    # mode's pass checks it as eager's does, so the values it reads are handed on
-                    self._skipped_reads.update(re.findall(r"\bt\d+\b", code))
-                    continue
-                if (
-                    not checked
-                    and code == gradient
-                    and target not in started
-                    and target in live
-                    and id(node) not in outputs_seeded  # an output's own gradient is returned at the end
-                    and holder.get(gradient, id(node)) == id(node)
-                ):
-                    named[target] = gradient
-                    holder[gradient] = target
-                    started.add(target)
-                    continue
-                lines.append(f"    {variable(target)} {'+=' if target in started else '='} {code}")
-                started.add(target)
-        results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
-        # and each seeded output's own gradient: its seed and what the operations inside handed it
-        outputs = [
-            f"g_{self.names[id(self.live[self.internal_outputs[i]])]}"
-            if id(self.live[self.internal_outputs[i]]) in started
-            else "None"
-            for i in sorted(seeded)
-        ]
-        lines.append(
+    def starts(self) -> list[str]:
+        """An argument's or parameter's gradient goes on from what the pass has handed it so far
+        (later operations, or its own seed), then each seeded output's gradient takes its seed."""
+        program, lines = self.program, []
+        for k, x in enumerate(program.externals):
+            if id(x) in self.reach:
+                lines.append(f"    g_{program.names[id(x)]} = start[{k}]")
+                self.started.add(id(x))
+        for i in sorted(self.seeded):
+            node = program.live[program.internal_outputs[i]]
+            if id(node) in self.reach:
+                gradient = f"g_{program.names[id(node)]}"
+                lines.append(
+                    f"    {gradient} = seeds[{i}]" if id(node) not in self.started else f"    {gradient} += seeds[{i}]"
+                )
+                self.started.add(id(node))
+        return lines
+
+    def lines_of(self, node: Any) -> list[str]:
+        """The lines of one recorded operation's edges (none for a node the pass does not run)."""
+        key = id(node)
+        op = graph.op_of(node)
+        if key not in self.reach or key not in self.started or op is None:
+            return []
+        writer = self.program.writer
+        lines = [f"    # {writer.forward_line(node).split('  # ')[0]}"]
+        gradient = self.variable(key)
+        for target, code, position in writer.backward_lines(node, gradient):
+            if target == -1:
+                lines.append(f"    {code}")
+            elif self.checked:  # anomaly mode: each contribution tested before it is added, as in eager code
+                lines.append(f"    _c = {code}")
+                lines.append(f"    if _c != _c: _anomaly({writer.comment(op)!r}, {position})")
+                lines.append(self._add(target, "_c"))
+            elif self._goes_nowhere(target):
+                # a Value made inside and not returned: its gradient goes nowhere, but anomaly
+                # mode's pass checks it as eager's does, so the values it reads are handed on
+                self.program._skipped_reads.update(re.findall(r"\bt\d+\b", code))
+            elif not self._takes_over(key, target, code, gradient):
+                lines.append(self._add(target, code))
+        return lines
+
+    def _goes_nowhere(self, target: int) -> bool:
+        program = self.program
+        return target in self.live and target not in self.returned_ids and graph.op_of(program.by_id[target]) is None
+
+    def _takes_over(self, key: int, target: int, code: str, gradient: str) -> bool:
+        """Whether ``target``'s gradient starts as ``gradient`` itself and takes over its variable."""
+        if (
+            code == gradient
+            and target not in self.started
+            and target in self.live
+            and key not in self.outputs_seeded  # an output's own gradient is returned at the end
+            and self.holder.get(gradient, key) == key
+        ):
+            self.named[target] = gradient
+            self.holder[gradient] = target
+            self.started.add(target)
+            return True
+        return False
+
+    def _add(self, target: int, code: str) -> str:
+        line = f"    {self.variable(target)} {'+=' if target in self.started else '='} {code}"
+        self.started.add(target)
+        return line
+
+    def returned(self) -> str:
+        """The return line: each argument's and parameter's gradient, then each seeded output's
+        own (its seed and what the operations inside handed it); None where the pass gave none."""
+        program = self.program
+
+        def gradient_of(node: Any) -> str:
+            return f"g_{program.names[id(node)]}" if id(node) in self.started else "None"
+
+        results = [gradient_of(x) for x in program.externals]
+        outputs = [gradient_of(program.live[program.internal_outputs[i]]) for i in sorted(self.seeded)]
+        return (
             f"    return ({', '.join(results)}{',' if len(results) == 1 else ''}), "
             f"({', '.join(outputs)}{',' if len(outputs) == 1 else ''})"
         )
-        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
-        return "\n".join(unpack if line is VALUES_LINE else line for line in lines if line) + "\n"
