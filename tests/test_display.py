@@ -310,6 +310,7 @@ def test_a_drawing_keeps_its_dot_text_and_saves_it_without_graphviz(tmp_path: Pa
     assert "apple" in d.source
     assert d.save(tmp_path / "g.dot").read_text() == d.source
     assert "lines of DOT" in repr(d)
+    assert "(.png/.pdf need Graphviz)" in repr(d)  # what save() writes without Graphviz is .svg
 
 
 def test_a_drawing_refuses_bad_input_before_writing(tmp_path: Path) -> None:

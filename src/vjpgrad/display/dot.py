@@ -280,7 +280,7 @@ class SVGDrawing:
 
     def __repr__(self) -> str:
         lines = self.source.count("\n")
-        return f"<SVGDrawing: {lines} lines of DOT in .source; .save(path) writes .svg, .png or .pdf>"
+        return f"<SVGDrawing: {lines} lines of DOT in .source; .save(path) writes .svg (.png/.pdf need Graphviz)>"
 
     def _render(self, fmt: str) -> bytes:
         try:

@@ -658,13 +658,14 @@ _SCRIPT = """
       tableBox.scrollTop = Math.max(0, row.offsetTop - tableBox.clientHeight / 2);
     }
     showPanel(cur);
-    reveal(cur === null ? firstOutput : nodes[cur.node], cur === null ? null : nodes[cur.operand]);
+    reveal(cur === null ? startNode : nodes[cur.node], cur === null ? null : nodes[cur.operand]);
   }
 
   // The graph is scaled to the box's width (CSS); a graph taller than the box is panned so
-  // that the node handing on gradient (at step 0, the output where the pass starts) is in view.
+  // that the node handing on gradient is in view; at step 0, the output where the pass starts
+  // (the node of the first step), or the first output when no edge takes gradient.
   var graphBox = root.querySelector(".vjs-graph-box");
-  var firstOutput = root.querySelector(".vjs-node.vjs-output");
+  var startNode = (n ? nodes[steps[0].node] : null) || root.querySelector(".vjs-node.vjs-output");
   function reveal(el, other) {
     if (!el || !graphBox) { return; }
     var box = graphBox.getBoundingClientRect(), r = el.getBoundingClientRect();
