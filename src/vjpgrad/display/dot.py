@@ -197,7 +197,7 @@ def _plain_svg(
         )
         for node in nodes
     ]
-    return stepper.picture_svg(boxes, _picture_arrows(nodes, title, steps, edges))
+    return stepper.picture_svg(boxes, _picture_arrows(nodes, title, steps, edges), [title[v] for v in outputs])
 
 
 def _picture_steps(
