@@ -6,10 +6,11 @@ so it works from a file, offline. ``stepper_fragment`` is the same stepper as a 
 HTML for a notebook's output cell or any other page: its ids are unique per call and its
 CSS touches only its own ``vjs-`` classes.
 
-Python lays the graph out (columns by depth, leaves on the left, outputs on the right) and
-draws it as inline SVG; the page's script only replays the explanation's steps, so what it
-shows is exactly ``explain``'s data: step 0 is the seeds, step k the k-th edge of the pass,
-the last step leaves every node at the gradient ``backward`` gives it.
+Python lays the graph out (columns by depth, leaves on the left, outputs on the right; an
+edge that skips a column goes round its boxes, through a free band) and draws it as inline
+SVG; the page's script only replays the explanation's steps, so what it shows is exactly
+``explain``'s data: step 0 is the seeds, step k the k-th edge of the pass, the last step
+leaves every node at the gradient ``backward`` gives it.
 
 Everything a user wrote (labels, names, op names of custom ops, the title) is escaped: the
 markup through ``html.escape``, the data as JSON with ``<``, ``>`` and ``&`` written as
