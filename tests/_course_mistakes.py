@@ -2,8 +2,8 @@
 
 A mistake replaces one piece of one solution file (``old``, which must occur exactly once) with what
 a student typically writes (``new``). tests/test_course.py checks each against its exercise: the
-exercise must fail, and its message must contain every fragment of ``expect``: the wrong node,
-edge or input, and what the mistake usually is.
+exercise must fail, its message must contain every fragment of ``expect`` (the wrong node, edge or
+input, and what the mistake usually is) and none of ``forbid`` (what would give the answer away).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ class Mistake:
     new: str
     expect: tuple[str, ...]
     slow: bool = False
+    forbid: tuple[str, ...] = ()
 
 
 MISTAKES = (
@@ -56,6 +57,30 @@ MISTAKES = (
         ("<-- first difference", "the edge t3 -> t2 (*) handed t2", "check the local derivative of *"),
     ),
     Mistake(
+        "+ hands 1, the local derivative alone, without out.grad",
+        2,
+        "engine.py",
+        "            self.grad += out.grad\n            other.grad += out.grad",
+        "            self.grad += 1.0\n            other.grad += 1.0",
+        ("the edge t2 -> t1 (+) handed t1 1", "local derivative alone", "multiply by out.grad (the chain rule"),
+    ),
+    Mistake(
+        "* hands the other operand's number, without out.grad",
+        2,
+        "engine.py",
+        "            self.grad += other.data * out.grad\n            other.grad += self.data * out.grad",
+        "            self.grad += other.data\n            other.grad += self.data",
+        ("the edge t1 -> x1 (*) handed x1", "local derivative alone", "multiply by out.grad (the chain rule"),
+    ),
+    Mistake(
+        "* hands out.grad alone, without the local derivative",
+        2,
+        "engine.py",
+        "            self.grad += other.data * out.grad\n            other.grad += self.data * out.grad",
+        "            self.grad += out.grad\n            other.grad += out.grad",
+        ("the edge t3 -> t2 (*) handed t2 1", "out.grad alone", "multiply out.grad by it (the chain rule)"),
+    ),
+    Mistake(
         "+ forgets the graph",
         2,
         "engine.py",
@@ -78,6 +103,14 @@ MISTAKES = (
         "self.grad += (1 - out.data**2) * out.grad",
         "self.grad += (1 - out.data) * out.grad",
         ("(tanh) handed x1", "check the local derivative of tanh"),
+    ),
+    Mistake(
+        "exp hands its local derivative, out.data, without out.grad",
+        3,
+        "engine.py",
+        "self.grad += out.data * out.grad",
+        "self.grad += out.data",
+        ("the edge t1 -> x1 (exp) handed x1", "multiply by out.grad (the chain rule"),
     ),
     Mistake(
         "relu's derivative 1 at 0",
@@ -213,6 +246,14 @@ MISTAKES = (
         ("wrong_gradients returned",),
     ),
     Mistake(
+        "a checker with an absolute tolerance only",
+        9,
+        "gradient_checker.py",
+        "if abs(g - numeric) > tol * max(1.0, abs(numeric)):",
+        "if abs(g - numeric) > tol:",
+        ("exp(x) * y", "wrong_gradients returned [0, 1]", "tol * max(1, |numeric|)"),
+    ),
+    Mistake(
         "softsign's derivative without the square",
         10,
         "softsign.py",
@@ -226,8 +267,17 @@ MISTAKES = (
         "mlp.py",
         "        loss.zero_grad()\n",
         "",
-        ("points are right",),
+        ("at the 2nd step", "still held the 1st step's gradient", "Zero every parameter's gradient before each"),
         slow=True,
+    ),
+    Mistake(
+        "b's gradient with one of its two shares",
+        12,
+        "straight_line.py",
+        "    g_b = g_b + g_t2 * 2  # t2 = 2 * b\n",
+        "",
+        ("your b.grad is", "b is used twice", "the sum of both shares"),
+        forbid=("g_", "def ", "vjpgrad.compile wrote"),
     ),
     Mistake(
         "the reverse pass written as a loop",

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -35,7 +36,7 @@ from op_cases import CASES
 
 import vjpgrad
 from vjpgrad import Value, Vector
-from vjpgrad.compiler import DataDependentError
+from vjpgrad.compiler import DataDependentError, fold
 from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
 
 EXAMPLES = int(os.environ.get("VJPGRAD_FUZZ_EXAMPLES", "60"))
@@ -129,6 +130,29 @@ def run(  # DEFINITION
             for _ in range(n):
                 a = a * regs[0]
             regs.append(a)
+        elif kind == "blocks":  # copies of one block over inputs of their own: compile writes them as a loop
+            _, start, copies, body, vary, between = step
+            inputs = [regs[(start + c) % len(regs)] + regs[(start + c + 1) % len(regs)] for c in range(copies)]
+            inputs = [h * float(c + 1) for c, h in enumerate(inputs)]  # an input of its own for each copy
+            outputs = []
+            for c, h in enumerate(inputs):
+                for part in body:
+                    if part == "shared":  # a value every copy reads: its gradient threads through the loop
+                        h = h * inputs[0] if c else h * regs[0]
+                    elif part.startswith("param"):
+                        h = h + params.values[int(part[-1]) % len(params.values)] * h
+                    else:
+                        h = ONE_VALUE[part](h)
+                if vary:  # a constant that differs between copies
+                    h = h * [2.0, -0.0, -3.0, math.inf][c % 4]
+                regs.append(h)
+                outputs.append(h)
+                if between:  # a step between copies: they interleave with other code
+                    regs.append(h * regs[1])
+            total = outputs[0]
+            for h in outputs[1:]:
+                total = total + h
+            regs += [total, outputs[0] * regs[0], outputs[-1] + regs[1]]  # read after the loop
         elif kind == "no_grad":
             with vjpgrad.no_grad():
                 regs.append(a * 2.0)
@@ -211,6 +235,16 @@ step = st.one_of(
     st.tuples(st.just("set_order"), index),
     st.tuples(st.just("requires_grad"), index),
     st.tuples(st.just("terms"), index),
+    blocks := st.tuples(
+        st.just("blocks"),
+        index,
+        st.integers(2, 5),
+        st.lists(
+            st.one_of(st.sampled_from(["shared", "param0", "param1"]), st.sampled_from(sorted(ONE_VALUE))), max_size=4
+        ),
+        st.booleans(),
+        st.booleans(),
+    ),
 )
 refusal = st.tuples(st.sampled_from(sorted(REFUSED)), index)
 number = st.floats(-3.0, 3.0, allow_nan=False).filter(lambda v: abs(v) > 1e-3)
@@ -264,6 +298,61 @@ def outcome(
     seed_all=st.booleans(),
 )
 def test_compiled_is_eager_to_the_bit_on_random_programs(
+    steps: list[tuple[Any, ...]],
+    first: tuple[float, float, float],
+    second: tuple[float, float, float],
+    weights: list[float],
+    change: str,
+    trip: int,
+    numpy_scalars: bool,
+    seed_all: bool,
+    orders: tuple[bool, bool],
+) -> None:
+    compare(steps, first, second, weights, change, trip, numpy_scalars, seed_all, orders)
+
+
+@settings(max_examples=EXAMPLES)
+@given(
+    before=st.lists(step, max_size=4),
+    loop=blocks,
+    after=st.lists(step, max_size=3),
+    first=st.tuples(number, number, number),
+    second=st.tuples(number, number, number),
+    weights=st.lists(number, min_size=3, max_size=3),
+    seed_all=st.booleans(),
+)
+def test_compiled_loops_of_identical_blocks_are_eager_to_the_bit(
+    before: list[tuple[Any, ...]],
+    loop: tuple[Any, ...],
+    after: list[tuple[Any, ...]],
+    first: tuple[float, float, float],
+    second: tuple[float, float, float],
+    weights: list[float],
+    seed_all: bool,
+) -> None:
+    # copies of one block (compile writes them as one loop), with constants that vary between
+    # copies, steps between the copies, and a pass seeded at some outputs only
+    compare([*before, loop, *after], first, second, weights, "numbers", 1, False, seed_all, (False, False))
+
+
+def compare(
+    steps: list[tuple[Any, ...]],
+    first: tuple[float, float, float],
+    second: tuple[float, float, float],
+    weights: list[float],
+    change: str,
+    trip: int,
+    numpy_scalars: bool,
+    seed_all: bool,
+    orders: tuple[bool, bool],
+) -> None:
+    """Record ``steps``, change the world as ``change`` says, and compare a replay with eager code
+    (blocks of two operations or more, however small a part of the program, written as loops)."""
+    with mock.patch.object(fold, "SMALLEST", 2), mock.patch.object(fold, "SHARE", 0.0):
+        compare_as_compiled(steps, first, second, weights, change, trip, numpy_scalars, seed_all, orders)
+
+
+def compare_as_compiled(
     steps: list[tuple[Any, ...]],
     first: tuple[float, float, float],
     second: tuple[float, float, float],

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from vjpgrad.compiler import cache, guard, world
+from vjpgrad.compiler import cache, fold, guard, world
 from vjpgrad.compiler.record import (
     Arguments,
     Recorded,
@@ -97,6 +97,7 @@ class Entry:
             i for i, k in enumerate(self.internal_outputs) if graph.op_of(recorded.live[k]) is None
         )
         self._program: Program | None = None
+        self._table: tuple[fold.Run, ...] | None = None
         self._key: str | None = None
         self.forward: Callable[..., Any] | None = None  # set last: once set, the code is ready
         self._preparing = threading.Lock()
@@ -133,7 +134,7 @@ class Entry:
         code on a cache miss, for ``source``, and for reverse passes other than the one cached."""
         if self._program is None:
             recorded = self.recorded
-            self._program = Program(
+            self._program = fold.make_program(
                 recorded.live,
                 recorded.externals,
                 len(distinct(recorded.arguments)),
@@ -141,6 +142,7 @@ class Entry:
                 self.internal_outputs,
                 {},  # no Value made inside reads an argument: numbers are structure
                 recorded.edges,
+                self._table,  # the blocks the loaded code was written with, if it was loaded
             )
         return self._program
 
@@ -179,6 +181,7 @@ class Entry:
             kept_place = {id(live[k]): i for i, k in enumerate(payload["kept"])}
             reached, inside = payload["reached"]
             depends = [(list(a), list(b)) for a, b in payload["depends"]]
+            table = fold.checked_table(payload["fold"], len(live))
         except (KeyError, TypeError, ValueError, IndexError):  # a payload of another shape: write the code
             return False
         every = frozenset(range(len(self.internal_outputs)))
@@ -186,6 +189,8 @@ class Entry:
         self._backwards[(every, False)] = backward
         self._reached[every] = (frozenset(reached), frozenset(id(live[k]) for k in inside))
         self._key = key
+        if self._program is None:  # a reverse pass written later folds the blocks the loaded forward did
+            self._table = table
         self.forward = forward  # last: another thread that sees it finds the rest in place
         return True
 

@@ -97,6 +97,9 @@ class Writer:
         self.helpers: list[tuple[str, str, int] | None] = []  # what each _helperN is, in order
         self._lines: dict[int, str] = {}
         self._templates: dict[tuple[Any, ...], str | None] = {}
+        # (id of an operation, operand position) -> the name a number operand goes by instead of
+        # its literal: set by ``compiler.fold`` for a number that differs between a block's copies
+        self.named_numbers: dict[tuple[int, int], str] = {}
 
     def term(self, x: Any) -> str:
         """An operand as text: a variable name or a number."""
@@ -104,6 +107,14 @@ class Writer:
             key = id(x)
             return self.names[key] if key in self.names else literal(self.constants[key])
         return literal(x)
+
+    def terms(self, node: graph.Node, operands: Sequence[Any]) -> list[str]:
+        """``node``'s operands as text (``term``), a number by its name where it has one."""
+        named = self.named_numbers
+        if not named:
+            return [self.term(x) for x in operands]
+        key = id(node)
+        return [named.get((key, k)) or self.term(x) for k, x in enumerate(operands)]
 
     def symbol(self, x: Any) -> Any:
         """An operand as a rule's argument: a Code symbol, or a float for a number constant."""
@@ -142,7 +153,7 @@ class Writer:
             if source is not None:
                 return f"{self.names[id(node)]} = {self.names[id(source)]}  # Value() of a float argument"
             return f"{self.names[id(node)]} = {literal(self.edges.numbers[id(node)])}  # a Value made inside"
-        terms = [self.term(x) for x in graph.operands(node)]
+        terms = self.terms(node, graph.operands(node))
         if op.nary:
             expression = f"{self.helper(op, 'forward')}({', '.join(terms)})"
         elif op.code in INLINE:
@@ -166,7 +177,7 @@ class Writer:
         if op.nary:
             g = Code(gradient, atomic=True)
             rule = op.gradients[0]
-            saved = f"{self.helper(op, 'saved')}(({', '.join(self.term(x) for x in operands)},), {out})"
+            saved = f"{self.helper(op, 'saved')}(({', '.join(self.terms(node, operands))},), {out})"
             parts = []
             for k in positions:
                 s = Code(f"{saved}[{k}]", atomic=True) if len(positions) == 1 else Code(f"_s[{k}]", atomic=True)
@@ -176,9 +187,9 @@ class Writer:
             if len(positions) > 1:
                 parts.insert(0, (-1, f"_s = {saved}", -1))
             return parts
-        terms = [self.term(x) for x in operands]
-        node_type = graph.Node
-        pattern = tuple(None if isinstance(x, node_type) else x for x in operands)
+        terms = self.terms(node, operands)
+        node_type, named, key = graph.Node, self.named_numbers, id(node)
+        pattern = tuple(None if isinstance(x, node_type) or (key, k) in named else x for k, x in enumerate(operands))
         lines: list[tuple[int, str, int]] = []
         for k in positions:
             template = self._template(op, k, pattern)
@@ -223,6 +234,9 @@ class Program:
     written once with every output seeded, the reverse pass says which.
     """
 
+    table: tuple[tuple[int, int, int], ...] = ()
+    """The repeated blocks written once (``compiler.fold``): none in straight-line code."""
+
     def __init__(
         self,
         live: Sequence[graph.Node],
@@ -233,8 +247,35 @@ class Program:
         sources: dict[int, graph.Node],
         edges: Edges,
     ) -> None:
+        self._setup(live, externals, arguments, constants, outputs, sources, edges)
+        self._write()
+
+    def _write(self) -> None:
+        """Write the code: the reverse pass of every output (to learn what it reads), the forward."""
+        head, _, body = self.backward_source(self._every).split("\n", 3)[1:]
+        code = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
+        read = set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads
+        returned = {id(self.live[k]) for k in self.internal_outputs}
+        self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
+        self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
+        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
+        self._every_source = "\n".join(["def backward(seeds, values, inputs, start):", head, unpack, body])
+        self.forward_source = self._forward_source()
+
+    def _setup(
+        self,
+        live: Sequence[graph.Node],
+        externals: Sequence[graph.Node],
+        arguments: int,
+        constants: dict[int, float],
+        outputs: list[int],
+        sources: dict[int, graph.Node],
+        edges: Edges,
+    ) -> None:
+        """The names, what takes gradient and the writer: what every way of writing the code starts from."""
         self.live = live
         self.externals = externals
+        self.arguments = arguments
         # the names of the code: x0... for the arguments' numbers, p0... for parameters, t1... inside
         names = {id(x): f"x{k}" if k < arguments else f"p{k - arguments}" for k, x in enumerate(externals)}
         names.update((id(node), f"t{k}") for k, node in enumerate(live, start=1))
@@ -252,17 +293,8 @@ class Program:
         self.edges = edges
         self.writer = Writer(live, names, constants, takes_grad, sources, edges)
         self.kept = list(self.live)
-        self._every = frozenset(range(len(self.internal_outputs)))
+        self._every: frozenset[int] = frozenset(range(len(self.internal_outputs)))
         self._skipped_reads: set[str] = set()
-        head, _, body = self.backward_source(self._every).split("\n", 3)[1:]
-        code = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
-        read = set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads
-        returned = {id(self.live[k]) for k in self.internal_outputs}
-        self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
-        self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
-        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
-        self._every_source = "\n".join(["def backward(seeds, values, inputs, start):", head, unpack, body])
-        self.forward_source = self._forward_source()
 
     def payload(self, name: str) -> dict[str, Any]:
         """The forward pass and the reverse pass of every output, compiled under ``name``, with
@@ -297,6 +329,7 @@ class Program:
             "cacheable": None not in self.writer.helpers,
             "reached": (tuple(self.reached_externals(every)), tuple(index[key] for key in self.reached_inside(every))),
             "depends": tuple(depends),
+            "fold": self.table,
         }
 
     @property

@@ -1,18 +1,23 @@
 """The pytest plugin of ``vjpgrad course check``, loaded into the pytest process that runs the checks.
 
 It puts the student's directory first on ``sys.path`` (so a check, and the student's own files,
-``import engine``), gives the checks the ``student`` fixture, sets hypothesis up for grading (the same
-examples at every run, no database written into the student's directory), and writes one JSON line
-per event to the report file that ``grading`` reads: the tests collected, each test's start, and
-each result as passed, failed or not started (the student's code still raises the skeleton's
+``import engine``), gives the checks the ``student`` fixture and the ``weight`` marker, sets
+hypothesis up for grading (the same examples at every run, no database written into the student's
+directory), and writes one JSON line per event to the report file that ``grading`` reads: the tests
+collected (each with the sentence that names it and its weight), each test's start, and each result
+as passed, failed or not started (the student's code still raises the skeleton's
 NotImplementedError), with a message a student can read instead of a traceback.
+
+A check is named by its test function's docstring, a sentence; a parametrized one's docstring may
+name its parameters, ``"{op} hands out.grad times its local derivative"``. ``@pytest.mark.weight(2)``
+makes a check count twice as much as one without the marker in its exercise's points.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
-import re
 import sys
 import time
 import traceback
@@ -58,6 +63,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "weight(n): the check counts n times in its exercise's points (default 1)")
     directory = config.getoption("--student")
     if directory:
         sys.path.insert(0, str(Path(directory).resolve()))
@@ -103,19 +109,48 @@ def student(pytestconfig: pytest.Config) -> Student:
     return Student(Path(pytestconfig.getoption("--student") or ".").resolve())
 
 
-def exercise_of(path: str) -> int | None:
-    """The exercise a check file grades, from its name: ``check_02_add_mul.py`` is exercise 2."""
-    match = re.match(r"check_(\d+)_", Path(path).name)
-    return int(match.group(1)) if match else None
-
-
 def test_name(item: pytest.Item) -> str:
     return item.name.removeprefix("test_")
 
 
+def title(item: pytest.Item) -> str:
+    """The sentence that names a check: its docstring's first paragraph, with the parameters of a
+    parametrized check filled in; without a docstring, its name in words and its parameters."""
+    function = getattr(item, "function", None)
+    doc = inspect.getdoc(function) if function is not None else None
+    callspec = getattr(item, "callspec", None)
+    params: dict[str, object] = dict(callspec.params) if callspec is not None else {}
+    if doc:
+        text = " ".join(doc.split("\n\n")[0].split())
+        try:
+            return text.format(**params).rstrip(".")
+        except (KeyError, IndexError, ValueError):
+            return text.rstrip(".")
+    name = getattr(item, "originalname", item.name).removeprefix("test_").replace("_", " ")
+    given = ", ".join(f"{key} = {value}" for key, value in params.items())
+    return f"{name} ({given})" if given else name
+
+
+def weight(item: pytest.Item) -> float:
+    """A check's weight in its exercise: ``@pytest.mark.weight(n)``, 1 without the marker."""
+    marker = item.get_closest_marker("weight")
+    if marker is None:
+        return 1.0
+    value = marker.args[0] if marker.args else marker.kwargs.get("n")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.weight takes a number >= 0, got {value!r}")
+    return float(value)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     tests = [
-        {"id": item.nodeid, "exercise": exercise_of(item.nodeid.split("::")[0]), "name": test_name(item)}
+        {
+            "id": item.nodeid,
+            "file": str(Path(str(item.path)).resolve()),
+            "name": test_name(item),
+            "title": title(item),
+            "weight": weight(item),
+        }
         for item in session.items
     ]
     _write(session.config, {"event": "collected", "tests": tests})

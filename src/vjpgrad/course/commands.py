@@ -1,26 +1,30 @@
-"""``vjpgrad course init | check | hint | list | solution``: the course's command line.
+"""``vjpgrad course init | check | hint | list | solution | grade``: the course's command line.
 
-Every problem with the input (a missing directory, an unknown exercise, pytest not installed) is
-one line on stderr and exit status 2, never a traceback. ``check`` exits 0 only when every
-exercise checked is done, 1 otherwise.
+Every problem with the input (a missing directory, an unknown exercise, pytest not installed, a
+teacher's exercises directory that cannot be read) is one line on stderr and exit status 2, never a
+traceback, before anything is written. ``check`` exits 0 only when every exercise checked is done, 1
+otherwise; ``grade`` exits 0 when every directory was graded, whatever the scores.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import glob
 import importlib.util
 import json
+import os
 import sys
 import textwrap
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from vjpgrad.course.exercises import EXERCISES, Exercise, exercise, folder, student_files
+from vjpgrad.course import config
+from vjpgrad.course.exercises import Course, Exercise, ExercisesError, course
 
 PROGRAM = "vjpgrad course"
-TIMEOUT = 600.0
 
 
 def install_hint(missing: Sequence[str]) -> str:
@@ -40,40 +44,68 @@ class _Parser(argparse.ArgumentParser):
         raise CourseError(f"{message} (see {self.prog} --help)")
 
 
+EPILOG = f"""\
+start:
+  {PROGRAM} init mycourse      write the exercises' files into mycourse/
+  cd mycourse
+  {PROGRAM} check              the scoreboard, and what to do next
+  {PROGRAM} check . 2          exercise 2 alone
+  {PROGRAM} hint 2             a hint for exercise 2, when you are stuck
+teach:
+  {PROGRAM} init DIR --class   a class's directory: no reference solutions, only your hints
+  {PROGRAM} grade DIR... --out OUT   grade submissions: OUT/grades.csv, OUT/<name>/results.json
+"""
+
+
+def _exercises_option(parser: argparse.ArgumentParser, grading: bool = False) -> None:
+    said = "with its held-out checks (default: the built-in exercises alone)" if grading else "(default: course.toml's)"
+    parser.add_argument("--exercises", metavar="DIR", help=f"a teacher's exercises directory {said}")
+
+
+def _running_options(parser: argparse.ArgumentParser, grading: bool = False) -> None:
+    from vjpgrad.course.grading import TIMEOUT
+
+    parser.add_argument(
+        "--timeout", type=float, default=TIMEOUT, metavar="SECONDS",
+        help=f"stop an exercise's checks after SECONDS of CPU ({TIMEOUT:g})",
+    )  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=None, metavar="N", help="check N exercises at once (the cores)")
+    _exercises_option(parser, grading)
+
+
 def _parser() -> _Parser:
     parser = _Parser(
         prog=PROGRAM,
         description="Build your own reverse-mode autodiff engine, exercise by exercise, checked against vjpgrad.",
-        epilog=textwrap.dedent(f"""\
-            start:
-              {PROGRAM} init mycourse      write the exercises' files into mycourse/
-              cd mycourse
-              {PROGRAM} check              the scoreboard, and what to do next
-              {PROGRAM} check . 2          exercise 2 alone
-              {PROGRAM} hint 2             a hint for exercise 2
-            """),
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     init = commands.add_parser("init", help="write the student's files into DIR (never overwrites one)")
     init.add_argument("directory", metavar="DIR")
+    init.add_argument("--class", dest="class_mode", action="store_true", help="class mode: no solutions, no hints")
+    _exercises_option(init)
     check = commands.add_parser("check", help="check the exercises in DIR (default: here) and show the scoreboard")
     check.add_argument(
         "where",
         nargs="*",
         metavar="[DIR] [N]",
-        help="the directory (default: here), then an exercise; a lone number is N",
+        help="the directory (default: here), then an exercise (a lone number is N)",
     )
     check.add_argument("--json", action="store_true", help="print the results as JSON, for an autograder")
-    check.add_argument(
-        "--timeout", type=float, default=TIMEOUT, metavar="SECONDS", help=f"stop the checks after SECONDS ({TIMEOUT:g})"
-    )
+    _running_options(check)
     hint = commands.add_parser("hint", help="a hint for exercise N")
     hint.add_argument("number", metavar="N")
-    commands.add_parser("list", help="the exercises, in order")
-    solution = commands.add_parser("solution", help="the reference solution of exercise N (asks first)")
+    _exercises_option(hint)
+    _exercises_option(commands.add_parser("list", help="the exercises, in order"))
+    solution = commands.add_parser("solution", help="the reference solution of exercise N (asks first; self-study)")
     solution.add_argument("number", metavar="N")
     solution.add_argument("--yes", action="store_true", help="do not ask")
+    _exercises_option(solution)
+    grade = commands.add_parser("grade", help="grade submissions into OUT/grades.csv and OUT/<name>/results.json")
+    grade.add_argument("directories", nargs="+", metavar="DIR", help="the submissions (a quoted glob is expanded)")
+    grade.add_argument("--out", required=True, metavar="OUT", help="where to write grades.csv and the results")
+    _running_options(grade, grading=True)
     return parser
 
 
@@ -92,13 +124,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _number(text: str) -> Exercise:
+def settings_and_course(where: Path, exercises: str | None) -> tuple[config.Settings, Course]:
+    """The course directory ``where``'s settings (its course.toml), and its course: the built-in
+    exercises, with the teacher's directory ``exercises`` (the option) or course.toml's."""
+    try:
+        settings = config.read(where)
+        teacher = Path(exercises) if exercises is not None else settings.exercises
+        if teacher is not None and not (teacher / "exercises.toml").is_file():
+            raise CourseError(f"{teacher} is not an exercises directory: it has no exercises.toml")
+        return settings, course(teacher)
+    except ExercisesError as error:
+        raise CourseError(str(error)) from None
+
+
+def _number(text: str, of: Course) -> Exercise:
     try:
         n = int(text)
     except ValueError:
         raise CourseError(f"N must be an exercise number, got {text!r} ({PROGRAM} list shows them)") from None
     try:
-        return exercise(n)
+        return of.exercise(n)
     except ValueError as error:
         raise CourseError(str(error)) from None
 
@@ -106,7 +151,7 @@ def _number(text: str) -> Exercise:
 # ---- init ---------------------------------------------------------------------------------------------
 
 
-def readme() -> str:
+def readme(of: Course, class_mode: bool) -> str:
     """The README.md ``init`` writes: how to work, and the exercises in order."""
     lines = [
         "# Build your own reverse-mode engine",
@@ -117,41 +162,64 @@ def readme() -> str:
         "```bash",
         f"{PROGRAM} check          # the scoreboard: done, failing, not started, and what to do next",
         f"{PROGRAM} check . 2      # exercise 2 alone",
-        f"{PROGRAM} hint 2         # when you are stuck",
+        *([] if class_mode else [f"{PROGRAM} hint 2         # when you are stuck"]),
         "```",
         "",
         "| # | exercise | file |",
         "|---|---|---|",
     ]
-    lines += [f"| {ex.number} | {ex.label} | {', '.join(ex.files)} |" for ex in EXERCISES]
+    lines += [f"| {ex.number} | {ex.label} | {', '.join(ex.files)} |" for ex in of.exercises]
     return "\n".join(lines) + "\n"
+
+
+def _write_new(target: Path, text: str) -> bool:
+    """Write ``text`` to ``target`` unless there is a file there already; whether it was written."""
+    try:
+        with target.open("x", encoding="utf-8") as stream:  # "x": fails on a file that is there
+            stream.write(text)
+    except FileExistsError:
+        return False
+    except OSError as error:
+        raise CourseError(f"cannot write {target}: {error.strerror}") from None
+    return True
+
+
+def _recorded(exercises: Path, directory: Path) -> str:
+    """How course.toml names the teacher's exercises directory: relative to ``directory`` when it is
+    inside it (a template repository that carries it), else its absolute path."""
+    exercises, directory = exercises.resolve(), directory.resolve()
+    inside = exercises == directory or directory in exercises.parents
+    return os.path.relpath(exercises, directory) if inside else str(exercises)
+
+
+def _init_files(directory: Path, args: argparse.Namespace) -> dict[str, str]:
+    """The files ``init`` writes: the students', README.md, and course.toml when a setting is asked for."""
+    _, of = settings_and_course(directory, args.exercises)
+    files = {name: path.read_text(encoding="utf-8") for name, path in of.student_files().items()}
+    files["README.md"] = readme(of, args.class_mode)
+    if args.class_mode or args.exercises is not None:
+        teacher = None if args.exercises is None else _recorded(Path(args.exercises), directory)
+        files[config.CONFIG_FILE] = config.text(config.CLASS if args.class_mode else config.SELF_STUDY, teacher)
+    return files
 
 
 def init(args: argparse.Namespace) -> int:
     directory = Path(args.directory)
     if directory.exists() and not directory.is_dir():
         raise CourseError(f"{directory} is a file, not a directory")
+    files = _init_files(directory, args)
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise CourseError(f"cannot make {directory}: {error.strerror}") from None
-    templates = folder("templates")
-    files = {name: (templates / name).read_text(encoding="utf-8") for name in student_files()}
-    files["README.md"] = readme()
     lines, wrote = [], 0
     for name, text in files.items():
-        target = directory / name
-        try:
-            with target.open("x", encoding="utf-8") as stream:  # "x": fails on a file that is there
-                stream.write(text)
-        except FileExistsError:
+        if _write_new(directory / name, text):
+            wrote += 1
+            lines.append(f"  wrote {name}")
+        else:
             lines.append(f"  kept  {name} (it is there already: init never overwrites a file)")
-            continue
-        except OSError as error:
-            raise CourseError(f"cannot write {target}: {error.strerror}") from None
-        wrote += 1
-        lines.append(f"  wrote {name}")
-    print(f"{PROGRAM}: {directory}, {wrote} files written")
+    print(f"{PROGRAM}: {directory}, {wrote} files written" + (" (class mode)" if args.class_mode else ""))
     print("\n".join(lines))
     print(f"\nNext: cd {directory} and run {PROGRAM} check")
     return 0
@@ -160,38 +228,49 @@ def init(args: argparse.Namespace) -> int:
 # ---- check -------------------------------------------------------------------------------------------
 
 
-def _where(words: list[str]) -> tuple[Path, Exercise | None]:
+def _where(words: list[str]) -> tuple[Path, str | None]:
     """``[DIR] [N]``: a last word of digits is N; a word before it, or a lone other word, is DIR."""
     if len(words) > 2:
         raise CourseError(f"check takes at most a directory and an exercise number, got {' '.join(words)}")
-    number = _number(words.pop()) if words and words[-1].isdigit() else None
+    number = words.pop() if words and words[-1].isdigit() else None
     directory = Path(words[0]) if words else Path()
     return directory, number
 
 
-def check(args: argparse.Namespace) -> int:
-    directory, only = _where(list(args.where))
-    if not directory.is_dir():
-        raise CourseError(f"no directory {directory}: make the course's files with {PROGRAM} init {directory}")
-    if not any((directory / name).is_file() for name in student_files()):
-        raise CourseError(f"{directory} has none of the course's files: write them with {PROGRAM} init {directory}")
+def _needs_pytest(command: str) -> None:
     missing = [name for name in ("pytest", "hypothesis") if importlib.util.find_spec(name) is None]
     if missing:
-        raise CourseError(f"{PROGRAM} check needs {' and '.join(missing)}: {install_hint(missing)}")
+        raise CourseError(f"{PROGRAM} {command} needs {' and '.join(missing)}: {install_hint(missing)}")
+
+
+def _running(args: argparse.Namespace) -> None:
     if args.timeout <= 0:
         raise CourseError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    if args.jobs is not None and args.jobs < 1:
+        raise CourseError(f"--jobs must be at least 1, got {args.jobs}")
+
+
+def check(args: argparse.Namespace) -> int:
+    directory, number = _where(list(args.where))
+    if not directory.is_dir():
+        raise CourseError(f"no directory {directory}: make the course's files with {PROGRAM} init {directory}")
+    settings, of = settings_and_course(directory, args.exercises)
+    only = None if number is None else _number(number, of)
+    if not any((directory / name).is_file() for name in of.student_files()):
+        raise CourseError(f"{directory} has none of the course's files: write them with {PROGRAM} init {directory}")
+    _needs_pytest("check")
+    _running(args)
     from vjpgrad.course import grading
 
-    exercises = list(EXERCISES) if only is None else [only]
-    try:
-        results = grading.run(directory.resolve(), exercises, args.timeout)
-    except grading.CheckError as error:
-        raise CourseError(str(error)) from None
+    exercises = list(of.exercises) if only is None else [only]
+    results = grading.run(directory.resolve(), exercises, args.timeout, args.jobs)
+    hints = {ex.number: of.hint(ex, settings.class_mode) for ex in exercises}
     if args.json:
-        print(json.dumps(grading.as_json(results, directory.resolve()), indent=2))
+        print(json.dumps(grading.as_json(results, directory.resolve(), hints), indent=2))
     else:
         command = f"{PROGRAM} check" + ("" if directory == Path() else f" {directory}")
-        print(grading.scoreboard(results, directory.resolve(), command))
+        hinted = [n for n, text in hints.items() if text]
+        print(grading.scoreboard(results, directory.resolve(), command, hinted, of.exercises))
     return 0 if grading.all_done(results, stretch_counts=only is not None) else 1
 
 
@@ -199,15 +278,21 @@ def check(args: argparse.Namespace) -> int:
 
 
 def hint(args: argparse.Namespace) -> int:
-    ex = _number(args.number)
+    settings, of = settings_and_course(Path(), args.exercises)
+    ex = _number(args.number, of)
+    text = of.hint(ex, settings.class_mode)
     print(f"Exercise {ex.heading} ({', '.join(ex.files)})\n")
-    print(textwrap.fill(ex.hint, 96))
+    if text is None:
+        print(f"This is a class (see {settings.path}): exercise {ex.number} has no hint from your teacher. Ask them.")
+        return 0
+    print(textwrap.fill(text, 96))
     return 0
 
 
 def list_exercises(args: argparse.Namespace) -> int:
-    width = max(len(", ".join(ex.files)) for ex in EXERCISES)
-    for ex in EXERCISES:
+    _, of = settings_and_course(Path(), args.exercises)
+    width = max(len(", ".join(ex.files)) for ex in of.exercises)
+    for ex in of.exercises:
         print(f"{ex.number:>3}  {', '.join(ex.files):<{width}}  {ex.label}")
     return 0
 
@@ -215,7 +300,10 @@ def list_exercises(args: argparse.Namespace) -> int:
 def solution_text(ex: Exercise) -> str:
     """The reference solution's parts that exercise ``ex`` asks for (the whole file when it names none)."""
     name = ex.files[0]
-    source = (folder("solutions") / name).read_text(encoding="utf-8")
+    path = ex.solution(name)
+    if not path.is_file():
+        raise CourseError(f"exercise {ex.number} has no reference solution ({path} is not there)")
+    source = path.read_text(encoding="utf-8")
     if not ex.parts:
         return f"# {name}\n{source}"
     tree = ast.parse(source)
@@ -233,22 +321,81 @@ def solution_text(ex: Exercise) -> str:
     return "\n\n".join(pieces)
 
 
+def _asked(ex: Exercise) -> bool:
+    question = (
+        f"The reference solution of exercise {ex.number} gives the answer away; "
+        f"a hint ({PROGRAM} hint {ex.number}) may be enough. Show it? [y/N] "
+    )
+    print(question, end="", flush=True)
+    try:
+        answer = input()
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
+
+
 def solution(args: argparse.Namespace) -> int:
-    ex = _number(args.number)
-    if not args.yes:
-        question = (
-            f"The reference solution of exercise {ex.number} gives the answer away; "
-            f"a hint ({PROGRAM} hint {ex.number}) may be enough. Show it? [y/N] "
-        )
-        print(question, end="", flush=True)
-        try:
-            answer = input()
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Not shown.")
-            return 0
-    print(solution_text(ex))
+    settings, of = settings_and_course(Path(), args.exercises)
+    if settings.class_mode:
+        raise CourseError(f'this is a class ({settings.path} says mode = "class"): there are no solutions to show')
+    ex = _number(args.number, of)
+    text = solution_text(ex)
+    if not args.yes and not _asked(ex):
+        print("Not shown.")
+        return 0
+    print(text)
+    return 0
+
+
+# ---- grade ---------------------------------------------------------------------------------------------
+
+
+def submissions(words: Sequence[str]) -> list[Path]:
+    """The directories to grade: each word a directory, or a glob (quoted, so the shell left it) of them."""
+    found: list[Path] = []
+    for word in words:
+        matches = [word] if Path(word).exists() or not glob.has_magic(word) else sorted(glob.glob(word))
+        if not matches:
+            raise CourseError(f"no directory matches {word}")
+        found += [Path(match) for match in matches if Path(match).is_dir() or match == word]
+    for directory in found:
+        if not directory.is_dir():
+            raise CourseError(f"{directory} is not a directory: grade takes the students' course directories")
+    names: dict[str, Path] = {}
+    for directory in found:
+        name = directory.resolve().name
+        if name in names and names[name].resolve() != directory.resolve():
+            raise CourseError(f"{names[name]} and {directory} have the same name, {name}: rename one")
+        names[name] = directory
+    return [directory.resolve() for directory in names.values()]
+
+
+def grade(args: argparse.Namespace) -> int:
+    from vjpgrad.course import gradebook
+
+    directories = submissions(args.directories)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CourseError(f"--out {out} is a file, not a directory")
+    teacher = None if args.exercises is None else Path(args.exercises)
+    if teacher is not None and not (teacher / "exercises.toml").is_file():
+        raise CourseError(f"{teacher} is not an exercises directory: it has no exercises.toml")
+    try:
+        of = course(teacher)  # the teacher's, never a submission's course.toml
+    except ExercisesError as error:
+        raise CourseError(str(error)) from None
+    missing = next((path for ex in of.exercises for path in ex.held_out if not path.is_file()), None)
+    if missing is not None:
+        raise CourseError(f"the held-out check {missing} is not there (grade with the teacher's copy of {teacher})")
+    _needs_pytest("grade")
+    _running(args)
+    started = time.perf_counter()
+    graded = gradebook.grade(directories, of, args.timeout, args.jobs)
+    gradebook.write(out, of, graded)
+    seconds = time.perf_counter() - started
+    print(gradebook.gradebook(of, graded), end="")
+    print(f"\n{PROGRAM}: graded {len(graded)} directories in {seconds:.1f} s: {out / 'grades.csv'}, "
+          f"{out / '<name>' / 'results.json'}")  # fmt: skip
     return 0
 
 
@@ -258,4 +405,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "hint": hint,
     "list": list_exercises,
     "solution": solution,
+    "grade": grade,
 }

@@ -1,20 +1,35 @@
-"""The course's exercises, in order: the one place that says what each is, where it is written and how it is checked.
+"""The course's exercises, read from exercises directories: what each is, where it is written, how it is checked.
 
-Each exercise names the student's files it is written in (written by ``vjpgrad course init`` from
-``templates/``), the parts of them it asks for (what ``vjpgrad course solution N`` shows from
-``solutions/``), its check (a pytest file in ``checks/``) and a hint. Adding an exercise is adding a
-row here and its three files; docs/course/instructor.md says how.
+An exercises directory holds ``exercises.toml`` (one ``[[exercise]]`` table each, in order: slug,
+title, the student's files, the parts asked for, the check file, points, a hint), ``templates/``
+(the student's files, written by ``vjpgrad course init``), the check files (pytest), and optionally
+``solutions/`` (what ``vjpgrad course solution N`` shows in self-study) and held-out checks, which
+``vjpgrad course grade`` runs and students never get. The built-in twelve are such a directory,
+this package's own (``BUILTIN``); a teacher's directory comes after them (or replaces them, with
+``builtin = false``), can add held-out checks to a built-in exercise (``[held_out]``, by slug) and
+give its own hints for them (``[hints]``). docs/course/instructor.md describes the format.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from vjpgrad.course import _toml
+
+EXERCISES_FILE = "exercises.toml"
+SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
+class ExercisesError(ValueError):
+    """An exercises directory that cannot be read: the message names the file and what is wrong."""
 
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise: what to write, where, how it is checked, and a hint for when one is stuck."""
+    """One exercise: what to write, where, how it is checked, what it is worth, and a hint."""
 
     number: int
     slug: str
@@ -25,13 +40,19 @@ class Exercise:
     """What it asks for, as names in the first of its files: ``"central_difference"``, ``"Value.__add__"``;
     none when it is the whole file."""
     hint: str
+    check: Path
+    """Its pytest file, which students have (they run it with ``vjpgrad course check``)."""
+    home: Path
+    """The exercises directory it comes from: its ``templates/`` and ``solutions/``."""
+    points: float = 1.0
+    """What it is worth; its checks share the points by weight (``@pytest.mark.weight``)."""
     stretch: bool = False
-    """A stretch exercise is shown and checked but not needed for the course to be done."""
-
-    @property
-    def check(self) -> str:
-        """The file of ``checks/`` that grades it."""
-        return f"check_{self.number:02d}_{self.slug.replace('-', '_')}.py"
+    """A stretch exercise is shown and checked but not needed for the course to be done: extra credit."""
+    held_out: tuple[Path, ...] = ()
+    """The teacher's held-out pytest files, run only by ``vjpgrad course grade`` (the copy of the
+    directory handed to students lacks them: only ``grade`` needs them to be there)."""
+    teachers: bool = False
+    """Whether it comes from a teacher's directory (then its hint is the teacher's)."""
 
     @property
     def label(self) -> str:
@@ -42,156 +63,11 @@ class Exercise:
     def heading(self) -> str:
         return f"{self.number}. {self.label}"
 
+    def template(self, name: str) -> Path:
+        return self.home / "templates" / name
 
-EXERCISES: tuple[Exercise, ...] = (
-    Exercise(
-        1,
-        "central-differences",
-        "central differences, and why the step size matters",
-        ("derivatives.py",),
-        ("central_difference", "step_sizes"),
-        "f'(x) is about (f(x + h) - f(x - h)) / (2h): one step each side, divided by the distance between the "
-        "two points, which is 2h. Only the argument `arg` moves; the others stay as they are. For the step "
-        "sizes, print the error |central_difference(math.exp, 1.0, h=h) - math.e| for h = 1e-1, 1e-2, ... 1e-14: "
-        "it falls as h shrinks (the curve is nearly straight over a short step) until rounding takes over "
-        "(f(x+h) - f(x-h) subtracts two nearly equal numbers, and each carries an error of about 1e-16).",
-    ),
-    Exercise(
-        2,
-        "add-mul",
-        "+ and * that record the graph, with their backward closures",
-        ("engine.py",),
-        ("Value.__add__", "Value.__mul__"),
-        "Make out = Value(self.data + other.data, (self, other), '+'), then define a function _backward() that "
-        "adds out.grad times the local derivative into each operand's grad, and store it as out._backward. "
-        "The local derivative of a + b is 1 for both; of a * b it is b for a and a for b. Add with +=, never "
-        "assign with =: in a * a both operands are the same Value, and each use must add its share.",
-    ),
-    Exercise(
-        3,
-        "more-ops",
-        "**, exp, log, tanh and relu, with their local derivatives",
-        ("engine.py",),
-        ("Value.__pow__", "Value.exp", "Value.log", "Value.tanh", "Value.relu"),
-        "Each is one operand and one local derivative, added into self.grad times out.grad: "
-        "d/dx x**k = k * x**(k - 1); d/dx exp(x) = exp(x), which is out.data; d/dx log(x) = 1 / x; "
-        "d/dx tanh(x) = 1 - tanh(x)**2, which is 1 - out.data**2; relu(x) = max(x, 0) has derivative 1 where "
-        "x > 0 and 0 elsewhere (0 at x = 0 too, as PyTorch and micrograd say).",
-    ),
-    Exercise(
-        4,
-        "backward",
-        "the topological order and backward(), with a loop: 10,000 links",
-        ("engine.py",),
-        ("Value.topological_order", "Value.backward"),
-        "A node's _backward may run only once its gradient is complete, that is after every node that uses it "
-        "has run. List the nodes so that each comes after its operands (a depth-first walk that appends a node "
-        "once all its operands are listed), then call _backward on them in reverse, after setting the "
-        "output's grad to 1. Walk with a loop and your own stack of (node, operands_done) pairs: a recursive "
-        "walk needs one Python frame per link and Python stops near 1,000.",
-    ),
-    Exercise(
-        5,
-        "accumulation",
-        "two passes are twice one (Example 4), and zero_grad",
-        ("engine.py",),
-        ("Value.backward", "Value.zero_grad"),
-        "A second backward() must add the same gradients again to the leaves, as PyTorch does: Example 4 gives "
-        "6, 8, 2 after two passes, twice 3, 4, 1. An intermediate node still holds the first pass's gradient, so "
-        "the second pass hands its operands old + new: start each pass with every intermediate node's grad at "
-        "0 (the leaves keep theirs, that is the accumulation), then add 1 to the output's grad. zero_grad() "
-        "sets the grad of the value and of every value it was computed from to 0.",
-    ),
-    Exercise(
-        6,
-        "seeds",
-        "the seed of y.backward(v): Example 1's VJP, by hand and by engine",
-        ("seeds.py",),
-        ("vjp_by_hand", "vjp_with_engine"),
-        "y.backward(v) gives each input the gradient of sum_i v[i] * y[i]. Here y[i] = 3a[i] + 2b[i]**2 + "
-        "log(c[i]) depends only on a[i], b[i], c[i], so the Jacobian is diagonal and the VJP is v[i] times "
-        "the local derivatives: 3, 4b[i], 1/c[i]. With your engine, build the scalar L = sum of v[i] * y[i] "
-        "and call L.backward() once.",
-    ),
-    Exercise(
-        7,
-        "example-3",
-        "Example 3: one output, three seeds, and 3.3003",
-        ("example_3.py",),
-        ("example_3",),
-        "In Example 3 the output has one element but the seed has three: PyTorch's engine reads it as the "
-        "output broadcast to three copies, y[0] = y[1] = y[2] = y, so the VJP is sum_i seeds[i] * y: the seeds "
-        "add up. dy/da = 3 everywhere, so a.grad = 3 * (0.1 + 1.0 + 0.0001) = 3.3003. With your engine: "
-        "build the sum of seeds[i] * y and call backward() on it.",
-    ),
-    Exercise(
-        8,
-        "softmax-vjp",
-        "softmax's VJP without building its Jacobian",
-        ("softmax.py",),
-        ("softmax_vjp",),
-        "With s = softmax(x), ds[i]/dx[j] = s[i] * (delta_ij - s[j]). So (v^T J)[j] = sum_i v[i] s[i] "
-        "(delta_ij - s[j]) = s[j] * (v[j] - sum_i v[i] s[i]): one dot product, then one line per element. "
-        "Subtract max(x) before exp so that large inputs do not overflow; it does not change softmax.",
-    ),
-    Exercise(
-        9,
-        "gradient-checker",
-        "a gradient checker that catches a wrong rule",
-        ("gradient_checker.py",),
-        ("wrong_gradients",),
-        "For each input i, move only xs[i] by +h and -h (your central_difference from exercise 1 does this "
-        "with arg=i), and compare with grads[i]: it is wrong when |grads[i] - numeric| > tol * max(1, "
-        "|numeric|). Return the list of the wrong positions, in order; an empty list means all agree.",
-    ),
-    Exercise(
-        10,
-        "custom-op",
-        "a derivative rule for vjpgrad: softsign with custom_op",
-        ("softsign.py",),
-        (),
-        "softsign(x) = x / (1 + |x|). For x > 0 it is x / (1 + x), whose derivative is 1 / (1 + x)**2; for "
-        "x < 0 it is x / (1 - x), derivative 1 / (1 - x)**2. Both are 1 / (1 + |x|)**2. Write it with "
-        "operators and abs() so that it also works on Values: then vjpgrad differentiates your rule too.",
-    ),
-    Exercise(
-        11,
-        "mlp",
-        "an MLP trained on the two moons with your engine",
-        ("mlp.py",),
-        ("Neuron.__call__", "train"),
-        "A neuron is tanh(w . x + b) (or relu, or nothing for the last layer). Train as micrograd's demo does: "
-        "the loss is the mean of relu(1 - label * score) over the points, plus 1e-4 times the sum of the "
-        "squared parameters; each step zero the gradients, call backward(), and move every parameter by "
-        "-learning_rate * p.grad, with a learning rate that falls from 1.0 to 0.1. MLP(2, [6, 6, 1]) and "
-        "60 steps are enough; keep it under a minute.",
-    ),
-    Exercise(
-        12,
-        "straight-line",
-        "Example 1's reverse pass as straight-line code, as vjpgrad.compile writes it",
-        ("straight_line.py",),
-        ("example_1",),
-        "Write the forward pass one operation a line (t1 = 3 * a, t2 = 2 * b, t3 = t2 * b, ...), then the "
-        "reverse pass one line per edge, from the output back: g_y = v, g_t4 = g_y, ... and each gradient "
-        "of a node used twice is a sum. When it passes, compare it with print(vjpgrad.compile(f).source) for "
-        "f = lambda a, b, c: 3*a + 2*b*b + vjpgrad.log(c), called on Values and backward(v).",
-        stretch=True,
-    ),
-)
-
-
-def exercise(number: int) -> Exercise:
-    """The exercise numbered ``number``; ``ValueError`` naming the range when there is none."""
-    for ex in EXERCISES:
-        if ex.number == number:
-            return ex
-    raise ValueError(f"there is no exercise {number}: they are numbered 1 to {len(EXERCISES)} (vjpgrad course list)")
-
-
-def student_files() -> tuple[str, ...]:
-    """Every file ``init`` writes, in the order the exercises need them."""
-    return tuple(dict.fromkeys(name for ex in EXERCISES for name in ex.files))
+    def solution(self, name: str) -> Path:
+        return self.home / "solutions" / name
 
 
 def folder(name: str) -> Path:
@@ -199,3 +75,169 @@ def folder(name: str) -> Path:
 
     A path on disk, not an importlib resource: pytest runs the checks as files."""
     return Path(__file__).resolve().parent / name
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file as a dict; ``ExercisesError`` naming the file when it is missing or not TOML."""
+    try:
+        return _toml.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ExercisesError(f"cannot read {path}: {error.strerror}") from None
+    except _toml.TOMLError as error:
+        raise ExercisesError(f"{path}: {error}") from None
+
+
+# ---- reading an exercises directory -----------------------------------------------------------------
+
+
+def _field(entry: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str, default: Any = None) -> Any:
+    value = entry.get(key, default)
+    if value is None:
+        raise ExercisesError(f"{where} has no {key}")
+    if not isinstance(value, kind) or isinstance(value, bool) is not (kind is bool):
+        raise ExercisesError(f"{where}: {key} = {value!r} is not {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", list: "a list of strings", bool: "true or false", int: "a number"}
+    return names.get(kind, "a number") if isinstance(kind, type) else "a number"
+
+
+def _names(entry: dict[str, Any], key: str, where: str, default: list[str] | None = None) -> tuple[str, ...]:
+    values = _field(entry, key, list, where, default)
+    if not all(isinstance(v, str) and v for v in values):
+        raise ExercisesError(f"{where}: {key} = {values!r} is not a list of names")
+    return tuple(values)
+
+
+def _existing(directory: Path, relative: str, where: str) -> Path:
+    path = (directory / relative).resolve()
+    if not path.is_file():
+        raise ExercisesError(f"{where}: there is no file {path}")
+    return path
+
+
+KNOWN_KEYS = {"slug", "title", "files", "parts", "check", "held_out", "points", "hint", "stretch"}
+
+
+def _exercise(entry: Any, number: int, directory: Path, teachers: bool) -> Exercise:
+    where = f"{directory / EXERCISES_FILE}, exercise {number}"
+    if not isinstance(entry, dict):
+        raise ExercisesError(f"{where} is not a table")
+    unknown = sorted(set(entry) - KNOWN_KEYS)
+    if unknown:
+        raise ExercisesError(f"{where}: unknown key {unknown[0]} (the keys are {', '.join(sorted(KNOWN_KEYS))})")
+    slug = _field(entry, "slug", str, where)
+    if not SLUG.fullmatch(slug):
+        raise ExercisesError(f"{where}: slug {slug!r} must be lower-case letters, digits and -")
+    files = _names(entry, "files", where)
+    for name in files:
+        _existing(directory, f"templates/{name}", where)
+    points = _field(entry, "points", (int, float), where, 1)
+    if points < 0:
+        raise ExercisesError(f"{where}: points = {points} is negative")
+    held_out = entry.get("held_out", [])
+    held_out = [held_out] if isinstance(held_out, str) else held_out
+    check = _existing(directory, _field(entry, "check", str, where), where)
+    return Exercise(
+        number, slug, _field(entry, "title", str, where), files, _names(entry, "parts", where, []),
+        " ".join(_field(entry, "hint", str, where, "").split()), check, directory, float(points),
+        _field(entry, "stretch", bool, where, False), tuple((directory / p).resolve() for p in held_out), teachers,
+    )  # fmt: skip
+
+
+def load(directory: Path, first: int = 1, teachers: bool = False) -> tuple[Exercise, ...]:
+    """The exercises of ``directory``'s ``exercises.toml``, numbered from ``first`` in their order."""
+    directory = directory.resolve()
+    document = read_toml(directory / EXERCISES_FILE)
+    entries = document.get("exercise", [])
+    if not isinstance(entries, list):
+        raise ExercisesError(f"{directory / EXERCISES_FILE}: exercise must be an array of tables, [[exercise]]")
+    return tuple(_exercise(entry, first + k, directory, teachers) for k, entry in enumerate(entries))
+
+
+BUILTIN: tuple[Exercise, ...] = load(Path(__file__).resolve().parent)
+"""The built-in exercises, from this package's exercises.toml."""
+EXERCISES = BUILTIN
+
+
+# ---- a course: the built-in exercises and a teacher's ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Course:
+    """The exercises of one course, in order, and the teacher's hints for built-in ones (by slug)."""
+
+    exercises: tuple[Exercise, ...] = BUILTIN
+    teacher_hints: dict[str, str] = field(default_factory=dict)
+
+    def exercise(self, number: int) -> Exercise:
+        """The exercise numbered ``number``; ``ValueError`` naming the range when there is none."""
+        for ex in self.exercises:
+            if ex.number == number:
+                return ex
+        raise ValueError(
+            f"there is no exercise {number}: they are numbered 1 to {len(self.exercises)} (vjpgrad course list)"
+        )
+
+    def student_files(self) -> dict[str, Path]:
+        """Every file ``init`` writes, in the order the exercises need them, with its template."""
+        return {name: ex.template(name) for ex in self.exercises for name in ex.files}
+
+    def hint(self, ex: Exercise, class_mode: bool) -> str | None:
+        """The hint a student may read: in class mode only the teacher's."""
+        if ex.teachers or not class_mode:
+            return self.teacher_hints.get(ex.slug) or ex.hint or None
+        return self.teacher_hints.get(ex.slug)
+
+
+def _by_slug(document: dict[str, Any], key: str, slugs: set[str], where: Path) -> dict[str, Any]:
+    table = document.get(key, {})
+    if not isinstance(table, dict):
+        raise ExercisesError(f"{where}: [{key}] must be a table of exercise slugs")
+    unknown = sorted(set(table) - slugs)
+    if unknown:
+        raise ExercisesError(
+            f"{where}: [{key}] names {unknown[0]}, which is not a built-in exercise's slug"
+            + ("" if slugs else " (builtin = false: there are none)")
+        )
+    return table
+
+
+def course(teacher: Path | None = None) -> Course:
+    """The course: the built-in exercises, then those of the teacher's directory ``teacher`` (or only
+    those, when its exercises.toml says ``builtin = false``), with its held-out checks and hints."""
+    if teacher is None:
+        return Course()
+    teacher = teacher.resolve()
+    where = teacher / EXERCISES_FILE
+    document = read_toml(where)
+    builtin = _field(document, "builtin", bool, str(where), True)
+    slugs = {ex.slug for ex in BUILTIN} if builtin else set()
+    held_out = _by_slug(document, "held_out", slugs, where)
+    hints = _by_slug(document, "hints", slugs, where)
+    first = [_with_held_out(ex, held_out.get(ex.slug), teacher) for ex in BUILTIN] if builtin else []
+    own = load(teacher, first=len(first) + 1, teachers=True)
+    exercises = (*first, *own)
+    clash = sorted({ex.slug for ex in own} & {ex.slug for ex in first})
+    if clash:
+        raise ExercisesError(f"{where}: the slug {clash[0]} is a built-in exercise's already")
+    return Course(exercises, {slug: " ".join(str(text).split()) for slug, text in hints.items()})
+
+
+def _with_held_out(ex: Exercise, files: Any, teacher: Path) -> Exercise:
+    if files is None:
+        return ex
+    paths = [files] if isinstance(files, str) else files
+    return Exercise(**{**ex.__dict__, "held_out": tuple((teacher / str(p)).resolve() for p in paths)})
+
+
+def exercise(number: int) -> Exercise:
+    """The built-in exercise numbered ``number``; ``ValueError`` naming the range when there is none."""
+    return Course().exercise(number)
+
+
+def student_files() -> tuple[str, ...]:
+    """Every file ``init`` writes for the built-in course, in the order the exercises need them."""
+    return tuple(Course().student_files())

@@ -1,43 +1,64 @@
 """Grading: run the checks against a student's directory, and report the results.
 
-``run`` starts pytest in a child process (the student's code cannot break the command, and an
-endless loop is stopped by the timeout) with the plugin ``vjpgrad.course._plugin``, which writes
-one JSON line per event; ``run`` reads them back into an ``ExerciseResult`` per exercise.
-``scoreboard`` is the text a student reads, ``as_json`` what an autograder reads.
+``run`` checks each exercise in a child process of its own, several at a time where the machine has
+the cores, each with a time limit: a student's crash, ``sys.exit``, ``os._exit`` or endless loop
+costs only the exercise it is in. The children are forked from a server that has imported pytest,
+hypothesis and vjpgrad once. A child is pytest with the plugin ``vjpgrad.course._plugin``,
+which writes one JSON line per event; ``run`` reads them back into an ``ExerciseResult`` per
+exercise, whose score is the exercise's points shared among its checks by weight. ``scoreboard``
+is the text a student reads, ``as_json`` what an autograder reads.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
+import multiprocessing
 import os
 import re
-import subprocess
+import signal
 import sys
 import tempfile
-import textwrap
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.course.exercises import EXERCISES, Exercise, folder
+from vjpgrad.course.exercises import BUILTIN, Exercise, folder
 
 DONE, FAILING, NOT_STARTED = "done", "failing", "not started"
 PASSED, FAILED = "passed", "failed"
+TIMEOUT = 120.0
+"""Seconds of CPU each exercise's checks may take (exercise 11 trains a network in about 5 s of CPU).
+CPU time, not the clock's, where the platform can limit it (``resource``): a busy machine does not
+fail a student; the clock's limit is then ``WALL`` times as long, for a process that waits forever."""
+WALL = 5
 
 
-class CheckError(RuntimeError):
-    """The checks could not run at all (not: a check failed)."""
+def cores() -> int:
+    """How many child processes to run at once: the cores this process may use."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity is not None else (os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)
 class TestResult:
-    """One check: its name (its test function's, without ``test_``), outcome and message."""
+    """One check: its name (its test function's, without ``test_``), outcome and message; the sentence
+    that names it for a student (``title``), its weight, and whether it is a held-out check."""
 
     name: str
     outcome: str  # PASSED, FAILED or NOT_STARTED
     message: str = ""
     seconds: float = 0.0
+    title: str = ""
+    weight: float = 1.0
+    held_out: bool = False
+
+    @property
+    def sentence(self) -> str:
+        return self.title or self.name.replace("_", " ")
 
 
 @dataclass
@@ -62,71 +83,165 @@ class ExerciseResult:
         return FAILING
 
     def first_problem(self) -> TestResult | None:
-        """The check to show: the first that failed, else the first not started."""
+        """The check to show: the first that failed, else the first not started (held-out ones last)."""
         for outcome in (FAILED, NOT_STARTED):
-            for test in self.tests:
+            for test in sorted(self.tests, key=lambda t: t.held_out):
                 if test.outcome == outcome:
                     return test
         return None
 
+    def max_score(self, held_out: bool | None = None) -> float:
+        """The points of the checks asked for (all; or only the held-out ones, or only the others)."""
+        total = sum(t.weight for t in self.tests)
+        chosen = sum(t.weight for t in self.tests if held_out is None or t.held_out is held_out)
+        return self.exercise.points * chosen / total if total else 0.0
 
-def run(directory: Path, exercises: Sequence[Exercise], timeout: float) -> list[ExerciseResult]:
-    """Run the checks of ``exercises`` against the files in ``directory``; at most ``timeout`` seconds."""
-    checks = folder("checks")
+    def score(self, held_out: bool | None = None) -> float:
+        """The points earned: the exercise's points shared among its checks by weight, for those passed."""
+        total = sum(t.weight for t in self.tests)
+        chosen = [t for t in self.tests if held_out is None or t.held_out is held_out]
+        earned = sum(t.weight for t in chosen if t.outcome == PASSED)
+        return self.exercise.points * earned / total if total else 0.0
+
+
+def run(
+    directory: Path, exercises: Sequence[Exercise], timeout: float = TIMEOUT, workers: int | None = None,
+    held_out: bool = False,
+) -> list[ExerciseResult]:  # fmt: skip
+    """Check ``exercises`` against the files in ``directory``, each in its own process, at most
+    ``timeout`` seconds each, ``workers`` at a time (the cores by default); the held-out checks too
+    when ``held_out``."""
+    return run_many([(directory, ex) for ex in exercises], timeout, workers, held_out)
+
+
+def run_many(
+    work: Sequence[tuple[Path, Exercise]], timeout: float = TIMEOUT, workers: int | None = None,
+    held_out: bool = False,
+) -> list[ExerciseResult]:  # fmt: skip
+    """``run`` for (directory, exercise) pairs of several directories, in one pool of processes."""
+    with ThreadPoolExecutor(max_workers=max(1, min(workers or cores(), len(work) or 1))) as pool:
+        return list(pool.map(lambda pair: run_exercise(pair[0], pair[1], timeout, held_out), work))
+
+
+PRELOAD = [
+    "pytest", "hypothesis", "hypothesis.strategies", "_hypothesis_pytestplugin", "vjpgrad", "vjpgrad.testing",
+    "vjpgrad.course._plugin",
+]  # fmt: skip
+"""What the fork server imports once, so that each exercise's process starts without importing them
+again (hypothesis alone takes most of a second)."""
+
+
+HYPOTHESIS_PLUGIN = ["-p", "_hypothesis_pytestplugin"] if importlib.util.find_spec("_hypothesis_pytestplugin") else []
+"""Hypothesis's pytest plugin, loaded by name: the checks' processes load no plugin by its entry point."""
+
+
+def _processes() -> Any:
+    """Where each exercise's process comes from: a fork server that has imported pytest, hypothesis
+    and vjpgrad once, where the platform has one (Linux, macOS); else a fresh interpreter each time."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
+def pytest_process(arguments: list[str], directory: str, output: str, scratch: str, seconds: float) -> None:
+    """An exercise's process: pytest with ``arguments`` in the student's ``directory``, its output in
+    the file ``output``, at most ``seconds`` of CPU; nothing written into the student's directory but
+    what their code writes."""
+    _limit_cpu(seconds)
+    stream = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(stream, 1)
+    os.dup2(stream, 2)
+    os.chdir(directory)
+    os.environ.pop("PYTEST_ADDOPTS", None)  # the checks run as written, whatever the shell says
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # nor the plugins installed (pytest-randomly would reorder)
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch  # hypothesis writes nothing into the student's directory
+    sys.dont_write_bytecode = True  # no __pycache__ in the student's directory
+    import pytest
+
+    status = pytest.main(arguments)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(int(status))
+
+
+def _limit_cpu(seconds: float) -> None:
+    """Stop this process (SIGXCPU, then SIGKILL) after ``seconds`` of CPU, where the platform can."""
+    try:
+        import resource
+    except ImportError:  # Windows: the clock's limit alone
+        return
+    limit = max(1, math.ceil(seconds))
+    resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
+
+
+def cpu_limited() -> bool:
+    """Whether an exercise's time limit is CPU time (else the clock's)."""
+    return importlib.util.find_spec("resource") is not None
+
+
+def run_exercise(directory: Path, exercise: Exercise, timeout: float, held_out: bool = False) -> ExerciseResult:
+    """One exercise's checks (and its held-out checks when ``held_out``) in a pytest process of its own."""
+    files = [exercise.check, *(exercise.held_out if held_out else ())]
     with tempfile.TemporaryDirectory(prefix="vjpgrad-course-") as scratch:
-        report = Path(scratch) / "report.jsonl"
-        command = [
-            sys.executable, "-m", "pytest", "-q", "--no-header", "-c", str(checks / "pytest.ini"),
-            "--rootdir", str(checks), "--student", str(directory), "--course-report", str(report),
-            *(str(checks / exercise.check) for exercise in exercises),
+        report, output = Path(scratch) / "report.jsonl", Path(scratch) / "output.txt"
+        arguments = [
+            "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(exercise.check.parent),
+            "--student", str(directory.resolve()), "--course-report", str(report), *HYPOTHESIS_PLUGIN,
+            *map(str, files),
         ]  # fmt: skip
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ in the student's directory
-        env.pop("PYTEST_ADDOPTS", None)  # the checks run as written, whatever the shell says
-        env["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch  # hypothesis writes nothing into the student's directory
-        timed_out = False
-        try:
-            finished = subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=timeout)
-            output = finished.stdout + finished.stderr
-        except subprocess.TimeoutExpired as expired:
-            timed_out = True
-            output = _text(expired.stdout) + _text(expired.stderr)
+        process = _processes().Process(
+            target=pytest_process,
+            args=(arguments, str(directory), str(output), scratch, timeout),
+            name="vjpgrad course",
+        )
+        process.start()
+        process.join(timeout * WALL if cpu_limited() else timeout)
+        over_cpu = getattr(signal, "SIGXCPU", None)  # what RLIMIT_CPU sends; none on Windows
+        timed_out = process.is_alive() or (over_cpu is not None and process.exitcode == -over_cpu)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
         lines = report.read_text(encoding="utf-8").splitlines() if report.exists() else []
         events = [json.loads(line) for line in lines]
-    return _results(exercises, events, output, timed_out, timeout)
+    return _result(exercise, events, text, timed_out, timeout)
 
 
-def _text(data: str | bytes | None) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
-
-
-def _results(
-    exercises: Sequence[Exercise], events: list[dict[str, Any]], output: str, timed_out: bool, timeout: float
-) -> list[ExerciseResult]:
+def _result(
+    exercise: Exercise, events: list[dict[str, Any]], output: str, timed_out: bool, timeout: float
+) -> ExerciseResult:
     collected = next((event["tests"] for event in events if event["event"] == "collected"), None)
-    if collected is None:
-        if timed_out:
-            raise CheckError(f"the checks did not start within {timeout:g} s")
-        raise CheckError("the checks could not run:\n" + "\n".join(output.strip().splitlines()[-15:]))
-    finished = {event["id"]: event for event in events if event["event"] == "result"}
     started = [event["id"] for event in events if event["event"] == "start"]
-    results = {exercise.number: ExerciseResult(exercise) for exercise in exercises}
+    if collected is None or not started:  # the checks could not run: the whole exercise fails, with why
+        why = (
+            f"its checks did not start within {timeout:g} s"
+            if timed_out
+            else "its checks could not run:\n" + "\n".join(output.strip().splitlines()[-15:])
+        )
+        return ExerciseResult(exercise, [TestResult("checks_could_not_run", FAILED, why, title="the checks run")])
+    finished = {event["id"]: event for event in events if event["event"] == "result"}
+    held_out = {str(path) for path in exercise.held_out}
+    result = ExerciseResult(exercise)
     for test in collected:
-        result = results.get(test["exercise"])
-        if result is None:
-            continue
         event = finished.get(test["id"])
         if event is not None:
-            result.tests.append(TestResult(test["name"], event["outcome"], event["message"], event["seconds"]))
-        elif started and started[-1] == test["id"]:
-            why = (
-                f"it did not finish within {timeout:g} s (an endless loop? --timeout gives more time)"
-                if timed_out
-                else "the process running the checks stopped during it (os._exit? a crash?)"
-            )
-            result.tests.append(TestResult(test["name"], FAILED, why))
+            outcome, message, seconds = event["outcome"], event["message"], event["seconds"]
         else:
-            result.tests.append(TestResult(test["name"], FAILED, "not run: the checks stopped at an earlier one"))
-    return [results[exercise.number] for exercise in exercises]
+            outcome, message, seconds = FAILED, _unfinished(test["id"], started, timed_out, timeout), 0.0
+        hidden = test["file"] in held_out
+        result.tests.append(TestResult(test["name"], outcome, message, seconds, test["title"], test["weight"], hidden))
+    return result
+
+
+def _unfinished(test: str, started: list[str], timed_out: bool, timeout: float) -> str:
+    if not started or started[-1] != test:
+        return "not run: the checks of this exercise stopped at an earlier one"
+    if timed_out:
+        clock = " of CPU" if cpu_limited() else ""
+        return f"it did not finish within {timeout:g} s{clock} (an endless loop? --timeout gives more time)"
+    return "the process running the checks stopped during it (os._exit? a crash?)"
 
 
 # ---- reports --------------------------------------------------------------------------------------------
@@ -150,24 +265,27 @@ def numbered(numbers: Sequence[int]) -> str:
     return f"exercise {text}" if len(numbers) == 1 else f"exercises {text}"
 
 
-def _count(results: Sequence[ExerciseResult], command: str) -> list[str]:
+def _whole_count(results: Sequence[ExerciseResult], counted: Sequence[ExerciseResult], done: int) -> list[str]:
+    lines = [f"{done} of {len(counted)} done." + (" All done: well done!" if done == len(counted) else "")]
+    stretches = [r for r in results if r.exercise.stretch and r not in counted]
+    if stretches:
+        which = numbered([r.exercise.number for r in stretches])
+        lines.append(
+            f"{which.capitalize()} {'is a stretch' if len(stretches) == 1 else 'are stretches'}: checked and "
+            "shown, but not counted; the course is done without it."
+        )
+    return lines
+
+
+def _count(results: Sequence[ExerciseResult], command: str, everything: Sequence[Exercise]) -> list[str]:
     """The lines under the table: how many are done, of what. All done is said only of the whole
     course (every exercise but the stretch ones); a check of some exercises says which were not checked."""
     checked = {r.exercise.number for r in results}
-    unchecked = [ex.number for ex in EXERCISES if ex.number not in checked]
-    whole = all(ex.stretch for ex in EXERCISES if ex.number not in checked)
+    unchecked = [ex.number for ex in everything if ex.number not in checked]
     counted = [r for r in results if not r.exercise.stretch] or list(results)  # a stretch checked alone counts
     done = sum(r.status == DONE for r in counted)
-    stretches = [r for r in results if r.exercise.stretch and r not in counted]
-    if whole:
-        lines = [f"{done} of {len(counted)} done." + (" All done: well done!" if done == len(counted) else "")]
-        if stretches:
-            which = numbered([r.exercise.number for r in stretches])
-            lines.append(
-                f"{which.capitalize()} {'is a stretch' if len(stretches) == 1 else 'are stretches'}: checked and "
-                "shown, but not counted; the course is done without it."
-            )
-        return lines
+    if all(ex.stretch for ex in everything if ex.number not in checked):
+        return _whole_count(results, counted, done)
     if len(results) == 1:
         lines = [f"Checked {numbered([results[0].exercise.number])} alone: {results[0].status}."]
     else:
@@ -177,69 +295,88 @@ def _count(results: Sequence[ExerciseResult], command: str) -> list[str]:
     return lines
 
 
-def scoreboard(results: Sequence[ExerciseResult], directory: Path, command: str) -> str:
+def _problem(todo: ExerciseResult) -> list[str]:
+    """The first problem of an exercise not done: the check's sentence and its message."""
+    problem = todo.first_problem()
+    if problem is None:
+        return []
+    lines = ["", f"  {problem.sentence}:"]
+    lines += [("    " + line).rstrip() for line in problem.message.splitlines()]
+    first = re.search(r"exercise (\d+): write", problem.message) if problem.outcome == NOT_STARTED else None
+    if first and int(first.group(1)) != todo.exercise.number:
+        lines.append(f"    (its checks run the code of exercise {first.group(1)}: do exercise {first.group(1)} first)")
+    return lines
+
+
+def scoreboard(
+    results: Sequence[ExerciseResult], directory: Path, command: str, hinted: Collection[int] = (),
+    everything: Sequence[Exercise] = BUILTIN, program: str = "vjpgrad course",
+) -> str:  # fmt: skip
     """The text a student reads: each exercise's status and checks passed, then the first one not
-    done with its message and hint. ``command`` is how they ran the check, to say how to run one."""
-    rows = []
-    for r in results:
-        rows.append((f"{r.exercise.number:>3}", r.exercise.label, r.status, f"{r.passed}/{len(r.tests)}"))
+    done with its message, and how to ask for its hint when it has one a student may read (``hinted``:
+    their numbers). ``command`` is how they ran the check, to say how to run one; ``everything`` is
+    the whole course."""
+    rows = [(f"{r.exercise.number:>3}", r.exercise.label, r.status, f"{r.passed}/{len(r.tests)}") for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [f"vjpgrad course: {directory}", ""]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines += ["", *_count(results, command)]
+    lines += ["", *_count(results, command, everything)]
     todo = next((r for r in results if r.status != DONE), None)
     if todo is None:
         return "\n".join(lines)
     exercise = todo.exercise
-    problem = todo.first_problem()
     lines += ["", f"Exercise {exercise.number} ({', '.join(exercise.files)}) is {todo.status}: {exercise.title}."]
-    if problem is not None:
-        lines += ["", f"  {problem.name.replace('_', ' ')}:"]
-        lines += [("    " + line).rstrip() for line in problem.message.splitlines()]
-        first = re.search(r"exercise (\d+): write", problem.message) if problem.outcome == NOT_STARTED else None
-        if first and int(first.group(1)) != exercise.number:
-            lines.append(
-                f"    (its checks run the code of exercise {first.group(1)}: do exercise {first.group(1)} first)"
-            )
-    lines += ["", "Hint:", *textwrap.wrap(exercise.hint, 96, initial_indent="  ", subsequent_indent="  ")]
+    lines += _problem(todo)
+    if exercise.number in hinted:
+        lines += ["", f"Stuck? `{program} hint {exercise.number}`"]
     if len(results) > 1:
         lines += ["", f"Check this one alone: {command} {exercise.number}"]
     return "\n".join(lines)
 
 
-def as_json(results: Sequence[ExerciseResult], directory: Path) -> dict[str, Any]:
+def points(x: float) -> float:
+    """Points as reports show them: to two decimals."""
+    return round(x, 2)
+
+
+def _json_test(r: ExerciseResult, hint: str | None) -> dict[str, Any]:
+    problem = r.first_problem()
+    return {
+        "name": r.exercise.heading,
+        "status": "pass" if r.status == DONE else "fail",
+        "score": points(r.score()),
+        "max_score": points(r.exercise.points),
+        "message": "" if problem is None else problem.message,
+        "number": r.exercise.number,
+        "slug": r.exercise.slug,
+        "title": r.exercise.title,
+        "files": list(r.exercise.files),
+        "stretch": r.exercise.stretch,
+        "state": r.status,
+        "passed": r.passed,
+        "total": len(r.tests),
+        "hint": hint,
+        "checks": [
+            {"name": t.name, "title": t.sentence, "outcome": t.outcome, "message": t.message, "weight": t.weight,
+             "seconds": round(t.seconds, 3)}
+            for t in r.tests
+        ],
+    }  # fmt: skip
+
+
+def as_json(
+    results: Sequence[ExerciseResult], directory: Path, hints: dict[int, str | None] | None = None
+) -> dict[str, Any]:
     """The results for an autograder. The top level has the shape of a GitHub Classroom test runner's
     result (``version``, ``status``, ``max_score``, ``tests`` with ``name``, ``status``, ``score``,
-    ``message``): one point per exercise done, none for a stretch exercise; the rest is vjpgrad's."""
-    tests = []
-    for r in results:
-        problem = r.first_problem()
-        points = 0 if r.exercise.stretch else 1
-        tests.append({
-            "name": r.exercise.heading,
-            "status": "pass" if r.status == DONE else "fail",
-            "score": points if r.status == DONE else 0,
-            "max_score": points,
-            "message": "" if problem is None else problem.message,
-            "number": r.exercise.number,
-            "slug": r.exercise.slug,
-            "title": r.exercise.title,
-            "files": list(r.exercise.files),
-            "stretch": r.exercise.stretch,
-            "state": r.status,
-            "passed": r.passed,
-            "total": len(r.tests),
-            "hint": r.exercise.hint,
-            "checks": [
-                {"name": t.name, "outcome": t.outcome, "message": t.message, "seconds": round(t.seconds, 3)}
-                for t in r.tests
-            ],
-        })  # fmt: skip
+    ``message``): each exercise's points, shared among its checks by weight; a stretch exercise is
+    extra credit, not in ``max_score``. ``hints``: the hint a student may read, by exercise number."""
+    tests = [_json_test(r, (hints or {}).get(r.exercise.number)) for r in results]
     return {
         "version": 1,
         "status": "pass" if all_done(results) else "fail",
-        "score": sum(test["score"] for test in tests),
-        "max_score": sum(test["max_score"] for test in tests),
+        "score": points(sum(r.score() for r in results)),
+        "max_score": points(sum(r.exercise.points for r in results if not r.exercise.stretch)),
         "directory": str(directory),
         "tests": tests,
     }

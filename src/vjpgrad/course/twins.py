@@ -147,6 +147,13 @@ def smallest(op: str) -> Program:
     return Program((("x1", 0.75),), (Instruction("t1", op, ("x1", 2) if op in BINARY else ("x1",)),))
 
 
+def chained(op: str) -> Program:
+    """``smallest(op)`` times 3: ``op``'s result is not the output, so its ``out.grad`` is 3, not 1, and
+    a ``_backward`` that forgets to multiply by ``out.grad`` shows."""
+    first = smallest(op)
+    return Program(first.leaves, (*first.instructions, Instruction("t2", "*", ("t1", 3.0))))
+
+
 def build(program: Program, value_type: type[Any]) -> dict[str, Any]:
     """Run ``program`` in an engine: every node by name, made with ``value_type`` and the operators.
 
@@ -537,18 +544,61 @@ class Twin:
             f"the edge {edge.node} -> {edge.operand} ({edge.op}) handed {edge.operand} {theirs}; vjpgrad's hands "
             f"{ours} = upstream {number(edge.upstream)} x local derivative {local}"
         )
+        why = (
+            self._assigned_not_added(edge, call, received)
+            or self._without_chain_rule(edge, received)
+            or f"check the local derivative of {edge.op} in your _backward"
+        )
+        return f"{said}: {why}"
+
+    def _assigned_not_added(self, edge: Edge, call: Call, received: object) -> str | None:
+        """Why, when the contribution is one use's share, or the operand's gradient was replaced."""
         before, after = call.before[edge.operand], call.after[edge.operand]
         if len(edge.locals) > 1 and close(received, edge.contribution / len(edge.locals), edge.scale):
             return (
-                f"{said}: {edge.operand} is used {len(edge.locals)} times in {edge.node} and only one use counted: "
+                f"{edge.operand} is used {len(edge.locals)} times in {edge.node} and only one use counted: "
                 "add into .grad with +=, do not assign with ="
             )
         if before != 0 and close(after, edge.contribution / len(edge.locals), edge.scale):
             return (
-                f"{said}: {edge.operand}.grad held {number(before)} and was replaced, not added to: "
+                f"{edge.operand}.grad held {number(before)} and was replaced, not added to: "
                 "add into .grad with +=, do not assign with ="
             )
-        return f"{said}: check the local derivative of {edge.op} in your _backward"
+        return None
+
+    def _without_chain_rule(self, edge: Edge, received: object) -> str | None:
+        """Why, when the contribution is one factor of the chain rule's product without the other:
+        ``out.grad`` alone, or the local derivative alone (or the operand's own number). Where the local
+        derivative is 1 the product is ``out.grad``, and where ``out.grad`` is 1 the product is the local
+        derivative: those cannot be told apart, and ``out.grad`` alone then reads as a local derivative
+        of 1 as well, which the message says."""
+        local = sum(edge.locals)
+        alone = not close(local, 1.0) and close(received, edge.upstream, abs(edge.upstream))
+        if alone and close(edge.upstream, 1.0):
+            return (
+                f"that is out.grad alone (or a local derivative of 1): check the local derivative of {edge.op}, "
+                f"{number(local)} here, and multiply out.grad by it (the chain rule)"
+            )
+        if alone:
+            return (
+                f"that is out.grad alone: multiply it by the local derivative of {edge.op}, {number(local)} here "
+                "(the chain rule: what an operand receives is out.grad x the local derivative)"
+            )
+        if close(edge.upstream, 1.0):
+            return None
+        upstream = number(edge.upstream)
+        if close(received, local, abs(local)):
+            return (
+                f"that is the local derivative alone, but {edge.node}.grad is {upstream} here: multiply by out.grad "
+                "(the chain rule: what an operand receives is out.grad x the local derivative)"
+            )
+        data = self.ours[edge.operand].data
+        if close(received, data, abs(data)):
+            return (
+                f"that is {edge.operand}'s own number, but an operand receives out.grad x the local derivative: "
+                f"multiply by out.grad (the chain rule; {edge.node}.grad is {upstream} here)"
+            )
+        return None
 
     def _report(
         self,

@@ -13,6 +13,7 @@ from vjpgrad.testing import Expression, expressions
 
 
 def test_the_derivative_of_x_squared_at_3_is_6(student: Any) -> None:
+    """The derivative of x * x at 3 is 6."""
     d = student("derivatives").central_difference(lambda x: x * x, 3.0)
     assert math.isclose(d, 6.0, rel_tol=1e-6), (
         f"central_difference(lambda x: x * x, 3.0) is {d!r}; the derivative of x**2 is 2x, 6 at x = 3"
@@ -24,6 +25,7 @@ def test_the_derivative_of_x_squared_at_3_is_6(student: Any) -> None:
 def test_it_agrees_with_vjpgrad_on_any_expression_of_two_arguments(
     student: Any, expression: Expression, x: float, y: float, arg: int
 ) -> None:
+    """It agrees with vjpgrad's exact derivative on any expression of two arguments."""
     numeric = student("derivatives").central_difference(expression, x, y, arg=arg)
     exact = vjpgrad.grad(expression, argnums=arg)(x, y)
     size = 1 + abs(float(expression(x, y)))
@@ -34,6 +36,7 @@ def test_it_agrees_with_vjpgrad_on_any_expression_of_two_arguments(
 
 
 def test_the_steps_are_ordered_too_small_good_too_large(student: Any) -> None:
+    """The three step sizes are positive and ordered: too small, good, too large."""
     too_small, good, too_large = student("derivatives").step_sizes()
     assert 0 < too_small < good < too_large, (
         f"step_sizes() returned {(too_small, good, too_large)}: expected (too_small, good, too_large), "
@@ -47,12 +50,14 @@ def error_with_step(student: Any, h: float) -> float:
 
 
 def test_the_good_step_is_accurate_to_1e_8(student: Any) -> None:
+    """The good step gives the derivative of exp at 1 within 1e-8."""
     good = student("derivatives").step_sizes()[1]
     error = error_with_step(student, good)
     assert error < 1e-8, f"with h = {good!r} the derivative of exp at 1 is off by {error:.3g}: find a step within 1e-8"
 
 
 def test_a_too_small_step_loses_to_rounding_and_a_too_large_one_to_the_curve(student: Any) -> None:
+    """A too small step loses to rounding, and a too large one to the curve."""
     too_small, _, too_large = student("derivatives").step_sizes()
     for name, h in (("too small", too_small), ("too large", too_large)):
         error = error_with_step(student, h)

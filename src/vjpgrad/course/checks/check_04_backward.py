@@ -22,16 +22,19 @@ def engine(student: Any) -> Any:
 @example(SHORTCUT)
 @given(programs(("+", "*"), max_operations=8))
 def test_backward_gives_every_node_vjpgrads_gradient(engine: Any, program: Program) -> None:
+    """backward() gives every node the gradient vjpgrad gives it."""
     Twin(program, engine.Value).check_backward()
 
 
 def test_a_leaf_is_its_own_output(engine: Any) -> None:
+    """backward() on a leaf gives it the gradient 1."""
     x = engine.Value(2.0)
     x.backward()
     assert x.grad == 1.0, f"x = Value(2.0); x.backward() leaves x.grad = {x.grad!r}: dx/dx is 1"
 
 
 def test_a_chain_of_10_000_links_works_at_the_default_recursion_limit(engine: Any) -> None:
+    """backward() works on a chain of 10,000 links at Python's default recursion limit."""
     x = engine.Value(1.0)
     y = x
     for _ in range(LINKS):

@@ -1,6 +1,6 @@
-"""Exercise 5 (engine.py): a second backward() adds the same gradients again (Example 4), and zero_grad.
+"""Exercise 5 (engine.py): a second backward() adds the same gradients again (case 4), and zero_grad.
 
-Example 4 of the Stack Overflow answer to "Pytorch, what are the gradient arguments"
+Case 4 of the Stack Overflow answer to "Pytorch, what are the gradient arguments"
 (https://stackoverflow.com/questions/43451125): y = 3a + 2b*b + log(c) at a = b = c = 1, two
 passes, gives a.grad, b.grad, c.grad = 6, 8, 2: twice one pass.
 """
@@ -33,6 +33,7 @@ def engine(student: Any) -> Any:
 
 
 def test_example_4_two_passes_give_6_8_2(engine: Any) -> None:
+    """Case 4: two passes give a.grad, b.grad, c.grad = 6, 8, 2."""
     twin = Twin(EXAMPLE_4, engine.Value)
     twin.check_passes(2)
     grads = [twin.theirs[name].grad for name in "abc"]
@@ -43,18 +44,21 @@ def test_example_4_two_passes_give_6_8_2(engine: Any) -> None:
 @example(SHORTCUT)
 @given(programs(("+", "*"), max_operations=8))
 def test_two_passes_give_each_leaf_twice_one_pass(engine: Any, program: Program) -> None:
+    """Two passes give each leaf twice the gradient of one pass."""
     Twin(program, engine.Value).check_passes(2)
 
 
 @example(SMALL)
 @given(programs(("+", "*"), max_operations=8))
 def test_three_passes_give_each_leaf_three_times_one_pass(engine: Any, program: Program) -> None:
+    """Three passes give each leaf three times the gradient of one pass."""
     Twin(program, engine.Value).check_passes(3)
 
 
 @example(SMALL)
 @given(programs(("+", "*"), max_operations=8))
 def test_zero_grad_sets_every_gradient_to_0_and_the_next_pass_is_one_pass(engine: Any, program: Program) -> None:
+    """zero_grad() sets every gradient to 0, and the next pass gives one pass's gradients."""
     twin = Twin(program, engine.Value)
     output = twin.theirs[program.output]
     output.backward()

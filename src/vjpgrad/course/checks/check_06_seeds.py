@@ -1,5 +1,5 @@
-"""Exercise 6 (seeds.py): Example 1's VJP, by hand and with the student's engine, against vjpgrad's
-``y.backward(v)``. Example 1 of the Stack Overflow answer to "Pytorch, what are the gradient
+"""Exercise 6 (seeds.py): case 1's VJP, by hand and with the student's engine, against vjpgrad's
+``y.backward(v)``. Case 1 of the Stack Overflow answer to "Pytorch, what are the gradient
 arguments" (https://stackoverflow.com/questions/43451125)."""
 
 from __future__ import annotations
@@ -39,11 +39,13 @@ def check(vjp: Any, a: list[float], b: list[float], c: list[float], v: list[floa
 
 @pytest.mark.parametrize("way", WAYS)
 def test_example_1_gives_the_documented_gradients(student: Any, way: str) -> None:
+    """{way} gives case 1's gradients."""
     check(getattr(student("seeds"), way), [1.0, 2.0, 3.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0], [0.1, 1.0, 0.0001])
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_one_element_seeded_with_1_is_example_2s_gradient(student: Any, way: str) -> None:
+    """{way} gives case 2's gradient: one element, seeded with 1."""
     check(getattr(student("seeds"), way), [0.1], [1.0], [0.1], [1.0])
 
 
@@ -51,6 +53,7 @@ def test_one_element_seeded_with_1_is_example_2s_gradient(student: Any, way: str
 @example(numbers=[1.0, 2.0, 3.0, 0.5])
 @given(numbers=st.integers(1, 5).flatmap(lambda n: st.lists(st.floats(0.1, 10), min_size=4 * n, max_size=4 * n)))
 def test_any_inputs_and_seeds(student: Any, way: str, numbers: list[float]) -> None:
+    """{way} gives vjpgrad's gradients for any inputs and seeds."""
     n = len(numbers) // 4
     a, b, c, v = (numbers[k * n : (k + 1) * n] for k in range(4))
     check(getattr(student("seeds"), way), a, b, c, v)

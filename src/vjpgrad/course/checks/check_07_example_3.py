@@ -1,6 +1,6 @@
 """Exercise 7 (example_3.py): a one-element output seeded with several numbers, against vjpgrad.
 
-Example 3 of the Stack Overflow answer to "Pytorch, what are the gradient arguments"
+Case 3 of the Stack Overflow answer to "Pytorch, what are the gradient arguments"
 (https://stackoverflow.com/questions/43451125) prints a.grad = [3.3003] = 3 x (0.1 + 1.0 + 0.0001).
 vjpgrad's Vector.backward sums a seed longer than a one-element output, as PyTorch's engine does.
 """
@@ -36,6 +36,7 @@ def check(example_3: Any, a: float, b: float, c: float, seeds: list[float]) -> N
 
 
 def test_the_documented_seeds_give_a_grad_3_3003(student: Any) -> None:
+    """Case 3's seeds give a.grad = 3.3003."""
     check(student("example_3").example_3, 0.0, 0.0, 1.0, SEEDS)  # a and b as torch.empty gave them; c = 1, not 0
 
 
@@ -47,4 +48,5 @@ def test_the_documented_seeds_give_a_grad_3_3003(student: Any) -> None:
     st.lists(st.floats(-2, 2, allow_subnormal=False), min_size=1, max_size=5),
 )
 def test_any_seeds_add_up(student: Any, a: float, b: float, c: float, seeds: list[float]) -> None:
+    """Any seeds of a one-element output add up."""
     check(student("example_3").example_3, a, b, c, seeds)

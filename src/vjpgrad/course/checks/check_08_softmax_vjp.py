@@ -35,6 +35,7 @@ def check(softmax_vjp: Any, x: list[float], v: list[float]) -> None:
 
 
 def test_three_inputs(student: Any) -> None:
+    """softmax_vjp gives vjpgrad's gradients for three inputs."""
     check(student("softmax").softmax_vjp, [1.0, 2.0, 3.0], [0.1, 1.0, 0.0001])
 
 
@@ -47,14 +48,17 @@ def pairs_of_lists(n: int) -> st.SearchStrategy[tuple[list[float], list[float]]]
 @example(([0.5, -1.0], [1.0, 2.0]))
 @given(st.integers(1, 6).flatmap(pairs_of_lists))
 def test_any_inputs_and_seeds(student: Any, xv: tuple[list[float], list[float]]) -> None:
+    """softmax_vjp gives vjpgrad's gradients for any inputs and seeds."""
     check(student("softmax").softmax_vjp, *xv)
 
 
 def test_large_inputs_do_not_overflow(student: Any) -> None:
+    """Large inputs do not overflow."""
     check(student("softmax").softmax_vjp, [1000.0, 1000.5, 999.0], [1.0, -1.0, 0.5])
 
 
 def test_it_does_not_build_the_jacobian(student: Any) -> None:
+    """softmax_vjp does not build the Jacobian (its memory stays linear)."""
     softmax_vjp = student("softmax").softmax_vjp
     x = [((i * 37) % 101) / 50 - 1 for i in range(LARGE)]
     v = [((i * 53) % 97) / 48 - 1 for i in range(LARGE)]

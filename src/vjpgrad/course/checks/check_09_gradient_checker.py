@@ -37,6 +37,7 @@ point = st.lists(st.floats(-2, 2), min_size=3, max_size=3)
 @example(FIRST, [0.5, 1.0, 2.0])
 @given(expressions(VARIABLES), point)
 def test_right_gradients_are_approved(student: Any, expression: Expression, xs: list[float]) -> None:
+    """Right gradients are approved."""
     grads = vjpgrads_gradients(expression, xs)
     wrong = student("gradient_checker").wrong_gradients(expression, xs, grads)
     assert list(wrong) == [], (
@@ -50,6 +51,7 @@ def test_right_gradients_are_approved(student: Any, expression: Expression, xs: 
 def test_a_planted_wrong_rule_is_caught_at_each_input_it_touches(
     student: Any, expression: Expression, xs: list[float], planted: set[int]
 ) -> None:
+    """A wrong derivative rule is caught at each input it touches."""
     for i in planted:
         xs[i] = 1.0 + abs(xs[i])  # away from 0, where x and 2x agree
 
@@ -65,4 +67,25 @@ def test_a_planted_wrong_rule_is_caught_at_each_input_it_touches(
     assert list(wrong) == sorted(planted), (
         f"for f(x, y, z) = {expression.text} + {terms} at {xs}, square's rule is wrong (x instead of 2x), so the "
         f"gradients {grads} are wrong at positions {sorted(planted)}; wrong_gradients returned {wrong!r}"
+    )
+
+
+STEEP = 20.0
+"""exp(20) is about 4.9e8: the central difference of exp there is off by about 1e-2 from rounding alone,
+far beyond an absolute tolerance of 1e-4 and far within a relative one."""
+
+
+def steep(x: Any, y: Any) -> Any:
+    return vjpgrad.exp(x) * y
+
+
+def test_the_tolerance_grows_with_the_derivative(student: Any) -> None:
+    """The tolerance grows with the derivative: right gradients of a steep function are approved."""
+    xs = [STEEP, 1.5]
+    grads = vjpgrads_gradients(steep, xs)
+    wrong = student("gradient_checker").wrong_gradients(steep, xs, grads)
+    assert list(wrong) == [], (
+        f"for f(x, y) = exp(x) * y at {xs}, vjpgrad's gradients {grads} are right (df/dx is about "
+        f"{grads[0]:.3g}), but wrong_gradients returned {wrong!r}: the central difference of so steep a function "
+        "is off by about 1e-2 from rounding alone, so compare with tol * max(1, |numeric|), not with tol alone"
     )

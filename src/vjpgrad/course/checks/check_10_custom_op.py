@@ -18,17 +18,20 @@ FIRST = Expression(("*", "x", 2.0), ("x",))
 
 
 def test_the_derivative_at_one_is_a_quarter(student: Any) -> None:
+    """The derivative of softsign at 1 is a quarter."""
     assert_grad_close(student("softsign").softsign, [1.0], expected=[0.25], yours="f")
 
 
 @pytest.mark.parametrize("x", [-3.0, -0.5, 0.0, 0.25, 2.0])
 def test_the_derivative_matches_central_differences(student: Any, x: float) -> None:
+    """The derivative at x = {x} matches central differences."""
     assert_grad_close(student("softsign").softsign, [x], yours="f")
 
 
 @example(FIRST, 0.5)
 @given(expressions(["x"]), st.floats(-3, 3))
 def test_inside_any_expression(student: Any, expression: Expression, x: float) -> None:
+    """softsign's rule is right inside any expression."""
     softsign = student("softsign").softsign
     try:
         assert_grad_close(lambda x: softsign(expression(x)), [x], yours="f")
@@ -38,6 +41,7 @@ def test_inside_any_expression(student: Any, expression: Expression, x: float) -
 
 @pytest.mark.parametrize("x", [-2.0, -0.5, 0.5, 2.0])
 def test_the_rule_is_differentiable_too(student: Any, x: float) -> None:
+    """The rule is differentiable too, at x = {x}."""
     softsign = student("softsign").softsign
     second = grad(grad(softsign))(x)
     assert_grad_close(lambda x: grad(softsign)(x), [x], expected=[second], yours="f")

@@ -34,6 +34,52 @@ def make_moons(n: int = POINTS, noise: float = 0.1, seed: int = 1) -> tuple[list
     return points, labels
 
 
+def leaves(output: Any) -> list[Any]:
+    """The Values ``output`` was computed from that no operation made (its _prev is empty), by a loop."""
+    found, seen, stack = [], {id(output)}, [output]
+    while stack:
+        node = stack.pop()
+        operands = list(getattr(node, "_prev", ()))
+        if not operands:
+            found.append(node)
+        for operand in operands:
+            if id(operand) not in seen:
+                seen.add(id(operand))
+                stack.append(operand)
+    return found
+
+
+def test_each_step_starts_from_zeroed_gradients(student: Any) -> None:
+    """Each training step starts from zeroed gradients."""
+    value_type = student("engine").Value
+    points, labels = make_moons()
+    before: list[list[tuple[Any, Any]]] = []  # at each backward(): every leaf, and its grad then
+    original = value_type.backward
+
+    def watched(self: Any, *args: Any, **kwargs: Any) -> Any:
+        before.append([(leaf, leaf.grad) for leaf in leaves(self)])
+        return original(self, *args, **kwargs)
+
+    value_type.backward = watched
+    try:
+        result = student("mlp").train([list(p) for p in points], list(labels), steps=2)
+    finally:
+        value_type.backward = original
+    model, _ = expect.items(result, 2, "train(points, labels, steps=2)", "(model, losses)")
+    assert len(before) >= 2, (
+        f"train(points, labels, steps=2) called backward() {len(before)} times: once per step, on the loss"
+    )
+    parameters = {id(p) for p in model.parameters()}
+    held = [grad for leaf, grad in before[1] if id(leaf) in parameters and grad != 0]
+    largest = max(held, key=abs) if held else 0.0
+    assert not held, (
+        f"at the 2nd step, when backward() was called, {len(held)} of the model's {len(parameters)} parameters "
+        f"still held the 1st step's gradient (the largest {largest!r}): backward() adds into .grad, so "
+        "the 2nd step moved the parameters by both steps' gradients. Zero every parameter's gradient before each "
+        "backward()"
+    )
+
+
 @pytest.fixture(scope="session")
 def trained(student: Any) -> tuple[Any, list[float], float]:
     """The student's train() on the moons, once: (model, losses, seconds)."""
@@ -58,6 +104,7 @@ def trained(student: Any) -> tuple[Any, list[float], float]:
 
 
 def test_the_loss_falls_to_under_half_its_start(trained: tuple[Any, list[float], float]) -> None:
+    """The loss falls to under half its start."""
     _, losses, _ = trained
     assert losses[-1] < losses[0] / 2, (
         f"the loss went from {losses[0]:.4g} to {losses[-1]:.4g} in {len(losses)} steps: it should fall to under "
@@ -66,6 +113,7 @@ def test_the_loss_falls_to_under_half_its_start(trained: tuple[Any, list[float],
 
 
 def test_at_least_95_percent_of_the_points_are_right(trained: tuple[Any, list[float], float]) -> None:
+    """At least 95% of the points are right."""
     model, _, _ = trained
     points, labels = make_moons()
     right = sum((model(p).data > 0) == (label > 0) for p, label in zip(points, labels, strict=True))
@@ -76,6 +124,7 @@ def test_at_least_95_percent_of_the_points_are_right(trained: tuple[Any, list[fl
 
 
 def test_training_takes_under_a_minute(trained: tuple[Any, list[float], float]) -> None:
+    """Training takes under a minute of CPU."""
     seconds = trained[2]
     assert seconds < SECONDS, (
         f"train took {seconds:.0f} s of CPU: keep it under {SECONDS:.0f} s (fewer steps, a smaller model)"

@@ -1,6 +1,6 @@
-"""Exercise 7: Example 3, or why a one-element output seeded with three numbers gives 3.3003.
+"""Exercise 7: case 3, or why a one-element output seeded with three numbers gives 3.3003.
 
-Example 3 of the Stack Overflow answer to "Pytorch, what are the gradient arguments"
+Case 3 of the Stack Overflow answer to "Pytorch, what are the gradient arguments"
 (https://stackoverflow.com/questions/43451125) makes a, b and c of ONE element each, then
 
     y = 3*a + 2*b*b + torch.log(c)

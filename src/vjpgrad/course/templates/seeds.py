@@ -1,7 +1,7 @@
 """Exercise 6: what the numbers in y.backward(gradients) are, by hand and with your engine.
 
 In the Stack Overflow question "Pytorch, what are the gradient arguments"
-(https://stackoverflow.com/questions/43451125), Example 1 computes, for vectors a, b, c,
+(https://stackoverflow.com/questions/43451125), case 1 computes, for vectors a, b, c,
 
     y = 3*a + 2*b*b + torch.log(c)
     y.backward(torch.FloatTensor([0.1, 1.0, 0.0001]))

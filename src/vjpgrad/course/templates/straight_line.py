@@ -1,4 +1,4 @@
-"""Exercise 12 (stretch): Example 1's reverse pass as straight-line code, as vjpgrad.compile writes it.
+"""Exercise 12 (stretch): case 1's reverse pass as straight-line code, as vjpgrad.compile writes it.
 
 For numbers a, b, c and a seed v, y = 3*a + 2*b*b + log(c). Write the forward pass one
 operation a line and then the reverse pass one line per edge of the graph, from the output

@@ -1,0 +1,314 @@
+"""vjpgrad.compile writes a block the recording repeats once, as a loop over its copies, and
+keeps eager's bits: each copy run backward last first, the parameters' gradients threaded
+through, an operation run only where the pass reaches it."""
+
+from __future__ import annotations
+
+import math
+import struct
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import vjpgrad
+from vjpgrad import Value, Vector
+from vjpgrad.compiler import cache as _cache
+from vjpgrad.compiler import fold
+from vjpgrad.nn import MLP
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from moons import make_moons
+
+
+def bits(x: float | None) -> Any:
+    return None if x is None else ("nan" if math.isnan(x) else struct.pack("<d", x))
+
+
+POINTS, LABELS = make_moons(12)
+
+
+def hinge_loss(model: MLP, points: list[tuple[float, float]]) -> Value:
+    """micrograd's demo loss on ``points``: the model runs once per point (the repeated block)."""
+    scores = [model(list(p)) for p in points]
+    margins = [(1 + -y * s).relu() for y, s in zip(LABELS, scores, strict=False)]  # type: ignore[operator]
+    total = margins[0]
+    for m in margins[1:]:
+        total = total + m
+    reg = sum((p * p for p in model.parameters()), Value(0.0, requires_grad=False))
+    return total * (1.0 / len(margins)) + reg * 1e-4
+
+
+def gradients(model: MLP, loss: Callable[[], Value]) -> list[Any]:
+    for p in model.parameters():
+        p.grad = 0.0
+    out = loss()
+    out.backward()
+    return [bits(out.data)] + [bits(p.grad) for p in model.parameters()]
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of two operations or more are loops, however small a part of the program."""
+    monkeypatch.setattr(fold, "SMALLEST", 2)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+
+
+def source_of(compiled: Any) -> str:
+    source: str = compiled.source
+    return source
+
+
+def test_a_model_run_on_each_point_is_written_once_as_a_loop_with_eagers_bits() -> None:
+    model = MLP(2, [4, 4, 1], seed=3)
+    compiled = vjpgrad.compile(lambda pts: hinge_loss(model, pts))
+    eager = gradients(model, lambda: hinge_loss(model, POINTS))
+    assert [gradients(model, lambda: compiled(POINTS)) for _ in range(3)] == [eager] * 3  # recorded, written, replayed
+    source = source_of(compiled)
+    forward = source.split("def backward")[0]
+    # the model on each point is one loop (the margins may fold too, a few points a copy)
+    assert f"# block 1, written once: {len(POINTS)} copies of " in forward
+    assert "\n    for c0, c1 in zip((" in forward  # each point's coordinates: numbers of its own
+    operations = compiled._last.recorded.live
+    assert len(source.splitlines()) < len(operations)  # straight-line code takes a line per operation and more
+
+
+def test_copies_that_read_each_other_are_written_straight_line_with_eagers_bits() -> None:
+    weights = [Value(0.7), Value(-0.2)]
+
+    def chain(x: Value) -> Value:
+        for _ in range(6):  # each copy reads the one before: no loop over copies known in advance
+            x = (x * weights[0] + weights[1]).tanh()
+        return x * 1.0
+
+    compiled = vjpgrad.compile(chain)
+    results = []
+    for f in (chain, compiled, compiled, compiled):
+        for w in weights:
+            w.grad = 0.0
+        x = Value(0.4)
+        f(x).backward()
+        results.append([bits(x.grad)] + [bits(w.grad) for w in weights])
+    assert results[1:] == [results[0]] * 3
+    assert "\n    for " not in source_of(compiled)
+
+
+def repeated(params: list[Value], xs: list[Value]) -> Vector:
+    """Copies of one block over inputs of their own, each with two results read after the loop
+    (the second alone reads ``params[3]``), and then a sum of the copies."""
+    outs, others = [], []
+    for x in xs:
+        h = (x * params[0] + params[1]).relu() * params[2]
+        outs.append(h * params[0])
+        others.append(x * params[3])
+    total = others[0]
+    for o in others[1:]:
+        total = total + o
+    return Vector([o * 1.0 for o in outs] + [total])
+
+
+@pytest.mark.parametrize("seeded", [[0, 1, 2, 3, 4], [3], [0], [1, 2], [0, 3], [4], [2, 4]])
+@pytest.mark.parametrize("seed", [1.0, -0.0, -2.5])
+@pytest.mark.usefixtures("small_blocks")
+def test_a_pass_seeded_at_some_outputs_runs_only_the_copies_it_reaches(seeded: list[int], seed: float) -> None:
+    # a parameter's gradient starts at -0.0: a copy, or a part of one, that the pass does not
+    # reach, run with a zero seed, would add 0.0 to it and turn it into +0.0 (the inputs are
+    # negative, so -0.0 times them is +0.0; the relu closes on some copies)
+    xs_data = [-1.5, 0.75, -0.25, 2.0]
+    compiled = vjpgrad.compile(repeated)
+
+    def run(f: Callable[..., Vector]) -> list[Any]:
+        params = [Value(0.5), Value(-0.25), Value(-3.0), Value(1.5)]
+        for p in params:
+            p.grad = -0.0
+        xs = [Value(x) for x in xs_data]
+        out = f(params, xs)
+        Vector([out[i] for i in seeded]).backward([seed] * len(seeded))
+        return [bits(v.grad) for v in [*params, *xs]]
+
+    eager = run(repeated)
+    assert [run(compiled) for _ in range(3)] == [eager] * 3
+    assert isinstance(compiled._last.program, fold.FoldedProgram)
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_anomaly_mode_names_the_operation_of_a_block_that_makes_nan() -> None:
+    weights = [Value(1.0), Value(0.0)]
+
+    def f(xs: list[Value]) -> Value:
+        outs = [(x * weights[0] + weights[1]).relu().sqrt() * 0.0 for x in xs]  # sqrt'(0) = inf, 0 * inf = nan
+        total = outs[0]
+        for o in outs[1:]:
+            total = total + o
+        return total
+
+    compiled = vjpgrad.compile(f)
+    xs = [Value(-1.0), Value(2.0), Value(-3.0)]
+    compiled(xs)
+    compiled(xs).backward()  # written
+    assert isinstance(compiled._last.program, fold.FoldedProgram)
+    for function in (f, compiled):
+        with pytest.raises(FloatingPointError, match="sqrt"), vjpgrad.detect_anomaly():
+            function([Value(-1.0), Value(2.0), Value(-3.0)]).backward()
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_a_number_that_differs_between_copies_is_an_input_of_the_loop() -> None:
+    # micrograd's margins multiply by each point's label: the copies differ by a number, here
+    # each sign of zero, an infinity, an int and exponents PyTorch treats apart (2.0, 0.5, -1.0)
+    weights = [Value(0.5), Value(-1.5)]
+    scales, powers = [2.0, -0.0, math.inf, 3, -1.0], [2.0, 0.5, 2.0, 3.0, -1.0]
+
+    def f(xs: list[Value]) -> Value:
+        outs = [((x * weights[0]).tanh() * c + weights[1]) ** k for x, c, k in zip(xs, scales, powers, strict=True)]
+        total = outs[0]
+        for o in outs[1:]:
+            total = total + o
+        return total
+
+    def run(function: Callable[[list[Value]], Value]) -> list[Any]:
+        for w in weights:
+            w.grad = 0.0
+        xs = [Value(0.1 * k - 0.2) for k in range(5)]
+        function(xs).backward()
+        return [bits(v.grad) for v in [*weights, *xs]]
+
+    compiled = vjpgrad.compile(f)
+    eager = run(f)
+    assert [run(compiled) for _ in range(3)] == [eager] * 3
+    forward = source_of(compiled).split("def backward")[0]
+    assert "numbers c0, c1 of its own (the first copy's 2.0, 2.0)" in forward
+    assert "(2.0, (-0.0), _inf, 3.0, (-1.0)), (2.0, 0.5, 2.0, 3.0, (-1.0))):" in forward
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_find_reads_back_to_back_repeats_of_keys() -> None:
+    assert fold.find([9, 1, 2, 3, 1, 2, 3, 1, 2, 3, 8]) == [(1, 3, 3)]
+    assert fold.find([1, 2, 1, 2, 7, 1, 2]) == [(0, 2, 2)]  # the third copy is not adjacent
+    assert fold.find([-1, -2, -3]) == []  # negative keys never fold
+    assert fold.find([5, 5, 5, 5]) == [(0, 2, 2)]  # no block of one operation
+
+
+def folded(f: Callable[..., Value], xs: list[Value]) -> bool:
+    compiled = vjpgrad.compile(f)
+    compiled(xs)
+    compiled(xs)
+    return isinstance(compiled._last.program, fold.FoldedProgram) and "\n    for " in source_of(compiled)
+
+
+WEIGHTS = [Value(0.5), Value(-1.5)]
+
+
+def small(xs: list[Value]) -> Value:
+    outs = [(x * WEIGHTS[0]).tanh() for x in xs]  # blocks of two operations
+    total = outs[0]
+    for o in outs[1:]:
+        total = total + o
+    return total
+
+
+def mostly_other(xs: list[Value]) -> Value:
+    w = WEIGHTS
+    model = [((x * w[0] + w[1]).tanh() * w[1] + w[0]).relu() * w[0] - w[1] for x in xs[:2]]  # 8 a copy
+    rest = model[0] * model[1]
+    for _ in range(100):  # and 200 operations that do not repeat back to back
+        rest = rest * w[0] + xs[0]
+    return rest
+
+
+@pytest.mark.parametrize("f", [small, mostly_other])
+def test_small_blocks_or_blocks_that_are_a_small_part_of_the_program_stay_straight_line(
+    f: Callable[..., Value], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VJPGRAD_CACHE", "0")  # the thresholds are the code's own: the cache's key does not say them
+    xs = [Value(float(k) - 2.5) for k in range(5)]
+    assert not folded(f, xs)
+    monkeypatch.setattr(fold, "SMALLEST", 2)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+    assert folded(f, xs)  # they are blocks: the thresholds alone kept them straight-line
+
+
+# ---- the cache ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("VJPGRAD_CACHE_DIR", str(folder))
+    monkeypatch.delenv("VJPGRAD_CACHE", raising=False)
+    return folder
+
+
+def test_the_cache_stores_the_blocks_with_the_code_and_a_reverse_pass_written_later_uses_them(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = MLP(2, [3, 1], seed=5)
+    eager = gradients(model, lambda: hinge_loss(model, POINTS))
+    first = vjpgrad.compile(lambda pts: hinge_loss(model, pts))
+    assert [gradients(model, lambda: first(POINTS)) for _ in range(3)] == [eager] * 3
+    [stored] = sorted(cache_dir.glob(f"*{_cache.SUFFIX}"))
+    payload = _cache.load(stored.name.removesuffix(_cache.SUFFIX))
+    assert payload["fold"] == first._last.program.table != ()
+    detected: list[Any] = []
+    real = fold.detect
+    monkeypatch.setattr(fold, "detect", lambda program, table=None: detected.append(table) or real(program, table))
+    again = vjpgrad.compile(lambda pts: hinge_loss(model, pts))
+    assert [gradients(model, lambda: again(POINTS)) for _ in range(2)] == [eager] * 2  # loaded: nothing found
+    assert detected == []
+    source_of(again)  # the writer, made now for .source, folds the stored blocks: it does not look for them
+    assert detected == [payload["fold"]]
+
+
+@pytest.mark.parametrize(
+    "table", [(("a", 1, 2),), ((0, 1, 2),), ((5, 3),), ((10**9, 2, 2),), 7], ids=["text", "short", "pair", "far", "int"]
+)
+def test_a_stored_table_of_blocks_that_is_not_one_writes_the_code_again(cache_dir: Path, table: Any) -> None:
+    model = MLP(2, [3, 1], seed=5)
+    eager = gradients(model, lambda: hinge_loss(model, POINTS))
+    compiled = vjpgrad.compile(lambda pts: hinge_loss(model, pts))
+    [gradients(model, lambda: compiled(POINTS)) for _ in range(2)]
+    [stored] = sorted(cache_dir.glob(f"*{_cache.SUFFIX}"))
+    key = stored.name.removesuffix(_cache.SUFFIX)
+    payload = _cache.load(key)
+    assert _cache.store(key, {**payload, "fold": table})
+    again = vjpgrad.compile(lambda pts: hinge_loss(model, pts))
+    assert [gradients(model, lambda: again(POINTS)) for _ in range(3)] == [eager] * 3
+    assert _cache.load(key)["fold"] == payload["fold"]  # written again, whole
+
+
+# ---- micrograd's demo step ------------------------------------------------------------------------
+
+
+def demo_loss(model: MLP, points: list[tuple[float, float]], labels: list[int]) -> Value:
+    scores = [model(list(p)) for p in points]
+    margins = [(1 + -y * s).relu() for y, s in zip(labels, scores, strict=True)]  # type: ignore[operator]
+    total = margins[0]
+    for m in margins[1:]:
+        total = total + m
+    reg = sum((p * p for p in model.parameters()), Value(0.0, requires_grad=False))
+    return total * (1.0 / len(margins)) + reg * 1e-4
+
+
+@pytest.mark.slow
+def test_micrograd_demo_step_compiled_is_eager_to_the_bit_in_under_ten_thousand_lines() -> None:
+    points, labels = make_moons()
+    model = MLP(2, [16, 16, 1], seed=1337)
+    compiled = vjpgrad.compile(lambda pts: demo_loss(model, pts, labels))
+    eager = gradients(model, lambda: demo_loss(model, points, labels))
+    assert [gradients(model, lambda: compiled(points)) for _ in range(3)] == [eager] * 3
+    assert len(compiled._last.recorded.live) > 65_000  # 222,958 lines when written straight-line
+    assert len(source_of(compiled).splitlines()) <= 10_000
+
+
+@pytest.mark.slow
+def test_the_performance_pages_picture_of_the_folded_demo_step_is_current() -> None:
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    sys.path.insert(0, str(examples))
+    import draw_folded_step
+
+    picture = Path(__file__).resolve().parent.parent / "docs" / "explanation" / "folded-demo-step.svg"
+    assert draw_folded_step.svg(draw_folded_step.recorded_program()) == picture.read_text(), (
+        "run python examples/draw_folded_step.py"
+    )

@@ -1,0 +1,299 @@
+"""vjpgrad course grade: a class's directories into a CSV gradebook and Gradescope's results.json.
+
+Also what grading rests on: each exercise in its own process (a crash, sys.exit, os._exit costs
+only that exercise, in check too), per-check partial credit by weight, held-out checks, and the
+worked example of a teacher's exercises directory on the instructor's page (docs/course/).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from _course_mistakes import MISTAKES
+
+from vjpgrad.course import gradebook, grading, main
+from vjpgrad.course.exercises import BUILTIN, Exercise, course, exercise, folder
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "docs" / "course" / "example-exercises"
+"""The teacher's exercises directory that docs/course/instructor.md shows."""
+
+
+def solutions_in(directory: Path) -> Path:
+    shutil.copytree(folder("solutions"), directory, dirs_exist_ok=True)
+    return directory
+
+
+def teachers_only(tmp_path: Path) -> Path:
+    """The worked example's sigmoid exercise alone (``builtin = false``), to grade quickly."""
+    teacher = tmp_path / "teacher"
+    shutil.copytree(EXAMPLE, teacher)
+    text = (teacher / "exercises.toml").read_text()
+    text = text.replace("builtin = true", "builtin = false")
+    text = text[: text.index("[held_out]")]  # held-out checks and hints of built-in exercises need them
+    (teacher / "exercises.toml").write_text(text)
+    return teacher
+
+
+def sigmoid_submission(directory: Path, body: str | None = None) -> Path:
+    """A student's directory with the reference engine and a sigmoid (the reference one, or ``body``)."""
+    solutions_in(directory)
+    source = (EXAMPLE / "solutions" / "sigmoid.py").read_text()
+    if body is not None:
+        source = source.replace("    return (1 + (-1 * x).exp()) ** -1", body)
+    (directory / "sigmoid.py").write_text(source)
+    return directory
+
+
+# ---- partial credit ------------------------------------------------------------------------------------
+
+
+def test_an_exercises_points_are_shared_among_its_checks_by_weight() -> None:
+    ex = exercise(2)
+    result = grading.ExerciseResult(
+        ex,
+        [
+            grading.TestResult("a", grading.PASSED, weight=1),
+            grading.TestResult("b", grading.FAILED, "no", weight=2),
+            grading.TestResult("c", grading.PASSED, weight=1, held_out=True),
+        ],
+    )
+    assert result.score() == pytest.approx(ex.points * 2 / 4)
+    assert result.max_score() == ex.points
+    assert result.score(held_out=False) == pytest.approx(ex.points / 4)
+    assert result.max_score(held_out=False) == pytest.approx(ex.points * 3 / 4)
+    assert result.score(held_out=True) == result.max_score(held_out=True) == pytest.approx(ex.points / 4)
+    assert result.status == grading.FAILING
+
+
+def test_weights_and_held_out_checks_come_from_the_teachers_files(tmp_path: Path) -> None:
+    # 1 / (1 + exp(x)) is 0.5 at 0 (weight 1) and symmetric (held out, weight 1), but not sigmoid (weight 3)
+    directory = sigmoid_submission(tmp_path / "student", "    return (1 + x.exp()) ** -1")
+    (sigmoid,) = course(teachers_only(tmp_path)).exercises
+    (result,) = grading.run(directory, [sigmoid], timeout=120, held_out=True)
+    outcomes = {(t.sentence, t.weight, t.held_out): t.outcome for t in result.tests}
+    assert outcomes == {
+        ("sigmoid(0) is 0.5", 1.0, False): grading.PASSED,
+        ("sigmoid gives vjpgrad's number and derivative at any x", 3.0, False): grading.FAILED,
+        ("sigmoid(x) + sigmoid(-x) is 1", 1.0, True): grading.PASSED,
+    }
+    assert result.score() == pytest.approx(sigmoid.points * 2 / 5)
+    (visible,) = grading.run(directory, [sigmoid], timeout=120)  # check runs no held-out check
+    assert [t.held_out for t in visible.tests] == [False, False]
+
+
+def test_partial_credit_of_a_built_in_exercise(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "student")
+    path = directory / "derivatives.py"
+    path.write_text(path.read_text().replace("return 1e-12, 1e-5, 1e-1", "return 1e-14, 1e-12, 1e-1"))
+    (result,) = grading.run(directory, [exercise(1)], timeout=120)
+    assert result.status == grading.FAILING
+    assert 0 < result.passed < len(result.tests)
+    assert result.score() == pytest.approx(exercise(1).points * result.passed / len(result.tests))
+
+
+# ---- each exercise isolated ----------------------------------------------------------------------------
+
+
+def test_a_crash_sys_exit_or_os_exit_costs_only_its_exercise(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "student")
+    softmax = directory / "softmax.py"
+    softmax.write_text("import os\n" + softmax.read_text().replace("    s = ", "    os._exit(0)\n    s = ", 1))
+    seeds = directory / "seeds.py"
+    seeds.write_text("import sys\n\nsys.exit(3)\n" + seeds.read_text())
+    results = grading.run(directory, [exercise(n) for n in (6, 7, 8, 9)], timeout=120)
+    status = {r.exercise.number: r.status for r in results}
+    assert status == {6: grading.FAILING, 7: grading.DONE, 8: grading.FAILING, 9: grading.DONE}
+    problem = results[2].first_problem()
+    assert problem is not None
+    assert "stopped during it (os._exit? a crash?)" in problem.message
+    problem = results[0].first_problem()
+    assert problem is not None
+    assert problem.message.startswith("SystemExit: 3")
+
+
+@pytest.mark.slow  # it waits for the time limit
+def test_an_endless_loop_costs_only_its_exercise(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "student")
+    (directory / "example_3.py").write_text("def example_3(a, b, c, seeds):\n    while True:\n        pass\n")
+    looping, after = grading.run(directory, [exercise(7), exercise(8)], timeout=15)
+    assert looping.status == grading.FAILING
+    problem = looping.first_problem()
+    assert problem is not None
+    assert problem.message.startswith("it did not finish within 15 s")
+    assert after.status == grading.DONE
+
+
+# ---- the grade command ---------------------------------------------------------------------------------
+
+
+def grade(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    status = main(["grade", *args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_grade_writes_the_gradebook_and_gradescope_results(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    teacher = teachers_only(tmp_path)
+    sigmoid_submission(tmp_path / "class" / "ada")
+    sigmoid_submission(tmp_path / "class" / "bob", "    return (1 + x.exp()) ** -1")
+    (tmp_path / "class" / "cy").mkdir()  # handed in nothing
+    out = tmp_path / "out"
+    status, printed, err = grade(capsys, str(tmp_path / "class" / "*"), "--out", str(out), "--exercises", str(teacher))
+    assert (status, err) == (0, "")
+    (sigmoid,) = course(teacher).exercises
+    rows = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
+    assert rows == [
+        ["directory", "1 sigmoid", "total"],
+        ["ada", "2", "2"],
+        ["bob", f"{sigmoid.points * 2 / 5:g}", f"{sigmoid.points * 2 / 5:g}"],
+        ["cy", "0", "0"],
+    ]
+    assert printed.startswith((out / "grades.csv").read_text())
+    assert "graded 3 directories in" in printed
+    report = json.loads((out / "bob" / "results.json").read_text())
+    assert report["score"] == pytest.approx(0.8)
+    visible, held = report["tests"]
+    assert set(visible) == set(held) == {"name", "number", "score", "max_score", "output", "visibility"}
+    assert (visible["name"], visible["visibility"]) == ("1. sigmoid on your engine, from its operations", "visible")
+    assert (visible["score"], visible["max_score"]) == (0.4, 1.6)  # weights 1 + 3 of 5: 2 points x 4/5
+    assert "failed: sigmoid gives vjpgrad's number and derivative at any x (weight 3)" in visible["output"]
+    assert "sigmoid(1.5) is 0.18" in visible["output"]  # the first problem's message
+    assert (held["visibility"], held["score"], held["max_score"]) == ("after_published", 0.4, 0.4)
+    assert held["name"].endswith(": held-out checks")
+    assert sum(test["score"] for test in report["tests"]) == pytest.approx(report["score"])
+    nothing = json.loads((out / "cy" / "results.json").read_text())
+    assert "sigmoid.py is not in" in nothing["tests"][0]["output"]
+
+
+def test_grade_reads_no_course_toml_of_a_submission(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    student = sigmoid_submission(tmp_path / "eve")
+    (student / "course.toml").write_text(f'mode = "self-study"\nexercises = "{student}"\n')  # a student's own
+    status, _, err = grade(
+        capsys, str(student), "--out", str(tmp_path / "out"), "--exercises", str(teachers_only(tmp_path))
+    )
+    assert (status, err) == (0, "")
+    assert (tmp_path / "out" / "grades.csv").read_text().splitlines() == ["directory,1 sigmoid,total", "eve,2,2"]
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["NOWHERE", "--out", "OUT"], "no directory matches"),
+        (["A", "B/a", "--out", "OUT"], "have the same name, a: rename one"),
+        (["A", "--out", "FILE"], "is a file, not a directory"),
+        (["A", "--out", "OUT", "--exercises", "A"], "is not an exercises directory: it has no exercises.toml"),
+        (["A", "--out", "OUT", "--exercises", "STUDENTS_COPY"], "held_out/add_mul.py is not there (grade with the"),
+        (["A", "--out", "OUT", "--timeout", "0"], "--timeout must be a positive number of seconds"),
+        (["A", "--out", "OUT", "--jobs", "0"], "--jobs must be at least 1"),
+        (["A"], "the following arguments are required: --out"),
+    ],
+)
+def test_grade_refuses_bad_input_in_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], words: list[str], said: str
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b" / "a").mkdir(parents=True)
+    (tmp_path / "file").write_text("")
+    places = {"A": tmp_path / "a", "B/a": tmp_path / "b" / "a", "OUT": tmp_path / "out", "FILE": tmp_path / "file"}
+    places["NOWHERE"] = tmp_path / "nowhere*"
+    places["STUDENTS_COPY"] = tmp_path / "copy"
+    shutil.copytree(EXAMPLE, tmp_path / "copy", ignore=shutil.ignore_patterns("held_out"))
+    status, printed, err = grade(capsys, *(str(places.get(word, word)) for word in words))
+    assert (status, printed) == (2, "")
+    assert err.count("\n") == 1
+    assert said in err
+    assert not (tmp_path / "out").exists()
+
+
+# ---- the worked example of the instructor's page, and a class graded with one command ---------------------
+
+
+def test_the_worked_example_is_an_exercises_directory_after_the_built_in_twelve() -> None:
+    of = course(EXAMPLE)
+    assert [ex.slug for ex in of.exercises] == [*(ex.slug for ex in BUILTIN), "sigmoid"]
+    sigmoid = of.exercises[-1]
+    assert (sigmoid.number, sigmoid.points, sigmoid.teachers) == (13, 2.0, True)
+    assert [path.name for path in sigmoid.held_out] == ["sigmoid.py"]
+    assert [path.name for path in of.exercises[1].held_out] == ["add_mul.py"]
+    assert of.hint(of.exercises[1], class_mode=True) == of.teacher_hints["add-mul"]
+    assert of.hint(of.exercises[2], class_mode=True) is None  # built-in hints are not shown in a class
+    assert of.hint(sigmoid, class_mode=True) == sigmoid.hint
+
+
+def the_class(where: Path) -> list[Path]:
+    """Five submissions: done, half done (exercises 1 to 5), and three typical mistakes."""
+    mistakes = {m.name: m for m in MISTAKES}
+    made = {
+        "chain-rule": "+ hands 1, the local derivative alone, without out.grad",
+        "assigns": "= instead of += in the closure of *",
+        "no-zero-grad": "the gradients never zeroed between steps",
+    }
+    done = sigmoid_submission(where / "done")
+    half = where / "half-done"
+    shutil.copytree(folder("templates"), half)
+    shutil.copy(done / "derivatives.py", half)
+    shutil.copy(done / "engine.py", half)
+    shutil.copy(EXAMPLE / "templates" / "sigmoid.py", half)
+    directories = [done, half]
+    for name, mistake in made.items():
+        directory = sigmoid_submission(where / name)
+        path = directory / mistakes[mistake].file
+        path.write_text(path.read_text().replace(mistakes[mistake].old, mistakes[mistake].new))
+        directories.append(directory)
+    return directories
+
+
+def points_of(of: list[Exercise], rows: list[list[str]], name: str) -> dict[int, float]:
+    row = next(row for row in rows if row[0] == name)
+    return {ex.number: float(cell) for ex, cell in zip(of, row[1:-1], strict=True)}
+
+
+@pytest.mark.slow  # five directories of thirteen exercises
+def test_a_class_of_five_is_graded_with_one_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    directories = the_class(tmp_path / "class")
+    out = tmp_path / "out"
+    status, _, err = grade(capsys, *map(str, directories), "--out", str(out), "--exercises", str(EXAMPLE))
+    assert (status, err) == (0, "")
+    of = list(course(EXAMPLE).exercises)
+    rows = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
+    assert rows[0] == ["directory", *(f"{ex.number} {ex.slug}" for ex in of), "total"]
+    assert [row[0] for row in rows[1:]] == [d.name for d in directories]
+    full = {ex.number: ex.points for ex in of}
+    assert points_of(of, rows, "done") == full
+    half = points_of(of, rows, "half-done")
+    assert all(half[n] == full[n] for n in range(1, 6))
+    assert all(half[n] == 0 for n in range(6, 14))  # the skeleton's files: not started
+    for name, wrong in (("chain-rule", 2), ("assigns", 2), ("no-zero-grad", 11)):
+        got = points_of(of, rows, name)
+        assert 0 <= got[wrong] < full[wrong], (name, got)
+        assert got[1] == full[1]
+    for directory in directories:
+        report = json.loads((out / directory.name / "results.json").read_text())
+        assert report["score"] == pytest.approx(float(next(r for r in rows if r[0] == directory.name)[-1]), abs=0.02)
+
+
+def test_gradescopes_results_of_one_directory_have_its_shape() -> None:
+    results = [
+        grading.ExerciseResult(exercise(1), [grading.TestResult("a", grading.PASSED, title="A sentence")]),
+        grading.ExerciseResult(exercise(12), [grading.TestResult("b", grading.FAILED, "why", title="Another")]),
+    ]
+    report = gradebook.results_json(results)
+    assert set(report) == {"score", "output", "tests"}
+    assert report["score"] == exercise(1).points
+    assert report["output"].startswith(f"{exercise(1).points:g} of {exercise(1).points:g} points; 1 of 1 exercises")
+    first, stretch = report["tests"]
+    assert first == {
+        "name": exercise(1).heading,
+        "number": "1",
+        "score": exercise(1).points,
+        "max_score": exercise(1).points,
+        "output": "passed: A sentence",
+        "visibility": "visible",
+    }
+    assert stretch["output"] == "failed: Another\n\nAnother:\nwhy"

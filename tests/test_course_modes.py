@@ -1,0 +1,249 @@
+"""The course's two modes and its files: self-study and class (course.toml), a teacher's exercises
+directory (exercises.toml), and the TOML reader that reads both on Python 3.10 too."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from vjpgrad.course import _toml, config, main
+from vjpgrad.course.exercises import BUILTIN, EXERCISES_FILE, ExercisesError, course, exercise, folder
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "docs" / "course" / "example-exercises"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    status = main(list(args))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def one_line_error(result: tuple[int, str, str]) -> str:
+    status, out, err = result
+    assert (status, out) == (2, "")
+    assert err.count("\n") == 1
+    assert err.startswith("vjpgrad course: error: ")
+    return err.strip()
+
+
+# ---- the TOML reader ---------------------------------------------------------------------------------------
+
+
+def course_tomls() -> list[str]:
+    """Every TOML text the course reads: the built-in exercises, the worked example, what init writes."""
+    texts = [(folder("templates").parent / EXERCISES_FILE).read_text(), (EXAMPLE / EXERCISES_FILE).read_text()]
+    for mode in config.MODES:
+        texts += [config.text(mode, None), config.text(mode, 'C:\\teacher\'s "exercises"')]
+    return texts
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib, to compare with, is Python 3.11+")
+@pytest.mark.parametrize("text", course_tomls())
+def test_the_fallback_reader_reads_every_course_file_as_tomllib_does(text: str) -> None:
+    import tomllib
+
+    assert _toml.loads_subset(text) == tomllib.loads(text)
+
+
+SUBSET = '''\
+# a comment
+name = "a \\"quoted\\" \\u00e9 \\\\ string" # and a comment after it
+literal = 'C:\\no\\escapes'
+count = 3
+ratio = -1.5e3
+flag = false
+"quoted key" = 1
+lines = """
+first \\
+  joined
+second"""
+list = [
+  "a",  # a comment in an array
+  'b',
+]
+
+[table]
+x = [1, 2.5, true]
+
+[[many]]
+k = 1
+
+[[many]]
+k = 2
+'''
+
+
+def test_the_fallback_reader_reads_the_subset_it_names() -> None:
+    assert _toml.loads_subset(SUBSET) == {
+        "name": 'a "quoted" \u00e9 \\ string',
+        "literal": "C:\\no\\escapes",
+        "count": 3,
+        "ratio": -1500.0,
+        "flag": False,
+        "quoted key": 1,
+        "lines": "first joined\nsecond",
+        "list": ["a", "b"],
+        "table": {"x": [1, 2.5, True]},
+        "many": [{"k": 1}, {"k": 2}],
+    }
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        assert _toml.loads_subset(SUBSET) == tomllib.loads(SUBSET)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('a = "open\n', "line 1: a one-line string runs past its line's end"),
+        ("a = 1\na = 2\n", "line 2: a is defined twice"),
+        ("a.b = 1\n", "line 1: expected = after a (dotted keys are not read here)"),
+        ("[a.b]\n", "line 1: a table header ends with ]"),
+        ("a = 1 2\n", "line 1: unexpected '2' after a value"),
+        ("a = [1 2]\n", "line 1: expected , or ] in an array"),
+        ("a = nope\n", "line 1: expected a value"),
+        ('a = "\\q"\n', "unknown escape \\q"),
+        ('\n\na = """never closed\n', "line 3: a string is not closed"),
+    ],
+)
+def test_the_fallback_reader_names_the_line_of_what_it_cannot_read(text: str, said: str) -> None:
+    with pytest.raises(_toml.TOMLError) as error:
+        _toml.loads_subset(text)
+    assert said in str(error.value)
+
+
+# ---- self-study and class mode ----------------------------------------------------------------------------
+
+
+def test_init_in_self_study_writes_no_course_toml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "init", str(tmp_path / "me"))[0] == 0
+    assert not (tmp_path / "me" / "course.toml").exists()
+    assert "vjpgrad course hint 2" in (tmp_path / "me" / "README.md").read_text()
+    assert config.read(tmp_path / "me") == config.Settings()
+
+
+@pytest.fixture
+def classroom(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A class-mode directory made by ``init DIR --class``, as the current directory."""
+    status, out, _ = run(capsys, "init", str(tmp_path / "class"), "--class")
+    assert status == 0
+    assert "(class mode)" in out.splitlines()[0]
+    assert "wrote course.toml" in out
+    monkeypatch.chdir(tmp_path / "class")
+    return tmp_path / "class"
+
+
+def test_init_class_records_the_mode_in_course_toml(classroom: Path) -> None:
+    settings = config.read(classroom)
+    assert (settings.mode, settings.exercises, settings.path) == ("class", None, classroom / "course.toml")
+    assert config.read(classroom / "deeper" / "still").class_mode  # read from the nearest directory above
+    assert "hint" not in (classroom / "README.md").read_text()
+
+
+def test_a_class_has_no_solution_command(classroom: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    message = one_line_error(run(capsys, "solution", "2", "--yes"))
+    assert "this is a class" in message
+    assert "there are no solutions to show" in message
+
+
+def test_a_class_shows_no_built_in_hint(classroom: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "hint", "2")
+    assert status == 0
+    assert "exercise 2 has no hint from your teacher" in out
+    assert exercise(2).hint[:30] not in out
+
+
+def test_self_study_hints_give_the_idea_not_the_code(capsys: pytest.CaptureFixture[str]) -> None:
+    for ex in BUILTIN:
+        status, out, _ = run(capsys, "hint", str(ex.number))
+        assert status == 0
+        assert " ".join(out.split()).endswith(" ".join(ex.hint.split()))
+    code = ["Value(self.data + other.data", "_backward()", "1 / (1 + |x|)**2", "1 - out.data**2", "k * x**(k - 1)"]
+    for fragment in code:
+        assert not any(fragment in ex.hint for ex in BUILTIN), fragment
+
+
+@pytest.mark.parametrize("mode", ["class", "self-study"])
+def test_the_scoreboard_says_how_to_ask_for_a_hint_only_where_there_is_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    directory = tmp_path / "d"
+    assert run(capsys, "init", str(directory), *(["--class"] if mode == "class" else []))[0] == 0
+    status, out, _ = run(capsys, "check", str(directory), "1")
+    assert status == 1
+    assert ("Stuck? `vjpgrad course hint 1`" in out) is (mode == "self-study")
+    assert exercise(1).hint[:30] not in out.replace("\n", " ")
+    report = json.loads(run(capsys, "check", str(directory), "1", "--json")[1])
+    assert report["tests"][0]["hint"] == (None if mode == "class" else exercise(1).hint)
+
+
+def test_a_wrong_course_toml_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(folder("templates"), tmp_path / "d")
+    (tmp_path / "d" / "course.toml").write_text('mode = "exam"\n')
+    message = one_line_error(run(capsys, "check", str(tmp_path / "d")))
+    assert "course.toml: mode = 'exam', expected one of 'self-study', 'class'" in message
+    (tmp_path / "d" / "course.toml").write_text('mode = "class"\nhints = "no"\n')
+    assert "unknown setting hints" in one_line_error(run(capsys, "check", str(tmp_path / "d")))
+
+
+# ---- a teacher's exercises directory ----------------------------------------------------------------------------
+
+
+def test_init_with_a_teachers_exercises_writes_their_files_and_records_the_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    template = tmp_path / "template"
+    shutil.copytree(EXAMPLE, template / "exercises", ignore=shutil.ignore_patterns("held_out", "solutions"))
+    status, out, _ = run(capsys, "init", str(template), "--class", "--exercises", str(template / "exercises"))
+    assert status == 0
+    assert "wrote sigmoid.py" in out
+    assert 'exercises = "exercises"' in (template / "course.toml").read_text()  # inside: relative, committable
+    monkeypatch.chdir(template)
+    status, out, _ = run(capsys, "list")
+    assert out.splitlines()[-1].split()[:2] == ["13", "sigmoid.py"]
+    status, out, _ = run(capsys, "hint", "2")
+    assert "Draw the graph of a * b + a" in out  # the teacher's hint for a built-in exercise
+    status, out, _ = run(capsys, "hint", "13")
+    assert "sigmoid(x) = 1 / (1 + exp(-x))" in " ".join(out.split())
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (("points = 2", "points = -1"), "points = -1 is negative"),
+        (("points = 2", 'points = "two"'), "points = 'two' is not a number"),
+        (('check = "checks/sigmoid.py"', 'check = "checks/nothing.py"'), "there is no file"),
+        (('slug = "sigmoid"', 'slug = "add-mul"'), "the slug add-mul is a built-in exercise's already"),
+        (("add-mul = ", "add_mull = "), "[held_out] names add_mull, which is not a built-in exercise's slug"),
+        (("points = 2", "points = 2\nweight = 1"), "unknown key weight"),
+        (('title = "sigmoid on your engine, from its operations"\n', ""), "exercise 13 has no title"),
+    ],
+)
+def test_a_wrong_exercises_directory_is_one_line_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: tuple[str, str], said: str
+) -> None:
+    teacher = tmp_path / "teacher"
+    shutil.copytree(EXAMPLE, teacher)
+    text = (teacher / EXERCISES_FILE).read_text()
+    assert change[0] in text
+    (teacher / EXERCISES_FILE).write_text(text.replace(change[0], change[1], 1))
+    message = one_line_error(run(capsys, "list", "--exercises", str(teacher)))
+    assert str(teacher / EXERCISES_FILE) in message
+    assert said in message
+
+
+def test_a_teacher_may_replace_the_built_in_exercises(tmp_path: Path) -> None:
+    teacher = tmp_path / "teacher"
+    shutil.copytree(EXAMPLE, teacher)
+    text = (teacher / EXERCISES_FILE).read_text().replace("builtin = true", "builtin = false")
+    (teacher / EXERCISES_FILE).write_text(text)
+    with pytest.raises(ExercisesError, match=r"\[held_out\] names add-mul, .* \(builtin = false: there are none\)"):
+        course(teacher)
+    (teacher / EXERCISES_FILE).write_text(text[: text.index("[held_out]")])
+    (only,) = course(teacher).exercises
+    assert (only.number, only.slug) == (1, "sigmoid")
