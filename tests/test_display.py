@@ -12,9 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import _pictures
 import pytest
+from _helpers import case_1
 
-from vjpgrad import Value, Vector, draw, explain, log, to_dot
+from vjpgrad import Value, Vector, draw, exp, explain, log, to_dot
 from vjpgrad.display import notebook as _display
 from vjpgrad.display.dot import SVGDrawing
 from vjpgrad.display.notebook import explanation_html, repr_pretty, value_html, vector_html
@@ -280,6 +282,63 @@ def test_the_pure_python_picture_labels_edges_and_escapes_names(monkeypatch: pyt
     assert a.grad == 0.0  # the chain rule was explained, not run
 
 
+def first_backward() -> Value:
+    """The graph of the tutorial's first-backward page: a reaches out through h1 and directly."""
+    a = Value(3.0, label="a")
+    h1 = a * a
+    h1.label = "h1"
+    out = h1 + a
+    out.label = "out"
+    out.backward()
+    return out
+
+
+def mixing() -> tuple[Vector, Vector]:
+    """The seeds page's g: three outputs that mix two inputs."""
+    x = Vector([1.0, 2.0])
+    return Vector([x[0] * x[1], x[0] + x[1], exp(x[0])]), x
+
+
+def pictures() -> dict[str, str]:
+    y, names, seed = case_1()
+    g, x = mixing()
+    return {
+        "case 1": draw(y, seed=seed, names=names).svg(),
+        "case 1, chain": draw(y, seed=seed, names=names, edges="chain").svg(),
+        "first backward": draw(first_backward()).svg(),
+        "seeds, chain": draw(g, seed=[1.0, 0.0, 1.0], names={"x": x}, edges="chain").svg(),
+    }
+
+
+def test_no_edge_of_the_pure_python_picture_runs_behind_a_box_but_its_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "graphviz", None)
+    for name, svg in pictures().items():
+        assert len(_pictures.node_boxes(svg)) == svg.count('<g class="vjs-node '), name
+        assert _pictures.edges_behind_boxes(svg) == [], name
+    # the direct edge a -> out skips h1's column: it goes round h1's box
+    assert ("a", "out", "h1") not in _pictures.edges_behind_boxes(pictures()["first backward"])
+
+
+def test_edge_labels_sit_on_no_box_and_on_no_other_label(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "graphviz", None)
+    for name, svg in pictures().items():
+        labels = _pictures.label_boxes(svg)
+        assert len(labels) == (svg.count('class="vjs-edge"') if "chain" in name else 0), name
+        for label, box in labels:
+            for node, other in _pictures.node_boxes(svg).items():
+                assert not _pictures.overlap(box, other), (name, label, node)
+        for k, (label, box) in enumerate(labels):
+            for other_label, other in labels[k + 1 :]:
+                assert not _pictures.overlap(box, other), (name, label, other_label)
+        assert "paint-order:stroke;stroke:#fff" in svg  # a white halo round each label's letters
+
+
+def test_the_outputs_of_a_column_are_drawn_top_to_bottom_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "graphviz", None)
+    boxes = _pictures.node_boxes(pictures()["seeds, chain"])
+    assert boxes["y[0]"][1] < boxes["y[1]"][1] < boxes["y[2]"][1]
+
+
 def test_the_same_graph_draws_the_same_svg(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "graphviz", None)
     assert draw(example()).svg() == draw(example()).svg()  # no counters or addresses: a notebook's output is stable
@@ -310,6 +369,7 @@ def test_a_drawing_keeps_its_dot_text_and_saves_it_without_graphviz(tmp_path: Pa
     assert "apple" in d.source
     assert d.save(tmp_path / "g.dot").read_text() == d.source
     assert "lines of DOT" in repr(d)
+    assert "(.png/.pdf need Graphviz)" in repr(d)  # what save() writes without Graphviz is .svg
 
 
 def test_a_drawing_refuses_bad_input_before_writing(tmp_path: Path) -> None:

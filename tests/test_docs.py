@@ -277,7 +277,10 @@ for (const root of document.querySelectorAll(".vjs-root")) {
   const box = root.querySelector(".vjs-graph-box");
   box.scrollIntoView({block: "start", behavior: "instant"});
   const b = box.getBoundingClientRect();
-  const o = root.querySelector(".vjs-node.vjs-output").getBoundingClientRect();
+  const data = JSON.parse(root.querySelector('script[type="application/json"]').textContent);
+  const start = data.steps[0].node;  // the output of the first step: where the pass starts
+  const o = Array.from(root.querySelectorAll(".vjs-node.vjs-output"))
+    .find((el) => el.getAttribute("data-node") === start).getBoundingClientRect();
   found.push({box: [b.left, b.top, b.right, b.bottom], output: [o.left, o.top, o.right, o.bottom],
               width: document.documentElement.clientWidth, height: window.innerHeight});
 }

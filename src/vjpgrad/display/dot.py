@@ -197,7 +197,7 @@ def _plain_svg(
         )
         for node in nodes
     ]
-    return stepper.picture_svg(boxes, _picture_arrows(nodes, title, steps, edges))
+    return stepper.picture_svg(boxes, _picture_arrows(nodes, title, steps, edges), [title[v] for v in outputs])
 
 
 def _picture_steps(
@@ -280,7 +280,7 @@ class SVGDrawing:
 
     def __repr__(self) -> str:
         lines = self.source.count("\n")
-        return f"<SVGDrawing: {lines} lines of DOT in .source; .save(path) writes .svg, .png or .pdf>"
+        return f"<SVGDrawing: {lines} lines of DOT in .source; .save(path) writes .svg (.png/.pdf need Graphviz)>"
 
     def _render(self, fmt: str) -> bytes:
         try:

@@ -6,10 +6,11 @@ so it works from a file, offline. ``stepper_fragment`` is the same stepper as a 
 HTML for a notebook's output cell or any other page: its ids are unique per call and its
 CSS touches only its own ``vjs-`` classes.
 
-Python lays the graph out (columns by depth, leaves on the left, outputs on the right) and
-draws it as inline SVG; the page's script only replays the explanation's steps, so what it
-shows is exactly ``explain``'s data: step 0 is the seeds, step k the k-th edge of the pass,
-the last step leaves every node at the gradient ``backward`` gives it.
+Python lays the graph out (columns by depth, leaves on the left, outputs on the right; an
+edge that skips a column goes round its boxes, through a free band) and draws it as inline
+SVG; the page's script only replays the explanation's steps, so what it shows is exactly
+``explain``'s data: step 0 is the seeds, step k the k-th edge of the pass, the last step
+leaves every node at the gradient ``backward`` gives it.
 
 Everything a user wrote (labels, names, op names of custom ops, the title) is escaped: the
 markup through ``html.escape``, the data as JSON with ``<``, ``>`` and ``&`` written as
@@ -182,6 +183,7 @@ def _layout(
             centres = [nodes[o].y + nodes[o].height / 2 for o in operands[node.name]]
             wanted[node.name] = sum(centres) / len(centres) - node.height / 2 if centres else 0.0
         column.sort(key=lambda n: (wanted[n.name], n.order))
+        _outputs_in_order(column, outputs)
         y = MARGIN
         for node in column:
             node.x, node.y = x, max(y, wanted[node.name])
@@ -190,6 +192,14 @@ def _layout(
         x += max(n.width for n in column) + gap
     total_height = bottom + MARGIN
     return x - gap + MARGIN, total_height
+
+
+def _outputs_in_order(column: list[_Node], outputs: list[str]) -> None:
+    """Put the outputs of a column in the order of ``outputs`` (y[0] above y[1]), in the rows they hold."""
+    rank = {name: k for k, name in reversed(list(enumerate(outputs)))}
+    rows = [k for k, node in enumerate(column) if node.name in rank]
+    for k, node in zip(rows, sorted((column[k] for k in rows), key=lambda n: rank[n.name]), strict=True):
+        column[k] = node
 
 
 def _node_svg(node: _Node, grad_text: str = MISSING) -> str:
@@ -216,17 +226,110 @@ def _node_svg(node: _Node, grad_text: str = MISSING) -> str:
     )
 
 
-def _edge_svg(edge: _Edge, nodes: dict[str, _Node], ends: dict[int, tuple[float, float]], uid: str) -> str:
-    source, target = nodes[edge.operand], nodes[edge.node]
-    x1, x2 = source.x + source.width, target.x
-    y1, y2 = ends[edge.index]
-    bend = max(30.0, (x2 - x1) / 2)
-    path = f"M{_fmt(x1)},{_fmt(y1)} C{_fmt(x1 + bend)},{_fmt(y1)} {_fmt(x2 - bend)},{_fmt(y2)} {_fmt(x2)},{_fmt(y2)}"
+_Run = tuple[float, float, float]  # a level stretch of an edge: from x, to x, at y
+
+
+def _edge_svg(edge: _Edge, route: list[_Run], uid: str) -> str:
+    points = _route_points(_middle(route, 1))
+    mx, my = points[len(points) // 2]
     return (
         f'<path class="vjs-edge" data-edge="{edge.index}" data-from="{_escape(edge.operand)}" '
-        f'data-to="{_escape(edge.node)}" data-mx="{_fmt((x1 + x2) / 2)}" data-my="{_fmt((y1 + y2) / 2)}" '
-        f'd="{path}" marker-end="url(#{uid}-arrow)"></path>'
+        f'data-to="{_escape(edge.node)}" data-mx="{_fmt(mx)}" data-my="{_fmt(my)}" '
+        f'd="{_route_path(route)}" marker-end="url(#{uid}-arrow)"></path>'
     )
+
+
+def _middle(route: list[_Run], curves: int) -> list[_Run]:
+    """The stretches around the middle of a route, joined by ``curves`` curves at most."""
+    start = max(0, (len(route) - 1 - curves) // 2)
+    return route[start : start + curves + 1]
+
+
+def _route_path(route: list[_Run]) -> str:
+    """SVG path data of a route: its level stretches joined by S-curves that leave and arrive level."""
+    x0, x1, y = route[0]
+    parts = [f"M{_fmt(x0)},{_fmt(y)}"] + ([f"L{_fmt(x1)},{_fmt(y)}"] if x1 > x0 else [])
+    for (_, xa, ya), (xb, xe, yb) in itertools.pairwise(route):
+        bend = (xb - xa) / 2
+        parts.append(f"C{_fmt(xa + bend)},{_fmt(ya)} {_fmt(xb - bend)},{_fmt(yb)} {_fmt(xb)},{_fmt(yb)}")
+        if xe > xb:
+            parts.append(f"L{_fmt(xe)},{_fmt(yb)}")
+    return " ".join(parts)
+
+
+def _route_points(route: list[_Run], per_curve: int = 12) -> list[tuple[float, float]]:
+    """Points along the S-curves of a route, in order: the parts of an edge between columns."""
+    points = []
+    for (_, xa, ya), (xb, _, yb) in itertools.pairwise(route):
+        for k in range(1, per_curve):
+            t = k / per_curve
+            # the curve's control points are (xa, ya), (m, ya), (m, yb), (xb, yb), m halfway from xa to xb
+            across = 1.5 * t * (1 - t) + t**3
+            points.append((xa + (xb - xa) * across, ya + (yb - ya) * (3 * t * t - 2 * t**3)))
+    return points
+
+
+def _columns(nodes: dict[str, _Node]) -> dict[int, tuple[float, float, list[tuple[float, float]]]]:
+    """Each column's left and right and its boxes' (top, bottom), top to bottom."""
+    columns: dict[int, tuple[float, float, list[tuple[float, float]]]] = {}
+    for node in sorted(nodes.values(), key=lambda n: n.y):
+        left, right, boxes = columns.get(node.depth, (node.x, node.x, []))
+        boxes.append((node.y, node.y + node.height))
+        columns[node.depth] = (min(left, node.x), max(right, node.x + node.width), boxes)
+    return columns
+
+
+def _lanes(boxes: list[tuple[float, float]], height: float) -> list[tuple[float, float]]:
+    """The free bands of a column, (top, bottom): above its first box, between boxes, below its last."""
+    bounds = [0.0] + [y for box in boxes for y in box] + [height]
+    return [(bounds[k], bounds[k + 1]) for k in range(0, len(bounds), 2)]
+
+
+def _spread(wanted: list[float], low: float, high: float, step: float = 4.0) -> list[float]:
+    """Ys as near ``wanted`` (sorted) as they can be, ``step`` apart, all in [low, high]."""
+    if len(wanted) > 1 and (high - low) / (len(wanted) - 1) < step:
+        step = (high - low) / (len(wanted) - 1)
+    ys = [min(max(y, low), high) for y in wanted]
+    for k in range(1, len(ys)):  # down, keeping them apart; then up, back under high
+        ys[k] = max(ys[k], ys[k - 1] + step)
+    ys[-1] = min(ys[-1], high)
+    for k in range(len(ys) - 2, -1, -1):
+        ys[k] = min(ys[k], ys[k + 1] - step)
+    return ys
+
+
+def _routes(nodes: dict[str, _Node], edges: list[_Edge], height: float) -> dict[int, list[_Run]]:
+    """Each edge's way from its operand's right side to its node's left: level across the
+    operand's column, then, for each column it skips, level across a free band of that column
+    (the one nearest the straight line; edges sharing a band are spread apart in it), joined by
+    S-curves in the gaps between columns, where no box is. So no edge runs behind a box."""
+    ends = _edge_ends(nodes, edges)
+    columns = _columns(nodes)
+    lanes = {depth: _lanes(boxes, height) for depth, (_, _, boxes) in columns.items()}
+    crossings: dict[tuple[int, int], list[tuple[float, int]]] = {}  # (column, band): (wanted y, edge)
+    for edge in edges:
+        source, target = nodes[edge.operand], nodes[edge.node]
+        (y1, y2), span = ends[edge.index], target.depth - source.depth
+        for depth in range(source.depth + 1, target.depth):
+            ideal = y1 + (y2 - y1) * (depth - source.depth) / span
+            bands = lanes[depth]
+            band = min(range(len(bands)), key=lambda k: abs(min(max(ideal, bands[k][0]), bands[k][1]) - ideal))
+            crossings.setdefault((depth, band), []).append((ideal, edge.index))
+    lane: dict[tuple[int, int], float] = {}
+    for (depth, band), group in crossings.items():
+        top, bottom = lanes[depth][band]
+        group.sort()
+        clear = min(6.0, (bottom - top) / 2)
+        for (_, index), y in zip(group, _spread([y for y, _ in group], top + clear, bottom - clear), strict=True):
+            lane[(depth, index)] = y
+    routes = {}
+    for edge in edges:
+        source, target = nodes[edge.operand], nodes[edge.node]
+        y1, y2 = ends[edge.index]
+        route = [(source.x + source.width, columns[source.depth][1], y1)]
+        route += [(columns[d][0], columns[d][1], lane[(d, edge.index)]) for d in range(source.depth + 1, target.depth)]
+        routes[edge.index] = [*route, (target.x, target.x, y2)]
+    return routes
 
 
 def _edge_ends(nodes: dict[str, _Node], edges: list[_Edge]) -> dict[int, tuple[float, float]]:
@@ -260,14 +363,14 @@ def _markers(uid: str) -> str:
 
 
 def _graph_svg(nodes: dict[str, _Node], edges: list[_Edge], width: float, height: float, uid: str) -> str:
-    ends = _edge_ends(nodes, edges)
+    routes = _routes(nodes, edges, height)
     markers = _markers(uid)
     return (
         f'<svg class="vjs-graph" xmlns="http://www.w3.org/2000/svg" width="{_fmt(width)}" height="{_fmt(height)}" '
         f'viewBox="0 0 {_fmt(width)} {_fmt(height)}" role="img" '
         'aria-label="the graph: arrows go from operand to result">'
         f"<defs>{markers}</defs>"
-        f'<g class="vjs-edges">{"".join(_edge_svg(e, nodes, ends, uid) for e in edges)}</g>'
+        f'<g class="vjs-edges">{"".join(_edge_svg(e, routes[e.index], uid) for e in edges)}</g>'
         f'<g class="vjs-nodes">{"".join(_node_svg(n) for n in nodes.values())}</g>'
         '<text class="vjs-edge-label" data-role="edge-label" x="0" y="0"></text></svg>'
     )
@@ -283,6 +386,7 @@ _PICTURE_CSS = (
     "svg.vjs-picture .vjs-constant rect{fill:#fff;stroke:#8a96a8;stroke-dasharray:4 3}"
     "svg.vjs-picture .vjs-edge{fill:none;stroke:#8a96a8;stroke-width:1.3}"
     "svg.vjs-picture .vjs-edge-label{fill:#c0392b;font-size:11px;paint-order:stroke;stroke:#fff;stroke-width:4px}"
+    "svg.vjs-picture .vjs-label-ground{fill:#fff;fill-opacity:.85}"
 )
 
 
@@ -300,10 +404,12 @@ class PictureNode:
     grad: float
 
 
-def picture_svg(nodes: list[PictureNode], edges: list[tuple[str, str, str]]) -> str:
+def picture_svg(nodes: list[PictureNode], edges: list[tuple[str, str, str]], outputs: list[str] | None = None) -> str:
     """A still picture of a graph in the stepper's layout (leaves on the left, outputs on the
     right), as one standalone SVG: ``edges`` are (operand, result, label) triples, an arrow
-    from the operand to the result with the label's text on it (when not empty).
+    from the operand to the result with the label's text on it (when not empty); ``outputs``
+    are the outputs' names, in the order they are drawn top to bottom where they share a
+    column (by default, the order of ``nodes``).
 
     Pure Python: this is the picture ``draw`` gives without Graphviz.
     """
@@ -315,22 +421,15 @@ def picture_svg(nodes: list[PictureNode], edges: list[tuple[str, str, str]]) -> 
     shown = {node.name: text.number(node.grad) for node in nodes}
     widest = {name: len(grad) for name, grad in shown.items()}
     longest_label = max((len(label) for _, _, label in edges), default=0)
-    gap = max(COLUMN_GAP, longest_label * CHAR_WIDTH * 11 / 12 + 2 * PADDING)  # labels are 11px
-    width, height = _layout(placed, drawn, [node.name for node in nodes if node.output], widest, gap)
-    ends = _edge_ends(placed, drawn)
-    labels = []
-    for edge, (_, _, label) in zip(drawn, edges, strict=True):
-        if label:
-            source, target = placed[edge.operand], placed[edge.node]
-            x = (source.x + source.width + target.x) / 2
-            y = (ends[edge.index][0] + ends[edge.index][1]) / 2 - 4
-            labels.append(
-                f'<text class="vjs-edge-label" x="{_fmt(x)}" y="{_fmt(y)}" text-anchor="middle">{_escape(label)}</text>'
-            )
+    gap = max(COLUMN_GAP, 1.5 * longest_label * LABEL_CHAR_WIDTH + 2 * PADDING)  # room to stagger labels
+    order = outputs if outputs is not None else [node.name for node in nodes if node.output]
+    width, height = _layout(placed, drawn, order, widest, gap)
+    routes = _routes(placed, drawn, height)
+    labels = _labels(placed, routes, {k: label for k, (_, _, label) in enumerate(edges) if label}, width, height)
     body = (
-        f'<g class="vjs-edges">{"".join(_edge_svg(e, placed, ends, "UID") for e in drawn)}</g>'
+        f'<g class="vjs-edges">{"".join(_edge_svg(e, routes[e.index], "UID") for e in drawn)}</g>'
         f'<g class="vjs-nodes">{"".join(_node_svg(n, shown[n.name]) for n in placed.values())}</g>'
-        f"{''.join(labels)}"
+        f"{labels}"
     )
     uid = "vjs-picture-" + hashlib.sha256(body.encode()).hexdigest()[:10]  # the same picture, the same ids
     return (
@@ -340,6 +439,111 @@ def picture_svg(nodes: list[PictureNode], edges: list[tuple[str, str, str]]) -> 
         f"<style>{_PICTURE_CSS}</style><defs>{_markers(uid)}</defs>"
         f"{body.replace('url(#UID-arrow)', f'url(#{uid}-arrow)')}</svg>\n"
     )
+
+
+LABEL_CHAR_WIDTH = CHAR_WIDTH * 11 / 12  # edge labels are 11px monospace
+LABEL_HEIGHT = 14.0
+LABEL_NUDGES = (0.0, -6.0, 6.0, -12.0, 12.0, -18.0, 18.0, -24.0, 24.0)
+
+_Box = tuple[float, float, float, float]  # left, top, right, bottom
+
+
+def _labels(nodes: dict[str, _Node], routes: dict[int, list[_Run]], labels: dict[int, str], w: float, h: float) -> str:
+    """Each edge's label on a white ground, on a clear part of its edge between two columns:
+    as near the middle of the edge as it can be, nudged up or down off boxes and other labels,
+    and where it hides as few other edges as it can."""
+    if not labels:
+        return ""
+    taken: _Taken = {}
+    for n in nodes.values():
+        _take(taken, (n.x - 10, n.y - 2, n.x + n.width + 10, n.y + n.height + 2))  # off the arrowheads too
+    cells = _edge_cells(routes)
+    out = []
+    for index, label in labels.items():
+        size = len(label) * LABEL_CHAR_WIDTH + 6
+        points = _route_points(_middle(routes[index], 3))  # a label sits near the middle of its edge
+        x, y = _label_place(points, size, taken, (0.0, 0.0, w, h), cells, index)
+        _take(taken, (x - size / 2, y - LABEL_HEIGHT / 2, x + size / 2, y + LABEL_HEIGHT / 2))
+        out.append(
+            f'<rect class="vjs-label-ground" x="{_fmt(x - size / 2)}" y="{_fmt(y - LABEL_HEIGHT / 2)}" '
+            f'width="{_fmt(size)}" height="{_fmt(LABEL_HEIGHT)}" rx="3"></rect>'
+            f'<text class="vjs-edge-label" x="{_fmt(x)}" y="{_fmt(y + 4)}" text-anchor="middle">{_escape(label)}</text>'
+        )
+    return "".join(out)
+
+
+CELL = 12.0  # the grid that records where edges run, in SVG pixels
+BLOCK = 64.0  # the grid that records which boxes are taken
+
+_Taken = dict[tuple[int, int], list[_Box]]
+
+
+def _blocks(box: _Box) -> list[tuple[int, int]]:
+    return [
+        (i, j)
+        for i in range(int(box[0] // BLOCK), int(box[2] // BLOCK) + 1)
+        for j in range(int(box[1] // BLOCK), int(box[3] // BLOCK) + 1)
+    ]
+
+
+def _take(taken: _Taken, box: _Box) -> None:
+    for block in _blocks(box):
+        taken.setdefault(block, []).append(box)
+
+
+def _free(taken: _Taken, box: _Box) -> bool:
+    return not any(_overlap(box, other) for block in _blocks(box) for other in taken.get(block, ()))
+
+
+_Cells = dict[tuple[int, int], set[int]]
+
+
+def _edge_cells(routes: dict[int, list[_Run]]) -> _Cells:
+    """Which edges run through each cell of a grid ``CELL`` pixels wide."""
+    cells: _Cells = {}
+    for index, route in routes.items():
+        for x, y in _route_points(route, 16):
+            cells.setdefault((int(x // CELL), int(y // CELL)), set()).add(index)
+        for xa, xb, y in route:
+            for i in range(int(xa // CELL), int(xb // CELL) + 1):
+                cells.setdefault((i, int(y // CELL)), set()).add(index)
+    return cells
+
+
+def _hidden(box: _Box, cells: _Cells, own: int) -> int:
+    """How many edges other than ``own`` run under ``box``."""
+    found: set[int] = set()
+    for i in range(int(box[0] // CELL), int(box[2] // CELL) + 1):
+        for j in range(int(box[1] // CELL), int(box[3] // CELL) + 1):
+            found |= cells.get((i, j), set())
+    return len(found - {own})
+
+
+def _label_place(
+    points: list[tuple[float, float]], size: float, taken: _Taken, frame: _Box, cells: _Cells, own: int
+) -> tuple[float, float]:
+    """The centre of a label ``size`` wide: of the points of its edge (and nudges off them) whose
+    box is in ``frame`` and meets no box ``taken``, the one nearest the edge's middle that
+    hides fewest other edges; failing all, the middle."""
+    middle = (len(points) - 1) / 2
+    candidates = sorted(
+        (abs(k - middle) + abs(dy) / 3, x, y + dy) for k, (x, y) in enumerate(points) for dy in LABEL_NUDGES
+    )
+    best: tuple[float, float, float] | None = None
+    for cost, x, y in candidates:
+        box = (x - size / 2, y - LABEL_HEIGHT / 2, x + size / 2, y + LABEL_HEIGHT / 2)
+        inside = frame[0] <= box[0] and box[2] <= frame[2] and frame[1] <= box[1] and box[3] <= frame[3]
+        if best is not None and cost >= best[0]:
+            break  # sorted by cost before hiding: nothing further can do better
+        if inside and _free(taken, box):
+            total = cost + 6 * _hidden(box, cells, own)
+            if best is None or total < best[0]:
+                best = (total, x, y)
+    return (best[1], best[2]) if best is not None else (candidates[0][1], candidates[0][2])
+
+
+def _overlap(a: _Box, b: _Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def _table(explanation: ExplanationData, start_text: str) -> str:
@@ -658,13 +862,14 @@ _SCRIPT = """
       tableBox.scrollTop = Math.max(0, row.offsetTop - tableBox.clientHeight / 2);
     }
     showPanel(cur);
-    reveal(cur === null ? firstOutput : nodes[cur.node], cur === null ? null : nodes[cur.operand]);
+    reveal(cur === null ? startNode : nodes[cur.node], cur === null ? null : nodes[cur.operand]);
   }
 
   // The graph is scaled to the box's width (CSS); a graph taller than the box is panned so
-  // that the node handing on gradient (at step 0, the output where the pass starts) is in view.
+  // that the node handing on gradient is in view; at step 0, the output where the pass starts
+  // (the node of the first step), or the first output when no edge takes gradient.
   var graphBox = root.querySelector(".vjs-graph-box");
-  var firstOutput = root.querySelector(".vjs-node.vjs-output");
+  var startNode = (n ? nodes[steps[0].node] : null) || root.querySelector(".vjs-node.vjs-output");
   function reveal(el, other) {
     if (!el || !graphBox) { return; }
     var box = graphBox.getBoundingClientRect(), r = el.getBoundingClientRect();
