@@ -186,10 +186,10 @@ class Recorded:
     read, in creation order. ``arguments``: the call's Values, in order. ``parameters``: the
     other Values the operations read (found in the function's world). ``constants``: numbers of
     Values made inside that take no gradient. ``shape``: the structure of the result;
-    ``outputs``: where each of its Values comes from: ``("t", index into live)``, ``("x", index
-    into externals)``, ``("c", number)`` for a constant Value. ``world``: the function's world
-    as the recording found it (the guard is written from it). ``result``: what the recorded run
-    returned, which is the first call's result.
+    ``outputs``: where each of its Values comes from: ``("inside", index into live)``,
+    ``("external", index into externals)``, ``("constant", number)`` for a constant Value.
+    ``world``: the function's world as the recording found it (the guard is written from it).
+    ``result``: what the recorded run returned, which is the first call's result.
     """
 
     live: list[Value]
@@ -379,11 +379,11 @@ def _sources(
     sources: list[tuple[str, Any]] = []
     for x in outputs:
         if id(x) in place:
-            sources.append(("t", place[id(x)]))
+            sources.append(("inside", place[id(x)]))
         elif id(x) in external_place:
-            sources.append(("x", external_place[id(x)]))
+            sources.append(("external", external_place[id(x)]))
         else:
-            sources.append(("c", constants[id(x)]))
+            sources.append(("constant", constants[id(x)]))
     return sources
 
 
@@ -431,7 +431,7 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
                 operands.append((x,))
             else:
                 at = place.get(id(x))
-                operands.append(at if at is not None else ("c", constants[id(x)]))
+                operands.append(at if at is not None else ("constant", constants[id(x)]))
         append((row, tuple(operands), positions, node.requires_grad))
     append(tuple(internal_outputs))
     return marshal.dumps(parts, 2)

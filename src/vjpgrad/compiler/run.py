@@ -84,7 +84,7 @@ class Entry:
         self.outputs = recorded.outputs
         self.fn = fn
         self.guard, self.guard_source = guard.loaded(recorded.world)
-        self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "t"))
+        self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "inside"))
         self.objects = [_held(x) for x in read.objects]
         self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
         self._edges: tuple[bool, ...] | None = None
@@ -117,12 +117,12 @@ class Entry:
             release=self._release,
         )
         first = [
-            _as_eager(node) if kind == "t" else node
+            _as_eager(node) if kind == "inside" else node
             for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
         ]
         # the labels the function gave the Values it returns, given again to each call's (kept as data)
         self.labels = [
-            x.label if kind in ("t", "c") and isinstance(x, Value) else None
+            x.label if kind in ("inside", "constant") and isinstance(x, Value) else None
             for (kind, _), x in zip(recorded.outputs, first, strict=True)
         ]
         self.first: Any = build(recorded.shape, first)  # the recorded run's result: the first call's
@@ -332,9 +332,9 @@ class Entry:
         kept_place = self.kept_place
         results: list[Any] = []
         for kind, k in self.outputs:
-            if kind == "x":
+            if kind == "external":
                 results.append(external_values[k])
-            elif kind == "c":
+            elif kind == "constant":
                 results.append(Value(k, requires_grad=False))
             elif k in made:
                 results.append(made[k])
