@@ -12,6 +12,7 @@ changing), and a world too large to watch is refused naming its largest containe
 from __future__ import annotations
 
 import collections
+import decimal
 import types
 import warnings
 from collections.abc import Callable
@@ -444,3 +445,52 @@ def test_under_no_grad_the_recording_call_returns_eagers_leaf() -> None:
         first, second = compiled(Value(1.0)), compiled(Value(1.0))
     for out in (first, second):
         assert (out._op, out.is_leaf, out.requires_grad, out.data) == (eager._op, True, False, 3.0)
+
+
+# ---- what a built-in method holds, and numbers == does not tell apart ------------------------------
+
+
+def test_a_dict_read_through_its_bound_get_is_watched() -> None:
+    def build() -> Any:
+        table = {"k": 2.0}
+        lookup = table.get
+
+        def change(run: Any) -> Any:
+            table["k"] = 3.0
+            return run(Value(1.5))
+
+        return (lambda x: x * lookup("k")), [lambda run: run(Value(1.5)), change, change]
+
+    twin_runs(build)
+
+
+def test_a_list_appended_to_through_its_bound_append_is_refused() -> None:
+    steps: list[None] = []
+    tick, count = steps.append, steps.__len__
+
+    def f(x: Value) -> Value:
+        tick(None)
+        return x * (1.0 / count())
+
+    with pytest.raises(DataDependentError, match="changed"):
+        vjpgrad.compile(f)(Value(1.0))
+
+
+@pytest.mark.parametrize(
+    ("recorded", "then"),
+    [
+        (decimal.Decimal("0"), decimal.Decimal("-0")),
+        (decimal.Decimal("1.0"), decimal.Decimal("1.00")),
+        (complex(0.0, 0.0), complex(-0.0, 0.0)),
+    ],
+    ids=["decimal zero's sign", "decimal's exponent", "complex zero's sign"],
+)
+def test_numbers_that_compare_equal_but_differ_are_told_apart(recorded: Any, then: Any) -> None:
+    def f(x: Value, number: Any) -> Value:
+        return x * float(str(number).count("0") + len(str(number))) + x * (-1.0 if "-" in str(number) else 1.0)
+
+    assert recorded == then  # == cannot tell them apart
+    assert f(Value(1.5), recorded).data != f(Value(1.5), then).data
+    compiled = vjpgrad.compile(f)
+    compiled(Value(1.5), recorded)
+    assert compiled(Value(1.5), then).data == f(Value(1.5), then).data

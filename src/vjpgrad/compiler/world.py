@@ -121,6 +121,10 @@ def exact(x: Any) -> Any:
         return (type(x), tobytes())
     if x is MISSING:
         return (None, "missing")
+    if type(x) is complex:  # each part's bits: complex(-0.0, 0.0) == 0j
+        return (complex, _float_bits(x.real), _float_bits(x.imag))
+    if type(x).__module__ == "decimal":  # sign, digits and exponent: Decimal("1.0") == Decimal("1.00")
+        return (type(x), x.as_tuple())
     return (type(x), x)
 
 
@@ -509,6 +513,12 @@ class _Walk:
 _PARTS: list[tuple[Any, Any]] = [
     (types.FunctionType, _Walk._user_function),
     (types.MethodType, lambda walk, var, x: walk._members(var, x, ("__self__", "__func__"))),
+    # a built-in method holds its object (``table.get``, ``steps.append``, ``steps.__len__``): the
+    # object is watched too (for a built-in function, its module, watched by identity)
+    (
+        (types.BuiltinMethodType, types.MethodWrapperType),
+        lambda walk, var, x: walk._members(var, x, ("__self__",)),
+    ),
     (functools.partial, lambda walk, var, x: walk._members(var, x, ("func", "args", "keywords"))),
     (property, lambda walk, var, x: walk._members(var, x, ("fget", "fset", "fdel"))),
     ((staticmethod, classmethod), lambda walk, var, x: walk._members(var, x, ("__func__",))),
