@@ -390,11 +390,8 @@ class FoldedProgram(Program):
             glue_reads |= set(re.findall(r"\bt\d+\b", text))
         lines = self._backward_lines(self._every, checked=False)
         code = "\n".join(line for line in lines if line is not VALUES_LINE and not line.lstrip().startswith("#"))
-        read = set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads | glue_reads
-        returned = {id(self.live[k]) for k in self.internal_outputs}
         # a block's operations are read by name only where they are its outputs (the forward unpacks them)
-        self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
-        self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
+        self._keep(set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads | glue_reads)
         self._every_source = self._joined(lines)
         self.forward_source = self._forward_source()
 

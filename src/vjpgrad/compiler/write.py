@@ -254,13 +254,17 @@ class Program:
         """Write the code: the reverse pass of every output (to learn what it reads), the forward."""
         head, _, body = self.backward_source(self._every).split("\n", 3)[1:]
         code = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
-        read = set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads
-        returned = {id(self.live[k]) for k in self.internal_outputs}
-        self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
-        self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
+        self._keep(set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads)
         unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
         self._every_source = "\n".join(["def backward(seeds, values, inputs, start):", head, unpack, body])
         self.forward_source = self._forward_source()
+
+    def _keep(self, read: set[str]) -> None:
+        """The values the forward pass hands the reverse pass: those it reads (by name) and the
+        outputs made inside, which are returned."""
+        returned = {id(self.live[k]) for k in self.internal_outputs}
+        self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
+        self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
 
     def _setup(
         self,
