@@ -110,8 +110,9 @@ class Entry:
         self._pick: dict[int, Callable[[list[Any]], tuple[Any, ...]]] = {}  # per output: its operands, picked
         self._flags: dict[int, tuple[bool, ...]] = {}  # (True,) * n: every edge of an output takes gradient
         self._argument_operands: dict[int, int] = {}  # per output: its leaves that are arguments, -1: not all leaves
-        self._handed_alone: dict[int, Any] = {}
+        self._handed_alone: dict[int, Callable[[Any], tuple[Any, ...]]] = {}  # per output: its leaves' gradients
         self._zeros_kept: tuple[float, ...] = ()
+        self._no_edges: tuple[None, ...] = ()  # the call's own edges: none
         self.argument_count = len(distinct(read.leaves))
         self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
         self.takes_any = any(recorded.live[k].requires_grad for k in self.internal_outputs)
@@ -323,13 +324,13 @@ class Entry:
         g = -0.0 + seed  # the output's cotangent: its seed added to the pass's -0.0, as seed() does
         seeds = tuple(g if i == position else 0.0 for i in range(len(self.internal_outputs)))
         gradients, finals = self.backward_for(seeded)(seeds, values, inputs, self._zeros(len(inputs)))
-        handed = self._handed_alone.get(position)
-        if handed is None:
-            handed = self._handed_alone[position] = operator.itemgetter(*taking) if taking else None
-        found: Any = () if handed is None else handed(gradients)
-        found = (found,) if len(taking) == 1 else found
-        if None in found:  # a leaf the reverse code gave nothing: its -0.0, as the engine adds
-            found = tuple(-0.0 if x is None else x for x in found)
+        pick = self._handed_alone.get(position)
+        if pick is None:
+            pick = _picker(taking)
+            if None in pick(gradients):  # each leaf the output reaches has a gradient: the engine's pass if not
+                return False
+            self._handed_alone[position] = pick  # where the code returns None is fixed by its text: seen once
+        found = pick(gradients)
         ran[:] = [inside]
         final = finals[0]  # the engine adds into the operations' .grad first (the output, then the call)
         graph.add_gradients((node, call), (g if final is None else final, -0.0))
@@ -432,7 +433,9 @@ class Entry:
         ran: list[frozenset[int]] = []  # the operations inside that the last pass through this call ran
         saved = (values, data, wrappers, slots, edges, freed, ran, self)
         # no edges of its own: a pass reaches the arguments and parameters through the outputs it starts from
-        call = graph.make(Value, 0.0, self.op, tuple(externals), (None,) * len(externals), None, saved)
+        if len(self._no_edges) != len(externals):
+            self._no_edges = (None,) * len(externals)
+        call = graph.make(Value, 0.0, self.op, tuple(externals), self._no_edges, None, saved)
         kept_place = self.kept_place
         made: dict[int, Value] = {}
         for position, k in sorted(enumerate(self.internal_outputs), key=lambda pair: pair[1]):  # as computed
