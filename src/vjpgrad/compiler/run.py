@@ -20,7 +20,7 @@ import types
 import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from vjpgrad.compiler import cache, fold, guard, world
@@ -107,7 +107,7 @@ class Entry:
         self._handed: dict[frozenset[int], tuple[Any, int]] = {}
         self._gather: dict[frozenset[int], tuple[Any, Any, bool, bool]] = {}
         self._operands_of: dict[int, list[int]] = {}
-        self._pick: dict[int, Callable[[list[Any]], tuple[Any, ...]]] = {}  # per output: its operands, picked
+        self._pick: dict[int, Callable[[Sequence[Any]], tuple[Any, ...]]] = {}  # per output: its operands, picked
         self._flags: dict[int, tuple[bool, ...]] = {}  # (True,) * n: every edge of an output takes gradient
         self._argument_operands: dict[int, int] = {}  # per output: its leaves that are arguments, -1: not all leaves
         self._handed_alone: dict[int, Callable[[Any], tuple[Any, ...]]] = {}  # per output: its leaves' gradients
@@ -475,13 +475,17 @@ def _as_eager(node: Value) -> Value:
     return leaf
 
 
-def _picker(positions: list[int]) -> Callable[[list[Any]], tuple[Any, ...]]:
-    """A function that picks the items at ``positions`` of a list, as a tuple, in C."""
+def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """A function that picks the items at ``positions`` of a sequence, as a tuple, in C: a slice
+    when they follow each other (the parameters, and the arguments that take gradient, usually
+    do), else an item getter."""
     if not positions:
         return lambda items: ()
+    first, last = positions[0], positions[-1] + 1
+    if positions == list(range(first, last)):
+        return lambda items: tuple(items[first:last])
     if len(positions) == 1:
-        one = operator.itemgetter(positions[0])
-        return lambda items: (one(items),)
+        return lambda items: (items[first],)
     return operator.itemgetter(*positions)
 
 
