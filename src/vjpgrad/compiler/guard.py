@@ -4,9 +4,10 @@ function's world is the one it was recorded in.
 ``written`` turns the facts ``world.observe`` saw into one line per fact, as ``torch.compile``
 writes its guards: read an object (``o7 = o3.__dict__``), then check it (``if o7 is not K4:
 return False``). An object's identity is checked with ``is`` against the object itself, which the
-guard's namespace keeps alive (so its address is never another's). A whole list of Values is
-checked in one line, each check running over the list in C or in a comprehension (their
-identities, their ``requires_grad``, their attributes), a list of numbers in two. The code is
+guard's namespace keeps alive (so its address is never another's). Every Value of the world is
+checked at the end, in one list (``values = [o85, *o84, ...]``): each list's length, then their
+identities, their ``requires_grad`` and their attributes, each check one pass over the list in C
+or in a comprehension; a list of numbers is checked in two lines. The code is
 built from the facts alone: every name, key and number a user wrote is a constant of the
 namespace (``K12``), never text of the code. A step that no longer leads anywhere (an attribute
 deleted, a list shorter) raises, and the guard answers False: the call records anew.

@@ -9,7 +9,9 @@ through the functions below:
 - ``reached`` lists the nodes a pass reaches, in the order the pass runs them;
 - ``propagate`` runs the chain rule over that order, with floats, optionally telling an
   observer about every edge (``explain``, anomaly detection);
-- ``propagate_differentiably`` runs the same pass with Values (``create_graph=True``).
+- ``propagate_differentiably`` runs the same pass with Values (``create_graph=True``);
+- ``ran_alone`` lets an operation that can run a whole pass by itself (``Op.whole_pass``: a
+  compiled call's output) run it, adding into leaves' ``.grad`` with ``add_gradients``.
 
 A node is one slotted object: its data, the operation that made it, up to two operands
 (``_first``, ``_second``: Values, or the float constant of ``3 * x``) and what each edge
