@@ -264,6 +264,11 @@ def _observed(fn: Callable[..., Any], roots: list[tuple[str, Any]]) -> world.Sna
             "Pass the part the function needs as an argument (a Vector, a list of Values), keep large data out of "
             "its reach, or call it uncompiled"
         ) from None
+    except world.UnwatchableError as unwatchable:
+        raise DataDependentError(
+            f"{_name(fn)} (defined at {where(fn)}) can reach {unwatchable.where}, {unwatchable.what}: "
+            f"{unwatchable.instead}, or call {_name(fn)} uncompiled"
+        ) from None
 
 
 @contextlib.contextmanager

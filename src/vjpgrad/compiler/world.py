@@ -23,7 +23,9 @@ than ``WORLD_LIMIT`` objects and items is refused at recording, naming its large
 
 from __future__ import annotations
 
+import argparse
 import collections
+import dis
 import functools
 import numbers
 import os
@@ -95,6 +97,7 @@ MEMBERS = frozenset(
         "fdel",
         "cell_contents",
         "fn",  # a compiled function's own function (vjpgrad's name)
+        "mapping",  # a dict view's dict, as a read-only proxy
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
@@ -166,13 +169,38 @@ _DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector")
 """vjpgrad's own classes whose instances are plain data a function reads (a Vector, an
 ``nn.MLP`` and its layers): walked like a user's."""
 
+_DATA_CLASSES = frozenset(
+    {
+        types.SimpleNamespace,
+        argparse.Namespace,
+        collections.UserDict,
+        collections.UserList,
+        collections.UserString,
+        collections.ChainMap,
+    }
+)
+"""Python's own classes whose instances hold the user's settings or data in their ``__dict__``
+(a ``ChainMap``'s ``maps``, a ``UserDict``'s ``data``): walked like a user's instance, their
+class watched by identity."""
+
 
 def _instance_of_user_class(x: Any) -> bool:
-    """An object whose attributes are the user's data: walked into."""
+    """An object whose attributes are the user's data: walked into. A library class's instance
+    is, when it is plain data: one of ``_DATA_CLASSES``, vjpgrad's data or a library's dataclass.
+    Other library objects (a logger, a ``random.Random``, a NumPy array) keep the library's own
+    state and are watched by identity (the compile tutorial says so)."""
     kind = type(x)
-    if kind is types.SimpleNamespace or getattr(kind, "__module__", "").startswith(_DATA_MODULES):
+    if kind in _DATA_CLASSES or getattr(kind, "__module__", "").startswith(_DATA_MODULES):
         return True
-    return not is_library(kind)
+    return not is_library(kind) or "__dataclass_fields__" in getattr(kind, "__dict__", {})
+
+
+class UnwatchableError(Exception):
+    """The world holds an object whose state compile cannot watch and a replay would not keep."""
+
+    def __init__(self, where: str, what: str, instead: str) -> None:
+        super().__init__(where, what, instead)
+        self.where, self.what, self.instead = where, what, instead
 
 
 def _plain_attributes(value: Value) -> bool:
@@ -341,6 +369,32 @@ class _Walk:
         if not is_library(kind):
             self._class(var, kind)
 
+    def _view(self, var: int, view: Any) -> None:
+        """A view of a dict (``d.values()`` kept in a variable): the dict's keys and values, read
+        through the view's ``mapping`` (a proxy made anew at each read: not watched by identity)."""
+        name = self.snapshot.names[var]
+        self._mapping(self.get(var, "member", "mapping", name), view.mapping, own=True)
+
+    def _proxy(self, var: int, proxy: types.MappingProxyType[Any, Any]) -> None:
+        """A read-only proxy of a mapping: the mapping's keys (in order) and values."""
+        self._mapping(var, proxy, own=True)
+
+    def _cached(self, var: int, wrapper: Any) -> None:
+        """A function wrapped by ``functools.lru_cache`` (or ``cache``): its cache is C state
+        that no guard can read, and eager code returns what it cached even after what the
+        function reads changed, which a replay cannot reproduce. A library's is watched by
+        identity, as the library is; the user's is refused at recording."""
+        wrapped = getattr(wrapper, "__wrapped__", None)
+        if wrapped is None or is_library(wrapped):
+            return
+        name = self.snapshot.names[var]
+        raise UnwatchableError(
+            name,
+            "a functools.lru_cache wrapper, whose cache is C state vjpgrad.compile cannot watch (eager code "
+            "returns what it cached, which a replay would not know)",
+            f"call {name}.__wrapped__ inside instead, or call {name} outside and pass its result as an argument",
+        )
+
     def _reference(self, var: int, reference: weakref.ref[Any]) -> None:
         self.child(self.get(var, "call", None, f"{self.snapshot.names[var]}()"), reference())
 
@@ -433,10 +487,11 @@ class _Walk:
             if key in namespace:
                 self.child(self.get(var, "entry", key, f"{prefix}{key}"), namespace[key])
 
-    def _mapping(self, var: int, mapping: dict[Any, Any], attribute: bool = False) -> None:
-        """A dict's keys (in order) and values; attributes are named ``.name``, items ``[key]``."""
+    def _mapping(self, var: int, mapping: Any, attribute: bool = False, own: bool | None = None) -> None:
+        """A dict's keys (in order) and values; attributes are named ``.name``, items ``[key]``.
+        ``own``: read by the mapping's own methods (Python's dicts, a proxy), not dict's."""
         name = self.snapshot.names[var]
-        own = type(mapping) in _DICTS  # Python's own: its methods run no user code
+        own = type(mapping) in _DICTS if own is None else own  # Python's own: its methods run no user code
         keys = list(mapping) if own else list(dict.keys(mapping))
         labels = [f".{k}" if attribute else f"[{k!r}]" for k in keys]
         self.items(self.get(var, "keys", own, name), keys, labels)
@@ -526,6 +581,9 @@ _PARTS: list[tuple[Any, Any]] = [
     (weakref.ref, _Walk._reference),
     (types.ModuleType, _Walk._user_module),
     (type, _Walk._user_class),
+    ((type({}.keys()), type({}.values()), type({}.items())), _Walk._view),
+    (types.MappingProxyType, _Walk._proxy),
+    (functools._lru_cache_wrapper, _Walk._cached),
 ]
 """The parts of each of Python's own kinds of object that the function can reach through it."""
 
