@@ -579,10 +579,11 @@ def test_a_number_inside_a_library_dataclass_is_watched(monkeypatch: pytest.Monk
     twin_runs(build)
 
 
-def test_a_functools_cache_the_function_reaches_is_refused_naming_it() -> None:
+@pytest.mark.parametrize("cache", [functools.cache, functools.lru_cache(maxsize=8)], ids=["cache", "lru_cache"])
+def test_a_functools_cache_the_function_reaches_is_refused_naming_it(cache: Any) -> None:
     config = types.SimpleNamespace(scale=1.0)
 
-    @functools.lru_cache(maxsize=None)
+    @cache
     def cached_scale() -> float:
         return config.scale
 
@@ -597,9 +598,7 @@ def test_a_functools_cache_the_function_reaches_is_refused_naming_it() -> None:
 _VIEWS: dict[str, Callable[[dict[str, float]], Callable[[Value], Value]]] = {
     "values()": lambda table: (lambda view: lambda x: sum((x * v for v in view), Value(0.0)))(table.values()),
     "keys()": lambda table: (lambda view: lambda x: sum((x * len(k) for k in view), Value(0.0)))(table.keys()),
-    "items()": lambda table: (lambda view: lambda x: sum((x * len(k) * v for k, v in view), Value(0.0)))(
-        table.items()
-    ),
+    "items()": lambda table: (lambda view: lambda x: sum((x * len(k) * v for k, v in view), Value(0.0)))(table.items()),
     "MappingProxyType": lambda table: (lambda proxy: lambda x: sum((x * v for v in proxy.values()), Value(0.0)))(
         types.MappingProxyType(table)
     ),

@@ -111,7 +111,9 @@ reads an object into a variable; ``("unpack", tuple_var, child_vars)``; ``("is",
 ``("same", var, exact)`` a scalar; ``("rg", var, flag)``; ``("attrs", var, items)`` a Value's
 plain attributes (its label); ``("ids", var, ids)``, ``("rgs", var, flags)``, ``("attrses", var,
 items)`` and ``("scalars", var, exacts)`` for every item of a tuple variable at once;
-``("absent", var, names)`` names a namespace does not hold; ``("empty", var)`` an empty cell."""
+``("absent", var, names)`` names a namespace does not hold; ``("empty", var)`` an empty cell;
+``("partition", 0, members, groups)`` which of the numbers at ``members`` (``(var, item)``, item
+-1 for the variable itself, var -1 for the ``item``-th number argument) are one object."""
 
 
 def exact(x: Any) -> Any:
@@ -229,11 +231,14 @@ class Snapshot:
     raw: list[Any] = field(default_factory=list)  # per fact: the objects the guard compares with
     constants: list[Any] = field(default_factory=list)  # the objects the facts name by id, kept alive
     roots: int = 0
+    numbers: list[str] = field(default_factory=list)  # how a reader names each number argument (``partition``)
 
     def describe(self, var: int, item: int | None = None) -> str:
         """How a reader names a variable, or an item of a tuple variable."""
+        if var < 0:  # a number argument
+            return self.numbers[item or 0]
         name = self.names[var]
-        if item is None:
+        if item is None or item < 0:
             return name
         labels = self.labels.get(var)
         return name + (labels[item] if labels is not None and item < len(labels) else f"[{item}]")
@@ -274,6 +279,10 @@ class _Walk:
         self.names: set[str] = set()  # every name the code reached names
         self.namespaces: list[tuple[int, Any, set[str]]] = []  # (var, mapping, names done): read by name
         self.named_done: dict[int, set[str]] = {}  # id(globals) -> the names already watched there
+        self.globals_at: dict[int, tuple[int, dict[str, Any]]] = {}  # id(globals) -> (a function's var, them)
+        self.keyed: set[int] = set()  # ids of the namespaces whose keys are watched
+        self.dynamic = False  # the code reached reads names it computes: every entry of a namespace is watched
+        self.identities = False  # the code reached compares objects with `is`: numbers' identities are watched
         self.limit = limit
         self.size = 0
         self.largest = ("", 0)
@@ -437,11 +446,14 @@ class _Walk:
         self.snapshot.constants.append(code)
         names = _code_names(code)
         self.names |= names
+        self.dynamic = self.dynamic or not names.isdisjoint(RUNTIME_NAMES)
+        self.identities = self.identities or _compares_identity(code)
         if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None:
             self.fact("bare", var)  # no closure, no defaults: one check for the three
         else:
             self._parts(var, fn, name)
         namespace = fn.__globals__  # read-only: the same function has the same globals
+        self.globals_at.setdefault(id(namespace), (var, namespace))
         done = self.named_done.setdefault(id(namespace), set())
         new = sorted(names - done)
         if new:
@@ -470,6 +482,7 @@ class _Walk:
         entries_var = self.get(var, "dict", None, name)
         keys = self.get(entries_var, "keys", True, name)
         self.fact("scalars", keys, tuple(exact(k) for k in entries), raw=tuple(entries))  # its names, in order
+        self.keyed.add(id(entries))
         special = sorted(k for k, item in entries.items() if k.startswith("__") and k not in _METADATA)
         done = set(special)
         for key in special:  # called by Python without being named: __call__, __add__, __init__...
@@ -546,15 +559,38 @@ class _Walk:
         self.fact("unpack", var, tuple(unpacked))
         return unpacked
 
+    def _whole_namespaces(self) -> None:
+        """Where the code reached computes names (``getattr(obj, name)``, ``vars(C)[key]``,
+        ``globals()[name]``): every namespace's keys, in order, and (in ``finish``) every entry."""
+        for namespace_id, (fn_var, namespace) in list(self.globals_at.items()):
+            if namespace_id not in self.keyed:
+                name = f"{self.snapshot.names[fn_var]}.__globals__"
+                entries = self.get(fn_var, "member", "__globals__", name)
+                self.namespaces.append((entries, namespace, self.named_done[namespace_id]))
+        for var, namespace, _ in self.namespaces:
+            if id(namespace) not in self.keyed:
+                self.keyed.add(id(namespace))
+                keys = self.get(var, "keys", True, self.snapshot.names[var])
+                self.fact("scalars", keys, tuple(exact(k) for k in namespace), raw=tuple(namespace))
+
+    def _wanted(self, namespace: Any, done: set[str]) -> list[str]:
+        """The entries of a namespace to watch now: those the code names, or all of them where
+        it computes names (builtins aside: not watched)."""
+        if self.dynamic:
+            return [k for k in namespace if k not in done and k != "__builtins__"]
+        return sorted((self.names & namespace.keys()) - done)
+
     def finish(self) -> None:
         """Walk until nothing is left: objects, then the namespaces' entries the code names
         (which may reach more code, naming more)."""
         while True:
             while self.queue:
                 self.expand(*self.queue.popleft())
+            if self.dynamic:
+                self._whole_namespaces()
             progress = False
             for var, namespace, done in self.namespaces:
-                new = sorted((self.names & namespace.keys()) - done)
+                new = self._wanted(namespace, done)
                 if new:
                     done.update(new)
                     progress = True
@@ -588,6 +624,46 @@ _PARTS: list[tuple[Any, Any]] = [
 """The parts of each of Python's own kinds of object that the function can reach through it."""
 
 
+RUNTIME_NAMES = frozenset(
+    {
+        "getattr",
+        "hasattr",
+        "setattr",
+        "delattr",
+        "vars",
+        "globals",
+        "locals",
+        "eval",
+        "exec",
+        "__dict__",
+        "__getattribute__",
+        "attrgetter",
+        "methodcaller",
+    }
+)
+"""Names whose use reads attributes or globals by a name computed at run time: where the code
+reached names one, the world watches every entry of the namespaces it reaches (classes, the
+user's modules, globals), not only those the code names."""
+
+_IDENTITY_OF_CONSTANTS = (type(None), bool, type(Ellipsis), str)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compares_identity(code: types.CodeType) -> bool:
+    """Whether a code object (or code nested in it) compares with ``is`` or ``is not`` other
+    than to None, True, False or a string constant: ``lr is DEFAULT`` asks a number's identity."""
+    previous = None
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "IS_OP" and not (
+            previous is not None
+            and previous.opname == "LOAD_CONST"
+            and isinstance(previous.argval, _IDENTITY_OF_CONSTANTS)
+        ):
+            return True
+        previous = instruction
+    return any(_compares_identity(const) for const in code.co_consts if isinstance(const, types.CodeType))
+
+
 @functools.lru_cache(maxsize=4096)
 def _code_names(code: types.CodeType) -> frozenset[str]:
     """The names a code object and the code nested in it read (globals and attributes)."""
@@ -598,9 +674,45 @@ def _code_names(code: types.CodeType) -> frozenset[str]:
     return frozenset(names)
 
 
-def observe(roots: list[tuple[str, Any]], limit: int = WORLD_LIMIT) -> Snapshot:
+def _identity_matters(x: Any) -> bool:
+    """A number whose identity its value does not decide (not a bool or a small int, which
+    Python keeps one of each)."""
+    return _is_number(x) and type(x) is not bool and not (type(x) is int and -5 <= x <= 256)
+
+
+def _partition(walk: _Walk, numbers: list[tuple[str, Any]]) -> None:
+    """Which of the world's numbers (and the number arguments) are one object: watched where
+    the code reached compares with ``is``, so that ``lr is DEFAULT`` is not answered for an
+    equal number. A number made anew at each call stays an object of its own: one recording."""
+    members: list[tuple[int, int]] = [(-1, k) for k in range(len(numbers))]
+    objects = [x for _, x in numbers]
+    for fact, raw in zip(walk.snapshot.facts, walk.snapshot.raw, strict=True):
+        if fact[0] == "same" and _identity_matters(raw):
+            members.append((fact[1], -1))
+            objects.append(raw)
+        elif fact[0] == "scalars":
+            for k, x in enumerate(raw):
+                if _identity_matters(x):
+                    members.append((fact[1], k))
+                    objects.append(x)
+    if len(members) > 1:
+        walk.snapshot.numbers = [name for name, _ in numbers]
+        walk.fact("partition", 0, tuple(members), groups(objects), raw=objects)
+
+
+def groups(objects: Any) -> tuple[int, ...]:
+    """Each object's group: the position of the first of the objects that it is."""
+    first: dict[int, int] = {}
+    return tuple([first.setdefault(id(x), len(first)) for x in objects])
+
+
+def observe(
+    roots: list[tuple[str, Any]], limit: int = WORLD_LIMIT, numbers: list[tuple[str, Any]] | None = None
+) -> Snapshot:
     """The world reachable from ``roots`` (each a name and an object: the function, the
-    objects a call was given), as facts. Raises ``WorldTooLargeError`` beyond ``limit``."""
+    objects a call was given), as facts. Raises ``WorldTooLargeError`` beyond ``limit``.
+    ``numbers``: the number arguments (named), whose identities are watched with the world's
+    numbers where the code compares with ``is``."""
     walk = _Walk(limit)
     for name, root in roots:
         var = walk.var(name)
@@ -614,6 +726,8 @@ def observe(roots: list[tuple[str, Any]], limit: int = WORLD_LIMIT) -> Snapshot:
             walk.queue.append((var, root))
     walk.snapshot.roots = len(roots)
     walk.finish()
+    if walk.identities:
+        _partition(walk, numbers or [])
     return walk.snapshot
 
 
@@ -632,10 +746,19 @@ def first_difference(before: Snapshot, after: Snapshot) -> str | None:
 _ASPECTS = {"rg": " (its requires_grad)", "rgs": " (its requires_grad)", "attrs": " (its attributes)"}
 
 
+def _identity_difference(before: Snapshot, old: Fact, new: Fact) -> str:
+    """The first number of a ``partition`` fact that is now another object (or one with another)."""
+    k = next((k for k, (a, b) in enumerate(zip(old[3], new[3], strict=False)) if a != b), 0)
+    member_var, member_item = old[2][k] if k < len(old[2]) else (0, -1)
+    return before.describe(member_var, member_item) + " (its identity)"
+
+
 def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> str:
     """How a reader names what differs between two facts at one place of two observations."""
     kind, var = old[0], old[1]
     items = ("unpack", "ids", "rgs", "attrses", "scalars")  # facts about every item of a tuple variable
+    if kind == "partition" and new[0] == kind:
+        return _identity_difference(before, old, new)
     if kind == "attrs" and var in after.value_at:  # a Value's own attributes: name the one that changed
         was, now = dict(old[2]), vars(after.value_at[var])
         changed = [k for k in {**was, **now} if was.get(k, MISSING) is not now.get(k, MISSING)]
@@ -644,7 +767,13 @@ def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> str:
         return before.describe(var)
     if kind not in items:
         return before.describe(var) + _ASPECTS.get(kind, "")
-    old_items, new_items = old[2], new[2]
+    return _items_difference(before, after, kind, var, old[2], new[2])
+
+
+def _items_difference(
+    before: Snapshot, after: Snapshot, kind: str, var: int, old_items: tuple[Any, ...], new_items: tuple[Any, ...]
+) -> str:
+    """The first item of a tuple variable that differs, was added or was removed."""
     k = next((k for k, (a, b) in enumerate(zip(old_items, new_items, strict=False)) if a != b), None)
     if k is not None and len(old_items) == len(new_items):
         return before.describe(var, k) + _ASPECTS.get(kind, "")
