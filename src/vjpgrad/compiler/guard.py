@@ -245,8 +245,8 @@ def _folded_value(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: 
 
 
 def written(snapshot: Snapshot) -> tuple[str, dict[str, Any]]:
-    """The guard's source (``def guard(o0, o1..., _numbers=())``: the roots, in order, and the
-    number arguments where the guard watches numbers' identities) and its namespace."""
+    """The guard's source (``def guard(o0, o1...)``: the roots, in order, then ``_numbers``, the
+    number arguments, where the guard watches their identities) and its namespace."""
     writer = _Writer()
     facts = list(zip(snapshot.facts, snapshot.raw, strict=True))
     uses = _uses(snapshot.facts)
@@ -257,7 +257,7 @@ def written(snapshot: Snapshot) -> tuple[str, dict[str, Any]]:
             writer.fact(*facts[k])
             covered = 1
         k += covered
-    roots = ", ".join([*(f"o{k}" for k in range(snapshot.roots)), "_numbers=()"])
+    roots = ", ".join([*(f"o{k}" for k in range(snapshot.roots)), *(["_numbers"] if snapshot.numbers else [])])
     source = "\n".join(
         [
             f"def guard({roots}):",

@@ -277,11 +277,14 @@ class _Walk:
         self.seen: dict[int, int] = {}  # id -> the var the object was first walked at
         self.queue: collections.deque[tuple[int, Any]] = collections.deque()
         self.names: set[str] = set()  # every name the code reached names
-        self.namespaces: list[tuple[int, Any, set[str]]] = []  # (var, mapping, names done): read by name
+        self.namespaces: list[tuple[int, Any, set[str], bool]] = []  # (var, mapping, names done, globals?)
         self.named_done: dict[int, set[str]] = {}  # id(globals) -> the names already watched there
         self.globals_at: dict[int, tuple[int, dict[str, Any]]] = {}  # id(globals) -> (a function's var, them)
         self.keyed: set[int] = set()  # ids of the namespaces whose keys are watched
-        self.dynamic = False  # the code reached reads names it computes: every entry of a namespace is watched
+        # the code reached reads names it computes: every entry of classes and modules (attributes),
+        # or of globals, is watched
+        self.computed_attributes = self.computed_globals = False
+        self.globals_walked: set[int] = set()  # ids of the globals whose every entry is watched
         self.identities = False  # the code reached compares objects with `is`: numbers' identities are watched
         self.limit = limit
         self.size = 0
@@ -372,7 +375,7 @@ class _Walk:
 
     def _user_module(self, var: int, module: types.ModuleType) -> None:
         if not is_library(module):  # the entries its code names, once every name is known (finish)
-            self.namespaces.append((self.get(var, "dict", None, self.snapshot.names[var]), vars(module), set()))
+            self.namespaces.append((self.get(var, "dict", None, self.snapshot.names[var]), vars(module), set(), False))
 
     def _user_class(self, var: int, kind: type) -> None:
         if not is_library(kind):
@@ -446,7 +449,8 @@ class _Walk:
         self.snapshot.constants.append(code)
         names = _code_names(code)
         self.names |= names
-        self.dynamic = self.dynamic or not names.isdisjoint(RUNTIME_NAMES)
+        self.computed_attributes = self.computed_attributes or not names.isdisjoint(COMPUTED_ATTRIBUTES)
+        self.computed_globals = self.computed_globals or not names.isdisjoint(COMPUTED_GLOBALS)
         self.identities = self.identities or _compares_identity(code)
         if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None:
             self.fact("bare", var)  # no closure, no defaults: one check for the three
@@ -487,7 +491,7 @@ class _Walk:
         done = set(special)
         for key in special:  # called by Python without being named: __call__, __add__, __init__...
             self.child(self.get(entries_var, "entry", key, f"{name}.{key}"), entries[key])
-        self.namespaces.append((entries_var, entries, done))
+        self.namespaces.append((entries_var, entries, done, False))
         bases = self.get(var, "member", "__bases__", f"{name}.__bases__")
         self.items(bases, list(kind.__bases__), [f"[{k}]" for k in range(len(kind.__bases__))])
 
@@ -560,23 +564,30 @@ class _Walk:
         return unpacked
 
     def _whole_namespaces(self) -> None:
-        """Where the code reached computes names (``getattr(obj, name)``, ``vars(C)[key]``,
-        ``globals()[name]``): every namespace's keys, in order, and (in ``finish``) every entry."""
-        for namespace_id, (fn_var, namespace) in list(self.globals_at.items()):
-            if namespace_id not in self.keyed:
-                name = f"{self.snapshot.names[fn_var]}.__globals__"
-                entries = self.get(fn_var, "member", "__globals__", name)
-                self.namespaces.append((entries, namespace, self.named_done[namespace_id]))
-        for var, namespace, _ in self.namespaces:
-            if id(namespace) not in self.keyed:
+        """Where the code reached computes names (``getattr(obj, name)``, ``vars(C)[key]``: the
+        classes' and modules' namespaces; ``globals()[name]``: the globals): each such namespace's
+        keys, in order, and (in ``finish``) every entry."""
+        if self.computed_globals:
+            for namespace_id, (fn_var, namespace) in self.globals_at.items():
+                if namespace_id not in self.keyed and namespace_id not in self.globals_walked:
+                    self.globals_walked.add(namespace_id)
+                    name = f"{self.snapshot.names[fn_var]}.__globals__"
+                    entries = self.get(fn_var, "member", "__globals__", name)
+                    self.namespaces.append((entries, namespace, self.named_done[namespace_id], True))
+        for var, namespace, _, is_globals in self.namespaces:
+            if id(namespace) not in self.keyed and self._whole(is_globals):
                 self.keyed.add(id(namespace))
                 keys = self.get(var, "keys", True, self.snapshot.names[var])
                 self.fact("scalars", keys, tuple(exact(k) for k in namespace), raw=tuple(namespace))
 
-    def _wanted(self, namespace: Any, done: set[str]) -> list[str]:
+    def _whole(self, is_globals: bool) -> bool:
+        """Whether every entry of a namespace (globals, or a class's or module's) is watched."""
+        return self.computed_globals if is_globals else self.computed_attributes
+
+    def _wanted(self, namespace: Any, done: set[str], is_globals: bool) -> list[str]:
         """The entries of a namespace to watch now: those the code names, or all of them where
         it computes names (builtins aside: not watched)."""
-        if self.dynamic:
+        if self._whole(is_globals):
             return [k for k in namespace if k not in done and k != "__builtins__"]
         return sorted((self.names & namespace.keys()) - done)
 
@@ -586,11 +597,11 @@ class _Walk:
         while True:
             while self.queue:
                 self.expand(*self.queue.popleft())
-            if self.dynamic:
+            if self.computed_attributes or self.computed_globals:
                 self._whole_namespaces()
             progress = False
-            for var, namespace, done in self.namespaces:
-                new = self._wanted(namespace, done)
+            for var, namespace, done, is_globals in self.namespaces:
+                new = self._wanted(namespace, done, is_globals)
                 if new:
                     done.update(new)
                     progress = True
@@ -624,26 +635,27 @@ _PARTS: list[tuple[Any, Any]] = [
 """The parts of each of Python's own kinds of object that the function can reach through it."""
 
 
-RUNTIME_NAMES = frozenset(
+COMPUTED_ATTRIBUTES = frozenset(
     {
         "getattr",
         "hasattr",
         "setattr",
         "delattr",
         "vars",
-        "globals",
-        "locals",
-        "eval",
-        "exec",
         "__dict__",
         "__getattribute__",
         "attrgetter",
         "methodcaller",
+        "eval",
+        "exec",
     }
 )
-"""Names whose use reads attributes or globals by a name computed at run time: where the code
-reached names one, the world watches every entry of the namespaces it reaches (classes, the
-user's modules, globals), not only those the code names."""
+"""Names whose use reads attributes by a name computed at run time (``getattr(C, name)``,
+``vars(C)[key]``): where the code reached names one, every entry of the classes and the user's
+modules reached is watched, not only those the code names."""
+COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec"})
+"""Names whose use reads globals by a name computed at run time (``globals()[name]``): where the
+code reached names one, every entry of the globals of the functions reached is watched."""
 
 _IDENTITY_OF_CONSTANTS = (type(None), bool, type(Ellipsis), str)
 
