@@ -709,6 +709,23 @@ def test_a_numbers_identity_in_the_world_is_watched_where_the_code_compares_with
     twin_runs(build)
 
 
+def test_which_numbers_of_a_list_are_one_object_is_watched_where_the_code_compares_with_is() -> None:
+    def build() -> Any:
+        shared = float("0.5")
+        numbers = [shared, shared, float("2.5"), 7.0, 1000]
+
+        def split(run: Any) -> Any:
+            numbers[1] = float("0.5")  # equal, another object
+            return run(Value(1.0))
+
+        def f(x: Value) -> Value:
+            return x * (3.0 if numbers[0] is numbers[1] else 1.0) * numbers[2]
+
+        return f, [lambda run: run(Value(1.0)), split, split]
+
+    twin_runs(build)
+
+
 def test_fresh_equal_numbers_passed_at_each_call_record_once() -> None:
     default = float("0.5")
 

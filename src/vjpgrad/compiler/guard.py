@@ -127,8 +127,19 @@ class _Writer:
             self.check(f"_exact({o}[{k}]) != {self.constant(exact(x))}")
 
     def partition(self, members: tuple[tuple[int, int], ...], expected: tuple[int, ...]) -> None:
-        """Which numbers are one object (``world._partition``): number arguments come in ``_numbers``."""
-        read = [f"_numbers[{k}]" if var < 0 else f"o{var}" if k < 0 else f"o{var}[{k}]" for var, k in members]
+        """Which numbers are one object (``world._partition``): number arguments come in
+        ``_numbers``; the numbers of one tuple variable are picked from it at once."""
+        read = []
+        for var, items in itertools.groupby(members, key=operator.itemgetter(0)):
+            places = [k for _, k in items]
+            if var < 0:
+                read.append("*_numbers")
+            elif places == [-1]:
+                read.append(f"o{var}")
+            elif len(places) == 1:
+                read.append(f"o{var}[{places[0]}]")
+            else:
+                read.append(f"*{self.constant(operator.itemgetter(*places))}(o{var})")
         self.check(f"_groups(({', '.join(read)},)) != {self.constant(expected)}")
 
     def fact(self, fact: Fact, raw: Any) -> None:

@@ -7,18 +7,24 @@ names (and the code of every function and method it reaches, transitively), inst
 ``__dict__``s and slots, containers (list, tuple, dict, set, frozenset, deque, OrderedDict,
 their lengths and their order), weak references, and the classes and bases of the objects it
 reaches (their ``__dict__`` keys, the entries its code names, and their special methods, which
-Python calls without naming them). What it observes is a list of ``Fact``: each object's
-identity, each Python or NumPy number's type and bits, each string, bytes, bool and None,
-each Value's identity, ``requires_grad`` and attributes.
+Python calls without naming them). A dict's views and a mapping proxy are walked as their
+mapping. Where the code reached computes names (``getattr``, ``vars``, ``globals()``...), every
+entry of the namespaces it reaches is watched; where it compares with ``is``, which numbers are
+one object. What it observes is a list of ``Fact``: each object's identity, each Python or
+NumPy number's type and bits, each string, bytes, bool and None, each Value's identity,
+``requires_grad`` and attributes.
 
 Two observations of one world are equal exactly when nothing the function can reach changed.
 ``compile`` compares the world before and after the recorded call (a side effect is refused)
 and turns the observation into the guard of each later call (``guard.written``).
 
 Not walked into, and so watched by identity only: Python's library and installed packages
-(their modules, classes, functions and objects: a ``random.Random``, a NumPy array), vjpgrad
-itself, and C objects' insides. Builtins (``len``, ``print``) are not watched. A world of more
-than ``WORLD_LIMIT`` objects and items is refused at recording, naming its largest container.
+(their modules, classes, functions and objects that keep their own state: a ``random.Random``,
+a logger, a NumPy array), vjpgrad itself, and C objects' insides; a library's plain-data
+objects (an ``argparse.Namespace``, a ``ChainMap``, a dataclass) are walked like the user's.
+Builtins (``len``, ``print``) are not watched. A user's ``functools.lru_cache`` is refused
+(``UnwatchableError``): its cache is C state. A world of more than ``WORLD_LIMIT`` objects and
+items is refused at recording, naming its largest container.
 """
 
 from __future__ import annotations
