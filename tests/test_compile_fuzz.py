@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import math
 import os
 import struct
@@ -97,15 +98,15 @@ class Params:
     calls: int = 0
     namespace: argparse.Namespace = field(default_factory=lambda: argparse.Namespace(scale=0.5))
     chain: collections.ChainMap[str, float] = field(default_factory=lambda: collections.ChainMap({}, {"s": 2.0}))
-    floats: dict[str, float] = field(default_factory=lambda: {"a": 0.5, "b": -1.25})
+    # a dict of numbers the function reaches only through a view and a proxy of it
+    view: Any = field(default_factory=lambda: {"a": 0.5, "b": -1.25}.values())
     knobs: Any = field(default_factory=lambda: type("Knobs", (), {"gain": 2.0}))  # a class of its own per world
     default: float = field(default_factory=lambda: float("0.1"))
-    view: Any = field(init=False)
     proxy: Any = field(init=False)
     lr: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.view, self.proxy = self.floats.values(), types.MappingProxyType(self.floats)
+        self.proxy = types.MappingProxyType(self.view.mapping)
         self.lr = self.default  # the same object: ``lr is default``
 
 
@@ -436,6 +437,12 @@ def compare_as_compiled(
     )
 
 
+def viewed_dict(params: Params) -> dict[str, float]:
+    """The dict behind ``params.view``, as the code that made it would change it."""
+    (table,) = [x for x in gc.get_referents(params.view) if type(x) is dict]
+    return table
+
+
 def change_library_world(params: Params, change: str) -> None:
     """The changes of what a guard watching only named entries and identities would miss."""
     if change == "namespace":
@@ -443,9 +450,9 @@ def change_library_world(params: Params, change: str) -> None:
     elif change == "chain":
         params.chain.maps[1]["s"] = 3.0
     elif change == "viewed":
-        params.floats["a"] = -2.0
+        viewed_dict(params)["a"] = -2.0
     elif change == "viewed_grows":
-        params.floats["c"] = 0.25
+        viewed_dict(params)["c"] = 0.25
     elif change == "knob":
         params.knobs.gain = -0.5
     elif change == "identity":
