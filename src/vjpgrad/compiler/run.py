@@ -416,7 +416,9 @@ class Entry:
         self.prepare()  # the code, on the first replay: from the cache, or written now
         values = self.forward(data)  # type: ignore[misc]  # prepared just above
         made: dict[int, Value] = {}
-        if self.takes_any:
+        if self.takes_any and state.grad_enabled:
+            made = self._outputs(external_values, data, values)
+        elif self.takes_any:
             with enable_grad():  # a function under no_grad() may still take gradient inside (enable_grad)
                 made = self._outputs(external_values, data, values)
         kept_place = self.kept_place
@@ -449,7 +451,8 @@ class Entry:
         # no edges of its own: a pass reaches the arguments and parameters through the outputs it starts from
         if len(self._no_edges) != len(externals):
             self._no_edges = (None,) * len(externals)
-        call = graph.make(Value, 0.0, self.op, tuple(externals), self._no_edges, None, saved)
+        every = tuple(externals)
+        call = graph.make(Value, 0.0, self.op, every, self._no_edges, None, saved)
         kept_place = self.kept_place
         made: dict[int, Value] = {}
         for position, k in sorted(enumerate(self.internal_outputs), key=lambda pair: pair[1]):  # as computed
@@ -465,7 +468,7 @@ class Entry:
             if taking is None:
                 taking = self._operands_of[position] = [j for j in from_externals if edges[j]]
                 self._pick[position] = _picker(taking)
-            operands = (call, *self._pick[position](externals))
+            operands = (call,) + self._pick[position](every)  # a slice of a tuple: a tuple, copied once
             if from_outputs:
                 internal = self.internal_outputs
                 operands += tuple(made[internal[j]] for j in from_outputs if internal[j] in made)
