@@ -468,7 +468,7 @@ class Entry:
             if taking is None:
                 taking = self._operands_of[position] = [j for j in from_externals if edges[j]]
                 self._pick[position] = _picker(taking)
-            operands = (call,) + self._pick[position](every)  # a slice of a tuple: a tuple, copied once
+            operands = (call,) + self._pick[position](every)  # noqa: RUF005  # one copy; (call, *x) makes two
             if from_outputs:
                 internal = self.internal_outputs
                 operands += tuple(made[internal[j]] for j in from_outputs if internal[j] in made)
