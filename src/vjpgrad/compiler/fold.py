@@ -33,6 +33,7 @@ own, and numbers are written by ``codegen.symbols.literal``.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -52,8 +53,17 @@ SHARE = 0.25
 small loops in a large program shorten little and cost a search and a slower replay (microgpt's
 step, whose positions interleave, folds about 10% this way; its code stays straight-line)."""
 
+SMALLEST_CALLED = 128
+"""The fewest operations a block whose copies are apart (not back to back) folds into a
+function: each copy is a call, whose arguments and results cost about what a few dozen
+straight lines cost."""
+TRIES_APART = 8
+"""How many later occurrences of a key are tried as the start of a copy that is not adjacent."""
+
 Run = tuple[int, int, int]
-"""A repeated block: where its first copy starts in creation order, its length, its copies."""
+"""Copies back to back: where the first starts in creation order, their length, their number."""
+Entry = tuple[int, tuple[int, ...]]
+"""A repeated block as the cache stores it: its length, and where each copy starts."""
 
 
 def keys(
@@ -157,69 +167,224 @@ def _first_mismatch(key: list[int], i: int, length: int) -> int:
     return low
 
 
+def common(key: list[int], a: int, b: int, cap: int) -> int:
+    """How many keys from ``a`` equal those from ``b``, at most ``cap``: slices compared in C,
+    twice as long each time, then halved at the first mismatch (a short match costs little)."""
+    n, step = 0, 4
+    while n < cap:
+        m = min(step, cap - n)
+        if key[a + n : a + n + m] != key[b + n : b + n + m]:
+            low, high = n, n + m  # key[a:a + low] matches; the first mismatch is before high
+            while high - low > 1:
+                middle = (low + high) // 2
+                if key[a + low : a + middle] == key[b + low : b + middle]:
+                    low = middle
+                else:
+                    high = middle
+            return low
+        n += m
+        step *= 2
+    return cap
+
+
+def find_apart(key: list[int], taken: Sequence[tuple[int, int]], smallest: int) -> list[list[int]]:
+    """Copies of a block that are not back to back (each position of a model that reads the
+    earlier ones: code runs between them), as lists of where each copy starts; ``taken``: the
+    (start, end) of what folds already, which no copy overlaps. From each free position the
+    next few occurrences of its key are tried as a second copy; the longest match is the
+    block, and later copies are found the same way after each copy's end. The block is then
+    as long as its shortest match, at least ``smallest`` (``Block.of`` may shorten it)."""
+    n = len(key)
+    free_end = list(range(1, n + 1))  # for each position, where its stretch of free positions ends
+    blocked = [False] * n
+    for start, end in taken:
+        for q in range(start, end):
+            blocked[q] = True
+    end_of = n
+    for q in range(n - 1, -1, -1):
+        if blocked[q]:
+            end_of = q
+        free_end[q] = end_of
+    following = [-1] * n
+    latest: dict[int, int] = {}
+    for q in range(n - 1, -1, -1):
+        x = key[q]
+        if x >= 0 and not blocked[q]:
+            following[q] = latest.get(x, -1)
+            latest[x] = q
+    found: list[list[int]] = []
+    i = 0
+    while i < n:
+        if blocked[i] or key[i] < 0:
+            i += 1
+            continue
+        starts, lengths = [i], []
+        j, tries = following[i], TRIES_APART
+        best, best_at = 0, -1
+        while j >= 0 and tries:
+            if blocked[j]:
+                j = following[j]
+                continue
+            tries -= 1
+            length = common(key, i, j, min(j - i, free_end[i] - i, free_end[j] - j))
+            if length > best:
+                best, best_at = length, j
+                if length == j - i:  # back to back: the nearest such copy is the block
+                    break
+            j = following[j]
+        if best < smallest:
+            i += 1
+            continue
+        starts.append(best_at)
+        lengths.append(best)
+        j = following[best_at]
+        while j >= 0:  # later copies, each after the one before it, about as far as the last was
+            if j > 2 * starts[-1] - starts[-2] + min(lengths):
+                break
+            if j < starts[-1] + min(lengths) or blocked[j]:
+                j = following[j]
+                continue
+            length = common(key, i, j, min(free_end[j] - j, min(lengths)))
+            if length >= smallest:
+                starts.append(j)
+                lengths.append(length)
+            j = following[j]
+        length = min(lengths)
+        found.append([*starts, length])  # the length last: Block.of checks and may shorten it
+        for s0 in starts:
+            for q in range(s0, s0 + length):
+                blocked[q] = True
+            for q in range(s0 - 1, -1, -1):  # the free stretch before the copy now ends at it
+                if blocked[q] or free_end[q] <= s0:
+                    break
+                free_end[q] = s0
+        i += length
+    return found
+
+
 class Block:
-    """One repeated block, checked to be a loop: what each copy reads from before the run (its
-    *slots*: a parameter or a value the copies share is read by name, the others are the loop's
-    inputs), and which of its values are read after the run (its *outputs*)."""
+    """One repeated block, checked to be a loop or a function: what each copy reads from before
+    it (its *slots*: for a loop, a parameter or a value the copies share is read by name and
+    the others are the loop's inputs; a function takes every value it reads as an argument),
+    and which of its values are read after the copy (its *outputs*)."""
 
     def __init__(
         self,
-        run: Run,
+        starts: list[int],
+        length: int,
         varying: list[list[graph.Node]],
         shared: dict[int, graph.Node],
         slot_of: dict[int, int],
         outputs: list[int],
         numbers: list[tuple[list[tuple[int, int]], list[Any]]],
     ) -> None:
-        self.start, self.length, self.copies = run
+        self.starts = starts  # where each copy starts, in creation order
+        self.length = length
+        self.start, self.copies = starts[0], len(starts)
+        self.end_of_first = starts[0] + length
+        # back to back: one ``for`` loop; apart (code runs between the copies): one function, called per copy
+        self.adjacent = all(s == starts[0] + m * length for m, s in enumerate(starts))
         # the numbers that differ between copies: where each is read (offset, operand), and its
         # number in each copy (one input for all the places that read the same numbers)
         self.numbers = numbers
         self.varying = varying  # per input: its node in each copy
-        self.shared = shared  # id -> node read by every copy (a parameter, or a value before the run)
+        self.shared = shared  # id -> node read by every copy of a loop (a parameter, or a value before the run)
         self.slot_of = slot_of  # id of the first copy's input node -> its input's position
-        self.outputs = outputs  # offsets of the operations read after the run
+        self.outputs = outputs  # offsets of the operations read after their copy
+
+    @property
+    def entry(self) -> Entry:
+        """The block as the cache stores it."""
+        return (self.length, tuple(self.starts))
 
     @classmethod
     def of(
         cls,
-        run: Run,
+        starts: list[int],
+        length: int,
         live: Sequence[graph.Node],
         place: dict[int, int],
         external: dict[int, int],
         arguments: int,
         last: list[int],
+        shorten: bool = False,
     ) -> Block | None:
-        """The block of ``run`` if its copies can be one loop, else None (the run stays glue).
-        The copies' keys are equal (the same operations, parameters and numbers); here each copy
-        is checked to be wired inside as the first, and to read from before the run alike."""
-        start, length, copies = run
-        end = start + length * copies
-        inside, reads, constants = _first_copy(run, live, place, external, arguments)
-        operands_of = graph.operands
-        for m in range(1, copies):  # each copy wired inside as the first
-            base = start + m * length
-            for o, n, at in inside:
-                if place.get(id(operands_of(live[base + o])[n])) != base + at:
-                    return None
-        inputs = _inputs(run, live, place, reads)
-        if inputs is None:
-            return None
-        slots = _slots(inputs, copies)
-        if slots is None:
-            return None
-        varying, shared, slot_of = slots
-        outputs = {(j - start) % length for j in range(start, end) if last[j] >= end}
-        return cls(run, varying, shared, slot_of, sorted(outputs), _numbers(run, live, constants))
+        """The block of copies at ``starts`` if they can be one loop or one function, else None
+        (they stay glue). The copies' keys are equal (the same operations, parameters and
+        numbers); here each copy is checked to be wired inside as the first, and to read from
+        before it alike. ``shorten``: a block whose copies differ from some offset on is cut
+        there (found apart, a match may run on into the code after each copy)."""
+        adjacent = all(s == starts[0] + m * length for m, s in enumerate(starts))
+        bad = _first_difference(starts, length, live, place, external, arguments, adjacent)
+        if bad < length:
+            if not shorten or adjacent or bad < SMALLEST_CALLED:
+                return None
+            length = bad
+        _, reads, constants = _first_copy(starts[0], length, live, place, external, arguments)
+        inputs = [_reads_of(live, base, reads) for base in starts]
+        if adjacent:
+            slots = _slots(inputs, len(starts))
+            if slots is None:
+                return None
+            varying, shared, slot_of = slots
+        else:  # a function takes each value it reads as an argument, shared or not
+            varying = [[nodes[s] for nodes in inputs] for s in range(len(inputs[0]))]
+            shared, slot_of = {}, {id(x): s for s, x in enumerate(inputs[0])}
+        outputs = {o for base in starts for o in range(length) if last[base + o] >= base + length}
+        return cls(starts, length, varying, shared, slot_of, sorted(outputs), _numbers(starts, length, live, constants))
+
+
+def _first_difference(
+    starts: list[int],
+    length: int,
+    live: Sequence[graph.Node],
+    place: dict[int, int],
+    external: dict[int, int],
+    arguments: int,
+    adjacent: bool,
+) -> int:
+    """The first offset at which a copy is wired unlike the first (an operand inside the first
+    copy that is not at the same offset in this one, or one read from before the first copy
+    that is inside this one, or values read from before wired in another order), or where a
+    loop's copy reads an earlier copy's value; ``length`` when there is none."""
+    operands_of = graph.operands
+    node_type = graph.Node
+    first = starts[0]
+    bad = length
+    wiring: list[int] = []  # the first copy's: for each read from before it, which input it is
+    orders: list[dict[int, int]] = [{} for _ in starts]
+    for o in range(length):
+        for n, x0 in enumerate(operands_of(live[first + o])):
+            if not isinstance(x0, node_type):
+                continue
+            j0 = place.get(id(x0))
+            if j0 is not None and j0 >= first:  # inside the first copy
+                at = j0 - first
+                for m in range(1, len(starts)):
+                    if place.get(id(operands_of(live[starts[m] + o])[n])) != starts[m] + at:
+                        return o
+                continue
+            k0 = external.get(id(x0))
+            if j0 is None and (k0 is None or k0 >= arguments):
+                continue  # a parameter or a number made inside: the keys compared it
+            slot = orders[0].setdefault(id(x0), len(orders[0]))
+            wiring.append(slot)
+            for m in range(1, len(starts)):
+                x = operands_of(live[starts[m] + o])[n]
+                j = place.get(id(x))
+                if j is not None and j >= (first if adjacent else starts[m]):
+                    return o  # read from inside the copy, or (a loop) from an earlier copy
+                if orders[m].setdefault(id(x), len(orders[m])) != slot:
+                    return o
+    return bad
 
 
 def _first_copy(
-    run: Run, live: Sequence[graph.Node], place: dict[int, int], external: dict[int, int], arguments: int
+    start: int, length: int, live: Sequence[graph.Node], place: dict[int, int], external: dict[int, int], arguments: int
 ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
     """What the first copy's operands are: ``(offset, operand, offset read)`` of those inside
-    the copy, ``(offset, operand)`` of those read from before the run (arguments, glue, earlier
+    the copy, ``(offset, operand)`` of those read from before the copy (arguments, glue, other
     blocks), and ``(offset, operand)`` of its numbers."""
-    start, length, _ = run
     node_type = graph.Node
     inside: list[tuple[int, int, int]] = []
     reads: list[tuple[int, int]] = []
@@ -238,42 +403,25 @@ def _first_copy(
     return inside, reads, constants
 
 
-def _inputs(
-    run: Run, live: Sequence[graph.Node], place: dict[int, int], reads: list[tuple[int, int]]
-) -> list[list[graph.Node]] | None:
-    """Each copy's inputs, in the order the copy first reads them; None when the copies wire
-    them differently or a copy reads an earlier copy's value (not one loop)."""
-    start, length, copies = run
+def _reads_of(live: Sequence[graph.Node], base: int, reads: list[tuple[int, int]]) -> list[graph.Node]:
+    """The values a copy reads from before it, in the order it first reads them (the copies
+    read them alike: ``_first_difference`` checked it)."""
     operands_of = graph.operands
-    wiring: list[int] | None = None
-    inputs: list[list[graph.Node]] = []
-    for m in range(copies):
-        base = start + m * length
-        order: dict[int, int] = {}
-        nodes: list[graph.Node] = []
-        wires: list[int] = []
-        for o, n in reads:
-            x = operands_of(live[base + o])[n]
-            j = place.get(id(x))
-            if j is not None and j >= start:
-                return None
-            slot = order.setdefault(id(x), len(order))
-            if slot == len(nodes):
-                nodes.append(x)
-            wires.append(slot)
-        if wiring is None:
-            wiring = wires
-        elif wires != wiring:
-            return None
-        inputs.append(nodes)
-    return inputs
+    seen: set[int] = set()
+    nodes: list[graph.Node] = []
+    for o, n in reads:
+        x = operands_of(live[base + o])[n]
+        if id(x) not in seen:
+            seen.add(id(x))
+            nodes.append(x)
+    return nodes
 
 
 def _slots(
     inputs: list[list[graph.Node]], copies: int
 ) -> tuple[list[list[graph.Node]], dict[int, graph.Node], dict[int, int]] | None:
-    """The inputs every copy shares (read by name) and those each copy has of its own (the
-    loop's columns); None for an input two copies share but not all."""
+    """The inputs every copy of a loop shares (read by name) and those each copy has of its
+    own (the loop's columns); None for an input two copies share but not all."""
     varying: list[list[graph.Node]] = []
     shared: dict[int, graph.Node] = {}
     slot_of: dict[int, int] = {}
@@ -295,15 +443,14 @@ def _slots(
 
 
 def _numbers(
-    run: Run, live: Sequence[graph.Node], constants: list[tuple[int, int]]
+    starts: list[int], length: int, live: Sequence[graph.Node], constants: list[tuple[int, int]]
 ) -> list[tuple[list[tuple[int, int]], list[Any]]]:
-    """The numbers that differ between copies, inputs of the loop: where each is read and its
+    """The numbers that differ between copies, inputs of the block: where each is read and its
     number in each copy (one input for all the places that read the same numbers)."""
-    start, length, copies = run
     numbers: list[tuple[list[tuple[int, int]], list[Any]]] = []
     columns: dict[tuple[Any, ...], int] = {}
     for o, n in constants:
-        column = [graph.operands(live[start + m * length + o])[n] for m in range(copies)]
+        column = [graph.operands(live[base + o])[n] for base in starts]
         bits = tuple(exact(x) for x in column)
         if all(b == bits[0] for b in bits):
             continue
@@ -314,28 +461,41 @@ def _numbers(
     return numbers
 
 
-def detect(program: Program, table: Sequence[Run] | None = None) -> tuple[list[Block], dict[int, int]]:
-    """The blocks of ``program``'s recording that fold into loops: those of ``table`` (a stored
-    one, each checked), else those found now; and each operation's position by its id."""
+def detect(program: Program, table: Sequence[Entry] | None = None) -> tuple[list[Block], dict[int, int]]:
+    """The blocks of ``program``'s recording that fold: those of ``table`` (a stored one, each
+    checked), else those found now (copies back to back, then copies apart in what is left);
+    and each operation's position by its id."""
     returned = {id(program.live[k]) for k in program.internal_outputs}
     place = {id(node): k for k, node in enumerate(program.live)}
     constants = program.writer.constants
     key, last = keys(program.live, program.externals, program.arguments, constants, program.edges, returned, place)
-    runs = find(key) if table is None else table
     external = {id(x): k for k, x in enumerate(program.externals)}
-    blocks = []
-    for run in runs:
-        start, length, copies = run
-        if table is not None and any(
-            key[start : start + length] != key[at : at + length]
-            for at in range(start + length, start + length * copies, length)
-        ):
-            raise ValueError(f"a stored block {run!r} does not repeat in this recording")
-        block = Block.of(run, program.live, place, external, program.arguments, last)
+    live, arguments = program.live, program.arguments
+    blocks: list[Block] = []
+    if table is not None:
+        for length, given in table:
+            starts = list(given)
+            first = key[starts[0] : starts[0] + length]
+            if any(key[at : at + length] != first for at in starts[1:]):
+                raise ValueError(f"a stored block {(length, starts)!r} does not repeat in this recording")
+            block = Block.of(starts, length, live, place, external, arguments, last)
+            if block is None:
+                raise ValueError(f"a stored block {(length, starts)!r} is not a loop in this recording")
+            blocks.append(block)
+        return blocks, place
+    for *starts, length in find_apart(key, [], SMALLEST_CALLED):  # large blocks first, back to back or apart
+        block = Block.of(starts, length, live, place, external, arguments, last, shorten=True)
         if block is not None:
             blocks.append(block)
-        elif table is not None:
-            raise ValueError(f"a stored block {run!r} is not a loop in this recording")
+    rest = list(key)  # then small loops in what is left
+    for block in blocks:
+        for base in block.starts:
+            rest[base : base + block.length] = range(-1 - base, -1 - base - block.length, -1)
+    for start, length, copies in find(rest):
+        block = Block.of([start + m * length for m in range(copies)], length, live, place, external, arguments, last)
+        if block is not None:
+            blocks.append(block)
+    blocks.sort(key=lambda b: b.start)
     return blocks, place
 
 
@@ -347,10 +507,10 @@ def make_program(
     outputs: list[int],
     sources: dict[int, graph.Node],
     edges: Edges,
-    table: Sequence[Run] | None = None,
+    table: Sequence[Entry] | None = None,
 ) -> Program:
-    """The writer of a recording's code: its repeated blocks folded into loops when it has any
-    (``table``: the runs a cached payload was written with, else found now)."""
+    """The writer of a recording's code: its repeated blocks folded into loops and functions
+    when it has any (``table``: the blocks a cached payload was written with, else found now)."""
     program = Program.__new__(Program)
     program._setup(live, externals, arguments, constants, outputs, sources, edges)
     if table is not None and not table:  # loaded code written straight-line: no search
@@ -362,7 +522,7 @@ def make_program(
     if not blocks:
         program._write()
         return program
-    program.__class__ = FoldedProgram  # the same set-up, written with its blocks as loops
+    program.__class__ = FoldedProgram  # the same set-up, written with its blocks as loops and functions
     assert isinstance(program, FoldedProgram)
     program._fold(blocks, place)
     return program
@@ -377,7 +537,7 @@ class FoldedProgram(Program):
     def _fold(self, blocks: list[Block], place: dict[int, int]) -> None:
         """Write the code of a set-up program (``Program._setup``) with ``blocks`` as loops."""
         self.blocks = blocks
-        self.table = tuple((b.start, b.length, b.copies) for b in self.blocks)
+        self.table = tuple(b.entry for b in self.blocks)
         self.place = place
         self._locals = [self._local_names(b) for b in self.blocks]
         self._block_kept: list[list[str]] = []
@@ -426,7 +586,6 @@ class FoldedProgram(Program):
     def _described(self, k: int) -> str:
         """The comment above a block: what it is, how many copies run, over what."""
         block = self.blocks[k]
-        first, last = block.start + 1, block.start + block.length * block.copies
         over = []
         if block.varying:
             inputs = ", ".join(f"i{s}" for s in range(len(block.varying)))
@@ -436,8 +595,36 @@ class FoldedProgram(Program):
             names = ", ".join(f"c{s}" for s in range(len(block.numbers)))
             given = ", ".join(literal(column[0]) for _, column in block.numbers)
             over.append(f"{'and ' if over else 'each with '}numbers {names} of its own (the first copy's {given})")
-        copies = f"{block.copies} copies of {block.length} operations (t{first} to t{last})"
-        return f"    # block {k + 1}, written once: {copies}, {' '.join(over) or 'all alike'}"
+        if block.adjacent:
+            first, last = block.start + 1, block.start + block.length * block.copies
+            copies = f"{block.copies} copies of {block.length} operations (t{first} to t{last})"
+            return f"    # block {k + 1}, written once: {copies}, {' '.join(over) or 'all alike'}"
+        at = [f"t{s + 1}" for s in block.starts]
+        where = ", ".join(at) if len(at) <= 6 else f"{', '.join(at[:3])}, ..., {at[-1]}"
+        copies = f"{block.copies} copies of {block.length} operations, apart (from {where})"
+        return (
+            f"    # block {k + 1}, written once as a function, called once per copy: {copies}, "
+            f"{' '.join(over) or 'all alike'}"
+        )
+
+    def units(self) -> list[tuple[int, int, int, int]]:
+        """The units of the code in creation order: ``(first, end, block, copy)``, a block of -1
+        for glue and a copy of -1 for a loop's copies together."""
+        units: list[tuple[int, int, int, int]] = []
+        parts = [(b.start, b.start + b.length * b.copies, k, -1) for k, b in enumerate(self.blocks) if b.adjacent]
+        parts += [
+            (s, s + b.length, k, m) for k, b in enumerate(self.blocks) if not b.adjacent for m, s in enumerate(b.starts)
+        ]
+        parts.sort()
+        at = 0
+        for first, end, k, m in parts:
+            if at < first:
+                units.append((at, first, -1, -1))
+            units.append((first, end, k, m))
+            at = end
+        if at < len(self.live):
+            units.append((at, len(self.live), -1, -1))
+        return units
 
     # ---- the forward pass --------------------------------------------------------------------------
 
@@ -446,28 +633,56 @@ class FoldedProgram(Program):
             "def forward(inputs):",
             self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n"),
         ]
-        at = 0
         for k, block in enumerate(self.blocks):
-            lines += [f"    {self.writer.forward_line(node)}" for node in self.live[at : block.start]]
-            lines.append(self._described(k))
-            lines.append(f"    _k{k} = []")
-            lines += [f"    _o{k}_{o} = []" for o in block.outputs]
-            lines.append(f"    for {self._loop_head(k)}:")
-            with self._named(k):
-                lines += [
-                    f"        {self.writer.forward_line(node)}"
-                    for node in self.live[block.start : block.start + block.length]
-                ]
-            lines.append(f"        _k{k}.append({_tuple(self._block_kept[k])})")
-            lines += [f"        _o{k}_{o}.append(u{o + 1})" for o in block.outputs]
-            for o in block.outputs:
-                names = [self.names[id(self.live[block.start + m * block.length + o])] for m in range(block.copies)]
-                lines.append(f"    {', '.join(names)}, = _o{k}_{o}")
-            at = block.start + block.length * block.copies
-        lines += [f"    {self.writer.forward_line(node)}" for node in self.live[at:]]
+            if not block.adjacent:
+                lines += self._function(k)
+        lines += [f"    _k{k} = []" for k, block in enumerate(self.blocks) if not block.adjacent]
+        for first, end, k, m in self.units():
+            if k < 0:
+                lines += [f"    {self.writer.forward_line(node)}" for node in self.live[first:end]]
+            elif m < 0:
+                lines += self._forward_loop(k)
+            else:
+                block = self.blocks[k]
+                arguments = [self.names[id(column[m])] for column in block.varying]
+                arguments += [literal(column[m]) for _, column in block.numbers]
+                outputs = [self.names[id(self.live[block.starts[m] + o])] for o in block.outputs]
+                lines.append(f"    {', '.join([*outputs, '_v'])} = _f{k}({', '.join(arguments)})")
+                lines.append(f"    _k{k}.append(_v)")
         values = [self.names[id(node)] for node in self.kept] + [f"_k{k}" for k in range(len(self.blocks))]
         lines.append(f"    return {_tuple(values)}")
         return "\n".join(line for line in lines if line) + "\n"
+
+    def _function(self, k: int) -> list[str]:
+        """The forward pass of one copy of block ``k``, a function of what the copy reads: it
+        returns the copy's outputs, then what its reverse pass reads."""
+        block = self.blocks[k]
+        arguments = [f"i{s}" for s in range(len(block.varying))] + [f"c{s}" for s in range(len(block.numbers))]
+        lines = [self._described(k), f"    def _f{k}({', '.join(arguments)}):"]
+        with self._named(k):
+            lines += [
+                f"        {self.writer.forward_line(node)}" for node in self.live[block.start : block.end_of_first]
+            ]
+        results = [f"u{o + 1}" for o in block.outputs] + [_tuple(self._block_kept[k])]
+        lines.append(f"        return {', '.join(results)}")
+        return lines
+
+    def _forward_loop(self, k: int) -> list[str]:
+        """The forward pass of block ``k``'s copies, back to back, as one loop."""
+        block = self.blocks[k]
+        lines = [self._described(k), f"    _k{k} = []"]
+        lines += [f"    _o{k}_{o} = []" for o in block.outputs]
+        lines.append(f"    for {self._loop_head(k)}:")
+        with self._named(k):
+            lines += [
+                f"        {self.writer.forward_line(node)}" for node in self.live[block.start : block.end_of_first]
+            ]
+        lines.append(f"        _k{k}.append({_tuple(self._block_kept[k])})")
+        lines += [f"        _o{k}_{o}.append(u{o + 1})" for o in block.outputs]
+        for o in block.outputs:
+            names = [self.names[id(self.live[base + o])] for base in block.starts]
+            lines.append(f"    {', '.join(names)}, = _o{k}_{o}")
+        return lines
 
     def _loop_head(self, k: int) -> str:
         block = self.blocks[k]
@@ -515,21 +730,19 @@ class FoldedProgram(Program):
                     f"    {gradient} = seeds[{i}]" if id(node) not in started else f"    {gradient} += seeds[{i}]"
                 )
                 started.add(id(node))
-        units: list[tuple[int, int, int]] = []  # (first, last + 1, block or -1), in creation order
-        at = 0
-        for k, block in enumerate(self.blocks):
-            if at < block.start:
-                units.append((at, block.start, -1))
-            at = block.start + block.length * block.copies
-            units.append((block.start, at, k))
-        if at < len(self.live):
-            units.append((at, len(self.live), -1))
-        for first, end, k in reversed(units):
+        functions: dict[tuple[Any, ...], Any] = {}  # each copy's reverse pass, by block and reach
+        defined: list[str] = []
+        for first, end, k, m in reversed(self.units()):
             if k < 0:
                 for node in reversed(self.live[first:end]):
                     self._glue_lines(node, reach, state, returned, live_ids, checked, lines)
-            else:
+            elif m < 0:
                 self._block_loops(k, reach, state, checked, lines)
+            else:
+                self._call(k, m, reach, state, checked, lines, functions, defined)
+        if defined:  # the functions the calls above run, defined before the first of them
+            at = len(lines) - next(n for n, line in enumerate(reversed(lines)) if line is VALUES_LINE)
+            lines[at:at] = defined
         results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
         outputs = [
             f"g_{self.names[id(self.live[self.internal_outputs[i]])]}"
@@ -539,6 +752,67 @@ class FoldedProgram(Program):
         ]
         lines.append(f"    return {_tuple(results)}, {_tuple(outputs)}")
         return lines
+
+    def _call(
+        self,
+        k: int,
+        m: int,
+        reach: set[int],
+        state: _Pass,
+        checked: bool,
+        lines: list[str],
+        functions: dict[tuple[Any, ...], Any],
+        defined: list[str],
+    ) -> None:
+        """The reverse pass of copy ``m`` of block ``k`` (whose copies are apart): a call of the
+        block's function for the operations the pass reaches in this copy, defined the first
+        time a copy needs it. The parameters' running gradients are the pass's own variables
+        (``nonlocal``), so each sees the additions of the straight-line code in its order; the
+        gradients of the values the copy reads and of its outputs go in and come back."""
+        block = self.blocks[k]
+        base = block.starts[m]
+        pattern = tuple(id(node) in reach for node in self.live[base : base + block.length])
+        if not any(pattern):
+            return
+        started = state.started
+        known = functions.get((k, pattern))
+        if known is not None and [state.variable(key) for key in known[3]] == known[4]:
+            name, slots, reached, shared, _ = known
+        else:  # the first copy the pass reaches this way: its function, defined once
+            body, inputs, found = self._block_lines(k, pattern, checked, state)
+            shared = sorted(found, key=lambda key: self.names[key])
+            outer = [state.variable(key) for key in shared]
+            reached = [o for o in block.outputs if pattern[o]]
+            slots = sorted(inputs)
+            name = f"_b{k}_{sum(line.startswith('    def ') for line in defined)}"
+            functions[(k, pattern)] = (name, slots, reached, shared, outer)
+            parameters = ["_v"] + [f"g_u{o + 1}" for o in reached] + [f"g_i{s}" for s in slots]
+            defined.append(f"    def {name}({', '.join(parameters)}):  # a copy of block {k + 1}, backward")
+            if outer:
+                defined.append(f"        nonlocal {', '.join(sorted(set(outer)))}")
+            if self._block_kept[k]:
+                defined.append(f"        {', '.join(self._block_kept[k])}, = _v")
+            defined += body or ["        pass"]
+            if slots:
+                defined.append(f"        return {_tuple([f'g_i{s}' for s in slots])}")
+        for key in shared:
+            if key not in started:  # nothing handed it gradient yet: -0.0, which the first addition keeps
+                lines.append(f"    {state.variable(key)} = -0.0")
+                started.add(key)
+
+        def gradient(node: graph.Node) -> str:
+            return state.variable(id(node)) if id(node) in started else "-0.0"
+
+        arguments = [f"_k{k}[{m}]"] + [gradient(self.live[base + o]) for o in reached]
+        arguments += [gradient(block.varying[s][m]) for s in slots]
+        call = f"{name}({', '.join(arguments)})"
+        lines.append(f"    # block {k + 1}: copy {m + 1} of {block.copies}")
+        if slots:
+            nodes = [block.varying[s][m] for s in slots]
+            lines.append(f"    {', '.join(state.variable(id(x)) for x in nodes)}, = {call}")
+            started.update(id(x) for x in nodes)
+        else:
+            lines.append(f"    {call}")
 
     def _glue_lines(
         self,
@@ -641,8 +915,7 @@ class FoldedProgram(Program):
         block = self.blocks[k]
         patterns: list[tuple[bool, ...]] = []
         interned: dict[tuple[bool, ...], tuple[bool, ...]] = {}
-        for m in range(block.copies):
-            base = block.start + m * block.length
+        for base in block.starts:
             pattern = tuple(map(reach.__contains__, map(id, self.live[base : base + block.length])))
             patterns.append(interned.setdefault(pattern, pattern))
         m = block.copies
@@ -684,7 +957,7 @@ class FoldedProgram(Program):
         targets = [kept]
         reached = [o for o in block.outputs if pattern[o]]
         for o in reached:
-            columns.append(_tuple([gradient(self.live[block.start + m * block.length + o]) for m in copies]))
+            columns.append(_tuple([gradient(self.live[block.starts[m] + o]) for m in copies]))
             targets.append(f"g_u{o + 1}")
         slots = sorted(inputs)
         for s in slots:
@@ -723,17 +996,28 @@ def _tuple(names: Sequence[str]) -> str:
     return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
 
 
-def checked_table(table: Any, operations: int) -> tuple[Run, ...]:
-    """A stored table of blocks, checked to be runs of three ints in order inside ``operations``
-    (a ValueError or TypeError for anything else: the cache then writes the code anew)."""
-    runs: list[Run] = []
-    at = 0
-    for run in table:
-        start, length, copies = run
-        if not all(type(x) is int for x in run) or start < at or length < SMALLEST or copies < 2:
-            raise ValueError(f"a stored block {run!r} is not a run of the recording")
-        at = start + length * copies
-        if at > operations:
-            raise ValueError(f"a stored block {run!r} runs past the recording's {operations} operations")
-        runs.append((start, length, copies))
-    return tuple(runs)
+def checked_table(table: Any, operations: int) -> tuple[Entry, ...]:
+    """A stored table of blocks, checked: each a length and the starts of two copies or more,
+    the copies in creation order, apart from each other and from other blocks' copies, inside
+    ``operations`` (a ValueError or TypeError for anything else: the cache then writes the
+    code anew). ``detect`` then checks each against the recording."""
+    entries: list[Entry] = []
+    taken: list[tuple[int, int]] = []
+    for entry in table:
+        length, given = entry
+        starts = tuple(given)
+        if type(length) is not int or not all(type(s) is int for s in starts) or len(starts) < 2:
+            raise ValueError(f"a stored block {entry!r} is not a block of the recording")
+        smallest = SMALLEST if all(s == starts[0] + m * length for m, s in enumerate(starts)) else SMALLEST_CALLED
+        if length < smallest or starts[0] < 0:
+            raise ValueError(f"a stored block {entry!r} is not a block of the recording")
+        if any(b < a + length for a, b in itertools.pairwise(starts)):
+            raise ValueError(f"a stored block {entry!r} has copies that overlap or are out of order")
+        if starts[-1] + length > operations:
+            raise ValueError(f"a stored block {entry!r} runs past the recording's {operations} operations")
+        taken += [(s, s + length) for s in starts]
+        entries.append((length, starts))
+    taken.sort()
+    if any(b[0] < a[1] for a, b in itertools.pairwise(taken)):
+        raise ValueError("a stored table has blocks whose copies overlap")
+    return tuple(entries)

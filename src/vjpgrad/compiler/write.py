@@ -234,8 +234,9 @@ class Program:
     written once with every output seeded, the reverse pass says which.
     """
 
-    table: tuple[tuple[int, int, int], ...] = ()
-    """The repeated blocks written once (``compiler.fold``): none in straight-line code."""
+    table: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    """The repeated blocks written once (``compiler.fold``: each its length and where each copy
+    starts): none in straight-line code."""
 
     def __init__(
         self,
