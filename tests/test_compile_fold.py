@@ -191,6 +191,90 @@ def test_find_reads_back_to_back_repeats_of_keys() -> None:
     assert fold.find([5, 5, 5, 5]) == [(0, 2, 2)]  # no block of one operation
 
 
+def test_find_apart_reads_repeats_of_keys_with_other_keys_between_them() -> None:
+    block = [1, 2, 3, 4, 5, 6]
+    assert fold.find_apart([*block, 9, *block, 7, 8, *block, 10], 4) == [[0, 7, 15, 6]]
+    assert fold.find_apart(block * 3, 4) == [[0, 6, 12, 6]]  # back to back: the nearest copy, not two at once
+    # each copy followed by a longer stretch (a model's positions, each reading all the earlier
+    # ones): the block is as long as the copies match, and the copies are found however far apart
+    keys = [*block, 20, *block, 20, 21, *block, 20, 21, 22, *block]
+    assert fold.find_apart(keys, 4) == [[0, 7, 15, 24, 6]]
+    assert fold.find_apart([*block, 9, *block], 7) == []  # shorter than the smallest block
+    assert fold.find_apart([-1, -2, -1, -2], 1) == []  # negative keys never fold
+
+
+def positions(params: list[Value], xs: list[Value]) -> Vector:
+    """A model run on each position, reading every earlier position (as attention does): the
+    copies of its block are apart, code of growing length between them."""
+    seen: list[Value] = []
+    losses = []
+    for x in xs:
+        h = (x * params[0] + params[1]).tanh() * params[2] + params[3]  # the block of each position
+        h = (h * h + params[0]).relu() * params[1] - x
+        context = h
+        for earlier in seen:  # glue: one more term at each position
+            context = context + earlier * params[2]
+        seen.append(h)
+        losses.append((context * params[3]).exp() * 0.5)
+    total = losses[0]
+    for loss in losses[1:]:
+        total = total + loss
+    return Vector([*losses, total])
+
+
+@pytest.mark.parametrize("seeded", [[0, 1, 2, 3, 4], [4], [0], [1, 3], [2, 4]])
+@pytest.mark.parametrize("seed", [1.0, -0.0, -2.5])
+def test_copies_apart_are_one_function_called_per_copy_with_eagers_bits(
+    seeded: list[int], seed: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fold, "SMALLEST_CALLED", 8)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+    params = [Value(0.5), Value(-0.25), Value(-1.5), Value(0.75)]  # the model's: read by the function, not passed
+    compiled = vjpgrad.compile(lambda xs: positions(params, xs))
+
+    def run(f: Callable[..., Vector]) -> list[Any]:
+        for p in params:
+            p.grad = -0.0
+        xs = [Value(x) for x in [-1.5, 0.75, -0.25, 2.0]]
+        out = f(xs)
+        Vector([out[i] for i in seeded]).backward([seed] * len(seeded))
+        return [bits(v.grad) for v in [*params, *xs]]
+
+    eager = run(lambda xs: positions(params, xs))
+    assert [run(compiled) for _ in range(3)] == [eager] * 3
+    program = compiled._last.program
+    assert isinstance(program, fold.FoldedProgram)
+    assert any(not block.adjacent and block.copies == 4 for block in program.blocks)
+    forward, backward = source_of(compiled).split("def backward")
+    assert forward.count("    def _f") == 1
+    assert forward.count(" = _f0(") == 4
+    assert "written once as a function, called once per copy: 4 copies" in forward
+    assert "nonlocal g_p" in backward  # the parameters' running gradients: the pass's own variables
+
+
+def test_anomaly_mode_names_the_operation_of_a_copy_apart_that_makes_nan(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fold, "SMALLEST_CALLED", 4)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+    weights = [Value(1.0), Value(0.0)]
+
+    def f(xs: list[Value]) -> Value:
+        total = xs[0] * 0.0
+        for x in xs:  # each copy reads the running total: code between the copies
+            total = total + ((x * weights[0] + weights[1]).relu().sqrt() * 0.0 + total) * 0.5
+        return total
+
+    compiled = vjpgrad.compile(f)
+    xs = [Value(-1.0), Value(2.0), Value(-3.0)]
+    compiled(xs)
+    compiled(xs).backward()  # written
+    program = compiled._last.program
+    assert isinstance(program, fold.FoldedProgram)
+    assert not program.blocks[0].adjacent
+    for function in (f, compiled):
+        with pytest.raises(FloatingPointError, match="sqrt"), vjpgrad.detect_anomaly():
+            function([Value(-1.0), Value(2.0), Value(-3.0)]).backward()
+
+
 def folded(f: Callable[..., Value], xs: list[Value]) -> bool:
     compiled = vjpgrad.compile(f)
     compiled(xs)

@@ -187,79 +187,88 @@ def common(key: list[int], a: int, b: int, cap: int) -> int:
     return cap
 
 
-def find_apart(key: list[int], taken: Sequence[tuple[int, int]], smallest: int) -> list[list[int]]:
-    """Copies of a block that are not back to back (each position of a model that reads the
-    earlier ones: code runs between them), as lists of where each copy starts; ``taken``: the
-    (start, end) of what folds already, which no copy overlaps. From each free position the
-    next few occurrences of its key are tried as a second copy; the longest match is the
-    block, and later copies are found the same way after each copy's end. The block is then
-    as long as its shortest match, at least ``smallest`` (``Block.of`` may shorten it)."""
-    n = len(key)
-    free_end = list(range(1, n + 1))  # for each position, where its stretch of free positions ends
-    blocked = [False] * n
-    for start, end in taken:
-        for q in range(start, end):
-            blocked[q] = True
-    end_of = n
-    for q in range(n - 1, -1, -1):
-        if blocked[q]:
-            end_of = q
-        free_end[q] = end_of
-    following = [-1] * n
-    latest: dict[int, int] = {}
-    for q in range(n - 1, -1, -1):
-        x = key[q]
-        if x >= 0 and not blocked[q]:
-            following[q] = latest.get(x, -1)
-            latest[x] = q
+def find_apart(key: list[int], smallest: int) -> list[list[int]]:
+    """Copies of a block, back to back or apart (each position of a model that reads the
+    earlier ones: code runs between them), as lists of where each copy starts, the block's
+    length last. From each free position the next few occurrences of its key are tried as a
+    second copy (the nearest back to back, else the longest match); later copies are found
+    the same way after each copy's end. The block is as long as its shortest match, at
+    least ``smallest`` (``Block.of`` may shorten it)."""
+    search = _Search(key)
     found: list[list[int]] = []
-    i = 0
+    i, n = 0, len(key)
     while i < n:
-        if blocked[i] or key[i] < 0:
+        if search.blocked[i] or key[i] < 0:
             i += 1
             continue
-        starts, lengths = [i], []
+        length, second = search.second(i)
+        if length < smallest:
+            i += 1
+            continue
+        starts, length = search.later(i, second, length, smallest)
+        found.append([*starts, length])  # the length last: Block.of checks and may shorten it
+        search.take(starts, length)
+        i += length
+    return found
+
+
+class _Search:
+    """What ``find_apart`` knows as it goes: for each position the next with the same key, the
+    positions taken by copies found, and where each free stretch ends."""
+
+    def __init__(self, key: list[int]) -> None:
+        n = len(key)
+        self.key = key
+        self.blocked = [False] * n
+        self.free_end = [n] * n  # for each position, where its stretch of free positions ends
+        self.following = following = [-1] * n
+        latest: dict[int, int] = {}
+        for q in range(n - 1, -1, -1):
+            x = key[q]
+            if x >= 0:
+                following[q] = latest.get(x, -1)
+                latest[x] = q
+
+    def second(self, i: int) -> tuple[int, int]:
+        """The match's length and start of the best second copy of a block starting at ``i``."""
+        following, blocked, free_end = self.following, self.blocked, self.free_end
         j, tries = following[i], TRIES_APART
         best, best_at = 0, -1
         while j >= 0 and tries:
-            if blocked[j]:
-                j = following[j]
-                continue
-            tries -= 1
-            length = common(key, i, j, min(j - i, free_end[i] - i, free_end[j] - j))
-            if length > best:
-                best, best_at = length, j
-                if length == j - i:  # back to back: the nearest such copy is the block
-                    break
+            if not blocked[j]:
+                tries -= 1
+                length = common(self.key, i, j, min(j - i, free_end[i] - i, free_end[j] - j))
+                if length > best:
+                    best, best_at = length, j
+                    if length == j - i:  # back to back: the nearest such copy is the block
+                        break
             j = following[j]
-        if best < smallest:
-            i += 1
-            continue
-        starts.append(best_at)
-        lengths.append(best)
-        j = following[best_at]
-        while j >= 0:  # later copies, each after the one before it, about as far as the last was
-            if j > 2 * starts[-1] - starts[-2] + min(lengths):
-                break
-            if j < starts[-1] + min(lengths) or blocked[j]:
-                j = following[j]
-                continue
-            length = common(key, i, j, min(free_end[j] - j, min(lengths)))
-            if length >= smallest:
-                starts.append(j)
-                lengths.append(length)
+        return best, best_at
+
+    def later(self, i: int, second: int, length: int, smallest: int) -> tuple[list[int], int]:
+        """Every copy of the block at ``i`` whose second copy is at ``second``, each found after
+        the one before it, about as far from it as that one was from its own; the length all match."""
+        following, blocked, free_end = self.following, self.blocked, self.free_end
+        starts = [i, second]
+        j = following[second]
+        while j >= 0 and j <= 2 * starts[-1] - starts[-2] + length:
+            if j >= starts[-1] + length and not blocked[j]:
+                match = common(self.key, i, j, min(free_end[j] - j, length))
+                if match >= smallest:
+                    starts.append(j)
+                    length = match
             j = following[j]
-        length = min(lengths)
-        found.append([*starts, length])  # the length last: Block.of checks and may shorten it
-        for s0 in starts:
-            for q in range(s0, s0 + length):
-                blocked[q] = True
-            for q in range(s0 - 1, -1, -1):  # the free stretch before the copy now ends at it
-                if blocked[q] or free_end[q] <= s0:
+        return starts, length
+
+    def take(self, starts: list[int], length: int) -> None:
+        """The copies at ``starts`` are found: no later match runs into them."""
+        blocked, free_end = self.blocked, self.free_end
+        for s in starts:
+            blocked[s : s + length] = [True] * length
+            for q in range(s - 1, -1, -1):  # the free stretch before the copy now ends at it
+                if blocked[q] or free_end[q] <= s:
                     break
-                free_end[q] = s0
-        i += length
-    return found
+                free_end[q] = s
 
 
 class Block:
@@ -483,7 +492,7 @@ def detect(program: Program, table: Sequence[Entry] | None = None) -> tuple[list
                 raise ValueError(f"a stored block {(length, starts)!r} is not a loop in this recording")
             blocks.append(block)
         return blocks, place
-    for *starts, length in find_apart(key, [], SMALLEST_CALLED):  # large blocks first, back to back or apart
+    for *starts, length in find_apart(key, SMALLEST_CALLED):  # large blocks first, back to back or apart
         block = Block.of(starts, length, live, place, external, arguments, last, shorten=True)
         if block is not None:
             blocks.append(block)
@@ -588,19 +597,18 @@ class FoldedProgram(Program):
         block = self.blocks[k]
         over = []
         if block.varying:
-            inputs = ", ".join(f"i{s}" for s in range(len(block.varying)))
-            given = ", ".join(self.names[id(column[0])] for column in block.varying)
+            inputs = _listed([f"i{s}" for s in range(len(block.varying))])
+            given = _listed([self.names[id(column[0])] for column in block.varying])
             over.append(f"each reading {inputs} of its own (the first copy's {given})")
         if block.numbers:
-            names = ", ".join(f"c{s}" for s in range(len(block.numbers)))
-            given = ", ".join(literal(column[0]) for _, column in block.numbers)
+            names = _listed([f"c{s}" for s in range(len(block.numbers))])
+            given = _listed([literal(column[0]) for _, column in block.numbers])
             over.append(f"{'and ' if over else 'each with '}numbers {names} of its own (the first copy's {given})")
         if block.adjacent:
             first, last = block.start + 1, block.start + block.length * block.copies
             copies = f"{block.copies} copies of {block.length} operations (t{first} to t{last})"
             return f"    # block {k + 1}, written once: {copies}, {' '.join(over) or 'all alike'}"
-        at = [f"t{s + 1}" for s in block.starts]
-        where = ", ".join(at) if len(at) <= 6 else f"{', '.join(at[:3])}, ..., {at[-1]}"
+        where = _listed([f"t{s + 1}" for s in block.starts])
         copies = f"{block.copies} copies of {block.length} operations, apart (from {where})"
         return (
             f"    # block {k + 1}, written once as a function, called once per copy: {copies}, "
@@ -635,7 +643,7 @@ class FoldedProgram(Program):
         ]
         for k, block in enumerate(self.blocks):
             if not block.adjacent:
-                lines += self._function(k)
+                lines += self._forward_function(k)
         lines += [f"    _k{k} = []" for k, block in enumerate(self.blocks) if not block.adjacent]
         for first, end, k, m in self.units():
             if k < 0:
@@ -653,7 +661,7 @@ class FoldedProgram(Program):
         lines.append(f"    return {_tuple(values)}")
         return "\n".join(line for line in lines if line) + "\n"
 
-    def _function(self, k: int) -> list[str]:
+    def _forward_function(self, k: int) -> list[str]:
         """The forward pass of one copy of block ``k``, a function of what the copy reads: it
         returns the copy's outputs, then what its reverse pass reads."""
         block = self.blocks[k]
@@ -717,21 +725,7 @@ class FoldedProgram(Program):
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
         lines.append(VALUES_LINE)
         state = _Pass(self.names, {id(self.live[self.internal_outputs[i]]) for i in seeded})
-        started = state.started
-        for k, x in enumerate(self.externals):
-            if id(x) in reach:
-                lines.append(f"    g_{self.names[id(x)]} = start[{k}]")
-                started.add(id(x))
-        for i in sorted(seeded):
-            node = self.live[self.internal_outputs[i]]
-            if id(node) in reach:
-                gradient = f"g_{self.names[id(node)]}"
-                lines.append(
-                    f"    {gradient} = seeds[{i}]" if id(node) not in started else f"    {gradient} += seeds[{i}]"
-                )
-                started.add(id(node))
-        functions: dict[tuple[Any, ...], Any] = {}  # each copy's reverse pass, by block and reach
-        defined: list[str] = []
+        lines += self._starts(seeded, reach, state)
         for first, end, k, m in reversed(self.units()):
             if k < 0:
                 for node in reversed(self.live[first:end]):
@@ -739,35 +733,39 @@ class FoldedProgram(Program):
             elif m < 0:
                 self._block_loops(k, reach, state, checked, lines)
             else:
-                self._call(k, m, reach, state, checked, lines, functions, defined)
-        if defined:  # the functions the calls above run, defined before the first of them
-            at = len(lines) - next(n for n, line in enumerate(reversed(lines)) if line is VALUES_LINE)
-            lines[at:at] = defined
+                self._call(k, m, reach, state, checked, lines)
+        if state.defined:  # the functions the calls above run, defined before the first of them
+            at = lines.index(VALUES_LINE) + 1
+            lines[at:at] = state.defined
+        started = state.started
         results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
-        outputs = [
-            f"g_{self.names[id(self.live[self.internal_outputs[i]])]}"
-            if id(self.live[self.internal_outputs[i]]) in started
-            else "None"
-            for i in sorted(seeded)
-        ]
+        outputs = [f"g_{self.names[id(node)]}" if id(node) in started else "None" for node in self._seeded(seeded)]
         lines.append(f"    return {_tuple(results)}, {_tuple(outputs)}")
         return lines
 
-    def _call(
-        self,
-        k: int,
-        m: int,
-        reach: set[int],
-        state: _Pass,
-        checked: bool,
-        lines: list[str],
-        functions: dict[tuple[Any, ...], Any],
-        defined: list[str],
-    ) -> None:
+    def _seeded(self, seeded: frozenset[int]) -> list[graph.Node]:
+        return [self.live[self.internal_outputs[i]] for i in sorted(seeded)]
+
+    def _starts(self, seeded: frozenset[int], reach: set[int], state: _Pass) -> list[str]:
+        """An argument's or parameter's gradient goes on from ``start``, then each seeded output's
+        gradient takes its seed (``Program``'s ``_ReversePass.starts``)."""
+        lines, started = [], state.started
+        for k, x in enumerate(self.externals):
+            if id(x) in reach:
+                lines.append(f"    g_{self.names[id(x)]} = start[{k}]")
+                started.add(id(x))
+        for i, node in zip(sorted(seeded), self._seeded(seeded), strict=True):
+            if id(node) in reach:
+                gradient = f"g_{self.names[id(node)]}"
+                lines.append(
+                    f"    {gradient} = seeds[{i}]" if id(node) not in started else f"    {gradient} += seeds[{i}]"
+                )
+                started.add(id(node))
+        return lines
+
+    def _call(self, k: int, m: int, reach: set[int], state: _Pass, checked: bool, lines: list[str]) -> None:
         """The reverse pass of copy ``m`` of block ``k`` (whose copies are apart): a call of the
-        block's function for the operations the pass reaches in this copy, defined the first
-        time a copy needs it. The parameters' running gradients are the pass's own variables
-        (``nonlocal``), so each sees the additions of the straight-line code in its order; the
+        block's function for the operations the pass reaches in this copy (``_backward_function``). The
         gradients of the values the copy reads and of its outputs go in and come back."""
         block = self.blocks[k]
         base = block.starts[m]
@@ -775,26 +773,7 @@ class FoldedProgram(Program):
         if not any(pattern):
             return
         started = state.started
-        known = functions.get((k, pattern))
-        if known is not None and [state.variable(key) for key in known[3]] == known[4]:
-            name, slots, reached, shared, _ = known
-        else:  # the first copy the pass reaches this way: its function, defined once
-            body, inputs, found = self._block_lines(k, pattern, checked, state)
-            shared = sorted(found, key=lambda key: self.names[key])
-            outer = [state.variable(key) for key in shared]
-            reached = [o for o in block.outputs if pattern[o]]
-            slots = sorted(inputs)
-            name = f"_b{k}_{sum(line.startswith('    def ') for line in defined)}"
-            functions[(k, pattern)] = (name, slots, reached, shared, outer)
-            parameters = ["_v"] + [f"g_u{o + 1}" for o in reached] + [f"g_i{s}" for s in slots]
-            defined.append(f"    def {name}({', '.join(parameters)}):  # a copy of block {k + 1}, backward")
-            if outer:
-                defined.append(f"        nonlocal {', '.join(sorted(set(outer)))}")
-            if self._block_kept[k]:
-                defined.append(f"        {', '.join(self._block_kept[k])}, = _v")
-            defined += body or ["        pass"]
-            if slots:
-                defined.append(f"        return {_tuple([f'g_i{s}' for s in slots])}")
+        name, slots, reached, shared = self._backward_function(k, pattern, state, checked)
         for key in shared:
             if key not in started:  # nothing handed it gradient yet: -0.0, which the first addition keeps
                 lines.append(f"    {state.variable(key)} = -0.0")
@@ -813,6 +792,37 @@ class FoldedProgram(Program):
             started.update(id(x) for x in nodes)
         else:
             lines.append(f"    {call}")
+
+    def _backward_function(
+        self, k: int, pattern: tuple[bool, ...], state: _Pass, checked: bool
+    ) -> tuple[str, list[int], list[int], list[int]]:
+        """The function that runs the reverse pass of a copy of block ``k`` whose operations the
+        pass reaches as ``pattern`` says, defined (in ``state.defined``) the first time a copy
+        needs it: its name, the inputs and outputs whose gradients it takes, and the values
+        whose gradients it adds to in place. Those (the parameters') are the pass's own
+        variables (``nonlocal``), so each sees the additions of the straight-line code in its order."""
+        known = state.functions.get((k, pattern))
+        if known is not None and [state.variable(key) for key in known[3]] == known[4]:
+            return known[0], known[1], known[2], known[3]
+        block = self.blocks[k]
+        body, inputs, found = self._block_lines(k, pattern, checked, state)
+        shared = sorted(found, key=lambda key: self.names[key])
+        outer = [state.variable(key) for key in shared]
+        reached = [o for o in block.outputs if pattern[o]]
+        slots = sorted(inputs)
+        name = f"_b{k}_{len(state.functions)}"
+        state.functions[(k, pattern)] = (name, slots, reached, shared, outer)
+        parameters = ["_v"] + [f"g_u{o + 1}" for o in reached] + [f"g_i{s}" for s in slots]
+        defined = state.defined
+        defined.append(f"    def {name}({', '.join(parameters)}):  # a copy of block {k + 1}, backward")
+        if outer:
+            defined.append(f"        nonlocal {', '.join(sorted(set(outer)))}")
+        if self._block_kept[k]:
+            defined.append(f"        {', '.join(self._block_kept[k])}, = _v")
+        defined += body or ["        pass"]
+        if slots:
+            defined.append(f"        return {_tuple([f'g_i{s}' for s in slots])}")
+        return name, slots, reached, shared
 
     def _glue_lines(
         self,
@@ -986,9 +996,17 @@ class _Pass:
         self.started: set[int] = set()
         self.named: dict[int, str] = {}  # id -> the variable holding its gradient, if not its own
         self.holder: dict[str, int] = {}  # variable -> id of the node whose gradient it holds
+        # the functions of blocks whose copies are apart: by (block, reach), and their lines
+        self.functions: dict[tuple[int, tuple[bool, ...]], tuple[str, list[int], list[int], list[int], list[str]]] = {}
+        self.defined: list[str] = []
 
     def variable(self, key: int) -> str:
         return self.named.get(key) or f"g_{self.names[key]}"
+
+
+def _listed(names: Sequence[str]) -> str:
+    """Names for a comment: all of a few, else the first three and the last."""
+    return ", ".join(names) if len(names) <= 6 else f"{', '.join(names[:3])}, ..., {names[-1]}"
 
 
 def _tuple(names: Sequence[str]) -> str:
