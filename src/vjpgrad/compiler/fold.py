@@ -547,6 +547,9 @@ class FoldedProgram(Program):
         """Write the code of a set-up program (``Program._setup``) with ``blocks`` as loops."""
         self.blocks = blocks
         self.table = tuple(b.entry for b in self.blocks)
+        self._parameters = [self._parameters_of(b) if not b.adjacent else [] for b in blocks]
+        self._owned = self._owners()
+        self._functions_written = 0  # the reverse passes' functions, named apart in the namespace they share
         self.place = place
         self._locals = [self._local_names(b) for b in self.blocks]
         self._block_kept: list[list[str]] = []
@@ -554,7 +557,8 @@ class FoldedProgram(Program):
         for k, block in enumerate(self.blocks):  # what a copy's reverse pass reads, every operation reached
             lines, _, _ = self._block_lines(k, (True,) * block.length, False, None)
             text = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
-            read = set(re.findall(r"\b[uic]\d+\b", text))
+            # a function's copies also hand on the parameters' values they read (a loop reads them by name)
+            read = set(re.findall(r"\b[uic]\d+\b" if block.adjacent else r"\b[uicp]\d+\b", text))
             self._block_kept.append(sorted(read, key=lambda name: (name[0], int(name[1:]))))
             glue_reads |= set(re.findall(r"\bt\d+\b", text))
         lines = self._backward_lines(self._every, checked=False)
@@ -637,14 +641,14 @@ class FoldedProgram(Program):
     # ---- the forward pass --------------------------------------------------------------------------
 
     def _forward_source(self) -> str:
-        lines = [
-            "def forward(inputs):",
-            self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n"),
-        ]
+        lines = []
         for k, block in enumerate(self.blocks):
             if not block.adjacent:
                 lines += self._forward_function(k)
+        lines.append("def forward(inputs):")
+        lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n"))
         lines += [f"    _k{k} = []" for k, block in enumerate(self.blocks) if not block.adjacent]
+        lines += [f"    _P{k} = {_tuple(names)}" for k, names in enumerate(self._parameters) if names]
         for first, end, k, m in self.units():
             if k < 0:
                 lines += [f"    {self.writer.forward_line(node)}" for node in self.live[first:end]]
@@ -654,6 +658,7 @@ class FoldedProgram(Program):
                 block = self.blocks[k]
                 arguments = [self.names[id(column[m])] for column in block.varying]
                 arguments += [literal(column[m]) for _, column in block.numbers]
+                arguments += [f"_P{k}"] if self._parameters[k] else []
                 outputs = [self.names[id(self.live[block.starts[m] + o])] for o in block.outputs]
                 lines.append(f"    {', '.join([*outputs, '_v'])} = _f{k}({', '.join(arguments)})")
                 lines.append(f"    _k{k}.append(_v)")
@@ -662,18 +667,52 @@ class FoldedProgram(Program):
         return "\n".join(line for line in lines if line) + "\n"
 
     def _forward_function(self, k: int) -> list[str]:
-        """The forward pass of one copy of block ``k``, a function of what the copy reads: it
-        returns the copy's outputs, then what its reverse pass reads."""
+        """The forward pass of one copy of block ``k``, a function of what the copy reads (its
+        inputs, numbers and parameters): it returns the copy's outputs, then what its reverse
+        pass reads."""
         block = self.blocks[k]
         arguments = [f"i{s}" for s in range(len(block.varying))] + [f"c{s}" for s in range(len(block.numbers))]
-        lines = [self._described(k), f"    def _f{k}({', '.join(arguments)}):"]
+        arguments += ["_P"] if self._parameters[k] else []
+        lines = [self._described(k).lstrip(), f"def _f{k}({', '.join(arguments)}):"]
+        if self._parameters[k]:
+            lines.append(f"    {', '.join(self._parameters[k])}, = _P")
         with self._named(k):
-            lines += [
-                f"        {self.writer.forward_line(node)}" for node in self.live[block.start : block.end_of_first]
-            ]
+            lines += [f"    {self.writer.forward_line(node)}" for node in self.live[block.start : block.end_of_first]]
         results = [f"u{o + 1}" for o in block.outputs] + [_tuple(self._block_kept[k])]
-        lines.append(f"        return {', '.join(results)}")
-        return lines
+        lines.append(f"    return {', '.join(results)}")
+        return [*lines, ""]
+
+    def _owners(self) -> list[set[int]]:
+        """For each block, the ids of the parameters that only its copies read (none for a loop):
+        their running gradients stay in one list through all its calls (``_G1``), where the
+        other parameters' go in and out of each call."""
+        unit = [-1] * len(self.live)
+        for k, block in enumerate(self.blocks):
+            if not block.adjacent:
+                for base in block.starts:
+                    unit[base : base + block.length] = [k] * block.length
+        readers: dict[int, set[int]] = {id(x): set() for x in self.externals[self.arguments :]}
+        for node, k in zip(self.live, unit, strict=True):
+            for x in graph.operands(node):
+                found = readers.get(id(x))
+                if found is not None:
+                    found.add(k)
+        owned: list[set[int]] = [set() for _ in self.blocks]
+        for key, units in readers.items():
+            if len(units) == 1 and min(units) >= 0:
+                owned[min(units)].add(key)
+        return owned
+
+    def _parameters_of(self, block: Block) -> list[str]:
+        """The parameters a block reads, by name, in the order it first reads them."""
+        parameters = {id(x): self.names[id(x)] for x in self.externals[self.arguments :]}
+        read: dict[str, None] = {}
+        for node in self.live[block.start : block.end_of_first]:
+            for x in graph.operands(node):
+                name = parameters.get(id(x))
+                if name is not None:
+                    read[name] = None
+        return list(read)
 
     def _forward_loop(self, k: int) -> list[str]:
         """The forward pass of block ``k``'s copies, back to back, as one loop."""
@@ -734,9 +773,10 @@ class FoldedProgram(Program):
                 self._block_loops(k, reach, state, checked, lines)
             else:
                 self._call(k, m, reach, state, checked, lines)
-        if state.defined:  # the functions the calls above run, defined before the first of them
-            at = lines.index(VALUES_LINE) + 1
-            lines[at:at] = state.defined
+        lines[0:0] = state.defined  # the functions the calls above run
+        for k, held in state.held.items():  # the gradients of the parameters only a block reads, back
+            if held:
+                lines.append(f"    {', '.join(state.variable(key) for key in held)}, = _G{k}")
         started = state.started
         results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
         outputs = [f"g_{self.names[id(node)]}" if id(node) in started else "None" for node in self._seeded(seeded)]
@@ -765,14 +805,19 @@ class FoldedProgram(Program):
 
     def _call(self, k: int, m: int, reach: set[int], state: _Pass, checked: bool, lines: list[str]) -> None:
         """The reverse pass of copy ``m`` of block ``k`` (whose copies are apart): a call of the
-        block's function for the operations the pass reaches in this copy (``_backward_function``). The
-        gradients of the values the copy reads and of its outputs go in and come back."""
+        block's function for the operations the pass reaches in this copy (``_backward_function``).
+        The gradients of the values the copy reads, of its outputs and of the parameters it reads
+        go in and come back: the parameters' running gradients are threaded through each call,
+        so each sees the additions of the straight-line code in its order."""
         block = self.blocks[k]
         base = block.starts[m]
         pattern = tuple(id(node) in reach for node in self.live[base : base + block.length])
         if not any(pattern):
             return
         started = state.started
+        if k not in state.held:  # the first call: the running gradients of the parameters only this block reads
+            held = state.held[k] = [key for key in sorted(self._owned[k], key=self.names.__getitem__) if key in reach]
+            lines.append(f"    _G{k} = [{', '.join(state.variable(key) for key in held)}]")
         name, slots, reached, shared = self._backward_function(k, pattern, state, checked)
         for key in shared:
             if key not in started:  # nothing handed it gradient yet: -0.0, which the first addition keeps
@@ -782,16 +827,15 @@ class FoldedProgram(Program):
         def gradient(node: graph.Node) -> str:
             return state.variable(id(node)) if id(node) in started else "-0.0"
 
+        nodes = [block.varying[s][m] for s in slots]
+        threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
         arguments = [f"_k{k}[{m}]"] + [gradient(self.live[base + o]) for o in reached]
-        arguments += [gradient(block.varying[s][m]) for s in slots]
+        arguments += [gradient(x) for x in nodes] + threaded + [f"_G{k}"]
         call = f"{name}({', '.join(arguments)})"
         lines.append(f"    # block {k + 1}: copy {m + 1} of {block.copies}")
-        if slots:
-            nodes = [block.varying[s][m] for s in slots]
-            lines.append(f"    {', '.join(state.variable(id(x)) for x in nodes)}, = {call}")
-            started.update(id(x) for x in nodes)
-        else:
-            lines.append(f"    {call}")
+        results = [state.variable(id(x)) for x in nodes] + threaded
+        lines.append(f"    {', '.join(results)}, = {call}" if results else f"    {call}")
+        started.update(id(x) for x in nodes)
 
     def _backward_function(
         self, k: int, pattern: tuple[bool, ...], state: _Pass, checked: bool
@@ -799,29 +843,35 @@ class FoldedProgram(Program):
         """The function that runs the reverse pass of a copy of block ``k`` whose operations the
         pass reaches as ``pattern`` says, defined (in ``state.defined``) the first time a copy
         needs it: its name, the inputs and outputs whose gradients it takes, and the values
-        whose gradients it adds to in place. Those (the parameters') are the pass's own
-        variables (``nonlocal``), so each sees the additions of the straight-line code in its order."""
+        (the parameters) whose running gradients it takes and returns."""
         known = state.functions.get((k, pattern))
         if known is not None and [state.variable(key) for key in known[3]] == known[4]:
             return known[0], known[1], known[2], known[3]
         block = self.blocks[k]
         body, inputs, found = self._block_lines(k, pattern, checked, state)
         shared = sorted(found, key=lambda key: self.names[key])
-        outer = [state.variable(key) for key in shared]
+        names = [state.variable(key) for key in shared]
+        threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
+        held = [state.variable(key) for key in state.held[k]]
         reached = [o for o in block.outputs if pattern[o]]
         slots = sorted(inputs)
-        name = f"_b{k}_{len(state.functions)}"
-        state.functions[(k, pattern)] = (name, slots, reached, shared, outer)
-        parameters = ["_v"] + [f"g_u{o + 1}" for o in reached] + [f"g_i{s}" for s in slots]
+        self._functions_written += 1
+        name = f"_b{k}_{self._functions_written}"
+        state.functions[(k, pattern)] = (name, slots, reached, shared, names)
+        parameters = ["_v"] + [f"g_u{o + 1}" for o in reached] + [f"g_i{s}" for s in slots] + threaded + ["_G"]
         defined = state.defined
-        defined.append(f"    def {name}({', '.join(parameters)}):  # a copy of block {k + 1}, backward")
-        if outer:
-            defined.append(f"        nonlocal {', '.join(sorted(set(outer)))}")
+        defined.append(f"def {name}({', '.join(parameters)}):  # a copy of block {k + 1}, backward")
         if self._block_kept[k]:
-            defined.append(f"        {', '.join(self._block_kept[k])}, = _v")
-        defined += body or ["        pass"]
-        if slots:
-            defined.append(f"        return {_tuple([f'g_i{s}' for s in slots])}")
+            defined.append(f"    {', '.join(self._block_kept[k])}, = _v")
+        if held:
+            defined.append(f"    {', '.join(held)}, = _G")
+        defined += [line[4:] for line in body] or ["    pass"]
+        if held:
+            defined.append(f"    _G[:] = {_tuple(held)}")
+        returned = [f"g_i{s}" for s in slots] + threaded
+        if returned:
+            defined.append(f"    return {_tuple(returned)}")
+        defined.append("")
         return name, slots, reached, shared
 
     def _glue_lines(
@@ -999,6 +1049,7 @@ class _Pass:
         # the functions of blocks whose copies are apart: by (block, reach), and their lines
         self.functions: dict[tuple[int, tuple[bool, ...]], tuple[str, list[int], list[int], list[int], list[str]]] = {}
         self.defined: list[str] = []
+        self.held: dict[int, list[int]] = {}  # block -> the parameters whose gradients its list holds
 
     def variable(self, key: int) -> str:
         return self.named.get(key) or f"g_{self.names[key]}"
