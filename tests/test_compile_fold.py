@@ -398,3 +398,36 @@ def test_the_performance_pages_picture_of_the_folded_demo_step_is_current() -> N
     assert draw_folded_step.svg(draw_folded_step.recorded_program()) == picture.read_text(), (
         "run python examples/draw_folded_step.py"
     )
+
+
+# ---- microgpt's step: each position's block, copies apart ---------------------------------------
+
+
+@pytest.mark.slow
+def test_microgpt_step_compiled_folds_its_positions_apart_and_is_eager_to_the_bit() -> None:
+    import gpt
+
+    docs = gpt.load_names()
+    uchars = sorted(set("".join(docs)))
+    tokens = [len(uchars)] + [uchars.index(ch) for ch in "emma"] + [len(uchars)]
+    model = gpt.GPT(len(uchars) + 1)
+    eager_step = gpt.make_step_loss(model, one_hot=True)  # the same program as the compiled one, run eagerly
+    compiled_step = gpt.make_step_loss(model, compiled=True)
+
+    def step_gradients(step: Callable[[list[int]], Value]) -> list[Any]:
+        for p in model.parameters():
+            p.grad = -0.0
+        loss = step(tokens)
+        loss.backward()
+        return [bits(loss.data)] + [bits(p.grad) for p in model.parameters()]
+
+    eager = step_gradients(eager_step)
+    assert [step_gradients(compiled_step) for _ in range(3)] == [eager] * 3
+    [compiled] = [cell.cell_contents for cell in compiled_step.__closure__ or () if hasattr(cell.cell_contents, "_last")]
+    program = compiled._last.program
+    assert isinstance(program, fold.FoldedProgram)
+    apart = [block for block in program.blocks if not block.adjacent]
+    assert apart
+    largest = max(apart, key=lambda block: block.length)
+    assert largest.copies == len(tokens) - 1  # one copy per position
+    assert sum(block.length * block.copies for block in program.blocks) > 0.6 * len(program.live)

@@ -1,34 +1,43 @@
-"""Repeated blocks of a recorded graph, written once: a ``for`` loop over their copies.
+"""Repeated blocks of a recorded graph, written once: a ``for`` loop over copies back to back,
+a function called once per copy where the copies are apart.
 
 A user's program is often a loop: micrograd's demo step runs the model on 100 points, so its
-recording holds 100 copies of one block of 640 operations. Straight-line code pays for every
-copy when it is written and when CPython compiles it; this module finds the copies and writes
-the block once, as a loop over them, with the code between blocks (the *glue*: the margins,
-the sum, the L2 term) straight-line as before.
+recording holds 100 copies of one block of 640 operations, back to back. microgpt's step runs
+the model on each position of a name, and each position reads the earlier ones (attention), so
+its copies are apart: between two copies runs code that differs from position to position.
+Straight-line code pays for every copy when it is written and when CPython compiles it; this
+module finds the copies and writes each block once, as a loop over its copies or as a function
+(``_f1``) called once per copy, with the code between blocks (the *glue*: the margins, the
+sum, the L2 term, the attention of growing length) straight-line as before.
 
-**Finding the copies** (``keys``, ``find``). Each operation gets a local key: its row of the
-table, the edges the recording made, whether it takes gradient, and per operand the row of
-the operation it reads (where that operation is, inside the copy or before it, is checked
-later), a placeholder (an argument, or a number: each copy may have its own) or the
-parameter's position (a parameter: the copies share it). A run of keys that repeats back to
-back is a candidate block; it is one (``Block.of``) when every copy is wired inside as the
-first, reads the same parameters, wires its own inputs (the values it reads from before the
-run: arguments, glue, earlier blocks) alike, and reads no other copy's values. A number that
-differs between copies (a label) is an input of the loop too, a column of literals.
+**Finding the copies** (``keys``, ``find_apart``, ``find``). Each operation gets a local key:
+its row of the table, the edges the recording made, whether it takes gradient, and per operand
+the row of the operation it reads (where that operation is, inside the copy or before it, is
+checked later), a placeholder (an argument, or a number: each copy may have its own) or the
+parameter's position (a parameter: the copies share it). From each position the next few
+occurrences of its key are tried as a second copy and the match extended with slices of the
+key list compared in C; large blocks are found first (``find_apart``), then small loops in
+what is left (``find``). A candidate is a block (``Block.of``) when every copy is wired inside
+as the first and wires the values it reads from before it (arguments, glue, other copies'
+outputs) alike; copies apart that differ from some offset on are cut there. A number that
+differs between copies (a label) is an input of the block too.
 
 **Eager's bits.** The reverse pass runs the units (glue and copies, contiguous runs of
 creation order) in decreasing creation order, the last copy first, each copy's operations in
-decreasing order; the parameters' running gradients stay in the same variables through the
-loop and every copy's inputs and outputs hand their gradients in and out, so every
-accumulator sees exactly the additions of the straight-line code, in its order. A copy's
-output or input that nothing has handed gradient to yet starts at ``-0.0`` (``-0.0 + c`` is
-``c`` to the bit, signed zeros and nan included), and an operation runs only where the pass
-reaches it: copies are grouped, for each set of seeded outputs, by which of their operations
-the pass reaches, one loop per run of copies alike.
+decreasing order; every parameter's running gradient goes through the units in that order
+(a loop's variables, a function's arguments and results, or, for the parameters only one
+block's copies read, one list its calls share), and every copy's inputs and outputs hand their
+gradients in and out, so every accumulator sees exactly the additions of the straight-line
+code, in its order. A copy's output or input that nothing has handed gradient to yet starts at
+``-0.0`` (``-0.0 + c`` is ``c`` to the bit, signed zeros and nan included), and an operation
+runs only where the pass reaches it: for each set of seeded outputs, a loop's copies are
+grouped by which of their operations the pass reaches, and a function is written for each
+such set of its copies'.
 
 Only the recorded graph goes into the code: the names (``u1`` for a block's operations,
-``i0`` for its inputs, ``c0`` for its numbers) are made here, as ``compiler.write`` makes its
-own, and numbers are written by ``codegen.symbols.literal``.
+``i0`` for its inputs, ``c0`` for its numbers, ``_f1`` and ``_b1_2`` for its functions) are
+made here, as ``compiler.write`` makes its own, and numbers are written by
+``codegen.symbols.literal``.
 """
 
 from __future__ import annotations
@@ -49,9 +58,9 @@ SMALLEST = 8
 """The fewest operations a block folds: a loop's bookkeeping for each copy (its inputs, its
 outputs, the values its reverse pass reads) costs about what a few straight lines cost."""
 SHARE = 0.25
-"""The least part of a recording its blocks must hold for it to be written with loops: a few
-small loops in a large program shorten little and cost a search and a slower replay (microgpt's
-step, whose positions interleave, folds about 10% this way; its code stays straight-line)."""
+"""The least part of a recording its blocks must hold for it to be written with loops and
+functions: a few small blocks in a large program shorten little and cost a search and a slower
+replay."""
 
 SMALLEST_CALLED = 128
 """The fewest operations a block whose copies are apart (not back to back) folds into a
@@ -686,6 +695,8 @@ class FoldedProgram(Program):
         """For each block, the ids of the parameters that only its copies read (none for a loop):
         their running gradients stay in one list through all its calls (``_G1``), where the
         other parameters' go in and out of each call."""
+        if all(block.adjacent for block in self.blocks):
+            return [set() for _ in self.blocks]
         unit = [-1] * len(self.live)
         for k, block in enumerate(self.blocks):
             if not block.adjacent:
@@ -704,15 +715,15 @@ class FoldedProgram(Program):
         return owned
 
     def _parameters_of(self, block: Block) -> list[str]:
-        """The parameters a block reads, by name, in the order it first reads them."""
-        parameters = {id(x): self.names[id(x)] for x in self.externals[self.arguments :]}
-        read: dict[str, None] = {}
+        """The parameters a block reads, by name, in the order of ``externals``."""
+        parameters = {id(x): k for k, x in enumerate(self.externals) if k >= self.arguments}
+        read: set[int] = set()
         for node in self.live[block.start : block.end_of_first]:
             for x in graph.operands(node):
-                name = parameters.get(id(x))
-                if name is not None:
-                    read[name] = None
-        return list(read)
+                k = parameters.get(id(x))
+                if k is not None:
+                    read.add(k)
+        return [self.names[id(self.externals[k])] for k in sorted(read)]
 
     def _forward_loop(self, k: int) -> list[str]:
         """The forward pass of block ``k``'s copies, back to back, as one loop."""
