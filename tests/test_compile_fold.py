@@ -423,7 +423,8 @@ def test_microgpt_step_compiled_folds_its_positions_apart_and_is_eager_to_the_bi
 
     eager = step_gradients(eager_step)
     assert [step_gradients(compiled_step) for _ in range(3)] == [eager] * 3
-    [compiled] = [cell.cell_contents for cell in compiled_step.__closure__ or () if hasattr(cell.cell_contents, "_last")]
+    closure = [cell.cell_contents for cell in compiled_step.__closure__ or ()]
+    [compiled] = [x for x in closure if hasattr(x, "_last")]  # the compiled function the step calls
     program = compiled._last.program
     assert isinstance(program, fold.FoldedProgram)
     apart = [block for block in program.blocks if not block.adjacent]
