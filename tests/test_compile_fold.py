@@ -347,8 +347,40 @@ def test_the_cache_stores_the_blocks_with_the_code_and_a_reverse_pass_written_la
     assert detected == [payload["fold"]]
 
 
+def test_the_cache_stores_blocks_apart_and_a_pass_seeded_later_calls_their_functions(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fold, "SMALLEST_CALLED", 8)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+    params = [Value(0.5), Value(-0.25), Value(-1.5), Value(0.75)]
+
+    def run(f: Callable[..., Vector], seeded: list[int]) -> list[Any]:
+        for p in params:
+            p.grad = -0.0
+        xs = [Value(x) for x in [-1.5, 0.75, -0.25, 2.0]]
+        out = f(xs)
+        Vector([out[i] for i in seeded]).backward([1.5] * len(seeded))
+        return [bits(v.grad) for v in [*params, *xs]]
+
+    def eager(xs: list[Value]) -> Vector:
+        return positions(params, xs)
+
+    first = vjpgrad.compile(eager)
+    assert [run(first, [4]) for _ in range(2)] == [run(eager, [4])] * 2
+    [stored] = sorted(cache_dir.glob(f"*{_cache.SUFFIX}"))
+    payload = _cache.load(stored.name.removesuffix(_cache.SUFFIX))
+    assert any(len(starts) == 4 and starts[1] > starts[0] + length for length, starts in payload["fold"])  # apart
+    again = vjpgrad.compile(eager)
+    assert [run(again, [4]) for _ in range(2)] == [run(eager, [4])] * 2  # loaded
+    # a pass seeded elsewhere is written now, from the stored blocks, as the loaded forward pass was
+    assert [run(again, [1, 3]) for _ in range(2)] == [run(eager, [1, 3])] * 2
+    assert again._last.program.table == payload["fold"]
+
+
 @pytest.mark.parametrize(
-    "table", [(("a", 1, 2),), ((0, 1, 2),), ((5, 3),), ((10**9, 2, 2),), 7], ids=["text", "short", "pair", "far", "int"]
+    "table",
+    [(("a", (0, 9)),), ((1, (0, 1)),), ((8, (0,)),), ((8, (0, 4)),), ((8, (10**9, 10**9 + 8)),), ((5, 3),), 7],
+    ids=["text", "short", "one-copy", "overlapping", "far", "pair", "int"],
 )
 def test_a_stored_table_of_blocks_that_is_not_one_writes_the_code_again(cache_dir: Path, table: Any) -> None:
     model = MLP(2, [3, 1], seed=5)
