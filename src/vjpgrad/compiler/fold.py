@@ -559,6 +559,8 @@ class FoldedProgram(Program):
         self._parameters = [self._parameters_of(b) if not b.adjacent else [] for b in blocks]
         self._owned = self._owners()
         self._functions_written = 0  # the reverse passes' functions, named apart in the namespace they share
+        self._full_lines: dict[int, tuple[list[str], set[int], set[int]]] = {}
+        self._returned = {id(self.live[k]) for k in self.internal_outputs}
         self.place = place
         self._locals = [self._local_names(b) for b in self.blocks]
         self._block_kept: list[list[str]] = []
@@ -936,7 +938,27 @@ class FoldedProgram(Program):
         """One copy's reverse pass, for copies whose operations the pass reaches as ``pattern``
         says: its lines (indented for the loop), the inputs it hands gradient to, and the shared
         values it hands gradient to. Without a pass's ``state``: every contribution, for what
-        the lines read."""
+        the lines read; those lines serve a pass that reaches every operation too, when each
+        shared value's gradient is in its own variable and none is a Value made inside (whose
+        gradient a pass drops)."""
+        full = self._full_lines.get(k)
+        if full is not None and state is not None and not checked and all(pattern):
+            lines, inputs, shared = full
+            if all(state.variable(key) == f"g_{self.names[key]}" and not self._dropped(key) for key in shared):
+                return lines, inputs, shared
+        found = self._written_block_lines(k, pattern, checked, state)
+        if state is None and all(pattern):
+            self._full_lines[k] = found
+        return found
+
+    def _dropped(self, key: int) -> bool:
+        """Whether a pass drops the gradient of ``key``: a Value made inside, not returned."""
+        node = self.by_id.get(key)
+        return node is not None and graph.op_of(node) is None and key not in self._returned
+
+    def _written_block_lines(
+        self, k: int, pattern: tuple[bool, ...], checked: bool, state: _Pass | None
+    ) -> tuple[list[str], set[int], set[int]]:
         block = self.blocks[k]
         names = self._locals[k]
         outputs = set(block.outputs)
