@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -364,37 +364,54 @@ def _first_difference(
     """The first offset at which a copy is wired unlike the first (an operand inside the first
     copy that is not at the same offset in this one, or one read from before the first copy
     that is inside this one, or values read from before wired in another order), or where a
-    loop's copy reads an earlier copy's value; ``length`` when there is none."""
-    operands_of = graph.operands
-    node_type = graph.Node
+    loop's copy reads an earlier copy's value; ``length`` when there is none. Each copy's
+    wiring is a list (``_wiring``), compared with the first's in C."""
     first = starts[0]
-    bad = length
-    wiring: list[int] = []  # the first copy's: for each read from before it, which input it is
-    orders: list[dict[int, int]] = [{} for _ in starts]
-    for o in range(length):
-        for n, x0 in enumerate(operands_of(live[first + o])):
-            if not isinstance(x0, node_type):
+    reference = _wiring(live, first, length, place, external, arguments, first)
+    for base in starts[1:]:
+        wiring = _wiring(live, base, length, place, external, arguments, first if adjacent else base)
+        if wiring != reference:
+            at = next(q for q, (a, b) in enumerate(zip(wiring, reference, strict=True)) if a != b)
+            ends = itertools.accumulate(len(graph.operands(node)) for node in live[first : first + length])
+            return next(o for o, end in enumerate(ends) if end > at)
+    return length
+
+
+_EARLIER = "an earlier copy"  # what a loop's copy reads of an earlier copy: never the first copy's wiring
+
+
+def _wiring(
+    live: Sequence[graph.Node],
+    base: int,
+    length: int,
+    place: dict[int, int],
+    external: dict[int, int],
+    arguments: int,
+    inside_from: int,
+) -> list[Any]:
+    """Per operand of the copy at ``base``: the offset it reads inside the copy, ``-1 - s`` for
+    the ``s``-th value the copy reads from before it, None for a parameter or a number (the
+    keys compared those), and ``_EARLIER`` for a value between ``inside_from`` and ``base``."""
+    place_get, external_get, operands_of = place.get, external.get, graph.operands
+    order: dict[int, int] = {}
+    out: list[Any] = []
+    append = out.append
+    for node in live[base : base + length]:
+        for x in operands_of(node):
+            j = place_get(id(x))
+            if j is None:
+                k = external_get(id(x))
+                if k is None or k >= arguments:
+                    append(None)
+                    continue
+            elif j >= base:
+                append(j - base)
                 continue
-            j0 = place.get(id(x0))
-            if j0 is not None and j0 >= first:  # inside the first copy
-                at = j0 - first
-                for m in range(1, len(starts)):
-                    if place.get(id(operands_of(live[starts[m] + o])[n])) != starts[m] + at:
-                        return o
+            elif j >= inside_from:
+                append(_EARLIER)
                 continue
-            k0 = external.get(id(x0))
-            if j0 is None and (k0 is None or k0 >= arguments):
-                continue  # a parameter or a number made inside: the keys compared it
-            slot = orders[0].setdefault(id(x0), len(orders[0]))
-            wiring.append(slot)
-            for m in range(1, len(starts)):
-                x = operands_of(live[starts[m] + o])[n]
-                j = place.get(id(x))
-                if j is not None and j >= (first if adjacent else starts[m]):
-                    return o  # read from inside the copy, or (a loop) from an earlier copy
-                if orders[m].setdefault(id(x), len(orders[m])) != slot:
-                    return o
-    return bad
+            append(-1 - order.setdefault(id(x), len(order)))
+    return out
 
 
 def _first_copy(
@@ -556,6 +573,7 @@ class FoldedProgram(Program):
         """Write the code of a set-up program (``Program._setup``) with ``blocks`` as loops."""
         self.blocks = blocks
         self.table = tuple(b.entry for b in self.blocks)
+        self._parameter_place = {id(x): k for k, x in enumerate(self.externals) if k >= self.arguments}
         self._parameters = [self._parameters_of(b) if not b.adjacent else [] for b in blocks]
         self._owned = self._owners()
         self._functions_written = 0  # the reverse passes' functions, named apart in the namespace they share
@@ -696,36 +714,33 @@ class FoldedProgram(Program):
     def _owners(self) -> list[set[int]]:
         """For each block, the ids of the parameters that only its copies read (none for a loop):
         their running gradients stay in one list through all its calls (``_G1``), where the
-        other parameters' go in and out of each call."""
-        if all(block.adjacent for block in self.blocks):
-            return [set() for _ in self.blocks]
-        unit = [-1] * len(self.live)
-        for k, block in enumerate(self.blocks):
+        other parameters' go in and out of each call. A block's copies read the same parameters,
+        so its first copy says which; the rest of the recording is walked once."""
+        read = [self._parameter_ids(range(b.start, b.end_of_first)) if not b.adjacent else set() for b in self.blocks]
+        if not any(read):
+            return read
+        inside = [False] * len(self.live)
+        for block in self.blocks:
             if not block.adjacent:
                 for base in block.starts:
-                    unit[base : base + block.length] = [k] * block.length
-        readers: dict[int, set[int]] = {id(x): set() for x in self.externals[self.arguments :]}
-        for node, k in zip(self.live, unit, strict=True):
-            for x in graph.operands(node):
-                found = readers.get(id(x))
-                if found is not None:
-                    found.add(k)
-        owned: list[set[int]] = [set() for _ in self.blocks]
-        for key, units in readers.items():
-            if len(units) == 1 and min(units) >= 0:
-                owned[min(units)].add(key)
+                    inside[base : base + block.length] = [True] * block.length
+        elsewhere = self._parameter_ids(q for q, folded in enumerate(inside) if not folded)
+        owned = []
+        for k, ids in enumerate(read):
+            others = set().union(*(other for j, other in enumerate(read) if j != k))
+            owned.append(ids - elsewhere - others)
         return owned
+
+    def _parameter_ids(self, positions: Iterable[int]) -> set[int]:
+        """The ids of the parameters the operations at ``positions`` read."""
+        parameters = self._parameter_place
+        live, operands_of = self.live, graph.operands
+        return {id(x) for q in positions for x in operands_of(live[q]) if id(x) in parameters}
 
     def _parameters_of(self, block: Block) -> list[str]:
         """The parameters a block reads, by name, in the order of ``externals``."""
-        parameters = {id(x): k for k, x in enumerate(self.externals) if k >= self.arguments}
-        read: set[int] = set()
-        for node in self.live[block.start : block.end_of_first]:
-            for x in graph.operands(node):
-                k = parameters.get(id(x))
-                if k is not None:
-                    read.add(k)
-        return [self.names[id(self.externals[k])] for k in sorted(read)]
+        read = self._parameter_ids(range(block.start, block.end_of_first))
+        return [self.names[key] for key in sorted(read, key=self._parameter_place.__getitem__)]
 
     def _forward_loop(self, k: int) -> list[str]:
         """The forward pass of block ``k``'s copies, back to back, as one loop."""
