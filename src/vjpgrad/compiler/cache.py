@@ -4,7 +4,7 @@ per process.
 **What is cached.** For each recorded structure, the compiled code objects of its forward and
 reverse passes and the small metadata the compiler needs to use them (any value ``marshal``
 can write: code, tuples, lists, dicts, strings, numbers), among them the table of the blocks
-the code writes as loops (``compiler.fold``), so that a reverse pass written later in the
+the code writes once (``compiler.fold``), so that a reverse pass written later in the
 process folds the same blocks as the loaded forward pass; a table that is not a list of blocks
 inside the recording is refused like any payload of another shape, and the code written anew.
 Not cached: the recording itself (each process still records, as that is how it learns the
