@@ -978,7 +978,6 @@ class FoldedProgram(Program):
         names = self._locals[k]
         outputs = set(block.outputs)
         offset = {id(node): o for o, node in enumerate(self.live[block.start : block.start + block.length])}
-        returned = {id(self.live[j]) for j in self.internal_outputs}
         lines: list[str] = []
         inputs: set[int] = set()
         shared: set[int] = set()
@@ -1008,10 +1007,7 @@ class FoldedProgram(Program):
                         inputs.add(block.slot_of[target])
                         lines.append(f"        g_i{block.slot_of[target]} += {code}")
                     else:
-                        skipped = (
-                            target in self.place and target not in returned and graph.op_of(self.by_id[target]) is None
-                        )
-                        if skipped and not checked and state is not None:
+                        if self._dropped(target) and not checked and state is not None:
                             continue
                         shared.add(target)
                         variable = state.variable(target) if state is not None else f"g_{names[target]}"
