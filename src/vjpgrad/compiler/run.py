@@ -124,7 +124,7 @@ class Entry:
             i for i, k in enumerate(self.internal_outputs) if graph.op_of(recorded.live[k]) is None
         )
         self._program: Program | None = None
-        self._table: tuple[fold.Run, ...] | None = None
+        self._table: tuple[fold.Entry, ...] | None = None
         self._key: str | None = None
         self.forward: Callable[..., Any] | None = None  # set last: once set, the code is ready
         self._preparing = threading.Lock()
