@@ -327,10 +327,7 @@ class Entry:
         if arguments < 0 or (arguments and any(map(graph.op_of, leaves[:arguments]))):
             return False
         g = -0.0 + seed  # the output's cotangent: its seed added to the pass's -0.0, as seed() does
-        count = len(self.internal_outputs)
-        seeds = (g,) if count == 1 else tuple(g if i == position else 0.0 for i in range(count))
-        backward = self._code_alone.get(position) or self._code_alone.setdefault(position, self.backward_for(seeded))
-        gradients, finals = backward(seeds, values, inputs, self._zeros(len(inputs)))
+        gradients, finals = self._reverse_alone(position, seeded, g, values, inputs)
         pick = self._handed_alone.get(position)
         if pick is None:
             pick = _picker(taking)
@@ -345,6 +342,18 @@ class Entry:
         if not retain_graph:
             graph.free([node, call])
         return True
+
+    def _reverse_alone(
+        self, position: int, seeded: frozenset[int], g: Any, values: tuple[Any, ...], inputs: list[Any]
+    ) -> tuple[Any, Any]:
+        """The reverse code of a pass from the output ``position`` alone, seeded with ``g``, run
+        from -0.0 at every argument and parameter: their gradients, and the output's own."""
+        backward = self._code_alone.get(position)
+        if backward is None:
+            backward = self._code_alone[position] = self.backward_for(seeded)
+        count = len(self.internal_outputs)
+        seeds = (g,) if count == 1 else tuple(g if i == position else 0.0 for i in range(count))
+        return backward(seeds, values, inputs, self._zeros(len(inputs)))
 
     def _reached_alone(self, position: int) -> tuple[frozenset[int], frozenset[int]]:
         """The outputs a pass from the output ``position`` alone seeds, and the ids of the operations
