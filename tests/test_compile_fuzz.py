@@ -8,10 +8,14 @@ the steps eager code can run but a recording cannot replay (reading a parameter'
 branching on a float argument or on a parameter), the world the function reads beside its
 Values (a flag and a number on an object that holds no Value, a list of adapters that starts
 empty, the order of a dict and of a set of parameters, ``requires_grad`` of a parameter,
-keyword arguments in the call's order). Between the recording and the call that is compared,
-the parameters' numbers change, a parameter may be rebound, the flag or the number may change,
-an adapter may be added, the dict or the set reordered, ``requires_grad`` toggled. The result
-is eager's bits or a refusal; a program that changes its world (a counter) is refused.
+keyword arguments in the call's order, numbers inside library classes' instances, a view and a
+proxy of a dict of numbers, a class attribute read by a name computed at run time, a number's
+identity asked with ``is``). Between the recording and the call that is compared, the
+parameters' numbers change, a parameter may be rebound, the flag or the number may change, an
+adapter may be added, the dict or the set reordered, ``requires_grad`` toggled, a number changed
+inside an ``argparse.Namespace`` or a ``ChainMap``, the viewed dict changed or grown, the class
+attribute changed, or a number replaced by an equal one that is another object. The result is
+eager's bits or a refusal; a program that changes its world (a counter) is refused.
 
 The default run is small; ``VJPGRAD_FUZZ_EXAMPLES=20000 pytest tests/test_compile_fuzz.py`` is
 the large one.
@@ -19,6 +23,9 @@ the large one.
 
 from __future__ import annotations
 
+import argparse
+import collections
+import gc
 import math
 import os
 import struct
@@ -89,6 +96,18 @@ class Params:
         default_factory=lambda: {Holder(1, Value(0.75)), Holder(9, Value(-0.5)), Holder(17, Value(1.5))}
     )
     calls: int = 0
+    namespace: argparse.Namespace = field(default_factory=lambda: argparse.Namespace(scale=0.5))
+    chain: collections.ChainMap[str, float] = field(default_factory=lambda: collections.ChainMap({}, {"s": 2.0}))
+    # a dict of numbers the function reaches only through a view and a proxy of it
+    view: Any = field(default_factory=lambda: {"a": 0.5, "b": -1.25}.values())
+    knobs: Any = field(default_factory=lambda: type("Knobs", (), {"gain": 2.0}))  # a class of its own per world
+    default: float = field(default_factory=lambda: float("0.1"))
+    proxy: Any = field(init=False)
+    lr: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.proxy = types.MappingProxyType(self.view.mapping)
+        self.lr = self.default  # the same object: ``lr is default``
 
 
 def run(  # DEFINITION
@@ -196,6 +215,14 @@ def run(  # DEFINITION
             for term in terms.values():
                 a = a * 0.5 - term
             regs.append(a)
+        elif kind == "library":  # numbers inside instances of Python's library classes
+            regs.append(a * params.namespace.scale + a * params.chain["s"])
+        elif kind == "view":  # a dict of numbers read through a view and a proxy
+            regs.append(sum((a * v for v in params.view), a * params.proxy["a"]))
+        elif kind == "by_name":  # a class attribute read by a name made at run time
+            regs.append(a * getattr(params.knobs, "".join(("ga", "in"))))
+        elif kind == "identity":  # a number's identity
+            regs.append(a * 2.0 if params.lr is params.default else -a)
         elif kind == "count":
             params.calls += 1  # a side effect: refused
             regs.append(a * params.calls)
@@ -235,6 +262,10 @@ step = st.one_of(
     st.tuples(st.just("set_order"), index),
     st.tuples(st.just("requires_grad"), index),
     st.tuples(st.just("terms"), index),
+    st.tuples(st.just("library"), index),
+    st.tuples(st.just("view"), index),
+    st.tuples(st.just("by_name"), index),
+    st.tuples(st.just("identity"), index),
     blocks := st.tuples(
         st.just("blocks"),
         index,
@@ -290,7 +321,10 @@ def outcome(
     second=st.tuples(number, number, number),
     weights=st.lists(number, min_size=3, max_size=3),
     change=st.sampled_from(
-        ["numbers", "rebind", "grow", "nothing", "flag", "scale", "adapter", "reorder", "requires_grad", "members"]
+        [
+            *("numbers", "rebind", "grow", "nothing", "flag", "scale", "adapter", "reorder", "requires_grad"),
+            *("members", "namespace", "chain", "viewed", "viewed_grows", "knob", "identity"),
+        ]
     ),
     orders=st.tuples(st.booleans(), st.booleans()),
     trip=st.sampled_from([0, 1, 2]),
@@ -394,11 +428,35 @@ def compare_as_compiled(
             held = sorted(params.members, key=lambda holder: holder.key, reverse=True)
             params.members.clear()
             params.members.update(held)
+        else:
+            change_library_world(params, change)
         for p in params.values:
             p.grad = 0.0
     assert outcome(steps, ours, compiled, second[0], second[1], k, n, seed_all, terms[orders[1]]) == outcome(
         steps, twin, run, second[0], second[1], k, n, seed_all, terms[orders[1]]
     )
+
+
+def viewed_dict(params: Params) -> dict[str, float]:
+    """The dict behind ``params.view``, as the code that made it would change it."""
+    (table,) = [x for x in gc.get_referents(params.view) if type(x) is dict]
+    return table
+
+
+def change_library_world(params: Params, change: str) -> None:
+    """The changes of what a guard watching only named entries and identities would miss."""
+    if change == "namespace":
+        params.namespace.scale = -0.75
+    elif change == "chain":
+        params.chain.maps[1]["s"] = 3.0
+    elif change == "viewed":
+        viewed_dict(params)["a"] = -2.0
+    elif change == "viewed_grows":
+        viewed_dict(params)["c"] = 0.25
+    elif change == "knob":
+        params.knobs.gain = -0.5
+    elif change == "identity":
+        params.lr = float(str(params.lr))  # equal, and another object
 
 
 @settings(max_examples=max(EXAMPLES // 3, 10))

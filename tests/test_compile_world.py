@@ -11,8 +11,14 @@ changing), and a world too large to watch is refused naming its largest containe
 
 from __future__ import annotations
 
+import argparse
 import collections
+import dataclasses
 import decimal
+import functools
+import os
+import sys
+import sysconfig
 import types
 import warnings
 from collections.abc import Callable
@@ -494,3 +500,265 @@ def test_numbers_that_compare_equal_but_differ_are_told_apart(recorded: Any, the
     compiled = vjpgrad.compile(f)
     compiled(Value(1.5), recorded)
     assert compiled(Value(1.5), then).data == f(Value(1.5), then).data
+
+
+# ---- library classes' instances, views and proxies, names computed at run time, a number's identity
+
+
+def _library_module(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """A module that looks installed (its file under site-packages), as a library's would."""
+    module = types.ModuleType("settings_library")
+    module.__file__ = os.path.join(sysconfig.get_paths()["purelib"], "settings_library.py")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    return module
+
+
+def _library_dataclass(monkeypatch: pytest.MonkeyPatch) -> Any:
+    module = _library_module(monkeypatch)
+
+    @dataclasses.dataclass
+    class Settings:
+        scale: float
+
+    Settings.__module__ = module.__name__
+    return Settings
+
+
+_HOLDERS: dict[str, tuple[Callable[[], Any], Callable[[Any], float], Callable[[Any], None]]] = {
+    "argparse.Namespace": (
+        lambda: argparse.Namespace(scale=1.0),
+        lambda h: h.scale,
+        lambda h: setattr(h, "scale", 3.0),
+    ),
+    "collections.UserDict": (
+        lambda: collections.UserDict(scale=1.0),
+        lambda h: h["scale"],
+        lambda h: h.__setitem__("scale", 3.0),
+    ),
+    "collections.UserList": (
+        lambda: collections.UserList([1.0]),
+        lambda h: h[0],
+        lambda h: h.__setitem__(0, 3.0),
+    ),
+    "collections.ChainMap": (
+        lambda: collections.ChainMap({}, {"scale": 1.0}),
+        lambda h: h["scale"],
+        lambda h: h.maps[1].__setitem__("scale", 3.0),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_HOLDERS))
+def test_a_number_inside_a_library_classs_instance_is_watched(kind: str) -> None:
+    make, read, change = _HOLDERS[kind]
+
+    def build() -> Any:
+        holder, w = make(), Value(2.0)
+
+        def changed(run: Any) -> Any:
+            change(holder)
+            return run(Value(1.0))
+
+        return (lambda x: x * w * read(holder)), [lambda run: run(Value(1.0)), changed, changed]
+
+    twin_runs(build)
+
+
+def test_a_number_inside_a_library_dataclass_is_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings_class = _library_dataclass(monkeypatch)
+
+    def build() -> Any:
+        settings, w = settings_class(scale=1.0), Value(2.0)
+
+        def changed(run: Any) -> Any:
+            settings.scale = 3.0
+            return run(Value(1.0))
+
+        return (lambda x: x * w * settings.scale), [lambda run: run(Value(1.0)), changed, changed]
+
+    twin_runs(build)
+
+
+@pytest.mark.parametrize("cache", [functools.cache, functools.lru_cache(maxsize=8)], ids=["cache", "lru_cache"])
+def test_a_functools_cache_the_function_reaches_is_refused_naming_it(cache: Any) -> None:
+    config = types.SimpleNamespace(scale=1.0)
+
+    @cache
+    def cached_scale() -> float:
+        return config.scale
+
+    def f(x: Value) -> Value:
+        return x * cached_scale()
+
+    with pytest.raises(DataDependentError, match=r"cached_scale.*functools\.lru_cache"):
+        vjpgrad.compile(f)(Value(1.0))
+    assert f(Value(1.0)).data == 1.0  # eager code runs it
+
+
+_VIEWS: dict[str, Callable[[dict[str, float]], Callable[[Value], Value]]] = {
+    "values()": lambda table: (lambda view: lambda x: sum((x * v for v in view), Value(0.0)))(table.values()),
+    "keys()": lambda table: (lambda view: lambda x: sum((x * len(k) for k in view), Value(0.0)))(table.keys()),
+    "items()": lambda table: (lambda view: lambda x: sum((x * len(k) * v for k, v in view), Value(0.0)))(table.items()),
+    "MappingProxyType": lambda table: (lambda proxy: lambda x: sum((x * v for v in proxy.values()), Value(0.0)))(
+        types.MappingProxyType(table)
+    ),
+}
+
+
+@pytest.mark.parametrize("view", sorted(_VIEWS))
+@pytest.mark.parametrize("change", ["a value", "a new key", "the order"])
+def test_a_view_or_proxy_of_a_dict_is_watched_as_the_dict(view: str, change: str) -> None:
+    def build() -> Any:
+        table = {"a": 1.0, "bb": 2.0}
+        fn = _VIEWS[view](table)
+
+        def changed(run: Any) -> Any:
+            if change == "a value":
+                table["a"] = 5.0
+            elif change == "a new key":
+                table["ccc"] = 3.0
+            else:
+                table["a"] = table.pop("a")
+            return run(Value(1.5))
+
+        return fn, [lambda run: run(Value(1.5)), changed, changed]
+
+    twin_runs(build)
+
+
+class _ByName:
+    scale = 1.0
+
+
+SCALE_READ_BY_NAME = 1.0
+
+
+def _change_global() -> None:
+    global SCALE_READ_BY_NAME
+    SCALE_READ_BY_NAME = 3.0
+
+
+_RUNTIME_NAMES: dict[str, Callable[[str], float]] = {
+    "getattr(C, name)": lambda name: getattr(_ByName, name),
+    "vars(C)[name]": lambda name: vars(_ByName)[name],
+    "C.__dict__[name]": lambda name: _ByName.__dict__[name],
+    "globals()[name]": lambda name: globals()["SCALE_READ_BY_NAME" if name == "scale" else name],
+}
+
+
+@pytest.mark.parametrize("how", sorted(_RUNTIME_NAMES))
+def test_a_name_computed_at_run_time_is_watched(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    read = _RUNTIME_NAMES[how]
+
+    def build() -> Any:
+        monkeypatch.setattr(_ByName, "scale", 1.0)
+        monkeypatch.setitem(globals(), "SCALE_READ_BY_NAME", 1.0)
+        w, name = Value(2.0), "".join(["sc", "ale"])  # a name the code does not spell
+
+        def changed(run: Any) -> Any:
+            _ByName.scale = 3.0
+            _change_global()
+            return run(Value(1.0))
+
+        return (lambda x: x * w * read(name)), [lambda run: run(Value(1.0)), changed, changed]
+
+    twin_runs(build)
+
+
+def test_a_name_computed_at_run_time_in_a_users_module_is_watched() -> None:
+    config = types.ModuleType("config")  # a module of the user's, as `import config` gives
+    config.LR_SCALE = 1.0  # type: ignore[attr-defined]  # the subject: a module attribute
+
+    def build() -> Any:
+        w, name = Value(2.0), "_".join(["LR", "SCALE"])
+        config.LR_SCALE = 1.0  # type: ignore[attr-defined]
+
+        def rescale(run: Any) -> Any:
+            config.LR_SCALE = 3.0  # type: ignore[attr-defined]
+            return run(Value(1.0))
+
+        return (lambda x: x * w * getattr(config, name)), [lambda run: run(Value(1.0)), rescale, rescale]
+
+    twin_runs(build)
+
+
+def test_a_numbers_identity_is_watched_where_the_code_compares_with_is() -> None:
+    default = float("0.1")
+
+    def f(x: Value, lr: float) -> Value:
+        return x * (2.0 if lr is default else 1.0)
+
+    compiled = vjpgrad.compile(f)
+    assert compiled(Value(1.0), default).data == 2.0
+    equal = float("0.1")  # == default, another object
+    assert compiled(Value(1.0), equal).data == f(Value(1.0), equal).data == 1.0
+    assert compiled(Value(1.0), default).data == 2.0
+
+
+def test_a_numbers_identity_in_the_world_is_watched_where_the_code_compares_with_is() -> None:
+    def build() -> Any:
+        default = float("0.1")
+        opts = types.SimpleNamespace(lr=default)
+
+        def changed(run: Any) -> Any:
+            opts.lr = float("0.1")  # an equal number, another object
+            return run(Value(1.0))
+
+        return (lambda x: x * (2.0 if opts.lr is default else 1.0)), [lambda run: run(Value(1.0)), changed, changed]
+
+    twin_runs(build)
+
+
+def test_which_numbers_of_a_list_are_one_object_is_watched_where_the_code_compares_with_is() -> None:
+    def build() -> Any:
+        shared = float("0.5")
+        numbers = [shared, shared, float("2.5"), 7.0, 1000]
+
+        def split(run: Any) -> Any:
+            numbers[1] = float("0.5")  # equal, another object
+            return run(Value(1.0))
+
+        def f(x: Value) -> Value:
+            return x * (3.0 if numbers[0] is numbers[1] else 1.0) * numbers[2]
+
+        return f, [lambda run: run(Value(1.0)), split, split]
+
+    twin_runs(build)
+
+
+def test_fresh_equal_numbers_passed_at_each_call_record_once() -> None:
+    default = float("0.5")
+
+    def f(x: Value, lr: float) -> Value:
+        return x * lr * (2.0 if lr is default else 1.0)
+
+    compiled, base = vjpgrad.compile(f), float("0.05")
+    for _ in range(5):
+        lr = base * 2.0  # a new float object at each step, always 0.1
+        assert compiled(Value(1.0), lr).data == f(Value(1.0), lr).data
+    assert compiled.times_recorded == 1
+
+
+@pytest.mark.parametrize("kind", [set, frozenset])
+def test_a_set_argument_gives_eagers_bits(kind: type) -> None:
+    def f(x: Value, scales: Any) -> Value:
+        return sum((x * s for s in scales), Value(0.0))
+
+    compiled = vjpgrad.compile(f)
+    for scales in ({1.0, 2.0}, {1.0, 2.0}, {1.0, 4.0}, {1.0, 2.0, 3.0}):
+        assert bits(compiled(Value(1.5), kind(scales)).data) == bits(f(Value(1.5), kind(scales)).data)
+    w, v = Value(2.0), Value(3.0)
+    out = compiled(Value(1.5), kind({w, v}))
+    out.backward()
+    assert (w.grad, v.grad, out.data) == (1.5, 1.5, 7.5)
+
+
+def test_a_create_graph_pass_through_tanh_inside_a_recording_is_refused_saying_so() -> None:
+    w = Value(0.5)
+
+    def f(x: Value) -> Value:
+        (g,) = vjpgrad.gradients((x * w).tanh(), [x], create_graph=True)
+        return g
+
+    with pytest.raises(DataDependentError, match=r"create_graph through tanh.*take the gradient outside"):
+        vjpgrad.compile(f)(Value(1.0))

@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from vjpgrad.compiler.world import MEMBERS, MISSING, Fact, Snapshot, exact
+from vjpgrad.compiler.world import MEMBERS, MISSING, Fact, Snapshot, exact, groups
 
 _float_bits = struct.Struct("<d").pack
 _names = itertools.count(1)
@@ -52,6 +52,7 @@ _HELPERS: dict[str, Any] = {
     "_empty_cell": _empty_cell,
     "_empty_slot": _empty_slot,
     "_MISSING": MISSING,
+    "_groups": groups,
 }
 
 
@@ -125,6 +126,22 @@ class _Writer:
                 continue
             self.check(f"_exact({o}[{k}]) != {self.constant(exact(x))}")
 
+    def partition(self, members: tuple[tuple[int, int], ...], expected: tuple[int, ...]) -> None:
+        """Which numbers are one object (``world._partition``): number arguments come in
+        ``_numbers``; the numbers of one tuple variable are picked from it at once."""
+        read = []
+        for var, items in itertools.groupby(members, key=operator.itemgetter(0)):
+            places = [k for _, k in items]
+            if var < 0:
+                read.append("*_numbers")
+            elif places == [-1]:
+                read.append(f"o{var}")
+            elif len(places) == 1:
+                read.append(f"o{var}[{places[0]}]")
+            else:
+                read.append(f"*{self.constant(operator.itemgetter(*places))}(o{var})")
+        self.check(f"_groups(({', '.join(read)},)) != {self.constant(expected)}")
+
     def fact(self, fact: Fact, raw: Any) -> None:
         kind, var = fact[0], fact[1]
         o = f"o{var}"
@@ -158,6 +175,8 @@ class _Writer:
             self.check(f"not _empty_cell({o})")
         elif kind == "no slot":
             self.check(f"not _empty_slot({self.constant(fact[2])}, {o})")
+        elif kind == "partition":
+            self.partition(fact[2], fact[3])
         else:
             raise ValueError(f"no such fact: {kind!r}")
 
@@ -166,6 +185,10 @@ def _uses(facts: list[Fact]) -> dict[int, int]:
     """How many facts read each variable (its own ``get`` aside)."""
     uses: dict[int, int] = {}
     for fact in facts:
+        if fact[0] == "partition":
+            for var, _ in fact[2]:
+                uses[var] = uses.get(var, 0) + 1
+            continue
         var = fact[2] if fact[0] == "get" else fact[1]
         uses[var] = uses.get(var, 0) + 1
     return uses
@@ -233,7 +256,8 @@ def _folded_value(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: 
 
 
 def written(snapshot: Snapshot) -> tuple[str, dict[str, Any]]:
-    """The guard's source (``def guard(o0, o1...)``: the roots, in order) and its namespace."""
+    """The guard's source (``def guard(o0, o1...)``: the roots, in order, then ``_numbers``, the
+    number arguments, where the guard watches their identities) and its namespace."""
     writer = _Writer()
     facts = list(zip(snapshot.facts, snapshot.raw, strict=True))
     uses = _uses(snapshot.facts)
@@ -244,7 +268,7 @@ def written(snapshot: Snapshot) -> tuple[str, dict[str, Any]]:
             writer.fact(*facts[k])
             covered = 1
         k += covered
-    roots = ", ".join(f"o{k}" for k in range(snapshot.roots))
+    roots = ", ".join([*(f"o{k}" for k in range(snapshot.roots)), *(["_numbers"] if snapshot.numbers else [])])
     source = "\n".join(
         [
             f"def guard({roots}):",

@@ -37,6 +37,11 @@ _is_scalar = world.is_scalar
 # ---- the arguments: their structure (the key of a recording) and their leaves ---------------------
 
 
+_SEQUENCE_ARGUMENTS = (list, tuple, Vector, set, frozenset)
+"""The containers of arguments read item by item, in their order (a set's: the order the function
+iterates it in)."""
+
+
 class Arguments:
     """The arguments of one call, read: their structure (a hashable key, keyword arguments in
     the call's order), their Values in order (``leaves``), and the other objects passed
@@ -65,8 +70,8 @@ class Arguments:
             place = places.setdefault(id(x), len(self.leaves))
             key.append((x.requires_grad, place))
             self.leaves.append(x)
-        elif kind is list or kind is tuple or kind is Vector:
-            key.append((kind, len(x)))
+        elif kind in _SEQUENCE_ARGUMENTS:
+            key.append((kind, len(x)))  # a set's items in its order: the order the function iterates
             for item in x:
                 self._visit(item, key, places)
         elif _is_scalar(x):
@@ -90,9 +95,10 @@ class Arguments:
             )
         elif isinstance(x, (list, tuple, dict, set, frozenset)):
             raise TypeError(
-                f"a compiled function takes numbers, Values, Vectors, lists, tuples and dicts of them, and other "
-                f"objects by identity; got a {type(x).__name__}, which it cannot tell apart between calls: pass a "
-                "list, a tuple or a dict, or call the function uncompiled"
+                f"a compiled function takes numbers, Values, Vectors, lists, tuples, sets and dicts of them, and "
+                f"other objects by identity; got a {type(x).__name__} (a subclass of Python's container), whose "
+                "methods may run code of its own between calls: pass a plain list, tuple, set or dict, or call the "
+                "function uncompiled"
             )
         else:  # any other object (self, a model, a float subclass): by identity; its world is watched
             key.append(("object", id(x)))
@@ -108,6 +114,30 @@ def _is_exact_number(part: Any) -> bool:
     return type(part) is tuple and len(part) == 2 and isinstance(part[0], type) and world.is_number_type(part[0])
 
 
+def number_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str] | None = None
+) -> list[tuple[str, Any]]:
+    """The numbers a call was given (in lists, tuples and dicts too), each named, in the order
+    ``Arguments`` reads them: the guard compares their identities where the function uses ``is``."""
+    found: list[tuple[str, Any]] = []
+
+    def visit(x: Any, name: str) -> None:
+        if isinstance(x, (list, tuple, Vector, set, frozenset)):
+            for k, item in enumerate(x):
+                visit(item, f"{name}[{k}]")
+        elif type(x) is dict:
+            for key, item in x.items():
+                visit(item, f"{name}[{key!r}]")
+        elif _is_scalar(x) and not isinstance(x, (str, bytes)):
+            found.append((name, x))
+
+    for k, arg in enumerate(args):
+        visit(arg, names[k] if names is not None else f"argument {k + 1}")
+    for name, arg in kwargs.items():
+        visit(arg, name)
+    return found
+
+
 def described_part(args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], index: int) -> str:
     """How a reader names the argument at part ``index`` of a call's key (``lr``, ``batch[2]``)."""
     parts: list[str] = []
@@ -115,7 +145,7 @@ def described_part(args: tuple[Any, ...], kwargs: dict[str, Any], names: list[st
     def visit(x: Any, name: str) -> None:
         kind = type(x)
         parts.append(name)
-        if kind in (list, tuple, Vector) or (isinstance(x, tuple) and hasattr(x, "_fields")):
+        if kind in (list, tuple, Vector, set, frozenset) or (isinstance(x, tuple) and hasattr(x, "_fields")):
             for k, item in enumerate(x):
                 visit(item, f"{name}[{k}]")
         elif kind is dict:
@@ -226,7 +256,7 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     given = [(n, x) for n, x in zip(names, args, strict=True) if not _is_scalar(x)]
     given += [(n, x) for n, x in kwargs.items() if not _is_scalar(x)]
     with collection_paused():
-        found = _observed(fn, guard_roots)
+        found = _observed(fn, guard_roots, number_arguments(args, kwargs, names))
         before = _observed(fn, [(name, fn), *given])
     recording = graph.Recording()
     state.recording = recording
@@ -254,15 +284,22 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
         return _read(fn, shape, results, result, recording, read.leaves, found)
 
 
-def _observed(fn: Callable[..., Any], roots: list[tuple[str, Any]]) -> world.Snapshot:
+def _observed(
+    fn: Callable[..., Any], roots: list[tuple[str, Any]], numbers: list[tuple[str, Any]] | None = None
+) -> world.Snapshot:
     try:
-        return world.observe(roots)
+        return world.observe(roots, numbers=numbers)
     except world.WorldTooLargeError as large:
         raise DataDependentError(
             f"{_name(fn)} (defined at {where(fn)}) can reach {large.where}, which holds {large.size:,} objects or "
             f"items: more than vjpgrad.compile watches ({world.WORLD_LIMIT:,} in all, each checked at every call). "
             "Pass the part the function needs as an argument (a Vector, a list of Values), keep large data out of "
             "its reach, or call it uncompiled"
+        ) from None
+    except world.UnwatchableError as unwatchable:
+        raise DataDependentError(
+            f"{_name(fn)} (defined at {where(fn)}) can reach {unwatchable.where}, {unwatchable.what}: "
+            f"{unwatchable.instead}, or call {_name(fn)} uncompiled"
         ) from None
 
 

@@ -33,6 +33,7 @@ from vjpgrad.compiler.record import (
     describe,
     described_part,
     distinct,
+    number_arguments,
     record,
 )
 from vjpgrad.compiler.write import Program, namespace
@@ -84,6 +85,7 @@ class Entry:
         self.outputs = recorded.outputs
         self.fn = fn
         self.guard, self.guard_source = guard.loaded(recorded.world)
+        self.numbers_by_identity = bool(recorded.world.numbers)
         self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "inside"))
         self.objects = [_held(x) for x in read.objects]
         self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
@@ -242,6 +244,8 @@ class Entry:
             return False  # a parameter passed as an argument: the recording kept them apart
         if self.aliased and any(held() is not read.leaves[k] for k, held in self.aliased):
             return False  # an argument the function also reaches itself: the same one, or record anew
+        if self.numbers_by_identity:  # the code compares with `is`: which numbers passed are one object
+            return self.guard(self.fn, *objects, _numbers=[x for _, x in number_arguments(read.args, read.kwargs)])
         return self.guard(self.fn, *objects)
 
     def _backward(self, node: graph.Node, g: Any) -> None:

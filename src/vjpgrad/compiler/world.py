@@ -7,23 +7,31 @@ names (and the code of every function and method it reaches, transitively), inst
 ``__dict__``s and slots, containers (list, tuple, dict, set, frozenset, deque, OrderedDict,
 their lengths and their order), weak references, and the classes and bases of the objects it
 reaches (their ``__dict__`` keys, the entries its code names, and their special methods, which
-Python calls without naming them). What it observes is a list of ``Fact``: each object's
-identity, each Python or NumPy number's type and bits, each string, bytes, bool and None,
-each Value's identity, ``requires_grad`` and attributes.
+Python calls without naming them). A dict's views and a mapping proxy are walked as their
+mapping. Where the code reached computes names (``getattr``, ``vars``, ``globals()``...), every
+entry of the namespaces it reaches is watched; where it compares with ``is``, which numbers are
+one object. What it observes is a list of ``Fact``: each object's identity, each Python or
+NumPy number's type and bits, each string, bytes, bool and None, each Value's identity,
+``requires_grad`` and attributes.
 
 Two observations of one world are equal exactly when nothing the function can reach changed.
 ``compile`` compares the world before and after the recorded call (a side effect is refused)
 and turns the observation into the guard of each later call (``guard.written``).
 
 Not walked into, and so watched by identity only: Python's library and installed packages
-(their modules, classes, functions and objects: a ``random.Random``, a NumPy array), vjpgrad
-itself, and C objects' insides. Builtins (``len``, ``print``) are not watched. A world of more
-than ``WORLD_LIMIT`` objects and items is refused at recording, naming its largest container.
+(their modules, classes, functions and objects that keep their own state: a ``random.Random``,
+a logger, a NumPy array), vjpgrad itself, and C objects' insides; a library's plain-data
+objects (an ``argparse.Namespace``, a ``ChainMap``, a dataclass) are walked like the user's.
+Builtins (``len``, ``print``) are not watched. A user's ``functools.lru_cache`` is refused
+(``UnwatchableError``): its cache is C state. A world of more than ``WORLD_LIMIT`` objects and
+items is refused at recording, naming its largest container.
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
+import dis
 import functools
 import numbers
 import os
@@ -95,6 +103,7 @@ MEMBERS = frozenset(
         "fdel",
         "cell_contents",
         "fn",  # a compiled function's own function (vjpgrad's name)
+        "mapping",  # a dict view's dict, as a read-only proxy
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
@@ -108,7 +117,9 @@ reads an object into a variable; ``("unpack", tuple_var, child_vars)``; ``("is",
 ``("same", var, exact)`` a scalar; ``("rg", var, flag)``; ``("attrs", var, items)`` a Value's
 plain attributes (its label); ``("ids", var, ids)``, ``("rgs", var, flags)``, ``("attrses", var,
 items)`` and ``("scalars", var, exacts)`` for every item of a tuple variable at once;
-``("absent", var, names)`` names a namespace does not hold; ``("empty", var)`` an empty cell."""
+``("absent", var, names)`` names a namespace does not hold; ``("empty", var)`` an empty cell;
+``("partition", 0, members, groups)`` which of the numbers at ``members`` (``(var, item)``, item
+-1 for the variable itself, var -1 for the ``item``-th number argument) are one object."""
 
 
 def exact(x: Any) -> Any:
@@ -166,13 +177,38 @@ _DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector")
 """vjpgrad's own classes whose instances are plain data a function reads (a Vector, an
 ``nn.MLP`` and its layers): walked like a user's."""
 
+_DATA_CLASSES = frozenset(
+    {
+        types.SimpleNamespace,
+        argparse.Namespace,
+        collections.UserDict,
+        collections.UserList,
+        collections.UserString,
+        collections.ChainMap,
+    }
+)
+"""Python's own classes whose instances hold the user's settings or data in their ``__dict__``
+(a ``ChainMap``'s ``maps``, a ``UserDict``'s ``data``): walked like a user's instance, their
+class watched by identity."""
+
 
 def _instance_of_user_class(x: Any) -> bool:
-    """An object whose attributes are the user's data: walked into."""
+    """An object whose attributes are the user's data: walked into. A library class's instance
+    is, when it is plain data: one of ``_DATA_CLASSES``, vjpgrad's data or a library's dataclass.
+    Other library objects (a logger, a ``random.Random``, a NumPy array) keep the library's own
+    state and are watched by identity (the compile tutorial says so)."""
     kind = type(x)
-    if kind is types.SimpleNamespace or getattr(kind, "__module__", "").startswith(_DATA_MODULES):
+    if kind in _DATA_CLASSES or getattr(kind, "__module__", "").startswith(_DATA_MODULES):
         return True
-    return not is_library(kind)
+    return not is_library(kind) or "__dataclass_fields__" in getattr(kind, "__dict__", {})
+
+
+class UnwatchableError(Exception):
+    """The world holds an object whose state compile cannot watch and a replay would not keep."""
+
+    def __init__(self, where: str, what: str, instead: str) -> None:
+        super().__init__(where, what, instead)
+        self.where, self.what, self.instead = where, what, instead
 
 
 def _plain_attributes(value: Value) -> bool:
@@ -201,11 +237,14 @@ class Snapshot:
     raw: list[Any] = field(default_factory=list)  # per fact: the objects the guard compares with
     constants: list[Any] = field(default_factory=list)  # the objects the facts name by id, kept alive
     roots: int = 0
+    numbers: list[str] = field(default_factory=list)  # how a reader names each number argument (``partition``)
 
     def describe(self, var: int, item: int | None = None) -> str:
         """How a reader names a variable, or an item of a tuple variable."""
+        if var < 0:  # a number argument
+            return self.numbers[item or 0]
         name = self.names[var]
-        if item is None:
+        if item is None or item < 0:
             return name
         labels = self.labels.get(var)
         return name + (labels[item] if labels is not None and item < len(labels) else f"[{item}]")
@@ -244,8 +283,15 @@ class _Walk:
         self.seen: dict[int, int] = {}  # id -> the var the object was first walked at
         self.queue: collections.deque[tuple[int, Any]] = collections.deque()
         self.names: set[str] = set()  # every name the code reached names
-        self.namespaces: list[tuple[int, Any, set[str]]] = []  # (var, mapping, names done): read by name
+        self.namespaces: list[tuple[int, Any, set[str], bool]] = []  # (var, mapping, names done, globals?)
         self.named_done: dict[int, set[str]] = {}  # id(globals) -> the names already watched there
+        self.globals_at: dict[int, tuple[int, dict[str, Any]]] = {}  # id(globals) -> (a function's var, them)
+        self.keyed: set[int] = set()  # ids of the namespaces whose keys are watched
+        # the code reached reads names it computes: every entry of classes and modules (attributes),
+        # or of globals, is watched
+        self.computed_attributes = self.computed_globals = False
+        self.globals_walked: set[int] = set()  # ids of the globals whose every entry is watched
+        self.identities = False  # the code reached compares objects with `is`: numbers' identities are watched
         self.limit = limit
         self.size = 0
         self.largest = ("", 0)
@@ -335,11 +381,37 @@ class _Walk:
 
     def _user_module(self, var: int, module: types.ModuleType) -> None:
         if not is_library(module):  # the entries its code names, once every name is known (finish)
-            self.namespaces.append((self.get(var, "dict", None, self.snapshot.names[var]), vars(module), set()))
+            self.namespaces.append((self.get(var, "dict", None, self.snapshot.names[var]), vars(module), set(), False))
 
     def _user_class(self, var: int, kind: type) -> None:
         if not is_library(kind):
             self._class(var, kind)
+
+    def _view(self, var: int, view: Any) -> None:
+        """A view of a dict (``d.values()`` kept in a variable): the dict's keys and values, read
+        through the view's ``mapping`` (a proxy made anew at each read: not watched by identity)."""
+        name = self.snapshot.names[var]
+        self._mapping(self.get(var, "member", "mapping", name), view.mapping, own=True)
+
+    def _proxy(self, var: int, proxy: types.MappingProxyType[Any, Any]) -> None:
+        """A read-only proxy of a mapping: the mapping's keys (in order) and values."""
+        self._mapping(var, proxy, own=True)
+
+    def _cached(self, var: int, wrapper: Any) -> None:
+        """A function wrapped by ``functools.lru_cache`` (or ``cache``): its cache is C state
+        that no guard can read, and eager code returns what it cached even after what the
+        function reads changed, which a replay cannot reproduce. A library's is watched by
+        identity, as the library is; the user's is refused at recording."""
+        wrapped = getattr(wrapper, "__wrapped__", None)
+        if wrapped is None or is_library(wrapped):
+            return
+        name = self.snapshot.names[var]
+        raise UnwatchableError(
+            name,
+            "a functools.lru_cache wrapper, whose cache is C state vjpgrad.compile cannot watch (eager code "
+            "returns what it cached, which a replay would not know)",
+            f"call {name}.__wrapped__ inside instead, or call {name} outside and pass its result as an argument",
+        )
 
     def _reference(self, var: int, reference: weakref.ref[Any]) -> None:
         self.child(self.get(var, "call", None, f"{self.snapshot.names[var]}()"), reference())
@@ -383,11 +455,15 @@ class _Walk:
         self.snapshot.constants.append(code)
         names = _code_names(code)
         self.names |= names
+        self.computed_attributes = self.computed_attributes or not names.isdisjoint(COMPUTED_ATTRIBUTES)
+        self.computed_globals = self.computed_globals or not names.isdisjoint(COMPUTED_GLOBALS)
+        self.identities = self.identities or _compares_identity(code)
         if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None:
             self.fact("bare", var)  # no closure, no defaults: one check for the three
         else:
             self._parts(var, fn, name)
         namespace = fn.__globals__  # read-only: the same function has the same globals
+        self.globals_at.setdefault(id(namespace), (var, namespace))
         done = self.named_done.setdefault(id(namespace), set())
         new = sorted(names - done)
         if new:
@@ -416,11 +492,12 @@ class _Walk:
         entries_var = self.get(var, "dict", None, name)
         keys = self.get(entries_var, "keys", True, name)
         self.fact("scalars", keys, tuple(exact(k) for k in entries), raw=tuple(entries))  # its names, in order
+        self.keyed.add(id(entries))
         special = sorted(k for k, item in entries.items() if k.startswith("__") and k not in _METADATA)
         done = set(special)
         for key in special:  # called by Python without being named: __call__, __add__, __init__...
             self.child(self.get(entries_var, "entry", key, f"{name}.{key}"), entries[key])
-        self.namespaces.append((entries_var, entries, done))
+        self.namespaces.append((entries_var, entries, done, False))
         bases = self.get(var, "member", "__bases__", f"{name}.__bases__")
         self.items(bases, list(kind.__bases__), [f"[{k}]" for k in range(len(kind.__bases__))])
 
@@ -433,10 +510,11 @@ class _Walk:
             if key in namespace:
                 self.child(self.get(var, "entry", key, f"{prefix}{key}"), namespace[key])
 
-    def _mapping(self, var: int, mapping: dict[Any, Any], attribute: bool = False) -> None:
-        """A dict's keys (in order) and values; attributes are named ``.name``, items ``[key]``."""
+    def _mapping(self, var: int, mapping: Any, attribute: bool = False, own: bool | None = None) -> None:
+        """A dict's keys (in order) and values; attributes are named ``.name``, items ``[key]``.
+        ``own``: read by the mapping's own methods (Python's dicts, a proxy), not dict's."""
         name = self.snapshot.names[var]
-        own = type(mapping) in _DICTS  # Python's own: its methods run no user code
+        own = type(mapping) in _DICTS if own is None else own  # Python's own: its methods run no user code
         keys = list(mapping) if own else list(dict.keys(mapping))
         labels = [f".{k}" if attribute else f"[{k!r}]" for k in keys]
         self.items(self.get(var, "keys", own, name), keys, labels)
@@ -491,15 +569,45 @@ class _Walk:
         self.fact("unpack", var, tuple(unpacked))
         return unpacked
 
+    def _whole_namespaces(self) -> None:
+        """Where the code reached computes names (``getattr(obj, name)``, ``vars(C)[key]``: the
+        classes' and modules' namespaces; ``globals()[name]``: the globals): each such namespace's
+        keys, in order, and (in ``finish``) every entry."""
+        if self.computed_globals:
+            for namespace_id, (fn_var, namespace) in self.globals_at.items():
+                if namespace_id not in self.keyed and namespace_id not in self.globals_walked:
+                    self.globals_walked.add(namespace_id)
+                    name = f"{self.snapshot.names[fn_var]}.__globals__"
+                    entries = self.get(fn_var, "member", "__globals__", name)
+                    self.namespaces.append((entries, namespace, self.named_done[namespace_id], True))
+        for var, namespace, _, is_globals in self.namespaces:
+            if id(namespace) not in self.keyed and self._whole(is_globals):
+                self.keyed.add(id(namespace))
+                keys = self.get(var, "keys", True, self.snapshot.names[var])
+                self.fact("scalars", keys, tuple(exact(k) for k in namespace), raw=tuple(namespace))
+
+    def _whole(self, is_globals: bool) -> bool:
+        """Whether every entry of a namespace (globals, or a class's or module's) is watched."""
+        return self.computed_globals if is_globals else self.computed_attributes
+
+    def _wanted(self, namespace: Any, done: set[str], is_globals: bool) -> list[str]:
+        """The entries of a namespace to watch now: those the code names, or all of them where
+        it computes names (builtins aside: not watched)."""
+        if self._whole(is_globals):
+            return [k for k in namespace if k not in done and k != "__builtins__"]
+        return sorted((self.names & namespace.keys()) - done)
+
     def finish(self) -> None:
         """Walk until nothing is left: objects, then the namespaces' entries the code names
         (which may reach more code, naming more)."""
         while True:
             while self.queue:
                 self.expand(*self.queue.popleft())
+            if self.computed_attributes or self.computed_globals:
+                self._whole_namespaces()
             progress = False
-            for var, namespace, done in self.namespaces:
-                new = sorted((self.names & namespace.keys()) - done)
+            for var, namespace, done, is_globals in self.namespaces:
+                new = self._wanted(namespace, done, is_globals)
                 if new:
                     done.update(new)
                     progress = True
@@ -526,8 +634,52 @@ _PARTS: list[tuple[Any, Any]] = [
     (weakref.ref, _Walk._reference),
     (types.ModuleType, _Walk._user_module),
     (type, _Walk._user_class),
+    ((type({}.keys()), type({}.values()), type({}.items())), _Walk._view),
+    (types.MappingProxyType, _Walk._proxy),
+    (functools._lru_cache_wrapper, _Walk._cached),
 ]
 """The parts of each of Python's own kinds of object that the function can reach through it."""
+
+
+COMPUTED_ATTRIBUTES = frozenset(
+    {
+        "getattr",
+        "hasattr",
+        "setattr",
+        "delattr",
+        "vars",
+        "__dict__",
+        "__getattribute__",
+        "attrgetter",
+        "methodcaller",
+        "eval",
+        "exec",
+    }
+)
+"""Names whose use reads attributes by a name computed at run time (``getattr(C, name)``,
+``vars(C)[key]``): where the code reached names one, every entry of the classes and the user's
+modules reached is watched, not only those the code names."""
+COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec"})
+"""Names whose use reads globals by a name computed at run time (``globals()[name]``): where the
+code reached names one, every entry of the globals of the functions reached is watched."""
+
+_IDENTITY_OF_CONSTANTS = (type(None), bool, type(Ellipsis), str)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compares_identity(code: types.CodeType) -> bool:
+    """Whether a code object (or code nested in it) compares with ``is`` or ``is not`` other
+    than to None, True, False or a string constant: ``lr is DEFAULT`` asks a number's identity."""
+    previous = None
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "IS_OP" and not (
+            previous is not None
+            and previous.opname == "LOAD_CONST"
+            and isinstance(previous.argval, _IDENTITY_OF_CONSTANTS)
+        ):
+            return True
+        previous = instruction
+    return any(_compares_identity(const) for const in code.co_consts if isinstance(const, types.CodeType))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -540,9 +692,45 @@ def _code_names(code: types.CodeType) -> frozenset[str]:
     return frozenset(names)
 
 
-def observe(roots: list[tuple[str, Any]], limit: int = WORLD_LIMIT) -> Snapshot:
+def _identity_matters(x: Any) -> bool:
+    """A number whose identity its value does not decide (not a bool or a small int, which
+    Python keeps one of each)."""
+    return _is_number(x) and type(x) is not bool and not (type(x) is int and -5 <= x <= 256)
+
+
+def _partition(walk: _Walk, numbers: list[tuple[str, Any]]) -> None:
+    """Which of the world's numbers (and the number arguments) are one object: watched where
+    the code reached compares with ``is``, so that ``lr is DEFAULT`` is not answered for an
+    equal number. A number made anew at each call stays an object of its own: one recording."""
+    members: list[tuple[int, int]] = [(-1, k) for k in range(len(numbers))]
+    objects = [x for _, x in numbers]
+    for fact, raw in zip(walk.snapshot.facts, walk.snapshot.raw, strict=True):
+        if fact[0] == "same" and _identity_matters(raw):
+            members.append((fact[1], -1))
+            objects.append(raw)
+        elif fact[0] == "scalars":
+            for k, x in enumerate(raw):
+                if _identity_matters(x):
+                    members.append((fact[1], k))
+                    objects.append(x)
+    if len(members) > 1:
+        walk.snapshot.numbers = [name for name, _ in numbers]
+        walk.fact("partition", 0, tuple(members), groups(objects), raw=objects)
+
+
+def groups(objects: Any) -> tuple[int, ...]:
+    """Each object's group: the position of the first of the objects that it is."""
+    first: dict[int, int] = {}
+    return tuple([first.setdefault(id(x), len(first)) for x in objects])
+
+
+def observe(
+    roots: list[tuple[str, Any]], limit: int = WORLD_LIMIT, numbers: list[tuple[str, Any]] | None = None
+) -> Snapshot:
     """The world reachable from ``roots`` (each a name and an object: the function, the
-    objects a call was given), as facts. Raises ``WorldTooLargeError`` beyond ``limit``."""
+    objects a call was given), as facts. Raises ``WorldTooLargeError`` beyond ``limit``.
+    ``numbers``: the number arguments (named), whose identities are watched with the world's
+    numbers where the code compares with ``is``."""
     walk = _Walk(limit)
     for name, root in roots:
         var = walk.var(name)
@@ -556,6 +744,8 @@ def observe(roots: list[tuple[str, Any]], limit: int = WORLD_LIMIT) -> Snapshot:
             walk.queue.append((var, root))
     walk.snapshot.roots = len(roots)
     walk.finish()
+    if walk.identities:
+        _partition(walk, numbers or [])
     return walk.snapshot
 
 
@@ -574,10 +764,19 @@ def first_difference(before: Snapshot, after: Snapshot) -> str | None:
 _ASPECTS = {"rg": " (its requires_grad)", "rgs": " (its requires_grad)", "attrs": " (its attributes)"}
 
 
+def _identity_difference(before: Snapshot, old: Fact, new: Fact) -> str:
+    """The first number of a ``partition`` fact that is now another object (or one with another)."""
+    k = next((k for k, (a, b) in enumerate(zip(old[3], new[3], strict=False)) if a != b), 0)
+    member_var, member_item = old[2][k] if k < len(old[2]) else (0, -1)
+    return before.describe(member_var, member_item) + " (its identity)"
+
+
 def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> str:
     """How a reader names what differs between two facts at one place of two observations."""
     kind, var = old[0], old[1]
     items = ("unpack", "ids", "rgs", "attrses", "scalars")  # facts about every item of a tuple variable
+    if kind == "partition" and new[0] == kind:
+        return _identity_difference(before, old, new)
     if kind == "attrs" and var in after.value_at:  # a Value's own attributes: name the one that changed
         was, now = dict(old[2]), vars(after.value_at[var])
         changed = [k for k in {**was, **now} if was.get(k, MISSING) is not now.get(k, MISSING)]
@@ -586,7 +785,13 @@ def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> str:
         return before.describe(var)
     if kind not in items:
         return before.describe(var) + _ASPECTS.get(kind, "")
-    old_items, new_items = old[2], new[2]
+    return _items_difference(before, after, kind, var, old[2], new[2])
+
+
+def _items_difference(
+    before: Snapshot, after: Snapshot, kind: str, var: int, old_items: tuple[Any, ...], new_items: tuple[Any, ...]
+) -> str:
+    """The first item of a tuple variable that differs, was added or was removed."""
     k = next((k for k, (a, b) in enumerate(zip(old_items, new_items, strict=False)) if a != b), None)
     if k is not None and len(old_items) == len(new_items):
         return before.describe(var, k) + _ASPECTS.get(kind, "")

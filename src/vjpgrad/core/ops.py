@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from vjpgrad.core import floats
+from vjpgrad.core.modes import refuse_number, state
 
 
 class _Masked:
@@ -375,6 +376,12 @@ def _tanh_saved(x: Any, out: Any) -> Any:
     saved = 1.0 - out * out
     number = getattr(out, "_data", None)  # a Value's number, from its slot as data_of reads it
     if type(number) is float:
+        if state.recording is not None:  # the once-rounded number is no operation a replay could run
+            refuse_number(
+                "a gradient with create_graph through tanh (its rule rounds 1 - out * out once, as PyTorch's kernel "
+                "does, which a recording cannot replay)",
+                "take the gradient outside the function: vmap(grad(f)) over a batch, or grad(f) called uncompiled",
+            )
         saved.data = floats.one_minus_square(number)
     return saved
 
