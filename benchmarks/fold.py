@@ -1,7 +1,7 @@
 """Loop folding against straight-line code, side by side in one process.
 
     python benchmarks/fold.py              # micrograd's demo step
-    python benchmarks/fold.py --only gpt   # microgpt's step on 'isabella' (not folded: the search's cost)
+    python benchmarks/fold.py --only gpt   # microgpt's step on 'isabella' (its positions: blocks apart, as functions)
 
 One recording of the workload (benchmarks/first_call.py's) is written by both writers in turn,
 ``compiler.write.Program`` (one line per operation) and ``compiler.fold.make_program`` (its

@@ -191,6 +191,92 @@ def test_find_reads_back_to_back_repeats_of_keys() -> None:
     assert fold.find([5, 5, 5, 5]) == [(0, 2, 2)]  # no block of one operation
 
 
+def test_find_apart_reads_repeats_of_keys_with_other_keys_between_them() -> None:
+    block = [1, 2, 3, 4, 5, 6]
+    assert fold.find_apart([*block, 9, *block, 7, 8, *block, 10], 4) == [[0, 7, 15, 6]]
+    assert fold.find_apart(block * 3, 4) == [[0, 6, 12, 6]]  # back to back: the nearest copy, not two at once
+    # each copy followed by a longer stretch (a model's positions, each reading all the earlier
+    # ones): the block is as long as the copies match, and the copies are found however far apart
+    keys = [*block, 20, *block, 20, 21, *block, 20, 21, 22, *block]
+    assert fold.find_apart(keys, 4) == [[0, 7, 15, 24, 6]]
+    assert fold.find_apart([*block, 9, *block], 7) == []  # shorter than the smallest block
+    assert fold.find_apart([-1, -2, -1, -2], 1) == []  # negative keys never fold
+
+
+def positions(params: list[Value], xs: list[Value]) -> Vector:
+    """A model run on each position, reading every earlier position (as attention does): the
+    copies of its block are apart, code of growing length between them."""
+    seen: list[Value] = []
+    losses = []
+    for x in xs:
+        h = (x * params[0] + params[1]).tanh() * params[2] + params[3]  # the block of each position
+        h = (h * h + params[0]).relu() * params[1] - x
+        context = h
+        for earlier in seen:  # glue: one more term at each position
+            context = context + earlier * params[2]
+        seen.append(h)
+        losses.append((context * params[3]).exp() * 0.5)
+    total = losses[0]
+    for loss in losses[1:]:
+        total = total + loss
+    return Vector([*losses, total])
+
+
+@pytest.mark.parametrize("seeded", [[0, 1, 2, 3, 4], [4], [0], [1, 3], [2, 4]])
+@pytest.mark.parametrize("seed", [1.0, -0.0, -2.5])
+def test_copies_apart_are_one_function_called_per_copy_with_eagers_bits(
+    seeded: list[int], seed: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fold, "SMALLEST_CALLED", 8)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+    params = [Value(0.5), Value(-0.25), Value(-1.5), Value(0.75)]  # the model's: read by the function, not passed
+    compiled = vjpgrad.compile(lambda xs: positions(params, xs))
+
+    def run(f: Callable[..., Vector]) -> list[Any]:
+        for p in params:
+            p.grad = -0.0
+        xs = [Value(x) for x in [-1.5, 0.75, -0.25, 2.0]]
+        out = f(xs)
+        Vector([out[i] for i in seeded]).backward([seed] * len(seeded))
+        return [bits(v.grad) for v in [*params, *xs]]
+
+    eager = run(lambda xs: positions(params, xs))
+    assert [run(compiled) for _ in range(3)] == [eager] * 3
+    program = compiled._last.program
+    assert isinstance(program, fold.FoldedProgram)
+    assert any(not block.adjacent and block.copies == 4 for block in program.blocks)
+    forward, backward = source_of(compiled).split("def backward(")
+    assert forward.count("\ndef _f") == 1
+    assert forward.count(" = _f0(") == 4  # written once, called per copy
+    assert "written once as a function, called once per copy: 4 copies" in forward
+    calls = [line for line in backward.splitlines() if " = _b" in line]
+    assert len(calls) == 4
+    assert all("_G0" in call or "g_p" in call for call in calls)  # the parameters' running gradients go through
+
+
+def test_anomaly_mode_names_the_operation_of_a_copy_apart_that_makes_nan(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fold, "SMALLEST_CALLED", 4)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+    weights = [Value(1.0), Value(0.0)]
+
+    def f(xs: list[Value]) -> Value:
+        total = xs[0] * 0.0
+        for x in xs:  # each copy reads the running total: code between the copies
+            total = total + ((x * weights[0] + weights[1]).relu().sqrt() * 0.0 + total) * 0.5
+        return total
+
+    compiled = vjpgrad.compile(f)
+    xs = [Value(-1.0), Value(2.0), Value(-3.0)]
+    compiled(xs)
+    compiled(xs).backward()  # written
+    program = compiled._last.program
+    assert isinstance(program, fold.FoldedProgram)
+    assert not program.blocks[0].adjacent
+    for function in (f, compiled):
+        with pytest.raises(FloatingPointError, match="sqrt"), vjpgrad.detect_anomaly():
+            function([Value(-1.0), Value(2.0), Value(-3.0)]).backward()
+
+
 def folded(f: Callable[..., Value], xs: list[Value]) -> bool:
     compiled = vjpgrad.compile(f)
     compiled(xs)
@@ -261,8 +347,40 @@ def test_the_cache_stores_the_blocks_with_the_code_and_a_reverse_pass_written_la
     assert detected == [payload["fold"]]
 
 
+def test_the_cache_stores_blocks_apart_and_a_pass_seeded_later_calls_their_functions(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fold, "SMALLEST_CALLED", 8)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+    params = [Value(0.5), Value(-0.25), Value(-1.5), Value(0.75)]
+
+    def run(f: Callable[..., Vector], seeded: list[int]) -> list[Any]:
+        for p in params:
+            p.grad = -0.0
+        xs = [Value(x) for x in [-1.5, 0.75, -0.25, 2.0]]
+        out = f(xs)
+        Vector([out[i] for i in seeded]).backward([1.5] * len(seeded))
+        return [bits(v.grad) for v in [*params, *xs]]
+
+    def eager(xs: list[Value]) -> Vector:
+        return positions(params, xs)
+
+    first = vjpgrad.compile(eager)
+    assert [run(first, [4]) for _ in range(2)] == [run(eager, [4])] * 2
+    [stored] = sorted(cache_dir.glob(f"*{_cache.SUFFIX}"))
+    payload = _cache.load(stored.name.removesuffix(_cache.SUFFIX))
+    assert any(len(starts) == 4 and starts[1] > starts[0] + length for length, starts in payload["fold"])  # apart
+    again = vjpgrad.compile(eager)
+    assert [run(again, [4]) for _ in range(2)] == [run(eager, [4])] * 2  # loaded
+    # a pass seeded elsewhere is written now, from the stored blocks, as the loaded forward pass was
+    assert [run(again, [1, 3]) for _ in range(2)] == [run(eager, [1, 3])] * 2
+    assert again._last.program.table == payload["fold"]
+
+
 @pytest.mark.parametrize(
-    "table", [(("a", 1, 2),), ((0, 1, 2),), ((5, 3),), ((10**9, 2, 2),), 7], ids=["text", "short", "pair", "far", "int"]
+    "table",
+    [(("a", (0, 9)),), ((1, (0, 1)),), ((8, (0,)),), ((8, (0, 4)),), ((8, (10**9, 10**9 + 8)),), ((5, 3),), 7],
+    ids=["text", "short", "one-copy", "overlapping", "far", "pair", "int"],
 )
 def test_a_stored_table_of_blocks_that_is_not_one_writes_the_code_again(cache_dir: Path, table: Any) -> None:
     model = MLP(2, [3, 1], seed=5)
@@ -312,3 +430,37 @@ def test_the_performance_pages_picture_of_the_folded_demo_step_is_current() -> N
     assert draw_folded_step.svg(draw_folded_step.recorded_program()) == picture.read_text(), (
         "run python examples/draw_folded_step.py"
     )
+
+
+# ---- microgpt's step: each position's block, copies apart ---------------------------------------
+
+
+@pytest.mark.slow
+def test_microgpt_step_compiled_folds_its_positions_apart_and_is_eager_to_the_bit() -> None:
+    import gpt
+
+    docs = gpt.load_names()
+    uchars = sorted(set("".join(docs)))
+    tokens = [len(uchars)] + [uchars.index(ch) for ch in "emma"] + [len(uchars)]
+    model = gpt.GPT(len(uchars) + 1)
+    eager_step = gpt.make_step_loss(model, one_hot=True)  # the same program as the compiled one, run eagerly
+    compiled_step = gpt.make_step_loss(model, compiled=True)
+
+    def step_gradients(step: Callable[[list[int]], Value]) -> list[Any]:
+        for p in model.parameters():
+            p.grad = -0.0
+        loss = step(tokens)
+        loss.backward()
+        return [bits(loss.data)] + [bits(p.grad) for p in model.parameters()]
+
+    eager = step_gradients(eager_step)
+    assert [step_gradients(compiled_step) for _ in range(3)] == [eager] * 3
+    closure = [cell.cell_contents for cell in compiled_step.__closure__ or ()]
+    [compiled] = [x for x in closure if hasattr(x, "_last")]  # the compiled function the step calls
+    program = compiled._last.program
+    assert isinstance(program, fold.FoldedProgram)
+    apart = [block for block in program.blocks if not block.adjacent]
+    assert apart
+    largest = max(apart, key=lambda block: block.length)
+    assert largest.copies == len(tokens) - 1  # one copy per position
+    assert sum(block.length * block.copies for block in program.blocks) > 0.6 * len(program.live)

@@ -150,11 +150,13 @@ def run(  # DEFINITION
                 a = a * regs[0]
             regs.append(a)
         elif kind == "blocks":  # copies of one block over inputs of their own: compile writes them as a loop
-            _, start, copies, body, vary, between = step
+            _, start, copies, body, vary, between, chain = step
             inputs = [regs[(start + c) % len(regs)] + regs[(start + c + 1) % len(regs)] for c in range(copies)]
             inputs = [h * float(c + 1) for c, h in enumerate(inputs)]  # an input of its own for each copy
-            outputs = []
+            outputs: list[Value] = []
             for c, h in enumerate(inputs):
+                if chain and outputs:  # each copy reads the ones before it (a model's positions): copies apart
+                    h = h + outputs[-1] * regs[1] if c % 2 else h * (outputs[0] + outputs[-1])
                 for part in body:
                     if part == "shared":  # a value every copy reads: its gradient threads through the loop
                         h = h * inputs[0] if c else h * regs[0]
@@ -275,6 +277,7 @@ step = st.one_of(
         ),
         st.booleans(),
         st.booleans(),
+        st.booleans(),
     ),
 )
 refusal = st.tuples(st.sampled_from(sorted(REFUSED)), index)
@@ -364,8 +367,9 @@ def test_compiled_loops_of_identical_blocks_are_eager_to_the_bit(
     weights: list[float],
     seed_all: bool,
 ) -> None:
-    # copies of one block (compile writes them as one loop), with constants that vary between
-    # copies, steps between the copies, and a pass seeded at some outputs only
+    # copies of one block (compile writes them as one loop, or as one function where they are
+    # apart), with constants that vary between copies, steps between the copies, copies that
+    # read the ones before them, and a pass seeded at some outputs only
     compare([*before, loop, *after], first, second, weights, "numbers", 1, False, seed_all, (False, False))
 
 
@@ -381,8 +385,13 @@ def compare(
     orders: tuple[bool, bool],
 ) -> None:
     """Record ``steps``, change the world as ``change`` says, and compare a replay with eager code
-    (blocks of two operations or more, however small a part of the program, written as loops)."""
-    with mock.patch.object(fold, "SMALLEST", 2), mock.patch.object(fold, "SHARE", 0.0):
+    (blocks of two operations or more, however small a part of the program, written as loops
+    or, where their copies are apart, as functions)."""
+    with (
+        mock.patch.object(fold, "SMALLEST", 2),
+        mock.patch.object(fold, "SMALLEST_CALLED", 2),
+        mock.patch.object(fold, "SHARE", 0.0),
+    ):
         compare_as_compiled(steps, first, second, weights, change, trip, numpy_scalars, seed_all, orders)
 
 

@@ -25,7 +25,7 @@ The rule: a compiled function gives exactly the bits eager code gives, or it ref
 The modules, in the order a first call uses them: ``world`` (what the function can reach),
 ``record`` (the arguments' structure, one recorded run, what it read), ``guard`` (the world's
 check, as code), ``write`` (the code, from the graph and the table's rules), ``fold`` (a block the
-recording repeats, written once as a loop), ``run`` (the code loaded, called and
+recording repeats, written once as a loop or a function), ``run`` (the code loaded, called and
 differentiated). This package imports the core and
 ``vjpgrad.codegen``; the core never imports it: it meets the core through
 ``graph.Recording``, ``modes.refusing_numbers`` and ``Op.backward``.

@@ -4,8 +4,8 @@ per process.
 **What is cached.** For each recorded structure, the compiled code objects of its forward and
 reverse passes and the small metadata the compiler needs to use them (any value ``marshal``
 can write: code, tuples, lists, dicts, strings, numbers), among them the table of the blocks
-the code writes as loops (``compiler.fold``), so that a reverse pass written later in the
-process folds the same blocks as the loaded forward pass; a table that is not a list of runs
+the code writes once (``compiler.fold``), so that a reverse pass written later in the
+process folds the same blocks as the loaded forward pass; a table that is not a list of blocks
 inside the recording is refused like any payload of another shape, and the code written anew.
 Not cached: the recording itself (each process still records, as that is how it learns the
 structure), and the namespace the code runs in (the compiler builds it again: ``_div``, the
@@ -78,9 +78,10 @@ from typing import Any
 
 from vjpgrad._version import __version__
 
-FORMAT = 2
+FORMAT = 3
 """The version of this file format and key; a change makes every earlier entry a miss (2: the
-payload carries the table of the blocks its code writes as loops)."""
+payload carries the table of the blocks its code writes as loops; 3: each block of the table
+is its length and where each copy starts, copies back to back or apart)."""
 MAGIC = b"vjpgradC"
 SUFFIX = ".vjpc"
 _TEMPORARY_PREFIX = ".tmp-"

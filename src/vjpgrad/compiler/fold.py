@@ -1,40 +1,50 @@
-"""Repeated blocks of a recorded graph, written once: a ``for`` loop over their copies.
+"""Repeated blocks of a recorded graph, written once: a ``for`` loop over copies back to back,
+a function called once per copy where the copies are apart.
 
 A user's program is often a loop: micrograd's demo step runs the model on 100 points, so its
-recording holds 100 copies of one block of 640 operations. Straight-line code pays for every
-copy when it is written and when CPython compiles it; this module finds the copies and writes
-the block once, as a loop over them, with the code between blocks (the *glue*: the margins,
-the sum, the L2 term) straight-line as before.
+recording holds 100 copies of one block of 640 operations, back to back. microgpt's step runs
+the model on each position of a name, and each position reads the earlier ones (attention), so
+its copies are apart: between two copies runs code that differs from position to position.
+Straight-line code pays for every copy when it is written and when CPython compiles it; this
+module finds the copies and writes each block once, as a loop over its copies or as a function
+(``_f1``) called once per copy, with the code between blocks (the *glue*: the margins, the
+sum, the L2 term, the attention of growing length) straight-line as before.
 
-**Finding the copies** (``keys``, ``find``). Each operation gets a local key: its row of the
-table, the edges the recording made, whether it takes gradient, and per operand the row of
-the operation it reads (where that operation is, inside the copy or before it, is checked
-later), a placeholder (an argument, or a number: each copy may have its own) or the
-parameter's position (a parameter: the copies share it). A run of keys that repeats back to
-back is a candidate block; it is one (``Block.of``) when every copy is wired inside as the
-first, reads the same parameters, wires its own inputs (the values it reads from before the
-run: arguments, glue, earlier blocks) alike, and reads no other copy's values. A number that
-differs between copies (a label) is an input of the loop too, a column of literals.
+**Finding the copies** (``keys``, ``find_apart``, ``find``). Each operation gets a local key:
+its row of the table, the edges the recording made, whether it takes gradient, and per operand
+the row of the operation it reads (where that operation is, inside the copy or before it, is
+checked later), a placeholder (an argument, or a number: each copy may have its own) or the
+parameter's position (a parameter: the copies share it). From each position the next few
+occurrences of its key are tried as a second copy and the match extended with slices of the
+key list compared in C; large blocks are found first (``find_apart``), then small loops in
+what is left (``find``). A candidate is a block (``Block.of``) when every copy is wired inside
+as the first and wires the values it reads from before it (arguments, glue, other copies'
+outputs) alike; copies apart that differ from some offset on are cut there. A number that
+differs between copies (a label) is an input of the block too.
 
 **Eager's bits.** The reverse pass runs the units (glue and copies, contiguous runs of
 creation order) in decreasing creation order, the last copy first, each copy's operations in
-decreasing order; the parameters' running gradients stay in the same variables through the
-loop and every copy's inputs and outputs hand their gradients in and out, so every
-accumulator sees exactly the additions of the straight-line code, in its order. A copy's
-output or input that nothing has handed gradient to yet starts at ``-0.0`` (``-0.0 + c`` is
-``c`` to the bit, signed zeros and nan included), and an operation runs only where the pass
-reaches it: copies are grouped, for each set of seeded outputs, by which of their operations
-the pass reaches, one loop per run of copies alike.
+decreasing order; every parameter's running gradient goes through the units in that order
+(a loop's variables, a function's arguments and results, or, for the parameters only one
+block's copies read, one list its calls share), and every copy's inputs and outputs hand their
+gradients in and out, so every accumulator sees exactly the additions of the straight-line
+code, in its order. A copy's output or input that nothing has handed gradient to yet starts at
+``-0.0`` (``-0.0 + c`` is ``c`` to the bit, signed zeros and nan included), and an operation
+runs only where the pass reaches it: for each set of seeded outputs, a loop's copies are
+grouped by which of their operations the pass reaches, and a function is written for each
+such set of its copies'.
 
 Only the recorded graph goes into the code: the names (``u1`` for a block's operations,
-``i0`` for its inputs, ``c0`` for its numbers) are made here, as ``compiler.write`` makes its
-own, and numbers are written by ``codegen.symbols.literal``.
+``i0`` for its inputs, ``c0`` for its numbers, ``_f1`` and ``_b1_2`` for its functions) are
+made here, as ``compiler.write`` makes its own, and numbers are written by
+``codegen.symbols.literal``.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -48,12 +58,21 @@ SMALLEST = 8
 """The fewest operations a block folds: a loop's bookkeeping for each copy (its inputs, its
 outputs, the values its reverse pass reads) costs about what a few straight lines cost."""
 SHARE = 0.25
-"""The least part of a recording its blocks must hold for it to be written with loops: a few
-small loops in a large program shorten little and cost a search and a slower replay (microgpt's
-step, whose positions interleave, folds about 10% this way; its code stays straight-line)."""
+"""The least part of a recording its blocks must hold for it to be written with loops and
+functions: a few small blocks in a large program shorten little and cost a search and a slower
+replay."""
+
+SMALLEST_CALLED = 128
+"""The fewest operations a block whose copies are apart (not back to back) folds into a
+function: each copy is a call, whose arguments and results cost about what a few dozen
+straight lines cost."""
+TRIES_APART = 8
+"""How many later occurrences of a key are tried as the start of a copy that is not adjacent."""
 
 Run = tuple[int, int, int]
-"""A repeated block: where its first copy starts in creation order, its length, its copies."""
+"""Copies back to back: where the first starts in creation order, their length, their number."""
+Entry = tuple[int, tuple[int, ...]]
+"""A repeated block as the cache stores it: its length, and where each copy starts."""
 
 
 def keys(
@@ -157,69 +176,250 @@ def _first_mismatch(key: list[int], i: int, length: int) -> int:
     return low
 
 
+def common(key: list[int], a: int, b: int, cap: int) -> int:
+    """How many keys from ``a`` equal those from ``b``, at most ``cap``: slices compared in C,
+    twice as long each time, then halved at the first mismatch (a short match costs little)."""
+    n, step = 0, 4
+    while n < cap:
+        m = min(step, cap - n)
+        if key[a + n : a + n + m] != key[b + n : b + n + m]:
+            low, high = n, n + m  # key[a:a + low] matches; the first mismatch is before high
+            while high - low > 1:
+                middle = (low + high) // 2
+                if key[a + low : a + middle] == key[b + low : b + middle]:
+                    low = middle
+                else:
+                    high = middle
+            return low
+        n += m
+        step *= 2
+    return cap
+
+
+def find_apart(key: list[int], smallest: int) -> list[list[int]]:
+    """Copies of a block, back to back or apart (each position of a model that reads the
+    earlier ones: code runs between them), as lists of where each copy starts, the block's
+    length last. From each free position the next few occurrences of its key are tried as a
+    second copy (the nearest back to back, else the longest match); later copies are found
+    the same way after each copy's end. The block is as long as its shortest match, at
+    least ``smallest`` (``Block.of`` may shorten it)."""
+    search = _Search(key)
+    found: list[list[int]] = []
+    i, n = 0, len(key)
+    while i < n:
+        if search.blocked[i] or key[i] < 0:
+            i += 1
+            continue
+        length, second = search.second(i)
+        if length < smallest:
+            i += 1
+            continue
+        starts, length = search.later(i, second, length, smallest)
+        found.append([*starts, length])  # the length last: Block.of checks and may shorten it
+        search.take(starts, length)
+        i += length
+    return found
+
+
+class _Search:
+    """What ``find_apart`` knows as it goes: for each position the next with the same key, the
+    positions taken by copies found, and where each free stretch ends."""
+
+    def __init__(self, key: list[int]) -> None:
+        n = len(key)
+        self.key = key
+        self.blocked = [False] * n
+        self.free_end = [n] * n  # for each position, where its stretch of free positions ends
+        self.following = following = [-1] * n
+        latest: dict[int, int] = {}
+        for q in range(n - 1, -1, -1):
+            x = key[q]
+            if x >= 0:
+                following[q] = latest.get(x, -1)
+                latest[x] = q
+
+    def second(self, i: int) -> tuple[int, int]:
+        """The match's length and start of the best second copy of a block starting at ``i``."""
+        following, blocked, free_end = self.following, self.blocked, self.free_end
+        j, tries = following[i], TRIES_APART
+        best, best_at = 0, -1
+        while j >= 0 and tries:
+            if not blocked[j]:
+                tries -= 1
+                length = common(self.key, i, j, min(j - i, free_end[i] - i, free_end[j] - j))
+                if length > best:
+                    best, best_at = length, j
+                    if length == j - i:  # back to back: the nearest such copy is the block
+                        break
+            j = following[j]
+        return best, best_at
+
+    def later(self, i: int, second: int, length: int, smallest: int) -> tuple[list[int], int]:
+        """Every copy of the block at ``i`` whose second copy is at ``second``, each found after
+        the one before it, about as far from it as that one was from its own; the length all match."""
+        following, blocked, free_end = self.following, self.blocked, self.free_end
+        starts = [i, second]
+        j = following[second]
+        while j >= 0 and j <= 2 * starts[-1] - starts[-2] + length:
+            if j >= starts[-1] + length and not blocked[j]:
+                match = common(self.key, i, j, min(free_end[j] - j, length))
+                if match >= smallest:
+                    starts.append(j)
+                    length = match
+            j = following[j]
+        return starts, length
+
+    def take(self, starts: list[int], length: int) -> None:
+        """The copies at ``starts`` are found: no later match runs into them."""
+        blocked, free_end = self.blocked, self.free_end
+        for s in starts:
+            blocked[s : s + length] = [True] * length
+            for q in range(s - 1, -1, -1):  # the free stretch before the copy now ends at it
+                if blocked[q] or free_end[q] <= s:
+                    break
+                free_end[q] = s
+
+
 class Block:
-    """One repeated block, checked to be a loop: what each copy reads from before the run (its
-    *slots*: a parameter or a value the copies share is read by name, the others are the loop's
-    inputs), and which of its values are read after the run (its *outputs*)."""
+    """One repeated block, checked to be a loop or a function: what each copy reads from before
+    it (its *slots*: for a loop, a parameter or a value the copies share is read by name and
+    the others are the loop's inputs; a function takes every value it reads as an argument),
+    and which of its values are read after the copy (its *outputs*)."""
 
     def __init__(
         self,
-        run: Run,
+        starts: list[int],
+        length: int,
         varying: list[list[graph.Node]],
         shared: dict[int, graph.Node],
         slot_of: dict[int, int],
         outputs: list[int],
         numbers: list[tuple[list[tuple[int, int]], list[Any]]],
     ) -> None:
-        self.start, self.length, self.copies = run
+        self.starts = starts  # where each copy starts, in creation order
+        self.length = length
+        self.start, self.copies = starts[0], len(starts)
+        self.end_of_first = starts[0] + length
+        # back to back: one ``for`` loop; apart (code runs between the copies): one function, called per copy
+        self.adjacent = all(s == starts[0] + m * length for m, s in enumerate(starts))
         # the numbers that differ between copies: where each is read (offset, operand), and its
         # number in each copy (one input for all the places that read the same numbers)
         self.numbers = numbers
         self.varying = varying  # per input: its node in each copy
-        self.shared = shared  # id -> node read by every copy (a parameter, or a value before the run)
+        self.shared = shared  # id -> node read by every copy of a loop (a parameter, or a value before the run)
         self.slot_of = slot_of  # id of the first copy's input node -> its input's position
-        self.outputs = outputs  # offsets of the operations read after the run
+        self.outputs = outputs  # offsets of the operations read after their copy
+
+    @property
+    def entry(self) -> Entry:
+        """The block as the cache stores it."""
+        return (self.length, tuple(self.starts))
 
     @classmethod
     def of(
         cls,
-        run: Run,
+        starts: list[int],
+        length: int,
         live: Sequence[graph.Node],
         place: dict[int, int],
         external: dict[int, int],
         arguments: int,
         last: list[int],
+        shorten: bool = False,
     ) -> Block | None:
-        """The block of ``run`` if its copies can be one loop, else None (the run stays glue).
-        The copies' keys are equal (the same operations, parameters and numbers); here each copy
-        is checked to be wired inside as the first, and to read from before the run alike."""
-        start, length, copies = run
-        end = start + length * copies
-        inside, reads, constants = _first_copy(run, live, place, external, arguments)
-        operands_of = graph.operands
-        for m in range(1, copies):  # each copy wired inside as the first
-            base = start + m * length
-            for o, n, at in inside:
-                if place.get(id(operands_of(live[base + o])[n])) != base + at:
-                    return None
-        inputs = _inputs(run, live, place, reads)
-        if inputs is None:
-            return None
-        slots = _slots(inputs, copies)
-        if slots is None:
-            return None
-        varying, shared, slot_of = slots
-        outputs = {(j - start) % length for j in range(start, end) if last[j] >= end}
-        return cls(run, varying, shared, slot_of, sorted(outputs), _numbers(run, live, constants))
+        """The block of copies at ``starts`` if they can be one loop or one function, else None
+        (they stay glue). The copies' keys are equal (the same operations, parameters and
+        numbers); here each copy is checked to be wired inside as the first, and to read from
+        before it alike. ``shorten``: a block whose copies differ from some offset on is cut
+        there (found apart, a match may run on into the code after each copy)."""
+        adjacent = all(s == starts[0] + m * length for m, s in enumerate(starts))
+        bad = _first_difference(starts, length, live, place, external, arguments, adjacent)
+        if bad < length:
+            if not shorten or adjacent or bad < SMALLEST_CALLED:
+                return None
+            length = bad
+        _, reads, constants = _first_copy(starts[0], length, live, place, external, arguments)
+        inputs = [_reads_of(live, base, reads) for base in starts]
+        if adjacent:
+            slots = _slots(inputs, len(starts))
+            if slots is None:
+                return None
+            varying, shared, slot_of = slots
+        else:  # a function takes each value it reads as an argument, shared or not
+            varying = [[nodes[s] for nodes in inputs] for s in range(len(inputs[0]))]
+            shared, slot_of = {}, {id(x): s for s, x in enumerate(inputs[0])}
+        outputs = {o for base in starts for o in range(length) if last[base + o] >= base + length}
+        return cls(starts, length, varying, shared, slot_of, sorted(outputs), _numbers(starts, length, live, constants))
+
+
+def _first_difference(
+    starts: list[int],
+    length: int,
+    live: Sequence[graph.Node],
+    place: dict[int, int],
+    external: dict[int, int],
+    arguments: int,
+    adjacent: bool,
+) -> int:
+    """The first offset at which a copy is wired unlike the first (an operand inside the first
+    copy that is not at the same offset in this one, or one read from before the first copy
+    that is inside this one, or values read from before wired in another order), or where a
+    loop's copy reads an earlier copy's value; ``length`` when there is none. Each copy's
+    wiring is a list (``_wiring``), compared with the first's in C."""
+    first = starts[0]
+    reference = _wiring(live, first, length, place, external, arguments, first)
+    for base in starts[1:]:
+        wiring = _wiring(live, base, length, place, external, arguments, first if adjacent else base)
+        if wiring != reference:
+            at = next(q for q, (a, b) in enumerate(zip(wiring, reference, strict=True)) if a != b)
+            ends = itertools.accumulate(len(graph.operands(node)) for node in live[first : first + length])
+            return next(o for o, end in enumerate(ends) if end > at)
+    return length
+
+
+_EARLIER = "an earlier copy"  # what a loop's copy reads of an earlier copy: never the first copy's wiring
+
+
+def _wiring(
+    live: Sequence[graph.Node],
+    base: int,
+    length: int,
+    place: dict[int, int],
+    external: dict[int, int],
+    arguments: int,
+    inside_from: int,
+) -> list[Any]:
+    """Per operand of the copy at ``base``: the offset it reads inside the copy, ``-1 - s`` for
+    the ``s``-th value the copy reads from before it, None for a parameter or a number (the
+    keys compared those), and ``_EARLIER`` for a value between ``inside_from`` and ``base``."""
+    place_get, external_get, operands_of = place.get, external.get, graph.operands
+    order: dict[int, int] = {}
+    out: list[Any] = []
+    append = out.append
+    for node in live[base : base + length]:
+        for x in operands_of(node):
+            j = place_get(id(x))
+            if j is None:
+                k = external_get(id(x))
+                if k is None or k >= arguments:
+                    append(None)
+                    continue
+            elif j >= base:
+                append(j - base)
+                continue
+            elif j >= inside_from:
+                append(_EARLIER)
+                continue
+            append(-1 - order.setdefault(id(x), len(order)))
+    return out
 
 
 def _first_copy(
-    run: Run, live: Sequence[graph.Node], place: dict[int, int], external: dict[int, int], arguments: int
+    start: int, length: int, live: Sequence[graph.Node], place: dict[int, int], external: dict[int, int], arguments: int
 ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
     """What the first copy's operands are: ``(offset, operand, offset read)`` of those inside
-    the copy, ``(offset, operand)`` of those read from before the run (arguments, glue, earlier
+    the copy, ``(offset, operand)`` of those read from before the copy (arguments, glue, other
     blocks), and ``(offset, operand)`` of its numbers."""
-    start, length, _ = run
     node_type = graph.Node
     inside: list[tuple[int, int, int]] = []
     reads: list[tuple[int, int]] = []
@@ -238,42 +438,25 @@ def _first_copy(
     return inside, reads, constants
 
 
-def _inputs(
-    run: Run, live: Sequence[graph.Node], place: dict[int, int], reads: list[tuple[int, int]]
-) -> list[list[graph.Node]] | None:
-    """Each copy's inputs, in the order the copy first reads them; None when the copies wire
-    them differently or a copy reads an earlier copy's value (not one loop)."""
-    start, length, copies = run
+def _reads_of(live: Sequence[graph.Node], base: int, reads: list[tuple[int, int]]) -> list[graph.Node]:
+    """The values a copy reads from before it, in the order it first reads them (the copies
+    read them alike: ``_first_difference`` checked it)."""
     operands_of = graph.operands
-    wiring: list[int] | None = None
-    inputs: list[list[graph.Node]] = []
-    for m in range(copies):
-        base = start + m * length
-        order: dict[int, int] = {}
-        nodes: list[graph.Node] = []
-        wires: list[int] = []
-        for o, n in reads:
-            x = operands_of(live[base + o])[n]
-            j = place.get(id(x))
-            if j is not None and j >= start:
-                return None
-            slot = order.setdefault(id(x), len(order))
-            if slot == len(nodes):
-                nodes.append(x)
-            wires.append(slot)
-        if wiring is None:
-            wiring = wires
-        elif wires != wiring:
-            return None
-        inputs.append(nodes)
-    return inputs
+    seen: set[int] = set()
+    nodes: list[graph.Node] = []
+    for o, n in reads:
+        x = operands_of(live[base + o])[n]
+        if id(x) not in seen:
+            seen.add(id(x))
+            nodes.append(x)
+    return nodes
 
 
 def _slots(
     inputs: list[list[graph.Node]], copies: int
 ) -> tuple[list[list[graph.Node]], dict[int, graph.Node], dict[int, int]] | None:
-    """The inputs every copy shares (read by name) and those each copy has of its own (the
-    loop's columns); None for an input two copies share but not all."""
+    """The inputs every copy of a loop shares (read by name) and those each copy has of its
+    own (the loop's columns); None for an input two copies share but not all."""
     varying: list[list[graph.Node]] = []
     shared: dict[int, graph.Node] = {}
     slot_of: dict[int, int] = {}
@@ -295,15 +478,14 @@ def _slots(
 
 
 def _numbers(
-    run: Run, live: Sequence[graph.Node], constants: list[tuple[int, int]]
+    starts: list[int], length: int, live: Sequence[graph.Node], constants: list[tuple[int, int]]
 ) -> list[tuple[list[tuple[int, int]], list[Any]]]:
-    """The numbers that differ between copies, inputs of the loop: where each is read and its
+    """The numbers that differ between copies, inputs of the block: where each is read and its
     number in each copy (one input for all the places that read the same numbers)."""
-    start, length, copies = run
     numbers: list[tuple[list[tuple[int, int]], list[Any]]] = []
     columns: dict[tuple[Any, ...], int] = {}
     for o, n in constants:
-        column = [graph.operands(live[start + m * length + o])[n] for m in range(copies)]
+        column = [graph.operands(live[base + o])[n] for base in starts]
         bits = tuple(exact(x) for x in column)
         if all(b == bits[0] for b in bits):
             continue
@@ -314,28 +496,41 @@ def _numbers(
     return numbers
 
 
-def detect(program: Program, table: Sequence[Run] | None = None) -> tuple[list[Block], dict[int, int]]:
-    """The blocks of ``program``'s recording that fold into loops: those of ``table`` (a stored
-    one, each checked), else those found now; and each operation's position by its id."""
+def detect(program: Program, table: Sequence[Entry] | None = None) -> tuple[list[Block], dict[int, int]]:
+    """The blocks of ``program``'s recording that fold: those of ``table`` (a stored one, each
+    checked), else those found now (copies back to back, then copies apart in what is left);
+    and each operation's position by its id."""
     returned = {id(program.live[k]) for k in program.internal_outputs}
     place = {id(node): k for k, node in enumerate(program.live)}
     constants = program.writer.constants
     key, last = keys(program.live, program.externals, program.arguments, constants, program.edges, returned, place)
-    runs = find(key) if table is None else table
     external = {id(x): k for k, x in enumerate(program.externals)}
-    blocks = []
-    for run in runs:
-        start, length, copies = run
-        if table is not None and any(
-            key[start : start + length] != key[at : at + length]
-            for at in range(start + length, start + length * copies, length)
-        ):
-            raise ValueError(f"a stored block {run!r} does not repeat in this recording")
-        block = Block.of(run, program.live, place, external, program.arguments, last)
+    live, arguments = program.live, program.arguments
+    blocks: list[Block] = []
+    if table is not None:
+        for length, given in table:
+            starts = list(given)
+            first = key[starts[0] : starts[0] + length]
+            if any(key[at : at + length] != first for at in starts[1:]):
+                raise ValueError(f"a stored block {(length, starts)!r} does not repeat in this recording")
+            block = Block.of(starts, length, live, place, external, arguments, last)
+            if block is None:
+                raise ValueError(f"a stored block {(length, starts)!r} is not a loop in this recording")
+            blocks.append(block)
+        return blocks, place
+    for *starts, length in find_apart(key, SMALLEST_CALLED):  # large blocks first, back to back or apart
+        block = Block.of(starts, length, live, place, external, arguments, last, shorten=True)
         if block is not None:
             blocks.append(block)
-        elif table is not None:
-            raise ValueError(f"a stored block {run!r} is not a loop in this recording")
+    rest = list(key)  # then small loops in what is left
+    for block in blocks:
+        for base in block.starts:
+            rest[base : base + block.length] = range(-1 - base, -1 - base - block.length, -1)
+    for start, length, copies in find(rest):
+        block = Block.of([start + m * length for m in range(copies)], length, live, place, external, arguments, last)
+        if block is not None:
+            blocks.append(block)
+    blocks.sort(key=lambda b: b.start)
     return blocks, place
 
 
@@ -347,10 +542,10 @@ def make_program(
     outputs: list[int],
     sources: dict[int, graph.Node],
     edges: Edges,
-    table: Sequence[Run] | None = None,
+    table: Sequence[Entry] | None = None,
 ) -> Program:
-    """The writer of a recording's code: its repeated blocks folded into loops when it has any
-    (``table``: the runs a cached payload was written with, else found now)."""
+    """The writer of a recording's code: its repeated blocks folded into loops and functions
+    when it has any (``table``: the blocks a cached payload was written with, else found now)."""
     program = Program.__new__(Program)
     program._setup(live, externals, arguments, constants, outputs, sources, edges)
     if table is not None and not table:  # loaded code written straight-line: no search
@@ -362,7 +557,7 @@ def make_program(
     if not blocks:
         program._write()
         return program
-    program.__class__ = FoldedProgram  # the same set-up, written with its blocks as loops
+    program.__class__ = FoldedProgram  # the same set-up, written with its blocks as loops and functions
     assert isinstance(program, FoldedProgram)
     program._fold(blocks, place)
     return program
@@ -377,7 +572,13 @@ class FoldedProgram(Program):
     def _fold(self, blocks: list[Block], place: dict[int, int]) -> None:
         """Write the code of a set-up program (``Program._setup``) with ``blocks`` as loops."""
         self.blocks = blocks
-        self.table = tuple((b.start, b.length, b.copies) for b in self.blocks)
+        self.table = tuple(b.entry for b in self.blocks)
+        self._parameter_place = {id(x): k for k, x in enumerate(self.externals) if k >= self.arguments}
+        self._parameters = [self._parameters_of(b) if not b.adjacent else [] for b in blocks]
+        self._owned = self._owners()
+        self._functions_written = 0  # the reverse passes' functions, named apart in the namespace they share
+        self._full_lines: dict[int, tuple[list[str], set[int], set[int]]] = {}
+        self._returned = {id(self.live[k]) for k in self.internal_outputs}
         self.place = place
         self._locals = [self._local_names(b) for b in self.blocks]
         self._block_kept: list[list[str]] = []
@@ -385,7 +586,8 @@ class FoldedProgram(Program):
         for k, block in enumerate(self.blocks):  # what a copy's reverse pass reads, every operation reached
             lines, _, _ = self._block_lines(k, (True,) * block.length, False, None)
             text = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
-            read = set(re.findall(r"\b[uic]\d+\b", text))
+            # a function's copies also hand on the parameters' values they read (a loop reads them by name)
+            read = set(re.findall(r"\b[uic]\d+\b" if block.adjacent else r"\b[uicp]\d+\b", text))
             self._block_kept.append(sorted(read, key=lambda name: (name[0], int(name[1:]))))
             glue_reads |= set(re.findall(r"\bt\d+\b", text))
         lines = self._backward_lines(self._every, checked=False)
@@ -426,48 +628,136 @@ class FoldedProgram(Program):
     def _described(self, k: int) -> str:
         """The comment above a block: what it is, how many copies run, over what."""
         block = self.blocks[k]
-        first, last = block.start + 1, block.start + block.length * block.copies
         over = []
         if block.varying:
-            inputs = ", ".join(f"i{s}" for s in range(len(block.varying)))
-            given = ", ".join(self.names[id(column[0])] for column in block.varying)
+            inputs = _listed([f"i{s}" for s in range(len(block.varying))])
+            given = _listed([self.names[id(column[0])] for column in block.varying])
             over.append(f"each reading {inputs} of its own (the first copy's {given})")
         if block.numbers:
-            names = ", ".join(f"c{s}" for s in range(len(block.numbers)))
-            given = ", ".join(literal(column[0]) for _, column in block.numbers)
+            names = _listed([f"c{s}" for s in range(len(block.numbers))])
+            given = _listed([literal(column[0]) for _, column in block.numbers])
             over.append(f"{'and ' if over else 'each with '}numbers {names} of its own (the first copy's {given})")
-        copies = f"{block.copies} copies of {block.length} operations (t{first} to t{last})"
-        return f"    # block {k + 1}, written once: {copies}, {' '.join(over) or 'all alike'}"
+        if block.adjacent:
+            first, last = block.start + 1, block.start + block.length * block.copies
+            copies = f"{block.copies} copies of {block.length} operations (t{first} to t{last})"
+            return f"    # block {k + 1}, written once: {copies}, {' '.join(over) or 'all alike'}"
+        where = _listed([f"t{s + 1}" for s in block.starts])
+        copies = f"{block.copies} copies of {block.length} operations, apart (from {where})"
+        return (
+            f"    # block {k + 1}, written once as a function, called once per copy: {copies}, "
+            f"{' '.join(over) or 'all alike'}"
+        )
+
+    def units(self) -> list[tuple[int, int, int, int]]:
+        """The units of the code in creation order: ``(first, end, block, copy)``, a block of -1
+        for glue and a copy of -1 for a loop's copies together."""
+        units: list[tuple[int, int, int, int]] = []
+        parts = [(b.start, b.start + b.length * b.copies, k, -1) for k, b in enumerate(self.blocks) if b.adjacent]
+        parts += [
+            (s, s + b.length, k, m) for k, b in enumerate(self.blocks) if not b.adjacent for m, s in enumerate(b.starts)
+        ]
+        parts.sort()
+        at = 0
+        for first, end, k, m in parts:
+            if at < first:
+                units.append((at, first, -1, -1))
+            units.append((first, end, k, m))
+            at = end
+        if at < len(self.live):
+            units.append((at, len(self.live), -1, -1))
+        return units
 
     # ---- the forward pass --------------------------------------------------------------------------
 
     def _forward_source(self) -> str:
-        lines = [
-            "def forward(inputs):",
-            self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n"),
-        ]
-        at = 0
+        lines = []
         for k, block in enumerate(self.blocks):
-            lines += [f"    {self.writer.forward_line(node)}" for node in self.live[at : block.start]]
-            lines.append(self._described(k))
-            lines.append(f"    _k{k} = []")
-            lines += [f"    _o{k}_{o} = []" for o in block.outputs]
-            lines.append(f"    for {self._loop_head(k)}:")
-            with self._named(k):
-                lines += [
-                    f"        {self.writer.forward_line(node)}"
-                    for node in self.live[block.start : block.start + block.length]
-                ]
-            lines.append(f"        _k{k}.append({_tuple(self._block_kept[k])})")
-            lines += [f"        _o{k}_{o}.append(u{o + 1})" for o in block.outputs]
-            for o in block.outputs:
-                names = [self.names[id(self.live[block.start + m * block.length + o])] for m in range(block.copies)]
-                lines.append(f"    {', '.join(names)}, = _o{k}_{o}")
-            at = block.start + block.length * block.copies
-        lines += [f"    {self.writer.forward_line(node)}" for node in self.live[at:]]
+            if not block.adjacent:
+                lines += self._forward_function(k)
+        lines.append("def forward(inputs):")
+        lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n"))
+        lines += [f"    _k{k} = []" for k, block in enumerate(self.blocks) if not block.adjacent]
+        lines += [f"    _P{k} = {_tuple(names)}" for k, names in enumerate(self._parameters) if names]
+        for first, end, k, m in self.units():
+            if k < 0:
+                lines += [f"    {self.writer.forward_line(node)}" for node in self.live[first:end]]
+            elif m < 0:
+                lines += self._forward_loop(k)
+            else:
+                block = self.blocks[k]
+                arguments = [self.names[id(column[m])] for column in block.varying]
+                arguments += [literal(column[m]) for _, column in block.numbers]
+                arguments += [f"_P{k}"] if self._parameters[k] else []
+                outputs = [self.names[id(self.live[block.starts[m] + o])] for o in block.outputs]
+                lines.append(f"    {', '.join([*outputs, '_v'])} = _f{k}({', '.join(arguments)})")
+                lines.append(f"    _k{k}.append(_v)")
         values = [self.names[id(node)] for node in self.kept] + [f"_k{k}" for k in range(len(self.blocks))]
         lines.append(f"    return {_tuple(values)}")
         return "\n".join(line for line in lines if line) + "\n"
+
+    def _forward_function(self, k: int) -> list[str]:
+        """The forward pass of one copy of block ``k``, a function of what the copy reads (its
+        inputs, numbers and parameters): it returns the copy's outputs, then what its reverse
+        pass reads."""
+        block = self.blocks[k]
+        arguments = [f"i{s}" for s in range(len(block.varying))] + [f"c{s}" for s in range(len(block.numbers))]
+        arguments += ["_P"] if self._parameters[k] else []
+        lines = [self._described(k).lstrip(), f"def _f{k}({', '.join(arguments)}):"]
+        if self._parameters[k]:
+            lines.append(f"    {', '.join(self._parameters[k])}, = _P")
+        with self._named(k):
+            lines += [f"    {self.writer.forward_line(node)}" for node in self.live[block.start : block.end_of_first]]
+        results = [f"u{o + 1}" for o in block.outputs] + [_tuple(self._block_kept[k])]
+        lines.append(f"    return {', '.join(results)}")
+        return [*lines, ""]
+
+    def _owners(self) -> list[set[int]]:
+        """For each block, the ids of the parameters that only its copies read (none for a loop):
+        their running gradients stay in one list through all its calls (``_G1``), where the
+        other parameters' go in and out of each call. A block's copies read the same parameters,
+        so its first copy says which; the rest of the recording is walked once."""
+        read = [self._parameter_ids(range(b.start, b.end_of_first)) if not b.adjacent else set() for b in self.blocks]
+        if not any(read):
+            return read
+        inside = [False] * len(self.live)
+        for block in self.blocks:
+            if not block.adjacent:
+                for base in block.starts:
+                    inside[base : base + block.length] = [True] * block.length
+        elsewhere = self._parameter_ids(q for q, folded in enumerate(inside) if not folded)
+        owned = []
+        for k, ids in enumerate(read):
+            others = set().union(*(other for j, other in enumerate(read) if j != k))
+            owned.append(ids - elsewhere - others)
+        return owned
+
+    def _parameter_ids(self, positions: Iterable[int]) -> set[int]:
+        """The ids of the parameters the operations at ``positions`` read."""
+        parameters = self._parameter_place
+        live, operands_of = self.live, graph.operands
+        return {id(x) for q in positions for x in operands_of(live[q]) if id(x) in parameters}
+
+    def _parameters_of(self, block: Block) -> list[str]:
+        """The parameters a block reads, by name, in the order of ``externals``."""
+        read = self._parameter_ids(range(block.start, block.end_of_first))
+        return [self.names[key] for key in sorted(read, key=self._parameter_place.__getitem__)]
+
+    def _forward_loop(self, k: int) -> list[str]:
+        """The forward pass of block ``k``'s copies, back to back, as one loop."""
+        block = self.blocks[k]
+        lines = [self._described(k), f"    _k{k} = []"]
+        lines += [f"    _o{k}_{o} = []" for o in block.outputs]
+        lines.append(f"    for {self._loop_head(k)}:")
+        with self._named(k):
+            lines += [
+                f"        {self.writer.forward_line(node)}" for node in self.live[block.start : block.end_of_first]
+            ]
+        lines.append(f"        _k{k}.append({_tuple(self._block_kept[k])})")
+        lines += [f"        _o{k}_{o}.append(u{o + 1})" for o in block.outputs]
+        for o in block.outputs:
+            names = [self.names[id(self.live[base + o])] for base in block.starts]
+            lines.append(f"    {', '.join(names)}, = _o{k}_{o}")
+        return lines
 
     def _loop_head(self, k: int) -> str:
         block = self.blocks[k]
@@ -502,43 +792,115 @@ class FoldedProgram(Program):
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
         lines.append(VALUES_LINE)
         state = _Pass(self.names, {id(self.live[self.internal_outputs[i]]) for i in seeded})
+        lines += self._starts(seeded, reach, state)
+        for first, end, k, m in reversed(self.units()):
+            if k < 0:
+                for node in reversed(self.live[first:end]):
+                    self._glue_lines(node, reach, state, returned, live_ids, checked, lines)
+            elif m < 0:
+                self._block_loops(k, reach, state, checked, lines)
+            else:
+                self._call(k, m, reach, state, checked, lines)
+        lines[0:0] = state.defined  # the functions the calls above run
+        for k, held in state.held.items():  # the gradients of the parameters only a block reads, back
+            if held:
+                lines.append(f"    {', '.join(state.variable(key) for key in held)}, = _G{k}")
         started = state.started
+        results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
+        outputs = [f"g_{self.names[id(node)]}" if id(node) in started else "None" for node in self._seeded(seeded)]
+        lines.append(f"    return {_tuple(results)}, {_tuple(outputs)}")
+        return lines
+
+    def _seeded(self, seeded: frozenset[int]) -> list[graph.Node]:
+        return [self.live[self.internal_outputs[i]] for i in sorted(seeded)]
+
+    def _starts(self, seeded: frozenset[int], reach: set[int], state: _Pass) -> list[str]:
+        """An argument's or parameter's gradient goes on from ``start``, then each seeded output's
+        gradient takes its seed (``Program``'s ``_ReversePass.starts``)."""
+        lines, started = [], state.started
         for k, x in enumerate(self.externals):
             if id(x) in reach:
                 lines.append(f"    g_{self.names[id(x)]} = start[{k}]")
                 started.add(id(x))
-        for i in sorted(seeded):
-            node = self.live[self.internal_outputs[i]]
+        for i, node in zip(sorted(seeded), self._seeded(seeded), strict=True):
             if id(node) in reach:
                 gradient = f"g_{self.names[id(node)]}"
                 lines.append(
                     f"    {gradient} = seeds[{i}]" if id(node) not in started else f"    {gradient} += seeds[{i}]"
                 )
                 started.add(id(node))
-        units: list[tuple[int, int, int]] = []  # (first, last + 1, block or -1), in creation order
-        at = 0
-        for k, block in enumerate(self.blocks):
-            if at < block.start:
-                units.append((at, block.start, -1))
-            at = block.start + block.length * block.copies
-            units.append((block.start, at, k))
-        if at < len(self.live):
-            units.append((at, len(self.live), -1))
-        for first, end, k in reversed(units):
-            if k < 0:
-                for node in reversed(self.live[first:end]):
-                    self._glue_lines(node, reach, state, returned, live_ids, checked, lines)
-            else:
-                self._block_loops(k, reach, state, checked, lines)
-        results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
-        outputs = [
-            f"g_{self.names[id(self.live[self.internal_outputs[i]])]}"
-            if id(self.live[self.internal_outputs[i]]) in started
-            else "None"
-            for i in sorted(seeded)
-        ]
-        lines.append(f"    return {_tuple(results)}, {_tuple(outputs)}")
         return lines
+
+    def _call(self, k: int, m: int, reach: set[int], state: _Pass, checked: bool, lines: list[str]) -> None:
+        """The reverse pass of copy ``m`` of block ``k`` (whose copies are apart): a call of the
+        block's function for the operations the pass reaches in this copy (``_backward_function``).
+        The gradients of the values the copy reads, of its outputs and of the parameters it reads
+        go in and come back: the parameters' running gradients are threaded through each call,
+        so each sees the additions of the straight-line code in its order."""
+        block = self.blocks[k]
+        base = block.starts[m]
+        pattern = tuple(id(node) in reach for node in self.live[base : base + block.length])
+        if not any(pattern):
+            return
+        started = state.started
+        if k not in state.held:  # the first call: the running gradients of the parameters only this block reads
+            held = state.held[k] = [key for key in sorted(self._owned[k], key=self.names.__getitem__) if key in reach]
+            lines.append(f"    _G{k} = [{', '.join(state.variable(key) for key in held)}]")
+        name, slots, reached, shared = self._backward_function(k, pattern, state, checked)
+        for key in shared:
+            if key not in started:  # nothing handed it gradient yet: -0.0, which the first addition keeps
+                lines.append(f"    {state.variable(key)} = -0.0")
+                started.add(key)
+
+        def gradient(node: graph.Node) -> str:
+            return state.variable(id(node)) if id(node) in started else "-0.0"
+
+        nodes = [block.varying[s][m] for s in slots]
+        threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
+        arguments = [f"_k{k}[{m}]"] + [gradient(self.live[base + o]) for o in reached]
+        arguments += [gradient(x) for x in nodes] + threaded + [f"_G{k}"]
+        call = f"{name}({', '.join(arguments)})"
+        lines.append(f"    # block {k + 1}: copy {m + 1} of {block.copies}")
+        results = [state.variable(id(x)) for x in nodes] + threaded
+        lines.append(f"    {', '.join(results)}, = {call}" if results else f"    {call}")
+        started.update(id(x) for x in nodes)
+
+    def _backward_function(
+        self, k: int, pattern: tuple[bool, ...], state: _Pass, checked: bool
+    ) -> tuple[str, list[int], list[int], list[int]]:
+        """The function that runs the reverse pass of a copy of block ``k`` whose operations the
+        pass reaches as ``pattern`` says, defined (in ``state.defined``) the first time a copy
+        needs it: its name, the inputs and outputs whose gradients it takes, and the values
+        (the parameters) whose running gradients it takes and returns."""
+        known = state.functions.get((k, pattern))
+        if known is not None and [state.variable(key) for key in known[3]] == known[4]:
+            return known[0], known[1], known[2], known[3]
+        block = self.blocks[k]
+        body, inputs, found = self._block_lines(k, pattern, checked, state)
+        shared = sorted(found, key=lambda key: self.names[key])
+        names = [state.variable(key) for key in shared]
+        threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
+        held = [state.variable(key) for key in state.held[k]]
+        reached = [o for o in block.outputs if pattern[o]]
+        slots = sorted(inputs)
+        self._functions_written += 1
+        name = f"_b{k}_{self._functions_written}"
+        state.functions[(k, pattern)] = (name, slots, reached, shared, names)
+        parameters = ["_v"] + [f"g_u{o + 1}" for o in reached] + [f"g_i{s}" for s in slots] + threaded + ["_G"]
+        defined = state.defined
+        defined.append(f"def {name}({', '.join(parameters)}):  # a copy of block {k + 1}, backward")
+        if self._block_kept[k]:
+            defined.append(f"    {', '.join(self._block_kept[k])}, = _v")
+        if held:
+            defined.append(f"    {', '.join(held)}, = _G")
+        defined += [line[4:] for line in body] or ["    pass"]
+        if held:
+            defined.append(f"    _G[:] = {_tuple(held)}")
+        returned = [f"g_i{s}" for s in slots] + threaded
+        if returned:
+            defined.append(f"    return {_tuple(returned)}")
+        defined.append("")
+        return name, slots, reached, shared
 
     def _glue_lines(
         self,
@@ -591,12 +953,31 @@ class FoldedProgram(Program):
         """One copy's reverse pass, for copies whose operations the pass reaches as ``pattern``
         says: its lines (indented for the loop), the inputs it hands gradient to, and the shared
         values it hands gradient to. Without a pass's ``state``: every contribution, for what
-        the lines read."""
+        the lines read; those lines serve a pass that reaches every operation too, when each
+        shared value's gradient is in its own variable and none is a Value made inside (whose
+        gradient a pass drops)."""
+        full = self._full_lines.get(k)
+        if full is not None and state is not None and not checked and all(pattern):
+            lines, inputs, shared = full
+            if all(state.variable(key) == f"g_{self.names[key]}" and not self._dropped(key) for key in shared):
+                return lines, inputs, shared
+        found = self._written_block_lines(k, pattern, checked, state)
+        if state is None and all(pattern):
+            self._full_lines[k] = found
+        return found
+
+    def _dropped(self, key: int) -> bool:
+        """Whether a pass drops the gradient of ``key``: a Value made inside, not returned."""
+        node = self.by_id.get(key)
+        return node is not None and graph.op_of(node) is None and key not in self._returned
+
+    def _written_block_lines(
+        self, k: int, pattern: tuple[bool, ...], checked: bool, state: _Pass | None
+    ) -> tuple[list[str], set[int], set[int]]:
         block = self.blocks[k]
         names = self._locals[k]
         outputs = set(block.outputs)
         offset = {id(node): o for o, node in enumerate(self.live[block.start : block.start + block.length])}
-        returned = {id(self.live[j]) for j in self.internal_outputs}
         lines: list[str] = []
         inputs: set[int] = set()
         shared: set[int] = set()
@@ -626,10 +1007,7 @@ class FoldedProgram(Program):
                         inputs.add(block.slot_of[target])
                         lines.append(f"        g_i{block.slot_of[target]} += {code}")
                     else:
-                        skipped = (
-                            target in self.place and target not in returned and graph.op_of(self.by_id[target]) is None
-                        )
-                        if skipped and not checked and state is not None:
+                        if self._dropped(target) and not checked and state is not None:
                             continue
                         shared.add(target)
                         variable = state.variable(target) if state is not None else f"g_{names[target]}"
@@ -641,8 +1019,7 @@ class FoldedProgram(Program):
         block = self.blocks[k]
         patterns: list[tuple[bool, ...]] = []
         interned: dict[tuple[bool, ...], tuple[bool, ...]] = {}
-        for m in range(block.copies):
-            base = block.start + m * block.length
+        for base in block.starts:
             pattern = tuple(map(reach.__contains__, map(id, self.live[base : base + block.length])))
             patterns.append(interned.setdefault(pattern, pattern))
         m = block.copies
@@ -684,7 +1061,7 @@ class FoldedProgram(Program):
         targets = [kept]
         reached = [o for o in block.outputs if pattern[o]]
         for o in reached:
-            columns.append(_tuple([gradient(self.live[block.start + m * block.length + o]) for m in copies]))
+            columns.append(_tuple([gradient(self.live[block.starts[m] + o]) for m in copies]))
             targets.append(f"g_u{o + 1}")
         slots = sorted(inputs)
         for s in slots:
@@ -713,9 +1090,18 @@ class _Pass:
         self.started: set[int] = set()
         self.named: dict[int, str] = {}  # id -> the variable holding its gradient, if not its own
         self.holder: dict[str, int] = {}  # variable -> id of the node whose gradient it holds
+        # the functions of blocks whose copies are apart: by (block, reach), and their lines
+        self.functions: dict[tuple[int, tuple[bool, ...]], tuple[str, list[int], list[int], list[int], list[str]]] = {}
+        self.defined: list[str] = []
+        self.held: dict[int, list[int]] = {}  # block -> the parameters whose gradients its list holds
 
     def variable(self, key: int) -> str:
         return self.named.get(key) or f"g_{self.names[key]}"
+
+
+def _listed(names: Sequence[str]) -> str:
+    """Names for a comment: all of a few, else the first three and the last."""
+    return ", ".join(names) if len(names) <= 6 else f"{', '.join(names[:3])}, ..., {names[-1]}"
 
 
 def _tuple(names: Sequence[str]) -> str:
@@ -723,17 +1109,28 @@ def _tuple(names: Sequence[str]) -> str:
     return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
 
 
-def checked_table(table: Any, operations: int) -> tuple[Run, ...]:
-    """A stored table of blocks, checked to be runs of three ints in order inside ``operations``
-    (a ValueError or TypeError for anything else: the cache then writes the code anew)."""
-    runs: list[Run] = []
-    at = 0
-    for run in table:
-        start, length, copies = run
-        if not all(type(x) is int for x in run) or start < at or length < SMALLEST or copies < 2:
-            raise ValueError(f"a stored block {run!r} is not a run of the recording")
-        at = start + length * copies
-        if at > operations:
-            raise ValueError(f"a stored block {run!r} runs past the recording's {operations} operations")
-        runs.append((start, length, copies))
-    return tuple(runs)
+def checked_table(table: Any, operations: int) -> tuple[Entry, ...]:
+    """A stored table of blocks, checked: each a length and the starts of two copies or more,
+    the copies in creation order, apart from each other and from other blocks' copies, inside
+    ``operations`` (a ValueError or TypeError for anything else: the cache then writes the
+    code anew). ``detect`` then checks each against the recording."""
+    entries: list[Entry] = []
+    taken: list[tuple[int, int]] = []
+    for entry in table:
+        length, given = entry
+        starts = tuple(given)
+        if type(length) is not int or not all(type(s) is int for s in starts) or len(starts) < 2:
+            raise ValueError(f"a stored block {entry!r} is not a block of the recording")
+        smallest = SMALLEST if all(s == starts[0] + m * length for m, s in enumerate(starts)) else SMALLEST_CALLED
+        if length < smallest or starts[0] < 0:
+            raise ValueError(f"a stored block {entry!r} is not a block of the recording")
+        if any(b < a + length for a, b in itertools.pairwise(starts)):
+            raise ValueError(f"a stored block {entry!r} has copies that overlap or are out of order")
+        if starts[-1] + length > operations:
+            raise ValueError(f"a stored block {entry!r} runs past the recording's {operations} operations")
+        taken += [(s, s + length) for s in starts]
+        entries.append((length, starts))
+    taken.sort()
+    if any(b[0] < a[1] for a, b in itertools.pairwise(taken)):
+        raise ValueError("a stored table has blocks whose copies overlap")
+    return tuple(entries)

@@ -2,12 +2,15 @@
 function's world is the one it was recorded in.
 
 ``written`` turns the facts ``world.observe`` saw into one line per fact, as ``torch.compile``
-writes its guards: read an object (``o7 = o3.__dict__``), then check it (``if id(o7) != ...:
-return False``). A whole list of Values is checked in three lines (their identities, their
-``requires_grad``, their attributes), a list of numbers in two. The code is built from the facts
-alone: every name, key and number a user wrote is a constant of the namespace (``K12``), never
-text of the code. A step that no longer leads anywhere (an attribute deleted, a list shorter)
-raises, and the guard answers False: the call records anew.
+writes its guards: read an object (``o7 = o3.__dict__``), then check it (``if o7 is not K4:
+return False``). An object's identity is checked with ``is`` against the object itself, which the
+guard's namespace keeps alive (so its address is never another's). Every Value of the world is
+checked at the end, in one list (``values = [o85, *o84, ...]``): each list's length, then their
+identities, their ``requires_grad`` and their attributes, each check one pass over the list in C
+or in a comprehension; a list of numbers is checked in two lines. The code is
+built from the facts alone: every name, key and number a user wrote is a constant of the
+namespace (``K12``), never text of the code. A step that no longer leads anywhere (an attribute
+deleted, a list shorter) raises, and the guard answers False: the call records anew.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ _HELPERS: dict[str, Any] = {
     "_bits": _float_bits,
     "_exact": exact,
     "_rg": operator.attrgetter("requires_grad"),
+    "_is_not": operator.is_not,
     "_attrs": operator.attrgetter("__dict__"),
     "_dict_keys": dict.keys,
     "_dict_values": dict.values,
@@ -57,14 +61,50 @@ _HELPERS: dict[str, Any] = {
 
 
 class _Writer:
-    def __init__(self) -> None:
+    def __init__(self, objects: dict[int, Any]) -> None:
         self.namespace: dict[str, Any] = dict(_HELPERS)
         self.lines: list[str] = []
+        self.objects = objects  # id -> the object a fact names by identity (the snapshot keeps them)
+        self.named: dict[int, str] = {}  # id -> the constant that holds an object checked by identity
+        # the Values of the world, checked together at the end: (variable, is it a list of them,
+        # the Values, their requires_grad, their attributes)
+        self.values: list[tuple[str, bool, tuple[Any, ...], tuple[bool, ...], list[dict[str, Any]]]] = []
 
     def constant(self, x: Any) -> str:
         name = f"K{len(self.namespace)}"
         self.namespace[name] = x
         return name
+
+    def identical(self, expression: str, key: int) -> str:
+        """The condition that ``expression`` is not the object whose id is ``key``: ``is not`` that
+        object (one constant per object), or ``id()`` where the snapshot did not keep it."""
+        if key not in self.objects:
+            return f"id({expression}) != {key}"
+        name = self.named.get(key)
+        if name is None:
+            name = self.named[key] = self.constant(self.objects[key])
+        return f"{expression} is not {name}"
+
+    def identities(self, expression: str, keys: tuple[int, ...]) -> str:
+        """The condition that the items of ``expression`` are not the objects of ``keys``, in order."""
+        if not all(key in self.objects for key in keys):
+            return f"tuple(map(id, {expression})) != {self.constant(keys)}"
+        objects = self.constant(tuple(self.objects[key] for key in keys))
+        return f"len({expression}) != {len(keys)} or any(map(_is_not, {expression}, {objects}))"
+
+    def flags(self, expression: str, flags: tuple[bool, ...]) -> str:
+        """The condition that the items of ``expression`` do not have ``requires_grad`` ``flags``."""
+        return f"[x.requires_grad for x in {expression}] != {self.constant(list(flags))}"
+
+    def attributes(self, expression: str, raw: list[dict[str, Any]]) -> str:
+        """The condition that the items of ``expression`` do not have the attributes ``raw``."""
+        if not any(raw):
+            return f"any(map(_attrs, {expression}))"
+        return f"list(map(_attrs, {expression})) != {self.constant(raw)}"
+
+    def attributes_of(self, o: str, raw: dict[str, Any]) -> str:
+        """The condition that the Value ``o`` does not have the attributes ``raw``."""
+        return f"{o}.__dict__" if not raw else f"{o}.__dict__ != {self.constant(raw)}"
 
     def check(self, condition: str) -> None:
         self.lines.append(f"        if {condition}: return False")
@@ -126,6 +166,25 @@ class _Writer:
                 continue
             self.check(f"_exact({o}[{k}]) != {self.constant(exact(x))}")
 
+    def values_checked(self) -> None:
+        """The Values of the world, put off until every object is read: one list of them all
+        (``[o85, *o84, ...]``), each list's length, then their identities, ``requires_grad`` and
+        attributes, each check one pass over that list. A Value is never read into, so putting
+        its checks off changes no read before them; the guard's answer is the same."""
+        if not self.values:
+            return
+        self.lines.append("        # the Values read above, together: their identities, requires_grad, attributes")
+        lists = [o for o, many, *_ in self.values if many]
+        self.lines.append(f"        values = [{', '.join(f'*{o}' if many else o for o, many, *_ in self.values)}]")
+        if lists:
+            lengths = tuple(len(items) for _, many, items, *_ in self.values if many)
+            self.check(f"tuple(map(len, ({', '.join(lists)},))) != {self.constant(lengths)}")
+        objects = self.constant(tuple(x for _, _, items, _, _ in self.values for x in items))
+        flags = tuple(flag for *_, found, _ in self.values for flag in found)
+        raw = [attributes for *_, found in self.values for attributes in found]
+        self.check(f"any(map(_is_not, values, {objects})) or {self.flags('values', flags)}")
+        self.check(self.attributes("values", raw))
+
     def partition(self, members: tuple[tuple[int, int], ...], expected: tuple[int, ...]) -> None:
         """Which numbers are one object (``world._partition``): number arguments come in
         ``_numbers``; the numbers of one tuple variable are picked from it at once."""
@@ -150,25 +209,25 @@ class _Writer:
         elif kind == "unpack":
             self.lines.append(f"        {''.join(f'o{v}, ' for v in fact[2])}= {o}")
         elif kind == "is":
-            self.check(f"id({o}) != {fact[2]}")
+            self.check(self.identical(o, fact[2]))
         elif kind == "same":
             self.same(var, raw)
         elif kind == "rg":
             self.check(f"{o}.requires_grad is not {fact[2]!r}")
         elif kind == "attrs":
-            self.check(f"{o}.__dict__ != {self.constant(raw)}")
+            self.check(self.attributes_of(o, raw))
         elif kind == "ids":
-            self.check(f"tuple(map(id, {o})) != {self.constant(fact[2])}")
+            self.check(self.identities(o, fact[2]))
         elif kind == "rgs":
-            self.check(f"tuple(map(_rg, {o})) != {self.constant(fact[2])}")
+            self.check(self.flags(o, fact[2]))
         elif kind == "attrses":
-            self.check(f"list(map(_attrs, {o})) != {self.constant(raw)}")
+            self.check(self.attributes(o, raw))
         elif kind == "scalars":
             self.scalars(var, raw)
         elif kind == "absent":
             self.check(f"not {o}.keys().isdisjoint({self.constant(fact[2])})")
         elif kind == "code":
-            self.check(f"id({o}.__code__) != {fact[2]}")
+            self.check(self.identical(f"{o}.__code__", fact[2]))
         elif kind == "bare":
             self.check(f"{o}.__closure__ is not None or {o}.__defaults__ is not None or {o}.__kwdefaults__ is not None")
         elif kind == "empty":
@@ -212,7 +271,7 @@ def _folded_step(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: d
         return 0
     _, _, parent, how, key = fact
     if following[0] == "is":
-        writer.check(f"id({writer.expression(parent, how, key)}) != {following[2]}")
+        writer.check(writer.identical(writer.expression(parent, how, key), following[2]))
         return 2
     if following[0] == "scalars" and how == "keys":
         writer.scalars(writer.expression(parent, how, key), facts[k + 1][1], names=True)
@@ -235,9 +294,12 @@ def _folded_list(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: d
     if [c[:2] for c in checks] != [("ids", fact[1]), ("rgs", fact[1]), ("attrses", fact[1])]:
         return 0
     o = f"o{fact[2]}"
-    ids, flags, attributes = (writer.constant(x) for x in (checks[0][2], checks[1][2], facts[k + 3][1]))
-    checked = f"tuple(map(id, {o})) != {ids} or tuple(map(_rg, {o})) != {flags}"
-    writer.check(f"{checked} or list(map(_attrs, {o})) != {attributes}")
+    if all(key in writer.objects for key in checks[0][2]):  # checked with the world's other Values
+        items = tuple(writer.objects[key] for key in checks[0][2])
+        writer.values.append((o, True, items, checks[1][2], list(facts[k + 3][1])))
+        return 4
+    checked = f"{writer.identities(o, checks[0][2])} or {writer.flags(o, checks[1][2])}"
+    writer.check(f"{checked} or {writer.attributes(o, facts[k + 3][1])}")
     return 4
 
 
@@ -250,15 +312,22 @@ def _folded_value(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: 
     if rg[:2] != ("rg", fact[1]) or attrs[0][:2] != ("attrs", fact[1]):
         return 0
     o = f"o{fact[1]}"
-    attributes = writer.constant(attrs[1])
-    writer.check(f"id({o}) != {fact[2]} or {o}.requires_grad is not {rg[2]!r} or {o}.__dict__ != {attributes}")
+    if fact[2] in writer.objects:  # checked with the world's other Values
+        writer.values.append((o, False, (writer.objects[fact[2]],), (rg[2],), [attrs[1]]))
+        return 3
+    checked = f"{writer.identical(o, fact[2])} or {o}.requires_grad is not {rg[2]!r}"
+    writer.check(f"{checked} or {writer.attributes_of(o, attrs[1])}")
     return 3
 
 
 def written(snapshot: Snapshot) -> tuple[str, dict[str, Any]]:
     """The guard's source (``def guard(o0, o1...)``: the roots, in order, then ``_numbers``, the
     number arguments, where the guard watches their identities) and its namespace."""
-    writer = _Writer()
+    objects = {id(x): x for x in snapshot.constants}
+    for x in snapshot.constants:  # a list's items are kept as one tuple
+        if type(x) is tuple:
+            objects.update((id(item), item) for item in x)
+    writer = _Writer(objects)
     facts = list(zip(snapshot.facts, snapshot.raw, strict=True))
     uses = _uses(snapshot.facts)
     k = 0
@@ -268,6 +337,7 @@ def written(snapshot: Snapshot) -> tuple[str, dict[str, Any]]:
             writer.fact(*facts[k])
             covered = 1
         k += covered
+    writer.values_checked()
     roots = ", ".join([*(f"o{k}" for k in range(snapshot.roots)), *(["_numbers"] if snapshot.numbers else [])])
     source = "\n".join(
         [

@@ -20,7 +20,7 @@ import types
 import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from vjpgrad.compiler import cache, fold, guard, world
@@ -63,8 +63,24 @@ def _hands_on(g: Any, s: Any) -> Any:
     return g
 
 
+def _output_whole_pass(node: graph.Node, seed: Any, retain_graph: bool) -> bool:
+    """``backward()`` called on an output of a compiled call alone: the call's entry runs the
+    pass by itself when nothing else is in it (``Entry.whole_pass``)."""
+    call = graph.operands(node)[0]
+    entry: Entry = graph.saved_of(call)[7]
+    return entry.whole_pass(node, call, seed, retain_graph)
+
+
 OUTPUT = Op(
-    "output", 0, lambda *xs: 0.0, (), (_hands_on,), "", doc="an output of a compiled call", backward=_output_backward
+    "output",
+    0,
+    lambda *xs: 0.0,
+    (),
+    (_hands_on,),
+    "",
+    doc="an output of a compiled call",
+    backward=_output_backward,
+    whole_pass=_output_whole_pass,
 )
 """An output of a compiled call: its operands are the call, the arguments and parameters it was
 computed from, and the other outputs it was computed from; their edges only say what a pass from
@@ -93,13 +109,20 @@ class Entry:
         self._handed: dict[frozenset[int], tuple[Any, int]] = {}
         self._gather: dict[frozenset[int], tuple[Any, Any, bool, bool]] = {}
         self._operands_of: dict[int, list[int]] = {}
+        self._pick: dict[int, Callable[[Sequence[Any]], tuple[Any, ...]]] = {}  # per output: its operands, picked
+        self._flags: dict[int, tuple[bool, ...]] = {}  # (True,) * n: every edge of an output takes gradient
+        self._argument_operands: dict[int, int] = {}  # per output: its leaves that are arguments, -1: not all leaves
+        self._handed_alone: dict[int, Callable[[Any], tuple[Any, ...]]] = {}  # per output: its leaves' gradients
+        self._zeros_kept: tuple[float, ...] = ()
+        self._no_edges: tuple[None, ...] = ()  # the call's own edges: none
+        self.argument_count = len(distinct(read.leaves))
         self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
         self.takes_any = any(recorded.live[k].requires_grad for k in self.internal_outputs)
         self.leaf_outputs = frozenset(  # outputs that are Values made inside: leaves, as in eager code
             i for i, k in enumerate(self.internal_outputs) if graph.op_of(recorded.live[k]) is None
         )
         self._program: Program | None = None
-        self._table: tuple[fold.Run, ...] | None = None
+        self._table: tuple[fold.Entry, ...] | None = None
         self._key: str | None = None
         self.forward: Callable[..., Any] | None = None  # set last: once set, the code is ready
         self._preparing = threading.Lock()
@@ -249,7 +272,7 @@ class Entry:
         return self.guard(self.fn, *objects)
 
     def _backward(self, node: graph.Node, g: Any) -> None:
-        values, inputs, wrappers, slots, edges, freed, ran = graph.saved_of(node)
+        values, inputs, wrappers, slots, edges, freed, ran, _ = graph.saved_of(node)
         # a Value made inside and returned is a leaf, reached when an output reached is computed
         # from it; its gradient so far (its seed, later operations') starts its sum, as eager's
         leaves = {j for i in slots for j in self.depends[i][1] if j in self.leaf_outputs}
@@ -273,6 +296,59 @@ class Entry:
             if wrapper is not None and final is not None:
                 graph.set_cotangent(wrapper, final)
         self._hand_on(seeded, operands, edges, gradients)
+
+    def whole_pass(self, node: graph.Node, call: graph.Node, seed: Any, retain_graph: bool) -> bool:
+        """``backward()`` from the output ``node`` of ``call`` alone, run without the engine's walk
+        when the pass holds nothing else: the output is computed from no other output, and every
+        argument and parameter it hands gradient to is a leaf. The pass is then the table's pass
+        exactly: the output's seed runs the reverse code from -0.0 at every leaf (no other
+        operation hands them anything), each leaf's gradient is added into its ``.grad``, then the
+        output's and the call's own, and the two nodes are freed unless ``retain_graph``. Anything
+        else (another output, a leaf that is an operation, a freed node) returns False, changing
+        nothing, and the engine runs the pass."""
+        position = graph.saved_of(node)
+        if graph.is_freed(node) or self.depends[position][1]:
+            return False
+        values, inputs, _, slots, _, freed, ran, _ = graph.saved_of(call)
+        seeded = frozenset((position,))
+        inside = self.reached(seeded)[1]
+        if slots or not freed.isdisjoint(inside):
+            return False
+        leaves = graph.operands(node)[1:]
+        taking = self._operands_of[position]
+        arguments = self._argument_operands.get(position)
+        if arguments is None:  # the parameters' leafness is the guard's: their identities are fixed
+            parameters = [x for j, x in zip(taking, leaves, strict=True) if j >= self.argument_count]
+            if any(map(graph.op_of, parameters)):
+                self._argument_operands[position] = -1
+                return False
+            arguments = self._argument_operands[position] = sum(j < self.argument_count for j in taking)
+        if arguments < 0 or (arguments and any(map(graph.op_of, leaves[:arguments]))):
+            return False
+        g = -0.0 + seed  # the output's cotangent: its seed added to the pass's -0.0, as seed() does
+        seeds = tuple(g if i == position else 0.0 for i in range(len(self.internal_outputs)))
+        gradients, finals = self.backward_for(seeded)(seeds, values, inputs, self._zeros(len(inputs)))
+        pick = self._handed_alone.get(position)
+        if pick is None:
+            pick = _picker(taking)
+            if None in pick(gradients):  # each leaf the output reaches has a gradient: the engine's pass if not
+                return False
+            self._handed_alone[position] = pick  # where the code returns None is fixed by its text: seen once
+        found = pick(gradients)
+        ran[:] = [inside]
+        final = finals[0]  # the engine adds into the operations' .grad first (the output, then the call)
+        graph.add_gradients((node, call), (g if final is None else final, -0.0))
+        graph.add_gradients(leaves, found)
+        if not retain_graph:
+            graph.free([node, call])
+        return True
+
+    def _zeros(self, count: int) -> tuple[float, ...]:
+        """-0.0 for each argument and parameter: where a pass with nothing else in it starts."""
+        zeros = self._zeros_kept
+        if len(zeros) != count:
+            zeros = self._zeros_kept = (-0.0,) * count
+        return zeros
 
     def _hand_on(
         self, seeded: frozenset[int], operands: tuple[Any, ...], edges: tuple[bool, ...], gradients: tuple[Any, ...]
@@ -319,7 +395,7 @@ class Entry:
     def _release(self, node: graph.Node) -> None:
         """A pass that frees the graph went through this call: the operations it ran are freed,
         as eager code frees them; a later pass that needs one of them raises."""
-        freed, ran = graph.saved_of(node)[5:]
+        freed, ran = graph.saved_of(node)[5:7]
         for inside in ran:
             freed.update(inside)
 
@@ -359,9 +435,11 @@ class Entry:
         slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
         freed: set[int] = set()  # the operations inside (their ids) that a pass has freed
         ran: list[frozenset[int]] = []  # the operations inside that the last pass through this call ran
-        saved = (values, data, wrappers, slots, edges, freed, ran)
+        saved = (values, data, wrappers, slots, edges, freed, ran, self)
         # no edges of its own: a pass reaches the arguments and parameters through the outputs it starts from
-        call = graph.make(Value, 0.0, self.op, tuple(externals), (None,) * len(externals), None, saved)
+        if len(self._no_edges) != len(externals):
+            self._no_edges = (None,) * len(externals)
+        call = graph.make(Value, 0.0, self.op, tuple(externals), self._no_edges, None, saved)
         kept_place = self.kept_place
         made: dict[int, Value] = {}
         for position, k in sorted(enumerate(self.internal_outputs), key=lambda pair: pair[1]):  # as computed
@@ -376,11 +454,15 @@ class Entry:
             taking = self._operands_of.get(position)
             if taking is None:
                 taking = self._operands_of[position] = [j for j in from_externals if edges[j]]
-            operands = [call, *map(externals.__getitem__, taking)]
-            operands += [made[self.internal_outputs[j]] for j in from_outputs if self.internal_outputs[j] in made]
-            value = graph.make(
-                Value, values[kept_place[id(node)]], OUTPUT, tuple(operands), (True,) * len(operands), None, position
-            )
+                self._pick[position] = _picker(taking)
+            operands = (call, *self._pick[position](externals))
+            if from_outputs:
+                internal = self.internal_outputs
+                operands += tuple(made[internal[j]] for j in from_outputs if internal[j] in made)
+            flags = self._flags.get(len(operands))
+            if flags is None:
+                flags = self._flags[len(operands)] = (True,) * len(operands)
+            value = graph.make(Value, values[kept_place[id(node)]], OUTPUT, operands, flags, None, position)
             wrappers[position] = weakref.ref(value)
             made[k] = value
         return made
@@ -395,6 +477,20 @@ def _as_eager(node: Value) -> Value:
     if node.label is not None:
         leaf.label = node.label
     return leaf
+
+
+def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """A function that picks the items at ``positions`` of a sequence, as a tuple, in C: a slice
+    when they follow each other (the parameters, and the arguments that take gradient, usually
+    do), else an item getter."""
+    if not positions:
+        return lambda items: ()
+    first, last = positions[0], positions[-1] + 1
+    if positions == list(range(first, last)):
+        return lambda items: tuple(items[first:last])
+    if len(positions) == 1:
+        return lambda items: (items[first],)
+    return operator.itemgetter(*positions)
 
 
 def _dead() -> None:

@@ -234,8 +234,9 @@ class Program:
     written once with every output seeded, the reverse pass says which.
     """
 
-    table: tuple[tuple[int, int, int], ...] = ()
-    """The repeated blocks written once (``compiler.fold``): none in straight-line code."""
+    table: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    """The repeated blocks written once (``compiler.fold``: each its length and where each copy
+    starts): none in straight-line code."""
 
     def __init__(
         self,
@@ -289,7 +290,6 @@ class Program:
         takes_grad.update((id(node), node.requires_grad) for node in live)
         self.takes_grad = takes_grad
         self.internal_outputs = outputs
-        self.recorded_ids = {id(node) for node in live}
         self.by_id = {id(node): node for node in live}
         self._reached: dict[frozenset[int], frozenset[int]] = {}
         self._inside: dict[frozenset[int], frozenset[int]] = {}
@@ -357,14 +357,6 @@ class Program:
         values = ", ".join(self.names[id(node)] for node in self.kept)
         return head + body + f"    return ({values}{',' if len(self.kept) == 1 else ''})\n"
 
-    def _edges_of(self, node: graph.Node) -> list[graph.Node]:
-        """The operands ``node`` hands gradient to, as the recording made its edges (none for an
-        argument or a parameter: the pass stops there)."""
-        if id(node) not in self.recorded_ids:
-            return []
-        operands_of = graph.operands(node)
-        return [operands_of[k] for k in self.edges.positions[id(node)]]
-
     def reach_of(self, seeded: frozenset[int]) -> set[int]:
         """What a pass from the outputs ``seeded`` reaches (``reach``, kept per set of outputs)."""
         known = self._reach_of.get(seeded)
@@ -382,15 +374,16 @@ class Program:
 
     def reach(self, roots: Sequence[graph.Node]) -> set[int]:
         """The ids of what an eager pass from ``roots`` reaches: the recorded nodes through the
-        edges the recording made, and the arguments and parameters at their ends."""
-        reach: set[int] = set()
-        stack = [n for n in roots if self.takes_grad[id(n)]]
-        while stack:
-            node = stack.pop()
-            if id(node) in reach:
-                continue
-            reach.add(id(node))
-            stack += self._edges_of(node)
+        edges the recording made, and the arguments and parameters at their ends. One sweep in
+        decreasing creation order: every edge goes to an earlier node, so a node's users have
+        all been seen when it is."""
+        reach = {id(n) for n in roots if self.takes_grad[id(n)]}
+        add, operands_of = reach.add, graph.operands
+        for node, positions in zip(reversed(self.live), reversed(self.edges.in_order), strict=True):
+            if positions and id(node) in reach:
+                operands = operands_of(node)
+                for k in positions:
+                    add(id(operands[k]))
         return reach
 
     def reached_inside(self, seeded: frozenset[int]) -> frozenset[int]:

@@ -55,6 +55,8 @@ def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain
     seeds = seeds_for(count, seed, name="gradients" if count is not None else "the gradient seed")
     check_flag(retain_graph, "retain_graph")
     with graph.pass_lock:
+        if len(outputs) == 1 and not state.detect_anomaly and graph.ran_alone(outputs[0], seeds[0], retain_graph):
+            return  # an operation that runs a whole pass by itself (a compiled call's output) ran it
         order, leaves = graph.reached(outputs)
         graph.seed(outputs, seeds)
         graph.propagate(order, _observer(), own_backward=True)  # a compiled call checks its own results

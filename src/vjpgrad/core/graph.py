@@ -9,7 +9,9 @@ through the functions below:
 - ``reached`` lists the nodes a pass reaches, in the order the pass runs them;
 - ``propagate`` runs the chain rule over that order, with floats, optionally telling an
   observer about every edge (``explain``, anomaly detection);
-- ``propagate_differentiably`` runs the same pass with Values (``create_graph=True``).
+- ``propagate_differentiably`` runs the same pass with Values (``create_graph=True``);
+- ``ran_alone`` lets an operation that can run a whole pass by itself (``Op.whole_pass``: a
+  compiled call's output) run it, adding into leaves' ``.grad`` with ``add_gradients``.
 
 A node is one slotted object: its data, the operation that made it, up to two operands
 (``_first``, ``_second``: Values, or the float constant of ``3 * x``) and what each edge
@@ -368,12 +370,12 @@ def saved_of(node: Node) -> Any:
 
 
 _cotangent_of = operator.attrgetter("_cotangent")
-_data_of = operator.attrgetter("_data")
 
 
 def numbers_of(nodes: Sequence[Node]) -> list[float]:
-    """Each node's number, read in C (a compiled call reads its arguments and parameters so)."""
-    return list(map(_data_of, nodes))
+    """Each node's number (a compiled call reads its arguments and parameters so). A list
+    comprehension: Python 3.11 and later read a slot faster there than through ``attrgetter``."""
+    return [node._data for node in nodes]
 
 
 def cotangents(nodes: Sequence[Node]) -> tuple[Any, ...]:
@@ -559,6 +561,23 @@ def accumulate(nodes: Iterator[Node] | list[Node]) -> None:
             node._grad += node._cotangent  # type: ignore[operator]  # None raises, and is handled below
         except TypeError:  # None: cleared by its user (the only other thing the grad setter admits)
             node._grad = 0.0 + node._cotangent
+
+
+def add_gradients(nodes: Sequence[Node], gradients: Sequence[Any]) -> None:
+    """Add each gradient into its node's ``.grad``, as ``accumulate`` adds a node's cotangent (a
+    ``.grad`` set to None counts as 0.0): for a pass that hands many leaves their gradients at
+    once (a compiled call's), without setting their cotangents first."""
+    for node, gradient in zip(nodes, gradients, strict=True):
+        try:
+            node._grad += gradient  # None raises, and is handled below
+        except TypeError:  # None: cleared by its user
+            node._grad = 0.0 + gradient
+
+
+def ran_alone(output: Node, seed: Any, retain_graph: bool) -> bool:
+    """Whether ``output``'s operation ran a whole pass from it by itself (``Op.whole_pass``)."""
+    op = output._operation
+    return op is not None and op.whole_pass is not None and op.whole_pass(output, seed, retain_graph)
 
 
 def free(nodes: Iterator[Node] | list[Node]) -> None:

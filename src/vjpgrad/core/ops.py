@@ -201,6 +201,11 @@ class Op:
     # What a pass that frees the graph does to a node of this operation: None drops what the node
     # saved (every row of the table); a function is called with the node instead (a compiled call)
     release: Callable[[Any], None] | None = None
+    # An operation that runs its own backward may also run a whole pass by itself: when a node of
+    # it is the one output of ``backward()``, ``whole_pass(node, seed, retain_graph)`` either runs
+    # the pass (every ``.grad`` the table's pass would change, changed to the same bits) and
+    # returns True, or changes nothing and returns False, and the table's pass runs
+    whole_pass: Callable[[Any, Any, bool], bool] | None = None
     nary: bool = field(default=False)  # of any number of operands (arity 0): read per node, so a field
     saves: tuple[int, ...] = field(default=())  # how many numbers each edge saves (its gradient's parameters)
 
