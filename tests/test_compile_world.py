@@ -16,12 +16,15 @@ import collections
 import dataclasses
 import decimal
 import functools
+import importlib
+import operator
 import os
 import sys
 import sysconfig
 import types
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -737,6 +740,74 @@ def test_fresh_equal_numbers_passed_at_each_call_record_once() -> None:
         lr = base * 2.0  # a new float object at each step, always 0.1
         assert compiled(Value(1.0), lr).data == f(Value(1.0), lr).data
     assert compiled.times_recorded == 1
+
+
+_NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        lambda label: label in (_NAN,),  # `in` asks identity before ==: only _NAN itself is in
+        lambda label: [label] == [_NAN],
+    ],
+    ids=["in", "list =="],
+)
+def test_which_nan_is_passed_is_watched_as_containment_asks_identity_first(test: Callable[[float], bool]) -> None:
+    def f(x: Value, label: float) -> Value:
+        return x * (2.0 if test(label) else 3.0)
+
+    compiled = vjpgrad.compile(f)
+    for label in (_NAN, _NAN, float("nan"), _NAN, float("nan")):
+        x, x_eager = Value(1.0), Value(1.0)
+        y, y_eager = compiled(x, label), f(x_eager, label)
+        y.backward()
+        y_eager.backward()
+        assert (bits(y.data), bits(x.grad)) == (bits(y_eager.data), bits(x_eager.grad))
+
+
+@pytest.mark.parametrize(
+    "same",
+    [operator.is_, lambda a, b: id(a) == id(b), lambda a, b: not operator.is_not(a, b)],
+    ids=["operator.is_", "id()", "operator.is_not"],
+)
+def test_a_numbers_identity_asked_through_operator_is_or_id_is_watched(same: Callable[[Any, Any], bool]) -> None:
+    def build() -> Any:
+        default = float("0.5")
+        config = types.SimpleNamespace(lr=default)
+
+        def changed(run: Any) -> Any:
+            config.lr = float("0.5")  # equal, another object
+            return run(Value(1.0))
+
+        return (lambda x: x * (2.0 if same(config.lr, default) else 3.0)), [
+            lambda run: run(Value(1.0)),
+            changed,
+            changed,
+        ]
+
+    twin_runs(build)
+
+
+@pytest.mark.parametrize(
+    "reach",
+    [lambda name: sys.modules[name], lambda name: importlib.import_module(name), lambda name: __import__(name)],
+    ids=["sys.modules", "importlib.import_module", "__import__"],
+)
+def test_a_module_looked_up_by_name_at_run_time_is_refused(
+    reach: Callable[[str], Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "scales_by_name.py").write_text("K = 2.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "scales_by_name", raising=False)
+    importlib.import_module("scales_by_name")
+
+    def f(x: Value) -> Value:
+        return x * reach("scales_by_name").K
+
+    with pytest.raises(DataDependentError, match="looks a module up by its name"):
+        vjpgrad.compile(f)(Value(1.0))
+    assert f(Value(1.0)).data == 2.0  # eager code runs it
 
 
 @pytest.mark.parametrize("kind", [set, frozenset])

@@ -34,6 +34,7 @@ import collections
 import dis
 import functools
 import numbers
+import operator
 import os
 import struct
 import sys
@@ -290,6 +291,9 @@ class _Walk:
         # the code reached reads names it computes: every entry of classes and modules (attributes),
         # or of globals, is watched
         self.computed_attributes = self.computed_globals = False
+        # what an entry no code names holds (walked where the code computes names): a function
+        # there that looks modules up by name is watched, not refused, as the code may never call it
+        self.reached_unnamed: set[int] = set()
         self.globals_walked: set[int] = set()  # ids of the globals whose every entry is watched
         self.identities = False  # the code reached compares objects with `is`: numbers' identities are watched
         self.limit = limit
@@ -413,6 +417,13 @@ class _Walk:
             f"call {name}.__wrapped__ inside instead, or call {name} outside and pass its result as an argument",
         )
 
+    def _builtin(self, var: int, method: Any) -> None:
+        """A built-in function or method: its object (``table.get``'s table; a function's module),
+        and, for one that asks identity (``operator.is_`` held in a variable), the numbers' identities."""
+        if any(method is asks for asks in _ASKS_IDENTITY):
+            self.identities = True
+        self._members(var, method, ("__self__",))
+
     def _reference(self, var: int, reference: weakref.ref[Any]) -> None:
         self.child(self.get(var, "call", None, f"{self.snapshot.names[var]}()"), reference())
 
@@ -457,7 +468,16 @@ class _Walk:
         self.names |= names
         self.computed_attributes = self.computed_attributes or not names.isdisjoint(COMPUTED_ATTRIBUTES)
         self.computed_globals = self.computed_globals or not names.isdisjoint(COMPUTED_GLOBALS)
-        self.identities = self.identities or _compares_identity(code)
+        self.identities = self.identities or _compares_identity(code) or not names.isdisjoint(IDENTITY_NAMES)
+        looks_modules_up = not names.isdisjoint(MODULES_BY_NAME) or {"sys", "modules"} <= names
+        if looks_modules_up and id(fn) not in self.reached_unnamed:
+            raise UnwatchableError(
+                name,
+                "whose code looks a module up by its name at run time (sys.modules, importlib.import_module, "
+                "__import__), which vjpgrad.compile cannot follow to what it reads there",
+                "import the module by name where the function is defined (import scales) so compile watches "
+                "what the function reads from it",
+            )
         if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None:
             self.fact("bare", var)  # no closure, no defaults: one check for the three
         else:
@@ -613,6 +633,8 @@ class _Walk:
                     progress = True
                     prefix = self.snapshot.names[var] + "."
                     for key in new:
+                        if key not in self.names:  # watched because the code computes names
+                            self.reached_unnamed.add(id(namespace[key]))
                         self.child(self.get(var, "entry", key, f"{prefix}{key}"), namespace[key])
             if not progress and not self.queue:
                 return
@@ -623,10 +645,7 @@ _PARTS: list[tuple[Any, Any]] = [
     (types.MethodType, lambda walk, var, x: walk._members(var, x, ("__self__", "__func__"))),
     # a built-in method holds its object (``table.get``, ``steps.append``, ``steps.__len__``): the
     # object is watched too (for a built-in function, its module, watched by identity)
-    (
-        (types.BuiltinMethodType, types.MethodWrapperType),
-        lambda walk, var, x: walk._members(var, x, ("__self__",)),
-    ),
+    ((types.BuiltinMethodType, types.MethodWrapperType), _Walk._builtin),
     (functools.partial, lambda walk, var, x: walk._members(var, x, ("func", "args", "keywords"))),
     (property, lambda walk, var, x: walk._members(var, x, ("fget", "fset", "fdel"))),
     ((staticmethod, classmethod), lambda walk, var, x: walk._members(var, x, ("__func__",))),
@@ -663,6 +682,15 @@ COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec"})
 """Names whose use reads globals by a name computed at run time (``globals()[name]``): where the
 code reached names one, every entry of the globals of the functions reached is watched."""
 
+IDENTITY_NAMES = frozenset({"is_", "is_not", "id"})
+"""Names whose use asks an object's identity as ``is`` does (``operator.is_(lr, DEFAULT)``,
+``id(lr) == id(DEFAULT)``): where the code reached names one, which numbers are one object is
+watched."""
+_ASKS_IDENTITY = (operator.is_, operator.is_not, id)
+MODULES_BY_NAME = frozenset({"import_module", "__import__"})
+"""Names whose use looks a module up by a name computed at run time (as ``sys.modules[name]``
+does): the function is refused at recording, since the world cannot follow the lookup."""
+
 _IDENTITY_OF_CONSTANTS = (type(None), bool, type(Ellipsis), str)
 
 
@@ -698,10 +726,20 @@ def _identity_matters(x: Any) -> bool:
     return _is_number(x) and type(x) is not bool and not (type(x) is int and -5 <= x <= 256)
 
 
+def _is_nan(x: Any) -> bool:
+    """A nan (of any kind of number): ``x in (NAN,)`` and ``[x] == [NAN]`` ask its identity."""
+    try:
+        return bool(x != x)
+    except ArithmeticError:  # a signalling Decimal NaN refuses comparison
+        return True
+
+
 def _partition(walk: _Walk, numbers: list[tuple[str, Any]]) -> None:
     """Which of the world's numbers (and the number arguments) are one object: watched where
     the code reached compares with ``is``, so that ``lr is DEFAULT`` is not answered for an
-    equal number. A number made anew at each call stays an object of its own: one recording."""
+    equal number, and wherever a nan is among them, since containment and the comparison of
+    containers ask identity before ``==`` (``label in (NAN,)`` holds for NAN itself only). A
+    number made anew at each call stays an object of its own: one recording."""
     members: list[tuple[int, int]] = [(-1, k) for k in range(len(numbers))]
     objects = [x for _, x in numbers]
     for fact, raw in zip(walk.snapshot.facts, walk.snapshot.raw, strict=True):
@@ -713,7 +751,7 @@ def _partition(walk: _Walk, numbers: list[tuple[str, Any]]) -> None:
                 if _identity_matters(x):
                     members.append((fact[1], k))
                     objects.append(x)
-    if len(members) > 1:
+    if len(members) > 1 and (walk.identities or any(map(_is_nan, objects))):
         walk.snapshot.numbers = [name for name, _ in numbers]
         walk.fact("partition", 0, tuple(members), groups(objects), raw=objects)
 
@@ -744,8 +782,7 @@ def observe(
             walk.queue.append((var, root))
     walk.snapshot.roots = len(roots)
     walk.finish()
-    if walk.identities:
-        _partition(walk, numbers or [])
+    _partition(walk, numbers or [])
     return walk.snapshot
 
 
