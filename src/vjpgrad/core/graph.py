@@ -247,24 +247,52 @@ def recorded_graph(
 
 def _walk_recorded(recording: Recording, outputs: Sequence[Node]) -> tuple[set[int], list[Node]]:
     """The ids of the recorded operations and Values made inside that ``outputs`` need, and the
-    Values from outside they read, each once, in the order met."""
-    recorded = {id(node) for node in recording.nodes}
+    Values from outside they read, each once, in the order met (a depth-first walk that takes a
+    node's last operand first). It visits every edge of a recording of tens of thousands of
+    operations once, on every function's first call: the node's slots are read here directly,
+    and the bound methods found once."""
+    recorded = set(map(id, recording.nodes))
+    made = recording.leaves
     needed: set[int] = set()
     outside: dict[int, Node] = {}
     stack = list(outputs)
+    pop, push, extend, need = stack.pop, stack.append, stack.extend, needed.add
     while stack:
-        node = stack.pop()
+        node = pop()
         key = id(node)
         if key in needed or key in outside:
             continue
         if key in recorded:
-            needed.add(key)
-            stack.extend(x for x in operands(node) if isinstance(x, Node))
-        elif key in recording.leaves:
-            needed.add(key)
+            need(key)
+            op = node._operation
+            if op.nary:
+                extend([x for x in node._first if isinstance(x, Node)])
+                continue
+            a = node._first
+            if isinstance(a, Node):
+                push(a)
+            if op.arity != 1:
+                b = node._second
+                if isinstance(b, Node):
+                    push(b)
+        elif key in made:
+            need(key)
         else:
             outside[key] = node
     return needed, list(outside.values())
+
+
+_operation_of = operator.attrgetter("_operation")
+_first_of = operator.attrgetter("_first")
+_second_of = operator.attrgetter("_second")
+
+
+def slots_of(nodes: Sequence[Node]) -> tuple[list[Op | None], list[Any], list[Any]]:
+    """For each of ``nodes``: the operation that made it (None for a leaf), its first operand
+    and its second, as three lists read in C (a cache key reads every node of a recording on
+    a warm start). An operation of many operands keeps the tuple of them as its first operand
+    (its second is unused); an operation of one operand leaves its second unused; a leaf both."""
+    return list(map(_operation_of, nodes)), list(map(_first_of, nodes)), list(map(_second_of, nodes))
 
 
 def _gradient_positions(node: Node) -> tuple[int, ...]:
