@@ -457,7 +457,7 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
     place: dict[int, int] = {id(x): -1 - k for k, x in enumerate(externals)}
     place.update(zip(map(id, live), range(len(live)), strict=True))
     made, firsts, seconds = graph.slots_of(live)
-    rows = list(map(ROWS.get, made))
+    rows = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
     if rows.count(None) != made.count(None):  # an operation outside the table
         return None
     get, constants, numbers, node_type = place.get, recorded.constants, recorded.edges.numbers, graph.Node

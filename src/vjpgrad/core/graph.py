@@ -264,7 +264,7 @@ def _walk_recorded(recording: Recording, outputs: Sequence[Node]) -> tuple[set[i
             continue
         if key in recorded:
             need(key)
-            op = node._operation
+            op = cast(Op, node._operation)  # a recorded node is an operation's
             if op.nary:
                 extend([x for x in node._first if isinstance(x, Node)])
                 continue
