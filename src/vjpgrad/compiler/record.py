@@ -396,8 +396,10 @@ def _read(
     argument_ids = {id(a) for a in arguments}
     parameters = [x for x in outside if id(x) not in argument_ids]
     _check_found(fn, parameters, found)
+    made = recording.leaves  # in creation order, as live
+    needed = set(map(id, live)) if made else set()
     constants = {  # Values made inside (Value()) that take no gradient: numbers of the code
-        id(node): _number(node) for node in live if id(node) in recording.leaves and not node.requires_grad
+        key: _number(node) for key, node in made.items() if key in needed and not node.requires_grad
     }
     if constants:
         pairs = [(n, p) for n, p in zip(live, positions, strict=True) if id(n) not in constants]

@@ -248,15 +248,16 @@ def recorded_graph(
 def _walk_recorded(recording: Recording, outputs: Sequence[Node]) -> tuple[set[int], list[Node]]:
     """The ids of the recorded operations and Values made inside that ``outputs`` need, and the
     Values from outside they read, each once, in the order met (a depth-first walk that takes a
-    node's last operand first). It visits every edge of a recording of tens of thousands of
-    operations once, on every function's first call: the node's slots are read here directly,
-    and the bound methods found once."""
+    node's last operand first). It runs over every edge of a recording of tens of thousands of
+    operations, on every function's first call: the node's slots are read here directly, the
+    bound methods found once, and an operand already met is not pushed again (the walk would
+    skip it when popped: the order met is the same)."""
     recorded = set(map(id, recording.nodes))
     made = recording.leaves
     needed: set[int] = set()
     outside: dict[int, Node] = {}
     stack = list(outputs)
-    pop, push, extend, need = stack.pop, stack.append, stack.extend, needed.add
+    pop, push, need = stack.pop, stack.append, needed.add
     while stack:
         node = pop()
         key = id(node)
@@ -266,14 +267,16 @@ def _walk_recorded(recording: Recording, outputs: Sequence[Node]) -> tuple[set[i
             need(key)
             op = cast(Op, node._operation)  # a recorded node is an operation's
             if op.nary:
-                extend([x for x in node._first if isinstance(x, Node)])
+                for x in node._first:
+                    if isinstance(x, Node) and id(x) not in needed and id(x) not in outside:
+                        push(x)
                 continue
             a = node._first
-            if isinstance(a, Node):
+            if isinstance(a, Node) and id(a) not in needed and id(a) not in outside:
                 push(a)
             if op.arity != 1:
                 b = node._second
-                if isinstance(b, Node):
+                if isinstance(b, Node) and id(b) not in needed and id(b) not in outside:
                     push(b)
         elif key in made:
             need(key)
