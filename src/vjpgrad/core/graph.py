@@ -238,8 +238,11 @@ def recorded_graph(
     order; for each, the positions of the operands it hands gradient to (none for a Value made
     inside); and the other Values they read (arguments, parameters), each once, in the order met."""
     needed, outside = _walk_recorded(recording, outputs)
-    live = [node for node in recording.nodes if id(node) in needed]
     leaves = [node for key, node in recording.leaves.items() if key in needed]
+    if len(needed) == len(recording.nodes) + len(leaves):  # every operation recorded is needed (a step's)
+        live = list(recording.nodes)
+    else:
+        live = [node for node in recording.nodes if id(node) in needed]
     if leaves:
         live = sorted(live + leaves, key=_by_creation)
     return live, [_gradient_positions(node) for node in live], outside
