@@ -5,7 +5,8 @@ This is the only module that reads or writes a node's private slots. Everything 
 through the functions below:
 
 - ``make`` builds a node (the operations of ``operators`` and ``value`` call it);
-- ``edges`` lists a node's operands with what each edge saved;
+- ``edges`` lists a node's operands with what each edge saved; ``slots_of`` reads the
+  operation and operands of many nodes at once (compile's cache key and block search);
 - ``reached`` lists the nodes a pass reaches, in the order the pass runs them;
 - ``propagate`` runs the chain rule over that order, with floats, optionally telling an
   observer about every edge (``explain``, anomaly detection);
