@@ -10,10 +10,13 @@ vjpgrad's Values) on one sample: the hinge loss of one point, forward and backwa
 
 ``overhead`` is a compiled call minus the generated code: reading the arguments, the guard that
 checks the function's world, wrapping the outputs and handing the gradients back. The guard is
-also timed alone. All are timed side by side in one process, alternating, over ``--rounds``
-rounds of ``--calls`` calls each; the figures are medians, in microseconds per call.
+also timed alone, and so are the two passes over the parameters a call cannot avoid beside it:
+reading their numbers and adding their gradients into ``.grad``. All are timed side by side in
+one process, alternating, over ``--rounds`` rounds of ``--calls`` calls each; the figures are
+medians, in microseconds per call, of the wall clock, or with ``--cpu`` of the process's CPU time
+(steadier on a machine shared with other work).
 
-    python benchmarks/compile_overhead.py [--rounds 31] [--calls 200]
+    python benchmarks/compile_overhead.py [--rounds 31] [--calls 200] [--cpu]
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 import vjpgrad
 from vjpgrad import Value
 from vjpgrad.compiler.record import Arguments
+from vjpgrad.core import graph
 
 
 class Neuron:
@@ -78,6 +82,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=31)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument(
+        "--cpu", action="store_true", help="time the process's CPU time, not the wall clock (a shared machine)"
+    )
     options = parser.parse_args()
     random.seed(1337)
     model = MLP(2, [16, 16, 1])
@@ -111,29 +118,46 @@ def main() -> None:
     def guard() -> None:
         entry.matches(Arguments((point, label), {}))
 
+    externals = [*point, label, *entry.parameters]
+    gradients = backward((1.0,), entry.forward(data), data, start)[0][3:]
+    sink = [Value(0.0) for _ in entry.parameters]  # Values of their own: the model's .grad stays as it was
+
+    def reading_numbers() -> None:
+        graph.numbers_of(externals)
+
+    def adding_gradients() -> None:
+        graph.add_gradients(sink, gradients)
+
     probes: dict[str, Callable[[], None]] = {
         "eager": eager_call,
         "compiled": compiled_call,
         "generated code": generated_code,
         "arguments + guard": guard,
+        "reading numbers": reading_numbers,
+        "adding gradients": adding_gradients,
     }
     times: dict[str, list[float]] = {name: [] for name in probes}
+    clock = time.process_time if options.cpu else time.perf_counter
     for round_ in range(options.rounds):
         order = list(probes.items())
         if round_ % 2:
             order.reverse()
         for name, probe in order:
-            start_time = time.perf_counter()
+            start_time = clock()
             for _ in range(options.calls):
                 probe()
-            times[name].append((time.perf_counter() - start_time) / options.calls * 1e6)
+            times[name].append((clock() - start_time) / options.calls * 1e6)
     medians = {name: statistics.median(found) for name, found in times.items()}
     overhead = medians["compiled"] - medians["generated code"]
     print(f"micrograd's MLP(2, [16, 16, 1]), one sample, forward + backward ({len(model.parameters())} parameters)")
-    print(f"medians of {options.rounds} rounds of {options.calls} calls, microseconds per call:")
+    what = "CPU time" if options.cpu else "wall-clock time"
+    print(f"medians of {options.rounds} rounds of {options.calls} calls, {what}, microseconds per call:")
     for name, median in medians.items():
         print(f"  {name:<20} {median:9.1f} us")
     print(f"  {'overhead':<20} {overhead:9.1f} us  (compiled - generated code)")
+    parts = ("arguments + guard", "reading numbers", "adding gradients")
+    rest = overhead - sum(medians[name] for name in parts)
+    print(f"  {'the rest':<20} {rest:9.1f} us  (overhead - {' - '.join(parts)}: outputs, call node, freeing)")
     print(f"compiled / eager speed-up: {medians['eager'] / medians['compiled']:.2f}x")
     print(f"overhead / generated code: {overhead / medians['generated code']:.2f}")
 

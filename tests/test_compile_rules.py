@@ -928,6 +928,27 @@ def test_enable_grad_inside_a_call_under_no_grad_is_eagers() -> None:
         assert x.grad == 6.0
 
 
+def test_enable_grad_inside_a_replayed_call_under_no_grad_is_eagers() -> None:
+    """The replay makes the outputs that take gradient under enable_grad itself when the caller
+    turned grad mode off, and leaves grad mode as the caller had it."""
+
+    def f(x: Value) -> Value:
+        with vjpgrad.enable_grad():
+            return x * x
+
+    compiled = vjpgrad.compile(f)
+    found = []
+    for fn in (f, compiled, compiled, compiled):  # eager, then the recording and two replays
+        x = Value(3.0)
+        with vjpgrad.no_grad():
+            y = fn(x)
+            assert not vjpgrad.is_grad_enabled()
+        y.backward()
+        found.append((y.requires_grad, x.grad))
+    assert found == [(True, 6.0)] * 4
+    assert compiled.times_recorded == 1
+
+
 def test_no_grad_gives_constants() -> None:
     a = Value(2.0)
     f = vjpgrad.compile(lambda a: a * 3.0)

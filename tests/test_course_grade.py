@@ -117,15 +117,31 @@ def test_a_crash_sys_exit_or_os_exit_costs_only_its_exercise(tmp_path: Path) -> 
     assert problem.message.startswith("SystemExit: 3")
 
 
+def test_the_checks_processes_share_what_hypothesis_reads_from_the_code_outside_the_students_directory(
+    tmp_path: Path,
+) -> None:
+    # hypothesis reads the constants of the code under test in each process, and caches them by each
+    # file's hash: kept for the run's next processes, parsing is paid once per file, not per exercise
+    directory = solutions_in(tmp_path / "student")
+    engine = directory / "engine.py"
+    engine.write_text(f"{engine.read_text()}\n# {directory}\n")  # a file of its own: the cache is by content
+    results = grading.run(directory, [exercise(7), exercise(12)], timeout=120)
+    assert [r.status for r in results] == [grading.DONE, grading.DONE]
+    cached = [path.read_text() for path in (Path(grading.hypothesis_home()) / "constants").glob("[0-9a-f]*")]
+    assert any(str(engine.resolve()) in text for text in cached)  # each names its file
+    assert sorted(p.name for p in directory.iterdir()) == sorted(p.name for p in folder("solutions").iterdir())
+
+
 @pytest.mark.slow  # it waits for the time limit
 def test_an_endless_loop_costs_only_its_exercise(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "student")
     (directory / "example_3.py").write_text("def example_3(a, b, c, seeds):\n    while True:\n        pass\n")
-    looping, after = grading.run(directory, [exercise(7), exercise(8)], timeout=15)
+    # 5 s of CPU each: short, as the test waits for it, and over four times what exercise 8 needs
+    looping, after = grading.run(directory, [exercise(7), exercise(8)], timeout=5)
     assert looping.status == grading.FAILING
     problem = looping.first_problem()
     assert problem is not None
-    assert problem.message.startswith("it did not finish within 15 s")
+    assert problem.message.startswith("it did not finish within 5 s")
     assert after.status == grading.DONE
 
 

@@ -287,3 +287,23 @@ def test_a_value_operand_of_a_vector_operator_stays_a_node() -> None:
     assert x.grad == 3.0
     reflected(v, x).backward([1.0, 1.0])
     assert x.grad == 6.0
+
+
+# ---- the symbols every writer uses -----------------------------------------------------------------
+
+
+def test_the_symbols_write_a_rule_for_floats_and_in_their_array_dialect_for_columns() -> None:
+    # one class writes both: the array dialect differs only where a float's syntax has no element-wise meaning
+    from vjpgrad.codegen.symbols import ARRAY, SCALAR, Code, contribution
+
+    for dialect, condition, masked, divided in (
+        (None, "0.0 if x < 0.0 else (g * y)", "0.0 if x < 0.0 else g", "g / y if y else _div(g, y)"),
+        (ARRAY, "_where((x < 0.0), 0.0, g * y)", "_where((x < 0.0), 0.0, g)", "_div(g, y)"),
+    ):
+        x, y, g = (Code(name, atomic=True, dialect=dialect) for name in ("x", "y", "g"))
+        assert (x < 0.0).choose(0.0, g * y).text == condition
+        assert contribution(lambda g, s: g * s, g, (x < 0.0).choose(MASKED, 1.0)).text == masked  # type: ignore[union-attr]
+        assert (g / y).text == divided
+        assert ((x * y + 1.0) * g).dialect is (dialect or SCALAR)  # what it builds keeps its dialect
+    assert (Code("g", atomic=True, dialect=ARRAY) * -1.0).text == "g * (-1.0)"  # the scalar code writes -g
+    assert (Code("g", atomic=True) * -1.0).text == "-g"

@@ -438,7 +438,11 @@ def test_expressions_hold_every_constant_and_only_those() -> None:
             settings=settings(max_examples=300),
         )
     with pytest.raises(NoSuchExample):
-        find(expressions(["x"], constants=False), lambda e: any(isinstance(t, float) for t in leaves_of(e.tree)))
+        find(
+            expressions(["x"], constants=False),
+            lambda e: any(isinstance(t, float) for t in leaves_of(e.tree)),
+            settings=settings(max_examples=300),  # as many as the search above: find's default is 2,000
+        )
 
 
 def leaves_of(tree: Any) -> list[Any]:

@@ -5,6 +5,8 @@ imports nothing else of vjpgrad; nothing below the command line imports it or th
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Mapping
 from pathlib import Path
 
 import vjpgrad
@@ -52,10 +54,13 @@ def imports_of(path: Path) -> set[str]:
     return found
 
 
-def graph() -> dict[str, set[str]]:
+@functools.cache  # read once for the tests of this file: the package does not change during a run
+def graph() -> Mapping[str, frozenset[str]]:
     """Each module of the package and the modules of the package it imports."""
     modules = {module_name(path): path for path in PACKAGE.rglob("*.py") if "templates" not in path.parts}
-    return {name: {m for m in imports_of(path) if m in modules and m != name} for name, path in modules.items()}
+    return {
+        name: frozenset(m for m in imports_of(path) if m in modules and m != name) for name, path in modules.items()
+    }
 
 
 def layer(module: str) -> str:

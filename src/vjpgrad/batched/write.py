@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vjpgrad.batched.templates import FORWARD, ArrayCode, contribution, forward_key, literal, max_backward, operand
+from vjpgrad.batched.templates import FORWARD, forward_key, max_backward
+from vjpgrad.codegen.symbols import ARRAY, Code, contribution, literal, operand
 from vjpgrad.core import graph, ops
 
 
@@ -54,7 +55,7 @@ class ArrayWriter:
         return self.names[id(x)] if isinstance(x, graph.Node) else literal(x)
 
     def symbol(self, x: Any) -> Any:
-        return ArrayCode(self.names[id(x)], atomic=True) if isinstance(x, graph.Node) else x
+        return Code(self.names[id(x)], atomic=True, dialect=ARRAY) if isinstance(x, graph.Node) else x
 
     def forward_line(self, node: graph.Node) -> str:
         op = graph.op_of(node)
@@ -84,13 +85,13 @@ class ArrayWriter:
         out = self.names[id(node)]
         if op.nary:
             return max_backward([self.term(x) for x in operands], out, gradient, edges)
-        g = ArrayCode(gradient, atomic=True)
+        g = Code(gradient, atomic=True, dialect=ARRAY)
         found = []
         for k in edges:
             arguments = [self.symbol(x) for x in operands]
-            saved = op.saved[k](*arguments, ArrayCode(out, atomic=True))
+            saved = op.saved[k](*arguments, Code(out, atomic=True, dialect=ARRAY))
             part = contribution(op.gradients[k], g, saved)
-            found.append((k, operand(part) if isinstance(part, ArrayCode) else literal(part)))
+            found.append((k, operand(part) if isinstance(part, Code) else literal(part)))
         return found
 
     def backward_source(self) -> str:

@@ -2,10 +2,12 @@
 
 A rule of ``core.ops`` (``lambda x, y, out: y`` for ``*``) takes floats, Values, or the
 ``Code`` symbols of this module, and answers in kind: with ``Code("x")`` and ``Code("y")`` it
-returns ``Code("y")``, the text of the saved value. Both writers of code use this, so that no
+returns ``Code("y")``, the text of the saved value. Every writer of code uses this, so that no
 formula is written twice: ``vjpgrad.codegen.eager`` writes the eager operators
-(``core/operators.py``), and ``vjpgrad.compiler.write`` the lines of a compiled function. The
-code they write computes the rules' own numbers, bit for bit, by construction.
+(``core/operators.py``), ``vjpgrad.compiler.write`` the lines of a compiled function, and
+``vjpgrad.batched.write`` vmap's array lines (``Code`` in the ``ARRAY`` dialect: the forms a
+float's syntax has and an array's has not, ``a if c else b`` and ``and``, written as helper
+calls). The code they write computes the rules' own numbers, bit for bit, by construction.
 
 Numbers are written with ``repr`` (``_inf``, ``_nan`` for the infinities and nan), and the
 helpers a line calls are the ``floats`` functions under the names of ``NAMESPACE``.
@@ -41,30 +43,100 @@ def operand(x: Any) -> str:
     """``x`` (a Code or a number) as the operand of an operator: compound expressions in parentheses."""
     if isinstance(x, Code):
         return x.text if x.atomic else f"({x.text})"
-    text = literal(x)
-    return text
+    return literal(x)
+
+
+def call(function: str, *arguments: Any, dialect: Dialect | None = None) -> Code:
+    """A call of one of the helpers generated code has (``_div(x, y)``), in ``dialect`` (scalar by default)."""
+    return Code(f"{function}({', '.join(literal(a) for a in arguments)})", atomic=True, dialect=dialect)
+
+
+class Dialect:
+    """How a line of code for floats is written where Python's float syntax gives the rule's number:
+    the strategy ``Code`` follows for the few forms that differ by what the code computes on.
+
+    ``ARRAY`` (NumPy columns, for ``vjpgrad.vmap``) writes the same rules with helper calls where a
+    float's syntax has no element-wise meaning: ``a if c else b`` is ``_where(c, a, b)``, ``and`` is
+    ``_and``, a division is ``_div`` throughout, a comparison a bracketed array of booleans."""
+
+    name = "scalar"
+    negates_times_minus_one = True
+    """``g * -1.0`` written ``-g`` (the same bits for a float)."""
+
+    def divide(self, x: Any, y: Any) -> Code:
+        # IEEE division: Python's / raises on a zero divisor, where floats.div gives inf or nan
+        if isinstance(y, Code) and y.atomic:
+            return Code(f"{operand(x)} / {y.text} if {y.text} else _div({literal(x)}, {y.text})", dialect=self)
+        return call("_div", x, y, dialect=self)
+
+    def reciprocal(self, x: Code) -> Code:
+        return call("_reciprocal", x, dialect=self)
+
+    def compare(self, left: Code, symbol: str, right: Any) -> Code:
+        return Code(f"{operand(left)} {symbol} {operand(right)}", dialect=self)
+
+    def both(self, left: Code, right: Any) -> Code:
+        return Code(f"{operand(left)} and {operand(right)}", dialect=self)
+
+    def where(self, condition: Code, if_true: Any, if_false: Any) -> Code:
+        return Code(f"{operand(if_true)} if {condition.text} else {operand(if_false)}", dialect=self)
+
+    def __repr__(self) -> str:
+        return f"<{self.name} code>"
+
+
+class _ArrayDialect(Dialect):
+    name = "array"
+    negates_times_minus_one = False
+
+    def divide(self, x: Any, y: Any) -> Code:
+        return call("_div", x, y, dialect=self)
+
+    def reciprocal(self, x: Code) -> Code:
+        return call("_div", 1.0, x, dialect=self)
+
+    def compare(self, left: Code, symbol: str, right: Any) -> Code:
+        return Code(f"({operand(left)} {symbol} {operand(right)})", atomic=True, dialect=self)
+
+    def both(self, left: Code, right: Any) -> Code:
+        return call("_and", left, right, dialect=self)
+
+    def where(self, condition: Code, if_true: Any, if_false: Any) -> Code:
+        return call("_where", condition, if_true, if_false, dialect=self)
+
+
+SCALAR = Dialect()
+"""Code on floats: compile's lines and the eager operators."""
+ARRAY = _ArrayDialect()
+"""Code on NumPy columns of samples: ``vjpgrad.vmap``'s lines (``batched.write``)."""
 
 
 class Code:
-    """A symbol in a derivative rule: arithmetic on it builds the text of the expression."""
+    """A symbol in a derivative rule: arithmetic on it builds the text of the expression, in its
+    ``dialect`` (``SCALAR`` by default, ``ARRAY`` for NumPy columns), which what it builds keeps."""
 
-    __slots__ = ("atomic", "text")
+    __slots__ = ("atomic", "dialect", "text")
 
-    def __init__(self, text: str, atomic: bool = False) -> None:
+    def __init__(self, text: str, atomic: bool = False, dialect: Dialect | None = None) -> None:
         self.text = text
         self.atomic = atomic
+        self.dialect = SCALAR if dialect is None else dialect
 
     def __repr__(self) -> str:
-        return f"Code({self.text!r})"
+        shown = "" if self.dialect is SCALAR else f", dialect={self.dialect.name.upper()}"
+        return f"Code({self.text!r}{shown})"
 
     def __bool__(self) -> bool:
         raise TypeError("a rule that branches on its operands' numbers cannot be written as code")
+
+    def _new(self, text: str, atomic: bool = False) -> Code:
+        return Code(text, atomic, self.dialect)
 
     def _binary(self, other: Any, symbol: str, reflected: bool = False) -> Code:
         if not isinstance(other, (Code, float, int)):
             return NotImplemented  # type: ignore[no-any-return]  # NotImplemented is typed Any
         left, right = (other, self) if reflected else (self, other)
-        return Code(f"{operand(left)} {symbol} {operand(right)}")
+        return self._new(f"{operand(left)} {symbol} {operand(right)}")
 
     def __add__(self, other: Any) -> Code:
         return self._binary(other, "+")
@@ -79,10 +151,10 @@ class Code:
         return self._binary(other, "-", True)
 
     def __mul__(self, other: Any) -> Code:
-        # g * 1.0 is g and g * -1.0 is -g, to the bit: written plainly
+        # g * 1.0 is g, to the bit (a nan's too): written plainly; so is g * -1.0 as -g where the dialect says so
         if type(other) is float and other == 1.0:
             return self
-        if type(other) is float and other == -1.0:
+        if type(other) is float and other == -1.0 and self.dialect.negates_times_minus_one:
             return -self
         return self._binary(other, "*")
 
@@ -90,67 +162,64 @@ class Code:
         return self._binary(other, "*", True)
 
     def __neg__(self) -> Code:
-        return Code(f"-{operand(self)}")
+        return self._new(f"-{operand(self)}")
 
     def __truediv__(self, other: Any) -> Code:
-        return _divide(self, other)
+        return self.dialect.divide(self, other)
 
     def __rtruediv__(self, other: Any) -> Code:
-        return _divide(other, self)
+        return self.dialect.divide(other, self)
+
+    def _call(self, function: str, *arguments: Any) -> Code:
+        return call(function, *arguments, dialect=self.dialect)
 
     def __pow__(self, other: Any) -> Code:  # C's pow, as PyTorch's tensor ** tensor
-        return Code(f"_pow({self.text}, {literal(other)})", atomic=True)
+        return self._call("_pow", self, other)
 
     def pow_scalar(self, k: Any) -> Code:  # PyTorch's tensor ** number, with its special cases
-        return Code(f"_pow_scalar({self.text}, {literal(k)})", atomic=True)
+        return self._call("_pow_scalar", self, k)
 
     def __rpow__(self, other: Any) -> Code:
-        return Code(f"_pow({literal(other)}, {self.text})", atomic=True)
-
-    def _call(self, function: str) -> Code:
-        return Code(f"{function}({self.text})", atomic=True)
+        return self._call("_pow", other, self)
 
     def log(self) -> Code:
-        return self._call("_log")
+        return self._call("_log", self)
 
     def reciprocal(self) -> Code:
-        return self._call("_reciprocal")
+        return self.dialect.reciprocal(self)
 
     def sin(self) -> Code:
-        return self._call("_sin")
+        return self._call("_sin", self)
 
     def cos(self) -> Code:
-        return self._call("_cos")
+        return self._call("_cos", self)
 
     def sign(self) -> Code:
-        return self._call("_sign")
+        return self._call("_sign", self)
 
     def one_minus_square(self) -> Code:
-        return self._call("_one_minus_square")
-
-    def _compare(self, other: Any, symbol: str) -> Code:
-        return Code(f"{operand(self)} {symbol} {operand(other)}")
+        return self._call("_one_minus_square", self)
 
     def __eq__(self, other: object) -> Code:  # type: ignore[override]  # builds a condition
-        return self._compare(other, "==")
+        return self.dialect.compare(self, "==", other)
 
     def __ne__(self, other: object) -> Code:  # type: ignore[override]  # builds a condition
-        return self._compare(other, "!=")
+        return self.dialect.compare(self, "!=", other)
 
     def __le__(self, other: Any) -> Code:
-        return self._compare(other, "<=")
+        return self.dialect.compare(self, "<=", other)
 
     def __lt__(self, other: Any) -> Code:
-        return self._compare(other, "<")
+        return self.dialect.compare(self, "<", other)
 
     def __ge__(self, other: Any) -> Code:
-        return self._compare(other, ">=")
+        return self.dialect.compare(self, ">=", other)
 
     def __gt__(self, other: Any) -> Code:
-        return self._compare(other, ">")
+        return self.dialect.compare(self, ">", other)
 
     def __and__(self, other: Any) -> Code:
-        return Code(f"{operand(self)} and {operand(other)}")
+        return self.dialect.both(self, other)
 
     __hash__ = None  # type: ignore[assignment]  # == builds code, so a Code is no dict key
 
@@ -158,31 +227,24 @@ class Code:
         """``where(self, if_true, if_false)``: a conditional expression, or a maybe-masked value."""
         if if_true is MASKED:
             return Maybe(self, if_false)
-        return Code(f"{operand(if_true)} if {self.text} else {operand(if_false)}")
-
-
-def _divide(x: Any, y: Any) -> Code:
-    # IEEE division: Python's / raises on a zero divisor, where floats.div gives inf or nan
-    if isinstance(y, Code) and y.atomic:
-        return Code(f"{operand(x)} / {y.text} if {y.text} else _div({literal(x)}, {y.text})")
-    return Code(f"_div({literal(x)}, {literal(y)})", atomic=True)
+        return self.dialect.where(self, if_true, if_false)
 
 
 @dataclass(frozen=True)
 class Maybe:
-    """A saved value that is ``MASKED`` where ``condition`` holds, ``value`` elsewhere."""
+    """A saved value that is ``MASKED`` (its contribution exactly 0.0) where ``condition`` holds,
+    ``value`` elsewhere."""
 
     condition: Code
     value: Any
 
 
 def contribution(gradient: Callable[..., Any], g: Code, saved: Any) -> Code | float:
-    """The code of what an edge hands its operand (``ops.contribution`` for symbols)."""
+    """The code of what an edge hands its operand (``ops.contribution`` for symbols), in ``g``'s dialect."""
     if saved is MASKED:
         return 0.0
     if isinstance(saved, Maybe):
-        part = ops.contribution(gradient, g, saved.value)
-        return Code(f"0.0 if {saved.condition.text} else {operand(part)}")
+        return g.dialect.where(saved.condition, 0.0, ops.contribution(gradient, g, saved.value))
     result: Code | float = ops.contribution(gradient, g, saved)
     return result
 

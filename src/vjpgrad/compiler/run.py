@@ -113,6 +113,8 @@ class Entry:
         self._flags: dict[int, tuple[bool, ...]] = {}  # (True,) * n: every edge of an output takes gradient
         self._argument_operands: dict[int, int] = {}  # per output: its leaves that are arguments, -1: not all leaves
         self._handed_alone: dict[int, Callable[[Any], tuple[Any, ...]]] = {}  # per output: its leaves' gradients
+        self._alone: dict[int, tuple[frozenset[int], frozenset[int]]] = {}  # per output: seeded alone, what runs
+        self._code_alone: dict[int, Callable[..., tuple[Any, ...]]] = {}  # per output: its pass's reverse code
         self._zeros_kept: tuple[float, ...] = ()
         self._no_edges: tuple[None, ...] = ()  # the call's own edges: none
         self.argument_count = len(distinct(read.leaves))
@@ -283,7 +285,7 @@ class Entry:
         seeds = tuple(slots.get(i, 0.0) for i in range(len(self.internal_outputs)))
         slots.clear()  # handed on: the next pass through this call starts empty
         reached, inside = self.reached(seeded)
-        if not freed.isdisjoint(inside):  # an operation an earlier pass freed, as eager code would say
+        if _any_freed(freed, inside):  # an operation an earlier pass freed, as eager code would say
             raise RuntimeError(f"{graph.FREED_MESSAGE} (inside a compiled call)")
         ran[:] = [inside]  # this call's operations this pass ran: what _release frees, if the pass frees
         operands = graph.operands(node)
@@ -310,9 +312,8 @@ class Entry:
         if graph.is_freed(node) or self.depends[position][1]:
             return False
         values, inputs, _, slots, _, freed, ran, _ = graph.saved_of(call)
-        seeded = frozenset((position,))
-        inside = self.reached(seeded)[1]
-        if slots or not freed.isdisjoint(inside):
+        seeded, inside = self._alone.get(position) or self._reached_alone(position)
+        if slots or _any_freed(freed, inside):
             return False
         leaves = graph.operands(node)[1:]
         taking = self._operands_of[position]
@@ -326,8 +327,7 @@ class Entry:
         if arguments < 0 or (arguments and any(map(graph.op_of, leaves[:arguments]))):
             return False
         g = -0.0 + seed  # the output's cotangent: its seed added to the pass's -0.0, as seed() does
-        seeds = tuple(g if i == position else 0.0 for i in range(len(self.internal_outputs)))
-        gradients, finals = self.backward_for(seeded)(seeds, values, inputs, self._zeros(len(inputs)))
+        gradients, finals = self._reverse_alone(position, seeded, g, values, inputs)
         pick = self._handed_alone.get(position)
         if pick is None:
             pick = _picker(taking)
@@ -342,6 +342,25 @@ class Entry:
         if not retain_graph:
             graph.free([node, call])
         return True
+
+    def _reverse_alone(
+        self, position: int, seeded: frozenset[int], g: Any, values: tuple[Any, ...], inputs: list[Any]
+    ) -> tuple[Any, Any]:
+        """The reverse code of a pass from the output ``position`` alone, seeded with ``g``, run
+        from -0.0 at every argument and parameter: their gradients, and the output's own."""
+        backward = self._code_alone.get(position)
+        if backward is None:
+            backward = self._code_alone[position] = self.backward_for(seeded)
+        count = len(self.internal_outputs)
+        seeds = (g,) if count == 1 else tuple(g if i == position else 0.0 for i in range(count))
+        return backward(seeds, values, inputs, self._zeros(len(inputs)))
+
+    def _reached_alone(self, position: int) -> tuple[frozenset[int], frozenset[int]]:
+        """The outputs a pass from the output ``position`` alone seeds, and the ids of the operations
+        inside that it runs: the same at every call, found once."""
+        seeded = frozenset((position,))
+        found = self._alone[position] = (seeded, self.reached(seeded)[1])
+        return found
 
     def _zeros(self, count: int) -> tuple[float, ...]:
         """-0.0 for each argument and parameter: where a pass with nothing else in it starts."""
@@ -394,10 +413,10 @@ class Entry:
 
     def _release(self, node: graph.Node) -> None:
         """A pass that frees the graph went through this call: the operations it ran are freed,
-        as eager code frees them; a later pass that needs one of them raises."""
+        as eager code frees them; a later pass that needs one of them raises. The sets are kept
+        as they are, not merged: a pass with nothing freed before it then costs nothing here."""
         freed, ran = graph.saved_of(node)[5:7]
-        for inside in ran:
-            freed.update(inside)
+        freed.extend(inside for inside in ran if inside not in freed)
 
     def run(self, leaves: list[Value]) -> Any:
         # the distinct Values passed, then the parameters
@@ -406,7 +425,9 @@ class Entry:
         self.prepare()  # the code, on the first replay: from the cache, or written now
         values = self.forward(data)  # type: ignore[misc]  # prepared just above
         made: dict[int, Value] = {}
-        if self.takes_any:
+        if self.takes_any and state.grad_enabled:
+            made = self._outputs(external_values, data, values)
+        elif self.takes_any:
             with enable_grad():  # a function under no_grad() may still take gradient inside (enable_grad)
                 made = self._outputs(external_values, data, values)
         kept_place = self.kept_place
@@ -433,13 +454,14 @@ class Entry:
             edges = self._edges = tuple(isinstance(x, Value) and x.requires_grad for x in externals)
         wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
         slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
-        freed: set[int] = set()  # the operations inside (their ids) that a pass has freed
+        freed: list[frozenset[int]] = []  # the operations inside (their ids) that passes have freed
         ran: list[frozenset[int]] = []  # the operations inside that the last pass through this call ran
         saved = (values, data, wrappers, slots, edges, freed, ran, self)
         # no edges of its own: a pass reaches the arguments and parameters through the outputs it starts from
         if len(self._no_edges) != len(externals):
             self._no_edges = (None,) * len(externals)
-        call = graph.make(Value, 0.0, self.op, tuple(externals), self._no_edges, None, saved)
+        every = tuple(externals)
+        call = graph.make(Value, 0.0, self.op, every, self._no_edges, None, saved)
         kept_place = self.kept_place
         made: dict[int, Value] = {}
         for position, k in sorted(enumerate(self.internal_outputs), key=lambda pair: pair[1]):  # as computed
@@ -455,7 +477,7 @@ class Entry:
             if taking is None:
                 taking = self._operands_of[position] = [j for j in from_externals if edges[j]]
                 self._pick[position] = _picker(taking)
-            operands = (call, *self._pick[position](externals))
+            operands = (call,) + self._pick[position](every)  # noqa: RUF005  # one copy; (call, *x) makes two
             if from_outputs:
                 internal = self.internal_outputs
                 operands += tuple(made[internal[j]] for j in from_outputs if internal[j] in made)
@@ -491,6 +513,11 @@ def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
     if len(positions) == 1:
         return lambda items: (items[first],)
     return operator.itemgetter(*positions)
+
+
+def _any_freed(freed: list[frozenset[int]], inside: frozenset[int]) -> bool:
+    """Whether any operation in ``inside`` (their ids) is in a set an earlier pass freed."""
+    return any(not done.isdisjoint(inside) for done in freed)
 
 
 def _dead() -> None:

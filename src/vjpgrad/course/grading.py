@@ -11,15 +11,18 @@ is the text a student reads, ``as_json`` what an autograder reads.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import json
 import math
 import multiprocessing
 import os
 import re
+import shutil
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -145,7 +148,26 @@ def _processes() -> Any:
     return context
 
 
-def pytest_process(arguments: list[str], directory: str, output: str, scratch: str, seconds: float) -> None:
+_hypothesis_home: list[str] = []
+_hypothesis_home_made = threading.Lock()
+
+
+def hypothesis_home() -> str:
+    """The folder where the checks' processes keep hypothesis's files, one for all the runs of this
+    process (removed when it exits), never the student's directory. Hypothesis reads the constants
+    of the code under test in each process and caches them there by each file's hash, so a run's
+    later processes skip parsing the same files (vjpgrad's own modules, where vjpgrad is not in
+    site-packages, as in an editable install: a couple of seconds a process). Its examples
+    database is off (``database=None`` in ``_plugin``), so no example of one student's code is
+    ever replayed on another's."""
+    with _hypothesis_home_made:
+        if not _hypothesis_home:
+            _hypothesis_home.append(tempfile.mkdtemp(prefix="vjpgrad-course-hypothesis-"))
+            atexit.register(shutil.rmtree, _hypothesis_home[0], ignore_errors=True)
+        return _hypothesis_home[0]
+
+
+def pytest_process(arguments: list[str], directory: str, output: str, storage: str, seconds: float) -> None:
     """An exercise's process: pytest with ``arguments`` in the student's ``directory``, its output in
     the file ``output``, at most ``seconds`` of CPU; nothing written into the student's directory but
     what their code writes."""
@@ -156,7 +178,7 @@ def pytest_process(arguments: list[str], directory: str, output: str, scratch: s
     os.chdir(directory)
     os.environ.pop("PYTEST_ADDOPTS", None)  # the checks run as written, whatever the shell says
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # nor the plugins installed (pytest-randomly would reorder)
-    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch  # hypothesis writes nothing into the student's directory
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = storage  # hypothesis writes nothing into the student's directory
     sys.dont_write_bytecode = True  # no __pycache__ in the student's directory
     import pytest
 
@@ -193,7 +215,7 @@ def run_exercise(directory: Path, exercise: Exercise, timeout: float, held_out: 
         ]  # fmt: skip
         process = _processes().Process(
             target=pytest_process,
-            args=(arguments, str(directory), str(output), scratch, timeout),
+            args=(arguments, str(directory), str(output), hypothesis_home(), timeout),
             name="vjpgrad course",
         )
         process.start()
