@@ -776,3 +776,44 @@ def test_a_nan_constant_keeps_its_sign_in_the_replay(nan: float) -> None:
     assert math.copysign(1.0, f(Value(1.0)).data) == math.copysign(1.0, nan)
     for _ in range(3):  # the call that records, then replays
         assert math.copysign(1.0, compiled(Value(1.0)).data) == math.copysign(1.0, nan)
+
+
+PAIRS_ONE_DETAIL_APART = {
+    "a number operand": (lambda x, y: x * 2.0 + y, lambda x, y: x * 3.0 + y),
+    "which operand is a number": (lambda x, y: (x - 2.0) * y, lambda x, y: (2.0 - x) * y),
+    "which operand is which": (lambda x, y: x - y, lambda x, y: y - x),
+    "an argument for itself": (lambda x, y: x * x, lambda x, y: x * y),
+    "an operand of max": (
+        lambda x, y: vjpgrad.nn.functional.max([x, y, 1.0]) * y,
+        lambda x, y: vjpgrad.nn.functional.max([x, y, 2.0]) * y,
+    ),
+    "the order of max's operands": (
+        lambda x, y: vjpgrad.nn.functional.max([x, y]) * y,
+        lambda x, y: vjpgrad.nn.functional.max([y, x]) * y,
+    ),
+    "a Value made inside": (
+        lambda x, y: x * Value(2.0, requires_grad=True),
+        lambda x, y: x * Value(3.0, requires_grad=True),
+    ),
+    "a constant made inside": (lambda x, y: x * Value(2.0) + y, lambda x, y: x * Value(-2.0) + y),
+    "the operation": (lambda x, y: (x + y).tanh(), lambda x, y: (x + y).exp()),
+}
+
+
+@pytest.mark.parametrize(("first", "second"), PAIRS_ONE_DETAIL_APART.values(), ids=PAIRS_ONE_DETAIL_APART.keys())
+def test_describe_tells_apart_recordings_one_detail_apart_and_gives_equal_ones_equal_bytes(
+    first: Any, second: Any
+) -> None:
+    """The cache's key is exact: two functions whose recordings differ in one operand, number,
+    Value made inside or operation never share a key, and recording one function again gives
+    the same key."""
+
+    def key_of(fn: Any) -> bytes | None:
+        compiled = vjpgrad.compile(fn)
+        compiled(Value(0.5), Value(-1.5))
+        entry = compiled._last
+        return describe(entry.recorded, entry.internal_outputs)
+
+    assert key_of(first) is not None
+    assert key_of(first) == key_of(first)
+    assert key_of(first) != key_of(second)

@@ -43,10 +43,11 @@ made here, as ``compiler.write`` makes its own, and numbers are written by
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from vjpgrad.codegen.symbols import literal
 from vjpgrad.compiler.write import ROWS, VALUES_LINE, Edges, Program, exact
@@ -86,35 +87,59 @@ def keys(
 ) -> tuple[list[int], list[int]]:
     """Each operation's local key as a small int (equal keys, equal ints; a negative key, unique,
     for what never folds: a Value made inside, an operation outside the table, a returned
-    output), and the position of each operation's last user (-1 for none), in one walk.
-    ``place``: each operation's position by its id."""
-    fixed: dict[int, Any] = {id(x): "a" if k < arguments else ("p", k) for k, x in enumerate(externals)}
-    fixed.update((key, ("c", exact(number))) for key, number in constants.items())
-    place_get, fixed_get, rows_get = place.get, fixed.get, ROWS.get
-    interned: dict[tuple[Any, ...], int] = {}
-    intern = interned.setdefault
-    out: list[int] = []
-    last = [-1] * len(live)
-    rows: list[str | None] = []
-    op_of, operands_of = graph.op_of, graph.operands
-    for i, (node, positions) in enumerate(zip(live, edges.in_order, strict=True)):
-        op = op_of(node)
-        row = rows_get(op) if op is not None else None
-        parts: list[Any] = [row, positions, node.requires_grad]
-        rows.append(row)
-        for x in operands_of(node):
-            j = place_get(id(x))
-            if j is not None:  # an operation: by its row (Block.of checks where it is)
-                parts.append(rows[j])
-                last[j] = i
-            else:
-                known = fixed_get(id(x))
-                parts.append(known if known is not None else "n")  # a number: Block.of compares them
-        if row is None or id(node) in returned:
-            out.append(-1 - i)
-        else:
-            out.append(intern(tuple(parts), len(interned)))
+    output), and the position of each operation's last user (-1 for none). ``place``: each
+    operation's position by its id.
+
+    A key is the operation's row, its edges, whether it takes gradient, and per operand what it
+    is: an operation's row (``Block.of`` checks where it is), an argument, a parameter by its
+    position, a constant by its bits, or a number (``Block.of`` compares them). A cold start
+    pays for it over every node, so it is built a column at a time in C (``graph.slots_of``);
+    only operations of one operand and of many are visited one by one."""
+    n = len(live)
+    made, firsts, seconds = graph.slots_of(live)
+    rows: list[str | None] = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
+    kind: dict[int, Any] = {id(x): "a" if k < arguments else ("p", k) for k, x in enumerate(externals)}
+    kind.update((key, ("c", exact(number))) for key, number in constants.items())
+    kind.update(zip(map(id, live), rows, strict=True))  # an operation: by its row
+    kind_get, place_get, numbers = kind.get, place.get, itertools.repeat("n")
+    first_kinds = list(map(kind_get, map(id, firsts), numbers))
+    second_kinds = list(map(kind_get, map(id, seconds), numbers))
+    first_users = list(map(place_get, map(id, firsts)))
+    second_users = list(map(place_get, map(id, seconds)))
+    arity = {op: op.arity if op is not None else -1 for op in set(made)}
+    arities = list(map(arity.__getitem__, made))
+    many: list[tuple[int, int]] = []  # (operand, user) of the operations of many operands
+    for shape in (-1, 0, 1):  # the nodes that are not of two operands, found in C
+        i = -1
+        for _ in range(arities.count(shape)):
+            i = arities.index(shape, i + 1)
+            second_kinds[i] = second_users[i] = None  # no second operand
+            if shape == 0:
+                operands = firsts[i]
+                first_kinds[i] = tuple(kind_get(id(x), "n") for x in operands)
+                first_users[i] = None
+                many.extend((j, i) for j in map(place_get, map(id, operands)) if j is not None)
+    users = range(n)
+    by_user = itertools.chain.from_iterable(zip(users, users, strict=True))
+    latest = dict(zip(itertools.chain.from_iterable(zip(first_users, second_users, strict=True)), by_user, strict=True))
+    for j, i in many:
+        if latest.get(j, -1) < i:
+            latest[j] = i
+    last = list(map(latest.get, users, itertools.repeat(-1)))
+    parts = list(zip(rows, edges.in_order, map(_takes_grad, live), first_kinds, second_kinds, strict=True))
+    number = dict(zip(dict.fromkeys(parts), itertools.count()))
+    out = list(map(number.__getitem__, parts))
+    i = -1
+    for _ in range(rows.count(None)):  # a Value made inside, an operation outside the table
+        i = rows.index(None, i + 1)
+        out[i] = -1 - i
+    for at in map(place_get, returned):
+        if at is not None:
+            out[at] = -1 - at
     return out, last
+
+
+_takes_grad = operator.attrgetter("requires_grad")
 
 
 def find(key: list[int]) -> list[Run]:

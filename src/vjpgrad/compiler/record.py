@@ -18,6 +18,7 @@ import gc
 import inspect
 import marshal
 import numbers
+import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
@@ -32,6 +33,7 @@ from vjpgrad.core.vector import Vector
 _number = graph.number
 _exact = world.exact
 _is_scalar = world.is_scalar
+_takes_grad = operator.attrgetter("requires_grad")
 
 
 # ---- the arguments: their structure (the key of a recording) and their leaves ---------------------
@@ -394,8 +396,10 @@ def _read(
     argument_ids = {id(a) for a in arguments}
     parameters = [x for x in outside if id(x) not in argument_ids]
     _check_found(fn, parameters, found)
+    made = recording.leaves  # in creation order, as live
+    needed = set(map(id, live)) if made else set()
     constants = {  # Values made inside (Value()) that take no gradient: numbers of the code
-        id(node): _number(node) for node in live if id(node) in recording.leaves and not node.requires_grad
+        key: _number(node) for key, node in made.items() if key in needed and not node.requires_grad
     }
     if constants:
         pairs = [(n, p) for n, p in zip(live, positions, strict=True) if id(n) not in constants]
@@ -445,30 +449,52 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
     when an operation is not a row of the table (a custom operation: its code is the user's
     function, which a key cannot describe): such a recording is not cached. Written with marshal's
     version 2 (no shared references): the same structure gives the same bytes in every process,
-    and a float's exact bits (-0.0 is not 0.0)."""
-    externals = recorded.externals
+    and a float's exact bits (-0.0 is not 0.0).
+
+    A warm start's first replay pays for this key, so it is read a column at a time, in C: the
+    rows, the place of every first and of every second operand, the edges, the flags. The few
+    operands that are not Values of the code (numbers, constants, the operands of an operation
+    of many, a Value made inside) are listed apart, each with its node and slot."""
+    externals, live = recorded.externals, recorded.live
     place: dict[int, int] = {id(x): -1 - k for k, x in enumerate(externals)}
-    place.update((id(node), k) for k, node in enumerate(recorded.live))
-    constants = recorded.constants
-    numbers = recorded.edges.numbers
-    parts: list[Any] = [len(distinct(recorded.arguments)), tuple(x.requires_grad for x in externals)]
-    append = parts.append
-    rows, op_of, operands_of, node_type = ROWS, graph.op_of, graph.operands, graph.Node
-    for node, positions in zip(recorded.live, recorded.edges.in_order, strict=True):  # the hot loop of a warm start
-        op = op_of(node)
-        if op is None:  # a Value made inside from a number
-            append(("leaf", numbers[id(node)], node.requires_grad))
-            continue
-        row = rows.get(op)
-        if row is None:
-            return None
-        operands: list[Any] = []
-        for x in operands_of(node):
-            if not isinstance(x, node_type):
-                operands.append((x,))
-            else:
-                at = place.get(id(x))
-                operands.append(at if at is not None else ("constant", constants[id(x)]))
-        append((row, tuple(operands), positions, node.requires_grad))
-    append(tuple(internal_outputs))
+    place.update(zip(map(id, live), range(len(live)), strict=True))
+    made, firsts, seconds = graph.slots_of(live)
+    rows = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
+    if rows.count(None) != made.count(None):  # an operation outside the table
+        return None
+    get, constants, numbers, node_type = place.get, recorded.constants, recorded.edges.numbers, graph.Node
+
+    def apart(x: Any) -> Any:
+        at = get(id(x))
+        if at is not None:
+            return at
+        return ("constant", constants[id(x)]) if isinstance(x, node_type) else (x,)
+
+    odd: list[tuple[int, int, Any]] = []
+    columns: list[list[int | None]] = []
+    for slot, operands in enumerate((firsts, seconds)):
+        found = list(map(get, map(id, operands)))
+        columns.append(found)
+        i = -1
+        for _ in range(found.count(None)):  # the operands that are not Values of the code, in C
+            i = found.index(None, i + 1)
+            op = made[i]
+            if op is None:  # a Value made inside from a number
+                if slot == 0:
+                    odd.append((i, 0, ("leaf", numbers[id(live[i])])))
+            elif op.nary:
+                if slot == 0:
+                    odd.append((i, 0, ("many", tuple(map(apart, operands[i])))))
+            elif slot == 0 or op.arity != 1:
+                odd.append((i, slot, apart(operands[i])))
+    parts: list[Any] = [
+        len(distinct(recorded.arguments)),
+        tuple(x.requires_grad for x in externals),
+        rows,
+        *columns,
+        odd,
+        recorded.edges.in_order,
+        list(map(_takes_grad, live)),
+        tuple(internal_outputs),
+    ]
     return marshal.dumps(parts, 2)

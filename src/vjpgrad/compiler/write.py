@@ -68,10 +68,12 @@ class Edges:
     call's result frees them): for each node, the positions of the operands it hands gradient to,
     and for each Value made inside, its number."""
 
-    def __init__(self, live: Sequence[graph.Node], positions: Sequence[tuple[int, ...]], made: Any) -> None:
-        self.positions = {id(node): p for node, p in zip(live, positions, strict=True)}
+    def __init__(
+        self, live: Sequence[graph.Node], positions: Sequence[tuple[int, ...]], made: dict[int, graph.Node]
+    ) -> None:
+        self.positions = dict(zip(map(id, live), positions, strict=True))
         self.in_order = list(positions)  # the same, in the order of ``live``
-        self.numbers = {id(node): graph.number(node) for node in live if id(node) in made}
+        self.numbers = {key: graph.number(node) for key, node in made.items() if key in self.positions}
 
 
 class Writer:

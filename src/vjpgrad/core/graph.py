@@ -5,7 +5,8 @@ This is the only module that reads or writes a node's private slots. Everything 
 through the functions below:
 
 - ``make`` builds a node (the operations of ``operators`` and ``value`` call it);
-- ``edges`` lists a node's operands with what each edge saved;
+- ``edges`` lists a node's operands with what each edge saved; ``slots_of`` reads the
+  operation and operands of many nodes at once (compile's cache key and block search);
 - ``reached`` lists the nodes a pass reaches, in the order the pass runs them;
 - ``propagate`` runs the chain rule over that order, with floats, optionally telling an
   observer about every edge (``explain``, anomaly detection);
@@ -238,8 +239,11 @@ def recorded_graph(
     order; for each, the positions of the operands it hands gradient to (none for a Value made
     inside); and the other Values they read (arguments, parameters), each once, in the order met."""
     needed, outside = _walk_recorded(recording, outputs)
-    live = [node for node in recording.nodes if id(node) in needed]
     leaves = [node for key, node in recording.leaves.items() if key in needed]
+    if len(needed) == len(recording.nodes) + len(leaves):  # every operation recorded is needed (a step's)
+        live = list(recording.nodes)
+    else:
+        live = [node for node in recording.nodes if id(node) in needed]
     if leaves:
         live = sorted(live + leaves, key=_by_creation)
     return live, [_gradient_positions(node) for node in live], outside
@@ -247,24 +251,55 @@ def recorded_graph(
 
 def _walk_recorded(recording: Recording, outputs: Sequence[Node]) -> tuple[set[int], list[Node]]:
     """The ids of the recorded operations and Values made inside that ``outputs`` need, and the
-    Values from outside they read, each once, in the order met."""
-    recorded = {id(node) for node in recording.nodes}
+    Values from outside they read, each once, in the order met (a depth-first walk that takes a
+    node's last operand first). It runs over every edge of a recording of tens of thousands of
+    operations, on every function's first call: the node's slots are read here directly, the
+    bound methods found once, and an operand already met is not pushed again (the walk would
+    skip it when popped: the order met is the same)."""
+    recorded = set(map(id, recording.nodes))
+    made = recording.leaves
     needed: set[int] = set()
     outside: dict[int, Node] = {}
     stack = list(outputs)
+    pop, push, need = stack.pop, stack.append, needed.add
     while stack:
-        node = stack.pop()
+        node = pop()
         key = id(node)
         if key in needed or key in outside:
             continue
         if key in recorded:
-            needed.add(key)
-            stack.extend(x for x in operands(node) if isinstance(x, Node))
-        elif key in recording.leaves:
-            needed.add(key)
+            need(key)
+            op = cast(Op, node._operation)  # a recorded node is an operation's
+            if op.nary:
+                for x in node._first:
+                    if isinstance(x, Node) and id(x) not in needed and id(x) not in outside:
+                        push(x)
+                continue
+            a = node._first
+            if isinstance(a, Node) and id(a) not in needed and id(a) not in outside:
+                push(a)
+            if op.arity != 1:
+                b = node._second
+                if isinstance(b, Node) and id(b) not in needed and id(b) not in outside:
+                    push(b)
+        elif key in made:
+            need(key)
         else:
             outside[key] = node
     return needed, list(outside.values())
+
+
+_operation_of = operator.attrgetter("_operation")
+_first_of = operator.attrgetter("_first")
+_second_of = operator.attrgetter("_second")
+
+
+def slots_of(nodes: Sequence[Node]) -> tuple[list[Op | None], list[Any], list[Any]]:
+    """For each of ``nodes``: the operation that made it (None for a leaf), its first operand
+    and its second, as three lists read in C (a cache key reads every node of a recording on
+    a warm start). An operation of many operands keeps the tuple of them as its first operand
+    (its second is unused); an operation of one operand leaves its second unused; a leaf both."""
+    return list(map(_operation_of, nodes)), list(map(_first_of, nodes)), list(map(_second_of, nodes))
 
 
 def _gradient_positions(node: Node) -> tuple[int, ...]:
