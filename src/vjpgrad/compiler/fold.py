@@ -142,18 +142,25 @@ def keys(
 _takes_grad = operator.attrgetter("requires_grad")
 
 
+def _following(key: list[int]) -> list[int]:
+    """For each position, the next position with the same key (-1: none, or a key below 0,
+    which never repeats)."""
+    following = [-1] * len(key)
+    latest: dict[int, int] = {}
+    for q in range(len(key) - 1, -1, -1):
+        x = key[q]
+        if x >= 0:
+            following[q] = latest.get(x, -1)
+            latest[x] = q
+    return following
+
+
 def find(key: list[int]) -> list[Run]:
     """Runs of keys that repeat back to back: from each position, the next few occurrences of its
     key are tried as the start of a second copy, and a match is extended copy by copy (slices of
     the key list compared in C)."""
     n = len(key)
-    following = [-1] * n  # the next position with the same key
-    latest: dict[int, int] = {}
-    for q in range(n - 1, -1, -1):
-        x = key[q]
-        if x >= 0:
-            following[q] = latest.get(x, -1)
-            latest[x] = q
+    following = _following(key)
     runs: list[Run] = []
     mismatch: dict[int, int] = {}  # length -> a position q with key[q] != key[q + length], the last found
     i = 0
@@ -255,13 +262,7 @@ class _Search:
         self.key = key
         self.blocked = [False] * n
         self.free_end = [n] * n  # for each position, where its stretch of free positions ends
-        self.following = following = [-1] * n
-        latest: dict[int, int] = {}
-        for q in range(n - 1, -1, -1):
-            x = key[q]
-            if x >= 0:
-                following[q] = latest.get(x, -1)
-                latest[x] = q
+        self.following = _following(key)
 
     def second(self, i: int) -> tuple[int, int]:
         """The match's length and start of the best second copy of a block starting at ``i``."""
