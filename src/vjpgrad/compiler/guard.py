@@ -5,9 +5,9 @@ function's world is the one it was recorded in.
 writes its guards: read an object (``o7 = o3.__dict__``), then check it (``if o7 is not K4:
 return False``). An object's identity is checked with ``is`` against the object itself, which the
 guard's namespace keeps alive (so its address is never another's). Every Value of the world is
-checked at the end, in one list (``values = [o85, *o84, ...]``): each list's length, then their
-identities, their ``requires_grad`` and their attributes, each check one pass over the list in C
-or in a comprehension; a list of numbers is checked in two lines. The code is
+checked at the end, in one list (``values = [o85, *o84, ...]``): each list's length, their
+identities (one pass in C), then their ``requires_grad`` and attributes together (one
+comprehension, ``x.__dict__ or x.requires_grad``); a list of numbers is checked in two lines. The code is
 built from the facts alone: every name, key and number a user wrote is a constant of the
 namespace (``K12``), never text of the code. A step that no longer leads anywhere (an attribute
 deleted, a list shorter) raises, and the guard answers False: the call records anew.
@@ -168,9 +168,9 @@ class _Writer:
 
     def values_checked(self) -> None:
         """The Values of the world, put off until every object is read: one list of them all
-        (``[o85, *o84, ...]``), each list's length, then their identities, ``requires_grad`` and
-        attributes, each check one pass over that list. A Value is never read into, so putting
-        its checks off changes no read before them; the guard's answer is the same."""
+        (``[o85, *o84, ...]``), each list's length, their identities (one pass in C), then their
+        ``requires_grad`` and attributes (one comprehension). A Value is never read into, so
+        putting its checks off changes no read before them; the guard's answer is the same."""
         if not self.values:
             return
         self.lines.append("        # the Values read above, together: their identities, requires_grad, attributes")
@@ -179,11 +179,28 @@ class _Writer:
         if lists:
             lengths = tuple(len(items) for _, many, items, *_ in self.values if many)
             self.check(f"tuple(map(len, ({', '.join(lists)},))) != {self.constant(lengths)}")
-        objects = self.constant(tuple(x for _, _, items, _, _ in self.values for x in items))
+        known = tuple(x for _, _, items, _, _ in self.values for x in items)
         flags = tuple(flag for *_, found, _ in self.values for flag in found)
         raw = [attributes for *_, found in self.values for attributes in found]
-        self.check(f"any(map(_is_not, values, {objects})) or {self.flags('values', flags)}")
-        self.check(self.attributes("values", raw))
+        self.check(f"any(map(_is_not, values, {self.constant(known)}))")
+        self.check(self.flags_and_attributes("values", known, flags, raw))
+
+    def flags_and_attributes(
+        self, expression: str, known: tuple[Any, ...], flags: tuple[bool, ...], raw: list[dict[str, Any]]
+    ) -> str:
+        """The condition that the Values of ``expression`` (the Values ``known``, their identities
+        checked before) do not have ``requires_grad`` ``flags`` and the attributes ``raw``, in one
+        pass: each Value gives its attributes, or its flag where it has none
+        (``x.__dict__ or x.requires_grad``). A dict never equals a flag, so a Value that gained an
+        attribute fails the comparison, and so does one whose flag changed; where a Value had
+        attributes, its flag is checked apart, on the Value itself (its identity is known)."""
+        expected = [attributes or flag for flag, attributes in zip(flags, raw, strict=True)]
+        condition = f"[x.__dict__ or x.requires_grad for x in {expression}] != {self.constant(expected)}"
+        attributed = [k for k, attributes in enumerate(raw) if attributes]
+        if attributed:
+            holders = self.constant(tuple(known[k] for k in attributed))
+            condition += f" or {self.flags(holders, tuple(flags[k] for k in attributed))}"
+        return condition
 
     def partition(self, members: tuple[tuple[int, int], ...], expected: tuple[int, ...]) -> None:
         """Which numbers are one object (``world._partition``): number arguments come in
