@@ -1,8 +1,8 @@
 """The guard's checks of the Values in a function's world, each one pass over them all.
 
 The guard checks every Value the function can reach together: their identities in one pass,
-then their ``requires_grad`` and their attributes in another (``x.__dict__ or
-x.requires_grad``: a Value's attributes, or its flag where it has none). Each test changes one
+then their ``requires_grad`` and their attributes in another (the flags of the Values without
+attributes; those that had attributes at recording are checked apart). Each test changes one
 Value among many between calls, in one way that pass must see, and asks for eager's bits.
 """
 
@@ -105,7 +105,7 @@ def test_a_value_that_loses_its_only_attribute_records_anew() -> None:
     fn(Value(0.75, requires_grad=False))
     fn(Value(0.75, requires_grad=False))
     assert fn.times_recorded == 1
-    drop_label(params)  # an empty __dict__ where a label was: the pass sees the flag, not the attributes
+    drop_label(params)  # an empty __dict__ where a label was: the Value comes into the pass's list
     fn(Value(0.75, requires_grad=False))
     assert fn.times_recorded == 2
 
@@ -114,4 +114,4 @@ def test_the_guard_checks_the_worlds_values_flags_and_attributes_in_one_pass() -
     params = many(labelled=False)
     fn = vjpgrad.compile(weighted_sum(params))
     fn(Value(0.75, requires_grad=False))
-    assert "x.__dict__ or x.requires_grad for x in values" in fn.guard_source
+    assert "[x.requires_grad for x in values if not x.__dict__]" in fn.guard_source

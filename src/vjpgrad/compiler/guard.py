@@ -7,7 +7,7 @@ return False``). An object's identity is checked with ``is`` against the object 
 guard's namespace keeps alive (so its address is never another's). Every Value of the world is
 checked at the end, in one list (``values = [o85, *o84, ...]``): each list's length, their
 identities (one pass in C), then their ``requires_grad`` and attributes together (one
-comprehension, ``x.__dict__ or x.requires_grad``); a list of numbers is checked in two lines. The code is
+comprehension: the flags of those without attributes); a list of numbers is checked in two lines. The code is
 built from the facts alone: every name, key and number a user wrote is a constant of the
 namespace (``K12``), never text of the code. A step that no longer leads anywhere (an attribute
 deleted, a list shorter) raises, and the guard answers False: the call records anew.
@@ -190,15 +190,18 @@ class _Writer:
     ) -> str:
         """The condition that the Values of ``expression`` (the Values ``known``, their identities
         checked before) do not have ``requires_grad`` ``flags`` and the attributes ``raw``, in one
-        pass: each Value gives its attributes, or its flag where it has none
-        (``x.__dict__ or x.requires_grad``). A dict never equals a flag, so a Value that gained an
-        attribute fails the comparison, and so does one whose flag changed; where a Value had
-        attributes, its flag is checked apart, on the Value itself (its identity is known)."""
-        expected = [attributes or flag for flag, attributes in zip(flags, raw, strict=True)]
-        condition = f"[x.__dict__ or x.requires_grad for x in {expression}] != {self.constant(expected)}"
+        pass: the flags of the Values without attributes (``x.requires_grad for x in values if
+        not x.__dict__``). A Value that gained an attribute drops out and one that lost its
+        attributes comes in, so either changes the list; the Values that had attributes are
+        checked apart, on the Values themselves (their identities are known): their attributes,
+        then their flags."""
+        bare = [flag for flag, attributes in zip(flags, raw, strict=True) if not attributes]
+        condition = f"[x.requires_grad for x in {expression} if not x.__dict__] != {self.constant(bare)}"
         attributed = [k for k, attributes in enumerate(raw) if attributes]
         if attributed:
             holders = self.constant(tuple(known[k] for k in attributed))
+            had = self.constant([raw[k] for k in attributed])
+            condition += f" or [x.__dict__ for x in {holders}] != {had}"
             condition += f" or {self.flags(holders, tuple(flags[k] for k in attributed))}"
         return condition
 
