@@ -297,7 +297,7 @@ def recorded_graph(
     return list(every), positions, [*outside.values()]
 
 
-def positions_in(every: list[Node], outside: dict[int, int] | None = None) -> Callable[[Sequence[Any]], list[Any]]:
+def positions_in(every: Sequence[Node], outside: dict[int, int] | None = None) -> Callable[[Sequence[Any]], list[Any]]:
     """A function that gives, for each of some objects, its position in ``every`` (nodes in
     creation order); for a node made elsewhere, ``outside``'s entry for its id (None when it has
     none), or -1 without ``outside``; None for anything else (a number). When the creation
