@@ -13,12 +13,12 @@ and where the results come from.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
 import inspect
 import marshal
 import numbers
-import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
@@ -33,7 +33,6 @@ from vjpgrad.core.vector import Vector
 _number = graph.number
 _exact = world.exact
 _is_scalar = world.is_scalar
-_takes_grad = operator.attrgetter("requires_grad")
 
 
 # ---- the arguments: their structure (the key of a recording) and their leaves ---------------------
@@ -414,13 +413,16 @@ def _read(
 def _sources(
     outputs: list[Value], live: list[Value], externals: list[Value], constants: dict[int, float]
 ) -> list[tuple[str, Any]]:
-    """Where each output comes from: an operation inside, an argument or parameter, a constant."""
-    place = {id(node): k for k, node in enumerate(live)}
+    """Where each output comes from: an operation inside, an argument or parameter, a constant.
+    ``live`` is in creation order, so an output's place in it is found by its creation number
+    (and checked by identity: a copy of a node keeps its number)."""
+    numbers = [node._seq for node in live]
     external_place = {id(x): k for k, x in enumerate(externals)}
     sources: list[tuple[str, Any]] = []
     for x in outputs:
-        if id(x) in place:
-            sources.append(("inside", place[id(x)]))
+        k = bisect.bisect_left(numbers, x._seq)
+        if k < len(live) and live[k] is x:
+            sources.append(("inside", k))
         elif id(x) in external_place:
             sources.append(("external", external_place[id(x)]))
         else:
@@ -451,21 +453,22 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
     version 2 (no shared references): the same structure gives the same bytes in every process,
     and a float's exact bits (-0.0 is not 0.0).
 
-    A warm start's first replay pays for this key, so it is read a column at a time, in C: the
-    rows, the place of every first and of every second operand, the edges, the flags. The few
+    A warm start's first replay pays for this key, so it is read a column at a time: the rows,
+    the place of every first and of every second operand (``graph.positions_in``: by creation
+    number where the recording has no gap), the edges, the flags. The few
     operands that are not Values of the code (numbers, constants, the operands of an operation
     of many, a Value made inside) are listed apart, each with its node and slot."""
     externals, live = recorded.externals, recorded.live
-    place: dict[int, int] = {id(x): -1 - k for k, x in enumerate(externals)}
-    place.update(zip(map(id, live), range(len(live)), strict=True))
+    external_place = {id(x): -1 - k for k, x in enumerate(externals)}
+    positions_in = graph.positions_in(live, external_place)
     made, firsts, seconds = graph.slots_of(live)
     rows = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
     if rows.count(None) != made.count(None):  # an operation outside the table
         return None
-    get, constants, numbers, node_type = place.get, recorded.constants, recorded.edges.numbers, graph.Node
+    constants, numbers, node_type = recorded.constants, recorded.edges.numbers, graph.Node
 
     def apart(x: Any) -> Any:
-        at = get(id(x))
+        at = positions_in((x,))[0]
         if at is not None:
             return at
         return ("constant", constants[id(x)]) if isinstance(x, node_type) else (x,)
@@ -473,7 +476,7 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
     odd: list[tuple[int, int, Any]] = []
     columns: list[list[int | None]] = []
     for slot, operands in enumerate((firsts, seconds)):
-        found = list(map(get, map(id, operands)))
+        found = positions_in(operands)  # a position in live; -1 - k for the argument or parameter k; None: the rest
         columns.append(found)
         i = -1
         for _ in range(found.count(None)):  # the operands that are not Values of the code, in C
@@ -494,7 +497,7 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
         *columns,
         odd,
         recorded.edges.in_order,
-        list(map(_takes_grad, live)),
+        [node.requires_grad for node in live],
         tuple(internal_outputs),
     ]
     return marshal.dumps(parts, 2)

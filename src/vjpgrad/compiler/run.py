@@ -205,7 +205,8 @@ class Entry:
             exec(payload["backward"], bound)
             forward, backward = bound.pop("forward"), bound.pop("backward")
             live = self.recorded.live
-            kept_place = {id(live[k]): i for i, k in enumerate(payload["kept"])}
+            returned = set(self.internal_outputs)  # only the outputs' values are looked up among those kept
+            kept_place = {id(live[k]): i for i, k in enumerate(payload["kept"]) if k in returned}
             reached, inside = payload["reached"]
             depends = [(list(a), list(b)) for a, b in payload["depends"]]
             table = fold.checked_table(payload["fold"], len(live))
@@ -214,7 +215,7 @@ class Entry:
         every = frozenset(range(len(self.internal_outputs)))
         self.kept_place, self.depends = kept_place, depends
         self._backwards[(every, False)] = backward
-        self._reached[every] = (frozenset(reached), frozenset(id(live[k]) for k in inside))
+        self._reached[every] = (frozenset(reached), frozenset(inside))
         self._key = key
         if self._program is None:  # a reverse pass written later folds the blocks the loaded forward did
             self._table = table
@@ -247,7 +248,7 @@ class Entry:
 
     def reached(self, seeded: frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
         """What a pass from the outputs ``seeded`` reaches: the positions of the arguments and
-        parameters, and the ids of the operations inside."""
+        parameters, and the positions (in the recording) of the operations inside."""
         known = self._reached.get(seeded)
         if known is None:
             known = self._reached[seeded] = (
@@ -356,7 +357,7 @@ class Entry:
         return backward(seeds, values, inputs, self._zeros(len(inputs)))
 
     def _reached_alone(self, position: int) -> tuple[frozenset[int], frozenset[int]]:
-        """The outputs a pass from the output ``position`` alone seeds, and the ids of the operations
+        """The outputs a pass from the output ``position`` alone seeds, and the positions of the operations
         inside that it runs: the same at every call, found once."""
         seeded = frozenset((position,))
         found = self._alone[position] = (seeded, self.reached(seeded)[1])
@@ -454,7 +455,7 @@ class Entry:
             edges = self._edges = tuple(isinstance(x, Value) and x.requires_grad for x in externals)
         wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
         slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
-        freed: list[frozenset[int]] = []  # the operations inside (their ids) that passes have freed
+        freed: list[frozenset[int]] = []  # the operations inside (their positions) that passes have freed
         ran: list[frozenset[int]] = []  # the operations inside that the last pass through this call ran
         saved = (values, data, wrappers, slots, edges, freed, ran, self)
         # no edges of its own: a pass reaches the arguments and parameters through the outputs it starts from
@@ -516,7 +517,7 @@ def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
 
 
 def _any_freed(freed: list[frozenset[int]], inside: frozenset[int]) -> bool:
-    """Whether any operation in ``inside`` (their ids) is in a set an earlier pass freed."""
+    """Whether any operation in ``inside`` (their positions) is in a set an earlier pass freed."""
     return any(not done.isdisjoint(inside) for done in freed)
 
 

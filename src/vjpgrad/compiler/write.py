@@ -333,7 +333,7 @@ class Program:
             "kept": tuple(index[id(node)] for node in self.kept),
             "helpers": tuple(self.writer.helpers),
             "cacheable": None not in self.writer.helpers,
-            "reached": (tuple(self.reached_externals(every)), tuple(index[key] for key in self.reached_inside(every))),
+            "reached": (tuple(self.reached_externals(every)), tuple(sorted(self.reached_inside(every)))),
             "depends": tuple(depends),
             "fold": self.table,
         }
@@ -389,12 +389,12 @@ class Program:
         return reach
 
     def reached_inside(self, seeded: frozenset[int]) -> frozenset[int]:
-        """The ids of the recorded operations a pass from the outputs ``seeded`` runs."""
+        """The positions in ``live`` of the recorded operations a pass from the outputs ``seeded`` runs."""
         known = self._inside.get(seeded)
         if known is None:
             reach = self.reach_of(seeded)
             known = self._inside[seeded] = frozenset(
-                key for key in reach if key in self.by_id and graph.op_of(self.by_id[key]) is not None
+                k for k, node in enumerate(self.live) if id(node) in reach and graph.op_of(node) is not None
             )
         return known
 

@@ -234,82 +234,124 @@ _POSITIONS = {(False, False): (), (True, False): (0,), (False, True): (1,), (Tru
 def recorded_graph(
     recording: Recording, outputs: Sequence[Node]
 ) -> tuple[list[Node], list[tuple[int, ...]], list[Node]]:
-    """What compile reads of a recording, in one walk back from ``outputs`` through the recorded
-    operations: the operations and the Values made inside (``Value()``) they need, in creation
-    order; for each, the positions of the operands it hands gradient to (none for a Value made
-    inside); and the other Values they read (arguments, parameters), each once, in the order met."""
-    needed, outside = _walk_recorded(recording, outputs)
-    leaves = [node for key, node in recording.leaves.items() if key in needed]
-    if len(needed) == len(recording.nodes) + len(leaves):  # every operation recorded is needed (a step's)
-        live = list(recording.nodes)
-    else:
-        live = [node for node in recording.nodes if id(node) in needed]
-    if leaves:
-        live = sorted(live + leaves, key=_by_creation)
-    return live, [_gradient_positions(node) for node in live], outside
+    """What compile reads of a recording: the operations and the Values made inside (``Value()``)
+    that ``outputs`` need, in creation order; for each, the positions of the operands it hands
+    gradient to (none for a Value made inside); and the other Values they read (arguments,
+    parameters), each once, in the order the operations read them (creation order, an
+    operation's first operand before its second), then the outputs that are such Values.
 
-
-def _walk_recorded(recording: Recording, outputs: Sequence[Node]) -> tuple[set[int], list[Node]]:
-    """The ids of the recorded operations and Values made inside that ``outputs`` need, and the
-    Values from outside they read, each once, in the order met (a depth-first walk that takes a
-    node's last operand first). It runs over every edge of a recording of tens of thousands of
-    operations, on every function's first call: the node's slots are read here directly, the
-    bound methods found once, and an operand already met is not pushed again (the walk would
-    skip it when popped: the order met is the same)."""
-    recorded = set(map(id, recording.nodes))
+    It reads every node of a recording of tens of thousands of operations, on every function's
+    first call, so it reads a column at a time (``slots_of``), finds where each operand was made
+    by ``positions_in``, and makes each further pass in C where it can. What the outputs need:
+    in a graph, following readers from any node ends at a node nothing reads, so when every
+    node nothing reads is an output (a step's recording), every node is needed; otherwise one
+    sweep back through creation order marks them."""
     made = recording.leaves
-    needed: set[int] = set()
-    outside: dict[int, Node] = {}
-    stack = list(outputs)
-    pop, push, need = stack.pop, stack.append, needed.add
-    while stack:
-        node = pop()
-        key = id(node)
-        if key in needed or key in outside:
-            continue
-        if key in recorded:
-            need(key)
-            op = cast(Op, node._operation)  # a recorded node is an operation's
+    every = sorted([*recording.nodes, *made.values()], key=_by_creation) if made else recording.nodes
+    operations, firsts, seconds = slots_of(every)
+    many: dict[int, tuple[Any, ...]] = {}  # an operation of many operands: its operands
+    for op in {op for op in operations if op is not None and (op.nary or op.arity == 1)}:
+        i = -1
+        for _ in range(operations.count(op)):
+            i = operations.index(op, i + 1)
+            seconds[i] = None  # an operation of one operand, or of many, leaves its second unused
             if op.nary:
-                for x in node._first:
-                    if isinstance(x, Node) and id(x) not in needed and id(x) not in outside:
-                        push(x)
-                continue
-            a = node._first
-            if isinstance(a, Node) and id(a) not in needed and id(a) not in outside:
-                push(a)
-            if op.arity != 1:
-                b = node._second
-                if isinstance(b, Node) and id(b) not in needed and id(b) not in outside:
-                    push(b)
-        elif key in made:
-            need(key)
+                many[i], firsts[i] = firsts[i], None
+    operands = list(itertools.chain.from_iterable(zip(firsts, seconds, strict=True)))  # first, second, first...
+    position_of = positions_in(every)
+    operand_at = position_of(operands)
+    many_at = {i: position_of(xs) for i, xs in many.items()}
+    outputs_at = position_of(outputs)
+    read = {*operand_at, *itertools.chain.from_iterable(many_at.values()), *outputs_at}
+    read.discard(None)
+    read.discard(-1)
+    needed = None if len(read) == len(every) else _needed(operand_at, many_at, outputs_at)  # None: every node
+    # the Values from outside, in the order read, each once
+    outside: dict[int, Node] = {}
+    met = outside.setdefault
+    for i in many:
+        operand_at[2 * i] = -1  # an operation of many: its operands are read at its place below
+    j = -1
+    for _ in range(operand_at.count(-1)):
+        j = operand_at.index(-1, j + 1)
+        i = j >> 1
+        if needed is not None and not needed[i]:
+            continue
+        if many and i in many:
+            for x, at in zip(many[i], many_at[i], strict=True):
+                if at == -1:
+                    met(id(x), x)
         else:
-            outside[key] = node
-    return needed, list(outside.values())
+            met(id(operands[j]), operands[j])
+    for x, at in zip(outputs, outputs_at, strict=True):
+        if at == -1:
+            met(id(x), x)
+    positions = [  # what _record saved: an edge for each operand that takes gradient
+        _POSITIONS[n._saved_first is not None, n._saved_second is not None] if n.requires_grad else () for n in every
+    ]
+    for i in many:
+        if positions[i]:
+            positions[i] = tuple(k for k, s in enumerate(every[i]._saved_first) if s is not None)
+    if needed is not None:
+        return list(itertools.compress(every, needed)), list(itertools.compress(positions, needed)), [*outside.values()]
+    return list(every), positions, [*outside.values()]
 
 
-_operation_of = operator.attrgetter("_operation")
-_first_of = operator.attrgetter("_first")
-_second_of = operator.attrgetter("_second")
+def positions_in(every: Sequence[Node], outside: dict[int, int] | None = None) -> Callable[[Sequence[Any]], list[Any]]:
+    """A function that gives, for each of some objects, its position in ``every`` (nodes in
+    creation order); for a node made elsewhere, ``outside``'s entry for its id (None when it has
+    none), or -1 without ``outside``; None for anything else (a number). When the creation
+    numbers of ``every`` have no gap (nothing else was made meanwhile), a node's number less the
+    first one is its place, checked by identity (a copy of a node keeps its number); else a dict
+    of ids finds it."""
+    n = len(every)
+    base = every[0]._seq if every else 0
+    elsewhere = outside.get if outside is not None else lambda key: -1
+    if every and every[-1]._seq - base == n - 1:
+
+        def positions(xs: Sequence[Any]) -> list[Any]:
+            return [
+                (at if 0 <= (at := x._seq - base) < n and every[at] is x else elsewhere(id(x)))
+                if isinstance(x, Node)
+                else None
+                for x in xs
+            ]
+
+        return positions
+    place = dict(zip(map(id, every), itertools.count()))
+
+    def positions_by_id(xs: Sequence[Any]) -> list[Any]:
+        return [(place.get(id(x)) if id(x) in place else elsewhere(id(x))) if isinstance(x, Node) else None for x in xs]
+
+    return positions_by_id
+
+
+def _needed(
+    operand_at: list[int | None], many_at: dict[int, list[int | None]], outputs_at: list[int | None]
+) -> bytearray:
+    """Which nodes the outputs need, by one sweep back through creation order (every reader of a
+    node comes after it). ``operand_at`` holds each node's first and second operands' positions
+    (``positions_in``), ``many_at`` those of an operation of many."""
+    needed = bytearray(len(operand_at) // 2)
+    for at in outputs_at:
+        if at is not None and at >= 0:
+            needed[at] = 1
+    for i in range(len(needed) - 1, -1, -1):
+        if needed[i]:
+            for at in (operand_at[2 * i], operand_at[2 * i + 1], *many_at.get(i, ())):
+                if at is not None and at >= 0:
+                    needed[at] = 1
+    return needed
 
 
 def slots_of(nodes: Sequence[Node]) -> tuple[list[Op | None], list[Any], list[Any]]:
     """For each of ``nodes``: the operation that made it (None for a leaf), its first operand
-    and its second, as three lists read in C (a cache key reads every node of a recording on
-    a warm start). An operation of many operands keeps the tuple of them as its first operand
-    (its second is unused); an operation of one operand leaves its second unused; a leaf both."""
-    return list(map(_operation_of, nodes)), list(map(_first_of, nodes)), list(map(_second_of, nodes))
-
-
-def _gradient_positions(node: Node) -> tuple[int, ...]:
-    """The positions of the operands a recorded node hands gradient to."""
-    op = node._operation
-    if op is None or not node.requires_grad:
-        return ()
-    if op.nary:
-        return tuple(k for k, s in enumerate(node._saved_first) if s is not None)
-    return _POSITIONS[node._saved_first is not None, node._saved_second is not None]
+    and its second, as three lists, each read by one comprehension (a cache key reads every node
+    of a recording on a warm start; a comprehension's slot reads are faster than ``map`` with
+    ``attrgetter`` from Python 3.11 on). An operation of many operands keeps the tuple of them as
+    its first operand (its second is unused); an operation of one operand leaves its second
+    unused; a leaf both."""
+    return [n._operation for n in nodes], [n._first for n in nodes], [n._second for n in nodes]
 
 
 def number(node: Node) -> float:
