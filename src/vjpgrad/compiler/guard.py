@@ -7,10 +7,11 @@ return False``). An object's identity is checked with ``is`` against the object 
 guard's namespace keeps alive (so its address is never another's). Every Value of the world is
 checked at the end, in one list (``values = [o85, *o84, ...]``): each list's length, their
 identities (one pass in C), then their ``requires_grad`` and attributes together (one
-comprehension: the flags of those without attributes); a list of numbers is checked in two lines. The code is
-built from the facts alone: every name, key and number a user wrote is a constant of the
-namespace (``K12``), never text of the code. A step that no longer leads anywhere (an attribute
-deleted, a list shorter) raises, and the guard answers False: the call records anew.
+comprehension: the flags of those without attributes); a list of numbers is checked in two
+lines. The code is built from the facts alone: every name, key and number a user wrote is a
+constant of the namespace (``K12``), never text of the code. A step that no longer leads
+anywhere (an attribute deleted, a list shorter) raises, and the guard answers False: the call
+records anew.
 """
 
 from __future__ import annotations
