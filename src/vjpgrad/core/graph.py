@@ -248,16 +248,7 @@ def recorded_graph(
     sweep back through creation order marks them."""
     made = recording.leaves
     every = sorted([*recording.nodes, *made.values()], key=_by_creation) if made else recording.nodes
-    operations, firsts, seconds = slots_of(every)
-    many: dict[int, tuple[Any, ...]] = {}  # an operation of many operands: its operands
-    for op in {op for op in operations if op is not None and (op.nary or op.arity == 1)}:
-        i = -1
-        for _ in range(operations.count(op)):
-            i = operations.index(op, i + 1)
-            seconds[i] = None  # an operation of one operand, or of many, leaves its second unused
-            if op.nary:
-                many[i], firsts[i] = firsts[i], None
-    operands = list(itertools.chain.from_iterable(zip(firsts, seconds, strict=True)))  # first, second, first...
+    operands, many = _operands_of(every)
     position_of = positions_in(every)
     operand_at = position_of(operands)
     many_at = {i: position_of(xs) for i, xs in many.items()}
@@ -266,9 +257,44 @@ def recorded_graph(
     read.discard(None)
     read.discard(-1)
     needed = None if len(read) == len(every) else _needed(operand_at, many_at, outputs_at)  # None: every node
-    # the Values from outside, in the order read, each once
+    outside = _outside(operands, operand_at, many, many_at, needed)
+    for x, at in zip(outputs, outputs_at, strict=True):
+        if at == -1:
+            outside.setdefault(id(x), x)
+    edges = _edges(every, many)
+    if needed is not None:
+        return list(itertools.compress(every, needed)), list(itertools.compress(edges, needed)), [*outside.values()]
+    return list(every), edges, [*outside.values()]
+
+
+def _operands_of(every: Sequence[Node]) -> tuple[list[Any], dict[int, tuple[Any, ...]]]:
+    """Each node's first and second operands, in one list (first, second, first...; None where
+    unused: a leaf's, an operation of one operand's second), and the operands of each operation
+    of many by its position (its first and second are None in the list)."""
+    operations, firsts, seconds = slots_of(every)
+    many: dict[int, tuple[Any, ...]] = {}
+    for op in {op for op in operations if op is not None and (op.nary or op.arity == 1)}:
+        i = -1
+        for _ in range(operations.count(op)):
+            i = operations.index(op, i + 1)
+            seconds[i] = None  # an operation of one operand, or of many, leaves its second unused
+            if op.nary:
+                many[i], firsts[i] = firsts[i], None
+    return list(itertools.chain.from_iterable(zip(firsts, seconds, strict=True))), many
+
+
+def _outside(
+    operands: list[Any],
+    operand_at: list[int | None],
+    many: dict[int, tuple[Any, ...]],
+    many_at: dict[int, list[int | None]],
+    needed: bytearray | None,
+) -> dict[int, Node]:
+    """The Values from outside that the needed nodes read (``needed`` None: every node), by id,
+    in the order read: creation order, an operation's first operand before its second."""
     outside: dict[int, Node] = {}
     met = outside.setdefault
+    operand_at = list(operand_at)
     for i in many:
         operand_at[2 * i] = -1  # an operation of many: its operands are read at its place below
     j = -1
@@ -283,18 +309,18 @@ def recorded_graph(
                     met(id(x), x)
         else:
             met(id(operands[j]), operands[j])
-    for x, at in zip(outputs, outputs_at, strict=True):
-        if at == -1:
-            met(id(x), x)
-    positions = [  # what _record saved: an edge for each operand that takes gradient
+    return outside
+
+
+def _edges(every: Sequence[Node], many: dict[int, tuple[Any, ...]]) -> list[tuple[int, ...]]:
+    """For each node, the positions of the operands it hands gradient to: what ``_record`` saved."""
+    edges = [
         _POSITIONS[n._saved_first is not None, n._saved_second is not None] if n.requires_grad else () for n in every
     ]
     for i in many:
-        if positions[i]:
-            positions[i] = tuple(k for k, s in enumerate(every[i]._saved_first) if s is not None)
-    if needed is not None:
-        return list(itertools.compress(every, needed)), list(itertools.compress(positions, needed)), [*outside.values()]
-    return list(every), positions, [*outside.values()]
+        if edges[i]:
+            edges[i] = tuple(k for k, s in enumerate(every[i]._saved_first) if s is not None)
+    return edges
 
 
 def positions_in(every: Sequence[Node], outside: dict[int, int] | None = None) -> Callable[[Sequence[Any]], list[Any]]:
