@@ -43,7 +43,6 @@ made here, as ``compiler.write`` makes its own, and numbers are written by
 from __future__ import annotations
 
 import itertools
-import operator
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -100,12 +99,16 @@ def keys(
     rows: list[str | None] = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
     kind: dict[int, Any] = {id(x): "a" if k < arguments else ("p", k) for k, x in enumerate(externals)}
     kind.update((key, ("c", exact(number))) for key, number in constants.items())
-    kind.update(zip(map(id, live), rows, strict=True))  # an operation: by its row
-    kind_get, place_get, numbers = kind.get, place.get, itertools.repeat("n")
-    first_kinds = list(map(kind_get, map(id, firsts), numbers))
-    second_kinds = list(map(kind_get, map(id, seconds), numbers))
-    first_users = list(map(place_get, map(id, firsts)))
-    second_users = list(map(place_get, map(id, seconds)))
+    kind_get, positions_in = kind.get, graph.positions_in(live)
+
+    def kinds(operands: list[Any], at: list[int | None]) -> list[Any]:
+        """An operation by its row, an argument, a parameter, a constant, or a number ("n")."""
+        return [
+            rows[k] if k is not None and k >= 0 else kind_get(id(x), "n") for x, k in zip(operands, at, strict=True)
+        ]
+
+    first_users, second_users = positions_in(firsts), positions_in(seconds)  # -1: not an operation here
+    first_kinds, second_kinds = kinds(firsts, first_users), kinds(seconds, second_users)
     arity = {op: op.arity if op is not None else -1 for op in set(made)}
     arities = list(map(arity.__getitem__, made))
     many: list[tuple[int, int]] = []  # (operand, user) of the operations of many operands
@@ -116,9 +119,9 @@ def keys(
             second_kinds[i] = second_users[i] = None  # no second operand
             if shape == 0:
                 operands = firsts[i]
-                first_kinds[i] = tuple(kind_get(id(x), "n") for x in operands)
+                first_kinds[i] = tuple(kinds(list(operands), positions_in(operands)))
                 first_users[i] = None
-                many.extend((j, i) for j in map(place_get, map(id, operands)) if j is not None)
+                many.extend((j, i) for j in positions_in(operands) if j is not None and j >= 0)
     users = range(n)
     by_user = itertools.chain.from_iterable(zip(users, users, strict=True))
     latest = dict(zip(itertools.chain.from_iterable(zip(first_users, second_users, strict=True)), by_user, strict=True))
@@ -126,20 +129,18 @@ def keys(
         if latest.get(j, -1) < i:
             latest[j] = i
     last = list(map(latest.get, users, itertools.repeat(-1)))
-    parts = list(zip(rows, edges.in_order, map(_takes_grad, live), first_kinds, second_kinds, strict=True))
+    takes_grad = [node.requires_grad for node in live]
+    parts = list(zip(rows, edges.in_order, takes_grad, first_kinds, second_kinds, strict=True))
     number = dict(zip(dict.fromkeys(parts), itertools.count()))
     out = list(map(number.__getitem__, parts))
     i = -1
     for _ in range(rows.count(None)):  # a Value made inside, an operation outside the table
         i = rows.index(None, i + 1)
         out[i] = -1 - i
-    for at in map(place_get, returned):
+    for at in map(place.get, returned):
         if at is not None:
             out[at] = -1 - at
     return out, last
-
-
-_takes_grad = operator.attrgetter("requires_grad")
 
 
 def _following(key: list[int]) -> list[int]:
