@@ -12,7 +12,7 @@ their identities, ``requires_grad`` and attributes, and the length of each list 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -52,6 +52,19 @@ def twins(build: Callable[[], tuple[Callable[..., Any], list[Value]]]) -> list[t
 
 def grads(values: list[Value]) -> list[Any]:
     return [bits(v.grad) for v in values]
+
+
+def each_output_seeded_alone(f: Callable[..., Any], params: list[Value], order: Iterable[int]) -> list[Any]:
+    """A call of ``f`` for each position in ``order``, the output there alone passed to
+    ``backward()``: the parameters', the argument's and the outputs' ``.grad`` bits after each."""
+    f(Value(1.0))
+    seen = []
+    for seeded in order:
+        x = Value(1.5)
+        outs = f(x)
+        outs[seeded].backward()
+        seen.append((grads(params), bits(x.grad), [bits(o.grad) for o in outs]))
+    return seen
 
 
 def model_loss(seed: int = 1) -> tuple[Callable[..., Any], list[Value]]:
@@ -174,17 +187,8 @@ def test_one_output_of_many_seeded_alone_gives_eagers_bits() -> None:
 
         return f, [a, b]
 
-    results = []
-    for f, params in twins(build):
-        f(Value(1.0))
-        seen = []
-        for seeded in range(4):
-            x = Value(1.5)
-            outs = f(x)
-            outs[seeded].backward()
-            seen.append((grads(params), bits(x.grad), [bits(o.grad) for o in outs]))
-        results.append(seen)
-    assert results[1] == results[0]
+    eager, compiled = (each_output_seeded_alone(f, params, range(4)) for f, params in twins(build))
+    assert compiled == eager
 
 
 def test_an_output_computed_from_another_output_takes_the_engines_pass() -> None:
@@ -197,17 +201,8 @@ def test_an_output_computed_from_another_output_takes_the_engines_pass() -> None
 
         return f, [a]
 
-    results = []
-    for f, params in twins(build):
-        f(Value(1.0))
-        seen = []
-        for seeded in (1, 0, 1):
-            x = Value(1.5)
-            outs = f(x)
-            outs[seeded].backward()
-            seen.append((grads(params), bits(x.grad), [bits(o.grad) for o in outs]))
-        results.append(seen)
-    assert results[1] == results[0]
+    eager, compiled = (each_output_seeded_alone(f, params, (1, 0, 1)) for f, params in twins(build))
+    assert compiled == eager
 
 
 def test_a_parameter_that_is_an_operation_takes_the_engines_pass() -> None:

@@ -92,8 +92,9 @@ def keys(
     A key is the operation's row, its edges, whether it takes gradient, and per operand what it
     is: an operation's row (``Block.of`` checks where it is), an argument, a parameter by its
     position, a constant by its bits, or a number (``Block.of`` compares them). A cold start
-    pays for it over every node, so it is built a column at a time in C (``graph.slots_of``);
-    only operations of one operand and of many are visited one by one."""
+    pays for it over every node, so it is built a column at a time (``graph.slots_of``, and
+    ``graph.positions_in`` for where each operand was made); only operations of one operand
+    and of many are visited one by one."""
     n = len(live)
     made, firsts, seconds = graph.slots_of(live)
     rows: list[str | None] = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
@@ -101,7 +102,7 @@ def keys(
     kind.update((key, ("c", exact(number))) for key, number in constants.items())
     kind_get, positions_in = kind.get, graph.positions_in(live)
 
-    def kinds(operands: list[Any], at: list[int | None]) -> list[Any]:
+    def kinds(operands: Sequence[Any], at: list[int | None]) -> list[Any]:
         """An operation by its row, an argument, a parameter, a constant, or a number ("n")."""
         return [
             rows[k] if k is not None and k >= 0 else kind_get(id(x), "n") for x, k in zip(operands, at, strict=True)
@@ -118,10 +119,10 @@ def keys(
             i = arities.index(shape, i + 1)
             second_kinds[i] = second_users[i] = None  # no second operand
             if shape == 0:
-                operands = firsts[i]
-                first_kinds[i] = tuple(kinds(list(operands), positions_in(operands)))
+                operands, places = firsts[i], positions_in(firsts[i])
+                first_kinds[i] = tuple(kinds(operands, places))
                 first_users[i] = None
-                many.extend((j, i) for j in positions_in(operands) if j is not None and j >= 0)
+                many.extend((j, i) for j in places if j is not None and j >= 0)
     users = range(n)
     by_user = itertools.chain.from_iterable(zip(users, users, strict=True))
     latest = dict(zip(itertools.chain.from_iterable(zip(first_users, second_users, strict=True)), by_user, strict=True))

@@ -455,9 +455,9 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
 
     A warm start's first replay pays for this key, so it is read a column at a time: the rows,
     the place of every first and of every second operand (``graph.positions_in``: by creation
-    number where the recording has no gap), the edges, the flags. The few
-    operands that are not Values of the code (numbers, constants, the operands of an operation
-    of many, a Value made inside) are listed apart, each with its node and slot."""
+    number where the recording has no gap), the edges, the flags. The few operands that are not
+    Values of the code (numbers, constants, the operands of an operation of many, a Value made
+    inside) are listed apart, each with its node and slot."""
     externals, live = recorded.externals, recorded.live
     external_place = {id(x): -1 - k for k, x in enumerate(externals)}
     positions_in = graph.positions_in(live, external_place)
