@@ -1,5 +1,5 @@
 """The course's two modes and its files: self-study and class (course.toml), a teacher's exercises
-directory (exercises.toml), and the TOML reader that reads both on Python 3.10 too."""
+directory (exercises.toml), and how both are read and written."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vjpgrad.course import _toml, config, main
+from vjpgrad.course import _toml, config, exercises, main
 from vjpgrad.course.exercises import BUILTIN, EXERCISES_FILE, ExercisesError, course, exercise, folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +31,7 @@ def one_line_error(result: tuple[int, str, str]) -> str:
     return err.strip()
 
 
-# ---- the TOML reader ---------------------------------------------------------------------------------------
+# ---- the TOML files ---------------------------------------------------------------------------------------
 
 
 def course_tomls() -> list[str]:
@@ -42,79 +42,49 @@ def course_tomls() -> list[str]:
     return texts
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib, to compare with, is Python 3.11+")
 @pytest.mark.parametrize("text", course_tomls())
-def test_the_fallback_reader_reads_every_course_file_as_tomllib_does(text: str) -> None:
-    import tomllib
-
-    assert _toml.loads_subset(text) == tomllib.loads(text)
-
-
-SUBSET = '''\
-# a comment
-name = "a \\"quoted\\" \\u00e9 \\\\ string" # and a comment after it
-literal = 'C:\\no\\escapes'
-count = 3
-ratio = -1.5e3
-flag = false
-"quoted key" = 1
-lines = """
-first \\
-  joined
-second"""
-list = [
-  "a",  # a comment in an array
-  'b',
-]
-
-[table]
-x = [1, 2.5, true]
-
-[[many]]
-k = 1
-
-[[many]]
-k = 2
-'''
-
-
-def test_the_fallback_reader_reads_the_subset_it_names() -> None:
-    assert _toml.loads_subset(SUBSET) == {
-        "name": 'a "quoted" \u00e9 \\ string',
-        "literal": "C:\\no\\escapes",
-        "count": 3,
-        "ratio": -1500.0,
-        "flag": False,
-        "quoted key": 1,
-        "lines": "first joined\nsecond",
-        "list": ["a", "b"],
-        "table": {"x": [1, 2.5, True]},
-        "many": [{"k": 1}, {"k": 2}],
-    }
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        assert _toml.loads_subset(SUBSET) == tomllib.loads(SUBSET)
+def test_the_python_3_10_reader_reads_every_course_file_as_tomllib_does(text: str) -> None:
+    tomllib = pytest.importorskip("tomllib", reason="tomllib, to compare with, is Python 3.11+")
+    pytest.importorskip("tomli", reason="tomli is the course's reader on Python 3.10")
+    assert _toml.tomli().loads(text) == tomllib.loads(text) == _toml.loads(text)
 
 
 @pytest.mark.parametrize(
-    ("text", "said"),
-    [
-        ('a = "open\n', "line 1: a one-line string runs past its line's end"),
-        ("a = 1\na = 2\n", "line 2: a is defined twice"),
-        ("a.b = 1\n", "line 1: expected = after a (dotted keys are not read here)"),
-        ("[a.b]\n", "line 1: a table header ends with ]"),
-        ("a = 1 2\n", "line 1: unexpected '2' after a value"),
-        ("a = [1 2]\n", "line 1: expected , or ] in an array"),
-        ("a = nope\n", "line 1: expected a value"),
-        ('a = "\\q"\n', "unknown escape \\q"),
-        ('\n\na = """never closed\n', "line 3: a string is not closed"),
-    ],
+    "path",
+    ["plain", 'C:\\teacher\'s "exercises"', "a\\b\\", 'ends with a quote"', "tab\there", "new\nline", "é ∂ \x7f"],
 )
-def test_the_fallback_reader_names_the_line_of_what_it_cannot_read(text: str, said: str) -> None:
-    with pytest.raises(_toml.TOMLError) as error:
-        _toml.loads_subset(text)
-    assert said in str(error.value)
+@pytest.mark.parametrize("mode", config.MODES)
+def test_what_init_writes_reads_back_as_written(mode: str, path: str) -> None:
+    assert _toml.loads(config.text(mode, path)) == {"mode": mode, "exercises": path}
+    assert _toml.loads(config.text(mode, None)) == {"mode": mode}
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [('a = "open\n', 1), ("a = 1\na = 2\n", 2), ("a = 1 2\n", 1), ("\na = [1 2]\n", 2), ("a = nope\n", 1)],
+)
+def test_a_file_that_is_not_toml_is_a_toml_error_naming_the_line(text: str, line: int) -> None:
+    with pytest.raises(_toml.TOMLError, match=rf"line {line}\b"):
+        _toml.loads(text)
+
+
+def test_without_tomli_the_3_10_reader_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "tomli", None)  # import tomli raises ImportError
+    with pytest.raises(_toml.TOMLError, match=r"needs tomli: pip install tomli \(or pip install -e '\.\[course\]'"):
+        _toml.tomli()
+    monkeypatch.setattr(_toml, "_reader", _toml.tomli)  # Python 3.10's path, on any Python
+    with pytest.raises(ExercisesError, match=r"exercises\.toml: reading the course's TOML files on Python 3\.10"):
+        course(EXAMPLE)
+    exercises.builtin.cache_clear()
+    try:
+        message = one_line_error(run(capsys, "list"))
+    finally:
+        monkeypatch.undo()
+        exercises.builtin.cache_clear()
+    assert "needs tomli: pip install tomli" in message
+    assert [ex.slug for ex in exercises.builtin()] == [ex.slug for ex in BUILTIN]
 
 
 # ---- self-study and class mode ----------------------------------------------------------------------------

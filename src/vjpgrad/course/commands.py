@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         run: Callable[[argparse.Namespace], int] = COMMANDS[args.command]
         return run(args)
-    except CourseError as error:
+    except (CourseError, ExercisesError) as error:  # ExercisesError: the built-in exercises, read when first used
         print(f"{PROGRAM}: error: {error}", file=sys.stderr)
         return 2
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from vjpgrad.course import _toml
 from vjpgrad.course.exercises import ExercisesError, read_toml
 
 CONFIG_FILE = "course.toml"
@@ -70,9 +71,11 @@ def text(mode: str, exercises: str | None) -> str:
         "# How `vjpgrad course` runs in this directory (docs/course/instructor.md).",
         '# mode: "self-study" (hints when asked, solutions after a question) or "class" (no solutions,',
         "# only the teacher's hints).",
-        f'mode = "{mode}"',
+        f"mode = {_toml.string(mode)}",
     ]
     if exercises is not None:
-        escaped = exercises.replace("\\", "\\\\").replace('"', '\\"')
-        lines += ["# the teacher's exercises directory, relative to this file", f'exercises = "{escaped}"']
+        lines += [
+            "# the teacher's exercises directory, relative to this file",
+            f"exercises = {_toml.string(exercises)}",
+        ]
     return "\n".join(lines) + "\n"

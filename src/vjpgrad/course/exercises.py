@@ -5,13 +5,14 @@ title, the student's files, the parts asked for, the check file, points, a hint)
 (the student's files, written by ``vjpgrad course init``), the check files (pytest), and optionally
 ``solutions/`` (what ``vjpgrad course solution N`` shows in self-study) and held-out checks, which
 ``vjpgrad course grade`` runs and students never get. The built-in twelve are such a directory,
-this package's own (``BUILTIN``); a teacher's directory comes after them (or replaces them, with
+this package's own (``builtin()``); a teacher's directory comes after them (or replaces them, with
 ``builtin = false``), can add held-out checks to a built-in exercise (``[held_out]``, by slug) and
 give its own hints for them (``[hints]``). docs/course/instructor.md describes the format.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,9 +158,18 @@ def load(directory: Path, first: int = 1, teachers: bool = False) -> tuple[Exerc
     return tuple(_exercise(entry, first + k, directory, teachers) for k, entry in enumerate(entries))
 
 
-BUILTIN: tuple[Exercise, ...] = load(Path(__file__).resolve().parent)
-"""The built-in exercises, from this package's exercises.toml."""
-EXERCISES = BUILTIN
+@functools.cache
+def builtin() -> tuple[Exercise, ...]:
+    """The built-in exercises, from this package's exercises.toml: read when first asked for, so that
+    importing the course (the command line does) reads no TOML (Python 3.10 reads it with tomli, an extra)."""
+    return load(Path(__file__).resolve().parent)
+
+
+def __getattr__(name: str) -> tuple[Exercise, ...]:
+    """``BUILTIN`` (and ``EXERCISES``, the same): the built-in exercises, ``builtin()``."""
+    if name in ("BUILTIN", "EXERCISES"):
+        return builtin()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---- a course: the built-in exercises and a teacher's ---------------------------------------------------
@@ -169,7 +179,7 @@ EXERCISES = BUILTIN
 class Course:
     """The exercises of one course, in order, and the teacher's hints for built-in ones (by slug)."""
 
-    exercises: tuple[Exercise, ...] = BUILTIN
+    exercises: tuple[Exercise, ...] = field(default_factory=builtin)
     teacher_hints: dict[str, str] = field(default_factory=dict)
 
     def exercise(self, number: int) -> Exercise:
@@ -213,11 +223,11 @@ def course(teacher: Path | None = None) -> Course:
     teacher = teacher.resolve()
     where = teacher / EXERCISES_FILE
     document = read_toml(where)
-    builtin = _field(document, "builtin", bool, str(where), True)
-    slugs = {ex.slug for ex in BUILTIN} if builtin else set()
+    with_builtin = _field(document, "builtin", bool, str(where), True)
+    slugs = {ex.slug for ex in builtin()} if with_builtin else set()
     held_out = _by_slug(document, "held_out", slugs, where)
     hints = _by_slug(document, "hints", slugs, where)
-    first = [_with_held_out(ex, held_out.get(ex.slug), teacher) for ex in BUILTIN] if builtin else []
+    first = [_with_held_out(ex, held_out.get(ex.slug), teacher) for ex in builtin()] if with_builtin else []
     own = load(teacher, first=len(first) + 1, teachers=True)
     exercises = (*first, *own)
     clash = sorted({ex.slug for ex in own} & {ex.slug for ex in first})

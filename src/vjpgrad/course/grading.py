@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.course.exercises import BUILTIN, Exercise, folder
+from vjpgrad.course.exercises import Exercise, builtin, folder
 
 DONE, FAILING, NOT_STARTED = "done", "failing", "not started"
 PASSED, FAILED = "passed", "failed"
@@ -332,17 +332,17 @@ def _problem(todo: ExerciseResult) -> list[str]:
 
 def scoreboard(
     results: Sequence[ExerciseResult], directory: Path, command: str, hinted: Collection[int] = (),
-    everything: Sequence[Exercise] = BUILTIN, program: str = "vjpgrad course",
+    everything: Sequence[Exercise] | None = None, program: str = "vjpgrad course",
 ) -> str:  # fmt: skip
     """The text a student reads: each exercise's status and checks passed, then the first one not
     done with its message, and how to ask for its hint when it has one a student may read (``hinted``:
     their numbers). ``command`` is how they ran the check, to say how to run one; ``everything`` is
-    the whole course."""
+    the whole course (the built-in exercises when not given)."""
     rows = [(f"{r.exercise.number:>3}", r.exercise.label, r.status, f"{r.passed}/{len(r.tests)}") for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [f"vjpgrad course: {directory}", ""]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines += ["", *_count(results, command, everything)]
+    lines += ["", *_count(results, command, builtin() if everything is None else everything)]
     todo = next((r for r in results if r.status != DONE), None)
     if todo is None:
         return "\n".join(lines)
