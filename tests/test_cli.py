@@ -507,7 +507,7 @@ cli.main(["double(x) + double(3)", "x=5"])
     assert result.stdout.splitlines()[-2:] == ["y = 16.0", "x.grad = 2.0"]
 
 
-# ---- the small parser reads the language as Python's parser does ---------------------------------
+# ---- a long chain is read as Python's parser reads it ------------------------------------------------
 
 NUMBERS = ["1", "2.5", "1e3", ".5", "5.", "0x1F", "1_000", "0", "00", "1E-2", "0o17", "0b1", "3e+2"]
 NAMES = ["a", "b", "\U0001d465", "_q1", "exp_", "\u00e9"]
@@ -551,11 +551,36 @@ def _floats(tree: ast.AST) -> str:
     return ast.dump(tree)
 
 
-@given(EXPRESSIONS)
-def test_the_small_parser_builds_the_tree_pythons_parser_builds(text: str) -> None:
-    from vjpgrad.cli.expr import _read
+CHAINS = st.lists(st.tuples(EXPRESSIONS, st.sampled_from(["+", "-", "*", "/", " + ", "*-"])), min_size=1, max_size=8)
 
-    assert _floats(_read(text)) == _floats(ast.parse(text, mode="eval").body)
+
+@given(CHAINS, EXPRESSIONS)
+def test_a_chain_read_in_pieces_is_the_tree_pythons_parser_builds(chain: list[tuple[str, str]], last: str) -> None:
+    from vjpgrad.cli.expr import _in_pieces
+
+    text = "".join(part + operator for part, operator in chain) + last
+    pieces = _in_pieces(text, chain=1)  # a piece at every place the text may be cut
+    whole = ast.parse(text, mode="eval").body
+    assert ast.dump(pieces, include_attributes=True) == ast.dump(whole, include_attributes=True)
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("**".join(["x"] * 3300), "1.0"),
+        ("exp(" + "+".join(["x"] * 4900) + ") * 0", "nan"),
+        ("x*" * 2000 + "-".join(["x"] * 2900), "-2898.0"),
+    ],
+)
+def test_a_chain_too_long_for_pythons_parser_is_read_or_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], expression: str, value: str
+) -> None:
+    status, out, err = run(capsys, expression, "x=1")
+    if status == 0:  # Python's parser reads some whole on some versions (3.10 and 3.13: the second and third)
+        assert (err, out.splitlines()[0]) == ("", f"y = {value}")
+    else:
+        assert (status, out) == (2, "")
+        assert err == "vjpgrad: error: Python's parser cannot read it: a chain of operators is too long for it\n"
 
 
 def test_variables_are_listed_in_order_of_first_use() -> None:

@@ -2,18 +2,16 @@
 
 The language is a subset of Python's expressions: numbers, variable names, ``+ - * / **``,
 unary minus and plus, parentheses and calls of the functions of the operations table (and
-``abs``). Three steps read it, none of them recursive, so no input can exhaust the stack:
+``abs``). Three steps read it, and no input can exhaust the stack or escape as a traceback:
 
-1. ``nesting`` measures how deeply the text nests (parentheses, calls, unary signs) and
-   refuses more than ``MAX_DEPTH`` levels. A flat chain such as ``x+x+...+x`` is not
-   nesting, however long: for it the ``MAX_LENGTH`` limit is the one that bites.
-2. A small operator-precedence parser reads the language, with Python's precedence and
-   associativity and Python's normalisation of names (NFKC), into ``ast`` nodes. It needs
-   no recursion, where Python's own parser refuses a flat chain of a few thousand terms.
-3. Text it does not read is handed to Python's parser, only so that the refusal can say
-   what was written ("a lambda is not allowed", "the operator Mod is not allowed"...); the
-   few spellings Python accepts and the small parser does not (a trailing comma in a
-   call, a comment) are admitted through the same whitelist.
+1. ``nesting`` measures how deeply the text nests (parentheses, calls, unary signs), without
+   recursion, and refuses more than ``MAX_DEPTH`` levels before Python's parser sees it. A flat
+   chain such as ``x+x+...+x`` is not nesting, however long: for it the ``MAX_LENGTH`` limit is
+   the one that bites.
+2. Python's parser (``ast.parse``) reads it. A flat chain longer than the tree it builds at once
+   (about 2,900 terms on Python 3.11 and 3.12) is read in pieces (``_in_pieces``), to the same tree.
+3. A whitelist admits the tree node by node (``_check``, iteratively), or says in words what is
+   not allowed ("a lambda is not allowed", "the operator Mod is not allowed"...).
 
 Nothing in the text is ever executed: the admitted tree is evaluated by the interpreter at
 the end, node by node.
@@ -22,15 +20,16 @@ the end, node by node.
 from __future__ import annotations
 
 import ast
-import copy
+import io
 import itertools
 import keyword
 import math
 import operator
 import re
-import unicodedata
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+import sys
+import tokenize
+import warnings
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast
 
 from vjpgrad.core import functions
@@ -97,18 +96,7 @@ def parse(text: str) -> ast.expr:
         raise ExpressionError(
             f"it is nested more deeply than {MAX_DEPTH} levels (each parenthesis, call and unary sign is a level)"
         )
-    try:
-        tree = _read(text)
-    except _UnreadError as unread:
-        tree = _python_parse(text, unread)
-        try:
-            _check(tree, text)
-        except ExpressionError as refusal:
-            if len(text) <= LOCATE_BEYOND:
-                raise
-            # in a long text, say where: Python's parser does not on every version
-            raise ExpressionError(f"{refusal} ({unread})") from None
-        return tree
+    tree = _python_parse(text)
     _check(tree, text)
     return tree
 
@@ -165,218 +153,149 @@ def nesting(text: str) -> int:
     return deepest
 
 
-# ---- 2. the small parser ---------------------------------------------------------------------------
-
-_DIGITS = r"[0-9](?:_?[0-9])*"
-_EXPONENT = rf"[eE][+-]?{_DIGITS}"
-_FLOAT = rf"{_DIGITS}\.(?:{_DIGITS})?(?:{_EXPONENT})?|\.{_DIGITS}(?:{_EXPONENT})?|{_DIGITS}{_EXPONENT}"
-_INTEGER = r"0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+|0(?:_?0)*|[1-9](?:_?[0-9])*"
-_TOKEN = re.compile(
-    rf"""[ \t\f]*(?:
-        (?P<float>(?:{_FLOAT})(?![\w.]))
-      | (?P<integer>(?:{_INTEGER})(?![\w.]))
-      | (?P<name>[^\W\d]\w*)
-      | (?P<operator>\*\*|[-+*/(),])
-    )""",
-    re.VERBOSE,
-)
+# ---- 2. Python's parser ---------------------------------------------------------------------------
 
 
-class _UnreadError(Exception):
-    """The small parser does not read this text; ``str()`` says where it stopped."""
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # "number", "name", "operator"
-    text: str
-    column: int  # 1-based, as Python's messages count
-    value: float | str = ""  # the number, or the NFKC-normalised name
-
-
-def _tokens(text: str) -> Iterator[_Token]:
-    position = 0
-    while position < len(text):
-        match = _TOKEN.match(text, position)
-        if match is None or match.lastgroup is None:
-            rest = text[position:].lstrip(" \t\f")
-            raise _UnreadError(f"{rest[:1]!r} at column {len(text) - len(rest) + 1}")
-        kind, token, column = match.lastgroup, match.group(match.lastgroup), match.start(match.lastgroup) + 1
-        position = match.end()
-        if kind == "float":
-            yield _Token("number", token, column, float(token))
-        elif kind == "integer":
-            # float() reads a decimal integer however long (1 followed by 400 zeros is inf, as
-            # 1e400 is); int() reads the other bases, which have no limit on their digits
-            decimal = token[:2].lower() not in ("0x", "0o", "0b")
-            number = float(token) if decimal else _to_float(int(token, 0))
-            yield _Token("number", token, column, number)
-        elif kind == "name":
-            name = unicodedata.normalize("NFKC", token)  # as Python's parser does: 𝑥 is x
-            if not token.isidentifier() or keyword.iskeyword(name):
-                raise _UnreadError(f"{token!r} at column {column}")
-            yield _Token("name", token, column, name)
-        else:
-            yield _Token("operator", token, column)
-
-
-def _to_float(number: float) -> float:
-    """An integer literal as a float, overflowing to inf as a float literal does (1e999)."""
+def _python_parse(text: str) -> ast.expr:
+    """The tree Python's parser builds for ``text`` (its integer literals read however long: the
+    evaluation reads them as floats), or ``ExpressionError`` saying what does not parse."""
+    digits = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    setattr_digits = getattr(sys, "set_int_max_str_digits", None)
+    if setattr_digits is not None:
+        setattr_digits(0)
     try:
-        return float(number)
-    except OverflowError:
-        return math.inf
-
-
-# binding power and right-associativity of each operator; unary signs sit between * and **
-_PRECEDENCE = {"+": (1, False), "-": (1, False), "*": (2, False), "/": (2, False), "unary": (3, False), "**": (4, True)}
-_AST_BINARY = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "**": ast.Pow}
-
-
-def _read(text: str) -> ast.expr:
-    """Operator precedence (shunting-yard) over the tokens: the tree Python's parser would
-    build for the language, built without recursion."""
-    tokens = list(_tokens(text))
-    reader = _Reader()
-    for i, token in enumerate(tokens):
-        if reader.want_operand:
-            following = tokens[i + 1].text if i + 1 < len(tokens) else ""
-            reader.operand(token, following, tokens[i - 1] if i else None)
-        elif token.text in _PRECEDENCE:
-            reader.binary(token.text)
-        elif token.text == ",":
-            reader.comma(token)
-        elif token.text == ")":
-            reader.close(token)
-        else:
-            raise _UnreadError(f"{token.text!r} at column {token.column}")
-    return reader.finish()
-
-
-class _Reader:
-    """The state of the shunting-yard: the operands read, the operators and parentheses pending,
-    and whether an operand comes next."""
-
-    def __init__(self) -> None:
-        self.operands: list[ast.expr] = []
-        self.pending: list[tuple[str, str]] = []  # ("binary", op), ("unary", op), ("(", ""), ("call", name)
-        self.commas: list[int] = []  # for each open call, the commas read so far
-        self.want_operand = True
-
-    def operand(self, token: _Token, following: str, before: _Token | None) -> None:
-        """A token where an operand belongs: a number, a name, a call, a sign or a parenthesis."""
-        if token.kind == "number":
-            self.operands.append(ast.Constant(token.value))
-            self.want_operand = False
-        elif token.kind == "name" and following == "(":
-            self.pending.append(("call", str(token.value)))
-            self.commas.append(0)
-        elif token.kind == "name":
-            self.operands.append(ast.Name(str(token.value), ast.Load()))
-            self.want_operand = False
-        elif token.text in ("-", "+"):
-            self.pending.append(("unary", token.text))
-        elif token.text == "(":
-            opens_call = self.pending and self.pending[-1][0] == "call" and before is not None and before.kind == "name"
-            if not opens_call:
-                self.pending.append(("(", ""))
-        else:
-            raise _UnreadError(f"{token.text!r} at column {token.column}")
-
-    def binary(self, symbol: str) -> None:
-        """A binary operator: first reduce the pending operators that bind at least as tightly."""
-        power, right = _PRECEDENCE[symbol]
-        while self.pending and self.pending[-1][0] in ("binary", "unary"):
-            top = self._binding(self.pending[-1])
-            if top < power or (top == power and right):
-                break
-            self._reduce()
-        self.pending.append(("binary", symbol))
-        self.want_operand = True
-
-    def comma(self, token: _Token) -> None:
-        """Between the arguments of a call: ends the argument before it."""
-        self._reduce_operators()
-        if not self.pending or self.pending[-1][0] != "call":
-            raise _UnreadError(f"',' at column {token.column}")
-        self.commas[-1] += 1
-        self.want_operand = True
-
-    def close(self, token: _Token) -> None:
-        """A closing parenthesis: of a group, or of a call with its arguments."""
-        self._reduce_operators()
-        if not self.pending:
-            raise _UnreadError(f"an unmatched ')' at column {token.column}")
-        kind, name = self.pending.pop()
-        if kind == "call":
-            count = self.commas.pop() + 1
-            arguments = self.operands[-count:]
-            del self.operands[-count:]
-            self.operands.append(ast.Call(ast.Name(name, ast.Load()), arguments, []))
-
-    def finish(self) -> ast.expr:
-        """The tree, once every token is read."""
-        if self.want_operand:
-            raise _UnreadError("the expression ends where an operand should be")
-        while self.pending:
-            if self.pending[-1][0] not in ("binary", "unary"):
-                raise _UnreadError("a '(' is never closed")
-            self._reduce()
-        return self.operands[0]
-
-    def _reduce_operators(self) -> None:
-        while self.pending and self.pending[-1][0] in ("binary", "unary"):
-            self._reduce()
-
-    def _reduce(self) -> None:
-        kind, symbol = self.pending.pop()
-        operands = self.operands
-        if kind == "unary":
-            operands.append(ast.UnaryOp(ast.USub() if symbol == "-" else ast.UAdd(), operands.pop()))
-        else:
-            right = operands.pop()
-            operands.append(ast.BinOp(operands.pop(), _AST_BINARY[symbol](), right))
-
-    @staticmethod
-    def _binding(entry: tuple[str, str]) -> int:
-        return _PRECEDENCE["unary" if entry[0] == "unary" else entry[1]][0]
-
-
-# ---- 3. Python's parser, for the refusal ----------------------------------------------------------
+        try:
+            with warnings.catch_warnings():  # "invalid decimal literal" and the like: the refusal says it
+                warnings.simplefilter("ignore")
+                return ast.parse(text, mode="eval").body
+        except (RecursionError, MemoryError):  # a flat chain longer than the parser builds at once
+            return _in_pieces(text)
+    except SyntaxError as error:
+        raise ExpressionError(_syntax(text, error)) from None
+    except (RecursionError, MemoryError, ValueError):
+        raise ExpressionError("Python's parser cannot read it: a chain of operators is too long for it") from None
+    finally:
+        if setattr_digits is not None:
+            setattr_digits(digits)
 
 
 _NUMBER_AGAINST_NAME = re.compile(r"(?<![\w.])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)([A-Za-z_]\w*)")
 
 
-def _python_parse(text: str, unread: _UnreadError) -> ast.expr:
-    try:
-        return ast.parse(text, mode="eval").body
-    except SyntaxError as error:
-        found = _NUMBER_AGAINST_NAME.search(text)
-        if found:  # 2x: a learner's product
-            number, name = found.groups()
-            raise ExpressionError(
-                f"{found.group(0)} is a number followed by a name: write {number}*{name} for the product"
-            ) from None
-        if not error.offset:  # Python lost the place (it can, deep into a long text): say where ours stopped
-            raise ExpressionError(f"it does not parse: {unread}") from None
-        raise ExpressionError(f"it does not parse: {error.msg} (column {error.offset})") from None
-    except (RecursionError, MemoryError, ValueError):  # too big for Python's parser: say where ours stopped
-        raise ExpressionError(f"it does not parse: {unread} is not allowed there") from None
+def _syntax(text: str, error: SyntaxError) -> str:
+    """What ``SyntaxError`` says, in the words of the command line."""
+    found = _NUMBER_AGAINST_NAME.search(text)
+    if found:  # 2x: a learner's product
+        number, name = found.groups()
+        return f"{found.group(0)} is a number followed by a name: write {number}*{name} for the product"
+    if not error.offset:  # Python says the text ends too soon, without where: say after what
+        last = [match for match in _LENIENT.finditer(text.split("#", 1)[0]) if match.lastgroup != "space"][-1:]
+        if last and (last[0].lastgroup in ("power", "other") or keyword.iskeyword(last[0].group())):
+            where = f"{last[0].group()!r} at column {last[0].start() + 1}"
+            return f"it does not parse: the expression ends where an operand should be (after {where})"
+        return f"it does not parse: {error.msg}"
+    return f"it does not parse: {error.msg} (column {error.offset})"
+
+
+CHAIN = 1_000
+"""How many operators of a flat chain ``_in_pieces`` reads at once: well within what Python's
+parser builds (about 2,900 levels of tree on 3.11 and 3.12, where a chain is as deep as it is long)."""
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+
+
+def _in_pieces(text: str, chain: int = CHAIN) -> ast.expr:
+    """The tree of a long flat chain (``x+x+...+x``), read ``chain`` operators at a time.
+
+    A piece is the text up to a binary operator at the outer level whose precedence is at most
+    that of every such operator before it, so that everything before it is the operator's left
+    operand. Each piece after the first is read with that operand written as one name of the
+    same length (so that every column stays where it was), and that name is then replaced by the
+    tree of the pieces before. Python's tree for the whole text is the same."""
+    if "\n" in text:
+        raise RecursionError
+    cuts = _cuts(text)[chain::chain]
+    tree: ast.expr | None = None
+    for start, end in zip([0, *cuts], [*cuts, len(text)], strict=True):
+        stand_in = "_" * len(text[:start].encode())
+        piece = ast.parse(stand_in + text[start:end], mode="eval").body
+        tree = piece if tree is None else _graft(piece, stand_in, tree)
+    assert tree is not None
+    return tree
+
+
+def _graft(piece: ast.expr, stand_in: str, tree: ast.expr) -> ast.expr:
+    """``piece`` with its leftmost operand, the name ``stand_in``, replaced by ``tree``."""
+    holder = piece
+    while isinstance(holder, ast.BinOp) and not (isinstance(holder.left, ast.Name) and holder.left.id == stand_in):
+        holder = holder.left
+    if not isinstance(holder, ast.BinOp):
+        raise RecursionError  # not a chain of + - * /: say it is too long
+    holder.left = tree
+    return piece
+
+
+def _cuts(text: str) -> list[int]:
+    """Where ``text`` may be cut (see ``_in_pieces``): the offset of each such operator."""
+    cuts, depth, lowest, previous = [], 0, 2, None
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER):
+            continue
+        if token.string in ("(", "[", "{"):
+            depth += 1
+        elif token.string in (")", "]", "}"):
+            depth -= 1
+        elif token.string in _PRECEDENCE and depth == 0 and previous is not None and _ends_operand(previous):
+            if _PRECEDENCE[token.string] <= lowest:
+                cuts.append(token.start[1])
+            lowest = min(lowest, _PRECEDENCE[token.string])
+        previous = token
+    return cuts
+
+
+def _ends_operand(token: tokenize.TokenInfo) -> bool:
+    if token.type in (tokenize.NUMBER, tokenize.STRING):
+        return True
+    if token.type == tokenize.NAME:
+        return not keyword.iskeyword(token.string) or token.string in ("True", "False", "None")
+    return token.string in (")", "]", "}")
+
+
+# ---- 3. the whitelist ------------------------------------------------------------------------------
 
 
 def _check(root: ast.expr, text: str) -> None:
     """Admit only the whitelisted node types (iteratively): each kind of node is checked by its
-    own function, which returns the children to check next."""
+    own function, which returns the children to check next. In a long text, a refusal says where."""
     stack: list[ast.AST] = [root]
     while stack:
         node = stack.pop()
         admit = _ADMIT.get(type(node))
-        if admit is None:
-            raise ExpressionError(
-                f"{_describe(node)} is not allowed: only numbers, names, + - * / **, and function calls"
-            )
-        stack += admit(node, text)
+        try:
+            if admit is None:
+                raise ExpressionError(
+                    f"{_describe(node)} is not allowed: only numbers, names, + - * / **, and function calls"
+                )
+            stack += admit(node, text)
+        except ExpressionError as refusal:
+            where = _where(node, text) if len(text) > LOCATE_BEYOND else ""
+            if not where:
+                raise
+            raise ExpressionError(f"{refusal} ({where})") from None
+
+
+def _where(node: ast.AST, text: str) -> str:
+    """Where ``node`` is refused: its first character outside its operands, e.g. the ``.`` of ``x.y``."""
+    if getattr(node, "lineno", None) != getattr(node, "end_lineno", 0) or "\n" in text:
+        return ""
+    line, at = text.encode(), cast(int, getattr(node, "col_offset", 0))  # ast's columns count UTF-8 bytes
+    spans = [(c.col_offset, c.end_col_offset or 0) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]
+    for start, end in sorted(spans):
+        if line[at:start].strip():
+            break
+        at = max(at, end)
+    at += len(line[at:]) - len(line[at:].lstrip())
+    before = line[:at].decode(errors="replace")
+    return f"{line[at:].decode(errors='replace')[:1]!r} at column {len(before) + 1}"
 
 
 def _admit_constant(node: Any, text: str) -> list[ast.AST]:
@@ -451,11 +370,7 @@ def _spelling(node: ast.Call) -> str:
     argument = "..." if node.args else "x"
     small = len(node.args) == 1 and sum(1 for _ in itertools.islice(ast.walk(node.args[0]), 16)) < 16
     if small and not node.keywords and not isinstance(node.args[0], ast.Starred):  # unparse() recurses: keep it small
-        tidy = copy.deepcopy(node.args[0])
-        for part in ast.walk(tidy):  # the small parser reads 2 as 2.0: show it as written
-            if isinstance(part, ast.Constant) and isinstance(part.value, float) and part.value.is_integer():
-                part.value = int(part.value) if abs(part.value) < 1e16 else part.value
-        argument = ast.unparse(tidy)
+        argument = ast.unparse(node.args[0])
         argument = argument if len(argument) <= 30 else "..."
     name = node.func.id
     if name.casefold() in SPELLINGS:
@@ -473,8 +388,7 @@ def _is_product(node: ast.Call) -> bool:
     if isinstance(func, ast.Constant):
         return isinstance(func.value, (int, float)) and not isinstance(func.value, bool)
     if isinstance(func, ast.Name):  # (x)(y), but not x(y): that is a call of an unknown function
-        where = getattr(node, "lineno", None), getattr(node, "col_offset", None)  # none from the small parser
-        return where != (getattr(func, "lineno", None), getattr(func, "col_offset", None))
+        return (node.lineno, node.col_offset) != (func.lineno, func.col_offset)
     return isinstance(func, (ast.BinOp, ast.UnaryOp, ast.Call))
 
 
@@ -543,6 +457,14 @@ def _children(node: ast.expr) -> list[ast.expr]:
     if isinstance(node, ast.Call):
         return list(node.args)
     return []
+
+
+def _to_float(number: float) -> float:
+    """An integer literal as a float, overflowing to inf as a float literal does (1e999)."""
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf
 
 
 def variables(tree: ast.expr) -> list[str]:
