@@ -5,10 +5,11 @@ directory's ``exercises.toml`` (``exercises``; the built-in twelve are this pack
 student's skeletons in ``templates/``, the pytest checks in ``checks/`` and the reference solutions
 in ``solutions/``; a teacher's directory adds exercises, hints and held-out checks), the settings of
 a course directory (``config``: ``course.toml``, self-study or class mode), reading and writing
-them (``_toml``: tomllib, or tomli on Python 3.10), the grading run, one process per exercise, and its reports (``grading``,
-with the plugin ``_plugin`` in each process), a class's gradebook and Gradescope results
-(``gradebook``), the comparison of the student's engine with vjpgrad on generated graphs
-(``twins``, which a teacher's checks may use too) and the command line (``commands``).
+them (``_toml``: tomllib, or tomli on Python 3.10), the grading run, one process per exercise,
+and its reports (``grading``, with the plugin ``_plugin`` in each process), a class's gradebook
+and Gradescope results (``gradebook``), the comparison of the student's engine with vjpgrad on
+generated graphs (``twins``, which a teacher's checks may use too) and the command line
+(``commands``).
 ``main(argv)`` is the entry of ``vjpgrad course ...``; docs/course/ has the student's page and the
 instructor's.
 """
