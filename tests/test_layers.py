@@ -1,17 +1,21 @@
-"""The layers of the package (ARCHITECTURE.md): imports go one way, with no circle, counting the
-imports inside functions (not those under ``if TYPE_CHECKING:``, which never run); the core
-imports nothing else of vjpgrad; nothing below the command line imports it or the course."""
+"""The layers of the package, as ARCHITECTURE.md draws them (its diagram is the one map: these
+tests read it): imports go downwards only, with no circle, counting the imports inside functions
+(not those under ``if TYPE_CHECKING:``, which never run); the core imports nothing else of
+vjpgrad; nothing below the package root imports it, and nothing below the command line imports
+it or the course."""
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import vjpgrad
 
 PACKAGE = Path(vjpgrad.__file__).resolve().parent
+ARCHITECTURE = Path(__file__).resolve().parent.parent / "ARCHITECTURE.md"
 
 
 def module_name(path: Path) -> str:
@@ -38,8 +42,13 @@ def imports_of(path: Path) -> set[str]:
     """The vjpgrad modules a file imports, anywhere in it (a function's body included)."""
     here = module_name(path)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    return _imports_in(path.read_text(encoding="utf-8"), package)
+
+
+def _imports_in(source: str, package: str) -> set[str]:
+    """The vjpgrad modules ``source``, a module of ``package``, imports."""
     found: set[str] = set()
-    for node in runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in runtime_nodes(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name.startswith("vjpgrad"))
         elif isinstance(node, ast.ImportFrom):
@@ -113,6 +122,74 @@ def test_no_layer_below_the_command_line_imports_it_or_the_course() -> None:
         if layer(target) in ("cli", "course")
     }
     assert upward == set()
+
+
+# ---- the diagram of ARCHITECTURE.md ----------------------------------------------------------------
+
+
+@functools.cache
+def diagram() -> tuple[tuple[str, ...], ...]:
+    """ARCHITECTURE.md's diagram of the layers, top line first: the modules each line names
+    (``cli/`` is the package vjpgrad.cli, ``optim.py`` the module vjpgrad.optim, ``__init__.py``
+    the package root vjpgrad)."""
+    section = ARCHITECTURE.read_text(encoding="utf-8").split("## The layers", 1)[1]
+    block = section.split("```", 2)[1]
+    lines = []
+    for line in block.splitlines()[1:]:
+        if line.strip() and set(line.strip()) != {"-"}:
+            names = re.split(r"\s{2,}", line.strip(), maxsplit=1)[0]
+            lines.append(tuple(_module(name.strip()) for name in names.split(",")))
+    return tuple(lines)
+
+
+def _module(name: str) -> str:
+    if name == "__init__.py":
+        return "vjpgrad"
+    return "vjpgrad." + name.removesuffix("/").removesuffix(".py")
+
+
+def line_of(module: str) -> int:
+    """The line of the diagram that holds ``module`` (0 is the top), or -1."""
+    for number, names in enumerate(diagram()):
+        if any(module == name or (name != "vjpgrad" and module.startswith(name + ".")) for name in names):
+            return number
+    return -1
+
+
+def test_the_diagram_names_every_module_and_only_modules_that_exist() -> None:
+    edges = graph()
+    assert [m for m in edges if line_of(m) < 0] == []
+    named = [name for names in diagram() for name in names]
+    assert [name for name in named if not any(m == name or m.startswith(name + ".") for m in edges)] == []
+    assert len(diagram()) >= 10  # the diagram is read: a line per layer
+
+
+def test_no_module_imports_one_of_a_line_above_its_own() -> None:
+    upward = sorted(
+        f"{module} (line {line_of(module) + 1}) imports {target} (line {line_of(target) + 1})"
+        for module, targets in graph().items()
+        for target in targets
+        if line_of(target) < line_of(module)
+    )
+    assert upward == []
+
+
+def test_no_module_below_the_package_root_imports_the_root() -> None:
+    root = line_of("vjpgrad")
+    assert [m for m, targets in graph().items() if "vjpgrad" in targets and line_of(m) > root] == []
+    assert {"vjpgrad.cli.main", "vjpgrad.course.twins"} & {m for m, t in graph().items() if "vjpgrad" in t}
+
+
+def test_an_upward_import_is_seen() -> None:
+    # the checks above read imports as they are written, inside a function too: an upward one is caught
+    source = (
+        "import vjpgrad\nfrom vjpgrad.compiler import run\n\n"
+        "def f():\n    from . import graph\n    from vjpgrad.cli import main\n"
+    )
+    found = _imports_in(source, "vjpgrad.core")
+    assert found >= {"vjpgrad", "vjpgrad.compiler.run", "vjpgrad.core.graph", "vjpgrad.cli.main"}
+    above = {t for t in found if line_of(t) < line_of("vjpgrad.core.ops")}
+    assert above == {"vjpgrad", "vjpgrad.compiler", "vjpgrad.compiler.run", "vjpgrad.cli", "vjpgrad.cli.main"}
 
 
 def test_the_layers_are_found() -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-import vjpgrad
+from vjpgrad.core import functions
 from vjpgrad.core.seeds import scalar_seed
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
@@ -225,7 +225,7 @@ def _evaluate(tree: Any, env: dict[str, Any]) -> Any:
     if op == "abs":
         return abs(xs[0])
     if isinstance(xs[0], numbers.Real):  # a constant subtree: vjpgrad's IEEE functions
-        return getattr(vjpgrad, op)(xs[0])
+        return getattr(functions, op)(xs[0])
     return getattr(xs[0], op)()  # a Value, a Vector, or another engine's tensor
 
 

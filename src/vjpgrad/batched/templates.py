@@ -60,7 +60,7 @@ FORWARD: dict[str, Callable[[list[str]], str]] = {
 }
 """The array forward of each op of the table, by name: ``terms`` are its operands as text (names
 of arrays, or numbers). ``POW_SCALAR``'s row is named ``pow`` in the table; the writer looks it up
-under ``pow_scalar`` (``forward_of``)."""
+under ``pow_scalar`` (``forward_key``)."""
 
 
 def forward_key(op: Op) -> str:

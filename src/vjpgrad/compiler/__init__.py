@@ -22,11 +22,13 @@ The rule: a compiled function gives exactly the bits eager code gives, or it ref
 - ``detach()`` inside is a cut: no gradient passes, the result requires no grad.
 - ``f.reset()`` drops every recording; ``f.times_recorded`` counts them.
 
-The modules, in the order a first call uses them: ``world`` (what the function can reach),
-``record`` (the arguments' structure, one recorded run, what it read), ``guard`` (the world's
-check, as code), ``write`` (the code, from the graph and the table's rules), ``fold`` (a block the
-recording repeats, written once as a loop or a function), ``run`` (the code loaded, called and
-differentiated). This package imports the core and
+The modules, in the order the calls use them: the first call with a structure runs ``world``
+(what the function can reach), ``record`` (the arguments' structure, one recorded run, what it
+read) and ``guard`` (the world's check, as code), and returns the recorded run's result; the
+first replay, at the second call, runs ``write`` (the code, from the graph and the table's rules),
+``fold`` (a block the recording repeats, written once as a loop or a function) and ``cache`` (the
+code kept on disk, read instead of written when this machine compiled it before); ``run`` holds
+the recordings and calls and differentiates the code at every call. This package imports the core and
 ``vjpgrad.codegen``; the core never imports it: it meets the core through
 ``graph.Recording``, ``modes.refusing_numbers`` and ``Op.backward``.
 """

@@ -20,10 +20,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import overload
 
-from vjpgrad import Value, Vector
 from vjpgrad.core.ops import MAX
-from vjpgrad.core.value import nary
-from vjpgrad.core.vector import as_values
+from vjpgrad.core.value import Value, nary
+from vjpgrad.core.vector import Vector, as_values
 
 Values = Vector | Sequence[Value | float]
 """What the functions take: a Vector, or a list of Values and numbers (numbers are constants).
