@@ -307,3 +307,49 @@ def test_the_symbols_write_a_rule_for_floats_and_in_their_array_dialect_for_colu
         assert ((x * y + 1.0) * g).dialect is (dialect or SCALAR)  # what it builds keeps its dialect
     assert (Code("g", atomic=True, dialect=ARRAY) * -1.0).text == "g * (-1.0)"  # the scalar code writes -g
     assert (Code("g", atomic=True) * -1.0).text == "-g"
+
+
+# ---- what code symbols can write: one list ------------------------------------------------------------
+
+
+def test_every_one_operand_operation_and_helper_is_a_method_of_code_symbols_in_each_dialect() -> None:
+    from vjpgrad.codegen.symbols import ARRAY, CALLED, HELPERS, NAMESPACE, SCALAR, Code
+
+    one_operand = {op.name for op in BUILTIN if op.arity == 1}
+    assert {"exp", "log", "sigmoid", "tanh", "sign", "one_minus_square"} <= CALLED == one_operand | set(HELPERS)
+    for name in sorted(CALLED - set(vars(Code))):  # reciprocal is written by its dialect
+        for dialect in (SCALAR, ARRAY):
+            written = getattr(Code("x", atomic=True, dialect=dialect), name)()
+            assert (written.text, written.dialect) == (f"_{name}(x)", dialect)
+        assert f"_{name}" in NAMESPACE  # what the scalar code it writes calls
+    assert NAMESPACE["_exp"] is _ops.EXP.forward
+    assert NAMESPACE["_one_minus_square"] is HELPERS["one_minus_square"]
+
+
+def test_the_array_helpers_cover_every_name_code_symbols_write() -> None:
+    pytest.importorskip("numpy")
+    from vjpgrad.batched import arrays
+    from vjpgrad.codegen.symbols import CALLED
+
+    for fast in (False, True):
+        given = arrays.namespace(fast)
+        assert {
+            f"_{name}" for name in CALLED if name not in ("neg", "identity", "detach", "masked_zero", "abs")
+        } <= set(given), fast
+
+
+def test_a_rule_that_calls_what_code_symbols_lack_is_named_with_its_row_and_operand(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from vjpgrad.codegen.symbols import Code
+
+    softplus = Op("softplus", 1, lambda x: x, (lambda x, out: x.softplus_derivative(),), (times,), "_softplus({0})")
+    monkeypatch.setattr(_ops, "SOFTPLUS", softplus, raising=False)  # a row of the table, by its name
+    with pytest.raises(AttributeError) as error:
+        eager._Module().saved(softplus, 0, [Code("x", atomic=True), Code("out", atomic=True)])
+    message = str(error.value)
+    assert "saved rule for operand 0 cannot be written as code" in message
+    assert "softplus_derivative()" in message
+    assert "symbols.HELPERS" in message
+    assert "CONTRIBUTING.md" in message
+    assert not hasattr(Code("x"), "softplus_derivative")  # hasattr and getattr(x, name, default) still work

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from vjpgrad.core import floats
+from vjpgrad.codegen.symbols import HELPERS
+from vjpgrad.core import floats, ops
 
 INSTALL = "vjpgrad.vmap needs NumPy: pip install numpy (or pip install -e '.[vmap]' in your clone of vjpgrad)"
 
@@ -127,6 +128,17 @@ def _fast_pow_scalar(np: ModuleType) -> Callable[[Any, float], Any]:
     return pow_scalar
 
 
+def exact_one_operand(given: dict[str, Any]) -> dict[str, Callable[[float], float]]:
+    """The exact helper of each name a rule or a template calls on one operand that ``given`` has
+    not: every one-operand operation of the table whose forward is a ``core.floats`` function, and
+    ``symbols.HELPERS``, each the very float function, so a new operation needs no line here."""
+    functions = {f"_{name}": function for name, function in HELPERS.items()}
+    for op in ops.BUILTIN:
+        if op.arity == 1 and getattr(op.forward, "__module__", "") == floats.__name__:
+            functions.setdefault(f"_{op.name}", op.forward)
+    return {name: function for name, function in functions.items() if name not in given}
+
+
 def namespace(fast: bool) -> dict[str, Any]:
     """What array code runs in: each name the writer's symbols and templates call."""
     np = numpy()
@@ -159,20 +171,10 @@ def namespace(fast: bool) -> dict[str, Any]:
             _atan2=np.arctan2,
             _hypot=np.hypot,
         )
+        # an operation NumPy has no ufunc for: its exact helper
+        shared.update({name: _per_element(np, function, 1) for name, function in exact_one_operand(shared).items()})
         return shared
-    one = {
-        "_exp": floats.exp,
-        "_log": floats.log,
-        "_log1p": floats.log1p,
-        "_sqrt": floats.sqrt,
-        "_sin": floats.sin,
-        "_cos": floats.cos,
-        "_tan": floats.tan,
-        "_tanh": floats.tanh,
-        "_sigmoid": floats.sigmoid,
-        "_one_minus_square": floats.one_minus_square,
-    }
-    shared.update({name: _per_element(np, function, 1) for name, function in one.items()})
+    shared.update({name: _per_element(np, function, 1) for name, function in exact_one_operand(shared).items()})
     shared.update(
         _div=_exact_div(np),
         _pow=_per_element(np, floats.power, 2),

@@ -68,10 +68,14 @@ class _Module:
         rule that must see numbers, a call of the rule itself."""
         try:
             saved = op.saved[k](*args)
-        except TypeError:
+        except TypeError:  # Code.__bool__: the rule branches on its operands' numbers
             alias = f"_{_row_name(op)}_SAVED_{k}"
             self.rules[alias] = f"ops.{_row_name(op)}.saved[{k}]"
             return f"{alias}({', '.join(literal(a) for a in args)})"  # the rule, called on the numbers
+        except AttributeError as error:  # a method code symbols do not have: say which, and where
+            raise AttributeError(
+                f"ops.{_row_name(op)}'s saved rule for operand {k} cannot be written as code: {error}"
+            ) from None
         if isinstance(saved, Maybe):
             return self.code(f"(_MASKED if {saved.condition.text} else {operand(saved.value)})")
         text = saved_text(saved)

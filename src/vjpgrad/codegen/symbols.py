@@ -182,23 +182,20 @@ class Code:
     def __rpow__(self, other: Any) -> Code:
         return self._call("_pow", other, self)
 
-    def log(self) -> Code:
-        return self._call("_log", self)
-
     def reciprocal(self) -> Code:
         return self.dialect.reciprocal(self)
 
-    def sin(self) -> Code:
-        return self._call("_sin", self)
-
-    def cos(self) -> Code:
-        return self._call("_cos", self)
-
-    def sign(self) -> Code:
-        return self._call("_sign", self)
-
-    def one_minus_square(self) -> Code:
-        return self._call("_one_minus_square", self)
+    def __getattr__(self, name: str) -> Callable[[], Code]:
+        """``x.exp()``, ``x.log()``...: a call of the helper ``_<name>``, for every name of
+        ``CALLED`` (each one-operand operation of the table, and ``HELPERS``), as a rule calls
+        the method of a Value; any other name is an error that says where to add it."""
+        if name in CALLED:
+            return lambda: self._call(f"_{name}", self)
+        raise AttributeError(
+            f"a rule calls {name}() on an operand, and code symbols have no {name}: the methods of "
+            f"vjpgrad.codegen.symbols.Code are the table's one-operand operations and the names of "
+            f"symbols.HELPERS (CONTRIBUTING.md, Adding an operation)"
+        )
 
     def __eq__(self, other: object) -> Code:  # type: ignore[override]  # builds a condition
         return self.dialect.compare(self, "==", other)
@@ -268,6 +265,10 @@ def saved_text(saved: Any) -> str:
 # ---- the names the code calls -----------------------------------------------------------------------
 
 
+HELPERS: dict[str, Callable[[float], float]] = {"one_minus_square": floats.one_minus_square}
+"""The ``floats`` functions a rule may call on an operand that are no operation of the table
+(``tanh``'s ``1 - out * out``, rounded once), by the method name a rule calls."""
+
 NAMESPACE: dict[str, Any] = {
     "_div": floats.div,
     "_pow": floats.power,
@@ -276,15 +277,20 @@ NAMESPACE: dict[str, Any] = {
     "_sin": floats.sin,
     "_cos": floats.cos,
     "_sign": floats.sign,
-    "_one_minus_square": floats.one_minus_square,
     "_inf": math.inf,
     "_nan": math.nan,
     "_MASKED": MASKED,
 }
 """The helpers generated code calls, by the names the symbols write (``_div(x, y)``): the
-``floats`` functions, and each operation's forward as ``_<name>`` (``_exp``)."""
+``floats`` functions, ``HELPERS``, and each operation's forward as ``_<name>`` (``_exp``)."""
+NAMESPACE.update({f"_{name}": function for name, function in HELPERS.items()})
 for _op in ops.BUILTIN:
     NAMESPACE.setdefault(f"_{_op.name}", _op.forward)
+
+CALLED: frozenset[str] = frozenset({op.name for op in ops.BUILTIN if op.arity == 1} | set(HELPERS))
+"""The methods a rule may call on a ``Code`` symbol (``x.exp()`` writes ``_exp(x)``): one list,
+the table's one-operand operations and ``HELPERS``, for every dialect (``batched.arrays`` gives
+the array helper of each)."""
 
 INLINE = frozenset({"{0} + {1}", "{0} - {1}", "{0} * {1}", "-{0}", "abs({0})", "{0}", "0.0 if {0} < 0.0 else {0}"})
 """Forwards written as Python expressions rather than calls of a helper."""
