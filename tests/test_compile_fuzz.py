@@ -317,6 +317,7 @@ def outcome(
     return [bits(v.data) for v in out], [bits(g) for g in grads]
 
 
+@pytest.mark.slow  # random programs compiled: tens of seconds
 @settings(max_examples=EXAMPLES)
 @given(
     steps=st.lists(step, min_size=1, max_size=12),
@@ -348,6 +349,7 @@ def test_compiled_is_eager_to_the_bit_on_random_programs(
     compare(steps, first, second, weights, change, trip, numpy_scalars, seed_all, orders)
 
 
+@pytest.mark.slow  # random programs compiled: tens of seconds
 @settings(max_examples=EXAMPLES)
 @given(
     before=st.lists(step, max_size=4),
@@ -503,6 +505,7 @@ def test_a_program_that_changes_its_world_is_refused(
 DESCRIBED: dict[bytes, str] = {}  # every description seen in this run, with the code written from it
 
 
+@pytest.mark.slow  # random programs compiled: tens of seconds
 @settings(max_examples=EXAMPLES)
 @given(
     steps=st.lists(step, min_size=1, max_size=6),

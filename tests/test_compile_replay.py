@@ -46,6 +46,7 @@ def eager_and_compiled(fn: Callable[..., Any], points: Sequence[tuple[float, ...
 FORMS = [(case, form) for case in CASES for form in case.spellings()]
 
 
+@pytest.mark.slow  # random programs, or every operation compiled: seconds
 @pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
 @pytest.mark.parametrize("seed", [1.0, -0.5, 0.0])
 def test_each_operation_compiled_equals_eager_bit_for_bit(case: OpCase, form: Spelling, seed: float) -> None:
@@ -155,6 +156,7 @@ def program_eager_and_compiled(program: Any, seeds: list[float]) -> tuple[list[A
     return results[0], results[1]
 
 
+@pytest.mark.slow  # random programs, or every operation compiled: seconds
 @given(programs, st.lists(st.floats(-3, 3) | st.sampled_from([0.0, math.inf]), min_size=3, max_size=3))
 def test_compiled_equals_eager_bit_for_bit(program: Any, seeds: list[float]) -> None:
     eager, compiled = program_eager_and_compiled(program, seeds)
@@ -488,6 +490,7 @@ def test_threads_each_get_their_own_float_argument() -> None:
     assert wrong == []
 
 
+@pytest.mark.slow  # random programs, or every operation compiled: seconds
 def test_a_call_leaves_no_reference_cycles_behind() -> None:
     # cycles would keep every call's arguments and graph alive until the cyclic collector ran
     import gc
@@ -530,6 +533,7 @@ INLINE: list[tuple[str, list[Callable[..., Any]], int]] = [
 """Each form of each operation of the table, once for each of its numbers."""
 
 
+@pytest.mark.slow  # random programs, or every operation compiled: seconds
 @pytest.mark.parametrize(("name", "functions", "arity"), INLINE, ids=[i[0] for i in INLINE])
 def test_the_backward_of_a_built_in_operation_is_generated_inline(
     name: str, functions: list[Callable[..., Any]], arity: int

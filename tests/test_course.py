@@ -178,6 +178,7 @@ def test_the_untouched_skeleton_is_not_started_everywhere_with_a_hint_and_no_tra
     assert ran.err == ""
 
 
+@pytest.mark.slow  # runs the exercises' checks in pytest processes
 def test_check_N_in_the_current_directory_checks_that_exercise_alone(
     skeleton: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -217,6 +218,7 @@ def test_the_reference_solutions_are_all_done_and_the_json_says_so_completely(
         assert all(check["outcome"] == "passed" and check["message"] == "" for check in test["checks"])
 
 
+@pytest.mark.slow  # runs the exercises' checks in pytest processes
 def test_the_json_of_a_skeleton_gives_every_check_its_outcome_and_message(
     skeleton: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -381,6 +383,7 @@ def test_an_independent_correct_engine_passes_every_exercise_that_runs_an_engine
 # ---- what check says about a broken directory ------------------------------------------------------------------
 
 
+@pytest.mark.slow  # runs the exercises' checks in pytest processes
 def test_a_syntax_error_and_a_missing_file_are_each_one_message(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "broken")
     (directory / "engine.py").write_text("class Value:\n    def __add__(self, other)\n        pass\n")
@@ -410,6 +413,7 @@ def test_a_check_that_loops_forever_is_stopped_by_the_timeout(tmp_path: Path) ->
     assert {t.message for t in result.tests[1:]} == {"not run: the checks of this exercise stopped at an earlier one"}
 
 
+@pytest.mark.slow  # runs the exercises' checks in pytest processes
 def test_a_student_file_that_ends_the_process_is_reported_at_its_check(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "exits")
     (directory / "derivatives.py").write_text(
@@ -422,6 +426,7 @@ def test_a_student_file_that_ends_the_process_is_reported_at_its_check(tmp_path:
     assert "stopped during it" in problem.message
 
 
+@pytest.mark.slow  # runs the exercises' checks in pytest processes
 def test_a_students_exception_names_its_line_and_the_generated_example(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "raises")
     path = directory / "engine.py"
@@ -538,6 +543,7 @@ def test_the_full_count_says_the_stretch_exercise_is_not_counted() -> None:
     assert "Not checked" not in text
 
 
+@pytest.mark.slow  # runs the exercises' checks in pytest processes
 def test_check_of_one_solved_exercise_does_not_say_all_done(
     skeleton: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -620,6 +626,7 @@ def test_an_unknown_command_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
     assert "invalid choice: 'frobnicate'" in one_line_error(course(capsys, "frobnicate"))
 
 
+@pytest.mark.slow  # runs the exercises' checks in pytest processes
 def test_python_dash_m_vjpgrad_course_runs_the_course() -> None:
     ran = subprocess.run([sys.executable, "-m", "vjpgrad", "course", "list"], capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
@@ -702,6 +709,7 @@ def test_generated_graphs_run_in_both_engines_and_agree(program: Program) -> Non
     assert set(program.names) == set(twin.theirs)
 
 
+@pytest.mark.slow  # a search of generated programs
 def test_a_required_operation_is_always_in_the_program() -> None:
     @given(programs(("+",), must_use="log", low=-3, high=-1))  # log is undefined at every leaf drawn
     def each(program: Program) -> None:
@@ -763,6 +771,7 @@ def test_close_allows_rounding_and_refuses_a_wrong_number(theirs: Any, ours: flo
     assert close(theirs, ours, scale) is agree
 
 
+@pytest.mark.slow  # runs the exercises' checks in pytest processes
 def test_no_check_leaves_files_in_the_students_directory(skeleton: Path) -> None:
     before = sorted(path.name for path in skeleton.iterdir())
     grading.run(skeleton.resolve(), [exercise(1), exercise(2)], timeout=300)
@@ -819,6 +828,7 @@ def test_where_out_grad_is_1_a_missing_out_grad_is_not_blamed_on_the_chain_rule(
     assert "that is the local derivative alone" not in str(failure.value)
 
 
+@pytest.mark.slow  # runs the exercises' checks in pytest processes
 def test_every_check_is_named_by_a_sentence_not_a_test_id(tmp_path: Path) -> None:
     report = tmp_path / "report.jsonl"
     checks = folder("checks")

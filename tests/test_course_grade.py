@@ -71,6 +71,7 @@ def test_an_exercises_points_are_shared_among_its_checks_by_weight() -> None:
     assert result.status == grading.FAILING
 
 
+@pytest.mark.slow  # a grading run: one process per exercise
 def test_weights_and_held_out_checks_come_from_the_teachers_files(tmp_path: Path) -> None:
     # 1 / (1 + exp(x)) is 0.5 at 0 (weight 1) and symmetric (held out, weight 1), but not sigmoid (weight 3)
     directory = sigmoid_submission(tmp_path / "student", "    return (1 + x.exp()) ** -1")
@@ -87,6 +88,7 @@ def test_weights_and_held_out_checks_come_from_the_teachers_files(tmp_path: Path
     assert [t.held_out for t in visible.tests] == [False, False]
 
 
+@pytest.mark.slow  # a grading run: one process per exercise
 def test_partial_credit_of_a_built_in_exercise(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "student")
     path = directory / "derivatives.py"
@@ -100,6 +102,7 @@ def test_partial_credit_of_a_built_in_exercise(tmp_path: Path) -> None:
 # ---- each exercise isolated ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a grading run: one process per exercise
 def test_a_crash_sys_exit_or_os_exit_costs_only_its_exercise(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "student")
     softmax = directory / "softmax.py"
@@ -117,6 +120,7 @@ def test_a_crash_sys_exit_or_os_exit_costs_only_its_exercise(tmp_path: Path) -> 
     assert problem.message.startswith("SystemExit: 3")
 
 
+@pytest.mark.slow  # a grading run: one process per exercise
 def test_the_checks_processes_share_what_hypothesis_reads_from_the_code_outside_the_students_directory(
     tmp_path: Path,
 ) -> None:
@@ -154,6 +158,7 @@ def grade(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str
     return status, captured.out, captured.err
 
 
+@pytest.mark.slow  # a grading run: one process per exercise
 def test_grade_writes_the_gradebook_and_gradescope_results(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     teacher = teachers_only(tmp_path)
     sigmoid_submission(tmp_path / "class" / "ada")
@@ -187,6 +192,7 @@ def test_grade_writes_the_gradebook_and_gradescope_results(tmp_path: Path, capsy
     assert "sigmoid.py is not in" in nothing["tests"][0]["output"]
 
 
+@pytest.mark.slow  # a grading run: one process per exercise
 def test_grade_reads_no_course_toml_of_a_submission(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     student = sigmoid_submission(tmp_path / "eve")
     (student / "course.toml").write_text(f'mode = "self-study"\nexercises = "{student}"\n')  # a student's own

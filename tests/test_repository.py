@@ -3,8 +3,10 @@ benchmarks or configuration (the history lives in CHANGELOG.md and the commit me
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -181,3 +183,23 @@ def test_the_exactness_page_names_every_function_whose_pytorch_kernel_may_differ
         kernels |= {name for name, _ in [*([forward] if forward else []), *backward]}
     assert kernels  # the rows name the kernels PyTorch runs
     assert kernels <= set(listed.group(1).split())
+
+
+def _slow(decorators: list[Any]) -> bool:
+    return any("mark.slow" in ast.unparse(d) for d in decorators)
+
+
+def test_every_test_file_keeps_a_test_in_the_quick_loop() -> None:
+    # pytest -m "not slow" runs at least one test of every file: marking a whole subject slow hides it
+    all_slow = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        marked = any(
+            isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets)
+            and "slow" in ast.unparse(node.value)
+            for node in tree.body
+        )  # fmt: skip
+        tests = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+        if marked or all(_slow(n.decorator_list) for n in tests):
+            all_slow.append(path.name)
+    assert all_slow == []

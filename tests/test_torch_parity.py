@@ -204,6 +204,7 @@ def own_edges(form: Spelling) -> list[tuple[float, ...]]:
     return [edge[:-1] for edge in case.edges]
 
 
+@pytest.mark.slow  # a grid of edges per operation, each through torch
 @pytest.mark.parametrize("form", FUNCTIONS, ids=[form.text for form in FUNCTIONS])
 def test_each_function_at_the_edges_agrees_with_pytorch_to_the_bit(form: Spelling) -> None:
     result = Mismatches()
@@ -213,6 +214,7 @@ def test_each_function_at_the_edges_agrees_with_pytorch_to_the_bit(form: Spellin
     result.check()
 
 
+@pytest.mark.slow  # a grid of edges per operation, each through torch
 @pytest.mark.parametrize("form", WITH_A_NUMBER, ids=[form.text for form in WITH_A_NUMBER])
 def test_each_operation_with_a_number_at_the_edges_agrees_with_pytorch_to_the_bit(form: Spelling) -> None:
     result = Mismatches()
@@ -224,6 +226,7 @@ def test_each_operation_with_a_number_at_the_edges_agrees_with_pytorch_to_the_bi
     result.check()
 
 
+@pytest.mark.slow  # a grid of edges per operation, each through torch
 @pytest.mark.parametrize("form", BINARY, ids=[form.text for form in BINARY])
 def test_each_binary_operation_at_the_edges_agrees_with_pytorch_to_the_bit(form: Spelling) -> None:
     result = Mismatches()

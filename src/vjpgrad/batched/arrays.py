@@ -128,15 +128,16 @@ def _fast_pow_scalar(np: ModuleType) -> Callable[[Any, float], Any]:
     return pow_scalar
 
 
-def exact_one_operand(given: dict[str, Any]) -> dict[str, Callable[[float], float]]:
-    """The exact helper of each name a rule or a template calls on one operand that ``given`` has
-    not: every one-operand operation of the table whose forward is a ``core.floats`` function, and
-    ``symbols.HELPERS``, each the very float function, so a new operation needs no line here."""
-    functions = {f"_{name}": function for name, function in HELPERS.items()}
+def exact_helpers(given: dict[str, Any]) -> dict[str, Callable[..., Any]]:
+    """The exact helper, element by element, of each name a rule or a template calls that ``given``
+    has not: every operation of the table whose forward is a ``core.floats`` function (``_exp``,
+    ``_atan2``), and ``symbols.HELPERS``, each the very float function, so that a new operation
+    needs no line here."""
+    functions: dict[str, tuple[Callable[..., float], int]] = {f"_{n}": (f, 1) for n, f in HELPERS.items()}
     for op in ops.BUILTIN:
-        if op.arity == 1 and getattr(op.forward, "__module__", "") == floats.__name__:
-            functions.setdefault(f"_{op.name}", op.forward)
-    return {name: function for name, function in functions.items() if name not in given}
+        if op.arity in (1, 2) and getattr(op.forward, "__module__", "") == floats.__name__:
+            functions.setdefault(f"_{op.name}", (op.forward, op.arity))
+    return {name: _per_element(numpy(), f, count) for name, (f, count) in functions.items() if name not in given}
 
 
 def namespace(fast: bool) -> dict[str, Any]:
@@ -171,15 +172,12 @@ def namespace(fast: bool) -> dict[str, Any]:
             _atan2=np.arctan2,
             _hypot=np.hypot,
         )
-        # an operation NumPy has no ufunc for: its exact helper
-        shared.update({name: _per_element(np, function, 1) for name, function in exact_one_operand(shared).items()})
+        shared.update(exact_helpers(shared))  # an operation NumPy has no ufunc for: its exact helper
         return shared
-    shared.update({name: _per_element(np, function, 1) for name, function in exact_one_operand(shared).items()})
     shared.update(
         _div=_exact_div(np),
         _pow=_per_element(np, floats.power, 2),
         _pow_scalar=_per_element(np, floats.power_scalar, 2),
-        _atan2=_per_element(np, floats.atan2, 2),
-        _hypot=_per_element(np, floats.hypot, 2),
     )
+    shared.update(exact_helpers(shared))  # _exp, _atan2...: each the very float function, per element
     return shared
