@@ -492,6 +492,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # two processes, each compiling
 def test_two_processes_filling_one_entry_at_once_leave_a_valid_entry(cache_dir: Path, tmp_path: Path) -> None:
     script = tmp_path / "writer.py"
     script.write_text(WRITER)

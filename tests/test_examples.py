@@ -64,6 +64,7 @@ def test_the_names_are_lowercase_letters_one_per_line() -> None:
     assert max(len(name) for name in names) + 1 < 16  # every name and its end token fit the block
 
 
+@pytest.mark.slow  # an example's whole run, in a process
 def test_the_gpt_example_counts_the_name_lengths_it_recorded_and_those_it_compiled() -> None:
     # a length met once is recorded (its first step) and never compiled (no second step)
     steps, seed = 8, 3
@@ -108,6 +109,7 @@ def test_the_step_is_one_graph_per_name_with_the_loss_of_every_position() -> Non
     assert all(p.grad != 0.0 for p in model.state_dict["wte"][2])  # c: only an output class here
 
 
+@pytest.mark.slow  # an example's whole run, in a process
 def test_the_compiled_step_is_the_eager_step_bit_for_bit() -> None:
     # compile refuses any data read while it records: the step reads none, and its replay
     # (the second name of the same length) gives the eager one-hot step's loss and gradients
@@ -185,6 +187,7 @@ def executed(workdir: Path) -> Any:
     return execute(workdir)
 
 
+@pytest.mark.slow  # an example's whole run, in a process
 def test_the_notebook_is_committed_with_the_outputs_it_prints_today(executed: Any) -> None:
     committed = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
     assert _notebook.outputs(committed) == _notebook.outputs(executed), (

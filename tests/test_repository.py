@@ -128,6 +128,7 @@ SLOTS = frozenset(
 """The node's slots (``graph.Node.__slots__``, less the ones Python itself uses)."""
 
 
+@pytest.mark.slow  # reads every module's source
 def test_only_graph_writes_a_nodes_slots() -> None:
     import ast
 

@@ -148,6 +148,7 @@ def test_gradients_with_create_graph_differentiates_again() -> None:
     assert (d1.data, d2.data, d3.data) == (4 * 1.5**3, 12 * 1.5**2, 24 * 1.5)
 
 
+@pytest.mark.slow  # central differences or torch.func over every operation: seconds
 @needs_torch
 @pytest.mark.parametrize("name", list(COMPOSITES))
 @given(x=xs)
@@ -213,6 +214,7 @@ def central_difference_of_order_4(f: Callable[[float], float], x: float, h: floa
     return (8 * (f(x + h) - f(x - h)) - (f(x + 2 * h) - f(x - 2 * h))) / (12 * h)
 
 
+@pytest.mark.slow  # central differences or torch.func over every operation: seconds
 @pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
 @given(data=st.data())
 def test_each_second_derivative_agrees_with_central_differences_of_the_first(
@@ -662,6 +664,7 @@ def nested(
     }
 
 
+@pytest.mark.slow  # central differences or torch.func over every operation: seconds
 @pytest.mark.filterwarnings(TORCHSCRIPT_WARNING)
 @given(
     bodies,

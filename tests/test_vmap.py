@@ -86,6 +86,7 @@ FORMS = [
 ]
 
 
+@pytest.mark.slow  # a training run, a grid of edges per operation, or torch.func: seconds
 @pytest.mark.parametrize(("form", "numbers", "case"), FORMS)
 def test_each_operation_gives_eager_bits_at_its_edges(form: Any, numbers: tuple[float, ...], case: Any) -> None:
     points = [tuple(p[k] for k, kind in enumerate(form.operands) if kind == "v") for p in case.points(form)]
@@ -131,6 +132,7 @@ def program(steps: list[tuple[Any, ...]]) -> Callable[[Any, Any], Any]:
     return run
 
 
+@pytest.mark.slow  # a training run, a grid of edges per operation, or torch.func: seconds
 @settings(max_examples=40, deadline=None)
 @given(st.lists(STEP, min_size=1, max_size=8), st.lists(st.tuples(NUMBER, NUMBER), min_size=1, max_size=12))
 def test_random_programs_over_every_operation_give_eager_bits(steps: list[Any], points: list[Any]) -> None:
@@ -264,6 +266,7 @@ def test_batch_sum_adds_from_the_last_row_to_the_first_onto_the_start() -> None:
     assert [bits(x) for x in vjpgrad.batch_sum(rows, start=5.0)] == [bits(x) for x in expected]
 
 
+@pytest.mark.slow  # a training run, a grid of edges per operation, or torch.func: seconds
 def test_full_batch_training_through_vmap_equals_eager_training_to_the_bit() -> None:
     sys.path.insert(0, str(EXAMPLES))
     try:
@@ -280,6 +283,7 @@ def test_full_batch_training_through_vmap_equals_eager_training_to_the_bit() -> 
 # ---- torch.func ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a training run, a grid of edges per operation, or torch.func: seconds
 def test_per_sample_gradients_match_torch_func_vmap_of_grad() -> None:
     torch = pytest.importorskip("torch", reason="the comparison with torch.func needs PyTorch")
     func = torch.func
