@@ -470,6 +470,7 @@ def change_library_world(params: Params, change: str) -> None:
         params.lr = float(str(params.lr))  # equal, and another object
 
 
+@pytest.mark.slow  # random programs compiled: seconds
 @settings(max_examples=max(EXAMPLES // 3, 10))
 @given(before=st.lists(step, max_size=6), refused=refusal, after=st.lists(step, max_size=4))
 def test_a_program_that_reads_a_number_is_refused_naming_its_line(
@@ -492,6 +493,7 @@ def test_a_program_that_changes_its_list_argument_is_refused(before: list[tuple[
     assert f"test_compile_fuzz.py:{line_of('DEFINITION')}" in str(error.value)
 
 
+@pytest.mark.slow  # random programs compiled: seconds
 @settings(max_examples=max(EXAMPLES // 6, 5))
 @given(before=st.lists(step, max_size=6), after=st.lists(step, max_size=3))
 def test_a_program_that_changes_its_world_is_refused(

@@ -138,6 +138,7 @@ def test_self_study_hints_give_the_idea_not_the_code(capsys: pytest.CaptureFixtu
         assert not any(fragment in ex.hint for ex in BUILTIN), fragment
 
 
+@pytest.mark.slow  # runs the exercises' checks in pytest processes
 @pytest.mark.parametrize("mode", ["class", "self-study"])
 def test_the_scoreboard_says_how_to_ask_for_a_hint_only_where_there_is_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str

@@ -290,6 +290,7 @@ def test_a_wrong_derivative():
 """
 
 
+@pytest.mark.slow  # a pytest process, or a search of many drawn expressions: seconds
 def test_pytest_shows_the_table_and_not_the_helpers_source(tmp_path: Path) -> None:
     (tmp_path / "test_learner.py").write_text(FAILING_CHECK)
     helper = Path(vjpgrad.testing.__file__)
@@ -338,6 +339,7 @@ def test_values_are_finite_leaves_in_their_range(data: st.DataObject) -> None:
     assert -10.0 <= w.data <= 10.0
 
 
+@pytest.mark.slow  # a pytest process, or a search of many drawn expressions: seconds
 def test_infinite_bounds_still_give_finite_values() -> None:
     with pytest.raises(NoSuchExample):
         find(values(-math.inf, math.inf), lambda v: not math.isfinite(v.data), settings=settings(max_examples=300))
@@ -368,6 +370,7 @@ def test_vectors_have_the_asked_length_and_finite_elements(data: st.DataObject) 
     assert len(data.draw(vectors(0))) == 0
 
 
+@pytest.mark.slow  # a pytest process, or a search of many drawn expressions: seconds
 def test_vectors_of_any_length_run_from_1_to_8() -> None:
     assert len(find(vectors(), lambda v: len(v) >= 8)) == 8
     assert len(find(vectors(), lambda v: True)) == 1
@@ -451,6 +454,7 @@ def leaves_of(tree: Any) -> list[Any]:
     return [leaf for arg in tree[1:] for leaf in leaves_of(arg)]
 
 
+@pytest.mark.slow  # a pytest process, or a search of many drawn expressions: seconds
 def test_expressions_are_at_most_max_depth_deep_and_reach_it() -> None:
     assert depth(find(expressions(["x"]), lambda e: depth(e.tree) >= 4).tree) == 4
     with pytest.raises(NoSuchExample):
@@ -470,6 +474,7 @@ def test_expressions_use_unary_and_binary_ops() -> None:
     assert only_unary(Value(0.0)).data == math.e
 
 
+@pytest.mark.slow  # a pytest process, or a search of many drawn expressions: seconds
 @given(st.data())
 def test_a_drawn_expression_can_be_called_on_its_variables(data: st.DataObject) -> None:
     e = data.draw(expressions(["a", "b"], max_depth=3))

@@ -899,6 +899,7 @@ def assert_same(opt: Any, topt: Any) -> None:
     assert ours == pytest.approx(theirs, rel=TORCH_DIGITS, abs=TORCH_DIGITS)
 
 
+@pytest.mark.slow  # steps through torch's optimizers: seconds
 @needs_torch
 @given(
     starts,
@@ -917,6 +918,7 @@ def test_sgd_agrees_with_torch(
     assert_same(opt, topt)
 
 
+@pytest.mark.slow  # steps through torch's optimizers: seconds
 @needs_torch
 @given(
     starts,
@@ -955,6 +957,7 @@ MOVING = [
 ]
 
 
+@pytest.mark.slow  # steps through torch's optimizers: seconds
 @needs_torch
 @pytest.mark.parametrize(("kind", "settings"), MOVING)
 @given(start=starts, frozen=masks)
@@ -1006,6 +1009,7 @@ def test_state_dict_holds_what_torchs_holds(kind: str, settings: dict[str, Any])
         assert state == pytest.approx(torch_state, rel=TORCH_DIGITS, abs=TORCH_DIGITS)
 
 
+@pytest.mark.slow  # steps through torch's optimizers: seconds
 @needs_torch
 @given(start=starts)
 def test_loading_a_saved_state_continues_like_torch_without_a_break(start: list[float]) -> None:

@@ -542,6 +542,7 @@ def test_random_graphs_agree_with_pytorch_to_the_bit(program: Program, seed: flo
         compare_gradients(*pair, 1, [seed])
 
 
+@pytest.mark.slow  # random graphs through torch: seconds
 @given(programs, st.integers(2, 5), st.lists(graph_seeds, min_size=5, max_size=5))
 def test_random_graphs_with_several_seeded_outputs_agree_with_pytorch_to_the_bit(
     program: Program, count: int, seed_list: list[float]
