@@ -327,6 +327,7 @@ def test_grad_set_to_none_counts_as_zero_and_a_wrong_grad_is_refused_before_any_
 # ---- threads and depth ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # eight threads
 def test_eight_threads_build_and_differentiate_their_own_graphs_at_once() -> None:
     results: dict[int, float] = {}
     errors: list[BaseException] = []

@@ -478,6 +478,7 @@ def test_a_function_of_two_operands_takes_numbers_and_vectors(capsys: pytest.Cap
     assert f"x.grad = {x.grad!s}" in out.splitlines()
 
 
+@pytest.mark.slow  # a vjpgrad process
 def test_a_function_added_to_the_table_reaches_the_command_line() -> None:
     # find the table by identity wherever it lives, add a function to it, and reload the CLI
     script = """
@@ -623,6 +624,7 @@ def test_html_writes_a_page_that_steps_through_the_pass(tmp_path: Path, capsys: 
     assert f"page written to {page}" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # a vjpgrad process
 def test_html_of_a_constant_expression_is_refused(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "vjpgrad", "2 * 3", "--html", str(tmp_path / "p.html")], capture_output=True, text=True
@@ -866,6 +868,7 @@ def test_a_refused_html_page_writes_no_dot_file_either(capsys: pytest.CaptureFix
 # ---- vjpgrad cache and a directory whose name is not UTF-8 ------------------------------------------
 
 
+@pytest.mark.slow  # a vjpgrad process
 def test_vjpgrad_cache_prints_a_directory_whose_name_is_not_utf8(tmp_path: Path) -> None:
     """The cache takes ``VJPGRAD_CACHE_DIR`` as bytes (surrogate-escaped) and works there, but the
     ``vjpgrad cache`` command prints the path as text: under ``PYTHONIOENCODING=utf-8`` (CI, many

@@ -616,6 +616,7 @@ LOADER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # two processes
 def test_a_second_process_loads_the_code_the_first_one_wrote(cache_dir: Path, tmp_path: Path) -> None:
     script = tmp_path / "loader.py"
     script.write_text(LOADER)

@@ -274,6 +274,7 @@ def test_a_parameter_rebound_through_a_second_path_is_seen() -> None:
     assert f(Value(1.0)).data == 5.0
 
 
+@pytest.mark.slow  # a world of many objects
 def test_a_world_too_large_to_watch_is_refused_naming_its_largest_container() -> None:
     dataset = [[float(i), 1.0] for i in range(world.WORLD_LIMIT)]
     w = Value(2.0)

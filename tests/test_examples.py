@@ -39,12 +39,14 @@ def run(script: str, *args: str) -> str:
     return result.stdout
 
 
+@pytest.mark.slow  # an example's run, in a process
 def test_jacobian_view_shows_backward_is_v_transpose_j() -> None:
     out = run("jacobian_view.py")
     assert "backward(v) gives exactly v^T J" in out
     assert "a.grad       = [0.30000000000000004, 3.0, 0.00030000000000000003]" in out
 
 
+@pytest.mark.slow  # an example's run, in a process
 def test_custom_op_example_is_stable_and_checks_its_gradient() -> None:
     out = run("custom_op.py")
     assert "softplus(1000) = 1000.0, d/dx = 1.0" in out
@@ -136,6 +138,7 @@ def test_sampling_reads_data_by_design_so_it_cannot_be_compiled() -> None:
         vjpgrad.compile(lambda: gpt.sample(model, chars, count=1))()
 
 
+@pytest.mark.slow  # an example's run, in a process
 def test_the_example_runs_from_the_command_line_and_samples_names() -> None:
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / "gpt.py"), "--steps", "3", "--n-embd", "4", "--samples", "3", "--eager"],

@@ -35,6 +35,7 @@ def test_the_generated_modules_are_what_the_table_writes_now() -> None:
     assert eager.stale() == [], "run: python -m vjpgrad.codegen --write"
 
 
+@pytest.mark.slow  # a codegen process
 def test_the_check_command_passes_and_a_stale_module_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     done = subprocess.run([sys.executable, "-m", "vjpgrad.codegen", "--check"], capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (0, "")

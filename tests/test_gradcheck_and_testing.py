@@ -351,6 +351,7 @@ def test_infinite_bounds_still_give_finite_values() -> None:
         )
 
 
+@pytest.mark.slow  # a search of drawn values, or a process: seconds
 def test_values_reach_both_ends_and_no_further() -> None:
     assert find(values(), lambda v: v.data >= 9.5).data <= 10.0
     assert find(values(), lambda v: v.data <= -9.5).data >= -10.0
@@ -358,6 +359,7 @@ def test_values_reach_both_ends_and_no_further() -> None:
         find(values(), lambda v: not math.isfinite(v.data) or abs(v.data) > 10.0, settings=settings(max_examples=300))
 
 
+@pytest.mark.slow  # a search of drawn values, or a process: seconds
 @given(st.data())
 def test_vectors_have_the_asked_length_and_finite_elements(data: st.DataObject) -> None:
     v = data.draw(vectors(3, -1.0, 1.0))
@@ -564,6 +566,7 @@ def test_without_hypothesis_the_strategies_say_how_to_install_it(monkeypatch: py
     assert_grad_close(lambda a: a * a, [2.0], expected=[4.0])  # needs no hypothesis
 
 
+@pytest.mark.slow  # a search of drawn values, or a process: seconds
 def test_module_is_importable_without_touching_hypothesis() -> None:
     code = "import sys, vjpgrad.testing; print('hypothesis' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -244,6 +244,7 @@ def test_softmax_agrees_with_torch(data: st.DataObject) -> None:
     compare_with_torch(F.softmax, lambda t: TF.softmax(t, dim=0), xs, v, 0.0, scales)
 
 
+@pytest.mark.slow  # through torch: seconds
 @needs_torch
 @given(st.data())
 def test_log_softmax_agrees_with_torch(data: st.DataObject) -> None:
@@ -257,6 +258,7 @@ def test_log_softmax_agrees_with_torch(data: st.DataObject) -> None:
     compare_with_torch(F.log_softmax, lambda t: TF.log_softmax(t, dim=0), xs, v, value_scale, scales)
 
 
+@pytest.mark.slow  # through torch: seconds
 @needs_torch
 @given(st.data())
 def test_cross_entropy_agrees_with_torch(data: st.DataObject) -> None:
@@ -288,6 +290,7 @@ def rms_norm_scales(xs: Sequence[float], u: Sequence[float], eps: float) -> list
     return [r * abs(ui) + abs(x) * r**3 * x_dot_u / n for x, ui in zip(xs, u, strict=True)]
 
 
+@pytest.mark.slow  # through torch: seconds
 @needs_torch
 @given(st.data())
 def test_rms_norm_agrees_with_torch_with_its_default_eps(data: st.DataObject) -> None:
@@ -297,6 +300,7 @@ def test_rms_norm_agrees_with_torch_with_its_default_eps(data: st.DataObject) ->
     compare_with_torch(F.rms_norm, lambda t: TF.rms_norm(t, (len(xs),)), xs, v, 0.0, scales)
 
 
+@pytest.mark.slow  # through torch: seconds
 @needs_torch
 @given(st.data())
 def test_rms_norm_with_weight_and_eps_agrees_with_torch(data: st.DataObject) -> None:
@@ -316,6 +320,7 @@ def test_rms_norm_with_weight_and_eps_agrees_with_torch(data: st.DataObject) -> 
     )
 
 
+@pytest.mark.slow  # through torch: seconds
 @needs_torch
 @given(st.data())
 def test_linear_agrees_with_torch_in_values_and_every_gradient(data: st.DataObject) -> None:
@@ -382,6 +387,7 @@ def test_cross_entropy_of_large_logits_and_its_gradient_is_softmax_minus_one_hot
 small_lists = st.lists(st.floats(-3.0, 3.0, allow_subnormal=False), min_size=1, max_size=5)
 
 
+@pytest.mark.slow  # through torch: seconds
 @given(small_lists)
 def test_softmax_and_log_softmax_gradients_match_finite_differences(xs: list[float]) -> None:
     assert vjpgrad.gradcheck(lambda *x: Vector(F.softmax(list(x))), xs)

@@ -90,6 +90,7 @@ def test_the_guard_names_an_operation_without_a_row_and_a_row_without_an_operati
 FORMS = [(case, form) for case in CASES for form in case.spellings()]
 
 
+@pytest.mark.slow  # central differences over every operation: seconds
 @pytest.mark.parametrize(("case", "form"), FORMS, ids=[f"{case.name}: {form.text}" for case, form in FORMS])
 @given(data=st.data())
 def test_each_derivative_matches_central_differences(case: OpCase, form: Spelling, data: st.DataObject) -> None:

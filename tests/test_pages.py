@@ -72,6 +72,7 @@ def test_every_reference_page_opens_with_an_example() -> None:
         assert interactive_examples(page) >= 2, f"{name(page)} has no example"
 
 
+@pytest.mark.slow  # every docstring example
 def test_docstring_examples_print_what_they_say() -> None:
     # the docstrings of the public modules and of every public name they offer (Value, Vector,
     # explain... are defined in the package's own modules), as the API reference shows them

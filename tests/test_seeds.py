@@ -65,6 +65,7 @@ def test_example_4_two_passes_accumulate() -> None:
     assert (a.grad, b.grad, c.grad) == (6.0, 8.0, 2.0)
 
 
+@pytest.mark.slow  # each example script in a process
 @pytest.mark.parametrize(
     ("script", "printed"),
     [

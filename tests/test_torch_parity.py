@@ -535,6 +535,7 @@ def compare_gradients(ours: Built, theirs: Built, count: int, seed_list: list[fl
         assert identical(leaf.grad, number(leaf_t.grad), zero_sign=False), (k, leaf.grad, number(leaf_t.grad))
 
 
+@pytest.mark.slow  # graphs through torch: seconds
 @given(programs, graph_seeds)
 def test_random_graphs_agree_with_pytorch_to_the_bit(program: Program, seed: float) -> None:
     pair = graph_pair(program)
@@ -552,6 +553,7 @@ def test_random_graphs_with_several_seeded_outputs_agree_with_pytorch_to_the_bit
         compare_gradients(*pair, count, seed_list)
 
 
+@pytest.mark.slow  # graphs through torch: seconds
 @given(
     st.lists(st.sampled_from(range(len(GRAPH_OPS))), min_size=3, max_size=8),
     st.floats(-3, 3),

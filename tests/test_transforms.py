@@ -384,6 +384,7 @@ def test_a_closure_over_an_outer_variable_is_differentiated_through() -> None:
     assert grad(lambda x: grad(lambda y: x * y)(2.0))(3.0) == 1.0
 
 
+@pytest.mark.slow  # finite differences, or torch, over every case: seconds
 @pytest.mark.parametrize("name", list(COMPOSITES))
 @given(x=xs)
 def test_grad_agrees_with_finite_differences(name: str, x: float) -> None:
@@ -444,6 +445,7 @@ def test_hessian_of_a_quadratic_form() -> None:
     assert hessian(lambda v: v[0] * v[0] * v[1] + 3 * v[1] * v[1])([1.0, 2.0]) == [[4.0, 2.0], [2.0, 6.0]]
 
 
+@pytest.mark.slow  # finite differences, or torch, over every case: seconds
 @needs_torch
 @given(v0=xs, v1=xs, w=xs)
 def test_vjp_jvp_jacobian_hessian_agree_with_torch_autograd_functional(v0: float, v1: float, w: float) -> None:
