@@ -183,6 +183,7 @@ def test_nothing_in_the_text_is_executed(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
+@pytest.mark.slow  # processes, or a search of long chains: seconds
 def test_the_console_entry_reports_in_one_line_without_a_traceback() -> None:
     result = subprocess.run([sys.executable, "-m", "vjpgrad", "a.b"], capture_output=True, text=True)
     assert (result.returncode, result.stdout) == (2, "")
@@ -280,6 +281,7 @@ def test_true_nesting_is_limited_at_200_levels(template: str, levels_per_nesting
         parse(nested(allowed + 1))
 
 
+@pytest.mark.slow  # processes, or a search of long chains: seconds
 @pytest.mark.parametrize(
     "expression",
     ["(" * 201 + "x" + ")" * 201, "exp(" * 201 + "x" + ")" * 201, "sin(-" * 1500 + "x" + ")" * 1500, "-(" * 900],
@@ -555,6 +557,7 @@ def _floats(tree: ast.AST) -> str:
 CHAINS = st.lists(st.tuples(EXPRESSIONS, st.sampled_from(["+", "-", "*", "/", " + ", "*-"])), min_size=1, max_size=8)
 
 
+@pytest.mark.slow  # processes, or a search of long chains: seconds
 @given(CHAINS, EXPRESSIONS)
 def test_a_chain_read_in_pieces_is_the_tree_pythons_parser_builds(chain: list[tuple[str, str]], last: str) -> None:
     from vjpgrad.cli.expr import _in_pieces
@@ -565,6 +568,7 @@ def test_a_chain_read_in_pieces_is_the_tree_pythons_parser_builds(chain: list[tu
     assert ast.dump(pieces, include_attributes=True) == ast.dump(whole, include_attributes=True)
 
 
+@pytest.mark.slow  # processes, or a search of long chains: seconds
 @pytest.mark.parametrize(
     ("expression", "value"),
     [

@@ -796,6 +796,7 @@ FIFO_LOADER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a writer process
 def test_an_entry_that_is_not_a_regular_file_is_a_miss_not_a_hang(cache_dir: Path, tmp_path: Path) -> None:
     """``load`` opens the entry's path before it looks at what it is: a named pipe there (or a
     symlink to one, or to a terminal) blocks ``open`` forever, and every compile of that structure

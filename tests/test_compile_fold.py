@@ -377,6 +377,7 @@ def test_the_cache_stores_blocks_apart_and_a_pass_seeded_later_calls_their_funct
     assert again._last.program.table == payload["fold"]
 
 
+@pytest.mark.slow  # compiles many recordings
 @pytest.mark.parametrize(
     "table",
     [(("a", (0, 9)),), ((1, (0, 1)),), ((8, (0,)),), ((8, (0, 4)),), ((8, (10**9, 10**9 + 8)),), ((5, 3),), 7],

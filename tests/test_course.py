@@ -704,6 +704,7 @@ def reference_engine(*changes: tuple[str, str]) -> Any:
 REFERENCE = reference_engine()
 
 
+@pytest.mark.slow  # a search of generated graphs
 @given(programs(tuple(OPERATIONS)))
 def test_generated_graphs_run_in_both_engines_and_agree(program: Program) -> None:
     twin = Twin(program, REFERENCE)

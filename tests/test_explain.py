@@ -65,6 +65,7 @@ def test_every_step_is_upstream_times_local_and_totals_add_up() -> None:
 NAN_GRADIENT: Program = ([2.0], [(2, k, k) for k in range(11)] + [(1, 11, 11)])
 
 
+@pytest.mark.slow  # a search of random graphs
 @given(programs, st.floats(-3, 3))
 @example(NAN_GRADIENT, 1.0)
 def test_explain_totals_equal_backward_on_random_graphs(program: Program, seed: float) -> None:

@@ -160,6 +160,7 @@ def test_each_cases_rule_gives_its_gradients_and_its_why_is_printed(k: int) -> N
         assert f"    {name} = {rule}   " in report
 
 
+@pytest.mark.slow  # a vjpgrad process
 def test_python_dash_m_vjpgrad_exits_0() -> None:
     result = subprocess.run([sys.executable, "-m", "vjpgrad"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -506,6 +507,7 @@ def test_a_dict_or_set_seed_is_refused_by_every_entry_point(seed: object) -> Non
         vjp_fn(seed)
 
 
+@pytest.mark.slow  # a vjpgrad process
 def test_the_command_line_sums_a_longer_seed_too() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "vjpgrad", "3*a + 2*b*b + log(c)", "a=0,", "b=0,", "c=0,", "--seed", "0.1,1,0.0001"],

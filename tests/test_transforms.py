@@ -577,6 +577,7 @@ def test_jvp_of_jvp_through_a_container(container: Callable[[list[Any]], Any]) -
 TORCHSCRIPT_WARNING = "ignore:`torch.jit.script` is deprecated:DeprecationWarning"
 
 
+@pytest.mark.slow  # torch's examples: seconds
 @pytest.mark.filterwarnings(TORCHSCRIPT_WARNING)
 def test_pytorch_agrees_on_the_perturbation_confusion_examples() -> None:
     torch = pytest.importorskip("torch")
