@@ -78,9 +78,9 @@ def test_an_operation_added_by_the_recipe_passes_the_operation_tests(tmp_path: P
     )
     assert written.returncode == 0, written.stderr
     assert "def softplus(self" in (core / "operators.py").read_text(encoding="utf-8")
-    tests = ["tests/test_operations.py", "tests/test_generated_code.py", "tests/test_transforms.py"]
-    named = ["tests/test_compile_replay.py", "tests/test_vmap.py", "tests/test_cli.py", "tests/test_torch_parity.py"]
-    for selection in (["-m", "not slow", *tests], ["-k", "softplus or every_function", *named]):
+    every = ["tests/test_operations.py", "tests/test_generated_code.py"]  # slow ones too: central differences
+    named = ["tests/test_transforms.py", "tests/test_compile_replay.py", "tests/test_vmap.py", "tests/test_cli.py"]
+    for selection in (every, ["-k", "softplus or every_function", *named, "tests/test_torch_parity.py"]):
         ran = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *selection],
             cwd=tmp_path, env=env, capture_output=True, text=True,
