@@ -120,12 +120,17 @@ def per_sample(n: int, rounds: int, torch: Any) -> None:
     t_exact, rows = median_time(lambda: exact(params, xs, ys), rounds)
     t_fast, rows_fast = median_time(lambda: fast(params, xs, ys), rounds)
     scaled = f", timed on {looped:,} and scaled" if looped < n else ""
-    print(f"\nper-sample gradients, MLP(2, [16, 16, 1]) on a hinge loss, N = {n:,}: ms for the whole batch (medians of {rounds})")
+    print(
+        f"\nper-sample gradients, MLP(2, [16, 16, 1]) on a hinge loss, N = {n:,}: "
+        f"ms for the whole batch (medians of {rounds})"
+    )
     print(f"  eager loop of grad(loss), one sample at a time          {t_eager * 1e3:10.1f} ms{scaled}")
     print(f"  loop of compiled calls, samples as Values (replays)     {t_loop * 1e3:10.1f} ms"
           f"  ({t_loop / n * 1e6:.0f} us a sample{scaled})")  # fmt: skip
     for label, t in (("vmap(grad) exact", t_exact), ("vmap(grad) fast=True", t_fast)):
-        print(f"  {label:55} {t * 1e3:10.1f} ms  {t_eager / t:7.1f}x the eager loop, {t_loop / t:6.1f}x the compiled loop")
+        print(
+            f"  {label:55} {t * 1e3:10.1f} ms  {t_eager / t:7.1f}x the eager loop, {t_loop / t:6.1f}x the compiled loop"
+        )
     # .grad starts at 0.0 and 0.0 + -0.0 is 0.0: the compiled loop's zeros are all positive, so it is compared
     # as numbers; grad(hinge), which returns the pass's own numbers, is compared bit for bit
     print(f"  exact rows equal to grad(loss) per sample to the bit: {same_bits(rows[:looped], rows_eager)}; "
@@ -197,11 +202,11 @@ def full_batch(n: int, rounds: int, torch: Any) -> None:
     t_torch = None
     if torch is not None:
         sizes = moons_vmap.SIZES
-        X, Y = torch.from_numpy(xs), torch.from_numpy(ys)
+        tx, ty = torch.from_numpy(xs), torch.from_numpy(ys)
 
         def pytorch() -> Any:
             flat = torch.tensor(start, dtype=torch.float64, requires_grad=True)
-            h, k = X, 0
+            h, k = tx, 0
             for layer in range(len(sizes) - 1):
                 nin, nout = sizes[layer], sizes[layer + 1]
                 block = flat[k : k + nout * (nin + 1)].reshape(nout, nin + 1)
@@ -209,7 +214,7 @@ def full_batch(n: int, rounds: int, torch: Any) -> None:
                 h = h @ block[:, :nin].T + block[:, nin]
                 if layer < len(sizes) - 2:
                     h = torch.relu(h)
-            total = torch.relu(1 - Y * h[:, 0]).mean() + 1e-4 * (flat * flat).sum()
+            total = torch.relu(1 - ty * h[:, 0]).mean() + 1e-4 * (flat * flat).sum()
             total.backward()
             return flat.grad.numpy()
 
@@ -227,8 +232,9 @@ def full_batch(n: int, rounds: int, torch: Any) -> None:
         ("eager step", t_eager),
     ):
         print(f"  {label:50} {t * 1e3:10.3f} ms  {t / base:8.2f}x {unit}'s time")
+    worst = np.max(np.abs(g_fast - g_eager))
     print(f"  vmap exact's gradient equal to eager's to the bit: {same_bits(g_exact, g_eager)}; "
-          f"compiled's: {same_bits(g_compiled, g_eager)}; fast's largest difference {np.max(np.abs(g_fast - g_eager)):.3g}")  # fmt: skip
+          f"compiled's: {same_bits(g_compiled, g_eager)}; fast's largest difference {worst:.3g}")  # fmt: skip
     if t_torch is not None:
         print(f"  PyTorch's largest difference from eager's {np.max(np.abs(g_torch - np.array(g_eager))):.3g}")
 
@@ -276,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         torch = None
         print("(torch is not installed: the PyTorch comparisons are left out)")
-    print(f"Python {sys.version.split()[0]}, NumPy {np.__version__}" + (f", torch {torch.__version__}" if torch else ""))
+    print(
+        f"Python {sys.version.split()[0]}, NumPy {np.__version__}" + (f", torch {torch.__version__}" if torch else "")
+    )
     sizes = (200, 2000) if args.quick else (1000, 100_000)
     if args.only in (None, "per-sample"):
         for n in sizes:
