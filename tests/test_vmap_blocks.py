@@ -204,3 +204,26 @@ def test_forward_alone_through_blocks() -> None:
     values = [Value(p) for p in params]
     eager = [mlp(values, [Value(float(a)) for a in x], SIZES, lambda v: v.relu())[0].data for x in xs]
     assert_rows(out, eager, "forward")
+
+
+def test_copies_of_their_own_columns_sharing_parameters() -> None:
+    """Each copy reads a column of its own (a number of the sample) and two parameters every copy
+    shares, which the parameters' gradients add across the copies, the last copy first."""
+
+    def f(p: Any, x: Any) -> Any:
+        outs = [(x[i] * p[0] + p[1]).tanh() * x[i] - p[1] for i in range(8)]
+        total = outs[0]
+        for o in outs[1:]:
+            total = total + o
+        return total
+
+    params = [0.7, -0.3]
+    rng = random.Random(19)
+    xs = np.array([[rng.uniform(-3, 3) for _ in range(8)] for _ in range(40)])
+    xs[0, :3] = [0.0, -0.0, math.inf]
+    batched = vmap(grad(f, argnums=(0, 1)), in_dims=(None, 0))
+    got_p, got_x = batched(params, xs)
+    assert FOLDED in batched.source
+    eager = [grad(f, argnums=(0, 1))(params, [float(a) for a in x]) for x in xs]
+    assert_rows(got_p, [e[0] for e in eager], "shared parameters' gradients")
+    assert_rows(got_x, [e[1] for e in eager], "the columns' gradients")
