@@ -227,3 +227,21 @@ def test_copies_of_their_own_columns_sharing_parameters() -> None:
     eager = [grad(f, argnums=(0, 1))(params, [float(a) for a in x]) for x in xs]
     assert_rows(got_p, [e[0] for e in eager], "shared parameters' gradients")
     assert_rows(got_x, [e[1] for e in eager], "the columns' gradients")
+
+
+def test_a_vjp_function_through_blocks() -> None:
+    """``vmap(vjp_fn)``: the primals fixed (each block's inputs are numbers, not columns), the
+    cotangents batched."""
+    sizes = (2, 6, 6, 3)
+    params, _ = data(1, 2, count(sizes), seed=23)
+
+    def f(p: Any) -> Any:
+        return mlp(p, [0.5, -1.5], sizes, lambda v: v.relu())
+
+    _, function = vjpgrad.vjp(f, params)
+    cotangents = np.array([[random.Random(k).uniform(-2, 2) for _ in range(3)] for k in range(20)])
+    cotangents[0] = [0.0, -0.0, 1.0]
+    batched = vmap(function)
+    (rows,) = batched(cotangents)
+    assert FOLDED in batched.source
+    assert_rows(rows, [function(list(c))[0] for c in cotangents], "vjp")
