@@ -1,5 +1,6 @@
 """Writing a recorded graph as array code: a forward pass, and a reverse pass seeded at the
-outputs, each one line per operation or edge, as ``vjpgrad.compile`` writes its scalar code.
+outputs, each one line per operation or edge, as ``vjpgrad.compile`` writes its scalar code
+(a repeated block's lines once for all its copies).
 
 The names are made here (``x0`` for the inputs, ``p0`` for the Values the function reads from
 outside, ``t1`` for the operations, ``g_t1`` for gradients, ``s0`` for the seeds; for a block run
