@@ -245,3 +245,29 @@ def test_a_vjp_function_through_blocks() -> None:
     (rows,) = batched(cotangents)
     assert FOLDED in batched.source
     assert_rows(rows, [function(list(c))[0] for c in cotangents], "vjp")
+
+
+def test_the_search_for_blocks_is_bounded_on_a_long_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chain repeats one operation at every position, each a candidate as long as the chain,
+    none a block (each copy reads the one before): the search stops within its budget."""
+    from vjpgrad.batched import blocks
+
+    checked = [0]
+    of = blocks.fold.Block.of
+
+    def counting(starts: list[int], length: int, *rest: Any, **options: Any) -> Any:
+        checked[0] += len(starts) * length
+        return of(starts, length, *rest, **options)
+
+    monkeypatch.setattr(blocks.fold.Block, "of", counting)
+
+    def chain(p: Any, x: Any) -> Any:
+        y = x
+        for _ in range(600):
+            y = y * p + 0.5
+        return y
+
+    rows = vmap(grad(chain), in_dims=(None, 0))(0.9, np.array([1.0, -2.0, 0.0]))
+    assert checked[0] <= (blocks.WORK + 2) * 1200
+    eager = [grad(chain)(0.9, x) for x in (1.0, -2.0, 0.0)]
+    assert_rows(rows, eager, "chain")

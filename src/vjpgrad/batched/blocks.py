@@ -28,6 +28,10 @@ outputs taken out, which costs about what a few operations cost."""
 TRIES = 64
 """How many later occurrences of an operation's key are tried as the start of its block's second
 copy: a neuron of 16 inputs repeats its first operation's key 16 times inside itself."""
+WORK = 64
+"""The search's budget, in keys compared and operations checked per operation of the recording:
+a recording that repeats one operation many times over (a long chain) offers a candidate at
+every position, each as long as the chain, and would otherwise cost its length squared."""
 
 
 @dataclass
@@ -75,17 +79,20 @@ def find(
     found = []
     following = fold._following(key)
     i, n = 0, len(key)
-    while i < n:
+    work = 0  # keys compared and operations checked: the search stops past WORK times the recording
+    while i < n and work <= WORK * n:
         j, tries, taken = following[i], TRIES, None
         while j >= 0 and tries and taken is None:
             tries -= 1
             length = j - i
-            if length >= SMALLEST and j + length <= n and key[i:j] == key[j : j + length]:
+            work += 1
+            if length >= SMALLEST and j + length <= n and key[i] == key[j] and key[i:j] == key[j : j + length]:
                 copies = 2
                 while (
                     i + (copies + 1) * length <= n and key[i + copies * length : i + (copies + 1) * length] == key[i:j]
                 ):
                     copies += 1
+                work += 2 * copies * length
                 starts = [i + m * length for m in range(copies)]
                 block = fold.Block.of(starts, length, live, place, external, len(inputs), last)
                 if block is not None and not block.numbers and _simple(live, starts, length, reach):
