@@ -70,40 +70,68 @@ def find(
     """The blocks of the recording that array code runs across their copies, in creation order."""
     if len(live) < 2 * SMALLEST:
         return []
-    place = {id(node): k for k, node in enumerate(live)}
-    constants = {id(node): graph.number(node) for node in live if graph.op_of(node) is None}
-    edges = Edges(live, positions, {})
-    returned = {id(y) for y in outputs}
-    key, last = fold.keys(live, inputs, len(inputs), constants, edges, returned, place)
-    external = {id(x): k for k, x in enumerate(inputs)}
+    search = _Search(live, positions, inputs, outputs, reach)
     found = []
-    following = fold._following(key)
-    i, n = 0, len(key)
-    work = 0  # keys compared and operations checked: the search stops past WORK times the recording
-    while i < n and work <= WORK * n:
-        j, tries, taken = following[i], TRIES, None
-        while j >= 0 and tries and taken is None:
-            tries -= 1
-            length = j - i
-            work += 1
-            if length >= SMALLEST and j + length <= n and key[i] == key[j] and key[i:j] == key[j : j + length]:
-                copies = 2
-                while (
-                    i + (copies + 1) * length <= n and key[i + copies * length : i + (copies + 1) * length] == key[i:j]
-                ):
-                    copies += 1
-                work += 2 * copies * length
-                starts = [i + m * length for m in range(copies)]
-                block = fold.Block.of(starts, length, live, place, external, len(inputs), last)
-                if block is not None and not block.numbers and _simple(live, starts, length, reach):
-                    taken = ArrayBlock(i, length, copies, block.varying, set(block.shared), block.outputs)
-            j = following[j]
+    i, n = 0, len(live)
+    while i < n and search.work <= WORK * n:
+        taken = search.at(i)
         if taken is None:
             i += 1
             continue
         found.append(taken)
         i = taken.end
     return found
+
+
+class _Search:
+    """What the search knows: each operation's key (``fold.keys``), where the same key comes next,
+    and the work done so far (keys compared and operations checked)."""
+
+    def __init__(
+        self,
+        live: Sequence[graph.Node],
+        positions: Sequence[tuple[int, ...]],
+        inputs: Sequence[graph.Node],
+        outputs: Sequence[graph.Node],
+        reach: set[int],
+    ) -> None:
+        self.live, self.inputs, self.reach = live, inputs, reach
+        self.place = {id(node): k for k, node in enumerate(live)}
+        constants = {id(node): graph.number(node) for node in live if graph.op_of(node) is None}
+        returned = {id(y) for y in outputs}
+        edges = Edges(live, positions, {})
+        self.key, self.last = fold.keys(live, inputs, len(inputs), constants, edges, returned, self.place)
+        self.external = {id(x): k for k, x in enumerate(inputs)}
+        self.following = fold._following(self.key)
+        self.work = 0
+
+    def at(self, i: int) -> ArrayBlock | None:
+        """The block whose first copy starts at ``i``: the nearest later occurrences of its key
+        tried as the start of the second copy, the first that makes a block taken."""
+        j, tries = self.following[i], TRIES
+        while j >= 0 and tries:
+            tries -= 1
+            self.work += 1
+            block = self._block(i, j - i)
+            if block is not None:
+                return block
+            j = self.following[j]
+        return None
+
+    def _block(self, i: int, length: int) -> ArrayBlock | None:
+        key, n = self.key, len(self.key)
+        j = i + length
+        if length < SMALLEST or j + length > n or key[i] != key[j] or key[i:j] != key[j : j + length]:
+            return None
+        copies = 2
+        while i + (copies + 1) * length <= n and key[i + copies * length : i + (copies + 1) * length] == key[i:j]:
+            copies += 1
+        self.work += 2 * copies * length
+        starts = [i + m * length for m in range(copies)]
+        block = fold.Block.of(starts, length, self.live, self.place, self.external, len(self.inputs), self.last)
+        if block is None or block.numbers or not _simple(self.live, starts, length, self.reach):
+            return None
+        return ArrayBlock(i, length, copies, block.varying, set(block.shared), block.outputs)
 
 
 def _simple(live: Sequence[graph.Node], starts: list[int], length: int, reach: set[int]) -> bool:

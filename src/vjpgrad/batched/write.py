@@ -212,60 +212,81 @@ class ArrayWriter:
         far stacked (-0.0 where a copy's has none yet: -0.0 + c is c to the bit), each operation's
         edges in decreasing order as one array, each input's gradient taken back out per copy,
         and each shared value's contributions added copy by copy, the last copy first."""
-        live, positions = self.graph.live, self.graph.positions
-        length, copies, base = block.length, block.copies, block.start
+        live = self.graph.live
         lines: list[str] = []
         local_started: set[str] = set()
-
-        def stacked(nodes: list[graph.Node], name: str) -> None:
-            if any(id(x) in started for x in nodes):
-                terms = [f"g_{self.names[id(x)]}" if id(x) in started else "-0.0" for x in nodes]
-                lines.append(f"{name} = _stack(({', '.join(terms)},))")
-                local_started.add(name)
-
         for o in block.outputs:
-            stacked([live[base + m * length + o] for m in range(copies)], f"gf{j}_{o}")
+            copies = [live[block.start + m * block.length + o] for m in range(block.copies)]
+            lines += self._stacked(copies, f"gf{j}_{o}", started, local_started)
         for s, column in enumerate(block.varying):
-            stacked(column, f"gi{j}_{s}")
+            lines += self._stacked(column, f"gi{j}_{s}", started, local_started)
         local = self._local(j, block)
         shared: dict[int, tuple[graph.Node, list[str]]] = {}
-        count = 0
         replaced = self._named(local)
         try:
-            for o in range(length - 1, -1, -1):
-                node, edges = live[base + o], positions[base + o]
-                if id(node) not in self.reach or not edges:
-                    continue
-                lines.append(f"# {self.forward_line(node).split('  # ')[0]}")
-                operands = graph.operands(node)
-                for position, code in self.backward_lines(node, f"gf{j}_{o}", edges):
-                    x = operands[position]
-                    target = local.get(id(x))
-                    if target is None:  # a value every copy reads: added across the copies below
-                        name = f"c{j}_{count}"
-                        count += 1
-                        lines.append(f"{name} = {code}")
-                        shared.setdefault(id(x), (x, []))[1].append(name)
-                        continue
-                    gradient = f"g{target}"
-                    lines.append(
-                        f"{gradient} = {gradient} + {code}" if gradient in local_started else f"{gradient} = {code}"
-                    )
-                    local_started.add(gradient)
+            lines += self._block_edges(j, block, local, local_started, shared)
         finally:
             self.names.update(replaced)
+        lines += self._across_lines(shared, started)
+        for s, column in enumerate(block.varying):
+            if f"gi{j}_{s}" in local_started:
+                for m, x in enumerate(column):
+                    lines.append(f"g_{self.names[id(x)]} = gi{j}_{s}[{m}]")
+                    started.add(id(x))
+        return lines
+
+    def _stacked(self, nodes: list[graph.Node], name: str, started: set[int], local_started: set[str]) -> list[str]:
+        """The gradients ``nodes`` (one per copy) have so far, as one array named ``name``."""
+        if not any(id(x) in started for x in nodes):
+            return []
+        local_started.add(name)
+        terms = [f"g_{self.names[id(x)]}" if id(x) in started else "-0.0" for x in nodes]
+        return [f"{name} = _stack(({', '.join(terms)},))"]
+
+    def _block_edges(
+        self,
+        j: int,
+        block: ArrayBlock,
+        local: dict[int, str],
+        local_started: set[str],
+        shared: dict[int, tuple[graph.Node, list[str]]],
+    ) -> list[str]:
+        """The edges of the first copy's operations, in decreasing order, written for every copy
+        at once; what they hand a value every copy reads is kept in ``shared``, in order."""
+        live, positions = self.graph.live, self.graph.positions
+        lines: list[str] = []
+        for o in range(block.length - 1, -1, -1):
+            node, edges = live[block.start + o], positions[block.start + o]
+            if id(node) not in self.reach or not edges:
+                continue
+            lines.append(f"# {self.forward_line(node).split('  # ')[0]}")
+            operands = graph.operands(node)
+            for position, code in self.backward_lines(node, f"gf{j}_{o}", edges):
+                x = operands[position]
+                target = local.get(id(x))
+                if target is None:  # a value every copy reads: added across the copies later
+                    name = f"c{j}_{sum(len(parts) for _, parts in shared.values())}"
+                    lines.append(f"{name} = {code}")
+                    shared.setdefault(id(x), (x, []))[1].append(name)
+                    continue
+                gradient = f"g{target}"
+                lines.append(
+                    f"{gradient} = {gradient} + {code}" if gradient in local_started else f"{gradient} = {code}"
+                )
+                local_started.add(gradient)
+        return lines
+
+    def _across_lines(self, shared: dict[int, tuple[graph.Node, list[str]]], started: set[int]) -> list[str]:
+        """Each shared value's gradient: the copies' contributions added the last copy first,
+        the values that each copy reads as often added together."""
         groups: dict[int, list[tuple[graph.Node, list[str]]]] = {}
-        for x, parts in shared.values():  # values read as often by each copy: added together
+        for x, parts in shared.values():
             groups.setdefault(len(parts), []).append((x, parts))
+        lines = []
         for reads, members in groups.items():
             names = [f"g_{self.names[id(x)]}" for x, _ in members]
             starts = [name if id(x) in started else "-0.0" for name, (x, _) in zip(names, members, strict=True)]
             parts = [part for _, found in members for part in found]
             lines.append(f"{', '.join(names)}, = _across(({', '.join(starts)},), {reads}, {', '.join(parts)})")
             started.update(id(x) for x, _ in members)
-        for s, column in enumerate(block.varying):
-            if f"gi{j}_{s}" in local_started:
-                for m, x in enumerate(column):
-                    lines.append(f"g_{self.names[id(x)]} = gi{j}_{s}[{m}]")
-                    started.add(id(x))
         return lines
