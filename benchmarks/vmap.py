@@ -1,15 +1,27 @@
-"""vjpgrad.vmap side by side, in one run, medians over interleaved rounds.
+"""vjpgrad.vmap side by side, in one run, medians over interleaved rounds. Every figure is
+printed with its unit and the baseline its ratio is taken against.
 
-1. Per-sample gradients of micrograd's MLP(2, [16, 16, 1]) (337 parameters) on a hinge loss:
-   ``vmap(grad(loss), in_dims=(None, 0, 0))`` (exact, and ``fast=True``) against a loop of
-   ``vjpgrad.compile``d calls (one forward and ``backward()`` per sample) and against
-   ``torch.func.vmap(torch.func.grad(loss))`` on CPU in float64; at N = 1,000 and 100,000
-   (the loop is timed on 1,000 samples and scaled). Every row is checked against the loop's.
-2. examples/moons.py's training, full batch: eager steps against ``examples/moons_vmap.py``'s,
+1. Per-sample gradients of micrograd's MLP(2, [16, 16, 1]) (337 parameters) on a hinge loss,
+   at N = 1,000 and 100,000, in milliseconds for the whole batch:
+   ``vmap(grad(loss), in_dims=(None, 0, 0))`` (exact, and ``fast=True``) against two loops of
+   one sample at a time, both baselines timed on (at most) 1,000 samples and scaled:
+   - the eager loop: ``grad(loss)(params, x, y)`` per sample, each building and walking its graph;
+   - a loop of compiled calls: one ``vjpgrad.compile``d function, recorded and written before
+     the timing, called per sample with the sample passed as Values (so it replays, never
+     records anew), then ``backward()``;
+   and ``torch.func.vmap(torch.func.grad(loss))`` on CPU in float64, one thread. Every row is
+   checked against ``grad(loss)`` per sample before a time is printed.
+2. The full-batch gradient of the moons MLP 2-16-16-1 (hinge loss + L2, float64) against
+   PyTorch's own tensor code, written as docs/tutorials/to-pytorch.md writes it (three matrix
+   products, one thread), at N = 100 and 1,000, in milliseconds per gradient:
+   ``vmap(grad(margin))`` + ``batch_sum`` (exact, and ``fast=True``), the compiled step and the
+   eager step; the exact batch gradient is checked equal to eager's to the bit.
+3. examples/moons.py's training, full batch: eager steps against ``examples/moons_vmap.py``'s,
    the final parameters compared bit for bit.
-3. Memory at N = 100,000: the peak NumPy allocates (tracemalloc) for the per-sample gradients.
+4. Memory at N = 100,000: the peak NumPy allocates (tracemalloc) for the per-sample gradients.
 
-    python benchmarks/vmap.py [--rounds 5] [--quick]
+    python benchmarks/vmap.py [--rounds 5] [--quick] [--sizes 1000 100000]
+                              [--only per-sample|full-batch|training|memory]
 """
 
 from __future__ import annotations
@@ -51,11 +63,17 @@ def data(n: int) -> tuple[list[float], Any, Any]:
     return params, xs, ys
 
 
-def compiled_loop(params: list[float], xs: Any, ys: Any) -> Any:
-    """Per-sample gradients by a loop of compiled calls: the arguments as Values, one backward each."""
-    step = vjpgrad.compile(hinge)
-    values = [Value(p) for p in params]
-    rows = np.empty((len(xs), len(params)))
+def eager_loop(params: list[float], xs: Any, ys: Any) -> Any:
+    """Per-sample gradients by the eager loop: ``grad(loss)`` on each sample, a graph built and
+    walked per sample."""
+    by_sample = vjpgrad.grad(hinge)
+    return np.array([by_sample(params, [float(x[0]), float(x[1])], float(y)) for x, y in zip(xs, ys, strict=True)])
+
+
+def compiled_loop(step: Any, values: list[Value], xs: Any, ys: Any) -> Any:
+    """Per-sample gradients by a loop of calls of one compiled function (recorded and written
+    before): the sample passed as Values, so every call replays; one ``backward()`` each."""
+    rows = np.empty((len(xs), len(values)))
     for i in range(len(xs)):
         for v in values:
             v.grad = 0.0
@@ -89,21 +107,35 @@ def per_sample(n: int, rounds: int, torch: Any) -> None:
     fast = vjpgrad.vmap(vjpgrad.grad(hinge), in_dims=(None, 0, 0), fast=True)
     exact(params, xs[:2], ys[:2])  # recorded and written once, outside the timings
     fast(params, xs[:2], ys[:2])
+    step = vjpgrad.compile(hinge)
+    values = [Value(p) for p in params]
+    compiled_loop(step, values, xs[:3], ys[:3])  # recorded (call 1) and written (call 2) outside the timings
+    recordings = step.recordings
     looped = min(n, 1000)
-    t_loop, rows_loop = median_time(lambda: compiled_loop(params, xs[:looped], ys[:looped]), max(1, rounds // 2))
+    t_eager, rows_eager = median_time(lambda: eager_loop(params, xs[:looped], ys[:looped]), max(1, rounds // 2))
+    t_loop, rows_loop = median_time(lambda: compiled_loop(step, values, xs[:looped], ys[:looped]), max(1, rounds // 2))
+    if step.recordings != recordings:
+        sys.exit("the loop of compiled calls recorded anew: its figure would not be a replay's")
+    t_eager *= n / looped
     t_loop *= n / looped
     t_exact, rows = median_time(lambda: exact(params, xs, ys), rounds)
     t_fast, rows_fast = median_time(lambda: fast(params, xs, ys), rounds)
-    print(f"\nper-sample gradients, MLP(2, [16, 16, 1]), N = {n:,} (medians of {rounds}):")
-    scaled = f"  (timed on {looped:,}, scaled)" if looped < n else ""
-    print(f"  loop of compiled calls   {t_loop * 1e3:10.1f} ms{scaled}")
-    print(f"  vmap(grad) exact         {t_exact * 1e3:10.1f} ms   {t_loop / t_exact:6.0f}x the loop")
-    print(f"  vmap(grad) fast=True     {t_fast * 1e3:10.1f} ms   {t_loop / t_fast:6.0f}x the loop")
-    # .grad starts at 0.0 and 0.0 + -0.0 is 0.0: the loop's zeros are all positive, so it is compared
+    scaled = f", timed on {looped:,} and scaled" if looped < n else ""
+    print(
+        f"\nper-sample gradients, MLP(2, [16, 16, 1]) on a hinge loss, N = {n:,}: "
+        f"ms for the whole batch (medians of {rounds})"
+    )
+    print(f"  eager loop of grad(loss), one sample at a time          {t_eager * 1e3:10.1f} ms{scaled}")
+    print(f"  loop of compiled calls, samples as Values (replays)     {t_loop * 1e3:10.1f} ms"
+          f"  ({t_loop / n * 1e6:.0f} us a sample{scaled})")  # fmt: skip
+    for label, t in (("vmap(grad) exact", t_exact), ("vmap(grad) fast=True", t_fast)):
+        print(
+            f"  {label:55} {t * 1e3:10.1f} ms  {t_eager / t:7.1f}x the eager loop, {t_loop / t:6.1f}x the compiled loop"
+        )
+    # .grad starts at 0.0 and 0.0 + -0.0 is 0.0: the compiled loop's zeros are all positive, so it is compared
     # as numbers; grad(hinge), which returns the pass's own numbers, is compared bit for bit
-    by_grad = [vjpgrad.grad(hinge)(params, list(x), float(y)) for x, y in zip(xs[:200], ys[:200], strict=True)]
-    print(f"  exact rows equal the loop's: {bool(np.array_equal(rows[:looped], rows_loop))}; "
-          f"equal to grad(loss) per sample to the bit (first 200): {same_bits(rows[:200], by_grad)}")  # fmt: skip
+    print(f"  exact rows equal to grad(loss) per sample to the bit: {same_bits(rows[:looped], rows_eager)}; "
+          f"equal to the compiled loop's as numbers: {bool(np.array_equal(rows[:looped], rows_loop))}")  # fmt: skip
     print(f"  fast rows: largest difference from exact {np.max(np.abs(rows_fast - rows)):.3g}")
     if torch is not None:
         func = torch.func
@@ -122,13 +154,92 @@ def per_sample(n: int, rounds: int, torch: Any) -> None:
         tp, tx, ty = torch.tensor(params, dtype=torch.float64), torch.from_numpy(xs), torch.from_numpy(ys)
         batched = func.vmap(func.grad(torch_loss), in_dims=(None, 0, 0))
         t_torch, rows_torch = median_time(lambda: batched(tp, tx, ty), rounds)
-        ratio = t_torch / t_exact
-        print(
-            f"  torch.func vmap(grad)    {t_torch * 1e3:10.1f} ms   "
-            + (f"vjpgrad exact {ratio:.2f}x faster" if ratio >= 1 else f"torch {1 / ratio:.2f}x faster")
-            + f" (fast: {t_torch / t_fast:.2f}x)"
-        )
+        print(f"  {'torch.func vmap(grad), float64, one thread':55} {t_torch * 1e3:10.1f} ms  "
+              f"{t_torch / t_exact:7.2f}x vmap exact's time, {t_torch / t_fast:.2f}x fast's")  # fmt: skip
         print(f"  torch's rows: largest difference from vjpgrad's {np.max(np.abs(rows_torch.numpy() - rows)):.3g}")
+
+
+def full_batch(n: int, rounds: int, torch: Any) -> None:
+    """The moons MLP's full-batch gradient (mean hinge loss + L2) by PyTorch's tensor code and by
+    vjpgrad's vmap + batch_sum, compiled and eager steps, side by side."""
+    points, labels = moons.make_moons(n)
+    xs, ys = np.array(points), np.array(labels, dtype=np.float64)
+    model = vjpgrad.nn.MLP(2, [16, 16, 1], seed=1337)
+    start = [p.data for p in model.parameters()]
+
+    def loss() -> Value:
+        scores = [model(list(p)) for p in points]
+        margins = [(1 + -label * score).relu() for label, score in zip(labels, scores, strict=True)]
+        data_loss = sum(margins, Value(0.0, requires_grad=False)) * (1.0 / len(margins))
+        return data_loss + 1e-4 * sum((p * p for p in model.parameters()), Value(0.0, requires_grad=False))
+
+    def eager() -> list[float]:
+        for p in model.parameters():
+            p.grad = 0.0
+        loss().backward()
+        return [p.grad for p in model.parameters()]
+
+    compiled_loss = vjpgrad.compile(loss)
+
+    def compiled() -> list[float]:
+        for p in model.parameters():
+            p.grad = 0.0
+        compiled_loss().backward()
+        return [p.grad for p in model.parameters()]
+
+    def batched(per_sample: Any) -> Any:
+        rows = per_sample(start, xs, ys, n)
+        return 0.0 + vjpgrad.batch_sum(rows, start=regularised(start))  # .grad was zeroed: 0.0 + the pass
+
+    regularised = vjpgrad.grad(moons_vmap.regularisation)
+    exact = vjpgrad.vmap(vjpgrad.grad(moons_vmap.margin), in_dims=(None, 0, 0, None))
+    fast = vjpgrad.vmap(vjpgrad.grad(moons_vmap.margin), in_dims=(None, 0, 0, None), fast=True)
+    batched(exact), batched(fast), compiled(), compiled()  # recorded and written outside the timings
+    slow = max(1, rounds // 2) if n <= 100 else 1
+    t_eager, g_eager = median_time(eager, slow)
+    t_compiled, g_compiled = median_time(compiled, rounds)
+    t_exact, g_exact = median_time(lambda: batched(exact), rounds)
+    t_fast, g_fast = median_time(lambda: batched(fast), rounds)
+    t_l2, _ = median_time(lambda: regularised(start), rounds)
+    t_torch = None
+    if torch is not None:
+        sizes = moons_vmap.SIZES
+        tx, ty = torch.from_numpy(xs), torch.from_numpy(ys)
+
+        def pytorch() -> Any:
+            flat = torch.tensor(start, dtype=torch.float64, requires_grad=True)
+            h, k = tx, 0
+            for layer in range(len(sizes) - 1):
+                nin, nout = sizes[layer], sizes[layer + 1]
+                block = flat[k : k + nout * (nin + 1)].reshape(nout, nin + 1)
+                k += nout * (nin + 1)
+                h = h @ block[:, :nin].T + block[:, nin]
+                if layer < len(sizes) - 2:
+                    h = torch.relu(h)
+            total = torch.relu(1 - ty * h[:, 0]).mean() + 1e-4 * (flat * flat).sum()
+            total.backward()
+            return flat.grad.numpy()
+
+        pytorch()
+        t_torch, g_torch = median_time(pytorch, 4 * rounds)
+    print(f"\nfull-batch gradient of the moons MLP 2-16-16-1 (hinge + L2, float64), N = {n:,}: ms per gradient")
+    unit = "PyTorch's tensor code" if t_torch is not None else "eager"
+    base = t_torch if t_torch is not None else t_eager
+    if t_torch is not None:
+        print(f"  {'PyTorch tensor code (to-pytorch.md), one thread':50} {t_torch * 1e3:10.3f} ms  (the baseline)")
+    for label, t in (
+        ("vmap(grad) exact + batch_sum", t_exact),
+        ("vmap(grad) fast=True + batch_sum", t_fast),
+        ("vjpgrad.compile'd step", t_compiled),
+        ("eager step", t_eager),
+    ):
+        print(f"  {label:50} {t * 1e3:10.3f} ms  {t / base:8.2f}x {unit}'s time")
+    print(f"  (of vmap's figures, the L2 term's gradient, eager grad(regularisation): {t_l2 * 1e3:.3f} ms)")
+    worst = np.max(np.abs(g_fast - g_eager))
+    print(f"  vmap exact's gradient equal to eager's to the bit: {same_bits(g_exact, g_eager)}; "
+          f"compiled's: {same_bits(g_compiled, g_eager)}; fast's largest difference {worst:.3g}")  # fmt: skip
+    if t_torch is not None:
+        print(f"  PyTorch's largest difference from eager's {np.max(np.abs(g_torch - np.array(g_eager))):.3g}")
 
 
 def training(steps: int, rounds: int) -> None:
@@ -138,11 +249,12 @@ def training(steps: int, rounds: int) -> None:
         return [p.data for p in model.parameters()]
 
     t_eager, params_eager = median_time(eager, max(1, rounds // 2))
-    moons_vmap.train(1)  # the recording, once
+    moons_vmap.train(1)  # NumPy's first calls, once
     t_vmap, params_vmap = median_time(lambda: moons_vmap.train(steps), rounds)
-    print(f"\nmoons training, {steps} full-batch steps of 100 samples (medians):")
-    print(f"  eager                    {t_eager:10.2f} s")
-    print(f"  vmap + batch_sum         {t_vmap:10.2f} s   {t_eager / t_vmap:6.0f}x eager")
+    print(f"\nmoons training, {steps} full-batch steps of 100 samples: s for the whole training, each run")
+    print("  making its model (and vmap its recording) inside the timing (medians):")
+    print(f"  eager (examples/moons.py)                    {t_eager:10.2f} s  (the baseline)")
+    print(f"  vmap + batch_sum (examples/moons_vmap.py)    {t_vmap:10.2f} s  {t_eager / t_vmap:6.0f}x eager")
     same = sum(struct.pack("<d", a) == struct.pack("<d", b) for a, b in zip(params_eager, params_vmap, strict=True))
     print(f"  final parameters equal to eager's to the bit: {same} of {len(params_eager)}")
 
@@ -164,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
+    parser.add_argument("--sizes", type=int, nargs="+", help="batch sizes of the per-sample part (default 1000 100000)")
+    parser.add_argument("--only", choices=["per-sample", "full-batch", "training", "memory"], help="one part")
     args = parser.parse_args(argv)
     try:
         import torch
@@ -171,12 +285,21 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(1)
     except ImportError:
         torch = None
-        print("(torch is not installed: the torch.func comparison is left out)")
-    sizes = (200, 2000) if args.quick else (1000, 100_000)
-    for n in sizes:
-        per_sample(n, args.rounds, torch)
-    training(3 if args.quick else args.steps, args.rounds)
-    memory(sizes[-1])
+        print("(torch is not installed: the PyTorch comparisons are left out)")
+    print(
+        f"Python {sys.version.split()[0]}, NumPy {np.__version__}" + (f", torch {torch.__version__}" if torch else "")
+    )
+    sizes = args.sizes or ((200, 2000) if args.quick else (1000, 100_000))
+    if args.only in (None, "per-sample"):
+        for n in sizes:
+            per_sample(n, args.rounds, torch)
+    if args.only in (None, "full-batch"):
+        for n in (100, 300) if args.quick else (100, 1000):
+            full_batch(n, args.rounds, torch)
+    if args.only in (None, "training"):
+        training(3 if args.quick else args.steps, args.rounds)
+    if args.only in (None, "memory"):
+        memory(sizes[-1])
     return 0
 
 

@@ -140,6 +140,53 @@ def exact_helpers(given: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     return {name: _per_element(numpy(), f, count) for name, (f, count) in functions.items() if name not in given}
 
 
+def _stack(np: ModuleType) -> Callable[[tuple[Any, ...]], Any]:
+    """The copies of a block's input (or gradient) as one array, the copies along the first axis:
+    ``(copies, samples)``, or ``(copies, 1)`` when none of them is a column of samples."""
+    array, broadcast, stack, float64 = np.array, np.broadcast_arrays, np.stack, np.float64
+
+    def stacked(items: tuple[Any, ...]) -> Any:
+        try:
+            found = array(items, dtype=float64)  # numbers, or columns of one length: in C
+        except ValueError:  # numbers and columns together
+            found = stack(broadcast(*items))
+        return found[:, None] if found.ndim == 1 else found
+
+    return stacked
+
+
+def _across(np: ModuleType) -> Callable[..., Any]:
+    """The values every copy of a block reads: their gradients so far (``starts``, -0.0 for one
+    that has none yet: ``-0.0 + c`` is ``c`` to the bit) plus each copy's contributions
+    (``parts``: ``reads`` arrays per value, one after the other, each with the copies along its
+    first axis, in the order one copy adds them), added the last copy first, one addition after
+    another as eager code adds them; all the values at once, one array operation a
+    contribution of a copy. Returns the gradients, one row per value."""
+
+    def across(starts: tuple[Any, ...], reads: int, *parts: Any) -> Any:
+        try:
+            block = np.array(parts, dtype=np.float64)  # (values * reads, copies, samples), in C
+        except ValueError:  # numbers and columns together
+            block = np.stack(np.broadcast_arrays(*parts))
+        block = block.reshape((len(starts), reads, *block.shape[1:]))
+        trailing = block.shape[3:]
+        try:
+            total = np.array(starts, dtype=np.float64)
+        except ValueError:
+            total = np.stack(np.broadcast_arrays(*starts))
+        if total.ndim == 1:
+            total = total[:, None]
+        if total.shape[1:] != trailing:
+            trailing = np.broadcast_shapes(total.shape[1:], trailing)
+            total = np.broadcast_to(total, (len(starts), *trailing))
+        for m in range(block.shape[2] - 1, -1, -1):
+            for r in range(reads):
+                total = total + block[:, r, m]
+        return total
+
+    return across
+
+
 def namespace(fast: bool) -> dict[str, Any]:
     """What array code runs in: each name the writer's symbols and templates call."""
     np = numpy()
@@ -151,6 +198,8 @@ def namespace(fast: bool) -> dict[str, Any]:
         "_max": _max(np),
         "_max_hits": _max_hits(np),
         "_zero": lambda x: np.zeros_like(x, dtype=np.float64),
+        "_stack": _stack(np),
+        "_across": _across(np),
         "_inf": math.inf,
         "_nan": math.nan,
     }

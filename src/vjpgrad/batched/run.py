@@ -406,7 +406,7 @@ class Vmapped:
         if transformed is not None:
             source += "\n\n" + writer.backward_source()
         scope = _compile_source(source, getattr(function, "__name__", "f"), arrays.namespace(self.fast))
-        names = {id(node): k for k, node in enumerate(live)}
+        names = dict(writer.value_index)
         names.update((id(x), -1 - k) for k, x in enumerate(inputs))
         return _Program(
             source=source,

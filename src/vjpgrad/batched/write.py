@@ -1,9 +1,18 @@
 """Writing a recorded graph as array code: a forward pass, and a reverse pass seeded at the
-outputs, each one line per operation or edge, as ``vjpgrad.compile`` writes its scalar code.
+outputs, each one line per operation or edge, as ``vjpgrad.compile`` writes its scalar code
+(a repeated block's lines once for all its copies).
 
 The names are made here (``x0`` for the inputs, ``p0`` for the Values the function reads from
-outside, ``t1`` for the operations, ``g_t1`` for gradients, ``s0`` for the seeds) and numbers are
-written with ``repr``: no user text reaches the code. The reverse pass takes the nodes in
+outside, ``t1`` for the operations, ``g_t1`` for gradients, ``s0`` for the seeds; for a block run
+across its copies (``blocks``), ``i0_1`` for its inputs stacked, ``f0_1`` for its operations,
+``gf0_1`` and ``gi0_1`` for their gradients, ``c0_1`` for what it hands the values its copies
+share) and numbers are written with ``repr``: no user text reaches the code.
+
+A block's copies run as one array with the copies along its first axis (``blocks``); each
+element sees its own copy's operations in their order. In the reverse pass, a value every copy
+reads gets the copies' contributions added from the last copy to the first, each copy's in
+decreasing order of creation, one after the other (``_across``: ``np.add.accumulate``, which
+adds in order), as the straight-line pass adds them. The reverse pass takes the nodes in
 decreasing order of creation and adds the contributions in that order, each node's first one
 assigned (eager code adds it to -0.0, which leaves every number as it is), exactly as
 ``graph.propagate`` runs them; so each element of the arrays is the number eager code gives.
@@ -15,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vjpgrad.batched.blocks import ArrayBlock, find, reached
 from vjpgrad.batched.templates import FORWARD, forward_key, max_backward
 from vjpgrad.codegen.symbols import ARRAY, Code, contribution, literal, operand
 from vjpgrad.core import graph, ops
@@ -40,9 +50,12 @@ class Graph:
 
 
 class ArrayWriter:
-    """Writes ``forward(x0, ..., p0, ...)`` and ``backward(inputs, values, s0, ...)`` for one graph."""
+    """Writes ``forward(x0, ..., p0, ...)`` and ``backward(inputs, values, s0, ...)`` for one graph.
 
-    def __init__(self, recorded: Graph, arguments: int) -> None:
+    ``forward`` returns ``values``, the arrays named in ``value_names`` (``value_index`` gives
+    the place of each operation's among them), which ``backward`` reads."""
+
+    def __init__(self, recorded: Graph, arguments: int, fold: bool = True) -> None:
         self.graph = recorded
         self.names: dict[int, str] = {}
         for k, x in enumerate(recorded.inputs):
@@ -50,6 +63,37 @@ class ArrayWriter:
         for k, node in enumerate(recorded.live, start=1):
             self.names[id(node)] = f"t{k}"
         self.input_names = [self.names[id(x)] for x in recorded.inputs]
+        self.reach = reached(recorded.live, recorded.positions, recorded.outputs if recorded.wrt else [])
+        found = find(recorded.live, recorded.positions, recorded.inputs, recorded.outputs, self.reach) if fold else []
+        self.blocks: list[ArrayBlock] = found
+        self.value_names: list[str] = []
+        self.value_index: dict[int, int] = {}
+        inside: set[int] = set()
+        for j, block in enumerate(found):
+            firsts = recorded.live[block.start : block.start + block.length]
+            inside.update(id(node) for node in recorded.live[block.start : block.end])
+            for o in block.outputs:
+                for m in range(block.copies):
+                    inside.discard(id(recorded.live[block.start + m * block.length + o]))
+            self.value_names += [f"i{j}_{s}" for s in range(len(block.varying))]
+            self.value_names += [f"f{j}_{o}" for o in range(len(firsts))]
+        for node in recorded.live:
+            if id(node) not in inside:
+                self.value_index[id(node)] = len(self.value_names)
+                self.value_names.append(self.names[id(node)])
+
+    def _local(self, j: int, block: ArrayBlock) -> dict[int, str]:
+        """The names a block's code uses for its first copy's operations and inputs."""
+        live = self.graph.live
+        local = {id(live[block.start + o]): f"f{j}_{o}" for o in range(block.length)}
+        local.update((id(column[0]), f"i{j}_{s}") for s, column in enumerate(block.varying))
+        return local
+
+    def _named(self, local: dict[int, str]) -> dict[int, str]:
+        """Puts ``local`` into ``names``; returns the names it replaced, to put back."""
+        replaced = {key: self.names[key] for key in local if key in self.names}
+        self.names.update(local)
+        return replaced
 
     def term(self, x: Any) -> str:
         return self.names[id(x)] if isinstance(x, graph.Node) else literal(x)
@@ -71,11 +115,38 @@ class ArrayWriter:
         return f"{name} = {template(terms)}  # {op.shown}"
 
     def forward_source(self) -> str:
+        live = self.graph.live
         lines = [f"def forward({', '.join(self.input_names)}):"]
-        lines += [f"    {self.forward_line(node)}" for node in self.graph.live]
-        values = ", ".join(self.names[id(node)] for node in self.graph.live)
-        lines.append(f"    return ({values}{',' if len(self.graph.live) == 1 else ''})")
+        starts = {block.start: (j, block) for j, block in enumerate(self.blocks)}
+        k = 0
+        while k < len(live):
+            if k in starts:
+                j, block = starts[k]
+                lines += [f"    {line}" for line in self._block_forward(j, block)]
+                k = block.end
+                continue
+            lines.append(f"    {self.forward_line(live[k])}")
+            k += 1
+        values = ", ".join(self.value_names)
+        lines.append(f"    return ({values}{',' if len(self.value_names) == 1 else ''})")
         return "\n".join(lines) + "\n"
+
+    def _block_forward(self, j: int, block: ArrayBlock) -> list[str]:
+        """A block's copies as one array each operation (copies along the first axis), then each
+        copy's outputs taken out under their own names."""
+        live = self.graph.live
+        lines = [f"# {block.copies} copies of a block of {block.length} operations, run as one"]
+        for s, column in enumerate(block.varying):
+            lines.append(f"i{j}_{s} = _stack(({', '.join(self.term(x) for x in column)},))")
+        replaced = self._named(self._local(j, block))
+        try:
+            lines += [self.forward_line(node) for node in live[block.start : block.start + block.length]]
+        finally:
+            self.names.update(replaced)
+        for o in block.outputs:
+            for m in range(block.copies):
+                lines.append(f"{self.names[id(live[block.start + m * block.length + o])]} = f{j}_{o}[{m}]")
+        return lines
 
     def backward_lines(self, node: graph.Node, gradient: str, edges: tuple[int, ...]) -> list[tuple[int, str]]:
         """``(operand position, code of its contribution)`` per edge; -1 for a line that prepares them."""
@@ -100,8 +171,7 @@ class ArrayWriter:
         recorded = self.graph
         seeds = [f"s{k}" for k in range(len(recorded.outputs))]
         lines = [f"def backward(inputs, values{''.join(', ' + s for s in seeds)}):"]
-        live = [self.names[id(node)] for node in recorded.live]
-        for names, holder in ((self.input_names, "inputs"), (live, "values")):
+        for names, holder in ((self.input_names, "inputs"), (self.value_names, "values")):
             if names:
                 lines.append(f"    ({', '.join(names)}{',' if len(names) == 1 else ''}) = {holder}")
         started: set[int] = set()
@@ -114,20 +184,109 @@ class ArrayWriter:
         for output, seed in zip(recorded.outputs, seeds, strict=True):
             if output.requires_grad:
                 add(output, seed)
-        edges_of = {id(node): p for node, p in zip(recorded.live, recorded.positions, strict=True)}
-        for node in reversed(recorded.live):
-            if id(node) not in started or graph.op_of(node) is None:
+        ends = {block.end - 1: (j, block) for j, block in enumerate(self.blocks)}
+        k = len(recorded.live) - 1
+        while k >= 0:
+            if k in ends:
+                j, block = ends[k]
+                lines += [f"    {line}" for line in self._block_backward(j, block, started)]
+                k = block.start - 1
                 continue
-            edges = edges_of[id(node)]
-            if not edges:
+            node, edges = recorded.live[k], recorded.positions[k]
+            k -= 1
+            if id(node) not in started or graph.op_of(node) is None or not edges:
                 continue
             lines.append(f"    # {self.forward_line(node).split('  # ')[0]}")
             operands = graph.operands(node)
-            for k, code in self.backward_lines(node, f"g_{self.names[id(node)]}", edges):
-                if k == -1:
+            for position, code in self.backward_lines(node, f"g_{self.names[id(node)]}", edges):
+                if position == -1:
                     lines.append(f"    {code}")
                 else:
-                    add(operands[k], code)
+                    add(operands[position], code)
         results = [f"g_{self.names[id(x)]}" if id(x) in started else "0.0" for x in recorded.wrt]
         lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
         return "\n".join(lines) + "\n"
+
+    def _block_backward(self, j: int, block: ArrayBlock, started: set[int]) -> list[str]:
+        """A block's reverse pass across its copies: the gradients its outputs and inputs have so
+        far stacked (-0.0 where a copy's has none yet: -0.0 + c is c to the bit), each operation's
+        edges in decreasing order as one array, each input's gradient taken back out per copy,
+        and each shared value's contributions added copy by copy, the last copy first."""
+        live = self.graph.live
+        lines: list[str] = []
+        local_started: set[str] = set()
+        for o in block.outputs:
+            copies = [live[block.start + m * block.length + o] for m in range(block.copies)]
+            lines += self._stacked(copies, f"gf{j}_{o}", started, local_started)
+        for s, column in enumerate(block.varying):
+            lines += self._stacked(column, f"gi{j}_{s}", started, local_started)
+        local = self._local(j, block)
+        shared: dict[int, tuple[graph.Node, list[str]]] = {}
+        replaced = self._named(local)
+        try:
+            lines += self._block_edges(j, block, local, local_started, shared)
+        finally:
+            self.names.update(replaced)
+        lines += self._across_lines(shared, started)
+        for s, column in enumerate(block.varying):
+            if f"gi{j}_{s}" in local_started:
+                for m, x in enumerate(column):
+                    lines.append(f"g_{self.names[id(x)]} = gi{j}_{s}[{m}]")
+                    started.add(id(x))
+        return lines
+
+    def _stacked(self, nodes: list[graph.Node], name: str, started: set[int], local_started: set[str]) -> list[str]:
+        """The gradients ``nodes`` (one per copy) have so far, as one array named ``name``."""
+        if not any(id(x) in started for x in nodes):
+            return []
+        local_started.add(name)
+        terms = [f"g_{self.names[id(x)]}" if id(x) in started else "-0.0" for x in nodes]
+        return [f"{name} = _stack(({', '.join(terms)},))"]
+
+    def _block_edges(
+        self,
+        j: int,
+        block: ArrayBlock,
+        local: dict[int, str],
+        local_started: set[str],
+        shared: dict[int, tuple[graph.Node, list[str]]],
+    ) -> list[str]:
+        """The edges of the first copy's operations, in decreasing order, written for every copy
+        at once; what they hand a value every copy reads is kept in ``shared``, in order."""
+        live, positions = self.graph.live, self.graph.positions
+        lines: list[str] = []
+        for o in range(block.length - 1, -1, -1):
+            node, edges = live[block.start + o], positions[block.start + o]
+            if id(node) not in self.reach or not edges:
+                continue
+            lines.append(f"# {self.forward_line(node).split('  # ')[0]}")
+            operands = graph.operands(node)
+            for position, code in self.backward_lines(node, f"gf{j}_{o}", edges):
+                x = operands[position]
+                target = local.get(id(x))
+                if target is None:  # a value every copy reads: added across the copies later
+                    name = f"c{j}_{sum(len(parts) for _, parts in shared.values())}"
+                    lines.append(f"{name} = {code}")
+                    shared.setdefault(id(x), (x, []))[1].append(name)
+                    continue
+                gradient = f"g{target}"
+                lines.append(
+                    f"{gradient} = {gradient} + {code}" if gradient in local_started else f"{gradient} = {code}"
+                )
+                local_started.add(gradient)
+        return lines
+
+    def _across_lines(self, shared: dict[int, tuple[graph.Node, list[str]]], started: set[int]) -> list[str]:
+        """Each shared value's gradient: the copies' contributions added the last copy first,
+        the values that each copy reads as often added together."""
+        groups: dict[int, list[tuple[graph.Node, list[str]]]] = {}
+        for x, parts in shared.values():
+            groups.setdefault(len(parts), []).append((x, parts))
+        lines = []
+        for reads, members in groups.items():
+            names = [f"g_{self.names[id(x)]}" for x, _ in members]
+            starts = [name if id(x) in started else "-0.0" for name, (x, _) in zip(names, members, strict=True)]
+            parts = [part for _, found in members for part in found]
+            lines.append(f"{', '.join(names)}, = _across(({', '.join(starts)},), {reads}, {', '.join(parts)})")
+            started.update(id(x) for x, _ in members)
+        return lines

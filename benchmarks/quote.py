@@ -1,0 +1,90 @@
+"""Runs the benchmarks whose figures docs/explanation/performance.md quotes, and writes what they
+print into the page, between its two ``quote.py`` markers, with the date, the machine's load and
+each command: the page's figures are the benchmarks' own lines, never typed by hand.
+
+    python benchmarks/quote.py            # every command below (several minutes)
+    python benchmarks/quote.py --dry-run  # print the section instead of writing it
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PAGE = HERE.parent / "docs" / "explanation" / "performance.md"
+BEGIN = "<!-- quote.py: begin (written by python benchmarks/quote.py; do not edit by hand) -->"
+END = "<!-- quote.py: end -->"
+
+COMMANDS = [
+    ("vmap: per-sample gradients against the eager loop and a loop of compiled calls",
+     ["vmap.py", "--rounds", "5", "--sizes", "1000", "--only", "per-sample"]),
+    ("vmap against PyTorch's tensor code: the moons MLP's full-batch gradient",
+     ["vmap.py", "--rounds", "5", "--only", "full-batch"]),
+    ("a compiled call on one sample", ["compile_overhead.py", "--rounds", "15", "--calls", "50"]),
+    ("the GPT step: eager, compiled, the microgpt design", ["gpt.py", "--rounds", "5"]),
+    ("the first two calls, in fresh processes", ["first_call.py", "--rounds", "3"]),
+]  # fmt: skip
+
+
+def run(arguments: list[str]) -> str:
+    environment = {**os.environ, "VJPGRAD_CACHE": "0"} if arguments[0] == "compile_overhead.py" else None
+    done = subprocess.run(
+        [sys.executable, str(HERE / arguments[0]), *arguments[1:]],
+        capture_output=True,
+        text=True,
+        cwd=HERE,
+        env=environment,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(arguments)} failed:\n{done.stderr}{done.stdout}")
+    return done.stdout.rstrip()
+
+
+def section(only: list[str] | None) -> str:
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        BEGIN,
+        "",
+        f"Run on {now}, CPython {platform.python_version()}, {os.cpu_count()} cores; load average "
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} when it started (a shared machine: read the ratios).",
+    ]
+    for title, arguments in COMMANDS:
+        if only and arguments[0] not in only:
+            continue
+        command = (
+            "VJPGRAD_CACHE=0 " * (arguments[0] == "compile_overhead.py") + "python benchmarks/" + " ".join(arguments)
+        )
+        print(f"running {command}", file=sys.stderr)
+        parts += ["", f"**{title}**: `{command}`", "", "```text", run(arguments), "```"]
+    parts += ["", END]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dry-run", action="store_true", help="print the section, leave the page as it is")
+    parser.add_argument("--only", nargs="+", help="benchmark files to run (e.g. vmap.py), the rest left out")
+    args = parser.parse_args(argv)
+    text = section(args.only)
+    if args.dry_run:
+        print(text)
+        return 0
+    page = PAGE.read_text(encoding="utf-8")
+    if BEGIN not in page or END not in page:
+        sys.exit(f"{PAGE} has no quote.py markers")
+    head, rest = page.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    PAGE.write_text(head + text + tail, encoding="utf-8")
+    print(f"wrote {PAGE}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

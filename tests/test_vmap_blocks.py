@@ -1,0 +1,273 @@
+"""vjpgrad.vmap runs a block its recording repeats (the neurons of a layer) as one array operation
+across its copies, and every number stays eager code's for each sample, to the bit.
+
+Each test checks that the array code does run a block across its copies (its ``.source`` says
+so) and compares every sample's numbers with eager ``grad`` (or the transform) of that sample:
+a wrong order of additions across copies, a contribution computed where the eager pass never
+runs, or a gradient started at the wrong zero shows in the bits.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+import vjpgrad
+from vjpgrad import Value, grad, jacobian, value_and_grad, vmap
+
+np = pytest.importorskip("numpy", reason="vmap needs NumPy: pip install numpy (or pip install -e '.[vmap]')")
+
+FOLDED = "copies of a block"
+
+
+def same(a: float, b: float) -> bool:
+    return struct.pack("<d", float(a)) == struct.pack("<d", float(b)) or (a != a and b != b)
+
+
+def assert_rows(rows: Any, expected: Sequence[Any], what: str) -> None:
+    assert len(rows) == len(expected)
+    for i, want in enumerate(expected):
+        got = np.asarray(rows[i], dtype=np.float64).ravel()
+        wanted = np.asarray(want, dtype=np.float64).ravel()
+        assert got.shape == wanted.shape, f"{what}, sample {i}"
+        for k, (g, w) in enumerate(zip(got, wanted, strict=True)):
+            assert same(g, w), f"{what}, sample {i}, number {k}: vmap {g!r}, eager {w!r}"
+
+
+def layer(params: Sequence[Any], inputs: Sequence[Any], nout: int, k: int, act: Callable[[Any], Any] | None) -> Any:
+    """``nout`` neurons ``b + w0 * x0 + ...`` (vjpgrad.nn.Neuron's order) on ``inputs``."""
+    nin = len(inputs)
+    out = []
+    for _ in range(nout):
+        total = params[k + nin]
+        for i in range(nin):
+            total = total + params[k + i] * inputs[i]
+        k += nin + 1
+        out.append(total if act is None else act(total))
+    return out, k
+
+
+def mlp(params: Sequence[Any], x: Sequence[Any], sizes: Sequence[int], act: Callable[[Any], Any]) -> Any:
+    k, h = 0, list(x)
+    for n, nout in enumerate(sizes[1:]):
+        h, k = layer(params, h, nout, k, None if n == len(sizes) - 2 else act)
+    return h
+
+
+def count(sizes: Sequence[int]) -> int:
+    return sum((a + 1) * b for a, b in itertools.pairwise(sizes))
+
+
+def data(n: int, width: int, parameters: int, seed: int = 0) -> tuple[list[float], Any]:
+    rng = random.Random(seed)
+    params = [rng.uniform(-1, 1) for _ in range(parameters)]
+    xs = np.array([[rng.uniform(-2, 2) for _ in range(width)] for _ in range(n)])
+    return params, xs
+
+
+SIZES = (2, 8, 8, 1)
+
+
+def hinge(params: Sequence[Any], x: Sequence[Any], y: Any) -> Any:
+    return (1 + -y * mlp(params, x, SIZES, lambda v: v.relu())[0]).relu()
+
+
+def test_the_neurons_of_a_layer_run_as_one_operation_with_each_samples_eager_bits() -> None:
+    params, xs = data(60, 2, count(SIZES))
+    ys = np.array([1.0 if i % 3 else -1.0 for i in range(60)])
+    batched = vmap(grad(hinge), in_dims=(None, 0, 0))
+    rows = batched(params, xs, ys)
+    assert FOLDED in batched.source
+    assert batched.source.count("_stack(") >= 2  # both hidden layers
+    eager = [grad(hinge)(params, [float(a) for a in x], float(y)) for x, y in zip(xs, ys, strict=True)]
+    assert_rows(rows, eager, "per-sample gradient")
+
+
+def test_full_batch_gradient_through_blocks_equals_eager_to_the_bit() -> None:
+    params, xs = data(40, 2, count(SIZES), seed=3)
+    ys = np.array([1.0 if i % 2 else -1.0 for i in range(40)])
+
+    def margin(p: Any, x: Any, y: Any, n: int) -> Any:
+        return hinge(p, x, y) * (1.0 / n)
+
+    rows = vmap(grad(margin), in_dims=(None, 0, 0, None))(params, xs, ys, len(xs))
+    summed = 0.0 + vjpgrad.batch_sum(rows)
+    values = [Value(p) for p in params]
+    total = sum((margin(values, [Value(float(a)) for a in x], float(y), len(xs)) for x, y in zip(xs, ys, strict=True)),
+                Value(0.0, requires_grad=False))  # fmt: skip
+    total.backward()
+    assert [struct.pack("<d", g) for g in summed] == [struct.pack("<d", v.grad) for v in values]
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_tanh_layers_and_edge_values(fast: bool) -> None:
+    """tanh through the exact helpers (one C call per element) and inputs at the edges: zeros of
+    both signs, infinities, nan; fast mode must at least run the same blocks."""
+    sizes = (3, 6, 6, 2)
+    params, xs = data(30, 3, count(sizes), seed=5)
+    xs[0] = [0.0, -0.0, 1.0]
+    xs[1] = [math.inf, -1.0, 0.5]
+    xs[2] = [math.nan, 0.0, -0.0]
+    xs[3] = [-0.0, -0.0, -0.0]
+
+    def f(p: Any, x: Any) -> Any:
+        out = mlp(p, x, sizes, lambda v: v.tanh())
+        return out[0] * out[1] + out[1]
+
+    batched = vmap(grad(f), in_dims=(None, 0), fast=fast)
+    rows = batched(params, xs)
+    assert FOLDED in batched.source
+    if not fast:
+        eager = [grad(f)(params, [float(a) for a in x]) for x in xs]
+        assert_rows(rows, eager, "tanh MLP")
+
+
+def test_a_value_every_copy_reads_twice_and_later_again() -> None:
+    """Each copy reads the shared inputs at two places (and one of them again after the block):
+    its gradient adds the copies' contributions last copy first, each copy's in its order, after
+    what the code after the block handed it."""
+
+    def f(p: Any, x: Any) -> Any:
+        outs = []
+        for m in range(6):
+            a = p[2 * m] * x[0] + p[2 * m + 1] * x[1]
+            b = a * x[0] - x[1] * p[2 * m]
+            outs.append((a + b).sigmoid())
+        total = outs[0]
+        for o in outs[1:]:
+            total = total + o
+        return total * x[0] + x[1] * x[1]
+
+    params, xs = data(25, 2, 12, seed=7)
+    xs[0] = [0.0, -0.0]
+    batched = vmap(grad(f, argnums=(0, 1)), in_dims=(None, 0))
+    got_p, got_x = batched(params, xs)
+    assert FOLDED in batched.source
+    assert "_across(" in batched.source
+    eager = [grad(f, argnums=(0, 1))(params, [float(a) for a in x]) for x in xs]
+    assert_rows(got_p, [e[0] for e in eager], "parameters' gradients")
+    assert_rows(got_x, [e[1] for e in eager], "inputs' gradients")
+
+
+def test_copies_whose_outputs_the_pass_does_not_all_reach() -> None:
+    """Some neurons' outputs are unused: the reverse pass never runs their operations, so the
+    array code must not compute contributions there (a 0 * w from them would change signed
+    zeros); the result still equals eager's."""
+
+    def f(p: Any, x: Any) -> Any:
+        h, k = layer(p, x, 8, 0, lambda v: v.relu())
+        h, _ = layer(p, h, 8, k, lambda v: v.relu())
+        return h[1] * h[3] + h[6]
+
+    params, xs = data(30, 3, 32 + 72, seed=11)
+    xs[0] = [-0.0, 0.0, -0.0]
+    batched = vmap(grad(f), in_dims=(None, 0))
+    rows = batched(params, xs)
+    assert FOLDED in batched.source  # the first layer, all of whose neurons the pass reaches
+    eager = [grad(f)(params, [float(a) for a in x]) for x in xs]
+    assert_rows(rows, eager, "partly used layer")
+
+
+def test_value_and_grad_and_jacobian_through_blocks() -> None:
+    sizes = (2, 5, 5, 3)
+    params, xs = data(20, 2, count(sizes), seed=13)
+
+    def f(p: Any, x: Any) -> Any:
+        return mlp(p, x, sizes, lambda v: v.relu())
+
+    def loss(p: Any, x: Any) -> Any:
+        out = f(p, x)
+        return out[0] + out[1] * out[2]
+
+    jac = vmap(jacobian(f), in_dims=(None, 0))
+    rows = jac(params, xs)
+    assert FOLDED in jac.source
+    assert_rows(rows, [jacobian(f)(params, [float(a) for a in x]) for x in xs], "jacobian")
+    both = vmap(value_and_grad(loss), in_dims=(None, 0))
+    values, grads = both(params, xs)
+    eager = [value_and_grad(loss)(params, [float(a) for a in x]) for x in xs]
+    assert_rows(values, [e[0] for e in eager], "values")
+    assert_rows(grads, [e[1] for e in eager], "gradients")
+
+
+def test_forward_alone_through_blocks() -> None:
+    params, xs = data(15, 2, count(SIZES), seed=17)
+    batched = vmap(lambda p, x: mlp(p, x, SIZES, lambda v: v.relu())[0], in_dims=(None, 0))
+    out = batched(params, xs)
+    assert FOLDED in batched.source
+    values = [Value(p) for p in params]
+    eager = [mlp(values, [Value(float(a)) for a in x], SIZES, lambda v: v.relu())[0].data for x in xs]
+    assert_rows(out, eager, "forward")
+
+
+def test_copies_of_their_own_columns_sharing_parameters() -> None:
+    """Each copy reads a column of its own (a number of the sample) and two parameters every copy
+    shares, which the parameters' gradients add across the copies, the last copy first."""
+
+    def f(p: Any, x: Any) -> Any:
+        outs = [(x[i] * p[0] + p[1]).tanh() * x[i] - p[1] for i in range(8)]
+        total = outs[0]
+        for o in outs[1:]:
+            total = total + o
+        return total
+
+    params = [0.7, -0.3]
+    rng = random.Random(19)
+    xs = np.array([[rng.uniform(-3, 3) for _ in range(8)] for _ in range(40)])
+    xs[0, :3] = [0.0, -0.0, math.inf]
+    batched = vmap(grad(f, argnums=(0, 1)), in_dims=(None, 0))
+    got_p, got_x = batched(params, xs)
+    assert FOLDED in batched.source
+    eager = [grad(f, argnums=(0, 1))(params, [float(a) for a in x]) for x in xs]
+    assert_rows(got_p, [e[0] for e in eager], "shared parameters' gradients")
+    assert_rows(got_x, [e[1] for e in eager], "the columns' gradients")
+
+
+def test_a_vjp_function_through_blocks() -> None:
+    """``vmap(vjp_fn)``: the primals fixed (each block's inputs are numbers, not columns), the
+    cotangents batched."""
+    sizes = (2, 6, 6, 3)
+    params, _ = data(1, 2, count(sizes), seed=23)
+
+    def f(p: Any) -> Any:
+        return mlp(p, [0.5, -1.5], sizes, lambda v: v.relu())
+
+    _, function = vjpgrad.vjp(f, params)
+    cotangents = np.array([[random.Random(k).uniform(-2, 2) for _ in range(3)] for k in range(20)])
+    cotangents[0] = [0.0, -0.0, 1.0]
+    batched = vmap(function)
+    (rows,) = batched(cotangents)
+    assert FOLDED in batched.source
+    assert_rows(rows, [function(list(c))[0] for c in cotangents], "vjp")
+
+
+def test_the_search_for_blocks_is_bounded_on_a_long_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chain repeats one operation at every position, each a candidate as long as the chain,
+    none a block (each copy reads the one before): the search stops within its budget."""
+    from vjpgrad.batched import blocks
+
+    checked = [0]
+    of = blocks.fold.Block.of
+
+    def counting(starts: list[int], length: int, *rest: Any, **options: Any) -> Any:
+        checked[0] += len(starts) * length
+        return of(starts, length, *rest, **options)
+
+    monkeypatch.setattr(blocks.fold.Block, "of", counting)
+
+    def chain(p: Any, x: Any) -> Any:
+        y = x
+        for _ in range(600):
+            y = y * p + 0.5
+        return y
+
+    rows = vmap(grad(chain), in_dims=(None, 0))(0.9, np.array([1.0, -2.0, 0.0]))
+    assert checked[0] <= (blocks.WORK + 2) * 1200
+    eager = [grad(chain)(0.9, x) for x in (1.0, -2.0, 0.0)]
+    assert_rows(rows, eager, "chain")
