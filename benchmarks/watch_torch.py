@@ -27,8 +27,8 @@ import vjpgrad
 
 def three_by_three() -> None:
     torch.manual_seed(0)
-    A = torch.randn(3, 3, requires_grad=True)
-    B = torch.randn(3, 3, requires_grad=True)
+    A = torch.randn(3, 3, requires_grad=True)  # noqa: N806 - the tutorial's name
+    B = torch.randn(3, 3, requires_grad=True)  # noqa: N806 - the tutorial's name
     b = torch.randn(3, requires_grad=True)
     torch.tanh(A @ B + b).sum().backward()
 

@@ -40,7 +40,8 @@ def test_every_pass_matches_exit_0_and_one_page_per_pass(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert "tensor([6.0000e-01, 6.0000e+00, 6.0000e-04])" in done.stdout  # the script ran, both passes
     assert done.stdout.count("equal to PyTorch's to the bit") == 6
-    assert "learner.py:9" in done.stdout and "learner.py:10" in done.stdout
+    assert "learner.py:9" in done.stdout
+    assert "learner.py:10" in done.stdout
     pages = sorted(p.name for p in (tmp_path / "pages").iterdir())
     assert pages == ["pass-1.html", "pass-2.html"]
     assert "c[2]" in (tmp_path / "pages" / "pass-2.html").read_text(encoding="utf-8")
@@ -50,14 +51,18 @@ def test_a_pass_not_replayed_exits_2_and_names_the_operation_and_line(tmp_path: 
     source = "import torch\nx = torch.ones(2, requires_grad=True)\ny = torch.special.erf(x).sum()\ny.backward()\n"
     done = explain_torch(tmp_path, source)
     assert done.returncode == 2, done.stderr
-    assert "not replayed" in done.stdout and "erf" in done.stdout and "learner.py:3" in done.stdout
+    assert "not replayed" in done.stdout
+    assert "erf" in done.stdout
+    assert "learner.py:3" in done.stdout
 
 
 def test_a_script_that_raises_exits_1_with_its_traceback(tmp_path: Path) -> None:
     source = CASE_1.replace("y.backward(gradients)\n", "y.backward(gradients)\ny.backward(gradients)\n")
     done = explain_torch(tmp_path, source.replace("retain_graph=True", "retain_graph=False"))
     assert done.returncode == 1
-    assert "Traceback" in done.stderr and "learner.py" in done.stderr and "RuntimeError" in done.stderr
+    assert "Traceback" in done.stderr
+    assert "learner.py" in done.stderr
+    assert "RuntimeError" in done.stderr
     assert "Pass 1" in done.stdout  # the pass before the error is still shown
 
 

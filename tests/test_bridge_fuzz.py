@@ -38,7 +38,9 @@ OTHER = [
     reduce=st.integers(0, 3),
     seed=st.integers(0, 2**16),
 )
-def test_random_programs(rows: int, cols: int, double: bool, steps: list[tuple[int, int]], reduce: int, seed: int) -> None:
+def test_random_programs(
+    rows: int, cols: int, double: bool, steps: list[tuple[int, int]], reduce: int, seed: int
+) -> None:
     torch.manual_seed(seed)
     dtype = torch.float64 if double else torch.float32
     with vjpgrad.watch_torch() as w:

@@ -20,6 +20,7 @@ from vjpgrad.display import notebook as _notebook  # noqa: F401 - gives Value an
 from vjpgrad.display.dot import SVGDrawing, draw, to_dot
 from vjpgrad.display.explain import Explanation, Step, explain
 from vjpgrad.transforms.custom import CustomOp, custom_op
+
 if TYPE_CHECKING:
     from vjpgrad.bridge.watch import Watch
 from vjpgrad.transforms.functional import grad, gradcheck, gradients, hessian, jacobian, jvp, value_and_grad, vjp

@@ -36,8 +36,8 @@ class LeafReport:
         total = len(self.distances)
         if self.matches:
             return f"  {shown}: equal to PyTorch's to the bit ({total}/{total} elements)"
-        far = [d for d in self.distances if d]
-        worst = "a nan or an infinity apart" if None in self.distances else f"{max(far)} ulp"  # type: ignore[type-var]
+        far = [d for d in self.distances if d is not None]
+        worst = "a nan or an infinity apart" if None in self.distances else f"{max(far)} ulp"
         why = f" ({'; '.join(reasons)})" if reasons else " (the reason is not known)"
         return (
             f"  {shown}: {self.equal}/{total} elements equal to PyTorch's to the bit; the others differ by up to "

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from vjpgrad.bridge.single import Single, in_dtype
+from vjpgrad.bridge.single import in_dtype
 from vjpgrad.core import graph
 from vjpgrad.core.ops import MASKED, Op, divided, times
 from vjpgrad.core.value import Value
@@ -39,7 +39,7 @@ Item = Value | float
 """One element of a replayed tensor: a Value when it takes gradient, else its number."""
 
 
-class NotReplayable(Exception):
+class NotReplayableError(Exception):
     """An operation the replay cannot reproduce exactly; the message names it."""
 
 
@@ -72,7 +72,7 @@ def fingerprint(numbers: Sequence[float]) -> bytes:
 
 
 def is_single(t: torch.Tensor) -> bool:
-    return t.dtype == torch.float32
+    return bool(t.dtype == torch.float32)
 
 
 DIFFERENTIABLE = (torch.float32, torch.float64)
@@ -128,7 +128,7 @@ def _vector_width(single: bool) -> int:
     return bits // (32 if single else 64)
 
 
-def _row_sum(units: list[Tree]) -> Tree:
+def _row_sum(units: list[Any]) -> Tree:
     """PyTorch's ``row_sum`` (SumKernel.cpp) over ``units`` (positions or vectors' lanes), four
     accumulators side by side; its cascade of levels starts past 64 units, which the caller notes."""
     rows = len(units) // 4
@@ -143,7 +143,7 @@ def sum_tree(n: int, single: bool) -> Tree:
     tail, then the lanes in turn), ``row_sum`` of the numbers below it."""
     width = _vector_width(single)
     if n < width:
-        return _flatten(_row_sum(list(range(n))))
+        return _flatten(_row_sum([*range(n)]))
     vectors = n // width
     lanes = [_flatten(_row_sum([v * width + lane for v in range(vectors)])) for lane in range(width)]
     return [*range(vectors * width, n), *lanes]
@@ -174,14 +174,14 @@ def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: boo
         tree: Tree = sum_tree(n, single) if contiguous else list(range(n))
         call.sums_over = max(call.sums_over, n if not contiguous or n >= 64 * _vector_width(single) else 0)
 
-        def build(parent: Value, tree: Tree, x: Value = x, where: list[int] = where) -> None:
+        def build(parent: Value, tree: Tree, x: Value = x, where: list[int] = where, n: int = n) -> None:
             node = graph.make(Value, x.data, op, parent, one, None, None)
             call.expanded.append((node, x, n))
             for k in tree:
                 if isinstance(k, int):
                     out[where[k]] = node
             for sub in reversed([k for k in tree if not isinstance(k, int)]):
-                build(node, sub)
+                build(node, sub, x, where, n)
 
         build(x, tree)
     return out
@@ -206,9 +206,9 @@ def make_outputs(
         op = engine_op(name, 0, (gradients[0],))
         for p in reversed(range(n)):
             xs = operands[p]
-            ss = tuple(s if isinstance(x, Value) else None for x, s in zip(xs, saved[p] or (), strict=True))
-            if any(s is not None for s in ss):
-                out[p] = graph.make(Value, data[p], op, tuple(xs), ss, None, None)
+            kept = tuple(s if isinstance(x, Value) else None for x, s in zip(xs, saved[p] or (), strict=True))
+            if any(s is not None for s in kept):
+                out[p] = graph.make(Value, data[p], op, tuple(xs), kept, None, None)
             else:
                 out[p] = data[p]
         return out
@@ -216,9 +216,10 @@ def make_outputs(
     op = engine_op(name, arity, tuple(gradients), SYMBOLS.get(name, "") if arity == 2 else "")
     if arity == 1:
         (xs,), (ss,) = operands, saved
+        assert ss is not None  # an operation of one operand that takes gradient saves for it
         for p in reversed(range(n)):
             x = xs[p]
-            out[p] = graph.make(Value, data[p], op, x, ss[p], None, None) if isinstance(x, Value) else data[p]  # type: ignore[index]
+            out[p] = graph.make(Value, data[p], op, x, ss[p], None, None) if isinstance(x, Value) else data[p]
         return out
     xs, ys = operands
     sx, sy = saved
@@ -309,7 +310,9 @@ def masked(call: Call, mask: torch.Tensor, saved: Any) -> list[Any]:
     return [MASKED if f else v for v, f in zip(values, flags, strict=True)]
 
 
-def elementwise(call: Call, name: str, operands: Sequence[Any], edges: Sequence[tuple[Any, Callable[..., Any]]]) -> list[list[Item]]:
+def elementwise(
+    call: Call, name: str, operands: Sequence[Any], edges: Sequence[tuple[Any, Callable[..., Any]]]
+) -> list[list[Item]]:
     """An element-wise operation of one or two operands (tensors or numbers, broadcast): each
     operand's edge saves ``edges[k][0]`` (a column, see ``column``) and has gradient ``edges[k][1]``."""
     columns = []
@@ -355,7 +358,7 @@ def _mul(call: Call) -> list[list[Item]]:
 def _div(call: Call) -> list[list[Item]]:
     x, y = call.args[:2]
     if call.kwargs.get("rounding_mode") is not None:
-        raise NotReplayable("div with a rounding_mode")
+        raise NotReplayableError("div with a rounding_mode")
     # derivatives.yaml: self: grad / other; other: -grad * ((self / other) / other)
     other = -((x / y) / y) if isinstance(y, torch.Tensor) or isinstance(x, torch.Tensor) else 0.0
     return elementwise(call, "div", (x, y), ((y, divided), (other, times)))
@@ -447,7 +450,9 @@ def _pow(call: Call) -> list[list[Item]]:
 @rule("where.self")
 def _where(call: Call) -> list[list[Item]]:
     condition, x, y = call.args[:3]
-    return elementwise(call, "where", (x, y), ((masked(call, ~condition, 1.0), times), (masked(call, condition, 1.0), times)))
+    return elementwise(
+        call, "where", (x, y), ((masked(call, ~condition, 1.0), times), (masked(call, condition, 1.0), times))
+    )
 
 
 # ---- reductions ----------------------------------------------------------------------------------
@@ -488,7 +493,7 @@ def _sum(call: Call) -> list[list[Item]]:
 def _extreme(call: Call) -> list[list[Item]]:
     x = call.args[0]
     if call.name.startswith("am") and len(call.args) > 1 and list(call.args[1]):
-        raise NotReplayable(call.name + " over some dimensions")
+        raise NotReplayableError(call.name + " over some dimensions")
     y = call.out
     # evenly_distribute_backward: grad / count on each element equal to the result (nan: each nan)
     hits = torch.isnan(x) if bool(torch.isnan(y)) else x == y
@@ -514,8 +519,12 @@ def _product(call: Call, a: torch.Tensor, b: torch.Tensor, name: str, bias: Any 
     n = b.shape[1] if b.dim() == 2 else 1
     single = call.single
     # PyTorch adds the gradient for mat2 after self's: its expand nodes are made first, run last
-    b_items = expand_nodes(call, eb.items, [j for _ in range(m) for j in range(len(eb.items))], single) if m > 1 else eb.items
-    a_items = expand_nodes(call, ea.items, [i for _ in range(n) for i in range(len(ea.items))], single) if n > 1 else ea.items
+    b_items = (
+        expand_nodes(call, eb.items, [j for _ in range(m) for j in range(len(eb.items))], single) if m > 1 else eb.items
+    )
+    a_items = (
+        expand_nodes(call, ea.items, [i for _ in range(n) for i in range(len(ea.items))], single) if n > 1 else ea.items
+    )
     bias_items: list[Item] = []
     if bias is not None:
         bias_items, _ = broadcast_column(call, bias)
@@ -546,7 +555,7 @@ def _mm(call: Call) -> list[list[Item]]:
 def _addmm(call: Call) -> list[list[Item]]:
     bias, a, b = call.args[:3]
     if float(call.kwargs.get("alpha", 1)) != 1.0:
-        raise NotReplayable("addmm with alpha other than 1")
+        raise NotReplayableError("addmm with alpha other than 1")
     return _product(call, a, b, "addmm", bias)
 
 
@@ -608,16 +617,22 @@ def _copies(call: Call) -> list[list[Item]]:
     if call.name == "copy_.default":  # copy_(self, src): the result is src, broadcast to self's shape
         src = call.args[1]
         if src.dtype != call.out.dtype:
-            raise NotReplayable("copy_ between types")
+            raise NotReplayableError("copy_ between types")
         arranged = index_of(src).broadcast_to(call.out.shape)
         results = [arranged]
         name = "copy"
     else:
         if call.name == "_to_copy.default" and call.kwargs.get("dtype", call.out.dtype) != call.args[0].dtype:
-            raise NotReplayable("a conversion to another type (_to_copy)")
+            raise NotReplayableError("a conversion to another type (_to_copy)")
         args = index_of(call.args)
-        kwargs = {k: v for k, v in call.kwargs.items() if k not in ("dtype", "memory_format", "layout", "device", "pin_memory")}
-        produced = getattr(torch.ops.aten, call.name.split(".")[0]).__getattr__(call.name.split(".")[1])(*args, **kwargs)
+        kwargs = {
+            k: v
+            for k, v in call.kwargs.items()
+            if k not in ("dtype", "memory_format", "layout", "device", "pin_memory")
+        }
+        produced = getattr(torch.ops.aten, call.name.split(".")[0]).__getattr__(call.name.split(".")[1])(
+            *args, **kwargs
+        )
         results = list(produced) if isinstance(produced, (list, tuple)) else [produced]
     single = call.single
     uses = [i for r in results for i in numbers_of_index(r)]
@@ -633,13 +648,13 @@ def _copies(call: Call) -> list[list[Item]]:
 
 
 def replay(call: Call) -> list[list[Item]]:
-    """The items of each tensor the call returns; raises NotReplayable for an operation the
+    """The items of each tensor the call returns; raises NotReplayableError for an operation the
     replay does not know (or one of its forms it cannot reproduce)."""
     if call.name in COPIES:
         return _copies(call)
     found = RULES.get(call.name)
     if found is None:
-        raise NotReplayable(call.name.split(".")[0])
+        raise NotReplayableError(call.name.split(".")[0])
     return found(call)
 
 

@@ -30,26 +30,26 @@ class Single(float):
 
     __slots__ = ()
 
-    def __add__(self, other: float) -> Single:  # type: ignore[override]
+    def __add__(self, other: float) -> Single:
         return Single(round32(float.__add__(self, other)))
 
-    __radd__ = __add__  # type: ignore[assignment]
+    __radd__ = __add__
 
-    def __sub__(self, other: float) -> Single:  # type: ignore[override]
+    def __sub__(self, other: float) -> Single:
         return Single(round32(float.__sub__(self, other)))
 
-    def __rsub__(self, other: float) -> Single:  # type: ignore[override, misc]
+    def __rsub__(self, other: float) -> Single:
         return Single(round32(float.__rsub__(self, other)))
 
-    def __mul__(self, other: float) -> Single:  # type: ignore[override]
+    def __mul__(self, other: float) -> Single:
         return Single(round32(float.__mul__(self, other)))
 
-    __rmul__ = __mul__  # type: ignore[assignment]
+    __rmul__ = __mul__
 
-    def __truediv__(self, other: float) -> Single:  # type: ignore[override]
+    def __truediv__(self, other: float) -> Single:
         return Single(round32(floats.div(float(self), float(other))))
 
-    def __rtruediv__(self, other: float) -> Single:  # type: ignore[override, misc]
+    def __rtruediv__(self, other: float) -> Single:
         return Single(round32(floats.div(float(other), float(self))))
 
     def __neg__(self) -> Single:

@@ -29,7 +29,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import vjpgrad.bridge.replay as replay
 from vjpgrad.bridge.passes import LeafReport, Pass
-from vjpgrad.bridge.replay import MATMUL_NOTE, Call, Entry, Item, NotReplayable, fingerprint, is_single, numbers_of
+from vjpgrad.bridge.replay import MATMUL_NOTE, Call, Entry, Item, NotReplayableError, fingerprint, is_single, numbers_of
 from vjpgrad.bridge.single import Single, in_dtype, ulps
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
@@ -43,7 +43,10 @@ NO_GRADIENT = {
     "gt", "ge", "isnan", "isinf", "isfinite", "argmax", "argmin", "logical_not", "logical_and", "logical_or",
 }  # fmt: skip
 MATRIX_PRODUCTS = {"mm", "mv", "dot", "addmm"}
-SUM_NOTE = "a sum of many numbers (or along an outer dimension), which PyTorch's kernels may add in an order the replay does not follow"
+SUM_NOTE = (
+    "a sum of many numbers (or along an outer dimension), which PyTorch's kernels may add in an order "
+    "the replay does not follow"
+)
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vjpgrad's package directory
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__))
@@ -90,7 +93,7 @@ def _tensors(x: Any) -> Iterator[torch.Tensor]:
             yield from _tensors(y)
 
 
-class _Mode(TorchDispatchMode):
+class _Mode(TorchDispatchMode):  # type: ignore[misc]  # torch is read as Any (pyproject.toml)
     def __init__(self, watch: Watch) -> None:
         super().__init__()
         self.watch = watch
@@ -128,7 +131,7 @@ class Watch:
 
     def __enter__(self) -> Watch:
         self._original = torch.autograd.backward
-        torch.autograd.backward = self._backward  # type: ignore[assignment]
+        torch.autograd.backward = self._backward
         self._mode.__enter__()
         return self
 
@@ -152,9 +155,9 @@ class Watch:
         numbers = numbers_of(t) if t.dtype.is_floating_point or t.dtype == torch.bool else []
         known = self._entries.get(id(t))
         mark = fingerprint(numbers)
-        if known is not None and known.tensor is t and known.fingerprint == mark:
-            if not (known.leaf is False and not known.takes_gradient and _is_leaf(t)):
-                return known
+        unchanged = known is not None and known.tensor is t and known.fingerprint == mark
+        if unchanged and not (not known.leaf and not known.takes_gradient and _is_leaf(t)):  # type: ignore[union-attr]
+            return known  # type: ignore[return-value]
         if _is_leaf(t):
             return self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
         if t.requires_grad:
@@ -219,7 +222,7 @@ class Watch:
             call = Call(name, swapped, dict(kwargs), entries, outputs)
             try:
                 made = replay.replay(call)
-            except NotReplayable as error:
+            except NotReplayableError as error:
                 poisoned = f"PyTorch's {error} at {user_location()}, which the replay does not reproduce"
             else:
                 if call.sums_over > 0:
@@ -293,7 +296,14 @@ class Watch:
         number = len(self.passes) + 1
         try:
             found = [self._entries.get(id(root)) for root in roots]
-            missing = next((e.poisoned if e else "an output made before watch_torch() began" for e in found if not e or e.poisoned), None)
+            missing = next(
+                (
+                    e.poisoned if e else "an output made before watch_torch() began"
+                    for e in found
+                    if not e or e.poisoned
+                ),
+                None,
+            )
             if missing is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=missing)
             items = [item for e in found for item in e.items]  # type: ignore[union-attr]
@@ -302,7 +312,9 @@ class Watch:
             explanation = _explained(outputs, kept, len(items) == 1 and roots[0].dim() == 0)
             reasons = sorted(frozenset().union(*(e.notes for e in found if e)))
             leaves = self._compare(explanation.gradients, before, names)
-            return Pass(number, location, outputs, seed, retain, explanation=explanation, leaves=leaves, reasons=reasons)
+            return Pass(
+                number, location, outputs, seed, retain, explanation=explanation, leaves=leaves, reasons=reasons
+            )
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
             return Pass(number, location, [], seed, retain, replayed=False, reason=reason)
@@ -342,11 +354,11 @@ class Watch:
     def _label(self, names: dict[int, str]) -> None:
         """Name the elements of the tensors the learner named (``a[1]``, ``W[0,1]``, ``y``), the
         others' by the order they were made (``t1[0]``), and each expand node by what it expands."""
-        named = [(self._entries.get(key), name) for key, name in names.items()]
-        for entry in self._unnamed:
-            if id(entry.tensor) not in names and entry.takes_gradient:
+        named: list[tuple[Entry | None, str]] = [(self._entries.get(key), name) for key, name in names.items()]
+        for made in self._unnamed:
+            if id(made.tensor) not in names and made.takes_gradient:
                 self._count += 1
-                named.append((entry, f"t{self._count}"))
+                named.append((made, f"t{self._count}"))
         self._unnamed = []
         for entry, name in named:
             if entry is None:
@@ -361,9 +373,9 @@ class Watch:
     def _compare(
         self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]
     ) -> list[LeafReport]:
-        reports = []
+        reports: list[LeafReport] = []
         for key, generations in self._leaves.items():
-            reached = next((g for g in reversed(generations) if any(v in gradients for v in g.items)), None)  # type: ignore[comparison-overlap]
+            reached = next((g for g in reversed(generations) if any(v in gradients for v in g.items)), None)
             if reached is None:
                 continue
             t = reached.tensor
