@@ -214,26 +214,27 @@ class Watch:
                 self._plain(t)
             return
         poisoned = next((e.poisoned for e in flowing if e.poisoned), None)
-        notes = frozenset().union(*(e.notes for e in flowing))
-        if base in MATRIX_PRODUCTS:
-            notes |= {MATMUL_NOTE}
+        notes = frozenset().union(*(e.notes for e in flowing)) | ({MATMUL_NOTE} if base in MATRIX_PRODUCTS else set())
         if poisoned is None:
             swapped = tuple(copies.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)
-            call = Call(name, swapped, dict(kwargs), entries, outputs)
-            try:
-                made = replay.replay(call)
-            except NotReplayableError as error:
-                poisoned = f"PyTorch's {error} at {user_location()}, which the replay does not reproduce"
-            else:
-                if call.sums_over > 0:
-                    notes |= {SUM_NOTE}
-                self._expanded += call.expanded
-                for t, items in zip(outputs, made, strict=True):
-                    entry = Entry(t, items, is_single(t), fingerprint(numbers_of(t)), notes=notes)
-                    self._unnamed.append(self._remember(t, entry))
-                return
-        for t in outputs:
-            self._remember(t, Entry(t, [], is_single(t), fingerprint(numbers_of(t)), poisoned=poisoned))
+            poisoned = self._replay(Call(name, swapped, dict(kwargs), entries, outputs), notes)
+        if poisoned is not None:
+            for t in outputs:
+                self._remember(t, Entry(t, [], is_single(t), fingerprint(numbers_of(t)), poisoned=poisoned))
+
+    def _replay(self, call: Call, notes: frozenset[str]) -> str | None:
+        """Make the nodes of ``call``'s results; None, or why it could not be replayed."""
+        try:
+            made = replay.replay(call)
+        except NotReplayableError as error:
+            return f"PyTorch's {error} at {user_location()}, which the replay does not reproduce"
+        if call.sums_over > 0:
+            notes |= {SUM_NOTE}
+        self._expanded += call.expanded
+        for t, items in zip(call.outputs, made, strict=True):
+            entry = Entry(t, items, is_single(t), fingerprint(numbers_of(t)), notes=notes)
+            self._unnamed.append(self._remember(t, entry))
+        return None
 
     def _plain(self, t: torch.Tensor) -> None:
         """A tensor made or changed with no gradient flowing: a leaf (a step under no_grad) or constants."""
