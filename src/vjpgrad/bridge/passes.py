@@ -3,7 +3,7 @@ leaf's ``.grad`` compares with PyTorch's, element by element."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from vjpgrad.core.value import Value
@@ -71,15 +71,25 @@ class Pass:
     retain_graph: bool
     replayed: bool = True
     reason: str = ""
-    explanation: Explanation | None = None
+    explainer: Callable[[], Explanation] | None = field(default=None, repr=False)
     leaves: list[LeafReport] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)  # known reasons a gradient may differ
     pytorch_error: str | None = None  # PyTorch refused the pass: its message
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
 
+    _explanation: Explanation | None = field(default=None, init=False, repr=False)
+
     @property
     def matches(self) -> bool:
         return self.replayed and self.pytorch_error is None and all(leaf.matches for leaf in self.leaves)
+
+    @property
+    def explanation(self) -> Explanation | None:
+        """The pass, edge by edge, as ``vjpgrad.explain`` gives it (None for a pass not replayed);
+        made when first read: a pass's comparison does not need it."""
+        if self._explanation is None and self.explainer is not None:
+            self._explanation = self.explainer()
+        return self._explanation
 
     def summary(self) -> str:
         """What the pass did, leaf by leaf, and whether each ``.grad`` is PyTorch's to the bit."""

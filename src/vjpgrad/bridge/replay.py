@@ -85,12 +85,17 @@ def _unused(*_: Any) -> Any:
     raise NotImplementedError("a replayed node has PyTorch's number; it is never computed again")
 
 
+MASKING = {"relu", "clamp", "where", "pow", "max", "min", "amax", "amin"}
+"""The operations whose edges may be MASKED (exactly 0.0 whatever the incoming gradient)."""
+
+
 @functools.cache
 def engine_op(name: str, arity: int, gradients: tuple[Callable[..., Any], ...], symbol: str = "") -> Op:
     """The engine's operation for a replayed PyTorch operation: its name as PyTorch writes it and
     one gradient per operand (one for all, for an operation of many operands)."""
     saved = tuple(_unused for _ in gradients)
-    return Op(name, arity, _unused, saved, gradients, "", doc=f"PyTorch's {name}", symbol=symbol, maskable=True)
+    masking = name in MASKING or arity == 0  # (an operation of many operands is never multiplied inline)
+    return Op(name, arity, _unused, saved, gradients, "", doc=f"PyTorch's {name}", symbol=symbol, maskable=masking)
 
 
 def _sigmoid_gradient(g: Any, one_minus: Any, out: Any) -> Any:

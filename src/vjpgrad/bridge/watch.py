@@ -17,6 +17,7 @@ anything else cannot be replayed, and says so.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
@@ -31,9 +32,10 @@ import vjpgrad.bridge.replay as replay
 from vjpgrad.bridge.passes import LeafReport, Pass
 from vjpgrad.bridge.replay import MATMUL_NOTE, Call, Entry, Item, NotReplayableError, fingerprint, is_single, numbers_of
 from vjpgrad.bridge.single import Single, in_dtype, ulps
+from vjpgrad.core import graph
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
-from vjpgrad.display.explain import explain
+from vjpgrad.display.explain import Explanation, explain
 
 NO_GRADIENT = {
     # operations whose result takes no gradient from their operands (shapes, randomness, masks)
@@ -310,11 +312,18 @@ class Watch:
             items = [item for e in found for item in e.items]  # type: ignore[union-attr]
             self._label(names)
             outputs, kept = _seeded([(x, s) for x, s in zip(items, seed, strict=True)])
-            explanation = _explained(outputs, kept, len(items) == 1 and roots[0].dim() == 0)
+            scalar = len(items) == 1 and roots[0].dim() == 0
             reasons = sorted(frozenset().union(*(e.notes for e in found if e)))
-            leaves = self._compare(explanation.gradients, before, names)
+            leaves = self._compare(_gradients(outputs, kept), before, names)
             return Pass(
-                number, location, outputs, seed, retain, explanation=explanation, leaves=leaves, reasons=reasons
+                number,
+                location,
+                outputs,
+                seed,
+                retain,
+                explainer=functools.partial(_explained, outputs, kept, scalar),
+                leaves=leaves,
+                reasons=reasons,
             )
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
@@ -335,15 +344,14 @@ class Watch:
         for v in numbers[1:]:
             total = total + in_dtype(v, entry.single)
         self._label(names)
-        explanation = _explained([entry.items[0]], [float(total)], roots[0].dim() == 0)
-        leaves = self._compare(explanation.gradients, None, names)
+        leaves = self._compare(_gradients([entry.items[0]], [float(total)]), None, names)
         return Pass(
             len(self.passes) + 1,
             location,
             [entry.items[0]],
             numbers,
             False,
-            explanation=explanation,
+            explainer=functools.partial(_explained, [entry.items[0]], [float(total)], roots[0].dim() == 0),
             leaves=leaves,
             pytorch_error=str(error).splitlines()[0],
             ran_as=(
@@ -440,7 +448,17 @@ def _seeded(pairs: list[tuple[Item, float]]) -> tuple[list[Value], list[float]]:
     return [x for x, _ in kept], [s for _, s in kept]
 
 
-def _explained(outputs: list[Value], seeds: list[float], scalar: bool) -> Any:
+def _gradients(outputs: list[Value], seeds: list[float]) -> dict[Value, float]:
+    """What the pass gives each leaf it reaches: the engine's own pass (``graph.propagate``), without
+    the record of every edge that ``explain`` keeps, and without touching any ``.grad``."""
+    with graph.pass_lock:
+        order, leaves = graph.reached(outputs)
+        graph.seed(outputs, seeds)
+        graph.propagate(order)
+        return {leaf: graph.cotangent(leaf) for leaf in leaves}
+
+
+def _explained(outputs: list[Value], seeds: list[float], scalar: bool) -> Explanation:
     if scalar:
         return explain(outputs[0], seeds[0])
     return explain(Vector(outputs), seeds)
