@@ -252,6 +252,7 @@ class Call:
     outputs: list[torch.Tensor]
     sums_over: int = 0  # the most contributions one expand node adds up
     expanded: list[tuple[Value, Value, int]] = field(default_factory=list)  # expand nodes: (node, source, uses)
+    notes: set[str] = field(default_factory=set)  # known reasons its gradients may differ from PyTorch's
 
     def entry(self, t: torch.Tensor) -> Entry:
         return self.entries[id(t)]
@@ -506,6 +507,161 @@ def _extreme(call: Call) -> list[list[Item]]:
     flags = numbers_of_index(hits.reshape(-1).to(torch.int64))
     saved = [[count if f else MASKED for f in flags]]
     return [make_outputs(call.name.split(".")[0], numbers_of(y), [call.entry(x).items], saved, [divided], many=True)]
+
+
+# ---- softmax and the losses, with PyTorch's own backward formulas ---------------------------------
+
+SOFTMAX_NOTE = (
+    "a softmax over a dimension of a vector's width or more, whose backward kernel adds its vectors "
+    "in an order of its own"
+)
+
+
+LOG_SOFTMAX_NOTE = (
+    "log_softmax, whose backward kernel computes exp(y) with a vectorised approximation of its own, "
+    "which can differ from torch.exp by an ulp"
+)
+
+
+def _unit(single: bool) -> float:
+    return in_dtype(1.0, single)
+
+
+def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
+    """``_softmax`` and ``_log_softmax`` along ``dim``: per row, an input node per element and one
+    node for the row's sum that PyTorch's backward computes first (``sum(g)``, or ``sum(g * y)``),
+    then each element's gradient as its kernel writes it: ``g - exp(y) * sum`` for log_softmax,
+    ``(g - sum) * y`` for softmax."""
+    x, dim = call.args[0], call.args[1] % max(call.args[0].dim(), 1)
+    y = call.out
+    single = call.single
+    entry = call.entry(x)
+    if x.dim() and x.shape[dim] >= _vector_width(single):
+        call.notes.add(SOFTMAX_NOTE)
+    if log:
+        call.notes.add(LOG_SOFTMAX_NOTE)
+    rows = _groups(x, [dim] if x.dim() else [], x.numel() // max(x.shape[dim] if x.dim() else 1, 1))
+    ys = [in_dtype(v, single) for v in numbers_of(y)]
+    exps = [in_dtype(v, single) for v in numbers_of(torch.exp(y))]
+    sums = numbers_of(torch.logsumexp(x, dim)) if log else [1.0] * len(rows)
+    name = "log_softmax" if log else "softmax"
+    inputs: list[Item] = list(entry.items)
+    op_in = engine_op(f"{name} input", 1, (times,))
+    for i, item in enumerate(entry.items):
+        if isinstance(item, Value):
+            inputs[i] = graph.make(Value, item.data, op_in, item, _unit(single) if log else ys[i], None, None)
+    row_of = [0] * len(inputs)
+    totals: list[Item] = []
+    op_sum = engine_op(f"{name} sum", 0, (times,))
+    for r, row in enumerate(rows):
+        for i in row:
+            row_of[i] = r
+        operands = tuple(inputs[i] for i in row)
+        saved = tuple((-exps[i] if log else -_unit(single)) if isinstance(inputs[i], Value) else None for i in row)
+        takes = any(s is not None for s in saved)
+        totals.append(graph.make(Value, sums[r], op_sum, operands, saved, None, None) if takes else sums[r])
+    operands_y = [inputs, [totals[row_of[i]] for i in range(len(inputs))]]
+    saved_y = [[_unit(single)] * len(inputs), [_unit(single) if log else ys[i] for i in range(len(inputs))]]
+    return [make_outputs(name, numbers_of(y), operands_y, saved_y, [times, times])]
+
+
+@rule("_log_softmax.default")
+def _log_softmax(call: Call) -> list[list[Item]]:
+    return _softmax_rule(call, log=True)
+
+
+@rule("_softmax.default")
+def _softmax(call: Call) -> list[list[Item]]:
+    return _softmax_rule(call, log=False)
+
+
+def _reduction(call: Call, position: int) -> int:
+    return int(call.kwargs.get("reduction", call.args[position] if len(call.args) > position else 1))
+
+
+def _loss(
+    call: Call, name: str, columns: list[tuple[list[Item], list[Any]]], gradient: Callable[..., Any]
+) -> list[Item]:
+    """A loss reduced to one number (mean or sum): one node over every element that takes gradient."""
+    operands = [x for items, _ in columns for x in items]
+    saved = [s for _, ss in columns for s in ss]
+    return make_outputs(name, numbers_of(call.out), [operands], [saved], [gradient], many=True)
+
+
+@rule("mse_loss.default")
+def _mse_loss(call: Call) -> list[list[Item]]:
+    # mse_loss_backward: norm * (self - target) * grad, norm = 2 / numel for a mean, else 2
+    x, target = call.args[:2]
+    reduction = _reduction(call, 2)
+    single = call.single
+    norm = in_dtype(2.0 / x.numel() if reduction == 1 else 2.0, single)
+    difference = [in_dtype(v, single) for v in numbers_of(x - target)]
+    saved = [norm * d for d in difference]
+    if reduction == 0:
+        return elementwise(call, "mse_loss", (x, target), ((saved, times), ([-s for s in saved], times)))
+    if tuple(x.shape) != tuple(target.shape):
+        raise NotReplayableError("mse_loss with a broadcast target")
+    columns = [(call.entry(x).items, saved), (call.entry(target).items, [-s for s in saved])]
+    return [_loss(call, "mse_loss", columns, times)]
+
+
+def _scaled_gradient(g: Any, s: Any, n: Any) -> Any:
+    """``(g * s) / n``: a loss's gradient divided by its element count (a mean), as PyTorch orders it."""
+    return (g * s) / n
+
+
+@rule("binary_cross_entropy_with_logits.default")
+def _bce_with_logits(call: Call) -> list[list[Item]]:
+    # binary_cross_entropy_with_logits_backward: (sigmoid(self) - target) * grad, then / numel (mean)
+    x, target = call.args[:2]
+    weight = call.args[2] if len(call.args) > 2 else call.kwargs.get("weight")
+    pos_weight = call.args[3] if len(call.args) > 3 else call.kwargs.get("pos_weight")
+    if weight is not None or pos_weight is not None or call.entry(target).takes_gradient:
+        raise NotReplayableError("binary_cross_entropy_with_logits with weights, or a target that takes gradient")
+    reduction = _reduction(call, 4)
+    single = call.single
+    factor = [in_dtype(v, single) for v in numbers_of(torch.sigmoid(x) - target)]
+    if reduction == 0:
+        return elementwise(call, "binary_cross_entropy_with_logits", (x,), ((factor, times),))
+    count = in_dtype(float(x.numel()) if reduction == 1 else 1.0, single)
+    columns = [(call.entry(x).items, [(f, count) for f in factor])]
+    return [_loss(call, "binary_cross_entropy_with_logits", columns, _scaled_gradient)]
+
+
+@rule("nll_loss_forward.default")
+def _nll_loss(call: Call) -> list[list[Item]]:
+    # nll_loss_backward: each row's target element gets -(grad / total_weight) (mean) or -grad (sum)
+    x, target, weight, reduction, ignore = call.args[:5]
+    if weight is not None or reduction == 0:
+        raise NotReplayableError("nll_loss with class weights or reduction='none'")
+    single = call.single
+    classes = x.shape[-1]
+    targets = numbers_of_index(target.reshape(-1))
+    picked = [r * classes + t for r, t in enumerate(targets) if t != ignore]
+    items = call.entry(x).items
+    total = call.outputs[1]
+    if reduction == 1:
+        saved = [-in_dtype(numbers_of(total)[0], single)] * len(picked)
+        gradient: Callable[..., Any] = divided
+    else:
+        saved, gradient = [-_unit(single)] * len(picked), times
+    loss = _loss(call, "nll_loss", [([items[i] for i in picked], saved)], gradient)
+    return [loss, list(numbers_of(total))]
+
+
+@rule("max.dim", "min.dim")
+def _extreme_along(call: Call) -> list[list[Item]]:
+    # value_selecting_reduction_backward: each result's gradient goes to the element its index names
+    x, dim = call.args[0], call.args[1] % max(call.args[0].dim(), 1)
+    values, indices = call.outputs
+    keep = values if len(call.args) > 2 and call.args[2] else values.unsqueeze(dim) if x.dim() else values
+    picks = numbers_of_index(torch.arange(x.numel()).reshape(x.shape).gather(dim, indices.reshape(keep.shape)))
+    items = call.entry(x).items
+    column = [items[i] for i in picks]
+    made = make_outputs(
+        call.name.split(".")[0], numbers_of(values), [column], [[_unit(call.single)] * len(picks)], [times]
+    )
+    return [made, [float(i) for i in numbers_of_index(indices)]]
 
 
 # ---- matrix products -----------------------------------------------------------------------------

@@ -210,7 +210,7 @@ class Watch:
         name = op_name(func)
         base = name.split(".")[0]
         flowing = [e for e in entries.values() if e.takes_gradient or e.poisoned]
-        differentiable = all(t.dtype in replay.DIFFERENTIABLE for t in outputs)
+        differentiable = any(t.dtype in replay.DIFFERENTIABLE for t in outputs)
         if not flowing or not torch.is_grad_enabled() or base in NO_GRADIENT or not differentiable:
             for t in outputs:
                 self._plain(t)
@@ -230,8 +230,7 @@ class Watch:
             made = replay.replay(call)
         except NotReplayableError as error:
             return f"PyTorch's {error} at {user_location()}, which the replay does not reproduce"
-        if call.sums_over > 0:
-            notes |= {SUM_NOTE}
+        notes |= call.notes | ({SUM_NOTE} if call.sums_over > 0 else set())
         self._expanded += call.expanded
         for t, items in zip(call.outputs, made, strict=True):
             entry = Entry(t, items, is_single(t), fingerprint(numbers_of(t)), notes=notes)
