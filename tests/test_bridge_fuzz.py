@@ -25,6 +25,10 @@ OTHER = [
     lambda x: x**2,
     lambda x: (x.abs() + 0.1).log(),
     lambda x: (x.abs() + 0.1).sqrt(),
+    lambda x: torch.where(x > 0, x, x * 0.5),
+    lambda x: torch.softmax(x, dim=-1),
+    lambda x: torch.stack([x, x.exp()]).sum(dim=0),
+    lambda x: x.max() + x,
 ]
 
 
