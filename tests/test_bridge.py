@@ -261,3 +261,20 @@ def test_cross_entropy_is_replayed_and_an_ulp_from_pytorchs_exp_is_reported_as_s
             assert "log_softmax, whose backward kernel computes exp(y)" in p.summary()
         verdicts.add(leaf.matches)
     assert True in verdicts  # most often every element is PyTorch's
+
+
+def test_in_place_updates_on_leaves_under_no_grad_and_through_views() -> None:
+    torch.manual_seed(8)
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(4, requires_grad=True)
+        y = x * 2
+        y.add_(1)
+        y.mul_(3)
+        v = y[1:3]
+        v.mul_(x[:2])  # through a view: PyTorch rewrites y's history (CopySlices)
+        (y * y).sum().backward()
+        with torch.no_grad():
+            x.sub_(0.1 * x.grad)
+        x.grad.zero_()
+        (x.exp() * y.detach()).sum().backward()
+    every_pass_matches(w, 2)

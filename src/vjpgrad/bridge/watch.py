@@ -30,7 +30,17 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import vjpgrad.bridge.replay as replay
 from vjpgrad.bridge.passes import LeafReport, Pass
-from vjpgrad.bridge.replay import MATMUL_NOTE, Call, Entry, Item, NotReplayableError, fingerprint, is_single, numbers_of
+from vjpgrad.bridge.replay import (
+    MATMUL_NOTE,
+    Call,
+    Entry,
+    Item,
+    NotReplayableError,
+    fingerprint,
+    is_single,
+    numbers_of,
+    numbers_of_index,
+)
 from vjpgrad.bridge.single import Single, in_dtype, ulps
 from vjpgrad.core import graph
 from vjpgrad.core.value import Value
@@ -235,7 +245,27 @@ class Watch:
         for t, items in zip(call.outputs, made, strict=True):
             entry = Entry(t, items, is_single(t), fingerprint(numbers_of(t)), notes=notes)
             self._unnamed.append(self._remember(t, entry))
+        for t, items in zip(call.outputs, made, strict=True):
+            if func_changes(call, t) and t._base is not None:
+                self._through_view(t, items)
         return None
+
+    def _through_view(self, view: torch.Tensor, items: list[Item]) -> None:
+        """An operation changed ``view`` in place: the elements of its base that it shows are now
+        ``items`` (PyTorch's CopySlices), the others stay as they were."""
+        base = view._base
+        entry = self._entries.get(id(base))
+        if entry is None or entry.tensor is not base or entry.poisoned:
+            return
+        size = base.untyped_storage().nbytes() // base.element_size()
+        places = torch.arange(size)
+        shown = numbers_of_index(torch.as_strided(places, view.shape, view.stride(), view.storage_offset()))
+        where = numbers_of_index(torch.as_strided(places, base.shape, base.stride(), base.storage_offset()))
+        position = {s: k for k, s in enumerate(where)}
+        updated = list(entry.items)
+        for s, item in zip(shown, items, strict=True):
+            updated[position[s]] = item
+        self._remember(base, Entry(base, updated, entry.single, fingerprint(numbers_of(base)), notes=entry.notes))
 
     def _plain(self, t: torch.Tensor) -> None:
         """A tensor made or changed with no gradient flowing: a leaf (a step under no_grad) or constants."""
@@ -401,6 +431,12 @@ class Watch:
             name = names.get(key) or f"leaf {len(reports) + 1}"
             reports.append(LeafReport(name, tuple(t.shape), replayed, pytorch, distances))
         return reports
+
+
+def func_changes(call: Call, t: torch.Tensor) -> bool:
+    """Whether ``call`` changed ``t`` in place (its first operand was copied before it ran)."""
+    first = call.args[0] if call.args else None
+    return isinstance(first, torch.Tensor) and first is not t and call.name.split(".")[0].endswith("_")
 
 
 def _is_leaf(t: torch.Tensor) -> bool:
