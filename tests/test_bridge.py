@@ -278,3 +278,27 @@ def test_in_place_updates_on_leaves_under_no_grad_and_through_views() -> None:
         x.grad.zero_()
         (x.exp() * y.detach()).sum().backward()
     every_pass_matches(w, 2)
+
+
+def test_an_unsupported_torch_version_and_a_missing_torch_are_refused_saying_how_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(torch, "__version__", "2.0.1")
+    with pytest.raises(ImportError, match=r"torch >= 2\.1 and < 2\.15; this is torch 2\.0\.1"):
+        vjpgrad.watch_torch()
+    code = (
+        "import sys; sys.modules['torch'] = None\nimport vjpgrad\ntry:\n    vjpgrad.watch_torch()\n"
+        "except ImportError as error:\n    print(error)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "pip install 'vjpgrad[torch]'" in out
+
+
+def test_an_expand_node_says_in_words_what_pytorch_adds() -> None:
+    with vjpgrad.watch_torch() as w:
+        b = torch.tensor(2.0, requires_grad=True)
+        x = torch.tensor([1.0, 2.0, 3.0])
+        (x * b).sum().backward()
+    every_pass_matches(w, 1)
+    labels = {step.operand for step in w.passes[0].explanation.steps}
+    assert "b expanded ×3: PyTorch adds these 3 in this order" in labels

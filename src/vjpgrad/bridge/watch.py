@@ -406,7 +406,7 @@ class Watch:
                 if isinstance(item, Value):
                     item.label = _element_name(name, shape, flat)
         for node, source, uses in self._expanded:
-            node.label = f"{source.label} expanded to {uses} places"
+            node.label = f"{source.label} expanded ×{uses}: PyTorch adds these {uses} in this order"
 
     def _compare(
         self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]
