@@ -118,7 +118,7 @@ def expand_nodes(call: Call, items: Sequence[Item], uses: Sequence[int], single:
         x = items[i]
         if n > 1 and isinstance(x, Value):
             out[i] = node = graph.make(Value, x.data, op, x, one, None, None)
-            call.expanded.append((node, x, n))
+            call.described.append((node, x, f"{{}} expanded ×{n}: PyTorch adds these {n} in this order"))
     return out
 
 
@@ -181,7 +181,7 @@ def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: boo
 
         def build(parent: Value, tree: Tree, x: Value = x, where: list[int] = where, n: int = n) -> None:
             node = graph.make(Value, x.data, op, parent, one, None, None)
-            call.expanded.append((node, x, n))
+            call.described.append((node, x, f"{{}} expanded ×{n}: PyTorch adds these {n} in this order"))
             for k in tree:
                 if isinstance(k, int):
                     out[where[k]] = node
@@ -251,7 +251,9 @@ class Call:
     entries: dict[int, Entry]
     outputs: list[torch.Tensor]
     sums_over: int = 0  # the most contributions one expand node adds up
-    expanded: list[tuple[Value, Value, int]] = field(default_factory=list)  # expand nodes: (node, source, uses)
+    # the nodes that stand for no tensor (expand nodes, a softmax's sums): how to name each once the
+    # tensors are named, as (node, the element it is made from or None, a text whose {} is that name)
+    described: list[tuple[Value, Value | None, str]] = field(default_factory=list)
     notes: set[str] = field(default_factory=set)  # known reasons its gradients may differ from PyTorch's
 
     def entry(self, t: torch.Tensor) -> Entry:
@@ -549,7 +551,8 @@ def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
     op_in = engine_op(f"{name} input", 1, (times,))
     for i, item in enumerate(entry.items):
         if isinstance(item, Value):
-            inputs[i] = graph.make(Value, item.data, op_in, item, _unit(single) if log else ys[i], None, None)
+            inputs[i] = node = graph.make(Value, item.data, op_in, item, _unit(single) if log else ys[i], None, None)
+            call.described.append((node, item, f"{{}} in {name}"))
     row_of = [0] * len(inputs)
     totals: list[Item] = []
     op_sum = engine_op(f"{name} sum", 0, (times,))
@@ -559,7 +562,11 @@ def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
         operands = tuple(inputs[i] for i in row)
         saved = tuple((-exps[i] if log else -_unit(single)) if isinstance(inputs[i], Value) else None for i in row)
         takes = any(s is not None for s in saved)
-        totals.append(graph.make(Value, sums[r], op_sum, operands, saved, None, None) if takes else sums[r])
+        total: Item = graph.make(Value, sums[r], op_sum, operands, saved, None, None) if takes else sums[r]
+        if isinstance(total, Value):
+            first = next(entry.items[i] for i in row if isinstance(entry.items[i], Value))
+            call.described.append((total, first, f"{name}'s sum over the row of {{}}"))  # type: ignore[arg-type]
+        totals.append(total)
     operands_y = [inputs, [totals[row_of[i]] for i in range(len(inputs))]]
     saved_y = [[_unit(single)] * len(inputs), [_unit(single) if log else ys[i] for i in range(len(inputs))]]
     return [make_outputs(name, numbers_of(y), operands_y, saved_y, [times, times])]

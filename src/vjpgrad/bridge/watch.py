@@ -135,7 +135,7 @@ class Watch:
         self._leaves: dict[int, list[Entry]] = {}  # each leaf tensor's generations (a step under no_grad makes one)
         self._mode = _Mode(self)
         self._unnamed: list[Entry] = []  # tensors made since the last pass, in order: t1, t2... unless named
-        self._expanded: list[tuple[Value, Value, int]] = []
+        self._described: list[tuple[Value, Value | None, str]] = []
         self._count = 0
         self._original: Any = None
 
@@ -241,7 +241,7 @@ class Watch:
         except NotReplayableError as error:
             return f"PyTorch's {error} at {user_location()}, which the replay does not reproduce"
         notes |= call.notes | ({SUM_NOTE} if call.sums_over > 0 else set())
-        self._expanded += call.expanded
+        self._described += call.described
         for t, items in zip(call.outputs, made, strict=True):
             entry = Entry(t, items, is_single(t), fingerprint(numbers_of(t)), notes=notes)
             self._unnamed.append(self._remember(t, entry))
@@ -405,8 +405,8 @@ class Watch:
             for flat, item in enumerate(entry.items):
                 if isinstance(item, Value):
                     item.label = _element_name(name, shape, flat)
-        for node, source, uses in self._expanded:
-            node.label = f"{source.label} expanded ×{uses}: PyTorch adds these {uses} in this order"
+        for node, source, text in self._described:
+            node.label = text.format(source.label if source is not None else "")
 
     def _compare(
         self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]
