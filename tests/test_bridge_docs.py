@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # the blocks run PyTorch
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "tutorials" / "your-pytorch-code.md"
@@ -20,9 +20,11 @@ PAIR = re.compile(r"```python\n(.*?)```\n\nprints\n\n```text\n(.*?)```", re.DOTA
 
 def test_each_block_prints_what_the_page_shows() -> None:
     pairs = PAIR.findall(PAGE.read_text(encoding="utf-8"))
-    assert len(pairs) == 4
+    assert len(pairs) == 5
     namespace: dict[str, object] = {}
     for code, shown in pairs:
+        if "pin_memory" in code and torch.cuda.is_available():
+            continue  # the refusal it shows is a computer's without a GPU
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             exec(compile(code, "learner.py", "exec"), namespace)
