@@ -302,3 +302,13 @@ def test_an_expand_node_says_in_words_what_pytorch_adds() -> None:
     every_pass_matches(w, 1)
     labels = {step.operand for step in w.passes[0].explanation.steps}
     assert "b expanded ×3: PyTorch adds these 3 in this order" in labels
+
+
+def test_a_tensor_too_large_to_replay_is_named_and_the_script_runs_on() -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.ones(400, 400, requires_grad=True)
+        (x * 2).sum().backward()
+    (p,) = w.passes
+    assert not p.replayed
+    assert "160,000 elements" in p.reason
+    assert x.grad.sum().item() == 2 * 160_000

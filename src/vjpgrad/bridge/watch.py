@@ -64,6 +64,18 @@ _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vjpgrad's
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__))
 
 
+LARGEST = 100_000
+"""The most elements a tensor may have for the watch to replay it element by element: past it, a
+learner's script would wait minutes for Values it could never read."""
+
+
+def too_large(t: torch.Tensor) -> str:
+    return (
+        f"a tensor of {t.numel():,} elements, made at {user_location()}: the watch replays tensors of up to "
+        f"{LARGEST:,} elements, one node each"
+    )
+
+
 class TorchReplayError(RuntimeError):
     """Under ``watch_torch(strict=True)``: a pass that could not be replayed, or whose gradients
     differ from PyTorch's; the message is the pass's summary."""
@@ -164,8 +176,12 @@ class Watch:
     def entry(self, t: torch.Tensor) -> Entry:
         """The entry of a tensor an operation reads: the one the watch made, or (for a tensor it
         has not seen, or whose numbers changed unseen) a new one."""
-        numbers = numbers_of(t) if t.dtype.is_floating_point or t.dtype == torch.bool else []
         known = self._entries.get(id(t))
+        if known is not None and known.tensor is t and known.poisoned:
+            return known  # what could not be replayed stays so, with its first reason
+        if t.numel() > LARGEST:
+            return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=too_large(t)))
+        numbers = numbers_of(t) if t.dtype.is_floating_point or t.dtype == torch.bool else []
         mark = fingerprint(numbers)
         unchanged = known is not None and known.tensor is t and known.fingerprint == mark
         if unchanged and not (not known.leaf and not known.takes_gradient and _is_leaf(t)):  # type: ignore[union-attr]
@@ -226,13 +242,14 @@ class Watch:
                 self._plain(t)
             return
         poisoned = next((e.poisoned for e in flowing if e.poisoned), None)
+        poisoned = poisoned or next((too_large(t) for t in outputs if t.numel() > LARGEST), None)
         notes = frozenset().union(*(e.notes for e in flowing)) | ({MATMUL_NOTE} if base in MATRIX_PRODUCTS else set())
         if poisoned is None:
             swapped = tuple(copies.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)
             poisoned = self._replay(Call(name, swapped, dict(kwargs), entries, outputs), notes)
         if poisoned is not None:
             for t in outputs:
-                self._remember(t, Entry(t, [], is_single(t), fingerprint(numbers_of(t)), poisoned=poisoned))
+                self._remember(t, Entry(t, [], is_single(t), b"", poisoned=poisoned))
 
     def _replay(self, call: Call, notes: frozenset[str]) -> str | None:
         """Make the nodes of ``call``'s results; None, or why it could not be replayed."""
@@ -269,6 +286,9 @@ class Watch:
 
     def _plain(self, t: torch.Tensor) -> None:
         """A tensor made or changed with no gradient flowing: a leaf (a step under no_grad) or constants."""
+        if t.numel() > LARGEST:
+            self._remember(t, Entry(t, [], is_single(t), b"", poisoned=too_large(t)))
+            return
         numbers = numbers_of(t) if t.dtype.is_floating_point else []
         mark = fingerprint(numbers)
         if _is_leaf(t):
