@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import os
 import sys
 import types
@@ -419,12 +420,11 @@ class Watch:
                 named.append((made, f"t{self._count}"))
         self._unnamed = []
         for entry, name in named:
-            if entry is None:
+            if entry is None or len(entry.items) != entry.tensor.numel():  # one not replayed has no items
                 continue
-            shape = tuple(entry.tensor.shape)
-            for flat, item in enumerate(entry.items):
+            for index, item in zip(_indices(tuple(entry.tensor.shape)), entry.items, strict=True):
                 if isinstance(item, Value):
-                    item.label = _element_name(name, shape, flat)
+                    item.label = name + index
         for node, source, text in self._described:
             node.label = text.format(source.label if source is not None else "")
 
@@ -468,14 +468,12 @@ def _grad_of(t: torch.Tensor) -> list[float] | None:
     return None if grad is None else numbers_of(grad)
 
 
-def _element_name(name: str, shape: tuple[int, ...], flat: int) -> str:
+@functools.cache
+def _indices(shape: tuple[int, ...]) -> list[str]:
+    """``[0,0]``, ``[0,1]``...: each element's index in row-major order (one empty for a 0-d tensor)."""
     if not shape:
-        return name
-    index = []
-    for size in reversed(shape):
-        index.append(flat % size)
-        flat //= size
-    return f"{name}[{','.join(str(i) for i in reversed(index))}]"
+        return [""]
+    return ["[" + ",".join(map(str, index)) + "]" for index in itertools.product(*map(range, shape))]
 
 
 def _names(frame: types.FrameType | None) -> dict[int, str]:
