@@ -291,7 +291,7 @@ def test_an_unsupported_torch_version_and_a_missing_torch_are_refused_saying_how
         "except ImportError as error:\n    print(error)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "pip install 'vjpgrad[torch]'" in out
+    assert "pip install torch (or pip install -e '.[torch]' in your clone of vjpgrad)" in out
 
 
 def test_an_expand_node_says_in_words_what_pytorch_adds() -> None:

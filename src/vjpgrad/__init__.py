@@ -31,7 +31,8 @@ _SUBMODULES = ("nn", "optim", "testing")
 def watch_torch(*, strict: bool = False) -> "Watch":
     """Replay the backward passes of your own PyTorch code as Values, element by element, exact
     to the bit where PyTorch's are (``with vjpgrad.watch_torch() as w:``; see
-    ``vjpgrad.bridge.watch_torch``). PyTorch is imported only now: ``pip install 'vjpgrad[torch]'``."""
+    ``vjpgrad.bridge.watch_torch``). PyTorch is imported only now, and only this needs it:
+    pip install torch (or pip install -e '.[torch]' in your clone of vjpgrad)."""
     from vjpgrad.bridge import watch_torch as watch
 
     return watch(strict=strict)

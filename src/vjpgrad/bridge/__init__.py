@@ -4,8 +4,9 @@
 each backward pass element by element (``replay``, in float32 where PyTorch ran float32:
 ``single``), then compares every ``.grad`` element with PyTorch's, bit for bit (``passes``).
 
-PyTorch is an optional extra (``pip install 'vjpgrad[torch]'``): this package imports it only
-when ``watch_torch()`` is called, and ``import vjpgrad`` never imports this package.
+PyTorch is an optional extra (pip install torch, or pip install -e '.[torch]' in a clone of
+vjpgrad): this package imports it only when ``watch_torch()`` is called, and ``import vjpgrad``
+never imports this package.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 SUPPORTED = ((2, 1), (2, 15))
 """The torch versions the bridge is tested with: from 2.1 up to, not including, 2.15."""
-INSTALL = "pip install 'vjpgrad[torch]'"
+INSTALL = "pip install torch (or pip install -e '.[torch]' in your clone of vjpgrad)"
 
 
 def _version(text: str) -> tuple[int, int]:
