@@ -547,29 +547,41 @@ def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
     exps = [in_dtype(v, single) for v in numbers_of(torch.exp(y))]
     sums = numbers_of(torch.logsumexp(x, dim)) if log else [1.0] * len(rows)
     name = "log_softmax" if log else "softmax"
-    inputs: list[Item] = list(entry.items)
-    op_in = engine_op(f"{name} input", 1, (times,))
-    for i, item in enumerate(entry.items):
-        if isinstance(item, Value):
-            inputs[i] = node = graph.make(Value, item.data, op_in, item, _unit(single) if log else ys[i], None, None)
-            call.described.append((node, item, f"{{}} in {name}"))
+    inputs = _softmax_inputs(call, entry.items, [_unit(single)] * len(ys) if log else ys, name)
     row_of = [0] * len(inputs)
     totals: list[Item] = []
-    op_sum = engine_op(f"{name} sum", 0, (times,))
     for r, row in enumerate(rows):
         for i in row:
             row_of[i] = r
-        operands = tuple(inputs[i] for i in row)
-        saved = tuple((-exps[i] if log else -_unit(single)) if isinstance(inputs[i], Value) else None for i in row)
-        takes = any(s is not None for s in saved)
-        total: Item = graph.make(Value, sums[r], op_sum, operands, saved, None, None) if takes else sums[r]
-        if isinstance(total, Value):
-            first = next(entry.items[i] for i in row if isinstance(entry.items[i], Value))
-            call.described.append((total, first, f"{name}'s sum over the row of {{}}"))  # type: ignore[arg-type]
-        totals.append(total)
+        saved = [-exps[i] if log else -_unit(single) for i in row]
+        totals.append(_softmax_sum(call, [entry.items[i] for i in row], [inputs[i] for i in row], saved, sums[r], name))
     operands_y = [inputs, [totals[row_of[i]] for i in range(len(inputs))]]
     saved_y = [[_unit(single)] * len(inputs), [_unit(single) if log else ys[i] for i in range(len(inputs))]]
     return [make_outputs(name, numbers_of(y), operands_y, saved_y, [times, times])]
+
+
+def _softmax_inputs(call: Call, items: list[Item], saved: list[Any], name: str) -> list[Item]:
+    """A node per element that takes gradient, where its two contributions (its own, and the row
+    sum's) are added before one passes on (``saved``: what that one is multiplied by)."""
+    inputs = list(items)
+    op = engine_op(f"{name} input", 1, (times,))
+    for i, item in enumerate(items):
+        if isinstance(item, Value):
+            inputs[i] = node = graph.make(Value, item.data, op, item, saved[i], None, None)
+            call.described.append((node, item, f"{{}} in {name}"))
+    return inputs
+
+
+def _softmax_sum(call: Call, row: list[Item], inputs: list[Item], saved: list[Any], number: float, name: str) -> Item:
+    """The node of one row's sum: the contributions of the row's results add up here, in PyTorch's
+    order, and hand each input ``sum * saved``."""
+    kept = tuple(s if isinstance(x, Value) else None for x, s in zip(inputs, saved, strict=True))
+    if all(s is None for s in kept):
+        return number
+    total = graph.make(Value, number, engine_op(f"{name} sum", 0, (times,)), tuple(inputs), kept, None, None)
+    first = next(x for x in row if isinstance(x, Value))
+    call.described.append((total, first, f"{name}'s sum over the row of {{}}"))
+    return total
 
 
 @rule("_log_softmax.default")

@@ -237,13 +237,11 @@ class Watch:
         name = op_name(func)
         base = name.split(".")[0]
         flowing = [e for e in entries.values() if e.takes_gradient or e.poisoned]
-        differentiable = any(t.dtype in replay.DIFFERENTIABLE for t in outputs)
-        if not flowing or not torch.is_grad_enabled() or base in NO_GRADIENT or not differentiable:
+        if not _takes_gradient(base, flowing, outputs):
             for t in outputs:
                 self._plain(t)
             return
-        poisoned = next((e.poisoned for e in flowing if e.poisoned), None)
-        poisoned = poisoned or next((too_large(t) for t in outputs if t.numel() > LARGEST), None)
+        poisoned = _first_reason(flowing, outputs)
         notes = frozenset().union(*(e.notes for e in flowing)) | ({MATMUL_NOTE} if base in MATRIX_PRODUCTS else set())
         if poisoned is None:
             swapped = tuple(copies.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)
@@ -451,6 +449,19 @@ class Watch:
             name = names.get(key) or f"leaf {len(reports) + 1}"
             reports.append(LeafReport(name, tuple(t.shape), replayed, pytorch, distances))
         return reports
+
+
+def _takes_gradient(base: str, flowing: list[Entry], outputs: list[torch.Tensor]) -> bool:
+    """Whether an operation's results take gradient: some operand does, grad mode is on, the
+    operation is differentiable and a result is of a floating type the replay follows."""
+    differentiable = any(t.dtype in replay.DIFFERENTIABLE for t in outputs)
+    return bool(flowing) and torch.is_grad_enabled() and base not in NO_GRADIENT and differentiable
+
+
+def _first_reason(flowing: list[Entry], outputs: list[torch.Tensor]) -> str | None:
+    """Why the results cannot be replayed (an operand that could not be, or a result too large), or None."""
+    poisoned = next((e.poisoned for e in flowing if e.poisoned), None)
+    return poisoned or next((too_large(t) for t in outputs if t.numel() > LARGEST), None)
 
 
 def func_changes(call: Call, t: torch.Tensor) -> bool:
