@@ -312,3 +312,16 @@ def test_a_tensor_too_large_to_replay_is_named_and_the_script_runs_on() -> None:
     assert not p.replayed
     assert "160,000 elements" in p.reason
     assert x.grad.sum().item() == 2 * 160_000
+
+
+def test_several_outputs_at_once_and_backward_inputs_that_leave_other_leaves_alone() -> None:
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        b = torch.tensor([3.0, 4.0], requires_grad=True)
+        y1 = a * b
+        y2 = (a + b).exp()
+        torch.autograd.backward([y1, y2], [torch.ones(2), torch.tensor([0.5, 2.0])])
+        (a * b).sum().backward(inputs=[a])
+    every_pass_matches(w, 2)
+    assert w.passes[0].seed == [1.0, 1.0, 0.5, 2.0]
+    assert [leaf.name for leaf in w.passes[1].leaves] == ["a"]

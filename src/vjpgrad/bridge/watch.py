@@ -150,6 +150,7 @@ class Watch:
         self._unnamed: list[Entry] = []  # tensors made since the last pass, in order: t1, t2... unless named
         self._described: list[tuple[Value, Value | None, str]] = []
         self._count = 0
+        self._only: set[int] | None = None  # the leaves a pass accumulates into, when backward names them
         self._original: Any = None
 
     # ---- the context manager -------------------------------------------------------------------
@@ -318,10 +319,13 @@ class Watch:
             try:
                 self._original(*args, **kwargs)
             except RuntimeError as error:
+                self._only = None
                 refused = self._refused(roots, seeds, error, location, names)
                 if refused is not None:
                     self.passes.append(refused)
                 raise
+            inputs = given.get("inputs")
+            self._only = None if inputs is None else {id(t) for t in _tensors(inputs)}  # backward(inputs=...)
             done = self._replayed(roots, seeds, retain, location, names, before)
         finally:
             self.paused -= 1
@@ -431,6 +435,8 @@ class Watch:
     ) -> list[LeafReport]:
         reports: list[LeafReport] = []
         for key, generations in self._leaves.items():
+            if self._only is not None and key not in self._only:
+                continue  # backward(inputs=...) leaves the others' .grad as it was
             reached = next((g for g in reversed(generations) if any(v in gradients for v in g.items)), None)
             if reached is None:
                 continue
