@@ -185,10 +185,12 @@ class Watch:
             return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=too_large(t)))
         numbers = numbers_of(t) if t.dtype.is_floating_point or t.dtype == torch.bool else []
         mark = fingerprint(numbers)
-        unchanged = known is not None and known.tensor is t and known.fingerprint == mark
-        if unchanged and not (not known.leaf and not known.takes_gradient and _is_leaf(t)):  # type: ignore[union-attr]
-            return known  # type: ignore[return-value]
-        if _is_leaf(t):
+        leaf = _is_leaf(t)
+        if known is not None and known.tensor is t and known.fingerprint == mark:
+            became_leaf = leaf and not known.leaf and not known.takes_gradient  # requires_grad_(True)
+            if not became_leaf and known.leaf == leaf:  # a leaf stops being one with requires_grad_(False)
+                return known
+        if leaf:
             return self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
         if t.requires_grad:
             reason = "a tensor made before watch_torch() began, or changed where the watch could not see"
@@ -365,8 +367,10 @@ class Watch:
             self._label(names)
             outputs, kept = _seeded([(x, s) for x, s in zip(items, seed, strict=True)])
             scalar = len(items) == 1 and roots[0].dim() == 0
-            reasons = sorted(frozenset().union(*(e.notes for e in found if e)))
-            leaves = self._compare(_gradients(outputs, kept), before, names)
+            gradients = _gradients(outputs, kept)
+            notes = frozenset().union(*(e.notes for e in found if e)) | self._hooks(outputs, names)
+            reasons = sorted(notes)
+            leaves = self._compare(gradients, before, names)
             return Pass(
                 number,
                 location,
@@ -410,6 +414,22 @@ class Watch:
                 "as the PyTorch of the answer ran it (before version 1.3): the seed summed into the output's "
                 f"one element, {float(total)!r}"
             ),
+        )
+
+    def _hooks(self, outputs: list[Value], names: dict[int, str]) -> frozenset[str]:
+        """A hook on a tensor the pass reached (``register_hook``, or one run after ``.grad``
+        accumulates) may change the gradient PyTorch passes on: the replay does not run hooks, so
+        a pass that differs names them as a reason."""
+        hooked = [(key, entry) for key, entry in self._entries.items() if _has_hooks(entry.tensor)]
+        if not hooked:
+            return frozenset()
+        with graph.pass_lock:
+            order, leaves = graph.reached(outputs)
+        reached = set(order) | set(leaves)
+        return frozenset(
+            f"a hook on {names.get(key, 'a tensor')} (register_hook), which the replay does not run"
+            for key, entry in hooked
+            if any(isinstance(x, Value) and x in reached for x in entry.items)
         )
 
     def _label(self, names: dict[int, str]) -> None:
@@ -474,6 +494,10 @@ def func_changes(call: Call, t: torch.Tensor) -> bool:
     """Whether ``call`` changed ``t`` in place (its first operand was copied before it ran)."""
     first = call.args[0] if call.args else None
     return isinstance(first, torch.Tensor) and first is not t and call.name.split(".")[0].endswith("_")
+
+
+def _has_hooks(t: torch.Tensor) -> bool:
+    return bool(getattr(t, "_backward_hooks", None) or getattr(t, "_post_accumulate_grad_hooks", None))
 
 
 def _is_leaf(t: torch.Tensor) -> bool:
