@@ -325,3 +325,25 @@ def test_several_outputs_at_once_and_backward_inputs_that_leave_other_leaves_alo
     every_pass_matches(w, 2)
     assert w.passes[0].seed == [1.0, 1.0, 0.5, 2.0]
     assert [leaf.name for leaf in w.passes[1].leaves] == ["a"]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_is_paused_only_while_the_watch_works(enabled: bool) -> None:
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        seen = []
+        with vjpgrad.watch_torch() as w:
+            x = torch.tensor([1.0, 2.0], requires_grad=True)
+            y = x * 3
+            seen.append(gc.isenabled())  # the learner's code, between two operations
+            y.register_hook(lambda g: seen.append(gc.isenabled()))  # the learner's code, in PyTorch's pass
+            (y * y).sum().backward()
+            seen.append(gc.isenabled())
+        assert seen == [enabled] * 3
+        assert gc.isenabled() == enabled
+        every_pass_matches(w, 1)
+    finally:
+        (gc.enable if was else gc.disable)()
