@@ -89,7 +89,9 @@ def test_the_site_builds_with_no_warnings(site: Site) -> None:
 
 @pytest.mark.slow  # the site's build
 def test_every_tutorial_ran_and_shows_each_cells_output(site: Site) -> None:
-    tutorials = sorted((DOCS / "tutorials").glob("*.md"))
+    # "Your PyTorch code" shows PyTorch code the build cannot run (the docs have no PyTorch):
+    # tests/test_bridge_docs.py runs its blocks and checks the output it shows
+    tutorials = sorted(p for p in (DOCS / "tutorials").glob("*.md") if p.name != "your-pytorch-code.md")
     assert len(tutorials) == 8
     for source in tutorials:
         cells = source.read_text(encoding="utf-8").count("```{code-cell}")

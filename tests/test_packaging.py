@@ -99,6 +99,7 @@ def test_no_install_hint_asks_pypi_for_vjpgrad() -> None:
 
 def test_every_install_hint_names_the_packages_of_its_extra_and_the_extra_from_the_clone() -> None:
     from vjpgrad.batched.arrays import INSTALL as ARRAYS
+    from vjpgrad.bridge import INSTALL as BRIDGE
     from vjpgrad.course.commands import install_hint
     from vjpgrad.display.dot import INSTALL_HINT as DRAWING
     from vjpgrad.testing import HYPOTHESIS_HINT
@@ -108,6 +109,7 @@ def test_every_install_hint_names_the_packages_of_its_extra_and_the_extra_from_t
         "vjpgrad.draw": (DRAWING, "graphviz", "viz"),
         "vjpgrad.testing": (HYPOTHESIS_HINT, "hypothesis", "test"),
         "vjpgrad.vmap": (ARRAYS, "numpy", "vmap"),
+        "vjpgrad.watch_torch": (BRIDGE, "torch", "torch"),
         "vjpgrad course check": (install_hint(["pytest", "hypothesis"]), "pytest hypothesis", "course"),
         "examples/moons.py": ((ROOT / "examples" / "moons.py").read_text(), "matplotlib", "plot"),
         "examples/draw_example_1.py": ((ROOT / "examples" / "draw_example_1.py").read_text(), "graphviz", "viz"),

@@ -147,7 +147,7 @@ def test_the_readme_links_the_pages_of_the_docs() -> None:
 
 def test_the_notebooks_are_recognised_as_notebooks() -> None:
     tutorials = sorted((DOCS / "tutorials").glob("*.md"))
-    assert len(tutorials) == 8
+    assert len(tutorials) == 9
     assert all(is_notebook(page.read_text(encoding="utf-8")) for page in tutorials)
     assert not is_notebook((DOCS / "start-here.md").read_text(encoding="utf-8"))
 

@@ -6,6 +6,8 @@ the ``gradients`` are the ``v`` of the vector-Jacobian product ``v^T J``.
 """
 
 # the public API, from the layers: core (the engine), transforms, compiler, display
+from typing import TYPE_CHECKING
+
 from vjpgrad._version import __version__ as __version__  # the one place it is written
 from vjpgrad.batched import Vmapped, batch_sum, vmap
 from vjpgrad.compiler import Compiled, RecompileWarning, compile
@@ -18,9 +20,22 @@ from vjpgrad.display import notebook as _notebook  # noqa: F401 - gives Value an
 from vjpgrad.display.dot import SVGDrawing, draw, to_dot
 from vjpgrad.display.explain import Explanation, Step, explain
 from vjpgrad.transforms.custom import CustomOp, custom_op
+
+if TYPE_CHECKING:
+    from vjpgrad.bridge.watch import Watch
 from vjpgrad.transforms.functional import grad, gradcheck, gradients, hessian, jacobian, jvp, value_and_grad, vjp
 
 _SUBMODULES = ("nn", "optim", "testing")
+
+
+def watch_torch(*, strict: bool = False) -> "Watch":
+    """Replay the backward passes of your own PyTorch code as Values, element by element, exact
+    to the bit where PyTorch's are (``with vjpgrad.watch_torch() as w:``; see
+    ``vjpgrad.bridge.watch_torch``). PyTorch is imported only now, and only this needs it:
+    pip install torch (or pip install -e '.[torch]' in your clone of vjpgrad)."""
+    from vjpgrad.bridge import watch_torch as watch
+
+    return watch(strict=strict)
 
 
 def __getattr__(name: str) -> object:
@@ -63,5 +78,6 @@ __all__ = [
     "value_and_grad",
     "vjp",
     "vmap",
+    "watch_torch",
 ]
 __all__ += _functions.__all__  # one per function of the table (exp, log, ...): they follow from it

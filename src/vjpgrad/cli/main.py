@@ -46,6 +46,7 @@ examples:
                                             a page that steps through the pass in a browser
   vjpgrad --x x=3                                           an expression may start with -
   vjpgrad course init mycourse                              the course: build your own engine (course --help)
+  vjpgrad explain-torch script.py --html pages   each backward pass of a PyTorch script, replayed exactly
   vjpgrad cache [--clear]                                   where vjpgrad.compile keeps its code; --clear empties it
 
 A variable is NAME=NUMBER (a scalar) or NAME=N1,N2,... (a vector; NAME=5, is a vector of
@@ -422,6 +423,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return course(arguments[1:])
     if arguments[:1] == ["cache"]:
         return _cache_command(arguments[1:])
+    if arguments[:1] == ["explain-torch"]:  # PyTorch's own backward passes, replayed (imports torch)
+        from vjpgrad.cli.explain_torch import main as explain_torch
+
+        return explain_torch(arguments[1:])
     if not arguments:
         text, all_agree = report()
         print(text)

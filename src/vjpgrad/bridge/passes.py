@@ -1,0 +1,113 @@
+"""One backward pass of the learner's PyTorch code, replayed: its graph, its seed, and how each
+leaf's ``.grad`` compares with PyTorch's, element by element."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from vjpgrad.core.value import Value
+from vjpgrad.display import text
+from vjpgrad.display.explain import Explanation
+
+
+@dataclass(frozen=True)
+class LeafReport:
+    """How the replay's ``.grad`` of one leaf tensor compares with PyTorch's after the pass."""
+
+    name: str
+    shape: tuple[int, ...]
+    replayed: list[float]  # the .grad the replay computes, element by element (row-major)
+    pytorch: list[float] | None  # PyTorch's .grad after the pass; None where PyTorch ran no such pass
+    distances: list[int | None]  # ulps apart per element (None: nan against a number, or inf against another)
+
+    @property
+    def equal(self) -> int:
+        return sum(d == 0 for d in self.distances)
+
+    @property
+    def matches(self) -> bool:
+        return self.pytorch is not None and self.equal == len(self.distances)
+
+    def line(self, reasons: Sequence[str]) -> str:
+        shown = f"{self.name}.grad = {_numbers(self.replayed, self.shape)}"
+        if self.pytorch is None:
+            return f"  {shown}"
+        total = len(self.distances)
+        if self.matches:
+            return f"  {shown}: equal to PyTorch's to the bit ({total}/{total} elements)"
+        far = [d for d in self.distances if d is not None]
+        worst = "a nan or an infinity apart" if None in self.distances else f"{max(far)} ulp"
+        why = f" ({'; '.join(reasons)})" if reasons else " (the reason is not known)"
+        return (
+            f"  {shown}: {self.equal}/{total} elements equal to PyTorch's to the bit; the others differ by up to "
+            f"{worst}{why}; PyTorch's: {_numbers(self.pytorch, self.shape)}"
+        )
+
+
+def _numbers(values: list[float], shape: tuple[int, ...]) -> str:
+    if not shape:
+        return text.number(values[0])
+    if len(values) > 8:
+        return "[" + ", ".join(text.number(v) for v in values[:8]) + f", ... ({len(values)} elements)]"
+    return "[" + ", ".join(text.number(v) for v in values) + "]"
+
+
+@dataclass
+class Pass:
+    """One backward pass: ``outputs`` seeded with ``seed`` (the ``gradient`` argument, one number per
+    element), where the learner called it, and what the replay made of it.
+
+    ``replayed`` is False when a PyTorch operation on the way could not be replayed: ``reason``
+    then names it and the learner's line. ``matches`` is True only when every ``.grad`` element
+    the pass produced equals PyTorch's to the bit. ``explanation`` is the pass as
+    ``vjpgrad.explain`` shows it (its stepper page: ``explanation.to_html()``).
+    """
+
+    number: int
+    location: str
+    outputs: list[Value]
+    seed: list[float]
+    retain_graph: bool
+    replayed: bool = True
+    reason: str = ""
+    explainer: Callable[[], Explanation] | None = field(default=None, repr=False)
+    leaves: list[LeafReport] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)  # known reasons a gradient may differ
+    pytorch_error: str | None = None  # PyTorch refused the pass: its message
+    ran_as: str = ""  # how the replay ran a pass PyTorch refused
+
+    _explanation: Explanation | None = field(default=None, init=False, repr=False)
+
+    @property
+    def matches(self) -> bool:
+        return self.replayed and self.pytorch_error is None and all(leaf.matches for leaf in self.leaves)
+
+    @property
+    def explanation(self) -> Explanation | None:
+        """The pass, edge by edge, as ``vjpgrad.explain`` gives it (None for a pass not replayed);
+        made when first read: a pass's comparison does not need it."""
+        if self._explanation is None and self.explainer is not None:
+            self._explanation = self.explainer()
+        return self._explanation
+
+    def summary(self) -> str:
+        """What the pass did, leaf by leaf, and whether each ``.grad`` is PyTorch's to the bit."""
+        lines = [f"Pass {self.number}: backward at {self.location}, seed {_numbers(self.seed, (len(self.seed),))}"]
+        if self.pytorch_error is not None:
+            lines.append(f"  PyTorch refused it: {self.pytorch_error}")
+            lines.append(f"  Replayed {self.ran_as}:")
+        if not self.replayed:
+            lines.append(f"  not replayed: {self.reason}")
+            return "\n".join(lines)
+        lines += [leaf.line(self.reasons) for leaf in self.leaves]
+        if not self.leaves:
+            lines.append("  no leaf tensor that requires grad was reached")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        state = "matches" if self.matches else ("differs" if self.replayed else "not replayed")
+        return f"<Pass {self.number} at {self.location}: {state}>"

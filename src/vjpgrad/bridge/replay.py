@@ -1,0 +1,850 @@
+"""PyTorch's operations replayed as Values, one node per element.
+
+Each tensor the learner's code makes is kept as an ``Entry``: its elements in row-major order,
+each a ``Value`` (an element that takes gradient) or a float (a constant). An operation's
+result gets PyTorch's own numbers (its vectorised ``exp`` and ``tanh`` differ from the C
+library's by an ulp or two), and each edge saves what PyTorch's backward formula
+(``tools/autograd/derivatives.yaml``) multiplies or divides the incoming gradient by,
+computed by PyTorch itself on the whole tensor, so that the last step, ``g * saved`` in the
+engine, rounds as PyTorch's kernel does. For a float32 tensor the saved numbers are
+``Single``: the engine's products and sums then round to float32 after every operation.
+
+Where PyTorch's backward sums inside one operation (a broadcast operand, ``expand``, the
+rows of ``mm``), the operand gets a node of its own per element, an ``expand`` node, that adds
+the contributions in the order PyTorch's kernel adds them before passing one sum on, as
+PyTorch's engine passes one gradient per operation. Views and copies are a node per element
+too, so a view's gradient is summed on its own first, as PyTorch's ``ViewBackward`` does.
+The outputs of an operation are made last element first, so that the reverse pass (which
+runs the latest node first) visits them in row-major order.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from array import array
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from vjpgrad.bridge.single import in_dtype
+from vjpgrad.core import graph
+from vjpgrad.core.ops import MASKED, Op, divided, times
+from vjpgrad.core.value import Value
+
+Item = Value | float
+"""One element of a replayed tensor: a Value when it takes gradient, else its number."""
+
+
+class NotReplayableError(Exception):
+    """An operation the replay cannot reproduce exactly; the message names it."""
+
+
+@dataclass
+class Entry:
+    """A tensor of the learner's code, as the replay holds it."""
+
+    tensor: torch.Tensor  # kept alive, so that its id names it as long as the watch runs
+    items: list[Item]
+    single: bool  # float32 (else float64, or a type the replay does not differentiate)
+    fingerprint: bytes  # its numbers when last seen, to notice a change the watch did not see
+    leaf: bool = False
+    poisoned: str | None = None  # why a pass through this tensor cannot be replayed
+    notes: frozenset[str] = field(default_factory=frozenset)  # known reasons its gradients may differ
+
+    @property
+    def takes_gradient(self) -> bool:
+        return any(isinstance(x, Value) for x in self.items)
+
+
+def numbers_of(t: torch.Tensor) -> list[float]:
+    """A tensor's elements in row-major order, as Python floats (exact for float32 and float64)."""
+    flat: list[float] = t.detach().reshape(-1).tolist()
+    return flat
+
+
+def fingerprint(numbers: Sequence[float]) -> bytes:
+    """The bits of ``numbers`` (nan compares equal to itself here, unlike ``==``)."""
+    return array("d", numbers).tobytes()
+
+
+def is_single(t: torch.Tensor) -> bool:
+    return bool(t.dtype == torch.float32)
+
+
+DIFFERENTIABLE = (torch.float32, torch.float64)
+
+
+# ---- the operations' faces in the engine ---------------------------------------------------------
+
+
+def _unused(*_: Any) -> Any:
+    raise NotImplementedError("a replayed node has PyTorch's number; it is never computed again")
+
+
+MASKING = {"relu", "clamp", "where", "pow", "max", "min", "amax", "amin"}
+"""The operations whose edges may be MASKED (exactly 0.0 whatever the incoming gradient)."""
+
+
+@functools.cache
+def engine_op(name: str, arity: int, gradients: tuple[Callable[..., Any], ...], symbol: str = "") -> Op:
+    """The engine's operation for a replayed PyTorch operation: its name as PyTorch writes it and
+    one gradient per operand (one for all, for an operation of many operands)."""
+    saved = tuple(_unused for _ in gradients)
+    masking = name in MASKING or arity == 0  # (an operation of many operands is never multiplied inline)
+    return Op(name, arity, _unused, saved, gradients, "", doc=f"PyTorch's {name}", symbol=symbol, maskable=masking)
+
+
+def _sigmoid_gradient(g: Any, one_minus: Any, out: Any) -> Any:
+    """PyTorch's ``sigmoid_backward``: ``(g * (1 - y)) * y``, in that order."""
+    return (g * one_minus) * out
+
+
+SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rsub": "-"}
+
+
+def expand_nodes(call: Call, items: Sequence[Item], uses: Sequence[int], single: bool) -> list[Item]:
+    """``items`` with each Value that ``uses`` lists more than once standing behind an ``expand``
+    node: the node where that element's contributions are added up, in turn, before reaching it."""
+    counts = Counter(uses)
+    call.sums_over = max(call.sums_over, max(counts.values(), default=0))
+    out = list(items)
+    one = in_dtype(1.0, single)
+    op = engine_op("expand", 1, (times,))
+    for i, n in counts.items():
+        x = items[i]
+        if n > 1 and isinstance(x, Value):
+            out[i] = node = graph.make(Value, x.data, op, x, one, None, None)
+            call.described.append((node, x, f"{{}} expanded ×{n}: PyTorch adds these {n} in this order"))
+    return out
+
+
+Tree = list[Any]
+"""An accumulator of PyTorch's sum kernel: the positions (ints) it adds, in order, then the
+accumulators (Trees) it adds after them."""
+
+
+def _vector_width(single: bool) -> int:
+    capability = torch.backends.cpu.get_cpu_capability()
+    bits = 512 if "512" in capability else 256 if "AVX2" in capability else 128
+    return bits // (32 if single else 64)
+
+
+def _row_sum(units: list[Any]) -> Tree:
+    """PyTorch's ``row_sum`` (SumKernel.cpp) over ``units`` (positions or vectors' lanes), four
+    accumulators side by side; its cascade of levels starts past 64 units, which the caller notes."""
+    rows = len(units) // 4
+    accumulators: list[Tree] = [[units[r * 4 + k] for r in range(rows)] for k in range(4)]
+    accumulators[0] += units[rows * 4 :]
+    return [*accumulators[0], *accumulators[1:]]
+
+
+def sum_tree(n: int, single: bool) -> Tree:
+    """The order in which PyTorch's CPU kernel adds ``n`` contiguous numbers (an inner reduction):
+    ``vectorized_inner_sum`` from one vector's width up (each lane summed by ``row_sum``, then the
+    tail, then the lanes in turn), ``row_sum`` of the numbers below it."""
+    width = _vector_width(single)
+    if n < width:
+        return _flatten(_row_sum([*range(n)]))
+    vectors = n // width
+    lanes = [_flatten(_row_sum([v * width + lane for v in range(vectors)])) for lane in range(width)]
+    return [*range(vectors * width, n), *lanes]
+
+
+def _flatten(tree: Tree) -> Tree:
+    """A tree whose sub-accumulators hold nothing but positions ahead of ones that hold more."""
+    return [x if isinstance(x, int) else _flatten(x) for x in tree]
+
+
+def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: bool) -> list[Item]:
+    """The operand of each position of a broadcast or a copy (``uses[p]``: the element it reads):
+    an element read at several positions stands behind ``expand`` nodes that add the positions'
+    contributions as PyTorch's sum kernel adds them (``sum_tree``) for contiguous positions, and
+    in turn otherwise (the order of its outer reductions below 16 rows)."""
+    positions: dict[int, list[int]] = {}
+    for p, i in enumerate(uses):
+        positions.setdefault(i, []).append(p)
+    out: list[Item] = [items[i] for i in uses]
+    op = engine_op("expand", 1, (times,))
+    one = in_dtype(1.0, single)
+    for i, where in positions.items():
+        x = items[i]
+        n = len(where)
+        if n < 2 or not isinstance(x, Value):
+            continue
+        contiguous = where[-1] - where[0] == n - 1
+        tree: Tree = sum_tree(n, single) if contiguous else list(range(n))
+        call.sums_over = max(call.sums_over, n if not contiguous or n >= 64 * _vector_width(single) else 0)
+
+        def build(parent: Value, tree: Tree, x: Value = x, where: list[int] = where, n: int = n) -> None:
+            node = graph.make(Value, x.data, op, parent, one, None, None)
+            call.described.append((node, x, f"{{}} expanded ×{n}: PyTorch adds these {n} in this order"))
+            for k in tree:
+                if isinstance(k, int):
+                    out[where[k]] = node
+            for sub in reversed([k for k in tree if not isinstance(k, int)]):
+                build(node, sub, x, where, n)
+
+        build(x, tree)
+    return out
+
+
+def make_outputs(
+    name: str,
+    data: Sequence[float],
+    operands: Sequence[Sequence[Item]],
+    saved: Sequence[Sequence[Any] | None],
+    gradients: Sequence[Callable[..., Any]],
+    *,
+    many: bool = False,
+) -> list[Item]:
+    """The nodes of one operation's result, element ``p`` with operands ``operands[k][p]`` and saved
+    values ``saved[k][p]``; made last element first (see the module docstring).
+
+    ``many``: one node of many operands per element (``operands[p]`` and ``saved[p]`` are its lists)."""
+    n = len(data)
+    out: list[Item] = [0.0] * n
+    if many:
+        op = engine_op(name, 0, (gradients[0],))
+        for p in reversed(range(n)):
+            xs = operands[p]
+            kept = tuple(s if isinstance(x, Value) else None for x, s in zip(xs, saved[p] or (), strict=True))
+            if any(s is not None for s in kept):
+                out[p] = graph.make(Value, data[p], op, tuple(xs), kept, None, None)
+            else:
+                out[p] = data[p]
+        return out
+    arity = len(operands)
+    op = engine_op(name, arity, tuple(gradients), SYMBOLS.get(name, "") if arity == 2 else "")
+    if arity == 1:
+        (xs,), (ss,) = operands, saved
+        assert ss is not None  # an operation of one operand that takes gradient saves for it
+        for p in reversed(range(n)):
+            x = xs[p]
+            out[p] = graph.make(Value, data[p], op, x, ss[p], None, None) if isinstance(x, Value) else data[p]
+        return out
+    xs, ys = operands
+    sx, sy = saved
+    for p in reversed(range(n)):
+        x, y = xs[p], ys[p]
+        dx = sx[p] if isinstance(x, Value) and sx is not None else None
+        dy = sy[p] if isinstance(y, Value) and sy is not None else None
+        out[p] = data[p] if dx is None and dy is None else graph.make(Value, data[p], op, x, dx, y, dy)
+    return out
+
+
+# ---- a call, as the rules see it -----------------------------------------------------------------
+
+
+@dataclass
+class Call:
+    """One PyTorch operation: its name (``mul.Tensor``), its arguments as they were before it ran
+    (a tensor it changed in place is a copy of what it held), its tensor arguments' entries by
+    id, and its result(s)."""
+
+    name: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    entries: dict[int, Entry]
+    outputs: list[torch.Tensor]
+    sums_over: int = 0  # the most contributions one expand node adds up
+    # the nodes that stand for no tensor (expand nodes, a softmax's sums): how to name each once the
+    # tensors are named, as (node, the element it is made from or None, a text whose {} is that name)
+    described: list[tuple[Value, Value | None, str]] = field(default_factory=list)
+    notes: set[str] = field(default_factory=set)  # known reasons its gradients may differ from PyTorch's
+
+    def entry(self, t: torch.Tensor) -> Entry:
+        return self.entries[id(t)]
+
+    @property
+    def out(self) -> torch.Tensor:
+        return self.outputs[0]
+
+    @property
+    def single(self) -> bool:
+        return is_single(self.out)
+
+
+Rule = Callable[[Call], list[list[Item]]]
+RULES: dict[str, Rule] = {}
+
+
+def rule(*names: str) -> Callable[[Rule], Rule]:
+    def register(function: Rule) -> Rule:
+        for name in names:
+            RULES[name] = function
+        return function
+
+    return register
+
+
+def broadcast_column(call: Call, x: Any) -> tuple[list[Item], bool]:
+    """Operand ``x`` element by element, one per element of the result (a number: itself); and
+    whether it is a tensor that takes gradient."""
+    out = call.out
+    n = out.numel()
+    if not isinstance(x, torch.Tensor):
+        return [float(x)] * n, False
+    entry = call.entry(x)
+    if tuple(x.shape) == tuple(out.shape):
+        return entry.items, entry.takes_gradient
+    uses = numbers_of_index(torch.arange(x.numel()).reshape(x.shape).broadcast_to(out.shape))
+    return expanded(call, entry.items, uses, entry.single), entry.takes_gradient
+
+
+def numbers_of_index(t: torch.Tensor) -> list[int]:
+    flat: list[int] = t.reshape(-1).tolist()
+    return flat
+
+
+def column(call: Call, saved: Any) -> list[Any]:
+    """What an edge saves, one per element of the result, in the result's type: a tensor computed
+    by PyTorch (broadcast to the result), a number, or MASKED where a boolean mask is True."""
+    out = call.out
+    single = call.single
+    if isinstance(saved, torch.Tensor):
+        numbers = numbers_of(saved.broadcast_to(out.shape).to(out.dtype))
+        return [in_dtype(v, single) for v in numbers]
+    return [in_dtype(float(saved), single)] * out.numel()
+
+
+def masked(call: Call, mask: torch.Tensor, saved: Any) -> list[Any]:
+    """``saved``'s column with MASKED (a contribution of exactly 0.0) where ``mask`` is True."""
+    values = column(call, saved)
+    flags = numbers_of_index(mask.broadcast_to(call.out.shape).to(torch.int64))
+    return [MASKED if f else v for v, f in zip(values, flags, strict=True)]
+
+
+def elementwise(
+    call: Call, name: str, operands: Sequence[Any], edges: Sequence[tuple[Any, Callable[..., Any]]]
+) -> list[list[Item]]:
+    """An element-wise operation of one or two operands (tensors or numbers, broadcast): each
+    operand's edge saves ``edges[k][0]`` (a column, see ``column``) and has gradient ``edges[k][1]``."""
+    columns = []
+    saved: list[Sequence[Any] | None] = []
+    for x, (s, _) in zip(operands, edges, strict=True):
+        items, takes = broadcast_column(call, x)
+        columns.append(items)
+        saved.append((s if isinstance(s, list) else column(call, s)) if takes else None)
+    gradients = [gradient for _, gradient in edges]
+    return [make_outputs(name, numbers_of(call.out), columns, saved, gradients)]
+
+
+def _alpha(call: Call, position: int = 2) -> float:
+    alpha = call.kwargs.get("alpha", call.args[position] if len(call.args) > position else 1)
+    return float(alpha)
+
+
+@rule("add.Tensor", "add_.Tensor", "add.Scalar", "add_.Scalar")
+def _add(call: Call) -> list[list[Item]]:
+    x, y = call.args[:2]
+    return elementwise(call, "add", (x, y), ((1.0, times), (_alpha(call), times)))
+
+
+@rule("sub.Tensor", "sub_.Tensor", "sub.Scalar", "sub_.Scalar")
+def _sub(call: Call) -> list[list[Item]]:
+    x, y = call.args[:2]
+    return elementwise(call, "sub", (x, y), ((1.0, times), (-_alpha(call), times)))
+
+
+@rule("rsub.Scalar", "rsub.Tensor")
+def _rsub(call: Call) -> list[list[Item]]:
+    x, y = call.args[:2]  # y - alpha * x
+    return elementwise(call, "rsub", (y, x), ((1.0, times), (-_alpha(call), times)))
+
+
+@rule("mul.Tensor", "mul_.Tensor", "mul.Scalar", "mul_.Scalar")
+def _mul(call: Call) -> list[list[Item]]:
+    x, y = call.args[:2]
+    return elementwise(call, "mul", (x, y), ((y, times), (x, times)))
+
+
+@rule("div.Tensor", "div_.Tensor", "div.Scalar", "div_.Scalar")
+def _div(call: Call) -> list[list[Item]]:
+    x, y = call.args[:2]
+    if call.kwargs.get("rounding_mode") is not None:
+        raise NotReplayableError("div with a rounding_mode")
+    # derivatives.yaml: self: grad / other; other: -grad * ((self / other) / other)
+    other = -((x / y) / y) if isinstance(y, torch.Tensor) or isinstance(x, torch.Tensor) else 0.0
+    return elementwise(call, "div", (x, y), ((y, divided), (other, times)))
+
+
+def _unary(call: Call, name: str, saved: Any, gradient: Callable[..., Any] = times) -> list[list[Item]]:
+    return elementwise(call, name, (call.args[0],), ((saved, gradient),))
+
+
+@rule("neg.default", "neg_.default")
+def _neg(call: Call) -> list[list[Item]]:
+    return _unary(call, "neg", -1.0)
+
+
+@rule("abs.default", "abs_.default")
+def _abs(call: Call) -> list[list[Item]]:
+    return _unary(call, "abs", torch.sgn(call.args[0]))
+
+
+@rule("exp.default", "exp_.default")
+def _exp(call: Call) -> list[list[Item]]:
+    return _unary(call, "exp", call.out)  # grad * result
+
+
+@rule("log.default", "log_.default")
+def _log(call: Call) -> list[list[Item]]:
+    return _unary(call, "log", call.args[0], divided)  # grad.div(self)
+
+
+@rule("sqrt.default", "sqrt_.default")
+def _sqrt(call: Call) -> list[list[Item]]:
+    return _unary(call, "sqrt", 2 * call.out, divided)  # grad / (2 * result)
+
+
+@rule("sin.default", "sin_.default")
+def _sin(call: Call) -> list[list[Item]]:
+    return _unary(call, "sin", torch.cos(call.args[0]))
+
+
+@rule("cos.default", "cos_.default")
+def _cos(call: Call) -> list[list[Item]]:
+    return _unary(call, "cos", -torch.sin(call.args[0]))
+
+
+@rule("tanh.default", "tanh_.default")
+def _tanh(call: Call) -> list[list[Item]]:
+    # tanh_backward(grad, y) is grad * (1 - y*y), its (1 - y*y) fused: PyTorch's kernel gives it
+    y = call.out
+    return _unary(call, "tanh", torch.ops.aten.tanh_backward(torch.ones_like(y), y))
+
+
+@rule("sigmoid.default", "sigmoid_.default")
+def _sigmoid(call: Call) -> list[list[Item]]:
+    y = call.out
+    ones = column(call, 1 - y)
+    ys = column(call, y)
+    return _unary(call, "sigmoid", list(zip(ones, ys, strict=True)), _sigmoid_gradient)
+
+
+@rule("relu.default", "relu_.default")
+def _relu(call: Call) -> list[list[Item]]:
+    return _unary(call, "relu", masked(call, call.out <= 0, 1.0))  # threshold_backward(grad, result, 0)
+
+
+@rule("clamp.default", "clamp_.default", "clamp_min.default", "clamp_max.default")
+def _clamp(call: Call) -> list[list[Item]]:
+    x = call.args[0]
+    low = call.args[1] if len(call.args) > 1 and "max" not in call.name else call.kwargs.get("min")
+    high = call.args[2] if len(call.args) > 2 else call.kwargs.get("max")
+    if "clamp_max" in call.name:
+        low, high = None, call.args[1]
+    inside = torch.ones_like(x, dtype=torch.bool)
+    if low is not None:
+        inside = inside & (x >= low)
+    if high is not None:
+        inside = inside & (x <= high)
+    return _unary(call, "clamp", masked(call, ~inside, 1.0))
+
+
+@rule("pow.Tensor_Scalar", "pow_.Scalar")
+def _pow(call: Call) -> list[list[Item]]:
+    x, exponent = call.args[:2]
+    if float(exponent) == 0.0:
+        return _unary(call, "pow", masked(call, torch.ones_like(x, dtype=torch.bool), 0.0))
+    # pow_backward: grad * (exponent * self.pow(exponent - 1))
+    return elementwise(call, "pow", (x, exponent), ((exponent * x.pow(exponent - 1), times), (0.0, times)))
+
+
+@rule("where.self")
+def _where(call: Call) -> list[list[Item]]:
+    condition, x, y = call.args[:3]
+    return elementwise(
+        call, "where", (x, y), ((masked(call, ~condition, 1.0), times), (masked(call, condition, 1.0), times))
+    )
+
+
+# ---- reductions ----------------------------------------------------------------------------------
+
+
+def _reduced_dims(x: torch.Tensor, dims: Any) -> list[int]:
+    if dims is None or (isinstance(dims, Sequence) and len(dims) == 0):
+        return list(range(x.dim()))
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    return sorted(d % max(x.dim(), 1) for d in dims)
+
+
+def _groups(x: torch.Tensor, dims: Sequence[int], count: int) -> list[list[int]]:
+    """For each element of a reduction's result, the elements of ``x`` it reduces, in row-major order."""
+    kept = [1 if d in dims else s for d, s in enumerate(x.shape)]
+    owner = numbers_of_index(torch.arange(count).reshape(kept).broadcast_to(x.shape)) if x.dim() else [0]
+    groups: list[list[int]] = [[] for _ in range(count)]
+    for i, j in enumerate(owner):
+        groups[j].append(i)
+    return groups
+
+
+@rule("sum.default", "sum.dim_IntList", "mean.default", "mean.dim")
+def _sum(call: Call) -> list[list[Item]]:
+    x = call.args[0]
+    dims = _reduced_dims(x, call.args[1] if len(call.args) > 1 and "dim" in call.name else call.kwargs.get("dim"))
+    entry = call.entry(x)
+    groups = _groups(x, dims, call.out.numel())
+    mean = call.name.startswith("mean")
+    size = in_dtype(float(len(groups[0]) if groups else 0), call.single)
+    saved = [[size if mean else in_dtype(1.0, call.single)] * len(g) for g in groups]
+    operands = [[entry.items[i] for i in g] for g in groups]
+    name = "mean" if mean else "sum"
+    return [make_outputs(name, numbers_of(call.out), operands, saved, [divided if mean else times], many=True)]
+
+
+@rule("max.default", "min.default", "amax.default", "amin.default")
+def _extreme(call: Call) -> list[list[Item]]:
+    x = call.args[0]
+    if call.name.startswith("am") and len(call.args) > 1 and list(call.args[1]):
+        raise NotReplayableError(call.name + " over some dimensions")
+    y = call.out
+    # evenly_distribute_backward: grad / count on each element equal to the result (nan: each nan)
+    hits = torch.isnan(x) if bool(torch.isnan(y)) else x == y
+    count = in_dtype(float(hits.sum()), call.single)
+    flags = numbers_of_index(hits.reshape(-1).to(torch.int64))
+    saved = [[count if f else MASKED for f in flags]]
+    return [make_outputs(call.name.split(".")[0], numbers_of(y), [call.entry(x).items], saved, [divided], many=True)]
+
+
+# ---- softmax and the losses, with PyTorch's own backward formulas ---------------------------------
+
+SOFTMAX_NOTE = (
+    "a softmax over a dimension of a vector's width or more, whose backward kernel adds its vectors "
+    "in an order of its own"
+)
+
+
+LOG_SOFTMAX_NOTE = (
+    "log_softmax, whose backward kernel computes exp(y) with a vectorised approximation of its own, "
+    "which can differ from torch.exp by an ulp"
+)
+
+
+def _unit(single: bool) -> float:
+    return in_dtype(1.0, single)
+
+
+def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
+    """``_softmax`` and ``_log_softmax`` along ``dim``: per row, an input node per element and one
+    node for the row's sum that PyTorch's backward computes first (``sum(g)``, or ``sum(g * y)``),
+    then each element's gradient as its kernel writes it: ``g - exp(y) * sum`` for log_softmax,
+    ``(g - sum) * y`` for softmax."""
+    x, dim = call.args[0], call.args[1] % max(call.args[0].dim(), 1)
+    y = call.out
+    single = call.single
+    entry = call.entry(x)
+    if x.dim() and x.shape[dim] >= _vector_width(single):
+        call.notes.add(SOFTMAX_NOTE)
+    if log:
+        call.notes.add(LOG_SOFTMAX_NOTE)
+    rows = _groups(x, [dim] if x.dim() else [], x.numel() // max(x.shape[dim] if x.dim() else 1, 1))
+    ys = [in_dtype(v, single) for v in numbers_of(y)]
+    exps = [in_dtype(v, single) for v in numbers_of(torch.exp(y))]
+    sums = numbers_of(torch.logsumexp(x, dim)) if log else [1.0] * len(rows)
+    name = "log_softmax" if log else "softmax"
+    inputs = _softmax_inputs(call, entry.items, [_unit(single)] * len(ys) if log else ys, name)
+    row_of = [0] * len(inputs)
+    totals: list[Item] = []
+    for r, row in enumerate(rows):
+        for i in row:
+            row_of[i] = r
+        saved = [-exps[i] if log else -_unit(single) for i in row]
+        totals.append(_softmax_sum(call, [entry.items[i] for i in row], [inputs[i] for i in row], saved, sums[r], name))
+    operands_y = [inputs, [totals[row_of[i]] for i in range(len(inputs))]]
+    saved_y = [[_unit(single)] * len(inputs), [_unit(single) if log else ys[i] for i in range(len(inputs))]]
+    return [make_outputs(name, numbers_of(y), operands_y, saved_y, [times, times])]
+
+
+def _softmax_inputs(call: Call, items: list[Item], saved: list[Any], name: str) -> list[Item]:
+    """A node per element that takes gradient, where its two contributions (its own, and the row
+    sum's) are added before one passes on (``saved``: what that one is multiplied by)."""
+    inputs = list(items)
+    op = engine_op(f"{name} input", 1, (times,))
+    for i, item in enumerate(items):
+        if isinstance(item, Value):
+            inputs[i] = node = graph.make(Value, item.data, op, item, saved[i], None, None)
+            call.described.append((node, item, f"{{}} in {name}"))
+    return inputs
+
+
+def _softmax_sum(call: Call, row: list[Item], inputs: list[Item], saved: list[Any], number: float, name: str) -> Item:
+    """The node of one row's sum: the contributions of the row's results add up here, in PyTorch's
+    order, and hand each input ``sum * saved``."""
+    kept = tuple(s if isinstance(x, Value) else None for x, s in zip(inputs, saved, strict=True))
+    if all(s is None for s in kept):
+        return number
+    total = graph.make(Value, number, engine_op(f"{name} sum", 0, (times,)), tuple(inputs), kept, None, None)
+    first = next(x for x in row if isinstance(x, Value))
+    call.described.append((total, first, f"{name}'s sum over the row of {{}}"))
+    return total
+
+
+@rule("_log_softmax.default")
+def _log_softmax(call: Call) -> list[list[Item]]:
+    return _softmax_rule(call, log=True)
+
+
+@rule("_softmax.default")
+def _softmax(call: Call) -> list[list[Item]]:
+    return _softmax_rule(call, log=False)
+
+
+def _reduction(call: Call, position: int) -> int:
+    return int(call.kwargs.get("reduction", call.args[position] if len(call.args) > position else 1))
+
+
+def _loss(
+    call: Call, name: str, columns: list[tuple[list[Item], list[Any]]], gradient: Callable[..., Any]
+) -> list[Item]:
+    """A loss reduced to one number (mean or sum): one node over every element that takes gradient."""
+    operands = [x for items, _ in columns for x in items]
+    saved = [s for _, ss in columns for s in ss]
+    return make_outputs(name, numbers_of(call.out), [operands], [saved], [gradient], many=True)
+
+
+@rule("mse_loss.default")
+def _mse_loss(call: Call) -> list[list[Item]]:
+    # mse_loss_backward: norm * (self - target) * grad, norm = 2 / numel for a mean, else 2
+    x, target = call.args[:2]
+    reduction = _reduction(call, 2)
+    single = call.single
+    norm = in_dtype(2.0 / x.numel() if reduction == 1 else 2.0, single)
+    difference = [in_dtype(v, single) for v in numbers_of(x - target)]
+    saved = [norm * d for d in difference]
+    if reduction == 0:
+        return elementwise(call, "mse_loss", (x, target), ((saved, times), ([-s for s in saved], times)))
+    if tuple(x.shape) != tuple(target.shape):
+        raise NotReplayableError("mse_loss with a broadcast target")
+    columns = [(call.entry(x).items, saved), (call.entry(target).items, [-s for s in saved])]
+    return [_loss(call, "mse_loss", columns, times)]
+
+
+def _scaled_gradient(g: Any, s: Any, n: Any) -> Any:
+    """``(g * s) / n``: a loss's gradient divided by its element count (a mean), as PyTorch orders it."""
+    return (g * s) / n
+
+
+@rule("binary_cross_entropy_with_logits.default")
+def _bce_with_logits(call: Call) -> list[list[Item]]:
+    # binary_cross_entropy_with_logits_backward: (sigmoid(self) - target) * grad, then / numel (mean)
+    x, target = call.args[:2]
+    weight = call.args[2] if len(call.args) > 2 else call.kwargs.get("weight")
+    pos_weight = call.args[3] if len(call.args) > 3 else call.kwargs.get("pos_weight")
+    if weight is not None or pos_weight is not None or call.entry(target).takes_gradient:
+        raise NotReplayableError("binary_cross_entropy_with_logits with weights, or a target that takes gradient")
+    reduction = _reduction(call, 4)
+    single = call.single
+    factor = [in_dtype(v, single) for v in numbers_of(torch.sigmoid(x) - target)]
+    if reduction == 0:
+        return elementwise(call, "binary_cross_entropy_with_logits", (x,), ((factor, times),))
+    count = in_dtype(float(x.numel()) if reduction == 1 else 1.0, single)
+    columns = [(call.entry(x).items, [(f, count) for f in factor])]
+    return [_loss(call, "binary_cross_entropy_with_logits", columns, _scaled_gradient)]
+
+
+@rule("nll_loss_forward.default")
+def _nll_loss(call: Call) -> list[list[Item]]:
+    # nll_loss_backward: each row's target element gets -(grad / total_weight) (mean) or -grad (sum)
+    x, target, weight, reduction, ignore = call.args[:5]
+    if weight is not None or reduction == 0:
+        raise NotReplayableError("nll_loss with class weights or reduction='none'")
+    single = call.single
+    classes = x.shape[-1]
+    targets = numbers_of_index(target.reshape(-1))
+    picked = [r * classes + t for r, t in enumerate(targets) if t != ignore]
+    items = call.entry(x).items
+    total = call.outputs[1]
+    if reduction == 1:
+        saved = [-in_dtype(numbers_of(total)[0], single)] * len(picked)
+        gradient: Callable[..., Any] = divided
+    else:
+        saved, gradient = [-_unit(single)] * len(picked), times
+    loss = _loss(call, "nll_loss", [([items[i] for i in picked], saved)], gradient)
+    return [loss, list(numbers_of(total))]
+
+
+@rule("max.dim", "min.dim")
+def _extreme_along(call: Call) -> list[list[Item]]:
+    # value_selecting_reduction_backward: each result's gradient goes to the element its index names
+    x, dim = call.args[0], call.args[1] % max(call.args[0].dim(), 1)
+    values, indices = call.outputs
+    keep = values if len(call.args) > 2 and call.args[2] else values.unsqueeze(dim) if x.dim() else values
+    picks = numbers_of_index(torch.arange(x.numel()).reshape(x.shape).gather(dim, indices.reshape(keep.shape)))
+    items = call.entry(x).items
+    column = [items[i] for i in picks]
+    made = make_outputs(
+        call.name.split(".")[0], numbers_of(values), [column], [[_unit(call.single)] * len(picks)], [times]
+    )
+    return [made, [float(i) for i in numbers_of_index(indices)]]
+
+
+# ---- matrix products -----------------------------------------------------------------------------
+
+MATMUL_NOTE = (
+    "a matrix product: PyTorch's matrix kernels may add in another order or use fused multiply-adds "
+    "(one rounding for a product and a sum)"
+)
+
+
+def _product(call: Call, a: torch.Tensor, b: torch.Tensor, name: str, bias: Any = None) -> list[list[Item]]:
+    """``a @ b`` (2-D by 2-D, 2-D by 1-D, 1-D by 1-D), plus a bias broadcast to the result."""
+    ea, eb = call.entry(a), call.entry(b)
+    m = a.shape[0] if a.dim() == 2 else 1
+    k = a.shape[-1]
+    n = b.shape[1] if b.dim() == 2 else 1
+    single = call.single
+    # PyTorch adds the gradient for mat2 after self's: its expand nodes are made first, run last
+    b_items = (
+        expand_nodes(call, eb.items, [j for _ in range(m) for j in range(len(eb.items))], single) if m > 1 else eb.items
+    )
+    a_items = (
+        expand_nodes(call, ea.items, [i for _ in range(n) for i in range(len(ea.items))], single) if n > 1 else ea.items
+    )
+    bias_items: list[Item] = []
+    if bias is not None:
+        bias_items, _ = broadcast_column(call, bias)
+    operands, saved = [], []
+    for i in range(m):
+        for j in range(n):
+            row = [a_items[i * k + t] for t in range(k)]
+            col = [b_items[t * n + j] for t in range(k)]
+            row_numbers = [in_dtype(x.data if isinstance(x, Value) else x, single) for x in row]
+            col_numbers = [in_dtype(x.data if isinstance(x, Value) else x, single) for x in col]
+            xs: list[Item] = [*row, *col]
+            ss: list[Any] = [*col_numbers, *row_numbers]
+            if bias is not None:
+                xs.insert(0, bias_items[i * n + j])
+                ss.insert(0, in_dtype(float(call.kwargs.get("beta", 1)), single))
+            operands.append(xs)
+            saved.append(ss)
+    return [make_outputs(name, numbers_of(call.out), operands, saved, [times], many=True)]
+
+
+@rule("mm.default", "mv.default", "dot.default")
+def _mm(call: Call) -> list[list[Item]]:
+    a, b = call.args[:2]
+    return _product(call, a, b, call.name.split(".")[0])
+
+
+@rule("addmm.default")
+def _addmm(call: Call) -> list[list[Item]]:
+    bias, a, b = call.args[:3]
+    if float(call.kwargs.get("alpha", 1)) != 1.0:
+        raise NotReplayableError("addmm with alpha other than 1")
+    return _product(call, a, b, "addmm", bias)
+
+
+# ---- views and copies: each element of the result is one element of an operand ------------------
+
+COPIES = {
+    "view.default",
+    "_unsafe_view.default",
+    "reshape.default",
+    "t.default",
+    "transpose.int",
+    "permute.default",
+    "unsqueeze.default",
+    "squeeze.default",
+    "squeeze.dim",
+    "squeeze.dims",
+    "select.int",
+    "slice.Tensor",
+    "expand.default",
+    "clone.default",
+    "alias.default",
+    "cat.default",
+    "stack.default",
+    "index.Tensor",
+    "flip.default",
+    "repeat.default",
+    "unbind.int",
+    "split.Tensor",
+    "split_with_sizes.default",
+    "narrow.default",
+    "contiguous.default",
+    "_to_copy.default",
+    "lift_fresh_copy.default",
+    "detach_copy.default",
+    "view_copy.default",
+    "expand_copy.default",
+    "copy_.default",
+}
+
+
+def _copies(call: Call) -> list[list[Item]]:
+    """Apply the operation to tensors of element numbers (``arange``) in place of the operands:
+    its result says which operand element each element of the result is."""
+    sources: list[Item] = []
+    notes: list[Entry] = []
+
+    def index_of(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and id(x) in call.entries:
+            entry = call.entries[id(x)]
+            start = len(sources)
+            sources.extend(entry.items)
+            notes.append(entry)
+            return torch.arange(start, start + x.numel(), dtype=torch.int64).reshape(x.shape)
+        if isinstance(x, (list, tuple)):
+            return type(x)(index_of(y) for y in x)
+        return x
+
+    name = call.name.split(".")[0].rstrip("_")
+    if call.name == "copy_.default":  # copy_(self, src): the result is src, broadcast to self's shape
+        src = call.args[1]
+        if src.dtype != call.out.dtype:
+            raise NotReplayableError("copy_ between types")
+        arranged = index_of(src).broadcast_to(call.out.shape)
+        results = [arranged]
+        name = "copy"
+    else:
+        if call.name == "_to_copy.default" and call.kwargs.get("dtype", call.out.dtype) != call.args[0].dtype:
+            raise NotReplayableError("a conversion to another type (_to_copy)")
+        args = index_of(call.args)
+        kwargs = {
+            k: v
+            for k, v in call.kwargs.items()
+            if k not in ("dtype", "memory_format", "layout", "device", "pin_memory")
+        }
+        produced = getattr(torch.ops.aten, call.name.split(".")[0]).__getattr__(call.name.split(".")[1])(
+            *args, **kwargs
+        )
+        results = list(produced) if isinstance(produced, (list, tuple)) else [produced]
+    single = call.single
+    uses = [i for r in results for i in numbers_of_index(r)]
+    operands = expanded(call, sources, uses, single)
+    one = in_dtype(1.0, single)
+    made = []
+    start = 0
+    for out in call.outputs:
+        column = operands[start : start + out.numel()]
+        start += out.numel()
+        made.append(make_outputs(name, numbers_of(out), [column], [[one] * len(column)], [times]))
+    return made
+
+
+def replay(call: Call) -> list[list[Item]]:
+    """The items of each tensor the call returns; raises NotReplayableError for an operation the
+    replay does not know (or one of its forms it cannot reproduce)."""
+    if call.name in COPIES:
+        return _copies(call)
+    found = RULES.get(call.name)
+    if found is None:
+        raise NotReplayableError(call.name.split(".")[0])
+    return found(call)
+
+
+def constant_items(t: torch.Tensor) -> list[Item]:
+    return list(numbers_of(t))
+
+
+def leaf_items(t: torch.Tensor) -> list[Item]:
+    return [Value(v) for v in numbers_of(t)]
+
+
+def finite(x: float) -> bool:
+    return math.isfinite(x)

@@ -1,0 +1,582 @@
+"""``watch_torch()``: record the learner's PyTorch code as it runs, and replay each backward pass.
+
+Two hooks see everything, and change nothing PyTorch computes:
+
+- a ``TorchDispatchMode`` sees each ATen operation with its arguments and results, in order
+  (under autograd: the forward only; the backward's own operations run while the watch is
+  paused), and ``replay`` makes its result's nodes;
+- ``torch.autograd.backward`` (which ``Tensor.backward`` calls) is wrapped: the real backward
+  runs first, then the pass is replayed from the recorded graph with the same seed and each
+  leaf's ``.grad`` is compared with PyTorch's, element by element, bit by bit.
+
+A tensor is known by its identity (the watch keeps every tensor it saw alive, so an id is never
+reused). A tensor whose numbers changed where the watch did not see it (through ``.data``, or
+in place through another view of its memory) is noticed at its next use: a leaf is read again;
+anything else cannot be replayed, and says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import inspect
+import itertools
+import os
+import sys
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import vjpgrad.bridge.replay as replay
+from vjpgrad.bridge.passes import LeafReport, Pass
+from vjpgrad.bridge.replay import (
+    MATMUL_NOTE,
+    Call,
+    Entry,
+    Item,
+    NotReplayableError,
+    fingerprint,
+    is_single,
+    numbers_of,
+    numbers_of_index,
+)
+from vjpgrad.bridge.single import Single, in_dtype, ulps
+from vjpgrad.core import graph
+from vjpgrad.core.value import Value
+from vjpgrad.core.vector import Vector
+from vjpgrad.display.explain import Explanation, explain
+
+NO_GRADIENT = {
+    # operations whose result takes no gradient from their operands (shapes, randomness, masks)
+    "detach", "lift_fresh", "zero_", "fill_", "ones_like", "zeros_like", "empty_like", "full_like", "rand_like",
+    "randn_like", "new_zeros", "new_ones", "new_empty", "new_full", "normal_", "uniform_", "bernoulli_",
+    "random_", "sign", "sgn", "floor", "ceil", "round", "trunc", "_local_scalar_dense", "eq", "ne", "lt", "le",
+    "gt", "ge", "isnan", "isinf", "isfinite", "argmax", "argmin", "logical_not", "logical_and", "logical_or",
+}  # fmt: skip
+MATRIX_PRODUCTS = {"mm", "mv", "dot", "addmm"}
+SUM_NOTE = (
+    "a sum of many numbers (or along an outer dimension), which PyTorch's kernels may add in an order "
+    "the replay does not follow"
+)
+
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vjpgrad's package directory
+_TORCH = os.path.dirname(os.path.abspath(torch.__file__))
+
+
+LARGEST = 100_000
+"""The most elements a tensor may have for the watch to replay it element by element: past it, a
+learner's script would wait minutes for Values it could never read."""
+
+
+def too_large(t: torch.Tensor) -> str:
+    return (
+        f"a tensor of {t.numel():,} elements, made at {user_location()}: the watch replays tensors of up to "
+        f"{LARGEST:,} elements, one node each"
+    )
+
+
+class TorchReplayError(RuntimeError):
+    """Under ``watch_torch(strict=True)``: a pass that could not be replayed, or whose gradients
+    differ from PyTorch's; the message is the pass's summary."""
+
+
+def user_location() -> str:
+    """``file:line`` of the learner's code that is running (the first frame outside torch,
+    vjpgrad and the standard library's context managers)."""
+    frame = _user_frame()
+    return "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _user_frame() -> types.FrameType | None:
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith((_HERE, _TORCH)) or frame.f_code.co_filename.startswith("<frozen")):
+            base = os.path.basename(path)
+            if base not in ("contextlib.py", "runpy.py", "functools.py"):
+                return frame
+        frame = frame.f_back
+    return None
+
+
+def _name(short: str) -> str:
+    return short
+
+
+def op_name(func: Any) -> str:
+    """``mul.Tensor``: an ATen operation's name and overload."""
+    return f"{func._schema.name.split('::')[-1]}.{func._overloadname}"
+
+
+def _tensors(x: Any) -> Iterator[torch.Tensor]:
+    if isinstance(x, torch.Tensor):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _tensors(y)
+
+
+class _Mode(TorchDispatchMode):  # type: ignore[misc]  # torch is read as Any (pyproject.toml)
+    def __init__(self, watch: Watch) -> None:
+        super().__init__()
+        self.watch = watch
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        watch = self.watch
+        if watch.paused:
+            return func(*args, **kwargs)
+        with collection_paused():
+            try:
+                before: Any = watch.before(func, args)
+            except Exception as error:  # the learner's code runs on, whatever the watch makes of it
+                before = error
+        out = func(*args, **kwargs)
+        with collection_paused():
+            watch.after(func, args, kwargs, out, before)
+        return out
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while the watch makes its nodes and replays a pass: the
+    watch keeps every node alive until it ends, so each collection its new objects set off would
+    walk them all again and free nothing (on a 64x64 example, more than half the time). Turned
+    back on as it was, whatever happens; the learner's own code runs with it as it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class Watch:
+    """What ``watch_torch()`` returns: ``passes`` holds one ``Pass`` per backward call, in order."""
+
+    def __init__(self, strict: bool = False) -> None:
+        self.strict = strict
+        self.passes: list[Pass] = []
+        self.paused = 0
+        self._entries: dict[int, Entry] = {}
+        self._leaves: dict[int, list[Entry]] = {}  # each leaf tensor's generations (a step under no_grad makes one)
+        self._mode = _Mode(self)
+        self._unnamed: list[Entry] = []  # tensors made since the last pass, in order: t1, t2... unless named
+        self._described: list[tuple[Value, Value | None, str]] = []
+        self._count = 0
+        self._only: set[int] | None = None  # the leaves a pass accumulates into, when backward names them
+        self._original: Any = None
+
+    # ---- the context manager -------------------------------------------------------------------
+
+    def __enter__(self) -> Watch:
+        self._original = torch.autograd.backward
+        torch.autograd.backward = self._backward
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._mode.__exit__(None, None, None)
+        torch.autograd.backward = self._original
+
+    @property
+    def matches(self) -> bool:
+        """Every pass replayed, each ``.grad`` equal to PyTorch's to the bit."""
+        return all(p.matches for p in self.passes)
+
+    def summary(self) -> str:
+        return "\n\n".join(p.summary() for p in self.passes) or "No backward pass ran."
+
+    # ---- the tensors ---------------------------------------------------------------------------
+
+    def entry(self, t: torch.Tensor) -> Entry:
+        """The entry of a tensor an operation reads: the one the watch made, or (for a tensor it
+        has not seen, or whose numbers changed unseen) a new one."""
+        known = self._entries.get(id(t))
+        if known is not None and known.tensor is t and known.poisoned:
+            return known  # what could not be replayed stays so, with its first reason
+        if t.numel() > LARGEST:
+            return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=too_large(t)))
+        numbers = numbers_of(t) if t.dtype.is_floating_point or t.dtype == torch.bool else []
+        mark = fingerprint(numbers)
+        leaf = _is_leaf(t)
+        if known is not None and known.tensor is t and known.fingerprint == mark:
+            became_leaf = leaf and not known.leaf and not known.takes_gradient  # requires_grad_(True)
+            if not became_leaf and known.leaf == leaf:  # a leaf stops being one with requires_grad_(False)
+                return known
+        if leaf:
+            return self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
+        if t.requires_grad:
+            reason = "a tensor made before watch_torch() began, or changed where the watch could not see"
+            return self._remember(t, Entry(t, list(numbers), is_single(t), mark, poisoned=reason))
+        return self._remember(t, Entry(t, list(numbers), is_single(t), mark))
+
+    def _remember(self, t: torch.Tensor, entry: Entry) -> Entry:
+        self._entries[id(t)] = entry
+        if entry.leaf:
+            self._leaves.setdefault(id(t), []).append(entry)
+        return entry
+
+    def before(self, func: Any, args: Any) -> tuple[dict[int, Entry], dict[int, torch.Tensor]]:
+        """Before an operation runs: its operands' entries, and a copy of each operand it changes."""
+        entries = {id(t): self.entry(t) for t in _tensors(args)}
+        copies: dict[int, torch.Tensor] = {}
+        for argument, value in zip(func._schema.arguments, args, strict=False):
+            if argument.alias_info is not None and argument.alias_info.is_write and isinstance(value, torch.Tensor):
+                copies[id(value)] = value.clone()
+                entries[id(copies[id(value)])] = entries[id(value)]
+        return entries, copies
+
+    def after(self, func: Any, args: Any, kwargs: Any, out: Any, before: Any) -> None:
+        """After an operation ran: the entries of the tensors it made or changed."""
+        outputs = list(_tensors(out))
+        if not outputs:
+            return
+        try:
+            if isinstance(before, Exception):
+                raise before
+            entries, copies = before
+            self._made(func, args, kwargs, outputs, entries, copies)
+        except Exception as error:  # never let the watch break the learner's code
+            reason = f"the watch could not follow {op_name(func)} at {user_location()}: {type(error).__name__}: {error}"
+            for t in outputs:
+                self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
+
+    def _made(
+        self,
+        func: Any,
+        args: Any,
+        kwargs: Any,
+        outputs: list[torch.Tensor],
+        entries: dict[int, Entry],
+        copies: dict[int, torch.Tensor],
+    ) -> None:
+        name = op_name(func)
+        base = name.split(".")[0]
+        flowing = [e for e in entries.values() if e.takes_gradient or e.poisoned]
+        if not _takes_gradient(base, flowing, outputs):
+            for t in outputs:
+                self._plain(t)
+            return
+        poisoned = _first_reason(flowing, outputs)
+        notes = frozenset().union(*(e.notes for e in flowing)) | ({MATMUL_NOTE} if base in MATRIX_PRODUCTS else set())
+        if poisoned is None:
+            swapped = tuple(copies.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)
+            poisoned = self._replay(Call(name, swapped, dict(kwargs), entries, outputs), notes)
+        if poisoned is not None:
+            for t in outputs:
+                self._remember(t, Entry(t, [], is_single(t), b"", poisoned=poisoned))
+
+    def _replay(self, call: Call, notes: frozenset[str]) -> str | None:
+        """Make the nodes of ``call``'s results; None, or why it could not be replayed."""
+        try:
+            made = replay.replay(call)
+        except NotReplayableError as error:
+            return f"PyTorch's {error} at {user_location()}, which the replay does not reproduce"
+        notes |= call.notes | ({SUM_NOTE} if call.sums_over > 0 else set())
+        self._described += call.described
+        for t, items in zip(call.outputs, made, strict=True):
+            entry = Entry(t, items, is_single(t), fingerprint(numbers_of(t)), notes=notes)
+            self._unnamed.append(self._remember(t, entry))
+        for t, items in zip(call.outputs, made, strict=True):
+            if func_changes(call, t) and t._base is not None:
+                self._through_view(t, items)
+        return None
+
+    def _through_view(self, view: torch.Tensor, items: list[Item]) -> None:
+        """An operation changed ``view`` in place: the elements of its base that it shows are now
+        ``items`` (PyTorch's CopySlices), the others stay as they were."""
+        base = view._base
+        entry = self._entries.get(id(base))
+        if entry is None or entry.tensor is not base or entry.poisoned:
+            return
+        size = base.untyped_storage().nbytes() // base.element_size()
+        places = torch.arange(size)
+        shown = numbers_of_index(torch.as_strided(places, view.shape, view.stride(), view.storage_offset()))
+        where = numbers_of_index(torch.as_strided(places, base.shape, base.stride(), base.storage_offset()))
+        position = {s: k for k, s in enumerate(where)}
+        updated = list(entry.items)
+        for s, item in zip(shown, items, strict=True):
+            updated[position[s]] = item
+        self._remember(base, Entry(base, updated, entry.single, fingerprint(numbers_of(base)), notes=entry.notes))
+
+    def _plain(self, t: torch.Tensor) -> None:
+        """A tensor made or changed with no gradient flowing: a leaf (a step under no_grad) or constants."""
+        if t.numel() > LARGEST:
+            self._remember(t, Entry(t, [], is_single(t), b"", poisoned=too_large(t)))
+            return
+        numbers = numbers_of(t) if t.dtype.is_floating_point else []
+        mark = fingerprint(numbers)
+        if _is_leaf(t):
+            self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
+        else:
+            self._remember(t, Entry(t, list(numbers), is_single(t), mark))
+
+    # ---- a backward pass -----------------------------------------------------------------------
+
+    def _backward(self, *args: Any, **kwargs: Any) -> None:
+        bound = inspect.signature(self._original).bind(*args, **kwargs)
+        bound.apply_defaults()
+        given = bound.arguments
+        tensors = given["tensors"]
+        roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+        seeds = given.get("grad_tensors")
+        if seeds is None:
+            seeds = given.get("grad_variables")
+        seeds = [seeds] if isinstance(seeds, torch.Tensor) or seeds is None else list(seeds)
+        seeds = seeds if len(seeds) == len(roots) else [None] * len(roots)
+        retain = bool(given.get("retain_graph")) or bool(given.get("create_graph"))
+        frame = _user_frame()
+        location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        names = _names(frame)
+        self.paused += 1
+        try:
+            before = {key: _grad_of(gens[-1].tensor) for key, gens in self._leaves.items()}
+            try:
+                self._original(*args, **kwargs)
+            except RuntimeError as error:
+                self._only = None
+                with collection_paused():
+                    refused = self._refused(roots, seeds, error, location, names)
+                if refused is not None:
+                    self.passes.append(refused)
+                raise
+            inputs = given.get("inputs")
+            self._only = None if inputs is None else {id(t) for t in _tensors(inputs)}  # backward(inputs=...)
+            with collection_paused():
+                done = self._replayed(roots, seeds, retain, location, names, before)
+        finally:
+            self.paused -= 1
+        self.passes.append(done)
+        if self.strict and not done.matches:
+            raise TorchReplayError(done.summary())
+
+    def _seed_numbers(self, root: torch.Tensor, seed: Any) -> list[float]:
+        if seed is None:
+            return [1.0] * root.numel()
+        return numbers_of(seed) if isinstance(seed, torch.Tensor) else [float(seed)] * root.numel()
+
+    def _replayed(
+        self,
+        roots: list[torch.Tensor],
+        seeds: list[Any],
+        retain: bool,
+        location: str,
+        names: dict[int, str],
+        before: dict[int, list[float] | None],
+    ) -> Pass:
+        seed = [v for root, s in zip(roots, seeds, strict=True) for v in self._seed_numbers(root, s)]
+        number = len(self.passes) + 1
+        try:
+            found = [self._entries.get(id(root)) for root in roots]
+            missing = next(
+                (
+                    e.poisoned if e else "an output made before watch_torch() began"
+                    for e in found
+                    if not e or e.poisoned
+                ),
+                None,
+            )
+            if missing is not None:
+                return Pass(number, location, [], seed, retain, replayed=False, reason=missing)
+            items = [item for e in found for item in e.items]  # type: ignore[union-attr]
+            self._label(names)
+            outputs, kept = _seeded([(x, s) for x, s in zip(items, seed, strict=True)])
+            scalar = len(items) == 1 and roots[0].dim() == 0
+            gradients = _gradients(outputs, kept)
+            notes = frozenset().union(*(e.notes for e in found if e)) | self._hooks(outputs, names)
+            reasons = sorted(notes)
+            leaves = self._compare(gradients, before, names)
+            return Pass(
+                number,
+                location,
+                outputs,
+                seed,
+                retain,
+                explainer=functools.partial(_explained, outputs, kept, scalar),
+                leaves=leaves,
+                reasons=reasons,
+            )
+        except Exception as error:  # the learner's code runs on
+            reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
+            return Pass(number, location, [], seed, retain, replayed=False, reason=reason)
+
+    def _refused(
+        self, roots: list[torch.Tensor], seeds: list[Any], error: RuntimeError, location: str, names: dict[int, str]
+    ) -> Pass | None:
+        """A pass PyTorch refused because its seed is longer than a one-element output (case 3 of the
+        Stack Overflow answer): replayed as the PyTorch of the answer ran it, the seed summed."""
+        if "Mismatch in shape" not in str(error) or len(roots) != 1 or roots[0].numel() != 1 or seeds[0] is None:
+            return None
+        entry = self._entries.get(id(roots[0]))
+        if entry is None or entry.poisoned or not isinstance(entry.items[0], Value):
+            return None
+        numbers = numbers_of(seeds[0])
+        total: float = in_dtype(numbers[0], entry.single)
+        for v in numbers[1:]:
+            total = total + in_dtype(v, entry.single)
+        self._label(names)
+        leaves = self._compare(_gradients([entry.items[0]], [float(total)]), None, names)
+        return Pass(
+            len(self.passes) + 1,
+            location,
+            [entry.items[0]],
+            numbers,
+            False,
+            explainer=functools.partial(_explained, [entry.items[0]], [float(total)], roots[0].dim() == 0),
+            leaves=leaves,
+            pytorch_error=str(error).splitlines()[0],
+            ran_as=(
+                "as the PyTorch of the answer ran it (before version 1.3): the seed summed into the output's "
+                f"one element, {float(total)!r}"
+            ),
+        )
+
+    def _hooks(self, outputs: list[Value], names: dict[int, str]) -> frozenset[str]:
+        """A hook on a tensor the pass reached (``register_hook``, or one run after ``.grad``
+        accumulates) may change the gradient PyTorch passes on: the replay does not run hooks, so
+        a pass that differs names them as a reason."""
+        hooked = [(key, entry) for key, entry in self._entries.items() if _has_hooks(entry.tensor)]
+        if not hooked:
+            return frozenset()
+        with graph.pass_lock:
+            order, leaves = graph.reached(outputs)
+        reached = set(order) | set(leaves)
+        return frozenset(
+            f"a hook on {names.get(key, 'a tensor')} (register_hook), which the replay does not run"
+            for key, entry in hooked
+            if any(isinstance(x, Value) and x in reached for x in entry.items)
+        )
+
+    def _label(self, names: dict[int, str]) -> None:
+        """Name the elements of the tensors the learner named (``a[1]``, ``W[0,1]``, ``y``), the
+        others' by the order they were made (``t1[0]``), and each expand node by what it expands."""
+        named: list[tuple[Entry | None, str]] = [(self._entries.get(key), name) for key, name in names.items()]
+        for made in self._unnamed:
+            if id(made.tensor) not in names and made.takes_gradient:
+                self._count += 1
+                named.append((made, f"t{self._count}"))
+        self._unnamed = []
+        for entry, name in named:
+            if entry is None or len(entry.items) != entry.tensor.numel():  # one not replayed has no items
+                continue
+            for index, item in zip(_indices(tuple(entry.tensor.shape)), entry.items, strict=True):
+                if isinstance(item, Value):
+                    item.label = name + index
+        for node, source, text in self._described:
+            node.label = text.format(source.label if source is not None else "")
+
+    def _compare(
+        self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]
+    ) -> list[LeafReport]:
+        reports: list[LeafReport] = []
+        for key, generations in self._leaves.items():
+            if self._only is not None and key not in self._only:
+                continue  # backward(inputs=...) leaves the others' .grad as it was
+            reached = next((g for g in reversed(generations) if any(v in gradients for v in g.items)), None)
+            if reached is None:
+                continue
+            t = reached.tensor
+            single = reached.single
+            earlier = None if before is None else before.get(key)
+            replayed: list[float] = []
+            for k, item in enumerate(reached.items):
+                part = gradients.get(item, 0.0) if isinstance(item, Value) else 0.0
+                part = in_dtype(float(part), single)
+                replayed.append(float(part if earlier is None else in_dtype(earlier[k], single) + part))
+            pytorch = None if before is None else _grad_of(t)
+            if pytorch is None and before is not None:
+                pytorch = [float("nan")] * len(replayed)
+            distances = [] if pytorch is None else [ulps(a, b, single) for a, b in zip(replayed, pytorch, strict=True)]
+            name = names.get(key) or f"leaf {len(reports) + 1}"
+            reports.append(LeafReport(name, tuple(t.shape), replayed, pytorch, distances))
+        return reports
+
+
+def _takes_gradient(base: str, flowing: list[Entry], outputs: list[torch.Tensor]) -> bool:
+    """Whether an operation's results take gradient: some operand does, grad mode is on, the
+    operation is differentiable and a result is of a floating type the replay follows."""
+    differentiable = any(t.dtype in replay.DIFFERENTIABLE for t in outputs)
+    return bool(flowing) and torch.is_grad_enabled() and base not in NO_GRADIENT and differentiable
+
+
+def _first_reason(flowing: list[Entry], outputs: list[torch.Tensor]) -> str | None:
+    """Why the results cannot be replayed (an operand that could not be, or a result too large), or None."""
+    poisoned = next((e.poisoned for e in flowing if e.poisoned), None)
+    return poisoned or next((too_large(t) for t in outputs if t.numel() > LARGEST), None)
+
+
+def func_changes(call: Call, t: torch.Tensor) -> bool:
+    """Whether ``call`` changed ``t`` in place (its first operand was copied before it ran)."""
+    first = call.args[0] if call.args else None
+    return isinstance(first, torch.Tensor) and first is not t and call.name.split(".")[0].endswith("_")
+
+
+def _has_hooks(t: torch.Tensor) -> bool:
+    return bool(getattr(t, "_backward_hooks", None) or getattr(t, "_post_accumulate_grad_hooks", None))
+
+
+def _is_leaf(t: torch.Tensor) -> bool:
+    return bool(t.requires_grad) and t.grad_fn is None and t.dtype in replay.DIFFERENTIABLE
+
+
+def _grad_of(t: torch.Tensor) -> list[float] | None:
+    grad = t.grad
+    return None if grad is None else numbers_of(grad)
+
+
+@functools.cache
+def _indices(shape: tuple[int, ...]) -> list[str]:
+    """``[0,0]``, ``[0,1]``...: each element's index in row-major order (one empty for a 0-d tensor)."""
+    if not shape:
+        return [""]
+    return ["[" + ",".join(map(str, index)) + "]" for index in itertools.product(*map(range, shape))]
+
+
+def _names(frame: types.FrameType | None) -> dict[int, str]:
+    """The learner's names for tensors, by id: the locals (and, at module level, globals) of the
+    frame that called backward, and the parameters of the modules there (``model.fc.weight``)."""
+    names: dict[int, str] = {}
+    if frame is None:
+        return names
+    scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_globals, frame.f_locals]
+    for scope in scopes:
+        for key, value in list(scope.items()):
+            if key.startswith("__"):
+                continue
+            if isinstance(value, torch.Tensor):
+                names[id(value)] = key
+            elif isinstance(value, torch.nn.Module):
+                for pname, p in value.named_parameters():
+                    names.setdefault(id(p), f"{key}.{pname}")
+    return names
+
+
+def _seeded(pairs: list[tuple[Item, float]]) -> tuple[list[Value], list[float]]:
+    """The outputs that take gradient, with their seeds (an element that is a constant takes none)."""
+    kept = [(x, s) for x, s in pairs if isinstance(x, Value)]
+    return [x for x, _ in kept], [s for _, s in kept]
+
+
+def _gradients(outputs: list[Value], seeds: list[float]) -> dict[Value, float]:
+    """What the pass gives each leaf it reaches: the engine's own pass (``graph.propagate``), without
+    the record of every edge that ``explain`` keeps, and without touching any ``.grad``."""
+    with graph.pass_lock:
+        order, leaves = graph.reached(outputs)
+        graph.seed(outputs, seeds)
+        graph.propagate(order)
+        return {leaf: graph.cotangent(leaf) for leaf in leaves}
+
+
+def _explained(outputs: list[Value], seeds: list[float], scalar: bool) -> Explanation:
+    if scalar:
+        return explain(outputs[0], seeds[0])
+    return explain(Vector(outputs), seeds)
+
+
+__all__ = ["Single", "TorchReplayError", "Watch"]

@@ -1,0 +1,77 @@
+"""``vjpgrad explain-torch SCRIPT.py [--html DIR]``: the script runs as itself, each pass is
+summarised, one stepper page per pass is written, and the exit status says how it went."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # each test starts Python and imports torch
+
+CASE_1 = """\
+import torch
+
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad = True)
+b = torch.tensor([3.0, 4.0, 5.0], requires_grad = True)
+c = torch.tensor([6.0, 7.0, 8.0], requires_grad = True)
+
+y=3*a + 2*b*b + torch.log(c)
+gradients = torch.FloatTensor([0.1, 1.0, 0.0001])
+y.backward(gradients,retain_graph=True)
+y.backward(gradients)
+
+print(a.grad)
+"""
+
+
+def explain_torch(tmp_path: Path, source: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "learner.py"
+    script.write_text(source, encoding="utf-8")
+    command = [sys.executable, "-m", "vjpgrad", "explain-torch", str(script), *extra]
+    return subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+
+
+def test_every_pass_matches_exit_0_and_one_page_per_pass(tmp_path: Path) -> None:
+    done = explain_torch(tmp_path, CASE_1, "--html", str(tmp_path / "pages"))
+    assert done.returncode == 0, done.stderr
+    assert "tensor([6.0000e-01, 6.0000e+00, 6.0000e-04])" in done.stdout  # the script ran, both passes
+    assert done.stdout.count("equal to PyTorch's to the bit") == 6
+    assert "learner.py:9" in done.stdout
+    assert "learner.py:10" in done.stdout
+    pages = sorted(p.name for p in (tmp_path / "pages").iterdir())
+    assert pages == ["pass-1.html", "pass-2.html"]
+    assert "c[2]" in (tmp_path / "pages" / "pass-2.html").read_text(encoding="utf-8")
+
+
+def test_a_pass_not_replayed_exits_2_and_names_the_operation_and_line(tmp_path: Path) -> None:
+    source = "import torch\nx = torch.ones(2, requires_grad=True)\ny = torch.special.erf(x).sum()\ny.backward()\n"
+    done = explain_torch(tmp_path, source)
+    assert done.returncode == 2, done.stderr
+    assert "not replayed" in done.stdout
+    assert "erf" in done.stdout
+    assert "learner.py:3" in done.stdout
+
+
+def test_a_script_that_raises_exits_1_with_its_traceback(tmp_path: Path) -> None:
+    source = CASE_1.replace("y.backward(gradients)\n", "y.backward(gradients)\ny.backward(gradients)\n")
+    done = explain_torch(tmp_path, source.replace("retain_graph=True", "retain_graph=False"))
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr
+    assert "learner.py" in done.stderr
+    assert "RuntimeError" in done.stderr
+    assert "Pass 1" in done.stdout  # the pass before the error is still shown
+
+
+def test_the_script_gets_its_arguments_and_its_directory_on_the_path(tmp_path: Path) -> None:
+    (tmp_path / "helper.py").write_text("SCALE = 3.0\n", encoding="utf-8")
+    source = (
+        "import sys, torch\nfrom helper import SCALE\nassert __name__ == '__main__'\n"
+        "x = torch.tensor([float(sys.argv[1])], requires_grad=True)\n(SCALE * x).sum().backward()\nprint(x.grad)\n"
+    )
+    done = explain_torch(tmp_path, source, "2.5")
+    assert done.returncode == 0, done.stderr
+    assert "tensor([3.])" in done.stdout

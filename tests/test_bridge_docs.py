@@ -1,0 +1,31 @@
+"""docs/tutorials/your-pytorch-code.md is not executed at build time (the docs have no PyTorch):
+each of its Python blocks is run here, as the file learner.py, and must print the text shown
+after it, so that the page's output can never go stale."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # the blocks run PyTorch
+
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "tutorials" / "your-pytorch-code.md"
+PAIR = re.compile(r"```python\n(.*?)```\n\nprints\n\n```text\n(.*?)```", re.DOTALL)
+
+
+def test_each_block_prints_what_the_page_shows() -> None:
+    pairs = PAIR.findall(PAGE.read_text(encoding="utf-8"))
+    assert len(pairs) == 5
+    namespace: dict[str, object] = {}
+    for code, shown in pairs:
+        if "pin_memory" in code and torch.cuda.is_available():
+            continue  # the refusal it shows is a computer's without a GPU
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(code, "learner.py", "exec"), namespace)
+        assert printed.getvalue() == shown, code
