@@ -165,16 +165,16 @@ def test_grade_writes_the_gradebook_and_gradescope_results(tmp_path: Path, capsy
     (sigmoid,) = course(teacher).exercises
     rows = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
     assert rows == [
-        ["directory", "1 sigmoid", "total"],
-        ["ada", "2", "2"],
-        ["bob", f"{sigmoid.points * 2 / 5:g}", f"{sigmoid.points * 2 / 5:g}"],
-        ["cy", "0", "0"],
+        ["directory", "1 sigmoid", "total", "remarks"],
+        ["ada", "2", "2", ""],
+        ["bob", f"{sigmoid.points * 2 / 5:g}", f"{sigmoid.points * 2 / 5:g}", ""],
+        ["cy", "0", "0", ""],
     ]
     assert printed.startswith((out / "grades.csv").read_text())
     assert "graded 3 directories in" in printed
     report = json.loads((out / "bob" / "results.json").read_text())
     assert report["score"] == pytest.approx(0.8)
-    visible, held = report["tests"]
+    visible, held = report["tests"]  # no notes for the teacher: nothing to say
     assert set(visible) == set(held) == {"name", "number", "score", "max_score", "output", "visibility"}
     assert (visible["name"], visible["visibility"]) == ("1. sigmoid on your engine, from its operations", "visible")
     assert (visible["score"], visible["max_score"]) == (0.4, 1.6)  # weights 1 + 3 of 5: 2 points x 4/5
@@ -182,6 +182,7 @@ def test_grade_writes_the_gradebook_and_gradescope_results(tmp_path: Path, capsy
     assert "sigmoid(1.5) is 0.18" in visible["output"]  # the first problem's message
     assert (held["visibility"], held["score"], held["max_score"]) == ("after_published", 0.4, 0.4)
     assert held["name"].endswith(": held-out checks")
+    assert held["output"] == "passed: sigmoid(x) + sigmoid(-x) is 1"  # outcomes alone: no held-out text
     assert sum(test["score"] for test in report["tests"]) == pytest.approx(report["score"])
     nothing = json.loads((out / "cy" / "results.json").read_text())
     assert "sigmoid.py is not in" in nothing["tests"][0]["output"]
@@ -194,7 +195,10 @@ def test_grade_reads_no_course_toml_of_a_submission(tmp_path: Path, capsys: pyte
         capsys, str(student), "--out", str(tmp_path / "out"), "--exercises", str(teachers_only(tmp_path))
     )
     assert (status, err) == (0, "")
-    assert (tmp_path / "out" / "grades.csv").read_text().splitlines() == ["directory,1 sigmoid,total", "eve,2,2"]
+    assert (tmp_path / "out" / "grades.csv").read_text().splitlines() == [
+        "directory,1 sigmoid,total,remarks",
+        "eve,2,2,",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -267,7 +271,7 @@ def the_class(where: Path) -> list[Path]:
 
 def points_of(of: list[Exercise], rows: list[list[str]], name: str) -> dict[int, float]:
     row = next(row for row in rows if row[0] == name)
-    return {ex.number: float(cell) for ex, cell in zip(of, row[1:-1], strict=True)}
+    return {ex.number: float(cell) for ex, cell in zip(of, row[1:-2], strict=True)}
 
 
 @pytest.mark.slow  # five directories of thirteen exercises
@@ -278,7 +282,7 @@ def test_a_class_of_five_is_graded_with_one_command(tmp_path: Path, capsys: pyte
     assert (status, err) == (0, "")
     of = list(course(EXAMPLE).exercises)
     rows = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
-    assert rows[0] == ["directory", *(f"{ex.number} {ex.slug}" for ex in of), "total"]
+    assert rows[0] == ["directory", *(f"{ex.number} {ex.slug}" for ex in of), "total", "remarks"]
     assert [row[0] for row in rows[1:]] == [d.name for d in directories]
     full = {ex.number: ex.points for ex in of}
     assert points_of(of, rows, "done") == full
@@ -291,7 +295,8 @@ def test_a_class_of_five_is_graded_with_one_command(tmp_path: Path, capsys: pyte
         assert got[1] == full[1]
     for directory in directories:
         report = json.loads((out / directory.name / "results.json").read_text())
-        assert report["score"] == pytest.approx(float(next(r for r in rows if r[0] == directory.name)[-1]), abs=0.02)
+        shown = next(r for r in rows if r[0] == directory.name)
+        assert report["score"] == float(shown[-2]) == round(sum(map(float, shown[1:-2])), 2)
 
 
 def test_gradescopes_results_of_one_directory_have_its_shape() -> None:
@@ -313,3 +318,53 @@ def test_gradescopes_results_of_one_directory_have_its_shape() -> None:
         "visibility": "visible",
     }
     assert stretch["output"] == "failed: Another\n\nAnother:\nwhy"
+
+
+# ---- a gradebook that keeps every row ------------------------------------------------------------------
+
+
+def thirds(ex: Exercise, passed: int) -> grading.ExerciseResult:
+    """Three checks of weight 1: each worth a third of the exercise's points, which do not round evenly."""
+    outcomes = [grading.PASSED] * passed + [grading.FAILED] * (3 - passed)
+    return grading.ExerciseResult(ex, [grading.TestResult(f"t{k}", o, "no") for k, o in enumerate(outcomes)])
+
+
+def test_regrading_one_directory_or_one_exercise_keeps_every_other_row_and_result(tmp_path: Path) -> None:
+    of = course(None)
+    one, two = exercise(1), exercise(2)
+    gradebook.write(tmp_path, of, {"ada": [thirds(one, 1), thirds(two, 2)], "bob": [thirds(one, 3), thirds(two, 0)]})
+    gradebook.write(tmp_path, of, {"bob": [thirds(one, 0), thirds(two, 3)]})  # bob again: ada's row stays
+    gradebook.write(tmp_path, of, {"ada": [thirds(two, 3)]})  # ada's exercise 2 alone: her exercise 1 stays
+    rows = list(csv.reader(io.StringIO((tmp_path / "grades.csv").read_text())))
+    assert [row[0] for row in rows[1:]] == ["ada", "bob"]
+    ada, bob = (points_of(list(of.exercises), rows, name) for name in ("ada", "bob"))
+    assert (ada[1], ada[2]) == (round(one.points / 3, 2), two.points)
+    assert (bob[1], bob[2]) == (0, two.points)
+    for name in ("ada", "bob"):
+        report = json.loads((tmp_path / name / "results.json").read_text())
+        shown = next(row for row in rows if row[0] == name)
+        assert report["score"] == float(shown[-2]) == round(sum(test["score"] for test in report["tests"]), 2)
+        assert [test["number"] for test in report["tests"]] == ["1", "2"]
+
+
+def test_the_total_is_the_sum_of_the_parts_as_shown() -> None:
+    # 2 points in thirds, twice passed: each part shows 1.33; three of them add to 3.99, not 4
+    results = [thirds(exercise(n), 2) for n in (1, 5, 6)]
+    report = gradebook.results_json(results)
+    assert report["score"] == round(sum(test["score"] for test in report["tests"]), 2)
+    assert report["score"] == 3.99
+    assert report["output"].startswith("3.99 of 6 points")
+
+
+def test_a_check_that_never_ran_says_not_run() -> None:
+    tests = [{"id": f"t{k}", "name": f"t{k}", "title": f"check {k}", "weight": 1.0} for k in range(3)]
+    events = [
+        {"event": "collected", "tests": tests},
+        {"event": "start", "id": "t0"},
+        {"event": "result", "id": "t0", "outcome": "passed", "message": "", "seconds": 0.1},
+        {"event": "start", "id": "t1"},  # then os._exit
+    ]
+    result = grading._result(exercise(2), events, "", timed_out=False, timeout=10)
+    assert [t.outcome for t in result.tests] == [grading.PASSED, grading.FAILED, grading.NOT_RUN]
+    assert "os._exit" in result.tests[1].message
+    assert result.tests[2].message.startswith("not run")

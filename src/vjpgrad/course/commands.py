@@ -54,6 +54,7 @@ start:
 teach:
   {PROGRAM} init DIR --class   a class's directory: no reference solutions, only your hints
   {PROGRAM} grade DIR... --out OUT   grade submissions: OUT/grades.csv, OUT/<name>/results.json
+  {PROGRAM} grade DIR --out OUT --exercise 3   grade one exercise again (the rest is kept)
 """
 
 
@@ -104,7 +105,12 @@ def _parser() -> _Parser:
     _exercises_option(solution)
     grade = commands.add_parser("grade", help="grade submissions into OUT/grades.csv and OUT/<name>/results.json")
     grade.add_argument("directories", nargs="+", metavar="DIR", help="the submissions (a quoted glob is expanded)")
-    grade.add_argument("--out", required=True, metavar="OUT", help="where to write grades.csv and the results")
+    grade.add_argument(
+        "--out", required=True, metavar="OUT",
+        help="where to write grades.csv and the results (merged into what is there: a directory graded again "
+        "replaces only its row)",
+    )  # fmt: skip
+    grade.add_argument("--exercise", metavar="N", help="grade exercise N alone (the others' results are kept)")
     _running_options(grade, grading=True)
     return parser
 
@@ -377,26 +383,42 @@ def grade(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CourseError(f"--out {out} is a file, not a directory")
-    teacher = None if args.exercises is None else Path(args.exercises)
+    teacher = _teachers_exercises(args.exercises)
     if teacher is not None and not (teacher / "exercises.toml").is_file():
         raise CourseError(f"{teacher} is not an exercises directory: it has no exercises.toml")
     try:
         of = course(teacher)  # the teacher's, never a submission's course.toml
     except ExercisesError as error:
         raise CourseError(str(error)) from None
-    missing = next((path for ex in of.exercises for path in ex.held_out if not path.is_file()), None)
+    only = None if args.exercise is None else [_number(args.exercise, of)]
+    missing = next((path for ex in only or of.exercises for path in ex.held_out if not path.is_file()), None)
     if missing is not None:
         raise CourseError(f"the held-out check {missing} is not there (grade with the teacher's copy of {teacher})")
     _needs_pytest("grade")
     _running(args)
+    try:
+        gradebook.existing(out, of)
+    except gradebook.GradebookError as error:
+        raise CourseError(str(error)) from None
     started = time.perf_counter()
-    graded = gradebook.grade(directories, of, args.timeout, args.jobs)
-    gradebook.write(out, of, graded)
+    graded = gradebook.grade(directories, of, args.timeout, args.jobs, only)
+    text = gradebook.write(out, of, graded)
     seconds = time.perf_counter() - started
-    print(gradebook.gradebook(of, graded), end="")
+    print(text, end="")
     print(f"\n{PROGRAM}: graded {len(graded)} directories in {seconds:.1f} s: {out / 'grades.csv'}, "
           f"{out / '<name>' / 'results.json'}")  # fmt: skip
     return 0
+
+
+def _teachers_exercises(option: str | None) -> Path | None:
+    """The teacher's exercises directory: ``--exercises``, else the one the course.toml of the
+    directory ``grade`` runs in names (a class template's), else none (the built-in exercises)."""
+    if option is not None:
+        return Path(option)
+    try:
+        return config.read(Path()).exercises
+    except ExercisesError as error:
+        raise CourseError(str(error)) from None
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
