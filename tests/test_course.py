@@ -848,3 +848,40 @@ def test_every_check_is_named_by_a_sentence_not_a_test_id(tmp_path: Path) -> Non
     assert "Case 3's seeds give a.grad = 3.3003" in titles
     assert "tanh hands out.grad times its local derivative to its operand" in titles
     assert "The rule is differentiable too, at x = -2.0" in titles
+
+
+CLASS_MODE_MISTAKES = [
+    ("self.grad += other.data * out.grad", "self.grad = other.data * out.grad"),
+    ("self.grad += other.data * out.grad", "self.grad += other.data"),
+    ("self.grad += other.data * out.grad", "self.grad += self.data"),
+    ("self.grad += other.data * out.grad", "self.grad += out.grad"),
+]
+
+
+@pytest.mark.parametrize(
+    "changes", CLASS_MODE_MISTAKES, ids=["= for +=", "no out.grad", "own number", "out.grad alone"]
+)
+def test_class_mode_says_what_differs_never_how_to_write_the_fix(
+    changes: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vjpgrad.course import expect
+
+    program = Program(
+        (("x1", 1.5), ("x2", -0.5)),
+        (
+            Instruction("t1", "*", ("x1", "x2")),
+            Instruction("t2", "+", ("t1", "t1")),
+            Instruction("t3", "*", ("t2", "x1")),
+        ),
+    )
+    with pytest.raises(MismatchError) as study:
+        Twin(program, reference_engine(changes)).check_closures()
+    monkeypatch.setattr(expect, "SAY_HOW", [False])
+    with pytest.raises(MismatchError) as klass:
+        Twin(program, reference_engine(changes)).check_closures()
+    said = str(klass.value)
+    assert re.search(r"the edge t\d -> \w+ \([+*]\) handed \w+ -?[\d.]+; vjpgrad's hands", said)  # which edge, numbers
+    for how in ("+=", "multiply", "do not assign", "check the local derivative"):
+        assert how not in said, how
+    assert said != str(study.value)
+    assert any(how in str(study.value) for how in ("+=", "multiply", "check the"))  # self-study keeps its advice

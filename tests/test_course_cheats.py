@@ -128,3 +128,56 @@ def test_held_out_checks_never_reach_what_a_student_sees(tmp_path: Path) -> None
     for text in seen:
         assert "Exercise 2's held-out checks" not in text
         assert 'Instruction("t3", "*", ("t2", "a"))' not in text
+
+
+# ---- borrowed work, flagged to the teacher ---------------------------------------------------------------
+
+
+def test_an_engine_that_is_vjpgrads_earns_nothing_and_is_flagged_to_the_teacher(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "class" / "mallory")
+    (directory / "engine.py").write_text("from vjpgrad import Value\n")
+    of = course(None)
+    graded = gradebook.grade([directory], type(of)((exercise(2),)), timeout=120)
+    (result,) = graded["mallory"]
+    assert result.score() == 0
+    assert "engine.py imports vjpgrad" in result.tests[0].message  # the student sees why their checks fail
+    report = gradebook.results_json(graded["mallory"], of)
+    hidden = [t for t in report["tests"] if t["visibility"] == "hidden"]
+    assert [t["number"] for t in hidden] == ["2.t"]
+    assert "engine.py imports vjpgrad: its checks ran without it" in hidden[0]["output"]
+    shown = [report["output"]] + [t["output"] for t in report["tests"] if t["visibility"] != "hidden"]
+    assert not any("borrowed" in text for text in shown)
+    gradebook.write(tmp_path / "out", of, graded)
+    rows = (tmp_path / "out" / "grades.csv").read_text().splitlines()
+    assert rows[1].startswith("mallory,0,")
+    assert rows[1].endswith("engine.py imports vjpgrad: its checks ran without it (borrowed engine?)")
+
+
+def test_copies_of_shipped_solutions_are_told_from_other_answers(tmp_path: Path) -> None:
+    from vjpgrad.course import borrowed
+
+    solution = (folder("solutions") / "engine.py").read_text()
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "engine.py").write_text(
+        solution.replace("other", "rhs")
+        .replace("out", "res")
+        .replace("        self.grad += ", "        self.grad  +=  ")
+    )
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "engine.py").write_text(solution.replace("self.grad += out.grad", "self.grad = self.grad + 1.0 * out.grad"))
+    said = borrowed.copied(copy, exercise(2))
+    assert said == [
+        "engine.py: Value.__add__, Value.__mul__ are the reference solution shipped with vjpgrad "
+        "(names, docstrings and layout aside)"
+    ]
+    assert borrowed.copied(own, exercise(2)) == []
+    assert borrowed.copied(copy, exercise(10)) == []  # not that exercise's file
+    assert borrowed.imports(copy, exercise(2), course(None)) == []
+    (own / "softsign.py").write_text("import vjpgrad\n")
+    assert borrowed.imports(own, exercise(10), course(None)) == []  # its skeleton imports vjpgrad too
+    (own / "engine.py").write_text("import importlib\nValue = importlib.import_module('vjpgrad').Value\n")
+    assert borrowed.imports(own, exercise(4), course(None)) == [
+        "engine.py imports vjpgrad: its checks ran without it (borrowed engine?)"
+    ]

@@ -143,6 +143,7 @@ def test_init_class_records_the_mode_in_course_toml(classroom: Path) -> None:
     assert (settings.mode, settings.exercises, settings.path) == ("class", None, classroom / "course.toml")
     assert config.read(classroom / "deeper" / "still").class_mode  # read from the nearest directory above
     assert "hint" not in (classroom / "README.md").read_text()
+    assert "hint" not in (classroom / "engine.py").read_text()  # nor the engine's docstring
 
 
 def test_a_class_has_no_solution_command(classroom: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,6 +18,7 @@ makes a check count twice as much as one without the marker in its exercise's po
 
 from __future__ import annotations
 
+import builtins
 import importlib.util
 import inspect
 import json
@@ -85,19 +86,54 @@ def after_the_standard_library(path: list[str], directory: str) -> None:
     path.insert(last + 1, directory)
 
 
+BORROWED = ("vjpgrad", "torch")
+"""What a student's file may not import in place of its own code (``borrowed``: the teacher is told)."""
+
+
+def guard_imports(directory: Path, permitted: dict[str, set[str]]) -> None:
+    """Refuse an import of vjpgrad or torch written in a student's file in ``directory``, unless its
+    skeleton makes it (``permitted``, by file name): their engine is checked, not vjpgrad's."""
+    original = builtins.__import__
+
+    def guarded(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> ModuleType:
+        root = name.partition(".")[0]
+        if level == 0 and root in BORROWED and isinstance(globals, dict):
+            where = str(globals.get("__file__") or "")
+            mine = bool(where) and Path(where).parent == directory
+            if mine and root not in permitted.get(Path(where).name, set()):
+                raise ImportError(f"{Path(where).name} imports {root}: the checks run your own code, not {root}'s")
+        return original(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = guarded
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("vjpgrad course")
     group.addoption("--student", metavar="DIR", help="the student's directory, whose files the checks import")
+    group.addoption("--class-mode", action="store_true", help="messages say what differs, never how to write the fix")
+    group.addoption(
+        "--own", action="append", default=[], metavar="FILE=PACKAGE,...",
+        help="a student's FILE may import these of vjpgrad and torch (as its skeleton does); no other may",
+    )  # fmt: skip
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "weight(n): the check counts n times in its exercise's points (default 1)")
+    if config.getoption("--class-mode"):
+        from vjpgrad.course import expect
+
+        expect.SAY_HOW[0] = False
     directory = config.getoption("--student")
     if directory:
         for entry in ("", os.getcwd()):  # the working directory (the student's) is not searched first
             while entry in sys.path:
                 sys.path.remove(entry)
         after_the_standard_library(sys.path, str(Path(directory).resolve()))
+        permitted = {}
+        for word in config.getoption("--own"):
+            name, _, packages = word.partition("=")
+            permitted[name] = {p for p in packages.split(",") if p}
+        guard_imports(Path(directory).resolve(), permitted)
     from hypothesis import HealthCheck, Phase, settings
 
     settings.register_profile(

@@ -178,6 +178,15 @@ def readme(of: Course, class_mode: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def student_file(template: Path, class_mode: bool) -> str:
+    """A student's file as ``init`` writes it: its skeleton; in class mode without the lines that
+    send the student to ``hint`` (a class has only the teacher's hints)."""
+    text = template.read_text(encoding="utf-8")
+    if not class_mode:
+        return text
+    return "".join(line for line in text.splitlines(keepends=True) if f"{PROGRAM} hint" not in line)
+
+
 def _write_new(target: Path, text: str) -> bool:
     """Write ``text`` to ``target`` unless there is a file there already; whether it was written."""
     try:
@@ -201,7 +210,7 @@ def _recorded(exercises: Path, directory: Path) -> str:
 def _init_files(directory: Path, args: argparse.Namespace) -> dict[str, str]:
     """The files ``init`` writes: the students', README.md, and course.toml when a setting is asked for."""
     _, of = settings_and_course(directory, args.exercises)
-    files = {name: path.read_text(encoding="utf-8") for name, path in of.student_files().items()}
+    files = {name: student_file(path, args.class_mode) for name, path in of.student_files().items()}
     files["README.md"] = readme(of, args.class_mode)
     if args.class_mode or args.exercises is not None:
         teacher = None if args.exercises is None else _recorded(Path(args.exercises), directory)
@@ -269,7 +278,7 @@ def check(args: argparse.Namespace) -> int:
     from vjpgrad.course import grading
 
     exercises = list(of.exercises) if only is None else [only]
-    results = grading.run(directory.resolve(), exercises, args.timeout, args.jobs)
+    results = grading.run(directory.resolve(), exercises, args.timeout, args.jobs, class_mode=settings.class_mode)
     hints = {ex.number: of.hint(ex, settings.class_mode) for ex in exercises}
     if args.json:
         print(json.dumps(grading.as_json(results, directory.resolve(), hints), indent=2))

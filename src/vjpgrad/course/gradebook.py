@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.course import grading
+from vjpgrad.course import borrowed, grading
 from vjpgrad.course.exercises import Course, Exercise
 from vjpgrad.course.grading import PASSED, ExerciseResult, points
 
@@ -48,9 +48,10 @@ def grade(
     included: results by directory name."""
     chosen = list(course.exercises if exercises is None else exercises)
     work = [(directory, ex) for directory in directories for ex in chosen]
-    results = grading.run_many(work, timeout, workers, held_out=True)
+    results = grading.run_many(work, timeout, workers, held_out=True, class_mode=True)
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
-    for (directory, _), result in zip(work, results, strict=True):
+    for (directory, ex), result in zip(work, results, strict=True):
+        result.remarks += borrowed.remarks(directory, ex, course)
         graded[directory.name].append(result)
     return graded
 

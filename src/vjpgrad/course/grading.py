@@ -126,21 +126,21 @@ class ExerciseResult:
 
 def run(
     directory: Path, exercises: Sequence[Exercise], timeout: float = TIMEOUT, workers: int | None = None,
-    held_out: bool = False,
+    held_out: bool = False, class_mode: bool = False,
 ) -> list[ExerciseResult]:  # fmt: skip
     """Check ``exercises`` against the files in ``directory``, each in its own process, at most
     ``timeout`` seconds each, ``workers`` at a time (the cores by default); the held-out checks too
-    when ``held_out``."""
-    return run_many([(directory, ex) for ex in exercises], timeout, workers, held_out)
+    when ``held_out``; with messages that say only what differs when ``class_mode``."""
+    return run_many([(directory, ex) for ex in exercises], timeout, workers, held_out, class_mode)
 
 
 def run_many(
     work: Sequence[tuple[Path, Exercise]], timeout: float = TIMEOUT, workers: int | None = None,
-    held_out: bool = False,
+    held_out: bool = False, class_mode: bool = False,
 ) -> list[ExerciseResult]:  # fmt: skip
     """``run`` for (directory, exercise) pairs of several directories, in one pool of processes."""
     with ThreadPoolExecutor(max_workers=max(1, min(workers or cores(), len(work) or 1))) as pool:
-        return list(pool.map(lambda pair: run_exercise(pair[0], pair[1], timeout, held_out), work))
+        return list(pool.map(lambda pair: run_exercise(pair[0], pair[1], timeout, held_out, class_mode), work))
 
 
 PRELOAD = [
@@ -275,24 +275,29 @@ def cpu_limited() -> bool:
     return importlib.util.find_spec("resource") is not None
 
 
-def run_exercise(directory: Path, exercise: Exercise, timeout: float, held_out: bool = False) -> ExerciseResult:
+def run_exercise(
+    directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, class_mode: bool = False
+) -> ExerciseResult:
     """One exercise's checks in a pytest process of its own, and its held-out checks (when
     ``held_out``) in another: the process of the checks a student sees never imports them."""
-    result = _run_files(directory, exercise, [exercise.check], timeout)
+    mode = ["--class-mode"] if class_mode else []
+    result = _run_files(directory, exercise, [exercise.check], timeout, mode)
     if held_out and exercise.held_out:
-        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout)
+        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, mode)
         result.tests += [TestResult(**{**t.__dict__, "held_out": True}) for t in hidden.tests]
         result.remarks += [remark for remark in hidden.remarks if remark not in result.remarks]
     return result
 
 
-def _run_files(directory: Path, exercise: Exercise, files: list[Path], timeout: float) -> ExerciseResult:
+def _run_files(
+    directory: Path, exercise: Exercise, files: list[Path], timeout: float, options: Sequence[str] = ()
+) -> ExerciseResult:
     """The checks of ``files`` in one pytest process, its report received and authenticated here."""
     with tempfile.TemporaryDirectory(prefix="vjpgrad-course-") as scratch:
         output = Path(scratch) / "output.txt"
         arguments = [
             "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(files[0].parent),
-            "--student", str(directory.resolve()), *HYPOTHESIS_PLUGIN, *map(str, files),
+            "--student", str(directory.resolve()), *_own(exercise), *options, *HYPOTHESIS_PLUGIN, *map(str, files),
         ]  # fmt: skip
         context = _processes()
         receiving, sending = context.Pipe(duplex=False)
@@ -316,6 +321,20 @@ def _run_files(directory: Path, exercise: Exercise, files: list[Path], timeout: 
     if not genuine:
         return _tampered(exercise, events)
     return _result(exercise, events, text, timed_out, timeout)
+
+
+def _own(exercise: Exercise) -> list[str]:
+    """``--own`` options: the student's files whose skeletons import vjpgrad or torch, and which."""
+    from vjpgrad.course import borrowed
+
+    options = []
+    for templates in {folder("templates"), exercise.home / "templates"}:
+        for template in sorted(templates.glob("*.py")):
+            tree = borrowed.parse(template)
+            packages = sorted(borrowed.imported(tree)) if tree is not None else []
+            if packages:
+                options += ["--own", f"{template.name}={','.join(packages)}"]
+    return options
 
 
 def _tampered(exercise: Exercise, events: list[dict[str, Any]]) -> ExerciseResult:
