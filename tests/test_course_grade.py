@@ -368,3 +368,39 @@ def test_a_check_that_never_ran_says_not_run() -> None:
     assert [t.outcome for t in result.tests] == [grading.PASSED, grading.FAILED, grading.NOT_RUN]
     assert "os._exit" in result.tests[1].message
     assert result.tests[2].message.startswith("not run")
+
+
+# ---- one engine bug, charged once -----------------------------------------------------------------------
+
+
+def test_which_earlier_exercises_each_exercise_runs_on() -> None:
+    from vjpgrad.course import depends
+
+    of = course(EXAMPLE)
+    runs_on = {ex.number: [e.number for e in depends.on(ex, of)] for ex in of.exercises}
+    assert runs_on == {
+        1: [], 2: [], 3: [2], 4: [2, 3], 5: [2, 3, 4], 6: [2, 3, 4, 5], 7: [2, 3, 4, 5], 8: [], 9: [1], 10: [],
+        11: [2, 3, 4, 5], 12: [], 13: [2, 3, 4, 5],
+    }  # fmt: skip
+
+
+@pytest.mark.slow  # three exercises, graded twice
+def test_an_engine_bug_is_named_where_it_costs_and_independent_grading_charges_it_once(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "class" / "ada")
+    engine = directory / "engine.py"
+    mistake = next(m for m in MISTAKES if m.name == "+ hands 1, the local derivative alone, without out.grad")
+    engine.write_text(engine.read_text().replace(mistake.old, mistake.new))
+    of = course(None)
+    three = type(of)(tuple(exercise(n) for n in (2, 3, 6)))
+    graded = gradebook.grade([directory], three, timeout=120)
+    plus, more, seeds = graded["ada"]
+    assert plus.status == more.status == seeds.status == grading.FAILING
+    assert seeds.note.startswith("these checks run your exercise 2 (engine.py), which is not done")
+    tests = {t["number"]: t for t in gradebook.results_json(graded["ada"], three)["tests"]}
+    assert "fix exercise 2 first" in tests["6"]["output"]
+    assert "fix exercise" not in tests["2"]["output"]
+    fair = gradebook.grade([directory], three, timeout=120, independent=True)
+    plus, more, seeds = fair["ada"]
+    assert plus.status == grading.FAILING
+    assert more.status == seeds.status == grading.DONE  # on the reference + and *: the bug costs once
+    assert engine.read_text().count(mistake.new) == 1  # the student's directory is as it was

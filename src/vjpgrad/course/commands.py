@@ -111,6 +111,11 @@ def _parser() -> _Parser:
         "replaces only its row)",
     )  # fmt: skip
     grade.add_argument("--exercise", metavar="N", help="grade exercise N alone (the others' results are kept)")
+    grade.add_argument(
+        "--independent", action="store_true",
+        help="grade each exercise on the reference solution of the earlier ones it runs on (the engine): "
+        "one bug costs once",
+    )  # fmt: skip
     _running_options(grade, grading=True)
     return parser
 
@@ -279,6 +284,7 @@ def check(args: argparse.Namespace) -> int:
 
     exercises = list(of.exercises) if only is None else [only]
     results = grading.run(directory.resolve(), exercises, args.timeout, args.jobs, class_mode=settings.class_mode)
+    grading.note_dependencies(results, of)
     hints = {ex.number: of.hint(ex, settings.class_mode) for ex in exercises}
     if args.json:
         print(json.dumps(grading.as_json(results, directory.resolve(), hints), indent=2))
@@ -410,7 +416,7 @@ def grade(args: argparse.Namespace) -> int:
     except gradebook.GradebookError as error:
         raise CourseError(str(error)) from None
     started = time.perf_counter()
-    graded = gradebook.grade(directories, of, args.timeout, args.jobs, only)
+    graded = gradebook.grade(directories, of, args.timeout, args.jobs, only, args.independent)
     text = gradebook.write(out, of, graded)
     seconds = time.perf_counter() - started
     print(text, end="")

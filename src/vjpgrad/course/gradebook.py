@@ -20,11 +20,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.course import borrowed, grading
+from vjpgrad.course import borrowed, depends, grading
 from vjpgrad.course.exercises import Course, Exercise
 from vjpgrad.course.grading import PASSED, ExerciseResult, points
 
@@ -42,17 +43,31 @@ class GradebookError(ValueError):
 
 def grade(
     directories: Sequence[Path], course: Course, timeout: float, workers: int | None = None,
-    exercises: Sequence[Exercise] | None = None,
+    exercises: Sequence[Exercise] | None = None, independent: bool = False,
 ) -> dict[str, list[ExerciseResult]]:  # fmt: skip
     """The ``exercises`` (all of ``course``'s by default) of every directory, held-out checks
-    included: results by directory name."""
+    included: results by directory name. ``independent``: each exercise on the reference solution
+    of the earlier exercises it runs on (``depends.reference_copy``), so that one bug costs once."""
     chosen = list(course.exercises if exercises is None else exercises)
-    work = [(directory, ex) for directory in directories for ex in chosen]
-    results = grading.run_many(work, timeout, workers, held_out=True, class_mode=True)
+    with tempfile.TemporaryDirectory(prefix="vjpgrad-course-independent-") as scratch:
+        work, checked = [], []
+        for k, directory in enumerate(directories):
+            for ex in chosen:
+                where = directory
+                if independent and depends.on(ex, course):
+                    where = depends.reference_copy(
+                        directory, ex, course, Path(scratch) / f"{k}-{ex.number}" / directory.name
+                    )
+                work.append((where, ex))
+                checked.append(directory)
+        results = grading.run_many(work, timeout, workers, held_out=True, class_mode=True)
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
-    for (directory, ex), result in zip(work, results, strict=True):
+    for directory, (_, ex), result in zip(checked, work, results, strict=True):
         result.remarks += borrowed.remarks(directory, ex, course)
         graded[directory.name].append(result)
+    for results_of_one in graded.values():
+        if not independent:
+            grading.note_dependencies(results_of_one, course)
     return graded
 
 
@@ -71,11 +86,14 @@ def _check_lines(result: ExerciseResult, held_out: bool) -> list[str]:
 
 
 def _output(result: ExerciseResult) -> str:
-    """What a student reads in Gradescope: each check's outcome, then the first problem's message."""
+    """What a student reads in Gradescope: each check's outcome, then the first problem's message,
+    and which earlier exercise to fix first when these checks run one that is not done."""
     lines = _check_lines(result, held_out=False)
     problem = next((t for t in result.tests if not t.held_out and t.outcome != PASSED), None)
     if problem is not None:
         lines += ["", f"{problem.sentence}:", problem.message]
+    if result.note:
+        lines += ["", f"({result.note})"]
     return "\n".join(lines)
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.course.exercises import BUILTIN, Exercise, folder
+from vjpgrad.course.exercises import BUILTIN, Course, Exercise, folder
 
 DONE, FAILING, NOT_STARTED = "done", "failing", "not started"
 PASSED, FAILED, NOT_RUN = "passed", "failed", "not run"
@@ -86,6 +86,8 @@ class ExerciseResult:
     tests: list[TestResult] = field(default_factory=list)
     remarks: list[str] = field(default_factory=list)
     """What the teacher is told and the student is not: a report tampered with, borrowed work."""
+    note: str = ""
+    """Why it may fail through no fault of its own: an earlier exercise it runs on is not done."""
 
     @property
     def passed(self) -> int:
@@ -380,6 +382,17 @@ def _unfinished(timed_out: bool, timeout: float) -> str:
     return "the process running the checks stopped during it (os._exit? a crash?)"
 
 
+def note_dependencies(results: Sequence[ExerciseResult], course: Course) -> None:
+    """Say, on each exercise not done whose checks run an earlier exercise that is not done either,
+    which one to fix first (``depends.blame``)."""
+    from vjpgrad.course import depends
+
+    done = {r.exercise.number: r.status == DONE for r in results}
+    for r in results:
+        if r.status != DONE:
+            r.note = depends.blame(r.exercise, course, done) or ""
+
+
 # ---- reports --------------------------------------------------------------------------------------------
 
 
@@ -438,6 +451,8 @@ def _problem(todo: ExerciseResult) -> list[str]:
         return []
     lines = ["", f"  {problem.sentence}:"]
     lines += [("    " + line).rstrip() for line in problem.message.splitlines()]
+    if todo.note:
+        lines.append(f"    ({todo.note})")
     first = re.search(r"exercise (\d+): write", problem.message) if problem.outcome == NOT_STARTED else None
     if first and int(first.group(1)) != todo.exercise.number:
         lines.append(f"    (its checks run the code of exercise {first.group(1)}: do exercise {first.group(1)} first)")
@@ -482,7 +497,7 @@ def _json_test(r: ExerciseResult, hint: str | None) -> dict[str, Any]:
         "status": "pass" if r.status == DONE else "fail",
         "score": points(r.score()),
         "max_score": points(r.exercise.points),
-        "message": "" if problem is None else problem.message,
+        "message": "" if problem is None else problem.message + (f"\n({r.note})" if r.note else ""),
         "number": r.exercise.number,
         "slug": r.exercise.slug,
         "title": r.exercise.title,
