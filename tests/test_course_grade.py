@@ -35,8 +35,9 @@ def teachers_only(tmp_path: Path) -> Path:
     shutil.copytree(EXAMPLE, teacher)
     text = (teacher / "exercises.toml").read_text()
     text = text.replace("builtin = true", "builtin = false")
-    text = text[: text.index("[held_out]")]  # held-out checks and hints of built-in exercises need them
+    text = text[: text.index("[hints]")]  # hints of built-in exercises need them
     (teacher / "exercises.toml").write_text(text)
+    (teacher / "held_out.toml").write_text('sigmoid = "held_out/check_sigmoid.py"\n')  # and their held-out checks
     return teacher
 
 
@@ -208,7 +209,10 @@ def test_grade_reads_no_course_toml_of_a_submission(tmp_path: Path, capsys: pyte
         (["A", "B/a", "--out", "OUT"], "have the same name, a: rename one"),
         (["A", "--out", "FILE"], "is a file, not a directory"),
         (["A", "--out", "OUT", "--exercises", "A"], "is not an exercises directory: it has no exercises.toml"),
-        (["A", "--out", "OUT", "--exercises", "STUDENTS_COPY"], "held_out/add_mul.py is not there (grade with the"),
+        (
+            ["A", "--out", "OUT", "--exercises", "STUDENTS_COPY"],
+            "held_out/check_add_mul.py is not there (grade with the",
+        ),
         (["A", "--out", "OUT", "--timeout", "0"], "--timeout must be a positive number of seconds"),
         (["A", "--out", "OUT", "--jobs", "0"], "--jobs must be at least 1"),
         (["A"], "the following arguments are required: --out"),
@@ -404,3 +408,20 @@ def test_an_engine_bug_is_named_where_it_costs_and_independent_grading_charges_i
     assert plus.status == grading.FAILING
     assert more.status == seeds.status == grading.DONE  # on the reference + and *: the bug costs once
     assert engine.read_text().count(mistake.new) == 1  # the student's directory is as it was
+
+
+# ---- the teacher's tools -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # a solution and a skeleton, checked
+def test_test_exercise_finds_a_check_that_passes_on_the_skeleton(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    teacher = teachers_only(tmp_path)
+    check = teacher / "checks" / "check_sigmoid.py"
+    check.write_text(check.read_text() + '\n\ndef test_nothing(student):\n    """Nothing is checked."""\n')
+    status = main(["test-exercise", str(teacher)])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "the solution passes 4 of 4 checks, the skeleton 1 of 4" in out
+    assert "passes on the skeleton (it checks nothing the student writes): Nothing is checked" in out

@@ -55,6 +55,7 @@ teach:
   {PROGRAM} init DIR --class   a class's directory: no reference solutions, only your hints
   {PROGRAM} grade DIR... --out OUT   grade submissions: OUT/grades.csv, OUT/<name>/results.json
   {PROGRAM} grade DIR --out OUT --exercise 3   grade one exercise again (the rest is kept)
+  {PROGRAM} test-exercise EXERCISES   your exercises' solutions pass, their skeletons fail
 """
 
 
@@ -117,6 +118,12 @@ def _parser() -> _Parser:
         "one bug costs once",
     )  # fmt: skip
     _running_options(grade, grading=True)
+    tester = commands.add_parser(
+        "test-exercise", help="check a teacher's exercises: their solution passes every check, their skeleton none"
+    )
+    tester.add_argument("directory", metavar="DIR", help="the teacher's exercises directory")
+    tester.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="as for check")
+    tester.add_argument("--jobs", type=int, default=None, metavar="N", help="as for check")
     return parser
 
 
@@ -183,10 +190,16 @@ def readme(of: Course, class_mode: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def student_file(template: Path, class_mode: bool) -> str:
-    """A student's file as ``init`` writes it: its skeleton; in class mode without the lines that
-    send the student to ``hint`` (a class has only the teacher's hints)."""
-    text = template.read_text(encoding="utf-8")
+NUMBER = "{{number}}"
+"""What a teacher's template writes for its exercise's number, which depends on the course it is in
+(after the built-in twelve, or alone): ``raise NotImplementedError("exercise {{number}}: write sigmoid")``."""
+
+
+def student_file(template: Path, class_mode: bool, number: int) -> str:
+    """A student's file as ``init`` writes it: its skeleton, ``{{number}}`` its first exercise's
+    number; in class mode without the lines that send the student to ``hint`` (a class has only the
+    teacher's hints)."""
+    text = template.read_text(encoding="utf-8").replace(NUMBER, str(number))
     if not class_mode:
         return text
     return "".join(line for line in text.splitlines(keepends=True) if f"{PROGRAM} hint" not in line)
@@ -215,7 +228,8 @@ def _recorded(exercises: Path, directory: Path) -> str:
 def _init_files(directory: Path, args: argparse.Namespace) -> dict[str, str]:
     """The files ``init`` writes: the students', README.md, and course.toml when a setting is asked for."""
     _, of = settings_and_course(directory, args.exercises)
-    files = {name: student_file(path, args.class_mode) for name, path in of.student_files().items()}
+    numbers = {name: ex.number for ex in reversed(of.exercises) for name in ex.files}  # each file's first
+    files = {name: student_file(path, args.class_mode, numbers[name]) for name, path in of.student_files().items()}
     files["README.md"] = readme(of, args.class_mode)
     if args.class_mode or args.exercises is not None:
         teacher = None if args.exercises is None else _recorded(Path(args.exercises), directory)
@@ -436,7 +450,76 @@ def _teachers_exercises(option: str | None) -> Path | None:
         raise CourseError(str(error)) from None
 
 
+# ---- test-exercise -------------------------------------------------------------------------------------
+
+
+def _teachers_course(directory: Path) -> Course:
+    if not (directory / "exercises.toml").is_file():
+        raise CourseError(f"{directory} is not an exercises directory: it has no exercises.toml")
+    try:
+        of = course(directory)
+    except ExercisesError as error:
+        raise CourseError(str(error)) from None
+    own = [ex for ex in of.exercises if ex.teachers]
+    if not own:
+        raise CourseError(f"{directory / 'exercises.toml'} has no [[exercise]] of its own to test")
+    for ex in own:
+        for name in ex.files:
+            if not ex.solution(name).is_file():
+                raise CourseError(f"exercise {ex.number} has no solution to test: {ex.solution(name)} is not there")
+        missing = next((path for path in ex.held_out if not path.is_file()), None)
+        if missing is not None:
+            raise CourseError(f"the held-out check {missing} is not there")
+    return of
+
+
+def test_exercise(args: argparse.Namespace) -> int:
+    """Each of the teacher's exercises, checked (held-out checks included) on the reference
+    solutions (every check must pass) and on its own skeleton among them (every check must fail)."""
+    import shutil
+    import tempfile
+
+    from vjpgrad.course import grading
+    from vjpgrad.course.exercises import folder
+
+    directory = Path(args.directory)
+    of = _teachers_course(directory)
+    _needs_pytest("test-exercise")
+    _running(args)
+    own = [ex for ex in of.exercises if ex.teachers]
+    numbers = {name: ex.number for ex in reversed(of.exercises) for name in ex.files}
+    with tempfile.TemporaryDirectory(prefix="vjpgrad-test-exercise-") as scratch:
+        solved = Path(scratch) / "solved"
+        shutil.copytree(folder("solutions"), solved)
+        for ex in own:
+            for name in ex.files:
+                shutil.copyfile(ex.solution(name), solved / name)
+        work = [(solved, ex) for ex in own]
+        for ex in own:
+            skeleton = Path(scratch) / f"skeleton-{ex.number}"
+            shutil.copytree(solved, skeleton)
+            for name in ex.files:
+                (skeleton / name).write_text(student_file(ex.template(name), False, numbers[name]), encoding="utf-8")
+            work.append((skeleton, ex))
+        results = grading.run_many(work, args.timeout, args.jobs, held_out=True)
+    good = True
+    for ex, on_solution, on_skeleton in zip(own, results[: len(own)], results[len(own) :], strict=True):
+        failing = [t for t in on_solution.tests if t.outcome != grading.PASSED]
+        passing = [t for t in on_skeleton.tests if t.outcome == grading.PASSED]
+        good = good and not failing and not passing
+        print(
+            f"{ex.heading}: the solution passes {on_solution.passed} of {len(on_solution.tests)} checks, "
+            f"the skeleton {on_skeleton.passed} of {len(on_skeleton.tests)}" + ("" if failing or passing else ": good")
+        )
+        for t in failing:
+            print(f"  on the solution, {t.outcome}: {t.sentence}\n" + textwrap.indent(t.message, "    "))
+        for t in passing:
+            print(f"  passes on the skeleton (it checks nothing the student writes): {t.sentence}")
+    return 0 if good else 1
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "test-exercise": test_exercise,
     "init": init,
     "check": check,
     "hint": hint,
