@@ -425,3 +425,49 @@ def test_test_exercise_finds_a_check_that_passes_on_the_skeleton(
     assert status == 1
     assert "the solution passes 4 of 4 checks, the skeleton 1 of 4" in out
     assert "passes on the skeleton (it checks nothing the student writes): Nothing is checked" in out
+
+
+@pytest.mark.slow  # builds vjpgrad's wheel, then grades a submission with the bundle's files
+def test_the_autograder_bundle_holds_what_gradescope_runs_and_grades_a_submission(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import stat
+    import zipfile
+
+    from vjpgrad.course import autograder
+
+    if autograder.source_tree() is None:
+        pytest.skip("vjpgrad is not installed from its source tree: no wheel to build")
+    bundle = tmp_path / "autograder.zip"
+    assert main(["autograder", "--out", str(bundle), "--exercises", str(EXAMPLE)]) == 0
+    capsys.readouterr()
+    with zipfile.ZipFile(bundle) as archive:
+        names = archive.namelist()
+        modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
+        archive.extractall(tmp_path / "source")
+        (wheel,) = [name for name in names if name.startswith("wheels/vjpgrad-") and name.endswith(".whl")]
+        with zipfile.ZipFile(archive.open(wheel)) as inner:
+            packaged = inner.namelist()
+    assert {"setup.sh", "run_autograder", "exercises/exercises.toml", "exercises/held_out.toml"} <= set(names)
+    assert {"exercises/held_out/check_sigmoid.py", "exercises/held_out/check_add_mul.py"} <= set(names)
+    assert all(modes[name] & stat.S_IXUSR for name in ("setup.sh", "run_autograder"))
+    assert "vjpgrad/course/checks/check_02_add_mul.py" in packaged
+    assert "vjpgrad/course/autograder.py" in packaged
+    run = (tmp_path / "source" / "run_autograder").read_text()
+    assert "-m vjpgrad.course.autograder" in run
+    assert "--user student" in run  # the checks run as an unprivileged user
+    assert "useradd" in (tmp_path / "source" / "setup.sh").read_text()
+    submission = sigmoid_submission(tmp_path / "submission")
+    results = tmp_path / "results" / "results.json"
+    exercises = tmp_path / "source" / "exercises"
+    assert (
+        autograder.main(["--submission", str(submission), "--results", str(results), "--exercises", str(exercises)])
+        == 0
+    )
+    report = json.loads(results.read_text())
+    most = sum(ex.points for ex in course(EXAMPLE).exercises if not ex.stretch)
+    assert report["output"].startswith(f"{report['score']:g} of {most:g} points; 12 of 12 exercises done")
+    assert {t["number"] for t in report["tests"]} >= {"2.h", "13.h"}
+    assert sorted(p.name for p in submission.iterdir()) == sorted(
+        {*(p.name for p in folder("solutions").iterdir()), "sigmoid.py"}
+    )

@@ -56,6 +56,7 @@ teach:
   {PROGRAM} grade DIR... --out OUT   grade submissions: OUT/grades.csv, OUT/<name>/results.json
   {PROGRAM} grade DIR --out OUT --exercise 3   grade one exercise again (the rest is kept)
   {PROGRAM} test-exercise EXERCISES   your exercises' solutions pass, their skeletons fail
+  {PROGRAM} autograder --out autograder.zip   a Gradescope bundle of your course
 """
 
 
@@ -118,6 +119,11 @@ def _parser() -> _Parser:
         "one bug costs once",
     )  # fmt: skip
     _running_options(grade, grading=True)
+    bundle = commands.add_parser("autograder", help="write a Gradescope autograder bundle (a zip) for your course")
+    bundle.add_argument("--out", required=True, metavar="FILE.zip", help="the bundle to write")
+    bundle.add_argument(
+        "--exercises", metavar="DIR", help="your exercises directory, held-out checks included (default: course.toml's)"
+    )
     tester = commands.add_parser(
         "test-exercise", help="check a teacher's exercises: their solution passes every check, their skeleton none"
     )
@@ -518,7 +524,40 @@ def test_exercise(args: argparse.Namespace) -> int:
     return 0 if good else 1
 
 
+# ---- autograder ----------------------------------------------------------------------------------------
+
+
+def autograder(args: argparse.Namespace) -> int:
+    from vjpgrad.course import autograder as gradescope
+
+    out = Path(args.out)
+    if out.suffix != ".zip":
+        raise CourseError(f"--out {out} must name a .zip file (Gradescope takes the bundle as a zip)")
+    if out.is_dir():
+        raise CourseError(f"--out {out} is a directory, not a file")
+    teacher = _teachers_exercises(args.exercises)
+    if teacher is not None:
+        if not (teacher / "exercises.toml").is_file():
+            raise CourseError(f"{teacher} is not an exercises directory: it has no exercises.toml")
+        try:
+            of = course(teacher)
+        except ExercisesError as error:
+            raise CourseError(str(error)) from None
+        missing = next((path for ex in of.exercises for path in ex.held_out if not path.is_file()), None)
+        if missing is not None:
+            raise CourseError(f"the held-out check {missing} is not there (bundle your own copy of {teacher})")
+    try:
+        names = gradescope.bundle(out, None if teacher is None else teacher.resolve())
+    except gradescope.BundleError as error:
+        raise CourseError(str(error)) from None
+    print(f"{PROGRAM}: wrote {out} ({len(names)} files): upload it as the assignment's autograder on Gradescope")
+    for name in names:
+        print(f"  {name}")
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "autograder": autograder,
     "test-exercise": test_exercise,
     "init": init,
     "check": check,

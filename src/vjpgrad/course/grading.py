@@ -54,6 +54,11 @@ fail a student; the clock's limit is then ``WALL`` times as long, for a process 
 WALL = 5
 
 
+RUN_AS: list[tuple[int, int] | None] = [None]
+"""The user (uid, gid) the checks' processes drop to before they run anything of the student's, when
+the grader runs as root (``autograder``); none: the grader's own user."""
+
+
 def cores() -> int:
     """How many child processes to run at once: the cores this process may use."""
     affinity = getattr(os, "sched_getaffinity", None)
@@ -187,7 +192,14 @@ def hypothesis_home() -> str:
 
 
 def pytest_process(
-    arguments: list[str], directory: str, output: str, storage: str, seconds: float, channel: Any, key: bytes
+    arguments: list[str],
+    directory: str,
+    output: str,
+    storage: str,
+    seconds: float,
+    channel: Any,
+    key: bytes,
+    user: tuple[int, int] | None = None,
 ) -> None:
     """An exercise's process: pytest with ``arguments`` in the student's ``directory``, its output in
     the file ``output``, at most ``seconds`` of CPU; nothing written into the student's directory but
@@ -204,6 +216,10 @@ def pytest_process(
     stream = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(stream, 1)
     os.dup2(stream, 2)
+    if user is not None:  # the student's code runs as an unprivileged user: nothing of root's is theirs
+        os.setgroups([])
+        os.setgid(user[1])
+        os.setuid(user[0])
     os.chdir(directory)
     os.environ.pop("PYTEST_ADDOPTS", None)  # the checks run as written, whatever the shell says
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # nor the plugins installed (pytest-randomly would reorder)
@@ -301,12 +317,24 @@ def _run_files(
             "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(files[0].parent),
             "--student", str(directory.resolve()), *_own(exercise), *options, *HYPOTHESIS_PLUGIN, *map(str, files),
         ]  # fmt: skip
+        user = RUN_AS[0]
+        if user is not None:  # the held-out checks, for this process's user alone, only while it runs
+            os.chown(scratch, *user)
+            copies = Path(scratch) / "checks"
+            copies.mkdir()
+            for k, path in enumerate(files):
+                if path.parent != folder("checks"):
+                    shutil.copyfile(path, copies / path.name)
+                    os.chown(copies / path.name, *user)
+                    arguments[arguments.index(str(path))] = str(copies / path.name)
+                    if k == 0:
+                        arguments[arguments.index("--rootdir") + 1] = str(copies)
         context = _processes()
         receiving, sending = context.Pipe(duplex=False)
         key = secrets.token_bytes(32)
         process = context.Process(
             target=pytest_process,
-            args=(arguments, str(directory), str(output), hypothesis_home(), timeout, sending, key),
+            args=(arguments, str(directory), str(output), hypothesis_home(), timeout, sending, key, user),
             name="vjpgrad course",
         )
         process.start()
