@@ -1,4 +1,5 @@
-"""``vjpgrad course init | check | hint | list | solution | grade``: the course's command line.
+"""``vjpgrad course init | check | hint | list | solution | grade | test-exercise | autograder``: the
+course's command line.
 
 Every problem with the input (a missing directory, an unknown exercise, pytest not installed, a
 teacher's exercises directory that cannot be read) is one line on stderr and exit status 2, never a
