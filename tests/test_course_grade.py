@@ -243,8 +243,8 @@ def test_the_worked_example_is_an_exercises_directory_after_the_built_in_twelve(
     assert [ex.slug for ex in of.exercises] == [*(ex.slug for ex in BUILTIN), "sigmoid"]
     sigmoid = of.exercises[-1]
     assert (sigmoid.number, sigmoid.points, sigmoid.teachers) == (13, 2.0, True)
-    assert [path.name for path in sigmoid.held_out] == ["sigmoid.py"]
-    assert [path.name for path in of.exercises[1].held_out] == ["add_mul.py"]
+    assert [path.name for path in sigmoid.held_out] == ["check_sigmoid.py"]
+    assert [path.name for path in of.exercises[1].held_out] == ["check_add_mul.py"]
     assert of.hint(of.exercises[1], class_mode=True) == of.teacher_hints["add-mul"]
     assert of.hint(of.exercises[2], class_mode=True) is None  # built-in hints are not shown in a class
     assert of.hint(sigmoid, class_mode=True) == sigmoid.hint
