@@ -181,3 +181,15 @@ def test_copies_of_shipped_solutions_are_told_from_other_answers(tmp_path: Path)
     assert borrowed.imports(own, exercise(4), course(None)) == [
         "engine.py imports vjpgrad: its checks ran without it (borrowed engine?)"
     ]
+
+
+def test_the_students_directory_goes_after_the_standard_library_and_before_installed_packages() -> None:
+    import sysconfig
+
+    from vjpgrad.course._plugin import after_the_standard_library
+
+    stdlib, dynload = sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib") + "/lib-dynload"
+    site = sysconfig.get_path("purelib")
+    path = ["", stdlib + ".zip", stdlib, dynload, site, "/somewhere/else"]
+    after_the_standard_library(path, "/student")
+    assert path == ["", stdlib + ".zip", stdlib, dynload, "/student", site, "/somewhere/else"]

@@ -80,6 +80,8 @@ def after_the_standard_library(path: list[str], directory: str) -> None:
 
     def standard(entry: str) -> bool:
         real = os.path.normcase(os.path.realpath(entry or "."))
+        if "site-packages" in real or "dist-packages" in real:  # installed packages, even inside the stdlib's folder
+            return False
         return real in stdlib or any(real.startswith(root + os.sep) for root in stdlib) or entry.endswith(".zip")
 
     last = max((k for k, entry in enumerate(path) if standard(entry)), default=-1)
