@@ -27,7 +27,8 @@ from vjpgrad.course.exercises import Course, Exercise
 
 BORROWED = ("vjpgrad", "torch")
 """The packages whose code a student's engine must not use in its place."""
-IMPORTERS = ("import_module", "__import__", "spec_from_file_location", "find_spec", "modules")
+COPIED = "the shipped reference solution, names and layout aside"
+"""What a remark on a copy says (``gradebook`` gathers them into one phrase per directory)."""
 
 
 def parse(path: Path) -> ast.Module | None:
@@ -133,16 +134,21 @@ def copied(directory: Path, ex: Exercise) -> list[str]:
     mine, theirs = parse(directory / name), parse(ex.solution(name))
     if mine is None or theirs is None:
         return []
-    parts = list(ex.parts) or [
-        n.name for n in theirs.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")
-    ]
+    given = parse(ex.template(name))
+
+    def handed_out(part: str) -> bool:  # the skeleton gives it whole: a copy of it is no copy
+        ours, theirs_part = (None if given is None else _part(given, part)), _part(theirs, part)
+        return ours is not None and theirs_part is not None and normal(ours) == normal(theirs_part)
+
+    everything = [n.name for n in theirs.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    parts = [p for p in ex.parts if not handed_out(p)] or [p for p in everything if not handed_out(p)]
+    if not parts:
+        return []
     for part in parts:
         a, b = _part(mine, part), _part(theirs, part)
         if a is None or b is None or normal(a) != normal(b):
             return []
-    said = ", ".join(parts)
-    return [f"{name}: {said} {'is' if len(parts) == 1 else 'are'} the reference solution shipped with vjpgrad "
-            "(names, docstrings and layout aside)"]  # fmt: skip
+    return [f"{name} ({', '.join(parts)}): {COPIED}"]
 
 
 def remarks(directory: Path, ex: Exercise, course: Course) -> list[str]:

@@ -177,13 +177,18 @@ def row(name: str, report: dict[str, Any], course: Course) -> list[str]:
     and the teacher's remarks."""
     tests = report.get("tests", [])
     cells = [points(sum(float(t["score"]) for t in tests if _exercise_of(t) == ex.number)) for ex in course.exercises]
-    remarks = [
-        line.removeprefix("remark: ")
-        for t in tests
-        if t.get("visibility") == TEACHER_VISIBILITY
-        for line in str(t["output"]).splitlines()
-        if line.startswith("remark: ")
-    ]
+    remarks: list[str] = []
+    copied: list[int] = []
+    for t in tests:
+        if t.get("visibility") != TEACHER_VISIBILITY:
+            continue
+        for line in str(t["output"]).splitlines():
+            if line.startswith("remark: ") and borrowed.COPIED in line:
+                copied.append(_exercise_of(t))
+            elif line.startswith("remark: "):
+                remarks.append(line.removeprefix("remark: "))
+    if copied:  # said once: the exercises whose parts are a shipped solution's
+        remarks.append(f"{grading.numbered(sorted(set(copied)))}: {borrowed.COPIED}")
     return [name, *(f"{c:g}" for c in cells), f"{points(sum(cells)):g}", "; ".join(dict.fromkeys(remarks))]
 
 
