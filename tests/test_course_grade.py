@@ -471,3 +471,15 @@ def test_the_autograder_bundle_holds_what_gradescope_runs_and_grades_a_submissio
     assert sorted(p.name for p in submission.iterdir()) == sorted(
         {*(p.name for p in folder("solutions").iterdir()), "sigmoid.py"}
     )
+
+
+def test_grade_refuses_an_out_whose_gradebook_is_another_courses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "grades.csv").write_text("directory,1 sigmoid,total,remarks\nada,2,2,\n")
+    status, printed, err = grade(capsys, str(tmp_path / "a"), "--out", str(tmp_path / "out"))
+    assert (status, printed) == (2, "")
+    assert "not this course's: grade into another --out" in err
+    assert (tmp_path / "out" / "grades.csv").read_text() == "directory,1 sigmoid,total,remarks\nada,2,2,\n"
