@@ -833,17 +833,28 @@ def test_where_out_grad_is_1_a_missing_out_grad_is_not_blamed_on_the_chain_rule(
     assert "that is the local derivative alone" not in str(failure.value)
 
 
+COLLECT = """
+import json, sys
+import pytest
+from vjpgrad.course import _plugin
+
+class Collector:
+    def pytest_collection_finish(self, session):
+        print(json.dumps([_plugin.title(item) for item in session.items]), file=sys.__stderr__)
+
+pytest.main(sys.argv[1:], plugins=[Collector()])
+"""
+
+
 @pytest.mark.slow  # runs the exercises' checks in pytest processes
 def test_every_check_is_named_by_a_sentence_not_a_test_id(tmp_path: Path) -> None:
-    report = tmp_path / "report.jsonl"
     checks = folder("checks")
     command = [
-        sys.executable, "-m", "pytest", "--collect-only", "-q", "-c", str(checks / "pytest.ini"), "--rootdir",
-        str(checks), "--course-report", str(report), *(str(ex.check) for ex in EXERCISES),
+        sys.executable, "-c", COLLECT, "--collect-only", "-q", "-c", str(checks / "pytest.ini"), "--rootdir",
+        str(checks), *(str(ex.check) for ex in EXERCISES),
     ]  # fmt: skip
-    subprocess.run(command, cwd=tmp_path, capture_output=True, check=True)
-    (collected,) = [json.loads(line)["tests"] for line in report.read_text().splitlines()]
-    titles = [test["title"] for test in collected]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, check=True, text=True)
+    titles: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
     assert len(titles) == len(set(titles)) > 50
     names = ("softmax_vjp", "zero_grad", "vjp_by_hand", "vjp_with_engine")  # the student's functions, by name
     for title in titles:
@@ -852,3 +863,40 @@ def test_every_check_is_named_by_a_sentence_not_a_test_id(tmp_path: Path) -> Non
     assert "Case 3's seeds give a.grad = 3.3003" in titles
     assert "tanh hands out.grad times its local derivative to its operand" in titles
     assert "The rule is differentiable too, at x = -2.0" in titles
+
+
+CLASS_MODE_MISTAKES = [
+    ("self.grad += other.data * out.grad", "self.grad = other.data * out.grad"),
+    ("self.grad += other.data * out.grad", "self.grad += other.data"),
+    ("self.grad += other.data * out.grad", "self.grad += self.data"),
+    ("self.grad += other.data * out.grad", "self.grad += out.grad"),
+]
+
+
+@pytest.mark.parametrize(
+    "changes", CLASS_MODE_MISTAKES, ids=["= for +=", "no out.grad", "own number", "out.grad alone"]
+)
+def test_class_mode_says_what_differs_never_how_to_write_the_fix(
+    changes: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vjpgrad.course import expect
+
+    program = Program(
+        (("x1", 1.5), ("x2", -0.5)),
+        (
+            Instruction("t1", "*", ("x1", "x2")),
+            Instruction("t2", "+", ("t1", "t1")),
+            Instruction("t3", "*", ("t2", "x1")),
+        ),
+    )
+    with pytest.raises(MismatchError) as study:
+        Twin(program, reference_engine(changes)).check_closures()
+    monkeypatch.setattr(expect, "SAY_HOW", [False])
+    with pytest.raises(MismatchError) as klass:
+        Twin(program, reference_engine(changes)).check_closures()
+    said = str(klass.value)
+    assert re.search(r"the edge t\d -> \w+ \([+*]\) handed \w+ -?[\d.]+; vjpgrad's hands", said)  # which edge, numbers
+    for how in ("+=", "multiply", "do not assign", "check the local derivative"):
+        assert how not in said, how
+    assert said != str(study.value)
+    assert any(how in str(study.value) for how in ("+=", "multiply", "check the"))  # self-study keeps its advice

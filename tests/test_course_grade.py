@@ -35,8 +35,9 @@ def teachers_only(tmp_path: Path) -> Path:
     shutil.copytree(EXAMPLE, teacher)
     text = (teacher / "exercises.toml").read_text()
     text = text.replace("builtin = true", "builtin = false")
-    text = text[: text.index("[held_out]")]  # held-out checks and hints of built-in exercises need them
+    text = text[: text.index("[hints]")]  # hints of built-in exercises need them
     (teacher / "exercises.toml").write_text(text)
+    (teacher / "held_out.toml").write_text('sigmoid = "held_out/check_sigmoid.py"\n')  # and their held-out checks
     return teacher
 
 
@@ -170,16 +171,16 @@ def test_grade_writes_the_gradebook_and_gradescope_results(tmp_path: Path, capsy
     (sigmoid,) = course(teacher).exercises
     rows = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
     assert rows == [
-        ["directory", "1 sigmoid", "total"],
-        ["ada", "2", "2"],
-        ["bob", f"{sigmoid.points * 2 / 5:g}", f"{sigmoid.points * 2 / 5:g}"],
-        ["cy", "0", "0"],
+        ["directory", "1 sigmoid", "total", "remarks"],
+        ["ada", "2", "2", ""],
+        ["bob", f"{sigmoid.points * 2 / 5:g}", f"{sigmoid.points * 2 / 5:g}", ""],
+        ["cy", "0", "0", ""],
     ]
     assert printed.startswith((out / "grades.csv").read_text())
     assert "graded 3 directories in" in printed
     report = json.loads((out / "bob" / "results.json").read_text())
     assert report["score"] == pytest.approx(0.8)
-    visible, held = report["tests"]
+    visible, held = report["tests"]  # no notes for the teacher: nothing to say
     assert set(visible) == set(held) == {"name", "number", "score", "max_score", "output", "visibility"}
     assert (visible["name"], visible["visibility"]) == ("1. sigmoid on your engine, from its operations", "visible")
     assert (visible["score"], visible["max_score"]) == (0.4, 1.6)  # weights 1 + 3 of 5: 2 points x 4/5
@@ -187,6 +188,7 @@ def test_grade_writes_the_gradebook_and_gradescope_results(tmp_path: Path, capsy
     assert "sigmoid(1.5) is 0.18" in visible["output"]  # the first problem's message
     assert (held["visibility"], held["score"], held["max_score"]) == ("after_published", 0.4, 0.4)
     assert held["name"].endswith(": held-out checks")
+    assert held["output"] == "passed: sigmoid(x) + sigmoid(-x) is 1"  # outcomes alone: no held-out text
     assert sum(test["score"] for test in report["tests"]) == pytest.approx(report["score"])
     nothing = json.loads((out / "cy" / "results.json").read_text())
     assert "sigmoid.py is not in" in nothing["tests"][0]["output"]
@@ -200,7 +202,10 @@ def test_grade_reads_no_course_toml_of_a_submission(tmp_path: Path, capsys: pyte
         capsys, str(student), "--out", str(tmp_path / "out"), "--exercises", str(teachers_only(tmp_path))
     )
     assert (status, err) == (0, "")
-    assert (tmp_path / "out" / "grades.csv").read_text().splitlines() == ["directory,1 sigmoid,total", "eve,2,2"]
+    assert (tmp_path / "out" / "grades.csv").read_text().splitlines() == [
+        "directory,1 sigmoid,total,remarks",
+        "eve,2,2,",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -210,7 +215,10 @@ def test_grade_reads_no_course_toml_of_a_submission(tmp_path: Path, capsys: pyte
         (["A", "B/a", "--out", "OUT"], "have the same name, a: rename one"),
         (["A", "--out", "FILE"], "is a file, not a directory"),
         (["A", "--out", "OUT", "--exercises", "A"], "is not an exercises directory: it has no exercises.toml"),
-        (["A", "--out", "OUT", "--exercises", "STUDENTS_COPY"], "held_out/add_mul.py is not there (grade with the"),
+        (
+            ["A", "--out", "OUT", "--exercises", "STUDENTS_COPY"],
+            "held_out/check_add_mul.py is not there (grade with the",
+        ),
         (["A", "--out", "OUT", "--timeout", "0"], "--timeout must be a positive number of seconds"),
         (["A", "--out", "OUT", "--jobs", "0"], "--jobs must be at least 1"),
         (["A"], "the following arguments are required: --out"),
@@ -241,8 +249,8 @@ def test_the_worked_example_is_an_exercises_directory_after_the_built_in_twelve(
     assert [ex.slug for ex in of.exercises] == [*(ex.slug for ex in BUILTIN), "sigmoid"]
     sigmoid = of.exercises[-1]
     assert (sigmoid.number, sigmoid.points, sigmoid.teachers) == (13, 2.0, True)
-    assert [path.name for path in sigmoid.held_out] == ["sigmoid.py"]
-    assert [path.name for path in of.exercises[1].held_out] == ["add_mul.py"]
+    assert [path.name for path in sigmoid.held_out] == ["check_sigmoid.py"]
+    assert [path.name for path in of.exercises[1].held_out] == ["check_add_mul.py"]
     assert of.hint(of.exercises[1], class_mode=True) == of.teacher_hints["add-mul"]
     assert of.hint(of.exercises[2], class_mode=True) is None  # built-in hints are not shown in a class
     assert of.hint(sigmoid, class_mode=True) == sigmoid.hint
@@ -273,7 +281,7 @@ def the_class(where: Path) -> list[Path]:
 
 def points_of(of: list[Exercise], rows: list[list[str]], name: str) -> dict[int, float]:
     row = next(row for row in rows if row[0] == name)
-    return {ex.number: float(cell) for ex, cell in zip(of, row[1:-1], strict=True)}
+    return {ex.number: float(cell) for ex, cell in zip(of, row[1:-2], strict=True)}
 
 
 @pytest.mark.slow  # five directories of thirteen exercises
@@ -284,7 +292,7 @@ def test_a_class_of_five_is_graded_with_one_command(tmp_path: Path, capsys: pyte
     assert (status, err) == (0, "")
     of = list(course(EXAMPLE).exercises)
     rows = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
-    assert rows[0] == ["directory", *(f"{ex.number} {ex.slug}" for ex in of), "total"]
+    assert rows[0] == ["directory", *(f"{ex.number} {ex.slug}" for ex in of), "total", "remarks"]
     assert [row[0] for row in rows[1:]] == [d.name for d in directories]
     full = {ex.number: ex.points for ex in of}
     assert points_of(of, rows, "done") == full
@@ -297,7 +305,8 @@ def test_a_class_of_five_is_graded_with_one_command(tmp_path: Path, capsys: pyte
         assert got[1] == full[1]
     for directory in directories:
         report = json.loads((out / directory.name / "results.json").read_text())
-        assert report["score"] == pytest.approx(float(next(r for r in rows if r[0] == directory.name)[-1]), abs=0.02)
+        shown = next(r for r in rows if r[0] == directory.name)
+        assert report["score"] == float(shown[-2]) == round(sum(map(float, shown[1:-2])), 2)
 
 
 def test_gradescopes_results_of_one_directory_have_its_shape() -> None:
@@ -319,3 +328,164 @@ def test_gradescopes_results_of_one_directory_have_its_shape() -> None:
         "visibility": "visible",
     }
     assert stretch["output"] == "failed: Another\n\nAnother:\nwhy"
+
+
+# ---- a gradebook that keeps every row ------------------------------------------------------------------
+
+
+def thirds(ex: Exercise, passed: int) -> grading.ExerciseResult:
+    """Three checks of weight 1: each worth a third of the exercise's points, which do not round evenly."""
+    outcomes = [grading.PASSED] * passed + [grading.FAILED] * (3 - passed)
+    return grading.ExerciseResult(ex, [grading.TestResult(f"t{k}", o, "no") for k, o in enumerate(outcomes)])
+
+
+def test_regrading_one_directory_or_one_exercise_keeps_every_other_row_and_result(tmp_path: Path) -> None:
+    of = course(None)
+    one, two = exercise(1), exercise(2)
+    gradebook.write(tmp_path, of, {"ada": [thirds(one, 1), thirds(two, 2)], "bob": [thirds(one, 3), thirds(two, 0)]})
+    gradebook.write(tmp_path, of, {"bob": [thirds(one, 0), thirds(two, 3)]})  # bob again: ada's row stays
+    gradebook.write(tmp_path, of, {"ada": [thirds(two, 3)]})  # ada's exercise 2 alone: her exercise 1 stays
+    rows = list(csv.reader(io.StringIO((tmp_path / "grades.csv").read_text())))
+    assert [row[0] for row in rows[1:]] == ["ada", "bob"]
+    ada, bob = (points_of(list(of.exercises), rows, name) for name in ("ada", "bob"))
+    assert (ada[1], ada[2]) == (round(one.points / 3, 2), two.points)
+    assert (bob[1], bob[2]) == (0, two.points)
+    for name in ("ada", "bob"):
+        report = json.loads((tmp_path / name / "results.json").read_text())
+        shown = next(row for row in rows if row[0] == name)
+        assert report["score"] == float(shown[-2]) == round(sum(test["score"] for test in report["tests"]), 2)
+        assert [test["number"] for test in report["tests"]] == ["1", "2"]
+
+
+def test_the_total_is_the_sum_of_the_parts_as_shown() -> None:
+    # 2 points in thirds, twice passed: each part shows 1.33; three of them add to 3.99, not 4
+    results = [thirds(exercise(n), 2) for n in (1, 5, 6)]
+    report = gradebook.results_json(results)
+    assert report["score"] == round(sum(test["score"] for test in report["tests"]), 2)
+    assert report["score"] == 3.99
+    assert report["output"].startswith("3.99 of 6 points")
+
+
+def test_a_check_that_never_ran_says_not_run() -> None:
+    tests = [{"id": f"t{k}", "name": f"t{k}", "title": f"check {k}", "weight": 1.0} for k in range(3)]
+    events = [
+        {"event": "collected", "tests": tests},
+        {"event": "start", "id": "t0"},
+        {"event": "result", "id": "t0", "outcome": "passed", "message": "", "seconds": 0.1},
+        {"event": "start", "id": "t1"},  # then os._exit
+    ]
+    result = grading._result(exercise(2), events, "", timed_out=False, timeout=10)
+    assert [t.outcome for t in result.tests] == [grading.PASSED, grading.FAILED, grading.NOT_RUN]
+    assert "os._exit" in result.tests[1].message
+    assert result.tests[2].message.startswith("not run")
+
+
+# ---- one engine bug, charged once -----------------------------------------------------------------------
+
+
+def test_which_earlier_exercises_each_exercise_runs_on() -> None:
+    from vjpgrad.course import depends
+
+    of = course(EXAMPLE)
+    runs_on = {ex.number: [e.number for e in depends.on(ex, of)] for ex in of.exercises}
+    assert runs_on == {
+        1: [], 2: [], 3: [2], 4: [2, 3], 5: [2, 3, 4], 6: [2, 3, 4, 5], 7: [2, 3, 4, 5], 8: [], 9: [1], 10: [],
+        11: [2, 3, 4, 5], 12: [], 13: [2, 3, 4, 5],
+    }  # fmt: skip
+
+
+@pytest.mark.slow  # three exercises, graded twice
+def test_an_engine_bug_is_named_where_it_costs_and_independent_grading_charges_it_once(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "class" / "ada")
+    engine = directory / "engine.py"
+    mistake = next(m for m in MISTAKES if m.name == "+ hands 1, the local derivative alone, without out.grad")
+    engine.write_text(engine.read_text().replace(mistake.old, mistake.new))
+    of = course(None)
+    three = type(of)(tuple(exercise(n) for n in (2, 3, 6)))
+    graded = gradebook.grade([directory], three, timeout=120)
+    plus, more, seeds = graded["ada"]
+    assert plus.status == more.status == seeds.status == grading.FAILING
+    assert seeds.note.startswith("these checks run your exercise 2 (engine.py), which is not done")
+    tests = {t["number"]: t for t in gradebook.results_json(graded["ada"], three)["tests"]}
+    assert "fix exercise 2 first" in tests["6"]["output"]
+    assert "fix exercise" not in tests["2"]["output"]
+    fair = gradebook.grade([directory], three, timeout=120, independent=True)
+    plus, more, seeds = fair["ada"]
+    assert plus.status == grading.FAILING
+    assert more.status == seeds.status == grading.DONE  # on the reference + and *: the bug costs once
+    assert engine.read_text().count(mistake.new) == 1  # the student's directory is as it was
+
+
+# ---- the teacher's tools -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # a solution and a skeleton, checked
+def test_test_exercise_finds_a_check_that_passes_on_the_skeleton(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    teacher = teachers_only(tmp_path)
+    check = teacher / "checks" / "check_sigmoid.py"
+    check.write_text(check.read_text() + '\n\ndef test_nothing(student):\n    """Nothing is checked."""\n')
+    status = main(["test-exercise", str(teacher)])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "the solution passes 4 of 4 checks, the skeleton 1 of 4" in out
+    assert "passes on the skeleton (it checks nothing the student writes): Nothing is checked" in out
+
+
+@pytest.mark.slow  # builds vjpgrad's wheel, then grades a submission with the bundle's files
+def test_the_autograder_bundle_holds_what_gradescope_runs_and_grades_a_submission(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import stat
+    import zipfile
+
+    from vjpgrad.course import autograder
+
+    if autograder.source_tree() is None:
+        pytest.skip("vjpgrad is not installed from its source tree: no wheel to build")
+    bundle = tmp_path / "autograder.zip"
+    assert main(["autograder", "--out", str(bundle), "--exercises", str(EXAMPLE)]) == 0
+    capsys.readouterr()
+    with zipfile.ZipFile(bundle) as archive:
+        names = archive.namelist()
+        modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
+        archive.extractall(tmp_path / "source")
+        (wheel,) = [name for name in names if name.startswith("wheels/vjpgrad-") and name.endswith(".whl")]
+        with zipfile.ZipFile(archive.open(wheel)) as inner:
+            packaged = inner.namelist()
+    assert {"setup.sh", "run_autograder", "exercises/exercises.toml", "exercises/held_out.toml"} <= set(names)
+    assert {"exercises/held_out/check_sigmoid.py", "exercises/held_out/check_add_mul.py"} <= set(names)
+    assert all(modes[name] & stat.S_IXUSR for name in ("setup.sh", "run_autograder"))
+    assert "vjpgrad/course/checks/check_02_add_mul.py" in packaged
+    assert "vjpgrad/course/autograder.py" in packaged
+    run = (tmp_path / "source" / "run_autograder").read_text()
+    assert "-m vjpgrad.course.autograder" in run
+    assert "--user student" in run  # the checks run as an unprivileged user
+    assert "useradd" in (tmp_path / "source" / "setup.sh").read_text()
+    submission = sigmoid_submission(tmp_path / "submission")
+    results = tmp_path / "results" / "results.json"
+    exercises = tmp_path / "source" / "exercises"
+    assert (
+        autograder.main(["--submission", str(submission), "--results", str(results), "--exercises", str(exercises)])
+        == 0
+    )
+    report = json.loads(results.read_text())
+    most = sum(ex.points for ex in course(EXAMPLE).exercises if not ex.stretch)
+    assert report["output"].startswith(f"{report['score']:g} of {most:g} points; 12 of 12 exercises done")
+    assert {t["number"] for t in report["tests"]} >= {"2.h", "13.h"}
+    assert sorted(p.name for p in submission.iterdir()) == sorted(
+        {*(p.name for p in folder("solutions").iterdir()), "sigmoid.py"}
+    )
+
+
+def test_grade_refuses_an_out_whose_gradebook_is_another_courses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "grades.csv").write_text("directory,1 sigmoid,total,remarks\nada,2,2,\n")
+    status, printed, err = grade(capsys, str(tmp_path / "a"), "--out", str(tmp_path / "out"))
+    assert (status, printed) == (2, "")
+    assert "not this course's: grade into another --out" in err
+    assert (tmp_path / "out" / "grades.csv").read_text() == "directory,1 sigmoid,total,remarks\nada,2,2,\n"

@@ -113,6 +113,7 @@ def test_init_class_records_the_mode_in_course_toml(classroom: Path) -> None:
     assert (settings.mode, settings.exercises, settings.path) == ("class", None, classroom / "course.toml")
     assert config.read(classroom / "deeper" / "still").class_mode  # read from the nearest directory above
     assert "hint" not in (classroom / "README.md").read_text()
+    assert "hint" not in (classroom / "engine.py").read_text()  # nor the engine's docstring
 
 
 def test_a_class_has_no_solution_command(classroom: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,10 +170,13 @@ def test_init_with_a_teachers_exercises_writes_their_files_and_records_the_direc
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     template = tmp_path / "template"
-    shutil.copytree(EXAMPLE, template / "exercises", ignore=shutil.ignore_patterns("held_out", "solutions"))
+    handout = shutil.ignore_patterns("held_out", "held_out.toml", "solutions")
+    shutil.copytree(EXAMPLE, template / "exercises", ignore=handout)
+    assert "check_" not in (template / "exercises" / EXERCISES_FILE).read_text().replace("check_sigmoid", "")
     status, out, _ = run(capsys, "init", str(template), "--class", "--exercises", str(template / "exercises"))
     assert status == 0
     assert "wrote sigmoid.py" in out
+    assert 'raise NotImplementedError("exercise 13: write sigmoid")' in (template / "sigmoid.py").read_text()
     assert 'exercises = "exercises"' in (template / "course.toml").read_text()  # inside: relative, committable
     monkeypatch.chdir(template)
     status, out, _ = run(capsys, "list")
@@ -188,9 +192,9 @@ def test_init_with_a_teachers_exercises_writes_their_files_and_records_the_direc
     [
         (("points = 2", "points = -1"), "points = -1 is negative"),
         (("points = 2", 'points = "two"'), "points = 'two' is not a number"),
-        (('check = "checks/sigmoid.py"', 'check = "checks/nothing.py"'), "there is no file"),
+        (('check = "checks/check_sigmoid.py"', 'check = "checks/nothing.py"'), "there is no file"),
         (('slug = "sigmoid"', 'slug = "add-mul"'), "the slug add-mul is a built-in exercise's already"),
-        (("add-mul = ", "add_mull = "), "[held_out] names add_mull, which is not a built-in exercise's slug"),
+        (("add-mul = ", "add_mull = "), "[hints] names add_mull, which is not a built-in exercise's slug"),
         (("points = 2", "points = 2\nweight = 1"), "unknown key weight"),
         (('title = "sigmoid on your engine, from its operations"\n', ""), "exercise 13 has no title"),
     ],
@@ -213,8 +217,11 @@ def test_a_teacher_may_replace_the_built_in_exercises(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLE, teacher)
     text = (teacher / EXERCISES_FILE).read_text().replace("builtin = true", "builtin = false")
     (teacher / EXERCISES_FILE).write_text(text)
-    with pytest.raises(ExercisesError, match=r"\[held_out\] names add-mul, .* \(builtin = false: there are none\)"):
+    with pytest.raises(ExercisesError, match=r"held_out.toml: \[held_out\] names add-mul, which is not"):
         course(teacher)
-    (teacher / EXERCISES_FILE).write_text(text[: text.index("[held_out]")])
+    (teacher / "held_out.toml").write_text('sigmoid = "held_out/check_sigmoid.py"\n')
+    with pytest.raises(ExercisesError, match=r"\[hints\] names add-mul, .* \(builtin = false: there are none\)"):
+        course(teacher)
+    (teacher / EXERCISES_FILE).write_text(text[: text.index("[hints]")])
     (only,) = course(teacher).exercises
     assert (only.number, only.slug) == (1, "sigmoid")

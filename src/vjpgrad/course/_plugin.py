@@ -1,12 +1,15 @@
 """The pytest plugin of ``vjpgrad course check``, loaded into the pytest process that runs the checks.
 
-It puts the student's directory first on ``sys.path`` (so a check, and the student's own files,
-``import engine``), gives the checks the ``student`` fixture and the ``weight`` marker, sets
+It puts the student's directory on ``sys.path`` after the standard library's (so the student's own
+files ``import engine``, and a ``tracemalloc.py`` of theirs does not stand in for the standard
+library's), gives the checks the ``student`` fixture and the ``weight`` marker, and sets
 hypothesis up for grading (the same examples at every run, no database written into the student's
-directory), and writes one JSON line per event to the report file that ``grading`` reads: the tests
-collected (each with the sentence that names it and its weight), each test's start, and each result
-as passed, failed or not started (the student's code still raises the skeleton's
-NotImplementedError), with a message a student can read instead of a traceback.
+directory). ``Reporter``, a plugin object that ``grading`` makes before pytest starts, sends one
+signed message per event to the grading process: the tests collected (each with the sentence that
+names it and its weight), each test's start, and each result as passed, failed or not started (the
+student's code still raises the skeleton's NotImplementedError), with a message a student can read
+instead of a traceback. It keeps the functions it calls, ``classify`` among them, from before any
+student code is imported: replacing this module's names changes nothing it sends.
 
 A check is named by its test function's docstring, a sentence; a parametrized one's docstring may
 name its parameters, ``"{op} hands out.grad times its local derivative"``. ``@pytest.mark.weight(2)``
@@ -15,16 +18,19 @@ makes a check count twice as much as one without the marker in its exercise's po
 
 from __future__ import annotations
 
-import importlib
+import builtins
+import importlib.util
 import inspect
 import json
+import os
 import sys
+import sysconfig
 import time
 import traceback
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TextIO
+from typing import Any
 
 import pytest
 
@@ -53,20 +59,83 @@ class Student:
         if module is not None and Path(getattr(module, "__file__", "") or "").parent == self.directory:
             return module
         sys.modules.pop(name, None)  # a module of that name from elsewhere is not the student's
-        return importlib.import_module(name)
+        spec = importlib.util.spec_from_file_location(name, self.directory / f"{name}.py")
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # the student's other files import it by name
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return module
+
+
+def after_the_standard_library(path: list[str], directory: str) -> None:
+    """Put ``directory`` into ``path`` (``sys.path``) just after the standard library's folders: the
+    student's ``engine.py`` is found before an installed package named ``engine``, never their
+    ``tracemalloc.py`` before the standard library's."""
+    stdlib = {os.path.normcase(os.path.realpath(sysconfig.get_path(key))) for key in ("stdlib", "platstdlib")}
+
+    def standard(entry: str) -> bool:
+        real = os.path.normcase(os.path.realpath(entry or "."))
+        if "site-packages" in real or "dist-packages" in real:  # installed packages, even inside the stdlib's folder
+            return False
+        return real in stdlib or any(real.startswith(root + os.sep) for root in stdlib) or entry.endswith(".zip")
+
+    last = max((k for k, entry in enumerate(path) if standard(entry)), default=-1)
+    path.insert(last + 1, directory)
+
+
+BORROWED = ("vjpgrad", "torch")
+"""What a student's file may not import in place of its own code (``borrowed``: the teacher is told)."""
+
+
+def guard_imports(directory: Path, permitted: dict[str, set[str]]) -> None:
+    """Refuse an import of vjpgrad or torch written in a student's file in ``directory``, unless its
+    skeleton makes it (``permitted``, by file name): their engine is checked, not vjpgrad's."""
+    original = builtins.__import__
+
+    def guarded(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> ModuleType:
+        root = name.partition(".")[0]
+        if level == 0 and root in BORROWED and isinstance(globals, dict):
+            where = str(globals.get("__file__") or "")
+            mine = bool(where) and Path(where).parent == directory
+            if mine and root not in permitted.get(Path(where).name, set()):
+                raise ImportError(f"{Path(where).name} imports {root}: the checks run your own code, not {root}'s")
+        return original(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = guarded
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("vjpgrad course")
     group.addoption("--student", metavar="DIR", help="the student's directory, whose files the checks import")
-    group.addoption("--course-report", metavar="FILE", help="write one JSON line per test event to FILE")
+    group.addoption("--class-mode", action="store_true", help="messages say what differs, never how to write the fix")
+    group.addoption(
+        "--own", action="append", default=[], metavar="FILE=PACKAGE,...",
+        help="a student's FILE may import these of vjpgrad and torch (as its skeleton does); no other may",
+    )  # fmt: skip
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "weight(n): the check counts n times in its exercise's points (default 1)")
+    if config.getoption("--class-mode"):
+        from vjpgrad.course import expect
+
+        expect.SAY_HOW[0] = False
     directory = config.getoption("--student")
     if directory:
-        sys.path.insert(0, str(Path(directory).resolve()))
+        for entry in ("", os.getcwd()):  # the working directory (the student's) is not searched first
+            while entry in sys.path:
+                sys.path.remove(entry)
+        after_the_standard_library(sys.path, str(Path(directory).resolve()))
+        permitted = {}
+        for word in config.getoption("--own"):
+            name, _, packages = word.partition("=")
+            permitted[name] = {p for p in packages.split(",") if p}
+        guard_imports(Path(directory).resolve(), permitted)
     from hypothesis import HealthCheck, Phase, settings
 
     settings.register_profile(
@@ -81,26 +150,6 @@ def pytest_configure(config: pytest.Config) -> None:
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
     settings.load_profile("vjpgrad-course")
-    report = config.getoption("--course-report")
-    if report:
-        config.stash[_REPORT] = open(report, "a", encoding="utf-8")  # noqa: SIM115  # closed at unconfigure
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    stream = config.stash.get(_REPORT, None)
-    if stream is not None:
-        stream.close()
-
-
-_REPORT = pytest.StashKey[TextIO]()
-_STARTED = pytest.StashKey[float]()
-
-
-def _write(config: pytest.Config, event: dict[str, Any]) -> None:
-    stream = config.stash.get(_REPORT, None)
-    if stream is not None:
-        stream.write(json.dumps(event) + "\n")
-        stream.flush()  # a line survives a run stopped by the timeout
 
 
 @pytest.fixture(scope="session")
@@ -142,36 +191,49 @@ def weight(item: pytest.Item) -> float:
     return float(value)
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    tests = [
-        {
-            "id": item.nodeid,
-            "file": str(Path(str(item.path)).resolve()),
-            "name": test_name(item),
-            "title": title(item),
-            "weight": weight(item),
-        }
-        for item in session.items
-    ]
-    _write(session.config, {"event": "collected", "tests": tests})
+class Reporter:
+    """The plugin that sends the grading process each event, signed: made by ``grading`` before
+    pytest starts, with the write end of its pipe (``channel``) and a keyed hash (``mac``), and
+    with the functions it uses (``classify``, ``title``, ``weight``) taken then, not looked up later
+    where a student's code could have replaced them."""
 
+    def __init__(self, channel: Any, mac: Any) -> None:
+        send, copy = channel.send_bytes, mac.copy
+        count = [0]
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    item.stash[_STARTED] = time.perf_counter()
-    _write(item.config, {"event": "start", "id": item.nodeid})
+        def write(event: dict[str, Any]) -> None:
+            payload = json.dumps(event).encode()
+            signature = copy()
+            signature.update(count[0].to_bytes(8, "big") + payload)
+            count[0] += 1
+            send(payload + signature.digest())
 
+        self._write: Callable[[dict[str, Any]], None] = write
+        self._classify, self._title, self._weight, self._clock = classify, title, weight, time.perf_counter
+        self._started: dict[str, float] = {}
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-    outcome = yield
-    report: pytest.TestReport = outcome.get_result()
-    if report.when == "call" or (report.when == "setup" and not report.passed):
-        directory = Path(item.config.getoption("--student") or ".").resolve()
-        result, message = classify(call.excinfo, directory)
-        seconds = time.perf_counter() - item.stash.get(_STARTED, time.perf_counter())
-        event = {"event": "result", "id": item.nodeid, "outcome": result, "message": message, "seconds": seconds}
-        _write(item.config, event)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        tests = [
+            {"id": item.nodeid, "name": test_name(item), "title": self._title(item), "weight": self._weight(item)}
+            for item in session.items
+        ]
+        self._write({"event": "collected", "tests": tests})
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self._started[item.nodeid] = self._clock()
+        self._write({"event": "start", "id": item.nodeid})
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+        outcome = yield
+        report: pytest.TestReport = outcome.get_result()
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            directory = Path(item.config.getoption("--student") or ".").resolve()
+            result, message = self._classify(call.excinfo, directory)
+            seconds = self._clock() - self._started.get(item.nodeid, self._clock())
+            self._write({"event": "result", "id": item.nodeid, "outcome": result, "message": message,
+                         "seconds": seconds})  # fmt: skip
 
 
 def classify(excinfo: pytest.ExceptionInfo[BaseException] | None, directory: Path) -> tuple[str, str]:

@@ -1,4 +1,5 @@
-"""``vjpgrad course init | check | hint | list | solution | grade``: the course's command line.
+"""``vjpgrad course init | check | hint | list | solution | grade | test-exercise | autograder``: the
+course's command line.
 
 Every problem with the input (a missing directory, an unknown exercise, pytest not installed, a
 teacher's exercises directory that cannot be read) is one line on stderr and exit status 2, never a
@@ -54,6 +55,9 @@ start:
 teach:
   {PROGRAM} init DIR --class   a class's directory: no reference solutions, only your hints
   {PROGRAM} grade DIR... --out OUT   grade submissions: OUT/grades.csv, OUT/<name>/results.json
+  {PROGRAM} grade DIR --out OUT --exercise 3   grade one exercise again (the rest is kept)
+  {PROGRAM} test-exercise EXERCISES   your exercises' solutions pass, their skeletons fail
+  {PROGRAM} autograder --out autograder.zip   a Gradescope bundle of your course
 """
 
 
@@ -104,8 +108,29 @@ def _parser() -> _Parser:
     _exercises_option(solution)
     grade = commands.add_parser("grade", help="grade submissions into OUT/grades.csv and OUT/<name>/results.json")
     grade.add_argument("directories", nargs="+", metavar="DIR", help="the submissions (a quoted glob is expanded)")
-    grade.add_argument("--out", required=True, metavar="OUT", help="where to write grades.csv and the results")
+    grade.add_argument(
+        "--out", required=True, metavar="OUT",
+        help="where to write grades.csv and the results (merged into what is there: a directory graded again "
+        "replaces only its row)",
+    )  # fmt: skip
+    grade.add_argument("--exercise", metavar="N", help="grade exercise N alone (the others' results are kept)")
+    grade.add_argument(
+        "--independent", action="store_true",
+        help="grade each exercise on the reference solution of the earlier ones it runs on (the engine): "
+        "one bug costs once",
+    )  # fmt: skip
     _running_options(grade, grading=True)
+    bundle = commands.add_parser("autograder", help="write a Gradescope autograder bundle (a zip) for your course")
+    bundle.add_argument("--out", required=True, metavar="FILE.zip", help="the bundle to write")
+    bundle.add_argument(
+        "--exercises", metavar="DIR", help="your exercises directory, held-out checks included (default: course.toml's)"
+    )
+    tester = commands.add_parser(
+        "test-exercise", help="check a teacher's exercises: their solution passes every check, their skeleton none"
+    )
+    tester.add_argument("directory", metavar="DIR", help="the teacher's exercises directory")
+    tester.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="as for check")
+    tester.add_argument("--jobs", type=int, default=None, metavar="N", help="as for check")
     return parser
 
 
@@ -172,6 +197,21 @@ def readme(of: Course, class_mode: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+NUMBER = "{{number}}"
+"""What a teacher's template writes for its exercise's number, which depends on the course it is in
+(after the built-in twelve, or alone): ``raise NotImplementedError("exercise {{number}}: write sigmoid")``."""
+
+
+def student_file(template: Path, class_mode: bool, number: int) -> str:
+    """A student's file as ``init`` writes it: its skeleton, ``{{number}}`` its first exercise's
+    number; in class mode without the lines that send the student to ``hint`` (a class has only the
+    teacher's hints)."""
+    text = template.read_text(encoding="utf-8").replace(NUMBER, str(number))
+    if not class_mode:
+        return text
+    return "".join(line for line in text.splitlines(keepends=True) if f"{PROGRAM} hint" not in line)
+
+
 def _write_new(target: Path, text: str) -> bool:
     """Write ``text`` to ``target`` unless there is a file there already; whether it was written."""
     try:
@@ -195,7 +235,8 @@ def _recorded(exercises: Path, directory: Path) -> str:
 def _init_files(directory: Path, args: argparse.Namespace) -> dict[str, str]:
     """The files ``init`` writes: the students', README.md, and course.toml when a setting is asked for."""
     _, of = settings_and_course(directory, args.exercises)
-    files = {name: path.read_text(encoding="utf-8") for name, path in of.student_files().items()}
+    numbers = {name: ex.number for ex in reversed(of.exercises) for name in ex.files}  # each file's first
+    files = {name: student_file(path, args.class_mode, numbers[name]) for name, path in of.student_files().items()}
     files["README.md"] = readme(of, args.class_mode)
     if args.class_mode or args.exercises is not None:
         teacher = None if args.exercises is None else _recorded(Path(args.exercises), directory)
@@ -263,7 +304,8 @@ def check(args: argparse.Namespace) -> int:
     from vjpgrad.course import grading
 
     exercises = list(of.exercises) if only is None else [only]
-    results = grading.run(directory.resolve(), exercises, args.timeout, args.jobs)
+    results = grading.run(directory.resolve(), exercises, args.timeout, args.jobs, class_mode=settings.class_mode)
+    grading.note_dependencies(results, of)
     hints = {ex.number: of.hint(ex, settings.class_mode) for ex in exercises}
     if args.json:
         print(json.dumps(grading.as_json(results, directory.resolve(), hints), indent=2))
@@ -377,29 +419,147 @@ def grade(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CourseError(f"--out {out} is a file, not a directory")
-    teacher = None if args.exercises is None else Path(args.exercises)
+    teacher = _teachers_exercises(args.exercises)
     if teacher is not None and not (teacher / "exercises.toml").is_file():
         raise CourseError(f"{teacher} is not an exercises directory: it has no exercises.toml")
     try:
         of = course(teacher)  # the teacher's, never a submission's course.toml
     except ExercisesError as error:
         raise CourseError(str(error)) from None
-    missing = next((path for ex in of.exercises for path in ex.held_out if not path.is_file()), None)
+    only = None if args.exercise is None else [_number(args.exercise, of)]
+    missing = next((path for ex in only or of.exercises for path in ex.held_out if not path.is_file()), None)
     if missing is not None:
         raise CourseError(f"the held-out check {missing} is not there (grade with the teacher's copy of {teacher})")
     _needs_pytest("grade")
     _running(args)
+    try:
+        gradebook.existing(out, of)
+    except gradebook.GradebookError as error:
+        raise CourseError(str(error)) from None
     started = time.perf_counter()
-    graded = gradebook.grade(directories, of, args.timeout, args.jobs)
-    gradebook.write(out, of, graded)
+    graded = gradebook.grade(directories, of, args.timeout, args.jobs, only, args.independent)
+    text = gradebook.write(out, of, graded)
     seconds = time.perf_counter() - started
-    print(gradebook.gradebook(of, graded), end="")
+    print(text, end="")
     print(f"\n{PROGRAM}: graded {len(graded)} directories in {seconds:.1f} s: {out / 'grades.csv'}, "
           f"{out / '<name>' / 'results.json'}")  # fmt: skip
     return 0
 
 
+def _teachers_exercises(option: str | None) -> Path | None:
+    """The teacher's exercises directory: ``--exercises``, else the one the course.toml of the
+    directory ``grade`` runs in names (a class template's), else none (the built-in exercises)."""
+    if option is not None:
+        return Path(option)
+    try:
+        return config.read(Path()).exercises
+    except ExercisesError as error:
+        raise CourseError(str(error)) from None
+
+
+# ---- test-exercise -------------------------------------------------------------------------------------
+
+
+def _teachers_course(directory: Path) -> Course:
+    if not (directory / "exercises.toml").is_file():
+        raise CourseError(f"{directory} is not an exercises directory: it has no exercises.toml")
+    try:
+        of = course(directory)
+    except ExercisesError as error:
+        raise CourseError(str(error)) from None
+    own = [ex for ex in of.exercises if ex.teachers]
+    if not own:
+        raise CourseError(f"{directory / 'exercises.toml'} has no [[exercise]] of its own to test")
+    for ex in own:
+        for name in ex.files:
+            if not ex.solution(name).is_file():
+                raise CourseError(f"exercise {ex.number} has no solution to test: {ex.solution(name)} is not there")
+        missing = next((path for path in ex.held_out if not path.is_file()), None)
+        if missing is not None:
+            raise CourseError(f"the held-out check {missing} is not there")
+    return of
+
+
+def test_exercise(args: argparse.Namespace) -> int:
+    """Each of the teacher's exercises, checked (held-out checks included) on the reference
+    solutions (every check must pass) and on its own skeleton among them (every check must fail)."""
+    import shutil
+    import tempfile
+
+    from vjpgrad.course import grading
+    from vjpgrad.course.exercises import folder
+
+    directory = Path(args.directory)
+    of = _teachers_course(directory)
+    _needs_pytest("test-exercise")
+    _running(args)
+    own = [ex for ex in of.exercises if ex.teachers]
+    numbers = {name: ex.number for ex in reversed(of.exercises) for name in ex.files}
+    with tempfile.TemporaryDirectory(prefix="vjpgrad-test-exercise-") as scratch:
+        solved = Path(scratch) / "solved"
+        shutil.copytree(folder("solutions"), solved)
+        for ex in own:
+            for name in ex.files:
+                shutil.copyfile(ex.solution(name), solved / name)
+        work = [(solved, ex) for ex in own]
+        for ex in own:
+            skeleton = Path(scratch) / f"skeleton-{ex.number}"
+            shutil.copytree(solved, skeleton)
+            for name in ex.files:
+                (skeleton / name).write_text(student_file(ex.template(name), False, numbers[name]), encoding="utf-8")
+            work.append((skeleton, ex))
+        results = grading.run_many(work, args.timeout, args.jobs, held_out=True)
+    good = True
+    for ex, on_solution, on_skeleton in zip(own, results[: len(own)], results[len(own) :], strict=True):
+        failing = [t for t in on_solution.tests if t.outcome != grading.PASSED]
+        passing = [t for t in on_skeleton.tests if t.outcome == grading.PASSED]
+        good = good and not failing and not passing
+        print(
+            f"{ex.heading}: the solution passes {on_solution.passed} of {len(on_solution.tests)} checks, "
+            f"the skeleton {on_skeleton.passed} of {len(on_skeleton.tests)}" + ("" if failing or passing else ": good")
+        )
+        for t in failing:
+            print(f"  on the solution, {t.outcome}: {t.sentence}\n" + textwrap.indent(t.message, "    "))
+        for t in passing:
+            print(f"  passes on the skeleton (it checks nothing the student writes): {t.sentence}")
+    return 0 if good else 1
+
+
+# ---- autograder ----------------------------------------------------------------------------------------
+
+
+def autograder(args: argparse.Namespace) -> int:
+    from vjpgrad.course import autograder as gradescope
+
+    out = Path(args.out)
+    if out.suffix != ".zip":
+        raise CourseError(f"--out {out} must name a .zip file (Gradescope takes the bundle as a zip)")
+    if out.is_dir():
+        raise CourseError(f"--out {out} is a directory, not a file")
+    teacher = _teachers_exercises(args.exercises)
+    if teacher is not None:
+        if not (teacher / "exercises.toml").is_file():
+            raise CourseError(f"{teacher} is not an exercises directory: it has no exercises.toml")
+        try:
+            of = course(teacher)
+        except ExercisesError as error:
+            raise CourseError(str(error)) from None
+        missing = next((path for ex in of.exercises for path in ex.held_out if not path.is_file()), None)
+        if missing is not None:
+            raise CourseError(f"the held-out check {missing} is not there (bundle your own copy of {teacher})")
+    try:
+        names = gradescope.bundle(out, None if teacher is None else teacher.resolve())
+    except gradescope.BundleError as error:
+        raise CourseError(str(error)) from None
+    print(f"{PROGRAM}: wrote {out} ({len(names)} files): upload it as the assignment's autograder on Gradescope")
+    for name in names:
+        print(f"  {name}")
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "autograder": autograder,
+    "test-exercise": test_exercise,
     "init": init,
     "check": check,
     "hint": hint,

@@ -6,8 +6,9 @@ title, the student's files, the parts asked for, the check file, points, a hint)
 ``solutions/`` (what ``vjpgrad course solution N`` shows in self-study) and held-out checks, which
 ``vjpgrad course grade`` runs and students never get. The built-in twelve are such a directory,
 this package's own (``builtin()``); a teacher's directory comes after them (or replaces them, with
-``builtin = false``), can add held-out checks to a built-in exercise (``[held_out]``, by slug) and
-give its own hints for them (``[hints]``). docs/course/instructor.md describes the format.
+``builtin = false``), can add held-out checks to any exercise (``held_out.toml``, by slug, a file apart
+so that the copy handed out names none; or ``[held_out]`` in exercises.toml) and give its own
+hints for built-in ones (``[hints]``). docs/course/instructor.md describes the format.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from typing import Any
 from vjpgrad.course import _toml
 
 EXERCISES_FILE = "exercises.toml"
+HELD_OUT_FILE = "held_out.toml"
+"""The teacher's held-out checks, by exercise slug, in a file of its own beside exercises.toml: the
+copy handed to students leaves it out (with ``held_out/``), so their exercises.toml names none."""
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
@@ -224,15 +228,22 @@ def course(teacher: Path | None = None) -> Course:
     where = teacher / EXERCISES_FILE
     document = read_toml(where)
     with_builtin = _field(document, "builtin", bool, str(where), True)
-    slugs = {ex.slug for ex in builtin()} if with_builtin else set()
-    held_out = _by_slug(document, "held_out", slugs, where)
-    hints = _by_slug(document, "hints", slugs, where)
-    first = [_with_held_out(ex, held_out.get(ex.slug), teacher) for ex in builtin()] if with_builtin else []
-    own = load(teacher, first=len(first) + 1, teachers=True)
-    exercises = (*first, *own)
-    clash = sorted({ex.slug for ex in own} & {ex.slug for ex in first})
+    builtins = builtin() if with_builtin else ()
+    slugs = {ex.slug for ex in builtins}
+    own = load(teacher, first=len(builtins) + 1, teachers=True)
+    clash = sorted({ex.slug for ex in own} & slugs)
     if clash:
         raise ExercisesError(f"{where}: the slug {clash[0]} is a built-in exercise's already")
+    kept = teacher / HELD_OUT_FILE
+    kept_apart = read_toml(kept) if kept.is_file() else {}
+    held_out = {
+        **_by_slug(document, "held_out", slugs, where),
+        **_by_slug({"held_out": kept_apart}, "held_out", slugs | {ex.slug for ex in own}, kept),
+    }
+    hints = _by_slug(document, "hints", slugs, where)
+    first = [_with_held_out(ex, held_out.get(ex.slug), teacher) for ex in builtins]
+    own = tuple(_with_held_out(ex, held_out.get(ex.slug), teacher) for ex in own)
+    exercises = (*first, *own)
     return Course(exercises, {slug: " ".join(str(text).split()) for slug, text in hints.items()})
 
 
@@ -240,7 +251,8 @@ def _with_held_out(ex: Exercise, files: Any, teacher: Path) -> Exercise:
     if files is None:
         return ex
     paths = [files] if isinstance(files, str) else files
-    return Exercise(**{**ex.__dict__, "held_out": tuple((teacher / str(p)).resolve() for p in paths)})
+    more = tuple((teacher / str(p)).resolve() for p in paths)
+    return Exercise(**{**ex.__dict__, "held_out": (*ex.held_out, *(p for p in more if p not in ex.held_out))})
 
 
 def exercise(number: int) -> Exercise:

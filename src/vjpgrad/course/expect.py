@@ -1,9 +1,20 @@
-"""What the checks expect back from a student's function, said in one line when it is something else."""
+"""What the checks expect back from a student's function, said in one line when it is something else;
+and ``advice``, the part of a check's message that says how to write the fix, which class mode leaves out."""
 
 from __future__ import annotations
 
 import numbers
 from typing import Any
+
+SAY_HOW = [True]
+"""Whether messages say how to write the fix (self-study) or only what differs (class mode):
+``_plugin`` sets it from ``--class-mode`` before any check runs."""
+
+
+def advice(how: str, instead: str = "") -> str:
+    """A message's advice on how to write the fix: ``how`` in self-study; in class mode ``instead``,
+    what the message says in its place (nothing, or what differs said without the fix)."""
+    return how if SAY_HOW[0] else instead
 
 
 def items(result: object, length: int, call: str, expected: str) -> list[Any]:

@@ -1,12 +1,18 @@
 """Grading a class: many submission directories at once, into a gradebook and Gradescope's results.
 
 ``grade`` checks every exercise of every directory, each in its own process with a time limit, the
-held-out checks included, in one pool of processes as wide as the machine's cores. ``write`` puts
-``OUT/grades.csv`` (a header row, then one row per directory, named by the directory's name: the
-points of each exercise and the total) and ``OUT/<name>/results.json`` in the shape of Gradescope's
-autograder results: ``score`` at the top, and ``tests`` with ``name``, ``score``, ``max_score``,
-``output`` and ``visibility`` for each exercise (its held-out checks apart, shown to students once
-the teacher publishes the grades).
+held-out checks included (in a process of their own), in one pool of processes as wide as the
+machine's cores. ``write`` puts ``OUT/<name>/results.json`` in the shape of Gradescope's autograder
+results (``score`` at the top, and ``tests`` with ``name``, ``number``, ``score``, ``max_score``,
+``output`` and ``visibility`` for each exercise; its held-out checks apart, shown to students once
+the teacher publishes the grades, as their outcomes alone; and what only the teacher may read,
+``visibility`` ``hidden``), then ``OUT/grades.csv``, built from every ``results.json`` in ``OUT``:
+a header row, then one row per directory (the points of each exercise, the total, and the
+teacher's remarks). Grading into an ``OUT`` that holds results already replaces only the
+directories (and, with ``exercises``, only the exercises) graded this time.
+
+Every number is rounded once, where a check's points are shown: an exercise's column is the sum of
+its tests' scores as written, the total the sum of those.
 """
 
 from __future__ import annotations
@@ -14,44 +20,60 @@ from __future__ import annotations
 import csv
 import io
 import json
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.course import grading
-from vjpgrad.course.exercises import Course
-from vjpgrad.course.grading import DONE, PASSED, ExerciseResult, points
+from vjpgrad.course import borrowed, depends, grading
+from vjpgrad.course.exercises import Course, Exercise
+from vjpgrad.course.grading import PASSED, ExerciseResult, points
 
 HELD_OUT_VISIBILITY = "after_published"
-"""Gradescope shows a held-out check's result to the student only once the grades are published."""
+"""Gradescope shows a held-out check's outcome to the student only once the grades are published."""
+TEACHER_VISIBILITY = "hidden"
+"""Gradescope never shows a ``hidden`` test to the student: the teacher's remarks, held-out messages."""
+RESULTS = "results.json"
+GRADES = "grades.csv"
+
+
+class GradebookError(ValueError):
+    """An ``OUT`` whose gradebook belongs to another course: the message says what differs."""
 
 
 def grade(
-    directories: Sequence[Path], course: Course, timeout: float, workers: int | None = None
-) -> dict[str, list[ExerciseResult]]:
-    """Every exercise of ``course`` in every directory, held-out checks included: results by directory name."""
-    work = [(directory, ex) for directory in directories for ex in course.exercises]
-    results = grading.run_many(work, timeout, workers, held_out=True)
+    directories: Sequence[Path], course: Course, timeout: float, workers: int | None = None,
+    exercises: Sequence[Exercise] | None = None, independent: bool = False,
+) -> dict[str, list[ExerciseResult]]:  # fmt: skip
+    """The ``exercises`` (all of ``course``'s by default) of every directory, held-out checks
+    included: results by directory name. ``independent``: each exercise on the reference solution
+    of the earlier exercises it runs on (``depends.reference_copy``), so that one bug costs once."""
+    chosen = list(course.exercises if exercises is None else exercises)
+    with tempfile.TemporaryDirectory(prefix="vjpgrad-course-independent-") as scratch:
+        work, checked = [], []
+        for k, directory in enumerate(directories):
+            for ex in chosen:
+                where = directory
+                if independent and depends.on(ex, course):
+                    where = depends.reference_copy(
+                        directory, ex, course, Path(scratch) / f"{k}-{ex.number}" / directory.name
+                    )
+                work.append((where, ex))
+                checked.append(directory)
+        results = grading.run_many(work, timeout, workers, held_out=True, class_mode=True)
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
-    for (directory, _), result in zip(work, results, strict=True):
+    for directory, (_, ex), result in zip(checked, work, results, strict=True):
+        result.remarks += borrowed.remarks(directory, ex, course)
         graded[directory.name].append(result)
+    for results_of_one in graded.values():
+        if not independent:
+            grading.note_dependencies(results_of_one, course)
     return graded
 
 
 def number(x: float) -> str:
     """Points as the CSV writes them: ``2``, ``1.5``, ``0.67``."""
     return f"{points(x):g}"
-
-
-def gradebook(course: Course, graded: dict[str, list[ExerciseResult]]) -> str:
-    """The CSV gradebook: a header row (``directory``, one column per exercise, ``total``), then a row
-    per directory with the points of each exercise."""
-    stream = io.StringIO()
-    writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(["directory", *(f"{ex.number} {ex.slug}" for ex in course.exercises), "total"])
-    for name, results in graded.items():
-        writer.writerow([name, *(number(r.score()) for r in results), number(sum(r.score() for r in results))])
-    return stream.getvalue()
 
 
 def _check_lines(result: ExerciseResult, held_out: bool) -> list[str]:
@@ -63,46 +85,150 @@ def _check_lines(result: ExerciseResult, held_out: bool) -> list[str]:
     ]
 
 
-def _output(result: ExerciseResult, held_out: bool) -> str:
-    """What a student reads in Gradescope: each check's outcome, then the first problem's message."""
-    lines = _check_lines(result, held_out)
-    problem = next((t for t in result.tests if t.held_out is held_out and t.outcome != PASSED), None)
+def _output(result: ExerciseResult) -> str:
+    """What a student reads in Gradescope: each check's outcome, then the first problem's message,
+    and which earlier exercise to fix first when these checks run one that is not done."""
+    lines = _check_lines(result, held_out=False)
+    problem = next((t for t in result.tests if not t.held_out and t.outcome != PASSED), None)
     if problem is not None:
         lines += ["", f"{problem.sentence}:", problem.message]
+    if result.note:
+        lines += ["", f"({result.note})"]
     return "\n".join(lines)
 
 
-def results_json(results: Sequence[ExerciseResult]) -> dict[str, Any]:
-    """One directory's results in Gradescope's format; a stretch exercise's points are extra credit."""
-    tests = []
-    for r in results:
+def _teachers(result: ExerciseResult) -> str:
+    """What only the teacher reads: the remarks, and the messages of the held-out checks not passed."""
+    lines = [f"remark: {remark}" for remark in result.remarks]
+    for t in result.tests:
+        if t.held_out and t.outcome != PASSED:
+            lines += [f"held-out check {t.sentence}, {t.outcome}:", t.message, ""]
+    return "\n".join(lines).strip()
+
+
+def exercise_tests(r: ExerciseResult) -> list[dict[str, Any]]:
+    """An exercise's tests in Gradescope's results: the visible one, its held-out checks' outcomes
+    (shown once published: their messages could carry their text, so only the teacher reads them),
+    and the teacher's notes when there are any."""
+    ex = r.exercise
+    tests = [{
+        "name": ex.heading, "number": str(ex.number), "score": points(r.score(held_out=False)),
+        "max_score": points(r.max_score(held_out=False)), "output": _output(r), "visibility": "visible",
+    }]  # fmt: skip
+    if any(t.held_out for t in r.tests):
         tests.append({
-            "name": r.exercise.heading, "number": str(r.exercise.number), "score": points(r.score(held_out=False)),
-            "max_score": points(r.max_score(held_out=False)), "output": _output(r, held_out=False),
-            "visibility": "visible",
+            "name": f"{ex.heading}: held-out checks", "number": f"{ex.number}.h",
+            "score": points(r.score(held_out=True)), "max_score": points(r.max_score(held_out=True)),
+            "output": "\n".join(_check_lines(r, held_out=True)), "visibility": HELD_OUT_VISIBILITY,
         })  # fmt: skip
-        if any(t.held_out for t in r.tests):
-            tests.append({
-                "name": f"{r.exercise.heading}: held-out checks", "number": f"{r.exercise.number}.h",
-                "score": points(r.score(held_out=True)), "max_score": points(r.max_score(held_out=True)),
-                "output": _output(r, held_out=True), "visibility": HELD_OUT_VISIBILITY,
-            })  # fmt: skip
-    done = sum(r.status == DONE for r in results if not r.exercise.stretch)
-    required = sum(not r.exercise.stretch for r in results)
-    total = points(sum(r.score() for r in results))
-    most = points(sum(r.exercise.points for r in results if not r.exercise.stretch))
+    notes = _teachers(r)
+    if notes:
+        tests.append({
+            "name": f"{ex.heading}: for the teacher", "number": f"{ex.number}.t", "score": 0.0, "max_score": 0.0,
+            "output": notes, "visibility": TEACHER_VISIBILITY,
+        })  # fmt: skip
+    return tests
+
+
+def _exercise_of(test: dict[str, Any]) -> int:
+    return int(str(test["number"]).split(".")[0])
+
+
+def summary(tests: Sequence[dict[str, Any]], course: Course) -> dict[str, Any]:
+    """``results.json``'s top level for ``tests``: the score is the sum of the tests' scores as shown."""
+    total = points(sum(float(test["score"]) for test in tests))
+    numbers = {_exercise_of(test) for test in tests}
+    required = [ex for ex in course.exercises if ex.number in numbers and not ex.stretch]
+    done = sum(
+        all(t["score"] == t["max_score"] for t in tests if _exercise_of(t) == ex.number and t["visibility"] != "hidden")
+        for ex in required
+    )
+    most = points(sum(ex.points for ex in required))
     return {
         "score": total,
-        "output": f"{total:g} of {most:g} points; {done} of {required} exercises done (vjpgrad course grade)",
-        "tests": tests,
+        "output": f"{total:g} of {most:g} points; {done} of {len(required)} exercises done (vjpgrad course grade)",
+        "tests": list(tests),
     }
 
 
-def write(out: Path, course: Course, graded: dict[str, list[ExerciseResult]]) -> None:
-    """``out/grades.csv`` and ``out/<name>/results.json`` for each directory graded."""
+def results_json(results: Sequence[ExerciseResult], course: Course | None = None) -> dict[str, Any]:
+    """One directory's results in Gradescope's format; a stretch exercise's points are extra credit."""
+    of = course if course is not None else Course(tuple(r.exercise for r in results))
+    return summary([test for r in results for test in exercise_tests(r)], of)
+
+
+def merged(old: dict[str, Any] | None, new: dict[str, Any], course: Course) -> dict[str, Any]:
+    """``new`` results over ``old`` ones: the exercises graded this time replace theirs, the others stay."""
+    if old is None:
+        return new
+    regraded = {_exercise_of(test) for test in new["tests"]}
+    kept = [test for test in old.get("tests", []) if _exercise_of(test) not in regraded]
+    order = {ex.number: k for k, ex in enumerate(course.exercises)}
+    tests = sorted([*kept, *new["tests"]], key=lambda t: (order.get(_exercise_of(t), len(order)), str(t["number"])))
+    return summary(tests, course)
+
+
+def header(course: Course) -> list[str]:
+    return ["directory", *(f"{ex.number} {ex.slug}" for ex in course.exercises), "total", "remarks"]
+
+
+def row(name: str, report: dict[str, Any], course: Course) -> list[str]:
+    """A directory's row: each exercise's points (the sum of its tests' scores as shown), the total,
+    and the teacher's remarks."""
+    tests = report.get("tests", [])
+    cells = [points(sum(float(t["score"]) for t in tests if _exercise_of(t) == ex.number)) for ex in course.exercises]
+    remarks: list[str] = []
+    copied: list[int] = []
+    for t in tests:
+        if t.get("visibility") != TEACHER_VISIBILITY:
+            continue
+        for line in str(t["output"]).splitlines():
+            if line.startswith("remark: ") and borrowed.COPIED in line:
+                copied.append(_exercise_of(t))
+            elif line.startswith("remark: "):
+                remarks.append(line.removeprefix("remark: "))
+    if copied:  # said once: the exercises whose parts are a shipped solution's
+        remarks.append(f"{grading.numbered(sorted(set(copied)))}: {borrowed.COPIED}")
+    return [name, *(f"{c:g}" for c in cells), f"{points(sum(cells)):g}", "; ".join(dict.fromkeys(remarks))]
+
+
+def gradebook(course: Course, reports: dict[str, dict[str, Any]]) -> str:
+    """The CSV gradebook of ``reports`` (each directory's ``results.json``), by directory name."""
+    stream = io.StringIO()
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(header(course))
+    for name, report in reports.items():
+        writer.writerow(row(name, report, course))
+    return stream.getvalue()
+
+
+def existing(out: Path, course: Course) -> list[str]:
+    """The directories ``out`` has results of, in its gradebook's order; ``GradebookError`` when its
+    gradebook has other columns (another course's)."""
+    path = out / GRADES
+    if not path.is_file():
+        return []
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+    if rows and rows[0] != header(course):
+        raise GradebookError(
+            f"{path} has the columns {', '.join(rows[0])}, not this course's: grade into another --out"
+        )
+    return [r[0] for r in rows[1:] if r and (out / r[0] / RESULTS).is_file()]
+
+
+def write(out: Path, course: Course, graded: dict[str, list[ExerciseResult]]) -> str:
+    """``out/<name>/results.json`` for each directory graded, merged into what ``out`` holds, then
+    ``out/grades.csv`` with every directory's row; returns the gradebook's text."""
+    names = existing(out, course)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "grades.csv").write_text(gradebook(course, graded), encoding="utf-8")
     for name, results in graded.items():
-        (out / name).mkdir(exist_ok=True)
-        text = json.dumps(results_json(results), indent=2) + "\n"
-        (out / name / "results.json").write_text(text, encoding="utf-8")
+        path = out / name / RESULTS
+        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        report = merged(old, results_json(results, course), course)
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    everyone = [*names, *(name for name in graded if name not in names)]
+    reports = {name: json.loads((out / name / RESULTS).read_text(encoding="utf-8")) for name in everyone}
+    text = gradebook(course, reports)
+    (out / GRADES).write_text(text, encoding="utf-8")
+    return text

@@ -4,40 +4,59 @@
 the cores, each with a time limit: a student's crash, ``sys.exit``, ``os._exit`` or endless loop
 costs only the exercise it is in. The children are forked from a server that has imported pytest,
 hypothesis and vjpgrad once. A child is pytest with the plugin ``vjpgrad.course._plugin``,
-which writes one JSON line per event; ``run`` reads them back into an ``ExerciseResult`` per
-exercise, whose score is the exercise's points shared among its checks by weight. ``scoreboard``
-is the text a student reads, ``as_json`` what an autograder reads.
+which sends one message per event over a pipe this process owns; ``run`` reads them back into an
+``ExerciseResult`` per exercise, whose score is the exercise's points shared among its checks by
+weight. ``scoreboard`` is the text a student reads, ``as_json`` what an autograder reads.
+
+The results are recorded here, in a process where no student code runs, never in a file. Each
+message the child sends is signed with a key made here for that child alone (HMAC-SHA256, over
+the message and its place in the sequence): the child's plugin keeps only a keyed hash object,
+made before any student code is imported. A message that is not signed, out of order, or not a
+whole message (a student's code writing into the pipe) voids the exercise's report: it scores
+nothing and is marked as tampered with (``TAMPERED``). The held-out checks run in a process of
+their own, so the process that runs the checks a student sees never imports them.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
+import hmac
 import importlib.util
 import json
 import math
 import multiprocessing
 import os
 import re
+import secrets
 import shutil
 import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.course.exercises import Exercise, builtin, folder
+from vjpgrad.course.exercises import Course, Exercise, builtin, folder
 
 DONE, FAILING, NOT_STARTED = "done", "failing", "not started"
-PASSED, FAILED = "passed", "failed"
+PASSED, FAILED, NOT_RUN = "passed", "failed", "not run"
+TAMPERED = "the report of these checks was written to by something other than the grader"
+"""The remark on an exercise whose report failed its authentication: it scores nothing."""
 TIMEOUT = 120.0
 """Seconds of CPU each exercise's checks may take (exercise 11 trains a network in about 5 s of CPU).
 CPU time, not the clock's, where the platform can limit it (``resource``): a busy machine does not
 fail a student; the clock's limit is then ``WALL`` times as long, for a process that waits forever."""
 WALL = 5
+
+
+RUN_AS: list[tuple[int, int] | None] = [None]
+"""The user (uid, gid) the checks' processes drop to before they run anything of the student's, when
+the grader runs as root (``autograder``); none: the grader's own user."""
 
 
 def cores() -> int:
@@ -52,7 +71,7 @@ class TestResult:
     that names it for a student (``title``), its weight, and whether it is a held-out check."""
 
     name: str
-    outcome: str  # PASSED, FAILED or NOT_STARTED
+    outcome: str  # PASSED, FAILED, NOT_STARTED or NOT_RUN
     message: str = ""
     seconds: float = 0.0
     title: str = ""
@@ -70,6 +89,10 @@ class ExerciseResult:
 
     exercise: Exercise
     tests: list[TestResult] = field(default_factory=list)
+    remarks: list[str] = field(default_factory=list)
+    """What the teacher is told and the student is not: a report tampered with, borrowed work."""
+    note: str = ""
+    """Why it may fail through no fault of its own: an earlier exercise it runs on is not done."""
 
     @property
     def passed(self) -> int:
@@ -86,8 +109,9 @@ class ExerciseResult:
         return FAILING
 
     def first_problem(self) -> TestResult | None:
-        """The check to show: the first that failed, else the first not started (held-out ones last)."""
-        for outcome in (FAILED, NOT_STARTED):
+        """The check to show: the first that failed, else the first not started, else the first not
+        run (held-out ones last)."""
+        for outcome in (FAILED, NOT_STARTED, NOT_RUN):
             for test in sorted(self.tests, key=lambda t: t.held_out):
                 if test.outcome == outcome:
                     return test
@@ -109,21 +133,21 @@ class ExerciseResult:
 
 def run(
     directory: Path, exercises: Sequence[Exercise], timeout: float = TIMEOUT, workers: int | None = None,
-    held_out: bool = False,
+    held_out: bool = False, class_mode: bool = False,
 ) -> list[ExerciseResult]:  # fmt: skip
     """Check ``exercises`` against the files in ``directory``, each in its own process, at most
     ``timeout`` seconds each, ``workers`` at a time (the cores by default); the held-out checks too
-    when ``held_out``."""
-    return run_many([(directory, ex) for ex in exercises], timeout, workers, held_out)
+    when ``held_out``; with messages that say only what differs when ``class_mode``."""
+    return run_many([(directory, ex) for ex in exercises], timeout, workers, held_out, class_mode)
 
 
 def run_many(
     work: Sequence[tuple[Path, Exercise]], timeout: float = TIMEOUT, workers: int | None = None,
-    held_out: bool = False,
+    held_out: bool = False, class_mode: bool = False,
 ) -> list[ExerciseResult]:  # fmt: skip
     """``run`` for (directory, exercise) pairs of several directories, in one pool of processes."""
     with ThreadPoolExecutor(max_workers=max(1, min(workers or cores(), len(work) or 1))) as pool:
-        return list(pool.map(lambda pair: run_exercise(pair[0], pair[1], timeout, held_out), work))
+        return list(pool.map(lambda pair: run_exercise(pair[0], pair[1], timeout, held_out, class_mode), work))
 
 
 PRELOAD = [
@@ -167,14 +191,35 @@ def hypothesis_home() -> str:
         return _hypothesis_home[0]
 
 
-def pytest_process(arguments: list[str], directory: str, output: str, storage: str, seconds: float) -> None:
+def pytest_process(
+    arguments: list[str],
+    directory: str,
+    output: str,
+    storage: str,
+    seconds: float,
+    channel: Any,
+    key: bytes,
+    user: tuple[int, int] | None = None,
+) -> None:
     """An exercise's process: pytest with ``arguments`` in the student's ``directory``, its output in
     the file ``output``, at most ``seconds`` of CPU; nothing written into the student's directory but
-    what their code writes."""
+    what their code writes. Its events go to ``channel`` (the write end of a pipe), each signed with a
+    hash keyed by ``key``: the key is dropped from this process's arguments before pytest starts, and
+    only the hash object made from it is kept, by the reporter (``_plugin.Reporter``)."""
+    from vjpgrad.course import _plugin
+
+    process = multiprocessing.current_process()
+    process._args, process._kwargs = (), {}  # type: ignore[attr-defined]  # the key is in them
+    reporter = _plugin.Reporter(channel, hmac.new(key, digestmod=hashlib.sha256))
+    del key
     _limit_cpu(seconds)
     stream = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(stream, 1)
     os.dup2(stream, 2)
+    if user is not None:  # the student's code runs as an unprivileged user: nothing of root's is theirs
+        os.setgroups([])
+        os.setgid(user[1])
+        os.setuid(user[0])
     os.chdir(directory)
     os.environ.pop("PYTEST_ADDOPTS", None)  # the checks run as written, whatever the shell says
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # nor the plugins installed (pytest-randomly would reorder)
@@ -182,10 +227,55 @@ def pytest_process(arguments: list[str], directory: str, output: str, storage: s
     sys.dont_write_bytecode = True  # no __pycache__ in the student's directory
     import pytest
 
-    status = pytest.main(arguments)
+    status = pytest.main(arguments, plugins=[reporter])
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(int(status))
+
+
+def sign(key: bytes, number: int, payload: bytes) -> bytes:
+    """The signature of the ``number``-th message, ``payload``: HMAC-SHA256 of its number and text."""
+    return hmac.new(key, number.to_bytes(8, "big") + payload, hashlib.sha256).digest()
+
+
+MESSAGE_LIMIT = 1 << 22
+"""The longest message a child may send (bytes); a longer length is a pipe written to by someone else."""
+
+
+def _receive(process: Any, channel: Any, key: bytes, wall: float) -> tuple[list[dict[str, Any]], bool]:
+    """The events a child sends until it stops (or ``wall`` seconds pass), each checked against its
+    signature, and whether every message was the grader's (signed, in order, whole)."""
+    events: list[dict[str, Any]] = []
+    deadline = time.monotonic() + wall
+    while True:
+        alive = process.is_alive()
+        try:
+            ready = channel.poll(0.05 if alive else 0)
+        except (OSError, EOFError):
+            ready = False
+        if not ready:
+            if not alive or time.monotonic() > deadline:
+                return events, True
+            continue
+        try:
+            message = channel.recv_bytes(MESSAGE_LIMIT)
+        except EOFError:
+            if not process.is_alive():
+                return events, True
+            process.join(0.05)
+            continue
+        except OSError:
+            return events, False
+        payload, signature = message[:-32], message[-32:]
+        if len(message) < 32 or not hmac.compare_digest(signature, sign(key, len(events), payload)):
+            return events, False
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            return events, False
+        if not isinstance(event, dict):
+            return events, False
+        events.append(event)
 
 
 def _limit_cpu(seconds: float) -> None:
@@ -203,32 +293,88 @@ def cpu_limited() -> bool:
     return importlib.util.find_spec("resource") is not None
 
 
-def run_exercise(directory: Path, exercise: Exercise, timeout: float, held_out: bool = False) -> ExerciseResult:
-    """One exercise's checks (and its held-out checks when ``held_out``) in a pytest process of its own."""
-    files = [exercise.check, *(exercise.held_out if held_out else ())]
+def run_exercise(
+    directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, class_mode: bool = False
+) -> ExerciseResult:
+    """One exercise's checks in a pytest process of its own, and its held-out checks (when
+    ``held_out``) in another: the process of the checks a student sees never imports them."""
+    mode = ["--class-mode"] if class_mode else []
+    result = _run_files(directory, exercise, [exercise.check], timeout, mode)
+    if held_out and exercise.held_out:
+        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, mode)
+        result.tests += [TestResult(**{**t.__dict__, "held_out": True}) for t in hidden.tests]
+        result.remarks += [remark for remark in hidden.remarks if remark not in result.remarks]
+    return result
+
+
+def _run_files(
+    directory: Path, exercise: Exercise, files: list[Path], timeout: float, options: Sequence[str] = ()
+) -> ExerciseResult:
+    """The checks of ``files`` in one pytest process, its report received and authenticated here."""
     with tempfile.TemporaryDirectory(prefix="vjpgrad-course-") as scratch:
-        report, output = Path(scratch) / "report.jsonl", Path(scratch) / "output.txt"
+        output = Path(scratch) / "output.txt"
         arguments = [
-            "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(exercise.check.parent),
-            "--student", str(directory.resolve()), "--course-report", str(report), *HYPOTHESIS_PLUGIN,
-            *map(str, files),
+            "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(files[0].parent),
+            "--student", str(directory.resolve()), *_own(exercise), *options, *HYPOTHESIS_PLUGIN, *map(str, files),
         ]  # fmt: skip
-        process = _processes().Process(
+        user = RUN_AS[0]
+        if user is not None:  # the held-out checks, for this process's user alone, only while it runs
+            os.chown(scratch, *user)
+            copies = Path(scratch) / "checks"
+            copies.mkdir()
+            for k, path in enumerate(files):
+                if path.parent != folder("checks"):
+                    shutil.copyfile(path, copies / path.name)
+                    os.chown(copies / path.name, *user)
+                    arguments[arguments.index(str(path))] = str(copies / path.name)
+                    if k == 0:
+                        arguments[arguments.index("--rootdir") + 1] = str(copies)
+        context = _processes()
+        receiving, sending = context.Pipe(duplex=False)
+        key = secrets.token_bytes(32)
+        process = context.Process(
             target=pytest_process,
-            args=(arguments, str(directory), str(output), hypothesis_home(), timeout),
+            args=(arguments, str(directory), str(output), hypothesis_home(), timeout, sending, key, user),
             name="vjpgrad course",
         )
         process.start()
-        process.join(timeout * WALL if cpu_limited() else timeout)
+        sending.close()
+        events, genuine = _receive(process, receiving, key, timeout * WALL if cpu_limited() else timeout)
+        process.join(0 if not process.is_alive() else 0.1)
         over_cpu = getattr(signal, "SIGXCPU", None)  # what RLIMIT_CPU sends; none on Windows
         timed_out = process.is_alive() or (over_cpu is not None and process.exitcode == -over_cpu)
         if process.is_alive():
             process.kill()
             process.join()
+        receiving.close()
         text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
-        lines = report.read_text(encoding="utf-8").splitlines() if report.exists() else []
-        events = [json.loads(line) for line in lines]
+    if not genuine:
+        return _tampered(exercise, events)
     return _result(exercise, events, text, timed_out, timeout)
+
+
+def _own(exercise: Exercise) -> list[str]:
+    """``--own`` options: the student's files whose skeletons import vjpgrad or torch, and which."""
+    from vjpgrad.course import borrowed
+
+    options = []
+    for templates in {folder("templates"), exercise.home / "templates"}:
+        for template in sorted(templates.glob("*.py")):
+            tree = borrowed.parse(template)
+            packages = sorted(borrowed.imported(tree)) if tree is not None else []
+            if packages:
+                options += ["--own", f"{template.name}={','.join(packages)}"]
+    return options
+
+
+def _tampered(exercise: Exercise, events: list[dict[str, Any]]) -> ExerciseResult:
+    """An exercise whose report was written to by the student's code: every check failed, and a remark."""
+    collected = next((event.get("tests") for event in events if event.get("event") == "collected"), None)
+    tests = [
+        TestResult(str(t["name"]), FAILED, TAMPERED, title=str(t["title"]), weight=float(t["weight"]))
+        for t in (collected or [])
+    ] or [TestResult("checks_could_not_run", FAILED, TAMPERED, title="the checks run")]
+    return ExerciseResult(exercise, tests, [f"exercise {exercise.number}: {TAMPERED}; it scores nothing"])
 
 
 def _result(
@@ -244,26 +390,35 @@ def _result(
         )
         return ExerciseResult(exercise, [TestResult("checks_could_not_run", FAILED, why, title="the checks run")])
     finished = {event["id"]: event for event in events if event["event"] == "result"}
-    held_out = {str(path) for path in exercise.held_out}
     result = ExerciseResult(exercise)
     for test in collected:
         event = finished.get(test["id"])
         if event is not None:
             outcome, message, seconds = event["outcome"], event["message"], event["seconds"]
+        elif test["id"] in started:
+            outcome, message, seconds = FAILED, _unfinished(timed_out, timeout), 0.0
         else:
-            outcome, message, seconds = FAILED, _unfinished(test["id"], started, timed_out, timeout), 0.0
-        hidden = test["file"] in held_out
-        result.tests.append(TestResult(test["name"], outcome, message, seconds, test["title"], test["weight"], hidden))
+            outcome, message, seconds = NOT_RUN, "not run: the checks of this exercise stopped at an earlier one", 0.0
+        result.tests.append(TestResult(test["name"], outcome, message, seconds, test["title"], test["weight"]))
     return result
 
 
-def _unfinished(test: str, started: list[str], timed_out: bool, timeout: float) -> str:
-    if not started or started[-1] != test:
-        return "not run: the checks of this exercise stopped at an earlier one"
+def _unfinished(timed_out: bool, timeout: float) -> str:
     if timed_out:
         clock = " of CPU" if cpu_limited() else ""
         return f"it did not finish within {timeout:g} s{clock} (an endless loop? --timeout gives more time)"
     return "the process running the checks stopped during it (os._exit? a crash?)"
+
+
+def note_dependencies(results: Sequence[ExerciseResult], course: Course) -> None:
+    """Say, on each exercise not done whose checks run an earlier exercise that is not done either,
+    which one to fix first (``depends.blame``)."""
+    from vjpgrad.course import depends
+
+    done = {r.exercise.number: r.status == DONE for r in results}
+    for r in results:
+        if r.status != DONE:
+            r.note = depends.blame(r.exercise, course, done) or ""
 
 
 # ---- reports --------------------------------------------------------------------------------------------
@@ -324,6 +479,8 @@ def _problem(todo: ExerciseResult) -> list[str]:
         return []
     lines = ["", f"  {problem.sentence}:"]
     lines += [("    " + line).rstrip() for line in problem.message.splitlines()]
+    if todo.note:
+        lines.append(f"    ({todo.note})")
     first = re.search(r"exercise (\d+): write", problem.message) if problem.outcome == NOT_STARTED else None
     if first and int(first.group(1)) != todo.exercise.number:
         lines.append(f"    (its checks run the code of exercise {first.group(1)}: do exercise {first.group(1)} first)")
@@ -368,7 +525,7 @@ def _json_test(r: ExerciseResult, hint: str | None) -> dict[str, Any]:
         "status": "pass" if r.status == DONE else "fail",
         "score": points(r.score()),
         "max_score": points(r.exercise.points),
-        "message": "" if problem is None else problem.message,
+        "message": "" if problem is None else problem.message + (f"\n({r.note})" if r.note else ""),
         "number": r.exercise.number,
         "slug": r.exercise.slug,
         "title": r.exercise.title,

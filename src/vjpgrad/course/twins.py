@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import vjpgrad
+from vjpgrad.course.expect import advice
 
 # ---- programs -------------------------------------------------------------------------------------
 
@@ -388,8 +389,9 @@ class Twin:
             for operand in instruction.nodes:
                 if not any(p is self.theirs[operand] for p in prev):
                     raise MismatchError(
-                        f"{made}: {operand} is not in {name}._prev, so the reverse pass cannot reach it: "
-                        f"make the result with Value(data, (self, other), op)\n\n{self._graph()}"
+                        f"{made}: {operand} is not in {name}._prev, so the reverse pass cannot reach it"
+                        + advice(": make the result with Value(data, (self, other), op)")
+                        + f"\n\n{self._graph()}"
                     )
 
     # ---- the student's closures, called in vjpgrad's order
@@ -504,8 +506,8 @@ class Twin:
                 )
             if len(calls) > 1:
                 return edge.step, (
-                    f"{edge.node}'s _backward ran {len(calls)} times: each node must run exactly once "
-                    "(keep a set of the nodes already listed)"
+                    f"{edge.node}'s _backward ran {len(calls)} times: each node must run exactly once"
+                    + advice(" (keep a set of the nodes already listed)", " (in vjpgrad it runs once)")
                 )
             call = calls[0]
             if not close(call.upstream, edge.upstream, self.scale(edge.node)):
@@ -524,9 +526,8 @@ class Twin:
         later = [user for user in self.program.users(node) if any(ran_at[id(c)] > position for c in recording.of(user))]
         kept = recording.start.get(node, 0)
         if isinstance(kept, numbers.Real) and kept != 0 and close(call.upstream, edge.upstream + float(kept)):
-            return (
-                f"{said}: it still held {number(kept)} from the pass before, and handed on old + new. At the "
-                "start of each pass set the intermediate nodes' grads to 0 (the leaves keep theirs)"
+            return f"{said}: it still held {number(kept)} from the pass before, and handed on old + new" + advice(
+                ". At the start of each pass set the intermediate nodes' grads to 0 (the leaves keep theirs)"
             )
         if later:
             return (
@@ -547,7 +548,10 @@ class Twin:
         why = (
             self._assigned_not_added(edge, call, received)
             or self._without_chain_rule(edge, received)
-            or f"check the local derivative of {edge.op} in your _backward"
+            or advice(
+                f"check the local derivative of {edge.op} in your _backward",
+                f"the local derivative of {edge.op} is {local} here",
+            )
         )
         return f"{said}: {why}"
 
@@ -555,14 +559,12 @@ class Twin:
         """Why, when the contribution is one use's share, or the operand's gradient was replaced."""
         before, after = call.before[edge.operand], call.after[edge.operand]
         if len(edge.locals) > 1 and close(received, edge.contribution / len(edge.locals), edge.scale):
-            return (
-                f"{edge.operand} is used {len(edge.locals)} times in {edge.node} and only one use counted: "
-                "add into .grad with +=, do not assign with ="
+            return f"{edge.operand} is used {len(edge.locals)} times in {edge.node} and only one use counted" + advice(
+                ": add into .grad with +=, do not assign with ="
             )
         if before != 0 and close(after, edge.contribution / len(edge.locals), edge.scale):
-            return (
-                f"{edge.operand}.grad held {number(before)} and was replaced, not added to: "
-                "add into .grad with +=, do not assign with ="
+            return f"{edge.operand}.grad held {number(before)} and was replaced, not added to" + advice(
+                ": add into .grad with +=, do not assign with =", f" ({edge.operand}.grad is {number(after)} after it)"
             )
         return None
 
@@ -575,28 +577,30 @@ class Twin:
         local = sum(edge.locals)
         alone = not close(local, 1.0) and close(received, edge.upstream, abs(edge.upstream))
         if alone and close(edge.upstream, 1.0):
-            return (
-                f"that is out.grad alone (or a local derivative of 1): check the local derivative of {edge.op}, "
-                f"{number(local)} here, and multiply out.grad by it (the chain rule)"
+            return "that is out.grad alone (or a local derivative of 1)" + advice(
+                f": check the local derivative of {edge.op}, {number(local)} here, and multiply out.grad by it "
+                "(the chain rule)",
+                f"; the local derivative of {edge.op} is {number(local)} here",
             )
         if alone:
-            return (
-                f"that is out.grad alone: multiply it by the local derivative of {edge.op}, {number(local)} here "
-                "(the chain rule: what an operand receives is out.grad x the local derivative)"
+            return "that is out.grad alone" + advice(
+                f": multiply it by the local derivative of {edge.op}, {number(local)} here "
+                "(the chain rule: what an operand receives is out.grad x the local derivative)",
+                f"; the local derivative of {edge.op} is {number(local)} here",
             )
         if close(edge.upstream, 1.0):
             return None
         upstream = number(edge.upstream)
         if close(received, local, abs(local)):
-            return (
-                f"that is the local derivative alone, but {edge.node}.grad is {upstream} here: multiply by out.grad "
-                "(the chain rule: what an operand receives is out.grad x the local derivative)"
+            return f"that is the local derivative alone, but {edge.node}.grad is {upstream} here" + advice(
+                ": multiply by out.grad (the chain rule: what an operand receives is out.grad x the local derivative)"
             )
         data = self.ours[edge.operand].data
         if close(received, data, abs(data)):
-            return (
-                f"that is {edge.operand}'s own number, but an operand receives out.grad x the local derivative: "
-                f"multiply by out.grad (the chain rule; {edge.node}.grad is {upstream} here)"
+            return f"that is {edge.operand}'s own number" + advice(
+                ", but an operand receives out.grad x the local derivative: "
+                f"multiply by out.grad (the chain rule; {edge.node}.grad is {upstream} here)",
+                f" ({edge.node}.grad is {upstream} here)",
             )
         return None
 

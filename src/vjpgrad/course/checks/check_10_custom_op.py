@@ -12,6 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from vjpgrad import grad
+from vjpgrad.course.expect import advice
 from vjpgrad.testing import Expression, assert_grad_close, expressions
 
 FIRST = Expression(("*", "x", 2.0), ("x",))
@@ -48,6 +49,8 @@ def test_the_rule_is_differentiable_too(student: Any, x: float) -> None:
     h = 1e-5
     numeric = (grad(softsign)(x + h) - grad(softsign)(x - h)) / (2 * h)
     assert second == pytest.approx(numeric, rel=1e-4), (
-        f"the second derivative at {x} is {second} by your rule, {numeric} by central differences of the first: "
-        "write the rule with operators and abs(), not math's functions, so that vjpgrad can differentiate it"
+        f"the second derivative at {x} is {second} by your rule, {numeric} by central differences of the first"
+        + advice(
+            ": write the rule with operators and abs(), not math's functions, so that vjpgrad can differentiate it"
+        )
     )

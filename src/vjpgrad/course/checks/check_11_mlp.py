@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from vjpgrad.course import expect
+from vjpgrad.course.expect import advice
 
 ACCURACY = 0.95
 SECONDS = 60.0
@@ -75,8 +76,8 @@ def test_each_step_starts_from_zeroed_gradients(student: Any) -> None:
     assert not held, (
         f"at the 2nd step, when backward() was called, {len(held)} of the model's {len(parameters)} parameters "
         f"still held the 1st step's gradient (the largest {largest!r}): backward() adds into .grad, so "
-        "the 2nd step moved the parameters by both steps' gradients. Zero every parameter's gradient before each "
-        "backward()"
+        "the 2nd step moved the parameters by both steps' gradients"
+        + advice(". Zero every parameter's gradient before each backward()")
     )
 
 
@@ -108,7 +109,8 @@ def test_the_loss_falls_to_under_half_its_start(trained: tuple[Any, list[float],
     _, losses, _ = trained
     assert losses[-1] < losses[0] / 2, (
         f"the loss went from {losses[0]:.4g} to {losses[-1]:.4g} in {len(losses)} steps: it should fall to under "
-        "half. Are the gradients zeroed before each backward(), and is each parameter moved against its gradient?"
+        "half"
+        + advice(". Are the gradients zeroed before each backward(), and is each parameter moved against its gradient?")
     )
 
 

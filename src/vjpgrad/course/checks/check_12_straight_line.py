@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import vjpgrad
 from vjpgrad import Value
 from vjpgrad.course import expect
+from vjpgrad.course.expect import advice
 
 
 def example_1(a: Any, b: Any, c: Any) -> Any:
@@ -79,8 +80,8 @@ def test_it_is_straight_line_code(student: Any) -> None:
         if node is function_node or not isinstance(node, ast.expr | ast.stmt):
             continue
         for kind, what in FORBIDDEN.items():
-            assert not isinstance(node, kind), (
-                f"example_1 has {what} (line {node.lineno} of the function): write one line per step instead"
+            assert not isinstance(node, kind), f"example_1 has {what} (line {node.lineno} of the function)" + advice(
+                ": write one line per step instead"
             )
         if isinstance(node, ast.Call):
             called = ast.unparse(node.func)

@@ -1,4 +1,4 @@
-"""Exercise 13's held-out checks: the teacher's, run by `vjpgrad course grade`, never handed out."""
+"""The sigmoid exercise's held-out checks: the teacher's, run by `vjpgrad course grade`, never handed out."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Exercise 13 (sigmoid.py): sigmoid's number and gradient, against vjpgrad's."""
+"""The sigmoid exercise (sigmoid.py): sigmoid's number and gradient, against vjpgrad's."""
 
 import math
 

@@ -1,0 +1,149 @@
+"""``vjpgrad course autograder``: a Gradescope autograder bundle, and the program it runs.
+
+``bundle`` writes the zip a teacher uploads to Gradescope: ``setup.sh`` (run once, as root, when
+Gradescope builds the image: a virtual environment with vjpgrad's wheel, pytest and hypothesis,
+and an unprivileged user ``student``), ``run_autograder`` (run for each submission), vjpgrad's
+wheel (built from its source tree when vjpgrad is installed from one, as an editable install is),
+and the teacher's exercises directory with its held-out checks under ``exercises/``.
+
+``main`` is what ``run_autograder`` runs: it copies the submission (``/autograder/submission``)
+into a directory of its own, grades every exercise there as ``gradebook.grade`` does, and writes
+``/autograder/results/results.json``. Given ``--user``, each checks' process drops to that user
+before it imports anything of the student's (``grading.RUN_AS``): the student's code cannot read
+``/autograder/source`` (the teacher's files, kept to root by ``setup.sh``) nor write the results.
+A held-out check is copied, for its own process alone, into a directory only that process's
+user may read, and removed when it ends; the processes run one at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+SETUP = """\
+#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder's image.
+set -euo pipefail
+cd /autograder/source
+if ! command -v python3 >/dev/null; then apt-get update && apt-get install -y python3 python3-venv; fi
+python3 -m venv /autograder/venv
+/autograder/venv/bin/python -m pip install --upgrade pip
+/autograder/venv/bin/python -m pip install wheels/*.whl pytest hypothesis
+id -u student >/dev/null 2>&1 || useradd --no-create-home --shell /usr/sbin/nologin student
+chmod -R go-rwx /autograder/source  # the teacher's files: root's alone
+"""
+
+RUN = """\
+#!/usr/bin/env bash
+# Gradescope runs this for each submission: the results go to /autograder/results/results.json.
+set -euo pipefail
+exec /autograder/venv/bin/python -m vjpgrad.course.autograder \\
+    --submission /autograder/submission --results /autograder/results/results.json \\
+    {exercises}--user student
+"""
+
+
+class BundleError(Exception):
+    """The bundle cannot be made: the message says why and what to do."""
+
+
+def source_tree() -> Path | None:
+    """The source tree vjpgrad is installed from (its pyproject.toml), if it is (an editable install)."""
+    package = Path(__file__).resolve().parent.parent
+    for root in (package.parent, package.parent.parent):
+        if (root / "pyproject.toml").is_file() and (root / "src" / "vjpgrad").resolve() == package:
+            return root
+    return None
+
+
+def wheel(into: Path) -> Path:
+    """vjpgrad's wheel, built into ``into`` from the source tree vjpgrad is installed from."""
+    root = source_tree()
+    if root is None:
+        raise BundleError(
+            "vjpgrad is not installed from a source tree: install it with pip install -e <clone> "
+            "to bundle it (its wheel is built from the clone)"
+        )
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(into)]
+    done = subprocess.run([*command, str(root)], capture_output=True, text=True, check=False)
+    built = sorted(into.glob("vjpgrad-*.whl"))
+    if done.returncode != 0 or not built:
+        raise BundleError(f"building vjpgrad's wheel failed: {(done.stderr or done.stdout).strip()[-500:]}")
+    return built[-1]
+
+
+def bundle(out: Path, exercises: Path | None) -> list[str]:
+    """Write the Gradescope bundle ``out`` (a zip); returns the names it holds."""
+    with tempfile.TemporaryDirectory(prefix="vjpgrad-autograder-") as scratch:
+        built = wheel(Path(scratch))
+        names: list[str] = []
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, text in (
+                ("setup.sh", SETUP),
+                (
+                    "run_autograder",
+                    RUN.format(exercises="--exercises /autograder/source/exercises " if exercises else ""),
+                ),
+            ):
+                info = zipfile.ZipInfo(name)
+                info.external_attr = 0o755 << 16  # executable
+                archive.writestr(info, text)
+                names.append(name)
+            archive.write(built, f"wheels/{built.name}")
+            names.append(f"wheels/{built.name}")
+            if exercises is not None:
+                for path in sorted(exercises.rglob("*")):
+                    if path.is_file() and "__pycache__" not in path.parts:
+                        name = f"exercises/{path.relative_to(exercises).as_posix()}"
+                        archive.write(path, name)
+                        names.append(name)
+    return names
+
+
+def _user(name: str) -> tuple[int, int]:
+    import pwd
+
+    entry = pwd.getpwnam(name)
+    return entry.pw_uid, entry.pw_gid
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Grade one Gradescope submission into its results.json."""
+    from vjpgrad.course import gradebook, grading
+    from vjpgrad.course.exercises import course
+
+    parser = argparse.ArgumentParser(prog="python -m vjpgrad.course.autograder")
+    parser.add_argument("--submission", required=True, type=Path)
+    parser.add_argument("--results", required=True, type=Path)
+    parser.add_argument("--exercises", type=Path, default=None)
+    parser.add_argument("--user", default=None, help="run the checks as this user (needs root)")
+    parser.add_argument("--timeout", type=float, default=grading.TIMEOUT)
+    args = parser.parse_args(argv)
+    of = course(args.exercises)
+    with tempfile.TemporaryDirectory(prefix="vjpgrad-submission-") as scratch:
+        directory = Path(scratch) / "submission"
+        shutil.copytree(args.submission, directory)
+        if args.user is not None:
+            uid, gid = _user(args.user)
+            grading.RUN_AS[0] = (uid, gid)
+            os.chmod(scratch, 0o755)
+            for path in [directory, *directory.rglob("*")]:
+                os.chown(path, uid, gid)
+            os.chown(grading.hypothesis_home(), uid, gid)
+        graded = gradebook.grade([directory], of, args.timeout, workers=1 if args.user else None)
+        report = gradebook.results_json(graded[directory.name], of)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""Borrowed work: a student's file that imports an engine it should have written, or copies a
+shipped reference solution.
+
+Two things are told to the teacher (never to the student; ``gradebook`` puts them in a hidden test
+and the gradebook's ``remarks`` column), both read from the student's source, in the grading
+process, without running it:
+
+- ``imports``: the modules a file imports that are ``BORROWED`` (vjpgrad, torch, and through
+  vjpgrad the reference solutions, ``vjpgrad.course.solutions``) and that the exercise's own skeleton
+  does not import (exercise 10's skeleton imports vjpgrad: its rule is a vjpgrad custom op);
+- ``copied``: an exercise whose parts are all a shipped solution's, once names, docstrings, comments
+  and whitespace are set aside (``normal``): a copy with its variables renamed is still a copy. A
+  remark, not a verdict: a part of a few lines (exercise 2's ``+``) is often written the same way
+  independently.
+
+The checks' processes also refuse those imports from the student's files (``_plugin``'s import
+guard, given ``allowed``): an engine that is vjpgrad's earns nothing from vjpgrad's code.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from pathlib import Path
+
+from vjpgrad.course.exercises import Course, Exercise
+
+BORROWED = ("vjpgrad", "torch")
+"""The packages whose code a student's engine must not use in its place."""
+COPIED = "the shipped reference solution, names and layout aside"
+"""What a remark on a copy says (``gradebook`` gathers them into one phrase per directory)."""
+
+
+def parse(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def imported(tree: ast.AST) -> set[str]:
+    """The top-level packages of ``BORROWED`` that ``tree`` imports, or names as a module in a string
+    (``importlib.import_module("vjpgrad")``, ``sys.modules["torch"]``, a path into vjpgrad's package)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: Iterable[str] = ()
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value.strip()
+            names = [text] if text in BORROWED or text.startswith(tuple(f"{b}." for b in BORROWED)) else []
+            if "vjpgrad/course" in text.replace("\\", "/") or "site-packages/torch" in text.replace("\\", "/"):
+                names = ["vjpgrad" if "vjpgrad" in text else "torch"]
+        found |= {name.split(".")[0] for name in names if name.split(".")[0] in BORROWED}
+    return found
+
+
+def allowed(course: Course) -> dict[str, set[str]]:
+    """For each student file of ``course``, the packages of ``BORROWED`` its skeleton imports itself."""
+    result: dict[str, set[str]] = {}
+    for name, template in course.student_files().items():
+        tree = parse(template)
+        result[name] = imported(tree) if tree is not None else set()
+    return result
+
+
+def imports(directory: Path, ex: Exercise, course: Course) -> list[str]:
+    """What the teacher is told of ``ex``'s files in ``directory`` that import borrowed code."""
+    permitted = allowed(course)
+    remarks = []
+    for name in ex.files:
+        tree = parse(directory / name)
+        if tree is None:
+            continue
+        extra = sorted(imported(tree) - permitted.get(name, set()))
+        if extra:
+            remarks.append(f"{name} imports {' and '.join(extra)}: its checks ran without it (borrowed engine?)")
+    return remarks
+
+
+class _Names(ast.NodeTransformer):
+    """Every name a piece of code chooses, renamed by its first appearance: ``n0``, ``n1``..."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def _new(self, name: str) -> str:
+        return self.names.setdefault(name, f"n{len(self.names)}")
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        node.id = self._new(node.id)
+        return node
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        node.arg = self._new(node.arg)
+        node.annotation = None
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.name = self._new(node.name)
+        node.returns = None
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            node.body = body[1:] or [ast.Pass()]  # the docstring
+        self.generic_visit(node)
+        return node
+
+
+def normal(node: ast.AST) -> str:
+    """``node`` as a string that is the same for two copies of the same code whatever their names,
+    docstrings, comments and layout."""
+    copy = ast.parse(ast.unparse(node))
+    return ast.dump(_Names().visit(copy), annotate_fields=False, include_attributes=False)
+
+
+def _part(tree: ast.Module, part: str) -> ast.AST | None:
+    scope: list[ast.stmt] = tree.body
+    *owners, last = part.split(".")
+    for owner in owners:
+        found = next((n for n in scope if isinstance(n, ast.ClassDef) and n.name == owner), None)
+        if found is None:
+            return None
+        scope = found.body
+    return next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == last), None)
+
+
+def copied(directory: Path, ex: Exercise) -> list[str]:
+    """What the teacher is told of the parts of ``ex`` in ``directory`` that are a shipped solution's."""
+    if ex.teachers or not ex.files:
+        return []
+    name = ex.files[0]
+    mine, theirs = parse(directory / name), parse(ex.solution(name))
+    if mine is None or theirs is None:
+        return []
+    given = parse(ex.template(name))
+
+    def handed_out(part: str) -> bool:  # the skeleton gives it whole: a copy of it is no copy
+        ours, theirs_part = (None if given is None else _part(given, part)), _part(theirs, part)
+        return ours is not None and theirs_part is not None and normal(ours) == normal(theirs_part)
+
+    everything = [n.name for n in theirs.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    parts = [p for p in ex.parts if not handed_out(p)] or [p for p in everything if not handed_out(p)]
+    if not parts:
+        return []
+    for part in parts:
+        a, b = _part(mine, part), _part(theirs, part)
+        if a is None or b is None or normal(a) != normal(b):
+            return []
+    return [f"{name} ({', '.join(parts)}): {COPIED}"]
+
+
+def remarks(directory: Path, ex: Exercise, course: Course) -> list[str]:
+    """Everything the teacher is told of borrowed work in ``ex``'s files in ``directory``."""
+    return [*imports(directory, ex, course), *copied(directory, ex)]

@@ -1,0 +1,131 @@
+"""Which earlier exercises an exercise's checks run on: one engine bug, charged once.
+
+Exercise 6's checks call the student's ``seeds.py``, which imports their ``engine.py``: when the
+engine's ``+`` is wrong, exercise 6 fails because exercise 2 did. ``on(ex, course)`` is the earlier
+exercises whose files ``ex``'s checks run: its own files (an earlier exercise written in the same
+file, as exercises 2 to 5 share ``engine.py``), the student files those import (read from the
+skeletons), and those its check files ask for by name (``student("engine")``). ``blame`` names, in
+an exercise that failed, the first of them not done; ``reference_copy`` (``grade --independent``)
+makes a copy of a student's directory where those earlier exercises are the reference solution's,
+so that later exercises are graded on a correct engine.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from vjpgrad.course.exercises import Course, Exercise
+
+
+def _tree(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _local_imports(path: Path, names: set[str]) -> set[str]:
+    """The student files (of ``names``) that the file ``path`` imports."""
+    tree = _tree(path)
+    found: set[str] = set()
+    if tree is None:
+        return found
+    for node in ast.walk(tree):
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+        found |= {f"{m.split('.')[0]}.py" for m in modules if f"{m.split('.')[0]}.py" in names}
+    return found
+
+
+def _asked_by_name(check: Path, names: set[str]) -> set[str]:
+    """The student files a check file asks for: ``student("engine")``."""
+    tree = _tree(check)
+    found: set[str] = set()
+    if tree is None:
+        return found
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "student":
+            found |= {f"{a.value}.py" for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+    return found & names
+
+
+def files_used(ex: Exercise, course: Course) -> set[str]:
+    """The student files ``ex``'s checks run: its own, those its check asks for, and what they import."""
+    templates = course.student_files()
+    names = set(templates)
+    used = set(ex.files) | _asked_by_name(ex.check, names)
+    for path in ex.held_out:
+        used |= _asked_by_name(path, names)
+    todo = list(used)
+    while todo:
+        for found in _local_imports(templates[todo.pop()], names) - used:
+            used.add(found)
+            todo.append(found)
+    return used
+
+
+def on(ex: Exercise, course: Course) -> list[Exercise]:
+    """The earlier exercises whose files ``ex``'s checks run, in order."""
+    used = files_used(ex, course)
+    return [e for e in course.exercises if e.number < ex.number and used & set(e.files)]
+
+
+def blame(ex: Exercise, course: Course, done: dict[int, bool]) -> str | None:
+    """The note on a failing ``ex`` whose checks run an earlier exercise that is not done (``done``:
+    by number, for the exercises checked); none when every earlier one it runs on is done."""
+    first = next((e for e in on(ex, course) if e.number in done and not done[e.number]), None)
+    if first is None:
+        return None
+    return (
+        f"these checks run your exercise {first.number} ({', '.join(first.files)}), which is not done: "
+        f"fix exercise {first.number} first, and this one may pass with it"
+    )
+
+
+def _splice(reference: str, student: str, parts: Sequence[str]) -> str:
+    """The reference file with the student's definitions of ``parts`` in place of its own."""
+    tree, theirs = ast.parse(reference), ast.parse(student)
+
+    def find(module: ast.Module, part: str) -> tuple[list[ast.stmt], int] | None:
+        scope: list[ast.stmt] = module.body
+        *owners, last = part.split(".")
+        for owner in owners:
+            cls = next((n for n in scope if isinstance(n, ast.ClassDef) and n.name == owner), None)
+            if cls is None:
+                return None
+            scope = cls.body
+        index = next(
+            (k for k, n in enumerate(scope) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == last), None
+        )
+        return None if index is None else (scope, index)
+
+    for part in parts:
+        mine, yours = find(tree, part), find(theirs, part)
+        if mine is not None and yours is not None:
+            mine[0][mine[1]] = yours[0][yours[1]]
+    return ast.unparse(tree) + "\n"
+
+
+def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) -> Path:
+    """A copy of ``directory`` in ``into`` where the earlier exercises ``ex`` runs on are the reference
+    solution's: a file of theirs alone is the solution; a file ``ex`` shares with them (engine.py) is
+    the solution with the student's own definitions of ``ex``'s parts."""
+    shutil.copytree(directory, into, symlinks=True)
+    for earlier in on(ex, course):
+        for name in earlier.files:
+            solution = earlier.solution(name)
+            if not solution.is_file():
+                continue
+            if name not in ex.files:
+                shutil.copyfile(solution, into / name)
+            elif ex.parts and name == ex.files[0] and (directory / name).is_file():
+                try:
+                    text = _splice(solution.read_text(encoding="utf-8"), (directory / name).read_text(), ex.parts)
+                except SyntaxError:
+                    continue
+                (into / name).write_text(text, encoding="utf-8")
+    return into

@@ -1,0 +1,193 @@
+"""Marks a student cannot forge: each way a submission tried to forge its grade, graded.
+
+Each submission here is a skeleton (or a wrong answer) plus a cheat that once earned marks: a
+monkeypatch of the grader's code, lines appended to the grader's report before ``os._exit``, a
+``tracemalloc.py`` that stood in for the standard library's, and held-out checks read from the
+grading process and raised as an error. None of them may earn a point, and no held-out check's
+text may reach what a student sees.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from vjpgrad.course import gradebook, grading
+from vjpgrad.course.exercises import course, exercise, folder
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "docs" / "course" / "example-exercises"
+
+
+def skeleton(directory: Path) -> Path:
+    shutil.copytree(folder("templates"), directory)
+    return directory
+
+
+def solutions_in(directory: Path) -> Path:
+    shutil.copytree(folder("solutions"), directory, dirs_exist_ok=True)
+    return directory
+
+
+def prepend(path: Path, text: str) -> None:
+    path.write_text(text + path.read_text())
+
+
+def test_a_monkeypatch_of_the_graders_classify_earns_nothing(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "student")
+    prepend(
+        directory / "engine.py",
+        "import sys\n"
+        "for _name, _module in list(sys.modules.items()):\n"
+        "    if hasattr(_module, 'classify'):\n"
+        "        _module.classify = lambda *args, **kwargs: ('passed', '')\n",
+    )
+    (result,) = grading.run(directory, [exercise(2)], timeout=120)
+    assert result.passed == 0
+    assert result.score() == 0
+
+
+def test_lines_appended_to_the_report_before_os_exit_earn_nothing(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "student")
+    prepend(
+        directory / "engine.py",
+        "import gc, json, os, sys\n"
+        "import pytest\n"
+        "_session = next(o for o in gc.get_objects() if isinstance(o, pytest.Session))\n"
+        "_lines = ''.join(\n"
+        "    json.dumps({'event': 'start', 'id': item.nodeid}) + '\\n'\n"
+        "    + json.dumps({'event': 'result', 'id': item.nodeid, 'outcome': 'passed', 'message': '', 'seconds': 0.0})\n"
+        "    + '\\n' for item in _session.items)\n"
+        "_path = _session.config.getoption('--course-report', None)\n"
+        "if _path:\n"
+        "    with open(_path, 'a') as _report:\n"
+        "        _report.write(_lines)\n"
+        "for _fd in range(3, 64):\n"
+        "    try:\n"
+        "        os.write(_fd, _lines.encode())\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "os._exit(0)\n",
+    )
+    (result,) = grading.run(directory, [exercise(2)], timeout=120)
+    assert result.passed == 0
+    assert result.score() == 0
+    assert result.remarks == [f"exercise 2: {grading.TAMPERED}; it scores nothing"]
+
+
+def test_a_tracemalloc_beside_the_students_files_does_not_stand_in_for_the_standard_librarys(
+    tmp_path: Path,
+) -> None:
+    directory = solutions_in(tmp_path / "student")
+    (directory / "tracemalloc.py").write_text(
+        "def start(*args):\n    pass\n\n\ndef stop():\n    pass\n\n\ndef get_traced_memory():\n    return (0, 0)\n"
+    )
+    (directory / "softmax.py").write_text(
+        "import math\n\n\n"
+        "def softmax_vjp(x, v):\n"
+        "    m = max(x)\n"
+        "    e = [math.exp(t - m) for t in x]\n"
+        "    s = [t / sum(e) for t in e]\n"
+        "    jacobian = [[s[i] * ((i == j) - s[j]) for j in range(len(x))] for i in range(len(x))]\n"
+        "    return [sum(v[i] * jacobian[i][j] for i in range(len(x))) for j in range(len(x))]\n"
+    )
+    (result,) = grading.run(directory, [exercise(8)], timeout=120)
+    outcomes = {t.name: t.outcome for t in result.tests}
+    assert outcomes["it_does_not_build_the_jacobian"] == grading.FAILED
+    assert outcomes["three_inputs"] == grading.PASSED
+
+
+def test_held_out_checks_never_reach_what_a_student_sees(tmp_path: Path) -> None:
+    teacher = tmp_path / "teacher"
+    shutil.copytree(EXAMPLE, teacher)
+    leak = (
+        "import sys\n"
+        "def _leak():\n"
+        "    found = []\n"
+        "    for module in list(sys.modules.values()):\n"
+        "        path = getattr(module, '__file__', '') or ''\n"
+        "        if 'held_out' in path:\n"
+        "            found.append(open(path).read())\n"
+        "    return '\\n'.join(found)\n"
+    )
+    directory = solutions_in(tmp_path / "class" / "eve")
+    engine = directory / "engine.py"
+    source = engine.read_text().replace(
+        "    def __add__(self, other",
+        "    def __add__(self, other, _leaked=None):\n        _x = _leak()\n"
+        "        if _x:\n            raise RuntimeError(_x)\n"
+        "        return self._add(other)\n\n    def _add(self, other",
+        1,
+    )
+    engine.write_text(leak + source)
+    of = course(teacher)
+    graded = gradebook.grade([directory], type(of)((of.exercise(2),)), timeout=120)
+    results = gradebook.results_json(graded["eve"])
+    seen = [results["output"]] + [t["output"] for t in results["tests"] if t["visibility"] != "hidden"]
+    assert any("RuntimeError" in text for text in seen)  # the cheat ran, and its error is shown
+    for text in seen:
+        assert "Exercise 2's held-out checks" not in text
+        assert 'Instruction("t3", "*", ("t2", "a"))' not in text
+
+
+# ---- borrowed work, flagged to the teacher ---------------------------------------------------------------
+
+
+def test_an_engine_that_is_vjpgrads_earns_nothing_and_is_flagged_to_the_teacher(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "class" / "mallory")
+    (directory / "engine.py").write_text("from vjpgrad import Value\n")
+    of = course(None)
+    graded = gradebook.grade([directory], type(of)((exercise(2),)), timeout=120)
+    (result,) = graded["mallory"]
+    assert result.score() == 0
+    assert "engine.py imports vjpgrad" in result.tests[0].message  # the student sees why their checks fail
+    report = gradebook.results_json(graded["mallory"], of)
+    hidden = [t for t in report["tests"] if t["visibility"] == "hidden"]
+    assert [t["number"] for t in hidden] == ["2.t"]
+    assert "engine.py imports vjpgrad: its checks ran without it" in hidden[0]["output"]
+    shown = [report["output"]] + [t["output"] for t in report["tests"] if t["visibility"] != "hidden"]
+    assert not any("borrowed" in text for text in shown)
+    gradebook.write(tmp_path / "out", of, graded)
+    rows = (tmp_path / "out" / "grades.csv").read_text().splitlines()
+    assert rows[1].startswith("mallory,0,")
+    assert rows[1].endswith("engine.py imports vjpgrad: its checks ran without it (borrowed engine?)")
+
+
+def test_copies_of_shipped_solutions_are_told_from_other_answers(tmp_path: Path) -> None:
+    from vjpgrad.course import borrowed
+
+    solution = (folder("solutions") / "engine.py").read_text()
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "engine.py").write_text(
+        solution.replace("other", "rhs")
+        .replace("out", "res")
+        .replace("        self.grad += ", "        self.grad  +=  ")
+    )
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "engine.py").write_text(solution.replace("self.grad += out.grad", "self.grad = self.grad + 1.0 * out.grad"))
+    said = borrowed.copied(copy, exercise(2))
+    assert said == [f"engine.py (Value.__add__, Value.__mul__): {borrowed.COPIED}"]
+    assert borrowed.copied(folder("templates"), exercise(10)) == []  # the skeleton's softsign is given whole
+    assert borrowed.copied(own, exercise(2)) == []
+    assert borrowed.copied(copy, exercise(10)) == []  # not that exercise's file
+    assert borrowed.imports(copy, exercise(2), course(None)) == []
+    (own / "softsign.py").write_text("import vjpgrad\n")
+    assert borrowed.imports(own, exercise(10), course(None)) == []  # its skeleton imports vjpgrad too
+    (own / "engine.py").write_text("import importlib\nValue = importlib.import_module('vjpgrad').Value\n")
+    assert borrowed.imports(own, exercise(4), course(None)) == [
+        "engine.py imports vjpgrad: its checks ran without it (borrowed engine?)"
+    ]
+
+
+def test_the_students_directory_goes_after_the_standard_library_and_before_installed_packages() -> None:
+    import sysconfig
+
+    from vjpgrad.course._plugin import after_the_standard_library
+
+    stdlib, dynload = sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib") + "/lib-dynload"
+    site = sysconfig.get_path("purelib")
+    path = ["", stdlib + ".zip", stdlib, dynload, site, "/somewhere/else"]
+    after_the_standard_library(path, "/student")
+    assert path == ["", stdlib + ".zip", stdlib, dynload, "/student", site, "/somewhere/else"]
