@@ -26,7 +26,8 @@ RECORDER = DOCS / "record_torch_outputs.py"
 
 def recorder() -> ModuleType:
     spec = importlib.util.spec_from_file_location("record_torch_outputs", RECORDER)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -96,7 +97,8 @@ def test_the_recorded_pytorch_outputs_are_what_the_cells_print_today() -> None:
     pytest.importorskip("numpy")
     module = recorder()
     text = (DOCS / "tutorials" / "to-pytorch.md").read_text(encoding="utf-8")
-    assert module.run(text) == module.recorded(text), "the page's PyTorch outputs changed: python docs/record_torch_outputs.py"
+    changed = "the page's PyTorch outputs changed: python docs/record_torch_outputs.py"
+    assert module.run(text) == module.recorded(text), changed
 
 
 def test_the_recorder_needs_no_more_than_the_page(tmp_path: Path) -> None:
