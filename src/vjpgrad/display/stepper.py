@@ -443,7 +443,8 @@ def picture_svg(nodes: list[PictureNode], edges: list[tuple[str, str, str]], out
 
 LABEL_CHAR_WIDTH = CHAR_WIDTH * 11 / 12  # edge labels are 11px monospace
 LABEL_HEIGHT = 14.0
-LABEL_NUDGES = (0.0, -6.0, 6.0, -12.0, 12.0, -18.0, 18.0, -24.0, 24.0)
+LABEL_NUDGES = (0.0, -6.0, 6.0, -12.0, 12.0, -18.0, 18.0, -24.0, 24.0, -30.0, 30.0)
+HIDING = 100.0  # the cost of a place per other edge under the label: a label on a crossing names neither edge
 
 _Box = tuple[float, float, float, float]  # left, top, right, bottom
 
@@ -536,7 +537,7 @@ def _label_place(
         if best is not None and cost >= best[0]:
             break  # sorted by cost before hiding: nothing further can do better
         if inside and _free(taken, box):
-            total = cost + 6 * _hidden(box, cells, own)
+            total = cost + HIDING * _hidden(box, cells, own)
             if best is None or total < best[0]:
                 best = (total, x, y)
     return (best[1], best[2]) if best is not None else (candidates[0][1], candidates[0][2])
