@@ -885,33 +885,35 @@ _SCRIPT = """
       tableBox.scrollTop = Math.max(0, row.offsetTop - tableBox.clientHeight / 2);
     }
     showPanel(cur);
-    reveal(cur === null ? startNode : nodes[cur.node], cur === null ? null : nodes[cur.operand]);
+    reveal(named());
   }
 
-  // The graph is scaled to the box's width (CSS); a graph taller than the box is panned so
-  // that the node handing on gradient is in view; at step 0, the output where the pass starts
-  // (the node of the first step), or the first output when no edge takes gradient.
+  // The graph is scaled to the box's width, down to 11 px text (CSS), then scrolls; it is panned
+  // so that the nodes the current step names are in view: the node handing on gradient first,
+  // then the one receiving it if both fit in the box. At step 0 (the seeds) the output where the
+  // pass starts (the node of the first step), then every other output that fits with it.
   var graphBox = root.querySelector(".vjs-graph-box");
   var startNode = (n ? nodes[steps[0].node] : null) || root.querySelector(".vjs-node.vjs-output");
-  function reveal(el, other) {
-    if (!el || !graphBox) { return; }
-    var box = graphBox.getBoundingClientRect(), r = el.getBoundingClientRect();
-    var top = r.top, bottom = r.bottom;
-    if (other) {
-      var o = other.getBoundingClientRect();
-      if (Math.max(bottom, o.bottom) - Math.min(top, o.top) <= box.height) {
+  var outputs = Array.prototype.filter.call(root.querySelectorAll(".vjs-node.vjs-output"),
+                                            function (el) { return el !== startNode; });
+  function named() {
+    return k ? [nodes[steps[k - 1].node], nodes[steps[k - 1].operand]] : [startNode].concat(outputs);
+  }
+  function reveal(els) {
+    els = els.filter(Boolean);
+    if (!els.length || !graphBox) { return; }
+    var box = graphBox.getBoundingClientRect(), r = els[0].getBoundingClientRect();
+    var top = r.top, bottom = r.bottom, left = r.left, right = r.right;
+    els.slice(1).forEach(function (el) {
+      var o = el.getBoundingClientRect();
+      if (Math.max(bottom, o.bottom) - Math.min(top, o.top) <= box.height &&
+          Math.max(right, o.right) - Math.min(left, o.left) <= box.width) {
         top = Math.min(top, o.top); bottom = Math.max(bottom, o.bottom);
+        left = Math.min(left, o.left); right = Math.max(right, o.right);
       }
-    }
+    });
     if (top < box.top || bottom > box.bottom) {
       graphBox.scrollTop += (top + bottom) / 2 - (box.top + box.bottom) / 2;
-    }
-    var left = r.left, right = r.right;
-    if (other) {
-      var p = other.getBoundingClientRect();
-      if (Math.max(right, p.right) - Math.min(left, p.left) <= box.width) {
-        left = Math.min(left, p.left); right = Math.max(right, p.right);
-      }
     }
     if (left < box.left || right > box.right) {
       graphBox.scrollLeft += (left + right) / 2 - (box.left + box.right) / 2;
@@ -980,7 +982,7 @@ _SCRIPT = """
   // changes: the current step's nodes are brought back into view, and the cues updated.
   function again() {
     showCues();
-    reveal(k ? nodes[steps[k - 1].node] : startNode, k ? nodes[steps[k - 1].operand] : null);
+    reveal(named());
   }
   window.addEventListener("load", again);
   window.addEventListener("resize", again);
