@@ -36,9 +36,10 @@ def recorder() -> ModuleType:
 def docs_extra() -> list[str]:
     """The distributions the docs extra of pyproject.toml names (read as text: Python 3.10 has no tomllib)."""
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    line = re.search(r"^docs = \[(.*?)\]", text, flags=re.MULTILINE)
-    assert line is not None
-    return [re.split(r"[<>=!~\[ ]", item.strip().strip('"'))[0].lower() for item in line.group(1).split(",")]
+    extra = re.search(r"^docs = \[(.*?)\]\s*(?:#.*)?$", text, flags=re.MULTILINE | re.DOTALL)
+    assert extra is not None
+    items = re.findall(r'"([^"]+)"', extra.group(1))  # one per line or all on one, comments aside
+    return [re.split(r"[<>=!~\[ ;]", item.strip())[0].lower().replace("_", "-") for item in items]
 
 
 def imported_outside_a_guard(source: str) -> set[str]:
