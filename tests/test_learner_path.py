@@ -109,3 +109,17 @@ def test_the_recorder_needs_no_more_than_the_page(tmp_path: Path) -> None:
         "x = 1\n",
         "print(x)\n",
     ]
+
+
+def test_a_missing_browser_or_axe_fails_in_ci_and_skips_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    import _browser
+
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true: no Chromium"):
+        _browser.missing("no Chromium")
+    monkeypatch.setattr(_browser, "AXE", "")
+    with pytest.raises(pytest.fail.Exception, match="VJPGRAD_AXE"):
+        _browser.axe_source()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="no Chromium"):
+        _browser.missing("no Chromium")
