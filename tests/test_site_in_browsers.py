@@ -84,8 +84,17 @@ def browser() -> Iterator[Any]:
 def open_page(browser: Any, site: Site, page: str, width: int, theme: str) -> None:
     browser.set_window_size(width, 900)
     browser.get((site.html / f"{page}.html").as_uri())
-    browser.execute_script("document.body.dataset.theme = arguments[0]", theme)  # furo's own switch
-    browser.execute_script("window.dispatchEvent(new Event('resize'))")  # the pages' scripts measure again
+    browser.get_log("browser")  # each page starts with an empty log
+    # furo's own switch, at once: its colours otherwise fade for 0.1 s, and axe-core could measure
+    # the contrast of a colour half-way
+    browser.execute_script(
+        "const still = document.createElement('style');"
+        "still.textContent = '*, *::before, *::after { transition: none !important; }';"
+        "document.head.appendChild(still);"
+        "document.body.dataset.theme = arguments[0];"
+        "window.dispatchEvent(new Event('resize'));",  # the pages' scripts measure again
+        theme,
+    )
 
 
 READ_LAYOUT = """
