@@ -8,6 +8,7 @@ tests without it; ``browser()`` skips, saying why, when Selenium, Chromium or it
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -49,19 +50,59 @@ def start_browser(width: int = 1100, height: int = 900) -> Any:
     return webdriver.Chrome(service=Service(DRIVER or ""), options=options)
 
 
+def missing(why: str) -> None:
+    """Skip, saying why; in CI (CI=true), where an environment that has Selenium is the one meant to
+    run the browser tests, fail instead: a browser test never passes there by not running."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true: {why}", pytrace=False)
+    pytest.skip(why)
+
+
 def browser() -> Iterator[Any]:
-    """A started Chromium for a fixture to yield (quit at the end), or a skip that says what is missing."""
+    """A started Chromium for a fixture to yield (quit at the end), or a skip that says what is missing
+    (a failure in CI once Selenium is there: see ``missing``)."""
     pytest.importorskip("selenium", reason="the browser tests need selenium (pip install selenium)")
     from selenium.common.exceptions import WebDriverException
 
     if CHROMIUM is None or DRIVER is None:
-        pytest.skip("the browser tests need Chromium and its driver (apt-get install chromium chromium-driver)")
+        missing("the browser tests need Chromium and its driver (apt-get install chromium chromium-driver)")
     try:
         driver = start_browser()
     except WebDriverException as error:
-        pytest.skip(f"Chromium did not start: {error.msg}")
+        missing(f"Chromium did not start: {error.msg}")
     yield driver
     driver.quit()
+
+
+AXE = os.environ.get("VJPGRAD_AXE", "")
+"""axe-core's axe.min.js, which .ci/run takes from the npm registry (a pinned version) and names here."""
+
+
+def axe_source() -> str:
+    """axe-core's script, or a skip saying how to get it (a failure in CI)."""
+    if not AXE or not Path(AXE).is_file():
+        missing(
+            "the accessibility tests need axe-core: npm pack axe-core@4.14.1, unpack it, and set "
+            "VJPGRAD_AXE to its package/axe.min.js"
+        )
+    return Path(AXE).read_text(encoding="utf-8")
+
+
+RUN_AXE = """
+const done = arguments[arguments.length - 1];
+axe.run(document, {resultTypes: ["violations"]}).then(
+  (r) => done(r.violations.map((v) => ({id: v.id, impact: v.impact, help: v.help,
+                                        targets: v.nodes.slice(0, 5).map((n) => n.target.join(" "))}))),
+  (e) => done([{id: "axe-error", impact: "critical", help: String(e), targets: []}]));
+"""
+
+
+def axe_violations(browser: Any, source: str, impacts: tuple[str, ...] = ("critical", "serious")) -> list[Any]:
+    """axe-core's violations of the open page with one of ``impacts``: id, impact, help, where."""
+    if not browser.execute_script("return typeof axe !== 'undefined'"):
+        browser.execute_script(source)
+    found: list[Any] = browser.execute_async_script(RUN_AXE)
+    return [v for v in found if v["impact"] in impacts]
 
 
 def open_page(browser: Any, path: Path, page: str) -> Any:

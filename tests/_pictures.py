@@ -84,3 +84,17 @@ def label_boxes(svg: str) -> list[tuple[str, Box]]:
 
 def overlap(a: Box, b: Box) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def labels_on_other_edges(svg: str) -> list[tuple[str, str, str]]:
+    """(label, from, to) for every edge label whose box another edge runs through: a reader could
+    not tell which of the crossing edges the label names. Labels follow their edges' order."""
+    edges = EDGE.findall(svg)
+    labels = label_boxes(svg)
+    assert len(labels) == len(edges)  # every edge labelled (edges="chain")
+    found = []
+    for k, (label, (left, top, right, bottom)) in enumerate(labels):
+        for j, (start, end, d) in enumerate(edges):
+            if j != k and any(left < x < right and top < y < bottom for x, y in path_points(d)):
+                found.append((label, html.unescape(start), html.unescape(end)))
+    return found

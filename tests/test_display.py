@@ -333,6 +333,14 @@ def test_edge_labels_sit_on_no_box_and_on_no_other_label(monkeypatch: pytest.Mon
         assert "paint-order:stroke;stroke:#fff" in svg  # a white halo round each label's letters
 
 
+def test_no_edge_label_sits_on_another_edge(monkeypatch: pytest.MonkeyPatch) -> None:
+    # on a crossing, "0 × 1 = 0" could be either edge's: each label stays off every other edge
+    monkeypatch.setitem(sys.modules, "graphviz", None)
+    for name, svg in pictures().items():
+        if "chain" in name:
+            assert _pictures.labels_on_other_edges(svg) == [], name
+
+
 def test_the_outputs_of_a_column_are_drawn_top_to_bottom_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "graphviz", None)
     boxes = _pictures.node_boxes(pictures()["seeds, chain"])

@@ -123,7 +123,8 @@ def test_the_docs_build_command_is_the_same_everywhere_it_is_written() -> None:
     for path in (README, ROOT / "CONTRIBUTING.md", DOCS / "conf.py"):
         assert command in path.read_text(encoding="utf-8"), name(path)
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert command.replace("python", '"$main/bin/python"', 1) in ci  # in the main environment, with the extra
+    assert command.replace("python", '"$docs/bin/python"', 1) in ci  # in a fresh environment, the extra alone
+    assert "\"$docs/bin/python\" -m pip install --quiet -e '.[docs]'" in ci
 
 
 @pytest.mark.parametrize("page", [README, *docs_pages(), ROOT / "examples" / "notebook.ipynb"], ids=name)

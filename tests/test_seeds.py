@@ -167,6 +167,38 @@ def test_python_dash_m_vjpgrad_exits_0() -> None:
     assert "all four cases agree" in result.stdout
 
 
+def test_the_report_states_the_general_rule_once_before_the_cases() -> None:
+    from vjpgrad.cli import cases as _cases
+
+    report, _ = _cases.report()
+    assert report.count("x.grad = Σᵢ v[i] · ∂y[i]/∂x") == 1
+    assert report.index("Σᵢ v[i]") < report.index("Case 1:")
+
+
+def test_the_report_says_what_current_pytorch_does_with_case_3_and_why() -> None:
+    from vjpgrad.cli import cases as _cases
+
+    report, _ = _cases.report()
+    case_3 = report[report.index("Case 3:") : report.index("Case 4:")]
+    assert "current PyTorch (1.3 and later) refuses this call: RuntimeError: Mismatch in shape" in case_3
+    assert "PyTorch of 2017, which summed it" in case_3
+    assert all("Mismatch" not in report[report.index(f"Case {k}:") :][:400] for k in (1, 2, 4))
+
+
+def test_current_pytorch_refuses_case_3_with_the_words_the_report_quotes() -> None:
+    torch = pytest.importorskip("torch")
+    from vjpgrad.cli import cases as _cases
+
+    a = torch.empty(1, requires_grad=True)
+    with pytest.raises(RuntimeError) as caught:
+        (3 * a).backward(torch.tensor([0.1, 1.0, 0.0001]))
+    quoted = " ".join(line.strip() for line in _cases.CASES[2].pytorch_today)
+    assert str(caught.value) in quoted
+    a.grad = None
+    (3 * a).backward(torch.tensor([0.1 + 1.0 + 0.0001]))  # the advice the report gives
+    assert abs(float(a.grad[0]) - 3.3003) < 1e-6
+
+
 # ---- the seed of a single output: a real number, 1.0 by default ----------------------------------
 
 
@@ -182,7 +214,7 @@ def test_the_seed_scales_every_gradient() -> None:
     assert (a.grad, b.grad, c.grad) == (1.5, 4.0, -0.5 / 16)
 
 
-@pytest.mark.parametrize(("seed", "name"), [("1", "str"), ([1.0], "list"), (1j, "complex")])
+@pytest.mark.parametrize(("seed", "name"), [("1", "str"), ({1.0}, "set"), (1j, "complex")])
 def test_a_seed_that_is_not_a_number_is_a_type_error(seed: object, name: str) -> None:
     a = Value(1.0)
     y = a * 2
@@ -197,7 +229,7 @@ def test_a_seed_that_is_not_a_number_is_a_type_error(seed: object, name: str) ->
     ("call", "error", "text"),
     [
         (lambda y: y.backward("1"), TypeError, "the gradient seed must be a real number for a single output, got str"),
-        (lambda y: explain(y, [1.0]), TypeError, "seed must be a real number for a single output, got list"),
+        (lambda y: explain(y, {1.0: 2.0}), TypeError, "seed must be a real number for a single output, got dict"),
         (lambda y: gradients(y, [y.parents[0]], seeds="s"), TypeError, "seeds must be a real number for a single"),
     ],
 )
@@ -252,9 +284,11 @@ def test_numpy_seeds() -> None:
     assert x.grad == 3.0
     Vector([x * 1.0, x * 3.0]).backward(np.array([1.0, 2.0]))
     assert x.grad == 10.0
+    (x * x).backward(np.array([0.5, 0.25]))  # a 1-d array: several weights of one number, summed
+    assert x.grad == 13.0
     with pytest.raises(TypeError) as caught:
-        (x * x).backward(np.array([1.0]))  # a 1-d array is not a single seed
-    assert message(caught) == "the gradient seed must be a real number for a single output, got ndarray"
+        (x * x).backward(np.array([[1.0]]))  # a 2-d array holds rows, not numbers
+    assert message(caught) == "the gradient seed[0] must be a real number, got ndarray"
 
 
 def test_a_numpy_object_that_is_not_a_number_is_refused() -> None:
@@ -276,6 +310,39 @@ def test_a_fake_zero_dimensional_array_outside_numpy_is_refused() -> None:
     with pytest.raises(TypeError) as caught:
         (x * x).backward(Scalarish())  # type: ignore[arg-type]
     assert message(caught) == "the gradient seed must be a real number for a single output, got Scalarish"
+
+
+def test_several_weights_of_one_value_are_summed_as_pytorch_2017_did() -> None:
+    # the answer's case 3 on one number: PyTorch of 2017 had no 0-d tensors, so its one number
+    # was a one-element tensor, and a longer seed was summed into it (3.3003 = 3 × 1.1001)
+    a, b, c = Value(0.0), Value(0.0), Value(1.0)
+    answer_expression(a, b, c).backward([0.1, 1.0, 0.0001])
+    assert (a.grad, b.grad) == (3 * (0.1 + 1.0 + 0.0001), 0.0)
+    assert c.grad == -(0.1 + 1.0 + 0.0001)  # d(c**-1)/dc = -1 at c = 1
+    one = Vector.zeros(1)
+    answer_expression(one, one, one + 1.0).backward([0.1, 1.0, 0.0001])  # type: ignore[arg-type]
+    assert one.grad[0].data == a.grad + b.grad + c.grad  # the same seed as Vector.empty(1)'s
+    x = Value(3.0)
+    (x * x).backward([0.5])  # a one-element list is that element
+    assert x.grad == 3.0
+    (x * x).backward(Vector([1.0, 1.0], requires_grad=False))
+    assert x.grad == 15.0
+
+
+def test_several_weights_of_one_value_are_checked_before_anything_changes() -> None:
+    x = Value(3.0)
+    y = x * x
+    with pytest.raises(TypeError) as caught:
+        y.backward([1.0, "2"])  # type: ignore[arg-type]
+    assert message(caught) == "the gradient seed[1] must be a real number, got str"
+    with pytest.raises(ValueError, match="length 0") as caught_empty:
+        y.backward([])
+    assert message(caught_empty) == (
+        "the gradient seed has length 0 but the output has length 1: pass one seed per element"
+    )
+    assert x.grad == 0.0
+    y.backward()
+    assert x.grad == 6.0
 
 
 # ---- the seed of a Vector: one number per element ------------------------------------------------

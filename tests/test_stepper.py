@@ -460,12 +460,14 @@ const root = document.querySelector(".vjs-root");
 const box = root.querySelector(".vjs-graph-box").getBoundingClientRect();
 const rect = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
 const giving = root.querySelector(".vjs-node.vjs-giving");
+const receiving = root.querySelector(".vjs-node.vjs-receiving");
 return {
   window: [document.documentElement.clientWidth, window.innerHeight],
   box: [box.left, box.top, box.right, box.bottom],
   outputs: Object.fromEntries(Array.from(root.querySelectorAll(".vjs-node.vjs-output"),
                                          (el) => [el.getAttribute("data-node"), rect(el)])),
   giving: giving === null ? null : rect(giving),
+  receiving: receiving === null ? null : rect(receiving),
 };
 """
 
@@ -480,7 +482,7 @@ def inside(inner: list[float], outer: list[float]) -> bool:
 
 
 @pytest.mark.slow  # Chromium
-@pytest.mark.parametrize("width", [1280, 800])
+@pytest.mark.parametrize("width", [1280, 800, 390])
 @pytest.mark.parametrize(
     ("where", "graph"), [("page", case_1), ("column", wide_and_tall)], ids=["page-case1", "column-tall"]
 )
@@ -512,5 +514,111 @@ def test_the_output_where_the_pass_starts_and_each_giving_node_are_in_view(
             browser.execute_script("arguments[0].querySelector('.vjs-graph-box').scrollIntoView()", root)
             seen = browser.execute_script(READ_BOXES)
             assert inside(seen["giving"], seen["box"]), (seen["giving"], seen["box"])
+            receiving = seen["receiving"]
+            together = max(receiving[3], seen["giving"][3]) - min(receiving[1], seen["giving"][1])
+            wide = max(receiving[2], seen["giving"][2]) - min(receiving[0], seen["giving"][0])
+            if together <= seen["box"][3] - seen["box"][1] and wide <= seen["box"][2] - seen["box"][0]:
+                assert inside(receiving, seen["box"]), (receiving, seen["box"])  # both ends of the step
     finally:
         browser.set_window_size(1100, 900)
+
+
+READ_TEXT = """
+const root = document.querySelector(".vjs-root");
+const svg = root.querySelector("svg.vjs-graph");
+const scale = svg.getBoundingClientRect().width / svg.width.baseVal.value;
+const size = parseFloat(getComputedStyle(root.querySelector("svg .vjs-name")).fontSize);
+const cue = (name) => !root.querySelector(`[data-role="${name}"]`).hidden;
+const table = root.querySelector(".vjs-table-box");
+return {text: size * scale, tableCue: cue("table-cue"), graphCue: cue("graph-cue"),
+        tableScrolls: table.scrollWidth > table.clientWidth + 1, page: document.documentElement.scrollWidth,
+        window: document.documentElement.clientWidth};
+"""
+
+
+@pytest.mark.slow  # Chromium
+@pytest.mark.parametrize("width", [1280, 800, 390])
+def test_node_text_stays_readable_and_a_box_wider_than_the_window_says_it_scrolls(
+    browser: Any, tmp_path: Path, width: int
+) -> None:
+    y, names, seed = wide_and_tall()
+    e = explain(y, seed, names=names)
+    browser.set_window_size(width, 844)
+    try:
+        _browser.open_page(browser, tmp_path / "stepper.html", stepper_html(e))
+        seen = browser.execute_script(READ_TEXT)
+        assert seen["text"] >= 11.0 - 1e-6, seen  # the graph scrolls rather than shrink its text below 11 px
+        assert seen["page"] <= seen["window"], seen  # the page itself never scrolls sideways
+        assert seen["tableCue"] == seen["tableScrolls"], seen  # a table wider than its box says so
+        if width == 390:
+            assert seen["tableCue"], seen
+            assert seen["graphCue"], seen
+    finally:
+        browser.set_window_size(1100, 900)
+
+
+FOCUS = """
+const root = document.querySelector(".vjs-root");
+const el = document.activeElement;
+return {inside: root.contains(el), role: el.getAttribute("data-role"), root: el === root};
+"""
+
+
+@pytest.mark.slow  # Chromium
+def test_focus_stays_in_the_stepper_when_its_button_disables_and_the_keys_work_at_every_step(
+    browser: Any, tmp_path: Path
+) -> None:
+    y, names, seed = case_2()
+    e = explain(y, seed, names=names)
+    n = len(e.steps)
+    root = _browser.open_page(browser, tmp_path / "stepper.html", stepper_html(e))
+    find = lambda role: root.find_element(By.CSS_SELECTOR, f'[data-role="{role}"]')  # noqa: E731
+    keys = lambda key: browser.switch_to.active_element.send_keys(key)  # noqa: E731  # as a user types
+    find("next").click()
+    for k in range(2, n + 1):
+        keys(Keys.ARROW_RIGHT)  # focus on Next: it steps on, and at the end Next disables
+        _browser.check_step(browser, e, k)
+        assert browser.execute_script(FOCUS)["inside"], k
+    assert browser.execute_script(FOCUS)["role"] == "prev"  # handed to the button that steps back
+    keys(Keys.ARROW_RIGHT)  # nothing further, and focus stays
+    _browser.check_step(browser, e, n)
+    for k in range(n - 1, -1, -1):
+        keys(Keys.ARROW_LEFT)
+        _browser.check_step(browser, e, k)
+        assert browser.execute_script(FOCUS)["inside"], k
+    assert browser.execute_script(FOCUS)["role"] == "next"  # Previous disabled at step 0
+    keys(Keys.END)
+    _browser.check_step(browser, e, n)
+    keys(Keys.HOME)
+    _browser.check_step(browser, e, 0)
+    keys(Keys.END)
+    find("reset").click()  # Reset disables under the pointer's focus too
+    _browser.check_step(browser, e, 0)
+    assert browser.execute_script(FOCUS)["role"] == "next"
+    keys(Keys.ARROW_RIGHT)
+    _browser.check_step(browser, e, 1)
+    find("prev").click()  # to step 0: Previous disables
+    assert browser.execute_script(FOCUS)["inside"]
+    keys(Keys.END)
+    _browser.check_step(browser, e, n)
+    assert _browser.severe(browser) == []
+
+
+@pytest.mark.slow  # Chromium
+def test_the_graph_and_the_table_are_reachable_by_the_keyboard(browser: Any, tmp_path: Path) -> None:
+    y, names, seed = wide_and_tall()
+    e = explain(y, seed, names=names)
+    root = _browser.open_page(browser, tmp_path / "stepper.html", stepper_html(e))
+    for role in ("graph-box", "table-box"):
+        box = root.find_element(By.CSS_SELECTOR, f'[data-role="{role}"]')
+        assert box.get_attribute("tabindex") == "0"
+        assert box.get_attribute("role") == "region"
+        assert box.get_attribute("aria-label")
+    table = root.find_element(By.CSS_SELECTOR, '[data-role="table-box"]')
+    browser.execute_script("arguments[0].focus()", table)
+    table.send_keys(Keys.ARROW_DOWN)  # in a box, up and down scroll it, and do not step
+    assert browser.execute_script("return arguments[0].scrollTop", table) > 0
+    _browser.check_step(browser, e, 0)
+    table.send_keys(Keys.ARROW_RIGHT)  # left and right still step
+    _browser.check_step(browser, e, 1)
+    assert _browser.severe(browser) == []

@@ -95,9 +95,9 @@ def test_an_unused_input_raises_like_pytorch_unless_allowed() -> None:
         ),
         (lambda a, y: gradients(3.0, [a]), TypeError, "outputs must be a Value"),
         (
-            lambda a, y: gradients(y, [a], seeds=[1.0, 2.0]),
+            lambda a, y: gradients(y, [a], seeds={1.0: 2.0}),
             TypeError,
-            "seeds must be a real number for a single output, got list",
+            "seeds must be a real number for a single output, got dict",
         ),
         (lambda a, y: gradients(y, [a], seeds="x"), TypeError, "seeds must be a real number"),
         (lambda a, y: gradients(y, [a], create_graph=1), TypeError, "create_graph must be a bool"),

@@ -22,8 +22,9 @@ from vjpgrad.core.vector import Vector
 @dataclass(frozen=True)
 class Case:
     """One case of the answer: what it does, the output the answer printed (``documented``), the
-    code, why the numbers are what they are (``why``, one line) and each gradient's rule (``rules``:
-    ``"v × 4b"``, written with the case's names, ``v`` the seed)."""
+    code, why the numbers are what they are (``why``, one line), each gradient's rule (``rules``:
+    ``"v × 4b"``, written with the case's names, ``v`` the seed) and, where a current PyTorch runs
+    the answer's code differently, what it does and why (``pytorch_today``, lines)."""
 
     title: str
     call: str
@@ -31,6 +32,7 @@ class Case:
     compute: Callable[[], dict[str, str]]
     why: str = ""
     rules: dict[str, str] = field(default_factory=dict)
+    pytorch_today: tuple[str, ...] = ()
 
 
 def _printed(x: Value | Vector | float) -> str:
@@ -106,6 +108,13 @@ CASES = (
         example_3,
         "y has one element, so its three weights are added into one: 0.1 + 1 + 0.0001 = 1.1001",
         {"a.grad": "(0.1 + 1 + 0.0001) × 3", "b.grad": "(0.1 + 1 + 0.0001) × 4b", "c.grad": "(0.1 + 1 + 0.0001) / c"},
+        (
+            "current PyTorch (1.3 and later) refuses this call: RuntimeError: Mismatch in shape: grad_output[0]",
+            "has a shape of torch.Size([3]) and output[0] has a shape of torch.Size([1]). Its Python front end",
+            "now checks that the seed has y's shape before the engine would sum it; the answer ran on the",
+            "PyTorch of 2017, which summed it. vjpgrad keeps the answer's numbers; on a current PyTorch,",
+            "pass y.backward(torch.tensor([1.1001])) for the same gradients.",
+        ),
     ),
     Case(
         "Case 4: scalars a, b, c = 1.0, 1.0, 1.0, two passes",
@@ -131,6 +140,15 @@ def agrees(documented: str, computed: str) -> bool:
     )
 
 
+GENERAL_RULE = (
+    "The rule behind every case: y.backward(v) adds to each x.grad",
+    "    x.grad = Σᵢ v[i] · ∂y[i]/∂x",
+    "(the vector-Jacobian product vᵀJ: one weighted sum over all of y's elements). Below, y[i] depends",
+    "on a[i], b[i], c[i] only, so the sum keeps one term and reads as v times a derivative, element",
+    "by element; where one x feeds several y[i], every y[i] adds its term.",
+)
+"""The general rule, printed once before the cases' own rules, which are its element-wise form."""
+
 QUESTION = "https://stackoverflow.com/questions/43451125"
 """Stack Overflow's "Pytorch, what are the gradient arguments", whose answer works the four cases."""
 
@@ -141,6 +159,8 @@ def report() -> tuple[str, bool]:
         'The four cases of the Stack Overflow answer to "Pytorch, what are the gradient arguments"',
         f"({QUESTION}), y = 3*a + 2*b*b + log(c):",
         "the gradients the answer shows beside the ones vjpgrad computes, and the rule that gives them.",
+        "",
+        *GENERAL_RULE,
         "",
     ]
     all_agree = True
@@ -158,6 +178,7 @@ def report() -> tuple[str, bool]:
             all_agree = all_agree and ok
             row = f"{named[name]:{left}}   {documented:{width}}   {computed[name]:{width}}"
             lines.append(f"    {row}   {'ok' if ok else 'DIFFERS'}")
+        lines.extend(f"  {line}" for line in case.pytorch_today)
         lines.append("")
     lines.append("all four cases agree with the answer." if all_agree else "SOME CASES DIFFER from the answer.")
     return "\n".join(line.rstrip() for line in lines), all_agree

@@ -351,7 +351,7 @@ def _backward(
     names = {name: y, **env}  # the variables' names win where the output is a variable itself
     explanation = explain(y, seed, names=names) if explain_it else None
     if isinstance(y, Value):
-        y.backward(1.0 if seed is None else seed)  # type: ignore[arg-type]  # one float for a Value
+        y.backward(1.0 if seed is None else seed)  # one float for a Value
     else:
         y.backward(seed)  # type: ignore[arg-type]  # a Vector's seed is --seed's list (see _seed)
     return explanation

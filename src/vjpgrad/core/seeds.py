@@ -12,6 +12,12 @@ seed longer than a length-1 Vector output is summed into it, because that output
 broadcast: PyTorch's engine reduces such a seed this way, which is why case 3 of the
 answer to Stack Overflow's "Pytorch, what are the gradient arguments"
 (https://stackoverflow.com/questions/43451125) prints 3.3003 = 3 × (0.1 + 1.0 + 0.0001).
+
+A Value output given a sequence of seeds is read the same way, as a one-element output:
+PyTorch of 2017, when that answer was written, had no 0-d tensors, so its "one number" was
+a one-element tensor and summed such a seed into it. ``Value(1.0).backward([0.1, 1, 0.0001])``
+is therefore the answer's case 3 on one number (seed 1.1001), and a one-element list is
+that element.
 """
 
 from __future__ import annotations
@@ -37,6 +43,13 @@ def scalar_seed(seed: object, what: str, *, differentiable: bool = False, single
     )
 
 
+def _is_sequence(seed: object) -> bool:
+    """A list, tuple, Vector or 1-d NumPy array of seeds (not a string, a mapping or a set)."""
+    if isinstance(seed, (str, bytes, Node, Mapping, AbstractSet)) or not isinstance(seed, Iterable):
+        return False
+    return getattr(seed, "shape", None) != ()
+
+
 def seeds_for(count: int | None, seed: object, *, name: str, hint: str = "", differentiable: bool = False) -> list[Any]:
     """The seeds of ``count`` outputs (``None``: one Value output), one per output.
 
@@ -46,6 +59,8 @@ def seeds_for(count: int | None, seed: object, *, name: str, hint: str = "", dif
     if count is None:
         if seed is None:
             return [1.0]
+        if _is_sequence(seed):  # several weights of one number: PyTorch 2017's one-element output
+            return seeds_for(1, seed, name=name, hint=hint, differentiable=differentiable)
         return [scalar_seed(seed, f"{name}", differentiable=differentiable, single=True)]
     if seed is None:
         if count != 1:

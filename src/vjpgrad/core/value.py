@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Union
 
 from vjpgrad.core import graph, operators, ops
@@ -255,7 +255,11 @@ class Value(operators.ValueOperators):
         self.grad = 0.0
 
     def backward(
-        self, grad: float | numbers.Real | None = None, *, retain_graph: bool = False, gradient: Any = None
+        self,
+        grad: float | numbers.Real | Iterable[float | numbers.Real] | None = None,
+        *,
+        retain_graph: bool = False,
+        gradient: Any = None,
     ) -> None:
         """Add d(self)/dx times ``grad`` into ``x.grad`` for every x this Value depends on.
 
@@ -265,6 +269,10 @@ class Value(operators.ValueOperators):
         leaves and intermediates alike, so two calls give exactly twice one call. Without
         ``retain_graph=True`` the pass frees what it used, and a later pass through it
         raises ``RuntimeError``.
+
+        Several weights (``y.backward([0.1, 1.0, 0.0001])``) are summed into one seed, as the
+        PyTorch of 2017 did for its one-element outputs and as ``Vector.empty(1)`` does: the
+        answer's case 3 on one number (current PyTorch refuses it, "Mismatch in shape").
 
         Case 2 of the Stack Overflow answer: one output, so the seed is 1.0 and the gradients
         are the plain derivatives, ``3``, ``4b`` and ``1/c``; a second pass adds them again.

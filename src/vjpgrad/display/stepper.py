@@ -43,6 +43,8 @@ ROW_GAP = 16.0
 MARGIN = 16.0
 MIN_WIDTH = 96.0
 CLIP = 36  # longest name or formula drawn in a node; the full text is in its tooltip
+SMALLEST_SCALE = 11 / 12  # the graph shrinks to fit its box no further: node text (12px) stays 11px or more,
+# and a narrower box (a phone) scrolls the graph sideways instead
 
 _page_numbers = itertools.count(1)
 
@@ -367,7 +369,8 @@ def _graph_svg(nodes: dict[str, _Node], edges: list[_Edge], width: float, height
     markers = _markers(uid)
     return (
         f'<svg class="vjs-graph" xmlns="http://www.w3.org/2000/svg" width="{_fmt(width)}" height="{_fmt(height)}" '
-        f'viewBox="0 0 {_fmt(width)} {_fmt(height)}" role="img" '
+        f'viewBox="0 0 {_fmt(width)} {_fmt(height)}" style="min-width:{math.ceil(width * SMALLEST_SCALE)}px" '
+        'role="img" '
         'aria-label="the graph: arrows go from operand to result">'
         f"<defs>{markers}</defs>"
         f'<g class="vjs-edges">{"".join(_edge_svg(e, routes[e.index], uid) for e in edges)}</g>'
@@ -443,7 +446,8 @@ def picture_svg(nodes: list[PictureNode], edges: list[tuple[str, str, str]], out
 
 LABEL_CHAR_WIDTH = CHAR_WIDTH * 11 / 12  # edge labels are 11px monospace
 LABEL_HEIGHT = 14.0
-LABEL_NUDGES = (0.0, -6.0, 6.0, -12.0, 12.0, -18.0, 18.0, -24.0, 24.0)
+LABEL_NUDGES = (0.0, -6.0, 6.0, -12.0, 12.0, -18.0, 18.0, -24.0, 24.0, -30.0, 30.0)
+HIDING = 100.0  # the cost of a place per other edge under the label: a label on a crossing names neither edge
 
 _Box = tuple[float, float, float, float]  # left, top, right, bottom
 
@@ -536,7 +540,7 @@ def _label_place(
         if best is not None and cost >= best[0]:
             break  # sorted by cost before hiding: nothing further can do better
         if inside and _free(taken, box):
-            total = cost + 6 * _hidden(box, cells, own)
+            total = cost + HIDING * _hidden(box, cells, own)
             if best is None or total < best[0]:
                 best = (total, x, y)
     return (best[1], best[2]) if best is not None else (candidates[0][1], candidates[0][2])
@@ -660,12 +664,18 @@ def _fragment(explanation: ExplanationData, title: str | None) -> tuple[str, str
         f'<span class="vjs-counter">step <b data-role="step-index">0</b> of <b data-role="step-count">{n}</b>'
         ' <span data-role="current-edge" class="vjs-current-edge"></span></span></div>'
         '<div class="vjs-panel" data-role="panel" aria-live="polite"></div>'
-        f'<div class="vjs-graph-box">{_graph_svg(nodes, edges, width, height, uid)}</div>'
+        '<p class="vjs-scroll-cue" data-role="graph-cue" hidden>\u21c6 The graph is wider than this box: '
+        "scroll it sideways (or step: the nodes of each step come into view).</p>"
+        '<div class="vjs-graph-box" data-role="graph-box" tabindex="0" role="region" '
+        f'aria-label="the graph (scrolls)">{_graph_svg(nodes, edges, width, height, uid)}</div>'
         '<details class="vjs-steps" open><summary>Every step of the pass (click one to go there)</summary>'
-        f'<div class="vjs-table-box">{_table(explanation, start_text)}</div></details>'
+        '<p class="vjs-scroll-cue" data-role="table-cue" hidden>\u21c6 The table is wider than this box: '
+        "scroll it sideways for the contribution, \u201cto\u201d and running-total columns.</p>"
+        '<div class="vjs-table-box" data-role="table-box" tabindex="0" role="region" '
+        f'aria-label="every step of the pass (scrolls)">{_table(explanation, start_text)}</div></details>'
         '<p class="vjs-help">Arrows go from an operand to the result made from it; the reverse pass sends '
-        "gradient back along them, from the outputs to the leaves. Keys (click the stepper first): "
-        "\u2190 \u2192 step, Home / End, space plays.</p>"
+        "gradient back along them, from the outputs to the leaves. Keys (click the stepper or Tab to it): "
+        "\u2190 \u2192 step, Home / End, space plays; \u2191 \u2193 scroll the graph or the table.</p>"
         f'<script type="application/json" id="{uid}-data">{script_json(data)}</script>'
         f"<script>{script}</script></div>"
     )
@@ -717,7 +727,18 @@ _CSS = """
 .vjs-root .vjs-term small{display:block;font-size:11px;color:#5b6678;font-family:system-ui,sans-serif}
 .vjs-root .vjs-contribution{color:#c0392b;font-weight:600}
 .vjs-root .vjs-done-line{color:#1e7b34;font-weight:600}
+.vjs-root .vjs-graph-box,.vjs-root .vjs-table-box{
+  background:linear-gradient(to right,#fff 30%,rgba(255,255,255,0)),
+    linear-gradient(to left,#fff 30%,rgba(255,255,255,0)) 100% 0,
+    linear-gradient(to right,rgba(29,35,48,.22),rgba(29,35,48,0)),
+    linear-gradient(to left,rgba(29,35,48,.22),rgba(29,35,48,0)) 100% 0;
+  background-repeat:no-repeat;background-color:#fff;background-size:40px 100%,40px 100%,14px 100%,14px 100%;
+  background-attachment:local,local,scroll,scroll}
+.vjs-root .vjs-graph-box:focus-visible,.vjs-root .vjs-table-box:focus-visible{outline:3px solid #9cc1f5;
+  outline-offset:1px}
 .vjs-root .vjs-graph-box{overflow:auto;max-height:70vh;border:1px solid #eef1f5;border-radius:6px}
+.vjs-root .vjs-scroll-cue{color:#5b6678;font-size:12px;margin:4px 0}
+.vjs-root .vjs-scroll-cue[hidden]{display:none}
 .vjs-root svg.vjs-graph{display:block;max-width:100%;height:auto}
 .vjs-root svg text{font:12px ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;fill:#1d2330}
 .vjs-root svg .vjs-name{font-weight:700}
@@ -852,9 +873,11 @@ _SCRIPT = """
     }
     role("step-index").textContent = String(k);
     root.setAttribute("data-step", String(k));
+    var focused = document.activeElement;
     buttons.reset.disabled = k === 0 && timer === null;
     buttons.prev.disabled = k === 0;
     buttons.next.disabled = k === n;
+    keepFocus(focused);
     rows.forEach(function (row, i) { toggle(row, "vjs-current", i === k); });
     var row = rows[k];
     if (row && tableBox && (row.offsetTop < tableBox.scrollTop + row.offsetHeight ||
@@ -862,30 +885,57 @@ _SCRIPT = """
       tableBox.scrollTop = Math.max(0, row.offsetTop - tableBox.clientHeight / 2);
     }
     showPanel(cur);
-    reveal(cur === null ? startNode : nodes[cur.node], cur === null ? null : nodes[cur.operand]);
+    reveal(named());
   }
 
-  // The graph is scaled to the box's width (CSS); a graph taller than the box is panned so
-  // that the node handing on gradient is in view; at step 0, the output where the pass starts
-  // (the node of the first step), or the first output when no edge takes gradient.
+  // The graph is scaled to the box's width, down to 11 px text (CSS), then scrolls; it is panned
+  // so that the nodes the current step names are in view: the node handing on gradient first,
+  // then the one receiving it if both fit in the box. At step 0 (the seeds) the output where the
+  // pass starts (the node of the first step), then every other output that fits with it.
   var graphBox = root.querySelector(".vjs-graph-box");
   var startNode = (n ? nodes[steps[0].node] : null) || root.querySelector(".vjs-node.vjs-output");
-  function reveal(el, other) {
-    if (!el || !graphBox) { return; }
-    var box = graphBox.getBoundingClientRect(), r = el.getBoundingClientRect();
-    var top = r.top, bottom = r.bottom;
-    if (other) {
-      var o = other.getBoundingClientRect();
-      if (Math.max(bottom, o.bottom) - Math.min(top, o.top) <= box.height) {
+  var outputs = Array.prototype.filter.call(root.querySelectorAll(".vjs-node.vjs-output"),
+                                            function (el) { return el !== startNode; });
+  function named() {
+    return k ? [nodes[steps[k - 1].node], nodes[steps[k - 1].operand]] : [startNode].concat(outputs);
+  }
+  function reveal(els) {
+    els = els.filter(Boolean);
+    if (!els.length || !graphBox) { return; }
+    var box = graphBox.getBoundingClientRect(), r = els[0].getBoundingClientRect();
+    var top = r.top, bottom = r.bottom, left = r.left, right = r.right;
+    els.slice(1).forEach(function (el) {
+      var o = el.getBoundingClientRect();
+      if (Math.max(bottom, o.bottom) - Math.min(top, o.top) <= box.height &&
+          Math.max(right, o.right) - Math.min(left, o.left) <= box.width) {
         top = Math.min(top, o.top); bottom = Math.max(bottom, o.bottom);
+        left = Math.min(left, o.left); right = Math.max(right, o.right);
       }
-    }
+    });
     if (top < box.top || bottom > box.bottom) {
       graphBox.scrollTop += (top + bottom) / 2 - (box.top + box.bottom) / 2;
     }
-    if (r.left < box.left || r.right > box.right) {
-      graphBox.scrollLeft += (r.left + r.right) / 2 - (box.left + box.right) / 2;
+    if (left < box.left || right > box.right) {
+      graphBox.scrollLeft += (left + right) / 2 - (box.left + box.right) / 2;
     }
+  }
+
+  // A button that disables under the keyboard's focus (Next at the last step, Previous and Reset
+  // at step 0) hands the focus on within the stepper, so the keys go on working: to the button
+  // that steps the other way, or to the stepper itself.
+  function keepFocus(focused) {
+    if (!focused || !focused.disabled || !root.contains(focused)) { return; }
+    var order = focused === buttons.next ? [buttons.prev, buttons.reset] : [buttons.next, buttons.play];
+    var target = order.filter(function (b) { return !b.disabled; })[0] || root;
+    target.focus({ preventScroll: true });
+  }
+
+  // A box narrower than what it holds (a phone) says so above it: it scrolls sideways.
+  var cues = [[graphBox, role("graph-cue")], [tableBox, role("table-cue")]];
+  function showCues() {
+    cues.forEach(function (pair) {
+      if (pair[0] && pair[1]) { pair[1].hidden = pair[0].scrollWidth <= pair[0].clientWidth + 1; }
+    });
   }
 
   function go(to) { k = Math.max(0, Math.min(n, to)); render(); }
@@ -915,6 +965,8 @@ _SCRIPT = """
     var tag = event.target && event.target.tagName;
     if (tag === "SELECT" || tag === "INPUT" || event.altKey || event.ctrlKey || event.metaKey) { return; }
     var key = event.key;
+    var inBox = event.target === graphBox || event.target === tableBox;
+    if (inBox && (key === "ArrowUp" || key === "ArrowDown")) { return; }  // the box scrolls
     if (key === "ArrowRight" || key === "ArrowDown") { stop(); go(k + 1); }
     else if (key === "ArrowLeft" || key === "ArrowUp") { stop(); go(k - 1); }
     else if (key === "Home") { stop(); go(0); }
@@ -925,5 +977,14 @@ _SCRIPT = """
     event.stopPropagation();
   });
   render();
+  showCues();
+  // The page may lay out again once it has loaded (fonts, a theme's sidebar) or when the window
+  // changes: the current step's nodes are brought back into view, and the cues updated.
+  function again() {
+    showCues();
+    reveal(named());
+  }
+  window.addEventListener("load", again);
+  window.addEventListener("resize", again);
 }());
 """
