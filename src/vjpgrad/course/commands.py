@@ -260,10 +260,11 @@ def check(args: argparse.Namespace) -> int:
         raise CourseError(f"{directory} has none of the course's files: write them with {PROGRAM} init {directory}")
     _needs_pytest("check")
     _running(args)
-    from vjpgrad.course import grading
+    from vjpgrad.course import grading, inprocess
 
     exercises = list(of.exercises) if only is None else [only]
-    results = grading.run(directory.resolve(), exercises, args.timeout, args.jobs)
+    run = inprocess.run if inprocess.wanted() else grading.run  # in a browser: no processes to start
+    results = run(directory.resolve(), exercises, args.timeout, args.jobs)
     hints = {ex.number: of.hint(ex, settings.class_mode) for ex in exercises}
     if args.json:
         print(json.dumps(grading.as_json(results, directory.resolve(), hints), indent=2))
