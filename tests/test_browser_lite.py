@@ -158,11 +158,12 @@ def test_the_console_on_start_here_runs_the_readme_example_and_the_four_cases(ch
     requested(chromium)
 
 
-def test_a_tutorial_notebook_runs_whole_in_the_browser(chromium: Any, server: str) -> None:
-    chromium.get(f"{server}/lite/notebooks/index.html?path=tutorials/first-backward.ipynb")
+def run_notebook(chromium: Any, server: str, name: str) -> str:
+    """Open a tutorial's notebook in JupyterLite, run all its cells, and return their outputs."""
+    chromium.get(f"{server}/lite/notebooks/index.html?path=tutorials/{name}.ipynb")
     started = time.monotonic()
     cells = 0
-    while cells < 5:  # first-backward has ten code cells
+    while cells < 5:  # every tutorial has five code cells or more
         assert time.monotonic() - started < WAIT, f"the notebook did not open ({cells} code cells shown)"
         time.sleep(0.5)
         cells = int(
@@ -182,8 +183,29 @@ def test_a_tutorial_notebook_runs_whole_in_the_browser(chromium: Any, server: st
         "return document.querySelectorAll('.jp-OutputArea-output[data-mime-type*=error]').length;"
     )
     assert errors == 0, seen[-3000:]
-    assert "-5.0" in seen  # the tutorial's first cell: 2 * -3 + 1
     requested(chromium)
+    return seen
+
+
+def test_a_tutorial_notebook_runs_whole_in_the_browser(chromium: Any, server: str) -> None:
+    seen = run_notebook(chromium, server, "first-backward")
+    assert "-5.0" in seen  # the tutorial's first cell: 2 * -3 + 1
+
+
+def test_the_stepper_steps_inline_in_the_browsers_notebook(chromium: Any, server: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    run_notebook(chromium, server, "stepping-through-a-pass")
+    stepper = chromium.find_element(By.CSS_SELECTOR, ".jp-OutputArea-output .vjs-root")
+    index = stepper.find_element(By.CSS_SELECTOR, '[data-role="step-index"]')
+    count = int(stepper.find_element(By.CSS_SELECTOR, '[data-role="step-count"]').text)
+    assert index.text == "0"
+    assert count >= 8  # b is handed two contributions, at steps 7 and 8
+    button = stepper.find_element(By.CSS_SELECTOR, '[data-role="next"]')
+    chromium.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", button)
+    button.click()
+    button.click()
+    assert index.text == "2"  # the page's script runs: Next moves the pass on
 
 
 COURSE = """
