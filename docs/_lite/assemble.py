@@ -76,6 +76,10 @@ PRELOADED = ["micropip", "ipython", "comm", "jedi", "vjpgrad", "pytest", "hypoth
 """The packages the kernel loads as it starts: vjpgrad is there to import, and ``course check`` runs."""
 
 
+SERVED = (".mjs", ".js", ".wasm", ".zip", ".json")
+"""The kinds of file of the npm package that the site serves."""
+
+
 def normal(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
@@ -91,8 +95,9 @@ def pyodide_core() -> Path:
         run("npm", "pack", "--silent", f"pyodide@{PYODIDE}")
     unpacked = BUILD / "npm"
     shutil.rmtree(unpacked, ignore_errors=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(unpacked, filter="data")
+    with tarfile.open(archive) as tar:  # the files the site serves (not the README, the typings, the maps)
+        wanted = [member for member in tar.getmembers() if Path(member.name).suffix in SERVED]
+        tar.extractall(unpacked, members=wanted, filter="data")
     return unpacked / "package"
 
 
@@ -157,8 +162,8 @@ def assemble() -> Path:
     pyodide = lite / "static" / "pyodide"
     pyodide.mkdir(parents=True)
     for path in core.iterdir():
-        if path.suffix in (".mjs", ".js", ".wasm", ".zip", ".json") and path.name != "package.json":
-            shutil.copy2(path, pyodide / path.name)  # not the source maps, the typings, the demo consoles
+        if path.name != "package.json":
+            shutil.copy2(path, pyodide / path.name)
     lock = json.loads((core / "pyodide-lock.json").read_text(encoding="utf-8"))
     packages = {normal(name): value for name, value in lock["packages"].items()}
     entries = [entry(wheel, packages) for wheel in shipped]
