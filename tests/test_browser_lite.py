@@ -210,7 +210,7 @@ def test_the_stepper_steps_inline_in_the_browsers_notebook(chromium: Any, server
 
 COURSE = """
 import shutil
-from vjpgrad.course.commands import main
+from vjpgrad.course import main
 from vjpgrad.course.exercises import folder
 main(["init", "mycourse"])
 shutil.copy(folder("solutions") / "derivatives.py", "mycourse/derivatives.py")
