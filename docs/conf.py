@@ -20,6 +20,7 @@ import logging as std_logging
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ author = "The vjpgrad developers"
 copyright = "the vjpgrad developers, MIT License"
 release = version = vjpgrad.__version__
 
-extensions = ["myst_nb", "sphinx.ext.autodoc"]
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_lite"))  # vjpgrad_lite: the site's JupyterLite
+extensions = ["myst_nb", "sphinx.ext.autodoc", "vjpgrad_lite"]
 exclude_patterns = ["_build", "jupyter_execute", ".jupyter_cache", "**/.ipynb_checkpoints"]
 
 # -- MyST and MyST-NB ------------------------------------------------------------------------

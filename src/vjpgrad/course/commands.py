@@ -301,10 +301,11 @@ def check(args: argparse.Namespace) -> int:
         raise CourseError(f"{directory} has none of the course's files: write them with {PROGRAM} init {directory}")
     _needs_pytest("check")
     _running(args)
-    from vjpgrad.course import grading
+    from vjpgrad.course import grading, inprocess
 
     exercises = list(of.exercises) if only is None else [only]
-    results = grading.run(directory.resolve(), exercises, args.timeout, args.jobs, class_mode=settings.class_mode)
+    run = inprocess.run if inprocess.wanted() else grading.run  # in a browser: no processes to start
+    results = run(directory.resolve(), exercises, args.timeout, args.jobs, class_mode=settings.class_mode)
     grading.note_dependencies(results, of)
     hints = {ex.number: of.hint(ex, settings.class_mode) for ex in exercises}
     if args.json:
