@@ -34,11 +34,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import hmac
 import io
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -163,19 +164,19 @@ def _trace(seconds: float, end: float, up: Callable[[], None], fired: list[bool]
 
 def run(
     directory: Path, exercises: Sequence[Exercise], timeout: float = grading.TIMEOUT, workers: int | None = None,
-    held_out: bool = False,
+    held_out: bool = False, class_mode: bool = False,
 ) -> list[grading.ExerciseResult]:  # fmt: skip
     """``grading.run`` in this interpreter: the exercises one after another (``workers`` is ignored)."""
-    return run_many([(directory, exercise) for exercise in exercises], timeout, held_out)
+    return run_many([(directory, exercise) for exercise in exercises], timeout, held_out, class_mode=class_mode)
 
 
 def run_many(
     work: Sequence[tuple[Path, Exercise]], timeout: float = grading.TIMEOUT, held_out: bool = False,
-    how: str | None = None,
+    how: str | None = None, class_mode: bool = False,
 ) -> list[grading.ExerciseResult]:  # fmt: skip
     """``grading.run_many`` in this interpreter: each (directory, exercise) pair in turn, each at most
     ``timeout`` seconds on the clock (kept ``how``: see ``deadline``)."""
-    return [run_exercise(directory, exercise, timeout, held_out, how) for directory, exercise in work]
+    return [run_exercise(directory, exercise, timeout, held_out, how, class_mode) for directory, exercise in work]
 
 
 @contextlib.contextmanager
@@ -218,34 +219,48 @@ def _forget(kept: set[str], *places: Path) -> None:
             del sys.modules[name]
 
 
+class _Kept:
+    """The reporter's channel in this interpreter: its messages kept in a list, in order. The
+    student's code runs in this very process, so nothing here is out of its reach: this path is for
+    a learner checking their own work (in a browser), never for marks (``grading`` is)."""
+
+    def __init__(self) -> None:
+        self.messages: list[bytes] = []
+
+    def send_bytes(self, message: bytes) -> None:
+        self.messages.append(message)
+
+
 def run_exercise(
-    directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, how: str | None = None
-) -> grading.ExerciseResult:
+    directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, how: str | None = None,
+    class_mode: bool = False,
+) -> grading.ExerciseResult:  # fmt: skip
     """One exercise's checks (and its held-out checks when ``held_out``) by ``pytest.main`` here."""
     import pytest
 
+    from vjpgrad.course import _plugin
+
     files = [exercise.check, *(exercise.held_out if held_out else ())]
-    with tempfile.TemporaryDirectory(prefix="vjpgrad-course-") as scratch:
-        report = Path(scratch) / "report.jsonl"
-        arguments = [
-            "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(exercise.check.parent),
-            "--student", str(directory.resolve()), "--course-report", str(report), *grading.HYPOTHESIS_PLUGIN,
-            "--capture=sys", "-p", "no:faulthandler", *map(str, files),
-        ]  # fmt: skip
-        output = io.StringIO()
-        fired: list[bool] = []
-        with (
-            _as_a_child(directory, grading.hypothesis_home()),
-            contextlib.redirect_stdout(output),
-            contextlib.redirect_stderr(output),
-        ):
-            try:
-                with deadline(timeout, how) as fired:
-                    pytest.main(arguments)
-            except TimeUp:  # raised after pytest.main returned, before the deadline was lifted
-                pass
-        lines = report.read_text(encoding="utf-8").splitlines() if report.exists() else []
-        events = [json.loads(line) for line in lines]
+    arguments = [
+        "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(exercise.check.parent),
+        "--student", str(directory.resolve()), *grading._own(exercise), *(["--class-mode"] if class_mode else []),
+        *grading.HYPOTHESIS_PLUGIN, "--capture=sys", "-p", "no:faulthandler", *map(str, files),
+    ]  # fmt: skip
+    kept = _Kept()
+    reporter = _plugin.Reporter(kept, hmac.new(b"in-process", digestmod=hashlib.sha256))
+    output = io.StringIO()
+    fired: list[bool] = []
+    with (
+        _as_a_child(directory, grading.hypothesis_home()),
+        contextlib.redirect_stdout(output),
+        contextlib.redirect_stderr(output),
+    ):
+        try:
+            with deadline(timeout, how) as fired:
+                pytest.main(arguments, plugins=[reporter])
+        except TimeUp:  # raised after pytest.main returned, before the deadline was lifted
+            pass
+    events = [json.loads(message[: -hashlib.sha256().digest_size]) for message in kept.messages]
     # read as a run that was not stopped; a stop on the clock is said below (grading's words for a
     # stopped run name the CPU where the platform has a resource module, which Pyodide's is not)
     result = grading._result(exercise, events, output.getvalue(), False, timeout)
