@@ -9,9 +9,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-pytestmark = pytest.mark.slow  # each test starts Python and imports torch
-
 CASE_1 = """\
 import torch
 
@@ -28,13 +25,24 @@ print(a.grad)
 """
 
 
+def test_a_script_that_is_not_there_exits_2_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vjpgrad.cli import explain_torch as command
+
+    assert command.main([str(tmp_path / "nowhere.py")]) == 2
+    assert "no such script" in capsys.readouterr().err
+
+
 def explain_torch(tmp_path: Path, source: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    pytest.importorskip("torch")
     script = tmp_path / "learner.py"
     script.write_text(source, encoding="utf-8")
     command = [sys.executable, "-m", "vjpgrad", "explain-torch", str(script), *extra]
     return subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
 
 
+@pytest.mark.slow  # starts Python and imports torch
 def test_every_pass_matches_exit_0_and_one_page_per_pass(tmp_path: Path) -> None:
     done = explain_torch(tmp_path, CASE_1, "--html", str(tmp_path / "pages"))
     assert done.returncode == 0, done.stderr
@@ -47,6 +55,7 @@ def test_every_pass_matches_exit_0_and_one_page_per_pass(tmp_path: Path) -> None
     assert "c[2]" in (tmp_path / "pages" / "pass-2.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # starts Python and imports torch
 def test_a_pass_not_replayed_exits_2_and_names_the_operation_and_line(tmp_path: Path) -> None:
     source = "import torch\nx = torch.ones(2, requires_grad=True)\ny = torch.special.erf(x).sum()\ny.backward()\n"
     done = explain_torch(tmp_path, source)
@@ -56,6 +65,7 @@ def test_a_pass_not_replayed_exits_2_and_names_the_operation_and_line(tmp_path: 
     assert "learner.py:3" in done.stdout
 
 
+@pytest.mark.slow  # starts Python and imports torch
 def test_a_script_that_raises_exits_1_with_its_traceback(tmp_path: Path) -> None:
     source = CASE_1.replace("y.backward(gradients)\n", "y.backward(gradients)\ny.backward(gradients)\n")
     done = explain_torch(tmp_path, source.replace("retain_graph=True", "retain_graph=False"))
@@ -66,6 +76,7 @@ def test_a_script_that_raises_exits_1_with_its_traceback(tmp_path: Path) -> None
     assert "Pass 1" in done.stdout  # the pass before the error is still shown
 
 
+@pytest.mark.slow  # starts Python and imports torch
 def test_the_script_gets_its_arguments_and_its_directory_on_the_path(tmp_path: Path) -> None:
     (tmp_path / "helper.py").write_text("SCALE = 3.0\n", encoding="utf-8")
     source = (

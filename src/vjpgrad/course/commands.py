@@ -20,10 +20,13 @@ import textwrap
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from vjpgrad.course import config
 from vjpgrad.course.exercises import Course, Exercise, ExercisesError, course
+
+if TYPE_CHECKING:
+    from vjpgrad.course import grading
 
 PROGRAM = "vjpgrad course"
 
@@ -510,20 +513,29 @@ def test_exercise(args: argparse.Namespace) -> int:
                 (skeleton / name).write_text(student_file(ex.template(name), False, numbers[name]), encoding="utf-8")
             work.append((skeleton, ex))
         results = grading.run_many(work, args.timeout, args.jobs, held_out=True)
-    good = True
-    for ex, on_solution, on_skeleton in zip(own, results[: len(own)], results[len(own) :], strict=True):
-        failing = [t for t in on_solution.tests if t.outcome != grading.PASSED]
-        passing = [t for t in on_skeleton.tests if t.outcome == grading.PASSED]
-        good = good and not failing and not passing
-        print(
-            f"{ex.heading}: the solution passes {on_solution.passed} of {len(on_solution.tests)} checks, "
-            f"the skeleton {on_skeleton.passed} of {len(on_skeleton.tests)}" + ("" if failing or passing else ": good")
-        )
-        for t in failing:
-            print(f"  on the solution, {t.outcome}: {t.sentence}\n" + textwrap.indent(t.message, "    "))
-        for t in passing:
-            print(f"  passes on the skeleton (it checks nothing the student writes): {t.sentence}")
-    return 0 if good else 1
+    good = [
+        _tested(ex, on_solution, on_skeleton)
+        for ex, on_solution, on_skeleton in zip(own, results[: len(own)], results[len(own) :], strict=True)
+    ]
+    return 0 if all(good) else 1
+
+
+def _tested(ex: Exercise, on_solution: grading.ExerciseResult, on_skeleton: grading.ExerciseResult) -> bool:
+    """Prints what ``test-exercise`` found for one exercise; whether it is good (every check passes on
+    the solution, none on the skeleton)."""
+    from vjpgrad.course import grading
+
+    failing = [t for t in on_solution.tests if t.outcome != grading.PASSED]
+    passing = [t for t in on_skeleton.tests if t.outcome == grading.PASSED]
+    print(
+        f"{ex.heading}: the solution passes {on_solution.passed} of {len(on_solution.tests)} checks, "
+        f"the skeleton {on_skeleton.passed} of {len(on_skeleton.tests)}" + ("" if failing or passing else ": good")
+    )
+    for t in failing:
+        print(f"  on the solution, {t.outcome}: {t.sentence}\n" + textwrap.indent(t.message, "    "))
+    for t in passing:
+        print(f"  passes on the skeleton (it checks nothing the student writes): {t.sentence}")
+    return not failing and not passing
 
 
 # ---- autograder ----------------------------------------------------------------------------------------
