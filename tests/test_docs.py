@@ -39,7 +39,12 @@ from _pages import DOCS, ROOT, docs_pages
 
 from vjpgrad import explain
 
-for module, why in (("sphinx", "Sphinx"), ("myst_nb", "MyST-NB"), ("furo", "the furo theme")):
+for module, why in (
+    ("sphinx", "Sphinx"),
+    ("myst_nb", "MyST-NB"),
+    ("furo", "the furo theme"),
+    ("jupyterlite_sphinx", "jupyterlite-sphinx"),
+):
     pytest.importorskip(module, reason=f"the docs tests need {why}: pip install -e '.[docs]'")
 
 BUILD = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "docs"]

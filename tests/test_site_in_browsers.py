@@ -28,7 +28,12 @@ import _browser
 import pytest
 from _pages import ROOT
 
-for module, why in (("sphinx", "Sphinx"), ("myst_nb", "MyST-NB"), ("furo", "the furo theme")):
+for module, why in (
+    ("sphinx", "Sphinx"),
+    ("myst_nb", "MyST-NB"),
+    ("furo", "the furo theme"),
+    ("jupyterlite_sphinx", "jupyterlite-sphinx"),
+):
     pytest.importorskip(module, reason=f"the site's tests need {why}: pip install -e '.[docs]'")
 
 PATH = [
