@@ -24,7 +24,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from vjpgrad.compiler.world import MEMBERS, MISSING, Fact, Snapshot, exact, groups
+from vjpgrad.compiler.world import MEMBERS, MISSING, Fact, Snapshot, content, exact, groups
 
 _float_bits = struct.Struct("<d").pack
 _names = itertools.count(1)
@@ -58,6 +58,7 @@ _HELPERS: dict[str, Any] = {
     "_empty_slot": _empty_slot,
     "_MISSING": MISSING,
     "_groups": groups,
+    "_content": content,
 }
 
 
@@ -250,7 +251,14 @@ class _Writer:
         elif kind == "code":
             self.check(self.identical(f"{o}.__code__", fact[2]))
         elif kind == "bare":
-            self.check(f"{o}.__closure__ is not None or {o}.__defaults__ is not None or {o}.__kwdefaults__ is not None")
+            self.check(
+                f"{o}.__closure__ is not None or {o}.__defaults__ is not None or {o}.__kwdefaults__ is not None "
+                f"or {o}.__dict__"
+            )
+        elif kind == "state":
+            self.check(f"_content({o}) != {self.constant(raw)}")
+        elif kind == "generator":
+            pass  # compared before and after the recording only: drawing outside the function is fine
         elif kind == "empty":
             self.check(f"not _empty_cell({o})")
         elif kind == "no slot":

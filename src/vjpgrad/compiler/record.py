@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import gc
 import inspect
 import marshal
 import numbers
+import random
+import sys
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
@@ -85,11 +89,12 @@ class Arguments:
             key.append((kind, len(x)))
             for item in x:
                 self._visit(item, key, places)
-        elif kind is dict:
-            key.append((dict, tuple(_exact(k) if _is_scalar(k) else id(k) for k in x)))
-            for item in x.values():
+        elif kind is dict:  # its keys as its values are: by value, a Value or an object by identity
+            key.append((dict, len(x)))
+            for k, item in x.items():
+                self._visit(k, key, places)
                 self._visit(item, key, places)
-        elif (type(x).__module__ == "numpy" and type(x).__name__ == "ndarray") or hasattr(x, "__array_interface__"):
+        elif (kind.__module__ == "numpy" and kind.__name__ == "ndarray") or hasattr(kind, "__array_interface__"):
             raise TypeError(
                 "a compiled function takes numbers, Values, Vectors, lists, tuples and dicts of them; got a NumPy "
                 "array, whose numbers it could not tell apart between calls: pass a list of Values (or a Vector)"
@@ -151,6 +156,7 @@ def described_part(args: tuple[Any, ...], kwargs: dict[str, Any], names: list[st
                 visit(item, f"{name}[{k}]")
         elif kind is dict:
             for k, item in x.items():
+                visit(k, f"{name} (its key {k!r})")
                 visit(item, f"{name}[{k!r}]")
 
     for arg, name in zip(args, names, strict=False):
@@ -259,6 +265,7 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     with collection_paused():
         found = _observed(fn, guard_roots, number_arguments(args, kwargs, names))
         before = _observed(fn, [(name, fn), *given])
+        generators = _global_generators()
     recording = graph.Recording()
     state.recording = recording
     try:
@@ -274,6 +281,14 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
         raise recording.failure
     with collection_paused():
         changed = world.first_difference(before, _observed(fn, [(name, fn), *given]))
+        drawn = next((what for what, state in generators if _global_generator_state(what) != state), None)
+        if drawn is not None or (changed is not None and changed.endswith(world.DRAWN)):
+            source = drawn or changed[: -len(world.DRAWN)]  # type: ignore[index]  # one of them is set
+            raise DataDependentError(
+                f"{name} (defined at {where(fn)}) drew random numbers from {source} while vjpgrad.compile recorded "
+                "it: a replay would draw none and repeat the recorded draw at every call. Draw outside the compiled "
+                "function and pass the numbers in as Values (Value(x, requires_grad=False)), or call it uncompiled"
+            )
         if changed is not None:
             raise DataDependentError(
                 f"{name} (defined at {where(fn)}) changed {changed} while vjpgrad.compile recorded it, which a "
@@ -283,6 +298,24 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
         results: list[Any] = []
         shape = shape_of(result, results)
         return _read(fn, shape, results, result, recording, read.leaves, found)
+
+
+_GLOBAL_GENERATORS = ("random's global generator", "NumPy's global generator (numpy.random)")
+
+
+def _global_generator_state(what: str) -> Any:
+    """The state of Python's or NumPy's global generator (NumPy's only where it was imported:
+    never imported here); None where there is none."""
+    if what == _GLOBAL_GENERATORS[0]:
+        return random.getstate()
+    numpy_random = sys.modules.get("numpy.random")
+    legacy = getattr(getattr(numpy_random, "mtrand", None), "_rand", None)
+    return None if legacy is None else world.generator_state(legacy)
+
+
+def _global_generators() -> list[tuple[str, Any]]:
+    """The global generators and their states, before a recording run: a draw changes one."""
+    return [(what, _global_generator_state(what)) for what in _GLOBAL_GENERATORS]
 
 
 def _observed(
@@ -325,7 +358,7 @@ def argument_names(fn: Callable[..., Any], count: int) -> list[str]:
     them in a message (``argument 2`` where the signature does not say)."""
     try:
         parameters = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):  # a builtin or an odd callable: no signature to read
+    except Exception:  # a builtin or an odd callable (a __getattr__ raising KeyError): no signature to read
         parameters = []
     positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     rest = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
@@ -341,19 +374,28 @@ def argument_names(fn: Callable[..., Any], count: int) -> list[str]:
 
 
 def _code(fn: Any) -> Any:
-    """The code object behind a function, a method, a partial or a callable object."""
+    """The code object behind a function, a method, a partial or a callable object; behind a
+    wrapper (``functools.wraps``, vjpgrad's ``no_grad``), the user's function it wraps. Read
+    from Python's own types only: a callable object's ``__getattr__`` never runs."""
     for _ in range(8):  # unwrap a few layers at most
-        code = getattr(fn, "__code__", None)
-        if code is not None:
-            return code
-        if hasattr(fn, "__func__"):
+        kind = type(fn)
+        if kind is types.FunctionType:
+            wrapped = fn.__dict__.get("__wrapped__")
+            if wrapped is None and world.is_library(fn):  # vjpgrad.grad's function: what it transforms
+                wrapped = getattr(fn.__dict__.get("transformed"), "function", None)
+            if wrapped is None or not world.is_library(fn):
+                return fn.__code__
+            fn = wrapped
+        elif kind is types.MethodType:
             fn = fn.__func__
-        elif hasattr(fn, "func"):  # functools.partial
+        elif kind is functools.partial:
             fn = fn.func
-        elif callable(fn) and not isinstance(fn, type):
-            fn = type(fn).__call__
-        else:
+        elif kind.__module__ == "vjpgrad.compiler.run" and kind.__name__ == "Compiled":
+            fn = fn.fn
+        elif issubclass(kind, type) or not callable(fn):
             return None
+        else:
+            fn = kind.__call__
     return None
 
 
@@ -364,12 +406,27 @@ def where(fn: Callable[..., Any]) -> str:
 
 
 def _name(fn: Callable[..., Any]) -> str:
+    """How a message names a function: its qualified name (the user's, behind a wrapper); a
+    callable object by the method it runs (``Model.__call__``)."""
     code = _code(fn)
     if code is None:
-        return getattr(fn, "__qualname__", None) or "the function"
+        return (
+            str(getattr(fn, "__qualname__", None) or "the function") if type(fn) in _PLAIN_CALLABLES else "the function"
+        )
     # a code object has its qualified name from Python 3.11 on; 3.10's has its plain name
-    name: str = getattr(fn, "__qualname__", None) or getattr(code, "co_qualname", code.co_name)
+    name: str = getattr(code, "co_qualname", code.co_name)
     return name
+
+
+_PLAIN_CALLABLES = (types.FunctionType, types.MethodType, functools.partial, types.BuiltinFunctionType)
+
+
+def described(fn: Callable[..., Any]) -> str:
+    """How a warning names a compiled function: its qualified name; a callable object by its class."""
+    kind = type(fn)
+    if kind in _PLAIN_CALLABLES or (kind.__module__ == "vjpgrad.compiler.run" and kind.__name__ == "Compiled"):
+        return _name(fn)
+    return f"the {kind.__qualname__} object"
 
 
 def distinct(values: list[Any]) -> list[Any]:
