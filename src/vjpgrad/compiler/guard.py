@@ -255,6 +255,8 @@ class _Writer:
                 f"{o}.__closure__ is not None or {o}.__defaults__ is not None or {o}.__kwdefaults__ is not None "
                 f"or {o}.__dict__"
             )
+        elif kind == "no attributes":
+            self.check(f"{o}.__dict__")
         elif kind == "state":
             self.check(f"_content({o}) != {self.constant(raw)}")
         elif kind == "generator":

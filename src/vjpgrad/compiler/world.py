@@ -634,7 +634,10 @@ class _Walk:
             self.fact("bare", var)  # no closure, no defaults, no attributes: one check for the four
         else:
             self._parts(var, fn, name)
-            self._mapping(self.get(var, "dict", None, name), fn.__dict__, attribute=True)  # f.slope, f.calls
+            if fn.__dict__:  # f.slope, f.calls
+                self._mapping(self.get(var, "dict", None, name), fn.__dict__, attribute=True)
+            else:
+                self.fact("no attributes", var)
         namespace = fn.__globals__  # read-only: the same function has the same globals
         self.globals_at.setdefault(id(namespace), (var, namespace))
         done = self.named_done.setdefault(id(namespace), set())
