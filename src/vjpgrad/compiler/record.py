@@ -94,10 +94,13 @@ class Arguments:
             for k, item in x.items():
                 self._visit(k, key, places)
                 self._visit(item, key, places)
-        elif (kind.__module__ == "numpy" and kind.__name__ == "ndarray") or hasattr(kind, "__array_interface__"):
+        elif kind.__module__ == "numpy" and kind.__name__ == "ndarray":
+            key.append(("array", *world.content(x)))  # its numbers are structure, as in the world: by their bits
+        elif hasattr(kind, "__array_interface__"):
             raise TypeError(
-                "a compiled function takes numbers, Values, Vectors, lists, tuples and dicts of them; got a NumPy "
-                "array, whose numbers it could not tell apart between calls: pass a list of Values (or a Vector)"
+                "a compiled function takes numbers, Values, Vectors, NumPy arrays, lists, tuples and dicts of them; "
+                f"got a {kind.__name__}, an array whose numbers it could not tell apart between calls: pass a list "
+                "of Values (or a Vector)"
             )
         elif isinstance(x, (list, tuple, dict, set, frozenset)):
             raise TypeError(
