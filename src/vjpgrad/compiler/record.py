@@ -262,12 +262,13 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     args, kwargs = read.args, read.kwargs
     names = argument_names(fn, len(args))
     name = _name(fn)
-    guard_roots = [(name, fn), *((f"an object it was given ({type(x).__name__})", x) for x in read.objects)]
+    root = name if type(fn) in _PLAIN_CALLABLES else "self"  # a callable object: self, as its __call__ names it
+    guard_roots = [(root, fn), *((f"an object it was given ({type(x).__name__})", x) for x in read.objects)]
     given = [(n, x) for n, x in zip(names, args, strict=True) if not _is_scalar(x)]
     given += [(n, x) for n, x in kwargs.items() if not _is_scalar(x)]
     with collection_paused():
         found = _observed(fn, guard_roots, number_arguments(args, kwargs, names))
-        before = _observed(fn, [(name, fn), *given])
+        before = _observed(fn, [(root, fn), *given])
         generators = _global_generators()
     recording = graph.Recording()
     state.recording = recording
@@ -283,7 +284,7 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     if recording.failure is not None:  # a refusal the function's own `except` caught
         raise recording.failure
     with collection_paused():
-        changed = world.first_difference(before, _observed(fn, [(name, fn), *given]))
+        changed = world.first_difference(before, _observed(fn, [(root, fn), *given]))
         drawn = next((what for what, state in generators if _global_generator_state(what) != state), None)
         if drawn is not None or (changed is not None and changed.endswith(world.DRAWN)):
             source = drawn or changed[: -len(world.DRAWN)]  # type: ignore[index]  # one of them is set

@@ -662,7 +662,7 @@ class Compiled:
             if len(self._shapes) <= STRUCTURE_LIMIT:
                 return False
             key, last = previous if previous is not None else (read.key, snapshot)
-            why = f"{STRUCTURE_LIMIT + 1} structures"
+            why = f"for {STRUCTURE_LIMIT + 1} structures"
         else:
             count, key, last = seen
             self._shapes[shape] = (count + 1, read.key, snapshot)
@@ -671,12 +671,12 @@ class Compiled:
                 return False
             why = f"{RECOMPILE_LIMIT + 1} times for numbers alone"
         changed, number = _what_changed(self.fn, last, snapshot, key, read)
+        away = "keep it out of the function's reach (not on the objects it reads)"
         advice = (
-            "Numbers are structure to compile; pass a number that changes at every call as a Value "
-            "(Value(lr, requires_grad=False)) or in a Vector"
+            "Numbers are structure to compile: if the function reads it, pass a number that changes at every call "
+            f"as a Value (Value(lr, requires_grad=False)) or in a Vector; if it does not, {away}"
             if number
-            else "keep what changes at every call out of its reach (not on the objects it reads), or pass it as an "
-            "argument"
+            else f"If the function reads it, pass it as an argument; if it does not, {away}"
         )
         warn_at_users_line(
             f"{described(self.fn)} was recorded by vjpgrad.compile {why}, each time because something it can reach "
