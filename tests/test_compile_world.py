@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import array
+import builtins
 import collections
 import contextlib
 import dataclasses
@@ -1371,3 +1372,17 @@ def test_a_module_in_the_users_project_is_the_users(tmp_path: Path, monkeypatch:
     assert not world.is_library(own)
     with pytest.raises(DataDependentError, match="looks a module up by its name"):
         vjpgrad.compile(lambda x: x * own.lookup())(Value(1.0))
+
+
+def test_a_users_function_in_the_closure_of_a_librarys_wrapper_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _library_module(monkeypatch)
+    source = "def logged(fn):\n    calls = {}\n    def wrapper(x):\n        return fn(x)\n    return wrapper\n"
+    exec(builtins.compile(source, module.__file__, "exec"), vars(module))  # the library's file, as if installed
+    assert world.is_library(module.logged)
+
+    def make() -> Any:
+        settings = {"scale": 2.0}
+        wrapped = module.logged(lambda t: t * settings["scale"])
+        return (lambda x: wrapped(x)), lambda k: settings.__setitem__("scale", k)
+
+    _twin_scaled(make)

@@ -507,9 +507,32 @@ class _Walk:
             return
         # a bound method there is the library's own machinery (singledispatch's cache.clear)
         opened = [k for k, x in fn.__dict__.items() if not isinstance(x, (types.BuiltinMethodType, types.MethodType))]
+        name = self.snapshot.names[var]
         if opened:
-            name = self.snapshot.names[var]
             self._named(self.get(var, "dict", None, name), fn.__dict__, opened, f"{name}.")
+        if fn.__closure__ and "__wrapped__" not in fn.__dict__:  # a wrapper made without functools.wraps
+            self._wrapped_in_closure(var, fn, name)
+
+    def _wrapped_in_closure(self, var: int, fn: types.FunctionType, name: str) -> None:
+        """The functions a library's wrapper closes over (the user's function it wraps); its other
+        cells (the library's caches and settings) are the library's, watched as it is: not at all."""
+        closure = fn.__closure__ or ()
+        held = []
+        for cell in closure:
+            try:
+                held.append(cell.cell_contents)
+            except ValueError:  # empty
+                held.append(None)
+        if not any(isinstance(x, (types.FunctionType, functools.partial, types.MethodType)) for x in held):
+            return
+        cells = self.get(var, "member", "__closure__", f"{name}.__closure__")
+        unpacked = [self.var(f"{name}.{free}") for free in fn.__code__.co_freevars]
+        self.fact("unpack", cells, tuple(unpacked))
+        for cell_var, cell, x in zip(unpacked, closure, held, strict=True):
+            if isinstance(x, (types.FunctionType, functools.partial, types.MethodType)):
+                self.fact("is", cell_var, id(cell))
+                self.snapshot.constants.append(cell)
+                self._cell(cell_var, cell, self.snapshot.names[cell_var])
 
     def _user_module(self, var: int, module: types.ModuleType) -> None:
         """A user's module: the entries its code names, once every name is known (``finish``),
