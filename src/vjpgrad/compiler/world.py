@@ -1,30 +1,37 @@
 """A function's world: everything it can reach, observed as a list of facts.
 
 ``observe`` walks, from a function and the objects a call was given, everything the function
-can reach through plain data: its closure cells, defaults (``__defaults__``,
-``__kwdefaults__``, a partial's ``func``, ``args`` and ``keywords``), the globals its code
-names (and the code of every function and method it reaches, transitively), instance
-``__dict__``s and slots, containers (list, tuple, dict, set, frozenset, deque, OrderedDict,
-their lengths and their order), weak references, and the classes and bases of the objects it
-reaches (their ``__dict__`` keys, the entries its code names, and their special methods, which
-Python calls without naming them). A dict's views and a mapping proxy are walked as their
-mapping. Where the code reached computes names (``getattr``, ``vars``, ``globals()``...), every
-entry of the namespaces it reaches is watched; where it compares with ``is``, which numbers are
-one object. What it observes is a list of ``Fact``: each object's identity, each Python or
-NumPy number's type and bits, each string, bytes, bool and None, each Value's identity,
-``requires_grad`` and attributes.
+can reach, each object as the row of ``KINDS`` its type falls in says: the one table of kinds
+of object, each with how its state is read or why it is refused. A user's function: its code,
+closure cells, defaults, attributes (``__dict__``) and the globals its code names (and the code
+of every function it reaches, transitively); a library's function where it wraps the user's
+(``__wrapped__``, ``singledispatch``'s registry, vjpgrad's transforms, the functions in the
+closure of a wrapper made without ``functools.wraps``); instances' ``__dict__``s and slots;
+containers' items, their lengths and order (a dict's keys by value, as its values); buffers
+(``bytearray``, ``array``, a NumPy array) by their bytes; weak references and containers by
+what they hold; the classes and bases of the objects reached (their ``__dict__`` keys, the
+entries its code names, and their special methods, which Python calls without naming them);
+a user's module's entries its code names, those it lacks, and its ``__getattr__``. Where the
+code reached computes names (``getattr``, ``vars``, ``globals()``, an ``attrgetter`` held...),
+every entry of the namespaces it reaches is watched; where it compares with ``is``, which
+numbers are one object. What it observes is a list of ``Fact``: each object's identity, each
+Python or NumPy number's type and bits, each string, bytes, bool and None, each Value's
+identity, ``requires_grad`` and attributes, each random generator's state.
 
 Two observations of one world are equal exactly when nothing the function can reach changed.
-``compile`` compares the world before and after the recorded call (a side effect is refused)
-and turns the observation into the guard of each later call (``guard.written``).
+``compile`` compares the world before and after the recorded call (a side effect is refused; a
+generator's state changed is a random draw) and turns the observation into the guard of each
+later call (``guard.written``), which does not check generators' states.
 
-Not walked into, and so watched by identity only: Python's library and installed packages
-(their modules, classes, functions and objects that keep their own state: a ``random.Random``,
-a logger, a NumPy array), vjpgrad itself, and C objects' insides; a library's plain-data
-objects (an ``argparse.Namespace``, a ``ChainMap``, a dataclass) are walked like the user's.
-Builtins (``len``, ``print``) are not watched. A user's ``functools.lru_cache`` is refused
-(``UnwatchableError``): its cache is C state. A world of more than ``WORLD_LIMIT`` objects and
-items is refused at recording, naming its largest container.
+Not walked into, and so watched by identity only: installed code (``installed_locations``:
+its modules, classes and functions, and its objects that keep their own state, a logger, a
+lock), vjpgrad itself, and C objects' insides; plain data of a library (an
+``argparse.Namespace``, a ``ChainMap``, a dataclass, vjpgrad's models and optimizers) is
+walked like the user's. Builtins (``len``, ``print``) are not watched. Refused
+(``UnwatchableError``): iterators and generators, ``weakref.proxy``, frames, an object whose
+class defines ``__getattribute__`` or whose attribute access raises anything but
+``AttributeError``, a user's ``functools.lru_cache`` (its cache is C state). A world of more
+than ``WORLD_LIMIT`` objects and items is refused at recording, naming its largest container.
 """
 
 from __future__ import annotations
