@@ -281,7 +281,7 @@ def run(  # DEFINITION
             regs.append(sum((a * (i - j) * v for (i, j), v in params.keyed.items()), a))
         elif kind == "draw":
             generator = params.rng if rest[0] % 2 else random
-            regs.append(a * (2.0 if generator.random() < 0.5 else 4.0))  # a draw: refused
+            regs.append(a * (2.0 if generator.random() < 0.5 else 4.0))  # REFUSED draw
         elif kind == "count":
             params.calls += 1  # a side effect: refused
             regs.append(a * params.calls)
@@ -292,7 +292,7 @@ REFUSED = {
     "read_param": "REFUSED read_param",
     "branch_param": "REFUSED branch_param",
     "store": "DEFINITION",
-    "draw": "DEFINITION",
+    "draw": "REFUSED draw",  # the line that drew, not the definition
 }
 
 index = st.integers(0, 7)

@@ -20,6 +20,7 @@ import dataclasses
 import decimal
 import functools
 import importlib
+import inspect
 import operator
 import os
 import random
@@ -1387,3 +1388,56 @@ def test_a_users_function_in_the_closure_of_a_librarys_wrapper_is_walked(monkeyp
         return (lambda x: wrapped(x)), lambda k: settings.__setitem__("scale", k)
 
     _twin_scaled(make)
+
+
+_DRAWS = random.Random(0)
+
+
+def _noisy_scale() -> float:
+    """Draws on the line named below: a refusal must point here, not at the compiled function."""
+    return 2.0 if _DRAWS.random() < 0.5 else 4.0  # the draw
+
+
+def _draw_line(helper: Callable[..., Any]) -> str:
+    lines, first = inspect.getsourcelines(helper)
+    offset = next(k for k, line in enumerate(lines) if line.rstrip().endswith("# the draw"))
+    return f"{__file__}:{first + offset}"
+
+
+def test_a_random_draw_is_refused_naming_the_line_that_drew() -> None:
+    def scaled(x: Value) -> Value:
+        return x * _noisy_scale()
+
+    def global_draw(x: Value) -> Value:
+        return x * random.choice([2.0, 4.0])  # the draw
+
+    for fn, line in ((scaled, _draw_line(_noisy_scale)), (global_draw, _draw_line(global_draw))):
+        with pytest.raises(DataDependentError, match=r"drew random numbers") as refused:
+            vjpgrad.compile(fn)(Value(1.0))
+        message = str(refused.value)
+        assert line in message, message
+        assert f"{__file__}:{fn.__code__.co_firstlineno}" not in message
+        assert "as Values" in message
+    assert sys.getprofile() is None  # the recording's own profiler is gone
+
+
+def test_a_numpy_draw_is_refused_naming_the_line_that_drew() -> None:
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(0)
+
+    def generator_draw(x: Value) -> Value:
+        return x * float(rng.random())  # the draw
+
+    def global_draw(x: Value) -> Value:
+        return x * float(np.random.permutation(3)[0])  # the draw
+
+    previous = lambda *_: None  # noqa: E731  # a profiler already set is put back
+    for fn in (generator_draw, global_draw):
+        sys.setprofile(previous)
+        try:
+            with pytest.raises(DataDependentError, match=r"drew random numbers") as refused:
+                vjpgrad.compile(fn)(Value(1.0))
+            assert sys.getprofile() is previous
+        finally:
+            sys.setprofile(None)
+        assert _draw_line(fn) in str(refused.value), str(refused.value)

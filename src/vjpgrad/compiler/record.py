@@ -20,6 +20,7 @@ import gc
 import inspect
 import marshal
 import numbers
+import os
 import random
 import sys
 import types
@@ -30,7 +31,7 @@ from typing import Any, cast
 from vjpgrad.compiler import world
 from vjpgrad.compiler.write import ROWS, Edges
 from vjpgrad.core import graph
-from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
+from vjpgrad.core.modes import OWN_CODE, DataDependentError, refusing_numbers, state
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 
@@ -270,11 +271,13 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
         found = _observed(fn, guard_roots, number_arguments(args, kwargs, names))
         before = _observed(fn, [(root, fn), *given])
         generators = _global_generators()
+        draws = DrawWatch([raw for fact, raw in zip(before.facts, before.raw, strict=True) if fact[0] == "generator"])
     recording = graph.Recording()
     state.recording = recording
     try:
-        with refusing_numbers(f"{name} is being recorded by vjpgrad.compile", advice=_ADVICE), collection_paused():
-            result = fn(*args, **kwargs)  # the recording keeps every node alive: no collection meanwhile
+        refusing = refusing_numbers(f"{name} is being recorded by vjpgrad.compile", advice=_ADVICE)
+        with refusing, collection_paused(), draws:  # no collection meanwhile: the recording keeps every node alive
+            result = fn(*args, **kwargs)
     except BaseException:
         if recording.failure is not None:  # the first refusal, whatever followed it
             raise recording.failure from None
@@ -288,8 +291,11 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
         drawn = next((what for what, state in generators if _global_generator_state(what) != state), None)
         if drawn is not None or (changed is not None and changed.endswith(world.DRAWN)):
             source = drawn or changed[: -len(world.DRAWN)]  # type: ignore[index]  # one of them is set
+            at = f"(defined at {where(fn)}) drew random numbers from {source}"
+            if draws.line is not None:
+                at = f"drew random numbers from {source} at {draws.line}"
             raise DataDependentError(
-                f"{name} (defined at {where(fn)}) drew random numbers from {source} while vjpgrad.compile recorded "
+                f"{name} {at} while vjpgrad.compile recorded "
                 "it: a replay would draw none and repeat the recorded draw at every call. Draw outside the compiled "
                 "function and pass the numbers in as Values (Value(x, requires_grad=False)), or call it uncompiled"
             )
@@ -302,6 +308,87 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
         results: list[Any] = []
         shape = shape_of(result, results)
         return _read(fn, shape, results, result, recording, read.leaves, found)
+
+
+class DrawWatch:
+    """Where a recording run first drew a random number: the user's ``file:line``, for the
+    refusal to name (the refusal itself comes from the generators' states, compared after the
+    run). A profiler (``sys.setprofile``) watches the run: a call of a ``random.Random`` method
+    (``random``'s own functions are the methods of its global one) is a draw at the line that
+    made it; NumPy's generators draw in compiled code that no profiler sees, so their states
+    (NumPy's global one and ``generators``, those in the function's world) are compared at each
+    event the profiler does see, and a change is a draw in the frame seen last. The line is that
+    of the innermost frame outside vjpgrad and installed code. A profiler covers the thread it
+    was set in: a draw in another thread the run started is refused without its line. The
+    profiler that was set before is set back afterwards, whatever happens."""
+
+    def __init__(self, generators: list[Any]) -> None:
+        numpy_random = sys.modules.get("numpy.random")
+        legacy = getattr(getattr(numpy_random, "mtrand", None), "_rand", None)
+        watched = [g for g in generators if not isinstance(g, random.Random)]
+        numpy = watched + ([legacy] if legacy is not None and all(g is not legacy for g in watched) else [])
+        self.numpy = [_cheap_state(g) for g in numpy]
+        self.states: list[Any] = []
+        self.line: str | None = None
+        self.previous: Any = None
+        self.users: dict[types.CodeType, bool] = {}  # code -> the user's (its states are compared)
+
+    def __enter__(self) -> None:
+        self.states = [state() for state in self.numpy]
+        self.previous = sys.getprofile()
+        sys.setprofile(self.event)
+
+    def __exit__(self, *_: object) -> None:
+        sys.setprofile(self.previous)
+
+    def event(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        if self.line is not None:
+            return
+        if event == "c_call" and isinstance(getattr(arg, "__self__", None), random.Random):
+            self.line = _user_line(frame)
+            return
+        site = frame.f_back if event == "call" else frame  # a call's frame is the one called: its caller drew
+        if not self.numpy or site is None:
+            return
+        code = site.f_code
+        user = self.users.get(code)
+        if user is None:
+            user = self.users[code] = not _is_library_file(code.co_filename)
+        if user and [state() for state in self.numpy] != self.states:
+            self.line = f"{code.co_filename}:{site.f_lineno}"
+
+
+def _cheap_state(generator: Any) -> Callable[[], Any]:
+    """How to read a NumPy generator's state at each event of a recording run, cheaply. The
+    Mersenne Twister's (NumPy's global generator, a ``RandomState``) takes 0.2 ms to read whole,
+    so only its position is read, from the C struct NumPy documents (``key[624]``, then ``pos``):
+    a draw moves it, unless it drew exactly 624 words or a ``RandomState`` served a normal it had
+    kept, where the refusal is made all the same, without the line."""
+    bits: Any = getattr(generator, "bit_generator", None) or getattr(generator, "_bit_generator", None)
+    if type(bits).__name__ == "MT19937":
+        try:
+            import ctypes
+
+            position = bits.ctypes.state_address + 624 * ctypes.sizeof(ctypes.c_uint32)
+            return lambda: ctypes.c_int.from_address(position).value
+        except (ImportError, AttributeError, TypeError):  # no ctypes here: read it whole
+            pass
+    return lambda: world.generator_state(generator)
+
+
+def _user_line(frame: types.FrameType | None) -> str | None:
+    """``file:line`` of the innermost frame of ``frame``'s stack outside vjpgrad and installed code."""
+    while frame is not None:
+        if not _is_library_file(frame.f_code.co_filename):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def _is_library_file(file: str) -> bool:
+    """A file of vjpgrad, of Python's library or of an installed package (or code vjpgrad wrote)."""
+    library = (*world.installed_locations(), *OWN_CODE, "<frozen")
+    return file.startswith(library) or os.path.abspath(file).startswith(library)
 
 
 _GLOBAL_GENERATORS = ("random's global generator", "NumPy's global generator (numpy.random)")

@@ -472,7 +472,7 @@ class _Walk:
         """A random generator (``random.Random``, a NumPy ``Generator`` or ``RandomState``):
         its state, compared before and after the recording run only (a draw there is refused:
         a replay would not draw); the guard does not check it, as drawing outside is fine."""
-        self.fact("generator", var, generator_state(x))
+        self.fact("generator", var, generator_state(x), raw=x)  # raw: where a recording run's draw is traced
 
     def _weak_method(self, var: int, x: weakref.WeakMethod[Any]) -> None:
         """A ``weakref.WeakMethod``: each call makes a new bound method; its object and function
