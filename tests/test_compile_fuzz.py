@@ -10,12 +10,16 @@ Values (a flag and a number on an object that holds no Value, a list of adapters
 empty, the order of a dict and of a set of parameters, ``requires_grad`` of a parameter,
 keyword arguments in the call's order, numbers inside library classes' instances, a view and a
 proxy of a dict of numbers, a class attribute read by a name computed at run time, a number's
-identity asked with ``is``). Between the recording and the call that is compared, the
+identity asked with ``is``, helpers behind wrappers (``functools.wraps``, ``enable_grad``,
+``contextmanager``, ``singledispatch``), a function attribute, weak containers, a dict whose
+tuple keys are made anew). Between the recording and the call that is compared, the
 parameters' numbers change, a parameter may be rebound, the flag or the number may change, an
 adapter may be added, the dict or the set reordered, ``requires_grad`` toggled, a number changed
 inside an ``argparse.Namespace`` or a ``ChainMap``, the viewed dict changed or grown, the class
-attribute changed, or a number replaced by an equal one that is another object. The result is
-eager's bits or a refusal; a program that changes its world (a counter) is refused.
+attribute changed, a number replaced by an equal one that is another object, the setting a
+wrapped helper reads, the function attribute, the object a weak container holds, or the dict's
+keys made anew. The result is eager's bits or a refusal; a program that changes its world (a
+counter) or draws random numbers (``random``'s generator or one in its world) is refused.
 
 The default run is small; ``VJPGRAD_FUZZ_EXAMPLES=20000 pytest tests/test_compile_fuzz.py`` is
 the large one.
@@ -25,11 +29,15 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import functools
 import gc
 import math
 import os
+import random
 import struct
 import types
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,9 +113,47 @@ class Params:
     proxy: Any = field(init=False)
     lr: float = field(init=False)
 
+    settings: dict[str, float] = field(default_factory=lambda: {"s": 1.25})  # what the wrapped helpers read
+    knob: Any = field(default_factory=lambda: Holder(3, Value(0.5)))  # held by weak containers only
+    keyed: dict[tuple[int, int], float] = field(default_factory=lambda: {(1, 2): 0.5, (2, 1): -0.25})
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    wrapped: list[Callable[[Value], Value]] = field(init=False)
+    act: Any = field(init=False)
+    weak: Any = field(init=False)
+
     def __post_init__(self) -> None:
         self.proxy = types.MappingProxyType(self.view.mapping)
         self.lr = self.default  # the same object: ``lr is default``
+        self.wrapped = wrapped_helpers(self.settings)
+
+        def act(v: Value) -> Value:
+            return v * act.slope  # type: ignore[attr-defined]  # a function attribute
+
+        act.slope = 0.75  # type: ignore[attr-defined]
+        self.act = act
+        self.weak = (weakref.WeakValueDictionary({"k": self.knob}), weakref.WeakSet([self.knob]))
+
+
+def wrapped_helpers(settings: dict[str, float]) -> list[Callable[[Value], Value]]:
+    """One helper reading ``settings`` behind each wrapper a user puts around a function."""
+
+    def inner(v: Value) -> Value:
+        return v * settings["s"]
+
+    @contextlib.contextmanager
+    def scaled() -> Any:
+        yield settings["s"]
+
+    def with_context(v: Value) -> Value:
+        with scaled() as s:
+            return v * s
+
+    @functools.singledispatch
+    def dispatched(v: Any) -> Any:
+        raise TypeError
+
+    dispatched.register(Value)(inner)
+    return [functools.wraps(inner)(lambda v: inner(v)), vjpgrad.enable_grad(inner), with_context, dispatched]
 
 
 def run(  # DEFINITION
@@ -225,13 +271,29 @@ def run(  # DEFINITION
             regs.append(a * getattr(params.knobs, "".join(("ga", "in"))))
         elif kind == "identity":  # a number's identity
             regs.append(a * 2.0 if params.lr is params.default else -a)
+        elif kind == "wrapped":  # a helper behind a wrapper
+            regs.append(params.wrapped[rest[1] % len(params.wrapped)](a))
+        elif kind == "function_attribute":
+            regs.append(params.act(a))
+        elif kind == "weak":  # an object held by a WeakValueDictionary and a WeakSet
+            regs.append(a * params.weak[0]["k"].w + sum((a * h.w for h in params.weak[1]), a))
+        elif kind == "keyed":  # a dict keyed by tuples
+            regs.append(sum((a * (i - j) * v for (i, j), v in params.keyed.items()), a))
+        elif kind == "draw":
+            generator = params.rng if rest[0] % 2 else random
+            regs.append(a * (2.0 if generator.random() < 0.5 else 4.0))  # REFUSED draw
         elif kind == "count":
             params.calls += 1  # a side effect: refused
             regs.append(a * params.calls)
     return Vector(regs[-3:])
 
 
-REFUSED = {"read_param": "REFUSED read_param", "branch_param": "REFUSED branch_param", "store": "DEFINITION"}
+REFUSED = {
+    "read_param": "REFUSED read_param",
+    "branch_param": "REFUSED branch_param",
+    "store": "DEFINITION",
+    "draw": "REFUSED draw",  # the line that drew, not the definition
+}
 
 index = st.integers(0, 7)
 step = st.one_of(
@@ -268,6 +330,10 @@ step = st.one_of(
     st.tuples(st.just("view"), index),
     st.tuples(st.just("by_name"), index),
     st.tuples(st.just("identity"), index),
+    st.tuples(st.just("wrapped"), index, st.integers(0, 3)),
+    st.tuples(st.just("function_attribute"), index),
+    st.tuples(st.just("weak"), index),
+    st.tuples(st.just("keyed"), index),
     blocks := st.tuples(
         st.just("blocks"),
         index,
@@ -328,6 +394,7 @@ def outcome(
         [
             *("numbers", "rebind", "grow", "nothing", "flag", "scale", "adapter", "reorder", "requires_grad"),
             *("members", "namespace", "chain", "viewed", "viewed_grows", "knob", "identity"),
+            *("settings", "function_attribute", "weak", "keyed", "drawn_outside"),
         ]
     ),
     orders=st.tuples(st.booleans(), st.booleans()),
@@ -468,6 +535,16 @@ def change_library_world(params: Params, change: str) -> None:
         params.knobs.gain = -0.5
     elif change == "identity":
         params.lr = float(str(params.lr))  # equal, and another object
+    elif change == "settings":
+        params.settings["s"] = -0.5
+    elif change == "function_attribute":
+        params.act.slope = 1.5
+    elif change == "weak":
+        params.knob.w = Value(-1.25)
+    elif change == "keyed":  # keys made anew, equal to none before
+        params.keyed = {(i + 1, j * 3): v for (i, j), v in params.keyed.items()}
+    elif change == "drawn_outside":  # a generator in the world draws between calls: no new recording needed
+        params.rng.random()
 
 
 @pytest.mark.slow  # random programs compiled: seconds

@@ -881,10 +881,15 @@ def test_a_subclass_of_a_container_argument_is_refused_with_the_way_out() -> Non
         vjpgrad.compile(lambda s: next(iter(s)) * 2)(Members({Value(1.0)}))
 
 
-def test_a_numpy_array_argument_is_refused_with_the_way_out() -> None:
+def test_a_numpy_array_argument_is_watched_as_one_in_the_world_is() -> None:
     np = pytest.importorskip("numpy")
-    with pytest.raises(TypeError, match=r"NumPy array.*list"):
-        vjpgrad.compile(lambda b: Value(1.0) * b[0])(np.array([1.0, 2.0]))
+    compiled = vjpgrad.compile(lambda b: Value(1.0) * b[0])
+    batch = np.array([1.0, 2.0])
+    assert compiled(batch).data == 1.0
+    batch[0] = 3.0  # changed in place: its numbers are structure, as a float argument's are
+    assert compiled(batch).data == 3.0
+    assert compiled(np.array([3.0, 2.0])).data == 3.0  # equal numbers: the same recording
+    assert compiled.times_recorded == 2
 
 
 def test_bad_arguments_are_refused() -> None:

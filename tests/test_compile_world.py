@@ -12,17 +12,23 @@ changing), and a world too large to watch is refused naming its largest containe
 from __future__ import annotations
 
 import argparse
+import array
+import builtins
 import collections
+import contextlib
 import dataclasses
 import decimal
 import functools
 import importlib
+import inspect
 import operator
 import os
+import random
 import sys
 import sysconfig
 import types
 import warnings
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +39,7 @@ from _helpers import bits
 import vjpgrad
 from vjpgrad import RecompileWarning, Value, Vector
 from vjpgrad.compiler import DataDependentError, world
+from vjpgrad.compiler.run import RECOMPILE_LIMIT, STRUCTURE_LIMIT
 
 
 def twin_runs(build: Callable[[], tuple[Callable[..., Any], list[Callable[[], Any]]]]) -> None:
@@ -375,7 +382,7 @@ def test_numbers_that_keep_changing_warn_once_then_run_eagerly() -> None:
     assert "the argument lr" in str(recompiles[0].message)
     assert "Value(lr, requires_grad=False)" in str(recompiles[0].message)
     assert compiled.eager
-    assert compiled.times_recorded == 9
+    assert compiled.times_recorded == 1 + RECOMPILE_LIMIT + 1  # the first, the repeats allowed, the one past them
 
 
 def test_a_number_attribute_that_keeps_changing_is_named_in_the_warning() -> None:
@@ -401,14 +408,20 @@ def test_a_number_passed_as_a_value_is_data_recorded_once() -> None:
     assert compiled.times_recorded == 1
 
 
-def test_different_structures_do_not_count_toward_the_limit() -> None:
+def test_different_structures_count_toward_their_own_limit() -> None:
     compiled = vjpgrad.compile(lambda xs: sum(xs[1:], xs[0]))
     with warnings.catch_warnings():
         warnings.simplefilter("error", RecompileWarning)
-        for n in range(1, 15):
+        for n in range(1, STRUCTURE_LIMIT + 1):
             assert compiled([Value(1.0)] * n).data == float(n)
     assert not compiled.eager
-    assert compiled.times_recorded == 14
+    assert compiled.times_recorded == STRUCTURE_LIMIT
+    with pytest.warns(RecompileWarning, match=r"structures.*the argument xs") as caught:
+        found = [compiled([Value(1.0)] * n).data for n in range(STRUCTURE_LIMIT + 1, STRUCTURE_LIMIT + 6)]
+    assert found == [float(n) for n in range(STRUCTURE_LIMIT + 1, STRUCTURE_LIMIT + 6)]
+    assert len(caught) == 1
+    assert compiled.eager
+    assert caught[0].filename == __file__  # the user's line, not compile's
 
 
 def test_reset_compiles_again_after_the_limit() -> None:
@@ -834,3 +847,598 @@ def test_a_create_graph_pass_through_tanh_inside_a_recording_is_refused_saying_s
 
     with pytest.raises(DataDependentError, match=r"create_graph through tanh.*take the gradient outside"):
         vjpgrad.compile(f)(Value(1.0))
+
+
+# ---- the world, complete over Python's data model: each kind of object watched or refused ------------
+
+
+def _twin_scaled(make: Callable[[], tuple[Callable[..., Value], Callable[[float], None]]], *scales: float) -> None:
+    """``make()`` gives a fresh world: the function and how to set the number it reads. Calls
+    made with the world set to each of ``scales`` (the default: 2, 2, 3, 3) must give eager's
+    bits and eager's gradient of the argument, compiled as uncompiled."""
+
+    def results(compiled: bool) -> list[Any]:
+        fn, set_scale = make()
+        run = vjpgrad.compile(fn) if compiled else fn
+        found = []
+        for scale in scales or (2.0, 2.0, 3.0, 3.0):
+            set_scale(scale)
+            x = Value(1.5)
+            y = run(x)
+            y.backward()
+            found.append((bits(y.data), bits(x.grad)))
+        return found
+
+    assert results(compiled=True) == results(compiled=False)
+
+
+class _DictBacked:
+    """A config whose ``__getattr__`` raises KeyError for a name it lacks (a common slip)."""
+
+    def __init__(self) -> None:
+        self._settings = {"scale": 2.0}
+
+    def __getattr__(self, name: str) -> Any:
+        return self._settings[name]
+
+
+def test_a_config_whose_getattr_raises_keyerror_passed_as_an_argument_gives_eagers_bits() -> None:
+    def make() -> Any:
+        config = _DictBacked()
+        return (lambda x: (lambda c: x * c.scale)(config)), lambda k: config._settings.__setitem__("scale", k)
+
+    _twin_scaled(make)
+
+    def make_passed() -> Any:
+        config = _DictBacked()
+        compiled_or_not: list[Any] = []
+
+        def f(x: Value, c: Any) -> Value:
+            return x * c.scale
+
+        compiled_or_not.append(config)
+        return (lambda x: f(x, config)), lambda k: config._settings.__setitem__("scale", k)
+
+    _twin_scaled(make_passed)
+    config = _DictBacked()
+    compiled = vjpgrad.compile(lambda x, c: x * c.scale)
+    for k in (2.0, 3.0):
+        config._settings["scale"] = k
+        assert compiled(Value(1.0), config).data == k  # passed: an object, its world watched
+
+
+def test_a_model_whose_getattr_raises_keyerror_compiles_as_a_callable_object() -> None:
+    class Model:
+        def __init__(self) -> None:
+            self._params = {"w": Value(2.0)}
+
+        def __getattr__(self, name: str) -> Any:
+            return self._params[name]
+
+        def __call__(self, x: Value) -> Value:
+            return x * self.w
+
+    def make() -> Any:
+        model = Model()
+        return model, lambda k: model._params.__setitem__("w", Value(k))
+
+    _twin_scaled(make)
+    assert "Model" in repr(vjpgrad.compile(Model()))
+
+
+def test_an_object_whose_getattribute_is_backed_by_a_dict_is_refused_naming_it() -> None:
+    class Settings:
+        def __init__(self) -> None:
+            object.__setattr__(self, "_d", {"scale": 2.0})
+
+        def __getattribute__(self, name: str) -> Any:
+            return object.__getattribute__(self, "_d")[name]
+
+    settings = Settings()
+    with pytest.raises(DataDependentError, match=r"can reach settings, an instance of .*Settings.*__getattribute__"):
+        vjpgrad.compile(lambda x: x * settings.scale)(Value(1.0))
+
+
+def _wrapped_in(kind: str, inner: Callable[[Value], Value]) -> Callable[[Value], Value]:
+    """``inner`` behind one of the wrappers a user puts around a function."""
+    if kind == "grad":
+        force = vjpgrad.grad(lambda t: inner(t) * t)
+        return lambda x: x * force(x)
+    if kind == "value_and_grad":
+        both = vjpgrad.value_and_grad(lambda t: inner(t) * t)
+        return lambda x: x * both(x)[1]
+    if kind == "functools.wraps":
+
+        @functools.wraps(inner)
+        def wrapper(t: Value) -> Value:
+            return inner(t)
+
+        return wrapper
+    if kind == "contextmanager":
+
+        @contextlib.contextmanager
+        def scaled() -> Any:
+            yield inner(Value(1.0, requires_grad=False))
+
+        def with_context(x: Value) -> Value:
+            with scaled() as s:
+                return x * s
+
+        return with_context
+    if kind == "singledispatch":
+
+        @functools.singledispatch
+        def scale(t: Any) -> Any:
+            raise TypeError
+
+        scale.register(Value)(inner)
+        return lambda x: scale(x)
+    if kind == "partial":
+        return functools.partial(lambda t, unused: inner(t), unused=1)
+    if kind == "partialmethod":
+
+        class Holder:
+            def method(self, t: Value) -> Value:
+                return inner(t)
+
+            scaled = functools.partialmethod(method)
+
+        holder = Holder()
+        return lambda x: holder.scaled(x)
+    if kind == "no_grad":
+        constant = vjpgrad.no_grad(inner)
+        return lambda x: x * constant(Value(1.0, requires_grad=False))
+    if kind == "enable_grad":
+        return vjpgrad.enable_grad(inner)
+    raise AssertionError(kind)
+
+
+_WRAPPERS = [
+    "grad",
+    "value_and_grad",
+    "functools.wraps",
+    "contextmanager",
+    "singledispatch",
+    "partial",
+    "partialmethod",
+    "no_grad",
+    "enable_grad",
+]
+
+
+@pytest.mark.parametrize("kind", _WRAPPERS)
+def test_a_users_function_behind_a_wrapper_is_walked(kind: str) -> None:
+    def make() -> Any:
+        settings = {"scale": 2.0}
+        return _wrapped_in(kind, lambda t: t * t * settings["scale"]), lambda k: settings.__setitem__("scale", k)
+
+    _twin_scaled(make)
+
+
+def test_compile_over_no_grad_is_walked_and_names_the_users_function() -> None:
+    settings = {"scale": 2.0}
+
+    @vjpgrad.compile
+    @vjpgrad.no_grad
+    def scaled(x: Value) -> Value:
+        return x * settings["scale"]
+
+    assert scaled(Value(1.0)).data == 2.0
+    settings["scale"] = 3.0
+    assert scaled(Value(1.0)).data == 3.0
+    seen: list[float] = []
+
+    @vjpgrad.no_grad
+    def keeps(x: Value) -> Value:
+        seen.append(1.0)
+        return x * 2.0
+
+    with pytest.raises(DataDependentError, match=r"keeps \(defined at .*test_compile_world\.py:\d+\) changed seen"):
+        vjpgrad.compile(vjpgrad.enable_grad(keeps))(Value(1.0))
+
+
+@pytest.mark.parametrize("kind", ["tuple made fresh", "('lr', 0.1 * k)", "an object whose attribute changes"])
+def test_the_keys_of_a_dict_argument_are_watched_by_value(kind: str) -> None:
+    class Key:
+        def __init__(self) -> None:
+            self.scale = 1.0
+
+        def __hash__(self) -> int:
+            return 0
+
+    key = Key()
+
+    def f(table: dict[Any, Value]) -> Value:
+        total = Value(0.0)
+        for k, v in table.items():
+            total = total + v * (k.scale if isinstance(k, Key) else float(k[1]))
+        return total
+
+    def table_at(step: int) -> dict[Any, Value]:
+        if kind == "tuple made fresh":
+            return {(step, step + 1): Value(1.0)}
+        if kind == "('lr', 0.1 * k)":
+            return {("lr", 0.1 * step): Value(1.0)}
+        key.scale = float(step)
+        return {key: Value(1.0)}
+
+    compiled = vjpgrad.compile(f)
+    steps = (1, 1, 2, 3)
+    found = [bits(compiled(table_at(step)).data) for step in steps]  # each key freed after its call
+    assert found == [bits(f(table_at(step)).data) for step in steps]
+
+
+def test_a_value_used_as_a_key_of_a_dict_argument_is_an_argument() -> None:
+    compiled = vjpgrad.compile(lambda table: sum((k * v for k, v in table.items()), Value(0.0)))
+    k, v = Value(2.0), Value(3.0)
+    assert compiled({k: v}).data == 6.0
+    assert compiled({Value(5.0): v}).data == 15.0
+
+
+def test_a_function_attribute_is_watched() -> None:
+    def make() -> Any:
+        def act(t: Value) -> Value:
+            return t * act.slope  # type: ignore[attr-defined]  # the subject: a function attribute
+
+        act.slope = 2.0  # type: ignore[attr-defined]
+        return (lambda x: act(x)), lambda k: setattr(act, "slope", k)
+
+    _twin_scaled(make)
+
+
+def test_a_function_attribute_the_function_changes_is_refused() -> None:
+    def f(x: Value) -> Value:
+        f.calls += 1  # type: ignore[attr-defined]  # the subject: a counter on the function
+        return x * 2.0
+
+    f.calls = 0  # type: ignore[attr-defined]
+    with pytest.raises(DataDependentError, match=r"changed .*f\.calls while"):
+        vjpgrad.compile(f)(Value(1.0))
+
+
+def test_a_value_kept_as_a_function_attribute_is_a_parameter() -> None:
+    def f(x: Value) -> Value:
+        return x * f.w  # type: ignore[attr-defined]  # the subject
+
+    f.w = Value(2.0)  # type: ignore[attr-defined]
+    compiled = vjpgrad.compile(f)
+    x = Value(1.0)
+    compiled(x).backward()
+    assert (x.grad, f.w.grad) == (2.0, 1.0)  # type: ignore[attr-defined]
+    f.w = Value(5.0)  # type: ignore[attr-defined]
+    assert compiled(Value(1.0)).data == 5.0
+
+
+@pytest.mark.parametrize("setting", ["lr", "weight_decay", "betas"])
+def test_an_optimizers_settings_read_inside_are_watched(setting: str) -> None:
+    def make() -> Any:
+        w = Value(1.0)
+        opt = vjpgrad.optim.Adam([w], lr=0.1)
+
+        def f(x: Value) -> Value:
+            read = {"lr": lambda: opt.lr, "weight_decay": lambda: opt.weight_decay, "betas": lambda: opt.betas[0]}
+            return x * w * (1.0 + read[setting]())
+
+        def change(k: float) -> None:
+            setattr(opt, setting, (k / 10, 0.999) if setting == "betas" else k / 10)
+
+        return f, change
+
+    _twin_scaled(make)
+
+
+def _user_module(monkeypatch: pytest.MonkeyPatch, source: str = "") -> types.ModuleType:
+    """A module of the user's (no file under an installed location)."""
+    module = types.ModuleType("users_settings")
+    exec(source, vars(module))  # the test's own source: a module-level __getattr__
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    return module
+
+
+def test_a_module_attribute_absent_at_recording_is_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    def make() -> Any:
+        settings = _user_module(monkeypatch)
+
+        def f(x: Value) -> Value:
+            try:
+                scale = settings.scale
+            except AttributeError:
+                scale = 1.0
+            return x * scale
+
+        return f, lambda k: None if k == 2.0 else setattr(settings, "scale", k)
+
+    _twin_scaled(make)
+
+
+def test_a_module_level_getattr_serving_settings_is_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    def make() -> Any:
+        settings = _user_module(
+            monkeypatch, "_SETTINGS = {'scale': 2.0}\ndef __getattr__(name):\n    return _SETTINGS[name]\n"
+        )
+        return (lambda x: x * settings.scale), lambda k: vars(settings)["_SETTINGS"].__setitem__("scale", k)
+
+    _twin_scaled(make)
+
+
+_CONTAINERS: dict[str, Callable[[], tuple[Callable[[], float], Callable[[float], None]]]] = {}
+
+
+def _container(name: str) -> Callable[[Any], Any]:
+    def register(make: Any) -> Any:
+        _CONTAINERS[name] = make
+        return make
+
+    return register
+
+
+class _Holder:
+    def __init__(self) -> None:
+        self.scale = 2.0
+
+    def read(self) -> float:
+        return self.scale
+
+
+@_container("bytearray")
+def _bytearray() -> Any:
+    held = bytearray([2])
+    return (lambda: float(held[0])), lambda k: held.__setitem__(0, int(k))
+
+
+@_container("memoryview")
+def _memoryview() -> Any:
+    held = bytearray([2])
+    view = memoryview(held)
+    return (lambda: float(view[0])), lambda k: held.__setitem__(0, int(k))
+
+
+@_container("array.array")
+def _array() -> Any:
+    held = array.array("d", [2.0])
+    return (lambda: held[0]), lambda k: held.__setitem__(0, k)
+
+
+@_container("weakref.ref")
+def _ref() -> Any:
+    holder = _Holder()
+    ref = weakref.ref(holder)
+    return (lambda: ref().scale), lambda k: setattr(holder, "scale", k)  # type: ignore[union-attr]
+
+
+@_container("WeakMethod")
+def _weak_method() -> Any:
+    holder = _Holder()
+    method = weakref.WeakMethod(holder.read)
+    return (lambda: method()()), lambda k: setattr(holder, "scale", k)  # type: ignore[misc]
+
+
+@_container("WeakValueDictionary")
+def _weak_values() -> Any:
+    holder = _Holder()
+    table = weakref.WeakValueDictionary({"h": holder})
+    return (lambda: table["h"].scale), lambda k: setattr(holder, "scale", k)
+
+
+@_container("WeakKeyDictionary")
+def _weak_keys() -> Any:
+    holder = _Holder()
+    table: Any = weakref.WeakKeyDictionary({holder: 2.0})
+    return (lambda: table[holder]), lambda k: table.__setitem__(holder, k)
+
+
+@_container("WeakSet")
+def _weak_set() -> Any:
+    holders = [_Holder(), _Holder()]
+    members: Any = weakref.WeakSet([holders[0]])
+    return (lambda: sum(h.scale for h in members) + len(members)), lambda k: members.add(holders[1]) if k == 3 else None
+
+
+@pytest.mark.parametrize("kind", sorted(_CONTAINERS))
+def test_a_container_that_changes_in_place_is_watched(kind: str) -> None:
+    def make() -> Any:
+        read, change = _CONTAINERS[kind]()
+        return (lambda x: x * read()), change
+
+    _twin_scaled(make)
+
+
+def test_a_bytearray_counter_is_refused_and_a_proxy_is_refused_naming_it() -> None:
+    counter = bytearray([0])
+
+    def counts(x: Value) -> Value:
+        counter[0] += 1
+        return x * 2.0
+
+    with pytest.raises(DataDependentError, match=r"changed counter while"):
+        vjpgrad.compile(counts)(Value(1.0))
+    holder = _Holder()
+    proxy = weakref.proxy(holder)
+    with pytest.raises(DataDependentError, match=r"can reach proxy, a weakref\.proxy"):
+        vjpgrad.compile(lambda x: x * proxy.scale)(Value(1.0))
+
+
+@pytest.mark.parametrize("how", ["attrgetter", "methodcaller", "read = getattr"])
+def test_a_name_read_through_a_held_getter_is_watched(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def make() -> Any:
+        settings = _user_module(monkeypatch, "scale = 2.0\ndef get_scale():\n    return scale\n")
+        if how == "attrgetter":
+            getter: Any = operator.attrgetter("scale")
+        elif how == "methodcaller":
+            getter = lambda m, call=operator.methodcaller("__getattribute__", "scale"): call(m)  # noqa: E731
+        else:
+            read = getattr
+            getter = lambda m: read(m, "scale")  # noqa: E731
+        return (lambda x: x * getter(settings)), lambda k: setattr(settings, "scale", k)
+
+    _twin_scaled(make)
+
+
+def test_a_random_draw_inside_is_refused_saying_to_draw_outside() -> None:
+    def dropout(x: Value) -> Value:
+        return x * (2.0 if random.random() < 0.5 else 4.0)
+
+    with pytest.raises(DataDependentError, match=r"drew random numbers from random's global generator.*as Values"):
+        vjpgrad.compile(dropout)(Value(1.0))
+    generator = random.Random(0)
+    with pytest.raises(DataDependentError, match=r"drew random numbers from generator .*as Values"):
+        vjpgrad.compile(lambda x: x * generator.random())(Value(1.0))
+    compiled = vjpgrad.compile(lambda x, mask: x * mask)  # drawn outside, passed in: data
+    assert [compiled(Value(1.0), Value(m, requires_grad=False)).data for m in (2.0, 4.0)] == [2.0, 4.0]
+
+
+def test_a_generator_in_the_world_that_draws_outside_does_not_record_anew() -> None:
+    generator = random.Random(0)
+    w = Value(2.0)
+    compiled = vjpgrad.compile(lambda x: x * w if generator else x)
+    for _ in range(3):
+        generator.random()
+        compiled(Value(1.0))
+    assert compiled.times_recorded == 1
+
+
+def test_numpy_draws_inside_are_refused_and_an_array_in_the_world_is_watched() -> None:
+    np = pytest.importorskip("numpy")
+    data = np.array([1.0, 2.0, 3.0])
+
+    def batch_loss(x: Value) -> Value:
+        return x * float(data[np.random.permutation(3)[0]])
+
+    with pytest.raises(DataDependentError, match=r"NumPy's global generator.*as Values"):
+        vjpgrad.compile(batch_loss)(Value(1.0))
+    rng = np.random.default_rng(0)
+    with pytest.raises(DataDependentError, match=r"drew random numbers from rng"):
+        vjpgrad.compile(lambda x: x * float(rng.random()))(Value(1.0))
+
+    def make() -> Any:
+        held = np.array([2.0])
+        return (lambda x: x * float(held[0])), lambda k: held.__setitem__(0, k)
+
+    _twin_scaled(make)
+
+
+def test_a_history_the_method_appends_to_outside_warns_once_naming_it() -> None:
+    class Trainer:
+        def __init__(self) -> None:
+            self.w = Value(2.0)
+            self.history: list[float] = []
+
+        def __call__(self, x: Value) -> Value:
+            return x * self.w
+
+    trainer = Trainer()
+    compiled = vjpgrad.compile(trainer)
+
+    def train() -> None:
+        for k in range(30):
+            loss = compiled(Value(1.0))
+            trainer.history.append(loss.data + k)
+
+    with pytest.warns(RecompileWarning, match=r"Trainer object was recorded .*history") as caught:
+        train()
+    assert len(caught) == 1
+    assert caught[0].filename == __file__
+    assert compiled.eager
+    assert compiled.times_recorded == STRUCTURE_LIMIT + 1
+    assert "Value(lr" not in str(caught[0].message)  # not told to pass a number it never reads
+
+
+def _module_in(folder: Path, name: str) -> types.ModuleType:
+    (folder / f"{name}.py").write_text("import sys\nK = 2.0\n\ndef lookup():\n    return sys.modules[__name__].K\n")
+    sys.modules.pop(name, None)
+    return importlib.import_module(name)
+
+
+def test_a_module_found_through_a_pth_entry_is_installed_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import site
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    (tmp_path / "site").mkdir()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "site" / "extra.pth").write_text(str(tmp_path / "lib") + "\n")
+    site.addsitedir(str(tmp_path / "site"))  # as an installed package's .pth file adds its folder
+    installed = _module_in(tmp_path / "lib", "installed_helper")
+    assert world.is_library(installed)
+    assert world.is_library(installed.lookup)
+    # installed code is watched by identity: its lookup by name is the library's business, not refused
+    assert vjpgrad.compile(lambda x: x * installed.lookup())(Value(1.0)).data == 2.0
+
+
+def test_a_module_in_the_users_project_is_the_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    monkeypatch.chdir(tmp_path)  # the project
+    (tmp_path / "helpers").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path / "helpers"))
+    own = _module_in(tmp_path / "helpers", "own_helper")
+    assert not world.is_library(own)
+    with pytest.raises(DataDependentError, match="looks a module up by its name"):
+        vjpgrad.compile(lambda x: x * own.lookup())(Value(1.0))
+
+
+def test_a_users_function_in_the_closure_of_a_librarys_wrapper_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _library_module(monkeypatch)
+    source = "def logged(fn):\n    calls = {}\n    def wrapper(x):\n        return fn(x)\n    return wrapper\n"
+    exec(builtins.compile(source, module.__file__, "exec"), vars(module))  # the library's file, as if installed
+    assert world.is_library(module.logged)
+
+    def make() -> Any:
+        settings = {"scale": 2.0}
+        wrapped = module.logged(lambda t: t * settings["scale"])
+        return (lambda x: wrapped(x)), lambda k: settings.__setitem__("scale", k)
+
+    _twin_scaled(make)
+
+
+_DRAWS = random.Random(0)
+
+
+def _noisy_scale() -> float:
+    """Draws on the line named below: a refusal must point here, not at the compiled function."""
+    return 2.0 if _DRAWS.random() < 0.5 else 4.0  # the draw
+
+
+def _draw_line(helper: Callable[..., Any]) -> str:
+    lines, first = inspect.getsourcelines(helper)
+    offset = next(k for k, line in enumerate(lines) if line.rstrip().endswith("# the draw"))
+    return f"{__file__}:{first + offset}"
+
+
+def test_a_random_draw_is_refused_naming_the_line_that_drew() -> None:
+    def scaled(x: Value) -> Value:
+        return x * _noisy_scale()
+
+    def global_draw(x: Value) -> Value:
+        return x * random.choice([2.0, 4.0])  # the draw
+
+    for fn, line in ((scaled, _draw_line(_noisy_scale)), (global_draw, _draw_line(global_draw))):
+        with pytest.raises(DataDependentError, match=r"drew random numbers") as refused:
+            vjpgrad.compile(fn)(Value(1.0))
+        message = str(refused.value)
+        assert line in message, message
+        assert f"{__file__}:{fn.__code__.co_firstlineno}" not in message
+        assert "as Values" in message
+    assert sys.getprofile() is None  # the recording's own profiler is gone
+
+
+def test_a_numpy_draw_is_refused_naming_the_line_that_drew() -> None:
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(0)
+
+    def generator_draw(x: Value) -> Value:
+        return x * float(rng.random())  # the draw
+
+    def global_draw(x: Value) -> Value:
+        return x * float(np.random.permutation(3)[0])  # the draw
+
+    previous = lambda *_: None  # noqa: E731  # a profiler already set is put back
+    for fn in (generator_draw, global_draw):
+        sys.setprofile(previous)
+        try:
+            with pytest.raises(DataDependentError, match=r"drew random numbers") as refused:
+                vjpgrad.compile(fn)(Value(1.0))
+            assert sys.getprofile() is previous
+        finally:
+            sys.setprofile(None)
+        assert _draw_line(fn) in str(refused.value), str(refused.value)

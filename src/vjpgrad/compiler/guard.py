@@ -24,7 +24,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from vjpgrad.compiler.world import MEMBERS, MISSING, Fact, Snapshot, exact, groups
+from vjpgrad.compiler.world import MEMBERS, MISSING, Fact, Snapshot, content, exact, groups
 
 _float_bits = struct.Struct("<d").pack
 _names = itertools.count(1)
@@ -58,6 +58,7 @@ _HELPERS: dict[str, Any] = {
     "_empty_slot": _empty_slot,
     "_MISSING": MISSING,
     "_groups": groups,
+    "_content": content,
 }
 
 
@@ -229,36 +230,38 @@ class _Writer:
             self.get(var, fact[2], fact[3], fact[4])
         elif kind == "unpack":
             self.lines.append(f"        {''.join(f'o{v}, ' for v in fact[2])}= {o}")
-        elif kind == "is":
-            self.check(self.identical(o, fact[2]))
         elif kind == "same":
             self.same(var, raw)
-        elif kind == "rg":
-            self.check(f"{o}.requires_grad is not {fact[2]!r}")
-        elif kind == "attrs":
-            self.check(self.attributes_of(o, raw))
-        elif kind == "ids":
-            self.check(self.identities(o, fact[2]))
-        elif kind == "rgs":
-            self.check(self.flags(o, fact[2]))
-        elif kind == "attrses":
-            self.check(self.attributes(o, raw))
         elif kind == "scalars":
             self.scalars(var, raw)
-        elif kind == "absent":
-            self.check(f"not {o}.keys().isdisjoint({self.constant(fact[2])})")
-        elif kind == "code":
-            self.check(self.identical(f"{o}.__code__", fact[2]))
-        elif kind == "bare":
-            self.check(f"{o}.__closure__ is not None or {o}.__defaults__ is not None or {o}.__kwdefaults__ is not None")
-        elif kind == "empty":
-            self.check(f"not _empty_cell({o})")
-        elif kind == "no slot":
-            self.check(f"not _empty_slot({self.constant(fact[2])}, {o})")
         elif kind == "partition":
             self.partition(fact[2], fact[3])
+        elif kind == "generator":
+            pass  # compared before and after the recording only: drawing outside the function is fine
+        elif kind in _CHECKS:
+            self.check(_CHECKS[kind](self, o, fact, raw))
         else:
             raise ValueError(f"no such fact: {kind!r}")
+
+
+_CHECKS: dict[str, Callable[[_Writer, str, Fact, Any], str]] = {
+    "is": lambda w, o, fact, raw: w.identical(o, fact[2]),
+    "rg": lambda w, o, fact, raw: f"{o}.requires_grad is not {fact[2]!r}",
+    "attrs": lambda w, o, fact, raw: w.attributes_of(o, raw),
+    "ids": lambda w, o, fact, raw: w.identities(o, fact[2]),
+    "rgs": lambda w, o, fact, raw: w.flags(o, fact[2]),
+    "attrses": lambda w, o, fact, raw: w.attributes(o, raw),
+    "absent": lambda w, o, fact, raw: f"not {o}.keys().isdisjoint({w.constant(fact[2])})",
+    "code": lambda w, o, fact, raw: w.identical(f"{o}.__code__", fact[2]),
+    "bare": lambda w, o, fact, raw: (
+        f"{o}.__closure__ is not None or {o}.__defaults__ is not None or {o}.__kwdefaults__ is not None or {o}.__dict__"
+    ),
+    "no attributes": lambda w, o, fact, raw: f"{o}.__dict__",
+    "state": lambda w, o, fact, raw: f"_content({o}) != {w.constant(raw)}",
+    "empty": lambda w, o, fact, raw: f"not _empty_cell({o})",
+    "no slot": lambda w, o, fact, raw: f"not _empty_slot({w.constant(fact[2])}, {o})",
+}
+"""The condition that a fact no longer holds, for each kind of fact that is one check."""
 
 
 def _uses(facts: list[Fact]) -> dict[int, int]:

@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import gc
 import inspect
 import marshal
 import numbers
+import os
+import random
+import sys
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
@@ -26,7 +31,7 @@ from typing import Any, cast
 from vjpgrad.compiler import world
 from vjpgrad.compiler.write import ROWS, Edges
 from vjpgrad.core import graph
-from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
+from vjpgrad.core.modes import OWN_CODE, DataDependentError, refusing_numbers, state
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 
@@ -85,14 +90,18 @@ class Arguments:
             key.append((kind, len(x)))
             for item in x:
                 self._visit(item, key, places)
-        elif kind is dict:
-            key.append((dict, tuple(_exact(k) if _is_scalar(k) else id(k) for k in x)))
-            for item in x.values():
+        elif kind is dict:  # its keys as its values are: by value, a Value or an object by identity
+            key.append((dict, len(x)))
+            for k, item in x.items():
+                self._visit(k, key, places)
                 self._visit(item, key, places)
-        elif (type(x).__module__ == "numpy" and type(x).__name__ == "ndarray") or hasattr(x, "__array_interface__"):
+        elif kind.__module__ == "numpy" and kind.__name__ == "ndarray":
+            key.append(("array", *world.content(x)))  # its numbers are structure, as in the world: by their bits
+        elif hasattr(kind, "__array_interface__"):
             raise TypeError(
-                "a compiled function takes numbers, Values, Vectors, lists, tuples and dicts of them; got a NumPy "
-                "array, whose numbers it could not tell apart between calls: pass a list of Values (or a Vector)"
+                "a compiled function takes numbers, Values, Vectors, NumPy arrays, lists, tuples and dicts of them; "
+                f"got a {kind.__name__}, an array whose numbers it could not tell apart between calls: pass a list "
+                "of Values (or a Vector)"
             )
         elif isinstance(x, (list, tuple, dict, set, frozenset)):
             raise TypeError(
@@ -151,6 +160,7 @@ def described_part(args: tuple[Any, ...], kwargs: dict[str, Any], names: list[st
                 visit(item, f"{name}[{k}]")
         elif kind is dict:
             for k, item in x.items():
+                visit(k, f"{name} (its key {k!r})")
                 visit(item, f"{name}[{k!r}]")
 
     for arg, name in zip(args, names, strict=False):
@@ -253,17 +263,21 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     args, kwargs = read.args, read.kwargs
     names = argument_names(fn, len(args))
     name = _name(fn)
-    guard_roots = [(name, fn), *((f"an object it was given ({type(x).__name__})", x) for x in read.objects)]
+    root = name if type(fn) in _PLAIN_CALLABLES else "self"  # a callable object: self, as its __call__ names it
+    guard_roots = [(root, fn), *((f"an object it was given ({type(x).__name__})", x) for x in read.objects)]
     given = [(n, x) for n, x in zip(names, args, strict=True) if not _is_scalar(x)]
     given += [(n, x) for n, x in kwargs.items() if not _is_scalar(x)]
     with collection_paused():
         found = _observed(fn, guard_roots, number_arguments(args, kwargs, names))
-        before = _observed(fn, [(name, fn), *given])
+        before = _observed(fn, [(root, fn), *given])
+        generators = _global_generators()
+        draws = DrawWatch([raw for fact, raw in zip(before.facts, before.raw, strict=True) if fact[0] == "generator"])
     recording = graph.Recording()
     state.recording = recording
     try:
-        with refusing_numbers(f"{name} is being recorded by vjpgrad.compile", advice=_ADVICE), collection_paused():
-            result = fn(*args, **kwargs)  # the recording keeps every node alive: no collection meanwhile
+        refusing = refusing_numbers(f"{name} is being recorded by vjpgrad.compile", advice=_ADVICE)
+        with refusing, collection_paused(), draws:  # no collection meanwhile: the recording keeps every node alive
+            result = fn(*args, **kwargs)
     except BaseException:
         if recording.failure is not None:  # the first refusal, whatever followed it
             raise recording.failure from None
@@ -273,7 +287,18 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     if recording.failure is not None:  # a refusal the function's own `except` caught
         raise recording.failure
     with collection_paused():
-        changed = world.first_difference(before, _observed(fn, [(name, fn), *given]))
+        changed = world.first_difference(before, _observed(fn, [(root, fn), *given]))
+        drawn = next((what for what, state in generators if _global_generator_state(what) != state), None)
+        if drawn is not None or (changed is not None and changed.endswith(world.DRAWN)):
+            source = drawn or changed[: -len(world.DRAWN)]  # type: ignore[index]  # one of them is set
+            at = f"(defined at {where(fn)}) drew random numbers from {source}"
+            if draws.line is not None:
+                at = f"drew random numbers from {source} at {draws.line}"
+            raise DataDependentError(
+                f"{name} {at} while vjpgrad.compile recorded "
+                "it: a replay would draw none and repeat the recorded draw at every call. Draw outside the compiled "
+                "function and pass the numbers in as Values (Value(x, requires_grad=False)), or call it uncompiled"
+            )
         if changed is not None:
             raise DataDependentError(
                 f"{name} (defined at {where(fn)}) changed {changed} while vjpgrad.compile recorded it, which a "
@@ -283,6 +308,105 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
         results: list[Any] = []
         shape = shape_of(result, results)
         return _read(fn, shape, results, result, recording, read.leaves, found)
+
+
+class DrawWatch:
+    """Where a recording run first drew a random number: the user's ``file:line``, for the
+    refusal to name (the refusal itself comes from the generators' states, compared after the
+    run). A profiler (``sys.setprofile``) watches the run: a call of a ``random.Random`` method
+    (``random``'s own functions are the methods of its global one) is a draw at the line that
+    made it; NumPy's generators draw in compiled code that no profiler sees, so their states
+    (NumPy's global one and ``generators``, those in the function's world) are compared at each
+    event the profiler does see, and a change is a draw in the frame seen last. The line is that
+    of the innermost frame outside vjpgrad and installed code. A profiler covers the thread it
+    was set in: a draw in another thread the run started is refused without its line. The
+    profiler that was set before is set back afterwards, whatever happens."""
+
+    def __init__(self, generators: list[Any]) -> None:
+        numpy_random = sys.modules.get("numpy.random")
+        legacy = getattr(getattr(numpy_random, "mtrand", None), "_rand", None)
+        watched = [g for g in generators if not isinstance(g, random.Random)]
+        numpy = watched + ([legacy] if legacy is not None and all(g is not legacy for g in watched) else [])
+        self.numpy = [_cheap_state(g) for g in numpy]
+        self.states: list[Any] = []
+        self.line: str | None = None
+        self.previous: Any = None
+        self.users: dict[types.CodeType, bool] = {}  # code -> the user's (its states are compared)
+
+    def __enter__(self) -> None:
+        self.states = [state() for state in self.numpy]
+        self.previous = sys.getprofile()
+        sys.setprofile(self.event)
+
+    def __exit__(self, *_: object) -> None:
+        sys.setprofile(self.previous)
+
+    def event(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        if self.line is not None:
+            return
+        if event == "c_call" and isinstance(getattr(arg, "__self__", None), random.Random):
+            self.line = _user_line(frame)
+            return
+        site = frame.f_back if event == "call" else frame  # a call's frame is the one called: its caller drew
+        if not self.numpy or site is None:
+            return
+        code = site.f_code
+        user = self.users.get(code)
+        if user is None:
+            user = self.users[code] = not _is_library_file(code.co_filename)
+        if user and [state() for state in self.numpy] != self.states:
+            self.line = f"{code.co_filename}:{site.f_lineno}"
+
+
+def _cheap_state(generator: Any) -> Callable[[], Any]:
+    """How to read a NumPy generator's state at each event of a recording run, cheaply. The
+    Mersenne Twister's (NumPy's global generator, a ``RandomState``) takes 0.2 ms to read whole,
+    so only its position is read, from the C struct NumPy documents (``key[624]``, then ``pos``):
+    a draw moves it, unless it drew exactly 624 words or a ``RandomState`` served a normal it had
+    kept, where the refusal is made all the same, without the line."""
+    bits: Any = getattr(generator, "bit_generator", None) or getattr(generator, "_bit_generator", None)
+    if type(bits).__name__ == "MT19937":
+        try:
+            import ctypes
+
+            position = bits.ctypes.state_address + 624 * ctypes.sizeof(ctypes.c_uint32)
+            return lambda: ctypes.c_int.from_address(position).value
+        except (ImportError, AttributeError, TypeError):  # no ctypes here: read it whole
+            pass
+    return lambda: world.generator_state(generator)
+
+
+def _user_line(frame: types.FrameType | None) -> str | None:
+    """``file:line`` of the innermost frame of ``frame``'s stack outside vjpgrad and installed code."""
+    while frame is not None:
+        if not _is_library_file(frame.f_code.co_filename):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def _is_library_file(file: str) -> bool:
+    """A file of vjpgrad, of Python's library or of an installed package (or code vjpgrad wrote)."""
+    library = (*world.installed_locations(), *OWN_CODE, "<frozen")
+    return file.startswith(library) or os.path.abspath(file).startswith(library)
+
+
+_GLOBAL_GENERATORS = ("random's global generator", "NumPy's global generator (numpy.random)")
+
+
+def _global_generator_state(what: str) -> Any:
+    """The state of Python's or NumPy's global generator (NumPy's only where it was imported:
+    never imported here); None where there is none."""
+    if what == _GLOBAL_GENERATORS[0]:
+        return random.getstate()
+    numpy_random = sys.modules.get("numpy.random")
+    legacy = getattr(getattr(numpy_random, "mtrand", None), "_rand", None)
+    return None if legacy is None else world.generator_state(legacy)
+
+
+def _global_generators() -> list[tuple[str, Any]]:
+    """The global generators and their states, before a recording run: a draw changes one."""
+    return [(what, _global_generator_state(what)) for what in _GLOBAL_GENERATORS]
 
 
 def _observed(
@@ -325,7 +449,7 @@ def argument_names(fn: Callable[..., Any], count: int) -> list[str]:
     them in a message (``argument 2`` where the signature does not say)."""
     try:
         parameters = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):  # a builtin or an odd callable: no signature to read
+    except Exception:  # a builtin or an odd callable (a __getattr__ raising KeyError): no signature to read
         parameters = []
     positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     rest = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
@@ -341,19 +465,28 @@ def argument_names(fn: Callable[..., Any], count: int) -> list[str]:
 
 
 def _code(fn: Any) -> Any:
-    """The code object behind a function, a method, a partial or a callable object."""
+    """The code object behind a function, a method, a partial or a callable object; behind a
+    wrapper (``functools.wraps``, vjpgrad's ``no_grad``), the user's function it wraps. Read
+    from Python's own types only: a callable object's ``__getattr__`` never runs."""
     for _ in range(8):  # unwrap a few layers at most
-        code = getattr(fn, "__code__", None)
-        if code is not None:
-            return code
-        if hasattr(fn, "__func__"):
+        kind = type(fn)
+        if kind is types.FunctionType:
+            wrapped = fn.__dict__.get("__wrapped__")
+            if wrapped is None and world.is_library(fn):  # vjpgrad.grad's function: what it transforms
+                wrapped = getattr(fn.__dict__.get("transformed"), "function", None)
+            if wrapped is None or not world.is_library(fn):
+                return fn.__code__
+            fn = wrapped
+        elif kind is types.MethodType:
             fn = fn.__func__
-        elif hasattr(fn, "func"):  # functools.partial
+        elif kind is functools.partial:
             fn = fn.func
-        elif callable(fn) and not isinstance(fn, type):
-            fn = type(fn).__call__
-        else:
+        elif kind.__module__ == "vjpgrad.compiler.run" and kind.__name__ == "Compiled":
+            fn = fn.fn
+        elif issubclass(kind, type) or not callable(fn):
             return None
+        else:
+            fn = kind.__call__
     return None
 
 
@@ -364,12 +497,27 @@ def where(fn: Callable[..., Any]) -> str:
 
 
 def _name(fn: Callable[..., Any]) -> str:
+    """How a message names a function: its qualified name (the user's, behind a wrapper); a
+    callable object by the method it runs (``Model.__call__``)."""
     code = _code(fn)
     if code is None:
-        return getattr(fn, "__qualname__", None) or "the function"
+        return (
+            str(getattr(fn, "__qualname__", None) or "the function") if type(fn) in _PLAIN_CALLABLES else "the function"
+        )
     # a code object has its qualified name from Python 3.11 on; 3.10's has its plain name
-    name: str = getattr(fn, "__qualname__", None) or getattr(code, "co_qualname", code.co_name)
+    name: str = getattr(code, "co_qualname", code.co_name)
     return name
+
+
+_PLAIN_CALLABLES = (types.FunctionType, types.MethodType, functools.partial, types.BuiltinFunctionType)
+
+
+def described(fn: Callable[..., Any]) -> str:
+    """How a warning names a compiled function: its qualified name; a callable object by its class."""
+    kind = type(fn)
+    if kind in _PLAIN_CALLABLES or (kind.__module__ == "vjpgrad.compiler.run" and kind.__name__ == "Compiled"):
+        return _name(fn)
+    return f"the {kind.__qualname__} object"
 
 
 def distinct(values: list[Any]) -> list[Any]:

@@ -15,6 +15,7 @@ import functools
 import itertools
 import linecache
 import operator
+import sys
 import threading
 import types
 import warnings
@@ -31,6 +32,7 @@ from vjpgrad.compiler.record import (
     build,
     collection_paused,
     describe,
+    described,
     described_part,
     distinct,
     number_arguments,
@@ -38,7 +40,7 @@ from vjpgrad.compiler.record import (
 )
 from vjpgrad.compiler.write import Program, namespace
 from vjpgrad.core import graph
-from vjpgrad.core.modes import USER_FRAMES, enable_grad, state
+from vjpgrad.core.modes import USER_FRAMES, enable_grad, is_own_code, state
 from vjpgrad.core.ops import Op, times
 from vjpgrad.core.value import Value
 
@@ -536,8 +538,13 @@ def _held(x: Any) -> Callable[[], Any]:
 
 
 RECOMPILE_LIMIT = 8
-"""Recordings of one structure that differ only in numbers, at most (``torch.compile``'s
-recompile limit): beyond it, compile warns once and calls the function uncompiled from then on."""
+"""Recordings of a structure already recorded (only numbers differ), in all, at most
+(``torch.compile``'s recompile limit): past it, compile warns once and calls the function
+uncompiled from then on."""
+STRUCTURE_LIMIT = 8
+"""Structures (of the arguments and of the world, numbers left out) a function is recorded for,
+at most: past it, compile warns once, naming what kept changing, and calls the function
+uncompiled from then on (a history list it can reach, growing at every call, is one)."""
 RECORDINGS_PER_KEY = 8
 """Recordings kept for one structure of the arguments (different worlds: a model in training
 and in evaluation mode), the most recently used first."""
@@ -566,11 +573,13 @@ class Compiled:
         self._lock = threading.RLock()
         self._last: Entry | None = None
         self._shapes: dict[Any, tuple[int, tuple[Any, ...], world.Snapshot]] = {}
+        self._repeats = 0  # recordings of a structure already recorded
+        self._previous: tuple[tuple[Any, ...], world.Snapshot] | None = None  # the last recording's key and world
         self.eager = False
         """True once numbers kept changing (``RecompileWarning``): the function runs uncompiled."""
         self.times_recorded = 0
         """How many times the function was recorded (a new structure, a changed world...)."""
-        functools.update_wrapper(self, fn)
+        _wraps(self, fn)
 
     @property
     def source(self) -> str:
@@ -592,6 +601,8 @@ class Compiled:
         with self._lock:
             self._cache.clear()
             self._shapes.clear()
+            self._repeats = 0
+            self._previous = None
             self._last = None
             self.eager = False
 
@@ -638,31 +649,88 @@ class Compiled:
         return first  # the recorded run is eager code: its result is this call's
 
     def _too_many(self, read: Arguments, entry: Entry) -> bool:
-        """Count the recordings of this structure (numbers left out); past ``RECOMPILE_LIMIT``,
-        warn naming the number that changed since the last one."""
+        """Count the recordings (``STRUCTURE_LIMIT`` structures, ``RECOMPILE_LIMIT`` more of a
+        structure already recorded, in all); past either, warn once naming what changed since
+        the recording before (of this structure, or the last one)."""
         snapshot = entry.recorded.world
         shape = (read.masked(), snapshot.shape())
-        count, key, last = self._shapes.get(shape, (0, read.key, snapshot))
-        self._shapes[shape] = (count + 1, read.key, snapshot)
-        if count + 1 <= RECOMPILE_LIMIT:
-            return False
-        changed = world.first_difference(last, snapshot)
-        if changed is None:
-            index = next((k for k, (a, b) in enumerate(zip(key, read.key, strict=False)) if a != b), len(key))
-            names = argument_names(self.fn, len(read.args))
-            changed = f"the argument {described_part(read.args, read.kwargs, names, index)}"
-        warnings.warn(
-            f"{getattr(self.fn, '__qualname__', 'a function')} was recorded by vjpgrad.compile "
-            f"{RECOMPILE_LIMIT + 1} times, each time because a number it reads changed (last: {changed}): it runs "
-            "uncompiled from now on. Numbers are structure to compile; pass a number that changes at every call as "
-            "a Value (Value(lr, requires_grad=False)) or in a Vector, and call reset() to compile it again",
+        seen = self._shapes.get(shape)
+        previous = self._previous
+        self._previous = (read.key, snapshot)
+        if seen is None:
+            self._shapes[shape] = (1, read.key, snapshot)
+            if len(self._shapes) <= STRUCTURE_LIMIT:
+                return False
+            key, last = previous if previous is not None else (read.key, snapshot)
+            why = f"for {STRUCTURE_LIMIT + 1} structures"
+        else:
+            count, key, last = seen
+            self._shapes[shape] = (count + 1, read.key, snapshot)
+            self._repeats += 1
+            if self._repeats <= RECOMPILE_LIMIT:
+                return False
+            why = f"{RECOMPILE_LIMIT + 1} times for numbers alone"
+        changed, number = _what_changed(self.fn, last, snapshot, key, read)
+        away = "keep it out of the function's reach (not on the objects it reads)"
+        advice = (
+            "Numbers are structure to compile: if the function reads it, pass a number that changes at every call "
+            f"as a Value (Value(lr, requires_grad=False)) or in a Vector; if it does not, {away}"
+            if number
+            else f"If the function reads it, pass it as an argument; if it does not, {away}"
+        )
+        warn_at_users_line(
+            f"{described(self.fn)} was recorded by vjpgrad.compile {why}, each time because something it can reach "
+            f"changed (last: {changed}): it runs uncompiled from now on. {advice}, and call reset() to compile it "
+            "again",
             RecompileWarning,
-            stacklevel=3,
         )
         return True
 
     def __repr__(self) -> str:
-        return f"<vjpgrad.compile of {getattr(self.fn, '__qualname__', 'a function')}>"
+        return f"<vjpgrad.compile of {described(self.fn)}>"
+
+
+def _what_changed(
+    fn: Callable[..., Any], last: world.Snapshot, snapshot: world.Snapshot, key: tuple[Any, ...], read: Arguments
+) -> tuple[str, bool]:
+    """What differs between two recordings (a part of the world, or an argument), and whether it
+    is a number."""
+    changed = world.first_difference(last, snapshot)
+    if changed is not None:
+        return changed, world.differs_in_number(last, snapshot)
+    index = next((k for k, (a, b) in enumerate(zip(key, read.key, strict=False)) if a != b), len(key))
+    names = argument_names(fn, len(read.args))
+    part = key[index] if index < len(key) else None
+    number = type(part) is tuple and len(part) >= 1 and isinstance(part[0], type) and world.is_number_type(part[0])
+    return f"the argument {described_part(read.args, read.kwargs, names, index)}", number
+
+
+def warn_at_users_line(message: str, category: type[Warning]) -> None:
+    """Warn at the first line outside vjpgrad: where the user's code called."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and is_own_code(frame):
+        frame = frame.f_back
+    warnings.warn_explicit(
+        message, category, frame.f_code.co_filename, frame.f_lineno, module=frame.f_globals.get("__name__")
+    )
+
+
+def _wraps(compiled: Compiled, fn: Any) -> None:
+    """``functools.update_wrapper``, reading nothing that runs the function's own code wrongly: an
+    attribute whose access raises (a ``__getattr__`` raising KeyError) is left out."""
+    for attribute in functools.WRAPPER_ASSIGNMENTS:
+        try:
+            value = getattr(fn, attribute)
+        except Exception:  # whatever a user's __getattr__ raises: not copied
+            continue
+        setattr(compiled, attribute, value)
+    try:
+        attributes = getattr(fn, "__dict__", {})
+    except Exception:  # as above
+        attributes = {}
+    if type(attributes) is dict:
+        compiled.__dict__.update(attributes)
+    compiled.__dict__["__wrapped__"] = fn
 
 
 def compile(fn: Callable[..., Any]) -> Compiled:

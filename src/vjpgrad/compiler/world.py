@@ -1,47 +1,63 @@
 """A function's world: everything it can reach, observed as a list of facts.
 
 ``observe`` walks, from a function and the objects a call was given, everything the function
-can reach through plain data: its closure cells, defaults (``__defaults__``,
-``__kwdefaults__``, a partial's ``func``, ``args`` and ``keywords``), the globals its code
-names (and the code of every function and method it reaches, transitively), instance
-``__dict__``s and slots, containers (list, tuple, dict, set, frozenset, deque, OrderedDict,
-their lengths and their order), weak references, and the classes and bases of the objects it
-reaches (their ``__dict__`` keys, the entries its code names, and their special methods, which
-Python calls without naming them). A dict's views and a mapping proxy are walked as their
-mapping. Where the code reached computes names (``getattr``, ``vars``, ``globals()``...), every
-entry of the namespaces it reaches is watched; where it compares with ``is``, which numbers are
-one object. What it observes is a list of ``Fact``: each object's identity, each Python or
-NumPy number's type and bits, each string, bytes, bool and None, each Value's identity,
-``requires_grad`` and attributes.
+can reach, each object as the row of ``KINDS`` its type falls in says: the one table of kinds
+of object, each with how its state is read or why it is refused. A user's function: its code,
+closure cells, defaults, attributes (``__dict__``) and the globals its code names (and the code
+of every function it reaches, transitively); a library's function where it wraps the user's
+(``__wrapped__``, ``singledispatch``'s registry, vjpgrad's transforms, the functions in the
+closure of a wrapper made without ``functools.wraps``); instances' ``__dict__``s and slots;
+containers' items, their lengths and order (a dict's keys by value, as its values); buffers
+(``bytearray``, ``array``, a NumPy array) by their bytes; weak references and containers by
+what they hold; the classes and bases of the objects reached (their ``__dict__`` keys, the
+entries its code names, and their special methods, which Python calls without naming them);
+a user's module's entries its code names, those it lacks, and its ``__getattr__``. Where the
+code reached computes names (``getattr``, ``vars``, ``globals()``, an ``attrgetter`` held...),
+every entry of the namespaces it reaches is watched; where it compares with ``is``, which
+numbers are one object. What it observes is a list of ``Fact``: each object's identity, each
+Python or NumPy number's type and bits, each string, bytes, bool and None, each Value's
+identity, ``requires_grad`` and attributes, each random generator's state.
 
 Two observations of one world are equal exactly when nothing the function can reach changed.
-``compile`` compares the world before and after the recorded call (a side effect is refused)
-and turns the observation into the guard of each later call (``guard.written``).
+``compile`` compares the world before and after the recorded call (a side effect is refused; a
+generator's state changed is a random draw) and turns the observation into the guard of each
+later call (``guard.written``), which does not check generators' states.
 
-Not walked into, and so watched by identity only: Python's library and installed packages
-(their modules, classes, functions and objects that keep their own state: a ``random.Random``,
-a logger, a NumPy array), vjpgrad itself, and C objects' insides; a library's plain-data
-objects (an ``argparse.Namespace``, a ``ChainMap``, a dataclass) are walked like the user's.
-Builtins (``len``, ``print``) are not watched. A user's ``functools.lru_cache`` is refused
-(``UnwatchableError``): its cache is C state. A world of more than ``WORLD_LIMIT`` objects and
-items is refused at recording, naming its largest container.
+Not walked into, and so watched by identity only: installed code (``installed_locations``:
+its modules, classes and functions, and its objects that keep their own state, a logger, a
+lock), vjpgrad itself, and C objects' insides; plain data of a library (an
+``argparse.Namespace``, a ``ChainMap``, a dataclass, vjpgrad's models and optimizers) is
+walked like the user's. Builtins (``len``, ``print``) are not watched. Refused
+(``UnwatchableError``): iterators and generators, ``weakref.proxy``, frames, an object whose
+class defines ``__getattribute__`` or whose attribute access raises anything but
+``AttributeError``, a user's ``functools.lru_cache`` (its cache is C state). A world of more
+than ``WORLD_LIMIT`` objects and items is refused at recording, naming its largest container.
 """
 
 from __future__ import annotations
 
 import argparse
+import array
 import collections
+import contextlib
+import dataclasses
+import decimal
 import dis
+import enum
 import functools
+import io
 import numbers
 import operator
 import os
+import random
+import site
 import struct
 import sys
 import sysconfig
+import threading
 import types
 import weakref
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from vjpgrad.core.modes import OWN_CODE
@@ -55,13 +71,56 @@ every call slow; pass the part the function needs as an argument instead)."""
 MISSING = type("Missing", (), {"__repr__": lambda self: "<missing>"})()
 """What a namespace holds under a name it does not hold (a builtin, or a name defined later)."""
 
-_LIBRARY = tuple(
-    {
-        os.path.join(p, "")
-        for key in ("stdlib", "platstdlib", "purelib", "platlib")
-        if (p := sysconfig.get_paths().get(key))
-    }
-)
+
+def _folder(path: str) -> str:
+    return os.path.join(os.path.abspath(path), "")
+
+
+def _site_folders() -> list[str]:
+    """Where ``site`` installs packages: site-packages of this Python (or environment) and the user's."""
+    found = []
+    for folders in (getattr(site, "getsitepackages", list), getattr(site, "getusersitepackages", str)):
+        try:
+            got: Any = folders()
+        except Exception:
+            continue
+        found += [got] if isinstance(got, str) else list(got)
+    return found
+
+
+_installed: dict[tuple[str, ...], tuple[str, ...]] = {}
+_STARTED_IN = _folder(os.getcwd())
+"""The current folder when vjpgrad was imported: the user's project, wherever the program goes."""
+
+
+def installed_locations() -> tuple[str, ...]:
+    """The folders where installed code lives (never walked; watched by identity): Python's
+    library and site-packages (``sysconfig``), ``site``'s folders (the user site too), and every
+    other entry of ``sys.path`` outside the user's project (``PYTHONPATH`` entries, folders
+    added by ``.pth`` files). The user's project is the current folder (now, and when vjpgrad
+    was imported) and the folder of the script run, with the folders under them: code found
+    there is the user's, unless it is under an installed location itself (a ``.venv`` in the
+    project)."""
+    key = tuple(sys.path)
+    known = _installed.get(key)
+    if known is not None:
+        return known
+    paths = sysconfig.get_paths()
+    roots = {_folder(p) for name in ("stdlib", "platstdlib", "purelib", "platlib") if (p := paths.get(name))}
+    roots |= {_folder(p) for p in _site_folders()}
+    project = [_folder(os.getcwd()), _STARTED_IN]
+    main = vars(sys.modules.get("__main__", types.ModuleType("__main__"))).get("__file__")
+    if isinstance(main, str):
+        project.append(_folder(os.path.dirname(main)))
+    for entry in sys.path:
+        folder = _folder(entry or os.curdir)
+        if not folder.startswith(tuple(project)) and os.path.isdir(folder):
+            roots.add(folder)
+    _installed.clear()  # one sys.path at a time
+    known = _installed[key] = tuple(sorted(roots))
+    return known
+
+
 _PLAIN = (int, float, str, bytes, bool, type(None), complex)
 _SEQUENCES = (list, tuple, collections.deque, set, frozenset)
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict, collections.Counter)
@@ -142,13 +201,17 @@ def exact(x: Any) -> Any:
 
 def _is_number(x: Any) -> bool:
     """A number that is not a Value: Python's, a Fraction, a Decimal, a NumPy scalar."""
-    kind = type(x)
+    return is_number_kind(type(x))
+
+
+def is_number_kind(kind: type) -> bool:
+    """The type of a number that is not a Value (``_is_number``), or of a string, bytes, bool or None."""
     if kind in _PLAIN:
         return True
     module = kind.__module__
     if module in ("fractions", "decimal"):
-        return True
-    return module == "numpy" and (isinstance(x, numbers.Number) or kind.__name__ in ("bool", "bool_"))
+        return issubclass(kind, numbers.Number)
+    return module == "numpy" and (issubclass(kind, numbers.Number) or kind.__name__ in ("bool", "bool_"))
 
 
 def is_scalar(x: Any) -> bool:
@@ -160,13 +223,14 @@ def is_library(x: Any) -> bool:
     """A module, class or function of Python's library, an installed package or vjpgrad: never
     walked into (watched by identity)."""
     if isinstance(x, types.ModuleType):
-        path = getattr(x, "__file__", None)
+        path = vars(x).get("__file__")  # from its dict: a module's __getattr__ (PEP 562) never runs
         if not isinstance(path, str):  # built into Python, or made by the user's code (types.ModuleType)
-            return x.__name__ in sys.builtin_module_names
-        return os.path.abspath(path).startswith((*_LIBRARY, *OWN_CODE))
+            return vars(x).get("__name__") in sys.builtin_module_names
+        return os.path.abspath(path).startswith((*installed_locations(), *OWN_CODE))
     code = getattr(x, "__code__", None)
     if isinstance(x, types.FunctionType) and isinstance(code, types.CodeType):
-        return code.co_filename.startswith((*_LIBRARY, *OWN_CODE)) or code.co_filename.startswith("<frozen")
+        library = (*installed_locations(), *OWN_CODE, "<frozen")
+        return code.co_filename.startswith(library) or os.path.abspath(code.co_filename).startswith(library)
     name = getattr(x, "__module__", "") or ""
     module = sys.modules.get(name)
     if module is None:  # made by code run without a module of its own (exec): the user's, if Python
@@ -174,9 +238,9 @@ def is_library(x: Any) -> bool:
     return name == "builtins" or is_library(module)
 
 
-_DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector")
+_DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector", "vjpgrad.optim", "vjpgrad.transforms")
 """vjpgrad's own classes whose instances are plain data a function reads (a Vector, an
-``nn.MLP`` and its layers): walked like a user's."""
+``nn.MLP`` and its layers, an optimizer's ``lr``, what a transform wraps): walked like a user's."""
 
 _DATA_CLASSES = frozenset(
     {
@@ -186,6 +250,8 @@ _DATA_CLASSES = frozenset(
         collections.UserList,
         collections.UserString,
         collections.ChainMap,
+        functools.partialmethod,
+        functools.singledispatchmethod,
     }
 )
 """Python's own classes whose instances hold the user's settings or data in their ``__dict__``
@@ -225,20 +291,22 @@ class WorldTooLargeError(Exception):
         self.where, self.size = where, size
 
 
-@dataclass
+@dataclasses.dataclass
 class Snapshot:
     """What ``observe`` saw: the facts in order, how a reader names each variable, and the
     Values found (the parameters a recording may read)."""
 
-    facts: list[Fact] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)  # var -> how a reader names it
-    labels: dict[int, list[str]] = field(default_factory=dict)  # tuple var -> how each item is named
-    values: dict[int, Value] = field(default_factory=dict)  # id -> every Value reached
-    value_at: dict[int, Value] = field(default_factory=dict)  # var -> the Value read into it
-    raw: list[Any] = field(default_factory=list)  # per fact: the objects the guard compares with
-    constants: list[Any] = field(default_factory=list)  # the objects the facts name by id, kept alive
+    facts: list[Fact] = dataclasses.field(default_factory=list)
+    names: list[str] = dataclasses.field(default_factory=list)  # var -> how a reader names it
+    labels: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # tuple var -> how each item is named
+    values: dict[int, Value] = dataclasses.field(default_factory=dict)  # id -> every Value reached
+    value_at: dict[int, Value] = dataclasses.field(default_factory=dict)  # var -> the Value read into it
+    raw: list[Any] = dataclasses.field(default_factory=list)  # per fact: the objects the guard compares with
+    constants: list[Any] = dataclasses.field(default_factory=list)  # the objects the facts name by id, kept alive
     roots: int = 0
-    numbers: list[str] = field(default_factory=list)  # how a reader names each number argument (``partition``)
+    numbers: list[str] = dataclasses.field(
+        default_factory=list
+    )  # how a reader names each number argument (``partition``)
 
     def describe(self, var: int, item: int | None = None) -> str:
         """How a reader names a variable, or an item of a tuple variable."""
@@ -262,6 +330,8 @@ def _masked(fact: Fact) -> Fact:
         return ("same", fact[1], number_masked(fact[2]))
     if kind == "scalars":
         return ("scalars", fact[1], tuple(number_masked(e) for e in fact[2]))
+    if kind in ("generator", "state"):  # a generator's state, a buffer's content: numbers
+        return (kind, fact[1])
     return fact
 
 
@@ -294,6 +364,8 @@ class _Walk:
         # what an entry no code names holds (walked where the code computes names): a function
         # there that looks modules up by name is watched, not refused, as the code may never call it
         self.reached_unnamed: set[int] = set()
+        self.unnamed: set[int] = set()  # the variables reached through such an entry (its attributes...)
+        self.inside_unnamed = False  # the object being expanded was reached through one
         self.globals_walked: set[int] = set()  # ids of the globals whose every entry is watched
         self.identities = False  # the code reached compares objects with `is`: numbers' identities are watched
         self.limit = limit
@@ -304,6 +376,8 @@ class _Walk:
 
     def var(self, name: str) -> int:
         self.snapshot.names.append(name)
+        if self.inside_unnamed:
+            self.unnamed.add(len(self.snapshot.names) - 1)
         return len(self.snapshot.names) - 1
 
     def fact(self, *parts: Any, raw: Any = None) -> None:
@@ -336,7 +410,7 @@ class _Walk:
         if id(x) in self.seen:  # walked already, at another place: its identity here is enough
             return
         self.seen[id(x)] = var
-        if isinstance(x, Value):
+        if issubclass(type(x), Value):  # by its type: an object's own __class__ may run its code
             self.snapshot.values[id(x)] = x
             self.fact("rg", var, x.requires_grad)
             self._attributes(var, x)
@@ -353,25 +427,76 @@ class _Walk:
             self._mapping(self.get(var, "dict", None, self.snapshot.names[var]), attributes, attribute=True)
 
     def expand(self, var: int, x: Any) -> None:
-        """The parts of ``x`` (walked once, at the first place it was reached): a container's
-        items, then the parts its kind has (``_PARTS``), or an instance's class, attributes and
-        slots."""
-        if isinstance(x, _SEQUENCES):
-            items = list(x)
-            labels = [f"[{k}]" for k in range(len(items))] if not isinstance(x, (set, frozenset)) else None
-            self.items(self.get(var, "items", type(x) is tuple, self.snapshot.names[var]), items, labels)
-        if isinstance(x, dict):
-            self._mapping(var, x)
-        for kinds, parts in _PARTS:
-            if isinstance(x, kinds):
-                parts(self, var, x)
-                return
-        if type(x).__module__ == "vjpgrad.compiler.run" and type(x).__name__ == "Compiled":
-            self._members(var, x, ("fn",))  # a compiled function called inside: recorded as part of this one
-            return
-        if type(x) in (*_SEQUENCES, *_DICTS) or not _instance_of_user_class(x):
-            return  # Python's own container (its items are all there is), or a library's or C object
-        self._instance(var, x)
+        """The parts of ``x`` (walked once, at the first place it was reached), as the row of
+        ``KINDS`` its type falls in says: a container's items, a function's parts, an
+        instance's class, attributes and slots, or a refusal."""
+        self.inside_unnamed = var in self.unnamed
+        try:
+            row_of(type(x))[1](self, var, x)
+        except (UnwatchableError, WorldTooLargeError):
+            raise
+        except Exception as error:  # the object's own code raised (a __getattr__ raising KeyError)
+            name = self.snapshot.names[var]
+            raise UnwatchableError(
+                name,
+                f"an object whose attribute access raised {type(error).__name__}: {error!s:.80} (Python expects "
+                "AttributeError for an attribute an object does not hold), so vjpgrad.compile cannot read its state",
+                f"make {type(x).__qualname__}'s __getattr__ raise AttributeError for a name it does not hold",
+            ) from None
+
+    def _sequence(self, var: int, x: Any) -> None:
+        """A list, tuple, deque, set or frozenset (or a WeakSet): its items, in order; a user's
+        subclass's attributes too."""
+        items = list(x)
+        labels = None if isinstance(x, (set, frozenset, weakref.WeakSet)) else [f"[{k}]" for k in range(len(items))]
+        self.items(self.get(var, "items", type(x) is tuple, self.snapshot.names[var]), items, labels)
+        if type(x) not in _SEQUENCES:
+            self._object(var, x)
+
+    def _dict(self, var: int, x: Any) -> None:
+        self._mapping(var, x)
+        if type(x) not in _DICTS:  # a user's subclass of dict: its attributes too
+            self._object(var, x)
+
+    def _weak_mapping(self, var: int, x: Any) -> None:
+        """A ``WeakValueDictionary`` or ``WeakKeyDictionary``: its live keys and values, read by
+        its own methods (Python's weakref module), as a dict's."""
+        self._mapping(var, x, own=True)
+
+    def _content(self, var: int, x: Any) -> None:
+        """A buffer that changes in place (``bytearray``, ``array.array``, ``memoryview``, a
+        NumPy array): its whole content, compared at each call as numbers are."""
+        self.fact("state", var, content(x), raw=content(x))
+
+    def _generator(self, var: int, x: Any) -> None:
+        """A random generator (``random.Random``, a NumPy ``Generator`` or ``RandomState``):
+        its state, compared before and after the recording run only (a draw there is refused:
+        a replay would not draw); the guard does not check it, as drawing outside is fine."""
+        self.fact("generator", var, generator_state(x), raw=x)  # raw: where a recording run's draw is traced
+
+    def _weak_method(self, var: int, x: weakref.WeakMethod[Any]) -> None:
+        """A ``weakref.WeakMethod``: each call makes a new bound method; its object and function
+        are what it holds."""
+        method = x()
+        call = self.get(var, "call", None, f"{self.snapshot.names[var]}()")
+        if method is None:
+            self.fact("same", call, exact(None), raw=None)
+        else:
+            self._members(call, method, ("__self__", "__func__"))
+
+    def _compiled(self, var: int, x: Any) -> None:
+        self._members(var, x, ("fn",))  # a compiled function called inside: recorded as part of this one
+
+    def _object(self, var: int, x: Any) -> None:
+        """Any other object: a user's (or plain data of a library's) instance is walked; a
+        library's or C object is watched by identity."""
+        if _instance_of_user_class(x):
+            self._instance(var, x)
+
+    def _refused(self, var: int, x: Any) -> None:
+        name = self.snapshot.names[var]
+        what, instead = _REFUSED[row_of(type(x))[0]]
+        raise UnwatchableError(name, what, instead.format(name=name))
 
     def _members(self, var: int, x: Any, members: tuple[str, ...]) -> None:
         """Parts read as attributes of Python's own types (a method's ``__self__``...)."""
@@ -379,13 +504,54 @@ class _Walk:
         for member in members:
             self.child(self.get(var, "member", member, f"{name}.{member}"), getattr(x, member))
 
-    def _user_function(self, var: int, fn: types.FunctionType) -> None:
+    def _any_function(self, var: int, fn: types.FunctionType) -> None:
+        """A user's function: its code, parts and the globals it names. A library's (or
+        vjpgrad's) is watched by identity, and opened where it wraps the user's: its attributes
+        (``__wrapped__``, set by ``functools.wraps``, ``contextmanager``, ``singledispatch``
+        with its ``registry``, vjpgrad's ``no_grad``, and ``grad``'s ``transformed``)."""
         if not is_library(fn):
             self._function(var, fn)
+            return
+        # a bound method there is the library's own machinery (singledispatch's cache.clear)
+        opened = [k for k, x in fn.__dict__.items() if not isinstance(x, (types.BuiltinMethodType, types.MethodType))]
+        name = self.snapshot.names[var]
+        if opened:
+            self._named(self.get(var, "dict", None, name), fn.__dict__, opened, f"{name}.")
+        if fn.__closure__ and "__wrapped__" not in fn.__dict__:  # a wrapper made without functools.wraps
+            self._wrapped_in_closure(var, fn, name)
+
+    def _wrapped_in_closure(self, var: int, fn: types.FunctionType, name: str) -> None:
+        """The functions a library's wrapper closes over (the user's function it wraps); its other
+        cells (the library's caches and settings) are the library's, watched as it is: not at all."""
+        closure = fn.__closure__ or ()
+        held = []
+        for cell in closure:
+            try:
+                held.append(cell.cell_contents)
+            except ValueError:  # empty
+                held.append(None)
+        if not any(isinstance(x, (types.FunctionType, functools.partial, types.MethodType)) for x in held):
+            return
+        cells = self.get(var, "member", "__closure__", f"{name}.__closure__")
+        unpacked = [self.var(f"{name}.{free}") for free in fn.__code__.co_freevars]
+        self.fact("unpack", cells, tuple(unpacked))
+        for cell_var, cell, x in zip(unpacked, closure, held, strict=True):
+            if isinstance(x, (types.FunctionType, functools.partial, types.MethodType)):
+                self.fact("is", cell_var, id(cell))
+                self.snapshot.constants.append(cell)
+                self._cell(cell_var, cell, self.snapshot.names[cell_var])
 
     def _user_module(self, var: int, module: types.ModuleType) -> None:
-        if not is_library(module):  # the entries its code names, once every name is known (finish)
-            self.namespaces.append((self.get(var, "dict", None, self.snapshot.names[var]), vars(module), set(), False))
+        """A user's module: the entries its code names, once every name is known (``finish``),
+        and those it does not hold; its ``__getattr__`` (PEP 562), which Python calls for them."""
+        if is_library(module):
+            return
+        entries = vars(module)
+        entries_var = self.get(var, "dict", None, self.snapshot.names[var])
+        special = [key for key in ("__getattr__", "__dir__") if key in entries]
+        for key in special:
+            self.child(self.get(entries_var, "entry", key, f"{self.snapshot.names[var]}.{key}"), entries[key])
+        self.namespaces.append((entries_var, entries, set(special), False))
 
     def _user_class(self, var: int, kind: type) -> None:
         if not is_library(kind):
@@ -422,16 +588,32 @@ class _Walk:
         and, for one that asks identity (``operator.is_`` held in a variable), the numbers' identities."""
         if any(method is asks for asks in _ASKS_IDENTITY):
             self.identities = True
+        if any(method is reads for reads in _READS_ATTRIBUTES):  # read = getattr: names computed
+            self.computed_attributes = True
+        if any(method is reads for reads in _READS_GLOBALS):
+            self.computed_globals = True
         self._members(var, method, ("__self__",))
 
     def _reference(self, var: int, reference: weakref.ref[Any]) -> None:
         self.child(self.get(var, "call", None, f"{self.snapshot.names[var]}()"), reference())
 
     def _instance(self, var: int, x: Any) -> None:
-        """An instance of a user's class: its class, its attributes and its slots."""
+        """An instance of a user's class: its class, its attributes and its slots. One whose
+        class defines ``__getattribute__`` is refused: reading its state would run its code."""
         name = self.snapshot.names[var]
+        reads = next((k for k in type(x).__mro__ if "__getattribute__" in k.__dict__), object)
+        if reads is not object and not is_library(reads):
+            raise UnwatchableError(
+                name,
+                f"an instance of {type(x).__qualname__}, whose class defines __getattribute__: vjpgrad.compile "
+                "cannot read its state without running that code",
+                f"keep the numbers {name} serves in a plain object, dict or Value",
+            )
         self.child(self.get(var, "class", None, f"type({name})"), type(x))
-        attributes = getattr(x, "__dict__", None)
+        try:
+            attributes = object.__getattribute__(x, "__dict__")  # neither __getattr__ nor __getattribute__ runs
+        except AttributeError:  # slots only
+            attributes = None
         if type(attributes) is dict:
             self._mapping(self.get(var, "dict", None, name), attributes, attribute=True)
         for kind in type(x).__mro__:
@@ -470,7 +652,7 @@ class _Walk:
         self.computed_globals = self.computed_globals or not names.isdisjoint(COMPUTED_GLOBALS)
         self.identities = self.identities or _compares_identity(code) or not names.isdisjoint(IDENTITY_NAMES)
         looks_modules_up = not names.isdisjoint(MODULES_BY_NAME) or {"sys", "modules"} <= names
-        if looks_modules_up and id(fn) not in self.reached_unnamed:
+        if looks_modules_up and id(fn) not in self.reached_unnamed and var not in self.unnamed:
             raise UnwatchableError(
                 name,
                 "whose code looks a module up by its name at run time (sys.modules, importlib.import_module, "
@@ -478,10 +660,14 @@ class _Walk:
                 "import the module by name where the function is defined (import scales) so compile watches "
                 "what the function reads from it",
             )
-        if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None:
-            self.fact("bare", var)  # no closure, no defaults: one check for the three
+        if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None and not fn.__dict__:
+            self.fact("bare", var)  # no closure, no defaults, no attributes: one check for the four
         else:
             self._parts(var, fn, name)
+            if fn.__dict__:  # f.slope, f.calls
+                self._mapping(self.get(var, "dict", None, name), fn.__dict__, attribute=True)
+            else:
+                self.fact("no attributes", var)
         namespace = fn.__globals__  # read-only: the same function has the same globals
         self.globals_at.setdefault(id(namespace), (var, namespace))
         done = self.named_done.setdefault(id(namespace), set())
@@ -627,37 +813,270 @@ class _Walk:
                 self._whole_namespaces()
             progress = False
             for var, namespace, done, is_globals in self.namespaces:
+                if not is_globals and id(namespace) not in self.keyed:  # a module: the names it lacks are facts
+                    absent = sorted(self.names - namespace.keys() - done)
+                    if absent:
+                        done.update(absent)
+                        self.fact("absent", var, tuple(absent))
                 new = self._wanted(namespace, done, is_globals)
                 if new:
                     done.update(new)
                     progress = True
                     prefix = self.snapshot.names[var] + "."
+                    self.inside_unnamed = False
                     for key in new:
+                        entry = self.get(var, "entry", key, f"{prefix}{key}")
                         if key not in self.names:  # watched because the code computes names
                             self.reached_unnamed.add(id(namespace[key]))
-                        self.child(self.get(var, "entry", key, f"{prefix}{key}"), namespace[key])
+                            self.unnamed.add(entry)
+                        self.child(entry, namespace[key])
             if not progress and not self.queue:
                 return
 
 
-_PARTS: list[tuple[Any, Any]] = [
-    (types.FunctionType, _Walk._user_function),
-    (types.MethodType, lambda walk, var, x: walk._members(var, x, ("__self__", "__func__"))),
+def content(x: Any) -> Any:
+    """What a buffer holds (``KINDS``' buffers and NumPy arrays), as one comparable key: a NumPy
+    array's dtype, shape and strides with its bytes, a ``bytearray``'s or ``array``'s bytes."""
+    if _is_numpy(type(x), "ndarray"):
+        return (x.dtype.str, x.shape, x.strides, x.tobytes())
+    if isinstance(x, decimal.Context):  # its precision, rounding, exponents, traps and flags
+        return (type(x), repr(x))
+    return (type(x), x.tobytes() if isinstance(x, memoryview) else bytes(x))
+
+
+def generator_state(x: Any) -> Any:
+    """A random generator's state, as one comparable key."""
+    if isinstance(x, random.Random):
+        return x.getstate()
+    bits = getattr(x, "bit_generator", None) or getattr(x, "_bit_generator", None) or x
+    return _comparable(bits.state)
+
+
+def _comparable(state: Any) -> Any:
+    """A NumPy generator's state (dicts, arrays, numbers) as nested tuples that ``==`` compares."""
+    if isinstance(state, dict):
+        return tuple((k, _comparable(v)) for k, v in state.items())
+    if isinstance(state, (list, tuple)):
+        return tuple(map(_comparable, state))
+    tobytes = getattr(state, "tobytes", None)
+    return (str(getattr(state, "dtype", "")), tobytes()) if tobytes is not None else state
+
+
+def _is_numpy(kind: type, *names: str) -> bool:
+    """A NumPy type of one of ``names`` (read from the type: NumPy is never imported here)."""
+    return (getattr(kind, "__module__", "") or "").startswith("numpy") and kind.__name__ in names
+
+
+def _is_library_iterator(kind: type) -> bool:
+    return hasattr(kind, "__next__") and is_library(kind)
+
+
+def _is_compiled(kind: type) -> bool:
+    return kind.__module__ == "vjpgrad.compiler.run" and kind.__name__ == "Compiled"
+
+
+def _is_numpy_generator(kind: type) -> bool:
+    return _is_numpy(kind, "Generator", "RandomState") or (
+        (getattr(kind, "__module__", "") or "").startswith("numpy.random") and hasattr(kind, "state")
+    )
+
+
+_IMMUTABLE = (
+    range,
+    slice,
+    super,
+    types.GenericAlias,
+    types.UnionType,
+    type(Ellipsis),
+    type(NotImplemented),
+    types.CodeType,
+    types.GetSetDescriptorType,
+    types.MemberDescriptorType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+    types.DynamicClassAttribute,
+    enum.Enum,
+    enum.auto,
+    *(getattr(enum, name) for name in ("member", "nonmember", "verify") if hasattr(enum, name)),  # 3.11 on
+    dataclasses.Field,
+    dataclasses.InitVar,
+    operator.itemgetter,
+)
+"""Python's kinds whose objects never change once made (or whose state no function reads as
+data: a descriptor, an enum member, an ``itemgetter``, whose items are read where they are)."""
+
+_BY_IDENTITY = (type(threading.RLock()), type(threading.Lock()), weakref.finalize)
+"""Python's kinds whose state is not data a result reads (a lock, a finalizer): by identity."""
+
+_PLAIN_DATA = (
+    *_DATA_CLASSES,
+    contextlib.ExitStack,
+    contextlib.AsyncExitStack,
+    contextlib.closing,
+    contextlib.aclosing,
+    contextlib.nullcontext,
+    contextlib.suppress,
+    contextlib.redirect_stdout,
+    contextlib.redirect_stderr,
+    *((contextlib.chdir,) if hasattr(contextlib, "chdir") else ()),
+)
+"""Python's kinds that hold what they were given in their ``__dict__``: walked as a user's
+instance is."""
+
+
+def _is_immutable(kind: type) -> bool:
+    return kind is object or issubclass(kind, _IMMUTABLE) or (_is_numpy_scalar(kind) and not is_number_kind(kind))
+
+
+def _is_numpy_scalar(kind: type) -> bool:
+    """A NumPy scalar type (``numpy.generic`` and below), read from the type."""
+    return (getattr(kind, "__module__", "") or "").startswith("numpy") and any(
+        k.__name__ == "generic" for k in kind.__mro__
+    )
+
+
+_ABSTRACT = (
+    contextlib.AbstractContextManager,
+    contextlib.AbstractAsyncContextManager,
+    contextlib.ContextDecorator,
+    contextlib.AsyncContextDecorator,
+)
+
+
+def _derives_from_abstract(kind: type) -> bool:
+    return any(base in _ABSTRACT for base in kind.__mro__)
+
+
+def _exception(walk: _Walk, var: int, x: Any) -> None:
+    """An exception kept as data: its ``args`` and its attributes."""
+    walk._members(var, x, ("args",))
+    walk._instance(var, x)
+
+
+def _nothing(walk: _Walk, var: int, x: Any) -> None:
+    """Watched where it is read (a number by its value, a Value by identity and flags): no parts."""
+
+
+def _name_getter(walk: _Walk, var: int, x: Any) -> None:
+    """An ``operator.attrgetter`` or ``methodcaller`` held in a variable reads attributes by a
+    name the code does not spell: every entry of the namespaces reached is watched."""
+    walk.computed_attributes = True
+
+
+KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
+    ("number, string, bytes, bool or None: by value", is_number_kind, _nothing),
+    ("file or stream: by identity", io.IOBase, _nothing),
+    ("immutable: by identity", _is_immutable, _nothing),
+    ("lock or finalizer: by identity", _BY_IDENTITY, _nothing),
+    ("frame or traceback: refused", (types.FrameType, types.TracebackType), _Walk._refused),
+    ("coroutine or async generator: refused", (types.CoroutineType, types.AsyncGeneratorType), _Walk._refused),
+    ("exception: its args and attributes", BaseException, _exception),
+    ("plain data of Python's: walked as a user's instance", _PLAIN_DATA, _Walk._instance),
+    ("decimal.Context: its settings and flags", decimal.Context, _Walk._content),
+    (
+        "functools.cached_property: its function",
+        functools.cached_property,
+        lambda walk, var, x: walk._members(var, x, ("func",)),
+    ),
+    ("Value: identity, requires_grad and attributes", Value, _nothing),
+    ("weakref.WeakMethod: its object and function", weakref.WeakMethod, _Walk._weak_method),
+    ("weak reference: its referent", weakref.ref, _Walk._reference),
+    ("weakref.proxy: refused", (weakref.ProxyType, weakref.CallableProxyType), _Walk._refused),
+    (
+        "weak dict: its live keys and values",
+        (weakref.WeakValueDictionary, weakref.WeakKeyDictionary),
+        _Walk._weak_mapping,
+    ),
+    (
+        "sequence or set: its items in order",
+        (list, tuple, collections.deque, set, frozenset, weakref.WeakSet),
+        _Walk._sequence,
+    ),
+    ("dict: its keys in order and values", dict, _Walk._dict),
+    ("buffer: its content", (bytearray, array.array, memoryview), _Walk._content),
+    ("random generator: its state, before and after the recording", random.Random, _Walk._generator),
+    (
+        "function: its code, closure, defaults, attributes and the globals it names",
+        types.FunctionType,
+        _Walk._any_function,
+    ),
+    (
+        "bound method: its object and function",
+        types.MethodType,
+        lambda walk, var, x: walk._members(var, x, ("__self__", "__func__")),
+    ),
     # a built-in method holds its object (``table.get``, ``steps.append``, ``steps.__len__``): the
     # object is watched too (for a built-in function, its module, watched by identity)
-    ((types.BuiltinMethodType, types.MethodWrapperType), _Walk._builtin),
-    (functools.partial, lambda walk, var, x: walk._members(var, x, ("func", "args", "keywords"))),
-    (property, lambda walk, var, x: walk._members(var, x, ("fget", "fset", "fdel"))),
-    ((staticmethod, classmethod), lambda walk, var, x: walk._members(var, x, ("__func__",))),
-    (types.CellType, _Walk._cell),
-    (weakref.ref, _Walk._reference),
-    (types.ModuleType, _Walk._user_module),
-    (type, _Walk._user_class),
-    ((type({}.keys()), type({}.values()), type({}.items())), _Walk._view),
-    (types.MappingProxyType, _Walk._proxy),
-    (functools._lru_cache_wrapper, _Walk._cached),
+    ("built-in function or method: its object", (types.BuiltinMethodType, types.MethodWrapperType), _Walk._builtin),
+    (
+        "functools.partial: its function, arguments and keywords",
+        functools.partial,
+        lambda walk, var, x: walk._members(var, x, ("func", "args", "keywords")),
+    ),
+    ("property: its functions", property, lambda walk, var, x: walk._members(var, x, ("fget", "fset", "fdel"))),
+    (
+        "static or class method: its function",
+        (staticmethod, classmethod),
+        lambda walk, var, x: walk._members(var, x, ("__func__",)),
+    ),
+    ("cell: its contents", types.CellType, _Walk._cell),
+    ("module: the entries its code names (a user's)", types.ModuleType, _Walk._user_module),
+    ("class: its entries, special methods and bases (a user's)", type, _Walk._user_class),
+    ("dict view: its dict", (type({}.keys()), type({}.values()), type({}.items())), _Walk._view),
+    ("mapping proxy: its mapping", types.MappingProxyType, _Walk._proxy),
+    ("functools.lru_cache wrapper: refused (a user's)", functools._lru_cache_wrapper, _Walk._cached),
+    ("operator.attrgetter or methodcaller: names computed", (operator.attrgetter, operator.methodcaller), _name_getter),
+    ("iterator or generator: refused", _is_library_iterator, _Walk._refused),
+    ("NumPy array: its dtype, shape, strides and content", lambda kind: _is_numpy(kind, "ndarray"), _Walk._content),
+    ("NumPy random generator: its state, before and after the recording", _is_numpy_generator, _Walk._generator),
+    ("compiled function: its function", _is_compiled, _Walk._compiled),
+    # by the classes an object's class derives from, not issubclass: an ABC's hook would take a
+    # memoryview (which has __enter__ and __exit__) for a context manager
+    ("abstract base of Python's: a subclass's instance walked as any object", _derives_from_abstract, _Walk._object),
+    ("object: a user's instance walked (class, attributes, slots); a library's by identity", object, _Walk._object),
 ]
-"""The parts of each of Python's own kinds of object that the function can reach through it."""
+"""How the world reads each kind of object: the first row whose types (or test) the object's
+type falls in says how its state is read, or why it is refused. Every type is in the last row
+at worst (an object); the test of this table enumerates Python's own types and checks that each
+falls in a row made for it."""
+
+_REFUSED = {
+    "weakref.proxy: refused": (
+        "a weakref.proxy, whose referent vjpgrad.compile cannot read without running its code",
+        "keep a weakref.ref (read it as {name}()) or the object itself",
+    ),
+    "iterator or generator: refused": (
+        "an iterator, whose position vjpgrad.compile cannot watch (a replay would not advance it)",
+        "draw what {name} gives outside the compiled function and pass it in as arguments",
+    ),
+    "coroutine or async generator: refused": (
+        "a coroutine or async generator, whose position vjpgrad.compile cannot watch",
+        "run {name} outside the compiled function and pass what it gives in as arguments",
+    ),
+    "frame or traceback: refused": (
+        "a frame or traceback, whose local variables vjpgrad.compile cannot watch",
+        "keep the numbers {name} holds in a plain object and pass them in",
+    ),
+}
+"""Why a row refuses its objects, and what to do instead."""
+
+
+_ROWS: dict[type, tuple[str, Callable[[_Walk, int, Any], None]]] = {}
+
+
+def row_of(kind: type) -> tuple[str, Callable[[_Walk, int, Any], None]]:
+    """The row of ``KINDS`` a type falls in: its name and how its objects are walked."""
+    row = _ROWS.get(kind)
+    if row is None:
+        row = next(
+            (name, how)
+            for name, kinds, how in KINDS
+            if (issubclass(kind, kinds) if isinstance(kinds, (type, tuple)) else kinds(kind))
+        )  # the last row holds every type
+        if len(_ROWS) < 4096:
+            _ROWS[kind] = row
+    return row
 
 
 COMPUTED_ATTRIBUTES = frozenset(
@@ -687,6 +1106,8 @@ IDENTITY_NAMES = frozenset({"is_", "is_not", "id"})
 ``id(lr) == id(DEFAULT)``): where the code reached names one, which numbers are one object is
 watched."""
 _ASKS_IDENTITY = (operator.is_, operator.is_not, id)
+_READS_ATTRIBUTES = (getattr, hasattr, setattr, delattr, vars, eval, exec)
+_READS_GLOBALS = (globals, locals, eval, exec)
 MODULES_BY_NAME = frozenset({"import_module", "__import__"})
 """Names whose use looks a module up by a name computed at run time (as ``sys.modules[name]``
 does): the function is refused at recording, since the world cannot follow the lookup."""
@@ -798,7 +1219,22 @@ def first_difference(before: Snapshot, after: Snapshot) -> str | None:
     return None
 
 
-_ASPECTS = {"rg": " (its requires_grad)", "rgs": " (its requires_grad)", "attrs": " (its attributes)"}
+DRAWN = " (its state: random numbers were drawn from it)"
+"""How ``first_difference`` names a random generator whose state changed."""
+_ASPECTS = {
+    "rg": " (its requires_grad)",
+    "rgs": " (its requires_grad)",
+    "attrs": " (its attributes)",
+    "generator": DRAWN,
+}
+
+
+def differs_in_number(before: Snapshot, after: Snapshot) -> bool:
+    """Whether the first difference of two observations is a number's value alone."""
+    for old, new in zip(before.facts, after.facts, strict=False):
+        if old != new:
+            return old[0] in ("same", "scalars") and _masked(old) == _masked(new)
+    return False
 
 
 def _identity_difference(before: Snapshot, old: Fact, new: Fact) -> str:

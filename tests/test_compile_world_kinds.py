@@ -1,0 +1,256 @@
+"""Every kind of object in a compiled function's world is watched or refused, by construction.
+
+``world.KINDS`` is one table: each kind of object, how its state is read, or why it is refused.
+The tests enumerate the public types of Python's modules whose objects a function's world holds
+(and NumPy's array, scalar and generator types, where NumPy is installed) and check that each
+falls in a row made for it, not in the last row that holds any object: a new kind with no row
+fails here. Each kind is then placed in a function's world and changed between calls (in place
+where its objects change in place, or replaced by another of its objects): the compiled function
+must give eager's bits and gradient, or refuse (``DataDependentError``); never another number,
+never another exception.
+"""
+
+from __future__ import annotations
+
+import array
+import builtins
+import collections
+import contextlib
+import dataclasses
+import decimal
+import enum
+import fractions
+import functools
+import importlib.util
+import io
+import operator
+import random
+import types
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from _helpers import bits
+
+import vjpgrad
+from vjpgrad import Value
+from vjpgrad.compiler import DataDependentError, world
+
+_MODULES = (
+    builtins,
+    collections,
+    functools,
+    operator,
+    weakref,
+    types,
+    array,
+    contextlib,
+    dataclasses,
+    enum,
+    fractions,
+    decimal,
+)
+_ANY_OBJECT = world.KINDS[-1][0]
+
+
+def _numpy_types() -> Iterator[tuple[str, type]]:
+    if importlib.util.find_spec("numpy") is None:
+        return
+    import numpy as np
+
+    yield "numpy.ndarray", np.ndarray
+    for kind in sorted(set(np.sctypeDict.values()), key=lambda k: k.__name__):
+        yield f"numpy.{kind.__name__}", kind
+    for kind in (np.random.Generator, np.random.RandomState, np.random.PCG64, np.random.MT19937):
+        yield f"numpy.random.{kind.__name__}", kind
+
+
+def _public_types() -> list[tuple[str, type]]:
+    found = [
+        (f"{module.__name__}.{name}", getattr(module, name))
+        for module in _MODULES
+        for name in sorted(dir(module))
+        if not name.startswith("_") and isinstance(getattr(module, name), type)
+    ]
+    return found + list(_numpy_types())
+
+
+def test_every_public_type_falls_in_a_row_made_for_it() -> None:
+    kinds = _public_types()
+    assert len(kinds) > 200  # the enumeration itself ran
+    without = [name for name, kind in kinds if world.row_of(kind)[0] == _ANY_OBJECT]
+    assert without == [], f"kinds with no row of their own in world.KINDS: {without}"
+
+
+def test_the_last_row_is_for_objects_of_classes_not_enumerated() -> None:
+    class Users:
+        pass
+
+    assert world.row_of(Users)[0] == _ANY_OBJECT
+    assert world.row_of(argparse_namespace())[0] != _ANY_OBJECT
+
+
+def argparse_namespace() -> type:
+    import argparse
+
+    return argparse.Namespace
+
+
+def _twin(make: Callable[[], tuple[Callable[[], float], Callable[[float], None]]]) -> str:
+    """Calls with the world set to 2, 2, 3, 3 (``make()`` gives a fresh world: what the function
+    reads, and how to change it), compiled and uncompiled: 'same' when the bits and gradients
+    agree, 'refused' when compile refused; anything else fails the test."""
+
+    def results(compiled: bool) -> list[Any]:
+        read, change = make()
+        fn = vjpgrad.compile(lambda x: x * read()) if compiled else (lambda x: x * read())
+        found = []
+        for k in (2.0, 2.0, 3.0, 3.0):
+            change(k)
+            x = Value(1.5)
+            y = fn(x)
+            y.backward()
+            found.append((bits(y.data), bits(x.grad)))
+        return found
+
+    eager = results(compiled=False)
+    try:
+        compiled = results(compiled=True)
+    except DataDependentError:
+        return "refused"
+    assert compiled == eager
+    return "same"
+
+
+def _in_place(make: Callable[[], Any], read: Callable[[Any], float], change: Callable[[Any, float], None]) -> Any:
+    def made() -> tuple[Callable[[], float], Callable[[float], None]]:
+        held = make()
+        return (lambda: read(held)), (lambda k: change(held, k))
+
+    return made
+
+
+class _Held:
+    """Hashable and weakly referable: a key or member of a weak container."""
+
+    def __init__(self) -> None:
+        self.s = 2.0
+
+
+_CHANGED_IN_PLACE: dict[str, Any] = {
+    "builtins.list": _in_place(lambda: [2.0], lambda h: h[0], lambda h, k: h.__setitem__(0, k)),
+    "builtins.dict": _in_place(lambda: {"s": 2.0}, lambda h: h["s"], lambda h, k: h.__setitem__("s", k)),
+    "builtins.set": _in_place(lambda: {2.0}, lambda h: max(h), lambda h, k: (h.clear(), h.add(k))),
+    "builtins.bytearray": _in_place(
+        lambda: bytearray([2]), lambda h: float(h[0]), lambda h, k: h.__setitem__(0, int(k))
+    ),
+    "builtins.memoryview": _in_place(
+        lambda: memoryview(bytearray([2])), lambda h: float(h[0]), lambda h, k: h.__setitem__(0, int(k))
+    ),
+    "builtins.BaseException": _in_place(
+        lambda: ValueError(2.0), lambda h: h.args[0], lambda h, k: setattr(h, "args", (k,))
+    ),
+    "collections.deque": _in_place(lambda: collections.deque([2.0]), lambda h: h[0], lambda h, k: h.__setitem__(0, k)),
+    "collections.OrderedDict": _in_place(
+        lambda: collections.OrderedDict(s=2.0), lambda h: h["s"], lambda h, k: h.__setitem__("s", k)
+    ),
+    "collections.defaultdict": _in_place(
+        lambda: collections.defaultdict(float, s=2.0), lambda h: h["s"], lambda h, k: h.__setitem__("s", k)
+    ),
+    "collections.Counter": _in_place(
+        lambda: collections.Counter(s=2), lambda h: float(h["s"]), lambda h, k: h.__setitem__("s", int(k))
+    ),
+    "collections.ChainMap": _in_place(
+        lambda: collections.ChainMap({"s": 2.0}), lambda h: h["s"], lambda h, k: h.maps[0].__setitem__("s", k)
+    ),
+    "collections.UserDict": _in_place(
+        lambda: collections.UserDict(s=2.0), lambda h: h["s"], lambda h, k: h.__setitem__("s", k)
+    ),
+    "collections.UserList": _in_place(
+        lambda: collections.UserList([2.0]), lambda h: h[0], lambda h, k: h.__setitem__(0, k)
+    ),
+    "types.SimpleNamespace": _in_place(
+        lambda: types.SimpleNamespace(s=2.0), lambda h: h.s, lambda h, k: setattr(h, "s", k)
+    ),
+    "functools.partial": _in_place(
+        lambda: functools.partial(lambda s: s, s=2.0), lambda h: h(), lambda h, k: h.keywords.__setitem__("s", k)
+    ),
+    "array.array": _in_place(lambda: array.array("d", [2.0]), lambda h: h[0], lambda h, k: h.__setitem__(0, k)),
+    "decimal.Context": _in_place(
+        lambda: decimal.Context(prec=2), lambda h: float(h.prec), lambda h, k: setattr(h, "prec", int(k))
+    ),
+    "contextlib.nullcontext": _in_place(
+        lambda: contextlib.nullcontext(2.0), lambda h: h.enter_result, lambda h, k: setattr(h, "enter_result", k)
+    ),
+    "weakref.WeakKeyDictionary": _in_place(
+        lambda: (lambda key: (key, weakref.WeakKeyDictionary({key: 2.0})))(_Held()),
+        lambda h: h[1][h[0]],
+        lambda h, k: h[1].__setitem__(h[0], k),
+    ),
+    "weakref.WeakValueDictionary": _in_place(
+        lambda: (lambda value: (value, weakref.WeakValueDictionary({"s": value})))(_Held()),
+        lambda h: h[1]["s"].s,
+        lambda h, k: setattr(h[0], "s", k),
+    ),
+    "weakref.WeakSet": _in_place(
+        lambda: (lambda a, b: ([a, b], weakref.WeakSet([a])))(_Held(), _Held()),
+        lambda h: float(len(h[1])),
+        lambda h, k: h[1].add(h[0][int(k) - 2]) if k == 3.0 else None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CHANGED_IN_PLACE))
+def test_a_kind_changed_in_place_gives_eagers_bits_or_a_refusal(name: str) -> None:
+    assert _twin(_CHANGED_IN_PLACE[name]) in ("same", "refused")
+
+
+def _two_objects(kind: type) -> tuple[Any, Any] | None:
+    """Two objects of ``kind`` made without arguments (or from a number), or None."""
+    for args in ((), (2.0,), (2,)):
+        try:
+            return kind(*args), kind(*args)
+        except Exception:
+            continue
+    return None
+
+
+_REPLACEABLE = [(name, kind) for name, kind in _public_types() if _two_objects(kind) is not None]
+
+
+@pytest.mark.parametrize(("name", "kind"), _REPLACEABLE, ids=[name for name, _ in _REPLACEABLE])
+def test_a_kind_replaced_by_another_of_its_objects_gives_eagers_bits_or_a_refusal(name: str, kind: type) -> None:
+    def make() -> tuple[Callable[[], float], Callable[[float], None]]:
+        pair = _two_objects(kind)
+        assert pair is not None
+        first, second = pair
+        box = [first]
+
+        def read() -> float:
+            return 2.0 if box[0] is first else 3.0
+
+        return read, lambda k: box.__setitem__(0, first if k == 2.0 else second)
+
+    assert _twin(make) in ("same", "refused")
+
+
+def test_every_row_is_reached_by_a_kind() -> None:
+    """No row is dead: the enumeration, with the kinds of other modules a world holds (a file,
+    a Value, a ``random.Random``, a dict view, an ``lru_cache`` wrapper, a compiled function, a
+    user's object), reaches each."""
+
+    class Users:
+        pass
+
+    others = [
+        io.StringIO,
+        Value,
+        random.Random,
+        type({}.keys()),
+        functools._lru_cache_wrapper,
+        type(vjpgrad.compile(lambda x: x)),
+        Users,
+    ]
+    rows = {world.row_of(kind)[0] for kind in [*(kind for _, kind in _public_types()), *others]}
+    assert rows == {name for name, _, _ in world.KINDS}
