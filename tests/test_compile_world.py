@@ -18,9 +18,11 @@ import collections
 import contextlib
 import dataclasses
 import decimal
+import enum
 import functools
 import importlib
 import inspect
+import io
 import operator
 import os
 import random
@@ -1442,3 +1444,154 @@ def test_a_numpy_draw_is_refused_naming_the_line_that_drew() -> None:
         finally:
             sys.setprofile(None)
         assert _draw_line(fn) in str(refused.value), str(refused.value)
+
+
+_SCALE = {"s": 1.0}
+"""What the methods of the users' subclasses below read: changed between calls."""
+
+
+class _Referent:
+    """What a weak reference below refers to (kept alive by the module)."""
+
+
+_REFERENT = _Referent()
+
+
+def _reads_scale(*args: Any, **kwargs: Any) -> float:
+    return _SCALE["s"]
+
+
+def _subclass(base: type, **entries: Any) -> Any:
+    """A user's subclass of ``base``, made at run time, named as a class statement here names it
+    (an ABC's metaclass would otherwise give it the ``abc`` module, a library's)."""
+    return type(f"Users{base.__name__}", (base,), {"__module__": __name__, **entries})
+
+
+def _subclass_cases() -> dict[str, Callable[[], tuple[Callable[[], Any], Callable[[float], None]]]]:
+    """Each kind a user subclasses, overriding what a read runs (or adding a class attribute):
+    ``make()`` gives a fresh object's reader and how to change what it reads."""
+
+    def global_changes(k: float) -> None:
+        _SCALE["s"] = k
+
+    def value() -> tuple[Callable[[], Any], Callable[[float], None]]:
+        class Scaled(Value):
+            factor = 1.0
+
+            def scaled(self) -> Any:
+                return self * self.factor
+
+        w = Scaled(1.5)
+        return w.scaled, lambda k: setattr(Scaled, "factor", k)
+
+    def partial() -> tuple[Callable[[], Any], Callable[[float], None]]:
+        class Partial(functools.partial):  # type: ignore[type-arg]
+            def __call__(self, *args: Any, **kwargs: Any) -> float:
+                return _SCALE["s"]
+
+        p = Partial(float, 0.0)
+        return (lambda: p()), global_changes
+
+    def item_reader(base: type, *args: Any) -> Callable[[], tuple[Callable[[], Any], Callable[[float], None]]]:
+        def make() -> tuple[Callable[[], Any], Callable[[float], None]]:
+            held = _subclass(base, __getitem__=lambda self, key: _reads_scale())(*args)
+            return (lambda: held[0]), global_changes
+
+        return make
+
+    def method_reader(base: type, *args: Any) -> Callable[[], tuple[Callable[[], Any], Callable[[float], None]]]:
+        def make() -> tuple[Callable[[], Any], Callable[[float], None]]:
+            held = _subclass(base, scale=lambda self: _reads_scale())(*args)
+            return (lambda: held.scale()), global_changes
+
+        return make
+
+    def module() -> tuple[Callable[[], Any], Callable[[float], None]]:
+        class Module(types.ModuleType):
+            @property
+            def scale(self) -> float:
+                return _SCALE["s"]
+
+        held = Module("settings")
+        return (lambda: held.scale), global_changes
+
+    def descriptor(base: type, *args: Any) -> Callable[[], tuple[Callable[[], Any], Callable[[float], None]]]:
+        def make() -> tuple[Callable[[], Any], Callable[[float], None]]:
+            reads = _subclass(base, __get__=lambda self, obj, owner=None: _reads_scale())
+            holder = type("Holder", (), {"scale": reads(*args)})()
+            return (lambda: holder.scale), global_changes
+
+        return make
+
+    def metaclass() -> tuple[Callable[[], Any], Callable[[float], None]]:
+        class Meta(type):
+            def __getattr__(cls, name: str) -> float:
+                return _SCALE["s"]
+
+        class Settings(metaclass=Meta):
+            pass
+
+        return (lambda: Settings.scale), global_changes
+
+    def enum_method() -> tuple[Callable[[], Any], Callable[[float], None]]:
+        class Cfg(enum.Enum):
+            SMALL = 1
+
+            def scale(self) -> float:
+                return _SCALE["s"] * self.value
+
+        return (lambda: Cfg.SMALL.scale()), global_changes
+
+    def enum_value() -> tuple[Callable[[], Any], Callable[[float], None]]:
+        class Cfg(enum.Enum):
+            SMALL = [1.0]  # noqa: RUF012 (a mutable value is the case)
+
+        return (lambda: Cfg.SMALL.value[0]), lambda k: Cfg.SMALL.value.__setitem__(0, k)
+
+    return {
+        "Value": value,
+        "functools.partial": partial,
+        "bytearray": item_reader(bytearray, b"\x01"),
+        "array.array": item_reader(array.array, "d", [1.0]),
+        "weakref.WeakValueDictionary": item_reader(weakref.WeakValueDictionary),
+        "weakref.WeakKeyDictionary": method_reader(weakref.WeakKeyDictionary),
+        "weakref.ref": method_reader(weakref.ref, _REFERENT),
+        "random.Random": method_reader(random.Random, 0),
+        "io.StringIO": method_reader(io.StringIO),
+        "decimal.Context": method_reader(decimal.Context),
+        "types.ModuleType": module,
+        "property": descriptor(property),
+        "staticmethod": descriptor(staticmethod, float),
+        "functools.cached_property": descriptor(functools.cached_property, lambda self: 0.0),
+        "metaclass": metaclass,
+        "enum member's method": enum_method,
+        "enum member's mutable value": enum_value,
+    }
+
+
+_SUBCLASSES = _subclass_cases()
+
+
+@pytest.mark.parametrize("kind", sorted(_SUBCLASSES))
+def test_a_users_subclass_of_a_handled_type_is_watched(kind: str) -> None:
+    """A user's subclass of a type the world reads by a row of its own: what its class adds (a
+    method, a property, a class attribute, an enum member's value) is watched as a user's class."""
+
+    def results(compiled: bool) -> list[Any]:
+        _SCALE["s"] = 1.0
+        read, change = _SUBCLASSES[kind]()
+        fn = vjpgrad.compile(lambda x: read() * x) if compiled else (lambda x: read() * x)
+        found = []
+        for k in (1.0, 2.0, 3.0, 4.0):
+            change(k)
+            x = Value(3.0)
+            y = fn(x)
+            y.backward()
+            found.append((bits(y.data), bits(x.grad)))
+        owner = getattr(read, "__self__", None)  # the Value subclass's parameter: its gradient too
+        return found + ([bits(owner.grad)] if isinstance(owner, Value) else [])
+
+    try:
+        assert results(compiled=True) == results(compiled=False)
+    finally:
+        _SCALE["s"] = 1.0

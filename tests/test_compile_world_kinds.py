@@ -254,3 +254,75 @@ def test_every_row_is_reached_by_a_kind() -> None:
     ]
     rows = {world.row_of(kind)[0] for kind in [*(kind for _, kind in _public_types()), *others]}
     assert rows == {name for name, _, _ in world.KINDS}
+
+
+_SCALE = {"s": 2.0}
+"""What a user's subclass's method reads: changed between calls."""
+
+
+class _Referent:
+    """What a subclass of a weak reference refers to (kept alive by the module)."""
+
+
+_REFERENT = _Referent()
+_ARGUMENTS: tuple[tuple[Any, ...], ...] = ((), (2.0,), (2,), (_REFERENT,), (float,), ("d",), ("name",))
+"""What a user's subclass is made from: the first that its type accepts."""
+
+
+def _users_subclass(kind: type) -> Any:
+    """An object of a user's subclass of ``kind`` whose method reads ``_SCALE``, or None where
+    ``kind`` cannot be subclassed (or made from one of ``_ARGUMENTS``)."""
+
+    def users_scale(self: Any) -> float:
+        return _SCALE["s"]
+
+    try:  # named as a class statement in this module names it (an ABC's metaclass would name abc)
+        subclass = type(f"Users{kind.__name__}", (kind,), {"__module__": __name__, "users_scale": users_scale})
+    except Exception:  # final (bool, a function), or an enum's metaclass that wants its own namespace
+        return None
+    for args in _ARGUMENTS:
+        try:
+            made = subclass(*args)
+        except Exception:
+            continue
+        return made if type(made) is subclass else None  # a NumPy scalar's subclass makes the NumPy scalar
+    return None
+
+
+def _subclassable() -> list[tuple[str, type]]:
+    others = [io.StringIO, Value, random.Random, functools.partial, weakref.ref, decimal.Context]
+    kinds = dict(_public_types())
+    kinds.update({f"{kind.__module__}.{kind.__qualname__}": kind for kind in others})
+    found = []
+    for name, kind in sorted(kinds.items()):
+        made = _users_subclass(kind)
+        if made is not None and world.row_of(type(made))[1] is not world._Walk._refused:
+            found.append((name, kind))
+    return found
+
+
+_SUBCLASSABLE = _subclassable()
+
+
+@pytest.mark.parametrize(("name", "kind"), _SUBCLASSABLE, ids=[name for name, _ in _SUBCLASSABLE])
+def test_a_users_subclass_of_each_kind_is_watched(name: str, kind: type) -> None:
+    """A user's subclass of a kind (in whichever row of ``KINDS`` it falls) whose method reads a
+    global: a change of the global gives eager's bits, or a refusal."""
+
+    def make() -> tuple[Callable[[], float], Callable[[float], None]]:
+        held = _users_subclass(kind)
+        return (lambda: held.users_scale()), (lambda k: _SCALE.__setitem__("s", k))
+
+    try:
+        assert _twin(make) in ("same", "refused")
+    finally:
+        _SCALE["s"] = 2.0
+
+
+def test_the_users_subclasses_reach_the_rows_whose_types_can_be_subclassed() -> None:
+    """The enumeration above is not empty where it matters: the rows of Python's containers,
+    buffers, weak references, generators, functools' and the class row are among those reached."""
+    rows = {world.row_of(kind)[0] for _, kind in _SUBCLASSABLE}
+    assert len(_SUBCLASSABLE) > 50
+    for wanted in ("Value", "weak dict", "buffer", "random generator", "functools.partial", "property", "module"):
+        assert any(row.startswith(wanted) for row in rows), wanted

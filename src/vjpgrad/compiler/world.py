@@ -414,6 +414,8 @@ class _Walk:
             self.snapshot.values[id(x)] = x
             self.fact("rg", var, x.requires_grad)
             self._attributes(var, x)
+            if type(x) is not Value and not is_library(type(x)):  # a user's subclass: its methods and class attributes
+                self.child(self.get(var, "class", None, f"type({self.snapshot.names[var]})"), type(x))
             return
         self.queue.append((var, x))
 
@@ -432,7 +434,10 @@ class _Walk:
         instance's class, attributes and slots, or a refusal."""
         self.inside_unnamed = var in self.unnamed
         try:
-            row_of(type(x))[1](self, var, x)
+            how = row_of(type(x))[1]
+            how(self, var, x)
+            if how not in _WALKS_INSTANCE and not is_library(type(x)):
+                self._instance(var, x)  # a user's subclass of a handled type: its class and attributes too
         except (UnwatchableError, WorldTooLargeError):
             raise
         except Exception as error:  # the object's own code raised (a __getattr__ raising KeyError)
@@ -1078,6 +1083,11 @@ def row_of(kind: type) -> tuple[str, Callable[[_Walk, int, Any], None]]:
             _ROWS[kind] = row
     return row
 
+
+_WALKS_INSTANCE = (_Walk._object, _Walk._instance, _Walk._sequence, _Walk._dict, _exception)
+"""The rows that walk a user's subclass's class and attributes themselves. Every other row reads
+only what its type holds, so a user's subclass of its type (a method overridden, a class attribute,
+an enum member's value) is walked as a user's instance too, after the row."""
 
 COMPUTED_ATTRIBUTES = frozenset(
     {
