@@ -41,7 +41,7 @@ from _helpers import bits
 import vjpgrad
 from vjpgrad import RecompileWarning, Value, Vector
 from vjpgrad.compiler import DataDependentError, world
-from vjpgrad.compiler.run import RECOMPILE_LIMIT, STRUCTURE_LIMIT
+from vjpgrad.compiler.run import ARGUMENT_STRUCTURE_LIMIT, RECOMPILE_LIMIT, STRUCTURE_LIMIT
 
 
 def twin_runs(build: Callable[[], tuple[Callable[..., Any], list[Callable[[], Any]]]]) -> None:
@@ -411,16 +411,19 @@ def test_a_number_passed_as_a_value_is_data_recorded_once() -> None:
 
 
 def test_different_structures_count_toward_their_own_limit() -> None:
+    # arguments of many lengths (a GPT's sequences) are programs of their own: more than the world's 8
+    assert ARGUMENT_STRUCTURE_LIMIT > 16 > STRUCTURE_LIMIT
     compiled = vjpgrad.compile(lambda xs: sum(xs[1:], xs[0]))
     with warnings.catch_warnings():
         warnings.simplefilter("error", RecompileWarning)
-        for n in range(1, STRUCTURE_LIMIT + 1):
+        for n in range(1, ARGUMENT_STRUCTURE_LIMIT + 1):
             assert compiled([Value(1.0)] * n).data == float(n)
     assert not compiled.eager
-    assert compiled.times_recorded == STRUCTURE_LIMIT
+    assert compiled.times_recorded == ARGUMENT_STRUCTURE_LIMIT
+    limit = ARGUMENT_STRUCTURE_LIMIT
     with pytest.warns(RecompileWarning, match=r"structures.*the argument xs") as caught:
-        found = [compiled([Value(1.0)] * n).data for n in range(STRUCTURE_LIMIT + 1, STRUCTURE_LIMIT + 6)]
-    assert found == [float(n) for n in range(STRUCTURE_LIMIT + 1, STRUCTURE_LIMIT + 6)]
+        found = [compiled([Value(1.0)] * n).data for n in range(limit + 1, limit + 6)]
+    assert found == [float(n) for n in range(limit + 1, limit + 6)]
     assert len(caught) == 1
     assert compiled.eager
     assert caught[0].filename == __file__  # the user's line, not compile's

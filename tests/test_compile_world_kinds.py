@@ -78,7 +78,7 @@ def _public_types() -> list[tuple[str, type]]:
 
 def test_every_public_type_falls_in_a_row_made_for_it() -> None:
     kinds = _public_types()
-    assert len(kinds) > 200  # the enumeration itself ran
+    assert len(kinds) > 150  # the enumeration itself ran (about 200 with NumPy's types)
     without = [name for name, kind in kinds if world.row_of(kind)[0] == _ANY_OBJECT]
     assert without == [], f"kinds with no row of their own in world.KINDS: {without}"
 
@@ -253,7 +253,10 @@ def test_every_row_is_reached_by_a_kind() -> None:
         Users,
     ]
     rows = {world.row_of(kind)[0] for kind in [*(kind for _, kind in _public_types()), *others]}
-    assert rows == {name for name, _, _ in world.KINDS}
+    every = {name for name, _, _ in world.KINDS}
+    if importlib.util.find_spec("numpy") is None:  # NumPy's rows are reached by NumPy's types alone
+        every = {name for name in every if not name.startswith("NumPy")}
+    assert rows == every
 
 
 _SCALE = {"s": 2.0}

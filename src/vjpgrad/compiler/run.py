@@ -542,9 +542,13 @@ RECOMPILE_LIMIT = 8
 (``torch.compile``'s recompile limit): past it, compile warns once and calls the function
 uncompiled from then on."""
 STRUCTURE_LIMIT = 8
-"""Structures (of the arguments and of the world, numbers left out) a function is recorded for,
-at most: past it, compile warns once, naming what kept changing, and calls the function
-uncompiled from then on (a history list it can reach, growing at every call, is one)."""
+"""Structures of the function's world (numbers left out) it is recorded for, at most: past it,
+compile warns once, naming what kept changing, and calls the function uncompiled from then on (a
+history list it can reach, growing at every call, is one)."""
+ARGUMENT_STRUCTURE_LIMIT = 64
+"""Structures of the arguments (their lengths and kinds, numbers left out) a function is recorded
+for, at most, in one world: each is a program of its own, as a sequence of each length is for a
+GPT (where ``torch.compile`` would mark the length dynamic); past it, compile warns as above."""
 RECORDINGS_PER_KEY = 8
 """Recordings kept for one structure of the arguments (different worlds: a model in training
 and in evaluation mode), the most recently used first."""
@@ -649,9 +653,10 @@ class Compiled:
         return first  # the recorded run is eager code: its result is this call's
 
     def _too_many(self, read: Arguments, entry: Entry) -> bool:
-        """Count the recordings (``STRUCTURE_LIMIT`` structures, ``RECOMPILE_LIMIT`` more of a
-        structure already recorded, in all); past either, warn once naming what changed since
-        the recording before (of this structure, or the last one)."""
+        """Count the recordings (``STRUCTURE_LIMIT`` structures of the world,
+        ``ARGUMENT_STRUCTURE_LIMIT`` of the arguments and the world together, ``RECOMPILE_LIMIT``
+        more of a structure already recorded, in all); past any, warn once naming what changed
+        since the recording before (of this structure, or the last one)."""
         snapshot = entry.recorded.world
         shape = (read.masked(), snapshot.shape())
         seen = self._shapes.get(shape)
@@ -659,10 +664,12 @@ class Compiled:
         self._previous = (read.key, snapshot)
         if seen is None:
             self._shapes[shape] = (1, read.key, snapshot)
-            if len(self._shapes) <= STRUCTURE_LIMIT:
+            worlds = len({world_shape for _, world_shape in self._shapes})
+            if worlds <= STRUCTURE_LIMIT and len(self._shapes) <= ARGUMENT_STRUCTURE_LIMIT:
                 return False
             key, last = previous if previous is not None else (read.key, snapshot)
-            why = f"for {STRUCTURE_LIMIT + 1} structures"
+            limit = STRUCTURE_LIMIT if worlds > STRUCTURE_LIMIT else ARGUMENT_STRUCTURE_LIMIT
+            why = f"for {limit + 1} structures"
         else:
             count, key, last = seen
             self._shapes[shape] = (count + 1, read.key, snapshot)

@@ -72,7 +72,7 @@ def wheel(into: Path) -> Path:
             "vjpgrad is not installed from a source tree: install it with pip install -e <clone> "
             "to bundle it (its wheel is built from the clone)"
         )
-    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(into)]
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(into)]
     done = subprocess.run([*command, str(root)], capture_output=True, text=True, check=False)
     built = sorted(into.glob("vjpgrad-*.whl"))
     if done.returncode != 0 or not built:
