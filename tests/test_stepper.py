@@ -617,7 +617,10 @@ def test_the_graph_and_the_table_are_reachable_by_the_keyboard(browser: Any, tmp
     table = root.find_element(By.CSS_SELECTOR, '[data-role="table-box"]')
     browser.execute_script("arguments[0].focus()", table)
     table.send_keys(Keys.ARROW_DOWN)  # in a box, up and down scroll it, and do not step
-    assert browser.execute_script("return arguments[0].scrollTop", table) > 0
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # Chromium animates a scroll by the keyboard: the box has moved within a second
+    WebDriverWait(browser, 2).until(lambda b: b.execute_script("return arguments[0].scrollTop", table) > 0)
     _browser.check_step(browser, e, 0)
     table.send_keys(Keys.ARROW_RIGHT)  # left and right still step
     _browser.check_step(browser, e, 1)
