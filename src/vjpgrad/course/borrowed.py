@@ -20,6 +20,7 @@ guard, given ``allowed``): an engine that is vjpgrad's earns nothing from vjpgra
 from __future__ import annotations
 
 import ast
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -31,9 +32,21 @@ COPIED = "the shipped reference solution, names and layout aside"
 """What a remark on a copy says (``gradebook`` gathers them into one phrase per directory)."""
 
 
+PARSING = threading.Lock()
+"""Held while the course parses Python: the checks' threads parse files at once, and CPython 3.11
+before 3.11.8 keeps the parser's recursion count per interpreter, not per thread, so two parses at
+once can fail with "SystemError: AST constructor recursion depth mismatch"."""
+
+
+def source_tree(text: str) -> ast.Module:
+    """``ast.parse(text)``, one parse at a time (``PARSING``)."""
+    with PARSING:
+        return ast.parse(text)
+
+
 def parse(path: Path) -> ast.Module | None:
     try:
-        return ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        return source_tree(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError):
         return None
 
@@ -111,7 +124,7 @@ class _Names(ast.NodeTransformer):
 def normal(node: ast.AST) -> str:
     """``node`` as a string that is the same for two copies of the same code whatever their names,
     docstrings, comments and layout."""
-    copy = ast.parse(ast.unparse(node))
+    copy = source_tree(ast.unparse(node))
     return ast.dump(_Names().visit(copy), annotate_fields=False, include_attributes=False)
 
 

@@ -17,12 +17,13 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from vjpgrad.course.borrowed import source_tree
 from vjpgrad.course.exercises import Course, Exercise
 
 
 def _tree(path: Path) -> ast.Module | None:
     try:
-        return ast.parse(path.read_text(encoding="utf-8"))
+        return source_tree(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return None
 
@@ -88,7 +89,7 @@ def blame(ex: Exercise, course: Course, done: dict[int, bool]) -> str | None:
 
 def _splice(reference: str, student: str, parts: Sequence[str]) -> str:
     """The reference file with the student's definitions of ``parts`` in place of its own."""
-    tree, theirs = ast.parse(reference), ast.parse(student)
+    tree, theirs = source_tree(reference), source_tree(student)
 
     def find(module: ast.Module, part: str) -> tuple[list[ast.stmt], int] | None:
         scope: list[ast.stmt] = module.body
