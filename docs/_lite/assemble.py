@@ -85,7 +85,12 @@ def normal(name: str) -> str:
 
 
 def run(*command: str) -> None:
-    subprocess.run(command, check=True, cwd=BUILD)
+    """Runs ``command`` in the build folder; its output is shown only when it fails (pip's notes on a
+    machine's own configuration are not the site's warnings)."""
+    done = subprocess.run(command, cwd=BUILD, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise subprocess.CalledProcessError(done.returncode, command)
 
 
 def pyodide_core() -> Path:
