@@ -17,9 +17,7 @@ anything else cannot be replayed, and says so.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import inspect
 import itertools
 import os
@@ -45,6 +43,7 @@ from vjpgrad.bridge.replay import (
     numbers_of_index,
 )
 from vjpgrad.bridge.single import Single, in_dtype, ulps
+from vjpgrad.compiler.record import collection_paused  # the watch keeps every node alive, as a recording does
 from vjpgrad.core import graph
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
@@ -139,21 +138,6 @@ class _Mode(TorchDispatchMode):  # type: ignore[misc]  # torch is read as Any (p
         with collection_paused():
             watch.after(func, args, kwargs, out, before)
         return out
-
-
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused while the watch makes its nodes and replays a pass: the
-    watch keeps every node alive until it ends, so each collection its new objects set off would
-    walk them all again and free nothing (on a 64x64 example, more than half the time). Turned
-    back on as it was, whatever happens; the learner's own code runs with it as it was."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class Watch:
