@@ -98,8 +98,11 @@ def server(site: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    """Headless Chromium that resolves no host but 127.0.0.1, logging every request it makes."""
+def chromium(site: Path) -> Iterator[Any]:
+    """Headless Chromium that resolves no host but 127.0.0.1, logging every request it makes.
+
+    It asks for the site first: the suite on each Python, which builds no site, skips here before
+    it asks for a browser it does not install (CI=true would make a missing browser a failure)."""
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
