@@ -247,6 +247,7 @@ def test_every_row_is_reached_by_a_kind() -> None:
         io.StringIO,
         Value,
         random.Random,
+        random.SystemRandom,
         type({}.keys()),
         functools._lru_cache_wrapper,
         type(vjpgrad.compile(lambda x: x)),

@@ -283,6 +283,46 @@ def _plain_attributes(value: Value) -> bool:
     return all(type(item) is str or item is None for item in vars(value).values())
 
 
+def _raised(name: str, x: Any, error: Exception) -> UnwatchableError:
+    """The refusal of an object whose own code raised while its state was read, naming the
+    method that raised (the innermost of the user's frames of the error) and its line."""
+    frame = None
+    trace = error.__traceback__
+    while trace is not None:
+        if not is_library_file(trace.tb_frame.f_code.co_filename):
+            frame = trace
+        trace = trace.tb_next
+    what = f"{type(error).__name__}: {error!s:.80}"
+    if frame is None:  # raised inside Python's own code (a C method of its type)
+        return UnwatchableError(
+            name,
+            f"a {type(x).__qualname__} whose state vjpgrad.compile could not read: reading it raised {what}",
+            f"keep the numbers {name} holds in a plain object, list, dict or Value",
+        )
+    code = frame.tb_frame.f_code
+    method = getattr(code, "co_qualname", code.co_name)
+    at = f"{code.co_filename}:{frame.tb_lineno}"
+    if code.co_name == "__getattr__":
+        return UnwatchableError(
+            name,
+            f"an object whose {method} raised {what} at {at} (Python expects AttributeError for an attribute an "
+            "object does not hold), so vjpgrad.compile cannot read its state",
+            f"make {type(x).__qualname__}'s __getattr__ raise AttributeError for a name it does not hold",
+        )
+    return UnwatchableError(
+        name,
+        f"a {type(x).__qualname__} whose {method} raised {what} at {at} while vjpgrad.compile read its state",
+        f"make {method} work for any {type(x).__qualname__}, or keep the numbers {name} holds in a plain object, "
+        "list, dict or Value",
+    )
+
+
+def is_library_file(file: str) -> bool:
+    """A file of vjpgrad, of Python's library or of an installed package (or code vjpgrad wrote)."""
+    library = (*installed_locations(), *OWN_CODE, "<frozen")
+    return file.startswith(library) or os.path.abspath(file).startswith(library)
+
+
 class WorldTooLargeError(Exception):
     """The world holds more than ``WORLD_LIMIT`` objects and items."""
 
@@ -441,13 +481,7 @@ class _Walk:
         except (UnwatchableError, WorldTooLargeError):
             raise
         except Exception as error:  # the object's own code raised (a __getattr__ raising KeyError)
-            name = self.snapshot.names[var]
-            raise UnwatchableError(
-                name,
-                f"an object whose attribute access raised {type(error).__name__}: {error!s:.80} (Python expects "
-                "AttributeError for an attribute an object does not hold), so vjpgrad.compile cannot read its state",
-                f"make {type(x).__qualname__}'s __getattr__ raise AttributeError for a name it does not hold",
-            ) from None
+            raise _raised(self.snapshot.names[var], x, error) from None
 
     def _sequence(self, var: int, x: Any) -> None:
         """A list, tuple, deque, set or frozenset (or a WeakSet): its items, in order; a user's
@@ -727,7 +761,7 @@ class _Walk:
         name = self.snapshot.names[var]
         own = type(mapping) in _DICTS if own is None else own  # Python's own: its methods run no user code
         keys = list(mapping) if own else list(dict.keys(mapping))
-        labels = [f".{k}" if attribute else f"[{k!r}]" for k in keys]
+        labels = [f".{k}" if attribute and type(k) is str else f"[{_named_key(k)}]" for k in keys]
         self.items(self.get(var, "keys", own, name), keys, labels)
         values = list(mapping.values()) if own else list(dict.values(mapping))
         self.items(self.get(var, "values", own, name), values, labels)
@@ -837,6 +871,15 @@ class _Walk:
                         self.child(entry, namespace[key])
             if not progress and not self.queue:
                 return
+
+
+def _named_key(key: Any) -> str:
+    """How a message names a dict's key: its repr, or its type's name where its ``__repr__``
+    raises (only a name: the key itself is watched as any other)."""
+    try:
+        return repr(key)
+    except Exception:
+        return f"<{type(key).__qualname__} object>"
 
 
 def content(x: Any) -> Any:
@@ -1000,6 +1043,11 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ),
     ("dict: its keys in order and values", dict, _Walk._dict),
     ("buffer: its content", (bytearray, array.array, memoryview), _Walk._content),
+    (
+        "random.SystemRandom: no state (its draws, from the system's entropy, are refused at recording)",
+        random.SystemRandom,
+        _nothing,
+    ),
     ("random generator: its state, before and after the recording", random.Random, _Walk._generator),
     (
         "function: its code, closure, defaults, attributes and the globals it names",

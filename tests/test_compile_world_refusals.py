@@ -1,0 +1,231 @@
+"""Refusals that name what failed, and where: compile's messages point at the user's object and
+line, never at a guess.
+
+A user's object whose own code raises while compile reads its state is named with the method
+that raised; a dict key whose ``__repr__`` raises is only a name in a message, so it is watched
+as any key; draws from the system's entropy source (``random.SystemRandom``, ``secrets``,
+``os.urandom``) are refused as random draws, at the line that drew; a side effect is refused at
+the line that made it. Each scenario that compiles runs the same calls on twin fresh worlds,
+eagerly and compiled, and compares the bits.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import random
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from _helpers import bits
+
+import vjpgrad
+from vjpgrad import Value
+from vjpgrad.compiler import DataDependentError
+
+
+def _line_of(fn: Callable[..., Any], marker: str) -> str:
+    """``file:line`` of the line of ``fn``'s source that ends with ``marker``."""
+    lines, first = inspect.getsourcelines(fn)
+    offset = next(k for k, line in enumerate(lines) if line.rstrip().endswith(marker))
+    return f"{inspect.getsourcefile(fn)}:{first + offset}"
+
+
+def _twin(make: Callable[[], tuple[Callable[[Value], Value], Callable[[float], None]]]) -> None:
+    """Calls with the world set to 2, 2, 3, 3, 2, compiled and eager, on fresh twin worlds: the
+    same bits of results and gradients."""
+
+    def results(compiled: bool) -> list[Any]:
+        fn, change = make()
+        run = vjpgrad.compile(fn) if compiled else fn
+        found = []
+        for k in (2.0, 2.0, 3.0, 3.0, 2.0):
+            change(k)
+            x = Value(1.5)
+            y = run(x)
+            y.backward()
+            found.append((bits(y.data), bits(x.grad)))
+        return found
+
+    assert results(compiled=True) == results(compiled=False)
+
+
+# ---- a user's code that raises while compile reads the world -------------------------------------
+
+
+class _ReprRaises:
+    """A dict key whose ``__repr__`` raises: eager code never calls it."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr here")
+
+
+def test_a_dict_key_whose_repr_raises_is_watched_as_any_key() -> None:
+    """Its repr only names it in messages: the key and its attributes are watched, never blamed
+    on ``__getattr__``."""
+
+    def make() -> tuple[Callable[[Value], Value], Callable[[float], None]]:
+        key = _ReprRaises(2.0)
+        table = {key: 1.0}
+
+        def f(x: Value) -> Value:
+            (only,) = table
+            return x * only.scale * table[only]
+
+        return f, lambda k: setattr(key, "scale", k)
+
+    _twin(make)
+
+
+class _LenRaises(list[float]):
+    def __len__(self) -> int:
+        raise RuntimeError("no len here")  # the failing line
+
+
+def test_a_list_subclass_whose_len_raises_is_refused_naming_its_len_and_the_object() -> None:
+    items = _LenRaises([2.0])
+
+    with pytest.raises(DataDependentError) as refused:
+        vjpgrad.compile(lambda x: x * items[0])(Value(1.0))
+    message = str(refused.value)
+    assert "__getattr__" not in message, message
+    assert "can reach items" in message, message
+    assert "_LenRaises.__len__" in message, message
+    assert _line_of(_LenRaises, "# the failing line") in message, message
+    assert "RuntimeError: no len here" in message, message
+
+
+class _GetattrRaisesKeyError:
+    def __init__(self) -> None:
+        self._d = {"scale": 2.0}
+
+    def __getattr__(self, name: str) -> Any:
+        return self._d[name]
+
+
+def test_a_method_that_raises_while_the_world_is_read_is_named_with_what_raised() -> None:
+    """A ``__bytes__`` that raises (read for a buffer's content) is named as such: the advice
+    about ``__getattr__`` is only for ``__getattr__``."""
+
+    class Counter(bytearray):
+        def __bytes__(self) -> bytes:
+            raise ValueError("no bytes")  # the failing line
+
+    counter = Counter(b"\x02")
+    with pytest.raises(DataDependentError) as refused:
+        vjpgrad.compile(lambda x: x * float(counter[0]))(Value(1.0))
+    message = str(refused.value)
+    assert "Counter.__bytes__" in message, message
+    assert _line_of(Counter, "# the failing line") in message, message
+    assert "__getattr__" not in message, message
+
+
+# ---- draws from the system's entropy source ---------------------------------------------------------
+
+
+_SYSTEM = random.SystemRandom()
+
+
+def _system_draw(x: Value) -> Value:
+    return x * _SYSTEM.random()  # the draw
+
+
+def _secrets_draw(x: Value) -> Value:
+    return x * float(secrets.randbelow(10) + 1)  # the draw
+
+
+def _urandom_draw(x: Value) -> Value:
+    return x * float(os.urandom(1)[0] + 1)  # the draw
+
+
+@pytest.mark.parametrize("fn", [_system_draw, _secrets_draw, _urandom_draw], ids=["SystemRandom", "secrets", "urandom"])
+def test_a_draw_from_the_systems_entropy_is_refused_naming_the_line(fn: Callable[[Value], Value]) -> None:
+    with pytest.raises(DataDependentError, match=r"drew random numbers") as refused:
+        vjpgrad.compile(fn)(Value(1.0))
+    message = str(refused.value)
+    assert _line_of(fn, "# the draw") in message, message
+    assert "as Values" in message, message
+    assert "__getattr__" not in message, message
+
+
+def test_a_system_random_in_the_world_that_draws_outside_does_not_refuse() -> None:
+    """Holding a SystemRandom is fine: only a draw inside a recording is refused."""
+    system = random.SystemRandom()
+    compiled = vjpgrad.compile(lambda x, scale: x * scale if system is not None else x)
+    for _ in range(3):
+        scale = Value(system.random(), requires_grad=False)
+        assert compiled(Value(2.0), scale).data == 2.0 * scale.data
+    assert compiled.times_recorded == 1
+
+
+# ---- side effects, at the line that made them ----------------------------------------------------------
+
+
+def _counted(x: Value) -> Value:
+    y = x * 2.0
+    _counted.calls += 1  # type: ignore[attr-defined]  # the change
+    return y
+
+
+_COUNTER = bytearray(1)
+
+
+def _bytes_counted(x: Value) -> Value:
+    y = x * 2.0
+    _COUNTER[0] += 1  # the change
+    return y
+
+
+_HISTORY: list[float] = []
+
+
+def _remembered(x: Value) -> Value:
+    y = x * 2.0
+    _HISTORY.append(1.0)  # the change
+    return y
+
+
+class _Model:
+    def __init__(self) -> None:
+        self.w = Value(2.0)
+        self.steps = 0
+
+    def __call__(self, x: Value) -> Value:
+        y = x * self.w
+        self.steps += 1  # the change
+        return y
+
+
+@pytest.mark.parametrize(
+    ("fn", "defined"),
+    [(_counted, _counted), (_bytes_counted, _bytes_counted), (_remembered, _remembered), (_Model(), _Model.__call__)],
+    ids=["function attribute", "bytearray", "list", "instance attribute"],
+)
+def test_a_side_effect_is_refused_naming_the_line_that_made_it(fn: Any, defined: Any) -> None:
+    _counted.calls = 0  # type: ignore[attr-defined]
+    with pytest.raises(DataDependentError, match=r"changed .* while vjpgrad.compile recorded") as refused:
+        vjpgrad.compile(fn)(Value(1.0))
+    message = str(refused.value)
+    assert _line_of(defined, "# the change") in message, message
+    assert "defined at" not in message, message
+
+
+def test_a_side_effect_made_by_a_helper_is_named_at_the_helpers_line() -> None:
+    log: list[float] = []
+
+    def remember(y: Value) -> None:
+        log.append(0.0)  # the change
+
+    def f(x: Value) -> Value:
+        y = x * 3.0
+        remember(y)
+        return y
+
+    with pytest.raises(DataDependentError) as refused:
+        vjpgrad.compile(f)(Value(1.0))
+    assert _line_of(remember, "# the change") in str(refused.value), str(refused.value)
