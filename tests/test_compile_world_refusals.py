@@ -5,17 +5,19 @@ A user's object whose own code raises while compile reads its state is named wit
 that raised; a dict key whose ``__repr__`` raises is only a name in a message, so it is watched
 as any key; draws from the system's entropy source (``random.SystemRandom``, ``secrets``,
 ``os.urandom``) are refused as random draws, at the line that drew; a side effect is refused at
-the line that made it. Each scenario that compiles runs the same calls on twin fresh worlds,
-eagerly and compiled, and compares the bits.
+the line that made it. Names a compiled function finds in ``builtins`` are watched as its
+globals are: each scenario runs the same calls on twin fresh worlds, eagerly and compiled, and
+compares the bits.
 """
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import os
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -229,3 +231,92 @@ def test_a_side_effect_made_by_a_helper_is_named_at_the_helpers_line() -> None:
     with pytest.raises(DataDependentError) as refused:
         vjpgrad.compile(f)(Value(1.0))
     assert _line_of(remember, "# the change") in str(refused.value), str(refused.value)
+
+
+# ---- names found in builtins ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def builtins_kept() -> Iterator[None]:
+    """Builtins as they were, whatever a test rebinds or adds there."""
+    kept = dict(vars(builtins))
+    try:
+        yield
+    finally:
+        for name in set(vars(builtins)) - set(kept):
+            delattr(builtins, name)
+        for name, x in kept.items():
+            if vars(builtins).get(name, kept) is not x:
+                setattr(builtins, name, x)
+
+
+def _reads_builtin_scale(x: Value) -> Value:
+    return x * VJPGRAD_TEST_SCALE  # type: ignore[name-defined]  # noqa: F821  # set in builtins by the test
+
+
+_PAIR = [1.0, 2.0]
+
+
+def _reads_builtin_len(x: Value) -> Value:
+    return x * float(len(_PAIR))
+
+
+def _reads_builtin_or_default(x: Value) -> Value:
+    try:
+        scale = VJPGRAD_TEST_SCALE  # type: ignore[name-defined]  # absent at first
+    except NameError:
+        scale = 1.0
+    return x * scale
+
+
+@pytest.mark.usefixtures("builtins_kept")
+def test_a_name_set_in_builtins_is_watched() -> None:
+    def make() -> tuple[Callable[[Value], Value], Callable[[float], None]]:
+        return _reads_builtin_scale, lambda k: setattr(builtins, "VJPGRAD_TEST_SCALE", k)
+
+    _twin(make)
+
+
+@pytest.mark.usefixtures("builtins_kept")
+def test_a_builtin_rebound_is_watched() -> None:
+    original = builtins.len
+
+    def make() -> tuple[Callable[[Value], Value], Callable[[float], None]]:
+        def change(k: float) -> None:
+            # rebound to count the pair as 3 (everything else as Python does: vjpgrad itself calls len)
+            counted = lambda items: 3 if items is _PAIR else original(items)  # noqa: E731
+            builtins.len = original if k == 2.0 else counted  # type: ignore[assignment]
+
+        return _reads_builtin_len, change
+
+    try:
+        _twin(make)
+    finally:
+        builtins.len = original
+
+
+@pytest.mark.usefixtures("builtins_kept")
+def test_a_builtin_absent_at_recording_and_set_later_is_watched() -> None:
+    def make() -> tuple[Callable[[Value], Value], Callable[[float], None]]:
+        def change(k: float) -> None:
+            if k == 2.0:
+                vars(builtins).pop("VJPGRAD_TEST_SCALE", None)
+            else:
+                builtins.VJPGRAD_TEST_SCALE = k  # type: ignore[attr-defined]
+
+        return _reads_builtin_or_default, change
+
+    _twin(make)
+
+
+@pytest.mark.usefixtures("builtins_kept")
+def test_a_dict_set_in_builtins_is_watched_in_place() -> None:
+    def make() -> tuple[Callable[[Value], Value], Callable[[float], None]]:
+        builtins.VJPGRAD_TEST_SETTINGS = {"scale": 2.0}  # type: ignore[attr-defined]
+
+        def f(x: Value) -> Value:
+            return x * VJPGRAD_TEST_SETTINGS["scale"]  # type: ignore[name-defined]  # noqa: F821
+
+        return f, lambda k: builtins.VJPGRAD_TEST_SETTINGS.__setitem__("scale", k)  # type: ignore[attr-defined]
+
+    _twin(make)

@@ -11,7 +11,8 @@ containers' items, their lengths and order (a dict's keys by value, as its value
 (``bytearray``, ``array``, a NumPy array) by their bytes; weak references and containers by
 what they hold; the classes and bases of the objects reached (their ``__dict__`` keys, the
 entries its code names, and their special methods, which Python calls without naming them);
-a user's module's entries its code names, those it lacks, and its ``__getattr__``. Where the
+a user's module's entries its code names, those it lacks, and its ``__getattr__``; the names
+its code finds in ``builtins`` (``fn.__builtins__``). Where the
 code reached computes names (``getattr``, ``vars``, ``globals()``, an ``attrgetter`` held...),
 every entry of the namespaces it reaches is watched; where it compares with ``is``, which
 numbers are one object. What it observes is a list of ``Fact``: each object's identity, each
@@ -27,7 +28,9 @@ Not walked into, and so watched by identity only: installed code (``installed_lo
 its modules, classes and functions, and its objects that keep their own state, a logger, a
 lock), vjpgrad itself, and C objects' insides; plain data of a library (an
 ``argparse.Namespace``, a ``ChainMap``, a dataclass, vjpgrad's models and optimizers) is
-walked like the user's. Builtins (``len``, ``print``) are not watched. Refused
+walked like the user's. A name the code reads that its globals lack is looked up in the
+function's builtins: Python's own (``len``, ``print``) by identity, a name set or rebound there
+by the user's code walked as a global. Refused
 (``UnwatchableError``): iterators and generators, ``weakref.proxy``, frames, an object whose
 class defines ``__getattribute__`` or whose attribute access raises anything but
 ``AttributeError``, a user's ``functools.lru_cache`` (its cache is C state). A world of more
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import array
+import builtins
 import collections
 import contextlib
 import dataclasses
@@ -86,6 +90,16 @@ def _site_folders() -> list[str]:
             continue
         found += [got] if isinstance(got, str) else list(got)
     return found
+
+
+_PYTHONS_BUILTINS = dict(vars(builtins))
+"""Python's builtins as they were when vjpgrad was imported: a compiled function's names found
+there are checked by identity; a name set or rebound since is walked as a global."""
+
+
+def _is_pythons_builtin(key: str, x: Any) -> bool:
+    """An entry of builtins (or its absence) checked by identity alone: Python's own, unchanged."""
+    return x is MISSING or (x is _PYTHONS_BUILTINS.get(key, MISSING) and not is_scalar(x))
 
 
 _installed: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -162,6 +176,7 @@ MEMBERS = frozenset(
         "fset",
         "fdel",
         "cell_contents",
+        "__builtins__",
         "fn",  # a compiled function's own function (vjpgrad's name)
         "mapping",  # a dict view's dict, as a read-only proxy
     }
@@ -300,7 +315,14 @@ def _raised(name: str, x: Any, error: Exception) -> UnwatchableError:
             f"keep the numbers {name} holds in a plain object, list, dict or Value",
         )
     code = frame.tb_frame.f_code
-    method = getattr(code, "co_qualname", code.co_name)
+    method = getattr(code, "co_qualname", None) or next(  # Python 3.10's code has its plain name only
+        (
+            f"{kind.__qualname__}.{code.co_name}"
+            for kind in type(x).__mro__
+            if getattr(kind.__dict__.get(code.co_name), "__code__", None) is code
+        ),
+        code.co_name,
+    )
     at = f"{code.co_filename}:{frame.tb_lineno}"
     if code.co_name == "__getattr__":
         return UnwatchableError(
@@ -397,6 +419,7 @@ class _Walk:
         self.namespaces: list[tuple[int, Any, set[str], bool]] = []  # (var, mapping, names done, globals?)
         self.named_done: dict[int, set[str]] = {}  # id(globals) -> the names already watched there
         self.globals_at: dict[int, tuple[int, dict[str, Any]]] = {}  # id(globals) -> (a function's var, them)
+        self.builtins_at: dict[int, tuple[int, set[str]]] = {}  # id(builtins) -> (their var, the names watched)
         self.keyed: set[int] = set()  # ids of the namespaces whose keys are watched
         # the code reached reads names it computes: every entry of classes and modules (attributes),
         # or of globals, is watched
@@ -714,6 +737,32 @@ class _Walk:
         if new:
             done.update(new)
             self._named(self.get(var, "member", "__globals__", f"{name}.__globals__"), namespace, new, "")
+            lacking = [key for key in new if key not in namespace]
+            if lacking:
+                self._builtins(var, fn, lacking)
+
+    def _builtins(self, var: int, fn: types.FunctionType, names: list[str]) -> None:
+        """The names a user's function's code names that its globals lack: Python looks them up
+        in its builtins (``fn.__builtins__``, fixed with the function). Those that are Python's
+        own, as when vjpgrad was imported (``len``, ``print``), or absent, are checked by identity
+        in one fact; any other (``builtins.SCALE = 2.0``, a ``len`` rebound) is walked as a global."""
+        namespace = fn.__builtins__
+        known = self.builtins_at.get(id(namespace))
+        if known is None:
+            self.snapshot.constants.append(namespace)
+            at = self.get(var, "member", "__builtins__", "builtins")
+            known = self.builtins_at[id(namespace)] = (at, set())
+        at, done = known
+        new = [key for key in names if key not in done]
+        done.update(new)
+        own = [key for key in new if _is_pythons_builtin(key, namespace.get(key, MISSING))]
+        if own:
+            held = tuple(namespace.get(key, MISSING) for key in own)
+            self.fact("builtins", at, tuple(own), tuple(map(id, held)), raw=held)
+            self.snapshot.constants.append(held)
+        for key in new:
+            if key not in own:
+                self.child(self.get(at, "entry", key, f"builtins.{key}"), namespace[key])
 
     def _parts(self, var: int, fn: types.FunctionType, name: str) -> None:
         """A function's closure cells (by the names the code gives them) and its defaults."""
@@ -1308,6 +1357,9 @@ def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> str:
     items = ("unpack", "ids", "rgs", "attrses", "scalars")  # facts about every item of a tuple variable
     if kind == "partition" and new[0] == kind:
         return _identity_difference(before, old, new)
+    if kind == "builtins" and new[0] == kind and old[2] == new[2]:  # a name of builtins set or rebound
+        k = next((k for k, (a, b) in enumerate(zip(old[3], new[3], strict=True)) if a != b), 0)
+        return f"builtins.{old[2][k]}"
     if kind == "attrs" and var in after.value_at:  # a Value's own attributes: name the one that changed
         was, now = dict(old[2]), vars(after.value_at[var])
         changed = [k for k in {**was, **now} if was.get(k, MISSING) is not now.get(k, MISSING)]
