@@ -179,6 +179,7 @@ MEMBERS = frozenset(
         "__builtins__",
         "fn",  # a compiled function's own function (vjpgrad's name)
         "mapping",  # a dict view's dict, as a read-only proxy
+        "alive",  # a weakref.finalize's
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
@@ -996,18 +997,18 @@ _IMMUTABLE = (
     enum.Enum,
     enum.auto,
     *(getattr(enum, name) for name in ("member", "nonmember", "verify") if hasattr(enum, name)),  # 3.11 on
-    dataclasses.Field,
     dataclasses.InitVar,
     operator.itemgetter,
 )
 """Python's kinds whose objects never change once made (or whose state no function reads as
 data: a descriptor, an enum member, an ``itemgetter``, whose items are read where they are)."""
 
-_BY_IDENTITY = (type(threading.RLock()), type(threading.Lock()), weakref.finalize)
-"""Python's kinds whose state is not data a result reads (a lock, a finalizer): by identity."""
+_BY_IDENTITY = (type(threading.RLock()), type(threading.Lock()))
+"""Python's kinds whose state is not data a result reads (a lock): by identity."""
 
 _PLAIN_DATA = (
     *_DATA_CLASSES,
+    dataclasses.Field,
     contextlib.ExitStack,
     contextlib.AsyncExitStack,
     contextlib.closing,
@@ -1045,9 +1046,26 @@ def _derives_from_abstract(kind: type) -> bool:
     return any(base in _ABSTRACT for base in kind.__mro__)
 
 
+def _abstract_instance(walk: _Walk, var: int, x: Any) -> None:
+    """An instance of a subclass of one of Python's abstract bases, walked as any object; an
+    instance of the base itself (a ``ContextDecorator()`` given attributes) as a user's."""
+    if type(x) in _ABSTRACT:
+        walk._instance(var, x)
+    else:
+        walk._object(var, x)
+
+
 def _exception(walk: _Walk, var: int, x: Any) -> None:
-    """An exception kept as data: its ``args`` and its attributes."""
+    """An exception kept as data: its ``args``, the fields of Python's own exception classes
+    (``UnicodeDecodeError.start``, ``OSError.errno``, ``StopIteration.value``: members of C
+    structs, not in its ``__dict__``) and its attributes."""
     walk._members(var, x, ("args",))
+    name = walk.snapshot.names[var]
+    for kind in type(x).__mro__:
+        if is_library(kind):
+            for field, descriptor in kind.__dict__.items():
+                if type(descriptor) is types.MemberDescriptorType:
+                    walk._slot(var, x, descriptor, f"{name}.{field}")
     walk._instance(var, x)
 
 
@@ -1065,7 +1083,8 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("number, string, bytes, bool or None: by value", is_number_kind, _nothing),
     ("file or stream: by identity", io.IOBase, _nothing),
     ("immutable: by identity", _is_immutable, _nothing),
-    ("lock or finalizer: by identity", _BY_IDENTITY, _nothing),
+    ("lock: by identity", _BY_IDENTITY, _nothing),
+    ("weakref.finalize: whether it is alive", weakref.finalize, lambda walk, var, x: walk._members(var, x, ("alive",))),
     ("frame or traceback: refused", (types.FrameType, types.TracebackType), _Walk._refused),
     ("coroutine or async generator: refused", (types.CoroutineType, types.AsyncGeneratorType), _Walk._refused),
     ("exception: its args and attributes", BaseException, _exception),
@@ -1135,7 +1154,11 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("compiled function: its function", _is_compiled, _Walk._compiled),
     # by the classes an object's class derives from, not issubclass: an ABC's hook would take a
     # memoryview (which has __enter__ and __exit__) for a context manager
-    ("abstract base of Python's: a subclass's instance walked as any object", _derives_from_abstract, _Walk._object),
+    (
+        "abstract base of Python's: a subclass's instance walked as any object",
+        _derives_from_abstract,
+        _abstract_instance,
+    ),
     ("object: a user's instance walked (class, attributes, slots); a library's by identity", object, _Walk._object),
 ]
 """How the world reads each kind of object: the first row whose types (or test) the object's
