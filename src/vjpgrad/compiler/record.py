@@ -373,7 +373,8 @@ def changing_lines(before: world.Snapshot, changed: str, most: int = 3) -> list[
         return []
     name = last.group(1)
     found: list[str] = []
-    for code in _codes(before.constants):
+    # a constructor sets up state before any call: its lines come last (``self.steps = 0``)
+    for code in sorted(_codes(before.constants), key=lambda code: code.co_name in _SETS_UP):
         for line, instructions in _lines(code):
             loads = any(
                 i.opname.startswith("LOAD") and (i.argval == name or (type(i.argval) is tuple and name in i.argval))
@@ -396,6 +397,7 @@ def changing_lines(before: world.Snapshot, changed: str, most: int = 3) -> list[
     return found
 
 
+_SETS_UP = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__"})
 _SETS_NAME = frozenset({"STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF", "DELETE_DEREF"})
 
 
