@@ -17,7 +17,9 @@ import inspect
 import os
 import random
 import secrets
+import sys
 from collections.abc import Callable, Iterator
+from os import urandom
 from typing import Any
 
 import pytest
@@ -25,7 +27,7 @@ from _helpers import bits
 
 import vjpgrad
 from vjpgrad import Value
-from vjpgrad.compiler import DataDependentError
+from vjpgrad.compiler import DataDependentError, record, world
 
 
 def _line_of(fn: Callable[..., Any], marker: str) -> str:
@@ -320,3 +322,70 @@ def test_a_dict_set_in_builtins_is_watched_in_place() -> None:
         return f, lambda k: builtins.VJPGRAD_TEST_SETTINGS.__setitem__("scale", k)  # type: ignore[attr-defined]
 
     _twin(make)
+
+
+# ---- the draw watch is set only where the world may draw ------------------------------------------------
+
+
+class _Layer:
+    """micrograd's way: weights drawn from ``random`` when the layer is made, never when called."""
+
+    def __init__(self) -> None:
+        self.w = Value(random.uniform(-1.0, 1.0))
+
+    def __call__(self, x: Value) -> Value:
+        return x * self.w
+
+
+def test_a_recording_is_profiled_only_where_the_world_may_draw() -> None:
+    """The profiler that finds a draw's line doubles a recording's time: it is set where the
+    world holds a generator or its code names what draws, and not for a model whose weights
+    were drawn when it was made."""
+    layer = _Layer()
+    rng = random.Random(0)
+
+    def plain(x: Value) -> Value:
+        return layer(x) * 2.0
+
+    def names_random(x: Value) -> Value:
+        return x * 2.0 if random is not None else x
+
+    def holds_a_generator(x: Value) -> Value:
+        return x * 2.0 if rng is not None else x
+
+    def names_secrets(x: Value) -> Value:
+        return x * 2.0 if secrets is not None else x
+
+    def draws_through_urandom(x: Value) -> Value:
+        return x * float(urandom(1)[0])
+
+    assert not world.observe([("plain", plain)]).may_draw
+    for fn in (names_random, holds_a_generator, names_secrets, draws_through_urandom):
+        assert world.observe([(fn.__name__, fn)]).may_draw, fn.__name__
+    profiled: list[Any] = []
+    watch = record.DrawWatch([], world.observe([("plain", plain)]).may_draw)
+    previous = sys.getprofile()
+    with watch:
+        profiled.append(sys.getprofile())
+    assert profiled == [previous]
+
+
+def _as_library(source: str, name: str) -> Any:
+    """A function compiled as if it were in Python's library (its file is ``random``'s): the
+    world watches it by identity, never reading the names its code uses."""
+    namespace: dict[str, Any] = {"random": random}
+    exec(compile(source, random.__file__, "exec"), namespace)  # the test's own source
+    return namespace[name]
+
+
+def test_a_draw_the_users_code_does_not_name_is_refused_all_the_same() -> None:
+    """A library's function that draws from ``random``'s global generator, though the user's
+    code names no random module: refused all the same (the generator's state changed), naming
+    the function's definition."""
+    jitter = _as_library("def jitter():\n    return 1.0 + random.random()\n", "jitter")
+
+    def f(x: Value) -> Value:
+        return x * jitter()
+
+    with pytest.raises(DataDependentError, match=r"\(defined at .*\) drew random numbers from random's global"):
+        vjpgrad.compile(f)(Value(1.0))

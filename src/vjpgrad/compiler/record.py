@@ -273,7 +273,8 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
         found = _observed(fn, guard_roots, number_arguments(args, kwargs, names))
         before = _observed(fn, [(root, fn), *given])
         generators = _global_generators()
-        draws = DrawWatch([raw for fact, raw in zip(before.facts, before.raw, strict=True) if fact[0] == "generator"])
+        generators_held = [raw for fact, raw in zip(before.facts, before.raw, strict=True) if fact[0] == "generator"]
+        draws = DrawWatch(generators_held, before.may_draw)
     recording = graph.Recording()
     state.recording = recording
     try:
@@ -397,7 +398,7 @@ def changing_lines(before: world.Snapshot, changed: str, most: int = 3) -> list[
     return found
 
 
-_SETS_UP = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__"})
+_SETS_UP = world._SETS_UP
 _SETS_NAME = frozenset({"STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF", "DELETE_DEREF"})
 
 
@@ -440,9 +441,18 @@ class DrawWatch:
     event the profiler does see, and a change is a draw in the frame seen last. The line is that
     of the innermost frame outside vjpgrad and installed code. A profiler covers the thread it
     was set in: a draw in another thread the run started is refused without its line. The
-    profiler that was set before is set back afterwards, whatever happens."""
+    profiler that was set before is set back afterwards, whatever happens. A draw from the
+    system's entropy (``os.urandom``, under ``random.SystemRandom`` and ``secrets``) changes no
+    state: the profiler's sight of it is the refusal.
 
-    def __init__(self, generators: list[Any]) -> None:
+    The profiler is set only where the world may draw (``watch``: it holds a generator, or its
+    code names a module or function of ``world.DRAWING_MODULES``): it doubles a recording's time. A draw
+    elsewhere (a library's function that draws from ``random``'s global generator, though the
+    user's code names no random module) is refused all the same, naming the function's
+    definition instead of the line."""
+
+    def __init__(self, generators: list[Any], watch: bool = True) -> None:
+        self.watch = watch  # the world reaches what draws: else no profiler (it doubles a recording's time)
         numpy_random = sys.modules.get("numpy.random")
         legacy = getattr(getattr(numpy_random, "mtrand", None), "_rand", None)
         watched = [g for g in generators if not isinstance(g, random.Random)]
@@ -455,12 +465,15 @@ class DrawWatch:
         self.entropy: str | None = None  # where the system's entropy source was read (os.urandom)
 
     def __enter__(self) -> None:
+        if not self.watch:
+            return
         self.states = [state() for state in self.numpy]
         self.previous = sys.getprofile()
         sys.setprofile(self.event)
 
     def __exit__(self, *_: object) -> None:
-        sys.setprofile(self.previous)
+        if self.watch:
+            sys.setprofile(self.previous)
 
     def event(self, frame: types.FrameType, event: str, arg: Any) -> None:
         if event == "c_call" and arg in _ENTROPY:  # random.SystemRandom, secrets: no generator's state shows it

@@ -346,6 +346,22 @@ def is_library_file(file: str) -> bool:
     return file.startswith(library) or os.path.abspath(file).startswith(library)
 
 
+_SETS_UP = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__"})
+"""The names of constructors' code: it sets an object up, as a rule before any call."""
+
+DRAWING_MODULES = frozenset({"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy"})
+"""The modules whose functions draw random numbers (``numpy``: and those under it, ``numpy.random``):
+a world that holds a generator, or whose code (constructors' aside) names one of these modules
+or of their functions, may draw; a recording watches such a world's draws to name the line
+that drew (``record.DrawWatch``)."""
+
+
+def _draws(x: Any) -> bool:
+    """A module of ``DRAWING_MODULES``, or a function or built-in of one."""
+    name = vars(x).get("__name__") if isinstance(x, types.ModuleType) else getattr(x, "__module__", None)
+    return isinstance(name, str) and name.partition(".")[0] in DRAWING_MODULES
+
+
 class WorldTooLargeError(Exception):
     """The world holds more than ``WORLD_LIMIT`` objects and items."""
 
@@ -370,6 +386,7 @@ class Snapshot:
     numbers: list[str] = dataclasses.field(
         default_factory=list
     )  # how a reader names each number argument (``partition``)
+    may_draw: bool = False  # the world reaches a generator, or a module or function that draws (``DRAWING_MODULES``)
 
     def describe(self, var: int, item: int | None = None) -> str:
         """How a reader names a variable, or an item of a tuple variable."""
@@ -432,6 +449,8 @@ class _Walk:
         self.inside_unnamed = False  # the object being expanded was reached through one
         self.globals_walked: set[int] = set()  # ids of the globals whose every entry is watched
         self.identities = False  # the code reached compares objects with `is`: numbers' identities are watched
+        self.drawing_names: set[str] = set()  # entries of namespaces that hold what draws (``_draws``)
+        self.called_names: set[str] = set()  # the names the code reached names, constructors' code aside
         self.limit = limit
         self.size = 0
         self.largest = ("", 0)
@@ -536,6 +555,7 @@ class _Walk:
         its state, compared before and after the recording run only (a draw there is refused:
         a replay would not draw); the guard does not check it, as drawing outside is fine."""
         self.fact("generator", var, generator_state(x), raw=x)  # raw: where a recording run's draw is traced
+        self.snapshot.may_draw = True
 
     def _weak_method(self, var: int, x: weakref.WeakMethod[Any]) -> None:
         """A ``weakref.WeakMethod``: each call makes a new bound method; its object and function
@@ -711,6 +731,8 @@ class _Walk:
         self.snapshot.constants.append(code)
         names = _code_names(code)
         self.names |= names
+        if code.co_name not in _SETS_UP:  # a constructor's code runs before any call, as a rule
+            self.called_names |= names
         self.computed_attributes = self.computed_attributes or not names.isdisjoint(COMPUTED_ATTRIBUTES)
         self.computed_globals = self.computed_globals or not names.isdisjoint(COMPUTED_GLOBALS)
         self.identities = self.identities or _compares_identity(code) or not names.isdisjoint(IDENTITY_NAMES)
@@ -803,6 +825,8 @@ class _Walk:
             self.fact("absent", var, absent)
         for key in names:
             if key in namespace:
+                if _draws(namespace[key]):
+                    self.drawing_names.add(key)
                 self.child(self.get(var, "entry", key, f"{prefix}{key}"), namespace[key])
 
     def _mapping(self, var: int, mapping: Any, attribute: bool = False, own: bool | None = None) -> None:
@@ -918,6 +942,8 @@ class _Walk:
                         if key not in self.names:  # watched because the code computes names
                             self.reached_unnamed.add(id(namespace[key]))
                             self.unnamed.add(entry)
+                        elif _draws(namespace[key]):
+                            self.drawing_names.add(key)
                         self.child(entry, namespace[key])
             if not progress and not self.queue:
                 return
@@ -1333,6 +1359,7 @@ def observe(
             walk.queue.append((var, root))
     walk.snapshot.roots = len(roots)
     walk.finish()
+    walk.snapshot.may_draw = walk.snapshot.may_draw or not walk.drawing_names.isdisjoint(walk.called_names)
     _partition(walk, numbers or [])
     return walk.snapshot
 
