@@ -357,8 +357,17 @@ that drew (``record.DrawWatch``)."""
 
 
 def _draws(x: Any) -> bool:
-    """A module of ``DRAWING_MODULES``, or a function or built-in of one."""
-    name = vars(x).get("__name__") if isinstance(x, types.ModuleType) else getattr(x, "__module__", None)
+    """A module of ``DRAWING_MODULES``, or a function or built-in of one (read from Python's
+    own kinds only: no object's own code runs)."""
+    kind = type(x)
+    if kind is types.ModuleType:
+        name = vars(x).get("__name__")
+    elif kind in (types.FunctionType, types.BuiltinFunctionType) or kind.__name__ == "cython_function_or_method":
+        name = x.__module__
+    elif kind is types.MethodType:  # NumPy's global generator's methods (numpy.random.permutation)
+        return _draws(x.__func__)
+    else:
+        return False
     return isinstance(name, str) and name.partition(".")[0] in DRAWING_MODULES
 
 
