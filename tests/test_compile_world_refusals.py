@@ -359,8 +359,11 @@ def test_a_recording_is_profiled_only_where_the_world_may_draw() -> None:
     def draws_through_urandom(x: Value) -> Value:
         return x * float(urandom(1)[0])
 
+    def holds_a_system_random(x: Value) -> Value:
+        return x * _SYSTEM.uniform(1.0, 2.0)  # `random` not named: the SystemRandom alone
+
     assert not world.observe([("plain", plain)]).may_draw
-    for fn in (names_random, holds_a_generator, names_secrets, draws_through_urandom):
+    for fn in (names_random, holds_a_generator, names_secrets, draws_through_urandom, holds_a_system_random):
         assert world.observe([(fn.__name__, fn)]).may_draw, fn.__name__
     profiled: list[Any] = []
     watch = record.DrawWatch([], world.observe([("plain", plain)]).may_draw)

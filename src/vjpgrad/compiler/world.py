@@ -1104,6 +1104,12 @@ def _exception(walk: _Walk, var: int, x: Any) -> None:
     walk._instance(var, x)
 
 
+def _system_random(walk: _Walk, var: int, x: Any) -> None:
+    """A ``random.SystemRandom``: no state to read; the world may draw (``record.DrawWatch``
+    sees its draws from the system's entropy)."""
+    walk.snapshot.may_draw = True
+
+
 def _nothing(walk: _Walk, var: int, x: Any) -> None:
     """Watched where it is read (a number by its value, a Value by identity and flags): no parts."""
 
@@ -1149,7 +1155,7 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     (
         "random.SystemRandom: no state (its draws, from the system's entropy, are refused at recording)",
         random.SystemRandom,
-        _nothing,
+        _system_random,
     ),
     ("random generator: its state, before and after the recording", random.Random, _Walk._generator),
     (
