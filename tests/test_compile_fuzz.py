@@ -240,9 +240,10 @@ def run(  # DEFINITION
         elif kind == "branch_param":
             regs.append(a if params.values[0] > 0 else -a)  # REFUSED branch_param
         elif kind == "store":
-            params.last = a + 0.0  # type: ignore[attr-defined]  # a Value computed and kept by an object: refused
+            # a Value computed and kept by an object: refused, naming this line
+            params.last = a + 0.0  # type: ignore[attr-defined]  # REFUSED store
         elif kind == "append":
-            extra.append(a)  # the list argument changed: refused
+            extra.append(a)  # the list argument changed: refused, naming this line  # REFUSED append
         elif kind == "flag":  # a flag on an object that holds no Value
             regs.append(a * 2.0 if params.config.flag else -a)
         elif kind == "scale":  # a number on an object that holds no Value: structure
@@ -291,7 +292,7 @@ def run(  # DEFINITION
 REFUSED = {
     "read_param": "REFUSED read_param",
     "branch_param": "REFUSED branch_param",
-    "store": "DEFINITION",
+    "store": "REFUSED store",  # the line that kept it, not the definition
     "draw": "REFUSED draw",  # the line that drew, not the definition
 }
 
@@ -567,7 +568,7 @@ def test_a_program_that_changes_its_list_argument_is_refused(before: list[tuple[
     params = Params([Value(1.0), Value(2.0), Value(3.0)])
     with pytest.raises(DataDependentError, match="changed extra") as error:
         vjpgrad.compile(run)([*before, ("append", 0)], params, Value(0.5), Value(1.5), 0.5, 1, [])
-    assert f"test_compile_fuzz.py:{line_of('DEFINITION')}" in str(error.value)
+    assert f"test_compile_fuzz.py:{line_of('REFUSED append')}" in str(error.value)
 
 
 @pytest.mark.slow  # random programs compiled: seconds

@@ -1038,7 +1038,7 @@ def test_compile_over_no_grad_is_walked_and_names_the_users_function() -> None:
         seen.append(1.0)
         return x * 2.0
 
-    with pytest.raises(DataDependentError, match=r"keeps \(defined at .*test_compile_world\.py:\d+\) changed seen"):
+    with pytest.raises(DataDependentError, match=r"keeps changed seen.* it \(at .*test_compile_world\.py:\d+\)"):
         vjpgrad.compile(vjpgrad.enable_grad(keeps))(Value(1.0))
 
 

@@ -258,6 +258,10 @@ _CHECKS: dict[str, Callable[[_Writer, str, Fact, Any], str]] = {
     ),
     "no attributes": lambda w, o, fact, raw: f"{o}.__dict__",
     "state": lambda w, o, fact, raw: f"_content({o}) != {w.constant(raw)}",
+    "builtins": lambda w, o, fact, raw: (
+        f"any(map(_is_not, map({o}.get, {w.constant(fact[2])}, {w.constant((MISSING,) * len(fact[2]))}), "
+        f"{w.constant(raw)}))"
+    ),
     "empty": lambda w, o, fact, raw: f"not _empty_cell({o})",
     "no slot": lambda w, o, fact, raw: f"not _empty_slot({w.constant(fact[2])}, {o})",
 }
@@ -296,6 +300,9 @@ def _folded_step(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: d
     _, _, parent, how, key = fact
     if following[0] == "is":
         writer.check(writer.identical(writer.expression(parent, how, key), following[2]))
+        return 2
+    if following[0] == "builtins":
+        writer.check(_CHECKS["builtins"](writer, writer.expression(parent, how, key), following, facts[k + 1][1]))
         return 2
     if following[0] == "scalars" and how == "keys":
         writer.scalars(writer.expression(parent, how, key), facts[k + 1][1], names=True)

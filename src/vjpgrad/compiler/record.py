@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dis
 import functools
 import gc
 import inspect
@@ -22,6 +23,7 @@ import marshal
 import numbers
 import os
 import random
+import re
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -31,7 +33,7 @@ from typing import Any, cast
 from vjpgrad.compiler import world
 from vjpgrad.compiler.write import ROWS, Edges
 from vjpgrad.core import graph
-from vjpgrad.core.modes import OWN_CODE, DataDependentError, refusing_numbers, state
+from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 
@@ -271,7 +273,8 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
         found = _observed(fn, guard_roots, number_arguments(args, kwargs, names))
         before = _observed(fn, [(root, fn), *given])
         generators = _global_generators()
-        draws = DrawWatch([raw for fact, raw in zip(before.facts, before.raw, strict=True) if fact[0] == "generator"])
+        generators_held = [raw for fact, raw in zip(before.facts, before.raw, strict=True) if fact[0] == "generator"]
+        draws = DrawWatch(generators_held, before.may_draw)
     recording = graph.Recording()
     state.recording = recording
     try:
@@ -289,25 +292,143 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     with collection_paused():
         changed = world.first_difference(before, _observed(fn, [(root, fn), *given]))
         drawn = next((what for what, state in generators if _global_generator_state(what) != state), None)
+        line = draws.line
+        if draws.entropy is not None and drawn is None and not (changed or "").endswith(world.DRAWN):
+            drawn, line = "the system's entropy source (os.urandom: random.SystemRandom, secrets)", draws.entropy
         if drawn is not None or (changed is not None and changed.endswith(world.DRAWN)):
             source = drawn or changed[: -len(world.DRAWN)]  # type: ignore[index]  # one of them is set
             at = f"(defined at {where(fn)}) drew random numbers from {source}"
-            if draws.line is not None:
-                at = f"drew random numbers from {source} at {draws.line}"
+            if line is not None:
+                at = f"drew random numbers from {source} at {line}"
             raise DataDependentError(
                 f"{name} {at} while vjpgrad.compile recorded "
                 "it: a replay would draw none and repeat the recorded draw at every call. Draw outside the compiled "
                 "function and pass the numbers in as Values (Value(x, requires_grad=False)), or call it uncompiled"
             )
         if changed is not None:
+            lines = changing_lines(before, changed)
+            at = f"{name} changed {changed} while vjpgrad.compile recorded it (at {', '.join(lines)})"
+            if not lines:
+                at = f"{name} (defined at {where(fn)}) changed {changed} while vjpgrad.compile recorded it"
             raise DataDependentError(
-                f"{name} (defined at {where(fn)}) changed {changed} while vjpgrad.compile recorded it, which a "
+                f"{at}, which a "
                 "replay would not do again: return what it computes instead of keeping it, make the change "
                 "outside the compiled function, or call it uncompiled"
             )
         results: list[Any] = []
         shape = shape_of(result, results)
         return _read(fn, shape, results, result, recording, read.leaves, found)
+
+
+_ENTROPY = tuple(getattr(os, name) for name in ("urandom", "getrandom") if hasattr(os, name))
+"""The system's entropy source (``random.SystemRandom`` and ``secrets`` draw from ``os.urandom``):
+a call of one while recording is a random draw."""
+
+
+_MUTATORS = frozenset(
+    {
+        "append",
+        "appendleft",
+        "extend",
+        "extendleft",
+        "insert",
+        "pop",
+        "popleft",
+        "popitem",
+        "remove",
+        "clear",
+        "update",
+        "setdefault",
+        "add",
+        "discard",
+        "sort",
+        "reverse",
+        "rotate",
+        "move_to_end",
+        "fill",
+        "put",
+        "__setitem__",
+        "__delitem__",
+        "__iadd__",
+        "difference_update",
+        "intersection_update",
+        "symmetric_difference_update",
+    }
+)
+"""Methods of Python's containers (and NumPy's arrays) that change them in place."""
+_CHANGED_PATH = re.compile(r"^(?P<path>.*?)(?: \((?:added|removed|its [^)]*)\))?$")
+_LAST_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\W*$")
+
+
+def changing_lines(before: world.Snapshot, changed: str, most: int = 3) -> list[str]:
+    """The lines (``file:line``, at most ``most``) of the user's code in the world that can make
+    the change ``changed`` names (``self.steps``, ``cache[0] (added)``): those that set or delete
+    that attribute or name, or that load the container and store into it or call a method that
+    changes it in place. Read from the code, not traced: empty where no line fits."""
+    matched = _CHANGED_PATH.match(changed)
+    path = matched.group("path") if matched else changed
+    item = path.endswith("]")
+    container = path[: path.rfind("[")] if item else path
+    last = _LAST_NAME.search(container)
+    if last is None:
+        return []
+    name = last.group(1)
+    found: list[str] = []
+    # a constructor sets up state before any call: its lines come last (``self.steps = 0``)
+    for code in sorted(_codes(before.constants), key=lambda code: code.co_name in _SETS_UP):
+        for line, instructions in _lines(code):
+            loads = any(
+                i.opname.startswith("LOAD") and (i.argval == name or (type(i.argval) is tuple and name in i.argval))
+                for i in instructions
+            )
+            changes = any(
+                i.opname in ("STORE_SUBSCR", "DELETE_SUBSCR")
+                or (i.opname in ("LOAD_ATTR", "LOAD_METHOD") and i.argval in _MUTATORS)
+                for i in instructions
+            )
+            sets = not item and any(
+                i.opname in _SETS_NAME and i.argval == name and (i.opname.endswith("ATTR") or path == name)
+                for i in instructions
+            )
+            where = f"{code.co_filename}:{line}"
+            if (sets or (loads and changes)) and where not in found:
+                found.append(where)
+                if len(found) == most:
+                    return found
+    return found
+
+
+_SETS_UP = world._SETS_UP
+_SETS_NAME = frozenset({"STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF", "DELETE_DEREF"})
+
+
+def _codes(objects: list[Any]) -> Iterator[types.CodeType]:
+    """The code objects among ``objects`` (the user's functions' code a world holds) and the
+    code nested in them (lambdas, comprehensions, inner functions), each once."""
+    seen: set[int] = set()
+    stack = [x for x in objects if type(x) is types.CodeType]
+    stack.reverse()
+    while stack:
+        code = stack.pop()
+        if id(code) in seen:
+            continue
+        seen.add(id(code))
+        yield code
+        stack.extend(reversed([c for c in code.co_consts if type(c) is types.CodeType]))
+
+
+def _lines(code: types.CodeType) -> Iterator[tuple[int, list[dis.Instruction]]]:
+    """A code object's instructions, grouped by the line they belong to, in order."""
+    lines: dict[int, list[dis.Instruction]] = {}
+    line = code.co_firstlineno
+    for instruction in dis.get_instructions(code):
+        positions = getattr(instruction, "positions", None)
+        at = positions.lineno if positions is not None and positions.lineno is not None else None
+        if at is None and instruction.starts_line:  # 3.10: the first instruction of a line says it
+            at = instruction.starts_line
+        line = at if at is not None else line
+        lines.setdefault(line, []).append(instruction)
+    yield from sorted(lines.items())
 
 
 class DrawWatch:
@@ -320,9 +441,18 @@ class DrawWatch:
     event the profiler does see, and a change is a draw in the frame seen last. The line is that
     of the innermost frame outside vjpgrad and installed code. A profiler covers the thread it
     was set in: a draw in another thread the run started is refused without its line. The
-    profiler that was set before is set back afterwards, whatever happens."""
+    profiler that was set before is set back afterwards, whatever happens. A draw from the
+    system's entropy (``os.urandom``, under ``random.SystemRandom`` and ``secrets``) changes no
+    state: the profiler's sight of it is the refusal.
 
-    def __init__(self, generators: list[Any]) -> None:
+    The profiler is set only where the world may draw (``watch``: it holds a generator, or its
+    code names a module or function of ``world.DRAWING_MODULES``): it doubles a recording's time. A draw
+    elsewhere (a library's function that draws from ``random``'s global generator, though the
+    user's code names no random module) is refused all the same, naming the function's
+    definition instead of the line."""
+
+    def __init__(self, generators: list[Any], watch: bool = True) -> None:
+        self.watch = watch  # the world reaches what draws: else no profiler (it doubles a recording's time)
         numpy_random = sys.modules.get("numpy.random")
         legacy = getattr(getattr(numpy_random, "mtrand", None), "_rand", None)
         watched = [g for g in generators if not isinstance(g, random.Random)]
@@ -332,16 +462,24 @@ class DrawWatch:
         self.line: str | None = None
         self.previous: Any = None
         self.users: dict[types.CodeType, bool] = {}  # code -> the user's (its states are compared)
+        self.entropy: str | None = None  # where the system's entropy source was read (os.urandom)
 
     def __enter__(self) -> None:
+        if not self.watch:
+            return
         self.states = [state() for state in self.numpy]
         self.previous = sys.getprofile()
         sys.setprofile(self.event)
 
     def __exit__(self, *_: object) -> None:
-        sys.setprofile(self.previous)
+        if self.watch:
+            sys.setprofile(self.previous)
 
     def event(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        if event == "c_call" and arg in _ENTROPY:  # random.SystemRandom, secrets: no generator's state shows it
+            if self.entropy is None:
+                self.entropy = _user_line(frame) or "<unknown>"
+            return
         if self.line is not None:
             return
         if event == "c_call" and isinstance(getattr(arg, "__self__", None), random.Random):
@@ -353,7 +491,7 @@ class DrawWatch:
         code = site.f_code
         user = self.users.get(code)
         if user is None:
-            user = self.users[code] = not _is_library_file(code.co_filename)
+            user = self.users[code] = not world.is_library_file(code.co_filename)
         if user and [state() for state in self.numpy] != self.states:
             self.line = f"{code.co_filename}:{site.f_lineno}"
 
@@ -379,16 +517,10 @@ def _cheap_state(generator: Any) -> Callable[[], Any]:
 def _user_line(frame: types.FrameType | None) -> str | None:
     """``file:line`` of the innermost frame of ``frame``'s stack outside vjpgrad and installed code."""
     while frame is not None:
-        if not _is_library_file(frame.f_code.co_filename):
+        if not world.is_library_file(frame.f_code.co_filename):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
-
-
-def _is_library_file(file: str) -> bool:
-    """A file of vjpgrad, of Python's library or of an installed package (or code vjpgrad wrote)."""
-    library = (*world.installed_locations(), *OWN_CODE, "<frozen")
-    return file.startswith(library) or os.path.abspath(file).startswith(library)
 
 
 _GLOBAL_GENERATORS = ("random's global generator", "NumPy's global generator (numpy.random)")

@@ -11,7 +11,8 @@ containers' items, their lengths and order (a dict's keys by value, as its value
 (``bytearray``, ``array``, a NumPy array) by their bytes; weak references and containers by
 what they hold; the classes and bases of the objects reached (their ``__dict__`` keys, the
 entries its code names, and their special methods, which Python calls without naming them);
-a user's module's entries its code names, those it lacks, and its ``__getattr__``. Where the
+a user's module's entries its code names, those it lacks, and its ``__getattr__``; the names
+its code finds in ``builtins`` (``fn.__builtins__``). Where the
 code reached computes names (``getattr``, ``vars``, ``globals()``, an ``attrgetter`` held...),
 every entry of the namespaces it reaches is watched; where it compares with ``is``, which
 numbers are one object. What it observes is a list of ``Fact``: each object's identity, each
@@ -27,7 +28,9 @@ Not walked into, and so watched by identity only: installed code (``installed_lo
 its modules, classes and functions, and its objects that keep their own state, a logger, a
 lock), vjpgrad itself, and C objects' insides; plain data of a library (an
 ``argparse.Namespace``, a ``ChainMap``, a dataclass, vjpgrad's models and optimizers) is
-walked like the user's. Builtins (``len``, ``print``) are not watched. Refused
+walked like the user's. A name the code reads that its globals lack is looked up in the
+function's builtins: Python's own (``len``, ``print``) by identity, a name set or rebound there
+by the user's code walked as a global. Refused
 (``UnwatchableError``): iterators and generators, ``weakref.proxy``, frames, an object whose
 class defines ``__getattribute__`` or whose attribute access raises anything but
 ``AttributeError``, a user's ``functools.lru_cache`` (its cache is C state). A world of more
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import array
+import builtins
 import collections
 import contextlib
 import dataclasses
@@ -86,6 +90,16 @@ def _site_folders() -> list[str]:
             continue
         found += [got] if isinstance(got, str) else list(got)
     return found
+
+
+_PYTHONS_BUILTINS = dict(vars(builtins))
+"""Python's builtins as they were when vjpgrad was imported: a compiled function's names found
+there are checked by identity; a name set or rebound since is walked as a global."""
+
+
+def _is_pythons_builtin(key: str, x: Any) -> bool:
+    """An entry of builtins (or its absence) checked by identity alone: Python's own, unchanged."""
+    return x is MISSING or (x is _PYTHONS_BUILTINS.get(key, MISSING) and not is_scalar(x))
 
 
 _installed: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -162,8 +176,10 @@ MEMBERS = frozenset(
         "fset",
         "fdel",
         "cell_contents",
+        "__builtins__",
         "fn",  # a compiled function's own function (vjpgrad's name)
         "mapping",  # a dict view's dict, as a read-only proxy
+        "alive",  # a weakref.finalize's
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
@@ -283,6 +299,78 @@ def _plain_attributes(value: Value) -> bool:
     return all(type(item) is str or item is None for item in vars(value).values())
 
 
+def _raised(name: str, x: Any, error: Exception) -> UnwatchableError:
+    """The refusal of an object whose own code raised while its state was read, naming the
+    method that raised (the innermost of the user's frames of the error) and its line."""
+    frame = None
+    trace = error.__traceback__
+    while trace is not None:
+        if not is_library_file(trace.tb_frame.f_code.co_filename):
+            frame = trace
+        trace = trace.tb_next
+    what = f"{type(error).__name__}: {error!s:.80}"
+    if frame is None:  # raised inside Python's own code (a C method of its type)
+        return UnwatchableError(
+            name,
+            f"a {type(x).__qualname__} whose state vjpgrad.compile could not read: reading it raised {what}",
+            f"keep the numbers {name} holds in a plain object, list, dict or Value",
+        )
+    code = frame.tb_frame.f_code
+    method = getattr(code, "co_qualname", None) or next(  # Python 3.10's code has its plain name only
+        (
+            f"{kind.__qualname__}.{code.co_name}"
+            for kind in type(x).__mro__
+            if getattr(kind.__dict__.get(code.co_name), "__code__", None) is code
+        ),
+        code.co_name,
+    )
+    at = f"{code.co_filename}:{frame.tb_lineno}"
+    if code.co_name == "__getattr__":
+        return UnwatchableError(
+            name,
+            f"an object whose {method} raised {what} at {at} (Python expects AttributeError for an attribute an "
+            "object does not hold), so vjpgrad.compile cannot read its state",
+            f"make {type(x).__qualname__}'s __getattr__ raise AttributeError for a name it does not hold",
+        )
+    return UnwatchableError(
+        name,
+        f"a {type(x).__qualname__} whose {method} raised {what} at {at} while vjpgrad.compile read its state",
+        f"make {method} work for any {type(x).__qualname__}, or keep the numbers {name} holds in a plain object, "
+        "list, dict or Value",
+    )
+
+
+def is_library_file(file: str) -> bool:
+    """A file of vjpgrad, of Python's library or of an installed package (or code vjpgrad wrote)."""
+    library = (*installed_locations(), *OWN_CODE, "<frozen")
+    return file.startswith(library) or os.path.abspath(file).startswith(library)
+
+
+_SETS_UP = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__"})
+"""The names of constructors' code: it sets an object up, as a rule before any call."""
+
+DRAWING_MODULES = frozenset({"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy"})
+"""The modules whose functions draw random numbers (``numpy``: and those under it, ``numpy.random``):
+a world that holds a generator, or whose code (constructors' aside) names one of these modules
+or of their functions, may draw; a recording watches such a world's draws to name the line
+that drew (``record.DrawWatch``)."""
+
+
+def _draws(x: Any) -> bool:
+    """A module of ``DRAWING_MODULES``, or a function or built-in of one (read from Python's
+    own kinds only: no object's own code runs)."""
+    kind = type(x)
+    if kind is types.ModuleType:
+        name = vars(x).get("__name__")
+    elif kind in (types.FunctionType, types.BuiltinFunctionType) or kind.__name__ == "cython_function_or_method":
+        name = x.__module__
+    elif kind is types.MethodType:  # NumPy's global generator's methods (numpy.random.permutation)
+        return _draws(x.__func__)
+    else:
+        return False
+    return isinstance(name, str) and name.partition(".")[0] in DRAWING_MODULES
+
+
 class WorldTooLargeError(Exception):
     """The world holds more than ``WORLD_LIMIT`` objects and items."""
 
@@ -307,6 +395,7 @@ class Snapshot:
     numbers: list[str] = dataclasses.field(
         default_factory=list
     )  # how a reader names each number argument (``partition``)
+    may_draw: bool = False  # the world reaches a generator, or a module or function that draws (``DRAWING_MODULES``)
 
     def describe(self, var: int, item: int | None = None) -> str:
         """How a reader names a variable, or an item of a tuple variable."""
@@ -357,6 +446,7 @@ class _Walk:
         self.namespaces: list[tuple[int, Any, set[str], bool]] = []  # (var, mapping, names done, globals?)
         self.named_done: dict[int, set[str]] = {}  # id(globals) -> the names already watched there
         self.globals_at: dict[int, tuple[int, dict[str, Any]]] = {}  # id(globals) -> (a function's var, them)
+        self.builtins_at: dict[int, tuple[int, set[str]]] = {}  # id(builtins) -> (their var, the names watched)
         self.keyed: set[int] = set()  # ids of the namespaces whose keys are watched
         # the code reached reads names it computes: every entry of classes and modules (attributes),
         # or of globals, is watched
@@ -368,6 +458,8 @@ class _Walk:
         self.inside_unnamed = False  # the object being expanded was reached through one
         self.globals_walked: set[int] = set()  # ids of the globals whose every entry is watched
         self.identities = False  # the code reached compares objects with `is`: numbers' identities are watched
+        self.drawing_names: set[str] = set()  # entries of namespaces that hold what draws (``_draws``)
+        self.called_names: set[str] = set()  # the names the code reached names, constructors' code aside
         self.limit = limit
         self.size = 0
         self.largest = ("", 0)
@@ -441,13 +533,7 @@ class _Walk:
         except (UnwatchableError, WorldTooLargeError):
             raise
         except Exception as error:  # the object's own code raised (a __getattr__ raising KeyError)
-            name = self.snapshot.names[var]
-            raise UnwatchableError(
-                name,
-                f"an object whose attribute access raised {type(error).__name__}: {error!s:.80} (Python expects "
-                "AttributeError for an attribute an object does not hold), so vjpgrad.compile cannot read its state",
-                f"make {type(x).__qualname__}'s __getattr__ raise AttributeError for a name it does not hold",
-            ) from None
+            raise _raised(self.snapshot.names[var], x, error) from None
 
     def _sequence(self, var: int, x: Any) -> None:
         """A list, tuple, deque, set or frozenset (or a WeakSet): its items, in order; a user's
@@ -478,6 +564,7 @@ class _Walk:
         its state, compared before and after the recording run only (a draw there is refused:
         a replay would not draw); the guard does not check it, as drawing outside is fine."""
         self.fact("generator", var, generator_state(x), raw=x)  # raw: where a recording run's draw is traced
+        self.snapshot.may_draw = True
 
     def _weak_method(self, var: int, x: weakref.WeakMethod[Any]) -> None:
         """A ``weakref.WeakMethod``: each call makes a new bound method; its object and function
@@ -653,6 +740,8 @@ class _Walk:
         self.snapshot.constants.append(code)
         names = _code_names(code)
         self.names |= names
+        if code.co_name not in _SETS_UP:  # a constructor's code runs before any call, as a rule
+            self.called_names |= names
         self.computed_attributes = self.computed_attributes or not names.isdisjoint(COMPUTED_ATTRIBUTES)
         self.computed_globals = self.computed_globals or not names.isdisjoint(COMPUTED_GLOBALS)
         self.identities = self.identities or _compares_identity(code) or not names.isdisjoint(IDENTITY_NAMES)
@@ -680,6 +769,32 @@ class _Walk:
         if new:
             done.update(new)
             self._named(self.get(var, "member", "__globals__", f"{name}.__globals__"), namespace, new, "")
+            lacking = [key for key in new if key not in namespace]
+            if lacking:
+                self._builtins(var, fn, lacking)
+
+    def _builtins(self, var: int, fn: types.FunctionType, names: list[str]) -> None:
+        """The names a user's function's code names that its globals lack: Python looks them up
+        in its builtins (``fn.__builtins__``, fixed with the function). Those that are Python's
+        own, as when vjpgrad was imported (``len``, ``print``), or absent, are checked by identity
+        in one fact; any other (``builtins.SCALE = 2.0``, a ``len`` rebound) is walked as a global."""
+        namespace: dict[str, Any] = fn.__builtins__  # type: ignore[attr-defined]  # Python 3.10 on; not in typeshed
+        known = self.builtins_at.get(id(namespace))
+        if known is None:
+            self.snapshot.constants.append(namespace)
+            at = self.get(var, "member", "__builtins__", "builtins")
+            known = self.builtins_at[id(namespace)] = (at, set())
+        at, done = known
+        new = [key for key in names if key not in done]
+        done.update(new)
+        own = [key for key in new if _is_pythons_builtin(key, namespace.get(key, MISSING))]
+        if own:
+            held = tuple(namespace.get(key, MISSING) for key in own)
+            self.fact("builtins", at, tuple(own), tuple(map(id, held)), raw=held)
+            self.snapshot.constants.append(held)
+        for key in new:
+            if key not in own:
+                self.child(self.get(at, "entry", key, f"builtins.{key}"), namespace[key])
 
     def _parts(self, var: int, fn: types.FunctionType, name: str) -> None:
         """A function's closure cells (by the names the code gives them) and its defaults."""
@@ -719,6 +834,8 @@ class _Walk:
             self.fact("absent", var, absent)
         for key in names:
             if key in namespace:
+                if _draws(namespace[key]):
+                    self.drawing_names.add(key)
                 self.child(self.get(var, "entry", key, f"{prefix}{key}"), namespace[key])
 
     def _mapping(self, var: int, mapping: Any, attribute: bool = False, own: bool | None = None) -> None:
@@ -727,7 +844,7 @@ class _Walk:
         name = self.snapshot.names[var]
         own = type(mapping) in _DICTS if own is None else own  # Python's own: its methods run no user code
         keys = list(mapping) if own else list(dict.keys(mapping))
-        labels = [f".{k}" if attribute else f"[{k!r}]" for k in keys]
+        labels = [f".{k}" if attribute and type(k) is str else f"[{_named_key(k)}]" for k in keys]
         self.items(self.get(var, "keys", own, name), keys, labels)
         values = list(mapping.values()) if own else list(dict.values(mapping))
         self.items(self.get(var, "values", own, name), values, labels)
@@ -834,9 +951,20 @@ class _Walk:
                         if key not in self.names:  # watched because the code computes names
                             self.reached_unnamed.add(id(namespace[key]))
                             self.unnamed.add(entry)
+                        elif _draws(namespace[key]):
+                            self.drawing_names.add(key)
                         self.child(entry, namespace[key])
             if not progress and not self.queue:
                 return
+
+
+def _named_key(key: Any) -> str:
+    """How a message names a dict's key: its repr, or its type's name where its ``__repr__``
+    raises (only a name: the key itself is watched as any other)."""
+    try:
+        return repr(key)
+    except Exception:
+        return f"<{type(key).__qualname__} object>"
 
 
 def content(x: Any) -> Any:
@@ -904,18 +1032,18 @@ _IMMUTABLE = (
     enum.Enum,
     enum.auto,
     *(getattr(enum, name) for name in ("member", "nonmember", "verify") if hasattr(enum, name)),  # 3.11 on
-    dataclasses.Field,
     dataclasses.InitVar,
     operator.itemgetter,
 )
 """Python's kinds whose objects never change once made (or whose state no function reads as
 data: a descriptor, an enum member, an ``itemgetter``, whose items are read where they are)."""
 
-_BY_IDENTITY = (type(threading.RLock()), type(threading.Lock()), weakref.finalize)
-"""Python's kinds whose state is not data a result reads (a lock, a finalizer): by identity."""
+_BY_IDENTITY = (type(threading.RLock()), type(threading.Lock()))
+"""Python's kinds whose state is not data a result reads (a lock): by identity."""
 
 _PLAIN_DATA = (
     *_DATA_CLASSES,
+    dataclasses.Field,
     contextlib.ExitStack,
     contextlib.AsyncExitStack,
     contextlib.closing,
@@ -953,10 +1081,33 @@ def _derives_from_abstract(kind: type) -> bool:
     return any(base in _ABSTRACT for base in kind.__mro__)
 
 
+def _abstract_instance(walk: _Walk, var: int, x: Any) -> None:
+    """An instance of a subclass of one of Python's abstract bases, walked as any object; an
+    instance of the base itself (a ``ContextDecorator()`` given attributes) as a user's."""
+    if type(x) in _ABSTRACT:
+        walk._instance(var, x)
+    else:
+        walk._object(var, x)
+
+
 def _exception(walk: _Walk, var: int, x: Any) -> None:
-    """An exception kept as data: its ``args`` and its attributes."""
+    """An exception kept as data: its ``args``, the fields of Python's own exception classes
+    (``UnicodeDecodeError.start``, ``OSError.errno``, ``StopIteration.value``: members of C
+    structs, not in its ``__dict__``) and its attributes."""
     walk._members(var, x, ("args",))
+    name = walk.snapshot.names[var]
+    for kind in type(x).__mro__:
+        if is_library(kind):
+            for field, descriptor in kind.__dict__.items():
+                if type(descriptor) is types.MemberDescriptorType:
+                    walk._slot(var, x, descriptor, f"{name}.{field}")
     walk._instance(var, x)
+
+
+def _system_random(walk: _Walk, var: int, x: Any) -> None:
+    """A ``random.SystemRandom``: no state to read; the world may draw (``record.DrawWatch``
+    sees its draws from the system's entropy)."""
+    walk.snapshot.may_draw = True
 
 
 def _nothing(walk: _Walk, var: int, x: Any) -> None:
@@ -973,7 +1124,8 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("number, string, bytes, bool or None: by value", is_number_kind, _nothing),
     ("file or stream: by identity", io.IOBase, _nothing),
     ("immutable: by identity", _is_immutable, _nothing),
-    ("lock or finalizer: by identity", _BY_IDENTITY, _nothing),
+    ("lock: by identity", _BY_IDENTITY, _nothing),
+    ("weakref.finalize: whether it is alive", weakref.finalize, lambda walk, var, x: walk._members(var, x, ("alive",))),
     ("frame or traceback: refused", (types.FrameType, types.TracebackType), _Walk._refused),
     ("coroutine or async generator: refused", (types.CoroutineType, types.AsyncGeneratorType), _Walk._refused),
     ("exception: its args and attributes", BaseException, _exception),
@@ -1000,6 +1152,11 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ),
     ("dict: its keys in order and values", dict, _Walk._dict),
     ("buffer: its content", (bytearray, array.array, memoryview), _Walk._content),
+    (
+        "random.SystemRandom: no state (its draws, from the system's entropy, are refused at recording)",
+        random.SystemRandom,
+        _system_random,
+    ),
     ("random generator: its state, before and after the recording", random.Random, _Walk._generator),
     (
         "function: its code, closure, defaults, attributes and the globals it names",
@@ -1038,7 +1195,11 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("compiled function: its function", _is_compiled, _Walk._compiled),
     # by the classes an object's class derives from, not issubclass: an ABC's hook would take a
     # memoryview (which has __enter__ and __exit__) for a context manager
-    ("abstract base of Python's: a subclass's instance walked as any object", _derives_from_abstract, _Walk._object),
+    (
+        "abstract base of Python's: a subclass's instance walked as any object",
+        _derives_from_abstract,
+        _abstract_instance,
+    ),
     ("object: a user's instance walked (class, attributes, slots); a library's by identity", object, _Walk._object),
 ]
 """How the world reads each kind of object: the first row whose types (or test) the object's
@@ -1213,6 +1374,7 @@ def observe(
             walk.queue.append((var, root))
     walk.snapshot.roots = len(roots)
     walk.finish()
+    walk.snapshot.may_draw = walk.snapshot.may_draw or not walk.drawing_names.isdisjoint(walk.called_names)
     _partition(walk, numbers or [])
     return walk.snapshot
 
@@ -1260,6 +1422,9 @@ def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> str:
     items = ("unpack", "ids", "rgs", "attrses", "scalars")  # facts about every item of a tuple variable
     if kind == "partition" and new[0] == kind:
         return _identity_difference(before, old, new)
+    if kind == "builtins" and new[0] == kind and old[2] == new[2]:  # a name of builtins set or rebound
+        k = next((k for k, (a, b) in enumerate(zip(old[3], new[3], strict=True)) if a != b), 0)
+        return f"builtins.{old[2][k]}"
     if kind == "attrs" and var in after.value_at:  # a Value's own attributes: name the one that changed
         was, now = dict(old[2]), vars(after.value_at[var])
         changed = [k for k in {**was, **now} if was.get(k, MISSING) is not now.get(k, MISSING)]

@@ -1,0 +1,394 @@
+"""Refusals that name what failed, and where: compile's messages point at the user's object and
+line, never at a guess.
+
+A user's object whose own code raises while compile reads its state is named with the method
+that raised; a dict key whose ``__repr__`` raises is only a name in a message, so it is watched
+as any key; draws from the system's entropy source (``random.SystemRandom``, ``secrets``,
+``os.urandom``) are refused as random draws, at the line that drew; a side effect is refused at
+the line that made it. Names a compiled function finds in ``builtins`` are watched as its
+globals are: each scenario runs the same calls on twin fresh worlds, eagerly and compiled, and
+compares the bits.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import os
+import random
+import secrets
+import sys
+from collections.abc import Callable, Iterator
+from os import urandom
+from typing import Any
+
+import pytest
+from _helpers import bits
+
+import vjpgrad
+from vjpgrad import Value
+from vjpgrad.compiler import DataDependentError, record, world
+
+
+def _line_of(fn: Callable[..., Any], marker: str) -> str:
+    """``file:line`` of the line of ``fn``'s source that ends with ``marker``."""
+    lines, first = inspect.getsourcelines(fn)
+    offset = next(k for k, line in enumerate(lines) if line.rstrip().endswith(marker))
+    return f"{inspect.getsourcefile(fn)}:{first + offset}"
+
+
+def _twin(make: Callable[[], tuple[Callable[[Value], Value], Callable[[float], None]]]) -> None:
+    """Calls with the world set to 2, 2, 3, 3, 2, compiled and eager, on fresh twin worlds: the
+    same bits of results and gradients."""
+
+    def results(compiled: bool) -> list[Any]:
+        fn, change = make()
+        run = vjpgrad.compile(fn) if compiled else fn
+        found = []
+        for k in (2.0, 2.0, 3.0, 3.0, 2.0):
+            change(k)
+            x = Value(1.5)
+            y = run(x)
+            y.backward()
+            found.append((bits(y.data), bits(x.grad)))
+        return found
+
+    assert results(compiled=True) == results(compiled=False)
+
+
+# ---- a user's code that raises while compile reads the world -------------------------------------
+
+
+class _ReprRaises:
+    """A dict key whose ``__repr__`` raises: eager code never calls it."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr here")
+
+
+def test_a_dict_key_whose_repr_raises_is_watched_as_any_key() -> None:
+    """Its repr only names it in messages: the key and its attributes are watched, never blamed
+    on ``__getattr__``."""
+
+    def make() -> tuple[Callable[[Value], Value], Callable[[float], None]]:
+        key = _ReprRaises(2.0)
+        table = {key: 1.0}
+
+        def f(x: Value) -> Value:
+            (only,) = table
+            return x * only.scale * table[only]
+
+        return f, lambda k: setattr(key, "scale", k)
+
+    _twin(make)
+
+
+class _LenRaises(list[float]):
+    def __len__(self) -> int:
+        raise RuntimeError("no len here")  # the failing line
+
+
+def test_a_list_subclass_whose_len_raises_is_refused_naming_its_len_and_the_object() -> None:
+    items = _LenRaises([2.0])
+
+    with pytest.raises(DataDependentError) as refused:
+        vjpgrad.compile(lambda x: x * items[0])(Value(1.0))
+    message = str(refused.value)
+    assert "__getattr__" not in message, message
+    assert "can reach items" in message, message
+    assert "_LenRaises.__len__" in message, message
+    assert _line_of(_LenRaises, "# the failing line") in message, message
+    assert "RuntimeError: no len here" in message, message
+
+
+class _GetattrRaisesKeyError:
+    def __init__(self) -> None:
+        self._d = {"scale": 2.0}
+
+    def __getattr__(self, name: str) -> Any:
+        return self._d[name]
+
+
+def test_a_method_that_raises_while_the_world_is_read_is_named_with_what_raised() -> None:
+    """A ``__bytes__`` that raises (read for a buffer's content) is named as such: the advice
+    about ``__getattr__`` is only for ``__getattr__``."""
+
+    class Counter(bytearray):
+        def __bytes__(self) -> bytes:
+            raise ValueError("no bytes")  # the failing line
+
+    counter = Counter(b"\x02")
+    with pytest.raises(DataDependentError) as refused:
+        vjpgrad.compile(lambda x: x * float(counter[0]))(Value(1.0))
+    message = str(refused.value)
+    assert "Counter.__bytes__" in message, message
+    assert _line_of(Counter, "# the failing line") in message, message
+    assert "__getattr__" not in message, message
+
+
+# ---- draws from the system's entropy source ---------------------------------------------------------
+
+
+_SYSTEM = random.SystemRandom()
+
+
+def _system_draw(x: Value) -> Value:
+    return x * _SYSTEM.random()  # the draw
+
+
+def _secrets_draw(x: Value) -> Value:
+    return x * float(secrets.randbelow(10) + 1)  # the draw
+
+
+def _urandom_draw(x: Value) -> Value:
+    return x * float(os.urandom(1)[0] + 1)  # the draw
+
+
+@pytest.mark.parametrize("fn", [_system_draw, _secrets_draw, _urandom_draw], ids=["SystemRandom", "secrets", "urandom"])
+def test_a_draw_from_the_systems_entropy_is_refused_naming_the_line(fn: Callable[[Value], Value]) -> None:
+    with pytest.raises(DataDependentError, match=r"drew random numbers") as refused:
+        vjpgrad.compile(fn)(Value(1.0))
+    message = str(refused.value)
+    assert _line_of(fn, "# the draw") in message, message
+    assert "as Values" in message, message
+    assert "__getattr__" not in message, message
+
+
+def test_a_system_random_in_the_world_that_draws_outside_does_not_refuse() -> None:
+    """Holding a SystemRandom is fine: only a draw inside a recording is refused."""
+    system = random.SystemRandom()
+    compiled = vjpgrad.compile(lambda x, scale: x * scale if system is not None else x)
+    for _ in range(3):
+        scale = Value(system.random(), requires_grad=False)
+        assert compiled(Value(2.0), scale).data == 2.0 * scale.data
+    assert compiled.times_recorded == 1
+
+
+# ---- side effects, at the line that made them ----------------------------------------------------------
+
+
+def _counted(x: Value) -> Value:
+    y = x * 2.0
+    _counted.calls += 1  # type: ignore[attr-defined]  # the change
+    return y
+
+
+_COUNTER = bytearray(1)
+
+
+def _bytes_counted(x: Value) -> Value:
+    y = x * 2.0
+    _COUNTER[0] += 1  # the change
+    return y
+
+
+_HISTORY: list[float] = []
+
+
+def _remembered(x: Value) -> Value:
+    y = x * 2.0
+    _HISTORY.append(1.0)  # the change
+    return y
+
+
+class _Model:
+    def __init__(self) -> None:
+        self.w = Value(2.0)
+        self.steps = 0
+
+    def __call__(self, x: Value) -> Value:
+        y = x * self.w
+        self.steps += 1  # the change
+        return y
+
+
+@pytest.mark.parametrize(
+    ("fn", "defined"),
+    [(_counted, _counted), (_bytes_counted, _bytes_counted), (_remembered, _remembered), (_Model(), _Model.__call__)],
+    ids=["function attribute", "bytearray", "list", "instance attribute"],
+)
+def test_a_side_effect_is_refused_naming_the_line_that_made_it(fn: Any, defined: Any) -> None:
+    _counted.calls = 0  # type: ignore[attr-defined]
+    with pytest.raises(DataDependentError, match=r"changed .* while vjpgrad.compile recorded") as refused:
+        vjpgrad.compile(fn)(Value(1.0))
+    message = str(refused.value)
+    assert message.split("(at ")[1].startswith(_line_of(defined, "# the change")), message  # named first
+    assert "defined at" not in message, message
+
+
+def test_a_side_effect_made_by_a_helper_is_named_at_the_helpers_line() -> None:
+    log: list[float] = []
+
+    def remember(y: Value) -> None:
+        log.append(0.0)  # the change
+
+    def f(x: Value) -> Value:
+        y = x * 3.0
+        remember(y)
+        return y
+
+    with pytest.raises(DataDependentError) as refused:
+        vjpgrad.compile(f)(Value(1.0))
+    assert _line_of(remember, "# the change") in str(refused.value), str(refused.value)
+
+
+# ---- names found in builtins ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def builtins_kept() -> Iterator[None]:
+    """Builtins as they were, whatever a test rebinds or adds there."""
+    kept = dict(vars(builtins))
+    try:
+        yield
+    finally:
+        for name in set(vars(builtins)) - set(kept):
+            delattr(builtins, name)
+        for name, x in kept.items():
+            if vars(builtins).get(name, kept) is not x:
+                setattr(builtins, name, x)
+
+
+def _reads_builtin_scale(x: Value) -> Value:
+    return x * VJPGRAD_TEST_SCALE  # type: ignore[name-defined]  # noqa: F821  # set in builtins by the test
+
+
+_PAIR = [1.0, 2.0]
+
+
+def _reads_builtin_len(x: Value) -> Value:
+    return x * float(len(_PAIR))
+
+
+def _reads_builtin_or_default(x: Value) -> Value:
+    try:
+        scale = VJPGRAD_TEST_SCALE  # type: ignore[name-defined]  # absent at first
+    except NameError:
+        scale = 1.0
+    return x * scale
+
+
+@pytest.mark.usefixtures("builtins_kept")
+def test_a_name_set_in_builtins_is_watched() -> None:
+    def make() -> tuple[Callable[[Value], Value], Callable[[float], None]]:
+        return _reads_builtin_scale, lambda k: setattr(builtins, "VJPGRAD_TEST_SCALE", k)
+
+    _twin(make)
+
+
+@pytest.mark.usefixtures("builtins_kept")
+def test_a_builtin_rebound_is_watched() -> None:
+    original = builtins.len
+
+    def make() -> tuple[Callable[[Value], Value], Callable[[float], None]]:
+        def change(k: float) -> None:
+            # rebound to count the pair as 3 (everything else as Python does: vjpgrad itself calls len)
+            counted = lambda items: 3 if items is _PAIR else original(items)  # noqa: E731
+            builtins.len = original if k == 2.0 else counted  # type: ignore[assignment]
+
+        return _reads_builtin_len, change
+
+    try:
+        _twin(make)
+    finally:
+        builtins.len = original
+
+
+@pytest.mark.usefixtures("builtins_kept")
+def test_a_builtin_absent_at_recording_and_set_later_is_watched() -> None:
+    def make() -> tuple[Callable[[Value], Value], Callable[[float], None]]:
+        def change(k: float) -> None:
+            if k == 2.0:
+                vars(builtins).pop("VJPGRAD_TEST_SCALE", None)
+            else:
+                builtins.VJPGRAD_TEST_SCALE = k  # type: ignore[attr-defined]
+
+        return _reads_builtin_or_default, change
+
+    _twin(make)
+
+
+@pytest.mark.usefixtures("builtins_kept")
+def test_a_dict_set_in_builtins_is_watched_in_place() -> None:
+    def make() -> tuple[Callable[[Value], Value], Callable[[float], None]]:
+        builtins.VJPGRAD_TEST_SETTINGS = {"scale": 2.0}  # type: ignore[attr-defined]
+
+        def f(x: Value) -> Value:
+            return x * VJPGRAD_TEST_SETTINGS["scale"]  # type: ignore[name-defined]  # noqa: F821
+
+        return f, lambda k: builtins.VJPGRAD_TEST_SETTINGS.__setitem__("scale", k)  # type: ignore[attr-defined]
+
+    _twin(make)
+
+
+# ---- the draw watch is set only where the world may draw ------------------------------------------------
+
+
+class _Layer:
+    """micrograd's way: weights drawn from ``random`` when the layer is made, never when called."""
+
+    def __init__(self) -> None:
+        self.w = Value(random.uniform(-1.0, 1.0))
+
+    def __call__(self, x: Value) -> Value:
+        return x * self.w
+
+
+def test_a_recording_is_profiled_only_where_the_world_may_draw() -> None:
+    """The profiler that finds a draw's line doubles a recording's time: it is set where the
+    world holds a generator or its code names what draws, and not for a model whose weights
+    were drawn when it was made."""
+    layer = _Layer()
+    rng = random.Random(0)
+
+    def plain(x: Value) -> Value:
+        return layer(x) * 2.0
+
+    def names_random(x: Value) -> Value:
+        return x * 2.0 if random is not None else x
+
+    def holds_a_generator(x: Value) -> Value:
+        return x * 2.0 if rng is not None else x
+
+    def names_secrets(x: Value) -> Value:
+        return x * 2.0 if secrets is not None else x
+
+    def draws_through_urandom(x: Value) -> Value:
+        return x * float(urandom(1)[0])
+
+    def holds_a_system_random(x: Value) -> Value:
+        return x * _SYSTEM.uniform(1.0, 2.0)  # `random` not named: the SystemRandom alone
+
+    assert not world.observe([("plain", plain)]).may_draw
+    for fn in (names_random, holds_a_generator, names_secrets, draws_through_urandom, holds_a_system_random):
+        assert world.observe([(fn.__name__, fn)]).may_draw, fn.__name__
+    profiled: list[Any] = []
+    watch = record.DrawWatch([], world.observe([("plain", plain)]).may_draw)
+    previous = sys.getprofile()
+    with watch:
+        profiled.append(sys.getprofile())
+    assert profiled == [previous]
+
+
+def _as_library(source: str, name: str) -> Any:
+    """A function compiled as if it were in Python's library (its file is ``random``'s): the
+    world watches it by identity, never reading the names its code uses."""
+    namespace: dict[str, Any] = {"random": random}
+    exec(compile(source, random.__file__, "exec"), namespace)  # the test's own source
+    return namespace[name]
+
+
+def test_a_draw_the_users_code_does_not_name_is_refused_all_the_same() -> None:
+    """A library's function that draws from ``random``'s global generator, though the user's
+    code names no random module: refused all the same (the generator's state changed), naming
+    the function's definition."""
+    jitter = _as_library("def jitter():\n    return 1.0 + random.random()\n", "jitter")
+
+    def f(x: Value) -> Value:
+        return x * jitter()
+
+    with pytest.raises(DataDependentError, match=r"\(defined at .*\) drew random numbers from random's global"):
+        vjpgrad.compile(f)(Value(1.0))
