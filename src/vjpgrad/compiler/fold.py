@@ -71,7 +71,7 @@ TRIES_APART = 8
 
 Run = tuple[int, int, int]
 """Copies back to back: where the first starts in creation order, their length, their number."""
-Entry = tuple[int, tuple[int, ...]]
+StoredBlock = tuple[int, tuple[int, ...]]
 """A repeated block as the cache stores it: its length, and where each copy starts."""
 
 
@@ -339,7 +339,7 @@ class Block:
         self.outputs = outputs  # offsets of the operations read after their copy
 
     @property
-    def entry(self) -> Entry:
+    def stored(self) -> StoredBlock:
         """The block as the cache stores it."""
         return (self.length, tuple(self.starts))
 
@@ -524,7 +524,7 @@ def _numbers(
     return numbers
 
 
-def detect(program: Program, table: Sequence[Entry] | None = None) -> tuple[list[Block], dict[int, int]]:
+def detect(program: Program, table: Sequence[StoredBlock] | None = None) -> tuple[list[Block], dict[int, int]]:
     """The blocks of ``program``'s recording that fold: those of ``table`` (a stored one, each
     checked), else those found now (copies back to back, then copies apart in what is left);
     and each operation's position by its id."""
@@ -570,7 +570,7 @@ def make_program(
     outputs: list[int],
     sources: dict[int, graph.Node],
     edges: Edges,
-    table: Sequence[Entry] | None = None,
+    table: Sequence[StoredBlock] | None = None,
 ) -> Program:
     """The writer of a recording's code: its repeated blocks folded into loops and functions
     when it has any (``table``: the blocks a cached payload was written with, else found now)."""
@@ -600,7 +600,7 @@ class FoldedProgram(Program):
     def _fold(self, blocks: list[Block], place: dict[int, int]) -> None:
         """Write the code of a set-up program (``Program._setup``) with ``blocks`` as loops."""
         self.blocks = blocks
-        self.table = tuple(b.entry for b in self.blocks)
+        self.table = tuple(b.stored for b in self.blocks)
         self._parameter_place = {id(x): k for k, x in enumerate(self.externals) if k >= self.arguments}
         self._parameters = [self._parameters_of(b) if not b.adjacent else [] for b in blocks]
         self._owned = self._owners()
@@ -1137,28 +1137,28 @@ def _tuple(names: Sequence[str]) -> str:
     return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
 
 
-def checked_table(table: Any, operations: int) -> tuple[Entry, ...]:
+def checked_table(table: Any, operations: int) -> tuple[StoredBlock, ...]:
     """A stored table of blocks, checked: each a length and the starts of two copies or more,
     the copies in creation order, apart from each other and from other blocks' copies, inside
     ``operations`` (a ValueError or TypeError for anything else: the cache then writes the
     code anew). ``detect`` then checks each against the recording."""
-    entries: list[Entry] = []
+    blocks: list[StoredBlock] = []
     taken: list[tuple[int, int]] = []
-    for entry in table:
-        length, given = entry
+    for stored in table:
+        length, given = stored
         starts = tuple(given)
         if type(length) is not int or not all(type(s) is int for s in starts) or len(starts) < 2:
-            raise ValueError(f"a stored block {entry!r} is not a block of the recording")
+            raise ValueError(f"a stored block {stored!r} is not a block of the recording")
         smallest = SMALLEST if all(s == starts[0] + m * length for m, s in enumerate(starts)) else SMALLEST_CALLED
         if length < smallest or starts[0] < 0:
-            raise ValueError(f"a stored block {entry!r} is not a block of the recording")
+            raise ValueError(f"a stored block {stored!r} is not a block of the recording")
         if any(b < a + length for a, b in itertools.pairwise(starts)):
-            raise ValueError(f"a stored block {entry!r} has copies that overlap or are out of order")
+            raise ValueError(f"a stored block {stored!r} has copies that overlap or are out of order")
         if starts[-1] + length > operations:
-            raise ValueError(f"a stored block {entry!r} runs past the recording's {operations} operations")
+            raise ValueError(f"a stored block {stored!r} runs past the recording's {operations} operations")
         taken += [(s, s + length) for s in starts]
-        entries.append((length, starts))
+        blocks.append((length, starts))
     taken.sort()
     if any(b[0] < a[1] for a, b in itertools.pairwise(taken)):
         raise ValueError("a stored table has blocks whose copies overlap")
-    return tuple(entries)
+    return tuple(blocks)

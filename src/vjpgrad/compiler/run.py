@@ -22,6 +22,7 @@ import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from vjpgrad.compiler import cache, fold, guard, world
@@ -53,11 +54,40 @@ _number = graph.number
 _numbers = itertools.count(1)
 
 
+@dataclass(slots=True)
+class CallState:
+    """What a compiled call's node keeps for its reverse pass (the node's saved data, read back
+    with ``state_of``): one per call, made when the call returns outputs that take gradient."""
+
+    values: tuple[Any, ...]
+    """What the forward code handed the reverse code (``Replay.kept_place`` says where each is)."""
+    inputs: list[Any]
+    """The numbers of the arguments and parameters, as the forward code read them."""
+    outputs: list[Callable[[], Value | None]]
+    """Per output of the recording: a weak reference to the Value this call returned for it."""
+    handed: dict[int, Any]
+    """The gradient each output (by its position) has handed the call in the pass under way."""
+    edges: tuple[bool, ...]
+    """Per argument and parameter: whether it takes gradient (the call's operands that do)."""
+    freed: list[frozenset[int]]
+    """The operations inside (their positions in the recording) that earlier passes freed."""
+    ran: list[frozenset[int]]
+    """The operations inside that the last pass through this call ran (what a freeing pass frees)."""
+    replay: Replay
+    """The recording this call replayed."""
+
+
+def state_of(call: graph.Node) -> CallState:
+    """The state a compiled call's node keeps (``CallState``)."""
+    saved: CallState = graph.saved_of(call)
+    return saved
+
+
 def _output_backward(node: graph.Node, g: Any) -> None:
     """An output of a compiled call hands its gradient to the call, kept apart per output: the
     call's reverse pass is seeded with one gradient per output it is reached from."""
     call = graph.operands(node)[0]
-    graph.saved_of(call)[3][graph.saved_of(node)] = g
+    state_of(call).handed[graph.saved_of(node)] = g
 
 
 def _hands_on(g: Any, s: Any) -> Any:
@@ -66,11 +96,10 @@ def _hands_on(g: Any, s: Any) -> Any:
 
 
 def _output_whole_pass(node: graph.Node, seed: Any, retain_graph: bool) -> bool:
-    """``backward()`` called on an output of a compiled call alone: the call's entry runs the
-    pass by itself when nothing else is in it (``Entry.whole_pass``)."""
+    """``backward()`` called on an output of a compiled call alone: the call's recording runs the
+    pass by itself when nothing else is in it (``Replay.whole_pass``)."""
     call = graph.operands(node)[0]
-    entry: Entry = graph.saved_of(call)[7]
-    return entry.whole_pass(node, call, seed, retain_graph)
+    return state_of(call).replay.whole_pass(node, call, seed, retain_graph)
 
 
 OUTPUT = Op(
@@ -89,7 +118,7 @@ computed from, and the other outputs it was computed from; their edges only say 
 it reaches (the call hands them their gradients)."""
 
 
-class Entry:
+class Replay:
     """One recording of a function: its code, and how to call and differentiate it.
 
     The recorded run is eager code, so the first call returns its own result (``first``); the
@@ -126,7 +155,7 @@ class Entry:
             i for i, k in enumerate(self.internal_outputs) if graph.op_of(recorded.live[k]) is None
         )
         self._program: Program | None = None
-        self._table: tuple[fold.Entry, ...] | None = None
+        self._table: tuple[fold.StoredBlock, ...] | None = None
         self._key: str | None = None
         self.forward: Callable[..., Any] | None = None  # set last: once set, the code is ready
         self._preparing = threading.Lock()
@@ -261,46 +290,60 @@ class Entry:
 
     # ---- a call --------------------------------------------------------------------------------
 
-    def matches(self, read: Arguments) -> bool:
-        """Whether this recording replays for a call: the same objects passed, the function's
-        world as it was (the guard), and no Value both passed and reached in the world unless it
-        was so when recorded."""
+    def stale_for(self, read: Arguments) -> bool:
+        """Whether this recording is stale for a call (the one place that decides it): the call
+        then records anew. ``Compiled`` keeps recordings by the structure of the arguments
+        (``Arguments.key``: kinds, lengths, which Values are one, ``requires_grad``, grad mode),
+        so only recordings of the call's structure are asked; one of them is stale when
+
+        - an object passed (``self``, a model: structure by identity) is not the one recorded;
+        - a parameter the function found in its world is passed as an argument (the recording
+          kept them apart);
+        - an argument the function also reached in its world is not that same object now;
+        - the guard fails: the function's world differs from the facts observed while recording
+          (``compiler.world``: identities, numbers' bits, lengths and orders, Values'
+          ``requires_grad``), or which numbers passed are one object differs where the code
+          compares them with ``is``.
+
+        (How many recordings are made before compile gives up and runs the function uncompiled is
+        ``RECOMPILE_LIMIT`` and its siblings, counted by ``Compiled``: not a question of staleness.)"""
         objects = read.objects
         if objects and any(held() is not x for held, x in zip(self.objects, objects, strict=True)):
-            return False
+            return True
         if not self.parameter_ids.isdisjoint(map(id, read.leaves)):
-            return False  # a parameter passed as an argument: the recording kept them apart
+            return True  # a parameter passed as an argument: the recording kept them apart
         if self.aliased and any(held() is not read.leaves[k] for k, held in self.aliased):
-            return False  # an argument the function also reaches itself: the same one, or record anew
+            return True  # an argument the function also reaches itself: the same one, or record anew
         if self.numbers_by_identity:  # the code compares with `is`: which numbers passed are one object
-            return self.guard(self.fn, *objects, _numbers=[x for _, x in number_arguments(read.args, read.kwargs)])
-        return self.guard(self.fn, *objects)
+            return not self.guard(self.fn, *objects, _numbers=[x for _, x in number_arguments(read.args, read.kwargs)])
+        return not self.guard(self.fn, *objects)
 
     def _backward(self, node: graph.Node, g: Any) -> None:
-        values, inputs, wrappers, slots, edges, freed, ran, _ = graph.saved_of(node)
+        call = state_of(node)
+        handed = call.handed
         # a Value made inside and returned is a leaf, reached when an output reached is computed
         # from it; its gradient so far (its seed, later operations') starts its sum, as eager's
-        leaves = {j for i in slots for j in self.depends[i][1] if j in self.leaf_outputs}
+        leaves = {j for i in handed for j in self.depends[i][1] if j in self.leaf_outputs}
         for j in leaves:
-            leaf = wrappers[j]()
-            slots[j] = graph.cotangent(leaf) if leaf is not None else 0.0
-        seeded = frozenset(slots)
-        seeds = tuple(slots.get(i, 0.0) for i in range(len(self.internal_outputs)))
-        slots.clear()  # handed on: the next pass through this call starts empty
+            leaf = call.outputs[j]()
+            handed[j] = graph.cotangent(leaf) if leaf is not None else 0.0
+        seeded = frozenset(handed)
+        seeds = tuple(handed.get(i, 0.0) for i in range(len(self.internal_outputs)))
+        handed.clear()  # handed on: the next pass through this call starts empty
         reached, inside = self.reached(seeded)
-        if _any_freed(freed, inside):  # an operation an earlier pass freed, as eager code would say
+        if _any_freed(call.freed, inside):  # an operation an earlier pass freed, as eager code would say
             raise RuntimeError(f"{graph.FREED_MESSAGE} (inside a compiled call)")
-        ran[:] = [inside]  # this call's operations this pass ran: what _release frees, if the pass frees
+        call.ran[:] = [inside]  # this call's operations this pass ran: what _release frees, if the pass frees
         operands = graph.operands(node)
         backward = self.backward_for(seeded, checked=state.detect_anomaly)
         # each argument and parameter the pass reaches starts from its cotangent so far, as in eager
         start = self._start(seeded, reached, operands)
-        gradients, finals = backward(seeds, values, inputs, start)
+        gradients, finals = backward(seeds, call.values, call.inputs, start)
         for i, final in zip(sorted(seeded), finals, strict=True):  # an output's .grad, as eager's
-            wrapper = wrappers[i]()
-            if wrapper is not None and final is not None:
-                graph.set_cotangent(wrapper, final)
-        self._hand_on(seeded, operands, edges, gradients)
+            output = call.outputs[i]()
+            if output is not None and final is not None:
+                graph.set_cotangent(output, final)
+        self._hand_on(seeded, operands, call.edges, gradients)
 
     def whole_pass(self, node: graph.Node, call: graph.Node, seed: Any, retain_graph: bool) -> bool:
         """``backward()`` from the output ``node`` of ``call`` alone, run without the engine's walk
@@ -314,9 +357,9 @@ class Entry:
         position = graph.saved_of(node)
         if graph.is_freed(node) or self.depends[position][1]:
             return False
-        values, inputs, _, slots, _, freed, ran, _ = graph.saved_of(call)
+        saved = state_of(call)
         seeded, inside = self._alone.get(position) or self._reached_alone(position)
-        if slots or _any_freed(freed, inside):
+        if saved.handed or _any_freed(saved.freed, inside):
             return False
         leaves = graph.operands(node)[1:]
         taking = self._operands_of[position]
@@ -330,7 +373,7 @@ class Entry:
         if arguments < 0 or (arguments and any(map(graph.op_of, leaves[:arguments]))):
             return False
         g = -0.0 + seed  # the output's cotangent: its seed added to the pass's -0.0, as seed() does
-        gradients, finals = self._reverse_alone(position, seeded, g, values, inputs)
+        gradients, finals = self._reverse_alone(position, seeded, g, saved.values, saved.inputs)
         pick = self._handed_alone.get(position)
         if pick is None:
             pick = _picker(taking)
@@ -338,7 +381,7 @@ class Entry:
                 return False
             self._handed_alone[position] = pick  # where the code returns None is fixed by its text: seen once
         found = pick(gradients)
-        ran[:] = [inside]
+        saved.ran[:] = [inside]
         final = finals[0]  # the engine adds into the operations' .grad first (the output, then the call)
         graph.add_gradients((node, call), (g if final is None else final, -0.0))
         graph.add_gradients(leaves, found)
@@ -418,8 +461,8 @@ class Entry:
         """A pass that frees the graph went through this call: the operations it ran are freed,
         as eager code frees them; a later pass that needs one of them raises. The sets are kept
         as they are, not merged: a pass with nothing freed before it then costs nothing here."""
-        freed, ran = graph.saved_of(node)[5:7]
-        freed.extend(inside for inside in ran if inside not in freed)
+        call = state_of(node)
+        call.freed.extend(inside for inside in call.ran if inside not in call.freed)
 
     def run(self, leaves: list[Value]) -> Any:
         # the distinct Values passed, then the parameters
@@ -455,11 +498,8 @@ class Entry:
         edges = self._edges  # the same at every call: the key fixes the arguments', the guard the parameters'
         if edges is None:
             edges = self._edges = tuple(isinstance(x, Value) and x.requires_grad for x in externals)
-        wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
-        slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
-        freed: list[frozenset[int]] = []  # the operations inside (their positions) that passes have freed
-        ran: list[frozenset[int]] = []  # the operations inside that the last pass through this call ran
-        saved = (values, data, wrappers, slots, edges, freed, ran, self)
+        outputs: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
+        saved = CallState(values, data, outputs, {}, edges, [], [], self)
         # no edges of its own: a pass reaches the arguments and parameters through the outputs it starts from
         if len(self._no_edges) != len(externals):
             self._no_edges = (None,) * len(externals)
@@ -473,7 +513,7 @@ class Entry:
                 continue
             if position in self.leaf_outputs:  # a Value made inside, returned: a leaf, as eager code's
                 made[k] = Value(values[kept_place[id(node)]])
-                wrappers[position] = weakref.ref(made[k])
+                outputs[position] = weakref.ref(made[k])
                 continue
             from_externals, from_outputs = self.depends[position]
             taking = self._operands_of.get(position)
@@ -488,7 +528,7 @@ class Entry:
             if flags is None:
                 flags = self._flags[len(operands)] = (True,) * len(operands)
             value = graph.make(Value, values[kept_place[id(node)]], OUTPUT, operands, flags, None, position)
-            wrappers[position] = weakref.ref(value)
+            outputs[position] = weakref.ref(value)
             made[k] = value
         return made
 
@@ -573,9 +613,9 @@ class Compiled:
         if not callable(fn):
             raise TypeError(f"vjpgrad.compile takes a function, got {type(fn).__name__}")
         self.fn = fn
-        self._cache: OrderedDict[tuple[Any, ...], list[Entry]] = OrderedDict()
+        self._cache: OrderedDict[tuple[Any, ...], list[Replay]] = OrderedDict()
         self._lock = threading.RLock()
-        self._last: Entry | None = None
+        self._last: Replay | None = None
         self._shapes: dict[Any, tuple[int, tuple[Any, ...], world.Snapshot]] = {}
         self._repeats = 0  # recordings of a structure already recorded
         self._previous: tuple[tuple[Any, ...], world.Snapshot] | None = None  # the last recording's key and world
@@ -621,43 +661,43 @@ class Compiled:
                 return self.fn(*args, **kwargs)
             with self._lock:
                 read = Arguments(args, kwargs)
-                entries = self._cache.get(read.key)
-                if entries is not None:
-                    for k, entry in enumerate(entries):
-                        if entry.matches(read):
+                replays = self._cache.get(read.key)
+                if replays is not None:
+                    for k, replay in enumerate(replays):
+                        if not replay.stale_for(read):
                             if k:
-                                entries.insert(0, entries.pop(k))
-                            self._last = entry
+                                replays.insert(0, replays.pop(k))
+                            self._last = replay
                             break
                     else:
                         return self._record(read)
                 else:
                     return self._record(read)
-            return entry.run(read.leaves)
+            return replay.run(read.leaves)
 
     def _record(self, read: Arguments) -> Any:
-        entry = Entry(self.fn, read)
+        replay = Replay(self.fn, read)
         self.times_recorded += 1
-        if self._too_many(read, entry):
+        if self._too_many(read, replay):
             self.eager = True
             self._cache.clear()
         else:
-            entries = self._cache.setdefault(read.key, [])
-            entries.insert(0, entry)
-            del entries[RECORDINGS_PER_KEY:]
+            replays = self._cache.setdefault(read.key, [])
+            replays.insert(0, replay)
+            del replays[RECORDINGS_PER_KEY:]
             self._cache.move_to_end(read.key)
             if len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
-            self._last = entry
-        first, entry.first = entry.first, None
+            self._last = replay
+        first, replay.first = replay.first, None
         return first  # the recorded run is eager code: its result is this call's
 
-    def _too_many(self, read: Arguments, entry: Entry) -> bool:
+    def _too_many(self, read: Arguments, replay: Replay) -> bool:
         """Count the recordings (``STRUCTURE_LIMIT`` structures of the world,
         ``ARGUMENT_STRUCTURE_LIMIT`` of the arguments and the world together, ``RECOMPILE_LIMIT``
         more of a structure already recorded, in all); past any, warn once naming what changed
         since the recording before (of this structure, or the last one)."""
-        snapshot = entry.recorded.world
+        snapshot = replay.recorded.world
         shape = (read.masked(), snapshot.shape())
         seen = self._shapes.get(shape)
         previous = self._previous
