@@ -43,7 +43,6 @@ made here, as ``compiler.write`` makes its own, and numbers are written by
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
@@ -524,16 +523,22 @@ def _numbers(
     return numbers
 
 
-def detect(program: Program, table: Sequence[StoredBlock] | None = None) -> tuple[list[Block], dict[int, int]]:
-    """The blocks of ``program``'s recording that fold: those of ``table`` (a stored one, each
-    checked), else those found now (copies back to back, then copies apart in what is left);
-    and each operation's position by its id."""
-    returned = {id(program.live[k]) for k in program.internal_outputs}
-    place = {id(node): k for k, node in enumerate(program.live)}
-    constants = program.writer.constants
-    key, last = keys(program.live, program.externals, program.arguments, constants, program.edges, returned, place)
-    external = {id(x): k for k, x in enumerate(program.externals)}
-    live, arguments = program.live, program.arguments
+def detect(
+    live: Sequence[graph.Node],
+    externals: Sequence[graph.Node],
+    arguments: int,
+    constants: dict[int, float],
+    outputs: list[int],
+    edges: Edges,
+    table: Sequence[StoredBlock] | None = None,
+) -> tuple[list[Block], dict[int, int]]:
+    """The blocks of a recording that fold: those of ``table`` (a stored one, each checked), else
+    those found now (copies back to back, then copies apart in what is left); and each
+    operation's position by its id. The arguments are ``make_program``'s."""
+    returned = {id(live[k]) for k in outputs}
+    place = {id(node): k for k, node in enumerate(live)}
+    key, last = keys(live, externals, arguments, constants, edges, returned, place)
+    external = {id(x): k for k, x in enumerate(externals)}
     blocks: list[Block] = []
     if table is not None:
         for length, given in table:
@@ -574,21 +579,15 @@ def make_program(
 ) -> Program:
     """The writer of a recording's code: its repeated blocks folded into loops and functions
     when it has any (``table``: the blocks a cached payload was written with, else found now)."""
-    program = Program.__new__(Program)
-    program._setup(live, externals, arguments, constants, outputs, sources, edges)
+    given = (live, externals, arguments, constants, outputs, sources, edges)
     if table is not None and not table:  # loaded code written straight-line: no search
-        program._write()
-        return program
-    blocks, place = detect(program, table)
+        return Program(*given)
+    blocks, place = detect(live, externals, arguments, constants, outputs, edges, table=table)
     if table is None and sum(b.length * b.copies for b in blocks) < SHARE * len(live):
         blocks = []
     if not blocks:
-        program._write()
-        return program
-    program.__class__ = FoldedProgram  # the same set-up, written with its blocks as loops and functions
-    assert isinstance(program, FoldedProgram)
-    program._fold(blocks, place)
-    return program
+        return Program(*given)
+    return FoldedProgram(*given, blocks, place)
 
 
 class FoldedProgram(Program):
@@ -596,6 +595,22 @@ class FoldedProgram(Program):
 
     The forward pass hands the reverse pass the values of the glue it reads (``kept``), then,
     for each block, a list of what each copy's reverse pass reads."""
+
+    def __init__(
+        self,
+        live: Sequence[graph.Node],
+        externals: Sequence[graph.Node],
+        arguments: int,
+        constants: dict[int, float],
+        outputs: list[int],
+        sources: dict[int, graph.Node],
+        edges: Edges,
+        blocks: list[Block],
+        place: dict[int, int],
+    ) -> None:
+        """``Program``'s arguments, and the blocks ``detect`` found with each operation's position."""
+        self._setup(live, externals, arguments, constants, outputs, sources, edges)
+        self._fold(blocks, place)
 
     def _fold(self, blocks: list[Block], place: dict[int, int]) -> None:
         """Write the code of a set-up program (``Program._setup``) with ``blocks`` as loops."""
@@ -605,25 +620,33 @@ class FoldedProgram(Program):
         self._parameters = [self._parameters_of(b) if not b.adjacent else [] for b in blocks]
         self._owned = self._owners()
         self._functions_written = 0  # the reverse passes' functions, named apart in the namespace they share
-        self._full_lines: dict[int, tuple[list[str], set[int], set[int]]] = {}
+        self._full_lines: dict[int, tuple[list[str], set[int], set[int], set[str]]] = {}
         self._returned = {id(self.live[k]) for k in self.internal_outputs}
         self.place = place
         self._locals = [self._local_names(b) for b in self.blocks]
         self._block_kept: list[list[str]] = []
-        glue_reads: set[str] = set()
+        block_reads: set[str] = set()
         for k, block in enumerate(self.blocks):  # what a copy's reverse pass reads, every operation reached
-            lines, _, _ = self._block_lines(k, (True,) * block.length, False, None)
-            text = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
-            # a function's copies also hand on the parameters' values they read (a loop reads them by name)
-            read = set(re.findall(r"\b[uic]\d+\b" if block.adjacent else r"\b[uicp]\d+\b", text))
-            self._block_kept.append(sorted(read, key=lambda name: (name[0], int(name[1:]))))
-            glue_reads |= set(re.findall(r"\bt\d+\b", text))
-        lines = self._backward_lines(self._every, checked=False)
-        code = "\n".join(line for line in lines if line is not VALUES_LINE and not line.lstrip().startswith("#"))
+            _, _, _, read = self._block_lines(k, (True,) * block.length, False, None)
+            self._block_kept.append([name for name in self._copy_names(k) if name in read])
+            block_reads |= read  # and the values before a loop that all its copies read, by the program's names
+        lines, read = self._backward_lines(self._every, checked=False)
         # a block's operations are read by name only where they are its outputs (the forward unpacks them)
-        self._keep(set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads | glue_reads)
+        self._keep(read | block_reads)
         self._every_source = self._joined(lines)
         self.forward_source = self._forward_source()
+
+    def _copy_names(self, k: int) -> list[str]:
+        """The names of block ``k``'s code that each copy has its own value of, in the order a
+        copy hands them to its reverse pass: its numbers ``c0``..., its inputs ``i0``..., the
+        parameters (for a function's copies; a loop reads them by the program's names), its
+        operations ``u1``..."""
+        block = self.blocks[k]
+        names = [f"c{s}" for s in range(len(block.numbers))]
+        names += [f"i{s}" for s in sorted(set(block.slot_of.values()))]
+        if not block.adjacent:
+            names += [self.names[id(x)] for x in self.externals[self.arguments :]]
+        return names + [f"u{o}" for o in range(1, block.length + 1)]
 
     # ---- names -------------------------------------------------------------------------------------
 
@@ -800,19 +823,12 @@ class FoldedProgram(Program):
 
     # ---- the reverse pass --------------------------------------------------------------------------
 
-    def backward_source(self, seeded: frozenset[int], checked: bool = False) -> str:
+    def _handed_names(self) -> list[str]:
+        """The glue's values the reverse pass reads, then each block's list of what its copies read."""
+        return [self.names[id(n)] for n in self.kept] + [f"_k{k}" for k in range(len(self.blocks))]
+
+    def _backward_lines(self, seeded: frozenset[int], checked: bool) -> tuple[list[str], set[str]]:
         """The reverse pass seeded at the outputs ``seeded``, its blocks as loops (``Program``'s)."""
-        if seeded == self._every and not checked:
-            return self._every_source
-        return self._joined(self._backward_lines(seeded, checked))
-
-    def _joined(self, lines: list[str]) -> str:
-        """The lines of a reverse pass, the values it reads unpacked where ``VALUES_LINE`` stands."""
-        values = [self.names[id(n)] for n in self.kept] + [f"_k{k}" for k in range(len(self.blocks))]
-        unpack = self._unpack(values, "values").rstrip("\n") or "    pass"
-        return "\n".join(unpack if line is VALUES_LINE else line for line in lines if line) + "\n"
-
-    def _backward_lines(self, seeded: frozenset[int], checked: bool) -> list[str]:
         reach = self.reach_of(seeded)
         live_ids = self.place
         returned = {id(self.live[k]) for k in self.internal_outputs}
@@ -837,7 +853,7 @@ class FoldedProgram(Program):
         results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
         outputs = [f"g_{self.names[id(node)]}" if id(node) in started else "None" for node in self._seeded(seeded)]
         lines.append(f"    return {_tuple(results)}, {_tuple(outputs)}")
-        return lines
+        return lines, state.reads
 
     def _seeded(self, seeded: frozenset[int]) -> list[graph.Node]:
         return [self.live[self.internal_outputs[i]] for i in sorted(seeded)]
@@ -904,7 +920,8 @@ class FoldedProgram(Program):
         if known is not None and [state.variable(key) for key in known[3]] == known[4]:
             return known[0], known[1], known[2], known[3]
         block = self.blocks[k]
-        body, inputs, found = self._block_lines(k, pattern, checked, state)
+        body, inputs, found, reads = self._block_lines(k, pattern, checked, state)
+        state.reads |= reads
         shared = sorted(found, key=lambda key: self.names[key])
         names = [state.variable(key) for key in shared]
         threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
@@ -949,7 +966,8 @@ class FoldedProgram(Program):
         writer = self.writer
         lines.append(f"    # {writer.forward_line(node).split('  # ')[0]}")
         gradient = state.variable(id(node))
-        for target, code, position in writer.backward_lines(node, gradient):
+        for target, code, position, reads in writer.backward_lines(node, gradient):
+            state.reads.update(reads)  # a dropped contribution's too: anomaly mode's pass writes it
             if target == -1:
                 lines.append(f"    {code}")
                 continue
@@ -958,8 +976,7 @@ class FoldedProgram(Program):
                 lines.append(f"    if _c != _c: _anomaly({writer.comment(op)!r}, {position})")
                 code = "_c"
             elif target in live_ids and target not in returned and graph.op_of(self.by_id[target]) is None:
-                self._skipped_reads.update(re.findall(r"\bt\d+\b", code))
-                continue
+                continue  # a Value made inside and not returned: its gradient goes nowhere
             if (
                 not checked
                 and code == gradient
@@ -977,18 +994,18 @@ class FoldedProgram(Program):
 
     def _block_lines(
         self, k: int, pattern: tuple[bool, ...], checked: bool, state: _Pass | None
-    ) -> tuple[list[str], set[int], set[int]]:
+    ) -> tuple[list[str], set[int], set[int], set[str]]:
         """One copy's reverse pass, for copies whose operations the pass reaches as ``pattern``
-        says: its lines (indented for the loop), the inputs it hands gradient to, and the shared
-        values it hands gradient to. Without a pass's ``state``: every contribution, for what
-        the lines read; those lines serve a pass that reaches every operation too, when each
-        shared value's gradient is in its own variable and none is a Value made inside (whose
-        gradient a pass drops)."""
+        says: its lines (indented for the loop), the inputs it hands gradient to, the shared
+        values it hands gradient to, and the names of the values its statements read. Without a
+        pass's ``state``: every contribution, for what the lines read; those lines serve a pass
+        that reaches every operation too, when each shared value's gradient is in its own
+        variable and none is a Value made inside (whose gradient a pass drops)."""
         full = self._full_lines.get(k)
         if full is not None and state is not None and not checked and all(pattern):
-            lines, inputs, shared = full
+            lines, inputs, shared, reads = full
             if all(state.variable(key) == f"g_{self.names[key]}" and not self._dropped(key) for key in shared):
-                return lines, inputs, shared
+                return lines, inputs, shared, reads
         found = self._written_block_lines(k, pattern, checked, state)
         if state is None and all(pattern):
             self._full_lines[k] = found
@@ -1001,7 +1018,7 @@ class FoldedProgram(Program):
 
     def _written_block_lines(
         self, k: int, pattern: tuple[bool, ...], checked: bool, state: _Pass | None
-    ) -> tuple[list[str], set[int], set[int]]:
+    ) -> tuple[list[str], set[int], set[int], set[str]]:
         block = self.blocks[k]
         names = self._locals[k]
         outputs = set(block.outputs)
@@ -1010,6 +1027,7 @@ class FoldedProgram(Program):
         inputs: set[int] = set()
         shared: set[int] = set()
         local_started: set[int] = set()
+        read: set[str] = set()  # by the block's names (``_local_names``)
         writer = self.writer
         with self._named(k):
             for o in reversed(range(block.length)):
@@ -1018,7 +1036,8 @@ class FoldedProgram(Program):
                 node = self.live[block.start + o]
                 op = graph.op_of(node)
                 lines.append(f"        # {writer.forward_line(node).split('  # ')[0]}")
-                for target, code, position in writer.backward_lines(node, f"g_u{o + 1}"):
+                for target, code, position, reads in writer.backward_lines(node, f"g_u{o + 1}"):
+                    read.update(reads)
                     if target == -1:
                         lines.append(f"        {code}")
                         continue
@@ -1040,7 +1059,7 @@ class FoldedProgram(Program):
                         shared.add(target)
                         variable = state.variable(target) if state is not None else f"g_{names[target]}"
                         lines.append(f"        {variable} += {code}")
-        return lines, inputs, shared
+        return lines, inputs, shared, read
 
     def _block_loops(self, k: int, reach: set[int], state: _Pass, checked: bool, lines: list[str]) -> None:
         """A block's copies, last first, one loop per run of copies the pass reaches alike."""
@@ -1073,7 +1092,8 @@ class FoldedProgram(Program):
         """The reverse pass of copies ``first`` to ``end - 1`` of block ``k``, the last first."""
         block = self.blocks[k]
         started = state.started
-        body, inputs, shared = self._block_lines(k, pattern, checked, state)
+        body, inputs, shared, reads = self._block_lines(k, pattern, checked, state)
+        state.reads |= reads
         copies = list(reversed(range(first, end)))
         for key in sorted(shared, key=lambda key: self.names[key]):
             if key not in started:  # nothing handed it gradient yet: -0.0, which the first addition keeps
@@ -1122,6 +1142,7 @@ class _Pass:
         self.functions: dict[tuple[int, tuple[bool, ...]], tuple[str, list[int], list[int], list[int], list[str]]] = {}
         self.defined: list[str] = []
         self.held: dict[int, list[int]] = {}  # block -> the parameters whose gradients its list holds
+        self.reads: set[str] = set()  # the names of the values the pass's statements read
 
     def variable(self, key: int) -> str:
         return self.named.get(key) or f"g_{self.names[key]}"
