@@ -99,10 +99,10 @@ def main() -> None:
         compiled(point, label).backward()
     replay = compiled._last  # the recording the calls replay
     assert replay is not None
-    assert replay.forward is not None
+    assert replay.code.forward is not None
     assert compiled.times_recorded == 1
     data = [0.5, -0.25, 1.0] + [p._data for p in replay.parameters]
-    backward = replay.backward_for(frozenset({0}))
+    backward = replay.code.backward_for(frozenset({0}))
     start = tuple(-0.0 for _ in data)
 
     def eager_call() -> None:
@@ -112,14 +112,14 @@ def main() -> None:
         compiled(point, label).backward()
 
     def generated_code() -> None:
-        values = replay.forward(data)
+        values = replay.code.forward(data)
         backward((1.0,), values, data, start)
 
     def guard() -> None:
         replay.stale_for(Arguments((point, label), {}))
 
     externals = [*point, label, *replay.parameters]
-    gradients = backward((1.0,), replay.forward(data), data, start)[0][3:]
+    gradients = backward((1.0,), replay.code.forward(data), data, start)[0][3:]
     sink = [Value(0.0) for _ in replay.parameters]  # Values of their own: the model's .grad stays as it was
 
     def reading_numbers() -> None:

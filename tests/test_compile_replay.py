@@ -391,7 +391,7 @@ def test_backward_of_many_outputs_one_at_a_time_keeps_its_code() -> None:
         for out in f(x):
             out.backward()
     assert x.grad == 2 * sum(range(1, 21))
-    kept = f._last._backwards  # type: ignore[union-attr]  # the last recording's reverse passes
+    kept = f._last.code._backwards  # type: ignore[union-attr]  # the last recording's reverse passes
     assert sum(1 for seeded, _ in kept if len(seeded) == 1) == 20  # each written once, all kept
 
 

@@ -60,7 +60,7 @@ class CallState:
     with ``state_of``): one per call, made when the call returns outputs that take gradient."""
 
     values: tuple[Any, ...]
-    """What the forward code handed the reverse code (``Replay.kept_place`` says where each is)."""
+    """What the forward code handed the reverse code (``CompiledCode.kept_place`` says where each is)."""
     inputs: list[Any]
     """The numbers of the arguments and parameters, as the forward code read them."""
     outputs: list[Callable[[], Value | None]]
@@ -118,42 +118,14 @@ computed from, and the other outputs it was computed from; their edges only say 
 it reaches (the call hands them their gradients)."""
 
 
-class Replay:
-    """One recording of a function: its code, and how to call and differentiate it.
+class CompiledCode:
+    """A recording's code: the forward pass and the reverse pass of each set of outputs a pass is
+    seeded at, loaded from the compiled-code cache (``compiler.cache``) or written from the
+    recording (``program``), each when a call first needs it."""
 
-    The recorded run is eager code, so the first call returns its own result (``first``); the
-    code is written and loaded when the recording is first replayed (``program``)."""
-
-    def __init__(self, fn: Callable[..., Any], read: Arguments) -> None:
-        self.recorded = recorded = record(fn, read)
-        self.arguments = recorded.arguments
-        self.parameters = recorded.parameters
-        self.parameter_ids = frozenset(id(p) for p in self.parameters)
-        self.outputs = recorded.outputs
-        self.fn = fn
-        self.guard, self.guard_source = guard.loaded(recorded.world)
-        self.numbers_by_identity = bool(recorded.world.numbers)
-        self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "inside"))
-        self.objects = [_held(x) for x in read.objects]
-        self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
-        self._edges: tuple[bool, ...] | None = None
-        self._handed: dict[frozenset[int], tuple[Any, int]] = {}
-        self._gather: dict[frozenset[int], tuple[Any, Any, bool, bool]] = {}
-        self._operands_of: dict[int, list[int]] = {}
-        self._pick: dict[int, Callable[[Sequence[Any]], tuple[Any, ...]]] = {}  # per output: its operands, picked
-        self._flags: dict[int, tuple[bool, ...]] = {}  # (True,) * n: every edge of an output takes gradient
-        self._argument_operands: dict[int, int] = {}  # per output: its leaves that are arguments, -1: not all leaves
-        self._handed_alone: dict[int, Callable[[Any], tuple[Any, ...]]] = {}  # per output: its leaves' gradients
-        self._alone: dict[int, tuple[frozenset[int], frozenset[int]]] = {}  # per output: seeded alone, what runs
-        self._code_alone: dict[int, Callable[..., tuple[Any, ...]]] = {}  # per output: its pass's reverse code
-        self._zeros_kept: tuple[float, ...] = ()
-        self._no_edges: tuple[None, ...] = ()  # the call's own edges: none
-        self.argument_count = len(distinct(read.leaves))
-        self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
-        self.takes_any = any(recorded.live[k].requires_grad for k in self.internal_outputs)
-        self.leaf_outputs = frozenset(  # outputs that are Values made inside: leaves, as in eager code
-            i for i, k in enumerate(self.internal_outputs) if graph.op_of(recorded.live[k]) is None
-        )
+    def __init__(self, recorded: Recorded, internal_outputs: list[int]) -> None:
+        self.recorded = recorded
+        self.internal_outputs = internal_outputs
         self._program: Program | None = None
         self._table: tuple[fold.StoredBlock, ...] | None = None
         self._key: str | None = None
@@ -163,28 +135,6 @@ class Replay:
         self.depends: list[tuple[list[int], list[int]]] = []
         self._backwards: dict[tuple[frozenset[int], bool], Callable[..., tuple[Any, ...]]] = {}
         self._reached: dict[frozenset[int], tuple[frozenset[int], frozenset[int]]] = {}
-        self.op = Op(
-            "compiled",
-            0,
-            lambda *xs: 0.0,
-            (),
-            (times,),
-            "",
-            doc="a compiled call",
-            backward=self._backward,
-            release=self._release,
-        )
-        first = [
-            _as_eager(node) if kind == "inside" else node
-            for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
-        ]
-        # the labels the function gave the Values it returns, given again to each call's (kept as data)
-        self.labels = [
-            x.label if kind in ("inside", "constant") and isinstance(x, Value) else None
-            for (kind, _), x in zip(recorded.outputs, first, strict=True)
-        ]
-        self.first: Any = build(recorded.shape, first)  # the recorded run's result: the first call's
-        recorded.result = None
 
     @property
     def program(self) -> Program:
@@ -253,11 +203,6 @@ class Replay:
         self.forward = forward  # last: another thread that sees it finds the rest in place
         return True
 
-    @property
-    def source(self) -> str:
-        """Forward and reverse passes (every output seeded), as the code that runs."""
-        return self.program.source
-
     def _load(self, source: str, name: str) -> Callable[..., Any]:
         namespace = self.program.namespace
         filename = f"{self._code_name(self._key)} {name}>"
@@ -287,6 +232,79 @@ class Replay:
                 self.program.reached_inside(seeded),
             )
         return known
+
+
+class Replay:
+    """One recording of a function, replayed: what a call is checked against (``stale_for``),
+    its code (``code``, a ``CompiledCode``), and how a call runs and is differentiated (``run``,
+    and the call node's own backward, whose state is a ``CallState``).
+
+    The recorded run is eager code, so the first call returns its own result (``first``); the
+    code is written and loaded when the recording is first replayed (``CompiledCode.prepare``)."""
+
+    def __init__(self, fn: Callable[..., Any], read: Arguments) -> None:
+        self.recorded = recorded = record(fn, read)
+        self.arguments = recorded.arguments
+        self.parameters = recorded.parameters
+        self.parameter_ids = frozenset(id(p) for p in self.parameters)
+        self.outputs = recorded.outputs
+        self.fn = fn
+        self.guard, self.guard_source = guard.loaded(recorded.world)
+        self.numbers_by_identity = bool(recorded.world.numbers)
+        self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "inside"))
+        self.objects = [_held(x) for x in read.objects]
+        self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
+        self._edges: tuple[bool, ...] | None = None
+        self._handed: dict[frozenset[int], tuple[Any, int]] = {}
+        self._gather: dict[frozenset[int], tuple[Any, Any, bool, bool]] = {}
+        self._operands_of: dict[int, list[int]] = {}
+        self._pick: dict[int, Callable[[Sequence[Any]], tuple[Any, ...]]] = {}  # per output: its operands, picked
+        self._flags: dict[int, tuple[bool, ...]] = {}  # (True,) * n: every edge of an output takes gradient
+        self._argument_operands: dict[int, int] = {}  # per output: its leaves that are arguments, -1: not all leaves
+        self._handed_alone: dict[int, Callable[[Any], tuple[Any, ...]]] = {}  # per output: its leaves' gradients
+        self._alone: dict[int, tuple[frozenset[int], frozenset[int]]] = {}  # per output: seeded alone, what runs
+        self._code_alone: dict[int, Callable[..., tuple[Any, ...]]] = {}  # per output: its pass's reverse code
+        self._zeros_kept: tuple[float, ...] = ()
+        self._no_edges: tuple[None, ...] = ()  # the call's own edges: none
+        self.argument_count = len(distinct(read.leaves))
+        self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
+        self.takes_any = any(recorded.live[k].requires_grad for k in self.internal_outputs)
+        self.leaf_outputs = frozenset(  # outputs that are Values made inside: leaves, as in eager code
+            i for i, k in enumerate(self.internal_outputs) if graph.op_of(recorded.live[k]) is None
+        )
+        self.code = CompiledCode(recorded, self.internal_outputs)
+        self.op = Op(
+            "compiled",
+            0,
+            lambda *xs: 0.0,
+            (),
+            (times,),
+            "",
+            doc="a compiled call",
+            backward=self._backward,
+            release=self._release,
+        )
+        first = [
+            _as_eager(node) if kind == "inside" else node
+            for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
+        ]
+        # the labels the function gave the Values it returns, given again to each call's (kept as data)
+        self.labels = [
+            x.label if kind in ("inside", "constant") and isinstance(x, Value) else None
+            for (kind, _), x in zip(recorded.outputs, first, strict=True)
+        ]
+        self.first: Any = build(recorded.shape, first)  # the recorded run's result: the first call's
+        recorded.result = None
+
+    @property
+    def program(self) -> Program:
+        """The writer of this recording's code (``CompiledCode.program``)."""
+        return self.code.program
+
+    @property
+    def source(self) -> str:
+        """Forward and reverse passes (every output seeded), as the code that runs."""
+        return self.code.program.source
 
     # ---- a call --------------------------------------------------------------------------------
 
@@ -323,19 +341,20 @@ class Replay:
         handed = call.handed
         # a Value made inside and returned is a leaf, reached when an output reached is computed
         # from it; its gradient so far (its seed, later operations') starts its sum, as eager's
-        leaves = {j for i in handed for j in self.depends[i][1] if j in self.leaf_outputs}
+        code = self.code
+        leaves = {j for i in handed for j in code.depends[i][1] if j in self.leaf_outputs}
         for j in leaves:
             leaf = call.outputs[j]()
             handed[j] = graph.cotangent(leaf) if leaf is not None else 0.0
         seeded = frozenset(handed)
         seeds = tuple(handed.get(i, 0.0) for i in range(len(self.internal_outputs)))
         handed.clear()  # handed on: the next pass through this call starts empty
-        reached, inside = self.reached(seeded)
+        reached, inside = code.reached(seeded)
         if _any_freed(call.freed, inside):  # an operation an earlier pass freed, as eager code would say
             raise RuntimeError(f"{graph.FREED_MESSAGE} (inside a compiled call)")
         call.ran[:] = [inside]  # this call's operations this pass ran: what _release frees, if the pass frees
         operands = graph.operands(node)
-        backward = self.backward_for(seeded, checked=state.detect_anomaly)
+        backward = code.backward_for(seeded, checked=state.detect_anomaly)
         # each argument and parameter the pass reaches starts from its cotangent so far, as in eager
         start = self._start(seeded, reached, operands)
         gradients, finals = backward(seeds, call.values, call.inputs, start)
@@ -355,7 +374,7 @@ class Replay:
         else (another output, a leaf that is an operation, a freed node) returns False, changing
         nothing, and the engine runs the pass."""
         position = graph.saved_of(node)
-        if graph.is_freed(node) or self.depends[position][1]:
+        if graph.is_freed(node) or self.code.depends[position][1]:
             return False
         saved = state_of(call)
         seeded, inside = self._alone.get(position) or self._reached_alone(position)
@@ -396,7 +415,7 @@ class Replay:
         from -0.0 at every argument and parameter: their gradients, and the output's own."""
         backward = self._code_alone.get(position)
         if backward is None:
-            backward = self._code_alone[position] = self.backward_for(seeded)
+            backward = self._code_alone[position] = self.code.backward_for(seeded)
         count = len(self.internal_outputs)
         seeds = (g,) if count == 1 else tuple(g if i == position else 0.0 for i in range(count))
         return backward(seeds, values, inputs, self._zeros(len(inputs)))
@@ -405,7 +424,7 @@ class Replay:
         """The outputs a pass from the output ``position`` alone seeds, and the positions of the operations
         inside that it runs: the same at every call, found once."""
         seeded = frozenset((position,))
-        found = self._alone[position] = (seeded, self.reached(seeded)[1])
+        found = self._alone[position] = (seeded, self.code.reached(seeded)[1])
         return found
 
     def _zeros(self, count: int) -> tuple[float, ...]:
@@ -468,15 +487,16 @@ class Replay:
         # the distinct Values passed, then the parameters
         external_values = (leaves if self.distinct_leaves else distinct(leaves)) + self.parameters
         data = graph.numbers_of(external_values)
-        self.prepare()  # the code, on the first replay: from the cache, or written now
-        values = self.forward(data)  # type: ignore[misc]  # prepared just above
+        code = self.code
+        code.prepare()  # the code, on the first replay: from the cache, or written now
+        values = code.forward(data)  # type: ignore[misc]  # prepared just above
         made: dict[int, Value] = {}
         if self.takes_any and state.grad_enabled:
             made = self._outputs(external_values, data, values)
         elif self.takes_any:
             with enable_grad():  # a function under no_grad() may still take gradient inside (enable_grad)
                 made = self._outputs(external_values, data, values)
-        kept_place = self.kept_place
+        kept_place = code.kept_place
         results: list[Any] = []
         for kind, k in self.outputs:
             if kind == "external":
@@ -505,7 +525,8 @@ class Replay:
             self._no_edges = (None,) * len(externals)
         every = tuple(externals)
         call = graph.make(Value, 0.0, self.op, every, self._no_edges, None, saved)
-        kept_place = self.kept_place
+        code = self.code
+        kept_place = code.kept_place
         made: dict[int, Value] = {}
         for position, k in sorted(enumerate(self.internal_outputs), key=lambda pair: pair[1]):  # as computed
             node = self.recorded.live[k]
@@ -515,7 +536,7 @@ class Replay:
                 made[k] = Value(values[kept_place[id(node)]])
                 outputs[position] = weakref.ref(made[k])
                 continue
-            from_externals, from_outputs = self.depends[position]
+            from_externals, from_outputs = code.depends[position]
             taking = self._operands_of.get(position)
             if taking is None:
                 taking = self._operands_of[position] = [j for j in from_externals if edges[j]]
