@@ -309,8 +309,8 @@ class _Search:
 
 class Block:
     """One repeated block, checked to be a loop or a function: what each copy reads from before
-    it (its *slots*: for a loop, a parameter or a value the copies share is read by name and
-    the others are the loop's inputs; a function takes every value it reads as an argument),
+    it (its *inputs*: for a loop, a parameter or a value the copies share is read by name and
+    the others are the loop's columns; a function takes every value it reads as an argument),
     and which of its values are read after the copy (its *outputs*)."""
 
     def __init__(
@@ -319,7 +319,7 @@ class Block:
         length: int,
         varying: list[list[graph.Node]],
         shared: dict[int, graph.Node],
-        slot_of: dict[int, int],
+        input_of: dict[int, int],
         outputs: list[int],
         numbers: list[tuple[list[tuple[int, int]], list[Any]]],
     ) -> None:
@@ -334,7 +334,7 @@ class Block:
         self.numbers = numbers
         self.varying = varying  # per input: its node in each copy
         self.shared = shared  # id -> node read by every copy of a loop (a parameter, or a value before the run)
-        self.slot_of = slot_of  # id of the first copy's input node -> its input's position
+        self.input_of = input_of  # id of the first copy's input node -> its input's position
         self.outputs = outputs  # offsets of the operations read after their copy
 
     @property
@@ -368,15 +368,16 @@ class Block:
         _, reads, constants = _first_copy(starts[0], length, live, place, external, arguments)
         inputs = [_reads_of(live, base, reads) for base in starts]
         if adjacent:
-            slots = _slots(inputs, len(starts))
-            if slots is None:
+            split = _split_inputs(inputs, len(starts))
+            if split is None:
                 return None
-            varying, shared, slot_of = slots
+            varying, shared, input_of = split
         else:  # a function takes each value it reads as an argument, shared or not
             varying = [[nodes[s] for nodes in inputs] for s in range(len(inputs[0]))]
-            shared, slot_of = {}, {id(x): s for s, x in enumerate(inputs[0])}
+            shared, input_of = {}, {id(x): s for s, x in enumerate(inputs[0])}
         outputs = {o for base in starts for o in range(length) if last[base + o] >= base + length}
-        return cls(starts, length, varying, shared, slot_of, sorted(outputs), _numbers(starts, length, live, constants))
+        numbers = _numbers(starts, length, live, constants)
+        return cls(starts, length, varying, shared, input_of, sorted(outputs), numbers)
 
 
 def _first_difference(
@@ -479,14 +480,14 @@ def _reads_of(live: Sequence[graph.Node], base: int, reads: list[tuple[int, int]
     return nodes
 
 
-def _slots(
+def _split_inputs(
     inputs: list[list[graph.Node]], copies: int
 ) -> tuple[list[list[graph.Node]], dict[int, graph.Node], dict[int, int]] | None:
     """The inputs every copy of a loop shares (read by name) and those each copy has of its
     own (the loop's columns); None for an input two copies share but not all."""
     varying: list[list[graph.Node]] = []
     shared: dict[int, graph.Node] = {}
-    slot_of: dict[int, int] = {}
+    input_of: dict[int, int] = {}
     seen: set[int] = set()
     for s in range(len(inputs[0])):
         column = [nodes[s] for nodes in inputs]
@@ -497,11 +498,11 @@ def _slots(
         if len(ids) != copies or not ids.isdisjoint(seen):
             return None
         seen |= ids
-        slot_of[id(column[0])] = len(varying)
+        input_of[id(column[0])] = len(varying)
         varying.append(column)
     if not seen.isdisjoint(shared):
         return None
-    return varying, shared, slot_of
+    return varying, shared, input_of
 
 
 def _numbers(
@@ -643,7 +644,7 @@ class FoldedProgram(Program):
         operations ``u1``..."""
         block = self.blocks[k]
         names = [f"c{s}" for s in range(len(block.numbers))]
-        names += [f"i{s}" for s in sorted(set(block.slot_of.values()))]
+        names += [f"i{s}" for s in sorted(set(block.input_of.values()))]
         if not block.adjacent:
             names += [self.names[id(x)] for x in self.externals[self.arguments :]]
         return names + [f"u{o}" for o in range(1, block.length + 1)]
@@ -654,7 +655,7 @@ class FoldedProgram(Program):
         """The names the block's code uses, keyed by the first copy's nodes: ``u1``... for its
         operations, ``i0``... for its inputs, the program's names for what every copy shares."""
         names = {id(node): f"u{o}" for o, node in enumerate(self.live[block.start : block.start + block.length], 1)}
-        names.update((key, f"i{s}") for key, s in block.slot_of.items())
+        names.update((key, f"i{s}") for key, s in block.input_of.items())
         names.update((key, self.names[key]) for key in block.shared)
         names.update((id(x), self.names[id(x)]) for x in self.externals[self.arguments :])
         return names
@@ -890,7 +891,7 @@ class FoldedProgram(Program):
         if k not in state.held:  # the first call: the running gradients of the parameters only this block reads
             held = state.held[k] = [key for key in sorted(self._owned[k], key=self.names.__getitem__) if key in reach]
             lines.append(f"    _G{k} = [{', '.join(state.variable(key) for key in held)}]")
-        name, slots, reached, shared = self._backward_function(k, pattern, state, checked)
+        name, handed_inputs, reached, shared = self._backward_function(k, pattern, state, checked)
         for key in shared:
             if key not in started:  # nothing handed it gradient yet: -0.0, which the first addition keeps
                 lines.append(f"    {state.variable(key)} = -0.0")
@@ -899,7 +900,7 @@ class FoldedProgram(Program):
         def gradient(node: graph.Node) -> str:
             return state.variable(id(node)) if id(node) in started else "-0.0"
 
-        nodes = [block.varying[s][m] for s in slots]
+        nodes = [block.varying[s][m] for s in handed_inputs]
         threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
         arguments = [f"_k{k}[{m}]"] + [gradient(self.live[base + o]) for o in reached]
         arguments += [gradient(x) for x in nodes] + threaded + [f"_G{k}"]
@@ -927,11 +928,11 @@ class FoldedProgram(Program):
         threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
         held = [state.variable(key) for key in state.held[k]]
         reached = [o for o in block.outputs if pattern[o]]
-        slots = sorted(inputs)
+        handed_inputs = sorted(inputs)
         self._functions_written += 1
         name = f"_b{k}_{self._functions_written}"
-        state.functions[(k, pattern)] = (name, slots, reached, shared, names)
-        parameters = ["_v"] + [f"g_u{o + 1}" for o in reached] + [f"g_i{s}" for s in slots] + threaded + ["_G"]
+        state.functions[(k, pattern)] = (name, handed_inputs, reached, shared, names)
+        parameters = ["_v"] + [f"g_u{o + 1}" for o in reached] + [f"g_i{s}" for s in handed_inputs] + threaded + ["_G"]
         defined = state.defined
         defined.append(f"def {name}({', '.join(parameters)}):  # a copy of block {k + 1}, backward")
         if self._block_kept[k]:
@@ -941,11 +942,11 @@ class FoldedProgram(Program):
         defined += [line[4:] for line in body] or ["    pass"]
         if held:
             defined.append(f"    _G[:] = {_tuple(held)}")
-        returned = [f"g_i{s}" for s in slots] + threaded
+        returned = [f"g_i{s}" for s in handed_inputs] + threaded
         if returned:
             defined.append(f"    return {_tuple(returned)}")
         defined.append("")
-        return name, slots, reached, shared
+        return name, handed_inputs, reached, shared
 
     def _glue_lines(
         self,
@@ -1050,9 +1051,9 @@ class FoldedProgram(Program):
                         operator = "+=" if t in outputs or t in local_started else "="
                         local_started.add(t)
                         lines.append(f"        g_u{t + 1} {operator} {code}")
-                    elif target in block.slot_of:
-                        inputs.add(block.slot_of[target])
-                        lines.append(f"        g_i{block.slot_of[target]} += {code}")
+                    elif target in block.input_of:
+                        inputs.add(block.input_of[target])
+                        lines.append(f"        g_i{block.input_of[target]} += {code}")
                     else:
                         if self._dropped(target) and not checked and state is not None:
                             continue
@@ -1111,18 +1112,18 @@ class FoldedProgram(Program):
         for o in reached:
             columns.append(_tuple([gradient(self.live[block.starts[m] + o]) for m in copies]))
             targets.append(f"g_u{o + 1}")
-        slots = sorted(inputs)
-        for s in slots:
+        handed_inputs = sorted(inputs)
+        for s in handed_inputs:
             columns.append(_tuple([gradient(block.varying[s][m]) for m in copies]))
             targets.append(f"g_i{s}")
         lines.append(
             f"    # block {k + 1}: copies {end} to {first + 1} of {block.copies}, the last first, as eager's order"
         )
-        lines += [f"    _g{k}_{s} = []" for s in slots]
+        lines += [f"    _g{k}_{s} = []" for s in handed_inputs]
         lines.append(f"    for {', '.join(targets)} in zip({', '.join(columns)}):")
         lines += body or ["        pass"]
-        lines += [f"        _g{k}_{s}.append(g_i{s})" for s in slots]
-        for s in slots:
+        lines += [f"        _g{k}_{s}.append(g_i{s})" for s in handed_inputs]
+        for s in handed_inputs:
             nodes = [block.varying[s][m] for m in copies]
             lines.append(f"    {', '.join(state.variable(id(x)) for x in nodes)}, = _g{k}_{s}")
             started.update(id(x) for x in nodes)
