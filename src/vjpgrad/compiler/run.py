@@ -73,8 +73,8 @@ class CallState:
     """The operations inside (their positions in the recording) that earlier passes freed."""
     ran: list[frozenset[int]]
     """The operations inside that the last pass through this call ran (what a freeing pass frees)."""
-    replay: Replay
-    """The recording this call replayed."""
+    replayed: ReplayedCall
+    """How the recording this call replayed runs (its reverse pass, a whole pass alone)."""
 
 
 def state_of(call: graph.Node) -> CallState:
@@ -97,9 +97,9 @@ def _hands_on(g: Any, s: Any) -> Any:
 
 def _output_whole_pass(node: graph.Node, seed: Any, retain_graph: bool) -> bool:
     """``backward()`` called on an output of a compiled call alone: the call's recording runs the
-    pass by itself when nothing else is in it (``Replay.whole_pass``)."""
+    pass by itself when nothing else is in it (``ReplayedCall.whole_pass``)."""
     call = graph.operands(node)[0]
-    return state_of(call).replay.whole_pass(node, call, seed, retain_graph)
+    return state_of(call).replayed.whole_pass(node, call, seed, retain_graph)
 
 
 OUTPUT = Op(
@@ -235,9 +235,9 @@ class CompiledCode:
 
 
 class Replay:
-    """One recording of a function, replayed: what a call is checked against (``stale_for``),
-    its code (``code``, a ``CompiledCode``), and how a call runs and is differentiated (``run``,
-    and the call node's own backward, whose state is a ``CallState``).
+    """One recording of a function, replayed: what it recorded, what a call is checked against
+    (``stale_for``), its code (``code``, a ``CompiledCode``), and how a call runs and is
+    differentiated (``call``, a ``ReplayedCall``).
 
     The recorded run is eager code, so the first call returns its own result (``first``); the
     code is written and loaded when the recording is first replayed (``CompiledCode.prepare``)."""
@@ -254,18 +254,6 @@ class Replay:
         self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "inside"))
         self.objects = [_held(x) for x in read.objects]
         self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
-        self._edges: tuple[bool, ...] | None = None
-        self._handed: dict[frozenset[int], tuple[Any, int]] = {}
-        self._gather: dict[frozenset[int], tuple[Any, Any, bool, bool]] = {}
-        self._operands_of: dict[int, list[int]] = {}
-        self._pick: dict[int, Callable[[Sequence[Any]], tuple[Any, ...]]] = {}  # per output: its operands, picked
-        self._flags: dict[int, tuple[bool, ...]] = {}  # (True,) * n: every edge of an output takes gradient
-        self._argument_operands: dict[int, int] = {}  # per output: its leaves that are arguments, -1: not all leaves
-        self._handed_alone: dict[int, Callable[[Any], tuple[Any, ...]]] = {}  # per output: its leaves' gradients
-        self._alone: dict[int, tuple[frozenset[int], frozenset[int]]] = {}  # per output: seeded alone, what runs
-        self._code_alone: dict[int, Callable[..., tuple[Any, ...]]] = {}  # per output: its pass's reverse code
-        self._zeros_kept: tuple[float, ...] = ()
-        self._no_edges: tuple[None, ...] = ()  # the call's own edges: none
         self.argument_count = len(distinct(read.leaves))
         self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
         self.takes_any = any(recorded.live[k].requires_grad for k in self.internal_outputs)
@@ -273,17 +261,6 @@ class Replay:
             i for i, k in enumerate(self.internal_outputs) if graph.op_of(recorded.live[k]) is None
         )
         self.code = CompiledCode(recorded, self.internal_outputs)
-        self.op = Op(
-            "compiled",
-            0,
-            lambda *xs: 0.0,
-            (),
-            (times,),
-            "",
-            doc="a compiled call",
-            backward=self._backward,
-            release=self._release,
-        )
         first = [
             _as_eager(node) if kind == "inside" else node
             for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
@@ -295,6 +272,7 @@ class Replay:
         ]
         self.first: Any = build(recorded.shape, first)  # the recorded run's result: the first call's
         recorded.result = None
+        self.call = ReplayedCall(self)
 
     @property
     def program(self) -> Program:
@@ -305,8 +283,6 @@ class Replay:
     def source(self) -> str:
         """Forward and reverse passes (every output seeded), as the code that runs."""
         return self.code.program.source
-
-    # ---- a call --------------------------------------------------------------------------------
 
     def stale_for(self, read: Arguments) -> bool:
         """Whether this recording is stale for a call (the one place that decides it): the call
@@ -335,6 +311,50 @@ class Replay:
         if self.numbers_by_identity:  # the code compares with `is`: which numbers passed are one object
             return not self.guard(self.fn, *objects, _numbers=[x for _, x in number_arguments(read.args, read.kwargs)])
         return not self.guard(self.fn, *objects)
+
+
+class ReplayedCall:
+    """How the calls of a recording run and are differentiated: each call reads the arguments'
+    and parameters' numbers, runs the forward code and returns Values that stand on one node of
+    the user's graph (``op``; its state a ``CallState``), whose backward runs the reverse code.
+    What it keeps between calls is what the code's shape fixes (which operands take gradient,
+    item getters), found at the first call that needs it."""
+
+    def __init__(self, replay: Replay) -> None:
+        self.replay = replay
+        self.code = replay.code
+        self.recorded = replay.recorded
+        self.parameters = replay.parameters
+        self.outputs = replay.outputs
+        self.labels = replay.labels
+        self.internal_outputs = replay.internal_outputs
+        self.leaf_outputs = replay.leaf_outputs
+        self.takes_any = replay.takes_any
+        self.distinct_leaves = replay.distinct_leaves
+        self.argument_count = replay.argument_count
+        self._edges: tuple[bool, ...] | None = None
+        self._handed: dict[frozenset[int], tuple[Any, int]] = {}
+        self._gather: dict[frozenset[int], tuple[Any, Any, bool, bool]] = {}
+        self._operands_of: dict[int, list[int]] = {}
+        self._pick: dict[int, Callable[[Sequence[Any]], tuple[Any, ...]]] = {}  # per output: its operands, picked
+        self._flags: dict[int, tuple[bool, ...]] = {}  # (True,) * n: every edge of an output takes gradient
+        self._argument_operands: dict[int, int] = {}  # per output: its leaves that are arguments, -1: not all leaves
+        self._handed_alone: dict[int, Callable[[Any], tuple[Any, ...]]] = {}  # per output: its leaves' gradients
+        self._alone: dict[int, tuple[frozenset[int], frozenset[int]]] = {}  # per output: seeded alone, what runs
+        self._code_alone: dict[int, Callable[..., tuple[Any, ...]]] = {}  # per output: its pass's reverse code
+        self._zeros_kept: tuple[float, ...] = ()
+        self._no_edges: tuple[None, ...] = ()  # the call's own edges: none
+        self.op = Op(
+            "compiled",
+            0,
+            lambda *xs: 0.0,
+            (),
+            (times,),
+            "",
+            doc="a compiled call",
+            backward=self._backward,
+            release=self._release,
+        )
 
     def _backward(self, node: graph.Node, g: Any) -> None:
         call = state_of(node)
@@ -694,7 +714,7 @@ class Compiled:
                         return self._record(read)
                 else:
                     return self._record(read)
-            return replay.run(read.leaves)
+            return replay.call.run(read.leaves)
 
     def _record(self, read: Arguments) -> Any:
         replay = Replay(self.fn, read)
