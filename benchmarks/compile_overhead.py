@@ -97,12 +97,12 @@ def main() -> None:
     label = Value(1.0, requires_grad=False)
     for _ in range(3):  # recorded, then the code written and loaded
         compiled(point, label).backward()
-    entry = compiled._last  # the recording the calls replay
-    assert entry is not None
-    assert entry.forward is not None
+    replay = compiled._last  # the recording the calls replay
+    assert replay is not None
+    assert replay.code.forward is not None
     assert compiled.times_recorded == 1
-    data = [0.5, -0.25, 1.0] + [p._data for p in entry.parameters]
-    backward = entry.backward_for(frozenset({0}))
+    data = [0.5, -0.25, 1.0] + [p._data for p in replay.parameters]
+    backward = replay.code.backward_for(frozenset({0}))
     start = tuple(-0.0 for _ in data)
 
     def eager_call() -> None:
@@ -112,15 +112,15 @@ def main() -> None:
         compiled(point, label).backward()
 
     def generated_code() -> None:
-        values = entry.forward(data)
+        values = replay.code.forward(data)
         backward((1.0,), values, data, start)
 
     def guard() -> None:
-        entry.matches(Arguments((point, label), {}))
+        replay.stale_for(Arguments((point, label), {}))
 
-    externals = [*point, label, *entry.parameters]
-    gradients = backward((1.0,), entry.forward(data), data, start)[0][3:]
-    sink = [Value(0.0) for _ in entry.parameters]  # Values of their own: the model's .grad stays as it was
+    externals = [*point, label, *replay.parameters]
+    gradients = backward((1.0,), replay.code.forward(data), data, start)[0][3:]
+    sink = [Value(0.0) for _ in replay.parameters]  # Values of their own: the model's .grad stays as it was
 
     def reading_numbers() -> None:
         graph.numbers_of(externals)

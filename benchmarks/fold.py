@@ -40,25 +40,25 @@ def main(argv: list[str] | None = None) -> None:
     from vjpgrad.compiler.record import distinct
     from vjpgrad.core import graph
 
-    entries: list[Any] = []
-    real = run.Entry.__init__
+    replays: list[Any] = []
+    real = run.Replay.__init__
 
     def keep(self: Any, *rest: Any) -> None:  # the recording the compiled step makes
         real(self, *rest)
-        entries.append(self)
+        replays.append(self)
 
-    run.Entry.__init__ = keep  # type: ignore[method-assign]  # one recording, kept to write it twice
+    run.Replay.__init__ = keep  # type: ignore[method-assign]  # one recording, kept to write it twice
     _, compiled, _, _ = workload(args.only)
     compiled()
-    run.Entry.__init__ = real  # type: ignore[method-assign]
-    entry = entries[-1]
-    recorded = entry.recorded
+    run.Replay.__init__ = real  # type: ignore[method-assign]
+    replay = replays[-1]
+    recorded = replay.recorded
     given = (
         recorded.live,
         recorded.externals,
         len(distinct(recorded.arguments)),
         recorded.constants,
-        entry.internal_outputs,
+        replay.internal_outputs,
         {},  # no Value made inside reads an argument: numbers are structure
         recorded.edges,
     )
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
             exec(payload["backward"], namespace)
             code[name] = (program, namespace["forward"], namespace["backward"])
     inputs = [graph.number(x) for x in recorded.externals]
-    seeds = (1.0,) * len(entry.internal_outputs)
+    seeds = (1.0,) * len(replay.internal_outputs)
     starts = tuple(-0.0 for _ in recorded.externals)
     replays: dict[str, list[float]] = {name: [] for name in writers}
     results: dict[str, Any] = {}

@@ -4,6 +4,7 @@ through, an operation run only where the pass reaches it."""
 
 from __future__ import annotations
 
+import ast
 import math
 import struct
 import sys
@@ -339,7 +340,7 @@ def test_the_cache_stores_the_blocks_with_the_code_and_a_reverse_pass_written_la
     assert payload["fold"] == first._last.program.table != ()
     detected: list[Any] = []
     real = fold.detect
-    monkeypatch.setattr(fold, "detect", lambda program, table=None: detected.append(table) or real(program, table))
+    monkeypatch.setattr(fold, "detect", lambda *given, table=None: detected.append(table) or real(*given, table=table))
     again = vjpgrad.compile(lambda pts: hinge_loss(model, pts))
     assert [gradients(model, lambda: again(POINTS)) for _ in range(2)] == [eager] * 2  # loaded: nothing found
     assert detected == []
@@ -465,3 +466,20 @@ def test_microgpt_step_compiled_folds_its_positions_apart_and_is_eager_to_the_bi
     largest = max(apart, key=lambda block: block.length)
     assert largest.copies == len(tokens) - 1  # one copy per position
     assert sum(block.length * block.copies for block in program.blocks) > 0.6 * len(program.live)
+
+
+def test_a_folded_program_hands_on_the_glue_values_its_reverse_pass_reads_and_no_others() -> None:
+    model = MLP(2, [3, 1], seed=5)
+    compiled = vjpgrad.compile(lambda pts: hinge_loss(model, pts))
+    for _ in range(2):
+        gradients(model, lambda: compiled(POINTS))
+    program = compiled._last.program
+    assert isinstance(program, fold.FoldedProgram)
+    every = frozenset(range(len(program.internal_outputs)))
+    tree = ast.parse(program.backward_source(every, checked=True))
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    live = {program.names[id(n)] for n in program.live}
+    returned = {program.names[id(program.live[k])] for k in program.internal_outputs}
+    kept = {program.names[id(n)] for n in program.kept}
+    assert kept == (read & live) | returned
+    assert len(kept) < len(live) / 4  # the blocks' values go in their own lists (``_k0``...), not by name

@@ -9,7 +9,8 @@ The rule: a compiled function gives exactly the bits eager code gives, or it ref
   and order) and classes. Anything there that differs from a recording records anew; a guard
   written as straight-line Python (``guard``) checks it at every call. Python's library,
   installed packages, builtins and C objects' insides are watched by identity only; a world of
-  more than ``world.WORLD_LIMIT`` objects and items is refused.
+  more than ``world.WORLD_LIMIT`` objects and items is refused. Whether a recording is stale
+  for a call (and the call records anew) is decided in one place, ``run.Replay.stale_for``.
 - Values are data, read at every call. Python and NumPy numbers are structure, keyed by their
   bits (as ``torch.compile`` specializes Python scalars), as are strings, bools, None, the
   arguments' kinds, nesting and lengths, keyword arguments' names and order, and grad mode.

@@ -43,7 +43,6 @@ made here, as ``compiler.write`` makes its own, and numbers are written by
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
@@ -71,7 +70,7 @@ TRIES_APART = 8
 
 Run = tuple[int, int, int]
 """Copies back to back: where the first starts in creation order, their length, their number."""
-Entry = tuple[int, tuple[int, ...]]
+StoredBlock = tuple[int, tuple[int, ...]]
 """A repeated block as the cache stores it: its length, and where each copy starts."""
 
 
@@ -310,8 +309,8 @@ class _Search:
 
 class Block:
     """One repeated block, checked to be a loop or a function: what each copy reads from before
-    it (its *slots*: for a loop, a parameter or a value the copies share is read by name and
-    the others are the loop's inputs; a function takes every value it reads as an argument),
+    it (its *inputs*: for a loop, a parameter or a value the copies share is read by name and
+    the others are the loop's columns; a function takes every value it reads as an argument),
     and which of its values are read after the copy (its *outputs*)."""
 
     def __init__(
@@ -320,7 +319,7 @@ class Block:
         length: int,
         varying: list[list[graph.Node]],
         shared: dict[int, graph.Node],
-        slot_of: dict[int, int],
+        input_of: dict[int, int],
         outputs: list[int],
         numbers: list[tuple[list[tuple[int, int]], list[Any]]],
     ) -> None:
@@ -335,11 +334,11 @@ class Block:
         self.numbers = numbers
         self.varying = varying  # per input: its node in each copy
         self.shared = shared  # id -> node read by every copy of a loop (a parameter, or a value before the run)
-        self.slot_of = slot_of  # id of the first copy's input node -> its input's position
+        self.input_of = input_of  # id of the first copy's input node -> its input's position
         self.outputs = outputs  # offsets of the operations read after their copy
 
     @property
-    def entry(self) -> Entry:
+    def stored(self) -> StoredBlock:
         """The block as the cache stores it."""
         return (self.length, tuple(self.starts))
 
@@ -369,15 +368,16 @@ class Block:
         _, reads, constants = _first_copy(starts[0], length, live, place, external, arguments)
         inputs = [_reads_of(live, base, reads) for base in starts]
         if adjacent:
-            slots = _slots(inputs, len(starts))
-            if slots is None:
+            split = _split_inputs(inputs, len(starts))
+            if split is None:
                 return None
-            varying, shared, slot_of = slots
+            varying, shared, input_of = split
         else:  # a function takes each value it reads as an argument, shared or not
             varying = [[nodes[s] for nodes in inputs] for s in range(len(inputs[0]))]
-            shared, slot_of = {}, {id(x): s for s, x in enumerate(inputs[0])}
+            shared, input_of = {}, {id(x): s for s, x in enumerate(inputs[0])}
         outputs = {o for base in starts for o in range(length) if last[base + o] >= base + length}
-        return cls(starts, length, varying, shared, slot_of, sorted(outputs), _numbers(starts, length, live, constants))
+        numbers = _numbers(starts, length, live, constants)
+        return cls(starts, length, varying, shared, input_of, sorted(outputs), numbers)
 
 
 def _first_difference(
@@ -480,14 +480,14 @@ def _reads_of(live: Sequence[graph.Node], base: int, reads: list[tuple[int, int]
     return nodes
 
 
-def _slots(
+def _split_inputs(
     inputs: list[list[graph.Node]], copies: int
 ) -> tuple[list[list[graph.Node]], dict[int, graph.Node], dict[int, int]] | None:
     """The inputs every copy of a loop shares (read by name) and those each copy has of its
     own (the loop's columns); None for an input two copies share but not all."""
     varying: list[list[graph.Node]] = []
     shared: dict[int, graph.Node] = {}
-    slot_of: dict[int, int] = {}
+    input_of: dict[int, int] = {}
     seen: set[int] = set()
     for s in range(len(inputs[0])):
         column = [nodes[s] for nodes in inputs]
@@ -498,11 +498,11 @@ def _slots(
         if len(ids) != copies or not ids.isdisjoint(seen):
             return None
         seen |= ids
-        slot_of[id(column[0])] = len(varying)
+        input_of[id(column[0])] = len(varying)
         varying.append(column)
     if not seen.isdisjoint(shared):
         return None
-    return varying, shared, slot_of
+    return varying, shared, input_of
 
 
 def _numbers(
@@ -524,16 +524,22 @@ def _numbers(
     return numbers
 
 
-def detect(program: Program, table: Sequence[Entry] | None = None) -> tuple[list[Block], dict[int, int]]:
-    """The blocks of ``program``'s recording that fold: those of ``table`` (a stored one, each
-    checked), else those found now (copies back to back, then copies apart in what is left);
-    and each operation's position by its id."""
-    returned = {id(program.live[k]) for k in program.internal_outputs}
-    place = {id(node): k for k, node in enumerate(program.live)}
-    constants = program.writer.constants
-    key, last = keys(program.live, program.externals, program.arguments, constants, program.edges, returned, place)
-    external = {id(x): k for k, x in enumerate(program.externals)}
-    live, arguments = program.live, program.arguments
+def detect(
+    live: Sequence[graph.Node],
+    externals: Sequence[graph.Node],
+    arguments: int,
+    constants: dict[int, float],
+    outputs: list[int],
+    edges: Edges,
+    table: Sequence[StoredBlock] | None = None,
+) -> tuple[list[Block], dict[int, int]]:
+    """The blocks of a recording that fold: those of ``table`` (a stored one, each checked), else
+    those found now (copies back to back, then copies apart in what is left); and each
+    operation's position by its id. The arguments are ``make_program``'s."""
+    returned = {id(live[k]) for k in outputs}
+    place = {id(node): k for k, node in enumerate(live)}
+    key, last = keys(live, externals, arguments, constants, edges, returned, place)
+    external = {id(x): k for k, x in enumerate(externals)}
     blocks: list[Block] = []
     if table is not None:
         for length, given in table:
@@ -570,25 +576,19 @@ def make_program(
     outputs: list[int],
     sources: dict[int, graph.Node],
     edges: Edges,
-    table: Sequence[Entry] | None = None,
+    table: Sequence[StoredBlock] | None = None,
 ) -> Program:
     """The writer of a recording's code: its repeated blocks folded into loops and functions
     when it has any (``table``: the blocks a cached payload was written with, else found now)."""
-    program = Program.__new__(Program)
-    program._setup(live, externals, arguments, constants, outputs, sources, edges)
+    given = (live, externals, arguments, constants, outputs, sources, edges)
     if table is not None and not table:  # loaded code written straight-line: no search
-        program._write()
-        return program
-    blocks, place = detect(program, table)
+        return Program(*given)
+    blocks, place = detect(live, externals, arguments, constants, outputs, edges, table=table)
     if table is None and sum(b.length * b.copies for b in blocks) < SHARE * len(live):
         blocks = []
     if not blocks:
-        program._write()
-        return program
-    program.__class__ = FoldedProgram  # the same set-up, written with its blocks as loops and functions
-    assert isinstance(program, FoldedProgram)
-    program._fold(blocks, place)
-    return program
+        return Program(*given)
+    return FoldedProgram(*given, blocks, place)
 
 
 class FoldedProgram(Program):
@@ -597,33 +597,57 @@ class FoldedProgram(Program):
     The forward pass hands the reverse pass the values of the glue it reads (``kept``), then,
     for each block, a list of what each copy's reverse pass reads."""
 
+    def __init__(
+        self,
+        live: Sequence[graph.Node],
+        externals: Sequence[graph.Node],
+        arguments: int,
+        constants: dict[int, float],
+        outputs: list[int],
+        sources: dict[int, graph.Node],
+        edges: Edges,
+        blocks: list[Block],
+        place: dict[int, int],
+    ) -> None:
+        """``Program``'s arguments, and the blocks ``detect`` found with each operation's position."""
+        self._setup(live, externals, arguments, constants, outputs, sources, edges)
+        self._fold(blocks, place)
+
     def _fold(self, blocks: list[Block], place: dict[int, int]) -> None:
         """Write the code of a set-up program (``Program._setup``) with ``blocks`` as loops."""
         self.blocks = blocks
-        self.table = tuple(b.entry for b in self.blocks)
+        self.table = tuple(b.stored for b in self.blocks)
         self._parameter_place = {id(x): k for k, x in enumerate(self.externals) if k >= self.arguments}
         self._parameters = [self._parameters_of(b) if not b.adjacent else [] for b in blocks]
         self._owned = self._owners()
         self._functions_written = 0  # the reverse passes' functions, named apart in the namespace they share
-        self._full_lines: dict[int, tuple[list[str], set[int], set[int]]] = {}
+        self._full_lines: dict[int, tuple[list[str], set[int], set[int], set[str]]] = {}
         self._returned = {id(self.live[k]) for k in self.internal_outputs}
         self.place = place
         self._locals = [self._local_names(b) for b in self.blocks]
         self._block_kept: list[list[str]] = []
-        glue_reads: set[str] = set()
+        block_reads: set[str] = set()
         for k, block in enumerate(self.blocks):  # what a copy's reverse pass reads, every operation reached
-            lines, _, _ = self._block_lines(k, (True,) * block.length, False, None)
-            text = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
-            # a function's copies also hand on the parameters' values they read (a loop reads them by name)
-            read = set(re.findall(r"\b[uic]\d+\b" if block.adjacent else r"\b[uicp]\d+\b", text))
-            self._block_kept.append(sorted(read, key=lambda name: (name[0], int(name[1:]))))
-            glue_reads |= set(re.findall(r"\bt\d+\b", text))
-        lines = self._backward_lines(self._every, checked=False)
-        code = "\n".join(line for line in lines if line is not VALUES_LINE and not line.lstrip().startswith("#"))
+            _, _, _, read = self._block_lines(k, (True,) * block.length, False, None)
+            self._block_kept.append([name for name in self._copy_names(k) if name in read])
+            block_reads |= read  # and the values before a loop that all its copies read, by the program's names
+        lines, read = self._backward_lines(self._every, checked=False)
         # a block's operations are read by name only where they are its outputs (the forward unpacks them)
-        self._keep(set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads | glue_reads)
+        self._keep(read | block_reads)
         self._every_source = self._joined(lines)
         self.forward_source = self._forward_source()
+
+    def _copy_names(self, k: int) -> list[str]:
+        """The names of block ``k``'s code that each copy has its own value of, in the order a
+        copy hands them to its reverse pass: its numbers ``c0``..., its inputs ``i0``..., the
+        parameters (for a function's copies; a loop reads them by the program's names), its
+        operations ``u1``..."""
+        block = self.blocks[k]
+        names = [f"c{s}" for s in range(len(block.numbers))]
+        names += [f"i{s}" for s in sorted(set(block.input_of.values()))]
+        if not block.adjacent:
+            names += [self.names[id(x)] for x in self.externals[self.arguments :]]
+        return names + [f"u{o}" for o in range(1, block.length + 1)]
 
     # ---- names -------------------------------------------------------------------------------------
 
@@ -631,7 +655,7 @@ class FoldedProgram(Program):
         """The names the block's code uses, keyed by the first copy's nodes: ``u1``... for its
         operations, ``i0``... for its inputs, the program's names for what every copy shares."""
         names = {id(node): f"u{o}" for o, node in enumerate(self.live[block.start : block.start + block.length], 1)}
-        names.update((key, f"i{s}") for key, s in block.slot_of.items())
+        names.update((key, f"i{s}") for key, s in block.input_of.items())
         names.update((key, self.names[key]) for key in block.shared)
         names.update((id(x), self.names[id(x)]) for x in self.externals[self.arguments :])
         return names
@@ -800,19 +824,12 @@ class FoldedProgram(Program):
 
     # ---- the reverse pass --------------------------------------------------------------------------
 
-    def backward_source(self, seeded: frozenset[int], checked: bool = False) -> str:
+    def _handed_names(self) -> list[str]:
+        """The glue's values the reverse pass reads, then each block's list of what its copies read."""
+        return [self.names[id(n)] for n in self.kept] + [f"_k{k}" for k in range(len(self.blocks))]
+
+    def _backward_lines(self, seeded: frozenset[int], checked: bool) -> tuple[list[str], set[str]]:
         """The reverse pass seeded at the outputs ``seeded``, its blocks as loops (``Program``'s)."""
-        if seeded == self._every and not checked:
-            return self._every_source
-        return self._joined(self._backward_lines(seeded, checked))
-
-    def _joined(self, lines: list[str]) -> str:
-        """The lines of a reverse pass, the values it reads unpacked where ``VALUES_LINE`` stands."""
-        values = [self.names[id(n)] for n in self.kept] + [f"_k{k}" for k in range(len(self.blocks))]
-        unpack = self._unpack(values, "values").rstrip("\n") or "    pass"
-        return "\n".join(unpack if line is VALUES_LINE else line for line in lines if line) + "\n"
-
-    def _backward_lines(self, seeded: frozenset[int], checked: bool) -> list[str]:
         reach = self.reach_of(seeded)
         live_ids = self.place
         returned = {id(self.live[k]) for k in self.internal_outputs}
@@ -837,7 +854,7 @@ class FoldedProgram(Program):
         results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
         outputs = [f"g_{self.names[id(node)]}" if id(node) in started else "None" for node in self._seeded(seeded)]
         lines.append(f"    return {_tuple(results)}, {_tuple(outputs)}")
-        return lines
+        return lines, state.reads
 
     def _seeded(self, seeded: frozenset[int]) -> list[graph.Node]:
         return [self.live[self.internal_outputs[i]] for i in sorted(seeded)]
@@ -874,7 +891,7 @@ class FoldedProgram(Program):
         if k not in state.held:  # the first call: the running gradients of the parameters only this block reads
             held = state.held[k] = [key for key in sorted(self._owned[k], key=self.names.__getitem__) if key in reach]
             lines.append(f"    _G{k} = [{', '.join(state.variable(key) for key in held)}]")
-        name, slots, reached, shared = self._backward_function(k, pattern, state, checked)
+        name, handed_inputs, reached, shared = self._backward_function(k, pattern, state, checked)
         for key in shared:
             if key not in started:  # nothing handed it gradient yet: -0.0, which the first addition keeps
                 lines.append(f"    {state.variable(key)} = -0.0")
@@ -883,7 +900,7 @@ class FoldedProgram(Program):
         def gradient(node: graph.Node) -> str:
             return state.variable(id(node)) if id(node) in started else "-0.0"
 
-        nodes = [block.varying[s][m] for s in slots]
+        nodes = [block.varying[s][m] for s in handed_inputs]
         threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
         arguments = [f"_k{k}[{m}]"] + [gradient(self.live[base + o]) for o in reached]
         arguments += [gradient(x) for x in nodes] + threaded + [f"_G{k}"]
@@ -904,17 +921,18 @@ class FoldedProgram(Program):
         if known is not None and [state.variable(key) for key in known[3]] == known[4]:
             return known[0], known[1], known[2], known[3]
         block = self.blocks[k]
-        body, inputs, found = self._block_lines(k, pattern, checked, state)
+        body, inputs, found, reads = self._block_lines(k, pattern, checked, state)
+        state.reads |= reads
         shared = sorted(found, key=lambda key: self.names[key])
         names = [state.variable(key) for key in shared]
         threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
         held = [state.variable(key) for key in state.held[k]]
         reached = [o for o in block.outputs if pattern[o]]
-        slots = sorted(inputs)
+        handed_inputs = sorted(inputs)
         self._functions_written += 1
         name = f"_b{k}_{self._functions_written}"
-        state.functions[(k, pattern)] = (name, slots, reached, shared, names)
-        parameters = ["_v"] + [f"g_u{o + 1}" for o in reached] + [f"g_i{s}" for s in slots] + threaded + ["_G"]
+        state.functions[(k, pattern)] = (name, handed_inputs, reached, shared, names)
+        parameters = ["_v"] + [f"g_u{o + 1}" for o in reached] + [f"g_i{s}" for s in handed_inputs] + threaded + ["_G"]
         defined = state.defined
         defined.append(f"def {name}({', '.join(parameters)}):  # a copy of block {k + 1}, backward")
         if self._block_kept[k]:
@@ -924,11 +942,11 @@ class FoldedProgram(Program):
         defined += [line[4:] for line in body] or ["    pass"]
         if held:
             defined.append(f"    _G[:] = {_tuple(held)}")
-        returned = [f"g_i{s}" for s in slots] + threaded
+        returned = [f"g_i{s}" for s in handed_inputs] + threaded
         if returned:
             defined.append(f"    return {_tuple(returned)}")
         defined.append("")
-        return name, slots, reached, shared
+        return name, handed_inputs, reached, shared
 
     def _glue_lines(
         self,
@@ -949,7 +967,8 @@ class FoldedProgram(Program):
         writer = self.writer
         lines.append(f"    # {writer.forward_line(node).split('  # ')[0]}")
         gradient = state.variable(id(node))
-        for target, code, position in writer.backward_lines(node, gradient):
+        for target, code, position, reads in writer.backward_lines(node, gradient):
+            state.reads.update(reads)  # a dropped contribution's too: anomaly mode's pass writes it
             if target == -1:
                 lines.append(f"    {code}")
                 continue
@@ -958,8 +977,7 @@ class FoldedProgram(Program):
                 lines.append(f"    if _c != _c: _anomaly({writer.comment(op)!r}, {position})")
                 code = "_c"
             elif target in live_ids and target not in returned and graph.op_of(self.by_id[target]) is None:
-                self._skipped_reads.update(re.findall(r"\bt\d+\b", code))
-                continue
+                continue  # a Value made inside and not returned: its gradient goes nowhere
             if (
                 not checked
                 and code == gradient
@@ -977,18 +995,18 @@ class FoldedProgram(Program):
 
     def _block_lines(
         self, k: int, pattern: tuple[bool, ...], checked: bool, state: _Pass | None
-    ) -> tuple[list[str], set[int], set[int]]:
+    ) -> tuple[list[str], set[int], set[int], set[str]]:
         """One copy's reverse pass, for copies whose operations the pass reaches as ``pattern``
-        says: its lines (indented for the loop), the inputs it hands gradient to, and the shared
-        values it hands gradient to. Without a pass's ``state``: every contribution, for what
-        the lines read; those lines serve a pass that reaches every operation too, when each
-        shared value's gradient is in its own variable and none is a Value made inside (whose
-        gradient a pass drops)."""
+        says: its lines (indented for the loop), the inputs it hands gradient to, the shared
+        values it hands gradient to, and the names of the values its statements read. Without a
+        pass's ``state``: every contribution, for what the lines read; those lines serve a pass
+        that reaches every operation too, when each shared value's gradient is in its own
+        variable and none is a Value made inside (whose gradient a pass drops)."""
         full = self._full_lines.get(k)
         if full is not None and state is not None and not checked and all(pattern):
-            lines, inputs, shared = full
+            lines, inputs, shared, reads = full
             if all(state.variable(key) == f"g_{self.names[key]}" and not self._dropped(key) for key in shared):
-                return lines, inputs, shared
+                return lines, inputs, shared, reads
         found = self._written_block_lines(k, pattern, checked, state)
         if state is None and all(pattern):
             self._full_lines[k] = found
@@ -1001,7 +1019,7 @@ class FoldedProgram(Program):
 
     def _written_block_lines(
         self, k: int, pattern: tuple[bool, ...], checked: bool, state: _Pass | None
-    ) -> tuple[list[str], set[int], set[int]]:
+    ) -> tuple[list[str], set[int], set[int], set[str]]:
         block = self.blocks[k]
         names = self._locals[k]
         outputs = set(block.outputs)
@@ -1010,6 +1028,7 @@ class FoldedProgram(Program):
         inputs: set[int] = set()
         shared: set[int] = set()
         local_started: set[int] = set()
+        read: set[str] = set()  # by the block's names (``_local_names``)
         writer = self.writer
         with self._named(k):
             for o in reversed(range(block.length)):
@@ -1018,7 +1037,8 @@ class FoldedProgram(Program):
                 node = self.live[block.start + o]
                 op = graph.op_of(node)
                 lines.append(f"        # {writer.forward_line(node).split('  # ')[0]}")
-                for target, code, position in writer.backward_lines(node, f"g_u{o + 1}"):
+                for target, code, position, reads in writer.backward_lines(node, f"g_u{o + 1}"):
+                    read.update(reads)
                     if target == -1:
                         lines.append(f"        {code}")
                         continue
@@ -1031,16 +1051,16 @@ class FoldedProgram(Program):
                         operator = "+=" if t in outputs or t in local_started else "="
                         local_started.add(t)
                         lines.append(f"        g_u{t + 1} {operator} {code}")
-                    elif target in block.slot_of:
-                        inputs.add(block.slot_of[target])
-                        lines.append(f"        g_i{block.slot_of[target]} += {code}")
+                    elif target in block.input_of:
+                        inputs.add(block.input_of[target])
+                        lines.append(f"        g_i{block.input_of[target]} += {code}")
                     else:
                         if self._dropped(target) and not checked and state is not None:
                             continue
                         shared.add(target)
                         variable = state.variable(target) if state is not None else f"g_{names[target]}"
                         lines.append(f"        {variable} += {code}")
-        return lines, inputs, shared
+        return lines, inputs, shared, read
 
     def _block_loops(self, k: int, reach: set[int], state: _Pass, checked: bool, lines: list[str]) -> None:
         """A block's copies, last first, one loop per run of copies the pass reaches alike."""
@@ -1073,7 +1093,8 @@ class FoldedProgram(Program):
         """The reverse pass of copies ``first`` to ``end - 1`` of block ``k``, the last first."""
         block = self.blocks[k]
         started = state.started
-        body, inputs, shared = self._block_lines(k, pattern, checked, state)
+        body, inputs, shared, reads = self._block_lines(k, pattern, checked, state)
+        state.reads |= reads
         copies = list(reversed(range(first, end)))
         for key in sorted(shared, key=lambda key: self.names[key]):
             if key not in started:  # nothing handed it gradient yet: -0.0, which the first addition keeps
@@ -1091,18 +1112,18 @@ class FoldedProgram(Program):
         for o in reached:
             columns.append(_tuple([gradient(self.live[block.starts[m] + o]) for m in copies]))
             targets.append(f"g_u{o + 1}")
-        slots = sorted(inputs)
-        for s in slots:
+        handed_inputs = sorted(inputs)
+        for s in handed_inputs:
             columns.append(_tuple([gradient(block.varying[s][m]) for m in copies]))
             targets.append(f"g_i{s}")
         lines.append(
             f"    # block {k + 1}: copies {end} to {first + 1} of {block.copies}, the last first, as eager's order"
         )
-        lines += [f"    _g{k}_{s} = []" for s in slots]
+        lines += [f"    _g{k}_{s} = []" for s in handed_inputs]
         lines.append(f"    for {', '.join(targets)} in zip({', '.join(columns)}):")
         lines += body or ["        pass"]
-        lines += [f"        _g{k}_{s}.append(g_i{s})" for s in slots]
-        for s in slots:
+        lines += [f"        _g{k}_{s}.append(g_i{s})" for s in handed_inputs]
+        for s in handed_inputs:
             nodes = [block.varying[s][m] for m in copies]
             lines.append(f"    {', '.join(state.variable(id(x)) for x in nodes)}, = _g{k}_{s}")
             started.update(id(x) for x in nodes)
@@ -1122,6 +1143,7 @@ class _Pass:
         self.functions: dict[tuple[int, tuple[bool, ...]], tuple[str, list[int], list[int], list[int], list[str]]] = {}
         self.defined: list[str] = []
         self.held: dict[int, list[int]] = {}  # block -> the parameters whose gradients its list holds
+        self.reads: set[str] = set()  # the names of the values the pass's statements read
 
     def variable(self, key: int) -> str:
         return self.named.get(key) or f"g_{self.names[key]}"
@@ -1137,28 +1159,28 @@ def _tuple(names: Sequence[str]) -> str:
     return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
 
 
-def checked_table(table: Any, operations: int) -> tuple[Entry, ...]:
+def checked_table(table: Any, operations: int) -> tuple[StoredBlock, ...]:
     """A stored table of blocks, checked: each a length and the starts of two copies or more,
     the copies in creation order, apart from each other and from other blocks' copies, inside
     ``operations`` (a ValueError or TypeError for anything else: the cache then writes the
     code anew). ``detect`` then checks each against the recording."""
-    entries: list[Entry] = []
+    blocks: list[StoredBlock] = []
     taken: list[tuple[int, int]] = []
-    for entry in table:
-        length, given = entry
+    for stored in table:
+        length, given = stored
         starts = tuple(given)
         if type(length) is not int or not all(type(s) is int for s in starts) or len(starts) < 2:
-            raise ValueError(f"a stored block {entry!r} is not a block of the recording")
+            raise ValueError(f"a stored block {stored!r} is not a block of the recording")
         smallest = SMALLEST if all(s == starts[0] + m * length for m, s in enumerate(starts)) else SMALLEST_CALLED
         if length < smallest or starts[0] < 0:
-            raise ValueError(f"a stored block {entry!r} is not a block of the recording")
+            raise ValueError(f"a stored block {stored!r} is not a block of the recording")
         if any(b < a + length for a, b in itertools.pairwise(starts)):
-            raise ValueError(f"a stored block {entry!r} has copies that overlap or are out of order")
+            raise ValueError(f"a stored block {stored!r} has copies that overlap or are out of order")
         if starts[-1] + length > operations:
-            raise ValueError(f"a stored block {entry!r} runs past the recording's {operations} operations")
+            raise ValueError(f"a stored block {stored!r} runs past the recording's {operations} operations")
         taken += [(s, s + length) for s in starts]
-        entries.append((length, starts))
+        blocks.append((length, starts))
     taken.sort()
     if any(b[0] < a[1] for a, b in itertools.pairwise(taken)):
         raise ValueError("a stored table has blocks whose copies overlap")
-    return tuple(entries)
+    return tuple(blocks)

@@ -22,6 +22,7 @@ import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from vjpgrad.compiler import cache, fold, guard, world
@@ -53,11 +54,40 @@ _number = graph.number
 _numbers = itertools.count(1)
 
 
+@dataclass(slots=True)
+class CallState:
+    """What a compiled call's node keeps for its reverse pass (the node's saved data, read back
+    with ``state_of``): one per call, made when the call returns outputs that take gradient."""
+
+    values: tuple[Any, ...]
+    """What the forward code handed the reverse code (``CompiledCode.kept_place`` says where each is)."""
+    inputs: list[Any]
+    """The numbers of the arguments and parameters, as the forward code read them."""
+    outputs: list[Callable[[], Value | None]]
+    """Per output of the recording: a weak reference to the Value this call returned for it."""
+    handed: dict[int, Any]
+    """The gradient each output (by its position) has handed the call in the pass under way."""
+    edges: tuple[bool, ...]
+    """Per argument and parameter: whether it takes gradient (the call's operands that do)."""
+    freed: list[frozenset[int]]
+    """The operations inside (their positions in the recording) that earlier passes freed."""
+    ran: list[frozenset[int]]
+    """The operations inside that the last pass through this call ran (what a freeing pass frees)."""
+    replayed: ReplayedCall
+    """How the recording this call replayed runs (its reverse pass, a whole pass alone)."""
+
+
+def state_of(call: graph.Node) -> CallState:
+    """The state a compiled call's node keeps (``CallState``)."""
+    saved: CallState = graph.saved_of(call)
+    return saved
+
+
 def _output_backward(node: graph.Node, g: Any) -> None:
     """An output of a compiled call hands its gradient to the call, kept apart per output: the
     call's reverse pass is seeded with one gradient per output it is reached from."""
     call = graph.operands(node)[0]
-    graph.saved_of(call)[3][graph.saved_of(node)] = g
+    state_of(call).handed[graph.saved_of(node)] = g
 
 
 def _hands_on(g: Any, s: Any) -> Any:
@@ -66,11 +96,10 @@ def _hands_on(g: Any, s: Any) -> Any:
 
 
 def _output_whole_pass(node: graph.Node, seed: Any, retain_graph: bool) -> bool:
-    """``backward()`` called on an output of a compiled call alone: the call's entry runs the
-    pass by itself when nothing else is in it (``Entry.whole_pass``)."""
+    """``backward()`` called on an output of a compiled call alone: the call's recording runs the
+    pass by itself when nothing else is in it (``ReplayedCall.whole_pass``)."""
     call = graph.operands(node)[0]
-    entry: Entry = graph.saved_of(call)[7]
-    return entry.whole_pass(node, call, seed, retain_graph)
+    return state_of(call).replayed.whole_pass(node, call, seed, retain_graph)
 
 
 OUTPUT = Op(
@@ -89,44 +118,16 @@ computed from, and the other outputs it was computed from; their edges only say 
 it reaches (the call hands them their gradients)."""
 
 
-class Entry:
-    """One recording of a function: its code, and how to call and differentiate it.
+class CompiledCode:
+    """A recording's code: the forward pass and the reverse pass of each set of outputs a pass is
+    seeded at, loaded from the compiled-code cache (``compiler.cache``) or written from the
+    recording (``program``), each when a call first needs it."""
 
-    The recorded run is eager code, so the first call returns its own result (``first``); the
-    code is written and loaded when the recording is first replayed (``program``)."""
-
-    def __init__(self, fn: Callable[..., Any], read: Arguments) -> None:
-        self.recorded = recorded = record(fn, read)
-        self.arguments = recorded.arguments
-        self.parameters = recorded.parameters
-        self.parameter_ids = frozenset(id(p) for p in self.parameters)
-        self.outputs = recorded.outputs
-        self.fn = fn
-        self.guard, self.guard_source = guard.loaded(recorded.world)
-        self.numbers_by_identity = bool(recorded.world.numbers)
-        self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "inside"))
-        self.objects = [_held(x) for x in read.objects]
-        self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
-        self._edges: tuple[bool, ...] | None = None
-        self._handed: dict[frozenset[int], tuple[Any, int]] = {}
-        self._gather: dict[frozenset[int], tuple[Any, Any, bool, bool]] = {}
-        self._operands_of: dict[int, list[int]] = {}
-        self._pick: dict[int, Callable[[Sequence[Any]], tuple[Any, ...]]] = {}  # per output: its operands, picked
-        self._flags: dict[int, tuple[bool, ...]] = {}  # (True,) * n: every edge of an output takes gradient
-        self._argument_operands: dict[int, int] = {}  # per output: its leaves that are arguments, -1: not all leaves
-        self._handed_alone: dict[int, Callable[[Any], tuple[Any, ...]]] = {}  # per output: its leaves' gradients
-        self._alone: dict[int, tuple[frozenset[int], frozenset[int]]] = {}  # per output: seeded alone, what runs
-        self._code_alone: dict[int, Callable[..., tuple[Any, ...]]] = {}  # per output: its pass's reverse code
-        self._zeros_kept: tuple[float, ...] = ()
-        self._no_edges: tuple[None, ...] = ()  # the call's own edges: none
-        self.argument_count = len(distinct(read.leaves))
-        self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
-        self.takes_any = any(recorded.live[k].requires_grad for k in self.internal_outputs)
-        self.leaf_outputs = frozenset(  # outputs that are Values made inside: leaves, as in eager code
-            i for i, k in enumerate(self.internal_outputs) if graph.op_of(recorded.live[k]) is None
-        )
+    def __init__(self, recorded: Recorded, internal_outputs: list[int]) -> None:
+        self.recorded = recorded
+        self.internal_outputs = internal_outputs
         self._program: Program | None = None
-        self._table: tuple[fold.Entry, ...] | None = None
+        self._table: tuple[fold.StoredBlock, ...] | None = None
         self._key: str | None = None
         self.forward: Callable[..., Any] | None = None  # set last: once set, the code is ready
         self._preparing = threading.Lock()
@@ -134,28 +135,6 @@ class Entry:
         self.depends: list[tuple[list[int], list[int]]] = []
         self._backwards: dict[tuple[frozenset[int], bool], Callable[..., tuple[Any, ...]]] = {}
         self._reached: dict[frozenset[int], tuple[frozenset[int], frozenset[int]]] = {}
-        self.op = Op(
-            "compiled",
-            0,
-            lambda *xs: 0.0,
-            (),
-            (times,),
-            "",
-            doc="a compiled call",
-            backward=self._backward,
-            release=self._release,
-        )
-        first = [
-            _as_eager(node) if kind == "inside" else node
-            for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
-        ]
-        # the labels the function gave the Values it returns, given again to each call's (kept as data)
-        self.labels = [
-            x.label if kind in ("inside", "constant") and isinstance(x, Value) else None
-            for (kind, _), x in zip(recorded.outputs, first, strict=True)
-        ]
-        self.first: Any = build(recorded.shape, first)  # the recorded run's result: the first call's
-        recorded.result = None
 
     @property
     def program(self) -> Program:
@@ -224,11 +203,6 @@ class Entry:
         self.forward = forward  # last: another thread that sees it finds the rest in place
         return True
 
-    @property
-    def source(self) -> str:
-        """Forward and reverse passes (every output seeded), as the code that runs."""
-        return self.program.source
-
     def _load(self, source: str, name: str) -> Callable[..., Any]:
         namespace = self.program.namespace
         filename = f"{self._code_name(self._key)} {name}>"
@@ -259,48 +233,156 @@ class Entry:
             )
         return known
 
-    # ---- a call --------------------------------------------------------------------------------
 
-    def matches(self, read: Arguments) -> bool:
-        """Whether this recording replays for a call: the same objects passed, the function's
-        world as it was (the guard), and no Value both passed and reached in the world unless it
-        was so when recorded."""
+class Replay:
+    """One recording of a function, replayed: what it recorded, what a call is checked against
+    (``stale_for``), its code (``code``, a ``CompiledCode``), and how a call runs and is
+    differentiated (``call``, a ``ReplayedCall``).
+
+    The recorded run is eager code, so the first call returns its own result (``first``); the
+    code is written and loaded when the recording is first replayed (``CompiledCode.prepare``)."""
+
+    def __init__(self, fn: Callable[..., Any], read: Arguments) -> None:
+        self.recorded = recorded = record(fn, read)
+        self.arguments = recorded.arguments
+        self.parameters = recorded.parameters
+        self.parameter_ids = frozenset(id(p) for p in self.parameters)
+        self.outputs = recorded.outputs
+        self.fn = fn
+        self.guard, self.guard_source = guard.loaded(recorded.world)
+        self.numbers_by_identity = bool(recorded.world.numbers)
+        self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "inside"))
+        self.objects = [_held(x) for x in read.objects]
+        self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
+        self.argument_count = len(distinct(read.leaves))
+        self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
+        self.takes_any = any(recorded.live[k].requires_grad for k in self.internal_outputs)
+        self.leaf_outputs = frozenset(  # outputs that are Values made inside: leaves, as in eager code
+            i for i, k in enumerate(self.internal_outputs) if graph.op_of(recorded.live[k]) is None
+        )
+        self.code = CompiledCode(recorded, self.internal_outputs)
+        first = [
+            _as_eager(node) if kind == "inside" else node
+            for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
+        ]
+        # the labels the function gave the Values it returns, given again to each call's (kept as data)
+        self.labels = [
+            x.label if kind in ("inside", "constant") and isinstance(x, Value) else None
+            for (kind, _), x in zip(recorded.outputs, first, strict=True)
+        ]
+        self.first: Any = build(recorded.shape, first)  # the recorded run's result: the first call's
+        recorded.result = None
+        self.call = ReplayedCall(self)
+
+    @property
+    def program(self) -> Program:
+        """The writer of this recording's code (``CompiledCode.program``)."""
+        return self.code.program
+
+    @property
+    def source(self) -> str:
+        """Forward and reverse passes (every output seeded), as the code that runs."""
+        return self.code.program.source
+
+    def stale_for(self, read: Arguments) -> bool:
+        """Whether this recording is stale for a call (the one place that decides it): the call
+        then records anew. ``Compiled`` keeps recordings by the structure of the arguments
+        (``Arguments.key``: kinds, lengths, which Values are one, ``requires_grad``, grad mode),
+        so only recordings of the call's structure are asked; one of them is stale when
+
+        - an object passed (``self``, a model: structure by identity) is not the one recorded;
+        - a parameter the function found in its world is passed as an argument (the recording
+          kept them apart);
+        - an argument the function also reached in its world is not that same object now;
+        - the guard fails: the function's world differs from the facts observed while recording
+          (``compiler.world``: identities, numbers' bits, lengths and orders, Values'
+          ``requires_grad``), or which numbers passed are one object differs where the code
+          compares them with ``is``.
+
+        (How many recordings are made before compile gives up and runs the function uncompiled is
+        ``RECOMPILE_LIMIT`` and its siblings, counted by ``Compiled``: not a question of staleness.)"""
         objects = read.objects
         if objects and any(held() is not x for held, x in zip(self.objects, objects, strict=True)):
-            return False
+            return True
         if not self.parameter_ids.isdisjoint(map(id, read.leaves)):
-            return False  # a parameter passed as an argument: the recording kept them apart
+            return True  # a parameter passed as an argument: the recording kept them apart
         if self.aliased and any(held() is not read.leaves[k] for k, held in self.aliased):
-            return False  # an argument the function also reaches itself: the same one, or record anew
+            return True  # an argument the function also reaches itself: the same one, or record anew
         if self.numbers_by_identity:  # the code compares with `is`: which numbers passed are one object
-            return self.guard(self.fn, *objects, _numbers=[x for _, x in number_arguments(read.args, read.kwargs)])
-        return self.guard(self.fn, *objects)
+            return not self.guard(self.fn, *objects, _numbers=[x for _, x in number_arguments(read.args, read.kwargs)])
+        return not self.guard(self.fn, *objects)
+
+
+class ReplayedCall:
+    """How the calls of a recording run and are differentiated: each call reads the arguments'
+    and parameters' numbers, runs the forward code and returns Values that stand on one node of
+    the user's graph (``op``; its state a ``CallState``), whose backward runs the reverse code.
+    What it keeps between calls is what the code's shape fixes (which operands take gradient,
+    item getters), found at the first call that needs it."""
+
+    def __init__(self, replay: Replay) -> None:
+        self.replay = replay
+        self.code = replay.code
+        self.recorded = replay.recorded
+        self.parameters = replay.parameters
+        self.outputs = replay.outputs
+        self.labels = replay.labels
+        self.internal_outputs = replay.internal_outputs
+        self.leaf_outputs = replay.leaf_outputs
+        self.takes_any = replay.takes_any
+        self.distinct_leaves = replay.distinct_leaves
+        self.argument_count = replay.argument_count
+        self._edges: tuple[bool, ...] | None = None
+        self._handed: dict[frozenset[int], tuple[Any, int]] = {}
+        self._gather: dict[frozenset[int], tuple[Any, Any, bool, bool]] = {}
+        self._operands_of: dict[int, list[int]] = {}
+        self._pick: dict[int, Callable[[Sequence[Any]], tuple[Any, ...]]] = {}  # per output: its operands, picked
+        self._flags: dict[int, tuple[bool, ...]] = {}  # (True,) * n: every edge of an output takes gradient
+        self._argument_operands: dict[int, int] = {}  # per output: its leaves that are arguments, -1: not all leaves
+        self._handed_alone: dict[int, Callable[[Any], tuple[Any, ...]]] = {}  # per output: its leaves' gradients
+        self._alone: dict[int, tuple[frozenset[int], frozenset[int]]] = {}  # per output: seeded alone, what runs
+        self._code_alone: dict[int, Callable[..., tuple[Any, ...]]] = {}  # per output: its pass's reverse code
+        self._zeros_kept: tuple[float, ...] = ()
+        self._no_edges: tuple[None, ...] = ()  # the call's own edges: none
+        self.op = Op(
+            "compiled",
+            0,
+            lambda *xs: 0.0,
+            (),
+            (times,),
+            "",
+            doc="a compiled call",
+            backward=self._backward,
+            release=self._release,
+        )
 
     def _backward(self, node: graph.Node, g: Any) -> None:
-        values, inputs, wrappers, slots, edges, freed, ran, _ = graph.saved_of(node)
+        call = state_of(node)
+        handed = call.handed
         # a Value made inside and returned is a leaf, reached when an output reached is computed
         # from it; its gradient so far (its seed, later operations') starts its sum, as eager's
-        leaves = {j for i in slots for j in self.depends[i][1] if j in self.leaf_outputs}
+        code = self.code
+        leaves = {j for i in handed for j in code.depends[i][1] if j in self.leaf_outputs}
         for j in leaves:
-            leaf = wrappers[j]()
-            slots[j] = graph.cotangent(leaf) if leaf is not None else 0.0
-        seeded = frozenset(slots)
-        seeds = tuple(slots.get(i, 0.0) for i in range(len(self.internal_outputs)))
-        slots.clear()  # handed on: the next pass through this call starts empty
-        reached, inside = self.reached(seeded)
-        if _any_freed(freed, inside):  # an operation an earlier pass freed, as eager code would say
+            leaf = call.outputs[j]()
+            handed[j] = graph.cotangent(leaf) if leaf is not None else 0.0
+        seeded = frozenset(handed)
+        seeds = tuple(handed.get(i, 0.0) for i in range(len(self.internal_outputs)))
+        handed.clear()  # handed on: the next pass through this call starts empty
+        reached, inside = code.reached(seeded)
+        if _any_freed(call.freed, inside):  # an operation an earlier pass freed, as eager code would say
             raise RuntimeError(f"{graph.FREED_MESSAGE} (inside a compiled call)")
-        ran[:] = [inside]  # this call's operations this pass ran: what _release frees, if the pass frees
+        call.ran[:] = [inside]  # this call's operations this pass ran: what _release frees, if the pass frees
         operands = graph.operands(node)
-        backward = self.backward_for(seeded, checked=state.detect_anomaly)
+        backward = code.backward_for(seeded, checked=state.detect_anomaly)
         # each argument and parameter the pass reaches starts from its cotangent so far, as in eager
         start = self._start(seeded, reached, operands)
-        gradients, finals = backward(seeds, values, inputs, start)
+        gradients, finals = backward(seeds, call.values, call.inputs, start)
         for i, final in zip(sorted(seeded), finals, strict=True):  # an output's .grad, as eager's
-            wrapper = wrappers[i]()
-            if wrapper is not None and final is not None:
-                graph.set_cotangent(wrapper, final)
-        self._hand_on(seeded, operands, edges, gradients)
+            output = call.outputs[i]()
+            if output is not None and final is not None:
+                graph.set_cotangent(output, final)
+        self._hand_on(seeded, operands, call.edges, gradients)
 
     def whole_pass(self, node: graph.Node, call: graph.Node, seed: Any, retain_graph: bool) -> bool:
         """``backward()`` from the output ``node`` of ``call`` alone, run without the engine's walk
@@ -312,11 +394,11 @@ class Entry:
         else (another output, a leaf that is an operation, a freed node) returns False, changing
         nothing, and the engine runs the pass."""
         position = graph.saved_of(node)
-        if graph.is_freed(node) or self.depends[position][1]:
+        if graph.is_freed(node) or self.code.depends[position][1]:
             return False
-        values, inputs, _, slots, _, freed, ran, _ = graph.saved_of(call)
+        saved = state_of(call)
         seeded, inside = self._alone.get(position) or self._reached_alone(position)
-        if slots or _any_freed(freed, inside):
+        if saved.handed or _any_freed(saved.freed, inside):
             return False
         leaves = graph.operands(node)[1:]
         taking = self._operands_of[position]
@@ -330,7 +412,7 @@ class Entry:
         if arguments < 0 or (arguments and any(map(graph.op_of, leaves[:arguments]))):
             return False
         g = -0.0 + seed  # the output's cotangent: its seed added to the pass's -0.0, as seed() does
-        gradients, finals = self._reverse_alone(position, seeded, g, values, inputs)
+        gradients, finals = self._reverse_alone(position, seeded, g, saved.values, saved.inputs)
         pick = self._handed_alone.get(position)
         if pick is None:
             pick = _picker(taking)
@@ -338,7 +420,7 @@ class Entry:
                 return False
             self._handed_alone[position] = pick  # where the code returns None is fixed by its text: seen once
         found = pick(gradients)
-        ran[:] = [inside]
+        saved.ran[:] = [inside]
         final = finals[0]  # the engine adds into the operations' .grad first (the output, then the call)
         graph.add_gradients((node, call), (g if final is None else final, -0.0))
         graph.add_gradients(leaves, found)
@@ -353,7 +435,7 @@ class Entry:
         from -0.0 at every argument and parameter: their gradients, and the output's own."""
         backward = self._code_alone.get(position)
         if backward is None:
-            backward = self._code_alone[position] = self.backward_for(seeded)
+            backward = self._code_alone[position] = self.code.backward_for(seeded)
         count = len(self.internal_outputs)
         seeds = (g,) if count == 1 else tuple(g if i == position else 0.0 for i in range(count))
         return backward(seeds, values, inputs, self._zeros(len(inputs)))
@@ -362,7 +444,7 @@ class Entry:
         """The outputs a pass from the output ``position`` alone seeds, and the positions of the operations
         inside that it runs: the same at every call, found once."""
         seeded = frozenset((position,))
-        found = self._alone[position] = (seeded, self.reached(seeded)[1])
+        found = self._alone[position] = (seeded, self.code.reached(seeded)[1])
         return found
 
     def _zeros(self, count: int) -> tuple[float, ...]:
@@ -418,22 +500,23 @@ class Entry:
         """A pass that frees the graph went through this call: the operations it ran are freed,
         as eager code frees them; a later pass that needs one of them raises. The sets are kept
         as they are, not merged: a pass with nothing freed before it then costs nothing here."""
-        freed, ran = graph.saved_of(node)[5:7]
-        freed.extend(inside for inside in ran if inside not in freed)
+        call = state_of(node)
+        call.freed.extend(inside for inside in call.ran if inside not in call.freed)
 
     def run(self, leaves: list[Value]) -> Any:
         # the distinct Values passed, then the parameters
         external_values = (leaves if self.distinct_leaves else distinct(leaves)) + self.parameters
         data = graph.numbers_of(external_values)
-        self.prepare()  # the code, on the first replay: from the cache, or written now
-        values = self.forward(data)  # type: ignore[misc]  # prepared just above
+        code = self.code
+        code.prepare()  # the code, on the first replay: from the cache, or written now
+        values = code.forward(data)  # type: ignore[misc]  # prepared just above
         made: dict[int, Value] = {}
         if self.takes_any and state.grad_enabled:
             made = self._outputs(external_values, data, values)
         elif self.takes_any:
             with enable_grad():  # a function under no_grad() may still take gradient inside (enable_grad)
                 made = self._outputs(external_values, data, values)
-        kept_place = self.kept_place
+        kept_place = code.kept_place
         results: list[Any] = []
         for kind, k in self.outputs:
             if kind == "external":
@@ -455,17 +538,15 @@ class Entry:
         edges = self._edges  # the same at every call: the key fixes the arguments', the guard the parameters'
         if edges is None:
             edges = self._edges = tuple(isinstance(x, Value) and x.requires_grad for x in externals)
-        wrappers: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
-        slots: dict[int, Any] = {}  # the gradient each output hands the call in a pass
-        freed: list[frozenset[int]] = []  # the operations inside (their positions) that passes have freed
-        ran: list[frozenset[int]] = []  # the operations inside that the last pass through this call ran
-        saved = (values, data, wrappers, slots, edges, freed, ran, self)
+        outputs: list[Callable[[], Value | None]] = [_dead] * len(self.internal_outputs)
+        saved = CallState(values, data, outputs, {}, edges, [], [], self)
         # no edges of its own: a pass reaches the arguments and parameters through the outputs it starts from
         if len(self._no_edges) != len(externals):
             self._no_edges = (None,) * len(externals)
         every = tuple(externals)
         call = graph.make(Value, 0.0, self.op, every, self._no_edges, None, saved)
-        kept_place = self.kept_place
+        code = self.code
+        kept_place = code.kept_place
         made: dict[int, Value] = {}
         for position, k in sorted(enumerate(self.internal_outputs), key=lambda pair: pair[1]):  # as computed
             node = self.recorded.live[k]
@@ -473,9 +554,9 @@ class Entry:
                 continue
             if position in self.leaf_outputs:  # a Value made inside, returned: a leaf, as eager code's
                 made[k] = Value(values[kept_place[id(node)]])
-                wrappers[position] = weakref.ref(made[k])
+                outputs[position] = weakref.ref(made[k])
                 continue
-            from_externals, from_outputs = self.depends[position]
+            from_externals, from_outputs = code.depends[position]
             taking = self._operands_of.get(position)
             if taking is None:
                 taking = self._operands_of[position] = [j for j in from_externals if edges[j]]
@@ -488,7 +569,7 @@ class Entry:
             if flags is None:
                 flags = self._flags[len(operands)] = (True,) * len(operands)
             value = graph.make(Value, values[kept_place[id(node)]], OUTPUT, operands, flags, None, position)
-            wrappers[position] = weakref.ref(value)
+            outputs[position] = weakref.ref(value)
             made[k] = value
         return made
 
@@ -573,9 +654,9 @@ class Compiled:
         if not callable(fn):
             raise TypeError(f"vjpgrad.compile takes a function, got {type(fn).__name__}")
         self.fn = fn
-        self._cache: OrderedDict[tuple[Any, ...], list[Entry]] = OrderedDict()
+        self._cache: OrderedDict[tuple[Any, ...], list[Replay]] = OrderedDict()
         self._lock = threading.RLock()
-        self._last: Entry | None = None
+        self._last: Replay | None = None
         self._shapes: dict[Any, tuple[int, tuple[Any, ...], world.Snapshot]] = {}
         self._repeats = 0  # recordings of a structure already recorded
         self._previous: tuple[tuple[Any, ...], world.Snapshot] | None = None  # the last recording's key and world
@@ -621,43 +702,43 @@ class Compiled:
                 return self.fn(*args, **kwargs)
             with self._lock:
                 read = Arguments(args, kwargs)
-                entries = self._cache.get(read.key)
-                if entries is not None:
-                    for k, entry in enumerate(entries):
-                        if entry.matches(read):
+                replays = self._cache.get(read.key)
+                if replays is not None:
+                    for k, replay in enumerate(replays):
+                        if not replay.stale_for(read):
                             if k:
-                                entries.insert(0, entries.pop(k))
-                            self._last = entry
+                                replays.insert(0, replays.pop(k))
+                            self._last = replay
                             break
                     else:
                         return self._record(read)
                 else:
                     return self._record(read)
-            return entry.run(read.leaves)
+            return replay.call.run(read.leaves)
 
     def _record(self, read: Arguments) -> Any:
-        entry = Entry(self.fn, read)
+        replay = Replay(self.fn, read)
         self.times_recorded += 1
-        if self._too_many(read, entry):
+        if self._too_many(read, replay):
             self.eager = True
             self._cache.clear()
         else:
-            entries = self._cache.setdefault(read.key, [])
-            entries.insert(0, entry)
-            del entries[RECORDINGS_PER_KEY:]
+            replays = self._cache.setdefault(read.key, [])
+            replays.insert(0, replay)
+            del replays[RECORDINGS_PER_KEY:]
             self._cache.move_to_end(read.key)
             if len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
-            self._last = entry
-        first, entry.first = entry.first, None
+            self._last = replay
+        first, replay.first = replay.first, None
         return first  # the recorded run is eager code: its result is this call's
 
-    def _too_many(self, read: Arguments, entry: Entry) -> bool:
+    def _too_many(self, read: Arguments, replay: Replay) -> bool:
         """Count the recordings (``STRUCTURE_LIMIT`` structures of the world,
         ``ARGUMENT_STRUCTURE_LIMIT`` of the arguments and the world together, ``RECOMPILE_LIMIT``
         more of a structure already recorded, in all); past any, warn once naming what changed
         since the recording before (of this structure, or the last one)."""
-        snapshot = entry.recorded.world
+        snapshot = replay.recorded.world
         shape = (read.masked(), snapshot.shape())
         seen = self._shapes.get(shape)
         previous = self._previous

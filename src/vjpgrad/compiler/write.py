@@ -17,10 +17,10 @@ from __future__ import annotations
 import builtins
 import linecache
 import numbers
-import re
+import string
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from vjpgrad.codegen.symbols import INLINE, NAMESPACE, Code, contribution, literal, operand, operand_text, saved_names
 from vjpgrad.core import graph, ops
@@ -63,6 +63,29 @@ def _anomaly(op: str, position: int) -> None:
     )
 
 
+class Contribution(NamedTuple):
+    """One statement of a reverse pass that ``Writer.backward_lines`` writes for an edge."""
+
+    target: int
+    """The id of the operand the contribution goes to; -1 for a line that prepares the next ones."""
+    code: str
+    """The code of the contribution (or of the preparing line)."""
+    position: int
+    """The operand's position in its operation (-1 for a preparing line)."""
+    reads: tuple[str, ...]
+    """The names of the values the code reads, as the writer put them in (operands, the operation's
+    own result, numbers named by ``compiler.fold``): what the forward pass must hand on for it."""
+
+
+_FIELDS = string.Formatter()
+
+
+def _fields(template: str) -> frozenset[str]:
+    """The names a template's ``{...}`` fields take (``0``, ``1``, ``g``, ``out``): what
+    ``template.format`` fills in."""
+    return frozenset(field for _, field, _, _ in _FIELDS.parse(template) if field is not None)
+
+
 class Edges:
     """What the recording made, kept apart from the nodes (a backward pass through the first
     call's result frees them): for each node, the positions of the operands it hands gradient to,
@@ -98,7 +121,7 @@ class Writer:
         self._helpers = 0
         self.helpers: list[tuple[str, str, int] | None] = []  # what each _helperN is, in order
         self._lines: dict[int, str] = {}
-        self._templates: dict[tuple[Any, ...], str | None] = {}
+        self._templates: dict[tuple[Any, ...], tuple[str, frozenset[str]] | None] = {}
         # (id of an operation, operand position) -> the name a number operand goes by instead of
         # its literal: set by ``compiler.fold`` for a number that differs between a block's copies
         self.named_numbers: dict[tuple[int, int], str] = {}
@@ -166,9 +189,18 @@ class Writer:
             expression = f"{self.helper(op, 'forward')}({', '.join(terms)})"
         return f"{self.names[id(node)]} = {expression}  # {self.comment(op)}"
 
-    def backward_lines(self, node: graph.Node, gradient: str) -> list[tuple[int, str, int]]:
-        """``(id of operand, code of the contribution, operand position)`` for each edge that
-        carries gradient (an id of -1 is a line that prepares them)."""
+    def read_names(self, node: graph.Node, operands: Sequence[Any]) -> list[str | None]:
+        """The name each operand of ``node`` goes by in the code (``terms``), None for one written
+        as a number: what a statement that uses the operand reads."""
+        named, names, key = self.named_numbers, self.names, id(node)
+        return [
+            named.get((key, k)) or (names.get(id(x)) if isinstance(x, graph.Node) else None)
+            for k, x in enumerate(operands)
+        ]
+
+    def backward_lines(self, node: graph.Node, gradient: str) -> list[Contribution]:
+        """A ``Contribution`` for each edge that carries gradient (and a target of -1 for a line
+        that prepares them), with the names each reads."""
         op = graph.op_of(node)
         assert op is not None
         positions = self.edges.positions[id(node)]  # the edges the recording made
@@ -176,42 +208,48 @@ class Writer:
             return []
         operands = graph.operands(node)
         out = self.names[id(node)]
+        read = self.read_names(node, operands)
+        every = (*(name for name in read if name is not None), out)  # a saved rule's helper reads them all
         if op.nary:
             g = Code(gradient, atomic=True)
             rule = op.gradients[0]
             saved = f"{self.helper(op, 'saved')}(({', '.join(self.terms(node, operands))},), {out})"
             parts = []
+            one = len(positions) == 1
             for k in positions:
-                s = Code(f"{saved}[{k}]", atomic=True) if len(positions) == 1 else Code(f"_s[{k}]", atomic=True)
-                parts.append(
-                    (id(operands[k]), f"0.0 if {s.text} is _MASKED else {operand(contribution(rule, g, s))}", k)
-                )
-            if len(positions) > 1:
-                parts.insert(0, (-1, f"_s = {saved}", -1))
+                s = Code(f"{saved}[{k}]", atomic=True) if one else Code(f"_s[{k}]", atomic=True)
+                code = f"0.0 if {s.text} is _MASKED else {operand(contribution(rule, g, s))}"
+                parts.append(Contribution(id(operands[k]), code, k, every if one else ()))
+            if not one:
+                parts.insert(0, Contribution(-1, f"_s = {saved}", -1, every))
             return parts
         terms = self.terms(node, operands)
         node_type, named, key = graph.Node, self.named_numbers, id(node)
         pattern = tuple(None if isinstance(x, node_type) or (key, k) in named else x for k, x in enumerate(operands))
-        lines: list[tuple[int, str, int]] = []
+        lines: list[Contribution] = []
         for k in positions:
-            template = self._template(op, k, pattern)
-            if template is None:  # a rule that needs numbers: call it on them as the code runs
+            known = self._template(op, k, pattern)
+            if known is None:  # a rule that needs numbers: call it on them as the code runs
                 helper = self.helper(op, "saved", k)
                 numbers = saved_names("_s", op.saves[k])
                 part = operand(contribution(op.gradients[k], Code(gradient, atomic=True), numbers))
-                lines.append((-1, f"_s = {helper}({', '.join(terms)}, {out})", -1))
-                lines.append((id(operands[k]), f"0.0 if _s is _MASKED else {part}", k))
+                lines.append(Contribution(-1, f"_s = {helper}({', '.join(terms)}, {out})", -1, every))
+                lines.append(Contribution(id(operands[k]), f"0.0 if _s is _MASKED else {part}", k, ()))
                 continue
-            lines.append((id(operands[k]), template.format(*terms, g=gradient, out=out), k))
+            template, fields = known
+            reads = tuple(name for i, name in enumerate(read) if name is not None and str(i) in fields)
+            code = template.format(*terms, g=gradient, out=out)
+            lines.append(Contribution(id(operands[k]), code, k, (*reads, out) if "out" in fields else reads))
         return lines
 
-    def _template(self, op: Op, k: int, pattern: tuple[Any, ...]) -> str | None:
+    def _template(self, op: Op, k: int, pattern: tuple[Any, ...]) -> tuple[str, frozenset[str]] | None:
         """The code of edge ``k``'s contribution with ``{0}``, ``{1}``, ``{g}`` and ``{out}`` for
-        the names: the rule called once per operation, edge and constant operands, not per node."""
+        the names, and which of them it uses: the rule called once per operation, edge and
+        constant operands, not per node."""
         key = (op, k, tuple(c if c is None else exact(c) for c in pattern))
         known = self._templates.get(key, self)  # self: not written yet (None is a template's answer)
         if known is not self:
-            return known  # type: ignore[return-value]  # a str or None, as stored below
+            return known  # type: ignore[return-value]  # a template or None, as stored below
         template = None
         if op in ops.BUILTIN:
             args = [Code(f"{{{i}}}", atomic=True) if c is None else c for i, c in enumerate(pattern)]
@@ -219,7 +257,8 @@ class Writer:
                 code = contribution(
                     op.gradients[k], Code("{g}", atomic=True), op.saved[k](*args, Code("{out}", atomic=True))
                 )
-                template = code.text if isinstance(code, Code) else literal(code)
+                text = code.text if isinstance(code, Code) else literal(code)
+                template = (text, _fields(text))
             except TypeError:  # the rule branches on a number: it runs on numbers instead
                 template = None
         self._templates[key] = template
@@ -240,6 +279,11 @@ class Program:
     """The repeated blocks written once (``compiler.fold``: each its length and where each copy
     starts): none in straight-line code."""
 
+    forward_source: str
+    """The forward pass."""
+    _every_source: str
+    """The reverse pass of every output, written with the program (it says what is kept)."""
+
     def __init__(
         self,
         live: Sequence[graph.Node],
@@ -254,17 +298,16 @@ class Program:
         self._write()
 
     def _write(self) -> None:
-        """Write the code: the reverse pass of every output (to learn what it reads), the forward."""
-        head, _, body = self.backward_source(self._every).split("\n", 3)[1:]
-        code = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
-        self._keep(set(re.findall(r"\bt\d+\b", code)) | self._skipped_reads)
-        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
-        self._every_source = "\n".join(["def backward(seeds, values, inputs, start):", head, unpack, body])
+        """Write the code: the reverse pass of every output (which says what it reads), the forward."""
+        lines, read = self._backward_lines(self._every, checked=False)
+        self._keep(read)
+        self._every_source = self._joined(lines)
         self.forward_source = self._forward_source()
 
     def _keep(self, read: set[str]) -> None:
-        """The values the forward pass hands the reverse pass: those it reads (by name) and the
-        outputs made inside, which are returned."""
+        """The values the forward pass hands the reverse pass: those its statements read (by the
+        names the writer gave them, ``Contribution.reads``) and the outputs made inside, which are
+        returned."""
         returned = {id(self.live[k]) for k in self.internal_outputs}
         self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
         self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
@@ -300,7 +343,6 @@ class Program:
         self.writer = Writer(live, names, constants, takes_grad, sources, edges)
         self.kept = list(self.live)
         self._every: frozenset[int] = frozenset(range(len(self.internal_outputs)))
-        self._skipped_reads: set[str] = set()
 
     def payload(self, name: str) -> dict[str, Any]:
         """The forward pass and the reverse pass of every output, compiled under ``name``, with
@@ -402,8 +444,22 @@ class Program:
         """The reverse pass seeded at the outputs ``seeded`` (positions in internal_outputs).
         ``checked``: anomaly mode's, which tests each contribution for nan before adding it, as
         the eager pass does, and raises naming the operation."""
-        if seeded == getattr(self, "_every", None) and hasattr(self, "_every_source") and not checked:
-            return self._every_source  # written once already, to learn which values it reads
+        if seeded == self._every and not checked:
+            return self._every_source  # written with the program: it says which values are kept
+        return self._joined(self._backward_lines(seeded, checked)[0])
+
+    def _joined(self, lines: list[str]) -> str:
+        """The lines of a reverse pass, the values it reads unpacked where ``VALUES_LINE`` stands."""
+        unpack = self._unpack(self._handed_names(), "values").rstrip("\n") or "    pass"
+        return "\n".join(unpack if line is VALUES_LINE else line for line in lines if line) + "\n"
+
+    def _handed_names(self) -> list[str]:
+        """The names of what the forward pass hands the reverse pass, in order."""
+        return [self.names[id(n)] for n in self.kept]
+
+    def _backward_lines(self, seeded: frozenset[int], checked: bool) -> tuple[list[str], set[str]]:
+        """The lines of the reverse pass seeded at ``seeded`` (``VALUES_LINE`` where the values it
+        reads are unpacked), and the names of the values its statements read."""
         pass_ = _ReversePass(self, seeded, checked)
         lines = ["def backward(seeds, values, inputs, start):"]
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
@@ -412,8 +468,7 @@ class Program:
         for node in reversed(self.live):
             lines += pass_.lines_of(node)
         lines.append(pass_.returned())
-        unpack = self._unpack([self.names[id(n)] for n in self.kept], "values").rstrip("\n") or "    pass"
-        return "\n".join(unpack if line is VALUES_LINE else line for line in lines if line) + "\n"
+        return lines, pass_.reads
 
 
 class _ReversePass:
@@ -433,6 +488,9 @@ class _ReversePass:
         # holds which variable is tracked so that no variable serves two live gradients.
         self.named: dict[int, str] = {}  # id(node) -> the variable holding its gradient, if not its own
         self.holder: dict[str, int] = {}  # variable -> id of the node whose gradient it holds
+        # the names of the values the pass's statements read (and those of the contributions it
+        # drops, which anomaly mode's pass writes): what the forward pass hands on
+        self.reads: set[str] = set()
 
     def variable(self, key: int) -> str:
         return self.named.get(key, f"g_{self.program.names[key]}")
@@ -464,7 +522,8 @@ class _ReversePass:
         writer = self.program.writer
         lines = [f"    # {writer.forward_line(node).split('  # ')[0]}"]
         gradient = self.variable(key)
-        for target, code, position in writer.backward_lines(node, gradient):
+        for target, code, position, reads in writer.backward_lines(node, gradient):
+            self.reads.update(reads)
             if target == -1:
                 lines.append(f"    {code}")
             elif self.checked:  # anomaly mode: each contribution tested before it is added, as in eager code
@@ -473,8 +532,9 @@ class _ReversePass:
                 lines.append(self._add(target, "_c"))
             elif self._goes_nowhere(target):
                 # a Value made inside and not returned: its gradient goes nowhere, but anomaly
-                # mode's pass checks it as eager's does, so the values it reads are handed on
-                self.program._skipped_reads.update(re.findall(r"\bt\d+\b", code))
+                # mode's pass checks it as eager's does, so the values it reads (in ``reads``
+                # above) are handed on
+                continue
             elif not self._takes_over(key, target, code, gradient):
                 lines.append(self._add(target, code))
         return lines

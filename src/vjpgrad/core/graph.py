@@ -9,8 +9,9 @@ through the functions below:
   operation and operands of many nodes at once (compile's cache key and block search);
 - ``reached`` lists the nodes a pass reaches, in the order the pass runs them;
 - ``propagate`` runs the chain rule over that order, with floats, optionally telling an
-  observer about every edge (``explain``, anomaly detection);
-- ``propagate_differentiably`` runs the same pass with Values (``create_graph=True``);
+  observer about every edge (``explain``, anomaly detection); ``propagate_differentiably``
+  runs it with Values (``create_graph=True``); both are one walk, ``_walk``, of which
+  ``propagate`` without an observer is the hot loop written out;
 - ``ran_alone`` lets an operation that can run a whole pass by itself (``Op.whole_pass``: a
   compiled call's output) run it, adding into leaves' ``.grad`` with ``add_gradients``.
 
@@ -601,11 +602,14 @@ def propagate(order: Sequence[Node], observer: Observer | None = None, *, own_ba
     """Run the chain rule over ``order`` (from ``reached``), outputs already seeded.
 
     Afterwards each reached node's cotangent is the gradient of the seeded outputs with
-    respect to it. Operations whose every edge is ``g * saved`` multiply inline (most
-    nodes: this is the hot loop); the others apply their gradient rules.
+    respect to it. With an ``observer`` (``explain``, anomaly mode) the pass is ``_walk``,
+    which tells it of every edge; without one it is ``_walk`` written out for floats and
+    nobody watching (the hot loop: the same order, the same formulas, the same bits), where
+    operations whose every edge is ``g * saved`` multiply inline (most nodes) and the others
+    apply their gradient rules.
     """
     if observer is not None:
-        _propagate_observed(order, observer, own_backward)
+        _walk(order, observer, own_backward, None)
         return
     contribution = ops.contribution
     for node in order:
@@ -635,21 +639,35 @@ def propagate(order: Sequence[Node], observer: Observer | None = None, *, own_ba
                 node._second._cotangent += contribution(gradients[1], g, db)
 
 
-def _propagate_observed(order: Sequence[Node], observer: Observer, own_backward: bool) -> None:
-    """``propagate`` telling ``observer`` of every edge. An operation that runs its own backward
-    (a compiled call) has no edges to show: it runs as it is when ``own_backward`` (anomaly mode
-    checks its results itself), and is refused otherwise (``explain``)."""
+def _walk(order: Sequence[Node], observer: Observer | None, own_backward: bool, grads: dict[Node, Any] | None) -> None:
+    """The reverse pass, the one walk every pass is: each node of ``order`` hands each operand
+    its edge's contribution (its gradient rule of the node's gradient ``g`` and what the edge
+    saved), and ``observer`` is told of every edge.
+
+    Two modes: on floats (``grads`` None) the gradients are the nodes' cotangents; an operation
+    that runs its own backward (a compiled call) has no edges to show, so it runs as it is when
+    ``own_backward`` (anomaly mode: it checks its results itself) and is refused otherwise
+    (``explain``). Differentiably (``create_graph``: ``grads`` holds the seeded outputs'
+    gradients) the saved values are computed again as Values and every contribution is a node
+    of a new graph, kept in ``grads`` (a masked edge hands an exact 0.0 that is a node too)."""
+    differentiable = grads is not None
     for node in order:
-        g = node._cotangent
-        if node._operation.backward is not None:  # type: ignore[union-attr]  # reached() lists operations only
-            if not own_backward:
-                raise RuntimeError(OWN_BACKWARD_MESSAGE)
-            node._operation.backward(node, g)  # type: ignore[union-attr]  # as the line above
+        g = grads[node] if grads is not None else node._cotangent
+        op: Op = node._operation  # type: ignore[assignment]  # reached() lists operations only
+        if own_backward and op.backward is not None:
+            op.backward(node, g)
             continue
-        for position, operand, saved in edges(node):
-            part = ops.contribution(gradient_of(node, position), g, saved)
-            operand._cotangent += part
-            observer(node, position, operand, g, saved, part)
+        for position, operand, saved in saved_as_values(node) if differentiable else edges(node):
+            if saved is MASKED and differentiable:  # on the graph: it can be differentiated again (to 0)
+                part: Any = make(type(operand), 0.0, ops.MASKED_ZERO, operand, MASKED, None, None)
+            else:
+                part = ops.contribution(gradient_of(node, position), g, saved)
+            if grads is not None:
+                grads[operand] = grads[operand] + part if operand in grads else part
+            else:
+                operand._cotangent += part
+            if observer is not None:
+                observer(node, position, operand, g, saved, part)
 
 
 def cotangent(node: Node) -> float:
@@ -728,18 +746,10 @@ def _as_saved(value: Any, saved: Any) -> Any:
 def propagate_differentiably(
     order: Sequence[Node], grads: dict[Node, Any], observer: Observer | None = None
 ) -> dict[Node, Any]:
-    """``propagate`` with Values: ``grads`` holds the seeded outputs' gradients (Values or
-    floats) and gains every reached node's, each built on a new graph (``create_graph``)."""
-    for node in order:
-        g = grads[node]
-        for position, operand, saved in saved_as_values(node):
-            if saved is MASKED:  # exactly 0.0, on the graph: it can be differentiated again (to 0)
-                part: Any = make(type(operand), 0.0, ops.MASKED_ZERO, operand, MASKED, None, None)
-            else:
-                part = ops.contribution(gradient_of(node, position), g, saved)
-            grads[operand] = grads[operand] + part if operand in grads else part
-            if observer is not None:
-                observer(node, position, operand, g, saved, part)
+    """``propagate`` with Values (``_walk``'s differentiable mode): ``grads`` holds the seeded
+    outputs' gradients (Values or floats) and gains every reached node's, each built on a new
+    graph (``create_graph``)."""
+    _walk(order, observer, False, grads)
     return grads
 
 
