@@ -290,34 +290,48 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     if recording.failure is not None:  # a refusal the function's own `except` caught
         raise recording.failure
     with collection_paused():
-        changed = world.first_difference(before, _observed(fn, [(root, fn), *given]))
-        drawn = next((what for what, state in generators if _global_generator_state(what) != state), None)
-        line = draws.line
-        if draws.entropy is not None and drawn is None and not (changed or "").endswith(world.DRAWN):
-            drawn, line = "the system's entropy source (os.urandom: random.SystemRandom, secrets)", draws.entropy
-        if drawn is not None or (changed is not None and changed.endswith(world.DRAWN)):
-            source = drawn or changed[: -len(world.DRAWN)]  # type: ignore[index]  # one of them is set
-            at = f"(defined at {where(fn)}) drew random numbers from {source}"
-            if line is not None:
-                at = f"drew random numbers from {source} at {line}"
-            raise DataDependentError(
-                f"{name} {at} while vjpgrad.compile recorded "
-                "it: a replay would draw none and repeat the recorded draw at every call. Draw outside the compiled "
-                "function and pass the numbers in as Values (Value(x, requires_grad=False)), or call it uncompiled"
-            )
-        if changed is not None:
-            lines = changing_lines(before, changed)
-            at = f"{name} changed {changed} while vjpgrad.compile recorded it (at {', '.join(lines)})"
-            if not lines:
-                at = f"{name} (defined at {where(fn)}) changed {changed} while vjpgrad.compile recorded it"
-            raise DataDependentError(
-                f"{at}, which a "
-                "replay would not do again: return what it computes instead of keeping it, make the change "
-                "outside the compiled function, or call it uncompiled"
-            )
+        refuse_changes(fn, name, before, _observed(fn, [(root, fn), *given]), generators, draws)
         results: list[Any] = []
         shape = shape_of(result, results)
         return _read(fn, shape, results, result, recording, read.leaves, found)
+
+
+def refuse_changes(
+    fn: Callable[..., Any],
+    name: str,
+    before: world.Snapshot,
+    after: world.Snapshot,
+    generators: list[tuple[str, Any]],
+    draws: DrawWatch,
+) -> None:
+    """``DataDependentError`` if recording ``fn`` drew random numbers (a generator's state moved, the
+    draw watch saw a draw or the system's entropy read) or changed its world between the snapshots
+    ``before`` and ``after``: a replay would do neither again. Says the line where it can."""
+    changed = world.first_difference(before, after)
+    drawn = next((what for what, state in generators if _global_generator_state(what) != state), None)
+    line = draws.line
+    if draws.entropy is not None and drawn is None and not (changed or "").endswith(world.DRAWN):
+        drawn, line = "the system's entropy source (os.urandom: random.SystemRandom, secrets)", draws.entropy
+    if drawn is not None or (changed is not None and changed.endswith(world.DRAWN)):
+        source = drawn or changed[: -len(world.DRAWN)]  # type: ignore[index]  # one of them is set
+        at = f"(defined at {where(fn)}) drew random numbers from {source}"
+        if line is not None:
+            at = f"drew random numbers from {source} at {line}"
+        raise DataDependentError(
+            f"{name} {at} while vjpgrad.compile recorded "
+            "it: a replay would draw none and repeat the recorded draw at every call. Draw outside the compiled "
+            "function and pass the numbers in as Values (Value(x, requires_grad=False)), or call it uncompiled"
+        )
+    if changed is not None:
+        lines = changing_lines(before, changed)
+        at = f"{name} changed {changed} while vjpgrad.compile recorded it (at {', '.join(lines)})"
+        if not lines:
+            at = f"{name} (defined at {where(fn)}) changed {changed} while vjpgrad.compile recorded it"
+        raise DataDependentError(
+            f"{at}, which a "
+            "replay would not do again: return what it computes instead of keeping it, make the change "
+            "outside the compiled function, or call it uncompiled"
+        )
 
 
 _ENTROPY = tuple(getattr(os, name) for name in ("urandom", "getrandom") if hasattr(os, name))
@@ -377,25 +391,33 @@ def changing_lines(before: world.Snapshot, changed: str, most: int = 3) -> list[
     # a constructor sets up state before any call: its lines come last (``self.steps = 0``)
     for code in sorted(_codes(before.constants), key=lambda code: code.co_name in _SETS_UP):
         for line, instructions in _lines(code):
-            loads = any(
-                i.opname.startswith("LOAD") and (i.argval == name or (type(i.argval) is tuple and name in i.argval))
-                for i in instructions
-            )
-            changes = any(
-                i.opname in ("STORE_SUBSCR", "DELETE_SUBSCR")
-                or (i.opname in ("LOAD_ATTR", "LOAD_METHOD") and i.argval in _MUTATORS)
-                for i in instructions
-            )
-            sets = not item and any(
-                i.opname in _SETS_NAME and i.argval == name and (i.opname.endswith("ATTR") or path == name)
-                for i in instructions
-            )
             where = f"{code.co_filename}:{line}"
-            if (sets or (loads and changes)) and where not in found:
+            if _can_change(instructions, name, path, item) and where not in found:
                 found.append(where)
                 if len(found) == most:
                     return found
     return found
+
+
+def _can_change(instructions: list[dis.Instruction], name: str, path: str, item: bool) -> bool:
+    """Whether one line's instructions can make the change ``changing_lines`` looks for: set or
+    delete ``name`` (an attribute, or the whole ``path`` as a name), or load it and store into it
+    or call a method that changes it in place."""
+    sets = not item and any(
+        i.opname in _SETS_NAME and i.argval == name and (i.opname.endswith("ATTR") or path == name)
+        for i in instructions
+    )
+    if sets:
+        return True
+    loads = any(
+        i.opname.startswith("LOAD") and (i.argval == name or (type(i.argval) is tuple and name in i.argval))
+        for i in instructions
+    )
+    return loads and any(
+        i.opname in ("STORE_SUBSCR", "DELETE_SUBSCR")
+        or (i.opname in ("LOAD_ATTR", "LOAD_METHOD") and i.argval in _MUTATORS)
+        for i in instructions
+    )
 
 
 _SETS_UP = world._SETS_UP
