@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -271,3 +272,43 @@ def test_the_search_for_blocks_is_bounded_on_a_long_chain(monkeypatch: pytest.Mo
     assert checked[0] <= (blocks.WORK + 2) * 1200
     eager = [grad(chain)(0.9, x) for x in (1.0, -2.0, 0.0)]
     assert_rows(rows, eager, "chain")
+
+
+def test_gradients_of_some_copies_inputs_only_placed_row_by_row() -> None:
+    """The weights split between two arguments, only the second differentiated and given in
+    reverse order: the reverse pass places in its result the rows of a block's stacked gradient
+    that belong to it, taken in the argument's order, and a weight also read after the block
+    gets its later contribution first, as eager code adds them."""
+    params, xs = data(30, 2, count(SIZES), seed=5)
+    half = len(params) // 2
+    ys = np.array([1.0 if i % 2 else -1.0 for i in range(30)])
+
+    def split(first: Any, second: Any, x: Any, y: Any) -> Any:
+        p = [v if isinstance(v, Value) else Value(v, requires_grad=False) for v in first] + list(second)[::-1]
+        return hinge(p, x, y) + p[half] * p[half + 1] * x[0]
+
+    batched = vmap(grad(split, argnums=1), in_dims=(None, None, 0, 0))
+    second = params[half:][::-1]
+    rows = batched(params[:half], second, xs, ys)
+    assert FOLDED in batched.source
+    assert re.search(r"\(gi\d+_\d+, \([\d, ]+\), \(\d", batched.source)  # a block's rows taken in another order
+    by_sample = grad(split, argnums=1)
+    eager = [by_sample(params[:half], second, [float(a) for a in x], float(y)) for x, y in zip(xs, ys, strict=True)]
+    assert_rows(rows, eager, "per-sample gradient of the second argument")
+
+
+def test_the_l2_penalty_parameter_by_parameter_gives_the_sums_gradient() -> None:
+    """examples/moons_vmap.py takes the L2 term's gradient as vmap(grad(penalty)) over the
+    parameters: the sum hands each square its gradient unchanged, so the numbers are the ones
+    grad of the whole sum gives (a different order or a missing factor shows in the bits)."""
+    params, _ = data(1, 2, 337, seed=7)
+    params[:4] = [0.0, -0.0, 1e-300, -3.5e200]
+
+    def regularisation(p: Sequence[Any]) -> Any:
+        return 1e-4 * sum((v * v for v in p), Value(0.0, requires_grad=False))
+
+    def penalty(v: Any) -> Any:
+        return 1e-4 * (v * v)
+
+    by_parameter = vmap(grad(penalty))(np.array(params))
+    assert_rows(by_parameter, grad(regularisation)(params), "the L2 term's gradient")

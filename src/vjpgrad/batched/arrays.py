@@ -187,6 +187,37 @@ def _across(np: ModuleType) -> Callable[..., Any]:
     return across
 
 
+def _rows(np: ModuleType) -> Callable[..., Any]:
+    """The gradients a reverse pass returns, as one array of ``count`` rows: ``placed`` holds the
+    arrays of a block's inputs' gradients (copies along the first axis), each with the rows of
+    the result they fill and the copies they are taken from (None: all, in order), in one
+    operation each; ``alone`` every other gradient (a column of samples or a number) with its
+    row. A gradient that is one number for every sample fills its row."""
+    asarray, empty, float64 = np.asarray, np.empty, np.float64
+
+    def rows(count: int, placed: tuple[Any, ...], alone: tuple[tuple[int, Any], ...]) -> Any:
+        width = 1
+        arrays = []
+        for array, where, picked in placed:
+            found = asarray(array, dtype=float64)
+            if found.ndim:
+                width = max(width, found.shape[-1])
+                if picked is not None:
+                    found = found[list(picked)]
+            arrays.append((found, list(where)))
+        for _, x in alone:
+            if isinstance(x, np.ndarray) and x.ndim:
+                width = max(width, x.shape[-1])
+        out = empty((count, width))
+        for found, where in arrays:
+            out[where] = found
+        for k, x in alone:
+            out[k] = x
+        return out
+
+    return rows
+
+
 def namespace(fast: bool) -> dict[str, Any]:
     """What array code runs in: each name the writer's symbols and templates call."""
     np = numpy()
@@ -200,6 +231,7 @@ def namespace(fast: bool) -> dict[str, Any]:
         "_zero": lambda x: np.zeros_like(x, dtype=np.float64),
         "_stack": _stack(np),
         "_across": _across(np),
+        "_rows": _rows(np),
         "_inf": math.inf,
         "_nan": math.nan,
     }

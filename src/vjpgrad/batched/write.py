@@ -30,6 +30,12 @@ from vjpgrad.codegen.symbols import ARRAY, Code, contribution, literal, operand
 from vjpgrad.core import graph, ops
 
 
+def _tuple(items: Any) -> str:
+    """Python's text of a tuple of the texts ``items``."""
+    listed = list(items)
+    return f"({', '.join(listed)}{',' if len(listed) == 1 else ''})"
+
+
 class UnsupportedError(TypeError):
     """The recorded graph holds something array code cannot compute (an operation outside the table)."""
 
@@ -53,7 +59,8 @@ class ArrayWriter:
     """Writes ``forward(x0, ..., p0, ...)`` and ``backward(inputs, values, s0, ...)`` for one graph.
 
     ``forward`` returns ``values``, the arrays named in ``value_names`` (``value_index`` gives
-    the place of each operation's among them), which ``backward`` reads."""
+    the place of each operation's among them), which ``backward`` reads; ``backward`` returns
+    the gradients of ``wrt`` as the rows of one array (``_rows``)."""
 
     def __init__(self, recorded: Graph, arguments: int, fold: bool = True) -> None:
         self.graph = recorded
@@ -66,6 +73,7 @@ class ArrayWriter:
         self.reach = reached(recorded.live, recorded.positions, recorded.outputs if recorded.wrt else [])
         found = find(recorded.live, recorded.positions, recorded.inputs, recorded.outputs, self.reach) if fold else []
         self.blocks: list[ArrayBlock] = found
+        self.pending: dict[int, tuple[str, int]] = {}  # an input's gradient left in a block's array: its row
         self.value_names: list[str] = []
         self.value_index: dict[int, int] = {}
         inside: set[int] = set()
@@ -167,7 +175,8 @@ class ArrayWriter:
 
     def backward_source(self) -> str:
         """The reverse pass: seeded with ``s0``... at the outputs, it returns the gradient of each
-        of ``wrt`` (0.0 for one the outputs do not reach, as ``grad`` gives)."""
+        of ``wrt`` as one array, a row each (0.0 for one the outputs do not reach, as ``grad``
+        gives; a row of one number when it is the same for every sample)."""
         recorded = self.graph
         seeds = [f"s{k}" for k in range(len(recorded.outputs))]
         lines = [f"def backward(inputs, values{''.join(', ' + s for s in seeds)}):"]
@@ -175,9 +184,11 @@ class ArrayWriter:
             if names:
                 lines.append(f"    ({', '.join(names)}{',' if len(names) == 1 else ''}) = {holder}")
         started: set[int] = set()
+        self.pending = {}
 
         def add(target: graph.Node, code: str) -> None:
             name = f"g_{self.names[id(target)]}"
+            lines.extend(f"    {line}" for line in self._taken([target]))
             lines.append(f"    {name} = {name} + {code}" if id(target) in started else f"    {name} = {code}")
             started.add(id(target))
 
@@ -203,9 +214,37 @@ class ArrayWriter:
                     lines.append(f"    {code}")
                 else:
                     add(operands[position], code)
-        results = [f"g_{self.names[id(x)]}" if id(x) in started else "0.0" for x in recorded.wrt]
-        lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+        lines.append(f"    return {self._rows(started)}")
         return "\n".join(lines) + "\n"
+
+    def _taken(self, nodes: Sequence[graph.Node]) -> list[str]:
+        """The lines that take the gradients of ``nodes`` out of a block's stacked array, for
+        those whose taking was left until their gradient is read (``pending``)."""
+        lines = []
+        for x in nodes:
+            found = self.pending.pop(id(x), None)
+            if found is not None:
+                lines.append(f"g_{self.names[id(x)]} = {found[0]}[{found[1]}]")
+        return lines
+
+    def _rows(self, started: set[int]) -> str:
+        """The call that returns the gradients of ``wrt`` as one array, a row each: the rows of a
+        block's stacked gradient placed in one operation, each other gradient alone (0.0 where
+        the outputs do not reach)."""
+        groups: dict[str, list[tuple[int, int]]] = {}
+        singles = []
+        for k, x in enumerate(self.graph.wrt):
+            found = self.pending.get(id(x))
+            if found is not None:
+                groups.setdefault(found[0], []).append((k, found[1]))
+            else:
+                singles.append((k, f"g_{self.names[id(x)]}" if id(x) in started else "0.0"))
+        placed = []
+        for name, rows in groups.items():
+            picked = "None" if [m for _, m in rows] == list(range(len(rows))) else _tuple(str(m) for _, m in rows)
+            placed.append(f"({name}, {_tuple(str(k) for k, _ in rows)}, {picked})")
+        alone = _tuple(f"({k}, {code})" for k, code in singles)
+        return f"_rows({len(self.graph.wrt)}, {_tuple(placed)}, {alone})"
 
     def _block_backward(self, j: int, block: ArrayBlock, started: set[int]) -> list[str]:
         """A block's reverse pass across its copies: the gradients its outputs and inputs have so
@@ -228,10 +267,14 @@ class ArrayWriter:
         finally:
             self.names.update(replaced)
         lines += self._across_lines(shared, started)
+        inputs = {id(x) for x in self.graph.inputs}
         for s, column in enumerate(block.varying):
             if f"gi{j}_{s}" in local_started:
                 for m, x in enumerate(column):
-                    lines.append(f"g_{self.names[id(x)]} = gi{j}_{s}[{m}]")
+                    if id(x) in inputs:  # taken out when read, or placed in the result by _rows
+                        self.pending[id(x)] = (f"gi{j}_{s}", m)
+                    else:
+                        lines.append(f"g_{self.names[id(x)]} = gi{j}_{s}[{m}]")
                     started.add(id(x))
         return lines
 
@@ -241,7 +284,7 @@ class ArrayWriter:
             return []
         local_started.add(name)
         terms = [f"g_{self.names[id(x)]}" if id(x) in started else "-0.0" for x in nodes]
-        return [f"{name} = _stack(({', '.join(terms)},))"]
+        return [*self._taken(nodes), f"{name} = _stack(({', '.join(terms)},))"]
 
     def _block_edges(
         self,
@@ -284,6 +327,7 @@ class ArrayWriter:
             groups.setdefault(len(parts), []).append((x, parts))
         lines = []
         for reads, members in groups.items():
+            lines += self._taken([x for x, _ in members])
             names = [f"g_{self.names[id(x)]}" for x, _ in members]
             starts = [name if id(x) in started else "-0.0" for name, (x, _) in zip(names, members, strict=True)]
             parts = [part for _, found in members for part in found]
