@@ -187,6 +187,36 @@ def _across(np: ModuleType) -> Callable[..., Any]:
     return across
 
 
+def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """Operands of a block's products, stacked a product per row: ``sides(lefts, rights)`` gives
+    both stacks with as many axes each, so that ``a * b`` multiplies row k of one by row k of the
+    other as ``lefts[k] * rights[k]`` broadcasts; ``stack_as(items, like)`` stacks the products'
+    gradients with ``like``'s number of axes."""
+    array, broadcast, stack, float64 = np.array, np.broadcast_arrays, np.stack, np.float64
+
+    def stacked(items: tuple[Any, ...]) -> Any:
+        try:
+            return array(items, dtype=float64)  # numbers, or arrays of one shape: in C
+        except ValueError:  # numbers and arrays together
+            return stack(broadcast(*items))
+
+    def aligned(found: Any, axes: int) -> Any:
+        """Axes of length 1 put after the first, as broadcasting puts them before each row."""
+        if found.ndim >= axes:
+            return found
+        return found.reshape((found.shape[0],) + (1,) * (axes - found.ndim) + found.shape[1:])
+
+    def sides(lefts: tuple[Any, ...], rights: tuple[Any, ...]) -> tuple[Any, Any]:
+        a, b = stacked(lefts), stacked(rights)
+        axes = max(a.ndim, b.ndim)
+        return aligned(a, axes), aligned(b, axes)
+
+    def stack_as(items: tuple[Any, ...], like: Any) -> Any:
+        return aligned(stacked(items), like.ndim)
+
+    return sides, stack_as
+
+
 def _rows(np: ModuleType) -> Callable[..., Any]:
     """The gradients a reverse pass returns, as one array of ``count`` rows: ``placed`` holds the
     arrays of a block's inputs' gradients (copies along the first axis), each with the rows of
@@ -232,6 +262,8 @@ def namespace(fast: bool) -> dict[str, Any]:
         "_stack": _stack(np),
         "_across": _across(np),
         "_rows": _rows(np),
+        "_sides": _sides(np)[0],
+        "_stack_as": _sides(np)[1],
         "_inf": math.inf,
         "_nan": math.nan,
     }

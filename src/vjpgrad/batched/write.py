@@ -6,7 +6,9 @@ The names are made here (``x0`` for the inputs, ``p0`` for the Values the functi
 outside, ``t1`` for the operations, ``g_t1`` for gradients, ``s0`` for the seeds; for a block run
 across its copies (``blocks``), ``i0_1`` for its inputs stacked, ``f0_1`` for its operations,
 ``gf0_1`` and ``gi0_1`` for their gradients, ``c0_1`` for what it hands the values its copies
-share) and numbers are written with ``repr``: no user text reaches the code.
+share; ``pa0``, ``pb0``, ``pp0`` for a block's products run as one operation, their operands and
+results stacked a product per row, ``pg0`` and ``pc0_1`` for their gradients and contributions)
+and numbers are written with ``repr``: no user text reaches the code.
 
 A block's copies run as one array with the copies along its first axis (``blocks``); each
 element sees its own copy's operations in their order. In the reverse pass, a value every copy
@@ -28,6 +30,9 @@ from vjpgrad.batched.blocks import ArrayBlock, find, reached
 from vjpgrad.batched.templates import FORWARD, forward_key, max_backward
 from vjpgrad.codegen.symbols import ARRAY, Code, contribution, literal, operand
 from vjpgrad.core import graph, ops
+
+FUSED = 3
+"""The fewest products of a block run as one array operation (their operands are stacked first)."""
 
 
 def _tuple(items: Any) -> str:
@@ -74,6 +79,7 @@ class ArrayWriter:
         found = find(recorded.live, recorded.positions, recorded.inputs, recorded.outputs, self.reach) if fold else []
         self.blocks: list[ArrayBlock] = found
         self.pending: dict[int, tuple[str, int]] = {}  # an input's gradient left in a block's array: its row
+        self.fused: dict[int, list[int]] = {}  # per block: the offsets of its products run as one
         self.value_names: list[str] = []
         self.value_index: dict[int, int] = {}
         inside: set[int] = set()
@@ -84,6 +90,10 @@ class ArrayWriter:
                 for m in range(block.copies):
                     inside.discard(id(recorded.live[block.start + m * block.length + o]))
             self.value_names += [f"i{j}_{s}" for s in range(len(block.varying))]
+            group = self._products(block)
+            if group:
+                self.fused[j] = group
+                self.value_names += [f"pa{j}", f"pb{j}", f"pp{j}"]
             self.value_names += [f"f{j}_{o}" for o in range(len(firsts))]
         for node in recorded.live:
             if id(node) not in inside:
@@ -139,16 +149,62 @@ class ArrayWriter:
         lines.append(f"    return ({values}{',' if len(self.value_names) == 1 else ''})")
         return "\n".join(lines) + "\n"
 
+    def _products(self, block: ArrayBlock) -> list[int]:
+        """The offsets of the block's products (``a * b``) that run as one array operation: those
+        whose operands are made before the block (its inputs, values every copy reads, numbers),
+        at least ``FUSED`` of them (a neuron's ``w_i * x_i``). Each product's number is the same
+        computed earlier, so the forward is free to; for the reverse pass every one is reached,
+        hands gradient along the same edges, and to operands that get no other contribution in
+        the block, so that taking all their contributions at once adds nothing in another order."""
+        live, positions = self.graph.live, self.graph.positions
+        firsts = live[block.start : block.start + block.length]
+        inside = {id(node) for node in firsts}
+        group = [
+            o
+            for o, node in enumerate(firsts)
+            if graph.op_of(node) is ops.MUL
+            and not any(isinstance(x, graph.Node) and id(x) in inside for x in graph.operands(node))
+        ]
+        if len(group) < FUSED:
+            return []
+        if not self.graph.wrt:
+            return group
+        edges = {positions[block.start + o] for o in group}
+        if len(edges) != 1 or not next(iter(edges)) or any(id(firsts[o]) not in self.reach for o in group):
+            return []
+        handed: dict[int, int] = {}
+        for o, node in enumerate(firsts):
+            if id(node) in self.reach and graph.op_of(node) is not None:
+                operands = graph.operands(node)
+                for k in positions[block.start + o]:
+                    handed[id(operands[k])] = handed.get(id(operands[k]), 0) + 1
+        taking = next(iter(edges))
+        if any(handed[id(graph.operands(firsts[o])[k])] != 1 for o in group for k in taking):
+            return []
+        return group
+
     def _block_forward(self, j: int, block: ArrayBlock) -> list[str]:
         """A block's copies as one array each operation (copies along the first axis), then each
-        copy's outputs taken out under their own names."""
+        copy's outputs taken out under their own names; the block's products (``fused``) as one
+        operation, their operands stacked (``pa``, ``pb``: a product per row)."""
         live = self.graph.live
         lines = [f"# {block.copies} copies of a block of {block.length} operations, run as one"]
         for s, column in enumerate(block.varying):
             lines.append(f"i{j}_{s} = _stack(({', '.join(self.term(x) for x in column)},))")
+        group = self.fused.get(j, [])
         replaced = self._named(self._local(j, block))
         try:
-            lines += [self.forward_line(node) for node in live[block.start : block.start + block.length]]
+            if group:
+                firsts = [live[block.start + o] for o in group]
+                sides = [_tuple(self.term(graph.operands(node)[k]) for node in firsts) for k in (0, 1)]
+                lines.append(f"pa{j}, pb{j} = _sides({sides[0]}, {sides[1]})")
+                lines.append(f"pp{j} = {FORWARD['mul']([f'pa{j}', f'pb{j}'])}  # {len(group)} products at once")
+                lines.append(f"{', '.join(f'f{j}_{o}' for o in group)}, = pp{j}")
+            lines += [
+                self.forward_line(node)
+                for o, node in enumerate(live[block.start : block.start + block.length])
+                if o not in group
+            ]
         finally:
             self.names.update(replaced)
         for o in block.outputs:
@@ -298,14 +354,26 @@ class ArrayWriter:
         at once; what they hand a value every copy reads is kept in ``shared``, in order."""
         live, positions = self.graph.live, self.graph.positions
         lines: list[str] = []
+        group = self.fused.get(j, [])
         for o in range(block.length - 1, -1, -1):
             node, edges = live[block.start + o], positions[block.start + o]
-            if id(node) not in self.reach or not edges:
+            if id(node) not in self.reach or not edges or (o in group and o != group[0]):
                 continue
-            lines.append(f"# {self.forward_line(node).split('  # ')[0]}")
-            operands = graph.operands(node)
-            for position, code in self.backward_lines(node, f"gf{j}_{o}", edges):
-                x = operands[position]
+            if o in group:  # the last of the products the pass reaches: all of them at once
+                found = self._fused_backward(j, group, edges)
+                lines += found[0]
+                contributions = found[1]
+            else:
+                lines.append(f"# {self.forward_line(node).split('  # ')[0]}")
+                operands = graph.operands(node)
+                contributions = [
+                    (operands[k] if k >= 0 else None, code)
+                    for k, code in self.backward_lines(node, f"gf{j}_{o}", edges)
+                ]
+            for x, code in contributions:
+                if x is None:  # a line that prepares the contributions
+                    lines.append(code)
+                    continue
                 target = local.get(id(x))
                 if target is None:  # a value every copy reads: added across the copies later
                     name = f"c{j}_{sum(len(parts) for _, parts in shared.values())}"
@@ -318,6 +386,31 @@ class ArrayWriter:
                 )
                 local_started.add(gradient)
         return lines
+
+    def _fused_backward(
+        self, j: int, group: list[int], edges: tuple[int, ...]
+    ) -> tuple[list[str], list[tuple[Any, str]]]:
+        """The reverse pass of a block's products at once: their gradients stacked (``pg``), the
+        table's rule of each edge applied to the stacked operands, and each product's share
+        taken out in decreasing order (each operand gets no other contribution in the block,
+        so when they are added does not change a bit)."""
+        live = self.graph.live
+        block = self.blocks[j]
+        lines = [
+            f"# {len(group)} products at once",
+            f"pg{j} = _stack_as(({', '.join(f'gf{j}_{o}' for o in group)},), pp{j})",
+        ]
+        symbols = [Code(f"pa{j}", atomic=True, dialect=ARRAY), Code(f"pb{j}", atomic=True, dialect=ARRAY)]
+        out = Code(f"pp{j}", atomic=True, dialect=ARRAY)
+        gradient = Code(f"pg{j}", atomic=True, dialect=ARRAY)
+        contributions: list[tuple[Any, str]] = []
+        for k in edges:
+            part = contribution(ops.MUL.gradients[k], gradient, ops.MUL.saved[k](*symbols, out))
+            lines.append(f"pc{j}_{k} = {operand(part) if isinstance(part, Code) else literal(part)}")
+        for row in range(len(group) - 1, -1, -1):
+            operands = graph.operands(live[block.start + group[row]])
+            contributions += [(operands[k], f"pc{j}_{k}[{row}]") for k in edges]
+        return lines, contributions
 
     def _across_lines(self, shared: dict[int, tuple[graph.Node, list[str]]], started: set[int]) -> list[str]:
         """Each shared value's gradient: the copies' contributions added the last copy first,
