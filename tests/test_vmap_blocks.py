@@ -87,6 +87,7 @@ def test_the_neurons_of_a_layer_run_as_one_operation_with_each_samples_eager_bit
     assert FOLDED in batched.source
     assert batched.source.count("_stack(") >= 2  # both hidden layers
     assert "8 products at once" in batched.source  # the second layer's w_i * x_i, one operation
+    assert "_across_stacked(" in batched.source  # their shares of the first layer's outputs read in place
     eager = [grad(hinge)(params, [float(a) for a in x], float(y)) for x, y in zip(xs, ys, strict=True)]
     assert_rows(rows, eager, "per-sample gradient")
 
@@ -316,34 +317,37 @@ def test_the_l2_penalty_parameter_by_parameter_gives_the_sums_gradient() -> None
 
 
 def test_products_whose_operand_gets_another_contribution_run_one_by_one() -> None:
-    """Each neuron reads its first weight twice (``w0 * x0`` and ``w0 * x2``): run all at once,
-    the products' contributions to w0 would be added in another order than eager code's, so the
-    block's products run one by one; and a layer whose products hand gradient to distinct
-    operands only runs them at once. Both give each sample's eager bits."""
+    """Products run as one array operation only where taking their contributions at once adds
+    nothing in another order: each neuron reading its first weight in two products (``w0 * x0``,
+    ``w0 * x2``) still runs them at once (the pass takes the products' shares in the same order),
+    but a neuron that also hands its first weight gradient through another operation between
+    the products (``w0.relu()``) runs its products one by one. The six products of the output
+    neuron run at once in both. Each gives every sample's eager bits."""
     params, xs = data(25, 3, 4 * 6 + 7, seed=11)
     xs[3] = [0.0, -0.0, 1e308]
 
-    def twice(p: Sequence[Any], x: Sequence[Any]) -> Any:
+    def network(p: Sequence[Any], x: Sequence[Any], again: Callable[[Any], Any]) -> Any:
         out = []
         for n in range(6):
             w = p[4 * n : 4 * n + 4]
-            out.append((w[3] + w[0] * x[0] + w[1] * x[1] + w[2] * x[2] + w[0] * x[2]).relu())
+            out.append((w[3] + w[0] * x[0] + w[1] * x[1] + again(w[0]) + w[2] * x[2]).relu())
         total = p[24]
         for n in range(6):
             total = total + p[25 + n] * out[n]
         return total
 
-    def once(p: Sequence[Any], x: Sequence[Any]) -> Any:
-        out = []
-        for n in range(6):
-            w = p[4 * n : 4 * n + 4]
-            out.append((w[3] + w[0] * x[0] + w[1] * x[1] + w[2] * x[2]).relu())
-        return sum(out, p[24]) * p[25]
+    def twice(p: Sequence[Any], x: Sequence[Any]) -> Any:
+        return network(p, x, lambda w: w * x[2])
 
-    for function, fused in ((twice, False), (once, True)):
+    def through_relu(p: Sequence[Any], x: Sequence[Any]) -> Any:
+        return network(p, x, lambda w: w.relu())
+
+    for function, fused in ((twice, "4 products at once"), (through_relu, None)):
         batched = vmap(grad(function), in_dims=(None, 0))
         rows = batched(params, xs)
         assert FOLDED in batched.source
-        assert ("products at once" in batched.source) is fused, function.__name__
+        assert "6 products at once" in batched.source, function.__name__
+        assert fused is None or fused in batched.source, function.__name__
+        assert fused is not None or "3 products at once" not in batched.source, function.__name__
         eager = [grad(function)(params, [float(a) for a in x]) for x in xs]
         assert_rows(rows, eager, function.__name__)

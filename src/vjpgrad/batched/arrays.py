@@ -155,7 +155,7 @@ def _stack(np: ModuleType) -> Callable[[tuple[Any, ...]], Any]:
     return stacked
 
 
-def _across(np: ModuleType) -> Callable[..., Any]:
+def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The values every copy of a block reads: their gradients so far (``starts``, -0.0 for one
     that has none yet: ``-0.0 + c`` is ``c`` to the bit) plus each copy's contributions
     (``parts``: ``reads`` arrays per value, one after the other, each with the copies along its
@@ -168,6 +168,10 @@ def _across(np: ModuleType) -> Callable[..., Any]:
             block = np.array(parts, dtype=np.float64)  # (values * reads, copies, samples), in C
         except ValueError:  # numbers and columns together
             block = np.stack(np.broadcast_arrays(*parts))
+        return stacked(starts, reads, block)
+
+    def stacked(starts: tuple[Any, ...], reads: int, block: Any) -> Any:
+        """``across`` with the parts already one array (the rows of products run as one)."""
         block = block.reshape((len(starts), reads, *block.shape[1:]))
         trailing = block.shape[3:]
         try:
@@ -176,15 +180,15 @@ def _across(np: ModuleType) -> Callable[..., Any]:
             total = np.stack(np.broadcast_arrays(*starts))
         if total.ndim == 1:
             total = total[:, None]
+        trailing = np.broadcast_shapes(total.shape[1:], trailing)
         if total.shape[1:] != trailing:
-            trailing = np.broadcast_shapes(total.shape[1:], trailing)
-            total = np.broadcast_to(total, (len(starts), *trailing))
+            total = np.broadcast_to(total, (len(starts), *trailing)).copy()
         for m in range(block.shape[2] - 1, -1, -1):
             for r in range(reads):
-                total = total + block[:, r, m]
+                total += block[:, r, m]  # in place: the same additions, no new array each
         return total
 
-    return across
+    return across, stacked
 
 
 def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -212,6 +216,9 @@ def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
         return aligned(a, axes), aligned(b, axes)
 
     def stack_as(items: tuple[Any, ...], like: Any) -> Any:
+        first = items[0]
+        if isinstance(first, np.ndarray) and all(x is first for x in items):  # a sum's terms: one gradient
+            return aligned(np.broadcast_to(first, (len(items), *first.shape)), like.ndim)
         return aligned(stacked(items), like.ndim)
 
     return sides, stack_as
@@ -260,7 +267,8 @@ def namespace(fast: bool) -> dict[str, Any]:
         "_max_hits": _max_hits(np),
         "_zero": lambda x: np.zeros_like(x, dtype=np.float64),
         "_stack": _stack(np),
-        "_across": _across(np),
+        "_across": _across(np)[0],
+        "_across_stacked": _across(np)[1],
         "_rows": _rows(np),
         "_sides": _sides(np)[0],
         "_stack_as": _sides(np)[1],

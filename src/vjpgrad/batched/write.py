@@ -31,6 +31,22 @@ from vjpgrad.batched.templates import FORWARD, forward_key, max_backward
 from vjpgrad.codegen.symbols import ARRAY, Code, contribution, literal, operand
 from vjpgrad.core import graph, ops
 
+
+def _rows_of(places: list[tuple[str, int] | None]) -> str | None:
+    """The rows ``places`` of one array, one after the other (up or down), as a slice of it
+    (a view, no copy); None when they are not."""
+    if len(places) < 2 or any(p is None for p in places):
+        return None
+    found = [p for p in places if p is not None]
+    name, first = found[0]
+    step = found[1][1] - first
+    if step not in (1, -1) or any(p != (name, first + k * step) for k, p in enumerate(found)):
+        return None
+    last = first + (len(found) - 1) * step
+    stop = last + step
+    return f"{name}[{first}:{'' if stop < 0 else stop}:{step}]"
+
+
 FUSED = 3
 """The fewest products of a block run as one array operation (their operands are stacked first)."""
 
@@ -80,6 +96,7 @@ class ArrayWriter:
         self.blocks: list[ArrayBlock] = found
         self.pending: dict[int, tuple[str, int]] = {}  # an input's gradient left in a block's array: its row
         self.fused: dict[int, list[int]] = {}  # per block: the offsets of its products run as one
+        self.parts: dict[str, tuple[str, int]] = {}  # a shared value's share from products run as one: array, row
         self.value_names: list[str] = []
         self.value_index: dict[int, int] = {}
         inside: set[int] = set()
@@ -99,6 +116,13 @@ class ArrayWriter:
             if id(node) not in inside:
                 self.value_index[id(node)] = len(self.value_names)
                 self.value_names.append(self.names[id(node)])
+        self.products: dict[int, list[int]] = {}  # outside the blocks: the first's index -> products run as one
+        bounds = [0, *(k for block in found for k in (block.start, block.end)), len(recorded.live)]
+        for first, last in zip(bounds[::2], bounds[1::2], strict=True):  # the stretches between blocks
+            group = self._fusable(range(first, last))
+            if group:
+                self.products[group[0]] = group
+                self.value_names += [f"pa_{group[0]}", f"pb_{group[0]}", f"pp_{group[0]}"]
 
     def _local(self, j: int, block: ArrayBlock) -> dict[int, str]:
         """The names a block's code uses for its first copy's operations and inputs."""
@@ -136,6 +160,7 @@ class ArrayWriter:
         live = self.graph.live
         lines = [f"def forward({', '.join(self.input_names)}):"]
         starts = {block.start: (j, block) for j, block in enumerate(self.blocks)}
+        fused = {k for group in self.products.values() for k in group}
         k = 0
         while k < len(live):
             if k in starts:
@@ -143,7 +168,12 @@ class ArrayWriter:
                 lines += [f"    {line}" for line in self._block_forward(j, block)]
                 k = block.end
                 continue
-            lines.append(f"    {self.forward_line(live[k])}")
+            if k in self.products:
+                nodes = [live[p] for p in self.products[k]]
+                names = [self.names[id(node)] for node in nodes]
+                lines += [f"    {line}" for line in self._fused_forward(f"_{k}", nodes, names)]
+            if k not in fused:
+                lines.append(f"    {self.forward_line(live[k])}")
             k += 1
         values = ", ".join(self.value_names)
         lines.append(f"    return ({values}{',' if len(self.value_names) == 1 else ''})")
@@ -152,35 +182,40 @@ class ArrayWriter:
     def _products(self, block: ArrayBlock) -> list[int]:
         """The offsets of the block's products (``a * b``) that run as one array operation: those
         whose operands are made before the block (its inputs, values every copy reads, numbers),
-        at least ``FUSED`` of them (a neuron's ``w_i * x_i``). Each product's number is the same
+        when ``_fusable`` (a neuron's ``w_i * x_i``)."""
+        found = self._fusable(range(block.start, block.start + block.length))
+        return [k - block.start for k in found]
+
+    def _fusable(self, span: range) -> list[int]:
+        """The products of ``span`` (indices into ``live``) whose operands are made before it, to
+        run as one array operation: at least ``FUSED`` of them. Each product's number is the same
         computed earlier, so the forward is free to; for the reverse pass every one is reached,
-        hands gradient along the same edges, and to operands that get no other contribution in
-        the block, so that taking all their contributions at once adds nothing in another order."""
+        hands gradient along the same edges, and no other operation of the span hands gradient
+        to their operands, so that taking all their contributions at once, when the pass reaches
+        the first of them, adds nothing in another order."""
         live, positions = self.graph.live, self.graph.positions
-        firsts = live[block.start : block.start + block.length]
-        inside = {id(node) for node in firsts}
+        inside = {id(live[k]) for k in span}
         group = [
-            o
-            for o, node in enumerate(firsts)
-            if graph.op_of(node) is ops.MUL
-            and not any(isinstance(x, graph.Node) and id(x) in inside for x in graph.operands(node))
+            k
+            for k in span
+            if graph.op_of(live[k]) is ops.MUL
+            and not any(isinstance(x, graph.Node) and id(x) in inside for x in graph.operands(live[k]))
         ]
         if len(group) < FUSED:
             return []
         if not self.graph.wrt:
             return group
-        edges = {positions[block.start + o] for o in group}
-        if len(edges) != 1 or not next(iter(edges)) or any(id(firsts[o]) not in self.reach for o in group):
+        edges = {positions[k] for k in group}
+        if len(edges) != 1 or not next(iter(edges)) or any(id(live[k]) not in self.reach for k in group):
             return []
-        handed: dict[int, int] = {}
-        for o, node in enumerate(firsts):
-            if id(node) in self.reach and graph.op_of(node) is not None:
-                operands = graph.operands(node)
-                for k in positions[block.start + o]:
-                    handed[id(operands[k])] = handed.get(id(operands[k]), 0) + 1
         taking = next(iter(edges))
-        if any(handed[id(graph.operands(firsts[o])[k])] != 1 for o in group for k in taking):
-            return []
+        targets = {id(graph.operands(live[k])[e]) for k in group for e in taking}
+        members = set(group)
+        for k in span:
+            if k not in members and id(live[k]) in self.reach and graph.op_of(live[k]) is not None:
+                operands = graph.operands(live[k])
+                if any(id(operands[e]) in targets for e in positions[k]):
+                    return []
         return group
 
     def _block_forward(self, j: int, block: ArrayBlock) -> list[str]:
@@ -196,10 +231,7 @@ class ArrayWriter:
         try:
             if group:
                 firsts = [live[block.start + o] for o in group]
-                sides = [_tuple(self.term(graph.operands(node)[k]) for node in firsts) for k in (0, 1)]
-                lines.append(f"pa{j}, pb{j} = _sides({sides[0]}, {sides[1]})")
-                lines.append(f"pp{j} = {FORWARD['mul']([f'pa{j}', f'pb{j}'])}  # {len(group)} products at once")
-                lines.append(f"{', '.join(f'f{j}_{o}' for o in group)}, = pp{j}")
+                lines += self._fused_forward(str(j), firsts, [f"f{j}_{o}" for o in group])
             lines += [
                 self.forward_line(node)
                 for o, node in enumerate(live[block.start : block.start + block.length])
@@ -252,6 +284,7 @@ class ArrayWriter:
             if output.requires_grad:
                 add(output, seed)
         ends = {block.end - 1: (j, block) for j, block in enumerate(self.blocks)}
+        later = {k for group in self.products.values() for k in group[1:]}
         k = len(recorded.live) - 1
         while k >= 0:
             if k in ends:
@@ -261,7 +294,15 @@ class ArrayWriter:
                 continue
             node, edges = recorded.live[k], recorded.positions[k]
             k -= 1
-            if id(node) not in started or graph.op_of(node) is None or not edges:
+            if id(node) not in started or graph.op_of(node) is None or not edges or k + 1 in later:
+                continue
+            if k + 1 in self.products:  # the first of products run as one: the pass takes them all here
+                nodes = [recorded.live[p] for p in self.products[k + 1]]
+                gradients = [f"g_{self.names[id(x)]}" for x in nodes]
+                found, contributions = self._fused_backward(f"_{k + 1}", nodes, gradients, edges)
+                lines += [f"    {line}" for line in found]
+                for x, code in contributions:
+                    add(x, code)
                 continue
             lines.append(f"    # {self.forward_line(node).split('  # ')[0]}")
             operands = graph.operands(node)
@@ -355,14 +396,17 @@ class ArrayWriter:
         live, positions = self.graph.live, self.graph.positions
         lines: list[str] = []
         group = self.fused.get(j, [])
+        fused_rows: dict[Any, tuple[str, int]] = {}  # an operand of the products: its share's array and row
         for o in range(block.length - 1, -1, -1):
             node, edges = live[block.start + o], positions[block.start + o]
             if id(node) not in self.reach or not edges or (o in group and o != group[0]):
                 continue
             if o in group:  # the last of the products the pass reaches: all of them at once
-                found = self._fused_backward(j, group, edges)
+                firsts = [live[block.start + p] for p in group]
+                found = self._fused_backward(str(j), firsts, [f"gf{j}_{p}" for p in group], edges)
                 lines += found[0]
                 contributions = found[1]
+                fused_rows = {x: (code.split("[")[0], int(code.split("[")[1][:-1])) for x, code in contributions}
             else:
                 lines.append(f"# {self.forward_line(node).split('  # ')[0]}")
                 operands = graph.operands(node)
@@ -378,6 +422,8 @@ class ArrayWriter:
                 if target is None:  # a value every copy reads: added across the copies later
                     name = f"c{j}_{sum(len(parts) for _, parts in shared.values())}"
                     lines.append(f"{name} = {code}")
+                    if x in fused_rows:
+                        self.parts[name] = fused_rows[x]
                     shared.setdefault(id(x), (x, []))[1].append(name)
                     continue
                 gradient = f"g{target}"
@@ -388,29 +434,36 @@ class ArrayWriter:
         return lines
 
     def _fused_backward(
-        self, j: int, group: list[int], edges: tuple[int, ...]
+        self, tag: str, nodes: list[graph.Node], gradients: list[str], edges: tuple[int, ...]
     ) -> tuple[list[str], list[tuple[Any, str]]]:
-        """The reverse pass of a block's products at once: their gradients stacked (``pg``), the
-        table's rule of each edge applied to the stacked operands, and each product's share
-        taken out in decreasing order (each operand gets no other contribution in the block,
-        so when they are added does not change a bit)."""
-        live = self.graph.live
-        block = self.blocks[j]
-        lines = [
-            f"# {len(group)} products at once",
-            f"pg{j} = _stack_as(({', '.join(f'gf{j}_{o}' for o in group)},), pp{j})",
-        ]
-        symbols = [Code(f"pa{j}", atomic=True, dialect=ARRAY), Code(f"pb{j}", atomic=True, dialect=ARRAY)]
-        out = Code(f"pp{j}", atomic=True, dialect=ARRAY)
-        gradient = Code(f"pg{j}", atomic=True, dialect=ARRAY)
+        """The reverse pass of products run as one (``nodes``, named ``pa``/``pb``/``pp`` + ``tag``
+        in the forward) at once: their gradients stacked (``pg``), the table's rule of each edge
+        applied to the stacked operands, and each product's share taken out in decreasing order,
+        each product's edges in order, as the pass takes them one product at a time (no other
+        operation between them hands gradient to their operands, so when the shares are added
+        changes no bit)."""
+        lines = [f"# {len(nodes)} products at once", f"pg{tag} = _stack_as({_tuple(gradients)}, pp{tag})"]
+        symbols = [Code(f"pa{tag}", atomic=True, dialect=ARRAY), Code(f"pb{tag}", atomic=True, dialect=ARRAY)]
+        out = Code(f"pp{tag}", atomic=True, dialect=ARRAY)
+        gradient = Code(f"pg{tag}", atomic=True, dialect=ARRAY)
         contributions: list[tuple[Any, str]] = []
         for k in edges:
             part = contribution(ops.MUL.gradients[k], gradient, ops.MUL.saved[k](*symbols, out))
-            lines.append(f"pc{j}_{k} = {operand(part) if isinstance(part, Code) else literal(part)}")
-        for row in range(len(group) - 1, -1, -1):
-            operands = graph.operands(live[block.start + group[row]])
-            contributions += [(operands[k], f"pc{j}_{k}[{row}]") for k in edges]
+            lines.append(f"pc{tag}_{k} = {operand(part) if isinstance(part, Code) else literal(part)}")
+        for row in range(len(nodes) - 1, -1, -1):
+            operands = graph.operands(nodes[row])
+            contributions += [(operands[k], f"pc{tag}_{k}[{row}]") for k in edges]
         return lines, contributions
+
+    def _fused_forward(self, tag: str, nodes: list[graph.Node], names: list[str]) -> list[str]:
+        """Products run as one: their operands stacked a product per row, one multiplication,
+        each product's row under its own name."""
+        sides = [_tuple(self.term(graph.operands(node)[k]) for node in nodes) for k in (0, 1)]
+        return [
+            f"pa{tag}, pb{tag} = _sides({sides[0]}, {sides[1]})",
+            f"pp{tag} = {FORWARD['mul']([f'pa{tag}', f'pb{tag}'])}  # {len(nodes)} products at once",
+            f"{', '.join(names)}, = pp{tag}",
+        ]
 
     def _across_lines(self, shared: dict[int, tuple[graph.Node, list[str]]], started: set[int]) -> list[str]:
         """Each shared value's gradient: the copies' contributions added the last copy first,
@@ -424,6 +477,10 @@ class ArrayWriter:
             names = [f"g_{self.names[id(x)]}" for x, _ in members]
             starts = [name if id(x) in started else "-0.0" for name, (x, _) in zip(names, members, strict=True)]
             parts = [part for _, found in members for part in found]
-            lines.append(f"{', '.join(names)}, = _across(({', '.join(starts)},), {reads}, {', '.join(parts)})")
+            rows = _rows_of([self.parts.get(part) for part in parts])
+            if rows is not None:  # the parts are the rows of one array in order: read where they are
+                lines.append(f"{', '.join(names)}, = _across_stacked(({', '.join(starts)},), {reads}, {rows})")
+            else:
+                lines.append(f"{', '.join(names)}, = _across(({', '.join(starts)},), {reads}, {', '.join(parts)})")
             started.update(id(x) for x, _ in members)
         return lines
