@@ -227,7 +227,7 @@ def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
 def _rows(np: ModuleType) -> Callable[..., Any]:
     """The gradients a reverse pass returns, as one array of ``count`` rows: ``placed`` holds the
     arrays of a block's inputs' gradients (copies along the first axis), each with the rows of
-    the result they fill and the copies they are taken from (None: all, in order), in one
+    the result they fill (a tuple of them, or a slice) and the copies they are taken from (None: all, in order), in one
     operation each; ``alone`` every other gradient (a column of samples or a number) with its
     row. A gradient that is one number for every sample fills its row."""
     asarray, empty, float64 = np.asarray, np.empty, np.float64
@@ -241,7 +241,7 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
                 width = max(width, found.shape[-1])
                 if picked is not None:
                     found = found[list(picked)]
-            arrays.append((found, list(where)))
+            arrays.append((found, where if isinstance(where, slice) else list(where)))
         for _, x in alone:
             if isinstance(x, np.ndarray) and x.ndim:
                 width = max(width, x.shape[-1])

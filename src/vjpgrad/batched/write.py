@@ -32,6 +32,15 @@ from vjpgrad.codegen.symbols import ARRAY, Code, contribution, literal, operand
 from vjpgrad.core import graph, ops
 
 
+def _places(rows: list[int]) -> str:
+    """The rows of a result as an index: a slice when they are evenly spaced (NumPy writes
+    through a slice about 3x faster than through a tuple of rows, which it gathers)."""
+    step = rows[1] - rows[0] if len(rows) > 1 else 1
+    if step > 0 and rows == list(range(rows[0], rows[-1] + 1, step)):
+        return f"slice({rows[0]}, {rows[-1] + 1}, {step})"
+    return _tuple(str(k) for k in rows)
+
+
 def _rows_of(places: list[tuple[str, int] | None]) -> str | None:
     """The rows ``places`` of one array, one after the other (up or down), as a slice of it
     (a view, no copy); None when they are not."""
@@ -339,7 +348,7 @@ class ArrayWriter:
         placed = []
         for name, rows in groups.items():
             picked = "None" if [m for _, m in rows] == list(range(len(rows))) else _tuple(str(m) for _, m in rows)
-            placed.append(f"({name}, {_tuple(str(k) for k, _ in rows)}, {picked})")
+            placed.append(f"({name}, {_places([k for k, _ in rows])}, {picked})")
         alone = _tuple(f"({k}, {code})" for k, code in singles)
         return f"_rows({len(self.graph.wrt)}, {_tuple(placed)}, {alone})"
 
