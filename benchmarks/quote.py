@@ -4,6 +4,7 @@ each command: the page's figures are the benchmarks' own lines, never typed by h
 
     python benchmarks/quote.py            # every command below (several minutes)
     python benchmarks/quote.py --dry-run  # print the section instead of writing it
+    python benchmarks/quote.py --only vmap.py  # those benchmarks anew, the others' figures kept
 """
 
 from __future__ import annotations
@@ -47,20 +48,39 @@ def run(arguments: list[str]) -> str:
     return done.stdout.rstrip()
 
 
+def earlier() -> tuple[str, dict[str, str]]:
+    """The page's section as it is: its first line (the run's date and load) and each command's
+    block, by command, so that a run of some benchmarks (``--only``) keeps the others' figures."""
+    page = PAGE.read_text(encoding="utf-8")
+    if BEGIN not in page or END not in page:
+        return "", {}
+    body = page.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    head, _, rest = body.partition("\n\n")
+    blocks = {}
+    for block in ("\n\n" + rest).split("\n\n**")[1:]:
+        command = block.split("`", 2)[1] if block.count("`") >= 2 else ""
+        blocks[command] = "**" + block.strip()
+    return head.strip(), blocks
+
+
 def section(only: list[str] | None) -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    head, kept = earlier() if only else ("", {})
     parts = [
         BEGIN,
         "",
         f"Run on {now}, CPython {platform.python_version()}, {os.cpu_count()} cores; load average "
-        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} when it started (a shared machine: read the ratios).",
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} when it started (a shared machine: read the ratios)."
+        + (f" Only {', '.join(only)} ran then; the other figures are from the earlier run: {head}" if only else ""),
     ]
     for title, arguments in COMMANDS:
-        if only and arguments[0] not in only:
-            continue
         command = (
             "VJPGRAD_CACHE=0 " * (arguments[0] == "compile_overhead.py") + "python benchmarks/" + " ".join(arguments)
         )
+        if only and arguments[0] not in only:
+            if command in kept:
+                parts += ["", kept[command]]
+            continue
         print(f"running {command}", file=sys.stderr)
         parts += ["", f"**{title}**: `{command}`", "", "```text", run(arguments), "```"]
     parts += ["", END]
@@ -70,7 +90,9 @@ def section(only: list[str] | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="print the section, leave the page as it is")
-    parser.add_argument("--only", nargs="+", help="benchmark files to run (e.g. vmap.py), the rest left out")
+    parser.add_argument(
+        "--only", nargs="+", help="benchmark files to run (e.g. vmap.py); the others' figures are kept from the page"
+    )
     args = parser.parse_args(argv)
     text = section(args.only)
     if args.dry_run:

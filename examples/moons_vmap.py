@@ -4,7 +4,8 @@ The model is written as a function of a list of parameters (``apply``), the loss
 (``margin``), and ``vmap(grad(margin), in_dims=(None, 0, 0))`` gives every sample's gradient
 at once, as array code. ``batch_sum`` adds them as eager code's reverse pass adds them: the
 regularisation's gradient first (its nodes were made last), then the samples from the last to
-the first. Needs NumPy: pip install numpy (or pip install -e '.[vmap]' in your clone of vjpgrad).
+the first (the regularisation's gradient by ``vmap(grad(penalty))``, parameter by parameter: the
+same numbers). Needs NumPy: pip install numpy (or pip install -e '.[vmap]' in your clone of vjpgrad).
 
     python examples/moons_vmap.py [--steps 100]
 """
@@ -58,6 +59,14 @@ def regularisation(params: Sequence[Any]) -> Any:
     return 1e-4 * sum((p * p for p in params), Value(0.0, requires_grad=False))
 
 
+def penalty(p: Any) -> Any:
+    """One parameter's share of the L2 term, ``1e-4 * (p * p)``. In ``regularisation`` the sum
+    hands each square the gradient it gets (1e-4) unchanged, so ``vmap(grad(penalty))`` over the
+    parameters gives ``grad(regularisation)``'s numbers to the bit, in a few array operations
+    instead of a graph of 675 nodes."""
+    return 1e-4 * (p * p)
+
+
 def train(steps: int = 100, seed: int = 1337, *, fast: bool = False) -> list[float]:
     """moons.py's ``train``, full batch through vmap; returns the final parameters."""
     import numpy as np
@@ -66,10 +75,10 @@ def train(steps: int = 100, seed: int = 1337, *, fast: bool = False) -> list[flo
     xs, ys = np.array(points), np.array(labels, dtype=np.float64)
     params = np.array([p.data for p in MLP(2, [16, 16, 1], seed=seed).parameters()])
     per_sample = vjpgrad.vmap(vjpgrad.grad(margin), in_dims=(None, 0, 0, None), fast=fast)
-    regularised = vjpgrad.grad(regularisation)
+    regularised = vjpgrad.vmap(vjpgrad.grad(penalty), fast=fast)  # grad(regularisation)'s numbers, per parameter
     for k in range(steps):
         rows = per_sample(list(params), xs, ys, len(points))
-        grads = 0.0 + vjpgrad.batch_sum(rows, start=regularised(list(params)))  # .grad was zeroed: 0.0 + the pass
+        grads = 0.0 + vjpgrad.batch_sum(rows, start=regularised(params))  # .grad was zeroed: 0.0 + the pass
         learning_rate = 1.0 - 0.9 * k / 100
         params = params - learning_rate * grads
     return [float(p) for p in params]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -85,6 +86,8 @@ def test_the_neurons_of_a_layer_run_as_one_operation_with_each_samples_eager_bit
     rows = batched(params, xs, ys)
     assert FOLDED in batched.source
     assert batched.source.count("_stack(") >= 2  # both hidden layers
+    assert "8 products at once" in batched.source  # the second layer's w_i * x_i, one operation
+    assert "_across_stacked(" in batched.source  # their shares of the first layer's outputs read in place
     eager = [grad(hinge)(params, [float(a) for a in x], float(y)) for x, y in zip(xs, ys, strict=True)]
     assert_rows(rows, eager, "per-sample gradient")
 
@@ -271,3 +274,81 @@ def test_the_search_for_blocks_is_bounded_on_a_long_chain(monkeypatch: pytest.Mo
     assert checked[0] <= (blocks.WORK + 2) * 1200
     eager = [grad(chain)(0.9, x) for x in (1.0, -2.0, 0.0)]
     assert_rows(rows, eager, "chain")
+
+
+def test_gradients_of_some_copies_inputs_only_placed_row_by_row() -> None:
+    """The weights split between two arguments, only the second differentiated and given in
+    reverse order: the reverse pass places in its result the rows of a block's stacked gradient
+    that belong to it, taken in the argument's order, and a weight also read after the block
+    gets its later contribution first, as eager code adds them."""
+    params, xs = data(30, 2, count(SIZES), seed=5)
+    half = len(params) // 2
+    ys = np.array([1.0 if i % 2 else -1.0 for i in range(30)])
+
+    def split(first: Any, second: Any, x: Any, y: Any) -> Any:
+        p = [v if isinstance(v, Value) else Value(v, requires_grad=False) for v in first] + list(second)[::-1]
+        return hinge(p, x, y) + p[half] * p[half + 1] * x[0]
+
+    batched = vmap(grad(split, argnums=1), in_dims=(None, None, 0, 0))
+    second = params[half:][::-1]
+    rows = batched(params[:half], second, xs, ys)
+    assert FOLDED in batched.source
+    taken_in_another_order = r"\(gi\d+_\d+, (slice\([\d, ]+\)|\([\d, ]+\)), \(\d"  # (array, rows, copies)
+    assert re.search(taken_in_another_order, batched.source)
+    by_sample = grad(split, argnums=1)
+    eager = [by_sample(params[:half], second, [float(a) for a in x], float(y)) for x, y in zip(xs, ys, strict=True)]
+    assert_rows(rows, eager, "per-sample gradient of the second argument")
+
+
+def test_the_l2_penalty_parameter_by_parameter_gives_the_sums_gradient() -> None:
+    """examples/moons_vmap.py takes the L2 term's gradient as vmap(grad(penalty)) over the
+    parameters: the sum hands each square its gradient unchanged, so the numbers are the ones
+    grad of the whole sum gives (a different order or a missing factor shows in the bits)."""
+    params, _ = data(1, 2, 337, seed=7)
+    params[:4] = [0.0, -0.0, 1e-300, -3.5e200]
+
+    def regularisation(p: Sequence[Any]) -> Any:
+        return 1e-4 * sum((v * v for v in p), Value(0.0, requires_grad=False))
+
+    def penalty(v: Any) -> Any:
+        return 1e-4 * (v * v)
+
+    by_parameter = vmap(grad(penalty))(np.array(params))
+    assert_rows(by_parameter, grad(regularisation)(params), "the L2 term's gradient")
+
+
+def test_products_whose_operand_gets_another_contribution_run_one_by_one() -> None:
+    """Products run as one array operation only where taking their contributions at once adds
+    nothing in another order: each neuron reading its first weight in two products (``w0 * x0``,
+    ``w0 * x2``) still runs them at once (the pass takes the products' shares in the same order),
+    but a neuron that also hands its first weight gradient through another operation between
+    the products (``w0.relu()``) runs its products one by one. The six products of the output
+    neuron run at once in both. Each gives every sample's eager bits."""
+    params, xs = data(25, 3, 4 * 6 + 7, seed=11)
+    xs[3] = [0.0, -0.0, 1e308]
+
+    def network(p: Sequence[Any], x: Sequence[Any], again: Callable[[Any], Any]) -> Any:
+        out = []
+        for n in range(6):
+            w = p[4 * n : 4 * n + 4]
+            out.append((w[3] + w[0] * x[0] + w[1] * x[1] + again(w[0]) + w[2] * x[2]).relu())
+        total = p[24]
+        for n in range(6):
+            total = total + p[25 + n] * out[n]
+        return total
+
+    def twice(p: Sequence[Any], x: Sequence[Any]) -> Any:
+        return network(p, x, lambda w: w * x[2])
+
+    def through_relu(p: Sequence[Any], x: Sequence[Any]) -> Any:
+        return network(p, x, lambda w: w.relu())
+
+    for function, fused in ((twice, "4 products at once"), (through_relu, None)):
+        batched = vmap(grad(function), in_dims=(None, 0))
+        rows = batched(params, xs)
+        assert FOLDED in batched.source
+        assert "6 products at once" in batched.source, function.__name__
+        assert fused is None or fused in batched.source, function.__name__
+        assert fused is not None or "3 products at once" not in batched.source, function.__name__
+        eager = [grad(function)(params, [float(a) for a in x]) for x in xs]
+        assert_rows(rows, eager, function.__name__)

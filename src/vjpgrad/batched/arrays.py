@@ -155,7 +155,7 @@ def _stack(np: ModuleType) -> Callable[[tuple[Any, ...]], Any]:
     return stacked
 
 
-def _across(np: ModuleType) -> Callable[..., Any]:
+def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The values every copy of a block reads: their gradients so far (``starts``, -0.0 for one
     that has none yet: ``-0.0 + c`` is ``c`` to the bit) plus each copy's contributions
     (``parts``: ``reads`` arrays per value, one after the other, each with the copies along its
@@ -168,6 +168,10 @@ def _across(np: ModuleType) -> Callable[..., Any]:
             block = np.array(parts, dtype=np.float64)  # (values * reads, copies, samples), in C
         except ValueError:  # numbers and columns together
             block = np.stack(np.broadcast_arrays(*parts))
+        return stacked(starts, reads, block)
+
+    def stacked(starts: tuple[Any, ...], reads: int, block: Any) -> Any:
+        """``across`` with the parts already one array (the rows of products run as one)."""
         block = block.reshape((len(starts), reads, *block.shape[1:]))
         trailing = block.shape[3:]
         try:
@@ -176,15 +180,79 @@ def _across(np: ModuleType) -> Callable[..., Any]:
             total = np.stack(np.broadcast_arrays(*starts))
         if total.ndim == 1:
             total = total[:, None]
+        trailing = np.broadcast_shapes(total.shape[1:], trailing)
         if total.shape[1:] != trailing:
-            trailing = np.broadcast_shapes(total.shape[1:], trailing)
-            total = np.broadcast_to(total, (len(starts), *trailing))
+            total = np.broadcast_to(total, (len(starts), *trailing)).copy()
         for m in range(block.shape[2] - 1, -1, -1):
             for r in range(reads):
-                total = total + block[:, r, m]
+                total += block[:, r, m]  # in place: the same additions, no new array each
         return total
 
-    return across
+    return across, stacked
+
+
+def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """Operands of a block's products, stacked a product per row: ``sides(lefts, rights)`` gives
+    both stacks with as many axes each, so that ``a * b`` multiplies row k of one by row k of the
+    other as ``lefts[k] * rights[k]`` broadcasts; ``stack_as(items, like)`` stacks the products'
+    gradients with ``like``'s number of axes."""
+    array, broadcast, stack, float64 = np.array, np.broadcast_arrays, np.stack, np.float64
+
+    def stacked(items: tuple[Any, ...]) -> Any:
+        try:
+            return array(items, dtype=float64)  # numbers, or arrays of one shape: in C
+        except ValueError:  # numbers and arrays together
+            return stack(broadcast(*items))
+
+    def aligned(found: Any, axes: int) -> Any:
+        """Axes of length 1 put after the first, as broadcasting puts them before each row."""
+        if found.ndim >= axes:
+            return found
+        return found.reshape((found.shape[0],) + (1,) * (axes - found.ndim) + found.shape[1:])
+
+    def sides(lefts: tuple[Any, ...], rights: tuple[Any, ...]) -> tuple[Any, Any]:
+        a, b = stacked(lefts), stacked(rights)
+        axes = max(a.ndim, b.ndim)
+        return aligned(a, axes), aligned(b, axes)
+
+    def stack_as(items: tuple[Any, ...], like: Any) -> Any:
+        first = items[0]
+        if isinstance(first, np.ndarray) and all(x is first for x in items):  # a sum's terms: one gradient
+            return aligned(np.broadcast_to(first, (len(items), *first.shape)), like.ndim)
+        return aligned(stacked(items), like.ndim)
+
+    return sides, stack_as
+
+
+def _rows(np: ModuleType) -> Callable[..., Any]:
+    """The gradients a reverse pass returns, as one array of ``count`` rows: ``placed`` holds the
+    arrays of a block's inputs' gradients (copies along the first axis), each with the rows of
+    the result they fill (a tuple of them, or a slice) and the copies they are taken from (None: all, in order), in one
+    operation each; ``alone`` every other gradient (a column of samples or a number) with its
+    row. A gradient that is one number for every sample fills its row."""
+    asarray, empty, float64 = np.asarray, np.empty, np.float64
+
+    def rows(count: int, placed: tuple[Any, ...], alone: tuple[tuple[int, Any], ...]) -> Any:
+        width = 1
+        arrays = []
+        for array, where, picked in placed:
+            found = asarray(array, dtype=float64)
+            if found.ndim:
+                width = max(width, found.shape[-1])
+                if picked is not None:
+                    found = found[list(picked)]
+            arrays.append((found, where if isinstance(where, slice) else list(where)))
+        for _, x in alone:
+            if isinstance(x, np.ndarray) and x.ndim:
+                width = max(width, x.shape[-1])
+        out = empty((count, width))
+        for found, where in arrays:
+            out[where] = found
+        for k, x in alone:
+            out[k] = x
+        return out
+
+    return rows
 
 
 def namespace(fast: bool) -> dict[str, Any]:
@@ -199,7 +267,11 @@ def namespace(fast: bool) -> dict[str, Any]:
         "_max_hits": _max_hits(np),
         "_zero": lambda x: np.zeros_like(x, dtype=np.float64),
         "_stack": _stack(np),
-        "_across": _across(np),
+        "_across": _across(np)[0],
+        "_across_stacked": _across(np)[1],
+        "_rows": _rows(np),
+        "_sides": _sides(np)[0],
+        "_stack_as": _sides(np)[1],
         "_inf": math.inf,
         "_nan": math.nan,
     }

@@ -6,7 +6,9 @@ The names are made here (``x0`` for the inputs, ``p0`` for the Values the functi
 outside, ``t1`` for the operations, ``g_t1`` for gradients, ``s0`` for the seeds; for a block run
 across its copies (``blocks``), ``i0_1`` for its inputs stacked, ``f0_1`` for its operations,
 ``gf0_1`` and ``gi0_1`` for their gradients, ``c0_1`` for what it hands the values its copies
-share) and numbers are written with ``repr``: no user text reaches the code.
+share; ``pa0``, ``pb0``, ``pp0`` for a block's products run as one operation, their operands and
+results stacked a product per row, ``pg0`` and ``pc0_1`` for their gradients and contributions)
+and numbers are written with ``repr``: no user text reaches the code.
 
 A block's copies run as one array with the copies along its first axis (``blocks``); each
 element sees its own copy's operations in their order. In the reverse pass, a value every copy
@@ -28,6 +30,40 @@ from vjpgrad.batched.blocks import ArrayBlock, find, reached
 from vjpgrad.batched.templates import FORWARD, forward_key, max_backward
 from vjpgrad.codegen.symbols import ARRAY, Code, contribution, literal, operand
 from vjpgrad.core import graph, ops
+
+
+def _places(rows: list[int]) -> str:
+    """The rows of a result as an index: a slice when they are evenly spaced (NumPy writes
+    through a slice about 3x faster than through a tuple of rows, which it gathers)."""
+    step = rows[1] - rows[0] if len(rows) > 1 else 1
+    if step > 0 and rows == list(range(rows[0], rows[-1] + 1, step)):
+        return f"slice({rows[0]}, {rows[-1] + 1}, {step})"
+    return _tuple(str(k) for k in rows)
+
+
+def _rows_of(places: list[tuple[str, int] | None]) -> str | None:
+    """The rows ``places`` of one array, one after the other (up or down), as a slice of it
+    (a view, no copy); None when they are not."""
+    if len(places) < 2 or any(p is None for p in places):
+        return None
+    found = [p for p in places if p is not None]
+    name, first = found[0]
+    step = found[1][1] - first
+    if step not in (1, -1) or any(p != (name, first + k * step) for k, p in enumerate(found)):
+        return None
+    last = first + (len(found) - 1) * step
+    stop = last + step
+    return f"{name}[{first}:{'' if stop < 0 else stop}:{step}]"
+
+
+FUSED = 3
+"""The fewest products of a block run as one array operation (their operands are stacked first)."""
+
+
+def _tuple(items: Any) -> str:
+    """Python's text of a tuple of the texts ``items``."""
+    listed = list(items)
+    return f"({', '.join(listed)}{',' if len(listed) == 1 else ''})"
 
 
 class UnsupportedError(TypeError):
@@ -53,7 +89,8 @@ class ArrayWriter:
     """Writes ``forward(x0, ..., p0, ...)`` and ``backward(inputs, values, s0, ...)`` for one graph.
 
     ``forward`` returns ``values``, the arrays named in ``value_names`` (``value_index`` gives
-    the place of each operation's among them), which ``backward`` reads."""
+    the place of each operation's among them), which ``backward`` reads; ``backward`` returns
+    the gradients of ``wrt`` as the rows of one array (``_rows``)."""
 
     def __init__(self, recorded: Graph, arguments: int, fold: bool = True) -> None:
         self.graph = recorded
@@ -66,6 +103,9 @@ class ArrayWriter:
         self.reach = reached(recorded.live, recorded.positions, recorded.outputs if recorded.wrt else [])
         found = find(recorded.live, recorded.positions, recorded.inputs, recorded.outputs, self.reach) if fold else []
         self.blocks: list[ArrayBlock] = found
+        self.pending: dict[int, tuple[str, int]] = {}  # an input's gradient left in a block's array: its row
+        self.fused: dict[int, list[int]] = {}  # per block: the offsets of its products run as one
+        self.parts: dict[str, tuple[str, int]] = {}  # a shared value's share from products run as one: array, row
         self.value_names: list[str] = []
         self.value_index: dict[int, int] = {}
         inside: set[int] = set()
@@ -76,11 +116,22 @@ class ArrayWriter:
                 for m in range(block.copies):
                     inside.discard(id(recorded.live[block.start + m * block.length + o]))
             self.value_names += [f"i{j}_{s}" for s in range(len(block.varying))]
+            group = self._products(block)
+            if group:
+                self.fused[j] = group
+                self.value_names += [f"pa{j}", f"pb{j}", f"pp{j}"]
             self.value_names += [f"f{j}_{o}" for o in range(len(firsts))]
         for node in recorded.live:
             if id(node) not in inside:
                 self.value_index[id(node)] = len(self.value_names)
                 self.value_names.append(self.names[id(node)])
+        self.products: dict[int, list[int]] = {}  # outside the blocks: the first's index -> products run as one
+        bounds = [0, *(k for block in found for k in (block.start, block.end)), len(recorded.live)]
+        for first, last in zip(bounds[::2], bounds[1::2], strict=True):  # the stretches between blocks
+            group = self._fusable(range(first, last))
+            if group:
+                self.products[group[0]] = group
+                self.value_names += [f"pa_{group[0]}", f"pb_{group[0]}", f"pp_{group[0]}"]
 
     def _local(self, j: int, block: ArrayBlock) -> dict[int, str]:
         """The names a block's code uses for its first copy's operations and inputs."""
@@ -118,6 +169,7 @@ class ArrayWriter:
         live = self.graph.live
         lines = [f"def forward({', '.join(self.input_names)}):"]
         starts = {block.start: (j, block) for j, block in enumerate(self.blocks)}
+        fused = {k for group in self.products.values() for k in group}
         k = 0
         while k < len(live):
             if k in starts:
@@ -125,22 +177,75 @@ class ArrayWriter:
                 lines += [f"    {line}" for line in self._block_forward(j, block)]
                 k = block.end
                 continue
-            lines.append(f"    {self.forward_line(live[k])}")
+            if k in self.products:
+                nodes = [live[p] for p in self.products[k]]
+                names = [self.names[id(node)] for node in nodes]
+                lines += [f"    {line}" for line in self._fused_forward(f"_{k}", nodes, names)]
+            if k not in fused:
+                lines.append(f"    {self.forward_line(live[k])}")
             k += 1
         values = ", ".join(self.value_names)
         lines.append(f"    return ({values}{',' if len(self.value_names) == 1 else ''})")
         return "\n".join(lines) + "\n"
 
+    def _products(self, block: ArrayBlock) -> list[int]:
+        """The offsets of the block's products (``a * b``) that run as one array operation: those
+        whose operands are made before the block (its inputs, values every copy reads, numbers),
+        when ``_fusable`` (a neuron's ``w_i * x_i``)."""
+        found = self._fusable(range(block.start, block.start + block.length))
+        return [k - block.start for k in found]
+
+    def _fusable(self, span: range) -> list[int]:
+        """The products of ``span`` (indices into ``live``) whose operands are made before it, to
+        run as one array operation: at least ``FUSED`` of them. Each product's number is the same
+        computed earlier, so the forward is free to; for the reverse pass every one is reached,
+        hands gradient along the same edges, and no other operation of the span hands gradient
+        to their operands, so that taking all their contributions at once, when the pass reaches
+        the first of them, adds nothing in another order."""
+        live, positions = self.graph.live, self.graph.positions
+        inside = {id(live[k]) for k in span}
+        group = [
+            k
+            for k in span
+            if graph.op_of(live[k]) is ops.MUL
+            and not any(isinstance(x, graph.Node) and id(x) in inside for x in graph.operands(live[k]))
+        ]
+        if len(group) < FUSED:
+            return []
+        if not self.graph.wrt:
+            return group
+        edges = {positions[k] for k in group}
+        if len(edges) != 1 or not next(iter(edges)) or any(id(live[k]) not in self.reach for k in group):
+            return []
+        taking = next(iter(edges))
+        targets = {id(graph.operands(live[k])[e]) for k in group for e in taking}
+        members = set(group)
+        for k in span:
+            if k not in members and id(live[k]) in self.reach and graph.op_of(live[k]) is not None:
+                operands = graph.operands(live[k])
+                if any(id(operands[e]) in targets for e in positions[k]):
+                    return []
+        return group
+
     def _block_forward(self, j: int, block: ArrayBlock) -> list[str]:
         """A block's copies as one array each operation (copies along the first axis), then each
-        copy's outputs taken out under their own names."""
+        copy's outputs taken out under their own names; the block's products (``fused``) as one
+        operation, their operands stacked (``pa``, ``pb``: a product per row)."""
         live = self.graph.live
         lines = [f"# {block.copies} copies of a block of {block.length} operations, run as one"]
         for s, column in enumerate(block.varying):
             lines.append(f"i{j}_{s} = _stack(({', '.join(self.term(x) for x in column)},))")
+        group = self.fused.get(j, [])
         replaced = self._named(self._local(j, block))
         try:
-            lines += [self.forward_line(node) for node in live[block.start : block.start + block.length]]
+            if group:
+                firsts = [live[block.start + o] for o in group]
+                lines += self._fused_forward(str(j), firsts, [f"f{j}_{o}" for o in group])
+            lines += [
+                self.forward_line(node)
+                for o, node in enumerate(live[block.start : block.start + block.length])
+                if o not in group
+            ]
         finally:
             self.names.update(replaced)
         for o in block.outputs:
@@ -167,7 +272,8 @@ class ArrayWriter:
 
     def backward_source(self) -> str:
         """The reverse pass: seeded with ``s0``... at the outputs, it returns the gradient of each
-        of ``wrt`` (0.0 for one the outputs do not reach, as ``grad`` gives)."""
+        of ``wrt`` as one array, a row each (0.0 for one the outputs do not reach, as ``grad``
+        gives; a row of one number when it is the same for every sample)."""
         recorded = self.graph
         seeds = [f"s{k}" for k in range(len(recorded.outputs))]
         lines = [f"def backward(inputs, values{''.join(', ' + s for s in seeds)}):"]
@@ -175,9 +281,11 @@ class ArrayWriter:
             if names:
                 lines.append(f"    ({', '.join(names)}{',' if len(names) == 1 else ''}) = {holder}")
         started: set[int] = set()
+        self.pending = {}
 
         def add(target: graph.Node, code: str) -> None:
             name = f"g_{self.names[id(target)]}"
+            lines.extend(f"    {line}" for line in self._taken([target]))
             lines.append(f"    {name} = {name} + {code}" if id(target) in started else f"    {name} = {code}")
             started.add(id(target))
 
@@ -185,6 +293,7 @@ class ArrayWriter:
             if output.requires_grad:
                 add(output, seed)
         ends = {block.end - 1: (j, block) for j, block in enumerate(self.blocks)}
+        later = {k for group in self.products.values() for k in group[1:]}
         k = len(recorded.live) - 1
         while k >= 0:
             if k in ends:
@@ -194,7 +303,15 @@ class ArrayWriter:
                 continue
             node, edges = recorded.live[k], recorded.positions[k]
             k -= 1
-            if id(node) not in started or graph.op_of(node) is None or not edges:
+            if id(node) not in started or graph.op_of(node) is None or not edges or k + 1 in later:
+                continue
+            if k + 1 in self.products:  # the first of products run as one: the pass takes them all here
+                nodes = [recorded.live[p] for p in self.products[k + 1]]
+                gradients = [f"g_{self.names[id(x)]}" for x in nodes]
+                found, contributions = self._fused_backward(f"_{k + 1}", nodes, gradients, edges)
+                lines += [f"    {line}" for line in found]
+                for x, code in contributions:
+                    add(x, code)
                 continue
             lines.append(f"    # {self.forward_line(node).split('  # ')[0]}")
             operands = graph.operands(node)
@@ -203,9 +320,37 @@ class ArrayWriter:
                     lines.append(f"    {code}")
                 else:
                     add(operands[position], code)
-        results = [f"g_{self.names[id(x)]}" if id(x) in started else "0.0" for x in recorded.wrt]
-        lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+        lines.append(f"    return {self._rows(started)}")
         return "\n".join(lines) + "\n"
+
+    def _taken(self, nodes: Sequence[graph.Node]) -> list[str]:
+        """The lines that take the gradients of ``nodes`` out of a block's stacked array, for
+        those whose taking was left until their gradient is read (``pending``)."""
+        lines = []
+        for x in nodes:
+            found = self.pending.pop(id(x), None)
+            if found is not None:
+                lines.append(f"g_{self.names[id(x)]} = {found[0]}[{found[1]}]")
+        return lines
+
+    def _rows(self, started: set[int]) -> str:
+        """The call that returns the gradients of ``wrt`` as one array, a row each: the rows of a
+        block's stacked gradient placed in one operation, each other gradient alone (0.0 where
+        the outputs do not reach)."""
+        groups: dict[str, list[tuple[int, int]]] = {}
+        singles = []
+        for k, x in enumerate(self.graph.wrt):
+            found = self.pending.get(id(x))
+            if found is not None:
+                groups.setdefault(found[0], []).append((k, found[1]))
+            else:
+                singles.append((k, f"g_{self.names[id(x)]}" if id(x) in started else "0.0"))
+        placed = []
+        for name, rows in groups.items():
+            picked = "None" if [m for _, m in rows] == list(range(len(rows))) else _tuple(str(m) for _, m in rows)
+            placed.append(f"({name}, {_places([k for k, _ in rows])}, {picked})")
+        alone = _tuple(f"({k}, {code})" for k, code in singles)
+        return f"_rows({len(self.graph.wrt)}, {_tuple(placed)}, {alone})"
 
     def _block_backward(self, j: int, block: ArrayBlock, started: set[int]) -> list[str]:
         """A block's reverse pass across its copies: the gradients its outputs and inputs have so
@@ -228,10 +373,14 @@ class ArrayWriter:
         finally:
             self.names.update(replaced)
         lines += self._across_lines(shared, started)
+        inputs = {id(x) for x in self.graph.inputs}
         for s, column in enumerate(block.varying):
             if f"gi{j}_{s}" in local_started:
                 for m, x in enumerate(column):
-                    lines.append(f"g_{self.names[id(x)]} = gi{j}_{s}[{m}]")
+                    if id(x) in inputs:  # taken out when read, or placed in the result by _rows
+                        self.pending[id(x)] = (f"gi{j}_{s}", m)
+                    else:
+                        lines.append(f"g_{self.names[id(x)]} = gi{j}_{s}[{m}]")
                     started.add(id(x))
         return lines
 
@@ -241,7 +390,7 @@ class ArrayWriter:
             return []
         local_started.add(name)
         terms = [f"g_{self.names[id(x)]}" if id(x) in started else "-0.0" for x in nodes]
-        return [f"{name} = _stack(({', '.join(terms)},))"]
+        return [*self._taken(nodes), f"{name} = _stack(({', '.join(terms)},))"]
 
     def _block_edges(
         self,
@@ -255,18 +404,35 @@ class ArrayWriter:
         at once; what they hand a value every copy reads is kept in ``shared``, in order."""
         live, positions = self.graph.live, self.graph.positions
         lines: list[str] = []
+        group = self.fused.get(j, [])
+        fused_rows: dict[Any, tuple[str, int]] = {}  # an operand of the products: its share's array and row
         for o in range(block.length - 1, -1, -1):
             node, edges = live[block.start + o], positions[block.start + o]
-            if id(node) not in self.reach or not edges:
+            if id(node) not in self.reach or not edges or (o in group and o != group[0]):
                 continue
-            lines.append(f"# {self.forward_line(node).split('  # ')[0]}")
-            operands = graph.operands(node)
-            for position, code in self.backward_lines(node, f"gf{j}_{o}", edges):
-                x = operands[position]
+            if o in group:  # the last of the products the pass reaches: all of them at once
+                firsts = [live[block.start + p] for p in group]
+                found = self._fused_backward(str(j), firsts, [f"gf{j}_{p}" for p in group], edges)
+                lines += found[0]
+                contributions = found[1]
+                fused_rows = {x: (code.split("[")[0], int(code.split("[")[1][:-1])) for x, code in contributions}
+            else:
+                lines.append(f"# {self.forward_line(node).split('  # ')[0]}")
+                operands = graph.operands(node)
+                contributions = [
+                    (operands[k] if k >= 0 else None, code)
+                    for k, code in self.backward_lines(node, f"gf{j}_{o}", edges)
+                ]
+            for x, code in contributions:
+                if x is None:  # a line that prepares the contributions
+                    lines.append(code)
+                    continue
                 target = local.get(id(x))
                 if target is None:  # a value every copy reads: added across the copies later
                     name = f"c{j}_{sum(len(parts) for _, parts in shared.values())}"
                     lines.append(f"{name} = {code}")
+                    if x in fused_rows:
+                        self.parts[name] = fused_rows[x]
                     shared.setdefault(id(x), (x, []))[1].append(name)
                     continue
                 gradient = f"g{target}"
@@ -276,6 +442,38 @@ class ArrayWriter:
                 local_started.add(gradient)
         return lines
 
+    def _fused_backward(
+        self, tag: str, nodes: list[graph.Node], gradients: list[str], edges: tuple[int, ...]
+    ) -> tuple[list[str], list[tuple[Any, str]]]:
+        """The reverse pass of products run as one (``nodes``, named ``pa``/``pb``/``pp`` + ``tag``
+        in the forward) at once: their gradients stacked (``pg``), the table's rule of each edge
+        applied to the stacked operands, and each product's share taken out in decreasing order,
+        each product's edges in order, as the pass takes them one product at a time (no other
+        operation between them hands gradient to their operands, so when the shares are added
+        changes no bit)."""
+        lines = [f"# {len(nodes)} products at once", f"pg{tag} = _stack_as({_tuple(gradients)}, pp{tag})"]
+        symbols = [Code(f"pa{tag}", atomic=True, dialect=ARRAY), Code(f"pb{tag}", atomic=True, dialect=ARRAY)]
+        out = Code(f"pp{tag}", atomic=True, dialect=ARRAY)
+        gradient = Code(f"pg{tag}", atomic=True, dialect=ARRAY)
+        contributions: list[tuple[Any, str]] = []
+        for k in edges:
+            part = contribution(ops.MUL.gradients[k], gradient, ops.MUL.saved[k](*symbols, out))
+            lines.append(f"pc{tag}_{k} = {operand(part) if isinstance(part, Code) else literal(part)}")
+        for row in range(len(nodes) - 1, -1, -1):
+            operands = graph.operands(nodes[row])
+            contributions += [(operands[k], f"pc{tag}_{k}[{row}]") for k in edges]
+        return lines, contributions
+
+    def _fused_forward(self, tag: str, nodes: list[graph.Node], names: list[str]) -> list[str]:
+        """Products run as one: their operands stacked a product per row, one multiplication,
+        each product's row under its own name."""
+        sides = [_tuple(self.term(graph.operands(node)[k]) for node in nodes) for k in (0, 1)]
+        return [
+            f"pa{tag}, pb{tag} = _sides({sides[0]}, {sides[1]})",
+            f"pp{tag} = {FORWARD['mul']([f'pa{tag}', f'pb{tag}'])}  # {len(nodes)} products at once",
+            f"{', '.join(names)}, = pp{tag}",
+        ]
+
     def _across_lines(self, shared: dict[int, tuple[graph.Node, list[str]]], started: set[int]) -> list[str]:
         """Each shared value's gradient: the copies' contributions added the last copy first,
         the values that each copy reads as often added together."""
@@ -284,9 +482,14 @@ class ArrayWriter:
             groups.setdefault(len(parts), []).append((x, parts))
         lines = []
         for reads, members in groups.items():
+            lines += self._taken([x for x, _ in members])
             names = [f"g_{self.names[id(x)]}" for x, _ in members]
             starts = [name if id(x) in started else "-0.0" for name, (x, _) in zip(names, members, strict=True)]
             parts = [part for _, found in members for part in found]
-            lines.append(f"{', '.join(names)}, = _across(({', '.join(starts)},), {reads}, {', '.join(parts)})")
+            rows = _rows_of([self.parts.get(part) for part in parts])
+            if rows is not None:  # the parts are the rows of one array in order: read where they are
+                lines.append(f"{', '.join(names)}, = _across_stacked(({', '.join(starts)},), {reads}, {rows})")
+            else:
+                lines.append(f"{', '.join(names)}, = _across(({', '.join(starts)},), {reads}, {', '.join(parts)})")
             started.update(id(x) for x, _ in members)
         return lines
