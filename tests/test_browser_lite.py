@@ -28,10 +28,10 @@ import pytest
 from _browser import CHROMIUM, DRIVER
 from _lite import README_A_GRAD, README_B_GRAD, WAIT, outputs, wait_for
 
-COLD_START = float(os.environ.get("VJPGRAD_LITE_COLD_START", "120"))
-"""Seconds from the click on Start here's console to its first result, at most: a bound on a kernel
-that starts at all, not a speed goal (the figure, 30 s on a quiet two-core machine, is measured and
-printed here, with the machine's load; CI runs two jobs at once beside this one)."""
+COLD_START = float(os.environ.get("VJPGRAD_LITE_COLD_START", "30"))
+"""Seconds from the click on Start here's console to its first result, at most, in a new profile
+(nothing cached): the issue's goal on two cores. benchmarks/lite_cold_start.py measures the same
+start, as a median over rounds, with where it went; this test prints its one figure with the load."""
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
@@ -70,6 +70,41 @@ def site() -> Path:
     if not (html / "lite" / "repl" / "index.html").is_file():
         missing(f"{html} has no JupyterLite (lite/repl/index.html): build the docs with the docs extra")
     return html
+
+
+def test_the_sites_python_comes_compiled_and_its_kernel_preloaded(site: Path) -> None:
+    # what keeps the cold start short: no module compiled in the reader's browser, no wheel installed by micropip
+    import hashlib
+    import json
+    import zipfile
+
+    pyodide = site / "lite" / "static" / "pyodide"
+    with zipfile.ZipFile(pyodide / "python_stdlib.zip") as stdlib:
+        names = stdlib.namelist()
+    assert sum(name.endswith(".pyc") for name in names) > 400
+    assert not [name for name in names if name.endswith(".py")]
+    lock = json.loads((pyodide / "pyodide-lock.json").read_text(encoding="utf-8"))["packages"]
+    settings = json.loads((site / "lite" / "jupyter-lite.json").read_text(encoding="utf-8"))["jupyter-config-data"]
+    kernel = settings["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    preloaded = kernel["loadPyodideOptions"]["packages"]
+    assert {"piplite", "ipykernel", "pyodide-kernel", "vjpgrad", "pytest", "hypothesis"} <= set(preloaded) <= set(lock)
+    for name, entry in lock.items():
+        wheel = pyodide / entry["file_name"]
+        assert hashlib.sha256(wheel.read_bytes()).hexdigest() == entry["sha256"], name
+        with zipfile.ZipFile(wheel) as archive:
+            files = archive.namelist()
+        sources = {f for f in files if f.endswith(".py")}
+        assert any(f.endswith(".pyc") for f in files), name
+        if name == "vjpgrad":  # its source stays, for a learner's tracebacks, with its bytecode beside it
+            assert sources
+            cached = {
+                f"{head}/__pycache__/{tail[:-3]}.cpython-314.pyc"
+                for head, _, tail in (f.rpartition("/") for f in sources)
+            }
+            assert cached <= set(files)
+            assert "vjpgrad/__pycache__/__init__.cpython-314.pyc" in cached
+        else:
+            assert not sources, name
 
 
 @pytest.fixture(scope="module")
