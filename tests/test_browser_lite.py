@@ -230,6 +230,36 @@ def test_the_course_checks_exercise_1_and_stops_an_endless_loop_in_the_browser(c
     requested(chromium)
 
 
+READ_FILE = """
+const [path, done] = arguments;
+const started = Date.now();
+(function poll() {
+  if (!window.jupyterapp) { return Date.now() - started < 120000 ? setTimeout(poll, 250) : done("no app"); }
+  window.jupyterapp.serviceManager.contents.get(path, {content: true})
+    .then((model) => done([model.format, String(model.content)]), (error) => done(["error", String(error)]));
+})();
+"""
+
+
+def read_file(chromium: Any, path: str) -> str:
+    """A file of the browser's drive, as a new page of the JupyterLite reads it."""
+    import base64
+
+    form, content = chromium.execute_async_script(READ_FILE, path)
+    assert form in ("text", "base64"), f"{path}: {content}"
+    return base64.b64decode(content).decode() if form == "base64" else str(content)
+
+
+@pytest.mark.slow  # Chromium runs Pyodide
+def test_the_students_files_are_there_on_the_next_visit(chromium: Any, server: str) -> None:
+    # the course test's files, written by the kernel into the browser's drive, read back by a new page
+    chromium.get(f"{server}/lite/lab/index.html")
+    chromium.set_script_timeout(WAIT)
+    assert "while True" in read_file(chromium, "mycourse/derivatives.py")  # the endless loop the course test wrote last
+    assert "class Value" in read_file(chromium, "mycourse/engine.py")  # as course init wrote it
+    requested(chromium)
+
+
 @pytest.mark.slow  # Chromium runs Pyodide
 def test_no_request_left_the_sites_host(chromium: Any, server: str) -> None:
     requested(chromium)
