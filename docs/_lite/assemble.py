@@ -10,7 +10,7 @@ loads everything from the site itself: no request leaves its host.
 It also compiles the standard library and every wheel to bytecode with Pyodide's own Python, run by
 Node.js (``COMPILE``), and has the kernel load its own wheels with the rest (``KERNEL``): without
 them the reader's browser compiled each module as the kernel imported it, and installed the kernel
-with micropip, and the first result came about three times later.
+with micropip, and the console's first result came about twice as late (benchmarks/lite_cold_start.py).
 
 Run by the Sphinx build (``vjpgrad_lite``), or alone to make the folder::
 
@@ -211,8 +211,10 @@ pyodide.runPython(readFileSync(script, "utf8"));
 
 def compiled(core: Path, files: list[Path]) -> list[Path]:
     """``files`` (the standard library's zip and wheels) with their modules compiled to bytecode by
-    Pyodide's Python (``COMPILE``), in build/compiled; each compiled once and reused."""
-    folder = BUILD / "compiled"
+    Pyodide's Python (``COMPILE``), in build/compiled-*, each compiled once and reused (the folder is
+    named by Pyodide's version and ``COMPILE``, so that a change of either compiles all anew)."""
+    stamp = hashlib.sha256(f"{PYODIDE}\n{COMPILE}".encode()).hexdigest()[:12]
+    folder = BUILD / f"compiled-{stamp}"
     folder.mkdir(parents=True, exist_ok=True)
     done = [folder / path.name for path in files]
     jobs = [
