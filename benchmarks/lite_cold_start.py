@@ -9,9 +9,10 @@ README's command. Each round starts a new Chromium with a new, empty profile, so
 cached (no HTTP cache, no service worker, no IndexedDB): a true cold start, as a reader's first
 visit. ``--warm`` then opens the page again in the same browser and clicks again: the files come
 from its cache, and the kernel starts anew. Each round also prints where its cold start went, from
-the site's own log of requests (the seconds from the click to the last file of each stage: the
-app's page and scripts; Pyodide's core; the wheels the kernel loads as it starts; the kernel's own
-wheels); after the last of them the kernel imports IPython, starts, and runs the code.
+the site's own log of requests, in seconds from the click: when the kernel's worker asked for
+Pyodide (the app's page and scripts had loaded), and when the last file was sent of Pyodide's core,
+of the wheels loaded as the kernel starts, and of any wheel piplite installed after; from there to
+the first result, Pyodide starts, unpacks the wheels, and the kernel imports IPython and runs the code.
 
 It prints the median of the rounds, with the machine's cores and its load average at the start and
 the end: the machine is shared, and a loaded one starts slowly. tests/test_browser_lite.py checks
