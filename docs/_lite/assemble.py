@@ -7,12 +7,18 @@ the kernel and the course need (their versions pinned below), builds vjpgrad's w
 repository, puts them all beside the core and writes a lock that lists exactly them. The kernel then
 loads everything from the site itself: no request leaves its host.
 
+It also compiles the standard library and every wheel to bytecode with Pyodide's own Python, run by
+Node.js (``COMPILE``), and has the kernel load its own wheels with the rest (``KERNEL``): without
+them the reader's browser compiled each module as the kernel imported it, and installed the kernel
+with micropip, and the console's first result came about twice as late (benchmarks/lite_cold_start.py).
+
 Run by the Sphinx build (``vjpgrad_lite``), or alone to make the folder::
 
     python docs/_lite/assemble.py            # writes docs/_lite/build/ (never committed)
 
-The network is needed the first time (npm and pip, as their ordinary clients fetch); later builds
-reuse what was downloaded, and rebuild only vjpgrad's wheel.
+The network is needed the first time (npm and pip, as their ordinary clients fetch), and Node.js
+(which npm comes with); later builds reuse what was downloaded and compiled, and rebuild and
+compile only vjpgrad's wheel.
 """
 
 from __future__ import annotations
@@ -67,13 +73,20 @@ DEPENDS = {
     "ipython-pygments-lexers": ["pygments"],
     "pytest": ["iniconfig", "packaging", "pluggy", "pygments"],
     "hypothesis": ["sortedcontainers"],
+    "piplite": ["micropip"],
+    "pyodide-kernel": ["ipykernel", "ipython", "comm", "jedi"],
     "vjpgrad": [],
 }
 """What a package needs that the lock does not say (added to the lock's own list, which is kept
 where it names shipped packages)."""
 
-PRELOADED = ["micropip", "ipython", "comm", "jedi", "vjpgrad", "pytest", "hypothesis"]
-"""The packages the kernel loads as it starts: vjpgrad is there to import, and ``course check`` runs."""
+KERNEL = ["piplite", "ipykernel", "pyodide-kernel"]
+"""The kernel's own wheels, which jupyterlite-pyodide-kernel ships (its version pins theirs): put in
+the lock and loaded with the rest, rather than installed one by one by micropip once Pyodide runs."""
+
+PRELOADED = ["micropip", *KERNEL, "ipython", "comm", "jedi", "vjpgrad", "pytest", "hypothesis"]
+"""The packages the kernel loads as it starts: the kernel's (named as jupyterlite-pyodide-kernel
+names them, so that it installs none of them again), vjpgrad to import, and ``course check``'s."""
 
 
 SERVED = (".mjs", ".js", ".wasm", ".zip", ".json")
@@ -131,11 +144,103 @@ def vjpgrad_wheel() -> Path:
     return wheel
 
 
+def kernel_wheels() -> list[Path]:
+    """The kernel's own wheels, as jupyterlite-pyodide-kernel installed them beside its extension."""
+    folder = Path(sys.prefix, "share", "jupyter", "labextensions", "@jupyterlite", "pyodide-kernel-extension")
+    found = {normal(path.name.split("-")[0]): path for path in (folder / "static" / "pypi").glob("*.whl")}
+    if not all(name in found for name in KERNEL):
+        raise FileNotFoundError(f"no wheels of {', '.join(KERNEL)} in {folder}: install the docs extra")
+    return [found[name] for name in KERNEL]
+
+
+COMPILE = r"""
+import importlib.util, json, zipfile
+from importlib._bootstrap_external import _code_to_hash_pyc
+
+def pyc(source, filename):
+    try:
+        code = compile(source, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):  # a file no import reads (a template, Python 2)
+        return None
+    return bytes(_code_to_hash_pyc(code, importlib.util.source_hash(source), checked=False))
+
+def recompile(source, target, where, keep):
+    # each module's bytecode: beside its source (__pycache__/foo.cpython-314.pyc), or in its place
+    # (foo.pyc, which zipimport and the import system read without the source); RECORD says so
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as new:
+        record, lines = None, []
+        for info in old.infolist():
+            data = old.read(info)
+            if info.filename.endswith(".dist-info/RECORD"):
+                record = (info, data.decode().splitlines())
+                continue
+            code = pyc(data, where + info.filename) if info.filename.endswith(".py") else None
+            if code is None or keep:
+                new.writestr(info, data)
+            if code is not None:
+                name = importlib.util.cache_from_source(info.filename) if keep else info.filename + "c"
+                new.writestr(name, code)
+                lines.append((info.filename, name))
+        if record:
+            gone = {py for py, _ in lines} if not keep else set()
+            kept = [line for line in record[1] if line.split(",")[0] not in gone]
+            new.writestr(record[0], "\n".join(kept + [name + ",," for _, name in lines]) + "\n")
+
+with open(JOBS) as stream:  # noqa: F821 (set by NODE)
+    for source, target, where, keep in json.load(stream):
+        recompile("/host" + source, "/host" + target, where, keep)
+"""
+"""Run in Pyodide itself (under Node.js, which comes with npm): its own CPython compiles each module
+of the standard library and of the wheels to bytecode, which the site's files then hold. Without it
+the reader's browser compiles every module the kernel imports, as it starts. Bytecode of unchecked
+hash, as the files never change; in place of the source (as Pyodide's own distribution ships its
+packages: smaller files to fetch and unpack), except for vjpgrad, whose source a learner's
+traceback shows."""
+
+NODE = """
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+const [core, script, jobs] = process.argv.slice(1);
+const { loadPyodide } = await import(pathToFileURL(core + "/pyodide.mjs").href);
+const pyodide = await loadPyodide({ indexURL: core + "/" });
+pyodide.mountNodeFS("/host", "/");
+pyodide.globals.set("JOBS", "/host" + jobs);
+pyodide.runPython(readFileSync(script, "utf8"));
+"""
+
+
+def compiled(core: Path, files: list[Path]) -> list[Path]:
+    """``files`` (the standard library's zip and wheels) with their modules compiled to bytecode by
+    Pyodide's Python (``COMPILE``), in build/compiled-*, each compiled once and reused (the folder is
+    named by Pyodide's version and ``COMPILE``, so that a change of either compiles all anew)."""
+    stamp = hashlib.sha256(f"{PYODIDE}\n{COMPILE}".encode()).hexdigest()[:12]
+    folder = BUILD / f"compiled-{stamp}"
+    folder.mkdir(parents=True, exist_ok=True)
+    done = [folder / path.name for path in files]
+    jobs = [
+        [
+            str(path.resolve()),
+            str(target.resolve()),
+            "/lib/python314.zip/" if path.suffix == ".zip" else "/lib/python3.14/site-packages/",
+            path.name.startswith("vjpgrad-"),
+        ]
+        for path, target in zip(files, done, strict=True)
+        if not target.exists() or target.stat().st_mtime < path.stat().st_mtime
+    ]
+    if jobs:
+        (folder / "compile.py").write_text(COMPILE, encoding="utf-8")
+        (folder / "jobs.json").write_text(json.dumps(jobs), encoding="utf-8")
+        script, listed = str(folder / "compile.py"), str(folder / "jobs.json")
+        run("node", "--input-type=module", "-e", NODE, str(core.resolve()), script, listed)
+    return done
+
+
 def imports(wheel: Path) -> list[str]:
     """The top-level modules a wheel installs."""
     with zipfile.ZipFile(wheel) as archive:
         tops = {name.split("/")[0] for name in archive.namelist() if not name.split("/")[0].endswith(".dist-info")}
-    return sorted(top.removesuffix(".py") for top in tops if top.isidentifier() or top.endswith(".py"))
+    modules = {top.removesuffix(".pyc").removesuffix(".py") for top in tops}  # a package, a module's source or bytecode
+    return sorted(module for module in modules if module.isidentifier())
 
 
 def entry(wheel: Path, lock: dict[str, dict[str, object]]) -> dict[str, object]:
@@ -161,14 +266,14 @@ def assemble() -> Path:
     jupyter-lite.json tells the kernel to load from there alone. Returns it."""
     BUILD.mkdir(parents=True, exist_ok=True)
     core = pyodide_core()
-    shipped = [*wheels(), vjpgrad_wheel()]
+    stdlib, *shipped = compiled(core, [core / "python_stdlib.zip", *wheels(), *kernel_wheels(), vjpgrad_wheel()])
     lite = BUILD / "lite"
     shutil.rmtree(lite, ignore_errors=True)
     pyodide = lite / "static" / "pyodide"
     pyodide.mkdir(parents=True)
     for path in core.iterdir():
         if path.name != "package.json":
-            shutil.copy2(path, pyodide / path.name)
+            shutil.copy2(stdlib if path.name == stdlib.name else path, pyodide / path.name)
     lock = json.loads((core / "pyodide-lock.json").read_text(encoding="utf-8"))
     packages = {normal(name): value for name, value in lock["packages"].items()}
     entries = [entry(wheel, packages) for wheel in shipped]
