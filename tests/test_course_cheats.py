@@ -12,6 +12,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from vjpgrad.course import gradebook, grading
 from vjpgrad.course.exercises import course, exercise, folder
 
@@ -253,3 +255,61 @@ def test_the_students_directory_goes_after_the_standard_library_and_before_insta
     path = ["", stdlib + ".zip", stdlib, dynload, site, "/somewhere/else"]
     after_the_standard_library(path, "/student")
     assert path == ["", stdlib + ".zip", stdlib, dynload, "/student", site, "/somewhere/else"]
+
+
+# ---- the student's code as another user (the autograder's --user) -----------------------------------------
+
+
+def _unprivileged() -> tuple[int, int]:
+    """The uid and gid of ``nobody``, where this process may become it (as root); else skip."""
+    import os
+
+    if not hasattr(os, "getuid") or os.getuid() != 0:
+        pytest.skip("needs root: the student's process drops from root to another user, as the autograder's --user")
+    import pwd
+
+    try:
+        entry = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user named nobody to drop to")
+    return entry.pw_uid, entry.pw_gid
+
+
+def test_as_another_user_the_students_code_reads_nothing_of_roots_and_the_checks_still_decide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    import os
+    import tempfile
+
+    uid, gid = _unprivileged()
+    secret = tmp_path / "teacher" / "held_out.py"  # tmp_path is root's alone (0700), as /autograder/source is
+    secret.parent.mkdir()
+    secret.write_text("SECRET = 1\n")
+    scratch = Path(tempfile.mkdtemp(prefix="vjpgrad-test-"))  # where the autograder copies a submission to
+    os.chmod(scratch, 0o755)
+    request.addfinalizer(lambda: shutil.rmtree(scratch, ignore_errors=True))
+    directory = solutions_in(scratch / "student")
+    prepend(
+        directory / "engine.py",
+        "import os\n"
+        f"_said = ['uid {{}}'.format(os.getuid())] if os.getuid() != {uid} else []\n"
+        "try:\n"
+        f"    open({str(secret)!r}).read()\n"
+        "    _said.append('read the teacher file')\n"
+        "except OSError:\n"
+        "    pass\n"
+        "if _said:\n"
+        "    raise RuntimeError(', '.join(_said))\n",
+    )
+    for path in [directory, *directory.rglob("*")]:
+        os.chown(path, uid, gid)
+    monkeypatch.setattr(grading, "RUN_AS", [(uid, gid)])
+    (result,) = grading.run(directory, [exercise(2)], timeout=120)
+    assert [t.message for t in result.tests if t.outcome != grading.PASSED] == []
+    assert result.status == grading.DONE
+    skeleton_directory = skeleton(scratch / "cheat")
+    prepend(skeleton_directory / "engine.py", REPLACE_THE_CHECKS)
+    for path in [skeleton_directory, *skeleton_directory.rglob("*")]:
+        os.chown(path, uid, gid)
+    (result,) = grading.run(skeleton_directory, [exercise(2)], timeout=120)
+    assert result.score() == 0

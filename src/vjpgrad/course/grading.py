@@ -1,14 +1,21 @@
 """Grading: run the checks against a student's directory, and report the results.
 
-``run`` checks each exercise in a child process of its own, several at a time where the machine has
-the cores, each with a time limit: a student's crash, ``sys.exit``, ``os._exit`` or endless loop
-costs only the exercise it is in. The children are forked from a server that has imported pytest,
-hypothesis and vjpgrad once. A child is pytest with the plugin ``vjpgrad.course._plugin``,
-which sends one message per event over a pipe this process owns; ``run`` reads them back into an
+``run`` checks each exercise in child processes of its own, several exercises at a time where the
+machine has the cores, each with a time limit: a student's crash, ``sys.exit``, ``os._exit`` or
+endless loop costs only the exercise it is in. The children are forked from a server that has
+imported pytest, hypothesis and vjpgrad once. Each exercise has two: the student's process
+(``student_process``), where their files are imported and their code runs, and the checks' process,
+pytest with the plugin ``vjpgrad.course._plugin``, which never imports a student's file: it holds
+proxies of the student's objects (``remote``), computes the reference, compares and decides there,
+and sends one message per event over a pipe this process owns. ``run`` reads them back into an
 ``ExerciseResult`` per exercise, whose score is the exercise's points shared among its checks by
 weight. ``scoreboard`` is the text a student reads, ``as_json`` what an autograder reads.
 
-The results are recorded here, in a process where no student code runs, never in a file. Each
+The student's code can reach neither the checks' objects nor this process's: it runs in a process
+that holds none of them and answers the checks' requests with plain data (``remote``). The checks'
+process is made one that the same user's processes cannot trace (Linux), and with the autograder's
+``--user`` the student's process runs as another user. The results are recorded here, never in a
+file. Each
 message the child sends is signed with a key made here for that child alone (HMAC-SHA256, over
 the message and its place in the sequence): the child's plugin keeps only a keyed hash object,
 made before any student code is imported. A message that is not signed, out of order, or not a
@@ -55,8 +62,9 @@ WALL = 5
 
 
 RUN_AS: list[tuple[int, int] | None] = [None]
-"""The user (uid, gid) the checks' processes drop to before they run anything of the student's, when
-the grader runs as root (``autograder``); none: the grader's own user."""
+"""The user (uid, gid) the processes where the student's code runs drop to before they import
+anything of theirs, when the grader runs as root (``autograder``; the checks' processes stay root's);
+none: the grader's own user."""
 
 
 def cores() -> int:
@@ -277,8 +285,9 @@ def student_process(
     CPU, as ``user`` when given, its output thrown away, in their ``directory`` (on ``sys.path``
     after the standard library), refusing imports of vjpgrad and torch but those ``permitted``. It
     answers the checks' requests on ``channel`` (``remote``) and holds nothing of theirs."""
-    from vjpgrad.course import _plugin, remote
+    from vjpgrad.course import _plugin, probe, remote  # all it runs, imported before it may drop to ``user``
 
+    del probe
     _limit_cpu(seconds)
     nothing = os.open(os.devnull, os.O_WRONLY)
     os.dup2(nothing, 1)
