@@ -105,6 +105,7 @@ class Side:
         self.handles: dict[int, int] = {}  # id(object) -> handle, for exported objects kept alive above
         self.proxies: dict[int, Any] = {}
         self.wrapped: dict[int, int] = {}  # id(function standing for a handle) -> the handle
+        self._kinds: dict[str, type[StudentError]] = {}
 
     # ---- values ----
 
@@ -252,7 +253,28 @@ class Side:
         if type(description) is not dict or type(description.get("type")) is not str:
             raise TamperedError("not an error")
         name, text = description["type"], str(description.get("text", ""))
-        return RuntimeError(f"{name}: {text}")
+        if name == "StopIteration":
+            return StopIteration()
+        syntax = description.get("syntax")
+        if name == "SyntaxError" and type(syntax) is list and len(syntax) == 3:
+            error: BaseException = SyntaxError(str(syntax[2]))
+            error.filename, error.lineno, error.msg = str(syntax[0]), syntax[1], str(syntax[2])  # type: ignore[attr-defined]
+        elif name in BUILTIN_ERRORS and name != "SyntaxError":
+            try:
+                error = BUILTIN_ERRORS[name](text)
+            except Exception:  # one whose constructor wants more (UnicodeDecodeError)
+                error = self._kind(name)(text)
+        else:
+            error = self._kind(name)(text)
+        where = description.get("where")
+        error.student_where = where if type(where) is str else None  # type: ignore[attr-defined]
+        return error
+
+    def _kind(self, name: str) -> type[StudentError]:
+        kind = self._kinds.get(name)
+        if kind is None:
+            kind = self._kinds[name] = type(name, (StudentError,), {})
+        return kind
 
 
 FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)
@@ -410,7 +432,6 @@ class Checks(Side):
 
     def __init__(self, channel: Any, broken: Callable[[Exception], None] | None = None) -> None:
         super().__init__(channel)
-        self._kinds: dict[str, type[StudentError]] = {}
         self.broken = broken
         """What to do when the pipe breaks (``TamperedError``, ``GoneError``): the grader's process ends the
         checks there; none: raise it."""
@@ -440,33 +461,6 @@ class Checks(Side):
         if what in ARITHMETIC:
             return OPERATORS[what](*arguments)
         raise PermissionError(f"the checks' objects can only be called and used in arithmetic, not {what!r}")
-
-    def error(self, description: Any) -> BaseException:
-        if type(description) is not dict or type(description.get("type")) is not str:
-            raise TamperedError("not an error")
-        name, text = description["type"], str(description.get("text", ""))
-        if name == "StopIteration":
-            return StopIteration()
-        syntax = description.get("syntax")
-        if name == "SyntaxError" and type(syntax) is list and len(syntax) == 3:
-            error: BaseException = SyntaxError(str(syntax[2]))
-            error.filename, error.lineno, error.msg = str(syntax[0]), syntax[1], str(syntax[2])  # type: ignore[attr-defined]
-        elif name in BUILTIN_ERRORS and name != "SyntaxError":
-            try:
-                error = BUILTIN_ERRORS[name](text)
-            except Exception:  # one whose constructor wants more (UnicodeDecodeError)
-                error = self._kind(name)(text)
-        else:
-            error = self._kind(name)(text)
-        where = description.get("where")
-        error.student_where = where if type(where) is str else None  # type: ignore[attr-defined]
-        return error
-
-    def _kind(self, name: str) -> type[StudentError]:
-        kind = self._kinds.get(name)
-        if kind is None:
-            kind = self._kinds[name] = type(name, (StudentError,), {})
-        return kind
 
 
 # ---- the student's side ------------------------------------------------------------------------------
