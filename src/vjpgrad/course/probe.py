@@ -74,11 +74,28 @@ def derivative_rule(operation: Any) -> Any:
     return dict(zip(code.co_freevars, (cell.cell_contents for cell in cells), strict=False)).get("rule")
 
 
+def leaf_gradients(output: Any) -> list[tuple[Any, Any]]:
+    """Each Value ``output`` was computed from that no operation made (its ``_prev`` is empty), found
+    by a loop, with its ``.grad`` now: the walk of a whole graph in one request, not one a node."""
+    found, seen, stack = [], {id(output)}, [output]
+    while stack:
+        node = stack.pop()
+        operands = list(getattr(node, "_prev", ()))
+        if not operands:
+            found.append((node, getattr(node, "grad", None)))
+        for operand in operands:
+            if id(operand) not in seen:
+                seen.add(id(operand))
+                stack.append(operand)
+    return found
+
+
 HELPERS: dict[str, Callable[..., Any]] = {
     "peak_memory": peak_memory,
     "cpu_seconds": cpu_seconds,
     "at_recursion_limit": at_recursion_limit,
     "chain": chain,
     "derivative_rule": derivative_rule,
+    "leaf_gradients": leaf_gradients,
 }
 """The helpers the checks may run where the student's code runs, by name."""
