@@ -150,3 +150,12 @@ def test_a_call_crossing_to_the_student_goes_as_data_not_as_the_checks_objects(c
         total = total + x
     assert total.data == 3.0
     assert values == [1.0, 2.0]  # a list goes as a copy
+
+
+def test_a_message_names_the_type_of_a_students_object_as_theirs(checks: remote.Checks) -> None:
+    from vjpgrad.course import twins
+
+    value = checks.module("engine").Value(1.0)
+    assert remote.type_name(value) == "Value"
+    assert twins.number(value) == "Value"  # a .grad that is not a number, in the table
+    assert twins.number(2.0) == "2"

@@ -78,6 +78,7 @@ OPERATORS.update(
         "len": len, "hash": hash, "repr": repr, "str": str, "float": float, "int": int, "iter": iter,
         "format": format, "round": round, "divmod": divmod, "isinstance": isinstance,
         "callable": callable, "getattr": getattr, "setattr": setattr, "delattr": delattr,
+        "typename": lambda x: type(x).__name__,
     }
 )  # fmt: skip
 """What the checks' process may ask the student's process to do to its objects."""
@@ -407,6 +408,13 @@ for _name, _dunder in (
     setattr(Proxy, f"__r{_dunder}__", _reflected)
 for _name in ("lt", "le", "gt", "ge"):
     setattr(Proxy, f"__{_name}__", _binary(_name)[0])
+
+
+def type_name(x: object) -> str:
+    """The name of ``x``'s type, as a message names it: for a proxy, its object's type's there."""
+    if isinstance(x, Proxy):
+        return str(object.__getattribute__(x, "_side").request("typename", x))
+    return type(x).__name__
 
 
 # ---- the checks' side --------------------------------------------------------------------------------

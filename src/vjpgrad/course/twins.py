@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import vjpgrad
+from vjpgrad.course import remote
 from vjpgrad.course.expect import advice
 
 # ---- programs -------------------------------------------------------------------------------------
@@ -298,7 +299,7 @@ def number(x: object) -> str:
     """A number as the tables show it."""
     if isinstance(x, numbers.Real) and not isinstance(x, bool):
         return f"{float(x):.6g}"
-    return "-" if x is None else f"{type(x).__name__}"
+    return "-" if x is None else remote.type_name(x)
 
 
 def numbers_apart(theirs: object, ours: float) -> tuple[str, str]:
