@@ -1,8 +1,11 @@
 """The pytest plugin of ``vjpgrad course check``, loaded into the pytest process that runs the checks.
 
-It puts the student's directory on ``sys.path`` after the standard library's (so the student's own
-files ``import engine``, and a ``tracemalloc.py`` of theirs does not stand in for the standard
-library's), gives the checks the ``student`` fixture and the ``weight`` marker, and sets
+Its ``student`` fixture gives the checks the student's files: where ``grading`` runs the student's
+code in a process of its own (``REMOTE``), as proxies of the modules imported there (``remote``),
+and this process never imports them; where the checks run in the student's interpreter
+(``inprocess``, in a browser), by importing them here, with the student's directory on ``sys.path``
+after the standard library's (so their own files ``import engine``, and a ``tracemalloc.py`` of theirs
+does not stand in for the standard library's). It gives the checks the ``weight`` marker, and sets
 hypothesis up for grading (the same examples at every run, no database written into the student's
 directory). ``Reporter``, a plugin object that ``grading`` makes before pytest starts, sends one
 signed message per event to the grading process: the tests collected (each with the sentence that
