@@ -103,6 +103,7 @@ interpreter's objects made to do nothing (so every check passes where it runs), 
 class ``Twin`` made to compare nothing, and the functions the checks call replaced."""
 
 
+@pytest.mark.slow  # a grading run: the student's process and the checks'
 def test_checks_replaced_through_the_interpreters_objects_earn_nothing(tmp_path: Path) -> None:
     directory = skeleton(tmp_path / "student")
     prepend(directory / "engine.py", REPLACE_THE_CHECKS)
@@ -112,6 +113,7 @@ def test_checks_replaced_through_the_interpreters_objects_earn_nothing(tmp_path:
     assert result.status == grading.NOT_STARTED  # the skeleton's own NotImplementedError, as without the cheat
 
 
+@pytest.mark.slow  # a grading run: the student's process and the checks'
 def test_a_wrong_answer_with_the_checks_functions_replaced_earns_nothing(tmp_path: Path) -> None:
     directory = skeleton(tmp_path / "student")
     (directory / "softmax.py").write_text(
@@ -124,6 +126,7 @@ def test_a_wrong_answer_with_the_checks_functions_replaced_earns_nothing(tmp_pat
     assert "softmax_vjp([1.0, 2.0, 3.0], [0.1, 1.0, 0.0001])" in result.first_problem().message  # type: ignore[union-attr]
 
 
+@pytest.mark.slow  # a grading run: the student's process and the checks'
 def test_the_students_process_holds_nothing_of_the_checks(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "student")
     prepend(
@@ -275,6 +278,7 @@ def _unprivileged() -> tuple[int, int]:
     return entry.pw_uid, entry.pw_gid
 
 
+@pytest.mark.slow  # a grading run: the student's process and the checks'
 def test_as_another_user_the_students_code_reads_nothing_of_roots_and_the_checks_still_decide(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
