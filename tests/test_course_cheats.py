@@ -12,6 +12,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from vjpgrad.course import gradebook, grading
 from vjpgrad.course.exercises import course, exercise, folder
 
@@ -53,12 +55,13 @@ def test_lines_appended_to_the_report_before_os_exit_earn_nothing(tmp_path: Path
         directory / "engine.py",
         "import gc, json, os, sys\n"
         "import pytest\n"
-        "_session = next(o for o in gc.get_objects() if isinstance(o, pytest.Session))\n"
+        "_session = next((o for o in gc.get_objects() if isinstance(o, pytest.Session)), None)\n"
+        "_ids = [item.nodeid for item in _session.items] if _session else ['check_02_add_mul.py::test_x']\n"
         "_lines = ''.join(\n"
-        "    json.dumps({'event': 'start', 'id': item.nodeid}) + '\\n'\n"
-        "    + json.dumps({'event': 'result', 'id': item.nodeid, 'outcome': 'passed', 'message': '', 'seconds': 0.0})\n"
-        "    + '\\n' for item in _session.items)\n"
-        "_path = _session.config.getoption('--course-report', None)\n"
+        "    json.dumps({'event': 'start', 'id': nodeid}) + '\\n'\n"
+        "    + json.dumps({'event': 'result', 'id': nodeid, 'outcome': 'passed', 'message': '', 'seconds': 0.0})\n"
+        "    + '\\n' for nodeid in _ids)\n"
+        "_path = _session.config.getoption('--course-report', None) if _session else None\n"
         "if _path:\n"
         "    with open(_path, 'a') as _report:\n"
         "        _report.write(_lines)\n"
@@ -73,6 +76,70 @@ def test_lines_appended_to_the_report_before_os_exit_earn_nothing(tmp_path: Path
     assert result.passed == 0
     assert result.score() == 0
     assert result.remarks == [f"exercise 2: {grading.TAMPERED}; it scores nothing"]
+
+
+REPLACE_THE_CHECKS = (
+    "import gc, sys\n"
+    "def _nothing(*args, **kwargs):\n"
+    "    return None\n"
+    "for _o in gc.get_objects():\n"
+    "    _code = getattr(_o, '__code__', None)\n"
+    "    if _code is not None and 'check_' in _code.co_filename:\n"
+    "        try:\n"
+    "            _o.__code__ = _nothing.__code__\n"
+    "        except (ValueError, TypeError):\n"
+    "            pass\n"
+    "for _module in list(sys.modules.values()):\n"
+    "    _twin = getattr(_module, 'Twin', None)\n"
+    "    if isinstance(_twin, type):\n"
+    "        for _method in ('check_forward', 'check_closures', 'check_backward', 'check_passes'):\n"
+    "            setattr(_twin, _method, _nothing)\n"
+    "    for _name in ('assert_grad_close', 'classify', 'describe'):\n"
+    "        if callable(getattr(_module, _name, None)):\n"
+    "            setattr(_module, _name, _nothing)\n"
+)
+"""A cheat written into a student's file: every function of the checks it can find through the
+interpreter's objects made to do nothing (so every check passes where it runs), the checks' helper
+class ``Twin`` made to compare nothing, and the functions the checks call replaced."""
+
+
+@pytest.mark.slow  # a grading run: the student's process and the checks'
+def test_checks_replaced_through_the_interpreters_objects_earn_nothing(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "student")
+    prepend(directory / "engine.py", REPLACE_THE_CHECKS)
+    (result,) = grading.run(directory, [exercise(2)], timeout=120)
+    assert result.passed == 0
+    assert result.score() == 0
+    assert result.status == grading.NOT_STARTED  # the skeleton's own NotImplementedError, as without the cheat
+
+
+@pytest.mark.slow  # a grading run: the student's process and the checks'
+def test_a_wrong_answer_with_the_checks_functions_replaced_earns_nothing(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "student")
+    (directory / "softmax.py").write_text(
+        REPLACE_THE_CHECKS + "\n\ndef softmax_vjp(x, v):\n    return [0.5] * len(x)\n"
+    )
+    (result,) = grading.run(directory, [exercise(8)], timeout=120)
+    outcomes = {t.name: t.outcome for t in result.tests}
+    assert outcomes["three_inputs"] == grading.FAILED
+    assert outcomes["any_inputs_and_seeds"] == grading.FAILED
+    assert "softmax_vjp([1.0, 2.0, 3.0], [0.1, 1.0, 0.0001])" in result.first_problem().message  # type: ignore[union-attr]
+
+
+@pytest.mark.slow  # a grading run: the student's process and the checks'
+def test_the_students_process_holds_nothing_of_the_checks(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "student")
+    prepend(
+        directory / "engine.py",
+        "import gc, sys\n"
+        "_found = sorted(name for name in sys.modules if name.startswith('check_') or name == 'vjpgrad.course.twins')\n"
+        "_found += sorted({type(o).__name__ for o in gc.get_objects() if type(o).__name__ in ('Twin', 'Reporter')})\n"
+        "if _found:\n"
+        "    raise RuntimeError('found: ' + ', '.join(_found))\n",
+    )
+    (result,) = grading.run(directory, [exercise(2)], timeout=120)
+    assert [t.message for t in result.tests if t.outcome != grading.PASSED] == []
+    assert result.status == grading.DONE
 
 
 def test_a_tracemalloc_beside_the_students_files_does_not_stand_in_for_the_standard_librarys(
@@ -124,7 +191,7 @@ def test_held_out_checks_never_reach_what_a_student_sees(tmp_path: Path) -> None
     graded = gradebook.grade([directory], type(of)((of.exercise(2),)), timeout=120)
     results = gradebook.results_json(graded["eve"])
     seen = [results["output"]] + [t["output"] for t in results["tests"] if t["visibility"] != "hidden"]
-    assert any("RuntimeError" in text for text in seen)  # the cheat ran, and its error is shown
+    assert graded["eve"][0].passed > 0  # the cheat ran: in the student's process it finds no check to read
     for text in seen:
         assert "Exercise 2's held-out checks" not in text
         assert 'Instruction("t3", "*", ("t2", "a"))' not in text
@@ -191,3 +258,62 @@ def test_the_students_directory_goes_after_the_standard_library_and_before_insta
     path = ["", stdlib + ".zip", stdlib, dynload, site, "/somewhere/else"]
     after_the_standard_library(path, "/student")
     assert path == ["", stdlib + ".zip", stdlib, dynload, "/student", site, "/somewhere/else"]
+
+
+# ---- the student's code as another user (the autograder's --user) -----------------------------------------
+
+
+def _unprivileged() -> tuple[int, int]:
+    """The uid and gid of ``nobody``, where this process may become it (as root); else skip."""
+    import os
+
+    if not hasattr(os, "getuid") or os.getuid() != 0:
+        pytest.skip("needs root: the student's process drops from root to another user, as the autograder's --user")
+    import pwd
+
+    try:
+        entry = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user named nobody to drop to")
+    return entry.pw_uid, entry.pw_gid
+
+
+@pytest.mark.slow  # a grading run: the student's process and the checks'
+def test_as_another_user_the_students_code_reads_nothing_of_roots_and_the_checks_still_decide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    import os
+    import tempfile
+
+    uid, gid = _unprivileged()
+    secret = tmp_path / "teacher" / "held_out.py"  # tmp_path is root's alone (0700), as /autograder/source is
+    secret.parent.mkdir()
+    secret.write_text("SECRET = 1\n")
+    scratch = Path(tempfile.mkdtemp(prefix="vjpgrad-test-"))  # where the autograder copies a submission to
+    os.chmod(scratch, 0o755)
+    request.addfinalizer(lambda: shutil.rmtree(scratch, ignore_errors=True))
+    directory = solutions_in(scratch / "student")
+    prepend(
+        directory / "engine.py",
+        "import os\n"
+        f"_said = ['uid {{}}'.format(os.getuid())] if os.getuid() != {uid} else []\n"
+        "try:\n"
+        f"    open({str(secret)!r}).read()\n"
+        "    _said.append('read the teacher file')\n"
+        "except OSError:\n"
+        "    pass\n"
+        "if _said:\n"
+        "    raise RuntimeError(', '.join(_said))\n",
+    )
+    for path in [directory, *directory.rglob("*")]:
+        os.chown(path, uid, gid)
+    monkeypatch.setattr(grading, "RUN_AS", [(uid, gid)])
+    (result,) = grading.run(directory, [exercise(2)], timeout=120)
+    assert [t.message for t in result.tests if t.outcome != grading.PASSED] == []
+    assert result.status == grading.DONE
+    skeleton_directory = skeleton(scratch / "cheat")
+    prepend(skeleton_directory / "engine.py", REPLACE_THE_CHECKS)
+    for path in [skeleton_directory, *skeleton_directory.rglob("*")]:
+        os.chown(path, uid, gid)
+    (result,) = grading.run(skeleton_directory, [exercise(2)], timeout=120)
+    assert result.score() == 0

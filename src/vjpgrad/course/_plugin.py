@@ -1,8 +1,11 @@
 """The pytest plugin of ``vjpgrad course check``, loaded into the pytest process that runs the checks.
 
-It puts the student's directory on ``sys.path`` after the standard library's (so the student's own
-files ``import engine``, and a ``tracemalloc.py`` of theirs does not stand in for the standard
-library's), gives the checks the ``student`` fixture and the ``weight`` marker, and sets
+Its ``student`` fixture gives the checks the student's files: where ``grading`` runs the student's
+code in a process of its own (``REMOTE``), as proxies of the modules imported there (``remote``),
+and this process never imports them; where the checks run in the student's interpreter
+(``inprocess``, in a browser), by importing them here, with the student's directory on ``sys.path``
+after the standard library's (so their own files ``import engine``, and a ``tracemalloc.py`` of theirs
+does not stand in for the standard library's). It gives the checks the ``weight`` marker, and sets
 hypothesis up for grading (the same examples at every run, no database written into the student's
 directory). ``Reporter``, a plugin object that ``grading`` makes before pytest starts, sends one
 signed message per event to the grading process: the tests collected (each with the sentence that
@@ -71,6 +74,42 @@ class Student:
             raise
         return module
 
+    def probe(self, name: str, *arguments: Any) -> Any:
+        """``probe``'s helper ``name`` on ``arguments``, here (where the student's code runs too)."""
+        from vjpgrad.course import probe
+
+        return probe.HELPERS[name](*arguments)
+
+
+class RemoteStudent:
+    """The student's directory when their code runs in a process of its own (``remote``):
+    ``student("engine")`` is a proxy of their ``engine.py``, imported there, never here."""
+
+    def __init__(self, directory: Path, checks: Any) -> None:
+        self.directory = directory
+        self.checks = checks
+        self.modules: dict[str, Any] = {}
+
+    def __call__(self, name: str) -> Any:
+        __tracebackhide__ = True
+        if not (self.directory / f"{name}.py").is_file():
+            raise MissingFileError(
+                f"{name}.py is not in {self.directory}: `vjpgrad course init {self.directory}` writes it again "
+                "(and keeps your other files)"
+            )
+        if name not in self.modules:
+            self.modules[name] = self.checks.module(name)
+        return self.modules[name]
+
+    def probe(self, name: str, *arguments: Any) -> Any:
+        """``probe``'s helper ``name`` on ``arguments``, run in the student's process."""
+        return self.checks.probe(name, *arguments)
+
+
+REMOTE: list[Any] = [None]
+"""The checks' end of the pipe to the student's process (``remote.Checks``) when the student's code
+runs there; none when it runs in this process (``inprocess``: feedback, not marks)."""
+
 
 def after_the_standard_library(path: list[str], directory: str) -> None:
     """Put ``directory`` into ``path`` (``sys.path``) just after the standard library's folders: the
@@ -130,6 +169,7 @@ def pytest_configure(config: pytest.Config) -> None:
         for entry in ("", os.getcwd()):  # the working directory (the student's) is not searched first
             while entry in sys.path:
                 sys.path.remove(entry)
+    if directory and REMOTE[0] is None:  # the student's code runs here: their directory on sys.path
         after_the_standard_library(sys.path, str(Path(directory).resolve()))
         permitted = {}
         for word in config.getoption("--own"):
@@ -153,9 +193,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def student(pytestconfig: pytest.Config) -> Student:
+def student(pytestconfig: pytest.Config) -> Student | RemoteStudent:
     """The student's directory, to import their files from: ``student("engine").Value``."""
-    return Student(Path(pytestconfig.getoption("--student") or ".").resolve())
+    directory = Path(pytestconfig.getoption("--student") or ".").resolve()
+    return Student(directory) if REMOTE[0] is None else RemoteStudent(directory, REMOTE[0])
 
 
 def test_name(item: pytest.Item) -> str:
@@ -211,6 +252,11 @@ class Reporter:
         self._write: Callable[[dict[str, Any]], None] = write
         self._classify, self._title, self._weight, self._clock = classify, title, weight, time.perf_counter
         self._started: dict[str, float] = {}
+
+    def tampered(self) -> None:
+        """Tell the grading process that the pipe from the student's process carried something else:
+        it voids the exercise's report."""
+        self._write({"event": "tampered"})
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         tests = [
@@ -272,7 +318,11 @@ def _example(error: BaseException) -> list[str]:
 
 
 def _student_frame(error: BaseException, directory: Path) -> str | None:
-    """Where in the student's files the error was raised: ``engine.py, line 31, in __add__``."""
+    """Where in the student's files the error was raised: ``engine.py, line 31, in __add__`` (as the
+    student's process said, for an error raised there)."""
+    said = getattr(error, "student_where", None)
+    if isinstance(said, str):
+        return said
     found = None
     for frame in traceback.extract_tb(error.__traceback__):
         path = Path(frame.filename)

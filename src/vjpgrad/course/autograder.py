@@ -8,11 +8,11 @@ and the teacher's exercises directory with its held-out checks under ``exercises
 
 ``main`` is what ``run_autograder`` runs: it copies the submission (``/autograder/submission``)
 into a directory of its own, grades every exercise there as ``gradebook.grade`` does, and writes
-``/autograder/results/results.json``. Given ``--user``, each checks' process drops to that user
-before it imports anything of the student's (``grading.RUN_AS``): the student's code cannot read
-``/autograder/source`` (the teacher's files, kept to root by ``setup.sh``) nor write the results.
-A held-out check is copied, for its own process alone, into a directory only that process's
-user may read, and removed when it ends; the processes run one at a time.
+``/autograder/results/results.json``. Given ``--user``, each process where the student's code
+runs drops to that user before it imports anything of theirs (``grading.RUN_AS``), while the
+checks' processes, which decide, stay root's: the student's code cannot read ``/autograder/source``
+(the teacher's files and held-out checks, kept to root by ``setup.sh``), write the results, nor
+signal, trace or read the memory of the processes that grade it.
 """
 
 from __future__ import annotations
@@ -137,8 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.chmod(scratch, 0o755)
             for path in [directory, *directory.rglob("*")]:
                 os.chown(path, uid, gid)
-            os.chown(grading.hypothesis_home(), uid, gid)
-        graded = gradebook.grade([directory], of, args.timeout, workers=1 if args.user else None)
+        graded = gradebook.grade([directory], of, args.timeout)
         report = gradebook.results_json(graded[directory.name], of)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -1,14 +1,21 @@
 """Grading: run the checks against a student's directory, and report the results.
 
-``run`` checks each exercise in a child process of its own, several at a time where the machine has
-the cores, each with a time limit: a student's crash, ``sys.exit``, ``os._exit`` or endless loop
-costs only the exercise it is in. The children are forked from a server that has imported pytest,
-hypothesis and vjpgrad once. A child is pytest with the plugin ``vjpgrad.course._plugin``,
-which sends one message per event over a pipe this process owns; ``run`` reads them back into an
+``run`` checks each exercise in child processes of its own, several exercises at a time where the
+machine has the cores, each with a time limit: a student's crash, ``sys.exit``, ``os._exit`` or
+endless loop costs only the exercise it is in. The children are forked from a server that has
+imported pytest, hypothesis and vjpgrad once. Each exercise has two: the student's process
+(``student_process``), where their files are imported and their code runs, and the checks' process,
+pytest with the plugin ``vjpgrad.course._plugin``, which never imports a student's file: it holds
+proxies of the student's objects (``remote``), computes the reference, compares and decides there,
+and sends one message per event over a pipe this process owns. ``run`` reads them back into an
 ``ExerciseResult`` per exercise, whose score is the exercise's points shared among its checks by
 weight. ``scoreboard`` is the text a student reads, ``as_json`` what an autograder reads.
 
-The results are recorded here, in a process where no student code runs, never in a file. Each
+The student's code can reach neither the checks' objects nor this process's: it runs in a process
+that holds none of them and answers the checks' requests with plain data (``remote``). The checks'
+process is made one that the same user's processes cannot trace (Linux), and with the autograder's
+``--user`` the student's process runs as another user. The results are recorded here, never in a
+file. Each
 message the child sends is signed with a key made here for that child alone (HMAC-SHA256, over
 the message and its place in the sequence): the child's plugin keeps only a keyed hash object,
 made before any student code is imported. A message that is not signed, out of order, or not a
@@ -55,8 +62,9 @@ WALL = 5
 
 
 RUN_AS: list[tuple[int, int] | None] = [None]
-"""The user (uid, gid) the checks' processes drop to before they run anything of the student's, when
-the grader runs as root (``autograder``); none: the grader's own user."""
+"""The user (uid, gid) the processes where the student's code runs drop to before they import
+anything of theirs, when the grader runs as root (``autograder``; the checks' processes stay root's);
+none: the grader's own user."""
 
 
 def cores() -> int:
@@ -145,9 +153,17 @@ def run_many(
     work: Sequence[tuple[Path, Exercise]], timeout: float = TIMEOUT, workers: int | None = None,
     held_out: bool = False, class_mode: bool = False,
 ) -> list[ExerciseResult]:  # fmt: skip
-    """``run`` for (directory, exercise) pairs of several directories, in one pool of processes."""
+    """``run`` for (directory, exercise) pairs of several directories, in one pool of processes; the
+    longest exercises (``LONGEST``) start first, the results come in the order of ``work``."""
+    order = sorted(range(len(work)), key=lambda k: (work[k][1].teachers or work[k][1].slug not in LONGEST, k))
     with ThreadPoolExecutor(max_workers=max(1, min(workers or cores(), len(work) or 1))) as pool:
-        return list(pool.map(lambda pair: run_exercise(pair[0], pair[1], timeout, held_out, class_mode), work))
+        started = {k: pool.submit(run_exercise, *work[k], timeout, held_out, class_mode) for k in order}
+        return [started[k].result() for k in range(len(work))]
+
+
+LONGEST = ("mlp",)
+"""The built-in exercises whose checks take longest (exercise 11 trains a network: about half the CPU
+of a whole course's checks): started first, they run beside the others rather than after them."""
 
 
 PRELOAD = [
@@ -200,26 +216,38 @@ def pytest_process(
     channel: Any,
     key: bytes,
     user: tuple[int, int] | None = None,
+    student: Any = None,
 ) -> None:
-    """An exercise's process: pytest with ``arguments`` in the student's ``directory``, its output in
+    """An exercise's checks: pytest with ``arguments`` in the student's ``directory``, its output in
     the file ``output``, at most ``seconds`` of CPU; nothing written into the student's directory but
     what their code writes. Its events go to ``channel`` (the write end of a pipe), each signed with a
     hash keyed by ``key``: the key is dropped from this process's arguments before pytest starts, and
-    only the hash object made from it is kept, by the reporter (``_plugin.Reporter``)."""
-    from vjpgrad.course import _plugin
+    only the hash object made from it is kept, by the reporter (``_plugin.Reporter``). ``student``:
+    the pipe to the process where the student's code runs (``student_process``); without it, the
+    student's code runs in this process, as ``user`` when given."""
+    from vjpgrad.course import _plugin, remote
 
     process = multiprocessing.current_process()
     process._args, process._kwargs = (), {}  # type: ignore[attr-defined]  # the key is in them
     reporter = _plugin.Reporter(channel, hmac.new(key, digestmod=hashlib.sha256))
     del key
+    _undumpable()
     _limit_cpu(seconds)
     stream = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(stream, 1)
     os.dup2(stream, 2)
-    if user is not None:  # the student's code runs as an unprivileged user: nothing of root's is theirs
-        os.setgroups([])
-        os.setgid(user[1])
-        os.setuid(user[0])
+
+    def broken(error: Exception) -> None:  # the student's process wrote into the pipe, or ended
+        if isinstance(error, remote.TamperedError):
+            reporter.tampered()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(STUDENT_GONE)
+
+    if student is not None:
+        _plugin.REMOTE[0] = remote.Checks(student, broken)
+    elif user is not None:  # the student's code runs here, as an unprivileged user
+        _become(user)
     os.chdir(directory)
     os.environ.pop("PYTEST_ADDOPTS", None)  # the checks run as written, whatever the shell says
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # nor the plugins installed (pytest-randomly would reorder)
@@ -231,6 +259,58 @@ def pytest_process(
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(int(status))
+
+
+STUDENT_GONE = 70
+"""The exit status of the checks' process when the student's process ended under it (or wrote into
+the pipe between them): the check running then did not finish, the later ones did not run."""
+
+
+def _become(user: tuple[int, int]) -> None:
+    """Drop to ``user`` (uid, gid), with no supplementary groups: nothing of root's is theirs."""
+    os.setgroups([])
+    os.setgid(user[1])
+    os.setuid(user[0])
+
+
+def _undumpable() -> None:
+    """Make this process one that processes of the same user cannot trace nor read the memory of
+    (``prctl(PR_SET_DUMPABLE, 0)``, Linux); elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
+def student_process(
+    directory: str, permitted: dict[str, set[str]], channel: Any, seconds: float, user: tuple[int, int] | None
+) -> None:
+    """The process where the student's code runs, for one exercise's checks: at most ``seconds`` of
+    CPU, as ``user`` when given, its output thrown away, in their ``directory`` (on ``sys.path``
+    after the standard library), refusing imports of vjpgrad and torch but those ``permitted``. It
+    answers the checks' requests on ``channel`` (``remote``) and holds nothing of theirs."""
+    from vjpgrad.course import _plugin, probe, remote  # all it runs, imported before it may drop to ``user``
+
+    del probe
+    _limit_cpu(seconds)
+    nothing = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(nothing, 1)
+    os.dup2(nothing, 2)
+    if user is not None:
+        _become(user)
+    os.chdir(directory)
+    sys.dont_write_bytecode = True  # no __pycache__ in the student's directory
+    home = Path(directory).resolve()
+    for entry in ("", os.getcwd(), directory):
+        while entry in sys.path:
+            sys.path.remove(entry)
+    _plugin.after_the_standard_library(sys.path, str(home))
+    _plugin.guard_imports(home, permitted)
+    remote.serve(channel, home, _plugin.Student(home))
 
 
 def sign(key: bytes, number: int, payload: bytes) -> bytes:
@@ -273,7 +353,7 @@ def _receive(process: Any, channel: Any, key: bytes, wall: float) -> tuple[list[
             event = json.loads(payload)
         except ValueError:
             return events, False
-        if not isinstance(event, dict):
+        if not isinstance(event, dict) or event.get("event") == "tampered":
             return events, False
         events.append(event)
 
@@ -318,39 +398,48 @@ def _run_files(
             "--student", str(directory.resolve()), *_own(exercise), *options, *HYPOTHESIS_PLUGIN, *map(str, files),
         ]  # fmt: skip
         user = RUN_AS[0]
-        if user is not None:  # the held-out checks, for this process's user alone, only while it runs
-            os.chown(scratch, *user)
-            copies = Path(scratch) / "checks"
-            copies.mkdir()
-            for k, path in enumerate(files):
-                if path.parent != folder("checks"):
-                    shutil.copyfile(path, copies / path.name)
-                    os.chown(copies / path.name, *user)
-                    arguments[arguments.index(str(path))] = str(copies / path.name)
-                    if k == 0:
-                        arguments[arguments.index("--rootdir") + 1] = str(copies)
         context = _processes()
         receiving, sending = context.Pipe(duplex=False)
         key = secrets.token_bytes(32)
+        theirs, ours = context.Pipe(duplex=True)  # the student's process and the checks'
+        student = context.Process(
+            target=student_process, args=(str(directory), _permitted(exercise), theirs, timeout, user),
+            name="vjpgrad course: the student's code",
+        )  # fmt: skip
         process = context.Process(
             target=pytest_process,
-            args=(arguments, str(directory), str(output), hypothesis_home(), timeout, sending, key, user),
+            args=(arguments, str(directory), str(output), hypothesis_home(), timeout, sending, key, None, ours),
             name="vjpgrad course",
         )
+        student.start()
+        theirs.close()
         process.start()
         sending.close()
+        ours.close()
         events, genuine = _receive(process, receiving, key, timeout * WALL if cpu_limited() else timeout)
         process.join(0 if not process.is_alive() else 0.1)
         over_cpu = getattr(signal, "SIGXCPU", None)  # what RLIMIT_CPU sends; none on Windows
-        timed_out = process.is_alive() or (over_cpu is not None and process.exitcode == -over_cpu)
-        if process.is_alive():
-            process.kill()
-            process.join()
+        timed_out = process.is_alive() or (over_cpu is not None and -over_cpu in (process.exitcode, student.exitcode))
+        for each in (process, student):
+            if each.is_alive():
+                each.kill()
+            each.join()
+        timed_out = timed_out or (over_cpu is not None and student.exitcode == -over_cpu)
         receiving.close()
         text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
     if not genuine:
         return _tampered(exercise, events)
     return _result(exercise, events, text, timed_out, timeout)
+
+
+def _permitted(exercise: Exercise) -> dict[str, set[str]]:
+    """What each of the student's files may import of vjpgrad and torch: what its skeleton does."""
+    options = _own(exercise)
+    permitted: dict[str, set[str]] = {}
+    for word in options[1::2]:
+        name, _, packages = word.partition("=")
+        permitted[name] = {p for p in packages.split(",") if p}
+    return permitted
 
 
 def _own(exercise: Exercise) -> list[str]:

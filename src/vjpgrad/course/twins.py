@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import vjpgrad
+from vjpgrad.course import remote
 from vjpgrad.course.expect import advice
 
 # ---- programs -------------------------------------------------------------------------------------
@@ -216,26 +217,47 @@ def programs(
     if unknown:
         raise ValueError(f"unknown operations {unknown}: the operations are {list(OPERATIONS)}")
 
+    # Each strategy is made once and drawn from again: hypothesis works out a new strategy's properties
+    # (whether it can be empty, which values it can reuse) the first time it is drawn from, which took
+    # most of exercise 3's checking time when a strategy was made anew for each operand drawn.
+    counts, lengths = st.integers(1, max_leaves), st.integers(1, max_operations)
+    leaf_numbers = st.floats(low, high, allow_nan=False, allow_infinity=False)
+    operations, exponents, sides = st.sampled_from(list(ops)), st.sampled_from(EXPONENTS), st.booleans()
+    sampled: dict[tuple[Operand, ...], Any] = {}
+    seconds: dict[tuple[str, ...], Any] = {}
+
+    def one_of(choices: Sequence[Operand]) -> Any:
+        key = tuple(choices)
+        if key not in sampled:
+            sampled[key] = st.sampled_from(key)
+        return sampled[key]
+
+    def second_of(names: Sequence[str]) -> Any:
+        key = tuple(names)
+        if key not in seconds:
+            seconds[key] = st.one_of(one_of(key), one_of(CONSTANTS))
+        return seconds[key]
+
     @st.composite
     def draw_program(draw: Any) -> Program:
-        count = draw(st.integers(1, max_leaves))
-        numbers_drawn = [draw(st.floats(low, high, allow_nan=False, allow_infinity=False)) for _ in range(count)]
+        count = draw(counts)
+        numbers_drawn = [draw(leaf_numbers) for _ in range(count)]
         leaves = tuple((f"x{k + 1}", x) for k, x in enumerate(numbers_drawn))
         values = dict(leaves)
         names = [name for name, _ in leaves]
         instructions: list[Instruction] = []
-        length = draw(st.integers(1, max_operations))
+        length = draw(lengths)
         for k in range(length):
             last = must_use is not None and k == length - 1
-            op = must_use if last else draw(st.sampled_from(list(ops)))
+            op = must_use if last else draw(operations)
             assert op is not None
-            first = draw(st.sampled_from([names[-1], *names[:-1]]))
+            first = draw(one_of([names[-1], *names[:-1]]))
             operands: tuple[Operand, ...]
             if op == "**":
-                operands = (first, draw(st.sampled_from(EXPONENTS)))
+                operands = (first, draw(exponents))
             elif op in BINARY:
-                second: Operand = draw(st.one_of(st.sampled_from(names), st.sampled_from(CONSTANTS)))
-                operands = (second, first) if draw(st.booleans()) else (first, second)
+                second: Operand = draw(second_of(names))
+                operands = (second, first) if draw(sides) else (first, second)
             else:
                 operands = (first,)
             numbers_in = [values[x] if isinstance(x, str) else x for x in operands]
@@ -277,7 +299,7 @@ def number(x: object) -> str:
     """A number as the tables show it."""
     if isinstance(x, numbers.Real) and not isinstance(x, bool):
         return f"{float(x):.6g}"
-    return "-" if x is None else f"{type(x).__name__}"
+    return "-" if x is None else remote.type_name(x)
 
 
 def numbers_apart(theirs: object, ours: float) -> tuple[str, str]:

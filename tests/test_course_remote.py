@@ -1,0 +1,161 @@
+"""The pipe between the checks and the student's process (``vjpgrad.course.remote``), in threads.
+
+The checks' end holds proxies of the student's objects and asks; the student's end does what is
+asked to its own objects and answers with plain data. These tests run both ends in one process (a
+thread each) to check the protocol itself: what crosses as data and what as a handle, errors, what
+the student's end may not do to the checks' objects, and a pipe written to with something else.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator
+from multiprocessing import Pipe
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from vjpgrad.course import remote
+
+STUDENT = """
+class Value:
+    def __init__(self, data):
+        self.data = data
+        self.grad = 0.0
+        self._prev = set()
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data + other.data)
+        out._prev = {self, other}
+        return out
+
+    __radd__ = __add__
+
+    def __repr__(self):
+        return f"Value({self.data})"
+
+
+def twice(f, x):
+    return f(f(x))
+
+
+def peek(f):
+    return f.secret
+
+
+def broken():
+    raise NotImplementedError("exercise 2: write it")
+"""
+
+
+@pytest.fixture
+def checks(tmp_path: Path) -> Iterator[remote.Checks]:
+    (tmp_path / "engine.py").write_text(STUDENT)
+    ours, theirs = Pipe(duplex=True)
+
+    def importer(name: str) -> ModuleType:
+        module = ModuleType(name)
+        module.__file__ = str(tmp_path / f"{name}.py")
+        exec(compile((tmp_path / f"{name}.py").read_text(), module.__file__, "exec"), module.__dict__)
+        return module
+
+    student = remote.Student(theirs, tmp_path.resolve(), importer)
+    thread = threading.Thread(target=student.run, daemon=True)
+    thread.start()
+    yield remote.Checks(ours)
+    ours.close()
+    thread.join(5)
+
+
+def test_plain_data_crosses_as_itself_and_other_objects_as_handles(checks: remote.Checks) -> None:
+    data = [1, 2.5, "x", None, True, (1, [2.0]), {"a": {3}}, frozenset({4}), math.inf, -math.inf]
+    side = remote.Side(None)
+    assert side.decode(side.encode(data)) == data
+    assert math.isnan(side.decode(side.encode(math.nan)))
+    engine = checks.module("engine")
+    a = engine.Value(2.0)
+    b = a + 1.5  # an operator, done in the student's process
+    c = 1.0 + b  # reflected
+    assert isinstance(a, remote.Proxy)
+    assert (b.data, c.data, repr(c)) == (3.5, 4.5, "Value(4.5)")
+    assert type(b.data) is float
+    assert isinstance(c, engine.Value)  # isinstance against a proxy of their class
+    assert not isinstance(3.0, engine.Value)
+    (first,) = [p for p in b._prev if p is a]  # the same object there is the same proxy here
+    assert first is a
+    a.grad = 7.0
+    assert a.grad == 7.0
+
+
+def test_the_checks_functions_are_called_back_and_never_opened(checks: remote.Checks) -> None:
+    engine = checks.module("engine")
+    seen: list[float] = []
+
+    def double(x: float) -> float:
+        seen.append(x)
+        return 2 * x
+
+    double.secret = "the held-out answer"  # type: ignore[attr-defined]
+    assert engine.twice(double, 1.5) == 6.0
+    assert seen == [1.5, 3.0]
+    with pytest.raises(AttributeError):  # a function of the checks' is a stand-in there, holding nothing
+        engine.peek(double)
+
+    class Expression:
+        secret = "the held-out answer"
+
+        def __call__(self, x: float) -> float:
+            return x + 1
+
+    assert engine.twice(Expression(), 1.0) == 3.0
+    with pytest.raises(PermissionError, match="only be called and used in arithmetic"):
+        engine.peek(Expression())
+
+
+def test_an_error_of_the_students_code_is_raised_here_with_its_line(checks: remote.Checks) -> None:
+    engine = checks.module("engine")
+    with pytest.raises(NotImplementedError, match="exercise 2: write it") as caught:
+        engine.broken()
+    assert caught.value.student_where == "engine.py, line 29, in broken"  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        _ = engine.Value(1.0).nothing
+
+
+def test_anything_else_written_into_the_pipe_is_tampering() -> None:
+    ours, theirs = Pipe(duplex=True)
+    checks = remote.Checks(ours)
+    theirs.send_bytes(b'{"value": {"B": 99}}')  # a handle this side never gave
+    with pytest.raises(remote.TamperedError):
+        checks.request("import", "engine")
+    theirs.send_bytes(b"\x80\x04 pickled")  # never unpickled
+    with pytest.raises(remote.TamperedError):
+        checks.request("import", "engine")
+    broken: list[Exception] = []
+    checks.broken = broken.append
+    theirs.close()
+    with pytest.raises(remote.GoneError):
+        checks.request("import", "engine")
+    assert [type(error) for error in broken] == [remote.GoneError]
+
+
+def test_a_call_crossing_to_the_student_goes_as_data_not_as_the_checks_objects(checks: remote.Checks) -> None:
+    engine = checks.module("engine")
+    values: list[Any] = [1.0, 2.0]
+    total = engine.Value(0.0)
+    for x in values:
+        total = total + x
+    assert total.data == 3.0
+    assert values == [1.0, 2.0]  # a list goes as a copy
+
+
+def test_a_message_names_the_type_of_a_students_object_as_theirs(checks: remote.Checks) -> None:
+    from vjpgrad.course import twins
+
+    value = checks.module("engine").Value(1.0)
+    assert remote.type_name(value) == "Value"
+    assert twins.number(value) == "Value"  # a .grad that is not a number, in the table
+    assert twins.number(2.0) == "2"
