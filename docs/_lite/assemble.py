@@ -15,6 +15,7 @@ with micropip, and the console's first result came about twice as late (benchmar
 Run by the Sphinx build (``vjpgrad_lite``), or alone to make the folder::
 
     python docs/_lite/assemble.py            # writes docs/_lite/build/ (never committed)
+    python docs/_lite/assemble.py --fetch    # only downloads (npm, pip): a build after it needs no network
 
 The network is needed the first time (npm and pip, as their ordinary clients fetch), and Node.js
 (which npm comes with); later builds reuse what was downloaded and compiled, and rebuild and
@@ -135,11 +136,30 @@ def wheels() -> list[Path]:
     return [have[name] for name in WHEELS]
 
 
+BACKEND = "setuptools==84.2.1"
+"""The build backend vjpgrad's wheel is built with, pinned (pyproject.toml's ``build-system`` asks
+for setuptools 77 or later): downloaded with the rest, so that a build needs no network."""
+
+
+def backend() -> Path:
+    """The folder that holds the build backend's wheel, downloaded once into build/backend."""
+    folder = BUILD / "backend"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not list(folder.glob(f"{BACKEND.replace('==', '-')}-*.whl")):
+        pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"]
+        run(*pip, "-d", str(folder), BACKEND)
+    return folder
+
+
 def vjpgrad_wheel() -> Path:
-    """vjpgrad's wheel, built from this repository (a new one at each build)."""
+    """vjpgrad's wheel, built from this repository (a new one at each build), with the downloaded
+    backend alone (``--no-index``: pip's isolated build environment looks nowhere else)."""
     folder = BUILD / "vjpgrad-wheel"
     shutil.rmtree(folder, ignore_errors=True)
-    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(folder), str(REPOSITORY))
+    run(
+        sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index", "--find-links", str(backend()),
+        "-w", str(folder), str(REPOSITORY),
+    )  # fmt: skip
     (wheel,) = folder.glob("vjpgrad-*.whl")
     return wheel
 
@@ -301,5 +321,20 @@ def assemble() -> Path:
     return lite
 
 
+def fetch() -> None:
+    """What needs the network, alone: Pyodide's npm package, the pinned wheels and the build
+    backend, each downloaded once into build/. A build after it fetches nothing (CI builds the site
+    with the network closed after this step)."""
+    BUILD.mkdir(parents=True, exist_ok=True)
+    pyodide_core()
+    wheels()
+    backend()
+
+
 if __name__ == "__main__":
-    print(assemble())
+    if sys.argv[1:] == ["--fetch"]:
+        fetch()
+    elif sys.argv[1:]:
+        sys.exit(f"usage: python {Path(__file__).name} [--fetch]  (--fetch: download what the build needs, and stop)")
+    else:
+        print(assemble())
