@@ -9,12 +9,13 @@ text may reach what a student sees.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from vjpgrad.course import gradebook, grading
+from vjpgrad.course import gradebook, grading, kernel
 from vjpgrad.course.exercises import course, exercise, folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -317,3 +318,41 @@ def test_as_another_user_the_students_code_reads_nothing_of_roots_and_the_checks
         os.chown(path, uid, gid)
     (result,) = grading.run(skeleton_directory, [exercise(2)], timeout=120)
     assert result.score() == 0
+
+
+JACOBIAN = (
+    "def softmax_vjp(x, v):\n"
+    "    m = max(x)\n"
+    "    e = [math.exp(t - m) for t in x]\n"
+    "    s = [t / sum(e) for t in e]\n"
+    "    jacobian = [[s[i] * ((i == j) - s[j]) for j in range(len(x))] for i in range(len(x))]\n"
+    "    return [sum(v[i] * jacobian[i][j] for i in range(len(x))) for j in range(len(x))]\n"
+)
+"""A softmax_vjp that builds the n x n Jacobian, 32 MB of Python floats for 1,000 inputs."""
+
+MISREPORT = (
+    "import math\nimport sys\nimport tracemalloc\n\n"
+    "for _module in list(sys.modules.values()):  # wherever the measuring code took them from\n"
+    "    for _name in ('get_traced_memory', 'get_tracemalloc_memory'):\n"
+    "        if getattr(_module, _name, None) is not None:\n"
+    "            try:\n"
+    "                setattr(_module, _name, lambda: (0, 0))\n"
+    "            except (AttributeError, TypeError):\n"
+    "                pass\n"
+    "tracemalloc.get_traced_memory = lambda: (0, 0)\n\n\n"
+)
+"""The peak memory misreported from the student's own module: every ``get_traced_memory`` it can
+reach in its interpreter, the standard library's and any module's that imported it, made to say 0."""
+
+
+@pytest.mark.slow  # a grading run: the student's process and the checks'
+@pytest.mark.skipif(not kernel.can_measure(os.getpid()), reason="the kernel's count of memory is read in /proc (Linux)")
+def test_a_jacobian_with_the_memory_count_misreported_fails_the_memory_check(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "student")
+    (directory / "softmax.py").write_text(MISREPORT + JACOBIAN)
+    (result,) = grading.run(directory, [exercise(8)], timeout=120)
+    outcomes = {t.name: t.outcome for t in result.tests}
+    assert outcomes["three_inputs"] == grading.PASSED  # the answer is right, so the cheat did run
+    assert outcomes["it_does_not_build_the_jacobian"] == grading.FAILED
+    message = next(t.message for t in result.tests if t.name == "it_does_not_build_the_jacobian")
+    assert "1,000 x 1,000" in message

@@ -9,7 +9,9 @@ the student's end may not do to the checks' objects, and a pipe written to with 
 from __future__ import annotations
 
 import math
+import os
 import threading
+import tracemalloc
 from collections.abc import Iterator
 from multiprocessing import Pipe
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from vjpgrad.course import remote
+from vjpgrad.course import kernel, probe, remote
 
 STUDENT = """
 class Value:
@@ -49,11 +51,25 @@ def peek(f):
 
 def broken():
     raise NotImplementedError("exercise 2: write it")
+
+
+def small(xs):
+    return [x * 2 for x in xs]
+
+
+def jacobian(n, misreport):
+    if misreport:  # what a student's code can do to a count made where it runs
+        import tracemalloc
+        from vjpgrad.course import probe
+        tracemalloc.get_traced_memory = probe.get_traced_memory = lambda: (0, 0)
+    rows = [[float(i * j) for j in range(n)] for i in range(n)]
+    return len(rows)
 """
 
 
-@pytest.fixture
-def checks(tmp_path: Path) -> Iterator[remote.Checks]:
+def connect(tmp_path: Path, pid: int | None = None) -> Iterator[remote.Checks]:
+    """The checks' end of a pipe to a student's end serving ``STUDENT`` in a thread of this process
+    (whose id ``pid`` names, for the kernel's count of its memory)."""
     (tmp_path / "engine.py").write_text(STUDENT)
     ours, theirs = Pipe(duplex=True)
 
@@ -66,9 +82,14 @@ def checks(tmp_path: Path) -> Iterator[remote.Checks]:
     student = remote.Student(theirs, tmp_path.resolve(), importer)
     thread = threading.Thread(target=student.run, daemon=True)
     thread.start()
-    yield remote.Checks(ours)
+    yield remote.Checks(ours, pid=pid)
     ours.close()
     thread.join(5)
+
+
+@pytest.fixture
+def checks(tmp_path: Path) -> Iterator[remote.Checks]:
+    yield from connect(tmp_path)
 
 
 def test_plain_data_crosses_as_itself_and_other_objects_as_handles(checks: remote.Checks) -> None:
@@ -159,3 +180,32 @@ def test_a_message_names_the_type_of_a_students_object_as_theirs(checks: remote.
     assert remote.type_name(value) == "Value"
     assert twins.number(value) == "Value"  # a .grad that is not a number, in the table
     assert twins.number(2.0) == "2"
+
+
+@pytest.mark.skipif(not kernel.can_measure(os.getpid()), reason="the kernel's count of memory is read in /proc (Linux)")
+def test_peak_memory_is_the_kernels_count_which_the_students_code_cannot_misreport(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tracemalloc, "get_traced_memory", tracemalloc.get_traced_memory)  # put back after
+    monkeypatch.setattr(probe, "get_traced_memory", probe.get_traced_memory)
+    for checks in connect(tmp_path, pid=os.getpid()):
+        assert checks.pid == os.getpid()
+        engine = checks.module("engine")
+        small, counted_by = checks.peak_memory(engine.small, list(range(1_000)))
+        assert counted_by == "kernel"
+        assert small < 2_000_000
+        large, counted_by = checks.peak_memory(engine.jacobian, 1_000, True)  # 1,000 x 1,000 floats: 32 MB
+        assert counted_by == "kernel"
+        assert large > 20_000_000
+
+
+def test_without_the_kernels_count_peak_memory_is_counted_where_the_students_code_runs(tmp_path: Path) -> None:
+    for checks in connect(tmp_path, pid=None):
+        assert checks.pid is None
+        engine = checks.module("engine")
+        small, counted_by = checks.peak_memory(engine.small, list(range(1_000)))
+        assert counted_by == "tracemalloc"
+        assert small < 2_000_000
+        large, counted_by = checks.peak_memory(engine.jacobian, 1_000, False)
+        assert counted_by == "tracemalloc"
+        assert large > 20_000_000

@@ -80,6 +80,10 @@ class Student:
 
         return probe.HELPERS[name](*arguments)
 
+    def peak_memory(self, function: Any, *arguments: Any) -> tuple[int, str]:
+        """The peak memory (bytes) of ``function(*arguments)``, counted here by ``tracemalloc``."""
+        return int(self.probe("peak_memory", function, *arguments)), "tracemalloc"
+
 
 class RemoteStudent:
     """The student's directory when their code runs in a process of its own (``remote``):
@@ -104,6 +108,11 @@ class RemoteStudent:
     def probe(self, name: str, *arguments: Any) -> Any:
         """``probe``'s helper ``name`` on ``arguments``, run in the student's process."""
         return self.checks.probe(name, *arguments)
+
+    def peak_memory(self, function: Any, *arguments: Any) -> tuple[int, str]:
+        """The peak memory (bytes) of ``function(*arguments)`` in the student's process, and who counted
+        it: the kernel, from this process, where it can (``"kernel"``); else ``"tracemalloc"``, there."""
+        return self.checks.peak_memory(function, *arguments)  # type: ignore[no-any-return]
 
 
 REMOTE: list[Any] = [None]

@@ -217,6 +217,7 @@ def pytest_process(
     key: bytes,
     user: tuple[int, int] | None = None,
     student: Any = None,
+    pid: int | None = None,
 ) -> None:
     """An exercise's checks: pytest with ``arguments`` in the student's ``directory``, its output in
     the file ``output``, at most ``seconds`` of CPU; nothing written into the student's directory but
@@ -224,7 +225,8 @@ def pytest_process(
     hash keyed by ``key``: the key is dropped from this process's arguments before pytest starts, and
     only the hash object made from it is kept, by the reporter (``_plugin.Reporter``). ``student``:
     the pipe to the process where the student's code runs (``student_process``); without it, the
-    student's code runs in this process, as ``user`` when given."""
+    student's code runs in this process, as ``user`` when given. ``pid``: the student's process's id,
+    taken from the process the grading process started, for the kernel's count of its memory."""
     from vjpgrad.course import _plugin, remote
 
     process = multiprocessing.current_process()
@@ -245,7 +247,7 @@ def pytest_process(
         os._exit(STUDENT_GONE)
 
     if student is not None:
-        _plugin.REMOTE[0] = remote.Checks(student, broken)
+        _plugin.REMOTE[0] = remote.Checks(student, broken, pid)
     elif user is not None:  # the student's code runs here, as an unprivileged user
         _become(user)
     os.chdir(directory)
@@ -406,13 +408,14 @@ def _run_files(
             target=student_process, args=(str(directory), _permitted(exercise), theirs, timeout, user),
             name="vjpgrad course: the student's code",
         )  # fmt: skip
+        student.start()
+        theirs.close()
         process = context.Process(
             target=pytest_process,
             args=(arguments, str(directory), str(output), hypothesis_home(), timeout, sending, key, None, ours),
+            kwargs={"pid": student.pid},  # the process started here, not what any process says it is
             name="vjpgrad course",
         )
-        student.start()
-        theirs.close()
         process.start()
         sending.close()
         ours.close()

@@ -27,6 +27,11 @@ def peak_memory(function: Callable[..., Any], *arguments: Any) -> int:
         stop()
 
 
+def dropped(function: Callable[..., Any], *arguments: Any) -> None:
+    """``function(*arguments)``, its result dropped: a call measured from outside (``kernel``)."""
+    function(*arguments)
+
+
 def cpu_seconds(function: Callable[..., Any], *arguments: Any) -> tuple[Any, float]:
     """``function(*arguments)`` and the CPU seconds it took, with the collector as a training script
     would set it: its first threshold raised and the objects made before frozen. A micrograd-shaped
@@ -92,6 +97,7 @@ def leaf_gradients(output: Any) -> list[tuple[Any, Any]]:
 
 HELPERS: dict[str, Callable[..., Any]] = {
     "peak_memory": peak_memory,
+    "dropped": dropped,
     "cpu_seconds": cpu_seconds,
     "at_recursion_limit": at_recursion_limit,
     "chain": chain,

@@ -44,6 +44,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vjpgrad.course import kernel
+
 LIMIT = 1 << 26
 """The longest message either side accepts (bytes)."""
 DEPTH = 40
@@ -438,11 +440,14 @@ BUILTIN_ERRORS = {
 class Checks(Side):
     """The checks' end: it asks, and answers the student's process only calls of what it handed over."""
 
-    def __init__(self, channel: Any, broken: Callable[[Exception], None] | None = None) -> None:
+    def __init__(self, channel: Any, broken: Callable[[Exception], None] | None = None, pid: int | None = None) -> None:
         super().__init__(channel)
         self.broken = broken
         """What to do when the pipe breaks (``TamperedError``, ``GoneError``): the grader's process ends the
         checks there; none: raise it."""
+        self.pid = pid if kernel.can_measure(pid) else None
+        """The student's process's id, as the grading process started it, where the kernel's count of its
+        memory can be read (``kernel``: Linux); none elsewhere. Asked before any of the student's code runs."""
 
     def request(self, what: str, *arguments: Any) -> Any:
         try:
@@ -459,6 +464,16 @@ class Checks(Side):
     def probe(self, name: str, *arguments: Any) -> Any:
         """``probe``'s helper ``name`` run in the student's process on ``arguments``."""
         return self.request("probe", name, *arguments)
+
+    def peak_memory(self, function: Any, *arguments: Any) -> tuple[int, str]:
+        """The peak memory (bytes) of ``function(*arguments)`` in the student's process, and who counted
+        it: the kernel (``"kernel"``), read from here, where it can be; else the student's process
+        itself (``"tracemalloc"``, which its code could misreport)."""
+        if self.pid is None:
+            return int(self.probe("peak_memory", function, *arguments)), "tracemalloc"
+        before = kernel.reset_peak(self.pid)
+        self.probe("dropped", function, *arguments)
+        return max(0, kernel.resident_peak(self.pid) - before), "kernel"
 
     def answer(self, what: str, arguments: list[Any]) -> Any:
         if what == "call" and len(arguments) == 3 and type(arguments[2]) is dict:

@@ -15,7 +15,9 @@ from vjpgrad.testing import assert_grad_close
 LARGE = 1_000
 MEMORY = 2_000_000
 """Bytes softmax_vjp may use at its peak for LARGE inputs: a few lists of LARGE floats fit many times;
-J, LARGE x LARGE numbers, needs over 30 times more."""
+J, LARGE x LARGE numbers, needs over 15 times more. Counted by the kernel (the growth of the student's
+process's resident set), the reference solution takes about 45 kB and a J of Python floats 38 MB; by
+``tracemalloc`` (the fallback without ``/proc``), about 100 kB and 33 MB."""
 
 
 def softmax_of(*xs: Value) -> Vector:
@@ -61,7 +63,7 @@ def test_it_does_not_build_the_jacobian(student: Any) -> None:
     softmax_vjp = student("softmax").softmax_vjp
     x = [((i * 37) % 101) / 50 - 1 for i in range(LARGE)]
     v = [((i * 53) % 97) / 48 - 1 for i in range(LARGE)]
-    peak = student.probe("peak_memory", softmax_vjp, x, v)  # measured where the student's code runs
+    peak, _ = student.peak_memory(softmax_vjp, x, v)  # counted by the kernel, from outside, where it can
     assert peak < MEMORY, (
         f"softmax_vjp on {LARGE:,} inputs used {peak / 1e6:.1f} MB at its peak: J has {LARGE:,} x {LARGE:,} "
         f"entries, the VJP needs only a few lists of {LARGE:,} numbers (stay under {MEMORY / 1e6:.0f} MB)"
