@@ -356,3 +356,45 @@ def test_a_jacobian_with_the_memory_count_misreported_fails_the_memory_check(tmp
     assert outcomes["it_does_not_build_the_jacobian"] == grading.FAILED
     message = next(t.message for t in result.tests if t.name == "it_does_not_build_the_jacobian")
     assert "1,000 x 1,000" in message
+
+
+FLAT_JACOBIAN = (
+    "def _softmax_vjp(x, v):\n"
+    "    import array\n"
+    "    n = len(x)\n"
+    "    m = max(x)\n"
+    "    e = [math.exp(t - m) for t in x]\n"
+    "    s = [t / sum(e) for t in e]\n"
+    "    jacobian = array.array('d', [0.0]) * (n * n)  # 8 MB in one block, given back to the system when freed\n"
+    "    for i in range(n):\n"
+    "        for j in range(n):\n"
+    "            jacobian[i * n + j] = s[i] * ((i == j) - s[j])\n"
+    "    return [sum(v[i] * jacobian[i * n + j] for i in range(n)) for j in range(n)]\n"
+)
+"""A softmax_vjp that builds the Jacobian as one block of n x n doubles, which freeing gives back."""
+
+RESET = (
+    "import gc\nimport math\n\n\n"
+    "def softmax_vjp(x, v):\n"
+    "    result = _softmax_vjp(x, v)\n"
+    "    gc.collect()\n"
+    "    try:\n"
+    "        with open('/proc/self/clear_refs', 'w') as counter:  # the kernel's peak, reset to now\n"
+    "            counter.write('5')\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    return result\n\n\n"
+)
+"""The kernel's count of the peak memory reset from the student's own process, after the Jacobian
+is built and freed."""
+
+
+@pytest.mark.slow  # a grading run: the student's process and the checks'
+@pytest.mark.skipif(not kernel.can_measure(os.getpid()), reason="the kernel's count of memory is read in /proc (Linux)")
+def test_a_jacobian_with_the_kernels_peak_reset_by_the_students_code_fails_the_memory_check(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "student")
+    (directory / "softmax.py").write_text(RESET + FLAT_JACOBIAN)
+    (result,) = grading.run(directory, [exercise(8)], timeout=120)
+    outcomes = {t.name: t.outcome for t in result.tests}
+    assert outcomes["three_inputs"] == grading.PASSED
+    assert outcomes["it_does_not_build_the_jacobian"] == grading.FAILED

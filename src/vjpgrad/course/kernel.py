@@ -6,13 +6,23 @@ process id, which the grading process took from the process it started, never fr
 student's process said. Where ``/proc`` is not there (macOS, Windows, Pyodide) the checks fall back to
 ``probe``'s count, made in the student's process.
 
-- Peak memory: ``VmHWM`` in ``/proc/PID/status``, the most memory the process has held in RAM (its
-  resident set), which writing ``5`` to ``/proc/PID/clear_refs`` resets to what it holds now.
+- Peak memory (``peak_while``): ``VmHWM`` in ``/proc/PID/status``, the most memory the process has
+  held in RAM (its resident set) since writing ``5`` to ``/proc/PID/clear_refs`` reset it to what it
+  held then. The student's process can reset it too (after building and freeing the Jacobian), so
+  its resident set (``VmRSS``) is also read every ``INTERVAL`` while the call runs, and the higher
+  count wins: memory held for less than that between two readings, then given back and the peak
+  reset, is the one way left to hide it.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+INTERVAL = 0.001
+"""Seconds between two readings of the student's process's resident set while a measured call runs."""
 
 
 class UnmeasuredError(Exception):
@@ -23,18 +33,28 @@ def _proc(pid: int, name: str) -> Path:
     return Path("/proc") / str(pid) / name
 
 
-def resident_peak(pid: int) -> int:
-    """The most memory (bytes) process ``pid`` has held in RAM since its peak was last reset."""
+def _status(pid: int, field: str) -> int:
+    """``field`` of ``/proc/PID/status`` in bytes (``VmHWM``, ``VmRSS``)."""
     try:
         status = _proc(pid, "status").read_text(encoding="ascii")
     except (OSError, ValueError) as error:
         raise UnmeasuredError(f"/proc/{pid}/status could not be read: {error}") from None
     for line in status.splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             number, unit = line.split()[1:3]
             if unit == "kB":
                 return int(number) * 1024
-    raise UnmeasuredError(f"/proc/{pid}/status has no VmHWM in kB")
+    raise UnmeasuredError(f"/proc/{pid}/status has no {field} in kB")
+
+
+def resident_peak(pid: int) -> int:
+    """The most memory (bytes) process ``pid`` has held in RAM since its peak was last reset."""
+    return _status(pid, "VmHWM")
+
+
+def resident(pid: int) -> int:
+    """The memory (bytes) process ``pid`` holds in RAM now."""
+    return _status(pid, "VmRSS")
 
 
 def reset_peak(pid: int) -> int:
@@ -56,3 +76,29 @@ def can_measure(pid: int | None) -> bool:
     except UnmeasuredError:
         return False
     return True
+
+
+def peak_while(pid: int, call: Callable[[], Any]) -> int:
+    """How much more memory (bytes) process ``pid`` held in RAM at its peak while ``call()`` ran (in
+    another process: ``pid``'s) than before: the kernel's peak, reset before the call and read after,
+    or the most its resident set was at a reading every ``INTERVAL``, whichever is higher."""
+    before = reset_peak(pid)
+    highest = [before]
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            try:
+                highest[0] = max(highest[0], resident(pid))
+            except UnmeasuredError:
+                return
+            done.wait(INTERVAL)
+
+    watcher = threading.Thread(target=watch, name="vjpgrad course: the student's memory", daemon=True)
+    watcher.start()
+    try:
+        call()
+    finally:
+        done.set()
+        watcher.join()
+    return max(0, max(highest[0], resident_peak(pid)) - before)

@@ -471,9 +471,8 @@ class Checks(Side):
         itself (``"tracemalloc"``, which its code could misreport)."""
         if self.pid is None:
             return int(self.probe("peak_memory", function, *arguments)), "tracemalloc"
-        before = kernel.reset_peak(self.pid)
-        self.probe("dropped", function, *arguments)
-        return max(0, kernel.resident_peak(self.pid) - before), "kernel"
+        pid = self.pid
+        return kernel.peak_while(pid, lambda: self.probe("dropped", function, *arguments)), "kernel"
 
     def answer(self, what: str, arguments: list[Any]) -> Any:
         if what == "call" and len(arguments) == 3 and type(arguments[2]) is dict:
