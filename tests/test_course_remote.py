@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 import tracemalloc
 from collections.abc import Iterator
 from multiprocessing import Pipe
@@ -55,6 +56,15 @@ def broken():
 
 def small(xs):
     return [x * 2 for x in xs]
+
+
+def busy(seconds):
+    import time
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    time.process_time = lambda: 0.0  # what a student's code can do to a count made where it runs
+    return "trained"
 
 
 def jacobian(n, misreport):
@@ -209,3 +219,24 @@ def test_without_the_kernels_count_peak_memory_is_counted_where_the_students_cod
         large, counted_by = checks.peak_memory(engine.jacobian, 1_000, False)
         assert counted_by == "tracemalloc"
         assert large > 20_000_000
+
+
+@pytest.mark.skipif(not kernel.can_measure(os.getpid()), reason="the kernel's count of CPU is read in /proc (Linux)")
+def test_cpu_seconds_are_the_kernels_count_which_the_students_code_cannot_misreport(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(time, "process_time", time.process_time)  # put back after
+    for checks in connect(tmp_path, pid=os.getpid()):
+        result, seconds, counted_by = checks.cpu_seconds(checks.module("engine").busy, 0.3)
+        assert (result, counted_by) == ("trained", "kernel")
+        assert 0.25 <= seconds < 5
+
+
+def test_without_the_kernels_count_cpu_seconds_are_counted_where_the_students_code_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(time, "process_time", time.process_time)
+    for checks in connect(tmp_path, pid=None):
+        result, seconds, counted_by = checks.cpu_seconds(checks.module("engine").busy, 0.3)
+        assert (result, counted_by) == ("trained", "process_time")
+        assert seconds < 0  # the count it made, misreported: the kernel's is the one that can be trusted

@@ -84,6 +84,11 @@ class Student:
         """The peak memory (bytes) of ``function(*arguments)``, counted here by ``tracemalloc``."""
         return int(self.probe("peak_memory", function, *arguments)), "tracemalloc"
 
+    def cpu_seconds(self, function: Any, *arguments: Any) -> tuple[Any, float, str]:
+        """``function(*arguments)``, the CPU seconds it took by ``time.process_time``, and ``"process_time"``."""
+        result, seconds = self.probe("cpu_seconds", function, *arguments)
+        return result, seconds, "process_time"
+
 
 class RemoteStudent:
     """The student's directory when their code runs in a process of its own (``remote``):
@@ -113,6 +118,11 @@ class RemoteStudent:
         """The peak memory (bytes) of ``function(*arguments)`` in the student's process, and who counted
         it: the kernel, from this process, where it can (``"kernel"``); else ``"tracemalloc"``, there."""
         return self.checks.peak_memory(function, *arguments)  # type: ignore[no-any-return]
+
+    def cpu_seconds(self, function: Any, *arguments: Any) -> tuple[Any, float, str]:
+        """``function(*arguments)`` in the student's process, the CPU seconds it took and who counted
+        them: the kernel, from this process, where it can (``"kernel"``); else ``"process_time"``, there."""
+        return self.checks.cpu_seconds(function, *arguments)  # type: ignore[no-any-return]
 
 
 REMOTE: list[Any] = [None]

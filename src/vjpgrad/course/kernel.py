@@ -12,10 +12,13 @@ student's process said. Where ``/proc`` is not there (macOS, Windows, Pyodide) t
   its resident set (``VmRSS``) is also read every ``INTERVAL`` while the call runs, and the higher
   count wins: memory held for less than that between two readings, then given back and the peak
   reset, is the one way left to hide it.
+- CPU time (``cpu_while``): ``utime`` and ``stime`` in ``/proc/PID/stat``, the CPU the process's
+  threads have used, with ``cutime`` and ``cstime``, its children's that it waited for.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -102,3 +105,22 @@ def peak_while(pid: int, call: Callable[[], Any]) -> int:
         done.set()
         watcher.join()
     return max(0, max(highest[0], resident_peak(pid)) - before)
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU seconds process ``pid`` has used (all its threads, user and system), with those of the
+    children it has waited for."""
+    try:
+        stat = _proc(pid, "stat").read_text(encoding="ascii", errors="replace")
+        fields = stat[stat.rindex(")") + 2 :].split()  # after the name, which may hold spaces
+        ticks = sum(int(fields[k]) for k in (11, 12, 13, 14))  # utime, stime, cutime, cstime
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError) as error:
+        raise UnmeasuredError(f"/proc/{pid}/stat could not be read: {error}") from None
+
+
+def cpu_while(pid: int, call: Callable[[], Any]) -> tuple[Any, float]:
+    """``call()``'s result and the CPU seconds process ``pid`` used while it ran (in ``pid``)."""
+    before = cpu_seconds(pid)
+    result = call()
+    return result, cpu_seconds(pid) - before

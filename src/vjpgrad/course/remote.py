@@ -474,6 +474,17 @@ class Checks(Side):
         pid = self.pid
         return kernel.peak_while(pid, lambda: self.probe("dropped", function, *arguments)), "kernel"
 
+    def cpu_seconds(self, function: Any, *arguments: Any) -> tuple[Any, float, str]:
+        """``function(*arguments)`` in the student's process (with the collector set as ``probe``'s
+        ``cpu_seconds`` sets it), the CPU seconds it took and who counted them: the kernel
+        (``"kernel"``), read from here, where it can be; else the student's process itself (``"process_time"``)."""
+        if self.pid is None:
+            result, seconds = self.probe("cpu_seconds", function, *arguments)
+            return result, float(seconds), "process_time"
+        pid = self.pid
+        (result, _), seconds = kernel.cpu_while(pid, lambda: self.probe("cpu_seconds", function, *arguments))
+        return result, seconds, "kernel"
+
     def answer(self, what: str, arguments: list[Any]) -> Any:
         if what == "call" and len(arguments) == 3 and type(arguments[2]) is dict:
             function, args, kwargs = arguments
