@@ -3,8 +3,10 @@ given recursion limit, and a long chain of operations built without a request pe
 
 Each helper takes the student's objects and plain data and returns plain data (and the student's
 objects it made). With ``remote``, they run in the student's process, so a student's code could
-misreport what they measure (memory, time, depth); the numbers the checks compare with the
-reference are never computed here.
+misreport what they measure (memory, time, depth): where the kernel's count can be read from the
+checks' process (``kernel``, Linux), memory and time are taken from it instead, and ``peak_memory``
+and ``cpu_seconds`` here are the fallback. The numbers the checks compare with the reference are
+never computed here.
 """
 
 from __future__ import annotations

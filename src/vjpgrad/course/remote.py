@@ -23,10 +23,11 @@ pickle: nothing the student's process sends can run code here. A message that is
 protocol's (something else written into the pipe) raises ``TamperedError``; the end of the pipe (the
 student's process ended: ``os._exit``, a crash, its CPU limit) raises ``GoneError``.
 
-Three things are measured in the student's process, where they happen, by ``probe``'s helpers:
-the peak memory of a call, its CPU time and a call at a given recursion limit. Those are reported
-by the student's process, so a student's code can misreport them; the numbers checked against the
-reference cannot be forged this way.
+The peak memory of a call and its CPU time are counted by the kernel and read from here
+(``kernel``), by the student's process's id as the grading process started it, where ``/proc`` is
+there (Linux); elsewhere they are measured in the student's process by ``probe``'s helpers, as is a
+call at a given recursion limit everywhere. What the student's process reports of itself its code
+can misreport; the numbers checked against the reference cannot be forged this way.
 """
 
 from __future__ import annotations
