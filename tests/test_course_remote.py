@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -240,3 +242,16 @@ def test_without_the_kernels_count_cpu_seconds_are_counted_where_the_students_co
         result, seconds, counted_by = checks.cpu_seconds(checks.module("engine").busy, 0.3)
         assert (result, counted_by) == ("trained", "process_time")
         assert seconds < 0  # the count it made, misreported: the kernel's is the one that can be trusted
+
+
+@pytest.mark.skipif(not kernel.can_measure(os.getpid()), reason="the kernel's count of memory is read in /proc (Linux)")
+def test_a_count_the_kernel_gave_at_the_start_and_not_later_fails_the_check_naming_it(tmp_path: Path) -> None:
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    for checks in connect(tmp_path, pid=os.getpid()):
+        engine = checks.module("engine")
+        checks.pid = ended.pid  # as if the student's process had stopped the kernel's count being read
+        with pytest.raises(AssertionError, match=f"could not be counted: /proc/{ended.pid}/"):
+            checks.peak_memory(engine.small, [1.0])
+        with pytest.raises(AssertionError, match=f"could not be counted: /proc/{ended.pid}/stat"):
+            checks.cpu_seconds(engine.small, [1.0])

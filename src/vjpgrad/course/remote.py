@@ -473,7 +473,10 @@ class Checks(Side):
         if self.pid is None:
             return int(self.probe("peak_memory", function, *arguments)), "tracemalloc"
         pid = self.pid
-        return kernel.peak_while(pid, lambda: self.probe("dropped", function, *arguments)), "kernel"
+        try:
+            return kernel.peak_while(pid, lambda: self.probe("dropped", function, *arguments)), "kernel"
+        except kernel.UnmeasuredError as error:
+            raise AssertionError(f"the memory of the process your code runs in could not be counted: {error}") from None
 
     def cpu_seconds(self, function: Any, *arguments: Any) -> tuple[Any, float, str]:
         """``function(*arguments)`` in the student's process (with the collector set as ``probe``'s
@@ -483,7 +486,12 @@ class Checks(Side):
             result, seconds = self.probe("cpu_seconds", function, *arguments)
             return result, float(seconds), "process_time"
         pid = self.pid
-        (result, _), seconds = kernel.cpu_while(pid, lambda: self.probe("cpu_seconds", function, *arguments))
+        try:
+            (result, _), seconds = kernel.cpu_while(pid, lambda: self.probe("cpu_seconds", function, *arguments))
+        except kernel.UnmeasuredError as error:
+            raise AssertionError(
+                f"the CPU time of the process your code runs in could not be counted: {error}"
+            ) from None
         return result, seconds, "kernel"
 
     def answer(self, what: str, arguments: list[Any]) -> Any:
