@@ -85,7 +85,7 @@ REPLACE_THE_CHECKS = (
     "    return None\n"
     "for _o in gc.get_objects():\n"
     "    _code = getattr(_o, '__code__', None)\n"
-    "    if _code is not None and 'check_' in _code.co_filename:\n"
+    "    if isinstance(_code, type(_nothing.__code__)) and 'check_' in _code.co_filename:\n"
     "        try:\n"
     "            _o.__code__ = _nothing.__code__\n"
     "        except (ValueError, TypeError):\n"

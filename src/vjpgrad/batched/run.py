@@ -434,39 +434,57 @@ class Vmapped:
     def _run(self, program: _Program, read: list[_Argument], batch: int) -> Any:
         """The results as rows of ``batch`` numbers (one array), chunk by chunk."""
         np = arrays.numpy()
-        transformed = self.transformed
         columns: Any = None
         chunks = self._chunks(program, batch)
         for lo, hi in chunks:
-            inputs = [column for a in read if a.kind != "static" for column in a.columns(lo, hi)]
-            inputs += [graph.number(x) for x in program.outside]
-            values = program.forward(*inputs)
-            outputs = [values[k] if k >= 0 else inputs[-1 - k] for k in (program.names[id(y)] for y in program.outputs)]
-            parts: list[Any] = []
-            if transformed is None or transformed.kind == "value_and_grad":
-                parts += self._numbers(program.layout, outputs)
-            if transformed is not None:
-                assert program.backward is not None  # a transform's program has its reverse pass
-                passes = _bases(program.layout, transformed.kind == "jacobian")
-                found: list[Any] = [program.backward(inputs, values, *seeds) for seeds in passes]  # arrays of rows
-                if not parts and len(found) == len(chunks) == 1 and found[0].shape[1] == hi - lo:
-                    columns = found[0]  # grad's rows, as the reverse pass returned them
-                    break
-                for rows in found:
-                    parts += list(rows)
-            if len(chunks) == 1:
-                try:
-                    columns = np.array(parts, dtype=np.float64)  # every part a column of the batch: in C
-                except ValueError:  # columns and numbers together
-                    columns = None
-                if columns is not None and columns.shape == (len(parts), batch):
-                    break
+            parts, whole = self._run_chunk(program, read, lo, hi, len(chunks) == 1)
+            if whole is not None:
+                return whole
             if columns is None or columns.shape != (len(parts), batch):
                 columns = np.empty((len(parts), batch))
             for column, part in zip(columns, parts, strict=True):
                 column[lo:hi] = part  # a number shared by the samples fills its row
         assert columns is not None  # the batch has at least one chunk
         return columns
+
+    def _run_chunk(
+        self, program: _Program, read: list[_Argument], lo: int, hi: int, alone: bool
+    ) -> tuple[list[Any], Any]:
+        """The results of the samples ``lo`` to ``hi``: the values asked for, then each reverse
+        pass's gradients (a pass per output for a Jacobian), each a row or a number the samples
+        share; and, for the batch's one chunk (``alone``), the whole as one array where it can be
+        had without a copy row by row (else None)."""
+        np = arrays.numpy()
+        transformed = self.transformed
+        inputs, values, outputs = self._forward(program, read, lo, hi)
+        parts: list[Any] = []
+        if transformed is None or transformed.kind == "value_and_grad":
+            parts += self._numbers(program.layout, outputs)
+        if transformed is not None:
+            assert program.backward is not None  # a transform's program has its reverse pass
+            passes = _bases(program.layout, transformed.kind == "jacobian")
+            found: list[Any] = [program.backward(inputs, values, *seeds) for seeds in passes]  # arrays of rows
+            if alone and not parts and len(found) == 1 and found[0].shape[1] == hi - lo:
+                return parts, found[0]  # grad's rows, as the reverse pass returned them
+            for rows in found:
+                parts += list(rows)
+        if alone:
+            try:
+                whole = np.array(parts, dtype=np.float64)  # every part a column of the batch: in C
+            except ValueError:  # columns and numbers together
+                return parts, None
+            if whole.shape == (len(parts), hi - lo):
+                return parts, whole
+        return parts, None
+
+    def _forward(self, program: _Program, read: list[_Argument], lo: int, hi: int) -> tuple[list[Any], Any, list[Any]]:
+        """The forward pass on the samples ``lo`` to ``hi``: its inputs (the arguments' columns,
+        then the numbers from outside), the values it made, and the function's outputs."""
+        inputs = [column for a in read if a.kind != "static" for column in a.columns(lo, hi)]
+        inputs += [graph.number(x) for x in program.outside]
+        values = program.forward(*inputs)
+        outputs = [values[k] if k >= 0 else inputs[-1 - k] for k in (program.names[id(y)] for y in program.outputs)]
+        return inputs, values, outputs
 
     def _numbers(self, layout: _Layout, outputs: list[Any]) -> list[Any]:
         found: list[Any] = []

@@ -22,7 +22,7 @@ assigned (eager code adds it to -0.0, which leaves every number as it is), exact
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,15 +217,21 @@ class ArrayWriter:
         edges = {positions[k] for k in group}
         if len(edges) != 1 or not next(iter(edges)) or any(id(live[k]) not in self.reach for k in group):
             return []
-        taking = next(iter(edges))
+        return [] if self._others_hand_to(span, group, next(iter(edges))) else group
+
+    def _others_hand_to(self, span: range, group: list[int], taking: tuple[int, ...]) -> bool:
+        """Whether an operation of ``span`` outside ``group`` (the products) hands gradient to an
+        operand the products hand gradient to (through their edges ``taking``): then taking the
+        products' contributions all at once would add in another order than eager's."""
+        live, positions = self.graph.live, self.graph.positions
         targets = {id(graph.operands(live[k])[e]) for k in group for e in taking}
         members = set(group)
         for k in span:
             if k not in members and id(live[k]) in self.reach and graph.op_of(live[k]) is not None:
                 operands = graph.operands(live[k])
                 if any(id(operands[e]) in targets for e in positions[k]):
-                    return []
-        return group
+                    return True
+        return False
 
     def _block_forward(self, j: int, block: ArrayBlock) -> list[str]:
         """A block's copies as one array each operation (copies along the first axis), then each
@@ -302,26 +308,35 @@ class ArrayWriter:
                 k = block.start - 1
                 continue
             node, edges = recorded.live[k], recorded.positions[k]
+            if id(node) in started and graph.op_of(node) is not None and edges and k not in later:
+                self._node_backward(k, edges, lines, add)
             k -= 1
-            if id(node) not in started or graph.op_of(node) is None or not edges or k + 1 in later:
-                continue
-            if k + 1 in self.products:  # the first of products run as one: the pass takes them all here
-                nodes = [recorded.live[p] for p in self.products[k + 1]]
-                gradients = [f"g_{self.names[id(x)]}" for x in nodes]
-                found, contributions = self._fused_backward(f"_{k + 1}", nodes, gradients, edges)
-                lines += [f"    {line}" for line in found]
-                for x, code in contributions:
-                    add(x, code)
-                continue
-            lines.append(f"    # {self.forward_line(node).split('  # ')[0]}")
-            operands = graph.operands(node)
-            for position, code in self.backward_lines(node, f"g_{self.names[id(node)]}", edges):
-                if position == -1:
-                    lines.append(f"    {code}")
-                else:
-                    add(operands[position], code)
         lines.append(f"    return {self._rows(started)}")
         return "\n".join(lines) + "\n"
+
+    def _node_backward(
+        self, k: int, edges: tuple[int, ...], lines: list[str], add: Callable[[graph.Node, str], None]
+    ) -> None:
+        """The reverse pass's lines for ``live[k]``, reached with a gradient, appended to ``lines``
+        (its contributions through ``add``, which appends too, in the order they are made): the
+        products run as one, when it is the first of them, all taken here."""
+        recorded = self.graph
+        node = recorded.live[k]
+        if k in self.products:
+            nodes = [recorded.live[p] for p in self.products[k]]
+            gradients = [f"g_{self.names[id(x)]}" for x in nodes]
+            found, contributions = self._fused_backward(f"_{k}", nodes, gradients, edges)
+            lines += [f"    {line}" for line in found]
+            for x, code in contributions:
+                add(x, code)
+            return
+        lines.append(f"    # {self.forward_line(node).split('  # ')[0]}")
+        operands = graph.operands(node)
+        for position, code in self.backward_lines(node, f"g_{self.names[id(node)]}", edges):
+            if position == -1:
+                lines.append(f"    {code}")
+            else:
+                add(operands[position], code)
 
     def _taken(self, nodes: Sequence[graph.Node]) -> list[str]:
         """The lines that take the gradients of ``nodes`` out of a block's stacked array, for

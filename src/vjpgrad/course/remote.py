@@ -153,6 +153,14 @@ class Side:
             if text not in ("inf", "-inf", "nan"):
                 raise TamperedError("not a number")
             return float(text)
+        if "L" in x or "T" in x or "S" in x or "D" in x:
+            return self._container(x)
+        if "B" in x or "H" in x:
+            return self._handle(x)
+        raise TamperedError("not a value")
+
+    def _container(self, x: dict[str, Any]) -> Any:
+        """A list, tuple, set or dict, its items decoded."""
         if "L" in x:
             return [self.decode(y) for y in self._items(x["L"])]
         if "T" in x:
@@ -160,25 +168,26 @@ class Side:
         if "S" in x:
             items = [self.decode(y) for y in self._items(x["S"])]
             return frozenset(items) if x.get("frozen") else set(items)
-        if "D" in x:
-            pairs = [self._items(pair) for pair in self._items(x["D"])]
-            if any(len(pair) != 2 for pair in pairs):
-                raise TamperedError("not a dict")
-            return {self.decode(k): self.decode(v) for k, v in pairs}
-        if "B" in x:  # one of this side's own objects, back
+        pairs = [self._items(pair) for pair in self._items(x["D"])]
+        if any(len(pair) != 2 for pair in pairs):
+            raise TamperedError("not a dict")
+        return {self.decode(k): self.decode(v) for k, v in pairs}
+
+    def _handle(self, x: dict[str, Any]) -> Any:
+        """One of this side's own objects, back (``B``), or what stands here for one of the other
+        side's (``H``)."""
+        if "B" in x:
             handle = x["B"]
             if type(handle) is not int or handle not in self.exported:
                 raise TamperedError("no such object")
             return self.exported[handle]
-        if "H" in x:
-            handle = x["H"]
-            if type(handle) is not int:
-                raise TamperedError("not a handle")
-            proxy = self.proxies.get(handle)
-            if proxy is None:
-                proxy = self.proxies[handle] = self.proxy(handle, x.get("function") is True)
-            return proxy
-        raise TamperedError("not a value")
+        handle = x["H"]
+        if type(handle) is not int:
+            raise TamperedError("not a handle")
+        proxy = self.proxies.get(handle)
+        if proxy is None:
+            proxy = self.proxies[handle] = self.proxy(handle, x.get("function") is True)
+        return proxy
 
     def proxy(self, handle: int, function: bool) -> Any:
         """What stands here for the other side's object ``handle`` (a function of the checks' when
