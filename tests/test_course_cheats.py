@@ -398,3 +398,69 @@ def test_a_jacobian_with_the_kernels_peak_reset_by_the_students_code_fails_the_m
     outcomes = {t.name: t.outcome for t in result.tests}
     assert outcomes["three_inputs"] == grading.PASSED
     assert outcomes["it_does_not_build_the_jacobian"] == grading.FAILED
+
+
+# ---- exercise 12 reads the def that runs, as handed in ------------------------------------------------------
+
+WITH_A_LOOP = """
+
+def example_1(a, b, c, v):
+    y, ga, gb, gc = 0.0, 0.0, 0.0, 0.0
+    for _ in range(1):
+        y = 3 * a + 2 * b * b + math.log(c)
+        ga, gb, gc = 3 * v, 4 * b * v, v / c
+    return y, ga, gb, gc
+"""
+
+
+def straight_line_outcome(directory: Path) -> tuple[str, str]:
+    (result,) = grading.run(directory, [exercise(12)], timeout=120)
+    (check,) = [t for t in result.tests if t.name == "it_is_straight_line_code"]
+    return check.outcome, check.message
+
+
+@pytest.mark.slow  # a grading run
+def test_a_second_def_with_a_loop_after_the_straight_one_fails_the_straight_line_check(tmp_path: Path) -> None:
+    # Python runs the last def of a name: the check must read that one, not the first
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    file = directory / "straight_line.py"
+    file.write_text(file.read_text() + WITH_A_LOOP)
+    outcome, message = straight_line_outcome(directory)
+    assert outcome == grading.FAILED
+    assert "a for loop" in message
+
+
+@pytest.mark.slow  # a grading run
+def test_a_file_rewritten_as_it_is_imported_is_read_as_it_was_handed_in(tmp_path: Path) -> None:
+    # the loop runs; at import the module writes the straight-line solution over its own file
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    file = directory / "straight_line.py"
+    straight = file.read_text()
+    file.write_text(straight + WITH_A_LOOP + f"\nimport pathlib as _p\n_p.Path(__file__).write_text({straight!r})\n")
+    outcome, message = straight_line_outcome(directory)
+    assert outcome == grading.FAILED
+    assert "a for loop" in message
+
+
+@pytest.mark.slow  # a grading run
+def test_the_skeletons_stub_left_above_a_correct_def_passes(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "student")
+    file = directory / "straight_line.py"
+    solved = (folder("solutions") / "straight_line.py").read_text()
+    body = solved[solved.index("def example_1") :]
+    file.write_text(file.read_text() + "\n\n" + body)
+    assert file.read_text().count("def example_1") == 2
+    assert straight_line_outcome(directory) == (grading.PASSED, "")
+
+
+@pytest.mark.slow  # a grading run
+def test_a_symbolic_link_handed_in_is_not_followed(tmp_path: Path) -> None:
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    file = directory / "straight_line.py"
+    elsewhere = tmp_path / "elsewhere.py"
+    elsewhere.write_text(file.read_text())
+    file.unlink()
+    file.symlink_to(elsewhere)
+    outcome, message = straight_line_outcome(directory)
+    assert outcome == grading.FAILED
+    assert "symbolic link" in message

@@ -167,6 +167,10 @@ def test_anything_else_written_into_the_pipe_is_tampering() -> None:
     theirs.send_bytes(b"\x80\x04 pickled")  # never unpickled
     with pytest.raises(remote.TamperedError):
         checks.request("import", "engine")
+    for unhashable in (b'{"value": {"S": [{"L": []}]}}', b'{"value": {"D": [[{"L": []}, 1]]}}'):
+        theirs.send_bytes(unhashable)  # a set's item or a dict's key that no set or dict can hold
+        with pytest.raises(remote.TamperedError):
+            checks.request("import", "engine")
     broken: list[Exception] = []
     checks.broken = broken.append
     theirs.close()

@@ -10,8 +10,11 @@ student's process said. Where ``/proc`` is not there (macOS, Windows, Pyodide) t
   held in RAM (its resident set) since writing ``5`` to ``/proc/PID/clear_refs`` reset it to what it
   held then. The student's process can reset it too (after building and freeing the Jacobian), so
   its resident set (``VmRSS``) is also read every ``INTERVAL`` while the call runs, and the higher
-  count wins: memory held for less than that between two readings, then given back and the peak
-  reset, is the one way left to hide it.
+  count wins. Two ways are left to hide memory: holding it for less than that between two
+  readings, then giving it back and resetting the peak; and memory the process already holds
+  (filled as a module is imported, then freed but kept resident by the allocator), which a later
+  Jacobian reuses without the resident set growing. The count tells what a call made the process
+  take from the system, not what the call allocated.
 - CPU time (``cpu_while``): ``utime`` and ``stime`` in ``/proc/PID/stat``, the CPU the process's
   threads have used, with ``cutime`` and ``cstime``, its children's that it waited for.
 """

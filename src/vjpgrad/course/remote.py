@@ -27,7 +27,8 @@ The peak memory of a call and its CPU time are counted by the kernel and read fr
 (``kernel``), by the student's process's id as the grading process started it, where ``/proc`` is
 there (Linux); elsewhere they are measured in the student's process by ``probe``'s helpers, as is a
 call at a given recursion limit everywhere. What the student's process reports of itself its code
-can misreport; the numbers checked against the reference cannot be forged this way.
+can misreport; the kernel's counts it cannot, though memory it holds already can hide from them
+(``kernel``).
 """
 
 from __future__ import annotations
@@ -165,13 +166,16 @@ class Side:
             return [self.decode(y) for y in self._items(x["L"])]
         if "T" in x:
             return tuple(self.decode(y) for y in self._items(x["T"]))
-        if "S" in x:
-            items = [self.decode(y) for y in self._items(x["S"])]
-            return frozenset(items) if x.get("frozen") else set(items)
-        pairs = [self._items(pair) for pair in self._items(x["D"])]
-        if any(len(pair) != 2 for pair in pairs):
-            raise TamperedError("not a dict")
-        return {self.decode(k): self.decode(v) for k, v in pairs}
+        try:  # an item or key that cannot be hashed (a list) is no set's or dict's: tampering
+            if "S" in x:
+                items = [self.decode(y) for y in self._items(x["S"])]
+                return frozenset(items) if x.get("frozen") else set(items)
+            pairs = [self._items(pair) for pair in self._items(x["D"])]
+            if any(len(pair) != 2 for pair in pairs):
+                raise TamperedError("not a dict")
+            return {self.decode(k): self.decode(v) for k, v in pairs}
+        except TypeError:
+            raise TamperedError("an item that cannot be hashed") from None
 
     def _handle(self, x: dict[str, Any]) -> Any:
         """One of this side's own objects, back (``B``), or what stands here for one of the other

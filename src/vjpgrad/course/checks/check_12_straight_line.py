@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import ast
 import math
+import os
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -68,17 +71,55 @@ FORBIDDEN = {
 }
 
 
-def test_it_is_straight_line_code(student: Any) -> None:
+@pytest.fixture(scope="session", autouse=True)
+def handed_in(student: Any) -> str | OSError:
+    """straight_line.py as handed in: read once, as the session starts, before any check asks the
+    student's process for their code (which could rewrite the file as it is imported), and never
+    through a symbolic link (the checks' process may read what the student's cannot). The text,
+    or the error that reading it gave."""
+    try:
+        return read_handed_in(Path(student.directory) / "straight_line.py")
+    except OSError as error:
+        return error
+
+
+def read_handed_in(path: Path) -> str:
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(descriptor, encoding="utf-8") as stream:
+        return stream.read()
+
+
+def last_binding(tree: ast.Module, name: str) -> ast.stmt | None:
+    """The last top-level statement of ``tree`` that binds ``name`` (a def, a class, an import, an
+    assignment, or a store anywhere inside it): the one whose ``name`` Python runs."""
+    last = None
+    for node in tree.body:
+        for inner in ast.walk(node):
+            named = isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and inner.name == name
+            stored = isinstance(inner, ast.Name) and inner.id == name and isinstance(inner.ctx, ast.Store)
+            imported = isinstance(inner, ast.alias) and (inner.asname or inner.name.split(".")[0]) == name
+            if named or stored or imported:
+                last = node
+                break
+    return last
+
+
+def test_it_is_straight_line_code(student: Any, handed_in: str | OSError) -> None:
     """It is straight-line code: one line per step, no loops or functions."""
     function = student("straight_line").example_1
     function(1.0, 2.0, 3.0, 0.5)  # written at all? (the skeleton raises NotImplementedError)
-    file = student.directory / "straight_line.py"  # read here, as text: the function as written
-    function_node = next(
-        (node for node in ast.parse(file.read_text(encoding="utf-8")).body
-         if isinstance(node, ast.FunctionDef) and node.name == "example_1"),
-        None,
-    )  # fmt: skip
+    assert not isinstance(handed_in, OSError), (
+        f"straight_line.py could not be read as a file of its own (a symbolic link?): {handed_in}"
+    )
+    # read as text, as handed in: the def that Python runs, the last to bind the name
+    function_node = last_binding(ast.parse(handed_in), "example_1")
     assert function_node is not None, "straight_line.py has no function example_1 at its top level"
+    plain = isinstance(function_node, ast.FunctionDef) and not function_node.decorator_list
+    assert plain, (
+        f"example_1 is bound last at line {function_node.lineno} of straight_line.py by something other than "
+        "a plain def: write it as one def, without decorators"
+    )
+    assert isinstance(function_node, ast.FunctionDef)  # (for the type checker: plain says so)
     first = function_node.lineno - 1  # lines are counted from the function's
     for node in ast.walk(function_node):
         if node is function_node or not isinstance(node, ast.expr | ast.stmt):
