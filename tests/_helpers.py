@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
+import vjpgrad
 from vjpgrad import Value, Vector, log
 from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
 
@@ -169,3 +170,23 @@ def backward_gradients(graph: Callable[[], Any]) -> dict[str, float]:
         else:
             grads[name] = thing.grad
     return grads
+
+
+def twin_scaled(make: Callable[[], tuple[Callable[..., Value], Callable[[float], None]]], *scales: float) -> None:
+    """``make()`` gives a fresh world: the function and how to set the number it reads. Calls
+    made with the world set to each of ``scales`` (the default: 2, 2, 3, 3) must give eager's
+    bits and eager's gradient of the argument, compiled as uncompiled."""
+
+    def results(compiled: bool) -> list[Any]:
+        fn, set_scale = make()
+        run = vjpgrad.compile(fn) if compiled else fn
+        found = []
+        for scale in scales or (2.0, 2.0, 3.0, 3.0):
+            set_scale(scale)
+            x = Value(1.5)
+            y = run(x)
+            y.backward()
+            found.append((bits(y.data), bits(x.grad)))
+        return found
+
+    assert results(compiled=True) == results(compiled=False)

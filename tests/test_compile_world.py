@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import bits
+from _helpers import bits, twin_scaled
 
 import vjpgrad
 from vjpgrad import RecompileWarning, Value, Vector
@@ -857,26 +857,6 @@ def test_a_create_graph_pass_through_tanh_inside_a_recording_is_refused_saying_s
 # ---- the world, complete over Python's data model: each kind of object watched or refused ------------
 
 
-def _twin_scaled(make: Callable[[], tuple[Callable[..., Value], Callable[[float], None]]], *scales: float) -> None:
-    """``make()`` gives a fresh world: the function and how to set the number it reads. Calls
-    made with the world set to each of ``scales`` (the default: 2, 2, 3, 3) must give eager's
-    bits and eager's gradient of the argument, compiled as uncompiled."""
-
-    def results(compiled: bool) -> list[Any]:
-        fn, set_scale = make()
-        run = vjpgrad.compile(fn) if compiled else fn
-        found = []
-        for scale in scales or (2.0, 2.0, 3.0, 3.0):
-            set_scale(scale)
-            x = Value(1.5)
-            y = run(x)
-            y.backward()
-            found.append((bits(y.data), bits(x.grad)))
-        return found
-
-    assert results(compiled=True) == results(compiled=False)
-
-
 class _DictBacked:
     """A config whose ``__getattr__`` raises KeyError for a name it lacks (a common slip)."""
 
@@ -892,7 +872,7 @@ def test_a_config_whose_getattr_raises_keyerror_passed_as_an_argument_gives_eage
         config = _DictBacked()
         return (lambda x: (lambda c: x * c.scale)(config)), lambda k: config._settings.__setitem__("scale", k)
 
-    _twin_scaled(make)
+    twin_scaled(make)
 
     def make_passed() -> Any:
         config = _DictBacked()
@@ -904,7 +884,7 @@ def test_a_config_whose_getattr_raises_keyerror_passed_as_an_argument_gives_eage
         compiled_or_not.append(config)
         return (lambda x: f(x, config)), lambda k: config._settings.__setitem__("scale", k)
 
-    _twin_scaled(make_passed)
+    twin_scaled(make_passed)
     config = _DictBacked()
     compiled = vjpgrad.compile(lambda x, c: x * c.scale)
     for k in (2.0, 3.0):
@@ -927,7 +907,7 @@ def test_a_model_whose_getattr_raises_keyerror_compiles_as_a_callable_object() -
         model = Model()
         return model, lambda k: model._params.__setitem__("w", Value(k))
 
-    _twin_scaled(make)
+    twin_scaled(make)
     assert "Model" in repr(vjpgrad.compile(Model()))
 
 
@@ -1017,7 +997,7 @@ def test_a_users_function_behind_a_wrapper_is_walked(kind: str) -> None:
         settings = {"scale": 2.0}
         return _wrapped_in(kind, lambda t: t * t * settings["scale"]), lambda k: settings.__setitem__("scale", k)
 
-    _twin_scaled(make)
+    twin_scaled(make)
 
 
 def test_compile_over_no_grad_is_walked_and_names_the_users_function() -> None:
@@ -1088,7 +1068,7 @@ def test_a_function_attribute_is_watched() -> None:
         act.slope = 2.0  # type: ignore[attr-defined]
         return (lambda x: act(x)), lambda k: setattr(act, "slope", k)
 
-    _twin_scaled(make)
+    twin_scaled(make)
 
 
 def test_a_function_attribute_the_function_changes_is_refused() -> None:
@@ -1129,7 +1109,7 @@ def test_an_optimizers_settings_read_inside_are_watched(setting: str) -> None:
 
         return f, change
 
-    _twin_scaled(make)
+    twin_scaled(make)
 
 
 def _user_module(monkeypatch: pytest.MonkeyPatch, source: str = "") -> types.ModuleType:
@@ -1153,7 +1133,7 @@ def test_a_module_attribute_absent_at_recording_is_watched(monkeypatch: pytest.M
 
         return f, lambda k: None if k == 2.0 else setattr(settings, "scale", k)
 
-    _twin_scaled(make)
+    twin_scaled(make)
 
 
 def test_a_module_level_getattr_serving_settings_is_watched(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1163,7 +1143,7 @@ def test_a_module_level_getattr_serving_settings_is_watched(monkeypatch: pytest.
         )
         return (lambda x: x * settings.scale), lambda k: vars(settings)["_SETTINGS"].__setitem__("scale", k)
 
-    _twin_scaled(make)
+    twin_scaled(make)
 
 
 _CONTAINERS: dict[str, Callable[[], tuple[Callable[[], float], Callable[[float], None]]]] = {}
@@ -1245,7 +1225,7 @@ def test_a_container_that_changes_in_place_is_watched(kind: str) -> None:
         read, change = _CONTAINERS[kind]()
         return (lambda x: x * read()), change
 
-    _twin_scaled(make)
+    twin_scaled(make)
 
 
 def test_a_bytearray_counter_is_refused_and_a_proxy_is_refused_naming_it() -> None:
@@ -1276,7 +1256,7 @@ def test_a_name_read_through_a_held_getter_is_watched(how: str, monkeypatch: pyt
             getter = lambda m: read(m, "scale")  # noqa: E731
         return (lambda x: x * getter(settings)), lambda k: setattr(settings, "scale", k)
 
-    _twin_scaled(make)
+    twin_scaled(make)
 
 
 def test_a_random_draw_inside_is_refused_saying_to_draw_outside() -> None:
@@ -1319,7 +1299,7 @@ def test_numpy_draws_inside_are_refused_and_an_array_in_the_world_is_watched() -
         held = np.array([2.0])
         return (lambda x: x * float(held[0])), lambda k: held.__setitem__(0, k)
 
-    _twin_scaled(make)
+    twin_scaled(make)
 
 
 def test_a_history_the_method_appends_to_outside_warns_once_naming_it() -> None:
@@ -1393,7 +1373,7 @@ def test_a_users_function_in_the_closure_of_a_librarys_wrapper_is_walked(monkeyp
         wrapped = module.logged(lambda t: t * settings["scale"])
         return (lambda x: wrapped(x)), lambda k: settings.__setitem__("scale", k)
 
-    _twin_scaled(make)
+    twin_scaled(make)
 
 
 _DRAWS = random.Random(0)

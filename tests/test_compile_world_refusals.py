@@ -23,7 +23,7 @@ from os import urandom
 from typing import Any
 
 import pytest
-from _helpers import bits
+from _helpers import twin_scaled
 
 import vjpgrad
 from vjpgrad import Value
@@ -35,25 +35,6 @@ def _line_of(fn: Callable[..., Any], marker: str) -> str:
     lines, first = inspect.getsourcelines(fn)
     offset = next(k for k, line in enumerate(lines) if line.rstrip().endswith(marker))
     return f"{inspect.getsourcefile(fn)}:{first + offset}"
-
-
-def _twin(make: Callable[[], tuple[Callable[[Value], Value], Callable[[float], None]]]) -> None:
-    """Calls with the world set to 2, 2, 3, 3, 2, compiled and eager, on fresh twin worlds: the
-    same bits of results and gradients."""
-
-    def results(compiled: bool) -> list[Any]:
-        fn, change = make()
-        run = vjpgrad.compile(fn) if compiled else fn
-        found = []
-        for k in (2.0, 2.0, 3.0, 3.0, 2.0):
-            change(k)
-            x = Value(1.5)
-            y = run(x)
-            y.backward()
-            found.append((bits(y.data), bits(x.grad)))
-        return found
-
-    assert results(compiled=True) == results(compiled=False)
 
 
 # ---- a user's code that raises while compile reads the world -------------------------------------
@@ -83,7 +64,7 @@ def test_a_dict_key_whose_repr_raises_is_watched_as_any_key() -> None:
 
         return f, lambda k: setattr(key, "scale", k)
 
-    _twin(make)
+    twin_scaled(make, 2.0, 2.0, 3.0, 3.0, 2.0)
 
 
 class _LenRaises(list[float]):
@@ -276,7 +257,7 @@ def test_a_name_set_in_builtins_is_watched() -> None:
     def make() -> tuple[Callable[[Value], Value], Callable[[float], None]]:
         return _reads_builtin_scale, lambda k: setattr(builtins, "VJPGRAD_TEST_SCALE", k)
 
-    _twin(make)
+    twin_scaled(make, 2.0, 2.0, 3.0, 3.0, 2.0)
 
 
 @pytest.mark.usefixtures("builtins_kept")
@@ -292,7 +273,7 @@ def test_a_builtin_rebound_is_watched() -> None:
         return _reads_builtin_len, change
 
     try:
-        _twin(make)
+        twin_scaled(make, 2.0, 2.0, 3.0, 3.0, 2.0)
     finally:
         builtins.len = original
 
@@ -308,7 +289,7 @@ def test_a_builtin_absent_at_recording_and_set_later_is_watched() -> None:
 
         return _reads_builtin_or_default, change
 
-    _twin(make)
+    twin_scaled(make, 2.0, 2.0, 3.0, 3.0, 2.0)
 
 
 @pytest.mark.usefixtures("builtins_kept")
@@ -321,7 +302,7 @@ def test_a_dict_set_in_builtins_is_watched_in_place() -> None:
 
         return f, lambda k: builtins.VJPGRAD_TEST_SETTINGS.__setitem__("scale", k)  # type: ignore[attr-defined]
 
-    _twin(make)
+    twin_scaled(make, 2.0, 2.0, 3.0, 3.0, 2.0)
 
 
 # ---- the draw watch is set only where the world may draw ------------------------------------------------
