@@ -217,6 +217,7 @@ def check_parser(text: str) -> None:
     assert "do not match" in message
 
 
+@pytest.mark.slow  # hypothesis over arbitrary text: seconds; the quick loop keeps the shaped inputs below
 @given(st.text(max_size=60))
 def test_random_text_gives_a_result_or_the_parsers_own_error(text: str) -> None:
     check_parser(text)

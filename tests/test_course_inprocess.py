@@ -103,6 +103,7 @@ def test_an_endless_loop_is_stopped_on_the_clock_and_the_next_exercise_still_run
     assert sys.gettrace() is None or how != "trace"
 
 
+@pytest.mark.slow  # two whole checks of a course directory: seconds
 def test_the_interpreter_is_left_as_it_was_and_a_changed_file_is_read_anew(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
