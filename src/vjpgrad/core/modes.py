@@ -28,7 +28,7 @@ class _ThreadState(threading.local):
     grad_enabled: bool = True
     detect_anomaly: bool = False
     transform_depth: int = 0  # how many function transforms (grad, jacobian...) are running
-    recording: Any = None  # the graph.Recording of a function vjpgrad.compile is recording
+    recording: Any = None  # the recording.Recording of a function vjpgrad.compile or vmap is recording
     refusal: str = ""  # while set, reading a Value's number raises with this message
     refusal_advice: str = ""  # and this advice, unless the refused operation has its own
     refusal_type: type[Exception] = RuntimeError
