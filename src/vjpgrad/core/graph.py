@@ -172,7 +172,7 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     node._seen = None
     any_switch_on = switches_on[0]
     if any_switch_on and state.recording is not None:  # vjpgrad.compile or vmap is recording
-        return state.recording.record(node, op, a, da, b, db)  # type: ignore[no-any-return]  # it returns node
+        return state.recording.record(node, op, a, da, b, db)
     if (da is None and db is None) or (any_switch_on and not state.grad_enabled):
         node.requires_grad = False
         node._operation = node._first = node._second = node._saved_first = node._saved_second = None
