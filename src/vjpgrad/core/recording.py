@@ -2,7 +2,8 @@
 and replaying it as one node of the user's graph.
 
 The engine (``graph``, ``value``, the generated operators, ``backward``) never imports this
-module: it stands above the engine, and compile and vmap are its only users. What the engine
+module (``modes`` names ``Recording`` as a type only): it stands above the engine, and compile
+and vmap are its only users. What the engine
 does for them, it does through these hooks, each named where it is called:
 
 - **recording**: while ``modes.state.recording`` holds a ``Recording``, ``graph.make`` hands
@@ -74,9 +75,9 @@ class Recording:
 
     def record(self, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
         """Fill ``node`` (``graph.make``'s new node, its number set) as the operation ``op`` of
-        ``a`` and ``b``, and keep it. Unlike outside a recording, an operation with no edge that
-        takes gradient keeps its operation and operands (compile writes it as code), and only
-        ``no_grad`` decides whether it takes gradient."""
+        ``a`` and ``b``, and keep it. Unlike ``make`` outside a recording, a constant (no operand
+        takes gradient) keeps its operation and operands too: compile writes it as code, for its
+        operands can be parameters whose numbers change between calls."""
         node.requires_grad = state.grad_enabled and (da is not None or db is not None)
         node._operation = op
         node._first = a
