@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 import vjpgrad
 from vjpgrad import Value
 from vjpgrad.compiler.record import Arguments
-from vjpgrad.core import graph
+from vjpgrad.core import recording
 
 
 class Neuron:
@@ -123,10 +123,10 @@ def main() -> None:
     sink = [Value(0.0) for _ in replay.parameters]  # Values of their own: the model's .grad stays as it was
 
     def reading_numbers() -> None:
-        graph.numbers_of(externals)
+        recording.numbers_of(externals)
 
     def adding_gradients() -> None:
-        graph.add_gradients(sink, gradients)
+        recording.add_gradients(sink, gradients)
 
     probes: dict[str, Callable[[], None]] = {
         "eager": eager_call,

@@ -1,4 +1,4 @@
-"""What compile reads of a recording (``graph.recorded_graph``): the operations the outputs
+"""What compile reads of a recording (``core.recording.recorded_graph``): the operations the outputs
 need, in creation order, with the operands each hands gradient to, and the Values from outside
 they read, each once, in the order read.
 
@@ -22,12 +22,13 @@ from hypothesis import strategies as st
 from vjpgrad import Value
 from vjpgrad.core import graph
 from vjpgrad.core.modes import refusing_numbers, state
+from vjpgrad.core.recording import Recording, recorded_graph
 from vjpgrad.nn import functional
 
 
-def _recorded(fn: Callable[[], Any]) -> tuple[graph.Recording, Any]:
+def _recorded(fn: Callable[[], Any]) -> tuple[Recording, Any]:
     """Run ``fn`` as compile records it: every operation and ``Value()`` goes to a Recording."""
-    recording = graph.Recording()
+    recording = Recording()
     state.recording = recording
     try:
         with refusing_numbers("a test records it"):
@@ -46,7 +47,7 @@ def _operands(node: graph.Node) -> list[Any]:
     return [node._first] if op.arity == 1 else [node._first, node._second]
 
 
-def _reference(recording: graph.Recording, outputs: list[Value]) -> tuple[list[Any], list[Any], list[Any]]:
+def _reference(recording: Recording, outputs: list[Value]) -> tuple[list[Any], list[Any], list[Any]]:
     """The plain reading: what the outputs need by a walk over operands, then the needed nodes in
     creation order, their edges, and the outside Values in the order the needed nodes read them."""
     inside = {id(n): n for n in [*recording.nodes, *recording.leaves.values()]}
@@ -90,7 +91,7 @@ def test_a_step_needs_every_operation_and_reads_parameters_in_the_order_used() -
     w1, w2, b = Value(0.5), Value(-2.0), Value(0.25)
     x = Value(3.0, requires_grad=False)
     recording, loss = _recorded(lambda: (w2 * (x * w1 + b)).relu() + w1)
-    live, edges, outside = graph.recorded_graph(recording, [loss])
+    live, edges, outside = recorded_graph(recording, [loss])
     assert live == recording.nodes
     assert [id(v) for v in outside] == [id(x), id(w1), id(b), id(w2)]
     assert edges[0] == (1,)  # x * w1: only w1 takes gradient
@@ -106,7 +107,7 @@ def test_operations_the_outputs_do_not_need_are_left_out_with_what_only_they_rea
         return w * w + 1.0
 
     recording, out = _recorded(fn)
-    live, edges, outside = graph.recorded_graph(recording, [out])
+    live, edges, outside = recorded_graph(recording, [out])
     assert len(live) == 2
     assert len(recording.nodes) == 4
     assert [id(v) for v in outside] == [id(w)]
@@ -121,7 +122,7 @@ def test_an_output_from_outside_is_read_and_a_value_made_inside_is_kept_in_creat
         return [w * c, w]
 
     recording, outs = _recorded(fn)
-    live, edges, outside = graph.recorded_graph(recording, outs)
+    live, edges, outside = recorded_graph(recording, outs)
     assert [n._operation is None for n in live] == [True, False]
     assert [id(v) for v in outside] == [id(w)]
     _same((live, edges, outside), _reference(recording, outs))
@@ -130,7 +131,7 @@ def test_an_output_from_outside_is_read_and_a_value_made_inside_is_kept_in_creat
 def test_an_operation_of_many_operands_reads_each_and_hands_gradient_to_those_that_take_it() -> None:
     a, b = Value(1.0), Value(3.0, requires_grad=False)
     recording, out = _recorded(lambda: functional.max([a * 2.0, b, a + b]))
-    found = graph.recorded_graph(recording, [out])
+    found = recorded_graph(recording, [out])
     _same(found, _reference(recording, [out]))
     assert [id(x) for x in found[2]] == [id(a), id(b)]
     assert found[1][-1] == (0, 2)  # b takes no gradient
@@ -149,7 +150,7 @@ def test_a_copy_of_a_recorded_node_is_a_value_from_outside_not_the_node_it_copie
         return h * twin
 
     recording, out = _recorded(fn)
-    live, edges, outside = graph.recorded_graph(recording, [out])
+    live, edges, outside = recorded_graph(recording, [out])
     twin = holder[0]
     assert twin._seq == live[0]._seq
     assert [id(v) for v in outside] == [id(w), id(twin)]
@@ -169,7 +170,7 @@ def test_a_node_made_meanwhile_outside_the_recording_leaves_a_gap_read_the_same(
     recording, out = _recorded(fn)
     numbers = [n._seq for n in recording.nodes]
     assert numbers[-1] - numbers[0] != len(numbers) - 1  # the gap is there
-    live, edges, outside = graph.recorded_graph(recording, [out])
+    live, edges, outside = recorded_graph(recording, [out])
     assert len(outside) == 2
     assert outside[0] is w
     _same((live, edges, outside), _reference(recording, [out]))
@@ -203,4 +204,4 @@ def test_random_graphs_are_read_as_the_plain_walk_reads_them(seed: int, gap: boo
         return rng.sample(made, rng.randint(1, min(3, len(made))))
 
     recording, outs = _recorded(fn)
-    _same(graph.recorded_graph(recording, outs), _reference(recording, outs))
+    _same(recorded_graph(recording, outs), _reference(recording, outs))

@@ -130,8 +130,10 @@ def test_no_layer_below_the_command_line_imports_it_or_the_course() -> None:
 @functools.cache
 def diagram() -> tuple[tuple[str, ...], ...]:
     """ARCHITECTURE.md's diagram of the layers, top line first: the modules each line names
-    (``cli/`` is the package vjpgrad.cli, ``optim.py`` the module vjpgrad.optim, ``__init__.py``
-    the package root vjpgrad)."""
+    (``cli/`` is the package vjpgrad.cli, ``optim.py`` the module vjpgrad.optim,
+    ``core/recording.py`` the module vjpgrad.core.recording, ``__init__.py`` the package root
+    vjpgrad). A line that names a module of a package stands for that module alone: it counts
+    before the package's own line, wherever it is."""
     section = ARCHITECTURE.read_text(encoding="utf-8").split("## The layers", 1)[1]
     block = section.split("```", 2)[1]
     lines = []
@@ -145,13 +147,17 @@ def diagram() -> tuple[tuple[str, ...], ...]:
 def _module(name: str) -> str:
     if name == "__init__.py":
         return "vjpgrad"
-    return "vjpgrad." + name.removesuffix("/").removesuffix(".py")
+    return "vjpgrad." + name.removesuffix("/").removesuffix(".py").replace("/", ".")
 
 
 def line_of(module: str) -> int:
-    """The line of the diagram that holds ``module`` (0 is the top), or -1."""
+    """The line of the diagram that holds ``module`` (0 is the top), or -1: the line that names
+    it, else the line of its package."""
     for number, names in enumerate(diagram()):
-        if any(module == name or (name != "vjpgrad" and module.startswith(name + ".")) for name in names):
+        if module in names:
+            return number
+    for number, names in enumerate(diagram()):
+        if any(name != "vjpgrad" and module.startswith(name + ".") for name in names):
             return number
     return -1
 
@@ -199,11 +205,20 @@ def test_the_layers_are_found() -> None:
     assert "vjpgrad.core.graph" in edges["vjpgrad.compiler.record"]
 
 
+def test_the_engine_never_imports_the_recording_hooks() -> None:
+    # core/recording.py has a line of its own above the rest of the core: compile and vmap use it,
+    # and nothing of the engine (the node, the operators, the pass) imports it
+    assert line_of("vjpgrad.core.recording") < line_of("vjpgrad.core.graph") == line_of("vjpgrad.core.backward")
+    users = {module for module, targets in graph().items() if "vjpgrad.core.recording" in targets}
+    assert {"vjpgrad.compiler.record", "vjpgrad.compiler.run", "vjpgrad.batched.run"} <= users
+    assert {module for module in users if layer(module) == "core"} == set()
+
+
 FRAME_READS = ("_getframe", "currentframe", "f_back", "f_code", "f_globals", "f_locals", "stack(", "getouterframes")
 
 
 def test_nothing_in_the_core_reads_a_frame_except_to_name_the_users_line() -> None:
-    # the core knows nothing of compile beyond graph.Recording: no answer depends on who asks
+    # the core knows nothing of compile beyond its hooks (core/recording.py): no answer depends on who asks
     allowed = {"caller_location", "is_own_code", "_users_frames"}  # the user's line, in an error
     found = []
     for path in sorted((PACKAGE / "core").glob("*.py")):

@@ -127,24 +127,44 @@ SLOTS = frozenset(
 )
 """The node's slots (``graph.Node.__slots__``, less the ones Python itself uses)."""
 
+LAYOUT = frozenset({"core/graph.py", "core/recording.py"})
+"""The modules that own the node's layout: ``graph`` defines it (the engine), ``recording`` (the
+hooks of compile and vmap) imports it; ARCHITECTURE.md names them."""
+
+
+def _slots_touched(kind: type[ast.expr_context]) -> dict[str, set[str]]:
+    """Each module of the package that reads (``ast.Load``) or writes (``ast.Store``) a node's
+    slot as an attribute (``x._first``), with the slots it touches so."""
+    touched: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in SLOTS and isinstance(node.ctx, kind):
+                touched.setdefault(str(path.relative_to(PACKAGE)), set()).add(node.attr)
+    return touched
+
 
 @pytest.mark.slow  # reads every module's source
-def test_only_graph_writes_a_nodes_slots() -> None:
-    import ast
-
+def test_only_the_layouts_owners_write_a_nodes_slots() -> None:
     from vjpgrad.core import graph
 
     assert set(graph.Node.__slots__) - {"__dict__", "__weakref__", "requires_grad"} == SLOTS
-    writers = set()
-    for path in PACKAGE.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            targets = node.targets if isinstance(node, ast.Assign) else []
-            targets += [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-            if any(isinstance(t, ast.Attribute) and t.attr in SLOTS for t in targets):
-                writers.add(str(path.relative_to(PACKAGE)))
+    writers = set(_slots_touched(ast.Store))
     # the generated operators fill a new node through the lines graph.make_inline writes
-    assert writers == {"core/graph.py", "core/operators.py"}
+    assert writers == LAYOUT | {"core/operators.py"}
+    row = next(line for line in ARCHITECTURE.read_text().splitlines() if line.startswith("| the node's layout"))
+    assert all(f"`{module}`" in row for module in LAYOUT)
+
+
+@pytest.mark.slow  # reads every module's source
+def test_only_the_layouts_owners_read_a_nodes_slots_beside_its_number() -> None:
+    readers = _slots_touched(ast.Load)
+    beside_the_number = {module: slots - {"_data"} for module, slots in readers.items() if slots - {"_data"}}
+    assert set(beside_the_number) == LAYOUT | {"core/value.py"}
+    assert beside_the_number["core/value.py"] == {"_grad"}  # its repr: .grad without a recording's refusal
+    assert beside_the_number["core/graph.py"] >= {"_first", "_saved_first", "_cotangent", "_seq"}
+    # the number itself: read by the engine (Value's methods, the generated operators), and by
+    # everyone else through graph.number
+    assert set(readers) == LAYOUT | {"core/operators.py", "core/value.py"}
 
 
 # ---- no function a reader cannot follow -------------------------------------------------------------

@@ -35,6 +35,7 @@ from vjpgrad.batched import arrays
 from vjpgrad.batched.write import ArrayWriter, Graph
 from vjpgrad.core import backward, graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
+from vjpgrad.core.recording import Recording, recorded_graph
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.transforms.functional import Transformed
@@ -46,7 +47,7 @@ values would need more runs in chunks of samples (and small chunks stay in the c
 _PASSES: frozenset[CodeType] = frozenset({backward.differentiable_reverse_pass.__code__})
 
 
-class _Recording(graph.Recording):
+class _Recording(Recording):
     """A recording that refuses operations made by a reverse pass inside the function: such a
     pass decides its masks (relu's, max's ties) by the numbers of the one sample recorded, which
     array code cannot replay. ``vmap(grad(f))`` writes the pass as array code instead."""
@@ -399,7 +400,7 @@ class Vmapped:
             found = [x] if isinstance(x, Value) else list(x) if isinstance(x, Vector) else []
             leaves.extend(found)
             counts.append(len(found))
-        live, edges, outside = graph.recorded_graph(recording, outputs)
+        live, edges, outside = recorded_graph(recording, outputs)
         known = {id(x) for x in leaves}
         from_outside = [x for x in outside if id(x) not in known]
         inputs = [*leaves, *from_outside]

@@ -49,7 +49,7 @@ from typing import Any, cast
 
 from vjpgrad.codegen.symbols import literal
 from vjpgrad.compiler.write import ROWS, VALUES_LINE, Edges, Program, exact
-from vjpgrad.core import graph
+from vjpgrad.core import graph, recording
 
 TRIES = 4
 """How many later occurrences of a key are tried as the start of the next copy."""
@@ -91,15 +91,15 @@ def keys(
     A key is the operation's row, its edges, whether it takes gradient, and per operand what it
     is: an operation's row (``Block.of`` checks where it is), an argument, a parameter by its
     position, a constant by its bits, or a number (``Block.of`` compares them). A cold start
-    pays for it over every node, so it is built a column at a time (``graph.slots_of``, and
-    ``graph.positions_in`` for where each operand was made); only operations of one operand
+    pays for it over every node, so it is built a column at a time (``recording.slots_of``, and
+    ``recording.positions_in`` for where each operand was made); only operations of one operand
     and of many are visited one by one."""
     n = len(live)
-    made, firsts, seconds = graph.slots_of(live)
+    made, firsts, seconds = recording.slots_of(live)
     rows: list[str | None] = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
     kind: dict[int, Any] = {id(x): "a" if k < arguments else ("p", k) for k, x in enumerate(externals)}
     kind.update((key, ("c", exact(number))) for key, number in constants.items())
-    kind_get, positions_in = kind.get, graph.positions_in(live)
+    kind_get, positions_in = kind.get, recording.positions_in(live)
 
     def kinds(operands: Sequence[Any], at: list[int | None]) -> list[Any]:
         """An operation by its row, an argument, a parameter, a constant, or a number ("n")."""

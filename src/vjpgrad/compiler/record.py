@@ -4,7 +4,7 @@
 and their leaves (the Values a replay reads). Numbers are structure, keyed by their bits, as
 ``torch.compile`` specializes Python scalars: a number that changes at every call is passed as
 a Value. ``record`` observes the function's world (``world.observe``), runs the function once
-on the call's own arguments while the core records every operation (``graph.Recording``) and
+on the call's own arguments while the core records every operation (``core.recording.Recording``) and
 refuses every read of a Value's number, observes the world again and refuses any change the
 run made to it (a replay would not make it). ``Recorded`` then says which Values the code
 reads (arguments, parameters found in the world, Values made inside), which are constants,
@@ -13,7 +13,6 @@ and where the results come from.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import dis
 import functools
@@ -34,6 +33,7 @@ from vjpgrad.compiler import world
 from vjpgrad.compiler.write import ROWS, Edges
 from vjpgrad.core import graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
+from vjpgrad.core.recording import Recording, positions_in, recorded_graph, slots_of
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 
@@ -241,7 +241,7 @@ class Recorded:
     constants: dict[int, float]
     shape: Shape
     outputs: list[tuple[str, Any]]
-    recording: graph.Recording
+    recording: Recording
     world: world.Snapshot  # what the function could reach: the guard checks it at each call
     aliases: list[tuple[int, Value]]  # (leaf index, Value): an argument also reached as a parameter
     result: Any
@@ -275,7 +275,7 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
         generators = _global_generators()
         generators_held = [raw for fact, raw in zip(before.facts, before.raw, strict=True) if fact[0] == "generator"]
         draws = DrawWatch(generators_held, before.may_draw)
-    recording = graph.Recording()
+    recording = Recording()
     state.recording = recording
     try:
         refusing = refusing_numbers(f"{name} is being recorded by vjpgrad.compile", advice=_ADVICE)
@@ -685,14 +685,14 @@ def _read(
     shape: Shape,
     outputs: list[Value],
     result: Any,
-    recording: graph.Recording,
+    recording: Recording,
     arguments: list[Value],
     found: world.Snapshot,
 ) -> Recorded:
     """Which Values the recorded operations read, and where the parameters are."""
     # every node the core records is a Value (the core's graph layer names them Nodes)
     live, positions, outside = cast(
-        "tuple[list[Value], list[tuple[int, ...]], list[Value]]", graph.recorded_graph(recording, outputs)
+        "tuple[list[Value], list[tuple[int, ...]], list[Value]]", recorded_graph(recording, outputs)
     )
     argument_ids = {id(a) for a in arguments}
     parameters = [x for x in outside if id(x) not in argument_ids]
@@ -717,13 +717,11 @@ def _sources(
 ) -> list[tuple[str, Any]]:
     """Where each output comes from: an operation inside, an argument or parameter, a constant.
     ``live`` is in creation order, so an output's place in it is found by its creation number
-    (and checked by identity: a copy of a node keeps its number)."""
-    numbers = [node._seq for node in live]
+    (``positions_in``, which checks it by identity: a copy of a node keeps its number)."""
     external_place = {id(x): k for k, x in enumerate(externals)}
     sources: list[tuple[str, Any]] = []
-    for x in outputs:
-        k = bisect.bisect_left(numbers, x._seq)
-        if k < len(live) and live[k] is x:
+    for x, k in zip(outputs, positions_in(live)(outputs), strict=True):
+        if k is not None and k >= 0:
             sources.append(("inside", k))
         elif id(x) in external_place:
             sources.append(("external", external_place[id(x)]))
@@ -756,21 +754,21 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
     and a float's exact bits (-0.0 is not 0.0).
 
     A warm start's first replay pays for this key, so it is read a column at a time: the rows,
-    the place of every first and of every second operand (``graph.positions_in``: by creation
+    the place of every first and of every second operand (``recording.positions_in``: by creation
     number where the recording has no gap), the edges, the flags. The few operands that are not
     Values of the code (numbers, constants, the operands of an operation of many, a Value made
     inside) are listed apart, each with its node and slot."""
     externals, live = recorded.externals, recorded.live
     external_place = {id(x): -1 - k for k, x in enumerate(externals)}
-    positions_in = graph.positions_in(live, external_place)
-    made, firsts, seconds = graph.slots_of(live)
+    place_of = positions_in(live, external_place)
+    made, firsts, seconds = slots_of(live)
     rows = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
     if rows.count(None) != made.count(None):  # an operation outside the table
         return None
     constants, numbers, node_type = recorded.constants, recorded.edges.numbers, graph.Node
 
     def apart(x: Any) -> Any:
-        at = positions_in((x,))[0]
+        at = place_of((x,))[0]
         if at is not None:
             return at
         return ("constant", constants[id(x)]) if isinstance(x, node_type) else (x,)
@@ -778,7 +776,7 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
     odd: list[tuple[int, int, Any]] = []
     columns: list[list[int | None]] = []
     for slot, operands in enumerate((firsts, seconds)):
-        found = positions_in(operands)  # a position in live; -1 - k for the argument or parameter k; None: the rest
+        found = place_of(operands)  # a position in live; -1 - k for the argument or parameter k; None: the rest
         columns.append(found)
         i = -1
         for _ in range(found.count(None)):  # the operands that are not Values of the code, in C

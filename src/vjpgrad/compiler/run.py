@@ -43,6 +43,7 @@ from vjpgrad.compiler.write import Program, namespace
 from vjpgrad.core import graph
 from vjpgrad.core.modes import USER_FRAMES, enable_grad, is_own_code, state
 from vjpgrad.core.ops import Op, times
+from vjpgrad.core.recording import add_gradients, cotangents, numbers_of, saved_of, set_cotangent, set_cotangents
 from vjpgrad.core.value import Value
 
 CACHE_SIZE = 64
@@ -79,7 +80,7 @@ class CallState:
 
 def state_of(call: graph.Node) -> CallState:
     """The state a compiled call's node keeps (``CallState``)."""
-    saved: CallState = graph.saved_of(call)
+    saved: CallState = saved_of(call)
     return saved
 
 
@@ -87,7 +88,7 @@ def _output_backward(node: graph.Node, g: Any) -> None:
     """An output of a compiled call hands its gradient to the call, kept apart per output: the
     call's reverse pass is seeded with one gradient per output it is reached from."""
     call = graph.operands(node)[0]
-    state_of(call).handed[graph.saved_of(node)] = g
+    state_of(call).handed[saved_of(node)] = g
 
 
 def _hands_on(g: Any, s: Any) -> Any:
@@ -381,7 +382,7 @@ class ReplayedCall:
         for i, final in zip(sorted(seeded), finals, strict=True):  # an output's .grad, as eager's
             output = call.outputs[i]()
             if output is not None and final is not None:
-                graph.set_cotangent(output, final)
+                set_cotangent(output, final)
         self._hand_on(seeded, operands, call.edges, gradients)
 
     def whole_pass(self, node: graph.Node, call: graph.Node, seed: Any, retain_graph: bool) -> bool:
@@ -393,7 +394,7 @@ class ReplayedCall:
         output's and the call's own, and the two nodes are freed unless ``retain_graph``. Anything
         else (another output, a leaf that is an operation, a freed node) returns False, changing
         nothing, and the engine runs the pass."""
-        position = graph.saved_of(node)
+        position = saved_of(node)
         if graph.is_freed(node) or self.code.depends[position][1]:
             return False
         saved = state_of(call)
@@ -422,8 +423,8 @@ class ReplayedCall:
         found = pick(gradients)
         saved.ran[:] = [inside]
         final = finals[0]  # the engine adds into the operations' .grad first (the output, then the call)
-        graph.add_gradients((node, call), (g if final is None else final, -0.0))
-        graph.add_gradients(leaves, found)
+        add_gradients((node, call), (g if final is None else final, -0.0))
+        add_gradients(leaves, found)
         if not retain_graph:
             graph.free([node, call])
         return True
@@ -474,15 +475,15 @@ class ReplayedCall:
         if None in found:  # a pass that reaches less than the first one did: one by one
             for x, edge, gradient in zip(operands, edges, gradients, strict=True):
                 if edge and gradient is not None:
-                    graph.set_cotangent(x, gradient)
+                    set_cotangent(x, gradient)
         else:
-            graph.set_cotangents(targets, found)
+            set_cotangents(targets, found)
 
     def _start(self, seeded: frozenset[int], reached: frozenset[int], operands: tuple[Any, ...]) -> tuple[Any, ...]:
         """The cotangent so far of each argument and parameter the pass reaches, -0.0 for the
         others, gathered in C by two item getters made once per set of seeded outputs."""
         if len(reached) == len(operands):
-            return graph.cotangents(operands)
+            return cotangents(operands)
         gather = self._gather.get(seeded)
         if gather is None:
             order = sorted(reached)
@@ -492,7 +493,7 @@ class ReplayedCall:
             gather = self._gather[seeded] = (picked, placed, len(order) == 1, len(operands) == 1)
         picked, placed, one_picked, one_placed = gather
         chosen: Any = picked(operands)  # the item getters' results: a tuple, or one item
-        found = (*graph.cotangents((chosen,) if one_picked else chosen), -0.0)
+        found = (*cotangents((chosen,) if one_picked else chosen), -0.0)
         result: Any = placed(found)
         return (result,) if one_placed else tuple(result)
 
@@ -506,7 +507,7 @@ class ReplayedCall:
     def run(self, leaves: list[Value]) -> Any:
         # the distinct Values passed, then the parameters
         external_values = (leaves if self.distinct_leaves else distinct(leaves)) + self.parameters
-        data = graph.numbers_of(external_values)
+        data = numbers_of(external_values)
         code = self.code
         code.prepare()  # the code, on the first replay: from the cache, or written now
         values = code.forward(data)  # type: ignore[misc]  # prepared just above

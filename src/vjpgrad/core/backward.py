@@ -48,6 +48,13 @@ def _run(outputs: Sequence[Node], seeds: Sequence[float]) -> tuple[list[Node], l
     return order, leaves
 
 
+def _ran_alone(output: Node, seed: Any, retain_graph: bool) -> bool:
+    """Whether ``output``'s operation ran a whole pass from it by itself (``Op.whole_pass``: a
+    compiled call's output, when nothing else is in the pass); if not, nothing changed."""
+    op = graph.op_of(output)
+    return op is not None and op.whole_pass is not None and op.whole_pass(output, seed, retain_graph)
+
+
 def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain_graph: bool) -> None:
     """Run one reverse pass from ``outputs`` seeded by ``seed`` (see ``seeds``) and add its
     gradients into ``.grad``; free the graph unless ``retain_graph``."""
@@ -55,7 +62,7 @@ def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain
     seeds = seeds_for(count, seed, name="gradients" if count is not None else "the gradient seed")
     check_flag(retain_graph, "retain_graph")
     with graph.pass_lock:
-        if len(outputs) == 1 and not state.detect_anomaly and graph.ran_alone(outputs[0], seeds[0], retain_graph):
+        if len(outputs) == 1 and not state.detect_anomaly and _ran_alone(outputs[0], seeds[0], retain_graph):
             return  # an operation that runs a whole pass by itself (a compiled call's output) ran it
         order, leaves = graph.reached(outputs)
         graph.seed(outputs, seeds)

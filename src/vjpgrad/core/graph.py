@@ -1,19 +1,23 @@
 """The graph: how a node is laid out, and the one reverse pass that walks it.
 
-This is the only module that reads or writes a node's private slots. Everything else
-(``backward``, ``gradients``, the transforms, ``explain``, the pictures, ``compile``) goes
-through the functions below:
+This module owns the node's layout: ``Node.__slots__`` below is its one definition. The
+engine's side of it is here: ``make`` fills a node (the operations of ``operators`` and
+``value`` call it; ``make_inline`` writes its common case out for the generated operators),
+the readers below list what a node holds, and the reverse pass reads and writes the pass's
+scratch slots. The only other module that touches the slots is ``core/recording.py``, the
+interface to ``vjpgrad.compile`` and ``vjpgrad.vmap`` (recording a function, replaying it as
+one node), which imports ``Node`` from here; the engine never imports it. Everything else
+(``backward``, ``gradients``, the transforms, ``explain``, the pictures) goes through the
+functions below:
 
-- ``make`` builds a node (the operations of ``operators`` and ``value`` call it);
-- ``edges`` lists a node's operands with what each edge saved; ``slots_of`` reads the
-  operation and operands of many nodes at once (compile's cache key and block search);
+- ``make`` builds a node; ``number`` reads a Value's number for vjpgrad's own code;
+- ``op_of``, ``operands``, ``edges`` (the operands with what each edge saved) read a node;
 - ``reached`` lists the nodes a pass reaches, in the order the pass runs them;
 - ``propagate`` runs the chain rule over that order, with floats, optionally telling an
   observer about every edge (``explain``, anomaly detection); ``propagate_differentiably``
   runs it with Values (``create_graph=True``); both are one walk, ``_walk``, of which
   ``propagate`` without an observer is the hot loop written out;
-- ``ran_alone`` lets an operation that can run a whole pass by itself (``Op.whole_pass``: a
-  compiled call's output) run it, adding into leaves' ``.grad`` with ``add_gradients``.
+- ``accumulate`` adds a pass's gradients into ``.grad``; ``free`` drops what was saved.
 
 A node is one slotted object: its data, the operation that made it, up to two operands
 (``_first``, ``_second``: Values, or the float constant of ``3 * x``) and what each edge
@@ -65,7 +69,8 @@ _new = new_node = object.__new__
 N = TypeVar("N", bound="Node")
 _next_seq = next_seq = itertools.count(1).__next__
 """The next creation number: a node made later has a larger one (the order of a pass)."""
-_by_creation = operator.attrgetter("_seq")
+by_creation = operator.attrgetter("_seq")
+"""A node's creation number, as a sort key (``sorted(nodes, key=by_creation)``)."""
 
 
 class Node:
@@ -158,14 +163,16 @@ def init_leaf(node: Node, data: float, requires_grad: bool, label: str | None) -
 
 def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
     """The result of an operation: a node on the graph when an edge takes gradient and grad
-    mode is on, otherwise a constant leaf (PyTorch gives such a result no ``grad_fn``)."""
+    mode is on, otherwise a constant leaf (PyTorch gives such a result no ``grad_fn``). While a
+    function is recorded (``vjpgrad.compile``, ``vmap``), the recording fills the node instead
+    (``recording.Recording.record``)."""
     node = _new(cls)
     node._data = data
     node._grad = 0.0
     node._seen = None
     any_switch_on = switches_on[0]
-    if any_switch_on and state.recording is not None:
-        return _record(state.recording, node, op, a, da, b, db)
+    if any_switch_on and state.recording is not None:  # vjpgrad.compile or vmap is recording
+        return state.recording.record(node, op, a, da, b, db)
     if (da is None and db is None) or (any_switch_on and not state.grad_enabled):
         node.requires_grad = False
         node._operation = node._first = node._second = node._saved_first = node._saved_second = None
@@ -181,204 +188,6 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     if any_switch_on and state.detect_anomaly:
         node._origin = caller_location()
     return node
-
-
-class Recording:
-    """What ``vjpgrad.compile`` collects while it runs a function once: the core's side of the
-    interface between the two.
-
-    While ``state.recording`` holds a Recording, the core:
-
-    - hands every operation it makes to it (``make`` calls ``_record``), whether or not it
-      takes gradient (a constant's operands can be parameters that change between calls);
-    - records ``detach()`` as an operation with no edge (a cut whose number changes per call);
-    - tells it of every Value made by ``Value()`` (``made_leaf``).
-
-    Compile also sets ``state.refusal`` (``modes.refusing_numbers``) for the recording, under
-    which every read of a Value's number raises. Nothing else in the core knows of compile:
-    the function is recorded running on the call's own arguments, numbers included.
-    """
-
-    def __init__(self) -> None:
-        self.nodes: list[Node] = []
-        self.leaves: dict[int, Node] = {}  # id -> every Value made by Value() inside the function
-
-    failure: BaseException | None = None
-    """The first refusal raised while recording: compile raises it again when the function
-    returns, so a user's ``except`` around the read cannot swallow it and record a fallback."""
-
-    def fail(self, error: BaseException) -> None:
-        """Note a refusal (the first one counts)."""
-        if self.failure is None:
-            self.failure = error
-
-    def made_leaf(self, leaf: Node) -> None:
-        """``Value(...)`` made ``leaf`` inside the function."""
-        self.leaves[id(leaf)] = leaf
-
-
-def _record(recording: Recording, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
-    node.requires_grad = state.grad_enabled and (da is not None or db is not None)
-    node._operation = op
-    node._first = a
-    node._second = b
-    node._saved_first = da if node.requires_grad else None
-    node._saved_second = db if node.requires_grad else None
-    node._seq = _next_seq()
-    recording.nodes.append(node)
-    return node
-
-
-_POSITIONS = {(False, False): (), (True, False): (0,), (False, True): (1,), (True, True): (0, 1)}
-
-
-def recorded_graph(
-    recording: Recording, outputs: Sequence[Node]
-) -> tuple[list[Node], list[tuple[int, ...]], list[Node]]:
-    """What compile reads of a recording: the operations and the Values made inside (``Value()``)
-    that ``outputs`` need, in creation order; for each, the positions of the operands it hands
-    gradient to (none for a Value made inside); and the other Values they read (arguments,
-    parameters), each once, in the order the operations read them (creation order, an
-    operation's first operand before its second), then the outputs that are such Values.
-
-    It reads every node of a recording of tens of thousands of operations, on every function's
-    first call, so it reads a column at a time (``slots_of``), finds where each operand was made
-    by ``positions_in``, and makes each further pass in C where it can. What the outputs need:
-    in a graph, following readers from any node ends at a node nothing reads, so when every
-    node nothing reads is an output (a step's recording), every node is needed; otherwise one
-    sweep back through creation order marks them."""
-    made = recording.leaves
-    every = sorted([*recording.nodes, *made.values()], key=_by_creation) if made else recording.nodes
-    operands, many = _operands_of(every)
-    position_of = positions_in(every)
-    operand_at = position_of(operands)
-    many_at = {i: position_of(xs) for i, xs in many.items()}
-    outputs_at = position_of(outputs)
-    read = {*operand_at, *itertools.chain.from_iterable(many_at.values()), *outputs_at}
-    read.discard(None)
-    read.discard(-1)
-    needed = None if len(read) == len(every) else _needed(operand_at, many_at, outputs_at)  # None: every node
-    outside = _outside(operands, operand_at, many, many_at, needed)
-    for x, at in zip(outputs, outputs_at, strict=True):
-        if at == -1:
-            outside.setdefault(id(x), x)
-    edges = _edges(every, many)
-    if needed is not None:
-        return list(itertools.compress(every, needed)), list(itertools.compress(edges, needed)), [*outside.values()]
-    return list(every), edges, [*outside.values()]
-
-
-def _operands_of(every: Sequence[Node]) -> tuple[list[Any], dict[int, tuple[Any, ...]]]:
-    """Each node's first and second operands, in one list (first, second, first...; None where
-    unused: a leaf's, an operation of one operand's second), and the operands of each operation
-    of many by its position (its first and second are None in the list)."""
-    operations, firsts, seconds = slots_of(every)
-    many: dict[int, tuple[Any, ...]] = {}
-    for op in {op for op in operations if op is not None and (op.nary or op.arity == 1)}:
-        i = -1
-        for _ in range(operations.count(op)):
-            i = operations.index(op, i + 1)
-            seconds[i] = None  # an operation of one operand, or of many, leaves its second unused
-            if op.nary:
-                many[i], firsts[i] = firsts[i], None
-    return list(itertools.chain.from_iterable(zip(firsts, seconds, strict=True))), many
-
-
-def _outside(
-    operands: list[Any],
-    operand_at: list[int | None],
-    many: dict[int, tuple[Any, ...]],
-    many_at: dict[int, list[int | None]],
-    needed: bytearray | None,
-) -> dict[int, Node]:
-    """The Values from outside that the needed nodes read (``needed`` None: every node), by id,
-    in the order read: creation order, an operation's first operand before its second."""
-    outside: dict[int, Node] = {}
-    met = outside.setdefault
-    operand_at = list(operand_at)
-    for i in many:
-        operand_at[2 * i] = -1  # an operation of many: its operands are read at its place below
-    j = -1
-    for _ in range(operand_at.count(-1)):
-        j = operand_at.index(-1, j + 1)
-        i = j >> 1
-        if needed is not None and not needed[i]:
-            continue
-        if many and i in many:
-            for x, at in zip(many[i], many_at[i], strict=True):
-                if at == -1:
-                    met(id(x), x)
-        else:
-            met(id(operands[j]), operands[j])
-    return outside
-
-
-def _edges(every: Sequence[Node], many: dict[int, tuple[Any, ...]]) -> list[tuple[int, ...]]:
-    """For each node, the positions of the operands it hands gradient to: what ``_record`` saved."""
-    edges = [
-        _POSITIONS[n._saved_first is not None, n._saved_second is not None] if n.requires_grad else () for n in every
-    ]
-    for i in many:
-        if edges[i]:
-            edges[i] = tuple(k for k, s in enumerate(every[i]._saved_first) if s is not None)
-    return edges
-
-
-def positions_in(every: Sequence[Node], outside: dict[int, int] | None = None) -> Callable[[Sequence[Any]], list[Any]]:
-    """A function that gives, for each of some objects, its position in ``every`` (nodes in
-    creation order); for a node made elsewhere, ``outside``'s entry for its id (None when it has
-    none), or -1 without ``outside``; None for anything else (a number). When the creation
-    numbers of ``every`` have no gap (nothing else was made meanwhile), a node's number less the
-    first one is its place, checked by identity (a copy of a node keeps its number); else a dict
-    of ids finds it."""
-    n = len(every)
-    base = every[0]._seq if every else 0
-    elsewhere = outside.get if outside is not None else lambda key: -1
-    if every and every[-1]._seq - base == n - 1:
-
-        def positions(xs: Sequence[Any]) -> list[Any]:
-            return [
-                (at if 0 <= (at := x._seq - base) < n and every[at] is x else elsewhere(id(x)))
-                if isinstance(x, Node)
-                else None
-                for x in xs
-            ]
-
-        return positions
-    place = dict(zip(map(id, every), itertools.count()))
-
-    def positions_by_id(xs: Sequence[Any]) -> list[Any]:
-        return [(place.get(id(x)) if id(x) in place else elsewhere(id(x))) if isinstance(x, Node) else None for x in xs]
-
-    return positions_by_id
-
-
-def _needed(
-    operand_at: list[int | None], many_at: dict[int, list[int | None]], outputs_at: list[int | None]
-) -> bytearray:
-    """Which nodes the outputs need, by one sweep back through creation order (every reader of a
-    node comes after it). ``operand_at`` holds each node's first and second operands' positions
-    (``positions_in``), ``many_at`` those of an operation of many."""
-    needed = bytearray(len(operand_at) // 2)
-    for at in outputs_at:
-        if at is not None and at >= 0:
-            needed[at] = 1
-    for i in range(len(needed) - 1, -1, -1):
-        if needed[i]:
-            for at in (operand_at[2 * i], operand_at[2 * i + 1], *many_at.get(i, ())):
-                if at is not None and at >= 0:
-                    needed[at] = 1
-    return needed
-
-
-def slots_of(nodes: Sequence[Node]) -> tuple[list[Op | None], list[Any], list[Any]]:
-    """For each of ``nodes``: the operation that made it (None for a leaf), its first operand
-    and its second, as three lists, each read by one comprehension (a cache key reads every node
-    of a recording on a warm start; a comprehension's slot reads are faster than ``map`` with
-    ``attrgetter`` from Python 3.11 on). An operation of many operands keeps the tuple of them as
-    its first operand (its second is unused); an operation of one operand leaves its second
-    unused; a leaf both."""
-    return [n._operation for n in nodes], [n._first for n in nodes], [n._second for n in nodes]
 
 
 def number(node: Node) -> float:
@@ -462,41 +271,6 @@ def gradient_of(node: Node, position: int) -> Callable[..., Any]:
     assert node._operation is not None  # only called for an edge, which only an operation has
     gradients = node._operation.gradients
     return gradients[0] if node._operation.nary else gradients[position]
-
-
-def saved_of(node: Node) -> Any:
-    """What an operation with its own backward saved (``Op.backward``): for one of many operands
-    (a compiled call), its second slot; for one operand (an output of a call), its edge's."""
-    op = node._operation
-    assert op is not None  # only operations with their own backward keep their own data
-    assert op.backward is not None
-    return node._saved_second if op.nary else node._saved_first
-
-
-_cotangent_of = operator.attrgetter("_cotangent")
-
-
-def numbers_of(nodes: Sequence[Node]) -> list[float]:
-    """Each node's number (a compiled call reads its arguments and parameters so). A list
-    comprehension: Python 3.11 and later read a slot faster there than through ``attrgetter``."""
-    return [node._data for node in nodes]
-
-
-def cotangents(nodes: Sequence[Node]) -> tuple[Any, ...]:
-    """Each node's gradient in the pass that is running (every node must have been reached)."""
-    return tuple(map(_cotangent_of, nodes))
-
-
-def set_cotangents(nodes: Sequence[Node], gradients: Sequence[Any]) -> None:
-    """``set_cotangent`` of each node, in C."""
-    for _ in map(setattr, nodes, itertools.repeat("_cotangent"), gradients):
-        pass
-
-
-def set_cotangent(node: Node, gradient: Any) -> None:
-    """Replace ``node``'s cotangent in the pass that is running (a compiled call hands back the
-    running total it continued from the node's own)."""
-    node._cotangent = gradient
 
 
 def is_freed(node: Node) -> bool:
@@ -583,7 +357,7 @@ def reached(outputs: Sequence[N]) -> tuple[list[N], list[N]]:
             a = node._first
             if a._seen is not token:
                 push(a)
-    inner.sort(key=_by_creation, reverse=True)
+    inner.sort(key=by_creation, reverse=True)
     return inner, leaves
 
 
@@ -682,23 +456,6 @@ def accumulate(nodes: Iterator[Node] | list[Node]) -> None:
             node._grad += node._cotangent  # type: ignore[operator]  # None raises, and is handled below
         except TypeError:  # None: cleared by its user (the only other thing the grad setter admits)
             node._grad = 0.0 + node._cotangent
-
-
-def add_gradients(nodes: Sequence[Node], gradients: Sequence[Any]) -> None:
-    """Add each gradient into its node's ``.grad``, as ``accumulate`` adds a node's cotangent (a
-    ``.grad`` set to None counts as 0.0): for a pass that hands many leaves their gradients at
-    once (a compiled call's), without setting their cotangents first."""
-    for node, gradient in zip(nodes, gradients, strict=True):
-        try:
-            node._grad += gradient  # None raises, and is handled below
-        except TypeError:  # None: cleared by its user
-            node._grad = 0.0 + gradient
-
-
-def ran_alone(output: Node, seed: Any, retain_graph: bool) -> bool:
-    """Whether ``output``'s operation ran a whole pass from it by itself (``Op.whole_pass``)."""
-    op = output._operation
-    return op is not None and op.whole_pass is not None and op.whole_pass(output, seed, retain_graph)
 
 
 def free(nodes: Iterator[Node] | list[Node]) -> None:

@@ -15,7 +15,10 @@ import sysconfig
 import threading
 from collections.abc import Callable, Generator
 from types import FrameType, TracebackType
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+
+if TYPE_CHECKING:  # for the type only: the hooks stand above the engine, which never imports them
+    from vjpgrad.core.recording import Recording
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -28,7 +31,7 @@ class _ThreadState(threading.local):
     grad_enabled: bool = True
     detect_anomaly: bool = False
     transform_depth: int = 0  # how many function transforms (grad, jacobian...) are running
-    recording: Any = None  # the graph.Recording of a function vjpgrad.compile is recording
+    recording: Recording | None = None  # what vjpgrad.compile or vmap collects while it records a function
     refusal: str = ""  # while set, reading a Value's number raises with this message
     refusal_advice: str = ""  # and this advice, unless the refused operation has its own
     refusal_type: type[Exception] = RuntimeError

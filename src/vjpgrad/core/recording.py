@@ -1,0 +1,290 @@
+"""The core's one interface to ``vjpgrad.compile`` and ``vjpgrad.vmap``: recording a function,
+and replaying it as one node of the user's graph.
+
+The engine (``graph``, ``value``, the generated operators, ``backward``) never imports this
+module (``modes`` names ``Recording`` as a type only): it stands above the engine, and compile
+and vmap are its only users. What the engine
+does for them, it does through these hooks, each named where it is called:
+
+- **recording**: while ``modes.state.recording`` holds a ``Recording``, ``graph.make`` hands
+  every operation to it (``Recording.record`` fills the node), ``Value()`` tells it of every
+  leaf it makes (``Recording.made_leaf``), and a read of a Value's number raises
+  (``modes.refusing_numbers``, which compile and vmap turn on with the recording; the refusal
+  is noted with ``Recording.fail``). ``recorded_graph`` then reads what was recorded, a column
+  at a time (``slots_of``, ``positions_in``), for compile's cache key and block search too;
+- **replaying**: a compiled call is one node of an operation (``ops.Op``) that runs its own
+  backward (``Op.backward``: ``graph.propagate`` calls it instead of the table's gradients),
+  frees its own state (``Op.release``: ``graph.free`` calls it), and may run a whole pass
+  alone (``Op.whole_pass``: ``backward()`` on its one output offers it the pass first). Such a
+  node keeps its state where an edge keeps its saved value (``saved_of`` reads it back), and
+  its pass reads numbers and cotangents and hands gradients back many nodes at once
+  (``numbers_of``, ``cotangents``, ``set_cotangents``, ``add_gradients``), as the engine's
+  pass would, to the same bits.
+
+The node's layout is ``graph``'s (``graph.Node.__slots__``); this module is the one other that
+reads and writes the slots, for the hooks above, and nothing outside the core does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from vjpgrad.core.graph import Node, by_creation, next_seq
+from vjpgrad.core.modes import state
+from vjpgrad.core.ops import Op
+
+N = TypeVar("N", bound=Node)
+
+# ---- recording ----------------------------------------------------------------------------------
+
+
+class Recording:
+    """What ``vjpgrad.compile`` (and ``vjpgrad.vmap``) collects while it runs a function once.
+
+    While ``state.recording`` holds a Recording, the core:
+
+    - hands every operation it makes to it (``graph.make`` calls ``record``), whether or not it
+      takes gradient (a constant's operands can be parameters that change between calls);
+    - records ``detach()`` as an operation with no edge (a cut whose number changes per call);
+    - tells it of every Value made by ``Value()`` (``made_leaf``).
+
+    Compile also sets ``state.refusal`` (``modes.refusing_numbers``) for the recording, under
+    which every read of a Value's number raises. Nothing else in the core knows of compile:
+    the function is recorded running on the call's own arguments, numbers included.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []  # every operation made, in creation order
+        self.leaves: dict[int, Node] = {}  # id -> every Value made by Value() inside the function
+
+    failure: BaseException | None = None
+    """The first refusal raised while recording: compile raises it again when the function
+    returns, so a user's ``except`` around the read cannot swallow it and record a fallback."""
+
+    def fail(self, error: BaseException) -> None:
+        """Note a refusal (the first one counts)."""
+        if self.failure is None:
+            self.failure = error
+
+    def made_leaf(self, leaf: Node) -> None:
+        """``Value(...)`` made ``leaf`` inside the function."""
+        self.leaves[id(leaf)] = leaf
+
+    def record(self, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
+        """Fill ``node`` (``graph.make``'s new node, its number set) as the operation ``op`` of
+        ``a`` and ``b``, and keep it. Unlike ``make`` outside a recording, a constant (no operand
+        takes gradient) keeps its operation and operands too: compile writes it as code, for its
+        operands can be parameters whose numbers change between calls."""
+        node.requires_grad = state.grad_enabled and (da is not None or db is not None)
+        node._operation = op
+        node._first = a
+        node._second = b
+        node._saved_first = da if node.requires_grad else None
+        node._saved_second = db if node.requires_grad else None
+        node._seq = next_seq()
+        self.nodes.append(node)
+        return node
+
+
+_POSITIONS = {(False, False): (), (True, False): (0,), (False, True): (1,), (True, True): (0, 1)}
+
+
+def recorded_graph(
+    recording: Recording, outputs: Sequence[Node]
+) -> tuple[list[Node], list[tuple[int, ...]], list[Node]]:
+    """What compile reads of a recording: the operations and the Values made inside (``Value()``)
+    that ``outputs`` need, in creation order; for each, the positions of the operands it hands
+    gradient to (none for a Value made inside); and the other Values they read (arguments,
+    parameters), each once, in the order the operations read them (creation order, an
+    operation's first operand before its second), then the outputs that are such Values.
+
+    It reads every node of a recording of tens of thousands of operations, on every function's
+    first call, so it reads a column at a time (``slots_of``), finds where each operand was made
+    by ``positions_in``, and makes each further pass in C where it can. What the outputs need:
+    in a graph, following readers from any node ends at a node nothing reads, so when every
+    node nothing reads is an output (a step's recording), every node is needed; otherwise one
+    sweep back through creation order marks them."""
+    made = recording.leaves
+    every = sorted([*recording.nodes, *made.values()], key=by_creation) if made else recording.nodes
+    operands, many = _operands_of(every)
+    position_of = positions_in(every)
+    operand_at = position_of(operands)
+    many_at = {i: position_of(xs) for i, xs in many.items()}
+    outputs_at = position_of(outputs)
+    read = {*operand_at, *itertools.chain.from_iterable(many_at.values()), *outputs_at}
+    read.discard(None)
+    read.discard(-1)
+    needed = None if len(read) == len(every) else _needed(operand_at, many_at, outputs_at)  # None: every node
+    outside = _outside(operands, operand_at, many, many_at, needed)
+    for x, at in zip(outputs, outputs_at, strict=True):
+        if at == -1:
+            outside.setdefault(id(x), x)
+    edges = _edges(every, many)
+    if needed is not None:
+        return list(itertools.compress(every, needed)), list(itertools.compress(edges, needed)), [*outside.values()]
+    return list(every), edges, [*outside.values()]
+
+
+def _operands_of(every: Sequence[Node]) -> tuple[list[Any], dict[int, tuple[Any, ...]]]:
+    """Each node's first and second operands, in one list (first, second, first...; None where
+    unused: a leaf's, an operation of one operand's second), and the operands of each operation
+    of many by its position (its first and second are None in the list)."""
+    operations, firsts, seconds = slots_of(every)
+    many: dict[int, tuple[Any, ...]] = {}
+    for op in {op for op in operations if op is not None and (op.nary or op.arity == 1)}:
+        i = -1
+        for _ in range(operations.count(op)):
+            i = operations.index(op, i + 1)
+            seconds[i] = None  # an operation of one operand, or of many, leaves its second unused
+            if op.nary:
+                many[i], firsts[i] = firsts[i], None
+    return list(itertools.chain.from_iterable(zip(firsts, seconds, strict=True))), many
+
+
+def _outside(
+    operands: list[Any],
+    operand_at: list[int | None],
+    many: dict[int, tuple[Any, ...]],
+    many_at: dict[int, list[int | None]],
+    needed: bytearray | None,
+) -> dict[int, Node]:
+    """The Values from outside that the needed nodes read (``needed`` None: every node), by id,
+    in the order read: creation order, an operation's first operand before its second."""
+    outside: dict[int, Node] = {}
+    met = outside.setdefault
+    operand_at = list(operand_at)
+    for i in many:
+        operand_at[2 * i] = -1  # an operation of many: its operands are read at its place below
+    j = -1
+    for _ in range(operand_at.count(-1)):
+        j = operand_at.index(-1, j + 1)
+        i = j >> 1
+        if needed is not None and not needed[i]:
+            continue
+        if many and i in many:
+            for x, at in zip(many[i], many_at[i], strict=True):
+                if at == -1:
+                    met(id(x), x)
+        else:
+            met(id(operands[j]), operands[j])
+    return outside
+
+
+def _edges(every: Sequence[Node], many: dict[int, tuple[Any, ...]]) -> list[tuple[int, ...]]:
+    """For each node, the positions of the operands it hands gradient to: what ``Recording.record`` saved."""
+    edges = [
+        _POSITIONS[n._saved_first is not None, n._saved_second is not None] if n.requires_grad else () for n in every
+    ]
+    for i in many:
+        if edges[i]:
+            edges[i] = tuple(k for k, s in enumerate(every[i]._saved_first) if s is not None)
+    return edges
+
+
+def positions_in(every: Sequence[Node], outside: dict[int, int] | None = None) -> Callable[[Sequence[Any]], list[Any]]:
+    """A function that gives, for each of some objects, its position in ``every`` (nodes in
+    creation order); for a node made elsewhere, ``outside``'s entry for its id (None when it has
+    none), or -1 without ``outside``; None for anything else (a number). When the creation
+    numbers of ``every`` have no gap (nothing else was made meanwhile), a node's number less the
+    first one is its place, checked by identity (a copy of a node keeps its number); else a dict
+    of ids finds it."""
+    n = len(every)
+    base = every[0]._seq if every else 0
+    elsewhere = outside.get if outside is not None else lambda key: -1
+    if every and every[-1]._seq - base == n - 1:
+
+        def positions(xs: Sequence[Any]) -> list[Any]:
+            return [
+                (at if 0 <= (at := x._seq - base) < n and every[at] is x else elsewhere(id(x)))
+                if isinstance(x, Node)
+                else None
+                for x in xs
+            ]
+
+        return positions
+    place = dict(zip(map(id, every), itertools.count()))
+
+    def positions_by_id(xs: Sequence[Any]) -> list[Any]:
+        return [(place.get(id(x)) if id(x) in place else elsewhere(id(x))) if isinstance(x, Node) else None for x in xs]
+
+    return positions_by_id
+
+
+def _needed(
+    operand_at: list[int | None], many_at: dict[int, list[int | None]], outputs_at: list[int | None]
+) -> bytearray:
+    """Which nodes the outputs need, by one sweep back through creation order (every reader of a
+    node comes after it). ``operand_at`` holds each node's first and second operands' positions
+    (``positions_in``), ``many_at`` those of an operation of many."""
+    needed = bytearray(len(operand_at) // 2)
+    for at in outputs_at:
+        if at is not None and at >= 0:
+            needed[at] = 1
+    for i in range(len(needed) - 1, -1, -1):
+        if needed[i]:
+            for at in (operand_at[2 * i], operand_at[2 * i + 1], *many_at.get(i, ())):
+                if at is not None and at >= 0:
+                    needed[at] = 1
+    return needed
+
+
+def slots_of(nodes: Sequence[Node]) -> tuple[list[Op | None], list[Any], list[Any]]:
+    """For each of ``nodes``: the operation that made it (None for a leaf), its first operand
+    and its second, as three lists, each read by one comprehension (a cache key reads every node
+    of a recording on a warm start; a comprehension's slot reads are faster than ``map`` with
+    ``attrgetter`` from Python 3.11 on). An operation of many operands keeps the tuple of them as
+    its first operand (its second is unused); an operation of one operand leaves its second
+    unused; a leaf both."""
+    return [n._operation for n in nodes], [n._first for n in nodes], [n._second for n in nodes]
+
+
+# ---- replaying: the node of a compiled call ------------------------------------------------------
+
+
+def saved_of(node: Node) -> Any:
+    """What an operation with its own backward saved (``Op.backward``): for one of many operands
+    (a compiled call), its second slot; for one operand (an output of a call), its edge's."""
+    op = node._operation
+    assert op is not None  # only operations with their own backward keep their own data
+    assert op.backward is not None
+    return node._saved_second if op.nary else node._saved_first
+
+
+_cotangent_of = operator.attrgetter("_cotangent")
+
+
+def numbers_of(nodes: Sequence[Node]) -> list[float]:
+    """Each node's number (a compiled call reads its arguments and parameters so). A list
+    comprehension: Python 3.11 and later read a slot faster there than through ``attrgetter``."""
+    return [node._data for node in nodes]
+
+
+def cotangents(nodes: Sequence[Node]) -> tuple[Any, ...]:
+    """Each node's gradient in the pass that is running (every node must have been reached)."""
+    return tuple(map(_cotangent_of, nodes))
+
+
+def set_cotangents(nodes: Sequence[Node], gradients: Sequence[Any]) -> None:
+    """``set_cotangent`` of each node, in C."""
+    for _ in map(setattr, nodes, itertools.repeat("_cotangent"), gradients):
+        pass
+
+
+def set_cotangent(node: Node, gradient: Any) -> None:
+    """Replace ``node``'s cotangent in the pass that is running (a compiled call hands back the
+    running total it continued from the node's own)."""
+    node._cotangent = gradient
+
+
+def add_gradients(nodes: Sequence[Node], gradients: Sequence[Any]) -> None:
+    """Add each gradient into its node's ``.grad``, as ``graph.accumulate`` adds a node's cotangent (a
+    ``.grad`` set to None counts as 0.0): for a pass that hands many leaves their gradients at
+    once (a compiled call's), without setting their cotangents first."""
+    for node, gradient in zip(nodes, gradients, strict=True):
+        try:
+            node._grad += gradient  # None raises, and is handled below
+        except TypeError:  # None: cleared by its user
+            node._grad = 0.0 + gradient
