@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -423,6 +425,24 @@ def test_a_jacobian_in_memory_filled_as_the_module_is_imported_fails_the_memory_
     message = next(t.message for t in result.tests if t.name == "it_does_not_build_the_jacobian")
     assert "1,000 x 1,000" in message
     assert "as softmax.py is imported" in message  # the count covers the import: a student reads why
+
+
+@pytest.mark.slow  # a check run in a process of its own
+def test_a_students_file_named_as_a_module_the_grader_preloads_never_runs_in_the_graders_processes(
+    tmp_path: Path,
+) -> None:
+    # `vjpgrad course check` run in the student's directory, as GitHub Classroom's grader runs it
+    directory = solutions_in(tmp_path / "student")
+    ran = tmp_path / "ran.txt"
+    for name in ("hypothesis", "pytest", "iniconfig"):
+        (directory / f"{name}.py").write_text(f"open({str(ran)!r}, 'a').write({name!r} + ' ')\nraise ImportError\n")
+    command = "import sys; sys.path.remove(''); from vjpgrad.cli.main import main; sys.exit(main())"  # like the
+    done = subprocess.run(  # console script: this process does not search its working directory, its children might
+        [sys.executable, "-c", command, "course", "check", ".", "2"], cwd=directory, capture_output=True, text=True
+    )
+    assert not ran.exists(), f"the student's {ran.read_text().strip()} ran in the grader's processes"
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Checked exercise 2 alone: done." in done.stdout
 
 
 # ---- exercise 4's recursion limit -------------------------------------------------------------------------

@@ -180,12 +180,38 @@ HYPOTHESIS_PLUGIN = ["-p", "_hypothesis_pytestplugin"] if importlib.util.find_sp
 
 def _processes() -> Any:
     """Where each exercise's process comes from: a fork server that has imported pytest, hypothesis
-    and vjpgrad once, where the platform has one (Linux, macOS); else a fresh interpreter each time."""
+    and vjpgrad once, where the platform has one (Linux, macOS); else a fresh interpreter each time.
+    Its processes are started by ``start``."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     return context
+
+
+_starting = threading.Lock()
+
+
+def start(context: Any, process: Any) -> None:
+    """Start ``process`` (of ``context``, from ``_processes``), the fork server first if it is not running, from the
+    filesystem's root. The fork server is an interpreter started with ``-c``, which searches its
+    working directory first (``""`` on ``sys.path``) as it imports ``PRELOAD``: started where
+    ``check`` runs, in the student's directory (as GitHub Classroom runs it), their ``pytest.py`` or
+    ``hypothesis.py`` would run there, and so in every checks' process forked from it; and their code
+    can end it (``check`` runs it as the same user), so any start may start it again. This process's
+    working directory is put back before ``process`` starts (its children are given it), and the
+    threads start their processes one at a time meanwhile."""
+    with _starting:
+        if context.get_start_method() == "forkserver":
+            from multiprocessing import forkserver
+
+            here = os.getcwd()
+            os.chdir(os.path.abspath(os.sep))
+            try:
+                forkserver.ensure_running()
+            finally:
+                os.chdir(here)
+        process.start()
 
 
 _hypothesis_home: list[str] = []
@@ -417,7 +443,7 @@ def _run_files(
             kwargs={"pid": student.pid, "fresh": [(end, spare.pid) for spare, end in fresh]},
             name="vjpgrad course",
         )
-        process.start()
+        start(context, process)
         sending.close()
         for end in (ours, *(end for _, end in fresh)):
             end.close()
@@ -446,7 +472,7 @@ def _student(context: Any, directory: Path, exercise: Exercise, timeout: float) 
         target=student_process, args=(str(directory), _permitted(exercise), theirs, timeout, RUN_AS[0]),
         name="vjpgrad course: the student's code",
     )  # fmt: skip
-    student.start()
+    start(context, student)
     theirs.close()
     return student, ours
 
