@@ -288,7 +288,6 @@ def test_without_the_kernels_count_cpu_seconds_are_counted_where_the_students_co
         assert seconds < 0  # the count it made, misreported: the kernel's is the one that can be trusted
 
 
-@pytest.mark.skipif(not kernel.can_measure(os.getpid()), reason="the kernel's count of memory is read in /proc (Linux)")
 def no_process_has() -> int:
     """A process id that no process has nor can be given while a test runs: the kernel's wrap value,
     ``/proc/sys/kernel/pid_max`` (every id it gives is below it; only root raises it). The id of a
