@@ -306,3 +306,13 @@ def test_a_count_the_kernel_gave_at_the_start_and_not_later_fails_the_check_nami
             checks.peak_memory(engine.small, [1.0])
         with pytest.raises(AssertionError, match=f"could not be counted: /proc/{gone}/stat"):
             checks.cpu_seconds(engine.small, [1.0])
+
+
+def test_peak_memory_takes_the_names_of_the_students_module_and_function_not_a_function(tmp_path: Path) -> None:
+    from vjpgrad.course import _plugin
+
+    for student in (_plugin.Student(tmp_path), _plugin.RemoteStudent(tmp_path, None)):
+        with pytest.raises(
+            TypeError, match=r'function \("softmax", "softmax_vjp"\), not builtin_function_or_method and list'
+        ):
+            student.peak_memory(len, [1.0])  # type: ignore[arg-type]
