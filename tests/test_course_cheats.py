@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from vjpgrad.course import gradebook, grading, kernel
+from vjpgrad.course import borrowed, gradebook, grading, kernel
 from vjpgrad.course.exercises import course, exercise, folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -398,6 +400,119 @@ def test_a_jacobian_with_the_kernels_peak_reset_by_the_students_code_fails_the_m
     outcomes = {t.name: t.outcome for t in result.tests}
     assert outcomes["three_inputs"] == grading.PASSED
     assert outcomes["it_does_not_build_the_jacobian"] == grading.FAILED
+
+
+PREFILL = (
+    "import math\n\n"
+    "_rows = [[float(i * j) + 0.5 for j in range(1_000)] for i in range(1_500)]  # more than a Jacobian takes\n"
+    "_kept = [row[::40] for row in _rows]  # one float in 40 kept: the pages of the others stay resident\n"
+    "del _rows\n\n\n"
+)
+"""Memory filled as the student's module is imported, then freed but kept resident (the allocator
+keeps a page while one object on it lives): a Jacobian built later reuses those pages, so the
+process takes nothing more from the system while ``softmax_vjp`` runs."""
+
+
+@pytest.mark.slow  # a grading run: the student's process and the checks'
+@pytest.mark.skipif(not kernel.can_measure(os.getpid()), reason="the kernel's count of memory is read in /proc (Linux)")
+def test_a_jacobian_in_memory_filled_as_the_module_is_imported_fails_the_memory_check(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "student")
+    (directory / "softmax.py").write_text(PREFILL + JACOBIAN)
+    (result,) = grading.run(directory, [exercise(8)], timeout=120)
+    outcomes = {t.name: t.outcome for t in result.tests}
+    assert outcomes["three_inputs"] == grading.PASSED  # the answer is right, so the cheat did run
+    assert outcomes["it_does_not_build_the_jacobian"] == grading.FAILED
+    message = next(t.message for t in result.tests if t.name == "it_does_not_build_the_jacobian")
+    assert "1,000 x 1,000" in message
+    assert "as softmax.py is imported" in message  # the count covers the import: a student reads why
+
+
+@pytest.mark.slow  # a check run in a process of its own
+def test_a_students_file_named_as_a_module_the_grader_preloads_never_runs_in_the_graders_processes(
+    tmp_path: Path,
+) -> None:
+    # `vjpgrad course check` run in the student's directory, as GitHub Classroom's grader runs it
+    directory = solutions_in(tmp_path / "student")
+    ran = tmp_path / "ran.txt"
+    for name in ("hypothesis", "pytest", "iniconfig"):
+        (directory / f"{name}.py").write_text(f"open({str(ran)!r}, 'a').write({name!r} + ' ')\nraise ImportError\n")
+    command = "import sys; sys.path.remove(''); from vjpgrad.cli.main import main; sys.exit(main())"  # like the
+    done = subprocess.run(  # console script: this process does not search its working directory, its children might
+        [sys.executable, "-c", command, "course", "check", ".", "2"], cwd=directory, capture_output=True, text=True
+    )
+    assert not ran.exists(), f"the student's {ran.read_text().strip()} ran in the grader's processes"
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Checked exercise 2 alone: done." in done.stdout
+
+
+# ---- exercise 4's recursion limit -------------------------------------------------------------------------
+
+RECURSIVE = """        import sys
+        sys.setrecursionlimit(100_000)  # deep enough for the check's 10,000 links
+        order, seen = [], set()
+
+        def build(node):
+            if id(node) not in seen:
+                seen.add(id(node))
+                for child in node._prev:
+                    build(child)
+                order.append(node)
+
+        build(self)
+"""
+"""A ``backward()`` that sorts by recursion, with the interpreter's recursion limit raised first."""
+
+
+def recursive_engine(directory: Path) -> Path:
+    engine = directory / "engine.py"
+    source = engine.read_text()
+    assert "        order = self.topological_order()\n" in source
+    engine.write_text(source.replace("        order = self.topological_order()\n", RECURSIVE, 1))
+    return directory
+
+
+@pytest.mark.slow  # a grading run
+def test_a_recursive_backward_that_raises_the_recursion_limit_fails_and_is_flagged_to_the_teacher(
+    tmp_path: Path,
+) -> None:
+    directory = recursive_engine(solutions_in(tmp_path / "class" / "trudy"))
+    of = course(None)
+    graded = gradebook.grade([directory], type(of)((exercise(4),)), timeout=120)
+    (result,) = graded["trudy"]
+    deep = next(t for t in result.tests if t.name == "a_chain_of_10_000_links_works_at_the_default_recursion_limit")
+    assert deep.outcome == grading.FAILED
+    assert "sys.setrecursionlimit is refused" in deep.message  # what the student reads: the rule
+    assert "exercise 4" in deep.message
+    assert "engine.py, line" in deep.message
+    report = gradebook.results_json(graded["trudy"], of)
+    hidden = "\n".join(t["output"] for t in report["tests"] if t["visibility"] == "hidden")
+    assert f"engine.py names sys.setrecursionlimit: {borrowed.RECURSION_LIMIT}" in hidden
+    shown = [report["output"]] + [t["output"] for t in report["tests"] if t["visibility"] != "hidden"]
+    assert not any("recursion limit raised?" in text for text in shown)
+    gradebook.write(tmp_path / "out", of, graded)
+    rows = (tmp_path / "out" / "grades.csv").read_text().splitlines()
+    assert rows[1].endswith(f"engine.py names sys.setrecursionlimit: {borrowed.RECURSION_LIMIT}")
+
+
+def test_a_source_that_names_setrecursionlimit_is_flagged_however_it_names_it(tmp_path: Path) -> None:
+    of = course(None)
+    own = skeleton(tmp_path / "own")
+    assert borrowed.remarks(own, exercise(4), of) == []
+    flagged = f"engine.py names sys.setrecursionlimit: {borrowed.RECURSION_LIMIT}"
+    engine = own / "engine.py"
+    solution = engine.read_text()
+    for cheat in (
+        "import sys\nsys.setrecursionlimit(10**5)\n",
+        "from sys import setrecursionlimit as deeper\ndeeper(10**5)\n",
+        "import sys\ngetattr(sys, 'setrecursionlimit')(10**5)\n",
+        "import sys\nvars(sys)['setRecursionLimit'.lower()](10**5)\n",
+        "import ctypes\nctypes.pythonapi.Py_SetRecursionLimit(10**5)\n",
+    ):
+        engine.write_text(cheat + solution)
+        assert borrowed.remarks(own, exercise(4), of) == [flagged], cheat
+        assert borrowed.remarks(own, exercise(8), of) == []  # not that exercise's file
+    engine.write_text(solution + "\nimport sys\nDEPTH = sys.getrecursionlimit()  # not sys.setrecursionlimit\n")
+    assert borrowed.remarks(own, exercise(4), of) == []  # a comment is no reference; getrecursionlimit is fine
 
 
 # ---- exercise 12 reads the def that runs, as handed in ------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -227,6 +226,47 @@ def test_without_the_kernels_count_peak_memory_is_counted_where_the_students_cod
         assert large > 8_000_000
 
 
+HEAVY = """
+_held = b"x" * 40_000_000  # taken as the module is imported, and held
+
+
+def small(xs):
+    return [x * 2 for x in xs]
+"""
+
+
+@pytest.mark.skipif(not kernel.can_measure(os.getpid()), reason="the kernel's count of memory is read in /proc (Linux)")
+def test_the_memory_a_module_takes_as_it_is_imported_counts_toward_its_functions_peak(tmp_path: Path) -> None:
+    (tmp_path / "heavy.py").write_text(HEAVY)
+    for checks in connect(tmp_path, pid=os.getpid()):
+        peak, counted_by = checks.peak_memory_with_import("heavy", "small", list(range(1_000)))
+        assert counted_by == "kernel"
+        assert peak > 30_000_000
+        called, _ = checks.peak_memory(checks.module("heavy").small, list(range(1_000)))
+        assert called < 2_000_000  # the call alone, once imported: the import's memory hides from it
+
+
+def test_without_the_kernels_count_the_memory_an_import_takes_counts_too(tmp_path: Path) -> None:
+    (tmp_path / "heavy.py").write_text(HEAVY)
+    for checks in connect(tmp_path, pid=None):
+        peak, counted_by = checks.peak_memory_with_import("heavy", "small", [1.0])
+        assert counted_by == "tracemalloc"
+        assert peak > 30_000_000
+
+
+def test_the_students_process_refuses_setrecursionlimit_naming_the_rule_and_the_grader_still_sets_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "setrecursionlimit", sys.setrecursionlimit)  # put back after
+    before = sys.getrecursionlimit()
+    probe.refuse_recursion_limit()
+    with pytest.raises(PermissionError, match="exercise 4's rule is that backward\\(\\) works at Python's default"):
+        sys.setrecursionlimit(100_000)
+    assert sys.getrecursionlimit() == before
+    assert probe.at_recursion_limit(1_234, sys.getrecursionlimit) == 1_234  # the grader's own setter
+    assert sys.getrecursionlimit() == before
+
+
 @pytest.mark.skipif(not kernel.can_measure(os.getpid()), reason="the kernel's count of CPU is read in /proc (Linux)")
 def test_cpu_seconds_are_the_kernels_count_which_the_students_code_cannot_misreport(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -248,14 +288,31 @@ def test_without_the_kernels_count_cpu_seconds_are_counted_where_the_students_co
         assert seconds < 0  # the count it made, misreported: the kernel's is the one that can be trusted
 
 
+def no_process_has() -> int:
+    """A process id that no process has nor can be given while a test runs: the kernel's wrap value,
+    ``/proc/sys/kernel/pid_max`` (every id it gives is below it; only root raises it). The id of a
+    child that ended and was reaped could be given to a new process meanwhile."""
+    return int(Path("/proc/sys/kernel/pid_max").read_text(encoding="ascii"))
+
+
 @pytest.mark.skipif(not kernel.can_measure(os.getpid()), reason="the kernel's count of memory is read in /proc (Linux)")
 def test_a_count_the_kernel_gave_at_the_start_and_not_later_fails_the_check_naming_it(tmp_path: Path) -> None:
-    ended = subprocess.Popen([sys.executable, "-c", "pass"])
-    ended.wait()
+    gone = no_process_has()
+    assert not Path(f"/proc/{gone}").exists()
     for checks in connect(tmp_path, pid=os.getpid()):
         engine = checks.module("engine")
-        checks.pid = ended.pid  # as if the student's process had stopped the kernel's count being read
-        with pytest.raises(AssertionError, match=f"could not be counted: /proc/{ended.pid}/"):
+        checks.pid = gone  # as if the student's process had stopped the kernel's count being read
+        with pytest.raises(AssertionError, match=f"could not be counted: /proc/{gone}/"):
             checks.peak_memory(engine.small, [1.0])
-        with pytest.raises(AssertionError, match=f"could not be counted: /proc/{ended.pid}/stat"):
+        with pytest.raises(AssertionError, match=f"could not be counted: /proc/{gone}/stat"):
             checks.cpu_seconds(engine.small, [1.0])
+
+
+def test_peak_memory_takes_the_names_of_the_students_module_and_function_not_a_function(tmp_path: Path) -> None:
+    from vjpgrad.course import _plugin
+
+    for student in (_plugin.Student(tmp_path), _plugin.RemoteStudent(tmp_path, None)):
+        with pytest.raises(
+            TypeError, match=r'function \("softmax", "softmax_vjp"\), not builtin_function_or_method and list'
+        ):
+            student.peak_memory(len, [1.0])  # type: ignore[arg-type]

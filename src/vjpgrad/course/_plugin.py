@@ -45,6 +45,16 @@ class MissingFileError(ImportError):
     """One of the student's files is not in their directory."""
 
 
+def present(directory: Path, name: str) -> None:
+    """Raise ``MissingFileError`` when the student's ``name.py`` is not in ``directory``."""
+    __tracebackhide__ = True
+    if not (directory / f"{name}.py").is_file():
+        raise MissingFileError(
+            f"{name}.py is not in {directory}: `vjpgrad course init {directory}` writes it again "
+            "(and keeps your other files)"
+        )
+
+
 class Student:
     """The student's directory: ``student("engine")`` imports their ``engine.py``."""
 
@@ -53,11 +63,7 @@ class Student:
 
     def __call__(self, name: str) -> ModuleType:
         __tracebackhide__ = True
-        if not (self.directory / f"{name}.py").is_file():
-            raise MissingFileError(
-                f"{name}.py is not in {self.directory}: `vjpgrad course init {self.directory}` writes it again "
-                "(and keeps your other files)"
-            )
+        present(self.directory, name)
         module = sys.modules.get(name)
         if module is not None and Path(getattr(module, "__file__", "") or "").parent == self.directory:
             return module
@@ -80,9 +86,13 @@ class Student:
 
         return probe.HELPERS[name](*arguments)
 
-    def peak_memory(self, function: Any, *arguments: Any) -> tuple[int, str]:
-        """The peak memory (bytes) of ``function(*arguments)``, counted here by ``tracemalloc``."""
-        return int(self.probe("peak_memory", function, *arguments)), "tracemalloc"
+    def peak_memory(self, name: str, function: str, *arguments: Any) -> tuple[int, str]:
+        """The peak memory (bytes) of the student's ``name.function(*arguments)``, counted here by
+        ``tracemalloc``, and ``"tracemalloc"``: the call alone, since the checks may have imported the
+        module already (feedback, not marks)."""
+        __tracebackhide__ = True
+        _names(name, function)
+        return int(self.probe("peak_memory", getattr(self(name), function), *arguments)), "tracemalloc"
 
     def cpu_seconds(self, function: Any, *arguments: Any) -> tuple[Any, float, str]:
         """``function(*arguments)``, the CPU seconds it took by ``time.process_time``, and ``"process_time"``."""
@@ -101,11 +111,7 @@ class RemoteStudent:
 
     def __call__(self, name: str) -> Any:
         __tracebackhide__ = True
-        if not (self.directory / f"{name}.py").is_file():
-            raise MissingFileError(
-                f"{name}.py is not in {self.directory}: `vjpgrad course init {self.directory}` writes it again "
-                "(and keeps your other files)"
-            )
+        present(self.directory, name)
         if name not in self.modules:
             self.modules[name] = self.checks.module(name)
         return self.modules[name]
@@ -114,10 +120,21 @@ class RemoteStudent:
         """``probe``'s helper ``name`` on ``arguments``, run in the student's process."""
         return self.checks.probe(name, *arguments)
 
-    def peak_memory(self, function: Any, *arguments: Any) -> tuple[int, str]:
-        """The peak memory (bytes) of ``function(*arguments)`` in the student's process, and who counted
-        it: the kernel, from this process, where it can (``"kernel"``); else ``"tracemalloc"``, there."""
-        return self.checks.peak_memory(function, *arguments)  # type: ignore[no-any-return]
+    def peak_memory(self, name: str, function: str, *arguments: Any) -> tuple[int, str]:
+        """The peak memory (bytes) of importing the student's ``name.py`` and calling its
+        ``function(*arguments)``, in a process of their code that the grader started for this
+        measure alone (``FRESH``), counted from before the import, and who counted it: the kernel,
+        from this process, where it can (``"kernel"``); else ``"tracemalloc"``, there. Counting
+        the import means memory it fills, frees and keeps resident cannot hide a call's (``kernel``)."""
+        __tracebackhide__ = True
+        _names(name, function)
+        present(self.directory, name)
+        if not FRESH:
+            raise AssertionError(
+                "the grader has no process of your code left to measure memory in: each student.peak_memory "
+                "written in a check file gets one (this one is called more often than it is written)"
+            )
+        return FRESH.pop(0).peak_memory_with_import(name, function, *arguments)  # type: ignore[no-any-return]
 
     def cpu_seconds(self, function: Any, *arguments: Any) -> tuple[Any, float, str]:
         """``function(*arguments)`` in the student's process, the CPU seconds it took and who counted
@@ -128,6 +145,19 @@ class RemoteStudent:
 REMOTE: list[Any] = [None]
 """The checks' end of the pipe to the student's process (``remote.Checks``) when the student's code
 runs there; none when it runs in this process (``inprocess``: feedback, not marks)."""
+FRESH: list[Any] = []
+"""The checks' ends of pipes to processes of the student's code that none of their code has run in
+yet (``remote.Checks``), one for each ``student.peak_memory`` written in the check files: each
+measures one import and call (``RemoteStudent.peak_memory``), then is used no more."""
+
+
+def _names(name: object, function: object) -> None:
+    """Refuse a ``student.peak_memory`` not given the module's and the function's names."""
+    if not isinstance(name, str) or not isinstance(function, str):
+        raise TypeError(
+            "student.peak_memory(name, function, *arguments) takes the names of the student's module and of "
+            f'its function ("softmax", "softmax_vjp"), not {type(name).__name__} and {type(function).__name__}'
+        )
 
 
 def after_the_standard_library(path: list[str], directory: str) -> None:

@@ -12,6 +12,12 @@ process, without running it:
   and whitespace are set aside (``normal``): a copy with its variables renamed is still a copy. A
   remark, not a verdict: a part of a few lines (exercise 2's ``+``) is often written the same way
   independently.
+- ``recursion_limit``: a file whose code names ``setrecursionlimit`` in any way (``sys``'s, imported
+  under another name, a string given to ``getattr``, CPython's ``Py_SetRecursionLimit`` through
+  ``ctypes``): exercise 4's check of a deep graph at Python's default recursion limit cannot tell a
+  recursive ``backward()`` from a loop where the limit is raised. The student's process refuses
+  ``sys.setrecursionlimit`` (``probe.refuse_recursion_limit``); code that reaches the interpreter's
+  own setter some other way is what this remark points the teacher to.
 
 The checks' processes also refuse those imports from the student's files (``_plugin``'s import
 guard, given ``allowed``): an engine that is vjpgrad's earns nothing from vjpgrad's code.
@@ -30,6 +36,12 @@ BORROWED = ("vjpgrad", "torch")
 """The packages whose code a student's engine must not use in its place."""
 COPIED = "the shipped reference solution, names and layout aside"
 """What a remark on a copy says (``gradebook`` gathers them into one phrase per directory)."""
+
+
+RECURSION_LIMIT = "exercise 4's check cannot tell a recursive backward() from a loop (recursion limit raised?)"
+"""What a remark on a file that names ``setrecursionlimit`` says, after the file's name."""
+SETTER = "setrecursionlimit"
+"""What ``recursion_limit`` looks for, in any case, in the names, attributes and strings of a file."""
 
 
 PARSING = threading.Lock()
@@ -90,6 +102,34 @@ def imports(directory: Path, ex: Exercise, course: Course) -> list[str]:
         extra = sorted(imported(tree) - permitted.get(name, set()))
         if extra:
             remarks.append(f"{name} imports {' and '.join(extra)}: its checks ran without it (borrowed engine?)")
+    return remarks
+
+
+def names_setter(tree: ast.AST) -> bool:
+    """Whether ``tree`` names ``setrecursionlimit`` (any case): as a name, an attribute, an imported
+    name or its alias, or within a string (``getattr(sys, "setrecursionlimit")``)."""
+    for node in ast.walk(tree):
+        words: Iterable[object] = ()
+        if isinstance(node, ast.Name):
+            words = [node.id]
+        elif isinstance(node, ast.Attribute):
+            words = [node.attr]
+        elif isinstance(node, ast.alias):
+            words = [node.name, node.asname]
+        elif isinstance(node, ast.Constant):
+            words = [node.value]
+        if any(isinstance(word, str) and SETTER in word.lower() for word in words):
+            return True
+    return False
+
+
+def recursion_limit(directory: Path, ex: Exercise) -> list[str]:
+    """What the teacher is told of ``ex``'s files in ``directory`` that name ``setrecursionlimit``."""
+    remarks = []
+    for name in ex.files:
+        tree = parse(directory / name)
+        if tree is not None and names_setter(tree):
+            remarks.append(f"{name} names sys.setrecursionlimit: {RECURSION_LIMIT}")
     return remarks
 
 
@@ -166,4 +206,4 @@ def copied(directory: Path, ex: Exercise) -> list[str]:
 
 def remarks(directory: Path, ex: Exercise, course: Course) -> list[str]:
     """Everything the teacher is told of borrowed work in ``ex``'s files in ``directory``."""
-    return [*imports(directory, ex, course), *copied(directory, ex)]
+    return [*imports(directory, ex, course), *copied(directory, ex), *recursion_limit(directory, ex)]

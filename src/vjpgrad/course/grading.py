@@ -180,12 +180,38 @@ HYPOTHESIS_PLUGIN = ["-p", "_hypothesis_pytestplugin"] if importlib.util.find_sp
 
 def _processes() -> Any:
     """Where each exercise's process comes from: a fork server that has imported pytest, hypothesis
-    and vjpgrad once, where the platform has one (Linux, macOS); else a fresh interpreter each time."""
+    and vjpgrad once, where the platform has one (Linux, macOS); else a fresh interpreter each time.
+    Its processes are started by ``start``."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     return context
+
+
+_starting = threading.Lock()
+
+
+def start(context: Any, process: Any) -> None:
+    """Start ``process`` (of ``context``, from ``_processes``), the fork server first if it is not running, from the
+    filesystem's root. The fork server is an interpreter started with ``-c``, which searches its
+    working directory first (``""`` on ``sys.path``) as it imports ``PRELOAD``: started where
+    ``check`` runs, in the student's directory (as GitHub Classroom runs it), their ``pytest.py`` or
+    ``hypothesis.py`` would run there, and so in every checks' process forked from it; and their code
+    can end it (``check`` runs it as the same user), so any start may start it again. This process's
+    working directory is put back before ``process`` starts (its children are given it), and the
+    threads start their processes one at a time meanwhile."""
+    with _starting:
+        if context.get_start_method() == "forkserver":
+            from multiprocessing import forkserver
+
+            here = os.getcwd()
+            os.chdir(os.path.abspath(os.sep))
+            try:
+                forkserver.ensure_running()
+            finally:
+                os.chdir(here)
+        process.start()
 
 
 _hypothesis_home: list[str] = []
@@ -218,6 +244,7 @@ def pytest_process(
     user: tuple[int, int] | None = None,
     student: Any = None,
     pid: int | None = None,
+    fresh: Sequence[tuple[Any, int]] = (),
 ) -> None:
     """An exercise's checks: pytest with ``arguments`` in the student's ``directory``, its output in
     the file ``output``, at most ``seconds`` of CPU; nothing written into the student's directory but
@@ -226,7 +253,9 @@ def pytest_process(
     only the hash object made from it is kept, by the reporter (``_plugin.Reporter``). ``student``:
     the pipe to the process where the student's code runs (``student_process``); without it, the
     student's code runs in this process, as ``user`` when given. ``pid``: the student's process's id,
-    taken from the process the grading process started, for the kernel's count of its memory."""
+    taken from the process the grading process started, for the kernel's count of its memory.
+    ``fresh``: the pipes to, and ids of, processes of the student's code none of whose code has run
+    yet, one for each ``student.peak_memory`` in the check files (``measures``)."""
     from vjpgrad.course import _plugin, remote
 
     process = multiprocessing.current_process()
@@ -248,6 +277,7 @@ def pytest_process(
 
     if student is not None:
         _plugin.REMOTE[0] = remote.Checks(student, broken, pid)
+        _plugin.FRESH[:] = [remote.Checks(end, broken, spare) for end, spare in fresh]
     elif user is not None:  # the student's code runs here, as an unprivileged user
         _become(user)
     os.chdir(directory)
@@ -293,11 +323,14 @@ def student_process(
 ) -> None:
     """The process where the student's code runs, for one exercise's checks: at most ``seconds`` of
     CPU, as ``user`` when given, its output thrown away, in their ``directory`` (on ``sys.path``
-    after the standard library), refusing imports of vjpgrad and torch but those ``permitted``. It
-    answers the checks' requests on ``channel`` (``remote``) and holds nothing of theirs."""
+    after the standard library), refusing imports of vjpgrad and torch but those ``permitted``, and
+    ``sys.setrecursionlimit`` (``probe.refuse_recursion_limit``). It answers the checks' requests on
+    ``channel`` (``remote``) and holds nothing of theirs. Nothing of the student's runs until the
+    checks ask it to import one of their files: a process the checks' process measures from before
+    that (``remote.Checks.peak_memory_with_import``) counts all their code takes."""
     from vjpgrad.course import _plugin, probe, remote  # all it runs, imported before it may drop to ``user``
 
-    del probe
+    probe.refuse_recursion_limit()  # exercise 4's check means something only if their code cannot raise it
     _limit_cpu(seconds)
     nothing = os.open(os.devnull, os.O_WRONLY)
     os.dup2(nothing, 1)
@@ -399,40 +432,62 @@ def _run_files(
             "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(files[0].parent),
             "--student", str(directory.resolve()), *_own(exercise), *options, *HYPOTHESIS_PLUGIN, *map(str, files),
         ]  # fmt: skip
-        user = RUN_AS[0]
         context = _processes()
         receiving, sending = context.Pipe(duplex=False)
         key = secrets.token_bytes(32)
-        theirs, ours = context.Pipe(duplex=True)  # the student's process and the checks'
-        student = context.Process(
-            target=student_process, args=(str(directory), _permitted(exercise), theirs, timeout, user),
-            name="vjpgrad course: the student's code",
-        )  # fmt: skip
-        student.start()
-        theirs.close()
-        process = context.Process(
+        student, ours = _student(context, directory, exercise, timeout)
+        fresh = [_student(context, directory, exercise, timeout) for _ in range(measures(files))]
+        process = context.Process(  # the ids of the processes started here, not what any process says it is:
             target=pytest_process,
             args=(arguments, str(directory), str(output), hypothesis_home(), timeout, sending, key, None, ours),
-            kwargs={"pid": student.pid},  # the process started here, not what any process says it is
+            kwargs={"pid": student.pid, "fresh": [(end, spare.pid) for spare, end in fresh]},
             name="vjpgrad course",
         )
-        process.start()
+        start(context, process)
         sending.close()
-        ours.close()
+        for end in (ours, *(end for _, end in fresh)):
+            end.close()
         events, genuine = _receive(process, receiving, key, timeout * WALL if cpu_limited() else timeout)
         process.join(0 if not process.is_alive() else 0.1)
         over_cpu = getattr(signal, "SIGXCPU", None)  # what RLIMIT_CPU sends; none on Windows
-        timed_out = process.is_alive() or (over_cpu is not None and -over_cpu in (process.exitcode, student.exitcode))
-        for each in (process, student):
+        timed_out = process.is_alive() or (over_cpu is not None and process.exitcode == -over_cpu)
+        students = [student, *(spare for spare, _ in fresh)]
+        for each in (process, *students):
             if each.is_alive():
                 each.kill()
             each.join()
-        timed_out = timed_out or (over_cpu is not None and student.exitcode == -over_cpu)
+        timed_out = timed_out or (over_cpu is not None and any(each.exitcode == -over_cpu for each in students))
         receiving.close()
         text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
     if not genuine:
         return _tampered(exercise, events)
     return _result(exercise, events, text, timed_out, timeout)
+
+
+def _student(context: Any, directory: Path, exercise: Exercise, timeout: float) -> tuple[Any, Any]:
+    """A process where the student's code runs (``student_process``), started, and the checks' end of
+    the pipe to it."""
+    theirs, ours = context.Pipe(duplex=True)
+    student = context.Process(
+        target=student_process, args=(str(directory), _permitted(exercise), theirs, timeout, RUN_AS[0]),
+        name="vjpgrad course: the student's code",
+    )  # fmt: skip
+    start(context, student)
+    theirs.close()
+    return student, ours
+
+
+MEASURE = re.compile(r"\.peak_memory\(")
+"""A call of ``student.peak_memory`` written in a check file: each is given a process of the student's
+code of its own (``measures``)."""
+
+
+def measures(files: Sequence[Path]) -> int:
+    """How many processes of the student's code to start, besides the one the checks share, for
+    ``student.peak_memory``: one for each call written in ``files``. Each measures one import of a
+    student's module and one call from before the import, in a process none of their code has run in,
+    so memory an import fills and frees but keeps resident counts (``kernel``)."""
+    return sum(len(MEASURE.findall(path.read_text(encoding="utf-8", errors="replace"))) for path in files)
 
 
 def _permitted(exercise: Exercise) -> dict[str, set[str]]:

@@ -10,11 +10,16 @@ student's process said. Where ``/proc`` is not there (macOS, Windows, Pyodide) t
   held in RAM (its resident set) since writing ``5`` to ``/proc/PID/clear_refs`` reset it to what it
   held then. The student's process can reset it too (after building and freeing the Jacobian), so
   its resident set (``VmRSS``) is also read every ``INTERVAL`` while the call runs, and the higher
-  count wins. Two ways are left to hide memory: holding it for less than that between two
-  readings, then giving it back and resetting the peak; and memory the process already holds
-  (filled as a module is imported, then freed but kept resident by the allocator), which a later
-  Jacobian reuses without the resident set growing. The count tells what a call made the process
-  take from the system, not what the call allocated.
+  count wins; the growth is counted from the lowest reading, when the process gave memory back
+  (below what it held at the reset) before taking more. The count tells what the process took from
+  the system, not what was allocated: memory it already holds (filled, then freed but kept
+  resident by the allocator) is reused without the resident set growing. So the checks count from
+  before the student's module is imported, in a process none of their code has run in
+  (``remote.Checks.peak_memory_with_import``): what an import fills then counts. Ways left to
+  hide memory: holding it for less than ``INTERVAL`` between two readings, then giving it back and
+  resetting the peak; giving back memory held at the reset (the allocator's free pages, shared
+  libraries' pages, through ``ctypes``) a little at a time as much is taken, so that no reading
+  is lower; and a child process the student's code does not wait for.
 - CPU time (``cpu_while``): ``utime`` and ``stime`` in ``/proc/PID/stat``, the CPU the process's
   threads have used, with ``cutime`` and ``cstime``, its children's that it waited for.
 """
@@ -86,18 +91,20 @@ def can_measure(pid: int | None) -> bool:
 
 def peak_while(pid: int, call: Callable[[], Any]) -> int:
     """How much more memory (bytes) process ``pid`` held in RAM at its peak while ``call()`` ran (in
-    another process: ``pid``'s) than before: the kernel's peak, reset before the call and read after,
-    or the most its resident set was at a reading every ``INTERVAL``, whichever is higher."""
+    another process: ``pid``'s) than at its lowest: the peak is the kernel's, reset before the call
+    and read after, or the most its resident set was at a reading every ``INTERVAL``, whichever is
+    higher; the lowest is what it held at the reset, or less when a reading found less."""
     before = reset_peak(pid)
-    highest = [before]
+    highest, lowest = [before], [before]
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
             try:
-                highest[0] = max(highest[0], resident(pid))
+                now = resident(pid)
             except UnmeasuredError:
                 return
+            highest[0], lowest[0] = max(highest[0], now), min(lowest[0], now)
             done.wait(INTERVAL)
 
     watcher = threading.Thread(target=watch, name="vjpgrad course: the student's memory", daemon=True)
@@ -107,7 +114,7 @@ def peak_while(pid: int, call: Callable[[], Any]) -> int:
     finally:
         done.set()
         watcher.join()
-    return max(0, max(highest[0], resident_peak(pid)) - before)
+    return max(0, max(highest[0], resident_peak(pid)) - lowest[0])
 
 
 def cpu_seconds(pid: int) -> float:

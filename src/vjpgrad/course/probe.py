@@ -7,6 +7,12 @@ misreport what they measure (memory, time, depth): where the kernel's count can 
 checks' process (``kernel``, Linux), memory and time are taken from it instead, and ``peak_memory``
 and ``cpu_seconds`` here are the fallback. The numbers the checks compare with the reference are
 never computed here.
+
+The student's process also refuses ``sys.setrecursionlimit`` to the student's code
+(``refuse_recursion_limit``, installed before any of it runs): no count the kernel keeps tells a
+recursive ``backward()`` from a loop, so exercise 4's check of a deep graph at Python's default limit
+means something only where the student's code cannot raise it. ``at_recursion_limit`` keeps the
+interpreter's own setter, taken as this module is imported.
 """
 
 from __future__ import annotations
@@ -20,13 +26,20 @@ from typing import Any
 
 
 def peak_memory(function: Callable[..., Any], *arguments: Any) -> int:
-    """The peak memory (bytes, by ``tracemalloc``) of ``function(*arguments)``; its result is dropped."""
-    start()  # the standard library's, bound before the student's code is imported
+    """The peak memory (bytes, by ``tracemalloc``) of ``function(*arguments)``, or since ``trace``
+    when that ran first; its result is dropped."""
+    start()  # the standard library's, bound before the student's code is imported (tracing already: nothing)
     try:
         function(*arguments)
         return int(get_traced_memory()[1])
     finally:
         stop()
+
+
+def trace() -> None:
+    """Start ``tracemalloc``, so that the next ``peak_memory`` counts from now: from before a module
+    is imported, when the checks ask for this first."""
+    start()
 
 
 def dropped(function: Callable[..., Any], *arguments: Any) -> None:
@@ -52,14 +65,37 @@ def cpu_seconds(function: Callable[..., Any], *arguments: Any) -> tuple[Any, flo
     return result, seconds
 
 
+_set_recursion_limit = sys.setrecursionlimit
+"""The interpreter's own setter, taken as this module is imported, before any student code runs
+(``refuse_recursion_limit`` replaces ``sys``'s)."""
+
+RECURSION_RULE = (
+    "sys.setrecursionlimit is refused where the course runs your code: exercise 4's rule is that "
+    "backward() works at Python's default recursion limit (1,000), whatever the depth of the graph"
+)
+"""What a student's code reads when it tries to raise the recursion limit (``refuse_recursion_limit``)."""
+
+
+def refuse_recursion_limit() -> None:
+    """Make ``sys.setrecursionlimit`` raise ``PermissionError`` naming exercise 4's rule
+    (``RECURSION_RULE``), in the student's process, before any of their code runs; the grader's
+    ``at_recursion_limit`` still sets it."""
+
+    def setrecursionlimit(limit: int, /) -> None:
+        raise PermissionError(RECURSION_RULE)
+
+    sys.setrecursionlimit = setrecursionlimit
+
+
 def at_recursion_limit(limit: int, function: Callable[..., Any], *arguments: Any) -> Any:
-    """``function(*arguments)`` with the interpreter's recursion limit at ``limit``."""
+    """``function(*arguments)`` with the interpreter's recursion limit at ``limit`` (by its own
+    setter, which the student's code is refused)."""
     before = sys.getrecursionlimit()
-    sys.setrecursionlimit(limit)
+    _set_recursion_limit(limit)
     try:
         return function(*arguments)
     finally:
-        sys.setrecursionlimit(before)
+        _set_recursion_limit(before)
 
 
 def chain(value_type: Callable[[float], Any], start: float, factor: float, links: int) -> tuple[Any, Any]:
@@ -99,6 +135,7 @@ def leaf_gradients(output: Any) -> list[tuple[Any, Any]]:
 
 HELPERS: dict[str, Callable[..., Any]] = {
     "peak_memory": peak_memory,
+    "trace": trace,
     "dropped": dropped,
     "cpu_seconds": cpu_seconds,
     "at_recursion_limit": at_recursion_limit,

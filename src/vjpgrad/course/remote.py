@@ -27,8 +27,10 @@ The peak memory of a call and its CPU time are counted by the kernel and read fr
 (``kernel``), by the student's process's id as the grading process started it, where ``/proc`` is
 there (Linux); elsewhere they are measured in the student's process by ``probe``'s helpers, as is a
 call at a given recursion limit everywhere. What the student's process reports of itself its code
-can misreport; the kernel's counts it cannot, though memory it holds already can hide from them
-(``kernel``).
+can misreport; the kernel's counts it cannot. The kernel counts what the process takes from the
+system, not what a call allocates, so memory the process already held (filled as a module was
+imported, freed, kept resident) hides from a count of the call alone: ``peak_memory_with_import``
+counts from before the student's module is imported, in a process none of their code has run in.
 """
 
 from __future__ import annotations
@@ -482,12 +484,34 @@ class Checks(Side):
     def peak_memory(self, function: Any, *arguments: Any) -> tuple[int, str]:
         """The peak memory (bytes) of ``function(*arguments)`` in the student's process, and who counted
         it: the kernel (``"kernel"``), read from here, where it can be; else the student's process
-        itself (``"tracemalloc"``, which its code could misreport)."""
+        itself (``"tracemalloc"``, which its code could misreport). Memory the process already holds
+        resident (freed by its code before the call) hides from this count: ``peak_memory_with_import``
+        does not let it."""
         if self.pid is None:
             return int(self.probe("peak_memory", function, *arguments)), "tracemalloc"
         pid = self.pid
         try:
             return kernel.peak_while(pid, lambda: self.probe("dropped", function, *arguments)), "kernel"
+        except kernel.UnmeasuredError as error:
+            raise AssertionError(f"the memory of the process your code runs in could not be counted: {error}") from None
+
+    def peak_memory_with_import(self, name: str, function: str, *arguments: Any) -> tuple[int, str]:
+        """The peak memory (bytes) of importing the student's module ``name`` and calling its
+        ``function(*arguments)``, and who counted it (``"kernel"`` or ``"tracemalloc"``), in this
+        process, which must be one none of the student's code has run in: the count starts before the
+        import, so memory the import fills and frees but keeps resident counts (it would hide from
+        a count of the call alone, ``peak_memory``: a Jacobian built later reuses it). The kernel's
+        count is reset, and the baseline read, only once the student's process has answered a first
+        request (its bootstrap, the grader's code, has finished) and before it is asked to import."""
+        self.request("typename", None)  # answered once its bootstrap is done: from here, only what we ask runs
+        if self.pid is None:
+            self.probe("trace")
+            return int(self.probe("peak_memory", getattr(self.module(name), function), *arguments)), "tracemalloc"
+        pid = self.pid
+        try:
+            return kernel.peak_while(
+                pid, lambda: self.probe("dropped", getattr(self.module(name), function), *arguments)
+            ), "kernel"
         except kernel.UnmeasuredError as error:
             raise AssertionError(f"the memory of the process your code runs in could not be counted: {error}") from None
 
