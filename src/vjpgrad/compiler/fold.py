@@ -730,9 +730,11 @@ class FoldedProgram(Program):
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n"))
         lines += [f"    _k{k} = []" for k, block in enumerate(self.blocks) if not block.adjacent]
         lines += [f"    _P{k} = {_tuple(names)}" for k, names in enumerate(self._parameters) if names]
+        kept = {id(node) for node in self.kept}  # the glue's values the reverse pass reads, or the result
         for first, end, k, m in self.units():
             if k < 0:
-                lines += [f"    {self.writer.forward_line(node)}" for node in self.live[first:end]]
+                glue = self.inlined(first, end, kept)
+                lines += self.writer.forward_lines(self.live[first:end], glue, "    ")
             elif m < 0:
                 lines += self._forward_loop(k)
             else:
@@ -747,6 +749,17 @@ class FoldedProgram(Program):
         lines.append(f"    return {_tuple(values)}")
         return "\n".join(line for line in lines if line) + "\n"
 
+    def _inlined_in(self, k: int) -> set[int]:
+        """The operations of block ``k``'s first copy that its forward code may write into the
+        expression that reads them (``Program.inlined``): not its outputs, nor what a copy's
+        reverse pass reads (the copies are wired alike, so the first copy says it for all)."""
+        block = self.blocks[k]
+        first = self.live[block.start : block.end_of_first]
+        kept = set(self._block_kept[k])
+        named = {id(first[o]) for o in block.outputs}
+        named.update(id(node) for o, node in enumerate(first, start=1) if f"u{o}" in kept)
+        return self.inlined(block.start, block.end_of_first, named)
+
     def _forward_function(self, k: int) -> list[str]:
         """The forward pass of one copy of block ``k``, a function of what the copy reads (its
         inputs, numbers and parameters): it returns the copy's outputs, then what its reverse
@@ -758,7 +771,7 @@ class FoldedProgram(Program):
         if self._parameters[k]:
             lines.append(f"    {', '.join(self._parameters[k])}, = _P")
         with self._named(k):
-            lines += [f"    {self.writer.forward_line(node)}" for node in self.live[block.start : block.end_of_first]]
+            lines += self.writer.forward_lines(self.live[block.start : block.end_of_first], self._inlined_in(k), "    ")
         results = [f"u{o + 1}" for o in block.outputs] + [_tuple(self._block_kept[k])]
         lines.append(f"    return {', '.join(results)}")
         return [*lines, ""]
@@ -801,9 +814,9 @@ class FoldedProgram(Program):
         lines += [f"    _o{k}_{o} = []" for o in block.outputs]
         lines.append(f"    for {self._loop_head(k)}:")
         with self._named(k):
-            lines += [
-                f"        {self.writer.forward_line(node)}" for node in self.live[block.start : block.end_of_first]
-            ]
+            lines += self.writer.forward_lines(
+                self.live[block.start : block.end_of_first], self._inlined_in(k), "        "
+            )
         lines.append(f"        _k{k}.append({_tuple(self._block_kept[k])})")
         lines += [f"        _o{k}_{o}.append(u{o + 1})" for o in block.outputs]
         for o in block.outputs:
