@@ -542,23 +542,26 @@ def test_expressions_written_into_their_readers_keep_eagers_order_of_operations(
     def _(x: float, out: float) -> float:
         return 1.0
 
-    def f(a: Value, b: Value, c: Value) -> Value:
-        first = checked(a)  # read once, by the last line, after `second` ran
+    def f(a: Value, b: Value, c: Value, d: Value, e: Value) -> Value:
+        first = checked(a)  # read once, by the line of `both`, after `second` ran
         second = checked(b) * 2.0
-        total = (a + b) + c  # (1e16 + 1.0) + -1e16 is 0.0; 1e16 + (1.0 + -1e16) is 2.0
-        return (second + first) * total
+        both = second + first
+        total = (c + d) + e  # (1e16 + 1.0) + -1e16 is 0.0; 1e16 + (1.0 + -1e16) is 2.0
+        return both * c + total
 
     def run(g: Any, numbers: list[float]) -> list[Any]:
-        xs = [Value(x) for x in numbers]
+        # a and b take no gradient: no reverse pass reads what is computed from them
+        xs = [Value(x, requires_grad=k >= 2) for k, x in enumerate(numbers)]
         y = g(*xs)
         y.backward()
         return [bits(y.data), *(bits(x.grad) for x in xs)]
 
     compiled = vjpgrad.compile(f)
-    assert [run(compiled, [1e16, 1.0, -1e16]) for _ in range(3)] == [run(f, [1e16, 1.0, -1e16])] * 3
+    numbers = [3.0, 0.5, 1e16, 1.0, -1e16]
+    assert [run(compiled, numbers) for _ in range(3)] == [run(f, numbers)] * 3
     for g in (f, compiled):
         with pytest.raises(ValueError, match=r"checked\(-1\.0\)"):
-            run(g, [-1.0, -2.0, 0.5])
+            run(g, [-1.0, -2.0, 1e16, 1.0, -1e16])
 
 
 def test_a_long_sum_is_written_in_expressions_cpython_parses_with_eagers_bits() -> None:

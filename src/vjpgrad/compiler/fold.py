@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 from vjpgrad.codegen.symbols import literal
-from vjpgrad.compiler.write import ROWS, VALUES_LINE, Edges, Program, exact
+from vjpgrad.compiler.write import ROWS, VALUES_LINE, Edges, Program, exact, single_readers
 from vjpgrad.core import graph
 
 TRIES = 4
@@ -997,12 +997,17 @@ class FoldedProgram(Program):
                 and target not in started
                 and target in live_ids
                 and id(node) not in state.seeded
-                and state.holder.get(gradient, id(node)) == id(node)
             ):
-                state.named[target] = gradient
-                state.holder[gradient] = target
-                started.add(target)
-                continue
+                holder = state.holder.get(gradient, id(node))
+                if holder == id(node):
+                    state.named[target] = gradient
+                    state.holder[gradient] = target
+                    started.add(target)
+                    continue
+                if holder in live_ids and self._shares(0, live_ids[id(node)], live_ids[target], live_ids[holder]):
+                    state.named[target] = gradient  # its holder stays the operand that took it over
+                    started.add(target)
+                    continue
             lines.append(f"    {state.variable(target)} {'+=' if target in started else '='} {code}")
             started.add(target)
 
@@ -1042,6 +1047,10 @@ class FoldedProgram(Program):
         shared: set[int] = set()
         local_started: set[int] = set()
         read: set[str] = set()  # by the block's names (``_local_names``)
+        # an operation whose first contribution is its user's gradient itself (an addition's)
+        # takes over that variable instead of copying it, as in the glue (``_glue_lines``)
+        named: dict[int, str] = {}  # offset -> the variable holding its gradient, if not its own
+        holder: dict[str, int] = {}  # variable -> the offset whose gradient it holds
         writer = self.writer
         with self._named(k):
             for o in reversed(range(block.length)):
@@ -1050,7 +1059,8 @@ class FoldedProgram(Program):
                 node = self.live[block.start + o]
                 op = graph.op_of(node)
                 lines.append(f"        # {writer.forward_line(node).split('  # ')[0]}")
-                for target, code, position, reads in writer.backward_lines(node, f"g_u{o + 1}"):
+                gradient = named.get(o) or f"g_u{o + 1}"
+                for target, code, position, reads in writer.backward_lines(node, gradient):
                     read.update(reads)
                     if target == -1:
                         lines.append(f"        {code}")
@@ -1061,9 +1071,17 @@ class FoldedProgram(Program):
                         code = "_c"
                     if target in offset:
                         t = offset[target]
-                        operator = "+=" if t in outputs or t in local_started else "="
+                        started = t in outputs or t in local_started
                         local_started.add(t)
-                        lines.append(f"        g_u{t + 1} {operator} {code}")
+                        if not checked and not started and code == gradient:
+                            if holder.get(gradient, o) == o:
+                                named[t] = gradient
+                                holder[gradient] = t
+                                continue
+                            if self._shares(block.start, o, t, holder.get(gradient, -1)):
+                                named[t] = gradient  # its holder stays the operand that took it over
+                                continue
+                        lines.append(f"        {named.get(t) or f'g_u{t + 1}'} {'+=' if started else '='} {code}")
                     elif target in block.input_of:
                         inputs.add(block.input_of[target])
                         lines.append(f"        g_i{block.input_of[target]} += {code}")
@@ -1074,6 +1092,21 @@ class FoldedProgram(Program):
                         variable = state.variable(target) if state is not None else f"g_{names[target]}"
                         lines.append(f"        {variable} += {code}")
         return lines, inputs, shared, read
+
+    def _shares(self, base: int, o: int, t: int, h: int) -> bool:
+        """Whether operand ``t`` of operation ``o`` (offsets in the block at ``base``; the glue's
+        are positions in ``live``, from 0) may read its gradient, the user's own (an addition's
+        second operand), from the variable that operand ``h`` took over instead of a copy: both
+        are read by ``o`` alone, so neither gets another contribution, and ``t``, made after
+        ``h``, runs its reverse pass first, before anything ``h`` hands the variable to adds to
+        it (``h`` stays its holder: no operand of ``t`` takes it over)."""
+        if not 0 <= h < t:
+            return False
+        readers = self._readers
+        if readers is None:
+            readers = self._readers = single_readers(self.live)
+        live, user = self.live, base + o
+        return readers.get(id(live[base + t])) == user and readers.get(id(live[base + h])) == user
 
     def _block_loops(self, k: int, reach: set[int], state: _Pass, checked: bool, lines: list[str]) -> None:
         """A block's copies, last first, one loop per run of copies the pass reaches alike."""
