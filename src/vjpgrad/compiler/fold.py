@@ -43,7 +43,7 @@ made here, as ``compiler.write`` makes its own, and numbers are written by
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -1040,17 +1040,12 @@ class FoldedProgram(Program):
     ) -> tuple[list[str], set[int], set[int], set[str]]:
         block = self.blocks[k]
         names = self._locals[k]
-        outputs = set(block.outputs)
         offset = {id(node): o for o, node in enumerate(self.live[block.start : block.start + block.length])}
         lines: list[str] = []
         inputs: set[int] = set()
         shared: set[int] = set()
-        local_started: set[int] = set()
         read: set[str] = set()  # by the block's names (``_local_names``)
-        # an operation whose first contribution is its user's gradient itself (an addition's)
-        # takes over that variable instead of copying it, as in the glue (``_glue_lines``)
-        named: dict[int, str] = {}  # offset -> the variable holding its gradient, if not its own
-        holder: dict[str, int] = {}  # variable -> the offset whose gradient it holds
+        local = _Local(set(block.outputs), lambda o, t, h: self._shares(block.start, o, t, h))
         writer = self.writer
         with self._named(k):
             for o in reversed(range(block.length)):
@@ -1059,7 +1054,7 @@ class FoldedProgram(Program):
                 node = self.live[block.start + o]
                 op = graph.op_of(node)
                 lines.append(f"        # {writer.forward_line(node).split('  # ')[0]}")
-                gradient = named.get(o) or f"g_u{o + 1}"
+                gradient = local.variable(o)
                 for target, code, position, reads in writer.backward_lines(node, gradient):
                     read.update(reads)
                     if target == -1:
@@ -1070,18 +1065,9 @@ class FoldedProgram(Program):
                         lines.append(f"        if _c != _c: _anomaly({writer.comment(op)!r}, {position})")  # type: ignore[arg-type]  # an operation
                         code = "_c"
                     if target in offset:
-                        t = offset[target]
-                        started = t in outputs or t in local_started
-                        local_started.add(t)
-                        if not checked and not started and code == gradient:
-                            if holder.get(gradient, o) == o:
-                                named[t] = gradient
-                                holder[gradient] = t
-                                continue
-                            if self._shares(block.start, o, t, holder.get(gradient, -1)):
-                                named[t] = gradient  # its holder stays the operand that took it over
-                                continue
-                        lines.append(f"        {named.get(t) or f'g_u{t + 1}'} {'+=' if started else '='} {code}")
+                        line = local.contribution(o, offset[target], code, gradient, checked)
+                        if line:
+                            lines.append(line)
                     elif target in block.input_of:
                         inputs.add(block.input_of[target])
                         lines.append(f"        g_i{block.input_of[target]} += {code}")
@@ -1173,6 +1159,40 @@ class FoldedProgram(Program):
             nodes = [block.varying[s][m] for m in copies]
             lines.append(f"    {', '.join(state.variable(id(x)) for x in nodes)}, = _g{k}_{s}")
             started.update(id(x) for x in nodes)
+
+
+class _Local:
+    """The gradients of a block's own operations as one copy's reverse pass is written: which
+    have started, and which variable holds each. An operation whose first contribution is its
+    user's gradient itself (an addition's) takes over that variable instead of copying it, as
+    in the glue (``FoldedProgram._glue_lines``), and an addition's second operand may share it
+    (``FoldedProgram._shares``)."""
+
+    def __init__(self, outputs: set[int], shares: Callable[[int, int, int], bool]) -> None:
+        self.outputs = outputs  # offsets whose gradients come in from outside the copy: they add
+        self.shares = shares
+        self.started: set[int] = set()
+        self.named: dict[int, str] = {}  # offset -> the variable holding its gradient, if not its own
+        self.holder: dict[str, int] = {}  # variable -> the offset whose gradient it holds
+
+    def variable(self, o: int) -> str:
+        return self.named.get(o) or f"g_u{o + 1}"
+
+    def contribution(self, o: int, t: int, code: str, gradient: str, checked: bool) -> str:
+        """The line that hands ``code`` from operation ``o`` (its gradient in ``gradient``) to
+        operation ``t``, or "" when ``t`` takes over or shares ``o``'s variable."""
+        started = t in self.outputs or t in self.started
+        self.started.add(t)
+        if not checked and not started and code == gradient:
+            holder = self.holder.get(gradient, o)
+            if holder == o:
+                self.named[t] = gradient
+                self.holder[gradient] = t
+                return ""
+            if self.shares(o, t, holder):
+                self.named[t] = gradient  # its holder stays the operand that took it over
+                return ""
+        return f"        {self.variable(t)} {'+=' if started else '='} {code}"
 
 
 class _Pass:
