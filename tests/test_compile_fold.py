@@ -5,8 +5,8 @@ through, an operation run only where the pass reaches it."""
 from __future__ import annotations
 
 import ast
-import re
 import math
+import re
 import struct
 import sys
 from collections.abc import Callable
@@ -535,3 +535,38 @@ def test_a_small_gpts_folded_positions_write_sums_as_expressions_without_copies_
         for backward in (f for f in functions if f.startswith(f"_b{k}_")):
             copies = [line for line in backward.splitlines() if re.fullmatch(r" +g_u\d+ = g_u\d+", line)]
             assert not copies
+
+
+def _read_again(x: Value, c: Value) -> Value:
+    """An addition whose second operand is read again by an operation made before it: that
+    operand gets another contribution after the addition's, so it cannot share its variable."""
+    u = x * 2.0
+    v = x * c
+    w = v * v
+    return (u + v) * w
+
+
+@pytest.mark.parametrize("unit", ["loop", "glue"])
+def test_an_additions_operand_read_again_keeps_a_gradient_variable_of_its_own(
+    unit: str, small_blocks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if unit == "glue":  # copies apart, with the pattern between them (a copy's function needs 3 operations)
+        monkeypatch.setattr(fold, "SMALLEST_CALLED", 3)
+
+    def f(xs: list[Value], c: Value) -> Value:
+        outs = [(x * c + 1.0).tanh() * c for x in xs] if unit == "glue" else [_read_again(x, c) for x in xs]
+        total = outs[0]
+        for k, out in enumerate(outs[1:]):
+            total = total + (_read_again(out, c) if unit == "glue" and k % 2 else out)
+        return total
+
+    def run(g: Callable[..., Value]) -> list[Any]:
+        xs = [Value(0.5 * k - 1.25) for k in range(6)]
+        c = Value(1.5)
+        y = g(xs, c)
+        y.backward()
+        return [bits(y.data), *(bits(x.grad) for x in [*xs, c])]
+
+    compiled = vjpgrad.compile(f)
+    assert [run(compiled) for _ in range(3)] == [run(f)] * 3
+    assert isinstance(compiled._last.program, fold.FoldedProgram)
