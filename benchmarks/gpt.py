@@ -282,6 +282,14 @@ def gpt_step(rounds: int, compare: Callable[..., Any], name: str = "isabella") -
     result = compare(title, nodes, runs, rounds)
     steps = ", ".join(f"{engine} {r['total_us'] * nodes / 1000:.0f} ms" for engine, r in result.items())
     print(f"  a step: {steps}")
+    if "vjpgrad compiled" in result and "microgpt-style" in result:
+        compiled_, peer_ = result["vjpgrad compiled"], result["microgpt-style"]
+        both = (peer_["forward_us"] + peer_["backward_us"]) / (compiled_["forward_us"] + compiled_["backward_us"])
+        print(
+            f"  microgpt-style / vjpgrad compiled: {peer_['total_us'] / compiled_['total_us']:.1f}x a step's total "
+            f"(teardown included: the collection's cost, measured apart, is taken off, which a loaded machine "
+            f"makes noisy for the compiled step's few ms), {both:.1f}x its forward + backward"
+        )
     return result
 
 
