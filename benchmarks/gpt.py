@@ -294,7 +294,9 @@ def gpt_step(rounds: int, compare: Callable[..., Any], name: str = "isabella") -
     return result
 
 
-PARTS = [  # (part of a compiled call, how a profiled function's file and name say it is that part)
+PARTS: list[
+    tuple[str, Callable[[str, str], bool]]
+] = [  # (part of a compiled call, how a profiled function's file and name say it is that part)
     ("generated reverse code", lambda file, name: file.endswith("backward>")),
     ("generated forward code", lambda file, name: file.endswith("forward>")),
     ("the guard and the arguments' key", lambda file, name: "guard" in file or "compiler/record.py" in file),
