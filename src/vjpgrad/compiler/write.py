@@ -229,10 +229,12 @@ class Writer:
         lines: list[str] = []
         names = self.names
         waiting: list[tuple[int, str, str, int]] = []  # (id, expression, comment, depth) not written yet
+        waiting_ids: set[int] = set()
 
         def write_waiting() -> None:
             lines.extend(f"{indent}{names[key]} = {expression}  # {comment}" for key, expression, comment, _ in waiting)
             waiting.clear()
+            waiting_ids.clear()
 
         for node in nodes:
             form = self._form(node)
@@ -244,7 +246,7 @@ class Writer:
             depth = 0
             if waiting:
                 operands = graph.operands(node)
-                read = [k for k, x in enumerate(operands) if any(id(x) == w[0] for w in waiting)]
+                read = [k for k, x in enumerate(operands) if id(x) in waiting_ids]
                 if read:
                     top = waiting[-len(read) :]
                     if len(top) == len(read) and all(
@@ -256,11 +258,13 @@ class Writer:
                             texts[k] = f"({w[1]})"
                         depth = 1 + max(w[3] for w in top)
                         del waiting[-len(read) :]
+                        waiting_ids.difference_update(w[0] for w in top)
                     else:
                         write_waiting()
             expression = template.format(*texts)
             if id(node) in inlined and depth < NESTED:
                 waiting.append((id(node), expression, comment, depth))
+                waiting_ids.add(id(node))
             else:
                 write_waiting()
                 lines.append(f"{indent}{names[id(node)]} = {expression}  # {comment}")
