@@ -11,6 +11,7 @@
 - torch 0-d: PyTorch float64 0-d tensors, one per scalar, the microgpt code on them.
 
     python benchmarks/gpt.py [--rounds 7] [--name isabella]
+    python benchmarks/gpt.py --profile   # where a compiled step's time goes
     python benchmarks/run.py --only gpt
 """
 
@@ -282,14 +283,77 @@ def gpt_step(rounds: int, compare: Callable[..., Any], name: str = "isabella") -
     result = compare(title, nodes, runs, rounds)
     steps = ", ".join(f"{engine} {r['total_us'] * nodes / 1000:.0f} ms" for engine, r in result.items())
     print(f"  a step: {steps}")
+    if "vjpgrad compiled" in result and "microgpt-style" in result:
+        compiled_, peer_ = result["vjpgrad compiled"], result["microgpt-style"]
+        both = (peer_["forward_us"] + peer_["backward_us"]) / (compiled_["forward_us"] + compiled_["backward_us"])
+        print(
+            f"  microgpt-style / vjpgrad compiled: {peer_['total_us'] / compiled_['total_us']:.1f}x a step's total, "
+            f"{both:.1f}x its forward + backward"
+        )
     return result
+
+
+PARTS: list[
+    tuple[str, Callable[[str, str], bool]]
+] = [  # (part of a compiled call, how a profiled function's file and name say it is that part)
+    ("generated reverse code", lambda file, name: file.endswith("backward>")),
+    ("generated forward code", lambda file, name: file.endswith("forward>")),
+    ("the guard and the arguments' key", lambda file, name: "guard" in file or "compiler/record.py" in file),
+    ("adding gradients into .grad", lambda file, name: name == "add_gradients"),
+    ("the call's bookkeeping (compiler/run.py)", lambda file, name: "compiler/run.py" in file),
+    ("float helpers the code calls", lambda file, name: "core/floats.py" in file or "core/ops.py" in file),
+    ("the rest: the harness (zeroing .grad, one-hot rows), nodes", lambda file, name: True),
+]
+
+
+def profile_compiled(name: str, steps: int = 20) -> None:
+    """cProfile over ``steps`` compiled steps on ``name`` after three warm-up calls: the share of
+    the profiled time of each part of a compiled call, and of the largest generated functions.
+    The profiler's cost is spread over every function call: the generated code, which makes
+    few, is if anything under-counted."""
+    import cProfile
+    import pstats
+
+    docs = example.load_names()
+    uchars = sorted(set("".join(docs)))
+    tokens = [len(uchars)] + [uchars.index(ch) for ch in name] + [len(uchars)]
+    model = vjpgrad_model(initial_weights(len(uchars) + 1), len(uchars) + 1)
+    step, params = example.make_step_loss(model, compiled=True), model.parameters()
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            for p in params:
+                p.grad = 0.0
+            step(tokens).backward()
+
+    run(3)
+    profiler = cProfile.Profile()
+    profiler.runcall(run, steps)
+    stats: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    shares: dict[str, float] = dict.fromkeys([part for part, _ in PARTS], 0.0)
+    generated: dict[str, float] = {}
+    for (file, _, function), (_, _, own, *_) in stats.items():
+        part = next(part for part, test in PARTS if test(file, function))
+        shares[part] += own
+        if file.endswith(("forward>", "backward>")):
+            generated[function] = generated.get(function, 0.0) + own
+    total = sum(shares.values())
+    print(f"\nwhere a compiled step's time goes: cProfile over {steps} steps on {name!r} ({total:.2f}s profiled)")
+    for part, seconds in shares.items():
+        print(f"  {part:58} {100 * seconds / total:5.1f}%")
+    largest = sorted(generated.items(), key=lambda item: -item[1])[:6]
+    print("  the largest generated functions: " + ", ".join(f"{f} {100 * t / total:.1f}%" for f, t in largest))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7, help="rounds per engine (default 7)")
     parser.add_argument("--name", default="isabella", help="the name the step trains on")
+    parser.add_argument("--profile", action="store_true", help="where a compiled step's time goes (cProfile)")
     args = parser.parse_args(argv)
+    if args.profile:
+        profile_compiled(args.name)
+        return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from run import compare
 

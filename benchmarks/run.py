@@ -71,10 +71,14 @@ def collection_cost() -> float:
 def timed(run: Run, collect: bool = True) -> tuple[list[float], float, float, float]:
     """Run once: grads, forward, backward and total seconds (total includes the teardown).
 
-    The teardown is the graph's freeing: the collection runs inside the timed region, and
-    the cost of an empty collection, measured just before, is taken off. The hand-written
-    limit makes only floats and lists, nothing for a collector: it runs without one
-    (``collect=False``), where subtracting a baseline would only add its noise.
+    The teardown is the graph's freeing: reference counting frees it as ``run`` returns,
+    inside the timed region, and what it cannot free (cycles), a collection frees: timed with
+    it, and the cost of an empty collection, measured just before, taken off. When that
+    collection finds nothing, the run left nothing for a collector and its time is not
+    counted: a full collection walks the whole heap (the compiled code, every engine's
+    model) and varies by milliseconds on a loaded machine, which taken off a step of a few
+    milliseconds left noise, even negative totals. The hand-written limit makes only floats
+    and lists, nothing for a collector: it runs without one (``collect=False``).
     """
     if not collect:
         gc.collect()
@@ -84,7 +88,10 @@ def timed(run: Run, collect: bool = True) -> tuple[list[float], float, float, fl
     baseline = collection_cost()
     start = time.perf_counter()
     grads, forward, backward = run()  # the graph dies when run returns ...
-    gc.collect()  # ... and what reference counting cannot free, the collector frees here
+    returned = time.perf_counter()
+    found = gc.collect()  # ... and what reference counting cannot free, the collector frees here
+    if not found:
+        return grads, forward, backward, returned - start
     return grads, forward, backward, time.perf_counter() - start - baseline
 
 

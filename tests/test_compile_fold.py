@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 import struct
 import sys
 from collections.abc import Callable
@@ -483,3 +484,89 @@ def test_a_folded_program_hands_on_the_glue_values_its_reverse_pass_reads_and_no
     kept = {program.names[id(n)] for n in program.kept}
     assert kept == (read & live) | returned
     assert len(kept) < len(live) / 4  # the blocks' values go in their own lists (``_k0``...), not by name
+
+
+# ---- a small GPT's positions: the code its blocks are written as ---------------------------------
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e15])
+def test_a_small_gpts_folded_positions_write_sums_as_expressions_without_copies_and_keep_eagers_bits(
+    scale: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each position's block is a function; a linear layer's products and partial sums are read
+    # once and by no reverse pass: written into one expression per output, in eager's order;
+    # an addition's operands read once take over (or share) its gradient instead of copying it.
+    # With every third weight scaled by 1e15, sums cancel and overflow: the order of every
+    # addition shows in the bits (nan and inf included)
+    import random
+
+    import gpt
+
+    monkeypatch.setattr(fold, "SMALLEST_CALLED", 32)
+    model = gpt.GPT(5, n_embd=4, n_head=2, block_size=8, rng=random.Random(7))
+    for k, p in enumerate(model.parameters()):
+        p.data = p.data * (scale if k % 3 == 0 else 1.0) + (k % 5) * 0.01
+    tokens = [4, 0, 3, 1, 2, 4]
+    eager_step = gpt.make_step_loss(model, one_hot=True)  # the program the compiled step runs, eagerly
+    compiled_step = gpt.make_step_loss(model, compiled=True)
+
+    def step_gradients(step: Callable[[list[int]], Value]) -> list[Any]:
+        for p in model.parameters():
+            p.grad = -0.0
+        loss = step(tokens)
+        loss.backward()
+        return [bits(loss.data)] + [bits(p.grad) for p in model.parameters()]
+
+    eager = step_gradients(eager_step)
+    assert [step_gradients(compiled_step) for _ in range(3)] == [eager] * 3
+    closure = [cell.cell_contents for cell in compiled_step.__closure__ or ()]
+    [compiled] = [x for x in closure if hasattr(x, "_last")]
+    program = compiled._last.program
+    assert isinstance(program, fold.FoldedProgram)
+    source = source_of(compiled)
+    functions = source.split("\ndef ")
+    for k, block in enumerate(program.blocks):
+        if block.adjacent:
+            continue
+        [forward] = [f for f in functions if f.startswith(f"_f{k}(")]
+        statements = [line for line in forward.splitlines() if line.startswith("    u")]
+        assert len(statements) < block.length / 2  # most operations inside another's expression
+        assert any(line.count(" + (") >= 3 for line in statements)  # a sum of products, one line
+        for backward in (f for f in functions if f.startswith(f"_b{k}_")):
+            copies = [line for line in backward.splitlines() if re.fullmatch(r" +g_u\d+ = g_u\d+", line)]
+            assert not copies
+
+
+def _read_again(x: Value, c: Value) -> Value:
+    """An addition whose second operand is read again by an operation made before it: that
+    operand gets another contribution after the addition's, so it cannot share its variable."""
+    u = x * 2.0
+    v = x * c
+    w = v * v
+    return (u + v) * w
+
+
+@pytest.mark.parametrize("unit", ["loop", "glue"])
+def test_an_additions_operand_read_again_keeps_a_gradient_variable_of_its_own(
+    unit: str, small_blocks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if unit == "glue":  # copies apart, with the pattern between them (a copy's function needs 3 operations)
+        monkeypatch.setattr(fold, "SMALLEST_CALLED", 3)
+
+    def f(xs: list[Value], c: Value) -> Value:
+        outs = [(x * c + 1.0).tanh() * c for x in xs] if unit == "glue" else [_read_again(x, c) for x in xs]
+        total = outs[0]
+        for k, out in enumerate(outs[1:]):
+            total = total + (_read_again(out, c) if unit == "glue" and k % 2 else out)
+        return total
+
+    def run(g: Callable[..., Value]) -> list[Any]:
+        xs = [Value(0.5 * k - 1.25) for k in range(6)]
+        c = Value(1.5)
+        y = g(xs, c)
+        y.backward()
+        return [bits(y.data), *(bits(x.grad) for x in [*xs, c])]
+
+    compiled = vjpgrad.compile(f)
+    assert [run(compiled) for _ in range(3)] == [run(f)] * 3
+    assert isinstance(compiled._last.program, fold.FoldedProgram)

@@ -25,6 +25,7 @@ from op_cases import CASES, EDGES, MAX_WITH_CONSTANTS, OpCase, Spelling, value_p
 
 import vjpgrad
 from vjpgrad import Value, Vector, explain, gradients
+from vjpgrad.compiler import write
 from vjpgrad.compiler.record import describe
 
 # ---- every operation of the table, eager and compiled --------------------------------------------
@@ -512,14 +513,91 @@ def test_a_call_leaves_no_reference_cycles_behind() -> None:
 # ---- the code it writes --------------------------------------------------------------------------
 
 
-def test_the_source_is_the_code_that_runs_one_operation_a_line() -> None:
+def test_the_source_is_the_code_that_runs_a_value_read_once_written_into_its_reader() -> None:
     f = vjpgrad.compile(lambda a, b, c: 3 * a + 2 * b * b + vjpgrad.log(c))
     f(Value(1.0), Value(3.0), Value(6.0))
     source = f.source
     assert source.startswith("def forward(inputs):")
     assert "def backward(seeds, values, inputs, start):" in source
-    assert "t5 = _log(x2)  # log" in source
+    # t2 = 2b is read twice (by t3 and by the reverse pass): its own line; t3 = t2*b, t4 and the
+    # log are read once each and no reverse pass reads them: written into t6's expression, in
+    # the order the lines ran (t1 was made before t2: its line comes first)
+    assert "    t1 = 3.0 * x0  # *\n    t2 = 2.0 * x1  # *\n    t6 = (t1 + (t2 * x1)) + (_log(x2))  # +\n" in source
     assert "g_x2 += g_t5 / x2" in source  # log's gradient is g / x, as PyTorch's
+    assert "# t5 = _log(x2)" in source  # the reverse pass shows each operation's own line
+
+
+def test_expressions_written_into_their_readers_keep_eagers_order_of_operations() -> None:
+    # each forward line's operands are evaluated left to right: an operation read once is
+    # written into its reader only where that keeps the order in which the operations run
+    # (which of two failing operations fails first shows it), and adding in another order
+    # changes the bits
+    @vjpgrad.custom_op
+    def checked(x: float) -> float:
+        if x < 0.0:
+            raise ValueError(f"checked({x})")
+        return x * 1.0
+
+    @checked.derivative
+    def _(x: float, out: float) -> float:
+        return 1.0
+
+    def f(a: Value, b: Value, c: Value, d: Value, e: Value) -> Value:
+        first = checked(a)  # read once, by the line of `both`, after `second` ran
+        second = checked(b) * 2.0
+        both = second + first
+        total = (c + d) + e  # (1e16 + 1.0) + -1e16 is 0.0; 1e16 + (1.0 + -1e16) is 2.0
+        return both * c + total
+
+    def run(g: Any, numbers: list[float]) -> list[Any]:
+        # a and b take no gradient: no reverse pass reads what is computed from them
+        xs = [Value(x, requires_grad=k >= 2) for k, x in enumerate(numbers)]
+        y = g(*xs)
+        y.backward()
+        return [bits(y.data), *(bits(x.grad) for x in xs)]
+
+    compiled = vjpgrad.compile(f)
+    numbers = [3.0, 0.5, 1e16, 1.0, -1e16]
+    assert [run(compiled, numbers) for _ in range(3)] == [run(f, numbers)] * 3
+    for g in (f, compiled):
+        with pytest.raises(ValueError, match=r"checked\(-1\.0\)"):
+            run(g, [-1.0, -2.0, 1e16, 1.0, -1e16])
+
+
+def test_a_long_sum_is_written_in_expressions_cpython_parses_with_eagers_bits() -> None:
+    # 3,000 terms read once each: one expression would be nested 3,000 deep (CPython's parser
+    # stops at 200 parentheses), so the forward pass starts a new line every ``NESTED`` levels
+    def f(xs: list[Value]) -> Value:
+        total = xs[0] * xs[1]
+        for k in range(2, len(xs)):
+            total = total + xs[k] * 1.5
+        return total
+
+    def run(g: Any) -> list[Any]:
+        xs = [Value(0.1 * k - 7.3) for k in range(3000)]
+        y = g(xs)
+        y.backward()
+        return [bits(y.data), *(bits(x.grad) for x in xs)]
+
+    compiled = vjpgrad.compile(f)
+    assert [run(compiled) for _ in range(2)] == [run(f)] * 2
+    forward = compiled.source.split("def backward(")[0]
+    depth = max(
+        len(line) - len(line.lstrip("(")) for line in (line.split(" = ", 1)[-1] for line in forward.splitlines())
+    )
+    assert 8 <= depth <= write.NESTED + 1
+
+
+def test_an_operand_a_template_reads_twice_keeps_its_own_line() -> None:
+    # relu is written ``0.0 if x < 0.0 else x``: an expression in place of x would run twice
+    # (a and b take no gradient: no reverse pass reads their product, which is read once)
+    f = vjpgrad.compile(lambda a, b, c: (a * b).relu() + c)
+    for _ in range(2):
+        y = f(Value(-2.0, requires_grad=False), Value(3.0, requires_grad=False), Value(0.5))
+        y.backward()
+    forward = f.source.split("def backward(")[0]
+    assert "    t1 = x0 * x1  # *\n" in forward
+    assert forward.count("x0 * x1") == 1
 
 
 INLINE: list[tuple[str, list[Callable[..., Any]], int]] = [

@@ -43,12 +43,12 @@ made here, as ``compiler.write`` makes its own, and numbers are written by
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
 from vjpgrad.codegen.symbols import literal
-from vjpgrad.compiler.write import ROWS, VALUES_LINE, Edges, Program, exact
+from vjpgrad.compiler.write import ROWS, VALUES_LINE, Edges, Program, exact, single_readers
 from vjpgrad.core import graph, recording
 
 TRIES = 4
@@ -730,9 +730,11 @@ class FoldedProgram(Program):
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n"))
         lines += [f"    _k{k} = []" for k, block in enumerate(self.blocks) if not block.adjacent]
         lines += [f"    _P{k} = {_tuple(names)}" for k, names in enumerate(self._parameters) if names]
+        kept = {id(node) for node in self.kept}  # the glue's values the reverse pass reads, or the result
         for first, end, k, m in self.units():
             if k < 0:
-                lines += [f"    {self.writer.forward_line(node)}" for node in self.live[first:end]]
+                glue = self.inlined(first, end, kept)
+                lines += self.writer.forward_lines(self.live[first:end], glue, "    ")
             elif m < 0:
                 lines += self._forward_loop(k)
             else:
@@ -747,6 +749,17 @@ class FoldedProgram(Program):
         lines.append(f"    return {_tuple(values)}")
         return "\n".join(line for line in lines if line) + "\n"
 
+    def _inlined_in(self, k: int) -> set[int]:
+        """The operations of block ``k``'s first copy that its forward code may write into the
+        expression that reads them (``Program.inlined``): not its outputs, nor what a copy's
+        reverse pass reads (the copies are wired alike, so the first copy says it for all)."""
+        block = self.blocks[k]
+        first = self.live[block.start : block.end_of_first]
+        kept = set(self._block_kept[k])
+        named = {id(first[o]) for o in block.outputs}
+        named.update(id(node) for o, node in enumerate(first, start=1) if f"u{o}" in kept)
+        return self.inlined(block.start, block.end_of_first, named)
+
     def _forward_function(self, k: int) -> list[str]:
         """The forward pass of one copy of block ``k``, a function of what the copy reads (its
         inputs, numbers and parameters): it returns the copy's outputs, then what its reverse
@@ -758,7 +771,7 @@ class FoldedProgram(Program):
         if self._parameters[k]:
             lines.append(f"    {', '.join(self._parameters[k])}, = _P")
         with self._named(k):
-            lines += [f"    {self.writer.forward_line(node)}" for node in self.live[block.start : block.end_of_first]]
+            lines += self.writer.forward_lines(self.live[block.start : block.end_of_first], self._inlined_in(k), "    ")
         results = [f"u{o + 1}" for o in block.outputs] + [_tuple(self._block_kept[k])]
         lines.append(f"    return {', '.join(results)}")
         return [*lines, ""]
@@ -801,9 +814,9 @@ class FoldedProgram(Program):
         lines += [f"    _o{k}_{o} = []" for o in block.outputs]
         lines.append(f"    for {self._loop_head(k)}:")
         with self._named(k):
-            lines += [
-                f"        {self.writer.forward_line(node)}" for node in self.live[block.start : block.end_of_first]
-            ]
+            lines += self.writer.forward_lines(
+                self.live[block.start : block.end_of_first], self._inlined_in(k), "        "
+            )
         lines.append(f"        _k{k}.append({_tuple(self._block_kept[k])})")
         lines += [f"        _o{k}_{o}.append(u{o + 1})" for o in block.outputs]
         for o in block.outputs:
@@ -984,12 +997,17 @@ class FoldedProgram(Program):
                 and target not in started
                 and target in live_ids
                 and id(node) not in state.seeded
-                and state.holder.get(gradient, id(node)) == id(node)
             ):
-                state.named[target] = gradient
-                state.holder[gradient] = target
-                started.add(target)
-                continue
+                holder = state.holder.get(gradient, id(node))
+                if holder == id(node):
+                    state.named[target] = gradient
+                    state.holder[gradient] = target
+                    started.add(target)
+                    continue
+                if holder in live_ids and self._shares(0, live_ids[id(node)], live_ids[target], live_ids[holder]):
+                    state.named[target] = gradient  # its holder stays the operand that took it over
+                    started.add(target)
+                    continue
             lines.append(f"    {state.variable(target)} {'+=' if target in started else '='} {code}")
             started.add(target)
 
@@ -1022,13 +1040,12 @@ class FoldedProgram(Program):
     ) -> tuple[list[str], set[int], set[int], set[str]]:
         block = self.blocks[k]
         names = self._locals[k]
-        outputs = set(block.outputs)
         offset = {id(node): o for o, node in enumerate(self.live[block.start : block.start + block.length])}
         lines: list[str] = []
         inputs: set[int] = set()
         shared: set[int] = set()
-        local_started: set[int] = set()
         read: set[str] = set()  # by the block's names (``_local_names``)
+        local = _Local(set(block.outputs), lambda o, t, h: self._shares(block.start, o, t, h))
         writer = self.writer
         with self._named(k):
             for o in reversed(range(block.length)):
@@ -1037,7 +1054,8 @@ class FoldedProgram(Program):
                 node = self.live[block.start + o]
                 op = graph.op_of(node)
                 lines.append(f"        # {writer.forward_line(node).split('  # ')[0]}")
-                for target, code, position, reads in writer.backward_lines(node, f"g_u{o + 1}"):
+                gradient = local.variable(o)
+                for target, code, position, reads in writer.backward_lines(node, gradient):
                     read.update(reads)
                     if target == -1:
                         lines.append(f"        {code}")
@@ -1047,10 +1065,9 @@ class FoldedProgram(Program):
                         lines.append(f"        if _c != _c: _anomaly({writer.comment(op)!r}, {position})")  # type: ignore[arg-type]  # an operation
                         code = "_c"
                     if target in offset:
-                        t = offset[target]
-                        operator = "+=" if t in outputs or t in local_started else "="
-                        local_started.add(t)
-                        lines.append(f"        g_u{t + 1} {operator} {code}")
+                        line = local.contribution(o, offset[target], code, gradient, checked)
+                        if line:
+                            lines.append(line)
                     elif target in block.input_of:
                         inputs.add(block.input_of[target])
                         lines.append(f"        g_i{block.input_of[target]} += {code}")
@@ -1061,6 +1078,21 @@ class FoldedProgram(Program):
                         variable = state.variable(target) if state is not None else f"g_{names[target]}"
                         lines.append(f"        {variable} += {code}")
         return lines, inputs, shared, read
+
+    def _shares(self, base: int, o: int, t: int, h: int) -> bool:
+        """Whether operand ``t`` of operation ``o`` (offsets in the block at ``base``; the glue's
+        are positions in ``live``, from 0) may read its gradient, the user's own (an addition's
+        second operand), from the variable that operand ``h`` took over instead of a copy: both
+        are read by ``o`` alone, so neither gets another contribution, and ``t``, made after
+        ``h``, runs its reverse pass first, before anything ``h`` hands the variable to adds to
+        it (``h`` stays its holder: no operand of ``t`` takes it over)."""
+        if not 0 <= h < t:
+            return False
+        readers = self._readers
+        if readers is None:
+            readers = self._readers = single_readers(self.live)
+        live, user = self.live, base + o
+        return readers.get(id(live[base + t])) == user and readers.get(id(live[base + h])) == user
 
     def _block_loops(self, k: int, reach: set[int], state: _Pass, checked: bool, lines: list[str]) -> None:
         """A block's copies, last first, one loop per run of copies the pass reaches alike."""
@@ -1127,6 +1159,40 @@ class FoldedProgram(Program):
             nodes = [block.varying[s][m] for m in copies]
             lines.append(f"    {', '.join(state.variable(id(x)) for x in nodes)}, = _g{k}_{s}")
             started.update(id(x) for x in nodes)
+
+
+class _Local:
+    """The gradients of a block's own operations as one copy's reverse pass is written: which
+    have started, and which variable holds each. An operation whose first contribution is its
+    user's gradient itself (an addition's) takes over that variable instead of copying it, as
+    in the glue (``FoldedProgram._glue_lines``), and an addition's second operand may share it
+    (``FoldedProgram._shares``)."""
+
+    def __init__(self, outputs: set[int], shares: Callable[[int, int, int], bool]) -> None:
+        self.outputs = outputs  # offsets whose gradients come in from outside the copy: they add
+        self.shares = shares
+        self.started: set[int] = set()
+        self.named: dict[int, str] = {}  # offset -> the variable holding its gradient, if not its own
+        self.holder: dict[str, int] = {}  # variable -> the offset whose gradient it holds
+
+    def variable(self, o: int) -> str:
+        return self.named.get(o) or f"g_u{o + 1}"
+
+    def contribution(self, o: int, t: int, code: str, gradient: str, checked: bool) -> str:
+        """The line that hands ``code`` from operation ``o`` (its gradient in ``gradient``) to
+        operation ``t``, or "" when ``t`` takes over or shares ``o``'s variable."""
+        started = t in self.outputs or t in self.started
+        self.started.add(t)
+        if not checked and not started and code == gradient:
+            holder = self.holder.get(gradient, o)
+            if holder == o:
+                self.named[t] = gradient
+                self.holder[gradient] = t
+                return ""
+            if self.shares(o, t, holder):
+                self.named[t] = gradient  # its holder stays the operand that took it over
+                return ""
+        return f"        {self.variable(t)} {'+=' if started else '='} {code}"
 
 
 class _Pass:

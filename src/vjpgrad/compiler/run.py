@@ -647,7 +647,8 @@ class Compiled:
     generated code.
 
     Call it as the function itself. ``source`` is the generated code of the last recording:
-    the forward pass, then the reverse pass, one operation a line. ``reset()`` drops every
+    the forward pass, then the reverse pass, one operation a line (a result read once, and by no
+    reverse pass, inside the expression that reads it). ``reset()`` drops every
     recording.
     """
 

@@ -1,8 +1,10 @@
 """Writing a recorded function's code: its forward and reverse passes as straight-line Python.
 
-The forward pass is one line per operation, in the order the operations were made; the
-reverse pass one line per edge, nodes in decreasing order of creation, contributions added
-in that order, exactly as ``graph.propagate`` runs them. The lines of the reverse pass are
+The forward pass is one line per operation, in the order the operations were made, except
+that an operation read once, and by no reverse pass, is written into the expression of the
+operation that reads it (``Writer.forward_lines``: Python evaluates that expression in the
+order the lines ran); the reverse pass one line per edge, nodes in decreasing order of
+creation, contributions added in that order, exactly as ``graph.propagate`` runs them. The lines of the reverse pass are
 not written by hand: each edge's saved rule and gradient from ``core/ops.py`` are called with
 ``codegen.symbols.Code`` names instead of floats, and what they build is the text of the line.
 So the code computes the eager engine's numbers, bit for bit, by construction.
@@ -19,7 +21,7 @@ import linecache
 import numbers
 import string
 import struct
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any, NamedTuple
 
 from vjpgrad.codegen.symbols import INLINE, NAMESPACE, Code, contribution, literal, operand, operand_text, saved_names
@@ -27,6 +29,10 @@ from vjpgrad.core import graph, ops
 from vjpgrad.core.ops import Op
 
 VALUES_LINE = "    # values"  # where the reverse pass unpacks the values it reads
+
+NESTED = 32
+"""How deep the forward pass nests the expressions it writes into their readers (a sum of many
+terms would otherwise be one expression as deep as it is long, past what CPython's parser takes)."""
 
 ROWS: dict[Op, str] = {op: name for name, op in vars(ops).items() if isinstance(op, Op) and name.isupper()}
 """Each row of the table by its name in ``core/ops.py`` (what a cached program's helpers are)."""
@@ -121,6 +127,7 @@ class Writer:
         self._helpers = 0
         self.helpers: list[tuple[str, str, int] | None] = []  # what each _helperN is, in order
         self._lines: dict[int, str] = {}
+        self._forms: dict[int, tuple[str, list[str], str] | None] = {}
         self._templates: dict[tuple[Any, ...], tuple[str, frozenset[str]] | None] = {}
         # (id of an operation, operand position) -> the name a number operand goes by instead of
         # its literal: set by ``compiler.fold`` for a number that differs between a block's copies
@@ -164,30 +171,105 @@ class Writer:
         return op.shown if op in ops.BUILTIN else "custom operation"
 
     def forward_line(self, node: graph.Node) -> str:
-        """The line of the forward pass that computes ``node`` (written once: the reverse pass
-        shows it again as a comment above the node's contributions)."""
+        """The line of the forward pass that computes ``node`` alone (written once: the reverse
+        pass shows it again as a comment above the node's contributions)."""
         line = self._lines.get(id(node))
         if line is None:
             line = self._lines[id(node)] = self._forward_line(node)
         return line
 
     def _forward_line(self, node: graph.Node) -> str:
-        op = graph.op_of(node)
-        if op is None:  # a Value made inside: Value(lr) of a float argument, or a new leaf's number
+        form = self._form(node)
+        if form is None:  # a Value made inside: Value(lr) of a float argument, or a new leaf's number
             source = self.sources.get(id(node))
             if source is not None:
                 return f"{self.names[id(node)]} = {self.names[id(source)]}  # Value() of a float argument"
             return f"{self.names[id(node)]} = {literal(self.edges.numbers[id(node)])}  # a Value made inside"
-        terms = self.terms(node, graph.operands(node))
-        if op.nary:
-            expression = f"{self.helper(op, 'forward')}({', '.join(terms)})"
-        elif op.code in INLINE:
-            expression = op.code.format(*[operand_text(t) for t in terms])
-        elif op in ops.BUILTIN:  # a call of a helper in NAMESPACE, e.g. _pow_scalar(x0, 0.5)
-            expression = op.code.format(*terms)
-        else:
-            expression = f"{self.helper(op, 'forward')}({', '.join(terms)})"
-        return f"{self.names[id(node)]} = {expression}  # {self.comment(op)}"
+        template, texts, comment = form
+        return f"{self.names[id(node)]} = {template.format(*texts)}  # {comment}"
+
+    def _form(self, node: graph.Node) -> tuple[str, list[str], str] | None:
+        """How ``node``'s forward expression is written: a template with a field ``{k}`` per
+        operand, each operand's text as the template takes it, and the comment; None for a Value
+        made inside. Made once per node (a helper it calls is bound once)."""
+        known = self._forms.get(id(node), self)
+        if known is not self:
+            return known  # type: ignore[return-value]  # a form or None, as stored below
+        op = graph.op_of(node)
+        form = None
+        if op is not None:
+            terms = self.terms(node, graph.operands(node))
+            fields = ", ".join(f"{{{k}}}" for k in range(len(terms)))
+            if op.nary:
+                form = (f"{self.helper(op, 'forward')}({fields})", terms, self.comment(op))
+            elif op.code in INLINE:
+                form = (op.code, [operand_text(t) for t in terms], self.comment(op))
+            elif op in ops.BUILTIN:  # a call of a helper in NAMESPACE, e.g. _pow_scalar(x0, 0.5)
+                form = (op.code, terms, self.comment(op))
+            else:
+                form = (f"{self.helper(op, 'forward')}({fields})", terms, self.comment(op))
+        self._forms[id(node)] = form
+        return form
+
+    def forward_lines(self, nodes: Sequence[graph.Node], inlined: Container[int], indent: str) -> list[str]:
+        """The lines of the forward pass that compute ``nodes`` (creation order), each operation
+        of ``inlined`` written into the expression of the one operation that reads it instead of
+        into a variable of its own: a float kept in a variable lives until the function returns,
+        where one inside an expression is freed as soon as it is read, so the next result reuses
+        its memory (a linear layer's products and partial sums, which no reverse pass reads).
+
+        Python evaluates an expression's operands left to right, each before the operation, so
+        an expression whose inlined operands are the latest expressions not yet written, in the
+        order it reads them, computes exactly what the lines computed, in the same order (the
+        same numbers, the same first error). Any other expression first writes every expression
+        still waiting, in creation order, as lines of their own; so does a template that reads an
+        operand twice (relu's), and an expression nested ``NESTED`` deep. ``inlined``: the ids
+        of operations read exactly once, by an operation among ``nodes``, whose value nothing
+        else needs (the reverse pass, a later unit, the result)."""
+        lines: list[str] = []
+        names = self.names
+        waiting: list[tuple[int, str, str, int]] = []  # (id, expression, comment, depth) not written yet
+        waiting_ids: set[int] = set()
+
+        def write_waiting() -> None:
+            lines.extend(f"{indent}{names[key]} = {expression}  # {comment}" for key, expression, comment, _ in waiting)
+            waiting.clear()
+            waiting_ids.clear()
+
+        for node in nodes:
+            form = self._form(node)
+            if form is None:
+                write_waiting()
+                lines.append(f"{indent}{self.forward_line(node)}")
+                continue
+            template, texts, comment = form
+            depth = 0
+            if waiting:
+                operands = graph.operands(node)
+                read = [k for k, x in enumerate(operands) if id(x) in waiting_ids]
+                if read:
+                    top = waiting[-len(read) :]
+                    if len(top) == len(read) and all(
+                        w[0] == id(operands[k]) and template.count(f"{{{k}}}") == 1
+                        for w, k in zip(top, read, strict=True)
+                    ):
+                        texts = list(texts)
+                        for w, k in zip(top, read, strict=True):
+                            texts[k] = f"({w[1]})"
+                        depth = 1 + max(w[3] for w in top)
+                        del waiting[-len(read) :]
+                        waiting_ids.difference_update(w[0] for w in top)
+                    else:
+                        write_waiting()
+            expression = template.format(*texts)
+            if id(node) in inlined and depth < NESTED:
+                waiting.append((id(node), expression, comment, depth))
+                waiting_ids.add(id(node))
+            else:
+                write_waiting()
+                lines.append(f"{indent}{names[id(node)]} = {expression}  # {comment}")
+        write_waiting()
+        return lines
 
     def read_names(self, node: graph.Node, operands: Sequence[Any]) -> list[str | None]:
         """The name each operand of ``node`` goes by in the code (``terms``), None for one written
@@ -263,6 +345,23 @@ class Writer:
                 template = None
         self._templates[key] = template
         return template
+
+
+def single_readers(live: Sequence[graph.Node]) -> dict[int, int]:
+    """For each value that the operations ``live`` read exactly once (one operand of one
+    operation), the position in ``live`` of the operation that reads it."""
+    readers: dict[int, int] = {}
+    twice: set[int] = set()
+    for q, node in enumerate(live):
+        for x in graph.operands(node):
+            key = id(x)
+            if key in readers:
+                twice.add(key)
+            else:
+                readers[key] = q
+    for key in twice:
+        del readers[key]
+    return readers
 
 
 class Program:
@@ -342,6 +441,7 @@ class Program:
         self.edges = edges
         self.writer = Writer(live, names, constants, takes_grad, sources, edges)
         self.kept = list(self.live)
+        self._readers: dict[int, int] | None = None
         self._every: frozenset[int] = frozenset(range(len(self.internal_outputs)))
 
     def payload(self, name: str) -> dict[str, Any]:
@@ -397,9 +497,27 @@ class Program:
 
     def _forward_source(self) -> str:
         head = "def forward(inputs):\n" + self._unpack([self.names[id(x)] for x in self.externals], "inputs")
-        body = "".join(f"    {self.writer.forward_line(node)}\n" for node in self.live)
+        inlined = self.inlined(0, len(self.live), {id(node) for node in self.kept})
+        body = "".join(f"{line}\n" for line in self.writer.forward_lines(self.live, inlined, "    "))
         values = ", ".join(self.names[id(node)] for node in self.kept)
         return head + body + f"    return ({values}{',' if len(self.kept) == 1 else ''})\n"
+
+    def inlined(self, first: int, end: int, named: Container[int]) -> set[int]:
+        """The operations of ``live[first:end]`` that the forward pass may write into the
+        expression of the one operation that reads them (``Writer.forward_lines``): read exactly
+        once, by an operation of the same stretch, and not ``named`` (what the reverse pass reads,
+        what the forward returns or hands a block)."""
+        readers = self._readers
+        if readers is None:
+            readers = self._readers = single_readers(self.live)
+        get, live = readers.get, self.live
+        out = set()
+        for q in range(first, end):
+            key = id(live[q])
+            reader = get(key, -1)
+            if first <= reader < end and key not in named:
+                out.add(key)
+        return out
 
     def reach_of(self, seeded: frozenset[int]) -> set[int]:
         """What a pass from the outputs ``seeded`` reaches (``reach``, kept per set of outputs)."""
