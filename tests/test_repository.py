@@ -127,7 +127,7 @@ SLOTS = frozenset(
 )
 """The node's slots (``graph.Node.__slots__``, less the ones Python itself uses)."""
 
-LAYOUT = frozenset({"core/graph.py", "core/recording.py"})
+LAYOUT = frozenset({"core/graph.py", "recording.py"})
 """The modules that own the node's layout: ``graph`` defines it (the engine), ``recording`` (the
 hooks of compile and vmap) imports it; ARCHITECTURE.md names them."""
 
@@ -165,6 +165,29 @@ def test_only_the_layouts_owners_read_a_nodes_slots_beside_its_number() -> None:
     # the number itself: read by the engine (Value's methods, the generated operators), and by
     # everyone else through graph.number
     assert set(readers) == LAYOUT | {"core/operators.py", "core/value.py"}
+
+
+def test_every_name_of_the_recording_hooks_is_listed_in_their_docstring_and_in_architecture() -> None:
+    # recording.py is the one documented interface between the core and compile/vmap: a hook
+    # added there and not listed where a reader looks is a hook nobody knows of
+    tree = ast.parse((PACKAGE / "recording.py").read_text(encoding="utf-8"))
+    names = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    assigned = [t for node in tree.body if isinstance(node, ast.Assign) for t in node.targets]
+    names |= {t.id for t in assigned if isinstance(t, ast.Name)}
+    public = {name for name in names if not name.startswith("_")}
+    assert {"Recording", "recorded_graph", "slots_of", "positions_in", "set_cotangent", "add_gradients"} <= public
+    docstring = ast.get_docstring(tree) or ""
+    architecture = ARCHITECTURE.read_text(encoding="utf-8")
+    assert sorted(name for name in public if f"``{name}``" not in docstring) == []
+    unlisted = [name for name in public if not re.search(rf"`(recording\.)?{name}`", architecture)]
+    assert sorted(unlisted) == []
+    # and the core's side: what the core calls on a recording (modes.Recorder's methods)
+    from vjpgrad.core.modes import Recorder
+
+    calls = {name for name in vars(Recorder) if not name.startswith("_")}
+    assert calls == {"record", "made_leaf", "fail"}
+    assert sorted(name for name in calls if f"``Recorder.{name}``" not in docstring) == []
+    assert sorted(name for name in calls if f"`modes.Recorder.{name}`" not in architecture) == []
 
 
 # ---- no function a reader cannot follow -------------------------------------------------------------

@@ -4,11 +4,11 @@
 and their leaves (the Values a replay reads). Numbers are structure, keyed by their bits, as
 ``torch.compile`` specializes Python scalars: a number that changes at every call is passed as
 a Value. ``record`` observes the function's world (``world.observe``), runs the function once
-on the call's own arguments while the core records every operation (``core.recording.Recording``) and
-refuses every read of a Value's number, observes the world again and refuses any change the
-run made to it (a replay would not make it). ``Recorded`` then says which Values the code
-reads (arguments, parameters found in the world, Values made inside), which are constants,
-and where the results come from.
+on the call's own arguments while the core records every operation (into a
+``vjpgrad.recording.Recording``) and refuses every read of a Value's number, observes the
+world again and refuses any change the run made to it (a replay would not make it).
+``Recorded`` then says which Values the code reads (arguments, parameters found in the world,
+Values made inside), which are constants, and where the results come from.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from vjpgrad.compiler import world
 from vjpgrad.compiler.write import ROWS, Edges
 from vjpgrad.core import graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
-from vjpgrad.core.recording import Recording, positions_in, recorded_graph, slots_of
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
+from vjpgrad.recording import Recording, positions_in, recorded_graph, slots_of
 
 _number = graph.number
 _exact = world.exact
