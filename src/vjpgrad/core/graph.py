@@ -12,7 +12,8 @@ hooks ARCHITECTURE.md lists; the core never imports it. Everything else (``backw
 ``gradients``, the transforms, ``explain``, the pictures) goes through the functions below:
 
 - ``make`` builds a node; ``number`` reads a Value's number for vjpgrad's own code;
-- ``op_of``, ``operands``, ``edges`` (the operands with what each edge saved) read a node;
+- ``op_of``, ``operands``, ``edges`` (the operands with what each edge saved), ``is_freed``,
+  ``origin`` (where anomaly mode saw it made) read a node;
 - ``reached`` lists the nodes a pass reaches, in the order the pass runs them;
 - ``propagate`` runs the chain rule over that order, with floats, optionally telling an
   observer about every edge (``explain``, anomaly detection); ``propagate_differentiably``
@@ -278,6 +279,11 @@ def gradient_of(node: Node, position: int) -> Callable[..., Any]:
 def is_freed(node: Node) -> bool:
     """Whether an earlier pass freed what ``node`` saved for the backward pass."""
     return node._operation is not None and node._saved_first is None and node._saved_second is None
+
+
+def origin(node: Node) -> str | None:
+    """Where ``node`` was made (``"file:line"``), if it was made under ``detect_anomaly``."""
+    return getattr(node, "_origin", None)
 
 
 def sequence(node: Node) -> int:
