@@ -585,8 +585,8 @@ def _observed(
 @contextlib.contextmanager
 def collection_paused() -> Iterator[None]:
     """The cyclic garbage collector paused while a function is recorded and while compile builds
-    its own tables of the recording (the world, the description, the code): the recording keeps
-    every node it makes alive until it is read, so each collection the new objects set off walks
+    its own tables of the recording (the world, the description, the code): the ``Recording`` keeps
+    every node the function makes alive until it is read, so each collection the new objects set off walks
     them all again, finding nothing to free. Turned back on as it was, whatever happens; what
     the function leaves for the collector is collected at its next run."""
     enabled = gc.isenabled()

@@ -236,7 +236,7 @@ class CompiledCode:
 
 
 class Replay:
-    """One recording of a function, replayed: what it recorded, what a call is checked against
+    """One recording of a function, kept to replay it: what it recorded, what a call is checked against
     (``stale_for``), its code (``code``, a ``CompiledCode``), and how a call runs and is
     differentiated (``call``, a ``ReplayedCall``).
 
