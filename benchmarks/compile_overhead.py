@@ -33,9 +33,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import vjpgrad
-from vjpgrad import Value
+from vjpgrad import Value, recording
 from vjpgrad.compiler.record import Arguments
-from vjpgrad.core import recording
 
 
 class Neuron:

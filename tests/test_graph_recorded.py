@@ -1,5 +1,5 @@
-"""What compile reads of a recording (``core.recording.recorded_graph``): the operations the outputs
-need, in creation order, with the operands each hands gradient to, and the Values from outside
+"""What compile reads of a recording (``vjpgrad.recording.recorded_graph``): the operations the
+outputs need, in creation order, with the operands each hands gradient to, and the Values from outside
 they read, each once, in the order read.
 
 The reference below says it the plain way (a walk from the outputs, then a scan in creation
@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from vjpgrad import Value
 from vjpgrad.core import graph
 from vjpgrad.core.modes import refusing_numbers, state
-from vjpgrad.core.recording import Recording, recorded_graph
 from vjpgrad.nn import functional
+from vjpgrad.recording import Recording, recorded_graph
 
 
 def _recorded(fn: Callable[[], Any]) -> tuple[Recording, Any]:

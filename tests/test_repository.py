@@ -4,6 +4,7 @@ benchmarks or configuration (the history lives in CHANGELOG.md and the commit me
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -127,37 +128,69 @@ SLOTS = frozenset(
 )
 """The node's slots (``graph.Node.__slots__``, less the ones Python itself uses)."""
 
-LAYOUT = frozenset({"core/graph.py", "core/recording.py"})
+LAYOUT = frozenset({"core/graph.py", "recording.py"})
 """The modules that own the node's layout: ``graph`` defines it (the engine), ``recording`` (the
 hooks of compile and vmap) imports it; ARCHITECTURE.md names them."""
 
 
-def _slots_touched(kind: type[ast.expr_context]) -> dict[str, set[str]]:
-    """Each module of the package that reads (``ast.Load``) or writes (``ast.Store``) a node's
-    slot as an attribute (``x._first``), with the slots it touches so."""
+_SPELLED = re.compile(r"(?<!\w)(?:" + "|".join(sorted(SLOTS)) + r")(?!\w)")
+"""A slot's name spelled out as a word (``x._first``, ``"_first"``)."""
+
+
+@functools.cache  # parsed once for the two tests below
+def _trees() -> dict[str, ast.AST]:
+    """Every module of the package that spells out a slot's name, parsed, by its path under the
+    package. The others cannot touch a slot by attribute or by a string constant (what the
+    checks below look for), and parsing only these keeps the checks well under a second."""
+    texts = {str(p.relative_to(PACKAGE)): p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py")}
+    return {module: ast.parse(text) for module, text in texts.items() if _SPELLED.search(text)}
+
+
+def _slots_touched(trees: dict[str, ast.AST], kind: type[ast.expr_context]) -> dict[str, set[str]]:
+    """Each module that reads (``ast.Load``) or writes (``ast.Store``) a node's slot as an
+    attribute (``x._first``), with the slots it touches so."""
     touched: dict[str, set[str]] = {}
-    for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for module, tree in trees.items():
+        for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr in SLOTS and isinstance(node.ctx, kind):
-                touched.setdefault(str(path.relative_to(PACKAGE)), set()).add(node.attr)
+                touched.setdefault(module, set()).add(node.attr)
     return touched
 
 
-@pytest.mark.slow  # reads every module's source
+def _slots_named(trees: dict[str, ast.AST]) -> dict[str, set[str]]:
+    """Each module that names a node's slot in a string (``getattr(x, "_data")``,
+    ``setattr(x, "_cotangent", g)``, ``attrgetter("_seq")``: a read or a write the attribute
+    syntax does not show), with the slots it names so."""
+    named: dict[str, set[str]] = {}
+    for module, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in SLOTS:
+                named.setdefault(module, set()).add(node.value)
+    return named
+
+
 def test_only_the_layouts_owners_write_a_nodes_slots() -> None:
     from vjpgrad.core import graph
 
     assert set(graph.Node.__slots__) - {"__dict__", "__weakref__", "requires_grad"} == SLOTS
-    writers = set(_slots_touched(ast.Store))
+    trees = _trees()
+    writers = set(_slots_touched(trees, ast.Store))
     # the generated operators fill a new node through the lines graph.make_inline writes
     assert writers == LAYOUT | {"core/operators.py"}
     row = next(line for line in ARCHITECTURE.read_text().splitlines() if line.startswith("| the node's layout"))
     assert all(f"`{module}`" in row for module in LAYOUT)
+    # by name (getattr, setattr, attrgetter): the owners, and ops.data_of's read of the number
+    named = _slots_named(trees)
+    assert set(named) == {*LAYOUT, "core/ops.py"}
+    assert named["core/ops.py"] == {"_data"}
+    assert named["recording.py"] == {"_cotangent"}  # cotangents, set_cotangents: in C
+    # the check sees a read by name that the attribute syntax hides
+    sneaky = ast.parse('import operator\nfirst_of = operator.attrgetter("_first")\n')
+    assert _slots_named({"compiler/fold.py": sneaky}) == {"compiler/fold.py": {"_first"}}
 
 
-@pytest.mark.slow  # reads every module's source
 def test_only_the_layouts_owners_read_a_nodes_slots_beside_its_number() -> None:
-    readers = _slots_touched(ast.Load)
+    readers = _slots_touched(_trees(), ast.Load)
     beside_the_number = {module: slots - {"_data"} for module, slots in readers.items() if slots - {"_data"}}
     assert set(beside_the_number) == LAYOUT | {"core/value.py"}
     assert beside_the_number["core/value.py"] == {"_grad"}  # its repr: .grad without a recording's refusal
@@ -165,6 +198,29 @@ def test_only_the_layouts_owners_read_a_nodes_slots_beside_its_number() -> None:
     # the number itself: read by the engine (Value's methods, the generated operators), and by
     # everyone else through graph.number
     assert set(readers) == LAYOUT | {"core/operators.py", "core/value.py"}
+
+
+def test_every_name_of_the_recording_hooks_is_listed_in_their_docstring_and_in_architecture() -> None:
+    # recording.py is the one documented interface between the core and compile/vmap: a hook
+    # added there and not listed where a reader looks is a hook nobody knows of
+    tree = ast.parse((PACKAGE / "recording.py").read_text(encoding="utf-8"))
+    names = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    assigned = [t for node in tree.body if isinstance(node, ast.Assign) for t in node.targets]
+    names |= {t.id for t in assigned if isinstance(t, ast.Name)}
+    public = {name for name in names if not name.startswith("_")}
+    assert {"Recording", "recorded_graph", "slots_of", "positions_in", "set_cotangent", "add_gradients"} <= public
+    docstring = ast.get_docstring(tree) or ""
+    architecture = ARCHITECTURE.read_text(encoding="utf-8")
+    assert sorted(name for name in public if f"``{name}``" not in docstring) == []
+    unlisted = [name for name in public if not re.search(rf"`(recording\.)?{name}`", architecture)]
+    assert sorted(unlisted) == []
+    # and the core's side: what the core calls on a recording (modes.Recorder's methods)
+    from vjpgrad.core.modes import Recorder
+
+    calls = {name for name in vars(Recorder) if not name.startswith("_")}
+    assert calls == {"record", "made_leaf", "fail"}
+    assert sorted(name for name in calls if f"``Recorder.{name}``" not in docstring) == []
+    assert sorted(name for name in calls if f"`modes.Recorder.{name}`" not in architecture) == []
 
 
 # ---- no function a reader cannot follow -------------------------------------------------------------

@@ -1,7 +1,7 @@
 """``vjpgrad.vmap``: the same recorded code run once on a column of samples (NumPy arrays).
 
-It sits above the compiler's layer and beside it: it records a function through the core's
-hooks as ``vjpgrad.compile`` does (``core.recording``'s ``Recording`` and ``recorded_graph``,
+It sits above the compiler's layer and beside it: it records a function through the recording
+hooks as ``vjpgrad.compile`` does (``vjpgrad.recording``'s ``Recording`` and ``recorded_graph``,
 ``modes.refusing_numbers``) and writes array code from the recorded graph and the table.
 
 - ``arrays``: NumPy, imported lazily, and the helpers array code calls, exact and fast;

@@ -35,9 +35,9 @@ from vjpgrad.batched import arrays
 from vjpgrad.batched.write import ArrayWriter, Graph
 from vjpgrad.core import backward, graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
-from vjpgrad.core.recording import Recording, recorded_graph
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
+from vjpgrad.recording import Recording, recorded_graph
 from vjpgrad.transforms.functional import Transformed
 
 CHUNK_BUDGET = 1 << 25
@@ -48,7 +48,7 @@ _PASSES: frozenset[CodeType] = frozenset({backward.differentiable_reverse_pass._
 
 
 class _Recording(Recording):
-    """A recording that refuses operations made by a reverse pass inside the function: such a
+    """A ``Recording`` that refuses operations made by a reverse pass inside the function: such a
     pass decides its masks (relu's, max's ties) by the numbers of the one sample recorded, which
     array code cannot replay. ``vmap(grad(f))`` writes the pass as array code instead."""
 

@@ -30,9 +30,9 @@ first replay, at the second call, runs ``write`` (the code, from the graph and t
 ``fold`` (a block the recording repeats, written once as a loop or a function) and ``cache`` (the
 code kept on disk, read instead of written when this machine compiled it before); ``run`` holds
 the recordings and calls and differentiates the code at every call. This package imports the core and
-``vjpgrad.codegen``; the core never imports it: it meets the core through the core's hooks
-(``core.recording``: ``Recording``, ``recorded_graph``, a compiled call's node state and
-gradients), ``modes.refusing_numbers`` and the operation's own hooks (``Op.backward``,
+``vjpgrad.codegen`` and the recording hooks; the core never imports it: it meets the core through
+those hooks (``vjpgrad.recording``: ``Recording``, ``recorded_graph``, a compiled call's node state
+and gradients), ``modes.refusing_numbers`` and the operation's own hooks (``Op.backward``,
 ``Op.release``, ``Op.whole_pass``).
 """
 

@@ -47,9 +47,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
+import vjpgrad.recording as recording
 from vjpgrad.codegen.symbols import literal
 from vjpgrad.compiler.write import ROWS, VALUES_LINE, Edges, Program, exact, single_readers
-from vjpgrad.core import graph, recording
+from vjpgrad.core import graph
 
 TRIES = 4
 """How many later occurrences of a key are tried as the start of the next copy."""

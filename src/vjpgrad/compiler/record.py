@@ -4,11 +4,11 @@
 and their leaves (the Values a replay reads). Numbers are structure, keyed by their bits, as
 ``torch.compile`` specializes Python scalars: a number that changes at every call is passed as
 a Value. ``record`` observes the function's world (``world.observe``), runs the function once
-on the call's own arguments while the core records every operation (``core.recording.Recording``) and
-refuses every read of a Value's number, observes the world again and refuses any change the
-run made to it (a replay would not make it). ``Recorded`` then says which Values the code
-reads (arguments, parameters found in the world, Values made inside), which are constants,
-and where the results come from.
+on the call's own arguments while the core records every operation (into a
+``vjpgrad.recording.Recording``) and refuses every read of a Value's number, observes the
+world again and refuses any change the run made to it (a replay would not make it).
+``Recorded`` then says which Values the code reads (arguments, parameters found in the world,
+Values made inside), which are constants, and where the results come from.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from vjpgrad.compiler import world
 from vjpgrad.compiler.write import ROWS, Edges
 from vjpgrad.core import graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
-from vjpgrad.core.recording import Recording, positions_in, recorded_graph, slots_of
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
+from vjpgrad.recording import Recording, positions_in, recorded_graph, slots_of
 
 _number = graph.number
 _exact = world.exact
@@ -585,8 +585,8 @@ def _observed(
 @contextlib.contextmanager
 def collection_paused() -> Iterator[None]:
     """The cyclic garbage collector paused while a function is recorded and while compile builds
-    its own tables of the recording (the world, the description, the code): the recording keeps
-    every node it makes alive until it is read, so each collection the new objects set off walks
+    its own tables of the recording (the world, the description, the code): the ``Recording`` keeps
+    every node the function makes alive until it is read, so each collection the new objects set off walks
     them all again, finding nothing to free. Turned back on as it was, whatever happens; what
     the function leaves for the collector is collected at its next run."""
     enabled = gc.isenabled()

@@ -43,8 +43,8 @@ from vjpgrad.compiler.write import Program, namespace
 from vjpgrad.core import graph
 from vjpgrad.core.modes import USER_FRAMES, enable_grad, is_own_code, state
 from vjpgrad.core.ops import Op, times
-from vjpgrad.core.recording import add_gradients, cotangents, numbers_of, saved_of, set_cotangent, set_cotangents
 from vjpgrad.core.value import Value
+from vjpgrad.recording import add_gradients, cotangents, numbers_of, saved_of, set_cotangent, set_cotangents
 
 CACHE_SIZE = 64
 """Recordings kept per compiled function (the least recently used goes first)."""
@@ -236,7 +236,7 @@ class CompiledCode:
 
 
 class Replay:
-    """One recording of a function, replayed: what it recorded, what a call is checked against
+    """One recording of a function, kept to replay it: what it recorded, what a call is checked against
     (``stale_for``), its code (``code``, a ``CompiledCode``), and how a call runs and is
     differentiated (``call``, a ``ReplayedCall``).
 

@@ -30,7 +30,7 @@ def _anomaly_observer(node: Node, position: int, operand: Node, upstream: Any, s
     number = part.data if isinstance(part, Node) else part
     if number != number:
         op = graph.op_of(node)
-        where = getattr(node, "_origin", "an unknown place (made outside detect_anomaly())")
+        where = graph.origin(node) or "an unknown place (made outside detect_anomaly())"
         raise FloatingPointError(
             f"backward of {op.name if op else '?'!r} produced nan for its operand {position} "
             f"(upstream gradient {upstream!r}, saved {saved!r}); the node was made at {where}"

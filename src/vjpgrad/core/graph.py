@@ -2,16 +2,18 @@
 
 This module owns the node's layout: ``Node.__slots__`` below is its one definition. The
 engine's side of it is here: ``make`` fills a node (the operations of ``operators`` and
-``value`` call it; ``make_inline`` writes its common case out for the generated operators),
-the readers below list what a node holds, and the reverse pass reads and writes the pass's
-scratch slots. The only other module that touches the slots is ``core/recording.py``, the
-interface to ``vjpgrad.compile`` and ``vjpgrad.vmap`` (recording a function, replaying it as
-one node), which imports ``Node`` from here; the engine never imports it. Everything else
-(``backward``, ``gradients``, the transforms, ``explain``, the pictures) goes through the
-functions below:
+``value`` call it; ``make_inline`` writes its common case out for the generated operators,
+which so write a new node's slots themselves), the readers below list what a node holds, and
+the reverse pass reads and writes the pass's scratch slots. A Value's number is read from its
+slot by the engine itself (``value``, which also reads ``_grad`` for its ``repr``, the
+generated operators, ``ops.data_of``). Above the core, ``vjpgrad.recording`` (how compile and
+vmap record a function and replay it as one node) reads and fills the slots too, through the
+hooks ARCHITECTURE.md lists; the core never imports it. Everything else (``backward``,
+``gradients``, the transforms, ``explain``, the pictures) goes through the functions below:
 
 - ``make`` builds a node; ``number`` reads a Value's number for vjpgrad's own code;
-- ``op_of``, ``operands``, ``edges`` (the operands with what each edge saved) read a node;
+- ``op_of``, ``operands``, ``edges`` (the operands with what each edge saved), ``is_freed``,
+  ``origin`` (where anomaly mode saw it made) read a node;
 - ``reached`` lists the nodes a pass reaches, in the order the pass runs them;
 - ``propagate`` runs the chain rule over that order, with floats, optionally telling an
   observer about every edge (``explain``, anomaly detection); ``propagate_differentiably``
@@ -164,15 +166,16 @@ def init_leaf(node: Node, data: float, requires_grad: bool, label: str | None) -
 def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
     """The result of an operation: a node on the graph when an edge takes gradient and grad
     mode is on, otherwise a constant leaf (PyTorch gives such a result no ``grad_fn``). While a
-    function is recorded (``vjpgrad.compile``, ``vmap``), the recording fills the node instead
-    (``recording.Recording.record``)."""
+    function is recorded (``vjpgrad.compile``, ``vmap``), the ``Recording`` fills the node instead
+    (``modes.Recorder.record``)."""
     node = _new(cls)
     node._data = data
     node._grad = 0.0
     node._seen = None
     any_switch_on = switches_on[0]
     if any_switch_on and state.recording is not None:  # vjpgrad.compile or vmap is recording
-        return state.recording.record(node, op, a, da, b, db)
+        state.recording.record(node, op, a, da, b, db)  # fills the node: a recording keeps constants too
+        return node
     if (da is None and db is None) or (any_switch_on and not state.grad_enabled):
         node.requires_grad = False
         node._operation = node._first = node._second = node._saved_first = node._saved_second = None
@@ -276,6 +279,11 @@ def gradient_of(node: Node, position: int) -> Callable[..., Any]:
 def is_freed(node: Node) -> bool:
     """Whether an earlier pass freed what ``node`` saved for the backward pass."""
     return node._operation is not None and node._saved_first is None and node._saved_second is None
+
+
+def origin(node: Node) -> str | None:
+    """Where ``node`` was made (``"file:line"``), if it was made under ``detect_anomaly``."""
+    return getattr(node, "_origin", None)
 
 
 def sequence(node: Node) -> int:

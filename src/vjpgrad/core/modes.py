@@ -1,7 +1,10 @@
 """Per-thread switches: whether operations record a graph, and anomaly detection.
 
 The state is a ``threading.local`` so that ``no_grad()`` in one thread never changes what
-another thread records, as in PyTorch.
+another thread records, as in PyTorch. ``state.recording`` holds what ``vjpgrad.compile`` or
+``vjpgrad.vmap`` records into while it runs a function: any ``Recorder`` (below), the one
+interface through which the core calls the recording hooks (``vjpgrad.recording``, above the
+core, which never imports them).
 """
 
 from __future__ import annotations
@@ -15,10 +18,7 @@ import sysconfig
 import threading
 from collections.abc import Callable, Generator
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
-
-if TYPE_CHECKING:  # for the type only: the hooks stand above the engine, which never imports them
-    from vjpgrad.core.recording import Recording
+from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -27,11 +27,33 @@ _S = TypeVar("_S")
 _B = TypeVar("_B", bound="_BareDecorator")
 
 
+class Recorder(Protocol):
+    """What the core calls on ``state.recording`` while ``vjpgrad.compile`` or ``vjpgrad.vmap``
+    records a function: the one interface between the engine and the recording hooks
+    (``vjpgrad.recording.Recording`` is the one implementation; the core never imports it, and
+    mypy checks it against this wherever one is assigned to ``state.recording``)."""
+
+    def record(self, node: Any, op: Any, a: Any, da: Any, b: Any, db: Any) -> None:
+        """Fill ``node`` (``graph.make``'s new ``graph.Node``, its number set) as the operation
+        ``op`` (an ``ops.Op``) of ``a`` and ``b``, with what each edge saved (``da``, ``db``),
+        and keep it: ``graph.make`` calls this in place of filling the node itself."""
+        ...
+
+    def made_leaf(self, leaf: Any) -> None:
+        """``Value(...)`` made ``leaf`` inside the recorded function (``Value.__init__`` calls it)."""
+        ...
+
+    def fail(self, error: BaseException) -> None:
+        """A read of a Value's number was refused (``refuse_number`` calls it with the error it
+        raises): the ``Recording`` keeps the first, so that a user's ``except`` cannot swallow it."""
+        ...
+
+
 class _ThreadState(threading.local):
     grad_enabled: bool = True
     detect_anomaly: bool = False
     transform_depth: int = 0  # how many function transforms (grad, jacobian...) are running
-    recording: Recording | None = None  # what vjpgrad.compile or vmap collects while it records a function
+    recording: Recorder | None = None  # what vjpgrad.compile or vmap collects while it records a function
     refusal: str = ""  # while set, reading a Value's number raises with this message
     refusal_advice: str = ""  # and this advice, unless the refused operation has its own
     refusal_type: type[Exception] = RuntimeError

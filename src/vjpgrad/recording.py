@@ -1,28 +1,50 @@
-"""The core's one interface to ``vjpgrad.compile`` and ``vjpgrad.vmap``: recording a function,
-and replaying it as one node of the user's graph.
+"""The recording hooks: how ``vjpgrad.compile`` and ``vjpgrad.vmap`` record a function and
+replay a compiled call as one node of the user's graph. Every name of this module is listed
+here, and in ARCHITECTURE.md (a test checks both).
 
-The engine (``graph``, ``value``, the generated operators, ``backward``) never imports this
-module (``modes`` names ``Recording`` as a type only): it stands above the engine, and compile
-and vmap are its only users. What the engine
-does for them, it does through these hooks, each named where it is called:
+This module stands on a line of its own above the core (ARCHITECTURE.md's diagram): it reads
+and fills the core's nodes, and compile and vmap are its only users. The core never imports
+it, not even for a type: it calls a ``Recording`` through ``modes.Recorder``, the one
+interface in code between the two, and calls the replay hooks as fields of an operation.
 
-- **recording**: while ``modes.state.recording`` holds a ``Recording``, ``graph.make`` hands
-  every operation to it (``Recording.record`` fills the node), ``Value()`` tells it of every
-  leaf it makes (``Recording.made_leaf``), and a read of a Value's number raises
-  (``modes.refusing_numbers``, which compile and vmap turn on with the recording; the refusal
-  is noted with ``Recording.fail``). ``recorded_graph`` then reads what was recorded, a column
-  at a time (``slots_of``, ``positions_in``), for compile's cache key and block search too;
-- **replaying**: a compiled call is one node of an operation (``ops.Op``) that runs its own
-  backward (``Op.backward``: ``graph.propagate`` calls it instead of the table's gradients),
-  frees its own state (``Op.release``: ``graph.free`` calls it), and may run a whole pass
-  alone (``Op.whole_pass``: ``backward()`` on its one output offers it the pass first). Such a
-  node keeps its state where an edge keeps its saved value (``saved_of`` reads it back), and
-  its pass reads numbers and cotangents and hands gradients back many nodes at once
-  (``numbers_of``, ``cotangents``, ``set_cotangents``, ``add_gradients``), as the engine's
-  pass would, to the same bits.
+Recording a function, this module's side:
 
-The node's layout is ``graph``'s (``graph.Node.__slots__``); this module is the one other that
-reads and writes the slots, for the hooks above, and nothing outside the core does.
+- ``Recording``: what ``modes.state.recording`` holds while a function is recorded (a
+  ``modes.Recorder``); ``Recording.record`` fills each node ``graph.make`` hands it,
+  ``Recording.made_leaf`` keeps each Value made by ``Value()``, ``Recording.fail`` keeps the
+  first refusal (``Recording.failure``, raised again when the function returns);
+- ``recorded_graph``: what compile and vmap read of a ``Recording`` (the operations the outputs
+  need, their edges, the Values from outside), a column at a time: ``slots_of`` (each node's
+  operation and operands, as lists) and ``positions_in`` (where each operand was made), which
+  compile's cache key and block search (``compiler/fold.py``) read too.
+
+Recording a function, the core's side: ``graph.make`` hands every operation to
+``state.recording`` (``Recorder.record``) instead of filling the node itself; ``Value()`` calls
+``Recorder.made_leaf``, and ``Value.detach`` is recorded as an operation (``ops.DETACH``); a
+read of a Value's number raises under ``modes.refusing_numbers`` (which compile and vmap turn
+on with the recording) and is handed to ``Recorder.fail``; a gradient with ``create_graph``
+through an operation whose rule depends on the number (``graph.edges``, for a row with
+``maskable=True``; tanh's once-rounded saved value in ``ops``) is refused likewise.
+
+Replaying a compiled call, this module's side: the call's node keeps its state where an edge
+keeps its saved value (``saved_of`` reads it back); its pass reads the numbers of its inputs
+(``numbers_of``) and the cotangents of its outputs (``cotangents``), hands gradients back in
+the pass under way (``set_cotangent`` for one node, ``set_cotangents`` for many, in C), and,
+when it runs a whole pass alone, adds them into ``.grad`` (``add_gradients``), as the engine's
+pass would, to the same bits.
+
+Replaying a compiled call, the core's side: its operation (``ops.Op``) runs its own backward
+(``Op.backward``: ``graph.propagate`` calls it instead of the table's gradients), frees its own
+state (``Op.release``: ``graph.free`` calls it) and may run a whole pass alone
+(``Op.whole_pass``: ``backward()`` on its one output offers it the pass first);
+``graph.is_freed`` tells it whether an earlier pass freed its node; and what cannot go through
+it (``create_graph``, ``explain``, ``jvp``) raises ``graph.OWN_BACKWARD_MESSAGE``.
+
+The node's layout is ``graph``'s (``graph.Node.__slots__``): ``graph`` writes the slots and
+reads them, this module too (for the hooks above), and the generated ``core/operators.py``
+fills a new node through the lines ``graph.make_inline`` writes; a Value's number (``_data``)
+is read by the engine itself (``core/value.py``, which also reads ``_grad`` for its ``repr``,
+the generated operators, ``ops.data_of``) and by everyone else through ``graph.number``.
 """
 
 from __future__ import annotations
@@ -30,13 +52,11 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from vjpgrad.core.graph import Node, by_creation, next_seq
 from vjpgrad.core.modes import state
 from vjpgrad.core.ops import Op
-
-N = TypeVar("N", bound=Node)
 
 # ---- recording ----------------------------------------------------------------------------------
 
@@ -73,7 +93,7 @@ class Recording:
         """``Value(...)`` made ``leaf`` inside the function."""
         self.leaves[id(leaf)] = leaf
 
-    def record(self, node: N, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
+    def record(self, node: Node, op: Op, a: Any, da: Any, b: Any, db: Any) -> None:
         """Fill ``node`` (``graph.make``'s new node, its number set) as the operation ``op`` of
         ``a`` and ``b``, and keep it. Unlike ``make`` outside a recording, a constant (no operand
         takes gradient) keeps its operation and operands too: compile writes it as code, for its
@@ -86,7 +106,6 @@ class Recording:
         node._saved_second = db if node.requires_grad else None
         node._seq = next_seq()
         self.nodes.append(node)
-        return node
 
 
 _POSITIONS = {(False, False): (), (True, False): (0,), (False, True): (1,), (True, True): (0, 1)}
@@ -95,11 +114,12 @@ _POSITIONS = {(False, False): (), (True, False): (0,), (False, True): (1,), (Tru
 def recorded_graph(
     recording: Recording, outputs: Sequence[Node]
 ) -> tuple[list[Node], list[tuple[int, ...]], list[Node]]:
-    """What compile reads of a recording: the operations and the Values made inside (``Value()``)
-    that ``outputs`` need, in creation order; for each, the positions of the operands it hands
-    gradient to (none for a Value made inside); and the other Values they read (arguments,
-    parameters), each once, in the order the operations read them (creation order, an
-    operation's first operand before its second), then the outputs that are such Values.
+    """What compile and vmap read of a recording (the ``Recording`` it was collected in): the
+    operations and the Values made inside (``Value()``) that ``outputs`` need, in creation
+    order; for each, the positions of the operands it hands gradient to (none for a Value made
+    inside); and the other Values they read (arguments, parameters), each once, in the order
+    the operations read them (creation order, an operation's first operand before its second),
+    then the outputs that are such Values.
 
     It reads every node of a recording of tens of thousands of operations, on every function's
     first call, so it reads a column at a time (``slots_of``), finds where each operand was made
