@@ -266,6 +266,65 @@ def test_batch_sum_adds_from_the_last_row_to_the_first_onto_the_start() -> None:
     assert [bits(x) for x in vjpgrad.batch_sum(rows, start=5.0)] == [bits(x) for x in expected]
 
 
+def _eager_order(rows: Any, start: Any) -> list[float]:
+    """Each column of ``rows`` summed as eager code's reverse pass adds it: onto ``start`` (else
+    onto the last row), the rows from the last to the first, one Python addition at a time."""
+    columns = np.asarray(rows, dtype=np.float64).reshape((len(rows), -1))
+    width = columns.shape[1]
+    starts = np.broadcast_to(np.asarray(start if start is not None else 0.0), np.shape(rows)[1:]).reshape(-1)
+    found = []
+    for k in range(width):
+        chain = [float(x) for x in columns[:, k]][::-1]
+        total = float(starts[k]) if start is not None else chain.pop(0)
+        for x in chain:
+            total = total + x
+        found.append(total)
+    return found
+
+
+def _adversarial(count: int, shape: tuple[int, ...]) -> Any:
+    """Rows whose sums depend on the order of additions: 1e16 and 1 cancelling (pairwise or
+    blocked sums lose or keep the ones differently), signed zeros, and an infinity and a nan in
+    some columns; each column its own rotation and scale of the pattern."""
+    width = int(np.prod(shape)) if shape else 1
+    pattern = [1e16, 1.0, -1e16, 1.0, -0.0, 3.0, -1e16, 1e16, 0.5, -0.0]
+    columns = []
+    for k in range(width):
+        column = [pattern[(i + k) % len(pattern)] * (1 + k % 3) for i in range(count)]
+        if k % 4 == 3 and count > 2:  # the last rows are added first: an inf, then a nan after it
+            column[count - 2] = math.inf if k % 8 == 3 else math.nan
+        if k % 5 == 4:
+            column = [-0.0] * count
+        columns.append(column)
+    return np.array(columns, dtype=np.float64).T.reshape((count, *shape))
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (2,), (3,), (8,), (33,), (2, 3), (1, 1)])
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 8, 9, 16, 17, 100, 1000])
+def test_batch_sum_adds_in_eager_order_on_sums_that_cancel_for_every_shape(count: int, shape: tuple[int, ...]) -> None:
+    rows = _adversarial(count, shape)
+    for layout in (rows, np.asfortranarray(rows)):
+        for start in (None, -0.0, 0.0, 2.5, _adversarial(1, shape)[0] if shape else None):
+            found = vjpgrad.batch_sum(layout, start=start)
+            assert np.shape(found) == shape
+            expected = _eager_order(rows, start)
+            assert [bits(x) for x in np.ravel(found)] == [bits(x) for x in expected], (count, shape, start)
+
+
+def test_batch_sum_keeps_negative_zero_and_its_order_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert bits(vjpgrad.batch_sum(np.array([-0.0, -0.0, -0.0]))) == bits(-0.0)  # NumPy's sum starts at 0.0
+    assert bits(vjpgrad.batch_sum(np.array([[-0.0], [-0.0]]), start=-0.0)[0]) == bits(-0.0)
+    assert bits(vjpgrad.batch_sum(np.array([[-0.0], [-0.0]]), start=0.0)[0]) == bits(0.0)
+    assert bits(vjpgrad.batch_sum(np.zeros((0, 2)), start=-0.0)[1]) == bits(-0.0)
+    from vjpgrad.batched import arrays
+
+    monkeypatch.setattr(arrays, "ORDERED_BYTES", 48)  # chunks of two rows: the total carried across them
+    rows = _adversarial(37, (5,))
+    for start in (None, 1.0):
+        expected = _eager_order(rows, start)
+        assert [bits(x) for x in vjpgrad.batch_sum(rows, start=start)] == [bits(x) for x in expected]
+
+
 @pytest.mark.slow  # a training run, a grid of edges per operation, or torch.func: seconds
 def test_full_batch_training_through_vmap_equals_eager_training_to_the_bit() -> None:
     sys.path.insert(0, str(EXAMPLES))

@@ -155,6 +155,49 @@ def _stack(np: ModuleType) -> Callable[[tuple[Any, ...]], Any]:
     return stacked
 
 
+ORDERED_BYTES = 1 << 17
+"""Bytes of the buffer ``ordered_sum`` copies rows into, a chunk at a time (128 KiB): small
+enough to stay in the caches and to be reused by the allocator from call to call (fresh memory
+costs a page fault per 4 KiB on its first touch)."""
+
+
+def ordered_sum(np: ModuleType, first: list[Any], rows: Any) -> Any:
+    """``first[0] + first[1] + ... + rows[0] + rows[1] + ...``, each column added in that order,
+    one addition after another, every column at once: ``rows`` is an array ``(count, width)``,
+    each of ``first`` a row of ``width`` numbers. Returns the ``width`` sums.
+
+    NumPy adds pairwise (or in blocks of 8) only along the fast axis of a reduction: reducing
+    along the first axis of a C-ordered ``(count, width)`` array with ``width`` at least 2, it
+    adds each row into the running total, row after row, the columns side by side (the
+    ``out[k] = out[k] + row[k]`` loop of a binary ufunc). So the rows are copied, a chunk at a
+    time, behind the total so far into such an array (a single column is given a second, of
+    zeros, so that the first axis is never the fast one), and reduced from ``-0.0``
+    (``-0.0 + x`` is ``x`` to the bit; NumPy's own start for ``add``, ``0.0``, would turn a sum of
+    ``-0.0`` into ``0.0``). ``tests/test_vmap.py`` pins the bits against a Python loop of
+    additions on sums that cancel, signed zeros, infinities and nan."""
+    width = rows.shape[1]
+    columns = max(width, 2)
+    chunk = max(1, ORDERED_BYTES // (8 * columns) - 1)
+    total: Any = None
+    count = rows.shape[0]
+    for lo in range(-len(first), count, chunk):
+        hi = min(count, lo + chunk)
+        head = [] if total is None else [total]
+        if lo < 0:
+            head += first
+            lo = 0
+        ordered = np.empty((len(head) + hi - lo, columns))
+        for k, row in enumerate(head):
+            ordered[k, :width] = row
+        ordered[len(head) :, :width] = rows[lo:hi]
+        if width < columns:
+            ordered[:, width:] = 0.0
+        total = np.add.reduce(ordered, axis=0, initial=-0.0)[:width]
+    if total is None:  # no rows and nothing first: the sum of nothing
+        return np.full(width, -0.0)
+    return total
+
+
 def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The values every copy of a block reads: their gradients so far (``starts``, -0.0 for one
     that has none yet: ``-0.0 + c`` is ``c`` to the bit) plus each copy's contributions

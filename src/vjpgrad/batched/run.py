@@ -661,23 +661,20 @@ def batch_sum(rows: Any, start: Any = None) -> Any:
     last to the first, onto ``start`` when given: the order in which eager code's reverse pass
     through ``f(x0) + f(x1) + ...`` (or ``sum([...])``) adds the samples' contributions to a
     parameter that each sample uses once. Summed so, a full-batch gradient through ``vmap``
-    equals eager code's to the bit (``np.sum`` adds pairwise: other bits)."""
+    equals eager code's to the bit (``np.sum`` adds pairwise: other bits).
+
+    The additions run in one NumPy reduction (``ordered_sum``): the rows are copied, last first
+    and after ``start``, into a C-ordered array of at least two columns, and reduced along its
+    first axis, which NumPy adds row after row into the running total."""
     np = arrays.numpy()
     block = np.asarray(rows, dtype=np.float64)
     if block.ndim == 0:
         raise ValueError("batch_sum takes an array of rows (samples along axis 0), got a number")
-    count = block.shape[0]
-    if start is not None:
-        total = np.array(np.broadcast_to(np.asarray(start, dtype=np.float64), block.shape[1:]))
-        last = count
-    elif count:
-        total, last = block[count - 1].copy(), count - 1
-    else:
-        return np.zeros(block.shape[1:])
-    # one addition of a whole row at a time, in place: every parameter's chain of additions runs
-    # in order, the parameters side by side (np.add.accumulate walks each chain alone, about 3x
-    # slower; np.add.reduce and np.sum do not keep the order)
+    count, shape = block.shape[0], block.shape[1:]
+    if start is None and not count:
+        return np.zeros(shape)
+    flat = block.reshape((count, int(np.prod(shape))))
+    first = [] if start is None else [np.broadcast_to(np.asarray(start, dtype=np.float64), shape).reshape(-1)]
     with np.errstate(all="ignore"):
-        for k in range(last - 1, -1, -1):
-            total += block[k]
-    return total[()] if isinstance(total, np.ndarray) and total.ndim == 0 else total
+        total = arrays.ordered_sum(np, first, flat[::-1]).reshape(shape)
+    return total[()] if total.ndim == 0 else total
