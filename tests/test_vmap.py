@@ -242,7 +242,7 @@ def test_large_batches_run_in_chunks_with_the_same_numbers() -> None:
 def test_the_array_code_is_shown_and_has_no_branch_on_a_number() -> None:
     relu = vmap(grad(lambda x: (x * 3.0).relu()))
     relu(np.array([-1.0, 2.0]))
-    assert "def forward(x0):" in relu.source
+    assert "def forward(x0, *, _w):" in relu.source  # _w: the workspace its arrays are written into
     assert "def backward(" in relu.source
     assert "_where(" in relu.source
     assert " if " not in relu.source
@@ -255,6 +255,96 @@ def test_fast_mode_agrees_on_arithmetic_and_nearly_on_functions() -> None:
     np.testing.assert_allclose(fast, exact, rtol=1e-13, atol=0.0)
     arithmetic = vmap(grad(lambda x: (x * x - 3.0 * x).relu()), fast=True)(xs)
     assert_same_bits(arithmetic, [grad(lambda x: (x * x - 3.0 * x).relu())(float(x)) for x in xs], "fast arithmetic")
+
+
+# ---- the workspace: each call writes into the arrays of the previous one -------------------------
+
+
+def _layer(params: Any, x: Any) -> Any:
+    """A relu layer of 6 neurons on 3 inputs, then their sum: folded, products at once."""
+    total = params[0] * 0.0
+    for j in range(6):
+        pre = params[4 * j + 3]
+        for i in range(3):
+            pre = pre + params[4 * j + i] * x[i]
+        total = total + pre.relu()
+    return total
+
+
+def _layer_rows(params: list[float], xs: Any) -> list[list[float]]:
+    return [grad(_layer)(params, [float(v) for v in x]) for x in xs]
+
+
+def test_results_held_by_the_caller_keep_their_numbers_while_later_calls_write_into_the_workspace() -> None:
+    rng = np.random.default_rng(3)
+    params = [float(v) for v in rng.normal(size=24)]
+    per_sample = vmap(grad(_layer), in_dims=(None, 0))
+    values = vmap(value_and_grad(_layer), in_dims=(None, 0))
+    plain = vmap(_layer, in_dims=(None, 0))
+    batches = [rng.normal(size=(n, 3)) for n in (5, 5, 3, 5, 3, 5)]  # two sizes, alternating: two workspaces
+    held = [(per_sample(params, xs), values(params, xs), plain(params, xs)) for xs in batches]
+    for xs, (rows, (value, gradient), result) in zip(batches, held, strict=True):
+        assert_same_bits(rows, _layer_rows(params, xs), "grad rows held while later calls ran")
+        assert_same_bits(gradient, _layer_rows(params, xs), "value_and_grad's rows held")
+        expected = [_layer([Value(p) for p in params], [float(v) for v in x]).data for x in xs]
+        assert_same_bits(value, expected, "value_and_grad's values held")
+        assert_same_bits(result, expected, "a plain function's results held")
+    chunked = vmap(grad(_layer), in_dims=(None, 0), chunk_size=4)  # chunks of 4, 4 and 3 samples
+    xs = rng.normal(size=(11, 3))
+    first = chunked(params, xs)
+    again = chunked(params, xs[::-1].copy())
+    assert_same_bits(first, _layer_rows(params, xs), "chunked, held")
+    assert_same_bits(again, _layer_rows(params, xs[::-1]), "chunked, the next call")
+
+
+def test_the_rows_handed_back_are_filled_again_once_the_caller_lets_go_of_them() -> None:
+    import gc
+    import weakref
+
+    rng = np.random.default_rng(4)
+    params = [float(v) for v in rng.normal(size=24)]
+    per_sample = vmap(grad(_layer), in_dims=(None, 0))
+    xs, ys = rng.normal(size=(50, 3)), rng.normal(size=(50, 3))
+    enabled = gc.isenabled()
+    gc.disable()  # a reference cycle would hold the rows until the collector ran: there must be none
+    try:
+        rows = per_sample(params, xs)
+        base = weakref.ref(rows.base if rows.base is not None else rows)
+        kept = rows
+        again = per_sample(params, ys)  # the first rows still held: new memory
+        assert not np.shares_memory(again, kept)
+        assert_same_bits(kept, _layer_rows(params, xs), "rows held during the next call")
+        del rows, kept, again
+        third = per_sample(params, ys)
+        assert base() is not None
+        assert np.shares_memory(third, base()), "the rows let go of are filled again"
+        assert_same_bits(third, _layer_rows(params, ys), "rows filled again")
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def test_calls_from_several_threads_at_once_each_get_their_own_numbers() -> None:
+    import threading
+
+    rng = np.random.default_rng(5)
+    params = [float(v) for v in rng.normal(size=24)]
+    per_sample = vmap(grad(_layer), in_dims=(None, 0))
+    batches = [rng.normal(size=(200, 3)) for _ in range(4)]
+    expected = [np.array(_layer_rows(params, xs)) for xs in batches]
+    wrong: list[int] = []
+
+    def work(k: int) -> None:
+        for _ in range(15):
+            if not np.array_equal(per_sample(params, batches[k]), expected[k]):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong
 
 
 # ---- training -------------------------------------------------------------------------------------

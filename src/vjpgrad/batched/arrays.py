@@ -234,11 +234,12 @@ def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
     return across, stacked
 
 
-def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
     """Operands of a block's products, stacked a product per row: ``sides(lefts, rights)`` gives
     both stacks with as many axes each, so that ``a * b`` multiplies row k of one by row k of the
     other as ``lefts[k] * rights[k]`` broadcasts; ``stack_as(items, like)`` stacks the products'
-    gradients with ``like``'s number of axes."""
+    gradients with ``like``'s number of axes; and the two steps of ``sides``, ``stacked(items)``
+    and ``aligned(array, axes)``, for the workspace's helpers (``workspace.helpers``)."""
     array, broadcast, stack, float64 = np.array, np.broadcast_arrays, np.stack, np.float64
 
     def stacked(items: tuple[Any, ...]) -> Any:
@@ -264,7 +265,7 @@ def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
             return aligned(np.broadcast_to(first, (len(items), *first.shape)), like.ndim)
         return aligned(stacked(items), like.ndim)
 
-    return sides, stack_as
+    return sides, stack_as, stacked, aligned
 
 
 def _rows(np: ModuleType) -> Callable[..., Any]:
@@ -272,10 +273,16 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
     arrays of a block's inputs' gradients (copies along the first axis), each with the rows of
     the result they fill (a tuple of them, or a slice) and the copies they are taken from (None: all, in order), in one
     operation each; ``alone`` every other gradient (a column of samples or a number) with its
-    row. A gradient that is one number for every sample fills its row."""
+    row. A gradient that is one number for every sample fills its row. ``make(shape)`` gives the
+    array to fill (a new one unless given: ``workspace.helpers`` gives one the caller has let go)."""
     asarray, empty, float64 = np.asarray, np.empty, np.float64
 
-    def rows(count: int, placed: tuple[Any, ...], alone: tuple[tuple[int, Any], ...]) -> Any:
+    def rows(
+        count: int,
+        placed: tuple[Any, ...],
+        alone: tuple[tuple[int, Any], ...],
+        make: Callable[[tuple[int, int]], Any] = empty,
+    ) -> Any:
         width = 1
         arrays = []
         for array, where, picked in placed:
@@ -288,7 +295,7 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
         for _, x in alone:
             if isinstance(x, np.ndarray) and x.ndim:
                 width = max(width, x.shape[-1])
-        out = empty((count, width))
+        out = make((count, width))
         for found, where in arrays:
             out[where] = found
         for k, x in alone:
@@ -315,6 +322,8 @@ def namespace(fast: bool) -> dict[str, Any]:
         "_rows": _rows(np),
         "_sides": _sides(np)[0],
         "_stack_as": _sides(np)[1],
+        "_stacked": _sides(np)[2],
+        "_aligned": _sides(np)[3],
         "_inf": math.inf,
         "_nan": math.nan,
     }

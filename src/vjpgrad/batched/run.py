@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
-from vjpgrad.batched import arrays
+from vjpgrad.batched import arrays, workspace
 from vjpgrad.batched.write import ArrayWriter, Graph
 from vjpgrad.core import backward, graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
@@ -197,6 +197,7 @@ class _Program:
     layout: _Layout
     wrt: list[tuple[int, int | None]]  # for each differentiated argument: its position and width
     nodes: int
+    workspaces: workspace.Workspaces  # the arrays of its latest calls, written into by the next (workspace.py)
 
 
 def _compile_source(source: str, name: str, namespace: dict[str, Any]) -> dict[str, Any]:
@@ -408,7 +409,10 @@ class Vmapped:
         source = writer.forward_source()
         if transformed is not None:
             source += "\n\n" + writer.backward_source()
-        scope = _compile_source(source, getattr(function, "__name__", "f"), arrays.namespace(self.fast))
+        source, slots = workspace.slotted(source)
+        namespace = arrays.namespace(self.fast)
+        namespace.update(workspace.helpers(arrays.numpy(), namespace))
+        scope = _compile_source(source, getattr(function, "__name__", "f"), namespace)
         names = dict(writer.value_index)
         names.update((id(x), -1 - k) for k, x in enumerate(inputs))
         return _Program(
@@ -423,6 +427,7 @@ class Vmapped:
             layout=layout,
             wrt=[(k, read[k].width) for k in positions],
             nodes=len(live),
+            workspaces=workspace.Workspaces(slots),
         )
 
     def _chunks(self, program: _Program, batch: int) -> list[tuple[int, int]]:
@@ -456,14 +461,19 @@ class Vmapped:
         had without a copy row by row (else None)."""
         np = arrays.numpy()
         transformed = self.transformed
-        inputs, values, outputs = self._forward(program, read, lo, hi)
-        parts: list[Any] = []
-        if transformed is None or transformed.kind == "value_and_grad":
-            parts += self._numbers(program.layout, outputs)
+        with program.workspaces.held(hi - lo) as w:
+            inputs, values, outputs = self._forward(program, read, lo, hi, w)
+            parts: list[Any] = []
+            if transformed is None or transformed.kind == "value_and_grad":
+                parts += self._numbers(program.layout, outputs)
+            found: list[Any] = []
+            if transformed is not None:
+                assert program.backward is not None  # a transform's program has its reverse pass
+                passes = _bases(program.layout, transformed.kind == "jacobian")
+                found = [program.backward(inputs, values, *seeds, _w=w) for seeds in passes]  # arrays of rows
+            # the values may be arrays of the workspace, which the next call (another thread's) writes into
+            parts = [x.copy() if isinstance(x, np.ndarray) else x for x in parts]
         if transformed is not None:
-            assert program.backward is not None  # a transform's program has its reverse pass
-            passes = _bases(program.layout, transformed.kind == "jacobian")
-            found: list[Any] = [program.backward(inputs, values, *seeds) for seeds in passes]  # arrays of rows
             if alone and not parts and len(found) == 1 and found[0].shape[1] == hi - lo:
                 return parts, found[0]  # grad's rows, as the reverse pass returned them
             for rows in found:
@@ -477,12 +487,15 @@ class Vmapped:
                 return parts, whole
         return parts, None
 
-    def _forward(self, program: _Program, read: list[_Argument], lo: int, hi: int) -> tuple[list[Any], Any, list[Any]]:
-        """The forward pass on the samples ``lo`` to ``hi``: its inputs (the arguments' columns,
-        then the numbers from outside), the values it made, and the function's outputs."""
+    def _forward(
+        self, program: _Program, read: list[_Argument], lo: int, hi: int, w: list[Any]
+    ) -> tuple[list[Any], Any, list[Any]]:
+        """The forward pass on the samples ``lo`` to ``hi``, in the workspace ``w``: its inputs
+        (the arguments' columns, then the numbers from outside), the values it made, and the
+        function's outputs."""
         inputs = [column for a in read if a.kind != "static" for column in a.columns(lo, hi)]
         inputs += [graph.number(x) for x in program.outside]
-        values = program.forward(*inputs)
+        values = program.forward(*inputs, _w=w)
         outputs = [values[k] if k >= 0 else inputs[-1 - k] for k in (program.names[id(y)] for y in program.outputs)]
         return inputs, values, outputs
 
@@ -499,23 +512,9 @@ class Vmapped:
     def _shape(self, program: _Program, columns: Any, batch: int) -> Any:
         np = arrays.numpy()
         transformed = self.transformed
-        place = [0]
-
-        def take(width: int | None) -> Any:
-            k = place[0]
-            place[0] += 1 if width is None else width
-            if width is None:
-                return columns[k]
-            return columns[k : k + width].T
-
-        def rebuilt(layout: _Layout) -> Any:
-            if layout.form == "one":
-                return take(None)
-            if layout.form == "list":
-                return take(len(layout.items))
-            return tuple(rebuilt(item) for item in layout.items)
-
-        value = rebuilt(program.layout) if transformed is None or transformed.kind == "value_and_grad" else None
+        taker = _Taker(columns)
+        take = taker.take
+        value = taker.rebuilt(program.layout) if transformed is None or transformed.kind == "value_and_grad" else None
         if transformed is None:
             return self._out(value)
         argnums = transformed.argnums
@@ -559,14 +558,14 @@ class Vmapped:
                 f"vmap: each cotangent must have the shape of the function's output ({width or 'a number'}), "
                 f"got {cotangent.width or 'a number'}"
             )
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), program.workspaces.held(batch) as space:
             inputs = [column for a in read for column in a.columns(0, 1)]
             inputs += [graph.number(x) for x in program.outside]
-            values = program.forward(*inputs)
+            values = program.forward(*inputs, _w=space)
             given = cotangent.columns(0, batch)  # one column per item of the output
             seeds = [given[k] for k, item in enumerate(_items(program.layout)) if item[0] == "value"]
             assert program.backward is not None  # a vjp's program has its reverse pass
-            parts = program.backward(inputs, values, *seeds)
+            parts = program.backward(inputs, values, *seeds, _w=space)
             columns = [np.broadcast_to(np.asarray(p, dtype=np.float64), (batch,)).copy() for p in parts]
         result = []
         place = 0
@@ -578,6 +577,30 @@ class Vmapped:
                 result.append(np.stack(columns[place : place + w], axis=1))
                 place += w
         return self._out(tuple(result))
+
+
+class _Taker:
+    """The results of a call taken from its rows in order, as views (a class, not closures: a
+    recursive closure is a reference cycle, which would hold the rows until the garbage
+    collector runs and keep ``workspace`` from filling them again)."""
+
+    def __init__(self, columns: Any) -> None:
+        self.columns = columns
+        self.place = 0
+
+    def take(self, width: int | None) -> Any:
+        k = self.place
+        self.place += 1 if width is None else width
+        if width is None:
+            return self.columns[k]
+        return self.columns[k : k + width].T
+
+    def rebuilt(self, layout: _Layout) -> Any:
+        if layout.form == "one":
+            return self.take(None)
+        if layout.form == "list":
+            return self.take(len(layout.items))
+        return tuple(self.rebuilt(item) for item in layout.items)
 
 
 def _differentiable(argument: _Argument, position: int) -> _Argument:
