@@ -26,7 +26,8 @@ import linecache
 import numbers
 import struct
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import CodeType
 from typing import Any
@@ -409,10 +410,13 @@ class Vmapped:
         source = writer.forward_source()
         if transformed is not None:
             source += "\n\n" + writer.backward_source()
-        source, slots = workspace.slotted(source)
+        name = getattr(function, "__name__", "f")
         namespace = arrays.namespace(self.fast)
+        scope = _compile_source(source, name, namespace)
         namespace.update(workspace.helpers(arrays.numpy(), namespace))
-        scope = _compile_source(source, getattr(function, "__name__", "f"), namespace)
+        workspaces = workspace.Workspaces(
+            source, lambda text: _compile_source(text, f"{name}, in a workspace", namespace)
+        )
         names = dict(writer.value_index)
         names.update((id(x), -1 - k) for k, x in enumerate(inputs))
         return _Program(
@@ -427,7 +431,7 @@ class Vmapped:
             layout=layout,
             wrt=[(k, read[k].width) for k in positions],
             nodes=len(live),
-            workspaces=workspace.Workspaces(slots),
+            workspaces=workspaces,
         )
 
     def _chunks(self, program: _Program, batch: int) -> list[tuple[int, int]]:
@@ -461,16 +465,16 @@ class Vmapped:
         had without a copy row by row (else None)."""
         np = arrays.numpy()
         transformed = self.transformed
-        with program.workspaces.held(hi - lo) as w:
-            inputs, values, outputs = self._forward(program, read, lo, hi, w)
+        with _code(program, hi - lo) as (forward, backward):
+            inputs, values, outputs = self._forward(program, forward, read, lo, hi)
             parts: list[Any] = []
             if transformed is None or transformed.kind == "value_and_grad":
                 parts += self._numbers(program.layout, outputs)
             found: list[Any] = []
             if transformed is not None:
-                assert program.backward is not None  # a transform's program has its reverse pass
+                assert backward is not None  # a transform's program has its reverse pass
                 passes = _bases(program.layout, transformed.kind == "jacobian")
-                found = [program.backward(inputs, values, *seeds, _w=w) for seeds in passes]  # arrays of rows
+                found = [backward(inputs, values, *seeds) for seeds in passes]  # arrays of rows
             # the values may be arrays of the workspace, which the next call (another thread's) writes into
             parts = [x.copy() if isinstance(x, np.ndarray) else x for x in parts]
         if transformed is not None:
@@ -488,14 +492,14 @@ class Vmapped:
         return parts, None
 
     def _forward(
-        self, program: _Program, read: list[_Argument], lo: int, hi: int, w: list[Any]
+        self, program: _Program, forward: Callable[..., Any], read: list[_Argument], lo: int, hi: int
     ) -> tuple[list[Any], Any, list[Any]]:
-        """The forward pass on the samples ``lo`` to ``hi``, in the workspace ``w``: its inputs
-        (the arguments' columns, then the numbers from outside), the values it made, and the
-        function's outputs."""
+        """The forward pass (``forward``, the program's or its workspace's) on the samples ``lo``
+        to ``hi``: its inputs (the arguments' columns, then the numbers from outside), the values
+        it made, and the function's outputs."""
         inputs = [column for a in read if a.kind != "static" for column in a.columns(lo, hi)]
         inputs += [graph.number(x) for x in program.outside]
-        values = program.forward(*inputs, _w=w)
+        values = forward(*inputs)
         outputs = [values[k] if k >= 0 else inputs[-1 - k] for k in (program.names[id(y)] for y in program.outputs)]
         return inputs, values, outputs
 
@@ -558,14 +562,14 @@ class Vmapped:
                 f"vmap: each cotangent must have the shape of the function's output ({width or 'a number'}), "
                 f"got {cotangent.width or 'a number'}"
             )
-        with np.errstate(all="ignore"), program.workspaces.held(batch) as space:
+        with np.errstate(all="ignore"), _code(program, batch) as (forward, backward):
             inputs = [column for a in read for column in a.columns(0, 1)]
             inputs += [graph.number(x) for x in program.outside]
-            values = program.forward(*inputs, _w=space)
+            values = forward(*inputs)
             given = cotangent.columns(0, batch)  # one column per item of the output
             seeds = [given[k] for k, item in enumerate(_items(program.layout)) if item[0] == "value"]
-            assert program.backward is not None  # a vjp's program has its reverse pass
-            parts = program.backward(inputs, values, *seeds, _w=space)
+            assert backward is not None  # a vjp's program has its reverse pass
+            parts = backward(inputs, values, *seeds)
             columns = [np.broadcast_to(np.asarray(p, dtype=np.float64), (batch,)).copy() for p in parts]
         result = []
         place = 0
@@ -577,6 +581,18 @@ class Vmapped:
                 result.append(np.stack(columns[place : place + w], axis=1))
                 place += w
         return self._out(tuple(result))
+
+
+@contextmanager
+def _code(program: _Program, size: int) -> Iterator[tuple[Callable[..., Any], Callable[..., Any] | None]]:
+    """The forward and reverse passes for a batch of ``size`` samples: the program's own, or for
+    a batch whose arrays are large (``workspace.WORKSPACE_BYTES``) the code that writes into the
+    program's workspace for that size, held for the call."""
+    if size * max(1, program.nodes) * 8 < workspace.WORKSPACE_BYTES:
+        yield program.forward, program.backward
+        return
+    with program.workspaces.held(size) as code:
+        yield code
 
 
 class _Taker:

@@ -22,6 +22,7 @@ are keyed by.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 import sys
 import threading
@@ -244,19 +245,42 @@ def helpers(np: ModuleType, namespace: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class Workspaces:
-    """A program's workspaces, one per batch size (the ``KEPT`` latest), for one call at a time:
-    a call while another holds them (another thread) runs on a new workspace of its own."""
+WORKSPACE_BYTES = 1 << 20
+"""The size from which a batch runs in a workspace: its arrays, estimated as 8 bytes per sample
+per operation of the recording, at least 1 MiB. A smaller batch's arrays are few pages each,
+which the allocator reuses without faults, and the plain code, without the helpers' calls, is
+faster there."""
 
-    def __init__(self, slots: int) -> None:
-        self.slots = slots
-        self.lock = threading.Lock()
+
+class Workspaces:
+    """A program's code written into workspaces (``slotted``, compiled at the first call that
+    needs it by ``compile``, which returns the scope the code ran in) and its workspaces, one per
+    batch size (the ``KEPT`` latest), for one call at a time: a call while another holds them
+    (another thread) runs on a new workspace of its own."""
+
+    def __init__(self, source: str, compile: Callable[[str], dict[str, Any]]) -> None:
+        self.source = source
+        self.compile = compile
+        self.slots = 0
+        self.code: tuple[Callable[..., Any], Callable[..., Any] | None] | None = None
+        self.lock = threading.Lock()  # held by the call that uses the workspaces
+        self.compiling = threading.Lock()
         self.by_size: dict[int, list[Any]] = {}
 
+    def _functions(self) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+        if self.code is None:
+            text, self.slots = slotted(self.source)
+            scope = self.compile(text)
+            self.code = (scope["forward"], scope.get("backward"))
+        return self.code
+
     @contextmanager
-    def held(self, size: int) -> Iterator[list[Any]]:
+    def held(self, size: int) -> Iterator[tuple[Callable[..., Any], Callable[..., Any] | None]]:
+        """The forward and reverse passes bound to the workspace of batches of ``size`` samples."""
+        with self.compiling:
+            forward, backward = self._functions()
         if not self.lock.acquire(blocking=False):
-            yield [None] * self.slots
+            yield _bound(forward, backward, [None] * self.slots)
             return
         try:
             found = self.by_size.pop(size, None)
@@ -265,6 +289,12 @@ class Workspaces:
             self.by_size[size] = found  # the latest last
             while len(self.by_size) > KEPT:
                 self.by_size.pop(next(iter(self.by_size)))
-            yield found
+            yield _bound(forward, backward, found)
         finally:
             self.lock.release()
+
+
+def _bound(
+    forward: Callable[..., Any], backward: Callable[..., Any] | None, w: list[Any]
+) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+    return functools.partial(forward, _w=w), None if backward is None else functools.partial(backward, _w=w)
