@@ -7,6 +7,10 @@ copies x 16 products x 1,000 samples), and memory the allocator has handed back 
 costs a page fault per 4 KiB at its first touch; measured on the moons MLP at N = 1,000 the
 faults took most of a call's time (forward 4.3 ms with 1,068 faults a call, 1.0 ms without them;
 the reverse pass 7.7 ms with 1,903, 1.5 ms without). Written into, the same memory stays mapped.
+The gradients a call returns go into an array of an earlier call that nothing holds any more
+(``_returned``). A batch whose arrays are small (under ``WORKSPACE_BYTES``) runs the plain code,
+which ``.source`` shows; this code is that code with its array-making lines rewritten
+(``slotted``), compiled at the first call that needs it.
 
 What is written where changes no number: a line computes what it computed before, by the same
 ufunc (``np.multiply(a, b, out=...)`` is ``a * b``; ``_where``'s selection is a copy of the
