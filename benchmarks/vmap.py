@@ -17,6 +17,7 @@ printed with its unit and the baseline its ratio is taken against.
    ``vmap(grad(margin))`` + ``batch_sum`` (exact, and ``fast=True``; the L2 term's gradient by
    ``vmap(grad(penalty))`` over the parameters, as examples/moons_vmap.py takes it), the compiled
    step and the eager step; the exact batch gradient is checked equal to eager's to the bit.
+   PyTorch's and vmap's figures are timed taking turns, a call each per round (4 x ``--rounds``).
 3. examples/moons.py's training, full batch: eager steps against ``examples/moons_vmap.py``'s,
    the final parameters compared bit for bit.
 4. Memory at N = 100,000: the peak NumPy allocates (tracemalloc) for the per-sample gradients.
@@ -100,6 +101,20 @@ def median_time(function: Callable[[], Any], rounds: int) -> tuple[float, Any]:
         result = function()
         times.append(clock() - start)
     return statistics.median(times), result
+
+
+def interleaved(functions: dict[str, Callable[[], Any]], rounds: int) -> dict[str, tuple[float, Any]]:
+    """Each function's median time and last result, the functions taking turns round after round
+    (one call each per round), so that a change of the machine's load falls on all of them."""
+    times: dict[str, list[float]] = {name: [] for name in functions}
+    results: dict[str, Any] = {}
+    for _ in range(rounds):
+        for name, function in functions.items():
+            gc.collect()
+            start = clock()
+            results[name] = function()
+            times[name].append(clock() - start)
+    return {name: (statistics.median(times[name]), results[name]) for name in functions}
 
 
 def same_bits(a: Any, b: Any) -> bool:
@@ -210,10 +225,12 @@ def full_batch(n: int, rounds: int, torch: Any) -> None:
     slow = max(1, rounds // 2) if n <= 100 else 1
     t_eager, g_eager = median_time(eager, slow)
     t_compiled, g_compiled = median_time(compiled, rounds)
-    t_exact, g_exact = median_time(lambda: batched(exact), rounds)
-    t_fast, g_fast = median_time(lambda: batched(fast), rounds)
-    t_l2, _ = median_time(lambda: regularised(params), rounds)
-    t_l2_eager, _ = median_time(lambda: regularised_eager(start), rounds)
+    turns: dict[str, Callable[[], Any]] = {
+        "exact": lambda: batched(exact),
+        "fast": lambda: batched(fast),
+        "l2": lambda: regularised(params),
+        "l2 eager": lambda: regularised_eager(start),
+    }
     t_torch = None
     if torch is not None:
         sizes = moons_vmap.SIZES
@@ -234,7 +251,13 @@ def full_batch(n: int, rounds: int, torch: Any) -> None:
             return flat.grad.numpy()
 
         pytorch()
-        t_torch, g_torch = median_time(pytorch, 4 * rounds)
+        turns["torch"] = pytorch
+    # vmap's figures and PyTorch's taking turns, 4 x rounds each: each a few milliseconds
+    timed = interleaved(turns, 4 * rounds)
+    (t_exact, g_exact), (t_fast, g_fast) = timed["exact"], timed["fast"]
+    t_l2, t_l2_eager = timed["l2"][0], timed["l2 eager"][0]
+    if torch is not None:
+        t_torch, g_torch = timed["torch"]
     print(f"\nfull-batch gradient of the moons MLP 2-16-16-1 (hinge + L2, float64), N = {n:,}: ms per gradient")
     unit = "PyTorch's tensor code" if t_torch is not None else "eager"
     base = t_torch if t_torch is not None else t_eager

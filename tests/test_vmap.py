@@ -349,6 +349,7 @@ def test_calls_from_several_threads_at_once_each_get_their_own_numbers(monkeypat
     per_sample = vmap(grad(_layer), in_dims=(None, 0))
     batches = [rng.normal(size=(200, 3)) for _ in range(4)]
     expected = [np.array(_layer_rows(params, xs)) for xs in batches]
+    per_sample(params, batches[0])  # recorded and written here: the threads share the workspace's code
     wrong: list[int] = []
 
     def work(k: int) -> None:

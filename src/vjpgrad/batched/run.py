@@ -688,7 +688,10 @@ def vmap(
     ``.source``. Exact by default: every number is the one eager code gives for that sample, edge
     values included (each C library call runs per element); ``fast=True`` uses NumPy's ufuncs,
     faster, with the differences the docs list. Large batches run in chunks of samples
-    (``chunk_size``, chosen from the size of the graph when None). Needs NumPy
+    (``chunk_size``, chosen from the size of the graph when None); the arrays of a large batch
+    are kept from call to call and written into by the next call of the same size (its
+    workspace: fresh memory costs a page fault per 4 KiB), and the gradients go into an array an
+    earlier call returned once nothing holds it any more. Needs NumPy
     (``pip install numpy``, or ``pip install -e '.[vmap]'`` in a clone of vjpgrad).
     """
     arrays.numpy()
