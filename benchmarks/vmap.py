@@ -17,12 +17,16 @@ printed with its unit and the baseline its ratio is taken against.
    ``vmap(grad(margin))`` + ``batch_sum`` (exact, and ``fast=True``; the L2 term's gradient by
    ``vmap(grad(penalty))`` over the parameters, as examples/moons_vmap.py takes it), the compiled
    step and the eager step; the exact batch gradient is checked equal to eager's to the bit.
+   PyTorch's and vmap's figures are timed taking turns, a call each per round (4 x ``--rounds``).
 3. examples/moons.py's training, full batch: eager steps against ``examples/moons_vmap.py``'s,
    the final parameters compared bit for bit.
 4. Memory at N = 100,000: the peak NumPy allocates (tracemalloc) for the per-sample gradients.
 
     python benchmarks/vmap.py [--rounds 5] [--quick] [--sizes 1000 100000]
-                              [--only per-sample|full-batch|training|memory]
+                              [--only per-sample|full-batch|training|memory] [--clock wall|cpu]
+
+``--clock cpu`` times each figure in CPU time of the process (``time.process_time``) instead of
+the wall clock: on a loaded machine, what the code itself costs (PyTorch runs on one thread).
 """
 
 from __future__ import annotations
@@ -85,14 +89,32 @@ def compiled_loop(step: Any, values: list[Value], xs: Any, ys: Any) -> Any:
     return rows
 
 
+CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
+clock = time.perf_counter  # --clock
+
+
 def median_time(function: Callable[[], Any], rounds: int) -> tuple[float, Any]:
     times, result = [], None
     for _ in range(rounds):
         gc.collect()
-        start = time.perf_counter()
+        start = clock()
         result = function()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times), result
+
+
+def interleaved(functions: dict[str, Callable[[], Any]], rounds: int) -> dict[str, tuple[float, Any]]:
+    """Each function's median time and last result, the functions taking turns round after round
+    (one call each per round), so that a change of the machine's load falls on all of them."""
+    times: dict[str, list[float]] = {name: [] for name in functions}
+    results: dict[str, Any] = {}
+    for _ in range(rounds):
+        for name, function in functions.items():
+            gc.collect()
+            start = clock()
+            results[name] = function()
+            times[name].append(clock() - start)
+    return {name: (statistics.median(times[name]), results[name]) for name in functions}
 
 
 def same_bits(a: Any, b: Any) -> bool:
@@ -203,10 +225,12 @@ def full_batch(n: int, rounds: int, torch: Any) -> None:
     slow = max(1, rounds // 2) if n <= 100 else 1
     t_eager, g_eager = median_time(eager, slow)
     t_compiled, g_compiled = median_time(compiled, rounds)
-    t_exact, g_exact = median_time(lambda: batched(exact), rounds)
-    t_fast, g_fast = median_time(lambda: batched(fast), rounds)
-    t_l2, _ = median_time(lambda: regularised(params), rounds)
-    t_l2_eager, _ = median_time(lambda: regularised_eager(start), rounds)
+    turns: dict[str, Callable[[], Any]] = {
+        "exact": lambda: batched(exact),
+        "fast": lambda: batched(fast),
+        "l2": lambda: regularised(params),
+        "l2 eager": lambda: regularised_eager(start),
+    }
     t_torch = None
     if torch is not None:
         sizes = moons_vmap.SIZES
@@ -227,7 +251,13 @@ def full_batch(n: int, rounds: int, torch: Any) -> None:
             return flat.grad.numpy()
 
         pytorch()
-        t_torch, g_torch = median_time(pytorch, 4 * rounds)
+        turns["torch"] = pytorch
+    # vmap's figures and PyTorch's taking turns, 4 x rounds each: each a few milliseconds
+    timed = interleaved(turns, 4 * rounds)
+    (t_exact, g_exact), (t_fast, g_fast) = timed["exact"], timed["fast"]
+    t_l2, t_l2_eager = timed["l2"][0], timed["l2 eager"][0]
+    if torch is not None:
+        t_torch, g_torch = timed["torch"]
     print(f"\nfull-batch gradient of the moons MLP 2-16-16-1 (hinge + L2, float64), N = {n:,}: ms per gradient")
     unit = "PyTorch's tensor code" if t_torch is not None else "eager"
     base = t_torch if t_torch is not None else t_eager
@@ -285,7 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
     parser.add_argument("--sizes", type=int, nargs="+", help="batch sizes of the per-sample part (default 1000 100000)")
     parser.add_argument("--only", choices=["per-sample", "full-batch", "training", "memory"], help="one part")
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall", help="wall-clock or CPU time (the process's)")
     args = parser.parse_args(argv)
+    global clock
+    clock = CLOCK[args.clock]
     try:
         import torch
 
@@ -294,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
         torch = None
         print("(torch is not installed: the PyTorch comparisons are left out)")
     print(
-        f"Python {sys.version.split()[0]}, NumPy {np.__version__}" + (f", torch {torch.__version__}" if torch else "")
+        f"Python {sys.version.split()[0]}, NumPy {np.__version__}"
+        + (f", torch {torch.__version__}" if torch else "")
+        + f"; times are {'CPU time of the process' if args.clock == 'cpu' else 'wall-clock time'}"
     )
     sizes = args.sizes or ((200, 2000) if args.quick else (1000, 100_000))
     if args.only in (None, "per-sample"):

@@ -1,5 +1,6 @@
-"""Shared test settings: hypothesis sized for a 2-core machine, and a compiled-code cache of the
-test run's own (so the tests never read or write a developer's ~/.cache/vjpgrad)."""
+"""Shared test settings: hypothesis sized for a 2-core machine, a compiled-code cache of the
+test run's own (so the tests never read or write a developer's ~/.cache/vjpgrad), and vmap's two
+kinds of array code (``vmap_code``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -45,3 +48,26 @@ def _compile_writes_afresh_under_mutmut(monkeypatch: pytest.MonkeyPatch) -> None
     directory and setting (test_compile_replay.py's ``cache_dir``)."""
     if "MUTANT_UNDER_TEST" in os.environ:  # set by mutmut in every run it makes, absent otherwise
         monkeypatch.setenv("VJPGRAD_CACHE", "0")
+
+
+@pytest.fixture(scope="module", params=["plain", "workspace"])
+def vmap_code(request: pytest.FixtureRequest) -> Iterator[str]:
+    """vmap's tests twice (``pytestmark = pytest.mark.usefixtures("vmap_code")``): with the plain
+    array code (batches of the tests' sizes), and with the code that writes into a workspace
+    (``workspace.WORKSPACE_BYTES`` at 0: every batch), each vmap call made twice so that the
+    second writes into the arrays of the first."""
+    if request.param == "plain":
+        yield request.param
+        return
+    from vjpgrad.batched import run, workspace
+
+    once = run.Vmapped.__call__
+
+    def twice(self: Any, *args: Any, **kwargs: Any) -> Any:
+        once(self, *args, **kwargs)
+        return once(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(workspace, "WORKSPACE_BYTES", 0)
+        patch.setattr(run.Vmapped, "__call__", twice)
+        yield request.param

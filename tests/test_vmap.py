@@ -33,6 +33,9 @@ from vjpgrad.batched.templates import FORWARD, forward_key  # noqa: E402 - after
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
+pytestmark = pytest.mark.usefixtures("vmap_code")  # every test with the plain code and in a workspace
+
+
 def bits(x: float) -> bytes:
     return struct.pack("<d", float(x))
 
@@ -257,6 +260,111 @@ def test_fast_mode_agrees_on_arithmetic_and_nearly_on_functions() -> None:
     assert_same_bits(arithmetic, [grad(lambda x: (x * x - 3.0 * x).relu())(float(x)) for x in xs], "fast arithmetic")
 
 
+# ---- the workspace: each call writes into the arrays of the previous one -------------------------
+
+
+def _layer(params: Any, x: Any) -> Any:
+    """A relu layer of 6 neurons on 3 inputs, then their sum: folded, products at once."""
+    total = params[0] * 0.0
+    for j in range(6):
+        pre = params[4 * j + 3]
+        for i in range(3):
+            pre = pre + params[4 * j + i] * x[i]
+        total = total + pre.relu()
+    return total
+
+
+def _layer_rows(params: list[float], xs: Any) -> list[list[float]]:
+    return [grad(_layer)(params, [float(v) for v in x]) for x in xs]
+
+
+def test_results_held_by_the_caller_keep_their_numbers_while_later_calls_write_into_the_workspace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from vjpgrad.batched import workspace
+
+    monkeypatch.setattr(workspace, "WORKSPACE_BYTES", 0)  # these small batches too
+    rng = np.random.default_rng(3)
+    params = [float(v) for v in rng.normal(size=24)]
+    per_sample = vmap(grad(_layer), in_dims=(None, 0))
+    values = vmap(value_and_grad(_layer), in_dims=(None, 0))
+    plain = vmap(_layer, in_dims=(None, 0))
+    batches = [rng.normal(size=(n, 3)) for n in (5, 5, 3, 5, 3, 5)]  # two sizes, alternating: two workspaces
+    held = [(per_sample(params, xs), values(params, xs), plain(params, xs)) for xs in batches]
+    for xs, (rows, (value, gradient), result) in zip(batches, held, strict=True):
+        assert_same_bits(rows, _layer_rows(params, xs), "grad rows held while later calls ran")
+        assert_same_bits(gradient, _layer_rows(params, xs), "value_and_grad's rows held")
+        expected = [_layer([Value(p) for p in params], [float(v) for v in x]).data for x in xs]
+        assert_same_bits(value, expected, "value_and_grad's values held")
+        assert_same_bits(result, expected, "a plain function's results held")
+    chunked = vmap(grad(_layer), in_dims=(None, 0), chunk_size=4)  # chunks of 4, 4 and 3 samples
+    xs = rng.normal(size=(11, 3))
+    first = chunked(params, xs)
+    again = chunked(params, xs[::-1].copy())
+    assert_same_bits(first, _layer_rows(params, xs), "chunked, held")
+    assert_same_bits(again, _layer_rows(params, xs[::-1]), "chunked, the next call")
+
+
+def test_the_rows_handed_back_are_filled_again_once_the_caller_lets_go_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+    import weakref
+
+    from vjpgrad.batched import workspace
+
+    monkeypatch.setattr(workspace, "WORKSPACE_BYTES", 0)
+
+    rng = np.random.default_rng(4)
+    params = [float(v) for v in rng.normal(size=24)]
+    per_sample = vmap(grad(_layer), in_dims=(None, 0))
+    xs, ys = rng.normal(size=(50, 3)), rng.normal(size=(50, 3))
+    enabled = gc.isenabled()
+    gc.disable()  # a reference cycle would hold the rows until the collector ran: there must be none
+    try:
+        rows = per_sample(params, xs)
+        base = weakref.ref(rows.base if rows.base is not None else rows)
+        kept = rows
+        again = per_sample(params, ys)  # the first rows still held: new memory
+        assert not np.shares_memory(again, kept)
+        assert_same_bits(kept, _layer_rows(params, xs), "rows held during the next call")
+        bases = [base, weakref.ref(again.base if again.base is not None else again)]
+        del rows, kept, again
+        third = per_sample(params, ys)
+        alive = [b() for b in bases if b() is not None]
+        assert any(np.shares_memory(third, b) for b in alive), "the rows let go of are filled again"
+        assert_same_bits(third, _layer_rows(params, ys), "rows filled again")
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def test_calls_from_several_threads_at_once_each_get_their_own_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from vjpgrad.batched import workspace
+
+    monkeypatch.setattr(workspace, "WORKSPACE_BYTES", 0)
+
+    rng = np.random.default_rng(5)
+    params = [float(v) for v in rng.normal(size=24)]
+    per_sample = vmap(grad(_layer), in_dims=(None, 0))
+    batches = [rng.normal(size=(200, 3)) for _ in range(4)]
+    expected = [np.array(_layer_rows(params, xs)) for xs in batches]
+    per_sample(params, batches[0])  # recorded and written here: the threads share the workspace's code
+    wrong: list[int] = []
+
+    def work(k: int) -> None:
+        for _ in range(15):
+            if not np.array_equal(per_sample(params, batches[k]), expected[k]):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong
+
+
 # ---- training -------------------------------------------------------------------------------------
 
 
@@ -264,6 +372,65 @@ def test_batch_sum_adds_from_the_last_row_to_the_first_onto_the_start() -> None:
     rows = np.array([[1e16, 1.0], [1.0, -1e16], [-1e16, 1e16]])
     expected = [((5.0 + r2) + r1) + r0 for r0, r1, r2 in zip(rows[0], rows[1], rows[2], strict=True)]
     assert [bits(x) for x in vjpgrad.batch_sum(rows, start=5.0)] == [bits(x) for x in expected]
+
+
+def _eager_order(rows: Any, start: Any) -> list[float]:
+    """Each column of ``rows`` summed as eager code's reverse pass adds it: onto ``start`` (else
+    onto the last row), the rows from the last to the first, one Python addition at a time."""
+    columns = np.asarray(rows, dtype=np.float64).reshape((len(rows), -1))
+    width = columns.shape[1]
+    starts = np.broadcast_to(np.asarray(start if start is not None else 0.0), np.shape(rows)[1:]).reshape(-1)
+    found = []
+    for k in range(width):
+        chain = [float(x) for x in columns[:, k]][::-1]
+        total = float(starts[k]) if start is not None else chain.pop(0)
+        for x in chain:
+            total = total + x
+        found.append(total)
+    return found
+
+
+def _adversarial(count: int, shape: tuple[int, ...]) -> Any:
+    """Rows whose sums depend on the order of additions: 1e16 and 1 cancelling (pairwise or
+    blocked sums lose or keep the ones differently), signed zeros, and an infinity and a nan in
+    some columns; each column its own rotation and scale of the pattern."""
+    width = int(np.prod(shape)) if shape else 1
+    pattern = [1e16, 1.0, -1e16, 1.0, -0.0, 3.0, -1e16, 1e16, 0.5, -0.0]
+    columns = []
+    for k in range(width):
+        column = [pattern[(i + k) % len(pattern)] * (1 + k % 3) for i in range(count)]
+        if k % 4 == 3 and count > 2:  # the last rows are added first: an inf, then a nan after it
+            column[count - 2] = math.inf if k % 8 == 3 else math.nan
+        if k % 5 == 4:
+            column = [-0.0] * count
+        columns.append(column)
+    return np.array(columns, dtype=np.float64).T.reshape((count, *shape))
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (2,), (3,), (8,), (33,), (2, 3), (1, 1)])
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 8, 9, 16, 17, 100, 1000])
+def test_batch_sum_adds_in_eager_order_on_sums_that_cancel_for_every_shape(count: int, shape: tuple[int, ...]) -> None:
+    rows = _adversarial(count, shape)
+    for layout in (rows, np.asfortranarray(rows)):
+        for start in (None, -0.0, 0.0, 2.5, _adversarial(1, shape)[0] if shape else None):
+            found = vjpgrad.batch_sum(layout, start=start)
+            assert np.shape(found) == shape
+            expected = _eager_order(rows, start)
+            assert [bits(x) for x in np.ravel(found)] == [bits(x) for x in expected], (count, shape, start)
+
+
+def test_batch_sum_keeps_negative_zero_and_its_order_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert bits(vjpgrad.batch_sum(np.array([-0.0, -0.0, -0.0]))) == bits(-0.0)  # NumPy's sum starts at 0.0
+    assert bits(vjpgrad.batch_sum(np.array([[-0.0], [-0.0]]), start=-0.0)[0]) == bits(-0.0)
+    assert bits(vjpgrad.batch_sum(np.array([[-0.0], [-0.0]]), start=0.0)[0]) == bits(0.0)
+    assert bits(vjpgrad.batch_sum(np.zeros((0, 2)), start=-0.0)[1]) == bits(-0.0)
+    from vjpgrad.batched import arrays
+
+    monkeypatch.setattr(arrays, "ORDERED_BYTES", 48)  # chunks of two rows: the total carried across them
+    rows = _adversarial(37, (5,))
+    for start in (None, 1.0):
+        expected = _eager_order(rows, start)
+        assert [bits(x) for x in vjpgrad.batch_sum(rows, start=start)] == [bits(x) for x in expected]
 
 
 @pytest.mark.slow  # a training run, a grid of edges per operation, or torch.func: seconds

@@ -26,6 +26,8 @@ np = pytest.importorskip("numpy", reason="vmap needs NumPy: pip install numpy (o
 
 FOLDED = "copies of a block"
 
+pytestmark = pytest.mark.usefixtures("vmap_code")  # every test with the plain code and in a workspace
+
 
 def same(a: float, b: float) -> bool:
     return struct.pack("<d", float(a)) == struct.pack("<d", float(b)) or (a != a and b != b)

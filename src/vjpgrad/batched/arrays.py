@@ -155,6 +155,49 @@ def _stack(np: ModuleType) -> Callable[[tuple[Any, ...]], Any]:
     return stacked
 
 
+ORDERED_BYTES = 1 << 17
+"""Bytes of the buffer ``ordered_sum`` copies rows into, a chunk at a time (128 KiB): small
+enough to stay in the caches and to be reused by the allocator from call to call (fresh memory
+costs a page fault per 4 KiB on its first touch)."""
+
+
+def ordered_sum(np: ModuleType, first: list[Any], rows: Any) -> Any:
+    """``first[0] + first[1] + ... + rows[0] + rows[1] + ...``, each column added in that order,
+    one addition after another, every column at once: ``rows`` is an array ``(count, width)``,
+    each of ``first`` a row of ``width`` numbers. Returns the ``width`` sums.
+
+    NumPy adds pairwise (or in blocks of 8) only along the fast axis of a reduction: reducing
+    along the first axis of a C-ordered ``(count, width)`` array with ``width`` at least 2, it
+    adds each row into the running total, row after row, the columns side by side (the
+    ``out[k] = out[k] + row[k]`` loop of a binary ufunc). So the rows are copied, a chunk at a
+    time, behind the total so far into such an array (a single column is given a second, of
+    zeros, so that the first axis is never the fast one), and reduced from ``-0.0``
+    (``-0.0 + x`` is ``x`` to the bit; NumPy's own start for ``add``, ``0.0``, would turn a sum of
+    ``-0.0`` into ``0.0``). ``tests/test_vmap.py`` pins the bits against a Python loop of
+    additions on sums that cancel, signed zeros, infinities and nan."""
+    width = rows.shape[1]
+    columns = max(width, 2)
+    chunk = max(1, ORDERED_BYTES // (8 * columns) - 1)
+    total: Any = None
+    count = rows.shape[0]
+    for lo in range(-len(first), count, chunk):
+        hi = min(count, lo + chunk)
+        head = [] if total is None else [total]
+        if lo < 0:
+            head += first
+            lo = 0
+        ordered = np.empty((len(head) + hi - lo, columns))
+        for k, row in enumerate(head):
+            ordered[k, :width] = row
+        ordered[len(head) :, :width] = rows[lo:hi]
+        if width < columns:
+            ordered[:, width:] = 0.0
+        total = np.add.reduce(ordered, axis=0, initial=-0.0)[:width]
+    if total is None:  # no rows and nothing first: the sum of nothing
+        return np.full(width, -0.0)
+    return total
+
+
 def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The values every copy of a block reads: their gradients so far (``starts``, -0.0 for one
     that has none yet: ``-0.0 + c`` is ``c`` to the bit) plus each copy's contributions
@@ -191,11 +234,12 @@ def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
     return across, stacked
 
 
-def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
     """Operands of a block's products, stacked a product per row: ``sides(lefts, rights)`` gives
     both stacks with as many axes each, so that ``a * b`` multiplies row k of one by row k of the
     other as ``lefts[k] * rights[k]`` broadcasts; ``stack_as(items, like)`` stacks the products'
-    gradients with ``like``'s number of axes."""
+    gradients with ``like``'s number of axes; and the two steps of ``sides``, ``stacked(items)``
+    and ``aligned(array, axes)``, for the workspace's helpers (``workspace.helpers``)."""
     array, broadcast, stack, float64 = np.array, np.broadcast_arrays, np.stack, np.float64
 
     def stacked(items: tuple[Any, ...]) -> Any:
@@ -221,7 +265,7 @@ def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
             return aligned(np.broadcast_to(first, (len(items), *first.shape)), like.ndim)
         return aligned(stacked(items), like.ndim)
 
-    return sides, stack_as
+    return sides, stack_as, stacked, aligned
 
 
 def _rows(np: ModuleType) -> Callable[..., Any]:
@@ -229,10 +273,16 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
     arrays of a block's inputs' gradients (copies along the first axis), each with the rows of
     the result they fill (a tuple of them, or a slice) and the copies they are taken from (None: all, in order), in one
     operation each; ``alone`` every other gradient (a column of samples or a number) with its
-    row. A gradient that is one number for every sample fills its row."""
+    row. A gradient that is one number for every sample fills its row. ``make(shape)`` gives the
+    array to fill (a new one unless given: ``workspace.helpers`` gives one the caller has let go)."""
     asarray, empty, float64 = np.asarray, np.empty, np.float64
 
-    def rows(count: int, placed: tuple[Any, ...], alone: tuple[tuple[int, Any], ...]) -> Any:
+    def rows(
+        count: int,
+        placed: tuple[Any, ...],
+        alone: tuple[tuple[int, Any], ...],
+        make: Callable[[tuple[int, int]], Any] = empty,
+    ) -> Any:
         width = 1
         arrays = []
         for array, where, picked in placed:
@@ -245,7 +295,7 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
         for _, x in alone:
             if isinstance(x, np.ndarray) and x.ndim:
                 width = max(width, x.shape[-1])
-        out = empty((count, width))
+        out = make((count, width))
         for found, where in arrays:
             out[where] = found
         for k, x in alone:
@@ -272,6 +322,8 @@ def namespace(fast: bool) -> dict[str, Any]:
         "_rows": _rows(np),
         "_sides": _sides(np)[0],
         "_stack_as": _sides(np)[1],
+        "_stacked": _sides(np)[2],
+        "_aligned": _sides(np)[3],
         "_inf": math.inf,
         "_nan": math.nan,
     }

@@ -26,12 +26,13 @@ import linecache
 import numbers
 import struct
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
-from vjpgrad.batched import arrays
+from vjpgrad.batched import arrays, workspace
 from vjpgrad.batched.write import ArrayWriter, Graph
 from vjpgrad.core import backward, graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
@@ -198,6 +199,7 @@ class _Program:
     layout: _Layout
     wrt: list[tuple[int, int | None]]  # for each differentiated argument: its position and width
     nodes: int
+    workspaces: workspace.Workspaces  # the arrays of its latest calls, written into by the next (workspace.py)
 
 
 def _compile_source(source: str, name: str, namespace: dict[str, Any]) -> dict[str, Any]:
@@ -409,7 +411,13 @@ class Vmapped:
         source = writer.forward_source()
         if transformed is not None:
             source += "\n\n" + writer.backward_source()
-        scope = _compile_source(source, getattr(function, "__name__", "f"), arrays.namespace(self.fast))
+        name = getattr(function, "__name__", "f")
+        namespace = arrays.namespace(self.fast)
+        scope = _compile_source(source, name, namespace)
+        namespace.update(workspace.helpers(arrays.numpy(), namespace))
+        workspaces = workspace.Workspaces(
+            source, lambda text: _compile_source(text, f"{name}, in a workspace", namespace)
+        )
         names = dict(writer.value_index)
         names.update((id(x), -1 - k) for k, x in enumerate(inputs))
         return _Program(
@@ -424,6 +432,7 @@ class Vmapped:
             layout=layout,
             wrt=[(k, read[k].width) for k in positions],
             nodes=len(live),
+            workspaces=workspaces,
         )
 
     def _chunks(self, program: _Program, batch: int) -> list[tuple[int, int]]:
@@ -457,14 +466,19 @@ class Vmapped:
         had without a copy row by row (else None)."""
         np = arrays.numpy()
         transformed = self.transformed
-        inputs, values, outputs = self._forward(program, read, lo, hi)
-        parts: list[Any] = []
-        if transformed is None or transformed.kind == "value_and_grad":
-            parts += self._numbers(program.layout, outputs)
+        with _code(program, hi - lo) as (forward, backward):
+            inputs, values, outputs = self._forward(program, forward, read, lo, hi)
+            parts: list[Any] = []
+            if transformed is None or transformed.kind == "value_and_grad":
+                parts += self._numbers(program.layout, outputs)
+            found: list[Any] = []
+            if transformed is not None:
+                assert backward is not None  # a transform's program has its reverse pass
+                passes = _bases(program.layout, transformed.kind == "jacobian")
+                found = [backward(inputs, values, *seeds) for seeds in passes]  # arrays of rows
+            # the values may be arrays of the workspace, which the next call (another thread's) writes into
+            parts = [x.copy() if isinstance(x, np.ndarray) else x for x in parts]
         if transformed is not None:
-            assert program.backward is not None  # a transform's program has its reverse pass
-            passes = _bases(program.layout, transformed.kind == "jacobian")
-            found: list[Any] = [program.backward(inputs, values, *seeds) for seeds in passes]  # arrays of rows
             if alone and not parts and len(found) == 1 and found[0].shape[1] == hi - lo:
                 return parts, found[0]  # grad's rows, as the reverse pass returned them
             for rows in found:
@@ -478,12 +492,15 @@ class Vmapped:
                 return parts, whole
         return parts, None
 
-    def _forward(self, program: _Program, read: list[_Argument], lo: int, hi: int) -> tuple[list[Any], Any, list[Any]]:
-        """The forward pass on the samples ``lo`` to ``hi``: its inputs (the arguments' columns,
-        then the numbers from outside), the values it made, and the function's outputs."""
+    def _forward(
+        self, program: _Program, forward: Callable[..., Any], read: list[_Argument], lo: int, hi: int
+    ) -> tuple[list[Any], Any, list[Any]]:
+        """The forward pass (``forward``, the program's or its workspace's) on the samples ``lo``
+        to ``hi``: its inputs (the arguments' columns, then the numbers from outside), the values
+        it made, and the function's outputs."""
         inputs = [column for a in read if a.kind != "static" for column in a.columns(lo, hi)]
         inputs += [graph.number(x) for x in program.outside]
-        values = program.forward(*inputs)
+        values = forward(*inputs)
         outputs = [values[k] if k >= 0 else inputs[-1 - k] for k in (program.names[id(y)] for y in program.outputs)]
         return inputs, values, outputs
 
@@ -500,23 +517,9 @@ class Vmapped:
     def _shape(self, program: _Program, columns: Any, batch: int) -> Any:
         np = arrays.numpy()
         transformed = self.transformed
-        place = [0]
-
-        def take(width: int | None) -> Any:
-            k = place[0]
-            place[0] += 1 if width is None else width
-            if width is None:
-                return columns[k]
-            return columns[k : k + width].T
-
-        def rebuilt(layout: _Layout) -> Any:
-            if layout.form == "one":
-                return take(None)
-            if layout.form == "list":
-                return take(len(layout.items))
-            return tuple(rebuilt(item) for item in layout.items)
-
-        value = rebuilt(program.layout) if transformed is None or transformed.kind == "value_and_grad" else None
+        taker = _Taker(columns)
+        take = taker.take
+        value = taker.rebuilt(program.layout) if transformed is None or transformed.kind == "value_and_grad" else None
         if transformed is None:
             return self._out(value)
         argnums = transformed.argnums
@@ -560,14 +563,14 @@ class Vmapped:
                 f"vmap: each cotangent must have the shape of the function's output ({width or 'a number'}), "
                 f"got {cotangent.width or 'a number'}"
             )
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), _code(program, batch) as (forward, backward):
             inputs = [column for a in read for column in a.columns(0, 1)]
             inputs += [graph.number(x) for x in program.outside]
-            values = program.forward(*inputs)
+            values = forward(*inputs)
             given = cotangent.columns(0, batch)  # one column per item of the output
             seeds = [given[k] for k, item in enumerate(_items(program.layout)) if item[0] == "value"]
-            assert program.backward is not None  # a vjp's program has its reverse pass
-            parts = program.backward(inputs, values, *seeds)
+            assert backward is not None  # a vjp's program has its reverse pass
+            parts = backward(inputs, values, *seeds)
             columns = [np.broadcast_to(np.asarray(p, dtype=np.float64), (batch,)).copy() for p in parts]
         result = []
         place = 0
@@ -579,6 +582,42 @@ class Vmapped:
                 result.append(np.stack(columns[place : place + w], axis=1))
                 place += w
         return self._out(tuple(result))
+
+
+@contextmanager
+def _code(program: _Program, size: int) -> Iterator[tuple[Callable[..., Any], Callable[..., Any] | None]]:
+    """The forward and reverse passes for a batch of ``size`` samples: the program's own, or for
+    a batch whose arrays are large (``workspace.WORKSPACE_BYTES``) the code that writes into the
+    program's workspace for that size, held for the call."""
+    if size * max(1, program.nodes) * 8 < workspace.WORKSPACE_BYTES:
+        yield program.forward, program.backward
+        return
+    with program.workspaces.held(size) as code:
+        yield code
+
+
+class _Taker:
+    """The results of a call taken from its rows in order, as views (a class, not closures: a
+    recursive closure is a reference cycle, which would hold the rows until the garbage
+    collector runs and keep ``workspace`` from filling them again)."""
+
+    def __init__(self, columns: Any) -> None:
+        self.columns = columns
+        self.place = 0
+
+    def take(self, width: int | None) -> Any:
+        k = self.place
+        self.place += 1 if width is None else width
+        if width is None:
+            return self.columns[k]
+        return self.columns[k : k + width].T
+
+    def rebuilt(self, layout: _Layout) -> Any:
+        if layout.form == "one":
+            return self.take(None)
+        if layout.form == "list":
+            return self.take(len(layout.items))
+        return tuple(self.rebuilt(item) for item in layout.items)
 
 
 def _differentiable(argument: _Argument, position: int) -> _Argument:
@@ -650,7 +689,10 @@ def vmap(
     ``.source``. Exact by default: every number is the one eager code gives for that sample, edge
     values included (each C library call runs per element); ``fast=True`` uses NumPy's ufuncs,
     faster, with the differences the docs list. Large batches run in chunks of samples
-    (``chunk_size``, chosen from the size of the graph when None). Needs NumPy
+    (``chunk_size``, chosen from the size of the graph when None); the arrays of a large batch
+    are kept from call to call and written into by the next call of the same size (its
+    workspace: fresh memory costs a page fault per 4 KiB), and the gradients go into an array an
+    earlier call returned once nothing holds it any more. Needs NumPy
     (``pip install numpy``, or ``pip install -e '.[vmap]'`` in a clone of vjpgrad).
     """
     arrays.numpy()
@@ -662,23 +704,20 @@ def batch_sum(rows: Any, start: Any = None) -> Any:
     last to the first, onto ``start`` when given: the order in which eager code's reverse pass
     through ``f(x0) + f(x1) + ...`` (or ``sum([...])``) adds the samples' contributions to a
     parameter that each sample uses once. Summed so, a full-batch gradient through ``vmap``
-    equals eager code's to the bit (``np.sum`` adds pairwise: other bits)."""
+    equals eager code's to the bit (``np.sum`` adds pairwise: other bits).
+
+    The additions run in one NumPy reduction (``ordered_sum``): the rows are copied, last first
+    and after ``start``, into a C-ordered array of at least two columns, and reduced along its
+    first axis, which NumPy adds row after row into the running total."""
     np = arrays.numpy()
     block = np.asarray(rows, dtype=np.float64)
     if block.ndim == 0:
         raise ValueError("batch_sum takes an array of rows (samples along axis 0), got a number")
-    count = block.shape[0]
-    if start is not None:
-        total = np.array(np.broadcast_to(np.asarray(start, dtype=np.float64), block.shape[1:]))
-        last = count
-    elif count:
-        total, last = block[count - 1].copy(), count - 1
-    else:
-        return np.zeros(block.shape[1:])
-    # one addition of a whole row at a time, in place: every parameter's chain of additions runs
-    # in order, the parameters side by side (np.add.accumulate walks each chain alone, about 3x
-    # slower; np.add.reduce and np.sum do not keep the order)
+    count, shape = block.shape[0], block.shape[1:]
+    if start is None and not count:
+        return np.zeros(shape)
+    flat = block.reshape((count, int(np.prod(shape))))
+    first = [] if start is None else [np.broadcast_to(np.asarray(start, dtype=np.float64), shape).reshape(-1)]
     with np.errstate(all="ignore"):
-        for k in range(last - 1, -1, -1):
-            total += block[k]
-    return total[()] if isinstance(total, np.ndarray) and total.ndim == 0 else total
+        total = arrays.ordered_sum(np, first, flat[::-1]).reshape(shape)
+    return total[()] if total.ndim == 0 else total
