@@ -50,7 +50,9 @@ def _compile_writes_afresh_under_mutmut(monkeypatch: pytest.MonkeyPatch) -> None
         monkeypatch.setenv("VJPGRAD_CACHE", "0")
 
 
-@pytest.fixture(scope="module", params=["plain", "workspace"])
+# the workspace's run of every vmap test is the whole suite's (it doubles vmap's share of the quick
+# loop); the quick loop keeps the plain run and the workspace's own tests in test_vmap.py
+@pytest.fixture(scope="module", params=["plain", pytest.param("workspace", marks=pytest.mark.slow)])
 def vmap_code(request: pytest.FixtureRequest) -> Iterator[str]:
     """vmap's tests twice (``pytestmark = pytest.mark.usefixtures("vmap_code")``): with the plain
     array code (batches of the tests' sizes), and with the code that writes into a workspace
