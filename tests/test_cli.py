@@ -167,6 +167,7 @@ def test_hostile_input_is_one_line_on_stderr_and_exit_2(
     assert re.search(message, err), err
 
 
+@pytest.mark.slow  # four vjpgrad processes; the quick loop keeps the whitelist's refusals in this process
 def test_nothing_in_the_text_is_executed(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     attacks = [

@@ -229,6 +229,7 @@ GENERATED = frozenset({"core/operators.py", "core/functions.py"})
 """Written by ``python -m vjpgrad.codegen --write``: straight-line code on purpose."""
 
 
+@pytest.mark.slow  # radon over every module: seconds; the whole suite and CI run it
 def test_no_function_is_above_radons_grade_c() -> None:
     # grade C is a cyclomatic complexity of at most 20 (radon: A 1-5, B 6-10, C 11-20, D 21-30...)
     radon = pytest.importorskip("radon.complexity", reason="radon is installed in CI's main environment")
