@@ -130,7 +130,12 @@ def child(name: str, cache: str) -> dict[str, Any]:
     code = CHILD.format(here=str(HERE), examples=str(HERE.parent / "examples"), name=name)
     environment = {**os.environ, "VJPGRAD_CACHE_DIR": cache}
     environment.pop("VJPGRAD_CACHE", None)
-    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=600)
+    # run from the project's folder, as `python examples/gpt.py` is: compile takes code on sys.path
+    # outside the current folder for installed code (never walked), so from benchmarks/ the
+    # example's model would be a library's object and its weights refused as not found
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=600, cwd=HERE.parent
+    )
     if done.returncode != 0:
         sys.exit(f"{name}: the measuring process failed:\n{done.stderr}{done.stdout}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
