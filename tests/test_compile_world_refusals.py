@@ -373,3 +373,35 @@ def test_a_draw_the_users_code_does_not_name_is_refused_all_the_same() -> None:
 
     with pytest.raises(DataDependentError, match=r"\(defined at .*\) drew random numbers from random's global"):
         vjpgrad.compile(f)(Value(1.0))
+
+
+def test_a_model_found_on_sys_path_outside_the_current_folder_is_refused_naming_that_folder(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # code on sys.path outside the project counts as installed code, which compile never looks
+    # into: its weights cannot be found, and the refusal says why, naming the folder
+    code = tmp_path / "elsewhere"
+    code.mkdir()
+    (code / "far_model.py").write_text(
+        "from vjpgrad import Value\n\n"
+        "class Model:\n"
+        "    def __init__(self):\n"
+        "        self.w = Value(2.0)\n\n"
+        "    def __call__(self, x):\n"
+        "        return self.w * x\n"
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.syspath_prepend(str(code))
+    monkeypatch.chdir(project)
+    monkeypatch.delitem(sys.modules, "far_model", raising=False)
+    import far_model
+
+    model = far_model.Model()
+    step = vjpgrad.compile(lambda x: model(x))
+    with pytest.raises(DataDependentError) as refused:
+        step(Value(3.0))
+    message = str(refused.value)
+    assert "cannot find where" in message
+    assert f"{code}{os.sep}" in message
+    assert "sys.path" in message

@@ -735,11 +735,18 @@ def _check_found(fn: Callable[..., Any], parameters: list[Value], found: world.S
     at the next call whether it is still the same one."""
     missing = [x for x in parameters if id(x) not in found.values]
     if missing:
+        outside = world.on_path_outside_the_project()
         raise DataDependentError(
             f"{where(fn)}: vjpgrad.compile cannot find where {_name(fn)} gets a Value it reads (made outside it), "
             "so it could not check at the next call that it is still the same one: keep such Values in "
             "attributes, lists, dicts, closures or globals of plain Python objects (not inside a library's "
             "objects, or in a rule of a custom operation), or pass them as arguments"
+            + (
+                f"; code found through sys.path outside the current folder counts as a library's, never looked "
+                f"into: {', '.join(outside)} (run from your project's folder, or keep your code under it)"
+                if outside
+                else ""
+            )
         )
 
 

@@ -119,20 +119,34 @@ def installed_locations() -> tuple[str, ...]:
     known = _installed.get(key)
     if known is not None:
         return known
+    roots = set(_pythons_folders()) | set(on_path_outside_the_project())
+    _installed.clear()  # one sys.path at a time
+    known = _installed[key] = tuple(sorted(roots))
+    return known
+
+
+def _pythons_folders() -> list[str]:
+    """Python's library and site-packages (``sysconfig``) and ``site``'s folders."""
     paths = sysconfig.get_paths()
-    roots = {_folder(p) for name in ("stdlib", "platstdlib", "purelib", "platlib") if (p := paths.get(name))}
-    roots |= {_folder(p) for p in _site_folders()}
+    roots = [_folder(p) for name in ("stdlib", "platstdlib", "purelib", "platlib") if (p := paths.get(name))]
+    return roots + [_folder(p) for p in _site_folders()]
+
+
+def on_path_outside_the_project() -> list[str]:
+    """The folders of ``sys.path`` outside the user's project (the current folder, now and when
+    vjpgrad was imported, and the script's): their code counts as installed. A refusal that
+    cannot find a Value names them, since a user's model imported from there is not looked into."""
     project = [_folder(os.getcwd()), _STARTED_IN]
     main = vars(sys.modules.get("__main__", types.ModuleType("__main__"))).get("__file__")
     if isinstance(main, str):
         project.append(_folder(os.path.dirname(main)))
+    python = tuple(_pythons_folders())
+    found: list[str] = []
     for entry in sys.path:
         folder = _folder(entry or os.curdir)
-        if not folder.startswith(tuple(project)) and os.path.isdir(folder):
-            roots.add(folder)
-    _installed.clear()  # one sys.path at a time
-    known = _installed[key] = tuple(sorted(roots))
-    return known
+        if not folder.startswith((*project, *python)) and folder not in found and os.path.isdir(folder):
+            found.append(folder)
+    return found
 
 
 _PLAIN = (int, float, str, bytes, bool, type(None), complex)
