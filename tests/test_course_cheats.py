@@ -510,10 +510,16 @@ def test_a_source_that_names_setrecursionlimit_is_flagged_however_it_names_it(tm
         "import sys\ngetattr(sys, 'setrecursionlimit')(10**5)\n",
         "import sys\nvars(sys)['setRecursionLimit'.lower()](10**5)\n",
         "import ctypes\nctypes.pythonapi.Py_SetRecursionLimit(10**5)\n",
+        "import sys\ngetattr(sys.modules['vjp' + 'grad.course.probe'], '_set_' + 'recursion_limit')(10**5)\n",
     ):
         engine.write_text(cheat + solution)
-        assert borrowed.remarks(own, exercise(4), of) == [flagged], cheat
+        assert borrowed.remarks(own, exercise(4), of)[0] == flagged, cheat
         assert borrowed.remarks(own, exercise(8), of) == []  # not that exercise's file
+    reaching = f"engine.py names ctypes.pythonapi or /proc: {borrowed.REACHING}"
+    engine.write_text("import ctypes\n_f = getattr(ctypes.pythonapi, 'Py_Set' + 'Recursion' + 'Limit')\n" + solution)
+    assert borrowed.remarks(own, exercise(4), of) == [flagged, reaching]
+    engine.write_text("import os\n_fds = os.listdir(f'/proc/{os.getppid()}/fd')\n" + solution)
+    assert borrowed.remarks(own, exercise(4), of) == [reaching]
     engine.write_text(solution + "\nimport sys\nDEPTH = sys.getrecursionlimit()  # not sys.setrecursionlimit\n")
     assert borrowed.remarks(own, exercise(4), of) == []  # a comment is no reference; getrecursionlimit is fine
 
