@@ -490,3 +490,15 @@ def test_grade_refuses_an_out_whose_gradebook_is_another_courses(
     assert (status, printed) == (2, "")
     assert "not this course's: grade into another --out" in err
     assert (tmp_path / "out" / "grades.csv").read_text() == "directory,1 sigmoid,total,remarks\nada,2,2,\n"
+
+
+def test_grade_as_root_says_in_one_line_that_marks_to_be_trusted_need_another_user() -> None:
+    from vjpgrad.course import commands
+
+    notice = commands.as_root(0)
+    assert notice is not None
+    assert "\n" not in notice
+    assert "runs the students' code as root" in notice
+    assert "--user" in notice
+    assert commands.as_root(1000) is None
+    assert commands.as_root(None) is None
