@@ -1,7 +1,7 @@
 """What the student's code is refused in the process it runs in, by an audit hook (``install``).
 
-The student's process (``grading.student_process``) runs as the teacher's user unless ``grade --user``
-(or the Gradescope bundle) names another: then the kernel keeps nothing of the grader's processes
+The student's process (``grading.student_process``) runs as the teacher's user unless the autograder's
+``--user`` (as the Gradescope bundle runs it) names another: then the kernel keeps nothing of the grader's processes
 from it (their ``/proc/PID/mem``, the fork server's socket). ``install`` adds, just before the first of
 the student's files is imported, an audit hook (``sys.addaudithook``: it cannot be removed) that
 refuses, with a ``PermissionError`` naming what was refused and the course's rule, what no exercise
@@ -16,7 +16,7 @@ An audit hook is no sandbox: code that writes its own process's memory (``ctypes
 hook, reached by a way not closed here) can undo it. It makes the cheats reviewed for this course
 fail; the boundary that holds against any code is another user (``--user``). The hook is not
 installed where the student's code runs in the checks' own process (``inprocess``: the browser's
-Pyodide and ``check --in-process``), which is feedback, not marks.
+Pyodide, ``VJPGRAD_COURSE_IN_PROCESS=1``), which is feedback, not marks.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ REFUSED: dict[str, str] = {
     **dict.fromkeys(("gc.get_objects", "gc.get_referrers", "gc.get_referents"), "walking the interpreter's objects"),
     **dict.fromkeys(("resource.setrlimit", "resource.prlimit"), "changing the process's limits"),
 }  # fmt: skip
-"""The audit events refused outright, with what each does (``ctypes.*`` too: ``refusal``)."""
+"""The audit events refused outright, with what each does (every ``ctypes.*`` event too: ``_hook``)."""
 
 MODULES = frozenset(("ctypes", "_ctypes", "_posixsubprocess", "_posixshmem", "posix", "_testcapi", "_testinternalcapi"))
 """Modules a student's code may not import (again): each reaches what the hook refuses without an event."""
