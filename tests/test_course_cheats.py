@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from vjpgrad.course import borrowed, gradebook, grading, kernel
+from vjpgrad.course import borrowed, gradebook, grading, guard, kernel, remote
 from vjpgrad.course.exercises import course, exercise, folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +58,10 @@ def test_lines_appended_to_the_report_before_os_exit_earn_nothing(tmp_path: Path
         directory / "engine.py",
         "import gc, json, os, sys\n"
         "import pytest\n"
-        "_session = next((o for o in gc.get_objects() if isinstance(o, pytest.Session)), None)\n"
+        "try:\n"
+        "    _session = next((o for o in gc.get_objects() if isinstance(o, pytest.Session)), None)\n"
+        "except PermissionError:  # refused in the student's process (guard)\n"
+        "    _session = None\n"
         "_ids = [item.nodeid for item in _session.items] if _session else ['check_02_add_mul.py::test_x']\n"
         "_lines = ''.join(\n"
         "    json.dumps({'event': 'start', 'id': nodeid}) + '\\n'\n"
@@ -85,7 +88,11 @@ REPLACE_THE_CHECKS = (
     "import gc, sys\n"
     "def _nothing(*args, **kwargs):\n"
     "    return None\n"
-    "for _o in gc.get_objects():\n"
+    "try:\n"
+    "    _objects = gc.get_objects()\n"
+    "except PermissionError:  # refused in the student's process (guard): sys.modules is still there\n"
+    "    _objects = []\n"
+    "for _o in _objects:\n"
     "    _code = getattr(_o, '__code__', None)\n"
     "    if isinstance(_code, type(_nothing.__code__)) and 'check_' in _code.co_filename:\n"
     "        try:\n"
@@ -136,7 +143,11 @@ def test_the_students_process_holds_nothing_of_the_checks(tmp_path: Path) -> Non
         directory / "engine.py",
         "import gc, sys\n"
         "_found = sorted(name for name in sys.modules if name.startswith('check_') or name == 'vjpgrad.course.twins')\n"
-        "_found += sorted({type(o).__name__ for o in gc.get_objects() if type(o).__name__ in ('Twin', 'Reporter')})\n"
+        "try:\n"
+        "    _objects = gc.get_objects()\n"
+        "except PermissionError:  # refused in the student's process (guard)\n"
+        "    _objects = []\n"
+        "_found += sorted({type(o).__name__ for o in _objects if type(o).__name__ in ('Twin', 'Reporter')})\n"
         "if _found:\n"
         "    raise RuntimeError('found: ' + ', '.join(_found))\n",
     )
@@ -507,10 +518,16 @@ def test_a_source_that_names_setrecursionlimit_is_flagged_however_it_names_it(tm
         "import sys\ngetattr(sys, 'setrecursionlimit')(10**5)\n",
         "import sys\nvars(sys)['setRecursionLimit'.lower()](10**5)\n",
         "import ctypes\nctypes.pythonapi.Py_SetRecursionLimit(10**5)\n",
+        "import sys\ngetattr(sys.modules['vjp' + 'grad.course.probe'], '_set_' + 'recursion_limit')(10**5)\n",
     ):
         engine.write_text(cheat + solution)
-        assert borrowed.remarks(own, exercise(4), of) == [flagged], cheat
+        assert borrowed.remarks(own, exercise(4), of)[0] == flagged, cheat
         assert borrowed.remarks(own, exercise(8), of) == []  # not that exercise's file
+    reaching = f"engine.py names ctypes.pythonapi or /proc: {borrowed.REACHING}"
+    engine.write_text("import ctypes\n_f = getattr(ctypes.pythonapi, 'Py_Set' + 'Recursion' + 'Limit')\n" + solution)
+    assert borrowed.remarks(own, exercise(4), of) == [flagged, reaching]
+    engine.write_text("import os\n_fds = os.listdir(f'/proc/{os.getppid()}/fd')\n" + solution)
+    assert borrowed.remarks(own, exercise(4), of) == [reaching]
     engine.write_text(solution + "\nimport sys\nDEPTH = sys.getrecursionlimit()  # not sys.setrecursionlimit\n")
     assert borrowed.remarks(own, exercise(4), of) == []  # a comment is no reference; getrecursionlimit is fine
 
@@ -547,11 +564,19 @@ def test_a_second_def_with_a_loop_after_the_straight_one_fails_the_straight_line
 
 @pytest.mark.slow  # a grading run
 def test_a_file_rewritten_as_it_is_imported_is_read_as_it_was_handed_in(tmp_path: Path) -> None:
-    # the loop runs; at import the module writes the straight-line solution over its own file
+    # the loop runs; at import the module tries to write the straight-line solution over its own file
     directory = solutions_in(skeleton(tmp_path / "student"))
     file = directory / "straight_line.py"
     straight = file.read_text()
-    file.write_text(straight + WITH_A_LOOP + f"\nimport pathlib as _p\n_p.Path(__file__).write_text({straight!r})\n")
+    file.write_text(
+        straight
+        + WITH_A_LOOP
+        + (
+            "\nimport pathlib as _p\n"
+            f"try:\n    _p.Path(__file__).write_text({straight!r})\n"
+            "except PermissionError:  # refused in the student's process (guard)\n    pass\n"
+        )
+    )
     outcome, message = straight_line_outcome(directory)
     assert outcome == grading.FAILED
     assert "a for loop" in message
@@ -579,3 +604,270 @@ def test_a_symbolic_link_handed_in_is_not_followed(tmp_path: Path) -> None:
     outcome, message = straight_line_outcome(directory)
     assert outcome == grading.FAILED
     assert "symbolic link" in message
+
+
+# ---- what the student's process refuses (``guard``) ---------------------------------------------------------
+
+ATTEMPTS = """
+import gc, mmap, os, socket, subprocess, sys
+from pathlib import Path
+
+
+def fork():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def fork_exec():
+    sys.modules["_posixsubprocess"].fork_exec()
+
+
+def memfd():
+    os.memfd_create("jacobian")
+
+
+def system():
+    os.system("true")
+
+
+def popen():
+    subprocess.run(["true"], check=True)
+
+
+def graders_memory():
+    with open(f"/proc/{os.getppid()}/mem", "rb") as memory:
+        memory.read(1)
+
+
+def graders_fds():
+    return os.listdir(f"/proc/{os.getppid()}/fd")
+
+
+def unix_sockets():
+    with open("/proc/net/unix") as table:
+        return table.read()
+
+
+def own_fds_by_a_link():
+    return os.listdir("/dev/fd")  # a link to /proc/self/fd
+
+
+def write(path):
+    with open(path, "w") as file:
+        file.write("x")
+
+
+def remove(path):
+    os.remove(path)
+
+
+def unix_socket():
+    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+
+
+def shared_memory():
+    mmap.mmap(-1, 1 << 20)
+
+
+def objects():
+    return len(gc.get_objects())
+
+
+def pythonapi():
+    import ctypes
+    return ctypes.pythonapi["Py_Set" + "Recursion" + "Limit"]
+
+
+def path_like():
+    return Path(__file__).read_text()
+
+
+def the_graders_setter():
+    getattr(sys.modules["vjp" + "grad.course.probe"], "_set_" + "recursion_limit")(100_000)
+    return sys.getrecursionlimit()
+
+
+def limit():
+    return sys.getrecursionlimit()
+
+
+def honest():
+    import json, math
+    with open(__file__) as source:
+        lines = source.read().count("\\n")
+    return json.dumps([math.exp(0.0), lines > 10])
+"""
+"""What a student's code may try in the process the course runs it in, one function a way."""
+
+
+def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "student")
+    (directory / "attempts.py").write_text(ATTEMPTS)
+    (tmp_path / "grader.txt").write_text("the grader's")
+    context = grading._processes()
+    process, ours = grading._student(context, directory, exercise(2), 60)
+    try:
+        checks = remote.Checks(ours)
+        attempts = checks.module("attempts")
+        assert attempts.honest() == "[1.0, true]"  # reading its own files, importing, computing: as before
+        assert "def path_like" in attempts.path_like()  # by pathlib too
+        refused = {}
+        for name in (
+            "fork", "fork_exec", "memfd", "system", "popen", "graders_memory", "graders_fds", "unix_sockets",
+            "own_fds_by_a_link", "unix_socket", "shared_memory", "objects", "pythonapi",
+        ):  # fmt: skip
+            with pytest.raises(PermissionError) as error:
+                getattr(attempts, name)()
+            refused[name] = str(error.value)
+        for name, path in (("write", tmp_path / "written.txt"), ("remove", tmp_path / "grader.txt")):
+            with pytest.raises(PermissionError) as error:
+                getattr(attempts, name)(str(path))
+            refused[name] = str(error.value)
+        assert all(guard.RULE in text for text in refused.values()), refused
+        assert "os.fork (starting a process) is refused" in refused["fork"]
+        assert "under /proc" in refused["graders_memory"]
+        assert "under /proc" in refused["own_fds_by_a_link"]
+        assert "to write it" in refused["write"]
+        assert not (tmp_path / "written.txt").exists()
+        assert (tmp_path / "grader.txt").read_text() == "the grader's"
+        with pytest.raises(AttributeError):  # no reference to the interpreter's setter is left there
+            attempts.the_graders_setter()
+        assert attempts.limit() == 1_000
+    finally:
+        ours.close()
+        process.join(10)
+
+
+# ---- exercise 8's Jacobian kept where the count does not look, or in fewer bits -----------------------------
+
+HONEST_SMALL = (
+    "import math\nimport os\nimport struct\n\n\n"
+    "def _softmax(x):\n"
+    "    m = max(x)\n"
+    "    e = [math.exp(t - m) for t in x]\n"
+    "    return [t / sum(e) for t in e]\n\n\n"
+    "def _row(s, i):\n"
+    "    return [s[i] * ((i == j) - s[j]) for j in range(len(s))]\n\n\n"
+    "def softmax_vjp(x, v):\n"
+    "    if len(x) < 100:  # the small inputs' checks see an honest answer\n"
+    "        s = _softmax(x)\n"
+    "        dot = sum(a * b for a, b in zip(v, s))\n"
+    "        return [b * (a - dot) for a, b in zip(v, s)]\n"
+    "    return _jacobian_vjp(x, v)\n\n\n"
+)
+"""The head of a softmax.py that builds the Jacobian only on large inputs (``_jacobian_vjp``)."""
+
+IN_A_CHILD = (
+    "def _jacobian_vjp(x, v):\n"
+    "    n = len(x)\n"
+    "    read, write = os.pipe()\n"
+    "    pid = os.fork()\n"
+    "    if pid == 0:  # a child's memory is not the student's process's\n"
+    "        s = _softmax(x)\n"
+    "        jacobian = [_row(s, i) for i in range(n)]\n"
+    "        out = [sum(v[i] * jacobian[i][j] for i in range(n)) for j in range(n)]\n"
+    "        os.write(write, struct.pack(f'{n}d', *out))\n"
+    "        os._exit(0)\n"
+    "    os.close(write)\n"
+    "    data = b''\n"
+    "    while len(data) < 8 * n:\n"
+    "        data += os.read(read, 8 * n - len(data))\n"
+    "    os.waitpid(pid, 0)\n"
+    "    return list(struct.unpack(f'{n}d', data))\n"
+)
+
+IN_A_FILE = (
+    "def _jacobian_vjp(x, v):\n"
+    "    n = len(x)\n"
+    "    s = _softmax(x)\n"
+    "    path = f'/dev/shm/softmax-{os.getpid()}'\n"
+    "    with open(path, 'wb') as file:  # n x n doubles in memory the process does not hold\n"
+    "        for i in range(n):\n"
+    "            file.write(struct.pack(f'{n}d', *_row(s, i)))\n"
+    "    out = [0.0] * n\n"
+    "    with open(path, 'rb') as file:\n"
+    "        for i in range(n):\n"
+    "            row = struct.unpack(f'{n}d', file.read(8 * n))\n"
+    "            for j in range(n):\n"
+    "                out[j] += v[i] * row[j]\n"
+    "    os.remove(path)\n"
+    "    return out\n"
+)
+
+IN_HALF_PRECISION = (
+    "def _jacobian_vjp(x, v):\n"
+    "    n = len(x)\n"
+    "    s = _softmax(x)\n"
+    "    jacobian = bytearray(2 * n * n)  # 2 MB: under the limit\n"
+    "    for i in range(n):\n"
+    "        struct.pack_into(f'{n}e', jacobian, 2 * n * i, *_row(s, i))\n"
+    "    out = [0.0] * n\n"
+    "    for i in range(n):\n"
+    "        row = struct.unpack_from(f'{n}e', jacobian, 2 * n * i)\n"
+    "        for j in range(n):\n"
+    "            out[j] += v[i] * row[j]\n"
+    "    return out\n"
+)
+
+
+@pytest.mark.slow  # a grading run: the student's process and the checks'
+@pytest.mark.parametrize(
+    ("cheat", "why"),
+    [(IN_A_CHILD, "os.fork (starting a process) is refused"), (IN_A_FILE, "to write it) is refused"),
+     (IN_HALF_PRECISION, "where the VJP in double precision is")],
+    ids=["in_a_forked_child", "in_dev_shm", "in_half_precision"],
+)  # fmt: skip
+def test_a_jacobian_built_where_the_count_does_not_look_or_in_fewer_bits_fails(
+    tmp_path: Path, cheat: str, why: str
+) -> None:
+    directory = solutions_in(tmp_path / "student")
+    (directory / "softmax.py").write_text(HONEST_SMALL + cheat)
+    (result,) = grading.run(directory, [exercise(8)], timeout=120)
+    outcomes = {t.name: t.outcome for t in result.tests}
+    assert outcomes["three_inputs"] == grading.PASSED  # the small inputs' answer is right
+    assert outcomes["it_does_not_build_the_jacobian"] == grading.FAILED
+    message = next(t.message for t in result.tests if t.name == "it_does_not_build_the_jacobian")
+    assert why in message
+    assert not list(Path("/dev/shm").glob("softmax-*")) if Path("/dev/shm").is_dir() else True
+
+
+@pytest.mark.slow  # a grading run
+def test_the_reference_solution_passes_exercise_8_with_its_values_compared(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "student")
+    (result,) = grading.run(directory, [exercise(8)], timeout=120)
+    assert {t.name: t.outcome for t in result.tests}["it_does_not_build_the_jacobian"] == grading.PASSED
+    assert result.score() == exercise(8).points
+
+
+# ---- exercise 4's recursion limit raised past the refused setter ---------------------------------------------
+
+RAISED = {
+    "pythonapi": "        import ctypes\n"
+    "        getattr(ctypes.pythonapi, 'Py_Set' + 'Recursion' + 'Limit')(ctypes.c_int(100_000))\n",
+    "the_graders_setter": "        import sys\n"
+    "        getattr(sys.modules['vjp' + 'grad.course.probe'], '_set_' + 'recursion_limit')(100_000)\n",
+    "a_walk_of_the_objects": "        import gc, sys\n"
+    "        for o in gc.get_objects():\n"
+    "            if type(o) is dict and o.get('__name__') == 'vjp' + 'grad.course.probe':\n"
+    "                o['_set_' + 'recursion_limit'](100_000)\n",
+}
+"""Ways a recursive ``backward()`` reached the interpreter's own setter (``probe`` kept it)."""
+
+
+@pytest.mark.slow  # a grading run
+@pytest.mark.parametrize("way", sorted(RAISED))
+def test_a_recursive_backward_that_reaches_the_real_setter_fails(tmp_path: Path, way: str) -> None:
+    directory = solutions_in(tmp_path / "student")
+    engine = directory / "engine.py"
+    source = engine.read_text()
+    recursive = RECURSIVE.replace(
+        "        import sys\n        sys.setrecursionlimit(100_000)  # deep enough for the check's 10,000 links\n",
+        RAISED[way],
+    )
+    engine.write_text(source.replace("        order = self.topological_order()\n", recursive, 1))
+    (result,) = grading.run(directory, [exercise(4)], timeout=120)
+    deep = next(t for t in result.tests if t.name == "a_chain_of_10_000_links_works_at_the_default_recursion_limit")
+    assert deep.outcome == grading.FAILED
+    assert result.score() < exercise(4).points

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -22,6 +23,18 @@ from vjpgrad.course.exercises import BUILTIN, Exercise, course, exercise, folder
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "course" / "example-exercises"
 """The teacher's exercises directory that docs/course/instructor.md shows."""
+
+
+def _quiet() -> str:
+    """What ``grade`` prints on stderr when all goes well: nothing, or as root the one line saying that
+    trusted marks need another user (``commands.as_root``)."""
+    from vjpgrad.course import commands
+
+    notice = commands.as_root(os.geteuid() if hasattr(os, "geteuid") else None)
+    return "" if notice is None else notice + "\n"
+
+
+QUIET = _quiet()
 
 
 def solutions_in(directory: Path) -> Path:
@@ -168,7 +181,7 @@ def test_grade_writes_the_gradebook_and_gradescope_results(tmp_path: Path, capsy
     (tmp_path / "class" / "cy").mkdir()  # handed in nothing
     out = tmp_path / "out"
     status, printed, err = grade(capsys, str(tmp_path / "class" / "*"), "--out", str(out), "--exercises", str(teacher))
-    assert (status, err) == (0, "")
+    assert (status, err) == (0, QUIET)
     (sigmoid,) = course(teacher).exercises
     rows = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
     assert rows == [
@@ -202,7 +215,7 @@ def test_grade_reads_no_course_toml_of_a_submission(tmp_path: Path, capsys: pyte
     status, _, err = grade(
         capsys, str(student), "--out", str(tmp_path / "out"), "--exercises", str(teachers_only(tmp_path))
     )
-    assert (status, err) == (0, "")
+    assert (status, err) == (0, QUIET)
     assert (tmp_path / "out" / "grades.csv").read_text().splitlines() == [
         "directory,1 sigmoid,total,remarks",
         "eve,2,2,",
@@ -290,7 +303,7 @@ def test_a_class_of_five_is_graded_with_one_command(tmp_path: Path, capsys: pyte
     directories = the_class(tmp_path / "class")
     out = tmp_path / "out"
     status, _, err = grade(capsys, *map(str, directories), "--out", str(out), "--exercises", str(EXAMPLE))
-    assert (status, err) == (0, "")
+    assert (status, err) == (0, QUIET)
     of = list(course(EXAMPLE).exercises)
     rows = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
     assert rows[0] == ["directory", *(f"{ex.number} {ex.slug}" for ex in of), "total", "remarks"]
@@ -490,3 +503,15 @@ def test_grade_refuses_an_out_whose_gradebook_is_another_courses(
     assert (status, printed) == (2, "")
     assert "not this course's: grade into another --out" in err
     assert (tmp_path / "out" / "grades.csv").read_text() == "directory,1 sigmoid,total,remarks\nada,2,2,\n"
+
+
+def test_grade_as_root_says_in_one_line_that_marks_to_be_trusted_need_another_user() -> None:
+    from vjpgrad.course import commands
+
+    notice = commands.as_root(0)
+    assert notice is not None
+    assert "\n" not in notice
+    assert "runs the students' code as root" in notice
+    assert "--user" in notice
+    assert commands.as_root(1000) is None
+    assert commands.as_root(None) is None

@@ -254,16 +254,30 @@ def test_without_the_kernels_count_the_memory_an_import_takes_counts_too(tmp_pat
         assert peak > 30_000_000
 
 
-def test_the_students_process_refuses_setrecursionlimit_naming_the_rule_and_the_grader_still_sets_it(
+def test_the_students_process_refuses_setrecursionlimit_naming_the_rule_and_keeps_no_setter(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(sys, "setrecursionlimit", sys.setrecursionlimit)  # put back after
+    original = sys.setrecursionlimit
+    monkeypatch.setattr(sys, "setrecursionlimit", original)  # put back after
     before = sys.getrecursionlimit()
-    probe.refuse_recursion_limit()
-    with pytest.raises(PermissionError, match="exercise 4's rule is that backward\\(\\) works at Python's default"):
-        sys.setrecursionlimit(100_000)
-    assert sys.getrecursionlimit() == before
-    assert probe.at_recursion_limit(1_234, sys.getrecursionlimit) == 1_234  # the grader's own setter
+    try:
+        probe.refuse_recursion_limit()
+        assert sys.getrecursionlimit() == probe.DEFAULT_RECURSION_LIMIT  # the limit exercise 4 asks for
+        with pytest.raises(PermissionError, match="exercise 4's rule is that backward\\(\\) works at Python's default"):
+            sys.setrecursionlimit(100_000)
+        assert not any(value is original for value in vars(probe).values())
+        assert not hasattr(probe, "_set_recursion_limit")  # nothing there keeps the interpreter's own setter
+        assert probe.at_recursion_limit(1_000, sys.getrecursionlimit) == 1_000  # the limit it runs at, as it is
+        with pytest.raises(ValueError, match="runs at a recursion limit of 1,000, not 1,234"):
+            probe.at_recursion_limit(1_234, sys.getrecursionlimit)
+    finally:
+        monkeypatch.undo()
+        original(before)
+
+
+def test_outside_the_students_process_at_recursion_limit_sets_the_limit_for_the_call() -> None:
+    before = sys.getrecursionlimit()
+    assert probe.at_recursion_limit(1_234, sys.getrecursionlimit) == 1_234  # the checks' own process (inprocess)
     assert sys.getrecursionlimit() == before
 
 

@@ -86,13 +86,16 @@ class Student:
 
         return probe.HELPERS[name](*arguments)
 
-    def peak_memory(self, name: str, function: str, *arguments: Any) -> tuple[int, str]:
+    def peak_memory(self, name: str, function: str, *arguments: Any) -> Any:
         """The peak memory (bytes) of the student's ``name.function(*arguments)``, counted here by
         ``tracemalloc``, and ``"tracemalloc"``: the call alone, since the checks may have imported the
-        module already (feedback, not marks)."""
+        module already (feedback, not marks); its ``.result``, the call's (``remote.Peak``)."""
         __tracebackhide__ = True
+        from vjpgrad.course.remote import Peak
+
         _names(name, function)
-        return int(self.probe("peak_memory", getattr(self(name), function), *arguments)), "tracemalloc"
+        peak, result = self.probe("peak_memory_and_result", getattr(self(name), function), *arguments)
+        return Peak(int(peak), "tracemalloc", result)
 
     def cpu_seconds(self, function: Any, *arguments: Any) -> tuple[Any, float, str]:
         """``function(*arguments)``, the CPU seconds it took by ``time.process_time``, and ``"process_time"``."""
@@ -120,12 +123,13 @@ class RemoteStudent:
         """``probe``'s helper ``name`` on ``arguments``, run in the student's process."""
         return self.checks.probe(name, *arguments)
 
-    def peak_memory(self, name: str, function: str, *arguments: Any) -> tuple[int, str]:
+    def peak_memory(self, name: str, function: str, *arguments: Any) -> Any:
         """The peak memory (bytes) of importing the student's ``name.py`` and calling its
         ``function(*arguments)``, in a process of their code that the grader started for this
         measure alone (``FRESH``), counted from before the import, and who counted it: the kernel,
         from this process, where it can (``"kernel"``); else ``"tracemalloc"``, there. Counting
-        the import means memory it fills, frees and keeps resident cannot hide a call's (``kernel``)."""
+        the import means memory it fills, frees and keeps resident cannot hide a call's (``kernel``). Its
+        ``.result`` is the call's (``remote.Peak``)."""
         __tracebackhide__ = True
         _names(name, function)
         present(self.directory, name)
@@ -134,7 +138,7 @@ class RemoteStudent:
                 "the grader has no process of your code left to measure memory in: each student.peak_memory "
                 "written in a check file gets one (this one is called more often than it is written)"
             )
-        return FRESH.pop(0).peak_memory_with_import(name, function, *arguments)  # type: ignore[no-any-return]
+        return FRESH.pop(0).peak_memory_with_import(name, function, *arguments)
 
     def cpu_seconds(self, function: Any, *arguments: Any) -> tuple[Any, float, str]:
         """``function(*arguments)`` in the student's process, the CPU seconds it took and who counted

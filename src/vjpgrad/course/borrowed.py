@@ -17,7 +17,9 @@ process, without running it:
   ``ctypes``): exercise 4's check of a deep graph at Python's default recursion limit cannot tell a
   recursive ``backward()`` from a loop where the limit is raised. The student's process refuses
   ``sys.setrecursionlimit`` (``probe.refuse_recursion_limit``); code that reaches the interpreter's
-  own setter some other way is what this remark points the teacher to.
+  own setter some other way is what this remark points the teacher to; so is a file that names
+  ``pythonapi`` or ``/proc`` (the grader's processes, the interpreter's memory), which the student's
+  process also refuses (``guard``).
 
 The checks' processes also refuse those imports from the student's files (``_plugin``'s import
 guard, given ``allowed``): an engine that is vjpgrad's earns nothing from vjpgrad's code.
@@ -42,6 +44,10 @@ RECURSION_LIMIT = "exercise 4's check cannot tell a recursive backward() from a 
 """What a remark on a file that names ``setrecursionlimit`` says, after the file's name."""
 SETTER = "setrecursionlimit"
 """What ``recursion_limit`` looks for, in any case, in the names, attributes and strings of a file."""
+REACHING = (
+    "the grader's processes or the interpreter's memory reached for (the course refuses it; trust marks given --user)"
+)
+"""What a remark on a file that names ``pythonapi`` or ``/proc`` says, after the file's name."""
 
 
 PARSING = threading.Lock()
@@ -105,9 +111,8 @@ def imports(directory: Path, ex: Exercise, course: Course) -> list[str]:
     return remarks
 
 
-def names_setter(tree: ast.AST) -> bool:
-    """Whether ``tree`` names ``setrecursionlimit`` (any case): as a name, an attribute, an imported
-    name or its alias, or within a string (``getattr(sys, "setrecursionlimit")``)."""
+def _words(tree: ast.AST) -> Iterable[str]:
+    """The names, attributes, imported names and aliases, and strings of ``tree``."""
     for node in ast.walk(tree):
         words: Iterable[object] = ()
         if isinstance(node, ast.Name):
@@ -118,18 +123,38 @@ def names_setter(tree: ast.AST) -> bool:
             words = [node.name, node.asname]
         elif isinstance(node, ast.Constant):
             words = [node.value]
-        if any(isinstance(word, str) and SETTER in word.lower() for word in words):
+        yield from (word for word in words if isinstance(word, str))
+
+
+def names_setter(tree: ast.AST) -> bool:
+    """Whether ``tree`` names ``setrecursionlimit`` (any case): as a name, an attribute, an imported
+    name or its alias, or within a string (``getattr(sys, "setrecursionlimit")``), or in pieces
+    (``"Py_Set" + "Recursion" + "Limit"``, ``"_set_" + "recursion_limit"``; ``recursionlimit`` in a
+    name but ``getrecursionlimit``)."""
+    for word in _words(tree):
+        bare = word.lower().replace("_", "")
+        if SETTER in bare or bare.startswith("setrecursion") or bare == "recursion":
+            return True
+        if "recursionlimit" in bare and "getrecursionlimit" not in bare:
             return True
     return False
 
 
+def names_outside(tree: ast.AST) -> bool:
+    """Whether ``tree`` names ``pythonapi`` (CPython's own functions, through ``ctypes``) or ``/proc``."""
+    return any("pythonapi" in word.lower() or "/proc" in word for word in _words(tree))
+
+
 def recursion_limit(directory: Path, ex: Exercise) -> list[str]:
-    """What the teacher is told of ``ex``'s files in ``directory`` that name ``setrecursionlimit``."""
+    """What the teacher is told of ``ex``'s files in ``directory`` that name ``setrecursionlimit``,
+    ``pythonapi`` or ``/proc``."""
     remarks = []
     for name in ex.files:
         tree = parse(directory / name)
         if tree is not None and names_setter(tree):
             remarks.append(f"{name} names sys.setrecursionlimit: {RECURSION_LIMIT}")
+        if tree is not None and names_outside(tree):
+            remarks.append(f"{name} names ctypes.pythonapi or /proc: {REACHING}")
     return remarks
 
 

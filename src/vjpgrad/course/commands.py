@@ -436,6 +436,9 @@ def grade(args: argparse.Namespace) -> int:
         raise CourseError(f"the held-out check {missing} is not there (grade with the teacher's copy of {teacher})")
     _needs_pytest("grade")
     _running(args)
+    notice = as_root(os.geteuid() if hasattr(os, "geteuid") else None)
+    if notice is not None:
+        print(notice, file=sys.stderr)
     try:
         gradebook.existing(out, of)
     except gradebook.GradebookError as error:
@@ -448,6 +451,18 @@ def grade(args: argparse.Namespace) -> int:
     print(f"\n{PROGRAM}: graded {len(graded)} directories in {seconds:.1f} s: {out / 'grades.csv'}, "
           f"{out / '<name>' / 'results.json'}")  # fmt: skip
     return 0
+
+
+def as_root(euid: int | None) -> str | None:
+    """The one line ``grade`` prints when it runs as root (``euid`` 0): the students' code then runs as
+    root too (``grade`` has no ``--user``), and no boundary but the student's process's audit hook
+    (``guard``) stands between it and the grader; None for any other user, or where there are none."""
+    if euid != 0:
+        return None
+    return (
+        f"{PROGRAM}: grading as root runs the students' code as root: marks to be trusted need another user "
+        "(the autograder's --user, as the Gradescope bundle runs it)"
+    )
 
 
 def _teachers_exercises(option: str | None) -> Path | None:

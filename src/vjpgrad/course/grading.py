@@ -323,12 +323,13 @@ def student_process(
 ) -> None:
     """The process where the student's code runs, for one exercise's checks: at most ``seconds`` of
     CPU, as ``user`` when given, its output thrown away, in their ``directory`` (on ``sys.path``
-    after the standard library), refusing imports of vjpgrad and torch but those ``permitted``, and
-    ``sys.setrecursionlimit`` (``probe.refuse_recursion_limit``). It answers the checks' requests on
+    after the standard library), refusing imports of vjpgrad and torch but those ``permitted``,
+    ``sys.setrecursionlimit`` (``probe.refuse_recursion_limit``) and, by an audit hook installed just
+    before it serves the checks, what reaches outside the process (``guard``). It answers the checks' requests on
     ``channel`` (``remote``) and holds nothing of theirs. Nothing of the student's runs until the
     checks ask it to import one of their files: a process the checks' process measures from before
     that (``remote.Checks.peak_memory_with_import``) counts all their code takes."""
-    from vjpgrad.course import _plugin, probe, remote  # all it runs, imported before it may drop to ``user``
+    from vjpgrad.course import _plugin, guard, probe, remote  # all it runs, imported before it may drop to ``user``
 
     probe.refuse_recursion_limit()  # exercise 4's check means something only if their code cannot raise it
     _limit_cpu(seconds)
@@ -345,7 +346,9 @@ def student_process(
             sys.path.remove(entry)
     _plugin.after_the_standard_library(sys.path, str(home))
     _plugin.guard_imports(home, permitted)
-    remote.serve(channel, home, _plugin.Student(home))
+    student = _plugin.Student(home)
+    guard.install()  # last: from here on, no process, file written, socket, ctypes nor /proc (``guard``)
+    remote.serve(channel, home, student)
 
 
 def sign(key: bytes, number: int, payload: bytes) -> bytes:

@@ -11,8 +11,8 @@ never computed here.
 The student's process also refuses ``sys.setrecursionlimit`` to the student's code
 (``refuse_recursion_limit``, installed before any of it runs): no count the kernel keeps tells a
 recursive ``backward()`` from a loop, so exercise 4's check of a deep graph at Python's default limit
-means something only where the student's code cannot raise it. ``at_recursion_limit`` keeps the
-interpreter's own setter, taken as this module is imported.
+means something only where the student's code cannot raise it. No reference to the interpreter's
+own setter is kept there: the process runs at the default limit, which is the one the checks ask for.
 """
 
 from __future__ import annotations
@@ -36,6 +36,16 @@ def peak_memory(function: Callable[..., Any], *arguments: Any) -> int:
         stop()
 
 
+def peak_memory_and_result(function: Callable[..., Any], *arguments: Any) -> tuple[int, Any]:
+    """``peak_memory`` of ``function(*arguments)`` and its result (which the checks compare too)."""
+    start()
+    try:
+        result = function(*arguments)
+        return int(get_traced_memory()[1]), result
+    finally:
+        stop()
+
+
 def trace() -> None:
     """Start ``tracemalloc``, so that the next ``peak_memory`` counts from now: from before a module
     is imported, when the checks ask for this first."""
@@ -45,6 +55,11 @@ def trace() -> None:
 def dropped(function: Callable[..., Any], *arguments: Any) -> None:
     """``function(*arguments)``, its result dropped: a call measured from outside (``kernel``)."""
     function(*arguments)
+
+
+def called(function: Callable[..., Any], *arguments: Any) -> Any:
+    """``function(*arguments)``, its result kept: a call measured from outside whose result the checks compare."""
+    return function(*arguments)
 
 
 def cpu_seconds(function: Callable[..., Any], *arguments: Any) -> tuple[Any, float]:
@@ -65,9 +80,8 @@ def cpu_seconds(function: Callable[..., Any], *arguments: Any) -> tuple[Any, flo
     return result, seconds
 
 
-_set_recursion_limit = sys.setrecursionlimit
-"""The interpreter's own setter, taken as this module is imported, before any student code runs
-(``refuse_recursion_limit`` replaces ``sys``'s)."""
+DEFAULT_RECURSION_LIMIT = 1_000
+"""Python's default recursion limit: the one the student's process runs at (``refuse_recursion_limit``)."""
 
 RECURSION_RULE = (
     "sys.setrecursionlimit is refused where the course runs your code: exercise 4's rule is that "
@@ -76,26 +90,34 @@ RECURSION_RULE = (
 """What a student's code reads when it tries to raise the recursion limit (``refuse_recursion_limit``)."""
 
 
+def _refused_recursion_limit(limit: int, /) -> None:
+    raise PermissionError(RECURSION_RULE)
+
+
 def refuse_recursion_limit() -> None:
-    """Make ``sys.setrecursionlimit`` raise ``PermissionError`` naming exercise 4's rule
-    (``RECURSION_RULE``), in the student's process, before any of their code runs; the grader's
-    ``at_recursion_limit`` still sets it."""
-
-    def setrecursionlimit(limit: int, /) -> None:
-        raise PermissionError(RECURSION_RULE)
-
-    sys.setrecursionlimit = setrecursionlimit
+    """Set the recursion limit to Python's default (``DEFAULT_RECURSION_LIMIT``), then replace
+    ``sys.setrecursionlimit`` by one that raises ``PermissionError`` naming exercise 4's rule
+    (``RECURSION_RULE``), in the student's process, before any of their code runs. No reference to
+    the interpreter's own setter is kept anywhere in that process: the grader never needs another
+    limit there (``at_recursion_limit`` asks for the one it runs at)."""
+    sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
+    sys.setrecursionlimit = _refused_recursion_limit
 
 
 def at_recursion_limit(limit: int, function: Callable[..., Any], *arguments: Any) -> Any:
-    """``function(*arguments)`` with the interpreter's recursion limit at ``limit`` (by its own
-    setter, which the student's code is refused)."""
+    """``function(*arguments)`` with the interpreter's recursion limit at ``limit``: where it already
+    is (the student's process, at the default), as it is; elsewhere (the checks' own process, in
+    ``inprocess``) set by ``sys.setrecursionlimit`` for the call and put back after."""
     before = sys.getrecursionlimit()
-    _set_recursion_limit(limit)
+    if before == limit:
+        return function(*arguments)
+    if sys.setrecursionlimit is _refused_recursion_limit:
+        raise ValueError(f"the student's process runs at a recursion limit of {before:,}, not {limit:,}")
+    sys.setrecursionlimit(limit)
     try:
         return function(*arguments)
     finally:
-        _set_recursion_limit(before)
+        sys.setrecursionlimit(before)
 
 
 def chain(value_type: Callable[[float], Any], start: float, factor: float, links: int) -> tuple[Any, Any]:
@@ -137,6 +159,8 @@ HELPERS: dict[str, Callable[..., Any]] = {
     "peak_memory": peak_memory,
     "trace": trace,
     "dropped": dropped,
+    "called": called,
+    "peak_memory_and_result": peak_memory_and_result,
     "cpu_seconds": cpu_seconds,
     "at_recursion_limit": at_recursion_limit,
     "chain": chain,

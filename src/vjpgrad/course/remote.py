@@ -56,6 +56,19 @@ DEPTH = 40
 """How deep plain data nests before the rest goes as handles (a list that contains itself)."""
 
 
+class Peak(tuple[int, str]):
+    """A call's peak memory (bytes) and who counted it (``"kernel"``, ``"tracemalloc"``), as a pair, with
+    the call's ``result``: a check compares the values too, so that an answer kept small by losing
+    precision (a Jacobian of half-precision floats) fails."""
+
+    result: Any
+
+    def __new__(cls, peak: int, counted_by: str, result: Any) -> Peak:
+        made = super().__new__(cls, (peak, counted_by))
+        made.result = result
+        return made
+
+
 class TamperedError(Exception):
     """A message that is not the protocol's came through the pipe."""
 
@@ -495,7 +508,7 @@ class Checks(Side):
         except kernel.UnmeasuredError as error:
             raise AssertionError(f"the memory of the process your code runs in could not be counted: {error}") from None
 
-    def peak_memory_with_import(self, name: str, function: str, *arguments: Any) -> tuple[int, str]:
+    def peak_memory_with_import(self, name: str, function: str, *arguments: Any) -> Peak:
         """The peak memory (bytes) of importing the student's module ``name`` and calling its
         ``function(*arguments)``, and who counted it (``"kernel"`` or ``"tracemalloc"``), in this
         process, which must be one none of the student's code has run in: the count starts before the
@@ -506,14 +519,16 @@ class Checks(Side):
         self.request("typename", None)  # answered once its bootstrap is done: from here, only what we ask runs
         if self.pid is None:
             self.probe("trace")
-            return int(self.probe("peak_memory", getattr(self.module(name), function), *arguments)), "tracemalloc"
-        pid = self.pid
+            peak, result = self.probe("peak_memory_and_result", getattr(self.module(name), function), *arguments)
+            return Peak(int(peak), "tracemalloc", result)
+        pid, results = self.pid, []
         try:
-            return kernel.peak_while(
-                pid, lambda: self.probe("dropped", getattr(self.module(name), function), *arguments)
-            ), "kernel"
+            peak = kernel.peak_while(
+                pid, lambda: results.append(self.probe("called", getattr(self.module(name), function), *arguments))
+            )
         except kernel.UnmeasuredError as error:
             raise AssertionError(f"the memory of the process your code runs in could not be counted: {error}") from None
+        return Peak(peak, "kernel", results[0])
 
     def cpu_seconds(self, function: Any, *arguments: Any) -> tuple[Any, float, str]:
         """``function(*arguments)`` in the student's process (with the collector set as ``probe``'s

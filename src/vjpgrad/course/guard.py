@@ -1,0 +1,136 @@
+"""What the student's code is refused in the process it runs in, by an audit hook (``install``).
+
+The student's process (``grading.student_process``) runs as the teacher's user unless the autograder's
+``--user`` (as the Gradescope bundle runs it) names another: then the kernel keeps nothing of the grader's processes
+from it (their ``/proc/PID/mem``, the fork server's socket). ``install`` adds, just before the first of
+the student's files is imported, an audit hook (``sys.addaudithook``: it cannot be removed) that
+refuses, with a ``PermissionError`` naming what was refused and the course's rule, what no exercise
+needs and what reaches outside the student's process: starting a process (``os.fork``,
+``subprocess.Popen``...), ``ctypes``, opening a file to write it or anything under ``/proc``,
+removing, renaming and linking files, sockets, ``mmap``, walking the interpreter's objects
+(``gc.get_objects``), killing processes and raising the CPU limit. The functions that start a
+process or share memory without an audit event (``_posixsubprocess.fork_exec``, ``_posixshmem``,
+``os.memfd_create``) are replaced by ones that refuse, and their modules refused a second import.
+
+An audit hook is no sandbox: code that writes its own process's memory (``ctypes`` loaded before the
+hook, reached by a way not closed here) can undo it. It makes the cheats reviewed for this course
+fail; the boundary that holds against any code is another user (``--user``). The hook is not
+installed where the student's code runs in the checks' own process (``inprocess``: the browser's
+Pyodide, ``VJPGRAD_COURSE_IN_PROCESS=1``), which is feedback, not marks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+RULE = (
+    "the course runs your code with nothing but the checks' requests: "
+    "no other process, file written, socket, /proc or raw memory"
+)
+"""Why a student's code is refused an event: what every refusal's message ends with."""
+
+REFUSED: dict[str, str] = {
+    **dict.fromkeys(
+        ("os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile",
+         "subprocess.Popen", "pty.spawn"),
+        "starting a process",
+    ),
+    **dict.fromkeys(("os.kill", "os.killpg", "signal.pthread_kill"), "signalling a process"),
+    **dict.fromkeys(
+        ("os.remove", "os.rename", "os.rmdir", "os.link", "os.symlink", "os.truncate", "os.chmod", "os.chown",
+         "os.mkdir"),
+        "changing files",
+    ),
+    **dict.fromkeys(("socket.__new__", "socket.bind", "socket.connect", "socket.sendto"), "sockets"),
+    "mmap.__new__": "mapping memory (mmap)",
+    **dict.fromkeys(("gc.get_objects", "gc.get_referrers", "gc.get_referents"), "walking the interpreter's objects"),
+    **dict.fromkeys(("resource.setrlimit", "resource.prlimit"), "changing the process's limits"),
+}  # fmt: skip
+"""The audit events refused outright, with what each does (every ``ctypes.*`` event too: ``_hook``)."""
+
+MODULES = frozenset(("ctypes", "_ctypes", "_posixsubprocess", "_posixshmem", "posix", "_testcapi", "_testinternalcapi"))
+"""Modules a student's code may not import (again): each reaches what the hook refuses without an event."""
+
+WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+"""The flags of an ``open`` that writes."""
+
+
+def _refuse(*arguments: Any, **keywords: Any) -> Any:
+    raise PermissionError(f"starting a process or sharing memory is refused: {RULE}")
+
+
+def _scrub() -> None:
+    """Replace the functions that start a process or share memory without an audit event by
+    ``_refuse``, in the modules already loaded (``MODULES`` may not be imported again)."""
+    for module, names in (
+        ("_posixsubprocess", ("fork_exec",)),
+        ("subprocess", ("_fork_exec",)),
+        ("_posixshmem", ("shm_open", "shm_unlink")),
+        ("posix", ("memfd_create",)),
+        ("os", ("memfd_create",)),
+    ):
+        loaded = sys.modules.get(module)
+        for name in names:
+            if loaded is not None and hasattr(loaded, name):
+                setattr(loaded, name, _refuse)
+
+
+def install() -> None:
+    """Refuse, in this process, from now on, what ``refusal`` names; not undone. Run last before the
+    student's files are imported: the grader's code in this process needs none of it afterwards
+    (it reads and writes inherited pipes, which raise no event)."""
+    _scrub()
+    hook = _hook(os.stat, dict(REFUSED), MODULES, RULE)  # copies: what the hook reads, nothing else reaches
+    sys.addaudithook(hook)
+
+
+def _hook(stat: Callable[..., Any], refused: dict[str, str], modules: frozenset[str], rule: str) -> Callable[..., None]:
+    """The audit hook: everything it reads is bound here, in its closure, so that no module attribute a
+    student's code can rebind (this module's, ``os``'s) changes what it refuses. A path that is not a
+    ``str``, ``bytes`` or file descriptor (a ``PathLike``, whose ``__fspath__`` could answer the hook
+    one path and ``open`` another) is refused."""
+    try:
+        proc = stat("/proc").st_dev if sys.platform.startswith("linux") else None
+    except OSError:
+        proc = None
+    write = WRITE
+
+    def in_proc(path: Any) -> bool:
+        if proc is None or type(path) is int or path is None:
+            return False
+        text = path.decode("utf-8", "surrogateescape") if type(path) is bytes else path
+        if text == "/proc" or text.startswith("/proc/"):
+            return True
+        try:
+            return bool(stat(text).st_dev == proc)
+        except (OSError, ValueError):
+            return False
+
+    def what(event: str, arguments: tuple[Any, ...]) -> str | None:
+        if event in refused:
+            return refused[event]
+        if event.startswith("ctypes."):
+            return "ctypes"
+        if event == "import" and arguments and arguments[0] in modules:
+            return f"importing {arguments[0]}"
+        if event in ("open", "os.listdir", "os.scandir") and arguments:
+            path = arguments[0]
+            if path is not None and type(path) not in (str, bytes, int):
+                return f"a path given as {type(path).__name__}, not str"
+            if event == "open" and len(arguments) >= 3:
+                mode, flags = arguments[1], arguments[2]
+                if (type(flags) is int and flags & write) or (type(mode) is str and any(c in mode for c in "wax+")):
+                    return f"opening {path!r} to write it"
+            if in_proc(path):
+                return f"reading {path!r}, under /proc"
+        return None
+
+    def hook(event: str, arguments: tuple[Any, ...]) -> None:
+        refusal = what(event, arguments)
+        if refusal is not None:
+            raise PermissionError(f"{event} ({refusal}) is refused: {rule}")
+
+    return hook
