@@ -684,6 +684,10 @@ def path_like():
     return Path(__file__).read_text()
 
 
+def loaded_ctypes():  # vjpgrad loaded it (libm's hypot): its memmove raises no audit event
+    return sys.modules["ct" + "ypes"].memmove
+
+
 def the_graders_setter():
     getattr(sys.modules["vjp" + "grad.course.probe"], "_set_" + "recursion_limit")(100_000)
     return sys.getrecursionlimit()
@@ -735,6 +739,8 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
         with pytest.raises(AttributeError):  # no reference to the interpreter's setter is left there
             attempts.the_graders_setter()
         assert attempts.limit() == 1_000
+        with pytest.raises(KeyError):  # ctypes, loaded by the grader, is no longer among the modules
+            attempts.loaded_ctypes()
     finally:
         ours.close()
         process.join(10)

@@ -12,8 +12,9 @@ removing, renaming and linking files, sockets, ``mmap``, walking the interpreter
 process or share memory without an audit event (``_posixsubprocess.fork_exec``, ``_posixshmem``,
 ``os.memfd_create``) are replaced by ones that refuse, and their modules refused a second import.
 
-An audit hook is no sandbox: code that writes its own process's memory (``ctypes`` loaded before the
-hook, reached by a way not closed here) can undo it. It makes the cheats reviewed for this course
+An audit hook is no sandbox: code that writes its own process's memory (``ctypes`` was loaded before
+the hook; ``install`` takes it out of ``sys.modules``, but an object of its reached by a way not closed
+here would do) can undo it. It makes the cheats reviewed for this course
 fail; the boundary that holds against any code is another user (``--user``). The hook is not
 installed where the student's code runs in the checks' own process (``inprocess``: the browser's
 Pyodide, ``VJPGRAD_COURSE_IN_PROCESS=1``), which is feedback, not marks.
@@ -76,6 +77,10 @@ def _scrub() -> None:
         for name in names:
             if loaded is not None and hasattr(loaded, name):
                 setattr(loaded, name, _refuse)
+    # ctypes is loaded already (vjpgrad.core.floats takes libm's hypot through it), and its
+    # memmove raises no audit event: taken out of sys.modules, and refused as an import, it is not found again
+    for module in [name for name in sys.modules if name in ("ctypes", "_ctypes") or name.startswith("ctypes.")]:
+        del sys.modules[module]
 
 
 def install() -> None:
