@@ -38,6 +38,7 @@ def prepend(path: Path, text: str) -> None:
     path.write_text(text + path.read_text())
 
 
+@pytest.mark.slow  # a grading run: the student's process and the checks' (seconds)
 def test_a_monkeypatch_of_the_graders_classify_earns_nothing(tmp_path: Path) -> None:
     directory = skeleton(tmp_path / "student")
     prepend(
@@ -156,6 +157,7 @@ def test_the_students_process_holds_nothing_of_the_checks(tmp_path: Path) -> Non
     assert result.status == grading.DONE
 
 
+@pytest.mark.slow  # a grading run: the student's process and the checks' (seconds)
 def test_a_tracemalloc_beside_the_students_files_does_not_stand_in_for_the_standard_librarys(
     tmp_path: Path,
 ) -> None:
@@ -178,6 +180,7 @@ def test_a_tracemalloc_beside_the_students_files_does_not_stand_in_for_the_stand
     assert outcomes["three_inputs"] == grading.PASSED
 
 
+@pytest.mark.slow  # a grading run: the student's process and the checks' (seconds)
 def test_held_out_checks_never_reach_what_a_student_sees(tmp_path: Path) -> None:
     teacher = tmp_path / "teacher"
     shutil.copytree(EXAMPLE, teacher)
