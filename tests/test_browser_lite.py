@@ -264,5 +264,8 @@ def test_the_students_files_are_there_on_the_next_visit(chromium: Any, server: s
 def test_no_request_left_the_sites_host(chromium: Any, server: str) -> None:
     requested(chromium)
     assert REQUESTS, "the browser's log recorded no request: the other tests did not run"
-    outside = sorted({url for url in REQUESTS if not url.startswith((server, "data:", "blob:", "about:", "chrome:"))})
+    # a request over the network to any host but the site's; the browser's own pages (its new tab's
+    # chrome-untrusted://new-tab-page/..., chrome://, data:, blob:) are not the network
+    network = ("http:", "https:", "ws:", "wss:", "ftp:")
+    outside = sorted({url for url in REQUESTS if url.startswith(network) and not url.startswith(server)})
     assert not outside, f"requests to other hosts: {outside}"
