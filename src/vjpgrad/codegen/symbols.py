@@ -315,7 +315,8 @@ NAMESPACE: dict[str, Any] = {
     "_MASKED": MASKED,
 }
 """The helpers generated code calls, by the names the symbols write (``_div(x, y)``): the
-``floats`` functions, ``HELPERS``, and each operation's forward as ``_<name>`` (``_exp``)."""
+``floats`` functions, ``HELPERS``, each operation's forward as ``_<name>`` (``_exp``), and
+Python's ``max`` (``_max_of``), which compile's ``max`` runs where no operand is nan."""
 NAMESPACE.update({f"_{name}": function for name, function in HELPERS.items()})
 for _op in ops.BUILTIN:
     NAMESPACE.setdefault(f"_{_op.name}", _op.forward)

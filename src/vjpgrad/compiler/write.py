@@ -7,7 +7,11 @@ order the lines ran); the reverse pass one line per edge, nodes in decreasing or
 creation, contributions added in that order, exactly as ``graph.propagate`` runs them. The lines of the reverse pass are
 not written by hand: each edge's saved rule and gradient from ``core/ops.py`` are called with
 ``codegen.symbols.Code`` names instead of floats, and what they build is the text of the line.
-So the code computes the eager engine's numbers, bit for bit, by construction.
+So the code computes the eager engine's numbers, bit for bit, by construction. ``x ** k`` with
+an exponent written in the code runs the branch ``floats.power_scalar`` takes for it, written
+out by the symbols (``x * x`` for 2); ``max`` is the one operation written here rather than by
+its rule: Python's ``max`` where no operand is nan, and its saved rule's comparisons
+(``ops._max_saved``) written out in ``Writer._max_lines``, each tested against the table's.
 
 Only the graph goes into the code: the names are made here (``x0`` for arguments, ``p0`` for
 parameters, ``t1`` for intermediates, ``g_t1`` for their gradients), numbers are written with
