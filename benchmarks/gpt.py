@@ -381,9 +381,8 @@ def cpu_time(name: str, rounds: int = 12) -> None:
     for _ in range(rounds):
         ours.extend(timed(compiled, params) for _ in range(3))
         theirs.append(timed(peer.step_loss, peer.parameters()))
-    (both, total), (peer_both, peer_total) = (
-        (statistics.median(t[k] for t in times) * 1000 for k in (0, 1)) for times in (ours, theirs)
-    )
+    both, total = (statistics.median(t[k] for t in ours) * 1000 for k in (0, 1))
+    peer_both, peer_total = (statistics.median(t[k] for t in theirs) * 1000 for k in (0, 1))
     print(f"CPU time on {name!r}, medians of {len(ours)} compiled and {len(theirs)} microgpt-style steps, interleaved:")
     print(f"  vjpgrad compiled: forward + backward {both:.2f} ms, a step's total {total:.2f} ms")
     print(f"  microgpt-style:   forward + backward {peer_both:.1f} ms, a step's total {peer_total:.1f} ms")
