@@ -12,6 +12,7 @@
 
     python benchmarks/gpt.py [--rounds 7] [--name isabella]
     python benchmarks/gpt.py --profile   # where a compiled step's time goes
+    python benchmarks/gpt.py --cpu [--rounds 12]   # compiled / microgpt-style in CPU time, one process
     python benchmarks/run.py --only gpt
 """
 
@@ -21,6 +22,7 @@ import argparse
 import importlib.util
 import math
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -345,14 +347,61 @@ def profile_compiled(name: str, steps: int = 20) -> None:
     print("  the largest generated functions: " + ", ".join(f"{f} {100 * t / total:.1f}%" for f, t in largest))
 
 
+def cpu_time(name: str, rounds: int = 12) -> None:
+    """The compiled step and microgpt's design in one process, in CPU time (``time.process_time``:
+    what other processes on a loaded machine take is not counted), interleaved: three compiled
+    steps for each microgpt-style step, ``rounds`` times, after warm-up calls. Prints the medians
+    of forward + backward and of a step's total (zeroing ``.grad`` and freeing the graph included),
+    and microgpt-style / compiled on each."""
+    docs = example.load_names()
+    uchars = sorted(set("".join(docs)))
+    tokens = [len(uchars)] + [uchars.index(ch) for ch in name] + [len(uchars)]
+    weights = initial_weights(len(uchars) + 1)
+    model = vjpgrad_model(weights, len(uchars) + 1)
+    compiled, params = example.make_step_loss(model, compiled=True), model.parameters()
+    peer = MicrogptModel(weights, MicroValue, lambda v: v.data)
+    clock = time.process_time
+
+    def timed(step: Callable[[Sequence[int]], Any], leaves: list[Any]) -> tuple[float, float]:
+        start = clock()
+        for p in leaves:
+            p.grad = 0.0
+        before = clock()
+        loss = step(tokens)
+        loss.backward()
+        after = clock()
+        del loss  # the graph freed inside the step's total
+        return after - before, clock() - start
+
+    for _ in range(3):  # record, compile (or load), replay once
+        timed(compiled, params)
+    timed(peer.step_loss, peer.parameters())
+    ours: list[tuple[float, float]] = []
+    theirs: list[tuple[float, float]] = []
+    for _ in range(rounds):
+        ours.extend(timed(compiled, params) for _ in range(3))
+        theirs.append(timed(peer.step_loss, peer.parameters()))
+    both, total = (statistics.median(t[k] for t in ours) * 1000 for k in (0, 1))
+    peer_both, peer_total = (statistics.median(t[k] for t in theirs) * 1000 for k in (0, 1))
+    print(f"CPU time on {name!r}, medians of {len(ours)} compiled and {len(theirs)} microgpt-style steps, interleaved:")
+    print(f"  vjpgrad compiled: forward + backward {both:.2f} ms, a step's total {total:.2f} ms")
+    print(f"  microgpt-style:   forward + backward {peer_both:.1f} ms, a step's total {peer_total:.1f} ms")
+    ratios = f"{peer_both / both:.1f}x forward + backward, {peer_total / total:.1f}x a step's total"
+    print(f"  microgpt-style / vjpgrad compiled: {ratios}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7, help="rounds per engine (default 7)")
     parser.add_argument("--name", default="isabella", help="the name the step trains on")
     parser.add_argument("--profile", action="store_true", help="where a compiled step's time goes (cProfile)")
+    parser.add_argument("--cpu", action="store_true", help="compiled / microgpt-style in CPU time, one process")
     args = parser.parse_args(argv)
     if args.profile:
         profile_compiled(args.name)
+        return
+    if args.cpu:
+        cpu_time(args.name, args.rounds)
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from run import compare

@@ -15,6 +15,7 @@ helpers a line calls are the ``floats`` functions under the names of ``NAMESPACE
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,6 +82,34 @@ class Dialect:
     def where(self, condition: Code, if_true: Any, if_false: Any) -> Code:
         return Code(f"{operand(if_true)} if {condition.text} else {operand(if_false)}", dialect=self)
 
+    def power_scalar(self, x: Code, k: Any) -> Code | float:
+        """``x ** k`` as ``floats.power_scalar`` computes it. For an exponent known as the code is
+        written (a number, not a symbol), the branch ``power_scalar`` would take is taken here and
+        written out: ``x * x`` for 2, ``x`` itself for 1, ``1.0`` for 0, ``_sqrt(x)`` for 0.5...,
+        the very operations it runs, in its order, so the same bits with no call of it (a
+        GPT's squared relu, and its derivative ``2.0 * x``, run once per neuron)."""
+        if type(k) not in (float, int):  # a symbol: the exponent is known only as the code runs
+            return call("_pow_scalar", x, k, dialect=self)
+        exponent = float(k)
+        if exponent == 0.0:
+            return 1.0
+        if exponent == 1.0:
+            return x
+        base = operand(x)
+        if exponent == 0.5:
+            return call("_sqrt", x, dialect=self)
+        if exponent == -0.5:
+            return call("_reciprocal", call("_sqrt", x, dialect=self), dialect=self)
+        if exponent == -1.0:
+            return call("_reciprocal", x, dialect=self)
+        if exponent == 2.0:
+            return Code(f"{base} * {base}", dialect=self)
+        if exponent == 3.0:
+            return Code(f"{base} * {base} * {base}", dialect=self)
+        if exponent == -2.0:
+            return call("_reciprocal", Code(f"{base} * {base}", dialect=self), dialect=self)
+        return call("_pow", x, k, dialect=self)
+
     def __repr__(self) -> str:
         return f"<{self.name} code>"
 
@@ -103,6 +132,9 @@ class _ArrayDialect(Dialect):
 
     def where(self, condition: Code, if_true: Any, if_false: Any) -> Code:
         return call("_where", condition, if_true, if_false, dialect=self)
+
+    def power_scalar(self, x: Code, k: Any) -> Code | float:
+        return call("_pow_scalar", x, k, dialect=self)  # the array helper takes every exponent
 
 
 SCALAR = Dialect()
@@ -176,8 +208,8 @@ class Code:
     def __pow__(self, other: Any) -> Code:  # C's pow, as PyTorch's tensor ** tensor
         return self._call("_pow", self, other)
 
-    def pow_scalar(self, k: Any) -> Code:  # PyTorch's tensor ** number, with its special cases
-        return self._call("_pow_scalar", self, k)
+    def pow_scalar(self, k: Any) -> Code | float:  # PyTorch's tensor ** number, with its special cases
+        return self.dialect.power_scalar(self, k)
 
     def __rpow__(self, other: Any) -> Code:
         return self._call("_pow", other, self)
@@ -277,12 +309,14 @@ NAMESPACE: dict[str, Any] = {
     "_sin": floats.sin,
     "_cos": floats.cos,
     "_sign": floats.sign,
+    "_max_of": builtins.max,  # Python's max, where no operand is nan (compiler.write's max)
     "_inf": math.inf,
     "_nan": math.nan,
     "_MASKED": MASKED,
 }
 """The helpers generated code calls, by the names the symbols write (``_div(x, y)``): the
-``floats`` functions, ``HELPERS``, and each operation's forward as ``_<name>`` (``_exp``)."""
+``floats`` functions, ``HELPERS``, each operation's forward as ``_<name>`` (``_exp``), and
+Python's ``max`` (``_max_of``), which compile's ``max`` runs where no operand is nan."""
 NAMESPACE.update({f"_{name}": function for name, function in HELPERS.items()})
 for _op in ops.BUILTIN:
     NAMESPACE.setdefault(f"_{_op.name}", _op.forward)

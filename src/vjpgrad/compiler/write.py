@@ -7,7 +7,11 @@ order the lines ran); the reverse pass one line per edge, nodes in decreasing or
 creation, contributions added in that order, exactly as ``graph.propagate`` runs them. The lines of the reverse pass are
 not written by hand: each edge's saved rule and gradient from ``core/ops.py`` are called with
 ``codegen.symbols.Code`` names instead of floats, and what they build is the text of the line.
-So the code computes the eager engine's numbers, bit for bit, by construction.
+So the code computes the eager engine's numbers, bit for bit, by construction. ``x ** k`` with
+an exponent written in the code runs the branch ``floats.power_scalar`` takes for it, written
+out by the symbols (``x * x`` for 2); ``max`` is the one operation written here rather than by
+its rule: Python's ``max`` where no operand is nan, and its saved rule's comparisons
+(``ops._max_saved``) written out in ``Writer._max_lines``, each tested against the table's.
 
 Only the graph goes into the code: the names are made here (``x0`` for arguments, ``p0`` for
 parameters, ``t1`` for intermediates, ``g_t1`` for their gradients), numbers are written with
@@ -200,16 +204,26 @@ class Writer:
         if op is not None:
             terms = self.terms(node, graph.operands(node))
             fields = ", ".join(f"{{{k}}}" for k in range(len(terms)))
-            if op.nary:
+            if op is ops.MAX and len(terms) > 1:
+                form = (_max_template(len(terms)), [operand_text(t) for t in terms], self.comment(op))
+            elif op.nary:
                 form = (f"{self.helper(op, 'forward')}({fields})", terms, self.comment(op))
             elif op.code in INLINE:
                 form = (op.code, [operand_text(t) for t in terms], self.comment(op))
+            elif op is ops.POW_SCALAR and self._constant_exponent(node):
+                form = (_power_template(graph.operands(node)[1]), [operand_text(t) for t in terms], self.comment(op))
             elif op in ops.BUILTIN:  # a call of a helper in NAMESPACE, e.g. _pow_scalar(x0, 0.5)
                 form = (op.code, terms, self.comment(op))
             else:
                 form = (f"{self.helper(op, 'forward')}({fields})", terms, self.comment(op))
         self._forms[id(node)] = form
         return form
+
+    def _constant_exponent(self, node: graph.Node) -> bool:
+        """Whether ``x ** k``'s exponent is a number written in the code (not one ``compiler.fold``
+        passes to each copy of a block, nor a Value)."""
+        k = graph.operands(node)[1]
+        return type(k) in (float, int) and (id(node), 1) not in self.named_numbers
 
     def forward_lines(self, nodes: Sequence[graph.Node], inlined: Container[int], indent: str) -> list[str]:
         """The lines of the forward pass that compute ``nodes`` (creation order), each operation
@@ -293,18 +307,7 @@ class Writer:
         read = self.read_names(node, operands)
         every = (*(name for name in read if name is not None), out)  # a saved rule's helper reads them all
         if op.nary:
-            g = Code(gradient, atomic=True)
-            rule = op.gradients[0]
-            saved = f"{self.helper(op, 'saved')}(({', '.join(self.terms(node, operands))},), {out})"
-            parts = []
-            one = len(positions) == 1
-            for k in positions:
-                s = Code(f"{saved}[{k}]", atomic=True) if one else Code(f"_s[{k}]", atomic=True)
-                code = f"0.0 if {s.text} is _MASKED else {operand(contribution(rule, g, s))}"
-                parts.append(Contribution(id(operands[k]), code, k, every if one else ()))
-            if not one:
-                parts.insert(0, Contribution(-1, f"_s = {saved}", -1, every))
-            return parts
+            return self._nary_lines(node, op, positions, gradient, every)
         terms = self.terms(node, operands)
         node_type, named, key = graph.Node, self.named_numbers, id(node)
         pattern = tuple(None if isinstance(x, node_type) or (key, k) in named else x for k, x in enumerate(operands))
@@ -322,6 +325,46 @@ class Writer:
             reads = tuple(name for i, name in enumerate(read) if name is not None and str(i) in fields)
             code = template.format(*terms, g=gradient, out=out)
             lines.append(Contribution(id(operands[k]), code, k, (*reads, out) if "out" in fields else reads))
+        return lines
+
+    def _nary_lines(
+        self, node: graph.Node, op: Op, positions: tuple[int, ...], gradient: str, every: tuple[str, ...]
+    ) -> list[Contribution]:
+        """The edges of an operation of any number of operands: its saved rule called as the code
+        runs (``max``'s written out, ``_max_lines``), each edge's gradient of what it saved."""
+        operands = graph.operands(node)
+        if op is ops.MAX and len(operands) > 1:
+            return self._max_lines(node, positions, gradient, every)
+        g = Code(gradient, atomic=True)
+        rule = op.gradients[0]
+        saved = f"{self.helper(op, 'saved')}(({', '.join(self.terms(node, operands))},), {self.names[id(node)]})"
+        parts = []
+        one = len(positions) == 1
+        for k in positions:
+            s = Code(f"{saved}[{k}]", atomic=True) if one else Code(f"_s[{k}]", atomic=True)
+            code = f"0.0 if {s.text} is _MASKED else {operand(contribution(rule, g, s))}"
+            parts.append(Contribution(id(operands[k]), code, k, every if one else ()))
+        if not one:
+            parts.insert(0, Contribution(-1, f"_s = {saved}", -1, every))
+        return parts
+
+    def _max_lines(
+        self, node: graph.Node, positions: tuple[int, ...], gradient: str, every: tuple[str, ...]
+    ) -> list[Contribution]:
+        """``max``'s edges, its saved rule (``ops._max_saved``) written out: an operand is a hit
+        where it equals the maximum (where the maximum is nan, where it is nan itself), and each
+        hit is handed ``g / count`` (the rule's gradient, ``divided``), each other operand 0.0."""
+        terms = [operand_text(t) for t in self.terms(node, graph.operands(node))]
+        out = self.names[id(node)]
+        equal = ", ".join(f"{t} == {out}" for t in terms)
+        nan = ", ".join(f"{t} != {t}" for t in terms)
+        share = operand(contribution(ops.MAX.gradients[0], Code(gradient, atomic=True), Code("_count", atomic=True)))
+        lines = [
+            Contribution(-1, f"_hits = ({equal},) if {out} == {out} else ({nan},)", -1, every),
+            Contribution(-1, "_count = float(_hits.count(True))", -1, ()),
+        ]
+        for k in positions:
+            lines.append(Contribution(id(graph.operands(node)[k]), f"{share} if _hits[{k}] else 0.0", k, ()))
         return lines
 
     def _template(self, op: Op, k: int, pattern: tuple[Any, ...]) -> tuple[str, frozenset[str]] | None:
@@ -345,6 +388,24 @@ class Writer:
                 template = None
         self._templates[key] = template
         return template
+
+
+def _power_template(k: float) -> str:
+    """The forward of ``x ** k`` for the exponent ``k``, with ``{0}`` for ``x``: the operations
+    ``floats.power_scalar`` runs for that exponent, written out (``{0} * {0}`` for 2)."""
+    power = Code("{0}", atomic=True).pow_scalar(k)
+    return power.text if isinstance(power, Code) else literal(power)
+
+
+def _max_template(count: int) -> str:
+    """The forward of ``max`` of ``count`` operands (two or more), with ``{0}``, ``{1}``... for
+    them: Python's ``max``, in C, where no operand is nan (it keeps the first of equal ones and
+    replaces it only by a greater one, as the table's forward does: ``max(-0.0, 0.0)`` is -0.0),
+    and the table's forward itself where one is (it returns the first nan, which Python's ``max``
+    would not)."""
+    fields = ", ".join(f"{{{k}}}" for k in range(count))
+    numbers = " and ".join(f"{{{k}}} == {{{k}}}" for k in range(count))
+    return f"_max_of({fields}) if {numbers} else _max({fields})"
 
 
 def single_readers(live: Sequence[graph.Node]) -> dict[int, int]:

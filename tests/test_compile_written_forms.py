@@ -1,0 +1,164 @@
+"""The forms compile's code writes in place of a helper call: the same bits as the helper.
+
+``x ** k`` with an exponent written in the code runs the branch of ``floats.power_scalar`` for
+that exponent written out (``x * x`` for 2, ``x`` for 1...), and ``max`` runs Python's ``max``
+where no operand is nan and its saved rule written out. Each form is checked against the helper
+it replaces on the edge values (0, -0.0, inf, nan, negative bases), to the raw bits (a nan's sign
+too), and through ``vjpgrad.compile`` against eager code.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+import pytest
+from _helpers import bits
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vjpgrad
+from vjpgrad import Value, Vector
+from vjpgrad.codegen.symbols import NAMESPACE, Code
+from vjpgrad.compiler.write import _max_template, _power_template
+from vjpgrad.core import floats, ops
+from vjpgrad.nn import functional as F  # noqa: N812  # PyTorch's spelling
+
+EXPONENTS = [0.0, -0.0, 1.0, 2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.5, -1.5, 4.0, 2.5, math.inf, -math.inf, math.nan]
+"""Every branch of ``floats.power_scalar`` and exponents on either side of them."""
+
+EDGES = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 1e-310, -1e-310, 1e200, -1e200]
+EDGES += [math.inf, -math.inf, math.nan, -math.nan]
+
+values = st.one_of(st.sampled_from(EDGES), st.floats(allow_nan=True, allow_infinity=True))
+
+
+def raw(x: float) -> bytes:
+    """A float's bits exactly, a nan's sign and payload included."""
+    return struct.pack("<d", x)
+
+
+def run(template: str, *operands: float) -> Any:
+    """A written form evaluated on numbers, as the generated code evaluates it: in its namespace."""
+    names = [f"x{k}" for k in range(len(operands))]
+    text = template.format(*names)
+    return eval(text, dict(NAMESPACE), dict(zip(names, operands, strict=True)))  # our own template
+
+
+@pytest.mark.parametrize("k", EXPONENTS)
+@given(x=values)
+@settings(max_examples=60, deadline=None)
+def test_a_constant_power_written_out_is_power_scalars_bits(k: float, x: float) -> None:
+    assert raw(run(_power_template(k), x)) == raw(floats.power_scalar(x, k))
+
+
+@pytest.mark.parametrize("k", EXPONENTS)
+@given(x=values, g=values)
+@settings(max_examples=40, deadline=None)
+def test_a_constant_powers_derivative_written_out_is_the_rules_bits(k: float, x: float, g: float) -> None:
+    # the table's saved rule and gradient, called on Code symbols with k a number, against the
+    # same rule called on floats: what the reverse pass of x ** k adds
+    rule, gradient = ops.POW_SCALAR.saved[0], ops.POW_SCALAR.gradients[0]
+    out = floats.power_scalar(x, k)
+    saved = rule(Code("{0}", atomic=True), k, Code("{1}", atomic=True))
+    expected = rule(x, k, out)
+    if expected is ops.MASKED:
+        assert saved is ops.MASKED
+        return
+    code = ops.contribution(gradient, Code("{2}", atomic=True), saved)
+    text = code.text if isinstance(code, Code) else repr(code)
+    # nan against nan: which one a product hands on is C's choice, and no part of the contract
+    assert bits(run(text, x, out, g)) == bits(ops.contribution(gradient, g, expected))
+
+
+@pytest.mark.parametrize("k", [2.0, 1.0, 0.5, -1.0, 3.0, -2.0, -0.5, 0.0])
+def test_the_written_forms_call_no_power_helper(k: float) -> None:
+    # so that the bit tests above test what runs: power_scalar's branch, not power_scalar
+    assert "_pow_scalar" not in _power_template(k)
+    assert "_pow_scalar" in Code("x", atomic=True).pow_scalar(Code("k", atomic=True)).text  # k unknown: the helper
+
+
+@given(xs=st.lists(values, min_size=2, max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_max_written_out_is_the_tables_max_bits(xs: list[float]) -> None:
+    # Python's max where no operand is nan; the first nan where one is (the table's forward)
+    assert raw(run(_max_template(len(xs)), *xs)) == raw(ops.MAX.forward(*xs))
+
+
+@pytest.mark.parametrize(
+    "xs",
+    [
+        [-0.0, 0.0],
+        [0.0, -0.0],
+        [1.0, math.nan, 2.0],
+        [1.0, -math.nan, math.nan],
+        [math.nan, 3.0],
+        [math.inf, math.inf, 1.0],
+        [-math.inf, -math.inf],
+        [2.0, 2.0, 2.0],
+    ],
+)
+def test_max_of_ties_zeros_and_nans_is_the_tables_max(xs: list[float]) -> None:
+    assert raw(run(_max_template(len(xs)), *xs)) == raw(ops.MAX.forward(*xs))
+
+
+def outcome(f: Any, xs: list[float], seed: float) -> tuple[list[Any], list[Any]]:
+    """The bits of f's outputs and of its arguments' gradients after a backward seeded with ``seed``."""
+    args = [Value(x) for x in xs]
+    out = f(args)
+    outs = list(out) if isinstance(out, (list, Vector)) else [out]
+    Vector(outs).backward([seed * (1 + k) for k in range(len(outs))])
+    return [bits(y.data) for y in outs], [bits(a.grad) for a in args]
+
+
+def compiled_and_eager(f: Any, xs: list[float], seed: float = 1.0) -> tuple[Any, Any]:
+    compiled = vjpgrad.compile(f)
+    compiled([Value(x) for x in xs])  # recorded: the next call replays the written code
+    return outcome(compiled, xs, seed), outcome(f, xs, seed)
+
+
+@pytest.mark.parametrize("k", [2, 2.0, 1.0, 3.0, 0.5, -0.5, -1.0, -2.0, 0.0, 1.5])
+@given(x=values)
+@settings(max_examples=25, deadline=None)
+def test_a_compiled_constant_power_is_eagers_bits(k: float, x: float) -> None:
+    def power(xs: list[Value]) -> list[Value]:
+        return [xs[0] ** k, (xs[0] * 1.5) ** k]  # an operand by its name, and one written into the power
+
+    compiled, eager = compiled_and_eager(power, [x])
+    assert compiled == eager
+
+
+def test_the_squared_relu_of_a_gpt_is_written_as_a_product() -> None:
+    def squared_relu(xs: list[Value]) -> list[Value]:
+        return [x.relu() ** 2 for x in xs]
+
+    compiled = vjpgrad.compile(squared_relu)
+    compiled([Value(0.5), Value(-0.25)])
+    compiled([Value(0.5), Value(-0.25)])
+    assert "_pow_scalar" not in compiled.source
+    assert outcome(compiled, [-0.0, 3.0], 1.0) == outcome(squared_relu, [-0.0, 3.0], 1.0)
+
+
+@given(xs=st.lists(values, min_size=2, max_size=7), seed=values)
+@settings(max_examples=80, deadline=None)
+def test_a_compiled_max_and_softmax_are_eagers_bits(xs: list[float], seed: float) -> None:
+    def shifted(xs: list[Value]) -> list[Value]:
+        return [F.max(xs) * 2.0, *F.softmax(xs)]  # the max alone, and the softmax's shift by it
+
+    compiled, eager = compiled_and_eager(shifted, xs, seed)
+    assert compiled == eager
+
+
+@pytest.mark.parametrize(
+    "xs", [[1.0, 1.0, 0.5], [-0.0, 0.0, -1.0], [math.nan, 1.0, math.nan], [2.0, math.inf, math.inf], [3.0, -math.nan]]
+)
+def test_a_compiled_max_hands_tied_and_nan_operands_eagers_shares(xs: list[float]) -> None:
+    # ties and nans: each operand equal to the maximum (or nan, where it is nan) takes g / count
+    def largest(xs: list[Value]) -> Value:
+        return F.max(xs)
+
+    compiled = vjpgrad.compile(largest)
+    compiled([Value(x) for x in xs])
+    assert "_max_of" in compiled.source
+    assert outcome(compiled, xs, 3.0) == outcome(largest, xs, 3.0)
