@@ -166,8 +166,9 @@ class CompiledCode:
                 self._prepare()
 
     def _prepare(self) -> None:
-        description = describe(self.recorded, self.internal_outputs)
-        key = cache.key(description) if description is not None and cache.enabled() else None
+        description = describe(self.recorded, self.internal_outputs) if cache.enabled() else None
+        self.recorded.columns = None  # read for the key alone: the memory goes back now
+        key = cache.key(description) if description is not None else None
         payload = cache.load(key) if key is not None else None
         if payload is None or not self._use(payload, key):
             payload = self.program.payload(self._code_name(key))
