@@ -3,7 +3,8 @@
 The first call reads the recording a column at a time (``vjpgrad.recording.columns_of``: each
 operation, its operands, where each was made) and, when it keeps every node (a training step),
 keeps those columns (``Recorded.columns``); the second call's cache key (``record.describe``)
-describes the recording from them instead of reading every node again, then lets them go. The
+and, with an empty cache, the block search's local keys (``fold.keys``) are made from them
+instead of reading every node again, then the columns are let go. The
 key must be the one a fresh reading of the nodes gives, bit for bit, on every kind of recording
 (operations of one operand and of many, numbers, arguments and parameters read in any order,
 Values made inside, operations the outputs do not need, constants), and it must still tell
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 
 import vjpgrad
 from vjpgrad import Value
-from vjpgrad.compiler import cache, record
+from vjpgrad.compiler import cache, fold, record
 from vjpgrad.compiler.record import describe
 from vjpgrad.nn import functional
 
@@ -119,9 +120,27 @@ def test_random_programs_get_the_same_key_from_the_kept_columns_as_read_anew(see
     replay = _first_call(fn, Value(0.75), Value(-2.0))
     kept, anew = _both_ways(replay)
     assert kept == anew is not None
+    assert _search_keys(replay, replay.recorded.columns) == _search_keys(replay, None)
 
 
-def test_the_second_call_reads_no_node_again_and_lets_the_columns_go(
+def _search_keys(replay: Any, columns: Any) -> tuple[list[int], list[int]]:
+    """The block search's local keys and last users (``fold.keys``), from ``columns`` or read anew."""
+    recorded = replay.recorded
+    live, externals = recorded.live, recorded.externals
+    returned = {id(live[k]) for k in replay.internal_outputs}
+    place = {id(node): k for k, node in enumerate(live)}
+    arguments = len(record.distinct(recorded.arguments))
+    return fold.keys(live, externals, arguments, recorded.constants, recorded.edges, returned, place, columns)
+
+
+@pytest.mark.parametrize("fn", KEEPING_EVERY_NODE.values(), ids=KEEPING_EVERY_NODE.keys())
+def test_the_search_keys_from_the_kept_columns_are_those_read_anew(fn: Callable[..., Any]) -> None:
+    replay = _first_call(fn, Value(0.75), Value(-2.0))
+    assert replay.recorded.columns is not None
+    assert _search_keys(replay, replay.recorded.columns) == _search_keys(replay, None)
+
+
+def test_the_second_call_with_an_empty_cache_reads_no_node_again_and_lets_the_columns_go(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VJPGRAD_CACHE_DIR", str(tmp_path / "cache"))
@@ -138,8 +157,9 @@ def test_the_second_call_reads_no_node_again_and_lets_the_columns_go(
         raise AssertionError("the nodes were read again for the key")
 
     monkeypatch.setattr(record, "columns_of", no_second_reading)
+    monkeypatch.setattr(fold.recording, "columns_of", no_second_reading)
     x, y = Value(0.75), Value(-2.0)
-    compiled(x, y).backward()  # the second call: the key, the code written and stored
+    compiled(x, y).backward()  # the second call: the key, the search, the code written and stored
     assert replay.recorded.columns is None  # let go once the key is made
     monkeypatch.setattr(record, "columns_of", reading)
     assert expected is not None
