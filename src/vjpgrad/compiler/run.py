@@ -172,7 +172,9 @@ class CompiledCode:
             key = cache.key(description) if description is not None else None
             payload = cache.load(key) if key is not None else None
             if payload is None or not self._use(payload, key):
-                payload = self.program.payload(self._code_name(key))
+                program = self.program
+                self.recorded.columns = None  # the search has read them: the writing needs the memory more
+                payload = program.payload(self._code_name(key))
                 self._use(payload, key)
                 if key is not None and payload["cacheable"]:
                     cache.store(key, payload)
