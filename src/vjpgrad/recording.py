@@ -18,8 +18,8 @@ Recording a function, this module's side:
   operation and operands, as lists) and ``positions_in`` (where each operand was made), which
   compile's block search (``compiler/fold.py``) reads too, gathered by ``columns_of`` into
   ``Columns``; ``recorded_graph_with_columns`` also hands compile the ``Columns`` it read when
-  it returns every node, from which compile's cache key describes the recording without
-  reading the nodes again (``compiler.record.describe``).
+  it returns every node, from which compile's cache key (``compiler.record.describe``) and
+  block search read the recording without reading the nodes again.
 
 Recording a function, the core's side: ``graph.make`` hands every operation to
 ``state.recording`` (``Recorder.record``) instead of filling the node itself; ``Value()`` calls
@@ -118,8 +118,8 @@ _POSITIONS = {(False, False): (), (True, False): (0,), (False, True): (1,), (Tru
 class Columns(NamedTuple):
     """Each of some nodes' operation and operands, and where each operand was made, a column at
     a time (``columns_of``): what ``recorded_graph`` reads of a recording's nodes, kept
-    (``recorded_graph_with_columns``) for compile's cache key to describe the same nodes without
-    reading them again."""
+    (``recorded_graph_with_columns``) for compile's cache key and block search to read the same
+    nodes without reading them again."""
 
     operations: list[Op | None]
     """Each node's operation (None for a leaf: a Value made inside)."""
@@ -174,7 +174,7 @@ def recorded_graph_with_columns(
 ) -> tuple[list[Node], list[tuple[int, ...]], list[Node], Columns | None]:
     """``recorded_graph``, and the ``Columns`` it read of the operations it returns when it
     returns every node of the recording (as a training step's recording is: every node is
-    needed), None otherwise: compile's cache key describes the same nodes from them."""
+    needed), None otherwise: compile's cache key and block search read the same nodes from them."""
     made = recording.leaves
     every = sorted([*recording.nodes, *made.values()], key=by_creation) if made else recording.nodes
     columns = columns_of(every)
