@@ -341,7 +341,9 @@ def test_the_cache_stores_the_blocks_with_the_code_and_a_reverse_pass_written_la
     assert payload["fold"] == first._last.program.table != ()
     detected: list[Any] = []
     real = fold.detect
-    monkeypatch.setattr(fold, "detect", lambda *given, table=None: detected.append(table) or real(*given, table=table))
+    monkeypatch.setattr(
+        fold, "detect", lambda *given, table=None, **rest: detected.append(table) or real(*given, table=table, **rest)
+    )
     again = vjpgrad.compile(lambda pts: hinge_loss(model, pts))
     assert [gradients(model, lambda: again(POINTS)) for _ in range(2)] == [eager] * 2  # loaded: nothing found
     assert detected == []

@@ -16,7 +16,10 @@ Recording a function, this module's side:
 - ``recorded_graph``: what compile and vmap read of a ``Recording`` (the operations the outputs
   need, their edges, the Values from outside), a column at a time: ``slots_of`` (each node's
   operation and operands, as lists) and ``positions_in`` (where each operand was made), which
-  compile's cache key and block search (``compiler/fold.py``) read too.
+  compile's block search (``compiler/fold.py``) reads too, gathered by ``columns_of`` into
+  ``Columns``; ``recorded_graph_with_columns`` also hands compile the ``Columns`` it read when
+  it returns every node, from which compile's cache key (``compiler.record.describe``) and
+  block search read the recording without reading the nodes again.
 
 Recording a function, the core's side: ``graph.make`` hands every operation to
 ``state.recording`` (``Recorder.record``) instead of filling the node itself; ``Value()`` calls
@@ -49,10 +52,11 @@ the generated operators, ``ops.data_of``) and by everyone else through ``graph.n
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from vjpgrad.core.graph import Node, by_creation, next_seq
 from vjpgrad.core.modes import state
@@ -111,6 +115,40 @@ class Recording:
 _POSITIONS = {(False, False): (), (True, False): (0,), (False, True): (1,), (True, True): (0, 1)}
 
 
+class Columns(NamedTuple):
+    """Each of some nodes' operation and operands, and where each operand was made, a column at
+    a time (``columns_of``): what ``recorded_graph`` reads of a recording's nodes, kept
+    (``recorded_graph_with_columns``) for compile's cache key and block search to read the same
+    nodes without reading them again."""
+
+    operations: list[Op | None]
+    """Each node's operation (None for a leaf: a Value made inside)."""
+    operands: list[Any]
+    """Each node's first and second operands, in one list (first, second, first...): None where
+    unused (a leaf's, an operation of one operand's second, an operation of many's two)."""
+    many: dict[int, tuple[Any, ...]]
+    """The operands of each operation of many, by its position."""
+    at: list[int | None]
+    """Where each of ``operands`` was made: its position among the nodes, -1 for a node made
+    elsewhere (an argument, a parameter), None for anything else (a number, an unused slot)."""
+    many_at: dict[int, list[int | None]]
+    """Where each operand of an operation of many was made, as ``at`` says it."""
+    elsewhere: list[int]
+    """The places in ``operands`` (and ``at``) of the operands made elsewhere (``at`` -1), in order."""
+
+
+def columns_of(nodes: Sequence[Node]) -> Columns:
+    """The ``Columns`` of ``nodes`` (in creation order): their operations and operands read by
+    one comprehension a slot (``slots_of``), and the place of each operand found by its
+    creation number (``positions_in``)."""
+    operations, operands, many = _operands_of(nodes)
+    position_of = positions_in(nodes)
+    at = position_of(operands)
+    many_at = {i: position_of(xs) for i, xs in many.items()}
+    elsewhere = list(itertools.compress(range(len(at)), map(operator.eq, at, itertools.repeat(-1))))
+    return Columns(operations, operands, many, at, many_at, elsewhere)
+
+
 def recorded_graph(
     recording: Recording, outputs: Sequence[Node]
 ) -> tuple[list[Node], list[tuple[int, ...]], list[Node]]:
@@ -122,75 +160,86 @@ def recorded_graph(
     then the outputs that are such Values.
 
     It reads every node of a recording of tens of thousands of operations, on every function's
-    first call, so it reads a column at a time (``slots_of``), finds where each operand was made
-    by ``positions_in``, and makes each further pass in C where it can. What the outputs need:
-    in a graph, following readers from any node ends at a node nothing reads, so when every
-    node nothing reads is an output (a step's recording), every node is needed; otherwise one
-    sweep back through creation order marks them."""
+    first call, so it reads a column at a time (``columns_of``: ``slots_of``, and
+    ``positions_in`` for where each operand was made), and makes each further pass in C where
+    it can. What the outputs need: in a graph, following readers from any node ends at a node
+    nothing reads, so when every node nothing reads is an output (a step's recording), every
+    node is needed; otherwise one sweep back through creation order marks them."""
+    live, edges, outside, _ = recorded_graph_with_columns(recording, outputs)
+    return live, edges, outside
+
+
+def recorded_graph_with_columns(
+    recording: Recording, outputs: Sequence[Node]
+) -> tuple[list[Node], list[tuple[int, ...]], list[Node], Columns | None]:
+    """``recorded_graph``, and the ``Columns`` it read of the operations it returns when it
+    returns every node of the recording (as a training step's recording is: every node is
+    needed), None otherwise: compile's cache key and block search read the same nodes from them."""
     made = recording.leaves
     every = sorted([*recording.nodes, *made.values()], key=by_creation) if made else recording.nodes
-    operands, many = _operands_of(every)
-    position_of = positions_in(every)
-    operand_at = position_of(operands)
-    many_at = {i: position_of(xs) for i, xs in many.items()}
-    outputs_at = position_of(outputs)
+    columns = columns_of(every)
+    operand_at, many_at = columns.at, columns.many_at
+    outputs_at = positions_in(every)(outputs)
     read = {*operand_at, *itertools.chain.from_iterable(many_at.values()), *outputs_at}
     read.discard(None)
     read.discard(-1)
     needed = None if len(read) == len(every) else _needed(operand_at, many_at, outputs_at)  # None: every node
-    outside = _outside(operands, operand_at, many, many_at, needed)
+    outside = _outside(columns, needed)
     for x, at in zip(outputs, outputs_at, strict=True):
         if at == -1:
             outside.setdefault(id(x), x)
-    edges = _edges(every, many)
+    edges = _edges(every, columns.many)
     if needed is not None:
-        return list(itertools.compress(every, needed)), list(itertools.compress(edges, needed)), [*outside.values()]
-    return list(every), edges, [*outside.values()]
+        return (
+            list(itertools.compress(every, needed)),
+            list(itertools.compress(edges, needed)),
+            [*outside.values()],
+            None,
+        )
+    return list(every), edges, [*outside.values()], columns
 
 
-def _operands_of(every: Sequence[Node]) -> tuple[list[Any], dict[int, tuple[Any, ...]]]:
-    """Each node's first and second operands, in one list (first, second, first...; None where
-    unused: a leaf's, an operation of one operand's second), and the operands of each operation
-    of many by its position (its first and second are None in the list)."""
+def _operands_of(every: Sequence[Node]) -> tuple[list[Op | None], list[Any], dict[int, tuple[Any, ...]]]:
+    """Each node's operation; its first and second operands, in one list (first, second,
+    first...; None where unused: a leaf's, an operation of one operand's second); and the
+    operands of each operation of many by its position (its first and second are None in the
+    list)."""
     operations, firsts, seconds = slots_of(every)
     many: dict[int, tuple[Any, ...]] = {}
-    for op in {op for op in operations if op is not None and (op.nary or op.arity == 1)}:
+    for op in [op for op in set(operations) if op is not None and (op.nary or op.arity == 1)]:
         i = -1
         for _ in range(operations.count(op)):
             i = operations.index(op, i + 1)
             seconds[i] = None  # an operation of one operand, or of many, leaves its second unused
             if op.nary:
                 many[i], firsts[i] = firsts[i], None
-    return list(itertools.chain.from_iterable(zip(firsts, seconds, strict=True))), many
+    operands: list[Any] = [None] * (2 * len(firsts))
+    operands[0::2], operands[1::2] = firsts, seconds
+    return operations, operands, many
 
 
-def _outside(
-    operands: list[Any],
-    operand_at: list[int | None],
-    many: dict[int, tuple[Any, ...]],
-    many_at: dict[int, list[int | None]],
-    needed: bytearray | None,
-) -> dict[int, Node]:
+def _outside(columns: Columns, needed: bytearray | None) -> dict[int, Node]:
     """The Values from outside that the needed nodes read (``needed`` None: every node), by id,
-    in the order read: creation order, an operation's first operand before its second."""
-    outside: dict[int, Node] = {}
-    met = outside.setdefault
-    operand_at = list(operand_at)
-    for i in many:
-        operand_at[2 * i] = -1  # an operation of many: its operands are read at its place below
-    j = -1
-    for _ in range(operand_at.count(-1)):
-        j = operand_at.index(-1, j + 1)
-        i = j >> 1
-        if needed is not None and not needed[i]:
-            continue
-        if many and i in many:
-            for x, at in zip(many[i], many_at[i], strict=True):
-                if at == -1:
-                    met(id(x), x)
-        else:
-            met(id(operands[j]), operands[j])
-    return outside
+    in the order read: creation order, an operation's first operand before its second, the
+    operands of an operation of many at its place. Found in C: the operands made elsewhere,
+    in order, then those of the operations of many put in at their places."""
+    operands, many, places = columns.operands, columns.many, columns.elsewhere
+    if needed is not None:
+        places = [j for j in places if needed[j >> 1]]
+    found = list(map(operands.__getitem__, places))
+    if many:
+        parts: list[list[Any]] = []
+        start = 0
+        for i in sorted(many):
+            if needed is not None and not needed[i]:
+                continue
+            cut = bisect.bisect_left(places, 2 * i)  # the operations of many read theirs here
+            parts.append(found[start:cut])
+            parts.append([x for x, k in zip(many[i], columns.many_at[i], strict=True) if k == -1])
+            start = cut
+        parts.append(found[start:])
+        found = list(itertools.chain.from_iterable(parts))
+    return dict(zip(map(id, found), found, strict=True))
 
 
 def _edges(every: Sequence[Node], many: dict[int, tuple[Any, ...]]) -> list[tuple[int, ...]]:

@@ -83,24 +83,29 @@ def keys(
     edges: Edges,
     returned: set[int],
     place: dict[int, int],
+    columns: recording.Columns | None = None,
 ) -> tuple[list[int], list[int]]:
     """Each operation's local key as a small int (equal keys, equal ints; a negative key, unique,
     for what never folds: a Value made inside, an operation outside the table, a returned
     output), and the position of each operation's last user (-1 for none). ``place``: each
-    operation's position by its id.
+    operation's position by its id; ``columns``: ``live``'s, as the reading of the recording
+    kept them (``recording.Columns``), else read now.
 
     A key is the operation's row, its edges, whether it takes gradient, and per operand what it
     is: an operation's row (``Block.of`` checks where it is), an argument, a parameter by its
     position, a constant by its bits, or a number (``Block.of`` compares them). A cold start
-    pays for it over every node, so it is built a column at a time (``recording.slots_of``, and
-    ``recording.positions_in`` for where each operand was made); only operations of one operand
-    and of many are visited one by one."""
+    pays for it over every node, so it is built a column at a time (``recording.columns_of``:
+    ``recording.slots_of``, and ``recording.positions_in`` for where each operand was made); only
+    operations of one operand and of many are visited one by one."""
     n = len(live)
-    made, firsts, seconds = recording.slots_of(live)
+    if columns is None:
+        columns = recording.columns_of(live)
+    made, operands_of = columns.operations, columns.operands
+    firsts, seconds = operands_of[0::2], operands_of[1::2]  # an operation of many's are in columns.many
     rows: list[str | None] = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
     kind: dict[int, Any] = {id(x): "a" if k < arguments else ("p", k) for k, x in enumerate(externals)}
     kind.update((key, ("c", exact(number))) for key, number in constants.items())
-    kind_get, positions_in = kind.get, recording.positions_in(live)
+    kind_get = kind.get
 
     def kinds(operands: Sequence[Any], at: list[int | None]) -> list[Any]:
         """An operation by its row, an argument, a parameter, a constant, or a number ("n")."""
@@ -108,7 +113,7 @@ def keys(
             rows[k] if k is not None and k >= 0 else kind_get(id(x), "n") for x, k in zip(operands, at, strict=True)
         ]
 
-    first_users, second_users = positions_in(firsts), positions_in(seconds)  # -1: not an operation here
+    first_users, second_users = columns.at[0::2], columns.at[1::2]  # -1: not an operation here
     first_kinds, second_kinds = kinds(firsts, first_users), kinds(seconds, second_users)
     arity = {op: op.arity if op is not None else -1 for op in set(made)}
     arities = list(map(arity.__getitem__, made))
@@ -119,7 +124,7 @@ def keys(
             i = arities.index(shape, i + 1)
             second_kinds[i] = second_users[i] = None  # no second operand
             if shape == 0:
-                operands, places = firsts[i], positions_in(firsts[i])
+                operands, places = columns.many[i], columns.many_at[i]
                 first_kinds[i] = tuple(kinds(operands, places))
                 first_users[i] = None
                 many.extend((j, i) for j in places if j is not None and j >= 0)
@@ -533,13 +538,14 @@ def detect(
     outputs: list[int],
     edges: Edges,
     table: Sequence[StoredBlock] | None = None,
+    columns: recording.Columns | None = None,
 ) -> tuple[list[Block], dict[int, int]]:
     """The blocks of a recording that fold: those of ``table`` (a stored one, each checked), else
     those found now (copies back to back, then copies apart in what is left); and each
     operation's position by its id. The arguments are ``make_program``'s."""
     returned = {id(live[k]) for k in outputs}
     place = {id(node): k for k, node in enumerate(live)}
-    key, last = keys(live, externals, arguments, constants, edges, returned, place)
+    key, last = keys(live, externals, arguments, constants, edges, returned, place, columns)
     external = {id(x): k for k, x in enumerate(externals)}
     blocks: list[Block] = []
     if table is not None:
@@ -578,13 +584,15 @@ def make_program(
     sources: dict[int, graph.Node],
     edges: Edges,
     table: Sequence[StoredBlock] | None = None,
+    columns: recording.Columns | None = None,
 ) -> Program:
     """The writer of a recording's code: its repeated blocks folded into loops and functions
-    when it has any (``table``: the blocks a cached payload was written with, else found now)."""
+    when it has any (``table``: the blocks a cached payload was written with, else found now;
+    ``columns``: ``live``'s columns as the reading of the recording kept them, if it did)."""
     given = (live, externals, arguments, constants, outputs, sources, edges)
     if table is not None and not table:  # loaded code written straight-line: no search
         return Program(*given)
-    blocks, place = detect(live, externals, arguments, constants, outputs, edges, table=table)
+    blocks, place = detect(live, externals, arguments, constants, outputs, edges, table=table, columns=columns)
     if table is None and sum(b.length * b.copies for b in blocks) < SHARE * len(live):
         blocks = []
     if not blocks:

@@ -35,7 +35,7 @@ from vjpgrad.core import graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
-from vjpgrad.recording import Recording, positions_in, recorded_graph, slots_of
+from vjpgrad.recording import Columns, Recording, columns_of, positions_in, recorded_graph_with_columns
 
 _number = graph.number
 _exact = world.exact
@@ -233,6 +233,10 @@ class Recorded:
     ``("external", index into externals)``, ``("constant", number)`` for a constant Value.
     ``world``: the function's world as the recording found it (the guard is written from it).
     ``result``: what the recorded run returned, which is the first call's result.
+    ``columns``: each operation's operation and operands and where each was made, as the
+    reading of the recording found them (``recording.Columns``), for the cache's key to describe
+    ``live`` without reading every node again; None where ``live`` is not every node the
+    reading read (``describe`` then reads them), and once the key is made.
     """
 
     live: list[Value]
@@ -246,6 +250,7 @@ class Recorded:
     aliases: list[tuple[int, Value]]  # (leaf index, Value): an argument also reached as a parameter
     result: Any
     edges: Edges  # the edges and numbers the recording made, kept before any pass frees them
+    columns: Columns | None = None  # the columns of ``live`` read with the recording, until the key is made
 
     @property
     def externals(self) -> list[Value]:
@@ -691,8 +696,9 @@ def _read(
 ) -> Recorded:
     """Which Values the recorded operations read, and where the parameters are."""
     # every node the core records is a Value (the core's graph layer names them Nodes)
-    live, positions, outside = cast(
-        "tuple[list[Value], list[tuple[int, ...]], list[Value]]", recorded_graph(recording, outputs)
+    live, positions, outside, columns = cast(
+        "tuple[list[Value], list[tuple[int, ...]], list[Value], Columns | None]",
+        recorded_graph_with_columns(recording, outputs),
     )
     argument_ids = {id(a) for a in arguments}
     parameters = [x for x in outside if id(x) not in argument_ids]
@@ -705,11 +711,14 @@ def _read(
     if constants:
         pairs = [(n, p) for n, p in zip(live, positions, strict=True) if id(n) not in constants]
         live, positions = [n for n, _ in pairs], [p for _, p in pairs]
+        columns = None  # they describe the nodes with the constants: describe reads live anew
     sources = _sources(outputs, live, [*distinct(arguments), *parameters], constants)
     leaf_of = {id(x): k for k, x in enumerate(arguments)}
     aliases = [(leaf_of[id(a)], a) for a in distinct(arguments) if id(a) in found.values]
     edges = Edges(live, positions, recording.leaves)
-    return Recorded(live, arguments, parameters, constants, shape, sources, recording, found, aliases, result, edges)
+    return Recorded(
+        live, arguments, parameters, constants, shape, sources, recording, found, aliases, result, edges, columns
+    )
 
 
 def _sources(
@@ -752,39 +761,49 @@ def _check_found(fn: Callable[..., Any], parameters: list[Value], found: world.S
 
 def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
     """The structure the code is written from, as bytes for the cache's key: every operation (its
-    row of the table), where each operand comes from (an argument or parameter by its position,
-    written -1 - k; an operation by its position; a number by its exact value), the edges the
-    recording made, which Values take gradient, the Values made inside, and the outputs. None
+    row of the table), where each operand comes from (an operation by its position; an argument
+    or parameter by -1 in its column, then its position k, written -1 - k, in a list of those
+    operands in the columns' order: first, second, first...; a number by its exact value), the
+    edges the recording made, which Values take gradient, the Values made inside, and the outputs. None
     when an operation is not a row of the table (a custom operation: its code is the user's
     function, which a key cannot describe): such a recording is not cached. Written with marshal's
     version 2 (no shared references): the same structure gives the same bytes in every process,
     and a float's exact bits (-0.0 is not 0.0).
 
-    A warm start's first replay pays for this key, so it is read a column at a time: the rows,
-    the place of every first and of every second operand (``recording.positions_in``: by creation
-    number where the recording has no gap), the edges, the flags. The few operands that are not
-    Values of the code (numbers, constants, the operands of an operation of many, a Value made
-    inside) are listed apart, each with its node and slot."""
+    A warm start's first replay pays for this key, so it reads no node again where the reading
+    of the recording (call 1) kept what it read of them (``Recorded.columns``: each operation and
+    operand, and where each operand was made); else it reads them now the same way
+    (``recording.columns_of``). The operands made elsewhere are then named by their place among
+    the arguments and parameters, in C. The few operands that are not Values of the code
+    (numbers, constants, the operands of an operation of many, a Value made inside) are listed
+    apart, each with its node and slot."""
     externals, live = recorded.externals, recorded.live
-    external_place = {id(x): -1 - k for k, x in enumerate(externals)}
-    place_of = positions_in(live, external_place)
-    made, firsts, seconds = slots_of(live)
+    columns = recorded.columns if recorded.columns is not None else columns_of(live)
+    made, operands, many, many_at = columns.operations, columns.operands, columns.many, columns.many_at
     rows = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
     if rows.count(None) != made.count(None):  # an operation outside the table
         return None
+    external_place = {id(x): -1 - k for k, x in enumerate(externals)}
     constants, numbers, node_type = recorded.constants, recorded.edges.numbers, graph.Node
+    # the operands made elsewhere (at -1 in the columns), in the columns' order (first, second,
+    # first...): each argument or parameter k as -1 - k, found in C; a constant made inside by its number
+    from_outside: list[Any] = list(map(external_place.get, map(id, map(operands.__getitem__, columns.elsewhere))))
+    k = -1
+    for _ in range(from_outside.count(None)):
+        k = from_outside.index(None, k + 1)
+        from_outside[k] = ("constant", constants[id(operands[columns.elsewhere[k]])])
 
-    def apart(x: Any) -> Any:
-        at = place_of((x,))[0]
-        if at is not None:
-            return at
+    def apart(x: Any, place: int | None) -> Any:
+        if place == -1:
+            place = external_place.get(id(x))
+        if place is not None:
+            return place
         return ("constant", constants[id(x)]) if isinstance(x, node_type) else (x,)
 
     odd: list[tuple[int, int, Any]] = []
-    columns: list[list[int | None]] = []
-    for slot, operands in enumerate((firsts, seconds)):
-        found = place_of(operands)  # a position in live; -1 - k for the argument or parameter k; None: the rest
-        columns.append(found)
+    at = columns.at  # each operand's position in live; -1: made elsewhere (from_outside); None: the rest
+    found_columns = [at[0::2], at[1::2]]  # each operation's first operand's place, and its second's
+    for slot, found in enumerate(found_columns):
         i = -1
         for _ in range(found.count(None)):  # the operands that are not Values of the code, in C
             i = found.index(None, i + 1)
@@ -794,14 +813,15 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
                     odd.append((i, 0, ("leaf", numbers[id(live[i])])))
             elif op.nary:
                 if slot == 0:
-                    odd.append((i, 0, ("many", tuple(map(apart, operands[i])))))
+                    odd.append((i, 0, ("many", tuple(map(apart, many[i], many_at[i])))))
             elif slot == 0 or op.arity != 1:
-                odd.append((i, slot, apart(operands[i])))
+                odd.append((i, slot, apart(operands[2 * i + slot], None)))
     parts: list[Any] = [
         len(distinct(recorded.arguments)),
         tuple(x.requires_grad for x in externals),
         rows,
-        *columns,
+        *found_columns,
+        from_outside,
         odd,
         recorded.edges.in_order,
         [node.requires_grad for node in live],

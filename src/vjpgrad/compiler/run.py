@@ -152,6 +152,7 @@ class CompiledCode:
                 {},  # no Value made inside reads an argument: numbers are structure
                 recorded.edges,
                 self._table,  # the blocks the loaded code was written with, if it was loaded
+                columns=recorded.columns,  # what the first call read of live, until the code is ready
             )
         return self._program
 
@@ -166,14 +167,19 @@ class CompiledCode:
                 self._prepare()
 
     def _prepare(self) -> None:
-        description = describe(self.recorded, self.internal_outputs)
-        key = cache.key(description) if description is not None and cache.enabled() else None
-        payload = cache.load(key) if key is not None else None
-        if payload is None or not self._use(payload, key):
-            payload = self.program.payload(self._code_name(key))
-            self._use(payload, key)
-            if key is not None and payload["cacheable"]:
-                cache.store(key, payload)
+        try:
+            description = describe(self.recorded, self.internal_outputs) if cache.enabled() else None
+            key = cache.key(description) if description is not None else None
+            payload = cache.load(key) if key is not None else None
+            if payload is None or not self._use(payload, key):
+                program = self.program
+                self.recorded.columns = None  # the search has read them: the writing needs the memory more
+                payload = program.payload(self._code_name(key))
+                self._use(payload, key)
+                if key is not None and payload["cacheable"]:
+                    cache.store(key, payload)
+        finally:  # read for the key and the search alone: the memory goes back once the code is ready
+            self.recorded.columns = None
 
     def _code_name(self, key: str | None) -> str:
         """The file name the code is compiled under: the cache key's start when it has one."""

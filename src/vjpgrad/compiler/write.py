@@ -21,6 +21,7 @@ parameters, ``t1`` for intermediates, ``g_t1`` for their gradients), numbers are
 from __future__ import annotations
 
 import builtins
+import functools
 import linecache
 import numbers
 import string
@@ -104,9 +105,16 @@ class Edges:
     def __init__(
         self, live: Sequence[graph.Node], positions: Sequence[tuple[int, ...]], made: dict[int, graph.Node]
     ) -> None:
-        self.positions = dict(zip(map(id, live), positions, strict=True))
-        self.in_order = list(positions)  # the same, in the order of ``live``
-        self.numbers = {key: graph.number(node) for key, node in made.items() if key in self.positions}
+        self._live = live
+        self.in_order = list(positions)  # the positions, in the order of ``live``
+        inside = set(map(id, live)) if made else set()
+        self.numbers = {key: graph.number(node) for key, node in made.items() if key in inside}
+
+    @functools.cached_property
+    def positions(self) -> dict[int, tuple[int, ...]]:
+        """The positions by the node's id: made when code is first written (a warm start loads
+        the code and never needs them)."""
+        return dict(zip(map(id, self._live), self.in_order, strict=True))
 
 
 class Writer:
