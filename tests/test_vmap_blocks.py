@@ -89,7 +89,11 @@ def test_the_neurons_of_a_layer_run_as_one_operation_with_each_samples_eager_bit
     assert FOLDED in batched.source
     assert batched.source.count("_stack(") >= 2  # both hidden layers
     assert "8 products at once" in batched.source  # the second layer's w_i * x_i, one operation
-    assert "_across_stacked(" in batched.source  # their shares of the first layer's outputs read in place
+    # their shares of the first layer's outputs multiplied and added copy by copy, the sums of products
+    # added product by product, the weights' gradients multiplied into the rows of the result
+    assert "_across_products(" in batched.source
+    assert batched.source.count("_sum_products(") == 2
+    assert "_product(" in batched.source
     eager = [grad(hinge)(params, [float(a) for a in x], float(y)) for x, y in zip(xs, ys, strict=True)]
     assert_rows(rows, eager, "per-sample gradient")
 
