@@ -153,7 +153,7 @@ def _where(np: ModuleType) -> Callable[..., Any]:
 def _filled(np: ModuleType, make: Callable[[tuple[Any, ...]], Any]) -> Callable[..., Any]:
     """A stacking helper (``make(items)``, a new array of the items a row each) into a slot: the
     rows copied into the slot's array, each item broadcast to its row as ``make`` broadcasts."""
-    ndarray, concatenate = np.ndarray, np.concatenate
+    ndarray, concatenate, array = np.ndarray, np.concatenate, np.array
 
     def fill(items: tuple[Any, ...], w: list[Any], k: int) -> Any:
         buffer = w[k]
@@ -162,7 +162,9 @@ def _filled(np: ModuleType, make: Callable[[tuple[Any, ...]], Any]) -> Callable[
             w[k] = found
             return found
         shape = buffer.shape[1:]
-        if all(type(x) is ndarray and x.shape == shape for x in items):
+        if all(type(x) is float for x in items):  # a neuron's weights: numbers, read in C
+            buffer.reshape(len(items), -1)[...] = array(items)[:, None]
+        elif all(type(x) is ndarray and x.shape == shape for x in items):
             concatenate([x[None] for x in items], out=buffer)
         else:
             for row, x in enumerate(items):
