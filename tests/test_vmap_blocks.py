@@ -89,7 +89,11 @@ def test_the_neurons_of_a_layer_run_as_one_operation_with_each_samples_eager_bit
     assert FOLDED in batched.source
     assert batched.source.count("_stack(") >= 2  # both hidden layers
     assert "8 products at once" in batched.source  # the second layer's w_i * x_i, one operation
-    assert "_across_stacked(" in batched.source  # their shares of the first layer's outputs read in place
+    # their shares of the first layer's outputs multiplied and added copy by copy, the sums of products
+    # added product by product, the weights' gradients multiplied into the rows of the result
+    assert "_across_products(" in batched.source
+    assert batched.source.count("_sum_products(") == 2
+    assert "_product(" in batched.source
     eager = [grad(hinge)(params, [float(a) for a in x], float(y)) for x, y in zip(xs, ys, strict=True)]
     assert_rows(rows, eager, "per-sample gradient")
 
@@ -354,3 +358,67 @@ def test_products_whose_operand_gets_another_contribution_run_one_by_one() -> No
         assert fused is not None or "3 products at once" not in batched.source, function.__name__
         eager = [grad(function)(params, [float(a) for a in x]) for x in xs]
         assert_rows(rows, eager, function.__name__)
+
+
+CANCELLING = (1e16, -1e16, 1.0, 3.0, -1.0, 0.5, -0.0, 1e-300)
+"""Numbers whose sums depend on the order they are added in (``1e16 + 1.0 - 1e16`` is 0.0 left to
+right, 1.0 another way)."""
+
+
+def test_sums_of_products_and_shares_across_copies_add_in_eager_order() -> None:
+    """A layer's sums ``b + w0 * x0 + ...`` run product by product (``_sum_products``), the shares
+    of the inputs' gradients copy by copy (``_across_products``) and the weights' gradients into
+    the result's rows (``_product``), on numbers that cancel: any other order of the additions (a
+    neuron's products from the last, the copies from the first, a pairwise sum) changes the bits
+    of the values or of the gradients."""
+    rng = random.Random(5)
+    nin, nout = 5, 6
+    pattern = (1e16, 1.0, -1e16, 1.0, 3.0, 0.5)  # each input's weights across the copies cancel too
+    params = [pattern[(j + i) % nout] for j in range(nout) for i in range(nin + 1)] + [1.0] * nout
+    xs = np.array([[rng.choice(CANCELLING) for _ in range(nin)] for _ in range(40)])
+
+    def network(p: Sequence[Any], x: Sequence[Any]) -> Any:
+        hidden, k = layer(p, x, nout, 0, None)
+        total = hidden[0] * p[k]
+        for n in range(1, nout):
+            total = total + hidden[n] * p[k + n]
+        return total
+
+    batched = vmap(value_and_grad(network, argnums=(0, 1)), in_dims=(None, 0))
+    values, (got_p, got_x) = batched(params, xs)
+    for helper in ("_sum_products(", "_across_products(", "_product("):
+        assert helper in batched.source, helper
+    eager = [value_and_grad(network, argnums=(0, 1))(params, [float(a) for a in x]) for x in xs]
+    assert_rows(values, [e[0] for e in eager], "values")
+    assert_rows(got_p, [e[1][0] for e in eager], "parameters' gradients")
+    assert_rows(got_x, [e[1][1] for e in eager], "inputs' gradients")
+    by_floats = [network(params, [float(a) for a in x]) for x in xs]  # Python's own float arithmetic
+    assert_rows(vmap(network, in_dims=(None, 0))(params, xs), by_floats, "forward")
+
+
+def test_a_partial_sum_read_again_is_added_line_by_line() -> None:
+    """A neuron's partial sum that something else reads (another operation, or the function's
+    result) is made as before, line by line: only a chain that nothing else reads runs as one."""
+    rng = random.Random(6)
+    params = [rng.choice(CANCELLING[:6]) for _ in range(12)]
+    xs = np.array([[rng.choice(CANCELLING) for _ in range(4)] for _ in range(30)])
+
+    def read_again(p: Sequence[Any], x: Sequence[Any]) -> Any:
+        partial = p[0] + p[1] * x[0]
+        total = partial + p[2] * x[1] + p[3] * x[2] + p[4] * x[3]
+        return total * partial
+
+    def returned(p: Sequence[Any], x: Sequence[Any]) -> Any:
+        partial = p[0] + p[1] * x[0] + p[2] * x[1]
+        return [partial, partial + p[3] * x[2] + p[4] * x[3]]
+
+    batched = vmap(grad(read_again), in_dims=(None, 0))
+    rows = batched(params, xs)
+    assert "4 products at once" in batched.source
+    assert "_sum_products(" not in batched.source
+    assert_rows(rows, [grad(read_again)(params, [float(a) for a in x]) for x in xs], "read again")
+    forward = vmap(returned, in_dims=(None, 0))
+    out = forward(params, xs)
+    assert "4 products at once" in forward.source
+    assert "_sum_products(" not in forward.source
+    assert_rows(out, [returned(params, [float(a) for a in x]) for x in xs], "a partial sum returned")

@@ -234,6 +234,56 @@ def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
     return across, stacked
 
 
+def _products(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """Sums of products without the array of all the products (``write.sums_of_products``,
+    ``write._products_across``): each product made into an array of one row's size just before
+    it is added, by the same ufuncs in the same order as the lines they stand for. Each takes
+    ``buffers`` (a list, the workspace's slot or a new one) to hold its arrays between calls."""
+    multiply, add, empty, shape_of, broadcast_shapes = np.multiply, np.add, np.empty, np.shape, np.broadcast_shapes
+
+    def arrays(buffers: list[Any], *shapes: tuple[int, ...]) -> list[Any]:
+        if [b.shape for b in buffers] != list(shapes):
+            buffers[:] = [empty(shape) for shape in shapes]
+        return buffers
+
+    def sum_products(start: Any, a: Any, b: Any, terms: tuple[tuple[int, bool], ...], buffers: Any = None) -> Any:
+        """``start + a[r0] * b[r0] + a[r1] * b[r1] + ...`` added left to right, each addition's
+        operands in the order the code had them (``first``: the product is the left one)."""
+        row = broadcast_shapes(a.shape[1:], b.shape[1:])
+        total, product = arrays([] if buffers is None else buffers, broadcast_shapes(shape_of(start), row), row)
+        for k, (r, first) in enumerate(terms):
+            multiply(a[r], b[r], out=product)
+            left = start if k == 0 else total
+            if first:
+                add(product, left, out=total)
+            else:
+                add(left, product, out=total)
+        return total
+
+    def across_products(starts: tuple[Any, ...], reads: int, left: Any, right: Any, buffers: Any = None) -> Any:
+        """``_across_stacked(starts, reads, left * right)``, each copy's shares multiplied just
+        before they are added."""
+        left = left.reshape((len(starts), reads, *left.shape[1:]))
+        right = right.reshape((len(starts), reads, *right.shape[1:]))
+        share = broadcast_shapes(left.shape, right.shape)
+        trailing = (len(starts), *share[3:])
+        first = np.array(starts, dtype=np.float64) if all(type(x) is float for x in starts) else None
+        if first is None:
+            first = np.stack(np.broadcast_arrays(*starts))
+        if first.ndim == 1:
+            first = first[:, None]
+        trailing = (len(starts), *broadcast_shapes(first.shape[1:], share[3:]))
+        total, product = arrays([] if buffers is None else buffers, trailing, (len(starts), *share[3:]))
+        np.copyto(total, first)
+        for m in range(share[2] - 1, -1, -1):
+            for r in range(reads):
+                multiply(left[:, r, m], right[:, r, m], out=product)
+                add(total, product, out=total)
+        return total
+
+    return sum_products, across_products
+
+
 def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
     """Operands of a block's products, stacked a product per row: ``sides(lefts, rights)`` gives
     both stacks with as many axes each, so that ``a * b`` multiplies row k of one by row k of the
@@ -268,6 +318,16 @@ def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any], Call
     return sides, stack_as, stacked, aligned
 
 
+class Product:
+    """``left * right``, not yet multiplied: a gradient that only fills rows of the reverse pass's
+    result, which ``_rows`` multiplies straight into them (``write._products_into_rows``)."""
+
+    __slots__ = ("left", "right")
+
+    def __init__(self, left: Any, right: Any) -> None:
+        self.left, self.right = left, right
+
+
 def _rows(np: ModuleType) -> Callable[..., Any]:
     """The gradients a reverse pass returns, as one array of ``count`` rows: ``placed`` holds the
     arrays of a block's inputs' gradients (copies along the first axis), each with the rows of
@@ -275,7 +335,13 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
     operation each; ``alone`` every other gradient (a column of samples or a number) with its
     row. A gradient that is one number for every sample fills its row. ``make(shape)`` gives the
     array to fill (a new one unless given: ``workspace.helpers`` gives one the caller has let go)."""
-    asarray, empty, float64 = np.asarray, np.empty, np.float64
+    asarray, empty, float64, multiply, broadcast_shapes = (
+        np.asarray,
+        np.empty,
+        np.float64,
+        np.multiply,
+        np.broadcast_shapes,
+    )
 
     def rows(
         count: int,
@@ -284,8 +350,15 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
         make: Callable[[tuple[int, int]], Any] = empty,
     ) -> Any:
         width = 1
-        arrays = []
+        arrays: list[tuple[Any, Any]] = []
         for array, where, picked in placed:
+            if type(array) is Product:
+                if isinstance(where, slice) and picked is None:  # multiplied into its rows below
+                    shape = broadcast_shapes(np.shape(array.left), np.shape(array.right))
+                    width = max(width, shape[-1]) if shape else width
+                    arrays.append((array, where))
+                    continue
+                array = multiply(array.left, array.right)
             found = asarray(array, dtype=float64)
             if found.ndim:
                 width = max(width, found.shape[-1])
@@ -297,7 +370,10 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
                 width = max(width, x.shape[-1])
         out = make((count, width))
         for found, where in arrays:
-            out[where] = found
+            if type(found) is Product:
+                multiply(found.left, found.right, out=out[where])  # each element the product, as pg * pb
+            else:
+                out[where] = found
         for k, x in alone:
             out[k] = x
         return out
@@ -320,6 +396,9 @@ def namespace(fast: bool) -> dict[str, Any]:
         "_across": _across(np)[0],
         "_across_stacked": _across(np)[1],
         "_rows": _rows(np),
+        "_product": Product,
+        "_sum_products": _products(np)[0],
+        "_across_products": _products(np)[1],
         "_sides": _sides(np)[0],
         "_stack_as": _sides(np)[1],
         "_stacked": _sides(np)[2],

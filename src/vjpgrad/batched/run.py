@@ -411,6 +411,7 @@ class Vmapped:
         source = writer.forward_source()
         if transformed is not None:
             source += "\n\n" + writer.backward_source()
+        source = writer.summed(source)
         name = getattr(function, "__name__", "f")
         namespace = arrays.namespace(self.fast)
         scope = _compile_source(source, name, namespace)

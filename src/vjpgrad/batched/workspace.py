@@ -36,7 +36,8 @@ from types import ModuleType
 from typing import Any
 
 _BINARY = {ast.Add: "_in_add", ast.Sub: "_in_sub", ast.Mult: "_in_mul"}
-_CALLS = {"_where": 1, "_stack": 1, "_stack_as": 1, "_sides": 2, "_rows": 1}  # helpers written into slots: how many
+_CALLS = {"_where": 1, "_stack": 1, "_stack_as": 1, "_sides": 2, "_rows": 1, "_sum_products": 1, "_across_products": 1}
+"""The helpers written into slots, and how many slots each takes."""
 KEPT = 2
 """Workspaces kept per program, by batch size: a batch run in chunks has two sizes (its chunks
 and the last one)."""
@@ -152,7 +153,7 @@ def _where(np: ModuleType) -> Callable[..., Any]:
 def _filled(np: ModuleType, make: Callable[[tuple[Any, ...]], Any]) -> Callable[..., Any]:
     """A stacking helper (``make(items)``, a new array of the items a row each) into a slot: the
     rows copied into the slot's array, each item broadcast to its row as ``make`` broadcasts."""
-    ndarray, concatenate = np.ndarray, np.concatenate
+    ndarray, concatenate, array = np.ndarray, np.concatenate, np.array
 
     def fill(items: tuple[Any, ...], w: list[Any], k: int) -> Any:
         buffer = w[k]
@@ -161,7 +162,9 @@ def _filled(np: ModuleType, make: Callable[[tuple[Any, ...]], Any]) -> Callable[
             w[k] = found
             return found
         shape = buffer.shape[1:]
-        if all(type(x) is ndarray and x.shape == shape for x in items):
+        if all(type(x) is float for x in items):  # a neuron's weights: numbers, read in C
+            buffer.reshape(len(items), -1)[...] = array(items)[:, None]
+        elif all(type(x) is ndarray and x.shape == shape for x in items):
             concatenate([x[None] for x in items], out=buffer)
         else:
             for row, x in enumerate(items):
@@ -236,7 +239,21 @@ def helpers(np: ModuleType, namespace: dict[str, Any]) -> dict[str, Any]:
             return stack_as(items, like)
         return aligned(stacked(items, w, k), like.ndim)
 
+    def buffered(name: str) -> Callable[..., Any]:
+        """A helper that takes the list of its arrays last (``_sum_products``): the slot's list."""
+        function = namespace[name]
+
+        def into(*arguments: Any) -> Any:
+            *given, w, k = arguments
+            if w[k] is None:
+                w[k] = []
+            return function(*given, w[k])
+
+        return into
+
     return {
+        "_in_sum_products": buffered("_sum_products"),
+        "_in_across_products": buffered("_across_products"),
         "_in_add": _binary(np, operator.add, np.add),
         "_in_sub": _binary(np, operator.sub, np.subtract),
         "_in_mul": _binary(np, operator.mul, np.multiply),

@@ -18,10 +18,20 @@ adds in order), as the straight-line pass adds them. The reverse pass takes the 
 decreasing order of creation and adds the contributions in that order, each node's first one
 assigned (eager code adds it to -0.0, which leaves every number as it is), exactly as
 ``graph.propagate`` runs them; so each element of the arrays is the number eager code gives.
+
+Three rewrites then keep the products run as one from making arrays of all of them (a layer of
+16 neurons: 16 copies x 16 products x the batch, megabytes at a thousand samples) where nothing
+reads them whole, each the same multiplications and additions in the same order, so the same
+bits: a neuron's chain of additions ``b + p0 + p1 + ...`` becomes one ``_sum_products`` call
+that multiplies each product just before adding it (``sums_of_products``); a block's shares of
+the values its copies read are multiplied copy by copy as ``_across_products`` adds them
+(``_products_across``); and the weights' gradients are multiplied straight into the rows of the
+result (``_product``, which ``_rows`` fills: ``_products_into_rows``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -106,6 +116,7 @@ class ArrayWriter:
         self.pending: dict[int, tuple[str, int]] = {}  # an input's gradient left in a block's array: its row
         self.fused: dict[int, list[int]] = {}  # per block: the offsets of its products run as one
         self.parts: dict[str, tuple[str, int]] = {}  # a shared value's share from products run as one: array, row
+        self.product_parts: dict[str, tuple[str, str]] = {}  # products' gradients (pc...): the factors, as text
         self.value_names: list[str] = []
         self.value_index: dict[int, int] = {}
         inside: set[int] = set()
@@ -312,7 +323,14 @@ class ArrayWriter:
                 self._node_backward(k, edges, lines, add)
             k -= 1
         lines.append(f"    return {self._rows(started)}")
-        return "\n".join(lines) + "\n"
+        lines = _products_into_rows(lines, self.product_parts)
+        return "\n".join(_products_across(lines, self.product_parts)) + "\n"
+
+    def summed(self, source: str) -> str:
+        """``source`` (the forward pass, and the reverse pass when there is one) with each sum of
+        products run as one (``sums_of_products``), the function's outputs kept."""
+        kept = {self.names[id(y)] for y in self.graph.outputs if id(y) in self.value_index}
+        return sums_of_products(source, kept)
 
     def _node_backward(
         self, k: int, edges: tuple[int, ...], lines: list[str], add: Callable[[graph.Node, str], None]
@@ -466,14 +484,18 @@ class ArrayWriter:
         each product's edges in order, as the pass takes them one product at a time (no other
         operation between them hands gradient to their operands, so when the shares are added
         changes no bit)."""
-        lines = [f"# {len(nodes)} products at once", f"pg{tag} = _stack_as({_tuple(gradients)}, pp{tag})"]
+        lines = [f"# {len(nodes)} products at once", f"pg{tag} = _stack_as({_tuple(gradients)}, pa{tag})"]
         symbols = [Code(f"pa{tag}", atomic=True, dialect=ARRAY), Code(f"pb{tag}", atomic=True, dialect=ARRAY)]
         out = Code(f"pp{tag}", atomic=True, dialect=ARRAY)
         gradient = Code(f"pg{tag}", atomic=True, dialect=ARRAY)
         contributions: list[tuple[Any, str]] = []
         for k in edges:
-            part = contribution(ops.MUL.gradients[k], gradient, ops.MUL.saved[k](*symbols, out))
-            lines.append(f"pc{tag}_{k} = {operand(part) if isinstance(part, Code) else literal(part)}")
+            saved = ops.MUL.saved[k](*symbols, out)
+            part = contribution(ops.MUL.gradients[k], gradient, saved)
+            text = operand(part) if isinstance(part, Code) else literal(part)
+            lines.append(f"pc{tag}_{k} = {text}")
+            if isinstance(saved, Code) and text == f"(pg{tag} * {saved.text})":
+                self.product_parts[f"pc{tag}_{k}"] = (f"pg{tag}", saved.text)
         for row in range(len(nodes) - 1, -1, -1):
             operands = graph.operands(nodes[row])
             contributions += [(operands[k], f"pc{tag}_{k}[{row}]") for k in edges]
@@ -508,3 +530,161 @@ class ArrayWriter:
                 lines.append(f"{', '.join(names)}, = _across(({', '.join(starts)},), {reads}, {', '.join(parts)})")
             started.update(id(x) for x, _ in members)
         return lines
+
+
+def _products_into_rows(lines: list[str], parts: dict[str, tuple[str, str]]) -> list[str]:
+    """The reverse pass's ``lines`` with the products' gradients that only fill rows of the result
+    left unmade: where ``pc = (pg * pb)`` is read only by lines ``gi = pc[r]`` whose ``gi`` is read
+    only by ``_rows`` (the gradients of inputs, a row each), each ``gi`` becomes
+    ``_product(pg[r], pb[r])``, which ``_rows`` multiplies straight into the rows of the result it
+    fills: the same multiplications, element by element, without the array of all of them (16
+    copies x 16 products x the batch, for a layer of 16 neurons) and without the copy of it into
+    the result. Row ``r`` of ``pg * pb`` is ``pg[r] * pb[r]``: both have a product per row."""
+    if not parts:
+        return lines
+    text = "\n".join(lines)
+    uses: dict[str, int] = {}
+    for word in re.findall(r"[A-Za-z_]\w*", text):
+        uses[word] = uses.get(word, 0) + 1
+    taken = re.compile(r"^    (\w+) = (\w+)\[(\d+)\]$")
+    rows: dict[str, list[tuple[int, str, int]]] = {}  # pc -> (line, gi, row)
+    for k, line in enumerate(lines):
+        found = taken.match(line)
+        if found is not None and found.group(2) in parts:
+            rows.setdefault(found.group(2), []).append((k, found.group(1), int(found.group(3))))
+    returned = lines[-1]
+    changed: list[str | None] = list(lines)
+    for name, (left, right) in parts.items():
+        found_rows = rows.get(name, [])
+        if not found_rows or uses.get(name, 0) != 1 + len(found_rows):  # read elsewhere: made as before
+            continue
+        if any(uses.get(gi, 0) != 2 or f"({gi}, slice(" not in returned for _, gi, _ in found_rows):
+            continue
+        for k, gi, r in found_rows:
+            changed[k] = f"    {gi} = _product({left}[{r}], {right}[{r}])"
+        changed = [None if line is not None and line.startswith(f"    {name} = ") else line for line in changed]
+    return [line for line in changed if line is not None]
+
+
+def _uses(lines: Sequence[str]) -> dict[str, int]:
+    """How often each name is read or written in ``lines``, comments left out."""
+    uses: dict[str, int] = {}
+    for line in lines:
+        code = line.split("  # ")[0]
+        if code.strip().startswith("#"):
+            continue
+        for word in re.findall(r"[A-Za-z_]\w*", code):
+            uses[word] = uses.get(word, 0) + 1
+    return uses
+
+
+def _products_across(lines: list[str], parts: dict[str, tuple[str, str]]) -> list[str]:
+    """The reverse pass's ``lines`` with the products' gradients that only go to values every
+    copy of a block reads left unmade: where ``pc = (pg * pa)`` is read only by
+    ``_across_stacked(..., pc[a:b:s])`` (and by lines ``c = pc[r]`` nothing reads), the call is
+    ``_across_products(..., pg[a:b:s], pa[a:b:s])``, which multiplies each copy's share just
+    before adding it, into an array of one copy's size: the same products, added in the same
+    order, without the array of all of them."""
+    if not parts:
+        return lines
+    uses = _uses(lines)
+    taken = re.compile(r"^    (\w+) = (\w+)\[(\d+)\]$")
+    across = re.compile(r"^(    .* = )_across_stacked\((.*), (\w+)\[([-\d]*:[-\d]*:-?\d+)\]\)$")
+    changed: list[str | None] = list(lines)
+    for name, (left, right) in parts.items():
+        rows = [k for k, line in enumerate(lines) if (found := taken.match(line)) and found.group(2) == name]
+        calls = [k for k, line in enumerate(lines) if (found := across.match(line)) and found.group(3) == name]
+        if len(calls) != 1 or uses.get(name, 0) != 2 + len(rows):
+            continue
+        if any(uses.get(lines[k].split(" = ")[0].strip(), 0) != 1 for k in rows):
+            continue
+        found = across.match(lines[calls[0]])
+        assert found is not None
+        head, arguments, _, where = found.groups()
+        changed[calls[0]] = f"{head}_across_products({arguments}, {left}[{where}], {right}[{where}])"
+        for k in rows:
+            changed[k] = None
+        changed = [None if line is not None and line.startswith(f"    {name} = ") else line for line in changed]
+    return [line for line in changed if line is not None]
+
+
+_PRODUCTS = re.compile(r"^    (pp\w*) = (pa\w*) \* (pb\w*)(  # .*)?$")
+_ADD = re.compile(r"^    (\w+) = ([\w.-]+) \+ ([\w.-]+)(  # .*)?$")
+
+
+def sums_of_products(source: str, kept: set[str]) -> str:
+    """``source`` with each chain of additions of the products run as one (``pp = pa * pb``, its
+    rows under their own names) written as one call, ``_sum_products``: where the chain adds every
+    row, one after another (``x1 = s + p0``, ``x2 = x1 + p1``...), and nothing else reads the
+    products or the partial sums (the reverse pass of an addition reads neither; ``kept``, the
+    function's outputs, are read by name), the call multiplies each row just before adding it,
+    into arrays of one row's size, each addition with its operands in their order: the same
+    numbers, without the array of all the products and the partial sums. The names left unmade
+    are None (the forward returns them; nothing reads them)."""
+    lines = source.split("\n")
+    counted = [line for line in lines if not line.startswith("    return (") and not line.endswith(") = values")]
+    uses = _uses(counted)
+    out: list[str] = []
+    k = 0
+    while k < len(lines):
+        found = _PRODUCTS.match(lines[k])
+        if found is None or k + 1 >= len(lines):
+            out.append(lines[k])
+            k += 1
+            continue
+        name, left, right = found.group(1), found.group(2), found.group(3)
+        unpacked = lines[k + 1].strip()
+        if not unpacked.endswith(f", = {name}"):
+            out.append(lines[k])
+            k += 1
+            continue
+        rows = {row: r for r, row in enumerate(unpacked[: -len(f", = {name}")].split(", "))}
+        chain = _chain(lines, k + 2, rows, uses, kept)
+        if chain is None or uses.get(name, 0) != 2:
+            out.append(lines[k])
+            k += 1
+            continue
+        last, start, order, dead = chain
+        terms = ", ".join(f"({r}, {int(first)})" for r, first in order)
+        out.append(
+            f"    {last} = _sum_products({start}, {left}, {right}, ({terms},))  # {len(order)} products added in order"
+        )
+        out.append(f"    {' = '.join([*dead, *rows, name])} = None")
+        k += 2 + len(order)
+    return "\n".join(out)
+
+
+def _chain(
+    lines: list[str], k: int, rows: dict[str, int], uses: dict[str, int], kept: set[str]
+) -> tuple[str, str, list[tuple[int, bool]], list[str]] | None:
+    """The chain of additions from ``lines[k]`` that adds every one of ``rows`` once, one after
+    another: its last sum, its start, each row's place with whether it is the left operand, and
+    the partial sums; None when there is none that ``sums_of_products`` may write as one."""
+    order: list[tuple[int, bool]] = []
+    sums: list[str] = []
+    previous: str | None = None
+    start = ""
+    while k < len(lines) and len(order) < len(rows):
+        found = _ADD.match(lines[k])
+        if found is None:
+            return None
+        target, a, b = found.group(1), found.group(2), found.group(3)
+        if previous is None:
+            if (a in rows) == (b in rows):
+                return None
+            start = b if a in rows else a
+        elif previous not in (a, b) or (a == b):
+            return None
+        row = a if a in rows and a != previous else b
+        if row not in rows or uses.get(row, 0) != 2 or any(r == rows[row] for r, _ in order):
+            return None
+        order.append((rows[row], row == a))
+        sums.append(target)
+        previous = target
+        k += 1
+    if len(order) != len(rows):
+        return None
+    dead = sums[:-1]
+    if any(uses.get(x, 0) != 2 or x in kept for x in dead):
+        return None
+    return sums[-1], start, order, dead
