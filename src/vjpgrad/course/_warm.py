@@ -1,7 +1,8 @@
 """What the grader's fork server does once, so that each exercise's processes do not (``grading.PRELOAD``).
 
 Imported last by the fork server, after pytest, hypothesis and vjpgrad: it imports the modules every
-checks' process imports anyway (pytest's built-in plugins, the checks' helpers), and has hypothesis
+checks' process imports anyway (pytest's built-in plugins) and those the student's processes run on
+(``remote``, ``probe``, ``guard``, ``kernel``), not the checks' helpers (``twins``), and has hypothesis
 read the constants of the code it counts as local (``_get_local_constants``: vjpgrad's own modules,
 where vjpgrad is not in site-packages, as in an editable install). Hypothesis does that at the first
 test of each process, parsing every such module: about a second of each checks' process's CPU, and
@@ -28,12 +29,10 @@ import warnings
 
 import _pytest.config
 
-import vjpgrad.course.expect
 import vjpgrad.course.guard
 import vjpgrad.course.kernel
 import vjpgrad.course.probe
-import vjpgrad.course.remote
-import vjpgrad.course.twins  # noqa: F401  # imported for the processes forked after this
+import vjpgrad.course.remote  # noqa: F401  # what every student's process imports, for those forked after this
 
 
 def warm() -> None:
