@@ -162,8 +162,8 @@ def run_many(
 
 
 LONGEST = ("mlp",)
-"""The built-in exercises whose checks take longest (exercise 11 trains a network: about half the CPU
-of a whole course's checks): started first, they run beside the others rather than after them."""
+"""The built-in exercises whose checks take longest (exercise 11 trains a network: about a quarter of
+the CPU of a whole course's checks): started first, they run beside the others rather than after them."""
 
 
 PRELOAD = [
