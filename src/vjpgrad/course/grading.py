@@ -162,16 +162,17 @@ def run_many(
 
 
 LONGEST = ("mlp",)
-"""The built-in exercises whose checks take longest (exercise 11 trains a network: about half the CPU
-of a whole course's checks): started first, they run beside the others rather than after them."""
+"""The built-in exercises whose checks take longest (exercise 11 trains a network: about a quarter of
+the CPU of a whole course's checks): started first, they run beside the others rather than after them."""
 
 
 PRELOAD = [
     "pytest", "hypothesis", "hypothesis.strategies", "_hypothesis_pytestplugin", "vjpgrad", "vjpgrad.testing",
-    "vjpgrad.course._plugin",
+    "vjpgrad.course._plugin", "vjpgrad.course._warm",
 ]  # fmt: skip
 """What the fork server imports once, so that each exercise's process starts without importing them
-again (hypothesis alone takes most of a second)."""
+again (hypothesis alone takes most of a second); ``_warm``, last, does once what each checks' process
+would do at its start (hypothesis's reading of the local code's constants)."""
 
 
 HYPOTHESIS_PLUGIN = ["-p", "_hypothesis_pytestplugin"] if importlib.util.find_spec("_hypothesis_pytestplugin") else []
