@@ -8,6 +8,7 @@ the student's end may not do to the checks' objects, and a pipe written to with 
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import sys
@@ -301,6 +302,28 @@ def test_cpu_seconds_are_the_kernels_count_which_the_students_code_cannot_misrep
         result, seconds, counted_by = checks.cpu_seconds(checks.module("engine").busy, 0.3)
         assert (result, counted_by) == ("trained", "kernel")
         assert 0.25 <= seconds < 5
+
+
+def test_a_timed_training_leaves_what_the_fork_server_froze_frozen_and_the_collector_as_it_was() -> None:
+    # The fork server freezes its 50,000 objects (course/_warm.py) so that a student's process's
+    # collections do not scan them; timing a training must not hand them back to the collector.
+    assert gc.get_freeze_count() == 0, "this test needs a process with nothing frozen"
+    thresholds = gc.get_threshold()
+    kept = [[index] for index in range(1_000)]  # objects the collector tracks, made before the freeze
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen >= len(kept)
+        result, _ = probe.cpu_seconds(lambda: gc.get_threshold()[0])
+        assert result == probe.GC_FIRST  # the threshold the training ran at
+        assert gc.get_freeze_count() >= frozen
+        assert gc.get_threshold() == thresholds
+    finally:
+        gc.unfreeze()
+    result, _ = probe.cpu_seconds(gc.get_freeze_count)  # nothing frozen before: what it froze is let go
+    assert result > 0
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == thresholds
 
 
 def test_without_the_kernels_count_cpu_seconds_are_counted_where_the_students_code_runs(

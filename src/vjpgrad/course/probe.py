@@ -75,8 +75,15 @@ def cpu_seconds(function: Callable[..., Any], *arguments: Any) -> tuple[Any, flo
     """``function(*arguments)`` and the CPU seconds it took, with the collector as a training script
     would set it: its first threshold raised and the objects made before frozen. A micrograd-shaped
     engine makes a reference cycle per node (out -> out._backward -> out), and at CPython's default
-    thresholds the collector then takes most of the training time. The first threshold is ``GC_FIRST``."""
+    thresholds the collector then takes most of the training time. The first threshold is ``GC_FIRST``.
+
+    What it froze is let go after, unless the process had frozen objects already (a student's
+    process forked from the grader's fork server, which froze its own: ``_warm``). ``gc.unfreeze``
+    lets every frozen object go, and would hand the server's 50,000 back to the collector, which
+    then scans them at each full collection, on the student's CPU; so the process's objects made
+    before the training stay frozen there too, for the short life of that process."""
     thresholds = gc.get_threshold()
+    frozen_before = gc.get_freeze_count() > 0
     gc.freeze()
     gc.set_threshold(GC_FIRST, 10, 10)
     begun = time.process_time()  # CPU time: a busy machine does not fail the student
@@ -85,7 +92,8 @@ def cpu_seconds(function: Callable[..., Any], *arguments: Any) -> tuple[Any, flo
     finally:
         seconds = time.process_time() - begun
         gc.set_threshold(*thresholds)
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()
     return result, seconds
 
 
