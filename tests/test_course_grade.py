@@ -515,3 +515,10 @@ def test_grade_as_root_says_in_one_line_that_marks_to_be_trusted_need_another_us
     assert "--user" in notice
     assert commands.as_root(1000) is None
     assert commands.as_root(None) is None
+
+
+def test_the_instructor_page_states_how_many_examples_each_generated_check_draws() -> None:
+    from vjpgrad.course._plugin import EXAMPLES
+
+    page = " ".join((ROOT / "docs" / "course" / "instructor.md").read_text(encoding="utf-8").split())
+    assert f"the same {EXAMPLES} examples at every run" in page
