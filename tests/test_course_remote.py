@@ -307,7 +307,6 @@ def test_cpu_seconds_are_the_kernels_count_which_the_students_code_cannot_misrep
 TIMED_TRAINING_IN_A_FROZEN_PROCESS = """
 import gc
 from vjpgrad.course import probe
-assert gc.get_freeze_count() == 0
 thresholds = gc.get_threshold()
 kept = [[index] for index in range(1_000)]  # objects the collector tracks, made before the freeze
 gc.freeze()

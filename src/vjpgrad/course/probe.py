@@ -71,19 +71,25 @@ threshold of 10,000 and 14 s at CPython's 700, with the same peak memory (130 to
 collector off, 2.6 s and 400 MB."""
 
 
+FROZEN_AT_IMPORT = gc.get_freeze_count()
+"""How many objects the process had frozen when this module was imported: 0, or on CPython 3.12 a few
+hundred of its own start. More when a training starts means another freeze happened since (the fork
+server's, ``_warm``, which imports this module first), and ``cpu_seconds`` must not undo it."""
+
+
 def cpu_seconds(function: Callable[..., Any], *arguments: Any) -> tuple[Any, float]:
     """``function(*arguments)`` and the CPU seconds it took, with the collector as a training script
     would set it: its first threshold raised and the objects made before frozen. A micrograd-shaped
     engine makes a reference cycle per node (out -> out._backward -> out), and at CPython's default
     thresholds the collector then takes most of the training time. The first threshold is ``GC_FIRST``.
 
-    What it froze is let go after, unless the process had frozen objects already (a student's
+    What it froze is let go after, unless the process had frozen objects since its start (a student's
     process forked from the grader's fork server, which froze its own: ``_warm``). ``gc.unfreeze``
     lets every frozen object go, and would hand the server's 50,000 back to the collector, which
     then scans them at each full collection, on the student's CPU; so the process's objects made
     before the training stay frozen there too, for the short life of that process."""
     thresholds = gc.get_threshold()
-    frozen_before = gc.get_freeze_count() > 0
+    frozen_before = gc.get_freeze_count() > FROZEN_AT_IMPORT
     gc.freeze()
     gc.set_threshold(GC_FIRST, 10, 10)
     begun = time.process_time()  # CPU time: a busy machine does not fail the student
