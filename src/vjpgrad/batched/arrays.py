@@ -266,7 +266,6 @@ def _products(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
         left = left.reshape((len(starts), reads, *left.shape[1:]))
         right = right.reshape((len(starts), reads, *right.shape[1:]))
         share = broadcast_shapes(left.shape, right.shape)
-        trailing = (len(starts), *share[3:])
         first = np.array(starts, dtype=np.float64) if all(type(x) is float for x in starts) else None
         if first is None:
             first = np.stack(np.broadcast_arrays(*starts))
