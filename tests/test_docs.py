@@ -25,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -302,6 +303,10 @@ def test_the_tutorials_steppers_show_the_output_where_the_pass_starts(site: Site
     browser.set_window_size(width, 900)
     try:
         browser.get((site.html / "tutorials" / "stepping-through-a-pass.html").as_uri())
+        drawn = "return document.querySelectorAll('.vjs-root .vjs-graph-box').length"
+        waited = time.monotonic() + 30  # the steppers are drawn by the page's script after it loads
+        while browser.execute_script(drawn) < 2 and time.monotonic() < waited:
+            time.sleep(0.1)
         found = browser.execute_script(OUTPUT_IN_VIEW)
         assert len(found) == 2
         for seen in found:
