@@ -260,6 +260,32 @@ def test_fast_mode_agrees_on_arithmetic_and_nearly_on_functions() -> None:
     assert_same_bits(arithmetic, [grad(lambda x: (x * x - 3.0 * x).relu())(float(x)) for x in xs], "fast arithmetic")
 
 
+def test_a_call_leaves_numpys_settings_as_it_found_them() -> None:
+    """vmap runs its array code with warnings off and a buffer of its own (``arrays.BUFFER``),
+    and gives the caller's settings back after the call, as they were."""
+    from vjpgrad.batched import arrays
+
+    xs = np.linspace(-2.0, 2.0, 50)
+    seen: list[int] = []
+
+    def watched(x: Any) -> Any:
+        return (x * x).relu()
+
+    before = np.setbufsize(4096)
+    try:
+        with np.errstate(divide="raise", over="warn"):
+            errors = np.geterr()
+            vmap(grad(watched))(xs)
+            seen.append(np.getbufsize())
+            assert np.geterr() == errors
+        with arrays.arithmetic(np):
+            assert np.getbufsize() == arrays.BUFFER != 4096
+            assert np.geterr()["divide"] == "ignore"
+    finally:
+        np.setbufsize(before)
+    assert seen == [4096]
+
+
 # ---- the workspace: each call writes into the arrays of the previous one -------------------------
 
 

@@ -422,3 +422,44 @@ def test_a_partial_sum_read_again_is_added_line_by_line() -> None:
     assert "4 products at once" in forward.source
     assert "_sum_products(" not in forward.source
     assert_rows(out, [returned(params, [float(a) for a in x]) for x in xs], "a partial sum returned")
+
+
+# ---- the weights' gradients multiplied into the result's rows -------------------------------------
+
+EDGES = (1e16, -1e16, 1.0, -0.0, 0.0, math.inf, -math.inf, math.nan, 5e-324, -3.5)
+
+
+def _placed_rows(places: list[slice], rows: list[int], count: int = 60) -> tuple[Any, Any]:
+    """``_rows`` filled from ``Product``s of one ``left * right`` (row ``rows[i]`` of it into the
+    slice ``places[i]``), and the same rows multiplied one by one: both results."""
+    from vjpgrad.batched import arrays
+
+    rng = random.Random(len(places) * 7 + rows[0])
+    copies, width = 3, 5
+    left = np.array([[[rng.choice(EDGES) for _ in range(width)] for _ in range(copies)] for _ in range(6)])
+    right = np.array([[[rng.choice(EDGES) for _ in range(width)]] for _ in range(6)])
+    placed = tuple((arrays.Product(left, right, r), where, None) for r, where in zip(rows, places, strict=True))
+    with np.errstate(all="ignore"):  # inf * 0.0 is nan, as in eager code
+        got = arrays._rows(np)(count, placed, ())
+        expected = np.full((count, width), 7.0)
+        for r, where in zip(rows, places, strict=True):
+            expected[where] = left[r] * right[r]
+    filled = sorted({k for where in places for k in range(*where.indices(count))})
+    return got[filled], expected[filled]
+
+
+@pytest.mark.parametrize(
+    ("places", "rows"),
+    [
+        ([slice(2 + i, 2 + i + 3 * 9, 9) for i in range(6)], list(range(6))),  # a layer's weights: one operation
+        ([slice(2 + i, 2 + i + 3 * 9, 9) for i in range(6)][::-1], list(range(6))[::-1]),  # listed last first
+        ([slice(10 + 2 * i, 10 + 2 * i + 3 * 13, 13) for i in range(5)], list(range(1, 6))),  # a step between rows
+        ([slice(0, 3), slice(3, 6), slice(30, 33)], [0, 1, 2]),  # not regular: one by one
+        ([slice(0, 9, 3), slice(1, 10, 3)], [0, 2]),  # not consecutive rows of the product: one by one
+    ],
+)
+def test_products_fill_the_rows_of_the_result_as_one_by_one(places: list[slice], rows: list[int]) -> None:
+    got, expected = _placed_rows(places, rows)
+    assert got.shape == expected.shape
+    for g, e in zip(got.ravel(), expected.ravel(), strict=True):
+        assert same(g, e), (g, e)

@@ -310,7 +310,7 @@ class Vmapped:
         if transformed is not None and transformed.kind == "vjp":
             return self._call_vjp(read[0], batch)
         program = self._program(read, kwargs)
-        with np.errstate(all="ignore"):
+        with arrays.arithmetic(np):
             columns = self._run(program, read, batch)
         return self._shape(program, columns, batch)
 
@@ -564,7 +564,7 @@ class Vmapped:
                 f"vmap: each cotangent must have the shape of the function's output ({width or 'a number'}), "
                 f"got {cotangent.width or 'a number'}"
             )
-        with np.errstate(all="ignore"), _code(program, batch) as (forward, backward):
+        with arrays.arithmetic(np), _code(program, batch) as (forward, backward):
             inputs = [column for a in read for column in a.columns(0, 1)]
             inputs += [graph.number(x) for x in program.outside]
             values = forward(*inputs)

@@ -536,10 +536,12 @@ def _products_into_rows(lines: list[str], parts: dict[str, tuple[str, str]]) -> 
     """The reverse pass's ``lines`` with the products' gradients that only fill rows of the result
     left unmade: where ``pc = (pg * pb)`` is read only by lines ``gi = pc[r]`` whose ``gi`` is read
     only by ``_rows`` (the gradients of inputs, a row each), each ``gi`` becomes
-    ``_product(pg[r], pb[r])``, which ``_rows`` multiplies straight into the rows of the result it
-    fills: the same multiplications, element by element, without the array of all of them (16
-    copies x 16 products x the batch, for a layer of 16 neurons) and without the copy of it into
-    the result. Row ``r`` of ``pg * pb`` is ``pg[r] * pb[r]``: both have a product per row."""
+    ``_product(pg, pb, r)``, row ``r`` of ``pg * pb``, which ``_rows`` multiplies straight into the
+    rows of the result it fills (the rows of one ``pg * pb`` together, in one multiplication where
+    they fill rows in a regular pattern): the same multiplications, element by element, without
+    the array of all of them (16 copies x 16 products x the batch, for a layer of 16 neurons) and
+    without the copy of it into the result. Row ``r`` of ``pg * pb`` is ``pg[r] * pb[r]``: both
+    have a product per row."""
     if not parts:
         return lines
     text = "\n".join(lines)
@@ -561,7 +563,7 @@ def _products_into_rows(lines: list[str], parts: dict[str, tuple[str, str]]) -> 
         if any(uses.get(gi, 0) != 2 or f"({gi}, slice(" not in returned for _, gi, _ in found_rows):
             continue
         for k, gi, r in found_rows:
-            changed[k] = f"    {gi} = _product({left}[{r}], {right}[{r}])"
+            changed[k] = f"    {gi} = _product({left}, {right}, {r})"
         changed = [None if line is not None and line.startswith(f"    {name} = ") else line for line in changed]
     return [line for line in changed if line is not None]
 
