@@ -365,12 +365,19 @@ CANCELLING = (1e16, -1e16, 1.0, 3.0, -1.0, 0.5, -0.0, 1e-300)
 right, 1.0 another way)."""
 
 
-def test_sums_of_products_and_shares_across_copies_add_in_eager_order() -> None:
-    """A layer's sums ``b + w0 * x0 + ...`` run product by product (``_sum_products``), the shares
-    of the inputs' gradients copy by copy (``_across_products``) and the weights' gradients into
-    the result's rows (``_product``), on numbers that cancel: any other order of the additions (a
-    neuron's products from the last, the copies from the first, a pairwise sum) changes the bits
-    of the values or of the gradients."""
+@pytest.mark.parametrize("together", [True, False], ids=["products-made-together", "product-by-product"])
+def test_sums_of_products_and_shares_across_copies_add_in_eager_order(
+    together: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A layer's sums ``b + w0 * x0 + ...`` run product by product (``_sum_products``; or with its
+    products made in one multiplication first, where they are few: ``PRODUCTS_BYTES``), the
+    shares of the inputs' gradients copy by copy (``_across_products``) and the weights'
+    gradients into the result's rows (``_product``), on numbers that cancel: any other order of
+    the additions (a neuron's products from the last, the copies from the first, a pairwise sum)
+    changes the bits of the values or of the gradients."""
+    from vjpgrad.batched import arrays
+
+    monkeypatch.setattr(arrays, "PRODUCTS_BYTES", 1 << 30 if together else 0)
     rng = random.Random(5)
     nin, nout = 5, 6
     pattern = (1e16, 1.0, -1e16, 1.0, 3.0, 0.5)  # each input's weights across the copies cancel too

@@ -139,7 +139,7 @@ def _negative(np: ModuleType) -> Callable[..., Any]:
 def _filled(np: ModuleType, make: Callable[[tuple[Any, ...]], Any]) -> Callable[..., Any]:
     """A stacking helper (``make(items)``, a new array of the items a row each) into a slot: the
     rows copied into the slot's array, each item broadcast to its row as ``make`` broadcasts."""
-    ndarray, concatenate, array = np.ndarray, np.concatenate, np.array
+    array = np.array
 
     def fill(items: tuple[Any, ...], w: list[Any], k: int) -> Any:
         buffer = w[k]
@@ -147,12 +147,9 @@ def _filled(np: ModuleType, make: Callable[[tuple[Any, ...]], Any]) -> Callable[
             found = make(items)
             w[k] = found
             return found
-        shape = buffer.shape[1:]
-        if all(type(x) is float for x in items):  # a neuron's weights: numbers, read in C
+        if type(items[0]) is float and set(map(type, items)) == {float}:  # a neuron's weights: read in C
             buffer.reshape(len(items), -1)[...] = array(items)[:, None]
-        elif all(type(x) is ndarray and x.shape == shape for x in items):
-            concatenate([x[None] for x in items], out=buffer)
-        else:
+        else:  # arrays (a row each, or broadcast to it) and numbers: a copy a row
             for row, x in enumerate(items):
                 buffer[row] = x
         return buffer
