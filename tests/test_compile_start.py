@@ -214,3 +214,49 @@ def test_the_kept_columns_still_tell_apart_which_argument_or_parameter_an_operan
     assert keys[0][0] == keys[0][1] is not None
     assert keys[1][0] == keys[1][1] is not None
     assert keys[0][0] != keys[1][0]
+
+
+# ---- the second call's readers of each value, counted a slot at a time ----------------------------
+
+
+def _readers_node_by_node(live: list[Any]) -> dict[int, int]:
+    """Each value read exactly once by ``live``'s operations, with its reader: every node's
+    operands read one node at a time, as the writer read them before it counted slots."""
+    from vjpgrad.core import graph
+
+    readers: dict[int, int] = {}
+    twice: set[int] = set()
+    for q, node in enumerate(live):
+        for x in graph.operands(node):
+            if id(x) in readers:
+                twice.add(id(x))
+            else:
+                readers[id(x)] = q
+    return {key: q for key, q in readers.items() if key not in twice}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_values_read_once_are_found_a_slot_at_a_time_as_node_by_node(seed: int) -> None:
+    """``write.single_readers`` (which the forward pass's inlining and the folded reverse pass's
+    holders read) counts the first and second slots of every node in C, then the operands of
+    each operation of many: on random graphs of operations of one, two and many operands, a
+    value read twice by one operation (``x * x``), numbers and arguments, it finds the values
+    read once, each with its reader, as reading each node's operands does."""
+    from vjpgrad.compiler import write
+
+    rng = random.Random(seed)
+    arguments = [Value(rng.uniform(-1, 1)) for _ in range(3)]
+    pool, live = list(arguments), []
+    for _ in range(rng.randint(1, 40)):
+        a, b = rng.choice(pool), rng.choice(pool)
+        kind = rng.randrange(6)
+        if kind == 5:
+            y = functional.max([rng.choice(pool) for _ in range(rng.randint(2, 4))])
+        else:
+            y = (a + b, a * a, a.tanh(), a * 2.0, a - b)[kind]
+        live.append(y)
+        pool.append(y)
+    nodes = {id(x) for x in pool}
+    expected = _readers_node_by_node(live)
+    found = write.single_readers(live)
+    assert {k: q for k, q in found.items() if k in nodes} == {k: q for k, q in expected.items() if k in nodes}

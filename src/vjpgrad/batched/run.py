@@ -693,8 +693,10 @@ def vmap(
     (``chunk_size``, chosen from the size of the graph when None); the arrays of a large batch
     are kept from call to call and written into by the next call of the same size (its
     workspace: fresh memory costs a page fault per 4 KiB), and the gradients go into an array an
-    earlier call returned once nothing holds it any more. Needs NumPy
-    (``pip install numpy``, or ``pip install -e '.[vmap]'`` in a clone of vjpgrad).
+    earlier call returned once nothing holds it any more. The array code runs with NumPy's
+    warnings off and its ufunc buffer at ``arrays.BUFFER`` elements (faster on arrays of mixed
+    shapes; the numbers are the same), the caller's settings given back after the call. Needs
+    NumPy (``pip install numpy``, or ``pip install -e '.[vmap]'`` in a clone of vjpgrad).
     """
     arrays.numpy()
     return Vmapped(f, in_dims, out_dims, fast, chunk_size)

@@ -1099,7 +1099,7 @@ class FoldedProgram(Program):
             return False
         readers = self._readers
         if readers is None:
-            readers = self._readers = single_readers(self.live)
+            readers = self._readers = single_readers(self.live, self.slots)
         live, user = self.live, base + o
         return readers.get(id(live[base + t])) == user and readers.get(id(live[base + h])) == user
 

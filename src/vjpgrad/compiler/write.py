@@ -21,7 +21,9 @@ parameters, ``t1`` for intermediates, ``g_t1`` for their gradients), numbers are
 from __future__ import annotations
 
 import builtins
+import collections
 import functools
+import itertools
 import linecache
 import numbers
 import string
@@ -29,9 +31,13 @@ import struct
 from collections.abc import Container, Sequence
 from typing import Any, NamedTuple
 
+import vjpgrad.recording as recording
 from vjpgrad.codegen.symbols import INLINE, NAMESPACE, Code, contribution, literal, operand, operand_text, saved_names
 from vjpgrad.core import graph, ops
 from vjpgrad.core.ops import Op
+
+Slots = tuple[list[Op | None], list[Any], list[Any]]
+"""Each node's operation, first slot and second slot (``recording.slots_of``)."""
 
 VALUES_LINE = "    # values"  # where the reverse pass unpacks the values it reads
 
@@ -416,21 +422,31 @@ def _max_template(count: int) -> str:
     return f"_max_of({fields}) if {numbers} else _max({fields})"
 
 
-def single_readers(live: Sequence[graph.Node]) -> dict[int, int]:
+def single_readers(live: Sequence[graph.Node], slots: Slots | None = None) -> dict[int, int]:
     """For each value that the operations ``live`` read exactly once (one operand of one
-    operation), the position in ``live`` of the operation that reads it."""
-    readers: dict[int, int] = {}
-    twice: set[int] = set()
-    for q, node in enumerate(live):
-        for x in graph.operands(node):
-            key = id(x)
-            if key in readers:
-                twice.add(key)
-            else:
+    operation), the position in ``live`` of the operation that reads it. ``slots``: ``live``'s
+    ``recording.slots_of``, if read already.
+
+    Counted a slot at a time, in C (``Counter``, ``dict(zip(...))``): each node's first and
+    second slots, then the operands of each operation of many. An unused slot (a leaf's, an
+    operation of one operand's second: None) and the tuple an operation of many keeps in its
+    first are counted too, harmlessly: nothing looks up None or such a tuple."""
+    operations, firsts, seconds = recording.slots_of(live) if slots is None else slots
+    positions = range(len(live))
+    first_ids, second_ids = list(map(id, firsts)), list(map(id, seconds))
+    counts = collections.Counter(first_ids)
+    counts.update(second_ids)
+    readers = dict(zip(first_ids, positions, strict=True))
+    readers.update(zip(second_ids, positions, strict=True))
+    for op in {op for op in set(operations) if op is not None and op.nary}:
+        q = -1
+        for _ in range(operations.count(op)):
+            q = operations.index(op, q + 1)
+            for x in firsts[q]:
+                key = id(x)
+                counts[key] += 1
                 readers[key] = q
-    for key in twice:
-        del readers[key]
-    return readers
+    return {key: q for key, q in readers.items() if counts[key] == 1}
 
 
 class Program:
@@ -476,8 +492,9 @@ class Program:
         """The values the forward pass hands the reverse pass: those its statements read (by the
         names the writer gave them, ``Contribution.reads``) and the outputs made inside, which are
         returned."""
-        returned = {id(self.live[k]) for k in self.internal_outputs}
-        self.kept = [n for n in self.live if self.names[id(n)] in read or id(n) in returned]
+        returned = {self.ids[k] for k in self.internal_outputs}
+        names = self.names
+        self.kept = [n for n, key in zip(self.live, self.ids, strict=True) if names[key] in read or key in returned]
         self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
 
     def _setup(
@@ -495,15 +512,17 @@ class Program:
         self.externals = externals
         self.arguments = arguments
         # the names of the code: x0... for the arguments' numbers, p0... for parameters, t1... inside
+        ids = self.ids = list(map(id, live))  # each operation's id, read once: every pass below keys by it
+        self.slots = recording.slots_of(live)  # each operation's slots, read once: the reach and the readers
         names = {id(x): f"x{k}" if k < arguments else f"p{k - arguments}" for k, x in enumerate(externals)}
-        names.update((id(node), f"t{k}") for k, node in enumerate(live, start=1))
+        names.update(zip(ids, [f"t{k}" for k in range(1, len(live) + 1)], strict=True))
         self.names = names
         # gradient flows where the recording made edges: detach() and no_grad() made none
         takes_grad = {id(x): x.requires_grad for x in externals}
-        takes_grad.update((id(node), node.requires_grad) for node in live)
+        takes_grad.update(zip(ids, [node.requires_grad for node in live], strict=True))
         self.takes_grad = takes_grad
         self.internal_outputs = outputs
-        self.by_id = {id(node): node for node in live}
+        self.by_id = dict(zip(ids, live, strict=True))
         self._reached: dict[frozenset[int], frozenset[int]] = {}
         self._inside: dict[frozenset[int], frozenset[int]] = {}
         self._reach_of: dict[frozenset[int], set[int]] = {}
@@ -525,7 +544,7 @@ class Program:
             filename = f"{name} {part}>"
             linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
             code[part] = builtins.compile(source, filename, "exec")
-        index = {id(node): k for k, node in enumerate(self.live)}
+        index = {key: k for k, key in enumerate(self.ids)}
         output_place = {id(self.live[k]): i for i, k in enumerate(self.internal_outputs)}
         external_place = {id(x): k for k, x in enumerate(self.externals)}
         depends = []
@@ -578,11 +597,11 @@ class Program:
         what the forward returns or hands a block)."""
         readers = self._readers
         if readers is None:
-            readers = self._readers = single_readers(self.live)
-        get, live = readers.get, self.live
+            readers = self._readers = single_readers(self.live, self.slots)
+        get, ids = readers.get, self.ids
         out = set()
         for q in range(first, end):
-            key = id(live[q])
+            key = ids[q]
             reader = get(key, -1)
             if first <= reader < end and key not in named:
                 out.add(key)
@@ -609,12 +628,19 @@ class Program:
         decreasing creation order: every edge goes to an earlier node, so a node's users have
         all been seen when it is."""
         reach = {id(n) for n in roots if self.takes_grad[id(n)]}
-        add, operands_of = reach.add, graph.operands
-        for node, positions in zip(reversed(self.live), reversed(self.edges.in_order), strict=True):
-            if positions and id(node) in reach:
-                operands = operands_of(node)
-                for k in positions:
-                    add(id(operands[k]))
+        add = reach.add
+        operations, firsts, seconds = self.slots
+        for q in range(len(self.live) - 1, -1, -1):
+            positions = self.edges.in_order[q]
+            if positions and self.ids[q] in reach:
+                op = operations[q]
+                if op is not None and op.nary:
+                    operands = firsts[q]
+                    for k in positions:
+                        add(id(operands[k]))
+                else:  # an edge's position is its slot: 0 the first operand, 1 the second
+                    for k in positions:
+                        add(id(seconds[q] if k else firsts[q]))
         return reach
 
     def reached_inside(self, seeded: frozenset[int]) -> frozenset[int]:
@@ -622,9 +648,9 @@ class Program:
         known = self._inside.get(seeded)
         if known is None:
             reach = self.reach_of(seeded)
-            known = self._inside[seeded] = frozenset(
-                k for k, node in enumerate(self.live) if id(node) in reach and graph.op_of(node) is not None
-            )
+            live, op_of = self.live, graph.op_of
+            reached = itertools.compress(range(len(live)), map(reach.__contains__, self.ids))
+            known = self._inside[seeded] = frozenset(k for k in reached if op_of(live[k]) is not None)
         return known
 
     def backward_source(self, seeded: frozenset[int], checked: bool = False) -> str:
