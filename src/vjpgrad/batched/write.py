@@ -544,10 +544,7 @@ def _products_into_rows(lines: list[str], parts: dict[str, tuple[str, str]]) -> 
     have a product per row."""
     if not parts:
         return lines
-    text = "\n".join(lines)
-    uses: dict[str, int] = {}
-    for word in re.findall(r"[A-Za-z_]\w*", text):
-        uses[word] = uses.get(word, 0) + 1
+    uses = _uses(lines)
     taken = re.compile(r"^    (\w+) = (\w+)\[(\d+)\]$")
     rows: dict[str, list[tuple[int, str, int]]] = {}  # pc -> (line, gi, row)
     for k, line in enumerate(lines):
