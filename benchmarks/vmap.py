@@ -17,7 +17,10 @@ printed with its unit and the baseline its ratio is taken against.
    ``vmap(grad(margin))`` + ``batch_sum`` (exact, and ``fast=True``; the L2 term's gradient by
    ``vmap(grad(penalty))`` over the parameters, as examples/moons_vmap.py takes it), the compiled
    step and the eager step; the exact batch gradient is checked equal to eager's to the bit.
-   PyTorch's and vmap's figures are timed taking turns, a call each per round (4 x ``--rounds``).
+   PyTorch's and vmap's figures are timed taking turns, a call each per round (4 x ``--rounds``),
+   with the collector off after one collection (``interleaved``); the compiled and eager steps,
+   which make graphs of tens of thousands of Values, each with a full collection before it
+   (``median_time``).
 3. examples/moons.py's training, full batch: eager steps against ``examples/moons_vmap.py``'s,
    the final parameters compared bit for bit.
 4. Memory at N = 100,000: the peak NumPy allocates (tracemalloc) for the per-sample gradients.

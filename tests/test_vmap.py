@@ -262,7 +262,7 @@ def test_fast_mode_agrees_on_arithmetic_and_nearly_on_functions() -> None:
 
 def test_a_call_leaves_numpys_settings_as_it_found_them() -> None:
     """vmap runs its array code with warnings off and a buffer of its own (``arrays.BUFFER``),
-    and gives the caller's settings back after the call, as they were."""
+    and gives the caller's settings back after the call, as they were, an error or not."""
     from vjpgrad.batched import arrays
 
     xs = np.linspace(-2.0, 2.0, 50)
@@ -278,12 +278,16 @@ def test_a_call_leaves_numpys_settings_as_it_found_them() -> None:
             vmap(grad(watched))(xs)
             seen.append(np.getbufsize())
             assert np.geterr() == errors
+            with pytest.raises(RuntimeError, match="inside the array code"), arrays.arithmetic(np):
+                raise RuntimeError("an error inside the array code")
+            seen.append(np.getbufsize())
+            assert np.geterr() == errors
         with arrays.arithmetic(np):
             assert np.getbufsize() == arrays.BUFFER != 4096
             assert np.geterr()["divide"] == "ignore"
     finally:
         np.setbufsize(before)
-    assert seen == [4096]
+    assert seen == [4096, 4096]
 
 
 # ---- the workspace: each call writes into the arrays of the previous one -------------------------
@@ -457,6 +461,25 @@ def test_batch_sum_keeps_negative_zero_and_its_order_across_chunks(monkeypatch: 
     for start in (None, 1.0):
         expected = _eager_order(rows, start)
         assert [bits(x) for x in vjpgrad.batch_sum(rows, start=start)] == [bits(x) for x in expected]
+
+
+@pytest.mark.parametrize("chunk_bytes", [16, 48, 1 << 19])
+def test_the_ordered_sum_adds_rows_that_come_first_even_more_than_a_chunk_holds(
+    chunk_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ordered_sum``'s rows given first (``batch_sum``'s ``start``) all come before the others,
+    in order, however few rows a chunk holds (chunks of one row, of two, and 512 KiB)."""
+    from vjpgrad.batched import arrays
+
+    monkeypatch.setattr(arrays, "ORDERED_BYTES", chunk_bytes)
+    rows = _adversarial(9, (3,))
+    first = [np.array(r) for r in _adversarial(4, (3,))]
+    got = arrays.ordered_sum(np, first, rows)
+    for column in range(3):
+        total = first[0][column]
+        for x in [*(f[column] for f in first[1:]), *rows[:, column]]:
+            total = total + x
+        assert bits(got[column]) == bits(total), column
 
 
 @pytest.mark.slow  # a training run, a grid of edges per operation, or torch.func: seconds

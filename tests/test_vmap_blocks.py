@@ -456,17 +456,74 @@ def _placed_rows(places: list[slice], rows: list[int], count: int = 60) -> tuple
 
 
 @pytest.mark.parametrize(
-    ("places", "rows"),
+    ("places", "rows", "at_once"),
     [
-        ([slice(2 + i, 2 + i + 3 * 9, 9) for i in range(6)], list(range(6))),  # a layer's weights: one operation
-        ([slice(2 + i, 2 + i + 3 * 9, 9) for i in range(6)][::-1], list(range(6))[::-1]),  # listed last first
-        ([slice(10 + 2 * i, 10 + 2 * i + 3 * 13, 13) for i in range(5)], list(range(1, 6))),  # a step between rows
-        ([slice(0, 3), slice(3, 6), slice(30, 33)], [0, 1, 2]),  # not regular: one by one
-        ([slice(0, 9, 3), slice(1, 10, 3)], [0, 2]),  # not consecutive rows of the product: one by one
+        ([slice(2 + i, 2 + i + 3 * 9, 9) for i in range(6)], list(range(6)), True),  # a layer's weights
+        ([slice(2 + i, 2 + i + 3 * 9, 9) for i in range(6)][::-1], list(range(6))[::-1], True),  # listed last first
+        ([slice(10 + 2 * i, 10 + 2 * i + 3 * 13, 13) for i in range(5)], list(range(1, 6)), True),  # a gap between rows
+        ([slice(0, 3), slice(3, 6), slice(30, 33)], [0, 1, 2], False),  # not regular: one by one
+        ([slice(0, 9, 3), slice(1, 10, 3)], [0, 2], False),  # not consecutive rows of the product: one by one
+        ([slice(1, 4), slice(0, 3)], [1, 0], False),  # two rows would fill one result row: one by one, in order
+        ([slice(0, 6, 2), slice(1, 7, 2), slice(2, 8, 2)], [0, 1, 2], False),  # steps shorter than the rows: overlap
     ],
 )
-def test_products_fill_the_rows_of_the_result_as_one_by_one(places: list[slice], rows: list[int]) -> None:
+def test_products_fill_the_rows_of_the_result_as_one_by_one(
+    places: list[slice], rows: list[int], at_once: bool
+) -> None:
+    """``_rows`` multiplies the rows of one product into the result in one operation only where
+    they lie in a regular pattern of rows no two share (``_regular``), and the numbers are those
+    the rows multiplied one by one give, in the order they are listed."""
+    from vjpgrad.batched import arrays
+
     got, expected = _placed_rows(places, rows)
     assert got.shape == expected.shape
     for g, e in zip(got.ravel(), expected.ravel(), strict=True):
         assert same(g, e), (g, e)
+    left, right = np.zeros((6, 3, 5)), np.zeros((6, 1, 5))
+    entries = [(arrays.Product(left, right, r), where) for r, where in zip(rows, places, strict=True)]
+    assert (arrays._regular(entries, 60) is not None) == at_once
+
+
+def test_product_rows_without_a_copies_axis_are_multiplied_one_by_one() -> None:
+    """A product whose rows are a row of samples each (no copies axis) fills its slices by
+    broadcasting, row by row; one multiplication would lay the numbers out otherwise, so it is
+    not used."""
+    from vjpgrad.batched import arrays
+
+    left, right = np.arange(12.0).reshape(3, 4), np.arange(12.0, 24.0).reshape(3, 4)
+    places = [slice(3 * i, 3 * i + 3) for i in range(3)]
+    entries = [(arrays.Product(left, right, r), where) for r, where in enumerate(places)]
+    assert arrays._regular(entries, 9) is None
+    got = arrays._rows(np)(9, tuple((p, w, None) for p, w in entries), ())
+    for r, where in enumerate(places):
+        assert (got[where] == left[r] * right[r]).all()
+
+
+def test_a_parameter_that_is_several_weights_gets_its_gradient_where_a_block_hands_it_part() -> None:
+    """A parameter read as a weight of one neuron of a folded layer and also elsewhere (as two
+    weights of another neuron) takes its share out of the block's array by hand; the block's
+    other rows, of the copies that follow it, are placed in the result from the rows they are
+    (a copy taken out before them once shifted the rest onto the wrong rows: a ValueError)."""
+    sizes = (2, 2, 2, 2)
+    index = list(range(18))
+    index[0] = 1  # layer 0, neuron 0: weights 0 and 1 both read p[1]
+    index[9] = 1  # layer 1, neuron 1: weight 0 reads p[1] too
+
+    def shared(p: Sequence[Any], x: Sequence[Any]) -> Any:
+        h, k = list(x), 0
+        for n, nout in enumerate(sizes[1:]):
+            nin, out = len(h), []
+            for o in range(nout):
+                total = p[index[k + o * (nin + 1) + nin]]
+                for i in range(nin):
+                    total = total + p[index[k + o * (nin + 1) + i]] * h[i]
+                out.append(total.relu() if n < len(sizes) - 2 else total)
+            h, k = out, k + nout * (nin + 1)
+        return h[0] + h[1]
+
+    params = [rng_value * (k + 1) * (-1) ** k for k, rng_value in enumerate([0.05] * 18)]
+    xs = np.array([[1.0, -2.0], [0.5, 3.0], [-1e16, 1e16], [-0.0, 2.5]])
+    batched = vmap(grad(shared), in_dims=(None, 0))
+    rows = batched(params, xs)
+    assert FOLDED in batched.source
+    assert_rows(rows, [grad(shared)(params, [float(a) for a in x]) for x in xs], "shared weights")

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from vjpgrad.codegen.symbols import HELPERS
 from vjpgrad.core import floats, ops
@@ -42,14 +42,15 @@ ufunc of arrays of different shapes, as a layer's ``w * x`` (16 weights against 
 samples), went through the iterator's buffers: measured with NumPy 2.4 on 16 x 1,000 numbers,
 11 us against 4 us with 1,024; on 16 x 16 x 1,000 products, 155 us against 73 us. An elementwise
 ufunc gives the same numbers whatever the buffer: it changes how the elements are walked, not
-what each one is (array code runs no reduction)."""
+what each one is (array code reduces no numbers: its one reduction, ``np.any`` of a mask in the
+exact division, gives the same truth whatever the grouping)."""
 
 
 @contextmanager
 def arithmetic(np: ModuleType) -> Iterator[None]:
     """How array code runs: no warnings (a nan or an infinity is a number like any other here,
-    as in eager code) and NumPy's buffer at ``BUFFER``, both restored after (both are NumPy's
-    settings of the current thread and context)."""
+    as in eager code) and NumPy's buffer at ``BUFFER``, both given back after, an error or not
+    (NumPy's settings of the current thread; from NumPy 2 on, of the current context)."""
     before = np.setbufsize(BUFFER)
     try:
         with np.errstate(all="ignore"):
@@ -205,22 +206,20 @@ def ordered_sum(np: ModuleType, first: list[Any], rows: Any) -> Any:
     if not count and not first:  # the sum of nothing
         return np.full(width, -0.0)
     chunk = max(1, ORDERED_BYTES // (8 * columns) - 1)
-    buffer = np.empty((min(chunk, count) + max(1, len(first)), columns))
+    buffer = np.empty((max(1, len(first)) + min(chunk, count), columns))  # a chunk of rows behind what comes first
     if width < columns:
         buffer[:, width:] = 0.0
-    total: Any = None
-    for lo in range(-len(first), count, chunk):
+    head, lo = list(first), 0
+    while True:
         hi = min(count, lo + chunk)
-        head = [] if total is None else [total]
-        if lo < 0:
-            head += first
-            lo = 0
         used = len(head) + hi - lo
         for k, row in enumerate(head):
             buffer[k, :width] = row
         buffer[len(head) : used, :width] = rows[lo:hi]
         total = np.add.reduce(buffer[:used], axis=0, initial=-0.0)[:width]
-    return total
+        if hi >= count:
+            return total
+        head, lo = [total], hi
 
 
 def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -373,28 +372,52 @@ class Product:
         self.left, self.right, self.row = left, right, row
 
 
-def _regular(entries: list[tuple[Product, slice]], count: int) -> tuple[int, int, int, int, int, int] | None:
+class Pattern(NamedTuple):
+    """Where the rows of one ``left * right`` lie in the result of ``_rows``: product row
+    ``first + i`` (for ``i`` below ``rows``) fills the ``length`` result rows from
+    ``place + i * place_step`` by ``step``."""
+
+    first: int
+    rows: int
+    place: int
+    place_step: int
+    step: int
+    length: int
+
+
+def _regular(entries: list[tuple[Product, slice]], count: int) -> Pattern | None:
     """For the rows of one ``left * right`` (``entries``, each a Product and the slice of the
-    result's rows it fills): ``(first row, rows, first place, place step, step, length)`` when
-    they are consecutive rows of it that fill the result in a regular pattern (row
-    ``first row + i`` fills the ``length`` rows from ``first place + i * place step`` by
-    ``step``), so that one multiplication of ``rows`` rows fills them all; else None."""
-    if len(entries) < 2:
+    result's rows it fills): their ``Pattern`` when one multiplication can fill them all, as the
+    rows one by one would: consecutive rows of the product, each a block of copies (a row of
+    ``left * right`` is ``(copies, samples)``, as many copies as its slice has result rows),
+    filling result rows in a regular pattern that no two of them share. Else None."""
+    left, right = entries[0][0].left, entries[0][0].right
+    if len(entries) < 2 or left.ndim != 3 or right.ndim != 3:  # a row without its copies axis: one by one
         return None
     by_row = {product.row: where.indices(count) for product, where in entries}
     first = min(by_row)
     start, _, step = by_row[first]
     length = len(range(*by_row[first]))
-    if first + 1 not in by_row:
+    if len(by_row) != len(entries) or first + 1 not in by_row or step <= 0 or not length:
         return None
-    place_step = by_row[first + 1][0] - start
-    for i in range(len(entries)):
+    pattern = Pattern(first, len(entries), start, by_row[first + 1][0] - start, step, length)
+    if pattern.place_step <= 0 or max(left.shape[1], right.shape[1]) not in (1, length):
+        return None  # rows listed backwards, or a product row of another number of copies
+    return pattern if _follows(pattern, by_row) else None
+
+
+def _follows(pattern: Pattern, by_row: dict[int, tuple[int, int, int]]) -> bool:
+    """Whether the product rows' spans (``by_row``: each row's ``slice.indices``) are the
+    ``pattern``'s, and no two of them fill one result row."""
+    first, many, start, place_step, step, length = pattern
+    for i in range(many):
         span = by_row.get(first + i)
         if span is None or span[0] != start + i * place_step or span[2] != step or len(range(*span)) != length:
-            return None
-    if step <= 0 or place_step <= 0 or not length:
-        return None
-    return first, len(entries), start, place_step, step, length
+            return False
+    if place_step * many <= step or step * length <= place_step:  # a layer's: a copy's rows in a gap of their own
+        return True
+    filled = {start + i * place_step + c * step for i in range(many) for c in range(length)}
+    return len(filled) == many * length
 
 
 def _rows(np: ModuleType) -> Callable[..., Any]:
@@ -403,9 +426,11 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
     the result they fill (a tuple of them, or a slice) and the copies they are taken from (None:
     all, in order), in one operation each; ``alone`` every other gradient (a column of samples or
     a number) with its row. A gradient that is one number for every sample fills its row.
-    ``Product`` rows of one ``left * right`` that fill the result in a regular pattern are
-    multiplied into it in one operation, each element the same product (measured at the moons
-    MLP's second layer, 1,000 samples: 72 us against 109 us for its 16 rows one by one).
+    ``Product`` rows of one ``left * right`` that fill the result in a regular pattern
+    (``_regular``) are multiplied into it in one operation, each element the same product
+    (measured at the moons MLP's second layer, 1,000 samples: 72 us against 109 us for its 16
+    rows one by one); they are multiplied after the other entries are placed, which changes
+    nothing because the writer places each gradient in a row of its own.
     ``make(shape)`` gives the array to fill (a new one unless given: ``workspace.helpers`` gives
     one the caller has let go)."""
     asarray, empty, float64, multiply, broadcast_shapes = (
@@ -453,17 +478,16 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
                 for product, where in entries:  # each element the product, as pg[r] * pb[r]
                     multiply(product.left[product.row], product.right[product.row], out=out[where])
                 continue
-            first, many, place, place_step, step, length = pattern
             rows_stride, column_stride = out.strides
             target = ndarray(  # the rows filled, as an array (product row, copy, sample) of ``out``'s memory
-                (many, length, width),
+                (pattern.rows, pattern.length, width),
                 float64,
                 out,
-                place * rows_stride,
-                (place_step * rows_stride, step * rows_stride, column_stride),
+                pattern.place * rows_stride,
+                (pattern.place_step * rows_stride, pattern.step * rows_stride, column_stride),
             )
-            product = entries[0][0]  # element [i, c, s]: left[first + i][c][s] * right[first + i][c][s]
-            multiply(product.left[first : first + many], product.right[first : first + many], out=target)
+            taken = slice(pattern.first, pattern.first + pattern.rows)  # [i, c, s]: left[first + i][c][s] * right[...]
+            multiply(entries[0][0].left[taken], entries[0][0].right[taken], out=target)
         for k, x in alone:
             out[k] = x
         return out

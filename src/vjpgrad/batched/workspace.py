@@ -15,7 +15,8 @@ which ``.source`` shows; this code is that code with its array-making lines rewr
 What is written where changes no number: a line computes what it computed before, by the same
 ufunc (``np.multiply(a, b, out=...)`` is ``a * b``), into a buffer no other line of the call
 uses and that nothing handed to the caller points into (``vmap`` copies its results out of the
-arrays of the code: ``_rows``'s array is new at every call). A slot is filled at its line's
+arrays of the code, and ``_rows`` fills an array the caller has let go of, or a new one:
+``_returned``). A slot is filled at its line's
 first run with the array the line made (nothing filled when it made a number), so a slot's shape
 is the one the line makes for that program and batch size: the shapes of a program's arrays
 depend only on the kinds of its arguments, which the program is keyed by, and on the size of

@@ -114,6 +114,7 @@ class ArrayWriter:
         found = find(recorded.live, recorded.positions, recorded.inputs, recorded.outputs, self.reach) if fold else []
         self.blocks: list[ArrayBlock] = found
         self.pending: dict[int, tuple[str, int]] = {}  # an input's gradient left in a block's array: its row
+        self.copies: dict[str, int] = {}  # such an array: its rows (the block's copies)
         self.fused: dict[int, list[int]] = {}  # per block: the offsets of its products run as one
         self.parts: dict[str, tuple[str, int]] = {}  # a shared value's share from products run as one: array, row
         self.product_parts: dict[str, tuple[str, str]] = {}  # products' gradients (pc...): the factors, as text
@@ -379,8 +380,9 @@ class ArrayWriter:
             else:
                 singles.append((k, f"g_{self.names[id(x)]}" if id(x) in started else "0.0"))
         placed = []
-        for name, rows in groups.items():
-            picked = "None" if [m for _, m in rows] == list(range(len(rows))) else _tuple(str(m) for _, m in rows)
+        for name, rows in groups.items():  # all of an array's rows in order (None), or those picked
+            every = [m for _, m in rows] == list(range(self.copies[name]))
+            picked = "None" if every else _tuple(str(m) for _, m in rows)
             placed.append(f"({name}, {_places([k for k, _ in rows])}, {picked})")
         alone = _tuple(f"({k}, {code})" for k, code in singles)
         return f"_rows({len(self.graph.wrt)}, {_tuple(placed)}, {alone})"
@@ -412,6 +414,7 @@ class ArrayWriter:
                 for m, x in enumerate(column):
                     if id(x) in inputs:  # taken out when read, or placed in the result by _rows
                         self.pending[id(x)] = (f"gi{j}_{s}", m)
+                        self.copies[f"gi{j}_{s}"] = len(column)
                     else:
                         lines.append(f"g_{self.names[id(x)]} = gi{j}_{s}[{m}]")
                     started.add(id(x))
