@@ -290,6 +290,29 @@ def test_a_call_leaves_numpys_settings_as_it_found_them() -> None:
     assert seen == [4096, 4096]
 
 
+def test_an_empty_batch_gives_results_with_no_samples_of_one_samples_shapes() -> None:
+    """A batch of no samples gives, as ``torch.func.vmap`` does, results with no rows, each of
+    the shape one sample's result has (the function is recorded on a stand-in sample of zeros,
+    whose numbers no result holds): every transform, and ``vmap(vjp_fn)`` with no cotangents."""
+
+    def loss(p: Any, x: Any, y: Any) -> Any:
+        return (p[0] * x[0] + p[1] * x[1] + -y).relu() * (1.0 / x[0])  # 1 / 0.0 at the stand-in: inf, no error
+
+    params, xs, ys = [0.5, -1.5], np.zeros((0, 2)), np.zeros(0)
+    assert vmap(grad(loss), in_dims=(None, 0, 0))(params, xs, ys).shape == (0, 2)
+    values, grads = vmap(value_and_grad(loss, argnums=(0, 1)), in_dims=(None, 0, 0))(params, xs, ys)
+    assert [values.shape, grads[0].shape, grads[1].shape] == [(0,), (0, 2), (0, 2)]
+    assert vmap(jacobian(lambda x: [x[0] * x[1], x[0] + x[1]]))(xs).shape == (0, 2, 2)
+    assert vmap(lambda x: x * 2.0, out_dims=0)(np.zeros(0)).shape == (0,)
+    _, vjp_fn = vjpgrad.vjp(lambda a, b: [a * b, a + b], 3.0, 2.0)
+    assert [r.shape for r in vmap(vjp_fn)(np.zeros((0, 2)))] == [(0,), (0,)]
+    rows = vmap(grad(loss), in_dims=(None, 0, 0))(params, np.array([[2.0, 1.0]]), np.array([1.0]))
+    assert rows.tolist() == [grad(loss)(params, [2.0, 1.0], 1.0)]  # and after it, a batch of one
+    torch = pytest.importorskip("torch", reason="the comparison with torch.func needs PyTorch")
+    empty = torch.func.vmap(torch.func.grad(lambda x: (x * x).sum()))(torch.zeros(0, 2, dtype=torch.float64))
+    assert tuple(empty.shape) == vmap(grad(lambda x: (x * x).sum()))(np.zeros((0, 2))).shape
+
+
 # ---- the workspace: each call writes into the arrays of the previous one -------------------------
 
 

@@ -309,10 +309,15 @@ class Vmapped:
             raise ValueError("vmap: at least one argument must be batched (in_dims not None), with a batch axis")
         if transformed is not None and transformed.kind == "vjp":
             return self._call_vjp(read[0], batch)
+        if not batch:  # as torch.func.vmap: results with no samples, of the shapes one sample gives
+            read = [
+                _Argument("batched", np.zeros((1, *a.value.shape[1:])), a.width) if a.kind == "batched" else a
+                for a in read
+            ]
         program = self._program(read, kwargs)
         with arrays.arithmetic(np):
-            columns = self._run(program, read, batch)
-        return self._shape(program, columns, batch)
+            columns = self._run(program, read, max(batch, 1))
+        return self._shape(program, columns[:, :batch], batch)
 
     def _dims(self, count: int) -> list[int | None]:
         if isinstance(self.in_dims, (int, type(None))):
@@ -564,15 +569,18 @@ class Vmapped:
                 f"vmap: each cotangent must have the shape of the function's output ({width or 'a number'}), "
                 f"got {cotangent.width or 'a number'}"
             )
-        with arrays.arithmetic(np), _code(program, batch) as (forward, backward):
+        if not batch:  # no cotangents: the results of one, without it (as torch.func.vmap gives no rows)
+            cotangent = _Argument("batched", np.zeros((1, *cotangent.value.shape[1:])), cotangent.width)
+        size = max(batch, 1)
+        with arrays.arithmetic(np), _code(program, size) as (forward, backward):
             inputs = [column for a in read for column in a.columns(0, 1)]
             inputs += [graph.number(x) for x in program.outside]
             values = forward(*inputs)
-            given = cotangent.columns(0, batch)  # one column per item of the output
+            given = cotangent.columns(0, size)  # one column per item of the output
             seeds = [given[k] for k, item in enumerate(_items(program.layout)) if item[0] == "value"]
             assert backward is not None  # a vjp's program has its reverse pass
             parts = backward(inputs, values, *seeds)
-            columns = [np.broadcast_to(np.asarray(p, dtype=np.float64), (batch,)).copy() for p in parts]
+            columns = [np.broadcast_to(np.asarray(p, dtype=np.float64), (size,))[:batch].copy() for p in parts]
         result = []
         place = 0
         for _, w in program.wrt:
@@ -684,6 +692,8 @@ def vmap(
     list of numbers (a Vector). Composes with ``grad``, ``value_and_grad``, ``jacobian`` and the
     function ``vjp`` returns: ``vmap(grad(loss), in_dims=(None, 0, 0))(params, xs, ys)`` has
     shape ``(N, len(params))``, row ``i`` equal to ``grad(loss)(params, xs[i], ys[i])`` to the bit.
+    A batch of no samples gives results with no rows, as ``torch.func.vmap`` does (the function
+    is recorded on a stand-in sample of zeros).
 
     The function is recorded once per structure of arguments (as ``vjpgrad.compile`` records, and
     refusing what it refuses: Python that reads a Value's number) and run as array code,
