@@ -51,6 +51,7 @@ import numpy as np
 
 import vjpgrad
 from vjpgrad import Value
+from vjpgrad.compiler.record import collection_paused
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import moons
@@ -119,17 +120,12 @@ def interleaved(functions: dict[str, Callable[[], Any]], rounds: int) -> dict[st
     times: dict[str, list[float]] = {name: [] for name in functions}
     results: dict[str, Any] = {}
     gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collection_paused():  # compile's own pause of the collector, turned back on as it was
         for _ in range(rounds):
             for name, function in functions.items():
                 start = clock()
                 results[name] = function()
                 times[name].append(clock() - start)
-    finally:
-        if was_enabled:
-            gc.enable()
     return {name: (statistics.median(times[name]), results[name]) for name in functions}
 
 

@@ -126,6 +126,12 @@ class _Argument:
         values = [Value(v, requires_grad=differentiated) for v in numbers_]
         return values[0] if self.width is None else Vector(values)
 
+    def stand_in(self) -> _Argument:
+        """A batched argument of no samples as one sample of zeros: what an empty batch is
+        recorded and run on, its results then cut to none."""
+        np = arrays.numpy()
+        return _Argument("batched", np.zeros((1, *self.value.shape[1:])), self.width)
+
     def columns(self, lo: int, hi: int) -> list[Any]:
         """The arrays (or numbers) that stand for its Values in the code, samples lo to hi: each
         number of a sample one contiguous array (``by_number``), an unbatched number a float."""
@@ -310,10 +316,7 @@ class Vmapped:
         if transformed is not None and transformed.kind == "vjp":
             return self._call_vjp(read[0], batch)
         if not batch:  # as torch.func.vmap: results with no samples, of the shapes one sample gives
-            read = [
-                _Argument("batched", np.zeros((1, *a.value.shape[1:])), a.width) if a.kind == "batched" else a
-                for a in read
-            ]
+            read = [a.stand_in() if a.kind == "batched" else a for a in read]
         program = self._program(read, kwargs)
         with arrays.arithmetic(np):
             columns = self._run(program, read, max(batch, 1))
@@ -570,7 +573,7 @@ class Vmapped:
                 f"got {cotangent.width or 'a number'}"
             )
         if not batch:  # no cotangents: the results of one, without it (as torch.func.vmap gives no rows)
-            cotangent = _Argument("batched", np.zeros((1, *cotangent.value.shape[1:])), cotangent.width)
+            cotangent = cotangent.stand_in()
         size = max(batch, 1)
         with arrays.arithmetic(np), _code(program, size) as (forward, backward):
             inputs = [column for a in read for column in a.columns(0, 1)]

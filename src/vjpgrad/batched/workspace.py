@@ -16,11 +16,10 @@ What is written where changes no number: a line computes what it computed before
 ufunc (``np.multiply(a, b, out=...)`` is ``a * b``), into a buffer no other line of the call
 uses and that nothing handed to the caller points into (``vmap`` copies its results out of the
 arrays of the code, and ``_rows`` fills an array the caller has let go of, or a new one:
-``_returned``). A slot is filled at its line's
-first run with the array the line made (nothing filled when it made a number), so a slot's shape
-is the one the line makes for that program and batch size: the shapes of a program's arrays
-depend only on the kinds of its arguments, which the program is keyed by, and on the size of
-the batch, which the workspaces are keyed by.
+``_returned``). A slot is filled at its line's first run with the array the line made (nothing
+filled when it made a number), so a slot's shape is the one the line makes for that program and
+batch size: the shapes of a program's arrays depend only on the kinds of its arguments, which
+the program is keyed by, and on the size of the batch, which the workspaces are keyed by.
 """
 
 from __future__ import annotations
@@ -75,9 +74,8 @@ def slotted(source: str) -> tuple[str, int]:
     into its own slot of the workspace ``_w``, which each function takes as a keyword; and the
     number of slots. ``_where`` (a relu and its mask) is left to make its array: NumPy has no
     ``where`` into a buffer as fast as its own, and a masked copy into one (``np.copyto(...,
-    where=...)``) took 41 us on 16 x 1,000 numbers against 16 us for ``np.where``'s new array,
-    which the allocator takes from its heap at these sizes (a chunk's arrays stay under a few
-    hundred KiB)."""
+    where=...)``) took 41 us on 16 x 1,000 numbers against 16 us for ``np.where``'s new array
+    (measured on the moons MLP's layers, whose masks the allocator takes from its heap)."""
     lines = []
     slots = 0
     for line in source.split("\n"):

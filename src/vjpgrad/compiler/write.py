@@ -628,11 +628,11 @@ class Program:
         decreasing creation order: every edge goes to an earlier node, so a node's users have
         all been seen when it is."""
         reach = {id(n) for n in roots if self.takes_grad[id(n)]}
-        add = reach.add
+        add, ids, in_order = reach.add, self.ids, self.edges.in_order
         operations, firsts, seconds = self.slots
-        for q in range(len(self.live) - 1, -1, -1):
-            positions = self.edges.in_order[q]
-            if positions and self.ids[q] in reach:
+        for q in range(len(ids) - 1, -1, -1):
+            positions = in_order[q]
+            if positions and ids[q] in reach:
                 op = operations[q]
                 if op is not None and op.nary:
                     operands = firsts[q]
