@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import math
+import random
 import re
 import struct
 import sys
@@ -572,3 +573,85 @@ def test_an_additions_operand_read_again_keeps_a_gradient_variable_of_its_own(
     compiled = vjpgrad.compile(f)
     assert [run(compiled) for _ in range(3)] == [run(f)] * 3
     assert isinstance(compiled._last.program, fold.FoldedProgram)
+
+
+# ---- the copies' wiring compared a column at a time ----------------------------------------------
+
+WIRING_PARAMETERS = [Value(0.5), Value(-1.5), Value(2.0)]
+
+
+def _wired_copies(seed: int) -> tuple[Callable[..., Value], int, int, bool, int]:
+    """A function whose recording holds copies of one block of ``length`` operations, each an
+    operation reading one earlier value and a parameter, copies that read what the first reads
+    but now and then another value of the same kind (the keys stay equal, the wiring differs):
+    a value of their own copy, of an earlier copy, of the code before the copies (the glue), an
+    argument of their own, the first copy's or another's. With ``apart``, an addition runs
+    between the copies. Returns the function, its argument count, the block's length, whether
+    the copies are apart, and the number of operations before the first copy."""
+    rng = random.Random(seed)
+    copies, length, glue = rng.randint(2, 5), rng.randint(3, 7), rng.randint(1, 3)
+    apart = rng.random() < 0.5
+    # what each operation of the first copy reads: an argument, or a value of its copy or the glue
+    plan = [("argument", 0)]
+    for o in range(1, length):
+        plan.append(("own", rng.randrange(o)) if rng.random() < 0.5 else ("glue", rng.randrange(glue)))
+
+    def varied(kind: str, k: int, o: int) -> tuple[str, int]:
+        if rng.random() < 0.8:
+            return kind, k
+        if kind == "argument":
+            return "argument", rng.randrange(copies)  # an argument of another copy's (or its own)
+        return rng.choice([("own", rng.randrange(o)), ("earlier", rng.randrange(o)), ("glue", rng.randrange(glue))])
+
+    plans = [[(kind, m if kind == "argument" else k) for kind, k in plan] for m in range(copies)]
+    plans[1:] = [[varied(kind, k, o) for o, (kind, k) in enumerate(steps)] for steps in plans[1:]]
+    parameter = [rng.randrange(3) for _ in range(length)]
+
+    def f(*xs: Value) -> Value:
+        p = WIRING_PARAMETERS
+        glued = [xs[0] * p[k % 3] for k in range(glue)]
+        made: list[list[Value]] = []
+        everything: list[Value] = list(glued)
+        for m, steps in enumerate(plans):
+            if apart and m:
+                everything.append(everything[-1] + glued[0])
+            own: list[Value] = []
+            for o, (kind, k) in enumerate(steps):
+                read = {"argument": xs, "own": own, "glue": glued, "earlier": made[-1] if made else own}[kind]
+                own.append(read[k] * p[parameter[o]])
+            made.append(own)
+            everything += own
+        total = everything[0]
+        for y in everything[1:]:
+            total = total + y
+        return total
+
+    return f, copies, length, apart, glue
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_the_copies_wiring_compared_a_column_at_a_time_is_the_wiring_compared_node_by_node(seed: int) -> None:
+    """``fold._wired_alike`` (a column of operand places picked, shifted and compared in C)
+    says the copies are wired alike exactly when ``fold._first_difference`` (each copy's wiring
+    read node by node) finds no difference, on copies back to back and apart that read their
+    own values, an earlier copy's, the glue's, and arguments of their own, shared or swapped."""
+    from vjpgrad import recording
+    from vjpgrad.compiler import record
+
+    f, copies, length, apart, glue = _wired_copies(seed)
+    compiled = vjpgrad.compile(f)
+    compiled(*[Value(0.25 * (m + 1)) for m in range(copies)])
+    replay = compiled._last
+    assert replay is not None
+    recorded = replay.recorded
+    live, externals = recorded.live, recorded.externals
+    columns = recording.columns_of(live)
+    place = {id(node): k for k, node in enumerate(live)}
+    external = {id(x): k for k, x in enumerate(externals)}
+    arguments = len(record.distinct(recorded.arguments))
+    step = length + (1 if apart else 0)
+    starts = [glue + m * step for m in range(copies)]
+    keys, _ = fold.keys(live, externals, arguments, recorded.constants, recorded.edges, set(), place, columns)
+    assert all(keys[s : s + length] == keys[starts[0] : starts[0] + length] for s in starts)  # as Block.of is asked
+    alike = fold._wired_alike(starts, length, columns, external, arguments, not apart)
+    assert alike == (fold._first_difference(starts, length, live, place, external, arguments, not apart) == length)

@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vjpgrad
-from vjpgrad import Value
+from vjpgrad import Value, Vector
 from vjpgrad.compiler import cache, fold, record
 from vjpgrad.compiler.record import describe
 from vjpgrad.nn import functional
@@ -216,32 +216,33 @@ def test_the_kept_columns_still_tell_apart_which_argument_or_parameter_an_operan
     assert keys[0][0] != keys[1][0]
 
 
-# ---- the second call's readers of each value, counted a slot at a time ----------------------------
+# ---- the second call's readers of each value, counted a column at a time ---------------------------
 
 
-def _readers_node_by_node(live: list[Any]) -> dict[int, int]:
-    """Each value read exactly once by ``live``'s operations, with its reader: every node's
-    operands read one node at a time, as the writer read them before it counted slots."""
+def _readers_node_by_node(live: list[Any]) -> tuple[list[int], list[int]]:
+    """Each operation's last reader, and its one reader when exactly one operand of one
+    operation reads it (-1 otherwise): every node's operands read one node at a time, as the
+    writer read them before it counted columns."""
     from vjpgrad.core import graph
 
-    readers: dict[int, int] = {}
-    twice: set[int] = set()
+    place = {id(node): q for q, node in enumerate(live)}
+    last, reads = [-1] * len(live), [0] * len(live)
     for q, node in enumerate(live):
         for x in graph.operands(node):
-            if id(x) in readers:
-                twice.add(id(x))
-            else:
-                readers[id(x)] = q
-    return {key: q for key, q in readers.items() if key not in twice}
+            if id(x) in place:
+                last[place[id(x)]] = q
+                reads[place[id(x)]] += 1
+    return last, [q if count == 1 else -1 for q, count in zip(last, reads, strict=True)]
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_the_values_read_once_are_found_a_slot_at_a_time_as_node_by_node(seed: int) -> None:
-    """``write.single_readers`` (which the forward pass's inlining and the folded reverse pass's
-    holders read) counts the first and second slots of every node in C, then the operands of
-    each operation of many: on random graphs of operations of one, two and many operands, a
-    value read twice by one operation (``x * x``), numbers and arguments, it finds the values
-    read once, each with its reader, as reading each node's operands does."""
+def test_the_readers_of_each_operation_are_counted_a_column_at_a_time_as_node_by_node(seed: int) -> None:
+    """``write.readers_of`` (the block search's last users, the forward pass's inlining, the
+    folded reverse pass's holders) counts the places of the first and second operands in C,
+    then those of each operation of many: on random graphs of operations of one, two and many
+    operands, a value read twice by one operation (``x * x``), numbers and arguments, each
+    operation's last reader and its one reader are those reading each node's operands finds."""
+    from vjpgrad import recording
     from vjpgrad.compiler import write
 
     rng = random.Random(seed)
@@ -256,7 +257,62 @@ def test_the_values_read_once_are_found_a_slot_at_a_time_as_node_by_node(seed: i
             y = (a + b, a * a, a.tanh(), a * 2.0, a - b)[kind]
         live.append(y)
         pool.append(y)
-    nodes = {id(x) for x in pool}
-    expected = _readers_node_by_node(live)
-    found = write.single_readers(live)
-    assert {k: q for k, q in found.items() if k in nodes} == {k: q for k, q in expected.items() if k in nodes}
+    found = write.readers_of(recording.columns_of(live))
+    assert (found.last, found.once) == _readers_node_by_node(live)
+
+
+# ---- what a reverse pass reaches, from the columns ---------------------------------------------
+
+
+def _reach_node_by_node(program: Any, roots: list[Any]) -> set[int]:
+    """What an eager pass from ``roots`` reaches, by following each node's edges one node at a
+    time, as the writer did before it read columns."""
+    from vjpgrad.core import graph
+
+    edges = dict(zip(map(id, program.live), program.edges.in_order, strict=True))
+    reach = {id(n) for n in roots if n.requires_grad}
+    for node in reversed(program.live):
+        if id(node) in reach:
+            operands = graph.operands(node)
+            reach.update(id(operands[k]) for k in edges[id(node)])
+    return reach
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_what_a_pass_reaches_is_found_from_the_columns_as_node_by_node(seed: int) -> None:
+    """``Program.reach`` (every operation that takes gradient when each is a root or an edge's
+    end, checked with sets built in C, else one sweep over the columns) finds what following the
+    edges node by node finds, from each output alone and from all of them, on random programs
+    with detached values, values made under ``no_grad``, Values made inside with and without
+    gradient, operations of many operands, and outputs that read one another."""
+    rng = random.Random(seed)
+    steps = [(rng.randrange(7), rng.randrange(1000), rng.randrange(1000)) for _ in range(rng.randint(1, 25))]
+    outputs = rng.sample(range(len(steps)), rng.randint(1, min(3, len(steps))))
+
+    def fn(x: Value, y: Value) -> Vector:
+        made: list[Any] = [x, y, P, Q]
+        for kind, i, j in steps:
+            a, b = made[i % len(made)], made[j % len(made)]
+            if kind == 0:
+                made.append(a * b)
+            elif kind == 1:
+                made.append((a + b).tanh())
+            elif kind == 2:
+                made.append(a.detach() * b)
+            elif kind == 3:
+                with vjpgrad.no_grad():
+                    made.append(a * 2.0)
+            elif kind == 4:
+                made.append(a * Value(0.5, requires_grad=bool(i % 2)))
+            elif kind == 5:
+                made.append(functional.max([a, b, x]))
+            else:
+                made.append(a - 1.5)
+        return Vector([made[4 + k] for k in outputs] + [made[-1] * 1.0])
+
+    replay = _first_call(fn, Value(0.75), Value(-2.0))
+    program = replay.program
+    roots = [program.live[k] for k in replay.internal_outputs]
+    for chosen in [[root] for root in roots] + [roots]:
+        assert program.reach(chosen) == _reach_node_by_node(program, chosen)

@@ -135,6 +135,8 @@ class Columns(NamedTuple):
     """Where each operand of an operation of many was made, as ``at`` says it."""
     elsewhere: list[int]
     """The places in ``operands`` (and ``at``) of the operands made elsewhere (``at`` -1), in order."""
+    takes_grad: list[bool]
+    """Whether each node takes gradient (its ``requires_grad``)."""
 
 
 def columns_of(nodes: Sequence[Node]) -> Columns:
@@ -146,7 +148,7 @@ def columns_of(nodes: Sequence[Node]) -> Columns:
     at = position_of(operands)
     many_at = {i: position_of(xs) for i, xs in many.items()}
     elsewhere = list(itertools.compress(range(len(at)), map(operator.eq, at, itertools.repeat(-1))))
-    return Columns(operations, operands, many, at, many_at, elsewhere)
+    return Columns(operations, operands, many, at, many_at, elsewhere, [n.requires_grad for n in nodes])
 
 
 def recorded_graph(
@@ -262,10 +264,15 @@ def positions_in(every: Sequence[Node], outside: dict[int, int] | None = None) -
     of ids finds it."""
     n = len(every)
     base = every[0]._seq if every else 0
-    elsewhere = outside.get if outside is not None else lambda key: -1
+    elsewhere = outside.get if outside is not None else None
     if every and every[-1]._seq - base == n - 1:
 
         def positions(xs: Sequence[Any]) -> list[Any]:
+            if elsewhere is None:  # -1 written in: a call per operand from outside costs more than the test
+                return [
+                    (at if 0 <= (at := x._seq - base) < n and every[at] is x else -1) if isinstance(x, Node) else None
+                    for x in xs
+                ]
             return [
                 (at if 0 <= (at := x._seq - base) < n and every[at] is x else elsewhere(id(x)))
                 if isinstance(x, Node)
@@ -277,7 +284,12 @@ def positions_in(every: Sequence[Node], outside: dict[int, int] | None = None) -
     place = dict(zip(map(id, every), itertools.count()))
 
     def positions_by_id(xs: Sequence[Any]) -> list[Any]:
-        return [(place.get(id(x)) if id(x) in place else elsewhere(id(x))) if isinstance(x, Node) else None for x in xs]
+        return [
+            (place.get(id(x)) if id(x) in place else elsewhere(id(x)) if elsewhere is not None else -1)
+            if isinstance(x, Node)
+            else None
+            for x in xs
+        ]
 
     return positions_by_id
 

@@ -43,13 +43,14 @@ made here, as ``compiler.write`` makes its own, and numbers are written by
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
 import vjpgrad.recording as recording
 from vjpgrad.codegen.symbols import literal
-from vjpgrad.compiler.write import ROWS, VALUES_LINE, Edges, Program, exact, single_readers
+from vjpgrad.compiler.write import ROWS, VALUES_LINE, Edges, Program, Readers, exact, readers_of
 from vjpgrad.core import graph
 
 TRIES = 4
@@ -84,69 +85,54 @@ def keys(
     returned: set[int],
     place: dict[int, int],
     columns: recording.Columns | None = None,
+    readers: Readers | None = None,
 ) -> tuple[list[int], list[int]]:
     """Each operation's local key as a small int (equal keys, equal ints; a negative key, unique,
     for what never folds: a Value made inside, an operation outside the table, a returned
     output), and the position of each operation's last user (-1 for none). ``place``: each
     operation's position by its id; ``columns``: ``live``'s, as the reading of the recording
-    kept them (``recording.Columns``), else read now.
+    kept them (``recording.Columns``), else read now; ``readers``: their ``readers_of``, if
+    counted.
 
     A key is the operation's row, its edges, whether it takes gradient, and per operand what it
     is: an operation's row (``Block.of`` checks where it is), an argument, a parameter by its
     position, a constant by its bits, or a number (``Block.of`` compares them). A cold start
-    pays for it over every node, so it is built a column at a time (``recording.columns_of``:
-    ``recording.slots_of``, and ``recording.positions_in`` for where each operand was made); only
-    operations of one operand and of many are visited one by one."""
-    n = len(live)
+    pays for it over every node, so it is built a column at a time (``recording.columns_of``),
+    in C: each operand made here is looked up by its place (``Columns.at``) among the rows,
+    then each made elsewhere by its id among the arguments, parameters and constants; anything
+    else is a number. Only the operations of many are visited one by one."""
     if columns is None:
         columns = recording.columns_of(live)
-    made, operands_of = columns.operations, columns.operands
-    firsts, seconds = operands_of[0::2], operands_of[1::2]  # an operation of many's are in columns.many
+    made, operands, at = columns.operations, columns.operands, columns.at
     rows: list[str | None] = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
-    kind: dict[int, Any] = {id(x): "a" if k < arguments else ("p", k) for k, x in enumerate(externals)}
-    kind.update((key, ("c", exact(number))) for key, number in constants.items())
-    kind_get = kind.get
+    outside: dict[int, Any] = {id(x): "a" if k < arguments else ("p", k) for k, x in enumerate(externals)}
+    outside.update((key, ("c", exact(number))) for key, number in constants.items())
+    by_place: dict[int | None, Any] = dict(enumerate(rows))  # a place -1 or None is no key
+    row_at = by_place.get
+    outside_get, numbers = outside.get, itertools.repeat("n")
 
-    def kinds(operands: Sequence[Any], at: list[int | None]) -> list[Any]:
+    def kinds(places: Sequence[int | None], xs: Sequence[Any], elsewhere: Iterable[int]) -> list[Any]:
         """An operation by its row, an argument, a parameter, a constant, or a number ("n")."""
-        return [
-            rows[k] if k is not None and k >= 0 else kind_get(id(x), "n") for x, k in zip(operands, at, strict=True)
-        ]
+        found = list(map(row_at, places, numbers))  # a place -1 or None is no row: "n" for now
+        for k in elsewhere:  # made elsewhere (at -1): an argument, a parameter, a constant
+            found[k] = outside_get(id(xs[k]), "n")
+        return found
 
-    first_users, second_users = columns.at[0::2], columns.at[1::2]  # -1: not an operation here
-    first_kinds, second_kinds = kinds(firsts, first_users), kinds(seconds, second_users)
-    arity = {op: op.arity if op is not None else -1 for op in set(made)}
-    arities = list(map(arity.__getitem__, made))
-    many: list[tuple[int, int]] = []  # (operand, user) of the operations of many operands
-    for shape in (-1, 0, 1):  # the nodes that are not of two operands, found in C
-        i = -1
-        for _ in range(arities.count(shape)):
-            i = arities.index(shape, i + 1)
-            second_kinds[i] = second_users[i] = None  # no second operand
-            if shape == 0:
-                operands, places = columns.many[i], columns.many_at[i]
-                first_kinds[i] = tuple(kinds(operands, places))
-                first_users[i] = None
-                many.extend((j, i) for j in places if j is not None and j >= 0)
-    users = range(n)
-    by_user = itertools.chain.from_iterable(zip(users, users, strict=True))
-    latest = dict(zip(itertools.chain.from_iterable(zip(first_users, second_users, strict=True)), by_user, strict=True))
-    for j, i in many:
-        if latest.get(j, -1) < i:
-            latest[j] = i
-    last = list(map(latest.get, users, itertools.repeat(-1)))
-    takes_grad = [node.requires_grad for node in live]
-    parts = list(zip(rows, edges.in_order, takes_grad, first_kinds, second_kinds, strict=True))
+    both = kinds(at, operands, columns.elsewhere)
+    first_kinds, second_kinds = both[0::2], both[1::2]
+    for i, places in columns.many_at.items():  # an operation of many: its operands' kinds in its first
+        first_kinds[i] = tuple(kinds(places, columns.many[i], [k for k, j in enumerate(places) if j == -1]))
+    parts = list(zip(rows, edges.in_order, columns.takes_grad, first_kinds, second_kinds, strict=True))
     number = dict(zip(dict.fromkeys(parts), itertools.count()))
     out = list(map(number.__getitem__, parts))
     i = -1
     for _ in range(rows.count(None)):  # a Value made inside, an operation outside the table
         i = rows.index(None, i + 1)
         out[i] = -1 - i
-    for at in map(place.get, returned):
-        if at is not None:
-            out[at] = -1 - at
-    return out, last
+    for q in map(place.get, returned):
+        if q is not None:
+            out[q] = -1 - q
+    return out, (readers if readers is not None else readers_of(columns)).last
 
 
 def _following(key: list[int]) -> list[int]:
@@ -359,14 +345,20 @@ class Block:
         arguments: int,
         last: list[int],
         shorten: bool = False,
+        columns: recording.Columns | None = None,
     ) -> Block | None:
         """The block of copies at ``starts`` if they can be one loop or one function, else None
         (they stay glue). The copies' keys are equal (the same operations, parameters and
         numbers); here each copy is checked to be wired inside as the first, and to read from
         before it alike. ``shorten``: a block whose copies differ from some offset on is cut
-        there (found apart, a match may run on into the code after each copy)."""
+        there (found apart, a match may run on into the code after each copy). ``columns``:
+        ``live``'s, if read: the copies are then first compared a column at a time
+        (``_wired_alike``)."""
         adjacent = all(s == starts[0] + m * length for m, s in enumerate(starts))
-        bad = _first_difference(starts, length, live, place, external, arguments, adjacent)
+        if columns is not None and _wired_alike(starts, length, columns, external, arguments, adjacent):
+            bad = length
+        else:
+            bad = _first_difference(starts, length, live, place, external, arguments, adjacent)
         if bad < length:
             if not shorten or adjacent or bad < SMALLEST_CALLED:
                 return None
@@ -409,6 +401,70 @@ def _first_difference(
             ends = itertools.accumulate(len(graph.operands(node)) for node in live[first : first + length])
             return next(o for o, end in enumerate(ends) if end > at)
     return length
+
+
+def _wired_alike(
+    starts: list[int],
+    length: int,
+    columns: recording.Columns,
+    external: dict[int, int],
+    arguments: int,
+    adjacent: bool,
+) -> bool:
+    """Whether every copy is wired as the first (``_first_difference`` finds no difference),
+    told from the places of the operands (``Columns.at``), mostly in C. The copies' keys are
+    equal, so an operand is a number, a parameter or a constant in every copy or in none (the
+    keys compared those), and an operation's in every copy or in none. What is left: an operand
+    the first copy makes must be at the same offset in each copy (one slice of places picked
+    and shifted, compared in C), and the values a copy reads from before it (arguments, and
+    operations before the first copy, or before the copy itself for copies apart) must be
+    before it and read in the same pattern (which of them is read again, and where). False
+    for a block with an operation of many: ``_first_difference`` decides those."""
+    first, at, operands = starts[0], columns.at, columns.operands
+    if any(first <= i < first + length for i in columns.many_at):  # the keys: in every copy or in none
+        return False
+    reference = at[2 * first : 2 * (first + length)]
+    inside: list[int] = []  # the slots reading an operation of the copy itself
+    before: list[int] = []  # the slots reading an argument, or an operation before the copy
+    for i, j in enumerate(reference):
+        if j is None:
+            continue
+        if j >= first:
+            inside.append(i)
+        elif j >= 0 or external.get(id(operands[2 * first + i]), arguments) < arguments:
+            before.append(i)
+
+    def picked(slots: list[Any]) -> tuple[Any, ...]:
+        """The places the slots ``inside`` read, in C."""
+        return tuple(operator.itemgetter(*inside)(slots)) if len(inside) > 1 else tuple(slots[i] for i in inside)
+
+    offsets = picked(reference)
+
+    def read_before(base: int, slots: list[Any]) -> list[int] | None:
+        """Where the copy at ``base`` reads each value from before it (an argument as ``-1 -
+        id``), or None where one is not before it."""
+        end = first if adjacent else base  # a loop's copy reading an earlier copy differs
+        found: list[int] = []
+        for i in before:
+            j = slots[i]
+            if j is None or j >= end:
+                return None
+            found.append(j if j >= 0 else -1 - id(operands[2 * base + i]))
+        return found
+
+    def pattern(values: list[int]) -> list[int]:
+        order: dict[int, int] = {}
+        return [order.setdefault(v, len(order)) for v in values]
+
+    expected = pattern(read_before(first, reference) or [])
+    for base in starts[1:]:
+        slots = at[2 * base : 2 * (base + length)]
+        if tuple(map(operator.sub, picked(slots), itertools.repeat(base - first))) != offsets:
+            return False
+        found = read_before(base, slots)
+        if found is None or pattern(found) != expected:
+            return False
+    return True
 
 
 _EARLIER = "an earlier copy"  # what a loop's copy reads of an earlier copy: never the first copy's wiring
@@ -539,13 +595,15 @@ def detect(
     edges: Edges,
     table: Sequence[StoredBlock] | None = None,
     columns: recording.Columns | None = None,
+    readers: Readers | None = None,
 ) -> tuple[list[Block], dict[int, int]]:
     """The blocks of a recording that fold: those of ``table`` (a stored one, each checked), else
     those found now (copies back to back, then copies apart in what is left); and each
-    operation's position by its id. The arguments are ``make_program``'s."""
+    operation's position by its id. The arguments are ``make_program``'s (``readers``: the
+    columns' ``readers_of``, if counted)."""
     returned = {id(live[k]) for k in outputs}
-    place = {id(node): k for k, node in enumerate(live)}
-    key, last = keys(live, externals, arguments, constants, edges, returned, place, columns)
+    place = dict(zip(map(id, live), itertools.count()))
+    key, last = keys(live, externals, arguments, constants, edges, returned, place, columns, readers)
     external = {id(x): k for k, x in enumerate(externals)}
     blocks: list[Block] = []
     if table is not None:
@@ -554,13 +612,13 @@ def detect(
             first = key[starts[0] : starts[0] + length]
             if any(key[at : at + length] != first for at in starts[1:]):
                 raise ValueError(f"a stored block {(length, starts)!r} does not repeat in this recording")
-            block = Block.of(starts, length, live, place, external, arguments, last)
+            block = Block.of(starts, length, live, place, external, arguments, last, columns=columns)
             if block is None:
                 raise ValueError(f"a stored block {(length, starts)!r} is not a loop in this recording")
             blocks.append(block)
         return blocks, place
     for *starts, length in find_apart(key, SMALLEST_CALLED):  # large blocks first, back to back or apart
-        block = Block.of(starts, length, live, place, external, arguments, last, shorten=True)
+        block = Block.of(starts, length, live, place, external, arguments, last, shorten=True, columns=columns)
         if block is not None:
             blocks.append(block)
     rest = list(key)  # then small loops in what is left
@@ -568,7 +626,8 @@ def detect(
         for base in block.starts:
             rest[base : base + block.length] = range(-1 - base, -1 - base - block.length, -1)
     for start, length, copies in find(rest):
-        block = Block.of([start + m * length for m in range(copies)], length, live, place, external, arguments, last)
+        copied = [start + m * length for m in range(copies)]
+        block = Block.of(copied, length, live, place, external, arguments, last, columns=columns)
         if block is not None:
             blocks.append(block)
     blocks.sort(key=lambda b: b.start)
@@ -591,13 +650,15 @@ def make_program(
     ``columns``: ``live``'s columns as the reading of the recording kept them, if it did)."""
     given = (live, externals, arguments, constants, outputs, sources, edges)
     if table is not None and not table:  # loaded code written straight-line: no search
-        return Program(*given)
-    blocks, place = detect(live, externals, arguments, constants, outputs, edges, table=table, columns=columns)
+        return Program(*given, columns)
+    columns = columns if columns is not None else recording.columns_of(live)  # read once: search and writing
+    readers = readers_of(columns)
+    blocks, place = detect(*given[:5], edges, table=table, columns=columns, readers=readers)
     if table is None and sum(b.length * b.copies for b in blocks) < SHARE * len(live):
         blocks = []
     if not blocks:
-        return Program(*given)
-    return FoldedProgram(*given, blocks, place)
+        return Program(*given, columns, readers)
+    return FoldedProgram(*given, blocks, place, columns, readers)
 
 
 class FoldedProgram(Program):
@@ -617,9 +678,11 @@ class FoldedProgram(Program):
         edges: Edges,
         blocks: list[Block],
         place: dict[int, int],
+        columns: recording.Columns | None = None,
+        readers: Readers | None = None,
     ) -> None:
         """``Program``'s arguments, and the blocks ``detect`` found with each operation's position."""
-        self._setup(live, externals, arguments, constants, outputs, sources, edges)
+        self._setup(live, externals, arguments, constants, outputs, sources, edges, columns, readers)
         self._fold(blocks, place)
 
     def _fold(self, blocks: list[Block], place: dict[int, int]) -> None:
@@ -1097,11 +1160,8 @@ class FoldedProgram(Program):
         it (``h`` stays its holder: no operand of ``t`` takes it over)."""
         if not 0 <= h < t:
             return False
-        readers = self._readers
-        if readers is None:
-            readers = self._readers = single_readers(self.live, self.slots)
-        live, user = self.live, base + o
-        return readers.get(id(live[base + t])) == user and readers.get(id(live[base + h])) == user
+        once, user = self.readers.once, base + o
+        return once[base + t] == user and once[base + h] == user
 
     def _block_loops(self, k: int, reach: set[int], state: _Pass, checked: bool, lines: list[str]) -> None:
         """A block's copies, last first, one loop per run of copies the pass reaches alike."""

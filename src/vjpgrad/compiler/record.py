@@ -824,7 +824,7 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
         from_outside,
         odd,
         recorded.edges.in_order,
-        [node.requires_grad for node in live],
+        columns.takes_grad,
         tuple(internal_outputs),
     ]
     return marshal.dumps(parts, 2)

@@ -26,18 +26,16 @@ import functools
 import itertools
 import linecache
 import numbers
+import operator
 import string
 import struct
 from collections.abc import Container, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import vjpgrad.recording as recording
 from vjpgrad.codegen.symbols import INLINE, NAMESPACE, Code, contribution, literal, operand, operand_text, saved_names
 from vjpgrad.core import graph, ops
 from vjpgrad.core.ops import Op
-
-Slots = tuple[list[Op | None], list[Any], list[Any]]
-"""Each node's operation, first slot and second slot (``recording.slots_of``)."""
 
 VALUES_LINE = "    # values"  # where the reverse pass unpacks the values it reads
 
@@ -422,31 +420,33 @@ def _max_template(count: int) -> str:
     return f"_max_of({fields}) if {numbers} else _max({fields})"
 
 
-def single_readers(live: Sequence[graph.Node], slots: Slots | None = None) -> dict[int, int]:
-    """For each value that the operations ``live`` read exactly once (one operand of one
-    operation), the position in ``live`` of the operation that reads it. ``slots``: ``live``'s
-    ``recording.slots_of``, if read already.
+class Readers(NamedTuple):
+    """Who reads each operation of a recording, by position (``readers_of``)."""
 
-    Counted a slot at a time, in C (``Counter``, ``dict(zip(...))``): each node's first and
-    second slots, then the operands of each operation of many. An unused slot (a leaf's, an
-    operation of one operand's second: None) and the tuple an operation of many keeps in its
-    first are counted too, harmlessly: nothing looks up None or such a tuple."""
-    operations, firsts, seconds = recording.slots_of(live) if slots is None else slots
-    positions = range(len(live))
-    first_ids, second_ids = list(map(id, firsts)), list(map(id, seconds))
-    counts = collections.Counter(first_ids)
-    counts.update(second_ids)
-    readers = dict(zip(first_ids, positions, strict=True))
-    readers.update(zip(second_ids, positions, strict=True))
-    for op in {op for op in set(operations) if op is not None and op.nary}:
-        q = -1
-        for _ in range(operations.count(op)):
-            q = operations.index(op, q + 1)
-            for x in firsts[q]:
-                key = id(x)
-                counts[key] += 1
-                readers[key] = q
-    return {key: q for key, q in readers.items() if counts[key] == 1}
+    last: list[int]
+    """The position of each operation's last reader, -1 for none."""
+    once: list[int]
+    """The position of each operation's one reader when one operand of one operation reads it
+    (``x * x`` reads ``x`` twice), -1 otherwise."""
+
+
+def readers_of(columns: recording.Columns) -> Readers:
+    """The ``Readers`` of the nodes ``columns`` describe, counted a column at a time in C: the
+    first and second operands' places (``Columns.at``: ``Counter``, and ``dict(zip(...))``,
+    whose later readers overwrite the earlier), then those of each operation of many. A place
+    that is no node's (-1, None) is counted too, harmlessly: no position looks it up."""
+    at, many_at = columns.at, columns.many_at
+    users = range(len(columns.operations))
+    counts = collections.Counter(at)
+    latest = dict(zip(at, itertools.chain.from_iterable(zip(users, users, strict=True)), strict=True))
+    for i, places in many_at.items():
+        counts.update(places)
+        for j in places:
+            if latest.get(j, -1) < i:
+                latest[j] = i
+    last = list(map(latest.get, users, itertools.repeat(-1)))
+    count = list(map(counts.get, users, itertools.repeat(0)))
+    return Readers(last, [q if c == 1 else -1 for q, c in zip(last, count, strict=True)])
 
 
 class Program:
@@ -477,8 +477,10 @@ class Program:
         outputs: list[int],
         sources: dict[int, graph.Node],
         edges: Edges,
+        columns: recording.Columns | None = None,
+        readers: Readers | None = None,
     ) -> None:
-        self._setup(live, externals, arguments, constants, outputs, sources, edges)
+        self._setup(live, externals, arguments, constants, outputs, sources, edges, columns, readers)
         self._write()
 
     def _write(self) -> None:
@@ -506,20 +508,27 @@ class Program:
         outputs: list[int],
         sources: dict[int, graph.Node],
         edges: Edges,
+        columns: recording.Columns | None,
+        readers: Readers | None = None,
     ) -> None:
-        """The names, what takes gradient and the writer: what every way of writing the code starts from."""
+        """The names, what takes gradient and the writer: what every way of writing the code
+        starts from. ``columns``: ``live``'s, as the reading of the recording kept them, else
+        read now (``recording.columns_of``); ``readers``: their ``readers_of``, if counted."""
         self.live = live
         self.externals = externals
         self.arguments = arguments
+        # each operation and its operands, and where each was made, read once: every pass below
+        # (the reach, the readers) reads these columns, not the nodes
+        self.columns = columns = columns if columns is not None else recording.columns_of(live)
+        self._readers = readers
         # the names of the code: x0... for the arguments' numbers, p0... for parameters, t1... inside
         ids = self.ids = list(map(id, live))  # each operation's id, read once: every pass below keys by it
-        self.slots = recording.slots_of(live)  # each operation's slots, read once: the reach and the readers
         names = {id(x): f"x{k}" if k < arguments else f"p{k - arguments}" for k, x in enumerate(externals)}
         names.update(zip(ids, [f"t{k}" for k in range(1, len(live) + 1)], strict=True))
         self.names = names
         # gradient flows where the recording made edges: detach() and no_grad() made none
         takes_grad = {id(x): x.requires_grad for x in externals}
-        takes_grad.update(zip(ids, [node.requires_grad for node in live], strict=True))
+        takes_grad.update(zip(ids, columns.takes_grad, strict=True))
         self.takes_grad = takes_grad
         self.internal_outputs = outputs
         self.by_id = dict(zip(ids, live, strict=True))
@@ -529,8 +538,19 @@ class Program:
         self.edges = edges
         self.writer = Writer(live, names, constants, takes_grad, sources, edges)
         self.kept = list(self.live)
-        self._readers: dict[int, int] | None = None
         self._every: frozenset[int] = frozenset(range(len(self.internal_outputs)))
+
+    @property
+    def readers(self) -> Readers:
+        """Who reads each operation (``readers_of``), counted the first time it is asked."""
+        if self._readers is None:
+            self._readers = readers_of(self.columns)
+        return self._readers
+
+    @functools.cached_property
+    def place(self) -> dict[int, int]:
+        """Each operation's position in ``live`` by its id."""
+        return dict(zip(self.ids, itertools.count()))
 
     def payload(self, name: str) -> dict[str, Any]:
         """The forward pass and the reverse pass of every output, compiled under ``name``, with
@@ -544,23 +564,22 @@ class Program:
             filename = f"{name} {part}>"
             linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
             code[part] = builtins.compile(source, filename, "exec")
-        index = {key: k for k, key in enumerate(self.ids)}
-        output_place = {id(self.live[k]): i for i, k in enumerate(self.internal_outputs)}
-        external_place = {id(x): k for k, x in enumerate(self.externals)}
+        outputs = [id(self.live[k]) for k in self.internal_outputs]
+        externals = list(map(id, self.externals))
         depends = []
-        for k in self.internal_outputs:  # each output: the arguments and parameters, the outputs it is computed from
-            own = id(self.live[k])
+        for own in outputs:  # each output: the arguments and parameters, the outputs it is computed from
             # one output's reach is the whole pass's, which the reverse pass's writing found already
-            reach = self.reach_of(every) if len(self.internal_outputs) == 1 else self.reach([self.live[k]])
+            reach = self.reach_of(every) if len(outputs) == 1 else self.reach([self.by_id[own]])
             depends.append(
                 (
-                    tuple(sorted(external_place[key] for key in reach if key in external_place)),
-                    tuple(sorted(output_place[key] for key in reach if key in output_place and key != own)),
+                    tuple(k for k, key in enumerate(externals) if key in reach),
+                    tuple(sorted({i for i, key in enumerate(outputs) if key in reach and key != own})),
                 )
             )
+        place = self.place
         return {
             **code,
-            "kept": tuple(index[id(node)] for node in self.kept),
+            "kept": tuple(place[id(node)] for node in self.kept),
             "helpers": tuple(self.writer.helpers),
             "cacheable": None not in self.writer.helpers,
             "reached": (tuple(self.reached_externals(every)), tuple(sorted(self.reached_inside(every)))),
@@ -595,16 +614,11 @@ class Program:
         expression of the one operation that reads them (``Writer.forward_lines``): read exactly
         once, by an operation of the same stretch, and not ``named`` (what the reverse pass reads,
         what the forward returns or hands a block)."""
-        readers = self._readers
-        if readers is None:
-            readers = self._readers = single_readers(self.live, self.slots)
-        get, ids = readers.get, self.ids
+        once, ids = self.readers.once, self.ids
         out = set()
         for q in range(first, end):
-            key = ids[q]
-            reader = get(key, -1)
-            if first <= reader < end and key not in named:
-                out.add(key)
+            if first <= once[q] < end and ids[q] not in named:
+                out.add(ids[q])
         return out
 
     def reach_of(self, seeded: frozenset[int]) -> set[int]:
@@ -624,33 +638,77 @@ class Program:
 
     def reach(self, roots: Sequence[graph.Node]) -> set[int]:
         """The ids of what an eager pass from ``roots`` reaches: the recorded nodes through the
-        edges the recording made, and the arguments and parameters at their ends. One sweep in
-        decreasing creation order: every edge goes to an earlier node, so a node's users have
-        all been seen when it is."""
-        reach = {id(n) for n in roots if self.takes_grad[id(n)]}
-        add, ids, in_order = reach.add, self.ids, self.edges.in_order
-        operations, firsts, seconds = self.slots
+        edges the recording made, and the arguments and parameters at their ends.
+
+        Most often it reaches every operation that takes gradient: when each of them is a root
+        or an edge's end, a pass reaches them all (an edge goes from a node that takes gradient
+        to an earlier one, so, from the last node back, each one's user is reached before it).
+        That is checked with sets of positions built in C (``_edge_ends``); else one sweep in
+        decreasing creation order follows the edges from the reached nodes (``_swept``)."""
+        place, takes_grad = self.place, self.takes_grad
+        rooted = {place[id(n)] for n in roots if takes_grad[id(n)]}
+        inside, outside = self._edge_ends()
+        columns = self.columns
+        taking = set(itertools.compress(range(len(self.ids)), columns.takes_grad))
+        if inside | rooted == taking:
+            return set(itertools.compress(self.ids, columns.takes_grad)) | outside
+        return self._swept(rooted)
+
+    def _edge_ends(self) -> tuple[set[int], set[int]]:
+        """Where the recording's edges end: the positions of the operations, and the ids of the
+        arguments and parameters. An operand's place in ``Columns.at`` is the node's position
+        twice plus its slot: the edges of slot 0 and of slot 1 pick them, in C."""
+        columns, in_order = self.columns, self.edges.in_order
+        at, operands = columns.at, columns.operands
+        slot = [False] * len(at)  # whether each place of ``at`` has an edge
+        slot[0::2] = map(operator.contains, in_order, itertools.repeat(0))
+        slot[1::2] = map(operator.contains, in_order, itertools.repeat(1))
+        inside: set[int | None] = set(itertools.compress(at, slot))
+        outside = {id(operands[j]) for j in columns.elsewhere if slot[j]}
+        for i, places in columns.many_at.items():  # an edge of an operation of many is an operand's index
+            operands_of = columns.many[i]
+            for k in in_order[i]:
+                if places[k] == -1:
+                    outside.add(id(operands_of[k]))
+                else:
+                    inside.add(places[k])
+        inside.discard(None)
+        inside.discard(-1)
+        return cast("set[int]", inside), outside
+
+    def _swept(self, rooted: set[int]) -> set[int]:
+        """``reach`` by one sweep in decreasing creation order from the positions ``rooted``:
+        every edge goes to an earlier node, so a node's users have all been seen when it is."""
+        columns, in_order, ids = self.columns, self.edges.in_order, self.ids
+        at, operands, many, many_at = columns.at, columns.operands, columns.many, columns.many_at
+        reached = bytearray(len(ids))
+        for q in rooted:
+            reached[q] = 1
+        outside: set[int] = set()
         for q in range(len(ids) - 1, -1, -1):
             positions = in_order[q]
-            if positions and ids[q] in reach:
-                op = operations[q]
-                if op is not None and op.nary:
-                    operands = firsts[q]
-                    for k in positions:
-                        add(id(operands[k]))
-                else:  # an edge's position is its slot: 0 the first operand, 1 the second
-                    for k in positions:
-                        add(id(seconds[q] if k else firsts[q]))
-        return reach
+            if not positions or not reached[q]:
+                continue
+            if q in many_at:
+                places, xs = many_at[q], many[q]
+                found = [(places[k], xs[k]) for k in positions]
+            else:  # an edge's position is its slot: 0 the first operand, 1 the second
+                found = [(at[2 * q + k], operands[2 * q + k]) for k in positions]
+            for j, x in found:
+                if j is not None and j >= 0:
+                    reached[j] = 1
+                else:
+                    outside.add(id(x))
+        return set(itertools.compress(ids, reached)) | outside
 
     def reached_inside(self, seeded: frozenset[int]) -> frozenset[int]:
         """The positions in ``live`` of the recorded operations a pass from the outputs ``seeded`` runs."""
         known = self._inside.get(seeded)
         if known is None:
             reach = self.reach_of(seeded)
-            live, op_of = self.live, graph.op_of
-            reached = itertools.compress(range(len(live)), map(reach.__contains__, self.ids))
-            known = self._inside[seeded] = frozenset(k for k in reached if op_of(live[k]) is not None)
+            operation = map(operator.is_not, self.columns.operations, itertools.repeat(None))
+            reached = map(operator.and_, map(reach.__contains__, self.ids), operation)
+            known = self._inside[seeded] = frozenset(itertools.compress(range(len(self.ids)), reached))
         return known
 
     def backward_source(self, seeded: frozenset[int], checked: bool = False) -> str:
