@@ -46,11 +46,11 @@ import itertools
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any
 
 import vjpgrad.recording as recording
 from vjpgrad.codegen.symbols import literal
-from vjpgrad.compiler.write import ROWS, VALUES_LINE, Edges, Program, Readers, exact, readers_of
+from vjpgrad.compiler.write import OUTSIDE, VALUES_LINE, Edges, Program, Readers, exact, readers_of, row_codes
 from vjpgrad.core import graph
 
 TRIES = 4
@@ -104,7 +104,7 @@ def keys(
     if columns is None:
         columns = recording.columns_of(live)
     made, operands, at = columns.operations, columns.operands, columns.at
-    rows: list[str | None] = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
+    rows = row_codes(made)  # a byte a node: its row of the table, 0 for a Value made inside
     outside: dict[int, Any] = {id(x): "a" if k < arguments else ("p", k) for k, x in enumerate(externals)}
     outside.update((key, ("c", exact(number))) for key, number in constants.items())
     by_place: dict[int | None, Any] = dict(enumerate(rows))  # a place -1 or None is no key
@@ -125,10 +125,11 @@ def keys(
     parts = list(zip(rows, edges.in_order, columns.takes_grad, first_kinds, second_kinds, strict=True))
     number = dict(zip(dict.fromkeys(parts), itertools.count()))
     out = list(map(number.__getitem__, parts))
-    i = -1
-    for _ in range(rows.count(None)):  # a Value made inside, an operation outside the table
-        i = rows.index(None, i + 1)
-        out[i] = -1 - i
+    for code in (0, OUTSIDE):  # a Value made inside, an operation outside the table
+        i = -1
+        for _ in range(rows.count(code)):
+            i = rows.index(code, i + 1)
+            out[i] = -1 - i
     for q in map(place.get, returned):
         if q is not None:
             out[q] = -1 - q

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from vjpgrad.compiler import world
-from vjpgrad.compiler.write import ROWS, Edges
+from vjpgrad.compiler.write import OUTSIDE, Edges, row_codes
 from vjpgrad.core import graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
 from vjpgrad.core.value import Value
@@ -780,8 +780,8 @@ def describe(recorded: Recorded, internal_outputs: list[int]) -> bytes | None:
     externals, live = recorded.externals, recorded.live
     columns = recorded.columns if recorded.columns is not None else columns_of(live)
     made, operands, many, many_at = columns.operations, columns.operands, columns.many, columns.many_at
-    rows = list(map(ROWS.get, cast("list[Any]", made)))  # a leaf's None is no row either
-    if rows.count(None) != made.count(None):  # an operation outside the table
+    rows = row_codes(made)  # a byte a node: its row of the table, 0 for a Value made inside
+    if OUTSIDE in rows:  # an operation outside the table
         return None
     external_place = {id(x): -1 - k for k, x in enumerate(externals)}
     constants, numbers, node_type = recorded.constants, recorded.edges.numbers, graph.Node

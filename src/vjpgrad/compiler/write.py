@@ -46,6 +46,20 @@ terms would otherwise be one expression as deep as it is long, past what CPython
 ROWS: dict[Op, str] = {op: name for name, op in vars(ops).items() if isinstance(op, Op) and name.isupper()}
 """Each row of the table by its name in ``core/ops.py`` (what a cached program's helpers are)."""
 
+OUTSIDE = 255
+"""``ROW_CODES``'s byte for an operation outside the table (a custom operation, a compiled call)."""
+ROW_CODES: dict[Op | None, int] = {None: 0} | {op: k for k, op in enumerate(sorted(ROWS, key=ROWS.__getitem__), 1)}
+"""Each row of the table as a byte, by the order of the rows' names, and 0 for no operation (a
+Value made inside): what the cache's key and the block search say of each node's operation,
+a column at a time in C (``row_codes``)."""
+if len(ROW_CODES) >= OUTSIDE:
+    raise RuntimeError(f"the table has {len(ROWS)} rows: a row's code no longer fits a byte")
+
+
+def row_codes(operations: Sequence[Op | None]) -> bytes:
+    """Each operation's ``ROW_CODES`` byte, ``OUTSIDE`` for one outside the table, in C."""
+    return bytes(map(ROW_CODES.get, operations, itertools.repeat(OUTSIDE)))
+
 
 def namespace(helpers: Sequence[tuple[str, str, int]]) -> dict[str, Any]:
     """What code loaded from the cache runs in: the helpers every program calls, and its own."""
@@ -494,9 +508,9 @@ class Program:
         """The values the forward pass hands the reverse pass: those its statements read (by the
         names the writer gave them, ``Contribution.reads``) and the outputs made inside, which are
         returned."""
-        returned = {self.ids[k] for k in self.internal_outputs}
         names = self.names
-        self.kept = [n for n, key in zip(self.live, self.ids, strict=True) if names[key] in read or key in returned]
+        wanted = read | {names[self.ids[k]] for k in self.internal_outputs}  # a name is one node's
+        self.kept = list(itertools.compress(self.live, map(wanted.__contains__, map(names.__getitem__, self.ids))))
         self.kept_place = {id(n): k for k, n in enumerate(self.kept)}
 
     def _setup(
@@ -582,7 +596,7 @@ class Program:
             "kept": tuple(place[id(node)] for node in self.kept),
             "helpers": tuple(self.writer.helpers),
             "cacheable": None not in self.writer.helpers,
-            "reached": (tuple(self.reached_externals(every)), tuple(sorted(self.reached_inside(every)))),
+            "reached": (tuple(self.reached_externals(every)), tuple(self._inside_in_order(every))),
             "depends": tuple(depends),
             "fold": self.table,
         }
@@ -705,11 +719,15 @@ class Program:
         """The positions in ``live`` of the recorded operations a pass from the outputs ``seeded`` runs."""
         known = self._inside.get(seeded)
         if known is None:
-            reach = self.reach_of(seeded)
-            operation = map(operator.is_not, self.columns.operations, itertools.repeat(None))
-            reached = map(operator.and_, map(reach.__contains__, self.ids), operation)
-            known = self._inside[seeded] = frozenset(itertools.compress(range(len(self.ids)), reached))
+            known = self._inside[seeded] = frozenset(self._inside_in_order(seeded))
         return known
+
+    def _inside_in_order(self, seeded: frozenset[int]) -> list[int]:
+        """``reached_inside``, in increasing order, found in C."""
+        reach = self.reach_of(seeded)
+        operation = map(operator.is_not, self.columns.operations, itertools.repeat(None))
+        reached = map(operator.and_, map(reach.__contains__, self.ids), operation)
+        return list(itertools.compress(range(len(self.ids)), reached))
 
     def backward_source(self, seeded: frozenset[int], checked: bool = False) -> str:
         """The reverse pass seeded at the outputs ``seeded`` (positions in internal_outputs).
