@@ -112,7 +112,9 @@ class Recording:
         self.nodes.append(node)
 
 
-_POSITIONS = {(False, False): (), (True, False): (0,), (False, True): (1,), (True, True): (0, 1)}
+_POSITIONS: tuple[tuple[int, ...], ...] = ((), (1,), (0,), (0, 1))
+"""The positions of the operands a node hands gradient to, by which of its two slots saved a
+derivative: 2 for the first, plus 1 for the second."""
 
 
 class Columns(NamedTuple):
@@ -246,9 +248,8 @@ def _outside(columns: Columns, needed: bytearray | None) -> dict[int, Node]:
 
 def _edges(every: Sequence[Node], many: dict[int, tuple[Any, ...]]) -> list[tuple[int, ...]]:
     """For each node, the positions of the operands it hands gradient to: what ``Recording.record`` saved."""
-    edges = [
-        _POSITIONS[n._saved_first is not None, n._saved_second is not None] if n.requires_grad else () for n in every
-    ]
+    # a node that takes no gradient saved nothing (``Recording.record``, a Value made inside): no edge
+    edges = [_POSITIONS[(n._saved_first is not None) * 2 + (n._saved_second is not None)] for n in every]
     for i in many:
         if edges[i]:
             edges[i] = tuple(k for k, s in enumerate(every[i]._saved_first) if s is not None)

@@ -1062,7 +1062,7 @@ class FoldedProgram(Program):
                 lines.append(f"    _c = {code}")
                 lines.append(f"    if _c != _c: _anomaly({writer.comment(op)!r}, {position})")
                 code = "_c"
-            elif target in live_ids and target not in returned and graph.op_of(self.by_id[target]) is None:
+            elif target in live_ids and target not in returned and graph.op_of(self.live[live_ids[target]]) is None:
                 continue  # a Value made inside and not returned: its gradient goes nowhere
             if (
                 not checked
@@ -1105,7 +1105,7 @@ class FoldedProgram(Program):
 
     def _dropped(self, key: int) -> bool:
         """Whether a pass drops the gradient of ``key``: a Value made inside, not returned."""
-        node = self.by_id.get(key)
+        node = self.node(key)
         return node is not None and graph.op_of(node) is None and key not in self._returned
 
     def _written_block_lines(

@@ -545,7 +545,6 @@ class Program:
         takes_grad.update(zip(ids, columns.takes_grad, strict=True))
         self.takes_grad = takes_grad
         self.internal_outputs = outputs
-        self.by_id = dict(zip(ids, live, strict=True))
         self._reached: dict[frozenset[int], frozenset[int]] = {}
         self._inside: dict[frozenset[int], frozenset[int]] = {}
         self._reach_of: dict[frozenset[int], set[int]] = {}
@@ -566,6 +565,11 @@ class Program:
         """Each operation's position in ``live`` by its id."""
         return dict(zip(self.ids, itertools.count()))
 
+    def node(self, key: int) -> graph.Node | None:
+        """The operation whose id is ``key``, None for a Value from outside."""
+        at = self.place.get(key)
+        return None if at is None else self.live[at]
+
     def payload(self, name: str) -> dict[str, Any]:
         """The forward pass and the reverse pass of every output, compiled under ``name``, with
         what running them needs to know, as data ``marshal`` writes (what the cache stores): the
@@ -583,7 +587,7 @@ class Program:
         depends = []
         for own in outputs:  # each output: the arguments and parameters, the outputs it is computed from
             # one output's reach is the whole pass's, which the reverse pass's writing found already
-            reach = self.reach_of(every) if len(outputs) == 1 else self.reach([self.by_id[own]])
+            reach = self.reach_of(every) if len(outputs) == 1 else self.reach([self.live[self.place[own]]])
             depends.append(
                 (
                     tuple(k for k, key in enumerate(externals) if key in reach),
@@ -829,8 +833,9 @@ class _ReversePass:
         return lines
 
     def _goes_nowhere(self, target: int) -> bool:
-        program = self.program
-        return target in self.live and target not in self.returned_ids and graph.op_of(program.by_id[target]) is None
+        if target not in self.live or target in self.returned_ids:
+            return False
+        return graph.op_of(self.program.live[self.program.place[target]]) is None
 
     def _takes_over(self, key: int, target: int, code: str, gradient: str) -> bool:
         """Whether ``target``'s gradient starts as ``gradient`` itself and takes over its variable."""
