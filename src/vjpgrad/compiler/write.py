@@ -665,17 +665,17 @@ class Program:
         decreasing creation order follows the edges from the reached nodes (``_swept``)."""
         place, takes_grad = self.place, self.takes_grad
         rooted = {place[id(n)] for n in roots if takes_grad[id(n)]}
-        inside, outside = self._edge_ends()
-        columns = self.columns
-        taking = set(itertools.compress(range(len(self.ids)), columns.takes_grad))
+        inside, outside, taking = self._edge_ends
         if inside | rooted == taking:
-            return set(itertools.compress(self.ids, columns.takes_grad)) | outside
+            return set(itertools.compress(self.ids, self.columns.takes_grad)) | outside
         return self._swept(rooted)
 
-    def _edge_ends(self) -> tuple[set[int], set[int]]:
+    @functools.cached_property
+    def _edge_ends(self) -> tuple[set[int], set[int], set[int]]:
         """Where the recording's edges end: the positions of the operations, and the ids of the
-        arguments and parameters. An operand's place in ``Columns.at`` is the node's position
-        twice plus its slot: the edges of slot 0 and of slot 1 pick them, in C."""
+        arguments and parameters; and the positions of the operations that take gradient. An
+        operand's place in ``Columns.at`` is the node's position twice plus its slot: the edges
+        of slot 0 and of slot 1 pick them, in C. Made once: every reach asks the same."""
         columns, in_order = self.columns, self.edges.in_order
         at, operands = columns.at, columns.operands
         slot = [False] * len(at)  # whether each place of ``at`` has an edge
@@ -692,7 +692,8 @@ class Program:
                     inside.add(places[k])
         inside.discard(None)
         inside.discard(-1)
-        return cast("set[int]", inside), outside
+        taking = set(itertools.compress(range(len(self.ids)), columns.takes_grad))
+        return cast("set[int]", inside), outside, taking
 
     def _swept(self, rooted: set[int]) -> set[int]:
         """``reach`` by one sweep in decreasing creation order from the positions ``rooted``:
