@@ -634,7 +634,8 @@ def test_the_copies_wiring_compared_a_column_at_a_time_is_the_wiring_compared_no
     """``fold._wired_alike`` (a column of operand places picked, shifted and compared in C)
     says the copies are wired alike exactly when ``fold._first_difference`` (each copy's wiring
     read node by node) finds no difference, on copies back to back and apart that read their
-    own values, an earlier copy's, the glue's, and arguments of their own, shared or swapped."""
+    own values, an earlier copy's, the glue's, and arguments of their own, shared or swapped;
+    and the block cut where ``_first_difference`` says is wired alike in every copy."""
     from vjpgrad import recording
     from vjpgrad.compiler import record
 
@@ -654,4 +655,47 @@ def test_the_copies_wiring_compared_a_column_at_a_time_is_the_wiring_compared_no
     keys, _ = fold.keys(live, externals, arguments, recorded.constants, recorded.edges, set(), place, columns)
     assert all(keys[s : s + length] == keys[starts[0] : starts[0] + length] for s in starts)  # as Block.of is asked
     alike = fold._wired_alike(starts, length, columns, external, arguments, not apart)
-    assert alike == (fold._first_difference(starts, length, live, place, external, arguments, not apart) == length)
+    differs = fold._first_difference(starts, length, live, place, external, arguments, not apart)
+    assert alike == (differs == length)
+    if 0 < differs < length:  # cut where the copies first differ, every copy is wired alike
+        assert fold._first_difference(starts, differs, live, place, external, arguments, not apart) == differs
+        assert fold._wired_alike(starts, differs, columns, external, arguments, not apart)
+
+
+SHORTENED_WEIGHTS = [Value(0.7), Value(-0.4), Value(1.1)]
+
+
+def _copies_differing_early_and_late(xs: list[Value], ys: list[Value], zs: list[Value]) -> Value:
+    """Six copies apart of a block of about 150 operations: copy 2 differs near the block's
+    end (it reads its own ``xs`` where the others read ``zs``), copy 4 near its start (it reads
+    its ``ys`` again where the others read ``xs``)."""
+    w = SHORTENED_WEIGHTS
+    total = xs[0] * 0.0
+    for c in range(len(xs)):
+        h = xs[c] * w[0] * ys[c]
+        h = h * (ys[c] if c == 3 else xs[c])
+        for _ in range(75):
+            h = (h * w[1]).tanh()
+        h = h * (xs[c] if c == 1 else zs[c]) * w[2]
+        for _ in range(c + 1):  # glue of growing length between the copies: they are apart
+            total = total + h
+    return total
+
+
+def test_copies_apart_are_cut_where_any_copy_first_differs_and_keep_eagers_bits() -> None:
+    # found by fuzzing compile against eager: the block was cut where the first copy to differ
+    # (copy 2, late) differs, and copy 4, which differs earlier, stayed in it and read the
+    # wrong inputs: wrong outputs and gradients from the second call on, with no error
+    def run(f: Callable[..., Value], call: int) -> list[Any]:
+        for w in SHORTENED_WEIGHTS:
+            w.grad = 0.0
+        xs = [Value(0.3 + 0.1 * k + call) for k in range(6)]
+        ys = [Value(-0.5 + 0.2 * k) for k in range(6)]
+        zs = [Value(0.9 - 0.15 * k) for k in range(6)]
+        out = f(xs, ys, zs)
+        out.backward()
+        return [bits(out.data)] + [bits(v.grad) for v in SHORTENED_WEIGHTS + xs + ys + zs]
+
+    compiled = vjpgrad.compile(_copies_differing_early_and_late)
+    for call in range(1, 5):
+        assert run(compiled, call) == run(_copies_differing_early_and_late, call)

@@ -388,20 +388,23 @@ def _first_difference(
     arguments: int,
     adjacent: bool,
 ) -> int:
-    """The first offset at which a copy is wired unlike the first (an operand inside the first
-    copy that is not at the same offset in this one, or one read from before the first copy
-    that is inside this one, or values read from before wired in another order), or where a
-    loop's copy reads an earlier copy's value; ``length`` when there is none. Each copy's
-    wiring is a list (``_wiring``), compared with the first's in C."""
+    """The first offset at which any copy is wired unlike the first (an operand inside the
+    first copy that is not at the same offset in this one, or one read from before the first
+    copy that is inside this one, or values read from before wired in another order), or where
+    a loop's copy reads an earlier copy's value; ``length`` when there is none. The smallest
+    over all the copies: a block cut there is wired alike in every copy. Each copy's wiring is
+    a list (``_wiring``), compared with the first's in C."""
     first = starts[0]
     reference = _wiring(live, first, length, place, external, arguments, first)
+    differs = len(reference)  # the first operand, counted over the copy's operations, that differs
     for base in starts[1:]:
         wiring = _wiring(live, base, length, place, external, arguments, first if adjacent else base)
-        if wiring != reference:
-            at = next(q for q, (a, b) in enumerate(zip(wiring, reference, strict=True)) if a != b)
-            ends = itertools.accumulate(len(graph.operands(node)) for node in live[first : first + length])
-            return next(o for o, end in enumerate(ends) if end > at)
-    return length
+        if wiring[:differs] != reference[:differs]:
+            differs = next(q for q, (a, b) in enumerate(zip(wiring, reference, strict=True)) if a != b)
+    if differs == len(reference):
+        return length
+    ends = itertools.accumulate(len(graph.operands(node)) for node in live[first : first + length])
+    return next(o for o, end in enumerate(ends) if end > differs)
 
 
 def _wired_alike(
