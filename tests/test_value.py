@@ -9,6 +9,7 @@ import fractions
 import math
 import operator
 import re
+import struct
 import weakref
 from fractions import Fraction
 from typing import Any
@@ -37,6 +38,21 @@ def test_any_real_number_is_stored_as_a_float(data: float) -> None:
     v = Value(data)
     assert type(v.data) is float
     assert v.data == float(data)
+
+
+class _Half(float):
+    """A float subclass: not a float to the constructor's quick path, a float all the same."""
+
+
+@pytest.mark.parametrize("number", [0.5, -0.0, math.inf, -math.inf, math.nan, 5e-324, _Half(0.25)])
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_a_float_is_kept_to_the_bit_as_a_plain_float_with_its_flag(number: float, requires_grad: bool) -> None:
+    # a float with a bool and no label takes the constructor's quick path (no checks to run);
+    # a float subclass the checked one: each keeps the number's bits, as a plain float
+    v = Value(number, requires_grad=requires_grad)
+    assert type(v.data) is float
+    assert struct.pack("<d", v.data) == struct.pack("<d", number)
+    assert (v.requires_grad, v.grad, v.op, v.parents) == (requires_grad, 0.0, "", ())
 
 
 @pytest.mark.parametrize(

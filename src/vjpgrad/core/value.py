@@ -168,15 +168,18 @@ class Value(operators.ValueOperators):
         requires_grad: bool = True,
         label: str | None = None,
     ) -> None:
-        if isinstance(requires_grad, (tuple, list, set, frozenset)) and all(
-            isinstance(c, Value) for c in requires_grad
-        ):
-            raise TypeError(_micrograds_children(requires_grad, label))
-        number = _check_data(data)
-        if not isinstance(requires_grad, bool):
-            raise TypeError(f"Value() requires_grad must be a bool, got {type(requires_grad).__name__}")
-        if label is not None and not isinstance(label, str):
-            raise TypeError(f"Value() label must be a str or None, got {type(label).__name__}")
+        if type(data) is float and type(requires_grad) is bool and label is None:
+            number = data  # the common case, a float (one-hot rows, a model's weights): nothing to check
+        else:
+            if isinstance(requires_grad, (tuple, list, set, frozenset)) and all(
+                isinstance(c, Value) for c in requires_grad
+            ):
+                raise TypeError(_micrograds_children(requires_grad, label))
+            number = _check_data(data)
+            if not isinstance(requires_grad, bool):
+                raise TypeError(f"Value() requires_grad must be a bool, got {type(requires_grad).__name__}")
+            if label is not None and not isinstance(label, str):
+                raise TypeError(f"Value() label must be a str or None, got {type(label).__name__}")
         graph.init_leaf(self, number, requires_grad, label)
         if switches_on[0] and state.recording is not None:  # made inside a function compile records
             state.recording.made_leaf(self)
