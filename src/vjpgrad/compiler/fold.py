@@ -98,9 +98,10 @@ def keys(
     is: an operation's row (``Block.of`` checks where it is), an argument, a parameter by its
     position, a constant by its bits, or a number (``Block.of`` compares them). A cold start
     pays for it over every node, so it is built a column at a time (``recording.columns_of``),
-    in C: each operand made here is looked up by its place (``Columns.at``) among the rows,
-    then each made elsewhere by its id among the arguments, parameters and constants; anything
-    else is a number. Only the operations of many are visited one by one."""
+    each operand made here looked up by its place (``Columns.at``) among the rows, in C; then
+    each made elsewhere (``Columns.elsewhere``), one by one, by its id among the arguments,
+    parameters and constants; anything else is a number. The operations of many have their
+    operands' kinds in their first slot."""
     if columns is None:
         columns = recording.columns_of(live)
     made, operands, at = columns.operations, columns.operands, columns.at
@@ -661,7 +662,7 @@ def make_program(
     if table is None and sum(b.length * b.copies for b in blocks) < SHARE * len(live):
         blocks = []
     if not blocks:
-        return Program(*given, columns, readers)
+        return Program(*given, columns, readers, place)
     return FoldedProgram(*given, blocks, place, columns, readers)
 
 
@@ -686,10 +687,10 @@ class FoldedProgram(Program):
         readers: Readers | None = None,
     ) -> None:
         """``Program``'s arguments, and the blocks ``detect`` found with each operation's position."""
-        self._setup(live, externals, arguments, constants, outputs, sources, edges, columns, readers)
-        self._fold(blocks, place)
+        self._setup(live, externals, arguments, constants, outputs, sources, edges, columns, readers, place)
+        self._fold(blocks)
 
-    def _fold(self, blocks: list[Block], place: dict[int, int]) -> None:
+    def _fold(self, blocks: list[Block]) -> None:
         """Write the code of a set-up program (``Program._setup``) with ``blocks`` as loops."""
         self.blocks = blocks
         self.table = tuple(b.stored for b in self.blocks)
@@ -699,7 +700,6 @@ class FoldedProgram(Program):
         self._functions_written = 0  # the reverse passes' functions, named apart in the namespace they share
         self._full_lines: dict[int, tuple[list[str], set[int], set[int], set[str]]] = {}
         self._returned = {id(self.live[k]) for k in self.internal_outputs}
-        self.place = place
         self._locals = [self._local_names(b) for b in self.blocks]
         self._block_kept: list[list[str]] = []
         block_reads: set[str] = set()

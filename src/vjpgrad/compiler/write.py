@@ -493,8 +493,9 @@ class Program:
         edges: Edges,
         columns: recording.Columns | None = None,
         readers: Readers | None = None,
+        place: dict[int, int] | None = None,
     ) -> None:
-        self._setup(live, externals, arguments, constants, outputs, sources, edges, columns, readers)
+        self._setup(live, externals, arguments, constants, outputs, sources, edges, columns, readers, place)
         self._write()
 
     def _write(self) -> None:
@@ -524,10 +525,12 @@ class Program:
         edges: Edges,
         columns: recording.Columns | None,
         readers: Readers | None = None,
+        place: dict[int, int] | None = None,
     ) -> None:
         """The names, what takes gradient and the writer: what every way of writing the code
         starts from. ``columns``: ``live``'s, as the reading of the recording kept them, else
-        read now (``recording.columns_of``); ``readers``: their ``readers_of``, if counted."""
+        read now (``recording.columns_of``); ``readers``: their ``readers_of``, if counted;
+        ``place``: each operation's position by its id, if the search made it."""
         self.live = live
         self.externals = externals
         self.arguments = arguments
@@ -535,6 +538,8 @@ class Program:
         # (the reach, the readers) reads these columns, not the nodes
         self.columns = columns = columns if columns is not None else recording.columns_of(live)
         self._readers = readers
+        if place is not None:
+            self.place = place  # else made the first time it is asked (``place``)
         # the names of the code: x0... for the arguments' numbers, p0... for parameters, t1... inside
         ids = self.ids = list(map(id, live))  # each operation's id, read once: every pass below keys by it
         names = {id(x): f"x{k}" if k < arguments else f"p{k - arguments}" for k, x in enumerate(externals)}
@@ -772,7 +777,7 @@ class _ReversePass:
 
     def __init__(self, program: Program, seeded: frozenset[int], checked: bool) -> None:
         self.program, self.seeded, self.checked = program, seeded, checked
-        self.live = {id(n) for n in program.live}
+        self.live = program.place  # the ids of the operations (their positions, unread here)
         self.reach = program.reach_of(seeded)
         self.returned_ids = {id(program.live[k]) for k in program.internal_outputs}
         self.outputs_seeded = {id(program.live[program.internal_outputs[i]]) for i in seeded}
