@@ -22,11 +22,11 @@ import vjpgrad
 from vjpgrad import Value, Vector
 from vjpgrad.codegen.symbols import NAMESPACE, Code
 from vjpgrad.compiler.write import _max_template, _power_template
-from vjpgrad.core import floats, ops
+from vjpgrad.core import floats, operators, ops
 from vjpgrad.nn import functional as F  # noqa: N812  # PyTorch's spelling
 
 EXPONENTS = [0.0, -0.0, 1.0, 2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.5, -1.5, 4.0, 2.5, math.inf, -math.inf, math.nan]
-"""Every branch of ``floats.power_scalar`` and exponents on either side of them."""
+"""Every branch of ``floats.power_scalar`` (``floats.POWER_STEPS``) and exponents on either side of them."""
 
 EDGES = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 1e-310, -1e-310, 1e200, -1e200]
 EDGES += [math.inf, -math.inf, math.nan, -math.nan]
@@ -72,10 +72,23 @@ def test_a_constant_powers_derivative_written_out_is_the_rules_bits(k: float, x:
     assert bits(run(text, x, out, g)) == bits(ops.contribution(gradient, g, expected))
 
 
-@pytest.mark.parametrize("k", [2.0, 1.0, 0.5, -1.0, 3.0, -2.0, -0.5, 0.0])
+def test_the_exponents_checked_include_every_one_power_scalar_computes_by_steps() -> None:
+    assert set(floats.POWER_STEPS) <= set(EXPONENTS)
+
+
+@pytest.mark.parametrize("k", EXPONENTS)
+@given(x=values)
+@settings(max_examples=60, deadline=None)
+def test_eagers_power_written_out_is_power_scalars_bits(k: float, x: float) -> None:
+    # core/operators.py's _pow_scalar, which x ** k runs: the same steps written out by the codegen
+    assert raw(operators._pow_scalar(x, k)) == raw(floats.power_scalar(x, k))
+
+
+@pytest.mark.parametrize("k", sorted(floats.POWER_STEPS))
 def test_the_written_forms_call_no_power_helper(k: float) -> None:
     # so that the bit tests above test what runs: power_scalar's branch, not power_scalar
     assert "_pow_scalar" not in _power_template(k)
+    assert "_pow(" not in _power_template(k)  # nor C's pow: the exponent's own steps
     assert "_pow_scalar" in Code("x", atomic=True).pow_scalar(Code("k", atomic=True)).text  # k unknown: the helper
 
 

@@ -86,6 +86,8 @@ class _Module:
         lines = []
         for name in sorted(self.used):
             value = NAMESPACE[name]
+            if name == "_pow_scalar":  # written out below the bindings (_power_scalar_function)
+                continue
             if name in ("_inf", "_nan"):
                 lines.append(f"{name} = math.{name[1:]}")
             elif name == "_MASKED":
@@ -101,6 +103,23 @@ class _Module:
 
 
 # ---- core/operators.py ------------------------------------------------------------------------------
+
+
+def _power_scalar_function(module: _Module) -> list[str]:
+    """``_pow_scalar``, which ``x ** k`` calls: ``floats.power_scalar`` with the steps of each
+    exponent of ``floats.POWER_STEPS`` written out, a branch each, in the symbols' own forms (those
+    compile writes for an exponent it knows): eager's hottest power runs with no call per step."""
+    x = Code("x", atomic=True)
+    lines = [
+        "",
+        "",
+        "def _pow_scalar(x: float, k: float) -> float:",
+        '    """``floats.power_scalar``, its exponents\' steps (``floats.POWER_STEPS``) written out."""',
+    ]
+    for k in floats.POWER_STEPS:
+        lines += [f"    if k == {k!r}:", f"        return {module.code(literal(x.pow_scalar(k)))}"]
+    lines += [f"    return {module.code('_pow(x, k)')}", ""]
+    return lines
 
 
 def _operator(face: Face, module: _Module) -> list[str]:
@@ -248,6 +267,7 @@ def operators_source() -> str:
     vector_methods: list[str] = []
     for op in ops.METHODS:
         vector_methods += ["", *_vector_method(op)]
+    power = _power_scalar_function(module) if "_pow_scalar" in module.used else []
     bound = module.imports()
     lines = [
         HEADER.rstrip("\n"),
@@ -278,6 +298,7 @@ def operators_source() -> str:
         "    from vjpgrad.core.value import Value",
         "",
         *bound,
+        *power,
         "",
         "_Value: type[Value] = Node  # type: ignore[assignment]  # Value itself once bind() has run",
         '"""The class of the nodes made here: Value, once ``bind`` has run."""',

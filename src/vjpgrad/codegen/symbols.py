@@ -84,31 +84,34 @@ class Dialect:
 
     def power_scalar(self, x: Code, k: Any) -> Code | float:
         """``x ** k`` as ``floats.power_scalar`` computes it. For an exponent known as the code is
-        written (a number, not a symbol), the branch ``power_scalar`` would take is taken here and
+        written (a number, not a symbol), the steps ``floats.POWER_STEPS`` gives for it are
         written out: ``x * x`` for 2, ``x`` itself for 1, ``1.0`` for 0, ``_sqrt(x)`` for 0.5...,
-        the very operations it runs, in its order, so the same bits with no call of it (a
-        GPT's squared relu, and its derivative ``2.0 * x``, run once per neuron)."""
+        the very operations ``power_scalar`` runs, in its order, so the same bits with no call of
+        it (a GPT's squared relu, and its derivative ``2.0 * x``, run once per neuron)."""
         if type(k) not in (float, int):  # a symbol: the exponent is known only as the code runs
             return call("_pow_scalar", x, k, dialect=self)
-        exponent = float(k)
-        if exponent == 0.0:
+        steps = floats.POWER_STEPS.get(float(k))
+        if steps is None:
+            return call("_pow", x, k, dialect=self)
+        result: Code | float = x
+        for step in steps:
+            result = self._power_step(step, result)
+        return result
+
+    def _power_step(self, step: str, x: Any) -> Code | float:
+        """One step of ``floats.POWER_STEPS`` written out on ``x``."""
+        if step == "one":
             return 1.0
-        if exponent == 1.0:
-            return x
-        base = operand(x)
-        if exponent == 0.5:
+        if step == "sqrt":
             return call("_sqrt", x, dialect=self)
-        if exponent == -0.5:
-            return call("_reciprocal", call("_sqrt", x, dialect=self), dialect=self)
-        if exponent == -1.0:
+        if step == "reciprocal":
             return call("_reciprocal", x, dialect=self)
-        if exponent == 2.0:
+        base = operand(x)
+        if step == "square":
             return Code(f"{base} * {base}", dialect=self)
-        if exponent == 3.0:
+        if step == "cube":
             return Code(f"{base} * {base} * {base}", dialect=self)
-        if exponent == -2.0:
-            return call("_reciprocal", Code(f"{base} * {base}", dialect=self), dialect=self)
-        return call("_pow", x, k, dialect=self)
+        raise ValueError(f"floats.POWER_STEPS has a step no code is written for: {step!r}")
 
     def __repr__(self) -> str:
         return f"<{self.name} code>"

@@ -36,7 +36,6 @@ _log = floats.log
 _log1p = floats.log1p
 _one_minus_square = floats.one_minus_square
 _pow = floats.power
-_pow_scalar = floats.power_scalar
 _reciprocal = floats.reciprocal
 _sigmoid = floats.sigmoid
 _sign = floats.sign
@@ -67,6 +66,28 @@ _SQRT = ops.SQRT
 _SUB = ops.SUB
 _TAN = ops.TAN
 _TANH = ops.TANH
+
+
+def _pow_scalar(x: float, k: float) -> float:
+    """``floats.power_scalar``, its exponents' steps (``floats.POWER_STEPS``) written out."""
+    if k == 0.0:
+        return 1.0
+    if k == 1.0:
+        return x
+    if k == 0.5:
+        return _sqrt(x)
+    if k == -0.5:
+        return _reciprocal(_sqrt(x))
+    if k == -1.0:
+        return _reciprocal(x)
+    if k == 2.0:
+        return x * x
+    if k == 3.0:
+        return x * x * x
+    if k == -2.0:
+        return _reciprocal(x * x)
+    return _pow(x, k)
+
 
 _Value: type[Value] = Node  # type: ignore[assignment]  # Value itself once bind() has run
 """The class of the nodes made here: Value, once ``bind`` has run."""
