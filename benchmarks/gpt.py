@@ -13,6 +13,7 @@
     python benchmarks/gpt.py [--rounds 7] [--name isabella]
     python benchmarks/gpt.py --profile   # where a compiled step's time goes
     python benchmarks/gpt.py --cpu [--rounds 12]   # compiled / microgpt-style in CPU time, one process
+    python benchmarks/gpt.py --floor   # the compiled step's parts beside CPython's floor for its code
     python benchmarks/run.py --only gpt
 """
 
@@ -390,18 +391,154 @@ def cpu_time(name: str, rounds: int = 12) -> None:
     print(f"  microgpt-style / vjpgrad compiled: {ratios}")
 
 
+def _straight_line(lines: int, locals_: int, shape: str) -> Callable[..., Any]:
+    """A function of ``lines`` statements over ``locals_`` float arguments, in one of the generated
+    code's two shapes: ``reverse`` is ``a += g * b`` (a reverse pass's line), ``forward`` a line of
+    a 16-term chain ``(((p0 * x0) + (p1 * x1)) + ...)`` (a neuron's sum). The statements walk the
+    arguments in order, as the generated code reads its values."""
+    names = [f"a{k}" for k in range(locals_)]
+    body = []
+    for i in range(lines):
+        if shape == "reverse":
+            body.append(f"    a{(2 * i) % locals_} += g * a{(2 * i + 1) % locals_}")
+        else:
+            terms = [f"(a{(32 * i + 2 * t) % locals_} * a{(32 * i + 2 * t + 1) % locals_})" for t in range(16)]
+            chain = terms[0]
+            for term in terms[1:]:
+                chain = f"({chain} + {term})"
+            body.append(f"    a{(32 * i) % locals_} = {chain}")
+    source = f"def f(g, {', '.join(names)}):\n" + "\n".join(body) + "\n    return a0\n"
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)  # code built from numbers alone, to time the interpreter
+    function: Callable[..., Any] = namespace["f"]
+    return function
+
+
+def _per_call(function: Callable[..., Any], arguments: list[Any], calls: int = 31) -> float:
+    """Median seconds of one call."""
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        function(*arguments)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def floor(name: str, rounds: int = 15) -> None:
+    """The compiled step's parts timed alone, without a profiler (medians of ``rounds`` steps),
+    beside CPython's floor for straight-line code of the generated code's shapes and sizes on this
+    machine: what a line costs as the working set grows, and what a call of a function with many
+    locals costs before it runs a line (CPython 3.11 and later give a frame of more than about
+    2,000 locals memory of its own at each call)."""
+    import inspect
+    import types
+
+    docs = example.load_names()
+    uchars = sorted(set("".join(docs)))
+    tokens = [len(uchars)] + [uchars.index(ch) for ch in name] + [len(uchars)]
+    model = vjpgrad_model(initial_weights(len(uchars) + 1), len(uchars) + 1)
+    step, params = example.make_step_loss(model, compiled=True), model.parameters()
+    inside = inspect.getclosurevars(step).nonlocals  # the example's compiled function and its one-hot rows
+    compiled, one_hot = inside["run"], inside["one_hot"]
+    n = min(model.block_size, len(tokens) - 1)
+
+    def rows() -> tuple[list[list[Any]], list[list[Any]]]:
+        return [one_hot(t) for t in tokens[:n]], [one_hot(t) for t in tokens[1 : n + 1]]
+
+    for _ in range(3):  # record, compile (or load), replay once
+        step(tokens).backward()
+    replay = compiled._last  # the recording the calls replay
+    forward = replay.code.forward
+    reverse = replay.code.backward_for(frozenset({0}))
+    parts: dict[str, list[float]] = {
+        "one-hot rows": [],
+        "the compiled call": [],
+        "generated forward": [],
+        "backward()": [],
+        "generated reverse": [],
+        "zeroing .grad": [],
+    }
+    clock = time.perf_counter
+    for _ in range(rounds):
+        t0 = clock()
+        for p in params:
+            p.grad = 0.0
+        t1 = clock()
+        arguments = rows()
+        t2 = clock()
+        loss = compiled(*arguments)
+        t3 = clock()
+        loss.backward()
+        t4 = clock()
+        parts["zeroing .grad"].append(t1 - t0)
+        parts["one-hot rows"].append(t2 - t1)
+        parts["the compiled call"].append(t3 - t2)
+        parts["backward()"].append(t4 - t3)
+        leaves = [x for row in arguments[0] + arguments[1] for x in row]
+        data = [x._data for x in leaves] + [p._data for p in replay.parameters]
+        t5 = clock()
+        values = forward(data)
+        t6 = clock()
+        reverse((1.0,), values, data, (-0.0,) * len(data))
+        parts["generated forward"].append(t6 - t5)
+        parts["generated reverse"].append(clock() - t6)
+        del loss, values
+    ms = {part: 1000 * statistics.median(times) for part, times in parts.items()}
+    operations = len(replay.recorded.live)
+    print(f"the compiled step on {name!r}, its parts timed alone (medians of {rounds} steps):")
+    print(f"  one-hot rows ({2 * n * len(one_hot(0))} Values)       {ms['one-hot rows']:6.2f} ms")
+    call, fwd = ms["the compiled call"], ms["generated forward"]
+    back, rev = ms["backward()"], ms["generated reverse"]
+    print(f"  the compiled call                {call:6.2f} ms, of which the generated forward {fwd:.2f} ms")
+    print(f"  backward()                       {back:6.2f} ms, of which the generated reverse {rev:.2f} ms")
+    print(f"  zeroing .grad ({len(params):,} parameters)  {ms['zeroing .grad']:6.2f} ms")
+    print(
+        f"  per recorded operation ({operations:,}): the generated forward {1e6 * fwd / operations:.1f} ns, "
+        f"the generated reverse {1e6 * rev / operations:.1f} ns"
+    )
+    functions = [
+        f
+        for f in reverse.__globals__.values()
+        if isinstance(f, types.FunctionType) and f.__code__.co_filename.startswith("<vjpgrad.compile")
+    ]
+    largest = max(functions, key=lambda f: f.__code__.co_nlocals)
+    size = largest.__code__.co_nlocals
+    print(
+        f"  its largest generated block: {largest.__name__}, {size:,} locals, "
+        f"{len(largest.__code__.co_code) / 1000:.0f} KB of bytecode"
+    )
+    print(f"CPython {sys.version.split()[0]}'s floor for straight-line code on this machine (ns per operation):")
+    for shape, lines, per_line in (("reverse", 5000, 2), ("forward", 300, 32)):
+        figures = []
+        for width in (100, size):
+            function = _straight_line(lines, width, shape)
+            numbers = [0.5 + k / (4 * width) for k in range(width + 1)]
+            figures.append(1e9 * _per_call(function, numbers) / (lines * per_line))
+        what = "a += g * b" if shape == "reverse" else "a 16-term chain"
+        print(f"  {shape} lines ({what}): {figures[0]:.1f} with 100 locals, {figures[1]:.1f} with {size:,}")
+    costs = []
+    for width in (1000, 2000, 5000, 10000):
+        function = _straight_line(0, width, "reverse")
+        costs.append(f"{width:,} locals {1e6 * _per_call(function, [0.5] * (width + 1), 101):.1f} µs")
+    print("  a call that runs no line, by its locals: " + ", ".join(costs))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7, help="rounds per engine (default 7)")
     parser.add_argument("--name", default="isabella", help="the name the step trains on")
     parser.add_argument("--profile", action="store_true", help="where a compiled step's time goes (cProfile)")
     parser.add_argument("--cpu", action="store_true", help="compiled / microgpt-style in CPU time, one process")
+    parser.add_argument("--floor", action="store_true", help="the compiled step's parts beside CPython's floor")
     args = parser.parse_args(argv)
     if args.profile:
         profile_compiled(args.name)
         return
     if args.cpu:
         cpu_time(args.name, args.rounds)
+        return
+    if args.floor:
+        floor(args.name)
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from run import compare

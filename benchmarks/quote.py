@@ -29,6 +29,7 @@ COMMANDS = [
      ["vmap.py", "--rounds", "5", "--only", "full-batch"]),
     ("a compiled call on one sample", ["compile_overhead.py", "--rounds", "15", "--calls", "50"]),
     ("the GPT step: eager, compiled, the microgpt design", ["gpt.py", "--rounds", "5"]),
+    ("the compiled GPT step's parts beside CPython's floor for its code", ["gpt.py", "--floor"]),
     ("the first two calls, in fresh processes", ["first_call.py", "--rounds", "5"]),
 ]  # fmt: skip
 
