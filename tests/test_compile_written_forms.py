@@ -1,6 +1,6 @@
 """The forms compile's code writes in place of a helper call: the same bits as the helper.
 
-``x ** k`` with an exponent written in the code runs the branch of ``floats.power_scalar`` for
+``x ** k`` with an exponent written in the code runs the branch of ``powers.power_scalar`` for
 that exponent written out (``x * x`` for 2, ``x`` for 1...), and ``max`` runs Python's ``max``
 where no operand is nan and its saved rule written out. Each form is checked against the helper
 it replaces on the edge values (0, -0.0, inf, nan, negative bases), to the raw bits (a nan's sign
@@ -22,11 +22,11 @@ import vjpgrad
 from vjpgrad import Value, Vector
 from vjpgrad.codegen.symbols import NAMESPACE, Code
 from vjpgrad.compiler.write import _max_template, _power_template
-from vjpgrad.core import floats, operators, ops
+from vjpgrad.core import floats, ops, powers
 from vjpgrad.nn import functional as F  # noqa: N812  # PyTorch's spelling
 
 EXPONENTS = [0.0, -0.0, 1.0, 2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.5, -1.5, 4.0, 2.5, math.inf, -math.inf, math.nan]
-"""Every branch of ``floats.power_scalar`` (``floats.POWER_STEPS``) and exponents on either side of them."""
+"""Every branch of ``powers.power_scalar`` (``floats.POWER_STEPS``) and exponents on either side of them."""
 
 EDGES = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 1e-310, -1e-310, 1e200, -1e200]
 EDGES += [math.inf, -math.inf, math.nan, -math.nan]
@@ -50,7 +50,7 @@ def run(template: str, *operands: float) -> Any:
 @given(x=values)
 @settings(max_examples=60, deadline=None)
 def test_a_constant_power_written_out_is_power_scalars_bits(k: float, x: float) -> None:
-    assert raw(run(_power_template(k), x)) == raw(floats.power_scalar(x, k))
+    assert raw(run(_power_template(k), x)) == raw(powers.power_scalar(x, k))
 
 
 @pytest.mark.parametrize("k", EXPONENTS)
@@ -60,7 +60,7 @@ def test_a_constant_powers_derivative_written_out_is_the_rules_bits(k: float, x:
     # the table's saved rule and gradient, called on Code symbols with k a number, against the
     # same rule called on floats: what the reverse pass of x ** k adds
     rule, gradient = ops.POW_SCALAR.saved[0], ops.POW_SCALAR.gradients[0]
-    out = floats.power_scalar(x, k)
+    out = powers.power_scalar(x, k)
     saved = rule(Code("{0}", atomic=True), k, Code("{1}", atomic=True))
     expected = rule(x, k, out)
     if expected is ops.MASKED:
@@ -73,15 +73,9 @@ def test_a_constant_powers_derivative_written_out_is_the_rules_bits(k: float, x:
 
 
 def test_the_exponents_checked_include_every_one_power_scalar_computes_by_steps() -> None:
+    # the forms here and powers.py are both written from floats.POWER_STEPS: these tests check they
+    # agree, and tests/test_operations.py that the steps are PyTorch's
     assert set(floats.POWER_STEPS) <= set(EXPONENTS)
-
-
-@pytest.mark.parametrize("k", EXPONENTS)
-@given(x=values)
-@settings(max_examples=60, deadline=None)
-def test_eagers_power_written_out_is_power_scalars_bits(k: float, x: float) -> None:
-    # core/operators.py's _pow_scalar, which x ** k runs: the same steps written out by the codegen
-    assert raw(operators._pow_scalar(x, k)) == raw(floats.power_scalar(x, k))
 
 
 @pytest.mark.parametrize("k", sorted(floats.POWER_STEPS))

@@ -1,9 +1,10 @@
 """The code written from the table: the generated modules are current and readable, and the
 table's row builders and Vector's operators make what they should.
 
-``core/operators.py`` and ``core/functions.py`` are written by ``python -m vjpgrad.codegen
---write`` from ``core/ops.py``. They are files: each function has its real name, module and
-docstring, ``inspect.getsource`` shows it, and a traceback through it shows its line.
+``core/operators.py``, ``core/functions.py`` and ``core/powers.py`` are written by ``python -m
+vjpgrad.codegen --write`` from the tables of ``core/ops.py`` and ``core/floats.py``. They are
+files: each function has its real name, module and docstring, ``inspect.getsource`` shows it,
+and a traceback through it shows its line.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from vjpgrad.codegen.symbols import HELPERS
-from vjpgrad.core import floats, ops
+from vjpgrad.core import floats, ops, powers
 
 INSTALL = "vjpgrad.vmap needs NumPy: pip install numpy (or pip install -e '.[vmap]' in your clone of vjpgrad)"
 
@@ -128,26 +128,23 @@ def _max_hits(np: ModuleType) -> Callable[..., tuple[list[Any], Any]]:
 
 
 def _fast_pow_scalar(np: ModuleType) -> Callable[[Any, float], Any]:
-    """``x ** k`` for a constant ``k`` with PyTorch's special exponents, by NumPy's ufuncs."""
+    """``x ** k`` for a constant ``k`` with PyTorch's special exponents (``floats.POWER_STEPS``,
+    their steps run by NumPy's ufuncs), any other by ``np.power``."""
+    steps: dict[str, Callable[[Any], Any]] = {
+        "one": lambda x: np.ones_like(x, dtype=np.float64),
+        "sqrt": np.sqrt,
+        "reciprocal": lambda x: 1.0 / x,
+        "square": lambda x: x * x,
+        "cube": lambda x: x * x * x,
+    }
 
     def pow_scalar(x: Any, k: float) -> Any:
-        if k == 0.0:
-            return np.ones_like(x, dtype=np.float64)
-        if k == 1.0:
-            return x
-        if k == 0.5:
-            return np.sqrt(x)
-        if k == -0.5:
-            return 1.0 / np.sqrt(x)
-        if k == -1.0:
-            return 1.0 / x
-        if k == 2.0:
-            return x * x
-        if k == 3.0:
-            return x * x * x
-        if k == -2.0:
-            return 1.0 / (x * x)
-        return np.power(x, k)
+        found = floats.POWER_STEPS.get(float(k))
+        if found is None:
+            return np.power(x, k)
+        for step in found:
+            x = steps[step](x)
+        return x
 
     return pow_scalar
 
@@ -543,7 +540,7 @@ def namespace(fast: bool) -> dict[str, Any]:
     shared.update(
         _div=_exact_div(np),
         _pow=_per_element(np, floats.power, 2),
-        _pow_scalar=_per_element(np, floats.power_scalar, 2),
+        _pow_scalar=_per_element(np, powers.power_scalar, 2),
     )
     shared.update(exact_helpers(shared))  # _exp, _atan2...: each the very float function, per element
     return shared

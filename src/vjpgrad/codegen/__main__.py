@@ -11,7 +11,9 @@ from vjpgrad.codegen import eager
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vjpgrad.codegen", description=__doc__)
     action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--write", action="store_true", help="write core/operators.py and core/functions.py")
+    action.add_argument(
+        "--write", action="store_true", help="write core/operators.py, core/functions.py and core/powers.py"
+    )
     action.add_argument("--check", action="store_true", help="exit 1 if they differ from what the table writes")
     args = parser.parse_args(argv)
     if args.check:

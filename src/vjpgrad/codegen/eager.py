@@ -1,8 +1,8 @@
 """The writer of the eager engine's generated modules, from the table of operations.
 
-``python -m vjpgrad.codegen --write`` writes two modules of ``vjpgrad/core`` from
-``core/ops.py``, and ``--check`` says whether they are current (CI runs it, and
-``tests/test_generated_code.py`` fails while they are not):
+``python -m vjpgrad.codegen --write`` writes three modules of ``vjpgrad/core`` from the
+tables of ``core/ops.py`` and ``core/floats.py``, and ``--check`` says whether they are current
+(CI runs it, and ``tests/test_generated_code.py`` fails while they are not):
 
 - ``core/operators.py``: every operator and method of ``Value`` (one function per ``Face``
   of the table) and the table's methods of ``Vector``. Each Value function computes the
@@ -14,6 +14,8 @@
   reaches it.
 - ``core/functions.py``: the module functions (``vjpgrad.exp``...), each taking a number,
   a Value or a Vector, as ``torch.exp`` does.
+- ``core/powers.py``: ``power_scalar``, ``x ** k`` for a number ``k``, from the table of the
+  exponents PyTorch computes by steps (``floats.POWER_STEPS``).
 
 Nothing but the table goes into them: names, docstrings and formulas all come from its rows.
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from vjpgrad.codegen.symbols import NAMESPACE, Code, Maybe, literal, operand, saved_text
-from vjpgrad.core import floats, graph, ops
+from vjpgrad.core import floats, graph, ops, powers
 from vjpgrad.core.ops import Face, Op
 
 CORE = Path(__file__).resolve().parent.parent / "core"
@@ -86,14 +88,14 @@ class _Module:
         lines = []
         for name in sorted(self.used):
             value = NAMESPACE[name]
-            if name == "_pow_scalar":  # written out below the bindings (_power_scalar_function)
-                continue
             if name in ("_inf", "_nan"):
                 lines.append(f"{name} = math.{name[1:]}")
             elif name == "_MASKED":
                 lines.append("_MASKED = ops.MASKED")
             elif getattr(value, "__module__", "") == floats.__name__:
                 lines.append(f"{name} = floats.{value.__name__}")
+            elif getattr(value, "__module__", "") == powers.__name__:
+                lines.append(f"{name} = powers.{value.__name__}")
             else:
                 row = next(op for op in ops.BUILTIN if op.forward is value)
                 lines.append(f"{name} = ops.{_row_name(row)}.forward")
@@ -103,23 +105,6 @@ class _Module:
 
 
 # ---- core/operators.py ------------------------------------------------------------------------------
-
-
-def _power_scalar_function(module: _Module) -> list[str]:
-    """``_pow_scalar``, which ``x ** k`` calls: ``floats.power_scalar`` with the steps of each
-    exponent of ``floats.POWER_STEPS`` written out, a branch each, in the symbols' own forms (those
-    compile writes for an exponent it knows): eager's hottest power runs with no call per step."""
-    x = Code("x", atomic=True)
-    lines = [
-        "",
-        "",
-        "def _pow_scalar(x: float, k: float) -> float:",
-        '    """``floats.power_scalar``, its exponents\' steps (``floats.POWER_STEPS``) written out."""',
-    ]
-    for k in floats.POWER_STEPS:
-        lines += [f"    if k == {k!r}:", f"        return {module.code(literal(x.pow_scalar(k)))}"]
-    lines += [f"    return {module.code('_pow(x, k)')}", ""]
-    return lines
 
 
 def _operator(face: Face, module: _Module) -> list[str]:
@@ -267,7 +252,6 @@ def operators_source() -> str:
     vector_methods: list[str] = []
     for op in ops.METHODS:
         vector_methods += ["", *_vector_method(op)]
-    power = _power_scalar_function(module) if "_pow_scalar" in module.used else []
     bound = module.imports()
     lines = [
         HEADER.rstrip("\n"),
@@ -287,7 +271,7 @@ def operators_source() -> str:
         *(["import math"] if module.used & {"_inf", "_nan"} else []),
         "from typing import TYPE_CHECKING, TypeVar",
         "",
-        "from vjpgrad.core import floats, ops",
+        "from vjpgrad.core import floats, ops" + (", powers" if "_pow_scalar" in module.used else ""),
         "from vjpgrad.core.floats import as_number",
         "from vjpgrad.core.graph import Node, make",
         "from vjpgrad.core.graph import new_node as _new",
@@ -298,7 +282,6 @@ def operators_source() -> str:
         "    from vjpgrad.core.value import Value",
         "",
         *bound,
-        *power,
         "",
         "_Value: type[Value] = Node  # type: ignore[assignment]  # Value itself once bind() has run",
         '"""The class of the nodes made here: Value, once ``bind`` has run."""',
@@ -447,9 +430,51 @@ def functions_source() -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- core/powers.py ---------------------------------------------------------------------------------
+
+
+def powers_source() -> str:
+    """The text of ``core/powers.py``: ``power_scalar``, each exponent of ``floats.POWER_STEPS`` a
+    branch with its steps written out in the symbols' own forms (those compile writes for an
+    exponent it knows), any other exponent C's ``pow``: eager's ``x ** k`` runs one comparison
+    per exponent before it, and no call per step but the float helpers'."""
+    module = _Module()
+    x = Code("x", atomic=True)
+    body = []
+    for k in floats.POWER_STEPS:
+        body += [f"    if k == {k!r}:", f"        return {module.code(literal(x.pow_scalar(k)))}"]
+    body.append(f"    return {module.code('_pow(x, k)')}")
+    return (
+        "\n".join(
+            [
+                "# GENERATED by `python -m vjpgrad.codegen --write` from POWER_STEPS in vjpgrad/core/floats.py.",
+                "# Do not edit: change the table, then run the command; tests/test_generated_code.py fails",
+                "# while this file differs from what the command writes.",
+                '"""``x ** k`` for a number ``k``, as PyTorch\'s CPU kernel computes it, written from',
+                "``floats.POWER_STEPS``: an exponent of the table by its steps (``x * x`` for 2, ``sqrt`` for",
+                "0.5...), any other by C's ``pow``. Eager ``x ** k``, the table's forward of ``**`` and the",
+                'helper compiled code calls for an exponent it does not know all run this function."""',
+                "",
+                "from __future__ import annotations",
+                "",
+                "from vjpgrad.core import floats",
+                "",
+                *module.imports(),
+                "",
+                "",
+                "def power_scalar(x: float, k: float) -> float:",
+                '    """``x ** k``: the steps of ``floats.POWER_STEPS`` for ``k``, else C\'s ``pow``."""',
+                *body,
+            ]
+        )
+        + "\n"
+    )
+
+
 GENERATED: dict[str, Callable[[], str]] = {
     "operators.py": operators_source,
     "functions.py": functions_source,
+    "powers.py": powers_source,
 }
 """Each generated module of ``vjpgrad/core`` and the function that writes its text."""
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vjpgrad.core import floats, ops
+from vjpgrad.core import floats, ops, powers
 from vjpgrad.core.ops import MASKED
 
 
@@ -83,11 +83,12 @@ class Dialect:
         return Code(f"{operand(if_true)} if {condition.text} else {operand(if_false)}", dialect=self)
 
     def power_scalar(self, x: Code, k: Any) -> Code | float:
-        """``x ** k`` as ``floats.power_scalar`` computes it. For an exponent known as the code is
+        """``x ** k`` as ``powers.power_scalar`` computes it. For an exponent known as the code is
         written (a number, not a symbol), the steps ``floats.POWER_STEPS`` gives for it are
         written out: ``x * x`` for 2, ``x`` itself for 1, ``1.0`` for 0, ``_sqrt(x)`` for 0.5...,
-        the very operations ``power_scalar`` runs, in its order, so the same bits with no call of
-        it (a GPT's squared relu, and its derivative ``2.0 * x``, run once per neuron)."""
+        the very operations ``power_scalar`` runs (it is written from these forms), so the same
+        bits with no call of it (a GPT's squared relu, and its derivative ``2.0 * x``, run once
+        per neuron)."""
         if type(k) not in (float, int):  # a symbol: the exponent is known only as the code runs
             return call("_pow_scalar", x, k, dialect=self)
         steps = floats.POWER_STEPS.get(float(k))
@@ -307,7 +308,7 @@ HELPERS: dict[str, Callable[[float], float]] = {"one_minus_square": floats.one_m
 NAMESPACE: dict[str, Any] = {
     "_div": floats.div,
     "_pow": floats.power,
-    "_pow_scalar": floats.power_scalar,
+    "_pow_scalar": powers.power_scalar,
     "_log": floats.log,
     "_sin": floats.sin,
     "_cos": floats.cos,

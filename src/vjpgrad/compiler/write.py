@@ -8,7 +8,7 @@ creation, contributions added in that order, exactly as ``graph.propagate`` runs
 not written by hand: each edge's saved rule and gradient from ``core/ops.py`` are called with
 ``codegen.symbols.Code`` names instead of floats, and what they build is the text of the line.
 So the code computes the eager engine's numbers, bit for bit, by construction. ``x ** k`` with
-an exponent written in the code runs the branch ``floats.power_scalar`` takes for it, written
+an exponent written in the code runs the branch ``powers.power_scalar`` takes for it, written
 out by the symbols (``x * x`` for 2); ``max`` is the one operation written here rather than by
 its rule: Python's ``max`` where no operand is nan, and its saved rule's comparisons
 (``ops._max_saved``) written out in ``Writer._max_lines``, each tested against the table's.
@@ -418,7 +418,7 @@ class Writer:
 
 def _power_template(k: float) -> str:
     """The forward of ``x ** k`` for the exponent ``k``, with ``{0}`` for ``x``: the operations
-    ``floats.power_scalar`` runs for that exponent, written out (``{0} * {0}`` for 2)."""
+    ``powers.power_scalar`` runs for that exponent (``floats.POWER_STEPS``), written out (``{0} * {0}`` for 2)."""
     power = Code("{0}", atomic=True).pow_scalar(k)
     return power.text if isinstance(power, Code) else literal(power)
 

@@ -103,45 +103,13 @@ POWER_STEPS: dict[float, tuple[str, ...]] = {
     3.0: ("cube",),
     -2.0: ("square", "reciprocal"),
 }
-"""The exponents ``power_scalar`` computes without C's ``pow``, as PyTorch's CPU kernel does, each
-as the steps it runs on ``x`` in order: ``one`` (the number 1.0), ``sqrt``, ``reciprocal``,
-``square`` (``x * x``) and ``cube`` (``x * x * x``, rounded twice). The one place this is known:
-``power_scalar`` runs the steps on floats, and the code writers (``codegen.symbols``) write them
-out for an exponent known as the code is written."""
-
-_STEP_FUNCTIONS: dict[str, Callable[[float], float]] = {
-    "one": lambda x: 1.0,
-    "sqrt": sqrt,
-    "reciprocal": reciprocal,
-    "square": lambda x: x * x,
-    "cube": lambda x: x * x * x,
-}
-
-
-def _steps_run(steps: tuple[str, ...]) -> Callable[[float], float]:
-    """One function that runs ``steps`` (at most two) on its number in order."""
-    if not steps:
-        return lambda x: x
-    first = _STEP_FUNCTIONS[steps[0]]
-    if len(steps) == 1:
-        return first
-    second = _STEP_FUNCTIONS[steps[1]]
-    return lambda x: second(first(x))
-
-
-_POWER_RUNS = {k: _steps_run(steps) for k, steps in POWER_STEPS.items()}
-
-
-def power_scalar(x: float, k: float) -> float:
-    """``x ** k`` for a constant exponent, computed the way PyTorch's CPU kernel computes it.
-
-    PyTorch special-cases the exponents of ``POWER_STEPS``, and it shows at inf and nan
-    (``(-inf) ** 0.5`` is ``sqrt(-inf) = nan`` where C's ``pow`` gives ``inf``) and in
-    the last bit (``x ** 3`` is ``x*x*x``, rounded twice). Any other exponent is C's ``pow``.
-    Eager ``x ** k`` runs the same steps written out (``_pow_scalar`` in ``core/operators.py``).
-    """
-    special = _POWER_RUNS.get(k)
-    return power(x, k) if special is None else special(x)
+"""The exponents that ``x ** k`` for a number ``k`` computes without C's ``pow``, as PyTorch's CPU
+kernel does, each as the steps it runs on ``x`` in order: ``one`` (the number 1.0), ``sqrt``,
+``reciprocal``, ``square`` (``x * x``) and ``cube`` (``x * x * x``, rounded twice). It shows at
+inf and nan (``(-inf) ** 0.5`` is ``sqrt(-inf) = nan`` where C's ``pow`` gives ``inf``) and in
+the last bit. The one place this is known: ``core/powers.py`` (``power_scalar``, on floats) is
+written from it by ``python -m vjpgrad.codegen --write``, compile's writer writes the steps out
+for an exponent it knows (``codegen.symbols``), and vmap's fast mode runs them on arrays."""
 
 
 def sin(x: float) -> float:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
-from vjpgrad.core import floats, ops
+from vjpgrad.core import floats, ops, powers
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node, make
 from vjpgrad.core.graph import new_node as _new
@@ -36,6 +36,7 @@ _log = floats.log
 _log1p = floats.log1p
 _one_minus_square = floats.one_minus_square
 _pow = floats.power
+_pow_scalar = powers.power_scalar
 _reciprocal = floats.reciprocal
 _sigmoid = floats.sigmoid
 _sign = floats.sign
@@ -66,28 +67,6 @@ _SQRT = ops.SQRT
 _SUB = ops.SUB
 _TAN = ops.TAN
 _TANH = ops.TANH
-
-
-def _pow_scalar(x: float, k: float) -> float:
-    """``floats.power_scalar``, its exponents' steps (``floats.POWER_STEPS``) written out."""
-    if k == 0.0:
-        return 1.0
-    if k == 1.0:
-        return x
-    if k == 0.5:
-        return _sqrt(x)
-    if k == -0.5:
-        return _reciprocal(_sqrt(x))
-    if k == -1.0:
-        return _reciprocal(x)
-    if k == 2.0:
-        return x * x
-    if k == 3.0:
-        return x * x * x
-    if k == -2.0:
-        return _reciprocal(x * x)
-    return _pow(x, k)
-
 
 _Value: type[Value] = Node  # type: ignore[assignment]  # Value itself once bind() has run
 """The class of the nodes made here: Value, once ``bind`` has run."""

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from vjpgrad.core import floats
+from vjpgrad.core import floats, powers
 from vjpgrad.core.modes import refuse_number, state
 
 
@@ -91,7 +91,7 @@ def power(x: Any, y: Any) -> Any:
 
 def power_scalar(x: Any, k: float) -> Any:
     if is_float(x):
-        return floats.power_scalar(x, k)
+        return powers.power_scalar(x, k)
     if hasattr(x, "pow_scalar"):  # code: PyTorch's special cases, whatever k's form
         return x.pow_scalar(k)
     return x**k
@@ -300,7 +300,7 @@ POW_BASE = _binary(
 POW_SCALAR = _binary(
     "pow",
     "**",
-    floats.power_scalar,
+    powers.power_scalar,
     "_pow_scalar({0}, {1})",
     lambda x, k, out: where(k == 0.0, MASKED, k * power_scalar(x, k - 1.0)),
     lambda x, k, out: 0.0,
