@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import math
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -469,6 +470,47 @@ def test_threads_each_get_their_own_results() -> None:
         x = Value(x0)
         ((w * x).tanh() + x * x).backward()
         assert grad == x.grad
+
+
+def _first_replays_at_once(fast: Any, failures: list[str]) -> None:
+    """Eight threads make the first replays of ``fast`` (recorded on 40 Values) at once, each
+    differentiating one output; what went wrong in any is added to ``failures``."""
+    barrier = threading.Barrier(8)
+
+    def work() -> None:
+        xs = [Value(float(k)) for k in range(40)]
+        barrier.wait()
+        try:
+            outs = fast(xs)
+            outs[3].backward()
+            if [y.data for y in outs] != [x * 0.5 + x for x in range(40)] or xs[3].grad != 1.5:
+                failures.append("numbers differ from eager's")
+        except Exception as error:  # any error here is the failure
+            failures.append(f"{type(error).__name__}: {error}")
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def test_threads_replaying_a_recording_for_the_first_time_at_once_each_get_eagers_numbers() -> None:
+    # The first replay of each output notes which operands it takes and how to pick them; a thread
+    # that found the first note made and not the second raised KeyError. Found by an outside
+    # review fuzzing compile from several threads.
+    w = Value(0.5)
+    failures: list[str] = []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often: the window is a few bytecodes wide
+    try:
+        for _ in range(25):
+            fast = vjpgrad.compile(lambda xs: [x * w + x for x in xs])
+            fast([Value(1.0) for _ in range(40)])  # recorded: the next calls are the first replays
+            _first_replays_at_once(fast, failures)
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
 
 
 def test_threads_each_get_their_own_float_argument() -> None:

@@ -564,11 +564,13 @@ class ReplayedCall:
                 outputs[position] = weakref.ref(made[k])
                 continue
             from_externals, from_outputs = code.depends[position]
-            taking = self._operands_of.get(position)
-            if taking is None:
-                taking = self._operands_of[position] = [j for j in from_externals if edges[j]]
-                self._pick[position] = _picker(taking)
-            operands = (call,) + self._pick[position](every)  # noqa: RUF005  # one copy; (call, *x) makes two
+            pick = self._pick.get(position)
+            if pick is None:  # noted once; another thread may be noting it too: the same notes
+                taking = [j for j in from_externals if edges[j]]
+                pick = _picker(taking)
+                self._operands_of[position] = taking  # first: a thread that finds the picker finds these
+                self._pick[position] = pick
+            operands = (call,) + pick(every)  # noqa: RUF005  # one copy; (call, *x) makes two
             if from_outputs:
                 internal = self.internal_outputs
                 operands += tuple(made[internal[j]] for j in from_outputs if internal[j] in made)
