@@ -699,3 +699,29 @@ def test_copies_apart_are_cut_where_any_copy_first_differs_and_keep_eagers_bits(
     compiled = vjpgrad.compile(_copies_differing_early_and_late)
     for call in range(1, 5):
         assert run(compiled, call) == run(_copies_differing_early_and_late, call)
+
+
+def test_code_written_that_its_own_checks_refuse_is_a_clear_error_not_a_crash_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Unreachable with the shipped constants (a back-to-back block of fewer operations than
+    # SMALLEST needs SMALLEST_CALLED below it): if the writer ever folds blocks that the loader's
+    # check refuses, the call says so, where it used to fail at the replay with "'NoneType' object
+    # is not callable". Found by an outside review fuzzing compile.
+    monkeypatch.setattr(fold, "SMALLEST", 8)
+    monkeypatch.setattr(fold, "SMALLEST_CALLED", 2)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+    monkeypatch.setenv("VJPGRAD_CACHE", "0")
+    p = Value(0.3)
+
+    def f(xs: list[Value]) -> Value:
+        outs = [((x * p).tanh() * 2.0 + p).exp() for x in xs]  # 5 operations a copy, back to back
+        total = outs[0]
+        for o in outs[1:]:
+            total = total + o
+        return total
+
+    fast = vjpgrad.compile(f)
+    fast([Value(float(k)) for k in range(6)])  # recorded
+    with pytest.raises(RuntimeError, match="a bug in vjpgrad"):
+        fast([Value(float(k)) for k in range(6)])

@@ -175,7 +175,11 @@ class CompiledCode:
                 program = self.program
                 self.recorded.columns = None  # the search has read them: the writing needs the memory more
                 payload = program.payload(self._code_name(key))
-                self._use(payload, key)
+                if not self._use(payload, key):  # code just written that its own checks refuse
+                    raise RuntimeError(
+                        "vjpgrad.compile wrote code for this function that it cannot load (a bug in vjpgrad: "
+                        "please report it); call the function uncompiled meanwhile"
+                    )
                 if key is not None and payload["cacheable"]:
                     cache.store(key, payload)
         finally:  # read for the key and the search alone: the memory goes back once the code is ready
