@@ -391,16 +391,20 @@ def cpu_time(name: str, rounds: int = 12) -> None:
     print(f"  microgpt-style / vjpgrad compiled: {ratios}")
 
 
-def _straight_line(lines: int, locals_: int, shape: str) -> Callable[..., Any]:
+def _straight_line(lines: int, locals_: int, shape: str, shuffled: bool = False) -> Callable[..., Any]:
     """A function of ``lines`` statements over ``locals_`` float arguments, in one of the generated
-    code's two shapes: ``reverse`` is ``a += g * b`` (a reverse pass's line), ``forward`` a line of
-    a 16-term chain ``(((p0 * x0) + (p1 * x1)) + ...)`` (a neuron's sum). The statements walk the
-    arguments in order, as the generated code reads its values."""
+    code's two shapes: ``reverse`` is ``a += g * b`` (a reverse pass's line, two float operations),
+    ``forward`` a line of a 16-term chain ``(((p0 * x0) + (p1 * x1)) + ...)`` (a neuron's sum, 31
+    float operations). The statements walk the arguments in order, or, ``shuffled``, in an order
+    drawn at random (seeded): as a reverse pass reads values made far apart."""
     names = [f"a{k}" for k in range(locals_)]
+    order = list(range(locals_))
+    if shuffled:
+        random.Random(0).shuffle(order)
     body = []
     for i in range(lines):
         if shape == "reverse":
-            body.append(f"    a{(2 * i) % locals_} += g * a{(2 * i + 1) % locals_}")
+            body.append(f"    a{order[(2 * i) % locals_]} += g * a{order[(2 * i + 1) % locals_]}")
         else:
             terms = [f"(a{(32 * i + 2 * t) % locals_} * a{(32 * i + 2 * t + 1) % locals_})" for t in range(16)]
             chain = terms[0]
@@ -408,6 +412,19 @@ def _straight_line(lines: int, locals_: int, shape: str) -> Callable[..., Any]:
                 chain = f"({chain} + {term})"
             body.append(f"    a{(32 * i) % locals_} = {chain}")
     source = f"def f(g, {', '.join(names)}):\n" + "\n".join(body) + "\n    return a0\n"
+    return _function_of(source)
+
+
+def _empty_call(locals_: int) -> Callable[..., Any]:
+    """A function with ``locals_`` locals that it never assigns (the assignment is behind a test
+    that fails) and one argument: what its call costs is its frame's."""
+    source = (
+        f"def f(g):\n    if g is None:\n        {' = '.join(f'a{k}' for k in range(locals_))} = 0.0\n    return g\n"
+    )
+    return _function_of(source)
+
+
+def _function_of(source: str) -> Callable[..., Any]:
     namespace: dict[str, Any] = {}
     exec(source, namespace)  # code built from numbers alone, to time the interpreter
     function: Callable[..., Any] = namespace["f"]
@@ -424,12 +441,33 @@ def _per_call(function: Callable[..., Any], arguments: list[Any], calls: int = 3
     return statistics.median(times)
 
 
+def _lines_run(function: Callable[..., Any], *arguments: Any) -> int:
+    """How many lines of generated code one call of ``function`` runs (counted by a trace)."""
+    count = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if not frame.f_code.co_filename.startswith("<vjpgrad.compile"):
+            return None
+        if event == "line":
+            count += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        function(*arguments)
+    finally:
+        sys.settrace(None)
+    return count
+
+
 def floor(name: str, rounds: int = 15) -> None:
     """The compiled step's parts timed alone, without a profiler (medians of ``rounds`` steps),
-    beside CPython's floor for straight-line code of the generated code's shapes and sizes on this
-    machine: what a line costs as the working set grows, and what a call of a function with many
-    locals costs before it runs a line (CPython 3.11 and later give a frame of more than about
-    2,000 locals memory of its own at each call)."""
+    beside CPython's floor for straight-line code of the generated code's shapes on this machine,
+    with few values and with as many as its largest block has: what a line costs as the working
+    set grows (a call's own cost taken off), and what a call of a function with many locals costs
+    before it runs a line (CPython 3.11 and later give a frame of more than about 2,000 locals
+    memory of its own at each call)."""
     import inspect
     import types
 
@@ -476,15 +514,17 @@ def floor(name: str, rounds: int = 15) -> None:
         parts["backward()"].append(t4 - t3)
         leaves = [x for row in arguments[0] + arguments[1] for x in row]
         data = [x._data for x in leaves] + [p._data for p in replay.parameters]
+        zeros = (-0.0,) * len(data)  # where each gradient starts, as a whole pass starts them
         t5 = clock()
         values = forward(data)
         t6 = clock()
-        reverse((1.0,), values, data, (-0.0,) * len(data))
+        reverse((1.0,), values, data, zeros)
         parts["generated forward"].append(t6 - t5)
         parts["generated reverse"].append(clock() - t6)
         del loss, values
     ms = {part: 1000 * statistics.median(times) for part, times in parts.items()}
     operations = len(replay.recorded.live)
+    lines = _lines_run(reverse, (1.0,), forward(data), data, (-0.0,) * len(data))
     print(f"the compiled step on {name!r}, its parts timed alone (medians of {rounds} steps):")
     print(f"  one-hot rows ({2 * n * len(one_hot(0))} Values)       {ms['one-hot rows']:6.2f} ms")
     call, fwd = ms["the compiled call"], ms["generated forward"]
@@ -492,34 +532,37 @@ def floor(name: str, rounds: int = 15) -> None:
     print(f"  the compiled call                {call:6.2f} ms, of which the generated forward {fwd:.2f} ms")
     print(f"  backward()                       {back:6.2f} ms, of which the generated reverse {rev:.2f} ms")
     print(f"  zeroing .grad ({len(params):,} parameters)  {ms['zeroing .grad']:6.2f} ms")
-    print(
-        f"  per recorded operation ({operations:,}): the generated forward {1e6 * fwd / operations:.1f} ns, "
-        f"the generated reverse {1e6 * rev / operations:.1f} ns"
-    )
-    functions = [
+    print(f"  the generated forward: {operations:,} recorded operations, {1e6 * fwd / operations:.1f} ns each")
+    print(f"  the generated reverse: {lines:,} lines run, {1e6 * rev / lines:.1f} ns each")
+    blocks = [
         f
-        for f in reverse.__globals__.values()
+        for f in forward.__globals__.values()
         if isinstance(f, types.FunctionType) and f.__code__.co_filename.startswith("<vjpgrad.compile")
     ]
-    largest = max(functions, key=lambda f: f.__code__.co_nlocals)
-    size = largest.__code__.co_nlocals
+    block = max(blocks, key=lambda f: f.__code__.co_nlocals)
+    size = block.__code__.co_nlocals
     print(
-        f"  its largest generated block: {largest.__name__}, {size:,} locals, "
-        f"{len(largest.__code__.co_code) / 1000:.0f} KB of bytecode"
+        f"  locals: the forward {forward.__code__.co_nlocals:,}, the reverse {reverse.__code__.co_nlocals:,}, "
+        f"their largest block ({block.__name__}, called once per copy) {size:,}"
     )
-    print(f"CPython {sys.version.split()[0]}'s floor for straight-line code on this machine (ns per operation):")
-    for shape, lines, per_line in (("reverse", 5000, 2), ("forward", 300, 32)):
+    print(
+        f"CPython {sys.version.split()[0]}'s floor for straight-line code on this machine, a call's own cost taken off:"
+    )
+    for shape, count, per_line, what in (
+        ("reverse", 5000, 1, "a reverse line (a += g * b)"),
+        ("forward", 300, 31, "an operation of a forward chain (16 terms)"),
+    ):
         figures = []
-        for width in (100, size):
-            function = _straight_line(lines, width, shape)
+        for width, shuffled in [(100, False), (size, False)] + [(size, True)] * (shape == "reverse"):
             numbers = [0.5 + k / (4 * width) for k in range(width + 1)]
-            figures.append(1e9 * _per_call(function, numbers) / (lines * per_line))
-        what = "a += g * b" if shape == "reverse" else "a 16-term chain"
-        print(f"  {shape} lines ({what}): {figures[0]:.1f} with 100 locals, {figures[1]:.1f} with {size:,}")
-    costs = []
-    for width in (1000, 2000, 5000, 10000):
-        function = _straight_line(0, width, "reverse")
-        costs.append(f"{width:,} locals {1e6 * _per_call(function, [0.5] * (width + 1), 101):.1f} µs")
+            taken = _per_call(_straight_line(count, width, shape, shuffled), numbers)
+            empty = _per_call(_straight_line(0, width, shape), numbers)
+            figures.append(1e9 * (taken - empty) / (count * per_line))
+        shown = f"{figures[0]:.1f} ns with 100 locals, {figures[1]:.1f} ns with {size:,} read in order"
+        print(f"  {what}: {shown}" + (f", {figures[2]:.1f} ns in no order" if len(figures) > 2 else ""))
+    costs = [
+        f"{width:,} {1e6 * _per_call(_empty_call(width), [0.5], 101):.1f} µs" for width in (1000, 2000, size, 10000)
+    ]
     print("  a call that runs no line, by its locals: " + ", ".join(costs))
 
 
@@ -538,7 +581,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         cpu_time(args.name, args.rounds)
         return
     if args.floor:
-        floor(args.name)
+        floor(args.name, args.rounds)
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from run import compare
