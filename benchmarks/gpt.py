@@ -8,9 +8,11 @@
   each operation returning its local gradients, a recursive topological sort, and a
   softmax that subtracts the max of the logits' ``.data``. It is the peer to beat
   (PERF-NOTES.md): much faster than micrograd 0.1.0.
-- torch 0-d: PyTorch float64 0-d tensors, one per scalar, the microgpt code on them.
+- torch 0-d: PyTorch float64 0-d tensors, one per scalar, the microgpt code on them (``--torch``,
+  or ``run.py --only gpt``: importing torch slows the collections of the engines that make a
+  Python object per operation, microgpt's design among them, so it is left out by default).
 
-    python benchmarks/gpt.py [--rounds 7] [--name isabella]
+    python benchmarks/gpt.py [--rounds 7] [--name isabella] [--torch]
     python benchmarks/gpt.py --profile   # where a compiled step's time goes
     python benchmarks/gpt.py --cpu [--rounds 12]   # compiled / microgpt-style in CPU time, one process
     python benchmarks/gpt.py --floor   # the compiled step's parts beside CPython's floor for its code
@@ -250,7 +252,12 @@ def step_run(step: Callable[[Sequence[int]], Any], params: list[Any], tokens: li
     return run
 
 
-def gpt_step(rounds: int, compare: Callable[..., Any], name: str = "isabella") -> Any:
+def gpt_step(rounds: int, compare: Callable[..., Any], name: str = "isabella", with_torch: bool = True) -> Any:
+    """The step on every engine, interleaved (``compare``); PyTorch's 0-d tensors when
+    ``with_torch`` and torch is installed. Importing torch grows the heap that every collection
+    of the cyclic garbage collector walks, which slows the engines that make a Python object per
+    operation (microgpt's design, eager vjpgrad) and hardly the compiled step: the default run of
+    this script leaves torch out, so that microgpt's design runs as it does on its own."""
     docs = example.load_names()
     uchars = sorted(set("".join(docs)))
     vocab_size = len(uchars) + 1
@@ -272,7 +279,7 @@ def gpt_step(rounds: int, compare: Callable[..., Any], name: str = "isabella") -
         runs["vjpgrad compiled"] = step_run(compiled, compiled_model.parameters(), tokens)
     peer = MicrogptModel(weights, MicroValue, lambda v: v.data)
     runs["microgpt-style"] = step_run(peer.step_loss, peer.parameters(), tokens)
-    if importlib.util.find_spec("torch") is not None:
+    if with_torch and importlib.util.find_spec("torch") is not None:
         import torch
 
         def leaf(x: float) -> Any:
@@ -573,6 +580,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--profile", action="store_true", help="where a compiled step's time goes (cProfile)")
     parser.add_argument("--cpu", action="store_true", help="compiled / microgpt-style in CPU time, one process")
     parser.add_argument("--floor", action="store_true", help="the compiled step's parts beside CPython's floor")
+    parser.add_argument(
+        "--torch", action="store_true", help="PyTorch 0-d tensors too (torch imported into the process)"
+    )
     args = parser.parse_args(argv)
     if args.profile:
         profile_compiled(args.name)
@@ -587,7 +597,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     from run import compare
 
     print(f"Python {sys.version.split()[0]}; gc on")
-    gpt_step(args.rounds, compare, args.name)
+    if not args.torch:
+        print("  (torch 0-d left out: --torch adds it, and with it torch's objects to every collection's walk)")
+    gpt_step(args.rounds, compare, args.name, with_torch=args.torch)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 PAGE = HERE.parent / "docs" / "explanation" / "performance.md"
 BEGIN = "<!-- quote.py: begin (written by python benchmarks/quote.py; do not edit by hand) -->"
 END = "<!-- quote.py: end -->"
+EARLIER = "the other figures are from the earlier run: "
 
 COMMANDS = [
     ("vmap: per-sample gradients against the eager loop and a loop of compiled calls",
@@ -29,6 +30,7 @@ COMMANDS = [
      ["vmap.py", "--rounds", "5", "--only", "full-batch"]),
     ("a compiled call on one sample", ["compile_overhead.py", "--rounds", "15", "--calls", "50"]),
     ("the GPT step: eager, compiled, the microgpt design", ["gpt.py", "--rounds", "5"]),
+    ("the GPT step with PyTorch 0-d tensors too (torch imported)", ["gpt.py", "--rounds", "5", "--torch"]),
     ("the compiled GPT step's parts beside CPython's floor for its code", ["gpt.py", "--floor"]),
     ("the first two calls, in fresh processes", ["first_call.py", "--rounds", "5"]),
 ]  # fmt: skip
@@ -67,12 +69,13 @@ def earlier() -> tuple[str, dict[str, str]]:
 def section(only: list[str] | None) -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head, kept = earlier() if only else ("", {})
+    head = head.split(EARLIER)[-1]  # the run the kept figures come from, not the runs of some since
     parts = [
         BEGIN,
         "",
         f"Run on {now}, CPython {platform.python_version()}, {os.cpu_count()} cores; load average "
         f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} when it started (a shared machine: read the ratios)."
-        + (f" Only {', '.join(only)} ran then; the other figures are from the earlier run: {head}" if only else ""),
+        + (f" Only {', '.join(only)} ran then; {EARLIER}{head}" if only else ""),
     ]
     for title, arguments in COMMANDS:
         command = (
