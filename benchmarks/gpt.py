@@ -550,7 +550,7 @@ def floor(name: str, rounds: int = 15) -> None:
     size = block.__code__.co_nlocals
     print(
         f"  locals: the forward {forward.__code__.co_nlocals:,}, the reverse {reverse.__code__.co_nlocals:,}, "
-        f"their largest block ({block.__name__}, called once per copy) {size:,}"
+        f"their largest block ({block.__name__}, run once per copy) {size:,}"
     )
     print(
         f"CPython {sys.version.split()[0]}'s floor for straight-line code on this machine, a call's own cost taken off:"

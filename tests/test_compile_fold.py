@@ -252,8 +252,9 @@ def test_copies_apart_are_one_function_called_per_copy_with_eagers_bits(
     assert forward.count("\ndef _f") == 1
     assert forward.count(" = _f0(") == 4  # written once, called per copy
     assert "written once as a function, called once per copy: 4 copies" in forward
-    calls = [line for line in backward.splitlines() if " = _b" in line]
+    calls = [line for line in backward.splitlines() if "_run.send((" in line]
     assert len(calls) == 4
+    assert backward.count("_run = _b") == 1  # one frame for the pass, made at the first copy, each copy sent in
     assert all("_G0" in call or "g_p" in call for call in calls)  # the parameters' running gradients go through
 
 

@@ -80,8 +80,14 @@ class Arguments:
             self.leaves.append(x)
         elif kind in _SEQUENCE_ARGUMENTS:
             key.append((kind, len(x)))  # a set's items in its order: the order the function iterates
+            leaves = self.leaves
             for item in x:
-                self._visit(item, key, places)
+                if type(item) is Value:  # the branch above, inline: a row of Values is the common case
+                    place = places.setdefault(id(item), len(leaves))
+                    key.append((item.requires_grad, place))
+                    leaves.append(item)
+                else:
+                    self._visit(item, key, places)
         elif _is_scalar(x):
             key.append(_exact(x))  # structure: a number by its bits, a string, a flag
         elif isinstance(x, Value):  # a subclass of Value
