@@ -258,6 +258,55 @@ def test_copies_apart_are_one_function_called_per_copy_with_eagers_bits(
     assert all("_G0" in call or "g_p" in call for call in calls)  # the parameters' running gradients go through
 
 
+def two_ways(params: list[Value], xs: list[Value]) -> Vector:
+    """Per position a block with two branches (``a`` reads all of it, ``b`` its first part), and
+    glue between positions that reads only the arguments: seeding ``a`` at one position and
+    ``b`` at the next, a pass reaches the block's copies in two patterns, one after the other."""
+    outs = []
+    for k, x in enumerate(xs):
+        u = (x * params[2] + params[1]).tanh() * params[3] + params[1]
+        a = (u * params[0]).exp() * 0.5 - x
+        b = (u * params[1] + x).relu() * 1.5 + params[0]
+        outs += [a, b]
+        context = xs[0] * 0.25
+        for earlier in xs[1 : k + 1]:  # one more term a position: the copies are apart
+            context = context + earlier * 0.5
+        outs.append(context)
+    return Vector(outs)
+
+
+def test_two_functions_of_one_block_hand_the_parameters_running_gradients_on_with_eagers_bits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(fold, "SMALLEST_CALLED", 8)
+    monkeypatch.setattr(fold, "SHARE", 0.0)
+    params = [Value(0.5), Value(-0.25), Value(1.25), Value(-0.75)]
+    compiled = vjpgrad.compile(lambda xs: two_ways(params, xs))
+    seeded = [9, 7, 3, 1]  # a of the last position, b of the one before, a, b: the patterns alternate
+
+    def run(f: Callable[..., Vector]) -> list[str]:
+        for p in params:
+            p.grad = -0.0
+        xs = [Value(x) for x in [-1.5, 0.75, -0.25, 2.0]]
+        out = f(xs)
+        Vector([out[i] for i in seeded]).backward([1.0, -2.0, 0.5, 3.0])
+        return [bits(v.grad) for v in [*params, *xs]]
+
+    eager = run(lambda xs: two_ways(params, xs))
+    assert [run(compiled) for _ in range(3)] == [eager] * 3
+    source = compiled._last.program.backward_source(frozenset(seeded))
+    functions = [line.split("(")[0][4:] for line in source.splitlines() if line.startswith("def _b0_")]
+    assert len(functions) == 2  # one per pattern, each with its own frame for the pass
+    body = source.split("def backward(")[1]
+    assert "_G0 = [" in body  # parameters only the block reads: their running gradients held in its frames
+    sent = [line.strip() for line in body.splitlines() if "_run.send(" in line]
+    # each function hands the running gradients back (None sent) before the other takes them on
+    first, second = functions
+    order = [line.split("_run")[0].split(" = ")[-1] for line in sent]
+    assert order == [first, first, second, second, first, first, second, second]
+    assert [line.endswith("send(None)") for line in sent] == [False, True] * 4
+
+
 def test_anomaly_mode_names_the_operation_of_a_copy_apart_that_makes_nan(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fold, "SMALLEST_CALLED", 4)
     monkeypatch.setattr(fold, "SHARE", 0.0)
