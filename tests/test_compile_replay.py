@@ -513,6 +513,66 @@ def test_threads_replaying_a_recording_for_the_first_time_at_once_each_get_eager
     assert failures == []
 
 
+class _HoldingNamespace(dict):  # type: ignore[type-arg]
+    """The code's namespace, holding the thread named "first" for a moment right after its
+    reverse pass's source defines ``backward`` and before the loader takes it out: the window in
+    which a second thread writing another pass into the same namespace could land on top."""
+
+    def __init__(self, base: dict[str, Any], inside: threading.Event, other_done: threading.Event) -> None:
+        super().__init__(base)
+        self.inside, self.other_done = inside, other_done
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        if key == "backward" and threading.current_thread().name == "first":
+            self.inside.set()
+            self.other_done.wait(timeout=0.5)
+
+
+def test_threads_writing_two_reverse_passes_of_one_recording_at_once_each_get_their_own() -> None:
+    # Each set of seeded outputs gets its reverse pass written and loaded into the code's
+    # namespace on its first use. Two threads doing it at once could take each other's
+    # ``backward`` (an outside review asked); they cannot, because every pass holds
+    # ``graph.pass_lock``: here the first thread is held inside the window, and the second
+    # waits for it instead of landing on top.
+    def f(xs: list[Value]) -> list[Value]:
+        return [xs[0] * xs[1] + xs[0], (xs[0] + xs[1]).tanh() * xs[1]]
+
+    compiled = vjpgrad.compile(f)
+    compiled([Value(0.5), Value(-1.5)])  # recorded
+    Vector(compiled([Value(0.5), Value(-1.5)])).backward([1.0, 1.0])  # the code written: the pass of both
+    assert compiled._last is not None
+    code = compiled._last.code
+    inside, other_done = threading.Event(), threading.Event()
+    code.program.writer.namespace = _HoldingNamespace(code.program.namespace, inside, other_done)
+    grads: dict[int, list[Any]] = {}
+    errors: list[BaseException] = []
+
+    def seed(output: int) -> None:
+        try:
+            xs = [Value(0.25), Value(2.0)]
+            compiled(xs)[output].backward()
+            grads[output] = [bits(x.grad) for x in xs]
+        except BaseException as error:  # reported by the assertion below
+            errors.append(error)
+        finally:
+            if threading.current_thread().name == "second":
+                other_done.set()
+
+    first = threading.Thread(target=seed, args=(0,), name="first")
+    first.start()
+    assert inside.wait(timeout=10)
+    second = threading.Thread(target=seed, args=(1,), name="second")
+    second.start()
+    first.join()
+    second.join()
+    assert errors == []
+    for output in (0, 1):
+        xs = [Value(0.25), Value(2.0)]
+        f(xs)[output].backward()
+        assert grads[output] == [bits(x.grad) for x in xs]
+
+
 def test_threads_each_get_their_own_float_argument() -> None:
     import threading
 
