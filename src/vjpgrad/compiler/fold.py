@@ -953,8 +953,7 @@ class FoldedProgram(Program):
                 self._call(k, m, reach, state, checked, lines)
         lines[0:0] = state.defined  # the functions the calls above run
         for k, held in state.held.items():  # the gradients of the parameters only a block reads, back
-            if k in state.holding:  # from the frame of the block's function that ran last, into its list
-                lines.append(f"    {state.holding.pop(k)}_run.send(None)")
+            lines += state.hand_back(k)  # from the frame of the block's function that ran last, into its list
             if held:
                 lines.append(f"    {', '.join(state.variable(key) for key in held)}, = _G{k}")
         started = state.started
@@ -1014,15 +1013,7 @@ class FoldedProgram(Program):
         threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
         arguments = [f"_k{k}[{m}]"] + [gradient(self.live[base + o]) for o in reached]
         arguments += [gradient(x) for x in nodes] + threaded
-        holder = state.holding.get(k)
-        if holder is not None and holder != name:  # another function of the block holds the running gradients
-            lines.append(f"    {holder}_run.send(None)")  # ... and hands them back to the list
-            del state.holding[k]
-        if name not in state.running:  # the first copy it runs: its frame, made once for the pass
-            state.running.add(name)
-            lines.append(f"    {name}_run = {name}(_G{k}); next({name}_run)")
-        if state.held[k]:
-            state.holding[k] = name
+        lines += state.resume(k, name)
         call = f"{name}_run.send({_tuple(arguments)})"
         lines.append(f"    # block {k + 1}: copy {m + 1} of {block.copies}")
         results = [state.variable(id(x)) for x in nodes] + threaded
@@ -1325,6 +1316,27 @@ class _Pass:
 
     def variable(self, key: int) -> str:
         return self.named.get(key) or f"g_{self.names[key]}"
+
+    def resume(self, k: int, name: str) -> list[str]:
+        """The lines that make the frame of ``name``, a reverse function of block ``k``, ready
+        for the block's next copy: another function of the block that holds the running
+        gradients hands them back to the list first, and the frame is made at its first copy."""
+        lines = []
+        holder = self.holding.get(k)
+        if holder is not None and holder != name:
+            lines += self.hand_back(k)
+        if name not in self.running:
+            self.running.add(name)
+            lines.append(f"    {name}_run = {name}(_G{k}); next({name}_run)")
+        if self.held[k]:
+            self.holding[k] = name
+        return lines
+
+    def hand_back(self, k: int) -> list[str]:
+        """The line that has block ``k``'s function holding its running gradients write them
+        back to the block's list (``None`` sent), if one holds them."""
+        holder = self.holding.pop(k, None)
+        return [f"    {holder}_run.send(None)"] if holder is not None else []
 
 
 def _listed(names: Sequence[str]) -> str:
