@@ -167,9 +167,12 @@ def make_step_loss(model: GPT, compiled: bool = False, one_hot: bool | None = No
 
     run = vjpgrad.compile(loss_of) if compiled else loss_of
 
+    rows = [[1.0 if i == token_id else 0.0 for i in range(vocab_size)] for token_id in range(vocab_size)]
+
     def one_hot(token_id: int) -> list[Value]:
-        """The letter as a row of Values that take no gradient: data to a compiled step."""
-        return [Value(1.0 if i == token_id else 0.0, requires_grad=False) for i in range(vocab_size)]
+        """The letter as a row of Values that take no gradient: data to a compiled step (new
+        Values at each step, made at once from the letter's row of floats by Vector)."""
+        return list(Vector(rows[token_id], requires_grad=False))
 
     def step_loss(tokens: Sequence[int]) -> Value:
         n = min(model.block_size, len(tokens) - 1)

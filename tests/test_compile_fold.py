@@ -256,6 +256,18 @@ def test_copies_apart_are_one_function_called_per_copy_with_eagers_bits(
     assert len(calls) == 4
     assert backward.count("_run = _b") == 1  # one frame for the pass, made at the first copy, each copy sent in
     assert all("_G0" in call or "g_p" in call for call in calls)  # the parameters' running gradients go through
+    # the parameters' numbers are every copy's: the function is handed them once, as its frame is made
+    names = {program.names[id(p)] for p in params}
+    f0 = next(n for n in ast.parse(forward).body if isinstance(n, ast.FunctionDef) and n.name == "_f0")
+    returned = f0.body[-1]
+    assert isinstance(returned, ast.Return)
+    assert isinstance(returned.value, ast.Tuple)
+    each_copy = {n.id for n in ast.walk(returned.value.elts[-1]) if isinstance(n, ast.Name)}
+    assert each_copy
+    assert not each_copy & names
+    made = next(ast.parse(line.strip()) for line in backward.splitlines() if "_run = _b" in line)
+    handed = {n.id for n in ast.walk(made) if isinstance(n, ast.Name)} & names
+    assert len(handed) >= 2  # the numbers of the parameters the reverse pass reads (an addition reads none)
 
 
 def two_ways(params: list[Value], xs: list[Value]) -> Vector:

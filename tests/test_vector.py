@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import vjpgrad
 from vjpgrad import Value, Vector
 from vjpgrad.core import ops
+from vjpgrad.core.graph import Node
 
 # ---- construction --------------------------------------------------------------------------------
 
@@ -26,6 +27,41 @@ def test_from_numbers_it_makes_leaf_values() -> None:
     assert v.data == [1.0, 2.5, 1.0]
     assert all(isinstance(x, Value) and x.is_leaf and x.requires_grad for x in v)
     assert not any(x.requires_grad for x in Vector([1.0], requires_grad=False))
+
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_a_vector_of_floats_is_made_of_leaves_exactly_as_value_makes_them(requires_grad: bool) -> None:
+    # a row of floats is made in one loop (graph.new_leaves), not by Value(): the same nodes
+    numbers = [1.5, -0.0, math.inf, 2.0**-1074]
+    before = Value(0.0)
+    v = Vector(numbers, requires_grad=requires_grad)
+    after = [Value(x, requires_grad=requires_grad) for x in numbers]
+    unset = object()
+    for made, reference in zip(v, after, strict=True):
+        assert type(made) is Value
+        for slot in Node.__slots__:
+            if slot not in ("__weakref__", "_seq"):
+                assert getattr(made, slot, unset) == getattr(reference, slot, unset), slot
+    seqs = [x._seq for x in [before, *v, *after]]
+    assert seqs == sorted(seqs)
+    assert len(set(seqs)) == len(seqs)
+    assert [math.copysign(1.0, x.data) for x in v] == [1.0, -1.0, 1.0, 1.0]
+
+
+def test_a_vector_of_floats_made_inside_a_compiled_function_is_made_there_as_in_eager_code() -> None:
+    def f(x: Value) -> list[Value]:
+        w = Vector([2.0, 3.0])  # leaves that take gradient, made at every call
+        return [w[0] * x + w[1], w[1]]
+
+    compiled = vjpgrad.compile(f)
+    for _ in range(3):  # recorded, then replayed
+        results = []
+        for run in (f, compiled):
+            x = Value(1.5)
+            out = run(x)
+            out[0].backward()
+            results.append(([o.data for o in out], x.grad, out[1].grad, out[1].is_leaf))
+        assert results[0] == results[1] == ([6.0, 3.0], 2.0, 1.0, True)
 
 
 def test_from_values_it_wraps_them_as_they_are() -> None:

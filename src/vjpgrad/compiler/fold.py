@@ -719,10 +719,12 @@ class FoldedProgram(Program):
         self._returned = {id(self.live[k]) for k in self.internal_outputs}
         self._locals = [self._local_names(b) for b in self.blocks]
         self._block_kept: list[list[str]] = []
+        self._block_read: list[list[str]] = []  # the parameters a block's reverse function reads
         block_reads: set[str] = set()
         for k, block in enumerate(self.blocks):  # what a copy's reverse pass reads, every operation reached
             _, _, _, read = self._block_lines(k, (True,) * block.length, False, None)
             self._block_kept.append([name for name in self._copy_names(k) if name in read])
+            self._block_read.append([name for name in self._parameters[k] if name in read])
             block_reads |= read  # and the values before a loop that all its copies read, by the program's names
         lines, read = self._backward_lines(self._every, checked=False)
         # a block's operations are read by name only where they are its outputs (the forward unpacks them)
@@ -732,14 +734,12 @@ class FoldedProgram(Program):
 
     def _copy_names(self, k: int) -> list[str]:
         """The names of block ``k``'s code that each copy has its own value of, in the order a
-        copy hands them to its reverse pass: its numbers ``c0``..., its inputs ``i0``..., the
-        parameters (for a function's copies; a loop reads them by the program's names), its
-        operations ``u1``..."""
+        copy hands them to its reverse pass: its numbers ``c0``..., its inputs ``i0``..., its
+        operations ``u1``... (The parameters are every copy's: a loop reads them by the
+        program's names, a block's reverse function is handed them once a pass, ``_block_read``.)"""
         block = self.blocks[k]
         names = [f"c{s}" for s in range(len(block.numbers))]
         names += [f"i{s}" for s in sorted(set(block.input_of.values()))]
-        if not block.adjacent:
-            names += [self.names[id(x)] for x in self.externals[self.arguments :]]
         return names + [f"u{o}" for o in range(1, block.length + 1)]
 
     # ---- names -------------------------------------------------------------------------------------
@@ -1014,7 +1014,7 @@ class FoldedProgram(Program):
         threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
         arguments = [f"_k{k}[{m}]"] + [gradient(self.live[base + o]) for o in reached]
         arguments += [gradient(x) for x in nodes] + threaded
-        lines += state.resume(k, name)
+        lines += state.resume(k, name, _tuple(self._block_read[k]))
         call = f"{name}_run.send({_tuple(arguments)})"
         lines.append(f"    # block {k + 1}: copy {m + 1} of {block.copies}")
         results = [state.variable(id(x)) for x in nodes] + threaded
@@ -1049,7 +1049,9 @@ class FoldedProgram(Program):
         parameters = ["_v"] + [f"g_u{o + 1}" for o in reached] + [f"g_i{s}" for s in handed_inputs] + threaded
         returned = [f"g_i{s}" for s in handed_inputs] + threaded
         defined = state.defined
-        defined.append(f"def {name}(_G):  # copies of block {k + 1}, backward: one frame, each copy sent in")
+        defined.append(f"def {name}(_G, _P):  # copies of block {k + 1}, backward: one frame, each copy sent in")
+        if self._block_read[k]:  # the numbers of the parameters it reads: every copy's, handed once a pass
+            defined.append(f"    {', '.join(self._block_read[k])}, = _P")
         defined.append("    _a = yield")
         defined.append("    while True:")
         if held:  # a run of copies begins: the parameters' running gradients from the list, into locals
@@ -1318,17 +1320,18 @@ class _Pass:
     def variable(self, key: int) -> str:
         return self.named.get(key) or f"g_{self.names[key]}"
 
-    def resume(self, k: int, name: str) -> list[str]:
+    def resume(self, k: int, name: str, parameters: str) -> list[str]:
         """The lines that make the frame of ``name``, a reverse function of block ``k``, ready
         for the block's next copy: another function of the block that holds the running
-        gradients hands them back to the list first, and the frame is made at its first copy."""
+        gradients hands them back to the list first, and the frame is made at its first copy,
+        handed the block's list and ``parameters`` (a tuple of the numbers it reads)."""
         lines = []
         holder = self.holding.get(k)
         if holder is not None and holder != name:
             lines += self.hand_back(k)
         if name not in self.running:
             self.running.add(name)
-            lines.append(f"    {name}_run = {name}(_G{k}); next({name}_run)")
+            lines.append(f"    {name}_run = {name}(_G{k}, {parameters}); next({name}_run)")
         if self.held[k]:
             self.holding[k] = name
         return lines

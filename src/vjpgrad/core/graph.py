@@ -163,6 +163,23 @@ def init_leaf(node: Node, data: float, requires_grad: bool, label: str | None) -
     node._seq = _next_seq()
 
 
+def new_leaves(cls: type[N], numbers: Sequence[float], requires_grad: bool) -> list[N]:
+    """Leaves made by the user from floats, many at once: each filled as ``init_leaf`` fills a
+    Value without a label, in one loop rather than two calls a Value (a Vector of numbers, a
+    row of data: a compiled step's one-hot rows)."""
+    made: list[N] = []
+    append = made.append
+    for number in numbers:
+        node = _new(cls)
+        node._data = number
+        node._grad = 0.0
+        node.requires_grad = requires_grad
+        node._operation = node._first = node._second = node._saved_first = node._saved_second = node._seen = None
+        node._seq = _next_seq()
+        append(node)
+    return made
+
+
 def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:
     """The result of an operation: a node on the graph when an edge takes gradient and grad
     mode is on, otherwise a constant leaf (PyTorch gives such a result no ``grad_fn``). While a

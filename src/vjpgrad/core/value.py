@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Union
 
 from vjpgrad.core import graph, operators, ops
@@ -349,3 +349,14 @@ class Value(operators.ValueOperators):
 
 
 operators.bind(Value)  # the inherited operators make Values from now on
+
+
+def leaves(numbers: Sequence[float], requires_grad: bool) -> list[Value]:
+    """``[Value(x, requires_grad) for x in numbers]`` for a row of floats, made in one loop
+    (``graph.new_leaves``): what a Vector of numbers is made of. A function being recorded is
+    told of each, as ``Value()`` tells it."""
+    made = graph.new_leaves(Value, numbers, requires_grad)
+    if switches_on[0] and state.recording is not None:
+        for leaf in made:
+            state.recording.made_leaf(leaf)
+    return made

@@ -11,7 +11,7 @@ import math
 import numbers
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Union, overload
+from typing import Any, Union, cast, overload
 
 from vjpgrad.core.backward import backward
 from vjpgrad.core.floats import as_number
@@ -20,15 +20,20 @@ from vjpgrad.core.graph import Node
 from vjpgrad.core.modes import USER_FRAMES, refuse_number
 from vjpgrad.core.operators import VectorMethods
 from vjpgrad.core.seeds import seeds_for
-from vjpgrad.core.value import Value
+from vjpgrad.core.value import Value, leaves
 
 VectorOperand = Union["Vector", Value, float]
 _Pairing = Callable[[Any, Any], Any]
+_FLOAT = frozenset((float,))
 
 
 def as_values(items: Iterable[object], requires_grad: bool, caller: str) -> list[Value]:
     """Each item as a Value: a Value as it is, a number as a new leaf (``requires_grad`` says
     whether it takes gradient); anything else is a TypeError that ``caller`` names."""
+    if type(items) is not list and type(items) is not tuple:
+        items = list(items)  # read once, as the loop below reads it
+    if _FLOAT.issuperset(map(type, items)):  # a row of floats, the common case: made in one loop
+        return leaves(cast("Sequence[float]", items), requires_grad)
     values: list[Any] = []  # Values
     for index, item in enumerate(items):
         if isinstance(item, Node):  # a Node is a Value
@@ -119,7 +124,7 @@ class Vector(VectorMethods):
     _values: list[Value]
 
     def __init__(self, items: Iterable[Value | float | numbers.Real], requires_grad: bool = True) -> None:
-        if isinstance(items, (str, bytes, Value)) or not isinstance(items, Iterable):
+        if type(items) is not list and (isinstance(items, (str, bytes, Value)) or not isinstance(items, Iterable)):
             raise TypeError(f"Vector() takes an iterable of numbers or Values, got {type(items).__name__}")
         if not isinstance(requires_grad, bool):
             raise TypeError(f"Vector() requires_grad must be a bool, got {type(requires_grad).__name__}")
