@@ -171,6 +171,19 @@ def test_a_broadcast_is_summed_in_pytorchs_order_and_a_verdict_is_the_comparison
     assert verdicts[(5, 7)] == verdicts[(1, 35)] == {True}  # PyTorch's vectorised sum of 35, ported
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_scalar_broadcast_over_each_length_up_to_129_sums_as_pytorchs_kernel_does(dtype: torch.dtype) -> None:
+    # the order PyTorch's CPU kernel adds contiguous numbers in depends on its vectors' width,
+    # which on x86-64 is AVX2's on an AVX-512 CPU too: every length below its cascade, to the bit
+    torch.manual_seed(11)
+    for n in range(2, 130):
+        with vjpgrad.watch_torch() as w:
+            s = torch.randn((), dtype=dtype, requires_grad=True)
+            (torch.randn(n, dtype=dtype) * s).backward(torch.randn(n, dtype=dtype))
+        (p,) = w.passes
+        assert p.leaves[0].replayed == [s.grad.item()], (n, p.summary())
+
+
 def test_a_small_mlp_and_three_sgd_steps() -> None:
     torch.manual_seed(2)
     with vjpgrad.watch_torch() as w:

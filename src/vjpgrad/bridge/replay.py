@@ -128,8 +128,11 @@ accumulators (Trees) it adds after them."""
 
 
 def _vector_width(single: bool) -> int:
+    """The lanes of the vectors PyTorch's CPU sum kernel adds with: 256 bits with AVX2, and with
+    AVX-512 too (torch 2.13.0 on an AVX-512 CPU adds contiguous float32 and float64 numbers as
+    256-bit vectors: measured against every length from 2 to 129), 128 bits otherwise."""
     capability = torch.backends.cpu.get_cpu_capability()
-    bits = 512 if "512" in capability else 256 if "AVX2" in capability else 128
+    bits = 256 if "AVX2" in capability or "AVX512" in capability else 128
     return bits // (32 if single else 64)
 
 
