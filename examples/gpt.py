@@ -176,7 +176,8 @@ def make_step_loss(model: GPT, compiled: bool = False, one_hot: bool | None = No
 
     def step_loss(tokens: Sequence[int]) -> Value:
         n = min(model.block_size, len(tokens) - 1)
-        return run([one_hot(t) for t in tokens[:n]], [one_hot(t) for t in tokens[1 : n + 1]])
+        rows = [one_hot(t) for t in tokens[: n + 1]]  # each letter's row once: a target is the next input
+        return run(rows[:n], rows[1:])
 
     return step_loss
 
