@@ -16,6 +16,7 @@
     python benchmarks/gpt.py --profile   # where a compiled step's time goes
     python benchmarks/gpt.py --cpu [--rounds 12]   # compiled / microgpt-style in CPU time, one process
     python benchmarks/gpt.py --floor   # the compiled step's parts beside CPython's floor for its code
+    python benchmarks/gpt.py --alone [--rounds 121]   # the compiled step alone: A/B of compile's code
     python benchmarks/run.py --only gpt
 """
 
@@ -355,6 +356,41 @@ def profile_compiled(name: str, steps: int = 20) -> None:
     print("  the largest generated functions: " + ", ".join(f"{f} {100 * t / total:.1f}%" for f, t in largest))
 
 
+def alone(name: str, rounds: int = 121) -> None:
+    """The compiled step by itself, timed as the harness times it (a full collection before each
+    step, then its forward and its backward), medians of ``rounds`` steps after warm-up calls:
+    the figure to compare between two versions of compile's code, run alternately, without the
+    noise of microgpt's much longer step beside it."""
+    import gc
+
+    docs = example.load_names()
+    uchars = sorted(set("".join(docs)))
+    tokens = [len(uchars)] + [uchars.index(ch) for ch in name] + [len(uchars)]
+    model = vjpgrad_model(initial_weights(len(uchars) + 1), len(uchars) + 1)
+    step, params = example.make_step_loss(model, compiled=True), model.parameters()
+    for _ in range(3):  # record, compile (or load), replay once
+        step(tokens).backward()
+    forwards, backwards = [], []
+    clock = time.perf_counter
+    for _ in range(rounds):
+        for p in params:
+            p.grad = 0.0
+        gc.collect()
+        t0 = clock()
+        loss = step(tokens)
+        t1 = clock()
+        loss.backward()
+        t2 = clock()
+        del loss
+        forwards.append(t1 - t0)
+        backwards.append(t2 - t1)
+    forward, backward = 1000 * statistics.median(forwards), 1000 * statistics.median(backwards)
+    print(
+        f"the compiled step on {name!r} alone, medians of {rounds} steps (a collection before each): "
+        f"forward {forward:.3f} ms, backward {backward:.3f} ms, forward + backward {forward + backward:.3f} ms"
+    )
+
+
 def cpu_time(name: str, rounds: int = 12) -> None:
     """The compiled step and microgpt's design in one process, in CPU time (``time.process_time``:
     what other processes on a loaded machine take is not counted), interleaved: three compiled
@@ -576,23 +612,28 @@ def floor(name: str, rounds: int = 15) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=7, help="rounds per engine (default 7)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds per engine (default 7; --alone: steps, 121)")
     parser.add_argument("--name", default="isabella", help="the name the step trains on")
     parser.add_argument("--profile", action="store_true", help="where a compiled step's time goes (cProfile)")
     parser.add_argument("--cpu", action="store_true", help="compiled / microgpt-style in CPU time, one process")
     parser.add_argument("--floor", action="store_true", help="the compiled step's parts beside CPython's floor")
+    parser.add_argument("--alone", action="store_true", help="the compiled step alone, to compare two versions")
     parser.add_argument(
         "--torch", action="store_true", help="PyTorch 0-d tensors too (torch imported into the process)"
     )
     args = parser.parse_args(argv)
+    rounds = args.rounds or 7
     if args.profile:
         profile_compiled(args.name)
         return
     if args.cpu:
-        cpu_time(args.name, args.rounds)
+        cpu_time(args.name, rounds)
         return
     if args.floor:
-        floor(args.name, args.rounds)
+        floor(args.name, rounds)
+        return
+    if args.alone:
+        alone(args.name, args.rounds or 121)
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from run import compare
@@ -600,7 +641,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"Python {sys.version.split()[0]}; gc on")
     if not args.torch:
         print("  (torch 0-d left out: --torch adds it, and with it torch's objects to every collection's walk)")
-    gpt_step(args.rounds, compare, args.name, with_torch=args.torch)
+    gpt_step(rounds, compare, args.name, with_torch=args.torch)
 
 
 if __name__ == "__main__":
