@@ -357,10 +357,11 @@ def profile_compiled(name: str, steps: int = 20) -> None:
 
 
 def alone(name: str, rounds: int = 121) -> None:
-    """The compiled step by itself, timed as the harness times it (a full collection before each
-    step, then its forward and its backward), medians of ``rounds`` steps after warm-up calls:
-    the figure to compare between two versions of compile's code, run alternately, without the
-    noise of microgpt's much longer step beside it."""
+    """The compiled step by itself as the example runs it (its one-hot rows made in its forward),
+    timed as the harness times it (a full collection before each step, then its forward and its
+    backward), medians of ``rounds`` steps after warm-up calls: the figure to compare between two
+    versions of the code, run alternately, without the noise of microgpt's much longer step
+    beside it."""
     import gc
 
     docs = example.load_names()
@@ -519,13 +520,11 @@ def floor(name: str, rounds: int = 15) -> None:
     tokens = [len(uchars)] + [uchars.index(ch) for ch in name] + [len(uchars)]
     model = vjpgrad_model(initial_weights(len(uchars) + 1), len(uchars) + 1)
     step, params = example.make_step_loss(model, compiled=True), model.parameters()
-    inside = inspect.getclosurevars(step).nonlocals  # the example's compiled function and its one-hot rows
-    compiled, one_hot = inside["run"], inside["one_hot"]
-    n = min(model.block_size, len(tokens) - 1)
+    inside = inspect.getclosurevars(step).nonlocals  # the example's compiled function and its arguments
+    compiled, arguments_of = inside["run"], inside["arguments"]
 
     def rows() -> tuple[list[list[Any]], list[list[Any]]]:
-        letters = [one_hot(t) for t in tokens[: n + 1]]  # as the example's step: a target is the next input
-        return letters[:n], letters[1:]
+        return arguments_of(tokens)  # the one-hot rows, as the example's step makes them
 
     for _ in range(3):  # record, compile (or load), replay once
         step(tokens).backward()
@@ -570,7 +569,8 @@ def floor(name: str, rounds: int = 15) -> None:
     operations = len(replay.recorded.live)
     lines = _lines_run(reverse, (1.0,), forward(data), data, (-0.0,) * len(data))
     print(f"the compiled step on {name!r}, its parts timed alone (medians of {rounds} steps):")
-    print(f"  one-hot rows ({(n + 1) * len(one_hot(0))} Values)       {ms['one-hot rows']:6.2f} ms")
+    made = len({id(x) for row in arguments[0] + arguments[1] for x in row})
+    print(f"  one-hot rows ({made} Values)       {ms['one-hot rows']:6.2f} ms")
     call, fwd = ms["the compiled call"], ms["generated forward"]
     back, rev = ms["backward()"], ms["generated reverse"]
     print(f"  the compiled call                {call:6.2f} ms, of which the generated forward {fwd:.2f} ms")

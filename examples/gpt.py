@@ -167,17 +167,22 @@ def make_step_loss(model: GPT, compiled: bool = False, one_hot: bool | None = No
 
     run = vjpgrad.compile(loss_of) if compiled else loss_of
 
-    rows = [[1.0 if i == token_id else 0.0 for i in range(vocab_size)] for token_id in range(vocab_size)]
+    floats = [[1.0 if i == token_id else 0.0 for i in range(vocab_size)] for token_id in range(vocab_size)]
 
     def one_hot(token_id: int) -> list[Value]:
         """The letter as a row of Values that take no gradient: data to a compiled step (new
         Values at each step, made at once from the letter's row of floats by Vector)."""
-        return list(Vector(rows[token_id], requires_grad=False))
+        return list(Vector(floats[token_id], requires_grad=False))
+
+    def arguments(tokens: Sequence[int]) -> tuple[list[list[Value]], list[list[Value]]]:
+        """The step's inputs and targets: each position's letter as a one-hot row, made once,
+        since a position's target is the next position's input (the same row for both)."""
+        n = min(model.block_size, len(tokens) - 1)
+        letters = [one_hot(t) for t in tokens[: n + 1]]
+        return letters[:n], letters[1:]
 
     def step_loss(tokens: Sequence[int]) -> Value:
-        n = min(model.block_size, len(tokens) - 1)
-        rows = [one_hot(t) for t in tokens[: n + 1]]  # each letter's row once: a target is the next input
-        return run(rows[:n], rows[1:])
+        return run(*arguments(tokens))
 
     return step_loss
 

@@ -171,6 +171,26 @@ def test_a_broadcast_is_summed_in_pytorchs_order_and_a_verdict_is_the_comparison
     assert verdicts[(5, 7)] == verdicts[(1, 35)] == {True}  # PyTorch's vectorised sum of 35, ported
 
 
+@pytest.mark.parametrize(
+    ("machine", "capability", "kernels", "sums"),
+    [
+        ("x86_64", "AVX512", 16, 8),  # the sum kernel is not registered for AVX-512: AVX2's runs
+        ("x86_64", "AVX2", 8, 8),
+        ("AMD64", "DEFAULT", 8, 8),  # PyTorch's plain Vectorized is 32 bytes on x86-64
+        ("aarch64", "DEFAULT", 4, 4),  # and 16 on aarch64
+    ],
+)
+def test_the_replay_takes_pytorchs_vector_width_of_each_processor(
+    machine: str, capability: str, kernels: int, sums: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vjpgrad.bridge import replay
+
+    monkeypatch.setattr(replay.platform, "machine", lambda: machine)
+    monkeypatch.setattr(replay.torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    assert (replay._vector_width(True), replay._sum_width(True)) == (kernels, sums)  # float32 lanes
+    assert (replay._vector_width(False), replay._sum_width(False)) == (kernels // 2, sums // 2)  # float64
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_a_scalar_broadcast_over_each_length_up_to_129_sums_as_pytorchs_kernel_does(dtype: torch.dtype) -> None:
     # the order PyTorch's CPU kernel adds contiguous numbers in depends on its vectors' width,

@@ -48,6 +48,34 @@ def test_a_vector_of_floats_is_made_of_leaves_exactly_as_value_makes_them(requir
     assert [math.copysign(1.0, x.data) for x in v] == [1.0, -1.0, 1.0, 1.0]
 
 
+class Half(float):
+    """A float subclass: a number Value() converts to a float."""
+
+
+def test_only_a_list_or_tuple_of_exact_floats_is_stored_as_it_is() -> None:
+    np = pytest.importorskip("numpy")
+    for items in ([1.5, np.float64(2.5)], (Half(0.5), 1.0), [True, 2.0], [3, 4.0]):
+        v = Vector(items)
+        assert all(type(x._data) is float for x in v), items  # converted, as Value() converts
+        assert v.data == [float(x) for x in items]
+
+
+def test_a_generator_of_numbers_and_values_is_read_item_by_item_as_before() -> None:
+    made: list[Value] = []
+
+    def items() -> Any:
+        yield 1.0
+        made.append(Value(2.0))
+        yield made[0]
+        yield 3.0
+
+    v = Vector(items())
+    assert v[1] is made[0]
+    assert [x._seq for x in v] == sorted(x._seq for x in v)  # each made as it is read
+    with pytest.raises(TypeError, match="element 0"):  # the first bad item, before the iterable ends
+        Vector(x for x in ["x", 1.0])
+
+
 def test_a_vector_of_floats_made_inside_a_compiled_function_is_made_there_as_in_eager_code() -> None:
     def f(x: Value) -> list[Value]:
         w = Vector([2.0, 3.0])  # leaves that take gradient, made at every call

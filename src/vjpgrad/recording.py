@@ -11,7 +11,8 @@ Recording a function, this module's side:
 
 - ``Recording``: what ``modes.state.recording`` holds while a function is recorded (a
   ``modes.Recorder``); ``Recording.record`` fills each node ``graph.make`` hands it,
-  ``Recording.made_leaf`` keeps each Value made by ``Value()``, ``Recording.fail`` keeps the
+  ``Recording.made_leaf`` keeps each Value made by ``Value()`` (or by a Vector of floats,
+  ``value.from_floats``), ``Recording.fail`` keeps the
   first refusal (``Recording.failure``, raised again when the function returns);
 - ``recorded_graph``: what compile and vmap read of a ``Recording`` (the operations the outputs
   need, their edges, the Values from outside), a column at a time: ``slots_of`` (each node's
@@ -22,12 +23,13 @@ Recording a function, this module's side:
   block search read the recording without reading the nodes again.
 
 Recording a function, the core's side: ``graph.make`` hands every operation to
-``state.recording`` (``Recorder.record``) instead of filling the node itself; ``Value()`` calls
-``Recorder.made_leaf``, and ``Value.detach`` is recorded as an operation (``ops.DETACH``); a
-read of a Value's number raises under ``modes.refusing_numbers`` (which compile and vmap turn
-on with the recording) and is handed to ``Recorder.fail``; a gradient with ``create_graph``
-through an operation whose rule depends on the number (``graph.edges``, for a row with
-``maskable=True``; tanh's once-rounded saved value in ``ops``) is refused likewise.
+``state.recording`` (``Recorder.record``) instead of filling the node itself; ``Value()`` and
+``value.from_floats`` (a Vector of floats) call ``Recorder.made_leaf``, and ``Value.detach`` is
+recorded as an operation (``ops.DETACH``); a read of a Value's number raises under
+``modes.refusing_numbers`` (which compile and vmap turn on with the recording) and is handed to
+``Recorder.fail``; a gradient with ``create_graph`` through an operation whose rule depends on
+the number (``graph.edges``, for a row with ``maskable=True``; tanh's once-rounded saved value
+in ``ops``) is refused likewise.
 
 Replaying a compiled call, this module's side: the call's node keeps its state where an edge
 keeps its saved value (``saved_of`` reads it back); its pass reads the numbers of its inputs
@@ -73,7 +75,7 @@ class Recording:
     - hands every operation it makes to it (``graph.make`` calls ``record``), whether or not it
       takes gradient (a constant's operands can be parameters that change between calls);
     - records ``detach()`` as an operation with no edge (a cut whose number changes per call);
-    - tells it of every Value made by ``Value()`` (``made_leaf``).
+    - tells it of every Value made by ``Value()`` or ``value.from_floats`` (``made_leaf``).
 
     Compile also sets ``state.refusal`` (``modes.refusing_numbers``) for the recording, under
     which every read of a Value's number raises. Nothing else in the core knows of compile:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+import platform
 from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -104,6 +105,8 @@ def _sigmoid_gradient(g: Any, one_minus: Any, out: Any) -> Any:
 
 
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rsub": "-"}
+X86_64 = ("x86_64", "amd64")
+"""``platform.machine()`` of an x86-64 processor, lowercased."""
 
 
 def expand_nodes(call: Call, items: Sequence[Item], uses: Sequence[int], single: bool) -> list[Item]:
@@ -128,12 +131,20 @@ accumulators (Trees) it adds after them."""
 
 
 def _vector_width(single: bool) -> int:
-    """The lanes of the vectors PyTorch's CPU sum kernel adds with: 256 bits with AVX2, and with
-    AVX-512 too (torch 2.13.0 on an AVX-512 CPU adds contiguous float32 and float64 numbers as
-    256-bit vectors: measured against every length from 2 to 129), 128 bits otherwise."""
+    """The lanes of the vectors PyTorch's CPU kernels compute with (its ``Vectorized``): 512 bits
+    where it runs its AVX-512 kernels, 256 bits elsewhere on x86-64 (AVX2, and its default
+    kernels), 128 bits on other processors (aarch64's NEON)."""
     capability = torch.backends.cpu.get_cpu_capability()
-    bits = 256 if "AVX2" in capability or "AVX512" in capability else 128
+    bits = 512 if "512" in capability else 256 if platform.machine().lower() in X86_64 else 128
     return bits // (32 if single else 64)
+
+
+def _sum_width(single: bool) -> int:
+    """The lanes of the vectors PyTorch's CPU sum kernel adds with. ``sum_stub`` is registered
+    without its AVX-512 kernel (``REGISTER_DISPATCH``, not ``ALSO_REGISTER_AVX512_DISPATCH``:
+    SumKernel.cpp finds it slower there), so an AVX-512 processor runs the AVX2 kernel, 256 bits:
+    measured with torch 2.13.0 against every length from 2 to 129, float32 and float64."""
+    return min(_vector_width(single), 256 // (32 if single else 64))
 
 
 def _row_sum(units: list[Any]) -> Tree:
@@ -149,7 +160,7 @@ def sum_tree(n: int, single: bool) -> Tree:
     """The order in which PyTorch's CPU kernel adds ``n`` contiguous numbers (an inner reduction):
     ``vectorized_inner_sum`` from one vector's width up (each lane summed by ``row_sum``, then the
     tail, then the lanes in turn), ``row_sum`` of the numbers below it."""
-    width = _vector_width(single)
+    width = _sum_width(single)
     if n < width:
         return _flatten(_row_sum([*range(n)]))
     vectors = n // width
@@ -180,7 +191,7 @@ def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: boo
             continue
         contiguous = where[-1] - where[0] == n - 1
         tree: Tree = sum_tree(n, single) if contiguous else list(range(n))
-        call.sums_over = max(call.sums_over, n if not contiguous or n >= 64 * _vector_width(single) else 0)
+        call.sums_over = max(call.sums_over, n if not contiguous or n >= 64 * _sum_width(single) else 0)
 
         def build(parent: Value, tree: Tree, x: Value = x, where: list[int] = where, n: int = n) -> None:
             node = graph.make(Value, x.data, op, parent, one, None, None)

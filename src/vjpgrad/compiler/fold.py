@@ -47,7 +47,10 @@ the next: read from the block's list (``_G1``) when a run of copies begins, writ
 the pass sends ``None``, which it does before another function of the block (another pattern of
 reach) takes them on, and at its end. Before, each copy unpacked them from the list and stored
 them back (2,049 of them in microgpt's layer). Together, microgpt's reverse pass runs in about a
-fifth less time (``python benchmarks/gpt.py --floor``: 4.8-5.4 ms before, 3.8-3.9 after).
+fifth less time (``python benchmarks/gpt.py --floor``: 4.8-5.4 ms before, 3.8-3.9 after). The
+numbers of the parameters the block's reverse reads are every copy's: the pass hands them to the
+generator once, as it makes it (``_b3_1(_G3, (p0, p1, ...))``), and a copy hands it only its own
+values (2,480 parameters and 262 values of its own in microgpt's layer, handed at each copy before).
 The forward's blocks stay plain calls: their frames are smaller, they fit after the forward's
 own, and as generators they measured no faster.
 
@@ -1028,9 +1031,10 @@ class FoldedProgram(Program):
         pass reaches as ``pattern`` says, defined (in ``state.defined``) the first time a copy
         needs it: its name, the inputs and outputs whose gradients it takes, and the values
         (the parameters) whose running gradients it takes and returns. It is a generator of the
-        block's list of held gradients (``_G``): each copy's values are sent in as a tuple and
-        its results yielded back; a run of copies reads the list once, and ``None`` sent writes
-        the list back."""
+        block's list of held gradients (``_G``) and of the numbers of the parameters it reads
+        (``_P``, every copy's: unpacked once, as the pass makes it): each copy's own values are
+        sent in as a tuple and its results yielded back; a run of copies reads the list once,
+        and ``None`` sent writes the list back."""
         known = state.functions.get((k, pattern))
         if known is not None and [state.variable(key) for key in known[3]] == known[4]:
             return known[0], known[1], known[2], known[3]

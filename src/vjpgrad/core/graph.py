@@ -11,7 +11,9 @@ vmap record a function and replay it as one node) reads and fills the slots too,
 hooks ARCHITECTURE.md lists; the core never imports it. Everything else (``backward``,
 ``gradients``, the transforms, ``explain``, the pictures) goes through the functions below:
 
-- ``make`` builds a node; ``number`` reads a Value's number for vjpgrad's own code;
+- ``make`` builds a node; ``init_leaf`` fills a Value the user makes, ``new_leaves`` many at
+  once (a Vector of floats: the same slots, a test holds them equal); ``number`` reads a
+  Value's number for vjpgrad's own code;
 - ``op_of``, ``operands``, ``edges`` (the operands with what each edge saved), ``is_freed``,
   ``origin`` (where anomaly mode saw it made) read a node;
 - ``reached`` lists the nodes a pass reaches, in the order the pass runs them;

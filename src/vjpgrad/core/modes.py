@@ -40,7 +40,8 @@ class Recorder(Protocol):
         ...
 
     def made_leaf(self, leaf: Any) -> None:
-        """``Value(...)`` made ``leaf`` inside the recorded function (``Value.__init__`` calls it)."""
+        """``Value(...)`` made ``leaf`` inside the recorded function (``Value.__init__`` calls it, and
+        ``value.from_floats`` for each Value of a Vector of floats)."""
         ...
 
     def fail(self, error: BaseException) -> None:

@@ -351,10 +351,11 @@ class Value(operators.ValueOperators):
 operators.bind(Value)  # the inherited operators make Values from now on
 
 
-def leaves(numbers: Sequence[float], requires_grad: bool) -> list[Value]:
-    """``[Value(x, requires_grad) for x in numbers]`` for a row of floats, made in one loop
-    (``graph.new_leaves``): what a Vector of numbers is made of. A function being recorded is
-    told of each, as ``Value()`` tells it."""
+def from_floats(numbers: Sequence[float], requires_grad: bool) -> list[Value]:
+    """``[Value(x, requires_grad) for x in numbers]`` for a list or tuple of floats (exactly
+    ``float``: nothing to check or convert), made in one loop (``graph.new_leaves``): what a
+    Vector of floats is made of. A function being recorded is told of each, as ``Value()`` tells
+    it (``Recorder.made_leaf``)."""
     made = graph.new_leaves(Value, numbers, requires_grad)
     if switches_on[0] and state.recording is not None:
         for leaf in made:

@@ -20,7 +20,7 @@ from vjpgrad.core.graph import Node
 from vjpgrad.core.modes import USER_FRAMES, refuse_number
 from vjpgrad.core.operators import VectorMethods
 from vjpgrad.core.seeds import seeds_for
-from vjpgrad.core.value import Value, leaves
+from vjpgrad.core.value import Value, from_floats
 
 VectorOperand = Union["Vector", Value, float]
 _Pairing = Callable[[Any, Any], Any]
@@ -30,10 +30,8 @@ _FLOAT = frozenset((float,))
 def as_values(items: Iterable[object], requires_grad: bool, caller: str) -> list[Value]:
     """Each item as a Value: a Value as it is, a number as a new leaf (``requires_grad`` says
     whether it takes gradient); anything else is a TypeError that ``caller`` names."""
-    if type(items) is not list and type(items) is not tuple:
-        items = list(items)  # read once, as the loop below reads it
-    if _FLOAT.issuperset(map(type, items)):  # a row of floats, the common case: made in one loop
-        return leaves(cast("Sequence[float]", items), requires_grad)
+    if (type(items) is list or type(items) is tuple) and _FLOAT.issuperset(map(type, items)):
+        return from_floats(cast("Sequence[float]", items), requires_grad)  # a row of floats: in one loop
     values: list[Any] = []  # Values
     for index, item in enumerate(items):
         if isinstance(item, Node):  # a Node is a Value
