@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import math
 import random
@@ -362,8 +363,6 @@ def alone(name: str, rounds: int = 121) -> None:
     backward), medians of ``rounds`` steps after warm-up calls: the figure to compare between two
     versions of the code, run alternately, without the noise of microgpt's much longer step
     beside it."""
-    import gc
-
     docs = example.load_names()
     uchars = sorted(set("".join(docs)))
     tokens = [len(uchars)] + [uchars.index(ch) for ch in name] + [len(uchars)]

@@ -12,8 +12,8 @@ Recording a function, this module's side:
 - ``Recording``: what ``modes.state.recording`` holds while a function is recorded (a
   ``modes.Recorder``); ``Recording.record`` fills each node ``graph.make`` hands it,
   ``Recording.made_leaf`` keeps each Value made by ``Value()`` (or by a Vector of floats,
-  ``value.from_floats``), ``Recording.fail`` keeps the
-  first refusal (``Recording.failure``, raised again when the function returns);
+  ``value.from_floats``), ``Recording.fail`` keeps the first refusal (``Recording.failure``,
+  raised again when the function returns);
 - ``recorded_graph``: what compile and vmap read of a ``Recording`` (the operations the outputs
   need, their edges, the Values from outside), a column at a time: ``slots_of`` (each node's
   operation and operands, as lists) and ``positions_in`` (where each operand was made), which
