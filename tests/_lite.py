@@ -121,16 +121,44 @@ def wait_for(driver: Any, *texts: str, timeout: float = WAIT) -> tuple[str, floa
     raise AssertionError(f"waited {time.monotonic() - started:.0f} s for {texts!r}; the outputs say:\n{seen[-3000:]}")
 
 
+def element(driver: Any, css: str, page: str, *, reload: bool, timeout: float = 60.0) -> Any:
+    """The first element of the open page that matches ``css``, waited for up to ``timeout`` s.
+
+    With ``reload``, the page is asked for once more if it has finished loading without one: CI
+    once found no button on Start here right after ``get`` returned, on a busy machine, where the
+    built page has it. If none comes, the error says what the browser shows (address, title,
+    state, text), where Selenium's own said only that the element was not there."""
+    from selenium.webdriver.common.by import By
+
+    started = time.monotonic()
+    asked_again = False
+    while True:
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        if found:
+            return found[0]
+        state = driver.execute_script("return document.readyState;")
+        waited = time.monotonic() - started
+        if waited > timeout:
+            text = driver.execute_script("return document.body ? document.body.innerText : '';")
+            raise AssertionError(
+                f"no {css!r} on {page} after {waited:.0f} s: the browser shows {driver.current_url!r}, "
+                f"titled {driver.title!r}, {state}, reading:\n{str(text)[:800]}"
+            )
+        if reload and state == "complete" and not asked_again and waited > 2.0:
+            asked_again = True
+            driver.get(page)
+        time.sleep(0.2)
+
+
 def open_console(driver: Any, server: str) -> float:
     """Open Start here, click its console's button and go into the console's frame; returns
     ``time.monotonic()`` at the click (the caller goes back with ``switch_to.default_content()``)."""
-    from selenium.webdriver.common.by import By
-
-    driver.get(f"{server}/start-here.html")
-    button = driver.find_element(By.CSS_SELECTOR, ".jupyterlite_sphinx_try_it_button")
+    page = f"{server}/start-here.html"
+    driver.get(page)
+    button = element(driver, ".jupyterlite_sphinx_try_it_button", page, reload=True)
     clicked = time.monotonic()
     button.click()
-    frame = driver.find_element(By.CSS_SELECTOR, ".jupyterlite_sphinx_iframe_container iframe")
+    frame = element(driver, ".jupyterlite_sphinx_iframe_container iframe", page, reload=False)
     driver.switch_to.frame(frame)
     return clicked
 
