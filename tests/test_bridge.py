@@ -259,6 +259,9 @@ def test_a_difference_is_reported_in_ulps_not_claimed_equal() -> None:
     assert ulps(1.0, 1.0000001192092896, True) == 1
     assert ulps(-0.0, 0.0, False) == 1
     assert ulps(math.nan, 1.0, True) is None
+    assert ulps(math.nan, math.nan, False) == ulps(-math.nan, -math.nan, True) == 0
+    assert ulps(math.nan, -math.nan, False) is None  # nans whose bits differ are not equal to the bit
+    assert ulps(-math.nan, math.nan, True) is None
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -143,3 +143,127 @@ def test_a_hook_that_changes_a_gradient_is_named_never_claimed_a_match() -> None
     assert "a hook on m (register_hook), which the replay does not run" in inside.summary()
     assert "0/3 elements equal" in inside.summary()
     assert looking.matches, looking.summary()
+
+
+def _bits(t: Any) -> list[str]:
+    """Each element of ``t`` as its bytes: equal only where the bits are (nan's sign included)."""
+    flat = t.detach().reshape(-1)
+    return [flat[k : k + 1].numpy().tobytes().hex() for k in range(flat.numel())]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda x: torch.log(x.max() - x.max().detach()),  # an infinite gradient: PyTorch puts it in one place
+        lambda x: x.max() * -1.0,
+        lambda x: x.min() * -1.0,
+        lambda x: x.median() * -1.0,
+        lambda x: x.prod(),
+        lambda x: x.prod(0) * 3.0,
+    ],
+)
+def test_the_watch_never_changes_a_gradient_pytorch_computes(program: Any) -> None:
+    # PyTorch's formulas for max, min, median and prod take another branch where a dispatch mode is
+    # active (areAnyTensorSubclassLike): the watch's mode must be off while the real pass runs
+    def run() -> Any:
+        torch.manual_seed(3)
+        x = (torch.rand(6, dtype=torch.float64) + 0.25).requires_grad_()
+        program(x).backward()
+        return x.grad
+
+    plain = run()
+    with vjpgrad.watch_torch():
+        watched = run()
+    assert _bits(watched) == _bits(plain)
+
+
+def test_a_grad_pytorch_set_that_the_replay_did_not_reach_is_never_claimed_a_match() -> None:
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        b = torch.tensor([3.0, 4.0], requires_grad=True)
+        y = a * 2
+        with torch.no_grad():
+            y.add_(1)  # changed in place outside autograd: PyTorch keeps y's graph, with the new numbers
+        (y * b).sum().backward()
+        s = torch.tensor(0.5, requires_grad=True)
+        z = torch.zeros(2)
+        z.fill_(s)  # fill_ with a tensor takes gradient from it
+        (a * z).sum().backward()
+    changed, filled = w.passes
+    assert a.grad is not None
+    assert s.grad is not None
+    assert not changed.matches
+    assert "add_" in changed.summary()
+    assert "no_grad" in changed.summary()
+    assert not filled.matches
+    assert "fill_" in filled.summary()
+
+
+def test_a_leaf_pytorch_reached_only_through_an_operation_of_zero_gradient_is_compared() -> None:
+    # torch.sign gives x a .grad of zeros; the replay, which takes sign for a constant, has zeros too
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.5, -2.0, 3.0], requires_grad=True)
+        v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        (torch.sign(x) * v).sum().backward()
+    (p,) = w.passes
+    check_verdicts(w)
+    assert sorted(leaf.name for leaf in p.leaves) == ["v", "x"]
+    assert p.matches, p.summary()
+    assert grads(x) == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_indexing_with_a_tensor_a_list_and_a_mask_is_replayed(dtype: Any) -> None:
+    torch.manual_seed(16)
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(5, dtype=dtype, requires_grad=True)
+        x[torch.tensor([0, 2, 2])].pow(2).sum().backward()
+        y = torch.randn(4, 3, dtype=dtype, requires_grad=True)
+        y[[0, 3]].sum().backward()
+        z = torch.randn(6, dtype=dtype, requires_grad=True)
+        (z[z > 0] * 3).sum().backward()
+        logp = torch.randn(3, 4, dtype=dtype, requires_grad=True)
+        target = torch.tensor([1, 0, 3])
+        (-logp[torch.arange(3), target]).mean().backward()  # the pick of a hand-written nll_loss
+    check_verdicts(w)
+    assert all(p.matches for p in w.passes), "\n".join(p.summary() for p in w.passes)
+    assert grads(x)[2] == 2 * (2 * x[2].item())
+    assert grads(x)[1] == 0.0
+    third = torch.tensor(-1 / 3, dtype=dtype).item()  # the mean's 1/3 in the tensor's type
+    assert grads(logp) == [third if (i, j) in {(0, 1), (1, 0), (2, 3)} else 0.0 for i in range(3) for j in range(4)]
+
+
+def test_autograd_grad_runs_as_in_plain_pytorch_and_is_named_a_pass_not_replayed() -> None:
+    def run() -> Any:
+        x = torch.tensor([0.5, 1.0, 0.25], dtype=torch.float64, requires_grad=True)
+        return torch.autograd.grad(torch.log(x.max() - x.max().detach()), [x])[0]
+
+    plain = run()
+    with vjpgrad.watch_torch() as w:
+        watched = run()
+    assert _bits(watched) == _bits(plain)  # [0, inf, 0]: the mode's branch would give nan beside inf
+    (p,) = w.passes
+    assert not p.replayed
+    assert not p.matches
+    assert "torch.autograd.grad at " in p.summary()
+    assert "test_bridge_mechanics.py" in p.reason
+    assert getattr(torch.autograd.grad, "__self__", None) is None  # given back when the watch ends
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_number_over_a_tensor_and_a_vector_times_a_matrix_are_replayed(dtype: Any) -> None:
+    # 2 / y is PyTorch's reciprocal, then a product; v @ W ends in squeeze_, in place
+    torch.manual_seed(17)
+    with vjpgrad.watch_torch() as w:
+        y = (torch.rand(40, dtype=dtype) + 0.1).requires_grad_()
+        (3.0 / y).pow(2).sum().backward()
+        v = torch.randn(7, dtype=dtype, requires_grad=True)
+        w_ = torch.randn(7, 5, dtype=dtype, requires_grad=True)
+        torch.tanh(v @ w_).sum().backward()
+    check_verdicts(w)  # both replayed, each verdict the comparison's
+    over, product = w.passes
+    assert over.matches, over.summary()
+    assert [leaf.name for leaf in product.leaves] == ["v", "w_"]
+    v_grad, w_grad = product.leaves
+    assert w_grad.matches, product.summary()  # each element one product: no order to differ in
+    assert v_grad.matches or "a matrix product" in v_grad.line(product.reasons)  # BLAS's order, said

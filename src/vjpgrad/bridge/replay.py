@@ -415,6 +415,12 @@ def _sqrt(call: Call) -> list[list[Item]]:
     return _unary(call, "sqrt", 2 * call.out, divided)  # grad / (2 * result)
 
 
+@rule("reciprocal.default", "reciprocal_.default")
+def _reciprocal(call: Call) -> list[list[Item]]:
+    # -grad * (result * result): the same bits as grad * -(result * result), negation being exact
+    return _unary(call, "reciprocal", -(call.out * call.out))
+
+
 @rule("sin.default", "sin_.default")
 def _sin(call: Call) -> list[list[Item]]:
     return _unary(call, "sin", torch.cos(call.args[0]))
@@ -766,6 +772,10 @@ COPIES = {
     "squeeze.default",
     "squeeze.dim",
     "squeeze.dims",
+    "squeeze_.dim",  # in place: the shape changes, each element stays (matmul of a vector and a matrix)
+    "squeeze_.default",
+    "squeeze_.dims",
+    "unsqueeze_.default",
     "select.int",
     "slice.Tensor",
     "expand.default",
@@ -797,7 +807,8 @@ def _copies(call: Call) -> list[list[Item]]:
     notes: list[Entry] = []
 
     def index_of(x: Any) -> Any:
-        if isinstance(x, torch.Tensor) and id(x) in call.entries:
+        # an operand of numbers; the indices and masks of index.Tensor (integers, booleans) stay
+        if isinstance(x, torch.Tensor) and id(x) in call.entries and x.dtype in DIFFERENTIABLE:
             entry = call.entries[id(x)]
             start = len(sources)
             sources.extend(entry.items)

@@ -74,9 +74,11 @@ def _ordered(x: float, single: bool) -> int:
 
 def ulps(a: float, b: float, single: bool) -> int | None:
     """How many representable numbers of the type apart ``a`` and ``b`` are: 0 when their bits are
-    equal; None when one is nan and the other not (or when their infinities differ)."""
+    equal; None when one is nan and the other not, when two nans' bits differ (their sign: ``-nan``
+    and ``nan``), or when their infinities differ."""
     if math.isnan(a) or math.isnan(b):
-        return 0 if math.isnan(a) and math.isnan(b) else None
+        number = _BITS[single][0]
+        return 0 if math.isnan(a) and math.isnan(b) and number.pack(a) == number.pack(b) else None
     if math.isinf(a) or math.isinf(b):
         return 0 if a == b else None
     if a == b and math.copysign(1.0, a) != math.copysign(1.0, b):

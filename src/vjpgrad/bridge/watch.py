@@ -3,8 +3,9 @@
 Two hooks see everything, and change nothing PyTorch computes:
 
 - a ``TorchDispatchMode`` sees each ATen operation with its arguments and results, in order
-  (under autograd: the forward only; the backward's own operations run while the watch is
-  paused), and ``replay`` makes its result's nodes;
+  (under autograd: the forward only; the mode is off while PyTorch's backward runs, whose
+  formulas for max, min, median and prod take another branch under any mode), and ``replay``
+  makes its result's nodes;
 - ``torch.autograd.backward`` (which ``Tensor.backward`` calls) is wrapped: the real backward
   runs first, then the pass is replayed from the recorded graph with the same seed and each
   leaf's ``.grad`` is compared with PyTorch's, element by element, bit by bit.
@@ -17,16 +18,19 @@ anything else cannot be replayed, and says so.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
 import os
+import struct
 import sys
 import types
 from collections.abc import Iterator
 from typing import Any
 
 import torch
+from torch.utils import _python_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import vjpgrad.bridge.replay as replay
@@ -155,18 +159,22 @@ class Watch:
         self._count = 0
         self._only: set[int] | None = None  # the leaves a pass accumulates into, when backward names them
         self._original: Any = None
+        self._original_grad: Any = None
 
     # ---- the context manager -------------------------------------------------------------------
 
     def __enter__(self) -> Watch:
         self._original = torch.autograd.backward
+        self._original_grad = torch.autograd.grad
         torch.autograd.backward = self._backward
+        torch.autograd.grad = self._grad
         self._mode.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._mode.__exit__(None, None, None)
         torch.autograd.backward = self._original
+        torch.autograd.grad = self._original_grad
 
     @property
     def matches(self) -> bool:
@@ -196,7 +204,10 @@ class Watch:
         if leaf:
             return self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
         if t.requires_grad:
-            reason = "a tensor made before watch_torch() began, or changed where the watch could not see"
+            reason = (
+                "a tensor made before watch_torch() began, by a backward pass with create_graph=True, or changed "
+                "where the watch could not see"
+            )
             return self._remember(t, Entry(t, list(numbers), is_single(t), mark, poisoned=reason))
         return self._remember(t, Entry(t, list(numbers), is_single(t), mark))
 
@@ -243,9 +254,28 @@ class Watch:
         name = op_name(func)
         base = name.split(".")[0]
         flowing = [e for e in entries.values() if e.takes_gradient or e.poisoned]
+        if name == "fill_.Tensor" and flowing and torch.is_grad_enabled():  # the one of NO_GRADIENT that may
+            reason = (
+                f"PyTorch's fill_ with a tensor that takes gradient at {user_location()}, which the replay does not "
+                "reproduce"
+            )
+            for t in outputs:
+                self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
+            return
         if not _takes_gradient(base, flowing, outputs):
             for t in outputs:
-                self._plain(t)
+                if t.requires_grad and t.grad_fn is not None and t.dtype in replay.DIFFERENTIABLE:
+                    # PyTorch still takes gradient through t: changed in place under no_grad (its graph kept,
+                    # its numbers new), or an operation the watch takes for one without gradient (fill_ with a
+                    # tensor)
+                    how = "under torch.no_grad(), which keeps its graph" if not torch.is_grad_enabled() else ""
+                    reason = (
+                        f"PyTorch's {name} at {user_location()} changed a tensor that takes gradient"
+                        f"{', ' + how if how else ''}: the replay does not follow its gradient there"
+                    )
+                    self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
+                else:
+                    self._plain(t)
             return
         poisoned = _first_reason(flowing, outputs)
         notes = frozenset().union(*(e.notes for e in flowing)) | ({MATMUL_NOTE} if base in MATRIX_PRODUCTS else set())
@@ -322,7 +352,8 @@ class Watch:
         try:
             before = {key: _grad_of(gens[-1].tensor) for key, gens in self._leaves.items()}
             try:
-                self._original(*args, **kwargs)
+                with self._mode_off():
+                    self._original(*args, **kwargs)
             except RuntimeError as error:
                 self._only = None
                 with collection_paused():
@@ -339,6 +370,37 @@ class Watch:
         self.passes.append(done)
         if self.strict and not done.matches:
             raise TorchReplayError(done.summary())
+
+    def _grad(self, *args: Any, **kwargs: Any) -> Any:
+        """``torch.autograd.grad``, run as without the watch, and noted as a pass not replayed: it
+        returns its gradients where a replay compares ``.grad``, and its own operations are not the
+        forward's."""
+        frame = _user_frame()
+        location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        self.paused += 1
+        try:
+            with self._mode_off():
+                result = self._original_grad(*args, **kwargs)
+        finally:
+            self.paused -= 1
+        reason = (
+            f"torch.autograd.grad at {location} returns its gradients instead of adding them into .grad, and the "
+            "watch replays backward() (the same pass as loss.backward(), or vjpgrad.gradients in vjpgrad)"
+        )
+        done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=reason)
+        self.passes.append(done)
+        if self.strict:
+            raise TorchReplayError(done.summary())
+        return result
+
+    def _mode_off(self) -> contextlib.AbstractContextManager[Any]:
+        """The watch's dispatch mode taken off while PyTorch's own pass runs: some of PyTorch's
+        backward formulas (max, min, median, prod) take another branch, with other numbers, while
+        any dispatch mode is active (``areAnyTensorSubclassLike``). A mode the learner entered
+        after the watch stays, and ours under it."""
+        if _python_dispatch._get_current_dispatch_mode() is self._mode:
+            return _python_dispatch._pop_mode_temporarily()  # type: ignore[no-any-return]
+        return contextlib.nullcontext()
 
     def _seed_numbers(self, root: torch.Tensor, seed: Any) -> list[float]:
         if seed is None:
@@ -463,8 +525,10 @@ class Watch:
             if self._only is not None and key not in self._only:
                 continue  # backward(inputs=...) leaves the others' .grad as it was
             reached = next((g for g in reversed(generations) if any(v in gradients for v in g.items)), None)
-            if reached is None:
-                continue
+            if reached is None:  # not in the replay: compared all the same where PyTorch's pass changed its .grad
+                reached = generations[-1]
+                if before is None or _same_bits(before.get(key), _grad_of(reached.tensor)):
+                    continue
             t = reached.tensor
             single = reached.single
             earlier = None if before is None else before.get(key)
@@ -499,6 +563,13 @@ def func_changes(call: Call, t: torch.Tensor) -> bool:
     """Whether ``call`` changed ``t`` in place (its first operand was copied before it ran)."""
     first = call.args[0] if call.args else None
     return isinstance(first, torch.Tensor) and first is not t and call.name.split(".")[0].endswith("_")
+
+
+def _same_bits(a: list[float] | None, b: list[float] | None) -> bool:
+    """Whether two ``.grad``s (None where there is none) hold the same numbers, bit for bit."""
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and struct.pack(f"<{len(a)}d", *a) == struct.pack(f"<{len(b)}d", *b)
 
 
 def _has_hooks(t: torch.Tensor) -> bool:
