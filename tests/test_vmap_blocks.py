@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import vjpgrad
 from vjpgrad import Value, grad, jacobian, value_and_grad, vmap
@@ -25,6 +27,7 @@ from vjpgrad import Value, grad, jacobian, value_and_grad, vmap
 np = pytest.importorskip("numpy", reason="vmap needs NumPy: pip install numpy (or pip install -e '.[vmap]')")
 
 FOLDED = "copies of a block"
+SMALLEST_BLOCK = 4  # batched.blocks.SMALLEST: the fewest operations a block has
 
 pytestmark = pytest.mark.usefixtures("vmap_code")  # every test with the plain code and in a workspace
 
@@ -527,3 +530,69 @@ def test_a_parameter_that_is_several_weights_gets_its_gradient_where_a_block_han
     rows = batched(params, xs)
     assert FOLDED in batched.source
     assert_rows(rows, [grad(shared)(params, [float(a) for a in x]) for x in xs], "shared weights")
+
+
+def test_copies_that_read_the_same_values_share_one_array_and_give_eager_bits() -> None:
+    # the vmap tutorial's loss computes (w[0] * x + w[1]).relu() - y twice: two copies of a block whose
+    # inputs are the same, so no copies axis; taking copy 0 and 1 out of it took samples 0 and 1
+    def loss(w: Any, x: Any, y: Any) -> Any:
+        return ((w[0] * x + w[1]).relu() - y) * ((w[0] * x + w[1]).relu() - y)
+
+    def twice(x: Any) -> Any:
+        return (x * 0.5 - 0.25).relu().exp() * (x * 0.5 - 0.25).relu().exp()
+
+    w = [0.5, -0.25]
+    xs, ys = np.array([1.0, 2.0, -3.0, 0.75]), np.array([2.0, 0.0, 1.0, -1.0])
+    per_sample = vmap(grad(loss), in_dims=(None, 0, 0))
+    eager = [grad(loss)(w, float(x), float(y)) for x, y in zip(xs, ys, strict=True)]
+    assert_rows(per_sample(w, xs, ys), eager, "per-sample gradient")
+    losses = vmap(loss, in_dims=(None, 0, 0))(w, xs, ys)
+    values = [Value(a) for a in w]
+    eager_losses = [loss(values, Value(float(x)), Value(float(y))).data for x, y in zip(xs, ys, strict=True)]
+    assert_rows(losses, eager_losses, "loss")
+    assert_rows(vmap(twice)(xs), [twice(Value(float(x))).data for x in xs], "twice")
+
+
+def _apply(op: str, a: Any, b: Any) -> Any:
+    if op == "relu":
+        return (a - b).relu()
+    if op == "tanh":
+        return (a * b).tanh()
+    return a + b if op == "+" else a - b if op == "-" else a * b
+
+
+@pytest.mark.slow  # a hundred programs, each through vmap twice and eager per sample
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["+", "-", "*", "relu", "tanh"]), st.integers(0, 30), st.integers(0, 30)),
+        min_size=SMALLEST_BLOCK,
+        max_size=8,
+    ),
+    copies=st.integers(2, 4),
+    own=st.sampled_from(["none", "weight", "weight and bias"]),
+    xs=st.lists(st.floats(-2.0, 2.0), min_size=1, max_size=5),
+)
+def test_random_repeated_blocks_give_eager_bits(steps: list[Any], copies: int, own: str, xs: list[float]) -> None:
+    # the same steps run once per copy on what every copy reads (the sample, a shared weight) and,
+    # as ``own`` says, on weights of the copy's own: back to back, the repetition vmap runs across copies
+    def f(w: Any, x: Any) -> Any:
+        outs = []
+        for c in range(copies):
+            mine = [w[1 + c], w[1 + copies + c]] if own == "weight and bias" else [w[1 + c]] if own == "weight" else []
+            regs = [x, w[0], *mine]
+            for op, i, j in steps:
+                regs.append(_apply(op, regs[i % len(regs)], regs[j % len(regs)]))
+            outs.append(regs[-1])
+        total = outs[0]
+        for out in outs[1:]:
+            total = total * 0.5 + out
+        return total
+
+    w = [0.75 - 0.3 * k for k in range(1 + 2 * copies)]
+    samples = np.array(xs)
+    rows = vmap(grad(f), in_dims=(None, 0))(w, samples)
+    eager = [grad(f)(w, Value(x, requires_grad=False)) for x in xs]
+    assert_rows(rows, eager, f"gradient of {steps}, {copies} copies, own {own}")
+    values = vmap(f, in_dims=(None, 0))(w, samples)
+    assert_rows(values, [f([Value(a) for a in w], Value(x)).data for x in xs], f"value of {steps}")

@@ -70,6 +70,20 @@ FUSED = 3
 """The fewest products of a block run as one array operation (their operands are stacked first)."""
 
 
+def _varies(live: Sequence[graph.Node], block: ArrayBlock) -> list[bool]:
+    """Per operation of the block: whether it reads, itself or through the block's earlier
+    operations, an input that differs between copies. Only those have the copies axis; the others
+    (all of a block whose copies read the same values) compute one array every copy shares."""
+    varying = {id(column[0]) for column in block.varying}
+    found = []
+    for node in live[block.start : block.start + block.length]:
+        varies = any(id(x) in varying for x in graph.operands(node))
+        if varies:
+            varying.add(id(node))
+        found.append(varies)
+    return found
+
+
 def _tuple(items: Any) -> str:
     """Python's text of a tuple of the texts ``items``."""
     listed = list(items)
@@ -266,9 +280,11 @@ class ArrayWriter:
             ]
         finally:
             self.names.update(replaced)
+        varies = _varies(live, block)
         for o in block.outputs:
             for m in range(block.copies):
-                lines.append(f"{self.names[id(live[block.start + m * block.length + o])]} = f{j}_{o}[{m}]")
+                taken = f"f{j}_{o}[{m}]" if varies[o] else f"f{j}_{o}"  # the same in every copy: one array
+                lines.append(f"{self.names[id(live[block.start + m * block.length + o])]} = {taken}")
         return lines
 
     def backward_lines(self, node: graph.Node, gradient: str, edges: tuple[int, ...]) -> list[tuple[int, str]]:
