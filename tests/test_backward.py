@@ -228,6 +228,20 @@ def test_a_seed_given_both_as_grad_and_as_gradient_is_refused() -> None:
     assert x.grad == 0.0
 
 
+def test_create_graph_points_to_gradients_and_changes_nothing() -> None:
+    x = Value(2.0)
+    y, v = x * x, Vector([x * 3.0, x * x])
+    for output in (y, v):
+        with pytest.raises(TypeError) as caught:
+            output.backward([1.0, 1.0] if output is v else None, create_graph=True)  # type: ignore[arg-type]
+        assert "vjpgrad.gradients(y, xs, create_graph=True)" in str(caught.value)
+        assert x.grad == 0.0
+    y.backward(create_graph=False)  # PyTorch's default, spelled out: the pass runs
+    assert x.grad == 4.0
+    grad_of_grad = gradients(gradients(x * x, [x], create_graph=True)[0], [x])[0]
+    assert grad_of_grad == 2.0  # what the message sends the learner to
+
+
 def test_a_differentiable_pass_adds_no_node_where_no_number_changed() -> None:
     # tanh's saved 1 - r*r is rounded once with Values too, so it needs no identity node to
     # carry the forward pass's number (the node that appears only after a .data assignment)

@@ -34,6 +34,31 @@ def test_a_script_that_is_not_there_exits_2_before_anything_runs(
     assert "no such script" in capsys.readouterr().err
 
 
+def test_a_folder_is_named_a_folder_not_a_missing_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from vjpgrad.cli import explain_torch as command
+
+    assert command.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder, not a script" in err
+    assert "no such script" not in err
+
+
+def test_a_script_with_a_syntax_error_shows_only_its_line_and_runs_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vjpgrad.cli import explain_torch as command
+
+    script = tmp_path / "learner.py"
+    script.write_text("import torch\nx = torch.ones(2, requires_grad=True\ny = x * 2\n", encoding="utf-8")
+    assert command.main([str(script)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""  # no summary of passes: the script never started
+    assert "SyntaxError" in err
+    assert "learner.py" in err
+    assert "runpy" not in err
+    assert "explain_torch.py" not in err  # vjpgrad's own frames are not the learner's
+
+
 def explain_torch(tmp_path: Path, source: str, *extra: str) -> subprocess.CompletedProcess[str]:
     pytest.importorskip("torch")
     script = tmp_path / "learner.py"

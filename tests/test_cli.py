@@ -889,3 +889,37 @@ def test_vjpgrad_cache_prints_a_directory_whose_name_is_not_utf8(tmp_path: Path)
     run = subprocess.run([sys.executable, "-m", "vjpgrad", "cache"], env=env_bytes, capture_output=True, timeout=120)
     assert run.returncode == 0, run.stderr.decode(errors="replace")
     assert b"directory:" in run.stdout
+
+
+# ---- a learner's slips: help where they ask for it, and the command they meant -------------------
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_cache_help_says_what_it_shows_and_clear(capsys: pytest.CaptureFixture[str], flag: str) -> None:
+    status, out, err = run(capsys, "cache", flag)
+    assert (status, err) == (0, "")
+    assert out.startswith("usage: vjpgrad cache [--clear]")
+    assert "--clear" in out.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("explan-torch", "explain-torch"), ("explain_torch", "explain-torch"), ("cahce", "cache")]
+)
+def test_a_mistyped_command_is_named_with_the_one_meant(
+    capsys: pytest.CaptureFixture[str], typed: str, meant: str
+) -> None:
+    status, out, err = run(capsys, typed, "script.py")
+    assert (status, out) == (2, "")
+    assert f"did you mean 'vjpgrad {meant}'?" in err
+
+
+def test_an_expression_near_a_commands_name_still_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "cach*2", "cach=3")  # a variable may be named like a command
+    assert status == 0
+    assert out.splitlines() == ["y = 6.0", "cach.grad = 2.0"]
+
+
+def test_a_list_written_with_brackets_is_told_how_to_write_it(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "3*a", "a=[1,2,3]")
+    assert status == 2
+    assert "write a=1,2,3" in err

@@ -416,3 +416,16 @@ def test_a_drawing_renders_inline_svg_and_saves_png(tmp_path: Path) -> None:
     assert shown.replace(' style="max-width:100%;height:auto"', "", 1) == svg
     assert d.save(tmp_path / "g.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert "<svg" in d.save(tmp_path / "g.svg").read_text()
+
+
+@pytest.mark.parametrize("edges", ["chain", "local"])
+def test_edges_drawn_after_backward_freed_the_graph_name_draw_not_explain(edges: str) -> None:
+    y, _, seed = case_1()
+    y.backward(seed)  # no retain_graph: the graph is freed
+    for picture in (draw, to_dot):
+        with pytest.raises(RuntimeError) as caught:
+            picture(y, seed=seed, edges=edges)
+        said = str(caught.value)
+        assert f"edges={edges!r}" in said
+        assert "before backward(), or pass retain_graph=True to backward()" in said
+        assert "explain()" not in said  # the learner called draw or to_dot

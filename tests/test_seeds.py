@@ -619,3 +619,21 @@ def test_the_gradient_is_linear_in_the_seed() -> None:
     full = pass_with([1.0, 1.0, 1.0, 1.0])
     for j in range(2):
         assert math.isclose(full[j], math.fsum(row[j] for row in rows), rel_tol=1e-12)
+
+
+def test_a_pytorch_tensor_is_a_seed_as_in_y_backward_gradients() -> None:
+    torch = pytest.importorskip("torch")
+    a, listed = Vector([1.0, 2.0, 3.0]), Vector([1.0, 2.0, 3.0])
+    (3 * a + a * a).backward(torch.tensor([0.1, 1.0, 0.0001], dtype=torch.float64))  # the question's habit
+    (3 * listed + listed * listed).backward([0.1, 1.0, 0.0001])
+    assert list(a.grad) == list(listed.grad) == [0.5, 7.0, 0.0009000000000000001]
+    x = Value(2.0)
+    (x * x).backward(torch.tensor(0.5))  # a 0-d tensor is a number (float32 0.5 is exact)
+    assert x.grad == 2.0
+    with pytest.raises(TypeError) as caught:
+        Vector([x * 1.0, x * 2.0]).backward(torch.tensor([[1.0, 1.0]]))  # rows, not numbers
+    assert message(caught) == (
+        "gradients[0] must be a real number, got Tensor (a PyTorch tensor: pass its numbers, tensor.tolist())"
+    )
+    with pytest.raises(TypeError):
+        (x * x).backward(torch.tensor(1 + 1j))  # a complex number is no seed

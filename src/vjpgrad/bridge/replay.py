@@ -539,6 +539,12 @@ SOFTMAX_NOTE = (
 )
 
 
+SOFTMAX_OUTER_NOTE = (
+    "a softmax along a dimension that is not the last, whose backward kernel computes in an order and grouping "
+    "of its own, which the replay does not follow"
+)
+
+
 LOG_SOFTMAX_NOTE = (
     "log_softmax, whose backward kernel computes exp(y) with a vectorised approximation of its own, "
     "which can differ from torch.exp by an ulp"
@@ -560,6 +566,8 @@ def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
     entry = call.entry(x)
     if x.dim() and x.shape[dim] >= _vector_width(single):
         call.notes.add(SOFTMAX_NOTE)
+    if x.dim() > dim + 1 and math.prod(x.shape[dim + 1 :]) > 1:  # an outer dimension: its own kernel
+        call.notes.add(SOFTMAX_OUTER_NOTE)
     if log:
         call.notes.add(LOG_SOFTMAX_NOTE)
     rows = _groups(x, [dim] if x.dim() else [], x.numel() // max(x.shape[dim] if x.dim() else 1, 1))

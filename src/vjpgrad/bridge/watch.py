@@ -22,6 +22,7 @@ import contextlib
 import functools
 import inspect
 import itertools
+import math
 import os
 import struct
 import sys
@@ -61,6 +62,11 @@ NO_GRADIENT = {
     "gt", "ge", "isnan", "isinf", "isfinite", "argmax", "argmin", "logical_not", "logical_and", "logical_or",
 }  # fmt: skip
 MATRIX_PRODUCTS = {"mm", "mv", "dot", "addmm"}
+OFF_PATH_NOTE = (
+    "an element no path of the pass reaches: PyTorch's gradient is dense, a selection's backward (indexing, "
+    "slicing, select) fills the elements it did not pick with 0, and the operations before it multiply that 0 "
+    "(0 times a negative number is -0.0; with an infinity or a nan, nan), where the replay gives such an element 0.0"
+)
 SUM_NOTE = (
     "a sum of many numbers (or along an outer dimension), which PyTorch's kernels may add in an order "
     "the replay does not follow"
@@ -436,8 +442,8 @@ class Watch:
             scalar = len(items) == 1 and roots[0].dim() == 0
             gradients = _gradients(outputs, kept)
             notes = frozenset().union(*(e.notes for e in found if e)) | self._hooks(outputs, names)
-            reasons = sorted(notes)
-            leaves = self._compare(gradients, before, names)
+            leaves, seen = self._compare(gradients, before, names)
+            reasons = sorted(notes | seen)
             return Pass(
                 number,
                 location,
@@ -467,7 +473,7 @@ class Watch:
         for v in numbers[1:]:
             total = total + in_dtype(v, entry.single)
         self._label(names)
-        leaves = self._compare(_gradients([entry.items[0]], [float(total)]), None, names)
+        leaves, _ = self._compare(_gradients([entry.items[0]], [float(total)]), None, names)
         return Pass(
             len(self.passes) + 1,
             location,
@@ -519,8 +525,11 @@ class Watch:
 
     def _compare(
         self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]
-    ) -> list[LeafReport]:
+    ) -> tuple[list[LeafReport], frozenset[str]]:
+        """Each leaf's ``.grad`` as the replay makes it beside PyTorch's, and the reasons the
+        comparison itself finds (an element no path reaches, to which PyTorch gave -0.0 or nan)."""
         reports: list[LeafReport] = []
+        found: set[str] = set()
         for key, generations in self._leaves.items():
             if self._only is not None and key not in self._only:
                 continue  # backward(inputs=...) leaves the others' .grad as it was
@@ -541,9 +550,18 @@ class Watch:
             if pytorch is None and before is not None:
                 pytorch = [float("nan")] * len(replayed)
             distances = [] if pytorch is None else [ulps(a, b, single) for a, b in zip(replayed, pytorch, strict=True)]
+            if (
+                earlier is None
+                and pytorch is not None
+                and any(
+                    d != 0 and item not in gradients and _dense_zero(number)
+                    for item, number, d in zip(reached.items, pytorch, distances, strict=True)
+                )
+            ):
+                found.add(OFF_PATH_NOTE)
             name = names.get(key) or f"leaf {len(reports) + 1}"
             reports.append(LeafReport(name, tuple(t.shape), replayed, pytorch, distances))
-        return reports
+        return reports, frozenset(found)
 
 
 def _takes_gradient(base: str, flowing: list[Entry], outputs: list[torch.Tensor]) -> bool:
@@ -563,6 +581,11 @@ def func_changes(call: Call, t: torch.Tensor) -> bool:
     """Whether ``call`` changed ``t`` in place (its first operand was copied before it ran)."""
     first = call.args[0] if call.args else None
     return isinstance(first, torch.Tensor) and first is not t and call.name.split(".")[0].endswith("_")
+
+
+def _dense_zero(number: float) -> bool:
+    """What PyTorch's 0 becomes when an operation multiplies it: -0.0 (by a negative number) or nan."""
+    return math.isnan(number) or (number == 0.0 and math.copysign(1.0, number) < 0)
 
 
 def _same_bits(a: list[float] | None, b: list[float] | None) -> bool:

@@ -7,7 +7,8 @@ equal to PyTorch's ``.grad`` to the bit, or by how many ulp it differs and why) 
 ``--html DIR``, one stepper page per replayed pass is written into DIR.
 
 Exit status: 0 when every pass matches PyTorch, 2 when one differs or could not be replayed,
-1 when the script raises (its traceback is printed).
+1 when the script raises (its traceback is printed) or cannot be read as Python (its syntax
+error alone is printed, and nothing runs).
 """
 
 from __future__ import annotations
@@ -37,9 +38,17 @@ def main(argv: Sequence[str]) -> int:
     """Run the command; returns the exit status."""
     arguments = _arguments(argv)
     script = Path(arguments.script)
+    if script.is_dir():
+        print(f"vjpgrad explain-torch: error: {script} is a folder, not a script", file=sys.stderr)
+        return 2
     if not script.is_file():
         print(f"vjpgrad explain-torch: error: no such script: {script}", file=sys.stderr)
         return 2
+    try:  # as Python does before it runs a line: a syntax error is shown alone, and nothing runs
+        compile(script.read_bytes(), str(script), "exec")
+    except SyntaxError as error:
+        print("".join(traceback.format_exception_only(type(error), error)), end="", file=sys.stderr)
+        return 1
     import vjpgrad
 
     try:

@@ -13,6 +13,7 @@ Any problem with the input is one line on stderr and exit status 2, never a trac
 from __future__ import annotations
 
 import argparse
+import difflib
 import itertools
 import keyword
 import math
@@ -217,6 +218,11 @@ def read_arguments(arguments: Sequence[str]) -> Arguments:
 
 
 def _numbers(text: str, what: str) -> list[float]:
+    bare = text.strip()
+    if len(bare) > 1 and (bare[0], bare[-1]) in (("[", "]"), ("(", ")")):  # a Python list, as a learner writes one
+        inner = bare[1:-1].replace(" ", "")
+        spelled = f"--seed {inner}" if what == "--seed" else f"{what}={inner}"
+        raise CommandError(f"{what}: {bare!r} is a list in brackets: write {spelled}, the numbers and commas alone")
     items = text.split(",")
     if items and items[-1] == "" and len(items) > 1:
         items = items[:-1]  # "5," is a vector of one
@@ -388,8 +394,21 @@ _SAYS_WHAT_IS_WRONG = (CommandError, ExpressionError, TypeError, ValueError, Run
 """Errors whose words say what was wrong (the command line's own, and vjpgrad's): shown as they are."""
 
 
+COMMANDS = ("course", "cache", "explain-torch")
+"""The command line's commands beside its expressions: a first word close to one is named."""
+CACHE_HELP = """usage: vjpgrad cache [--clear]
+
+Where vjpgrad.compile keeps the code it writes (VJPGRAD_CACHE_DIR, or the user's cache folder):
+its directory, how many entries and how many megabytes; VJPGRAD_CACHE=0 turns it off.
+
+  --clear   remove every entry first, then show the (empty) cache"""
+
+
 def _cache_command(arguments: list[str]) -> int:
     """``vjpgrad cache``: where compile's code cache is and what it holds; ``--clear`` empties it."""
+    if arguments in (["--help"], ["-h"]):
+        print(CACHE_HELP)
+        return 0
     if arguments not in ([], ["--clear"]):
         print(f"vjpgrad: error: vjpgrad cache takes only --clear, got {' '.join(arguments)!r}", file=sys.stderr)
         return 2
@@ -441,6 +460,9 @@ def _main(argv: Sequence[str] | None) -> int:
         message = " ".join(str(error).split()) or type(error).__name__
         if not isinstance(error, _SAYS_WHAT_IS_WRONG):  # anything else is named, as it is unexpected
             message = f"{type(error).__name__}: {message}"
+        meant = difflib.get_close_matches(arguments[0].replace("_", "-"), COMMANDS, n=1, cutoff=0.75)
+        if meant:  # read as an expression only because it is no command: the slip named
+            message += f" (did you mean 'vjpgrad {meant[0]}'?)"
         print(f"vjpgrad: error: {message}", file=sys.stderr)
         return 2
     print("\n".join(lines))

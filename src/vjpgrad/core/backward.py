@@ -55,6 +55,13 @@ def _ran_alone(output: Node, seed: Any, retain_graph: bool) -> bool:
     return op is not None and op.whole_pass is not None and op.whole_pass(output, seed, retain_graph)
 
 
+CREATE_GRAPH = (
+    "backward(create_graph=True) is PyTorch's way to differentiate a gradient again; in vjpgrad, "
+    "vjpgrad.gradients(y, xs, create_graph=True) returns the gradients as Values you can differentiate"
+)
+"""What ``backward(create_graph=True)`` says: the pass adds numbers into ``.grad``, never Values."""
+
+
 def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain_graph: bool) -> None:
     """Run one reverse pass from ``outputs`` seeded by ``seed`` (see ``seeds``) and add its
     gradients into ``.grad``; free the graph unless ``retain_graph``."""

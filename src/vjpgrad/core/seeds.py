@@ -36,10 +36,15 @@ def scalar_seed(seed: object, what: str, *, differentiable: bool = False, single
         return seed if differentiable and seed.requires_grad else seed.data
     if isinstance(seed, numbers.Real):
         return float(seed)
-    if type(seed).__module__ == "numpy" and getattr(seed, "shape", None) == ():
+    module = type(seed).__module__
+    if module == "numpy" and getattr(seed, "shape", None) == ():
         return float(seed)  # type: ignore[arg-type]  # a 0-d NumPy array
+    tensor = module.partition(".")[0] == "torch"
+    if tensor and tuple(getattr(seed, "shape", (0,))) == () and getattr(seed, "is_floating_point", bool)():
+        return float(seed)  # type: ignore[arg-type]  # a 0-d PyTorch tensor: y.backward(torch.tensor([...]))
+    advice = " (a PyTorch tensor: pass its numbers, tensor.tolist())" if tensor else ""
     raise TypeError(
-        f"{what} must be a real number{' for a single output' if single else ''}, got {type(seed).__name__}"
+        f"{what} must be a real number{' for a single output' if single else ''}, got {type(seed).__name__}{advice}"
     )
 
 

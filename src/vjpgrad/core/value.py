@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Union
 
 from vjpgrad.core import graph, operators, ops
-from vjpgrad.core.backward import backward
+from vjpgrad.core.backward import CREATE_GRAPH, backward
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node
 from vjpgrad.core.modes import USER_FRAMES, refuse_number, state, switches_on
@@ -263,6 +263,7 @@ class Value(operators.ValueOperators):
         *,
         retain_graph: bool = False,
         gradient: Any = None,
+        create_graph: bool = False,
     ) -> None:
         """Add d(self)/dx times ``grad`` into ``x.grad`` for every x this Value depends on.
 
@@ -293,6 +294,8 @@ class Value(operators.ValueOperators):
         with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
             if grad is not None and gradient is not None:
                 raise TypeError("backward() got both grad= and gradient=: they are the same seed, pass one")
+            if create_graph:
+                raise TypeError(CREATE_GRAPH)
             backward([self], None, grad if gradient is None else gradient, retain_graph=retain_graph)
 
     # ---- comparisons: on the data, as PyTorch's 0-d tensors; hashing stays by identity ------------

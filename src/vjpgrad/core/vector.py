@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Union, cast, overload
 
-from vjpgrad.core.backward import backward
+from vjpgrad.core.backward import CREATE_GRAPH, backward
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.format import format_vector
 from vjpgrad.core.graph import Node
@@ -279,6 +279,7 @@ class Vector(VectorMethods):
         *,
         retain_graph: bool = False,
         gradient: Any = None,
+        create_graph: bool = False,
     ) -> None:
         """Seed element ``i`` with ``gradients[i]`` and run one reverse pass for all elements.
 
@@ -307,6 +308,8 @@ class Vector(VectorMethods):
         with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
             if gradients is not None and gradient is not None:
                 raise TypeError("backward() got both gradients= and gradient=: they are the same seed, pass one")
+            if create_graph:
+                raise TypeError(CREATE_GRAPH)
             seed = gradients if gradient is None else gradient
             backward(self._values, len(self._values), seed, retain_graph=retain_graph)
 

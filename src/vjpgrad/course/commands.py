@@ -90,7 +90,12 @@ def _parser() -> _Parser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     init = commands.add_parser("init", help="write the student's files into DIR (never overwrites one)")
     init.add_argument("directory", metavar="DIR")
-    init.add_argument("--class", dest="class_mode", action="store_true", help="class mode: no solutions, no hints")
+    init.add_argument(
+        "--class",
+        dest="class_mode",
+        action="store_true",
+        help="class mode: no reference solutions; hint shows only the teacher's hints",
+    )
     _exercises_option(init)
     check = commands.add_parser("check", help="check the exercises in DIR (default: here) and show the scoreboard")
     check.add_argument(

@@ -14,7 +14,7 @@ from vjpgrad.core.modes import USER_FRAMES
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
 from vjpgrad.display import stepper, text
-from vjpgrad.display.explain import Step, explain, formula, given_names
+from vjpgrad.display.explain import EXPLAIN_AFTER_FREE, Step, explain, formula, given_names
 
 INSTALL_HINT = (
     "rendering with Graphviz (PNG and PDF, and any SVG draw() did not make) needs "
@@ -96,7 +96,16 @@ def _steps_by_edge(
     (none of either when the edges show nothing)."""
     if edges is None:
         return {}, {}
-    explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]  # to_dot checked it
+    try:
+        explanation = explain(output, pass_seed, names)  # type: ignore[arg-type]  # to_dot checked it
+    except RuntimeError as error:
+        if str(error) != EXPLAIN_AFTER_FREE:
+            raise
+        raise RuntimeError(  # in the words of the call the learner made
+            f"edges={edges!r} labels each edge from the pass backward() would run, which needs the graph, and "
+            "a backward() without retain_graph=True has already freed it: draw the picture before backward(), "
+            "or pass retain_graph=True to backward()"
+        ) from None
     steps: _Steps = {}
     for step in explanation.steps:
         steps.setdefault((step.node, step.operand), []).append(step)
