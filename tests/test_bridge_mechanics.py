@@ -295,3 +295,19 @@ def test_a_softmax_along_a_dimension_not_the_last_says_why_it_may_differ() -> No
         differing += not p.matches
         assert "the reason is not known" not in p.summary(), p.summary()
     assert differing  # PyTorch's kernel along an outer dimension does round otherwise, now and then
+
+
+def test_a_parameter_a_loop_variable_still_holds_keeps_its_modules_name() -> None:
+    torch.manual_seed(18)
+    with vjpgrad.watch_torch() as w:
+        model = torch.nn.Linear(3, 2)
+        x = torch.randn(4, 3)
+        for _ in range(2):
+            model(x).pow(2).mean().backward()
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= 0.1 * p.grad
+                    p.grad.zero_()
+    assert p is model.bias  # the loop's name is still bound to the last parameter
+    for done in w.passes:
+        assert sorted(leaf.name for leaf in done.leaves) == ["model.bias", "model.weight"]

@@ -618,11 +618,14 @@ def _indices(shape: tuple[int, ...]) -> list[str]:
 
 def _names(frame: types.FrameType | None) -> dict[int, str]:
     """The learner's names for tensors, by id: the locals (and, at module level, globals) of the
-    frame that called backward, and the parameters of the modules there (``model.fc.weight``)."""
+    frame that called backward, and the parameters of the modules there (``model.fc.weight``).
+    A module's path wins over a plain name: after ``for p in model.parameters(): ...`` the loop's
+    ``p`` still holds the last parameter, which is ``model.bias``, not ``p``."""
     names: dict[int, str] = {}
     if frame is None:
         return names
     scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_globals, frame.f_locals]
+    paths: dict[int, str] = {}
     for scope in scopes:
         for key, value in list(scope.items()):
             if key.startswith("__"):
@@ -631,8 +634,8 @@ def _names(frame: types.FrameType | None) -> dict[int, str]:
                 names[id(value)] = key
             elif isinstance(value, torch.nn.Module):
                 for pname, p in value.named_parameters():
-                    names.setdefault(id(p), f"{key}.{pname}")
-    return names
+                    paths.setdefault(id(p), f"{key}.{pname}")
+    return names | paths
 
 
 def _seeded(pairs: list[tuple[Item, float]]) -> tuple[list[Value], list[float]]:
