@@ -555,6 +555,18 @@ def _unit(single: bool) -> float:
     return in_dtype(1.0, single)
 
 
+def _softmax_notes(x: torch.Tensor, dim: int, single: bool, log: bool) -> set[str]:
+    """Where PyTorch's softmax kernels may round otherwise than the replay, and why."""
+    notes = set()
+    if x.dim() and x.shape[dim] >= _vector_width(single):
+        notes.add(SOFTMAX_NOTE)
+    if x.dim() > dim + 1 and math.prod(x.shape[dim + 1 :]) > 1:  # an outer dimension: its own kernel
+        notes.add(SOFTMAX_OUTER_NOTE)
+    if log:
+        notes.add(LOG_SOFTMAX_NOTE)
+    return notes
+
+
 def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
     """``_softmax`` and ``_log_softmax`` along ``dim``: per row, an input node per element and one
     node for the row's sum that PyTorch's backward computes first (``sum(g)``, or ``sum(g * y)``),
@@ -564,12 +576,7 @@ def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
     y = call.out
     single = call.single
     entry = call.entry(x)
-    if x.dim() and x.shape[dim] >= _vector_width(single):
-        call.notes.add(SOFTMAX_NOTE)
-    if x.dim() > dim + 1 and math.prod(x.shape[dim + 1 :]) > 1:  # an outer dimension: its own kernel
-        call.notes.add(SOFTMAX_OUTER_NOTE)
-    if log:
-        call.notes.add(LOG_SOFTMAX_NOTE)
+    call.notes.update(_softmax_notes(x, dim, single, log))
     rows = _groups(x, [dim] if x.dim() else [], x.numel() // max(x.shape[dim] if x.dim() else 1, 1))
     ys = [in_dtype(v, single) for v in numbers_of(y)]
     exps = [in_dtype(v, single) for v in numbers_of(torch.exp(y))]

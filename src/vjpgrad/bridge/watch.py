@@ -173,7 +173,7 @@ class Watch:
         self._original = torch.autograd.backward
         self._original_grad = torch.autograd.grad
         torch.autograd.backward = self._backward
-        torch.autograd.grad = self._grad
+        torch.autograd.grad = self._autograd_grad
         self._mode.__enter__()
         return self
 
@@ -270,18 +270,7 @@ class Watch:
             return
         if not _takes_gradient(base, flowing, outputs):
             for t in outputs:
-                if t.requires_grad and t.grad_fn is not None and t.dtype in replay.DIFFERENTIABLE:
-                    # PyTorch still takes gradient through t: changed in place under no_grad (its graph kept,
-                    # its numbers new), or an operation the watch takes for one without gradient (fill_ with a
-                    # tensor)
-                    how = "under torch.no_grad(), which keeps its graph" if not torch.is_grad_enabled() else ""
-                    reason = (
-                        f"PyTorch's {name} at {user_location()} changed a tensor that takes gradient"
-                        f"{', ' + how if how else ''}: the replay does not follow its gradient there"
-                    )
-                    self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
-                else:
-                    self._plain(t)
+                self._without_gradient(name, t)
             return
         poisoned = _first_reason(flowing, outputs)
         notes = frozenset().union(*(e.notes for e in flowing)) | ({MATMUL_NOTE} if base in MATRIX_PRODUCTS else set())
@@ -291,6 +280,20 @@ class Watch:
         if poisoned is not None:
             for t in outputs:
                 self._remember(t, Entry(t, [], is_single(t), b"", poisoned=poisoned))
+
+    def _without_gradient(self, name: str, t: torch.Tensor) -> None:
+        """A result the replay takes no gradient through: constants, or a leaf (a step under
+        no_grad); or, where PyTorch does take gradient through it (a tensor inside the graph
+        changed in place under no_grad: its graph kept, its numbers new), not replayed."""
+        if not (t.requires_grad and t.grad_fn is not None and t.dtype in replay.DIFFERENTIABLE):
+            self._plain(t)
+            return
+        how = ", under torch.no_grad(), which keeps its graph" if not torch.is_grad_enabled() else ""
+        reason = (
+            f"PyTorch's {name} at {user_location()} changed a tensor that takes gradient{how}: the replay does not "
+            "follow its gradient there"
+        )
+        self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
 
     def _replay(self, call: Call, notes: frozenset[str]) -> str | None:
         """Make the nodes of ``call``'s results; None, or why it could not be replayed."""
@@ -377,7 +380,7 @@ class Watch:
         if self.strict and not done.matches:
             raise TorchReplayError(done.summary())
 
-    def _grad(self, *args: Any, **kwargs: Any) -> Any:
+    def _autograd_grad(self, *args: Any, **kwargs: Any) -> Any:
         """``torch.autograd.grad``, run as without the watch, and noted as a pass not replayed: it
         returns its gradients where a replay compares ``.grad``, and its own operations are not the
         forward's."""
@@ -538,29 +541,18 @@ class Watch:
                 reached = generations[-1]
                 if before is None or _same_bits(before.get(key), _grad_of(reached.tensor)):
                     continue
-            t = reached.tensor
-            single = reached.single
             earlier = None if before is None else before.get(key)
-            replayed: list[float] = []
-            for k, item in enumerate(reached.items):
-                part = gradients.get(item, 0.0) if isinstance(item, Value) else 0.0
-                part = in_dtype(float(part), single)
-                replayed.append(float(part if earlier is None else in_dtype(earlier[k], single) + part))
-            pytorch = None if before is None else _grad_of(t)
-            if pytorch is None and before is not None:
-                pytorch = [float("nan")] * len(replayed)
-            distances = [] if pytorch is None else [ulps(a, b, single) for a, b in zip(replayed, pytorch, strict=True)]
+            report = _leaf_report(names.get(key) or f"leaf {len(reports) + 1}", reached, gradients, earlier, before)
             if (
                 earlier is None
-                and pytorch is not None
+                and report.pytorch is not None
                 and any(
                     d != 0 and item not in gradients and _dense_zero(number)
-                    for item, number, d in zip(reached.items, pytorch, distances, strict=True)
+                    for item, number, d in zip(reached.items, report.pytorch, report.distances, strict=True)
                 )
             ):
                 found.add(OFF_PATH_NOTE)
-            name = names.get(key) or f"leaf {len(reports) + 1}"
-            reports.append(LeafReport(name, tuple(t.shape), replayed, pytorch, distances))
+            reports.append(report)
         return reports, frozenset(found)
 
 
@@ -581,6 +573,27 @@ def func_changes(call: Call, t: torch.Tensor) -> bool:
     """Whether ``call`` changed ``t`` in place (its first operand was copied before it ran)."""
     first = call.args[0] if call.args else None
     return isinstance(first, torch.Tensor) and first is not t and call.name.split(".")[0].endswith("_")
+
+
+def _leaf_report(
+    name: str,
+    reached: Entry,
+    gradients: dict[Value, float],
+    earlier: list[float] | None,
+    before: dict[int, list[float] | None] | None,
+) -> LeafReport:
+    """One leaf's ``.grad`` as the replay makes it (what it held before the pass, plus the pass's
+    gradient, in the tensor's type) beside PyTorch's (None where PyTorch ran no such pass)."""
+    single = reached.single
+    replayed: list[float] = []
+    for k, item in enumerate(reached.items):
+        part = in_dtype(float(gradients.get(item, 0.0) if isinstance(item, Value) else 0.0), single)
+        replayed.append(float(part if earlier is None else in_dtype(earlier[k], single) + part))
+    pytorch = None if before is None else _grad_of(reached.tensor)
+    if pytorch is None and before is not None:
+        pytorch = [float("nan")] * len(replayed)
+    distances = [] if pytorch is None else [ulps(a, b, single) for a, b in zip(replayed, pytorch, strict=True)]
+    return LeafReport(name, tuple(reached.tensor.shape), replayed, pytorch, distances)
 
 
 def _dense_zero(number: float) -> bool:
