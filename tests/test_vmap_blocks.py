@@ -558,6 +558,8 @@ def _apply(op: str, a: Any, b: Any) -> Any:
         return (a - b).relu()
     if op == "tanh":
         return (a * b).tanh()
+    if op == "pow0":  # a gradient that is one number, 0.0, whatever reaches it
+        return (a * b) ** 0 + a
     return a + b if op == "+" else a - b if op == "-" else a * b
 
 
@@ -565,13 +567,13 @@ def _apply(op: str, a: Any, b: Any) -> Any:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     steps=st.lists(
-        st.tuples(st.sampled_from(["+", "-", "*", "relu", "tanh"]), st.integers(0, 30), st.integers(0, 30)),
+        st.tuples(st.sampled_from(["+", "-", "*", "relu", "tanh", "pow0"]), st.integers(0, 30), st.integers(0, 30)),
         min_size=SMALLEST_BLOCK,
         max_size=8,
     ),
     copies=st.integers(2, 4),
     own=st.sampled_from(["none", "weight", "weight and bias"]),
-    xs=st.lists(st.floats(-2.0, 2.0), min_size=1, max_size=5),
+    xs=st.lists(st.floats(-2.0, 2.0) | st.sampled_from([0.0, -0.0, math.inf, -math.inf]), min_size=1, max_size=5),
 )
 def test_random_repeated_blocks_give_eager_bits(steps: list[Any], copies: int, own: str, xs: list[float]) -> None:
     # the same steps run once per copy on what every copy reads (the sample, a shared weight) and,
@@ -596,3 +598,73 @@ def test_random_repeated_blocks_give_eager_bits(steps: list[Any], copies: int, o
     assert_rows(rows, eager, f"gradient of {steps}, {copies} copies, own {own}")
     values = vmap(f, in_dims=(None, 0))(w, samples)
     assert_rows(values, [f([Value(a) for a in w], Value(x)).data for x in xs], f"value of {steps}")
+
+
+# ---- found by a fuzz of vmap against eager (2026-12-03): each once silently wrong, or a crash ----------
+
+
+def per_sample_rows(f: Callable[..., Any], params: list[float], xs: Any, as_value: Callable[[Any], Any]) -> None:
+    """vmap(grad(f)) over ``xs``, row by row against eager ``grad(f)`` of each sample, to the bit."""
+    rows = vmap(grad(f), in_dims=(None, 0))(params, xs)
+    eager = [grad(f)(params, as_value(x)) for x in xs]
+    assert_rows(rows, eager, "per-sample gradient")
+
+
+def test_products_every_copy_of_a_block_shares_are_not_run_as_one_against_stacked_gradients() -> None:
+    def f(p: Any, x: Any) -> Any:
+        def pre() -> Any:
+            return p[3] + p[0] * x[0] + p[1] * x[1] + p[2] * x[2]
+
+        a, b, c = pre(), pre(), pre()  # one sub-expression three times: three copies of three products
+        return a * b - c
+
+    def neurons(p: Any, x: Any) -> Any:
+        outs = [(p[3 + n] + p[0] * x[0] + p[1] * x[1] + p[2] * x[2]).tanh() for n in range(3)]
+        return outs[0] * outs[1] + outs[2]
+
+    def square(p: Any, x: Any) -> Any:
+        def pre() -> Any:
+            return p[3] + p[0] * x + p[1] * x + p[2] * x
+
+        return pre() * pre()
+
+    xs = np.array([[1.5, -0.5, 2.0], [0.25, 3.0, -1.0], [-2.0, 0.5, 0.75]])
+    rows = lambda x: [Value(float(v), requires_grad=False) for v in x]  # noqa: E731
+    per_sample_rows(f, [0.5, -1.0, 2.0, 0.25], xs, rows)
+    per_sample_rows(neurons, [0.5, -1.0, 2.0, 0.25, -0.3, 0.7], xs, rows)
+    per_sample_rows(
+        square, [0.5, -1.0, 2.0, 0.25], np.array([1.5, -0.5]), lambda x: Value(float(x), requires_grad=False)
+    )
+
+
+def test_products_of_unbatched_numbers_whose_gradient_is_batched_keep_a_row_each() -> None:
+    def f(p: Any, x: Any) -> Any:
+        return (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]) * x  # an L2 term of the parameters, times the sample
+
+    for n in (3, 5):  # as many samples as products, and not
+        xs = np.array([1.0, 2.0, 3.0, -0.5, 4.0][:n])
+        per_sample_rows(f, [0.5, -1.0, 2.0], xs, lambda x: Value(float(x), requires_grad=False))
+        _, pullback = vjpgrad.vjp(lambda p: p[0] * p[0] + p[1] * p[1] + p[2] * p[2], [0.5, -1.0, 2.0])
+        found = vmap(pullback)(xs)
+        assert_rows(found[0], [pullback(float(x))[0] for x in xs], "vjp")  # a row per sample
+
+
+def test_a_shared_values_contributions_that_are_all_numbers_are_added_across_copies() -> None:
+    def f(p: Any, x: Any) -> Any:
+        outs = [((p[4] ** 0) * p[n] * x + x).tanh() for n in range(4)]  # ** 0 hands its base the number 0.0
+        return outs[0] + outs[1] + outs[2] + outs[3]
+
+    per_sample_rows(f, [0.5, -1.0, 2.0, 0.25, 3.0], np.array([1.5]), lambda x: Value(float(x), requires_grad=False))
+    per_sample_rows(
+        f, [0.5, -1.0, 2.0, 0.25, 3.0], np.array([1.5, -2.0]), lambda x: Value(float(x), requires_grad=False)
+    )
+
+
+def test_a_gradient_that_is_one_number_inside_a_block_stays_each_samples_own() -> None:
+    def f(p: Any, x: Any) -> Any:
+        outs = [((p[4] * x + p[n]) ** 0 + x).tanh() for n in range(4)]
+        return outs[0] + outs[1] + outs[2] + outs[3]
+
+    params = [0.5, -1.0, 2.0, 0.25, 3.0]
+    for xs in ([1.0, math.inf, 2.0], [math.inf], [-0.0, 2.0], [1.0, -3.0, 0.5, 2.0]):
+        per_sample_rows(f, params, np.array(xs), lambda x: Value(float(x), requires_grad=False))

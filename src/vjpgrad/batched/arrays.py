@@ -161,6 +161,20 @@ def exact_helpers(given: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     return {name: _per_element(numpy(), f, count) for name, (f, count) in functions.items() if name not in given}
 
 
+def _copies(np: ModuleType) -> tuple[Callable[[Any, int], Any], Callable[[Any, int], Any]]:
+    """A block's gradient has the copies along its first axis, or fewer than two axes: a number or
+    a column of samples, which every copy has alike (``** 0`` hands its base 0.0 whatever reaches
+    it). ``copies_of(found, copies)`` gives either as ``copies`` rows; ``row(found, m)`` copy m's."""
+
+    def copies_of(found: Any, copies: int) -> Any:
+        return found if np.ndim(found) >= 2 else np.broadcast_to(found, (copies, *(np.shape(found) or (1,))))
+
+    def row(found: Any, m: int) -> Any:
+        return found[m] if np.ndim(found) >= 2 else found
+
+    return copies_of, row
+
+
 def _stack(np: ModuleType) -> Callable[[tuple[Any, ...]], Any]:
     """The copies of a block's input (or gradient) as one array, the copies along the first axis:
     ``(copies, samples)``, or ``(copies, 1)`` when none of them is a column of samples."""
@@ -223,11 +237,16 @@ def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The values every copy of a block reads: their gradients so far (``starts``, -0.0 for one
     that has none yet: ``-0.0 + c`` is ``c`` to the bit) plus each copy's contributions
     (``parts``: ``reads`` arrays per value, one after the other, each with the copies along its
-    first axis, in the order one copy adds them), added the last copy first, one addition after
+    first axis, in the order one copy adds them; one with fewer than two axes, a number or a
+    column of samples, is the same for each of the ``copies``), added the last copy first, one addition after
     another as eager code adds them; all the values at once, one array operation a
     contribution of a copy. Returns the gradients, one row per value."""
 
-    def across(starts: tuple[Any, ...], reads: int, *parts: Any) -> Any:
+    copies_of = _copies(np)[0]
+
+    def across(starts: tuple[Any, ...], reads: int, copies: int, *parts: Any) -> Any:
+        if any(np.ndim(part) < 2 for part in parts):  # the same in every copy (a number, a column): each copy's
+            parts = tuple(copies_of(part, copies) for part in parts)
         try:
             block = np.array(parts, dtype=np.float64)  # (values * reads, copies, samples), in C
         except ValueError:  # numbers and columns together
@@ -346,7 +365,7 @@ def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any], Call
 
     def sides(lefts: tuple[Any, ...], rights: tuple[Any, ...]) -> tuple[Any, Any]:
         a, b = stacked(lefts), stacked(rights)
-        axes = max(a.ndim, b.ndim)
+        axes = max(a.ndim, b.ndim, 2)  # numbers alone get a samples axis: their gradients have one
         return aligned(a, axes), aligned(b, axes)
 
     def stack_as(items: tuple[Any, ...], like: Any) -> Any:
@@ -457,7 +476,7 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
             found = asarray(array, dtype=float64)
             if found.ndim:
                 width = max(width, found.shape[-1])
-                if picked is not None:
+                if picked is not None and found.ndim >= 2:  # fewer axes: the same in every copy
                     found = found[list(picked)]
             arrays.append((found, where if isinstance(where, slice) else list(where)))
         for entries in products.values():
@@ -504,6 +523,7 @@ def namespace(fast: bool) -> dict[str, Any]:
         "_max_hits": _max_hits(np),
         "_zero": lambda x: np.zeros_like(x, dtype=np.float64),
         "_stack": _stack(np),
+        "_row": _copies(np)[1],
         "_across": _across(np)[0],
         "_across_stacked": _across(np)[1],
         "_rows": _rows(np),

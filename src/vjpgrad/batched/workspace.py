@@ -212,7 +212,7 @@ def helpers(np: ModuleType, namespace: dict[str, Any]) -> dict[str, Any]:
 
     def in_sides(lefts: tuple[Any, ...], rights: tuple[Any, ...], w: list[Any], k: int) -> tuple[Any, Any]:
         a, b = stacked(lefts, w, k), stacked(rights, w, k + 1)
-        axes = max(a.ndim, b.ndim)
+        axes = max(a.ndim, b.ndim, 2)  # as _sides: numbers alone get a samples axis
         return aligned(a, axes), aligned(b, axes)
 
     def in_stack_as(items: tuple[Any, ...], like: Any, w: list[Any], k: int) -> Any:

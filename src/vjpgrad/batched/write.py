@@ -217,9 +217,12 @@ class ArrayWriter:
     def _products(self, block: ArrayBlock) -> list[int]:
         """The offsets of the block's products (``a * b``) that run as one array operation: those
         whose operands are made before the block (its inputs, values every copy reads, numbers),
-        when ``_fusable`` (a neuron's ``w_i * x_i``)."""
-        found = self._fusable(range(block.start, block.start + block.length))
-        return [k - block.start for k in found]
+        when ``_fusable`` (a neuron's ``w_i * x_i``), and when each reads an input that differs
+        between copies: a product every copy shares has no copies axis, where the reverse pass
+        stacks the copies' gradients of the products as one array."""
+        found = [k - block.start for k in self._fusable(range(block.start, block.start + block.length))]
+        varies = _varies(self.graph.live, block)
+        return found if all(varies[o] for o in found) else []
 
     def _fusable(self, span: range) -> list[int]:
         """The products of ``span`` (indices into ``live``) whose operands are made before it, to
@@ -380,7 +383,7 @@ class ArrayWriter:
         for x in nodes:
             found = self.pending.pop(id(x), None)
             if found is not None:
-                lines.append(f"g_{self.names[id(x)]} = {found[0]}[{found[1]}]")
+                lines.append(f"g_{self.names[id(x)]} = _row({found[0]}, {found[1]})")
         return lines
 
     def _rows(self, started: set[int]) -> str:
@@ -423,7 +426,7 @@ class ArrayWriter:
             lines += self._block_edges(j, block, local, local_started, shared)
         finally:
             self.names.update(replaced)
-        lines += self._across_lines(shared, started)
+        lines += self._across_lines(shared, started, block.copies)
         inputs = {id(x) for x in self.graph.inputs}
         for s, column in enumerate(block.varying):
             if f"gi{j}_{s}" in local_started:
@@ -432,7 +435,7 @@ class ArrayWriter:
                         self.pending[id(x)] = (f"gi{j}_{s}", m)
                         self.copies[f"gi{j}_{s}"] = len(column)
                     else:
-                        lines.append(f"g_{self.names[id(x)]} = gi{j}_{s}[{m}]")
+                        lines.append(f"g_{self.names[id(x)]} = _row(gi{j}_{s}, {m})")
                     started.add(id(x))
         return lines
 
@@ -530,7 +533,9 @@ class ArrayWriter:
             f"{', '.join(names)}, = pp{tag}",
         ]
 
-    def _across_lines(self, shared: dict[int, tuple[graph.Node, list[str]]], started: set[int]) -> list[str]:
+    def _across_lines(
+        self, shared: dict[int, tuple[graph.Node, list[str]]], started: set[int], copies: int
+    ) -> list[str]:
         """Each shared value's gradient: the copies' contributions added the last copy first,
         the values that each copy reads as often added together."""
         groups: dict[int, list[tuple[graph.Node, list[str]]]] = {}
@@ -546,7 +551,9 @@ class ArrayWriter:
             if rows is not None:  # the parts are the rows of one array in order: read where they are
                 lines.append(f"{', '.join(names)}, = _across_stacked(({', '.join(starts)},), {reads}, {rows})")
             else:
-                lines.append(f"{', '.join(names)}, = _across(({', '.join(starts)},), {reads}, {', '.join(parts)})")
+                lines.append(
+                    f"{', '.join(names)}, = _across(({', '.join(starts)},), {reads}, {copies}, {', '.join(parts)})"
+                )
             started.update(id(x) for x, _ in members)
         return lines
 
