@@ -245,8 +245,9 @@ def test_autograd_grad_runs_as_in_plain_pytorch_and_is_named_a_pass_not_replayed
     (p,) = w.passes
     assert not p.replayed
     assert not p.matches
-    assert "torch.autograd.grad at " in p.summary()
-    assert "test_bridge_mechanics.py" in p.reason
+    assert p.summary().startswith("Pass 1: torch.autograd.grad at ")  # not called a backward, with no seed
+    assert "write loss.backward() to see this pass replayed" in p.summary()
+    assert "test_bridge_mechanics.py" in p.location
     assert getattr(torch.autograd.grad, "__self__", None) is None  # given back when the watch ends
 
 
@@ -282,6 +283,12 @@ def test_an_element_no_path_reaches_where_pytorch_multiplies_a_dense_zero_is_sai
         assert "the reason is not known" not in p.summary()
         assert "fills the elements it did not pick with 0" in p.summary()
     assert _bits(x.grad)[0] == _bits(torch.tensor([-0.0]))[0]
+    with vjpgrad.watch_torch() as w:  # the same with a .grad from an earlier pass, zeroed as a loop does
+        z = torch.tensor([-1.0, 4.0], requires_grad=True)
+        z.sqrt()[1].backward()
+        z.grad.zero_()
+        z.sqrt()[1].backward()
+    assert "fills the elements it did not pick with 0" in w.passes[1].summary()
 
 
 def test_a_softmax_along_a_dimension_not_the_last_says_why_it_may_differ() -> None:
@@ -293,8 +300,8 @@ def test_a_softmax_along_a_dimension_not_the_last_says_why_it_may_differ() -> No
             torch.softmax(x, dim=0).backward(torch.randn(3, 2, dtype=torch.float64))
         (p,) = w.passes
         differing += not p.matches
-        assert "the reason is not known" not in p.summary(), p.summary()
-    assert differing  # PyTorch's kernel along an outer dimension does round otherwise, now and then
+        assert p.matches or "a softmax along a dimension that is not the last" in p.summary(), p.summary()
+    print(f"{differing} of 40 passes differed")  # some on this machine's PyTorch; how many depends on the processor
 
 
 def test_a_parameter_a_loop_variable_still_holds_keeps_its_modules_name() -> None:
@@ -311,3 +318,19 @@ def test_a_parameter_a_loop_variable_still_holds_keeps_its_modules_name() -> Non
     assert p is model.bias  # the loop's name is still bound to the last parameter
     for done in w.passes:
         assert sorted(leaf.name for leaf in done.leaves) == ["model.bias", "model.weight"]
+
+
+def test_in_place_operations_of_zero_gradient_with_gradients_on_are_replayed() -> None:
+    # zero_ and fill_ of a number give the tensor's old graph a zero gradient, as the replay's constants do;
+    # fill_ with a tensor that takes no gradient is the same
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor([1.5, -2.0, 3.0], requires_grad=True)
+        b = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = a * 2
+        y.zero_()
+        (y * b + a).sum().backward()
+        u = a * 3
+        u.fill_(torch.tensor(0.5))
+        (u * b).sum().backward()
+    check_verdicts(w)
+    assert all(p.matches for p in w.passes), "\n".join(p.summary() for p in w.passes)

@@ -919,7 +919,27 @@ def test_an_expression_near_a_commands_name_still_runs(capsys: pytest.CaptureFix
     assert out.splitlines() == ["y = 6.0", "cach.grad = 2.0"]
 
 
-def test_a_list_written_with_brackets_is_told_how_to_write_it(capsys: pytest.CaptureFixture[str]) -> None:
-    status, _, err = run(capsys, "3*a", "a=[1,2,3]")
+def test_an_error_in_an_expression_near_a_commands_name_names_no_command(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "cach", "cach=[1,x]")  # cach is a variable here: its value is what is wrong
     assert status == 2
-    assert "write a=1,2,3" in err
+    assert "did you mean" not in err
+
+
+@pytest.mark.parametrize(
+    ("written", "advice"), [("a=[1,2,3]", "write a=1,2,3"), ("a=[1, 2]", "write a=1,2"), ("a=[1]", "write a=1,")]
+)
+def test_a_list_written_with_brackets_is_told_how_to_write_it(
+    capsys: pytest.CaptureFixture[str], written: str, advice: str
+) -> None:
+    status, _, err = run(capsys, "3*a", written)
+    assert status == 2
+    assert f"{advice} (the numbers" in err
+
+
+@pytest.mark.parametrize("written", ["a=(2*3)", "a=[x]"])
+def test_brackets_around_what_is_not_numbers_get_no_list_advice(
+    capsys: pytest.CaptureFixture[str], written: str
+) -> None:
+    status, _, err = run(capsys, "3*a", written)
+    assert status == 2
+    assert "is a list in brackets" not in err

@@ -12,6 +12,7 @@ import math
 import re
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -633,7 +634,15 @@ def test_a_pytorch_tensor_is_a_seed_as_in_y_backward_gradients() -> None:
     with pytest.raises(TypeError) as caught:
         Vector([x * 1.0, x * 2.0]).backward(torch.tensor([[1.0, 1.0]]))  # rows, not numbers
     assert message(caught) == (
-        "gradients[0] must be a real number, got Tensor (a PyTorch tensor: pass its numbers, tensor.tolist())"
+        "gradients[0] must be a real number, got Tensor (a PyTorch tensor: pass its real numbers, tensor.tolist())"
     )
     with pytest.raises(TypeError):
         (x * x).backward(torch.tensor(1 + 1j))  # a complex number is no seed
+    with pytest.raises(TypeError):
+        (x * x).backward(torch.tensor(True))  # nor a bool
+    (x * x).backward(torch.tensor(2))  # an integer is, as a 0-d NumPy integer is
+    assert x.grad == 10.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # float() of a tensor that requires grad warns in PyTorch
+        (x * x).backward(torch.tensor(0.5, requires_grad=True))
+    assert x.grad == 12.0

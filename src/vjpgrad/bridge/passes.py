@@ -75,6 +75,7 @@ class Pass:
     leaves: list[LeafReport] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)  # known reasons a gradient may differ
     pytorch_error: str | None = None  # PyTorch refused the pass: its message
+    call: str = "backward"  # what ran it: backward, or torch.autograd.grad (never replayed)
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
 
     _explanation: Explanation | None = field(default=None, init=False, repr=False)
@@ -93,7 +94,8 @@ class Pass:
 
     def summary(self) -> str:
         """What the pass did, leaf by leaf, and whether each ``.grad`` is PyTorch's to the bit."""
-        lines = [f"Pass {self.number}: backward at {self.location}, seed {_numbers(self.seed, (len(self.seed),))}"]
+        seed = f", seed {_numbers(self.seed, (len(self.seed),))}" if self.call == "backward" else ""
+        lines = [f"Pass {self.number}: {self.call} at {self.location}{seed}"]
         if self.pytorch_error is not None:
             lines.append(f"  PyTorch refused it: {self.pytorch_error}")
             lines.append(f"  Replayed {self.ran_as}:")

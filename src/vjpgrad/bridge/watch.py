@@ -260,7 +260,10 @@ class Watch:
         name = op_name(func)
         base = name.split(".")[0]
         flowing = [e for e in entries.values() if e.takes_gradient or e.poisoned]
-        if name == "fill_.Tensor" and flowing and torch.is_grad_enabled():  # the one of NO_GRADIENT that may
+        value = entries.get(id(args[1])) if name == "fill_.Tensor" and len(args) > 1 else None
+        if (
+            value is not None and (value.takes_gradient or value.poisoned) and torch.is_grad_enabled()
+        ):  # NO_GRADIENT's one
             reason = (
                 f"PyTorch's fill_ with a tensor that takes gradient at {user_location()}, which the replay does not "
                 "reproduce"
@@ -285,13 +288,13 @@ class Watch:
         """A result the replay takes no gradient through: constants, or a leaf (a step under
         no_grad); or, where PyTorch does take gradient through it (a tensor inside the graph
         changed in place under no_grad: its graph kept, its numbers new), not replayed."""
-        if not (t.requires_grad and t.grad_fn is not None and t.dtype in replay.DIFFERENTIABLE):
+        inside = t.requires_grad and t.grad_fn is not None and t.dtype in replay.DIFFERENTIABLE
+        if torch.is_grad_enabled() or not inside:  # with grad on: zero_, normal_... whose gradient is zero
             self._plain(t)
             return
-        how = ", under torch.no_grad(), which keeps its graph" if not torch.is_grad_enabled() else ""
         reason = (
-            f"PyTorch's {name} at {user_location()} changed a tensor that takes gradient{how}: the replay does not "
-            "follow its gradient there"
+            f"PyTorch's {name} at {user_location()} changed a tensor that takes gradient, under torch.no_grad(), "
+            "which keeps its graph: the replay does not follow its gradient there"
         )
         self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
 
@@ -393,10 +396,12 @@ class Watch:
         finally:
             self.paused -= 1
         reason = (
-            f"torch.autograd.grad at {location} returns its gradients instead of adding them into .grad, and the "
-            "watch replays backward() (the same pass as loss.backward(), or vjpgrad.gradients in vjpgrad)"
+            "it hands its gradients back instead of adding them into .grad, which is what the watch compares: "
+            "write loss.backward() to see this pass replayed"
         )
-        done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=reason)
+        done = Pass(
+            len(self.passes) + 1, location, [], [], False, replayed=False, reason=reason, call="torch.autograd.grad"
+        )
         self.passes.append(done)
         if self.strict:
             raise TorchReplayError(done.summary())
@@ -543,13 +548,9 @@ class Watch:
                     continue
             earlier = None if before is None else before.get(key)
             report = _leaf_report(names.get(key) or f"leaf {len(reports) + 1}", reached, gradients, earlier, before)
-            if (
-                earlier is None
-                and report.pytorch is not None
-                and any(
-                    d != 0 and item not in gradients and _dense_zero(number)
-                    for item, number, d in zip(reached.items, report.pytorch, report.distances, strict=True)
-                )
+            if report.pytorch is not None and any(
+                d != 0 and item not in gradients and _dense_zero(number)
+                for item, number, d in zip(reached.items, report.pytorch, report.distances, strict=True)
             ):
                 found.add(OFF_PATH_NOTE)
             reports.append(report)

@@ -45,7 +45,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"vjpgrad explain-torch: error: no such script: {script}", file=sys.stderr)
         return 2
     try:  # as Python does before it runs a line: a syntax error is shown alone, and nothing runs
-        compile(script.read_bytes(), str(script), "exec")
+        compile(script.read_bytes(), str(script), "exec", dont_inherit=True)
     except SyntaxError as error:
         print("".join(traceback.format_exception_only(type(error), error)), end="", file=sys.stderr)
         return 1

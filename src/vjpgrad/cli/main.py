@@ -217,12 +217,23 @@ def read_arguments(arguments: Sequence[str]) -> Arguments:
     )
 
 
+def _all_numbers(text: str) -> bool:
+    """Whether ``text`` is numbers and commas alone (what a Python list in brackets holds)."""
+    items = [item.strip() for item in text.split(",")]
+    items = items[:-1] if len(items) > 1 and not items[-1] else items
+    try:
+        return bool(items) and all(float(item) is not None for item in items)
+    except ValueError:
+        return False
+
+
 def _numbers(text: str, what: str) -> list[float]:
     bare = text.strip()
-    if len(bare) > 1 and (bare[0], bare[-1]) in (("[", "]"), ("(", ")")):  # a Python list, as a learner writes one
-        inner = bare[1:-1].replace(" ", "")
+    if len(bare) > 1 and (bare[0], bare[-1]) in (("[", "]"), ("(", ")")) and _all_numbers(bare[1:-1]):
+        inner = ",".join(item.strip() for item in bare[1:-1].split(",") if item.strip())
+        inner += "," if "," not in inner else ""  # one number with a comma: a vector of one, as "5," is
         spelled = f"--seed {inner}" if what == "--seed" else f"{what}={inner}"
-        raise CommandError(f"{what}: {bare!r} is a list in brackets: write {spelled}, the numbers and commas alone")
+        raise CommandError(f"{what}: {bare!r} is a list in brackets: write {spelled} (the numbers and commas alone)")
     items = text.split(",")
     if items and items[-1] == "" and len(items) > 1:
         items = items[:-1]  # "5," is a vector of one
@@ -460,8 +471,9 @@ def _main(argv: Sequence[str] | None) -> int:
         message = " ".join(str(error).split()) or type(error).__name__
         if not isinstance(error, _SAYS_WHAT_IS_WRONG):  # anything else is named, as it is unexpected
             message = f"{type(error).__name__}: {message}"
+        assigned = {argument.partition("=")[0].strip() for argument in arguments[1:] if "=" in argument}
         meant = difflib.get_close_matches(arguments[0].replace("_", "-"), COMMANDS, n=1, cutoff=0.75)
-        if meant:  # read as an expression only because it is no command: the slip named
+        if meant and arguments[0] not in assigned:  # no variable of that name: a command's name mistyped
             message += f" (did you mean 'vjpgrad {meant[0]}'?)"
         print(f"vjpgrad: error: {message}", file=sys.stderr)
         return 2

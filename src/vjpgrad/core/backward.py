@@ -62,9 +62,14 @@ CREATE_GRAPH = (
 """What ``backward(create_graph=True)`` says: the pass adds numbers into ``.grad``, never Values."""
 
 
-def backward(outputs: Sequence[Node], count: int | None, seed: object, *, retain_graph: bool) -> None:
+def backward(
+    outputs: Sequence[Node], count: int | None, seed: object, *, retain_graph: bool, create_graph: bool = False
+) -> None:
     """Run one reverse pass from ``outputs`` seeded by ``seed`` (see ``seeds``) and add its
-    gradients into ``.grad``; free the graph unless ``retain_graph``."""
+    gradients into ``.grad``; free the graph unless ``retain_graph``. ``create_graph=True``, PyTorch's
+    way to differentiate the gradients again, is refused, pointing to ``vjpgrad.gradients``."""
+    if create_graph:
+        raise TypeError(CREATE_GRAPH)
     refuse_number("backward()", "a replay would not add into .grad: call backward() on the compiled function's result")
     seeds = seeds_for(count, seed, name="gradients" if count is not None else "the gradient seed")
     check_flag(retain_graph, "retain_graph")

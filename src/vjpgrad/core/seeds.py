@@ -40,12 +40,18 @@ def scalar_seed(seed: object, what: str, *, differentiable: bool = False, single
     if module == "numpy" and getattr(seed, "shape", None) == ():
         return float(seed)  # type: ignore[arg-type]  # a 0-d NumPy array
     tensor = module.partition(".")[0] == "torch"
-    if tensor and tuple(getattr(seed, "shape", (0,))) == () and getattr(seed, "is_floating_point", bool)():
-        return float(seed)  # type: ignore[arg-type]  # a 0-d PyTorch tensor: y.backward(torch.tensor([...]))
-    advice = " (a PyTorch tensor: pass its numbers, tensor.tolist())" if tensor else ""
+    if tensor and tuple(getattr(seed, "shape", (0,))) == () and _real_dtype(seed):
+        return float(seed.detach().item())  # type: ignore[attr-defined]  # a 0-d tensor: y.backward(torch.tensor([...]))
+    advice = " (a PyTorch tensor: pass its real numbers, tensor.tolist())" if tensor else ""
     raise TypeError(
         f"{what} must be a real number{' for a single output' if single else ''}, got {type(seed).__name__}{advice}"
     )
+
+
+def _real_dtype(tensor: Any) -> bool:
+    """A PyTorch tensor of real numbers: floating or integer, not complex, not bool."""
+    dtype = getattr(tensor, "dtype", None)
+    return dtype is not None and not getattr(dtype, "is_complex", True) and str(dtype) != "torch.bool"
 
 
 def _is_sequence(seed: object) -> bool:

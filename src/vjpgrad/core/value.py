@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Union
 
 from vjpgrad.core import graph, operators, ops
-from vjpgrad.core.backward import CREATE_GRAPH, backward
+from vjpgrad.core.backward import backward
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node
 from vjpgrad.core.modes import USER_FRAMES, refuse_number, state, switches_on
@@ -272,7 +272,8 @@ class Value(operators.ValueOperators):
         too. The pass adds its gradients to ``.grad`` of every node that requires grad,
         leaves and intermediates alike, so two calls give exactly twice one call. Without
         ``retain_graph=True`` the pass frees what it used, and a later pass through it
-        raises ``RuntimeError``.
+        raises ``RuntimeError``. ``create_graph=True`` (PyTorch's way to differentiate the
+        gradients again) raises ``TypeError`` saying to use ``vjpgrad.gradients``, which can.
 
         Several weights (``y.backward([0.1, 1.0, 0.0001])``) are summed into one seed, as the
         PyTorch of 2017 did for its one-element outputs and as ``Vector.empty(1)`` does: the
@@ -294,9 +295,8 @@ class Value(operators.ValueOperators):
         with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
             if grad is not None and gradient is not None:
                 raise TypeError("backward() got both grad= and gradient=: they are the same seed, pass one")
-            if create_graph:
-                raise TypeError(CREATE_GRAPH)
-            backward([self], None, grad if gradient is None else gradient, retain_graph=retain_graph)
+            seed = grad if gradient is None else gradient
+            backward([self], None, seed, retain_graph=retain_graph, create_graph=create_graph)
 
     # ---- comparisons: on the data, as PyTorch's 0-d tensors; hashing stays by identity ------------
     # So ``assert y == 6.0`` works as it does on a tensor, and Values remain dict keys and set

@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Union, cast, overload
 
-from vjpgrad.core.backward import CREATE_GRAPH, backward
+from vjpgrad.core.backward import backward
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.format import format_vector
 from vjpgrad.core.graph import Node
@@ -290,6 +290,7 @@ class Vector(VectorMethods):
         may be left out only for a Vector of length 1. A longer seed on a length-1 Vector is
         summed into it, because that output was broadcast (case 3 of the Stack Overflow answer).
         Gradients accumulate: zero them between passes when you need fresh ones.
+        ``retain_graph`` and ``create_graph`` are ``Value.backward``'s.
 
         Case 1 of the Stack Overflow answer: ``y[i]`` depends only on ``a[i]``, ``b[i]`` and
         ``c[i]``, so ``a.grad = v × 3``, ``b.grad = v × 4b`` and ``c.grad = v / c``.
@@ -308,10 +309,8 @@ class Vector(VectorMethods):
         with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
             if gradients is not None and gradient is not None:
                 raise TypeError("backward() got both gradients= and gradient=: they are the same seed, pass one")
-            if create_graph:
-                raise TypeError(CREATE_GRAPH)
             seed = gradients if gradient is None else gradient
-            backward(self._values, len(self._values), seed, retain_graph=retain_graph)
+            backward(self._values, len(self._values), seed, retain_graph=retain_graph, create_graph=create_graph)
 
     def __float__(self) -> float:
         if len(self._values) != 1:
