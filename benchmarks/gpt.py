@@ -314,7 +314,7 @@ PARTS: list[
     ("adding gradients into .grad", lambda file, name: name == "add_gradients"),
     ("the call's bookkeeping (compiler/run.py)", lambda file, name: "compiler/run.py" in file),
     ("float helpers the code calls", lambda file, name: "core/floats.py" in file or "core/ops.py" in file),
-    ("the rest: the harness (zeroing .grad, one-hot rows), nodes", lambda file, name: True),
+    ("the rest: the harness (zeroing .grad, the tokens' Values), nodes", lambda file, name: True),
 ]
 
 
@@ -358,7 +358,7 @@ def profile_compiled(name: str, steps: int = 20) -> None:
 
 
 def alone(name: str, rounds: int = 121) -> None:
-    """The compiled step by itself as the example runs it (its one-hot rows made in its forward),
+    """The compiled step by itself as the example runs it (the tokens' Values made in its forward),
     timed as the harness times it (a full collection before each step, then its forward and its
     backward), medians of ``rounds`` steps after warm-up calls: the figure to compare between two
     versions of the code, run alternately, without the noise of microgpt's much longer step
@@ -522,8 +522,8 @@ def floor(name: str, rounds: int = 15) -> None:
     inside = inspect.getclosurevars(step).nonlocals  # the example's compiled function and its arguments
     compiled, arguments_of = inside["run"], inside["arguments"]
 
-    def rows() -> tuple[list[list[Any]], list[list[Any]]]:
-        return arguments_of(tokens)  # the one-hot rows, as the example's step makes them
+    def rows() -> tuple[list[Any]]:
+        return (arguments_of(tokens),)  # the tokens as Values, as the example's step makes them
 
     for _ in range(3):  # record, compile (or load), replay once
         step(tokens).backward()
@@ -531,7 +531,7 @@ def floor(name: str, rounds: int = 15) -> None:
     forward = replay.code.forward
     reverse = replay.code.backward_for(frozenset({0}))
     parts: dict[str, list[float]] = {
-        "one-hot rows": [],
+        "the tokens' Values": [],
         "the compiled call": [],
         "generated forward": [],
         "backward()": [],
@@ -551,10 +551,10 @@ def floor(name: str, rounds: int = 15) -> None:
         loss.backward()
         t4 = clock()
         parts["zeroing .grad"].append(t1 - t0)
-        parts["one-hot rows"].append(t2 - t1)
+        parts["the tokens' Values"].append(t2 - t1)
         parts["the compiled call"].append(t3 - t2)
         parts["backward()"].append(t4 - t3)
-        leaves = list({id(x): x for row in arguments[0] + arguments[1] for x in row}.values())  # each once
+        leaves = arguments[0]
         data = [x._data for x in leaves] + [p._data for p in replay.parameters]
         zeros = (-0.0,) * len(data)  # where each gradient starts, as a whole pass starts them
         t5 = clock()
@@ -568,8 +568,9 @@ def floor(name: str, rounds: int = 15) -> None:
     operations = len(replay.recorded.live)
     lines = _lines_run(reverse, (1.0,), forward(data), data, (-0.0,) * len(data))
     print(f"the compiled step on {name!r}, its parts timed alone (medians of {rounds} steps):")
-    made = len({id(x) for row in arguments[0] + arguments[1] for x in row})
-    print(f"  one-hot rows ({made} Values)       {ms['one-hot rows']:6.2f} ms")
+    made = len(arguments[0])
+    tokens_ms = ms["the tokens' Values"]
+    print(f"  the tokens as Values ({made})        {tokens_ms:6.2f} ms")
     call, fwd = ms["the compiled call"], ms["generated forward"]
     back, rev = ms["backward()"], ms["generated reverse"]
     print(f"  the compiled call                {call:6.2f} ms, of which the generated forward {fwd:.2f} ms")

@@ -10,14 +10,14 @@ makes up new names, sampled with a fixed seed.
 The names are examples/data/names.txt: 5,163 US first names from the Census Bureau's 1990
 first-name frequency files (public domain), as shipped in the PyPI package ``names``.
 
-Compiled (the default), the training step is one function of one-hot rows (the name's
-letters in, the letters to predict out) that reads no data, so ``vjpgrad.compile`` records
-it once per name length and replays it as code for every name of that length. A letter is
-a one-hot row of Values rather than an index because numbers are structure to compile (an
-index picks which row of the embedding a recording uses; a float is fixed in the code, as
-``torch.compile`` specializes Python scalars) while Values are data: the embedding lookup
-``wte[token]`` becomes the product ``one_hot @ wte``, which is the same number. ``--eager``
-runs microgpt's own step, indices and all, as plain Values. Loss starts
+Compiled (the default), the training step is the same function, given each letter as a Value
+holding its index (``requires_grad=False``) rather than as an int: numbers are structure to
+compile (an int picks which row of the embedding a recording uses; a float is fixed in the
+code, as ``torch.compile`` specializes Python scalars) while Values are data. The embedding
+lookup ``F.embedding(token, wte)`` and the cross-entropy's target then pick their row and
+class by a ``take`` node, the same numbers as ``wte[token]``, so ``vjpgrad.compile`` records
+the step once per name length and replays it as code for every name of that length.
+``--eager`` runs microgpt's own step, int indices and all, as plain Values. Loss starts
 near ln(27) = 3.30 (a uniform guess over 26 letters and the end-of-name token).
 
     python examples/gpt.py [--steps 500] [--seed 42] [--eager] [--samples 20]
@@ -72,7 +72,6 @@ class GPT:
 
         # no lm_head: the output layer is the token embedding (weight tying)
         self.state_dict = {"wte": matrix(vocab_size, n_embd), "wpe": matrix(block_size, n_embd)}
-        self.wte_columns = [list(column) for column in zip(*self.state_dict["wte"], strict=True)]
         for i in range(n_layer):
             self.state_dict[f"layer{i}.attn_wq"] = matrix(n_embd, n_embd)
             self.state_dict[f"layer{i}.attn_wk"] = matrix(n_embd, n_embd)
@@ -86,17 +85,16 @@ class GPT:
 
     def __call__(
         self,
-        token: int | Sequence[Value],
+        token: int | Value,
         pos_id: int,
         keys: list[list[list[Value]]],
         values: list[list[list[Value]]],
     ) -> list[Value]:
-        """The logits of the token after ``token`` (an index, or its one-hot row) at position
-        ``pos_id``; ``keys`` and ``values`` hold the earlier positions' (per layer), and this
-        one's is appended."""
+        """The logits of the token after ``token`` (its index: an int, or a Value holding it) at
+        position ``pos_id``; ``keys`` and ``values`` hold the earlier positions' (per layer), and
+        this one's is appended."""
         state_dict, head_dim = self.state_dict, self.head_dim
-        # token embedding: the row of wte, or the same row as one_hot @ wte
-        tok_emb = state_dict["wte"][token] if isinstance(token, int) else F.linear(token, self.wte_columns)
+        tok_emb = F.embedding(token, state_dict["wte"])  # token embedding: the row wte[token]
         pos_emb = state_dict["wpe"][pos_id]  # position embedding
         x = [t + p for t, p in zip(tok_emb, pos_emb, strict=True)]  # joint token and position embedding
         x = F.rms_norm(x, eps=1e-5)  # not redundant: the residual stream bypasses the blocks' norms
@@ -133,56 +131,40 @@ class GPT:
         return F.linear(x, state_dict["wte"])  # weight tying: the output layer is wte
 
 
-def make_step_loss(model: GPT, compiled: bool = False, one_hot: bool | None = None) -> Callable[[Sequence[int]], Value]:
+def make_step_loss(
+    model: GPT, compiled: bool = False, as_values: bool | None = None
+) -> Callable[[Sequence[int]], Value]:
     """The training step's forward pass: one name's tokens in, its mean loss out.
 
-    Eager, it is microgpt's: each token an index into the embedding, each target an index
-    for the cross-entropy. Compiled, each token and target is a one-hot row (``one_hot``
-    says which, if you want the other), so that one recording serves every name of a length.
+    Eager, it is microgpt's: each token and target an int index. Compiled, the same function is
+    given each token as a Value holding its index (``as_values`` says which, if you want the
+    other): data to ``vjpgrad.compile``, so that one recording serves every name of a length.
     """
-    vocab_size = len(model.state_dict["wte"])
 
-    def loss_of_tokens(tokens: Sequence[int]) -> Value:
+    def loss_of(tokens: Sequence[int] | Sequence[Value]) -> Value:
         n = min(model.block_size, len(tokens) - 1)
         keys: list[list[list[Value]]] = [[] for _ in range(model.n_layer)]
         values: list[list[list[Value]]] = [[] for _ in range(model.n_layer)]
         losses = []
         for pos_id in range(n):
-            token_id, target_id = tokens[pos_id], tokens[pos_id + 1]
-            logits = model(token_id, pos_id, keys, values)
-            losses.append(F.cross_entropy(logits, target_id))  # -log p(target)
-        return Vector(losses).mean()  # the mean over the name's positions
-
-    if not (compiled if one_hot is None else one_hot):
-        return loss_of_tokens
-
-    def loss_of(inputs: list[list[Value]], targets: list[list[Value]]) -> Value:
-        keys: list[list[list[Value]]] = [[] for _ in range(model.n_layer)]
-        values: list[list[list[Value]]] = [[] for _ in range(model.n_layer)]
-        losses = []
-        for pos_id, (token, target) in enumerate(zip(inputs, targets, strict=True)):
+            token, target = tokens[pos_id], tokens[pos_id + 1]
             logits = model(token, pos_id, keys, values)
             losses.append(F.cross_entropy(logits, target))  # -log p(target)
         return Vector(losses).mean()  # the mean over the name's positions
 
+    if not (compiled if as_values is None else as_values):
+        return loss_of
+
     run = vjpgrad.compile(loss_of) if compiled else loss_of
 
-    floats = [[1.0 if i == token_id else 0.0 for i in range(vocab_size)] for token_id in range(vocab_size)]
-
-    def one_hot(token_id: int) -> list[Value]:
-        """The letter as a row of Values that take no gradient: data to a compiled step (new
-        Values at each step, made at once from the letter's row of floats by Vector)."""
-        return list(Vector(floats[token_id], requires_grad=False))
-
-    def arguments(tokens: Sequence[int]) -> tuple[list[list[Value]], list[list[Value]]]:
-        """The step's inputs and targets: each position's letter as a one-hot row, made once,
-        since a position's target is the next position's input (the same row for both)."""
+    def arguments(tokens: Sequence[int]) -> list[Value]:
+        """The name's tokens as Values that take no gradient: data to a compiled step (new Values
+        at each step, made at once from the tokens by Vector)."""
         n = min(model.block_size, len(tokens) - 1)
-        letters = [one_hot(t) for t in tokens[: n + 1]]
-        return letters[:n], letters[1:]
+        return list(Vector([float(t) for t in tokens[: n + 1]], requires_grad=False))
 
     def step_loss(tokens: Sequence[int]) -> Value:
-        return run(*arguments(tokens))
+        return run(arguments(tokens))
 
     return step_loss
 

@@ -156,7 +156,10 @@ class OpCase:
     - ``vectorised``: the vectorised kernels PyTorch runs at given operands (MKL or SLEEF, whose
       results may be one or two ulps from the C library's), as ``kernel`` writes them;
     - ``zero_ties_differ``: PyTorch's result for a tie of 0.0 and -0.0 may be either zero (a known
-      difference, which the docs list): the parity tests compare such a forward without its sign.
+      difference, which the docs list): the parity tests compare such a forward without its sign;
+    - ``leading``: the numbers the row's operation takes before the call's operands, which the
+      call fixes (``take``'s index: ``call`` picks its second Value, so the row's operands are
+      ``(1.0, x, y)``).
     """
 
     name: str
@@ -171,6 +174,7 @@ class OpCase:
     with_a_number: bool = False
     vectorised: Callable[..., Kernels] = no_kernel
     zero_ties_differ: bool = False
+    leading: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if set(self.operands) - {"v", "n"} or "v" not in self.operands:
@@ -197,6 +201,8 @@ class OpCase:
             return "-x"
         if self.op is ops.MAX:
             return f"max([{', '.join(shown)}])"
+        if self.op is ops.TAKE:  # the index is data: a Value that takes no gradient
+            return f"embedding(Value(1.0), [[{shown[0]}], [{shown[1]}]])[0]"
         if self.op.arity == 2:  # a function of two operands: vjpgrad.atan2(x, y)
             return f"{self.op.name}({', '.join(shown)})"
         return f"x.{self.op.name}()"
@@ -619,6 +625,20 @@ CASES: list[OpCase] = [
         # g / count to each operand equal to the maximum (to each nan when it is nan), 0 to the others
         derivatives=((1.0, 3.0, 0.0, 1.0), (3.0, 3.0, 0.5, 0.5), (1.0, nan, 0.0, 1.0), (nan, nan, 0.5, 0.5)),
         zero_ties_differ=True,
+    ),
+    OpCase(
+        "take",
+        ops.TAKE,
+        # the second row of a one-column weight, picked by an index that is data (a Value)
+        lambda x, y: F.embedding(vjpgrad.Value(1.0, requires_grad=False), [[x], [y]])[0],
+        "vv",
+        torch=lambda torch, x, y: torch.nn.functional.embedding(torch.tensor(1), torch.stack([x, y]).unsqueeze(1))[0],
+        domain=operands(finite(-1e3, 1e3), finite(-1e3, 1e3)),
+        # the element picked, whatever the other is: its bits, nan and signed zeros included
+        edges=((1.0, nan, nan), (nan, 5.0, 5.0), (0.0, -0.0, -0.0), (-0.0, 0.0, 0.0), (inf, -inf, -inf)),
+        # g to the element picked, exactly 0.0 to the other (PyTorch's dense embedding gradient)
+        derivatives=((1.0, 3.0, 0.0, 1.0), (nan, 3.0, 0.0, 1.0), (inf, nan, 0.0, 1.0)),
+        leading=(1.0,),
     ),
 ]
 """One row per operation of the table, in the table's order."""

@@ -511,7 +511,7 @@ def test_microgpt_step_compiled_folds_its_positions_apart_and_is_eager_to_the_bi
     uchars = sorted(set("".join(docs)))
     tokens = [len(uchars)] + [uchars.index(ch) for ch in "emma"] + [len(uchars)]
     model = gpt.GPT(len(uchars) + 1)
-    eager_step = gpt.make_step_loss(model, one_hot=True)  # the same program as the compiled one, run eagerly
+    eager_step = gpt.make_step_loss(model, as_values=True)  # the same program as the compiled one, run eagerly
     compiled_step = gpt.make_step_loss(model, compiled=True)
 
     def step_gradients(step: Callable[[list[int]], Value]) -> list[Any]:
@@ -572,7 +572,7 @@ def test_a_small_gpts_folded_positions_write_sums_as_expressions_without_copies_
     for k, p in enumerate(model.parameters()):
         p.data = p.data * (scale if k % 3 == 0 else 1.0) + (k % 5) * 0.01
     tokens = [4, 0, 3, 1, 2, 4]
-    eager_step = gpt.make_step_loss(model, one_hot=True)  # the program the compiled step runs, eagerly
+    eager_step = gpt.make_step_loss(model, as_values=True)  # the program the compiled step runs, eagerly
     compiled_step = gpt.make_step_loss(model, compiled=True)
 
     def step_gradients(step: Callable[[list[int]], Value]) -> list[Any]:

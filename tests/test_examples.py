@@ -114,12 +114,12 @@ def test_the_step_is_one_graph_per_name_with_the_loss_of_every_position() -> Non
 @pytest.mark.slow  # an example's whole run, in a process
 def test_the_compiled_step_is_the_eager_step_bit_for_bit() -> None:
     # compile refuses any data read while it records: the step reads none, and its replay
-    # (the second name of the same length) gives the eager one-hot step's loss and gradients
-    # exactly, and microgpt's index step's to rounding
+    # (the second name of the same length) gives the eager step's loss and gradients exactly
+    # with its tokens as Values, and microgpt's int index step's to rounding
     results = []
-    for compiled, one_hot in ((False, True), (True, True), (False, False)):
+    for compiled, as_values in ((False, True), (True, True), (False, False)):
         model = gpt.GPT(vocab_size=27, n_embd=4, rng=random.Random(0))
-        step_loss = gpt.make_step_loss(model, compiled=compiled, one_hot=one_hot)
+        step_loss = gpt.make_step_loss(model, compiled=compiled, as_values=as_values)
         for tokens in ([26, 7, 8, 26], [26, 1, 1, 26]):
             for p in model.parameters():
                 p.grad = 0.0

@@ -239,14 +239,19 @@ def test_each_rows_rules_on_numbers_give_pytorchs_derivatives_at_its_edges(
 ) -> None:
     # the row itself, as compile's helpers and operations of many operands call it: forward and saved rules on floats
     xs, expected = [float(x) for x in edge[: len(case.operands)]], edge[len(case.operands) :]
-    op = case.op
-    out = op.forward(*xs)
+    op, first = case.op, len(case.leading)  # the row's operands: the call's, after any it fixes (take's index)
+    every = [*case.leading, *xs]
+    out = op.forward(*every)
     assert same(out, case.call(*operands(case.operands, xs)).data)
     if op.nary:
-        saved, gradients = op.saved[0](tuple(xs), out), [op.gradients[0]] * len(xs)
+        saved, gradients = op.saved[0](tuple(every), out), [op.gradients[0]] * len(every)
     else:
-        saved, gradients = [rule(*xs, out) for rule in op.saved], list(op.gradients)
-    found = [ops.contribution(gradients[k], 1.0, saved[k]) for k, kind in enumerate(case.operands) if kind == "v"]
+        saved, gradients = [rule(*every, out) for rule in op.saved], list(op.gradients)
+    found = [
+        ops.contribution(gradients[first + k], 1.0, saved[first + k])
+        for k, kind in enumerate(case.operands)
+        if kind == "v"
+    ]
     assert all(same(g, e) for g, e in zip(found, expected, strict=True)), (found, expected)
 
 

@@ -127,6 +127,28 @@ def _max_hits(np: ModuleType) -> Callable[..., tuple[list[Any], Any]]:
     return hits
 
 
+def _take(np: ModuleType) -> tuple[Callable[..., Any], Callable[[Any, int], Any]]:
+    """``take`` on arrays: each sample's index checked (``positions``: a whole number in
+    ``range(count)``, else IndexError naming the first that is not, as the table's forward does),
+    and the element each picks, exactly (``take``)."""
+
+    def positions(index: Any, count: int) -> Any:
+        found = np.asarray(index, dtype=np.float64)
+        good = (found == np.floor(found)) & (found >= 0) & (found < count)
+        if not np.all(good):
+            ops.take_position(float(found[~good].flat[0]), count)  # raises, naming it
+        return found.astype(np.intp)
+
+    def take(index: Any, *xs: Any) -> Any:
+        at = positions(index, len(xs))
+        if np.ndim(at) == 0:
+            return xs[int(at)]
+        arrays = np.broadcast_arrays(at, *(np.asarray(x, dtype=np.float64) for x in xs))
+        return np.take_along_axis(np.stack(arrays[1:]), arrays[0][None], axis=0)[0]
+
+    return take, positions
+
+
 def _fast_pow_scalar(np: ModuleType) -> Callable[[Any, float], Any]:
     """``x ** k`` for a constant ``k`` with PyTorch's special exponents (``floats.POWER_STEPS``,
     their steps run by NumPy's ufuncs), any other by ``np.power``."""
@@ -521,6 +543,8 @@ def namespace(fast: bool) -> dict[str, Any]:
         "_sign": _sign(np),
         "_max": _max(np),
         "_max_hits": _max_hits(np),
+        "_take": _take(np)[0],
+        "_take_positions": _take(np)[1],
         "_zero": lambda x: np.zeros_like(x, dtype=np.float64),
         "_stack": _stack(np),
         "_row": _copies(np)[1],

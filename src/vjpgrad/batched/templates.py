@@ -7,8 +7,9 @@ here. The backward needs no template of its own: each edge's saved rule and grad
 called with ``codegen.symbols.Code`` symbols in the ``ARRAY`` dialect, and what they build is
 the line, as ``vjpgrad.compile`` builds its scalar lines with the same symbols (the dialect
 writes what has no array meaning in scalar code: ``a if c else b`` as ``_where(c, a, b)``,
-``and`` as ``_and``, a masked edge as ``_where(c, 0.0, ...)``). The n-ary max, whose rule
-counts its ties with Python, has its backward written here (``max_backward``).
+``and`` as ``_and``, a masked edge as ``_where(c, 0.0, ...)``). The n-ary ``max``, whose rule
+counts its ties with Python, and ``take``, whose rule picks an operand by the index's number,
+have their backward written here (``max_backward``, ``take_backward``).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ FORWARD: dict[str, Callable[[list[str]], str]] = {
     "identity": lambda terms: terms[0],
     "detach": lambda terms: terms[0],
     "max": _helper("_max"),
+    "take": _helper("_take"),
     "atan2": _helper("_atan2"),
     "hypot": _helper("_hypot"),
 }
@@ -78,4 +80,17 @@ def max_backward(terms: list[str], out: str, gradient: str, positions: tuple[int
     lines = [(-1, f"_hits, _count = _max_hits(({', '.join(terms)},), {out})")]
     for k in positions:
         lines.append((k, f"_where(_hits[{k}], {literal(share)}, 0.0)"))
+    return lines
+
+
+def take_backward(terms: list[str], gradient: str, positions: tuple[int, ...]) -> list[tuple[int, str]]:
+    """The lines of ``take``'s backward: the position each sample's index picks, once (checked as
+    the forward checks it), then each element's share: the table's gradient (``0.0 + g``) where
+    it is picked, exactly 0.0 elsewhere; the index's own share exactly 0.0."""
+    share = ops.contribution(
+        ops.TAKE.gradients[0], Code(gradient, atomic=True, dialect=ARRAY), Code("0.0", atomic=True, dialect=ARRAY)
+    )
+    lines = [(-1, f"_at = _take_positions({terms[0]}, {len(terms) - 1}) + 1")]
+    for k in positions:
+        lines.append((k, "0.0" if k == 0 else f"_where(_at == {k}, {literal(share)}, 0.0)"))
     return lines

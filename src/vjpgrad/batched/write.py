@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vjpgrad.batched.blocks import ArrayBlock, find, reached
-from vjpgrad.batched.templates import FORWARD, forward_key, max_backward
+from vjpgrad.batched.templates import FORWARD, forward_key, max_backward, take_backward
 from vjpgrad.codegen.symbols import ARRAY, Code, contribution, literal, operand
 from vjpgrad.core import graph, ops
 
@@ -296,6 +296,8 @@ class ArrayWriter:
         assert op is not None  # the reverse pass visits operations only
         operands = graph.operands(node)
         out = self.names[id(node)]
+        if op is ops.TAKE:
+            return take_backward([self.term(x) for x in operands], gradient, edges)
         if op.nary:
             return max_backward([self.term(x) for x in operands], out, gradient, edges)
         g = Code(gradient, atomic=True, dialect=ARRAY)

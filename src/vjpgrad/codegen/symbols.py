@@ -314,6 +314,7 @@ NAMESPACE: dict[str, Any] = {
     "_cos": floats.cos,
     "_sign": floats.sign,
     "_max_of": builtins.max,  # Python's max, where no operand is nan (compiler.write's max)
+    "_take_position": ops.take_position,  # the index a take picks, checked (compiler.write's take)
     "_inf": math.inf,
     "_nan": math.nan,
     "_MASKED": MASKED,

@@ -232,6 +232,8 @@ class Writer:
             fields = ", ".join(f"{{{k}}}" for k in range(len(terms)))
             if op is ops.MAX and len(terms) > 1:
                 form = (_max_template(len(terms)), [operand_text(t) for t in terms], self.comment(op))
+            elif op is ops.TAKE:
+                form = (_take_template(len(terms)), [operand_text(t) for t in terms], self.comment(op))
             elif op.nary:
                 form = (f"{self.helper(op, 'forward')}({fields})", terms, self.comment(op))
             elif op.code in INLINE:
@@ -361,6 +363,8 @@ class Writer:
         operands = graph.operands(node)
         if op is ops.MAX and len(operands) > 1:
             return self._max_lines(node, positions, gradient, every)
+        if op is ops.TAKE:
+            return self._take_lines(node, positions, gradient)
         g = Code(gradient, atomic=True)
         rule = op.gradients[0]
         saved = f"{self.helper(op, 'saved')}(({', '.join(self.terms(node, operands))},), {self.names[id(node)]})"
@@ -391,6 +395,21 @@ class Writer:
         ]
         for k in positions:
             lines.append(Contribution(id(graph.operands(node)[k]), f"{share} if _hits[{k}] else 0.0", k, ()))
+        return lines
+
+    def _take_lines(self, node: graph.Node, positions: tuple[int, ...], gradient: str) -> list[Contribution]:
+        """``take``'s edges, its saved rule (``ops._take_saved``) written out: the element the index
+        picks is handed the rule's gradient of ``g`` and its saved zero (``0.0 + g``), every other
+        element exactly 0.0, and the index (if it takes gradient) exactly 0.0."""
+        operands = graph.operands(node)
+        index = self.read_names(node, operands)[0]
+        terms = [operand_text(t) for t in self.terms(node, operands)]
+        share = operand(contribution(ops.TAKE.gradients[0], Code(gradient, atomic=True), Code("0.0", atomic=True)))
+        at = f"_at = _take_position({terms[0]}, {len(operands) - 1}) + 1"
+        lines = [Contribution(-1, at, -1, (index,) if index else ())]
+        for k in positions:
+            code = "0.0" if k == 0 else f"{share} if _at == {k} else 0.0"
+            lines.append(Contribution(id(operands[k]), code, k, ()))
         return lines
 
     def _template(self, op: Op, k: int, pattern: tuple[Any, ...]) -> tuple[str, frozenset[str]] | None:
@@ -432,6 +451,13 @@ def _max_template(count: int) -> str:
     fields = ", ".join(f"{{{k}}}" for k in range(count))
     numbers = " and ".join(f"{{{k}}} == {{{k}}}" for k in range(count))
     return f"_max_of({fields}) if {numbers} else _max({fields})"
+
+
+def _take_template(count: int) -> str:
+    """The forward of ``take`` of an index and ``count - 1`` elements, with ``{0}`` for the index:
+    the element it picks from a tuple of them, the index checked as the table's forward checks it."""
+    elements = ", ".join(f"{{{k}}}" for k in range(1, count))
+    return f"({elements},)[_take_position({{0}}, {count - 1})]"
 
 
 class Readers(NamedTuple):

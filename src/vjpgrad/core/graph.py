@@ -168,7 +168,7 @@ def init_leaf(node: Node, data: float, requires_grad: bool, label: str | None) -
 def new_leaves(cls: type[N], numbers: Sequence[float], requires_grad: bool) -> list[N]:
     """Leaves made by the user from floats, many at once: each filled as ``init_leaf`` fills a
     Value without a label, in one loop rather than two calls a Value (a Vector of numbers, a
-    row of data: a compiled step's one-hot rows)."""
+    row of data: a compiled step's tokens)."""
     made: list[N] = []
     append = made.append
     for number in numbers:

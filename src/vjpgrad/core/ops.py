@@ -443,6 +443,39 @@ def _max_saved(xs: tuple[Any, ...], out: Any) -> tuple[Any, ...]:
 
 MAX = Op("max", 0, _max_forward, (_max_saved,), (divided,), "_max({0})", doc="max(xs)", maskable=True)
 
+
+def take_position(index: float, count: int) -> int:
+    """The position an index picks among ``count`` elements: ``index`` must be a whole number in
+    ``range(count)`` (a Value's number, so a float: 3.0 picks the fourth). Raises IndexError,
+    naming the index and the count, for any other (a fraction, nan, an infinity, out of range)."""
+    if index == index and abs(index) != float("inf"):  # nan and infinities are no position
+        k = int(index)
+        if k == index and 0 <= k < count:
+            return k
+    raise IndexError(f"index {index!r} is not a whole number in range({count})")
+
+
+def _take_forward(index: float, *xs: float) -> float:
+    """The element ``index`` picks: ``xs[index]``, the index checked (``take_position``)."""
+    return xs[take_position(index, len(xs))]
+
+
+def _take_saved(xs: tuple[Any, ...], out: Any) -> tuple[Any, ...]:
+    # PyTorch's embedding_dense_backward: a gradient of zeros for every row, the picked row's
+    # gradient added into its zero (index_add_), so the element picked saves that 0.0 and every
+    # other is handed an exact 0.0; the index takes none
+    at = take_position(data_of(xs[0]), len(xs) - 1) + 1
+    return tuple(0.0 if k == at else MASKED for k in range(len(xs)))
+
+
+def added(g: Any, s: Any) -> Any:
+    """``s + g``: the gradient added into the number saved (``take``'s picked element: into
+    PyTorch's dense zero, so that a -0.0 arrives as 0.0, as ``index_add_`` gives it)."""
+    return s + g
+
+
+TAKE = Op("take", 0, _take_forward, (_take_saved,), (added,), "_take({0})", doc="xs[index]", maskable=True)
+
 FUNCTIONS: tuple[Op, ...] = (EXP, LOG, LOG1P, SQRT, SIN, COS, TAN, TANH, SIGMOID, RELU, ATAN2, HYPOT)
 """The functions of the contract: each a Value method, a Vector method, a module function
 (``vjpgrad.exp``, ``vjpgrad.atan2``) and a function of the command line, taking as many operands
@@ -453,7 +486,7 @@ DETACH = _unary("detach", lambda x: x, lambda x, out: 0.0, doc="x cut from the g
 
 BUILTIN: frozenset[Op] = frozenset(
     (
-        *(ADD, SUB, MUL, DIV, POW, POW_BASE, POW_SCALAR, NEG, ABS, SIGN, MASKED_ZERO, RECIPROCAL, IDENTITY, MAX),
+        *(ADD, SUB, MUL, DIV, POW, POW_BASE, POW_SCALAR, NEG, ABS, SIGN, MASKED_ZERO, RECIPROCAL, IDENTITY, MAX, TAKE),
         *(DETACH, *FUNCTIONS),
     )
 )

@@ -169,7 +169,7 @@ class Value(operators.ValueOperators):
         label: str | None = None,
     ) -> None:
         if type(data) is float and type(requires_grad) is bool and label is None:
-            number = data  # the common case, a float (one-hot rows, a model's weights): nothing to check
+            number = data  # the common case, a float (a row of data, a model's weights): nothing to check
         else:
             if isinstance(requires_grad, (tuple, list, set, frozenset)) and all(
                 isinstance(c, Value) for c in requires_grad

@@ -92,7 +92,12 @@ def formula(node: Value, names: Mapping[Value, str]) -> str:
     """How a node was computed, in terms of its operands' names: ``t3 * b[0]``, ``log(c[1])``."""
 
     def term(x: Value | float) -> str:
-        return names.get(x, "?") if isinstance(x, Value) else text.number(x)
+        if not isinstance(x, Value):
+            return text.number(x)
+        found = names.get(x)
+        if found is None and not x.requires_grad:  # data no gradient reaches (take's index): its number
+            return x.label or text.number(graph.number(x))
+        return found or "?"
 
     op = graph.op_of(node)
     terms = [term(x) for x in graph.operands(node)]

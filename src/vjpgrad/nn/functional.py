@@ -1,5 +1,6 @@
 """``torch.nn.functional`` for lists of Values: ``max``, ``softmax``, ``log_softmax``,
-``cross_entropy``, ``rms_norm`` and ``linear``, with PyTorch's names and argument order.
+``cross_entropy``, ``rms_norm``, ``linear`` and ``embedding``, with PyTorch's names and argument
+order.
 
 Each function takes a Vector or a list (any iterable) of Values, where a plain number is a
 constant, and answers in kind: a Vector for a Vector, a list of Values otherwise. It agrees
@@ -20,7 +21,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import overload
 
-from vjpgrad.core.ops import MAX
+from vjpgrad.core.ops import MAX, TAKE, data_of, take_position
 from vjpgrad.core.value import Value, nary
 from vjpgrad.core.vector import Vector, as_values
 
@@ -122,17 +123,23 @@ def _shifted_and_log_sum_exp(values: list[Value]) -> tuple[list[Value], Value]:
     return shifted, _sum(s.exp() for s in shifted).log()
 
 
-def cross_entropy(input: Values, target: int | Values) -> Value:
+def cross_entropy(input: Values, target: int | Value | Values) -> Value:
     """The loss of one example whose logits are ``input``, as
     ``torch.nn.functional.cross_entropy`` on a 1-D input: ``-log_softmax(input)[target]`` for
     a class index, ``-sum_c target[c] * log_softmax(input)[c]`` for class probabilities (a
-    list as long as ``input``, e.g. one-hot: data, where an index is structure, so a compiled
-    step replays for any target).
+    list as long as ``input``).
 
+    The index is an int (structure to ``vjpgrad.compile``: a recording per class) or a Value
+    holding a whole number (data: one recording serves every class, the class picked by a
+    ``take`` node, whose gradient is the picked element's alone, as PyTorch's ``nll_loss``).
     For an index only the target's term is built: ``log(sum_j exp(x_j - m)) - (x_target - m)``.
     Raises IndexError when ``target`` is not in ``range(len(input))``.
     """
     values = _values(input, "cross_entropy")
+    if isinstance(target, Value):
+        take_position(data_of(target), len(values))  # checked before any node is made (not user code: no .data)
+        shifted, log_sum_exp = _shifted_and_log_sum_exp(values)
+        return log_sum_exp - nary(TAKE, (target, *shifted))
     if not isinstance(target, (bool, numbers.Integral)) and isinstance(target, (Vector, Sequence)):
         probabilities = _values(target, "cross_entropy target")
         if len(probabilities) != len(values):
@@ -141,7 +148,7 @@ def cross_entropy(input: Values, target: int | Values) -> Value:
         return -_sum((s - log_sum_exp) * p for s, p in zip(shifted, probabilities, strict=True))
     if isinstance(target, bool) or not isinstance(target, numbers.Integral):
         raise TypeError(
-            f"cross_entropy() target must be an int (a class index) or a list of probabilities, "
+            f"cross_entropy() target must be an int or a Value (a class index) or a list of probabilities, "
             f"got {type(target).__name__}"
         )
     target = int(target)
@@ -149,6 +156,35 @@ def cross_entropy(input: Values, target: int | Values) -> Value:
         raise IndexError(f"Target {target} is out of bounds: there are {len(values)} classes")
     shifted, log_sum_exp = _shifted_and_log_sum_exp(values)
     return log_sum_exp - shifted[target]
+
+
+def embedding(input: int | Value, weight: Sequence[Row]) -> list[Value]:
+    """The row of ``weight`` that ``input`` picks, as ``torch.nn.functional.embedding`` of one
+    index: ``weight[input]``.
+
+    An int index is structure: the row's own Values are returned, as ``weight[input]`` would
+    (microgpt's ``wte[token_id]``), and ``vjpgrad.compile`` records one program per index. A
+    Value index (a whole number, e.g. ``Value(3.0, requires_grad=False)``) is data: each element
+    of the row is a ``take`` node over the column, whose gradient goes to the picked row alone,
+    added into a zero (``0.0 + g``), and an exact 0.0 to the others, as PyTorch's dense embedding
+    gradient: one recording serves every index. Raises IndexError for an index that is not a whole
+    number in ``range(len(weight))``, and, for a Value index, ValueError for rows of different
+    lengths.
+    """
+    if isinstance(input, Value):
+        rows = [_values(row, "embedding") for row in weight]
+        if not rows:
+            raise ValueError("embedding() of an empty weight: there is no row to pick")
+        if len({len(row) for row in rows}) > 1:
+            raise ValueError(f"embedding() weight rows differ in length: {sorted({len(row) for row in rows})}")
+        take_position(data_of(input), len(rows))  # checked before any node is made
+        return [nary(TAKE, (input, *column)) for column in zip(*rows, strict=True)]
+    if isinstance(input, bool) or not isinstance(input, numbers.Integral):
+        raise TypeError(f"embedding() index must be an int or a Value, got {type(input).__name__}")
+    index = int(input)
+    if not 0 <= index < len(weight):
+        raise IndexError(f"index {index} is out of range for {len(weight)} rows")
+    return _values(weight[index], "embedding")  # the row alone: an eager step reads no other
 
 
 @overload
