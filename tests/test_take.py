@@ -77,6 +77,26 @@ def test_the_picked_element_gets_its_gradient_added_into_a_zero_as_pytorchs_embe
     assert vjpgrad.gradients(row[0], [weight[1][0]], -2.5)[0].data == -2.5
 
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_differentiable_pass_picks_the_element_the_forward_picked_even_if_the_index_changed_since(
+    create_graph: bool,
+) -> None:
+    # as every other saved number: the forward's, whatever .data was assigned after it
+    weight = matrix(3, 1)
+    token = index(0.0)
+    y = F.embedding(token, weight)[0] * 5.0
+    token.data = 2.0
+    found = vjpgrad.gradients(y, [weight[0][0], weight[2][0]], create_graph=create_graph)
+    assert [g.data for g in found] == [5.0, 0.0]
+
+
+def test_a_differentiable_pass_through_max_keeps_the_forwards_ties_too() -> None:
+    x, y = Value(1.0), Value(3.0)
+    top = F.max([x, y]) * 2.0
+    x.data = 3.0  # a tie now, not in the forward pass
+    assert [g.data for g in vjpgrad.gradients(top, [x, y], create_graph=True)] == [0.0, 2.0]
+
+
 def test_the_index_takes_no_gradient_even_when_it_asks_for_one() -> None:
     weight = matrix(2, 1)
     asked = Value(1.0)  # requires_grad=True: an index has no derivative, as PyTorch's integer indices
@@ -245,7 +265,7 @@ def test_vmap_takes_an_index_per_sample_and_gives_eagers_bits() -> None:
         assert [bits(g) for g in row] == [bits(g) for g in vjpgrad.grad(loss_of)(w, x, index(t))]
 
 
-def test_vmap_names_the_first_sample_index_out_of_range() -> None:
+def test_vmap_names_a_samples_index_out_of_range() -> None:
     pytest.importorskip("numpy")
     per_sample = vjpgrad.vmap(vjpgrad.grad(loss_of), in_dims=(None, 0, 0))
     with pytest.raises(IndexError, match=r"index 3.0 is not a whole number in range\(3\)"):

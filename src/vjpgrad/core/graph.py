@@ -507,9 +507,9 @@ def saved_as_values(node: Node) -> list[tuple[int, Node, Any]]:
     assert op is not None  # only called for operations
     if op.backward is not None:
         raise RuntimeError(OWN_BACKWARD_MESSAGE)
-    if op.nary:
+    if op.nary:  # its rule decides by numbers (max's ties, take's index): the forward's decision stands
         values = op.saved[0](tuple(node._first), node)
-        return [(k, x, values[k]) for k, x, _ in edges(node)]
+        return [(k, x, _as_saved(values[k], s) if isinstance(values[k], Node) else s) for k, x, s in edges(node)]
     args = (node._first, node) if op.arity == 1 else (node._first, node._second, node)
     return [(k, x, _as_saved(op.saved[k](*args), saved)) for k, x, saved in edges(node)]
 

@@ -11,7 +11,9 @@ Every function is made of Value operations and nothing else: it never reads ``.d
 never calls ``float()``, never compares a Value or branches on one. The graph it records
 is therefore the same whatever the numbers are, and replaying that graph on new numbers
 (what a compiler does) computes the right thing. Python decisions here depend only on
-lengths and types, never on values.
+lengths and types, never on values; the one number read is an index Value's, to raise
+IndexError before any node is made when it is no whole number in range (the ``take`` node
+checks it again as the code runs), which never changes the graph.
 """
 
 from __future__ import annotations
@@ -131,7 +133,7 @@ def cross_entropy(input: Values, target: int | Value | Values) -> Value:
 
     The index is an int (structure to ``vjpgrad.compile``: a recording per class) or a Value
     holding a whole number (data: one recording serves every class, the class picked by a
-    ``take`` node, whose gradient is the picked element's alone, as PyTorch's ``nll_loss``).
+    ``take`` node; the same loss and gradient as the int index, bit for bit).
     For an index only the target's term is built: ``log(sum_j exp(x_j - m)) - (x_target - m)``.
     Raises IndexError when ``target`` is not in ``range(len(input))``.
     """
