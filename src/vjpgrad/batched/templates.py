@@ -87,9 +87,8 @@ def take_backward(terms: list[str], gradient: str, positions: tuple[int, ...]) -
     """The lines of ``take``'s backward: the position each sample's index picks, once (checked as
     the forward checks it), then each element's share: the table's gradient (``0.0 + g``) where
     it is picked, exactly 0.0 elsewhere; the index's own share exactly 0.0."""
-    share = ops.contribution(
-        ops.TAKE.gradients[0], Code(gradient, atomic=True, dialect=ARRAY), Code("0.0", atomic=True, dialect=ARRAY)
-    )
+    saved = Code(literal(ops.TAKE_SAVED), atomic=True, dialect=ARRAY)
+    share = ops.contribution(ops.TAKE.gradients[0], Code(gradient, atomic=True, dialect=ARRAY), saved)
     lines = [(-1, f"_at = _take_positions({terms[0]}, {len(terms) - 1}) + 1")]
     for k in positions:
         lines.append((k, "0.0" if k == 0 else f"_where(_at == {k}, {literal(share)}, 0.0)"))

@@ -404,7 +404,8 @@ class Writer:
         operands = graph.operands(node)
         index = self.read_names(node, operands)[0]
         terms = [operand_text(t) for t in self.terms(node, operands)]
-        share = operand(contribution(ops.TAKE.gradients[0], Code(gradient, atomic=True), Code("0.0", atomic=True)))
+        saved = Code(literal(ops.TAKE_SAVED), atomic=True)
+        share = operand(contribution(ops.TAKE.gradients[0], Code(gradient, atomic=True), saved))
         at = f"_at = _take_position({terms[0]}, {len(operands) - 1}) + 1"
         lines = [Contribution(-1, at, -1, (index,) if index else ())]
         for k in positions:

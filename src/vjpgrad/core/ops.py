@@ -460,12 +460,16 @@ def _take_forward(index: float, *xs: float) -> float:
     return xs[take_position(index, len(xs))]
 
 
+TAKE_SAVED: Final = 0.0
+"""What the element a ``take`` picks saves: PyTorch's dense zero (``embedding_dense_backward``'s
+``index_add_``) that its gradient is added into. Compiled and array code write this number."""
+
+
 def _take_saved(xs: tuple[Any, ...], out: Any) -> tuple[Any, ...]:
     # PyTorch's embedding_dense_backward: a gradient of zeros for every row, the picked row's
-    # gradient added into its zero (index_add_), so the element picked saves that 0.0 and every
-    # other is handed an exact 0.0; the index takes none
+    # gradient added into its zero, and every other element handed an exact 0.0; the index takes none
     at = take_position(data_of(xs[0]), len(xs) - 1) + 1
-    return tuple(0.0 if k == at else MASKED for k in range(len(xs)))
+    return tuple(TAKE_SAVED if k == at else MASKED for k in range(len(xs)))
 
 
 def added(g: Any, s: Any) -> Any:
