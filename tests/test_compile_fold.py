@@ -227,7 +227,7 @@ def positions(params: list[Value], xs: list[Value]) -> Vector:
 
 @pytest.mark.parametrize("seeded", [[0, 1, 2, 3, 4], [4], [0], [1, 3], [2, 4]])
 @pytest.mark.parametrize("seed", [1.0, -0.0, -2.5])
-def test_copies_apart_are_one_function_called_per_copy_with_eagers_bits(
+def test_copies_apart_are_one_function_each_copy_is_sent_into_with_eagers_bits(
     seeded: list[int], seed: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(fold, "SMALLEST_CALLED", 8)
@@ -250,8 +250,9 @@ def test_copies_apart_are_one_function_called_per_copy_with_eagers_bits(
     assert any(not block.adjacent and block.copies == 4 for block in program.blocks)
     forward, backward = source_of(compiled).split("def backward(")
     assert forward.count("\ndef _f") == 1
-    assert forward.count(" = _f0(") == 4  # written once, called per copy
-    assert "written once as a function, called once per copy: 4 copies" in forward
+    assert forward.count("_f0_run = _f0(") == 1  # one frame for the pass, made before the first copy
+    assert forward.count(" = _f0_run.send((") == 4  # written once, each copy sent in
+    assert "written once as a function, each copy sent in: 4 copies" in forward
     calls = [line for line in backward.splitlines() if "_run.send((" in line]
     assert len(calls) == 4
     assert backward.count("_run = _b") == 1  # one frame for the pass, made at the first copy, each copy sent in
@@ -259,10 +260,10 @@ def test_copies_apart_are_one_function_called_per_copy_with_eagers_bits(
     # the parameters' numbers are every copy's: the function is handed them once, as its frame is made
     names = {program.names[id(p)] for p in params}
     f0 = next(n for n in ast.parse(forward).body if isinstance(n, ast.FunctionDef) and n.name == "_f0")
-    returned = f0.body[-1]
-    assert isinstance(returned, ast.Return)
-    assert isinstance(returned.value, ast.Tuple)
-    each_copy = {n.id for n in ast.walk(returned.value.elts[-1]) if isinstance(n, ast.Name)}
+    yielded = [n.value for n in ast.walk(f0) if isinstance(n, ast.Yield) and n.value is not None]
+    assert len(yielded) == 1  # each copy's outputs and what its reverse pass reads, sent back
+    assert isinstance(yielded[0], ast.Tuple)
+    each_copy = {n.id for n in ast.walk(yielded[0].elts[-1]) if isinstance(n, ast.Name)}
     assert each_copy
     assert not each_copy & names
     made = next(ast.parse(line.strip()) for line in backward.splitlines() if "_run = _b" in line)
@@ -594,7 +595,7 @@ def test_a_small_gpts_folded_positions_write_sums_as_expressions_without_copies_
         if block.adjacent:
             continue
         [forward] = [f for f in functions if f.startswith(f"_f{k}(")]
-        statements = [line for line in forward.splitlines() if line.startswith("    u")]
+        statements = [line for line in forward.splitlines() if line.startswith("        u")]
         assert len(statements) < block.length / 2  # most operations inside another's expression
         assert any(line.count(" + (") >= 3 for line in statements)  # a sum of products, one line
         for backward in (f for f in functions if f.startswith(f"_b{k}_")):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import vjpgrad
 from vjpgrad import Value, Vector
 from vjpgrad.codegen.symbols import NAMESPACE, Code
-from vjpgrad.compiler.write import _max_template, _power_template
+from vjpgrad.compiler.write import STACK_FRAME_LOCALS, ZERO, Zeros, _max_template, _power_template, picked_addition
 from vjpgrad.core import floats, ops, powers
 from vjpgrad.nn import functional as F  # noqa: N812  # PyTorch's spelling
 
@@ -169,3 +169,99 @@ def test_a_compiled_max_hands_tied_and_nan_operands_eagers_shares(xs: list[float
     compiled([Value(x) for x in xs])
     assert "_max_of" in compiled.source
     assert outcome(compiled, xs, 3.0) == outcome(largest, xs, 3.0)
+
+
+# ---- take's reverse pass: one picked addition, each zero once -----------------------------------
+
+
+@given(
+    handed=st.lists(st.one_of(st.just(None), values), min_size=1, max_size=12),
+    start=st.one_of(st.just(None), values),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_sum_that_drops_every_zero_after_its_first_is_the_sums_bits(handed: list[float | None], start: Any) -> None:
+    # None stands for a contribution of exactly 0.0 (ZERO); the sum starts at start (a
+    # parameter's gradient so far) or at its first contribution, as a pass writes it
+    zeros = Zeros()
+    variables: dict[str, float] = {} if start is None else {"g": start}
+    expected = start
+    for k, x in enumerate(handed):
+        code = ZERO if x is None else f"x{k}"  # a number by name: a nan's payload kept
+        variables[f"x{k}"] = number = 0.0 if x is None else x
+        expected = number if expected is None else expected + number
+        line = zeros.line("g", "g" in variables, code)
+        if line is not None:
+            exec(line, {}, variables)  # our own statement: a variable and a number
+    assert bits(variables["g"]) == bits(expected)  # a nan's payload is no part of the contract
+
+
+def test_a_zero_is_handed_again_to_a_sum_that_starts_anew() -> None:
+    zeros = Zeros()
+    assert zeros.line("g", False, ZERO) == "g = 0.0"
+    assert zeros.line("g", True, ZERO) is None  # its sum has had 0.0
+    assert zeros.line("g", False, "x") == "g = x"  # another sum in that variable
+    assert zeros.line("g", True, ZERO) == "g += 0.0"
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 27])
+def test_the_picked_addition_adds_to_the_leaf_at_its_position_alone(count: int) -> None:
+    positions = [k for k in range(1, count + 1) if k != 2]  # a gap: an element that takes no gradient
+    statement = picked_addition("(0.0 + g)", [(k, f"v{k}") for k in positions])
+    assert statement.count("_at ==") == len(positions)
+    for at in range(count + 2):
+        variables = {f"v{k}": -0.0 for k in positions} | {"_at": at, "g": 1.5}
+        exec(statement, {}, variables)  # our own statement
+        assert [variables[f"v{k}"] for k in positions] == [1.5 if k == at else -0.0 for k in positions]
+
+
+def test_a_compiled_takes_reverse_pass_picks_once_and_hands_each_element_its_zero_once() -> None:
+    # 27 rows, as microgpt's names: eager code hands every row a contribution at every take; the
+    # compiled pass tests the index about five times per take, and each row's zero comes once
+    weight = [[Value(0.25 * k - 3.0)] for k in range(27)]
+
+    def loss(tokens: list[Value]) -> Value:
+        picked = [F.embedding(token, weight)[0] for token in tokens]
+        return picked[0] * picked[1] - picked[2] * 0.5
+
+    compiled = vjpgrad.compile(loss)
+    for ks in ([3.0, 3.0, 26.0], [0.0, 26.0, 3.0], [5.0, 5.0, 5.0]):
+        results = []
+        for run in (loss, compiled):
+            for row in weight:
+                row[0].grad = -0.0
+            run(list(Vector(ks, requires_grad=False))).backward()
+            results.append([bits(row[0].grad) for row in weight])
+        assert results[0] == results[1]
+    backward = compiled.source.split("def backward(")[-1]
+    picks = [line for line in backward.splitlines() if ":=" in line]
+    assert len(picks) == 3  # one statement a take
+    assert all(line.count("_at ==") == 27 and line.count("_at <") == 26 for line in picks)
+    zeros = [line.split()[0] for line in backward.splitlines() if line.endswith(("+= 0.0", "= 0.0"))]
+    assert sorted(zeros) == sorted({f"g_p{k}" for k in range(27)})  # each row's zero once
+
+
+# ---- a function with many locals: its frame made with a generator ----------------------------------
+
+
+def test_a_function_of_more_locals_than_a_frame_stack_chunk_holds_runs_in_a_generators_frame() -> None:
+    small = [Value(0.001 * k) for k in range(10)]
+    large = [Value(0.001 * k) for k in range(3_000)]
+
+    def dot(params: list[Value], x: Value) -> Value:
+        return sum((p * x for p in params), Value(0.0)).tanh()
+
+    assert len(small) < STACK_FRAME_LOCALS < len(large)  # each parameter a local of both passes
+    for params, framed_ in ((small, False), (large, True)):
+        compiled = vjpgrad.compile(lambda x, params=params: dot(params, x))
+        grads = []
+        for run in (lambda x, params=params: dot(params, x), compiled, compiled):
+            for p in params:
+                p.grad = 0.0
+            x = Value(0.5)
+            out = run(x)
+            out.backward()
+            grads.append([bits(out.data), bits(x.grad)] + [bits(p.grad) for p in params])
+        assert grads[1:] == [grads[0], grads[0]]  # the recording, then a replay
+        source = compiled.source
+        assert ("def _forward_frame(inputs):" in source) is framed_
+        assert ("def _backward_frame(seeds, values, inputs, start):" in source) is framed_

@@ -1,5 +1,5 @@
 """Repeated blocks of a recorded graph, written once: a ``for`` loop over copies back to back,
-a function called once per copy where the copies are apart.
+a function each copy is sent into where the copies are apart.
 
 A user's program is often a loop: micrograd's demo step runs the model on 100 points, so its
 recording holds 100 copies of one block of 640 operations, back to back. microgpt's step runs
@@ -7,7 +7,7 @@ the model on each position of a name, and each position reads the earlier ones (
 its copies are apart: between two copies runs code that differs from position to position.
 Straight-line code pays for every copy when it is written and when CPython compiles it; this
 module finds the copies and writes each block once, as a loop over its copies or as a function
-(``_f1``) called once per copy, with the code between blocks (the *glue*: the margins, the
+(``_f1``) each copy is sent into, with the code between blocks (the *glue*: the margins, the
 sum, the L2 term, the attention of growing length) straight-line as before.
 
 **Finding the copies** (``keys``, ``find_apart``, ``find``). Each operation gets a local key:
@@ -51,8 +51,11 @@ fifth less time (``python benchmarks/gpt.py --floor``: 4.8-5.4 ms before, 3.8-3.
 numbers of the parameters the block's reverse reads are every copy's: the pass hands them to the
 generator once, as it makes it (``_b3_1(_G3, (p0, p1, ...))``), and a copy hands it only its own
 values (2,480 parameters and 262 values of its own in microgpt's layer, handed at each copy before).
-The forward's blocks stay plain calls: their frames are smaller, they fit after the forward's
-own, and as generators they measured no faster.
+The forward's blocks are generators too (``_f1_run.send(...)``): microgpt's largest has 2,866
+locals, and once the forward's own frame grew (5,668 locals) a plain call of it paid a fresh
+chunk at each of its 9 copies. The forward and reverse passes themselves, called once a step,
+are written as generators that return without yielding when they have more locals than a chunk
+holds (``write.framed``).
 
 Only the recorded graph goes into the code: the names (``u1`` for a block's operations,
 ``i0`` for its inputs, ``c0`` for its numbers, ``_f1`` and ``_b1_2`` for its functions) are
@@ -70,7 +73,21 @@ from typing import Any
 
 import vjpgrad.recording as recording
 from vjpgrad.codegen.symbols import literal
-from vjpgrad.compiler.write import OUTSIDE, VALUES_LINE, Edges, Program, Readers, exact, readers_of, row_codes
+from vjpgrad.compiler.write import (
+    BACKWARD_HEAD,
+    OUTSIDE,
+    VALUES_LINE,
+    Edges,
+    Program,
+    Readers,
+    Zeros,
+    exact,
+    framed,
+    readers_of,
+    row_codes,
+    started_from,
+    statement_apart,
+)
 from vjpgrad.core import graph
 
 TRIES = 4
@@ -792,7 +809,7 @@ class FoldedProgram(Program):
         where = _listed([f"t{s + 1}" for s in block.starts])
         copies = f"{block.copies} copies of {block.length} operations, apart (from {where})"
         return (
-            f"    # block {k + 1}, written once as a function, called once per copy: {copies}, "
+            f"    # block {k + 1}, written once as a function, each copy sent in: {copies}, "
             f"{' '.join(over) or 'all alike'}"
         )
 
@@ -822,28 +839,34 @@ class FoldedProgram(Program):
         for k, block in enumerate(self.blocks):
             if not block.adjacent:
                 lines += self._forward_function(k)
-        lines.append("def forward(inputs):")
-        lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n"))
-        lines += [f"    _k{k} = []" for k, block in enumerate(self.blocks) if not block.adjacent]
-        lines += [f"    _P{k} = {_tuple(names)}" for k, names in enumerate(self._parameters) if names]
+        body = [self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n")]
+        body += [f"    _P{k} = {_tuple(names)}" for k, names in enumerate(self._parameters) if names]
+        for k, block in enumerate(self.blocks):  # each block's function: one frame for all its copies
+            if not block.adjacent:
+                body.append(f"    _k{k} = []")
+                body.append(f"    _f{k}_run = _f{k}({f'_P{k}' if self._parameters[k] else ''}); next(_f{k}_run)")
         kept = {id(node) for node in self.kept}  # the glue's values the reverse pass reads, or the result
         for first, end, k, m in self.units():
             if k < 0:
                 glue = self.inlined(first, end, kept)
-                lines += self.writer.forward_lines(self.live[first:end], glue, "    ")
+                body += self.writer.forward_lines(self.live[first:end], glue, "    ")
             elif m < 0:
-                lines += self._forward_loop(k)
+                body += self._forward_loop(k)
             else:
-                block = self.blocks[k]
-                arguments = [self.names[id(column[m])] for column in block.varying]
-                arguments += [literal(column[m]) for _, column in block.numbers]
-                arguments += [f"_P{k}"] if self._parameters[k] else []
-                outputs = [self.names[id(self.live[block.starts[m] + o])] for o in block.outputs]
-                lines.append(f"    {', '.join([*outputs, '_v'])} = _f{k}({', '.join(arguments)})")
-                lines.append(f"    _k{k}.append(_v)")
+                body += self._forward_copy(k, m)
         values = [self.names[id(node)] for node in self.kept] + [f"_k{k}" for k in range(len(self.blocks))]
-        lines.append(f"    return {_tuple(values)}")
+        body.append(f"    return {_tuple(values)}")
+        lines += framed("forward", "inputs", body, len(self.externals) + len(body))
         return "\n".join(line for line in lines if line) + "\n"
+
+    def _forward_copy(self, k: int, m: int) -> list[str]:
+        """Copy ``m`` of block ``k`` (whose copies are apart): its inputs and numbers sent into
+        the block's function, its outputs and what its reverse pass reads sent back."""
+        block = self.blocks[k]
+        arguments = [self.names[id(column[m])] for column in block.varying]
+        arguments += [literal(column[m]) for _, column in block.numbers]
+        outputs = [self.names[id(self.live[block.starts[m] + o])] for o in block.outputs]
+        return [f"    {', '.join([*outputs, '_v'])} = _f{k}_run.send({_tuple(arguments)})", f"    _k{k}.append(_v)"]
 
     def _inlined_in(self, k: int) -> set[int]:
         """The operations of block ``k``'s first copy that its forward code may write into the
@@ -857,19 +880,24 @@ class FoldedProgram(Program):
         return self.inlined(block.start, block.end_of_first, named)
 
     def _forward_function(self, k: int) -> list[str]:
-        """The forward pass of one copy of block ``k``, a function of what the copy reads (its
-        inputs, numbers and parameters): it returns the copy's outputs, then what its reverse
-        pass reads."""
+        """The forward pass of block ``k``'s copies, a generator of the parameters the block reads
+        (``_P``, unpacked once a pass) into which each copy's inputs and numbers are sent: it
+        yields back the copy's outputs, then what its reverse pass reads. One frame serves every
+        copy, made with the generator (the module's "A reverse function keeps one frame", and
+        ``write.STACK_FRAME_LOCALS``: a block's function has thousands of locals)."""
         block = self.blocks[k]
         arguments = [f"i{s}" for s in range(len(block.varying))] + [f"c{s}" for s in range(len(block.numbers))]
-        arguments += ["_P"] if self._parameters[k] else []
-        lines = [self._described(k).lstrip(), f"def _f{k}({', '.join(arguments)}):"]
+        lines = [self._described(k).lstrip(), f"def _f{k}({'_P' if self._parameters[k] else ''}):"]
         if self._parameters[k]:
             lines.append(f"    {', '.join(self._parameters[k])}, = _P")
+        lines += ["    _a = yield", "    while True:"]
+        if arguments:
+            lines.append(f"        {', '.join(arguments)}, = _a")
         with self._named(k):
-            lines += self.writer.forward_lines(self.live[block.start : block.end_of_first], self._inlined_in(k), "    ")
+            first = self.live[block.start : block.end_of_first]
+            lines += self.writer.forward_lines(first, self._inlined_in(k), "        ")
         results = [f"u{o + 1}" for o in block.outputs] + [_tuple(self._block_kept[k])]
-        lines.append(f"    return {', '.join(results)}")
+        lines.append(f"        _a = yield {', '.join(results)}")
         return [*lines, ""]
 
     def _owners(self) -> list[set[int]]:
@@ -942,7 +970,7 @@ class FoldedProgram(Program):
         reach = self.reach_of(seeded)
         live_ids = self.place
         returned = {id(self.live[k]) for k in self.internal_outputs}
-        lines = ["def backward(seeds, values, inputs, start):"]
+        lines = [BACKWARD_HEAD]
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
         lines.append(VALUES_LINE)
         state = _Pass(self.names, {id(self.live[self.internal_outputs[i]]) for i in seeded})
@@ -972,11 +1000,8 @@ class FoldedProgram(Program):
     def _starts(self, seeded: frozenset[int], reach: set[int], state: _Pass) -> list[str]:
         """An argument's or parameter's gradient goes on from ``start``, then each seeded output's
         gradient takes its seed (``Program``'s ``_ReversePass.starts``)."""
-        lines, started = [], state.started
-        for k, x in enumerate(self.externals):
-            if id(x) in reach:
-                lines.append(f"    g_{self.names[id(x)]} = start[{k}]")
-                started.add(id(x))
+        started = state.started
+        lines = [started_from(self.externals, self.names, reach, started)]
         for i, node in zip(sorted(seeded), self._seeded(seeded), strict=True):
             if id(node) in reach:
                 gradient = f"g_{self.names[id(node)]}"
@@ -1091,10 +1116,12 @@ class FoldedProgram(Program):
         writer = self.writer
         lines.append(f"    # {writer.forward_line(node).split('  # ')[0]}")
         gradient = state.variable(id(node))
-        for target, code, position, reads in writer.backward_lines(node, gradient):
+        for edge in writer.backward_lines(node, gradient, checked):
+            target, code, position, reads, _ = edge
             state.reads.update(reads)  # a dropped contribution's too: anomaly mode's pass writes it
-            if target == -1:
-                lines.append(f"    {code}")
+            apart = statement_apart(edge, started, state.variable)
+            if apart is not None:
+                lines.append(f"    {apart}")
                 continue
             if checked:
                 lines.append(f"    _c = {code}")
@@ -1119,7 +1146,9 @@ class FoldedProgram(Program):
                     state.named[target] = gradient  # its holder stays the operand that took it over
                     started.add(target)
                     continue
-            lines.append(f"    {state.variable(target)} {'+=' if target in started else '='} {code}")
+            line = state.zeros.line(state.variable(target), target in started, code)
+            if line is not None:
+                lines.append(f"    {line}")
             started.add(target)
 
     def _block_lines(
@@ -1156,7 +1185,9 @@ class FoldedProgram(Program):
         inputs: set[int] = set()
         shared: set[int] = set()
         read: set[str] = set()  # by the block's names (``_local_names``)
-        local = _Local(set(block.outputs), lambda o, t, h: self._shares(block.start, o, t, h))
+        zeros = Zeros()  # the variables that have had 0.0 added in this copy's lines
+        local = _Local(set(block.outputs), lambda o, t, h: self._shares(block.start, o, t, h), zeros)
+        handed: dict[int, str] = {}  # id -> the variable its gradient is in, once started: take's picks
         writer = self.writer
         with self._named(k):
             for o in reversed(range(block.length)):
@@ -1166,10 +1197,12 @@ class FoldedProgram(Program):
                 op = graph.op_of(node)
                 lines.append(f"        # {writer.forward_line(node).split('  # ')[0]}")
                 gradient = local.variable(o)
-                for target, code, position, reads in writer.backward_lines(node, gradient):
+                for edge in writer.backward_lines(node, gradient, checked):
+                    target, code, position, reads, _ = edge
                     read.update(reads)
-                    if target == -1:
-                        lines.append(f"        {code}")
+                    apart = statement_apart(edge, handed, handed.__getitem__)
+                    if apart is not None:
+                        lines.append(f"        {apart}")
                         continue
                     if checked:
                         lines.append(f"        _c = {code}")
@@ -1179,15 +1212,21 @@ class FoldedProgram(Program):
                         line = local.contribution(o, offset[target], code, gradient, checked)
                         if line:
                             lines.append(line)
-                    elif target in block.input_of:
+                        if offset[target] in local.started:
+                            handed[target] = local.variable(offset[target])
+                        continue
+                    if target in block.input_of:
                         inputs.add(block.input_of[target])
-                        lines.append(f"        g_i{block.input_of[target]} += {code}")
+                        variable = f"g_i{block.input_of[target]}"
                     else:
                         if self._dropped(target) and not checked and state is not None:
                             continue
                         shared.add(target)
                         variable = state.variable(target) if state is not None else f"g_{names[target]}"
-                        lines.append(f"        {variable} += {code}")
+                    handed[target] = variable
+                    added = zeros.line(variable, True, code)  # an input's or shared value's sum goes on
+                    if added is not None:
+                        lines.append(f"        {added}")
         return lines, inputs, shared, read
 
     def _shares(self, base: int, o: int, t: int, h: int) -> bool:
@@ -1276,9 +1315,10 @@ class _Local:
     in the glue (``FoldedProgram._glue_lines``), and an addition's second operand may share it
     (``FoldedProgram._shares``)."""
 
-    def __init__(self, outputs: set[int], shares: Callable[[int, int, int], bool]) -> None:
+    def __init__(self, outputs: set[int], shares: Callable[[int, int, int], bool], zeros: Zeros) -> None:
         self.outputs = outputs  # offsets whose gradients come in from outside the copy: they add
         self.shares = shares
+        self.zeros = zeros  # the variables that have had 0.0 added: another 0.0 is dropped
         self.started: set[int] = set()
         self.named: dict[int, str] = {}  # offset -> the variable holding its gradient, if not its own
         self.holder: dict[str, int] = {}  # variable -> the offset whose gradient it holds
@@ -1300,7 +1340,8 @@ class _Local:
             if self.shares(o, t, holder):
                 self.named[t] = gradient  # its holder stays the operand that took it over
                 return ""
-        return f"        {self.variable(t)} {'+=' if started else '='} {code}"
+        line = self.zeros.line(self.variable(t), started, code)
+        return "" if line is None else f"        {line}"
 
 
 class _Pass:
@@ -1320,6 +1361,7 @@ class _Pass:
         self.running: set[str] = set()  # the functions above whose frame the pass has made
         self.holding: dict[int, str] = {}  # block -> its function whose frame holds the running gradients
         self.reads: set[str] = set()  # the names of the values the pass's statements read
+        self.zeros = Zeros()  # the glue's variables that have had 0.0 added: another 0.0 is dropped
 
     def variable(self, key: int) -> str:
         return self.named.get(key) or f"g_{self.names[key]}"

@@ -29,7 +29,7 @@ import numbers
 import operator
 import string
 import struct
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Generator, Sequence
 from typing import Any, NamedTuple, cast
 
 import vjpgrad.recording as recording
@@ -38,6 +38,16 @@ from vjpgrad.core import graph, ops
 from vjpgrad.core.ops import Op
 
 VALUES_LINE = "    # values"  # where the reverse pass unpacks the values it reads
+BACKWARD_PARAMETERS = "seeds, values, inputs, start"
+BACKWARD_HEAD = f"def backward({BACKWARD_PARAMETERS}):"  # where a reverse pass's function starts, once
+
+STACK_FRAME_LOCALS = 1_500
+"""How many locals a function of the code may have and still run in a frame of CPython's frame
+stack. CPython 3.11 to 3.13 keep frames on a stack of 16 KiB chunks (about 2,000 locals): a
+frame larger than what a chunk has left maps a chunk of its own, and unmaps it as the function
+returns, 15 to 35 µs a call whatever it does. A generator's frame is made with the generator, by
+``malloc``: a larger function is written as a generator that returns without yielding (``framed``),
+and a block's function as a generator each copy is sent into."""
 
 NESTED = 32
 """How deep the forward pass nests the expressions it writes into their readers (a sum of many
@@ -63,7 +73,7 @@ def row_codes(operations: Sequence[Op | None]) -> bytes:
 
 def namespace(helpers: Sequence[tuple[str, str, int]]) -> dict[str, Any]:
     """What code loaded from the cache runs in: the helpers every program calls, and its own."""
-    bound = dict(NAMESPACE, _anomaly=_anomaly)
+    bound = dict(NAMESPACE, _anomaly=_anomaly, _returned=returned)
     for k, (row, part, index) in enumerate(helpers, start=1):
         op = getattr(ops, row)
         bound[f"_helper{k}"] = op.forward if part == "forward" else op.saved[index]
@@ -92,11 +102,24 @@ def _anomaly(op: str, position: int) -> None:
     )
 
 
+PREPARES = -1
+"""``Contribution.target`` of a line that prepares the contributions after it (``_s = ...``)."""
+PICKS = -2
+"""``Contribution.target`` of a statement that adds ``code`` to the one operand of ``picks`` whose
+position ``_at`` holds as the code runs (``take``'s picked element): each pass writes it with
+``picked_addition``, once every operand of ``picks`` has started its sum."""
+ZERO = "0.0"
+"""The code of a contribution of exactly 0.0. Adding 0.0 only turns a sum of -0.0 into 0.0, and
+does that wherever it comes in a sum: so once a sum has had one 0.0 added (or started at 0.0), a
+pass drops every other 0.0 it is handed (``Zeros``), with the same bits as adding each."""
+
+
 class Contribution(NamedTuple):
     """One statement of a reverse pass that ``Writer.backward_lines`` writes for an edge."""
 
     target: int
-    """The id of the operand the contribution goes to; -1 for a line that prepares the next ones."""
+    """The id of the operand the contribution goes to; ``PREPARES`` for a line that prepares the
+    next ones, ``PICKS`` for an addition to the operand of ``picks`` the code picks."""
     code: str
     """The code of the contribution (or of the preparing line)."""
     position: int
@@ -104,6 +127,100 @@ class Contribution(NamedTuple):
     reads: tuple[str, ...]
     """The names of the values the code reads, as the writer put them in (operands, the operation's
     own result, numbers named by ``compiler.fold``): what the forward pass must hand on for it."""
+    picks: tuple[tuple[int, int], ...] = ()
+    """For ``PICKS``: each operand it may add to, as (its position, its id)."""
+
+
+class Zeros:
+    """The gradient variables of a straight run of reverse code that have had 0.0 added (or
+    started at 0.0): a later 0.0 handed to one of them is dropped (``ZERO``). A variable that
+    starts anew (``=`` of anything but 0.0) leaves the set."""
+
+    def __init__(self) -> None:
+        self._zeroed: set[str] = set()
+
+    def line(self, variable: str, started: bool, code: str) -> str | None:
+        """The statement that adds ``code`` to ``variable`` (``=`` if it has not ``started``),
+        without its indent; None for a 0.0 the variable has had."""
+        if code == ZERO:
+            if started and variable in self._zeroed:
+                return None
+            self._zeroed.add(variable)
+        elif not started:
+            self._zeroed.discard(variable)
+        return f"{variable} {'+=' if started else '='} {code}"
+
+
+def framed(name: str, parameters: str, body: Sequence[str], names: int) -> list[str]:
+    """The function ``name`` of ``parameters`` whose lines are ``body``, as it runs fastest with
+    about ``names`` locals: as it is, or, past ``STACK_FRAME_LOCALS``, as a generator function that
+    returns without ever yielding, called through ``_returned``, so that its frame is made by
+    ``malloc`` rather than on a chunk of CPython's frame stack of its own."""
+    if names <= STACK_FRAME_LOCALS:
+        return [f"def {name}({parameters}):", *body]
+    frame = f"_{name}_frame"
+    return [
+        f"def {frame}({parameters}):",
+        *body,
+        "    yield  # never reached: a generator function, whose frame is made with the generator",
+        f"def {name}({parameters}, {frame}={frame}):",
+        f"    return _returned({frame}({parameters}))",
+    ]
+
+
+def returned(frame: Generator[None, None, Any]) -> Any:
+    """What a generator function that returns without yielding returned (``framed``'s)."""
+    try:
+        frame.send(None)
+    except StopIteration as stop:
+        return stop.value
+    raise RuntimeError("a function of compiled code yielded (a bug in vjpgrad: please report it)")
+
+
+def started_from(externals: Sequence[Any], names: dict[int, str], reach: Container[int], started: set[int]) -> str:
+    """The line that starts the gradient of each argument and parameter a pass reaches from
+    ``start`` (what it has had so far), in one unpacking (``_`` for one the pass does not
+    reach), and adds them to ``started``; "" for none."""
+    targets = []
+    for x in externals:
+        if id(x) in reach:
+            targets.append(f"g_{names[id(x)]}")
+            started.add(id(x))
+        else:
+            targets.append("_")
+    if all(target == "_" for target in targets):
+        return ""
+    return f"    {', '.join(targets)}, = start"
+
+
+def statement_apart(contribution: Contribution, started: Container[int], variable: Callable[[int], str]) -> str | None:
+    """The statement of a contribution that goes to no one operand, without its indent: a line
+    that prepares the next ones, as it is; take's picked addition (``PICKS``), over the operands
+    that have ``started`` a sum (``variable``: where each one's is); None for a contribution to
+    one operand, which a pass writes itself."""
+    if contribution.target == PREPARES:
+        return contribution.code
+    if contribution.target == PICKS:
+        leaves = [(k, variable(x)) for k, x in contribution.picks if x in started]
+        return picked_addition(contribution.code, leaves)
+    return None
+
+
+def picked_addition(share: str, leaves: Sequence[tuple[int, str]]) -> str:
+    """A statement that adds ``share`` to the variable of the leaf whose position ``_at`` holds
+    (``take``'s picked element), nothing if no leaf has it: conditional expressions nested as a
+    binary search on ``_at`` (about log2 of the leaves' count tests, not one a leaf), each leaf an
+    assignment expression (``(g_p5 := g_p5 + share)``). ``leaves``: (position, variable), by
+    position."""
+
+    def search(part: Sequence[tuple[int, str]]) -> str:
+        if len(part) == 1:
+            ((k, variable),) = part
+            return f"({variable} := {variable} + {share}) if _at == {k} else None"
+        middle = len(part) // 2
+        return f"({search(part[:middle])}) if _at < {part[middle][0]} else ({search(part[middle:])})"
+
+    return search(leaves) if leaves else "None"
 
 
 _FIELDS = string.Formatter()
@@ -153,7 +270,7 @@ class Writer:
         self.names = names  # id(Value) -> variable name, for externals and operations
         self.constants = constants  # id(leaf made inside the function) -> its number
         self.takes_grad = takes_grad  # id(Value) -> whether gradient flows to it
-        self.namespace = dict(NAMESPACE, _anomaly=_anomaly)
+        self.namespace = dict(NAMESPACE, _anomaly=_anomaly, _returned=returned)
         self._helpers = 0
         self.helpers: list[tuple[str, str, int] | None] = []  # what each _helperN is, in order
         self._lines: dict[int, str] = {}
@@ -322,9 +439,10 @@ class Writer:
             for k, x in enumerate(operands)
         ]
 
-    def backward_lines(self, node: graph.Node, gradient: str) -> list[Contribution]:
-        """A ``Contribution`` for each edge that carries gradient (and a target of -1 for a line
-        that prepares them), with the names each reads."""
+    def backward_lines(self, node: graph.Node, gradient: str, checked: bool = False) -> list[Contribution]:
+        """A ``Contribution`` for each edge that carries gradient (and ``PREPARES`` for a line that
+        prepares them, ``PICKS`` for take's picked element), with the names each reads; for
+        anomaly mode's pass (``checked``), one contribution an edge."""
         op = graph.op_of(node)
         assert op is not None
         positions = self.edges.positions[id(node)]  # the edges the recording made
@@ -335,7 +453,7 @@ class Writer:
         read = self.read_names(node, operands)
         every = (*(name for name in read if name is not None), out)  # a saved rule's helper reads them all
         if op.nary:
-            return self._nary_lines(node, op, positions, gradient, every)
+            return self._nary_lines(node, op, positions, gradient, every, checked)
         terms = self.terms(node, operands)
         node_type, named, key = graph.Node, self.named_numbers, id(node)
         pattern = tuple(None if isinstance(x, node_type) or (key, k) in named else x for k, x in enumerate(operands))
@@ -346,7 +464,7 @@ class Writer:
                 helper = self.helper(op, "saved", k)
                 numbers = saved_names("_s", op.saves[k])
                 part = operand(contribution(op.gradients[k], Code(gradient, atomic=True), numbers))
-                lines.append(Contribution(-1, f"_s = {helper}({', '.join(terms)}, {out})", -1, every))
+                lines.append(Contribution(PREPARES, f"_s = {helper}({', '.join(terms)}, {out})", -1, every))
                 lines.append(Contribution(id(operands[k]), f"0.0 if _s is _MASKED else {part}", k, ()))
                 continue
             template, fields = known
@@ -356,7 +474,7 @@ class Writer:
         return lines
 
     def _nary_lines(
-        self, node: graph.Node, op: Op, positions: tuple[int, ...], gradient: str, every: tuple[str, ...]
+        self, node: graph.Node, op: Op, positions: tuple[int, ...], gradient: str, every: tuple[str, ...], checked: bool
     ) -> list[Contribution]:
         """The edges of an operation of any number of operands: its saved rule called as the code
         runs (``max``'s written out, ``_max_lines``), each edge's gradient of what it saved."""
@@ -364,7 +482,7 @@ class Writer:
         if op is ops.MAX and len(operands) > 1:
             return self._max_lines(node, positions, gradient, every)
         if op is ops.TAKE:
-            return self._take_lines(node, positions, gradient)
+            return self._take_lines(node, positions, gradient, checked)
         g = Code(gradient, atomic=True)
         rule = op.gradients[0]
         saved = f"{self.helper(op, 'saved')}(({', '.join(self.terms(node, operands))},), {self.names[id(node)]})"
@@ -375,7 +493,7 @@ class Writer:
             code = f"0.0 if {s.text} is _MASKED else {operand(contribution(rule, g, s))}"
             parts.append(Contribution(id(operands[k]), code, k, every if one else ()))
         if not one:
-            parts.insert(0, Contribution(-1, f"_s = {saved}", -1, every))
+            parts.insert(0, Contribution(PREPARES, f"_s = {saved}", -1, every))
         return parts
 
     def _max_lines(
@@ -390,27 +508,41 @@ class Writer:
         nan = ", ".join(f"{t} != {t}" for t in terms)
         share = operand(contribution(ops.MAX.gradients[0], Code(gradient, atomic=True), Code("_count", atomic=True)))
         lines = [
-            Contribution(-1, f"_hits = ({equal},) if {out} == {out} else ({nan},)", -1, every),
-            Contribution(-1, "_count = float(_hits.count(True))", -1, ()),
+            Contribution(PREPARES, f"_hits = ({equal},) if {out} == {out} else ({nan},)", -1, every),
+            Contribution(PREPARES, "_count = float(_hits.count(True))", -1, ()),
         ]
         for k in positions:
             lines.append(Contribution(id(graph.operands(node)[k]), f"{share} if _hits[{k}] else 0.0", k, ()))
         return lines
 
-    def _take_lines(self, node: graph.Node, positions: tuple[int, ...], gradient: str) -> list[Contribution]:
+    def _take_lines(
+        self, node: graph.Node, positions: tuple[int, ...], gradient: str, checked: bool
+    ) -> list[Contribution]:
         """``take``'s edges, its saved rule (``ops._take_saved``) written out: the element the index
         picks is handed the rule's gradient of ``g`` and its saved zero (``0.0 + g``), every other
-        element exactly 0.0, and the index (if it takes gradient) exactly 0.0."""
+        element exactly 0.0, and the index (if it takes gradient) exactly 0.0.
+
+        Written as every operand handed 0.0 (``ZERO``: a pass drops those a sum has had), then
+        one statement (``PICKS``) that adds the picked element's share: the picked element's sum
+        gets 0.0 and ``0.0 + g`` where eager code adds ``0.0 + g`` alone, the same bits (its
+        share adds 0.0 itself). Anomaly mode's pass (``checked``) tests each edge's contribution
+        for nan, so it is handed one contribution an edge, picked or 0.0, as eager code hands them."""
         operands = graph.operands(node)
         index = self.read_names(node, operands)[0]
         terms = [operand_text(t) for t in self.terms(node, operands)]
         saved = Code(literal(ops.TAKE_SAVED), atomic=True)
         share = operand(contribution(ops.TAKE.gradients[0], Code(gradient, atomic=True), saved))
         at = f"_at = _take_position({terms[0]}, {len(operands) - 1}) + 1"
-        lines = [Contribution(-1, at, -1, (index,) if index else ())]
-        for k in positions:
-            code = "0.0" if k == 0 else f"{share} if _at == {k} else 0.0"
-            lines.append(Contribution(id(operands[k]), code, k, ()))
+        lines = [Contribution(PREPARES, at, -1, (index,) if index else ())]
+        if checked:
+            for k in positions:
+                code = ZERO if k == 0 else f"{share} if _at == {k} else {ZERO}"
+                lines.append(Contribution(id(operands[k]), code, k, ()))
+            return lines
+        lines += [Contribution(id(operands[k]), ZERO, k, ()) for k in positions]
+        picks = tuple((k, id(operands[k])) for k in positions if k > 0)
+        if picks:
+            lines.append(Contribution(PICKS, share, -1, (), picks))
         return lines
 
     def _template(self, op: Op, k: int, pattern: tuple[Any, ...]) -> tuple[str, frozenset[str]] | None:
@@ -653,11 +785,13 @@ class Program:
         return f"    {', '.join(names)}, = {source}\n"
 
     def _forward_source(self) -> str:
-        head = "def forward(inputs):\n" + self._unpack([self.names[id(x)] for x in self.externals], "inputs")
+        body = [self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n")]
         inlined = self.inlined(0, len(self.live), {id(node) for node in self.kept})
-        body = "".join(f"{line}\n" for line in self.writer.forward_lines(self.live, inlined, "    "))
+        body += self.writer.forward_lines(self.live, inlined, "    ")
         values = ", ".join(self.names[id(node)] for node in self.kept)
-        return head + body + f"    return ({values}{',' if len(self.kept) == 1 else ''})\n"
+        body.append(f"    return ({values}{',' if len(self.kept) == 1 else ''})")
+        lines = framed("forward", "inputs", body, len(self.externals) + len(body))
+        return "\n".join(line for line in lines if line) + "\n"
 
     def inlined(self, first: int, end: int, named: Container[int]) -> set[int]:
         """The operations of ``live[first:end]`` that the forward pass may write into the
@@ -775,9 +909,15 @@ class Program:
         return self._joined(self._backward_lines(seeded, checked)[0])
 
     def _joined(self, lines: list[str]) -> str:
-        """The lines of a reverse pass, the values it reads unpacked where ``VALUES_LINE`` stands."""
-        unpack = self._unpack(self._handed_names(), "values").rstrip("\n") or "    pass"
-        return "\n".join(unpack if line is VALUES_LINE else line for line in lines if line) + "\n"
+        """The lines of a reverse pass, the values it reads unpacked where ``VALUES_LINE`` stands
+        (``BACKWARD_HEAD`` starts its function, ``framed`` for its count of locals)."""
+        handed = self._handed_names()
+        unpack = self._unpack(handed, "values").rstrip("\n") or "    pass"
+        lines = [unpack if line is VALUES_LINE else line for line in lines if line]
+        at = lines.index(BACKWARD_HEAD)
+        names = len(self.externals) + len(handed) + len(lines) - at
+        reverse = framed("backward", BACKWARD_PARAMETERS, lines[at + 1 :], names)
+        return "\n".join(lines[:at] + reverse) + "\n"
 
     def _handed_names(self) -> list[str]:
         """The names of what the forward pass hands the reverse pass, in order."""
@@ -787,7 +927,7 @@ class Program:
         """The lines of the reverse pass seeded at ``seeded`` (``VALUES_LINE`` where the values it
         reads are unpacked), and the names of the values its statements read."""
         pass_ = _ReversePass(self, seeded, checked)
-        lines = ["def backward(seeds, values, inputs, start):"]
+        lines = [BACKWARD_HEAD]
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
         lines.append(VALUES_LINE)  # the values the lines below read: known once they are written
         lines += pass_.starts()
@@ -817,6 +957,7 @@ class _ReversePass:
         # the names of the values the pass's statements read (and those of the contributions it
         # drops, which anomaly mode's pass writes): what the forward pass hands on
         self.reads: set[str] = set()
+        self.zeros = Zeros()  # the variables that have had 0.0 added: another 0.0 is dropped
 
     def variable(self, key: int) -> str:
         return self.named.get(key, f"g_{self.program.names[key]}")
@@ -824,11 +965,8 @@ class _ReversePass:
     def starts(self) -> list[str]:
         """An argument's or parameter's gradient goes on from what the pass has handed it so far
         (later operations, or its own seed), then each seeded output's gradient takes its seed."""
-        program, lines = self.program, []
-        for k, x in enumerate(program.externals):
-            if id(x) in self.reach:
-                lines.append(f"    g_{program.names[id(x)]} = start[{k}]")
-                self.started.add(id(x))
+        program = self.program
+        lines = [started_from(program.externals, program.names, self.reach, self.started)]
         for i in sorted(self.seeded):
             node = program.live[program.internal_outputs[i]]
             if id(node) in self.reach:
@@ -848,10 +986,12 @@ class _ReversePass:
         writer = self.program.writer
         lines = [f"    # {writer.forward_line(node).split('  # ')[0]}"]
         gradient = self.variable(key)
-        for target, code, position, reads in writer.backward_lines(node, gradient):
+        for edge in writer.backward_lines(node, gradient, self.checked):
+            target, code, position, reads, _ = edge
             self.reads.update(reads)
-            if target == -1:
-                lines.append(f"    {code}")
+            apart = statement_apart(edge, self.started, self.variable)
+            if apart is not None:
+                lines.append(f"    {apart}")
             elif self.checked:  # anomaly mode: each contribution tested before it is added, as in eager code
                 lines.append(f"    _c = {code}")
                 lines.append(f"    if _c != _c: _anomaly({writer.comment(op)!r}, {position})")
@@ -886,9 +1026,9 @@ class _ReversePass:
         return False
 
     def _add(self, target: int, code: str) -> str:
-        line = f"    {self.variable(target)} {'+=' if target in self.started else '='} {code}"
+        line = self.zeros.line(self.variable(target), target in self.started, code)
         self.started.add(target)
-        return line
+        return "" if line is None else f"    {line}"
 
     def returned(self) -> str:
         """The return line: each argument's and parameter's gradient, then each seeded output's
