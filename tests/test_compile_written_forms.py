@@ -215,29 +215,33 @@ def test_the_picked_addition_adds_to_the_leaf_at_its_position_alone(count: int) 
 
 
 def test_a_compiled_takes_reverse_pass_picks_once_and_hands_each_element_its_zero_once() -> None:
-    # 27 rows, as microgpt's names: eager code hands every row a contribution at every take; the
-    # compiled pass tests the index about five times per take, and each row's zero comes once
-    weight = [[Value(0.25 * k - 3.0)] for k in range(27)]
+    # 27 rows of 2, as microgpt's names: eager code hands every row a contribution at every take
+    # and checks the index at each; the compiled forward checks each index once, and the reverse
+    # pass tests it about five times per take, and hands each element its zero once
+    weight = [[Value(0.25 * k - 3.0), Value(1.0 - 0.5 * k)] for k in range(27)]
 
     def loss(tokens: list[Value]) -> Value:
-        picked = [F.embedding(token, weight)[0] for token in tokens]
-        return picked[0] * picked[1] - picked[2] * 0.5
+        rows = [F.embedding(token, weight) for token in tokens]
+        return rows[0][0] * rows[1][1] - rows[2][0] * 0.5 + rows[2][1] * rows[0][1] + rows[1][0]
 
     compiled = vjpgrad.compile(loss)
     for ks in ([3.0, 3.0, 26.0], [0.0, 26.0, 3.0], [5.0, 5.0, 5.0]):
         results = []
         for run in (loss, compiled):
             for row in weight:
-                row[0].grad = -0.0
+                row[0].grad = row[1].grad = -0.0
             run(list(Vector(ks, requires_grad=False))).backward()
-            results.append([bits(row[0].grad) for row in weight])
+            results.append([bits(p.grad) for row in weight for p in row])
         assert results[0] == results[1]
-    backward = compiled.source.split("def backward(")[-1]
-    picks = [line for line in backward.splitlines() if ":=" in line]
-    assert len(picks) == 3  # one statement a take
+    forward, backward = compiled.source.split("def backward(")
+    assert forward.count("= _take_position(") == 3  # one check an index, not one a column
+    statements = [line for line in backward.splitlines() if not line.lstrip().startswith("#")]
+    assert not any("_take_position" in line for line in statements)  # the forward checked them
+    picks = [line for line in statements if ":=" in line]
+    assert len(picks) == 6  # one statement a take
     assert all(line.count("_at ==") == 27 and line.count("_at <") == 26 for line in picks)
-    zeros = [line.split()[0] for line in backward.splitlines() if line.endswith(("+= 0.0", "= 0.0"))]
-    assert sorted(zeros) == sorted({f"g_p{k}" for k in range(27)})  # each row's zero once
+    zeros = [line.split()[0] for line in statements if line.endswith(("+= 0.0", "= 0.0"))]
+    assert sorted(zeros) == sorted({f"g_p{k}" for k in range(54)})  # each element's zero once
 
 
 # ---- a function with many locals: its frame made with a generator ----------------------------------

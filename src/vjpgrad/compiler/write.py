@@ -395,6 +395,7 @@ class Writer:
             waiting.clear()
             waiting_ids.clear()
 
+        positions: dict[tuple[str, int], str] = {}  # (an index, a count) -> its position's name
         for node in nodes:
             form = self._form(node)
             if form is None:
@@ -402,6 +403,14 @@ class Writer:
                 lines.append(f"{indent}{self.forward_line(node)}")
                 continue
             template, texts, comment = form
+            if graph.op_of(node) is ops.TAKE and id(graph.operands(node)[0]) not in waiting_ids:
+                # the index's position, checked once for every take of it (an embedding's columns)
+                key = (texts[0], len(texts) - 1)
+                if key not in positions:
+                    write_waiting()
+                    positions[key] = f"_n{len(positions)}"
+                    lines.append(f"{indent}{positions[key]} = _take_position({key[0]}, {key[1]})  # take's position")
+                template = _take_template(len(texts), positions[key])
             depth = 0
             if waiting:
                 operands = graph.operands(node)
@@ -532,7 +541,7 @@ class Writer:
         terms = [operand_text(t) for t in self.terms(node, operands)]
         saved = Code(literal(ops.TAKE_SAVED), atomic=True)
         share = operand(contribution(ops.TAKE.gradients[0], Code(gradient, atomic=True), saved))
-        at = f"_at = _take_position({terms[0]}, {len(operands) - 1}) + 1"
+        at = f"_at = int({terms[0]}) + 1"  # the forward checked the index it read, as it read it
         lines = [Contribution(PREPARES, at, -1, (index,) if index else ())]
         if checked:
             for k in positions:
@@ -586,11 +595,12 @@ def _max_template(count: int) -> str:
     return f"_max_of({fields}) if {numbers} else _max({fields})"
 
 
-def _take_template(count: int) -> str:
+def _take_template(count: int, at: str | None = None) -> str:
     """The forward of ``take`` of an index and ``count - 1`` elements, with ``{0}`` for the index:
-    the element it picks from a tuple of them, the index checked as the table's forward checks it."""
+    the element it picks from a tuple of them, the index checked as the table's forward checks it
+    (``_take_position``), or the position ``at`` names, found by an earlier line of the code."""
     elements = ", ".join(f"{{{k}}}" for k in range(1, count))
-    return f"({elements},)[_take_position({{0}}, {count - 1})]"
+    return f"({elements},)[{at or f'_take_position({{0}}, {count - 1})'}]"
 
 
 class Readers(NamedTuple):
