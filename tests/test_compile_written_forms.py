@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import vjpgrad
 from vjpgrad import Value, Vector
 from vjpgrad.codegen.symbols import NAMESPACE, Code
-from vjpgrad.compiler.write import STACK_FRAME_LOCALS, ZERO, Zeros, _max_template, _power_template, picked_addition
+from vjpgrad.compiler.write import ZERO, Zeros, _max_template, _power_template, picked_addition
 from vjpgrad.core import floats, ops, powers
 from vjpgrad.nn import functional as F  # noqa: N812  # PyTorch's spelling
 
@@ -242,30 +242,3 @@ def test_a_compiled_takes_reverse_pass_picks_once_and_hands_each_element_its_zer
     assert all(line.count("_at ==") == 27 and line.count("_at <") == 26 for line in picks)
     zeros = [line.split()[0] for line in statements if line.endswith(("+= 0.0", "= 0.0"))]
     assert sorted(zeros) == sorted({f"g_p{k}" for k in range(54)})  # each element's zero once
-
-
-# ---- a function with many locals: its frame made with a generator ----------------------------------
-
-
-def test_a_function_of_more_locals_than_a_frame_stack_chunk_holds_runs_in_a_generators_frame() -> None:
-    small = [Value(0.001 * k) for k in range(10)]
-    large = [Value(0.001 * k) for k in range(3_000)]
-
-    def dot(params: list[Value], x: Value) -> Value:
-        return sum((p * x for p in params), Value(0.0)).tanh()
-
-    assert len(small) < STACK_FRAME_LOCALS < len(large)  # each parameter a local of both passes
-    for params, framed_ in ((small, False), (large, True)):
-        compiled = vjpgrad.compile(lambda x, params=params: dot(params, x))
-        grads = []
-        for run in (lambda x, params=params: dot(params, x), compiled, compiled):
-            for p in params:
-                p.grad = 0.0
-            x = Value(0.5)
-            out = run(x)
-            out.backward()
-            grads.append([bits(out.data), bits(x.grad)] + [bits(p.grad) for p in params])
-        assert grads[1:] == [grads[0], grads[0]]  # the recording, then a replay
-        source = compiled.source
-        assert ("def _forward_frame(inputs):" in source) is framed_
-        assert ("def _backward_frame(seeds, values, inputs, start):" in source) is framed_

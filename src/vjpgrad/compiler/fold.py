@@ -53,9 +53,9 @@ generator once, as it makes it (``_b3_1(_G3, (p0, p1, ...))``), and a copy hands
 values (2,480 parameters and 262 values of its own in microgpt's layer, handed at each copy before).
 The forward's blocks are generators too (``_f1_run.send(...)``): microgpt's largest has 2,866
 locals, and once the forward's own frame grew (5,668 locals) a plain call of it paid a fresh
-chunk at each of its 9 copies. The forward and reverse passes themselves, called once a step,
-are written as generators that return without yielding when they have more locals than a chunk
-holds (``write.framed``).
+chunk at each of its 9 copies. (The forward and reverse passes themselves, called once a call,
+stay plain functions: a generator's frame is first made on the frame stack as a call's is,
+then copied into the generator, so for one call a generator saves nothing.)
 
 Only the recorded graph goes into the code: the names (``u1`` for a block's operations,
 ``i0`` for its inputs, ``c0`` for its numbers, ``_f1`` and ``_b1_2`` for its functions) are
@@ -74,7 +74,6 @@ from typing import Any
 import vjpgrad.recording as recording
 from vjpgrad.codegen.symbols import literal
 from vjpgrad.compiler.write import (
-    BACKWARD_HEAD,
     OUTSIDE,
     VALUES_LINE,
     Edges,
@@ -82,7 +81,6 @@ from vjpgrad.compiler.write import (
     Readers,
     Zeros,
     exact,
-    framed,
     readers_of,
     row_codes,
     started_from,
@@ -856,7 +854,7 @@ class FoldedProgram(Program):
                 body += self._forward_copy(k, m)
         values = [self.names[id(node)] for node in self.kept] + [f"_k{k}" for k in range(len(self.blocks))]
         body.append(f"    return {_tuple(values)}")
-        lines += framed("forward", "inputs", body, len(self.externals) + len(body))
+        lines += ["def forward(inputs):", *body]
         return "\n".join(line for line in lines if line) + "\n"
 
     def _forward_copy(self, k: int, m: int) -> list[str]:
@@ -883,8 +881,8 @@ class FoldedProgram(Program):
         """The forward pass of block ``k``'s copies, a generator of the parameters the block reads
         (``_P``, unpacked once a pass) into which each copy's inputs and numbers are sent: it
         yields back the copy's outputs, then what its reverse pass reads. One frame serves every
-        copy, made with the generator (the module's "A reverse function keeps one frame", and
-        ``write.STACK_FRAME_LOCALS``: a block's function has thousands of locals)."""
+        copy, made with the generator (the module's "A reverse function keeps one frame": a
+        block's function has thousands of locals)."""
         block = self.blocks[k]
         arguments = [f"i{s}" for s in range(len(block.varying))] + [f"c{s}" for s in range(len(block.numbers))]
         lines = [self._described(k).lstrip(), f"def _f{k}({'_P' if self._parameters[k] else ''}):"]
@@ -970,7 +968,7 @@ class FoldedProgram(Program):
         reach = self.reach_of(seeded)
         live_ids = self.place
         returned = {id(self.live[k]) for k in self.internal_outputs}
-        lines = [BACKWARD_HEAD]
+        lines = ["def backward(seeds, values, inputs, start):"]
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
         lines.append(VALUES_LINE)
         state = _Pass(self.names, {id(self.live[self.internal_outputs[i]]) for i in seeded})

@@ -29,7 +29,7 @@ import numbers
 import operator
 import string
 import struct
-from collections.abc import Callable, Container, Generator, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import Any, NamedTuple, cast
 
 import vjpgrad.recording as recording
@@ -38,16 +38,6 @@ from vjpgrad.core import graph, ops
 from vjpgrad.core.ops import Op
 
 VALUES_LINE = "    # values"  # where the reverse pass unpacks the values it reads
-BACKWARD_PARAMETERS = "seeds, values, inputs, start"
-BACKWARD_HEAD = f"def backward({BACKWARD_PARAMETERS}):"  # where a reverse pass's function starts, once
-
-STACK_FRAME_LOCALS = 1_500
-"""How many locals a function of the code may have and still run in a frame of CPython's frame
-stack. CPython 3.11 to 3.13 keep frames on a stack of 16 KiB chunks (about 2,000 locals): a
-frame larger than what a chunk has left maps a chunk of its own, and unmaps it as the function
-returns, 15 to 35 µs a call whatever it does. A generator's frame is made with the generator, by
-``malloc``: a larger function is written as a generator that returns without yielding (``framed``),
-and a block's function as a generator each copy is sent into."""
 
 NESTED = 32
 """How deep the forward pass nests the expressions it writes into their readers (a sum of many
@@ -73,7 +63,7 @@ def row_codes(operations: Sequence[Op | None]) -> bytes:
 
 def namespace(helpers: Sequence[tuple[str, str, int]]) -> dict[str, Any]:
     """What code loaded from the cache runs in: the helpers every program calls, and its own."""
-    bound = dict(NAMESPACE, _anomaly=_anomaly, _returned=returned)
+    bound = dict(NAMESPACE, _anomaly=_anomaly)
     for k, (row, part, index) in enumerate(helpers, start=1):
         op = getattr(ops, row)
         bound[f"_helper{k}"] = op.forward if part == "forward" else op.saved[index]
@@ -149,32 +139,6 @@ class Zeros:
         elif not started:
             self._zeroed.discard(variable)
         return f"{variable} {'+=' if started else '='} {code}"
-
-
-def framed(name: str, parameters: str, body: Sequence[str], names: int) -> list[str]:
-    """The function ``name`` of ``parameters`` whose lines are ``body``, as it runs fastest with
-    about ``names`` locals: as it is, or, past ``STACK_FRAME_LOCALS``, as a generator function that
-    returns without ever yielding, called through ``_returned``, so that its frame is made by
-    ``malloc`` rather than on a chunk of CPython's frame stack of its own."""
-    if names <= STACK_FRAME_LOCALS:
-        return [f"def {name}({parameters}):", *body]
-    frame = f"_{name}_frame"
-    return [
-        f"def {frame}({parameters}):",
-        *body,
-        "    yield  # never reached: a generator function, whose frame is made with the generator",
-        f"def {name}({parameters}, {frame}={frame}):",
-        f"    return _returned({frame}({parameters}))",
-    ]
-
-
-def returned(frame: Generator[None, None, Any]) -> Any:
-    """What a generator function that returns without yielding returned (``framed``'s)."""
-    try:
-        frame.send(None)
-    except StopIteration as stop:
-        return stop.value
-    raise RuntimeError("a function of compiled code yielded (a bug in vjpgrad: please report it)")
 
 
 def started_from(externals: Sequence[Any], names: dict[int, str], reach: Container[int], started: set[int]) -> str:
@@ -270,7 +234,7 @@ class Writer:
         self.names = names  # id(Value) -> variable name, for externals and operations
         self.constants = constants  # id(leaf made inside the function) -> its number
         self.takes_grad = takes_grad  # id(Value) -> whether gradient flows to it
-        self.namespace = dict(NAMESPACE, _anomaly=_anomaly, _returned=returned)
+        self.namespace = dict(NAMESPACE, _anomaly=_anomaly)
         self._helpers = 0
         self.helpers: list[tuple[str, str, int] | None] = []  # what each _helperN is, in order
         self._lines: dict[int, str] = {}
@@ -800,8 +764,7 @@ class Program:
         body += self.writer.forward_lines(self.live, inlined, "    ")
         values = ", ".join(self.names[id(node)] for node in self.kept)
         body.append(f"    return ({values}{',' if len(self.kept) == 1 else ''})")
-        lines = framed("forward", "inputs", body, len(self.externals) + len(body))
-        return "\n".join(line for line in lines if line) + "\n"
+        return "\n".join(line for line in ["def forward(inputs):", *body] if line) + "\n"
 
     def inlined(self, first: int, end: int, named: Container[int]) -> set[int]:
         """The operations of ``live[first:end]`` that the forward pass may write into the
@@ -919,15 +882,9 @@ class Program:
         return self._joined(self._backward_lines(seeded, checked)[0])
 
     def _joined(self, lines: list[str]) -> str:
-        """The lines of a reverse pass, the values it reads unpacked where ``VALUES_LINE`` stands
-        (``BACKWARD_HEAD`` starts its function, ``framed`` for its count of locals)."""
-        handed = self._handed_names()
-        unpack = self._unpack(handed, "values").rstrip("\n") or "    pass"
-        lines = [unpack if line is VALUES_LINE else line for line in lines if line]
-        at = lines.index(BACKWARD_HEAD)
-        names = len(self.externals) + len(handed) + len(lines) - at
-        reverse = framed("backward", BACKWARD_PARAMETERS, lines[at + 1 :], names)
-        return "\n".join(lines[:at] + reverse) + "\n"
+        """The lines of a reverse pass, the values it reads unpacked where ``VALUES_LINE`` stands."""
+        unpack = self._unpack(self._handed_names(), "values").rstrip("\n") or "    pass"
+        return "\n".join(unpack if line is VALUES_LINE else line for line in lines if line) + "\n"
 
     def _handed_names(self) -> list[str]:
         """The names of what the forward pass hands the reverse pass, in order."""
@@ -937,7 +894,7 @@ class Program:
         """The lines of the reverse pass seeded at ``seeded`` (``VALUES_LINE`` where the values it
         reads are unpacked), and the names of the values its statements read."""
         pass_ = _ReversePass(self, seeded, checked)
-        lines = [BACKWARD_HEAD]
+        lines = ["def backward(seeds, values, inputs, start):"]
         lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
         lines.append(VALUES_LINE)  # the values the lines below read: known once they are written
         lines += pass_.starts()
