@@ -1117,9 +1117,8 @@ class FoldedProgram(Program):
         for edge in writer.backward_lines(node, gradient, checked):
             target, code, position, reads, _ = edge
             state.reads.update(reads)  # a dropped contribution's too: anomaly mode's pass writes it
-            apart = statement_apart(edge, started, state.variable)
-            if apart is not None:
-                lines.append(f"    {apart}")
+            if target < 0:  # PREPARES or PICKS
+                lines.append(f"    {statement_apart(edge, started, state.variable)}")
                 continue
             if checked:
                 lines.append(f"    _c = {code}")
@@ -1198,9 +1197,8 @@ class FoldedProgram(Program):
                 for edge in writer.backward_lines(node, gradient, checked):
                     target, code, position, reads, _ = edge
                     read.update(reads)
-                    apart = statement_apart(edge, handed, handed.__getitem__)
-                    if apart is not None:
-                        lines.append(f"        {apart}")
+                    if target < 0:  # PREPARES or PICKS
+                        lines.append(f"        {statement_apart(edge, handed, handed.__getitem__)}")
                         continue
                     if checked:
                         lines.append(f"        _c = {code}")

@@ -132,12 +132,15 @@ class Zeros:
     def line(self, variable: str, started: bool, code: str) -> str | None:
         """The statement that adds ``code`` to ``variable`` (``=`` if it has not ``started``),
         without its indent; None for a 0.0 the variable has had."""
-        if code == ZERO:
-            if started and variable in self._zeroed:
-                return None
-            self._zeroed.add(variable)
-        elif not started:
-            self._zeroed.discard(variable)
+        if code != ZERO:  # most contributions: no set is read unless a variable has had a 0.0
+            if started:
+                return f"{variable} += {code}"
+            if self._zeroed:
+                self._zeroed.discard(variable)
+            return f"{variable} = {code}"
+        if started and variable in self._zeroed:
+            return None
+        self._zeroed.add(variable)
         return f"{variable} {'+=' if started else '='} {code}"
 
 
@@ -157,17 +160,15 @@ def started_from(externals: Sequence[Any], names: dict[int, str], reach: Contain
     return f"    {', '.join(targets)}, = start"
 
 
-def statement_apart(contribution: Contribution, started: Container[int], variable: Callable[[int], str]) -> str | None:
-    """The statement of a contribution that goes to no one operand, without its indent: a line
-    that prepares the next ones, as it is; take's picked addition (``PICKS``), over the operands
-    that have ``started`` a sum (``variable``: where each one's is); None for a contribution to
-    one operand, which a pass writes itself."""
-    if contribution.target == PREPARES:
-        return contribution.code
+def statement_apart(contribution: Contribution, started: Container[int], variable: Callable[[int], str]) -> str:
+    """The statement of a contribution that goes to no one operand (a target below 0), without
+    its indent: a line that prepares the next ones (``PREPARES``), as it is; take's picked
+    addition (``PICKS``), over the operands that have ``started`` a sum (``variable``: where each
+    one's is)."""
     if contribution.target == PICKS:
         leaves = [(k, variable(x)) for k, x in contribution.picks if x in started]
         return picked_addition(contribution.code, leaves)
-    return None
+    return contribution.code
 
 
 def picked_addition(share: str, leaves: Sequence[tuple[int, str]]) -> str:
@@ -956,9 +957,8 @@ class _ReversePass:
         for edge in writer.backward_lines(node, gradient, self.checked):
             target, code, position, reads, _ = edge
             self.reads.update(reads)
-            apart = statement_apart(edge, self.started, self.variable)
-            if apart is not None:
-                lines.append(f"    {apart}")
+            if target < 0:  # PREPARES or PICKS
+                lines.append(f"    {statement_apart(edge, self.started, self.variable)}")
             elif self.checked:  # anomaly mode: each contribution tested before it is added, as in eager code
                 lines.append(f"    _c = {code}")
                 lines.append(f"    if _c != _c: _anomaly({writer.comment(op)!r}, {position})")
