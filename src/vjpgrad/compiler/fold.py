@@ -84,7 +84,7 @@ from vjpgrad.compiler.write import (
     readers_of,
     row_codes,
     started_from,
-    statement_apart,
+    statements_apart,
 )
 from vjpgrad.core import graph
 
@@ -1118,7 +1118,7 @@ class FoldedProgram(Program):
             target, code, position, reads, _ = edge
             state.reads.update(reads)  # a dropped contribution's too: anomaly mode's pass writes it
             if target < 0:  # PREPARES or PICKS
-                lines.append(f"    {statement_apart(edge, started, state.variable)}")
+                lines += [f"    {line}" for line in statements_apart(edge, started, state.variable)]
                 continue
             if checked:
                 lines.append(f"    _c = {code}")
@@ -1198,7 +1198,7 @@ class FoldedProgram(Program):
                     target, code, position, reads, _ = edge
                     read.update(reads)
                     if target < 0:  # PREPARES or PICKS
-                        lines.append(f"        {statement_apart(edge, handed, handed.__getitem__)}")
+                        lines += [f"        {line}" for line in statements_apart(edge, handed, handed.__getitem__)]
                         continue
                     if checked:
                         lines.append(f"        _c = {code}")
