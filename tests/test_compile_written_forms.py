@@ -217,7 +217,7 @@ def test_the_picked_addition_adds_to_the_leaf_at_its_position_alone(count: int) 
 def test_a_compiled_takes_reverse_pass_adds_to_the_picked_element_alone_and_each_zero_once() -> None:
     # 27 rows of 2, as microgpt's names: eager code hands every row a contribution at every take
     # and checks the index at each; the compiled forward checks each index once, and the reverse
-    # pass tests it about five times per take, and hands each element its zero once
+    # pass adds to the picked element alone, and hands each element its zero once
     weight = [[Value(0.25 * k - 3.0), Value(1.0 - 0.5 * k)] for k in range(27)]
 
     def loss(tokens: list[Value]) -> Value:

@@ -495,9 +495,9 @@ class Writer:
         element exactly 0.0, and the index (if it takes gradient) exactly 0.0.
 
         Written as every operand handed 0.0 (``ZERO``: a pass drops those a sum has had), then
-        one statement (``PICKS``) that adds the picked element's share: the picked element's sum
-        gets 0.0 and ``0.0 + g`` where eager code adds ``0.0 + g`` alone, the same bits (its
-        share adds 0.0 itself). Anomaly mode's pass (``checked``) tests each edge's contribution
+        the statements (``PICKS``: ``picked_addition``) that add the share to the picked element
+        alone: its sum gets 0.0 and ``0.0 + g`` where eager code adds ``0.0 + g`` alone, the same
+        bits (its share adds 0.0 itself). Anomaly mode's pass (``checked``) tests each edge's contribution
         for nan, so it is handed one contribution an edge, picked or 0.0, as eager code hands them."""
         operands = graph.operands(node)
         index = self.read_names(node, operands)[0]
