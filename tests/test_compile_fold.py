@@ -561,7 +561,8 @@ def test_a_small_gpts_folded_positions_write_sums_as_expressions_without_copies_
 ) -> None:
     # each position's block is a function; a linear layer's products and partial sums are read
     # once and by no reverse pass: written into one expression per output, in eager's order;
-    # an addition's operands read once take over (or share) its gradient instead of copying it.
+    # an addition's operands read their user's gradient where it is instead of copying it, and
+    # an input's contributions are added in one statement, a sum of products.
     # With every third weight scaled by 1e15, sums cancel and overflow: the order of every
     # addition shows in the bits (nan and inf included)
     import random
@@ -591,6 +592,7 @@ def test_a_small_gpts_folded_positions_write_sums_as_expressions_without_copies_
     assert isinstance(program, fold.FoldedProgram)
     source = source_of(compiled)
     functions = source.split("\ndef ")
+    reverse: list[str] = []  # the statements of the blocks' reverse functions
     for k, block in enumerate(program.blocks):
         if block.adjacent:
             continue
@@ -599,8 +601,13 @@ def test_a_small_gpts_folded_positions_write_sums_as_expressions_without_copies_
         assert len(statements) < block.length / 2  # most operations inside another's expression
         assert any(line.count(" + (") >= 3 for line in statements)  # a sum of products, one line
         for backward in (f for f in functions if f.startswith(f"_b{k}_")):
-            copies = [line for line in backward.splitlines() if re.fullmatch(r" +g_u\d+ = g_u\d+", line)]
-            assert not copies
+            reverse += [line.strip() for line in backward.splitlines() if not line.lstrip().startswith("#")]
+    # an input's contributions from a layer's outputs, one statement
+    assert any(re.fullmatch(r"g_u\d+ = \(g_u\d+ \* [pu]\d+\)( \+ \(g_u\d+ \* [pu]\d+\))+", s) for s in reverse)
+    for n, statement in enumerate(reverse):
+        if re.fullmatch(r"g_u\d+ = g_u\d+", statement):  # a copy: only before what a max's hits hand
+            assert reverse[n + 1].startswith(f"{statement.split()[0]} += ")
+            assert "_hits" in reverse[n + 1]
 
 
 def _read_again(x: Value, c: Value) -> Value:

@@ -625,7 +625,9 @@ def test_the_source_is_the_code_that_runs_a_value_read_once_written_into_its_rea
     # log are read once each and no reverse pass reads them: written into t6's expression, in
     # the order the lines ran (t1 was made before t2: its line comes first)
     assert "    t1 = 3.0 * x0  # *\n    t2 = 2.0 * x1  # *\n    t6 = (t1 + (t2 * x1)) + (_log(x2))  # +\n" in source
-    assert "g_x2 += g_t5 / x2" in source  # log's gradient is g / x, as PyTorch's
+    # log's gradient is g / x, as PyTorch's; t5's gradient is t6's (an addition's operand), read there
+    assert "g_x2 += g_t6 / x2" in source
+    assert "g_x1 = g_x1 + (g_t6 * t2) + (g_t2 * 2.0)" in source  # x1's two contributions, one statement
     assert "# t5 = _log(x2)" in source  # the reverse pass shows each operation's own line
 
 

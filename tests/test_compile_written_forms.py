@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import vjpgrad
 from vjpgrad import Value, Vector
 from vjpgrad.codegen.symbols import NAMESPACE, Code
-from vjpgrad.compiler.write import ZERO, Zeros, _max_template, _power_template, picked_addition
+from vjpgrad.compiler.write import NESTED, ZERO, Sums, _max_template, _power_template, picked_addition
 from vjpgrad.core import floats, ops, powers
 from vjpgrad.nn import functional as F  # noqa: N812  # PyTorch's spelling
 
@@ -175,32 +175,63 @@ def test_a_compiled_max_hands_tied_and_nan_operands_eagers_shares(xs: list[float
 
 
 @given(
-    handed=st.lists(st.one_of(st.just(None), values), min_size=1, max_size=12),
+    handed=st.lists(
+        st.tuples(st.one_of(st.just(None), values), st.booleans(), st.booleans()), min_size=1, max_size=40
+    ),
     start=st.one_of(st.just(None), values),
 )
 @settings(max_examples=300, deadline=None)
-def test_a_sum_that_drops_every_zero_after_its_first_is_the_sums_bits(handed: list[float | None], start: Any) -> None:
-    # None stands for a contribution of exactly 0.0 (ZERO); the sum starts at start (a
-    # parameter's gradient so far) or at its first contribution, as a pass writes it
-    zeros = Zeros()
+def test_a_sum_written_from_what_waits_and_dropping_every_zero_after_its_first_is_the_sums_bits(
+    handed: list[tuple[float | None, bool, bool]], start: Any
+) -> None:
+    # each contribution: a number (None stands for exactly 0.0, ZERO), whether it may wait, and
+    # whether the sum is written out after it (a block's call, a pick); the sum starts at start
+    # (a parameter's gradient so far) or at its first contribution, as a pass writes it
+    sums = Sums()
     variables: dict[str, float] = {} if start is None else {"g": start}
     expected = start
-    for k, x in enumerate(handed):
+    statements = []
+    for k, (x, wait, flush) in enumerate(handed):
         code = ZERO if x is None else f"x{k}"  # a number by name: a nan's payload kept
         variables[f"x{k}"] = number = 0.0 if x is None else x
         expected = number if expected is None else expected + number
-        line = zeros.line("g", "g" in variables, code)
-        if line is not None:
-            exec(line, {}, variables)  # our own statement: a variable and a number
-    assert bits(variables["g"]) == bits(expected)  # a nan's payload is no part of the contract
+        statements += sums.add("g", start is not None or k > 0, code, wait)
+        if flush:
+            statements += sums.written()
+    waiting, holder = sums.read("g")
+    statements += waiting
+    exec("\n".join(statements), {}, variables)  # our own statements: variables and numbers
+    assert bits(variables[holder]) == bits(expected)  # a nan's payload is no part of the contract
+    assert all(s.count(" + ") < NESTED + 1 for s in statements)  # a long sum is written in pieces
 
 
 def test_a_zero_is_handed_again_to_a_sum_that_starts_anew() -> None:
-    zeros = Zeros()
-    assert zeros.line("g", False, ZERO) == "g = 0.0"
-    assert zeros.line("g", True, ZERO) is None  # its sum has had 0.0
-    assert zeros.line("g", False, "x") == "g = x"  # another sum in that variable
-    assert zeros.line("g", True, ZERO) == "g += 0.0"
+    sums = Sums()
+    assert sums.add("g", False, ZERO) == ["g = 0.0"]
+    assert sums.add("g", True, ZERO) == []  # its sum has had 0.0
+    assert sums.add("g", False, "x") == ["g = x"]  # another sum in that variable
+    assert sums.add("g", True, ZERO) == ["g += 0.0"]
+
+
+def test_what_waits_is_written_as_one_statement_where_the_sum_is_read() -> None:
+    sums = Sums()
+    assert sums.add("g_a", True, "g_y * w0", wait=True) == []
+    assert sums.add("g_a", True, "g_z * w1", wait=True) == []
+    assert sums.add("g_b", False, "g_y * v0", wait=True) == []
+    assert sums.read("g_a") == (["g_a = g_a + (g_y * w0) + (g_z * w1)"], "g_a")
+    # a contribution that reads a preparing line's variable is added at once, after what waits
+    assert sums.add("g_b", True, "_s[0] * g_z") == ["g_b = g_y * v0", "g_b += _s[0] * g_z"]
+    assert sums.read("g_b") == ([], "g_b")
+
+
+def test_a_sum_whose_one_contribution_is_its_users_gradient_is_read_there() -> None:
+    sums = Sums()
+    sums.add("g_a", False, "g_y", wait=True, name=True)
+    assert sums.read("g_a") == ([], "g_y")  # an addition's operand: no copy
+    sums.add("g_b", False, "g_y", wait=True, name=True)
+    assert sums.read("g_b", shared=False) == (["g_b = g_y"], "g_b")  # an output's own, returned
+    sums.add("g_c", True, "g_y", wait=True, name=True)
+    assert sums.read("g_c") == (["g_c += g_y"], "g_c")  # it had a sum before
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 7, 27])

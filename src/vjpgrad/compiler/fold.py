@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -79,7 +79,7 @@ from vjpgrad.compiler.write import (
     Edges,
     Program,
     Readers,
-    Zeros,
+    Sums,
     exact,
     readers_of,
     row_codes,
@@ -982,6 +982,7 @@ class FoldedProgram(Program):
             else:
                 self._call(k, m, reach, state, checked, lines)
         lines[0:0] = state.defined  # the functions the calls above run
+        lines += [f"    {line}" for line in state.sums.written()]
         for k, held in state.held.items():  # the gradients of the parameters only a block reads, back
             lines += state.hand_back(k)  # from the frame of the block's function that ran last, into its list
             if held:
@@ -1024,6 +1025,7 @@ class FoldedProgram(Program):
         if not any(pattern):
             return
         started = state.started
+        lines += [f"    {line}" for line in state.sums.written()]  # the copy reads and writes the glue's sums
         if k not in state.held:  # the first call: the running gradients of the parameters only this block reads
             held = state.held[k] = [key for key in sorted(self._owned[k], key=self.names.__getitem__) if key in reach]
             lines.append(f"    _G{k} = [{', '.join(state.variable(key) for key in held)}]")
@@ -1105,47 +1107,31 @@ class FoldedProgram(Program):
         checked: bool,
         lines: list[str],
     ) -> None:
-        """One operation of the glue, as ``Program.backward_source`` writes it (an operand whose
-        first contribution is its user's gradient takes over that variable, as there)."""
+        """One operation of the glue, as ``Program.backward_source`` writes it (contributions
+        wait in the glue's sums until read, as there)."""
         op = graph.op_of(node)
         started = state.started
         if id(node) not in reach or id(node) not in started or op is None:
             return
-        writer = self.writer
+        writer, sums = self.writer, state.sums
+        waiting, gradient = sums.read(state.variable(id(node)), id(node) not in state.seeded)
+        state.named[id(node)] = gradient
+        lines += [f"    {line}" for line in waiting]
         lines.append(f"    # {writer.forward_line(node).split('  # ')[0]}")
-        gradient = state.variable(id(node))
         for edge in writer.backward_lines(node, gradient, checked):
-            target, code, position, reads, _ = edge
+            target, code, position, reads, _, alone = edge
             state.reads.update(reads)  # a dropped contribution's too: anomaly mode's pass writes it
             if target < 0:  # PREPARES or PICKS
-                lines += [f"    {line}" for line in statements_apart(edge, started, state.variable)]
+                lines += [f"    {line}" for line in statements_apart(edge, started, state.variable, sums)]
                 continue
             if checked:
                 lines.append(f"    _c = {code}")
                 lines.append(f"    if _c != _c: _anomaly({writer.comment(op)!r}, {position})")
-                code = "_c"
+                code, alone = "_c", False
             elif target in live_ids and target not in returned and graph.op_of(self.live[live_ids[target]]) is None:
                 continue  # a Value made inside and not returned: its gradient goes nowhere
-            if (
-                not checked
-                and code == gradient
-                and target not in started
-                and target in live_ids
-                and id(node) not in state.seeded
-            ):
-                holder = state.holder.get(gradient, id(node))
-                if holder == id(node):
-                    state.named[target] = gradient
-                    state.holder[gradient] = target
-                    started.add(target)
-                    continue
-                if holder in live_ids and self._shares(0, live_ids[id(node)], live_ids[target], live_ids[holder]):
-                    state.named[target] = gradient  # its holder stays the operand that took it over
-                    started.add(target)
-                    continue
-            line = state.zeros.line(state.variable(target), target in started, code)
-            if line is not None:
-                lines.append(f"    {line}")
+            added = sums.add(state.variable(target), target in started, code, alone, code == gradient)
+            lines += [f"    {line}" for line in added]
             started.add(target)
 
     def _block_lines(
@@ -1182,8 +1168,8 @@ class FoldedProgram(Program):
         inputs: set[int] = set()
         shared: set[int] = set()
         read: set[str] = set()  # by the block's names (``_local_names``)
-        zeros = Zeros()  # the variables that have had 0.0 added in this copy's lines
-        local = _Local(set(block.outputs), lambda o, t, h: self._shares(block.start, o, t, h), zeros)
+        local = _Local(set(block.outputs))
+        sums = local.sums
         handed: dict[int, str] = {}  # id -> the variable its gradient is in, once started: take's picks
         writer = self.writer
         with self._named(k):
@@ -1192,24 +1178,24 @@ class FoldedProgram(Program):
                     continue
                 node = self.live[block.start + o]
                 op = graph.op_of(node)
+                lines += [f"        {line}" for line in local.read(o)]
                 lines.append(f"        # {writer.forward_line(node).split('  # ')[0]}")
                 gradient = local.variable(o)
                 for edge in writer.backward_lines(node, gradient, checked):
-                    target, code, position, reads, _ = edge
+                    target, code, position, reads, _, alone = edge
                     read.update(reads)
                     if target < 0:  # PREPARES or PICKS
-                        lines += [f"        {line}" for line in statements_apart(edge, handed, handed.__getitem__)]
+                        statements = statements_apart(edge, handed, handed.__getitem__, sums)
+                        lines += [f"        {line}" for line in statements]
                         continue
                     if checked:
                         lines.append(f"        _c = {code}")
                         lines.append(f"        if _c != _c: _anomaly({writer.comment(op)!r}, {position})")  # type: ignore[arg-type]  # an operation
-                        code = "_c"
+                        code, alone = "_c", False
                     if target in offset:
-                        line = local.contribution(o, offset[target], code, gradient, checked)
-                        if line:
-                            lines.append(line)
-                        if offset[target] in local.started:
-                            handed[target] = local.variable(offset[target])
+                        added = local.add(offset[target], code, alone, code == gradient)
+                        lines += [f"        {line}" for line in added]
+                        handed[target] = local.variable(offset[target])
                         continue
                     if target in block.input_of:
                         inputs.add(block.input_of[target])
@@ -1220,22 +1206,10 @@ class FoldedProgram(Program):
                         shared.add(target)
                         variable = state.variable(target) if state is not None else f"g_{names[target]}"
                     handed[target] = variable
-                    added = zeros.line(variable, True, code)  # an input's or shared value's sum goes on
-                    if added is not None:
-                        lines.append(f"        {added}")
+                    added = sums.add(variable, True, code, alone)  # an input's or shared value's sum goes on
+                    lines += [f"        {line}" for line in added]
+        lines += [f"        {line}" for line in sums.written()]  # before the copy hands its sums on
         return lines, inputs, shared, read
-
-    def _shares(self, base: int, o: int, t: int, h: int) -> bool:
-        """Whether operand ``t`` of operation ``o`` (offsets in the block at ``base``; the glue's
-        are positions in ``live``, from 0) may read its gradient, the user's own (an addition's
-        second operand), from the variable that operand ``h`` took over instead of a copy: both
-        are read by ``o`` alone, so neither gets another contribution, and ``t``, made after
-        ``h``, runs its reverse pass first, before anything ``h`` hands the variable to adds to
-        it (``h`` stays its holder: no operand of ``t`` takes it over)."""
-        if not 0 <= h < t:
-            return False
-        once, user = self.readers.once, base + o
-        return once[base + t] == user and once[base + h] == user
 
     def _block_loops(self, k: int, reach: set[int], state: _Pass, checked: bool, lines: list[str]) -> None:
         """A block's copies, last first, one loop per run of copies the pass reaches alike."""
@@ -1268,6 +1242,7 @@ class FoldedProgram(Program):
         """The reverse pass of copies ``first`` to ``end - 1`` of block ``k``, the last first."""
         block = self.blocks[k]
         started = state.started
+        lines += [f"    {line}" for line in state.sums.written()]  # the copies read and write the glue's sums
         body, inputs, shared, reads = self._block_lines(k, pattern, checked, state)
         state.reads |= reads
         copies = list(reversed(range(first, end)))
@@ -1306,50 +1281,42 @@ class FoldedProgram(Program):
 
 class _Local:
     """The gradients of a block's own operations as one copy's reverse pass is written: which
-    have started, and which variable holds each. An operation whose first contribution is its
-    user's gradient itself (an addition's) takes over that variable instead of copying it, as
-    in the glue (``FoldedProgram._glue_lines``), and an addition's second operand may share it
-    (``FoldedProgram._shares``)."""
+    have started, their sums (``Sums``: the copy's own, written out before the copy hands its
+    sums on), and which variable holds each: its own, or its user's, when that was its one
+    contribution (an addition's operands), as in the glue (``FoldedProgram._glue_lines``)."""
 
-    def __init__(self, outputs: set[int], shares: Callable[[int, int, int], bool], zeros: Zeros) -> None:
+    def __init__(self, outputs: set[int]) -> None:
         self.outputs = outputs  # offsets whose gradients come in from outside the copy: they add
-        self.shares = shares
-        self.zeros = zeros  # the variables that have had 0.0 added: another 0.0 is dropped
         self.started: set[int] = set()
         self.named: dict[int, str] = {}  # offset -> the variable holding its gradient, if not its own
-        self.holder: dict[str, int] = {}  # variable -> the offset whose gradient it holds
+        self.sums = Sums()
 
     def variable(self, o: int) -> str:
         return self.named.get(o) or f"g_u{o + 1}"
 
-    def contribution(self, o: int, t: int, code: str, gradient: str, checked: bool) -> str:
-        """The line that hands ``code`` from operation ``o`` (its gradient in ``gradient``) to
-        operation ``t``, or "" when ``t`` takes over or shares ``o``'s variable."""
+    def read(self, o: int) -> list[str]:
+        """The statements that write what waits to be added to operation ``o``'s gradient, read
+        as its reverse pass runs (none where the variable of its one contribution holds it)."""
+        waiting, self.named[o] = self.sums.read(self.variable(o), o not in self.outputs)
+        return waiting
+
+    def add(self, t: int, code: str, alone: bool, name: bool) -> list[str]:
+        """The statements, without their indent, that hand ``code`` to operation ``t``
+        (``Sums.add``)."""
         started = t in self.outputs or t in self.started
         self.started.add(t)
-        if not checked and not started and code == gradient:
-            holder = self.holder.get(gradient, o)
-            if holder == o:
-                self.named[t] = gradient
-                self.holder[gradient] = t
-                return ""
-            if self.shares(o, t, holder):
-                self.named[t] = gradient  # its holder stays the operand that took it over
-                return ""
-        line = self.zeros.line(self.variable(t), started, code)
-        return "" if line is None else f"        {line}"
+        return self.sums.add(self.variable(t), started, code, alone, name)
 
 
 class _Pass:
     """A reverse pass being written: what has gradient so far, and in which variable (its own,
-    ``g_t5``, or the one it took over from its user)."""
+    ``g_t5``, or its user's, when that was its one contribution: ``Sums.read``)."""
 
     def __init__(self, names: dict[int, str], seeded: set[int]) -> None:
         self.names = names
         self.seeded = seeded  # the seeded outputs: their own gradients are returned at the end
         self.started: set[int] = set()
         self.named: dict[int, str] = {}  # id -> the variable holding its gradient, if not its own
-        self.holder: dict[str, int] = {}  # variable -> id of the node whose gradient it holds
         # the functions of blocks whose copies are apart: by (block, reach), and their lines
         self.functions: dict[tuple[int, tuple[bool, ...]], tuple[str, list[int], list[int], list[int], list[str]]] = {}
         self.defined: list[str] = []
@@ -1357,7 +1324,7 @@ class _Pass:
         self.running: set[str] = set()  # the functions above whose frame the pass has made
         self.holding: dict[int, str] = {}  # block -> its function whose frame holds the running gradients
         self.reads: set[str] = set()  # the names of the values the pass's statements read
-        self.zeros = Zeros()  # the glue's variables that have had 0.0 added: another 0.0 is dropped
+        self.sums = Sums()  # the glue's: what waits to be added to each variable, which have had 0.0
 
     def variable(self, key: int) -> str:
         return self.named.get(key) or f"g_{self.names[key]}"

@@ -102,7 +102,7 @@ before it; an operand a pass drops, a Value made inside and not returned, has no
 ZERO = "0.0"
 """The code of a contribution of exactly 0.0. Adding 0.0 only turns a sum of -0.0 into 0.0, and
 does that wherever it comes in a sum: so once a sum has had one 0.0 added (or started at 0.0), a
-pass drops every other 0.0 it is handed (``Zeros``), with the same bits as adding each."""
+pass drops every other 0.0 it is handed (``Sums``), with the same bits as adding each."""
 
 
 class Contribution(NamedTuple):
@@ -120,32 +120,87 @@ class Contribution(NamedTuple):
     own result, numbers named by ``compiler.fold``): what the forward pass must hand on for it."""
     picks: tuple[tuple[int, int], ...] = ()
     """For ``PICKS``: each operand it may add to, as (its position, its id)."""
+    alone: bool = False
+    """The code reads only the operation's gradient and values the forward pass named, no
+    variable a preparing line sets: it may wait to be added where its operand's sum is read
+    (``Sums``)."""
 
 
-class Zeros:
-    """The gradient variables of one function's reverse code that have had 0.0 added (or
-    started at 0.0): a later 0.0 handed to one of them is dropped (``ZERO``). A variable that
-    starts anew (``=`` of anything but 0.0) leaves the set. The glue's set holds across the
-    blocks' calls and loops between its lines: a block only adds to the glue's variables (its
-    results go on from what it was sent), and a sum that has had 0.0 is never -0.0 again,
-    whatever is added to it. A block's function keeps a set of its own, for one copy's lines."""
+class Sums:
+    """The sums of one function's reverse code: what each gradient variable is handed, written as
+    statements. A contribution that reads only its user's gradient and values the forward pass
+    named (``Contribution.alone``) waits, and the variable's waiting contributions are written as
+    one statement where the sum is read (``read``), before a statement that adds to it otherwise,
+    and wherever the function hands its variables on (``written``): ``g = g + (a) + (b)``, added
+    left to right, the bits of ``g += a`` then ``g += b``. A sum so written loads and stores its
+    variable once, not once a contribution, and adds each product into the float the sum already
+    holds: a linear layer's reverse pass, whose inputs each take a contribution from every
+    output, runs about a fifth faster on CPython 3.11 to 3.13.
+
+    A contribution that waits reads only variables that no later statement writes: the gradient
+    of an operation the pass has run (a pass runs each operation after every one that reads it,
+    so nothing adds to that gradient again) and the forward pass's values. So a waiting sum is
+    written anywhere up to its read with the same numbers. A sum whose one contribution is its
+    user's gradient itself (an addition's operand), read where its operation runs, is not copied:
+    ``read`` names the variable that holds it, which the pass reads in its place.
+
+    A contribution of exactly 0.0 (``ZERO``) only turns a sum of -0.0 into 0.0, and does that
+    wherever it comes in a sum: so once a sum has had one 0.0 added (or started at 0.0), a later
+    0.0 handed to it is dropped. A variable that starts anew (``=`` of anything but 0.0) leaves
+    that set. The glue's set holds across the blocks' calls and loops between its lines: a block
+    only adds to the glue's variables (its results go on from what it was sent), and a sum that
+    has had 0.0 is never -0.0 again, whatever is added to it. A block's function keeps a set of
+    its own, for one copy's lines."""
 
     def __init__(self) -> None:
         self._zeroed: set[str] = set()
+        # variable -> its waiting contributions, in order, each (code, whether it is a variable's
+        # name); the first is the variable itself when its sum had started before they came
+        self._waiting: dict[str, list[tuple[str, bool]]] = {}
 
-    def line(self, variable: str, started: bool, code: str) -> str | None:
-        """The statement that adds ``code`` to ``variable`` (``=`` if it has not ``started``),
-        without its indent; None for a 0.0 the variable has had."""
-        if code != ZERO:  # most contributions: no set is read unless a variable has had a 0.0
-            if started:
-                return f"{variable} += {code}"
-            if self._zeroed:
-                self._zeroed.discard(variable)
-            return f"{variable} = {code}"
-        if started and variable in self._zeroed:
-            return None
-        self._zeroed.add(variable)
-        return f"{variable} {'+=' if started else '='} {code}"
+    def add(self, variable: str, started: bool, code: str, wait: bool = False, name: bool = False) -> list[str]:
+        """The statements, without their indent, that add ``code`` to ``variable`` now (``=`` if it
+        has not ``started``): none for a 0.0 its sum has had, or for a contribution that may
+        ``wait`` (``Contribution.alone``), which waits unless the variable's sum has ``NESTED``
+        terms. ``name``: ``code`` is a variable (its user's gradient)."""
+        if code == ZERO:
+            if started and variable in self._zeroed:
+                return []
+            self._zeroed.add(variable)
+        elif not started and self._zeroed:
+            self._zeroed.discard(variable)
+        if not wait:
+            return [*self.written(variable), f"{variable} {'+=' if started else '='} {code}"]
+        terms = self._waiting.get(variable)
+        if terms is None:
+            terms = self._waiting[variable] = [(variable, True)] if started else []
+        terms.append((code, name))
+        return self.written(variable) if len(terms) > NESTED else []
+
+    def read(self, variable: str, shared: bool = True) -> tuple[list[str], str]:
+        """Where the sum in ``variable`` is read as its operation runs (it takes no contribution
+        after): the statements that write what waits, and the variable that holds the sum, which
+        is another when its one contribution is that variable (``shared``: the caller may read
+        it there; an output's own gradient, which the pass returns, may not)."""
+        terms = self._waiting.get(variable)
+        if shared and terms is not None and len(terms) == 1 and terms[0][1]:
+            del self._waiting[variable]
+            return [], terms[0][0]
+        return self.written(variable), variable
+
+    def written(self, variable: str | None = None) -> list[str]:
+        """The statements that write the waiting contributions of ``variable`` (of every variable
+        for None: before the function hands its variables on), without their indent."""
+        if variable is None:
+            return [line for waiting in list(self._waiting) for line in self.written(waiting)]
+        terms = self._waiting.pop(variable, None)
+        if not terms:
+            return []
+        if len(terms) == 2 and terms[0][0] == variable:
+            return [f"{variable} += {terms[1][0]}"]
+        if len(terms) == 1:
+            return [f"{variable} = {terms[0][0]}"]
+        return [f"{variable} = {' + '.join(code if name or code == ZERO else f'({code})' for code, name in terms)}"]
 
 
 def started_from(externals: Sequence[Any], names: dict[int, str], reach: Container[int], started: set[int]) -> str:
@@ -164,14 +219,17 @@ def started_from(externals: Sequence[Any], names: dict[int, str], reach: Contain
     return f"    {', '.join(targets)}, = start"
 
 
-def statements_apart(contribution: Contribution, started: Container[int], variable: Callable[[int], str]) -> list[str]:
+def statements_apart(
+    contribution: Contribution, started: Container[int], variable: Callable[[int], str], sums: Sums
+) -> list[str]:
     """The statements of a contribution that goes to no one operand (a target below 0), without
     their indent: a line that prepares the next ones (``PREPARES``), as it is; take's picked
     addition (``PICKS``), over the operands that have ``started`` a sum (``variable``: where each
-    one's is)."""
+    one's is), after what waits to be added to them (``sums``)."""
     if contribution.target == PICKS:
         leaves = [(k, variable(x)) for k, x in contribution.picks if x in started]
-        return picked_addition(contribution.code, leaves)
+        waiting = [line for _, name in leaves for line in sums.written(name)]
+        return waiting + picked_addition(contribution.code, leaves)
     return [contribution.code]
 
 
@@ -442,7 +500,8 @@ class Writer:
             template, fields = known
             reads = tuple(name for i, name in enumerate(read) if name is not None and str(i) in fields)
             code = template.format(*terms, g=gradient, out=out)
-            lines.append(Contribution(id(operands[k]), code, k, (*reads, out) if "out" in fields else reads))
+            reads = (*reads, out) if "out" in fields else reads
+            lines.append(Contribution(id(operands[k]), code, k, reads, alone=True))
         return lines
 
     def _nary_lines(
@@ -511,7 +570,7 @@ class Writer:
                 code = ZERO if k == 0 else f"{share} if _at == {k} else {ZERO}"
                 lines.append(Contribution(id(operands[k]), code, k, ()))
             return lines
-        lines += [Contribution(id(operands[k]), ZERO, k, ()) for k in positions]
+        lines += [Contribution(id(operands[k]), ZERO, k, (), alone=True) for k in positions]
         picks = tuple((k, id(operands[k])) for k in positions if k > 0)
         if picks:
             lines.append(Contribution(PICKS, share, -1, (), picks))
@@ -905,8 +964,8 @@ class Program:
 
 class _ReversePass:
     """The lines of one reverse pass of a ``Program``, written node by node in decreasing
-    creation order (eager's): which gradient variables have started, and which node's gradient
-    a variable holds when a node took over its user's variable instead of copying it."""
+    creation order (eager's): which gradient variables have started, their sums (``Sums``), and
+    which variable holds a node's gradient when its one contribution was its user's gradient."""
 
     def __init__(self, program: Program, seeded: frozenset[int], checked: bool) -> None:
         self.program, self.seeded, self.checked = program, seeded, checked
@@ -915,15 +974,11 @@ class _ReversePass:
         self.returned_ids = {id(program.live[k]) for k in program.internal_outputs}
         self.outputs_seeded = {id(program.live[program.internal_outputs[i]]) for i in seeded}
         self.started: set[int] = set()
-        # A node whose first contribution is its user's gradient itself (an addition's) takes
-        # over that variable instead of copying it, when the user is done with it: which node
-        # holds which variable is tracked so that no variable serves two live gradients.
         self.named: dict[int, str] = {}  # id(node) -> the variable holding its gradient, if not its own
-        self.holder: dict[str, int] = {}  # variable -> id of the node whose gradient it holds
         # the names of the values the pass's statements read (and those of the contributions it
         # drops, which anomaly mode's pass writes): what the forward pass hands on
         self.reads: set[str] = set()
-        self.zeros = Zeros()  # the variables that have had 0.0 added: another 0.0 is dropped
+        self.sums = Sums()
 
     def variable(self, key: int) -> str:
         return self.named.get(key, f"g_{self.program.names[key]}")
@@ -949,25 +1004,27 @@ class _ReversePass:
         op = graph.op_of(node)
         if key not in self.reach or key not in self.started or op is None:
             return []
-        writer = self.program.writer
-        lines = [f"    # {writer.forward_line(node).split('  # ')[0]}"]
-        gradient = self.variable(key)
+        writer, sums = self.program.writer, self.sums
+        waiting, gradient = sums.read(self.variable(key), key not in self.outputs_seeded)
+        self.named[key] = gradient
+        lines = [f"    {line}" for line in waiting]
+        lines.append(f"    # {writer.forward_line(node).split('  # ')[0]}")
         for edge in writer.backward_lines(node, gradient, self.checked):
-            target, code, position, reads, _ = edge
+            target, code, position, reads, _, alone = edge
             self.reads.update(reads)
             if target < 0:  # PREPARES or PICKS
-                lines += [f"    {line}" for line in statements_apart(edge, self.started, self.variable)]
+                lines += [f"    {line}" for line in statements_apart(edge, self.started, self.variable, sums)]
             elif self.checked:  # anomaly mode: each contribution tested before it is added, as in eager code
                 lines.append(f"    _c = {code}")
                 lines.append(f"    if _c != _c: _anomaly({writer.comment(op)!r}, {position})")
-                lines.append(self._add(target, "_c"))
+                lines += self._add(target, "_c")
             elif self._goes_nowhere(target):
                 # a Value made inside and not returned: its gradient goes nowhere, but anomaly
                 # mode's pass checks it as eager's does, so the values it reads (in ``reads``
                 # above) are handed on
                 continue
-            elif not self._takes_over(key, target, code, gradient):
-                lines.append(self._add(target, code))
+            else:
+                lines += self._add(target, code, alone, code == gradient)
         return lines
 
     def _goes_nowhere(self, target: int) -> bool:
@@ -975,29 +1032,15 @@ class _ReversePass:
             return False
         return graph.op_of(self.program.live[self.program.place[target]]) is None
 
-    def _takes_over(self, key: int, target: int, code: str, gradient: str) -> bool:
-        """Whether ``target``'s gradient starts as ``gradient`` itself and takes over its variable."""
-        if (
-            code == gradient
-            and target not in self.started
-            and target in self.live
-            and key not in self.outputs_seeded  # an output's own gradient is returned at the end
-            and self.holder.get(gradient, key) == key
-        ):
-            self.named[target] = gradient
-            self.holder[gradient] = target
-            self.started.add(target)
-            return True
-        return False
-
-    def _add(self, target: int, code: str) -> str:
-        line = self.zeros.line(self.variable(target), target in self.started, code)
+    def _add(self, target: int, code: str, alone: bool = False, name: bool = False) -> list[str]:
+        added = self.sums.add(self.variable(target), target in self.started, code, alone, name)
         self.started.add(target)
-        return "" if line is None else f"    {line}"
+        return [f"    {line}" for line in added]
 
     def returned(self) -> str:
-        """The return line: each argument's and parameter's gradient, then each seeded output's
-        own (its seed and what the operations inside handed it); None where the pass gave none."""
+        """The return line, after what waits to be added: each argument's and parameter's
+        gradient, then each seeded output's own (its seed and what the operations inside handed
+        it); None where the pass gave none."""
         program = self.program
 
         def gradient_of(node: Any) -> str:
@@ -1005,7 +1048,8 @@ class _ReversePass:
 
         results = [gradient_of(x) for x in program.externals]
         outputs = [gradient_of(program.live[program.internal_outputs[i]]) for i in sorted(self.seeded)]
-        return (
+        waiting = "".join(f"    {line}\n" for line in self.sums.written())
+        return waiting + (
             f"    return ({', '.join(results)}{',' if len(results) == 1 else ''}), "
             f"({', '.join(outputs)}{',' if len(outputs) == 1 else ''})"
         )
