@@ -574,7 +574,7 @@ def test_jvp_of_jvp_through_a_container(container: Callable[[list[Any]], Any]) -
 
 
 # torch.func's forward mode imports code that warns about TorchScript on first use
-TORCHSCRIPT_WARNING = "ignore:`torch.jit.script` is deprecated:DeprecationWarning"
+TORCHSCRIPT_WARNING = "ignore:`torch.jit.script` is deprecated"  # a DeprecationWarning, a FutureWarning from torch 2.14
 
 
 @pytest.mark.slow  # torch's examples: seconds

@@ -3,9 +3,10 @@
 The forward pass is one line per operation, in the order the operations were made, except
 that an operation read once, and by no reverse pass, is written into the expression of the
 operation that reads it (``Writer.forward_lines``: Python evaluates that expression in the
-order the lines ran); the reverse pass one line per edge, nodes in decreasing order of
-creation, contributions added in that order, exactly as ``graph.propagate`` runs them. The lines of the reverse pass are
-not written by hand: each edge's saved rule and gradient from ``core/ops.py`` are called with
+order the lines ran); the reverse pass one contribution per edge, nodes in decreasing order
+of creation, each operand's contributions added in that order, exactly as ``graph.propagate``
+runs them (those that wait are added in one statement where the operand's gradient is read:
+``Sums``). The lines of the reverse pass are not written by hand: each edge's saved rule and gradient from ``core/ops.py`` are called with
 ``codegen.symbols.Code`` names instead of floats, and what they build is the text of the line.
 So the code computes the eager engine's numbers, bit for bit, by construction. ``x ** k`` with
 an exponent written in the code runs the branch ``powers.power_scalar`` takes for it, written
