@@ -175,9 +175,7 @@ def test_a_compiled_max_hands_tied_and_nan_operands_eagers_shares(xs: list[float
 
 
 @given(
-    handed=st.lists(
-        st.tuples(st.one_of(st.just(None), values), st.booleans(), st.booleans()), min_size=1, max_size=40
-    ),
+    handed=st.lists(st.tuples(st.one_of(st.just(None), values), st.booleans(), st.booleans()), min_size=1, max_size=40),
     start=st.one_of(st.just(None), values),
 )
 @settings(max_examples=300, deadline=None)

@@ -6,8 +6,9 @@ operation that reads it (``Writer.forward_lines``: Python evaluates that express
 order the lines ran); the reverse pass one contribution per edge, nodes in decreasing order
 of creation, each operand's contributions added in that order, exactly as ``graph.propagate``
 runs them (those that wait are added in one statement where the operand's gradient is read:
-``Sums``). The lines of the reverse pass are not written by hand: each edge's saved rule and gradient from ``core/ops.py`` are called with
-``codegen.symbols.Code`` names instead of floats, and what they build is the text of the line.
+``Sums``). The lines of the reverse pass are not written by hand: each edge's saved rule and
+gradient from ``core/ops.py`` are called with ``codegen.symbols.Code`` names instead of floats,
+and what they build is the text of the line.
 So the code computes the eager engine's numbers, bit for bit, by construction. ``x ** k`` with
 an exponent written in the code runs the branch ``powers.power_scalar`` takes for it, written
 out by the symbols (``x * x`` for 2); ``max`` is the one operation written here rather than by
