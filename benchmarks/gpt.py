@@ -528,7 +528,7 @@ def floor(name: str, rounds: int = 15) -> None:
     for _ in range(3):  # record, compile (or load), replay once
         step(tokens).backward()
     replay = compiled._last  # the recording the calls replay
-    forward = replay.code.forward
+    forward = replay.code.forward  # each a pass's kept frames (compiler.run.Frames), called as a function
     reverse = replay.code.backward_for(frozenset({0}))
     parts: dict[str, list[float]] = {
         "the tokens' Values": [],
@@ -580,13 +580,14 @@ def floor(name: str, rounds: int = 15) -> None:
     print(f"  the generated reverse: {lines:,} lines run, {1e6 * rev / lines:.1f} ns each")
     blocks = [
         f
-        for f in forward.__globals__.values()
+        for f in forward.function.__globals__.values()
         if isinstance(f, types.FunctionType) and f.__code__.co_filename.startswith("<vjpgrad.compile")
     ]
     block = max(blocks, key=lambda f: f.__code__.co_nlocals)
     size = block.__code__.co_nlocals
     print(
-        f"  locals: the forward {forward.__code__.co_nlocals:,}, the reverse {reverse.__code__.co_nlocals:,}, "
+        f"  locals: the forward {forward.function.__code__.co_nlocals:,}, "
+        f"the reverse {reverse.function.__code__.co_nlocals:,}, "
         f"their largest block ({block.__name__}, run once per copy) {size:,}"
     )
     print(

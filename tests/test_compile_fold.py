@@ -73,7 +73,7 @@ def test_a_model_run_on_each_point_is_written_once_as_a_loop_with_eagers_bits() 
     forward = source.split("def backward")[0]
     # the model on each point is one loop (the margins may fold too, a few points a copy)
     assert f"# block 1, written once: {len(POINTS)} copies of " in forward
-    assert "\n    for c0, c1 in zip((" in forward  # each point's coordinates: numbers of its own
+    assert "\n        for c0, c1 in zip((" in forward  # each point's coordinates: numbers of its own
     operations = compiled._last.recorded.live
     assert len(source.splitlines()) < len(operations)  # straight-line code takes a line per operation and more
 
@@ -95,7 +95,7 @@ def test_copies_that_read_each_other_are_written_straight_line_with_eagers_bits(
         f(x).backward()
         results.append([bits(x.grad)] + [bits(w.grad) for w in weights])
     assert results[1:] == [results[0]] * 3
-    assert "\n    for " not in source_of(compiled)
+    assert "\n        for " not in source_of(compiled)
 
 
 def repeated(params: list[Value], xs: list[Value]) -> Vector:
@@ -347,7 +347,7 @@ def folded(f: Callable[..., Value], xs: list[Value]) -> bool:
     compiled = vjpgrad.compile(f)
     compiled(xs)
     compiled(xs)
-    return isinstance(compiled._last.program, fold.FoldedProgram) and "\n    for " in source_of(compiled)
+    return isinstance(compiled._last.program, fold.FoldedProgram) and "\n        for " in source_of(compiled)
 
 
 WEIGHTS = [Value(0.5), Value(-1.5)]

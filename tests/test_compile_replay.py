@@ -28,6 +28,7 @@ import vjpgrad
 from vjpgrad import Value, Vector, explain, gradients
 from vjpgrad.compiler import write
 from vjpgrad.compiler.record import describe
+from vjpgrad.compiler.run import Frames
 
 # ---- every operation of the table, eager and compiled --------------------------------------------
 
@@ -472,6 +473,25 @@ def test_threads_each_get_their_own_results() -> None:
         assert grad == x.grad
 
 
+def test_a_pass_called_while_it_runs_gets_a_frame_of_its_own_and_one_that_raised_is_dropped() -> None:
+    # a pass is a generator whose frame serves call after call (write.kept_frame); a call that
+    # comes while it runs (another thread, a custom operation's code calling the function again)
+    # must not be sent into the running frame
+    def body() -> Any:
+        (n,) = yield
+        while True:
+            if n < 0:
+                raise ValueError(n)
+            (n,) = yield (n if n == 0 else n + frames(n - 1))
+
+    frames = Frames(body)
+    assert frames(3) == 6  # 3 + 2 + 1 + 0, each call inside the one before
+    assert frames(4) == 10  # the four idle frames serve again, and one more
+    with pytest.raises(ValueError, match="-1"):
+        frames(-1)
+    assert frames(2) == 3  # the frame that raised is gone; the others still serve
+
+
 def _first_replays_at_once(fast: Any, failures: list[str]) -> None:
     """Eight threads make the first replays of ``fast`` (recorded on 40 Values) at once, each
     differentiating one output; what went wrong in any is added to ``failures``."""
@@ -619,12 +639,19 @@ def test_the_source_is_the_code_that_runs_a_value_read_once_written_into_its_rea
     f = vjpgrad.compile(lambda a, b, c: 3 * a + 2 * b * b + vjpgrad.log(c))
     f(Value(1.0), Value(3.0), Value(6.0))
     source = f.source
-    assert source.startswith("def forward(inputs):")
-    assert "def backward(seeds, values, inputs, start):" in source
+    # each pass a generator whose one frame serves every call, its arguments sent in
+    assert source.startswith("def forward():  # one frame for every call: each call's arguments sent in\n")
+    assert "\n    inputs, = yield\n    while True:\n        x0, x1, x2, = inputs\n" in source
+    assert "\ndef backward():  # one frame for every call" in source
+    assert "\n    seeds, values, inputs, start = yield\n    while True:\n" in source
     # t2 = 2b is read twice (by t3 and by the reverse pass): its own line; t3 = t2*b, t4 and the
     # log are read once each and no reverse pass reads them: written into t6's expression, in
     # the order the lines ran (t1 was made before t2: its line comes first)
-    assert "    t1 = 3.0 * x0  # *\n    t2 = 2.0 * x1  # *\n    t6 = (t1 + (t2 * x1)) + (_log(x2))  # +\n" in source
+    assert (
+        "\n        t1 = 3.0 * x0  # *\n        t2 = 2.0 * x1  # *\n        t6 = (t1 + (t2 * x1)) + (_log(x2))  # +\n"
+        in source
+    )
+    assert "\n        inputs, = yield (t2, t6)\n" in source  # what the reverse pass reads, and the result
     # log's gradient is g / x, as PyTorch's; t5's gradient is t6's (an addition's operand), read there
     assert "g_x2 += g_t6 / x2" in source
     assert "g_x1 = g_x1 + (g_t6 * t2) + (g_t2 * 2.0)" in source  # x1's two contributions, one statement
@@ -700,7 +727,7 @@ def test_an_operand_a_template_reads_twice_keeps_its_own_line() -> None:
         y = f(Value(-2.0, requires_grad=False), Value(3.0, requires_grad=False), Value(0.5))
         y.backward()
     forward = f.source.split("def backward(")[0]
-    assert "    t1 = x0 * x1  # *\n" in forward
+    assert "\n        t1 = x0 * x1  # *\n" in forward
     assert forward.count("x0 * x1") == 1
 
 

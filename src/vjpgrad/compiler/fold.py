@@ -81,6 +81,7 @@ from vjpgrad.compiler.write import (
     Readers,
     Sums,
     exact,
+    kept_frame,
     readers_of,
     row_codes,
     started_from,
@@ -853,8 +854,7 @@ class FoldedProgram(Program):
             else:
                 body += self._forward_copy(k, m)
         values = [self.names[id(node)] for node in self.kept] + [f"_k{k}" for k in range(len(self.blocks))]
-        body.append(f"    return {_tuple(values)}")
-        lines += ["def forward(inputs):", *body]
+        lines += kept_frame("forward", "inputs,", body, _tuple(values))
         return "\n".join(line for line in lines if line) + "\n"
 
     def _forward_copy(self, k: int, m: int) -> list[str]:
@@ -968,8 +968,7 @@ class FoldedProgram(Program):
         reach = self.reach_of(seeded)
         live_ids = self.place
         returned = {id(self.live[k]) for k in self.internal_outputs}
-        lines = ["def backward(seeds, values, inputs, start):"]
-        lines.append(self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass")
+        lines = [self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n") or "    pass"]
         lines.append(VALUES_LINE)
         state = _Pass(self.names, {id(self.live[self.internal_outputs[i]]) for i in seeded})
         lines += self._starts(seeded, reach, state)
@@ -981,7 +980,6 @@ class FoldedProgram(Program):
                 self._block_loops(k, reach, state, checked, lines)
             else:
                 self._call(k, m, reach, state, checked, lines)
-        lines[0:0] = state.defined  # the functions the calls above run
         lines += [f"    {line}" for line in state.sums.written()]
         for k, held in state.held.items():  # the gradients of the parameters only a block reads, back
             lines += state.hand_back(k)  # from the frame of the block's function that ran last, into its list
@@ -990,8 +988,10 @@ class FoldedProgram(Program):
         started = state.started
         results = [f"g_{self.names[id(x)]}" if id(x) in started else "None" for x in self.externals]
         outputs = [f"g_{self.names[id(node)]}" if id(node) in started else "None" for node in self._seeded(seeded)]
-        lines.append(f"    return {_tuple(results)}, {_tuple(outputs)}")
-        return lines, state.reads
+        # the functions the calls above run, then the pass
+        return state.defined + kept_frame(
+            "backward", "seeds, values, inputs, start", lines, f"{_tuple(results)}, {_tuple(outputs)}"
+        ), state.reads
 
     def _seeded(self, seeded: frozenset[int]) -> list[graph.Node]:
         return [self.live[self.internal_outputs[i]] for i in sorted(seeded)]

@@ -119,6 +119,32 @@ computed from, and the other outputs it was computed from; their edges only say 
 it reaches (the call hands them their gradients)."""
 
 
+class Frames:
+    """A pass of generated code (``write.kept_frame``: a generator whose frame serves call after
+    call), called as the function it stands for: ``frames(*arguments)`` sends the arguments into
+    an idle frame and returns what it yields. Frames are made as needed and kept while idle, so
+    a call that comes while another runs (another thread, a custom operation's code that calls
+    the compiled function again) gets a frame of its own; a frame whose code raised is dropped.
+    ``function``: the generator function, for what its code says (``__code__``)."""
+
+    __slots__ = ("_idle", "function")
+
+    def __init__(self, function: Callable[[], Any]) -> None:
+        self.function = function
+        self._idle: list[Any] = []
+
+    def __call__(self, *arguments: Any) -> Any:
+        idle = self._idle
+        if idle:
+            frame = idle.pop()
+        else:
+            frame = self.function()
+            next(frame)
+        result = frame.send(arguments)  # a frame whose code raises here is not kept
+        idle.append(frame)
+        return result
+
+
 class CompiledCode:
     """A recording's code: the forward pass and the reverse pass of each set of outputs a pass is
     seeded at, loaded from the compiled-code cache (``compiler.cache``) or written from the
@@ -195,7 +221,7 @@ class CompiledCode:
             bound = namespace(payload["helpers"]) if payload["cacheable"] else self.program.namespace
             exec(payload["forward"], bound)  # code written from the graph alone, or read back as stored
             exec(payload["backward"], bound)
-            forward, backward = bound.pop("forward"), bound.pop("backward")
+            forward, backward = Frames(bound.pop("forward")), Frames(bound.pop("backward"))
             live = self.recorded.live
             returned = set(self.internal_outputs)  # only the outputs' values are looked up among those kept
             kept_place = {id(live[k]): i for i, k in enumerate(payload["kept"]) if k in returned}
@@ -219,8 +245,7 @@ class CompiledCode:
         filename = f"{self._code_name(self._key)} {name}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(builtins.compile(source, filename, "exec"), namespace)  # code written from the graph alone
-        function: Callable[..., Any] = namespace.pop(name)
-        return function
+        return Frames(namespace.pop(name))
 
     def backward_for(self, seeded: frozenset[int], checked: bool = False) -> Callable[..., tuple[Any, ...]]:
         """The reverse pass seeded at ``seeded``; ``checked``: the one anomaly mode runs, which
