@@ -577,7 +577,8 @@ def floor(name: str, rounds: int = 15) -> None:
     print(f"  backward()                       {back:6.2f} ms, of which the generated reverse {rev:.2f} ms")
     print(f"  zeroing .grad ({len(params):,} parameters)  {ms['zeroing .grad']:6.2f} ms")
     print(f"  the generated forward: {operations:,} recorded operations, {1e6 * fwd / operations:.1f} ns each")
-    print(f"  the generated reverse: {lines:,} lines run, {1e6 * rev / lines:.1f} ns each")
+    shown = f"{lines:,} statements run (a sum of an operand's contributions is one), {1e6 * rev / lines:.1f} ns each"
+    print(f"  the generated reverse: {shown}")
     blocks = [
         f
         for f in forward.function.__globals__.values()

@@ -814,3 +814,26 @@ def test_an_entry_that_is_not_a_regular_file_is_a_miss_not_a_hang(cache_dir: Pat
         pytest.fail("cache.load() blocked on a named pipe in place of an entry")
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "None"
+
+
+def test_an_entry_whose_passes_are_plain_functions_is_refused_and_the_code_written_anew(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an entry of the shape before each pass kept its frame between calls (a function, not a
+    # generator), all else in place: a key that matched it anyway must not load it
+    def f(a: Value, b: Value) -> Value:
+        return a * b + a
+
+    written = vjpgrad.compile(f)
+    for _ in range(2):
+        written(Value(1.0), Value(2.0))
+    entry = dict(written._last.code.program.payload("<entry>"))
+    entry["forward"] = compile("def forward(inputs):\n    return inputs\n", "<forward>", "exec")
+    entry["backward"] = compile("def backward(seeds, values, inputs, start):\n    return start, seeds\n", "<b>", "exec")
+    monkeypatch.setattr(_cache, "load", lambda key: entry)
+    compiled = vjpgrad.compile(f)
+    for _ in range(3):
+        a, b = Value(3.0), Value(4.0)
+        y = compiled(a, b)
+        y.backward()
+        assert (y.data, a.grad, b.grad) == (15.0, 5.0, 3.0)

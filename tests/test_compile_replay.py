@@ -28,7 +28,7 @@ import vjpgrad
 from vjpgrad import Value, Vector, explain, gradients
 from vjpgrad.compiler import write
 from vjpgrad.compiler.record import describe
-from vjpgrad.compiler.run import Frames
+from vjpgrad.compiler.run import FRAMES_KEPT, Frames
 
 # ---- every operation of the table, eager and compiled --------------------------------------------
 
@@ -477,7 +477,10 @@ def test_a_pass_called_while_it_runs_gets_a_frame_of_its_own_and_one_that_raised
     # a pass is a generator whose frame serves call after call (write.kept_frame); a call that
     # comes while it runs (another thread, a custom operation's code calling the function again)
     # must not be sent into the running frame
+    made = []
+
     def body() -> Any:
+        made.append(1)
         (n,) = yield
         while True:
             if n < 0:
@@ -486,10 +489,14 @@ def test_a_pass_called_while_it_runs_gets_a_frame_of_its_own_and_one_that_raised
 
     frames = Frames(body)
     assert frames(3) == 6  # 3 + 2 + 1 + 0, each call inside the one before
-    assert frames(4) == 10  # the four idle frames serve again, and one more
+    assert len(made) == 4
+    assert frames(3) == 6
+    assert len(made) == 6  # FRAMES_KEPT idle frames served again; the two past them were dropped
+    assert FRAMES_KEPT == 2
     with pytest.raises(ValueError, match="-1"):
         frames(-1)
-    assert frames(2) == 3  # the frame that raised is gone; the others still serve
+    assert frames(0) == 0  # the frame that raised is gone, not sent into again; the other serves
+    assert len(made) == 6
 
 
 def _first_replays_at_once(fast: Any, failures: list[str]) -> None:

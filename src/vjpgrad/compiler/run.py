@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import itertools
 import linecache
 import operator
@@ -119,13 +120,21 @@ computed from, and the other outputs it was computed from; their edges only say 
 it reaches (the call hands them their gradients)."""
 
 
+FRAMES_KEPT = 2
+"""How many idle frames a pass keeps: one serves a program called once at a time, the second a
+call inside a call (a custom operation's code that calls the function again) or a second
+thread. An idle frame holds the numbers of the call it last ran (about 0.25 MB for each of the
+GPT step's two passes); frames made past these are dropped after their call."""
+
+
 class Frames:
     """A pass of generated code (``write.kept_frame``: a generator whose frame serves call after
     call), called as the function it stands for: ``frames(*arguments)`` sends the arguments into
-    an idle frame and returns what it yields. Frames are made as needed and kept while idle, so
-    a call that comes while another runs (another thread, a custom operation's code that calls
-    the compiled function again) gets a frame of its own; a frame whose code raised is dropped.
-    ``function``: the generator function, for what its code says (``__code__``)."""
+    an idle frame and returns what it yields. Frames are made as needed and up to
+    ``FRAMES_KEPT`` kept while idle, so a call that comes while another runs (another thread, a
+    custom operation's code that calls the compiled function again) gets a frame of its own; a
+    frame whose code raised is dropped. ``function``: the generator function, for what its code
+    says (``__code__``)."""
 
     __slots__ = ("_idle", "function")
 
@@ -141,7 +150,8 @@ class Frames:
             frame = self.function()
             next(frame)
         result = frame.send(arguments)  # a frame whose code raises here is not kept
-        idle.append(frame)
+        if len(idle) < FRAMES_KEPT:
+            idle.append(frame)
         return result
 
 
@@ -221,7 +231,10 @@ class CompiledCode:
             bound = namespace(payload["helpers"]) if payload["cacheable"] else self.program.namespace
             exec(payload["forward"], bound)  # code written from the graph alone, or read back as stored
             exec(payload["backward"], bound)
-            forward, backward = Frames(bound.pop("forward")), Frames(bound.pop("backward"))
+            forward, backward = bound.pop("forward"), bound.pop("backward")
+            if not (inspect.isgeneratorfunction(forward) and inspect.isgeneratorfunction(backward)):
+                return False  # passes written as functions, not as frames kept between calls
+            forward, backward = Frames(forward), Frames(backward)
             live = self.recorded.live
             returned = set(self.internal_outputs)  # only the outputs' values are looked up among those kept
             kept_place = {id(live[k]): i for i, k in enumerate(payload["kept"]) if k in returned}
