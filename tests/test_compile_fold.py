@@ -250,14 +250,14 @@ def test_copies_apart_are_one_function_each_copy_is_sent_into_with_eagers_bits(
     assert any(not block.adjacent and block.copies == 4 for block in program.blocks)
     forward, backward = source_of(compiled).split("def backward(")
     assert forward.count("\ndef _f") == 1
-    assert forward.count("_f0_run = _f0(") == 1  # one frame for the pass, made before the first copy
+    assert forward.count("_f0_run = _f0(") == 1  # one frame, made with the pass's own frame
     assert forward.count(" = _f0_run.send((") == 4  # written once, each copy sent in
     assert "written once as a function, each copy sent in: 4 copies" in forward
     calls = [line for line in backward.splitlines() if "_run.send((" in line]
     assert len(calls) == 4
-    assert backward.count("_run = _b") == 1  # one frame for the pass, made at the first copy, each copy sent in
+    assert backward.count("_run = _b") == 1  # one frame, made with the pass's own, each copy sent in
     assert all("_G0" in call or "g_p" in call for call in calls)  # the parameters' running gradients go through
-    # the parameters' numbers are every copy's: the function is handed them once, as its frame is made
+    # the parameters' numbers are every copy's: each call fills the function's list with them once
     names = {program.names[id(p)] for p in params}
     f0 = next(n for n in ast.parse(forward).body if isinstance(n, ast.FunctionDef) and n.name == "_f0")
     yielded = [n.value for n in ast.walk(f0) if isinstance(n, ast.Yield) and n.value is not None]
@@ -266,9 +266,10 @@ def test_copies_apart_are_one_function_each_copy_is_sent_into_with_eagers_bits(
     each_copy = {n.id for n in ast.walk(yielded[0].elts[-1]) if isinstance(n, ast.Name)}
     assert each_copy
     assert not each_copy & names
-    made = next(ast.parse(line.strip()) for line in backward.splitlines() if "_run = _b" in line)
-    handed = {n.id for n in ast.walk(made) if isinstance(n, ast.Name)} & names
+    [filled] = [ast.parse(line.strip()) for line in backward.splitlines() if line.strip().startswith("_P0[:] = (")]
+    handed = {n.id for n in ast.walk(filled) if isinstance(n, ast.Name)} & names
     assert len(handed) >= 2  # the numbers of the parameters the reverse pass reads (an addition reads none)
+    assert "_b" in backward.split("_P0[:] = (")[0]  # the function's frame is made before, with the pass's
 
 
 def two_ways(params: list[Value], xs: list[Value]) -> Vector:
@@ -597,7 +598,7 @@ def test_a_small_gpts_folded_positions_write_sums_as_expressions_without_copies_
         if block.adjacent:
             continue
         [forward] = [f for f in functions if f.startswith(f"_f{k}(")]
-        statements = [line for line in forward.splitlines() if line.startswith("        u")]
+        statements = [line for line in forward.splitlines() if line.startswith("            u")]
         assert len(statements) < block.length / 2  # most operations inside another's expression
         assert any(line.count(" + (") >= 3 for line in statements)  # a sum of products, one line
         for backward in (f for f in functions if f.startswith(f"_b{k}_")):

@@ -35,7 +35,8 @@ outputs, a loop's copies are grouped by which of their operations the pass reach
 function is written for each such set of its copies'.
 
 **A reverse function keeps one frame.** The function of a block's reverse pass is a generator:
-the pass makes it once, at the block's first copy, and sends each copy's values into it.
+the pass makes it once, with the pass's own frame, which serves call after call
+(``write.kept_frame``), and sends each copy's values into it.
 CPython 3.11 and later put a call's frame on a stack of chunks, and a frame that does not fit
 in what is left of the caller's chunk gets a fresh chunk of its own, mapped from the system,
 touched page by page and handed back at the return. A block's reverse frame is large (microgpt's
@@ -48,14 +49,15 @@ the pass sends ``None``, which it does before another function of the block (ano
 reach) takes them on, and at its end. Before, each copy unpacked them from the list and stored
 them back (2,049 of them in microgpt's layer). Together, microgpt's reverse pass runs in about a
 fifth less time (``python benchmarks/gpt.py --floor``: 4.8-5.4 ms before, 3.8-3.9 after). The
-numbers of the parameters the block's reverse reads are every copy's: the pass hands them to the
-generator once, as it makes it (``_b3_1(_G3, (p0, p1, ...))``), and a copy hands it only its own
-values (2,480 parameters and 262 values of its own in microgpt's layer, handed at each copy before).
-The forward's blocks are generators too (``_f1_run.send(...)``): microgpt's largest has 2,866
-locals, and once the forward's own frame grew (5,668 locals) a plain call of it paid a fresh
-chunk at each of its 9 copies. (The forward and reverse passes themselves, called once a call,
-stay plain functions: a generator's frame is first made on the frame stack as a call's is,
-then copied into the generator, so for one call a generator saves nothing.)
+numbers of the parameters the block's reverse reads are every copy's: each call of the pass fills
+the block's list with them once (``_P3[:] = (p0, p1, ...)``), which the function reads when a run of
+copies begins, and a copy hands it only its own values (2,480 parameters and 262 values of its own
+in microgpt's layer, handed at each copy before). The pass sends ``None`` to every function in a run
+before it ends, so that each reads the next call's numbers. The forward's blocks are generators too
+(``_f1_run.send(...)``), made once with the forward's frame, their parameters' numbers in a list
+the call fills, ``None`` sent as the call ends: microgpt's largest has 2,866 locals, and once the
+forward's own frame grew (5,668 locals) a plain call of it paid a fresh chunk at each of its 9
+copies, and making the generator afresh at each call paid one a call.
 
 Only the recorded graph goes into the code: the names (``u1`` for a block's operations,
 ``i0`` for its inputs, ``c0`` for its numbers, ``_f1`` and ``_b1_2`` for its functions) are
@@ -839,11 +841,16 @@ class FoldedProgram(Program):
             if not block.adjacent:
                 lines += self._forward_function(k)
         body = [self._unpack([self.names[id(x)] for x in self.externals], "inputs").rstrip("\n")]
-        body += [f"    _P{k} = {_tuple(names)}" for k, names in enumerate(self._parameters) if names]
-        for k, block in enumerate(self.blocks):  # each block's function: one frame for all its copies
-            if not block.adjacent:
-                body.append(f"    _k{k} = []")
-                body.append(f"    _f{k}_run = _f{k}({f'_P{k}' if self._parameters[k] else ''}); next(_f{k}_run)")
+        made = []  # each block's function: one frame for all its copies, made with the pass's frame
+        for k, block in enumerate(self.blocks):
+            names = self._parameters[k]
+            if block.adjacent:
+                body += [f"    _P{k} = {_tuple(names)}"] if names else []
+                continue
+            made += [f"    _P{k} = []"] if names else []
+            made.append(f"    _f{k}_run = _f{k}({f'_P{k}' if names else ''}); next(_f{k}_run)")
+            body += [f"    _P{k}[:] = {_tuple(names)}"] if names else []  # this call's numbers
+            body.append(f"    _k{k} = []")
         kept = {id(node) for node in self.kept}  # the glue's values the reverse pass reads, or the result
         for first, end, k, m in self.units():
             if k < 0:
@@ -853,8 +860,10 @@ class FoldedProgram(Program):
                 body += self._forward_loop(k)
             else:
                 body += self._forward_copy(k, m)
+        # the call ends: each block's function waits for the next call's numbers
+        body += [f"    _f{k}_run.send(None)" for k, block in enumerate(self.blocks) if not block.adjacent]
         values = [self.names[id(node)] for node in self.kept] + [f"_k{k}" for k in range(len(self.blocks))]
-        lines += kept_frame("forward", "inputs,", body, _tuple(values))
+        lines += kept_frame("forward", "inputs,", body, _tuple(values), made)
         return "\n".join(line for line in lines if line) + "\n"
 
     def _forward_copy(self, k: int, m: int) -> list[str]:
@@ -886,16 +895,18 @@ class FoldedProgram(Program):
         block = self.blocks[k]
         arguments = [f"i{s}" for s in range(len(block.varying))] + [f"c{s}" for s in range(len(block.numbers))]
         lines = [self._described(k).lstrip(), f"def _f{k}({'_P' if self._parameters[k] else ''}):"]
+        lines += ["    _a = yield", "    while True:  # a call: its numbers of the parameters, then its copies"]
         if self._parameters[k]:
-            lines.append(f"    {', '.join(self._parameters[k])}, = _P")
-        lines += ["    _a = yield", "    while True:"]
+            lines.append(f"        {', '.join(self._parameters[k])}, = _P")
+        lines.append("        while _a is not None:")
         if arguments:
-            lines.append(f"        {', '.join(arguments)}, = _a")
+            lines.append(f"            {', '.join(arguments)}, = _a")
         with self._named(k):
             first = self.live[block.start : block.end_of_first]
-            lines += self.writer.forward_lines(first, self._inlined_in(k), "        ")
+            lines += self.writer.forward_lines(first, self._inlined_in(k), "            ")
         results = [f"u{o + 1}" for o in block.outputs] + [_tuple(self._block_kept[k])]
-        lines.append(f"        _a = yield {', '.join(results)}")
+        lines.append(f"            _a = yield {', '.join(results)}")
+        lines.append("        _a = yield  # the call ended (None sent)")
         return [*lines, ""]
 
     def _owners(self) -> list[set[int]]:
@@ -981,8 +992,10 @@ class FoldedProgram(Program):
             else:
                 self._call(k, m, reach, state, checked, lines)
         lines += [f"    {line}" for line in state.sums.written()]
-        for k, held in state.held.items():  # the gradients of the parameters only a block reads, back
+        for k in state.held:  # the gradients of the parameters only a block reads, back
             lines += state.hand_back(k)  # from the frame of the block's function that ran last, into its list
+        lines += state.close()
+        for k, held in state.held.items():
             if held:
                 lines.append(f"    {', '.join(state.variable(key) for key in held)}, = _G{k}")
         started = state.started
@@ -990,7 +1003,7 @@ class FoldedProgram(Program):
         outputs = [f"g_{self.names[id(node)]}" if id(node) in started else "None" for node in self._seeded(seeded)]
         # the functions the calls above run, then the pass
         return state.defined + kept_frame(
-            "backward", "seeds, values, inputs, start", lines, f"{_tuple(results)}, {_tuple(outputs)}"
+            "backward", "seeds, values, inputs, start", lines, f"{_tuple(results)}, {_tuple(outputs)}", state.made
         ), state.reads
 
     def _seeded(self, seeded: frozenset[int]) -> list[graph.Node]:
@@ -1028,7 +1041,9 @@ class FoldedProgram(Program):
         lines += [f"    {line}" for line in state.sums.written()]  # the copy reads and writes the glue's sums
         if k not in state.held:  # the first call: the running gradients of the parameters only this block reads
             held = state.held[k] = [key for key in sorted(self._owned[k], key=self.names.__getitem__) if key in reach]
-            lines.append(f"    _G{k} = [{', '.join(state.variable(key) for key in held)}]")
+            lines.append(f"    _G{k}[:] = [{', '.join(state.variable(key) for key in held)}]")
+            if self._block_read[k]:  # this call's numbers of the parameters the block reads
+                lines.append(f"    _P{k}[:] = {_tuple(self._block_read[k])}")
         name, handed_inputs, reached, shared = self._backward_function(k, pattern, state, checked)
         for key in shared:
             if key not in started:  # nothing handed it gradient yet: -0.0, which the first addition keeps
@@ -1042,7 +1057,7 @@ class FoldedProgram(Program):
         threaded = [state.variable(key) for key in shared if key not in self._owned[k]]
         arguments = [f"_k{k}[{m}]"] + [gradient(self.live[base + o]) for o in reached]
         arguments += [gradient(x) for x in nodes] + threaded
-        lines += state.resume(k, name, _tuple(self._block_read[k]))
+        lines += state.resume(k, name)
         call = f"{name}_run.send({_tuple(arguments)})"
         lines.append(f"    # block {k + 1}: copy {m + 1} of {block.copies}")
         results = [state.variable(id(x)) for x in nodes] + threaded
@@ -1079,11 +1094,11 @@ class FoldedProgram(Program):
         returned = [f"g_i{s}" for s in handed_inputs] + threaded
         defined = state.defined
         defined.append(f"def {name}(_G, _P):  # copies of block {k + 1}, backward: one frame, each copy sent in")
-        if self._block_read[k]:  # the numbers of the parameters it reads: every copy's, handed once a pass
-            defined.append(f"    {', '.join(self._block_read[k])}, = _P")
         defined.append("    _a = yield")
         defined.append("    while True:")
-        if held:  # a run of copies begins: the parameters' running gradients from the list, into locals
+        if self._block_read[k]:  # a run of copies begins: the numbers of the parameters it reads, every copy's
+            defined.append(f"        {', '.join(self._block_read[k])}, = _P")
+        if held:  # and the parameters' running gradients from the list, into locals
             defined.append(f"        {', '.join(held)}, = _G")
         defined.append("        while _a is not None:")
         defined.append(f"            {', '.join(parameters)}, = _a")
@@ -1321,7 +1336,10 @@ class _Pass:
         self.functions: dict[tuple[int, tuple[bool, ...]], tuple[str, list[int], list[int], list[int], list[str]]] = {}
         self.defined: list[str] = []
         self.held: dict[int, list[int]] = {}  # block -> the parameters whose gradients its list holds
-        self.running: set[str] = set()  # the functions above whose frame the pass has made
+        self.made: list[str] = []  # the lines that make the functions' frames, once, with the pass's frame
+        self.framed: set[str] = set()  # the functions whose frame those lines make
+        self.listed: set[int] = set()  # the blocks whose lists (_G, _P) those lines make
+        self.open: list[str] = []  # the functions in a run of copies: None is sent to each before the pass ends
         self.holding: dict[int, str] = {}  # block -> its function whose frame holds the running gradients
         self.reads: set[str] = set()  # the names of the values the pass's statements read
         self.sums = Sums()  # the glue's: what waits to be added to each variable, which have had 0.0
@@ -1329,18 +1347,24 @@ class _Pass:
     def variable(self, key: int) -> str:
         return self.named.get(key) or f"g_{self.names[key]}"
 
-    def resume(self, k: int, name: str, parameters: str) -> list[str]:
+    def resume(self, k: int, name: str) -> list[str]:
         """The lines that make the frame of ``name``, a reverse function of block ``k``, ready
         for the block's next copy: another function of the block that holds the running
-        gradients hands them back to the list first, and the frame is made at its first copy,
-        handed the block's list and ``parameters`` (a tuple of the numbers it reads)."""
+        gradients hands them back to the list first. The frame itself is made once, with the
+        pass's own (``made``), handed the block's lists ``_G`` (the running gradients) and
+        ``_P`` (the numbers of the parameters it reads), which each call fills."""
         lines = []
         holder = self.holding.get(k)
         if holder is not None and holder != name:
             lines += self.hand_back(k)
-        if name not in self.running:
-            self.running.add(name)
-            lines.append(f"    {name}_run = {name}(_G{k}, {parameters}); next({name}_run)")
+        if name not in self.framed:
+            if k not in self.listed:
+                self.listed.add(k)
+                self.made += [f"    _G{k} = []", f"    _P{k} = []"]
+            self.framed.add(name)
+            self.made.append(f"    {name}_run = {name}(_G{k}, _P{k}); next({name}_run)")
+        if name not in self.open:
+            self.open.append(name)
         if self.held[k]:
             self.holding[k] = name
         return lines
@@ -1349,7 +1373,17 @@ class _Pass:
         """The line that has block ``k``'s function holding its running gradients write them
         back to the block's list (``None`` sent), if one holds them."""
         holder = self.holding.pop(k, None)
-        return [f"    {holder}_run.send(None)"] if holder is not None else []
+        if holder is None:
+            return []
+        self.open.remove(holder)
+        return [f"    {holder}_run.send(None)"]
+
+    def close(self) -> list[str]:
+        """The lines that end the run of every function still in one (``None`` sent): at the next
+        call each reads that call's numbers of its parameters again."""
+        lines = [f"    {name}_run.send(None)" for name in self.open]
+        self.open.clear()
+        return lines
 
 
 def _listed(names: Sequence[str]) -> str:

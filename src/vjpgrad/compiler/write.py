@@ -42,7 +42,7 @@ from vjpgrad.core.ops import Op
 VALUES_LINE = "    # values"  # where the reverse pass unpacks the values it reads
 
 
-def kept_frame(name: str, received: str, body: Sequence[str], result: str) -> list[str]:
+def kept_frame(name: str, received: str, body: Sequence[str], result: str, made: Sequence[str] = ()) -> list[str]:
     """The lines of a pass written as a generator whose one frame serves call after call
     (``compiler.run.Frames`` keeps it): each call's arguments are sent in as ``received`` (the
     names a function would take), ``body`` runs (its lines indented as a function's; empty ones
@@ -51,9 +51,10 @@ def kept_frame(name: str, received: str, body: Sequence[str], result: str) -> li
     frame memory of its own, mapped from the system at the call and unmapped at the return, and
     fill every local: a GPT step's reverse pass (10,000 locals) paid about 80 µs a call for it.
     A generator's frame is made once and stays, with the last call's numbers in it until the
-    next call."""
-    lines = [f"def {name}():  # one frame for every call: each call's arguments sent in", f"    {received} = yield"]
-    lines.append("    while True:")
+    next call. ``made``: lines that run once, as the frame is made (indented as a function's):
+    the frames of the blocks' functions it calls, kept with it."""
+    lines = [f"def {name}():  # one frame for every call: each call's arguments sent in", *made]
+    lines += [f"    {received} = yield", "    while True:"]
     lines += [line if line is VALUES_LINE else f"    {line}" for line in body if line]
     lines.append(f"        {received} = yield {result}")
     return lines
