@@ -458,6 +458,44 @@ def _straight_line(lines: int, locals_: int, shape: str, shuffled: bool = False)
     return _function_of(source)
 
 
+def _copies_summed(copies: int, parameters: int, width: int = 16) -> tuple[float, float]:
+    """What a parameter's gradient costs over a block's copies, two ways, in seconds (medians):
+    the parameters laid out as rows of a ``width``-column matrix, parameter ``(r, c)`` handed
+    ``g_r * x_c`` by each copy (a row's gradient, a column's input), as a linear layer's weights
+    are. Apart: one function call per copy (a block's copy), each of whose statements adds its
+    copy's term into a parameter (``g_p += g3 * x5``). Summed: each copy's row gradients and
+    inputs kept, then one statement per parameter adding every copy's term in the copies' order
+    (``g_p = g_p + g3_0 * x5_0 + g3_1 * x5_1 + ...``): the same multiplications and additions
+    in the same order, so the same bits, in fewer statements. Code built from numbers alone."""
+    rows = -(-parameters // width)
+    cells = [(r, c) for r in range(rows) for c in range(width)][:parameters]
+    factors = [f"g{r}" for r in range(rows)] + [f"x{c}" for c in range(width)]
+    gradients = ", ".join(f"p{k}" for k in range(parameters))
+    body = "\n".join(f"    p{k} += g{r} * x{c}" for k, (r, c) in enumerate(cells))
+    apart = _function_of(
+        f"def f(v, ps):\n    {', '.join(factors)}, = v\n    {gradients}, = ps\n{body}\n    return ({gradients},)\n"
+    )
+    kept = "\n".join(f"    {', '.join(f'{x}_{m}' for x in factors)}, = vs[{m}]" for m in range(copies))
+    sums = "\n".join(
+        f"    p{k} = p{k} + " + " + ".join(f"g{r}_{m} * x{c}_{m}" for m in range(copies))
+        for k, (r, c) in enumerate(cells)
+    )
+    summed = _function_of(f"def f(vs, ps):\n{kept}\n    {gradients}, = ps\n{sums}\n    return ({gradients},)\n")
+    rng = random.Random(0)
+    values = [tuple(rng.uniform(-1.0, 1.0) for _ in factors) for _ in range(copies)]
+    start = (-0.0,) * parameters
+
+    def one_by_one(values: list[tuple[float, ...]], start: tuple[float, ...]) -> tuple[float, ...]:
+        gradients = start
+        for v in values:
+            gradients = apart(v, gradients)
+        return gradients
+
+    same = [x.hex() for x in one_by_one(values, start)] == [x.hex() for x in summed(values, start)]
+    assert same, "the two ways must add alike, bit for bit"
+    return _per_call(one_by_one, [values, start]), _per_call(summed, [values, start])
+
+
 def _empty_call(locals_: int) -> Callable[..., Any]:
     """A function with ``locals_`` locals that it never assigns (the assignment is behind a test
     that fails) and one argument: what its call costs is its frame's."""
@@ -610,6 +648,15 @@ def floor(name: str, rounds: int = 15) -> None:
         f"{width:,} {1e6 * _per_call(_empty_call(width), [0.5], 101):.1f} µs" for width in (1000, 2000, size, 10000)
     ]
     print("  a call that runs no line, by its locals: " + ", ".join(costs))
+    program = replay.code.program
+    k = max(range(len(program.blocks)), key=lambda k: len(program._owned[k]))  # the block holding most parameters
+    copies, held = program.blocks[k].copies, len(program._owned[k])
+    apart, summed = _copies_summed(copies, held)
+    print(
+        f"  the gradients of {held:,} parameters over {copies} copies of a block (block {k + 1}), each parameter's "
+        f"term in a copy a product (g * x): a statement per copy {1000 * apart:.2f} ms (what the code writes), "
+        f"one statement of {copies} terms per parameter {1000 * summed:.2f} ms (same additions, same order)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
