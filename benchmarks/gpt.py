@@ -459,41 +459,52 @@ def _straight_line(lines: int, locals_: int, shape: str, shuffled: bool = False)
 
 
 def _copies_summed(copies: int, parameters: int, width: int = 16) -> tuple[float, float]:
-    """What a parameter's gradient costs over a block's copies, two ways, in seconds (medians):
-    the parameters laid out as rows of a ``width``-column matrix, parameter ``(r, c)`` handed
-    ``g_r * x_c`` by each copy (a row's gradient, a column's input), as a linear layer's weights
-    are. Apart: one function call per copy (a block's copy), each of whose statements adds its
-    copy's term into a parameter (``g_p += g3 * x5``). Summed: each copy's row gradients and
-    inputs kept, then one statement per parameter adding every copy's term in the copies' order
-    (``g_p = g_p + g3_0 * x5_0 + g3_1 * x5_1 + ...``): the same multiplications and additions
-    in the same order, so the same bits, in fewer statements. Code built from numbers alone."""
+    """What the gradients of a block's parameters cost over a run of its copies, two ways, in
+    seconds (medians): the parameters laid out as rows of a ``width``-column matrix, parameter
+    ``(r, c)`` handed ``g_r * x_c`` by each copy (a row's gradient, a column's input), as a
+    linear layer's weights are. Apart, as the code is written: a generator whose frame holds the
+    running gradients through the run (read from a list when it begins, written back when
+    ``None`` is sent), each copy's values sent in, each of its statements adding the copy's term
+    (``g_p += g3 * x5``). Summed: each copy's row gradients and inputs kept, then one statement a
+    parameter adding every copy's term in the copies' order (``g_p = g_p + g3_0 * x5_0 + g3_1 *
+    x5_1 + ...``). The same multiplications and additions in the same order, so the same bits
+    (checked here), in fewer statements. Code built from numbers alone."""
     rows = -(-parameters // width)
     cells = [(r, c) for r in range(rows) for c in range(width)][:parameters]
     factors = [f"g{r}" for r in range(rows)] + [f"x{c}" for c in range(width)]
     gradients = ", ".join(f"p{k}" for k in range(parameters))
-    body = "\n".join(f"    p{k} += g{r} * x{c}" for k, (r, c) in enumerate(cells))
-    apart = _function_of(
-        f"def f(v, ps):\n    {', '.join(factors)}, = v\n    {gradients}, = ps\n{body}\n    return ({gradients},)\n"
+    body = "\n".join(f"            p{k} += g{r} * x{c}" for k, (r, c) in enumerate(cells))
+    run = _function_of(
+        f"def f(G):\n    a = yield\n    while True:\n        {gradients}, = G\n        while a is not None:\n"
+        f"            {', '.join(factors)}, = a\n{body}\n            a = yield\n"
+        f"        G[:] = ({gradients},)\n        a = yield\n"
     )
     kept = "\n".join(f"    {', '.join(f'{x}_{m}' for x in factors)}, = vs[{m}]" for m in range(copies))
     sums = "\n".join(
         f"    p{k} = p{k} + " + " + ".join(f"g{r}_{m} * x{c}_{m}" for m in range(copies))
         for k, (r, c) in enumerate(cells)
     )
-    summed = _function_of(f"def f(vs, ps):\n{kept}\n    {gradients}, = ps\n{sums}\n    return ({gradients},)\n")
+    summed = _function_of(f"def f(vs, G):\n{kept}\n    {gradients}, = G\n{sums}\n    G[:] = ({gradients},)\n")
     rng = random.Random(0)
     values = [tuple(rng.uniform(-1.0, 1.0) for _ in factors) for _ in range(copies)]
-    start = (-0.0,) * parameters
+    held: list[float] = []
+    frame = run(held)
+    next(frame)
 
-    def one_by_one(values: list[tuple[float, ...]], start: tuple[float, ...]) -> tuple[float, ...]:
-        gradients = start
+    def apart() -> list[float]:
+        held[:] = (-0.0,) * parameters
         for v in values:
-            gradients = apart(v, gradients)
-        return gradients
+            frame.send(v)
+        frame.send(None)
+        return list(held)
 
-    same = [x.hex() for x in one_by_one(values, start)] == [x.hex() for x in summed(values, start)]
-    assert same, "the two ways must add alike, bit for bit"
-    return _per_call(one_by_one, [values, start]), _per_call(summed, [values, start])
+    def at_once() -> list[float]:
+        held[:] = (-0.0,) * parameters
+        summed(values, held)
+        return list(held)
+
+    assert [x.hex() for x in apart()] == [x.hex() for x in at_once()], "the two ways must add alike, bit for bit"
+    return _per_call(apart, []), _per_call(at_once, [])
 
 
 def _empty_call(locals_: int) -> Callable[..., Any]:
@@ -653,9 +664,9 @@ def floor(name: str, rounds: int = 15) -> None:
     copies, held = program.blocks[k].copies, len(program._owned[k])
     apart, summed = _copies_summed(copies, held)
     print(
-        f"  the gradients of {held:,} parameters over {copies} copies of a block (block {k + 1}), each parameter's "
-        f"term in a copy a product (g * x): a statement per copy {1000 * apart:.2f} ms (what the code writes), "
-        f"one statement of {copies} terms per parameter {1000 * summed:.2f} ms (same additions, same order)"
+        f"  the gradients of {held:,} parameters over {copies} copies of block {k + 1}, a product a copy each: "
+        f"a statement per copy, held in the block's frame (as the code is written) {1000 * apart:.2f} ms, "
+        f"one statement of {copies} terms a parameter {1000 * summed:.2f} ms (the same bits)"
     )
 
 

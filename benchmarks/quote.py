@@ -21,7 +21,8 @@ HERE = Path(__file__).resolve().parent
 PAGE = HERE.parent / "docs" / "explanation" / "performance.md"
 BEGIN = "<!-- quote.py: begin (written by python benchmarks/quote.py; do not edit by hand) -->"
 END = "<!-- quote.py: end -->"
-EARLIER = "the other figures are from the earlier run: "
+EARLIER_RUN = "the earlier run: "
+EARLIER = f"the other figures are from the run each names, or else from {EARLIER_RUN}"
 
 COMMANDS = [
     ("vmap: per-sample gradients against the eager loop and a loop of compiled calls",
@@ -69,7 +70,7 @@ def earlier() -> tuple[str, dict[str, str]]:
 def section(only: list[str] | None) -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head, kept = earlier() if only else ("", {})
-    head = head.split(EARLIER)[-1]  # the run the kept figures come from, not the runs of some since
+    head = head.split(EARLIER_RUN)[-1]  # the run the kept figures come from, not the runs of some since
     parts = [
         BEGIN,
         "",
@@ -77,6 +78,7 @@ def section(only: list[str] | None) -> str:
         f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} when it started (a shared machine: read the ratios)."
         + (f" Only {', '.join(only)} ran then; {EARLIER}{head}" if only else ""),
     ]
+    when = f"run on {now}"  # each block says when its figures were measured: a later --only keeps it
     for title, arguments in COMMANDS:
         command = (
             "VJPGRAD_CACHE=0 " * (arguments[0] == "compile_overhead.py") + "python benchmarks/" + " ".join(arguments)
@@ -86,7 +88,7 @@ def section(only: list[str] | None) -> str:
                 parts += ["", kept[command]]
             continue
         print(f"running {command}", file=sys.stderr)
-        parts += ["", f"**{title}**: `{command}`", "", "```text", run(arguments), "```"]
+        parts += ["", f"**{title}**: `{command}`, {when}", "", "```text", run(arguments), "```"]
     parts += ["", END]
     return "\n".join(parts)
 
