@@ -99,6 +99,38 @@ def test_a_custom_rule_that_divides_by_zero_works_while_recording() -> None:
     assert x.grad == math.inf
 
 
+def test_a_custom_rule_runs_in_the_compiled_backward_and_one_that_raises_raises_there_adding_nothing() -> None:
+    """Eager code calls a custom rule as the operation runs; compiled code, as a pass reaches the
+    operation (docs/how-to/custom-ops.md, "When the rule runs"): the numbers are the same, and a
+    rule that raises for an input raises in the compiled backward, before any .grad changes."""
+
+    @vjpgrad.custom_op
+    def double(x: float) -> float:
+        return 2.0 * x
+
+    @double.derivative
+    def _(x: Any, out: Any) -> Any:
+        if x > 1.0:
+            raise ValueError("only for x <= 1")
+        return 2.0
+
+    f = vjpgrad.compile(lambda x, w: double(x) * w)
+    w = Value(1.5)
+    for _call in range(3):  # recorded (eagerly: the rule runs with the operation), compiled, replayed
+        x = Value(0.5)
+        f(x, w).backward()
+        assert (x.grad, w.grad) == (3.0, 1.0)
+        w.grad = 0.0
+    x = Value(3.0)
+    y = f(x, w)  # the compiled forward does not call the rule
+    assert y.data == 9.0
+    with pytest.raises(ValueError, match="only for x <= 1"):
+        y.backward()
+    assert (x.grad, w.grad) == (0.0, 0.0)  # nothing was added, not even to w, whose edge needs no rule
+    with pytest.raises(ValueError, match="only for x <= 1"):
+        double(Value(3.0))  # eager code: as the operation runs
+
+
 # ---- random programs -----------------------------------------------------------------------------
 
 
