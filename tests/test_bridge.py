@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -383,3 +385,82 @@ def test_the_garbage_collector_is_paused_only_while_the_watch_works(enabled: boo
         every_pass_matches(w, 1)
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_indexing_adds_an_elements_places_in_turn_into_zeros_as_index_put_does(dtype: torch.dtype) -> None:
+    """``x[indices]``'s backward is ``index_put_`` with ``accumulate=True`` on a tensor of zeros: the
+    gradient of each place that reads an element added in turn, in row-major order whatever the
+    layout (a run of one index too, which a sum kernel would add otherwise), onto +0.0 (so a seed
+    of -0.0 leaves 0.0). Runs of repeated indices, seeds of mixed magnitudes and, every third
+    draw, -0.0 seeds make an order or a start other than PyTorch's show in the bits."""
+    generator = torch.Generator().manual_seed(7)
+    forms: list[Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = [
+        lambda a, i: a[i],
+        lambda a, i: a[:, i],
+        lambda a, i: a[i, i.flip(0)],
+        lambda a, i: a[..., i][i],
+        lambda a, i: a[a.detach() > 0],
+    ]
+    for draw in range(45):
+        with vjpgrad.watch_torch() as w:
+            a = torch.randn(3, 3, dtype=dtype, generator=generator, requires_grad=True)
+            i = torch.randint(0, 3, (8,), generator=generator).sort().values  # runs of one index
+            out = forms[draw % len(forms)](a, i)
+            magnitudes = 10.0 ** torch.randint(-8, 8, out.shape, generator=generator)
+            seed = torch.randn(out.shape, dtype=dtype, generator=generator) * magnitudes.to(dtype)
+            if draw % 3 == 0:
+                seed = torch.where(seed > 0, seed, torch.full_like(seed, -0.0))
+            out.backward(seed)
+        every_pass_matches(w, 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_embedding_and_nn_embedding_replay_to_the_bit(dtype: torch.dtype) -> None:
+    """``nn.Embedding`` for tokens and ``F.embedding`` for positions, as a GPT begins: a row picked
+    at several places (token 3, three times) gets their gradients added in turn into a row of
+    zeros, as ``embedding_dense_backward`` adds them, and a row no token picks gets 0.0. Two
+    passes, the second adding into ``.grad``."""
+    torch.manual_seed(11)
+    with vjpgrad.watch_torch() as w:
+        wte = torch.nn.Embedding(5, 4, dtype=dtype)
+        wpe = torch.randn(6, 4, dtype=dtype, requires_grad=True)
+        tokens = torch.tensor([0, 3, 3, 1, 3, 0])
+        target = torch.randn(6, 4, dtype=dtype)
+        for _ in range(2):
+            x = wte(tokens) + torch.nn.functional.embedding(torch.arange(6), wpe)
+            loss = ((torch.tanh(x) - target) ** 2).mean()
+            loss.backward()
+    every_pass_matches(w, 2)
+    assert {leaf.name for leaf in w.passes[0].leaves} == {"wte.weight", "wpe"}
+    assert wte.weight.grad is not None
+    assert wte.weight.grad[2].tolist() == [0.0] * 4  # no token picks row 2
+    assert wte.weight.grad[3].abs().sum().item() > 0  # three places pick row 3
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"padding_idx": 0}, "padding_idx"),
+        ({"scale_grad_by_freq": True}, "scale_grad_by_freq"),
+        ({"sparse": True}, "sparse"),
+    ],
+)
+def test_an_embedding_with_another_backward_is_named_not_replayed_and_runs_as_pytorch(
+    options: dict[str, Any], named: str
+) -> None:
+    """``padding_idx`` (its row left out of the backward), ``scale_grad_by_freq`` and ``sparse``
+    change what the backward adds: the pass is reported as not replayed, naming the option, and
+    PyTorch's own gradient is left as it is."""
+    tokens = torch.tensor([0, 2, 0])
+    weight = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    torch.nn.functional.embedding(tokens, weight, **options).sum().backward()
+    assert weight.grad is not None
+    expected = weight.grad.to_dense().tolist()
+    weight.grad = None
+    with vjpgrad.watch_torch() as w:
+        torch.nn.functional.embedding(tokens, weight, **options).sum().backward()
+    (p,) = w.passes
+    assert not p.replayed
+    assert named in p.reason, p.reason
+    assert weight.grad.to_dense().tolist() == expected

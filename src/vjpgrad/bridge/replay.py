@@ -99,6 +99,11 @@ def engine_op(name: str, arity: int, gradients: tuple[Callable[..., Any], ...], 
     return Op(name, arity, _unused, saved, gradients, "", doc=f"PyTorch's {name}", symbol=symbol, maskable=masking)
 
 
+def onto(g: Any, zero: Any) -> Any:
+    """``zero + g``: a gradient added onto a tensor's +0.0 (``expanded``'s ``into_zeros``)."""
+    return zero + g
+
+
 def _sigmoid_gradient(g: Any, one_minus: Any, out: Any) -> Any:
     """PyTorch's ``sigmoid_backward``: ``(g * (1 - y)) * y``, in that order."""
     return (g * one_minus) * out
@@ -173,11 +178,18 @@ def _flatten(tree: Tree) -> Tree:
     return [x if isinstance(x, int) else _flatten(x) for x in tree]
 
 
-def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: bool) -> list[Item]:
+def expanded(
+    call: Call, items: Sequence[Item], uses: Sequence[int], single: bool, into_zeros: bool = False
+) -> list[Item]:
     """The operand of each position of a broadcast or a copy (``uses[p]``: the element it reads):
     an element read at several positions stands behind ``expand`` nodes that add the positions'
     contributions as PyTorch's sum kernel adds them (``sum_tree``) for contiguous positions, and
-    in turn otherwise (the order of its outer reductions below 16 rows)."""
+    in turn otherwise (the order of its outer reductions below 16 rows).
+
+    ``into_zeros``: the operation's backward adds each position's gradient, one after another in
+    the positions' order whatever their layout, into a tensor of zeros (``ACCUMULATING``): every
+    element read stands behind a node that adds what its positions sum to onto +0.0, which is
+    what a first addition onto zeros changes (a gradient of -0.0 becomes 0.0)."""
     positions: dict[int, list[int]] = {}
     for p, i in enumerate(uses):
         positions.setdefault(i, []).append(p)
@@ -187,9 +199,15 @@ def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: boo
     for i, where in positions.items():
         x = items[i]
         n = len(where)
+        if into_zeros and isinstance(x, Value):
+            element = x
+            x = graph.make(Value, x.data, engine_op("into zeros", 1, (onto,)), x, in_dtype(0.0, single), None, None)
+            call.described.append((x, element, "{} from zeros"))  # the op's name says the rest: "into zeros"
+            for p in where:
+                out[p] = x
         if n < 2 or not isinstance(x, Value):
             continue
-        contiguous = where[-1] - where[0] == n - 1
+        contiguous = not into_zeros and where[-1] - where[0] == n - 1
         tree: Tree = sum_tree(n, single) if contiguous else list(range(n))
         call.sums_over = max(call.sums_over, n if not contiguous or n >= 64 * _sum_width(single) else 0)
 
@@ -815,6 +833,12 @@ COPIES = {
 }
 
 
+ACCUMULATING = {"index.Tensor", "embedding.default"}
+"""The copies whose backward adds the gradient of each place of the result, one place after
+another in row-major order, into a tensor of zeros: ``index_put_`` with ``accumulate=True``
+(``x[indices]``'s backward), ``embedding_dense_backward``."""
+
+
 def _copies(call: Call) -> list[list[Item]]:
     """Apply the operation to tensors of element numbers (``arange``) in place of the operands:
     its result says which operand element each element of the result is."""
@@ -856,7 +880,7 @@ def _copies(call: Call) -> list[list[Item]]:
         results = list(produced) if isinstance(produced, (list, tuple)) else [produced]
     single = call.single
     uses = [i for r in results for i in numbers_of_index(r)]
-    operands = expanded(call, sources, uses, single)
+    operands = expanded(call, sources, uses, single, into_zeros=call.name in ACCUMULATING)
     one = in_dtype(1.0, single)
     made = []
     start = 0
@@ -865,6 +889,25 @@ def _copies(call: Call) -> list[list[Item]]:
         start += out.numel()
         made.append(make_outputs(name, numbers_of(out), [column], [[one] * len(column)], [times]))
     return made
+
+
+@rule("embedding.default")
+def _embedding(call: Call) -> list[list[Item]]:
+    """``F.embedding(indices, weight)``, ``nn.Embedding``: each element of the result is one element
+    of ``weight``, a copy. Its backward (``embedding_dense_backward`` on the CPU) starts from zeros
+    and adds the gradient of each place an index picks, one index after another in the indices'
+    order, into the row it picked (``ACCUMULATING``: each element picked stands behind a node that
+    adds onto +0.0, and one picked at several places behind an ``expand`` node that adds them in
+    turn). ``padding_idx``, whose row the backward leaves out,
+    ``scale_grad_by_freq`` and ``sparse`` are other backward passes, not replayed."""
+    options = {**dict(zip(("padding_idx", "scale_grad_by_freq", "sparse"), call.args[2:], strict=False)), **call.kwargs}
+    if options.get("padding_idx", -1) != -1:  # F.embedding passes -1 for none, a row's number for one
+        raise NotReplayableError("embedding with a padding_idx")
+    if options.get("scale_grad_by_freq", False):
+        raise NotReplayableError("embedding with scale_grad_by_freq")
+    if options.get("sparse", False):
+        raise NotReplayableError("embedding with sparse gradients")
+    return _copies(call)
 
 
 def replay(call: Call) -> list[list[Item]]:
