@@ -792,7 +792,7 @@ class _Walk:
         in its builtins (``fn.__builtins__``, fixed with the function). Those that are Python's
         own, as when vjpgrad was imported (``len``, ``print``), or absent, are checked by identity
         in one fact; any other (``builtins.SCALE = 2.0``, a ``len`` rebound) is walked as a global."""
-        namespace: dict[str, Any] = fn.__builtins__
+        namespace: dict[str, Any] = fn.__builtins__  # type: ignore[attr-defined,unused-ignore]  # mypy 2.4 misses typeshed's property
         known = self.builtins_at.get(id(namespace))
         if known is None:
             self.snapshot.constants.append(namespace)
