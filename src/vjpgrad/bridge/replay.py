@@ -100,7 +100,7 @@ def engine_op(name: str, arity: int, gradients: tuple[Callable[..., Any], ...], 
 
 
 def onto(g: Any, zero: Any) -> Any:
-    """``zero + g``: a gradient added onto a tensor's +0.0 (``expanded``'s ``into_zeros``)."""
+    """``zero + g``: a gradient added onto a tensor's +0.0 (``accumulated``'s "into zeros")."""
     return zero + g
 
 
@@ -178,18 +178,11 @@ def _flatten(tree: Tree) -> Tree:
     return [x if isinstance(x, int) else _flatten(x) for x in tree]
 
 
-def expanded(
-    call: Call, items: Sequence[Item], uses: Sequence[int], single: bool, into_zeros: bool = False
-) -> list[Item]:
+def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: bool) -> list[Item]:
     """The operand of each position of a broadcast or a copy (``uses[p]``: the element it reads):
     an element read at several positions stands behind ``expand`` nodes that add the positions'
     contributions as PyTorch's sum kernel adds them (``sum_tree``) for contiguous positions, and
-    in turn otherwise (the order of its outer reductions below 16 rows).
-
-    ``into_zeros``: the operation's backward adds each position's gradient, one after another in
-    the positions' order whatever their layout, into a tensor of zeros (``ACCUMULATING``): every
-    element read stands behind a node that adds what its positions sum to onto +0.0, which is
-    what a first addition onto zeros changes (a gradient of -0.0 becomes 0.0)."""
+    in turn otherwise (the order of its outer reductions below 16 rows)."""
     positions: dict[int, list[int]] = {}
     for p, i in enumerate(uses):
         positions.setdefault(i, []).append(p)
@@ -199,15 +192,9 @@ def expanded(
     for i, where in positions.items():
         x = items[i]
         n = len(where)
-        if into_zeros and isinstance(x, Value):
-            element = x
-            x = graph.make(Value, x.data, engine_op("into zeros", 1, (onto,)), x, in_dtype(0.0, single), None, None)
-            call.described.append((x, element, "{} from zeros"))  # the op's name says the rest: "into zeros"
-            for p in where:
-                out[p] = x
         if n < 2 or not isinstance(x, Value):
             continue
-        contiguous = not into_zeros and where[-1] - where[0] == n - 1
+        contiguous = where[-1] - where[0] == n - 1
         tree: Tree = sum_tree(n, single) if contiguous else list(range(n))
         call.sums_over = max(call.sums_over, n if not contiguous or n >= 64 * _sum_width(single) else 0)
 
@@ -222,6 +209,64 @@ def expanded(
 
         build(x, tree)
     return out
+
+
+PARALLEL_ACCUMULATION = 32_768
+"""The places from which ``index_put_`` with ``accumulate=True`` adds float32 numbers on several
+threads at once (``at::internal::GRAIN_SIZE``): their order then changes from run to run."""
+
+
+def accumulated(
+    call: Call, items: Sequence[Item], uses: Sequence[int | None], single: bool, layout_free: bool
+) -> list[Item]:
+    """The operand of each place of the result of a copy whose backward adds the places'
+    gradients, one after another, into a tensor of zeros (``index_put_`` with ``accumulate=True``,
+    ``embedding_dense_backward``): ``uses[p]`` is the element place ``p`` reads, None for a place
+    that hands nothing back (embedding's ``padding_idx``). Every element read stands behind a node
+    that adds onto +0.0 what reaches it ("into zeros": a first addition onto zeros turns -0.0 into
+    0.0), and one read at several places behind an ``expand`` node that adds them in turn, in the
+    places' row-major order.
+
+    That is PyTorch's order when the gradient reaching the operation is laid out row-major, as
+    ``embedding`` makes it first (``layout_free``). Indexing adds in the order of the gradient's
+    memory, another order when the result is used transposed and one element's places differ in
+    two dimensions or more; and from ``PARALLEL_ACCUMULATION`` places on, in float32, in no fixed
+    order: the call then notes a sum in an order the replay may not follow (``sums_over``)."""
+    positions: dict[int, list[int]] = {}
+    for p, i in enumerate(uses):
+        if i is not None:
+            positions.setdefault(i, []).append(p)
+    out: list[Item] = [0.0 if i is None else items[i] for i in uses]  # a place that reads nothing: a constant
+    into_zeros = engine_op("into zeros", 1, (onto,))
+    expand = engine_op("expand", 1, (times,))
+    zero, one = in_dtype(0.0, single), in_dtype(1.0, single)
+    shape = tuple(call.out.shape)
+    threads = single and len(uses) >= PARALLEL_ACCUMULATION and torch.get_num_threads() > 1
+    for i, where in positions.items():
+        x = items[i]
+        if not isinstance(x, Value):
+            continue
+        node = graph.make(Value, x.data, into_zeros, x, zero, None, None)
+        call.described.append((node, x, "{} from zeros"))
+        n = len(where)
+        if n > 1:
+            node = graph.make(Value, x.data, expand, node, one, None, None)
+            call.described.append((node, x, f"{{}} expanded ×{n}: PyTorch adds these {n} in this order"))
+            if threads or not (layout_free or _one_line(where, shape)):
+                call.sums_over = max(call.sums_over, n)
+        for p in where:
+            out[p] = node
+    return out
+
+
+def _one_line(places: list[int], shape: tuple[int, ...]) -> bool:
+    """Whether the row-major ``places`` of a result of ``shape`` differ in one dimension at most:
+    then any layout of the result walks them in the same order."""
+    differing = 0
+    for dim, size in enumerate(shape):
+        inner = math.prod(shape[dim + 1 :])  # the places one step along this dimension apart
+        differing += len({(p // inner) % size for p in places}) > 1
+    return differing <= 1
 
 
 def make_outputs(
@@ -833,10 +878,9 @@ COPIES = {
 }
 
 
-ACCUMULATING = {"index.Tensor", "embedding.default"}
-"""The copies whose backward adds the gradient of each place of the result, one place after
-another in row-major order, into a tensor of zeros: ``index_put_`` with ``accumulate=True``
-(``x[indices]``'s backward), ``embedding_dense_backward``."""
+ACCUMULATING = {"index.Tensor"}
+"""The copies whose backward adds the gradients of an element's places one after another into a
+tensor of zeros (``index_put_`` with ``accumulate=True``: ``x[indices]``'s): see ``accumulated``."""
 
 
 def _copies(call: Call) -> list[list[Item]]:
@@ -880,7 +924,10 @@ def _copies(call: Call) -> list[list[Item]]:
         results = list(produced) if isinstance(produced, (list, tuple)) else [produced]
     single = call.single
     uses = [i for r in results for i in numbers_of_index(r)]
-    operands = expanded(call, sources, uses, single, into_zeros=call.name in ACCUMULATING)
+    if call.name in ACCUMULATING:
+        operands = accumulated(call, sources, uses, single, layout_free=False)
+    else:
+        operands = expanded(call, sources, uses, single)
     one = in_dtype(1.0, single)
     made = []
     start = 0
@@ -894,20 +941,25 @@ def _copies(call: Call) -> list[list[Item]]:
 @rule("embedding.default")
 def _embedding(call: Call) -> list[list[Item]]:
     """``F.embedding(indices, weight)``, ``nn.Embedding``: each element of the result is one element
-    of ``weight``, a copy. Its backward (``embedding_dense_backward`` on the CPU) starts from zeros
-    and adds the gradient of each place an index picks, one index after another in the indices'
-    order, into the row it picked (``ACCUMULATING``: each element picked stands behind a node that
-    adds onto +0.0, and one picked at several places behind an ``expand`` node that adds them in
-    turn). ``padding_idx``, whose row the backward leaves out,
-    ``scale_grad_by_freq`` and ``sparse`` are other backward passes, not replayed."""
+    of ``weight``, a copy of the row its index picks. Its backward (``embedding_dense_backward`` on
+    the CPU) makes the incoming gradient row-major, then adds each place's gradient into the row it
+    picked, one index after another in the indices' order, into rows of zeros, and hands nothing
+    back from the places whose index is ``padding_idx`` (``accumulated``). ``scale_grad_by_freq``
+    and ``sparse`` are other backward passes, not replayed."""
+    weight, indices = call.args[:2]
     options = {**dict(zip(("padding_idx", "scale_grad_by_freq", "sparse"), call.args[2:], strict=False)), **call.kwargs}
-    if options.get("padding_idx", -1) != -1:  # F.embedding passes -1 for none, a row's number for one
-        raise NotReplayableError("embedding with a padding_idx")
     if options.get("scale_grad_by_freq", False):
         raise NotReplayableError("embedding with scale_grad_by_freq")
     if options.get("sparse", False):
         raise NotReplayableError("embedding with sparse gradients")
-    return _copies(call)
+    padding = options.get("padding_idx", -1)  # F.embedding passes -1 for none, a row's number for one
+    width = weight.shape[-1]
+    entry = call.entries.get(id(weight))
+    items = entry.items if entry is not None else constant_items(weight)
+    uses = [None if row == padding else row * width + j for row in numbers_of_index(indices) for j in range(width)]
+    operands = accumulated(call, items, uses, call.single, layout_free=True)
+    one = in_dtype(1.0, call.single)
+    return [make_outputs("embedding", numbers_of(call.out), [operands], [[one] * len(operands)], [times])]
 
 
 def replay(call: Call) -> list[list[Item]]:

@@ -64,8 +64,9 @@ NO_GRADIENT = {
 MATRIX_PRODUCTS = {"mm", "mv", "dot", "addmm"}
 OFF_PATH_NOTE = (
     "an element no path of the pass reaches: PyTorch's gradient is dense, a selection's backward (indexing, "
-    "slicing, select) fills the elements it did not pick with 0, and the operations before it multiply that 0 "
-    "(0 times a negative number is -0.0; with an infinity or a nan, nan), where the replay gives such an element 0.0"
+    "embedding, slicing, select) fills the elements it did not pick with 0, and the operations before it "
+    "multiply that 0 (0 times a negative number is -0.0; with an infinity or a nan, nan), where the replay "
+    "gives such an element 0.0"
 )
 SUM_NOTE = (
     "a sum of many numbers (or along an outer dimension), which PyTorch's kernels may add in an order "
