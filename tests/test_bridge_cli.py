@@ -81,6 +81,22 @@ def test_every_pass_matches_exit_0_and_one_page_per_pass(tmp_path: Path) -> None
 
 
 @pytest.mark.slow  # starts Python and imports torch
+def test_a_pass_larger_than_a_page_holds_gets_a_line_not_a_page(tmp_path: Path) -> None:
+    """``--max-steps N``: a pass of more steps gets no page (a page holds every step, about a
+    kilobyte each) but a line saying why; its summary and the exit status are as for any pass."""
+    done = explain_torch(tmp_path, CASE_1, "--html", str(tmp_path / "pages"), "--max-steps", "5")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("equal to PyTorch's to the bit") == 6
+    assert "no page for pass 1: its " in done.stdout
+    assert "no page for pass 2: its " in done.stdout
+    assert "more than a page holds (5, --max-steps)" in done.stdout
+    assert list((tmp_path / "pages").iterdir()) == []
+    refused = explain_torch(tmp_path, CASE_1, "--max-steps", "0")
+    assert refused.returncode == 2
+    assert "--max-steps: at least 1 step, got 0" in refused.stderr
+
+
+@pytest.mark.slow  # starts Python and imports torch
 def test_a_pass_not_replayed_exits_2_and_names_the_operation_and_line(tmp_path: Path) -> None:
     source = "import torch\nx = torch.ones(2, requires_grad=True)\ny = torch.special.erf(x).sum()\ny.backward()\n"
     done = explain_torch(tmp_path, source)

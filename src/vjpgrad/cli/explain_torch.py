@@ -4,7 +4,10 @@
 The script runs as ``python SCRIPT.py ARGS...`` would run it (as ``__main__``, its directory
 first on ``sys.path``, ``sys.argv`` set). Then each pass's summary is printed (leaf by leaf:
 equal to PyTorch's ``.grad`` to the bit, or by how many ulp it differs and why) and, with
-``--html DIR``, one stepper page per replayed pass is written into DIR.
+``--html DIR``, one stepper page per replayed pass is written into DIR, for a pass of at most
+``--max-steps`` steps (``PAGE_STEPS`` unless given): a page holds every step and the whole graph,
+about a kilobyte a step, and a pass of a training script's batch has hundreds of thousands. For a
+larger pass a line says why there is no page, and the summary stands as for any pass.
 
 Exit status: 0 when every pass matches PyTorch, 2 when one differs or could not be replayed,
 1 when the script raises (its traceback is printed) or cannot be read as Python (its syntax
@@ -21,6 +24,24 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+PAGE_STEPS = 10_000
+"""The most steps of a pass written as a stepper page by default: some 12 MB of HTML (a step
+takes about 1.2 KB, with its node in the picture and its row in the table), which a browser
+still opens and a learner can still step through. A pass of 41,698 steps made a page of 51 MB
+in 7 s, one four times as large a page of 206 MB in 21 s, and a script on a batch of 20 × 64
+tokens was still writing its pages after fourteen minutes."""
+
+
+def _steps(text: str) -> int:
+    """``--max-steps``: a whole number of at least 1."""
+    try:
+        steps = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number of steps, got {text!r}") from None
+    if steps < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 step, got {steps}")
+    return steps
+
 
 def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -28,6 +49,13 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
         description="Run a PyTorch script and replay each backward pass it runs as Values, exact to the bit.",
     )
     parser.add_argument("--html", metavar="DIR", help="write one stepper page per pass into DIR")
+    parser.add_argument(
+        "--max-steps",
+        type=_steps,
+        default=PAGE_STEPS,
+        metavar="N",
+        help=f"write a page for a pass of at most N steps (default {PAGE_STEPS:,}: about 12 MB a page)",
+    )
     parser.add_argument("script", help="the PyTorch script to run; words the command does not know go to it")
     arguments, rest = parser.parse_known_args(list(argv))
     arguments.args = rest
@@ -59,7 +87,7 @@ def main(argv: Sequence[str]) -> int:
     raised = _run(watch, script, list(arguments.args))
     print(watch.summary())
     if arguments.html:
-        _pages(watch, script, Path(arguments.html))
+        _pages(watch, script, Path(arguments.html), arguments.max_steps)
     if raised:
         return 1
     return 0 if watch.matches else 2
@@ -87,11 +115,19 @@ def _run(watch: object, script: Path, args: list[str]) -> bool:
     return False
 
 
-def _pages(watch: object, script: Path, folder: Path) -> None:
-    """One stepper page per replayed pass: DIR/pass-1.html, DIR/pass-2.html..."""
+def _pages(watch: object, script: Path, folder: Path, most: int) -> None:
+    """One stepper page per replayed pass of at most ``most`` steps: DIR/pass-1.html,
+    DIR/pass-2.html...; for a larger pass, a line that says why it has none."""
     folder.mkdir(parents=True, exist_ok=True)
     for p in watch.passes:  # type: ignore[attr-defined]
         if p.explanation is None:
+            continue
+        steps = len(p.explanation.steps)
+        if steps > most:
+            print(
+                f"no page for pass {p.number}: its {steps:,} steps are more than a page holds ({most:,}, "
+                "--max-steps); the same code on a smaller input (a batch of two) makes a pass you can step through"
+            )
             continue
         title = f"{script.name}, pass {p.number}: backward at line {p.location.rpartition(':')[2]}"
         path = folder / f"pass-{p.number}.html"
