@@ -12,11 +12,11 @@
   or ``run.py --only gpt``: importing torch slows the collections of the engines that make a
   Python object per operation, microgpt's design among them, so it is left out by default).
 
-The collector's first threshold moves the ratio: microgpt's design makes three objects the
-collector tracks per operation, so a collection of the youngest objects comes every few hundred
-operations, and their cost is a large part of its forward pass. CPython 3.10 to 3.12 collect
-every 700 such objects, 3.13 every 2,000: the run prints the thresholds it ran with, and
-``--gc-threshold 2000`` on 3.11 runs it as 3.13 would collect (the workload is the same).
+The collector's first threshold moves the ratio: microgpt's design makes two or three objects
+the collector tracks per operation, so a collection of the youngest objects comes every few
+hundred operations, and their cost is a large part of its forward pass. CPython 3.10 to 3.12
+collect every 700 such objects, 3.13 every 2,000: the run prints the thresholds it ran with, and
+``--gc-threshold 2000`` on 3.11 runs it with 3.13's first threshold (the workload is the same).
 
     python benchmarks/gpt.py [--rounds 7] [--name isabella] [--torch] [--gc-threshold 2000]
     python benchmarks/gpt.py --profile   # where a compiled step's time goes

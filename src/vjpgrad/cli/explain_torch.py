@@ -6,8 +6,10 @@ first on ``sys.path``, ``sys.argv`` set). Then each pass's summary is printed (l
 equal to PyTorch's ``.grad`` to the bit, or by how many ulp it differs and why) and, with
 ``--html DIR``, one stepper page per replayed pass is written into DIR, for a pass of at most
 ``--max-steps`` steps (``PAGE_STEPS`` unless given): a page holds every step and the whole graph,
-about a kilobyte a step, and a pass of a training script's batch has hundreds of thousands. For a
-larger pass a line says why there is no page, and the summary stands as for any pass.
+about 1.2 KB a step, and a pass of a training script's batch can have tens or hundreds of
+thousands. For a larger pass a line says why there is no page, and the summary stands as for any
+pass. ``--max-steps`` and ``--html`` are vjpgrad's: a script's own option of either name does not
+reach it.
 
 Exit status: 0 when every pass matches PyTorch, 2 when one differs or could not be replayed,
 1 when the script raises (its traceback is printed) or cannot be read as Python (its syntax
@@ -28,7 +30,7 @@ PAGE_STEPS = 10_000
 """The most steps of a pass written as a stepper page by default: some 12 MB of HTML (a step
 takes about 1.2 KB, with its node in the picture and its row in the table), which a browser
 still opens and a learner can still step through. A pass of 41,698 steps made a page of 51 MB
-in 7 s, one four times as large a page of 206 MB in 21 s, and a script on a batch of 20 × 64
+in 7 s, a pass four times as large a page of 206 MB in 21 s, and a script on a batch of 20 × 64
 tokens was still writing its pages after fourteen minutes."""
 
 
@@ -126,7 +128,8 @@ def _pages(watch: object, script: Path, folder: Path, most: int) -> None:
         if steps > most:
             print(
                 f"no page for pass {p.number}: its {steps:,} steps are more than a page holds ({most:,}, "
-                "--max-steps); the same code on a smaller input (a batch of two) makes a pass you can step through"
+                "--max-steps); the same code on a smaller input (a batch of two, a shorter sequence) makes a pass "
+                "you can step through"
             )
             continue
         title = f"{script.name}, pass {p.number}: backward at line {p.location.rpartition(':')[2]}"
