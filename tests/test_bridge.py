@@ -389,10 +389,11 @@ def test_the_garbage_collector_is_paused_only_while_the_watch_works(enabled: boo
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_indexing_adds_an_elements_places_in_turn_into_zeros_as_index_put_does(dtype: torch.dtype) -> None:
     """``x[indices]``'s backward is ``index_put_`` with ``accumulate=True`` on a tensor of zeros: the
-    gradient of each place that reads an element added in turn, in row-major order whatever the
-    layout (a run of one index too, which a sum kernel would add otherwise), onto +0.0 (so a seed
-    of -0.0 leaves 0.0). Runs of repeated indices, seeds of mixed magnitudes and, every third
-    draw, -0.0 seeds make an order or a start other than PyTorch's show in the bits."""
+    gradient of each place that reads an element added in turn, in the order of the gradient it
+    receives (row-major here: each seed is contiguous), a run of one index too (which a sum kernel
+    would add otherwise), onto +0.0 (so a seed of -0.0 leaves 0.0). Runs of repeated indices,
+    seeds of mixed magnitudes and, every third draw, -0.0 seeds make an order or a start other
+    than PyTorch's show in the bits."""
     generator = torch.Generator().manual_seed(7)
     forms: list[Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = [
         lambda a, i: a[i],

@@ -114,6 +114,12 @@ X86_64 = ("x86_64", "amd64")
 """``platform.machine()`` of an x86-64 processor, lowercased."""
 
 
+def expanded_text(n: int) -> str:
+    """The name of an ``expand`` node that adds ``n`` contributions, ``{}`` standing for the
+    element's own name (``Call.described``)."""
+    return f"{{}} expanded ×{n}: PyTorch adds these {n} in this order"
+
+
 def expand_nodes(call: Call, items: Sequence[Item], uses: Sequence[int], single: bool) -> list[Item]:
     """``items`` with each Value that ``uses`` lists more than once standing behind an ``expand``
     node: the node where that element's contributions are added up, in turn, before reaching it."""
@@ -126,7 +132,7 @@ def expand_nodes(call: Call, items: Sequence[Item], uses: Sequence[int], single:
         x = items[i]
         if n > 1 and isinstance(x, Value):
             out[i] = node = graph.make(Value, x.data, op, x, one, None, None)
-            call.described.append((node, x, f"{{}} expanded ×{n}: PyTorch adds these {n} in this order"))
+            call.described.append((node, x, expanded_text(n)))
     return out
 
 
@@ -200,7 +206,7 @@ def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: boo
 
         def build(parent: Value, tree: Tree, x: Value = x, where: list[int] = where, n: int = n) -> None:
             node = graph.make(Value, x.data, op, parent, one, None, None)
-            call.described.append((node, x, f"{{}} expanded ×{n}: PyTorch adds these {n} in this order"))
+            call.described.append((node, x, expanded_text(n)))
             for k in tree:
                 if isinstance(k, int):
                     out[where[k]] = node
@@ -251,7 +257,7 @@ def accumulated(
         n = len(where)
         if n > 1:
             node = graph.make(Value, x.data, expand, node, one, None, None)
-            call.described.append((node, x, f"{{}} expanded ×{n}: PyTorch adds these {n} in this order"))
+            call.described.append((node, x, expanded_text(n)))
             if threads or not (layout_free or _one_line(where, shape)):
                 call.sums_over = max(call.sums_over, n)
         for p in where:
