@@ -59,6 +59,24 @@ def test_a_script_with_a_syntax_error_shows_only_its_line_and_runs_nothing(
     assert "explain_torch.py" not in err  # vjpgrad's own frames are not the learner's
 
 
+def test_max_steps_without_html_is_refused_before_the_script_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--max-steps`` bounds the pages ``--html`` writes: alone it would do nothing, so it is a
+    usage error (exit 2, argparse's) that says what to add, and the script does not run."""
+    from vjpgrad.cli import explain_torch as command
+
+    ran = tmp_path / "ran"
+    script = tmp_path / "learner.py"
+    script.write_text(f"open({str(ran)!r}, 'w').close()\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exited:
+        command.main([str(script), "--max-steps", "5"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "--max-steps bounds the pages --html writes: add --html DIR" in err
+    assert not ran.exists()
+
+
 def explain_torch(tmp_path: Path, source: str, *extra: str) -> subprocess.CompletedProcess[str]:
     pytest.importorskip("torch")
     script = tmp_path / "learner.py"

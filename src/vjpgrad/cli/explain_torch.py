@@ -8,8 +8,8 @@ equal to PyTorch's ``.grad`` to the bit, or by how many ulp it differs and why) 
 ``--max-steps`` steps (``PAGE_STEPS`` unless given): a page holds every step and the whole graph,
 about 1.2 KB a step, and a pass of a training script's batch can have tens or hundreds of
 thousands. For a larger pass a line says why there is no page, and the summary stands as for any
-pass. ``--max-steps`` and ``--html`` are vjpgrad's: a script's own option of either name does not
-reach it.
+pass (``--max-steps`` without ``--html`` is refused: alone it would do nothing). ``--max-steps``
+and ``--html`` are vjpgrad's: a script's own option of either name does not reach it.
 
 Exit status: 0 when every pass matches PyTorch, 2 when one differs or could not be replayed,
 1 when the script raises (its traceback is printed) or cannot be read as Python (its syntax
@@ -54,12 +54,15 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--max-steps",
         type=_steps,
-        default=PAGE_STEPS,
         metavar="N",
         help=f"write a page for a pass of at most N steps (default {PAGE_STEPS:,}: about 12 MB a page)",
     )
     parser.add_argument("script", help="the PyTorch script to run; words the command does not know go to it")
     arguments, rest = parser.parse_known_args(list(argv))
+    if arguments.max_steps is None:
+        arguments.max_steps = PAGE_STEPS
+    elif arguments.html is None:  # alone it would do nothing: say so before the script runs
+        parser.error("--max-steps bounds the pages --html writes: add --html DIR")
     arguments.args = rest
     return arguments
 
