@@ -488,3 +488,58 @@ def test_an_indexings_difference_names_a_sum_only_where_pytorchs_order_may_be_an
     assert not p.matches  # PyTorch's -0.0 for the rows no token picks (the note says why)
     assert "an element no path of the pass reaches" in p.summary()
     assert "in an order the replay does not follow" not in p.summary()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_causal_attention_head_masks_batched_products_and_a_softmax(dtype: torch.dtype) -> None:
+    """What a GPT's attention does (``q @ k.transpose(-2, -1)`` on batches: ``bmm``; a causal mask
+    by ``tril`` and ``masked_fill``, in place too; a softmax; ``@ v``), each replayed: a masked
+    place hands back exactly 0.0, and a batch's product is that batch's alone."""
+    functional = torch.nn.functional
+    torch.manual_seed(11)
+    with vjpgrad.watch_torch() as w:
+        q = torch.randn(2, 4, 3, dtype=dtype, requires_grad=True)
+        k = torch.randn(2, 4, 3, dtype=dtype, requires_grad=True)
+        v = torch.randn(2, 4, 3, dtype=dtype, requires_grad=True)
+        att = (q @ k.transpose(-2, -1)) * 3**-0.5
+        mask = torch.tril(torch.ones(4, 4)) == 0
+        att = att.masked_fill(mask, float("-inf"))
+        y = functional.softmax(att, dim=-1) @ v
+        (y * torch.randn(2, 4, 3, dtype=dtype)).sum().backward()
+        heads = torch.randn(1, 2, 3, 3, dtype=dtype, requires_grad=True)  # (batch, head, T, T): 4-D
+        scores = heads @ heads.transpose(-2, -1)
+        scores.masked_fill_(torch.triu(torch.ones(3, 3, dtype=torch.bool), diagonal=1), 0.0)
+        (torch.tril(scores) * torch.randn(1, 2, 3, 3, dtype=dtype)).sum().backward()
+    every_pass_matches(w, 2)
+    q_leaf = next(leaf for leaf in w.passes[0].leaves if leaf.name == "q")
+    assert q_leaf.replayed == q.grad.reshape(-1).tolist()
+    assert q.grad[:, 0].abs().sum().item() == 0  # the first query sees one key: its softmax is 1, whatever q is
+    assert q.grad[:, 1:].abs().min().item() > 0
+    assert "bmm" in {s.op for s in w.passes[0].explanation.steps}
+    assert "masked_fill" in {s.op for s in w.passes[0].explanation.steps}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_leaky_relu_and_log1p_with_pytorchs_backward_formulas(dtype: torch.dtype) -> None:
+    functional = torch.nn.functional
+    torch.manual_seed(12)
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(40, dtype=dtype, requires_grad=True)
+        y = functional.leaky_relu(x, 0.1) + torch.log1p(x * x) + functional.leaky_relu(x * 3)
+        y.backward(torch.randn(40, dtype=dtype))
+        z = x.clone()
+        functional.leaky_relu_(z, 0.3)
+        torch.log1p(z.abs()).sum().backward()
+    every_pass_matches(w, 2)
+    assert w.passes[0].leaves[0].equal == 40
+
+
+def test_a_masked_fill_whose_value_takes_gradient_is_named_not_replayed() -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(3, requires_grad=True)
+        value = torch.tensor(2.0, requires_grad=True)
+        x.masked_fill(torch.tensor([True, False, True]), value).sum().backward()
+    (p,) = w.passes
+    assert not p.replayed
+    assert "masked_fill with a value that takes gradient" in p.reason
+    assert value.grad.item() == 2.0  # PyTorch's own pass ran as without the watch

@@ -86,7 +86,7 @@ def _unused(*_: Any) -> Any:
     raise NotImplementedError("a replayed node has PyTorch's number; it is never computed again")
 
 
-MASKING = {"relu", "clamp", "where", "pow", "max", "min", "amax", "amin"}
+MASKING = {"relu", "clamp", "where", "pow", "max", "min", "amax", "amin", "masked_fill", "tril", "triu"}
 """The operations whose edges may be MASKED (exactly 0.0 whatever the incoming gradient)."""
 
 
@@ -552,6 +552,36 @@ def _where(call: Call) -> list[list[Item]]:
     )
 
 
+@rule("masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Tensor", "masked_fill_.Tensor")
+def _masked_fill(call: Call) -> list[list[Item]]:
+    mask, value = call.args[1:3]
+    if isinstance(value, torch.Tensor) and value.requires_grad:
+        raise NotReplayableError("masked_fill with a value that takes gradient")
+    return _unary(call, "masked_fill", masked(call, mask, 1.0))  # grad.masked_fill(mask, 0)
+
+
+@rule("tril.default", "tril_.default", "triu.default", "triu_.default")
+def _triangle(call: Call) -> list[list[Item]]:
+    x = call.args[0]
+    diagonal = call.args[1] if len(call.args) > 1 else call.kwargs.get("diagonal", 0)
+    keep = torch.ones_like(x, dtype=torch.bool)
+    keep = keep.tril(diagonal) if call.name.startswith("tril") else keep.triu(diagonal)
+    return _unary(call, call.name.split(".")[0].rstrip("_"), masked(call, ~keep, 1.0))  # grad.tril(k), grad.triu(k)
+
+
+@rule("log1p.default", "log1p_.default")
+def _log1p(call: Call) -> list[list[Item]]:
+    return _unary(call, "log1p", call.args[0] + 1, divided)  # log1p_backward: grad / (self + 1)
+
+
+@rule("leaky_relu.default", "leaky_relu_.default")
+def _leaky_relu(call: Call) -> list[list[Item]]:
+    x = call.args[0]
+    slope = call.args[1] if len(call.args) > 1 else call.kwargs.get("negative_slope", 0.01)
+    # leaky_relu_backward(grad, self, slope): self > 0 ? grad : grad * slope (self before an in-place op)
+    return _unary(call, "leaky_relu", torch.where(x > 0, torch.ones_like(x), torch.full_like(x, float(slope))))
+
+
 # ---- reductions ----------------------------------------------------------------------------------
 
 
@@ -796,40 +826,61 @@ MATMUL_NOTE = (
 
 
 def _product(call: Call, a: torch.Tensor, b: torch.Tensor, name: str, bias: Any = None) -> list[list[Item]]:
-    """``a @ b`` (2-D by 2-D, 2-D by 1-D, 1-D by 1-D), plus a bias broadcast to the result."""
+    """``a @ b`` (2-D by 2-D, 2-D by 1-D, 1-D by 1-D; for ``bmm``, 3-D by 3-D, each batch's matrices
+    alone), plus a bias broadcast to the result."""
     ea, eb = call.entry(a), call.entry(b)
-    m = a.shape[0] if a.dim() == 2 else 1
-    k = a.shape[-1]
-    n = b.shape[1] if b.dim() == 2 else 1
+    batches = a.shape[0] if name == "bmm" else 1
+    a_shape, b_shape = (a.shape[1:], b.shape[1:]) if name == "bmm" else (a.shape, b.shape)
+    m = a_shape[0] if len(a_shape) == 2 else 1
+    k = a_shape[-1]
+    n = b_shape[1] if len(b_shape) == 2 else 1
     single = call.single
-    # PyTorch adds the gradient for mat2 after self's: its expand nodes are made first, run last
-    b_items = (
-        expand_nodes(call, eb.items, [j for _ in range(m) for j in range(len(eb.items))], single) if m > 1 else eb.items
-    )
-    a_items = (
-        expand_nodes(call, ea.items, [i for _ in range(n) for i in range(len(ea.items))], single) if n > 1 else ea.items
-    )
-    bias_items: list[Item] = []
-    if bias is not None:
+
+    # each batch's elements; PyTorch adds the gradient for mat2 after self's: its expand nodes are
+    # made first, run last (an element of b is read by m results, one of a by n)
+    b_batches = [eb.items[t * k * n : (t + 1) * k * n] for t in range(batches)]
+    a_batches = [ea.items[t * m * k : (t + 1) * m * k] for t in range(batches)]
+    if m > 1:
+        b_uses = [j for _ in range(m) for j in range(k * n)]
+        b_batches = [expand_nodes(call, part, b_uses, single) for part in b_batches]
+    if n > 1:
+        a_uses = [i for _ in range(n) for i in range(m * k)]
+        a_batches = [expand_nodes(call, part, a_uses, single) for part in a_batches]
+    operands: list[list[Item]] = []
+    saved: list[list[Any]] = []
+    for a_items, b_items in zip(a_batches, b_batches, strict=True):
+        _dot_products(a_items, b_items, (m, k, n), single, operands, saved)
+    if bias is not None:  # addmm: the bias first, saved beta
         bias_items, _ = broadcast_column(call, bias)
-    operands, saved = [], []
+        beta = in_dtype(float(call.kwargs.get("beta", 1)), single)
+        for p, (xs, ss) in enumerate(zip(operands, saved, strict=True)):
+            xs.insert(0, bias_items[p])
+            ss.insert(0, beta)
+    return [make_outputs(name, numbers_of(call.out), operands, saved, [times], many=True)]
+
+
+def _dot_products(
+    a_items: Sequence[Item],
+    b_items: Sequence[Item],
+    sizes: tuple[int, int, int],
+    single: bool,
+    operands: list[list[Item]],
+    saved: list[list[Any]],
+) -> None:
+    """Append each element of one ``m × k`` by ``k × n`` product, row-major: its operands (the row
+    of a, then the column of b) and what each edge saves (the other factor)."""
+    m, k, n = sizes
     for i in range(m):
         for j in range(n):
             row = [a_items[i * k + t] for t in range(k)]
             col = [b_items[t * n + j] for t in range(k)]
             row_numbers = [in_dtype(x.data if isinstance(x, Value) else x, single) for x in row]
             col_numbers = [in_dtype(x.data if isinstance(x, Value) else x, single) for x in col]
-            xs: list[Item] = [*row, *col]
-            ss: list[Any] = [*col_numbers, *row_numbers]
-            if bias is not None:
-                xs.insert(0, bias_items[i * n + j])
-                ss.insert(0, in_dtype(float(call.kwargs.get("beta", 1)), single))
-            operands.append(xs)
-            saved.append(ss)
-    return [make_outputs(name, numbers_of(call.out), operands, saved, [times], many=True)]
+            operands.append([*row, *col])
+            saved.append([*col_numbers, *row_numbers])
 
 
-@rule("mm.default", "mv.default", "dot.default")
+@rule("mm.default", "mv.default", "dot.default", "bmm.default")
 def _mm(call: Call) -> list[list[Item]]:
     a, b = call.args[:2]
     return _product(call, a, b, call.name.split(".")[0])

@@ -61,7 +61,7 @@ NO_GRADIENT = {
     "random_", "sign", "sgn", "floor", "ceil", "round", "trunc", "_local_scalar_dense", "eq", "ne", "lt", "le",
     "gt", "ge", "isnan", "isinf", "isfinite", "argmax", "argmin", "logical_not", "logical_and", "logical_or",
 }  # fmt: skip
-MATRIX_PRODUCTS = {"mm", "mv", "dot", "addmm"}
+MATRIX_PRODUCTS = {"mm", "mv", "dot", "addmm", "bmm"}
 OFF_PATH_NOTE = (
     "an element no path of the pass reaches: PyTorch's gradient is dense, a selection's backward (indexing, "
     "embedding, slicing, select) fills the elements it did not pick with 0, and the operations before it "
