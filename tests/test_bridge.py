@@ -543,3 +543,23 @@ def test_a_masked_fill_whose_value_takes_gradient_is_named_not_replayed() -> Non
     assert not p.replayed
     assert "masked_fill with a value that takes gradient" in p.reason
     assert value.grad.item() == 2.0  # PyTorch's own pass ran as without the watch
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gelu_rsqrt_tan_exp2_and_hardtanh_with_pytorchs_backward_formulas(dtype: torch.dtype) -> None:
+    """A transformer's GELU (exact and tanh), an RMS norm's ``rsqrt`` (``(-0.5 * grad) *
+    result³``), ``tan``, ``exp2`` (``(grad * result) * ln 2``, the factor in the tensor's type)
+    and ``hardtanh``/``relu6`` (a clipped place hands back exactly 0.0): each equal to PyTorch's
+    to the bit, on more elements than one of PyTorch's vectors holds."""
+    functional = torch.nn.functional
+    torch.manual_seed(13)
+    with vjpgrad.watch_torch() as w:
+        x = (torch.randn(70, dtype=dtype) * 2).requires_grad_()
+        y = functional.gelu(x) + functional.gelu(x, approximate="tanh") + torch.tan(x / 4) + torch.exp2(x)
+        y.backward(torch.randn(70, dtype=dtype))
+        squares = (x * x).reshape(7, 10).mean(dim=-1, keepdim=True)
+        (x.reshape(7, 10) * torch.rsqrt(squares + 1e-5)).sum().backward()
+        (functional.hardtanh(x, -1.5, 2.0) * 3 + functional.relu6(x * 4)).sum().backward()
+    every_pass_matches(w, 3)
+    ops = {s.op for p in w.passes for s in p.explanation.steps}
+    assert {"gelu", "tan", "exp2", "rsqrt", "hardtanh"} <= ops

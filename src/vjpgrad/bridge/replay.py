@@ -86,7 +86,7 @@ def _unused(*_: Any) -> Any:
     raise NotImplementedError("a replayed node has PyTorch's number; it is never computed again")
 
 
-MASKING = {"relu", "clamp", "where", "pow", "max", "min", "amax", "amin", "masked_fill", "tril", "triu"}
+MASKING = {"relu", "clamp", "where", "pow", "max", "min", "amax", "amin", "masked_fill", "tril", "triu", "hardtanh"}
 """The operations whose edges may be MASKED (exactly 0.0 whatever the incoming gradient)."""
 
 
@@ -104,9 +104,10 @@ def onto(g: Any, zero: Any) -> Any:
     return zero + g
 
 
-def _sigmoid_gradient(g: Any, one_minus: Any, out: Any) -> Any:
-    """PyTorch's ``sigmoid_backward``: ``(g * (1 - y)) * y``, in that order."""
-    return (g * one_minus) * out
+def in_turn(g: Any, first: Any, then: Any) -> Any:
+    """``(g * first) * then``: a backward formula of two factors, multiplied in PyTorch's order
+    (``sigmoid_backward``'s ``(g * (1 - y)) * y``, ``exp2``'s ``(grad * result) * ln 2``)."""
+    return (g * first) * then
 
 
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rsub": "-"}
@@ -512,7 +513,7 @@ def _sigmoid(call: Call) -> list[list[Item]]:
     y = call.out
     ones = column(call, 1 - y)
     ys = column(call, y)
-    return _unary(call, "sigmoid", list(zip(ones, ys, strict=True)), _sigmoid_gradient)
+    return _unary(call, "sigmoid", list(zip(ones, ys, strict=True)), in_turn)
 
 
 @rule("relu.default", "relu_.default")
@@ -533,6 +534,44 @@ def _clamp(call: Call) -> list[list[Item]]:
     if high is not None:
         inside = inside & (x <= high)
     return _unary(call, "clamp", masked(call, ~inside, 1.0))
+
+
+@rule("hardtanh.default", "hardtanh_.default")
+def _hardtanh(call: Call) -> list[list[Item]]:
+    x = call.args[0]
+    low = call.args[1] if len(call.args) > 1 else call.kwargs.get("min_val", -1.0)
+    high = call.args[2] if len(call.args) > 2 else call.kwargs.get("max_val", 1.0)
+    # hardtanh_backward(grad, self, min, max): 0 where self <= min or self >= max, else grad
+    return _unary(call, "hardtanh", masked(call, (x <= low) | (x >= high), 1.0))
+
+
+@rule("gelu.default", "gelu_.default")
+def _gelu(call: Call) -> list[list[Item]]:
+    x = call.args[0]
+    approximate = call.args[1] if len(call.args) > 1 else call.kwargs.get("approximate", "none")
+    # gelu_backward(grad, self) is grad * (its derivative), the last multiplication: PyTorch's kernel gives it
+    derivative = torch.ops.aten.gelu_backward(torch.ones_like(x), x, approximate=approximate)
+    return _unary(call, "gelu", derivative)
+
+
+@rule("rsqrt.default", "rsqrt_.default")
+def _rsqrt(call: Call) -> list[list[Item]]:
+    # -0.5 * grad * result.pow(3): (grad * -0.5) * result³, a product of two numbers being either way round
+    halves = column(call, -0.5)
+    cubes = column(call, call.out.pow(3))
+    return _unary(call, "rsqrt", list(zip(halves, cubes, strict=True)), in_turn)
+
+
+@rule("tan.default", "tan_.default")
+def _tan(call: Call) -> list[list[Item]]:
+    return _unary(call, "tan", 1 + call.out.pow(2))  # grad * (1 + result.pow(2))
+
+
+@rule("exp2.default", "exp2_.default")
+def _exp2(call: Call) -> list[list[Item]]:
+    results = column(call, call.out)
+    logs = column(call, math.log(2.0))  # M_LN2, in the tensor's type
+    return _unary(call, "exp2", list(zip(results, logs, strict=True)), in_turn)  # (grad * result) * M_LN2
 
 
 @rule("pow.Tensor_Scalar", "pow_.Scalar")
