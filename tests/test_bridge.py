@@ -563,3 +563,29 @@ def test_gelu_rsqrt_tan_exp2_and_hardtanh_with_pytorchs_backward_formulas(dtype:
     every_pass_matches(w, 3)
     ops = {s.op for p in w.passes for s in p.explanation.steps}
     assert {"gelu", "tan", "exp2", "rsqrt", "hardtanh"} <= ops
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gather_adds_an_elements_places_in_turn_into_zeros_as_scatter_add_does(dtype: torch.dtype) -> None:
+    """A cross-entropy written by hand picks each row's target with ``gather``; its backward
+    adds the places' gradients into zeros with ``scatter_add_``, one after another along ``dim``
+    (a -0.0 reaching an element alone becomes 0.0)."""
+    torch.manual_seed(14)
+    with vjpgrad.watch_torch() as w:
+        logits = torch.randn(5, 6, dtype=dtype, requires_grad=True)
+        targets = torch.tensor([1, 0, 5, 5, 2])
+        probs = torch.softmax(logits, dim=1)
+        (-probs.gather(1, targets.unsqueeze(1)).log().mean()).backward()
+        x = torch.randn(4, 7, dtype=dtype, requires_grad=True)
+        picks = torch.tensor([[0, 0, 3], [6, 1, 6], [2, 2, 2], [5, 4, 0]])
+        seed = torch.randn(4, 3, dtype=dtype) * torch.tensor([1.0, 1e-8, 1e8], dtype=dtype)
+        seed[1, 1] = -0.0  # x[1, 1], picked once
+        x.gather(1, picks).backward(seed)
+        torch.gather(x, 0, torch.tensor([[3, 3, 0, 1, 1, 2, 0]])).sum().backward()
+    every_pass_matches(w, 3)
+    assert "into zeros" in {s.op for s in w.passes[1].explanation.steps}
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(3, 3, requires_grad=True)
+        x.gather(1, torch.tensor([[0], [1], [2]]), sparse_grad=True).sum().backward()
+    assert not w.passes[0].replayed
+    assert "gather with sparse gradients" in w.passes[0].reason

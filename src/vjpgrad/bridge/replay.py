@@ -958,6 +958,7 @@ COPIES = {
     "cat.default",
     "stack.default",
     "index.Tensor",
+    "gather.default",
     "flip.default",
     "repeat.default",
     "unbind.int",
@@ -974,9 +975,10 @@ COPIES = {
 }
 
 
-ACCUMULATING = {"index.Tensor"}
+ACCUMULATING = {"index.Tensor", "gather.default"}
 """The copies whose backward adds the gradients of an element's places one after another into a
-tensor of zeros (``index_put_`` with ``accumulate=True``: ``x[indices]``'s): see ``accumulated``."""
+tensor of zeros (``index_put_`` with ``accumulate=True``: ``x[indices]``'s; ``scatter_add_``:
+``gather``'s, whose places of one element lie along ``dim``, added in turn): see ``accumulated``."""
 
 
 def _copies(call: Call) -> list[list[Item]]:
@@ -998,6 +1000,8 @@ def _copies(call: Call) -> list[list[Item]]:
         return x
 
     name = call.name.split(".")[0].rstrip("_")
+    if call.name == "gather.default" and (call.kwargs.get("sparse_grad") or (len(call.args) > 3 and call.args[3])):
+        raise NotReplayableError("gather with sparse gradients")
     if call.name == "copy_.default":  # copy_(self, src): the result is src, broadcast to self's shape
         src = call.args[1]
         if src.dtype != call.out.dtype:
