@@ -589,3 +589,49 @@ def test_gather_adds_an_elements_places_in_turn_into_zeros_as_scatter_add_does(d
         x.gather(1, torch.tensor([[0], [1], [2]]), sparse_grad=True).sum().backward()
     assert not w.passes[0].replayed
     assert "gather with sparse gradients" in w.passes[0].reason
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_var_and_std_with_pytorchs_backward_formulas(dtype: torch.dtype) -> None:
+    """A batch norm written by hand (makemore's: ``(h - h.mean(0, keepdim=True)) /
+    h.std(0, keepdim=True)``), and ``var``/``std`` over everything, along a dimension, unbiased or
+    not: ``var_backward`` is ``((2 / dof) * grad) * (x - x.mean(dim))``, and ``std``'s first divides
+    the gradient by ``2 * result`` (0 where the result is 0: a row of equal numbers)."""
+    torch.manual_seed(15)
+    with vjpgrad.watch_torch() as w:
+        h = (torch.randn(32, 6, dtype=dtype) * 2 + 1).requires_grad_()  # makemore's batch of 32
+        gain = torch.ones(1, 6, dtype=dtype, requires_grad=True)
+        normed = gain * (h - h.mean(0, keepdim=True)) / h.std(0, keepdim=True)
+        (normed * torch.randn(32, 6, dtype=dtype)).sum().backward()
+        x = torch.randn(3, 70, dtype=dtype, requires_grad=True)
+        y = x.var() + x.var(1, correction=0).sum() + torch.std(x, dim=0).sum() + x.std()
+        y.backward()
+        flat = torch.tensor([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]], dtype=dtype, requires_grad=True)
+        flat.std(dim=1, keepdim=True).backward(torch.tensor([[1.5], [-0.5]], dtype=dtype))
+    every_pass_matches(w, 3)
+    assert flat.grad[0].tolist() == [0.0, 0.0, 0.0]  # a row of equal numbers: PyTorch's masked 0
+    ops = {s.op for p in w.passes for s in p.explanation.steps}
+    assert {"var", "std"} <= ops
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_bias_broadcast_down_the_rows_sums_as_pytorchs_outer_kernel_does(dtype: torch.dtype) -> None:
+    """``x @ W + b`` with ``b`` of one row: its gradient sums a column of the gradient down the rows
+    (an outer reduction). PyTorch's kernel adds columns in blocks of four (four vectors wide where
+    there are enough columns) one row after another, in a cascade of blocks of 16 rows, and each
+    column left over with ``row_sum``'s four accumulators side by side: every shape here, to the bit."""
+    torch.manual_seed(16)
+    for rows in (5, 8, 16, 17, 33, 40, 63):
+        for columns in (2, 3, 6, 8, 13, 16, 17, 40):
+            with vjpgrad.watch_torch() as w:
+                b = torch.randn(columns, dtype=dtype, requires_grad=True)
+                y = torch.zeros(rows, columns, dtype=dtype) + b
+                magnitudes = (10.0 ** torch.randint(-4, 5, (rows, columns))).to(dtype)
+                y.backward(torch.randn(rows, columns, dtype=dtype) * magnitudes)
+            every_pass_matches(w, 1)
+    with vjpgrad.watch_torch() as w:  # three dimensions: a (1, 1, C) bias over a batch of sequences
+        b = torch.randn(1, 1, 12, dtype=dtype, requires_grad=True)
+        (torch.randn(3, 7, 12, dtype=dtype) * b).backward(torch.randn(3, 7, 12, dtype=dtype))
+        h = torch.randn(6, 20, dtype=dtype, requires_grad=True)
+        (h - h.mean(0, keepdim=True)).backward(torch.randn(6, 20, dtype=dtype))
+    every_pass_matches(w, 2)

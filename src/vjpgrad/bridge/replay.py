@@ -21,6 +21,7 @@ runs the latest node first) visits them in row-major order.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import platform
 from array import array
@@ -180,6 +181,48 @@ def sum_tree(n: int, single: bool) -> Tree:
     return [*range(vectors * width, n), *lanes]
 
 
+def _cascade(units: list[Any]) -> Tree:
+    """PyTorch's ``multi_row_sum`` (SumKernel.cpp) of one accumulator over ``units``: blocks of 16
+    added in turn from zero, each block's sum added into a second level, a second level's sum into
+    a third every 256 units, a third's into a fourth every 4,096; the units past the last block
+    from zero, then the levels onto them (below 2**16 units, where a level is 16)."""
+    levels: list[Tree] = [[], [], [], []]
+    i = 0
+    while i + 16 <= len(units):
+        levels[0] = units[i : i + 16]
+        i += 16
+        for j in range(1, 4):
+            levels[j].append(levels[j - 1])  # acc[j] += acc[j - 1]; acc[j - 1] = 0
+            levels[j - 1] = []
+            if i & (15 << (4 * j)):
+                break
+    return [*levels[0], *units[i:], *(level for level in levels[1:] if level)]
+
+
+def outer_tree(where: Sequence[int], total: int, single: bool) -> Tree | None:
+    """The order in which PyTorch's CPU kernel adds the places ``where`` of one element down the
+    rows of a row-major gradient (an outer reduction: a row of ``step`` columns kept, the rows
+    summed), or None where it is not one (places not evenly spaced; a gradient of
+    ``at::internal::GRAIN_SIZE`` numbers or more, which several threads may sum in parts; 64 rows
+    or more for a column ``row_sum`` adds, whose cascade the tree cannot hold).
+
+    ``vectorized_outer_sum`` from one vector's width of columns up, ``scalar_outer_sum`` below it:
+    the columns in blocks of four (four vectors wide, or four numbers) each add the rows in turn,
+    in ``multi_row_sum``'s cascade (``_cascade``); every column after the last block adds them with
+    ``row_sum``'s four accumulators side by side (``_row_sum``)."""
+    step = where[1] - where[0]
+    if step < 2 or any(b - a != step for a, b in itertools.pairwise(where)):
+        return None
+    if total >= PARALLEL_ACCUMULATION and torch.get_num_threads() > 1:
+        return None
+    rows, column = len(where), where[0] % step
+    width = _sum_width(single)
+    block = 4 * width if step >= width else 4
+    if column < step // block * block:
+        return _cascade([*range(rows)])
+    return _flatten(_row_sum([*range(rows)])) if rows < 64 else None
+
+
 def _flatten(tree: Tree) -> Tree:
     """A tree whose sub-accumulators hold nothing but positions ahead of ones that hold more."""
     return [x if isinstance(x, int) else _flatten(x) for x in tree]
@@ -188,8 +231,9 @@ def _flatten(tree: Tree) -> Tree:
 def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: bool) -> list[Item]:
     """The operand of each position of a broadcast or a copy (``uses[p]``: the element it reads):
     an element read at several positions stands behind ``expand`` nodes that add the positions'
-    contributions as PyTorch's sum kernel adds them (``sum_tree``) for contiguous positions, and
-    in turn otherwise (the order of its outer reductions below 16 rows)."""
+    contributions as PyTorch's sum kernel adds them: ``sum_tree`` for contiguous positions,
+    ``outer_tree`` for positions evenly spaced down the rows, and in turn otherwise, noted as a
+    sum in an order the replay may not follow."""
     positions: dict[int, list[int]] = {}
     for p, i in enumerate(uses):
         positions.setdefault(i, []).append(p)
@@ -202,8 +246,10 @@ def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: boo
         if n < 2 or not isinstance(x, Value):
             continue
         contiguous = where[-1] - where[0] == n - 1
-        tree: Tree = sum_tree(n, single) if contiguous else list(range(n))
-        call.sums_over = max(call.sums_over, n if not contiguous or n >= 64 * _sum_width(single) else 0)
+        outer = None if contiguous else outer_tree(where, len(uses), single)
+        tree: Tree = sum_tree(n, single) if contiguous else outer if outer is not None else list(range(n))
+        unsure = n >= 64 * _sum_width(single) if contiguous else outer is None
+        call.sums_over = max(call.sums_over, n if unsure else 0)
 
         def build(parent: Value, tree: Tree, x: Value = x, where: list[int] = where, n: int = n) -> None:
             node = graph.make(Value, x.data, op, parent, one, None, None)
@@ -219,8 +265,9 @@ def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: boo
 
 
 PARALLEL_ACCUMULATION = 32_768
-"""The places from which ``index_put_`` with ``accumulate=True`` adds float32 numbers on several
-threads at once (``at::internal::GRAIN_SIZE``): their order then changes from run to run."""
+"""``at::internal::GRAIN_SIZE``: from this many numbers on, PyTorch may split a kernel's work
+between threads. ``index_put_`` with ``accumulate=True`` then adds float32 numbers on several
+threads at once, in an order that changes from run to run, and a sum's parts may be added apart."""
 
 
 def accumulated(
@@ -653,6 +700,43 @@ def _sum(call: Call) -> list[list[Item]]:
     operands = [[entry.items[i] for i in g] for g in groups]
     name = "mean" if mean else "sum"
     return [make_outputs(name, numbers_of(call.out), operands, saved, [divided if mean else times], many=True)]
+
+
+def _spread(g: Any, twice: Any, factor: Any, centered: Any) -> Any:
+    """``std``'s edge: the gradient divided by twice the result (0.0 where the result is 0, as
+    ``masked_fill_`` makes it), then ``var``'s ``(g * (2 / dof)) * (x - mean)``."""
+    share = g / twice if twice != 0 else 0.0 * g
+    return (share * factor) * centered
+
+
+@rule("var.correction", "std.correction")
+def _variance(call: Call) -> list[list[Item]]:
+    """``var`` and ``std`` (any ``dim``, ``correction``, ``keepdim``): each result element is a node
+    over the elements it reduces. ``var_backward`` is ``((2 / dof) * grad) * (self - mean)``, the
+    mean PyTorch's own (over everything when no ``dim`` is given); ``std_backward`` first makes
+    the gradient ``grad / (result * 2)``, 0 where the result is 0."""
+    x = call.args[0]
+    given = call.args[1] if len(call.args) > 1 else call.kwargs.get("dim")
+    correction = call.kwargs.get("correction")
+    correction = 1.0 if correction is None else float(correction)
+    dims = _reduced_dims(x, given)
+    groups = _groups(x, dims, call.out.numel())
+    freedom = float(len(groups[0]) if groups else 0) - correction
+    if freedom <= 0:
+        raise NotReplayableError(f"{call.name.split('.')[0]} with no degrees of freedom (correction {correction:g})")
+    single = call.single
+    mean = x.mean() if given is None else x.mean(dims, keepdim=True)
+    centered = [in_dtype(v, single) for v in numbers_of(x - mean)]
+    factor = in_dtype(2.0 / freedom, single)  # a double scalar times the gradient: in the tensor's type
+    items = call.entry(x).items
+    operands = [[items[i] for i in group] for group in groups]
+    saved: list[list[tuple[Any, ...]]]
+    if call.name.startswith("var"):
+        saved = [[(factor, centered[i]) for i in group] for group in groups]
+        return [make_outputs("var", numbers_of(call.out), operands, saved, [in_turn], many=True)]
+    twice = [in_dtype(v, single) for v in numbers_of(call.out * 2)]
+    saved = [[(twice[k], factor, centered[i]) for i in group] for k, group in enumerate(groups)]
+    return [make_outputs("std", numbers_of(call.out), operands, saved, [_spread], many=True)]
 
 
 @rule("max.default", "min.default", "amax.default", "amin.default")
