@@ -635,3 +635,19 @@ def test_a_bias_broadcast_down_the_rows_sums_as_pytorchs_outer_kernel_does(dtype
         h = torch.randn(6, 20, dtype=dtype, requires_grad=True)
         (h - h.mean(0, keepdim=True)).backward(torch.randn(6, 20, dtype=dtype))
     every_pass_matches(w, 2)
+
+
+def test_gelu_of_a_transposed_tensor_and_hardtanh_of_nan_are_equal_or_say_why() -> None:
+    """PyTorch's gelu backward of a transposed input runs its scalar loop, not its vectors; and its
+    hardtanh backward hands a nan input 0 in its vectorised body, the gradient in its scalar tail.
+    The replay follows the first; where it cannot know (the second), the summary says why."""
+    functional = torch.nn.functional
+    torch.manual_seed(17)
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(33, 40, requires_grad=True)
+        functional.gelu(x.t()).backward(torch.randn(40, 33))
+        y = torch.full((70,), math.nan, requires_grad=True)
+        functional.hardtanh(y).backward(torch.ones(70))
+    first, second = w.passes
+    assert first.matches, first.summary()
+    assert second.matches or "hardtanh of nan" in second.summary()

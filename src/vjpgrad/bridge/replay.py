@@ -583,12 +583,20 @@ def _clamp(call: Call) -> list[list[Item]]:
     return _unary(call, "clamp", masked(call, ~inside, 1.0))
 
 
+HARDTANH_NAN_NOTE = (
+    "hardtanh of nan, whose backward PyTorch's vectorised kernel makes 0 and its scalar loop the "
+    "gradient (the replay hands back the gradient)"
+)
+
+
 @rule("hardtanh.default", "hardtanh_.default")
 def _hardtanh(call: Call) -> list[list[Item]]:
     x = call.args[0]
     low = call.args[1] if len(call.args) > 1 else call.kwargs.get("min_val", -1.0)
     high = call.args[2] if len(call.args) > 2 else call.kwargs.get("max_val", 1.0)
     # hardtanh_backward(grad, self, min, max): 0 where self <= min or self >= max, else grad
+    if bool(torch.isnan(x).any()):
+        call.notes.add(HARDTANH_NAN_NOTE)
     return _unary(call, "hardtanh", masked(call, (x <= low) | (x >= high), 1.0))
 
 
@@ -596,8 +604,10 @@ def _hardtanh(call: Call) -> list[list[Item]]:
 def _gelu(call: Call) -> list[list[Item]]:
     x = call.args[0]
     approximate = call.args[1] if len(call.args) > 1 else call.kwargs.get("approximate", "none")
-    # gelu_backward(grad, self) is grad * (its derivative), the last multiplication: PyTorch's kernel gives it
-    derivative = torch.ops.aten.gelu_backward(torch.ones_like(x), x, approximate=approximate)
+    # gelu_backward(grad, self) is grad * (its derivative), the last multiplication: PyTorch's kernel
+    # gives it, with a row-major gradient of ones as a pass's gradient is (the kernel takes its vectors
+    # or its scalar loop by the two tensors' layouts, whose erf and tanh can differ in the last bits)
+    derivative = torch.ops.aten.gelu_backward(torch.ones(x.shape, dtype=x.dtype), x, approximate=approximate)
     return _unary(call, "gelu", derivative)
 
 
@@ -1084,7 +1094,7 @@ def _copies(call: Call) -> list[list[Item]]:
         return x
 
     name = call.name.split(".")[0].rstrip("_")
-    if call.name == "gather.default" and (call.kwargs.get("sparse_grad") or (len(call.args) > 3 and call.args[3])):
+    if call.name == "gather.default" and call.kwargs.get("sparse_grad"):  # a keyword of its own
         raise NotReplayableError("gather with sparse gradients")
     if call.name == "copy_.default":  # copy_(self, src): the result is src, broadcast to self's shape
         src = call.args[1]
