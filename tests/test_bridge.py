@@ -651,3 +651,73 @@ def test_gelu_of_a_transposed_tensor_and_hardtanh_of_nan_are_equal_or_say_why() 
     first, second = w.passes
     assert first.matches, first.summary()
     assert second.matches or "hardtanh of nan" in second.summary()
+
+
+def test_a_broadcasts_sum_the_replay_cannot_be_sure_of_says_why_when_it_differs() -> None:
+    """The order of a broadcast's sum back down the rows is the kernel's for a gradient laid out
+    row-major; one that reaches it transposed, a ``repeat`` (summed one new dimension at a time)
+    and a column of -0.0 (PyTorch sums from +0.0) may add otherwise: a difference then names the
+    sum, never 'the reason is not known'."""
+    torch.manual_seed(18)
+    for _ in range(5):
+        with vjpgrad.watch_torch() as w:
+            b = torch.randn(12, requires_grad=True)
+            (torch.randn(8, 12) + b).t().backward(torch.randn(12, 8) * 1e4)
+            x = torch.randn(16, requires_grad=True)
+            x.repeat(2, 3, 1).backward(torch.randn(2, 3, 16) * 1e4)
+            c = torch.randn(3, requires_grad=True)
+            (c + torch.zeros(2, 3)).backward(torch.full((2, 3), -0.0))
+        for p in w.passes:
+            assert p.matches or "a sum of many numbers" in p.summary(), p.summary()
+
+
+@pytest.mark.parametrize("seed", [-1.0, math.inf])
+def test_a_std_of_zero_hands_back_exactly_0_whatever_the_gradient(seed: float) -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([2.0, 2.0, 2.0], requires_grad=True)
+        x.std().backward(torch.tensor(seed))
+    every_pass_matches(w, 1)
+    assert [math.copysign(1.0, v) for v in w.passes[0].leaves[0].replayed] == [1.0, 1.0, 1.0]  # +0.0, as masked_fill_'s
+
+
+def test_var_over_an_empty_list_of_dimensions_is_named_not_replayed() -> None:
+    """PyTorch's forward reduces over every dimension there, its backward counts one element
+    (``_safe_size`` of no dimensions): not a formula the replay can follow."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(2, 3, requires_grad=True)
+        x.var(dim=[]).backward()
+    assert not w.passes[0].replayed
+    assert "var over an empty list of dimensions" in w.passes[0].reason
+
+
+def test_a_broadcasts_sum_starts_from_positive_zero_as_pytorchs_kernel_does() -> None:
+    """``sum_to_size`` sums from +0.0: a column of -0.0 comes back 0.0, and so does a -0.0 that
+    reaches an element through a new leading dimension of size 1 (a sum of one number)."""
+    with vjpgrad.watch_torch() as w:
+        b = torch.randn(3, requires_grad=True)
+        (b + torch.zeros(2, 3)).backward(torch.tensor([[-0.0, 1.0, -0.0], [-0.0, -0.0, 2.0]]))
+        a = torch.randn(4, requires_grad=True)
+        (a * torch.ones(1, 4)).backward(torch.tensor([[-0.0, 3.0, -0.0, -0.0]]))
+    every_pass_matches(w, 2)
+    assert [math.copysign(1.0, v) for v in w.passes[0].leaves[0].replayed] == [1.0, 1.0, 1.0]
+    assert "into zeros" in {s.op for s in w.passes[1].explanation.steps}
+
+
+def test_an_expand_to_its_own_shape_hands_a_minus_zero_back_as_it_is() -> None:
+    with vjpgrad.watch_torch() as w:
+        b = torch.randn(3, requires_grad=True)
+        b.expand(3).backward(torch.tensor([-0.0, 1.0, -0.0]))
+        c = torch.randn(1, 3, requires_grad=True)
+        c.expand(2, 3).backward(torch.tensor([[-0.0, 1.0, -0.0], [-0.0, -0.0, 1.0]]))
+    every_pass_matches(w, 2)
+    assert [math.copysign(1.0, v) for v in w.passes[0].leaves[0].replayed] == [-1.0, 1.0, -1.0]
+
+
+def test_a_std_of_zero_whose_mean_is_not_exact_hands_back_a_signed_zero_as_pytorch() -> None:
+    """Sixty-four float32 0.1s: PyTorch's std is exactly 0, its mean (a sum divided) is not 0.1, so
+    ``(0.0 * (2 / dof)) * (x - mean)`` is -0.0 there: the masked gradient is +0.0, not the edge's."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.full((2, 64), 0.1, requires_grad=True)
+        torch.std(x, dim=1).backward(torch.tensor([3.0, -2.0]))
+    every_pass_matches(w, 1)
+    assert {math.copysign(1.0, v) for v in w.passes[0].leaves[0].replayed} == {-1.0}

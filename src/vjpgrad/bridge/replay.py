@@ -87,7 +87,20 @@ def _unused(*_: Any) -> Any:
     raise NotImplementedError("a replayed node has PyTorch's number; it is never computed again")
 
 
-MASKING = {"relu", "clamp", "where", "pow", "max", "min", "amax", "amin", "masked_fill", "tril", "triu", "hardtanh"}
+MASKING = {
+    "relu",
+    "clamp",
+    "where",
+    "pow",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "masked_fill",
+    "tril",
+    "triu",
+    "hardtanh",
+}
 """The operations whose edges may be MASKED (exactly 0.0 whatever the incoming gradient)."""
 
 
@@ -228,28 +241,42 @@ def _flatten(tree: Tree) -> Tree:
     return [x if isinstance(x, int) else _flatten(x) for x in tree]
 
 
-def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: bool) -> list[Item]:
+def expanded(
+    call: Call, items: Sequence[Item], uses: Sequence[int], single: bool, summed_to_size: bool = False
+) -> list[Item]:
     """The operand of each position of a broadcast or a copy (``uses[p]``: the element it reads):
     an element read at several positions stands behind ``expand`` nodes that add the positions'
-    contributions as PyTorch's sum kernel adds them: ``sum_tree`` for contiguous positions,
-    ``outer_tree`` for positions evenly spaced down the rows, and in turn otherwise, noted as a
-    sum in an order the replay may not follow."""
+    contributions as PyTorch's sum kernel adds them: ``sum_tree`` for contiguous positions; for
+    a broadcast or an ``expand`` (``summed_to_size``: its backward is one ``sum_to_size``),
+    ``outer_tree`` for positions evenly spaced down the rows; in turn otherwise. Each is the
+    kernel's order for a gradient laid out row-major, and every sum is noted as one in an order the
+    replay may not follow: the gradient reaching it may be laid out otherwise (the result used
+    transposed), a long sum's cascade is not all followed, and a copy such as ``repeat`` sums one
+    dimension at a time. ``sum_to_size`` sums from +0.0 (a sum of -0.0 alone is 0.0): there each
+    element the result reads stands behind an "into zeros" node (``accumulated``'s)."""
     positions: dict[int, list[int]] = {}
     for p, i in enumerate(uses):
         positions.setdefault(i, []).append(p)
     out: list[Item] = [items[i] for i in uses]
     op = engine_op("expand", 1, (times,))
-    one = in_dtype(1.0, single)
+    into_zeros = engine_op("into zeros", 1, (onto,))
+    zero, one = in_dtype(0.0, single), in_dtype(1.0, single)
     for i, where in positions.items():
         x = items[i]
         n = len(where)
-        if n < 2 or not isinstance(x, Value):
+        if not isinstance(x, Value) or (n < 2 and not summed_to_size):
             continue
+        start: Value = x
+        if summed_to_size:  # sum_to_size adds from +0.0: what -0.0 alone reaches x as is 0.0
+            start = graph.make(Value, x.data, into_zeros, x, zero, None, None)
+            call.described.append((start, x, "{} from zeros"))
+            if n == 1:
+                out[where[0]] = start
+                continue
         contiguous = where[-1] - where[0] == n - 1
-        outer = None if contiguous else outer_tree(where, len(uses), single)
+        outer = outer_tree(where, len(uses), single) if summed_to_size and not contiguous else None
         tree: Tree = sum_tree(n, single) if contiguous else outer if outer is not None else list(range(n))
-        unsure = n >= 64 * _sum_width(single) if contiguous else outer is None
-        call.sums_over = max(call.sums_over, n if unsure else 0)
+        call.sums_over = max(call.sums_over, n)  # the layout of the gradient reaching it is not known
 
         def build(parent: Value, tree: Tree, x: Value = x, where: list[int] = where, n: int = n) -> None:
             node = graph.make(Value, x.data, op, parent, one, None, None)
@@ -260,7 +287,7 @@ def expanded(call: Call, items: Sequence[Item], uses: Sequence[int], single: boo
             for sub in reversed([k for k in tree if not isinstance(k, int)]):
                 build(node, sub, x, where, n)
 
-        build(x, tree)
+        build(start, tree)
     return out
 
 
@@ -423,7 +450,7 @@ def broadcast_column(call: Call, x: Any) -> tuple[list[Item], bool]:
     if tuple(x.shape) == tuple(out.shape):
         return entry.items, entry.takes_gradient
     uses = numbers_of_index(torch.arange(x.numel()).reshape(x.shape).broadcast_to(out.shape))
-    return expanded(call, entry.items, uses, entry.single), entry.takes_gradient
+    return expanded(call, entry.items, uses, entry.single, summed_to_size=True), entry.takes_gradient
 
 
 def numbers_of_index(t: torch.Tensor) -> list[int]:
@@ -713,9 +740,11 @@ def _sum(call: Call) -> list[list[Item]]:
 
 
 def _spread(g: Any, twice: Any, factor: Any, centered: Any) -> Any:
-    """``std``'s edge: the gradient divided by twice the result (0.0 where the result is 0, as
-    ``masked_fill_`` makes it), then ``var``'s ``(g * (2 / dof)) * (x - mean)``."""
-    share = g / twice if twice != 0 else 0.0 * g
+    """``std``'s edge: the gradient divided by twice the result (+0.0 where the result is 0, as
+    ``masked_fill_`` makes it: whatever the gradient, but its sign still the product's below, for
+    a mean computed by a sum need not be exact where the result is 0), then ``var``'s
+    ``(g * (2 / dof)) * (x - mean)``."""
+    share = g / twice if twice != 0 else twice - twice  # +0.0, in the tensor's type
     return (share * factor) * centered
 
 
@@ -727,6 +756,8 @@ def _variance(call: Call) -> list[list[Item]]:
     the gradient ``grad / (result * 2)``, 0 where the result is 0."""
     x = call.args[0]
     given = call.args[1] if len(call.args) > 1 else call.kwargs.get("dim")
+    if given is not None and len(given) == 0:  # its forward reduces every dimension, its backward counts one
+        raise NotReplayableError(f"{call.name.split('.')[0]} over an empty list of dimensions")
     correction = call.kwargs.get("correction")
     correction = 1.0 if correction is None else float(correction)
     dims = _reduced_dims(x, given)
@@ -740,7 +771,7 @@ def _variance(call: Call) -> list[list[Item]]:
     factor = in_dtype(2.0 / freedom, single)  # a double scalar times the gradient: in the tensor's type
     items = call.entry(x).items
     operands = [[items[i] for i in group] for group in groups]
-    saved: list[list[tuple[Any, ...]]]
+    saved: list[list[Any]]  # per element: the numbers its edge saved (a tuple), or MASKED
     if call.name.startswith("var"):
         saved = [[(factor, centered[i]) for i in group] for group in groups]
         return [make_outputs("var", numbers_of(call.out), operands, saved, [in_turn], many=True)]
@@ -1069,6 +1100,11 @@ COPIES = {
 }
 
 
+SUMMED_TO_SIZE = {"expand.default", "expand_copy.default"}
+"""The copies whose backward is one ``sum_to_size``, a broadcast's, which sums when the shape
+changes: see ``expanded``."""
+
+
 ACCUMULATING = {"index.Tensor", "gather.default"}
 """The copies whose backward adds the gradients of an element's places one after another into a
 tensor of zeros (``index_put_`` with ``accumulate=True``: ``x[indices]``'s; ``scatter_add_``:
@@ -1121,7 +1157,8 @@ def _copies(call: Call) -> list[list[Item]]:
     if call.name in ACCUMULATING:
         operands = accumulated(call, sources, uses, single, layout_free=False)
     else:
-        operands = expanded(call, sources, uses, single)
+        reduced = call.name in SUMMED_TO_SIZE and tuple(call.args[0].shape) != tuple(call.out.shape)
+        operands = expanded(call, sources, uses, single, summed_to_size=reduced)
     one = in_dtype(1.0, single)
     made = []
     start = 0
