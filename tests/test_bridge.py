@@ -721,3 +721,17 @@ def test_a_std_of_zero_whose_mean_is_not_exact_hands_back_a_signed_zero_as_pytor
         torch.std(x, dim=1).backward(torch.tensor([3.0, -2.0]))
     every_pass_matches(w, 1)
     assert {math.copysign(1.0, v) for v in w.passes[0].leaves[0].replayed} == {-1.0}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_maximum_and_minimum_split_a_tie_in_halves_as_pytorch(dtype: torch.dtype) -> None:
+    """``torch.maximum``/``torch.max(a, b)`` and ``torch.minimum``: the larger (smaller) hands back the
+    gradient, the other exactly 0.0, and each of two equal numbers half of it, broadcast too."""
+    torch.manual_seed(19)
+    with vjpgrad.watch_torch() as w:
+        a = torch.randn(4, 70, dtype=dtype).round().requires_grad_()  # whole numbers: many ties
+        b = torch.randn(70, dtype=dtype).round().requires_grad_()
+        y = torch.maximum(a, b) * 3 + torch.minimum(b, a) + torch.max(a, b * 2)
+        y.backward(torch.randn(4, 70, dtype=dtype))
+    every_pass_matches(w, 1)
+    assert bool((a == b).any())  # the ties the test is about

@@ -100,6 +100,8 @@ MASKING = {
     "tril",
     "triu",
     "hardtanh",
+    "maximum",
+    "minimum",
 }
 """The operations whose edges may be MASKED (exactly 0.0 whatever the incoming gradient)."""
 
@@ -672,6 +674,22 @@ def _where(call: Call) -> list[list[Item]]:
     condition, x, y = call.args[:3]
     return elementwise(
         call, "where", (x, y), ((masked(call, ~condition, 1.0), times), (masked(call, condition, 1.0), times))
+    )
+
+
+@rule("maximum.default", "minimum.default")
+def _extreme_of_two(call: Call) -> list[list[Item]]:
+    x, y = call.args[:2]
+    # max_other's: at::where(self == other, grad / 2, grad).masked_fill_(self < other, 0) for self,
+    # masked where self > other for other (min's the other way round); grad / 2 is grad * 0.5
+    bigger = (x < y) if call.name.startswith("maximum") else (x > y)
+    smaller = (x > y) if call.name.startswith("maximum") else (x < y)
+    halves = torch.where(x == y, 0.5, 1.0)
+    return elementwise(
+        call,
+        call.name.split(".")[0],
+        (x, y),
+        ((masked(call, bigger, halves), times), (masked(call, smaller, halves), times)),
     )
 
 
