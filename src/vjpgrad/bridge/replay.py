@@ -789,7 +789,7 @@ def _variance(call: Call) -> list[list[Item]]:
     factor = in_dtype(2.0 / freedom, single)  # a double scalar times the gradient: in the tensor's type
     items = call.entry(x).items
     operands = [[items[i] for i in group] for group in groups]
-    saved: list[list[Any]]  # per element: the numbers its edge saved (a tuple), or MASKED
+    saved: list[list[Any]]  # per element: the numbers its edge saved, a tuple
     if call.name.startswith("var"):
         saved = [[(factor, centered[i]) for i in group] for group in groups]
         return [make_outputs("var", numbers_of(call.out), operands, saved, [in_turn], many=True)]
