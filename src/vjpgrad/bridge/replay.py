@@ -116,8 +116,16 @@ def engine_op(name: str, arity: int, gradients: tuple[Callable[..., Any], ...], 
 
 
 def onto(g: Any, zero: Any) -> Any:
-    """``zero + g``: a gradient added onto a tensor's +0.0 (``accumulated``'s "into zeros")."""
+    """``zero + g``: a gradient added onto a tensor's +0.0 (``from_zeros``)."""
     return zero + g
+
+
+def from_zeros(call: Call, x: Value, single: bool) -> Value:
+    """The "into zeros" node in front of ``x``: what reaches it is added onto +0.0, as a PyTorch
+    backward that sums into a tensor of zeros adds it (a sum of -0.0 alone becomes 0.0)."""
+    node = graph.make(Value, x.data, engine_op("into zeros", 1, (onto,)), x, in_dtype(0.0, single), None, None)
+    call.described.append((node, x, "{} from zeros"))
+    return node
 
 
 def in_turn(g: Any, first: Any, then: Any) -> Any:
@@ -255,23 +263,21 @@ def expanded(
     replay may not follow: the gradient reaching it may be laid out otherwise (the result used
     transposed), a long sum's cascade is not all followed, and a copy such as ``repeat`` sums one
     dimension at a time. ``sum_to_size`` sums from +0.0 (a sum of -0.0 alone is 0.0): there each
-    element the result reads stands behind an "into zeros" node (``accumulated``'s)."""
+    element the result reads stands behind an "into zeros" node (``from_zeros``)."""
     positions: dict[int, list[int]] = {}
     for p, i in enumerate(uses):
         positions.setdefault(i, []).append(p)
     out: list[Item] = [items[i] for i in uses]
     op = engine_op("expand", 1, (times,))
-    into_zeros = engine_op("into zeros", 1, (onto,))
-    zero, one = in_dtype(0.0, single), in_dtype(1.0, single)
+    one = in_dtype(1.0, single)
     for i, where in positions.items():
         x = items[i]
         n = len(where)
         if not isinstance(x, Value) or (n < 2 and not summed_to_size):
             continue
         start: Value = x
-        if summed_to_size:  # sum_to_size adds from +0.0: what -0.0 alone reaches x as is 0.0
-            start = graph.make(Value, x.data, into_zeros, x, zero, None, None)
-            call.described.append((start, x, "{} from zeros"))
+        if summed_to_size:  # sum_to_size adds from +0.0
+            start = from_zeros(call, x, single)
             if n == 1:
                 out[where[0]] = start
                 continue
@@ -320,17 +326,15 @@ def accumulated(
         if i is not None:
             positions.setdefault(i, []).append(p)
     out: list[Item] = [0.0 if i is None else items[i] for i in uses]  # a place that reads nothing: a constant
-    into_zeros = engine_op("into zeros", 1, (onto,))
     expand = engine_op("expand", 1, (times,))
-    zero, one = in_dtype(0.0, single), in_dtype(1.0, single)
+    one = in_dtype(1.0, single)
     shape = tuple(call.out.shape)
     threads = single and len(uses) >= PARALLEL_ACCUMULATION and torch.get_num_threads() > 1
     for i, where in positions.items():
         x = items[i]
         if not isinstance(x, Value):
             continue
-        node = graph.make(Value, x.data, into_zeros, x, zero, None, None)
-        call.described.append((node, x, "{} from zeros"))
+        node = from_zeros(call, x, single)
         n = len(where)
         if n > 1:
             node = graph.make(Value, x.data, expand, node, one, None, None)
