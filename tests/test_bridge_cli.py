@@ -77,6 +77,30 @@ def test_max_steps_without_html_is_refused_before_the_script_runs(
     assert not ran.exists()
 
 
+@pytest.mark.parametrize(
+    ("argv", "html", "script_args"),
+    [
+        (["learner.py", "--", "--html", "x"], None, ["--html", "x"]),
+        (["learner.py", "a", "--", "b"], None, ["a", "b"]),
+        (["learner.py", "--html", "out", "--", "--max-steps", "3"], "out", ["--max-steps", "3"]),
+        (["learner.py", "a", "--"], None, ["a"]),
+        (["--html", "out", "--", "learner.py", "a", "--", "b"], "out", ["a", "--", "b"]),
+        (["learner.py", "--epochs", "3", "--", "--lr", "0.1"], None, ["--epochs", "3", "--lr", "0.1"]),
+        (["learner.py", "--htm", "x", "--max", "3"], None, ["--htm", "x", "--max", "3"]),
+    ],
+)
+def test_words_after_the_first_double_dash_reach_the_script_as_they_are(
+    argv: list[str], html: str | None, script_args: list[str]
+) -> None:
+    """As ``python SCRIPT.py ARGS`` would: ``--`` ends vjpgrad's options wherever it stands, is
+    not passed on itself, and every word after it reaches the script, even one spelled like
+    vjpgrad's own option; a word that only begins like one of them (``--htm``) is the script's."""
+    from vjpgrad.cli import explain_torch as command
+
+    arguments = command._arguments(argv)
+    assert (arguments.script, arguments.html, arguments.args) == ("learner.py", html, script_args)
+
+
 def explain_torch(tmp_path: Path, source: str, *extra: str) -> subprocess.CompletedProcess[str]:
     pytest.importorskip("torch")
     script = tmp_path / "learner.py"

@@ -9,7 +9,8 @@ equal to PyTorch's ``.grad`` to the bit, or by how many ulp it differs and why) 
 about 1.2 KB a step, and a pass of a training script's batch can have tens or hundreds of
 thousands. For a larger pass a line says why there is no page, and the summary stands as for any
 pass (``--max-steps`` without ``--html`` is refused: alone it would do nothing). ``--max-steps``
-and ``--html`` are vjpgrad's: a script's own option of either name does not reach it.
+and ``--html`` are vjpgrad's: a script's own option of either name reaches it only after ``--``
+(the first ``--`` ends vjpgrad's options and is not passed on).
 
 Exit status: 0 when every pass matches PyTorch, 2 when one differs or could not be replayed,
 1 when the script raises (its traceback is printed) or cannot be read as Python (its syntax
@@ -46,9 +47,18 @@ def _steps(text: str) -> int:
 
 
 def _arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """vjpgrad's options, the script, and the script's own words (``args``). The first ``--``
+    ends vjpgrad's options wherever it stands and is not passed on: every word after it is the
+    script's (the script itself first, if it was not named before). Options are matched by their
+    whole names only, so a script's ``--htm`` or ``--max`` reaches the script."""
+    words = list(argv)
+    cut = words.index("--") if "--" in words else len(words)
+    ours, theirs = words[:cut], words[cut + 1 :]
     parser = argparse.ArgumentParser(
         prog="vjpgrad explain-torch",
         description="Run a PyTorch script and replay each backward pass it runs as Values, exact to the bit.",
+        usage="%(prog)s [-h] [--html DIR] [--max-steps N] SCRIPT [ARGS ...] [-- ARGS ...]",
+        allow_abbrev=False,
     )
     parser.add_argument("--html", metavar="DIR", help="write one stepper page per pass into DIR")
     parser.add_argument(
@@ -57,13 +67,21 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
         metavar="N",
         help=f"write a page for a pass of at most N steps (default {PAGE_STEPS:,}: about 12 MB a page)",
     )
-    parser.add_argument("script", help="the PyTorch script to run; words the command does not know go to it")
-    arguments, rest = parser.parse_known_args(list(argv))
+    parser.add_argument(
+        "script",
+        nargs="?",  # required, but it may come after the --
+        help="the PyTorch script to run; words the command does not know, and every word after --, go to it",
+    )
+    arguments, rest = parser.parse_known_args(ours)
+    if arguments.script is None:  # named after the --: its first word
+        if not theirs:
+            parser.error("the following arguments are required: script")
+        arguments.script, theirs = theirs[0], theirs[1:]
     if arguments.max_steps is None:
         arguments.max_steps = PAGE_STEPS
     elif arguments.html is None:  # alone it would do nothing: say so before the script runs
         parser.error("--max-steps bounds the pages --html writes: add --html DIR")
-    arguments.args = rest
+    arguments.args = rest + theirs
     return arguments
 
 
