@@ -735,3 +735,124 @@ def test_maximum_and_minimum_split_a_tie_in_halves_as_pytorch(dtype: torch.dtype
         y.backward(torch.randn(4, 70, dtype=dtype))
     every_pass_matches(w, 1)
     assert bool((a == b).any())  # the ties the test is about
+
+
+@pytest.mark.parametrize("convert", ["module", "data"])
+def test_a_leaf_made_double_after_the_watch_saw_it_is_replayed_and_compared_in_double(convert: str) -> None:
+    """``model.double()`` (and ``p.data = p.data.double()``) keep the tensor and its numbers and
+    change only its type: the watch must follow the type, or it would replay in float32 and
+    compare in float32, and call a float64 gradient it never computed equal to the bit."""
+    torch.manual_seed(0)
+    with vjpgrad.watch_torch() as w:
+        model = torch.nn.Linear(2, 1)
+        if convert == "module":
+            model.double()
+        else:
+            for p in model.parameters():
+                p.data = p.data.double()
+        x = torch.tensor([[0.1, 0.7]], dtype=torch.float64)
+        (model(x) ** 2).sum().backward()
+    every_pass_matches(w, 1)
+    for leaf, p in zip(w.passes[0].leaves, [model.weight, model.bias], strict=True):
+        assert [v.hex() for v in leaf.replayed] == [v.hex() for v in p.grad.flatten().tolist()]
+
+
+def test_a_sparse_gradient_never_stops_the_learners_script() -> None:
+    """An embedding with ``sparse=True`` gives its weight a sparse ``.grad``: the pass is named not
+    replayed, and the next step (whose pass reads every leaf's ``.grad`` first) still runs, with
+    the same numbers as without the watch."""
+
+    def train() -> list[float]:
+        torch.manual_seed(0)
+        emb = torch.nn.Embedding(5, 3, sparse=True)
+        opt = torch.optim.SGD(emb.parameters(), lr=0.1)
+        losses = []
+        for _ in range(2):
+            loss = emb(torch.tensor([1, 2, 1])).pow(2).sum()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses
+
+    plain = train()
+    with vjpgrad.watch_torch() as w:
+        watched = train()
+    assert watched == plain
+    assert len(w.passes) == 2
+    assert not w.matches
+    assert all("embedding with sparse gradients" in p.summary() for p in w.passes)
+
+
+def test_a_watch_inside_a_watch_sees_the_same_passes_as_the_outer_one() -> None:
+    """``explain-torch`` runs a script under a watch, and the tutorial's scripts open their own:
+    both watches replay each pass, and neither breaks the other."""
+    with vjpgrad.watch_torch() as outer:
+        with vjpgrad.watch_torch() as inner:
+            a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            y = 3 * a + torch.log(a)
+            y.backward(torch.tensor([0.1, 1.0, 0.0001]), retain_graph=True)
+        y.sum().backward()
+    every_pass_matches(inner, 1)
+    every_pass_matches(outer, 2)
+    assert outer.passes[1].leaves[0].replayed == a.grad.tolist()
+
+
+@pytest.mark.parametrize("case", ["half", "bfloat16 leaf", "autocast"])
+def test_a_type_the_replay_does_not_follow_is_named_not_replayed_never_compared_as_a_constant(case: str) -> None:
+    """float16 and bfloat16 (a ``.half()`` in the graph, a bfloat16 leaf, autocast): PyTorch takes
+    gradient through them, so the pass is named not replayed, with the type, and has no stepper
+    (nothing of it was replayed), rather than compared as if no gradient flowed there."""
+    with vjpgrad.watch_torch() as w:
+        if case == "half":
+            x = torch.tensor([0.1, 0.2, 0.3], requires_grad=True)
+            (x.half().float() * 3).sum().backward()
+        elif case == "bfloat16 leaf":
+            x = torch.tensor([1.0, 2.0], dtype=torch.bfloat16, requires_grad=True)
+            (x * x).sum().backward()
+        else:
+            lin = torch.nn.Linear(2, 2)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                y = lin(torch.ones(1, 2))
+            y.float().sum().backward()
+    (p,) = w.passes
+    assert not p.replayed
+    assert not w.matches
+    assert ("torch.float16" if case == "half" else "torch.bfloat16") in p.summary()
+    assert "the replay follows float32 and float64" in p.summary()
+    assert p.explanation is None
+
+
+def test_a_conversion_between_followed_types_is_named_in_a_sentence_that_reads() -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([0.1, 0.2, 0.3], requires_grad=True)
+        (x.double() * 3).sum().backward()
+    assert "not replayed: PyTorch's _to_copy (a conversion to another type) at " in w.passes[0].summary()
+
+
+def test_a_failure_of_the_watch_itself_leaves_the_pass_to_run_and_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the watch cannot read, PyTorch's pass still runs and fills ``.grad`` as without it;
+    the pass is listed as not replayed, saying why."""
+    import vjpgrad.bridge.watch as watch
+
+    def unreadable(t: object) -> None:
+        raise RuntimeError("no such layout")
+
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward()
+        monkeypatch.setattr(watch, "_grad_of", unreadable)
+        (x * x).sum().backward()
+    assert x.grad.tolist() == [4.0, 8.0]
+    assert w.passes[0].matches
+    assert not w.passes[1].replayed
+    assert "the watch could not read the leaves' .grad before it: RuntimeError: no such layout" in w.passes[1].summary()
+
+
+def test_arguments_pytorch_refuses_get_pytorchs_own_error() -> None:
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError) as plain:
+        torch.autograd.backward((x * x).sum(), no_such_argument=1)
+    with vjpgrad.watch_torch() as w, pytest.raises(TypeError) as watched:
+        torch.autograd.backward((x * x).sum(), no_such_argument=1)
+    assert str(watched.value) == str(plain.value)
+    assert w.passes == []

@@ -63,14 +63,18 @@ class Entry:
 
 
 def numbers_of(t: torch.Tensor) -> list[float]:
-    """A tensor's elements in row-major order, as Python floats (exact for float32 and float64)."""
-    flat: list[float] = t.detach().reshape(-1).tolist()
+    """A tensor's elements in row-major order, as Python floats (exact for float32 and float64); a
+    sparse tensor's too (an embedding's ``sparse=True`` gradient, and an optimizer's step with it)."""
+    dense = t.detach() if t.layout == torch.strided else t.detach().to_dense()
+    flat: list[float] = dense.reshape(-1).tolist()
     return flat
 
 
-def fingerprint(numbers: Sequence[float]) -> bytes:
-    """The bits of ``numbers`` (nan compares equal to itself here, unlike ``==``)."""
-    return array("d", numbers).tobytes()
+def fingerprint(t: torch.Tensor, numbers: Sequence[float]) -> bytes:
+    """The bits of ``numbers``, ``t``'s (nan compares equal to itself here, unlike ``==``), and its
+    type: ``model.double()`` keeps a parameter and its numbers and changes only its type, which
+    the replay must then follow."""
+    return array("d", numbers).tobytes() + str(t.dtype).encode()
 
 
 def is_single(t: torch.Tensor) -> bool:
@@ -78,6 +82,15 @@ def is_single(t: torch.Tensor) -> bool:
 
 
 DIFFERENTIABLE = (torch.float32, torch.float64)
+
+
+def unfollowed_type(t: torch.Tensor, where: str) -> str | None:
+    """Why a tensor that takes gradient cannot be replayed, when its type is one PyTorch takes
+    gradient through and the replay does not follow (float16, bfloat16, complex); None for
+    float32, float64 and the types no gradient goes through (integers, bool)."""
+    if t.dtype in DIFFERENTIABLE or not (t.dtype.is_floating_point or t.dtype.is_complex):
+        return None
+    return f"a {t.dtype} tensor {where}, which takes gradient: the replay follows float32 and float64 only"
 
 
 # ---- the operations' faces in the engine ---------------------------------------------------------
@@ -1163,7 +1176,7 @@ def _copies(call: Call) -> list[list[Item]]:
         name = "copy"
     else:
         if call.name == "_to_copy.default" and call.kwargs.get("dtype", call.out.dtype) != call.args[0].dtype:
-            raise NotReplayableError("a conversion to another type (_to_copy)")
+            raise NotReplayableError("_to_copy (a conversion to another type)")
         args = index_of(call.args)
         kwargs = {
             k: v

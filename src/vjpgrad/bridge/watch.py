@@ -201,8 +201,11 @@ class Watch:
             return known  # what could not be replayed stays so, with its first reason
         if t.numel() > LARGEST:
             return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=too_large(t)))
+        unfollowed = replay.unfollowed_type(t, f"read at {user_location()}") if t.requires_grad else None
+        if unfollowed is not None:
+            return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=unfollowed))
         numbers = numbers_of(t) if t.dtype.is_floating_point or t.dtype == torch.bool else []
-        mark = fingerprint(numbers)
+        mark = fingerprint(t, numbers)
         leaf = _is_leaf(t)
         if known is not None and known.tensor is t and known.fingerprint == mark:
             became_leaf = leaf and not known.leaf and not known.takes_gradient  # requires_grad_(True)
@@ -272,6 +275,14 @@ class Watch:
             for t in outputs:
                 self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
             return
+        flows = bool(flowing) and torch.is_grad_enabled() and base not in NO_GRADIENT
+        made = f"made by PyTorch's {base} at {user_location()}"
+        unfollowed = next((r for t in outputs if flows and (r := replay.unfollowed_type(t, made))), None)
+        if unfollowed is not None:  # PyTorch takes gradient through a type the replay does not follow
+            unfollowed = _first_reason(flowing, outputs) or unfollowed  # the first reason, where it began
+            for t in outputs:
+                self._remember(t, Entry(t, [], is_single(t), b"", poisoned=unfollowed))
+            return
         if not _takes_gradient(base, flowing, outputs):
             for t in outputs:
                 self._without_gradient(name, t)
@@ -308,7 +319,7 @@ class Watch:
         notes |= call.notes | ({SUM_NOTE} if call.sums_over > 0 else set())
         self._described += call.described
         for t, items in zip(call.outputs, made, strict=True):
-            entry = Entry(t, items, is_single(t), fingerprint(numbers_of(t)), notes=notes)
+            entry = Entry(t, items, is_single(t), fingerprint(t, numbers_of(t)), notes=notes)
             self._unnamed.append(self._remember(t, entry))
         for t, items in zip(call.outputs, made, strict=True):
             if func_changes(call, t) and t._base is not None:
@@ -330,7 +341,7 @@ class Watch:
         updated = list(entry.items)
         for s, item in zip(shown, items, strict=True):
             updated[position[s]] = item
-        self._remember(base, Entry(base, updated, entry.single, fingerprint(numbers_of(base)), notes=entry.notes))
+        self._remember(base, Entry(base, updated, entry.single, fingerprint(base, numbers_of(base)), notes=entry.notes))
 
     def _plain(self, t: torch.Tensor) -> None:
         """A tensor made or changed with no gradient flowing: a leaf (a step under no_grad) or constants."""
@@ -338,7 +349,7 @@ class Watch:
             self._remember(t, Entry(t, [], is_single(t), b"", poisoned=too_large(t)))
             return
         numbers = numbers_of(t) if t.dtype.is_floating_point else []
-        mark = fingerprint(numbers)
+        mark = fingerprint(t, numbers)
         if _is_leaf(t):
             self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
         else:
@@ -347,7 +358,12 @@ class Watch:
     # ---- a backward pass -----------------------------------------------------------------------
 
     def _backward(self, *args: Any, **kwargs: Any) -> None:
-        bound = inspect.signature(self._original).bind(*args, **kwargs)
+        try:
+            bound = _signature(self._original).bind(*args, **kwargs)
+        except TypeError:  # arguments PyTorch refuses: its own error, as without the watch
+            with self._mode_off():
+                self._original(*args, **kwargs)
+            raise
         bound.apply_defaults()
         given = bound.arguments
         tensors = given["tensors"]
@@ -363,7 +379,12 @@ class Watch:
         names = _names(frame)
         self.paused += 1
         try:
-            before = {key: _grad_of(gens[-1].tensor) for key, gens in self._leaves.items()}
+            try:
+                before: dict[int, list[float] | None] | str = {
+                    key: _grad_of(gens[-1].tensor) for key, gens in self._leaves.items()
+                }
+            except Exception as error:  # never let the watch break the learner's code: the pass runs on
+                before = f"the watch could not read the leaves' .grad before it: {type(error).__name__}: {error}"
             try:
                 with self._mode_off():
                     self._original(*args, **kwargs)
@@ -376,8 +397,11 @@ class Watch:
                 raise
             inputs = given.get("inputs")
             self._only = None if inputs is None else {id(t) for t in _tensors(inputs)}  # backward(inputs=...)
-            with collection_paused():
-                done = self._replayed(roots, seeds, retain, location, names, before)
+            if isinstance(before, str):
+                done = Pass(len(self.passes) + 1, location, [], [], retain, replayed=False, reason=before)
+            else:
+                with collection_paused():
+                    done = self._replayed(roots, seeds, retain, location, names, before)
         finally:
             self.paused -= 1
         self.passes.append(done)
@@ -459,7 +483,7 @@ class Watch:
                 outputs,
                 seed,
                 retain,
-                explainer=functools.partial(_explained, outputs, kept, scalar),
+                explainer=functools.partial(_explained, outputs, kept, scalar) if outputs else None,
                 leaves=leaves,
                 reasons=reasons,
             )
@@ -594,7 +618,8 @@ def _leaf_report(
     pytorch = None if before is None else _grad_of(reached.tensor)
     if pytorch is None and before is not None:
         pytorch = [float("nan")] * len(replayed)
-    distances = [] if pytorch is None else [ulps(a, b, single) for a, b in zip(replayed, pytorch, strict=True)]
+    compared = is_single(reached.tensor)  # in PyTorch's type now, whatever the replay took it for
+    distances = [] if pytorch is None else [ulps(a, b, compared) for a, b in zip(replayed, pytorch, strict=True)]
     return LeafReport(name, tuple(reached.tensor.shape), replayed, pytorch, distances)
 
 
@@ -667,6 +692,14 @@ def _gradients(outputs: list[Value], seeds: list[float]) -> dict[Value, float]:
         graph.seed(outputs, seeds)
         graph.propagate(order)
         return {leaf: graph.cotangent(leaf) for leaf in leaves}
+
+
+def _signature(backward: Any) -> inspect.Signature:
+    """``torch.autograd.backward``'s own signature, through the watches entered before this one
+    (a learner's ``watch_torch()`` inside ``explain-torch``'s: each sees the arguments as given)."""
+    while isinstance(getattr(backward, "__self__", None), Watch):
+        backward = backward.__self__._original
+    return inspect.signature(backward)
 
 
 def _explained(outputs: list[Value], seeds: list[float], scalar: bool) -> Explanation:
