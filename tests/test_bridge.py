@@ -856,3 +856,21 @@ def test_arguments_pytorch_refuses_get_pytorchs_own_error() -> None:
         torch.autograd.backward((x * x).sum(), no_such_argument=1)
     assert str(watched.value) == str(plain.value)
     assert w.passes == []
+
+
+def test_a_tensor_bound_to_two_names_is_called_by_the_first_not_by_a_loop_variable() -> None:
+    """makemore's ``for p in parameters: p.grad = None`` leaves ``p`` holding the last parameter:
+    the summary calls it by the name it was made under (``b``), not the loop's ``p``."""
+    code = (
+        "import torch, vjpgrad\n"
+        "with vjpgrad.watch_torch() as w:\n"
+        "    W = torch.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)\n"
+        "    b = torch.tensor([0.1, -0.2], requires_grad=True)\n"
+        "    parameters = [W, b]\n"
+        "    for p in parameters:\n"
+        "        p.grad = None\n"
+        "    torch.tanh(torch.tensor([[1.0, 2.0]]) @ W + b).sum().backward()\n"
+        "print([leaf.name for leaf in w.passes[0].leaves])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[0] == "['W', 'b']"

@@ -660,18 +660,20 @@ def _names(frame: types.FrameType | None) -> dict[int, str]:
     """The learner's names for tensors, by id: the locals (and, at module level, globals) of the
     frame that called backward, and the parameters of the modules there (``model.fc.weight``).
     A module's path wins over a plain name: after ``for p in model.parameters(): ...`` the loop's
-    ``p`` still holds the last parameter, which is ``model.bias``, not ``p``."""
+    ``p`` still holds the last parameter, which is ``model.bias``, not ``p``. Of two plain names,
+    the first bound wins (the locals before the globals): after ``for p in [W, b]: ...``, ``b``
+    is still ``b``."""
     names: dict[int, str] = {}
     if frame is None:
         return names
-    scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_globals, frame.f_locals]
+    scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
     paths: dict[int, str] = {}
     for scope in scopes:
         for key, value in list(scope.items()):
             if key.startswith("__"):
                 continue
             if isinstance(value, torch.Tensor):
-                names[id(value)] = key
+                names.setdefault(id(value), key)
             elif isinstance(value, torch.nn.Module):
                 for pname, p in value.named_parameters():
                     paths.setdefault(id(p), f"{key}.{pname}")
