@@ -874,3 +874,15 @@ def test_a_tensor_bound_to_two_names_is_called_by_the_first_not_by_a_loop_variab
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[0] == "['W', 'b']"
+
+
+def test_a_difference_near_zero_says_how_far_apart_not_only_in_ulp() -> None:
+    """Across zero an ulp count is huge for a tiny difference (2.3e-10 against 0 is some 10^18 ulp
+    in float64): the line says the largest distance as a number too."""
+    from vjpgrad.bridge.passes import LeafReport
+
+    replayed, pytorch = [2.3e-10, 1.0, 0.5], [0.0, 1.0, 0.5000000000000001]
+    report = LeafReport("b1", (3,), replayed, pytorch, [ulps(a, b, False) for a, b in zip(replayed, pytorch)])
+    line = report.line(["a sum of many numbers"])
+    assert f"differ by up to {ulps(2.3e-10, 0.0, False)} ulp (at most 2.3e-10 apart)" in line
+    assert line.startswith("  b1.grad = [2.3e-10, 1, 0.5]: 1/3 elements equal to PyTorch's to the bit")

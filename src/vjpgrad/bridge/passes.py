@@ -37,7 +37,11 @@ class LeafReport:
         if self.matches:
             return f"  {shown}: equal to PyTorch's to the bit ({total}/{total} elements)"
         far = [d for d in self.distances if d is not None]
-        worst = "a nan or an infinity apart" if None in self.distances else f"{max(far)} ulp"
+        if None in self.distances:
+            worst = "a nan or an infinity apart"
+        else:  # across zero a tiny difference is a huge count of ulp: the distance says how tiny
+            apart = max(abs(a - b) for a, b in zip(self.replayed, self.pytorch, strict=True))
+            worst = f"{max(far)} ulp (at most {text.number(apart)} apart)"
         why = f" ({'; '.join(reasons)})" if reasons else " (the reason is not known)"
         return (
             f"  {shown}: {self.equal}/{total} elements equal to PyTorch's to the bit; the others differ by up to "
