@@ -882,7 +882,8 @@ def test_a_difference_near_zero_says_how_far_apart_not_only_in_ulp() -> None:
     from vjpgrad.bridge.passes import LeafReport
 
     replayed, pytorch = [2.3e-10, 1.0, 0.5], [0.0, 1.0, 0.5000000000000001]
-    report = LeafReport("b1", (3,), replayed, pytorch, [ulps(a, b, False) for a, b in zip(replayed, pytorch)])
+    distances = [ulps(a, b, False) for a, b in zip(replayed, pytorch, strict=True)]
+    report = LeafReport("b1", (3,), replayed, pytorch, distances)
     line = report.line(["a sum of many numbers"])
     assert f"differ by up to {ulps(2.3e-10, 0.0, False)} ulp (at most 2.3e-10 apart)" in line
     assert line.startswith("  b1.grad = [2.3e-10, 1, 0.5]: 1/3 elements equal to PyTorch's to the bit")
