@@ -264,24 +264,10 @@ class Watch:
         name = op_name(func)
         base = name.split(".")[0]
         flowing = [e for e in entries.values() if e.takes_gradient or e.poisoned]
-        value = entries.get(id(args[1])) if name == "fill_.Tensor" and len(args) > 1 else None
-        if (
-            value is not None and (value.takes_gradient or value.poisoned) and torch.is_grad_enabled()
-        ):  # NO_GRADIENT's one
-            reason = (
-                f"PyTorch's fill_ with a tensor that takes gradient at {user_location()}, which the replay does not "
-                "reproduce"
-            )
+        refused = _refused_before(name, args, entries, flowing, outputs)
+        if refused is not None:
             for t in outputs:
-                self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
-            return
-        flows = bool(flowing) and torch.is_grad_enabled() and base not in NO_GRADIENT
-        made = f"made by PyTorch's {base} at {user_location()}"
-        unfollowed = next((r for t in outputs if flows and (r := replay.unfollowed_type(t, made))), None)
-        if unfollowed is not None:  # PyTorch takes gradient through a type the replay does not follow
-            unfollowed = _first_reason(flowing, outputs) or unfollowed  # the first reason, where it began
-            for t in outputs:
-                self._remember(t, Entry(t, [], is_single(t), b"", poisoned=unfollowed))
+                self._remember(t, Entry(t, [], is_single(t), b"", poisoned=refused))
             return
         if not _takes_gradient(base, flowing, outputs):
             for t in outputs:
@@ -580,6 +566,29 @@ class Watch:
                 found.add(OFF_PATH_NOTE)
             reports.append(report)
         return reports, frozenset(found)
+
+
+def _refused_before(
+    name: str, args: Any, entries: dict[int, Entry], flowing: list[Entry], outputs: list[torch.Tensor]
+) -> str | None:
+    """Why an operation's results cannot be replayed, known before its rule is looked up: a
+    ``fill_`` with a tensor that takes gradient (a NO_GRADIENT operation that PyTorch takes
+    gradient through all the same), or a result of a type the replay does not follow (float16,
+    bfloat16) that gradient flows into; None otherwise."""
+    base = name.split(".")[0]
+    value = entries.get(id(args[1])) if name == "fill_.Tensor" and len(args) > 1 else None
+    if value is not None and (value.takes_gradient or value.poisoned) and torch.is_grad_enabled():
+        return (
+            f"PyTorch's fill_ with a tensor that takes gradient at {user_location()}, which the replay does not "
+            "reproduce"
+        )
+    if not (flowing and torch.is_grad_enabled() and base not in NO_GRADIENT):
+        return None
+    made = f"made by PyTorch's {base} at {user_location()}"
+    unfollowed = next((r for t in outputs if (r := replay.unfollowed_type(t, made))), None)
+    if unfollowed is None:
+        return None
+    return _first_reason(flowing, outputs) or unfollowed  # the first reason, where it began
 
 
 def _takes_gradient(base: str, flowing: list[Entry], outputs: list[torch.Tensor]) -> bool:
