@@ -148,6 +148,56 @@ def test_a_system_random_in_the_world_that_draws_outside_does_not_refuse() -> No
     assert compiled.times_recorded == 1
 
 
+def _fresh_generator(x: Value) -> Value:
+    return x * random.Random().random()  # the draw
+
+
+def _fresh_neuron(x: Value) -> Value:
+    return vjpgrad.nn.Neuron(1, nonlin=False)([x])  # the draw
+
+
+@pytest.mark.parametrize("fn", [_fresh_generator, _fresh_neuron], ids=["Random()", "nn.Neuron without seed"])
+def test_a_generator_made_inside_without_a_seed_is_refused_naming_the_line(fn: Callable[[Value], Value]) -> None:
+    """``random.Random()`` seeds itself from the system's entropy in C, where no generator of the
+    world and no profiler sees it: eager code draws anew at each call, a replay would repeat the
+    recording's numbers (a model built inside without ``seed=`` would keep its first weights)."""
+    seed = random.Random.seed
+    with pytest.raises(DataDependentError, match=r"drew random numbers from a random.Random seeded") as refused:
+        vjpgrad.compile(fn)(Value(1.0))
+    assert random.Random.seed is seed  # put back as it was once the recording ends
+    message = str(refused.value)
+    assert _line_of(fn, "# the draw") in message, message
+    assert "seed=" in message, message
+
+
+def test_a_generator_made_inside_with_a_seed_draws_the_same_numbers_at_every_call() -> None:
+    """A fixed seed makes the draws part of the function: eager code gives the same at each call,
+    and so does the replay."""
+
+    def seeded(x: Value) -> Value:
+        return vjpgrad.nn.Neuron(2, nonlin=False, seed=3)([x, x * random.Random(5).random()])
+
+    compiled = vjpgrad.compile(seeded)
+    for k in range(3):
+        assert compiled(Value(0.5 + k)).data == seeded(Value(0.5 + k)).data
+    assert compiled.times_recorded == 1
+
+
+def _put_back(x: Value) -> Value:
+    state = random.getstate()
+    drawn = random.random()  # the draw
+    random.setstate(state)
+    return x * drawn
+
+
+def test_a_draw_whose_generator_state_is_put_back_is_still_refused() -> None:
+    """Setting the state back hides the draw from a comparison of states, not from eager code,
+    which draws anew at each call: the profiler sees the draw itself."""
+    with pytest.raises(DataDependentError, match=r"drew random numbers from a generator whose state") as refused:
+        vjpgrad.compile(_put_back)(Value(1.0))
+    assert _line_of(_put_back, "# the draw") in str(refused.value), str(refused.value)
+
+
 # ---- side effects, at the line that made them ----------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ import os
 import random
 import re
 import sys
+import threading
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -319,10 +320,7 @@ def refuse_changes(
     draw watch saw a draw or the system's entropy read) or changed its world between the snapshots
     ``before`` and ``after``: a replay would do neither again. Says the line where it can."""
     changed = world.first_difference(before, after)
-    drawn = next((what for what, state in generators if _global_generator_state(what) != state), None)
-    line = draws.line
-    if draws.entropy is not None and drawn is None and not (changed or "").endswith(world.DRAWN):
-        drawn, line = "the system's entropy source (os.urandom: random.SystemRandom, secrets)", draws.entropy
+    drawn, line = _drawn(changed, generators, draws)
     if drawn is not None or (changed is not None and changed.endswith(world.DRAWN)):
         source = drawn or changed[: -len(world.DRAWN)]  # type: ignore[index]  # one of them is set
         at = f"(defined at {where(fn)}) drew random numbers from {source}"
@@ -345,7 +343,31 @@ def refuse_changes(
         )
 
 
+def _drawn(changed: str | None, generators: list[tuple[str, Any]], draws: DrawWatch) -> tuple[str | None, str | None]:
+    """What a recording run drew from, if it drew, and where (None where it is not known): a
+    global generator whose state moved, else (when no generator of the world moved either) the
+    system's entropy read, a generator seeded from it, or a draw whose state was put back."""
+    drawn = next((what for what, state in generators if _global_generator_state(what) != state), None)
+    if drawn is not None or (changed or "").endswith(world.DRAWN):
+        return drawn, draws.line
+    if draws.entropy is not None:
+        return "the system's entropy source (os.urandom: random.SystemRandom, secrets)", draws.entropy
+    if draws.unseeded is not None:
+        return (
+            "a random.Random seeded from the system's entropy (random.Random() or seed() with no seed; "
+            "vjpgrad.nn's Neuron, Layer and MLP make one without seed=)"
+        ), draws.unseeded
+    if draws.drew is not None:
+        return "a generator whose state it then put back", draws.drew
+    return None, draws.line
+
+
 _ENTROPY = tuple(getattr(os, name) for name in ("urandom", "getrandom") if hasattr(os, name))
+_GLOBAL_RANDOM = getattr(random, "_inst", None)
+"""``random``'s global generator (its functions are this one's methods)."""
+_DRAWING_METHODS = frozenset({"random", "getrandbits"})
+"""The C methods of ``random.Random`` that draw: every other draw (``uniform``, ``gauss``,
+``choice``, ``shuffle``...) calls one of them."""
 """The system's entropy source (``random.SystemRandom`` and ``secrets`` draw from ``os.urandom``):
 a call of one while recording is a random draw."""
 
@@ -486,6 +508,13 @@ class DrawWatch:
 
     def __init__(self, generators: list[Any], watch: bool = True) -> None:
         self.watch = watch  # the world reaches what draws: else no profiler (it doubles a recording's time)
+        # the generators that were there before the run (random's global one, the world's): a
+        # draw from one is a draw even if the run puts its state back; a generator the run makes
+        # with a seed of its own draws the same numbers at every call
+        self.held = {id(g) for g in generators if isinstance(g, random.Random)} | {id(_GLOBAL_RANDOM)}
+        self.drew: str | None = None  # where the run drew from one of them (the profiler saw it)
+        self.unseeded: str | None = None  # where the run seeded a random.Random from the system's entropy
+        self.outer: DrawWatch | None = None  # this thread's recording around this one, if any
         numpy_random = sys.modules.get("numpy.random")
         legacy = getattr(getattr(numpy_random, "mtrand", None), "_rand", None)
         watched = [g for g in generators if not isinstance(g, random.Random)]
@@ -498,6 +527,7 @@ class DrawWatch:
         self.entropy: str | None = None  # where the system's entropy source was read (os.urandom)
 
     def __enter__(self) -> None:
+        _Seeding.enter(self)
         if not self.watch:
             return
         self.states = [state() for state in self.numpy]
@@ -505,6 +535,7 @@ class DrawWatch:
         sys.setprofile(self.event)
 
     def __exit__(self, *_: object) -> None:
+        _Seeding.exit(self)
         if self.watch:
             sys.setprofile(self.previous)
 
@@ -513,10 +544,14 @@ class DrawWatch:
             if self.entropy is None:
                 self.entropy = _user_line(frame) or "<unknown>"
             return
-        if self.line is not None:
-            return
         if event == "c_call" and isinstance(getattr(arg, "__self__", None), random.Random):
-            self.line = _user_line(frame)
+            if arg.__name__ in _DRAWING_METHODS and self.drew is None:  # not getstate, setstate, seed
+                line = _user_line(frame)
+                self.line = self.line or line
+                if id(arg.__self__) in self.held:  # a draw, even if the run puts the state back
+                    self.drew = line or "<unknown>"
+            return
+        if self.line is not None:
             return
         site = frame.f_back if event == "call" else frame  # a call's frame is the one called: its caller drew
         if not self.numpy or site is None:
@@ -526,7 +561,46 @@ class DrawWatch:
         if user is None:
             user = self.users[code] = not world.is_library_file(code.co_filename)
         if user and [state() for state in self.numpy] != self.states:
-            self.line = f"{code.co_filename}:{site.f_lineno}"
+            self.line = self.drew = f"{code.co_filename}:{site.f_lineno}"  # a draw, even if its state is put back
+
+
+class _Seeding:
+    """``random.Random.seed`` while any thread records: as it was, noting for the recording of the
+    calling thread where a generator is seeded from the system's entropy (``random.Random()``,
+    ``seed()``: the C code that reads it is seen by no profiler, and the generator it seeds is
+    none the world held). Put in place when the first recording begins and back when the last
+    ends, under a lock; each thread's recordings stack (a compiled function recorded inside
+    another's recording)."""
+
+    lock = threading.Lock()
+    recordings = 0
+    original: Any = None
+    current = threading.local()  # .watch: the DrawWatch of this thread's innermost recording
+
+    @classmethod
+    def enter(cls, watch: DrawWatch) -> None:
+        with cls.lock:
+            if cls.recordings == 0:
+                cls.original = random.Random.__dict__["seed"]
+                random.Random.seed = cls.seeding  # type: ignore[method-assign,assignment]
+            cls.recordings += 1
+        watch.outer = getattr(cls.current, "watch", None)
+        cls.current.watch = watch
+
+    @classmethod
+    def exit(cls, watch: DrawWatch) -> None:
+        cls.current.watch = watch.outer
+        with cls.lock:
+            cls.recordings -= 1
+            if cls.recordings == 0:
+                random.Random.seed = cls.original  # type: ignore[method-assign]
+
+    @staticmethod
+    def seeding(generator: random.Random, a: Any = None, *args: Any, **kwargs: Any) -> None:
+        watch: DrawWatch | None = getattr(_Seeding.current, "watch", None)
+        if a is None and watch is not None and watch.unseeded is None:
+            watch.unseeded = _user_line(sys._getframe(1)) or "<unknown>"
+        _Seeding.original(generator, a, *args, **kwargs)
 
 
 def _cheap_state(generator: Any) -> Callable[[], Any]:
