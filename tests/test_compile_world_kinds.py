@@ -16,6 +16,7 @@ from __future__ import annotations
 import array
 import builtins
 import collections
+import configparser
 import contextlib
 import dataclasses
 import decimal
@@ -26,7 +27,9 @@ import importlib.util
 import io
 import operator
 import random
+import string
 import sys
+import textwrap
 import types
 import weakref
 from collections.abc import Callable, Iterator
@@ -253,6 +256,10 @@ def test_every_row_is_reached_by_a_kind() -> None:
         type({}.keys()),
         functools._lru_cache_wrapper,
         type(vjpgrad.compile(lambda x: x)),
+        type(functools.cmp_to_key(lambda a, b: 0)),
+        configparser.ConfigParser,
+        string.Template,
+        textwrap.TextWrapper,
         Users,
     ]
     rows = {world.row_of(kind)[0] for kind in [*(kind for _, kind in _public_types()), *others]}
@@ -622,3 +629,90 @@ def test_every_enumerated_kind_is_read_and_changed_by_a_scenario() -> None:
     covered |= {kinds[name] for name in _CHANGED_IN_PLACE}
     left = sorted(name for name, kind in kinds.items() if kind not in covered)
     assert left == [], f"kinds no scenario reads and changes: {left}"
+
+
+# ---- the user's code or data inside objects of Python's own kinds ------------------------------------
+
+
+def _settings_read(read: Callable[[dict[str, float]], Callable[[], float]]) -> Any:
+    """A world where ``read(settings)`` gives the function that reads the number, and a change
+    sets ``settings["s"]``: the user's dict, reached only through the object under test."""
+
+    def make() -> tuple[Callable[[], float], Callable[[float], None]]:
+        settings = {"s": 2.0}
+        return read(settings), lambda k: settings.__setitem__("s", k)
+
+    return make
+
+
+def _dynamic_attribute(settings: dict[str, float]) -> Callable[[], float]:
+    class Holder:
+        s = types.DynamicClassAttribute(lambda self: settings["s"])
+
+    held = Holder()
+    return lambda: held.s
+
+
+def _enum_property(settings: dict[str, float]) -> Callable[[], float]:
+    class Act(enum.Enum):
+        RELU = "relu"
+
+        @enum.property  # 3.11 on
+        def gain(self) -> float:
+            return settings["s"]
+
+    return lambda: Act.RELU.gain
+
+
+def _through_super(settings: dict[str, float]) -> Callable[[], float]:
+    class Base:
+        def get(self) -> float:
+            return settings["s"]
+
+    class Child(Base):
+        def get(self) -> float:
+            return 0.0
+
+    held = super(Child, Child())
+    return lambda: held.get()
+
+
+def _cmp_to_key(settings: dict[str, float]) -> Callable[[], float]:
+    key = functools.cmp_to_key(lambda a, b: (b - a) if settings["s"] == 3.0 else (a - b))
+    return lambda: sorted([2.0, 3.0], key=key)[0]
+
+
+def _default_factory(settings: dict[str, float]) -> Callable[[], float]:
+    table = collections.defaultdict(lambda: settings["s"])
+    return lambda: table.default_factory()
+
+
+_HIDDEN = {
+    "types.DynamicClassAttribute": _settings_read(_dynamic_attribute),
+    "builtins.super": _settings_read(_through_super),
+    "functools.cmp_to_key": _settings_read(_cmp_to_key),
+    "collections.defaultdict.default_factory": _settings_read(_default_factory),
+}
+if sys.version_info >= (3, 11):
+    _HIDDEN["enum.property"] = _settings_read(_enum_property)
+
+
+@pytest.mark.parametrize("name", sorted(_HIDDEN))
+def test_the_users_code_held_inside_pythons_own_kinds_is_walked_or_refused(name: str) -> None:
+    """A descriptor's function (``DynamicClassAttribute``, ``enum.property``), the object a
+    ``super`` holds, a ``defaultdict``'s ``default_factory``: walked, so a change the function
+    reads through them is seen; ``cmp_to_key``'s comparison, which is C state: refused."""
+    outcome = _twin(_HIDDEN[name])
+    assert outcome == ("refused" if name == "functools.cmp_to_key" else "same")
+
+
+def test_a_config_parser_changed_between_calls_gives_eagers_bits() -> None:
+    """configparser.ConfigParser is plain data of Python's: its sections are walked."""
+    import configparser
+
+    def make() -> tuple[Callable[[], float], Callable[[float], None]]:
+        parser = configparser.ConfigParser()
+        parser.read_dict({"model": {"s": "2.0"}})
+        return (lambda: parser.getfloat("model", "s")), (lambda k: parser.set("model", "s", str(k)))
+
+    assert _twin(make) in ("same", "refused")

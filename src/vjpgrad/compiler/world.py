@@ -33,7 +33,8 @@ function's builtins: Python's own (``len``, ``print``) by identity, a name set o
 by the user's code walked as a global. Refused
 (``UnwatchableError``): iterators and generators, ``weakref.proxy``, frames, an object whose
 class defines ``__getattribute__`` or whose attribute access raises anything but
-``AttributeError``, a user's ``functools.lru_cache`` (its cache is C state). A world of more
+``AttributeError``, a user's ``functools.lru_cache`` (its cache is C state), a
+``functools.cmp_to_key`` key (its comparison is C state). A world of more
 than ``WORLD_LIMIT`` objects and items is refused at recording, naming its largest container.
 """
 
@@ -194,6 +195,8 @@ MEMBERS = frozenset(
         "fn",  # a compiled function's own function (vjpgrad's name)
         "mapping",  # a dict view's dict, as a read-only proxy
         "alive",  # a weakref.finalize's
+        "__thisclass__",  # a super's class
+        "default_factory",  # a defaultdict's
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
@@ -560,6 +563,8 @@ class _Walk:
 
     def _dict(self, var: int, x: Any) -> None:
         self._mapping(var, x)
+        if isinstance(x, collections.defaultdict):  # what it makes for a missing key
+            self._members(var, x, ("default_factory",))
         if type(x) not in _DICTS:  # a user's subclass of dict: its attributes too
             self._object(var, x)
 
@@ -1031,7 +1036,6 @@ def _is_numpy_generator(kind: type) -> bool:
 _IMMUTABLE = (
     range,
     slice,
-    super,
     types.GenericAlias,
     types.UnionType,
     type(Ellipsis),
@@ -1042,7 +1046,6 @@ _IMMUTABLE = (
     types.MethodDescriptorType,
     types.WrapperDescriptorType,
     types.ClassMethodDescriptorType,
-    types.DynamicClassAttribute,
     enum.Enum,
     enum.auto,
     *(getattr(enum, name) for name in ("member", "nonmember", "verify") if hasattr(enum, name)),  # 3.11 on
@@ -1070,6 +1073,23 @@ _PLAIN_DATA = (
 )
 """Python's kinds that hold what they were given in their ``__dict__``: walked as a user's
 instance is."""
+
+
+_KEY_WRAPPER = type(functools.cmp_to_key(lambda a, b: 0))
+"""What ``functools.cmp_to_key`` makes: C's ``KeyWrapper``, whose comparison function it does
+not show."""
+
+_LIBRARY_PLAIN_DATA = {
+    "configparser": frozenset({"RawConfigParser", "SectionProxy"}),
+    "string": frozenset({"Template"}),
+    "textwrap": frozenset({"TextWrapper"}),
+}
+"""Classes of Python's library (by module and name: their modules are not imported here) whose
+instances hold what they were given in their ``__dict__``: walked as a user's instance is."""
+
+
+def _is_library_plain_data(kind: type) -> bool:
+    return any(k.__name__ in _LIBRARY_PLAIN_DATA.get(k.__module__, ()) for k in kind.__mro__)
 
 
 def _is_immutable(kind: type) -> bool:
@@ -1144,6 +1164,11 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("coroutine or async generator: refused", (types.CoroutineType, types.AsyncGeneratorType), _Walk._refused),
     ("exception: its args and attributes", BaseException, _exception),
     ("plain data of Python's: walked as a user's instance", _PLAIN_DATA, _Walk._instance),
+    (
+        "plain data of Python's library (configparser, string.Template, textwrap): walked as a user's instance",
+        _is_library_plain_data,
+        _Walk._instance,
+    ),
     ("decimal.Context: its settings and flags", decimal.Context, _Walk._content),
     (
         "functools.cached_property: its function",
@@ -1190,7 +1215,13 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
         functools.partial,
         lambda walk, var, x: walk._members(var, x, ("func", "args", "keywords")),
     ),
-    ("property: its functions", property, lambda walk, var, x: walk._members(var, x, ("fget", "fset", "fdel"))),
+    (
+        "property (DynamicClassAttribute, enum.property): its functions",
+        (property, types.DynamicClassAttribute),
+        lambda walk, var, x: walk._members(var, x, ("fget", "fset", "fdel")),
+    ),
+    ("super: its class and object", super, lambda walk, var, x: walk._members(var, x, ("__thisclass__", "__self__"))),
+    ("functools.cmp_to_key's key: refused", _KEY_WRAPPER, _Walk._refused),
     (
         "static or class method: its function",
         (staticmethod, classmethod),
@@ -1222,6 +1253,10 @@ at worst (an object); the test of this table enumerates Python's own types and c
 falls in a row made for it."""
 
 _REFUSED = {
+    "functools.cmp_to_key's key: refused": (
+        "a key made by functools.cmp_to_key, whose comparison function vjpgrad.compile cannot read (it is C state)",
+        "make the key inside the compiled function (functools.cmp_to_key(compare)), where compare is watched",
+    ),
     "weakref.proxy: refused": (
         "a weakref.proxy, whose referent vjpgrad.compile cannot read without running its code",
         "keep a weakref.ref (read it as {name}()) or the object itself",
