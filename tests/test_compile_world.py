@@ -1578,3 +1578,27 @@ def test_a_users_subclass_of_a_handled_type_is_watched(kind: str) -> None:
         assert results(compiled=True) == results(compiled=False)
     finally:
         _SCALE["s"] = 1.0
+
+
+_DEFAULTS = {"scale": 2.0}
+
+
+def _scaled_unless_default(x: Value, options: dict[str, float]) -> Value:
+    return x * options["scale"] * (options["scale"] if options is _DEFAULTS else 1.0)
+
+
+@pytest.mark.parametrize("order", ["copy first", "the default first"])
+def test_an_argument_compared_with_is_to_the_worlds_object_is_told_from_an_equal_copy(order: str) -> None:
+    """``options is DEFAULTS``: an equal copy and the object itself take different branches, so a
+    recording made with one must not serve the other (a container argument is keyed by its
+    content, and the code asks its identity)."""
+    copy = dict(_DEFAULTS)
+    given = [copy, copy, _DEFAULTS, _DEFAULTS, copy] if order == "copy first" else [_DEFAULTS, copy, _DEFAULTS]
+    compiled = vjpgrad.compile(_scaled_unless_default)
+    for options in given:
+        x, twin = Value(1.5), Value(1.5)
+        y, expected = compiled(x, options), _scaled_unless_default(twin, options)
+        y.backward()
+        expected.backward()
+        assert (bits(y.data), bits(x.grad)) == (bits(expected.data), bits(twin.grad))
+    assert compiled.times_recorded == 2  # one for the copy, one for the default: not one a call

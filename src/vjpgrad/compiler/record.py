@@ -136,15 +136,19 @@ def _is_exact_number(part: Any) -> bool:
 def number_arguments(
     args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str] | None = None
 ) -> list[tuple[str, Any]]:
-    """The numbers a call was given (in lists, tuples and dicts too), each named, in the order
-    ``Arguments`` reads them: the guard compares their identities where the function uses ``is``."""
+    """The numbers a call was given (in lists, tuples and dicts too), and those containers, each
+    named, in the order ``Arguments`` reads them: keyed by their content, they are one recording
+    whatever object holds them, and the guard compares their identities where the function uses
+    ``is`` (``lr is DEFAULT``, ``options is DEFAULTS``)."""
     found: list[tuple[str, Any]] = []
 
     def visit(x: Any, name: str) -> None:
         if isinstance(x, (list, tuple, Vector, set, frozenset)):
+            found.append((name, x))
             for k, item in enumerate(x):
                 visit(item, f"{name}[{k}]")
         elif type(x) is dict:
+            found.append((name, x))
             for key, item in x.items():
                 visit(item, f"{name}[{key!r}]")
         elif _is_scalar(x) and not isinstance(x, (str, bytes)):

@@ -475,6 +475,7 @@ class _Walk:
         self.inside_unnamed = False  # the object being expanded was reached through one
         self.globals_walked: set[int] = set()  # ids of the globals whose every entry is watched
         self.identities = False  # the code reached compares objects with `is`: numbers' identities are watched
+        self.by_identity: list[tuple[int, Any]] = []  # (var, object) of each object watched by identity
         self.drawing_names: set[str] = set()  # entries of namespaces that hold what draws (``_draws``)
         self.called_names: set[str] = set()  # the names the code reached names, constructors' code aside
         self.limit = limit
@@ -515,6 +516,7 @@ class _Walk:
             self.fact("same", var, exact(x), raw=x)
             return
         self.fact("is", var, id(x))
+        self.by_identity.append((var, x))
         self.snapshot.constants.append(x)
         if id(x) in self.seen:  # walked already, at another place: its identity here is enough
             return
@@ -1380,9 +1382,18 @@ def _partition(walk: _Walk, numbers: list[tuple[str, Any]]) -> None:
     the code reached compares with ``is``, so that ``lr is DEFAULT`` is not answered for an
     equal number, and wherever a nan is among them, since containment and the comparison of
     containers ask identity before ``==`` (``label in (NAN,)`` holds for NAN itself only). A
-    number made anew at each call stays an object of its own: one recording."""
+    number made anew at each call stays an object of its own: one recording. ``numbers`` holds
+    the containers a call was given too (keyed by their content): where the code compares with
+    ``is``, they are grouped with the world's objects of their kinds, so that ``options is
+    DEFAULTS`` is not answered for an equal copy."""
     members: list[tuple[int, int]] = [(-1, k) for k in range(len(numbers))]
     objects = [x for _, x in numbers]
+    kinds = {type(x) for x in objects if not is_scalar(x)}
+    if walk.identities and kinds:
+        for var, x in walk.by_identity:
+            if type(x) in kinds:
+                members.append((var, -1))
+                objects.append(x)
     for fact, raw in zip(walk.snapshot.facts, walk.snapshot.raw, strict=True):
         if fact[0] == "same" and _identity_matters(raw):
             members.append((fact[1], -1))
