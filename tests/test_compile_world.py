@@ -1602,3 +1602,23 @@ def test_an_argument_compared_with_is_to_the_worlds_object_is_told_from_an_equal
         expected.backward()
         assert (bits(y.data), bits(x.grad)) == (bits(expected.data), bits(twin.grad))
     assert compiled.times_recorded == 2  # one for the copy, one for the default: not one a call
+
+
+def test_under_warnings_as_errors_the_bound_raises_once_then_the_function_runs_uncompiled() -> None:
+    """pytest's ``filterwarnings = error`` (vjpgrad's own) turns the RecompileWarning into an
+    exception: it is raised at the call that passes the bound, and from the next call on the
+    function runs uncompiled, as the warning says, not raising at every call."""
+    w = Value(0.5)
+    compiled = vjpgrad.compile(lambda x, lr: (x * w * lr).tanh())
+    raised = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RecompileWarning)
+        for k in range(RECOMPILE_LIMIT + 6):
+            try:
+                y = compiled(Value(1.0), 0.1 * (k + 1))
+            except RecompileWarning:
+                raised.append(k)
+                continue
+            assert y.data == (Value(1.0) * w * (0.1 * (k + 1))).tanh().data
+    assert raised == [RECOMPILE_LIMIT + 1]
+    assert compiled.eager

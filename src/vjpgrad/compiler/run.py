@@ -771,9 +771,11 @@ class Compiled:
     def _record(self, read: Arguments) -> Any:
         replay = Replay(self.fn, read)
         self.times_recorded += 1
-        if self._too_many(read, replay):
-            self.eager = True
+        too_many = self._too_many(read, replay)
+        if too_many is not None:
+            self.eager = True  # before the warning: under warnings-as-errors it raises, once
             self._cache.clear()
+            warn_at_users_line(too_many, RecompileWarning)
         else:
             replays = self._cache.setdefault(read.key, [])
             replays.insert(0, replay)
@@ -785,11 +787,12 @@ class Compiled:
         first, replay.first = replay.first, None
         return first  # the recorded run is eager code: its result is this call's
 
-    def _too_many(self, read: Arguments, replay: Replay) -> bool:
+    def _too_many(self, read: Arguments, replay: Replay) -> str | None:
         """Count the recordings (``STRUCTURE_LIMIT`` structures of the world,
         ``ARGUMENT_STRUCTURE_LIMIT`` of the arguments and the world together, ``RECOMPILE_LIMIT``
         more of a structure already recorded, in all); past any, warn once naming what changed
-        since the recording before (of this structure, or the last one)."""
+        since the recording before (of this structure, or the last one): the warning's message,
+        or None within the bounds."""
         snapshot = replay.recorded.world
         shape = (read.masked(), snapshot.shape())
         seen = self._shapes.get(shape)
@@ -799,7 +802,7 @@ class Compiled:
             self._shapes[shape] = (1, read.key, snapshot)
             worlds = len({world_shape for _, world_shape in self._shapes})
             if worlds <= STRUCTURE_LIMIT and len(self._shapes) <= ARGUMENT_STRUCTURE_LIMIT:
-                return False
+                return None
             key, last = previous if previous is not None else (read.key, snapshot)
             limit = STRUCTURE_LIMIT if worlds > STRUCTURE_LIMIT else ARGUMENT_STRUCTURE_LIMIT
             why = f"for {limit + 1} structures"
@@ -808,7 +811,7 @@ class Compiled:
             self._shapes[shape] = (count + 1, read.key, snapshot)
             self._repeats += 1
             if self._repeats <= RECOMPILE_LIMIT:
-                return False
+                return None
             why = f"{RECOMPILE_LIMIT + 1} times for numbers alone"
         changed, number = _what_changed(self.fn, last, snapshot, key, read)
         away = "keep it out of the function's reach (not on the objects it reads)"
@@ -818,13 +821,11 @@ class Compiled:
             if number
             else f"If the function reads it, pass it as an argument; if it does not, {away}"
         )
-        warn_at_users_line(
+        return (
             f"{described(self.fn)} was recorded by vjpgrad.compile {why}, each time because something it can reach "
             f"changed (last: {changed}): it runs uncompiled from now on. {advice}, and call reset() to compile it "
-            "again",
-            RecompileWarning,
+            "again"
         )
-        return True
 
     def __repr__(self) -> str:
         return f"<vjpgrad.compile of {described(self.fn)}>"
