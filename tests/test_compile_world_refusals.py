@@ -455,3 +455,27 @@ def test_a_model_found_on_sys_path_outside_the_current_folder_is_refused_naming_
     assert "cannot find where" in message
     assert f"{code}{os.sep}" in message
     assert "sys.path" in message
+
+
+@pytest.mark.parametrize(
+    ("step", "says"),
+    [
+        (lambda model, x: (model.zero_grad(), model(x))[1], "zero_grad"),
+        (lambda model, x: (setattr(model.parameters()[0], "data", 0.5), model(x))[1], "step()"),
+        (lambda model, x: model(x) * model.parameters()[0].grad, "step()"),
+    ],
+    ids=["zero_grad inside", ".data assigned inside", ".grad read inside"],
+)
+def test_a_training_steps_gradient_chores_inside_are_refused_saying_to_do_them_outside(
+    step: Callable[[Any, list[Value]], Value], says: str
+) -> None:
+    """A PyTorch training step's shape (zero_grad, forward, backward, step) inside one compiled
+    function: what touches ``.grad`` or ``.data`` is refused with what to do, not with the advice
+    for a decision on a Value's number."""
+    model = vjpgrad.nn.Neuron(2, nonlin=False, seed=0)
+    with pytest.raises(DataDependentError) as refused:
+        vjpgrad.compile(lambda x: step(model, x))([Value(1.0), Value(2.0)])
+    message = str(refused.value)
+    assert "outside the compiled function" in message, message
+    assert says in message, message
+    assert "max, relu" not in message, message

@@ -126,7 +126,7 @@ class Node:
     @data.setter
     def data(self, number: float) -> None:
         if switches_on[0] and state.refusal:
-            refuse_number("assigning .data of a Value")
+            refuse_number("assigning .data of a Value", _STEP_OUTSIDE)
         self._data = number if type(number) is float else _as_float(number, ".data")
 
     @property
@@ -136,14 +136,26 @@ class Node:
         ``.grad = None`` clears it as in PyTorch: a pass counts None as 0.0, and an optimizer
         skips a parameter whose ``.grad`` is None."""
         if switches_on[0] and state.refusal:
-            refuse_number(".grad of a Value")
+            refuse_number(".grad of a Value", _STEP_OUTSIDE)
         return self._grad  # type: ignore[return-value]  # None only after a user sets it: see the docstring
 
     @grad.setter
     def grad(self, number: float | None) -> None:
         if switches_on[0] and state.refusal:
-            refuse_number("assigning .grad of a Value")
+            refuse_number("assigning .grad of a Value", _ZERO_OUTSIDE)
         self._grad = number if type(number) is float or number is None else _as_float(number, ".grad")
+
+
+_ZERO_OUTSIDE = (
+    "zero the gradients (zero_grad(), .grad = 0.0) outside the compiled function (or vmapped one), before or "
+    "after the call: compile the forward pass, then call backward() on its result and step() the optimizer outside"
+)
+"""What to do instead of a training step's chores inside a compiled (or vmapped) function: a
+refusal's advice (``modes.refuse_number``'s ``instead``)."""
+_STEP_OUTSIDE = (
+    "read .grad and step() the optimizer (or change .data) outside the compiled function (or vmapped one): "
+    "compile the forward pass, then call backward() on its result and step() outside"
+)
 
 
 def _as_float(number: object, what: str) -> float:
