@@ -18,6 +18,7 @@ import builtins
 import collections
 import configparser
 import contextlib
+import ctypes
 import dataclasses
 import decimal
 import enum
@@ -25,11 +26,15 @@ import fractions
 import functools
 import importlib.util
 import io
+import mmap
 import operator
+import os
+import queue
 import random
 import string
 import sys
 import textwrap
+import threading
 import types
 import weakref
 from collections.abc import Callable, Iterator
@@ -260,8 +265,16 @@ def test_every_row_is_reached_by_a_kind() -> None:
         configparser.ConfigParser,
         string.Template,
         textwrap.TextWrapper,
+        ctypes.c_double,
+        mmap.mmap,
+        threading.local,
+        queue.SimpleQueue,
         Users,
     ]
+    if importlib.util.find_spec("numpy") is not None:
+        import numpy as np
+
+        others += [np.vectorize, np.ufunc]
     rows = {world.row_of(kind)[0] for kind in [*(kind for _, kind in _public_types()), *others]}
     every = {name for name, _, _ in world.KINDS}
     if importlib.util.find_spec("numpy") is None:  # NumPy's rows are reached by NumPy's types alone
@@ -716,3 +729,132 @@ def test_a_config_parser_changed_between_calls_gives_eagers_bits() -> None:
         return (lambda: parser.getfloat("model", "s")), (lambda k: parser.set("model", "s", str(k)))
 
     assert _twin(make) in ("same", "refused")
+
+
+# ---- state held by the library's and C's kinds a function reads ----------------------------------
+
+
+def _held(make: Callable[[], Any], read: Callable[[Any], float], change: Callable[[Any, float], None]) -> Any:
+    return _in_place(make, read, change)
+
+
+def _ctypes_double() -> Any:
+    import ctypes
+
+    return _held(lambda: ctypes.c_double(2.0), lambda h: h.value, lambda h, k: setattr(h, "value", k))
+
+
+def _ctypes_array() -> Any:
+    import ctypes
+
+    return _held(lambda: (ctypes.c_double * 2)(2.0, 0.0), lambda h: h[0], lambda h, k: h.__setitem__(0, k))
+
+
+def _mmap() -> Any:
+    import mmap
+
+    return _held(lambda: mmap.mmap(-1, 8), lambda h: float(h[0] or 2), lambda h, k: h.__setitem__(0, int(k)))
+
+
+def _event() -> Any:
+    return _held(threading.Event, lambda h: 3.0 if h.is_set() else 2.0, lambda h, k: h.set() if k == 3.0 else h.clear())
+
+
+def _queue() -> Any:
+    import queue
+
+    def change(h: Any, k: float) -> None:
+        while not h.empty():
+            h.get_nowait()
+        h.put(k)
+
+    return _held(queue.Queue, lambda h: h.queue[0], change)
+
+
+def _thread_local() -> Any:
+    def make() -> Any:
+        held = threading.local()
+        held.s = 2.0
+        return held
+
+    return _held(make, lambda h: h.s, lambda h, k: setattr(h, "s", k))
+
+
+def _environ() -> Any:
+    def change(h: Any, k: float) -> None:
+        h["VJPGRAD_TEST_SCALE"] = str(k)
+
+    return _held(lambda: os.environ, lambda h: float(h.get("VJPGRAD_TEST_SCALE", "2.0")), change)
+
+
+def _masked_array() -> Any:
+    np = pytest.importorskip("numpy")
+    return _held(
+        lambda: np.ma.array([2.0, 1.0], mask=[False, True]),
+        lambda h: float(h.sum()),
+        lambda h, k: setattr(h, "mask", [False, k == 2.0]),
+    )
+
+
+def _vectorize() -> Any:
+    np = pytest.importorskip("numpy")
+
+    def read(settings: dict[str, float]) -> Callable[[], float]:
+        held = np.vectorize(lambda a: a * settings["s"])  # the settings are reached through it alone
+        return lambda: float(held(1.0))
+
+    return _settings_read(read)
+
+
+def _frompyfunc() -> Any:
+    np = pytest.importorskip("numpy")
+
+    def read(settings: dict[str, float]) -> Callable[[], float]:
+        held = np.frompyfunc(lambda a: a * settings["s"], 1, 1)
+        return lambda: float(held(1.0))
+
+    return _settings_read(read)
+
+
+def _simple_queue() -> Any:
+    import queue
+
+    def change(h: Any, k: float) -> None:
+        h.put(k)
+
+    return _held(queue.SimpleQueue, lambda h: float(h.qsize()) + 2.0, change)
+
+
+def _context_var() -> Any:
+    import contextvars
+
+    return _held(lambda: contextvars.ContextVar("scale", default=2.0), lambda h: h.get(), lambda h, k: h.set(k))
+
+
+_LIBRARY_STATE = {
+    "ctypes.c_double": (_ctypes_double, "same"),
+    "ctypes array": (_ctypes_array, "same"),
+    "mmap.mmap": (_mmap, "same"),
+    "threading.Event": (_event, "same"),
+    "queue.Queue": (_queue, "same"),
+    "threading.local": (_thread_local, "same"),
+    "os.environ": (_environ, "same"),
+    "numpy masked array": (_masked_array, "same"),
+    "numpy.vectorize": (_vectorize, "same"),
+    "numpy.frompyfunc": (_frompyfunc, "refused"),
+    "queue.SimpleQueue": (_simple_queue, "refused"),
+    "contextvars.ContextVar": (_context_var, "refused"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LIBRARY_STATE))
+def test_state_the_library_and_c_keep_is_walked_where_it_shows_it_and_refused_where_it_hides_it(name: str) -> None:
+    """A ctypes number or array, an mmap (their bytes); a threading.Event, a queue.Queue, os.environ,
+    a threading.local (their attributes: plain data of Python's); a NumPy masked array (its mask
+    too) and np.vectorize (its function): a change is seen. A SimpleQueue, a ContextVar and a
+    ufunc made by np.frompyfunc show nothing of what they hold: refused."""
+    make, expected = _LIBRARY_STATE[name]
+    try:
+        assert _twin(make()) == expected, name
+    finally:
+        os.environ.pop("VJPGRAD_TEST_SCALE", None)

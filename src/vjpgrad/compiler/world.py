@@ -197,6 +197,7 @@ MEMBERS = frozenset(
         "alive",  # a weakref.finalize's
         "__thisclass__",  # a super's class
         "default_factory",  # a defaultdict's
+        "pyfunc",  # a numpy.vectorize's function
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
@@ -990,9 +991,13 @@ def _named_key(key: Any) -> str:
 
 def content(x: Any) -> Any:
     """What a buffer holds (``KINDS``' buffers and NumPy arrays), as one comparable key: a NumPy
-    array's dtype, shape and strides with its bytes, a ``bytearray``'s or ``array``'s bytes."""
-    if _is_numpy(type(x), "ndarray"):
-        return (x.dtype.str, x.shape, x.strides, x.tobytes())
+    array's dtype, shape and strides with its bytes (and a masked array's mask), a
+    ``bytearray``'s, ``array``'s, ctypes object's or ``mmap``'s bytes (a closed mmap: none)."""
+    if _is_numpy_array(type(x)):
+        mask = getattr(x, "_mask", None)  # a masked array's (its tobytes() fills the masked places)
+        return (x.dtype.str, x.shape, x.strides, x.tobytes(), *(() if mask is None else (mask.tobytes(),)))
+    if type(x).__module__ == "mmap" and getattr(x, "closed", False):
+        return (type(x), None)
     if isinstance(x, decimal.Context):  # its precision, rounding, exponents, traps and flags
         return (type(x), repr(x))
     return (type(x), x.tobytes() if isinstance(x, memoryview) else bytes(x))
@@ -1014,6 +1019,11 @@ def _comparable(state: Any) -> Any:
         return tuple(map(_comparable, state))
     tobytes = getattr(state, "tobytes", None)
     return (str(getattr(state, "dtype", "")), tobytes()) if tobytes is not None else state
+
+
+def _is_numpy_array(kind: type) -> bool:
+    """A NumPy array, or a subclass of NumPy's (a masked array)."""
+    return any(_is_numpy(k, "ndarray") for k in kind.__mro__)
 
 
 def _is_numpy(kind: type, *names: str) -> bool:
@@ -1085,9 +1095,60 @@ _LIBRARY_PLAIN_DATA = {
     "configparser": frozenset({"RawConfigParser", "SectionProxy"}),
     "string": frozenset({"Template"}),
     "textwrap": frozenset({"TextWrapper"}),
+    "threading": frozenset({"Event"}),
+    "queue": frozenset({"Queue"}),
+    "os": frozenset({"_Environ"}),
 }
 """Classes of Python's library (by module and name: their modules are not imported here) whose
-instances hold what they were given in their ``__dict__``: walked as a user's instance is."""
+instances hold their state in their ``__dict__`` (an Event's flag, a Queue's deque,
+``os.environ``'s dict): walked as a user's instance is."""
+
+_HIDDEN_STATE = {
+    ("_queue", "SimpleQueue"): (
+        "a queue.SimpleQueue, whose items vjpgrad.compile cannot read (they are C state)",
+        "take what {name} holds outside the compiled function and pass it in, or use a queue.Queue",
+    ),
+    ("_contextvars", "ContextVar"): (
+        "a contextvars.ContextVar, whose value depends on the context the call runs in",
+        "read {name}.get() outside the compiled function and pass the value in",
+    ),
+}
+"""C kinds that show nothing of the state they hold: refused, saying what to do instead."""
+
+
+def _is_buffer_of_c(kind: type) -> bool:
+    """A ctypes number, array or structure, or an ``mmap``: state in its bytes (the buffer protocol)."""
+    return any(
+        (k.__module__ in ("_ctypes", "ctypes") and k.__name__ in ("_SimpleCData", "Array", "Structure", "Union"))
+        or (k.__module__ == "mmap" and k.__name__ == "mmap")
+        for k in kind.__mro__
+    )
+
+
+def _thread_local(walk: _Walk, var: int, x: Any) -> None:
+    """A ``threading.local``: the attributes it holds for the calling thread (its own C code
+    serves them, as the guard reads them, in the thread that calls)."""
+    name = walk.snapshot.names[var]
+    walk._mapping(walk.get(var, "dict", None, name), x.__dict__, attribute=True)
+
+
+def _hidden_state(walk: _Walk, var: int, x: Any) -> None:
+    what, instead = _HIDDEN_STATE[type(x).__module__, type(x).__name__]
+    name = walk.snapshot.names[var]
+    raise UnwatchableError(name, what, instead.format(name=name))
+
+
+def _ufunc(walk: _Walk, var: int, x: Any) -> None:
+    """A NumPy ufunc: NumPy's own by identity; one made by ``numpy.frompyfunc`` holds a Python
+    function it does not show: refused."""
+    if str(getattr(x, "__name__", "")).endswith("(vectorized)"):
+        name = walk.snapshot.names[var]
+        raise UnwatchableError(
+            name,
+            "a ufunc made by numpy.frompyfunc, whose Python function vjpgrad.compile cannot read",
+            "call numpy.frompyfunc(...) inside the compiled function, where its function is watched, or use "
+            "numpy.vectorize",
+        )
 
 
 def _is_library_plain_data(kind: type) -> bool:
@@ -1193,6 +1254,13 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ),
     ("dict: its keys in order and values", dict, _Walk._dict),
     ("buffer: its content", (bytearray, array.array, memoryview), _Walk._content),
+    ("ctypes data or mmap: its bytes", _is_buffer_of_c, _Walk._content),
+    ("threading.local: this thread's attributes", threading.local, _thread_local),
+    (
+        "queue.SimpleQueue or contextvars.ContextVar: refused (their state is C's)",
+        lambda kind: (kind.__module__, kind.__name__) in _HIDDEN_STATE,
+        _hidden_state,
+    ),
     (
         "random.SystemRandom: no state (its draws, from the system's entropy, are refused at recording)",
         random.SystemRandom,
@@ -1237,7 +1305,13 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("functools.lru_cache wrapper: refused (a user's)", functools._lru_cache_wrapper, _Walk._cached),
     ("operator.attrgetter or methodcaller: names computed", (operator.attrgetter, operator.methodcaller), _name_getter),
     ("iterator or generator: refused", _is_library_iterator, _Walk._refused),
-    ("NumPy array: its dtype, shape, strides and content", lambda kind: _is_numpy(kind, "ndarray"), _Walk._content),
+    ("NumPy array: its dtype, shape, strides and content (a masked one's mask too)", _is_numpy_array, _Walk._content),
+    (
+        "NumPy vectorize: its function",
+        lambda kind: _is_numpy(kind, "vectorize"),
+        lambda walk, var, x: walk._members(var, x, ("pyfunc",)),
+    ),
+    ("NumPy ufunc: by identity (one made by numpy.frompyfunc: refused)", lambda kind: _is_numpy(kind, "ufunc"), _ufunc),
     ("NumPy random generator: its state, before and after the recording", _is_numpy_generator, _Walk._generator),
     ("compiled function: its function", _is_compiled, _Walk._compiled),
     # by the classes an object's class derives from, not issubclass: an ABC's hook would take a
