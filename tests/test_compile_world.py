@@ -1622,3 +1622,34 @@ def test_under_warnings_as_errors_the_bound_raises_once_then_the_function_runs_u
             assert y.data == (Value(1.0) * w * (0.1 * (k + 1))).tanh().data
     assert raised == [RECOMPILE_LIMIT + 1]
     assert compiled.eager
+
+
+def test_a_range_or_slice_made_anew_at_each_call_is_keyed_by_its_numbers() -> None:
+    """``range(n)`` and ``slice(a, b)`` hold whole numbers and never change: a new one with the
+    same numbers is the same recording (jax.jit hashes such static arguments by value)."""
+    compiled = vjpgrad.compile(lambda xs, r, s: sum((xs[k] for k in r), xs[s][0]))
+    xs = [Value(1.0), Value(2.0), Value(3.0)]
+    for _ in range(4):
+        assert compiled(xs, range(2), slice(1, 3)).data == 1.0 + 2.0 + 2.0
+    assert compiled.times_recorded == 1
+    assert compiled(xs, range(3), slice(1, 3)).data == 2.0 + 1.0 + 2.0 + 3.0
+    assert compiled.times_recorded == 2
+
+
+def test_an_object_argument_made_anew_at_each_call_is_told_it_is_keyed_by_identity() -> None:
+    """An object passed anew at each call is a new recording each time: the warning says so,
+    rather than telling the user to pass it as an argument, which it is."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        scale: float = 2.0
+
+    compiled = vjpgrad.compile(lambda x, config: x * config.scale)
+    configs = [Config() for _ in range(ARGUMENT_STRUCTURE_LIMIT + 1)]  # alive: each its own object
+    with pytest.warns(RecompileWarning) as caught:
+        results = [compiled(Value(1.0), config).data for config in configs]
+    assert results == [2.0] * len(configs)
+    message = str(caught[0].message)
+    assert "the argument config" in message, message
+    assert "by its identity" in message, message
+    assert "pass it as an argument" not in message, message

@@ -104,6 +104,8 @@ class Arguments:
             for k, item in x.items():
                 self._visit(k, key, places)
                 self._visit(item, key, places)
+        elif kind is range or (kind is slice and all(type(p) is int or p is None for p in _slice_parts(x))):
+            key.append((kind, *_slice_parts(x)))  # whole numbers that never change: by value, as jax.jit does
         elif kind.__module__ == "numpy" and kind.__name__ == "ndarray":
             key.append(("array", *world.content(x)))  # its numbers are structure, as in the world: by their bits
         elif hasattr(kind, "__array_interface__"):
@@ -127,6 +129,10 @@ class Arguments:
         """The key with every number replaced by its type: calls that differ only in numbers
         have one masked key."""
         return tuple(world.number_masked(part) if _is_exact_number(part) else part for part in self.key)
+
+
+def _slice_parts(x: range | slice) -> tuple[Any, Any, Any]:
+    return (x.start, x.stop, x.step)
 
 
 def _is_exact_number(part: Any) -> bool:

@@ -815,12 +815,18 @@ class Compiled:
             why = f"{RECOMPILE_LIMIT + 1} times for numbers alone"
         changed, number = _what_changed(self.fn, last, snapshot, key, read)
         away = "keep it out of the function's reach (not on the objects it reads)"
-        advice = (
-            "Numbers are structure to compile: if the function reads it, pass a number that changes at every call "
-            f"as a Value (Value(lr, requires_grad=False)) or in a Vector; if it does not, {away}"
-            if number
-            else f"If the function reads it, pass it as an argument; if it does not, {away}"
-        )
+        if number:
+            advice = (
+                "Numbers are structure to compile: if the function reads it, pass a number that changes at every "
+                f"call as a Value (Value(lr, requires_grad=False)) or in a Vector; if it does not, {away}"
+            )
+        elif changed.startswith("the argument") and _object_argument(key, read):
+            advice = (
+                "An object argument is keyed by its identity (its state is watched through it): pass the same "
+                "object at every call, or the numbers it holds as Values, or in a list, tuple or dict"
+            )
+        else:
+            advice = f"If the function reads it, pass it as an argument; if it does not, {away}"
         return (
             f"{described(self.fn)} was recorded by vjpgrad.compile {why}, each time because something it can reach "
             f"changed (last: {changed}): it runs uncompiled from now on. {advice}, and call reset() to compile it "
@@ -829,6 +835,13 @@ class Compiled:
 
     def __repr__(self) -> str:
         return f"<vjpgrad.compile of {described(self.fn)}>"
+
+
+def _object_argument(key: tuple[Any, ...], read: Arguments) -> bool:
+    """Whether the first part of two calls' keys that differs is an object passed by identity."""
+    index = next((k for k, (a, b) in enumerate(zip(key, read.key, strict=False)) if a != b), len(key))
+    part = read.key[index] if index < len(read.key) else None
+    return type(part) is tuple and len(part) == 2 and part[0] == "object"
 
 
 def _what_changed(
