@@ -283,8 +283,21 @@ def test_create_graph_through_a_compiled_call_is_refused_naming_the_fix() -> Non
         gradients(compiled(x), [x], create_graph=True)
     assert message(caught) == (
         "create_graph=True, higher derivatives, forward mode (jvp) and explain do not go through a function "
-        "compiled by vjpgrad.compile: call the function uncompiled for them"
+        "compiled by vjpgrad.compile: call the function uncompiled for them (vjpgrad.grad of a compiled function "
+        "given a Value builds the graph of its gradient, a higher derivative: give it plain floats, "
+        "vjpgrad.grad(fast)(0.7), for a first derivative)"
     )
+
+
+def test_grad_of_a_compiled_function_takes_floats_for_a_first_derivative() -> None:
+    """``vjpgrad.grad(fast)(0.7)`` is the first derivative through the compiled code; given a
+    Value it would build the gradient's own graph, which the refusal says."""
+    fast = vjpgrad.compile(lambda x: (x * x).tanh())
+    plain = vjpgrad.grad(lambda x: (x * x).tanh())(0.7)
+    assert [vjpgrad.grad(fast)(0.7) for _ in range(3)] == [plain] * 3
+    fast(Value(0.7))  # recorded: the next call replays
+    with pytest.raises(RuntimeError, match=r"give it plain floats, vjpgrad.grad\(fast\)\(0.7\)"):
+        vjpgrad.grad(fast)(Value(0.7))
 
 
 def test_forward_mode_and_explain_refuse_a_compiled_call() -> None:

@@ -63,7 +63,9 @@ FREED_MESSAGE = (
 
 OWN_BACKWARD_MESSAGE = (
     "create_graph=True, higher derivatives, forward mode (jvp) and explain do not go through a function "
-    "compiled by vjpgrad.compile: call the function uncompiled for them"
+    "compiled by vjpgrad.compile: call the function uncompiled for them (vjpgrad.grad of a compiled function "
+    "given a Value builds the graph of its gradient, a higher derivative: give it plain floats, "
+    "vjpgrad.grad(fast)(0.7), for a first derivative)"
 )
 
 pass_lock = threading.RLock()
