@@ -291,9 +291,13 @@ def test_a_world_too_large_to_watch_is_refused_naming_its_largest_container() ->
     def loss(x: Value, i: int) -> Value:
         return x * w * dataset[i][0]
 
-    with pytest.raises(DataDependentError, match=r"can reach dataset, which holds 100,000"):
+    with pytest.raises(DataDependentError, match=r"can reach dataset, which holds 100,000") as refused:
         vjpgrad.compile(loss)(Value(1.0), 3)
+    assert "a NumPy array or an array.array" in str(refused.value)  # one buffer, watched by its bytes
     assert loss(Value(1.0), 3).data == 6.0  # eager code runs it
+    table = array.array("d", [row[0] for row in dataset])  # what the refusal suggests
+    compiled = vjpgrad.compile(lambda x, i: x * w * table[i])
+    assert [compiled(Value(1.0), i).data for i in (3, 3, 4)] == [6.0, 6.0, 8.0]
 
 
 def test_a_float_subclass_argument_is_watched_as_an_object() -> None:

@@ -667,8 +667,9 @@ def _observed(
         raise DataDependentError(
             f"{_name(fn)} (defined at {where(fn)}) can reach {large.where}, which holds {large.size:,} objects or "
             f"items: more than vjpgrad.compile watches ({world.WORLD_LIMIT:,} in all, each checked at every call). "
-            "Pass the part the function needs as an argument (a Vector, a list of Values), keep large data out of "
-            "its reach, or call it uncompiled"
+            "Pass the part the function needs as an argument (a Vector, a list of Values), hold numbers in a NumPy "
+            "array or an array.array (one buffer, watched by its bytes), keep large data out of its reach, or call "
+            "it uncompiled"
         ) from None
     except world.UnwatchableError as unwatchable:
         raise DataDependentError(
