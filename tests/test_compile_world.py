@@ -1657,3 +1657,63 @@ def test_an_object_argument_made_anew_at_each_call_is_told_it_is_keyed_by_identi
     assert "the argument config" in message, message
     assert "by its identity" in message, message
     assert "pass it as an argument" not in message, message
+
+
+class _Attributes:
+    pass
+
+
+def _container(kind: str) -> Any:
+    return {"list": [2.0], "tuple": (2.0, 1.0), "dict": {"s": 2.0}, "range": range(3), "slice": slice(0, 2)}[kind]
+
+
+def _equal_copy(x: Any) -> Any:
+    if isinstance(x, range):
+        return range(x.start, x.stop, x.step)
+    if isinstance(x, slice):
+        return slice(x.start, x.stop, x.step)
+    return type(x)(list(x) if isinstance(x, tuple) else x)
+
+
+def _compares_with(place: str, held: Any) -> Callable[[Value, Any], Value]:
+    """A function that asks ``o is held``, with ``held`` reached at ``place`` in its world."""
+    if place == "global":  # the function's globals: a namespace of its own holding HELD
+        code = (lambda x, o: x * (3.0 if o is HELD else 1.0)).__code__  # noqa: F821  # HELD is in its globals
+        return types.FunctionType(code, {"HELD": held, "__builtins__": builtins})  # type: ignore[no-any-return]
+    if place == "in a list":
+        box = [held]
+        return lambda x, o: x * (3.0 if o is box[0] else 1.0)
+    if place == "in a dict":
+        table = {"d": held}
+        return lambda x, o: x * (3.0 if o is table["d"] else 1.0)
+    if place == "in a tuple":
+        pair = (held, 0)
+        return lambda x, o: x * (3.0 if o is pair[0] else 1.0)
+    if place == "an attribute":
+        holder = _Attributes()
+        holder.d = held  # type: ignore[attr-defined]
+        return lambda x, o: x * (3.0 if o is holder.d else 1.0)  # type: ignore[attr-defined]
+    if place == "a default argument":
+
+        def with_default(x: Value, o: Any, default: Any = held) -> Value:
+            return x * (3.0 if o is default else 1.0)
+
+        return with_default
+    return (lambda kept: lambda x, o: x * (3.0 if o is kept else 1.0))(held)  # a closure
+
+
+@pytest.mark.parametrize("kind", ["list", "tuple", "dict", "range", "slice"])
+@pytest.mark.parametrize(
+    "place", ["global", "in a list", "in a dict", "in a tuple", "an attribute", "a default argument", "a closure"]
+)
+def test_an_argument_compared_with_is_is_told_from_an_equal_copy_wherever_the_world_holds_it(
+    kind: str, place: str
+) -> None:
+    """``o is held`` where ``o`` is a container (or a range, a slice) a call is given, keyed by
+    its content, and ``held`` is anywhere in the function's world: the object itself and an
+    equal copy take different branches, compiled as uncompiled, in either order."""
+    held = _container(kind)
+    fn = _compares_with(place, held)
+    for given in ([_equal_copy(held), held, _equal_copy(held)], [held, _equal_copy(held), held]):
+        compiled = vjpgrad.compile(fn)
+        assert [compiled(Value(1.0), o).data for o in given] == [fn(Value(1.0), o).data for o in given]

@@ -104,8 +104,8 @@ class Arguments:
             for k, item in x.items():
                 self._visit(k, key, places)
                 self._visit(item, key, places)
-        elif kind is range or (kind is slice and all(type(p) is int or p is None for p in _slice_parts(x))):
-            key.append((kind, *_slice_parts(x)))  # whole numbers that never change: by value, as jax.jit does
+        elif (numbers := _whole_numbers(x)) is not None:
+            key.append((kind, *numbers))  # a range or slice: numbers that never change, by value as jax.jit
         elif kind.__module__ == "numpy" and kind.__name__ == "ndarray":
             key.append(("array", *world.content(x)))  # its numbers are structure, as in the world: by their bits
         elif hasattr(kind, "__array_interface__"):
@@ -131,8 +131,14 @@ class Arguments:
         return tuple(world.number_masked(part) if _is_exact_number(part) else part for part in self.key)
 
 
-def _slice_parts(x: range | slice) -> tuple[Any, Any, Any]:
-    return (x.start, x.stop, x.step)
+def _whole_numbers(x: Any) -> tuple[Any, Any, Any] | None:
+    """A range's start, stop and step, or a slice's when they are whole numbers or None: what
+    keys it; None for anything else (a slice of other objects is an object, by identity)."""
+    if type(x) is range:
+        return (x.start, x.stop, x.step)
+    if type(x) is slice and all(type(p) is int or p is None for p in (x.start, x.stop, x.step)):
+        return (x.start, x.stop, x.step)
+    return None
 
 
 def _is_exact_number(part: Any) -> bool:
@@ -157,8 +163,8 @@ def number_arguments(
             found.append((name, x))
             for key, item in x.items():
                 visit(item, f"{name}[{key!r}]")
-        elif _is_scalar(x) and not isinstance(x, (str, bytes)):
-            found.append((name, x))
+        elif (_is_scalar(x) and not isinstance(x, (str, bytes))) or type(x) in (range, slice):
+            found.append((name, x))  # a range or slice is keyed by its numbers: its identity as a number's
 
     for k, arg in enumerate(args):
         visit(arg, names[k] if names is not None else f"argument {k + 1}")

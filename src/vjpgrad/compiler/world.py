@@ -476,7 +476,9 @@ class _Walk:
         self.inside_unnamed = False  # the object being expanded was reached through one
         self.globals_walked: set[int] = set()  # ids of the globals whose every entry is watched
         self.identities = False  # the code reached compares objects with `is`: numbers' identities are watched
-        self.by_identity: list[tuple[int, Any]] = []  # (var, object) of each object watched by identity
+        # (var, place, object) of each object watched by identity: the object at var (place -1), or
+        # item `place` of the tuple variable var (a list of objects, whose identities are one fact)
+        self.by_identity: list[tuple[int, int, Any]] = []
         self.drawing_names: set[str] = set()  # entries of namespaces that hold what draws (``_draws``)
         self.called_names: set[str] = set()  # the names the code reached names, constructors' code aside
         self.limit = limit
@@ -517,7 +519,7 @@ class _Walk:
             self.fact("same", var, exact(x), raw=x)
             return
         self.fact("is", var, id(x))
-        self.by_identity.append((var, x))
+        self.by_identity.append((var, -1, x))
         self.snapshot.constants.append(x)
         if id(x) in self.seen:  # walked already, at another place: its identity here is enough
             return
@@ -902,6 +904,7 @@ class _Walk:
     def _objects_at_once(self, var: int, items: list[Any], labels: list[str] | None) -> None:
         """A list of objects: their identities in one fact, then the parts of those not yet walked."""
         self.fact("ids", var, tuple(map(id, items)))
+        self.by_identity += [(var, k, x) for k, x in enumerate(items)]
         self.snapshot.constants.append(tuple(items))
         new = [k for k, x in enumerate(items) if id(x) not in self.seen]
         if not new:
@@ -1464,9 +1467,9 @@ def _partition(walk: _Walk, numbers: list[tuple[str, Any]]) -> None:
     objects = [x for _, x in numbers]
     kinds = {type(x) for x in objects if not is_scalar(x)}
     if walk.identities and kinds:
-        for var, x in walk.by_identity:
+        for var, place, x in walk.by_identity:
             if type(x) in kinds:
-                members.append((var, -1))
+                members.append((var, place))
                 objects.append(x)
     for fact, raw in zip(walk.snapshot.facts, walk.snapshot.raw, strict=True):
         if fact[0] == "same" and _identity_matters(raw):
