@@ -13,8 +13,10 @@ compares the bits.
 from __future__ import annotations
 
 import builtins
+import copy
 import inspect
 import os
+import pickle
 import random
 import secrets
 import sys
@@ -479,3 +481,41 @@ def test_a_training_steps_gradient_chores_inside_are_refused_saying_to_do_them_o
     assert "outside the compiled function" in message, message
     assert says in message, message
     assert "max, relu" not in message, message
+
+
+_WORLDS_GENERATOR = random.Random(0)
+
+
+def _forked(x: Value) -> Value:
+    fork = random.Random(1)
+    fork.setstate(_WORLDS_GENERATOR.getstate())  # the read
+    return x * fork.random()
+
+
+def test_reading_a_generators_state_is_refused_as_a_draw_would_be() -> None:
+    """A generator made inside from the state of one the world holds draws what that one would:
+    eager code follows the world's generator as it moves, a replay would not."""
+    with pytest.raises(DataDependentError, match=r"read the state of") as refused:
+        vjpgrad.compile(_forked)(Value(1.0))
+    assert _line_of(_forked, "# the read") in str(refused.value), str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: copy.copy(random.Random(5)),
+        lambda: copy.deepcopy(random.Random(5)),
+        lambda: pickle.loads(pickle.dumps(random.Random(5))),  # the test's own bytes
+    ],
+    ids=["copy", "deepcopy", "pickle"],
+)
+def test_a_copy_of_a_seeded_generator_made_inside_draws_the_same_at_every_call(make: Callable[[], Any]) -> None:
+    """A copy is made unseeded and then given its original's state: as deterministic as the
+    original, so replayed, not refused as seeded from the system's entropy."""
+
+    def drawn(x: Value) -> Value:
+        return x * make().random()
+
+    compiled = vjpgrad.compile(drawn)
+    assert [compiled(Value(1.0)).data for _ in range(3)] == [drawn(Value(1.0)).data] * 3
+    assert compiled.times_recorded == 1

@@ -368,13 +368,17 @@ def _drawn(changed: str | None, generators: list[tuple[str, Any]], draws: DrawWa
         return drawn, draws.line
     if draws.entropy is not None:
         return "the system's entropy source (os.urandom: random.SystemRandom, secrets)", draws.entropy
-    if draws.unseeded is not None:
+    if draws.unseeded:
         return (
             "a random.Random seeded from the system's entropy (random.Random() or seed() with no seed; "
             "vjpgrad.nn's Neuron, Layer and MLP make one without seed=)"
-        ), draws.unseeded
+        ), next(iter(draws.unseeded.values()))[1]
     if draws.drew is not None:
         return "a generator whose state it then put back", draws.drew
+    if draws.read_state is not None:
+        return "a generator it read the state of (getstate, a copy), which a replay would not read again", (
+            draws.read_state
+        )
     return None, draws.line
 
 
@@ -529,7 +533,11 @@ class DrawWatch:
         # with a seed of its own draws the same numbers at every call
         self.held = {id(g) for g in generators if isinstance(g, random.Random)} | {id(_GLOBAL_RANDOM)}
         self.drew: str | None = None  # where the run drew from one of them (the profiler saw it)
-        self.unseeded: str | None = None  # where the run seeded a random.Random from the system's entropy
+        self.read_state: str | None = None  # where the run read the state of one of them (getstate)
+        # the generators the run seeded from the system's entropy and gave no state of their own
+        # since (a copy is made unseeded, then given its original's state), each with the line;
+        # kept alive, so that no later generator takes one's id
+        self.unseeded: dict[int, tuple[random.Random, str]] = {}
         self.outer: DrawWatch | None = None  # this thread's recording around this one, if any
         numpy_random = sys.modules.get("numpy.random")
         legacy = getattr(getattr(numpy_random, "mtrand", None), "_rand", None)
@@ -561,11 +569,7 @@ class DrawWatch:
                 self.entropy = _user_line(frame) or "<unknown>"
             return
         if event == "c_call" and isinstance(getattr(arg, "__self__", None), random.Random):
-            if arg.__name__ in _DRAWING_METHODS and self.drew is None:  # not getstate, setstate, seed
-                line = _user_line(frame)
-                self.line = self.line or line
-                if id(arg.__self__) in self.held:  # a draw, even if the run puts the state back
-                    self.drew = line or "<unknown>"
+            self._random_call(frame, arg)
             return
         if self.line is not None:
             return
@@ -579,6 +583,19 @@ class DrawWatch:
         if user and [state() for state in self.numpy] != self.states:
             self.line = self.drew = f"{code.co_filename}:{site.f_lineno}"  # a draw, even if its state is put back
 
+    def _random_call(self, frame: types.FrameType, method: Any) -> None:
+        """A C method of a ``random.Random`` called: a draw from a generator that was there before
+        the run (even if the run puts its state back), or a read of its state (a copy, a fork)."""
+        name = method.__name__
+        if id(method.__self__) not in self.held:
+            if name in _DRAWING_METHODS:  # a generator of the run's own: the line, for a message
+                self.line = self.line or _user_line(frame)
+        elif name in _DRAWING_METHODS and self.drew is None:
+            self.drew = _user_line(frame) or "<unknown>"
+            self.line = self.line or self.drew
+        elif name == "getstate" and self.read_state is None:
+            self.read_state = _user_line(frame) or "<unknown>"
+
 
 class _Seeding:
     """``random.Random.seed`` while any thread records: as it was, noting for the recording of the
@@ -590,7 +607,8 @@ class _Seeding:
 
     lock = threading.Lock()
     recordings = 0
-    original: Any = None
+    original: Any = None  # random.Random.seed
+    original_setstate: Any = None  # random.Random.setstate
     current = threading.local()  # .watch: the DrawWatch of this thread's innermost recording
 
     @classmethod
@@ -598,7 +616,9 @@ class _Seeding:
         with cls.lock:
             if cls.recordings == 0:
                 cls.original = random.Random.__dict__["seed"]
+                cls.original_setstate = random.Random.__dict__["setstate"]
                 random.Random.seed = cls.seeding  # type: ignore[method-assign,assignment]
+                random.Random.setstate = cls.setting_state  # type: ignore[method-assign,assignment]
             cls.recordings += 1
         watch.outer = getattr(cls.current, "watch", None)
         cls.current.watch = watch
@@ -610,13 +630,24 @@ class _Seeding:
             cls.recordings -= 1
             if cls.recordings == 0:
                 random.Random.seed = cls.original  # type: ignore[method-assign]
+                random.Random.setstate = cls.original_setstate  # type: ignore[method-assign]
 
     @staticmethod
     def seeding(generator: random.Random, a: Any = None, *args: Any, **kwargs: Any) -> None:
         watch: DrawWatch | None = getattr(_Seeding.current, "watch", None)
-        if a is None and watch is not None and watch.unseeded is None:
-            watch.unseeded = _user_line(sys._getframe(1)) or "<unknown>"
+        if watch is not None:
+            if a is None:
+                watch.unseeded[id(generator)] = (generator, _user_line(sys._getframe(1)) or "<unknown>")
+            else:  # a seed of its own: as deterministic as the function
+                watch.unseeded.pop(id(generator), None)
         _Seeding.original(generator, a, *args, **kwargs)
+
+    @staticmethod
+    def setting_state(generator: random.Random, state: Any) -> None:
+        watch: DrawWatch | None = getattr(_Seeding.current, "watch", None)
+        if watch is not None:  # a state of its own (a copy's, given its original's): no longer unseeded
+            watch.unseeded.pop(id(generator), None)
+        _Seeding.original_setstate(generator, state)
 
 
 def _cheap_state(generator: Any) -> Callable[[], Any]:
