@@ -858,3 +858,58 @@ def test_state_the_library_and_c_keep_is_walked_where_it_shows_it_and_refused_wh
         assert _twin(make()) == expected, name
     finally:
         os.environ.pop("VJPGRAD_TEST_SCALE", None)
+
+
+def _vectorize_otypes() -> Any:
+    np = pytest.importorskip("numpy")
+
+    def make() -> Any:
+        return np.vectorize(lambda t: t * 2.5, otypes=[int])
+
+    def change(h: Any, k: float) -> None:
+        h.otypes = [int] if k == 2.0 else "d"
+
+    return _held(make, lambda h: 2.0 + float(h(np.array([1.0]))[0] != 2), change)
+
+
+def _ctypes_pointer() -> Any:
+    def make() -> Any:
+        target = ctypes.c_double(2.0)
+        return target, ctypes.pointer(target)
+
+    def made() -> tuple[Callable[[], float], Callable[[float], None]]:
+        target, pointer = make()
+        return (lambda: pointer.contents.value), (lambda k: setattr(target, "value", k))
+
+    return made
+
+
+def _mmap_position() -> Any:
+    import mmap
+
+    return _held(lambda: mmap.mmap(-1, 8), lambda h: 2.0 + float(h.tell()), lambda h, k: h.seek(int(k) - 2))
+
+
+def _py_object() -> Any:
+    def made() -> tuple[Callable[[], float], Callable[[float], None]]:
+        target = [2.0]
+        held = ctypes.py_object(target)
+        return (lambda: held.value[0]), (lambda k: target.__setitem__(0, k))
+
+    return made
+
+
+_MORE_STATE = {
+    "ctypes py_object": (_py_object, "refused"),
+    "numpy.vectorize otypes": (_vectorize_otypes, "same"),
+    "ctypes pointer": (_ctypes_pointer, "refused"),
+    "mmap position": (_mmap_position, "same"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MORE_STATE))
+def test_the_rest_of_the_state_such_objects_hold_is_walked_or_refused(name: str) -> None:
+    """Beyond a kind's bytes: a vectorize's output types, an mmap's position; a ctypes pointer's
+    target, which the walk does not follow: refused."""
+    make, expected = _MORE_STATE[name]
+    assert _twin(make()) == expected, name

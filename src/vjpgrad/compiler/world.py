@@ -197,7 +197,10 @@ MEMBERS = frozenset(
         "alive",  # a weakref.finalize's
         "__thisclass__",  # a super's class
         "default_factory",  # a defaultdict's
-        "pyfunc",  # a numpy.vectorize's function
+        "pyfunc",  # a numpy.vectorize's function, and its settings:
+        "otypes",
+        "excluded",
+        "signature",
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
@@ -999,8 +1002,8 @@ def content(x: Any) -> Any:
     if _is_numpy_array(type(x)):
         mask = getattr(x, "_mask", None)  # a masked array's (its tobytes() fills the masked places)
         return (x.dtype.str, x.shape, x.strides, x.tobytes(), *(() if mask is None else (mask.tobytes(),)))
-    if type(x).__module__ == "mmap" and getattr(x, "closed", False):
-        return (type(x), None)
+    if type(x).__module__ == "mmap":  # its bytes and its position (what read() and tell() give)
+        return (type(x), None) if x.closed else (type(x), x.tell(), bytes(x))
     if isinstance(x, decimal.Context):  # its precision, rounding, exponents, traps and flags
         return (type(x), repr(x))
     return (type(x), x.tobytes() if isinstance(x, memoryview) else bytes(x))
@@ -1107,6 +1110,14 @@ instances hold their state in their ``__dict__`` (an Event's flag, a Queue's deq
 ``os.environ``'s dict): walked as a user's instance is."""
 
 _HIDDEN_STATE = {
+    ("_ctypes", "_Pointer"): (
+        "a ctypes pointer, whose target vjpgrad.compile does not follow (only its address shows)",
+        "hold the object it points to itself, or read what {name} points to outside and pass it in",
+    ),
+    ("ctypes", "py_object"): (
+        "a ctypes py_object, whose object vjpgrad.compile does not follow (only its address shows)",
+        "hold the object itself",
+    ),
     ("_queue", "SimpleQueue"): (
         "a queue.SimpleQueue, whose items vjpgrad.compile cannot read (they are C state)",
         "take what {name} holds outside the compiled function and pass it in, or use a queue.Queue",
@@ -1135,8 +1146,13 @@ def _thread_local(walk: _Walk, var: int, x: Any) -> None:
     walk._mapping(walk.get(var, "dict", None, name), x.__dict__, attribute=True)
 
 
+def _hidden_kind(kind: type) -> tuple[str, str] | None:
+    """The row of ``_HIDDEN_STATE`` for ``kind`` or the class of Python's it derives from."""
+    return next(((k.__module__, k.__name__) for k in kind.__mro__ if (k.__module__, k.__name__) in _HIDDEN_STATE), None)
+
+
 def _hidden_state(walk: _Walk, var: int, x: Any) -> None:
-    what, instead = _HIDDEN_STATE[type(x).__module__, type(x).__name__]
+    what, instead = _HIDDEN_STATE[_hidden_kind(type(x))]  # type: ignore[index]  # the row's test found it
     name = walk.snapshot.names[var]
     raise UnwatchableError(name, what, instead.format(name=name))
 
@@ -1257,13 +1273,13 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ),
     ("dict: its keys in order and values", dict, _Walk._dict),
     ("buffer: its content", (bytearray, array.array, memoryview), _Walk._content),
-    ("ctypes data or mmap: its bytes", _is_buffer_of_c, _Walk._content),
-    ("threading.local: this thread's attributes", threading.local, _thread_local),
     (
-        "queue.SimpleQueue or contextvars.ContextVar: refused (their state is C's)",
-        lambda kind: (kind.__module__, kind.__name__) in _HIDDEN_STATE,
+        "ctypes pointer, queue.SimpleQueue or contextvars.ContextVar: refused (what they hold is hidden)",
+        lambda kind: _hidden_kind(kind) is not None,
         _hidden_state,
     ),
+    ("ctypes data or mmap: its bytes", _is_buffer_of_c, _Walk._content),
+    ("threading.local: this thread's attributes", threading.local, _thread_local),
     (
         "random.SystemRandom: no state (its draws, from the system's entropy, are refused at recording)",
         random.SystemRandom,
@@ -1310,9 +1326,9 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("iterator or generator: refused", _is_library_iterator, _Walk._refused),
     ("NumPy array: its dtype, shape, strides and content (a masked one's mask too)", _is_numpy_array, _Walk._content),
     (
-        "NumPy vectorize: its function",
+        "NumPy vectorize: its function and settings",
         lambda kind: _is_numpy(kind, "vectorize"),
-        lambda walk, var, x: walk._members(var, x, ("pyfunc",)),
+        lambda walk, var, x: walk._members(var, x, ("pyfunc", "otypes", "excluded", "signature")),
     ),
     ("NumPy ufunc: by identity (one made by numpy.frompyfunc: refused)", lambda kind: _is_numpy(kind, "ufunc"), _ufunc),
     ("NumPy random generator: its state, before and after the recording", _is_numpy_generator, _Walk._generator),
