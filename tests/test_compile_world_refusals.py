@@ -519,3 +519,12 @@ def test_a_copy_of_a_seeded_generator_made_inside_draws_the_same_at_every_call(m
     compiled = vjpgrad.compile(drawn)
     assert [compiled(Value(1.0)).data for _ in range(3)] == [drawn(Value(1.0)).data] * 3
     assert compiled.times_recorded == 1
+
+
+def test_an_argument_that_holds_itself_is_refused_with_a_type_error_that_says_so() -> None:
+    """A list that holds itself has no structure to key a recording by: a clear TypeError, not
+    a RecursionError from deep inside."""
+    looped: list[Any] = [Value(1.0)]
+    looped.append(looped)
+    with pytest.raises(TypeError, match=r"holds itself"):
+        vjpgrad.compile(lambda x, a: x * 2.0)(Value(1.0), looped)

@@ -65,11 +65,18 @@ class Arguments:
         self.objects: list[Any] = []
         places: dict[int, int] = {}
         visit = self._visit
-        for arg in args:
-            visit(arg, key, places)
-        for name, arg in kwargs.items():  # in the call's order: a function may iterate them
-            key.append(name)
-            visit(arg, key, places)
+        try:
+            for arg in args:
+                visit(arg, key, places)
+            for name, arg in kwargs.items():  # in the call's order: a function may iterate them
+                key.append(name)
+                visit(arg, key, places)
+        except RecursionError:  # no test on the way: a call's arguments are read at every call
+            raise TypeError(
+                "an argument of a compiled function holds itself (a list or dict inside itself), or is nested too "
+                "deep to read: it has no structure to key a recording by; pass what the function reads, or call it "
+                "uncompiled"
+            ) from None
         key.append(state.grad_enabled)
         self.key = tuple(key)
 
