@@ -887,3 +887,44 @@ def test_a_difference_near_zero_says_how_far_apart_not_only_in_ulp() -> None:
     line = report.line(["a sum of many numbers"])
     assert f"differ by up to {ulps(2.3e-10, 0.0, False)} ulp (at most 2.3e-10 apart)" in line
     assert line.startswith("  b1.grad = [2.3e-10, 1, 0.5]: 1/3 elements equal to PyTorch's to the bit")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_binary_cross_entropy_of_probabilities_with_pytorchs_backward_formula(
+    dtype: torch.dtype, reduction: str
+) -> None:
+    """A logistic regression written with ``torch.sigmoid`` then ``F.binary_cross_entropy``:
+    ``((grad * (p - y)) / max((1 - p) * p, 1e-12)) / n``, as PyTorch's kernel computes it."""
+    torch.manual_seed(3)
+    with vjpgrad.watch_torch() as w:
+        for n in (1, 7, 33):
+            x = torch.randn(n, 2, dtype=dtype)
+            y = (torch.rand(n) > 0.5).to(dtype)
+            weights = torch.randn(2, dtype=dtype, requires_grad=True)
+            p = torch.sigmoid(x @ weights)
+            loss = torch.nn.functional.binary_cross_entropy(p, y, reduction=reduction)
+            loss.backward(torch.randn(n, dtype=dtype) if reduction == "none" else None)
+    every_pass_matches(w, 3)
+
+
+def test_binary_cross_entropy_with_weights_is_named_not_replayed() -> None:
+    with vjpgrad.watch_torch() as w:
+        p = torch.tensor([0.25, 0.5], requires_grad=True)
+        torch.nn.functional.binary_cross_entropy(
+            p, torch.tensor([0.0, 1.0]), weight=torch.tensor([2.0, 1.0])
+        ).backward()
+    assert not w.passes[0].replayed
+    assert "binary_cross_entropy with weights" in w.passes[0].summary()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_binary_cross_entropy_at_a_certain_probability_divides_by_pytorchs_float_epsilon(dtype: torch.dtype) -> None:
+    """At p = 0 or 1 the denominator is PyTorch's EPSILON, the float32 constant 1e-12, in a
+    float64 tensor too (9.9999999600419720e-13 there, not 1e-12)."""
+    with vjpgrad.watch_torch() as w:
+        p = torch.tensor([0.0, 1.0, 1e-9, 1.0 - 1e-9, 0.5], dtype=dtype, requires_grad=True)
+        y = torch.tensor([1.0, 0.0, 0.3, 0.3, 1.0], dtype=dtype)
+        torch.nn.functional.binary_cross_entropy(p, y, reduction="sum").backward()
+    every_pass_matches(w, 1)
+    assert w.passes[0].leaves[0].replayed == p.grad.tolist()

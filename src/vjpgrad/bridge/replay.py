@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from vjpgrad.bridge.single import in_dtype
+from vjpgrad.bridge.single import in_dtype, round32
 from vjpgrad.core import graph
 from vjpgrad.core.ops import MASKED, Op, divided, times
 from vjpgrad.core.value import Value
@@ -978,6 +978,32 @@ def _bce_with_logits(call: Call) -> list[list[Item]]:
     count = in_dtype(float(x.numel()) if reduction == 1 else 1.0, single)
     columns = [(call.entry(x).items, [(f, count) for f in factor])]
     return [_loss(call, "binary_cross_entropy_with_logits", columns, _scaled_gradient)]
+
+
+def _bce_gradient(g: Any, a: Any, d: Any, n: Any) -> Any:
+    """``((g * (p - y)) / max((1 - p) * p, eps)) / n``: binary_cross_entropy's gradient, in
+    PyTorch's order (``n``: the element count of a mean, else 1)."""
+    return ((g * a) / d) / n
+
+
+@rule("binary_cross_entropy.default")
+def _bce(call: Call) -> list[list[Item]]:
+    # binary_cross_entropy_backward: grad * (input - target) / max((1 - input) * input, EPSILON),
+    # then / numel (mean); EPSILON is the float 1e-12 (a float32 constant, float64 tensors too)
+    p, target = call.args[:2]
+    weight = call.args[2] if len(call.args) > 2 else call.kwargs.get("weight")
+    if weight is not None or call.entry(target).takes_gradient:
+        raise NotReplayableError("binary_cross_entropy with weights, or a target that takes gradient")
+    reduction = _reduction(call, 3)
+    single = call.single
+    one, eps = in_dtype(1.0, single), in_dtype(round32(1e-12), single)
+    probabilities = [in_dtype(v, single) for v in numbers_of(p)]
+    targets = [in_dtype(v, single) for v in numbers_of(target.broadcast_to(p.shape))]
+    count = in_dtype(float(p.numel()) if reduction == 1 else 1.0, single)
+    saved = [(x - t, max((one - x) * x, eps), count) for x, t in zip(probabilities, targets, strict=True)]
+    if reduction == 0:
+        return elementwise(call, "binary_cross_entropy", (p,), ((saved, _bce_gradient),))
+    return [_loss(call, "binary_cross_entropy", [(call.entry(p).items, saved)], _bce_gradient)]
 
 
 @rule("nll_loss_forward.default")
