@@ -27,15 +27,17 @@ later call (``guard.written``), which does not check generators' states.
 Not walked into, and so watched by identity only: installed code (``installed_locations``:
 its modules, classes and functions, and its objects that keep their own state, a logger, a
 lock), vjpgrad itself, and C objects' insides; plain data of a library (an
-``argparse.Namespace``, a ``ChainMap``, a dataclass, vjpgrad's models and optimizers) is
-walked like the user's. A name the code reads that its globals lack is looked up in the
-function's builtins: Python's own (``len``, ``print``) by identity, a name set or rebound there
-by the user's code walked as a global. Refused
+``argparse.Namespace``, a ``ChainMap``, a dataclass, a ``ConfigParser``, a ``queue.Queue``,
+``os.environ``, vjpgrad's models and optimizers) is walked like the user's, and the bytes of
+ctypes data and of an ``mmap`` are compared as a buffer's. A name the code reads that its
+globals lack is looked up in the function's builtins: Python's own (``len``, ``print``) by
+identity, a name set or rebound there by the user's code walked as a global. Refused
 (``UnwatchableError``): iterators and generators, ``weakref.proxy``, frames, an object whose
 class defines ``__getattribute__`` or whose attribute access raises anything but
-``AttributeError``, a user's ``functools.lru_cache`` (its cache is C state), a
-``functools.cmp_to_key`` key (its comparison is C state). A world of more
-than ``WORLD_LIMIT`` objects and items is refused at recording, naming its largest container.
+``AttributeError``, a user's ``functools.lru_cache`` (its cache is C state), what hides the
+state it holds (a ``functools.cmp_to_key`` key, a ``numpy.frompyfunc`` ufunc, a ctypes
+pointer, a ``queue.SimpleQueue``, a ``ContextVar``). A world of more than ``WORLD_LIMIT``
+objects and items is refused at recording, naming its largest container.
 """
 
 from __future__ import annotations
@@ -1247,7 +1249,8 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("exception: its args and attributes", BaseException, _exception),
     ("plain data of Python's: walked as a user's instance", _PLAIN_DATA, _Walk._instance),
     (
-        "plain data of Python's library (configparser, string.Template, textwrap): walked as a user's instance",
+        "plain data of Python's library (configparser, string.Template, textwrap, threading.Event, queue.Queue, "
+        "os.environ): walked as a user's instance",
         _is_library_plain_data,
         _Walk._instance,
     ),
