@@ -18,6 +18,7 @@ import builtins
 import collections
 import configparser
 import contextlib
+import contextvars
 import ctypes
 import dataclasses
 import decimal
@@ -266,6 +267,9 @@ def test_every_row_is_reached_by_a_kind() -> None:
         string.Template,
         textwrap.TextWrapper,
         ctypes.c_double,
+        ctypes.POINTER(ctypes.c_double),
+        ctypes.py_object,
+        contextvars.ContextVar,
         mmap.mmap,
         threading.local,
         queue.SimpleQueue,
@@ -721,7 +725,6 @@ def test_the_users_code_held_inside_pythons_own_kinds_is_walked_or_refused(name:
 
 def test_a_config_parser_changed_between_calls_gives_eagers_bits() -> None:
     """configparser.ConfigParser is plain data of Python's: its sections are walked."""
-    import configparser
 
     def make() -> tuple[Callable[[], float], Callable[[float], None]]:
         parser = configparser.ConfigParser()
@@ -734,41 +737,31 @@ def test_a_config_parser_changed_between_calls_gives_eagers_bits() -> None:
 # ---- state held by the library's and C's kinds a function reads ----------------------------------
 
 
-def _held(make: Callable[[], Any], read: Callable[[Any], float], change: Callable[[Any, float], None]) -> Any:
-    return _in_place(make, read, change)
-
-
 def _ctypes_double() -> Any:
-    import ctypes
-
-    return _held(lambda: ctypes.c_double(2.0), lambda h: h.value, lambda h, k: setattr(h, "value", k))
+    return _in_place(lambda: ctypes.c_double(2.0), lambda h: h.value, lambda h, k: setattr(h, "value", k))
 
 
 def _ctypes_array() -> Any:
-    import ctypes
-
-    return _held(lambda: (ctypes.c_double * 2)(2.0, 0.0), lambda h: h[0], lambda h, k: h.__setitem__(0, k))
+    return _in_place(lambda: (ctypes.c_double * 2)(2.0, 0.0), lambda h: h[0], lambda h, k: h.__setitem__(0, k))
 
 
 def _mmap() -> Any:
-    import mmap
-
-    return _held(lambda: mmap.mmap(-1, 8), lambda h: float(h[0] or 2), lambda h, k: h.__setitem__(0, int(k)))
+    return _in_place(lambda: mmap.mmap(-1, 8), lambda h: float(h[0] or 2), lambda h, k: h.__setitem__(0, int(k)))
 
 
 def _event() -> Any:
-    return _held(threading.Event, lambda h: 3.0 if h.is_set() else 2.0, lambda h, k: h.set() if k == 3.0 else h.clear())
+    return _in_place(
+        threading.Event, lambda h: 3.0 if h.is_set() else 2.0, lambda h, k: h.set() if k == 3.0 else h.clear()
+    )
 
 
 def _queue() -> Any:
-    import queue
-
     def change(h: Any, k: float) -> None:
         while not h.empty():
             h.get_nowait()
         h.put(k)
 
-    return _held(queue.Queue, lambda h: h.queue[0], change)
+    return _in_place(queue.Queue, lambda h: h.queue[0], change)
 
 
 def _thread_local() -> Any:
@@ -777,19 +770,19 @@ def _thread_local() -> Any:
         held.s = 2.0
         return held
 
-    return _held(make, lambda h: h.s, lambda h, k: setattr(h, "s", k))
+    return _in_place(make, lambda h: h.s, lambda h, k: setattr(h, "s", k))
 
 
 def _environ() -> Any:
     def change(h: Any, k: float) -> None:
         h["VJPGRAD_TEST_SCALE"] = str(k)
 
-    return _held(lambda: os.environ, lambda h: float(h.get("VJPGRAD_TEST_SCALE", "2.0")), change)
+    return _in_place(lambda: os.environ, lambda h: float(h.get("VJPGRAD_TEST_SCALE", "2.0")), change)
 
 
 def _masked_array() -> Any:
     np = pytest.importorskip("numpy")
-    return _held(
+    return _in_place(
         lambda: np.ma.array([2.0, 1.0], mask=[False, True]),
         lambda h: float(h.sum()),
         lambda h, k: setattr(h, "mask", [False, k == 2.0]),
@@ -817,18 +810,48 @@ def _frompyfunc() -> Any:
 
 
 def _simple_queue() -> Any:
-    import queue
-
     def change(h: Any, k: float) -> None:
         h.put(k)
 
-    return _held(queue.SimpleQueue, lambda h: float(h.qsize()) + 2.0, change)
+    return _in_place(queue.SimpleQueue, lambda h: float(h.qsize()) + 2.0, change)
 
 
 def _context_var() -> Any:
-    import contextvars
+    return _in_place(lambda: contextvars.ContextVar("scale", default=2.0), lambda h: h.get(), lambda h, k: h.set(k))
 
-    return _held(lambda: contextvars.ContextVar("scale", default=2.0), lambda h: h.get(), lambda h, k: h.set(k))
+
+def _vectorize_otypes() -> Any:
+    np = pytest.importorskip("numpy")
+
+    def make() -> Any:
+        return np.vectorize(lambda t: t * 2.5, otypes=[int])
+
+    def change(h: Any, k: float) -> None:
+        h.otypes = [int] if k == 2.0 else "d"
+
+    return _in_place(make, lambda h: 2.0 + float(h(np.array([1.0]))[0] != 2), change)
+
+
+def _ctypes_pointer() -> Any:
+    def made() -> tuple[Callable[[], float], Callable[[float], None]]:
+        target = ctypes.c_double(2.0)
+        pointer = ctypes.pointer(target)
+        return (lambda: pointer.contents.value), (lambda k: setattr(target, "value", k))
+
+    return made
+
+
+def _mmap_position() -> Any:
+    return _in_place(lambda: mmap.mmap(-1, 8), lambda h: 2.0 + float(h.tell()), lambda h, k: h.seek(int(k) - 2))
+
+
+def _py_object() -> Any:
+    def made() -> tuple[Callable[[], float], Callable[[float], None]]:
+        target = [2.0]
+        held = ctypes.py_object(target)
+        return (lambda: held.value[0]), (lambda k: target.__setitem__(0, k))
+
+    return made
 
 
 _LIBRARY_STATE = {
@@ -844,72 +867,22 @@ _LIBRARY_STATE = {
     "numpy.frompyfunc": (_frompyfunc, "refused"),
     "queue.SimpleQueue": (_simple_queue, "refused"),
     "contextvars.ContextVar": (_context_var, "refused"),
+    "numpy.vectorize otypes": (_vectorize_otypes, "same"),
+    "mmap position": (_mmap_position, "same"),
+    "ctypes pointer": (_ctypes_pointer, "refused"),
+    "ctypes py_object": (_py_object, "refused"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(_LIBRARY_STATE))
 def test_state_the_library_and_c_keep_is_walked_where_it_shows_it_and_refused_where_it_hides_it(name: str) -> None:
-    """A ctypes number or array, an mmap (their bytes); a threading.Event, a queue.Queue, os.environ,
-    a threading.local (their attributes: plain data of Python's); a NumPy masked array (its mask
-    too) and np.vectorize (its function): a change is seen. A SimpleQueue, a ContextVar and a
-    ufunc made by np.frompyfunc show nothing of what they hold: refused."""
+    """A ctypes number or array, an mmap (their bytes, and the mmap's position); a threading.Event,
+    a queue.Queue, os.environ, a threading.local (their attributes: plain data of Python's); a
+    NumPy masked array (its mask too) and np.vectorize (its function and settings): a change is
+    seen. A SimpleQueue, a ContextVar, a ctypes pointer or py_object and a ufunc made by
+    np.frompyfunc show nothing of what they hold: refused."""
     make, expected = _LIBRARY_STATE[name]
     try:
         assert _twin(make()) == expected, name
     finally:
         os.environ.pop("VJPGRAD_TEST_SCALE", None)
-
-
-def _vectorize_otypes() -> Any:
-    np = pytest.importorskip("numpy")
-
-    def make() -> Any:
-        return np.vectorize(lambda t: t * 2.5, otypes=[int])
-
-    def change(h: Any, k: float) -> None:
-        h.otypes = [int] if k == 2.0 else "d"
-
-    return _held(make, lambda h: 2.0 + float(h(np.array([1.0]))[0] != 2), change)
-
-
-def _ctypes_pointer() -> Any:
-    def make() -> Any:
-        target = ctypes.c_double(2.0)
-        return target, ctypes.pointer(target)
-
-    def made() -> tuple[Callable[[], float], Callable[[float], None]]:
-        target, pointer = make()
-        return (lambda: pointer.contents.value), (lambda k: setattr(target, "value", k))
-
-    return made
-
-
-def _mmap_position() -> Any:
-    import mmap
-
-    return _held(lambda: mmap.mmap(-1, 8), lambda h: 2.0 + float(h.tell()), lambda h, k: h.seek(int(k) - 2))
-
-
-def _py_object() -> Any:
-    def made() -> tuple[Callable[[], float], Callable[[float], None]]:
-        target = [2.0]
-        held = ctypes.py_object(target)
-        return (lambda: held.value[0]), (lambda k: target.__setitem__(0, k))
-
-    return made
-
-
-_MORE_STATE = {
-    "ctypes py_object": (_py_object, "refused"),
-    "numpy.vectorize otypes": (_vectorize_otypes, "same"),
-    "ctypes pointer": (_ctypes_pointer, "refused"),
-    "mmap position": (_mmap_position, "same"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(_MORE_STATE))
-def test_the_rest_of_the_state_such_objects_hold_is_walked_or_refused(name: str) -> None:
-    """Beyond a kind's bytes: a vectorize's output types, an mmap's position; a ctypes pointer's
-    target, which the walk does not follow: refused."""
-    make, expected = _MORE_STATE[name]
-    assert _twin(make()) == expected, name

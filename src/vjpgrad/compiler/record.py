@@ -390,13 +390,13 @@ def _drawn(changed: str | None, generators: list[tuple[str, Any]], draws: DrawWa
 
 
 _ENTROPY = tuple(getattr(os, name) for name in ("urandom", "getrandom") if hasattr(os, name))
+"""The system's entropy source (``random.SystemRandom`` and ``secrets`` draw from ``os.urandom``):
+a call of one while recording is a random draw."""
 _GLOBAL_RANDOM = getattr(random, "_inst", None)
 """``random``'s global generator (its functions are this one's methods)."""
 _DRAWING_METHODS = frozenset({"random", "getrandbits"})
 """The C methods of ``random.Random`` that draw: every other draw (``uniform``, ``gauss``,
 ``choice``, ``shuffle``...) calls one of them."""
-"""The system's entropy source (``random.SystemRandom`` and ``secrets`` draw from ``os.urandom``):
-a call of one while recording is a random draw."""
 
 
 _MUTATORS = frozenset(
@@ -605,16 +605,17 @@ class DrawWatch:
 
 
 class _Seeding:
-    """``random.Random.seed`` while any thread records: as it was, noting for the recording of the
-    calling thread where a generator is seeded from the system's entropy (``random.Random()``,
-    ``seed()``: the C code that reads it is seen by no profiler, and the generator it seeds is
-    none the world held). Put in place when the first recording begins and back when the last
-    ends, under a lock; each thread's recordings stack (a compiled function recorded inside
-    another's recording)."""
+    """``random.Random.seed`` and ``setstate`` while any thread records: as they were, noting for
+    the recording of the calling thread which generators are seeded from the system's entropy
+    (``random.Random()``, ``seed()``: the C code that reads it is seen by no profiler, and the
+    generator it seeds is none the world held) and which of them are then given a state of
+    their own (a copy: made unseeded, then given its original's state). Put in place when the
+    first recording begins and back when the last ends, under a lock; each thread's recordings
+    stack (a compiled function recorded inside another's recording)."""
 
     lock = threading.Lock()
     recordings = 0
-    original: Any = None  # random.Random.seed
+    original_seed: Any = None  # random.Random.seed
     original_setstate: Any = None  # random.Random.setstate
     current = threading.local()  # .watch: the DrawWatch of this thread's innermost recording
 
@@ -622,7 +623,7 @@ class _Seeding:
     def enter(cls, watch: DrawWatch) -> None:
         with cls.lock:
             if cls.recordings == 0:
-                cls.original = random.Random.__dict__["seed"]
+                cls.original_seed = random.Random.__dict__["seed"]
                 cls.original_setstate = random.Random.__dict__["setstate"]
                 random.Random.seed = cls.seeding  # type: ignore[method-assign,assignment]
                 random.Random.setstate = cls.setting_state  # type: ignore[method-assign,assignment]
@@ -636,7 +637,7 @@ class _Seeding:
         with cls.lock:
             cls.recordings -= 1
             if cls.recordings == 0:
-                random.Random.seed = cls.original  # type: ignore[method-assign]
+                random.Random.seed = cls.original_seed  # type: ignore[method-assign]
                 random.Random.setstate = cls.original_setstate  # type: ignore[method-assign]
 
     @staticmethod
@@ -647,7 +648,7 @@ class _Seeding:
                 watch.unseeded[id(generator)] = (generator, _user_line(sys._getframe(1)) or "<unknown>")
             else:  # a seed of its own: as deterministic as the function
                 watch.unseeded.pop(id(generator), None)
-        _Seeding.original(generator, a, *args, **kwargs)
+        _Seeding.original_seed(generator, a, *args, **kwargs)
 
     @staticmethod
     def setting_state(generator: random.Random, state: Any) -> None:

@@ -1099,46 +1099,29 @@ _KEY_WRAPPER = type(functools.cmp_to_key(lambda a, b: 0))
 """What ``functools.cmp_to_key`` makes: C's ``KeyWrapper``, whose comparison function it does
 not show."""
 
-_LIBRARY_PLAIN_DATA = {
-    "configparser": frozenset({"RawConfigParser", "SectionProxy"}),
-    "string": frozenset({"Template"}),
-    "textwrap": frozenset({"TextWrapper"}),
-    "threading": frozenset({"Event"}),
-    "queue": frozenset({"Queue"}),
-    "os": frozenset({"_Environ"}),
-}
-"""Classes of Python's library (by module and name: their modules are not imported here) whose
-instances hold their state in their ``__dict__`` (an Event's flag, a Queue's deque,
-``os.environ``'s dict): walked as a user's instance is."""
 
-_HIDDEN_STATE = {
-    ("_ctypes", "_Pointer"): (
-        "a ctypes pointer, whose target vjpgrad.compile does not follow (only its address shows)",
-        "hold the object it points to itself, or read what {name} points to outside and pass it in",
-    ),
-    ("ctypes", "py_object"): (
-        "a ctypes py_object, whose object vjpgrad.compile does not follow (only its address shows)",
-        "hold the object itself",
-    ),
-    ("_queue", "SimpleQueue"): (
-        "a queue.SimpleQueue, whose items vjpgrad.compile cannot read (they are C state)",
-        "take what {name} holds outside the compiled function and pass it in, or use a queue.Queue",
-    ),
-    ("_contextvars", "ContextVar"): (
-        "a contextvars.ContextVar, whose value depends on the context the call runs in",
-        "read {name}.get() outside the compiled function and pass the value in",
-    ),
-}
-"""C kinds that show nothing of the state they hold: refused, saying what to do instead."""
+def _derives_from(names: frozenset[str]) -> Callable[[type], bool]:
+    """A row's test: the kind, or a class it derives from, is one of ``names`` (``module.Name``:
+    their modules are not imported here)."""
+    return lambda kind: any(f"{k.__module__}.{k.__name__}" in names for k in kind.__mro__)
 
 
-def _is_buffer_of_c(kind: type) -> bool:
-    """A ctypes number, array or structure, or an ``mmap``: state in its bytes (the buffer protocol)."""
-    return any(
-        (k.__module__ in ("_ctypes", "ctypes") and k.__name__ in ("_SimpleCData", "Array", "Structure", "Union"))
-        or (k.__module__ == "mmap" and k.__name__ == "mmap")
-        for k in kind.__mro__
-    )
+_LIBRARY_PLAIN_DATA = frozenset(
+    {
+        "configparser.RawConfigParser",
+        "configparser.SectionProxy",
+        "string.Template",
+        "textwrap.TextWrapper",
+        "threading.Event",
+        "queue.Queue",
+        "os._Environ",
+    }
+)
+"""Classes of Python's library whose instances hold their state in their ``__dict__`` (an
+Event's flag, a Queue's deque, ``os.environ``'s dict): walked as a user's instance is."""
+
+_C_BUFFERS = frozenset({"_ctypes._SimpleCData", "_ctypes.Array", "_ctypes.Structure", "_ctypes.Union", "mmap.mmap"})
+"""A ctypes number, array or structure, or an ``mmap``: state in its bytes (the buffer protocol)."""
 
 
 def _thread_local(walk: _Walk, var: int, x: Any) -> None:
@@ -1146,17 +1129,6 @@ def _thread_local(walk: _Walk, var: int, x: Any) -> None:
     serves them, as the guard reads them, in the thread that calls)."""
     name = walk.snapshot.names[var]
     walk._mapping(walk.get(var, "dict", None, name), x.__dict__, attribute=True)
-
-
-def _hidden_kind(kind: type) -> tuple[str, str] | None:
-    """The row of ``_HIDDEN_STATE`` for ``kind`` or the class of Python's it derives from."""
-    return next(((k.__module__, k.__name__) for k in kind.__mro__ if (k.__module__, k.__name__) in _HIDDEN_STATE), None)
-
-
-def _hidden_state(walk: _Walk, var: int, x: Any) -> None:
-    what, instead = _HIDDEN_STATE[_hidden_kind(type(x))]  # type: ignore[index]  # the row's test found it
-    name = walk.snapshot.names[var]
-    raise UnwatchableError(name, what, instead.format(name=name))
 
 
 def _ufunc(walk: _Walk, var: int, x: Any) -> None:
@@ -1170,10 +1142,6 @@ def _ufunc(walk: _Walk, var: int, x: Any) -> None:
             "call numpy.frompyfunc(...) inside the compiled function, where its function is watched, or use "
             "numpy.vectorize",
         )
-
-
-def _is_library_plain_data(kind: type) -> bool:
-    return any(k.__name__ in _LIBRARY_PLAIN_DATA.get(k.__module__, ()) for k in kind.__mro__)
 
 
 def _is_immutable(kind: type) -> bool:
@@ -1251,7 +1219,7 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     (
         "plain data of Python's library (configparser, string.Template, textwrap, threading.Event, queue.Queue, "
         "os.environ): walked as a user's instance",
-        _is_library_plain_data,
+        _derives_from(_LIBRARY_PLAIN_DATA),
         _Walk._instance,
     ),
     ("decimal.Context: its settings and flags", decimal.Context, _Walk._content),
@@ -1276,12 +1244,11 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ),
     ("dict: its keys in order and values", dict, _Walk._dict),
     ("buffer: its content", (bytearray, array.array, memoryview), _Walk._content),
-    (
-        "ctypes pointer, queue.SimpleQueue or contextvars.ContextVar: refused (what they hold is hidden)",
-        lambda kind: _hidden_kind(kind) is not None,
-        _hidden_state,
-    ),
-    ("ctypes data or mmap: its bytes", _is_buffer_of_c, _Walk._content),
+    ("ctypes pointer: refused", _derives_from(frozenset({"_ctypes._Pointer"})), _Walk._refused),
+    ("ctypes py_object: refused", _derives_from(frozenset({"ctypes.py_object"})), _Walk._refused),
+    ("queue.SimpleQueue: refused", _derives_from(frozenset({"_queue.SimpleQueue"})), _Walk._refused),
+    ("contextvars.ContextVar: refused", _derives_from(frozenset({"_contextvars.ContextVar"})), _Walk._refused),
+    ("ctypes data or mmap: its bytes", _derives_from(_C_BUFFERS), _Walk._content),
     ("threading.local: this thread's attributes", threading.local, _thread_local),
     (
         "random.SystemRandom: no state (its draws, from the system's entropy, are refused at recording)",
@@ -1351,6 +1318,22 @@ at worst (an object); the test of this table enumerates Python's own types and c
 falls in a row made for it."""
 
 _REFUSED = {
+    "ctypes pointer: refused": (
+        "a ctypes pointer, whose target vjpgrad.compile does not follow (only its address shows)",
+        "hold the object it points to itself, or read what {name} points to outside and pass it in",
+    ),
+    "ctypes py_object: refused": (
+        "a ctypes py_object, whose object vjpgrad.compile does not follow (only its address shows)",
+        "hold the object itself",
+    ),
+    "queue.SimpleQueue: refused": (
+        "a queue.SimpleQueue, whose items vjpgrad.compile cannot read (they are C state)",
+        "take what {name} holds outside the compiled function and pass it in, or use a queue.Queue",
+    ),
+    "contextvars.ContextVar: refused": (
+        "a contextvars.ContextVar, whose value depends on the context the call runs in",
+        "read {name}.get() outside the compiled function and pass the value in",
+    ),
     "functools.cmp_to_key's key: refused": (
         "a key made by functools.cmp_to_key, whose comparison function vjpgrad.compile cannot read (it is C state)",
         "make the key inside the compiled function (functools.cmp_to_key(compare)), where compare is watched",
