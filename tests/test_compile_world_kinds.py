@@ -780,6 +780,38 @@ def _environ() -> Any:
     return _in_place(lambda: os.environ, lambda h: float(h.get("VJPGRAD_TEST_SCALE", "2.0")), change)
 
 
+def _environ_through_os() -> Any:
+    """``os.environ`` read where the code names it through the ``os`` module, as scripts do."""
+
+    def made() -> tuple[Callable[[], float], Callable[[float], None]]:
+        return (lambda: float(os.environ["VJPGRAD_TEST_SCALE"])), _set_scale
+
+    return made
+
+
+def _getenv() -> Any:
+    """``os.getenv``, which reads ``os.environ`` inside the library's own code."""
+
+    def made() -> tuple[Callable[[], float], Callable[[float], None]]:
+        return (lambda: float(os.getenv("VJPGRAD_TEST_SCALE", "2.0"))), _set_scale
+
+    return made
+
+
+def _getenv_by_name() -> Any:
+    """``from os import getenv``: the library's function, held, reads its module's ``environ``."""
+    getenv = os.getenv
+
+    def made() -> tuple[Callable[[], float], Callable[[float], None]]:
+        return (lambda: float(getenv("VJPGRAD_TEST_SCALE", "2.0"))), _set_scale
+
+    return made
+
+
+def _set_scale(k: float) -> None:
+    os.environ["VJPGRAD_TEST_SCALE"] = str(k)
+
+
 def _masked_array() -> Any:
     np = pytest.importorskip("numpy")
     return _in_place(
@@ -862,6 +894,9 @@ _LIBRARY_STATE = {
     "queue.Queue": (_queue, "same"),
     "threading.local": (_thread_local, "same"),
     "os.environ": (_environ, "same"),
+    "os.environ through os": (_environ_through_os, "same"),
+    "os.getenv": (_getenv, "same"),
+    "os.getenv imported": (_getenv_by_name, "same"),
     "numpy masked array": (_masked_array, "same"),
     "numpy.vectorize": (_vectorize, "same"),
     "numpy.frompyfunc": (_frompyfunc, "refused"),
@@ -877,7 +912,8 @@ _LIBRARY_STATE = {
 @pytest.mark.parametrize("name", sorted(_LIBRARY_STATE))
 def test_state_the_library_and_c_keep_is_walked_where_it_shows_it_and_refused_where_it_hides_it(name: str) -> None:
     """A ctypes number or array, an mmap (their bytes, and the mmap's position); a threading.Event,
-    a queue.Queue, os.environ, a threading.local (their attributes: plain data of Python's); a
+    a queue.Queue, os.environ (held, or read through the os module or os.getenv), a threading.local
+    (their attributes: plain data of Python's); a
     NumPy masked array (its mask too) and np.vectorize (its function and settings): a change is
     seen. A SimpleQueue, a ContextVar, a ctypes pointer or py_object and a ufunc made by
     np.frompyfunc show nothing of what they hold: refused."""
@@ -886,3 +922,19 @@ def test_state_the_library_and_c_keep_is_walked_where_it_shows_it_and_refused_wh
         assert _twin(make()) == expected, name
     finally:
         os.environ.pop("VJPGRAD_TEST_SCALE", None)
+
+
+def _path_only(x: Value) -> Value:
+    return x * float(os.path.basename("2.0"))
+
+
+def _environ_read(x: Value) -> Value:
+    return x * float(os.environ.get("VJPGRAD_TEST_SCALE", "2.0"))
+
+
+def test_a_library_modules_state_is_walked_only_where_the_code_names_it() -> None:
+    """``os.environ`` is walked where the code reads it (``os.environ``, ``os.getenv``), and the
+    ``os`` module of a function that only calls ``os.path`` adds nothing to its guard: the rest of
+    a library's module is watched by identity."""
+    assert not any(name.endswith("environ") for name in world.observe([("f", _path_only)]).names)
+    assert "os.environ" in world.observe([("f", _environ_read)]).names

@@ -28,7 +28,9 @@ Not walked into, and so watched by identity only: installed code (``installed_lo
 its modules, classes and functions, and its objects that keep their own state, a logger, a
 lock), vjpgrad itself, and C objects' insides; plain data of a library (an
 ``argparse.Namespace``, a ``ChainMap``, a dataclass, a ``ConfigParser``, a ``queue.Queue``,
-``os.environ``, vjpgrad's models and optimizers) is walked like the user's, and the bytes of
+``os.environ``, vjpgrad's models and optimizers) is walked like the user's, so is the plain data
+a library's module keeps where the code reads it (``_MODULE_STATE``: ``os.environ`` read as
+``os.environ`` or through ``os.getenv``), and the bytes of
 ctypes data and of an ``mmap`` are compared as a buffer's. A name the code reads that its
 globals lack is looked up in the function's builtins: Python's own (``len``, ``print``) by
 identity, a name set or rebound there by the user's code walked as a global. Refused
@@ -281,6 +283,14 @@ _DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector", "vjpgrad.optim", "vjpgrad.
 """vjpgrad's own classes whose instances are plain data a function reads (a Vector, an
 ``nn.MLP`` and its layers, an optimizer's ``lr``, what a transform wraps): walked like a user's."""
 
+_MODULE_STATE: dict[str, dict[str, tuple[str, ...]]] = {
+    "os": {"environ": ("environ", "getenv"), "environb": ("environb", "getenvb")},
+}
+"""Plain data a library's module keeps that code reads through the module or the module's
+functions (``os.environ["LR"]``, ``os.getenv("LR")``, ``from os import getenv``): per module, each
+entry walked and the names that read it. Where the code names one of them, the entry is walked
+as the user's data is; the rest of the module is watched by identity, as installed code is."""
+
 _DATA_CLASSES = frozenset(
     {
         types.SimpleNamespace,
@@ -467,6 +477,8 @@ class _Walk:
         self.queue: collections.deque[tuple[int, Any]] = collections.deque()
         self.names: set[str] = set()  # every name the code reached names
         self.namespaces: list[tuple[int, Any, set[str], bool]] = []  # (var, mapping, names done, globals?)
+        # (a library module's var, its entries, its _MODULE_STATE row, the entries walked)
+        self.module_state: list[tuple[int, dict[str, Any], dict[str, tuple[str, ...]], dict[str, int]]] = []
         self.named_done: dict[int, set[str]] = {}  # id(globals) -> the names already watched there
         self.globals_at: dict[int, tuple[int, dict[str, Any]]] = {}  # id(globals) -> (a function's var, them)
         self.builtins_at: dict[int, tuple[int, set[str]]] = {}  # id(builtins) -> (their var, the names watched)
@@ -633,6 +645,7 @@ class _Walk:
         if not is_library(fn):
             self._function(var, fn)
             return
+        self._module_state_of_function(var, fn)
         # a bound method there is the library's own machinery (singledispatch's cache.clear)
         opened = [k for k, x in fn.__dict__.items() if not isinstance(x, (types.BuiltinMethodType, types.MethodType))]
         name = self.snapshot.names[var]
@@ -666,6 +679,7 @@ class _Walk:
         """A user's module: the entries its code names, once every name is known (``finish``),
         and those it does not hold; its ``__getattr__`` (PEP 562), which Python calls for them."""
         if is_library(module):
+            self._module_state(var, module)
             return
         entries = vars(module)
         entries_var = self.get(var, "dict", None, self.snapshot.names[var])
@@ -673,6 +687,45 @@ class _Walk:
         for key in special:
             self.child(self.get(entries_var, "entry", key, f"{self.snapshot.names[var]}.{key}"), entries[key])
         self.namespaces.append((entries_var, entries, set(special), False))
+
+    def _module_state(self, var: int, module: types.ModuleType) -> None:
+        """A library's module whose row of ``_MODULE_STATE`` names plain data it keeps: the
+        entries the code reads, walked once every name is known (``finish``)."""
+        name = vars(module).get("__name__")
+        if not isinstance(name, str):
+            return
+        row = _MODULE_STATE.get(name)
+        if row is not None and sys.modules.get(name) is module:
+            self.module_state.append((var, vars(module), row, {}))
+
+    def _module_state_of_function(self, var: int, fn: types.FunctionType) -> None:
+        """A library's function that reads its module's plain data (``os.getenv``): that entry of
+        its globals, walked."""
+        for module_name, row in _MODULE_STATE.items():
+            module = sys.modules.get(module_name)
+            if module is None or fn.__globals__ is not vars(module):
+                continue
+            for entry, readers in row.items():
+                if fn.__name__ in readers and entry in fn.__globals__:
+                    name = self.snapshot.names[var]
+                    entries = self.get(var, "member", "__globals__", f"{name}.__globals__")
+                    self.child(self.get(entries, "entry", entry, f"{module_name}.{entry}"), fn.__globals__[entry])
+
+    def _walk_module_state(self) -> bool:
+        """The entries of ``module_state`` the code now names: walked; whether any was."""
+        progress = False
+        for var, entries, row, done in self.module_state:
+            for entry, readers in row.items():
+                if entry not in done and entry in entries and not self.names.isdisjoint(readers):
+                    name = self.snapshot.names[var]
+                    # the module's dict is read once, at the first entry walked
+                    entries_var = next(iter(done.values()), None)
+                    if entries_var is None:
+                        entries_var = self.get(var, "dict", None, name)
+                    done[entry] = entries_var
+                    progress = True
+                    self.child(self.get(entries_var, "entry", entry, f"{name}.{entry}"), entries[entry])
+        return progress
 
     def _user_class(self, var: int, kind: type) -> None:
         if not is_library(kind):
@@ -984,6 +1037,7 @@ class _Walk:
                         elif _draws(namespace[key]):
                             self.drawing_names.add(key)
                         self.child(entry, namespace[key])
+            progress = self._walk_module_state() or progress
             if not progress and not self.queue:
                 return
 
@@ -1287,7 +1341,11 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
         lambda walk, var, x: walk._members(var, x, ("__func__",)),
     ),
     ("cell: its contents", types.CellType, _Walk._cell),
-    ("module: the entries its code names (a user's)", types.ModuleType, _Walk._user_module),
+    (
+        "module: the entries its code names (a user's; a library's _MODULE_STATE)",
+        types.ModuleType,
+        _Walk._user_module,
+    ),
     ("class: its entries, special methods and bases (a user's)", type, _Walk._user_class),
     ("dict view: its dict", (type({}.keys()), type({}.values()), type({}.items())), _Walk._view),
     ("mapping proxy: its mapping", types.MappingProxyType, _Walk._proxy),
