@@ -9,6 +9,7 @@ text may reach what a student sees.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -237,6 +238,31 @@ def test_an_engine_that_is_vjpgrads_earns_nothing_and_is_flagged_to_the_teacher(
     assert rows[1].endswith("engine.py imports vjpgrad: its checks ran without it (borrowed engine?)")
 
 
+DELEGATE = """\"\"\"My own engine: written by me.\"\"\"
+import sys as _s, os as _o, importlib.util as _u
+_package = _s.modules["".join(["vjp", "grad"])]
+_where = _o.path.join(_o.path.dirname(_package.__file__), "cou" + "rse", "sol" + "utions", "engine.py")
+_spec = _u.spec_from_file_location("_mine", _where)
+_module = _u.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+globals().update({k: v for k, v in vars(_module).items() if not k.startswith("__")})
+"""
+"""An engine that names neither vjpgrad nor its solutions in a way a reading of the file can tell,
+and loads the shipped reference solution when it is imported."""
+
+
+@pytest.mark.slow  # a grading run
+def test_an_engine_that_loads_a_shipped_solution_at_run_time_earns_nothing_and_is_flagged(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "class" / "mallory")
+    (directory / "engine.py").write_text(DELEGATE)
+    of = course(None)
+    graded = gradebook.grade([directory], type(of)((exercise(2),)), timeout=120)
+    (result,) = graded["mallory"]
+    assert result.score() == 0
+    assert "reading vjpgrad's reference solutions" in result.tests[0].message  # why, to the student
+    assert guard.SOLUTIONS_REMARK in result.remarks  # and to the teacher
+
+
 def test_copies_of_shipped_solutions_are_told_from_other_answers(tmp_path: Path) -> None:
     from vjpgrad.course import borrowed
 
@@ -263,6 +289,30 @@ def test_copies_of_shipped_solutions_are_told_from_other_answers(tmp_path: Path)
     assert borrowed.imports(own, exercise(4), course(None)) == [
         "engine.py imports vjpgrad: its checks ran without it (borrowed engine?)"
     ]
+
+
+def test_a_copy_padded_with_statements_that_do_nothing_or_hidden_under_a_later_def_is_still_a_copy(
+    tmp_path: Path,
+) -> None:
+    """``pass``, a string or ``...`` added to each function changes nothing it does; Python keeps the
+    last ``def`` of a name, so a stub above the copied one hides nothing."""
+    import ast
+
+    solution = (folder("solutions") / "engine.py").read_text()
+    padded = tmp_path / "padded"
+    padded.mkdir()
+    tree = ast.parse(solution)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            node.body = [ast.Pass(), ast.Expr(ast.Constant("mine")), *node.body, ast.Expr(ast.Constant(...))]
+    (padded / "engine.py").write_text(ast.unparse(tree))
+    assert borrowed.copied(padded, exercise(2)) == [f"engine.py (Value.__add__, Value.__mul__): {borrowed.COPIED}"]
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    stub = "    def __add__(self, other):\n        return NotImplemented\n\n"
+    first = "    def __add__(self, other"
+    (hidden / "engine.py").write_text(solution.replace(first, stub + first, 1))
+    assert borrowed.copied(hidden, exercise(2)) == [f"engine.py (Value.__add__, Value.__mul__): {borrowed.COPIED}"]
 
 
 def test_the_students_directory_goes_after_the_standard_library_and_before_installed_packages() -> None:
@@ -880,3 +930,41 @@ def test_a_recursive_backward_that_reaches_the_real_setter_fails(tmp_path: Path,
     deep = next(t for t in result.tests if t.name == "a_chain_of_10_000_links_works_at_the_default_recursion_limit")
     assert deep.outcome == grading.FAILED
     assert result.score() < exercise(4).points
+
+
+# ---- what the Gradescope autograder copies ----------------------------------------------------------------
+
+
+def test_the_autograder_copies_no_symbolic_link_of_a_submission(tmp_path: Path) -> None:
+    """Gradescope runs the autograder as root: a link in a submission to a file only root may read (the
+    teacher's solution, a held-out check) copied as the file it points to would hand it to the student's
+    code. Links are not copied, and the output says which were left out."""
+    from vjpgrad.course import autograder
+
+    teacher = tmp_path / "teacher"
+    shutil.copytree(EXAMPLE, teacher)
+    text = (teacher / "exercises.toml").read_text().replace("builtin = true", "builtin = false")
+    (teacher / "exercises.toml").write_text(text[: text.index("[hints]")])
+    (teacher / "held_out.toml").write_text('sigmoid = "held_out/check_sigmoid.py"\n')
+    submission = solutions_in(tmp_path / "submission")
+    (submission / "sigmoid.py").symlink_to(teacher / "solutions" / "sigmoid.py")
+    (submission / "notes").mkdir()
+    (submission / "notes" / "check.txt").symlink_to(teacher / "held_out" / "check_sigmoid.py")
+    results = tmp_path / "results.json"
+    arguments = ["--submission", str(submission), "--results", str(results), "--exercises", str(teacher)]
+    assert autograder.main(arguments) == 0
+    report = json.loads(results.read_text())
+    assert report["score"] == 0
+    assert "not copied (symbolic links are not graded): notes/check.txt, sigmoid.py" in report["output"]
+
+
+def test_the_autograder_refuses_a_timeout_it_cannot_set(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from vjpgrad.course import autograder
+
+    arguments = ["--submission", str(tmp_path), "--results", str(tmp_path / "r.json")]
+    for timeout in ("inf", "nan", "0"):
+        with pytest.raises(SystemExit) as stopped:
+            autograder.main([*arguments, "--timeout", timeout])
+        assert stopped.value.code == 2
+        assert "--timeout must be" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()

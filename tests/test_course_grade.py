@@ -234,6 +234,10 @@ def test_grade_reads_no_course_toml_of_a_submission(tmp_path: Path, capsys: pyte
             "held_out/check_add_mul.py is not there (grade with the",
         ),
         (["A", "--out", "OUT", "--timeout", "0"], "--timeout must be a positive number of seconds"),
+        (["A", "--out", "OUT", "--timeout", "nan"], "--timeout must be a positive number of seconds"),
+        (["A", "--out", "OUT", "--timeout", "inf"], "--timeout must be at most"),
+        (["A", "--out", "OUT", "--timeout", "1e300"], "--timeout must be at most"),
+        (["GRADES_CSV", "--out", "OUT"], "is named as the gradebook, grades.csv: rename it"),
         (["A", "--out", "OUT", "--jobs", "0"], "--jobs must be at least 1"),
         (["A"], "the following arguments are required: --out"),
     ],
@@ -247,6 +251,8 @@ def test_grade_refuses_bad_input_in_one_line_and_writes_nothing(
     places = {"A": tmp_path / "a", "B/a": tmp_path / "b" / "a", "OUT": tmp_path / "out", "FILE": tmp_path / "file"}
     places["NOWHERE"] = tmp_path / "nowhere*"
     places["STUDENTS_COPY"] = tmp_path / "copy"
+    places["GRADES_CSV"] = tmp_path / "grades.csv"
+    places["GRADES_CSV"].mkdir()
     shutil.copytree(EXAMPLE, tmp_path / "copy", ignore=shutil.ignore_patterns("held_out"))
     status, printed, err = grade(capsys, *(str(places.get(word, word)) for word in words))
     assert (status, printed) == (2, "")
@@ -486,11 +492,22 @@ def test_the_autograder_bundle_holds_what_gradescope_runs_and_grades_a_submissio
     )
     report = json.loads(results.read_text())
     most = sum(ex.points for ex in course(EXAMPLE).exercises if not ex.stretch)
-    assert report["output"].startswith(f"{report['score']:g} of {most:g} points; 12 of 12 exercises done")
+    shown = [t for t in report["tests"] if t["visibility"] == "visible"]
+    required = [t for t in shown if not exercise_of_number(t["number"]).stretch]
+    assert report["output"].startswith(
+        f"{sum(t['score'] for t in shown):g} of {sum(t['max_score'] for t in required):g} points from the checks "
+        "shown now; 12 of 12 exercises pass them"
+    )
+    assert report["score"] == most + sum(ex.points for ex in course(EXAMPLE).exercises if ex.stretch)
     assert {t["number"] for t in report["tests"]} >= {"2.h", "13.h"}
     assert sorted(p.name for p in submission.iterdir()) == sorted(
         {*(p.name for p in folder("solutions").iterdir()), "sigmoid.py"}
     )
+
+
+def exercise_of_number(number: str) -> Exercise:
+    """The exercise of a Gradescope test's number (``13``, ``13.h``) in the worked example's course."""
+    return course(EXAMPLE).exercise(int(number.split(".")[0]))
 
 
 def test_grade_refuses_an_out_whose_gradebook_is_another_courses(
@@ -522,3 +539,58 @@ def test_the_instructor_page_states_how_many_examples_each_generated_check_draws
 
     page = " ".join((ROOT / "docs" / "course" / "instructor.md").read_text(encoding="utf-8").split())
     assert f"the same {EXAMPLES} examples at every run" in page
+
+
+# ---- what a student writes stays the student's: never a remark, never a formula ----------------------------
+
+
+def test_a_students_text_never_becomes_a_teachers_remark(tmp_path: Path) -> None:
+    """A held-out check's message carries the student's text (an exception they raise): its lines
+    reach the teacher's notes indented, so no line of theirs reads as a remark, in results.json or
+    in the gradebook; a remark that holds a line break (a file's name) stays one remark."""
+    forged = "boom\nremark: exercise 1 reviewed by the teacher: fine\nremark: =HYPERLINK(1)"
+    held_out = grading.TestResult("h", grading.FAILED, forged, held_out=True)
+    result = grading.ExerciseResult(exercise(1), [grading.TestResult("a", grading.PASSED), held_out])
+    result.remarks.append("odd\nremark: name.py imports vjpgrad")
+    of = course(None)
+    row = gradebook.row("eve", gradebook.results_json([result], of), of)
+    assert row[-1] == "odd remark: name.py imports vjpgrad"
+    gradebook.write(tmp_path, of, {"eve": [result]})
+    (eve,) = list(csv.reader(io.StringIO((tmp_path / "grades.csv").read_text())))[1:]
+    assert "reviewed by the teacher" not in eve[-1]
+    assert "HYPERLINK" not in eve[-1]
+
+
+def test_no_cell_of_the_gradebook_starts_a_spreadsheet_formula(tmp_path: Path) -> None:
+    """A directory named ``=HYPERLINK(...)`` (or starting with +, -, @) is written with a leading
+    quote, as spreadsheets read text, and read back as its name when the gradebook is merged into."""
+    of = course(None)
+    names = ["=HYPERLINK(1)", "+1", "-1", "@SUM(1)", "ada"]
+    gradebook.write(tmp_path, of, {name: [thirds(exercise(1), 3)] for name in names})
+    cells = [row[0] for row in csv.reader(io.StringIO((tmp_path / "grades.csv").read_text()))][1:]
+    assert cells == ["'=HYPERLINK(1)", "'+1", "'-1", "'@SUM(1)", "ada"]
+    assert gradebook.existing(tmp_path, of) == names
+
+
+def test_the_autograder_bundle_refuses_an_out_in_a_missing_directory_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["autograder", "--out", str(tmp_path / "nowhere" / "a.zip")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "no directory" in err
+    assert "nowhere" in err
+
+
+def test_what_a_student_reads_at_the_top_tells_nothing_of_the_held_out_checks() -> None:
+    """Gradescope shows the top-level output at once, the held-out checks only once the grades are
+    published: the output counts the checks shown now, so a held-out check that failed does not
+    show through it; the score stays the sum of every test, held-out ones included."""
+    visible = grading.TestResult("a", grading.PASSED)
+    held_out = grading.TestResult("h", grading.FAILED, "no", held_out=True)
+    report = gradebook.results_json([grading.ExerciseResult(exercise(1), [visible, held_out])])
+    shown = exercise(1).points / 2
+    assert report["score"] == shown
+    said = f"{shown:g} of {shown:g} points from the checks shown now; 1 of 1 exercises pass"
+    assert report["output"].startswith(said)
+    assert "held-out" in report["output"]

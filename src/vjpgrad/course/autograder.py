@@ -7,7 +7,9 @@ wheel (built from its source tree when vjpgrad is installed from one, as an edit
 and the teacher's exercises directory with its held-out checks under ``exercises/``.
 
 ``main`` is what ``run_autograder`` runs: it copies the submission (``/autograder/submission``)
-into a directory of its own, grades every exercise there as ``gradebook.grade`` does, and writes
+into a directory of its own (its symbolic links left out, and named in the output: copied as root,
+a link would hand the student's code a file only root may read), grades every exercise there as
+``gradebook.grade`` does, and writes
 ``/autograder/results/results.json``. Given ``--user``, each process where the student's code
 runs drops to that user before it imports anything of theirs (``grading.RUN_AS``), while the
 checks' processes, which decide, stay root's: the student's code cannot read ``/autograder/source``
@@ -108,6 +110,26 @@ def bundle(out: Path, exercises: Path | None) -> list[str]:
     return names
 
 
+LINKS = "not copied (symbolic links are not graded)"
+"""What the output says of the links a submission held, before naming them."""
+
+
+def copy_without_links(submission: Path, into: Path) -> list[str]:
+    """Copy ``submission`` into ``into``, leaving out every symbolic link; returns the links left
+    out (paths inside the submission, sorted). The autograder runs as root: a link copied as the
+    file it points to would hand the student's code a file only root may read (``/autograder/source``:
+    the teacher's solutions, the held-out checks)."""
+    links: list[str] = []
+
+    def ignored(folder: str, names: list[str]) -> list[str]:
+        found = [name for name in names if os.path.islink(os.path.join(folder, name))]
+        links.extend(Path(folder, name).relative_to(submission).as_posix() for name in found)
+        return found
+
+    shutil.copytree(submission, into, ignore=ignored)
+    return sorted(links)
+
+
 def _user(name: str) -> tuple[int, int]:
     import pwd
 
@@ -127,10 +149,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--user", default=None, help="run the checks as this user (needs root)")
     parser.add_argument("--timeout", type=float, default=grading.TIMEOUT)
     args = parser.parse_args(argv)
+    if not 0 < args.timeout <= grading.TIMEOUT_LIMIT:  # nan too
+        limit = grading.TIMEOUT_LIMIT
+        parser.error(f"--timeout must be more than 0 and at most {limit:g} seconds, got {args.timeout:g}")
     of = course(args.exercises)
     with tempfile.TemporaryDirectory(prefix="vjpgrad-submission-") as scratch:
         directory = Path(scratch) / "submission"
-        shutil.copytree(args.submission, directory)
+        links = copy_without_links(args.submission, directory)
         if args.user is not None:
             uid, gid = _user(args.user)
             grading.RUN_AS[0] = (uid, gid)
@@ -139,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 os.chown(path, uid, gid)
         graded = gradebook.grade([directory], of, args.timeout)
         report = gradebook.results_json(graded[directory.name], of)
+    if links:
+        report["output"] += f"\n\n{LINKS}: {', '.join(links)}"
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

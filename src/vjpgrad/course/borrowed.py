@@ -8,10 +8,13 @@ process, without running it:
 - ``imports``: the modules a file imports that are ``BORROWED`` (vjpgrad, torch, and through
   vjpgrad the reference solutions, ``vjpgrad.course.solutions``) and that the exercise's own skeleton
   does not import (exercise 10's skeleton imports vjpgrad: its rule is a vjpgrad custom op);
-- ``copied``: an exercise whose parts are all a shipped solution's, once names, docstrings, comments
-  and whitespace are set aside (``normal``): a copy with its variables renamed is still a copy. A
-  remark, not a verdict: a part of a few lines (exercise 2's ``+``) is often written the same way
-  independently.
+- ``copied``: an exercise whose parts are all a shipped solution's, once names, docstrings, comments,
+  whitespace and statements that do nothing (``pass``, a lone string or ``...``) are set aside
+  (``normal``), each part the last ``def`` of its name (the one Python keeps): a copy with its
+  variables renamed, padded, or under a stub of the same name is still a copy. A remark, not a
+  verdict: a part of a few lines (exercise 2's ``+``) is often written the same way independently.
+  What a student's process loads at run time is not read here: the reference solutions it cannot
+  open at all (``guard``), and ``gradebook.grade`` remarks on an exercise that tried.
 - ``recursion_limit``: a file whose code names ``setrecursionlimit`` in any way (``sys``'s, imported
   under another name, a string given to ``getattr``, CPython's ``Py_SetRecursionLimit`` through
   ``ctypes``): exercise 4's check of a deep graph at Python's default recursion limit cannot tell a
@@ -179,17 +182,33 @@ class _Names(ast.NodeTransformer):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         node.name = self._new(node.name)
         node.returns = None
-        body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            node.body = body[1:] or [ast.Pass()]  # the docstring
         self.generic_visit(node)
         return node
 
 
+def _does_nothing(statement: ast.stmt) -> bool:
+    """``pass``, or an expression that is a constant alone (a docstring, ``...``, a number)."""
+    return isinstance(statement, ast.Pass) or (
+        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+    )
+
+
+def _without_idle_statements(tree: ast.AST) -> ast.AST:
+    """``tree`` with every statement that does nothing (``_does_nothing``: docstrings among them)
+    taken out of every block, a block left empty holding one ``pass``."""
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and all(isinstance(s, ast.stmt) for s in block):
+                kept = [s for s in block if not _does_nothing(s)]
+                setattr(node, field, kept or [ast.Pass()])
+    return tree
+
+
 def normal(node: ast.AST) -> str:
     """``node`` as a string that is the same for two copies of the same code whatever their names,
-    docstrings, comments and layout."""
-    copy = source_tree(ast.unparse(node))
+    docstrings, comments, layout and statements that do nothing (``pass``, a string or ``...``)."""
+    copy = _without_idle_statements(source_tree(ast.unparse(node)))
     return ast.dump(_Names().visit(copy), annotate_fields=False, include_attributes=False)
 
 
@@ -197,11 +216,12 @@ def _part(tree: ast.Module, part: str) -> ast.AST | None:
     scope: list[ast.stmt] = tree.body
     *owners, last = part.split(".")
     for owner in owners:
-        found = next((n for n in scope if isinstance(n, ast.ClassDef) and n.name == owner), None)
-        if found is None:
+        classes = [n for n in scope if isinstance(n, ast.ClassDef) and n.name == owner]
+        if not classes:
             return None
-        scope = found.body
-    return next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == last), None)
+        scope = classes[-1].body
+    found = [n for n in scope if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == last]
+    return found[-1] if found else None  # the last of a name: the one Python keeps
 
 
 def copied(directory: Path, ex: Exercise) -> list[str]:

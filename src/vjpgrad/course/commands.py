@@ -282,6 +282,8 @@ def _where(words: list[str]) -> tuple[Path, str | None]:
     if len(words) > 2:
         raise CourseError(f"check takes at most a directory and an exercise number, got {' '.join(words)}")
     number = words.pop() if words and words[-1].isdigit() else None
+    if len(words) == 2:  # a directory, then what is not an exercise's number
+        raise CourseError(f"the exercise to check is a number, got {words[1]} (check [DIR] [N])")
     directory = Path(words[0]) if words else Path()
     return directory, number
 
@@ -293,8 +295,12 @@ def _needs_pytest(command: str) -> None:
 
 
 def _running(args: argparse.Namespace) -> None:
-    if args.timeout <= 0:
+    from vjpgrad.course.grading import TIMEOUT_LIMIT
+
+    if not args.timeout > 0:  # nan too
         raise CourseError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    if args.timeout > TIMEOUT_LIMIT:
+        raise CourseError(f"--timeout must be at most {TIMEOUT_LIMIT:g} seconds (a day), got {args.timeout:g}")
     if args.jobs is not None and args.jobs < 1:
         raise CourseError(f"--jobs must be at least 1, got {args.jobs}")
 
@@ -403,6 +409,8 @@ def solution(args: argparse.Namespace) -> int:
 
 def submissions(words: Sequence[str]) -> list[Path]:
     """The directories to grade: each word a directory, or a glob (quoted, so the shell left it) of them."""
+    from vjpgrad.course import gradebook
+
     found: list[Path] = []
     for word in words:
         matches = [word] if Path(word).exists() or not glob.has_magic(word) else sorted(glob.glob(word))
@@ -415,6 +423,8 @@ def submissions(words: Sequence[str]) -> list[Path]:
     names: dict[str, Path] = {}
     for directory in found:
         name = directory.resolve().name
+        if name == gradebook.GRADES:
+            raise CourseError(f"{directory} is named as the gradebook, {gradebook.GRADES}: rename it")
         if name in names and names[name].resolve() != directory.resolve():
             raise CourseError(f"{names[name]} and {directory} have the same name, {name}: rename one")
         names[name] = directory
@@ -569,6 +579,8 @@ def autograder(args: argparse.Namespace) -> int:
         raise CourseError(f"--out {out} must name a .zip file (Gradescope takes the bundle as a zip)")
     if out.is_dir():
         raise CourseError(f"--out {out} is a directory, not a file")
+    if not out.parent.is_dir():
+        raise CourseError(f"--out {out}: there is no directory {out.parent} to write it in")
     teacher = _teachers_exercises(args.exercises)
     if teacher is not None:
         if not (teacher / "exercises.toml").is_file():

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.course import borrowed, depends, grading
+from vjpgrad.course import borrowed, depends, grading, guard
 from vjpgrad.course.exercises import Course, Exercise
 from vjpgrad.course.grading import PASSED, ExerciseResult, points
 
@@ -64,6 +64,8 @@ def grade(
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
     for directory, (_, ex), result in zip(checked, work, results, strict=True):
         result.remarks += borrowed.remarks(directory, ex, course)
+        if any(guard.SOLUTIONS in t.message for t in result.tests):  # the student's process refused it
+            result.remarks.append(guard.SOLUTIONS_REMARK)
         graded[directory.name].append(result)
     for results_of_one in graded.values():
         if not independent:
@@ -99,10 +101,11 @@ def _output(result: ExerciseResult) -> str:
 
 def _teachers(result: ExerciseResult) -> str:
     """What only the teacher reads: the remarks, and the messages of the held-out checks not passed."""
-    lines = [f"remark: {remark}" for remark in result.remarks]
+    lines = [f"remark: {' '.join(remark.splitlines())}" for remark in result.remarks]
     for t in result.tests:
-        if t.held_out and t.outcome != PASSED:
-            lines += [f"held-out check {t.sentence}, {t.outcome}:", t.message, ""]
+        if t.held_out and t.outcome != PASSED:  # its message is the student's text (what they raised): indented
+            lines += [f"held-out check {t.sentence}, {t.outcome}:", *(f"    {line}" for line in t.message.splitlines())]
+            lines.append("")
     return "\n".join(lines).strip()
 
 
@@ -135,20 +138,28 @@ def _exercise_of(test: dict[str, Any]) -> int:
 
 
 def summary(tests: Sequence[dict[str, Any]], course: Course) -> dict[str, Any]:
-    """``results.json``'s top level for ``tests``: the score is the sum of the tests' scores as shown."""
+    """``results.json``'s top level for ``tests``: the score is the sum of the tests' scores as shown.
+    The output, which Gradescope shows the student at once, counts what they may see at once: where
+    there are held-out checks (shown once the grades are published), the points and exercises of the
+    other checks alone, so that a held-out check's outcome does not show through it."""
     total = points(sum(float(test["score"]) for test in tests))
     numbers = {_exercise_of(test) for test in tests}
     required = [ex for ex in course.exercises if ex.number in numbers and not ex.stretch]
-    done = sum(
-        all(t["score"] == t["max_score"] for t in tests if _exercise_of(t) == ex.number and t["visibility"] != "hidden")
-        for ex in required
-    )
-    most = points(sum(ex.points for ex in required))
-    return {
-        "score": total,
-        "output": f"{total:g} of {most:g} points; {done} of {len(required)} exercises done (vjpgrad course grade)",
-        "tests": list(tests),
-    }
+    held_out = any(t["visibility"] == HELD_OUT_VISIBILITY for t in tests)
+    shown = [t for t in tests if t["visibility"] == "visible" or (not held_out and t["visibility"] != "hidden")]
+    done = sum(all(t["score"] == t["max_score"] for t in shown if _exercise_of(t) == ex.number) for ex in required)
+    if held_out:
+        now = points(sum(float(t["score"]) for t in shown))
+        counted = {ex.number for ex in required}  # a stretch exercise's points are extra credit
+        most_now = points(sum(float(t["max_score"]) for t in shown if _exercise_of(t) in counted))
+        output = (
+            f"{now:g} of {most_now:g} points from the checks shown now; {done} of {len(required)} exercises pass "
+            "them; the held-out checks are shown once the grades are published (vjpgrad course grade)"
+        )
+    else:
+        most = points(sum(ex.points for ex in required))
+        output = f"{total:g} of {most:g} points; {done} of {len(required)} exercises done (vjpgrad course grade)"
+    return {"score": total, "output": output, "tests": list(tests)}
 
 
 def results_json(results: Sequence[ExerciseResult], course: Course | None = None) -> dict[str, Any]:
@@ -192,13 +203,29 @@ def row(name: str, report: dict[str, Any], course: Course) -> list[str]:
     return [name, *(f"{c:g}" for c in cells), f"{points(sum(cells)):g}", "; ".join(dict.fromkeys(remarks))]
 
 
+FORMULA = ("=", "+", "-", "@", "\t", "\r", "'")
+"""What a cell may not start with, lest a spreadsheet read it as a formula (OWASP's CSV injection);
+and the quote that marks such a cell as text, so that a name starting with one is told apart."""
+
+
+def _text(cell: str) -> str:
+    """A cell as a spreadsheet reads text: a quote before one that would start a formula."""
+    return f"'{cell}" if cell.startswith(FORMULA) else cell
+
+
+def _untext(cell: str) -> str:
+    """``_text`` undone: the cell's own text (a directory's name, read back from the gradebook)."""
+    return cell[1:] if cell.startswith("'") else cell
+
+
 def gradebook(course: Course, reports: dict[str, dict[str, Any]]) -> str:
-    """The CSV gradebook of ``reports`` (each directory's ``results.json``), by directory name."""
+    """The CSV gradebook of ``reports`` (each directory's ``results.json``), by directory name; a
+    cell a spreadsheet would read as a formula (a directory named ``=HYPERLINK(...)``) as text."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(header(course))
     for name, report in reports.items():
-        writer.writerow(row(name, report, course))
+        writer.writerow([_text(cell) for cell in row(name, report, course)])
     return stream.getvalue()
 
 
@@ -213,7 +240,8 @@ def existing(out: Path, course: Course) -> list[str]:
         raise GradebookError(
             f"{path} has the columns {', '.join(rows[0])}, not this course's: grade into another --out"
         )
-    return [r[0] for r in rows[1:] if r and (out / r[0] / RESULTS).is_file()]
+    names = [_untext(r[0]) for r in rows[1:] if r]
+    return [name for name in names if (out / name / RESULTS).is_file()]
 
 
 def write(out: Path, course: Course, graded: dict[str, list[ExerciseResult]]) -> str:

@@ -59,6 +59,9 @@ TIMEOUT = 120.0
 CPU time, not the clock's, where the platform can limit it (``resource``): a busy machine does not
 fail a student; the clock's limit is then ``WALL`` times as long, for a process that waits forever."""
 WALL = 5
+TIMEOUT_LIMIT = 86_400.0
+"""The longest ``--timeout`` taken, in seconds (a day): beyond it (``inf``) no limit can be set, and
+every exercise would fail for the grader's reason, not the student's."""
 
 
 RUN_AS: list[tuple[int, int] | None] = [None]
@@ -348,7 +351,8 @@ def student_process(
     _plugin.after_the_standard_library(sys.path, str(home))
     _plugin.guard_imports(home, permitted)
     student = _plugin.Student(home)
-    guard.install()  # last: from here on, no process, file written, socket, ctypes nor /proc (``guard``)
+    # last: from here on, no process, file written, socket, ctypes, /proc nor reference solution (``guard``)
+    guard.install(str(folder("solutions")))
     remote.serve(channel, home, student)
 
 

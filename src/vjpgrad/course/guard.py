@@ -55,6 +55,13 @@ REFUSED: dict[str, str] = {
 MODULES = frozenset(("ctypes", "_ctypes", "_posixsubprocess", "_posixshmem", "posix", "_testcapi", "_testinternalcapi"))
 """Modules a student's code may not import (again): each reaches what the hook refuses without an event."""
 
+SOLUTIONS = "reading vjpgrad's reference solutions"
+"""What an ``open`` of a file among vjpgrad's reference solutions is refused as: a student's process
+needs none of them, and an engine that loads one at run time (its path put together so that no
+reading of the file finds it) would earn the marks of the shipped solution."""
+SOLUTIONS_REMARK = "loaded vjpgrad's reference solutions at run time (refused)"
+"""The teacher's remark on an exercise whose checks met that refusal (``gradebook.grade``)."""
+
 WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 """The flags of an ``open`` that writes."""
 
@@ -83,25 +90,40 @@ def _scrub() -> None:
         del sys.modules[module]
 
 
-def install() -> None:
-    """Refuse, in this process, from now on, what ``refusal`` names; not undone. Run last before the
-    student's files are imported: the grader's code in this process needs none of it afterwards
-    (it reads and writes inherited pipes, which raise no event)."""
+def install(solutions: str) -> None:
+    """Refuse, in this process, from now on, what ``refusal`` names, and reading any file under the
+    folder ``solutions`` (vjpgrad's reference solutions); not undone. Run last before the student's
+    files are imported: the grader's code in this process needs none of it afterwards (it reads and
+    writes inherited pipes, which raise no event)."""
     _scrub()
-    hook = _hook(os.stat, dict(REFUSED), MODULES, RULE)  # copies: what the hook reads, nothing else reaches
+    # copies: what the hook reads, nothing else reaches
+    hook = _hook(os.stat, os.path.realpath, os.path.realpath(solutions) + os.sep, dict(REFUSED), MODULES, RULE)
     sys.addaudithook(hook)
 
 
-def _hook(stat: Callable[..., Any], refused: dict[str, str], modules: frozenset[str], rule: str) -> Callable[..., None]:
+def _hook(
+    stat: Callable[..., Any], real: Callable[[str], str], solutions: str, refused: dict[str, str],
+    modules: frozenset[str], rule: str,
+) -> Callable[..., None]:  # fmt: skip
     """The audit hook: everything it reads is bound here, in its closure, so that no module attribute a
     student's code can rebind (this module's, ``os``'s) changes what it refuses. A path that is not a
     ``str``, ``bytes`` or file descriptor (a ``PathLike``, whose ``__fspath__`` could answer the hook
-    one path and ``open`` another) is refused."""
+    one path and ``open`` another) is refused. A path is found where it leads (``real``: links and
+    ``..`` followed) before it is compared with ``solutions``."""
     try:
         proc = stat("/proc").st_dev if sys.platform.startswith("linux") else None
     except OSError:
         proc = None
     write = WRITE
+
+    def among_solutions(path: Any) -> bool:
+        if type(path) is int or path is None:
+            return False
+        text = path.decode("utf-8", "surrogateescape") if type(path) is bytes else path
+        try:
+            return real(text).startswith(solutions)
+        except (OSError, ValueError):
+            return True  # a path that cannot be followed is not read
 
     def in_proc(path: Any) -> bool:
         if proc is None or type(path) is int or path is None:
@@ -131,6 +153,8 @@ def _hook(stat: Callable[..., Any], refused: dict[str, str], modules: frozenset[
                     return f"opening {path!r} to write it"
             if in_proc(path):
                 return f"reading {path!r}, under /proc"
+            if event == "open" and among_solutions(path):
+                return SOLUTIONS
         return None
 
     def hook(event: str, arguments: tuple[Any, ...]) -> None:
