@@ -932,6 +932,29 @@ def test_a_recursive_backward_that_reaches_the_real_setter_fails(tmp_path: Path,
     assert result.score() < exercise(4).points
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the address space is limited on Linux")
+@pytest.mark.slow  # a grading run
+def test_a_students_process_may_not_take_the_machines_memory(tmp_path: Path) -> None:
+    """A runaway allocation in a student's code raises MemoryError in their process (its address space
+    is capped a few GiB above what it starts with) instead of taking the memory of the machine that
+    grades a class; an engine that allocates nothing of the kind runs as before."""
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    prepend(
+        directory / "engine.py",
+        "import resource\n"
+        "if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:\n"
+        "    raise RuntimeError('no limit on the memory this process may take')\n"
+        "try:\n"
+        "    _hoard = bytearray(64 << 30)\n"
+        "except MemoryError:\n"
+        "    _hoard = None\n"
+        "else:\n"
+        "    raise RuntimeError('64 GiB taken')\n",
+    )
+    (result,) = grading.run(directory, [exercise(2)], timeout=120)
+    assert result.score() == exercise(2).points, result.tests[0].message
+
+
 # ---- what the Gradescope autograder copies ----------------------------------------------------------------
 
 

@@ -326,17 +326,19 @@ def student_process(
     directory: str, permitted: dict[str, set[str]], channel: Any, seconds: float, user: tuple[int, int] | None
 ) -> None:
     """The process where the student's code runs, for one exercise's checks: at most ``seconds`` of
-    CPU, as ``user`` when given, its output thrown away, in their ``directory`` (on ``sys.path``
-    after the standard library), refusing imports of vjpgrad and torch but those ``permitted``,
-    ``sys.setrecursionlimit`` (``probe.refuse_recursion_limit``) and, by an audit hook installed just
-    before it serves the checks, what reaches outside the process (``guard``). It answers the checks' requests on
-    ``channel`` (``remote``) and holds nothing of theirs. Nothing of the student's runs until the
-    checks ask it to import one of their files: a process the checks' process measures from before
-    that (``remote.Checks.peak_memory_with_import``) counts all their code takes."""
+    CPU and ``MEMORY`` bytes more than it starts with, as ``user`` when given, its output thrown away,
+    in their ``directory`` (on ``sys.path`` after the standard library), refusing imports of vjpgrad
+    and torch but those ``permitted``, ``sys.setrecursionlimit`` (``probe.refuse_recursion_limit``)
+    and, by an audit hook installed just before it serves the checks, what reaches outside the
+    process (``guard``). It answers the checks' requests on ``channel`` (``remote``) and holds
+    nothing of theirs. Nothing of the student's runs until the checks ask it to import one of their
+    files: a process the checks' process measures from before that
+    (``remote.Checks.peak_memory_with_import``) counts all their code takes."""
     from vjpgrad.course import _plugin, guard, probe, remote  # all it runs, imported before it may drop to ``user``
 
     probe.refuse_recursion_limit()  # exercise 4's check means something only if their code cannot raise it
     _limit_cpu(seconds)
+    _limit_memory(MEMORY)
     nothing = os.open(os.devnull, os.O_WRONLY)
     os.dup2(nothing, 1)
     os.dup2(nothing, 2)
@@ -409,6 +411,29 @@ def _limit_cpu(seconds: float) -> None:
         return
     limit = max(1, math.ceil(seconds))
     resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
+
+
+MEMORY = 4 << 30
+"""Bytes of address space a student's process may take beyond what it starts with (Linux): the checks
+need a few MiB; a runaway allocation raises ``MemoryError`` in the student's process instead of
+taking the memory of the machine that grades a class."""
+
+
+def _limit_memory(extra: int) -> None:
+    """Cap this process's address space (``RLIMIT_AS``) at its size now plus ``extra`` bytes, on Linux
+    (elsewhere the limit is not kept, or its size not read: nothing)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import resource
+
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = size + extra if hard == resource.RLIM_INFINITY else min(size + extra, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
 def cpu_limited() -> bool:
