@@ -334,3 +334,18 @@ def test_in_place_operations_of_zero_gradient_with_gradients_on_are_replayed() -
         (u * b).sum().backward()
     check_verdicts(w)
     assert all(p.matches for p in w.passes), "\n".join(p.summary() for p in w.passes)
+
+
+def test_the_watch_leaves_pytorchs_operator_objects_as_they_were() -> None:
+    """The replay looks PyTorch's operators up as any code does: calling an ``OpOverloadPacket``'s
+    ``__getattr__`` itself made a new operator object in place of the one PyTorch's dispatcher
+    holds, and on torch 2.5 the next dispatch of that operator to a mode read a freed object (a
+    segmentation fault, at a learner's second ``v @ W`` under the watch)."""
+    before = [getattr(torch.ops.aten, name).default for name in ("squeeze_", "mv", "unsqueeze")]
+    with vjpgrad.watch_torch() as w:
+        v = torch.randn(7, dtype=torch.float64, requires_grad=True)
+        m = torch.randn(7, 5, dtype=torch.float64, requires_grad=True)
+        torch.tanh(v @ m).sum().backward()
+    assert w.passes[0].replayed
+    after = [getattr(torch.ops.aten, name).default for name in ("squeeze_", "mv", "unsqueeze")]
+    assert all(a is b for a, b in zip(after, before, strict=True))

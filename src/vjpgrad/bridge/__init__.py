@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from vjpgrad.bridge.watch import Watch
 
 SUPPORTED = ((2, 1), (2, 15))
-"""The torch versions the bridge is tested with: from 2.1 up to, not including, 2.15."""
+"""The torch versions the bridge takes: from 2.1 up to, not including, 2.15. CI runs its tests on
+2.13; they were run by hand on 2.14.1 and 2.5.1 too (docs/explanation/exactness.md says what
+differs there)."""
 INSTALL = "pip install torch (or pip install -e '.[torch]' in your clone of vjpgrad)"
 
 

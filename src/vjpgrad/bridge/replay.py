@@ -1209,9 +1209,10 @@ def _copies(call: Call) -> list[list[Item]]:
             for k, v in call.kwargs.items()
             if k not in ("dtype", "memory_format", "layout", "device", "pin_memory")
         }
-        produced = getattr(torch.ops.aten, call.name.split(".")[0]).__getattr__(call.name.split(".")[1])(
-            *args, **kwargs
-        )
+        base, overload = call.name.split(".")
+        # looked up as any code does: a packet's __getattr__ called itself makes a new operator in place
+        # of the one PyTorch's dispatcher holds (torch 2.5 then reads a freed object)
+        produced = getattr(getattr(torch.ops.aten, base), overload)(*args, **kwargs)
         results = list(produced) if isinstance(produced, (list, tuple)) else [produced]
     single = call.single
     uses = [i for r in results for i in numbers_of_index(r)]
