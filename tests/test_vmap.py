@@ -222,6 +222,90 @@ def test_an_unbatched_int_is_structure_as_in_eager_code_and_a_differentiated_one
     assert slopes.tolist() == xs.tolist()
 
 
+def test_an_unbatched_number_reaches_the_function_as_that_number_as_in_torch_func() -> None:
+    """``in_dims`` None passes the argument unchanged: a float stays a float, in a list or a tuple
+    too, so its operations take the table's number rows, as eager code given that float does
+    (``Value ** 0.5`` is sqrt: ``(-0.0) ** 0.5`` is -0.0, ``(-inf) ** 0.5`` nan)."""
+    seen: list[Any] = []
+
+    def power(x: Any, k: Any) -> Any:
+        seen.append(k)
+        return x**k
+
+    xs = np.array([-0.0, -math.inf, 4.0, 2.0])
+    assert_same_bits(vmap(power, in_dims=(0, None))(xs, 0.5), [(Value(x) ** 0.5).data for x in xs.tolist()], "x ** 0.5")
+    assert [type(k) for k in seen] == [float]
+    gradients = vmap(grad(power), in_dims=(0, None))(xs, 0.5)
+    assert_same_bits(gradients, [grad(power)(x, 0.5) for x in xs.tolist()], "grad of x ** 0.5")
+    seen.clear()
+    nested = vmap(lambda x, c: x * c[0] + x / c[1][0] - c[1][1], in_dims=(0, None))(xs, [3.0, (0.1, 2)])
+    assert_same_bits(nested, [x * 3.0 + x / 0.1 - 2 for x in xs.tolist()], "numbers in a list")
+
+
+def test_each_row_equals_eager_code_given_values_for_the_batched_data_and_the_unbatched_number_itself() -> None:
+    """A batched argument reaches the function as a Value per sample (torch.func.vmap's samples are
+    tensors); an unbatched float as that float. ``s / (s * a)`` with ``s`` a float is
+    ``s * (1 / (s * a))``, PyTorch's rdiv, which with ``s`` = -1e300 is another number than the
+    division of two Values."""
+
+    def h(a: Any, s: Any) -> Any:
+        return (s / (s * a)) / a
+
+    a_s = np.array([-0.04863171, 0.5, 3.0])
+    unbatched = vmap(grad(h), in_dims=(0, None))(a_s, -1e300)
+    assert_same_bits(unbatched, [grad(h)(a, -1e300) for a in a_s.tolist()], "s unbatched: a float")
+    batched = vmap(grad(h))(a_s, np.full(3, -1e300))
+    as_values = [grad(h)(a, Value(-1e300, requires_grad=False)) for a in a_s.tolist()]
+    assert_same_bits(batched, as_values, "s batched: a Value per sample")
+    assert not same(unbatched[0], batched[0])  # the float's row and the Value's row differ here
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(0.5, 2.0), (2.0, 3.0), (0.0, -0.0), ([0.5, 1.0], [1.0, 3.0]), ((0.5, 1.0), (1.5, 2.0)), (2, 2.0)],
+    ids=["0.5 then 2.0", "2.0 then 3.0", "0.0 then -0.0", "a list", "a tuple", "an int then a float"],
+)
+def test_another_unbatched_number_is_recorded_anew_not_replayed_with_the_old_one_baked_in(
+    first: Any, second: Any
+) -> None:
+    def power(x: Any, k: Any) -> Any:
+        exponent = k if isinstance(k, (int, float)) else k[0] * k[1]
+        return x**exponent / k if isinstance(k, (int, float)) else x**exponent
+
+    xs = np.array([0.7, -1.3, 2.0, -0.0])
+    mapped = vmap(grad(power), in_dims=(0, None))
+    for k in (first, second, first):
+        assert_same_bits(mapped(xs, k), [grad(power)(x, k) for x in xs.tolist()], f"k = {k!r}")
+
+
+def test_unbatched_values_reach_the_function_as_they_are_their_numbers_read_at_each_call() -> None:
+    """A model's parameters as Values (a list of them, a Vector, one Value) with ``in_dims`` None:
+    the function gets those Values, as eager code would, and a later call reads their numbers
+    then, or another call's Values."""
+    xs = np.array([1.0, 3.0, -2.0])
+    layer = vmap(lambda p, x: (p[0] * x + p[1]).relu(), in_dims=(None, 0))
+    w = [Value(2.0), Value(-1.0)]
+    assert layer(w, xs).tolist() == [1.0, 5.0, 0.0]
+    w[0].data = 3.0
+    assert layer(w, xs).tolist() == [2.0, 8.0, 0.0]
+    assert layer(vjpgrad.Vector([-1.0, 0.5]), xs).tolist() == [0.0, 0.0, 2.5]
+    scale = Value(0.5, requires_grad=False)
+    scaled = vmap(lambda s, x: x / s, in_dims=(None, 0))
+    assert_same_bits(scaled(scale, xs), [(Value(x) / scale).data for x in xs.tolist()], "x / s")
+    scale.data = 3.0
+    assert_same_bits(scaled(scale, xs), [(Value(x) / scale).data for x in xs.tolist()], "x / s, s changed")
+
+
+def test_the_recordings_kept_for_other_unbatched_numbers_are_bounded() -> None:
+    from vjpgrad.batched.run import PROGRAMS_KEPT
+
+    scaled = vmap(lambda x, k: x * k, in_dims=(0, None))
+    for k in range(PROGRAMS_KEPT + 10):
+        assert scaled(np.array([1.0, 2.0]), k + 0.5).tolist() == [k + 0.5, 2 * k + 1.0]
+    assert len(scaled._programs) == PROGRAMS_KEPT  # the oldest dropped first
+    assert scaled(np.array([1.0]), 0.5).tolist() == [0.5]  # recorded again
+
+
 def test_in_dims_picks_the_axis_of_the_samples() -> None:
     xs = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     assert vmap(lambda x: x[0] * x[1], in_dims=1)(xs).tolist() == [4.0, 10.0, 18.0]

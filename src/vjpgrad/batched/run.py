@@ -3,15 +3,19 @@ column of samples; and ``batch_sum``, the per-sample rows added in eager code's 
 
 A call reads its arguments: a batched one (``in_dims`` 0, or another axis) is a NumPy float64
 array of samples, each a number or a list of numbers; an unbatched one (``None``) is shared by
-every sample. The function is recorded (as ``vjpgrad.compile`` records) with one Value per
-number of a sample: a sample that is a number is a Value, one that is a list a Vector. An
-unbatched float or list of floats is data as well (a Value, a Vector: a new number replays the
-same code); anything else unbatched (an int, a string, a model object) is passed as it is and
-fixes the recording, as does each batched argument's sample shape. Values the function reads
-without being given them (a model's weights it closes over) are read again at every call: the
-same Value objects, whose numbers an optimizer changes; a parameter rebound to a new Value is
-not followed (``vjpgrad.compile`` guards that; vmap asks you to pass such parameters as
-arguments, as ``vmap(grad(loss), in_dims=(None, 0, 0))(params, ...)`` does).
+every sample and passed to the function as it is, as torch.func.vmap passes it. The function is
+recorded (as ``vjpgrad.compile`` records) with one Value per number of a sample: a sample that is
+a number is a Value, one that is a list a Vector. An unbatched number stays a number (a float in a
+list or a tuple too), so its operations take the table's number rows, as eager code given it
+does; it fixes the recording, keyed by its bits (another number records anew, as compile's
+numbers do), as does any other unbatched object (an int or a string by its value, a model object
+by its identity) and each batched argument's sample shape. An unbatched Value, Vector or list of Values is passed
+as it is too, its numbers read at every call. Values the function reads without being given them
+(a model's weights it closes over) are read again at every call as well: the same Value objects,
+whose numbers an optimizer changes; a parameter rebound to a new Value is not followed
+(``vjpgrad.compile`` guards that; vmap asks you to pass such parameters as arguments, as
+``vmap(grad(loss), in_dims=(None, 0, 0))(params, ...)`` does). A transform's differentiated
+argument is data, as the transform makes it: Values whose numbers each call gives.
 
 ``vmap(grad(f))``, ``vmap(value_and_grad(f))``, ``vmap(jacobian(f))`` and ``vmap(vjp_fn)`` (the
 function ``vjp`` returns) read what the transform was made from and write the reverse pass of
@@ -44,6 +48,9 @@ from vjpgrad.transforms.functional import Transformed
 CHUNK_BUDGET = 1 << 25
 """Bytes of intermediate arrays one chunk may hold (32 MiB): a batch whose forward and reverse
 values would need more runs in chunks of samples (and small chunks stay in the caches)."""
+
+PROGRAMS_KEPT = 64
+"""Recordings one vmapped function keeps (the least recently used is dropped first)."""
 
 _PASSES: frozenset[CodeType] = frozenset({backward.differentiable_reverse_pass.__code__})
 
@@ -78,12 +85,18 @@ class _Refusing(list):  # type: ignore[type-arg]  # the Recording's list of node
 
 
 def _exact(x: Any) -> Any:
-    """A key part for an unbatched argument that fixes the recording: its value (a list's, item
-    by item; a float's bits), or for an object its identity."""
+    """A key part for an unbatched argument, which fixes the recording: its value (a float's bits
+    and type, a list's, tuple's, dict's or NumPy array's items), or for another object its
+    identity. Two calls reuse a recording only if what the function was given is the same."""
     if isinstance(x, float):
-        return ("float", struct.pack("<d", x))
+        return (type(x).__name__, struct.pack("<d", x))
     if isinstance(x, (list, tuple)):
         return (type(x).__name__, tuple(_exact(item) for item in x))
+    if isinstance(x, dict):
+        return ("dict", tuple((_exact(k), _exact(v)) for k, v in x.items()))
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(x, np.ndarray) and x.dtype.kind != "O":
+        return ("ndarray", x.dtype.str, x.shape, x.tobytes())
     try:
         hash(x)
     except TypeError:
@@ -95,18 +108,14 @@ def _is_number(x: object) -> bool:
     return type(x) is float or (isinstance(x, numbers.Real) and not isinstance(x, bool))
 
 
-def _is_float(x: object) -> bool:
-    """A float (or NumPy float): data. An int is structure, as in eager code (``x ** 3`` is
-    ``x * x * x``, ``range(n)`` a loop), unless it is differentiated."""
-    return isinstance(x, float) or (_is_number(x) and not isinstance(x, numbers.Integral))
-
-
 @dataclass
 class _Argument:
     """One positional argument of a call, as the recording sees it."""
 
-    kind: str  # "batched", "data" (an unbatched float or list of floats) or "static"
-    value: Any  # the array (batched, samples along axis 0), the number or list (data), the object (static)
+    # "batched"; "data": an unbatched number or list a transform differentiates; "values": an
+    # unbatched Value, Vector or list of Values, whose numbers are read at each call; "static"
+    kind: str
+    value: Any  # the array (batched, samples along axis 0), the floats (data), the object as given
     width: int | None  # numbers per sample: None for a number, k for a list of k
 
     def key(self, differentiated: bool) -> tuple[Any, ...]:
@@ -115,8 +124,9 @@ class _Argument:
         return (self.kind, self.width, differentiated)
 
     def lift(self, differentiated: bool) -> Any:
-        """This argument as the recorded function sees it: a Value, a Vector or the object itself."""
-        if self.kind == "static":
+        """This argument as the recorded function sees it: a Value, a Vector or the object itself
+        (an unbatched argument, Values included, is passed as it is)."""
+        if self.kind in ("static", "values"):
             return self.value
         if self.kind == "batched":
             sample = self.value[0]
@@ -134,9 +144,12 @@ class _Argument:
 
     def columns(self, lo: int, hi: int) -> list[Any]:
         """The arrays (or numbers) that stand for its Values in the code, samples lo to hi: each
-        number of a sample one contiguous array (``by_number``), an unbatched number a float."""
+        number of a sample one contiguous array (``by_number``), an unbatched number a float, an
+        unbatched Value's number as it is now."""
         if self.kind == "batched":
             return [column[lo:hi] for column in self.by_number]
+        if self.kind == "values":
+            return [graph.number(v) for v in ([self.value] if self.width is None else self.value)]
         return [self.value] if self.width is None else list(self.value)
 
     @property
@@ -331,20 +344,16 @@ class Vmapped:
         return dims
 
     def _read(self, arg: Any, dim: int | None, position: int) -> _Argument:
-        np = arrays.numpy()
+        """One positional argument: unbatched (``dim`` None), passed to the function as it is, as
+        torch.func.vmap passes it (a float stays a float); batched, an array of real numbers with
+        its samples along axis 0."""
         if dim is None:
-            if isinstance(arg, (Value, Vector)):
-                raise TypeError(f"vmap: argument {position} is a {type(arg).__name__}; pass numbers (or lists) to vmap")
-            if _is_float(arg):
-                return _Argument("data", float(arg), None)
-            if isinstance(arg, (list, tuple)) and arg:
-                if set(map(type, arg)) == {float}:  # the common case, read in C
-                    return _Argument("data", list(arg), len(arg))
-                if all(_is_float(v) for v in arg):
-                    return _Argument("data", [float(v) for v in arg], len(arg))
-            if isinstance(arg, np.ndarray) and arg.ndim == 1 and arg.dtype.kind == "f":
-                return _Argument("data", arg.astype(np.float64).tolist(), len(arg))
+            if isinstance(arg, Value):
+                return _Argument("values", arg, None)
+            if isinstance(arg, (Vector, list, tuple)) and len(arg) and all(isinstance(v, Value) for v in arg):
+                return _Argument("values", arg, len(arg))
             return _Argument("static", arg, None)
+        np = arrays.numpy()
         try:
             array = np.asarray(arg, dtype=np.float64)
         except (TypeError, ValueError) as error:
@@ -374,9 +383,20 @@ class Vmapped:
             tuple(a.key(k in positions) for k, a in enumerate(read)),
             tuple(sorted((name, _exact(v)) for name, v in kwargs.items())),
         )
-        program = self._programs.get(key)
+        return self._recorded(key, lambda: self._write(function, read, kwargs, positions))
+
+    def _recorded(self, key: tuple[Any, ...], write: Callable[[], _Program]) -> _Program:
+        """The program recorded for ``key``, else a new one (``write``): the ``PROGRAMS_KEPT``
+        latest are kept, the least recently used dropped first (each unbatched number has its own,
+        so a number that changes at every call would otherwise keep them all)."""
+        programs = self._programs
+        program = programs.pop(key, None)
         if program is None:
-            program = self._programs[key] = self._write(function, read, kwargs, positions)
+            program = write()
+            oldest = next(iter(programs), None) if len(programs) >= PROGRAMS_KEPT else None
+            if oldest is not None:
+                programs.pop(oldest, None)  # another thread may have dropped it already
+        programs[key] = program  # the latest used last
         self._latest = program
         return program
 
@@ -406,8 +426,8 @@ class Vmapped:
             )
         leaves: list[Value] = []
         counts = []
-        for x in lifted:
-            found = [x] if isinstance(x, Value) else list(x) if isinstance(x, Vector) else []
+        for argument, x in zip(read, lifted, strict=True):
+            found = [] if argument.kind == "static" else [x] if isinstance(x, Value) else list(x)
             leaves.extend(found)
             counts.append(len(found))
         live, edges, outside = recorded_graph(recording, outputs)
@@ -562,10 +582,7 @@ class Vmapped:
         primals = transformed.primals
         read = [_differentiable(self._read(p, None, k), k) for k, p in enumerate(primals)]
         key = ("vjp", tuple(a.key(True) for a in read), tuple(_exact(a.value) for a in read))
-        program = self._programs.get(key)
-        if program is None:
-            program = self._programs[key] = self._write(transformed.function, read, {}, list(range(len(read))))
-        self._latest = program
+        program = self._recorded(key, lambda: self._write(transformed.function, read, {}, list(range(len(read)))))
         width = None if program.layout.form == "one" else len(program.layout.items)
         if cotangent.width != width:
             raise ValueError(
@@ -633,13 +650,19 @@ class _Taker:
 
 
 def _differentiable(argument: _Argument, position: int) -> _Argument:
-    """An unbatched argument that a transform differentiates: a number or a list of numbers
-    (ints included) as data; anything else refused."""
-    if argument.kind != "static":
+    """An unbatched argument that a transform differentiates: a number, or a list, tuple or 1-d
+    NumPy array of numbers (ints included), as data (a Value, a Vector, as the transforms make
+    them); anything else refused."""
+    if argument.kind in ("batched", "data"):
         return argument
     value = argument.value
+    if argument.kind == "values":
+        value = graph.number(value) if argument.width is None else [graph.number(v) for v in value]
     if _is_number(value):
         return _Argument("data", float(value), None)
+    np = arrays.numpy()
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "biuf":
+        value = value.tolist()
     if isinstance(value, (list, tuple)) and value and all(_is_number(v) for v in value):
         return _Argument("data", [float(v) for v in value], len(value))
     raise TypeError(
@@ -691,16 +714,28 @@ def vmap(
     returns what ``f`` returns for each sample, stacked along axis 0 (``out_dims``).
 
     ``in_dims`` says, per positional argument, which axis holds the samples (``0``), or ``None``
-    for an argument every sample shares. A sample is a number (the function gets a Value) or a
-    list of numbers (a Vector). Composes with ``grad``, ``value_and_grad``, ``jacobian`` and the
-    function ``vjp`` returns: ``vmap(grad(loss), in_dims=(None, 0, 0))(params, xs, ys)`` has
-    shape ``(N, len(params))``, row ``i`` equal to ``grad(loss)(params, xs[i], ys[i])`` to the bit.
-    A batch of no samples gives results with no rows, as ``torch.func.vmap`` does (the function
-    is recorded on a stand-in sample of zeros).
+    for an argument every sample shares, which ``f`` gets as it is, as in ``torch.func.vmap``: a
+    float stays a float (in a list too), a Value a Value. Keyword arguments are not batched
+    either; they are passed as they are, as ``torch.func.vmap`` passes them. A sample of a batched
+    argument is a number, which ``f`` gets as a Value, or a list of numbers (a Vector), as
+    ``torch.func.vmap``'s samples are tensors.
 
-    The function is recorded once per structure of arguments (as ``vjpgrad.compile`` records, and
-    refusing what it refuses: Python that reads a Value's number) and run as array code,
-    ``.source``. Exact by default: every number is the one eager code gives for that sample, edge
+    Composes with ``grad``, ``value_and_grad``, ``jacobian`` and the function ``vjp`` returns:
+    ``vmap(grad(loss), in_dims=(None, 0, 0))(params, xs, ys)`` has shape ``(N, len(params))``, row
+    ``i`` equal to the bit to eager code given Values for the batched data,
+    ``grad(loss)(params, Value(xs[i], requires_grad=False), Value(ys[i], requires_grad=False))``.
+    Eager code given plain floats for them can differ: a number and a Value take other rows of
+    the table than two Values (``y / pred`` with ``y`` a float is ``y * (1 / pred)``, PyTorch's
+    rdiv; ``x ** k`` with ``k`` a float takes PyTorch's special exponents, ``x ** 0.5`` is
+    ``sqrt(x)``), as they do in PyTorch. A batch of no samples gives results with no rows, as
+    ``torch.func.vmap`` does (the function is recorded on a stand-in sample of zeros).
+
+    The function is recorded once per structure of arguments and unbatched numbers (as
+    ``vjpgrad.compile`` records, and refusing what it refuses: Python that reads a Value's number)
+    and run as array code, ``.source``; the ``PROGRAMS_KEPT`` latest recordings are kept. An
+    unbatched number that changes at every call is recorded at every call: pass it as a Value
+    (``Value(lr, requires_grad=False)``), whose number is read at each call. Exact by default:
+    every number is the one eager code gives for that sample (given Values for its data), edge
     values included (each C library call runs per element); ``fast=True`` uses NumPy's ufuncs,
     faster, with the differences the docs list. Large batches run in chunks of samples
     (``chunk_size``, chosen from the size of the graph when None); the arrays of a large batch
