@@ -667,6 +667,52 @@ def test_a_gradient_taken_inside_the_function_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
+    ("batched", "says"),
+    [
+        (np.array([1 + 5j, 2.0]), "complex numbers"),
+        ([1.0, None], "None"),
+        (np.array([1.0, None], dtype=object), "None"),
+        ([1.0, "2"], "strings"),
+        (np.array(["1e300", "nan"]), "strings"),
+        ([[1.0, 2.0], [3.0, None]], "None"),
+        ([1.0, Value(2.0)], "a Value"),
+        (np.array(["2026-01-01"], dtype="datetime64[D]"), "dates"),
+    ],
+    ids=[
+        "complex",
+        "None in a list",
+        "None in an object array",
+        "a string",
+        "strings",
+        "None in a sample",
+        "a Value",
+        "dates",
+    ],
+)
+def test_a_batched_argument_of_anything_but_real_numbers_is_refused_naming_it_before_anything_runs(
+    batched: Any, says: str
+) -> None:
+    """``np.asarray(..., float64)`` would drop an imaginary part, read None as nan and parse
+    strings: vmap refuses them instead, naming the argument and what it held."""
+    ran: list[Any] = []
+
+    def f(x: Any, y: Any) -> Any:
+        ran.append(x)
+        return x * y
+
+    with pytest.raises(TypeError, match=rf"batched argument 1 must hold real numbers .*{says}"):
+        vmap(f)(np.ones(len(batched)), batched)
+    assert ran == []
+
+
+def test_bools_ints_and_numpys_real_types_are_read_as_numbers() -> None:
+    xs = [np.array([True, False]), [1, 2], np.array([1, 2], dtype=np.uint8), np.array([0.5, 2.0], dtype=np.float32)]
+    for x in xs:
+        assert vmap(lambda v: v * 2.0)(x).tolist() == [2.0 * float(v) for v in x]
+    assert vmap(lambda v: v * 2.0)(np.array([1, 2.5], dtype=object)).tolist() == [2.0, 5.0]
+
+
+@pytest.mark.parametrize(
     ("call", "error", "words"),
     [
         (lambda: vmap(lambda x: x)(np.array(1.0)), ValueError, "no axis"),
@@ -677,7 +723,7 @@ def test_a_gradient_taken_inside_the_function_is_refused() -> None:
         (lambda: vmap(lambda x: x, fast=1), TypeError, "fast must be a bool"),
         (lambda: vmap(lambda x: x, chunk_size=0), ValueError, "chunk_size must be at least 1"),
         (lambda: vmap(lambda x: x)(np.ones((2, 2, 2))), ValueError, "a number or a list of numbers"),
-        (lambda: vmap(lambda x: x)(["a", "b"]), TypeError, "array of numbers"),
+        (lambda: vmap(lambda x: x)(["a", "b"]), TypeError, "argument 0 must hold real numbers .* strings"),
         (lambda: vmap(grad(lambda x: [x, x]))(np.ones(2)), TypeError, "scalar output"),
         (lambda: vmap(vjpgrad.hessian(lambda x: x * x)), TypeError, "composes with grad"),
         (lambda: vmap(grad(grad(lambda x: x * x))), TypeError, "a transform of a transform"),

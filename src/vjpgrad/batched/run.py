@@ -353,19 +353,12 @@ class Vmapped:
             if isinstance(arg, (Vector, list, tuple)) and len(arg) and all(isinstance(v, Value) for v in arg):
                 return _Argument("values", arg, len(arg))
             return _Argument("static", arg, None)
-        np = arrays.numpy()
-        try:
-            array = np.asarray(arg, dtype=np.float64)
-        except (TypeError, ValueError) as error:
-            raise TypeError(
-                f"vmap: batched argument {position} must be an array of numbers (or a list of them), "
-                f"got {type(arg).__name__}"
-            ) from error
+        array = _real_array(arg, position)
         if array.ndim == 0:
             raise ValueError(f"vmap: batched argument {position} has no axis {dim} to map over (it is a number)")
         if not -array.ndim <= dim < array.ndim:
             raise ValueError(f"vmap: in_dims {dim} is out of range for argument {position} of {array.ndim} axes")
-        array = np.moveaxis(array, dim, 0)
+        array = arrays.numpy().moveaxis(array, dim, 0)
         if array.ndim > 2:
             raise ValueError(
                 f"vmap: each sample of argument {position} must be a number or a list of numbers; "
@@ -669,6 +662,37 @@ def _differentiable(argument: _Argument, position: int) -> _Argument:
         f"vmap: argument {position} is differentiated, so it must be a number or a list of numbers, "
         f"got {type(value).__name__}"
     )
+
+
+_KINDS = {"c": "complex numbers", "U": "strings", "S": "bytes", "M": "dates", "m": "time deltas", "V": "records"}
+"""What a NumPy array holds, by its dtype's kind, for the arrays vmap refuses (not bool, int or float)."""
+
+
+def _real_array(arg: Any, position: int) -> Any:
+    """A batched argument as a float64 array; refused unless it holds real numbers (bools, ints,
+    floats, NumPy's real types), before anything runs: ``np.asarray(..., float64)`` would drop a
+    complex number's imaginary part, read None as nan and parse strings."""
+    np = arrays.numpy()
+    try:
+        array = np.asarray(arg)
+    except (TypeError, ValueError) as error:  # a ragged list
+        raise TypeError(
+            f"vmap: batched argument {position} must be an array of numbers (or a list of them), "
+            f"got {type(arg).__name__}"
+        ) from error
+    kind = array.dtype.kind
+    if kind == "O":  # a list of mixed objects: each must be a real number
+        bad = [v for v in array.flat if not isinstance(v, numbers.Real)][:1]
+        if bad:
+            held = "None" if bad[0] is None else f"a {type(bad[0]).__name__}"
+            raise TypeError(f"vmap: batched argument {position} must hold real numbers (bool, int, float), got {held}")
+    elif kind not in "biuf":
+        held = _KINDS.get(kind, f"dtype {array.dtype}")
+        raise TypeError(
+            f"vmap: batched argument {position} must hold real numbers (bool, int, float), got {held} "
+            f"({type(arg).__name__} of dtype {array.dtype})"
+        )
+    return array if array.dtype == np.float64 else array.astype(np.float64)
 
 
 def _items(layout: _Layout) -> list[tuple[str, Any]]:
