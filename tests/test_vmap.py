@@ -8,8 +8,10 @@ training, torch.func's vmap(grad) where torch is installed, and the refusals.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import math
+import pickle
 import struct
 import sys
 from collections.abc import Callable
@@ -664,6 +666,30 @@ def test_a_gradient_taken_inside_the_function_is_refused() -> None:
         vmap(inside)(np.array([1.0, -1.0]))
     with pytest.raises(DataDependentError, match=r"vjpgrad\.vmap"):
         vmap(lambda x: grad(lambda y: (y * x).relu())(x))(np.array([1.0, -1.0]))
+
+
+COPIES = [
+    pytest.param(copy.copy, id="copy.copy"),
+    pytest.param(copy.deepcopy, id="copy.deepcopy"),
+    pytest.param(lambda x: pickle.loads(pickle.dumps(x)), id="pickle"),
+    pytest.param(lambda x: x.__reduce_ex__(2), id="__reduce_ex__"),
+    pytest.param(
+        lambda x: x.__getstate__(),
+        id="__getstate__",
+        marks=pytest.mark.skipif(sys.version_info < (3, 11), reason="object.__getstate__ is new in Python 3.11"),
+    ),
+]
+
+
+@pytest.mark.parametrize("copying", COPIES)
+def test_copying_or_pickling_a_value_being_recorded_is_refused_saying_what_to_do(copying: Callable[[Any], Any]) -> None:
+    """A copy of a Value is made from its number, one sample's: the array code would hand every
+    sample that number. Refused as reading the number is."""
+    refused = r"copying or pickling a Value .* at .*vjpgrad\.vmap.*the Value itself"
+    with pytest.raises(DataDependentError, match=refused):
+        vmap(lambda x: x * copying(x))(np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(DataDependentError, match=r"copying or pickling a Value"):
+        vmap(grad(lambda x: x * copying(x)))(np.array([1.0, 2.0, 3.0]))
 
 
 @pytest.mark.parametrize(
