@@ -308,6 +308,18 @@ def test_the_recordings_kept_for_other_unbatched_numbers_are_bounded() -> None:
     assert scaled(np.array([1.0]), 0.5).tolist() == [0.5]  # recorded again
 
 
+def test_keyword_arguments_are_passed_as_they_are_not_batched_as_in_torch_func() -> None:
+    scaled = vmap(lambda x, scale=4.0: x * scale)
+    xs = np.array([1.0, -2.0, 3.0])
+    assert scaled(xs).tolist() == [4.0, -8.0, 12.0]
+    assert_same_bits(scaled(xs, scale=0.1), [(Value(x) * 0.1).data for x in xs.tolist()], "scale=0.1")
+    assert scaled(xs, scale=[2.0, 3.0][1]).tolist() == [3.0, -6.0, 9.0]
+    picked = vmap(lambda x, table=None: x * table[1])  # an array given by keyword reaches f as it is
+    assert picked(xs, table=np.array([5.0, 0.5])).tolist() == [0.5, -1.0, 1.5]
+    with pytest.raises(TypeError, match=r"vmap\(f\)\(xs, ys\)"):  # used as a batch, it says how to batch it
+        vmap(lambda x, y: x * y)(xs, y=xs)
+
+
 def test_in_dims_picks_the_axis_of_the_samples() -> None:
     xs = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     assert vmap(lambda x: x[0] * x[1], in_dims=1)(xs).tolist() == [4.0, 10.0, 18.0]
@@ -755,6 +767,14 @@ def test_bools_ints_and_numpys_real_types_are_read_as_numbers() -> None:
         (lambda: vmap(grad(grad(lambda x: x * x))), TypeError, "a transform of a transform"),
         (lambda: vmap(3), TypeError, "takes a function"),
         (lambda: vmap(lambda x: x).source, RuntimeError, "not been called"),
+        (lambda: vmap(lambda x, y: x * y)(np.ones(3), y=np.ones(3)), TypeError, "keyword argument y, a NumPy array"),
+        (lambda: vmap(lambda x: x, out_dims=1)(np.ones(3)), ValueError, r"out_dims 1 .* 1 axis"),
+        (lambda: vmap(lambda x: [x, x], out_dims=-3)(np.ones(3)), ValueError, r"out_dims -3 .* 2 axes"),
+        (lambda: vmap(lambda x: (x, [x]), out_dims=(0, 2))(np.ones(3)), ValueError, r"out_dims 2 .* 2 axes"),
+        (lambda: vjpgrad.batch_sum("abc"), TypeError, r"batch_sum takes an array of real numbers .* str"),
+        (lambda: vjpgrad.batch_sum([[1.0, None]]), TypeError, r"batch_sum takes an array of real numbers .* None"),
+        (lambda: vjpgrad.batch_sum(np.ones((3, 2)), start=[1.0, 2.0, 3.0]), ValueError, r"start .*\(3,\).* \(2,\)"),
+        (lambda: vjpgrad.batch_sum(np.ones((3, 2)), start="ab"), TypeError, r"batch_sum start .* str"),
     ],
 )
 def test_bad_calls_raise_a_clear_error(call: Callable[[], Any], error: type[Exception], words: str) -> None:

@@ -3,7 +3,8 @@ column of samples; and ``batch_sum``, the per-sample rows added in eager code's 
 
 A call reads its arguments: a batched one (``in_dims`` 0, or another axis) is a NumPy float64
 array of samples, each a number or a list of numbers; an unbatched one (``None``) is shared by
-every sample and passed to the function as it is, as torch.func.vmap passes it. The function is
+every sample and passed to the function as it is, as torch.func.vmap passes it, and so is every
+keyword argument (torch.func.vmap batches none either). The function is
 recorded (as ``vjpgrad.compile`` records) with one Value per number of a sample: a sample that is
 a number is a Value, one that is a list a Vector. An unbatched number stays a number (a float in a
 list or a tuple too), so its operations take the table's number rows, as eager code given it
@@ -230,6 +231,29 @@ def _compile_source(source: str, name: str, namespace: dict[str, Any]) -> dict[s
 
 
 def _record(function: Callable[..., Any], lifted: list[Any], kwargs: dict[str, Any], what: str) -> Any:
+    """Run ``function`` on one sample's arguments, recording what it makes; a ``TypeError`` it
+    raises with a NumPy array among its unbatched arguments says that they are not batched."""
+    try:
+        return _record_call(function, lifted, kwargs)
+    except TypeError as error:
+        given = [f"keyword argument {name}" for name, v in kwargs.items() if _is_array(v)]
+        given += [f"argument {k} (in_dims None)" for k, v in enumerate(lifted) if _is_array(v)]
+        if not given:
+            raise
+        raise TypeError(
+            f"{what}: {getattr(function, '__name__', 'the function')} raised TypeError ({error}) given its "
+            f"{', '.join(given)}, a NumPy array, as it is: vmap batches positional arguments only, by their in_dims, "
+            "and passes keyword arguments as they are, as torch.func.vmap does; pass a batch positionally: "
+            "vmap(f)(xs, ys)"
+        ) from error
+
+
+def _is_array(x: object) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
+def _record_call(function: Callable[..., Any], lifted: list[Any], kwargs: dict[str, Any]) -> Any:
     recording = _Recording()
     name = getattr(function, "__name__", "the function")
     message = f"{name} is being recorded by vjpgrad.vmap"
@@ -558,14 +582,14 @@ class Vmapped:
         return self._out(per_argument[0] if isinstance(argnums, int) else tuple(per_argument))
 
     def _out(self, result: Any) -> Any:
-        np = arrays.numpy()
-        if isinstance(self.out_dims, int):
-            if self.out_dims == 0:
+        out_dims = self.out_dims
+        if isinstance(out_dims, int):
+            if out_dims == 0:
                 return result
-            return _map(result, lambda a: np.moveaxis(a, 0, self.out_dims))
-        if not isinstance(result, tuple) or len(result) != len(self.out_dims):
+            return _map(result, lambda a: _moved(a, out_dims))
+        if not isinstance(result, tuple) or len(result) != len(out_dims):
             raise ValueError("vmap: out_dims as a tuple needs one entry per item of the function's tuple result")
-        return tuple(np.moveaxis(a, 0, d) for a, d in zip(result, self.out_dims, strict=True))
+        return tuple(_moved(a, d) for a, d in zip(result, out_dims, strict=True))
 
     def _call_vjp(self, cotangent: _Argument, batch: int) -> Any:
         """``vmap(vjp_fn)(cotangents)``: the primals fixed, one reverse pass per cotangent."""
@@ -668,31 +692,32 @@ _KINDS = {"c": "complex numbers", "U": "strings", "S": "bytes", "M": "dates", "m
 """What a NumPy array holds, by its dtype's kind, for the arrays vmap refuses (not bool, int or float)."""
 
 
-def _real_array(arg: Any, position: int) -> Any:
-    """A batched argument as a float64 array; refused unless it holds real numbers (bools, ints,
-    floats, NumPy's real types), before anything runs: ``np.asarray(..., float64)`` would drop a
+def _reals(arg: Any) -> tuple[Any, str]:
+    """``arg`` as a float64 array, if it holds real numbers (bools, ints, floats, NumPy's real
+    types), and ""; else None and what it held. ``np.asarray(..., float64)`` alone would drop a
     complex number's imaginary part, read None as nan and parse strings."""
     np = arrays.numpy()
     try:
         array = np.asarray(arg)
-    except (TypeError, ValueError) as error:  # a ragged list
-        raise TypeError(
-            f"vmap: batched argument {position} must be an array of numbers (or a list of them), "
-            f"got {type(arg).__name__}"
-        ) from error
+    except (TypeError, ValueError):  # a ragged list
+        return None, f"a {type(arg).__name__} NumPy cannot make an array of (rows of different lengths?)"
     kind = array.dtype.kind
     if kind == "O":  # a list of mixed objects: each must be a real number
         bad = [v for v in array.flat if not isinstance(v, numbers.Real)][:1]
         if bad:
-            held = "None" if bad[0] is None else f"a {type(bad[0]).__name__}"
-            raise TypeError(f"vmap: batched argument {position} must hold real numbers (bool, int, float), got {held}")
+            return None, "None" if bad[0] is None else f"a {type(bad[0]).__name__}"
     elif kind not in "biuf":
-        held = _KINDS.get(kind, f"dtype {array.dtype}")
-        raise TypeError(
-            f"vmap: batched argument {position} must hold real numbers (bool, int, float), got {held} "
-            f"({type(arg).__name__} of dtype {array.dtype})"
-        )
-    return array if array.dtype == np.float64 else array.astype(np.float64)
+        return None, f"{_KINDS.get(kind, 'other values')} ({type(arg).__name__} of dtype {array.dtype})"
+    return (array if array.dtype == np.float64 else array.astype(np.float64)), ""
+
+
+def _real_array(arg: Any, position: int) -> Any:
+    """A batched argument as a float64 array, refused unless it holds real numbers (``_reals``),
+    before anything runs."""
+    array, held = _reals(arg)
+    if array is None:
+        raise TypeError(f"vmap: batched argument {position} must hold real numbers (bool, int, float), got {held}")
+    return array
 
 
 def _items(layout: _Layout) -> list[tuple[str, Any]]:
@@ -708,6 +733,14 @@ def _bases(layout: _Layout, jacobian: bool) -> list[list[float]]:
     if not jacobian:
         return [[1.0 for item in items if item[0] == "value"]]
     return [[1.0 if k == j else 0.0 for k, item in enumerate(items) if item[0] == "value"] for j in range(len(items))]
+
+
+def _moved(result: Any, dim: int) -> Any:
+    """A result's batch axis (its first) moved to ``dim`` (``out_dims``), which must be one of its axes."""
+    if not -result.ndim <= dim < result.ndim:
+        axes = "1 axis" if result.ndim == 1 else f"{result.ndim} axes"
+        raise ValueError(f"vmap: out_dims {dim} is out of range for a result of {axes} (the batch axis included)")
+    return arrays.numpy().moveaxis(result, 0, dim)
 
 
 def _map(result: Any, function: Callable[[Any], Any]) -> Any:
@@ -785,14 +818,32 @@ def batch_sum(rows: Any, start: Any = None) -> Any:
     and after ``start``, into a C-ordered array of at least two columns, and reduced along its
     first axis, which NumPy adds row after row into the running total."""
     np = arrays.numpy()
-    block = np.asarray(rows, dtype=np.float64)
+    block, held = _reals(rows)
+    if block is None:
+        raise TypeError(f"batch_sum takes an array of real numbers (rows of per-sample gradients), got {held}")
     if block.ndim == 0:
         raise ValueError("batch_sum takes an array of rows (samples along axis 0), got a number")
     count, shape = block.shape[0], block.shape[1:]
+    first = [] if start is None else [_start(start, shape).reshape(-1)]
     if start is None and not count:
         return np.zeros(shape)
     flat = block.reshape((count, int(np.prod(shape))))
-    first = [] if start is None else [np.broadcast_to(np.asarray(start, dtype=np.float64), shape).reshape(-1)]
     with np.errstate(all="ignore"):
         total = arrays.ordered_sum(np, first, flat[::-1]).reshape(shape)
     return total[()] if total.ndim == 0 else total
+
+
+def _start(start: Any, shape: tuple[int, ...]) -> Any:
+    """``batch_sum``'s ``start`` as an array of the rows' shape: a number, or an array of that
+    shape (or one NumPy broadcasts to it)."""
+    np = arrays.numpy()
+    array, held = _reals(start)
+    if array is None:
+        raise TypeError(f"batch_sum start must be a number or an array of real numbers, got {held}")
+    try:
+        return np.broadcast_to(array, shape)
+    except ValueError:
+        raise ValueError(
+            f"batch_sum start has shape {array.shape}, but each row has shape {shape}: give a start of the rows' "
+            "shape (the gradient of what was built after the samples), or a number"
+        ) from None
