@@ -603,6 +603,26 @@ def test_the_ordered_sum_adds_rows_that_come_first_even_more_than_a_chunk_holds(
         assert bits(got[column]) == bits(total), column
 
 
+def test_a_parameter_used_twice_per_sample_gets_eager_bits_with_each_use_an_argument_of_its_own() -> None:
+    """Eager code adds the two uses' contributions interleaved across the samples; a row of
+    ``vmap(grad(...))`` holds one sample's two already added. Each use its own argument, the
+    uses' rows in the order eager code made them, summed by ``batch_sum``: eager's bits (the
+    recipe of the vmap tutorial)."""
+
+    def twice(p: Any, x: Any) -> Any:
+        return (p[0] * x).tanh() + (p[0] * x * x).sin()
+
+    def by_use(p: Any, q: Any, x: Any) -> Any:
+        return (p[0] * x).tanh() + (q[0] * x * x).sin()
+
+    xs = np.random.default_rng(0).standard_normal(50)
+    param = [Value(0.7)]
+    sum((twice(param, Value(x, requires_grad=False)) for x in xs.tolist()), Value(0.0, requires_grad=False)).backward()
+    first, second = vmap(grad(by_use, argnums=(0, 1)), in_dims=(None, None, 0))([0.7], [0.7], xs)
+    uses = np.stack([first, second], axis=1).reshape(-1, 1)
+    assert bits(0.0 + vjpgrad.batch_sum(uses)[0]) == bits(param[0].grad)
+
+
 @pytest.mark.slow  # a training run, a grid of edges per operation, or torch.func: seconds
 def test_full_batch_training_through_vmap_equals_eager_training_to_the_bit() -> None:
     sys.path.insert(0, str(EXAMPLES))

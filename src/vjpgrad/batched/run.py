@@ -812,7 +812,10 @@ def batch_sum(rows: Any, start: Any = None) -> Any:
     last to the first, onto ``start`` when given: the order in which eager code's reverse pass
     through ``f(x0) + f(x1) + ...`` (or ``sum([...])``) adds the samples' contributions to a
     parameter that each sample uses once. Summed so, a full-batch gradient through ``vmap``
-    equals eager code's to the bit (``np.sum`` adds pairwise: other bits).
+    equals eager code's to the bit (``np.sum`` adds pairwise: other bits). A parameter a sample
+    uses twice gets its contributions interleaved across samples in eager code: pass each use as
+    an argument of its own, and give ``batch_sum`` the uses' rows in the order eager code made
+    them (sample 0's first use, its second, sample 1's first...).
 
     The additions run in one NumPy reduction (``ordered_sum``): the rows are copied, last first
     and after ``start``, into a C-ordered array of at least two columns, and reduced along its
