@@ -11,8 +11,10 @@ import contextlib
 import copy
 import io
 import math
+import os
 import pickle
 import struct
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -356,6 +358,29 @@ def test_fast_mode_agrees_on_arithmetic_and_nearly_on_functions() -> None:
     np.testing.assert_allclose(fast, exact, rtol=1e-13, atol=0.0)
     arithmetic = vmap(grad(lambda x: (x * x - 3.0 * x).relu()), fast=True)(xs)
     assert_same_bits(arithmetic, [grad(lambda x: (x * x - 3.0 * x).relu())(float(x)) for x in xs], "fast arithmetic")
+
+
+def test_the_fast_mode_benchmark_counts_each_operations_differences_and_none_in_exact_mode() -> None:
+    """benchmarks/fast_mode.py, whose counts the docs quote: a line per operation, with the NumPy
+    version and the CPU, and the exact mode equal to eager code on every input."""
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "fast_mode.py"
+    env = {**os.environ, "PYTHONPATH": str(Path(vjpgrad.__file__).resolve().parent.parent)}
+    run = subprocess.run(
+        [sys.executable, str(script), "--count", "300"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        env=env,
+    )
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith(f"NumPy {np.__version__}, ")
+    for name in ("exp", "log1p", "tanh", "sigmoid", "x ** y", "atan2(x, y)", "softmax([x, y, z])[0]"):
+        row = next(line for line in lines if line.startswith(name + " "))
+        *_, forward, gradient, exact = row.split()
+        assert 0 <= int(forward.replace(",", "")) <= 300, row
+        assert 0 <= int(gradient.replace(",", "")) <= 300, row
+        assert exact == "0", row
 
 
 def test_a_call_leaves_numpys_settings_as_it_found_them() -> None:

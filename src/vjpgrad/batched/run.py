@@ -794,7 +794,8 @@ def vmap(
     (``Value(lr, requires_grad=False)``), whose number is read at each call. Exact by default:
     every number is the one eager code gives for that sample (given Values for its data), edge
     values included (each C library call runs per element); ``fast=True`` uses NumPy's ufuncs,
-    faster, with the differences the docs list. Large batches run in chunks of samples
+    faster, with last-bit differences that depend on the processor and the NumPy build (the docs
+    quote one machine's, ``benchmarks/fast_mode.py`` counts them). Large batches run in chunks of samples
     (``chunk_size``, chosen from the size of the graph when None); the arrays of a large batch
     are kept from call to call and written into by the next call of the same size (its
     workspace: fresh memory costs a page fault per 4 KiB), and the gradients go into an array an
