@@ -788,21 +788,22 @@ def vmap(
     ``torch.func.vmap`` does (the function is recorded on a stand-in sample of zeros).
 
     The function is recorded once per structure of arguments and unbatched numbers (as
-    ``vjpgrad.compile`` records, and refusing what it refuses: Python that reads a Value's number)
-    and run as array code, ``.source``; the ``PROGRAMS_KEPT`` latest recordings are kept. An
-    unbatched number that changes at every call is recorded at every call: pass it as a Value
-    (``Value(lr, requires_grad=False)``), whose number is read at each call. Exact by default:
-    every number is the one eager code gives for that sample (given Values for its data), edge
-    values included (each C library call runs per element); ``fast=True`` uses NumPy's ufuncs,
-    faster, with last-bit differences that depend on the processor and the NumPy build (the docs
-    quote one machine's, ``benchmarks/fast_mode.py`` counts them). Large batches run in chunks of samples
-    (``chunk_size``, chosen from the size of the graph when None); the arrays of a large batch
-    are kept from call to call and written into by the next call of the same size (its
-    workspace: fresh memory costs a page fault per 4 KiB), and the gradients go into an array an
-    earlier call returned once nothing holds it any more. The array code runs with NumPy's
-    warnings off and its ufunc buffer at ``arrays.BUFFER`` elements (faster on arrays of mixed
-    shapes; the numbers are the same), the caller's settings given back after the call. Needs
-    NumPy (``pip install numpy``, or ``pip install -e '.[vmap]'`` in a clone of vjpgrad).
+    ``vjpgrad.compile`` records, and refusing what it refuses: Python that reads a Value's
+    number) and run as array code, ``.source``; the ``PROGRAMS_KEPT`` latest recordings are
+    kept. An unbatched number that changes at every call is recorded at every call: pass it as a
+    Value (``Value(lr, requires_grad=False)``), whose number is read at each call. Exact by
+    default: every number is the one eager code gives for that sample (given Values for its
+    data), edge values included (each C library call runs per element); ``fast=True`` uses
+    NumPy's ufuncs, faster, with last-bit differences that depend on the processor and the NumPy
+    build (the docs quote one machine's, ``benchmarks/fast_mode.py`` counts them). Large batches
+    run in chunks of samples (``chunk_size``, chosen from the size of the graph when None); the
+    arrays of a large batch are kept from call to call and written into by the next call of the
+    same size (its workspace: fresh memory costs a page fault per 4 KiB), and the gradients go
+    into an array an earlier call returned once nothing holds it any more. The array code runs
+    with NumPy's warnings off and its ufunc buffer at ``arrays.BUFFER`` elements (faster on
+    arrays of mixed shapes; the numbers are the same), the caller's settings given back after
+    the call. Needs NumPy (``pip install numpy``, or ``pip install -e '.[vmap]'`` in a clone of
+    vjpgrad).
     """
     arrays.numpy()
     return Vmapped(f, in_dims, out_dims, fast, chunk_size)
