@@ -483,6 +483,20 @@ def test_a_training_steps_gradient_chores_inside_are_refused_saying_to_do_them_o
     assert "max, relu" not in message, message
 
 
+def _copied(x: Value) -> Value:
+    return x * copy.copy(x)  # the copy
+
+
+def test_a_copy_of_a_value_made_inside_is_refused_naming_the_copy_and_the_line() -> None:
+    """``copy.copy`` (or deepcopy, pickle) makes a Value from the number of the one being recorded:
+    refused where it is made, as reading the number is, not later as a Value from nowhere."""
+    with pytest.raises(DataDependentError, match=r"copying or pickling a Value") as refused:
+        vjpgrad.compile(_copied)(Value(2.0))
+    message = str(refused.value)
+    assert _line_of(_copied, "# the copy") in message, message
+    assert "made outside it" not in message, message
+
+
 _WORLDS_GENERATOR = random.Random(0)
 
 

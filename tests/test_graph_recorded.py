@@ -143,9 +143,10 @@ def test_a_copy_of_a_recorded_node_is_a_value_from_outside_not_the_node_it_copie
 
     def fn() -> Value:
         h = w * 3.0
-        state.recording, saved = None, state.recording
+        saved = state.recording, state.refusal
+        state.recording, state.refusal = None, ""  # (a copy made while recording is refused)
         twin = copy.copy(h)  # the same creation number as h, made without the recording
-        state.recording = saved
+        state.recording, state.refusal = saved
         holder.append(twin)
         return h * twin
 

@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+import copy
 import fractions
 import math
 import operator
+import pickle
 import re
 import struct
 import weakref
@@ -513,3 +515,9 @@ def test_label_is_none_until_one_is_given_as_the_docs_say() -> None:
     # typed str | None): docs/coming-from-micrograd.md says to write n.label or '' in that draw_dot
     assert Value(1.0).label is None
     assert "{ %s | data %.4f }" % (Value(1.0).label or "", 1.0) == "{  | data 1.0000 }"  # noqa: UP031 - micrograd's
+
+
+def test_a_value_copies_and_pickles_with_its_number_outside_a_recording() -> None:
+    x = Value(2.5, label="x")
+    for copied in (copy.copy(x), copy.deepcopy(x), pickle.loads(pickle.dumps(x))):
+        assert (copied.data, copied.label, copied.requires_grad) == (2.5, "x", True)

@@ -8,9 +8,13 @@ training, torch.func's vmap(grad) where torch is installed, and the refusals.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import math
+import os
+import pickle
 import struct
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -222,6 +226,102 @@ def test_an_unbatched_int_is_structure_as_in_eager_code_and_a_differentiated_one
     assert slopes.tolist() == xs.tolist()
 
 
+def test_an_unbatched_number_reaches_the_function_as_that_number_as_in_torch_func() -> None:
+    """``in_dims`` None passes the argument unchanged: a float stays a float, in a list or a tuple
+    too, so its operations take the table's number rows, as eager code given that float does
+    (``Value ** 0.5`` is sqrt: ``(-0.0) ** 0.5`` is -0.0, ``(-inf) ** 0.5`` nan)."""
+    seen: list[Any] = []
+
+    def power(x: Any, k: Any) -> Any:
+        seen.append(k)
+        return x**k
+
+    xs = np.array([-0.0, -math.inf, 4.0, 2.0])
+    assert_same_bits(vmap(power, in_dims=(0, None))(xs, 0.5), [(Value(x) ** 0.5).data for x in xs.tolist()], "x ** 0.5")
+    assert [type(k) for k in seen] == [float]
+    gradients = vmap(grad(power), in_dims=(0, None))(xs, 0.5)
+    assert_same_bits(gradients, [grad(power)(x, 0.5) for x in xs.tolist()], "grad of x ** 0.5")
+    seen.clear()
+    nested = vmap(lambda x, c: x * c[0] + x / c[1][0] - c[1][1], in_dims=(0, None))(xs, [3.0, (0.1, 2)])
+    assert_same_bits(nested, [x * 3.0 + x / 0.1 - 2 for x in xs.tolist()], "numbers in a list")
+
+
+def test_each_row_equals_eager_code_given_values_for_the_batched_data_and_the_unbatched_number_itself() -> None:
+    """A batched argument reaches the function as a Value per sample (torch.func.vmap's samples are
+    tensors); an unbatched float as that float. ``s / (s * a)`` with ``s`` a float is
+    ``s * (1 / (s * a))``, PyTorch's rdiv, which with ``s`` = -1e300 is another number than the
+    division of two Values."""
+
+    def h(a: Any, s: Any) -> Any:
+        return (s / (s * a)) / a
+
+    a_s = np.array([-0.04863171, 0.5, 3.0])
+    unbatched = vmap(grad(h), in_dims=(0, None))(a_s, -1e300)
+    assert_same_bits(unbatched, [grad(h)(a, -1e300) for a in a_s.tolist()], "s unbatched: a float")
+    batched = vmap(grad(h))(a_s, np.full(3, -1e300))
+    as_values = [grad(h)(a, Value(-1e300, requires_grad=False)) for a in a_s.tolist()]
+    assert_same_bits(batched, as_values, "s batched: a Value per sample")
+    assert not same(unbatched[0], batched[0])  # the float's row and the Value's row differ here
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(0.5, 2.0), (2.0, 3.0), (0.0, -0.0), ([0.5, 1.0], [1.0, 3.0]), ((0.5, 1.0), (1.5, 2.0)), (2, 2.0)],
+    ids=["0.5 then 2.0", "2.0 then 3.0", "0.0 then -0.0", "a list", "a tuple", "an int then a float"],
+)
+def test_another_unbatched_number_is_recorded_anew_not_replayed_with_the_old_one_baked_in(
+    first: Any, second: Any
+) -> None:
+    def power(x: Any, k: Any) -> Any:
+        exponent = k if isinstance(k, (int, float)) else k[0] * k[1]
+        return x**exponent / k if isinstance(k, (int, float)) else x**exponent
+
+    xs = np.array([0.7, -1.3, 2.0, -0.0])
+    mapped = vmap(grad(power), in_dims=(0, None))
+    for k in (first, second, first):
+        assert_same_bits(mapped(xs, k), [grad(power)(x, k) for x in xs.tolist()], f"k = {k!r}")
+
+
+def test_unbatched_values_reach_the_function_as_they_are_their_numbers_read_at_each_call() -> None:
+    """A model's parameters as Values (a list of them, a Vector, one Value) with ``in_dims`` None:
+    the function gets those Values, as eager code would, and a later call reads their numbers
+    then, or another call's Values."""
+    xs = np.array([1.0, 3.0, -2.0])
+    layer = vmap(lambda p, x: (p[0] * x + p[1]).relu(), in_dims=(None, 0))
+    w = [Value(2.0), Value(-1.0)]
+    assert layer(w, xs).tolist() == [1.0, 5.0, 0.0]
+    w[0].data = 3.0
+    assert layer(w, xs).tolist() == [2.0, 8.0, 0.0]
+    assert layer(vjpgrad.Vector([-1.0, 0.5]), xs).tolist() == [0.0, 0.0, 2.5]
+    scale = Value(0.5, requires_grad=False)
+    scaled = vmap(lambda s, x: x / s, in_dims=(None, 0))
+    assert_same_bits(scaled(scale, xs), [(Value(x) / scale).data for x in xs.tolist()], "x / s")
+    scale.data = 3.0
+    assert_same_bits(scaled(scale, xs), [(Value(x) / scale).data for x in xs.tolist()], "x / s, s changed")
+
+
+def test_the_recordings_kept_for_other_unbatched_numbers_are_bounded() -> None:
+    from vjpgrad.batched.run import PROGRAMS_KEPT
+
+    scaled = vmap(lambda x, k: x * k, in_dims=(0, None))
+    for k in range(PROGRAMS_KEPT + 10):
+        assert scaled(np.array([1.0, 2.0]), k + 0.5).tolist() == [k + 0.5, 2 * k + 1.0]
+    assert len(scaled._programs) == PROGRAMS_KEPT  # the oldest dropped first
+    assert scaled(np.array([1.0]), 0.5).tolist() == [0.5]  # recorded again
+
+
+def test_keyword_arguments_are_passed_as_they_are_not_batched_as_in_torch_func() -> None:
+    scaled = vmap(lambda x, scale=4.0: x * scale)
+    xs = np.array([1.0, -2.0, 3.0])
+    assert scaled(xs).tolist() == [4.0, -8.0, 12.0]
+    assert_same_bits(scaled(xs, scale=0.1), [(Value(x) * 0.1).data for x in xs.tolist()], "scale=0.1")
+    assert scaled(xs, scale=[2.0, 3.0][1]).tolist() == [3.0, -6.0, 9.0]
+    picked = vmap(lambda x, table=None: x * table[1])  # an array given by keyword reaches f as it is
+    assert picked(xs, table=np.array([5.0, 0.5])).tolist() == [0.5, -1.0, 1.5]
+    with pytest.raises(TypeError, match=r"vmap\(f\)\(xs, ys\)"):  # used as a batch, it says how to batch it
+        vmap(lambda x, y: x * y)(xs, y=xs)
+
+
 def test_in_dims_picks_the_axis_of_the_samples() -> None:
     xs = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     assert vmap(lambda x: x[0] * x[1], in_dims=1)(xs).tolist() == [4.0, 10.0, 18.0]
@@ -258,6 +358,29 @@ def test_fast_mode_agrees_on_arithmetic_and_nearly_on_functions() -> None:
     np.testing.assert_allclose(fast, exact, rtol=1e-13, atol=0.0)
     arithmetic = vmap(grad(lambda x: (x * x - 3.0 * x).relu()), fast=True)(xs)
     assert_same_bits(arithmetic, [grad(lambda x: (x * x - 3.0 * x).relu())(float(x)) for x in xs], "fast arithmetic")
+
+
+def test_the_fast_mode_benchmark_counts_each_operations_differences_and_none_in_exact_mode() -> None:
+    """benchmarks/fast_mode.py, whose counts the docs quote: a line per operation, with the NumPy
+    version and the CPU, and the exact mode equal to eager code on every input."""
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "fast_mode.py"
+    env = {**os.environ, "PYTHONPATH": str(Path(vjpgrad.__file__).resolve().parent.parent)}
+    run = subprocess.run(
+        [sys.executable, str(script), "--count", "300"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        env=env,
+    )
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith(f"NumPy {np.__version__}, ")
+    for name in ("exp", "log1p", "tanh", "sigmoid", "x ** y", "atan2(x, y)", "softmax([x, y, z])[0]"):
+        row = next(line for line in lines if line.startswith(name + " "))
+        *_, forward, gradient, exact = row.split()
+        assert 0 <= int(forward.replace(",", "")) <= 300, row
+        assert 0 <= int(gradient.replace(",", "")) <= 300, row
+        assert exact == "0", row
 
 
 def test_a_call_leaves_numpys_settings_as_it_found_them() -> None:
@@ -505,6 +628,26 @@ def test_the_ordered_sum_adds_rows_that_come_first_even_more_than_a_chunk_holds(
         assert bits(got[column]) == bits(total), column
 
 
+def test_a_parameter_used_twice_per_sample_gets_eager_bits_with_each_use_an_argument_of_its_own() -> None:
+    """Eager code adds the two uses' contributions interleaved across the samples; a row of
+    ``vmap(grad(...))`` holds one sample's two already added. Each use its own argument, the
+    uses' rows in the order eager code made them, summed by ``batch_sum``: eager's bits (the
+    recipe of the vmap tutorial)."""
+
+    def twice(p: Any, x: Any) -> Any:
+        return (p[0] * x).tanh() + (p[0] * x * x).sin()
+
+    def by_use(p: Any, q: Any, x: Any) -> Any:
+        return (p[0] * x).tanh() + (q[0] * x * x).sin()
+
+    xs = np.random.default_rng(0).standard_normal(50)
+    param = [Value(0.7)]
+    sum((twice(param, Value(x, requires_grad=False)) for x in xs.tolist()), Value(0.0, requires_grad=False)).backward()
+    first, second = vmap(grad(by_use, argnums=(0, 1)), in_dims=(None, None, 0))([0.7], [0.7], xs)
+    uses = np.stack([first, second], axis=1).reshape(-1, 1)
+    assert bits(0.0 + vjpgrad.batch_sum(uses)[0]) == bits(param[0].grad)
+
+
 @pytest.mark.slow  # a training run, a grid of edges per operation, or torch.func: seconds
 def test_full_batch_training_through_vmap_equals_eager_training_to_the_bit() -> None:
     sys.path.insert(0, str(EXAMPLES))
@@ -582,6 +725,76 @@ def test_a_gradient_taken_inside_the_function_is_refused() -> None:
         vmap(lambda x: grad(lambda y: (y * x).relu())(x))(np.array([1.0, -1.0]))
 
 
+COPIES = [
+    pytest.param(copy.copy, id="copy.copy"),
+    pytest.param(copy.deepcopy, id="copy.deepcopy"),
+    pytest.param(lambda x: pickle.loads(pickle.dumps(x)), id="pickle"),
+    pytest.param(lambda x: x.__reduce_ex__(2), id="__reduce_ex__"),
+    pytest.param(
+        lambda x: x.__getstate__(),
+        id="__getstate__",
+        marks=pytest.mark.skipif(sys.version_info < (3, 11), reason="object.__getstate__ is new in Python 3.11"),
+    ),
+]
+
+
+@pytest.mark.parametrize("copying", COPIES)
+def test_copying_or_pickling_a_value_being_recorded_is_refused_saying_what_to_do(copying: Callable[[Any], Any]) -> None:
+    """A copy of a Value is made from its number, one sample's: the array code would hand every
+    sample that number. Refused as reading the number is."""
+    refused = r"copying or pickling a Value .* at .*vjpgrad\.vmap.*the Value itself"
+    with pytest.raises(DataDependentError, match=refused):
+        vmap(lambda x: x * copying(x))(np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(DataDependentError, match=r"copying or pickling a Value"):
+        vmap(grad(lambda x: x * copying(x)))(np.array([1.0, 2.0, 3.0]))
+
+
+@pytest.mark.parametrize(
+    ("batched", "says"),
+    [
+        (np.array([1 + 5j, 2.0]), "complex numbers"),
+        ([1.0, None], "None"),
+        (np.array([1.0, None], dtype=object), "None"),
+        ([1.0, "2"], "strings"),
+        (np.array(["1e300", "nan"]), "strings"),
+        ([[1.0, 2.0], [3.0, None]], "None"),
+        ([1.0, Value(2.0)], "a Value"),
+        (np.array(["2026-01-01"], dtype="datetime64[D]"), "dates"),
+    ],
+    ids=[
+        "complex",
+        "None in a list",
+        "None in an object array",
+        "a string",
+        "strings",
+        "None in a sample",
+        "a Value",
+        "dates",
+    ],
+)
+def test_a_batched_argument_of_anything_but_real_numbers_is_refused_naming_it_before_anything_runs(
+    batched: Any, says: str
+) -> None:
+    """``np.asarray(..., float64)`` would drop an imaginary part, read None as nan and parse
+    strings: vmap refuses them instead, naming the argument and what it held."""
+    ran: list[Any] = []
+
+    def f(x: Any, y: Any) -> Any:
+        ran.append(x)
+        return x * y
+
+    with pytest.raises(TypeError, match=rf"batched argument 1 must hold real numbers .*{says}"):
+        vmap(f)(np.ones(len(batched)), batched)
+    assert ran == []
+
+
+def test_bools_ints_and_numpys_real_types_are_read_as_numbers() -> None:
+    xs = [np.array([True, False]), [1, 2], np.array([1, 2], dtype=np.uint8), np.array([0.5, 2.0], dtype=np.float32)]
+    for x in xs:
+        assert vmap(lambda v: v * 2.0)(x).tolist() == [2.0 * float(v) for v in x]
+    assert vmap(lambda v: v * 2.0)(np.array([1, 2.5], dtype=object)).tolist() == [2.0, 5.0]
+
+
 @pytest.mark.parametrize(
     ("call", "error", "words"),
     [
@@ -593,12 +806,20 @@ def test_a_gradient_taken_inside_the_function_is_refused() -> None:
         (lambda: vmap(lambda x: x, fast=1), TypeError, "fast must be a bool"),
         (lambda: vmap(lambda x: x, chunk_size=0), ValueError, "chunk_size must be at least 1"),
         (lambda: vmap(lambda x: x)(np.ones((2, 2, 2))), ValueError, "a number or a list of numbers"),
-        (lambda: vmap(lambda x: x)(["a", "b"]), TypeError, "array of numbers"),
+        (lambda: vmap(lambda x: x)(["a", "b"]), TypeError, "argument 0 must hold real numbers .* strings"),
         (lambda: vmap(grad(lambda x: [x, x]))(np.ones(2)), TypeError, "scalar output"),
         (lambda: vmap(vjpgrad.hessian(lambda x: x * x)), TypeError, "composes with grad"),
         (lambda: vmap(grad(grad(lambda x: x * x))), TypeError, "a transform of a transform"),
         (lambda: vmap(3), TypeError, "takes a function"),
         (lambda: vmap(lambda x: x).source, RuntimeError, "not been called"),
+        (lambda: vmap(lambda x, y: x * y)(np.ones(3), y=np.ones(3)), TypeError, "keyword argument y, a NumPy array"),
+        (lambda: vmap(lambda x: x, out_dims=1)(np.ones(3)), ValueError, r"out_dims 1 .* 1 axis"),
+        (lambda: vmap(lambda x: [x, x], out_dims=-3)(np.ones(3)), ValueError, r"out_dims -3 .* 2 axes"),
+        (lambda: vmap(lambda x: (x, [x]), out_dims=(0, 2))(np.ones(3)), ValueError, r"out_dims 2 .* 2 axes"),
+        (lambda: vjpgrad.batch_sum("abc"), TypeError, r"batch_sum takes an array of real numbers .* str"),
+        (lambda: vjpgrad.batch_sum([[1.0, None]]), TypeError, r"batch_sum takes an array of real numbers .* None"),
+        (lambda: vjpgrad.batch_sum(np.ones((3, 2)), start=[1.0, 2.0, 3.0]), ValueError, r"start .*\(3,\).* \(2,\)"),
+        (lambda: vjpgrad.batch_sum(np.ones((3, 2)), start="ab"), TypeError, r"batch_sum start .* str"),
     ],
 )
 def test_bad_calls_raise_a_clear_error(call: Callable[[], Any], error: type[Exception], words: str) -> None:

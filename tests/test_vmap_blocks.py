@@ -211,9 +211,9 @@ def test_value_and_grad_and_jacobian_through_blocks() -> None:
 def test_forward_alone_through_blocks() -> None:
     params, xs = data(15, 2, count(SIZES), seed=17)
     batched = vmap(lambda p, x: mlp(p, x, SIZES, lambda v: v.relu())[0], in_dims=(None, 0))
-    out = batched(params, xs)
+    values = [Value(p) for p in params]  # passed as they are: Values, their numbers read at each call
+    out = batched(values, xs)
     assert FOLDED in batched.source
-    values = [Value(p) for p in params]
     eager = [mlp(values, [Value(float(a)) for a in x], SIZES, lambda v: v.relu())[0].data for x in xs]
     assert_rows(out, eager, "forward")
 
@@ -546,8 +546,8 @@ def test_copies_that_read_the_same_values_share_one_array_and_give_eager_bits() 
     per_sample = vmap(grad(loss), in_dims=(None, 0, 0))
     eager = [grad(loss)(w, float(x), float(y)) for x, y in zip(xs, ys, strict=True)]
     assert_rows(per_sample(w, xs, ys), eager, "per-sample gradient")
-    losses = vmap(loss, in_dims=(None, 0, 0))(w, xs, ys)
     values = [Value(a) for a in w]
+    losses = vmap(loss, in_dims=(None, 0, 0))(values, xs, ys)
     eager_losses = [loss(values, Value(float(x)), Value(float(y))).data for x, y in zip(xs, ys, strict=True)]
     assert_rows(losses, eager_losses, "loss")
     assert_rows(vmap(twice)(xs), [twice(Value(float(x))).data for x in xs], "twice")
@@ -596,8 +596,9 @@ def test_random_repeated_blocks_give_eager_bits(steps: list[Any], copies: int, o
     rows = vmap(grad(f), in_dims=(None, 0))(w, samples)
     eager = [grad(f)(w, Value(x, requires_grad=False)) for x in xs]
     assert_rows(rows, eager, f"gradient of {steps}, {copies} copies, own {own}")
-    values = vmap(f, in_dims=(None, 0))(w, samples)
-    assert_rows(values, [f([Value(a) for a in w], Value(x)).data for x in xs], f"value of {steps}")
+    weights = [Value(a) for a in w]  # an unbatched list of Values reaches f as it is
+    values = vmap(f, in_dims=(None, 0))(weights, samples)
+    assert_rows(values, [f(weights, Value(x)).data for x in xs], f"value of {steps}")
 
 
 # ---- found by a fuzz of vmap against eager (2026-12-03): each once silently wrong, or a crash ----------

@@ -10,7 +10,8 @@ last bits on a share of inputs. Where Python and NumPy disagree about a result t
 rounding (the sign of the nan of ``0 / 0``, ``sqrt(-1)``), the exact helpers follow Python.
 
 Fast helpers are NumPy's ufuncs: one pass over the array, no Python call per element. The
-differences they make are listed in the docs' page on exactness.
+differences they make depend on the processor and the NumPy build (NumPy's SIMD loops):
+``benchmarks/fast_mode.py`` counts them, and the docs' page on exactness quotes one machine's.
 """
 
 from __future__ import annotations

@@ -3,15 +3,20 @@ column of samples; and ``batch_sum``, the per-sample rows added in eager code's 
 
 A call reads its arguments: a batched one (``in_dims`` 0, or another axis) is a NumPy float64
 array of samples, each a number or a list of numbers; an unbatched one (``None``) is shared by
-every sample. The function is recorded (as ``vjpgrad.compile`` records) with one Value per
-number of a sample: a sample that is a number is a Value, one that is a list a Vector. An
-unbatched float or list of floats is data as well (a Value, a Vector: a new number replays the
-same code); anything else unbatched (an int, a string, a model object) is passed as it is and
-fixes the recording, as does each batched argument's sample shape. Values the function reads
-without being given them (a model's weights it closes over) are read again at every call: the
-same Value objects, whose numbers an optimizer changes; a parameter rebound to a new Value is
-not followed (``vjpgrad.compile`` guards that; vmap asks you to pass such parameters as
-arguments, as ``vmap(grad(loss), in_dims=(None, 0, 0))(params, ...)`` does).
+every sample and passed to the function as it is, as torch.func.vmap passes it, and so is every
+keyword argument (torch.func.vmap batches none either). The function is
+recorded (as ``vjpgrad.compile`` records) with one Value per number of a sample: a sample that is
+a number is a Value, one that is a list a Vector. An unbatched number stays a number (a float in a
+list or a tuple too), so its operations take the table's number rows, as eager code given it
+does; it fixes the recording, keyed by its bits (another number records anew, as compile's
+numbers do), as does any other unbatched object (an int or a string by its value, a model object
+by its identity) and each batched argument's sample shape. An unbatched Value, Vector or list of Values is passed
+as it is too, its numbers read at every call. Values the function reads without being given them
+(a model's weights it closes over) are read again at every call as well: the same Value objects,
+whose numbers an optimizer changes; a parameter rebound to a new Value is not followed
+(``vjpgrad.compile`` guards that; vmap asks you to pass such parameters as arguments, as
+``vmap(grad(loss), in_dims=(None, 0, 0))(params, ...)`` does). A transform's differentiated
+argument is data, as the transform makes it: Values whose numbers each call gives.
 
 ``vmap(grad(f))``, ``vmap(value_and_grad(f))``, ``vmap(jacobian(f))`` and ``vmap(vjp_fn)`` (the
 function ``vjp`` returns) read what the transform was made from and write the reverse pass of
@@ -44,6 +49,9 @@ from vjpgrad.transforms.functional import Transformed
 CHUNK_BUDGET = 1 << 25
 """Bytes of intermediate arrays one chunk may hold (32 MiB): a batch whose forward and reverse
 values would need more runs in chunks of samples (and small chunks stay in the caches)."""
+
+PROGRAMS_KEPT = 64
+"""Recordings one vmapped function keeps (the least recently used is dropped first)."""
 
 _PASSES: frozenset[CodeType] = frozenset({backward.differentiable_reverse_pass.__code__})
 
@@ -78,12 +86,18 @@ class _Refusing(list):  # type: ignore[type-arg]  # the Recording's list of node
 
 
 def _exact(x: Any) -> Any:
-    """A key part for an unbatched argument that fixes the recording: its value (a list's, item
-    by item; a float's bits), or for an object its identity."""
+    """A key part for an unbatched argument, which fixes the recording: its value (a float's bits
+    and type, a list's, tuple's, dict's or NumPy array's items), or for another object its
+    identity. Two calls reuse a recording only if what the function was given is the same."""
     if isinstance(x, float):
-        return ("float", struct.pack("<d", x))
+        return (type(x).__name__, struct.pack("<d", x))
     if isinstance(x, (list, tuple)):
         return (type(x).__name__, tuple(_exact(item) for item in x))
+    if isinstance(x, dict):
+        return ("dict", tuple((_exact(k), _exact(v)) for k, v in x.items()))
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(x, np.ndarray) and x.dtype.kind != "O":
+        return ("ndarray", x.dtype.str, x.shape, x.tobytes())
     try:
         hash(x)
     except TypeError:
@@ -95,18 +109,14 @@ def _is_number(x: object) -> bool:
     return type(x) is float or (isinstance(x, numbers.Real) and not isinstance(x, bool))
 
 
-def _is_float(x: object) -> bool:
-    """A float (or NumPy float): data. An int is structure, as in eager code (``x ** 3`` is
-    ``x * x * x``, ``range(n)`` a loop), unless it is differentiated."""
-    return isinstance(x, float) or (_is_number(x) and not isinstance(x, numbers.Integral))
-
-
 @dataclass
 class _Argument:
     """One positional argument of a call, as the recording sees it."""
 
-    kind: str  # "batched", "data" (an unbatched float or list of floats) or "static"
-    value: Any  # the array (batched, samples along axis 0), the number or list (data), the object (static)
+    # "batched"; "data": an unbatched number or list a transform differentiates; "values": an
+    # unbatched Value, Vector or list of Values, whose numbers are read at each call; "static"
+    kind: str
+    value: Any  # the array (batched, samples along axis 0), the floats (data), the object as given
     width: int | None  # numbers per sample: None for a number, k for a list of k
 
     def key(self, differentiated: bool) -> tuple[Any, ...]:
@@ -115,8 +125,9 @@ class _Argument:
         return (self.kind, self.width, differentiated)
 
     def lift(self, differentiated: bool) -> Any:
-        """This argument as the recorded function sees it: a Value, a Vector or the object itself."""
-        if self.kind == "static":
+        """This argument as the recorded function sees it: a Value, a Vector or the object itself
+        (an unbatched argument, Values included, is passed as it is)."""
+        if self.kind in ("static", "values"):
             return self.value
         if self.kind == "batched":
             sample = self.value[0]
@@ -134,9 +145,12 @@ class _Argument:
 
     def columns(self, lo: int, hi: int) -> list[Any]:
         """The arrays (or numbers) that stand for its Values in the code, samples lo to hi: each
-        number of a sample one contiguous array (``by_number``), an unbatched number a float."""
+        number of a sample one contiguous array (``by_number``), an unbatched number a float, an
+        unbatched Value's number as it is now."""
         if self.kind == "batched":
             return [column[lo:hi] for column in self.by_number]
+        if self.kind == "values":
+            return [graph.number(v) for v in ([self.value] if self.width is None else self.value)]
         return [self.value] if self.width is None else list(self.value)
 
     @property
@@ -217,6 +231,29 @@ def _compile_source(source: str, name: str, namespace: dict[str, Any]) -> dict[s
 
 
 def _record(function: Callable[..., Any], lifted: list[Any], kwargs: dict[str, Any], what: str) -> Any:
+    """Run ``function`` on one sample's arguments, recording what it makes; a ``TypeError`` it
+    raises with a NumPy array among its unbatched arguments says that they are not batched."""
+    try:
+        return _record_call(function, lifted, kwargs)
+    except TypeError as error:
+        given = [f"keyword argument {name}" for name, v in kwargs.items() if _is_array(v)]
+        given += [f"argument {k} (in_dims None)" for k, v in enumerate(lifted) if _is_array(v)]
+        if not given:
+            raise
+        raise TypeError(
+            f"{what}: {getattr(function, '__name__', 'the function')} raised TypeError ({error}) given its "
+            f"{', '.join(given)}, a NumPy array, as it is: vmap batches positional arguments only, by their in_dims, "
+            "and passes keyword arguments as they are, as torch.func.vmap does; pass a batch positionally: "
+            "vmap(f)(xs, ys)"
+        ) from error
+
+
+def _is_array(x: object) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
+def _record_call(function: Callable[..., Any], lifted: list[Any], kwargs: dict[str, Any]) -> Any:
     recording = _Recording()
     name = getattr(function, "__name__", "the function")
     message = f"{name} is being recorded by vjpgrad.vmap"
@@ -331,32 +368,21 @@ class Vmapped:
         return dims
 
     def _read(self, arg: Any, dim: int | None, position: int) -> _Argument:
-        np = arrays.numpy()
+        """One positional argument: unbatched (``dim`` None), passed to the function as it is, as
+        torch.func.vmap passes it (a float stays a float); batched, an array of real numbers with
+        its samples along axis 0."""
         if dim is None:
-            if isinstance(arg, (Value, Vector)):
-                raise TypeError(f"vmap: argument {position} is a {type(arg).__name__}; pass numbers (or lists) to vmap")
-            if _is_float(arg):
-                return _Argument("data", float(arg), None)
-            if isinstance(arg, (list, tuple)) and arg:
-                if set(map(type, arg)) == {float}:  # the common case, read in C
-                    return _Argument("data", list(arg), len(arg))
-                if all(_is_float(v) for v in arg):
-                    return _Argument("data", [float(v) for v in arg], len(arg))
-            if isinstance(arg, np.ndarray) and arg.ndim == 1 and arg.dtype.kind == "f":
-                return _Argument("data", arg.astype(np.float64).tolist(), len(arg))
+            if isinstance(arg, Value):
+                return _Argument("values", arg, None)
+            if isinstance(arg, (Vector, list, tuple)) and len(arg) and all(isinstance(v, Value) for v in arg):
+                return _Argument("values", arg, len(arg))
             return _Argument("static", arg, None)
-        try:
-            array = np.asarray(arg, dtype=np.float64)
-        except (TypeError, ValueError) as error:
-            raise TypeError(
-                f"vmap: batched argument {position} must be an array of numbers (or a list of them), "
-                f"got {type(arg).__name__}"
-            ) from error
+        array = _real_array(arg, position)
         if array.ndim == 0:
             raise ValueError(f"vmap: batched argument {position} has no axis {dim} to map over (it is a number)")
         if not -array.ndim <= dim < array.ndim:
             raise ValueError(f"vmap: in_dims {dim} is out of range for argument {position} of {array.ndim} axes")
-        array = np.moveaxis(array, dim, 0)
+        array = arrays.numpy().moveaxis(array, dim, 0)
         if array.ndim > 2:
             raise ValueError(
                 f"vmap: each sample of argument {position} must be a number or a list of numbers; "
@@ -374,9 +400,20 @@ class Vmapped:
             tuple(a.key(k in positions) for k, a in enumerate(read)),
             tuple(sorted((name, _exact(v)) for name, v in kwargs.items())),
         )
-        program = self._programs.get(key)
+        return self._recorded(key, lambda: self._write(function, read, kwargs, positions))
+
+    def _recorded(self, key: tuple[Any, ...], write: Callable[[], _Program]) -> _Program:
+        """The program recorded for ``key``, else a new one (``write``): the ``PROGRAMS_KEPT``
+        latest are kept, the least recently used dropped first (each unbatched number has its own,
+        so a number that changes at every call would otherwise keep them all)."""
+        programs = self._programs
+        program = programs.pop(key, None)
         if program is None:
-            program = self._programs[key] = self._write(function, read, kwargs, positions)
+            program = write()
+            oldest = next(iter(programs), None) if len(programs) >= PROGRAMS_KEPT else None
+            if oldest is not None:
+                programs.pop(oldest, None)  # another thread may have dropped it already
+        programs[key] = program  # the latest used last
         self._latest = program
         return program
 
@@ -406,8 +443,8 @@ class Vmapped:
             )
         leaves: list[Value] = []
         counts = []
-        for x in lifted:
-            found = [x] if isinstance(x, Value) else list(x) if isinstance(x, Vector) else []
+        for argument, x in zip(read, lifted, strict=True):
+            found = [] if argument.kind == "static" else [x] if isinstance(x, Value) else list(x)
             leaves.extend(found)
             counts.append(len(found))
         live, edges, outside = recorded_graph(recording, outputs)
@@ -545,14 +582,14 @@ class Vmapped:
         return self._out(per_argument[0] if isinstance(argnums, int) else tuple(per_argument))
 
     def _out(self, result: Any) -> Any:
-        np = arrays.numpy()
-        if isinstance(self.out_dims, int):
-            if self.out_dims == 0:
+        out_dims = self.out_dims
+        if isinstance(out_dims, int):
+            if out_dims == 0:
                 return result
-            return _map(result, lambda a: np.moveaxis(a, 0, self.out_dims))
-        if not isinstance(result, tuple) or len(result) != len(self.out_dims):
+            return _map(result, lambda a: _moved(a, out_dims))
+        if not isinstance(result, tuple) or len(result) != len(out_dims):
             raise ValueError("vmap: out_dims as a tuple needs one entry per item of the function's tuple result")
-        return tuple(np.moveaxis(a, 0, d) for a, d in zip(result, self.out_dims, strict=True))
+        return tuple(_moved(a, d) for a, d in zip(result, out_dims, strict=True))
 
     def _call_vjp(self, cotangent: _Argument, batch: int) -> Any:
         """``vmap(vjp_fn)(cotangents)``: the primals fixed, one reverse pass per cotangent."""
@@ -562,10 +599,7 @@ class Vmapped:
         primals = transformed.primals
         read = [_differentiable(self._read(p, None, k), k) for k, p in enumerate(primals)]
         key = ("vjp", tuple(a.key(True) for a in read), tuple(_exact(a.value) for a in read))
-        program = self._programs.get(key)
-        if program is None:
-            program = self._programs[key] = self._write(transformed.function, read, {}, list(range(len(read))))
-        self._latest = program
+        program = self._recorded(key, lambda: self._write(transformed.function, read, {}, list(range(len(read)))))
         width = None if program.layout.form == "one" else len(program.layout.items)
         if cotangent.width != width:
             raise ValueError(
@@ -633,19 +667,57 @@ class _Taker:
 
 
 def _differentiable(argument: _Argument, position: int) -> _Argument:
-    """An unbatched argument that a transform differentiates: a number or a list of numbers
-    (ints included) as data; anything else refused."""
-    if argument.kind != "static":
+    """An unbatched argument that a transform differentiates: a number, or a list, tuple or 1-d
+    NumPy array of numbers (ints included), as data (a Value, a Vector, as the transforms make
+    them); anything else refused."""
+    if argument.kind in ("batched", "data"):
         return argument
     value = argument.value
+    if argument.kind == "values":
+        value = graph.number(value) if argument.width is None else [graph.number(v) for v in value]
     if _is_number(value):
         return _Argument("data", float(value), None)
+    np = arrays.numpy()
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "biuf":
+        value = value.tolist()
     if isinstance(value, (list, tuple)) and value and all(_is_number(v) for v in value):
         return _Argument("data", [float(v) for v in value], len(value))
     raise TypeError(
         f"vmap: argument {position} is differentiated, so it must be a number or a list of numbers, "
         f"got {type(value).__name__}"
     )
+
+
+_KINDS = {"c": "complex numbers", "U": "strings", "S": "bytes", "M": "dates", "m": "time deltas", "V": "records"}
+"""What a NumPy array holds, by its dtype's kind, for the arrays vmap refuses (not bool, int or float)."""
+
+
+def _reals(arg: Any) -> tuple[Any, str]:
+    """``arg`` as a float64 array, if it holds real numbers (bools, ints, floats, NumPy's real
+    types), and ""; else None and what it held. ``np.asarray(..., float64)`` alone would drop a
+    complex number's imaginary part, read None as nan and parse strings."""
+    np = arrays.numpy()
+    try:
+        array = np.asarray(arg)
+    except (TypeError, ValueError):  # a ragged list
+        return None, f"a {type(arg).__name__} NumPy cannot make an array of (rows of different lengths?)"
+    kind = array.dtype.kind
+    if kind == "O":  # a list of mixed objects: each must be a real number
+        bad = [v for v in array.flat if not isinstance(v, numbers.Real)][:1]
+        if bad:
+            return None, "None" if bad[0] is None else f"a {type(bad[0]).__name__}"
+    elif kind not in "biuf":
+        return None, f"{_KINDS.get(kind, 'other values')} ({type(arg).__name__} of dtype {array.dtype})"
+    return (array if array.dtype == np.float64 else array.astype(np.float64)), ""
+
+
+def _real_array(arg: Any, position: int) -> Any:
+    """A batched argument as a float64 array, refused unless it holds real numbers (``_reals``),
+    before anything runs."""
+    array, held = _reals(arg)
+    if array is None:
+        raise TypeError(f"vmap: batched argument {position} must hold real numbers (bool, int, float), got {held}")
+    return array
 
 
 def _items(layout: _Layout) -> list[tuple[str, Any]]:
@@ -661,6 +733,14 @@ def _bases(layout: _Layout, jacobian: bool) -> list[list[float]]:
     if not jacobian:
         return [[1.0 for item in items if item[0] == "value"]]
     return [[1.0 if k == j else 0.0 for k, item in enumerate(items) if item[0] == "value"] for j in range(len(items))]
+
+
+def _moved(result: Any, dim: int) -> Any:
+    """A result's batch axis (its first) moved to ``dim`` (``out_dims``), which must be one of its axes."""
+    if not -result.ndim <= dim < result.ndim:
+        axes = "1 axis" if result.ndim == 1 else f"{result.ndim} axes"
+        raise ValueError(f"vmap: out_dims {dim} is out of range for a result of {axes} (the batch axis included)")
+    return arrays.numpy().moveaxis(result, 0, dim)
 
 
 def _map(result: Any, function: Callable[[Any], Any]) -> Any:
@@ -691,25 +771,39 @@ def vmap(
     returns what ``f`` returns for each sample, stacked along axis 0 (``out_dims``).
 
     ``in_dims`` says, per positional argument, which axis holds the samples (``0``), or ``None``
-    for an argument every sample shares. A sample is a number (the function gets a Value) or a
-    list of numbers (a Vector). Composes with ``grad``, ``value_and_grad``, ``jacobian`` and the
-    function ``vjp`` returns: ``vmap(grad(loss), in_dims=(None, 0, 0))(params, xs, ys)`` has
-    shape ``(N, len(params))``, row ``i`` equal to ``grad(loss)(params, xs[i], ys[i])`` to the bit.
-    A batch of no samples gives results with no rows, as ``torch.func.vmap`` does (the function
-    is recorded on a stand-in sample of zeros).
+    for an argument every sample shares, which ``f`` gets as it is, as in ``torch.func.vmap``: a
+    float stays a float (in a list too), a Value a Value. Keyword arguments are not batched
+    either; they are passed as they are, as ``torch.func.vmap`` passes them. A sample of a batched
+    argument is a number, which ``f`` gets as a Value, or a list of numbers (a Vector), as
+    ``torch.func.vmap``'s samples are tensors.
 
-    The function is recorded once per structure of arguments (as ``vjpgrad.compile`` records, and
-    refusing what it refuses: Python that reads a Value's number) and run as array code,
-    ``.source``. Exact by default: every number is the one eager code gives for that sample, edge
-    values included (each C library call runs per element); ``fast=True`` uses NumPy's ufuncs,
-    faster, with the differences the docs list. Large batches run in chunks of samples
-    (``chunk_size``, chosen from the size of the graph when None); the arrays of a large batch
-    are kept from call to call and written into by the next call of the same size (its
-    workspace: fresh memory costs a page fault per 4 KiB), and the gradients go into an array an
-    earlier call returned once nothing holds it any more. The array code runs with NumPy's
-    warnings off and its ufunc buffer at ``arrays.BUFFER`` elements (faster on arrays of mixed
-    shapes; the numbers are the same), the caller's settings given back after the call. Needs
-    NumPy (``pip install numpy``, or ``pip install -e '.[vmap]'`` in a clone of vjpgrad).
+    Composes with ``grad``, ``value_and_grad``, ``jacobian`` and the function ``vjp`` returns:
+    ``vmap(grad(loss), in_dims=(None, 0, 0))(params, xs, ys)`` has shape ``(N, len(params))``, row
+    ``i`` equal to the bit to eager code given Values for the batched data,
+    ``grad(loss)(params, Value(xs[i], requires_grad=False), Value(ys[i], requires_grad=False))``.
+    Eager code given plain floats for them can differ: a number and a Value take other rows of
+    the table than two Values (``y / pred`` with ``y`` a float is ``y * (1 / pred)``, PyTorch's
+    rdiv; ``x ** k`` with ``k`` a float takes PyTorch's special exponents, ``x ** 0.5`` is
+    ``sqrt(x)``), as they do in PyTorch. A batch of no samples gives results with no rows, as
+    ``torch.func.vmap`` does (the function is recorded on a stand-in sample of zeros).
+
+    The function is recorded once per structure of arguments and unbatched numbers (as
+    ``vjpgrad.compile`` records, and refusing what it refuses: Python that reads a Value's
+    number) and run as array code, ``.source``; the ``PROGRAMS_KEPT`` latest recordings are
+    kept. An unbatched number that changes at every call is recorded at every call: pass it as a
+    Value (``Value(lr, requires_grad=False)``), whose number is read at each call. Exact by
+    default: every number is the one eager code gives for that sample (given Values for its
+    data), edge values included (each C library call runs per element); ``fast=True`` uses
+    NumPy's ufuncs, faster, with last-bit differences that depend on the processor and the NumPy
+    build (the docs quote one machine's, ``benchmarks/fast_mode.py`` counts them). Large batches
+    run in chunks of samples (``chunk_size``, chosen from the size of the graph when None); the
+    arrays of a large batch are kept from call to call and written into by the next call of the
+    same size (its workspace: fresh memory costs a page fault per 4 KiB), and the gradients go
+    into an array an earlier call returned once nothing holds it any more. The array code runs
+    with NumPy's warnings off and its ufunc buffer at ``arrays.BUFFER`` elements (faster on
+    arrays of mixed shapes; the numbers are the same), the caller's settings given back after
+    the call. Needs NumPy (``pip install numpy``, or ``pip install -e '.[vmap]'`` in a clone of
+    vjpgrad).
     """
     arrays.numpy()
     return Vmapped(f, in_dims, out_dims, fast, chunk_size)
@@ -720,20 +814,41 @@ def batch_sum(rows: Any, start: Any = None) -> Any:
     last to the first, onto ``start`` when given: the order in which eager code's reverse pass
     through ``f(x0) + f(x1) + ...`` (or ``sum([...])``) adds the samples' contributions to a
     parameter that each sample uses once. Summed so, a full-batch gradient through ``vmap``
-    equals eager code's to the bit (``np.sum`` adds pairwise: other bits).
+    equals eager code's to the bit (``np.sum`` adds pairwise: other bits). A parameter a sample
+    uses twice gets its contributions interleaved across samples in eager code: pass each use as
+    an argument of its own, and give ``batch_sum`` the uses' rows in the order eager code made
+    them (sample 0's first use, its second, sample 1's first...).
 
     The additions run in one NumPy reduction (``ordered_sum``): the rows are copied, last first
     and after ``start``, into a C-ordered array of at least two columns, and reduced along its
     first axis, which NumPy adds row after row into the running total."""
     np = arrays.numpy()
-    block = np.asarray(rows, dtype=np.float64)
+    block, held = _reals(rows)
+    if block is None:
+        raise TypeError(f"batch_sum takes an array of real numbers (rows of per-sample gradients), got {held}")
     if block.ndim == 0:
         raise ValueError("batch_sum takes an array of rows (samples along axis 0), got a number")
     count, shape = block.shape[0], block.shape[1:]
+    first = [] if start is None else [_start(start, shape).reshape(-1)]
     if start is None and not count:
         return np.zeros(shape)
     flat = block.reshape((count, int(np.prod(shape))))
-    first = [] if start is None else [np.broadcast_to(np.asarray(start, dtype=np.float64), shape).reshape(-1)]
     with np.errstate(all="ignore"):
         total = arrays.ordered_sum(np, first, flat[::-1]).reshape(shape)
     return total[()] if total.ndim == 0 else total
+
+
+def _start(start: Any, shape: tuple[int, ...]) -> Any:
+    """``batch_sum``'s ``start`` as an array of the rows' shape: a number, or an array of that
+    shape (or one NumPy broadcasts to it)."""
+    np = arrays.numpy()
+    array, held = _reals(start)
+    if array is None:
+        raise TypeError(f"batch_sum start must be a number or an array of real numbers, got {held}")
+    try:
+        return np.broadcast_to(array, shape)
+    except ValueError:
+        raise ValueError(
+            f"batch_sum start has shape {array.shape}, but each row has shape {shape}: give a start of the rows' "
+            "shape (the gradient of what was built after the samples), or a number"
+        ) from None

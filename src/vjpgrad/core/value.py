@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Any, Union
+from typing import Any, SupportsIndex, Union
 
 from vjpgrad.core import graph, operators, ops
 from vjpgrad.core.backward import backward
@@ -21,6 +22,13 @@ from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node
 from vjpgrad.core.modes import USER_FRAMES, refuse_number, state, switches_on
 from vjpgrad.core.ops import Op
+
+_COPYING = "copying or pickling a Value (copy.copy, copy.deepcopy, pickle)"
+_COPY_INSTEAD = (
+    "use the Value itself (an operation makes a new Value and never changes its operands), or x.detach() "
+    "for a constant that follows the number; copy outside the function"
+)
+"""A copy's refusal inside a recorded function, and what to do instead (``modes.refuse_number``)."""
 
 Operand = Union["Value", float]
 """What arithmetic accepts beside a Value: a Value or any real number."""
@@ -252,6 +260,30 @@ class Value(operators.ValueOperators):
         if switches_on[0] and state.recording is not None:  # compile records the cut: its number changes
             return _make(Value, self._data, ops.DETACH, self, None, None, None)
         return Value(self._data, requires_grad=False, label=self.label)
+
+    # ---- copies: made from the number, so refused while a function is recorded -------------------
+    # copy.copy, copy.deepcopy and pickle read a Value through object.__reduce_ex__, which asks
+    # __getstate__ for the slots (since Python 3.11; before, it reads them itself, so 3.10 refuses
+    # in __reduce_ex__). One check of ``switches_on`` outside a recording.
+
+    if sys.version_info >= (3, 11):
+
+        def __getstate__(self) -> object:
+            """What a copy or a pickle is made from, the number among it: refused while a function
+            is recorded (vmap, compile), as reading the number is, since the copy would hold the
+            recorded sample's number, a constant in the replay."""
+            if switches_on[0] and state.refusal:
+                refuse_number(_COPYING, _COPY_INSTEAD)
+            return object.__getstate__(self)
+
+    else:
+
+        def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+            """``copy.copy``, ``copy.deepcopy`` and ``pickle``: refused while a function is recorded,
+            as ``__getstate__`` is on Python 3.11 and later."""
+            if switches_on[0] and state.refusal:
+                refuse_number(_COPYING, _COPY_INSTEAD)
+            return object.__reduce_ex__(self, protocol)
 
     def zero_grad(self) -> None:
         """Set ``.grad`` to 0.0."""
