@@ -145,10 +145,12 @@ def test_a_hook_that_changes_a_gradient_is_named_never_claimed_a_match() -> None
     assert looking.matches, looking.summary()
 
 
-def _bits(t: Any) -> list[str]:
-    """Each element of ``t`` as its bytes: equal only where the bits are (nan's sign included)."""
-    flat = t.detach().reshape(-1)
-    return [flat[k : k + 1].numpy().tobytes().hex() for k in range(flat.numel())]
+def _bits(t: Any) -> list[int]:
+    """Each element of ``t`` as the integer of its bits: equal only where the bits are (nan's
+    sign included). torch's own view, not ``.numpy()``: the torch wheel does not need NumPy."""
+    flat = t.detach().reshape(-1).contiguous()
+    same_size = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16}
+    return list(flat.view(same_size[flat.dtype]).tolist())
 
 
 @pytest.mark.parametrize(
