@@ -513,3 +513,18 @@ def test_label_is_none_until_one_is_given_as_the_docs_say() -> None:
     # typed str | None): docs/coming-from-micrograd.md says to write n.label or '' in that draw_dot
     assert Value(1.0).label is None
     assert "{ %s | data %.4f }" % (Value(1.0).label or "", 1.0) == "{  | data 1.0000 }"  # noqa: UP031 - micrograd's
+
+
+def test_micrograds_per_node_backward_is_refused_pointing_to_explain_and_backward() -> None:
+    # micrograd's video calls o._backward() node by node to show the chain rule
+    a = Value(2.0)
+    o = a * 3.0
+    with pytest.raises(AttributeError) as caught:
+        o._backward()  # type: ignore[attr-defined]
+    assert str(caught.value) == (
+        "a vjpgrad Value has no _backward: each operation's derivative rule lives in one table, and "
+        "o.backward() runs them all in order; to see each step micrograd's o._backward() takes, one edge at a "
+        "time, print(vjpgrad.explain(o))"
+    )
+    assert not hasattr(a, "_backward")
+    assert a.grad == 0.0
