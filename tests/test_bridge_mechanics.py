@@ -91,7 +91,10 @@ def test_in_place_on_a_view_is_replayed_and_pytorchs_refusals_claim_nothing() ->
         e.add_(1)  # exp's backward needs its result: PyTorch's version counter catches the change
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             e.sum().backward()
-    (p,) = w.passes  # the refused pass is not reported as a replayed one
+    p, refused = w.passes  # the refused pass is listed, with PyTorch's words, and not replayed
+    assert not refused.replayed
+    assert "modified by an inplace operation" in (refused.pytorch_error or "")
+    w.passes.remove(refused)
     check_verdicts(w)
     assert p.matches, p.summary()
     assert p.leaves[0].replayed == grads(x)
@@ -110,6 +113,9 @@ def test_retain_graph_and_repeated_backward_accumulate() -> None:
         out.backward(seed)
         with pytest.raises(RuntimeError, match="backward through the graph a second time"):
             out.backward(seed)
+    refused = w.passes.pop()  # listed with PyTorch's words, not replayed
+    assert (refused.replayed, refused.matches) == (False, False)
+    assert "backward through the graph a second time" in (refused.pytorch_error or "")
     check_verdicts(w)
     assert len(w.passes) == 3, w.summary()
     assert all(p.matches for p in w.passes), w.summary()
