@@ -91,6 +91,45 @@ def test_stack_overflow_case_3_pytorch_refuses_it_and_the_old_pytorch_summed_the
     assert p.leaves[2].replayed == [math.inf]
 
 
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda y: y.backward(torch.tensor([1.0, 2.0, 3.0])), "Mismatch in shape"),  # a wrong length
+        (lambda y: y.backward(), "grad can be implicitly created only for scalar outputs"),  # no seed
+        (lambda y: y.backward([1.0, 1.0]), "gradients can be either Tensors or None, but got float"),  # a list
+    ],
+    ids=["wrong length", "no seed", "a list"],
+)
+def test_every_backward_call_pytorch_refuses_is_listed_with_pytorchs_message(call: Callable, words: str) -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * x  # two elements
+        with pytest.raises((RuntimeError, TypeError), match=words) as refused:
+            call(y)
+    (p,) = w.passes
+    assert not p.replayed
+    assert not p.matches
+    assert p.pytorch_error == str(refused.value).splitlines()[0]
+    assert f"  PyTorch refused it: {p.pytorch_error}" in p.summary()
+    assert "No backward pass ran." not in w.summary()
+    assert x.grad is None  # as in plain PyTorch
+
+
+def test_a_refused_second_backward_is_listed_after_the_pass_it_follows() -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor(2.0, requires_grad=True)
+        y = (x * x).exp()
+        y.backward()
+        with pytest.raises(RuntimeError, match="backward through the graph a second time") as refused:
+            y.backward()
+    first, second = w.passes
+    assert first.matches, first.summary()
+    assert (second.replayed, second.matches) == (False, False)
+    assert second.pytorch_error == str(refused.value).splitlines()[0]
+    assert second.summary().startswith("Pass 2: backward at ")
+    assert "PyTorch refused it: Trying to backward through the graph a second time" in second.summary()
+
+
 def test_gentle_introduction_external_grad() -> None:
     with vjpgrad.watch_torch() as w:
         a = torch.tensor([2.0, 3.0], requires_grad=True)

@@ -91,7 +91,10 @@ def test_in_place_on_a_view_is_replayed_and_pytorchs_refusals_claim_nothing() ->
         e.add_(1)  # exp's backward needs its result: PyTorch's version counter catches the change
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             e.sum().backward()
-    (p,) = w.passes  # the refused pass is not reported as a replayed one
+    p, refused = w.passes  # the refused pass is listed, with PyTorch's words, and not replayed
+    assert not refused.replayed
+    assert "modified by an inplace operation" in (refused.pytorch_error or "")
+    w.passes.remove(refused)
     check_verdicts(w)
     assert p.matches, p.summary()
     assert p.leaves[0].replayed == grads(x)
@@ -110,6 +113,9 @@ def test_retain_graph_and_repeated_backward_accumulate() -> None:
         out.backward(seed)
         with pytest.raises(RuntimeError, match="backward through the graph a second time"):
             out.backward(seed)
+    refused = w.passes.pop()  # listed with PyTorch's words, not replayed
+    assert (refused.replayed, refused.matches) == (False, False)
+    assert "backward through the graph a second time" in (refused.pytorch_error or "")
     check_verdicts(w)
     assert len(w.passes) == 3, w.summary()
     assert all(p.matches for p in w.passes), w.summary()
@@ -145,10 +151,12 @@ def test_a_hook_that_changes_a_gradient_is_named_never_claimed_a_match() -> None
     assert looking.matches, looking.summary()
 
 
-def _bits(t: Any) -> list[str]:
-    """Each element of ``t`` as its bytes: equal only where the bits are (nan's sign included)."""
-    flat = t.detach().reshape(-1)
-    return [flat[k : k + 1].numpy().tobytes().hex() for k in range(flat.numel())]
+def _bits(t: Any) -> list[int]:
+    """Each element of ``t`` as the integer of its bits: equal only where the bits are (nan's
+    sign included). torch's own view, not ``.numpy()``: the torch wheel does not need NumPy."""
+    flat = t.detach().reshape(-1).contiguous()
+    same_size = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16}
+    return list(flat.view(same_size[flat.dtype]).tolist())
 
 
 @pytest.mark.parametrize(

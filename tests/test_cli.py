@@ -40,6 +40,21 @@ def test_the_answers_example_1_with_its_derivation(capsys: pytest.CaptureFixture
     assert "  b[1].grad += 1 × 8 + 4 × 2 = 16" in out
 
 
+def test_case_3s_summed_seed_is_a_note_on_the_output_not_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "3*a + 2*b*b + log(c)", "a=0,", "b=0,", "c=0,", "--seed", "0.1,1,0.0001")
+    assert (status, err) == (0, "")  # no "<frozen runpy>:88: UserWarning" on stderr, once per place it sums
+    lines = out.splitlines()
+    assert lines[0] == "y = tensor([-inf])"
+    assert lines[2:5] == ["a.grad = tensor([3.3003])", "b.grad = tensor([0.])", "c.grad = tensor([inf])"]
+    notes = [line for line in lines if line.startswith("note: --seed")]
+    assert notes == [
+        "note: --seed has 3 numbers for an output of one number, so they were summed into one seed, 1.1001: this "
+        'reproduces PyTorch before version 1.3 (case 3 of the Stack Overflow question "Pytorch, what are the '
+        'gradient arguments"); PyTorch now refuses it (RuntimeError: Mismatch in shape). A one-number output takes '
+        "one number: pass 1.1001, or no seed for 1.0"
+    ]
+
+
 def test_scalars_print_repr_exact_floats(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "3*a + 2*b*b + log(c)", "a=0.1", "b=1", "c=0.1")
     assert status == 0

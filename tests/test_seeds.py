@@ -30,6 +30,14 @@ from vjpgrad.testing import assert_grad_close
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
+SUMMED = "numbers for an output of one number, so they were summed into one seed"
+"""What the warning says when a longer seed is summed into a one-number output (case 3)."""
+
+
+def summed() -> pytest.WarningsRecorder:
+    """Where a test sums a longer seed into a one-number output on purpose: the warning is asserted."""
+    return pytest.warns(UserWarning, match=SUMMED)
+
 
 def test_example_1_vector_seed() -> None:
     a, b, c = Vector([1.0, 2.0, 3.0]), Vector([3.0, 4.0, 5.0]), Vector([6.0, 7.0, 8.0])
@@ -51,7 +59,8 @@ def test_example_3_empty_inputs_and_a_summed_seed() -> None:
     a, b, c = Vector.empty(1), Vector.empty(1), Vector.empty(1)
     y = 3 * a + 2 * b * b + log(c)
     assert y.data == [-math.inf]
-    y.backward([0.1, 1.0, 0.0001])
+    with summed():
+        y.backward([0.1, 1.0, 0.0001])
     assert a.grad.data == [3 * (0.1 + 1.0 + 0.0001)]
     assert str(a.grad) == "tensor([3.3003])"
     assert b.grad.data == [0.0]
@@ -86,11 +95,15 @@ def test_example_4_two_passes_accumulate() -> None:
 def test_each_example_script_prints_the_documented_output(script: str, printed: list[str]) -> None:
     result = subprocess.run([sys.executable, str(EXAMPLES / script)], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines() == printed
+    assert result.stderr == ""  # case 3 sums its seed on purpose: the script says so, not a warning
 
 
 def test_the_command_reports_all_four_cases_agree(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([]) == 0
-    out = capsys.readouterr().out
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # case 3's summed seed is the report's subject, not a warning
+        assert main([]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
     assert out.count(" ok") == 12
     assert "DIFFERS" not in out
     assert "all four cases agree with the answer." in out
@@ -182,7 +195,8 @@ def test_the_report_says_what_current_pytorch_does_with_case_3_and_why() -> None
     report, _ = _cases.report()
     case_3 = report[report.index("Case 3:") : report.index("Case 4:")]
     assert "current PyTorch (1.3 and later) refuses this call: RuntimeError: Mismatch in shape" in case_3
-    assert "PyTorch of 2017, which summed it" in case_3
+    assert "the answer ran on a PyTorch before 1.3, which summed it" in case_3
+    assert "2017" not in case_3  # the answer's torch.tensor(0.1) is a 0-d tensor: PyTorch 0.4 (2018) or later
     assert all("Mismatch" not in report[report.index(f"Case {k}:") :][:400] for k in (1, 2, 4))
 
 
@@ -229,7 +243,7 @@ def test_a_seed_that_is_not_a_number_is_a_type_error(seed: object, name: str) ->
 @pytest.mark.parametrize(
     ("call", "error", "text"),
     [
-        (lambda y: y.backward("1"), TypeError, "the gradient seed must be a real number for a single output, got str"),
+        (lambda y: y.backward("1"), TypeError, "the seed must be a real number for a single output, got str"),
         (lambda y: explain(y, {1.0: 2.0}), TypeError, "seed must be a real number for a single output, got dict"),
         (lambda y: gradients(y, [y.parents[0]], seeds="s"), TypeError, "seeds must be a real number for a single"),
     ],
@@ -247,7 +261,7 @@ def test_a_dict_or_set_of_seeds_is_refused_saying_why(seeds: object, kind: str) 
     with pytest.raises(TypeError) as caught:
         y.backward(seeds)
     assert message(caught) == (
-        f"gradients must be a sequence of numbers, one seed per output in order, got a {kind}: "
+        f"the seed must be a sequence of numbers, one seed per output in order, got a {kind}: "
         "a dict would give its keys and a set its own order"
     )
 
@@ -285,11 +299,12 @@ def test_numpy_seeds() -> None:
     assert x.grad == 3.0
     Vector([x * 1.0, x * 3.0]).backward(np.array([1.0, 2.0]))
     assert x.grad == 10.0
-    (x * x).backward(np.array([0.5, 0.25]))  # a 1-d array: several weights of one number, summed
+    with summed():
+        (x * x).backward(np.array([0.5, 0.25]))  # a 1-d array: several weights of one number, summed
     assert x.grad == 13.0
     with pytest.raises(TypeError) as caught:
         (x * x).backward(np.array([[1.0]]))  # a 2-d array holds rows, not numbers
-    assert message(caught) == "the gradient seed[0] must be a real number, got ndarray"
+    assert message(caught).startswith("the seed[0] is a ndarray, not a number: a seed is one number per element")
 
 
 def test_a_numpy_object_that_is_not_a_number_is_refused() -> None:
@@ -297,7 +312,7 @@ def test_a_numpy_object_that_is_not_a_number_is_refused() -> None:
     x = Value(2.0)
     with pytest.raises(TypeError) as caught:
         (x * x).backward(np.sin)
-    assert message(caught) == "the gradient seed must be a real number for a single output, got ufunc"
+    assert message(caught) == "the seed must be a real number for a single output, got ufunc"
 
 
 def test_a_fake_zero_dimensional_array_outside_numpy_is_refused() -> None:
@@ -310,23 +325,26 @@ def test_a_fake_zero_dimensional_array_outside_numpy_is_refused() -> None:
     x = Value(2.0)
     with pytest.raises(TypeError) as caught:
         (x * x).backward(Scalarish())  # type: ignore[arg-type]
-    assert message(caught) == "the gradient seed must be a real number for a single output, got Scalarish"
+    assert message(caught) == "the seed must be a real number for a single output, got Scalarish"
 
 
-def test_several_weights_of_one_value_are_summed_as_pytorch_2017_did() -> None:
-    # the answer's case 3 on one number: PyTorch of 2017 had no 0-d tensors, so its one number
-    # was a one-element tensor, and a longer seed was summed into it (3.3003 = 3 × 1.1001)
+def test_several_weights_of_one_value_are_summed_as_pytorch_before_1_3_did() -> None:
+    # the answer's case 3 on one number: PyTorch's engine sums a longer seed into a 0-d output
+    # too (3.3003 = 3 × 1.1001); its front end has refused it since 1.3
     a, b, c = Value(0.0), Value(0.0), Value(1.0)
-    answer_expression(a, b, c).backward([0.1, 1.0, 0.0001])
+    with summed():
+        answer_expression(a, b, c).backward([0.1, 1.0, 0.0001])
     assert (a.grad, b.grad) == (3 * (0.1 + 1.0 + 0.0001), 0.0)
     assert c.grad == -(0.1 + 1.0 + 0.0001)  # d(c**-1)/dc = -1 at c = 1
     one = Vector.zeros(1)
-    answer_expression(one, one, one + 1.0).backward([0.1, 1.0, 0.0001])  # type: ignore[arg-type]
+    with summed():
+        answer_expression(one, one, one + 1.0).backward([0.1, 1.0, 0.0001])  # type: ignore[arg-type]
     assert one.grad[0].data == a.grad + b.grad + c.grad  # the same seed as Vector.empty(1)'s
     x = Value(3.0)
     (x * x).backward([0.5])  # a one-element list is that element
     assert x.grad == 3.0
-    (x * x).backward(Vector([1.0, 1.0], requires_grad=False))
+    with summed():
+        (x * x).backward(Vector([1.0, 1.0], requires_grad=False))
     assert x.grad == 15.0
 
 
@@ -335,15 +353,68 @@ def test_several_weights_of_one_value_are_checked_before_anything_changes() -> N
     y = x * x
     with pytest.raises(TypeError) as caught:
         y.backward([1.0, "2"])  # type: ignore[arg-type]
-    assert message(caught) == "the gradient seed[1] must be a real number, got str"
+    assert message(caught) == "the seed[1] must be a real number, got str"
     with pytest.raises(ValueError, match="length 0") as caught_empty:
         y.backward([])
-    assert message(caught_empty) == (
-        "the gradient seed has length 0 but the output has length 1: pass one seed per element"
-    )
+    assert message(caught_empty) == "the seed has length 0 but the output has length 1: pass one seed per element"
     assert x.grad == 0.0
     y.backward()
     assert x.grad == 6.0
+
+
+def test_a_longer_seed_on_a_one_number_loss_is_summed_and_a_warning_at_the_users_line_says_so() -> None:
+    # the hint of "grad can be implicitly created only for scalar outputs" kept after adding .sum():
+    # SPEC §4 sums it (case 3), which gives 3 times the gradient, so the learner is told
+    x = Vector([1.0, 2.0, 3.0])
+    loss = (x * x).sum()
+    with pytest.warns(UserWarning, match=SUMMED) as caught:
+        loss.backward([1.0] * 3)
+    line = sys._getframe().f_lineno - 1
+    assert x.grad.data == [6.0, 12.0, 18.0]  # 3 × [2, 4, 6]
+    (warning,) = caught
+    assert (warning.filename, warning.lineno) == (__file__, line)
+    assert str(warning.message) == (
+        "the seed has 3 numbers for an output of one number, so they were summed into one seed, 3.0: this "
+        'reproduces PyTorch before version 1.3 (case 3 of the Stack Overflow question "Pytorch, what are the '
+        'gradient arguments"); PyTorch now refuses it (RuntimeError: Mismatch in shape). A one-number output '
+        "takes one number: pass 3.0, or no seed for 1.0"
+    )
+
+
+def test_the_warning_is_given_in_code_that_runs_without_a_module_name() -> None:
+    # a doctest, a notebook's exec: globals without __name__ (warn_explicit drops a warning of module None)
+    with pytest.warns(UserWarning, match=SUMMED) as caught:
+        exec("from vjpgrad import Value\nx = Value(2.0)\n(x * x).backward([1.0, 2.0])", {})
+    assert (caught[0].filename, caught[0].lineno) == ("<string>", 3)
+
+
+def test_a_seed_of_the_outputs_length_or_of_one_number_is_not_warned_about() -> None:
+    x = Vector([1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (x * x).backward([1.0, 1.0])
+        (x * x).sum().backward([1.0])  # a one-element list is that element
+        Vector([x[0] * 1.0]).backward([2.0])
+        (x * x).sum().backward()
+    assert x.grad.data == [2.0 + 2.0 + 2.0 + 2.0, 4.0 + 4.0 + 4.0]
+
+
+def test_a_nested_seed_says_a_seed_is_one_number_per_element_in_the_outputs_order() -> None:
+    x = Vector([1.0, 2.0, 3.0])  # y: a 2 x 3 matrix, as a Vector of its rows laid end to end
+    y = Vector([x[0] * x[1], x[1] * x[2], x[0] * 2.0, x[2] * x[2], x[0] + x[1], x[1] * 5.0])
+    with pytest.raises(TypeError) as caught:
+        y.backward([[1.0, 0.0, 0.0], [0.0, 0.0, 10.0]])  # type: ignore[list-item]
+    assert message(caught) == (
+        "the seed[0] is a list, not a number: a seed is one number per element of the output, in the output's "
+        "order (6 numbers here); a matrix-shaped seed is laid out row by row, as the output's elements are: "
+        '[w for row in seed for w in row] (see "What shape is the seed for a matrix-shaped output?" in the '
+        "documentation's questions learners ask)"
+    )
+    assert x.grad.data == [0.0, 0.0, 0.0]
+    y.backward([w for row in [[1.0, 0.0, 0.0], [0.0, 0.0, 10.0]] for w in row])  # the advice; nothing was freed
+    assert x.grad.data == [2.0, 51.0, 0.0]
+    with pytest.raises(TypeError, match=r"^the seed\[0\] is a tuple, not a number: .* \(1 number here\)"):
+        (x[0] * 2.0).backward([(1.0, 2.0)])  # type: ignore[list-item]
 
 
 # ---- the seed of a Vector: one number per element ------------------------------------------------
@@ -368,12 +439,12 @@ def test_the_seed_of_a_vector_names_its_argument_and_the_fix() -> None:
     assert message(caught).endswith("so pass one seed per element, e.g. [1.0] * 3")
     with pytest.raises(TypeError) as bad_element:
         y.backward([1.0, "2", 3.0])  # type: ignore[list-item]
-    assert message(bad_element) == "gradients[1] must be a real number, got str"
+    assert message(bad_element) == "the seed[1] must be a real number, got str"
     with pytest.raises(TypeError) as not_a_sequence:
         y.backward(1.0)  # type: ignore[arg-type]
-    assert message(not_a_sequence).startswith("gradients must be a sequence of numbers")
+    assert message(not_a_sequence).startswith("the seed must be a sequence of numbers")
     with pytest.raises(
-        ValueError, match=r"^gradients has length 2 but the output has length 3: pass one seed per element$"
+        ValueError, match=r"^the seed has length 2 but the output has length 3: pass one seed per element$"
     ):
         y.backward([1.0, 2.0])
     assert x.grad == 0.0
@@ -387,21 +458,25 @@ def test_no_seed_on_a_length_1_vector_seeds_it_with_one() -> None:
 
 def test_a_longer_seed_on_a_length_1_output_is_summed() -> None:
     x = Vector([1.0])
-    (x * 3).backward([0.1, 1.0, 0.0001])
+    with summed():
+        (x * 3).backward([0.1, 1.0, 0.0001])
     assert x.grad.data == [3 * (0.1 + 1.0 + 0.0001)]
 
 
 @pytest.mark.parametrize(("seed", "total"), [([1.0, 2.0], 3.0), ([0.5, 0.25, 0.125], 0.875), ([4.0], 4.0)])
 def test_a_longer_seed_of_a_length_1_output_is_summed(seed: list[float], total: float) -> None:
     x = Value(1.0)
-    Vector([x * 2.0]).backward(seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Vector([x * 2.0]).backward(seed)
     assert x.grad == 2.0 * total
+    assert len(caught) == (len(seed) > 1)  # a one-element seed is that element: nothing was summed
 
 
 def test_an_empty_seed_of_a_length_1_output_is_a_length_mismatch() -> None:
     x = Value(1.0)
     with pytest.raises(
-        ValueError, match=r"^gradients has length 0 but the output has length 1: pass one seed per element$"
+        ValueError, match=r"^the seed has length 0 but the output has length 1: pass one seed per element$"
     ):
         Vector([x * 2.0]).backward([])
 
@@ -412,7 +487,7 @@ def test_an_empty_seed_on_a_length_1_output_is_refused_before_anything_changes(s
     # seed of length 0 summed to 0.0 but a mistake
     x = Vector([1.0])
     y = x * 3
-    with pytest.raises(ValueError, match="gradients has length 0 but the output has length 1"):
+    with pytest.raises(ValueError, match="the seed has length 0 but the output has length 1"):
         y.backward(seed)  # type: ignore[arg-type]
     assert x.grad.data == [0.0]
     with pytest.raises(ValueError, match="seeds has length 0 but the output has length 1"):
@@ -437,11 +512,11 @@ def test_a_numpy_array_is_a_seed() -> None:
 @pytest.mark.parametrize(
     ("seed", "error", "message"),
     [
-        ([1.0, 2.0], ValueError, "gradients has length 2 but the output has length 3"),
-        ([1.0], ValueError, "gradients has length 1 but the output has length 3"),
-        ("abc", TypeError, "gradients must be a sequence of numbers.*got str"),
-        (1.0, TypeError, "gradients must be a sequence of numbers.*got float"),
-        ([1.0, "x", 2.0], TypeError, r"gradients\[1\] must be a real number, got str"),
+        ([1.0, 2.0], ValueError, "the seed has length 2 but the output has length 3"),
+        ([1.0], ValueError, "the seed has length 1 but the output has length 3"),
+        ("abc", TypeError, "the seed must be a sequence of numbers.*got str"),
+        (1.0, TypeError, "the seed must be a sequence of numbers.*got float"),
+        ([1.0, "x", 2.0], TypeError, r"the seed\[1\] must be a real number, got str"),
     ],
 )
 def test_bad_seeds_are_refused_before_anything_changes(seed: object, error: type[Exception], message: str) -> None:
@@ -536,8 +611,9 @@ ENTRY_POINTS: list[Callable[[Any], float]] = [
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS, ids=lambda f: f.__name__)
 def test_a_longer_seed_on_a_one_element_output_is_summed_everywhere(entry: Callable[[Any], float]) -> None:
-    # the Stack Overflow answer's Example 3: a.grad = 3 x (0.1 + 1.0 + 0.0001) = 3.3003
-    assert entry(SEED) == pytest.approx(3.3003, rel=1e-12)
+    # the Stack Overflow answer's Example 3: a.grad = 3 x (0.1 + 1.0 + 0.0001) = 3.3003, and said
+    with summed():
+        assert entry(SEED) == pytest.approx(3.3003, rel=1e-12)
 
 
 @pytest.mark.parametrize("entry", [*ENTRY_POINTS, through_vjp], ids=lambda f: f.__name__)
@@ -633,9 +709,7 @@ def test_a_pytorch_tensor_is_a_seed_as_in_y_backward_gradients() -> None:
     assert x.grad == 2.0
     with pytest.raises(TypeError) as caught:
         Vector([x * 1.0, x * 2.0]).backward(torch.tensor([[1.0, 1.0]]))  # rows, not numbers
-    assert message(caught) == (
-        "gradients[0] must be a real number, got Tensor (a PyTorch tensor: pass its real numbers, tensor.tolist())"
-    )
+    assert message(caught).startswith("the seed[0] is a Tensor, not a number: a seed is one number per element")
     with pytest.raises(TypeError):
         (x * x).backward(torch.tensor(1 + 1j))  # a complex number is no seed
     with pytest.raises(TypeError):

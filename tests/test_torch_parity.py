@@ -640,5 +640,24 @@ def test_pytorchs_python_front_end_refuses_the_seed_of_example_3() -> None:
     y_broadcast = 3 * a.expand(3) + 0 * ones
     y_broadcast.backward(torch.tensor([0.1, 1.0, 0.0001], dtype=D))
     v = Vector.empty(1)
-    (3 * v).backward([0.1, 1.0, 0.0001])
+    with pytest.warns(UserWarning, match="3 numbers for an output of one number, so they were summed"):
+        (3 * v).backward([0.1, 1.0, 0.0001])
     assert v.grad.data == a.grad.tolist()
+
+
+@pytest.mark.parametrize("shape", [(1,), ()], ids=["one element", "0-d"])
+def test_pytorchs_cpp_engine_still_sums_a_longer_seed_into_a_one_number_output(shape: tuple[int, ...]) -> None:
+    # what PyTorch before 1.3 did from Python, and what vjpgrad's Vector.empty(1) and Value do
+    from torch.autograd import Variable
+
+    a, b, c = (torch.zeros(shape, requires_grad=True, dtype=D) for _ in range(3))
+    y = 3 * a + 2 * b * b + torch.log(c)
+    seed = torch.tensor([0.1, 1.0, 0.0001], dtype=D)
+    Variable._execution_engine.run_backward((y,), (seed,), False, False, (), True, True)
+    assert [a.grad.tolist(), b.grad.tolist(), c.grad.tolist()] == (
+        [[3 * 1.1001], [0.0], [math.inf]] if shape else [3 * 1.1001, 0.0, math.inf]
+    )
+    x, z, w = (Value(0.0) for _ in range(3))
+    with pytest.warns(UserWarning, match="summed"):
+        (3 * x + 2 * z * z + vjpgrad.log(w)).backward([0.1, 1.0, 0.0001])
+    assert [x.grad, z.grad, w.grad] == [3 * 1.1001, 0.0, math.inf]

@@ -704,3 +704,15 @@ def test_a_value_argument_of_an_outer_transform_stays_distinct_in_a_vector() -> 
     # the transform's variable for the Value is new (d/dv0 of v0 * outer is 5, not 2 * 5)
     outer = Value(5.0)
     assert grad(lambda v: v[0] * outer)(Vector([outer])).data == [5.0]
+
+
+def test_gradients_of_a_list_holding_a_vector_says_to_pass_the_vector_itself() -> None:
+    x = Vector([1.0, 2.0])
+    y = (x * x).sum()
+    with pytest.raises(TypeError) as caught:
+        gradients(y, [x])  # type: ignore[list-item]
+    assert str(caught.value) == (
+        "inputs is a list holding a Vector (inputs[0]): pass x itself, gradients(y, x), for one gradient per "
+        "element, or its Values with others', [*x, *w]"
+    )
+    assert [g.data for g in gradients(y, x)] == [2.0, 4.0]

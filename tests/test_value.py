@@ -521,3 +521,18 @@ def test_a_value_copies_and_pickles_with_its_number_outside_a_recording() -> Non
     x = Value(2.5, label="x")
     for copied in (copy.copy(x), copy.deepcopy(x), pickle.loads(pickle.dumps(x))):
         assert (copied.data, copied.label, copied.requires_grad) == (2.5, "x", True)
+
+
+def test_micrograds_per_node_backward_is_refused_pointing_to_explain_and_backward() -> None:
+    # micrograd's video calls o._backward() node by node to show the chain rule
+    a = Value(2.0)
+    o = a * 3.0
+    with pytest.raises(AttributeError) as caught:
+        o._backward()  # type: ignore[attr-defined]
+    assert str(caught.value) == (
+        "a vjpgrad Value has no _backward: each operation's derivative rule lives in one table, and "
+        "o.backward() runs them all in order; to see each step micrograd's o._backward() takes, one edge at a "
+        "time, print(vjpgrad.explain(o))"
+    )
+    assert not hasattr(a, "_backward")
+    assert a.grad == 0.0

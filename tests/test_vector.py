@@ -380,3 +380,39 @@ def test_the_same_value_twice_in_an_output_is_seeded_twice() -> None:
     h = a * 5
     Vector([h, h]).backward([1.0, 2.0])
     assert a.grad == 15.0
+
+
+# ---- PyTorch's habits on a Vector's .grad and .data ----------------------------------------------
+
+
+def test_setting_a_vectors_grad_to_none_clears_each_elements_as_pytorch_users_write_it() -> None:
+    v = Vector([1.0, 2.0])
+    (v * v).backward([1.0, 1.0])
+    v.grad = None  # PyTorch's optimizer.zero_grad(set_to_none=True)
+    assert [x.grad for x in v] == [None, None]  # as a Value's .grad = None
+    assert v.grad.data == [0.0, 0.0]  # a Vector's gradient is one number per element: None reads 0.0
+    (v * v).backward([1.0, 1.0])  # None counts as 0.0
+    assert v.grad.data == [2.0, 4.0]
+
+
+def test_a_vectors_grad_takes_only_none_saying_what_to_write_for_numbers() -> None:
+    v = Vector([1.0, 2.0])
+    (v * v).backward([1.0, 1.0])
+    with pytest.raises(TypeError) as caught:
+        v.grad = [0.0, 0.0]  # type: ignore[assignment]
+    assert message(caught) == (
+        "a Vector's .grad can be set to None (each element's .grad = None, counted as 0.0), got list: "
+        "v.zero_grad() sets each element's to 0.0, and v[i].grad = number sets one"
+    )
+    assert v.grad.data == [2.0, 4.0]
+
+
+def test_assigning_a_vectors_data_says_what_to_write() -> None:
+    v = Vector([1.0, 2.0])
+    with pytest.raises(AttributeError) as caught:
+        v.data = [5.0, 6.0]  # type: ignore[misc]
+    assert message(caught) == (
+        "a Vector's .data is a new list each time it is read, so it cannot be assigned: set each element's, "
+        "for x, number in zip(v, [5.0, 6.0]): x.data = number (or make a new Vector: Vector([5.0, 6.0]))"
+    )
+    assert v.data == [1.0, 2.0]

@@ -98,10 +98,11 @@ class Pass:
 
     def summary(self) -> str:
         """What the pass did, leaf by leaf, and whether each ``.grad`` is PyTorch's to the bit."""
-        seed = f", seed {_numbers(self.seed, (len(self.seed),))}" if self.call == "backward" else ""
+        seed = f", seed {_numbers(self.seed, (len(self.seed),))}" if self.call == "backward" and self.seed else ""
         lines = [f"Pass {self.number}: {self.call} at {self.location}{seed}"]
         if self.pytorch_error is not None:
             lines.append(f"  PyTorch refused it: {self.pytorch_error}")
+        if self.ran_as:
             lines.append(f"  Replayed {self.ran_as}:")
         if not self.replayed:
             lines.append(f"  not replayed: {self.reason}")

@@ -374,12 +374,11 @@ class Watch:
             try:
                 with self._mode_off():
                     self._original(*args, **kwargs)
-            except RuntimeError as error:
+            except Exception as error:  # PyTorch refused the call: listed with its words, then raised on
                 self._only = None
                 with collection_paused():
                     refused = self._refused(roots, seeds, error, location, names)
-                if refused is not None:
-                    self.passes.append(refused)
+                self.passes.append(refused or self._not_run(roots, seeds, retain, error, location))
                 raise
             inputs = given.get("inputs")
             self._only = None if inputs is None else {id(t) for t in _tensors(inputs)}  # backward(inputs=...)
@@ -477,8 +476,25 @@ class Watch:
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
             return Pass(number, location, [], seed, retain, replayed=False, reason=reason)
 
+    def _not_run(
+        self, roots: list[torch.Tensor], seeds: list[Any], retain: bool, error: Exception, location: str
+    ) -> Pass:
+        """A backward call PyTorch refused, with no pass to replay: listed with PyTorch's message."""
+        seed = [v for s in seeds for v in _given_numbers(s)]
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return Pass(
+            len(self.passes) + 1,
+            location,
+            [],
+            seed,
+            retain,
+            replayed=False,
+            reason="PyTorch ran no pass, so there is none to replay",
+            pytorch_error=first,
+        )
+
     def _refused(
-        self, roots: list[torch.Tensor], seeds: list[Any], error: RuntimeError, location: str, names: dict[int, str]
+        self, roots: list[torch.Tensor], seeds: list[Any], error: Exception, location: str, names: dict[int, str]
     ) -> Pass | None:
         """A pass PyTorch refused because its seed is longer than a one-element output (case 3 of the
         Stack Overflow answer): replayed as the PyTorch of the answer ran it, the seed summed."""
@@ -658,6 +674,16 @@ def _grad_of(t: torch.Tensor) -> list[float] | None:
 
 
 @functools.cache
+def _given_numbers(seed: Any) -> list[float]:
+    """The numbers of a seed as the learner gave it to a call PyTorch refused (none for no seed)."""
+    try:
+        if isinstance(seed, torch.Tensor):
+            return numbers_of(seed)
+        return [float(v) for v in seed] if isinstance(seed, (list, tuple)) else [float(seed)]
+    except Exception:  # not numbers at all: PyTorch's message says what it got
+        return []
+
+
 def _indices(shape: tuple[int, ...]) -> list[str]:
     """``[0,0]``, ``[0,1]``...: each element's index in row-major order (one empty for a 0-d tensor)."""
     if not shape:

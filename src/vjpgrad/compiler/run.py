@@ -16,10 +16,8 @@ import inspect
 import itertools
 import linecache
 import operator
-import sys
 import threading
 import types
-import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -42,7 +40,7 @@ from vjpgrad.compiler.record import (
 )
 from vjpgrad.compiler.write import Program, namespace
 from vjpgrad.core import graph
-from vjpgrad.core.modes import USER_FRAMES, enable_grad, is_own_code, state
+from vjpgrad.core.modes import USER_FRAMES, enable_grad, state, warn_at_users_line
 from vjpgrad.core.ops import Op, times
 from vjpgrad.core.value import Value
 from vjpgrad.recording import add_gradients, cotangents, numbers_of, saved_of, set_cotangent, set_cotangents
@@ -857,16 +855,6 @@ def _what_changed(
     part = key[index] if index < len(key) else None
     number = type(part) is tuple and len(part) >= 1 and isinstance(part[0], type) and world.is_number_type(part[0])
     return f"the argument {described_part(read.args, read.kwargs, names, index)}", number
-
-
-def warn_at_users_line(message: str, category: type[Warning]) -> None:
-    """Warn at the first line outside vjpgrad: where the user's code called."""
-    frame = sys._getframe(1)
-    while frame.f_back is not None and is_own_code(frame):
-        frame = frame.f_back
-    warnings.warn_explicit(
-        message, category, frame.f_code.co_filename, frame.f_lineno, module=frame.f_globals.get("__name__")
-    )
 
 
 def _wraps(compiled: Compiled, fn: Any) -> None:

@@ -71,7 +71,7 @@ def backward(
     if create_graph:
         raise TypeError(CREATE_GRAPH)
     refuse_number("backward()", "a replay would not add into .grad: call backward() on the compiled function's result")
-    seeds = seeds_for(count, seed, name="gradients" if count is not None else "the gradient seed")
+    seeds = seeds_for(count, seed, name="the seed")
     check_flag(retain_graph, "retain_graph")
     with graph.pass_lock:
         if len(outputs) == 1 and not state.detect_anomaly and _ran_alone(outputs[0], seeds[0], retain_graph):

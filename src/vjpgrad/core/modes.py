@@ -16,6 +16,7 @@ import os
 import sys
 import sysconfig
 import threading
+import warnings
 from collections.abc import Callable, Generator
 from types import FrameType, TracebackType
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
@@ -265,6 +266,18 @@ _LIBRARIES = tuple(
     )
 )
 """Where Python's own library and installed packages live: code there is not the user's line."""
+
+
+def warn_at_users_line(message: str, category: type[Warning]) -> None:
+    """Warn at the first line outside vjpgrad: where the user's code called."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and is_own_code(frame):
+        frame = frame.f_back
+    module = frame.f_globals.get("__name__")
+    if isinstance(module, str):
+        warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno, module=module)
+    else:  # code run without a module name (a doctest, exec): module=None would drop the warning
+        warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno)
 
 
 def caller_location() -> str:

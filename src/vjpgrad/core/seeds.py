@@ -13,11 +13,12 @@ broadcast: PyTorch's engine reduces such a seed this way, which is why case 3 of
 answer to Stack Overflow's "Pytorch, what are the gradient arguments"
 (https://stackoverflow.com/questions/43451125) prints 3.3003 = 3 × (0.1 + 1.0 + 0.0001).
 
-A Value output given a sequence of seeds is read the same way, as a one-element output:
-PyTorch of 2017, when that answer was written, had no 0-d tensors, so its "one number" was
-a one-element tensor and summed such a seed into it. ``Value(1.0).backward([0.1, 1, 0.0001])``
-is therefore the answer's case 3 on one number (seed 1.1001), and a one-element list is
-that element.
+A Value output given a sequence of seeds is read the same way, as PyTorch's engine reads a
+0-d output: ``Value(1.0).backward([0.1, 1, 0.0001])`` is the answer's case 3 on one number
+(seed 1.1001), and a one-element list is that element. PyTorch's front end has refused a
+seed longer than its output since version 1.3 ("Mismatch in shape"), and a learner who
+passes one by mistake (``loss.backward([1.0] * 3)`` on a summed loss) gets the gradient
+several times over, so every summing of several seeds into one warns, at the user's line.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ from collections.abc import Set as AbstractSet
 from typing import Any
 
 from vjpgrad.core.graph import Node
+from vjpgrad.core.modes import warn_at_users_line
+
+SUMMED = ".* numbers for an output of one number, so they were summed into one seed"
+"""The words of the warning a summed seed gives, as ``warnings.filterwarnings`` takes them: where
+the summing is meant (case 3's example, ``python -m vjpgrad``), ``filterwarnings("ignore", SUMMED)``."""
 
 
 def scalar_seed(seed: object, what: str, *, differentiable: bool = False, single: bool = False) -> Any:
@@ -70,7 +76,7 @@ def seeds_for(count: int | None, seed: object, *, name: str, hint: str = "", dif
     if count is None:
         if seed is None:
             return [1.0]
-        if _is_sequence(seed):  # several weights of one number: PyTorch 2017's one-element output
+        if _is_sequence(seed):  # several weights of one number: summed, as into a one-element output
             return seeds_for(1, seed, name=name, hint=hint, differentiable=differentiable)
         return [scalar_seed(seed, f"{name}", differentiable=differentiable, single=True)]
     if seed is None:
@@ -90,12 +96,38 @@ def seeds_for(count: int | None, seed: object, *, name: str, hint: str = "", dif
             f"{name} must be a sequence of numbers (a list, a Vector or a NumPy array) with one seed per output, "
             f"got {type(seed).__name__}"
         )
-    seeds = [scalar_seed(s, f"{name}[{i}]", differentiable=differentiable) for i, s in enumerate(seed)]
+    seeds = [_element(s, f"{name}[{i}]", count, differentiable) for i, s in enumerate(seed)]
     if len(seeds) == count:
         return seeds
     if count == 1 and len(seeds) > 1:
         total = seeds[0]
         for s in seeds[1:]:
             total = total + s
+        warn_at_users_line(_summed(name, len(seeds), total), UserWarning)
         return [total]
     raise ValueError(f"{name} has length {len(seeds)} but the output has length {count}: pass one seed per element")
+
+
+def _element(seed: object, what: str, count: int, differentiable: bool) -> Any:
+    """One element of a sequence of seeds: a number; a row (a nested seed) is refused saying how
+    a seed is laid out."""
+    if _is_sequence(seed):
+        numbers = f"{count} number{'' if count == 1 else 's'}"
+        raise TypeError(
+            f"{what} is a {type(seed).__name__}, not a number: a seed is one number per element of the output, "
+            f"in the output's order ({numbers} here); a matrix-shaped seed is laid out row by row, as the "
+            "output's elements are: [w for row in seed for w in row] (see \"What shape is the seed for a "
+            "matrix-shaped output?\" in the documentation's questions learners ask)"
+        )
+    return scalar_seed(seed, what, differentiable=differentiable)
+
+
+def _summed(name: str, count: int, total: object) -> str:
+    """What the warning says when ``count`` seeds were summed into a one-number output."""
+    number = float(total.data if isinstance(total, Node) else total)  # type: ignore[arg-type]
+    return (
+        f"{name} has {count} numbers for an output of one number, so they were summed into one seed, {number!r}: "
+        'this reproduces PyTorch before version 1.3 (case 3 of the Stack Overflow question "Pytorch, what are '
+        'the gradient arguments"); PyTorch now refuses it (RuntimeError: Mismatch in shape). A one-number '
+        f"output takes one number: pass {number!r}, or no seed for 1.0"
+    )

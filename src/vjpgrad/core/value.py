@@ -14,7 +14,7 @@ import math
 import numbers
 import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Any, SupportsIndex, Union
+from typing import Any, NoReturn, SupportsIndex, Union
 
 from vjpgrad.core import graph, operators, ops
 from vjpgrad.core.backward import backward
@@ -222,6 +222,16 @@ class Value(operators.ValueOperators):
         """micrograd's name for ``op``: the symbol of the operation that made it, ``""`` for a leaf."""
         return self.op
 
+    @property
+    def _backward(self) -> NoReturn:
+        """micrograd's per-node closure, which vjpgrad has not: an AttributeError that says what to
+        call instead (a class attribute: reading any other attribute costs nothing more)."""
+        raise AttributeError(
+            "a vjpgrad Value has no _backward: each operation's derivative rule lives in one table, and "
+            "o.backward() runs them all in order; to see each step micrograd's o._backward() takes, one edge at a "
+            "time, print(vjpgrad.explain(o))"
+        )
+
     # ---- the number, as Python reads it -------------------------------------------------------
     # Each of these reads the data property, which vjpgrad.compile refuses while it records.
 
@@ -307,9 +317,10 @@ class Value(operators.ValueOperators):
         raises ``RuntimeError``. ``create_graph=True`` (PyTorch's way to differentiate the
         gradients again) raises ``TypeError`` saying to use ``vjpgrad.gradients``, which can.
 
-        Several weights (``y.backward([0.1, 1.0, 0.0001])``) are summed into one seed, as the
-        PyTorch of 2017 did for its one-element outputs and as ``Vector.empty(1)`` does: the
-        answer's case 3 on one number (current PyTorch refuses it, "Mismatch in shape").
+        Several weights (``y.backward([0.1, 1.0, 0.0001])``) are summed into one seed, with a
+        ``UserWarning``, as PyTorch did before version 1.3 (its C++ engine still does) and as
+        ``Vector.empty(1)`` does: the answer's case 3 on one number (current PyTorch refuses it,
+        "Mismatch in shape").
 
         Case 2 of the Stack Overflow answer: one output, so the seed is 1.0 and the gradients
         are the plain derivatives, ``3``, ``4b`` and ``1/c``; a second pass adds them again.

@@ -192,9 +192,17 @@ class Vector(VectorMethods):
 
     @property
     def data(self) -> list[float]:
-        """The elements' data, as floats."""
+        """The elements' data, as floats (a new list: set an element's with ``v[i].data = x``)."""
         refuse_number("Vector.data (or tolist())")
         return [value.data for value in self._values]
+
+    @data.setter
+    def data(self, numbers: object) -> None:
+        shown = repr(numbers) if isinstance(numbers, list) and len(numbers) <= 8 else "numbers"
+        raise AttributeError(
+            "a Vector's .data is a new list each time it is read, so it cannot be assigned: set each element's, "
+            f"for x, number in zip(v, {shown}): x.data = number (or make a new Vector: Vector({shown}))"
+        )
 
     def tolist(self) -> list[float]:
         """The elements' data, as ``tensor.tolist()``."""
@@ -202,8 +210,23 @@ class Vector(VectorMethods):
 
     @property
     def grad(self) -> Vector:
-        """The elements' gradients, as a new Vector that requires no grad."""
-        return Vector([value.grad for value in self._values], requires_grad=False)
+        """The elements' gradients, as a new Vector that requires no grad (an element's cleared
+        with ``None`` reads 0.0, as a pass counts it).
+
+        ``v.grad = None`` clears each element's ``.grad`` to None, as PyTorch users reset a
+        tensor's gradient; ``v.zero_grad()`` sets each to 0.0."""
+        return Vector([0.0 if value.grad is None else value.grad for value in self._values], requires_grad=False)
+
+    @grad.setter
+    def grad(self, cleared: None) -> None:
+        if cleared is not None:
+            raise TypeError(
+                "a Vector's .grad can be set to None (each element's .grad = None, counted as 0.0), "
+                f"got {type(cleared).__name__}: v.zero_grad() sets each element's to 0.0, and v[i].grad = number "
+                "sets one"
+            )
+        for value in self._values:
+            value.grad = None
 
     @property
     def requires_grad(self) -> bool:

@@ -41,6 +41,13 @@ def _as_values(x: object, what: str) -> list[Value]:
         return list(x)
     if isinstance(x, Sequence) and not isinstance(x, str) and all(isinstance(item, Value) for item in x):
         return list(x)
+    if isinstance(x, Sequence) and not isinstance(x, str):
+        index = next((i for i, item in enumerate(x) if isinstance(item, Vector)), None)
+        if index is not None:
+            raise TypeError(
+                f"{what} is a {type(x).__name__} holding a Vector ({what}[{index}]): pass x itself, gradients(y, x), "
+                "for one gradient per element, or its Values with others', [*x, *w]"
+            )
     raise TypeError(f"{what} must be a Value, a Vector or a sequence of Values, got {type(x).__name__}")
 
 
