@@ -35,4 +35,14 @@ def test_each_block_prints_what_the_page_shows() -> None:
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             exec(compile(code, "learner.py", "exec"), namespace)
+        if "pin_memory" in code and not _the_pages_build(torch):
+            # a CUDA build on a computer without a GPU, or another release, refuses in its own words
+            assert printed.getvalue().startswith("PyTorch: "), code
+            continue
         assert printed.getvalue() == shown, code
+
+
+def _the_pages_build(torch: object) -> bool:
+    """Whether this is the PyTorch the page quotes: a CPU-only build (no CUDA) of torch 2.13."""
+    version = getattr(torch, "version", None)
+    return getattr(version, "cuda", None) is None and str(getattr(torch, "__version__", "")).startswith("2.13.")
