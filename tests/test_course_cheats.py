@@ -585,6 +585,29 @@ def test_a_source_that_names_setrecursionlimit_is_flagged_however_it_names_it(tm
     assert borrowed.remarks(own, exercise(4), of) == []  # a comment is no reference; getrecursionlimit is fine
 
 
+def test_a_source_that_runs_code_made_from_text_is_flagged(tmp_path: Path) -> None:
+    """A shipped solution kept as a string and run (``exec``, ``eval``, ``compile``, a code object
+    made by hand) has no ``def`` for the copy check to read: such a file is remarked on."""
+    of = course(None)
+    own = skeleton(tmp_path / "own")
+    engine = own / "engine.py"
+    solution = (folder("solutions") / "engine.py").read_text()
+    flagged = f"engine.py runs code made from text: {borrowed.FROM_TEXT}"
+    for cheat in (
+        f"exec({solution!r})\n",
+        f"_run = eval\n_run(compile({solution!r}, 'x', 'exec'))\n",
+        f"import builtins\ngetattr(builtins, 'ex' + 'ec')({solution!r})\n",
+        "import builtins\nbuiltins.exec('x = 1')\n",
+        "import types\n_f = types.FunctionType\n",
+        "import marshal\n",
+    ):
+        engine.write_text(cheat)
+        assert flagged in borrowed.remarks(own, exercise(2), of), cheat
+    straight = own / "straight_line.py"  # the skeleton's vjpgrad.compile is not Python's compile
+    assert borrowed.remarks(own, exercise(12), of) == []
+    assert "vjpgrad.compile" in straight.read_text()
+
+
 # ---- exercise 12 reads the def that runs, as handed in ------------------------------------------------------
 
 WITH_A_LOOP = """

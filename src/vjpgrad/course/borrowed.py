@@ -22,7 +22,8 @@ process, without running it:
   ``sys.setrecursionlimit`` (``probe.refuse_recursion_limit``); code that reaches the interpreter's
   own setter some other way is what this remark points the teacher to; so is a file that names
   ``pythonapi`` or ``/proc`` (the grader's processes, the interpreter's memory), which the student's
-  process also refuses (``guard``).
+  process also refuses (``guard``), and a file that runs code made from text (``runs_text``: a
+  solution kept in a string and run has no ``def`` for ``copied`` to read).
 
 The checks' processes also refuse those imports from the student's files (``_plugin``'s import
 guard, given ``allowed``): an engine that is vjpgrad's earns nothing from vjpgrad's code.
@@ -148,6 +149,42 @@ def names_outside(tree: ast.AST) -> bool:
     return any("pythonapi" in word.lower() or "/proc" in word for word in _words(tree))
 
 
+FROM_TEXT = "the copy check reads only the code written as code (a solution kept in a string and run?)"
+"""What a remark on a file that runs code made from text says, after the file's name."""
+RUNNING_TEXT = frozenset(("exec", "eval", "compile", "FunctionType", "CodeType", "marshal"))
+"""The names through which a file runs code made from text: Python's ``exec``, ``eval`` and
+``compile`` (as names or strings: an attribute named ``compile`` is ``re``'s or vjpgrad's), a code
+object or function made by hand (``types``), ``marshal``'s code objects."""
+
+
+def _folded(node: ast.AST) -> str | None:
+    """A string constant, or a sum of them (``'ex' + 'ec'``), as the text it makes; else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _folded(node.left), _folded(node.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def runs_text(tree: ast.AST) -> bool:
+    """Whether ``tree`` names one of ``RUNNING_TEXT``: as a name, an imported name or alias, a
+    string (pieces added together too), or an attribute (but ``compile``)."""
+    for node in ast.walk(tree):
+        words: list[str | None] = []
+        if isinstance(node, ast.Name):
+            words = [node.id]
+        elif isinstance(node, ast.Attribute) and node.attr != "compile":
+            words = [node.attr]
+        elif isinstance(node, ast.alias):
+            words = [node.name, node.asname]
+        elif isinstance(node, (ast.Constant, ast.BinOp)):
+            words = [_folded(node)]
+        if any(word in RUNNING_TEXT for word in words if word is not None):
+            return True
+    return False
+
+
 def recursion_limit(directory: Path, ex: Exercise) -> list[str]:
     """What the teacher is told of ``ex``'s files in ``directory`` that name ``setrecursionlimit``,
     ``pythonapi`` or ``/proc``."""
@@ -158,6 +195,8 @@ def recursion_limit(directory: Path, ex: Exercise) -> list[str]:
             remarks.append(f"{name} names sys.setrecursionlimit: {RECURSION_LIMIT}")
         if tree is not None and names_outside(tree):
             remarks.append(f"{name} names ctypes.pythonapi or /proc: {REACHING}")
+        if tree is not None and runs_text(tree):
+            remarks.append(f"{name} runs code made from text: {FROM_TEXT}")
     return remarks
 
 
