@@ -760,6 +760,30 @@ def path_like():
     return Path(__file__).read_text()
 
 
+def _solutions():
+    return os.path.join(os.path.dirname(sys.modules["vjp" + "grad"].__file__), "course", "solutions")
+
+
+def solutions_through_a_folder():  # a folder's descriptor: the path the hook is told is relative to it
+    folder = os.open(os.path.dirname(_solutions()), os.O_RDONLY)
+    return os.read(os.open("solutions/engine.py", os.O_RDONLY, dir_fd=folder), 100)
+
+
+def solutions_walked():
+    for _, _, files, folder in os.fwalk(_solutions()):
+        return os.read(os.open(files[0], os.O_RDONLY, dir_fd=folder), 100)
+
+
+def proc_through_the_root():
+    root = os.open("/", os.O_RDONLY)
+    return os.read(os.open("proc/self/status", os.O_RDONLY, dir_fd=root), 100)
+
+
+def solutions_copied_elsewhere(path):  # a copy of the package's files (a build's, another install's)
+    with open(path) as copy:
+        return copy.read()
+
+
 def loaded_ctypes():  # vjpgrad loaded it (libm's hypot): its memmove raises no audit event
     return sys.modules["ct" + "ypes"].memmove
 
@@ -797,11 +821,19 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
         for name in (
             "fork", "fork_exec", "memfd", "system", "popen", "graders_memory", "graders_fds", "unix_sockets",
             "own_fds_by_a_link", "unix_socket", "shared_memory", "objects", "pythonapi",
+            "solutions_through_a_folder", "solutions_walked", "proc_through_the_root",
         ):  # fmt: skip
             with pytest.raises(PermissionError) as error:
                 getattr(attempts, name)()
             refused[name] = str(error.value)
-        for name, path in (("write", tmp_path / "written.txt"), ("remove", tmp_path / "grader.txt")):
+        elsewhere = tmp_path / "build" / "lib" / "vjpgrad" / "course" / "solutions" / "engine.py"
+        elsewhere.parent.mkdir(parents=True)
+        elsewhere.write_text("the reference engine")
+        for name, path in (
+            ("write", tmp_path / "written.txt"),
+            ("remove", tmp_path / "grader.txt"),
+            ("solutions_copied_elsewhere", elsewhere),
+        ):
             with pytest.raises(PermissionError) as error:
                 getattr(attempts, name)(str(path))
             refused[name] = str(error.value)
@@ -810,6 +842,9 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
         assert "under /proc" in refused["graders_memory"]
         assert "under /proc" in refused["own_fds_by_a_link"]
         assert "to write it" in refused["write"]
+        assert "opening a folder" in refused["solutions_through_a_folder"]
+        assert "opening a folder" in refused["proc_through_the_root"]
+        assert guard.SOLUTIONS in refused["solutions_copied_elsewhere"]
         assert not (tmp_path / "written.txt").exists()
         assert (tmp_path / "grader.txt").read_text() == "the grader's"
         with pytest.raises(AttributeError):  # no reference to the interpreter's setter is left there

@@ -6,8 +6,10 @@ from it (their ``/proc/PID/mem``, the fork server's socket). ``install`` adds, j
 the student's files is imported, an audit hook (``sys.addaudithook``: it cannot be removed) that
 refuses, with a ``PermissionError`` naming what was refused and the course's rule, what no exercise
 needs and what reaches outside the student's process: starting a process (``os.fork``,
-``subprocess.Popen``...), ``ctypes``, opening a file to write it or anything under ``/proc``,
-removing, renaming and linking files, sockets, ``mmap``, walking the interpreter's objects
+``subprocess.Popen``...), ``ctypes``, opening a file to write it, anything under ``/proc``, a
+folder (a path relative to its descriptor, ``dir_fd``, reaches the event unresolved) or vjpgrad's
+reference solutions (wherever a copy of the package lies: ``vjpgrad/course/solutions/``), removing,
+renaming and linking files, sockets, ``mmap``, walking the interpreter's objects
 (``gc.get_objects``), killing processes and raising the CPU limit. The functions that start a
 process or share memory without an audit event (``_posixsubprocess.fork_exec``, ``_posixshmem``,
 ``os.memfd_create``) are replaced by ones that refuse, and their modules refused a second import.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from stat import S_ISDIR
 from typing import Any
 
 RULE = (
@@ -115,15 +118,27 @@ def _hook(
     except OSError:
         proc = None
     write = WRITE
+    sep, is_folder = os.sep, S_ISDIR
+
+    anywhere = f"{sep}vjpgrad{sep}course{sep}solutions{sep}"  # a copy of the package (a build's, another install's)
 
     def among_solutions(path: Any) -> bool:
         if type(path) is int or path is None:
             return False
         text = path.decode("utf-8", "surrogateescape") if type(path) is bytes else path
         try:
-            return real(text).startswith(solutions)
+            found = real(text)
         except (OSError, ValueError):
             return True  # a path that cannot be followed is not read
+        return found.startswith(solutions) or anywhere in found
+
+    def a_folder(path: Any) -> bool:
+        if type(path) is int or path is None:
+            return False
+        try:
+            return is_folder(stat(path).st_mode)
+        except (OSError, ValueError):
+            return False
 
     def in_proc(path: Any) -> bool:
         if proc is None or type(path) is int or path is None:
@@ -155,6 +170,8 @@ def _hook(
                 return f"reading {path!r}, under /proc"
             if event == "open" and among_solutions(path):
                 return SOLUTIONS
+            if event == "open" and a_folder(path):  # its descriptor would open by names the hook sees unresolved
+                return f"opening a folder ({path!r}): a path relative to its descriptor is not checked"
         return None
 
     def hook(event: str, arguments: tuple[Any, ...]) -> None:
