@@ -21,7 +21,7 @@ import pytest
 from _helpers import answer_expression, four_outputs, message, numpy
 
 import vjpgrad
-from vjpgrad import Value, Vector, explain, gradients, log
+from vjpgrad import SummedSeedWarning, Value, Vector, explain, gradients, log
 from vjpgrad.cli.main import main
 from vjpgrad.testing import assert_grad_close
 
@@ -379,6 +379,17 @@ def test_a_longer_seed_on_a_one_number_loss_is_summed_and_a_warning_at_the_users
         'gradient arguments"); PyTorch now refuses it (RuntimeError: Mismatch in shape). A one-number output '
         "takes one number: pass 3.0, or no seed for 1.0"
     )
+
+
+def test_the_warning_is_said_once_per_line_as_python_says_a_warning() -> None:
+    # a training loop that makes the mistake at every step is told once, not at every step
+    x = Vector([1.0, 2.0, 3.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # Python's own: once per line of the user's code
+        for _ in range(5):
+            (x * x).sum().backward([1.0] * 3)
+    assert len([w for w in caught if issubclass(w.category, SummedSeedWarning)]) == 1
+    assert x.grad.data == [30.0, 60.0, 90.0]  # every step still summed: 5 × 3 × [2, 4, 6]
 
 
 def test_the_warning_is_given_in_code_that_runs_without_a_module_name() -> None:

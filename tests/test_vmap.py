@@ -266,15 +266,23 @@ def test_each_row_equals_eager_code_given_values_for_the_batched_data_and_the_un
 
 @pytest.mark.parametrize(
     ("first", "second"),
-    [(0.5, 2.0), (2.0, 3.0), (0.0, -0.0), ([0.5, 1.0], [1.0, 3.0]), ((0.5, 1.0), (1.5, 2.0)), (2, 2.0)],
-    ids=["0.5 then 2.0", "2.0 then 3.0", "0.0 then -0.0", "a list", "a tuple", "an int then a float"],
-)
+    [
+        (0.5, 2.0), (2.0, 3.0), (0.0, -0.0), ([0.5, 1.0], [1.0, 3.0]), ((0.5, 1.0), (1.5, 2.0)), (2, 2.0),
+        (np.float32(0.0), np.float32(-0.0)), (np.float64(0.0), np.float64(-0.0)), (np.float16(1.0), np.float16(-0.0)),
+        ([np.float32(0.0)], [np.float32(-0.0)]),
+    ],
+    ids=[
+        "0.5 then 2.0", "2.0 then 3.0", "0.0 then -0.0", "a list", "a tuple", "an int then a float",
+        "NumPy float32 zeros", "NumPy float64 zeros", "NumPy float16", "a list of NumPy zeros",
+    ],
+)  # fmt: skip
 def test_another_unbatched_number_is_recorded_anew_not_replayed_with_the_old_one_baked_in(
     first: Any, second: Any
 ) -> None:
     def power(x: Any, k: Any) -> Any:
-        exponent = k if isinstance(k, (int, float)) else k[0] * k[1]
-        return x**exponent / k if isinstance(k, (int, float)) else x**exponent
+        if not isinstance(k, (list, tuple)):
+            return x * x / k  # k's sign reaches the gradient: 2x / -0.0
+        return x ** (k[0] * k[1]) if len(k) > 1 else x / k[0]
 
     xs = np.array([0.7, -1.3, 2.0, -0.0])
     mapped = vmap(grad(power), in_dims=(0, None))
@@ -300,13 +308,20 @@ def test_unbatched_values_reach_the_function_as_they_are_their_numbers_read_at_e
     assert_same_bits(scaled(scale, xs), [(Value(x) / scale).data for x in xs.tolist()], "x / s, s changed")
 
 
-def test_the_recordings_kept_for_other_unbatched_numbers_are_bounded() -> None:
+def test_a_number_that_changes_at_every_call_is_recorded_anew_the_recordings_bounded_and_a_warning_says_so() -> None:
+    """Each recording keeps its arrays (tens of MB for a large batch): the ``PROGRAMS_KEPT``
+    latest are kept, and past them one ``RecompileWarning`` says to pass such a number as a Value,
+    whose number is read at each call."""
     from vjpgrad.batched.run import PROGRAMS_KEPT
 
     scaled = vmap(lambda x, k: x * k, in_dims=(0, None))
-    for k in range(PROGRAMS_KEPT + 10):
-        assert scaled(np.array([1.0, 2.0]), k + 0.5).tolist() == [k + 0.5, 2 * k + 1.0]
-    assert len(scaled._programs) == PROGRAMS_KEPT  # the oldest dropped first
+    results = []
+    with pytest.warns(vjpgrad.RecompileWarning, match=r"Value\(k, requires_grad=False\)") as caught:
+        results += [scaled(np.array([1.0, 2.0]), k + 0.5).tolist() for k in range(PROGRAMS_KEPT + 10)]
+    assert results == [[k + 0.5, 2 * k + 1.0] for k in range(PROGRAMS_KEPT + 10)]
+    assert len([w for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]) == 1
+    assert caught[0].filename in (__file__, str(Path(__file__).with_name("conftest.py")))  # the caller's line
+    assert len(scaled._programs) == PROGRAMS_KEPT <= 8  # the oldest dropped first
     assert scaled(np.array([1.0]), 0.5).tolist() == [0.5]  # recorded again
 
 

@@ -14,6 +14,7 @@ from vjpgrad.compiler import Compiled, RecompileWarning, compile
 from vjpgrad.core import functions as _functions
 from vjpgrad.core.functions import *  # noqa: F403 - the table's functions: exp, log... (their __all__)
 from vjpgrad.core.modes import DataDependentError, detect_anomaly, enable_grad, is_grad_enabled, no_grad
+from vjpgrad.core.seeds import SummedSeedWarning
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.display import notebook as _notebook  # noqa: F401 - gives Value and Vector their notebook display
@@ -56,6 +57,7 @@ __all__ = [
     "RecompileWarning",
     "SVGDrawing",
     "Step",
+    "SummedSeedWarning",
     "Value",
     "Vector",
     "Vmapped",

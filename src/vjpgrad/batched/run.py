@@ -27,6 +27,7 @@ are those the transform gives for that sample alone.
 from __future__ import annotations
 
 import builtins
+import fractions
 import linecache
 import numbers
 import struct
@@ -40,7 +41,7 @@ from typing import Any
 from vjpgrad.batched import arrays, workspace
 from vjpgrad.batched.write import ArrayWriter, Graph
 from vjpgrad.core import backward, graph
-from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
+from vjpgrad.core.modes import DataDependentError, RecompileWarning, refusing_numbers, state, warn_at_users_line
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.recording import Recording, recorded_graph
@@ -50,8 +51,17 @@ CHUNK_BUDGET = 1 << 25
 """Bytes of intermediate arrays one chunk may hold (32 MiB): a batch whose forward and reverse
 values would need more runs in chunks of samples (and small chunks stay in the caches)."""
 
-PROGRAMS_KEPT = 64
-"""Recordings one vmapped function keeps (the least recently used is dropped first)."""
+PROGRAMS_KEPT = 8
+"""Recordings one vmapped function keeps (the least recently used is dropped first): each keeps its
+arrays, tens of MB for a large batch. Past them, a number recorded anew at every call is said once
+(``RecompileWarning``), as compile says it."""
+
+CHANGING = (
+    "{name} has recorded {count} times: an unbatched number (in_dims None) is part of the recording, so one that "
+    "changes at every call (a learning rate, a weight that decays) is recorded anew each time; pass it as "
+    "Value(k, requires_grad=False), whose number is read at each call, to record once"
+)
+"""What the warning says when a vmapped function records past ``PROGRAMS_KEPT``."""
 
 _PASSES: frozenset[CodeType] = frozenset({backward.differentiable_reverse_pass.__code__})
 
@@ -86,9 +96,10 @@ class _Refusing(list):  # type: ignore[type-arg]  # the Recording's list of node
 
 
 def _exact(x: Any) -> Any:
-    """A key part for an unbatched argument, which fixes the recording: its value (a float's bits
-    and type, a list's, tuple's, dict's or NumPy array's items), or for another object its
-    identity. Two calls reuse a recording only if what the function was given is the same."""
+    """A key part for an unbatched argument, which fixes the recording: its value (a float's or a
+    NumPy number's bits and type, another number's repr, where -0 and a nan's payload show, a
+    list's, tuple's, dict's or NumPy array's items), or for another object its identity. Two calls
+    reuse a recording only if what the function was given is the same."""
     if isinstance(x, float):
         return (type(x).__name__, struct.pack("<d", x))
     if isinstance(x, (list, tuple)):
@@ -98,6 +109,10 @@ def _exact(x: Any) -> Any:
     np = sys.modules.get("numpy")
     if np is not None and isinstance(x, np.ndarray) and x.dtype.kind != "O":
         return ("ndarray", x.dtype.str, x.shape, x.tobytes())
+    if np is not None and isinstance(x, np.generic) and x.dtype.kind != "O":  # a NumPy number: its bits
+        return ("numpy", x.dtype.str, x.tobytes())
+    if isinstance(x, numbers.Number) and not isinstance(x, (int, fractions.Fraction)):
+        return (type(x).__name__, repr(x))  # a Decimal, a complex...: -0 and nan payloads are in its repr
     try:
         hash(x)
     except TypeError:
@@ -314,6 +329,7 @@ class Vmapped:
             )
         self._programs: dict[tuple[Any, ...], _Program] = {}
         self._latest: _Program | None = None
+        self._recordings = 0  # made in all: past PROGRAMS_KEPT, said once
         self.__name__ = f"vmap({getattr(f, '__name__', 'f')})"
 
     @property
@@ -410,9 +426,12 @@ class Vmapped:
         program = programs.pop(key, None)
         if program is None:
             program = write()
+            self._recordings += 1
             oldest = next(iter(programs), None) if len(programs) >= PROGRAMS_KEPT else None
             if oldest is not None:
                 programs.pop(oldest, None)  # another thread may have dropped it already
+            if self._recordings == PROGRAMS_KEPT + 1:
+                warn_at_users_line(CHANGING.format(name=self.__name__, count=self._recordings), RecompileWarning)
         programs[key] = program  # the latest used last
         self._latest = program
         return program
@@ -790,8 +809,9 @@ def vmap(
     The function is recorded once per structure of arguments and unbatched numbers (as
     ``vjpgrad.compile`` records, and refusing what it refuses: Python that reads a Value's
     number) and run as array code, ``.source``; the ``PROGRAMS_KEPT`` latest recordings are
-    kept. An unbatched number that changes at every call is recorded at every call: pass it as a
-    Value (``Value(lr, requires_grad=False)``), whose number is read at each call. Exact by
+    kept (8). An unbatched number that changes at every call is recorded at every call, and past
+    8 recordings a ``RecompileWarning`` says so: pass it as a Value (``Value(lr,
+    requires_grad=False)``), whose number is read at each call. Exact by
     default: every number is the one eager code gives for that sample (given Values for its
     data), edge values included (each C library call runs per element); ``fast=True`` uses
     NumPy's ufuncs, faster, with last-bit differences that depend on the processor and the NumPy

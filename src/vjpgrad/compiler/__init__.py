@@ -36,7 +36,7 @@ and gradients), ``modes.refusing_numbers`` and the operation's own hooks (``Op.b
 ``Op.release``, ``Op.whole_pass``).
 """
 
-from vjpgrad.compiler.run import Compiled, RecompileWarning, compile
-from vjpgrad.core.modes import DataDependentError
+from vjpgrad.compiler.run import Compiled, compile
+from vjpgrad.core.modes import DataDependentError, RecompileWarning
 
 __all__ = ["Compiled", "DataDependentError", "RecompileWarning", "compile"]

@@ -40,7 +40,7 @@ from vjpgrad.compiler.record import (
 )
 from vjpgrad.compiler.write import Program, namespace
 from vjpgrad.core import graph
-from vjpgrad.core.modes import USER_FRAMES, enable_grad, state, warn_at_users_line
+from vjpgrad.core.modes import USER_FRAMES, RecompileWarning, enable_grad, state, warn_at_users_line
 from vjpgrad.core.ops import Op, times
 from vjpgrad.core.value import Value
 from vjpgrad.recording import add_gradients, cotangents, numbers_of, saved_of, set_cotangent, set_cotangents
@@ -682,12 +682,6 @@ GPT (where ``torch.compile`` would mark the length dynamic); past it, compile wa
 RECORDINGS_PER_KEY = 8
 """Recordings kept for one structure of the arguments (different worlds: a model in training
 and in evaluation mode), the most recently used first."""
-
-
-class RecompileWarning(UserWarning):
-    """A compiled function kept being recorded because numbers it reads changed: it runs
-    uncompiled from now on. Pass a number that changes at every call as a Value
-    (``Value(lr, requires_grad=False)``) or in a Vector."""
 
 
 class Compiled:

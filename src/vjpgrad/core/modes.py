@@ -268,16 +268,27 @@ _LIBRARIES = tuple(
 """Where Python's own library and installed packages live: code there is not the user's line."""
 
 
+class RecompileWarning(UserWarning):
+    """A compiled or vmapped function kept being recorded because numbers it reads changed:
+    compile runs it uncompiled from then on, vmap goes on recording. Pass a number that changes
+    at every call as a Value (``Value(lr, requires_grad=False)``) or in a Vector: its number is
+    then read at each call."""
+
+
 def warn_at_users_line(message: str, category: type[Warning]) -> None:
-    """Warn at the first line outside vjpgrad: where the user's code called."""
+    """Warn at the first line outside vjpgrad: where the user's code called. Its module's warning
+    registry is kept, as ``warnings.warn`` keeps it, so that Python's default filter says a warning
+    once per line (a loop that makes the same mistake at every step is told once)."""
     frame = sys._getframe(1)
     while frame.f_back is not None and is_own_code(frame):
         frame = frame.f_back
     module = frame.f_globals.get("__name__")
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    filename, line = frame.f_code.co_filename, frame.f_lineno
     if isinstance(module, str):
-        warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno, module=module)
+        warnings.warn_explicit(message, category, filename, line, module=module, registry=registry)
     else:  # code run without a module name (a doctest, exec): module=None would drop the warning
-        warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno)
+        warnings.warn_explicit(message, category, filename, line, registry=registry)
 
 
 def caller_location() -> str:

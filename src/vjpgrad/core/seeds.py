@@ -31,6 +31,14 @@ from typing import Any
 from vjpgrad.core.graph import Node
 from vjpgrad.core.modes import warn_at_users_line
 
+
+class SummedSeedWarning(UserWarning):
+    """Several seeds were summed into an output of one number (case 3 of the Stack Overflow
+    question "Pytorch, what are the gradient arguments"; PyTorch before 1.3): meant there, a
+    mistake on a loss (``loss.backward([1.0] * 3)``). ``warnings.filterwarnings("ignore",
+    category=vjpgrad.SummedSeedWarning)`` where the summing is meant."""
+
+
 SUMMED = ".* numbers for an output of one number, so they were summed into one seed"
 """The words of the warning a summed seed gives, as ``warnings.filterwarnings`` takes them: where
 the summing is meant (case 3's example, ``python -m vjpgrad``), ``filterwarnings("ignore", SUMMED)``."""
@@ -103,7 +111,7 @@ def seeds_for(count: int | None, seed: object, *, name: str, hint: str = "", dif
         total = seeds[0]
         for s in seeds[1:]:
             total = total + s
-        warn_at_users_line(_summed(name, len(seeds), total), UserWarning)
+        warn_at_users_line(_summed(name, len(seeds), total), SummedSeedWarning)
         return [total]
     raise ValueError(f"{name} has length {len(seeds)} but the output has length {count}: pass one seed per element")
 

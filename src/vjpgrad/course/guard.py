@@ -151,6 +151,21 @@ def _hook(
         except (OSError, ValueError):
             return False
 
+    def opening(arguments: tuple[Any, ...]) -> str | None:
+        """What an ``open`` is refused as: writing, ``/proc``, a reference solution, a folder."""
+        path = arguments[0]
+        if len(arguments) >= 3:
+            mode, flags = arguments[1], arguments[2]
+            if (type(flags) is int and flags & write) or (type(mode) is str and any(c in mode for c in "wax+")):
+                return f"opening {path!r} to write it"
+        if in_proc(path):
+            return f"reading {path!r}, under /proc"
+        if among_solutions(path):
+            return SOLUTIONS
+        if a_folder(path):  # its descriptor would open by names the hook sees unresolved
+            return f"opening a folder ({path!r}): a path relative to its descriptor is not checked"
+        return None
+
     def what(event: str, arguments: tuple[Any, ...]) -> str | None:
         if event in refused:
             return refused[event]
@@ -162,16 +177,10 @@ def _hook(
             path = arguments[0]
             if path is not None and type(path) not in (str, bytes, int):
                 return f"a path given as {type(path).__name__}, not str"
-            if event == "open" and len(arguments) >= 3:
-                mode, flags = arguments[1], arguments[2]
-                if (type(flags) is int and flags & write) or (type(mode) is str and any(c in mode for c in "wax+")):
-                    return f"opening {path!r} to write it"
+            if event == "open":
+                return opening(arguments)
             if in_proc(path):
                 return f"reading {path!r}, under /proc"
-            if event == "open" and among_solutions(path):
-                return SOLUTIONS
-            if event == "open" and a_folder(path):  # its descriptor would open by names the hook sees unresolved
-                return f"opening a folder ({path!r}): a path relative to its descriptor is not checked"
         return None
 
     def hook(event: str, arguments: tuple[Any, ...]) -> None:
