@@ -357,3 +357,14 @@ def test_the_watch_leaves_pytorchs_operator_objects_as_they_were() -> None:
     assert w.passes[0].replayed
     after = [getattr(torch.ops.aten, name).default for name in ("squeeze_", "mv", "unsqueeze")]
     assert all(a is b for a, b in zip(after, before, strict=True))
+
+
+def test_a_torch_autograd_grad_that_pytorch_refuses_is_listed_with_its_words() -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        with pytest.raises(RuntimeError, match="Mismatch in shape"):
+            torch.autograd.grad(x * x, x, torch.ones(3))
+    (refused,) = w.passes
+    assert not refused.replayed
+    assert refused.call == "torch.autograd.grad"
+    assert "PyTorch refused it: Mismatch in shape" in refused.summary()

@@ -9,6 +9,7 @@ import re
 import shlex
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -958,3 +959,13 @@ def test_brackets_around_what_is_not_numbers_get_no_list_advice(
     status, _, err = run(capsys, "3*a", written)
     assert status == 2
     assert "is a list in brackets" not in err
+
+
+def test_a_summed_seed_with_dot_is_one_note_and_no_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # to_dot reads the seed again: what the note said is not said twice, nor raised under -W error
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["3*a", "a=0,", "--seed", "0.1,1,0.0001", "--dot", str(tmp_path / "g.dot")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("note: ") == 1
+    assert (tmp_path / "g.dot").is_file()

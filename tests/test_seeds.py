@@ -731,3 +731,11 @@ def test_a_pytorch_tensor_is_a_seed_as_in_y_backward_gradients() -> None:
         warnings.simplefilter("error")  # float() of a tensor that requires grad warns in PyTorch
         (x * x).backward(torch.tensor(0.5, requires_grad=True))
     assert x.grad == 12.0
+
+
+def test_assert_grad_close_says_a_summed_seed_once_per_call() -> None:
+    # its central differences run the function again with the same seed: said by the analytic pass alone
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert_grad_close(lambda *xs: xs[0] * 3.0, [2.0] * 4, seed=[1.0, 1.0])
+    assert [w.category for w in caught] == [SummedSeedWarning]

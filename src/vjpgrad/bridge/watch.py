@@ -403,6 +403,13 @@ class Watch:
         try:
             with self._mode_off():
                 result = self._original_grad(*args, **kwargs)
+        except RuntimeError as error:  # PyTorch refused it: listed with its words, as a refused backward is
+            refused = Pass(
+                len(self.passes) + 1, location, [], [], False, replayed=False, call="torch.autograd.grad",
+                reason="PyTorch ran no pass", pytorch_error=str(error).splitlines()[0],
+            )  # fmt: skip
+            self.passes.append(refused)
+            raise
         finally:
             self.paused -= 1
         reason = (

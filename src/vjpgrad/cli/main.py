@@ -30,7 +30,7 @@ from typing import Any
 from vjpgrad.cli.cases import report
 from vjpgrad.cli.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, ExpressionError, evaluate, parse, variables
 from vjpgrad.compiler import cache
-from vjpgrad.core.seeds import SUMMED, seeds_for
+from vjpgrad.core.seeds import SUMMED, SummedSeedWarning, seeds_for
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.course import main as course
@@ -400,7 +400,9 @@ def _write_files(
         raise CommandError("--html needs an output that depends on a variable: there is no pass to step through")
     lines = []
     if args.dot is not None:
-        args.dot.write_text(to_dot(y, seed))
+        with warnings.catch_warnings():  # a summed seed was said above, as a note
+            warnings.simplefilter("ignore", SummedSeedWarning)
+            args.dot.write_text(to_dot(y, seed))
         lines.append(f"graph written to {args.dot}")
     if args.html is not None and explanation is not None:
         args.html.write_text(explanation.to_html(title=args.expression), encoding="utf-8")
