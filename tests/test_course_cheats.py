@@ -315,6 +315,46 @@ def test_a_copy_padded_with_statements_that_do_nothing_or_hidden_under_a_later_d
     assert borrowed.copied(hidden, exercise(2)) == [f"engine.py (Value.__add__, Value.__mul__): {borrowed.COPIED}"]
 
 
+def _hidden_copy(how: str, directory: Path) -> None:
+    """The shipped engine copied into ``directory``, hidden from a reading by the part's name in one
+    of the ways a teacher reading the file would still call a copy."""
+    import ast
+
+    text = (folder("solutions") / "engine.py").read_text()
+    if how == "in another module":
+        (directory / "_mine.py").write_text(text)
+        (directory / "engine.py").write_text('"""My engine."""\nfrom _mine import *  # noqa: F403\n')
+        return
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            body: list[ast.stmt] = []
+            for part in node.body:
+                body.append(part)
+                if isinstance(part, ast.FunctionDef) and part.name in ("__add__", "__mul__"):
+                    name = part.name
+                    if how == "under another name":
+                        part.name = f"_my{name}"
+                        body.append(ast.parse(f"{name} = _my{name}").body[0])
+                    elif how == "behind a later stub":
+                        body.append(ast.parse(f"_kept{name} = {name}").body[0])
+                        body.append(ast.parse(f"def {name}(self, o):\n    return self._kept{name}(o)").body[0])
+            node.body = body
+        if isinstance(node, ast.FunctionDef) and how == "with assignments that do nothing":
+            node.body.insert(0, ast.parse("_ = None").body[0])
+    (directory / "engine.py").write_text(ast.unparse(ast.fix_missing_locations(tree)))
+
+
+@pytest.mark.parametrize(
+    "how", ["under another name", "behind a later stub", "with assignments that do nothing", "in another module"]
+)
+def test_a_copy_is_found_under_any_name_and_in_any_file_of_the_submission(tmp_path: Path, how: str) -> None:
+    directory = tmp_path / "copy"
+    directory.mkdir()
+    _hidden_copy(how, directory)
+    assert borrowed.copied(directory, exercise(2)) == [f"engine.py (Value.__add__, Value.__mul__): {borrowed.COPIED}"]
+
+
 def test_the_students_directory_goes_after_the_standard_library_and_before_installed_packages() -> None:
     import sysconfig
 
@@ -586,8 +626,9 @@ def test_a_source_that_names_setrecursionlimit_is_flagged_however_it_names_it(tm
 
 
 def test_a_source_that_runs_code_made_from_text_is_flagged(tmp_path: Path) -> None:
-    """A shipped solution kept as a string and run (``exec``, ``eval``, ``compile``, a code object
-    made by hand) has no ``def`` for the copy check to read: such a file is remarked on."""
+    """A shipped solution kept as a string and run (``exec``, ``eval``, ``compile``, a loader that
+    compiles a string, a code object made by hand) has no ``def`` for the copy check to read: such
+    a file is remarked on; honest code that merely shares a name is not."""
     of = course(None)
     own = skeleton(tmp_path / "own")
     engine = own / "engine.py"
@@ -597,12 +638,28 @@ def test_a_source_that_runs_code_made_from_text_is_flagged(tmp_path: Path) -> No
         f"exec({solution!r})\n",
         f"_run = eval\n_run(compile({solution!r}, 'x', 'exec'))\n",
         f"import builtins\ngetattr(builtins, 'ex' + 'ec')({solution!r})\n",
+        f"import builtins\ngetattr(builtins, 'cexe'[::-1])({solution!r})\n",
         "import builtins\nbuiltins.exec('x = 1')\n",
-        "import types\n_f = types.FunctionType\n",
+        "import types\n_f = types.FunctionType((lambda: 0).__code__, {})\n",
         "import marshal\n",
+        "import importlib.abc as a\nclass L(a.SourceLoader):\n    pass\n",
+        "import code\ncode.InteractiveInterpreter().runsource('x = 1')\n",
+        "import pickle\n_x = pickle.loads(b'')\n",
     ):
         engine.write_text(cheat)
         assert flagged in borrowed.remarks(own, exercise(2), of), cheat
+    for honest in (
+        "import re\nPATTERN = re.compile('x')\n",
+        "from re import compile\nPATTERN = compile('x')\n",
+        "def train(model):\n    model.eval()\n",
+        "class Net:\n    def eval(self):\n        return 1\n\n    def f(self):\n        return self.eval()\n",
+        "def train(mode='eval'):\n    return mode\n",
+        "from types import FunctionType\nOK = isinstance(len, FunctionType)\n",
+        "def check(f, eval=None):\n    return eval(f) if eval else f\n",
+        "evaluation = 3\n",
+    ):
+        engine.write_text(solution + "\n" + honest)
+        assert flagged not in borrowed.remarks(own, exercise(2), of), honest
     straight = own / "straight_line.py"  # the skeleton's vjpgrad.compile is not Python's compile
     assert borrowed.remarks(own, exercise(12), of) == []
     assert "vjpgrad.compile" in straight.read_text()

@@ -466,6 +466,9 @@ def test_the_autograder_bundle_holds_what_gradescope_runs_and_grades_a_submissio
         pytest.skip("vjpgrad is not installed from its source tree: no wheel to build")
     bundle = tmp_path / "autograder.zip"
     assert main(["autograder", "--out", str(bundle), "--exercises", str(EXAMPLE)]) == 0
+    root = autograder.source_tree()
+    assert root is not None
+    assert not (root / "build" / "lib" / "vjpgrad" / "course" / "solutions").exists()  # no copy left beside it
     capsys.readouterr()
     with zipfile.ZipFile(bundle) as archive:
         names = archive.namelist()

@@ -75,7 +75,15 @@ def wheel(into: Path) -> Path:
             "to bundle it (its wheel is built from the clone)"
         )
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(into)]
-    done = subprocess.run([*command, str(root)], capture_output=True, text=True, check=False)
+    build = root / "build"
+    had_build = build.exists()
+    try:
+        done = subprocess.run([*command, str(root)], capture_output=True, text=True, check=False)
+    finally:  # setuptools builds in the clone: no copy of the reference solutions is left beside it
+        if not had_build:
+            shutil.rmtree(build, ignore_errors=True)
+        else:
+            shutil.rmtree(build / "lib" / "vjpgrad" / "course" / "solutions", ignore_errors=True)
     built = sorted(into.glob("vjpgrad-*.whl"))
     if done.returncode != 0 or not built:
         raise BundleError(f"building vjpgrad's wheel failed: {(done.stderr or done.stdout).strip()[-500:]}")

@@ -151,38 +151,69 @@ def names_outside(tree: ast.AST) -> bool:
 
 FROM_TEXT = "the copy check reads only the code written as code (a solution kept in a string and run?)"
 """What a remark on a file that runs code made from text says, after the file's name."""
-RUNNING_TEXT = frozenset(("exec", "eval", "compile", "FunctionType", "CodeType", "marshal"))
-"""The names through which a file runs code made from text: Python's ``exec``, ``eval`` and
-``compile`` (as names or strings: an attribute named ``compile`` is ``re``'s or vjpgrad's), a code
-object or function made by hand (``types``), ``marshal``'s code objects."""
+BUILTIN_RUNNERS = frozenset(("exec", "eval", "compile"))
+"""Python's own functions that run (or make code from) text: remarked on where the file does not
+bind the name itself (``from re import compile``, a method named ``eval`` are other things)."""
+RUNNERS = frozenset((
+    "marshal", "pickle", "runpy", "run_path", "run_module", "InteractiveInterpreter", "InteractiveConsole",
+    "compile_command", "SourceLoader", "InspectLoader", "ExecutionLoader", "SourceFileLoader",
+    "SourcelessFileLoader", "source_to_code", "exec_module", "__code__", "FunctionType", "CodeType",
+))  # fmt: skip
+"""Other names through which a file runs code made from text (a loader that compiles a string, a
+code object made or read by hand): remarked on as a name, an attribute or an import; ``FunctionType``
+and ``CodeType`` only where called (``isinstance(f, FunctionType)`` runs nothing)."""
+_CALLED_ONLY = frozenset(("FunctionType", "CodeType"))
 
 
-def _folded(node: ast.AST) -> str | None:
-    """A string constant, or a sum of them (``'ex' + 'ec'``), as the text it makes; else None."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _folded(node.left), _folded(node.right)
-        return None if left is None or right is None else left + right
-    return None
+def _bound(tree: ast.AST) -> set[str]:
+    """The names ``tree`` binds itself: assigned, imported, defined, or a parameter."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add(node.asname or node.name.partition(".")[0])
+    return bound
+
+
+def _through_builtins(node: ast.AST) -> bool:
+    """``builtins.exec`` or ``getattr(builtins, <anything>)``: Python's functions reached by name."""
+    base = {"builtins", "__builtins__"}
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in base:
+        return node.attr in BUILTIN_RUNNERS
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+        and len(node.args) >= 2 and isinstance(node.args[0], ast.Name) and node.args[0].id in base
+    )  # fmt: skip
+
+
+def _runner(node: ast.AST, bound: set[str]) -> bool:
+    """Whether ``node`` is one of the ways ``runs_text`` looks for."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        return node.id in BUILTIN_RUNNERS and node.id not in bound
+    if isinstance(node, ast.Call):
+        called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if called in _CALLED_ONLY:
+            return True
+    if _through_builtins(node):
+        return True
+    if isinstance(node, ast.Attribute):
+        return node.attr in RUNNERS - _CALLED_ONLY
+    if isinstance(node, ast.alias):
+        return bool({node.name.partition(".")[0], node.name.rpartition(".")[2]} & (RUNNERS - _CALLED_ONLY))
+    return isinstance(node, ast.Name) and node.id in RUNNERS - _CALLED_ONLY
 
 
 def runs_text(tree: ast.AST) -> bool:
-    """Whether ``tree`` names one of ``RUNNING_TEXT``: as a name, an imported name or alias, a
-    string (pieces added together too), or an attribute (but ``compile``)."""
-    for node in ast.walk(tree):
-        words: list[str | None] = []
-        if isinstance(node, ast.Name):
-            words = [node.id]
-        elif isinstance(node, ast.Attribute) and node.attr != "compile":
-            words = [node.attr]
-        elif isinstance(node, ast.alias):
-            words = [node.name, node.asname]
-        elif isinstance(node, (ast.Constant, ast.BinOp)):
-            words = [_folded(node)]
-        if any(word in RUNNING_TEXT for word in words if word is not None):
-            return True
-    return False
+    """Whether ``tree`` runs code made from text: Python's ``exec``, ``eval`` or ``compile`` where
+    the file does not bind that name itself (called or held), reached through ``builtins``
+    (``getattr(builtins, ...)`` with any name), or one of ``RUNNERS``."""
+    bound = _bound(tree)
+    return any(_runner(node, bound) for node in ast.walk(tree))
 
 
 def recursion_limit(directory: Path, ex: Exercise) -> list[str]:
@@ -232,15 +263,34 @@ def _does_nothing(statement: ast.stmt) -> bool:
     )
 
 
+def _unread_assignment(statement: ast.stmt, read: set[str]) -> bool:
+    """An assignment of a constant or a name to names the function never reads (``_ = None``)."""
+    return (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.value, (ast.Constant, ast.Name))
+        and all(isinstance(t, ast.Name) and t.id not in read for t in statement.targets)
+    )
+
+
 def _without_idle_statements(tree: ast.AST) -> ast.AST:
-    """``tree`` with every statement that does nothing (``_does_nothing``: docstrings among them)
-    taken out of every block, a block left empty holding one ``pass``."""
-    for node in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and all(isinstance(s, ast.stmt) for s in block):
-                kept = [s for s in block if not _does_nothing(s)]
-                setattr(node, field, kept or [ast.Pass()])
+    """``tree`` with every statement that does nothing taken out of every block (``_does_nothing``:
+    docstrings among them; and in a function, ``_unread_assignment``), a block left empty holding
+    one ``pass``."""
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    read = {
+        id(f): {n.id for n in ast.walk(f) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} for f in functions
+    }
+    for scope in [tree, *functions]:
+        names = read.get(id(scope))
+        for node in ast.walk(scope):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if isinstance(block, list) and block and all(isinstance(s, ast.stmt) for s in block):
+                    kept = [
+                        s for s in block
+                        if not _does_nothing(s) and not (names is not None and _unread_assignment(s, names))
+                    ]  # fmt: skip
+                    setattr(node, field, kept or [ast.Pass()])
     return tree
 
 
@@ -281,11 +331,24 @@ def copied(directory: Path, ex: Exercise) -> list[str]:
     parts = [p for p in ex.parts if not handed_out(p)] or [p for p in everything if not handed_out(p)]
     if not parts:
         return []
+    written = _definitions(directory)  # every def and class of every file handed in, by its normal form
     for part in parts:
-        a, b = _part(mine, part), _part(theirs, part)
-        if a is None or b is None or normal(a) != normal(b):
+        b = _part(theirs, part)
+        if b is None or normal(b) not in written:
             return []
     return [f"{name} ({', '.join(parts)}): {COPIED}"]
+
+
+def _definitions(directory: Path) -> set[str]:
+    """The normal form (``normal``: names set aside, the def's own among them) of every function
+    and class in every Python file of ``directory``: a part of a solution is found there under any
+    name, behind a later stub of its name, or in another module the exercise's file imports."""
+    found: set[str] = set()
+    for path in sorted(directory.glob("*.py")):
+        tree = parse(path)
+        if tree is not None:
+            found.update(normal(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+    return found
 
 
 def remarks(directory: Path, ex: Exercise, course: Course) -> list[str]:
