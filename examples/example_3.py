@@ -10,7 +10,7 @@ vjpgrad warns when it sums one; here the summing is the point, and the warning i
 
 import warnings
 
-from vjpgrad import Vector, log
+from vjpgrad import SummedSeedWarning, Vector, log
 
 a = Vector.empty(1)
 b = Vector.empty(1)
@@ -20,7 +20,7 @@ y = 3 * a + 2 * b * b + log(c)  # log(0) = -inf, so y = [-inf]
 
 gradients = [0.1, 1.0, 0.0001]
 with warnings.catch_warnings():  # "the seed has 3 numbers for an output of one number, so they were summed..."
-    warnings.simplefilter("ignore", UserWarning)
+    warnings.simplefilter("ignore", SummedSeedWarning)
     y.backward(gradients)
 
 print(a.grad)  # documented: tensor([3.3003])
