@@ -680,7 +680,6 @@ def _grad_of(t: torch.Tensor) -> list[float] | None:
     return None if grad is None else numbers_of(grad)
 
 
-@functools.cache
 def _given_numbers(seed: Any) -> list[float]:
     """The numbers of a seed as the learner gave it to a call PyTorch refused (none for no seed)."""
     try:
@@ -691,6 +690,7 @@ def _given_numbers(seed: Any) -> list[float]:
         return []
 
 
+@functools.cache
 def _indices(shape: tuple[int, ...]) -> list[str]:
     """``[0,0]``, ``[0,1]``...: each element's index in row-major order (one empty for a 0-d tensor)."""
     if not shape:

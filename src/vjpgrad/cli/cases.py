@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from vjpgrad.core.format import format_scalar
 from vjpgrad.core.functions import log
-from vjpgrad.core.seeds import SUMMED
+from vjpgrad.core.seeds import SummedSeedWarning
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 
@@ -69,7 +69,7 @@ def example_3() -> dict[str, str]:
     y = 3 * a + 2 * b * b + log(c)
     gradients = [0.1, 1.0, 0.0001]
     with warnings.catch_warnings():  # the summed seed is this case's subject: the report says so
-        warnings.filterwarnings("ignore", SUMMED, UserWarning)
+        warnings.simplefilter("ignore", SummedSeedWarning)
         y.backward(gradients)
     return {"a.grad": _printed(a.grad), "b.grad": _printed(b.grad), "c.grad": _printed(c.grad)}
 

@@ -30,7 +30,7 @@ from typing import Any
 from vjpgrad.cli.cases import report
 from vjpgrad.cli.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, ExpressionError, evaluate, parse, variables
 from vjpgrad.compiler import cache
-from vjpgrad.core.seeds import SUMMED, SummedSeedWarning, seeds_for
+from vjpgrad.core.seeds import SummedSeedWarning, seeds_for
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.course import main as course
@@ -299,7 +299,7 @@ def _evaluate(args: Arguments) -> list[str]:
     if not isinstance(y, (Value, Vector)):  # an expression of constants alone
         y = Value(float(y), requires_grad=False)
     with warnings.catch_warnings(record=True) as caught:  # a summed seed (case 3): a note, said once
-        warnings.filterwarnings("always", SUMMED, UserWarning)
+        warnings.simplefilter("always", SummedSeedWarning)
         seed = _seed(y, seeds)
         name = output_name(env)
         lines = [f"{name} = {_show(y)}", *_present(_remark(y, name))]
@@ -307,8 +307,8 @@ def _evaluate(args: Arguments) -> list[str]:
     lines += [f"{name}.grad = {_show(value.grad)}" for name, value in env.items()]  # 0.0 if y does not use it
     lines += _present(_gradient_remark(env))
     lines += _unused_notes(env, used)
-    summed = [str(w.message) for w in caught if re.match(SUMMED, str(w.message))]
-    for other in (w for w in caught if not re.match(SUMMED, str(w.message))):  # not ours to hold back
+    summed = [str(w.message) for w in caught if issubclass(w.category, SummedSeedWarning)]
+    for other in (w for w in caught if not issubclass(w.category, SummedSeedWarning)):  # not ours to hold back
         warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
     lines += [f"note: {summed[0]}"] if summed else []
     if explanation is not None and args.explain:

@@ -39,11 +39,6 @@ class SummedSeedWarning(UserWarning):
     category=vjpgrad.SummedSeedWarning)`` where the summing is meant."""
 
 
-SUMMED = ".* numbers for an output of one number, so they were summed into one seed"
-"""The words of the warning a summed seed gives, as ``warnings.filterwarnings`` takes them: where
-the summing is meant (case 3's example, ``python -m vjpgrad``), ``filterwarnings("ignore", SUMMED)``."""
-
-
 def scalar_seed(seed: object, what: str, *, differentiable: bool = False, single: bool = False) -> Any:
     """One seed as a float (a Value stays a Value when ``differentiable``), or a TypeError."""
     if isinstance(seed, Node):
