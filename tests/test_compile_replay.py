@@ -985,6 +985,105 @@ def test_the_labels_of_the_results_are_those_eager_code_gives() -> None:
     assert [[v.label for v in compiled(Value(1.0))] for _ in range(3)] == [eager] * 3
 
 
+def test_the_attributes_given_to_a_value_returned_are_given_at_every_call() -> None:
+    """Not only a label: every attribute the function gives a Value it returns (a string, a
+    number, None) is given to every call's result, as eager code's has it, a result that takes
+    no gradient included."""
+
+    def tagged(x: Value) -> list[Value]:
+        y = x * 2.0
+        y.tag, y.step = "hidden", 3
+        with vjpgrad.no_grad():
+            z = x * 3.0
+        z.note = None
+        return [y, z]
+
+    compiled = vjpgrad.compile(tagged)
+    eager = [vars(v) for v in tagged(Value(1.0))]
+    assert eager == [{"tag": "hidden", "step": 3}, {"note": None}]
+    assert [[vars(v) for v in compiled(Value(1.0))] for _ in range(3)] == [eager] * 3
+
+
+def test_an_object_kept_on_a_value_returned_is_refused_naming_it() -> None:
+    """An attribute that holds an object (a list, a Value) cannot be given again: a replay makes
+    the Value anew, and not what the function put there. Refused, naming the attribute."""
+
+    def keeping(x: Value) -> Value:
+        y = x * 2.0
+        y.parts = [x]
+        return y
+
+    with pytest.raises(vjpgrad.DataDependentError, match=r"keeping .*\.parts \(a list\).*return it"):
+        vjpgrad.compile(keeping)(Value(1.0))
+
+
+# ---- the containers of the result: eager's own objects ------------------------------------------
+
+
+def test_a_container_of_the_world_returned_is_that_container() -> None:
+    """A list or dict the function reaches and returns is returned itself, as eager code returns
+    it (not a copy, which the caller's changes would miss)."""
+    w = Value(2.0)
+    history, settings = [0.5], {"scale": 2.0}
+
+    def f(x: Value) -> tuple[Any, ...]:
+        return x * w, history, settings
+
+    compiled = vjpgrad.compile(f)
+    for _ in range(3):
+        _, got_history, got_settings = compiled(Value(1.0))
+        assert got_history is history
+        assert got_settings is settings
+
+
+def test_a_container_given_and_returned_is_the_one_each_call_gives() -> None:
+    """A list, dict, tuple or Vector the call was given, returned (or one inside it), is that
+    call's own object, as in eager code."""
+
+    def f(xs: list[Value], table: dict[str, Any], v: Vector) -> tuple[Any, ...]:
+        return xs[0] * 2.0, xs, table, table["rows"], v
+
+    compiled = vjpgrad.compile(f)
+    for _ in range(3):
+        xs, rows, v = [Value(1.0)], [Value(2.0)], Vector([1.0, 2.0])
+        table = {"rows": rows}
+        _, *returned = compiled(xs, table, v)
+        assert [got is given for got, given in zip(returned, (xs, table, rows, v), strict=True)] == [True] * 4
+
+
+def test_a_container_returned_at_two_places_is_one_object() -> None:
+    def f(x: Value) -> tuple[Any, ...]:
+        h = [x * 2.0]
+        return h, {"again": h}
+
+    compiled = vjpgrad.compile(f)
+    for _ in range(3):
+        h, table = compiled(Value(1.0))
+        assert table["again"] is h
+
+
+def test_a_container_given_at_two_places_and_returned_is_refused() -> None:
+    """``f(rows, rows)`` returning ``b``: which place it came from, a replay given two lists could
+    not tell. Refused, saying to return a copy."""
+
+    def f(a: list[Value], b: list[Value]) -> tuple[Any, ...]:
+        return a[0] * 2.0, b
+
+    rows = [Value(1.0)]
+    with pytest.raises(vjpgrad.DataDependentError, match=r"f returns a list .* at two places.*list\(\)"):
+        vjpgrad.compile(f)(rows, rows)
+
+
+def test_a_result_that_holds_itself_is_refused_as_a_type_error() -> None:
+    def f(x: Value) -> list[Any]:
+        out: list[Any] = [x * 2.0]
+        out.append(out)
+        return out
+
+    with pytest.raises(TypeError, match="holds itself"):
+        vjpgrad.compile(f)(Value(1.0))
+
+
 # ---- the cache's key tells the zeros apart ---------------------
 
 

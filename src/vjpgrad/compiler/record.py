@@ -207,45 +207,155 @@ def described_part(args: tuple[Any, ...], kwargs: dict[str, Any], names: list[st
 
 
 Shape = Any
-"""A result's structure: ``("leaf", k)`` for its k-th Value, ``("same", x)``
-for a number, None or other object returned as it is, ``("vector", [shapes])``,
-``(list or tuple, [shapes])``, ``("dict", [(key, shape)])``."""
+"""A result's structure: ``("leaf", k)`` for its k-th Value, ``("same", x)`` for a number,
+None or other object returned as it is (a container the function's world holds too),
+``("given", path)`` for a container the call was given (``given_at``), ``("again", n)`` for the
+n-th container made inside met again, ``("vector", [shapes])``, ``(list or tuple, [shapes])``,
+``("dict", [(key, shape)])``."""
+
+_RESULT_CONTAINERS = (list, tuple, dict, Vector)
+"""The containers a result may hold (a namedtuple is a tuple): as ``Arguments`` reads them."""
+
+_MUTABLE_CONTAINERS = (list, dict, Vector)
+"""The containers whose identity a result keeps (``kept_containers``): a tuple cannot change, and
+Python shares equal ones (``()``), so a result's tuples are made anew, as before."""
 
 
-def shape_of(result: Any, leaves: list[Any]) -> Shape:
-    """The structure of a function's result; its Values are appended to ``leaves``."""
-    if isinstance(result, Value):
-        leaves.append(result)
-        return ("leaf", len(leaves) - 1)
-    if isinstance(result, Vector):
-        return ("vector", [shape_of(item, leaves) for item in result])
-    if type(result) in (list, tuple) or (isinstance(result, tuple) and hasattr(result, "_fields")):
-        return (type(result), [shape_of(item, leaves) for item in result])
-    if type(result) is dict:
-        return ("dict", [(key, shape_of(item, leaves)) for key, item in result.items()])
-    if result is None or isinstance(result, (numbers.Number, str, bytes)):
-        return ("same", result)
-    raise TypeError(
-        "a compiled function returns Values, Vectors, numbers, None, and lists, tuples or dicts of them; got a "
-        f"{type(result).__name__}"
+def kept_containers(fn: Callable[..., Any], read: Arguments, found: world.Snapshot) -> dict[int, Shape]:
+    """The containers that existed before the call, by id, each with the shape that returns it
+    itself, as eager code does (a copy would miss what the caller changes in it later): one the
+    call was given by where it was given (``("given", path)``: each call's own), one of the
+    function's world as it is (``("same", x)``: the guard checks it is the same one). One found at
+    two places (given twice, or given and reached) would be returned from the wrong one by a
+    replay given two: its shape is ``("twice", why)``, refused if the result holds it."""
+    kept: dict[int, Shape] = {}
+    names = argument_names(fn, len(read.args))
+    roots = [*zip(range(len(read.args)), names, read.args, strict=True), *((k, k, x) for k, x in read.kwargs.items())]
+    found_at: dict[int, str] = {}
+
+    def visit(x: Any, path: tuple[Any, ...], name: str) -> None:
+        if isinstance(x, _MUTABLE_CONTAINERS):
+            if id(x) in found_at:
+                kept[id(x)] = ("twice", _given_twice(fn, x, found_at[id(x)], name))
+                return
+            found_at[id(x)], kept[id(x)] = name, ("given", path)
+        elif not isinstance(x, tuple):
+            return
+        for key, item in x.items() if isinstance(x, dict) else enumerate(x):
+            visit(item, (*path, key), f"{name}[{key!r}]")
+
+    for place, name, x in roots:
+        visit(x, (place,), name)
+    for x in found.constants:
+        if isinstance(x, _MUTABLE_CONTAINERS):
+            where_given = found_at.get(id(x))
+            kept[id(x)] = ("same", x) if where_given is None else ("twice", _given_twice(fn, x, where_given, ""))
+    return kept
+
+
+def _given_twice(fn: Callable[..., Any], x: Any, first: str, second: str) -> str:
+    kind = type(x).__name__
+    places = f"{first} and {second}" if second else f"{first} and in its world"
+    return (
+        f"{where(fn)}: {_name(fn)} returns a {kind} that it reaches at two places ({places}): a replay given "
+        f"two {kind}s there could not tell which one eager code returns; return a copy ({kind}() of it) "
+        f"instead, or call {_name(fn)} uncompiled"
     )
 
 
-def build(shape: Shape, leaves: list[Any]) -> Any:
-    """A result of ``shape`` again, with ``leaves`` in place of its Values."""
+def given_at(path: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The object at ``path`` in a call's arguments: a position (or a keyword's name), then
+    the items' indices and keys (``kept_containers``)."""
+    x = args[path[0]] if type(path[0]) is int else kwargs[path[0]]
+    for key in path[1:]:
+        x = x._values[key] if type(x) is Vector else x[key]
+    return x
+
+
+class _Shapes:
+    """Reads a result's structure (``shape_of``); a container met twice is ``("again", n)``."""
+
+    def __init__(self, leaves: list[Any], kept: dict[int, Shape]) -> None:
+        self.leaves, self.kept = leaves, kept
+        self.numbered: dict[int, int] = {}  # id -> n, the containers made inside, in the order met
+        self.open: set[int] = set()  # the ids of the containers being read: one met again holds itself
+
+    def of(self, result: Any) -> Shape:
+        if isinstance(result, Value):
+            self.leaves.append(result)
+            return ("leaf", len(self.leaves) - 1)
+        if result is None or isinstance(result, (numbers.Number, str, bytes)):
+            return ("same", result)
+        kept = self.kept.get(id(result))
+        if kept is not None:
+            if kept[0] == "twice":
+                raise DataDependentError(kept[1])
+            return kept
+        n = self.numbered.get(id(result))
+        if n is not None:
+            if id(result) in self.open:
+                raise TypeError(
+                    f"a compiled function's result holds itself (a {type(result).__name__} inside itself), which "
+                    "it cannot return anew at each call: return its parts, or call the function uncompiled"
+                )
+            return ("again", n)
+        self.numbered[id(result)] = len(self.numbered)
+        self.open.add(id(result))
+        shape = self._container(result)
+        self.open.discard(id(result))
+        return shape
+
+    def _container(self, result: Any) -> Shape:
+        if isinstance(result, Vector):
+            return ("vector", [self.of(item) for item in result])
+        if type(result) in (list, tuple) or (isinstance(result, tuple) and hasattr(result, "_fields")):
+            return (type(result), [self.of(item) for item in result])
+        if type(result) is dict:
+            return ("dict", [(key, self.of(item)) for key, item in result.items()])
+        raise TypeError(
+            "a compiled function returns Values, Vectors, numbers, None, and lists, tuples or dicts of them; got a "
+            f"{type(result).__name__}"
+        )
+
+
+def shape_of(result: Any, leaves: list[Any], kept: dict[int, Shape] | None = None) -> Shape:
+    """The structure of a function's result; its Values are appended to ``leaves``. ``kept``:
+    the containers returned as themselves (``kept_containers``)."""
+    return _Shapes(leaves, kept or {}).of(result)
+
+
+def build(shape: Shape, leaves: list[Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    """A result of ``shape`` again, with ``leaves`` in place of its Values and the call's
+    arguments (``args``, ``kwargs``) for the containers it was given."""
+    kind, parts = shape
+    if kind == "leaf":  # the common result: one Value
+        return leaves[parts]
+    return _build(shape, leaves, args, kwargs or {}, [])
+
+
+def _build(shape: Shape, leaves: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any], built: list[Any]) -> Any:
+    """``build``, with the containers made so far in the order met (``built``: ``("again", n)``)."""
     kind, parts = shape
     if kind == "leaf":
         return leaves[parts]
     if kind == "same":
         return parts
+    if kind == "given":
+        return given_at(parts, args, kwargs)
+    if kind == "again":
+        return built[parts]
+    n = len(built)
+    built.append(None)
+    items = [_build(part, leaves, args, kwargs, built) for part in (parts if kind != "dict" else [p for _, p in parts])]
     if kind == "vector":
-        vector = object.__new__(Vector)
-        vector._values = [build(part, leaves) for part in parts]
-        return vector
-    if kind == "dict":
-        return {key: build(part, leaves) for key, part in parts}
-    items = [build(part, leaves) for part in parts]
-    return kind(*items) if hasattr(kind, "_fields") else kind(items)
+        made: Any = object.__new__(Vector)
+        made._values = items
+    elif kind == "dict":
+        made = {key: item for (key, _), item in zip(parts, items, strict=True)}
+    else:
+        made = kind(*items) if hasattr(kind, "_fields") else kind(items)
+    built[n] = made
+    return made
 
 
 # ---- one run of the function, recorded --------------------------------------------------------------
@@ -327,7 +437,7 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     with collection_paused():
         refuse_changes(fn, name, before, _observed(fn, [(root, fn), *given]), generators, draws)
         results: list[Any] = []
-        shape = shape_of(result, results)
+        shape = shape_of(result, results, kept_containers(fn, read, found))
         return _read(fn, shape, results, result, recording, read.leaves, found)
 
 

@@ -37,10 +37,18 @@ from vjpgrad.compiler.record import (
     distinct,
     number_arguments,
     record,
+    where,
 )
 from vjpgrad.compiler.write import Program, namespace
 from vjpgrad.core import graph
-from vjpgrad.core.modes import USER_FRAMES, RecompileWarning, enable_grad, state, warn_at_users_line
+from vjpgrad.core.modes import (
+    USER_FRAMES,
+    DataDependentError,
+    RecompileWarning,
+    enable_grad,
+    state,
+    warn_at_users_line,
+)
 from vjpgrad.core.ops import Op, times
 from vjpgrad.core.value import Value
 from vjpgrad.recording import add_gradients, cotangents, numbers_of, saved_of, set_cotangent, set_cotangents
@@ -312,12 +320,13 @@ class Replay:
             _as_eager(node) if kind == "inside" else node
             for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
         ]
-        # the labels the function gave the Values it returns, given again to each call's (kept as data)
-        self.labels = [
-            x.label if kind in ("inside", "constant") and isinstance(x, Value) else None
+        # the attributes the function gave the Values it makes and returns (a label...), given
+        # again to each call's (kept as data)
+        self.attributes = [
+            _attributes_of(fn, x) if kind in ("inside", "constant") and isinstance(x, Value) else None
             for (kind, _), x in zip(recorded.outputs, first, strict=True)
         ]
-        self.first: Any = build(recorded.shape, first)  # the recorded run's result: the first call's
+        self.first: Any = build(recorded.shape, first, read.args, read.kwargs)  # the recorded run's result
         recorded.result = None
         self.call = ReplayedCall(self)
 
@@ -373,7 +382,7 @@ class ReplayedCall:
         self.recorded = replay.recorded
         self.parameters = replay.parameters
         self.outputs = replay.outputs
-        self.labels = replay.labels
+        self.attributes = replay.attributes
         self.internal_outputs = replay.internal_outputs
         self.leaf_outputs = replay.leaf_outputs
         self.takes_any = replay.takes_any
@@ -550,7 +559,8 @@ class ReplayedCall:
         call = state_of(node)
         call.freed.extend(inside for inside in call.ran if inside not in call.freed)
 
-    def run(self, leaves: list[Value]) -> Any:
+    def run(self, read: Arguments) -> Any:
+        leaves = read.leaves
         # the distinct Values passed, then the parameters
         external_values = (leaves if self.distinct_leaves else distinct(leaves)) + self.parameters
         data = numbers_of(external_values)
@@ -575,10 +585,10 @@ class ReplayedCall:
             else:
                 made[k] = Value(values[kept_place[id(self.recorded.live[k])]], requires_grad=False)
                 results.append(made[k])
-        for result, label in zip(results, self.labels, strict=True):
-            if label is not None:
-                result.label = label
-        return build(self.recorded.shape, results)
+        for result, attributes in zip(results, self.attributes, strict=True):
+            if attributes is not None:
+                vars(result).update(attributes)
+        return build(self.recorded.shape, results, read.args, read.kwargs)
 
     def _outputs(self, externals: list[Any], data: list[Any], values: tuple[Any, ...]) -> dict[int, Value]:
         """The outputs that take gradient, each an OUTPUT node on one node for the call."""
@@ -623,14 +633,36 @@ class ReplayedCall:
         return made
 
 
+def _attributes_of(fn: Callable[..., Any], value: Value) -> dict[str, Any] | None:
+    """The attributes the function gave a Value it makes and returns (its label, a tag), to give
+    each call's result, or None for none. Only strings, numbers, bools and None can be given
+    again: an object kept there (a list, a Value) is the recorded call's, which a replay could
+    not make anew, so it is refused, naming the attribute."""
+    attributes = vars(value)
+    if not attributes:
+        return None
+    for name, item in attributes.items():
+        if not world.is_scalar(item):
+            raise DataDependentError(
+                f"{where(fn)}: {described(fn)} keeps an object on a Value it returns (.{name} ({_a(item)})), which "
+                "a replay, making that Value anew, could not give it again: return it alongside the Value instead "
+                "(keep strings, numbers and None there), or call the function uncompiled"
+            )
+    return dict(attributes)
+
+
+def _a(x: Any) -> str:
+    name = type(x).__name__
+    return ("an " if name[:1].lower() in "aeiou" else "a ") + name
+
+
 def _as_eager(node: Value) -> Value:
     """A recorded operation's result as eager code returns it: one that takes no gradient (made
     under ``no_grad``, or from constants) is a leaf there, with no operation."""
     if node.requires_grad or graph.op_of(node) is None:
         return node
     leaf = Value(_number(node), requires_grad=False)
-    if node.label is not None:
-        leaf.label = node.label
+    vars(leaf).update(vars(node))  # its label and the other attributes the function gave it
     return leaf
 
 
@@ -758,7 +790,7 @@ class Compiled:
                         return self._record(read)
                 else:
                     return self._record(read)
-            return replay.call.run(read.leaves)
+            return replay.call.run(read)
 
     def _record(self, read: Arguments) -> Any:
         replay = Replay(self.fn, read)
@@ -890,6 +922,8 @@ def _outputs_of(recorded: Recorded) -> list[Value]:
 
 def _values_of(shape: Any, result: Any, out: list[Any]) -> None:
     kind, parts = shape
+    if kind in ("same", "given", "again"):  # returned as it is, or met already: no Value of the code
+        return
     if kind == "leaf":
         out.append(result)
     elif kind == "vector":
@@ -898,6 +932,6 @@ def _values_of(shape: Any, result: Any, out: list[Any]) -> None:
     elif kind == "dict":
         for key, part in parts:
             _values_of(part, result[key], out)
-    elif kind != "same":
+    else:
         for part, item in zip(parts, result, strict=True):
             _values_of(part, item, out)
