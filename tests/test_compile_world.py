@@ -621,6 +621,29 @@ def test_a_functools_cache_the_function_reaches_is_refused_naming_it(cache: Any)
     assert f(Value(1.0)).data == 1.0  # eager code runs it
 
 
+def test_the_function_a_functools_cache_wraps_called_inside_is_watched() -> None:
+    """What the refusal above says to do works: ``cached.__wrapped__`` called inside is the
+    user's function, watched as any (a change of what it reads records anew); only a call of the
+    cache itself is refused."""
+    config = types.SimpleNamespace(scale=2.0)
+
+    @functools.cache
+    def cached_scale() -> float:
+        return config.scale
+
+    def f(x: Value) -> Value:
+        return x * cached_scale.__wrapped__()
+
+    compiled = vjpgrad.compile(f)
+    assert [compiled(Value(1.0)).data for _ in range(2)] == [2.0, 2.0]
+    config.scale = 3.0
+    assert compiled(Value(1.0)).data == 3.0
+    assert compiled.times_recorded == 2
+    cached_scale()  # the cache called outside, between calls: no new recording
+    assert compiled(Value(1.0)).data == 3.0
+    assert compiled.times_recorded == 2
+
+
 _VIEWS: dict[str, Callable[[dict[str, float]], Callable[[Value], Value]]] = {
     "values()": lambda table: (lambda view: lambda x: sum((x * v for v in view), Value(0.0)))(table.values()),
     "keys()": lambda table: (lambda view: lambda x: sum((x * len(k) for k in view), Value(0.0)))(table.keys()),

@@ -464,6 +464,14 @@ def refuse_changes(
             "it: a replay would draw none and repeat the recorded draw at every call. Draw outside the compiled "
             "function and pass the numbers in as Values (Value(x, requires_grad=False)), or call it uncompiled"
         )
+    if changed is not None and changed.endswith(world.CALLED):
+        cached = changed[: -len(world.CALLED)]
+        raise DataDependentError(
+            f"{name} (defined at {where(fn)}) called {cached}, a functools.lru_cache, while vjpgrad.compile "
+            "recorded it: its cache is C state vjpgrad.compile cannot watch (eager code returns what it cached, "
+            f"which a replay would not know): call {cached}.__wrapped__ inside instead, or call {cached} outside "
+            "and pass its result as an argument, or call it uncompiled"
+        )
     if changed is not None:
         lines = changing_lines(before, changed)
         at = f"{name} changed {changed} while vjpgrad.compile recorded it (at {', '.join(lines)})"

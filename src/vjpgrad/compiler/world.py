@@ -36,10 +36,11 @@ globals lack is looked up in the function's builtins: Python's own (``len``, ``p
 identity, a name set or rebound there by the user's code walked as a global. Refused
 (``UnwatchableError``): iterators and generators, ``weakref.proxy``, frames, an object whose
 class defines ``__getattribute__`` or whose attribute access raises anything but
-``AttributeError``, a user's ``functools.lru_cache`` (its cache is C state), what hides the
-state it holds (a ``functools.cmp_to_key`` key, a ``numpy.frompyfunc`` ufunc, a ctypes
-pointer, a ``queue.SimpleQueue``, a ``ContextVar``). A world of more than ``WORLD_LIMIT``
-objects and items is refused at recording, naming its largest container.
+``AttributeError``, what hides the state it holds (a ``functools.cmp_to_key`` key, a
+``numpy.frompyfunc`` ufunc, a ctypes pointer, a ``queue.SimpleQueue``, a ``ContextVar``). A
+user's ``functools.lru_cache`` is walked to the function it wraps, and a call of it while
+recording is refused (its cache is C state). A world of more than ``WORLD_LIMIT`` objects and
+items is refused at recording, naming its largest container.
 """
 
 from __future__ import annotations
@@ -205,6 +206,7 @@ MEMBERS = frozenset(
         "otypes",
         "excluded",
         "signature",
+        "__wrapped__",  # a functools.lru_cache wrapper's function
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
@@ -452,7 +454,7 @@ def _masked(fact: Fact) -> Fact:
         return ("same", fact[1], number_masked(fact[2]))
     if kind == "scalars":
         return ("scalars", fact[1], tuple(number_masked(e) for e in fact[2]))
-    if kind in ("generator", "state"):  # a generator's state, a buffer's content: numbers
+    if kind in ("generator", "state", "calls"):  # a generator's state, a buffer's content, a count: numbers
         return (kind, fact[1])
     return fact
 
@@ -745,17 +747,15 @@ class _Walk:
         """A function wrapped by ``functools.lru_cache`` (or ``cache``): its cache is C state
         that no guard can read, and eager code returns what it cached even after what the
         function reads changed, which a replay cannot reproduce. A library's is watched by
-        identity, as the library is; the user's is refused at recording."""
+        identity, as the library is. The user's function it wraps is walked (the code may call
+        ``cached.__wrapped__``), and how often the cache was called is compared before and after
+        the recording only (``calls``): a call of the cache while recording is refused then."""
         wrapped = getattr(wrapper, "__wrapped__", None)
         if wrapped is None or is_library(wrapped):
             return
-        name = self.snapshot.names[var]
-        raise UnwatchableError(
-            name,
-            "a functools.lru_cache wrapper, whose cache is C state vjpgrad.compile cannot watch (eager code "
-            "returns what it cached, which a replay would not know)",
-            f"call {name}.__wrapped__ inside instead, or call {name} outside and pass its result as an argument",
-        )
+        info = wrapper.cache_info()
+        self.fact("calls", var, (info.hits, info.misses))
+        self._members(var, wrapper, ("__wrapped__",))
 
     def _builtin(self, var: int, method: Any) -> None:
         """A built-in function or method: its object (``table.get``'s table; a function's module),
@@ -1349,7 +1349,11 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("class: its entries, special methods and bases (a user's)", type, _Walk._user_class),
     ("dict view: its dict", (type({}.keys()), type({}.values()), type({}.items())), _Walk._view),
     ("mapping proxy: its mapping", types.MappingProxyType, _Walk._proxy),
-    ("functools.lru_cache wrapper: refused (a user's)", functools._lru_cache_wrapper, _Walk._cached),
+    (
+        "functools.lru_cache wrapper: its function; a user's called while recording is refused",
+        functools._lru_cache_wrapper,
+        _Walk._cached,
+    ),
     ("operator.attrgetter or methodcaller: names computed", (operator.attrgetter, operator.methodcaller), _name_getter),
     ("iterator or generator: refused", _is_library_iterator, _Walk._refused),
     ("NumPy array: its dtype, shape, strides and content (a masked one's mask too)", _is_numpy_array, _Walk._content),
@@ -1590,11 +1594,14 @@ def first_difference(before: Snapshot, after: Snapshot) -> str | None:
 
 DRAWN = " (its state: random numbers were drawn from it)"
 """How ``first_difference`` names a random generator whose state changed."""
+CALLED = " (a functools.lru_cache: it was called)"
+"""How ``first_difference`` names a user's ``functools.lru_cache`` called (or cleared) while recording."""
 _ASPECTS = {
     "rg": " (its requires_grad)",
     "rgs": " (its requires_grad)",
     "attrs": " (its attributes)",
     "generator": DRAWN,
+    "calls": CALLED,
 }
 
 
