@@ -1036,6 +1036,34 @@ def test_a_container_of_the_world_returned_is_that_container() -> None:
         assert got_settings is settings
 
 
+def test_a_container_the_world_holds_in_a_tuple_or_an_object_is_that_container() -> None:
+    """A default's list, a model's list and dict (reached through ``self``, its attributes read
+    as one tuple), an object given's list: eager code returns those objects, not copies."""
+    defaults = [Value(5.0)]
+
+    def with_default(x: Value, d: list[Value] = defaults) -> tuple[Any, ...]:
+        return d, x * d[0]
+
+    class Model:
+        def __init__(self) -> None:
+            self.params, self.table = [Value(1.0), Value(2.0)], {"w": Value(3.0)}
+
+        def __call__(self, x: Value) -> tuple[Any, ...]:
+            return self.params, self.table, x * self.params[0]
+
+    def of_object(model: Model, x: Value) -> tuple[Any, ...]:
+        return model.params, x * model.params[1]
+
+    model = Model()
+    compiled_default, compiled_model, compiled_of = map(vjpgrad.compile, (with_default, model, of_object))
+    for _ in range(3):
+        assert compiled_default(Value(1.0))[0] is defaults
+        params, table, _ = compiled_model(Value(1.0))
+        assert params is model.params
+        assert table is model.table
+        assert compiled_of(model, Value(1.0))[0] is model.params
+
+
 def test_a_container_given_and_returned_is_the_one_each_call_gives() -> None:
     """A list, dict, tuple or Vector the call was given, returned (or one inside it), is that
     call's own object, as in eager code."""

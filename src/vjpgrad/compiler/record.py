@@ -246,11 +246,21 @@ def kept_containers(fn: Callable[..., Any], read: Arguments, found: world.Snapsh
 
     for place, name, x in roots:
         visit(x, (place,), name)
-    for x in found.constants:
+    for x in _world_objects(found):
         if isinstance(x, _MUTABLE_CONTAINERS):
             where_given = found_at.get(id(x))
             kept[id(x)] = ("same", x) if where_given is None else ("twice", _given_twice(fn, x, where_given, ""))
     return kept
+
+
+def _world_objects(found: world.Snapshot) -> Iterator[Any]:
+    """The objects of the function's world, each watched by identity: the snapshot's, and the
+    items of its tuples (a default's list, an object's attributes: read as one tuple, an
+    ``ids`` fact)."""
+    for x in found.constants:
+        yield x
+        if isinstance(x, tuple):
+            yield from x
 
 
 def _given_twice(fn: Callable[..., Any], x: Any, first: str, second: str) -> str:
