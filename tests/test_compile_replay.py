@@ -1079,6 +1079,21 @@ def test_a_container_given_and_returned_is_the_one_each_call_gives() -> None:
         assert [got is given for got, given in zip(returned, (xs, table, rows, v), strict=True)] == [True] * 4
 
 
+def test_a_value_that_takes_no_gradient_returned_twice_is_one_object_at_the_first_call() -> None:
+    """The recorded run's result, too: a Value made under ``no_grad`` returned at two places is
+    one object, as eager code's (it was two at the first call)."""
+
+    def f(x: Value) -> tuple[Value, Value]:
+        with vjpgrad.no_grad():
+            z = x * 3.0
+        return z, z
+
+    compiled = vjpgrad.compile(f)
+    for _ in range(3):
+        first, second = compiled(Value(1.0))
+        assert first is second
+
+
 def test_a_container_returned_at_two_places_is_one_object() -> None:
     def f(x: Value) -> tuple[Any, ...]:
         h = [x * 2.0]

@@ -316,8 +316,9 @@ class Replay:
             i for i, k in enumerate(self.internal_outputs) if graph.op_of(recorded.live[k]) is None
         )
         self.code = CompiledCode(recorded, self.internal_outputs)
+        as_eager: dict[int, Value] = {}  # one per node: a Value returned at two places is one object
         first = [
-            _as_eager(node) if kind == "inside" else node
+            as_eager.setdefault(id(node), _as_eager(node)) if kind == "inside" else node
             for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
         ]
         # the attributes the function gave the Values it makes and returns (a label...), given
