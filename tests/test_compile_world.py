@@ -621,6 +621,26 @@ def test_a_functools_cache_the_function_reaches_is_refused_naming_it(cache: Any)
     assert f(Value(1.0)).data == 1.0  # eager code runs it
 
 
+def test_a_users_functools_cache_of_a_library_callable_called_inside_is_refused() -> None:
+    """``functools.lru_cache(table.get)`` is the user's cache, though what it wraps is Python's:
+    its cache hides what it read (eager code reads the table again once the cache is cleared, a
+    replay would return the recorded number). Refused as the user's cache of their own function."""
+    table = {"scale": 1.5}
+    cached_get = functools.lru_cache(maxsize=None)(table.get)
+    cached_draw = functools.lru_cache(maxsize=None)(random.Random(0).random)
+    cached_draw()
+
+    def f(x: Value) -> Value:
+        return x * cached_get("scale")
+
+    def g(x: Value) -> Value:
+        return x * cached_draw()
+
+    for fn in (f, g):
+        with pytest.raises(DataDependentError, match=r"functools\.lru_cache"):
+            vjpgrad.compile(fn)(Value(1.0))
+
+
 def test_the_function_a_functools_cache_wraps_called_inside_is_watched() -> None:
     """What the refusal above says to do works: ``cached.__wrapped__`` called inside is the
     user's function, watched as any (a change of what it reads records anew); only a call of the

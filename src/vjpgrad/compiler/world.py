@@ -281,6 +281,19 @@ def is_library(x: Any) -> bool:
     return name == "builtins" or is_library(module)
 
 
+def _libraries_cache(wrapper: Any, wrapped: Any) -> bool:
+    """A ``functools.lru_cache`` a library defined: what it wraps is the library's, and the library
+    holds the cache under that function's name (its module's attribute, or its class's). A cache
+    the user made of a library's callable (``lru_cache(os.getenv)``, of ``table.get``) is not."""
+    if not is_library(wrapped):
+        return False
+    held: Any = sys.modules.get(getattr(wrapped, "__module__", None) or "")
+    for name in str(getattr(wrapped, "__qualname__", "<locals>")).split("."):
+        namespace = getattr(held, "__dict__", None)  # read from the dict: no __getattr__ of a module runs
+        held = namespace.get(name) if isinstance(namespace, (dict, types.MappingProxyType)) else None
+    return held is wrapper or getattr(held, "__func__", None) is wrapper  # a staticmethod's cache too
+
+
 _DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector", "vjpgrad.optim", "vjpgrad.transforms")
 """vjpgrad's own classes whose instances are plain data a function reads (a Vector, an
 ``nn.MLP`` and its layers, an optimizer's ``lr``, what a transform wraps): walked like a user's."""
@@ -747,11 +760,12 @@ class _Walk:
         """A function wrapped by ``functools.lru_cache`` (or ``cache``): its cache is C state
         that no guard can read, and eager code returns what it cached even after what the
         function reads changed, which a replay cannot reproduce. A library's is watched by
-        identity, as the library is. The user's function it wraps is walked (the code may call
-        ``cached.__wrapped__``), and how often the cache was called is compared before and after
+        identity, as the library is. The user's (one a library did not define: the user's own
+        ``functools.lru_cache(table.get)`` too) has the function it wraps walked (the code may
+        call ``cached.__wrapped__``), and how often it was called is compared before and after
         the recording only (``calls``): a call of the cache while recording is refused then."""
         wrapped = getattr(wrapper, "__wrapped__", None)
-        if wrapped is None or is_library(wrapped):
+        if wrapped is None or _libraries_cache(wrapper, wrapped):
             return
         info = wrapper.cache_info()
         self.fact("calls", var, (info.hits, info.misses))
