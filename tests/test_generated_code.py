@@ -340,6 +340,25 @@ def test_the_array_helpers_cover_every_name_code_symbols_write() -> None:
         } <= set(given), fast
 
 
+def test_a_row_whose_forward_is_not_a_floats_function_has_its_exact_array_helper(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the recipe's step 1 adds a float function only where Python has none with PyTorch's edges: a row
+    # whose forward is Python's own (math.erf) gets its exact array helper from the table all the same
+    np = pytest.importorskip("numpy")
+    import math
+
+    from vjpgrad.batched import arrays
+
+    row = Op("erf_like", 1, math.erf, (lambda x, out: 1.0,), (times,), "_erf_like({0})", doc="math.erf")
+    monkeypatch.setattr(_ops, "BUILTIN", _ops.BUILTIN | {row})
+    for fast in (False, True):
+        helper = arrays.namespace(fast)["_erf_like"]
+        points = [0.0, -0.0, 0.5, -2.0, math.inf, -math.inf]
+        assert [float(r) for r in helper(np.array(points))] == [math.erf(x) for x in points]
+    assert "_add" not in arrays.exact_helpers({})  # an operator written inline (x + y) calls no helper
+
+
 def test_a_rule_that_calls_what_code_symbols_lack_is_named_with_its_row_and_operand(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
