@@ -209,6 +209,26 @@ def test_rebuilding_a_binary_row_gives_the_same_row(op: Op) -> None:
         assert fields(_ops._binary(op.name, op.symbol, op.forward, op.code, op.saved[0], op.saved[1])) == fields(op)
 
 
+def test_the_written_module_functions_fit_the_line_length_however_many_the_table_has(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # __all__ grows with every operation added: written on one line, the fifteenth overflowed
+    # ruff's 120 columns in a file nobody edits by hand. It is written as ruff format writes it
+    import ast
+    import dataclasses
+
+    twins = tuple(dataclasses.replace(op, name=f"{op.name}_twin") for op in FUNCTIONS)
+    for twin in twins:
+        monkeypatch.setattr(_ops, twin.name.upper(), twin, raising=False)
+    monkeypatch.setattr(_ops, "FUNCTIONS", FUNCTIONS + twins)
+    source = eager.functions_source()
+    assert max(len(line) for line in source.splitlines()) <= 120
+    (listed,) = [n.value for n in ast.parse(source).body if isinstance(n, ast.Assign) and "__all__" in ast.unparse(n)]
+    assert ast.literal_eval(listed) == sorted(op.name for op in FUNCTIONS + twins)
+    assert '__all__ = [\n    "atan2",\n    "atan2_twin",\n' in source  # one a line, as ruff format wraps a list
+    assert eager.functions_source().count("__all__") == 1
+
+
 def test_which_rows_take_the_inline_multiplication() -> None:
     # plain: every edge g * saved, nothing masked, no backward of its own. The rows named here, not
     # the whole table: a new operation (the recipe's) is decided by its row, with no line here
