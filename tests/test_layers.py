@@ -7,6 +7,7 @@ it or the course."""
 from __future__ import annotations
 
 import ast
+import collections
 import functools
 import re
 from collections.abc import Mapping
@@ -252,3 +253,37 @@ def test_nothing_in_the_core_reads_a_frame_except_to_name_the_users_line() -> No
                 found.append(f"{path.name}:{node.lineno}: {text}")
     assert not found, found
     assert "caller_location" in (PACKAGE / "core" / "modes.py").read_text(encoding="utf-8")  # the check sees it
+
+
+def _core_definitions() -> list[tuple[str, str]]:
+    """(file, name) of each top-level function, class and assignment of the core's modules."""
+    found = []
+    for path in sorted((PACKAGE / "core").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                found.append((path.name, node.name))
+            elif isinstance(node, ast.Assign):
+                found += [(path.name, t.id) for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                found.append((path.name, node.target.id))
+    return found
+
+
+def test_the_core_defines_nothing_that_only_compile_and_vmap_use() -> None:
+    # the core holds the engine; what only compile and vmap use lives in recording.py, above it
+    texts = [path.read_text(encoding="utf-8") for path in (PACKAGE / "core").glob("*.py")]
+    in_core = collections.Counter(word for text in texts for word in re.findall(r"\w+", text))
+    others = {
+        module_name(path): set(re.findall(r"\w+", path.read_text(encoding="utf-8")))
+        for path in PACKAGE.rglob("*.py")
+        if "core" not in path.relative_to(PACKAGE).parts
+    }
+    theirs = ("vjpgrad.compiler", "vjpgrad.batched", "vjpgrad.recording")
+    found = []
+    for file, name in _core_definitions():
+        if in_core[name] > 1:
+            continue  # the core itself uses it (beyond its definition)
+        users = {module for module, words in others.items() if name in words} - {"vjpgrad"}  # the root re-exports
+        if users and all(user.startswith(theirs) for user in users) and any(u.startswith(theirs[:2]) for u in users):
+            found.append(f"{file}: {name} (used by {', '.join(sorted(users))})")
+    assert found == []

@@ -38,6 +38,9 @@ the pass under way (``set_cotangent`` for one node, ``set_cotangents`` for many,
 when it runs a whole pass alone, adds them into ``.grad`` (``add_gradients``), as the engine's
 pass would, to the same bits.
 
+What compile and vmap tell the user of a recording: ``RecompileWarning``, when a function kept
+being recorded because numbers it reads changed.
+
 Replaying a compiled call, the core's side: its operation (``ops.Op``) runs its own backward
 (``Op.backward``: ``graph.propagate`` calls it instead of the table's gradients), frees its own
 state (``Op.release``: ``graph.free`` calls it) and may run a whole pass alone
@@ -63,6 +66,14 @@ from typing import Any, NamedTuple
 from vjpgrad.core.graph import Node, by_creation, next_seq
 from vjpgrad.core.modes import state
 from vjpgrad.core.ops import Op
+
+
+class RecompileWarning(UserWarning):
+    """A compiled or vmapped function kept being recorded because numbers it reads changed:
+    compile runs it uncompiled from then on, vmap goes on recording. Pass a number that changes
+    at every call as a Value (``Value(lr, requires_grad=False)``) or in a Vector: its number is
+    then read at each call."""
+
 
 # ---- recording ----------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ table twice over, exact (by default) and fast (``fast=True``).
 Exact helpers give, element by element, the number the scalar code gives: arithmetic (``+``,
 ``-``, ``*``, ``/``), comparisons and ``np.where`` are IEEE-754 operations, the same in NumPy
 and in Python; every call of a C library function (``exp``, ``log``, ``tanh``, ``pow``...) goes
-through the very ``core.floats`` function eager code calls, once per element
+through the very float function eager code calls (the row's forward), once per element
 (``np.frompyfunc``), because NumPy's own vectorised versions differ from the C library in the
 last bits on a share of inputs. Where Python and NumPy disagree about a result that is not a
 rounding (the sign of the nan of ``0 / 0``, ``sqrt(-1)``), the exact helpers follow Python.
@@ -174,12 +174,14 @@ def _fast_pow_scalar(np: ModuleType) -> Callable[[Any, float], Any]:
 
 def exact_helpers(given: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     """The exact helper, element by element, of each name a rule or a template calls that ``given``
-    has not: every operation of the table whose forward is a ``core.floats`` function (``_exp``,
-    ``_atan2``), and ``symbols.HELPERS``, each the very float function, so that a new operation
-    needs no line here."""
+    has not: every operation of the table of one operand (a rule may call any: ``x.relu()`` writes
+    ``_relu(x)``) and every one of two whose code calls its own helper (``_atan2({0}, {1})``),
+    whatever module its forward comes from (``floats.exp``, or Python's ``math.erf`` where it has
+    PyTorch's edges), and ``symbols.HELPERS``, each the very float function, so that a new
+    operation needs no line here."""
     functions: dict[str, tuple[Callable[..., float], int]] = {f"_{n}": (f, 1) for n, f in HELPERS.items()}
     for op in ops.BUILTIN:
-        if op.arity in (1, 2) and getattr(op.forward, "__module__", "") == floats.__name__:
+        if op.arity == 1 or (op.arity == 2 and op.code.startswith(f"_{op.name}(")):
             functions.setdefault(f"_{op.name}", (op.forward, op.arity))
     return {name: _per_element(numpy(), f, count) for name, (f, count) in functions.items() if name not in given}
 

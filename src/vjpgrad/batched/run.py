@@ -41,10 +41,10 @@ from typing import Any
 from vjpgrad.batched import arrays, workspace
 from vjpgrad.batched.write import ArrayWriter, Graph
 from vjpgrad.core import backward, graph
-from vjpgrad.core.modes import DataDependentError, RecompileWarning, refusing_numbers, state, warn_at_users_line
+from vjpgrad.core.modes import DataDependentError, refusing_numbers, state, warn_at_users_line
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
-from vjpgrad.recording import Recording, recorded_graph
+from vjpgrad.recording import RecompileWarning, Recording, recorded_graph
 from vjpgrad.transforms.functional import Transformed
 
 CHUNK_BUDGET = 1 << 25

@@ -399,6 +399,18 @@ def _operand_helper() -> list[str]:
     ]
 
 
+LINE_LENGTH = 120
+"""The longest line ruff admits (``pyproject.toml``'s ``line-length``): the written files pass it."""
+
+
+def _listed(name: str, items: list[str]) -> list[str]:
+    """``name = [...]``: on one line where it fits, else one item a line, as ``ruff format`` writes it."""
+    line = f"{name} = [" + ", ".join(f'"{item}"' for item in items) + "]"
+    if len(line) <= LINE_LENGTH:
+        return [line]
+    return [f"{name} = [", *(f'    "{item}",' for item in items), "]"]
+
+
 def functions_source() -> str:
     """The text of ``core/functions.py``."""
     names = [op.name for op in ops.FUNCTIONS]
@@ -421,7 +433,7 @@ def functions_source() -> str:
         "from vjpgrad.core.vector import Vector",
         "from vjpgrad.core.vector import wrap as _wrap",
         "",
-        "__all__ = [" + ", ".join(f'"{n}"' for n in sorted(names)) + "]",
+        *_listed("__all__", sorted(names)),
     ]
     for op in ops.FUNCTIONS:
         lines += _function(op) if op.arity == 1 else _function_of_two(op)

@@ -37,6 +37,7 @@ and gradients), ``modes.refusing_numbers`` and the operation's own hooks (``Op.b
 """
 
 from vjpgrad.compiler.run import Compiled, compile
-from vjpgrad.core.modes import DataDependentError, RecompileWarning
+from vjpgrad.core.modes import DataDependentError
+from vjpgrad.recording import RecompileWarning
 
 __all__ = ["Compiled", "DataDependentError", "RecompileWarning", "compile"]

@@ -41,17 +41,18 @@ from vjpgrad.compiler.record import (
 )
 from vjpgrad.compiler.write import Program, namespace
 from vjpgrad.core import graph
-from vjpgrad.core.modes import (
-    USER_FRAMES,
-    DataDependentError,
-    RecompileWarning,
-    enable_grad,
-    state,
-    warn_at_users_line,
-)
+from vjpgrad.core.modes import USER_FRAMES, DataDependentError, enable_grad, state, warn_at_users_line
 from vjpgrad.core.ops import Op, times
 from vjpgrad.core.value import Value
-from vjpgrad.recording import add_gradients, cotangents, numbers_of, saved_of, set_cotangent, set_cotangents
+from vjpgrad.recording import (
+    RecompileWarning,
+    add_gradients,
+    cotangents,
+    numbers_of,
+    saved_of,
+    set_cotangent,
+    set_cotangents,
+)
 
 CACHE_SIZE = 64
 """Recordings kept per compiled function (the least recently used goes first)."""

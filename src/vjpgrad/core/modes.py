@@ -268,13 +268,6 @@ _LIBRARIES = tuple(
 """Where Python's own library and installed packages live: code there is not the user's line."""
 
 
-class RecompileWarning(UserWarning):
-    """A compiled or vmapped function kept being recorded because numbers it reads changed:
-    compile runs it uncompiled from then on, vmap goes on recording. Pass a number that changes
-    at every call as a Value (``Value(lr, requires_grad=False)``) or in a Vector: its number is
-    then read at each call."""
-
-
 def warn_at_users_line(message: str, category: type[Warning]) -> None:
     """Warn at the first line outside vjpgrad: where the user's code called. Its module's warning
     registry is kept, as ``warnings.warn`` keeps it, so that Python's default filter says a warning

@@ -1,11 +1,14 @@
 """The table of operations: each one's float forward and its backward formula, side by side.
 
-This module is the only place that knows calculus. Every other face of an operation is
+This module is the only place that knows the engine's calculus (the PyTorch bridge keeps
+PyTorch's formulas for the operations it replays). Every other face of an operation is
 generated from its row here: the ``Value`` operator or method and the ``Vector`` method
 (written into ``core/operators.py`` by ``python -m vjpgrad.codegen --write``), the module
 function (``vjpgrad.exp``, written into ``core/functions.py`` the same way), the command
-line's whitelist and the lines of code ``vjpgrad.compile`` writes. Adding a function is adding
-its row (and its float function to ``floats`` if it is new) and running the generator.
+line's whitelist, the lines of code ``vjpgrad.compile`` writes and ``vjpgrad.vmap``'s array code.
+Adding a function is its row here and the other steps of CONTRIBUTING.md's recipe: its float
+function in ``floats`` where Python has none with PyTorch's edges, its test cases, its array
+forward, the generator, and the pages that name the functions.
 
 How a backward formula is written
 ---------------------------------
