@@ -967,3 +967,27 @@ def test_binary_cross_entropy_at_a_certain_probability_divides_by_pytorchs_float
         torch.nn.functional.binary_cross_entropy(p, y, reduction="sum").backward()
     every_pass_matches(w, 1)
     assert w.passes[0].leaves[0].replayed == p.grad.tolist()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_an_integer_tensor_beside_a_float_one_is_a_constant_of_the_replay(dtype: torch.dtype) -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([0.1, 0.2, 0.3], dtype=dtype, requires_grad=True)
+        (x * torch.arange(3)).sum().backward()
+        (torch.tensor(3) * x + torch.tensor([1, 2, 3])).pow(2).sum().backward()
+        (x / torch.tensor([7, 9, 11], dtype=torch.int32) + torch.tensor([True, False, True])).sum().backward()
+    every_pass_matches(w, 3)
+    assert "IndexError" not in "".join(p.summary() for p in w.passes)
+
+
+def test_a_seed_of_another_type_is_turned_into_the_outputs_type_as_pytorch_does() -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)  # float32
+        (x * 3).backward(torch.tensor([0.1, 1.0, 0.0001], dtype=torch.float64))
+        x64 = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+        (x64 * 3).backward(torch.tensor([0.1, 1.0, 0.0001], dtype=torch.float32))
+        z = torch.tensor([1.5, 2.5], requires_grad=True)
+        (z * z).backward(torch.tensor([1, 2]))  # an integer seed
+    every_pass_matches(w, 3)
+    assert w.passes[0].seed == [round32(0.1), 1.0, round32(0.0001)]  # the seed PyTorch's pass used
+    assert x.grad.tolist() == [round32(round32(0.1) * 3), 3.0, round32(round32(0.0001) * 3)]

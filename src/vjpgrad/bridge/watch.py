@@ -204,13 +204,13 @@ class Watch:
         unfollowed = replay.unfollowed_type(t, f"read at {user_location()}") if t.requires_grad else None
         if unfollowed is not None:
             return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=unfollowed))
-        numbers = numbers_of(t) if t.dtype.is_floating_point or t.dtype == torch.bool else []
+        numbers = constant_numbers(t)
         mark = fingerprint(t, numbers)
         leaf = _is_leaf(t)
         if known is not None and known.tensor is t and known.fingerprint == mark:
             became_leaf = leaf and not known.leaf and not known.takes_gradient  # requires_grad_(True)
             if not became_leaf and known.leaf == leaf:  # a leaf stops being one with requires_grad_(False)
-                return known
+                return self._unless_a_function_made_it(t, known)
         if leaf:
             return self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
         if t.requires_grad:
@@ -220,6 +220,23 @@ class Watch:
             )
             return self._remember(t, Entry(t, list(numbers), is_single(t), mark, poisoned=reason))
         return self._remember(t, Entry(t, list(numbers), is_single(t), mark))
+
+    def _unless_a_function_made_it(self, t: torch.Tensor, known: Entry) -> Entry:
+        """``known``, or, for the output of a ``torch.autograd.Function`` (the learner's own, or one
+        of PyTorch's written in Python), an entry that says why no pass through it is replayed. Its
+        forward runs under no_grad, so the watch saw its results made as constants; PyTorch attaches
+        the function's backward only after, and a pass through it runs that backward, which is
+        Python code of the function's own, not an ATen formula the replay has. Without this, a pass
+        through it would be replayed with the function's path cut, and differ for a wrong reason."""
+        function = t.grad_fn
+        if known.takes_gradient or not isinstance(function, torch.autograd.function.BackwardCFunction):
+            return known
+        name = getattr(getattr(function, "_forward_cls", None), "__name__", type(function).__name__)
+        reason = (
+            f"the result of the torch.autograd.Function {name}, read at {user_location()}: a pass through it "
+            "runs its own backward method, which the replay does not run"
+        )
+        return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
 
     def _remember(self, t: torch.Tensor, entry: Entry) -> Entry:
         self._entries[id(t)] = entry
@@ -334,7 +351,7 @@ class Watch:
         if t.numel() > LARGEST:
             self._remember(t, Entry(t, [], is_single(t), b"", poisoned=too_large(t)))
             return
-        numbers = numbers_of(t) if t.dtype.is_floating_point else []
+        numbers = constant_numbers(t)
         mark = fingerprint(t, numbers)
         if _is_leaf(t):
             self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
@@ -366,6 +383,10 @@ class Watch:
         self.paused += 1
         try:
             try:
+                with collection_paused():  # a root the watch has not seen read: a leaf (x.backward()), or why not
+                    for root in roots:
+                        if isinstance(root, torch.Tensor):
+                            self.entry(root)
                 before: dict[int, list[float] | None] | str = {
                     key: _grad_of(gens[-1].tensor) for key, gens in self._leaves.items()
                 }
@@ -434,9 +455,13 @@ class Watch:
         return contextlib.nullcontext()
 
     def _seed_numbers(self, root: torch.Tensor, seed: Any) -> list[float]:
+        """The seed of ``root`` as PyTorch's pass uses it: a seed tensor of another type (float64 for a
+        float32 output, integers) is first turned into the output's type by PyTorch's engine."""
         if seed is None:
             return [1.0] * root.numel()
-        return numbers_of(seed) if isinstance(seed, torch.Tensor) else [float(seed)] * root.numel()
+        if not isinstance(seed, torch.Tensor):
+            return [float(seed)] * root.numel()
+        return numbers_of(seed.to(root.dtype) if root.dtype in replay.DIFFERENTIABLE else seed)
 
     def _replayed(
         self,
@@ -669,6 +694,17 @@ def _same_bits(a: list[float] | None, b: list[float] | None) -> bool:
 
 def _has_hooks(t: torch.Tensor) -> bool:
     return bool(getattr(t, "_backward_hooks", None) or getattr(t, "_post_accumulate_grad_hooks", None))
+
+
+def constant_numbers(t: torch.Tensor) -> list[float]:
+    """The numbers of a tensor the replay may hold as constants: a floating tensor's, a boolean
+    mask's, and an integer tensor's as floats (``x * torch.arange(3)``: PyTorch turns them into the
+    float operand's type); none for a complex tensor, which the replay does not follow."""
+    if t.dtype.is_complex:
+        return []
+    if t.dtype.is_floating_point or t.dtype == torch.bool:
+        return numbers_of(t)
+    return [float(v) for v in numbers_of(t)]
 
 
 def _is_leaf(t: torch.Tensor) -> bool:
