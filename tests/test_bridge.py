@@ -991,3 +991,17 @@ def test_a_seed_of_another_type_is_turned_into_the_outputs_type_as_pytorch_does(
     every_pass_matches(w, 3)
     assert w.passes[0].seed == [round32(0.1), 1.0, round32(0.0001)]  # the seed PyTorch's pass used
     assert x.grad.tolist() == [round32(round32(0.1) * 3), 3.0, round32(round32(0.0001) * 3)]
+
+
+def test_a_difference_only_in_the_sign_of_a_zero_is_said_so_not_as_an_ulp_zero_apart() -> None:
+    from vjpgrad.bridge.passes import LeafReport
+
+    report = LeafReport("w", (3,), [-0.0, 1.0, 0.0], [0.0, 1.0, 0.0], [1, 0, 0])
+    line = report.line(["a matrix product"])
+    assert "1/3" not in line
+    assert "2/3 elements equal to PyTorch's to the bit; the others differ only in the sign of a zero" in line
+    assert "apart" not in line
+    two = LeafReport("w", (2,), [-0.0, 0.0], [0.0, -0.0], [1, 1]).line([])
+    assert "the others differ only in the sign of a zero (0 against -0: equal numbers, other bits)" in two
+    ulp = LeafReport("w", (2,), [-0.0, 1.0], [0.0, 1.0000001192092896], [1, 1]).line([])
+    assert "differ by up to 1 ulp (at most 1.19209e-07 apart)" in ulp  # a sign and an ulp: the ulp is said
