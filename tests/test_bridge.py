@@ -1005,3 +1005,21 @@ def test_a_difference_only_in_the_sign_of_a_zero_is_said_so_not_as_an_ulp_zero_a
     assert "the others differ only in the sign of a zero (0 against -0: equal numbers, other bits)" in two
     ulp = LeafReport("w", (2,), [-0.0, 1.0], [0.0, 1.0000001192092896], [1, 1]).line([])
     assert "differ by up to 1 ulp (at most 1.19209e-07 apart)" in ulp  # a sign and an ulp: the ulp is said
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pow_with_a_tensor_exponent_and_a_number_to_a_tensors_power_are_replayed(dtype: torch.dtype) -> None:
+    torch.manual_seed(9)
+    with vjpgrad.watch_torch() as w:
+        x = (torch.rand(6, dtype=dtype) + 0.1).requires_grad_()
+        e = torch.randn(6, dtype=dtype, requires_grad=True)
+        (x**e).sum().backward()  # pow.Tensor_Tensor: both take gradient
+        (2**x + torch.pow(0.5, e) + 1.5 ** (x * e)).sum().backward()  # pow.Scalar
+        row = torch.randn(3, dtype=dtype, requires_grad=True)
+        (x.reshape(2, 3) ** row).sum().backward()  # a broadcast exponent, summed back
+        (x ** torch.tensor(2.0, dtype=dtype) + x ** torch.tensor([2, 3, 1, 0, 2, 1])).sum().backward()
+        z = torch.tensor([0.0, 0.0, 2.0, -1.0], dtype=dtype, requires_grad=True)
+        k = torch.tensor([0.0, 2.0, 0.0, 0.5], dtype=dtype, requires_grad=True)
+        (z**k).backward(torch.tensor([-1.0, 1.0, 2.0, 1.0], dtype=dtype))  # 0 ** 0, 0 ** 2, x ** 0, a nan
+        (0**k + 0.0 ** (k - 1)).sum().backward()  # a base of 0: the exponent's where
+    every_pass_matches(w, 6)
