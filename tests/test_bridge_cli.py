@@ -202,3 +202,15 @@ def test_sys_exit_with_a_message_prints_it_and_exits_1_as_python_does(
     script.write_text("import sys\nsys.exit(0)\n", encoding="utf-8")
     assert command.main([str(script)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_an_empty_html_folder_is_refused_not_taken_for_the_current_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vjpgrad.cli import explain_torch as command
+
+    for argv in (["learner.py", "--html="], ["--html", "", "learner.py"]):
+        with pytest.raises(SystemExit) as exited:
+            command._arguments(argv)
+        assert exited.value.code == 2
+        assert "--html: a folder to write the pages into, got ''" in capsys.readouterr().err

@@ -8,9 +8,10 @@ equal to PyTorch's ``.grad`` to the bit, or by how many ulp it differs and why) 
 ``--max-steps`` steps (``PAGE_STEPS`` unless given): a page holds every step and the whole graph,
 about 1.2 KB a step, and a pass of a training script's batch can have tens or hundreds of
 thousands. For a larger pass a line says why there is no page, and the summary stands as for any
-pass (``--max-steps`` without ``--html`` is refused: alone it would do nothing). ``--max-steps``
-and ``--html`` are vjpgrad's: a script's own option of either name reaches it only after ``--``
-(the first ``--`` ends vjpgrad's options and is not passed on).
+pass (``--max-steps`` without ``--html`` is refused: alone it would do nothing, and so is an empty
+``--html=``). ``--max-steps``, ``--html`` and ``-h``/``--help`` are vjpgrad's: a script's own
+option of one of those names reaches it only after ``--`` (the first ``--`` ends vjpgrad's
+options and is not passed on).
 
 Exit status: 0 when every pass matches PyTorch, 2 when one differs or could not be replayed,
 1 when the script raises (its traceback is printed), exits with an error (``sys.exit(3)``, or
@@ -48,6 +49,13 @@ def _steps(text: str) -> int:
     return steps
 
 
+def _folder(text: str) -> str:
+    """``--html``: a folder's name, not an empty word (``--html=``), which would be the current folder."""
+    if not text:
+        raise argparse.ArgumentTypeError(f"a folder to write the pages into, got {text!r}")
+    return text
+
+
 def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     """vjpgrad's options, the script, and the script's own words (``args``). The first ``--``
     ends vjpgrad's options wherever it stands and is not passed on: every word after it is the
@@ -62,7 +70,7 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
         usage="%(prog)s [-h] [--html DIR] [--max-steps N] SCRIPT [ARGS ...] [-- ARGS ...]",
         allow_abbrev=False,
     )
-    parser.add_argument("--html", metavar="DIR", help="write one stepper page per pass into DIR")
+    parser.add_argument("--html", type=_folder, metavar="DIR", help="write one stepper page per pass into DIR")
     parser.add_argument(
         "--max-steps",
         type=_steps,
