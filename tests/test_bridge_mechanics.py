@@ -425,3 +425,21 @@ def test_a_custom_autograd_function_is_named_not_replayed_never_given_another_re
         assert "_Cube" in p.reason
         assert "autograd.Function" in p.reason
         assert "test_bridge_mechanics.py:" in p.reason
+
+
+def test_a_backward_pytorch_runs_inside_a_pass_is_not_another_pass_of_the_learner() -> None:
+    # a reentrant checkpoint's backward runs the recomputed forward's own torch.autograd.backward
+    from torch.utils.checkpoint import checkpoint
+
+    def run() -> Any:
+        x = torch.tensor([0.5, 1.5], requires_grad=True)
+        checkpoint(lambda t: (t.sin() * t).exp(), x, use_reentrant=True).sum().backward()
+        return x.grad
+
+    plain = run()
+    with vjpgrad.watch_torch() as w:
+        watched = run()
+    assert _bits(watched) == _bits(plain)
+    (p,) = w.passes
+    assert not p.replayed
+    assert "CheckpointFunction" in p.reason

@@ -361,6 +361,9 @@ class Watch:
     # ---- a backward pass -----------------------------------------------------------------------
 
     def _backward(self, *args: Any, **kwargs: Any) -> None:
+        if self.paused:  # PyTorch's own, inside a pass (a reentrant checkpoint's): a part of that pass
+            with self._mode_off():
+                return self._original(*args, **kwargs)  # type: ignore[no-any-return]
         try:
             bound = _signature(self._original).bind(*args, **kwargs)
         except TypeError:  # arguments PyTorch refuses: its own error, as without the watch
@@ -418,6 +421,9 @@ class Watch:
         """``torch.autograd.grad``, run as without the watch, and noted as a pass not replayed: it
         returns its gradients where a replay compares ``.grad``, and its own operations are not the
         forward's."""
+        if self.paused:  # PyTorch's own, inside a pass (a custom backward's, a hook's): a part of that pass
+            with self._mode_off():
+                return self._original_grad(*args, **kwargs)
         frame = _user_frame()
         location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
         self.paused += 1
