@@ -443,3 +443,26 @@ def test_a_backward_pytorch_runs_inside_a_pass_is_not_another_pass_of_the_learne
     (p,) = w.passes
     assert not p.replayed
     assert "CheckpointFunction" in p.reason
+
+
+def test_backward_given_generators_runs_as_in_plain_pytorch_and_compares_every_leaf() -> None:
+    # torch.autograd.backward takes any iterable of outputs, seeds and inputs (inputs=model.parameters())
+    def run() -> tuple[Any, Any, Any]:
+        torch.manual_seed(2)
+        model = torch.nn.Linear(2, 1)
+        model(torch.tensor([[1.0, 2.0]])).sum().backward(inputs=model.parameters())
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        losses = [(a * 2).sum(), (a * a).sum()]
+        torch.autograd.backward((loss for loss in losses), (torch.tensor(s) for s in (1.0, 0.5)))
+        return model.weight, model.bias, a
+
+    plain = run()
+    with vjpgrad.watch_torch() as w:
+        watched = run()
+    assert [_bits(t.grad) for t in watched] == [_bits(t.grad) for t in plain]
+    check_verdicts(w)
+    first, second = w.passes
+    assert sorted(leaf.name for leaf in first.leaves) == ["model.bias", "model.weight"]
+    assert [leaf.name for leaf in second.leaves] == ["a"]
+    assert first.matches, first.summary()
+    assert second.matches, second.summary()

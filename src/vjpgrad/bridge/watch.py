@@ -372,6 +372,10 @@ class Watch:
             raise
         bound.apply_defaults()
         given = bound.arguments
+        for key in ("tensors", "grad_tensors", "grad_variables", "inputs"):
+            if key in given:
+                given[key] = _read_once(given[key])
+        args, kwargs = bound.args, bound.kwargs  # what PyTorch's backward is then handed
         tensors = given["tensors"]
         roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
         seeds = given.get("grad_tensors")
@@ -778,6 +782,19 @@ def _gradients(outputs: list[Value], seeds: list[float]) -> dict[Value, float]:
         graph.seed(outputs, seeds)
         graph.propagate(order)
         return {leaf: graph.cotangent(leaf) for leaf in leaves}
+
+
+def _read_once(given: Any) -> Any:
+    """An argument of ``backward`` as a tuple when it is an iterable other than a tensor (a
+    generator, ``inputs=model.parameters()``): PyTorch takes any iterable, and a generator the
+    watch read first would reach PyTorch empty. A tensor, a GradientEdge, None, and what is not
+    iterable (for PyTorch's own error) are left as they are."""
+    if given is None or isinstance(given, (torch.Tensor, torch.autograd.graph.GradientEdge)):
+        return given
+    try:
+        return tuple(given)
+    except TypeError:
+        return given
 
 
 def _signature(backward: Any) -> inspect.Signature:
