@@ -364,41 +364,17 @@ class Watch:
         if self.paused:  # PyTorch's own, inside a pass (a reentrant checkpoint's): a part of that pass
             with self._mode_off():
                 return self._original(*args, **kwargs)  # type: ignore[no-any-return]
-        try:
-            bound = _signature(self._original).bind(*args, **kwargs)
-        except TypeError:  # arguments PyTorch refuses: its own error, as without the watch
-            with self._mode_off():
-                self._original(*args, **kwargs)
-            raise
-        bound.apply_defaults()
-        given = bound.arguments
-        for key in ("tensors", "grad_tensors", "grad_variables", "inputs"):
-            if key in given:
-                given[key] = _read_once(given[key])
+        bound = self._bound(args, kwargs)
         args, kwargs = bound.args, bound.kwargs  # what PyTorch's backward is then handed
-        tensors = given["tensors"]
-        roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
-        seeds = given.get("grad_tensors")
-        if seeds is None:
-            seeds = given.get("grad_variables")
-        seeds = [seeds] if isinstance(seeds, torch.Tensor) or seeds is None else list(seeds)
-        seeds = seeds if len(seeds) == len(roots) else [None] * len(roots)
+        given = bound.arguments
+        roots, seeds = _roots_and_seeds(given)
         retain = bool(given.get("retain_graph")) or bool(given.get("create_graph"))
         frame = _user_frame()
         location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
         names = _names(frame)
         self.paused += 1
         try:
-            try:
-                with collection_paused():  # a root the watch has not seen read: a leaf (x.backward()), or why not
-                    for root in roots:
-                        if isinstance(root, torch.Tensor):
-                            self.entry(root)
-                before: dict[int, list[float] | None] | str = {
-                    key: _grad_of(gens[-1].tensor) for key, gens in self._leaves.items()
-                }
-            except Exception as error:  # never let the watch break the learner's code: the pass runs on
-                before = f"the watch could not read the leaves' .grad before it: {type(error).__name__}: {error}"
+            before = self._grads_before(roots)
             try:
                 with self._mode_off():
                     self._original(*args, **kwargs)
@@ -420,6 +396,34 @@ class Watch:
         self.passes.append(done)
         if self.strict and not done.matches:
             raise TorchReplayError(done.summary())
+
+    def _bound(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+        """``backward``'s arguments by name, defaults included, each iterable of outputs, seeds or
+        inputs read once into a tuple (``_read_once``); arguments PyTorch refuses raise its own error."""
+        try:
+            bound = _signature(self._original).bind(*args, **kwargs)
+        except TypeError:  # arguments PyTorch refuses: its own error, as without the watch
+            with self._mode_off():
+                self._original(*args, **kwargs)
+            raise
+        bound.apply_defaults()
+        for key in ("tensors", "grad_tensors", "grad_variables", "inputs"):
+            if key in bound.arguments:
+                bound.arguments[key] = _read_once(bound.arguments[key])
+        return bound
+
+    def _grads_before(self, roots: list[Any]) -> dict[int, list[float] | None] | str:
+        """Each known leaf's ``.grad`` before the pass (by the leaf's id), or why it could not be read.
+        A root the watch has not seen read is looked at first: a leaf (``x.backward()``) is then
+        among the leaves, and anything else says why it cannot be replayed."""
+        try:
+            with collection_paused():
+                for root in roots:
+                    if isinstance(root, torch.Tensor):
+                        self.entry(root)
+            return {key: _grad_of(gens[-1].tensor) for key, gens in self._leaves.items()}
+        except Exception as error:  # never let the watch break the learner's code: the pass runs on
+            return f"the watch could not read the leaves' .grad before it: {type(error).__name__}: {error}"
 
     def _autograd_grad(self, *args: Any, **kwargs: Any) -> Any:
         """``torch.autograd.grad``, run as without the watch, and noted as a pass not replayed: it
@@ -782,6 +786,18 @@ def _gradients(outputs: list[Value], seeds: list[float]) -> dict[Value, float]:
         graph.seed(outputs, seeds)
         graph.propagate(order)
         return {leaf: graph.cotangent(leaf) for leaf in leaves}
+
+
+def _roots_and_seeds(given: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """``backward``'s outputs as a list, and a seed for each (None where none was given, or where
+    their counts differ, which PyTorch refuses)."""
+    tensors = given["tensors"]
+    roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+    seeds = given.get("grad_tensors")
+    if seeds is None:
+        seeds = given.get("grad_variables")
+    seeds = [seeds] if isinstance(seeds, torch.Tensor) or seeds is None else list(seeds)
+    return roots, seeds if len(seeds) == len(roots) else [None] * len(roots)
 
 
 def _read_once(given: Any) -> Any:
