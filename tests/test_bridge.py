@@ -1023,3 +1023,22 @@ def test_pow_with_a_tensor_exponent_and_a_number_to_a_tensors_power_are_replayed
         (z**k).backward(torch.tensor([-1.0, 1.0, 2.0, 1.0], dtype=dtype))  # 0 ** 0, 0 ** 2, x ** 0, a nan
         (0**k + 0.0 ** (k - 1)).sum().backward()  # a base of 0: the exponent's where
     every_pass_matches(w, 6)
+
+
+def test_a_leaf_with_no_name_says_where_it_was_first_used_and_why_a_product_is_not_it() -> None:
+    # the classic mistake: x names the product, whose .grad stays None; the leaf itself has no name
+    with vjpgrad.watch_torch() as w:
+        line = sys._getframe().f_lineno + 1
+        x = torch.tensor([1.0, 2.0], requires_grad=True) * 2
+        (x * x).sum().backward()
+    (p,) = w.passes
+    assert p.matches, p.summary()
+    assert [leaf.name for leaf in p.leaves] == ["leaf 1"]
+    lines = p.summary().splitlines()
+    assert lines[1].startswith("  leaf 1.grad = [8, 16]: equal to PyTorch's to the bit")
+    assert f"  leaf 1 has no name where backward was called; it was first used at {__file__}:{line}" in lines[2]
+    assert "is not a leaf: its .grad stays None" in p.summary()
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        (a * a).sum().backward()
+    assert "no name" not in w.passes[0].summary()

@@ -88,6 +88,7 @@ class Pass:
     pytorch_error: str | None = None  # PyTorch refused the pass: its message
     call: str = "backward"  # what ran it: backward, or torch.autograd.grad (never replayed)
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
+    notes: list[str] = field(default_factory=list)  # lines under the leaves' (a leaf with no name: where it is)
 
     _explanation: Explanation | None = field(default=None, init=False, repr=False)
 
@@ -117,6 +118,7 @@ class Pass:
         lines += [leaf.line(self.reasons) for leaf in self.leaves]
         if not self.leaves:
             lines.append("  no leaf tensor that requires grad was reached")
+        lines += [f"  {note}" for note in self.notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -56,6 +56,7 @@ class Entry:
     leaf: bool = False
     poisoned: str | None = None  # why a pass through this tensor cannot be replayed
     notes: frozenset[str] = field(default_factory=frozenset)  # known reasons its gradients may differ
+    seen_at: str = ""  # a leaf's: the learner's file:line where the watch first saw it read
 
     @property
     def takes_gradient(self) -> bool:

@@ -212,7 +212,8 @@ class Watch:
             if not became_leaf and known.leaf == leaf:  # a leaf stops being one with requires_grad_(False)
                 return self._unless_a_function_made_it(t, known)
         if leaf:
-            return self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
+            entry = Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True, seen_at=user_location())
+            return self._remember(t, entry)
         if t.requires_grad:
             reason = (
                 "a tensor made before watch_torch() began, by a backward pass with create_graph=True, or changed "
@@ -354,7 +355,7 @@ class Watch:
         numbers = constant_numbers(t)
         mark = fingerprint(t, numbers)
         if _is_leaf(t):
-            self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
+            self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True, seen_at=user_location()))
         else:
             self._remember(t, Entry(t, list(numbers), is_single(t), mark))
 
@@ -506,7 +507,7 @@ class Watch:
             scalar = len(items) == 1 and roots[0].dim() == 0
             gradients = _gradients(outputs, kept)
             notes = frozenset().union(*(e.notes for e in found if e)) | self._hooks(outputs, names)
-            leaves, seen = self._compare(gradients, before, names)
+            leaves, seen, unnamed = self._compare(gradients, before, names)
             reasons = sorted(notes | seen)
             return Pass(
                 number,
@@ -517,6 +518,7 @@ class Watch:
                 explainer=functools.partial(_explained, outputs, kept, scalar) if outputs else None,
                 leaves=leaves,
                 reasons=reasons,
+                notes=unnamed,
             )
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
@@ -554,7 +556,7 @@ class Watch:
         for v in numbers[1:]:
             total = total + in_dtype(v, entry.single)
         self._label(names)
-        leaves, _ = self._compare(_gradients([entry.items[0]], [float(total)]), None, names)
+        leaves, _, unnamed = self._compare(_gradients([entry.items[0]], [float(total)]), None, names)
         return Pass(
             len(self.passes) + 1,
             location,
@@ -563,6 +565,7 @@ class Watch:
             False,
             explainer=functools.partial(_explained, [entry.items[0]], [float(total)], roots[0].dim() == 0),
             leaves=leaves,
+            notes=unnamed,
             pytorch_error=str(error).splitlines()[0],
             ran_as=(
                 "as the PyTorch of the answer ran it (before version 1.3): the seed summed into the output's "
@@ -606,11 +609,13 @@ class Watch:
 
     def _compare(
         self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]
-    ) -> tuple[list[LeafReport], frozenset[str]]:
-        """Each leaf's ``.grad`` as the replay makes it beside PyTorch's, and the reasons the
-        comparison itself finds (an element no path reaches, to which PyTorch gave -0.0 or nan)."""
+    ) -> tuple[list[LeafReport], frozenset[str], list[str]]:
+        """Each leaf's ``.grad`` as the replay makes it beside PyTorch's, the reasons the comparison
+        itself finds (an element no path reaches, to which PyTorch gave -0.0 or nan), and a line for
+        each leaf with no name of the learner's (``_unnamed_note``)."""
         reports: list[LeafReport] = []
         found: set[str] = set()
+        unnamed: list[str] = []
         for key, generations in self._leaves.items():
             if self._only is not None and key not in self._only:
                 continue  # backward(inputs=...) leaves the others' .grad as it was
@@ -620,14 +625,17 @@ class Watch:
                 if before is None or _same_bits(before.get(key), _grad_of(reached.tensor)):
                     continue
             earlier = None if before is None else before.get(key)
-            report = _leaf_report(names.get(key) or f"leaf {len(reports) + 1}", reached, gradients, earlier, before)
+            name = names.get(key) or f"leaf {len(reports) + 1}"
+            if key not in names:
+                unnamed.append(_unnamed_note(name, generations[0].seen_at))
+            report = _leaf_report(name, reached, gradients, earlier, before)
             if report.pytorch is not None and any(
                 d != 0 and item not in gradients and _dense_zero(number)
                 for item, number, d in zip(reached.items, report.pytorch, report.distances, strict=True)
             ):
                 found.add(OFF_PATH_NOTE)
             reports.append(report)
-        return reports, frozenset(found)
+        return reports, frozenset(found), unnamed
 
 
 def _refused_before(
@@ -692,6 +700,16 @@ def _leaf_report(
     compared = is_single(reached.tensor)  # in PyTorch's type now, whatever the replay took it for
     distances = [] if pytorch is None else [ulps(a, b, compared) for a, b in zip(replayed, pytorch, strict=True)]
     return LeafReport(name, tuple(reached.tensor.shape), replayed, pytorch, distances)
+
+
+def _unnamed_note(name: str, seen_at: str) -> str:
+    """The line under a pass for a leaf with no name where backward was called (``leaf 1``), often
+    the tensor of ``x = torch.randn(3, requires_grad=True) * 2``, where ``x`` names the product."""
+    return (
+        f"{name} has no name where backward was called; it was first used at {seen_at or '<unknown>'} (where a "
+        "name holds a result such as x = torch.randn(3, requires_grad=True) * 2, x is the product, which is not a "
+        "leaf: its .grad stays None; the leaf is the tensor made with requires_grad=True)"
+    )
 
 
 def _dense_zero(number: float) -> bool:
