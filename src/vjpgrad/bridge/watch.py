@@ -230,7 +230,7 @@ class Watch:
         Python code of the function's own, not an ATen formula the replay has. Without this, a pass
         through it would be replayed with the function's path cut, and differ for a wrong reason."""
         function = t.grad_fn
-        if known.takes_gradient or not isinstance(function, torch.autograd.function.BackwardCFunction):
+        if not isinstance(function, torch.autograd.function.BackwardCFunction) or known.takes_gradient:
             return known
         name = getattr(getattr(function, "_forward_cls", None), "__name__", type(function).__name__)
         reason = (
