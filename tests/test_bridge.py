@@ -973,3 +973,78 @@ def test_binary_cross_entropy_at_a_certain_probability_divides_by_pytorchs_float
         torch.nn.functional.binary_cross_entropy(p, y, reduction="sum").backward()
     every_pass_matches(w, 1)
     assert w.passes[0].leaves[0].replayed == p.grad.tolist()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_an_integer_tensor_beside_a_float_one_is_a_constant_of_the_replay(dtype: torch.dtype) -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([0.1, 0.2, 0.3], dtype=dtype, requires_grad=True)
+        (x * torch.arange(3)).sum().backward()
+        (torch.tensor(3) * x + torch.tensor([1, 2, 3])).pow(2).sum().backward()
+        (x / torch.tensor([7, 9, 11], dtype=torch.int32) + torch.tensor([True, False, True])).sum().backward()
+    every_pass_matches(w, 3)
+    assert "IndexError" not in "".join(p.summary() for p in w.passes)
+
+
+def test_a_seed_of_another_type_is_turned_into_the_outputs_type_as_pytorch_does() -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)  # float32
+        (x * 3).backward(torch.tensor([0.1, 1.0, 0.0001], dtype=torch.float64))
+        x64 = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+        (x64 * 3).backward(torch.tensor([0.1, 1.0, 0.0001], dtype=torch.float32))
+        z = torch.tensor([1.5, 2.5], requires_grad=True)
+        (z * z).backward(torch.tensor([1, 2]))  # an integer seed
+    every_pass_matches(w, 3)
+    assert w.passes[0].seed == [round32(0.1), 1.0, round32(0.0001)]  # the seed PyTorch's pass used
+    assert x.grad.tolist() == [round32(round32(0.1) * 3), 3.0, round32(round32(0.0001) * 3)]
+
+
+def test_a_difference_only_in_the_sign_of_a_zero_is_said_so_not_as_an_ulp_zero_apart() -> None:
+    from vjpgrad.bridge.passes import LeafReport
+
+    report = LeafReport("w", (3,), [-0.0, 1.0, 0.0], [0.0, 1.0, 0.0], [1, 0, 0])
+    line = report.line(["a matrix product"])
+    assert "1/3" not in line
+    assert "2/3 elements equal to PyTorch's to the bit; the others differ only in the sign of a zero" in line
+    assert "apart" not in line
+    two = LeafReport("w", (2,), [-0.0, 0.0], [0.0, -0.0], [1, 1]).line([])
+    assert "the others differ only in the sign of a zero (0 against -0: equal numbers, other bits)" in two
+    ulp = LeafReport("w", (2,), [-0.0, 1.0], [0.0, 1.0000001192092896], [1, 1]).line([])
+    assert "differ by up to 1 ulp (at most 1.19209e-07 apart)" in ulp  # a sign and an ulp: the ulp is said
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pow_with_a_tensor_exponent_and_a_number_to_a_tensors_power_are_replayed(dtype: torch.dtype) -> None:
+    torch.manual_seed(9)
+    with vjpgrad.watch_torch() as w:
+        x = (torch.rand(6, dtype=dtype) + 0.1).requires_grad_()
+        e = torch.randn(6, dtype=dtype, requires_grad=True)
+        (x**e).sum().backward()  # pow.Tensor_Tensor: both take gradient
+        (2**x + torch.pow(0.5, e) + 1.5 ** (x * e)).sum().backward()  # pow.Scalar
+        row = torch.randn(3, dtype=dtype, requires_grad=True)
+        (x.reshape(2, 3) ** row).sum().backward()  # a broadcast exponent, summed back
+        (x ** torch.tensor(2.0, dtype=dtype) + x ** torch.tensor([2, 3, 1, 0, 2, 1])).sum().backward()
+        z = torch.tensor([0.0, 0.0, 2.0, -1.0], dtype=dtype, requires_grad=True)
+        k = torch.tensor([0.0, 2.0, 0.0, 0.5], dtype=dtype, requires_grad=True)
+        (z**k).backward(torch.tensor([-1.0, 1.0, 2.0, 1.0], dtype=dtype))  # 0 ** 0, 0 ** 2, x ** 0, a nan
+        (0**k + 0.0 ** (k - 1)).sum().backward()  # a base of 0: the exponent's where
+    every_pass_matches(w, 6)
+
+
+def test_a_leaf_with_no_name_says_where_it_was_first_used_and_why_a_product_is_not_it() -> None:
+    # the classic mistake: x names the product, whose .grad stays None; the leaf itself has no name
+    with vjpgrad.watch_torch() as w:
+        line = sys._getframe().f_lineno + 1
+        x = torch.tensor([1.0, 2.0], requires_grad=True) * 2
+        (x * x).sum().backward()
+    (p,) = w.passes
+    assert p.matches, p.summary()
+    assert [leaf.name for leaf in p.leaves] == ["leaf 1"]
+    lines = p.summary().splitlines()
+    assert lines[1].startswith("  leaf 1.grad = [8, 16]: equal to PyTorch's to the bit")
+    assert f"  leaf 1 has no name where backward was called; it was first used at {__file__}:{line}" in lines[2]
+    assert "is not a leaf: its .grad stays None" in p.summary()
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        (a * a).sum().backward()
+    assert "no name" not in w.passes[0].summary()

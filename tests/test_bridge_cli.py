@@ -169,3 +169,48 @@ def test_the_script_gets_its_arguments_and_its_directory_on_the_path(tmp_path: P
     done = explain_torch(tmp_path, source, "2.5")
     assert done.returncode == 0, done.stderr
     assert "tensor([3.])" in done.stdout
+
+
+def test_a_pages_folder_that_cannot_be_made_is_one_line_before_the_script_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vjpgrad.cli import explain_torch as command
+
+    script = tmp_path / "learner.py"
+    script.write_text("print('the script ran')\n", encoding="utf-8")
+    (tmp_path / "taken").write_text("a file, not a folder\n", encoding="utf-8")
+    for folder in (tmp_path / "taken", tmp_path / "taken" / "pages"):
+        assert command.main(["--html", str(folder), str(script)]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""  # the script never started
+        assert err.startswith("vjpgrad explain-torch: error: cannot write pages into ")
+        assert str(folder) in err
+        assert err.count("\n") == 1
+        assert "Traceback" not in err
+
+
+def test_sys_exit_with_a_message_prints_it_and_exits_1_as_python_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    from vjpgrad.cli import explain_torch as command
+
+    script = tmp_path / "learner.py"
+    script.write_text("import sys\nsys.exit('no data file: give one')\n", encoding="utf-8")
+    assert command.main([str(script)]) == 1
+    assert "no data file: give one\n" in capsys.readouterr().err
+    script.write_text("import sys\nsys.exit(0)\n", encoding="utf-8")
+    assert command.main([str(script)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_an_empty_html_folder_is_refused_not_taken_for_the_current_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vjpgrad.cli import explain_torch as command
+
+    for argv in (["learner.py", "--html="], ["--html", "", "learner.py"]):
+        with pytest.raises(SystemExit) as exited:
+            command._arguments(argv)
+        assert exited.value.code == 2
+        assert "--html: a folder to write the pages into, got ''" in capsys.readouterr().err

@@ -368,3 +368,101 @@ def test_a_torch_autograd_grad_that_pytorch_refuses_is_listed_with_its_words() -
     assert not refused.replayed
     assert refused.call == "torch.autograd.grad"
     assert "PyTorch refused it: Mismatch in shape" in refused.summary()
+
+
+def test_backward_on_a_leaf_itself_compares_its_grad() -> None:
+    # x.backward() on a leaf gives x.grad = the seed: that leaf is reached, and compared
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor(2.0, requires_grad=True)
+        x.backward()
+        v = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        v.backward(torch.tensor([3.0, -0.0], dtype=torch.float64))
+    check_verdicts(w)
+    first, second = w.passes
+    assert [leaf.name for leaf in first.leaves] == ["x"]
+    assert [leaf.name for leaf in second.leaves] == ["v"]
+    assert first.matches, first.summary()
+    assert second.matches, second.summary()
+    assert "no leaf tensor" not in first.summary() + second.summary()
+    assert grads(x) == [1.0]
+
+
+class _Cube(torch.autograd.Function):
+    """PyTorch's tutorial's own autograd.Function: its backward is the learner's code, not an ATen formula."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return 0.5 * (5 * x**3 - 3 * x)
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return g * 1.5 * (5 * x**2 - 1)
+
+
+def test_a_custom_autograd_function_is_named_not_replayed_never_given_another_reason() -> None:
+    # its forward runs under no_grad, so the watch sees constants; PyTorch's pass runs its backward
+    def run() -> tuple[Any, Any]:
+        a = torch.full((), 0.25, requires_grad=True)
+        b = torch.full((), -1.0, requires_grad=True)
+        x = torch.linspace(-1, 1, 5)
+        (a + b * _Cube.apply(x * 0.7 + a)).pow(2).sum().backward()
+        c = torch.tensor([0.5, 2.0], requires_grad=True)
+        _Cube.apply(c).sum().backward()  # read by sum
+        d = torch.tensor(0.5, requires_grad=True)
+        _Cube.apply(d).backward()  # the output itself is the root of the pass
+        return (a, b, c, d), None
+
+    plain, _ = run()
+    with vjpgrad.watch_torch() as w:
+        watched, _ = run()
+    assert [t.grad.tolist() for t in watched] == [t.grad.tolist() for t in plain]
+    assert len(w.passes) == 3
+    for p in w.passes:
+        assert not p.replayed, p.summary()
+        assert not p.matches
+        assert "_Cube" in p.reason
+        assert "autograd.Function" in p.reason
+        assert "test_bridge_mechanics.py:" in p.reason
+
+
+def test_a_backward_pytorch_runs_inside_a_pass_is_not_another_pass_of_the_learner() -> None:
+    # a reentrant checkpoint's backward runs the recomputed forward's own torch.autograd.backward
+    from torch.utils.checkpoint import checkpoint
+
+    def run() -> Any:
+        x = torch.tensor([0.5, 1.5], requires_grad=True)
+        checkpoint(lambda t: (t.sin() * t).exp(), x, use_reentrant=True).sum().backward()
+        return x.grad
+
+    plain = run()
+    with vjpgrad.watch_torch() as w:
+        watched = run()
+    assert _bits(watched) == _bits(plain)
+    (p,) = w.passes
+    assert not p.replayed
+    assert "CheckpointFunction" in p.reason
+
+
+def test_backward_given_generators_runs_as_in_plain_pytorch_and_compares_every_leaf() -> None:
+    # torch.autograd.backward takes any iterable of outputs, seeds and inputs (inputs=model.parameters())
+    def run() -> tuple[Any, Any, Any]:
+        torch.manual_seed(2)
+        model = torch.nn.Linear(2, 1)
+        model(torch.tensor([[1.0, 2.0]])).sum().backward(inputs=model.parameters())
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        losses = [(a * 2).sum(), (a * a).sum()]
+        torch.autograd.backward((loss for loss in losses), (torch.tensor(s) for s in (1.0, 0.5)))
+        return model.weight, model.bias, a
+
+    plain = run()
+    with vjpgrad.watch_torch() as w:
+        watched = run()
+    assert [_bits(t.grad) for t in watched] == [_bits(t.grad) for t in plain]
+    check_verdicts(w)
+    first, second = w.passes
+    assert sorted(leaf.name for leaf in first.leaves) == ["model.bias", "model.weight"]
+    assert [leaf.name for leaf in second.leaves] == ["a"]
+    assert first.matches, first.summary()
+    assert second.matches, second.summary()

@@ -36,17 +36,24 @@ class LeafReport:
         total = len(self.distances)
         if self.matches:
             return f"  {shown}: equal to PyTorch's to the bit ({total}/{total} elements)"
-        far = [d for d in self.distances if d is not None]
-        if None in self.distances:
-            worst = "a nan or an infinity apart"
-        else:  # across zero a tiny difference is a huge count of ulp: the distance says how tiny
-            apart = max(abs(a - b) for a, b in zip(self.replayed, self.pytorch, strict=True))
-            worst = f"{max(far)} ulp (at most {text.number(apart)} apart)"
         why = f" ({'; '.join(reasons)})" if reasons else " (the reason is not known)"
         return (
-            f"  {shown}: {self.equal}/{total} elements equal to PyTorch's to the bit; the others differ by up to "
-            f"{worst}{why}; PyTorch's: {_numbers(self.pytorch, self.shape)}"
+            f"  {shown}: {self.equal}/{total} elements equal to PyTorch's to the bit; the others differ "
+            f"{self._difference()}{why}; PyTorch's: {_numbers(self.pytorch, self.shape)}"
         )
+
+    def _difference(self) -> str:
+        """How far apart the elements that differ are: a nan or an infinity, only the sign of a zero
+        (0 and -0 are equal numbers with other bits: "1 ulp, 0 apart" would puzzle), or the most ulp."""
+        assert self.pytorch is not None
+        if None in self.distances:
+            return "by up to a nan or an infinity apart"
+        pairs = [(a, b) for a, b, d in zip(self.replayed, self.pytorch, self.distances, strict=True) if d]
+        if all(a == 0.0 and b == 0.0 for a, b in pairs):
+            return "only in the sign of a zero (0 against -0: equal numbers, other bits)"
+        # across zero a tiny difference is a huge count of ulp: the distance says how tiny
+        apart = max(abs(a - b) for a, b in pairs)
+        return f"by up to {max(d for d in self.distances if d is not None)} ulp (at most {text.number(apart)} apart)"
 
 
 def _numbers(values: list[float], shape: tuple[int, ...]) -> str:
@@ -81,6 +88,7 @@ class Pass:
     pytorch_error: str | None = None  # PyTorch refused the pass: its message
     call: str = "backward"  # what ran it: backward, or torch.autograd.grad (never replayed)
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
+    notes: list[str] = field(default_factory=list)  # lines under the leaves' (a leaf with no name: where it is)
 
     _explanation: Explanation | None = field(default=None, init=False, repr=False)
 
@@ -110,6 +118,7 @@ class Pass:
         lines += [leaf.line(self.reasons) for leaf in self.leaves]
         if not self.leaves:
             lines.append("  no leaf tensor that requires grad was reached")
+        lines += [f"  {note}" for note in self.notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:

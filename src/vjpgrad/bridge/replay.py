@@ -56,6 +56,7 @@ class Entry:
     leaf: bool = False
     poisoned: str | None = None  # why a pass through this tensor cannot be replayed
     notes: frozenset[str] = field(default_factory=frozenset)  # known reasons its gradients may differ
+    seen_at: str = ""  # a leaf's: the learner's file:line where the watch first saw it read
 
     @property
     def takes_gradient(self) -> bool:
@@ -684,6 +685,33 @@ def _pow(call: Call) -> list[list[Item]]:
         return _unary(call, "pow", masked(call, torch.ones_like(x, dtype=torch.bool), 0.0))
     # pow_backward: grad * (exponent * self.pow(exponent - 1))
     return elementwise(call, "pow", (x, exponent), ((exponent * x.pow(exponent - 1), times), (0.0, times)))
+
+
+@rule("pow.Tensor_Tensor", "pow_.Tensor")
+def _pow_of_tensors(call: Call) -> list[list[Item]]:
+    """``x ** e`` with a tensor exponent. PyTorch's pow_backward_self hands ``x`` exactly 0 where
+    ``e == 0`` (a ``where`` around the product) and ``grad * (e * x.pow(e - 1))`` elsewhere;
+    pow_backward_exponent hands ``e`` ``grad * where(e >= 0 & x == 0, 0, result * x.log())``, the
+    ``where`` inside the product (so a negative or nan ``grad`` times that 0 is -0 or nan)."""
+    x, exponent = call.args[:2]
+    base = x.to(torch.result_type(x, exponent))
+    factor = torch.where((exponent >= 0) & (base == 0), torch.zeros((), dtype=call.out.dtype), call.out * base.log())
+    edges = ((masked(call, exponent == 0, exponent * x.pow(exponent - 1)), times), (factor, times))
+    return elementwise(call, "pow", (x, exponent), edges)
+
+
+@rule("pow.Scalar")
+def _pow_of_a_number(call: Call) -> list[list[Item]]:
+    """``b ** e``, a number to a tensor's power: pow_backward_exponent hands ``e``
+    ``grad * (result * log(b))``, ``log(b)`` the C library's in double and then a number of the
+    tensor's type in PyTorch's product; for ``b == 0``, ``grad * where(e >= 0, 0, result * log(0))``."""
+    number, exponent = call.args[:2]
+    b = float(number)
+    log = math.log(b) if b > 0 else (-math.inf if b == 0 else math.nan)  # C's log, which raises for none
+    factor = call.out * log
+    if b == 0:
+        factor = torch.where(exponent >= 0, torch.zeros((), dtype=call.out.dtype), factor)
+    return elementwise(call, "pow", (number, exponent), ((0.0, times), (factor, times)))
 
 
 @rule("where.self")

@@ -204,15 +204,16 @@ class Watch:
         unfollowed = replay.unfollowed_type(t, f"read at {user_location()}") if t.requires_grad else None
         if unfollowed is not None:
             return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=unfollowed))
-        numbers = numbers_of(t) if t.dtype.is_floating_point or t.dtype == torch.bool else []
+        numbers = constant_numbers(t)
         mark = fingerprint(t, numbers)
         leaf = _is_leaf(t)
         if known is not None and known.tensor is t and known.fingerprint == mark:
             became_leaf = leaf and not known.leaf and not known.takes_gradient  # requires_grad_(True)
             if not became_leaf and known.leaf == leaf:  # a leaf stops being one with requires_grad_(False)
-                return known
+                return self._unless_a_function_made_it(t, known)
         if leaf:
-            return self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
+            entry = Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True, seen_at=user_location())
+            return self._remember(t, entry)
         if t.requires_grad:
             reason = (
                 "a tensor made before watch_torch() began, by a backward pass with create_graph=True, or changed "
@@ -220,6 +221,23 @@ class Watch:
             )
             return self._remember(t, Entry(t, list(numbers), is_single(t), mark, poisoned=reason))
         return self._remember(t, Entry(t, list(numbers), is_single(t), mark))
+
+    def _unless_a_function_made_it(self, t: torch.Tensor, known: Entry) -> Entry:
+        """``known``, or, for the output of a ``torch.autograd.Function`` (the learner's own, or one
+        of PyTorch's written in Python), an entry that says why no pass through it is replayed. Its
+        forward runs under no_grad, so the watch saw its results made as constants; PyTorch attaches
+        the function's backward only after, and a pass through it runs that backward, which is
+        Python code of the function's own, not an ATen formula the replay has. Without this, a pass
+        through it would be replayed with the function's path cut, and differ for a wrong reason."""
+        function = t.grad_fn
+        if not isinstance(function, torch.autograd.function.BackwardCFunction) or known.takes_gradient:
+            return known
+        name = getattr(getattr(function, "_forward_cls", None), "__name__", type(function).__name__)
+        reason = (
+            f"the result of the torch.autograd.Function {name}, read at {user_location()}: a pass through it "
+            "runs its own backward method, which the replay does not run"
+        )
+        return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
 
     def _remember(self, t: torch.Tensor, entry: Entry) -> Entry:
         self._entries[id(t)] = entry
@@ -334,43 +352,30 @@ class Watch:
         if t.numel() > LARGEST:
             self._remember(t, Entry(t, [], is_single(t), b"", poisoned=too_large(t)))
             return
-        numbers = numbers_of(t) if t.dtype.is_floating_point else []
+        numbers = constant_numbers(t)
         mark = fingerprint(t, numbers)
         if _is_leaf(t):
-            self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True))
+            self._remember(t, Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True, seen_at=user_location()))
         else:
             self._remember(t, Entry(t, list(numbers), is_single(t), mark))
 
     # ---- a backward pass -----------------------------------------------------------------------
 
     def _backward(self, *args: Any, **kwargs: Any) -> None:
-        try:
-            bound = _signature(self._original).bind(*args, **kwargs)
-        except TypeError:  # arguments PyTorch refuses: its own error, as without the watch
+        if self.paused:  # PyTorch's own, inside a pass (a reentrant checkpoint's): a part of that pass
             with self._mode_off():
-                self._original(*args, **kwargs)
-            raise
-        bound.apply_defaults()
+                return self._original(*args, **kwargs)  # type: ignore[no-any-return]
+        bound = self._bound(args, kwargs)
+        args, kwargs = bound.args, bound.kwargs  # what PyTorch's backward is then handed
         given = bound.arguments
-        tensors = given["tensors"]
-        roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
-        seeds = given.get("grad_tensors")
-        if seeds is None:
-            seeds = given.get("grad_variables")
-        seeds = [seeds] if isinstance(seeds, torch.Tensor) or seeds is None else list(seeds)
-        seeds = seeds if len(seeds) == len(roots) else [None] * len(roots)
+        roots, seeds = _roots_and_seeds(given)
         retain = bool(given.get("retain_graph")) or bool(given.get("create_graph"))
         frame = _user_frame()
         location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
         names = _names(frame)
         self.paused += 1
         try:
-            try:
-                before: dict[int, list[float] | None] | str = {
-                    key: _grad_of(gens[-1].tensor) for key, gens in self._leaves.items()
-                }
-            except Exception as error:  # never let the watch break the learner's code: the pass runs on
-                before = f"the watch could not read the leaves' .grad before it: {type(error).__name__}: {error}"
+            before = self._grads_before(roots)
             try:
                 with self._mode_off():
                     self._original(*args, **kwargs)
@@ -393,10 +398,41 @@ class Watch:
         if self.strict and not done.matches:
             raise TorchReplayError(done.summary())
 
+    def _bound(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+        """``backward``'s arguments by name, defaults included, each iterable of outputs, seeds or
+        inputs read once into a tuple (``_read_once``); arguments PyTorch refuses raise its own error."""
+        try:
+            bound = _signature(self._original).bind(*args, **kwargs)
+        except TypeError:  # arguments PyTorch refuses: its own error, as without the watch
+            with self._mode_off():
+                self._original(*args, **kwargs)
+            raise
+        bound.apply_defaults()
+        for key in ("tensors", "grad_tensors", "grad_variables", "inputs"):
+            if key in bound.arguments:
+                bound.arguments[key] = _read_once(bound.arguments[key])
+        return bound
+
+    def _grads_before(self, roots: list[Any]) -> dict[int, list[float] | None] | str:
+        """Each known leaf's ``.grad`` before the pass (by the leaf's id), or why it could not be read.
+        A root the watch has not seen read is looked at first: a leaf (``x.backward()``) is then
+        among the leaves, and anything else says why it cannot be replayed."""
+        try:
+            with collection_paused():
+                for root in roots:
+                    if isinstance(root, torch.Tensor):
+                        self.entry(root)
+            return {key: _grad_of(gens[-1].tensor) for key, gens in self._leaves.items()}
+        except Exception as error:  # never let the watch break the learner's code: the pass runs on
+            return f"the watch could not read the leaves' .grad before it: {type(error).__name__}: {error}"
+
     def _autograd_grad(self, *args: Any, **kwargs: Any) -> Any:
         """``torch.autograd.grad``, run as without the watch, and noted as a pass not replayed: it
         returns its gradients where a replay compares ``.grad``, and its own operations are not the
         forward's."""
+        if self.paused:  # PyTorch's own, inside a pass (a custom backward's, a hook's): a part of that pass
+            with self._mode_off():
+                return self._original_grad(*args, **kwargs)
         frame = _user_frame()
         location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
         self.paused += 1
@@ -434,9 +470,13 @@ class Watch:
         return contextlib.nullcontext()
 
     def _seed_numbers(self, root: torch.Tensor, seed: Any) -> list[float]:
+        """The seed of ``root`` as PyTorch's pass uses it: a seed tensor of another type (float64 for a
+        float32 output, integers) is first turned into the output's type by PyTorch's engine."""
         if seed is None:
             return [1.0] * root.numel()
-        return numbers_of(seed) if isinstance(seed, torch.Tensor) else [float(seed)] * root.numel()
+        if not isinstance(seed, torch.Tensor):
+            return [float(seed)] * root.numel()
+        return numbers_of(seed.to(root.dtype) if root.dtype in replay.DIFFERENTIABLE else seed)
 
     def _replayed(
         self,
@@ -467,7 +507,7 @@ class Watch:
             scalar = len(items) == 1 and roots[0].dim() == 0
             gradients = _gradients(outputs, kept)
             notes = frozenset().union(*(e.notes for e in found if e)) | self._hooks(outputs, names)
-            leaves, seen = self._compare(gradients, before, names)
+            leaves, seen, unnamed = self._compare(gradients, before, names)
             reasons = sorted(notes | seen)
             return Pass(
                 number,
@@ -478,6 +518,7 @@ class Watch:
                 explainer=functools.partial(_explained, outputs, kept, scalar) if outputs else None,
                 leaves=leaves,
                 reasons=reasons,
+                notes=unnamed,
             )
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
@@ -515,7 +556,7 @@ class Watch:
         for v in numbers[1:]:
             total = total + in_dtype(v, entry.single)
         self._label(names)
-        leaves, _ = self._compare(_gradients([entry.items[0]], [float(total)]), None, names)
+        leaves, _, unnamed = self._compare(_gradients([entry.items[0]], [float(total)]), None, names)
         return Pass(
             len(self.passes) + 1,
             location,
@@ -524,6 +565,7 @@ class Watch:
             False,
             explainer=functools.partial(_explained, [entry.items[0]], [float(total)], roots[0].dim() == 0),
             leaves=leaves,
+            notes=unnamed,
             pytorch_error=str(error).splitlines()[0],
             ran_as=(
                 "as the PyTorch of the answer ran it (before version 1.3): the seed summed into the output's "
@@ -567,11 +609,13 @@ class Watch:
 
     def _compare(
         self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]
-    ) -> tuple[list[LeafReport], frozenset[str]]:
-        """Each leaf's ``.grad`` as the replay makes it beside PyTorch's, and the reasons the
-        comparison itself finds (an element no path reaches, to which PyTorch gave -0.0 or nan)."""
+    ) -> tuple[list[LeafReport], frozenset[str], list[str]]:
+        """Each leaf's ``.grad`` as the replay makes it beside PyTorch's, the reasons the comparison
+        itself finds (an element no path reaches, to which PyTorch gave -0.0 or nan), and a line for
+        each leaf with no name of the learner's (``_unnamed_note``)."""
         reports: list[LeafReport] = []
         found: set[str] = set()
+        unnamed: list[str] = []
         for key, generations in self._leaves.items():
             if self._only is not None and key not in self._only:
                 continue  # backward(inputs=...) leaves the others' .grad as it was
@@ -581,14 +625,17 @@ class Watch:
                 if before is None or _same_bits(before.get(key), _grad_of(reached.tensor)):
                     continue
             earlier = None if before is None else before.get(key)
-            report = _leaf_report(names.get(key) or f"leaf {len(reports) + 1}", reached, gradients, earlier, before)
+            name = names.get(key) or f"leaf {len(reports) + 1}"
+            if key not in names:
+                unnamed.append(_unnamed_note(name, generations[0].seen_at))
+            report = _leaf_report(name, reached, gradients, earlier, before)
             if report.pytorch is not None and any(
                 d != 0 and item not in gradients and _dense_zero(number)
                 for item, number, d in zip(reached.items, report.pytorch, report.distances, strict=True)
             ):
                 found.add(OFF_PATH_NOTE)
             reports.append(report)
-        return reports, frozenset(found)
+        return reports, frozenset(found), unnamed
 
 
 def _refused_before(
@@ -655,6 +702,16 @@ def _leaf_report(
     return LeafReport(name, tuple(reached.tensor.shape), replayed, pytorch, distances)
 
 
+def _unnamed_note(name: str, seen_at: str) -> str:
+    """The line under a pass for a leaf with no name where backward was called (``leaf 1``), often
+    the tensor of ``x = torch.randn(3, requires_grad=True) * 2``, where ``x`` names the product."""
+    return (
+        f"{name} has no name where backward was called; it was first used at {seen_at or '<unknown>'} (where a "
+        "name holds a result such as x = torch.randn(3, requires_grad=True) * 2, x is the product, which is not a "
+        "leaf: its .grad stays None; the leaf is the tensor made with requires_grad=True)"
+    )
+
+
 def _dense_zero(number: float) -> bool:
     """What PyTorch's 0 becomes when an operation multiplies it: -0.0 (by a negative number) or nan."""
     return math.isnan(number) or (number == 0.0 and math.copysign(1.0, number) < 0)
@@ -669,6 +726,17 @@ def _same_bits(a: list[float] | None, b: list[float] | None) -> bool:
 
 def _has_hooks(t: torch.Tensor) -> bool:
     return bool(getattr(t, "_backward_hooks", None) or getattr(t, "_post_accumulate_grad_hooks", None))
+
+
+def constant_numbers(t: torch.Tensor) -> list[float]:
+    """The numbers of a tensor the replay may hold as constants: a floating tensor's, a boolean
+    mask's, and an integer tensor's as floats (``x * torch.arange(3)``: PyTorch turns them into the
+    float operand's type); none for a complex tensor, which the replay does not follow."""
+    if t.dtype.is_complex:
+        return []
+    if t.dtype.is_floating_point or t.dtype == torch.bool:
+        return numbers_of(t)
+    return [float(v) for v in numbers_of(t)]
 
 
 def _is_leaf(t: torch.Tensor) -> bool:
@@ -736,6 +804,31 @@ def _gradients(outputs: list[Value], seeds: list[float]) -> dict[Value, float]:
         graph.seed(outputs, seeds)
         graph.propagate(order)
         return {leaf: graph.cotangent(leaf) for leaf in leaves}
+
+
+def _roots_and_seeds(given: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """``backward``'s outputs as a list, and a seed for each (None where none was given, or where
+    their counts differ, which PyTorch refuses)."""
+    tensors = given["tensors"]
+    roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+    seeds = given.get("grad_tensors")
+    if seeds is None:
+        seeds = given.get("grad_variables")
+    seeds = [seeds] if isinstance(seeds, torch.Tensor) or seeds is None else list(seeds)
+    return roots, seeds if len(seeds) == len(roots) else [None] * len(roots)
+
+
+def _read_once(given: Any) -> Any:
+    """An argument of ``backward`` as a tuple when it is an iterable other than a tensor (a
+    generator, ``inputs=model.parameters()``): PyTorch takes any iterable, and a generator the
+    watch read first would reach PyTorch empty. A tensor, a GradientEdge, None, and what is not
+    iterable (for PyTorch's own error) are left as they are."""
+    if given is None or isinstance(given, (torch.Tensor, torch.autograd.graph.GradientEdge)):
+        return given
+    try:
+        return tuple(given)
+    except TypeError:
+        return given
 
 
 def _signature(backward: Any) -> inspect.Signature:

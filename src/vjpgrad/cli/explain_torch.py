@@ -8,13 +8,16 @@ equal to PyTorch's ``.grad`` to the bit, or by how many ulp it differs and why) 
 ``--max-steps`` steps (``PAGE_STEPS`` unless given): a page holds every step and the whole graph,
 about 1.2 KB a step, and a pass of a training script's batch can have tens or hundreds of
 thousands. For a larger pass a line says why there is no page, and the summary stands as for any
-pass (``--max-steps`` without ``--html`` is refused: alone it would do nothing). ``--max-steps``
-and ``--html`` are vjpgrad's: a script's own option of either name reaches it only after ``--``
-(the first ``--`` ends vjpgrad's options and is not passed on).
+pass (``--max-steps`` without ``--html`` is refused: alone it would do nothing, and so is an empty
+``--html=``). ``--max-steps``, ``--html`` and ``-h``/``--help`` are vjpgrad's: a script's own
+option of one of those names reaches it only after ``--`` (the first ``--`` ends vjpgrad's
+options and is not passed on).
 
 Exit status: 0 when every pass matches PyTorch, 2 when one differs or could not be replayed,
-1 when the script raises (its traceback is printed) or cannot be read as Python (its syntax
-error alone is printed, and nothing runs).
+1 when the script raises (its traceback is printed), exits with an error (``sys.exit(3)``, or
+``sys.exit("message")``, whose message is printed as Python prints it) or cannot be read as
+Python (its syntax error alone is printed, and nothing runs). A script that is not there, and a
+``--html`` folder that cannot be made, are one line each, exit status 2, before the script runs.
 """
 
 from __future__ import annotations
@@ -46,6 +49,13 @@ def _steps(text: str) -> int:
     return steps
 
 
+def _folder(text: str) -> str:
+    """``--html``: a folder's name, not an empty word (``--html=``), which would be the current folder."""
+    if not text:
+        raise argparse.ArgumentTypeError(f"a folder to write the pages into, got {text!r}")
+    return text
+
+
 def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     """vjpgrad's options, the script, and the script's own words (``args``). The first ``--``
     ends vjpgrad's options wherever it stands and is not passed on: every word after it is the
@@ -60,7 +70,7 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
         usage="%(prog)s [-h] [--html DIR] [--max-steps N] SCRIPT [ARGS ...] [-- ARGS ...]",
         allow_abbrev=False,
     )
-    parser.add_argument("--html", metavar="DIR", help="write one stepper page per pass into DIR")
+    parser.add_argument("--html", type=_folder, metavar="DIR", help="write one stepper page per pass into DIR")
     parser.add_argument(
         "--max-steps",
         type=_steps,
@@ -100,6 +110,10 @@ def main(argv: Sequence[str]) -> int:
     except SyntaxError as error:
         print("".join(traceback.format_exception_only(type(error), error)), end="", file=sys.stderr)
         return 1
+    shown = None if arguments.html is None else Path(arguments.html)  # as given, in what is printed
+    folder = None if shown is None else shown.absolute()  # where the pages go, whatever the script's chdir
+    if shown is not None and not _folder_made(shown):
+        return 2
     import vjpgrad
 
     try:
@@ -109,11 +123,31 @@ def main(argv: Sequence[str]) -> int:
         return 2
     raised = _run(watch, script, list(arguments.args))
     print(watch.summary())
-    if arguments.html:
-        _pages(watch, script, Path(arguments.html), arguments.max_steps)
+    if folder is not None and shown is not None:
+        try:
+            _pages(watch, script, folder, arguments.max_steps, shown)
+        except OSError as error:  # the folder went away, a page is read-only, the disk is full
+            print(f"vjpgrad explain-torch: error: cannot write a page into {shown}: {_why(error)}", file=sys.stderr)
+            return 2
     if raised:
         return 1
     return 0 if watch.matches else 2
+
+
+def _folder_made(folder: Path) -> bool:
+    """Make the ``--html`` folder before the script runs, so that a folder that cannot be made is
+    one line, not a traceback after the script's whole run; whether it is there now."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        print(f"vjpgrad explain-torch: error: cannot write pages into {folder}: {_why(error)}", file=sys.stderr)
+        return False
+    return True
+
+
+def _why(error: OSError) -> str:
+    """An operating system's error in its own words (``File exists``), without the errno."""
+    return error.strerror or str(error)
 
 
 def _run(watch: object, script: Path, args: list[str]) -> bool:
@@ -124,7 +158,9 @@ def _run(watch: object, script: Path, args: list[str]) -> bool:
     try:
         with watch:  # type: ignore[attr-defined]
             runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as done:
+    except SystemExit as done:  # as Python ends: a code that is not a number is printed, and is an error
+        if done.code is not None and not isinstance(done.code, int):
+            print(done.code, file=sys.stderr)
         return done.code not in (None, 0)
     except BaseException as error:  # the script's own error: shown as Python shows it
         frames = traceback.extract_tb(error.__traceback__)
@@ -138,10 +174,10 @@ def _run(watch: object, script: Path, args: list[str]) -> bool:
     return False
 
 
-def _pages(watch: object, script: Path, folder: Path, most: int) -> None:
+def _pages(watch: object, script: Path, folder: Path, most: int, shown: Path) -> None:
     """One stepper page per replayed pass of at most ``most`` steps: DIR/pass-1.html,
-    DIR/pass-2.html...; for a larger pass, a line that says why it has none."""
-    folder.mkdir(parents=True, exist_ok=True)
+    DIR/pass-2.html...; for a larger pass, a line that says why it has none. ``folder`` is where
+    they go, ``shown`` the folder as the command line gave it, for the lines that name a page."""
     for p in watch.passes:  # type: ignore[attr-defined]
         if p.explanation is None:
             continue
@@ -156,4 +192,4 @@ def _pages(watch: object, script: Path, folder: Path, most: int) -> None:
         title = f"{script.name}, pass {p.number}: backward at line {p.location.rpartition(':')[2]}"
         path = folder / f"pass-{p.number}.html"
         path.write_text(p.explanation.to_html(title), encoding="utf-8")
-        print(f"wrote {path}")
+        print(f"wrote {shown / path.name}")
