@@ -386,3 +386,26 @@ def test_the_console_on_start_here_starts_from_the_keyboard_and_its_button_reads
             browser.get("about:blank")  # the console's kernel need not start
     finally:
         browser.set_window_size(1100, 900)
+
+
+@pytest.mark.slow  # the site's build, and Chromium
+def test_the_arrow_keys_scroll_a_steppers_table_wider_than_its_box(site: Site, browser: Any) -> None:
+    # on a phone the table of steps is wider than its box; with the focus in it, ← → scroll it to
+    # the contribution and running-total columns (as ↑ ↓ scroll it down), where they would step
+    from selenium.webdriver.common.keys import Keys
+
+    try:
+        open_page(browser, site, "tutorials/stepping-through-a-pass", 320, "light")
+        box = browser.find_elements("css selector", ".vjs-table-box")[0]
+        root = browser.find_elements("css selector", ".vjs-root")[0]
+        assert browser.execute_script("return arguments[0].scrollWidth > arguments[0].clientWidth + 1", box)
+        browser.execute_script("arguments[0].focus()", box)
+        for _ in range(3):
+            browser.switch_to.active_element.send_keys(Keys.ARROW_RIGHT)
+        assert browser.execute_script("return arguments[0].scrollLeft", box) > 0
+        assert root.get_attribute("data-step") == "0"
+        browser.execute_script("arguments[0].querySelector('[data-role=\"next\"]').focus()", root)
+        browser.switch_to.active_element.send_keys(Keys.ARROW_RIGHT)  # elsewhere in the stepper they step
+        assert root.get_attribute("data-step") == "1"
+    finally:
+        browser.set_window_size(1100, 900)

@@ -217,6 +217,21 @@ def test_hostile_labels_names_and_title_appear_only_escaped() -> None:
     assert data["title"] == "</title><script>alert(2)</script>"
 
 
+def test_each_steppers_scrolling_boxes_are_named_after_its_title_escaped() -> None:
+    # two steppers on one page (a tutorial has two) name their regions apart, for a screen
+    # reader's list of them (axe-core's landmark-unique); the title, the user's text, escaped
+    first = stepper_fragment(explained(case_2), title='one" onfocus="alert(1)')
+    second = stepper_fragment(explained(case_1))
+    labels = [
+        a["aria-label"]
+        for _, a in parse(f"<!DOCTYPE html><html><body>{first}{second}</body></html>").tags
+        if a.get("role") == "region"
+    ]
+    assert len(labels) == len(set(labels)) == 4
+    assert 'the graph of one" onfocus="alert(1) (scrolls)' in labels  # read back intact, so escaped
+    assert '" onfocus="' not in first
+
+
 def test_script_json_cannot_close_its_script_and_round_trips() -> None:
     data = {"text": "</script><!-- & -->\u2028", "n": [1.5, json_number(math.inf), json_number(-math.inf)]}
     text = script_json(data)
