@@ -10,6 +10,7 @@
   closed drawer off the screen), the drawers open and close from the keyboard, and Start here's
   console starts from it, its button's words inside the button;
 - axe-core finds no critical and no serious violation on any page of the path, light or dark;
+- axe-core finds no violation at all, of any impact, on any page the build writes, on a phone;
 - "Questions learners ask" shows the numbers its answers discuss.
 
 The site is the one CI's docs step built (``VJPGRAD_DOCS_BUILT``), or one built here with the
@@ -409,3 +410,26 @@ def test_the_arrow_keys_scroll_a_steppers_table_wider_than_its_box(site: Site, b
         assert root.get_attribute("data-step") == "1"
     finally:
         browser.set_window_size(1100, 900)
+
+
+@pytest.mark.slow  # the site's build, Chromium and axe-core
+def test_axe_finds_no_violation_at_all_on_any_page_of_the_site(site: Site, browser: Any) -> None:
+    # every page the build writes (the reference, the index, search...), not only the path; on a
+    # phone, where most code scrolls and so is a region; every impact, minor too
+    source = _browser.axe_source()
+    pages = sorted(
+        str(path.relative_to(site.html).with_suffix(""))
+        for path in site.html.rglob("*.html")
+        if path.relative_to(site.html).parts[0] not in ("lite", "_static", "_images", "_sources")
+    )
+    assert len(pages) > 30
+    found = {}
+    try:
+        for page in pages:
+            open_page(browser, site, page, 390, "light")
+            violations = _browser.axe_violations(browser, source, ("critical", "serious", "moderate", "minor"))
+            if violations:
+                found[page] = violations
+    finally:
+        browser.set_window_size(1100, 900)
+    assert found == {}

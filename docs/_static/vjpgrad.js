@@ -32,9 +32,22 @@
   }
   function wide() {
     WIDE.forEach(function (pair) {
+      var count = 0;
       document.querySelectorAll(pair[0]).forEach(function (el) {
-        if (!el.closest(".vjs-root")) { marked(el, pair[1]); }  // the stepper marks its own boxes
+        if (el.closest(".vjs-root")) { return; }  // the stepper marks its own boxes
+        // each region named apart from the others (a screen reader's list of them, axe-core's
+        // landmark-unique): "code 3, scrolls sideways"
+        marked(el, pair[1].replace(",", " " + (count + 1) + ","));
+        if (el.hasAttribute("data-vjp-scroller")) { count += 1; }
       });
+    });
+  }
+
+  // furo's two asides, named: a screen reader lists them apart (axe-core's landmark-unique).
+  function asideNames() {
+    [[".sidebar-drawer", "the site's pages"], [".toc-drawer", "on this page"]].forEach(function (pair) {
+      var el = document.querySelector(pair[0]);
+      if (el && !el.hasAttribute("aria-label")) { el.setAttribute("aria-label", pair[1]); }
     });
   }
 
@@ -122,7 +135,7 @@
     });
   }
 
-  function all() { captionLevels(); drawers(); consoles(); wide(); }
+  function all() { captionLevels(); asideNames(); drawers(); consoles(); wide(); }
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", all); } else { all(); }
   window.addEventListener("load", wide);
   window.addEventListener("resize", wide);
