@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +53,24 @@ def test_a_tutorials_notebook_holds_its_code_cells_in_order() -> None:
     assert code[-1].strip() in text
     assert text.index(code[0].strip()) < text.index(code[-1].strip())
     assert all(not cell["source"].startswith("---") for cell in cells if cell["cell_type"] == "markdown")
+
+
+def test_every_tutorial_offered_in_the_browser_has_code_to_run_there() -> None:
+    # "Run in your browser" opens the tutorial's code cells in Pyodide: a page with none (its code
+    # in plain blocks) or one that needs PyTorch, which no browser runs, gets the note instead
+    pytest.importorskip("sphinx")
+    import sys
+
+    sys.path.insert(0, str(DOCS / "_lite"))
+    import vjpgrad_lite
+
+    offered = [page for page in vjpgrad_lite.tutorials(DOCS) if page.stem not in vjpgrad_lite.NOT_IN_THE_BROWSER]
+    assert len(offered) >= 5
+    for page in offered:
+        text = page.read_text(encoding="utf-8")
+        cells = vjpgrad_lite.notebook(text)["cells"]
+        assert [cell for cell in cells if cell["cell_type"] == "code"], page.stem
+        assert not re.search(r"^\s*(import torch|from torch)\b", text, flags=re.MULTILINE), page.stem
 
 
 def missing(why: str) -> None:
