@@ -173,6 +173,33 @@ def test_the_console_on_start_here_runs_the_readme_example_and_the_four_cases(ch
     requested(chromium)
 
 
+@pytest.mark.slow  # Chromium runs Pyodide
+def test_the_keyboard_starts_start_heres_console_and_leaves_it_as_the_page_says(chromium: Any, server: str) -> None:
+    # inside the console Tab is the editor's (completion, indent): the page says how to move on
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    page = f"{server}/start-here.html"
+    chromium.get(page)
+    button = _lite.element(chromium, ".jupyterlite_sphinx_try_it_button", page, reload=True)
+    said = " ".join(str(chromium.execute_script("return arguments[0].closest('section').textContent", button)).split())
+    assert "press Escape, then Tab, to move on past it" in said
+    chromium.execute_script("arguments[0].focus()", button)
+    ActionChains(chromium).send_keys(Keys.ENTER).perform()
+    frame = _lite.element(chromium, ".jupyterlite_sphinx_iframe_container iframe", page, reload=False)
+    chromium.switch_to.frame(frame)
+    try:
+        wait_for(chromium, README_A_GRAD)
+        chromium.execute_script("document.querySelector('.jp-CodeConsole-promptCell .cm-content').focus()")
+    finally:
+        chromium.switch_to.default_content()
+    ActionChains(chromium).send_keys(Keys.TAB).perform()
+    assert chromium.switch_to.active_element == frame  # the editor's Tab
+    ActionChains(chromium).send_keys(Keys.ESCAPE).send_keys(Keys.TAB).perform()
+    assert chromium.switch_to.active_element != frame  # and out, on to the page
+    requested(chromium)
+
+
 def run_notebook(chromium: Any, server: str, name: str) -> str:
     """Open a tutorial's notebook in JupyterLite, run all its cells, and return their outputs."""
     chromium.get(f"{server}/lite/notebooks/index.html?path=tutorials/{name}.ipynb")
