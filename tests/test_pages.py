@@ -25,7 +25,9 @@ from _pages import DOCS, README, ROOT, docs_pages, example_pages, is_doctest, is
 QUESTION = "https://stackoverflow.com/questions/43451125"
 
 
-OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+OPTIONS = doctest.ELLIPSIS
+"""No NORMALIZE_WHITESPACE: a page shows what prints, line for line (a long line wrapped by hand
+is not what a learner who pastes the block sees)."""
 
 
 PUBLIC_MODULES = ["vjpgrad", "vjpgrad.nn", "vjpgrad.nn.functional", "vjpgrad.optim", "vjpgrad.testing"]
