@@ -644,3 +644,23 @@ def test_the_graph_and_the_table_are_reachable_by_the_keyboard(browser: Any, tmp
     table.send_keys(Keys.ARROW_RIGHT)  # left and right still step
     _browser.check_step(browser, e, 1)
     assert _browser.severe(browser) == []
+
+
+@pytest.mark.slow  # Chromium
+def test_a_key_that_scrolls_a_box_goes_no_further_than_the_stepper(browser: Any, tmp_path: Path) -> None:
+    # in JupyterLab's notebook (the site's JupyterLite) the page's own shortcuts listen on the
+    # document: ArrowDown in the table of steps moved to the next cell and took the focus away
+    y, names, seed = wide_and_tall()
+    e = explain(y, seed, names=names)
+    root = _browser.open_page(browser, tmp_path / "stepper.html", stepper_html(e))
+    browser.execute_script(
+        "window.seen = []; document.addEventListener('keydown', (event) => window.seen.push(event.key));"
+    )
+    table = root.find_element(By.CSS_SELECTOR, '[data-role="table-box"]')
+    browser.execute_script("arguments[0].focus()", table)
+    table.send_keys(Keys.ARROW_DOWN)
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 2).until(lambda b: b.execute_script("return arguments[0].scrollTop", table) > 0)
+    assert browser.execute_script("return window.seen") == []  # the box scrolled; the page saw nothing
+    assert browser.switch_to.active_element == table

@@ -970,11 +970,14 @@ _SCRIPT = """
     if (tag === "SELECT" || tag === "INPUT" || event.altKey || event.ctrlKey || event.metaKey) { return; }
     var key = event.key;
     var inBox = event.target === graphBox || event.target === tableBox;
-    if (inBox && (key === "ArrowUp" || key === "ArrowDown")) { return; }  // the box scrolls
     // a table wider than its box (a phone) scrolls sideways too, to its contribution and running
     // total columns, which the keyboard would not reach otherwise (the graph pans by itself)
     var sideways = event.target === tableBox && tableBox.scrollWidth > tableBox.clientWidth + 1;
-    if (sideways && (key === "ArrowLeft" || key === "ArrowRight")) { return; }
+    if ((inBox && (key === "ArrowUp" || key === "ArrowDown")) ||
+        (sideways && (key === "ArrowLeft" || key === "ArrowRight"))) {
+      event.stopPropagation();  // the box scrolls, and the page's own keys (a notebook's) do not run
+      return;
+    }
     if (key === "ArrowRight" || key === "ArrowDown") { stop(); go(k + 1); }
     else if (key === "ArrowLeft" || key === "ArrowUp") { stop(); go(k - 1); }
     else if (key === "Home") { stop(); go(0); }
