@@ -205,6 +205,14 @@ def test_the_keyboard_starts_start_heres_console_and_leaves_it_as_the_page_says(
     requested(chromium)
 
 
+KERNEL_IDLE = """
+const panel = window.jupyterapp.shell.currentWidget;
+const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+return Boolean(kernel) && kernel.status === "idle";
+"""
+"""The open notebook's kernel has started and waits for code."""
+
+
 def run_notebook(chromium: Any, server: str, name: str) -> str:
     """Open a tutorial's notebook in JupyterLite, run all its cells, and return their outputs."""
     chromium.get(f"{server}/lite/notebooks/index.html?path=tutorials/{name}.ipynb")
@@ -216,6 +224,9 @@ def run_notebook(chromium: Any, server: str, name: str) -> str:
         cells = int(
             chromium.execute_script("return window.jupyterapp ? document.querySelectorAll('.jp-CodeCell').length : 0;")
         )
+    while not chromium.execute_script(KERNEL_IDLE):  # run-all before the kernel is there runs nothing
+        assert time.monotonic() - started < WAIT, "the notebook's kernel did not start"
+        time.sleep(0.5)
     chromium.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells');")
     while True:
         counts = chromium.execute_script(
