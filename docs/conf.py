@@ -74,8 +74,9 @@ autodoc_preserve_defaults = True
 html_theme = "furo"
 html_title = f"vjpgrad {release}"
 html_static_path = ["_static"]
+templates_path = ["_templates"]  # search.html: furo's, with a level-one heading
 html_css_files = ["vjpgrad.css"]  # code that scrolls rather than wraps; the matrix on Start here
-html_js_files = ["vjpgrad.js"]  # wide code and tables reachable by keyboard; the sidebar's heading levels
+html_js_files = ["vjpgrad.js"]  # wide code and tables, the drawers and the console by keyboard; sidebar headings
 html_show_sourcelink = False
 html_copy_source = False
 

@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 PAGE = Path(__file__).resolve().parent / "tutorials" / "to-pytorch.md"
-CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?:---\n.*?\n---\n)?(.*?)^```$", re.MULTILINE | re.DOTALL)
+"""A code cell's code, without its block of options (``---`` ... ``---``: a picture's alt text)."""
 RECORDED = re.compile(r'(    recorded = """\n)(.*?)(""")', re.DOTALL)
 VERSION = re.compile(r"with torch [0-9][^ ]* this cell printed")
 TORCH_CELL = "if torch is not None:"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +53,29 @@ def test_a_tutorials_notebook_holds_its_code_cells_in_order() -> None:
     assert code[-1].strip() in text
     assert text.index(code[0].strip()) < text.index(code[-1].strip())
     assert all(not cell["source"].startswith("---") for cell in cells if cell["cell_type"] == "markdown")
+
+
+OTHER_TUTORIALS = ["seeds-and-vjps", "compile", "mlp-on-moons", "tiny-gpt"]
+"""The tutorials offered in the browser that the tests below run whole, beside first-backward and
+stepping-through-a-pass."""
+
+
+def test_every_tutorial_offered_in_the_browser_has_code_to_run_there() -> None:
+    # "Run in your browser" opens the tutorial's code cells in Pyodide: a page with none (its code
+    # in plain blocks) or one that needs PyTorch, which no browser runs, gets the note instead
+    pytest.importorskip("sphinx")
+    import sys
+
+    sys.path.insert(0, str(DOCS / "_lite"))
+    import vjpgrad_lite
+
+    offered = [page for page in vjpgrad_lite.tutorials(DOCS) if page.stem not in vjpgrad_lite.NOT_IN_THE_BROWSER]
+    assert {page.stem for page in offered} == {"first-backward", "stepping-through-a-pass", *OTHER_TUTORIALS}
+    for page in offered:
+        text = page.read_text(encoding="utf-8")
+        cells = vjpgrad_lite.notebook(text)["cells"]
+        assert [cell for cell in cells if cell["cell_type"] == "code"], page.stem
+        assert not re.search(r"^\s*(import torch|from torch)\b", text, flags=re.MULTILINE), page.stem
 
 
 def missing(why: str) -> None:
@@ -154,6 +178,41 @@ def test_the_console_on_start_here_runs_the_readme_example_and_the_four_cases(ch
     requested(chromium)
 
 
+@pytest.mark.slow  # Chromium runs Pyodide
+def test_the_keyboard_starts_start_heres_console_and_leaves_it_as_the_page_says(chromium: Any, server: str) -> None:
+    # inside the console Tab is the editor's (completion, indent): the page says how to move on
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    page = f"{server}/start-here.html"
+    chromium.get(page)
+    button = _lite.element(chromium, ".jupyterlite_sphinx_try_it_button", page, reload=True)
+    said = " ".join(str(chromium.execute_script("return arguments[0].closest('section').textContent", button)).split())
+    assert "press Escape, then Tab, to move on past it" in said
+    chromium.execute_script("arguments[0].focus()", button)
+    ActionChains(chromium).send_keys(Keys.ENTER).perform()
+    frame = _lite.element(chromium, ".jupyterlite_sphinx_iframe_container iframe", page, reload=False)
+    chromium.switch_to.frame(frame)
+    try:
+        wait_for(chromium, README_A_GRAD)
+        chromium.execute_script("document.querySelector('.jp-CodeConsole-promptCell .cm-content').focus()")
+    finally:
+        chromium.switch_to.default_content()
+    ActionChains(chromium).send_keys(Keys.TAB).perform()
+    assert chromium.switch_to.active_element == frame  # the editor's Tab
+    ActionChains(chromium).send_keys(Keys.ESCAPE).send_keys(Keys.TAB).perform()
+    assert chromium.switch_to.active_element != frame  # and out, on to the page
+    requested(chromium)
+
+
+KERNEL_IDLE = """
+const panel = window.jupyterapp.shell.currentWidget;
+const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+return Boolean(kernel) && kernel.status === "idle";
+"""
+"""The open notebook's kernel has started and waits for code."""
+
+
 def run_notebook(chromium: Any, server: str, name: str) -> str:
     """Open a tutorial's notebook in JupyterLite, run all its cells, and return their outputs."""
     chromium.get(f"{server}/lite/notebooks/index.html?path=tutorials/{name}.ipynb")
@@ -165,6 +224,9 @@ def run_notebook(chromium: Any, server: str, name: str) -> str:
         cells = int(
             chromium.execute_script("return window.jupyterapp ? document.querySelectorAll('.jp-CodeCell').length : 0;")
         )
+    while not chromium.execute_script(KERNEL_IDLE):  # run-all before the kernel is there runs nothing
+        assert time.monotonic() - started < WAIT, "the notebook's kernel did not start"
+        time.sleep(0.5)
     chromium.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells');")
     while True:
         counts = chromium.execute_script(
@@ -187,6 +249,14 @@ def run_notebook(chromium: Any, server: str, name: str) -> str:
 def test_a_tutorial_notebook_runs_whole_in_the_browser(chromium: Any, server: str) -> None:
     seen = run_notebook(chromium, server, "first-backward")
     assert "-5.0" in seen  # the tutorial's first cell: 2 * -3 + 1
+
+
+@pytest.mark.slow  # Chromium runs Pyodide
+@pytest.mark.parametrize("name", OTHER_TUTORIALS)
+def test_every_other_tutorial_offered_in_the_browser_runs_whole_there(chromium: Any, server: str, name: str) -> None:
+    # each page with "Run in your browser" (first-backward and stepping-through-a-pass run above
+    # and below); compile's first cell once failed in Pyodide, whose site has no user folder
+    run_notebook(chromium, server, name)
 
 
 @pytest.mark.slow  # Chromium runs Pyodide

@@ -23,6 +23,7 @@ import functools
 import importlib
 import inspect
 import io
+import math
 import operator
 import os
 import random
@@ -1760,3 +1761,17 @@ def test_an_argument_compared_with_is_is_told_from_an_equal_copy_wherever_the_wo
     for given in ([_equal_copy(held), held, _equal_copy(held)], [held, _equal_copy(held), held]):
         compiled = vjpgrad.compile(fn)
         assert [compiled(Value(1.0), o).data for o in given] == [fn(Value(1.0), o).data for o in given]
+
+
+def test_compile_records_where_site_has_no_user_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pyodide (the site's JupyterLite) has no user site: site.getusersitepackages() returns None
+    # there, and the compile tutorial's first call failed ("'NoneType' object is not iterable")
+    import site
+
+    monkeypatch.setattr(site, "getusersitepackages", lambda: None)
+    monkeypatch.setattr(world, "_installed", {})  # the folders are looked up again
+    fast = vjpgrad.compile(lambda a, b: a * b + a.exp())
+    fast(Value(1.0), Value(1.0))  # the first call records
+    a, b = Value(2.0), Value(3.0)
+    fast(a, b).backward()
+    assert (a.grad, b.grad) == (3.0 + math.exp(2.0), 2.0)

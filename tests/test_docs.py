@@ -280,6 +280,21 @@ def test_each_tutorial_that_builds_a_graph_draws_it_and_start_here_draws_the_jac
     assert (site.html / "coming-from-micrograd.html").read_text(encoding="utf-8").count("micrograd-draw-dot.svg") == 1
 
 
+@pytest.mark.slow  # the site's build
+def test_every_picture_of_the_site_says_what_it_shows(site: Site) -> None:
+    # a cell's picture (draw()'s graph) is written by MyST-NB as an <img> whose alt text is its
+    # file's path unless the cell gives one: a screen reader read "../_images/1cd8f4...svg"
+    said: dict[str, list[str | None]] = {}
+    for path in site.html.rglob("*.html"):
+        if path.relative_to(site.html).parts[0] in ("lite", "_static", "_images", "_sources"):
+            continue
+        for tag in re.findall(r"<img\b[^>]*>", path.read_text(encoding="utf-8")):
+            alt = re.search(r'\balt="([^"]*)"', tag)
+            if alt is None or re.search(r"\.(svg|png|jpe?g|gif)\b|_images/", alt[1]):
+                said.setdefault(str(path.relative_to(site.html)), []).append(alt[1] if alt else None)
+    assert said == {}
+
+
 OUTPUT_IN_VIEW = """
 const found = [];
 for (const root of document.querySelectorAll(".vjs-root")) {

@@ -6,7 +6,11 @@
   shadow on its edge) and can be reached with Tab;
 - every stepper keeps its node text at 11 px or more, and each step's nodes in view;
 - the keyboard steps a tutorial's stepper to either end and back without losing focus;
+- Tab stops only where the reader sees the focus, at 1280, 800, 390 and 320 px (no link of a
+  closed drawer off the screen), the drawers open and close from the keyboard, and Start here's
+  console starts from it, its button's words inside the button;
 - axe-core finds no critical and no serious violation on any page of the path, light or dark;
+- axe-core finds no violation at all, of any impact, on any page the build writes, on a phone;
 - "Questions learners ask" shows the numbers its answers discuss.
 
 The site is the one CI's docs step built (``VJPGRAD_DOCS_BUILT``), or one built here with the
@@ -252,3 +256,180 @@ def test_the_questions_page_shows_the_numbers_its_answers_discuss(site: Site) ->
     for line in ("y.backward(ones):", "y.sum().backward():"):
         assert f"{line}" in text
     assert "Traceback" not in page
+
+
+# ---- the keyboard alone, on every screen ------------------------------------------------------------
+
+FOCUSED = """
+const el = document.activeElement;
+if (!el || el === document.body || el === document.documentElement) { return null; }
+const r = el.getBoundingClientRect(), s = getComputedStyle(el);
+return {
+  where: el.tagName + " " + (el.getAttribute("aria-label") || el.textContent || "").trim().slice(0, 40),
+  key: [el.tagName, el.className, Math.round(r.left), Math.round(r.top + window.scrollY)].join(" "),
+  shown: r.width > 0 && r.height > 0 && r.right > 0 && r.left < window.innerWidth,
+  marked: (s.outlineStyle !== "none" && parseFloat(s.outlineWidth) > 0) || s.boxShadow !== "none",
+};
+"""
+
+
+def tab_stops(browser: Any, limit: int = 300) -> list[dict[str, Any]]:
+    """Where Tab takes the focus, from the top of the open page to its end (or once round)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    stops: list[dict[str, Any]] = []
+    for _ in range(limit):
+        ActionChains(browser).send_keys(Keys.TAB).perform()
+        stop = browser.execute_script(FOCUSED)
+        if stop is None or (stops and stop["key"] == stops[0]["key"]):
+            break
+        stops.append(stop)
+    return stops
+
+
+@pytest.mark.slow  # the site's build, and Chromium
+@pytest.mark.parametrize("width", [1280, 800, 390, 320])
+def test_tab_stops_only_where_the_reader_sees_the_focus(site: Site, browser: Any, width: int) -> None:
+    # furo's drawers (the site's navigation under 63em, "On this page" under 82em) sit off the
+    # screen, closed, with their links still in the Tab order; the search field draws no focus
+    try:
+        for page in PATH:
+            open_page(browser, site, page, width, "light")
+            stops = tab_stops(browser)
+            assert len(stops) > 5, page
+            assert [s["where"] for s in stops if not s["shown"]] == [], (page, width)  # focus off the screen
+            assert [s["where"] for s in stops if not s["marked"]] == [], (page, width)  # focus not drawn
+    finally:
+        browser.set_window_size(1100, 900)
+
+
+VISIBLE_TOGGLE = """
+const found = Array.from(document.querySelectorAll(arguments[0])).filter((el) => el.getClientRects().length > 0);
+return found.length ? found[0] : null;
+"""
+IN_VIEW = "const r = arguments[0].getBoundingClientRect(); return r.left >= -0.5 && r.right <= window.innerWidth + 0.5;"
+
+
+@pytest.mark.slow  # the site's build, and Chromium
+@pytest.mark.parametrize(
+    ("width", "drawers"),
+    [(390, ("nav", "toc")), (800, ("nav", "toc")), (1280, ("toc",))],  # where each drawer is closed off the screen
+)
+def test_the_keyboard_opens_and_closes_the_drawers(
+    site: Site, browser: Any, width: int, drawers: tuple[str, ...]
+) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    parts = {"nav": (".nav-overlay-icon", ".sidebar-drawer"), "toc": (".toc-overlay-icon", ".toc-drawer")}
+    try:
+        open_page(browser, site, "start-here", width, "light")
+        for name in drawers:
+            toggle_css, drawer_css = parts[name]
+            toggle = browser.execute_script(VISIBLE_TOGGLE, toggle_css)
+            drawer = browser.find_element("css selector", drawer_css)
+            assert toggle is not None, (name, width)
+            assert not browser.execute_script(IN_VIEW, drawer), (name, width)  # closed
+            for _ in range(40):  # Tab reaches the toggle, near the top
+                ActionChains(browser).send_keys(Keys.TAB).perform()
+                if browser.switch_to.active_element == toggle:
+                    break
+            assert browser.switch_to.active_element == toggle, (name, width)
+            assert toggle.tag_name == "button"  # furo's label takes no focus
+            assert toggle.get_attribute("aria-expanded") == "false"
+            ActionChains(browser).send_keys(Keys.ENTER).perform()
+            assert browser.execute_script(IN_VIEW, drawer), (name, width)  # open
+            assert toggle.get_attribute("aria-expanded") == "true"
+            assert browser.execute_script("return arguments[0].contains(document.activeElement)", drawer), name
+            ActionChains(browser).send_keys(Keys.ESCAPE).perform()
+            assert not browser.execute_script(IN_VIEW, drawer), (name, width)  # closed again
+            assert browser.switch_to.active_element == toggle  # the focus back where it was
+            assert toggle.get_attribute("aria-expanded") == "false"
+            browser.execute_script("document.activeElement.blur(); window.scrollTo(0, 0);")
+    finally:
+        browser.set_window_size(1100, 900)
+
+
+@pytest.mark.slow  # the site's build, and Chromium
+@pytest.mark.parametrize("width", [1280, 390, 320])
+def test_the_console_on_start_here_starts_from_the_keyboard_and_its_button_reads_whole(
+    site: Site, browser: Any, width: int
+) -> None:
+    import _lite
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    try:
+        with _lite.served(site.html) as server:  # the console's page is opened over HTTP, as a reader does
+            browser.set_window_size(width, 900)
+            browser.get(f"{server}/start-here.html")
+            button = browser.find_element("css selector", ".jupyterlite_sphinx_try_it_button")
+            fits = browser.execute_script(
+                "const b = arguments[0], r = b.getBoundingClientRect(),"
+                " box = b.parentElement.getBoundingClientRect();"
+                "return b.scrollWidth <= b.clientWidth + 1 && b.scrollHeight <= b.clientHeight + 1"
+                " && r.left >= box.left && r.right <= box.right;",
+                button,
+            )
+            assert fits, width  # its words inside it, and it inside its box
+            assert button.get_attribute("role") == "button"
+            for _ in range(60):
+                ActionChains(browser).send_keys(Keys.TAB).perform()
+                if browser.switch_to.active_element == button:
+                    break
+            assert browser.switch_to.active_element == button, width
+            ActionChains(browser).send_keys(Keys.ENTER).perform()
+            frames = browser.find_elements("css selector", ".jupyterlite_sphinx_iframe_container iframe")
+            assert len(frames) == 1
+            assert frames[0].get_attribute("title")  # a frame says what it holds
+            assert browser.switch_to.active_element == frames[0]  # the keyboard goes on into the console
+            browser.get("about:blank")  # the console's kernel need not start
+    finally:
+        browser.set_window_size(1100, 900)
+
+
+@pytest.mark.slow  # the site's build, and Chromium
+def test_the_arrow_keys_scroll_a_steppers_table_wider_than_its_box(site: Site, browser: Any) -> None:
+    # on a phone the table of steps is wider than its box; with the focus in it, ← → scroll it to
+    # the contribution and running-total columns (as ↑ ↓ scroll it down), where they would step
+    from selenium.webdriver.common.keys import Keys
+
+    try:
+        open_page(browser, site, "tutorials/stepping-through-a-pass", 320, "light")
+        box = browser.find_elements("css selector", ".vjs-table-box")[0]
+        root = browser.find_elements("css selector", ".vjs-root")[0]
+        assert browser.execute_script("return arguments[0].scrollWidth > arguments[0].clientWidth + 1", box)
+        browser.execute_script("arguments[0].focus()", box)
+        for _ in range(3):
+            browser.switch_to.active_element.send_keys(Keys.ARROW_RIGHT)
+        assert browser.execute_script("return arguments[0].scrollLeft", box) > 0
+        assert root.get_attribute("data-step") == "0"
+        browser.execute_script("arguments[0].querySelector('[data-role=\"next\"]').focus()", root)
+        browser.switch_to.active_element.send_keys(Keys.ARROW_RIGHT)  # elsewhere in the stepper they step
+        assert root.get_attribute("data-step") == "1"
+    finally:
+        browser.set_window_size(1100, 900)
+
+
+@pytest.mark.slow  # the site's build, Chromium and axe-core
+def test_axe_finds_no_violation_at_all_on_any_page_of_the_site(site: Site, browser: Any) -> None:
+    # every page the build writes (the reference, the index, search...), not only the path; on a
+    # phone, where most code scrolls and so is a region; every impact, minor too
+    source = _browser.axe_source()
+    pages = sorted(
+        str(path.relative_to(site.html).with_suffix(""))
+        for path in site.html.rglob("*.html")
+        if path.relative_to(site.html).parts[0] not in ("lite", "_static", "_images", "_sources")
+    )
+    assert len(pages) > 30
+    found = {}
+    try:
+        for page in pages:
+            open_page(browser, site, page, 390, "light")
+            violations = _browser.axe_violations(browser, source, ("critical", "serious", "moderate", "minor"))
+            if violations:
+                found[page] = violations
+    finally:
+        browser.set_window_size(1100, 900)
+    assert found == {}

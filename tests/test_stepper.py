@@ -217,6 +217,21 @@ def test_hostile_labels_names_and_title_appear_only_escaped() -> None:
     assert data["title"] == "</title><script>alert(2)</script>"
 
 
+def test_each_steppers_scrolling_boxes_are_named_after_its_title_escaped() -> None:
+    # two steppers on one page (a tutorial has two) name their regions apart, for a screen
+    # reader's list of them (axe-core's landmark-unique); the title, the user's text, escaped
+    first = stepper_fragment(explained(case_2), title='one" onfocus="alert(1)')
+    second = stepper_fragment(explained(case_1))
+    labels = [
+        a["aria-label"]
+        for _, a in parse(f"<!DOCTYPE html><html><body>{first}{second}</body></html>").tags
+        if a.get("role") == "region"
+    ]
+    assert len(labels) == len(set(labels)) == 4
+    assert 'the graph of one" onfocus="alert(1) (scrolls)' in labels  # read back intact, so escaped
+    assert '" onfocus="' not in first
+
+
 def test_script_json_cannot_close_its_script_and_round_trips() -> None:
     data = {"text": "</script><!-- & -->\u2028", "n": [1.5, json_number(math.inf), json_number(-math.inf)]}
     text = script_json(data)
@@ -629,3 +644,23 @@ def test_the_graph_and_the_table_are_reachable_by_the_keyboard(browser: Any, tmp
     table.send_keys(Keys.ARROW_RIGHT)  # left and right still step
     _browser.check_step(browser, e, 1)
     assert _browser.severe(browser) == []
+
+
+@pytest.mark.slow  # Chromium
+def test_a_key_that_scrolls_a_box_goes_no_further_than_the_stepper(browser: Any, tmp_path: Path) -> None:
+    # in JupyterLab's notebook (the site's JupyterLite) the page's own shortcuts listen on the
+    # document: ArrowDown in the table of steps moved to the next cell and took the focus away
+    y, names, seed = wide_and_tall()
+    e = explain(y, seed, names=names)
+    root = _browser.open_page(browser, tmp_path / "stepper.html", stepper_html(e))
+    browser.execute_script(
+        "window.seen = []; document.addEventListener('keydown', (event) => window.seen.push(event.key));"
+    )
+    table = root.find_element(By.CSS_SELECTOR, '[data-role="table-box"]')
+    browser.execute_script("arguments[0].focus()", table)
+    table.send_keys(Keys.ARROW_DOWN)
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 2).until(lambda b: b.execute_script("return arguments[0].scrollTop", table) > 0)
+    assert browser.execute_script("return window.seen") == []  # the box scrolled; the page saw nothing
+    assert browser.switch_to.active_element == table

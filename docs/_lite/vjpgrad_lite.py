@@ -9,7 +9,7 @@ A Sphinx extension over jupyterlite-sphinx. At each build it
   the kernel at the local Pyodide, which then waits on a CDN);
 - converts the tutorials that run in a browser from their MyST sources to notebooks, puts them in
   the JupyterLite's files under ``tutorials/``, and writes a "Run in your browser" link at the
-  top of each; the two that cannot run there get a note that says why.
+  top of each; the three that cannot run there get a note that says why.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import assemble  # beside this file
 NOT_IN_THE_BROWSER = {
     "vmap": "it runs on NumPy arrays, and NumPy has no wheel on PyPI for Pyodide, the Python that runs in a browser",
     "to-pytorch": "it runs PyTorch beside vjpgrad, and PyTorch does not run in a browser",
+    "your-pytorch-code": "it watches your PyTorch code run, and PyTorch does not run in a browser",
 }
 """The tutorials that cannot run in a browser, and why."""
 

@@ -32,13 +32,110 @@
   }
   function wide() {
     WIDE.forEach(function (pair) {
+      var count = 0;
       document.querySelectorAll(pair[0]).forEach(function (el) {
-        if (!el.closest(".vjs-root")) { marked(el, pair[1]); }  // the stepper marks its own boxes
+        if (el.closest(".vjs-root")) { return; }  // the stepper marks its own boxes
+        // each region named apart from the others (a screen reader's list of them, axe-core's
+        // landmark-unique): "code 3, scrolls sideways"
+        marked(el, pair[1].replace(",", " " + (count + 1) + ","));
+        if (el.hasAttribute("data-vjp-scroller")) { count += 1; }
       });
     });
   }
 
-  function all() { captionLevels(); wide(); }
+  // furo's two asides, named: a screen reader lists them apart (axe-core's landmark-unique).
+  function asideNames() {
+    [[".sidebar-drawer", "the site's pages"], [".toc-drawer", "on this page"]].forEach(function (pair) {
+      var el = document.querySelector(pair[0]);
+      if (el && !el.hasAttribute("aria-label")) { el.setAttribute("aria-label", pair[1]); }
+    });
+  }
+
+  // furo's drawers (the site's pages under 63em, "On this page" under 82em) open when a label for
+  // a hidden checkbox is clicked, and a label takes no focus. Each label becomes a button (its
+  // classes and icon kept, so furo places and shows it as before) that opens and closes its
+  // drawer from the mouse or the keyboard. From the keyboard the focus goes into the drawer, and
+  // Escape, or the focus leaving the drawer, closes it; Escape puts the focus back on the button.
+  // vjpgrad.css hides a closed drawer, so Tab skips its links.
+  var DRAWERS = [
+    ["__navigation", ".sidebar-drawer", "label.nav-overlay-icon", "the site's pages"],
+    ["__toc", ".toc-drawer", "label.toc-overlay-icon", "on this page"],
+  ];
+  function focusable(root) {
+    var found = root.querySelectorAll("a[href], input:not([type=hidden]), button, [tabindex]");
+    return Array.prototype.filter.call(found, function (el) { return el.getClientRects().length > 0; })[0];
+  }
+  function drawers() {
+    DRAWERS.forEach(function (parts) {
+      var box = document.getElementById(parts[0]), drawer = document.querySelector(parts[1]);
+      if (!box || !drawer) { return; }
+      drawer.id = drawer.id || "vjp-drawer-" + parts[0].slice(2);
+      var opener = null, buttons = [];
+      function shown() {
+        buttons.forEach(function (b) { b.setAttribute("aria-expanded", box.checked ? "true" : "false"); });
+      }
+      function close(back) {
+        if (!box.checked) { return; }
+        box.checked = false;
+        shown();
+        if (back && opener) { opener.focus(); }
+      }
+      document.querySelectorAll(parts[2]).forEach(function (label) {
+        var button = document.createElement("button");
+        button.type = "button";
+        button.className = label.className;
+        button.innerHTML = label.innerHTML;
+        button.setAttribute("aria-label", "Show " + parts[3]);
+        button.setAttribute("aria-controls", drawer.id);
+        label.replaceWith(button);
+        buttons.push(button);
+        button.addEventListener("click", function (event) {
+          opener = button;
+          box.checked = !box.checked;
+          shown();
+          var first = box.checked && event.detail === 0 ? focusable(drawer) : null;  // 0: Enter or Space
+          if (first) { first.focus(); }
+        });
+      });
+      box.addEventListener("change", shown);  // furo's overlay, clicked, closes the drawer
+      drawer.addEventListener("keydown", function (event) {
+        if (event.key === "Escape" && box.checked) { event.preventDefault(); close(true); }
+      });
+      drawer.addEventListener("focusout", function (event) {
+        if (event.relatedTarget && !drawer.contains(event.relatedTarget)) { close(false); }
+      });
+      shown();
+    });
+  }
+
+  // Start here's console starts when its box is clicked (jupyterlite-sphinx): its button is made
+  // one the keyboard reaches and presses, and the frame that comes says what it holds and takes
+  // the focus, so the keyboard goes on into the console.
+  function consoles() {
+    document.querySelectorAll(".jupyterlite_sphinx_try_it_button").forEach(function (button) {
+      var box = button.parentElement;
+      button.setAttribute("role", "button");
+      button.setAttribute("tabindex", "0");
+      function started() {
+        var frame = box.querySelector("iframe");
+        if (frame) {
+          frame.title = "Python console (JupyterLite): " + button.textContent.trim();
+          frame.focus();
+          box.removeAttribute("onclick");  // a second click on its edge would add a second console
+          box.style.cursor = "auto";
+        }
+      }
+      button.addEventListener("keydown", function (event) {
+        if (event.key !== "Enter" && event.key !== " ") { return; }
+        event.preventDefault();
+        if (!box.querySelector("iframe")) { box.click(); }
+        started();
+      });
+      box.addEventListener("click", function () { window.setTimeout(started, 0); });
+    });
+  }
+
+  function all() { captionLevels(); asideNames(); drawers(); consoles(); wide(); }
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", all); } else { all(); }
   window.addEventListener("load", wide);
   window.addEventListener("resize", wide);

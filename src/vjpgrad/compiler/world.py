@@ -94,7 +94,8 @@ def _site_folders() -> list[str]:
             got: Any = folders()
         except Exception:
             continue
-        found += [got] if isinstance(got, str) else list(got)
+        if got is not None:  # Pyodide's site has no user folder: getusersitepackages() gives None
+            found += [got] if isinstance(got, str) else list(got)
     return found
 
 

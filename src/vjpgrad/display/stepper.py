@@ -551,7 +551,8 @@ def _overlap(a: _Box, b: _Box) -> bool:
 
 
 def _table(explanation: ExplanationData, start_text: str) -> str:
-    header = "".join(f"<th>{h}</th>" for h in text.STEP_COLUMNS)
+    # the unnamed column (the sign of upstream x local) is named for a screen reader alone
+    header = "".join(f"<th>{h}</th>" if h else '<th><span class="vjs-sr">times</span></th>' for h in text.STEP_COLUMNS)
     rows = [f'<tr data-step="0" class="vjs-seed-row"><td>0</td><td colspan="9">seeds: {_escape(start_text)}</td></tr>']
     for k, s in enumerate(explanation.steps, start=1):
         cells = text.step_cells(k, s)
@@ -667,15 +668,17 @@ def _fragment(explanation: ExplanationData, title: str | None) -> tuple[str, str
         '<p class="vjs-scroll-cue" data-role="graph-cue" hidden>\u21c6 The graph is wider than this box: '
         "scroll it sideways (or step: the nodes of each step come into view).</p>"
         '<div class="vjs-graph-box" data-role="graph-box" tabindex="0" role="region" '
-        f'aria-label="the graph (scrolls)">{_graph_svg(nodes, edges, width, height, uid)}</div>'
+        f'aria-label="the graph of {_escape(shown_title)} (scrolls)">'
+        f"{_graph_svg(nodes, edges, width, height, uid)}</div>"
         '<details class="vjs-steps" open><summary>Every step of the pass (click one to go there)</summary>'
         '<p class="vjs-scroll-cue" data-role="table-cue" hidden>\u21c6 The table is wider than this box: '
         "scroll it sideways for the contribution, \u201cto\u201d and running-total columns.</p>"
         '<div class="vjs-table-box" data-role="table-box" tabindex="0" role="region" '
-        f'aria-label="every step of the pass (scrolls)">{_table(explanation, start_text)}</div></details>'
+        f'aria-label="every step of {_escape(shown_title)} (scrolls)">{_table(explanation, start_text)}</div></details>'
         '<p class="vjs-help">Arrows go from an operand to the result made from it; the reverse pass sends '
         "gradient back along them, from the outputs to the leaves. Keys (click the stepper or Tab to it): "
-        "\u2190 \u2192 step, Home / End, space plays; \u2191 \u2193 scroll the graph or the table.</p>"
+        "\u2190 \u2192 step, Home / End, space plays; \u2191 \u2193 scroll the graph or the table "
+        "(and \u2190 \u2192 the table, when it is wider than its box).</p>"
         f'<script type="application/json" id="{uid}-data">{script_json(data)}</script>'
         f"<script>{script}</script></div>"
     )
@@ -760,6 +763,7 @@ _CSS = """
 .vjs-root .vjs-table tr.vjs-current td{background:#fdecea}
 .vjs-root .vjs-table tr.vjs-seed-row td{text-align:left}
 .vjs-root .vjs-help{color:#5b6678;font-size:12px;margin:6px 0 0}
+.vjs-root .vjs-sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 """
 
 _SCRIPT = """
@@ -966,7 +970,14 @@ _SCRIPT = """
     if (tag === "SELECT" || tag === "INPUT" || event.altKey || event.ctrlKey || event.metaKey) { return; }
     var key = event.key;
     var inBox = event.target === graphBox || event.target === tableBox;
-    if (inBox && (key === "ArrowUp" || key === "ArrowDown")) { return; }  // the box scrolls
+    // a table wider than its box (a phone) scrolls sideways too, to its contribution and running
+    // total columns, which the keyboard would not reach otherwise (the graph pans by itself)
+    var sideways = event.target === tableBox && tableBox.scrollWidth > tableBox.clientWidth + 1;
+    if ((inBox && (key === "ArrowUp" || key === "ArrowDown")) ||
+        (sideways && (key === "ArrowLeft" || key === "ArrowRight"))) {
+      event.stopPropagation();  // the box scrolls, and the page's own keys (a notebook's) do not run
+      return;
+    }
     if (key === "ArrowRight" || key === "ArrowDown") { stop(); go(k + 1); }
     else if (key === "ArrowLeft" || key === "ArrowUp") { stop(); go(k - 1); }
     else if (key === "Home") { stop(); go(0); }
