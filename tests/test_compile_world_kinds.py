@@ -218,8 +218,9 @@ def test_a_kind_changed_in_place_gives_eagers_bits_or_a_refusal(name: str) -> No
 
 
 def _two_objects(kind: type) -> tuple[Any, Any] | None:
-    """Two objects of ``kind`` made without arguments (or from a number), or None."""
-    for args in ((), (2.0,), (2,)):
+    """Two objects of ``kind`` made without arguments (or from a number, or a number and a unit:
+    NumPy 2.5 warns that a timedelta64 without a unit is deprecated), or None."""
+    for args in ((), (2.0,), (2,), (2, "s")):
         try:
             return kind(*args), kind(*args)
         except Exception:
