@@ -171,6 +171,26 @@ def test_the_script_gets_its_arguments_and_its_directory_on_the_path(tmp_path: P
     assert "tensor([3.])" in done.stdout
 
 
+@pytest.mark.slow  # starts Python and imports torch
+def test_the_script_is_given_its_file_as_python_gives_it_an_absolute_path(tmp_path: Path) -> None:
+    """``python learner.py`` sets ``__file__`` to the script's absolute path (Python 3.9 and
+    later), so a script that changes directory still finds files beside it; the passes' lines
+    name it that way too."""
+    pytest.importorskip("torch")
+    (tmp_path / "learner.py").write_text(
+        "import os, torch\nprint('file', __file__)\nos.chdir(os.path.dirname(__file__) + '/..')\n"
+        "x = torch.ones(2, requires_grad=True)\n(x * x).sum().backward()\n",
+        encoding="utf-8",
+    )
+    plain = subprocess.run([sys.executable, "learner.py"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    command = [sys.executable, "-m", "vjpgrad", "explain-torch", "learner.py"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"file {tmp_path / 'learner.py'}" in plain.stdout
+    assert f"file {tmp_path / 'learner.py'}" in done.stdout
+    assert f"backward at {tmp_path / 'learner.py'}:5" in done.stdout
+
+
 def test_a_pages_folder_that_cannot_be_made_is_one_line_before_the_script_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -151,6 +151,24 @@ def test_a_hook_that_changes_a_gradient_is_named_never_claimed_a_match() -> None
     assert looking.matches, looking.summary()
 
 
+def test_a_hook_run_after_grad_accumulates_is_named_by_its_own_registration() -> None:
+    torch.manual_seed(16)
+    with vjpgrad.watch_torch() as w:
+        y = torch.randn(3, requires_grad=True)
+
+        def double(t: Any) -> None:
+            t.grad.mul_(2)  # PyTorch's post-accumulate hooks change .grad in place and return None
+
+        y.register_post_accumulate_grad_hook(double)
+        (y * y).sum().backward()
+    check_verdicts(w)
+    (doubled,) = w.passes
+    assert not doubled.matches
+    assert grads(y) == (2 * (2 * y.detach())).tolist()  # PyTorch's, with the hook
+    assert "a hook on y (register_post_accumulate_grad_hook), which the replay does not run" in doubled.summary()
+    assert "(register_hook)" not in doubled.summary()
+
+
 def _bits(t: Any) -> list[int]:
     """Each element of ``t`` as the integer of its bits: equal only where the bits are (nan's
     sign included). torch's own view, not ``.numpy()``: the torch wheel does not need NumPy."""
@@ -257,6 +275,26 @@ def test_autograd_grad_runs_as_in_plain_pytorch_and_is_named_a_pass_not_replayed
     assert "write loss.backward() to see this pass replayed" in p.summary()
     assert "test_bridge_mechanics.py" in p.location
     assert getattr(torch.autograd.grad, "__self__", None) is None  # given back when the watch ends
+
+
+def test_torch_func_grad_is_named_as_the_transform_the_learner_called_not_autograd_grad() -> None:
+    from torch.func import grad, vjp
+
+    def loss(x: Any) -> Any:
+        return (x**2).sum()
+
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    with vjpgrad.watch_torch() as w:
+        by_grad = grad(loss)(x)
+        _, pullback = vjp(loss, x)
+        (by_vjp,) = pullback(torch.tensor(1.0, dtype=torch.float64))
+    assert by_grad.tolist() == by_vjp.tolist() == [2.0, 4.0]  # as in plain PyTorch
+    assert [p.call for p in w.passes] == ["torch.func", "torch.func"]
+    for p in w.passes:
+        assert not p.replayed
+        assert p.summary().startswith(f"Pass {p.number}: torch.func at ")
+        assert "torch.func's transforms (grad, vjp, jacrev, ...) hand their gradients back" in p.summary()
+        assert "test_bridge_mechanics.py" in p.location
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

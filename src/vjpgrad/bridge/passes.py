@@ -86,7 +86,7 @@ class Pass:
     leaves: list[LeafReport] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)  # known reasons a gradient may differ
     pytorch_error: str | None = None  # PyTorch refused the pass: its message
-    call: str = "backward"  # what ran it: backward, or torch.autograd.grad (never replayed)
+    call: str = "backward"  # what ran it: backward, or torch.autograd.grad or torch.func (never replayed)
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
     notes: list[str] = field(default_factory=list)  # lines under the leaves' (a leaf with no name: where it is)
 

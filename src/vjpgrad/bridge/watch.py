@@ -113,6 +113,20 @@ def _user_frame() -> types.FrameType | None:
     return None
 
 
+def _through_torch_func() -> bool:
+    """Whether the learner's call reached ``torch.autograd.grad`` through ``torch.func`` (its
+    ``grad``, ``vjp``, ``jacrev`` ... call it from ``torch/_functorch``): the pass is then named
+    as the transform, not as a call the learner never wrote."""
+    functorch = os.path.join(_TORCH, "_functorch") + os.sep
+    user = _user_frame()
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and frame is not user:
+        if os.path.abspath(frame.f_code.co_filename).startswith(functorch):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _name(short: str) -> str:
     return short
 
@@ -435,13 +449,18 @@ class Watch:
                 return self._original_grad(*args, **kwargs)
         frame = _user_frame()
         location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        call, what = (
+            ("torch.func", "torch.func's transforms (grad, vjp, jacrev, ...) hand their gradients back")
+            if _through_torch_func()
+            else ("torch.autograd.grad", "it hands its gradients back")
+        )
         self.paused += 1
         try:
             with self._mode_off():
                 result = self._original_grad(*args, **kwargs)
         except RuntimeError as error:  # PyTorch refused it: listed with its words, as a refused backward is
             refused = Pass(
-                len(self.passes) + 1, location, [], [], False, replayed=False, call="torch.autograd.grad",
+                len(self.passes) + 1, location, [], [], False, replayed=False, call=call,
                 reason="PyTorch ran no pass", pytorch_error=str(error).splitlines()[0],
             )  # fmt: skip
             self.passes.append(refused)
@@ -449,12 +468,10 @@ class Watch:
         finally:
             self.paused -= 1
         reason = (
-            "it hands its gradients back instead of adding them into .grad, which is what the watch compares: "
+            f"{what} instead of adding them into .grad, which is what the watch compares: "
             "write loss.backward() to see this pass replayed"
         )
-        done = Pass(
-            len(self.passes) + 1, location, [], [], False, replayed=False, reason=reason, call="torch.autograd.grad"
-        )
+        done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=reason, call=call)
         self.passes.append(done)
         if self.strict:
             raise TorchReplayError(done.summary())
@@ -577,16 +594,17 @@ class Watch:
         """A hook on a tensor the pass reached (``register_hook``, or one run after ``.grad``
         accumulates) may change the gradient PyTorch passes on: the replay does not run hooks, so
         a pass that differs names them as a reason."""
-        hooked = [(key, entry) for key, entry in self._entries.items() if _has_hooks(entry.tensor)]
+        hooked = [(key, entry) for key, entry in self._entries.items() if _hook_kinds(entry.tensor)]
         if not hooked:
             return frozenset()
         with graph.pass_lock:
             order, leaves = graph.reached(outputs)
         reached = set(order) | set(leaves)
         return frozenset(
-            f"a hook on {names.get(key, 'a tensor')} (register_hook), which the replay does not run"
+            f"a hook on {names.get(key, 'a tensor')} ({kind}), which the replay does not run"
             for key, entry in hooked
             if any(isinstance(x, Value) and x in reached for x in entry.items)
+            for kind in _hook_kinds(entry.tensor)
         )
 
     def _label(self, names: dict[int, str]) -> None:
@@ -724,8 +742,12 @@ def _same_bits(a: list[float] | None, b: list[float] | None) -> bool:
     return len(a) == len(b) and struct.pack(f"<{len(a)}d", *a) == struct.pack(f"<{len(b)}d", *b)
 
 
-def _has_hooks(t: torch.Tensor) -> bool:
-    return bool(getattr(t, "_backward_hooks", None) or getattr(t, "_post_accumulate_grad_hooks", None))
+def _hook_kinds(t: torch.Tensor) -> list[str]:
+    """How the learner hooked ``t``, by the name of the method that registered each kind of hook:
+    ``register_hook`` (it sees, and may replace, the gradient passed on) and
+    ``register_post_accumulate_grad_hook`` (run after ``.grad`` accumulates; it may change it)."""
+    kinds = {"_backward_hooks": "register_hook", "_post_accumulate_grad_hooks": "register_post_accumulate_grad_hook"}
+    return [method for attribute, method in kinds.items() if getattr(t, attribute, None)]
 
 
 def constant_numbers(t: torch.Tensor) -> list[float]:

@@ -1,9 +1,9 @@
 """``vjpgrad explain-torch SCRIPT.py [--html DIR] [ARGS...]``: run a PyTorch script under
 ``vjpgrad.watch_torch()`` and show each backward pass it ran, replayed as Values.
 
-The script runs as ``python SCRIPT.py ARGS...`` would run it (as ``__main__``, its directory
-first on ``sys.path``, ``sys.argv`` set). Then each pass's summary is printed (leaf by leaf:
-equal to PyTorch's ``.grad`` to the bit, or by how many ulp it differs and why) and, with
+The script runs as ``python SCRIPT.py ARGS...`` would run it (as ``__main__``, ``__file__`` its
+absolute path, its directory first on ``sys.path``, ``sys.argv`` set). Then each pass's summary is
+printed (leaf by leaf: equal to PyTorch's ``.grad`` to the bit, or by how many ulp it differs and why) and, with
 ``--html DIR``, one stepper page per replayed pass is written into DIR, for a pass of at most
 ``--max-steps`` steps (``PAGE_STEPS`` unless given): a page holds every step and the whole graph,
 about 1.2 KB a step, and a pass of a training script's batch can have tens or hundreds of
@@ -153,11 +153,12 @@ def _why(error: OSError) -> str:
 def _run(watch: object, script: Path, args: list[str]) -> bool:
     """Run ``script`` as ``__main__`` under ``watch``; whether it raised (its traceback printed)."""
     saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [str(script), *args]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    sys.argv = [str(script), *args]  # as typed, as Python gives it
+    path = os.path.abspath(script)  # ``__file__``, as Python 3.9 and later give a script's
+    sys.path.insert(0, os.path.dirname(path))
     try:
         with watch:  # type: ignore[attr-defined]
-            runpy.run_path(str(script), run_name="__main__")
+            runpy.run_path(path, run_name="__main__")
     except SystemExit as done:  # as Python ends: a code that is not a number is printed, and is an error
         if done.code is not None and not isinstance(done.code, int):
             print(done.code, file=sys.stderr)
