@@ -230,18 +230,15 @@ def test_an_unbatched_number_reaches_the_function_as_that_number_as_in_torch_fun
     """``in_dims`` None passes the argument unchanged: a float stays a float, in a list or a tuple
     too, so its operations take the table's number rows, as eager code given that float does
     (``Value ** 0.5`` is sqrt: ``(-0.0) ** 0.5`` is -0.0, ``(-inf) ** 0.5`` nan)."""
-    seen: list[Any] = []
 
     def power(x: Any, k: Any) -> Any:
-        seen.append(k)
+        assert type(k) is float, f"given {type(k).__name__}"  # as it was passed (a change to a list would be refused)
         return x**k
 
     xs = np.array([-0.0, -math.inf, 4.0, 2.0])
     assert_same_bits(vmap(power, in_dims=(0, None))(xs, 0.5), [(Value(x) ** 0.5).data for x in xs.tolist()], "x ** 0.5")
-    assert [type(k) for k in seen] == [float]
     gradients = vmap(grad(power), in_dims=(0, None))(xs, 0.5)
     assert_same_bits(gradients, [grad(power)(x, 0.5) for x in xs.tolist()], "grad of x ** 0.5")
-    seen.clear()
     nested = vmap(lambda x, c: x * c[0] + x / c[1][0] - c[1][1], in_dims=(0, None))(xs, [3.0, (0.1, 2)])
     assert_same_bits(nested, [x * 3.0 + x / 0.1 - 2 for x in xs.tolist()], "numbers in a list")
 
@@ -348,6 +345,85 @@ def test_values_the_function_closes_over_are_read_at_each_call() -> None:
     assert scaled(np.array([1.0, 3.0])).tolist() == [2.0, 6.0]
     w.data = -1.0
     assert scaled(np.array([1.0, 3.0])).tolist() == [-1.0, -3.0]
+
+
+SCALE = 2.0  # a module's number, which a vmapped function reads as eager code reads it: at each call
+
+
+def test_a_global_number_rebound_between_calls_is_read_as_eager_code_reads_it() -> None:
+    """The function's world is watched as ``vjpgrad.compile`` watches it: a global, a closed-over
+    number, a number held by an object it was given or by its defaults, each changed between
+    calls, gives eager code's numbers (the call records anew); it was the first call's number."""
+    global SCALE
+    xs = np.array([1.0, -2.0, 0.5])
+    SCALE = 2.0
+    scaled = vmap(lambda x: x * SCALE)
+    assert scaled(xs).tolist() == [2.0, -4.0, 1.0]
+    SCALE = 3.0
+    assert scaled(xs).tolist() == [3.0, -6.0, 1.5]
+    slope = vmap(grad(lambda x: x * x * SCALE))
+    assert slope(xs).tolist() == [6.0, -12.0, 3.0]
+    SCALE = 0.5
+    assert slope(xs).tolist() == [1.0, -2.0, 0.5]
+    assert scaled(xs).tolist() == [0.5, -1.0, 0.25]
+
+
+def test_a_number_an_unbatched_object_holds_changed_between_calls_is_read_as_eager_code_reads_it() -> None:
+    class Settings:
+        scale = 2.0
+
+    settings = Settings()
+    xs = np.array([1.0, 3.0])
+    scaled = vmap(lambda x, s: x * s.scale, in_dims=(0, None))
+    assert scaled(xs, settings).tolist() == [2.0, 6.0]
+    settings.scale = 5.0
+    assert scaled(xs, settings).tolist() == [5.0, 15.0]
+    k = 2.0
+
+    def closed(x: Any) -> Any:
+        return x * k
+
+    by_closure = vmap(closed)
+    assert by_closure(xs).tolist() == [2.0, 6.0]
+    k = -1.0
+    assert by_closure(xs).tolist() == [-1.0, -3.0]
+
+
+def test_a_parameter_rebound_to_another_value_is_followed() -> None:
+    """A model whose weight is replaced by a new Value between calls (as loading a checkpoint
+    does): the call reads the new Value, as eager code would (it read the old one's number)."""
+
+    class Model:
+        def __init__(self) -> None:
+            self.w = Value(2.0)
+
+        def __call__(self, x: Any) -> Any:
+            return self.w * x
+
+    model = Model()
+    xs = np.array([1.0, -1.0])
+    mapped = vmap(lambda m, x: m(x), in_dims=(None, 0))
+    assert mapped(model, xs).tolist() == [2.0, -2.0]
+    model.w = Value(7.0)
+    assert mapped(model, xs).tolist() == [7.0, -7.0]
+
+
+def test_a_random_draw_or_a_change_to_the_world_while_recording_is_refused_naming_vmap() -> None:
+    """Array code would repeat the recorded draw for every sample and every call, and would not
+    make the change again: refused as ``vjpgrad.compile`` refuses them, naming vjpgrad.vmap."""
+    import random
+
+    xs = np.array([1.0, 2.0])
+    with pytest.raises(DataDependentError, match=r"drew random numbers .*vjpgrad\.vmap"):
+        vmap(lambda x: x * random.random())(xs)
+    seen: list[Any] = []
+
+    def keeps(x: Any) -> Any:
+        seen.append(1.0)
+        return x * 2.0
+
+    with pytest.raises(DataDependentError, match=r"changed .*vjpgrad\.vmap"):
+        vmap(keeps)(xs)
 
 
 def test_large_batches_run_in_chunks_with_the_same_numbers() -> None:

@@ -13,10 +13,13 @@ numbers do), as does any other unbatched object (an int or a string by its value
 by its identity) and each batched argument's sample shape. An unbatched Value, Vector or list of Values is passed
 as it is too, its numbers read at every call. Values the function reads without being given them
 (a model's weights it closes over) are read again at every call as well: the same Value objects,
-whose numbers an optimizer changes; a parameter rebound to a new Value is not followed
-(``vjpgrad.compile`` guards that; vmap asks you to pass such parameters as arguments, as
-``vmap(grad(loss), in_dims=(None, 0, 0))(params, ...)`` does). A transform's differentiated
-argument is data, as the transform makes it: Values whose numbers each call gives.
+whose numbers an optimizer changes. The function's world (what it reaches from its globals,
+closures and defaults, and what the unbatched objects hold) is watched as ``vjpgrad.compile``
+watches it, through the same ``record.world_watched`` and guard: a call whose world differs from
+the recording's (a global rebound, ``settings.scale`` set, a parameter replaced by a new Value)
+records anew (``_Program.fits``), and a recorded run that draws random numbers or changes that
+world is refused. A transform's differentiated argument is data, as the transform makes it:
+Values whose numbers each call gives.
 
 ``vmap(grad(f))``, ``vmap(value_and_grad(f))``, ``vmap(jacobian(f))`` and ``vmap(vjp_fn)`` (the
 function ``vjp`` returns) read what the transform was made from and write the reverse pass of
@@ -40,6 +43,7 @@ from typing import Any
 
 from vjpgrad.batched import arrays, workspace
 from vjpgrad.batched.write import ArrayWriter, Graph
+from vjpgrad.compiler import guard, record, world
 from vjpgrad.core import backward, graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state, warn_at_users_line
 from vjpgrad.core.value import Value
@@ -57,8 +61,9 @@ arrays, tens of MB for a large batch. Past them, a number recorded anew at every
 (``RecompileWarning``), as compile says it."""
 
 CHANGING = (
-    "{name} has recorded {count} times: an unbatched number (in_dims None) is part of the recording, so one that "
-    "changes at every call (a learning rate, a weight that decays) is recorded anew each time; pass it as "
+    "{name} has recorded {count} times: an unbatched number (in_dims None) is part of the recording, and so is "
+    "a number the function reads from its world (a global, an object's attribute), so one that changes at every "
+    "call (a learning rate, a weight that decays) is recorded anew each time; pass it as "
     "Value(k, requires_grad=False), whose number is read at each call, to record once"
 )
 """What the warning says when a vmapped function records past ``PROGRAMS_KEPT``."""
@@ -235,6 +240,39 @@ class _Program:
     wrt: list[tuple[int, int | None]]  # for each differentiated argument: its position and width
     nodes: int
     workspaces: workspace.Workspaces  # the arrays of its latest calls, written into by the next (workspace.py)
+    guard: Callable[..., bool]  # the function's world as recorded (compiler/guard.py): false, record anew
+    numbers_by_identity: bool  # the guard also compares which numbers given are one object
+
+    def fits(self, function: Callable[..., Any], given: _Given) -> bool:
+        """Whether the function's world is still the one recorded (the one place that decides
+        it, as ``compiler.run.Replay.stale_for`` does for compile): its globals, closures,
+        defaults and what the unbatched objects hold, compared with the facts the recording
+        found. The arguments' kinds and numbers are the program's key, compared before."""
+        if self.numbers_by_identity:
+            return self.guard(function, *given.objects, _numbers=[x for _, x in given.numbers])
+        return self.guard(function, *given.objects)
+
+
+@dataclass
+class _Given:
+    """What of a call's arguments roots the function's world, as the guard reads it: the
+    unbatched objects (a model, a settings object, a list: what is not a number, a string or a
+    Value the call reads anyway), and the unbatched numbers, named (``record.number_arguments``),
+    whose identities the guard compares where the function uses ``is``."""
+
+    objects: list[Any]
+    numbers: list[tuple[str, Any]]
+
+    @classmethod
+    def of(cls, read: list[_Argument], kwargs: dict[str, Any]) -> _Given:
+        static = [a.value for a in read if a.kind == "static"]
+        objects = [x for x in [*static, *kwargs.values()] if not world.is_scalar(x)]
+        shown = tuple(a.value if a.kind == "static" else _SAMPLE for a in read)  # a sample's Values: no number
+        return cls(objects, record.number_arguments(shown, kwargs))
+
+
+_SAMPLE = object()
+"""What stands for an argument the call makes Values of, among the numbers given: not a number."""
 
 
 def _compile_source(source: str, name: str, namespace: dict[str, Any]) -> dict[str, Any]:
@@ -245,11 +283,14 @@ def _compile_source(source: str, name: str, namespace: dict[str, Any]) -> dict[s
     return scope
 
 
-def _record(function: Callable[..., Any], lifted: list[Any], kwargs: dict[str, Any], what: str) -> Any:
-    """Run ``function`` on one sample's arguments, recording what it makes; a ``TypeError`` it
-    raises with a NumPy array among its unbatched arguments says that they are not batched."""
+def _record(
+    function: Callable[..., Any], lifted: list[Any], kwargs: dict[str, Any], what: str, roots: _Given
+) -> tuple[Recording, Any, world.Snapshot]:
+    """Run ``function`` on one sample's arguments, recording what it makes, its world watched
+    (from ``roots``: what it was given unbatched); a ``TypeError`` it raises with a NumPy array
+    among its unbatched arguments says that they are not batched."""
     try:
-        return _record_call(function, lifted, kwargs)
+        return _record_call(function, lifted, kwargs, roots)
     except TypeError as error:
         given = [f"keyword argument {name}" for name, v in kwargs.items() if _is_array(v)]
         given += [f"argument {k} (in_dims None)" for k, v in enumerate(lifted) if _is_array(v)]
@@ -268,7 +309,12 @@ def _is_array(x: object) -> bool:
     return np is not None and isinstance(x, np.ndarray)
 
 
-def _record_call(function: Callable[..., Any], lifted: list[Any], kwargs: dict[str, Any]) -> Any:
+def _record_call(
+    function: Callable[..., Any], lifted: list[Any], kwargs: dict[str, Any], given: _Given
+) -> tuple[Recording, Any, world.Snapshot]:
+    """The recording, the result and the function's world as it was found: watched as
+    ``vjpgrad.compile`` watches it (``record.world_watched``), so a call whose world differs
+    records anew, and a run that draws random numbers or changes its world is refused."""
     recording = _Recording()
     name = getattr(function, "__name__", "the function")
     message = f"{name} is being recorded by vjpgrad.vmap"
@@ -276,20 +322,24 @@ def _record_call(function: Callable[..., Any], lifted: list[Any], kwargs: dict[s
         "array code cannot follow Python that depends on one sample's number: use a vjpgrad operation "
         "instead (max, relu, nn.functional...), or call the function per sample"
     )
-    state.recording = recording
-    try:
+    watched = record.world_watched(
+        function, given.objects, tuple(lifted), kwargs, recorder="vjpgrad.vmap", numbers=given.numbers
+    )
+    with watched as found:
+        state.recording = recording
         try:
-            with refusing_numbers(message, advice=advice):
-                result = function(*lifted, **kwargs)
-        except BaseException:
-            if recording.failure is not None:
-                raise recording.failure from None
-            raise
-    finally:
-        state.recording = None
-    if recording.failure is not None:
-        raise recording.failure
-    return recording, result
+            try:
+                with refusing_numbers(message, advice=advice):
+                    result = function(*lifted, **kwargs)
+            except BaseException:
+                if recording.failure is not None:
+                    raise recording.failure from None
+                raise
+        finally:
+            state.recording = None
+        if recording.failure is not None:
+            raise recording.failure
+    return recording, result, found
 
 
 class Vmapped:
@@ -416,14 +466,20 @@ class Vmapped:
             tuple(a.key(k in positions) for k, a in enumerate(read)),
             tuple(sorted((name, _exact(v)) for name, v in kwargs.items())),
         )
-        return self._recorded(key, lambda: self._write(function, read, kwargs, positions))
+        given = _Given.of(read, kwargs)
+        return self._recorded(key, function, given, lambda: self._write(function, read, kwargs, positions, given))
 
-    def _recorded(self, key: tuple[Any, ...], write: Callable[[], _Program]) -> _Program:
-        """The program recorded for ``key``, else a new one (``write``): the ``PROGRAMS_KEPT``
-        latest are kept, the least recently used dropped first (each unbatched number has its own,
-        so a number that changes at every call would otherwise keep them all)."""
+    def _recorded(
+        self, key: tuple[Any, ...], function: Callable[..., Any], given: _Given, write: Callable[[], _Program]
+    ) -> _Program:
+        """The program recorded for ``key`` whose world still fits (``_Program.fits``), else a new
+        one (``write``): the ``PROGRAMS_KEPT`` latest are kept, the least recently used dropped
+        first (each unbatched number has its own, so a number that changes at every call would
+        otherwise keep them all)."""
         programs = self._programs
         program = programs.pop(key, None)
+        if program is not None and not program.fits(function, given):
+            program = None  # its world changed (a global, an attribute): recorded anew, as compile does
         if program is None:
             program = write()
             self._recordings += 1
@@ -448,11 +504,16 @@ class Vmapped:
         return [k % count for k in listed]
 
     def _write(
-        self, function: Callable[..., Any], read: list[_Argument], kwargs: dict[str, Any], positions: list[int]
+        self,
+        function: Callable[..., Any],
+        read: list[_Argument],
+        kwargs: dict[str, Any],
+        positions: list[int],
+        given: _Given,
     ) -> _Program:
         transformed = self.transformed
         lifted = [a.lift(k in positions) for k, a in enumerate(read)]
-        recording, result = _record(function, lifted, kwargs, self.__name__)
+        recording, result, world_found = _record(function, lifted, kwargs, self.__name__, given)
         outputs: list[Value] = []
         layout = _layout(result, outputs, self.__name__, tuples=transformed is None)
         if transformed is not None and transformed.kind in ("grad", "value_and_grad") and layout.form != "one":
@@ -498,6 +559,8 @@ class Vmapped:
             wrt=[(k, read[k].width) for k in positions],
             nodes=len(live),
             workspaces=workspaces,
+            guard=guard.loaded(world_found)[0],
+            numbers_by_identity=bool(world_found.numbers),
         )
 
     def _chunks(self, program: _Program, batch: int) -> list[tuple[int, int]]:
@@ -618,7 +681,9 @@ class Vmapped:
         primals = transformed.primals
         read = [_differentiable(self._read(p, None, k), k) for k, p in enumerate(primals)]
         key = ("vjp", tuple(a.key(True) for a in read), tuple(_exact(a.value) for a in read))
-        program = self._recorded(key, lambda: self._write(transformed.function, read, {}, list(range(len(read)))))
+        roots = _Given.of(read, {})
+        write = lambda: self._write(transformed.function, read, {}, list(range(len(read))), roots)  # noqa: E731
+        program = self._recorded(key, transformed.function, roots, write)
         width = None if program.layout.form == "one" else len(program.layout.items)
         if cotangent.width != width:
             raise ValueError(

@@ -418,37 +418,63 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     """Run ``fn`` once on the call's arguments, recording what it makes; ``DataDependentError``
     for what a replay could not do (read a Value's number, change its world)."""
     args, kwargs = read.args, read.kwargs
-    names = argument_names(fn, len(args))
     name = _name(fn)
-    root = name if type(fn) in _PLAIN_CALLABLES else "self"  # a callable object: self, as its __call__ names it
-    guard_roots = [(root, fn), *((f"an object it was given ({type(x).__name__})", x) for x in read.objects)]
-    given = [(n, x) for n, x in zip(names, args, strict=True) if not _is_scalar(x)]
-    given += [(n, x) for n, x in kwargs.items() if not _is_scalar(x)]
+    with world_watched(fn, read.objects, args, kwargs) as found:
+        recording = Recording()
+        state.recording = recording
+        try:
+            refusing = refusing_numbers(f"{name} is being recorded by vjpgrad.compile", advice=_ADVICE)
+            with refusing, collection_paused():  # no collection meanwhile: the recording keeps every node alive
+                result = fn(*args, **kwargs)
+        except BaseException:
+            if recording.failure is not None:  # the first refusal, whatever followed it
+                raise recording.failure from None
+            raise
+        finally:
+            state.recording = None
+        if recording.failure is not None:  # a refusal the function's own `except` caught
+            raise recording.failure
     with collection_paused():
-        found = _observed(fn, guard_roots, number_arguments(args, kwargs, names))
-        before = _observed(fn, [(root, fn), *given])
-        generators = _global_generators()
-        generators_held = [raw for fact, raw in zip(before.facts, before.raw, strict=True) if fact[0] == "generator"]
-        draws = DrawWatch(generators_held, before.may_draw)
-    recording = Recording()
-    state.recording = recording
-    try:
-        refusing = refusing_numbers(f"{name} is being recorded by vjpgrad.compile", advice=_ADVICE)
-        with refusing, collection_paused(), draws:  # no collection meanwhile: the recording keeps every node alive
-            result = fn(*args, **kwargs)
-    except BaseException:
-        if recording.failure is not None:  # the first refusal, whatever followed it
-            raise recording.failure from None
-        raise
-    finally:
-        state.recording = None
-    if recording.failure is not None:  # a refusal the function's own `except` caught
-        raise recording.failure
-    with collection_paused():
-        refuse_changes(fn, name, before, _observed(fn, [(root, fn), *given]), generators, draws)
         results: list[Any] = []
         shape = shape_of(result, results, kept_containers(fn, read, found))
         return _read(fn, shape, results, result, recording, read.leaves, found)
+
+
+@contextlib.contextmanager
+def world_watched(
+    fn: Callable[..., Any],
+    objects: list[Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    recorder: str = "vjpgrad.compile",
+    numbers: list[tuple[str, Any]] | None = None,
+) -> Iterator[world.Snapshot]:
+    """Watch ``fn``'s world over one recorded run of it (the body of the ``with``): yields what
+    the guard is written from (the world reachable from ``fn`` and the ``objects`` it was given,
+    with the numbers it was given), and refuses with ``DataDependentError`` a run that drew random
+    numbers or changed that world or its arguments, which a replay would not do again.
+    ``vjpgrad.compile`` and ``vjpgrad.vmap`` (the ``recorder`` the refusals name) both record
+    through it, so what one watches the other does. ``numbers``: the numbers given, named, whose
+    identities the guard compares where the code uses ``is`` (``number_arguments`` of the
+    arguments unless given)."""
+    names = argument_names(fn, len(args))
+    name = _name(fn)
+    root = name if type(fn) in _PLAIN_CALLABLES else "self"  # a callable object: self, as its __call__ names it
+    guard_roots = [(root, fn), *((f"an object it was given ({type(x).__name__})", x) for x in objects)]
+    given = [(n, x) for n, x in zip(names, args, strict=True) if not _is_scalar(x)]
+    given += [(n, x) for n, x in kwargs.items() if not _is_scalar(x)]
+    with collection_paused():
+        numbers = number_arguments(args, kwargs, names) if numbers is None else numbers
+        found = _observed(fn, guard_roots, numbers, recorder)
+        before = _observed(fn, [(root, fn), *given], recorder=recorder)
+        generators = _global_generators()
+        generators_held = [raw for fact, raw in zip(before.facts, before.raw, strict=True) if fact[0] == "generator"]
+        draws = DrawWatch(generators_held, before.may_draw)
+    with draws:
+        yield found
+    with collection_paused():
+        after = _observed(fn, [(root, fn), *given], recorder=recorder)
+        refuse_changes(fn, name, before, after, generators, draws, recorder)
 
 
 def refuse_changes(
@@ -458,6 +484,7 @@ def refuse_changes(
     after: world.Snapshot,
     generators: list[tuple[str, Any]],
     draws: DrawWatch,
+    recorder: str = "vjpgrad.compile",
 ) -> None:
     """``DataDependentError`` if recording ``fn`` drew random numbers (a generator's state moved, the
     draw watch saw a draw or the system's entropy read) or changed its world between the snapshots
@@ -470,28 +497,37 @@ def refuse_changes(
         if line is not None:
             at = f"drew random numbers from {source} at {line}"
         raise DataDependentError(
-            f"{name} {at} while vjpgrad.compile recorded "
-            "it: a replay would draw none and repeat the recorded draw at every call. Draw outside the compiled "
-            "function and pass the numbers in as Values (Value(x, requires_grad=False)), or call it uncompiled"
+            f"{name} {at} while {recorder} recorded "
+            "it: a replay would draw none and repeat the recorded draw at every call. Draw outside the "
+            f"function and pass the numbers in as Values (Value(x, requires_grad=False)), or {_otherwise(recorder)}"
         )
     if changed is not None and changed.endswith(world.CALLED):
         cached = changed[: -len(world.CALLED)]
         raise DataDependentError(
-            f"{name} (defined at {where(fn)}) called {cached}, a functools.lru_cache, while vjpgrad.compile "
-            "recorded it: its cache is C state vjpgrad.compile cannot watch (eager code returns what it cached, "
+            f"{name} (defined at {where(fn)}) called {cached}, a functools.lru_cache, while {recorder} "
+            f"recorded it: its cache is C state {recorder} cannot watch (eager code returns what it cached, "
             f"which a replay would not know): call {cached}.__wrapped__ inside instead, or call {cached} outside "
-            "and pass its result as an argument, or call it uncompiled"
+            f"and pass its result as an argument, or {_otherwise(recorder)}"
         )
     if changed is not None:
         lines = changing_lines(before, changed)
-        at = f"{name} changed {changed} while vjpgrad.compile recorded it (at {', '.join(lines)})"
+        at = f"{name} changed {changed} while {recorder} recorded it (at {', '.join(lines)})"
         if not lines:
-            at = f"{name} (defined at {where(fn)}) changed {changed} while vjpgrad.compile recorded it"
+            at = f"{name} (defined at {where(fn)}) changed {changed} while {recorder} recorded it"
         raise DataDependentError(
             f"{at}, which a "
             "replay would not do again: return what it computes instead of keeping it, make the change "
-            "outside the compiled function, or call it uncompiled"
+            f"outside the {_RECORDERS[recorder][0]} function, or {_otherwise(recorder)}"
         )
+
+
+_RECORDERS = {"vjpgrad.compile": ("compiled", "uncompiled"), "vjpgrad.vmap": ("vmapped", "per sample, without vmap")}
+"""What the refusals call a function each recorder records, and how they offer to run it as it is."""
+
+
+def _otherwise(recorder: str, it: str = "it") -> str:
+    """What a refusal offers last: to run the function ``it`` as it is, without the recorder."""
+    return f"call {it} {_RECORDERS[recorder][1]}"
 
 
 def _drawn(changed: str | None, generators: list[tuple[str, Any]], draws: DrawWatch) -> tuple[str | None, str | None]:
@@ -832,22 +868,25 @@ def _global_generators() -> list[tuple[str, Any]]:
 
 
 def _observed(
-    fn: Callable[..., Any], roots: list[tuple[str, Any]], numbers: list[tuple[str, Any]] | None = None
+    fn: Callable[..., Any],
+    roots: list[tuple[str, Any]],
+    numbers: list[tuple[str, Any]] | None = None,
+    recorder: str = "vjpgrad.compile",
 ) -> world.Snapshot:
     try:
         return world.observe(roots, numbers=numbers)
     except world.WorldTooLargeError as large:
         raise DataDependentError(
             f"{_name(fn)} (defined at {where(fn)}) can reach {large.where}, which holds {large.size:,} objects or "
-            f"items: more than vjpgrad.compile watches ({world.WORLD_LIMIT:,} in all, each checked at every call). "
+            f"items: more than {recorder} watches ({world.WORLD_LIMIT:,} in all, each checked at every call). "
             "Pass the part the function needs as an argument (a Vector, a list of Values), hold numbers in a NumPy "
-            "array or an array.array (one buffer, watched by its bytes), keep large data out of its reach, or call "
-            "it uncompiled"
+            "array or an array.array (one buffer, watched by its bytes), keep large data out of its reach, or "
+            f"{_otherwise(recorder)}"
         ) from None
     except world.UnwatchableError as unwatchable:
         raise DataDependentError(
             f"{_name(fn)} (defined at {where(fn)}) can reach {unwatchable.where}, {unwatchable.what}: "
-            f"{unwatchable.instead}, or call {_name(fn)} uncompiled"
+            f"{unwatchable.instead}, or {_otherwise(recorder, _name(fn))}"
         ) from None
 
 
