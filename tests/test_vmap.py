@@ -364,6 +364,9 @@ def test_the_array_code_is_shown_and_has_no_branch_on_a_number() -> None:
     assert "def backward(" in relu.source
     assert "_where(" in relu.source
     assert " if " not in relu.source
+    # each node's edges under its forward statement, as a comment without the forward's own comment
+    assert "    t2 = _where(t1 < 0.0, 0.0, t1)  # relu\n" in relu.source
+    assert "    # t2 = _where(t1 < 0.0, 0.0, t1)\n" in relu.source
 
 
 def test_fast_mode_agrees_on_arithmetic_and_nearly_on_functions() -> None:

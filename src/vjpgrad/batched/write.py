@@ -179,17 +179,24 @@ class ArrayWriter:
         return Code(self.names[id(x)], atomic=True, dialect=ARRAY) if isinstance(x, graph.Node) else x
 
     def forward_line(self, node: graph.Node) -> str:
+        """``node``'s line of the forward pass: its statement, and what it is as a comment."""
+        op = graph.op_of(node)
+        return f"{self.forward_statement(node)}  # {'a Value made inside' if op is None else op.shown}"
+
+    def forward_statement(self, node: graph.Node) -> str:
+        """``node``'s statement of the forward pass (``t3 = _exp(t2)``), which the reverse pass
+        also shows as a comment above the node's edges."""
         op = graph.op_of(node)
         name = self.names[id(node)]
         if op is None:
-            return f"{name} = {literal(graph.number(node))}  # a Value made inside"
+            return f"{name} = {literal(graph.number(node))}"
         if op not in ops.BUILTIN:
             raise UnsupportedError(
                 "vmap writes array code for the operations of vjpgrad's table; a custom operation has none"
             )
         template = FORWARD[forward_key(op)]
         terms = [self.term(x) for x in graph.operands(node)]
-        return f"{name} = {template(terms)}  # {op.shown}"
+        return f"{name} = {template(terms)}"
 
     def forward_source(self) -> str:
         live = self.graph.live
@@ -367,10 +374,10 @@ class ArrayWriter:
             gradients = [f"g_{self.names[id(x)]}" for x in nodes]
             found, contributions = self._fused_backward(f"_{k}", nodes, gradients, edges)
             lines += [f"    {line}" for line in found]
-            for x, code in contributions:
-                add(x, code)
+            for x, array, row in contributions:
+                add(x, f"{array}[{row}]")
             return
-        lines.append(f"    # {self.forward_line(node).split('  # ')[0]}")
+        lines.append(f"    # {self.forward_statement(node)}")
         operands = graph.operands(node)
         for position, code in self.backward_lines(node, f"g_{self.names[id(node)]}", edges):
             if position == -1:
@@ -462,25 +469,25 @@ class ArrayWriter:
         live, positions = self.graph.live, self.graph.positions
         lines: list[str] = []
         group = self.fused.get(j, [])
-        fused_rows: dict[Any, tuple[str, int]] = {}  # an operand of the products: its share's array and row
         for o in range(block.length - 1, -1, -1):
             node, edges = live[block.start + o], positions[block.start + o]
             if id(node) not in self.reach or not edges or (o in group and o != group[0]):
                 continue
+            # (operand or None for a line that prepares them, code, the products' array and row it is)
+            contributions: list[tuple[Any, str, tuple[str, int] | None]]
             if o in group:  # the last of the products the pass reaches: all of them at once
                 firsts = [live[block.start + p] for p in group]
                 found = self._fused_backward(str(j), firsts, [f"gf{j}_{p}" for p in group], edges)
                 lines += found[0]
-                contributions = found[1]
-                fused_rows = {x: (code.split("[")[0], int(code.split("[")[1][:-1])) for x, code in contributions}
+                contributions = [(x, f"{array}[{row}]", (array, row)) for x, array, row in found[1]]
             else:
-                lines.append(f"# {self.forward_line(node).split('  # ')[0]}")
+                lines.append(f"# {self.forward_statement(node)}")
                 operands = graph.operands(node)
                 contributions = [
-                    (operands[k] if k >= 0 else None, code)
+                    (operands[k] if k >= 0 else None, code, None)
                     for k, code in self.backward_lines(node, f"gf{j}_{o}", edges)
                 ]
-            for x, code in contributions:
+            for x, code, place in contributions:
                 if x is None:  # a line that prepares the contributions
                     lines.append(code)
                     continue
@@ -488,8 +495,8 @@ class ArrayWriter:
                 if target is None:  # a value every copy reads: added across the copies later
                     name = f"c{j}_{sum(len(parts) for _, parts in shared.values())}"
                     lines.append(f"{name} = {code}")
-                    if x in fused_rows:
-                        self.parts[name] = fused_rows[x]
+                    if place is not None:
+                        self.parts[name] = place
                     shared.setdefault(id(x), (x, []))[1].append(name)
                     continue
                 gradient = f"g{target}"
@@ -501,28 +508,30 @@ class ArrayWriter:
 
     def _fused_backward(
         self, tag: str, nodes: list[graph.Node], gradients: list[str], edges: tuple[int, ...]
-    ) -> tuple[list[str], list[tuple[Any, str]]]:
+    ) -> tuple[list[str], list[tuple[Any, str, int]]]:
         """The reverse pass of products run as one (``nodes``, named ``pa``/``pb``/``pp`` + ``tag``
         in the forward) at once: their gradients stacked (``pg``), the table's rule of each edge
-        applied to the stacked operands, and each product's share taken out in decreasing order,
+        applied to the stacked operands (``pc``), and each product's share, in decreasing order,
         each product's edges in order, as the pass takes them one product at a time (no other
         operation between them hands gradient to their operands, so when the shares are added
-        changes no bit)."""
+        changes no bit): the operand, and the array and row of ``pc`` that is its share. An edge
+        whose rule is ``times`` of an array (``pg * pb``) is noted in ``product_parts`` with its
+        factors, for the rewrites that multiply its rows where they are read."""
         lines = [f"# {len(nodes)} products at once", f"pg{tag} = _stack_as({_tuple(gradients)}, pa{tag})"]
         symbols = [Code(f"pa{tag}", atomic=True, dialect=ARRAY), Code(f"pb{tag}", atomic=True, dialect=ARRAY)]
         out = Code(f"pp{tag}", atomic=True, dialect=ARRAY)
         gradient = Code(f"pg{tag}", atomic=True, dialect=ARRAY)
-        contributions: list[tuple[Any, str]] = []
+        contributions: list[tuple[Any, str, int]] = []
         for k in edges:
             saved = ops.MUL.saved[k](*symbols, out)
             part = contribution(ops.MUL.gradients[k], gradient, saved)
             text = operand(part) if isinstance(part, Code) else literal(part)
             lines.append(f"pc{tag}_{k} = {text}")
-            if isinstance(saved, Code) and text == f"(pg{tag} * {saved.text})":
+            if ops.MUL.gradients[k] is ops.times and isinstance(saved, Code):  # pg * pb: g times an array
                 self.product_parts[f"pc{tag}_{k}"] = (f"pg{tag}", saved.text)
         for row in range(len(nodes) - 1, -1, -1):
             operands = graph.operands(nodes[row])
-            contributions += [(operands[k], f"pc{tag}_{k}[{row}]") for k in edges]
+            contributions += [(operands[k], f"pc{tag}_{k}", row) for k in edges]
         return lines, contributions
 
     def _fused_forward(self, tag: str, nodes: list[graph.Node], names: list[str]) -> list[str]:
