@@ -696,3 +696,23 @@ def test_a_gradient_that_is_one_number_inside_a_block_stays_each_samples_own() -
     params = [0.5, -1.0, 2.0, 0.25, 3.0]
     for xs in ([1.0, math.inf, 2.0], [math.inf], [-0.0, 2.0], [1.0, -3.0, 0.5, 2.0]):
         per_sample_rows(f, params, np.array(xs), lambda x: Value(float(x), requires_grad=False))
+
+
+def test_the_weights_gradients_are_multiplied_into_the_result_only_where_rows_places_them_through_a_slice() -> None:
+    from vjpgrad.batched.write import _products_into_rows
+
+    lines = [
+        "def backward(inputs, values, s0):",
+        "    pc0_0 = (pg0 * pb0)",
+        "    gi0_1 = pc0_0[0]",
+        "    gi0_2 = pc0_0[1]",
+        "    return _rows(3, ((gi0_1, (0, 2), None), (gi0_2, slice(1, 2, 1), None),), ())",
+    ]
+    parts = {"pc0_0": ("pg0", "pb0")}
+    assert _products_into_rows(lines, parts, {"gi0_2"}) == lines  # gi0_1's rows are a tuple: pc0_0 made as before
+    assert _products_into_rows(lines, parts, {"gi0_1", "gi0_2"}) == [
+        lines[0],
+        "    gi0_1 = _product(pg0, pb0, 0)",
+        "    gi0_2 = _product(pg0, pb0, 1)",
+        lines[-1],
+    ]

@@ -42,12 +42,20 @@ from vjpgrad.codegen.symbols import ARRAY, Code, contribution, literal, operand
 from vjpgrad.core import graph, ops
 
 
+def _spaced(rows: list[int]) -> range | None:
+    """The rows of a result as a range when they are evenly spaced upwards, else None."""
+    step = rows[1] - rows[0] if len(rows) > 1 else 1
+    if step > 0 and rows == list(range(rows[0], rows[-1] + 1, step)):
+        return range(rows[0], rows[-1] + 1, step)
+    return None
+
+
 def _places(rows: list[int]) -> str:
     """The rows of a result as an index: a slice when they are evenly spaced (NumPy writes
     through a slice about 3x faster than through a tuple of rows, which it gathers)."""
-    step = rows[1] - rows[0] if len(rows) > 1 else 1
-    if step > 0 and rows == list(range(rows[0], rows[-1] + 1, step)):
-        return f"slice({rows[0]}, {rows[-1] + 1}, {step})"
+    spaced = _spaced(rows)
+    if spaced is not None:
+        return f"slice({spaced.start}, {spaced.stop}, {spaced.step})"
     return _tuple(str(k) for k in rows)
 
 
@@ -132,6 +140,7 @@ class ArrayWriter:
         self.fused: dict[int, list[int]] = {}  # per block: the offsets of its products run as one
         self.parts: dict[str, tuple[str, int]] = {}  # a shared value's share from products run as one: array, row
         self.product_parts: dict[str, tuple[str, str]] = {}  # products' gradients (pc...): the factors, as text
+        self.sliced: set[str] = set()  # the arrays _rows places in the result through a slice of its rows
         self.value_names: list[str] = []
         self.value_index: dict[int, int] = {}
         inside: set[int] = set()
@@ -328,6 +337,7 @@ class ArrayWriter:
                 lines.append(f"    ({', '.join(names)}{',' if len(names) == 1 else ''}) = {holder}")
         started: set[int] = set()
         self.pending = {}
+        self.sliced = set()
 
         def add(target: graph.Node, code: str) -> None:
             name = f"g_{self.names[id(target)]}"
@@ -352,7 +362,7 @@ class ArrayWriter:
                 self._node_backward(k, edges, lines, add)
             k -= 1
         lines.append(f"    return {self._rows(started)}")
-        lines = _products_into_rows(lines, self.product_parts)
+        lines = _products_into_rows(lines, self.product_parts, self.sliced)
         return "\n".join(_products_across(lines, self.product_parts)) + "\n"
 
     def summed(self, source: str) -> str:
@@ -412,6 +422,8 @@ class ArrayWriter:
             every = [m for _, m in rows] == list(range(self.copies[name]))
             picked = "None" if every else _tuple(str(m) for _, m in rows)
             placed.append(f"({name}, {_places([k for k, _ in rows])}, {picked})")
+            if _spaced([k for k, _ in rows]) is not None:
+                self.sliced.add(name)
         alone = _tuple(f"({k}, {code})" for k, code in singles)
         return f"_rows({len(self.graph.wrt)}, {_tuple(placed)}, {alone})"
 
@@ -569,7 +581,21 @@ class ArrayWriter:
         return lines
 
 
-def _products_into_rows(lines: list[str], parts: dict[str, tuple[str, str]]) -> list[str]:
+# ---- rewrites of the finished passes ----------------------------------------------------------------
+# _products_into_rows, _products_across and sums_of_products read the code the writer has finished,
+# by the exact statement forms the writer itself writes (``pc = (pg * pb)``, ``gi = pc[r]``,
+# ``_across_stacked(..., pc[a:b:s])``, ``x = a + b``). What they decide (the products' gradients,
+# made by _fused_backward, are known from ``product_parts``; the arrays _rows places through a slice
+# from ``sliced``) comes from the writer where it keeps it; what it does not keep is a count over the
+# whole function: that no statement other than the few they rewrite reads a product's gradient, a
+# row of it or a partial sum (``_uses``). The writer appends its statements as text from several
+# places (the edges, the blocks, the products run as one, _rows), so that count exists only once the
+# function is written. Deciding it from data needs the writer to keep its statements with the names
+# each reads and writes; until then these passes match the forms above, and tests/test_vmap_blocks.py
+# pins that they fire (the moons MLP's layers) and that every number stays eager's.
+
+
+def _products_into_rows(lines: list[str], parts: dict[str, tuple[str, str]], sliced: set[str]) -> list[str]:
     """The reverse pass's ``lines`` with the products' gradients that only fill rows of the result
     left unmade: where ``pc = (pg * pb)`` is read only by lines ``gi = pc[r]`` whose ``gi`` is read
     only by ``_rows`` (the gradients of inputs, a row each), each ``gi`` becomes
@@ -578,7 +604,8 @@ def _products_into_rows(lines: list[str], parts: dict[str, tuple[str, str]]) -> 
     they fill rows in a regular pattern): the same multiplications, element by element, without
     the array of all of them (16 copies x 16 products x the batch, for a layer of 16 neurons) and
     without the copy of it into the result. Row ``r`` of ``pg * pb`` is ``pg[r] * pb[r]``: both
-    have a product per row."""
+    have a product per row. ``sliced``: the arrays ``_rows`` places through a slice of the
+    result's rows (``ArrayWriter._rows``), the only ones it multiplies in place."""
     if not parts:
         return lines
     uses = _uses(lines)
@@ -588,13 +615,12 @@ def _products_into_rows(lines: list[str], parts: dict[str, tuple[str, str]]) -> 
         found = taken.match(line)
         if found is not None and found.group(2) in parts:
             rows.setdefault(found.group(2), []).append((k, found.group(1), int(found.group(3))))
-    returned = lines[-1]
     changed: list[str | None] = list(lines)
     for name, (left, right) in parts.items():
         found_rows = rows.get(name, [])
         if not found_rows or uses.get(name, 0) != 1 + len(found_rows):  # read elsewhere: made as before
             continue
-        if any(uses.get(gi, 0) != 2 or f"({gi}, slice(" not in returned for _, gi, _ in found_rows):
+        if any(uses.get(gi, 0) != 2 or gi not in sliced for _, gi, _ in found_rows):
             continue
         for k, gi, r in found_rows:
             changed[k] = f"    {gi} = _product({left}, {right}, {r})"
