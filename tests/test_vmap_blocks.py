@@ -716,25 +716,3 @@ def test_the_weights_gradients_are_multiplied_into_the_result_only_where_rows_pl
         "    gi0_2 = _product(pg0, pb0, 1)",
         lines[-1],
     ]
-
-
-def test_the_rewrites_count_the_names_of_the_parsed_functions_not_words_of_their_comments() -> None:
-    from vjpgrad.batched.write import _uses
-
-    lines = [
-        "def forward(x0, x1):",
-        "    pp0 = pa0 * pb0  # 3 products at once",
-        "    t1, t2, t3, = pp0",
-        "    return (t1, t2, t3, pp0,)",
-        "",
-        "",
-        "def backward(inputs, values, s0):",
-        "    (t1, t2, t3, pp0,) = values",
-        "    # t4 = t1 + t2",
-        "    g_t1 = s0",
-    ]
-    uses = _uses(lines)
-    assert (uses["pp0"], uses["t1"], uses.get("t4", 0)) == (4, 3, 0)  # a comment has no names
-    assert "forward" not in uses  # the functions' own names and parameters are no statement's
-    handed = _uses(lines, handing=False)  # the forward's return of the values and the pass's unpacking of them
-    assert (handed["pp0"], handed["t1"]) == (2, 1)
