@@ -382,6 +382,30 @@ def test_a_row_whose_forward_is_not_a_floats_function_has_its_exact_array_helper
     assert "_add" not in arrays.exact_helpers({})  # an operator written inline (x + y) calls no helper
 
 
+def test_which_rows_of_two_operands_get_an_exact_array_helper_is_read_from_the_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a function of two operands (no operator symbol: atan2, hypot) is called as a helper of its
+    # name in array code; an operator (x * y, x / y) is written inline or has its own helper
+    np = pytest.importorskip("numpy")
+    import math
+
+    from vjpgrad.batched import arrays
+
+    made = arrays.exact_helpers({})
+    assert {f"_{op.name}" for op in _ops.BUILTIN if op.arity == 2 and not op.symbol} == {"_atan2", "_hypot"}
+    assert {"_atan2", "_hypot"} <= set(made)
+    assert made["_atan2"](np.array([0.0, -0.0]), np.array([-0.0, -1.0])).tolist() == [math.pi, -math.pi]
+    assert not {"_add", "_sub", "_mul", "_div", "_pow"} & set(made)  # inline, or a helper of arrays' own
+    saved = (lambda x, y, out: 1.0, lambda x, y, out: 0.0)
+    function = Op("copysign_like", 2, math.copysign, saved, (times, times), "copysign_like({0}, {1})")
+    operator_row = Op("fmod_like", 2, math.fmod, saved, (times, times), "_fmod_like({0}, {1})", symbol="%")
+    monkeypatch.setattr(_ops, "BUILTIN", _ops.BUILTIN | {function, operator_row})
+    made = arrays.exact_helpers({})
+    assert made["_copysign_like"](np.array([1.0, -2.0]), np.array([-0.0, 3.0])).tolist() == [-1.0, 2.0]
+    assert "_fmod_like" not in made  # the table says it is an operator, whatever its code's text
+
+
 def test_a_rule_that_calls_what_code_symbols_lack_is_named_with_its_row_and_operand(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

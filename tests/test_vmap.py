@@ -440,6 +440,9 @@ def test_the_array_code_is_shown_and_has_no_branch_on_a_number() -> None:
     assert "def backward(" in relu.source
     assert "_where(" in relu.source
     assert " if " not in relu.source
+    # each node's edges under its forward statement, as a comment without the forward's own comment
+    assert "    t2 = _where(t1 < 0.0, 0.0, t1)  # relu\n" in relu.source
+    assert "    # t2 = _where(t1 < 0.0, 0.0, t1)\n" in relu.source
 
 
 def test_fast_mode_agrees_on_arithmetic_and_nearly_on_functions() -> None:
@@ -543,6 +546,46 @@ def _layer(params: Any, x: Any) -> Any:
 
 def _layer_rows(params: list[float], xs: Any) -> list[list[float]]:
     return [grad(_layer)(params, [float(v) for v in x]) for x in xs]
+
+
+def test_the_workspace_code_is_the_code_shown_with_its_array_making_statements_written_into_slots() -> None:
+    from vjpgrad.batched import workspace
+
+    source = [
+        "def forward(x0, x1):",
+        "    t1 = x0 * x1  # *",
+        "    t2 = _where(t1 < 0.0, 0.0, t1)  # relu",
+        "    pa0, pb0 = _sides((x0, x1), (x1, x0))",
+        "    return (t1, t2, pa0, pb0)",
+        "",
+        "",
+        "def backward(inputs, values, s0):",
+        "    (x0, x1) = inputs",
+        "    # t1 = x0 * x1",
+        "    g_x0 = (s0 * x1)",
+        "    g_x1 = -g_x0  # return _rows( in a comment",
+        "    return _rows(2, (), ((0, g_x0), (1, g_x1),))",
+        "",
+    ]
+    written, slots = workspace.slotted("\n".join(source))
+    assert written.split("\n") == [
+        "def forward(x0, x1, *, _w):",
+        "    t1 = _in_mul(x0, x1, _w, 0)  # *",
+        "    t2 = _where(t1 < 0.0, 0.0, t1)  # relu",  # np.where makes its own array (slotted's docstring)
+        "    pa0, pb0 = _in_sides((x0, x1), (x1, x0), _w, 1)",  # two slots: one per side
+        "    return (t1, t2, pa0, pb0)",
+        "",
+        "",
+        "def backward(inputs, values, s0, *, _w):",
+        "    (x0, x1) = inputs",
+        "    # t1 = x0 * x1",
+        "    g_x0 = _in_mul(s0, x1, _w, 3)",
+        "    g_x1 = _in_neg(g_x0, _w, 4)  # return _rows( in a comment",
+        "    return _in_rows(2, (), ((0, g_x0), (1, g_x1)), _w, 5)",
+        "",
+    ]
+    assert slots == 6
+    assert workspace.slotted("def forward():\n    return (1.0,)\n") == ("def forward(*, _w):\n    return (1.0,)\n", 0)
 
 
 def test_results_held_by_the_caller_keep_their_numbers_while_later_calls_write_into_the_workspace(

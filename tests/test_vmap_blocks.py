@@ -101,6 +101,33 @@ def test_the_neurons_of_a_layer_run_as_one_operation_with_each_samples_eager_bit
     assert_rows(rows, eager, "per-sample gradient")
 
 
+def test_a_value_two_products_of_each_copy_read_gets_its_shares_from_their_rows_with_eager_bits() -> None:
+    # each neuron reads h[1] and h[0] twice each: the shares of one value are two rows of the
+    # products' gradients, told apart by row (not by the value they go to), so all four are read
+    # where they lie, multiplied copy by copy (_across_products), in eager's order
+    def net(p: Any, x: Any) -> Any:
+        h = [(x[0] * 0.5).tanh(), (x[1] * 0.25).tanh()]
+        out = []
+        for j in range(3):
+            k = 4 * j
+            total = p[12 + j] + p[k] * h[1] + p[k + 1] * h[1] + p[k + 2] * h[0] + p[k + 3] * h[0]
+            out.append(total.relu())
+        return out[0] + out[1] + out[2]
+
+    params, xs = data(30, 2, 15, seed=5)
+    xs[3] = [-0.0, math.inf]
+    xs[4] = [math.nan, 0.0]
+    batched = vmap(grad(net, argnums=(0, 1)), in_dims=(None, 0))
+    by_params, by_x = batched(params, xs)
+    assert FOLDED in batched.source
+    assert "4 products at once" in batched.source
+    assert "_across_products(" in batched.source
+    assert "_across(" not in batched.source
+    eager = [grad(net, argnums=(0, 1))(params, [float(a) for a in x]) for x in xs]
+    assert_rows(by_params, [e[0] for e in eager], "the parameters' gradient")
+    assert_rows(by_x, [e[1] for e in eager], "the sample's gradient")
+
+
 def test_full_batch_gradient_through_blocks_equals_eager_to_the_bit() -> None:
     params, xs = data(40, 2, count(SIZES), seed=3)
     ys = np.array([1.0 if i % 2 else -1.0 for i in range(40)])
@@ -669,3 +696,23 @@ def test_a_gradient_that_is_one_number_inside_a_block_stays_each_samples_own() -
     params = [0.5, -1.0, 2.0, 0.25, 3.0]
     for xs in ([1.0, math.inf, 2.0], [math.inf], [-0.0, 2.0], [1.0, -3.0, 0.5, 2.0]):
         per_sample_rows(f, params, np.array(xs), lambda x: Value(float(x), requires_grad=False))
+
+
+def test_the_weights_gradients_are_multiplied_into_the_result_only_where_rows_places_them_through_a_slice() -> None:
+    from vjpgrad.batched.write import _products_into_rows
+
+    lines = [
+        "def backward(inputs, values, s0):",
+        "    pc0_0 = (pg0 * pb0)",
+        "    gi0_1 = pc0_0[0]",
+        "    gi0_2 = pc0_0[1]",
+        "    return _rows(3, ((gi0_1, (0, 2), None), (gi0_2, slice(1, 2, 1), None),), ())",
+    ]
+    parts = {"pc0_0": ("pg0", "pb0")}
+    assert _products_into_rows(lines, parts, {"gi0_2"}) == lines  # gi0_1's rows are a tuple: pc0_0 made as before
+    assert _products_into_rows(lines, parts, {"gi0_1", "gi0_2"}) == [
+        lines[0],
+        "    gi0_1 = _product(pg0, pb0, 0)",
+        "    gi0_2 = _product(pg0, pb0, 1)",
+        lines[-1],
+    ]

@@ -175,13 +175,14 @@ def _fast_pow_scalar(np: ModuleType) -> Callable[[Any, float], Any]:
 def exact_helpers(given: dict[str, Any]) -> dict[str, Callable[..., Any]]:
     """The exact helper, element by element, of each name a rule or a template calls that ``given``
     has not: every operation of the table of one operand (a rule may call any: ``x.relu()`` writes
-    ``_relu(x)``) and every one of two whose code calls its own helper (``_atan2({0}, {1})``),
-    whatever module its forward comes from (``floats.exp``, or Python's ``math.erf`` where it has
-    PyTorch's edges), and ``symbols.HELPERS``, each the very float function, so that a new
-    operation needs no line here."""
+    ``_relu(x)``) and every function of two (``atan2``: a row without an operator ``symbol``, which
+    array code calls as ``_atan2(y, x)``; an operator is written inline, ``x * y``, or has its
+    helper in ``given``, ``_div``), whatever module its forward comes from (``floats.exp``, or
+    Python's ``math.erf`` where it has PyTorch's edges), and ``symbols.HELPERS``, each the very
+    float function, so that a new operation needs no line here."""
     functions: dict[str, tuple[Callable[..., float], int]] = {f"_{n}": (f, 1) for n, f in HELPERS.items()}
     for op in ops.BUILTIN:
-        if op.arity == 1 or (op.arity == 2 and op.code.startswith(f"_{op.name}(")):
+        if op.arity == 1 or (op.arity == 2 and not op.symbol):
             functions.setdefault(f"_{op.name}", (op.forward, op.arity))
     return {name: _per_element(numpy(), f, count) for name, (f, count) in functions.items() if name not in given}
 

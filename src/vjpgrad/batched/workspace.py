@@ -60,11 +60,19 @@ def _into(value: ast.expr, slot: int) -> tuple[str, int] | None:
         return f"{name}({ast.unparse(value.left)}, {ast.unparse(value.right)}, _w, {slot})", 1
     if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and isinstance(value.operand, ast.Name):
         return f"_in_neg({value.operand.id}, _w, {slot})", 1
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in _CALLS:
+    called = _called(value)
+    if isinstance(value, ast.Call) and called in _CALLS:
         if value.keywords or any(isinstance(a, ast.Starred) for a in value.args):
             return None
         arguments = ", ".join(ast.unparse(a) for a in value.args)
-        return f"_in{value.func.id}({arguments}, _w, {slot})", _CALLS[value.func.id]
+        return f"_in{called}({arguments}, _w, {slot})", _CALLS[called]
+    return None
+
+
+def _called(node: ast.expr | None) -> str | None:
+    """The name of the helper ``node`` calls (``_rows`` of ``_rows(...)``), or None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id
     return None
 
 
@@ -75,33 +83,38 @@ def slotted(source: str) -> tuple[str, int]:
     number of slots. ``_where`` (a relu and its mask) is left to make its array: NumPy has no
     ``where`` into a buffer as fast as its own, and a masked copy into one (``np.copyto(...,
     where=...)``) took 41 us on 16 x 1,000 numbers against 16 us for ``np.where``'s new array
-    (measured on the moons MLP's layers, whose masks the allocator takes from its heap)."""
-    lines = []
+    (measured on the moons MLP's layers, whose masks the allocator takes from its heap).
+
+    A pass over the finished source by design: the workspace's code is the code ``.source`` shows,
+    written again at the first call that needs it. What each line is comes from the parsed
+    program (``ast``: a function's definition, an assignment, the ``return`` of ``_rows``), and a
+    line is rewritten with the new value in place of the statement's, so its targets and its
+    comment stay as written."""
+    lines = source.split("\n")
+    statements = {
+        node.lineno - 1: node
+        for function in ast.parse(source).body
+        if isinstance(function, ast.FunctionDef)
+        for node in (function, *function.body)
+    }
     slots = 0
-    for line in source.split("\n"):
-        code, hash_, comment = line.partition("  # ")
-        stripped = code.strip()
-        if stripped.startswith("def ") and stripped.endswith("):"):
-            lines.append(f"{code[:-2]}, *, _w):" if not code.endswith("():") else f"{code[:-2]}*, _w):")
+    for k, statement in sorted(statements.items()):
+        line = lines[k].encode()  # the parse's offsets count bytes
+        if isinstance(statement, ast.FunctionDef):  # the workspace as a keyword: def forward(x0, *, _w):
+            names = [argument.arg for argument in statement.args.args]
+            lines[k] = f"def {statement.name}({', '.join([*names, '*', '_w'])}):"
             continue
-        if stripped.startswith("return _rows("):  # the gradients returned: into an array the caller let go
-            written = _into(ast.parse(stripped[len("return ") :]).body[0].value, slots)  # type: ignore[attr-defined]
-            assert written is not None  # a call of _rows
-            lines.append(f"{code[: len(code) - len(stripped)]}return {written[0]}")
+        value: ast.expr | None
+        if isinstance(statement, ast.Assign):
+            head, value = line[: statement.targets[-1].end_col_offset] + b" = ", statement.value
+        elif isinstance(statement, ast.Return) and _called(statement.value) == "_rows":  # into an array let go
+            head, value = line[: statement.col_offset] + b"return ", statement.value
+        else:
+            continue
+        written = _into(value, slots) if value is not None and statement.end_lineno == statement.lineno else None
+        if written is not None:  # the value, parentheses and all, in the statement's place; its comment kept
+            lines[k] = (head + written[0].encode() + line[statement.end_col_offset :]).decode()
             slots += written[1]
-            continue
-        if not stripped or stripped.startswith(("#", "return ")):
-            lines.append(line)
-            continue
-        statement = ast.parse(stripped).body[0]
-        written = _into(statement.value, slots) if isinstance(statement, ast.Assign) else None
-        if written is None:
-            lines.append(line)
-            continue
-        targets = stripped.split(" = ", 1)[0]
-        indent = code[: len(code) - len(code.lstrip())]
-        lines.append(f"{indent}{targets} = {written[0]}{hash_}{comment}")
-        slots += written[1]
     return "\n".join(lines), slots
 
 
