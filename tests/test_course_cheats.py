@@ -665,6 +665,103 @@ def test_a_source_that_runs_code_made_from_text_is_flagged(tmp_path: Path) -> No
     assert "vjpgrad.compile" in straight.read_text()
 
 
+RUN_TIME_VJPGRAD = """import sys
+
+_engine = next(m for m in list(sys.modules.values()) if hasattr(m, "vmap") and hasattr(m, "custom_op"))
+
+
+def softmax_vjp(x, v):
+    xs = [_engine.Value(a) for a in x]
+    es = [(a - max(x)).exp() for a in xs]
+    total = sum(es[1:], es[0])
+    out = sum(((e / total) * w for e, w in zip(es, v)), _engine.Value(0.0))
+    out.backward()
+    return [a.grad for a in xs]
+"""
+"""Exercise 8 done with vjpgrad's engine, taken from the student's process's modules: no import of
+vjpgrad, no string naming it; it passes every check of exercise 8."""
+
+
+def test_a_module_taken_at_run_time_without_an_import_is_flagged(tmp_path: Path) -> None:
+    """vjpgrad is loaded in the student's process (the grader's code there is vjpgrad's): a file can
+    take its engine from ``sys.modules``, ``__import__`` of a name put together, ``importlib``, the
+    classes of ``object.__subclasses__()`` or the grader's frames and globals, with no import or
+    string a reading of the file would see. Such a file is remarked on; honest code is not."""
+    of = course(None)
+    own = skeleton(tmp_path / "own")
+    softmax = own / "softmax.py"
+    flagged = f"softmax.py looks modules up at run time: {borrowed.LOOKED_UP}"
+    for cheat in (
+        RUN_TIME_VJPGRAD,
+        "_engine = __import__('vjp' + 'grad')\n",
+        "import importlib\n_engine = importlib.import_module('vjp' + 'grad')\n",
+        "from importlib import import_module as im\n_engine = im('vjp' + 'grad')\n",
+        "import sys as s\n_engine = getattr(s, 'mod' + 'ules')['vjp' + 'grad']\n",
+        "_classes = object.__subclasses__()\n",
+        "import sys\n_g = sys._getframe(1).f_globals\n",
+        "import inspect\n_g = inspect.currentframe().f_back.f_globals\n",
+        "import builtins\n_g = builtins.__import__.__globals__\n",
+        "_spec = __loader__\n",
+        "import sys\n_finders = sys.meta_path\n",
+        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    _g = e.__traceback__.tb_frame\n",
+    ):
+        softmax.write_text(cheat)
+        assert flagged in borrowed.remarks(own, exercise(8), of), cheat
+    solution = (folder("solutions") / "softmax.py").read_text()
+    for honest in (
+        "",
+        "import sys\nDEPTH = sys.getrecursionlimit()\n",
+        "class Layer:\n    def __init__(self):\n        self.modules = []\n",
+        "def frames(n):\n    return [n]\n",
+    ):
+        softmax.write_text(solution + "\n" + honest)
+        assert flagged not in borrowed.remarks(own, exercise(8), of), honest
+
+
+@pytest.mark.slow  # a grading run
+def test_vjpgrads_engine_taken_at_run_time_passes_exercise_8_and_is_told_to_the_teacher_alone(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "class" / "mallory")
+    (directory / "softmax.py").write_text(RUN_TIME_VJPGRAD)
+    of = course(None)
+    graded = gradebook.grade([directory], type(of)((exercise(8),)), timeout=120)
+    (result,) = graded["mallory"]
+    assert result.score() == exercise(8).points  # not prevented: the limit the instructor's page states
+    report = gradebook.results_json(graded["mallory"], of)
+    (hidden,) = [t for t in report["tests"] if t["visibility"] == "hidden"]
+    assert f"softmax.py looks modules up at run time: {borrowed.LOOKED_UP}" in hidden["output"]
+    shown = [report["output"]] + [t["output"] for t in report["tests"] if t["visibility"] != "hidden"]
+    assert not any("run time" in text for text in shown)
+
+
+def test_what_the_teacher_is_told_of_a_file_is_told_of_the_students_modules_it_imports(tmp_path: Path) -> None:
+    """An import of vjpgrad, code run from text, a ``setrecursionlimit`` or a module looked up at run
+    time, moved into a module of the student's own that the exercise's file imports, is remarked on
+    (naming that module) as if it were in the file; a module the exercise's files do not import
+    is not that exercise's, and another exercise's file is remarked on in its own exercise."""
+    of = course(None)
+    own = skeleton(tmp_path / "own")
+    solution = (folder("solutions") / "engine.py").read_text()
+    handed_out = (own / "engine.py").read_text()
+    (own / "engine.py").write_text("from helpers.more import *  # noqa\n")
+    (own / "helpers").mkdir()
+    (own / "helpers" / "__init__.py").write_text("")
+    more = own / "helpers" / "more.py"
+    for cheat, remark in (
+        ("from vjpgrad import Value\n", "helpers/more.py imports vjpgrad: its checks ran without it"),
+        (f"exec({solution!r})\n", f"helpers/more.py runs code made from text: {borrowed.FROM_TEXT}"),
+        ("import sys\nsys.setrecursionlimit(10**5)\n", "helpers/more.py names sys.setrecursionlimit: "),
+        ("import sys\nValue = sys.modules['vjp' + 'grad'].Value\n", "helpers/more.py looks modules up at run time"),
+    ):
+        more.write_text(cheat)
+        assert any(r.startswith(remark) for r in borrowed.remarks(own, exercise(4), of)), cheat
+        assert borrowed.remarks(own, exercise(8), of) == []  # softmax.py does not import it
+    (own / "engine.py").write_text(handed_out)
+    (own / "util.py").write_text(f"exec({solution!r})\n")
+    assert borrowed.remarks(own, exercise(2), of) == []  # util.py is imported by no file of exercise 2
+    (own / "softmax.py").write_text("import engine\nimport util\n")
+    assert borrowed.remarks(own, exercise(8), of) == [f"util.py runs code made from text: {borrowed.FROM_TEXT}"]
+
+
 # ---- exercise 12 reads the def that runs, as handed in ------------------------------------------------------
 
 WITH_A_LOOP = """
