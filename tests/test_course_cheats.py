@@ -325,6 +325,12 @@ def _hidden_copy(how: str, directory: Path) -> None:
         (directory / "_mine.py").write_text(text)
         (directory / "engine.py").write_text('"""My engine."""\nfrom _mine import *  # noqa: F403\n')
         return
+    if how == "in a module in a folder":
+        (directory / "mine").mkdir()
+        (directory / "mine" / "__init__.py").write_text("")
+        (directory / "mine" / "engine_parts.py").write_text(text)
+        (directory / "engine.py").write_text('"""My engine."""\nfrom mine.engine_parts import *  # noqa: F403\n')
+        return
     tree = ast.parse(text)
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
@@ -346,7 +352,14 @@ def _hidden_copy(how: str, directory: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "how", ["under another name", "behind a later stub", "with assignments that do nothing", "in another module"]
+    "how",
+    [
+        "under another name",
+        "behind a later stub",
+        "with assignments that do nothing",
+        "in another module",
+        "in a module in a folder",
+    ],
 )
 def test_a_copy_is_found_under_any_name_and_in_any_file_of_the_submission(tmp_path: Path, how: str) -> None:
     directory = tmp_path / "copy"

@@ -444,13 +444,17 @@ def copied(directory: Path, ex: Exercise) -> list[str]:
 
 def _definitions(directory: Path) -> set[str]:
     """The normal form (``normal``: names set aside, the def's own among them) of every function
-    and class in every Python file of ``directory``: a part of a solution is found there under any
-    name, behind a later stub of its name, or in another module the exercise's file imports."""
+    and class in every Python file of ``directory`` and every module of the submission they import
+    (in a folder: ``mine/engine_parts.py``): a part of a solution is found there under any name,
+    behind a later stub of its name, or in another module the exercise's file imports. A folder
+    nothing imports (a virtual environment, with vjpgrad's solutions installed in it) is not read."""
     found: set[str] = set()
-    for path in sorted(directory.glob("*.py")):
+    paths = sorted(directory.glob("*.py"))
+    for path in paths:  # grows as the modules they import, in folders of the submission, are found
         tree = parse(path)
         if tree is not None:
             found.update(normal(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+            paths += [module for module in _imported_files(directory, path, tree) if module not in paths]
     return found
 
 
