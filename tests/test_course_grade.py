@@ -103,6 +103,22 @@ def test_weights_and_held_out_checks_come_from_the_teachers_files(tmp_path: Path
 
 
 @pytest.mark.slow  # a grading run: one process per exercise
+@pytest.mark.parametrize("weight", ["float('nan')", "float('inf')", "-1", "'heavy'"])
+def test_a_weight_that_is_not_a_finite_number_is_refused_naming_the_check(tmp_path: Path, weight: str) -> None:
+    # a nan or infinite weight made every score nan: results.json then held NaN, which is not JSON
+    teacher = teachers_only(tmp_path)
+    check = teacher / "checks" / "check_sigmoid.py"
+    assert "@pytest.mark.weight(3)" in check.read_text()
+    check.write_text(check.read_text().replace("@pytest.mark.weight(3)", f"@pytest.mark.weight({weight})"))
+    (sigmoid,) = course(teacher).exercises
+    (result,) = grading.run(sigmoid_submission(tmp_path / "student"), [sigmoid], timeout=120)
+    assert result.score() == 0
+    assert all(t.outcome != grading.PASSED for t in result.tests)
+    assert any("@pytest.mark.weight takes a finite number >= 0" in t.message for t in result.tests), result.tests
+    assert json.loads(json.dumps(gradebook.results_json([result]), allow_nan=False))
+
+
+@pytest.mark.slow  # a grading run: one process per exercise
 def test_partial_credit_of_a_built_in_exercise(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "student")
     path = directory / "derivatives.py"
