@@ -825,6 +825,68 @@ def test_a_file_rewritten_as_it_is_imported_is_read_as_it_was_handed_in(tmp_path
     assert "a for loop" in message
 
 
+LOOPS = """
+def _steps(x, _log=math.log):
+    if not isinstance(x, tuple):
+        return _log(x)
+    a, b, c, v = x
+    grads = [0.0, 0.0, 0.0]
+    for _ in range(1):  # the work done anywhere but in example_1: loops, an engine...
+        grads = [3 * v, 4 * b * v, v / c]
+    return (3 * a + 2 * b * b + _log(c), *grads)
+"""
+"""A function that does exercise 12's work with a loop; the cheats below reach it from a def that
+has no loop, no call but ``math.log`` and no other function in it."""
+STRAIGHT_LOOKING = {
+    "math bound to another object": LOOPS + "\nclass _M:\n    log = staticmethod(_steps)\n\n\nmath = _M()\n"
+    "\n\ndef example_1(a, b, c, v):\n    return math.log((a, b, c, v))\n",
+    "math.log replaced": LOOPS + "\nmath.log = _steps\n\n\ndef example_1(a, b, c, v):\n"
+    "    return math.log((a, b, c, v))\n",
+    "math replaced through globals()": LOOPS + "\nclass _M:\n    log = staticmethod(_steps)\n\n\n"
+    "globals()['math'] = _M()\n\n\ndef example_1(a, b, c, v):\n    return math.log((a, b, c, v))\n",
+    "an operator of a module's object": LOOPS + "\nclass _G:\n    def __mul__(self, x):\n        return _steps(x)\n"
+    "\n\nG = _G()\n\n\ndef example_1(a, b, c, v):\n    return G * (a, b, c, v)\n",
+}
+
+
+@pytest.mark.slow  # a grading run
+@pytest.mark.parametrize("how", sorted(STRAIGHT_LOOKING))
+def test_a_straight_looking_def_whose_work_is_done_elsewhere_fails_the_straight_line_check(
+    tmp_path: Path, how: str
+) -> None:
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    (directory / "straight_line.py").write_text("import math\n" + STRAIGHT_LOOKING[how])
+    (result,) = grading.run(directory, [exercise(12)], timeout=120)
+    outcomes = {t.name: t.outcome for t in result.tests}
+    assert outcomes["it_gives_vjpgrads_numbers"] == grading.PASSED  # the numbers are right
+    outcome, message = straight_line_outcome(directory)
+    assert outcome == grading.FAILED, how
+    assert "example_1" in message
+
+
+HONEST_STRAIGHT_LINES = """import math
+
+
+def example_1(a, b, c, v):
+    \"\"\"Forward, then backward.\"\"\"
+    t1, t3 = 3 * a, 2 * b ** 2
+    y: float = t1 + t3 + math.log(c)
+    g_a = g_b = g_c = 0.0
+    g_a += 3 * v
+    g_b += 4.0 * b * v
+    g_c += v / c
+    return (y, g_a, g_b, +g_c)
+"""
+
+
+@pytest.mark.slow  # a grading run
+def test_straight_line_code_written_with_tuples_augmented_assignments_and_powers_passes(tmp_path: Path) -> None:
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    (directory / "straight_line.py").write_text(HONEST_STRAIGHT_LINES)
+    (result,) = grading.run(directory, [exercise(12)], timeout=120)
+    assert [t.outcome for t in result.tests] == [grading.PASSED, grading.PASSED], result.tests
+
+
 @pytest.mark.slow  # a grading run
 def test_the_skeletons_stub_left_above_a_correct_def_passes(tmp_path: Path) -> None:
     directory = skeleton(tmp_path / "student")
