@@ -524,6 +524,24 @@ def test_the_autograder_bundle_holds_what_gradescope_runs_and_grades_a_submissio
     )
 
 
+@pytest.mark.slow  # a grading run
+def test_the_autograder_grades_a_submission_handed_in_as_one_folder(tmp_path: Path) -> None:
+    # a zip of the course's folder, as a student makes one: Gradescope unzips it into one folder
+    from vjpgrad.course import autograder
+
+    teacher = teachers_only(tmp_path)
+    submission = tmp_path / "submission"
+    sigmoid_submission(submission / "my course")
+    (submission / "__MACOSX").mkdir()  # what macOS adds to a zip
+    results = tmp_path / "results" / "results.json"
+    arguments = ["--submission", str(submission), "--results", str(results), "--exercises", str(teacher)]
+    assert autograder.main(arguments) == 0
+    report = json.loads(results.read_text())
+    assert report["score"] == sum(ex.points for ex in course(teacher).exercises)
+    assert report["output"].endswith(f"\n\n{autograder.NESTED}: my course")
+    assert "vjpgrad-submission-" not in json.dumps(report)  # no path of the grader's
+
+
 def exercise_of_number(number: str) -> Exercise:
     """The exercise of a Gradescope test's number (``13``, ``13.h``) in the worked example's course."""
     return course(EXAMPLE).exercise(int(number.split(".")[0]))

@@ -138,6 +138,25 @@ def copy_without_links(submission: Path, into: Path) -> list[str]:
     return sorted(links)
 
 
+NESTED = "graded the one folder of the submission that holds the course's files"
+"""What the output says when the submission's files were in a folder of it (a zip of the course's
+folder), before naming the folder."""
+
+
+def graded_folder(submission: Path, files: Sequence[str]) -> Path:
+    """The folder of ``submission`` to grade: itself when any of the student's ``files`` is at its
+    top; else its one folder that holds some of them (a zip of the course's folder, which Gradescope
+    unzips into a folder; macOS's ``__MACOSX`` and hidden folders aside); else itself."""
+    if any((submission / name).is_file() for name in files):
+        return submission
+    folders = [
+        path for path in sorted(submission.iterdir())
+        if path.is_dir() and not path.is_symlink() and not path.name.startswith((".", "__MACOSX"))
+    ]  # fmt: skip
+    holding = [path for path in folders if any((path / name).is_file() for name in files)]
+    return holding[0] if len(holding) == 1 else submission
+
+
 def _user(name: str) -> tuple[int, int]:
     import pwd
 
@@ -170,10 +189,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.chmod(scratch, 0o755)
             for path in [directory, *directory.rglob("*")]:
                 os.chown(path, uid, gid)
-        graded = gradebook.grade([directory], of, args.timeout)
-        report = gradebook.results_json(graded[directory.name], of)
+        graded_here = graded_folder(directory, list(of.student_files()))
+        graded = gradebook.grade([graded_here], of, args.timeout)
+        report = gradebook.results_json(graded[graded_here.name], of)
     if links:
         report["output"] += f"\n\n{LINKS}: {', '.join(links)}"
+    if graded_here != directory:
+        report["output"] += f"\n\n{NESTED}: {graded_here.relative_to(directory).as_posix()}"
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0
