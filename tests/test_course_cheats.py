@@ -911,6 +911,23 @@ def test_a_symbolic_link_handed_in_is_not_followed(tmp_path: Path) -> None:
     assert "symbolic link" in message
 
 
+@pytest.mark.parametrize("number", [6, 3])  # engine.py replaced whole (exercise 6), or spliced (exercise 3)
+def test_independent_grading_writes_nothing_through_a_symbolic_link_handed_in(tmp_path: Path, number: int) -> None:
+    # grade --independent puts the reference solution of the earlier exercises in a copy of the
+    # submission: a link handed in as engine.py must not make the teacher's process write where it points
+    from vjpgrad.course import depends
+
+    directory = skeleton(tmp_path / "class" / "mallory")
+    victim = tmp_path / "teachers" / "held_out" / "check_sigmoid.py"
+    victim.parent.mkdir(parents=True)
+    victim.write_text("# the teacher's file\n")
+    (directory / "engine.py").unlink()
+    (directory / "engine.py").symlink_to(victim)
+    copy = depends.reference_copy(directory, exercise(number), course(None), tmp_path / "scratch" / "mallory")
+    assert victim.read_text() == "# the teacher's file\n"
+    assert not (copy / "engine.py").is_symlink()
+
+
 # ---- what the student's process refuses (``guard``) ---------------------------------------------------------
 
 ATTEMPTS = """
