@@ -402,6 +402,20 @@ def test_the_total_is_the_sum_of_the_parts_as_shown() -> None:
     assert report["output"].startswith("3.99 of 6 points")
 
 
+def test_the_gradebook_shows_every_digit_of_large_points() -> None:
+    # a course marked out of 1000 an exercise: 2000 in thirds is 1333.33 a part; "%g" kept six digits
+    import dataclasses
+
+    big = [dataclasses.replace(exercise(n), points=20000.0) for n in (1, 2)]
+    results = [thirds(big[0], 2), thirds(big[1], 3)]
+    of = type(course(None))(tuple(big))
+    report = gradebook.results_json(results, of)
+    assert report["score"] == 33333.33
+    assert report["output"].startswith("33333.33 of 40000 points")
+    row = gradebook.row("ada", report, of)
+    assert row[1:4] == ["13333.33", "20000", "33333.33"]
+
+
 def test_a_check_that_never_ran_says_not_run() -> None:
     tests = [{"id": f"t{k}", "name": f"t{k}", "title": f"check {k}", "weight": 1.0} for k in range(3)]
     events = [
