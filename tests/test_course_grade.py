@@ -556,6 +556,33 @@ def test_the_autograder_grades_a_submission_handed_in_as_one_folder(tmp_path: Pa
     assert "vjpgrad-submission-" not in json.dumps(report)  # no path of the grader's
 
 
+@pytest.mark.skipif(os.name != "posix", reason="Gradescope's images are Linux")
+def test_the_bundles_setup_makes_the_installed_reference_solutions_roots_alone(tmp_path: Path) -> None:
+    # the student's code runs as another user: the kernel, not only the audit hook, keeps it from them
+    import stat
+    import subprocess
+    import sys
+
+    from vjpgrad.course import autograder
+
+    installed = tmp_path / "site-packages"
+    solutions = installed / "vjpgrad" / "course" / "solutions"
+    solutions.mkdir(parents=True)
+    for package in (installed / "vjpgrad", installed / "vjpgrad" / "course"):
+        (package / "__init__.py").write_text("")
+    (solutions / "engine.py").write_text("# the reference solution\n")
+    setup = autograder.SETUP.splitlines()
+    lines = [
+        line for line in setup[setup.index("chmod -R go-rwx /autograder/source  # the teacher's files: root's alone") :]
+    ]
+    line = "\n".join(lines[1:]).replace("/autograder/venv/bin/python", sys.executable)
+    assert "solutions" in line, autograder.SETUP
+    environment = {**os.environ, "PYTHONPATH": str(installed)}
+    subprocess.run(["bash", "-euo", "pipefail", "-c", line], check=True, env=environment)
+    for path in (solutions, solutions / "engine.py"):
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, oct(path.stat().st_mode)
+
+
 def exercise_of_number(number: str) -> Exercise:
     """The exercise of a Gradescope test's number (``13``, ``13.h``) in the worked example's course."""
     return course(EXAMPLE).exercise(int(number.split(".")[0]))

@@ -41,6 +41,9 @@ python3 -m venv /autograder/venv
 /autograder/venv/bin/python -m pip install wheels/*.whl pytest hypothesis
 id -u student >/dev/null 2>&1 || useradd --no-create-home --shell /usr/sbin/nologin student
 chmod -R go-rwx /autograder/source  # the teacher's files: root's alone
+# vjpgrad's reference solutions, installed: root's alone too (the student's code runs as student)
+course="$(/autograder/venv/bin/python -c 'import os, vjpgrad.course as c; print(os.path.dirname(c.__file__))')"
+chmod -R go-rwx "$course/solutions"
 """
 
 RUN = """\
