@@ -238,6 +238,29 @@ def test_an_engine_that_is_vjpgrads_earns_nothing_and_is_flagged_to_the_teacher(
     assert rows[1].endswith("engine.py imports vjpgrad: its checks ran without it (borrowed engine?)")
 
 
+def test_the_teachers_remarks_read_the_files_as_handed_in_before_any_code_of_the_student_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # code that gets past the student's process's hook (or runs as a user who owns the files) could
+    # rewrite its own files as it runs: what the teacher is told is read before it runs at all
+    directory = skeleton(tmp_path / "class" / "mallory")
+    engine = directory / "engine.py"
+    engine.write_text("from vjpgrad import Value\n")
+    honest = (folder("templates") / "engine.py").read_text()
+    real = grading.run_many
+
+    def rewriting(*arguments: object, **keywords: object) -> object:
+        results = real(*arguments, **keywords)  # type: ignore[arg-type]
+        engine.write_text(honest)  # as the student's code could have, as it ran
+        return results
+
+    monkeypatch.setattr(grading, "run_many", rewriting)
+    of = course(None)
+    graded = gradebook.grade([directory], type(of)((exercise(2),)), timeout=120)
+    (result,) = graded["mallory"]
+    assert any("engine.py imports vjpgrad" in remark for remark in result.remarks), result.remarks
+
+
 DELEGATE = """\"\"\"My own engine: written by me.\"\"\"
 import sys as _s, os as _o, importlib.util as _u
 _package = _s.modules["".join(["vjp", "grad"])]

@@ -47,12 +47,15 @@ def grade(
 ) -> dict[str, list[ExerciseResult]]:  # fmt: skip
     """The ``exercises`` (all of ``course``'s by default) of every directory, held-out checks
     included: results by directory name. ``independent``: each exercise on the reference solution
-    of the earlier exercises it runs on (``depends.reference_copy``), so that one bug costs once."""
+    of the earlier exercises it runs on (``depends.reference_copy``), so that one bug costs once.
+    The teacher's remarks (``borrowed``) are read from the files as handed in, before any of the
+    student's code runs (code that could write would otherwise rewrite what they read)."""
     chosen = list(course.exercises if exercises is None else exercises)
     with tempfile.TemporaryDirectory(prefix="vjpgrad-course-independent-") as scratch:
-        work, checked = [], []
+        work, checked, remarks = [], [], []
         for k, directory in enumerate(directories):
             for ex in chosen:
+                remarks.append(borrowed.remarks(directory, ex, course))  # as handed in: before any of it runs
                 where = directory
                 if independent and depends.on(ex, course):
                     where = depends.reference_copy(
@@ -62,8 +65,8 @@ def grade(
                 checked.append(directory)
         results = grading.run_many(work, timeout, workers, held_out=True, class_mode=True)
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
-    for directory, (_, ex), result in zip(checked, work, results, strict=True):
-        result.remarks += borrowed.remarks(directory, ex, course)
+    for directory, result, read in zip(checked, results, remarks, strict=True):
+        result.remarks += read
         if any(guard.SOLUTIONS in t.message for t in result.tests):  # the student's process refused it
             result.remarks.append(guard.SOLUTIONS_REMARK)
         graded[directory.name].append(result)
