@@ -462,6 +462,42 @@ def test_as_another_user_the_students_code_reads_nothing_of_roots_and_the_checks
     assert result.score() == 0
 
 
+@pytest.mark.slow  # a grading run as another user
+def test_the_autograder_hands_the_students_user_a_copy_it_can_read_and_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the kernel, not only the hook, keeps the student's code from rewriting the files the checks read
+    import pwd
+    import stat
+
+    from vjpgrad.course import autograder
+
+    uid, _ = _unprivileged()
+    submission = solutions_in(tmp_path / "submission")
+    seen: list[tuple[Path, int, int]] = []
+    real = gradebook.grade
+
+    def looked_at(directories: list[Path], of: object, timeout: float) -> dict[str, list[grading.ExerciseResult]]:
+        for path in [directories[0], *directories[0].rglob("*")]:
+            seen.append((path, path.stat().st_uid, stat.S_IMODE(path.stat().st_mode)))
+        return real(directories, type(course(None))((exercise(2),)), timeout)
+
+    monkeypatch.setattr(gradebook, "grade", looked_at)
+    results = tmp_path / "results" / "results.json"
+    user = pwd.getpwuid(uid).pw_name
+    arguments = ["--submission", str(submission), "--results", str(results), "--user", user]
+    assert autograder.main(arguments) == 0
+    assert seen
+    for path, owner, mode in seen:
+        assert owner != uid, (path, owner)  # not the student's to write
+        assert not mode & 0o022, (path, oct(mode))
+        assert mode & 0o004, (path, oct(mode))  # the student's to read
+        assert mode & 0o001 or not path.is_dir(), (path, oct(mode))
+    report = json.loads(results.read_text())
+    (two,) = [t for t in report["tests"] if t["number"] == "2"]
+    assert two["score"] == two["max_score"] == exercise(2).points
+
+
 JACOBIAN = (
     "def softmax_vjp(x, v):\n"
     "    m = max(x)\n"

@@ -13,8 +13,9 @@ a link would hand the student's code a file only root may read), grades every ex
 ``/autograder/results/results.json``. Given ``--user``, each process where the student's code
 runs drops to that user before it imports anything of theirs (``grading.RUN_AS``), while the
 checks' processes, which decide, stay root's: the student's code cannot read ``/autograder/source``
-(the teacher's files and held-out checks, kept to root by ``setup.sh``), write the results, nor
-signal, trace or read the memory of the processes that grade it.
+(the teacher's files and held-out checks, kept to root by ``setup.sh``), write the results or its
+own copied files (root's, which that user may only read), nor signal, trace or read the memory
+of the processes that grade it.
 """
 
 from __future__ import annotations
@@ -187,11 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         directory = Path(scratch) / "submission"
         links = copy_without_links(args.submission, directory)
         if args.user is not None:
-            uid, gid = _user(args.user)
-            grading.RUN_AS[0] = (uid, gid)
+            grading.RUN_AS[0] = _user(args.user)
             os.chmod(scratch, 0o755)
-            for path in [directory, *directory.rglob("*")]:
-                os.chown(path, uid, gid)
+            for path in [directory, *directory.rglob("*")]:  # root's: the user reads them, and writes none
+                os.chmod(path, 0o755 if path.is_dir() else 0o644)
         graded_here = graded_folder(directory, list(of.student_files()))
         graded = gradebook.grade([graded_here], of, args.timeout)
         report = gradebook.results_json(graded[graded_here.name], of)
