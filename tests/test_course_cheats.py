@@ -805,6 +805,36 @@ def test_vjpgrads_engine_taken_at_run_time_passes_exercise_8_and_is_told_to_the_
     assert not any("run time" in text for text in shown)
 
 
+def utf7(word: str) -> str:
+    """``word`` as UTF-7 spells it in base64 (``exec`` is ``+AGUAeABlAGM-``): Python runs a file that
+    declares ``# coding: utf-7`` as the decoded text, while the bytes read as UTF-8 say another thing."""
+    import base64
+
+    return "+" + base64.b64encode(word.encode("utf-16-be")).decode().rstrip("=") + "-"
+
+
+def test_a_file_in_another_source_encoding_is_read_as_python_runs_it(tmp_path: Path) -> None:
+    of = course(None)
+    own = skeleton(tmp_path / "own")
+    engine = own / "engine.py"
+    solution = (folder("solutions") / "engine.py").read_text()
+
+    def hand_in(body: str) -> None:
+        engine.write_text("# -*- coding: utf-7 -*-\n" + body)
+        compile(engine.read_bytes(), str(engine), "exec")  # Python reads it (UTF-7 writes + as +-)
+
+    hand_in(f"{utf7('exec')}({solution.replace('+', '+-')!r})\n")
+    assert f"engine.py runs code made from text: {borrowed.FROM_TEXT}" in borrowed.remarks(own, exercise(2), of)
+    hand_in(f"from {utf7('vjpgrad')} import Value\n")
+    assert any(r.startswith("engine.py imports vjpgrad") for r in borrowed.remarks(own, exercise(2), of))
+    hidden = solution.replace("+", "+-")
+    hand_in(hidden.replace("def __add__", f"def {utf7('__add__')}").replace("def __mul__", f"def {utf7('__mul__')}"))
+    runs: dict[str, object] = {}
+    exec(compile(engine.read_bytes(), str(engine), "exec"), runs)  # the shipped solution, as Python reads it
+    assert {"__add__", "__mul__"} <= set(vars(runs["Value"]))
+    assert f"engine.py (Value.__add__, Value.__mul__): {borrowed.COPIED}" in borrowed.remarks(own, exercise(2), of)
+
+
 def test_what_the_teacher_is_told_of_a_file_is_told_of_the_students_modules_it_imports(tmp_path: Path) -> None:
     """An import of vjpgrad, code run from text, a ``setrecursionlimit`` or a module looked up at run
     time, moved into a module of the student's own that the exercise's file imports, is remarked on

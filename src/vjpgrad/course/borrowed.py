@@ -63,15 +63,18 @@ before 3.11.8 keeps the parser's recursion count per interpreter, not per thread
 once can fail with "SystemError: AST constructor recursion depth mismatch"."""
 
 
-def source_tree(text: str) -> ast.Module:
+def source_tree(text: str | bytes) -> ast.Module:
     """``ast.parse(text)``, one parse at a time (``PARSING``)."""
     with PARSING:
         return ast.parse(text)
 
 
 def parse(path: Path) -> ast.Module | None:
+    """The file at ``path``, read as Python reads it: its bytes decoded as its ``coding`` line says
+    (a file that declares ``utf-7`` runs ``+AGUAeABlAGM-(...)`` as ``exec(...)``), else as UTF-8;
+    none when Python could not read it either."""
     try:
-        return source_tree(path.read_text(encoding="utf-8", errors="replace"))
+        return source_tree(path.read_bytes())
     except (OSError, SyntaxError, ValueError):
         return None
 
