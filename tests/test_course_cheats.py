@@ -486,7 +486,9 @@ def test_the_autograder_hands_the_students_user_a_copy_it_can_read_and_not_write
     results = tmp_path / "results" / "results.json"
     user = pwd.getpwuid(uid).pw_name
     arguments = ["--submission", str(submission), "--results", str(results), "--user", user]
+    assert grading.RUN_AS[0] is None
     assert autograder.main(arguments) == 0
+    assert grading.RUN_AS[0] is None  # the process is left as main found it: later grading runs as root
     assert seen
     for path, owner, mode in seen:
         assert owner != uid, (path, owner)  # not the student's to write

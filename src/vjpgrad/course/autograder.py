@@ -187,13 +187,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="vjpgrad-submission-") as scratch:
         directory = Path(scratch) / "submission"
         links = copy_without_links(args.submission, directory)
-        if args.user is not None:
-            grading.RUN_AS[0] = _user(args.user)
-            os.chmod(scratch, 0o755)
-            for path in [directory, *directory.rglob("*")]:  # root's: the user reads them, and writes none
-                os.chmod(path, 0o755 if path.is_dir() else 0o644)
-        graded_here = graded_folder(directory, list(of.student_files()))
-        graded = gradebook.grade([graded_here], of, args.timeout)
+        before = grading.RUN_AS[0]
+        try:  # the process is left as it was found: main can be called in a process that grades on
+            if args.user is not None:
+                grading.RUN_AS[0] = _user(args.user)
+                os.chmod(scratch, 0o755)
+                for path in [directory, *directory.rglob("*")]:  # root's: the user reads them, and writes none
+                    os.chmod(path, 0o755 if path.is_dir() else 0o644)
+            graded_here = graded_folder(directory, list(of.student_files()))
+            graded = gradebook.grade([graded_here], of, args.timeout)
+        finally:
+            grading.RUN_AS[0] = before
         report = gradebook.results_json(graded[graded_here.name], of)
     if links:
         report["output"] += f"\n\n{LINKS}: {', '.join(links)}"
