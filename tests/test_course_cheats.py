@@ -778,6 +778,10 @@ def test_a_module_taken_at_run_time_without_an_import_is_flagged(tmp_path: Path)
         "_spec = __loader__\n",
         "import sys\n_finders = sys.meta_path\n",
         "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    _g = e.__traceback__.tb_frame\n",
+        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    _g = getattr(e.__traceback__, 'tb_' + 'frame')\n",
+        "_builtins = print.__self__\n",
+        "def _f():\n    pass\n\n\n_builtins = _f.__builtins__\n",
+        "import sys as s\n_m = object.__getattribute__(s, 'mod' + 'ules')\n",
     ):
         softmax.write_text(cheat)
         assert flagged in borrowed.remarks(own, exercise(8), of), cheat
@@ -787,6 +791,7 @@ def test_a_module_taken_at_run_time_without_an_import_is_flagged(tmp_path: Path)
         "import sys\nDEPTH = sys.getrecursionlimit()\n",
         "class Layer:\n    def __init__(self):\n        self.modules = []\n",
         "def frames(n):\n    return [n]\n",
+        "class Layer:\n    def __getattr__(self, name):\n        raise AttributeError(name)\n",
     ):
         softmax.write_text(solution + "\n" + honest)
         assert flagged not in borrowed.remarks(own, exercise(8), of), honest

@@ -230,7 +230,7 @@ LOOKUPS = frozenset((
     "load_module", "__loader__", "__spec__", "meta_path", "path_hooks", "path_importer_cache", "getmodule",
     "__subclasses__", "__globals__", "__closure__", "cell_contents", "_getframe", "currentframe",
     "getouterframes", "getinnerframes", "f_globals", "f_locals", "f_builtins", "f_back", "tb_frame", "gi_frame",
-    "cr_frame",
+    "cr_frame", "__traceback__", "__builtins__", "__self__", "__getattribute__",
 ))  # fmt: skip
 """The names through which code reaches a module, or the grader's objects and their globals, without
 an import written as one: vjpgrad is loaded in the student's process (the grader's code there is
