@@ -291,7 +291,7 @@ def _imported_files(directory: Path, path: Path, tree: ast.AST) -> list[Path]:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 found += _module_files(directory, alias.name)
-        elif isinstance(node, ast.ImportFrom):
+        elif isinstance(node, ast.ImportFrom) and node.level <= len(path.parents):  # none above the root
             base = directory if node.level == 0 else path.parents[node.level - 1]
             module = node.module or ""
             for alias in node.names:
