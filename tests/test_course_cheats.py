@@ -869,7 +869,7 @@ def test_what_the_teacher_is_told_of_a_file_is_told_of_the_students_modules_it_i
     assert borrowed.remarks(own, exercise(2), of) == []  # util.py is imported by no file of exercise 2
     (own / "softmax.py").write_text("import engine\nimport util\n")
     assert borrowed.remarks(own, exercise(8), of) == [f"util.py runs code made from text: {borrowed.FROM_TEXT}"]
-    (own / "softmax.py").write_text("from " + "." * 60 + " import engine\nfrom .. import util\n")
+    (own / "softmax.py").write_text("from " + "." * 60 + " import engine\nfrom .. import util\nimport " + "a" * 300)
     assert borrowed.remarks(own, exercise(8), of) == []  # nothing outside the submission, and no error
 
 

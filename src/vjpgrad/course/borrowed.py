@@ -274,13 +274,21 @@ def looks_up_modules(tree: ast.AST) -> bool:
     return bool(words & LOOKUPS) or any(_opens_sys(node, names) for node in ast.walk(tree))
 
 
+def _a_file(path: Path) -> bool:
+    """Whether ``path`` is a file; not when it cannot be asked (a name too long for the system)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _module_files(base: Path, dotted: str) -> list[Path]:
     """The files of module ``dotted`` and of the packages it is in, under ``base``, that exist."""
     found: list[Path] = []
     parts = [part for part in dotted.split(".") if part]
     for k in range(1, len(parts) + 1):
         folder = base.joinpath(*parts[:k])
-        found += [path for path in (folder.with_suffix(".py"), folder / "__init__.py") if path.is_file()]
+        found += [path for path in (folder.with_suffix(".py"), folder / "__init__.py") if _a_file(path)]
     return found
 
 
