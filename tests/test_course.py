@@ -903,3 +903,35 @@ def test_class_mode_says_what_differs_never_how_to_write_the_fix(
         assert how not in said, how
     assert said != str(study.value)
     assert any(how in str(study.value) for how in ("+=", "multiply", "check the"))  # self-study keeps its advice
+
+
+CLASS_MODE_LATER = {
+    "a too small step whose error is small": (
+        1, "derivatives.py", "return 1e-12, 1e-5, 1e-1", "return 1e-6, 1e-5, 1e-1",
+        "gives the derivative of exp at 1 within", ("pick one",),
+    ),
+    "a checker with an absolute tolerance only": (
+        9, "gradient_checker.py", "if abs(g - numeric) > tol * max(1.0, abs(numeric)):", "if abs(g - numeric) > tol:",
+        "off by about 1e-2 from rounding alone", ("tol * max", "compare with"),
+    ),
+    "training of one step": (
+        11, "mlp.py", "def train(points, labels, steps=60):", "def train(points, labels, steps=1):",
+        "points are right", ("more steps", "learning rate", "train until"),
+    ),
+}  # fmt: skip
+"""A mistake of a later exercise, what its class-mode message still says, and the advice it leaves out."""
+
+
+@pytest.mark.slow  # a grading run in class mode
+@pytest.mark.parametrize("name", sorted(CLASS_MODE_LATER))
+def test_class_mode_messages_of_the_later_exercises_say_what_differs_never_how(tmp_path: Path, name: str) -> None:
+    number, file, old, new, said, advice = CLASS_MODE_LATER[name]
+    directory = solutions_in(tmp_path / "student")
+    path = directory / file
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+    (result,) = grading.run(directory, [exercise(number)], timeout=300, class_mode=True)
+    messages = "\n".join(t.message for t in result.tests if t.outcome != grading.PASSED)
+    assert said in messages, messages
+    for how in advice:
+        assert how not in messages, how

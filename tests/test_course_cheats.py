@@ -238,6 +238,29 @@ def test_an_engine_that_is_vjpgrads_earns_nothing_and_is_flagged_to_the_teacher(
     assert rows[1].endswith("engine.py imports vjpgrad: its checks ran without it (borrowed engine?)")
 
 
+def test_the_teachers_remarks_read_the_files_as_handed_in_before_any_code_of_the_student_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # code that gets past the student's process's hook (or runs as a user who owns the files) could
+    # rewrite its own files as it runs: what the teacher is told is read before it runs at all
+    directory = skeleton(tmp_path / "class" / "mallory")
+    engine = directory / "engine.py"
+    engine.write_text("from vjpgrad import Value\n")
+    honest = (folder("templates") / "engine.py").read_text()
+    real = grading.run_many
+
+    def rewriting(*arguments: object, **keywords: object) -> object:
+        results = real(*arguments, **keywords)  # type: ignore[arg-type]
+        engine.write_text(honest)  # as the student's code could have, as it ran
+        return results
+
+    monkeypatch.setattr(grading, "run_many", rewriting)
+    of = course(None)
+    graded = gradebook.grade([directory], type(of)((exercise(2),)), timeout=120)
+    (result,) = graded["mallory"]
+    assert any("engine.py imports vjpgrad" in remark for remark in result.remarks), result.remarks
+
+
 DELEGATE = """\"\"\"My own engine: written by me.\"\"\"
 import sys as _s, os as _o, importlib.util as _u
 _package = _s.modules["".join(["vjp", "grad"])]
@@ -325,6 +348,12 @@ def _hidden_copy(how: str, directory: Path) -> None:
         (directory / "_mine.py").write_text(text)
         (directory / "engine.py").write_text('"""My engine."""\nfrom _mine import *  # noqa: F403\n')
         return
+    if how == "in a module in a folder":
+        (directory / "mine").mkdir()
+        (directory / "mine" / "__init__.py").write_text("")
+        (directory / "mine" / "engine_parts.py").write_text(text)
+        (directory / "engine.py").write_text('"""My engine."""\nfrom mine.engine_parts import *  # noqa: F403\n')
+        return
     tree = ast.parse(text)
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
@@ -346,7 +375,14 @@ def _hidden_copy(how: str, directory: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "how", ["under another name", "behind a later stub", "with assignments that do nothing", "in another module"]
+    "how",
+    [
+        "under another name",
+        "behind a later stub",
+        "with assignments that do nothing",
+        "in another module",
+        "in a module in a folder",
+    ],
 )
 def test_a_copy_is_found_under_any_name_and_in_any_file_of_the_submission(tmp_path: Path, how: str) -> None:
     directory = tmp_path / "copy"
@@ -424,6 +460,44 @@ def test_as_another_user_the_students_code_reads_nothing_of_roots_and_the_checks
         os.chown(path, uid, gid)
     (result,) = grading.run(skeleton_directory, [exercise(2)], timeout=120)
     assert result.score() == 0
+
+
+@pytest.mark.slow  # a grading run as another user
+def test_the_autograder_hands_the_students_user_a_copy_it_can_read_and_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the kernel, not only the hook, keeps the student's code from rewriting the files the checks read
+    import pwd
+    import stat
+
+    from vjpgrad.course import autograder
+
+    uid, _ = _unprivileged()
+    submission = solutions_in(tmp_path / "submission")
+    seen: list[tuple[Path, int, int]] = []
+    real = gradebook.grade
+
+    def looked_at(directories: list[Path], of: object, timeout: float) -> dict[str, list[grading.ExerciseResult]]:
+        for path in [directories[0], *directories[0].rglob("*")]:
+            seen.append((path, path.stat().st_uid, stat.S_IMODE(path.stat().st_mode)))
+        return real(directories, type(course(None))((exercise(2),)), timeout)
+
+    monkeypatch.setattr(gradebook, "grade", looked_at)
+    results = tmp_path / "results" / "results.json"
+    user = pwd.getpwuid(uid).pw_name
+    arguments = ["--submission", str(submission), "--results", str(results), "--user", user]
+    assert grading.RUN_AS[0] is None
+    assert autograder.main(arguments) == 0
+    assert grading.RUN_AS[0] is None  # the process is left as main found it: later grading runs as root
+    assert seen
+    for path, owner, mode in seen:
+        assert owner != uid, (path, owner)  # not the student's to write
+        assert not mode & 0o022, (path, oct(mode))
+        assert mode & 0o004, (path, oct(mode))  # the student's to read
+        assert mode & 0o001 or not path.is_dir(), (path, oct(mode))
+    report = json.loads(results.read_text())
+    (two,) = [t for t in report["tests"] if t["number"] == "2"]
+    assert two["score"] == two["max_score"] == exercise(2).points
 
 
 JACOBIAN = (
@@ -665,6 +739,140 @@ def test_a_source_that_runs_code_made_from_text_is_flagged(tmp_path: Path) -> No
     assert "vjpgrad.compile" in straight.read_text()
 
 
+RUN_TIME_VJPGRAD = """import sys
+
+_engine = next(m for m in list(sys.modules.values()) if hasattr(m, "vmap") and hasattr(m, "custom_op"))
+
+
+def softmax_vjp(x, v):
+    xs = [_engine.Value(a) for a in x]
+    es = [(a - max(x)).exp() for a in xs]
+    total = sum(es[1:], es[0])
+    out = sum(((e / total) * w for e, w in zip(es, v)), _engine.Value(0.0))
+    out.backward()
+    return [a.grad for a in xs]
+"""
+"""Exercise 8 done with vjpgrad's engine, taken from the student's process's modules: no import of
+vjpgrad, no string naming it; it passes every check of exercise 8."""
+
+
+def test_a_module_taken_at_run_time_without_an_import_is_flagged(tmp_path: Path) -> None:
+    """vjpgrad is loaded in the student's process (the grader's code there is vjpgrad's): a file can
+    take its engine from ``sys.modules``, ``__import__`` of a name put together, ``importlib``, the
+    classes of ``object.__subclasses__()`` or the grader's frames and globals, with no import or
+    string a reading of the file would see. Such a file is remarked on; honest code is not."""
+    of = course(None)
+    own = skeleton(tmp_path / "own")
+    softmax = own / "softmax.py"
+    flagged = f"softmax.py looks modules up at run time: {borrowed.LOOKED_UP}"
+    for cheat in (
+        RUN_TIME_VJPGRAD,
+        "_engine = __import__('vjp' + 'grad')\n",
+        "import importlib\n_engine = importlib.import_module('vjp' + 'grad')\n",
+        "from importlib import import_module as im\n_engine = im('vjp' + 'grad')\n",
+        "import sys as s\n_engine = getattr(s, 'mod' + 'ules')['vjp' + 'grad']\n",
+        "_classes = object.__subclasses__()\n",
+        "import sys\n_g = sys._getframe(1).f_globals\n",
+        "import inspect\n_g = inspect.currentframe().f_back.f_globals\n",
+        "import builtins\n_g = builtins.__import__.__globals__\n",
+        "_spec = __loader__\n",
+        "import sys\n_finders = sys.meta_path\n",
+        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    _g = e.__traceback__.tb_frame\n",
+        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    _g = getattr(e.__traceback__, 'tb_' + 'frame')\n",
+        "_builtins = print.__self__\n",
+        "def _f():\n    pass\n\n\n_builtins = _f.__builtins__\n",
+        "import sys as s\n_m = object.__getattribute__(s, 'mod' + 'ules')\n",
+    ):
+        softmax.write_text(cheat)
+        assert flagged in borrowed.remarks(own, exercise(8), of), cheat
+    solution = (folder("solutions") / "softmax.py").read_text()
+    for honest in (
+        "",
+        "import sys\nDEPTH = sys.getrecursionlimit()\n",
+        "class Layer:\n    def __init__(self):\n        self.modules = []\n",
+        "def frames(n):\n    return [n]\n",
+        "class Layer:\n    def __getattr__(self, name):\n        raise AttributeError(name)\n",
+    ):
+        softmax.write_text(solution + "\n" + honest)
+        assert flagged not in borrowed.remarks(own, exercise(8), of), honest
+
+
+@pytest.mark.slow  # a grading run
+def test_vjpgrads_engine_taken_at_run_time_passes_exercise_8_and_is_told_to_the_teacher_alone(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "class" / "mallory")
+    (directory / "softmax.py").write_text(RUN_TIME_VJPGRAD)
+    of = course(None)
+    graded = gradebook.grade([directory], type(of)((exercise(8),)), timeout=120)
+    (result,) = graded["mallory"]
+    assert result.score() == exercise(8).points  # not prevented: the limit the instructor's page states
+    report = gradebook.results_json(graded["mallory"], of)
+    (hidden,) = [t for t in report["tests"] if t["visibility"] == "hidden"]
+    assert f"softmax.py looks modules up at run time: {borrowed.LOOKED_UP}" in hidden["output"]
+    shown = [report["output"]] + [t["output"] for t in report["tests"] if t["visibility"] != "hidden"]
+    assert not any("run time" in text for text in shown)
+
+
+def utf7(word: str) -> str:
+    """``word`` as UTF-7 spells it in base64 (``exec`` is ``+AGUAeABlAGM-``): Python runs a file that
+    declares ``# coding: utf-7`` as the decoded text, while the bytes read as UTF-8 say another thing."""
+    import base64
+
+    return "+" + base64.b64encode(word.encode("utf-16-be")).decode().rstrip("=") + "-"
+
+
+def test_a_file_in_another_source_encoding_is_read_as_python_runs_it(tmp_path: Path) -> None:
+    of = course(None)
+    own = skeleton(tmp_path / "own")
+    engine = own / "engine.py"
+    solution = (folder("solutions") / "engine.py").read_text()
+
+    def hand_in(body: str) -> None:
+        engine.write_text("# -*- coding: utf-7 -*-\n" + body)
+        compile(engine.read_bytes(), str(engine), "exec")  # Python reads it (UTF-7 writes + as +-)
+
+    hand_in(f"{utf7('exec')}({solution.replace('+', '+-')!r})\n")
+    assert f"engine.py runs code made from text: {borrowed.FROM_TEXT}" in borrowed.remarks(own, exercise(2), of)
+    hand_in(f"from {utf7('vjpgrad')} import Value\n")
+    assert any(r.startswith("engine.py imports vjpgrad") for r in borrowed.remarks(own, exercise(2), of))
+    hidden = solution.replace("+", "+-")
+    hand_in(hidden.replace("def __add__", f"def {utf7('__add__')}").replace("def __mul__", f"def {utf7('__mul__')}"))
+    runs: dict[str, object] = {}
+    exec(compile(engine.read_bytes(), str(engine), "exec"), runs)  # the shipped solution, as Python reads it
+    assert {"__add__", "__mul__"} <= set(vars(runs["Value"]))
+    assert f"engine.py (Value.__add__, Value.__mul__): {borrowed.COPIED}" in borrowed.remarks(own, exercise(2), of)
+
+
+def test_what_the_teacher_is_told_of_a_file_is_told_of_the_students_modules_it_imports(tmp_path: Path) -> None:
+    """An import of vjpgrad, code run from text, a ``setrecursionlimit`` or a module looked up at run
+    time, moved into a module of the student's own that the exercise's file imports, is remarked on
+    (naming that module) as if it were in the file; a module the exercise's files do not import
+    is not that exercise's, and another exercise's file is remarked on in its own exercise."""
+    of = course(None)
+    own = skeleton(tmp_path / "own")
+    solution = (folder("solutions") / "engine.py").read_text()
+    handed_out = (own / "engine.py").read_text()
+    (own / "engine.py").write_text("from helpers.more import *  # noqa\n")
+    (own / "helpers").mkdir()
+    (own / "helpers" / "__init__.py").write_text("")
+    more = own / "helpers" / "more.py"
+    for cheat, remark in (
+        ("from vjpgrad import Value\n", "helpers/more.py imports vjpgrad: its checks ran without it"),
+        (f"exec({solution!r})\n", f"helpers/more.py runs code made from text: {borrowed.FROM_TEXT}"),
+        ("import sys\nsys.setrecursionlimit(10**5)\n", "helpers/more.py names sys.setrecursionlimit: "),
+        ("import sys\nValue = sys.modules['vjp' + 'grad'].Value\n", "helpers/more.py looks modules up at run time"),
+    ):
+        more.write_text(cheat)
+        assert any(r.startswith(remark) for r in borrowed.remarks(own, exercise(4), of)), cheat
+        assert borrowed.remarks(own, exercise(8), of) == []  # softmax.py does not import it
+    (own / "engine.py").write_text(handed_out)
+    (own / "util.py").write_text(f"exec({solution!r})\n")
+    assert borrowed.remarks(own, exercise(2), of) == []  # util.py is imported by no file of exercise 2
+    (own / "softmax.py").write_text("import engine\nimport util\n")
+    assert borrowed.remarks(own, exercise(8), of) == [f"util.py runs code made from text: {borrowed.FROM_TEXT}"]
+    (own / "softmax.py").write_text("from " + "." * 60 + " import engine\nfrom .. import util\nimport " + "a" * 300)
+    assert borrowed.remarks(own, exercise(8), of) == []  # nothing outside the submission, and no error
+
+
 # ---- exercise 12 reads the def that runs, as handed in ------------------------------------------------------
 
 WITH_A_LOOP = """
@@ -715,6 +923,68 @@ def test_a_file_rewritten_as_it_is_imported_is_read_as_it_was_handed_in(tmp_path
     assert "a for loop" in message
 
 
+LOOPS = """
+def _steps(x, _log=math.log):
+    if not isinstance(x, tuple):
+        return _log(x)
+    a, b, c, v = x
+    grads = [0.0, 0.0, 0.0]
+    for _ in range(1):  # the work done anywhere but in example_1: loops, an engine...
+        grads = [3 * v, 4 * b * v, v / c]
+    return (3 * a + 2 * b * b + _log(c), *grads)
+"""
+"""A function that does exercise 12's work with a loop; the cheats below reach it from a def that
+has no loop, no call but ``math.log`` and no other function in it."""
+STRAIGHT_LOOKING = {
+    "math bound to another object": LOOPS + "\nclass _M:\n    log = staticmethod(_steps)\n\n\nmath = _M()\n"
+    "\n\ndef example_1(a, b, c, v):\n    return math.log((a, b, c, v))\n",
+    "math.log replaced": LOOPS + "\nmath.log = _steps\n\n\ndef example_1(a, b, c, v):\n"
+    "    return math.log((a, b, c, v))\n",
+    "math replaced through globals()": LOOPS + "\nclass _M:\n    log = staticmethod(_steps)\n\n\n"
+    "globals()['math'] = _M()\n\n\ndef example_1(a, b, c, v):\n    return math.log((a, b, c, v))\n",
+    "an operator of a module's object": LOOPS + "\nclass _G:\n    def __mul__(self, x):\n        return _steps(x)\n"
+    "\n\nG = _G()\n\n\ndef example_1(a, b, c, v):\n    return G * (a, b, c, v)\n",
+}
+
+
+@pytest.mark.slow  # a grading run
+@pytest.mark.parametrize("how", sorted(STRAIGHT_LOOKING))
+def test_a_straight_looking_def_whose_work_is_done_elsewhere_fails_the_straight_line_check(
+    tmp_path: Path, how: str
+) -> None:
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    (directory / "straight_line.py").write_text("import math\n" + STRAIGHT_LOOKING[how])
+    (result,) = grading.run(directory, [exercise(12)], timeout=120)
+    outcomes = {t.name: t.outcome for t in result.tests}
+    assert outcomes["it_gives_vjpgrads_numbers"] == grading.PASSED  # the numbers are right
+    outcome, message = straight_line_outcome(directory)
+    assert outcome == grading.FAILED, how
+    assert "example_1" in message
+
+
+HONEST_STRAIGHT_LINES = """import math
+
+
+def example_1(a, b, c, v):
+    \"\"\"Forward, then backward.\"\"\"
+    t1, t3 = 3 * a, 2 * b ** 2
+    y: float = t1 + t3 + math.log(c)
+    g_a = g_b = g_c = 0.0
+    g_a += 3 * v
+    g_b += 4.0 * b * v
+    g_c += v / c
+    return (y, g_a, g_b, +g_c)
+"""
+
+
+@pytest.mark.slow  # a grading run
+def test_straight_line_code_written_with_tuples_augmented_assignments_and_powers_passes(tmp_path: Path) -> None:
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    (directory / "straight_line.py").write_text(HONEST_STRAIGHT_LINES)
+    (result,) = grading.run(directory, [exercise(12)], timeout=120)
+    assert [t.outcome for t in result.tests] == [grading.PASSED, grading.PASSED], result.tests
+
+
 @pytest.mark.slow  # a grading run
 def test_the_skeletons_stub_left_above_a_correct_def_passes(tmp_path: Path) -> None:
     directory = skeleton(tmp_path / "student")
@@ -737,6 +1007,23 @@ def test_a_symbolic_link_handed_in_is_not_followed(tmp_path: Path) -> None:
     outcome, message = straight_line_outcome(directory)
     assert outcome == grading.FAILED
     assert "symbolic link" in message
+
+
+@pytest.mark.parametrize("number", [6, 3])  # engine.py replaced whole (exercise 6), or spliced (exercise 3)
+def test_independent_grading_writes_nothing_through_a_symbolic_link_handed_in(tmp_path: Path, number: int) -> None:
+    # grade --independent puts the reference solution of the earlier exercises in a copy of the
+    # submission: a link handed in as engine.py must not make the teacher's process write where it points
+    from vjpgrad.course import depends
+
+    directory = skeleton(tmp_path / "class" / "mallory")
+    victim = tmp_path / "teachers" / "held_out" / "check_sigmoid.py"
+    victim.parent.mkdir(parents=True)
+    victim.write_text("# the teacher's file\n")
+    (directory / "engine.py").unlink()
+    (directory / "engine.py").symlink_to(victim)
+    copy = depends.reference_copy(directory, exercise(number), course(None), tmp_path / "scratch" / "mallory")
+    assert victim.read_text() == "# the teacher's file\n"
+    assert not (copy / "engine.py").is_symlink()
 
 
 # ---- what the student's process refuses (``guard``) ---------------------------------------------------------

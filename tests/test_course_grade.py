@@ -103,6 +103,22 @@ def test_weights_and_held_out_checks_come_from_the_teachers_files(tmp_path: Path
 
 
 @pytest.mark.slow  # a grading run: one process per exercise
+@pytest.mark.parametrize("weight", ["float('nan')", "float('inf')", "-1", "'heavy'"])
+def test_a_weight_that_is_not_a_finite_number_is_refused_naming_the_check(tmp_path: Path, weight: str) -> None:
+    # a nan or infinite weight made every score nan: results.json then held NaN, which is not JSON
+    teacher = teachers_only(tmp_path)
+    check = teacher / "checks" / "check_sigmoid.py"
+    assert "@pytest.mark.weight(3)" in check.read_text()
+    check.write_text(check.read_text().replace("@pytest.mark.weight(3)", f"@pytest.mark.weight({weight})"))
+    (sigmoid,) = course(teacher).exercises
+    (result,) = grading.run(sigmoid_submission(tmp_path / "student"), [sigmoid], timeout=120)
+    assert result.score() == 0
+    assert all(t.outcome != grading.PASSED for t in result.tests)
+    assert any("@pytest.mark.weight takes a finite number >= 0" in t.message for t in result.tests), result.tests
+    assert json.loads(json.dumps(gradebook.results_json([result]), allow_nan=False))
+
+
+@pytest.mark.slow  # a grading run: one process per exercise
 def test_partial_credit_of_a_built_in_exercise(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "student")
     path = directory / "derivatives.py"
@@ -386,6 +402,20 @@ def test_the_total_is_the_sum_of_the_parts_as_shown() -> None:
     assert report["output"].startswith("3.99 of 6 points")
 
 
+def test_the_gradebook_shows_every_digit_of_large_points() -> None:
+    # a course marked out of 1000 an exercise: 2000 in thirds is 1333.33 a part; "%g" kept six digits
+    import dataclasses
+
+    big = [dataclasses.replace(exercise(n), points=20000.0) for n in (1, 2)]
+    results = [thirds(big[0], 2), thirds(big[1], 3)]
+    of = type(course(None))(tuple(big))
+    report = gradebook.results_json(results, of)
+    assert report["score"] == 33333.33
+    assert report["output"].startswith("33333.33 of 40000 points")
+    row = gradebook.row("ada", report, of)
+    assert row[1:4] == ["13333.33", "20000", "33333.33"]
+
+
 def test_a_check_that_never_ran_says_not_run() -> None:
     tests = [{"id": f"t{k}", "name": f"t{k}", "title": f"check {k}", "weight": 1.0} for k in range(3)]
     events = [
@@ -506,6 +536,51 @@ def test_the_autograder_bundle_holds_what_gradescope_runs_and_grades_a_submissio
     assert sorted(p.name for p in submission.iterdir()) == sorted(
         {*(p.name for p in folder("solutions").iterdir()), "sigmoid.py"}
     )
+
+
+@pytest.mark.slow  # a grading run
+def test_the_autograder_grades_a_submission_handed_in_as_one_folder(tmp_path: Path) -> None:
+    # a zip of the course's folder, as a student makes one: Gradescope unzips it into one folder
+    from vjpgrad.course import autograder
+
+    teacher = teachers_only(tmp_path)
+    submission = tmp_path / "submission"
+    sigmoid_submission(submission / "my course")
+    (submission / "__MACOSX").mkdir()  # what macOS adds to a zip
+    results = tmp_path / "results" / "results.json"
+    arguments = ["--submission", str(submission), "--results", str(results), "--exercises", str(teacher)]
+    assert autograder.main(arguments) == 0
+    report = json.loads(results.read_text())
+    assert report["score"] == sum(ex.points for ex in course(teacher).exercises)
+    assert report["output"].endswith(f"\n\n{autograder.NESTED}: my course")
+    assert "vjpgrad-submission-" not in json.dumps(report)  # no path of the grader's
+
+
+@pytest.mark.skipif(os.name != "posix", reason="Gradescope's images are Linux")
+def test_the_bundles_setup_makes_the_installed_reference_solutions_roots_alone(tmp_path: Path) -> None:
+    # the student's code runs as another user: the kernel, not only the audit hook, keeps it from them
+    import stat
+    import subprocess
+    import sys
+
+    from vjpgrad.course import autograder
+
+    installed = tmp_path / "site-packages"
+    solutions = installed / "vjpgrad" / "course" / "solutions"
+    solutions.mkdir(parents=True)
+    for package in (installed / "vjpgrad", installed / "vjpgrad" / "course"):
+        (package / "__init__.py").write_text("")
+    (solutions / "engine.py").write_text("# the reference solution\n")
+    setup = autograder.SETUP.splitlines()
+    lines = [
+        line for line in setup[setup.index("chmod -R go-rwx /autograder/source  # the teacher's files: root's alone") :]
+    ]
+    line = "\n".join(lines[1:]).replace("/autograder/venv/bin/python", sys.executable)
+    assert "solutions" in line, autograder.SETUP
+    environment = {**os.environ, "PYTHONPATH": str(installed)}
+    subprocess.run(["bash", "-euo", "pipefail", "-c", line], check=True, env=environment)
+    for path in (solutions, solutions / "engine.py"):
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, oct(path.stat().st_mode)
 
 
 def exercise_of_number(number: str) -> Exercise:

@@ -191,6 +191,8 @@ def test_init_with_a_teachers_exercises_writes_their_files_and_records_the_direc
     ("change", "said"),
     [
         (("points = 2", "points = -1"), "points = -1 is negative"),
+        (("points = 2", "points = nan"), "points = nan is not a finite number"),
+        (("points = 2", "points = inf"), "points = inf is not a finite number"),
         (("points = 2", 'points = "two"'), "points = 'two' is not a number"),
         (('check = "checks/check_sigmoid.py"', 'check = "checks/nothing.py"'), "there is no file"),
         (('slug = "sigmoid"', 'slug = "add-mul"'), "the slug add-mul is a built-in exercise's already"),

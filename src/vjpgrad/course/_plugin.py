@@ -25,6 +25,7 @@ import builtins
 import importlib.util
 import inspect
 import json
+import math
 import os
 import sys
 import sysconfig
@@ -283,8 +284,8 @@ def weight(item: pytest.Item) -> float:
     if marker is None:
         return 1.0
     value = marker.args[0] if marker.args else marker.kwargs.get("n")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.weight takes a number >= 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:  # nan too
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.weight takes a finite number >= 0, got {value!r}")
     return float(value)
 
 

@@ -13,8 +13,9 @@ a link would hand the student's code a file only root may read), grades every ex
 ``/autograder/results/results.json``. Given ``--user``, each process where the student's code
 runs drops to that user before it imports anything of theirs (``grading.RUN_AS``), while the
 checks' processes, which decide, stay root's: the student's code cannot read ``/autograder/source``
-(the teacher's files and held-out checks, kept to root by ``setup.sh``), write the results, nor
-signal, trace or read the memory of the processes that grade it.
+(the teacher's files and held-out checks, kept to root by ``setup.sh``), write the results or its
+own copied files (root's, which that user may only read), nor signal, trace or read the memory
+of the processes that grade it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ python3 -m venv /autograder/venv
 /autograder/venv/bin/python -m pip install wheels/*.whl pytest hypothesis
 id -u student >/dev/null 2>&1 || useradd --no-create-home --shell /usr/sbin/nologin student
 chmod -R go-rwx /autograder/source  # the teacher's files: root's alone
+# vjpgrad's reference solutions, installed: root's alone too (the student's code runs as student)
+course="$(/autograder/venv/bin/python -c 'import os, vjpgrad.course as c; print(os.path.dirname(c.__file__))')"
+chmod -R go-rwx "$course/solutions"
 """
 
 RUN = """\
@@ -138,6 +142,25 @@ def copy_without_links(submission: Path, into: Path) -> list[str]:
     return sorted(links)
 
 
+NESTED = "graded the one folder of the submission that holds the course's files"
+"""What the output says when the submission's files were in a folder of it (a zip of the course's
+folder), before naming the folder."""
+
+
+def graded_folder(submission: Path, files: Sequence[str]) -> Path:
+    """The folder of ``submission`` to grade: itself when any of the student's ``files`` is at its
+    top; else its one folder that holds some of them (a zip of the course's folder, which Gradescope
+    unzips into a folder; macOS's ``__MACOSX`` and hidden folders aside); else itself."""
+    if any((submission / name).is_file() for name in files):
+        return submission
+    folders = [
+        path for path in sorted(submission.iterdir())
+        if path.is_dir() and not path.is_symlink() and not path.name.startswith((".", "__MACOSX"))
+    ]  # fmt: skip
+    holding = [path for path in folders if any((path / name).is_file() for name in files)]
+    return holding[0] if len(holding) == 1 else submission
+
+
 def _user(name: str) -> tuple[int, int]:
     import pwd
 
@@ -164,16 +187,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="vjpgrad-submission-") as scratch:
         directory = Path(scratch) / "submission"
         links = copy_without_links(args.submission, directory)
-        if args.user is not None:
-            uid, gid = _user(args.user)
-            grading.RUN_AS[0] = (uid, gid)
-            os.chmod(scratch, 0o755)
-            for path in [directory, *directory.rglob("*")]:
-                os.chown(path, uid, gid)
-        graded = gradebook.grade([directory], of, args.timeout)
-        report = gradebook.results_json(graded[directory.name], of)
+        before = grading.RUN_AS[0]
+        try:  # the process is left as it was found: main can be called in a process that grades on
+            if args.user is not None:
+                grading.RUN_AS[0] = _user(args.user)
+                os.chmod(scratch, 0o755)
+                for path in [directory, *directory.rglob("*")]:  # root's: the user reads them, and writes none
+                    os.chmod(path, 0o755 if path.is_dir() else 0o644)
+            graded_here = graded_folder(directory, list(of.student_files()))
+            graded = gradebook.grade([graded_here], of, args.timeout)
+        finally:
+            grading.RUN_AS[0] = before
+        report = gradebook.results_json(graded[graded_here.name], of)
     if links:
         report["output"] += f"\n\n{LINKS}: {', '.join(links)}"
+    if graded_here != directory:
+        report["output"] += f"\n\n{NESTED}: {graded_here.relative_to(directory).as_posix()}"
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -22,8 +22,11 @@ process, without running it:
   ``sys.setrecursionlimit`` (``probe.refuse_recursion_limit``); code that reaches the interpreter's
   own setter some other way is what this remark points the teacher to; so is a file that names
   ``pythonapi`` or ``/proc`` (the grader's processes, the interpreter's memory), which the student's
-  process also refuses (``guard``), and a file that runs code made from text (``runs_text``: a
-  solution kept in a string and run has no ``def`` for ``copied`` to read).
+  process also refuses (``guard``), a file that runs code made from text (``runs_text``: a
+  solution kept in a string and run has no ``def`` for ``copied`` to read), and one that looks
+  modules up at run time (``looks_up_modules``: vjpgrad, loaded in the student's process, taken from
+  ``sys.modules`` or a frame's globals with no import to read). These read the exercise's files and
+  the student's own modules they import (``own_files``).
 
 The checks' processes also refuse those imports from the student's files (``_plugin``'s import
 guard, given ``allowed``): an engine that is vjpgrad's earns nothing from vjpgrad's code.
@@ -60,15 +63,18 @@ before 3.11.8 keeps the parser's recursion count per interpreter, not per thread
 once can fail with "SystemError: AST constructor recursion depth mismatch"."""
 
 
-def source_tree(text: str) -> ast.Module:
+def source_tree(text: str | bytes) -> ast.Module:
     """``ast.parse(text)``, one parse at a time (``PARSING``)."""
     with PARSING:
         return ast.parse(text)
 
 
 def parse(path: Path) -> ast.Module | None:
+    """The file at ``path``, read as Python reads it: its bytes decoded as its ``coding`` line says
+    (a file that declares ``utf-7`` runs ``+AGUAeABlAGM-(...)`` as ``exec(...)``), else as UTF-8;
+    none when Python could not read it either."""
     try:
-        return source_tree(path.read_text(encoding="utf-8", errors="replace"))
+        return source_tree(path.read_bytes())
     except (OSError, SyntaxError, ValueError):
         return None
 
@@ -101,11 +107,12 @@ def allowed(course: Course) -> dict[str, set[str]]:
     return result
 
 
-def imports(directory: Path, ex: Exercise, course: Course) -> list[str]:
-    """What the teacher is told of ``ex``'s files in ``directory`` that import borrowed code."""
+def imports(directory: Path, ex: Exercise, course: Course, files: Iterable[str] | None = None) -> list[str]:
+    """What the teacher is told of ``ex``'s files in ``directory`` (or of ``files``) that import
+    borrowed code."""
     permitted = allowed(course)
     remarks = []
-    for name in ex.files:
+    for name in ex.files if files is None else files:
         tree = parse(directory / name)
         if tree is None:
             continue
@@ -216,18 +223,125 @@ def runs_text(tree: ast.AST) -> bool:
     return any(_runner(node, bound) for node in ast.walk(tree))
 
 
-def recursion_limit(directory: Path, ex: Exercise) -> list[str]:
-    """What the teacher is told of ``ex``'s files in ``directory`` that name ``setrecursionlimit``,
-    ``pythonapi`` or ``/proc``."""
-    remarks = []
-    for name in ex.files:
+LOOKED_UP = "the borrowed-engine check reads only imports written as imports (vjpgrad's engine taken at run time?)"
+"""What a remark on a file that looks modules up at run time says, after the file's name."""
+LOOKUPS = frozenset((
+    "__import__", "importlib", "import_module", "find_spec", "spec_from_file_location", "module_from_spec",
+    "load_module", "__loader__", "__spec__", "meta_path", "path_hooks", "path_importer_cache", "getmodule",
+    "__subclasses__", "__globals__", "__closure__", "cell_contents", "_getframe", "currentframe",
+    "getouterframes", "getinnerframes", "f_globals", "f_locals", "f_builtins", "f_back", "tb_frame", "gi_frame",
+    "cr_frame", "__traceback__", "__builtins__", "__self__", "__getattribute__",
+))  # fmt: skip
+"""The names through which code reaches a module, or the grader's objects and their globals, without
+an import written as one: vjpgrad is loaded in the student's process (the grader's code there is
+vjpgrad's), so ``sys.modules`` or a frame's globals hand its engine over (``_opens_sys`` looks for
+``sys.modules``: ``self.modules`` of a network is no such thing)."""
+
+
+def _sys_names(tree: ast.AST) -> set[str]:
+    """The names ``tree`` binds to the ``sys`` module (``import sys``, ``import sys as s``)."""
+    return {
+        alias.asname or alias.name
+        for node in ast.walk(tree) if isinstance(node, ast.Import)
+        for alias in node.names if alias.name == "sys"
+    }  # fmt: skip
+
+
+def _opens_sys(node: ast.AST, names: set[str]) -> bool:
+    """``sys.modules``, ``from sys import modules``, or ``sys`` opened by a name the code computes
+    (``getattr(sys, ...)``, ``vars(sys)``, ``sys.__dict__``); ``os.sys`` is ``sys`` too."""
+
+    def is_sys(value: ast.AST) -> bool:
+        return (isinstance(value, ast.Name) and value.id in names) or (
+            isinstance(value, ast.Attribute) and value.attr == "sys"
+        )
+
+    if isinstance(node, ast.Attribute) and node.attr in ("modules", "__dict__"):
+        return is_sys(node.value)
+    if isinstance(node, ast.ImportFrom) and node.module == "sys":
+        return any(alias.name in ("modules", "*") for alias in node.names)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "vars"):
+        return bool(node.args) and is_sys(node.args[0])
+    return False
+
+
+def looks_up_modules(tree: ast.AST) -> bool:
+    """Whether ``tree`` names one of ``LOOKUPS`` (a name, an attribute, an import, a string), or
+    opens ``sys`` for its modules (``_opens_sys``): the ways a file takes vjpgrad's engine with no
+    import of it."""
+    words = {part for word in _words(tree) for part in word.strip().split(".")}
+    names = _sys_names(tree)
+    return bool(words & LOOKUPS) or any(_opens_sys(node, names) for node in ast.walk(tree))
+
+
+def _a_file(path: Path) -> bool:
+    """Whether ``path`` is a file; not when it cannot be asked (a name too long for the system)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _module_files(base: Path, dotted: str) -> list[Path]:
+    """The files of module ``dotted`` and of the packages it is in, under ``base``, that exist."""
+    found: list[Path] = []
+    parts = [part for part in dotted.split(".") if part]
+    for k in range(1, len(parts) + 1):
+        folder = base.joinpath(*parts[:k])
+        found += [path for path in (folder.with_suffix(".py"), folder / "__init__.py") if _a_file(path)]
+    return found
+
+
+def _imported_files(directory: Path, path: Path, tree: ast.AST) -> list[Path]:
+    """The student's own modules in ``directory`` that ``tree`` (the file ``path``) imports."""
+    found: list[Path] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found += _module_files(directory, alias.name)
+        elif isinstance(node, ast.ImportFrom) and node.level <= len(path.parents):  # none above the root
+            base = directory if node.level == 0 else path.parents[node.level - 1]
+            module = node.module or ""
+            for alias in node.names:
+                found += _module_files(base, f"{module}.{alias.name}")
+    inside = directory.resolve()
+    return [found_path for found_path in found if found_path.resolve().is_relative_to(inside)]
+
+
+def own_files(directory: Path, ex: Exercise, course: Course) -> list[str]:
+    """``ex``'s files in ``directory``, then the student's own modules they import, at any depth
+    (``helpers.py``, ``more/engine_parts.py``): what the teacher's remarks read. Another exercise's
+    file is left to that exercise's remarks."""
+    others = set(course.student_files()) - set(ex.files)
+    names = list(ex.files)
+    for name in names:  # grows as modules are found
         tree = parse(directory / name)
-        if tree is not None and names_setter(tree):
+        if tree is None:
+            continue
+        for path in _imported_files(directory, directory / name, tree):
+            found = path.relative_to(directory).as_posix()
+            if found not in names and found not in others:
+                names.append(found)
+    return names
+
+
+def recursion_limit(directory: Path, ex: Exercise, files: Iterable[str] | None = None) -> list[str]:
+    """What the teacher is told of ``ex``'s files in ``directory`` (or of ``files``) that name
+    ``setrecursionlimit``, ``pythonapi`` or ``/proc``, run code made from text, or look modules up at
+    run time."""
+    remarks = []
+    for name in ex.files if files is None else files:
+        tree = parse(directory / name)
+        if tree is None:
+            continue
+        if names_setter(tree):
             remarks.append(f"{name} names sys.setrecursionlimit: {RECURSION_LIMIT}")
-        if tree is not None and names_outside(tree):
+        if names_outside(tree):
             remarks.append(f"{name} names ctypes.pythonapi or /proc: {REACHING}")
-        if tree is not None and runs_text(tree):
+        if runs_text(tree):
             remarks.append(f"{name} runs code made from text: {FROM_TEXT}")
+        if looks_up_modules(tree):
+            remarks.append(f"{name} looks modules up at run time: {LOOKED_UP}")
     return remarks
 
 
@@ -341,16 +455,21 @@ def copied(directory: Path, ex: Exercise) -> list[str]:
 
 def _definitions(directory: Path) -> set[str]:
     """The normal form (``normal``: names set aside, the def's own among them) of every function
-    and class in every Python file of ``directory``: a part of a solution is found there under any
-    name, behind a later stub of its name, or in another module the exercise's file imports."""
+    and class in every Python file of ``directory`` and every module of the submission they import
+    (in a folder: ``mine/engine_parts.py``): a part of a solution is found there under any name,
+    behind a later stub of its name, or in another module the exercise's file imports. A folder
+    nothing imports (a virtual environment, with vjpgrad's solutions installed in it) is not read."""
     found: set[str] = set()
-    for path in sorted(directory.glob("*.py")):
+    paths = sorted(directory.glob("*.py"))
+    for path in paths:  # grows as the modules they import, in folders of the submission, are found
         tree = parse(path)
         if tree is not None:
             found.update(normal(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+            paths += [module for module in _imported_files(directory, path, tree) if module not in paths]
     return found
 
 
 def remarks(directory: Path, ex: Exercise, course: Course) -> list[str]:
     """Everything the teacher is told of borrowed work in ``ex``'s files in ``directory``."""
-    return [*imports(directory, ex, course), *copied(directory, ex), *recursion_limit(directory, ex)]
+    files = own_files(directory, ex, course)
+    return [*imports(directory, ex, course, files), *copied(directory, ex), *recursion_limit(directory, ex, files)]

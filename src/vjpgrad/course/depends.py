@@ -114,19 +114,23 @@ def _splice(reference: str, student: str, parts: Sequence[str]) -> str:
 def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) -> Path:
     """A copy of ``directory`` in ``into`` where the earlier exercises ``ex`` runs on are the reference
     solution's: a file of theirs alone is the solution; a file ``ex`` shares with them (engine.py) is
-    the solution with the student's own definitions of ``ex``'s parts."""
+    the solution with the student's own definitions of ``ex``'s parts. A symbolic link handed in
+    where a file is written is removed first, never written through (it could point at any file of
+    the teacher's), and is read as no file."""
     shutil.copytree(directory, into, symlinks=True)
     for earlier in on(ex, course):
         for name in earlier.files:
-            solution = earlier.solution(name)
+            solution, target, theirs = earlier.solution(name), into / name, directory / name
             if not solution.is_file():
                 continue
+            if target.is_symlink():  # a link handed in is never written through: it may point at your files
+                target.unlink()
             if name not in ex.files:
-                shutil.copyfile(solution, into / name)
-            elif ex.parts and name == ex.files[0] and (directory / name).is_file():
+                shutil.copyfile(solution, target)
+            elif ex.parts and name == ex.files[0] and theirs.is_file() and not theirs.is_symlink():
                 try:
-                    text = _splice(solution.read_text(encoding="utf-8"), (directory / name).read_text(), ex.parts)
+                    text = _splice(solution.read_text(encoding="utf-8"), theirs.read_text(), ex.parts)
                 except SyntaxError:
                     continue
-                (into / name).write_text(text, encoding="utf-8")
+                target.write_text(text, encoding="utf-8")
     return into

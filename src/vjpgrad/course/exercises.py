@@ -14,6 +14,7 @@ hints for built-in ones (``[hints]``). docs/course/instructor.md describes the f
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,6 +141,8 @@ def _exercise(entry: Any, number: int, directory: Path, teachers: bool) -> Exerc
     for name in files:
         _existing(directory, f"templates/{name}", where)
     points = _field(entry, "points", (int, float), where, 1)
+    if not math.isfinite(points):
+        raise ExercisesError(f"{where}: points = {points} is not a finite number")
     if points < 0:
         raise ExercisesError(f"{where}: points = {points} is negative")
     held_out = entry.get("held_out", [])

@@ -47,12 +47,15 @@ def grade(
 ) -> dict[str, list[ExerciseResult]]:  # fmt: skip
     """The ``exercises`` (all of ``course``'s by default) of every directory, held-out checks
     included: results by directory name. ``independent``: each exercise on the reference solution
-    of the earlier exercises it runs on (``depends.reference_copy``), so that one bug costs once."""
+    of the earlier exercises it runs on (``depends.reference_copy``), so that one bug costs once.
+    The teacher's remarks (``borrowed``) are read from the files as handed in, before any of the
+    student's code runs (code that could write would otherwise rewrite what they read)."""
     chosen = list(course.exercises if exercises is None else exercises)
     with tempfile.TemporaryDirectory(prefix="vjpgrad-course-independent-") as scratch:
-        work, checked = [], []
+        work, checked, remarks = [], [], []
         for k, directory in enumerate(directories):
             for ex in chosen:
+                remarks.append(borrowed.remarks(directory, ex, course))  # as handed in: before any of it runs
                 where = directory
                 if independent and depends.on(ex, course):
                     where = depends.reference_copy(
@@ -62,8 +65,8 @@ def grade(
                 checked.append(directory)
         results = grading.run_many(work, timeout, workers, held_out=True, class_mode=True)
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
-    for directory, (_, ex), result in zip(checked, work, results, strict=True):
-        result.remarks += borrowed.remarks(directory, ex, course)
+    for directory, result, read in zip(checked, results, remarks, strict=True):
+        result.remarks += read
         if any(guard.SOLUTIONS in t.message for t in result.tests):  # the student's process refused it
             result.remarks.append(guard.SOLUTIONS_REMARK)
         graded[directory.name].append(result)
@@ -74,8 +77,9 @@ def grade(
 
 
 def number(x: float) -> str:
-    """Points as the CSV writes them: ``2``, ``1.5``, ``0.67``."""
-    return f"{points(x):g}"
+    """Points as the CSV and the outputs write them: ``2``, ``1.5``, ``0.67``, ``13333.33`` (every
+    digit, to two decimals: ``%g`` kept six)."""
+    return f"{points(x):.2f}".rstrip("0").rstrip(".")
 
 
 def _check_lines(result: ExerciseResult, held_out: bool) -> list[str]:
@@ -153,12 +157,15 @@ def summary(tests: Sequence[dict[str, Any]], course: Course) -> dict[str, Any]:
         counted = {ex.number for ex in required}  # a stretch exercise's points are extra credit
         most_now = points(sum(float(t["max_score"]) for t in shown if _exercise_of(t) in counted))
         output = (
-            f"{now:g} of {most_now:g} points from the checks shown now; {done} of {len(required)} exercises pass "
+            f"{number(now)} of {number(most_now)} points from the checks shown now; {done} of {len(required)} "
+            "exercises pass "
             "them; the held-out checks are shown once the grades are published (vjpgrad course grade)"
         )
     else:
         most = points(sum(ex.points for ex in required))
-        output = f"{total:g} of {most:g} points; {done} of {len(required)} exercises done (vjpgrad course grade)"
+        output = (
+            f"{number(total)} of {number(most)} points; {done} of {len(required)} exercises done (vjpgrad course grade)"
+        )
     return {"score": total, "output": output, "tests": list(tests)}
 
 
@@ -200,7 +207,7 @@ def row(name: str, report: dict[str, Any], course: Course) -> list[str]:
                 remarks.append(line.removeprefix("remark: "))
     if copied:  # said once: the exercises whose parts are a shipped solution's
         remarks.append(f"{grading.numbered(sorted(set(copied)))}: {borrowed.COPIED}")
-    return [name, *(f"{c:g}" for c in cells), f"{points(sum(cells)):g}", "; ".join(dict.fromkeys(remarks))]
+    return [name, *(number(c) for c in cells), number(sum(cells)), "; ".join(dict.fromkeys(remarks))]
 
 
 FORMULA = ("=", "+", "-", "@", "\t", "\r", "'")

@@ -9,6 +9,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import vjpgrad
+from vjpgrad.course.expect import advice
 from vjpgrad.testing import Expression, expressions
 
 FIRST = Expression(("*", "x", ("sin", "y")), ("x", "y", "z"))
@@ -87,5 +88,6 @@ def test_the_tolerance_grows_with_the_derivative(student: Any) -> None:
     assert list(wrong) == [], (
         f"for f(x, y) = exp(x) * y at {xs}, vjpgrad's gradients {grads} are right (df/dx is about "
         f"{grads[0]:.3g}), but wrong_gradients returned {wrong!r}: the central difference of so steep a function "
-        "is off by about 1e-2 from rounding alone, so compare with tol * max(1, |numeric|), not with tol alone"
+        "is off by about 1e-2 from rounding alone"
+        + advice(", so compare with tol * max(1, |numeric|), not with tol alone")
     )
