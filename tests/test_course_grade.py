@@ -277,6 +277,25 @@ def test_grade_refuses_bad_input_in_one_line_and_writes_nothing(
     assert not (tmp_path / "out").exists()
 
 
+def test_the_out_folder_among_the_submissions_is_not_graded_as_a_student(tmp_path: Path) -> None:
+    """``grade 'subs/*' --out subs/out``, run again: the glob now matches the gradebook's own
+    folder, which is where grades are written, never a student's; it is left out and said so,
+    and the students are graded as before (the folder's results stay)."""
+    from vjpgrad.course import commands
+
+    for name in ("ada", "bob", "out"):
+        (tmp_path / "subs" / name).mkdir(parents=True)
+    (tmp_path / "subs" / "out" / "ada").mkdir()
+    found, left_out = commands.to_grade(
+        [str(tmp_path / "subs" / "*"), str(tmp_path / "subs" / "out" / "ada")], tmp_path / "subs" / "out"
+    )
+    assert [d.name for d in found] == ["ada", "bob"]
+    assert [d.name for d in left_out] == ["out", "ada"]
+    with pytest.raises(commands.CourseError, match=r"no directory to grade: .* is --out"):
+        commands.to_grade([str(tmp_path / "subs" / "out")], tmp_path / "subs" / "out")
+
+
+# ---- the worked example of the instructor's page, and a class graded with one command ---------------------
 # ---- the worked example of the instructor's page, and a class graded with one command ---------------------
 
 
@@ -315,9 +334,10 @@ def the_class(where: Path) -> list[Path]:
     return directories
 
 
-def points_of(of: list[Exercise], rows: list[list[str]], name: str) -> dict[int, float]:
+def points_of(of: list[Exercise], rows: list[list[str]], name: str) -> dict[int, float | None]:
+    """A directory's points by exercise, from the gradebook's rows: None for one not graded ("not run")."""
     row = next(row for row in rows if row[0] == name)
-    return {ex.number: float(cell) for ex, cell in zip(of, row[1:-2], strict=True)}
+    return {ex.number: None if cell == "not run" else float(cell) for ex, cell in zip(of, row[1:-2], strict=True)}
 
 
 @pytest.mark.slow  # five directories of thirteen exercises
@@ -386,6 +406,7 @@ def test_regrading_one_directory_or_one_exercise_keeps_every_other_row_and_resul
     ada, bob = (points_of(list(of.exercises), rows, name) for name in ("ada", "bob"))
     assert (ada[1], ada[2]) == (round(one.points / 3, 2), two.points)
     assert (bob[1], bob[2]) == (0, two.points)
+    assert {ada[n] for n in ada if n > 2} == {None}  # never graded: "not run", not 0
     for name in ("ada", "bob"):
         report = json.loads((tmp_path / name / "results.json").read_text())
         shown = next(row for row in rows if row[0] == name)
@@ -414,6 +435,24 @@ def test_the_gradebook_shows_every_digit_of_large_points() -> None:
     assert report["output"].startswith("33333.33 of 40000 points")
     row = gradebook.row("ada", report, of)
     assert row[1:4] == ["13333.33", "20000", "33333.33"]
+
+
+def test_an_exercise_not_graded_yet_says_not_run_in_the_gradebook_not_zero(tmp_path: Path) -> None:
+    """``grade --exercise 3`` into a new ``--out``: the other exercises were never graded, and a 0
+    there would read as a failure; their cells say "not run", and the total is that of the
+    exercises graded."""
+    import dataclasses
+
+    of = course(None)
+    result = thirds(dataclasses.replace(exercise(3), points=2.0), 3)
+    row = gradebook.row("ada", gradebook.results_json([result], of), of)
+    cells = dict(zip(gradebook.header(of), row, strict=True))
+    assert cells[f"3 {exercise(3).slug}"] == "2"
+    assert cells[f"1 {exercise(1).slug}"] == "not run"
+    assert cells["total"] == "2"
+    gradebook.write(tmp_path, of, {"ada": [result]})
+    (ada,) = list(csv.reader(io.StringIO((tmp_path / "grades.csv").read_text())))[1:]
+    assert ada.count("not run") == len(of.exercises) - 1
 
 
 def test_a_check_that_never_ran_says_not_run() -> None:

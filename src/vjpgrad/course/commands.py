@@ -407,8 +407,11 @@ def solution(args: argparse.Namespace) -> int:
 # ---- grade ---------------------------------------------------------------------------------------------
 
 
-def submissions(words: Sequence[str]) -> list[Path]:
-    """The directories to grade: each word a directory, or a glob (quoted, so the shell left it) of them."""
+def to_grade(words: Sequence[str], out: Path) -> tuple[list[Path], list[Path]]:
+    """The directories to grade: each word a directory, or a glob (quoted, so the shell left it) of
+    them; and those left out, the ``out`` folder and any inside it (``grade 'subs/*' --out
+    subs/out`` run again matches the gradebook's own folder: where grades are written, never a
+    student's)."""
     from vjpgrad.course import gradebook
 
     found: list[Path] = []
@@ -417,14 +420,24 @@ def submissions(words: Sequence[str]) -> list[Path]:
         if not matches:
             raise CourseError(f"no directory matches {word}")
         found += [Path(match) for match in matches if Path(match).is_dir() or match == word]
+    written = out.resolve()
+    left_out = [d for d in found if d.resolve() == written or written in d.resolve().parents]
+    found = [d for d in found if d not in left_out]
+    if not found:
+        raise CourseError(f"no directory to grade: {', '.join(map(str, left_out))} is --out, where grades are written")
+    return _submissions(found, gradebook.GRADES), left_out
+
+
+def _submissions(found: list[Path], grades: str) -> list[Path]:
+    """``found``, checked: each a directory, none named as the gradebook (``grades``), no two of one name."""
     for directory in found:
         if not directory.is_dir():
             raise CourseError(f"{directory} is not a directory: grade takes the students' course directories")
     names: dict[str, Path] = {}
     for directory in found:
         name = directory.resolve().name
-        if name == gradebook.GRADES:
-            raise CourseError(f"{directory} is named as the gradebook, {gradebook.GRADES}: rename it")
+        if name == grades:
+            raise CourseError(f"{directory} is named as the gradebook, {grades}: rename it")
         if name in names and names[name].resolve() != directory.resolve():
             raise CourseError(f"{names[name]} and {directory} have the same name, {name}: rename one")
         names[name] = directory
@@ -434,8 +447,8 @@ def submissions(words: Sequence[str]) -> list[Path]:
 def grade(args: argparse.Namespace) -> int:
     from vjpgrad.course import gradebook
 
-    directories = submissions(args.directories)
     out = Path(args.out)
+    directories, left_out = to_grade(args.directories, out)
     if out.exists() and not out.is_dir():
         raise CourseError(f"--out {out} is a file, not a directory")
     teacher = _teachers_exercises(args.exercises)
@@ -458,6 +471,8 @@ def grade(args: argparse.Namespace) -> int:
         gradebook.existing(out, of)
     except gradebook.GradebookError as error:
         raise CourseError(str(error)) from None
+    for directory in left_out:
+        print(f"{PROGRAM}: {directory} is not graded: it is --out, where grades are written", file=sys.stderr)
     started = time.perf_counter()
     graded = gradebook.grade(directories, of, args.timeout, args.jobs, only, args.independent)
     text = gradebook.write(out, of, graded)

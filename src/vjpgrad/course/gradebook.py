@@ -191,10 +191,14 @@ def header(course: Course) -> list[str]:
 
 
 def row(name: str, report: dict[str, Any], course: Course) -> list[str]:
-    """A directory's row: each exercise's points (the sum of its tests' scores as shown), the total,
-    and the teacher's remarks."""
+    """A directory's row: each exercise's points (the sum of its tests' scores as shown; "not run"
+    for an exercise never graded, as after ``grade --exercise N`` into a new ``--out``, where a 0
+    would read as a failure), the total of those graded, and the teacher's remarks."""
     tests = report.get("tests", [])
+    graded = {_exercise_of(t) for t in tests}
     cells = [points(sum(float(t["score"]) for t in tests if _exercise_of(t) == ex.number)) for ex in course.exercises]
+    pairs = zip(course.exercises, cells, strict=True)
+    shown = [number(cell) if ex.number in graded else grading.NOT_RUN for ex, cell in pairs]
     remarks: list[str] = []
     copied: list[int] = []
     for t in tests:
@@ -207,7 +211,7 @@ def row(name: str, report: dict[str, Any], course: Course) -> list[str]:
                 remarks.append(line.removeprefix("remark: "))
     if copied:  # said once: the exercises whose parts are a shipped solution's
         remarks.append(f"{grading.numbered(sorted(set(copied)))}: {borrowed.COPIED}")
-    return [name, *(number(c) for c in cells), number(sum(cells)), "; ".join(dict.fromkeys(remarks))]
+    return [name, *shown, number(sum(cells)), "; ".join(dict.fromkeys(remarks))]
 
 
 FORMULA = ("=", "+", "-", "@", "\t", "\r", "'")
