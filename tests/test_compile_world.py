@@ -779,6 +779,21 @@ def test_a_numbers_identity_in_the_world_is_watched_where_the_code_compares_with
     twin_runs(build)
 
 
+_TRAIN = "train"
+
+
+def test_a_strings_identity_passed_is_watched_where_the_code_compares_with_is() -> None:
+    """``mode is TRAIN``: a string made at run time equal to the global is another object, and
+    eager code takes the other branch; the recording for the global itself must not answer."""
+
+    def f(x: Value, mode: str) -> Value:
+        return x * (2.0 if mode is _TRAIN else 3.0)
+
+    compiled = vjpgrad.compile(f)
+    for mode in (_TRAIN, _TRAIN, "".join(["tr", "ain"]), _TRAIN, "".join(["tr", "ain"])):
+        assert bits(compiled(Value(1.0), mode).data) == bits(f(Value(1.0), mode).data)
+
+
 def test_which_numbers_of_a_list_are_one_object_is_watched_where_the_code_compares_with_is() -> None:
     def build() -> Any:
         shared = float("0.5")

@@ -170,8 +170,9 @@ def number_arguments(
             found.append((name, x))
             for key, item in x.items():
                 visit(item, f"{name}[{key!r}]")
-        elif (_is_scalar(x) and not isinstance(x, (str, bytes))) or type(x) in (range, slice):
-            found.append((name, x))  # a range or slice is keyed by its numbers: its identity as a number's
+        elif _is_scalar(x) or type(x) in (range, slice):
+            # a string is keyed by its text, a range or slice by its numbers: each one's identity as a number's
+            found.append((name, x))
 
     for k, arg in enumerate(args):
         visit(arg, names[k] if names is not None else f"argument {k + 1}")
