@@ -1001,6 +1001,104 @@ def test_a_set_of_values_made_inside_is_iterated_as_eager_code_does() -> None:
     assert outcomes == {True}
 
 
+def eager_and_compiled(f: Callable[..., Any], calls: list[Callable[[], list[Any]]]) -> None:
+    """Each call's arguments made twice (``calls``), the function run eagerly on one and compiled
+    on the other: the same result's bits (or attribute) and gradients, call after call."""
+    compiled = vjpgrad.compile(f)
+    for make in calls:
+        found = []
+        for run in (f, compiled):
+            arguments = make()
+            y = run(*arguments)
+            y.backward()
+            found.append((bits(y.data), getattr(y, "tag", None), [bits(x.grad) for x in arguments]))
+        assert found[1] == found[0]
+
+
+def labelled(label: str | None) -> Callable[[], list[Any]]:
+    return lambda: [Value(1.5, label=label)]
+
+
+def test_an_argument_values_label_is_structure() -> None:
+    """``x.label`` read inside: another label is another program, as another number is."""
+
+    def f(x: Value) -> Value:
+        return x * (2.0 if x.label == "a" else 3.0)
+
+    eager_and_compiled(f, [labelled("a"), labelled("a"), labelled("b"), labelled(None), labelled("a")])
+
+
+def carrying(**attributes: Any) -> Callable[[], list[Any]]:
+    def make() -> list[Any]:
+        x = Value(-0.0)
+        vars(x).update(attributes)
+        return [x]
+
+    return make
+
+
+def test_an_argument_values_own_attributes_are_structure_by_their_bits() -> None:
+    """A number a user keeps on an argument Value is structure, keyed by its bits (``-0.0`` is not
+    ``0.0``: ``-0.0 + 0.0`` is ``0.0``), and so is a string copied onto the result."""
+
+    def f(x: Value) -> Value:
+        y = x * x.scale + x.offset
+        y.tag = x.tag  # type: ignore[attr-defined]  # the subject: a user's attribute
+        return y
+
+    calls = [
+        carrying(scale=2.0, offset=-0.0, tag="a"),
+        carrying(scale=2.0, offset=-0.0, tag="a"),
+        carrying(scale=3.0, offset=-0.0, tag="a"),
+        carrying(scale=3.0, offset=0.0, tag="a"),
+        carrying(scale=3, offset=0.0, tag="b"),
+    ]
+    eager_and_compiled(f, calls)
+
+
+def test_an_attribute_an_argument_value_gains_or_loses_is_seen_where_the_code_asks() -> None:
+    """``hasattr`` and ``getattr`` with a default ask whether a Value carries an attribute: one it
+    did not carry at recording, and then does, takes the other branch, as in eager code."""
+
+    def f(x: Value) -> Value:
+        return x * (x.scale if hasattr(x, "scale") else 5.0) + getattr(x, "offset", 1.0)
+
+    calls = [carrying(), carrying(), carrying(scale=2.0), carrying(offset=7.0), carrying()]
+    eager_and_compiled(f, calls)
+
+
+def test_an_attribute_an_argument_value_gains_is_seen_where_the_code_catches_its_absence() -> None:
+    """``try: x.scale`` / ``except AttributeError``: the attribute's absence at recording is
+    structure too."""
+
+    def f(x: Value) -> Value:
+        try:
+            scale = x.scale
+        except AttributeError:
+            scale = 5.0
+        return x * scale
+
+    eager_and_compiled(f, [carrying(), carrying(), carrying(scale=2.0), carrying()])
+
+
+def test_an_object_kept_on_an_argument_value_is_refused_before_the_function_runs() -> None:
+    """An object on an argument Value (not a number or string) would be a world of its own,
+    which compile does not walk: where the function may read the Values' attributes, refused
+    before it runs, saying what to pass instead."""
+    runs = []
+
+    def f(x: Value) -> Value:
+        runs.append(1)
+        return x * x.config.scale
+
+    x = Value(1.0)
+    x.config = type("Config", (), {"scale": 2.0})()  # type: ignore[attr-defined]  # the subject
+    with pytest.raises(DataDependentError, match=r"config") as error:
+        vjpgrad.compile(f)(x)
+    assert "as an argument of its own" in str(error.value)
+    assert runs == []
+
+
 # ---- parameters: found again at every call, and rebound ------------------------------------------
 
 

@@ -138,6 +138,43 @@ class Arguments:
         return tuple(world.number_masked(part) if _is_exact_number(part) else part for part in self.key)
 
 
+AttributesKey = tuple[tuple[tuple[str, Any], ...], ...] | None
+
+
+def argument_attributes(leaves: list[Value], names: frozenset[str] | None) -> AttributesKey:
+    """The attributes the Values a call was given carry (a label, a user's ``x.scale``) that the
+    code may read (``names``: None for all), each a number by its bits, a string, or an object
+    by its identity: structure, as the numbers passed are. None where there are none: the common
+    case, told in one pass in C."""
+    if not any(map(vars, leaves)):
+        return None
+    key = tuple(
+        tuple(
+            (name, _exact(item) if _is_scalar(item) else ("object", id(item)))
+            for name, item in vars(x).items()
+            if names is None or name in names
+        )
+        for x in leaves
+    )
+    return key if any(key) else None
+
+
+def refuse_object_attributes(fn: Callable[..., Any], leaves: list[Value], names: frozenset[str] | None) -> None:
+    """``DataDependentError`` for an object (not a number or string) kept on a Value the call was
+    given, where the code may read it: its state would be a world compile does not walk. Raised
+    before the function runs."""
+    for x in leaves:
+        for name, item in vars(x).items():
+            if (names is None or name in names) and not _is_scalar(item):
+                raise DataDependentError(
+                    f"{_name(fn)} (defined at {where(fn)}) was given a Value that carries .{name}, a "
+                    f"{type(item).__name__}, which its code may read: vjpgrad.compile keys the Values a call is "
+                    "given by the numbers and strings they carry, and does not watch an object's state there. "
+                    "Keep numbers or strings on the Value, or pass the object itself as an argument of its own "
+                    "(its state is watched then), or call the function uncompiled"
+                )
+
+
 def _whole_numbers(x: Any) -> tuple[Any, Any, Any] | None:
     """A range's start, stop and step, or a slice's when they are whole numbers or None: what
     keys it; None for anything else (a slice of other objects is an object, by identity)."""
@@ -421,6 +458,7 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     args, kwargs = read.args, read.kwargs
     name = _name(fn)
     with world_watched(fn, read.objects, args, kwargs) as found:
+        refuse_object_attributes(fn, read.leaves, found.attribute_names)  # before the function runs
         recording = Recording()
         state.recording = recording
         try:

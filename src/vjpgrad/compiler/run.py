@@ -28,6 +28,7 @@ from vjpgrad.compiler import cache, fold, guard, world
 from vjpgrad.compiler.record import (
     Arguments,
     Recorded,
+    argument_attributes,
     argument_names,
     build,
     collection_paused,
@@ -307,6 +308,15 @@ class Replay:
         self.fn = fn
         self.guard, self.guard_source = guard.loaded(recorded.world)
         self.numbers_by_identity = bool(recorded.world.numbers)
+        self.attribute_names = recorded.world.attribute_names
+        self.argument_attributes = argument_attributes(read.leaves, self.attribute_names)
+        # checked at each call where the code may read what the Values passed carry: they
+        # carried attributes it reads, it asks (``hasattr``, ``x.label``), or a subclass's
+        self.asks_attributes = (
+            self.argument_attributes is not None
+            or recorded.world.asks_attributes
+            or any(type(x) is not Value for x in read.leaves)
+        )
         self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "inside"))
         self.objects = [_held(x) for x in read.objects]
         self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
@@ -366,6 +376,8 @@ class Replay:
             return True  # a parameter passed as an argument: the recording kept them apart
         if self.aliased and any(held() is not read.leaves[k] for k, held in self.aliased):
             return True  # an argument the function also reaches itself: the same one, or record anew
+        if self.asks_attributes and argument_attributes(read.leaves, self.attribute_names) != self.argument_attributes:
+            return True  # what the Values passed carry (a label the code reads): structure
         if self.numbers_by_identity:  # the code compares with `is`: which numbers passed are one object
             return not self.guard(self.fn, *objects, _numbers=[x for _, x in number_arguments(read.args, read.kwargs)])
         return not self.guard(self.fn, *objects)

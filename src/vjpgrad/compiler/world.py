@@ -445,6 +445,12 @@ class Snapshot:
         default_factory=list
     )  # how a reader names each number argument (``partition``)
     may_draw: bool = False  # the world reaches a generator, or a module or function that draws (``DRAWING_MODULES``)
+    # the attribute names the code reached may read of a Value it is given (``x.label``,
+    # ``x.scale``): every name it names, or None where it computes names (``getattr``, ``vars``)
+    attribute_names: frozenset[str] | None = frozenset()
+    # whether the code may tell a Value it is given carries an attribute it did not carry at
+    # recording: it computes names, reads ``label`` (a class default), or catches exceptions
+    asks_attributes: bool = False
 
     def describe(self, var: int, item: int | None = None) -> str:
         """How a reader names a variable, or an item of a tuple variable."""
@@ -502,6 +508,7 @@ class _Walk:
         # the code reached reads names it computes: every entry of classes and modules (attributes),
         # or of globals, is watched
         self.computed_attributes = self.computed_globals = False
+        self.catches = False  # the code reached handles exceptions (``try``, ``with``)
         # what an entry no code names holds (walked where the code computes names): a function
         # there that looks modules up by name is watched, not refused, as the code may never call it
         self.reached_unnamed: set[int] = set()
@@ -842,6 +849,7 @@ class _Walk:
         self.computed_attributes = self.computed_attributes or not names.isdisjoint(COMPUTED_ATTRIBUTES)
         self.computed_globals = self.computed_globals or not names.isdisjoint(COMPUTED_GLOBALS)
         self.identities = self.identities or _compares_identity(code) or not names.isdisjoint(IDENTITY_NAMES)
+        self.catches = self.catches or _catches(code)
         looks_modules_up = not names.isdisjoint(MODULES_BY_NAME) or {"sys", "modules"} <= names
         if looks_modules_up and id(fn) not in self.reached_unnamed and var not in self.unnamed:
             raise UnwatchableError(
@@ -1510,6 +1518,15 @@ def _compares_identity(code: types.CodeType) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
+def _catches(code: types.CodeType) -> bool:
+    """Whether a code object (or code nested in it) handles exceptions (``try``, ``with``): a
+    ``try`` around ``x.scale`` tells whether a Value carries the attribute."""
+    if any(instruction.opname in ("PUSH_EXC_INFO", "SETUP_FINALLY") for instruction in dis.get_instructions(code)):
+        return True
+    return any(_catches(const) for const in code.co_consts if isinstance(const, types.CodeType))
+
+
+@functools.lru_cache(maxsize=4096)
 def _code_names(code: types.CodeType) -> frozenset[str]:
     """The names a code object and the code nested in it read (globals and attributes)."""
     names = set(code.co_names)
@@ -1591,6 +1608,8 @@ def observe(
     walk.snapshot.roots = len(roots)
     walk.finish()
     walk.snapshot.may_draw = walk.snapshot.may_draw or not walk.drawing_names.isdisjoint(walk.called_names)
+    walk.snapshot.attribute_names = None if walk.computed_attributes else frozenset(walk.names)
+    walk.snapshot.asks_attributes = walk.computed_attributes or walk.catches or "label" in walk.names
     _partition(walk, numbers or [])
     return walk.snapshot
 
