@@ -1099,6 +1099,45 @@ def test_an_object_kept_on_an_argument_value_is_refused_before_the_function_runs
     assert runs == []
 
 
+def test_the_class_of_a_value_subclass_argument_is_watched() -> None:
+    """A Value of the user's subclass is passed: its class (a method's code, a class attribute it
+    reads) is part of the world, though the function's code never names it."""
+
+    class Scaled(Value):
+        scale = 1.0
+
+        def scaled(self) -> Value:
+            return self * self.scale
+
+    def f(x: Scaled) -> Value:
+        return x.scaled()
+
+    compiled = vjpgrad.compile(f)
+    for change in (None, None, lambda: setattr(Scaled, "scale", 2.0), lambda: setattr(Scaled, "scaled", Value.exp)):
+        if change is not None:
+            change()
+        assert bits(compiled(Scaled(1.5)).data) == bits(f(Scaled(1.5)).data)
+
+
+def test_the_class_of_a_named_tuple_argument_is_watched() -> None:
+    """A named tuple of the user's class with a method: the class is part of the world."""
+
+    class Pair(namedtuple("Pair", "a b")):  # type: ignore[misc]  # the subject: a user's named tuple
+        scale = 1.0
+
+        def total(self) -> Value:
+            return (self.a + self.b) * self.scale  # type: ignore[no-any-return]
+
+    def f(pair: Pair) -> Value:
+        return pair.total()
+
+    compiled = vjpgrad.compile(f)
+    for scale in (1.0, 1.0, 2.0, -0.0):
+        Pair.scale = scale
+        pair = Pair(Value(1.0), Value(2.0))
+        assert bits(compiled(pair).data) == bits(f(pair).data)
+
+
 # ---- parameters: found again at every call, and rebound ------------------------------------------
 
 

@@ -159,6 +159,17 @@ def argument_attributes(leaves: list[Value], names: frozenset[str] | None) -> At
     return key if any(key) else None
 
 
+def argument_classes(read: Arguments) -> list[type]:
+    """The user's classes among the kinds of the arguments (a subclass of Value, a named tuple's
+    class with methods): their code and class attributes are part of the function's world,
+    though its code need not name them; the key fixes which classes they are."""
+    found: dict[int, type] = {}
+    for part in read.key:
+        if type(part) is tuple and part and isinstance(part[0], type) and not world.is_library(part[0]):
+            found.setdefault(id(part[0]), part[0])
+    return list(found.values())
+
+
 def refuse_object_attributes(fn: Callable[..., Any], leaves: list[Value], names: frozenset[str] | None) -> None:
     """``DataDependentError`` for an object (not a number or string) kept on a Value the call was
     given, where the code may read it: its state would be a world compile does not walk. Raised
@@ -457,7 +468,8 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     for what a replay could not do (read a Value's number, change its world)."""
     args, kwargs = read.args, read.kwargs
     name = _name(fn)
-    with world_watched(fn, read.objects, args, kwargs) as found:
+    # the user's classes among the arguments' kinds are roots of the world too, after the objects
+    with world_watched(fn, [*read.objects, *argument_classes(read)], args, kwargs) as found:
         refuse_object_attributes(fn, read.leaves, found.attribute_names)  # before the function runs
         recording = Recording()
         state.recording = recording
@@ -499,7 +511,7 @@ def world_watched(
     names = argument_names(fn, len(args))
     name = _name(fn)
     root = name if type(fn) in _PLAIN_CALLABLES else "self"  # a callable object: self, as its __call__ names it
-    guard_roots = [(root, fn), *((f"an object it was given ({type(x).__name__})", x) for x in objects)]
+    guard_roots = [(root, fn), *((f"an object it was given ({_kind_name(x)})", x) for x in objects)]
     given = [(n, x) for n, x in zip(names, args, strict=True) if not _is_scalar(x)]
     given += [(n, x) for n, x in kwargs.items() if not _is_scalar(x)]
     with collection_paused():
@@ -514,6 +526,11 @@ def world_watched(
     with collection_paused():
         after = _observed(fn, [(root, fn), *given], recorder=recorder)
         refuse_changes(fn, name, before, after, generators, draws, recorder)
+
+
+def _kind_name(x: Any) -> str:
+    """How a root of the world is named: a class by its own name, any other object by its class's."""
+    return x.__qualname__ if isinstance(x, type) else type(x).__name__
 
 
 def refuse_changes(

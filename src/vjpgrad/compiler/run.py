@@ -29,6 +29,7 @@ from vjpgrad.compiler.record import (
     Arguments,
     Recorded,
     argument_attributes,
+    argument_classes,
     argument_names,
     build,
     collection_paused,
@@ -319,6 +320,7 @@ class Replay:
         )
         self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "inside"))
         self.objects = [_held(x) for x in read.objects]
+        self.classes = argument_classes(read)  # the guard's roots after the objects: fixed by the key
         self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
         self.argument_count = len(distinct(read.leaves))
         self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
@@ -379,8 +381,9 @@ class Replay:
         if self.asks_attributes and argument_attributes(read.leaves, self.attribute_names) != self.argument_attributes:
             return True  # what the Values passed carry (a label the code reads): structure
         if self.numbers_by_identity:  # the code compares with `is`: which numbers passed are one object
-            return not self.guard(self.fn, *objects, _numbers=[x for _, x in number_arguments(read.args, read.kwargs)])
-        return not self.guard(self.fn, *objects)
+            numbers = [x for _, x in number_arguments(read.args, read.kwargs)]
+            return not self.guard(self.fn, *objects, *self.classes, _numbers=numbers)
+        return not self.guard(self.fn, *objects, *self.classes)
 
 
 class ReplayedCall:
