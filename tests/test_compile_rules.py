@@ -1099,6 +1099,36 @@ def test_an_object_kept_on_an_argument_value_is_refused_before_the_function_runs
     assert runs == []
 
 
+@pytest.mark.parametrize(
+    "asks",
+    [
+        lambda x: x.is_leaf,
+        lambda x: x.op == "",
+        lambda x: x._op == "",
+        lambda x: len(x.parents) == 1,
+        lambda x: len(x._prev) == 1,
+    ],
+    ids=["is_leaf", "op", "_op", "parents", "_prev"],
+)
+def test_the_operation_that_made_an_argument_value_is_structure_where_the_code_asks(
+    asks: Callable[[Value], bool],
+) -> None:
+    """A leaf passed, then a Value an eager operation made: a function that asks how its argument
+    was made (``x.is_leaf``, micrograd's ``x._op``) takes the other branch, as in eager code."""
+
+    def f(x: Value) -> Value:
+        return x * (2.0 if asks(x) else 3.0)
+
+    def made(k: int) -> Callable[[], list[Any]]:
+        def make() -> list[Any]:
+            a = Value(1.5)
+            return [(a, a * 2.0, a.exp(), a + a)[k]]
+
+        return make
+
+    eager_and_compiled(f, [made(0), made(0), made(1), made(2), made(3), made(0)])
+
+
 def test_the_class_of_a_value_subclass_argument_is_watched() -> None:
     """A Value of the user's subclass is passed: its class (a method's code, a class attribute it
     reads) is part of the world, though the function's code never names it."""

@@ -144,9 +144,11 @@ AttributesKey = tuple[tuple[tuple[str, Any], ...], ...] | None
 def argument_attributes(leaves: list[Value], names: frozenset[str] | None) -> AttributesKey:
     """The attributes the Values a call was given carry (a label, a user's ``x.scale``) that the
     code may read (``names``: None for all), each a number by its bits, a string, or an object
-    by its identity: structure, as the numbers passed are. None where there are none: the common
-    case, told in one pass in C."""
-    if not any(map(vars, leaves)):
+    by its identity, and, where the code may ask (``x.is_leaf``, ``x._op``), the operation that
+    made each (``_made``): structure, as the numbers passed are. None where there are none: the
+    common case, told in one pass in C."""
+    made = names is None or not names.isdisjoint(world.GRAPH_NAMES)
+    if not made and not any(map(vars, leaves)):
         return None
     key = tuple(
         tuple(
@@ -154,9 +156,19 @@ def argument_attributes(leaves: list[Value], names: frozenset[str] | None) -> At
             for name, item in vars(x).items()
             if names is None or name in names
         )
+        + (_made(x) if made else ())
         for x in leaves
     )
     return key if any(key) else None
+
+
+def _made(x: Value) -> tuple[tuple[str, Any], ...]:
+    """How a Value was made, as its own names tell (``op``, ``parents``, micrograd's ``_prev``):
+    nothing for a leaf."""
+    if graph.op_of(x) is None:
+        return ()
+    parents = x.parents
+    return (("(made by)", (x.op, len(parents), len(set(map(id, parents))))),)
 
 
 def argument_classes(read: Arguments) -> list[type]:

@@ -449,7 +449,8 @@ class Snapshot:
     # ``x.scale``): every name it names, or None where it computes names (``getattr``, ``vars``)
     attribute_names: frozenset[str] | None = frozenset()
     # whether the code may tell a Value it is given carries an attribute it did not carry at
-    # recording: it computes names, reads ``label`` (a class default), or catches exceptions
+    # recording, or was made otherwise: it computes names, reads ``label`` (a class default) or
+    # how the Value was made (``GRAPH_NAMES``), or catches exceptions
     asks_attributes: bool = False
 
     def describe(self, var: int, item: int | None = None) -> str:
@@ -1487,6 +1488,12 @@ COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec"})
 """Names whose use reads globals by a name computed at run time (``globals()[name]``): where the
 code reached names one, every entry of the globals of the functions reached is watched."""
 
+GRAPH_NAMES = frozenset({"op", "_op", "is_leaf", "parents", "_prev"})
+"""A Value's names that tell how it was made (a leaf, or which operation made it): where the code
+reached names one, how each Value a call is given was made is structure."""
+VALUES_OWN_NAMES = GRAPH_NAMES | {"label"}
+"""A Value's names that every Value answers, whether or not it carries an attribute of its own."""
+
 IDENTITY_NAMES = frozenset({"is_", "is_not", "id"})
 """Names whose use asks an object's identity as ``is`` does (``operator.is_(lr, DEFAULT)``,
 ``id(lr) == id(DEFAULT)``): where the code reached names one, which numbers are one object is
@@ -1609,7 +1616,8 @@ def observe(
     walk.finish()
     walk.snapshot.may_draw = walk.snapshot.may_draw or not walk.drawing_names.isdisjoint(walk.called_names)
     walk.snapshot.attribute_names = None if walk.computed_attributes else frozenset(walk.names)
-    walk.snapshot.asks_attributes = walk.computed_attributes or walk.catches or "label" in walk.names
+    asks = walk.computed_attributes or walk.catches or not walk.names.isdisjoint(VALUES_OWN_NAMES)
+    walk.snapshot.asks_attributes = asks
     _partition(walk, numbers or [])
     return walk.snapshot
 
