@@ -1171,6 +1171,31 @@ def test_the_class_of_a_named_tuple_argument_is_watched() -> None:
 # ---- parameters: found again at every call, and rebound ------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "reads",
+    [
+        lambda x, w, held: 2.0 if x is w else 1.0,
+        lambda x, w, held: held["table"].get(x, 1.0),
+        lambda x, w, held: 2.0 if x in held["set"] else 1.0,
+        lambda x, w, held: float(sum(1 for v in held["list"] if v is x)) + 1.0,
+    ],
+    ids=["is", "dict key", "set member", "list item by identity"],
+)
+def test_a_value_of_the_world_passed_as_an_argument_records_anew(reads: Callable[..., float]) -> None:
+    """A Value the function reaches in its world (as a dict key, in a set, by name) but does not
+    compute with is passed, where the recording was given another: the code may tell it is
+    that Value (``x is w``, ``table.get(x)``), so the call records anew, as for a parameter."""
+    w = Value(3.0)
+    held = {"table": {w: 2.0}, "set": {w}, "list": [w]}
+
+    def f(x: Value) -> Value:
+        return x * reads(x, w, held)
+
+    compiled = vjpgrad.compile(f)
+    for x in (Value(3.0), Value(3.0), w, w, Value(3.0)):
+        assert bits(compiled(x).data) == bits(f(x).data)
+
+
 def test_parameters_are_read_at_every_call() -> None:
     w = Value(2.0)
     f = vjpgrad.compile(lambda x: w * x * x)

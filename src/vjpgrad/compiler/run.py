@@ -304,7 +304,10 @@ class Replay:
         self.recorded = recorded = record(fn, read)
         self.arguments = recorded.arguments
         self.parameters = recorded.parameters
-        self.parameter_ids = frozenset(id(p) for p in self.parameters)
+        # every Value of the world but those passed at recording too (``aliased``): one passed
+        # now may be told apart by the code (``x is w``, ``table.get(x)``) even if no operation reads it
+        passed = {id(value) for _, value in recorded.aliases}
+        self.world_value_ids = frozenset(k for k in recorded.world.values if k not in passed)
         self.outputs = recorded.outputs
         self.fn = fn
         self.guard, self.guard_source = guard.loaded(recorded.world)
@@ -361,8 +364,8 @@ class Replay:
         so only recordings of the call's structure are asked; one of them is stale when
 
         - an object passed (``self``, a model: structure by identity) is not the one recorded;
-        - a parameter the function found in its world is passed as an argument (the recording
-          kept them apart);
+        - a Value the function found in its world (a parameter, a dict's key) is passed as an
+          argument (the recording kept them apart);
         - an argument the function also reached in its world is not that same object now;
         - the guard fails: the function's world differs from the facts observed while recording
           (``compiler.world``: identities, numbers' bits, lengths and orders, Values'
@@ -374,8 +377,8 @@ class Replay:
         objects = read.objects
         if objects and any(held() is not x for held, x in zip(self.objects, objects, strict=True)):
             return True
-        if not self.parameter_ids.isdisjoint(map(id, read.leaves)):
-            return True  # a parameter passed as an argument: the recording kept them apart
+        if not self.world_value_ids.isdisjoint(map(id, read.leaves)):
+            return True  # a Value of the world passed as an argument: the recording kept them apart
         if self.aliased and any(held() is not read.leaves[k] for k, held in self.aliased):
             return True  # an argument the function also reaches itself: the same one, or record anew
         if self.asks_attributes and argument_attributes(read.leaves, self.attribute_names) != self.argument_attributes:
