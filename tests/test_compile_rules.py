@@ -905,6 +905,21 @@ def test_a_numpy_array_argument_is_watched_as_one_in_the_world_is() -> None:
     assert compiled.times_recorded == 2
 
 
+def test_a_structured_numpy_array_argument_is_keyed_by_its_field_names() -> None:
+    """Two records of the same bytes under other field names are other structures: ``b["f"]``
+    of the second raises, as in eager code."""
+    np = pytest.importorskip("numpy")
+
+    def f(b: Any) -> Value:
+        return Value(1.0) * float(b["f"][0])
+
+    compiled = vjpgrad.compile(f)
+    for name in ("f", "f"):
+        assert compiled(np.array([(2.0,)], dtype=[(name, "f8")])).data == 2.0
+    with pytest.raises(ValueError, match="no field of name f"):
+        compiled(np.array([(2.0,)], dtype=[("g", "f8")]))
+
+
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(TypeError, match="takes a function"):
         vjpgrad.compile(3)  # type: ignore[arg-type]

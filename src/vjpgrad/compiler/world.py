@@ -1077,11 +1077,13 @@ def _named_key(key: Any) -> str:
 
 def content(x: Any) -> Any:
     """What a buffer holds (``KINDS``' buffers and NumPy arrays), as one comparable key: a NumPy
-    array's dtype, shape and strides with its bytes (and a masked array's mask), a
-    ``bytearray``'s, ``array``'s, ctypes object's or ``mmap``'s bytes (a closed mmap: none)."""
+    array's dtype (a record's field names too), shape and strides with its bytes (and a masked
+    array's mask), a ``bytearray``'s, ``array``'s, ctypes object's or ``mmap``'s bytes (a closed
+    mmap: none)."""
     if _is_numpy_array(type(x)):
         mask = getattr(x, "_mask", None)  # a masked array's (its tobytes() fills the masked places)
-        return (x.dtype.str, x.shape, x.strides, x.tobytes(), *(() if mask is None else (mask.tobytes(),)))
+        dtype = x.dtype.str if x.dtype.names is None else (x.dtype.str, repr(x.dtype))  # '|V8' names no field
+        return (dtype, x.shape, x.strides, x.tobytes(), *(() if mask is None else (mask.tobytes(),)))
     if type(x).__module__ == "mmap":  # its bytes and its position (what read() and tell() give)
         return (type(x), None) if x.closed else (type(x), x.tell(), bytes(x))
     if isinstance(x, decimal.Context):  # its precision, rounding, exponents, traps and flags
