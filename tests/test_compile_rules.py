@@ -1164,6 +1164,33 @@ def test_the_class_of_a_value_subclass_argument_is_watched() -> None:
         assert bits(compiled(Scaled(1.5)).data) == bits(f(Scaled(1.5)).data)
 
 
+def test_what_an_instance_of_a_users_vector_or_named_tuple_carries_is_structure() -> None:
+    """A Vector or named tuple of the user's subclass (one without ``__slots__``) carries
+    attributes of its own: the numbers and strings there are structure, an object is refused."""
+
+    class Scaled(Vector):
+        pass
+
+    class Pair(namedtuple("Pair", "a b")):  # type: ignore[misc]  # the subject: a user's named tuple
+        pass
+
+    def f(v: Scaled, pair: Pair) -> Value:
+        return v.sum() * v.scale + pair.a * pair.scale  # type: ignore[attr-defined, no-any-return]
+
+    def call(run: Callable[..., Value], scale: float) -> int:
+        v, pair = Scaled([1.0, 2.0]), Pair(Value(1.0), 2.0)
+        v.scale = pair.scale = scale  # type: ignore[attr-defined]  # the subject
+        return bits(run(v, pair).data)
+
+    compiled = vjpgrad.compile(f)
+    for scale in (1.0, 1.0, 2.0, -0.0, 0.0):
+        assert call(compiled, scale) == call(f, scale)
+    v = Scaled([1.0])
+    v.scale = [1.0]  # type: ignore[attr-defined]  # an object there: refused, naming it
+    with pytest.raises(TypeError, match=r"Scaled carrying \.scale, a list"):
+        compiled(v, Pair(Value(1.0), 2.0))
+
+
 def test_the_class_of_a_named_tuple_argument_is_watched() -> None:
     """A named tuple of the user's class with a method: the class is part of the world."""
 

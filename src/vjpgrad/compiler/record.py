@@ -103,7 +103,8 @@ class Arguments:
             key.append((kind, x.requires_grad, place))
             self.leaves.append(x)
         elif (isinstance(x, tuple) and hasattr(x, "_fields")) or isinstance(x, Vector):
-            key.append((kind, len(x)))
+            # a user's subclass without __slots__: what its instance carries too
+            key.append((kind, len(x), _carried(x)) if kind.__dictoffset__ else (kind, len(x)))
             for item in x:
                 self._visit(item, key, places)
         elif kind is dict:  # its keys as its values are: by value, a Value or an object by identity
@@ -196,6 +197,21 @@ def refuse_object_attributes(fn: Callable[..., Any], leaves: list[Value], names:
                     "Keep numbers or strings on the Value, or pass the object itself as an argument of its own "
                     "(its state is watched then), or call the function uncompiled"
                 )
+
+
+def _carried(x: Any) -> tuple[tuple[str, Any], ...]:
+    """The attributes an instance of a user's Vector or named tuple carries, each a number by its
+    bits or a string: structure. ``TypeError`` for an object there, whose state no key holds."""
+    carried = []
+    for name, item in vars(x).items():
+        if not _is_scalar(item):
+            raise TypeError(
+                f"a compiled function keys a {type(x).__name__} it is given by what it holds and the numbers and "
+                f"strings it carries; got a {type(x).__name__} carrying .{name}, a {type(item).__name__}: pass that "
+                "as an argument of its own, or call the function uncompiled"
+            )
+        carried.append((name, _exact(item)))
+    return tuple(carried)
 
 
 def _whole_numbers(x: Any) -> tuple[Any, Any, Any] | None:
