@@ -1425,6 +1425,47 @@ def test_a_module_in_the_users_project_is_the_users(tmp_path: Path, monkeypatch:
         vjpgrad.compile(lambda x: x * own.lookup())(Value(1.0))
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(x):\n    import own_settings\n    return x * own_settings.K\n",
+        "def f(x):\n    from own_settings import K\n    return x * K\n",
+        "def f(x):\n    return helper(x)\n\ndef helper(x):\n    import own_settings as s\n    return x * s.K\n",
+    ],
+    ids=["import", "from import", "in a helper"],
+)
+@pytest.mark.parametrize("imported_before", [True, False], ids=["imported before", "not yet imported"])
+def test_a_users_module_imported_while_the_function_runs_is_refused_before_it_runs(
+    source: str, imported_before: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``import settings`` inside the function reads the module at each eager call, where the
+    world does not reach it (a local name): a change to ``settings.K`` between calls would be
+    missed, so the call is refused before the function runs (nothing imported), saying to
+    import it at the top."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    monkeypatch.chdir(tmp_path)  # the project
+    (tmp_path / "own_settings.py").write_text("K = 2.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    if imported_before:
+        importlib.import_module("own_settings")
+    namespace: dict[str, Any] = {"__name__": "user_code"}
+    exec(builtins.compile(source, str(tmp_path / "user_code.py"), "exec"), namespace)
+    with pytest.raises(DataDependentError, match=r"imports own_settings while it runs.*at the top"):
+        vjpgrad.compile(namespace["f"])(Value(1.0))
+    assert ("own_settings" in sys.modules) is imported_before
+
+
+def test_a_librarys_module_imported_while_the_function_runs_is_watched_by_identity() -> None:
+    def f(x: Value) -> Value:
+        import math
+
+        return x * math.pi
+
+    compiled = vjpgrad.compile(f)
+    assert [compiled(Value(1.0)).data for _ in range(3)] == [math.pi] * 3
+
+
 def test_a_users_function_in_the_closure_of_a_librarys_wrapper_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:
     module = _library_module(monkeypatch)
     source = "def logged(fn):\n    calls = {}\n    def wrapper(x):\n        return fn(x)\n    return wrapper\n"

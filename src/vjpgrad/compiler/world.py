@@ -55,6 +55,7 @@ import decimal
 import dis
 import enum
 import functools
+import importlib.util
 import io
 import numbers
 import operator
@@ -860,6 +861,16 @@ class _Walk:
                 "import the module by name where the function is defined (import scales) so compile watches "
                 "what the function reads from it",
             )
+        imported = next((m for m in _imports(code) if _users_module(fn, *m)), None)
+        if imported is not None and id(fn) not in self.reached_unnamed and var not in self.unnamed:
+            top = _top_module(fn, *imported)
+            raise UnwatchableError(
+                name,
+                f"whose code imports {top} while it runs (an import inside a function), a module of yours that "
+                "vjpgrad.compile cannot follow from there to what the function reads in it",
+                f"import {top} at the top of the module where the function is defined, so compile watches what "
+                "the function reads from it",
+            )
         if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None and not fn.__dict__:
             self.fact("bare", var)  # no closure, no defaults, no attributes: one check for the four
         else:
@@ -1524,6 +1535,49 @@ def _compares_identity(code: types.CodeType) -> bool:
             return True
         previous = instruction
     return any(_compares_identity(const) for const in code.co_consts if isinstance(const, types.CodeType))
+
+
+@functools.lru_cache(maxsize=4096)
+def _imports(code: types.CodeType) -> tuple[tuple[str, int], ...]:
+    """The modules a code object (or code nested in it) imports while it runs (``import``
+    inside a function): each its name and level (``from . import x``: 1)."""
+    found: list[tuple[str, int]] = []
+    instructions = list(dis.get_instructions(code))
+    for k, instruction in enumerate(instructions):
+        if instruction.opname == "IMPORT_NAME":
+            level = instructions[k - 2].argval if k >= 2 and instructions[k - 2].opname == "LOAD_CONST" else 0
+            found.append((str(instruction.argval), level if type(level) is int else 0))
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found.extend(_imports(const))
+    return tuple(found)
+
+
+def _top_module(fn: types.FunctionType, name: str, level: int) -> str:
+    """The top-level package an import a function runs finds its module in."""
+    if not level:
+        return name.partition(".")[0]
+    package = fn.__globals__.get("__package__") or ""
+    return (package.partition(".")[0] if isinstance(package, str) else "") or name.partition(".")[0]
+
+
+def _users_module(fn: types.FunctionType, name: str, level: int) -> bool:
+    """Whether an import a function runs gets a module of the user's: its top-level package is
+    one (imported, or found without importing it) outside installed code. One that cannot be
+    found is left to fail as in eager code."""
+    top = _top_module(fn, name, level)
+    module = sys.modules.get(top)
+    if module is not None:
+        return not is_library(module)
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level name: nothing is imported to find it
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    places = [spec.origin] if spec.has_location and spec.origin else list(spec.submodule_search_locations or ())
+    library = (*installed_locations(), *OWN_CODE)
+    return any(not os.path.abspath(place).startswith(library) for place in places)
 
 
 @functools.lru_cache(maxsize=4096)
