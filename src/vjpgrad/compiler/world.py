@@ -852,25 +852,8 @@ class _Walk:
         self.computed_globals = self.computed_globals or not names.isdisjoint(COMPUTED_GLOBALS)
         self.identities = self.identities or _compares_identity(code) or not names.isdisjoint(IDENTITY_NAMES)
         self.catches = self.catches or _catches(code)
-        looks_modules_up = not names.isdisjoint(MODULES_BY_NAME) or {"sys", "modules"} <= names
-        if looks_modules_up and id(fn) not in self.reached_unnamed and var not in self.unnamed:
-            raise UnwatchableError(
-                name,
-                "whose code looks a module up by its name at run time (sys.modules, importlib.import_module, "
-                "__import__), which vjpgrad.compile cannot follow to what it reads there",
-                "import the module by name where the function is defined (import scales) so compile watches "
-                "what the function reads from it",
-            )
-        imported = next((m for m in _imports(code) if _users_module(fn, *m)), None)
-        if imported is not None and id(fn) not in self.reached_unnamed and var not in self.unnamed:
-            top = _top_module(fn, *imported)
-            raise UnwatchableError(
-                name,
-                f"whose code imports {top} while it runs (an import inside a function), a module of yours that "
-                "vjpgrad.compile cannot follow from there to what the function reads in it",
-                f"import {top} at the top of the module where the function is defined, so compile watches what "
-                "the function reads from it",
-            )
+        if id(fn) not in self.reached_unnamed and var not in self.unnamed:
+            _refuse_modules_found_at_run_time(fn, name, names)
         if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None and not fn.__dict__:
             self.fact("bare", var)  # no closure, no defaults, no attributes: one check for the four
         else:
@@ -1535,6 +1518,30 @@ def _compares_identity(code: types.CodeType) -> bool:
             return True
         previous = instruction
     return any(_compares_identity(const) for const in code.co_consts if isinstance(const, types.CodeType))
+
+
+def _refuse_modules_found_at_run_time(fn: types.FunctionType, name: str, names: frozenset[str]) -> None:
+    """``UnwatchableError`` for a function (``name``, whose code names ``names``) that finds a
+    module while it runs, where the world cannot follow it: by its name (``sys.modules``,
+    ``importlib.import_module``), or a module of the user's it imports inside (``import config``)."""
+    if not names.isdisjoint(MODULES_BY_NAME) or {"sys", "modules"} <= names:
+        raise UnwatchableError(
+            name,
+            "whose code looks a module up by its name at run time (sys.modules, importlib.import_module, "
+            "__import__), which vjpgrad.compile cannot follow to what it reads there",
+            "import the module by name where the function is defined (import scales) so compile watches "
+            "what the function reads from it",
+        )
+    imported = next((m for m in _imports(fn.__code__) if _users_module(fn, *m)), None)
+    if imported is not None:
+        top = _top_module(fn, *imported)
+        raise UnwatchableError(
+            name,
+            f"whose code imports {top} while it runs (an import inside a function), a module of yours that "
+            "vjpgrad.compile cannot follow from there to what the function reads in it",
+            f"import {top} at the top of the module where the function is defined, so compile watches what "
+            "the function reads from it",
+        )
 
 
 @functools.lru_cache(maxsize=4096)
