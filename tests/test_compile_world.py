@@ -1466,6 +1466,34 @@ def test_a_librarys_module_imported_while_the_function_runs_is_watched_by_identi
     assert [compiled(Value(1.0)).data for _ in range(3)] == [math.pi] * 3
 
 
+def test_an_attribute_the_user_sets_on_a_compiled_function_is_watched() -> None:
+    """``@vjpgrad.compile`` on a function that reads an attribute of its own name (``f.scale``):
+    the name is the compiled function, and what the user keeps on it is part of the world, as a
+    plain function's attributes are; so is what another compiled function it reads carries."""
+
+    @vjpgrad.compile
+    def scaled(x: Value) -> Value:
+        return x * scaled.scale  # type: ignore[attr-defined]  # the subject: a function attribute
+
+    other = vjpgrad.compile(lambda x: x * 2.0)
+
+    def eager(x: Value) -> Value:
+        return x * scaled.scale * other.shift  # type: ignore[attr-defined]
+
+    both = vjpgrad.compile(lambda x: scaled(x) * other.shift)
+    for scale, shift in ((1.0, 1.0), (1.0, 1.0), (2.0, 1.0), (2.0, -0.0), (3.0, 5.0)):
+        scaled.scale, other.shift = scale, shift  # type: ignore[attr-defined]
+        assert bits(scaled(Value(1.5)).data) == bits(Value(1.5).data * scale)
+        assert bits(both(Value(1.5)).data) == bits(eager(Value(1.5)).data)
+
+
+def test_a_compiled_functions_own_state_is_named_for_the_world() -> None:
+    """The world watches what a user keeps on a compiled function, not compile's bookkeeping,
+    which changes at each recording (``world.COMPILED_STATE``): this list must name all of it."""
+    wrapped = set(functools.WRAPPER_ASSIGNMENTS)
+    assert set(vars(vjpgrad.compile(lambda x: x))) - wrapped == world.COMPILED_STATE
+
+
 def test_a_users_function_in_the_closure_of_a_librarys_wrapper_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:
     module = _library_module(monkeypatch)
     source = "def logged(fn):\n    calls = {}\n    def wrapper(x):\n        return fn(x)\n    return wrapper\n"

@@ -643,7 +643,12 @@ class _Walk:
             self._members(call, method, ("__self__", "__func__"))
 
     def _compiled(self, var: int, x: Any) -> None:
-        self._members(var, x, ("fn",))  # a compiled function called inside: recorded as part of this one
+        """A compiled function: its function (called inside, it is recorded as part of this one)
+        and what the user keeps on it (``f.scale``), not compile's bookkeeping."""
+        self._members(var, x, ("fn",))
+        name = self.snapshot.names[var]
+        kept = [key for key in vars(x) if key not in COMPILED_STATE]
+        self._named(self.get(var, "dict", None, name), vars(x), kept, name + ".")
 
     def _object(self, var: int, x: Any) -> None:
         """Any other object: a user's (or plain data of a library's) instance is walked; a
@@ -1115,6 +1120,13 @@ def _is_numpy(kind: type, *names: str) -> bool:
 
 def _is_library_iterator(kind: type) -> bool:
     return hasattr(kind, "__next__") and is_library(kind)
+
+
+COMPILED_STATE = frozenset(
+    {"fn", "__wrapped__", "_cache", "_last", "_lock", "_previous", "_repeats", "_shapes", "eager", "times_recorded"}
+)
+"""A compiled function's own state (``run.Compiled``): its function, then compile's bookkeeping,
+which changes at each recording and is not part of the world (the tutorial says so)."""
 
 
 def _is_compiled(kind: type) -> bool:
