@@ -1191,6 +1191,25 @@ def test_what_an_instance_of_a_users_vector_or_named_tuple_carries_is_structure(
         compiled(v, Pair(Value(1.0), 2.0))
 
 
+def test_what_the_slots_of_a_users_vector_hold_is_structure() -> None:
+    """A Vector of the user's subclass with slots of its own: what they hold is structure too."""
+
+    class Scaled(Vector):
+        __slots__ = ("scale",)
+
+    def f(v: Scaled) -> Value:
+        return v.sum() * v.scale  # type: ignore[no-any-return]
+
+    def call(run: Callable[..., Value], scale: float) -> int:
+        v = Scaled([1.0, 2.0])
+        v.scale = scale
+        return bits(run(v).data)
+
+    compiled = vjpgrad.compile(f)
+    for scale in (1.0, 1.0, 2.0, -0.0, 0.0):
+        assert call(compiled, scale) == call(f, scale)
+
+
 def test_the_class_of_a_named_tuple_argument_is_watched() -> None:
     """A named tuple of the user's class with a method: the class is part of the world."""
 

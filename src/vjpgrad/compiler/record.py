@@ -103,8 +103,8 @@ class Arguments:
             key.append((kind, x.requires_grad, place))
             self.leaves.append(x)
         elif (isinstance(x, tuple) and hasattr(x, "_fields")) or isinstance(x, Vector):
-            # a user's subclass without __slots__: what its instance carries too
-            key.append((kind, len(x), _carried(x)) if kind.__dictoffset__ else (kind, len(x)))
+            # a user's subclass with a __dict__ or slots of its own: what its instance carries too
+            key.append((kind, len(x), _carried(x)) if _carries(kind) else (kind, len(x)))
             for item in x:
                 self._visit(item, key, places)
         elif kind is dict:  # its keys as its values are: by value, a Value or an object by identity
@@ -199,11 +199,38 @@ def refuse_object_attributes(fn: Callable[..., Any], leaves: list[Value], names:
                 )
 
 
+@functools.lru_cache(maxsize=256)
+def _slots(kind: type) -> tuple[tuple[str, Any], ...]:
+    """The slots a user's subclass of Vector (or of a named tuple) adds: each name and descriptor."""
+    slots: list[tuple[str, Any]] = []
+    for k in kind.__mro__:
+        if k is Vector or world.is_library(k):
+            continue
+        declared = k.__dict__.get("__slots__", ())
+        for name in (declared,) if isinstance(declared, str) else declared:
+            if name not in ("__dict__", "__weakref__"):
+                slots.append((name, k.__dict__[name]))
+    return tuple(slots)
+
+
+def _carries(kind: type) -> bool:
+    """Whether instances of ``kind`` (a Vector or named tuple) can carry attributes of their own."""
+    return bool(kind.__dictoffset__) or bool(_slots(kind))
+
+
 def _carried(x: Any) -> tuple[tuple[str, Any], ...]:
-    """The attributes an instance of a user's Vector or named tuple carries, each a number by its
-    bits or a string: structure. ``TypeError`` for an object there, whose state no key holds."""
+    """The attributes an instance of a user's Vector or named tuple carries (its class's slots, an
+    empty one as missing, then its ``__dict__``), each a number by its bits or a string:
+    structure. ``TypeError`` for an object there, whose state no key holds."""
+    held: list[tuple[str, Any]] = []
+    kind: type = type(x)
+    for name, slot in _slots(kind):
+        try:
+            held.append((name, slot.__get__(x)))  # the slot itself: no __getattr__ of the user's runs
+        except AttributeError:
+            held.append((name, world.MISSING))
     carried = []
-    for name, item in vars(x).items():
+    for name, item in [*held, *(vars(x).items() if kind.__dictoffset__ else ())]:
         if not _is_scalar(item):
             raise TypeError(
                 f"a compiled function keys a {type(x).__name__} it is given by what it holds and the numbers and "
