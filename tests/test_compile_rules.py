@@ -1210,6 +1210,26 @@ def test_what_the_slots_of_a_users_vector_hold_is_structure() -> None:
         assert call(compiled, scale) == call(f, scale)
 
 
+def test_what_the_slots_of_a_users_value_hold_is_structure() -> None:
+    """A Value of the user's subclass with slots of its own: what they hold is structure, as what
+    its ``__dict__`` holds is."""
+
+    class Scaled(Value):
+        __slots__ = ("scale",)
+
+    def f(x: Scaled) -> Value:
+        return x * x.scale
+
+    def call(run: Callable[..., Value], scale: float) -> int:
+        x = Scaled(1.5)
+        x.scale = scale
+        return bits(run(x).data)
+
+    compiled = vjpgrad.compile(f)
+    for scale in (1.0, 1.0, 2.0, -0.0, 0.0):
+        assert call(compiled, scale) == call(f, scale)
+
+
 def test_the_class_of_a_named_tuple_argument_is_watched() -> None:
     """A named tuple of the user's class with a method: the class is part of the world."""
 

@@ -149,18 +149,31 @@ def argument_attributes(leaves: list[Value], names: frozenset[str] | None) -> At
     made each (``_made``): structure, as the numbers passed are. None where there are none: the
     common case, told in one pass in C."""
     made = names is None or not names.isdisjoint(world.GRAPH_NAMES)
-    if not made and not any(map(vars, leaves)):
+    if not made and not any(map(vars, leaves)) and all(type(x) is Value for x in leaves):
         return None
     key = tuple(
         tuple(
             (name, _exact(item) if _is_scalar(item) else ("object", id(item)))
-            for name, item in vars(x).items()
+            for name, item in _own_attributes(x)
             if names is None or name in names
         )
         + (_made(x) if made else ())
         for x in leaves
     )
     return key if any(key) else None
+
+
+def _own_attributes(x: Any) -> list[tuple[str, Any]]:
+    """What an object of a user's subclass (of Value, Vector or a named tuple) carries: its
+    class's slots (an empty one as missing), then its ``__dict__``."""
+    kind: type = type(x)
+    held = list(vars(x).items()) if kind.__dictoffset__ else []
+    for name, slot in reversed(_slots(kind)):
+        try:
+            held.insert(0, (name, slot.__get__(x)))  # the slot itself: no __getattr__ of the user's runs
+        except AttributeError:
+            held.insert(0, (name, world.MISSING))
+    return held
 
 
 def _made(x: Value) -> tuple[tuple[str, Any], ...]:
@@ -188,7 +201,7 @@ def refuse_object_attributes(fn: Callable[..., Any], leaves: list[Value], names:
     given, where the code may read it: its state would be a world compile does not walk. Raised
     before the function runs."""
     for x in leaves:
-        for name, item in vars(x).items():
+        for name, item in _own_attributes(x):
             if (names is None or name in names) and not _is_scalar(item):
                 raise DataDependentError(
                     f"{_name(fn)} (defined at {where(fn)}) was given a Value that carries .{name}, a "
@@ -201,10 +214,11 @@ def refuse_object_attributes(fn: Callable[..., Any], leaves: list[Value], names:
 
 @functools.lru_cache(maxsize=256)
 def _slots(kind: type) -> tuple[tuple[str, Any], ...]:
-    """The slots a user's subclass of Vector (or of a named tuple) adds: each name and descriptor."""
+    """The slots a user's subclass of Value, Vector (or of a named tuple) adds: each name and
+    descriptor (vjpgrad's own classes' slots are its own state)."""
     slots: list[tuple[str, Any]] = []
     for k in kind.__mro__:
-        if k is Vector or world.is_library(k):
+        if world.is_library(k):
             continue
         declared = k.__dict__.get("__slots__", ())
         for name in (declared,) if isinstance(declared, str) else declared:
@@ -222,15 +236,8 @@ def _carried(x: Any) -> tuple[tuple[str, Any], ...]:
     """The attributes an instance of a user's Vector or named tuple carries (its class's slots, an
     empty one as missing, then its ``__dict__``), each a number by its bits or a string:
     structure. ``TypeError`` for an object there, whose state no key holds."""
-    held: list[tuple[str, Any]] = []
-    kind: type = type(x)
-    for name, slot in _slots(kind):
-        try:
-            held.append((name, slot.__get__(x)))  # the slot itself: no __getattr__ of the user's runs
-        except AttributeError:
-            held.append((name, world.MISSING))
     carried = []
-    for name, item in [*held, *(vars(x).items() if kind.__dictoffset__ else ())]:
+    for name, item in _own_attributes(x):
         if not _is_scalar(item):
             raise TypeError(
                 f"a compiled function keys a {type(x).__name__} it is given by what it holds and the numbers and "
