@@ -370,6 +370,23 @@ def test_a_list_argument_changed_inside_is_refused() -> None:
     assert Path(__file__).name in str(error.value)
 
 
+def test_a_slot_of_a_users_value_argument_set_inside_is_refused() -> None:
+    """Setting a slot of a Value of the user's subclass that the call was given changes it: a
+    replay would not, so the recording is refused, as for an attribute in its ``__dict__``."""
+
+    class Scaled(Value):
+        __slots__ = ("scale",)
+
+    def f(x: Scaled) -> Value:
+        x.scale = 5.0
+        return x * 2.0
+
+    x = Scaled(1.0)
+    x.scale = 1.0
+    with pytest.raises(DataDependentError, match=r"changed x\.scale"):
+        vjpgrad.compile(f)(x)
+
+
 def test_a_value_computed_inside_and_stored_outside_is_refused() -> None:
     class Memory:
         last: Value | None = None

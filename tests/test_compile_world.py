@@ -1466,6 +1466,26 @@ def test_a_librarys_module_imported_while_the_function_runs_is_watched_by_identi
     assert [compiled(Value(1.0)).data for _ in range(3)] == [math.pi] * 3
 
 
+def test_what_the_slots_of_a_users_value_in_the_world_hold_is_watched() -> None:
+    """A parameter of the user's Value subclass with slots of its own: what they hold is part of
+    the world, as what its ``__dict__`` holds is."""
+
+    class Scaled(Value):
+        __slots__ = ("scale",)
+
+    def build() -> Any:
+        w = Scaled(2.0)
+        w.scale = 1.0
+
+        def rescale(run: Any) -> Any:
+            w.scale = 3.0
+            return run(Value(1.0))
+
+        return (lambda x: x * w * w.scale), [lambda run: run(Value(1.0)), lambda run: run(Value(1.0)), rescale]
+
+    twin_runs(build)
+
+
 def test_an_attribute_the_user_sets_on_a_compiled_function_is_watched() -> None:
     """``@vjpgrad.compile`` on a function that reads an attribute of its own name (``f.scale``):
     the name is the compiled function, and what the user keeps on it is part of the world, as a

@@ -572,6 +572,7 @@ class _Walk:
             self._attributes(var, x)
             if type(x) is not Value and not is_library(type(x)):  # a user's subclass: its methods and class attributes
                 self.child(self.get(var, "class", None, f"type({self.snapshot.names[var]})"), type(x))
+                self._own_slots(var, x)
             return
         self.queue.append((var, x))
 
@@ -825,6 +826,17 @@ class _Walk:
                 descriptor = kind.__dict__.get(slot)
                 if slot not in ("__dict__", "__weakref__") and hasattr(descriptor, "__get__"):
                     self._slot(var, x, descriptor, f"{name}.{slot}")
+
+    def _own_slots(self, var: int, x: Any) -> None:
+        """The slots a user's subclass of Value adds (the Value's own are its state, not the world's)."""
+        for kind in type(x).__mro__:
+            if is_library(kind):
+                continue
+            slots = kind.__dict__.get("__slots__", ())
+            for slot in (slots,) if isinstance(slots, str) else slots:
+                descriptor = kind.__dict__.get(slot)
+                if slot not in ("__dict__", "__weakref__") and hasattr(descriptor, "__get__"):
+                    self._slot(var, x, descriptor, f"{self.snapshot.names[var]}.{slot}")
 
     def _slot(self, var: int, x: Any, descriptor: Any, name: str) -> None:
         self.snapshot.constants.append(descriptor)
@@ -1685,6 +1697,8 @@ def observe(
             walk.snapshot.values[id(root)] = root
             walk.fact("rg", var, root.requires_grad)
             walk._attributes(var, root)  # the walk's own step
+            if type(root) is not Value and not is_library(type(root)):
+                walk._own_slots(var, root)
         elif not is_scalar(root):
             walk.queue.append((var, root))
     walk.snapshot.roots = len(roots)
