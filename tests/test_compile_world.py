@@ -11,6 +11,7 @@ changing), and a world too large to watch is refused naming its largest containe
 
 from __future__ import annotations
 
+import abc
 import argparse
 import array
 import builtins
@@ -1482,6 +1483,33 @@ def test_what_the_slots_of_a_users_value_in_the_world_hold_is_watched() -> None:
             return run(Value(1.0))
 
         return (lambda x: x * w * w.scale), [lambda run: run(Value(1.0)), lambda run: run(Value(1.0)), rescale]
+
+    twin_runs(build)
+
+
+@pytest.mark.parametrize("through", ["the class", "a subclass"])
+def test_a_class_registered_with_the_users_abstract_class_between_calls_is_seen(through: str) -> None:
+    """``Marker.register(C)`` (or a subclass's) changes what ``isinstance(o, Marker)`` answers:
+    the registry is C state of the class, watched as its entries are."""
+
+    def build() -> Any:
+        class Marker(abc.ABC):  # noqa: B024 - the subject: a marker other classes are registered with
+            pass
+
+        class Kind:
+            pass
+
+        held, subclasses = Kind(), [type("Sub", (Marker,), {})]
+
+        def register(run: Any) -> Any:
+            (Marker if through == "the class" else subclasses[0]).register(Kind)
+            return run(Value(1.0))
+
+        return (lambda x: x * (2.0 if isinstance(held, Marker) else 3.0)), [
+            lambda run: run(Value(1.0)),
+            lambda run: run(Value(1.0)),
+            register,
+        ]
 
     twin_runs(build)
 

@@ -45,6 +45,7 @@ items is refused at recording, naming its largest container.
 
 from __future__ import annotations
 
+import abc
 import argparse
 import array
 import builtins
@@ -943,6 +944,8 @@ class _Walk:
         self.namespaces.append((entries_var, entries, done, False))
         bases = self.get(var, "member", "__bases__", f"{name}.__bases__")
         self.items(bases, list(kind.__bases__), [f"[{k}]" for k in range(len(kind.__bases__))])
+        if "_abc_impl" in entries:  # an abstract class: what is registered with it is C state
+            self.fact("state", var, content(kind), raw=content(kind))
 
     def _named(self, var: int, namespace: Any, names: list[str], prefix: str) -> None:
         """The entries of a namespace (globals, a module, a class) that the code names."""
@@ -1091,6 +1094,8 @@ def content(x: Any) -> Any:
     array's dtype (a record's field names too), shape and strides with its bytes (and a masked
     array's mask), a ``bytearray``'s, ``array``'s, ctypes object's or ``mmap``'s bytes (a closed
     mmap: none)."""
+    if isinstance(x, type):  # an abstract class: the classes registered with it and its subclasses
+        return _registered(x)
     if _is_numpy_array(type(x)):
         mask = getattr(x, "_mask", None)  # a masked array's (its tobytes() fills the masked places)
         dtype = x.dtype.str if x.dtype.names is None else (x.dtype.str, repr(x.dtype))  # '|V8' names no field
@@ -1100,6 +1105,22 @@ def content(x: Any) -> Any:
     if isinstance(x, decimal.Context):  # its precision, rounding, exponents, traps and flags
         return (type(x), repr(x))
     return (type(x), x.tobytes() if isinstance(x, memoryview) else bytes(x))
+
+
+def _registered(kind: type) -> tuple[tuple[type, tuple[type, ...]], ...]:
+    """An abstract class's part of what ``isinstance`` asks it (``abc``'s C state): for it and
+    each of its subclasses, in turn, the classes registered with it (``Marker.register(C)``)."""
+    found: list[tuple[type, tuple[type, ...]]] = []
+    waiting, seen = [kind], set()
+    while waiting:
+        k = waiting.pop()
+        if id(k) in seen:
+            continue
+        seen.add(id(k))
+        registry = abc._get_dump(k)[0] if "_abc_impl" in k.__dict__ else set()  # type: ignore[attr-defined]
+        found.append((k, tuple(sorted((c for c in (r() for r in registry) if c is not None), key=id))))
+        waiting.extend(type.__subclasses__(k))
+    return tuple(found)
 
 
 def generator_state(x: Any) -> Any:
