@@ -1514,6 +1514,29 @@ def test_a_class_registered_with_the_users_abstract_class_between_calls_is_seen(
     twin_runs(build)
 
 
+def test_a_subclass_made_between_calls_is_seen_where_the_code_asks_for_subclasses() -> None:
+    """``Base.__subclasses__()`` (a registry of plugins): a subclass made between calls is
+    another world, as eager code sees it."""
+
+    def build() -> Any:
+        class Base:
+            k = 1.0
+
+        made = []
+
+        def subclass(run: Any) -> Any:
+            made.append(type("Plugin", (Base,), {"k": 2.0}))
+            return run(Value(1.0))
+
+        return (lambda x: sum((x * c.k for c in Base.__subclasses__()), Value(0.5))), [
+            lambda run: run(Value(1.0)),
+            subclass,
+            subclass,
+        ]
+
+    twin_runs(build)
+
+
 def test_an_attribute_the_user_sets_on_a_compiled_function_is_watched() -> None:
     """``@vjpgrad.compile`` on a function that reads an attribute of its own name (``f.scale``):
     the name is the compiled function, and what the user keeps on it is part of the world, as a

@@ -512,6 +512,7 @@ class _Walk:
         # or of globals, is watched
         self.computed_attributes = self.computed_globals = False
         self.catches = False  # the code reached handles exceptions (``try``, ``with``)
+        self.classes: list[tuple[int, type]] = []  # the user's classes walked that are not abstract
         # what an entry no code names holds (walked where the code computes names): a function
         # there that looks modules up by name is watched, not refused, as the code may never call it
         self.reached_unnamed: set[int] = set()
@@ -946,6 +947,8 @@ class _Walk:
         self.items(bases, list(kind.__bases__), [f"[{k}]" for k in range(len(kind.__bases__))])
         if "_abc_impl" in entries:  # an abstract class: what is registered with it is C state
             self.fact("state", var, content(kind), raw=content(kind))
+        else:  # its subclasses, where the code asks for them (``Base.__subclasses__()``): see ``observe``
+            self.classes.append((var, kind))
 
     def _named(self, var: int, namespace: Any, names: list[str], prefix: str) -> None:
         """The entries of a namespace (globals, a module, a class) that the code names."""
@@ -1094,7 +1097,7 @@ def content(x: Any) -> Any:
     array's dtype (a record's field names too), shape and strides with its bytes (and a masked
     array's mask), a ``bytearray``'s, ``array``'s, ctypes object's or ``mmap``'s bytes (a closed
     mmap: none)."""
-    if isinstance(x, type):  # an abstract class: the classes registered with it and its subclasses
+    if isinstance(x, type):  # a class: its subclasses, and the classes registered with each abstract one
         return _registered(x)
     if _is_numpy_array(type(x)):
         mask = getattr(x, "_mask", None)  # a masked array's (its tobytes() fills the masked places)
@@ -1108,8 +1111,9 @@ def content(x: Any) -> Any:
 
 
 def _registered(kind: type) -> tuple[tuple[type, tuple[type, ...]], ...]:
-    """An abstract class's part of what ``isinstance`` asks it (``abc``'s C state): for it and
-    each of its subclasses, in turn, the classes registered with it (``Marker.register(C)``)."""
+    """A class's C state that ``isinstance`` and ``__subclasses__()`` answer from: for it and
+    each of its subclasses, in turn, the classes registered with it (``Marker.register(C)``, an
+    abstract class's; none for another)."""
     found: list[tuple[type, tuple[type, ...]]] = []
     waiting, seen = [kind], set()
     while waiting:
@@ -1724,6 +1728,9 @@ def observe(
             walk.queue.append((var, root))
     walk.snapshot.roots = len(roots)
     walk.finish()
+    if "__subclasses__" in walk.names:  # a registry of subclasses: which there are is C state of each class
+        for var, kind in walk.classes:
+            walk.fact("state", var, content(kind), raw=content(kind))
     walk.snapshot.may_draw = walk.snapshot.may_draw or not walk.drawing_names.isdisjoint(walk.called_names)
     walk.snapshot.attribute_names = None if walk.computed_attributes else frozenset(walk.names)
     asks = walk.computed_attributes or walk.catches or not walk.names.isdisjoint(VALUES_OWN_NAMES)
