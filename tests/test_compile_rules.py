@@ -1099,6 +1099,15 @@ def test_an_attribute_an_argument_value_gains_or_loses_is_seen_where_the_code_as
     eager_and_compiled(f, calls)
 
 
+def test_the_attributes_dir_lists_of_an_argument_value_are_structure() -> None:
+    """``dir(x)`` lists the attributes a Value carries: one more is another program."""
+
+    def f(x: Value) -> Value:
+        return x * float(len(dir(x)))
+
+    eager_and_compiled(f, [carrying(), carrying(), carrying(scale=2.0), carrying()])
+
+
 def test_an_attribute_an_argument_value_gains_is_seen_where_the_code_catches_its_absence() -> None:
     """``try: x.scale`` / ``except AttributeError``: the attribute's absence at recording is
     structure too."""

@@ -1522,13 +1522,15 @@ COMPUTED_ATTRIBUTES = frozenset(
         "__getattribute__",
         "attrgetter",
         "methodcaller",
+        "dir",
+        "getmembers",
         "eval",
         "exec",
     }
 )
 """Names whose use reads attributes by a name computed at run time (``getattr(C, name)``,
-``vars(C)[key]``): where the code reached names one, every entry of the classes and the user's
-modules reached is watched, not only those the code names."""
+``vars(C)[key]``, the names ``dir`` lists): where the code reached names one, every entry of the
+classes and the user's modules reached is watched, not only those the code names."""
 COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec"})
 """Names whose use reads globals by a name computed at run time (``globals()[name]``): where the
 code reached names one, every entry of the globals of the functions reached is watched."""
@@ -1544,7 +1546,7 @@ IDENTITY_NAMES = frozenset({"is_", "is_not", "id"})
 ``id(lr) == id(DEFAULT)``): where the code reached names one, which numbers are one object is
 watched."""
 _ASKS_IDENTITY = (operator.is_, operator.is_not, id)
-_READS_ATTRIBUTES = (getattr, hasattr, setattr, delattr, vars, eval, exec)
+_READS_ATTRIBUTES = (getattr, hasattr, setattr, delattr, vars, dir, eval, exec)
 _READS_GLOBALS = (globals, locals, eval, exec)
 MODULES_BY_NAME = frozenset({"import_module", "__import__"})
 """Names whose use looks a module up by a name computed at run time (as ``sys.modules[name]``
