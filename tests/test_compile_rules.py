@@ -1060,6 +1060,29 @@ def test_an_argument_values_label_is_structure() -> None:
     eager_and_compiled(f, [labelled("a"), labelled("a"), labelled("b"), labelled(None), labelled("a")])
 
 
+def test_a_label_that_changes_at_every_call_counts_as_a_structure_of_the_arguments() -> None:
+    """A label read inside is keyed as a string argument is: one per recording, up to the bound
+    on the arguments' structures (not the 8 of numbers alone), and the warning past it names what
+    the Values passed carry."""
+    import warnings
+
+    from vjpgrad.compiler.run import ARGUMENT_STRUCTURE_LIMIT
+
+    def f(x: Value) -> Value:
+        return x * (2.0 if x.label == "a" else 3.0)
+
+    compiled = vjpgrad.compile(f)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(ARGUMENT_STRUCTURE_LIMIT + 3):
+            assert compiled(Value(1.0, label=f"step {k}")).data == 3.0
+    found = [str(w.message) for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
+    assert len(found) == 1
+    assert compiled.times_recorded == ARGUMENT_STRUCTURE_LIMIT + 1
+    assert f"for {ARGUMENT_STRUCTURE_LIMIT + 1} structures" in found[0]
+    assert "what the Values it was given carry" in found[0]
+
+
 def carrying(**attributes: Any) -> Callable[[], list[Any]]:
     def make() -> list[Any]:
         x = Value(-0.0)

@@ -838,13 +838,13 @@ class Compiled:
         since the recording before (of this structure, or the last one): the warning's message,
         or None within the bounds."""
         snapshot = replay.recorded.world
-        shape = (read.masked(), snapshot.shape())
+        shape = (read.masked(), snapshot.shape(), _masked_attributes(replay.argument_attributes))
         seen = self._shapes.get(shape)
         previous = self._previous
         self._previous = (read.key, snapshot)
         if seen is None:
             self._shapes[shape] = (1, read.key, snapshot)
-            worlds = len({world_shape for _, world_shape in self._shapes})
+            worlds = len({world_shape for _, world_shape, _ in self._shapes})
             if worlds <= STRUCTURE_LIMIT and len(self._shapes) <= ARGUMENT_STRUCTURE_LIMIT:
                 return None
             key, last = previous if previous is not None else (read.key, snapshot)
@@ -897,10 +897,23 @@ def _what_changed(
     if changed is not None:
         return changed, world.differs_in_number(last, snapshot)
     index = next((k for k, (a, b) in enumerate(zip(key, read.key, strict=False)) if a != b), len(key))
+    if index == len(key) == len(read.key):  # the same arguments and world: what the Values passed carry
+        return "what the Values it was given carry (a label or an attribute its code reads)", False
     names = argument_names(fn, len(read.args))
     part = key[index] if index < len(key) else None
     number = type(part) is tuple and len(part) >= 1 and isinstance(part[0], type) and world.is_number_type(part[0])
     return f"the argument {described_part(read.args, read.kwargs, names, index)}", number
+
+
+def _masked_attributes(key: Any) -> Any:
+    """What the Values a call is given carry (``record.argument_attributes``) with each number's
+    value left out: a label is structure, as a string passed is; a number there counts as one."""
+    if key is None:
+        return None
+    return tuple(
+        tuple((name, world.number_masked(part) if type(part) is tuple and part else part) for name, part in leaf)
+        for leaf in key
+    )
 
 
 def _wraps(compiled: Compiled, fn: Any) -> None:
