@@ -370,6 +370,23 @@ def test_a_list_argument_changed_inside_is_refused() -> None:
     assert Path(__file__).name in str(error.value)
 
 
+def test_a_slot_of_a_users_value_argument_set_inside_is_refused() -> None:
+    """Setting a slot of a Value of the user's subclass that the call was given changes it: a
+    replay would not, so the recording is refused, as for an attribute in its ``__dict__``."""
+
+    class Scaled(Value):
+        __slots__ = ("scale",)
+
+    def f(x: Scaled) -> Value:
+        x.scale = 5.0
+        return x * 2.0
+
+    x = Scaled(1.0)
+    x.scale = 1.0
+    with pytest.raises(DataDependentError, match=r"changed x\.scale"):
+        vjpgrad.compile(f)(x)
+
+
 def test_a_value_computed_inside_and_stored_outside_is_refused() -> None:
     class Memory:
         last: Value | None = None
@@ -905,6 +922,21 @@ def test_a_numpy_array_argument_is_watched_as_one_in_the_world_is() -> None:
     assert compiled.times_recorded == 2
 
 
+def test_a_structured_numpy_array_argument_is_keyed_by_its_field_names() -> None:
+    """Two records of the same bytes under other field names are other structures: ``b["f"]``
+    of the second raises, as in eager code."""
+    np = pytest.importorskip("numpy")
+
+    def f(b: Any) -> Value:
+        return Value(1.0) * float(b["f"][0])
+
+    compiled = vjpgrad.compile(f)
+    for name in ("f", "f"):
+        assert compiled(np.array([(2.0,)], dtype=[(name, "f8")])).data == 2.0
+    with pytest.raises(ValueError, match="no field of name f"):
+        compiled(np.array([(2.0,)], dtype=[("g", "f8")]))
+
+
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(TypeError, match="takes a function"):
         vjpgrad.compile(3)  # type: ignore[arg-type]
@@ -1001,7 +1033,297 @@ def test_a_set_of_values_made_inside_is_iterated_as_eager_code_does() -> None:
     assert outcomes == {True}
 
 
+def eager_and_compiled(f: Callable[..., Any], calls: list[Callable[[], list[Any]]]) -> None:
+    """Each call's arguments made twice (``calls``), the function run eagerly on one and compiled
+    on the other: the same result's bits (or attribute) and gradients, call after call."""
+    compiled = vjpgrad.compile(f)
+    for make in calls:
+        found = []
+        for run in (f, compiled):
+            arguments = make()
+            y = run(*arguments)
+            y.backward()
+            found.append((bits(y.data), getattr(y, "tag", None), [bits(x.grad) for x in arguments]))
+        assert found[1] == found[0]
+
+
+def labelled(label: str | None) -> Callable[[], list[Any]]:
+    return lambda: [Value(1.5, label=label)]
+
+
+def test_an_argument_values_label_is_structure() -> None:
+    """``x.label`` read inside: another label is another program, as another number is."""
+
+    def f(x: Value) -> Value:
+        return x * (2.0 if x.label == "a" else 3.0)
+
+    eager_and_compiled(f, [labelled("a"), labelled("a"), labelled("b"), labelled(None), labelled("a")])
+
+
+def test_a_label_that_changes_at_every_call_counts_as_a_structure_of_the_arguments() -> None:
+    """A label read inside is keyed as a string argument is: one per recording, up to the bound
+    on the arguments' structures (not the 8 of numbers alone), and the warning past it names what
+    the Values passed carry."""
+    import warnings
+
+    from vjpgrad.compiler.run import ARGUMENT_STRUCTURE_LIMIT
+
+    def f(x: Value) -> Value:
+        return x * (2.0 if x.label == "a" else 3.0)
+
+    compiled = vjpgrad.compile(f)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(ARGUMENT_STRUCTURE_LIMIT + 3):
+            assert compiled(Value(1.0, label=f"step {k}")).data == 3.0
+    found = [str(w.message) for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
+    assert len(found) == 1
+    assert compiled.times_recorded == ARGUMENT_STRUCTURE_LIMIT + 1
+    assert f"for {ARGUMENT_STRUCTURE_LIMIT + 1} structures" in found[0]
+    assert "what the Values it was given carry" in found[0]
+
+
+def carrying(**attributes: Any) -> Callable[[], list[Any]]:
+    def make() -> list[Any]:
+        x = Value(-0.0)
+        vars(x).update(attributes)
+        return [x]
+
+    return make
+
+
+def test_an_argument_values_own_attributes_are_structure_by_their_bits() -> None:
+    """A number a user keeps on an argument Value is structure, keyed by its bits (``-0.0`` is not
+    ``0.0``: ``-0.0 + 0.0`` is ``0.0``), and so is a string copied onto the result."""
+
+    def f(x: Value) -> Value:
+        y = x * x.scale + x.offset
+        y.tag = x.tag  # type: ignore[attr-defined]  # the subject: a user's attribute
+        return y
+
+    calls = [
+        carrying(scale=2.0, offset=-0.0, tag="a"),
+        carrying(scale=2.0, offset=-0.0, tag="a"),
+        carrying(scale=3.0, offset=-0.0, tag="a"),
+        carrying(scale=3.0, offset=0.0, tag="a"),
+        carrying(scale=3, offset=0.0, tag="b"),
+    ]
+    eager_and_compiled(f, calls)
+
+
+def test_an_attribute_an_argument_value_gains_or_loses_is_seen_where_the_code_asks() -> None:
+    """``hasattr`` and ``getattr`` with a default ask whether a Value carries an attribute: one it
+    did not carry at recording, and then does, takes the other branch, as in eager code."""
+
+    def f(x: Value) -> Value:
+        return x * (x.scale if hasattr(x, "scale") else 5.0) + getattr(x, "offset", 1.0)
+
+    calls = [carrying(), carrying(), carrying(scale=2.0), carrying(offset=7.0), carrying()]
+    eager_and_compiled(f, calls)
+
+
+def test_the_attributes_dir_lists_of_an_argument_value_are_structure() -> None:
+    """``dir(x)`` lists the attributes a Value carries: one more is another program."""
+
+    def f(x: Value) -> Value:
+        return x * float(len(dir(x)))
+
+    eager_and_compiled(f, [carrying(), carrying(), carrying(scale=2.0), carrying()])
+
+
+def test_an_attribute_an_argument_value_gains_is_seen_where_the_code_catches_its_absence() -> None:
+    """``try: x.scale`` / ``except AttributeError``: the attribute's absence at recording is
+    structure too."""
+
+    def f(x: Value) -> Value:
+        try:
+            scale = x.scale
+        except AttributeError:
+            scale = 5.0
+        return x * scale
+
+    eager_and_compiled(f, [carrying(), carrying(), carrying(scale=2.0), carrying()])
+
+
+def test_an_object_kept_on_an_argument_value_is_refused_before_the_function_runs() -> None:
+    """An object on an argument Value (not a number or string) would be a world of its own,
+    which compile does not walk: where the function may read the Values' attributes, refused
+    before it runs, saying what to pass instead."""
+    runs = []
+
+    def f(x: Value) -> Value:
+        runs.append(1)
+        return x * x.config.scale
+
+    x = Value(1.0)
+    x.config = type("Config", (), {"scale": 2.0})()  # type: ignore[attr-defined]  # the subject
+    with pytest.raises(DataDependentError, match=r"config") as error:
+        vjpgrad.compile(f)(x)
+    assert "as an argument of its own" in str(error.value)
+    assert runs == []
+
+
+@pytest.mark.parametrize(
+    "asks",
+    [
+        lambda x: x.is_leaf,
+        lambda x: x.op == "",
+        lambda x: x._op == "",
+        lambda x: len(x.parents) == 1,
+        lambda x: len(x._prev) == 1,
+    ],
+    ids=["is_leaf", "op", "_op", "parents", "_prev"],
+)
+def test_the_operation_that_made_an_argument_value_is_structure_where_the_code_asks(
+    asks: Callable[[Value], bool],
+) -> None:
+    """A leaf passed, then a Value an eager operation made: a function that asks how its argument
+    was made (``x.is_leaf``, micrograd's ``x._op``) takes the other branch, as in eager code."""
+
+    def f(x: Value) -> Value:
+        return x * (2.0 if asks(x) else 3.0)
+
+    def made(k: int) -> Callable[[], list[Any]]:
+        def make() -> list[Any]:
+            a = Value(1.5)
+            return [(a, a * 2.0, a.exp(), a + a)[k]]
+
+        return make
+
+    eager_and_compiled(f, [made(0), made(0), made(1), made(2), made(3), made(0)])
+
+
+def test_the_class_of_a_value_subclass_argument_is_watched() -> None:
+    """A Value of the user's subclass is passed: its class (a method's code, a class attribute it
+    reads) is part of the world, though the function's code never names it."""
+
+    class Scaled(Value):
+        scale = 1.0
+
+        def scaled(self) -> Value:
+            return self * self.scale
+
+    def f(x: Scaled) -> Value:
+        return x.scaled()
+
+    compiled = vjpgrad.compile(f)
+    for change in (None, None, lambda: setattr(Scaled, "scale", 2.0), lambda: setattr(Scaled, "scaled", Value.exp)):
+        if change is not None:
+            change()
+        assert bits(compiled(Scaled(1.5)).data) == bits(f(Scaled(1.5)).data)
+
+
+def test_what_an_instance_of_a_users_vector_or_named_tuple_carries_is_structure() -> None:
+    """A Vector or named tuple of the user's subclass (one without ``__slots__``) carries
+    attributes of its own: the numbers and strings there are structure, an object is refused."""
+
+    class Scaled(Vector):
+        pass
+
+    class Pair(namedtuple("Pair", "a b")):  # type: ignore[misc]  # the subject: a user's named tuple
+        pass
+
+    def f(v: Scaled, pair: Pair) -> Value:
+        return v.sum() * v.scale + pair.a * pair.scale  # type: ignore[attr-defined, no-any-return]
+
+    def call(run: Callable[..., Value], scale: float) -> int:
+        v, pair = Scaled([1.0, 2.0]), Pair(Value(1.0), 2.0)
+        v.scale = pair.scale = scale  # type: ignore[attr-defined]  # the subject
+        return bits(run(v, pair).data)
+
+    compiled = vjpgrad.compile(f)
+    for scale in (1.0, 1.0, 2.0, -0.0, 0.0):
+        assert call(compiled, scale) == call(f, scale)
+    v = Scaled([1.0])
+    v.scale = [1.0]  # type: ignore[attr-defined]  # an object there: refused, naming it
+    with pytest.raises(TypeError, match=r"Scaled carrying \.scale, a list"):
+        compiled(v, Pair(Value(1.0), 2.0))
+
+
+def test_what_the_slots_of_a_users_vector_hold_is_structure() -> None:
+    """A Vector of the user's subclass with slots of its own: what they hold is structure too."""
+
+    class Scaled(Vector):
+        __slots__ = ("scale",)
+
+    def f(v: Scaled) -> Value:
+        return v.sum() * v.scale  # type: ignore[no-any-return]
+
+    def call(run: Callable[..., Value], scale: float) -> int:
+        v = Scaled([1.0, 2.0])
+        v.scale = scale
+        return bits(run(v).data)
+
+    compiled = vjpgrad.compile(f)
+    for scale in (1.0, 1.0, 2.0, -0.0, 0.0):
+        assert call(compiled, scale) == call(f, scale)
+
+
+def test_what_the_slots_of_a_users_value_hold_is_structure() -> None:
+    """A Value of the user's subclass with slots of its own: what they hold is structure, as what
+    its ``__dict__`` holds is."""
+
+    class Scaled(Value):
+        __slots__ = ("scale",)
+
+    def f(x: Scaled) -> Value:
+        return x * x.scale
+
+    def call(run: Callable[..., Value], scale: float) -> int:
+        x = Scaled(1.5)
+        x.scale = scale
+        return bits(run(x).data)
+
+    compiled = vjpgrad.compile(f)
+    for scale in (1.0, 1.0, 2.0, -0.0, 0.0):
+        assert call(compiled, scale) == call(f, scale)
+
+
+def test_the_class_of_a_named_tuple_argument_is_watched() -> None:
+    """A named tuple of the user's class with a method: the class is part of the world."""
+
+    class Pair(namedtuple("Pair", "a b")):  # type: ignore[misc]  # the subject: a user's named tuple
+        scale = 1.0
+
+        def total(self) -> Value:
+            return (self.a + self.b) * self.scale  # type: ignore[no-any-return]
+
+    def f(pair: Pair) -> Value:
+        return pair.total()
+
+    compiled = vjpgrad.compile(f)
+    for scale in (1.0, 1.0, 2.0, -0.0):
+        Pair.scale = scale
+        pair = Pair(Value(1.0), Value(2.0))
+        assert bits(compiled(pair).data) == bits(f(pair).data)
+
+
 # ---- parameters: found again at every call, and rebound ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [
+        lambda x, w, held: 2.0 if x is w else 1.0,
+        lambda x, w, held: held["table"].get(x, 1.0),
+        lambda x, w, held: 2.0 if x in held["set"] else 1.0,
+        lambda x, w, held: float(sum(1 for v in held["list"] if v is x)) + 1.0,
+    ],
+    ids=["is", "dict key", "set member", "list item by identity"],
+)
+def test_a_value_of_the_world_passed_as_an_argument_records_anew(reads: Callable[..., float]) -> None:
+    """A Value the function reaches in its world (as a dict key, in a set, by name) but does not
+    compute with is passed, where the recording was given another: the code may tell it is
+    that Value (``x is w``, ``table.get(x)``), so the call records anew, as for a parameter."""
+    w = Value(3.0)
+    held = {"table": {w: 2.0}, "set": {w}, "list": [w]}
+
+    def f(x: Value) -> Value:
+        return x * reads(x, w, held)
+
+    compiled = vjpgrad.compile(f)
+    for x in (Value(3.0), Value(3.0), w, w, Value(3.0)):
+        assert bits(compiled(x).data) == bits(f(x).data)
 
 
 def test_parameters_are_read_at_every_call() -> None:

@@ -11,6 +11,7 @@ changing), and a world too large to watch is refused naming its largest containe
 
 from __future__ import annotations
 
+import abc
 import argparse
 import array
 import builtins
@@ -779,6 +780,21 @@ def test_a_numbers_identity_in_the_world_is_watched_where_the_code_compares_with
     twin_runs(build)
 
 
+_TRAIN = "train"
+
+
+def test_a_strings_identity_passed_is_watched_where_the_code_compares_with_is() -> None:
+    """``mode is TRAIN``: a string made at run time equal to the global is another object, and
+    eager code takes the other branch; the recording for the global itself must not answer."""
+
+    def f(x: Value, mode: str) -> Value:
+        return x * (2.0 if mode is _TRAIN else 3.0)
+
+    compiled = vjpgrad.compile(f)
+    for mode in (_TRAIN, _TRAIN, "".join(["tr", "ain"]), _TRAIN, "".join(["tr", "ain"])):
+        assert bits(compiled(Value(1.0), mode).data) == bits(f(Value(1.0), mode).data)
+
+
 def test_which_numbers_of_a_list_are_one_object_is_watched_where_the_code_compares_with_is() -> None:
     def build() -> Any:
         shared = float("0.5")
@@ -1408,6 +1424,145 @@ def test_a_module_in_the_users_project_is_the_users(tmp_path: Path, monkeypatch:
     assert not world.is_library(own)
     with pytest.raises(DataDependentError, match="looks a module up by its name"):
         vjpgrad.compile(lambda x: x * own.lookup())(Value(1.0))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(x):\n    import own_settings\n    return x * own_settings.K\n",
+        "def f(x):\n    from own_settings import K\n    return x * K\n",
+        "def f(x):\n    return helper(x)\n\ndef helper(x):\n    import own_settings as s\n    return x * s.K\n",
+    ],
+    ids=["import", "from import", "in a helper"],
+)
+@pytest.mark.parametrize("imported_before", [True, False], ids=["imported before", "not yet imported"])
+def test_a_users_module_imported_while_the_function_runs_is_refused_before_it_runs(
+    source: str, imported_before: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``import settings`` inside the function reads the module at each eager call, where the
+    world does not reach it (a local name): a change to ``settings.K`` between calls would be
+    missed, so the call is refused before the function runs (nothing imported), saying to
+    import it at the top."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    monkeypatch.chdir(tmp_path)  # the project
+    (tmp_path / "own_settings.py").write_text("K = 2.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    if imported_before:
+        importlib.import_module("own_settings")
+    namespace: dict[str, Any] = {"__name__": "user_code"}
+    exec(builtins.compile(source, str(tmp_path / "user_code.py"), "exec"), namespace)
+    with pytest.raises(DataDependentError, match=r"imports own_settings while it runs.*at the top"):
+        vjpgrad.compile(namespace["f"])(Value(1.0))
+    assert ("own_settings" in sys.modules) is imported_before
+
+
+def test_a_librarys_module_imported_while_the_function_runs_is_watched_by_identity() -> None:
+    def f(x: Value) -> Value:
+        import math
+
+        return x * math.pi
+
+    compiled = vjpgrad.compile(f)
+    assert [compiled(Value(1.0)).data for _ in range(3)] == [math.pi] * 3
+
+
+def test_what_the_slots_of_a_users_value_in_the_world_hold_is_watched() -> None:
+    """A parameter of the user's Value subclass with slots of its own: what they hold is part of
+    the world, as what its ``__dict__`` holds is."""
+
+    class Scaled(Value):
+        __slots__ = ("scale",)
+
+    def build() -> Any:
+        w = Scaled(2.0)
+        w.scale = 1.0
+
+        def rescale(run: Any) -> Any:
+            w.scale = 3.0
+            return run(Value(1.0))
+
+        return (lambda x: x * w * w.scale), [lambda run: run(Value(1.0)), lambda run: run(Value(1.0)), rescale]
+
+    twin_runs(build)
+
+
+@pytest.mark.parametrize("through", ["the class", "a subclass"])
+def test_a_class_registered_with_the_users_abstract_class_between_calls_is_seen(through: str) -> None:
+    """``Marker.register(C)`` (or a subclass's) changes what ``isinstance(o, Marker)`` answers:
+    the registry is C state of the class, watched as its entries are."""
+
+    def build() -> Any:
+        class Marker(abc.ABC):  # noqa: B024 - the subject: a marker other classes are registered with
+            pass
+
+        class Kind:
+            pass
+
+        held, subclasses = Kind(), [type("Sub", (Marker,), {})]
+
+        def register(run: Any) -> Any:
+            (Marker if through == "the class" else subclasses[0]).register(Kind)
+            return run(Value(1.0))
+
+        return (lambda x: x * (2.0 if isinstance(held, Marker) else 3.0)), [
+            lambda run: run(Value(1.0)),
+            lambda run: run(Value(1.0)),
+            register,
+        ]
+
+    twin_runs(build)
+
+
+def test_a_subclass_made_between_calls_is_seen_where_the_code_asks_for_subclasses() -> None:
+    """``Base.__subclasses__()`` (a registry of plugins): a subclass made between calls is
+    another world, as eager code sees it."""
+
+    def build() -> Any:
+        class Base:
+            k = 1.0
+
+        made = []
+
+        def subclass(run: Any) -> Any:
+            made.append(type("Plugin", (Base,), {"k": 2.0}))
+            return run(Value(1.0))
+
+        return (lambda x: sum((x * c.k for c in Base.__subclasses__()), Value(0.5))), [
+            lambda run: run(Value(1.0)),
+            subclass,
+            subclass,
+        ]
+
+    twin_runs(build)
+
+
+def test_an_attribute_the_user_sets_on_a_compiled_function_is_watched() -> None:
+    """``@vjpgrad.compile`` on a function that reads an attribute of its own name (``f.scale``):
+    the name is the compiled function, and what the user keeps on it is part of the world, as a
+    plain function's attributes are; so is what another compiled function it reads carries."""
+
+    @vjpgrad.compile
+    def scaled(x: Value) -> Value:
+        return x * scaled.scale  # type: ignore[attr-defined]  # the subject: a function attribute
+
+    other = vjpgrad.compile(lambda x: x * 2.0)
+
+    def eager(x: Value) -> Value:
+        return x * scaled.scale * other.shift  # type: ignore[attr-defined]
+
+    both = vjpgrad.compile(lambda x: scaled(x) * other.shift)
+    for scale, shift in ((1.0, 1.0), (1.0, 1.0), (2.0, 1.0), (2.0, -0.0), (3.0, 5.0)):
+        scaled.scale, other.shift = scale, shift  # type: ignore[attr-defined]
+        assert bits(scaled(Value(1.5)).data) == bits(Value(1.5).data * scale)
+        assert bits(both(Value(1.5)).data) == bits(eager(Value(1.5)).data)
+
+
+def test_a_compiled_functions_own_state_is_named_for_the_world() -> None:
+    """The world watches what a user keeps on a compiled function, not compile's bookkeeping,
+    which changes at each recording (``world.COMPILED_STATE``): this list must name all of it."""
+    wrapped = set(functools.WRAPPER_ASSIGNMENTS)
+    assert set(vars(vjpgrad.compile(lambda x: x))) - wrapped == world.COMPILED_STATE
 
 
 def test_a_users_function_in_the_closure_of_a_librarys_wrapper_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -103,7 +103,8 @@ class Arguments:
             key.append((kind, x.requires_grad, place))
             self.leaves.append(x)
         elif (isinstance(x, tuple) and hasattr(x, "_fields")) or isinstance(x, Vector):
-            key.append((kind, len(x)))
+            # a user's subclass with a __dict__ or slots of its own: what its instance carries too
+            key.append((kind, len(x), _carried(x)) if _carries(kind) else (kind, len(x)))
             for item in x:
                 self._visit(item, key, places)
         elif kind is dict:  # its keys as its values are: by value, a Value or an object by identity
@@ -138,6 +139,115 @@ class Arguments:
         return tuple(world.number_masked(part) if _is_exact_number(part) else part for part in self.key)
 
 
+AttributesKey = tuple[tuple[tuple[str, Any], ...], ...] | None
+
+
+def argument_attributes(leaves: list[Value], names: frozenset[str] | None) -> AttributesKey:
+    """The attributes the Values a call was given carry (a label, a user's ``x.scale``) that the
+    code may read (``names``: None for all), each a number by its bits, a string, or an object
+    by its identity, and, where the code may ask (``x.is_leaf``, ``x._op``), the operation that
+    made each (``_made``): structure, as the numbers passed are. None where there are none: the
+    common case, told in one pass in C."""
+    made = names is None or not names.isdisjoint(world.GRAPH_NAMES)
+    if not made and not any(map(vars, leaves)) and all(type(x) is Value for x in leaves):
+        return None
+    key = tuple(
+        tuple(
+            (name, _exact(item) if _is_scalar(item) else ("object", id(item)))
+            for name, item in _own_attributes(x)
+            if names is None or name in names
+        )
+        + (_made(x) if made else ())
+        for x in leaves
+    )
+    return key if any(key) else None
+
+
+def _own_attributes(x: Any) -> list[tuple[str, Any]]:
+    """What an object of a user's subclass (of Value, Vector or a named tuple) carries: its
+    class's slots (an empty one as missing), then its ``__dict__``."""
+    kind: type = type(x)
+    held = list(vars(x).items()) if kind.__dictoffset__ else []
+    for name, slot in reversed(_slots(kind)):
+        try:
+            held.insert(0, (name, slot.__get__(x)))  # the slot itself: no __getattr__ of the user's runs
+        except AttributeError:
+            held.insert(0, (name, world.MISSING))
+    return held
+
+
+def _made(x: Value) -> tuple[tuple[str, Any], ...]:
+    """How a Value was made, as its own names tell (``op``, ``parents``, micrograd's ``_prev``):
+    nothing for a leaf."""
+    if graph.op_of(x) is None:
+        return ()
+    parents = x.parents
+    return (("(made by)", (x.op, len(parents), len(set(map(id, parents))))),)
+
+
+def argument_classes(read: Arguments) -> list[type]:
+    """The user's classes among the kinds of the arguments (a subclass of Value, a named tuple's
+    class with methods): their code and class attributes are part of the function's world,
+    though its code need not name them; the key fixes which classes they are."""
+    found: dict[int, type] = {}
+    for part in read.key:
+        if type(part) is tuple and part and isinstance(part[0], type) and not world.is_library(part[0]):
+            found.setdefault(id(part[0]), part[0])
+    return list(found.values())
+
+
+def refuse_object_attributes(fn: Callable[..., Any], leaves: list[Value], names: frozenset[str] | None) -> None:
+    """``DataDependentError`` for an object (not a number or string) kept on a Value the call was
+    given, where the code may read it: its state would be a world compile does not walk. Raised
+    before the function runs."""
+    for x in leaves:
+        for name, item in _own_attributes(x):
+            if (names is None or name in names) and not _is_scalar(item):
+                raise DataDependentError(
+                    f"{_name(fn)} (defined at {where(fn)}) was given a Value that carries .{name}, a "
+                    f"{type(item).__name__}, which its code may read: vjpgrad.compile keys the Values a call is "
+                    "given by the numbers and strings they carry, and does not watch an object's state there. "
+                    "Keep numbers or strings on the Value, or pass the object itself as an argument of its own "
+                    "(its state is watched then), or call the function uncompiled"
+                )
+
+
+@functools.lru_cache(maxsize=256)
+def _slots(kind: type) -> tuple[tuple[str, Any], ...]:
+    """The slots a user's subclass of Value, Vector (or of a named tuple) adds: each name and
+    descriptor (vjpgrad's own classes' slots are its own state)."""
+    slots: list[tuple[str, Any]] = []
+    for k in kind.__mro__:
+        if world.is_library(k):
+            continue
+        declared = k.__dict__.get("__slots__", ())
+        for name in (declared,) if isinstance(declared, str) else declared:
+            if name not in ("__dict__", "__weakref__"):
+                slots.append((name, k.__dict__[name]))
+    return tuple(slots)
+
+
+def _carries(kind: type) -> bool:
+    """Whether instances of ``kind`` (a Vector or named tuple) can carry attributes of their own."""
+    return bool(kind.__dictoffset__) or bool(_slots(kind))
+
+
+def _carried(x: Any) -> tuple[tuple[str, Any], ...]:
+    """The attributes an instance of a user's Vector or named tuple carries (its class's slots, an
+    empty one as missing, then its ``__dict__``), each a number by its bits or a string:
+    structure. ``TypeError`` for an object there, whose state no key holds."""
+    carried = []
+    for name, item in _own_attributes(x):
+        if not _is_scalar(item):
+            raise TypeError(
+                f"a compiled function keys a {type(x).__name__} it is given by what it holds and the numbers and "
+                f"strings it carries; got a {type(x).__name__} carrying .{name}, a {type(item).__name__}: pass that "
+                "as an argument of its own, or call the function uncompiled"
+            )
+        carried.append((name, _exact(item)))
+    return tuple(carried)
+
+
 def _whole_numbers(x: Any) -> tuple[Any, Any, Any] | None:
     """A range's start, stop and step, or a slice's when they are whole numbers or None: what
     keys it; None for anything else (a slice of other objects is an object, by identity)."""
@@ -170,8 +280,9 @@ def number_arguments(
             found.append((name, x))
             for key, item in x.items():
                 visit(item, f"{name}[{key!r}]")
-        elif (_is_scalar(x) and not isinstance(x, (str, bytes))) or type(x) in (range, slice):
-            found.append((name, x))  # a range or slice is keyed by its numbers: its identity as a number's
+        elif _is_scalar(x) or type(x) in (range, slice):
+            # a string is keyed by its text, a range or slice by its numbers: each one's identity as a number's
+            found.append((name, x))
 
     for k, arg in enumerate(args):
         visit(arg, names[k] if names is not None else f"argument {k + 1}")
@@ -419,7 +530,9 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
     for what a replay could not do (read a Value's number, change its world)."""
     args, kwargs = read.args, read.kwargs
     name = _name(fn)
-    with world_watched(fn, read.objects, args, kwargs) as found:
+    # the user's classes among the arguments' kinds are roots of the world too, after the objects
+    with world_watched(fn, [*read.objects, *argument_classes(read)], args, kwargs) as found:
+        refuse_object_attributes(fn, read.leaves, found.attribute_names)  # before the function runs
         recording = Recording()
         state.recording = recording
         try:
@@ -460,7 +573,7 @@ def world_watched(
     names = argument_names(fn, len(args))
     name = _name(fn)
     root = name if type(fn) in _PLAIN_CALLABLES else "self"  # a callable object: self, as its __call__ names it
-    guard_roots = [(root, fn), *((f"an object it was given ({type(x).__name__})", x) for x in objects)]
+    guard_roots = [(root, fn), *((f"an object it was given ({_kind_name(x)})", x) for x in objects)]
     given = [(n, x) for n, x in zip(names, args, strict=True) if not _is_scalar(x)]
     given += [(n, x) for n, x in kwargs.items() if not _is_scalar(x)]
     with collection_paused():
@@ -475,6 +588,11 @@ def world_watched(
     with collection_paused():
         after = _observed(fn, [(root, fn), *given], recorder=recorder)
         refuse_changes(fn, name, before, after, generators, draws, recorder)
+
+
+def _kind_name(x: Any) -> str:
+    """How a root of the world is named: a class by its own name, any other object by its class's."""
+    return x.__qualname__ if isinstance(x, type) else type(x).__name__
 
 
 def refuse_changes(

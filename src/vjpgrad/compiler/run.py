@@ -28,6 +28,8 @@ from vjpgrad.compiler import cache, fold, guard, world
 from vjpgrad.compiler.record import (
     Arguments,
     Recorded,
+    argument_attributes,
+    argument_classes,
     argument_names,
     build,
     collection_paused,
@@ -302,13 +304,26 @@ class Replay:
         self.recorded = recorded = record(fn, read)
         self.arguments = recorded.arguments
         self.parameters = recorded.parameters
-        self.parameter_ids = frozenset(id(p) for p in self.parameters)
+        # every Value of the world but those passed at recording too (``aliased``): one passed
+        # now may be told apart by the code (``x is w``, ``table.get(x)``) even if no operation reads it
+        passed = {id(value) for _, value in recorded.aliases}
+        self.world_value_ids = frozenset(k for k in recorded.world.values if k not in passed)
         self.outputs = recorded.outputs
         self.fn = fn
         self.guard, self.guard_source = guard.loaded(recorded.world)
         self.numbers_by_identity = bool(recorded.world.numbers)
+        self.attribute_names = recorded.world.attribute_names
+        self.argument_attributes = argument_attributes(read.leaves, self.attribute_names)
+        # checked at each call where the code may read what the Values passed carry: they
+        # carried attributes it reads, it asks (``hasattr``, ``x.label``), or a subclass's
+        self.asks_attributes = (
+            self.argument_attributes is not None
+            or recorded.world.asks_attributes
+            or any(type(x) is not Value for x in read.leaves)
+        )
         self.internal_outputs = list(dict.fromkeys(k for kind, k in recorded.outputs if kind == "inside"))
         self.objects = [_held(x) for x in read.objects]
+        self.classes = argument_classes(read)  # the guard's roots after the objects: fixed by the key
         self.distinct_leaves = len(distinct(read.leaves)) == len(read.leaves)
         self.argument_count = len(distinct(read.leaves))
         self.aliased = [(k, _held(value)) for k, value in recorded.aliases]
@@ -349,8 +364,8 @@ class Replay:
         so only recordings of the call's structure are asked; one of them is stale when
 
         - an object passed (``self``, a model: structure by identity) is not the one recorded;
-        - a parameter the function found in its world is passed as an argument (the recording
-          kept them apart);
+        - a Value the function found in its world (a parameter, a dict's key) is passed as an
+          argument (the recording kept them apart);
         - an argument the function also reached in its world is not that same object now;
         - the guard fails: the function's world differs from the facts observed while recording
           (``compiler.world``: identities, numbers' bits, lengths and orders, Values'
@@ -362,13 +377,16 @@ class Replay:
         objects = read.objects
         if objects and any(held() is not x for held, x in zip(self.objects, objects, strict=True)):
             return True
-        if not self.parameter_ids.isdisjoint(map(id, read.leaves)):
-            return True  # a parameter passed as an argument: the recording kept them apart
+        if not self.world_value_ids.isdisjoint(map(id, read.leaves)):
+            return True  # a Value of the world passed as an argument: the recording kept them apart
         if self.aliased and any(held() is not read.leaves[k] for k, held in self.aliased):
             return True  # an argument the function also reaches itself: the same one, or record anew
+        if self.asks_attributes and argument_attributes(read.leaves, self.attribute_names) != self.argument_attributes:
+            return True  # what the Values passed carry (a label the code reads): structure
         if self.numbers_by_identity:  # the code compares with `is`: which numbers passed are one object
-            return not self.guard(self.fn, *objects, _numbers=[x for _, x in number_arguments(read.args, read.kwargs)])
-        return not self.guard(self.fn, *objects)
+            numbers = [x for _, x in number_arguments(read.args, read.kwargs)]
+            return not self.guard(self.fn, *objects, *self.classes, _numbers=numbers)
+        return not self.guard(self.fn, *objects, *self.classes)
 
 
 class ReplayedCall:
@@ -820,13 +838,13 @@ class Compiled:
         since the recording before (of this structure, or the last one): the warning's message,
         or None within the bounds."""
         snapshot = replay.recorded.world
-        shape = (read.masked(), snapshot.shape())
+        shape = (read.masked(), snapshot.shape(), _masked_attributes(replay.argument_attributes))
         seen = self._shapes.get(shape)
         previous = self._previous
         self._previous = (read.key, snapshot)
         if seen is None:
             self._shapes[shape] = (1, read.key, snapshot)
-            worlds = len({world_shape for _, world_shape in self._shapes})
+            worlds = len({world_shape for _, world_shape, _ in self._shapes})
             if worlds <= STRUCTURE_LIMIT and len(self._shapes) <= ARGUMENT_STRUCTURE_LIMIT:
                 return None
             key, last = previous if previous is not None else (read.key, snapshot)
@@ -879,10 +897,23 @@ def _what_changed(
     if changed is not None:
         return changed, world.differs_in_number(last, snapshot)
     index = next((k for k, (a, b) in enumerate(zip(key, read.key, strict=False)) if a != b), len(key))
+    if index == len(key) == len(read.key):  # the same arguments and world: what the Values passed carry
+        return "what the Values it was given carry (a label or an attribute its code reads)", False
     names = argument_names(fn, len(read.args))
     part = key[index] if index < len(key) else None
     number = type(part) is tuple and len(part) >= 1 and isinstance(part[0], type) and world.is_number_type(part[0])
     return f"the argument {described_part(read.args, read.kwargs, names, index)}", number
+
+
+def _masked_attributes(key: Any) -> Any:
+    """What the Values a call is given carry (``record.argument_attributes``) with each number's
+    value left out: a label is structure, as a string passed is; a number there counts as one."""
+    if key is None:
+        return None
+    return tuple(
+        tuple((name, world.number_masked(part) if type(part) is tuple and part else part) for name, part in leaf)
+        for leaf in key
+    )
 
 
 def _wraps(compiled: Compiled, fn: Any) -> None:

@@ -45,6 +45,7 @@ items is refused at recording, naming its largest container.
 
 from __future__ import annotations
 
+import abc
 import argparse
 import array
 import builtins
@@ -55,6 +56,7 @@ import decimal
 import dis
 import enum
 import functools
+import importlib.util
 import io
 import numbers
 import operator
@@ -445,6 +447,13 @@ class Snapshot:
         default_factory=list
     )  # how a reader names each number argument (``partition``)
     may_draw: bool = False  # the world reaches a generator, or a module or function that draws (``DRAWING_MODULES``)
+    # the attribute names the code reached may read of a Value it is given (``x.label``,
+    # ``x.scale``): every name it names, or None where it computes names (``getattr``, ``vars``)
+    attribute_names: frozenset[str] | None = frozenset()
+    # whether the code may tell a Value it is given carries an attribute it did not carry at
+    # recording, or was made otherwise: it computes names, reads ``label`` (a class default) or
+    # how the Value was made (``GRAPH_NAMES``), or catches exceptions
+    asks_attributes: bool = False
 
     def describe(self, var: int, item: int | None = None) -> str:
         """How a reader names a variable, or an item of a tuple variable."""
@@ -502,6 +511,8 @@ class _Walk:
         # the code reached reads names it computes: every entry of classes and modules (attributes),
         # or of globals, is watched
         self.computed_attributes = self.computed_globals = False
+        self.catches = False  # the code reached handles exceptions (``try``, ``with``)
+        self.classes: list[tuple[int, type]] = []  # the user's classes walked that are not abstract
         # what an entry no code names holds (walked where the code computes names): a function
         # there that looks modules up by name is watched, not refused, as the code may never call it
         self.reached_unnamed: set[int] = set()
@@ -563,6 +574,7 @@ class _Walk:
             self._attributes(var, x)
             if type(x) is not Value and not is_library(type(x)):  # a user's subclass: its methods and class attributes
                 self.child(self.get(var, "class", None, f"type({self.snapshot.names[var]})"), type(x))
+                self._own_slots(var, x)
             return
         self.queue.append((var, x))
 
@@ -634,7 +646,12 @@ class _Walk:
             self._members(call, method, ("__self__", "__func__"))
 
     def _compiled(self, var: int, x: Any) -> None:
-        self._members(var, x, ("fn",))  # a compiled function called inside: recorded as part of this one
+        """A compiled function: its function (called inside, it is recorded as part of this one)
+        and what the user keeps on it (``f.scale``), not compile's bookkeeping."""
+        self._members(var, x, ("fn",))
+        name = self.snapshot.names[var]
+        kept = [key for key in vars(x) if key not in COMPILED_STATE]
+        self._named(self.get(var, "dict", None, name), vars(x), kept, name + ".")
 
     def _object(self, var: int, x: Any) -> None:
         """Any other object: a user's (or plain data of a library's) instance is walked; a
@@ -812,6 +829,17 @@ class _Walk:
                 if slot not in ("__dict__", "__weakref__") and hasattr(descriptor, "__get__"):
                     self._slot(var, x, descriptor, f"{name}.{slot}")
 
+    def _own_slots(self, var: int, x: Any) -> None:
+        """The slots a user's subclass of Value adds (the Value's own are its state, not the world's)."""
+        for kind in type(x).__mro__:
+            if is_library(kind):
+                continue
+            slots = kind.__dict__.get("__slots__", ())
+            for slot in (slots,) if isinstance(slots, str) else slots:
+                descriptor = kind.__dict__.get(slot)
+                if slot not in ("__dict__", "__weakref__") and hasattr(descriptor, "__get__"):
+                    self._slot(var, x, descriptor, f"{self.snapshot.names[var]}.{slot}")
+
     def _slot(self, var: int, x: Any, descriptor: Any, name: str) -> None:
         self.snapshot.constants.append(descriptor)
         try:
@@ -842,15 +870,9 @@ class _Walk:
         self.computed_attributes = self.computed_attributes or not names.isdisjoint(COMPUTED_ATTRIBUTES)
         self.computed_globals = self.computed_globals or not names.isdisjoint(COMPUTED_GLOBALS)
         self.identities = self.identities or _compares_identity(code) or not names.isdisjoint(IDENTITY_NAMES)
-        looks_modules_up = not names.isdisjoint(MODULES_BY_NAME) or {"sys", "modules"} <= names
-        if looks_modules_up and id(fn) not in self.reached_unnamed and var not in self.unnamed:
-            raise UnwatchableError(
-                name,
-                "whose code looks a module up by its name at run time (sys.modules, importlib.import_module, "
-                "__import__), which vjpgrad.compile cannot follow to what it reads there",
-                "import the module by name where the function is defined (import scales) so compile watches "
-                "what the function reads from it",
-            )
+        self.catches = self.catches or _catches(code)
+        if id(fn) not in self.reached_unnamed and var not in self.unnamed:
+            _refuse_modules_found_at_run_time(fn, name, names)
         if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None and not fn.__dict__:
             self.fact("bare", var)  # no closure, no defaults, no attributes: one check for the four
         else:
@@ -923,6 +945,10 @@ class _Walk:
         self.namespaces.append((entries_var, entries, done, False))
         bases = self.get(var, "member", "__bases__", f"{name}.__bases__")
         self.items(bases, list(kind.__bases__), [f"[{k}]" for k in range(len(kind.__bases__))])
+        if "_abc_impl" in entries:  # an abstract class: what is registered with it is C state
+            self.fact("state", var, content(kind), raw=content(kind))
+        else:  # its subclasses, where the code asks for them (``Base.__subclasses__()``): see ``observe``
+            self.classes.append((var, kind))
 
     def _named(self, var: int, namespace: Any, names: list[str], prefix: str) -> None:
         """The entries of a namespace (globals, a module, a class) that the code names."""
@@ -1068,16 +1094,37 @@ def _named_key(key: Any) -> str:
 
 def content(x: Any) -> Any:
     """What a buffer holds (``KINDS``' buffers and NumPy arrays), as one comparable key: a NumPy
-    array's dtype, shape and strides with its bytes (and a masked array's mask), a
-    ``bytearray``'s, ``array``'s, ctypes object's or ``mmap``'s bytes (a closed mmap: none)."""
+    array's dtype (a record's field names too), shape and strides with its bytes (and a masked
+    array's mask), a ``bytearray``'s, ``array``'s, ctypes object's or ``mmap``'s bytes (a closed
+    mmap: none)."""
+    if isinstance(x, type):  # a class: its subclasses, and the classes registered with each abstract one
+        return _registered(x)
     if _is_numpy_array(type(x)):
         mask = getattr(x, "_mask", None)  # a masked array's (its tobytes() fills the masked places)
-        return (x.dtype.str, x.shape, x.strides, x.tobytes(), *(() if mask is None else (mask.tobytes(),)))
+        dtype = x.dtype.str if x.dtype.names is None else (x.dtype.str, repr(x.dtype))  # '|V8' names no field
+        return (dtype, x.shape, x.strides, x.tobytes(), *(() if mask is None else (mask.tobytes(),)))
     if type(x).__module__ == "mmap":  # its bytes and its position (what read() and tell() give)
         return (type(x), None) if x.closed else (type(x), x.tell(), bytes(x))
     if isinstance(x, decimal.Context):  # its precision, rounding, exponents, traps and flags
         return (type(x), repr(x))
     return (type(x), x.tobytes() if isinstance(x, memoryview) else bytes(x))
+
+
+def _registered(kind: type) -> tuple[tuple[type, tuple[type, ...]], ...]:
+    """A class's C state that ``isinstance`` and ``__subclasses__()`` answer from: for it and
+    each of its subclasses, in turn, the classes registered with it (``Marker.register(C)``, an
+    abstract class's; none for another)."""
+    found: list[tuple[type, tuple[type, ...]]] = []
+    waiting, seen = [kind], set()
+    while waiting:
+        k = waiting.pop()
+        if id(k) in seen:
+            continue
+        seen.add(id(k))
+        registry = abc._get_dump(k)[0] if "_abc_impl" in k.__dict__ else set()  # type: ignore[attr-defined]
+        found.append((k, tuple(sorted((c for c in (r() for r in registry) if c is not None), key=id))))
+        waiting.extend(type.__subclasses__(k))
+    return tuple(found)
 
 
 def generator_state(x: Any) -> Any:
@@ -1110,6 +1157,13 @@ def _is_numpy(kind: type, *names: str) -> bool:
 
 def _is_library_iterator(kind: type) -> bool:
     return hasattr(kind, "__next__") and is_library(kind)
+
+
+COMPILED_STATE = frozenset(
+    {"fn", "__wrapped__", "_cache", "_last", "_lock", "_previous", "_repeats", "_shapes", "eager", "times_recorded"}
+)
+"""A compiled function's own state (``run.Compiled``): its function, then compile's bookkeeping,
+which changes at each recording and is not part of the world (the tutorial says so)."""
 
 
 def _is_compiled(kind: type) -> bool:
@@ -1468,23 +1522,31 @@ COMPUTED_ATTRIBUTES = frozenset(
         "__getattribute__",
         "attrgetter",
         "methodcaller",
+        "dir",
+        "getmembers",
         "eval",
         "exec",
     }
 )
 """Names whose use reads attributes by a name computed at run time (``getattr(C, name)``,
-``vars(C)[key]``): where the code reached names one, every entry of the classes and the user's
-modules reached is watched, not only those the code names."""
+``vars(C)[key]``, the names ``dir`` lists): where the code reached names one, every entry of the
+classes and the user's modules reached is watched, not only those the code names."""
 COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec"})
 """Names whose use reads globals by a name computed at run time (``globals()[name]``): where the
 code reached names one, every entry of the globals of the functions reached is watched."""
+
+GRAPH_NAMES = frozenset({"op", "_op", "is_leaf", "parents", "_prev"})
+"""A Value's names that tell how it was made (a leaf, or which operation made it): where the code
+reached names one, how each Value a call is given was made is structure."""
+VALUES_OWN_NAMES = GRAPH_NAMES | {"label"}
+"""A Value's names that every Value answers, whether or not it carries an attribute of its own."""
 
 IDENTITY_NAMES = frozenset({"is_", "is_not", "id"})
 """Names whose use asks an object's identity as ``is`` does (``operator.is_(lr, DEFAULT)``,
 ``id(lr) == id(DEFAULT)``): where the code reached names one, which numbers are one object is
 watched."""
 _ASKS_IDENTITY = (operator.is_, operator.is_not, id)
-_READS_ATTRIBUTES = (getattr, hasattr, setattr, delattr, vars, eval, exec)
+_READS_ATTRIBUTES = (getattr, hasattr, setattr, delattr, vars, dir, eval, exec)
 _READS_GLOBALS = (globals, locals, eval, exec)
 MODULES_BY_NAME = frozenset({"import_module", "__import__"})
 """Names whose use looks a module up by a name computed at run time (as ``sys.modules[name]``
@@ -1507,6 +1569,82 @@ def _compares_identity(code: types.CodeType) -> bool:
             return True
         previous = instruction
     return any(_compares_identity(const) for const in code.co_consts if isinstance(const, types.CodeType))
+
+
+def _refuse_modules_found_at_run_time(fn: types.FunctionType, name: str, names: frozenset[str]) -> None:
+    """``UnwatchableError`` for a function (``name``, whose code names ``names``) that finds a
+    module while it runs, where the world cannot follow it: by its name (``sys.modules``,
+    ``importlib.import_module``), or a module of the user's it imports inside (``import config``)."""
+    if not names.isdisjoint(MODULES_BY_NAME) or {"sys", "modules"} <= names:
+        raise UnwatchableError(
+            name,
+            "whose code looks a module up by its name at run time (sys.modules, importlib.import_module, "
+            "__import__), which vjpgrad.compile cannot follow to what it reads there",
+            "import the module by name where the function is defined (import scales) so compile watches "
+            "what the function reads from it",
+        )
+    imported = next((m for m in _imports(fn.__code__) if _users_module(fn, *m)), None)
+    if imported is not None:
+        top = _top_module(fn, *imported)
+        raise UnwatchableError(
+            name,
+            f"whose code imports {top} while it runs (an import inside a function), a module of yours that "
+            "vjpgrad.compile cannot follow from there to what the function reads in it",
+            f"import {top} at the top of the module where the function is defined, so compile watches what "
+            "the function reads from it",
+        )
+
+
+@functools.lru_cache(maxsize=4096)
+def _imports(code: types.CodeType) -> tuple[tuple[str, int], ...]:
+    """The modules a code object (or code nested in it) imports while it runs (``import``
+    inside a function): each its name and level (``from . import x``: 1)."""
+    found: list[tuple[str, int]] = []
+    instructions = list(dis.get_instructions(code))
+    for k, instruction in enumerate(instructions):
+        if instruction.opname == "IMPORT_NAME":
+            level = instructions[k - 2].argval if k >= 2 and instructions[k - 2].opname == "LOAD_CONST" else 0
+            found.append((str(instruction.argval), level if type(level) is int else 0))
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found.extend(_imports(const))
+    return tuple(found)
+
+
+def _top_module(fn: types.FunctionType, name: str, level: int) -> str:
+    """The top-level package an import a function runs finds its module in."""
+    if not level:
+        return name.partition(".")[0]
+    package = fn.__globals__.get("__package__") or ""
+    return (package.partition(".")[0] if isinstance(package, str) else "") or name.partition(".")[0]
+
+
+def _users_module(fn: types.FunctionType, name: str, level: int) -> bool:
+    """Whether an import a function runs gets a module of the user's: its top-level package is
+    one (imported, or found without importing it) outside installed code. One that cannot be
+    found is left to fail as in eager code."""
+    top = _top_module(fn, name, level)
+    module = sys.modules.get(top)
+    if module is not None:
+        return not is_library(module)
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level name: nothing is imported to find it
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    places = [spec.origin] if spec.has_location and spec.origin else list(spec.submodule_search_locations or ())
+    library = (*installed_locations(), *OWN_CODE)
+    return any(not os.path.abspath(place).startswith(library) for place in places)
+
+
+@functools.lru_cache(maxsize=4096)
+def _catches(code: types.CodeType) -> bool:
+    """Whether a code object (or code nested in it) handles exceptions (``try``, ``with``): a
+    ``try`` around ``x.scale`` tells whether a Value carries the attribute."""
+    if any(instruction.opname in ("PUSH_EXC_INFO", "SETUP_FINALLY") for instruction in dis.get_instructions(code)):
+        return True
+    return any(_catches(const) for const in code.co_consts if isinstance(const, types.CodeType))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1586,11 +1724,19 @@ def observe(
             walk.snapshot.values[id(root)] = root
             walk.fact("rg", var, root.requires_grad)
             walk._attributes(var, root)  # the walk's own step
+            if type(root) is not Value and not is_library(type(root)):
+                walk._own_slots(var, root)
         elif not is_scalar(root):
             walk.queue.append((var, root))
     walk.snapshot.roots = len(roots)
     walk.finish()
+    if "__subclasses__" in walk.names:  # a registry of subclasses: which there are is C state of each class
+        for var, kind in walk.classes:
+            walk.fact("state", var, content(kind), raw=content(kind))
     walk.snapshot.may_draw = walk.snapshot.may_draw or not walk.drawing_names.isdisjoint(walk.called_names)
+    walk.snapshot.attribute_names = None if walk.computed_attributes else frozenset(walk.names)
+    asks = walk.computed_attributes or walk.catches or not walk.names.isdisjoint(VALUES_OWN_NAMES)
+    walk.snapshot.asks_attributes = asks
     _partition(walk, numbers or [])
     return walk.snapshot
 
