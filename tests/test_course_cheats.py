@@ -234,7 +234,7 @@ def test_an_engine_that_is_vjpgrads_earns_nothing_and_is_flagged_to_the_teacher(
     assert not any("borrowed" in text for text in shown)
     gradebook.write(tmp_path / "out", of, graded)
     rows = (tmp_path / "out" / "grades.csv").read_text().splitlines()
-    assert rows[1].startswith("mallory,0,")
+    assert rows[1].startswith("mallory,not run,0,")  # exercise 1 never graded, exercise 2 nothing earned
     assert rows[1].endswith("engine.py imports vjpgrad: its checks ran without it (borrowed engine?)")
 
 
