@@ -345,6 +345,38 @@ def test_cross_entropy_is_replayed_and_an_ulp_from_pytorchs_exp_is_reported_as_s
     assert True in verdicts  # most often every element is PyTorch's
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_nll_loss_with_reduction_none_as_d2l_writes_its_loss(dtype: torch.dtype) -> None:
+    """d2l.ai's classifiers take ``nn.CrossEntropyLoss(reduction='none')`` and then ``l.mean()``
+    or ``l.sum()``: each row's loss is ``-logp[i, t_i]``, its gradient ``-grad[i]`` at the target
+    alone; an ignored row (``ignore_index``) is 0 and hands nothing back. Compared on the plain
+    ``nll_loss``, where the replay's bits must be PyTorch's; after ``log_softmax`` only where
+    they are (its exp can differ by an ulp, said so)."""
+    torch.manual_seed(11)
+    with vjpgrad.watch_torch() as w:
+        logp = torch.randn(4, 3, dtype=dtype, requires_grad=True)
+        target = torch.tensor([2, 0, 1, 2])
+        torch.nn.functional.nll_loss(logp, target, reduction="none").backward(torch.randn(4, dtype=dtype))
+        one = torch.randn(5, dtype=dtype, requires_grad=True)  # a single sample: no batch dimension
+        torch.nn.functional.nll_loss(one, torch.tensor(3), reduction="none").backward()
+        skipped = torch.randn(3, 4, dtype=dtype, requires_grad=True)
+        loss = torch.nn.functional.nll_loss(skipped, torch.tensor([1, -100, 3]), reduction="none")
+        loss.sum().backward()
+    every_pass_matches(w, 3)
+    assert skipped.grad[1].tolist() == [0.0] * 4
+    torch.manual_seed(12)
+    with vjpgrad.watch_torch() as w:
+        logits = torch.randn(6, 3, dtype=dtype, requires_grad=True)
+        loss = torch.nn.CrossEntropyLoss(reduction="none")
+        loss(logits, torch.tensor([0, 1, 2, 0, 1, 2])).mean().backward()
+    (p,) = w.passes
+    assert p.replayed, p.reason
+    (leaf,) = p.leaves
+    assert leaf.matches == (leaf.replayed == logits.grad.reshape(-1).tolist())
+    if not leaf.matches:
+        assert "log_softmax, whose backward kernel computes exp(y)" in p.summary()
+
+
 def test_in_place_updates_on_leaves_under_no_grad_and_through_views() -> None:
     torch.manual_seed(8)
     with vjpgrad.watch_torch() as w:

@@ -1036,16 +1036,22 @@ def _bce(call: Call) -> list[list[Item]]:
 
 @rule("nll_loss_forward.default")
 def _nll_loss(call: Call) -> list[list[Item]]:
-    # nll_loss_backward: each row's target element gets -(grad / total_weight) (mean) or -grad (sum)
+    # nll_loss_backward: each row's target element gets -(grad / total_weight) (mean), -grad (sum),
+    # or -grad[row] (none: one loss a row, an ignored row's 0 handing nothing back)
     x, target, weight, reduction, ignore = call.args[:5]
-    if weight is not None or reduction == 0:
-        raise NotReplayableError("nll_loss with class weights or reduction='none'")
+    if weight is not None:
+        raise NotReplayableError("nll_loss with class weights")
     single = call.single
     classes = x.shape[-1]
     targets = numbers_of_index(target.reshape(-1))
     picked = [r * classes + t for r, t in enumerate(targets) if t != ignore]
     items = call.entry(x).items
     total = call.outputs[1]
+    if reduction == 0:
+        column = [items[r * classes + t] if t != ignore else 0.0 for r, t in enumerate(targets)]
+        minus = [-_unit(single)] * len(column)
+        made = make_outputs("nll_loss", numbers_of(call.outputs[0]), [column], [minus], [times])
+        return [made, list(numbers_of(total))]
     if reduction == 1:
         saved = [-in_dtype(numbers_of(total)[0], single)] * len(picked)
         gradient: Callable[..., Any] = divided
