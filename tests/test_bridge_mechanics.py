@@ -504,3 +504,37 @@ def test_backward_given_generators_runs_as_in_plain_pytorch_and_compares_every_l
     assert [leaf.name for leaf in second.leaves] == ["a"]
     assert first.matches, first.summary()
     assert second.matches, second.summary()
+
+
+def test_a_pass_on_another_thread_is_listed_not_replayed_and_says_why() -> None:
+    """The note's "Multithreading" example: ten threads each run a forward and a backward. The
+    watch sees the operations of the thread that entered it alone (PyTorch's dispatch modes are
+    each thread's own), so each other thread's pass is listed, not replayed, saying it ran on
+    another thread; none is left out or taken for "a tensor made before watch_torch() began", and
+    none changes how the threads run or what the watched thread's passes are."""
+    import threading
+
+    results: list[float] = []
+
+    def train_fn() -> None:
+        x = torch.ones(5, 5, requires_grad=True)
+        y = (x + 3) * (x + 4) * 0.5
+        y.sum().backward()
+        results.append(x.grad.sum().item())
+
+    with vjpgrad.watch_torch() as w:
+        threads = [threading.Thread(target=train_fn) for _ in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward()
+    assert results == [112.5] * 10
+    assert [p.number for p in w.passes] == list(range(1, 12))
+    for p in w.passes[:10]:
+        assert not p.replayed
+        assert "another thread" in p.reason, p.summary()
+        assert "made before watch_torch() began" not in p.summary()
+    assert w.passes[10].matches, w.passes[10].summary()
+    assert grads(x) == [2.0, 4.0]
