@@ -538,3 +538,29 @@ def test_a_pass_on_another_thread_is_listed_not_replayed_and_says_why() -> None:
         assert "made before watch_torch() began" not in p.summary()
     assert w.passes[10].matches, w.passes[10].summary()
     assert grads(x) == [2.0, 4.0]
+
+
+def test_backward_wrapped_in_a_function_of_the_learners_own_runs_as_without_the_watch() -> None:
+    """A ``torch.autograd.backward`` replaced by a function that takes ``*args, **kwargs`` (a
+    logger of backward calls) before the watch began: the watch read the arguments by that
+    function's signature and raised ``KeyError: 'tensors'`` in the learner's ``backward()``. It
+    reads them by PyTorch's own now."""
+    real = torch.autograd.backward
+    calls: list[int] = []
+
+    def logged(*args: Any, **kwargs: Any) -> None:
+        calls.append(len(args))
+        real(*args, **kwargs)
+
+    torch.autograd.backward = logged
+    try:
+        with vjpgrad.watch_torch() as w:
+            x = torch.tensor([1.0, 2.0], requires_grad=True)
+            (x * x).sum().backward()
+            (x * 3).backward(torch.tensor([1.0, 0.5]))
+    finally:
+        torch.autograd.backward = real
+    assert len(calls) == 2
+    assert grads(x) == [5.0, 5.5]
+    check_verdicts(w)
+    assert [p.matches for p in w.passes] == [True, True]

@@ -889,12 +889,26 @@ def _read_once(given: Any) -> Any:
         return given
 
 
+def _pytorchs_backward(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: Any = None,
+    create_graph: bool = False,
+    grad_variables: Any = None,
+    inputs: Any = None,
+) -> None:
+    """The signature of ``torch.autograd.backward`` in every torch the bridge takes (2.1 to 2.14)."""
+
+
 def _signature(backward: Any) -> inspect.Signature:
     """``torch.autograd.backward``'s own signature, through the watches entered before this one
-    (a learner's ``watch_torch()`` inside ``explain-torch``'s: each sees the arguments as given)."""
+    (a learner's ``watch_torch()`` inside ``explain-torch``'s: each sees the arguments as given).
+    A function of the learner's in its place that names no ``tensors`` (``*args, **kwargs``) is
+    read by PyTorch's signature, to which it hands them on."""
     while isinstance(getattr(backward, "__self__", None), Watch):
         backward = backward.__self__._original
-    return inspect.signature(backward)
+    signature = inspect.signature(backward)
+    return signature if "tensors" in signature.parameters else inspect.signature(_pytorchs_backward)
 
 
 def _explained(outputs: list[Value], seeds: list[float], scalar: bool) -> Explanation:
