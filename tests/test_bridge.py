@@ -1045,6 +1045,20 @@ def test_a_difference_only_in_the_sign_of_a_zero_is_said_so_not_as_an_ulp_zero_a
     assert "differ by up to 1 ulp (at most 1.19209e-07 apart)" in ulp  # a sign and an ulp: the ulp is said
 
 
+def test_a_nan_against_a_nan_of_the_other_sign_is_said_so_not_as_a_nan_apart() -> None:
+    """``(h - b).abs().sqrt()`` at 0 makes ``inf * 0``: a nan, whose sign bit the replay and PyTorch's
+    kernels can set otherwise. Both print ``nan``; "differ by up to a nan or an infinity apart"
+    beside ``PyTorch's: [nan]`` puzzled."""
+    from vjpgrad.bridge.passes import LeafReport
+
+    nan, minus_nan = float("nan"), -float("nan")
+    line = LeafReport("a", (3,), [0.0, minus_nan, 1.0], [0.0, nan, 1.0], [0, None, 0]).line([])
+    assert "2/3 elements equal to PyTorch's to the bit; the others differ only in the sign of a nan" in line
+    assert "a nan or an infinity apart" not in line
+    mixed = LeafReport("a", (2,), [minus_nan, 1.0], [nan, float("inf")], [None, None]).line([])
+    assert "differ by up to a nan or an infinity apart" in mixed  # a number against an infinity: as before
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_pow_with_a_tensor_exponent_and_a_number_to_a_tensors_power_are_replayed(dtype: torch.dtype) -> None:
     torch.manual_seed(9)
