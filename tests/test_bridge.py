@@ -899,11 +899,11 @@ def test_a_type_the_replay_does_not_follow_is_named_not_replayed_never_compared_
     assert p.explanation is None
 
 
-def test_a_conversion_between_followed_types_is_named_in_a_sentence_that_reads() -> None:
+def test_a_conversion_between_followed_types_is_replayed_with_the_summary_of_any_pass() -> None:
     with vjpgrad.watch_torch() as w:
         x = torch.tensor([0.1, 0.2, 0.3], requires_grad=True)
         (x.double() * 3).sum().backward()
-    assert "not replayed: PyTorch's _to_copy (a conversion to another type) at " in w.passes[0].summary()
+    assert "x.grad = [3, 3, 3]: equal to PyTorch's to the bit (3/3 elements)" in w.passes[0].summary()
 
 
 def test_a_failure_of_the_watch_itself_leaves_the_pass_to_run_and_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1043,6 +1043,25 @@ def test_a_difference_only_in_the_sign_of_a_zero_is_said_so_not_as_an_ulp_zero_a
     assert "the others differ only in the sign of a zero (0 against -0: equal numbers, other bits)" in two
     ulp = LeafReport("w", (2,), [-0.0, 1.0], [0.0, 1.0000001192092896], [1, 1]).line([])
     assert "differ by up to 1 ulp (at most 1.19209e-07 apart)" in ulp  # a sign and an ulp: the ulp is said
+
+
+def test_a_conversion_between_float32_and_float64_inside_the_graph_is_replayed() -> None:
+    """``w.to(torch.float64)``, ``w.double()``, ``q.float()`` on the way to the loss (PyTorch's
+    ``_to_copy``): its backward turns the gradient into the operand's type, a float64 gradient
+    rounded once to float32 before a float32 leaf adds it. It was reported not replayed."""
+    torch.manual_seed(21)
+    with vjpgrad.watch_torch() as w:
+        for _ in range(20):
+            v = torch.randn(5, requires_grad=True)
+            x = torch.randn(5, dtype=torch.float64)
+            ((v.to(torch.float64) * x).sum() + (v.double() ** 2).sum() + (v * 3).sum()).backward()
+            d = v.double()  # one conversion used twice: its float64 total rounded once
+            (d * x + torch.exp(d)).sum().backward()
+            q = torch.randn(5, dtype=torch.float64, requires_grad=True)
+            ((q.float() * 1.1).sum() + (q * 0.3).sum()).backward()
+    every_pass_matches(w, 60)
+    assert v.grad.dtype == torch.float32
+    assert q.grad.dtype == torch.float64
 
 
 def test_a_nan_against_a_nan_of_the_other_sign_is_said_so_not_as_a_nan_apart() -> None:

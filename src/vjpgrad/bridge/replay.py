@@ -1206,6 +1206,28 @@ tensor of zeros (``index_put_`` with ``accumulate=True``: ``x[indices]``'s; ``sc
 ``gather``'s, whose places of one element lie along ``dim``, added in turn): see ``accumulated``."""
 
 
+def _as_float32(g: Any, _one: Any) -> Any:
+    """A float64 gradient turned into float32 (``ToCopyBackward``'s ``grad.to(float32)``): rounded once."""
+    return in_dtype(round32(float(g)), True)
+
+
+def _as_float64(g: Any, _one: Any) -> Any:
+    """A float32 gradient turned into float64: the same number, added on in float64 from here."""
+    return float(g)
+
+
+def _converted(call: Call) -> list[Item]:
+    """``x.to(torch.float64)``, ``x.double()``, ``x.float()``: each element the same number in the
+    other type (float64 to float32 rounds, forward); the backward turns the gradient into ``x``'s
+    type, element by element."""
+    x = call.args[0]
+    if {x.dtype, call.out.dtype} != {torch.float32, torch.float64}:
+        raise NotReplayableError("_to_copy (a conversion to another type)")
+    back = _as_float32 if is_single(x) else _as_float64
+    items = call.entry(x).items
+    return make_outputs("to", numbers_of(call.out), [items], [[1.0] * len(items)], [back])
+
+
 def _copies(call: Call) -> list[list[Item]]:
     """Apply the operation to tensors of element numbers (``arange``) in place of the operands:
     its result says which operand element each element of the result is."""
@@ -1236,7 +1258,7 @@ def _copies(call: Call) -> list[list[Item]]:
         name = "copy"
     else:
         if call.name == "_to_copy.default" and call.kwargs.get("dtype", call.out.dtype) != call.args[0].dtype:
-            raise NotReplayableError("_to_copy (a conversion to another type)")
+            return [_converted(call)]
         args = index_of(call.args)
         kwargs = {
             k: v
