@@ -507,8 +507,29 @@ def elementwise(
         items, takes = broadcast_column(call, x)
         columns.append(items)
         saved.append((s if isinstance(s, list) else column(call, s)) if takes else None)
-    gradients = [gradient for _, gradient in edges]
+    gradients = [
+        _then_float32(gradient) if _promoted(x, call.out) else gradient
+        for x, (_, gradient) in zip(operands, edges, strict=True)
+    ]
     return [make_outputs(name, numbers_of(call.out), columns, saved, gradients)]
+
+
+def _promoted(x: Any, out: torch.Tensor) -> bool:
+    """Whether ``x`` is a float32 operand, of the result's shape, of a float64 result (type
+    promotion: ``h * b`` with ``b`` float64). A broadcast one's gradient is summed, and rounded
+    to float32 once, by the nodes ``expanded`` puts in front of it."""
+    return isinstance(x, torch.Tensor) and is_single(x) and out.dtype == torch.float64 and x.shape == out.shape
+
+
+@functools.cache
+def _then_float32(gradient: Callable[..., Any]) -> Callable[..., Any]:
+    """``gradient`` computed in float64, as PyTorch computes a float64 result's backward, then
+    rounded to float32, as its engine turns a gradient into its float32 operand's type."""
+
+    def rounded(g: Any, *saved: Any) -> Any:  # one saved number, or several (binary_cross_entropy's)
+        return in_dtype(round32(float(gradient(g, *saved))), True)
+
+    return rounded
 
 
 def _alpha(call: Call, position: int = 2) -> float:
