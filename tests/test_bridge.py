@@ -1081,6 +1081,12 @@ def test_a_float32_tensor_in_an_operation_with_a_float64_one_gets_its_gradient_r
             m = torch.randn(3, requires_grad=True)
             (torch.relu(m) - torch.tensor([0.5, 0.0, -1.0], dtype=torch.float64)).pow(2).sum().backward()
     every_pass_matches(w, 150)
+    with vjpgrad.watch_torch() as w:  # broadcast: the float64 gradients summed in float64, then rounded once
+        for shape_a, shape_b in [((1,), (20,)), ((), (37,)), ((3,), (4, 3)), ((5, 1), (5, 9))]:
+            for _ in range(10):
+                e = torch.randn(shape_a, requires_grad=True)
+                (torch.exp(e) * torch.randn(shape_b, dtype=torch.float64)).sum().backward()
+    every_pass_matches(w, 40)
 
 
 def test_a_nan_against_a_nan_of_the_other_sign_is_said_so_not_as_a_nan_apart() -> None:

@@ -266,7 +266,12 @@ def _flatten(tree: Tree) -> Tree:
 
 
 def expanded(
-    call: Call, items: Sequence[Item], uses: Sequence[int], single: bool, summed_to_size: bool = False
+    call: Call,
+    items: Sequence[Item],
+    uses: Sequence[int],
+    single: bool,
+    summed_to_size: bool = False,
+    summed_single: bool | None = None,
 ) -> list[Item]:
     """The operand of each position of a broadcast or a copy (``uses[p]``: the element it reads):
     an element read at several positions stands behind ``expand`` nodes that add the positions'
@@ -277,13 +282,19 @@ def expanded(
     replay may not follow: the gradient reaching it may be laid out otherwise (the result used
     transposed), a long sum's cascade is not all followed, and a copy such as ``repeat`` sums one
     dimension at a time. ``sum_to_size`` sums from +0.0 (a sum of -0.0 alone is 0.0): there each
-    element the result reads stands behind an "into zeros" node (``from_zeros``)."""
+    element the result reads stands behind an "into zeros" node (``from_zeros``).
+
+    ``summed_single``: the type the sum is made in, when it is not the operand's (a float32
+    operand broadcast into a float64 result: summed in float64, then rounded once to float32 by
+    the operand's "into zeros" node)."""
+    if summed_single is None:
+        summed_single = single
     positions: dict[int, list[int]] = {}
     for p, i in enumerate(uses):
         positions.setdefault(i, []).append(p)
     out: list[Item] = [items[i] for i in uses]
     op = engine_op("expand", 1, (times,))
-    one = in_dtype(1.0, single)
+    one = in_dtype(1.0, summed_single)
     for i, where in positions.items():
         x = items[i]
         n = len(where)
@@ -296,8 +307,8 @@ def expanded(
                 out[where[0]] = start
                 continue
         contiguous = where[-1] - where[0] == n - 1
-        outer = outer_tree(where, len(uses), single) if summed_to_size and not contiguous else None
-        tree: Tree = sum_tree(n, single) if contiguous else outer if outer is not None else list(range(n))
+        outer = outer_tree(where, len(uses), summed_single) if summed_to_size and not contiguous else None
+        tree: Tree = sum_tree(n, summed_single) if contiguous else outer if outer is not None else list(range(n))
         call.sums_over = max(call.sums_over, n)  # the layout of the gradient reaching it is not known
 
         def build(parent: Value, tree: Tree, x: Value = x, where: list[int] = where, n: int = n) -> None:
@@ -470,7 +481,10 @@ def broadcast_column(call: Call, x: Any) -> tuple[list[Item], bool]:
     if tuple(x.shape) == tuple(out.shape):
         return entry.items, entry.takes_gradient
     uses = numbers_of_index(torch.arange(x.numel()).reshape(x.shape).broadcast_to(out.shape))
-    return expanded(call, entry.items, uses, entry.single, summed_to_size=True), entry.takes_gradient
+    promoted = entry.single and out.dtype == torch.float64  # a float32 operand of a float64 result
+    summed_single = entry.single and not promoted
+    made = expanded(call, entry.items, uses, entry.single, summed_to_size=True, summed_single=summed_single)
+    return made, entry.takes_gradient
 
 
 def numbers_of_index(t: torch.Tensor) -> list[int]:
