@@ -1087,6 +1087,14 @@ def test_a_float32_tensor_in_an_operation_with_a_float64_one_gets_its_gradient_r
                 e = torch.randn(shape_a, requires_grad=True)
                 (torch.exp(e) * torch.randn(shape_b, dtype=torch.float64)).sum().backward()
     every_pass_matches(w, 40)
+    with vjpgrad.watch_torch() as w:  # a float64 target from NumPy beside a float32 model's output
+        for reduction in ("mean", "sum", "none"):
+            for _ in range(10):
+                weight = torch.randn(3, requires_grad=True)
+                pred = torch.tanh(torch.randn(4, 3) @ weight)
+                loss = torch.nn.functional.mse_loss(pred, torch.randn(4, dtype=torch.float64), reduction=reduction)
+                loss.sum().backward()
+    every_pass_matches(w, 30)
 
 
 def test_a_nan_against_a_nan_of_the_other_sign_is_said_so_not_as_a_nan_apart() -> None:

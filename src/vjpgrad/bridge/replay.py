@@ -1017,7 +1017,10 @@ def _mse_loss(call: Call) -> list[list[Item]]:
     if tuple(x.shape) != tuple(target.shape):
         raise NotReplayableError("mse_loss with a broadcast target")
     columns = [(call.entry(x).items, saved), (call.entry(target).items, [-s for s in saved])]
-    return [_loss(call, "mse_loss", columns, times)]
+    # a float32 input beside a float64 target (NumPy's): its float64 gradient rounded to float32
+    promoted = is_single(x) and call.out.dtype == torch.float64
+    promoted = promoted and not (call.entry(target).takes_gradient and not is_single(target))
+    return [_loss(call, "mse_loss", columns, _then_float32(times) if promoted else times)]
 
 
 def _scaled_gradient(g: Any, s: Any, n: Any) -> Any:
