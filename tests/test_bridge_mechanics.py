@@ -504,3 +504,63 @@ def test_backward_given_generators_runs_as_in_plain_pytorch_and_compares_every_l
     assert [leaf.name for leaf in second.leaves] == ["a"]
     assert first.matches, first.summary()
     assert second.matches, second.summary()
+
+
+def test_a_pass_on_another_thread_is_listed_not_replayed_and_says_why() -> None:
+    """The note's "Multithreading" example: ten threads each run a forward and a backward. The
+    watch sees the operations of the thread that entered it alone (PyTorch's dispatch modes are
+    each thread's own), so each other thread's pass is listed, not replayed, saying it ran on
+    another thread; none is left out or taken for "a tensor made before watch_torch() began", and
+    none changes how the threads run or what the watched thread's passes are."""
+    import threading
+
+    results: list[float] = []
+
+    def train_fn() -> None:
+        x = torch.ones(5, 5, requires_grad=True)
+        y = (x + 3) * (x + 4) * 0.5
+        y.sum().backward()
+        results.append(x.grad.sum().item())
+
+    with vjpgrad.watch_torch() as w:
+        threads = [threading.Thread(target=train_fn) for _ in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward()
+    assert results == [112.5] * 10
+    assert [p.number for p in w.passes] == list(range(1, 12))
+    for p in w.passes[:10]:
+        assert not p.replayed
+        assert "another thread" in p.reason, p.summary()
+        assert "made before watch_torch() began" not in p.summary()
+    assert w.passes[10].matches, w.passes[10].summary()
+    assert grads(x) == [2.0, 4.0]
+
+
+def test_backward_wrapped_in_a_function_of_the_learners_own_runs_as_without_the_watch() -> None:
+    """A ``torch.autograd.backward`` replaced by a function that takes ``*args, **kwargs`` (a
+    logger of backward calls) before the watch began: the watch read the arguments by that
+    function's signature and raised ``KeyError: 'tensors'`` in the learner's ``backward()``. It
+    reads them by PyTorch's own now."""
+    real = torch.autograd.backward
+    calls: list[int] = []
+
+    def logged(*args: Any, **kwargs: Any) -> None:
+        calls.append(len(args))
+        real(*args, **kwargs)
+
+    torch.autograd.backward = logged
+    try:
+        with vjpgrad.watch_torch() as w:
+            x = torch.tensor([1.0, 2.0], requires_grad=True)
+            (x * x).sum().backward()
+            (x * 3).backward(torch.tensor([1.0, 0.5]))
+    finally:
+        torch.autograd.backward = real
+    assert len(calls) == 2
+    assert grads(x) == [5.0, 5.5]
+    check_verdicts(w)
+    assert [p.matches for p in w.passes] == [True, True]

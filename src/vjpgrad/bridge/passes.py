@@ -3,6 +3,7 @@ leaf's ``.grad`` compares with PyTorch's, element by element."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -46,9 +47,11 @@ class LeafReport:
         """How far apart the elements that differ are: a nan or an infinity, only the sign of a zero
         (0 and -0 are equal numbers with other bits: "1 ulp, 0 apart" would puzzle), or the most ulp."""
         assert self.pytorch is not None
+        pairs = [(a, b) for a, b, d in zip(self.replayed, self.pytorch, self.distances, strict=True) if d != 0]
+        if all(math.isnan(a) and math.isnan(b) for a, b in pairs):  # nan against nan: printed alike
+            return "only in the sign of a nan (nan against nan, with another sign bit)"
         if None in self.distances:
             return "by up to a nan or an infinity apart"
-        pairs = [(a, b) for a, b, d in zip(self.replayed, self.pytorch, self.distances, strict=True) if d]
         if all(a == 0.0 and b == 0.0 for a, b in pairs):
             return "only in the sign of a zero (0 against -0: equal numbers, other bits)"
         # across zero a tiny difference is a huge count of ulp: the distance says how tiny

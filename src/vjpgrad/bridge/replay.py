@@ -266,7 +266,12 @@ def _flatten(tree: Tree) -> Tree:
 
 
 def expanded(
-    call: Call, items: Sequence[Item], uses: Sequence[int], single: bool, summed_to_size: bool = False
+    call: Call,
+    items: Sequence[Item],
+    uses: Sequence[int],
+    single: bool,
+    summed_to_size: bool = False,
+    summed_single: bool | None = None,
 ) -> list[Item]:
     """The operand of each position of a broadcast or a copy (``uses[p]``: the element it reads):
     an element read at several positions stands behind ``expand`` nodes that add the positions'
@@ -277,13 +282,19 @@ def expanded(
     replay may not follow: the gradient reaching it may be laid out otherwise (the result used
     transposed), a long sum's cascade is not all followed, and a copy such as ``repeat`` sums one
     dimension at a time. ``sum_to_size`` sums from +0.0 (a sum of -0.0 alone is 0.0): there each
-    element the result reads stands behind an "into zeros" node (``from_zeros``)."""
+    element the result reads stands behind an "into zeros" node (``from_zeros``).
+
+    ``summed_single``: the type the sum is made in, when it is not the operand's (a float32
+    operand broadcast into a float64 result: summed in float64, then rounded once to float32 by
+    the operand's "into zeros" node)."""
+    if summed_single is None:
+        summed_single = single
     positions: dict[int, list[int]] = {}
     for p, i in enumerate(uses):
         positions.setdefault(i, []).append(p)
     out: list[Item] = [items[i] for i in uses]
     op = engine_op("expand", 1, (times,))
-    one = in_dtype(1.0, single)
+    one = in_dtype(1.0, summed_single)
     for i, where in positions.items():
         x = items[i]
         n = len(where)
@@ -296,8 +307,8 @@ def expanded(
                 out[where[0]] = start
                 continue
         contiguous = where[-1] - where[0] == n - 1
-        outer = outer_tree(where, len(uses), single) if summed_to_size and not contiguous else None
-        tree: Tree = sum_tree(n, single) if contiguous else outer if outer is not None else list(range(n))
+        outer = outer_tree(where, len(uses), summed_single) if summed_to_size and not contiguous else None
+        tree: Tree = sum_tree(n, summed_single) if contiguous else outer if outer is not None else list(range(n))
         call.sums_over = max(call.sums_over, n)  # the layout of the gradient reaching it is not known
 
         def build(parent: Value, tree: Tree, x: Value = x, where: list[int] = where, n: int = n) -> None:
@@ -470,7 +481,10 @@ def broadcast_column(call: Call, x: Any) -> tuple[list[Item], bool]:
     if tuple(x.shape) == tuple(out.shape):
         return entry.items, entry.takes_gradient
     uses = numbers_of_index(torch.arange(x.numel()).reshape(x.shape).broadcast_to(out.shape))
-    return expanded(call, entry.items, uses, entry.single, summed_to_size=True), entry.takes_gradient
+    promoted = entry.single and out.dtype == torch.float64  # a float32 operand of a float64 result
+    summed_single = entry.single and not promoted
+    made = expanded(call, entry.items, uses, entry.single, summed_to_size=True, summed_single=summed_single)
+    return made, entry.takes_gradient
 
 
 def numbers_of_index(t: torch.Tensor) -> list[int]:
@@ -507,8 +521,29 @@ def elementwise(
         items, takes = broadcast_column(call, x)
         columns.append(items)
         saved.append((s if isinstance(s, list) else column(call, s)) if takes else None)
-    gradients = [gradient for _, gradient in edges]
+    gradients = [
+        _then_float32(gradient) if _promoted(x, call.out) else gradient
+        for x, (_, gradient) in zip(operands, edges, strict=True)
+    ]
     return [make_outputs(name, numbers_of(call.out), columns, saved, gradients)]
+
+
+def _promoted(x: Any, out: torch.Tensor) -> bool:
+    """Whether ``x`` is a float32 operand, of the result's shape, of a float64 result (type
+    promotion: ``h * b`` with ``b`` float64). A broadcast one's gradient is summed, and rounded
+    to float32 once, by the nodes ``expanded`` puts in front of it."""
+    return isinstance(x, torch.Tensor) and is_single(x) and out.dtype == torch.float64 and x.shape == out.shape
+
+
+@functools.cache
+def _then_float32(gradient: Callable[..., Any]) -> Callable[..., Any]:
+    """``gradient`` computed in float64, as PyTorch computes a float64 result's backward, then
+    rounded to float32, as its engine turns a gradient into its float32 operand's type."""
+
+    def rounded(g: Any, *saved: Any) -> Any:  # one saved number, or several (binary_cross_entropy's)
+        return in_dtype(round32(float(gradient(g, *saved))), True)
+
+    return rounded
 
 
 def _alpha(call: Call, position: int = 2) -> float:
@@ -982,7 +1017,10 @@ def _mse_loss(call: Call) -> list[list[Item]]:
     if tuple(x.shape) != tuple(target.shape):
         raise NotReplayableError("mse_loss with a broadcast target")
     columns = [(call.entry(x).items, saved), (call.entry(target).items, [-s for s in saved])]
-    return [_loss(call, "mse_loss", columns, times)]
+    # a float32 input beside a float64 target (NumPy's): its float64 gradient rounded to float32
+    promoted = is_single(x) and call.out.dtype == torch.float64
+    promoted = promoted and not (call.entry(target).takes_gradient and not is_single(target))
+    return [_loss(call, "mse_loss", columns, _then_float32(times) if promoted else times)]
 
 
 def _scaled_gradient(g: Any, s: Any, n: Any) -> Any:
@@ -1036,16 +1074,22 @@ def _bce(call: Call) -> list[list[Item]]:
 
 @rule("nll_loss_forward.default")
 def _nll_loss(call: Call) -> list[list[Item]]:
-    # nll_loss_backward: each row's target element gets -(grad / total_weight) (mean) or -grad (sum)
+    # nll_loss_backward: each row's target element gets -(grad / total_weight) (mean), -grad (sum),
+    # or -grad[row] (none: one loss a row, an ignored row's 0 handing nothing back)
     x, target, weight, reduction, ignore = call.args[:5]
-    if weight is not None or reduction == 0:
-        raise NotReplayableError("nll_loss with class weights or reduction='none'")
+    if weight is not None:
+        raise NotReplayableError("nll_loss with class weights")
     single = call.single
     classes = x.shape[-1]
     targets = numbers_of_index(target.reshape(-1))
     picked = [r * classes + t for r, t in enumerate(targets) if t != ignore]
     items = call.entry(x).items
     total = call.outputs[1]
+    if reduction == 0:
+        column = [items[r * classes + t] if t != ignore else 0.0 for r, t in enumerate(targets)]
+        minus = [-_unit(single)] * len(column)
+        made = make_outputs("nll_loss", numbers_of(call.outputs[0]), [column], [minus], [times])
+        return [made, list(numbers_of(total))]
     if reduction == 1:
         saved = [-in_dtype(numbers_of(total)[0], single)] * len(picked)
         gradient: Callable[..., Any] = divided
@@ -1200,6 +1244,28 @@ tensor of zeros (``index_put_`` with ``accumulate=True``: ``x[indices]``'s; ``sc
 ``gather``'s, whose places of one element lie along ``dim``, added in turn): see ``accumulated``."""
 
 
+def _as_float32(g: Any, _one: Any) -> Any:
+    """A float64 gradient turned into float32 (``ToCopyBackward``'s ``grad.to(float32)``): rounded once."""
+    return in_dtype(round32(float(g)), True)
+
+
+def _as_float64(g: Any, _one: Any) -> Any:
+    """A float32 gradient turned into float64: the same number, added on in float64 from here."""
+    return float(g)
+
+
+def _converted(call: Call) -> list[Item]:
+    """``x.to(torch.float64)``, ``x.double()``, ``x.float()``: each element the same number in the
+    other type (float64 to float32 rounds, forward); the backward turns the gradient into ``x``'s
+    type, element by element."""
+    x = call.args[0]
+    if {x.dtype, call.out.dtype} != {torch.float32, torch.float64}:
+        raise NotReplayableError("_to_copy (a conversion to another type)")
+    back = _as_float32 if is_single(x) else _as_float64
+    items = call.entry(x).items
+    return make_outputs("to", numbers_of(call.out), [items], [[1.0] * len(items)], [back])
+
+
 def _copies(call: Call) -> list[list[Item]]:
     """Apply the operation to tensors of element numbers (``arange``) in place of the operands:
     its result says which operand element each element of the result is."""
@@ -1230,7 +1296,7 @@ def _copies(call: Call) -> list[list[Item]]:
         name = "copy"
     else:
         if call.name == "_to_copy.default" and call.kwargs.get("dtype", call.out.dtype) != call.args[0].dtype:
-            raise NotReplayableError("_to_copy (a conversion to another type)")
+            return [_converted(call)]
         args = index_of(call.args)
         kwargs = {
             k: v

@@ -26,6 +26,7 @@ import math
 import os
 import struct
 import sys
+import threading
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -181,10 +182,13 @@ class Watch:
         self._only: set[int] | None = None  # the leaves a pass accumulates into, when backward names them
         self._original: Any = None
         self._original_grad: Any = None
+        self._thread: int | None = None  # the thread that entered the watch: the one its mode sees
+        self._elsewhere_lock = threading.Lock()
 
     # ---- the context manager -------------------------------------------------------------------
 
     def __enter__(self) -> Watch:
+        self._thread = threading.get_ident()
         self._original = torch.autograd.backward
         self._original_grad = torch.autograd.grad
         torch.autograd.backward = self._backward
@@ -376,6 +380,8 @@ class Watch:
     # ---- a backward pass -----------------------------------------------------------------------
 
     def _backward(self, *args: Any, **kwargs: Any) -> None:
+        if threading.get_ident() != self._thread:
+            return self._elsewhere(self._original, "backward", args, kwargs)  # type: ignore[no-any-return]
         if self.paused:  # PyTorch's own, inside a pass (a reentrant checkpoint's): a part of that pass
             with self._mode_off():
                 return self._original(*args, **kwargs)  # type: ignore[no-any-return]
@@ -444,6 +450,8 @@ class Watch:
         """``torch.autograd.grad``, run as without the watch, and noted as a pass not replayed: it
         returns its gradients where a replay compares ``.grad``, and its own operations are not the
         forward's."""
+        if threading.get_ident() != self._thread:
+            return self._elsewhere(self._original_grad, "torch.autograd.grad", args, kwargs)
         if self.paused:  # PyTorch's own, inside a pass (a custom backward's, a hook's): a part of that pass
             with self._mode_off():
                 return self._original_grad(*args, **kwargs)
@@ -476,6 +484,34 @@ class Watch:
         if self.strict:
             raise TorchReplayError(done.summary())
         return result
+
+    def _elsewhere(self, original: Any, call: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A pass run on another thread than the one that entered the watch (Autograd mechanics'
+        ``threading.Thread(target=train_fn)``): PyTorch's dispatch modes are each thread's own, so
+        the watch never saw that thread's operations. The pass runs as without the watch and is
+        listed, not replayed, saying so; it touches nothing of the watched thread's replay."""
+        frame = _user_frame()
+        location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        reason = (
+            "it ran on another thread than the one that entered watch_torch(), whose operations the "
+            "watch does not see (PyTorch's dispatch modes are each thread's own)"
+        )
+        try:
+            result = original(*args, **kwargs)
+        except Exception as refused:
+            self._listed_elsewhere(location, call, reason, str(refused).split("\n")[0] or type(refused).__name__)
+            raise
+        done = self._listed_elsewhere(location, call, reason, None)
+        if self.strict:
+            raise TorchReplayError(done.summary())
+        return result
+
+    def _listed_elsewhere(self, location: str, call: str, reason: str, error: str | None) -> Pass:
+        with self._elsewhere_lock:  # two threads' passes are numbered one after the other
+            done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=reason, call=call)
+            done.pytorch_error = error
+            self.passes.append(done)
+        return done
 
     def _mode_off(self) -> contextlib.AbstractContextManager[Any]:
         """The watch's dispatch mode taken off while PyTorch's own pass runs: some of PyTorch's
@@ -853,12 +889,26 @@ def _read_once(given: Any) -> Any:
         return given
 
 
+def _pytorchs_backward(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: Any = None,
+    create_graph: bool = False,
+    grad_variables: Any = None,
+    inputs: Any = None,
+) -> None:
+    """The signature of ``torch.autograd.backward`` in every torch the bridge takes (2.1 to 2.14)."""
+
+
 def _signature(backward: Any) -> inspect.Signature:
     """``torch.autograd.backward``'s own signature, through the watches entered before this one
-    (a learner's ``watch_torch()`` inside ``explain-torch``'s: each sees the arguments as given)."""
+    (a learner's ``watch_torch()`` inside ``explain-torch``'s: each sees the arguments as given).
+    A function of the learner's in its place that names no ``tensors`` (``*args, **kwargs``) is
+    read by PyTorch's signature, to which it hands them on."""
     while isinstance(getattr(backward, "__self__", None), Watch):
         backward = backward.__self__._original
-    return inspect.signature(backward)
+    signature = inspect.signature(backward)
+    return signature if "tensors" in signature.parameters else inspect.signature(_pytorchs_backward)
 
 
 def _explained(outputs: list[Value], seeds: list[float], scalar: bool) -> Explanation:
