@@ -609,18 +609,19 @@ def refuse_changes(
     ``before`` and ``after``: a replay would do neither again. Says the line where it can."""
     changed = world.first_difference(before, after)
     drawn, line = _drawn(changed, generators, draws)
-    if drawn is not None or (changed is not None and changed.endswith(world.DRAWN)):
-        source = drawn or changed[: -len(world.DRAWN)]  # type: ignore[index]  # one of them is set
-        at = f"(defined at {where(fn)}) drew random numbers from {source}"
+    if drawn is None and changed is not None and changed.aspect == "drawn":  # a generator of its world
+        drawn = changed.place
+    if drawn is not None:
+        at = f"(defined at {where(fn)}) drew random numbers from {drawn}"
         if line is not None:
-            at = f"drew random numbers from {source} at {line}"
+            at = f"drew random numbers from {drawn} at {line}"
         raise DataDependentError(
             f"{name} {at} while {recorder} recorded "
             "it: a replay would draw none and repeat the recorded draw at every call. Draw outside the "
             f"function and pass the numbers in as Values (Value(x, requires_grad=False)), or {_otherwise(recorder)}"
         )
-    if changed is not None and changed.endswith(world.CALLED):
-        cached = changed[: -len(world.CALLED)]
+    if changed is not None and changed.aspect == "called":
+        cached = changed.place
         raise DataDependentError(
             f"{name} (defined at {where(fn)}) called {cached}, a functools.lru_cache, while {recorder} "
             f"recorded it: its cache is C state {recorder} cannot watch (eager code returns what it cached, "
@@ -648,12 +649,14 @@ def _otherwise(recorder: str, it: str = "it") -> str:
     return f"call {it} {_RECORDERS[recorder][1]}"
 
 
-def _drawn(changed: str | None, generators: list[tuple[str, Any]], draws: DrawWatch) -> tuple[str | None, str | None]:
+def _drawn(
+    changed: world.Difference | None, generators: list[tuple[str, Any]], draws: DrawWatch
+) -> tuple[str | None, str | None]:
     """What a recording run drew from, if it drew, and where (None where it is not known): a
     global generator whose state moved, else (when no generator of the world moved either) the
     system's entropy read, a generator seeded from it, or a draw whose state was put back."""
     drawn = next((what for what, state in generators if _global_generator_state(what) != state), None)
-    if drawn is not None or (changed or "").endswith(world.DRAWN):
+    if drawn is not None or (changed is not None and changed.aspect == "drawn"):
         return drawn, draws.line
     if draws.entropy is not None:
         return "the system's entropy source (os.urandom: random.SystemRandom, secrets)", draws.entropy
@@ -712,17 +715,17 @@ _MUTATORS = frozenset(
     }
 )
 """Methods of Python's containers (and NumPy's arrays) that change them in place."""
-_CHANGED_PATH = re.compile(r"^(?P<path>.*?)(?: \((?:added|removed|its [^)]*)\))?$")
 _LAST_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\W*$")
 
 
-def changing_lines(before: world.Snapshot, changed: str, most: int = 3) -> list[str]:
+def changing_lines(before: world.Snapshot, changed: world.Difference, most: int = 3) -> list[str]:
     """The lines (``file:line``, at most ``most``) of the user's code in the world that can make
     the change ``changed`` names (``self.steps``, ``cache[0] (added)``): those that set or delete
     that attribute or name, or that load the container and store into it or call a method that
-    changes it in place. Read from the code, not traced: empty where no line fits."""
-    matched = _CHANGED_PATH.match(changed)
-    path = matched.group("path") if matched else changed
+    changes it in place. Read from the code, not traced: empty where no line fits. The name looked
+    for is the last one of the place as a reader names it: what it decides is only which lines a
+    message points at."""
+    path = changed.place
     item = path.endswith("]")
     container = path[: path.rfind("[")] if item else path
     last = _LAST_NAME.search(container)

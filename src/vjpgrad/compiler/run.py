@@ -857,14 +857,14 @@ class Compiled:
             if self._repeats <= RECOMPILE_LIMIT:
                 return None
             why = f"{RECOMPILE_LIMIT + 1} times for numbers alone"
-        changed, number = _what_changed(self.fn, last, snapshot, key, read)
+        changed, number, argument = _what_changed(self.fn, last, snapshot, key, read)
         away = "keep it out of the function's reach (not on the objects it reads)"
         if number:
             advice = (
                 "Numbers are structure to compile: if the function reads it, pass a number that changes at every "
                 f"call as a Value (Value(lr, requires_grad=False)) or in a Vector; if it does not, {away}"
             )
-        elif changed.startswith("the argument") and _object_argument(key, read):
+        elif argument and _object_argument(key, read):
             advice = (
                 "An object argument is keyed by its identity (its state is watched through it): pass the same "
                 "object at every call, or the numbers it holds as Values, or in a list, tuple or dict"
@@ -890,19 +890,19 @@ def _object_argument(key: tuple[Any, ...], read: Arguments) -> bool:
 
 def _what_changed(
     fn: Callable[..., Any], last: world.Snapshot, snapshot: world.Snapshot, key: tuple[Any, ...], read: Arguments
-) -> tuple[str, bool]:
-    """What differs between two recordings (a part of the world, or an argument), and whether it
-    is a number."""
+) -> tuple[str, bool, bool]:
+    """What differs between two recordings, as a reader names it (a part of the world, or an
+    argument), whether it is a number, and whether it is an argument."""
     changed = world.first_difference(last, snapshot)
     if changed is not None:
-        return changed, world.differs_in_number(last, snapshot)
+        return str(changed), world.differs_in_number(last, snapshot), False
     index = next((k for k, (a, b) in enumerate(zip(key, read.key, strict=False)) if a != b), len(key))
     if index == len(key) == len(read.key):  # the same arguments and world: what the Values passed carry
-        return "what the Values it was given carry (a label or an attribute its code reads)", False
+        return "what the Values it was given carry (a label or an attribute its code reads)", False, False
     names = argument_names(fn, len(read.args))
     part = key[index] if index < len(key) else None
     number = type(part) is tuple and len(part) >= 1 and isinstance(part[0], type) and world.is_number_type(part[0])
-    return f"the argument {described_part(read.args, read.kwargs, names, index)}", number
+    return f"the argument {described_part(read.args, read.kwargs, names, index)}", number, True
 
 
 def _masked_attributes(key: Any) -> Any:

@@ -70,7 +70,7 @@ import threading
 import types
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from vjpgrad.core.modes import OWN_CODE
 from vjpgrad.core.value import Value
@@ -1741,7 +1741,21 @@ def observe(
     return walk.snapshot
 
 
-def first_difference(before: Snapshot, after: Snapshot) -> str | None:
+class Difference(NamedTuple):
+    """Where two observations of a world first differ (``first_difference``): the place, as a
+    reader names it (``self.steps``, ``cache[0]``), and what about it differs, one of
+    ``ASPECTS``' keys ("" for the place itself: its value, or the object there). What a caller
+    decides (a random draw, a cache called) it reads from ``aspect``; ``str()`` is the reader's
+    whole phrase (``cache[0] (added)``)."""
+
+    place: str
+    aspect: str = ""
+
+    def __str__(self) -> str:
+        return self.place + ASPECTS[self.aspect]
+
+
+def first_difference(before: Snapshot, after: Snapshot) -> Difference | None:
     """Where two observations of a world first differ, as a reader names it; None if equal."""
     for old, new in zip(before.facts, after.facts, strict=False):
         if old != new:
@@ -1749,21 +1763,30 @@ def first_difference(before: Snapshot, after: Snapshot) -> str | None:
     if len(before.facts) != len(after.facts):
         longer = before if len(before.facts) > len(after.facts) else after
         fact = longer.facts[min(len(before.facts), len(after.facts))]
-        return longer.describe(fact[2] if fact[0] == "get" else fact[1])
+        return Difference(longer.describe(fact[2] if fact[0] == "get" else fact[1]))
     return None
 
 
-DRAWN = " (its state: random numbers were drawn from it)"
-"""How ``first_difference`` names a random generator whose state changed."""
-CALLED = " (a functools.lru_cache: it was called)"
-"""How ``first_difference`` names a user's ``functools.lru_cache`` called (or cleared) while recording."""
-_ASPECTS = {
-    "rg": " (its requires_grad)",
-    "rgs": " (its requires_grad)",
-    "attrs": " (its attributes)",
-    "generator": DRAWN,
-    "calls": CALLED,
+ASPECTS = {
+    "": "",
+    "requires_grad": " (its requires_grad)",
+    "attributes": " (its attributes)",
+    "identity": " (its identity)",
+    "added": " (added)",
+    "removed": " (removed)",
+    "drawn": " (its state: random numbers were drawn from it)",  # a random generator whose state moved
+    "called": " (a functools.lru_cache: it was called)",  # a user's functools.lru_cache called (or cleared)
 }
+"""What about a place two observations differ in (``Difference.aspect``), and how a reader's
+phrase says it after the place."""
+_ASPECT_OF_FACT = {
+    "rg": "requires_grad",
+    "rgs": "requires_grad",
+    "attrs": "attributes",
+    "generator": "drawn",
+    "calls": "called",
+}
+"""The aspect a difference in a fact of each kind is (the kinds not here: the place itself)."""
 
 
 def differs_in_number(before: Snapshot, after: Snapshot) -> bool:
@@ -1774,14 +1797,14 @@ def differs_in_number(before: Snapshot, after: Snapshot) -> bool:
     return False
 
 
-def _identity_difference(before: Snapshot, old: Fact, new: Fact) -> str:
+def _identity_difference(before: Snapshot, old: Fact, new: Fact) -> Difference:
     """The first number of a ``partition`` fact that is now another object (or one with another)."""
     k = next((k for k, (a, b) in enumerate(zip(old[3], new[3], strict=False)) if a != b), 0)
     member_var, member_item = old[2][k] if k < len(old[2]) else (0, -1)
-    return before.describe(member_var, member_item) + " (its identity)"
+    return Difference(before.describe(member_var, member_item), "identity")
 
 
-def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> str:
+def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> Difference:
     """How a reader names what differs between two facts at one place of two observations."""
     kind, var = old[0], old[1]
     items = ("unpack", "ids", "rgs", "attrses", "scalars")  # facts about every item of a tuple variable
@@ -1789,29 +1812,29 @@ def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> str:
         return _identity_difference(before, old, new)
     if kind == "builtins" and new[0] == kind and old[2] == new[2]:  # a name of builtins set or rebound
         k = next((k for k, (a, b) in enumerate(zip(old[3], new[3], strict=True)) if a != b), 0)
-        return f"builtins.{old[2][k]}"
+        return Difference(f"builtins.{old[2][k]}")
     if kind == "attrs" and var in after.value_at:  # a Value's own attributes: name the one that changed
         was, now = dict(old[2]), vars(after.value_at[var])
         changed = [k for k in {**was, **now} if was.get(k, MISSING) is not now.get(k, MISSING)]
-        return f"{before.describe(var)}.{changed[0]}" if changed else before.describe(var)
+        return Difference(f"{before.describe(var)}.{changed[0]}" if changed else before.describe(var))
     if var != new[1] or kind == "get" or (kind != new[0] and not (kind in items and new[0] in items)):
-        return before.describe(var)
+        return Difference(before.describe(var))
     if kind not in items:
-        return before.describe(var) + _ASPECTS.get(kind, "")
+        return Difference(before.describe(var), _ASPECT_OF_FACT.get(kind, ""))
     return _items_difference(before, after, kind, var, old[2], new[2])
 
 
 def _items_difference(
     before: Snapshot, after: Snapshot, kind: str, var: int, old_items: tuple[Any, ...], new_items: tuple[Any, ...]
-) -> str:
+) -> Difference:
     """The first item of a tuple variable that differs, was added or was removed."""
     k = next((k for k, (a, b) in enumerate(zip(old_items, new_items, strict=False)) if a != b), None)
     if k is not None and len(old_items) == len(new_items):
-        return before.describe(var, k) + _ASPECTS.get(kind, "")
+        return Difference(before.describe(var, k), _ASPECT_OF_FACT.get(kind, ""))
     if k is None:
         k = min(len(old_items), len(new_items))
     if len(new_items) > len(old_items):
-        return f"{after.describe(var, k)} (added)"
+        return Difference(after.describe(var, k), "added")
     if len(new_items) < len(old_items):
-        return f"{before.describe(var, k)} (removed)"
-    return before.describe(var, k)
+        return Difference(before.describe(var, k), "removed")
+    return Difference(before.describe(var, k))
