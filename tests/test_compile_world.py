@@ -409,6 +409,45 @@ def test_a_number_attribute_that_keeps_changing_is_named_in_the_warning() -> Non
     assert found == [float(k) for k in range(10)]
 
 
+def test_a_new_object_argument_at_every_call_is_advised_as_an_object_keyed_by_identity() -> None:
+    """An object passed is keyed by its identity: a new one at every call records anew, and the
+    warning says so (not the advice for a part of the world, nor for a number)."""
+
+    class Settings:
+        def __init__(self) -> None:
+            self.scale = 2.0
+
+    compiled = vjpgrad.compile(lambda x, settings: x * settings.scale)
+    kept = []  # alive, so that no two calls' objects share an address
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(ARGUMENT_STRUCTURE_LIMIT + 2):
+            kept.append(Settings())
+            assert compiled(Value(1.0), kept[-1]).data == 2.0
+    (message,) = [str(w.message) for w in caught if issubclass(w.category, RecompileWarning)]
+    assert "the argument settings" in message
+    assert "An object argument is keyed by its identity" in message
+    assert "Numbers are structure" not in message
+
+
+def test_a_part_of_the_world_rebound_at_every_call_is_advised_to_be_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A global the function reads, bound to a new list at every call: the warning names it and
+    says to pass it as an argument."""
+    compiled = vjpgrad.compile(lambda x: x * TABLE_OF_THE_WORLD[0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(STRUCTURE_LIMIT + 2):  # another length: another structure (given back after the test)
+            monkeypatch.setitem(globals(), "TABLE_OF_THE_WORLD", [2.0] * (k + 1))
+            assert compiled(Value(1.0)).data == 2.0
+    (message,) = [str(w.message) for w in caught if issubclass(w.category, RecompileWarning)]
+    assert "TABLE_OF_THE_WORLD" in message
+    assert "If the function reads it, pass it as an argument" in message
+    assert "An object argument" not in message
+
+
+TABLE_OF_THE_WORLD = [2.0]
+
+
 def test_a_number_passed_as_a_value_is_data_recorded_once() -> None:
     compiled = vjpgrad.compile(lambda x, lr: x * lr)
     for k in range(12):
