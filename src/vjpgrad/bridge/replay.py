@@ -546,6 +546,23 @@ def _then_float32(gradient: Callable[..., Any]) -> Callable[..., Any]:
     return rounded
 
 
+def rounded_back(call: Call, t: torch.Tensor) -> list[Item]:
+    """The elements of ``t``, an operand of ``call`` read element by element (not broadcast), as
+    the operand of a node of many operands: a float32 tensor in a float64 result stands behind a node per element
+    that rounds the float64 gradient reaching it once to float32, as PyTorch's engine turns a
+    gradient into its operand's type (what ``_then_float32`` does inside an edge of one operand)."""
+    items = call.entry(t).items
+    if not (is_single(t) and call.out.dtype == torch.float64):
+        return items
+    op = engine_op("to float32", 1, (_as_float32,))
+    out = list(items)
+    for i, x in enumerate(items):
+        if isinstance(x, Value):
+            out[i] = node = graph.make(Value, x.data, op, x, 1.0, None, None)
+            call.described.append((node, x, "{}'s gradient rounded to float32"))
+    return out
+
+
 def _alpha(call: Call, position: int = 2) -> float:
     alpha = call.kwargs.get("alpha", call.args[position] if len(call.args) > position else 1)
     return float(alpha)
@@ -1016,11 +1033,10 @@ def _mse_loss(call: Call) -> list[list[Item]]:
         return elementwise(call, "mse_loss", (x, target), ((saved, times), ([-s for s in saved], times)))
     if tuple(x.shape) != tuple(target.shape):
         raise NotReplayableError("mse_loss with a broadcast target")
-    columns = [(call.entry(x).items, saved), (call.entry(target).items, [-s for s in saved])]
-    # a float32 input beside a float64 target (NumPy's): its float64 gradient rounded to float32
-    promoted = is_single(x) and call.out.dtype == torch.float64
-    promoted = promoted and not (call.entry(target).takes_gradient and not is_single(target))
-    return [_loss(call, "mse_loss", columns, _then_float32(times) if promoted else times)]
+    # a float32 operand beside a float64 one (a NumPy target): its float64 gradient rounded to
+    # float32, the other's kept in float64
+    columns = [(rounded_back(call, x), saved), (rounded_back(call, target), [-s for s in saved])]
+    return [_loss(call, "mse_loss", columns, times)]
 
 
 def _scaled_gradient(g: Any, s: Any, n: Any) -> Any:
