@@ -1117,17 +1117,22 @@ def _nll_loss(call: Call) -> list[list[Item]]:
 
 @rule("max.dim", "min.dim")
 def _extreme_along(call: Call) -> list[list[Item]]:
-    # value_selecting_reduction_backward: each result's gradient goes to the element its index names
-    x, dim = call.args[0], call.args[1] % max(call.args[0].dim(), 1)
+    """``values, indices = x.max(dim)`` (and ``min``): PyTorch's backward
+    (``value_selecting_reduction_backward``) scatters the gradient into a tensor of zeros: each
+    result's gradient is written, as it is, at the element its index names, and every other
+    element of the row it reduced gets exactly +0.0, whatever the gradient (MASKED): a 0 that the
+    operations before it multiply (to -0.0 by a negative number) and that another path's -0.0 is
+    added to."""
+    x = call.args[0]
     values, indices = call.outputs
-    keep = values if len(call.args) > 2 and call.args[2] else values.unsqueeze(dim) if x.dim() else values
-    picks = numbers_of_index(torch.arange(x.numel()).reshape(x.shape).gather(dim, indices.reshape(keep.shape)))
+    groups = _groups(x, [call.args[1] % x.dim()] if x.dim() else [], values.numel())
     items = call.entry(x).items
-    column = [items[i] for i in picks]
-    made = make_outputs(
-        call.name.split(".")[0], numbers_of(values), [column], [[_unit(call.single)] * len(picks)], [times]
-    )
-    return [made, [float(i) for i in numbers_of_index(indices)]]
+    one = _unit(call.single)
+    picks = numbers_of_index(indices.reshape(-1))
+    operands = [[items[i] for i in group] for group in groups]
+    saved = [[one if k == pick else MASKED for k in range(len(g))] for g, pick in zip(groups, picks, strict=True)]
+    made = make_outputs(call.name.split(".")[0], numbers_of(values), operands, saved, [times], many=True)
+    return [made, [float(i) for i in picks]]
 
 
 # ---- matrix products -----------------------------------------------------------------------------
