@@ -134,10 +134,18 @@ def onto(g: Any, zero: Any) -> Any:
     return zero + g
 
 
-def from_zeros(call: Call, x: Value, single: bool) -> Value:
+def onto_widened(g: Any, zero: Any) -> Any:
+    """``zero + g`` in float32, then that sum as a float64 number (exact): a float32 gradient handed
+    to a float64 operand, as PyTorch's engine turns a gradient into its operand's type."""
+    return float(zero + g)
+
+
+def from_zeros(call: Call, x: Value, single: bool, widened: bool = False) -> Value:
     """The "into zeros" node in front of ``x``: what reaches it is added onto +0.0, as a PyTorch
-    backward that sums into a tensor of zeros adds it (a sum of -0.0 alone becomes 0.0)."""
-    node = graph.make(Value, x.data, engine_op("into zeros", 1, (onto,)), x, in_dtype(0.0, single), None, None)
+    backward that sums into a tensor of zeros adds it (a sum of -0.0 alone becomes 0.0).
+    ``widened``: the sum is a float32 one handed to ``x``, a float64 operand."""
+    op = engine_op("into zeros", 1, (onto_widened if widened else onto,))
+    node = graph.make(Value, x.data, op, x, in_dtype(0.0, single or widened), None, None)
     call.described.append((node, x, "{} from zeros"))
     return node
 
@@ -284,9 +292,10 @@ def expanded(
     dimension at a time. ``sum_to_size`` sums from +0.0 (a sum of -0.0 alone is 0.0): there each
     element the result reads stands behind an "into zeros" node (``from_zeros``).
 
-    ``summed_single``: the type the sum is made in, when it is not the operand's (a float32
-    operand broadcast into a float64 result: summed in float64, then rounded once to float32 by
-    the operand's "into zeros" node)."""
+    ``summed_single``: the type the sum is made in, the result's, when it is not the operand's (a
+    float32 operand broadcast into a float64 result: summed in float64, then rounded once to
+    float32 by the operand's "into zeros" node; a 0-d float64 operand of a float32 result, which
+    type promotion leaves float32: summed in float32, then handed on as a float64 number)."""
     if summed_single is None:
         summed_single = single
     positions: dict[int, list[int]] = {}
@@ -302,7 +311,7 @@ def expanded(
             continue
         start: Value = x
         if summed_to_size:  # sum_to_size adds from +0.0
-            start = from_zeros(call, x, single)
+            start = from_zeros(call, x, single, widened=summed_single and not single)
             if n == 1:
                 out[where[0]] = start
                 continue
@@ -481,9 +490,9 @@ def broadcast_column(call: Call, x: Any) -> tuple[list[Item], bool]:
     if tuple(x.shape) == tuple(out.shape):
         return entry.items, entry.takes_gradient
     uses = numbers_of_index(torch.arange(x.numel()).reshape(x.shape).broadcast_to(out.shape))
-    promoted = entry.single and out.dtype == torch.float64  # a float32 operand of a float64 result
-    summed_single = entry.single and not promoted
-    made = expanded(call, entry.items, uses, entry.single, summed_to_size=True, summed_single=summed_single)
+    # summed in the result's type (a float32 operand of a float64 result, a 0-d float64 one of a
+    # float32 result), then turned into the operand's
+    made = expanded(call, entry.items, uses, entry.single, summed_to_size=True, summed_single=call.single)
     return made, entry.takes_gradient
 
 
