@@ -172,6 +172,94 @@ def test_max_and_min_along_a_dimension_over_random_shapes_seeds_and_ties_are_equ
     assert every_leaf_equal_to_the_bit(w, cases) == (300, 300)
 
 
+# ---- clamp with tensors as its bounds, and atan2 -------------------------------------------------
+
+
+CLAMPS: list[Callable[[Any, Any, Any], Any]] = [
+    lambda x, lo, hi: torch.clamp(x, min=lo, max=hi),
+    lambda x, lo, hi: x.clamp(lo, hi),
+    lambda x, lo, hi: torch.clamp(x, min=lo),
+    lambda x, lo, hi: x.clamp(max=hi),
+    lambda x, lo, hi: torch.clamp_min(x, lo),
+    lambda x, lo, hi: x.clamp_max(hi),
+    lambda x, lo, hi: (x + torch.zeros(torch.broadcast_shapes(x.shape, lo.shape, hi.shape), dtype=x.dtype)).clamp_(
+        lo.to(x.dtype), hi.to(x.dtype)
+    ),
+]
+
+
+def test_clamp_with_tensors_as_its_bounds_is_replayed_to_the_bit() -> None:
+    """``torch.clamp(x, min=t1, max=t2)``: PyTorch's ``clamp_backward`` hands ``x`` the gradient where
+    ``min <= x <= max`` and exactly 0 elsewhere, and ``clamp_backward_min_max`` hands ``min`` the
+    gradient where ``x < min < max``, ``max`` where ``x > max`` or ``max < min``: each a ``where``
+    of the gradient and 0. Over random broadcast shapes, ties, bounds the wrong way round, signed
+    zeros and nans, float32 and float64 and a float32 tensor beside float64 bounds."""
+    rng = random.Random(11)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for case in range(240):
+            dtype = rng.choice([torch.float32, torch.float64])
+            types = [dtype] * 3 if case % 6 else [torch.float32, torch.float64, torch.float64]
+            shapes = shapes_that_broadcast(rng, 3)
+            x, lo, hi = (some_numbers(rng, s, t) for s, t in zip(shapes, types, strict=True))
+            x.requires_grad_()
+            lo.requires_grad_(rng.random() < 0.8)
+            hi.requires_grad_(rng.random() < 0.8)
+            cases.append({"x": x, "lo": lo, "hi": hi})
+            y = CLAMPS[case % len(CLAMPS)](torch.sin(x) * 1.5, lo * 1.0, hi * 1.0)
+            refused = ""
+            try:
+                y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+            except RuntimeError as error:  # PyTorch's own backward, where min < max is larger than x < min
+                refused = str(error)
+                cases[-1] = None
+            assert refused == "" or "doesn't match the broadcast shape" in refused
+    compared, equal = every_leaf_equal_to_the_bit(w, cases, unless_summed=True)
+    assert compared >= 450
+    assert equal >= compared - 5  # the others: a broadcast summed back over two dimensions (2 of 493 measured)
+
+
+def test_clamp_in_place_of_a_float32_tensor_with_float64_bounds_hands_them_float32_gradients() -> None:
+    """``x.clamp_(low, high)`` keeps ``x`` float32 whatever its bounds: PyTorch computes each
+    gradient in float32 and turns the bounds' into float64, exactly."""
+    rng = random.Random(31)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for _ in range(40):
+            x = some_numbers(rng, (5,), torch.float32).requires_grad_()
+            low = some_numbers(rng, (5,), torch.float64).requires_grad_()
+            high = some_numbers(rng, (5,), torch.float64).requires_grad_()
+            cases.append({"x": x, "low": low, "high": high})
+            y = (x * 2).clamp_(torch.sin(low), high * 1.5)
+            y.backward(a_seed(rng, (5,), torch.float32))
+            assert y.dtype == torch.float32
+    assert every_leaf_equal_to_the_bit(w, cases) == (120, 120)
+
+
+def test_atan2_is_replayed_with_pytorchs_reciprocal_taken_once() -> None:
+    """``torch.atan2(a, b)``: ``atan2_backward`` takes ``recip = (a*a + b*b).reciprocal()`` and hands
+    ``a`` ``(grad * b) * recip``, ``b`` ``(grad * -a) * recip``, each product rounded apart. Over
+    random broadcast shapes, zeros of both signs, infinities and nans, a float32 tensor beside a
+    float64 one, and a number as one operand."""
+    rng = random.Random(23)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for case in range(240):
+            dtype = rng.choice([torch.float32, torch.float64])
+            types = [dtype, dtype] if case % 5 else [torch.float32, torch.float64][:: rng.choice([1, -1])]
+            shapes = shapes_that_broadcast(rng, 2)
+            a, b = (some_numbers(rng, s, t).requires_grad_() for s, t in zip(shapes, types, strict=True))
+            cases.append({"a": a, "b": b})
+            if case % 7 == 0:
+                y = torch.atan2(torch.exp(a), b.sin()) + a.atan2(torch.tensor(0.5, dtype=a.dtype))
+            else:
+                y = torch.atan2(torch.exp(a), b.sin())
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    compared, equal = every_leaf_equal_to_the_bit(w, cases, unless_summed=True)
+    assert compared == 480
+    assert equal >= compared - 5  # the others: a broadcast summed back over two dimensions (1 of 480 measured)
+
+
 # ---- a 0-d float64 tensor beside a float32 one ----------------------------------------------------
 
 
@@ -179,6 +267,8 @@ OF_A_NUMBER: list[Callable[[Any, Any], Any]] = [
     lambda x, b: x * b,
     lambda x, b: b - x,
     lambda x, b: x / b,
+    lambda x, b: torch.atan2(x, b),
+    lambda x, b: torch.clamp(x, min=b),
 ]
 
 

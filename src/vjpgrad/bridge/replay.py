@@ -557,18 +557,20 @@ def _then_float32(gradient: Callable[..., Any]) -> Callable[..., Any]:
 
 def rounded_back(call: Call, t: torch.Tensor) -> list[Item]:
     """The elements of ``t``, an operand of ``call`` read element by element (not broadcast), as
-    the operand of a node of many operands: a float32 tensor in a float64 result stands behind a node per element
-    that rounds the float64 gradient reaching it once to float32, as PyTorch's engine turns a
-    gradient into its operand's type (what ``_then_float32`` does inside an edge of one operand)."""
+    the operand of a node of many operands, each behind a node that turns the gradient reaching it
+    into ``t``'s type, as PyTorch's engine does: a float32 tensor in a float64 result rounds it
+    once to float32 (what ``_then_float32`` does inside an edge of one operand); a float64 tensor
+    in a float32 result (an in-place operation's) takes the float32 number as it is, in float64."""
     items = call.entry(t).items
-    if not (is_single(t) and call.out.dtype == torch.float64):
+    if is_single(t) == call.single:
         return items
-    op = engine_op("to float32", 1, (_as_float32,))
+    widened = not is_single(t)
+    op = engine_op("to float64" if widened else "to float32", 1, (_as_float64 if widened else _as_float32,))
     out = list(items)
     for i, x in enumerate(items):
         if isinstance(x, Value):
             out[i] = node = graph.make(Value, x.data, op, x, 1.0, None, None)
-            call.described.append((node, x, "{}'s gradient rounded to float32"))
+            call.described.append((node, x, f"{{}}'s gradient as {'float64' if widened else 'float32'}"))
     return out
 
 
@@ -691,6 +693,52 @@ def _clamp(call: Call) -> list[list[Item]]:
     return _unary(call, "clamp", masked(call, ~inside, 1.0))
 
 
+CLAMP_BOUNDS = {"clamp": ("min", "max"), "clamp_min": ("min",), "clamp_max": ("max",)}
+"""The bounds each of the clamps whose bounds are tensors takes, in order."""
+
+
+@rule(*(f"{name}{tail}.Tensor" for name in CLAMP_BOUNDS for tail in ("", "_")))
+def _clamp_by_tensors(call: Call) -> list[list[Item]]:
+    """``torch.clamp(x, min=t1, max=t2)`` with tensors as its bounds (``clamp_min``, ``clamp_max``
+    too): a node per element over ``x`` and the bounds, each edge a ``where`` of the gradient and
+    exactly 0. ``clamp_backward`` hands ``x`` the gradient where ``min <= x <= max``;
+    ``clamp_backward_min_max`` hands ``min`` the gradient where ``x < min`` and ``min < max``,
+    ``max`` where ``x > max`` or ``max < min`` (with one bound: ``x < min``, ``x > max``)."""
+    x = call.args[0]
+    base = call.name.split(".")[0].rstrip("_")
+    given = dict(zip(CLAMP_BOUNDS[base], call.args[1:], strict=False)) | call.kwargs
+    low, high = given.get("min"), given.get("max")
+    inside = torch.ones_like(x, dtype=torch.bool)
+    to_low = to_high = inside
+    if low is not None:
+        inside, to_low = inside & (x >= low), x < low
+    if high is not None:
+        inside, to_high = inside & (x <= high), x > high
+    if low is not None and high is not None:
+        to_low, to_high = to_low & (low < high), to_high | (high < low)
+    edges = [(x, inside), (low, to_low), (high, to_high)]
+    return [_selections(call, "clamp", [(t, ~keep) for t, keep in edges if isinstance(t, torch.Tensor)])]
+
+
+def _selections(call: Call, name: str, edges: list[tuple[torch.Tensor, torch.Tensor]]) -> list[Item]:
+    """An element-wise operation of several operands (broadcast) whose backward hands each operand
+    ``where(stop, 0, grad)``: the gradient as it is, or exactly 0 where ``stop`` is True; one node
+    per element over every operand that takes gradient (each gets its gradient in its own type:
+    ``rounded_back``, or ``broadcast_column`` for one broadcast)."""
+    out = call.out
+    columns: list[list[Item]] = []
+    saved: list[list[Any]] = []
+    for t, stop in edges:
+        items, takes = broadcast_column(call, t)
+        if takes:
+            columns.append(rounded_back(call, t) if tuple(t.shape) == tuple(out.shape) else items)
+            saved.append(masked(call, stop, 1.0))
+    n = out.numel()
+    operands = [[c[p] for c in columns] for p in range(n)]
+    kept = [[s[p] for s in saved] for p in range(n)]
+    return make_outputs(name, numbers_of(out), operands, kept, [times], many=True)
+
+
 HARDTANH_NAN_NOTE = (
     "hardtanh of nan, whose backward PyTorch's vectorised kernel makes 0 and its scalar loop the "
     "gradient (the replay hands back the gradient)"
@@ -706,6 +754,17 @@ def _hardtanh(call: Call) -> list[list[Item]]:
     if bool(torch.isnan(x).any()):
         call.notes.add(HARDTANH_NAN_NOTE)
     return _unary(call, "hardtanh", masked(call, (x <= low) | (x >= high), 1.0))
+
+
+@rule("atan2.default", "atan2_.default")
+def _atan2(call: Call) -> list[list[Item]]:
+    # atan2_backward: recip = (self * self + other * other).reciprocal() once, then self gets
+    # (grad * other) * recip and other (grad * -self) * recip, each product rounded
+    x, y = call.args[:2]
+    recips = column(call, (x * x + y * y).reciprocal())
+    first = list(zip(column(call, y), recips, strict=True))
+    second = list(zip(column(call, -x), recips, strict=True))
+    return elementwise(call, "atan2", (x, y), ((first, in_turn), (second, in_turn)))
 
 
 @rule("gelu.default", "gelu_.default")
