@@ -290,3 +290,52 @@ def test_a_0d_float64_tensor_in_a_float32_result_gets_its_gradient_summed_in_flo
             assert y.dtype == torch.float32
             y.backward(a_seed(rng, tuple(y.shape), y.dtype, special=0.0))
     assert every_leaf_equal_to_the_bit(w, cases) == (200, 200)
+
+
+# ---- logsumexp and the 2-norm --------------------------------------------------------------------
+
+
+def a_reduction(rng: random.Random) -> tuple[tuple[int, ...], Any, bool]:
+    """A shape of 0 to 3 dimensions, the dimensions to reduce (None: all) and ``keepdim``."""
+    shape = tuple(rng.randint(1, 5) for _ in range(rng.randint(0, 3)))
+    dims = (
+        None if not shape or rng.random() < 0.3 else sorted(rng.sample(range(len(shape)), rng.randint(1, len(shape))))
+    )
+    return shape, dims, rng.random() < 0.5
+
+
+def test_logsumexp_is_replayed_with_pytorchs_exp_of_the_difference() -> None:
+    """``torch.logsumexp(x, dim)``: ``logsumexp_backward`` hands each element ``grad * (x - result).exp()``,
+    the exponential PyTorch's own."""
+    rng = random.Random(37)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for _ in range(300):
+            shape, dims, keepdim = a_reduction(rng)
+            x = some_numbers(rng, shape, rng.choice([torch.float32, torch.float64])).requires_grad_()
+            cases.append({"x": x})
+            y = torch.logsumexp(torch.sin(x) * 3, dims if dims is not None else list(range(x.dim())), keepdim=keepdim)
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    assert every_leaf_equal_to_the_bit(w, cases) == (300, 300)
+
+
+def test_the_2_norm_is_replayed_with_a_zero_norm_handing_back_zero() -> None:
+    """``x.norm()``, ``torch.linalg.vector_norm(x, dim=...)``: ``norm_backward`` hands each element
+    ``grad * (x / norm)``, the quotient 0 where the norm is 0, so an infinite or nan gradient there
+    makes nan."""
+    rng = random.Random(41)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for case in range(300):
+            shape, dims, keepdim = a_reduction(rng)
+            dtype = rng.choice([torch.float32, torch.float64])
+            x = (some_numbers(rng, shape, dtype) * (case % 10 != 0)).requires_grad_()  # every tenth: all zeros
+            cases.append({"x": x})
+            y = x.norm() if dims is None else torch.linalg.vector_norm(x * 1.5, dim=dims, keepdim=keepdim)
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    assert every_leaf_equal_to_the_bit(w, cases) == (300, 300)
+    with vjpgrad.watch_torch() as w:
+        z = torch.randn(4, requires_grad=True)
+        torch.linalg.vector_norm(z, ord=1).backward()
+    assert not w.passes[0].replayed
+    assert "linalg_vector_norm of order 1" in w.passes[0].reason

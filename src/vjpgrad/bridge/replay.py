@@ -963,6 +963,41 @@ def _variance(call: Call) -> list[list[Item]]:
     return [make_outputs("std", numbers_of(call.out), operands, saved, [_spread], many=True)]
 
 
+def _along(call: Call, x: torch.Tensor, given: Any, factors: Callable[[torch.Tensor], torch.Tensor]) -> list[Item]:
+    """A reduction of ``x`` along ``given`` dimensions (all for None) whose backward hands each
+    element ``grad * factor``, the result's gradient unsqueezed back: ``factors`` makes the factors
+    from the result in the shape ``keepdim`` gives it (PyTorch computes them on the whole tensor)."""
+    dims = _reduced_dims(x, given)
+    kept = [1 if d in dims else s for d, s in enumerate(x.shape)]
+    numbers = [in_dtype(v, call.single) for v in numbers_of(factors(call.out.reshape(kept)))]
+    groups = _groups(x, dims, call.out.numel())
+    items = call.entry(x).items
+    operands = [[items[i] for i in group] for group in groups]
+    saved = [[numbers[i] for i in group] for group in groups]
+    return make_outputs(call.name.split(".")[0], numbers_of(call.out), operands, saved, [times], many=True)
+
+
+@rule("logsumexp.default")
+def _logsumexp(call: Call) -> list[list[Item]]:
+    # logsumexp_backward: grad * (self - result).exp()
+    x = call.args[0]
+    given = call.args[1] if len(call.args) > 1 else call.kwargs.get("dim")
+    return [_along(call, x, given, lambda result: (x - result).exp())]
+
+
+@rule("linalg_vector_norm.default")
+def _vector_norm(call: Call) -> list[list[Item]]:
+    """``x.norm()``, ``torch.linalg.vector_norm(x, dim=...)`` of order 2: norm_backward hands each
+    element ``grad * (self / norm)``, the quotient 0 where the norm is 0 (``masked_fill_``: a
+    gradient that is inf or nan still makes nan)."""
+    x = call.args[0]
+    order = float(call.args[1] if len(call.args) > 1 else call.kwargs.get("ord", 2))
+    if order != 2.0 or call.kwargs.get("dtype") is not None:
+        raise NotReplayableError(f"linalg_vector_norm of order {order:g}, or with a dtype")
+    given = call.args[2] if len(call.args) > 2 else call.kwargs.get("dim")
+    return [_along(call, x, given, lambda norm: (x / norm).masked_fill(norm == 0, 0))]
+
+
 @rule("max.default", "min.default", "amax.default", "amin.default")
 def _extreme(call: Call) -> list[list[Item]]:
     x = call.args[0]
