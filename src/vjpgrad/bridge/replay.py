@@ -134,10 +134,18 @@ def onto(g: Any, zero: Any) -> Any:
     return zero + g
 
 
-def from_zeros(call: Call, x: Value, single: bool) -> Value:
+def onto_widened(g: Any, zero: Any) -> Any:
+    """``zero + g`` in float32, then that sum as a float64 number (exact): a float32 gradient handed
+    to a float64 operand, as PyTorch's engine turns a gradient into its operand's type."""
+    return float(zero + g)
+
+
+def from_zeros(call: Call, x: Value, single: bool, widened: bool = False) -> Value:
     """The "into zeros" node in front of ``x``: what reaches it is added onto +0.0, as a PyTorch
-    backward that sums into a tensor of zeros adds it (a sum of -0.0 alone becomes 0.0)."""
-    node = graph.make(Value, x.data, engine_op("into zeros", 1, (onto,)), x, in_dtype(0.0, single), None, None)
+    backward that sums into a tensor of zeros adds it (a sum of -0.0 alone becomes 0.0).
+    ``widened``: the sum is a float32 one handed to ``x``, a float64 operand."""
+    op = engine_op("into zeros", 1, (onto_widened if widened else onto,))
+    node = graph.make(Value, x.data, op, x, in_dtype(0.0, single or widened), None, None)
     call.described.append((node, x, "{} from zeros"))
     return node
 
@@ -284,9 +292,10 @@ def expanded(
     dimension at a time. ``sum_to_size`` sums from +0.0 (a sum of -0.0 alone is 0.0): there each
     element the result reads stands behind an "into zeros" node (``from_zeros``).
 
-    ``summed_single``: the type the sum is made in, when it is not the operand's (a float32
-    operand broadcast into a float64 result: summed in float64, then rounded once to float32 by
-    the operand's "into zeros" node)."""
+    ``summed_single``: the type the sum is made in, the result's, when it is not the operand's (a
+    float32 operand broadcast into a float64 result: summed in float64, then rounded once to
+    float32 by the operand's "into zeros" node; a 0-d float64 operand of a float32 result, which
+    type promotion leaves float32: summed in float32, then handed on as a float64 number)."""
     if summed_single is None:
         summed_single = single
     positions: dict[int, list[int]] = {}
@@ -302,7 +311,7 @@ def expanded(
             continue
         start: Value = x
         if summed_to_size:  # sum_to_size adds from +0.0
-            start = from_zeros(call, x, single)
+            start = from_zeros(call, x, single, widened=summed_single and not single)
             if n == 1:
                 out[where[0]] = start
                 continue
@@ -481,9 +490,9 @@ def broadcast_column(call: Call, x: Any) -> tuple[list[Item], bool]:
     if tuple(x.shape) == tuple(out.shape):
         return entry.items, entry.takes_gradient
     uses = numbers_of_index(torch.arange(x.numel()).reshape(x.shape).broadcast_to(out.shape))
-    promoted = entry.single and out.dtype == torch.float64  # a float32 operand of a float64 result
-    summed_single = entry.single and not promoted
-    made = expanded(call, entry.items, uses, entry.single, summed_to_size=True, summed_single=summed_single)
+    # summed in the result's type (a float32 operand of a float64 result, a 0-d float64 one of a
+    # float32 result), then turned into the operand's
+    made = expanded(call, entry.items, uses, entry.single, summed_to_size=True, summed_single=call.single)
     return made, entry.takes_gradient
 
 
@@ -544,6 +553,25 @@ def _then_float32(gradient: Callable[..., Any]) -> Callable[..., Any]:
         return in_dtype(round32(float(gradient(g, *saved))), True)
 
     return rounded
+
+
+def rounded_back(call: Call, t: torch.Tensor) -> list[Item]:
+    """The elements of ``t``, an operand of ``call`` read element by element (not broadcast), as
+    the operand of a node of many operands, each behind a node that turns the gradient reaching it
+    into ``t``'s type, as PyTorch's engine does: a float32 tensor in a float64 result rounds it
+    once to float32 (what ``_then_float32`` does inside an edge of one operand); a float64 tensor
+    in a float32 result (an in-place operation's) takes the float32 number as it is, in float64."""
+    items = call.entry(t).items
+    if is_single(t) == call.single:
+        return items
+    widened = not is_single(t)
+    op = engine_op("to float64" if widened else "to float32", 1, (_as_float64 if widened else _as_float32,))
+    out = list(items)
+    for i, x in enumerate(items):
+        if isinstance(x, Value):
+            out[i] = node = graph.make(Value, x.data, op, x, 1.0, None, None)
+            call.described.append((node, x, f"{{}}'s gradient as {'float64' if widened else 'float32'}"))
+    return out
 
 
 def _alpha(call: Call, position: int = 2) -> float:
@@ -665,6 +693,52 @@ def _clamp(call: Call) -> list[list[Item]]:
     return _unary(call, "clamp", masked(call, ~inside, 1.0))
 
 
+CLAMP_BOUNDS = {"clamp": ("min", "max"), "clamp_min": ("min",), "clamp_max": ("max",)}
+"""The bounds each of the clamps whose bounds are tensors takes, in order."""
+
+
+@rule(*(f"{name}{tail}.Tensor" for name in CLAMP_BOUNDS for tail in ("", "_")))
+def _clamp_by_tensors(call: Call) -> list[list[Item]]:
+    """``torch.clamp(x, min=t1, max=t2)`` with tensors as its bounds (``clamp_min``, ``clamp_max``
+    too): a node per element over ``x`` and the bounds, each edge a ``where`` of the gradient and
+    exactly 0. ``clamp_backward`` hands ``x`` the gradient where ``min <= x <= max``;
+    ``clamp_backward_min_max`` hands ``min`` the gradient where ``x < min`` and ``min < max``,
+    ``max`` where ``x > max`` or ``max < min`` (with one bound: ``x < min``, ``x > max``)."""
+    x = call.args[0]
+    base = call.name.split(".")[0].rstrip("_")
+    given = dict(zip(CLAMP_BOUNDS[base], call.args[1:], strict=False)) | call.kwargs
+    low, high = given.get("min"), given.get("max")
+    inside = torch.ones_like(x, dtype=torch.bool)
+    to_low = to_high = inside
+    if low is not None:
+        inside, to_low = inside & (x >= low), x < low
+    if high is not None:
+        inside, to_high = inside & (x <= high), x > high
+    if low is not None and high is not None:
+        to_low, to_high = to_low & (low < high), to_high | (high < low)
+    edges = [(x, inside), (low, to_low), (high, to_high)]
+    return [_selections(call, "clamp", [(t, ~keep) for t, keep in edges if isinstance(t, torch.Tensor)])]
+
+
+def _selections(call: Call, name: str, edges: list[tuple[torch.Tensor, torch.Tensor]]) -> list[Item]:
+    """An element-wise operation of several operands (broadcast) whose backward hands each operand
+    ``where(stop, 0, grad)``: the gradient as it is, or exactly 0 where ``stop`` is True; one node
+    per element over every operand that takes gradient (each gets its gradient in its own type:
+    ``rounded_back``, or ``broadcast_column`` for one broadcast)."""
+    out = call.out
+    columns: list[list[Item]] = []
+    saved: list[list[Any]] = []
+    for t, stop in edges:
+        items, takes = broadcast_column(call, t)
+        if takes:
+            columns.append(rounded_back(call, t) if tuple(t.shape) == tuple(out.shape) else items)
+            saved.append(masked(call, stop, 1.0))
+    n = out.numel()
+    operands = [[c[p] for c in columns] for p in range(n)]
+    kept = [[s[p] for s in saved] for p in range(n)]
+    return make_outputs(name, numbers_of(out), operands, kept, [times], many=True)
+
+
 HARDTANH_NAN_NOTE = (
     "hardtanh of nan, whose backward PyTorch's vectorised kernel makes 0 and its scalar loop the "
     "gradient (the replay hands back the gradient)"
@@ -680,6 +754,17 @@ def _hardtanh(call: Call) -> list[list[Item]]:
     if bool(torch.isnan(x).any()):
         call.notes.add(HARDTANH_NAN_NOTE)
     return _unary(call, "hardtanh", masked(call, (x <= low) | (x >= high), 1.0))
+
+
+@rule("atan2.default", "atan2_.default")
+def _atan2(call: Call) -> list[list[Item]]:
+    # atan2_backward: recip = (self * self + other * other).reciprocal() once, then self gets
+    # (grad * other) * recip and other (grad * -self) * recip, each product rounded
+    x, y = call.args[:2]
+    recips = column(call, (x * x + y * y).reciprocal())
+    first = list(zip(column(call, y), recips, strict=True))
+    second = list(zip(column(call, -x), recips, strict=True))
+    return elementwise(call, "atan2", (x, y), ((first, in_turn), (second, in_turn)))
 
 
 @rule("gelu.default", "gelu_.default")
@@ -878,6 +963,41 @@ def _variance(call: Call) -> list[list[Item]]:
     return [make_outputs("std", numbers_of(call.out), operands, saved, [_spread], many=True)]
 
 
+def _along(call: Call, x: torch.Tensor, given: Any, factors: Callable[[torch.Tensor], torch.Tensor]) -> list[Item]:
+    """A reduction of ``x`` along ``given`` dimensions (all for None) whose backward hands each
+    element ``grad * factor``, the result's gradient unsqueezed back: ``factors`` makes the factors
+    from the result in the shape ``keepdim`` gives it (PyTorch computes them on the whole tensor)."""
+    dims = _reduced_dims(x, given)
+    kept = [1 if d in dims else s for d, s in enumerate(x.shape)]
+    numbers = [in_dtype(v, call.single) for v in numbers_of(factors(call.out.reshape(kept)))]
+    groups = _groups(x, dims, call.out.numel())
+    items = call.entry(x).items
+    operands = [[items[i] for i in group] for group in groups]
+    saved = [[numbers[i] for i in group] for group in groups]
+    return make_outputs(call.name.split(".")[0], numbers_of(call.out), operands, saved, [times], many=True)
+
+
+@rule("logsumexp.default")
+def _logsumexp(call: Call) -> list[list[Item]]:
+    # logsumexp_backward: grad * (self - result).exp()
+    x = call.args[0]
+    given = call.args[1] if len(call.args) > 1 else call.kwargs.get("dim")
+    return [_along(call, x, given, lambda result: (x - result).exp())]
+
+
+@rule("linalg_vector_norm.default")
+def _vector_norm(call: Call) -> list[list[Item]]:
+    """``x.norm()``, ``torch.linalg.vector_norm(x, dim=...)`` of order 2: norm_backward hands each
+    element ``grad * (self / norm)``, the quotient 0 where the norm is 0 (``masked_fill_``: a
+    gradient that is inf or nan still makes nan)."""
+    x = call.args[0]
+    order = float(call.args[1] if len(call.args) > 1 else call.kwargs.get("ord", 2))
+    if order != 2.0 or call.kwargs.get("dtype") is not None:
+        raise NotReplayableError(f"linalg_vector_norm of order {order:g}, or with a dtype")
+    given = call.args[2] if len(call.args) > 2 else call.kwargs.get("dim")
+    return [_along(call, x, given, lambda norm: (x / norm).masked_fill(norm == 0, 0))]
+
+
 @rule("max.default", "min.default", "amax.default", "amin.default")
 def _extreme(call: Call) -> list[list[Item]]:
     x = call.args[0]
@@ -1016,11 +1136,10 @@ def _mse_loss(call: Call) -> list[list[Item]]:
         return elementwise(call, "mse_loss", (x, target), ((saved, times), ([-s for s in saved], times)))
     if tuple(x.shape) != tuple(target.shape):
         raise NotReplayableError("mse_loss with a broadcast target")
-    columns = [(call.entry(x).items, saved), (call.entry(target).items, [-s for s in saved])]
-    # a float32 input beside a float64 target (NumPy's): its float64 gradient rounded to float32
-    promoted = is_single(x) and call.out.dtype == torch.float64
-    promoted = promoted and not (call.entry(target).takes_gradient and not is_single(target))
-    return [_loss(call, "mse_loss", columns, _then_float32(times) if promoted else times)]
+    # a float32 operand beside a float64 one (a NumPy target): its float64 gradient rounded to
+    # float32, the other's kept in float64
+    columns = [(rounded_back(call, x), saved), (rounded_back(call, target), [-s for s in saved])]
+    return [_loss(call, "mse_loss", columns, times)]
 
 
 def _scaled_gradient(g: Any, s: Any, n: Any) -> Any:
@@ -1101,17 +1220,22 @@ def _nll_loss(call: Call) -> list[list[Item]]:
 
 @rule("max.dim", "min.dim")
 def _extreme_along(call: Call) -> list[list[Item]]:
-    # value_selecting_reduction_backward: each result's gradient goes to the element its index names
-    x, dim = call.args[0], call.args[1] % max(call.args[0].dim(), 1)
+    """``values, indices = x.max(dim)`` (and ``min``): PyTorch's backward
+    (``value_selecting_reduction_backward``) scatters the gradient into a tensor of zeros: each
+    result's gradient is written, as it is, at the element its index names, and every other
+    element of the row it reduced gets exactly +0.0, whatever the gradient (MASKED): a 0 that the
+    operations before it multiply (to -0.0 by a negative number) and that another path's -0.0 is
+    added to."""
+    x = call.args[0]
     values, indices = call.outputs
-    keep = values if len(call.args) > 2 and call.args[2] else values.unsqueeze(dim) if x.dim() else values
-    picks = numbers_of_index(torch.arange(x.numel()).reshape(x.shape).gather(dim, indices.reshape(keep.shape)))
+    groups = _groups(x, [call.args[1] % x.dim()] if x.dim() else [], values.numel())
     items = call.entry(x).items
-    column = [items[i] for i in picks]
-    made = make_outputs(
-        call.name.split(".")[0], numbers_of(values), [column], [[_unit(call.single)] * len(picks)], [times]
-    )
-    return [made, [float(i) for i in numbers_of_index(indices)]]
+    one = _unit(call.single)
+    picks = numbers_of_index(indices.reshape(-1))
+    operands = [[items[i] for i in group] for group in groups]
+    saved = [[one if k == pick else MASKED for k in range(len(g))] for g, pick in zip(groups, picks, strict=True)]
+    made = make_outputs(call.name.split(".")[0], numbers_of(values), operands, saved, [times], many=True)
+    return [made, [float(i) for i in picks]]
 
 
 # ---- matrix products -----------------------------------------------------------------------------

@@ -1,0 +1,341 @@
+"""Operations of the PyTorch bridge held to PyTorch's own ``.grad`` over seeded random cases: each
+case's verdict is checked against the bits (``struct.pack('<d')``, signed zeros and a nan's sign
+included), and every case of an operation the replay reproduces must be equal to the bit."""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import vjpgrad  # noqa: E402
+from vjpgrad.bridge.watch import SUM_NOTE  # noqa: E402
+
+functional = torch.nn.functional
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, math.inf, -math.inf, math.nan]
+
+
+def bits(numbers: list[float]) -> list[bytes]:
+    return [struct.pack("<d", v) for v in numbers]
+
+
+def grad_bits(t: Any) -> list[bytes]:
+    return bits(t.grad.reshape(-1).tolist())
+
+
+def every_leaf_equal_to_the_bit(
+    w: Any, cases: list[dict[str, Any] | None], *, unless_summed: bool = False
+) -> tuple[int, int]:
+    """Each pass replayed (``cases[i]``: the leaves of pass ``i`` by name; None for a pass PyTorch
+    refused, listed as such); each leaf's verdict is what its bits say, and each is equal, unless
+    (``unless_summed``) the pass names a sum whose order the replay cannot be sure of (a broadcast
+    summed back over two dimensions, nans of both signs in one sum). Returns how many leaves were
+    compared and how many were equal."""
+    assert len(w.passes) == len(cases), [str(p) for p in w.passes]
+    compared = equal = 0
+    for p, tensors in zip(w.passes, cases, strict=True):
+        if tensors is None:
+            assert p.pytorch_error is not None, p.summary()
+            assert not p.matches
+            continue
+        assert p.replayed, p.reason
+        for leaf in p.leaves:
+            same = bits(leaf.replayed) == grad_bits(tensors[leaf.name])
+            assert leaf.matches == same, p.summary()  # never "equal to the bit" falsely
+            assert same or (unless_summed and SUM_NOTE in p.reasons), p.summary()
+            compared += 1
+            equal += same
+        assert p.matches == all(leaf.matches for leaf in p.leaves), p.summary()
+    return compared, equal
+
+
+def a_seed(rng: random.Random, shape: tuple[int, ...], dtype: Any, special: float = 0.2) -> Any:
+    """Random numbers of ``shape``, some of them signed zeros, infinities or nans."""
+    numbers = [rng.choice(SPECIAL) if rng.random() < special else rng.gauss(0, 1) for _ in range(math.prod(shape))]
+    return torch.tensor(numbers, dtype=dtype).reshape(shape)
+
+
+def shapes_that_broadcast(rng: random.Random, operands: int) -> list[tuple[int, ...]]:
+    """A result's shape and, for each operand, a shape that broadcasts to it (a dimension of 1, or
+    fewer dimensions)."""
+    result = tuple(rng.randint(1, 4) for _ in range(rng.randint(0, 3)))
+    shapes = []
+    for _ in range(operands):
+        kept = result[rng.randint(0, len(result)) :]
+        shapes.append(tuple(1 if rng.random() < 0.3 else n for n in kept))
+    if rng.random() < 0.5:
+        shapes[0] = result
+    return shapes
+
+
+def some_numbers(rng: random.Random, shape: tuple[int, ...], dtype: Any) -> Any:
+    numbers = [
+        rng.choice(SPECIAL[:5])
+        if rng.random() < 0.15
+        else float(rng.randint(-1, 1))
+        if rng.random() < 0.2
+        else rng.gauss(0, 1)
+        for _ in range(math.prod(shape))
+    ]
+    return torch.tensor(numbers, dtype=dtype).reshape(shape)
+
+
+# ---- mse_loss of a float32 input and a float64 target that takes gradient -------------------------
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_with_a_target_of_the_other_type_that_takes_gradient_rounds_only_the_float32_side(
+    reduction: str,
+) -> None:
+    """``F.mse_loss(pred, target)`` with one operand float32 and the other float64, both taking
+    gradient: the loss is float64; PyTorch computes both gradients in float64 and its engine rounds
+    the float32 operand's once to float32 before that operand's own backward multiplies it, while
+    the float64 operand keeps its own. The replay rounded neither when the float64 side took
+    gradient (``tanh``'s backward then multiplied a float64 number and rounded once more): about
+    three passes in four differed by an ulp, "the reason is not known"."""
+    rng = random.Random(17)
+    torch.manual_seed(17)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for case in range(60):
+            shape = tuple(rng.randint(1, 4) for _ in range(rng.randint(1, 2)))
+            single, double = (torch.float32, torch.float64) if case % 2 else (torch.float64, torch.float32)
+            w1 = torch.randn(shape, dtype=single, requires_grad=True)
+            w2 = torch.randn(shape, dtype=double, requires_grad=True)
+            cases.append({"w1": w1, "w2": w2})
+            pred, target = torch.tanh(w1 * 1.3), torch.sin(w2) * 0.7
+            loss = functional.mse_loss(pred, target, reduction=reduction)
+            loss.backward(a_seed(rng, tuple(loss.shape), loss.dtype, special=0.0))
+    assert every_leaf_equal_to_the_bit(w, cases) == (120, 120)
+
+
+def test_mse_loss_with_a_float64_leaf_as_its_target_keeps_the_targets_gradient_in_float64() -> None:
+    torch.manual_seed(3)
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(7, requires_grad=True)
+        t = torch.randn(7, dtype=torch.float64, requires_grad=True)
+        functional.mse_loss(torch.exp(x), t).backward()
+    every_leaf_equal_to_the_bit(w, [{"x": x, "t": t}])
+    assert t.grad.dtype == torch.float64
+    assert x.grad.dtype == torch.float32
+
+
+# ---- max and min along a dimension: the gradient scattered into zeros ----------------------------
+
+
+def test_max_along_a_dimension_gives_the_elements_it_did_not_pick_a_positive_zero() -> None:
+    """``values, idx = x.max(dim)``: PyTorch's backward (``value_selecting_reduction_backward``)
+    scatters the gradient into a tensor of zeros, so every element not picked gets +0.0, which the
+    operations before it multiply (0 times a negative number is -0.0) and which another path's
+    -0.0 is added to (-0.0 + 0.0 is 0.0). The replay gave those elements nothing: their zeros had
+    the other sign, "the reason is not known"."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([[1.0, 3.0, 2.0], [5.0, 4.0, 0.0]], requires_grad=True)
+        (x * -2.0).max(dim=1).values.sum().backward()  # the others: 0 * -2 is -0.0
+        v = torch.tensor([[1.0, 3.0, 2.0], [5.0, 4.0, 0.0]], requires_grad=True)
+        (v.min(dim=0)[0].sum() + (v * 0.0).sum() * -1).backward()  # the others: -0.0 + 0.0 is 0.0
+    every_leaf_equal_to_the_bit(w, [{"x": x}, {"v": v}])
+    assert grad_bits(x) == bits([-2.0, -0.0, -0.0, -0.0, -0.0, -2.0])
+    assert grad_bits(v) == bits([1.0, 1.0, 0.0, 0.0, 0.0, 1.0])
+
+
+def test_max_and_min_along_a_dimension_over_random_shapes_seeds_and_ties_are_equal_to_the_bit() -> None:
+    """Random shapes, dimensions (negative too), ``keepdim``, ties, nans in the input and seeds of
+    signed zeros, infinities and nans: the picked element gets the gradient as it is (``scatter``
+    writes it, it adds nothing), the others exactly +0.0 whatever the gradient."""
+    rng = random.Random(5)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for _ in range(300):
+            dims = rng.randint(0, 3)
+            shape = tuple(rng.randint(1, 4) for _ in range(dims))
+            dtype = rng.choice([torch.float32, torch.float64])
+            numbers = [
+                float(rng.randint(-2, 2)) if rng.random() < 0.3 else rng.gauss(0, 1) for _ in range(math.prod(shape))
+            ]
+            if rng.random() < 0.1:
+                numbers[rng.randrange(len(numbers))] = math.nan
+            x = torch.tensor(numbers, dtype=dtype).reshape(shape).requires_grad_()
+            cases.append({"x": x})
+            dim = rng.randrange(-max(dims, 1), max(dims, 1))
+            keepdim = rng.random() < 0.5
+            y = x * rng.choice([-2.0, 1.0, -1.0]) if rng.random() < 0.7 else x
+            values, _ = (y.max if rng.random() < 0.5 else y.min)(dim=dim, keepdim=keepdim)
+            out = values * -1.5 + (x * 0.0).sum() * -1 if rng.random() < 0.3 else values
+            out.backward(a_seed(rng, tuple(out.shape), dtype))
+    assert every_leaf_equal_to_the_bit(w, cases) == (300, 300)
+
+
+# ---- clamp with tensors as its bounds, and atan2 -------------------------------------------------
+
+
+CLAMPS: list[Callable[[Any, Any, Any], Any]] = [
+    lambda x, lo, hi: torch.clamp(x, min=lo, max=hi),
+    lambda x, lo, hi: x.clamp(lo, hi),
+    lambda x, lo, hi: torch.clamp(x, min=lo),
+    lambda x, lo, hi: x.clamp(max=hi),
+    lambda x, lo, hi: torch.clamp_min(x, lo),
+    lambda x, lo, hi: x.clamp_max(hi),
+    lambda x, lo, hi: (x + torch.zeros(torch.broadcast_shapes(x.shape, lo.shape, hi.shape), dtype=x.dtype)).clamp_(
+        lo.to(x.dtype), hi.to(x.dtype)
+    ),
+]
+
+
+def test_clamp_with_tensors_as_its_bounds_is_replayed_to_the_bit() -> None:
+    """``torch.clamp(x, min=t1, max=t2)``: PyTorch's ``clamp_backward`` hands ``x`` the gradient where
+    ``min <= x <= max`` and exactly 0 elsewhere, and ``clamp_backward_min_max`` hands ``min`` the
+    gradient where ``x < min < max``, ``max`` where ``x > max`` or ``max < min``: each a ``where``
+    of the gradient and 0. Over random broadcast shapes, ties, bounds the wrong way round, signed
+    zeros and nans, float32 and float64 and a float32 tensor beside float64 bounds."""
+    rng = random.Random(11)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for case in range(240):
+            dtype = rng.choice([torch.float32, torch.float64])
+            types = [dtype] * 3 if case % 6 else [torch.float32, torch.float64, torch.float64]
+            shapes = shapes_that_broadcast(rng, 3)
+            x, lo, hi = (some_numbers(rng, s, t) for s, t in zip(shapes, types, strict=True))
+            x.requires_grad_()
+            lo.requires_grad_(rng.random() < 0.8)
+            hi.requires_grad_(rng.random() < 0.8)
+            cases.append({"x": x, "lo": lo, "hi": hi})
+            y = CLAMPS[case % len(CLAMPS)](torch.sin(x) * 1.5, lo * 1.0, hi * 1.0)
+            refused = ""
+            try:
+                y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+            except RuntimeError as error:  # PyTorch's own backward, where min < max is larger than x < min
+                refused = str(error)
+                cases[-1] = None
+            assert refused == "" or "doesn't match the broadcast shape" in refused
+    compared, equal = every_leaf_equal_to_the_bit(w, cases, unless_summed=True)
+    assert compared >= 450
+    assert equal >= compared - 5  # the others: a broadcast summed back over two dimensions (2 of 493 measured)
+
+
+def test_clamp_in_place_of_a_float32_tensor_with_float64_bounds_hands_them_float32_gradients() -> None:
+    """``x.clamp_(low, high)`` keeps ``x`` float32 whatever its bounds: PyTorch computes each
+    gradient in float32 and turns the bounds' into float64, exactly."""
+    rng = random.Random(31)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for _ in range(40):
+            x = some_numbers(rng, (5,), torch.float32).requires_grad_()
+            low = some_numbers(rng, (5,), torch.float64).requires_grad_()
+            high = some_numbers(rng, (5,), torch.float64).requires_grad_()
+            cases.append({"x": x, "low": low, "high": high})
+            y = (x * 2).clamp_(torch.sin(low), high * 1.5)
+            y.backward(a_seed(rng, (5,), torch.float32))
+            assert y.dtype == torch.float32
+    assert every_leaf_equal_to_the_bit(w, cases) == (120, 120)
+
+
+def test_atan2_is_replayed_with_pytorchs_reciprocal_taken_once() -> None:
+    """``torch.atan2(a, b)``: ``atan2_backward`` takes ``recip = (a*a + b*b).reciprocal()`` and hands
+    ``a`` ``(grad * b) * recip``, ``b`` ``(grad * -a) * recip``, each product rounded apart. Over
+    random broadcast shapes, zeros of both signs, infinities and nans, a float32 tensor beside a
+    float64 one, and a number as one operand."""
+    rng = random.Random(23)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for case in range(240):
+            dtype = rng.choice([torch.float32, torch.float64])
+            types = [dtype, dtype] if case % 5 else [torch.float32, torch.float64][:: rng.choice([1, -1])]
+            shapes = shapes_that_broadcast(rng, 2)
+            a, b = (some_numbers(rng, s, t).requires_grad_() for s, t in zip(shapes, types, strict=True))
+            cases.append({"a": a, "b": b})
+            if case % 7 == 0:
+                y = torch.atan2(torch.exp(a), b.sin()) + a.atan2(torch.tensor(0.5, dtype=a.dtype))
+            else:
+                y = torch.atan2(torch.exp(a), b.sin())
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    compared, equal = every_leaf_equal_to_the_bit(w, cases, unless_summed=True)
+    assert compared == 480
+    assert equal >= compared - 5  # the others: a broadcast summed back over two dimensions (1 of 480 measured)
+
+
+# ---- a 0-d float64 tensor beside a float32 one ----------------------------------------------------
+
+
+OF_A_NUMBER: list[Callable[[Any, Any], Any]] = [
+    lambda x, b: x * b,
+    lambda x, b: b - x,
+    lambda x, b: x / b,
+    lambda x, b: torch.atan2(x, b),
+    lambda x, b: torch.clamp(x, min=b),
+]
+
+
+def test_a_0d_float64_tensor_in_a_float32_result_gets_its_gradient_summed_in_float32() -> None:
+    """``x * b`` with ``x`` float32 and ``b`` a 0-d float64 tensor (``torch.tensor(np.float64(...))``)
+    is float32: type promotion leaves a tensor's type to a 0-d one of the same kind. PyTorch sums
+    ``b``'s gradient in float32 (``sum_to_size``), then turns the sum into float64. The replay
+    summed it in float64: 10 of 10 passes of ``exp(x) * sin(b)`` differed, and said that a sum's
+    order was the reason."""
+    rng = random.Random(29)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for case in range(100):
+            shape = tuple(rng.randint(1, 5) for _ in range(rng.randint(1, 2)))
+            x = some_numbers(rng, shape, torch.float32).requires_grad_()
+            b = torch.tensor(rng.gauss(0, 1), dtype=torch.float64, requires_grad=True)
+            cases.append({"x": x, "b": b})
+            y = OF_A_NUMBER[case % len(OF_A_NUMBER)](torch.exp(x), torch.sin(b))
+            assert y.dtype == torch.float32
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype, special=0.0))
+    assert every_leaf_equal_to_the_bit(w, cases) == (200, 200)
+
+
+# ---- logsumexp and the 2-norm --------------------------------------------------------------------
+
+
+def a_reduction(rng: random.Random) -> tuple[tuple[int, ...], Any, bool]:
+    """A shape of 0 to 3 dimensions, the dimensions to reduce (None: all) and ``keepdim``."""
+    shape = tuple(rng.randint(1, 5) for _ in range(rng.randint(0, 3)))
+    dims = (
+        None if not shape or rng.random() < 0.3 else sorted(rng.sample(range(len(shape)), rng.randint(1, len(shape))))
+    )
+    return shape, dims, rng.random() < 0.5
+
+
+def test_logsumexp_is_replayed_with_pytorchs_exp_of_the_difference() -> None:
+    """``torch.logsumexp(x, dim)``: ``logsumexp_backward`` hands each element ``grad * (x - result).exp()``,
+    the exponential PyTorch's own."""
+    rng = random.Random(37)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for _ in range(300):
+            shape, dims, keepdim = a_reduction(rng)
+            x = some_numbers(rng, shape, rng.choice([torch.float32, torch.float64])).requires_grad_()
+            cases.append({"x": x})
+            y = torch.logsumexp(torch.sin(x) * 3, dims if dims is not None else list(range(x.dim())), keepdim=keepdim)
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    assert every_leaf_equal_to_the_bit(w, cases) == (300, 300)
+
+
+def test_the_2_norm_is_replayed_with_a_zero_norm_handing_back_zero() -> None:
+    """``x.norm()``, ``torch.linalg.vector_norm(x, dim=...)``: ``norm_backward`` hands each element
+    ``grad * (x / norm)``, the quotient 0 where the norm is 0, so an infinite or nan gradient there
+    makes nan."""
+    rng = random.Random(41)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for case in range(300):
+            shape, dims, keepdim = a_reduction(rng)
+            dtype = rng.choice([torch.float32, torch.float64])
+            x = (some_numbers(rng, shape, dtype) * (case % 10 != 0)).requires_grad_()  # every tenth: all zeros
+            cases.append({"x": x})
+            y = x.norm() if dims is None else torch.linalg.vector_norm(x * 1.5, dim=dims, keepdim=keepdim)
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    assert every_leaf_equal_to_the_bit(w, cases) == (300, 300)
+    with vjpgrad.watch_torch() as w:
+        z = torch.randn(4, requires_grad=True)
+        torch.linalg.vector_norm(z, ord=1).backward()
+    assert not w.passes[0].replayed
+    assert "linalg_vector_norm of order 1" in w.passes[0].reason
