@@ -14,7 +14,9 @@ import math
 import random
 import re
 import struct
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -98,6 +100,42 @@ def test_the_neurons_of_a_layer_run_as_one_operation_with_each_samples_eager_bit
     assert batched.source.count("_sum_products(") == 2
     assert "_product(" in batched.source
     eager = [grad(hinge)(params, [float(a) for a in x], float(y)) for x, y in zip(xs, ys, strict=True)]
+    assert_rows(rows, eager, "per-sample gradient")
+
+
+def test_the_moons_mlps_products_are_never_made_whole_and_every_number_is_eagers() -> None:
+    """examples/moons_vmap.py's per-sample gradient: both layers' sums run product by product
+    (``_sum_products``), the second layer's shares of the first's outputs added copy by copy
+    (``_across_products``), its 16 weights' gradients multiplied into the result's rows
+    (``_product``), so no array of a layer's products or of their gradients is made; and each
+    sample's gradient is eager's to the bit. A rewrite that fires where it must not, or misses
+    where it should, shows here."""
+    examples = str(Path(__file__).resolve().parent.parent / "examples")
+    sys.path.insert(0, examples)
+    try:
+        from moons_vmap import margin
+    finally:
+        sys.path.remove(examples)
+    from vjpgrad.nn import MLP
+
+    rng = random.Random(11)
+    xs = np.array([[rng.uniform(-1.5, 2.5), rng.uniform(-1.0, 1.5)] for _ in range(40)])
+    xs[0], xs[1] = [-0.0, 0.0], [math.inf, 1.0]
+    ys = np.array([1.0 if i % 2 else -1.0 for i in range(40)])
+    params = [p.data for p in MLP(2, [16, 16, 1], seed=1337).parameters()]
+    batched = vmap(grad(margin), in_dims=(None, 0, 0, None))
+    rows = batched(params, xs, ys, 40)
+    source = batched.source
+    assert source.count("16 products at once") == 2
+    assert source.count("_sum_products(") == 2  # the second layer's neurons, and the output neuron
+    assert source.count("_across_products(") == 1
+    assert source.count("_product(") == 16
+    assert re.search(r"^    pp\w* = pa", source, re.MULTILINE) is None  # no array of the products
+    assert re.search(r"^    pc1_\d+ = ", source, re.MULTILINE) is None  # nor of the second layer's gradients
+    values = lambda x: [Value(float(a), requires_grad=False) for a in x]  # noqa: E731
+    eager = [
+        grad(margin)(params, values(x), Value(float(y), requires_grad=False), 40) for x, y in zip(xs, ys, strict=True)
+    ]
     assert_rows(rows, eager, "per-sample gradient")
 
 
@@ -699,20 +737,83 @@ def test_a_gradient_that_is_one_number_inside_a_block_stays_each_samples_own() -
 
 
 def test_the_weights_gradients_are_multiplied_into_the_result_only_where_rows_places_them_through_a_slice() -> None:
-    from vjpgrad.batched.write import _products_into_rows
+    from vjpgrad.batched import statements as st
 
-    lines = [
-        "def backward(inputs, values, s0):",
-        "    pc0_0 = (pg0 * pb0)",
-        "    gi0_1 = pc0_0[0]",
-        "    gi0_2 = pc0_0[1]",
-        "    return _rows(3, ((gi0_1, (0, 2), None), (gi0_2, slice(1, 2, 1), None),), ())",
+    body = [
+        st.assign("pc0_0", "(pg0 * pb0)", ("pg0", "pb0")),
+        st.taken("gi0_1", "pc0_0", 0),
+        st.taken("gi0_2", "pc0_0", 1),
+        st.Statement(
+            "return _rows(3, ((gi0_1, (0, 2), None), (gi0_2, slice(1, 2, 1), None),), ())",
+            (),
+            frozenset({"gi0_1", "gi0_2"}),
+        ),
     ]
     parts = {"pc0_0": ("pg0", "pb0")}
-    assert _products_into_rows(lines, parts, {"gi0_2"}) == lines  # gi0_1's rows are a tuple: pc0_0 made as before
-    assert _products_into_rows(lines, parts, {"gi0_1", "gi0_2"}) == [
-        lines[0],
-        "    gi0_1 = _product(pg0, pb0, 0)",
-        "    gi0_2 = _product(pg0, pb0, 1)",
-        lines[-1],
+    assert st.products_into_rows(body, parts, {"gi0_2"}) == body  # gi0_1's rows are a tuple: pc0_0 made as before
+    rewritten = st.products_into_rows(body, parts, {"gi0_1", "gi0_2"})
+    assert [s.line() for s in rewritten] == [
+        "gi0_1 = _product(pg0, pb0, 0)",
+        "gi0_2 = _product(pg0, pb0, 1)",
+        body[-1].line(),
     ]
+    assert rewritten[0].reads == {"pg0", "pb0"}  # pc0_0 is read by nothing left
+    read_again = [*body[:-1], st.assign("h", "gi0_1 * 2.0", ("gi0_1",)), body[-1]]
+    assert st.products_into_rows(read_again, parts, {"gi0_1", "gi0_2"}) == read_again  # gi0_1 read twice
+
+
+def test_a_blocks_shares_are_multiplied_across_the_copies_only_where_nothing_else_reads_them() -> None:
+    from vjpgrad.batched import statements as st
+
+    body = [
+        st.assign("pc0_1", "(pg0 * pa0)", ("pg0", "pa0")),
+        st.taken("c0_0", "pc0_1", 1),
+        st.taken("c0_1", "pc0_1", 0),
+        st.across_stacked(["g_t2", "g_t1"], "(-0.0, g_t1,), 1", "pc0_1", "1::-1", ["g_t1"]),
+    ]
+    parts = {"pc0_1": ("pg0", "pa0")}
+    rewritten = st.products_across(body, parts)
+    assert [s.line() for s in rewritten] == ["g_t2, g_t1, = _across_products((-0.0, g_t1,), 1, pg0[1::-1], pa0[1::-1])"]
+    assert rewritten[0].reads == {"g_t1", "pg0", "pa0"}
+    read = [*body, st.assign("h", "c0_0 * 2.0", ("c0_0",))]  # a share read by something else: made as before
+    assert st.products_across(read, parts) == read
+
+
+def test_a_chain_of_additions_is_one_sum_of_products_only_where_nothing_else_reads_its_parts() -> None:
+    from vjpgrad.batched import statements as st
+
+    forward = [
+        st.assign("pp0", "pa0 * pb0", ("pa0", "pb0"), "3 products at once", st.Product("pa0", "pb0")),
+        st.rows(["t1", "t3", "t5"], "pp0"),
+        st.assign("t2", "p0 + t1", ("p0", "t1"), "+", st.Added("p0", "t1")),
+        st.assign("t4", "t3 + t2", ("t3", "t2"), "+", st.Added("t3", "t2")),
+        st.assign("t6", "t4 + t5", ("t4", "t5"), "+", st.Added("t4", "t5")),
+        st.handover("return (t1, t2, t3, t4, t5, t6, pp0)", reads=("t1", "t2", "t3", "t4", "t5", "t6", "pp0")),
+    ]
+    summed = st.sums_of_products(forward, [], {"t6"})
+    assert [s.line() for s in summed] == [
+        "t6 = _sum_products(p0, pa0, pb0, ((0, 0), (1, 1), (2, 0),))  # 3 products added in order",
+        "t2 = t4 = t1 = t3 = t5 = pp0 = None",
+        forward[-1].line(),
+    ]
+    assert st.sums_of_products(forward, [], {"t4"}) == forward  # a partial sum the function returns
+    backward = [st.assign("g_t1", "(g_t4 * t2)", ("g_t4", "t2"))]  # a partial sum the reverse pass reads
+    assert st.sums_of_products(forward, backward, {"t6"}) == forward
+
+
+@pytest.mark.parametrize("start", [-0.5, -0.0, 0.0, 1e16, -1e16, math.inf, -math.inf, math.nan, 5e-324])
+def test_a_sum_of_products_that_starts_at_a_number_is_added_in_eager_order(start: float) -> None:
+    """A neuron whose bias is a number (not batched, not a Value) starts its chain at that number,
+    written as the code writes numbers (``(-0.5)``, ``_inf``, ``(-_nan)``...): one ``_sum_products``
+    call, with the bits of Python's own float arithmetic."""
+
+    def neuron(p: Sequence[Any], x: Sequence[Any]) -> Any:
+        return p[0] + p[1] * x[0] + p[2] * x[1] + p[3] * x[2] + p[4] * x[3]
+
+    rng = random.Random(7)
+    params = [start, *(rng.choice(CANCELLING[:6]) for _ in range(4))]
+    xs = np.array([[rng.choice(CANCELLING) for _ in range(4)] for _ in range(20)])
+    batched = vmap(neuron, in_dims=(None, 0))
+    got = batched(params, xs)
+    assert "_sum_products(" in batched.source
+    assert_rows(got, [neuron(params, [float(a) for a in x]) for x in xs], "forward")

@@ -8,6 +8,7 @@ hooks as ``vjpgrad.compile`` does (``vjpgrad.recording``'s ``Recording`` and ``r
 - ``templates``: each op of the table as array code (forward templates by op name; the
   table's backward rules called on array symbols);
 - ``write``: the forward and reverse passes of a recorded graph as array code;
+- ``statements``: that code's statements as data, the rewrites decided from them, and their text;
 - ``workspace``: the arrays of a program's previous call, written into by the next;
 - ``run``: ``vmap`` (arguments, recording, chunks, results) and ``batch_sum``.
 """

@@ -307,8 +307,8 @@ product at a time, into an array of one row's size."""
 
 
 def _products(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """Sums of products without the array of all the products (``write.sums_of_products``,
-    ``write._products_across``): each product made into an array of one row's size just before
+    """Sums of products without the array of all the products (``statements.sums_of_products``,
+    ``statements.products_across``): each product made into an array of one row's size just before
     it is added, by the same ufuncs in the same order as the lines they stand for. Each takes
     ``buffers`` (a list, the workspace's slot or a new one) to hold its arrays between calls."""
     multiply, add, empty, shape_of, broadcast_shapes = np.multiply, np.add, np.empty, np.shape, np.broadcast_shapes
@@ -406,7 +406,7 @@ def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any], Call
 class Product:
     """Row ``row`` of ``left * right``, not yet multiplied (``left[row] * right[row]``): a gradient
     that only fills rows of the reverse pass's result, which ``_rows`` multiplies straight into
-    them (``write._products_into_rows``)."""
+    them (``statements.products_into_rows``)."""
 
     __slots__ = ("left", "right", "row")
 

@@ -533,10 +533,7 @@ class Vmapped:
         inputs = [*leaves, *from_outside]
         wrt = [v for k in positions for v in ([lifted[k]] if isinstance(lifted[k], Value) else list(lifted[k]))]
         writer = ArrayWriter(Graph(live, edges, inputs, outputs, wrt), len(leaves))
-        source = writer.forward_source()
-        if transformed is not None:
-            source += "\n\n" + writer.backward_source()
-        source = writer.summed(source)
+        source = writer.source(reverse=transformed is not None)
         name = getattr(function, "__name__", "f")
         namespace = arrays.namespace(self.fast)
         scope = _compile_source(source, name, namespace)

@@ -15,8 +15,9 @@ have their backward written here (``max_backward``, ``take_backward``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
-from vjpgrad.codegen.symbols import ARRAY, Code, literal
+from vjpgrad.codegen.symbols import ARRAY, Code, call, literal, reads
 from vjpgrad.core import ops
 from vjpgrad.core.ops import Op
 
@@ -71,25 +72,47 @@ def forward_key(op: Op) -> str:
     return "pow_scalar" if op is ops.POW_SCALAR else op.name
 
 
-def max_backward(terms: list[str], out: str, gradient: str, positions: tuple[int, ...]) -> list[tuple[int, str]]:
-    """The lines of the n-ary max's backward: its hits and their count once, then each operand's
-    share, the table's gradient applied (``g / count``) where it is a hit and exactly 0.0 elsewhere."""
-    share = ops.contribution(
-        ops.MAX.gradients[0], Code(gradient, atomic=True, dialect=ARRAY), Code("_count", atomic=True, dialect=ARRAY)
-    )
-    lines = [(-1, f"_hits, _count = _max_hits(({', '.join(terms)},), {out})")]
+class Prepared(NamedTuple):
+    """A line of a backward that prepares its edges' contributions: ``names = value``."""
+
+    names: tuple[str, ...]
+    value: Code
+
+
+def _terms(terms: list[Any]) -> str:
+    """The operands (``Code`` symbols, numbers) as the text of a tuple: ``(t1, t2, 0.5,)``."""
+    return f"({', '.join(literal(x) for x in terms)},)"
+
+
+def max_backward(
+    terms: list[Any], out: Code, gradient: Code, positions: tuple[int, ...]
+) -> tuple[Prepared, list[tuple[int, Code | float]]]:
+    """The n-ary max's backward: its hits and their count once, then each operand's share, the
+    table's gradient applied (``g / count``) where it is a hit and exactly 0.0 elsewhere."""
+    count = Code("_count", atomic=True, dialect=ARRAY, reads=frozenset({"_count"}))
+    share = ops.contribution(ops.MAX.gradients[0], gradient, count)
+    hits = Code(f"_max_hits({_terms(terms)}, {out.text})", atomic=True, dialect=ARRAY, reads=reads(*terms, out))
+    edges: list[tuple[int, Code | float]] = []
     for k in positions:
-        lines.append((k, f"_where(_hits[{k}], {literal(share)}, 0.0)"))
-    return lines
+        hit = Code(f"_hits[{k}]", atomic=True, dialect=ARRAY, reads=frozenset({"_hits"}))
+        edges.append((k, call("_where", hit, share, 0.0, dialect=ARRAY)))
+    return Prepared(("_hits", "_count"), hits), edges
 
 
-def take_backward(terms: list[str], gradient: str, positions: tuple[int, ...]) -> list[tuple[int, str]]:
-    """The lines of ``take``'s backward: the position each sample's index picks, once (checked as
-    the forward checks it), then each element's share: the table's gradient (``0.0 + g``) where
-    it is picked, exactly 0.0 elsewhere; the index's own share exactly 0.0."""
+def take_backward(
+    terms: list[Any], gradient: Code, positions: tuple[int, ...]
+) -> tuple[Prepared, list[tuple[int, Code | float]]]:
+    """``take``'s backward: the position each sample's index picks, once (checked as the forward
+    checks it), then each element's share: the table's gradient (``0.0 + g``) where it is
+    picked, exactly 0.0 elsewhere; the index's own share exactly 0.0."""
     saved = Code(literal(ops.TAKE_SAVED), atomic=True, dialect=ARRAY)
-    share = ops.contribution(ops.TAKE.gradients[0], Code(gradient, atomic=True, dialect=ARRAY), saved)
-    lines = [(-1, f"_at = _take_positions({terms[0]}, {len(terms) - 1}) + 1")]
+    share = ops.contribution(ops.TAKE.gradients[0], gradient, saved)
+    at = Code(f"_take_positions({literal(terms[0])}, {len(terms) - 1}) + 1", dialect=ARRAY, reads=reads(terms[0]))
+    edges: list[tuple[int, Code | float]] = []
     for k in positions:
-        lines.append((k, "0.0" if k == 0 else f"_where(_at == {k}, {literal(share)}, 0.0)"))
-    return lines
+        if k == 0:
+            edges.append((k, 0.0))
+            continue
+        picked = Code(f"_at == {k}", dialect=ARRAY, reads=frozenset({"_at"}))
+        edges.append((k, call("_where", picked, share, 0.0, dialect=ARRAY)))
+    return Prepared(("_at",), at), edges

@@ -86,10 +86,12 @@ def slotted(source: str) -> tuple[str, int]:
     (measured on the moons MLP's layers, whose masks the allocator takes from its heap).
 
     A pass over the finished source by design: the workspace's code is the code ``.source`` shows,
-    written again at the first call that needs it. What each line is comes from the parsed
-    program (``ast``: a function's definition, an assignment, the ``return`` of ``_rows``), and a
-    line is rewritten with the new value in place of the statement's, so its targets and its
-    comment stay as written."""
+    written again at the first call that needs it (most programs never need it: their batches are
+    small), so nothing of the writer is kept alive for it. What each line is comes from the parsed
+    program (``ast``: a function's definition, an assignment, the ``return`` of ``_rows``), and
+    each line is decided from its own statement alone, not from a count over the function as the
+    rewrites of ``statements`` decide; a line is rewritten with the new value in place of the
+    statement's, so its targets and its comment stay as written."""
     lines = source.split("\n")
     statements = {
         node.lineno - 1: node

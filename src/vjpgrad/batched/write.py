@@ -19,24 +19,23 @@ decreasing order of creation and adds the contributions in that order, each node
 assigned (eager code adds it to -0.0, which leaves every number as it is), exactly as
 ``graph.propagate`` runs them; so each element of the arrays is the number eager code gives.
 
-Three rewrites then keep the products run as one from making arrays of all of them (a layer of
-16 neurons: 16 copies x 16 products x the batch, megabytes at a thousand samples) where nothing
-reads them whole, each the same multiplications and additions in the same order, so the same
-bits: a neuron's chain of additions ``b + p0 + p1 + ...`` becomes one ``_sum_products`` call
-that multiplies each product just before adding it (``sums_of_products``); a block's shares of
-the values its copies read are multiplied copy by copy as ``_across_products`` adds them
-(``_products_across``); and the weights' gradients are multiplied straight into the rows of the
-result (``_product``, which ``_rows`` fills: ``_products_into_rows``).
+Each statement is kept as data (``statements.Statement``: its code, the names it writes and
+reads, and the form the rewrites look for) until both passes are made; ``source`` then has the
+three rewrites of ``statements`` keep the products run as one from making arrays of all of them
+(a layer of 16 neurons: 16 copies x 16 products x the batch, megabytes at a thousand samples)
+where nothing reads them whole, deciding from the statements' reads and writes, and writes the
+code out.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vjpgrad.batched import statements
 from vjpgrad.batched.blocks import ArrayBlock, find, reached
+from vjpgrad.batched.statements import Added, Product, Statement
 from vjpgrad.batched.templates import FORWARD, forward_key, max_backward, take_backward
 from vjpgrad.codegen.symbols import ARRAY, Code, contribution, literal, operand
 from vjpgrad.core import graph, ops
@@ -59,9 +58,9 @@ def _places(rows: list[int]) -> str:
     return _tuple(str(k) for k in rows)
 
 
-def _rows_of(places: list[tuple[str, int] | None]) -> str | None:
-    """The rows ``places`` of one array, one after the other (up or down), as a slice of it
-    (a view, no copy); None when they are not."""
+def _rows_of(places: list[tuple[str, int] | None]) -> tuple[str, str] | None:
+    """The rows ``places`` of one array, one after the other (up or down), as that array and a
+    slice of it (``first:stop:step``, a view, no copy); None when they are not."""
     if len(places) < 2 or any(p is None for p in places):
         return None
     found = [p for p in places if p is not None]
@@ -71,7 +70,7 @@ def _rows_of(places: list[tuple[str, int] | None]) -> str | None:
         return None
     last = first + (len(found) - 1) * step
     stop = last + step
-    return f"{name}[{first}:{'' if stop < 0 else stop}:{step}]"
+    return name, f"{first}:{'' if stop < 0 else stop}:{step}"
 
 
 FUSED = 3
@@ -185,50 +184,73 @@ class ArrayWriter:
         return self.names[id(x)] if isinstance(x, graph.Node) else literal(x)
 
     def symbol(self, x: Any) -> Any:
-        return Code(self.names[id(x)], atomic=True, dialect=ARRAY) if isinstance(x, graph.Node) else x
+        """``x`` as a rule takes it: a Node as the ``Code`` of its name (which reads that name), a number as it is."""
+        if isinstance(x, graph.Node):
+            return _named_code(self.names[id(x)])
+        return x
 
-    def forward_line(self, node: graph.Node) -> str:
-        """``node``'s line of the forward pass: its statement, and what it is as a comment."""
-        op = graph.op_of(node)
-        return f"{self.forward_statement(node)}  # {'a Value made inside' if op is None else op.shown}"
+    def _read(self, nodes: Any) -> frozenset[str]:
+        """The names of those of ``nodes`` that are Nodes (the others are written as numbers)."""
+        return frozenset(self.names[id(x)] for x in nodes if isinstance(x, graph.Node))
 
-    def forward_statement(self, node: graph.Node) -> str:
-        """``node``'s statement of the forward pass (``t3 = _exp(t2)``), which the reverse pass
-        also shows as a comment above the node's edges."""
+    def forward_statement(self, node: graph.Node) -> Statement:
+        """``node``'s statement of the forward pass (``t3 = _exp(t2)``) with what it is as a
+        comment; the reverse pass also shows its code as a comment above the node's edges. Each
+        template writes every operand it is given, so the statement reads the names of the
+        operands that are Nodes."""
         op = graph.op_of(node)
         name = self.names[id(node)]
         if op is None:
-            return f"{name} = {literal(graph.number(node))}"
+            return statements.assign(name, literal(graph.number(node)), comment="a Value made inside")
         if op not in ops.BUILTIN:
             raise UnsupportedError(
                 "vmap writes array code for the operations of vjpgrad's table; a custom operation has none"
             )
-        template = FORWARD[forward_key(op)]
-        terms = [self.term(x) for x in graph.operands(node)]
-        return f"{name} = {template(terms)}"
+        operands = graph.operands(node)
+        terms = [self.term(x) for x in operands]
+        form = Added(terms[0], terms[1]) if op is ops.ADD else None  # what sums_of_products looks for
+        return statements.assign(name, FORWARD[forward_key(op)](terms), self._read(operands), op.shown, form)
 
-    def forward_source(self) -> str:
+    def forward_statements(self) -> list[Statement]:
+        """The forward pass's statements, its ``return`` of ``values`` last."""
         live = self.graph.live
-        lines = [f"def forward({', '.join(self.input_names)}):"]
+        body: list[Statement] = []
         starts = {block.start: (j, block) for j, block in enumerate(self.blocks)}
         fused = {k for group in self.products.values() for k in group}
         k = 0
         while k < len(live):
             if k in starts:
                 j, block = starts[k]
-                lines += [f"    {line}" for line in self._block_forward(j, block)]
+                body += self._block_forward(j, block)
                 k = block.end
                 continue
             if k in self.products:
                 nodes = [live[p] for p in self.products[k]]
-                names = [self.names[id(node)] for node in nodes]
-                lines += [f"    {line}" for line in self._fused_forward(f"_{k}", nodes, names)]
+                body += self._fused_forward(f"_{k}", nodes, [self.names[id(node)] for node in nodes])
             if k not in fused:
-                lines.append(f"    {self.forward_line(live[k])}")
+                body.append(self.forward_statement(live[k]))
             k += 1
         values = ", ".join(self.value_names)
-        lines.append(f"    return ({values}{',' if len(self.value_names) == 1 else ''})")
-        return "\n".join(lines) + "\n"
+        returned = f"return ({values}{',' if len(self.value_names) == 1 else ''})"
+        body.append(statements.handover(returned, reads=self.value_names))
+        return body
+
+    def source(self, reverse: bool) -> str:
+        """The code: ``forward``, and for ``reverse`` ``backward``, with the rewrites of
+        ``statements`` made (the reverse pass's, then the sums of products, whose uses are counted
+        over both passes; the function's outputs kept)."""
+        forward = self.forward_statements()
+        backward = self.backward_statements() if reverse else []
+        if backward:
+            backward = statements.products_into_rows(backward, self.product_parts, self.sliced)
+            backward = statements.products_across(backward, self.product_parts)
+        kept = {self.names[id(y)] for y in self.graph.outputs if id(y) in self.value_index}
+        forward = statements.sums_of_products(forward, backward, kept)
+        text = statements.render(f"def forward({', '.join(self.input_names)}):", forward)
+        if reverse:
+            seeds = "".join(f", s{k}" for k in range(len(self.graph.outputs)))
+            text += "\n\n" + statements.render(f"def backward(inputs, values{seeds}):", backward)
+        return text
 
     def _products(self, block: ArrayBlock) -> list[int]:
         """The offsets of the block's products (``a * b``) that run as one array operation: those
@@ -278,22 +300,23 @@ class ArrayWriter:
                     return True
         return False
 
-    def _block_forward(self, j: int, block: ArrayBlock) -> list[str]:
+    def _block_forward(self, j: int, block: ArrayBlock) -> list[Statement]:
         """A block's copies as one array each operation (copies along the first axis), then each
         copy's outputs taken out under their own names; the block's products (``fused``) as one
         operation, their operands stacked (``pa``, ``pb``: a product per row)."""
         live = self.graph.live
-        lines = [f"# {block.copies} copies of a block of {block.length} operations, run as one"]
+        body = [statements.note(f"{block.copies} copies of a block of {block.length} operations, run as one")]
         for s, column in enumerate(block.varying):
-            lines.append(f"i{j}_{s} = _stack(({', '.join(self.term(x) for x in column)},))")
+            stacked = f"_stack(({', '.join(self.term(x) for x in column)},))"
+            body.append(statements.assign(f"i{j}_{s}", stacked, self._read(column)))
         group = self.fused.get(j, [])
         replaced = self._named(self._local(j, block))
         try:
             if group:
                 firsts = [live[block.start + o] for o in group]
-                lines += self._fused_forward(str(j), firsts, [f"f{j}_{o}" for o in group])
-            lines += [
-                self.forward_line(node)
+                body += self._fused_forward(str(j), firsts, [f"f{j}_{o}" for o in group])
+            body += [
+                self.forward_statement(node)
                 for o, node in enumerate(live[block.start : block.start + block.length])
                 if o not in group
             ]
@@ -302,121 +325,143 @@ class ArrayWriter:
         varies = _varies(live, block)
         for o in block.outputs:
             for m in range(block.copies):
-                taken = f"f{j}_{o}[{m}]" if varies[o] else f"f{j}_{o}"  # the same in every copy: one array
-                lines.append(f"{self.names[id(live[block.start + m * block.length + o])]} = {taken}")
-        return lines
+                name = self.names[id(live[block.start + m * block.length + o])]
+                if varies[o]:
+                    body.append(statements.taken(name, f"f{j}_{o}", m))
+                else:  # the same in every copy: one array
+                    body.append(statements.assign(name, f"f{j}_{o}", (f"f{j}_{o}",)))
+        return body
 
-    def backward_lines(self, node: graph.Node, gradient: str, edges: tuple[int, ...]) -> list[tuple[int, str]]:
-        """``(operand position, code of its contribution)`` per edge; -1 for a line that prepares them."""
+    def backward_lines(
+        self, node: graph.Node, gradient: str, edges: tuple[int, ...]
+    ) -> tuple[list[Statement], list[tuple[int, str, frozenset[str]]]]:
+        """The statements that prepare ``node``'s contributions (``max`` and ``take``'s), and per
+        edge ``(operand position, code of its contribution, the names the code reads)``."""
         op = graph.op_of(node)
         assert op is not None  # the reverse pass visits operations only
         operands = graph.operands(node)
-        out = self.names[id(node)]
-        if op is ops.TAKE:
-            return take_backward([self.term(x) for x in operands], gradient, edges)
-        if op.nary:
-            return max_backward([self.term(x) for x in operands], out, gradient, edges)
-        g = Code(gradient, atomic=True, dialect=ARRAY)
-        found = []
-        for k in edges:
-            arguments = [self.symbol(x) for x in operands]
-            saved = op.saved[k](*arguments, Code(out, atomic=True, dialect=ARRAY))
-            part = contribution(op.gradients[k], g, saved)
-            found.append((k, operand(part) if isinstance(part, Code) else literal(part)))
-        return found
+        g = _named_code(gradient)
+        out = _named_code(self.names[id(node)])
+        arguments = [self.symbol(x) for x in operands]
+        prepared: list[Statement] = []
+        parts: list[tuple[int, Any]]
+        if op is ops.TAKE or op.nary:
+            first, parts = (
+                take_backward(arguments, g, edges) if op is ops.TAKE else max_backward(arguments, out, g, edges)
+            )
+            prepared.append(Statement(f"{', '.join(first.names)} = {first.value.text}", first.names, first.value.reads))
+        else:
+            parts = [(k, contribution(op.gradients[k], g, op.saved[k](*arguments, out))) for k in edges]
+        found = [(k, operand(part) if isinstance(part, Code) else literal(part), _reads(part)) for k, part in parts]
+        return prepared, found
 
-    def backward_source(self) -> str:
+    def backward_statements(self) -> list[Statement]:
         """The reverse pass: seeded with ``s0``... at the outputs, it returns the gradient of each
         of ``wrt`` as one array, a row each (0.0 for one the outputs do not reach, as ``grad``
         gives; a row of one number when it is the same for every sample)."""
         recorded = self.graph
-        seeds = [f"s{k}" for k in range(len(recorded.outputs))]
-        lines = [f"def backward(inputs, values{''.join(', ' + s for s in seeds)}):"]
-        for names, holder in ((self.input_names, "inputs"), (self.value_names, "values")):
-            if names:
-                lines.append(f"    ({', '.join(names)}{',' if len(names) == 1 else ''}) = {holder}")
+        body: list[Statement] = []
+        if self.input_names:
+            names = self.input_names
+            unpacked = f"({', '.join(names)}{',' if len(names) == 1 else ''}) = inputs"
+            body.append(Statement(unpacked, tuple(names), frozenset({"inputs"})))
+        if self.value_names:
+            names = self.value_names
+            unpacked = f"({', '.join(names)}{',' if len(names) == 1 else ''}) = values"
+            body.append(statements.handover(unpacked, writes=names, reads=("values",)))
         started: set[int] = set()
         self.pending = {}
         self.sliced = set()
 
-        def add(target: graph.Node, code: str) -> None:
+        def add(target: graph.Node, code: str, reads: frozenset[str], place: tuple[str, int] | None = None) -> None:
             name = f"g_{self.names[id(target)]}"
-            lines.extend(f"    {line}" for line in self._taken([target]))
-            lines.append(f"    {name} = {name} + {code}" if id(target) in started else f"    {name} = {code}")
+            body.extend(self._taken([target]))
+            body.append(self._contribution(name, code, reads, place, id(target) in started))
             started.add(id(target))
 
-        for output, seed in zip(recorded.outputs, seeds, strict=True):
+        for k, output in enumerate(recorded.outputs):
             if output.requires_grad:
-                add(output, seed)
+                add(output, f"s{k}", frozenset({f"s{k}"}))
         ends = {block.end - 1: (j, block) for j, block in enumerate(self.blocks)}
         later = {k for group in self.products.values() for k in group[1:]}
         k = len(recorded.live) - 1
         while k >= 0:
             if k in ends:
                 j, block = ends[k]
-                lines += [f"    {line}" for line in self._block_backward(j, block, started)]
+                body += self._block_backward(j, block, started)
                 k = block.start - 1
                 continue
             node, edges = recorded.live[k], recorded.positions[k]
             if id(node) in started and graph.op_of(node) is not None and edges and k not in later:
-                self._node_backward(k, edges, lines, add)
+                self._node_backward(k, edges, body, add)
             k -= 1
-        lines.append(f"    return {self._rows(started)}")
-        lines = _products_into_rows(lines, self.product_parts, self.sliced)
-        return "\n".join(_products_across(lines, self.product_parts)) + "\n"
+        returned, reads = self._rows(started)
+        body.append(Statement(f"return {returned}", reads=reads))
+        return body
 
-    def summed(self, source: str) -> str:
-        """``source`` (the forward pass, and the reverse pass when there is one) with each sum of
-        products run as one (``sums_of_products``), the function's outputs kept."""
-        kept = {self.names[id(y)] for y in self.graph.outputs if id(y) in self.value_index}
-        return sums_of_products(source, kept)
+    @staticmethod
+    def _contribution(
+        gradient: str, code: str, reads: frozenset[str], place: tuple[str, int] | None, started: bool
+    ) -> Statement:
+        """``gradient = code``, or ``gradient = gradient + code`` once ``started``; ``place``: the
+        array and row ``code`` takes, when it is one row of an array (``pc[3]``)."""
+        if started:
+            return statements.accumulate(gradient, code, reads)
+        if place is not None:
+            return statements.taken(gradient, *place)
+        return statements.assign(gradient, code, reads)
 
     def _node_backward(
-        self, k: int, edges: tuple[int, ...], lines: list[str], add: Callable[[graph.Node, str], None]
+        self,
+        k: int,
+        edges: tuple[int, ...],
+        body: list[Statement],
+        add: Callable[[graph.Node, str, frozenset[str], tuple[str, int] | None], None],
     ) -> None:
-        """The reverse pass's lines for ``live[k]``, reached with a gradient, appended to ``lines``
-        (its contributions through ``add``, which appends too, in the order they are made): the
-        products run as one, when it is the first of them, all taken here."""
+        """The reverse pass's statements for ``live[k]``, reached with a gradient, appended to
+        ``body`` (its contributions through ``add``, which appends too, in the order they are
+        made): the products run as one, when it is the first of them, all taken here."""
         recorded = self.graph
         node = recorded.live[k]
         if k in self.products:
             nodes = [recorded.live[p] for p in self.products[k]]
             gradients = [f"g_{self.names[id(x)]}" for x in nodes]
             found, contributions = self._fused_backward(f"_{k}", nodes, gradients, edges)
-            lines += [f"    {line}" for line in found]
+            body += found
             for x, array, row in contributions:
-                add(x, f"{array}[{row}]")
+                add(x, f"{array}[{row}]", frozenset({array}), (array, row))
             return
-        lines.append(f"    # {self.forward_statement(node)}")
+        body.append(statements.note(self.forward_statement(node).code))
         operands = graph.operands(node)
-        for position, code in self.backward_lines(node, f"g_{self.names[id(node)]}", edges):
-            if position == -1:
-                lines.append(f"    {code}")
-            else:
-                add(operands[position], code)
+        prepared, found_edges = self.backward_lines(node, f"g_{self.names[id(node)]}", edges)
+        body += prepared
+        for position, code, reads in found_edges:
+            add(operands[position], code, reads, None)
 
-    def _taken(self, nodes: Sequence[graph.Node]) -> list[str]:
-        """The lines that take the gradients of ``nodes`` out of a block's stacked array, for
+    def _taken(self, nodes: Sequence[graph.Node]) -> list[Statement]:
+        """The statements that take the gradients of ``nodes`` out of a block's stacked array, for
         those whose taking was left until their gradient is read (``pending``)."""
-        lines = []
+        body = []
         for x in nodes:
             found = self.pending.pop(id(x), None)
             if found is not None:
-                lines.append(f"g_{self.names[id(x)]} = _row({found[0]}, {found[1]})")
-        return lines
+                body.append(statements.assign(f"g_{self.names[id(x)]}", f"_row({found[0]}, {found[1]})", (found[0],)))
+        return body
 
-    def _rows(self, started: set[int]) -> str:
-        """The call that returns the gradients of ``wrt`` as one array, a row each: the rows of a
-        block's stacked gradient placed in one operation, each other gradient alone (0.0 where
-        the outputs do not reach)."""
+    def _rows(self, started: set[int]) -> tuple[str, frozenset[str]]:
+        """The call that returns the gradients of ``wrt`` as one array, a row each, and the names
+        it reads: the rows of a block's stacked gradient placed in one operation, each other
+        gradient alone (0.0 where the outputs do not reach)."""
         groups: dict[str, list[tuple[int, int]]] = {}
         singles = []
         for k, x in enumerate(self.graph.wrt):
             found = self.pending.get(id(x))
             if found is not None:
                 groups.setdefault(found[0], []).append((k, found[1]))
+            elif id(x) in started:
+                singles.append((k, f"g_{self.names[id(x)]}"))
             else:
-                singles.append((k, f"g_{self.names[id(x)]}" if id(x) in started else "0.0"))
+                singles.append((k, "0.0"))
         placed = []
         for name, rows in groups.items():  # all of an array's rows in order (None), or those picked
             every = [m for _, m in rows] == list(range(self.copies[name]))
@@ -425,29 +470,30 @@ class ArrayWriter:
             if _spaced([k for k, _ in rows]) is not None:
                 self.sliced.add(name)
         alone = _tuple(f"({k}, {code})" for k, code in singles)
-        return f"_rows({len(self.graph.wrt)}, {_tuple(placed)}, {alone})"
+        reads = frozenset([*groups, *(code for _, code in singles if code != "0.0")])
+        return f"_rows({len(self.graph.wrt)}, {_tuple(placed)}, {alone})", reads
 
-    def _block_backward(self, j: int, block: ArrayBlock, started: set[int]) -> list[str]:
+    def _block_backward(self, j: int, block: ArrayBlock, started: set[int]) -> list[Statement]:
         """A block's reverse pass across its copies: the gradients its outputs and inputs have so
         far stacked (-0.0 where a copy's has none yet: -0.0 + c is c to the bit), each operation's
         edges in decreasing order as one array, each input's gradient taken back out per copy,
         and each shared value's contributions added copy by copy, the last copy first."""
         live = self.graph.live
-        lines: list[str] = []
+        body: list[Statement] = []
         local_started: set[str] = set()
         for o in block.outputs:
             copies = [live[block.start + m * block.length + o] for m in range(block.copies)]
-            lines += self._stacked(copies, f"gf{j}_{o}", started, local_started)
+            body += self._stacked(copies, f"gf{j}_{o}", started, local_started)
         for s, column in enumerate(block.varying):
-            lines += self._stacked(column, f"gi{j}_{s}", started, local_started)
+            body += self._stacked(column, f"gi{j}_{s}", started, local_started)
         local = self._local(j, block)
         shared: dict[int, tuple[graph.Node, list[str]]] = {}
         replaced = self._named(local)
         try:
-            lines += self._block_edges(j, block, local, local_started, shared)
+            body += self._block_edges(j, block, local, local_started, shared)
         finally:
             self.names.update(replaced)
-        lines += self._across_lines(shared, started, block.copies)
+        body += self._across_lines(shared, started, block.copies)
         inputs = {id(x) for x in self.graph.inputs}
         for s, column in enumerate(block.varying):
             if f"gi{j}_{s}" in local_started:
@@ -456,17 +502,22 @@ class ArrayWriter:
                         self.pending[id(x)] = (f"gi{j}_{s}", m)
                         self.copies[f"gi{j}_{s}"] = len(column)
                     else:
-                        lines.append(f"g_{self.names[id(x)]} = _row(gi{j}_{s}, {m})")
+                        body.append(
+                            statements.assign(f"g_{self.names[id(x)]}", f"_row(gi{j}_{s}, {m})", (f"gi{j}_{s}",))
+                        )
                     started.add(id(x))
-        return lines
+        return body
 
-    def _stacked(self, nodes: list[graph.Node], name: str, started: set[int], local_started: set[str]) -> list[str]:
+    def _stacked(
+        self, nodes: list[graph.Node], name: str, started: set[int], local_started: set[str]
+    ) -> list[Statement]:
         """The gradients ``nodes`` (one per copy) have so far, as one array named ``name``."""
         if not any(id(x) in started for x in nodes):
             return []
         local_started.add(name)
         terms = [f"g_{self.names[id(x)]}" if id(x) in started else "-0.0" for x in nodes]
-        return [*self._taken(nodes), f"{name} = _stack(({', '.join(terms)},))"]
+        reads = [term for term in terms if term != "-0.0"]
+        return [*self._taken(nodes), statements.assign(name, f"_stack(({', '.join(terms)},))", reads)]
 
     def _block_edges(
         self,
@@ -475,52 +526,62 @@ class ArrayWriter:
         local: dict[int, str],
         local_started: set[str],
         shared: dict[int, tuple[graph.Node, list[str]]],
-    ) -> list[str]:
+    ) -> list[Statement]:
         """The edges of the first copy's operations, in decreasing order, written for every copy
         at once; what they hand a value every copy reads is kept in ``shared``, in order."""
         live, positions = self.graph.live, self.graph.positions
-        lines: list[str] = []
+        body: list[Statement] = []
         group = self.fused.get(j, [])
         for o in range(block.length - 1, -1, -1):
             node, edges = live[block.start + o], positions[block.start + o]
             if id(node) not in self.reach or not edges or (o in group and o != group[0]):
                 continue
-            # (operand or None for a line that prepares them, code, the products' array and row it is)
-            contributions: list[tuple[Any, str, tuple[str, int] | None]]
+            # (operand, code, the names it reads, the products' array and row it is)
+            contributions: list[tuple[Any, str, frozenset[str], tuple[str, int] | None]]
             if o in group:  # the last of the products the pass reaches: all of them at once
                 firsts = [live[block.start + p] for p in group]
-                found = self._fused_backward(str(j), firsts, [f"gf{j}_{p}" for p in group], edges)
-                lines += found[0]
-                contributions = [(x, f"{array}[{row}]", (array, row)) for x, array, row in found[1]]
+                found, fused = self._fused_backward(str(j), firsts, [f"gf{j}_{p}" for p in group], edges)
+                body += found
+                contributions = [(x, f"{a}[{row}]", frozenset({a}), (a, row)) for x, a, row in fused]
             else:
-                lines.append(f"# {self.forward_statement(node)}")
+                body.append(statements.note(self.forward_statement(node).code))
                 operands = graph.operands(node)
-                contributions = [
-                    (operands[k] if k >= 0 else None, code, None)
-                    for k, code in self.backward_lines(node, f"gf{j}_{o}", edges)
-                ]
-            for x, code, place in contributions:
-                if x is None:  # a line that prepares the contributions
-                    lines.append(code)
-                    continue
-                target = local.get(id(x))
-                if target is None:  # a value every copy reads: added across the copies later
-                    name = f"c{j}_{sum(len(parts) for _, parts in shared.values())}"
-                    lines.append(f"{name} = {code}")
-                    if place is not None:
-                        self.parts[name] = place
-                    shared.setdefault(id(x), (x, []))[1].append(name)
-                    continue
-                gradient = f"g{target}"
-                lines.append(
-                    f"{gradient} = {gradient} + {code}" if gradient in local_started else f"{gradient} = {code}"
-                )
-                local_started.add(gradient)
-        return lines
+                prepared, found_edges = self.backward_lines(node, f"gf{j}_{o}", edges)
+                body += prepared
+                contributions = [(operands[k], code, reads, None) for k, code, reads in found_edges]
+            for x, code, reads, place in contributions:
+                body.append(self._block_contribution(j, x, code, reads, place, local, local_started, shared))
+        return body
+
+    def _block_contribution(
+        self,
+        j: int,
+        x: Any,
+        code: str,
+        reads: frozenset[str],
+        place: tuple[str, int] | None,
+        local: dict[int, str],
+        local_started: set[str],
+        shared: dict[int, tuple[graph.Node, list[str]]],
+    ) -> Statement:
+        """What an edge of a block hands ``x``: added to its gradient when ``x`` is the block's
+        (``local``), else, for a value every copy reads, kept under a name of its own in
+        ``shared``, to be added across the copies later."""
+        target = local.get(id(x))
+        if target is None:
+            name = f"c{j}_{sum(len(parts) for _, parts in shared.values())}"
+            if place is not None:
+                self.parts[name] = place
+            shared.setdefault(id(x), (x, []))[1].append(name)
+            return self._contribution(name, code, reads, place, False)
+        gradient = f"g{target}"
+        statement = self._contribution(gradient, code, reads, place, gradient in local_started)
+        local_started.add(gradient)
+        return statement
 
     def _fused_backward(
         self, tag: str, nodes: list[graph.Node], gradients: list[str], edges: tuple[int, ...]
-    ) -> tuple[list[str], list[tuple[Any, str, int]]]:
+    ) -> tuple[list[Statement], list[tuple[Any, str, int]]]:
         """The reverse pass of products run as one (``nodes``, named ``pa``/``pb``/``pp`` + ``tag``
         in the forward) at once: their gradients stacked (``pg``), the table's rule of each edge
         applied to the stacked operands (``pc``), and each product's share, in decreasing order,
@@ -529,227 +590,76 @@ class ArrayWriter:
         changes no bit): the operand, and the array and row of ``pc`` that is its share. An edge
         whose rule is ``times`` of an array (``pg * pb``) is noted in ``product_parts`` with its
         factors, for the rewrites that multiply its rows where they are read."""
-        lines = [f"# {len(nodes)} products at once", f"pg{tag} = _stack_as({_tuple(gradients)}, pa{tag})"]
-        symbols = [Code(f"pa{tag}", atomic=True, dialect=ARRAY), Code(f"pb{tag}", atomic=True, dialect=ARRAY)]
-        out = Code(f"pp{tag}", atomic=True, dialect=ARRAY)
-        gradient = Code(f"pg{tag}", atomic=True, dialect=ARRAY)
+        body = [
+            statements.note(f"{len(nodes)} products at once"),
+            statements.assign(f"pg{tag}", f"_stack_as({_tuple(gradients)}, pa{tag})", [*gradients, f"pa{tag}"]),
+        ]
+        symbols = [_named_code(f"pa{tag}"), _named_code(f"pb{tag}")]
+        gradient = _named_code(f"pg{tag}")
         contributions: list[tuple[Any, str, int]] = []
         for k in edges:
-            saved = ops.MUL.saved[k](*symbols, out)
+            saved = ops.MUL.saved[k](*symbols, _named_code(f"pp{tag}"))
             part = contribution(ops.MUL.gradients[k], gradient, saved)
             text = operand(part) if isinstance(part, Code) else literal(part)
-            lines.append(f"pc{tag}_{k} = {text}")
+            body.append(statements.assign(f"pc{tag}_{k}", text, _reads(part)))
             if ops.MUL.gradients[k] is ops.times and isinstance(saved, Code):  # pg * pb: g times an array
                 self.product_parts[f"pc{tag}_{k}"] = (f"pg{tag}", saved.text)
         for row in range(len(nodes) - 1, -1, -1):
             operands = graph.operands(nodes[row])
             contributions += [(operands[k], f"pc{tag}_{k}", row) for k in edges]
-        return lines, contributions
+        return body, contributions
 
-    def _fused_forward(self, tag: str, nodes: list[graph.Node], names: list[str]) -> list[str]:
+    def _fused_forward(self, tag: str, nodes: list[graph.Node], names: list[str]) -> list[Statement]:
         """Products run as one: their operands stacked a product per row, one multiplication,
         each product's row under its own name."""
-        sides = [_tuple(self.term(graph.operands(node)[k]) for node in nodes) for k in (0, 1)]
+        operands = [[graph.operands(node)[k] for node in nodes] for k in (0, 1)]
+        sides = [_tuple(self.term(x) for x in side) for side in operands]
+        stacked = f"_sides({sides[0]}, {sides[1]})"
         return [
-            f"pa{tag}, pb{tag} = _sides({sides[0]}, {sides[1]})",
-            f"pp{tag} = {FORWARD['mul']([f'pa{tag}', f'pb{tag}'])}  # {len(nodes)} products at once",
-            f"{', '.join(names)}, = pp{tag}",
+            Statement(
+                f"pa{tag}, pb{tag} = {stacked}", (f"pa{tag}", f"pb{tag}"), self._read([*operands[0], *operands[1]])
+            ),
+            statements.assign(
+                f"pp{tag}",
+                FORWARD["mul"]([f"pa{tag}", f"pb{tag}"]),
+                (f"pa{tag}", f"pb{tag}"),
+                f"{len(nodes)} products at once",
+                Product(f"pa{tag}", f"pb{tag}"),
+            ),
+            statements.rows(names, f"pp{tag}"),
         ]
 
     def _across_lines(
         self, shared: dict[int, tuple[graph.Node, list[str]]], started: set[int], copies: int
-    ) -> list[str]:
+    ) -> list[Statement]:
         """Each shared value's gradient: the copies' contributions added the last copy first,
         the values that each copy reads as often added together."""
         groups: dict[int, list[tuple[graph.Node, list[str]]]] = {}
         for x, parts in shared.values():
             groups.setdefault(len(parts), []).append((x, parts))
-        lines = []
+        body = []
         for reads, members in groups.items():
-            lines += self._taken([x for x, _ in members])
+            body += self._taken([x for x, _ in members])
             names = [f"g_{self.names[id(x)]}" for x, _ in members]
             starts = [name if id(x) in started else "-0.0" for name, (x, _) in zip(names, members, strict=True)]
+            given = [start for start in starts if start != "-0.0"]
             parts = [part for _, found in members for part in found]
+            arguments = f"({', '.join(starts)},), {reads}"
             rows = _rows_of([self.parts.get(part) for part in parts])
             if rows is not None:  # the parts are the rows of one array in order: read where they are
-                lines.append(f"{', '.join(names)}, = _across_stacked(({', '.join(starts)},), {reads}, {rows})")
+                body.append(statements.across_stacked(names, arguments, rows[0], rows[1], given))
             else:
-                lines.append(
-                    f"{', '.join(names)}, = _across(({', '.join(starts)},), {reads}, {copies}, {', '.join(parts)})"
-                )
+                code = f"{', '.join(names)}, = _across({arguments}, {copies}, {', '.join(parts)})"
+                body.append(Statement(code, tuple(names), frozenset([*given, *parts])))
             started.update(id(x) for x, _ in members)
-        return lines
+        return body
 
 
-# ---- rewrites of the finished passes ----------------------------------------------------------------
-# _products_into_rows, _products_across and sums_of_products read the code the writer has finished,
-# by the exact statement forms the writer itself writes (``pc = (pg * pb)``, ``gi = pc[r]``,
-# ``_across_stacked(..., pc[a:b:s])``, ``x = a + b``). What they decide (the products' gradients,
-# made by _fused_backward, are known from ``product_parts``; the arrays _rows places through a slice
-# from ``sliced``) comes from the writer where it keeps it; what it does not keep is a count over the
-# whole function: that no statement other than the few they rewrite reads a product's gradient, a
-# row of it or a partial sum (``_uses``). The writer appends its statements as text from several
-# places (the edges, the blocks, the products run as one, _rows), so that count exists only once the
-# function is written. Deciding it from data needs the writer to keep its statements with the names
-# each reads and writes; until then these passes match the forms above, and tests/test_vmap_blocks.py
-# pins that they fire (the moons MLP's layers) and that every number stays eager's.
+def _named_code(name: str) -> Code:
+    """The symbol of the array named ``name``, which reads it."""
+    return Code(name, atomic=True, dialect=ARRAY, reads=frozenset({name}))
 
 
-def _products_into_rows(lines: list[str], parts: dict[str, tuple[str, str]], sliced: set[str]) -> list[str]:
-    """The reverse pass's ``lines`` with the products' gradients that only fill rows of the result
-    left unmade: where ``pc = (pg * pb)`` is read only by lines ``gi = pc[r]`` whose ``gi`` is read
-    only by ``_rows`` (the gradients of inputs, a row each), each ``gi`` becomes
-    ``_product(pg, pb, r)``, row ``r`` of ``pg * pb``, which ``_rows`` multiplies straight into the
-    rows of the result it fills (the rows of one ``pg * pb`` together, in one multiplication where
-    they fill rows in a regular pattern): the same multiplications, element by element, without
-    the array of all of them (16 copies x 16 products x the batch, for a layer of 16 neurons) and
-    without the copy of it into the result. Row ``r`` of ``pg * pb`` is ``pg[r] * pb[r]``: both
-    have a product per row. ``sliced``: the arrays ``_rows`` places through a slice of the
-    result's rows (``ArrayWriter._rows``), the only ones it multiplies in place."""
-    if not parts:
-        return lines
-    uses = _uses(lines)
-    taken = re.compile(r"^    (\w+) = (\w+)\[(\d+)\]$")
-    rows: dict[str, list[tuple[int, str, int]]] = {}  # pc -> (line, gi, row)
-    for k, line in enumerate(lines):
-        found = taken.match(line)
-        if found is not None and found.group(2) in parts:
-            rows.setdefault(found.group(2), []).append((k, found.group(1), int(found.group(3))))
-    changed: list[str | None] = list(lines)
-    for name, (left, right) in parts.items():
-        found_rows = rows.get(name, [])
-        if not found_rows or uses.get(name, 0) != 1 + len(found_rows):  # read elsewhere: made as before
-            continue
-        if any(uses.get(gi, 0) != 2 or gi not in sliced for _, gi, _ in found_rows):
-            continue
-        for k, gi, r in found_rows:
-            changed[k] = f"    {gi} = _product({left}, {right}, {r})"
-        changed = [None if line is not None and line.startswith(f"    {name} = ") else line for line in changed]
-    return [line for line in changed if line is not None]
-
-
-def _uses(lines: Sequence[str]) -> dict[str, int]:
-    """How often each name is read or written in ``lines``, comments left out. A count of words
-    over the finished text, as the passes that call it read it: counting the names of the parsed
-    functions (``ast``) gives the same counts and took half as long again to write a program
-    (measured: an MLP(2, [64, 64, 1])'s first call, 0.22 s against 0.31 s)."""
-    uses: dict[str, int] = {}
-    for line in lines:
-        code = line.split("  # ")[0]
-        if code.strip().startswith("#"):
-            continue
-        for word in re.findall(r"[A-Za-z_]\w*", code):
-            uses[word] = uses.get(word, 0) + 1
-    return uses
-
-
-def _products_across(lines: list[str], parts: dict[str, tuple[str, str]]) -> list[str]:
-    """The reverse pass's ``lines`` with the products' gradients that only go to values every
-    copy of a block reads left unmade: where ``pc = (pg * pa)`` is read only by
-    ``_across_stacked(..., pc[a:b:s])`` (and by lines ``c = pc[r]`` nothing reads), the call is
-    ``_across_products(..., pg[a:b:s], pa[a:b:s])``, which multiplies each copy's share just
-    before adding it, into an array of one copy's size: the same products, added in the same
-    order, without the array of all of them."""
-    if not parts:
-        return lines
-    uses = _uses(lines)
-    taken = re.compile(r"^    (\w+) = (\w+)\[(\d+)\]$")
-    across = re.compile(r"^(    .* = )_across_stacked\((.*), (\w+)\[([-\d]*:[-\d]*:-?\d+)\]\)$")
-    changed: list[str | None] = list(lines)
-    for name, (left, right) in parts.items():
-        rows = [k for k, line in enumerate(lines) if (found := taken.match(line)) and found.group(2) == name]
-        calls = [k for k, line in enumerate(lines) if (found := across.match(line)) and found.group(3) == name]
-        if len(calls) != 1 or uses.get(name, 0) != 2 + len(rows):
-            continue
-        if any(uses.get(lines[k].split(" = ")[0].strip(), 0) != 1 for k in rows):
-            continue
-        found = across.match(lines[calls[0]])
-        assert found is not None
-        head, arguments, _, where = found.groups()
-        changed[calls[0]] = f"{head}_across_products({arguments}, {left}[{where}], {right}[{where}])"
-        for k in rows:
-            changed[k] = None
-        changed = [None if line is not None and line.startswith(f"    {name} = ") else line for line in changed]
-    return [line for line in changed if line is not None]
-
-
-_PRODUCTS = re.compile(r"^    (pp\w*) = (pa\w*) \* (pb\w*)(  # .*)?$")
-_ADD = re.compile(r"^    (\w+) = ([\w.-]+) \+ ([\w.-]+)(  # .*)?$")
-
-
-def sums_of_products(source: str, kept: set[str]) -> str:
-    """``source`` with each chain of additions of the products run as one (``pp = pa * pb``, its
-    rows under their own names) written as one call, ``_sum_products``: where the chain adds every
-    row, one after another (``x1 = s + p0``, ``x2 = x1 + p1``...), and nothing else reads the
-    products or the partial sums (the reverse pass of an addition reads neither; ``kept``, the
-    function's outputs, are read by name), the call multiplies each row just before adding it,
-    into arrays of one row's size, each addition with its operands in their order: the same
-    numbers, without the array of all the products and the partial sums. The names left unmade
-    are None (the forward returns them; nothing reads them)."""
-    lines = source.split("\n")
-    counted = [line for line in lines if not line.startswith("    return (") and not line.endswith(") = values")]
-    uses = _uses(counted)
-    out: list[str] = []
-    k = 0
-    while k < len(lines):
-        found = _PRODUCTS.match(lines[k])
-        if found is None or k + 1 >= len(lines):
-            out.append(lines[k])
-            k += 1
-            continue
-        name, left, right = found.group(1), found.group(2), found.group(3)
-        unpacked = lines[k + 1].strip()
-        if not unpacked.endswith(f", = {name}"):
-            out.append(lines[k])
-            k += 1
-            continue
-        rows = {row: r for r, row in enumerate(unpacked[: -len(f", = {name}")].split(", "))}
-        chain = _chain(lines, k + 2, rows, uses, kept)
-        if chain is None or uses.get(name, 0) != 2:
-            out.append(lines[k])
-            k += 1
-            continue
-        last, start, order, dead = chain
-        terms = ", ".join(f"({r}, {int(first)})" for r, first in order)
-        out.append(
-            f"    {last} = _sum_products({start}, {left}, {right}, ({terms},))  # {len(order)} products added in order"
-        )
-        out.append(f"    {' = '.join([*dead, *rows, name])} = None")
-        k += 2 + len(order)
-    return "\n".join(out)
-
-
-def _chain(
-    lines: list[str], k: int, rows: dict[str, int], uses: dict[str, int], kept: set[str]
-) -> tuple[str, str, list[tuple[int, bool]], list[str]] | None:
-    """The chain of additions from ``lines[k]`` that adds every one of ``rows`` once, one after
-    another: its last sum, its start, each row's place with whether it is the left operand, and
-    the partial sums; None when there is none that ``sums_of_products`` may write as one."""
-    order: list[tuple[int, bool]] = []
-    sums: list[str] = []
-    previous: str | None = None
-    start = ""
-    while k < len(lines) and len(order) < len(rows):
-        found = _ADD.match(lines[k])
-        if found is None:
-            return None
-        target, a, b = found.group(1), found.group(2), found.group(3)
-        if previous is None:
-            if (a in rows) == (b in rows):
-                return None
-            start = b if a in rows else a
-        elif previous not in (a, b) or (a == b):
-            return None
-        row = a if a in rows and a != previous else b
-        if row not in rows or uses.get(row, 0) != 2 or any(r == rows[row] for r, _ in order):
-            return None
-        order.append((rows[row], row == a))
-        sums.append(target)
-        previous = target
-        k += 1
-    if len(order) != len(rows):
-        return None
-    dead = sums[:-1]
-    if any(uses.get(x, 0) != 2 or x in kept for x in dead):
-        return None
-    return sums[-1], start, order, dead
+def _reads(part: Any) -> frozenset[str]:
+    """The names a contribution (a ``Code`` or a number) reads."""
+    return part.reads if isinstance(part, Code) else frozenset()

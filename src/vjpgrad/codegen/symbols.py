@@ -47,9 +47,19 @@ def operand(x: Any) -> str:
     return literal(x)
 
 
+def reads(*parts: Any) -> frozenset[str]:
+    """The names an expression made of ``parts`` (Codes, numbers) reads: those its Codes read."""
+    found: frozenset[str] = frozenset()
+    for part in parts:
+        if isinstance(part, Code) and part.reads:
+            found = found | part.reads
+    return found
+
+
 def call(function: str, *arguments: Any, dialect: Dialect | None = None) -> Code:
     """A call of one of the helpers generated code has (``_div(x, y)``), in ``dialect`` (scalar by default)."""
-    return Code(f"{function}({', '.join(literal(a) for a in arguments)})", atomic=True, dialect=dialect)
+    text = f"{function}({', '.join(literal(a) for a in arguments)})"
+    return Code(text, atomic=True, dialect=dialect, reads=reads(*arguments))
 
 
 class Dialect:
@@ -67,20 +77,22 @@ class Dialect:
     def divide(self, x: Any, y: Any) -> Code:
         # IEEE division: Python's / raises on a zero divisor, where floats.div gives inf or nan
         if isinstance(y, Code) and y.atomic:
-            return Code(f"{operand(x)} / {y.text} if {y.text} else _div({literal(x)}, {y.text})", dialect=self)
+            text = f"{operand(x)} / {y.text} if {y.text} else _div({literal(x)}, {y.text})"
+            return Code(text, dialect=self, reads=reads(x, y))
         return call("_div", x, y, dialect=self)
 
     def reciprocal(self, x: Code) -> Code:
         return call("_reciprocal", x, dialect=self)
 
     def compare(self, left: Code, symbol: str, right: Any) -> Code:
-        return Code(f"{operand(left)} {symbol} {operand(right)}", dialect=self)
+        return Code(f"{operand(left)} {symbol} {operand(right)}", dialect=self, reads=reads(left, right))
 
     def both(self, left: Code, right: Any) -> Code:
-        return Code(f"{operand(left)} and {operand(right)}", dialect=self)
+        return Code(f"{operand(left)} and {operand(right)}", dialect=self, reads=reads(left, right))
 
     def where(self, condition: Code, if_true: Any, if_false: Any) -> Code:
-        return Code(f"{operand(if_true)} if {condition.text} else {operand(if_false)}", dialect=self)
+        text = f"{operand(if_true)} if {condition.text} else {operand(if_false)}"
+        return Code(text, dialect=self, reads=reads(condition, if_true, if_false))
 
     def power_scalar(self, x: Code, k: Any) -> Code | float:
         """``x ** k`` as ``powers.power_scalar`` computes it. For an exponent known as the code is
@@ -109,9 +121,9 @@ class Dialect:
             return call("_reciprocal", x, dialect=self)
         base = operand(x)
         if step == "square":
-            return Code(f"{base} * {base}", dialect=self)
+            return Code(f"{base} * {base}", dialect=self, reads=reads(x))
         if step == "cube":
-            return Code(f"{base} * {base} * {base}", dialect=self)
+            return Code(f"{base} * {base} * {base}", dialect=self, reads=reads(x))
         raise ValueError(f"floats.POWER_STEPS has a step no code is written for: {step!r}")
 
     def __repr__(self) -> str:
@@ -129,7 +141,8 @@ class _ArrayDialect(Dialect):
         return call("_div", 1.0, x, dialect=self)
 
     def compare(self, left: Code, symbol: str, right: Any) -> Code:
-        return Code(f"({operand(left)} {symbol} {operand(right)})", atomic=True, dialect=self)
+        text = f"({operand(left)} {symbol} {operand(right)})"
+        return Code(text, atomic=True, dialect=self, reads=reads(left, right))
 
     def both(self, left: Code, right: Any) -> Code:
         return call("_and", left, right, dialect=self)
@@ -149,14 +162,21 @@ ARRAY = _ArrayDialect()
 
 class Code:
     """A symbol in a derivative rule: arithmetic on it builds the text of the expression, in its
-    ``dialect`` (``SCALAR`` by default, ``ARRAY`` for NumPy columns), which what it builds keeps."""
+    ``dialect`` (``SCALAR`` by default, ``ARRAY`` for NumPy columns), which what it builds keeps.
 
-    __slots__ = ("atomic", "dialect", "text")
+    ``reads``: the names of variables the expression reads, for a writer that keeps its statements
+    as data (``batched.write``): a symbol made with its name (``Code("x", atomic=True,
+    reads={"x"})``) reads it, and what is built from symbols reads the names they read."""
 
-    def __init__(self, text: str, atomic: bool = False, dialect: Dialect | None = None) -> None:
+    __slots__ = ("atomic", "dialect", "reads", "text")
+
+    def __init__(
+        self, text: str, atomic: bool = False, dialect: Dialect | None = None, reads: frozenset[str] = frozenset()
+    ) -> None:
         self.text = text
         self.atomic = atomic
         self.dialect = SCALAR if dialect is None else dialect
+        self.reads = reads
 
     def __repr__(self) -> str:
         shown = "" if self.dialect is SCALAR else f", dialect={self.dialect.name.upper()}"
@@ -165,14 +185,11 @@ class Code:
     def __bool__(self) -> bool:
         raise TypeError("a rule that branches on its operands' numbers cannot be written as code")
 
-    def _new(self, text: str, atomic: bool = False) -> Code:
-        return Code(text, atomic, self.dialect)
-
     def _binary(self, other: Any, symbol: str, reflected: bool = False) -> Code:
         if not isinstance(other, (Code, float, int)):
             return NotImplemented  # type: ignore[no-any-return]  # NotImplemented is typed Any
         left, right = (other, self) if reflected else (self, other)
-        return self._new(f"{operand(left)} {symbol} {operand(right)}")
+        return Code(f"{operand(left)} {symbol} {operand(right)}", False, self.dialect, reads(left, right))
 
     def __add__(self, other: Any) -> Code:
         return self._binary(other, "+")
@@ -198,7 +215,7 @@ class Code:
         return self._binary(other, "*", True)
 
     def __neg__(self) -> Code:
-        return self._new(f"-{operand(self)}")
+        return Code(f"-{operand(self)}", False, self.dialect, self.reads)
 
     def __truediv__(self, other: Any) -> Code:
         return self.dialect.divide(self, other)
@@ -285,9 +302,10 @@ def contribution(gradient: Callable[..., Any], g: Code, saved: Any) -> Code | fl
 def saved_names(name: str, count: int) -> Code | tuple[Code, ...]:
     """The saved numbers of an edge held in the variable ``name`` as the gradient takes them:
     ``name`` itself for one, ``name[0], name[1]...`` for a tuple of ``count``."""
+    held = frozenset({name})
     if count == 1:
-        return Code(name, atomic=True)
-    return tuple(Code(f"{name}[{k}]", atomic=True) for k in range(count))
+        return Code(name, atomic=True, reads=held)
+    return tuple(Code(f"{name}[{k}]", atomic=True, reads=held) for k in range(count))
 
 
 def saved_text(saved: Any) -> str:
