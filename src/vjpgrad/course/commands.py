@@ -319,7 +319,9 @@ def check(args: argparse.Namespace) -> int:
 
     exercises = list(of.exercises) if only is None else [only]
     run = inprocess.run if inprocess.wanted() else grading.run  # in a browser: no processes to start
-    results = run(directory.resolve(), exercises, args.timeout, args.jobs, class_mode=settings.class_mode)
+    results = run(
+        directory.resolve(), exercises, args.timeout, args.jobs, class_mode=settings.class_mode, known_as=str(directory)
+    )
     grading.note_dependencies(results, of)
     hints = {ex.number: of.hint(ex, settings.class_mode) for ex in exercises}
     if args.json:

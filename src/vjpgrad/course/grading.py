@@ -144,23 +144,25 @@ class ExerciseResult:
 
 def run(
     directory: Path, exercises: Sequence[Exercise], timeout: float = TIMEOUT, workers: int | None = None,
-    held_out: bool = False, class_mode: bool = False,
+    held_out: bool = False, class_mode: bool = False, known_as: str | None = None,
 ) -> list[ExerciseResult]:  # fmt: skip
     """Check ``exercises`` against the files in ``directory``, each in its own process, at most
     ``timeout`` seconds each, ``workers`` at a time (the cores by default); the held-out checks too
-    when ``held_out``; with messages that say only what differs when ``class_mode``."""
-    return run_many([(directory, ex) for ex in exercises], timeout, workers, held_out, class_mode)
+    when ``held_out``; with messages that say only what differs when ``class_mode``. ``known_as``:
+    how the student names ``directory`` (``check``: as they typed it); by default it is the
+    submission, and the messages name their files by their paths in it (``as_known``)."""
+    return run_many([(directory, ex) for ex in exercises], timeout, workers, held_out, class_mode, known_as)
 
 
 def run_many(
     work: Sequence[tuple[Path, Exercise]], timeout: float = TIMEOUT, workers: int | None = None,
-    held_out: bool = False, class_mode: bool = False,
+    held_out: bool = False, class_mode: bool = False, known_as: str | None = None,
 ) -> list[ExerciseResult]:  # fmt: skip
     """``run`` for (directory, exercise) pairs of several directories, in one pool of processes; the
     longest exercises (``LONGEST``) start first, the results come in the order of ``work``."""
     order = sorted(range(len(work)), key=lambda k: (work[k][1].teachers or work[k][1].slug not in LONGEST, k))
     with ThreadPoolExecutor(max_workers=max(1, min(workers or cores(), len(work) or 1))) as pool:
-        started = {k: pool.submit(run_exercise, *work[k], timeout, held_out, class_mode) for k in order}
+        started = {k: pool.submit(run_exercise, *work[k], timeout, held_out, class_mode, known_as) for k in order}
         return [started[k].result() for k in range(len(work))]
 
 
@@ -442,17 +444,39 @@ def cpu_limited() -> bool:
 
 
 def run_exercise(
-    directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, class_mode: bool = False
-) -> ExerciseResult:
+    directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, class_mode: bool = False,
+    known_as: str | None = None,
+) -> ExerciseResult:  # fmt: skip
     """One exercise's checks in a pytest process of its own, and its held-out checks (when
-    ``held_out``) in another: the process of the checks a student sees never imports them."""
-    mode = ["--class-mode"] if class_mode else []
-    result = _run_files(directory, exercise, [exercise.check], timeout, mode)
+    ``held_out``) in another: the process of the checks a student sees never imports them. Its
+    messages name ``directory`` as the student knows it (``known_as``, ``as_known``)."""
+    options = [*(["--class-mode"] if class_mode else []), *(["--known-as", known_as] if known_as is not None else [])]
+    result = _run_files(directory, exercise, [exercise.check], timeout, options)
     if held_out and exercise.held_out:
-        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, mode)
+        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, options)
         result.tests += [TestResult(**{**t.__dict__, "held_out": True}) for t in hidden.tests]
         result.remarks += [remark for remark in hidden.remarks if remark not in result.remarks]
-    return result
+    return as_known(result, directory, known_as)
+
+
+def as_known(result: ExerciseResult, directory: Path, known_as: str | None) -> ExerciseResult:
+    """``result`` with its messages naming the student's files as the student knows them, never by
+    the path of the folder the grader read them in (the autograder's copy of the submission,
+    ``--independent``'s, each in a temporary folder of the grader's): a file in ``directory`` by
+    its path in it, ``directory`` itself as ``known_as`` (``check``: as typed) or the submission."""
+    from vjpgrad.course._plugin import SUBMISSION
+
+    places = sorted({str(directory), str(directory.resolve())}, key=len, reverse=True)
+    inside = "" if known_as in (None, ".") else known_as.rstrip(os.sep) + os.sep
+    itself = SUBMISSION if known_as is None else known_as
+    within = re.compile("|".join(re.escape(place + os.sep) for place in places))
+    alone = re.compile("|".join(re.escape(place) + r"(?![\w.-])" for place in places))
+
+    def known(text: str) -> str:
+        return alone.sub(lambda _: itself, within.sub(lambda _: inside, text))
+
+    tests = [TestResult(**{**t.__dict__, "message": known(t.message)}) for t in result.tests]
+    return ExerciseResult(result.exercise, tests, [known(remark) for remark in result.remarks], known(result.note))
 
 
 def _run_files(
