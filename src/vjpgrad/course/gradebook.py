@@ -67,8 +67,9 @@ def grade(
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
     for directory, result, read in zip(checked, results, remarks, strict=True):
         result.remarks += read
-        if any(guard.SOLUTIONS in t.message for t in result.tests):  # the student's process refused it
-            result.remarks.append(guard.SOLUTIONS_REMARK)
+        for refused, remark in ((guard.SOLUTIONS, guard.SOLUTIONS_REMARK), (guard.ENGINE, guard.ENGINE_REMARK)):
+            if any(refused in t.message for t in result.tests):  # the student's process refused it
+                result.remarks.append(remark)
         graded[directory.name].append(result)
     for results_of_one in graded.values():
         if not independent:

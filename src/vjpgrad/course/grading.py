@@ -27,6 +27,7 @@ their own, so the process that runs the checks a student sees never imports them
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import hmac
 import importlib.util
@@ -38,7 +39,9 @@ import re
 import secrets
 import shutil
 import signal
+import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -324,9 +327,21 @@ def _undumpable() -> None:
         pass
 
 
+STANDARD = (
+    "array", "bisect", "cmath", "collections", "copy", "dataclasses", "decimal", "fractions", "functools", "heapq",
+    "itertools", "math", "numbers", "operator", "random", "re", "statistics", "string", "struct", "typing",
+)  # fmt: skip
+"""The standard library's modules for computing that the student's process imports before it drops
+to another user (``RUN_AS``): the student's files may import them as that user even where the
+interpreter's own files are not readable by it (a Python installed under root's home). A process
+from the fork server has them already (and more: what pytest, hypothesis and vjpgrad import); a
+``Fresh`` one imports these alone."""
+
+
 def student_process(
-    directory: str, permitted: dict[str, set[str]], channel: Any, seconds: float, user: tuple[int, int] | None
-) -> None:
+    directory: str, permitted: dict[str, set[str]], channel: Any, seconds: float, user: tuple[int, int] | None,
+    unreached: bool = False,
+) -> None:  # fmt: skip
     """The process where the student's code runs, for one exercise's checks: at most ``seconds`` of
     CPU and ``MEMORY`` bytes more than it starts with, as ``user`` when given, its output thrown away,
     in their ``directory`` (on ``sys.path`` after the standard library), refusing imports of vjpgrad
@@ -335,10 +350,14 @@ def student_process(
     process (``guard``). It answers the checks' requests on ``channel`` (``remote``) and holds
     nothing of theirs. Nothing of the student's runs until the checks ask it to import one of their
     files: a process the checks' process measures from before that
-    (``remote.Checks.peak_memory_with_import``) counts all their code takes."""
+    (``remote.Checks.peak_memory_with_import``) counts all their code takes. ``unreached``: vjpgrad's
+    engine was never loaded here (``Fresh``), and the hook refuses reading its files (``guard``)."""
     from vjpgrad.course import _plugin, guard, probe, remote  # all it runs, imported before it may drop to ``user``
 
     probe.refuse_recursion_limit()  # exercise 4's check means something only if their code cannot raise it
+    for name in STANDARD:  # before it may drop to ``user``, who may not read the interpreter's files
+        importlib.import_module(name)
+    sysconfig.get_config_vars()  # its data module, imported once: read for the student's place on sys.path
     _limit_cpu(seconds)
     _limit_memory(MEMORY)
     nothing = os.open(os.devnull, os.O_WRONLY)
@@ -356,7 +375,7 @@ def student_process(
     _plugin.guard_imports(home, permitted)
     student = _plugin.Student(home)
     # last: from here on, no process, file written, socket, ctypes, /proc nor reference solution (``guard``)
-    guard.install(str(folder("solutions")))
+    guard.install(str(folder("solutions")), str(folder("solutions").parent.parent) if unreached else None)
     remote.serve(channel, home, student)
 
 
@@ -523,15 +542,102 @@ def _run_files(
 
 def _student(context: Any, directory: Path, exercise: Exercise, timeout: float) -> tuple[Any, Any]:
     """A process where the student's code runs (``student_process``), started, and the checks' end of
-    the pipe to it."""
+    the pipe to it: a fresh interpreter where vjpgrad's engine is never loaded (``Fresh``) when no
+    file the exercise runs may use vjpgrad (POSIX), else one from the fork server (which has it)."""
     theirs, ours = context.Pipe(duplex=True)
-    student = context.Process(
-        target=student_process, args=(str(directory), _permitted(exercise), theirs, timeout, RUN_AS[0]),
-        name="vjpgrad course: the student's code",
-    )  # fmt: skip
-    start(context, student)
+    permitted = _permitted(exercise)
+    arguments = (str(directory), permitted, theirs, timeout, RUN_AS[0])
+    student: Any
+    if os.name == "posix" and not uses_vjpgrad(exercise, permitted):
+        student = Fresh(arguments)
+    else:
+        student = context.Process(target=student_process, args=arguments, name="vjpgrad course: the student's code")
+        start(context, student)
     theirs.close()
     return student, ours
+
+
+def uses_vjpgrad(exercise: Exercise, permitted: dict[str, set[str]]) -> bool:
+    """Whether a student's file that ``exercise``'s checks run may import vjpgrad (``permitted``: its
+    skeleton does, as exercise 10's ``softsign.py``, a vjpgrad custom op)."""
+    from vjpgrad.course import depends
+
+    templates = {
+        path.name: path for templates in (folder("templates"), exercise.home / "templates")
+        for path in sorted(templates.glob("*.py"))
+    }  # fmt: skip
+    return any("vjpgrad" in permitted.get(name, ()) for name in depends.used_of(exercise, templates))
+
+
+BOOT = """\
+import json, os, sys, types
+paths, package, arguments = json.loads(sys.argv[1])
+sys.path += [path for path in paths if path not in sys.path]
+
+
+def _absent(name):
+    def absent(attribute):
+        raise AttributeError(
+            f"module {name!r} has no attribute {attribute!r}: vjpgrad is not loaded where the course runs "
+            "this exercise's code (its files may not use it)"
+        )
+    return absent
+
+
+for name, folder in (("vjpgrad", package), ("vjpgrad.course", os.path.join(package, "course"))):
+    stub = types.ModuleType(name)
+    stub.__path__, stub.__file__ = [folder], os.path.join(folder, "__init__.py")
+    stub.__getattr__ = _absent(name)
+    sys.modules[name] = stub
+from multiprocessing.connection import Connection
+from vjpgrad.course.grading import student_process
+directory, permitted, channel, seconds, user = arguments
+student_process(
+    directory, {file: set(names) for file, names in permitted.items()}, Connection(channel), seconds,
+    None if user is None else (user[0], user[1]), unreached=True,
+)
+"""
+"""What ``Fresh``'s interpreter runs: vjpgrad's package and ``vjpgrad.course`` as empty modules that
+only point at their folders (``vjpgrad/__init__.py``, which imports the engine, never runs), then
+``student_process`` on the arguments, the pipe being an inherited file descriptor."""
+
+
+class Fresh:
+    """A process of the student's code started from a fresh interpreter (``python -I -B -c BOOT``),
+    not from the fork server, which has imported vjpgrad: vjpgrad's engine is never loaded in it,
+    so no lookup of the student's code (``sys.modules``, ``object.__subclasses__()``, the grader's
+    frames and globals) can find it, and ``student_process`` has its files refused (``guard``). It
+    answers what ``_run_files`` asks of a process: ``pid``, ``is_alive``, ``kill``, ``join``,
+    ``exitcode``."""
+
+    def __init__(self, arguments: tuple[str, dict[str, set[str]], Any, float, tuple[int, int] | None]) -> None:
+        directory, permitted, channel, seconds, user = arguments
+        here = os.getcwd()
+        paths = [os.path.abspath(path) for path in sys.path if path]  # the packages this interpreter finds
+        package = str(folder("solutions").parent.parent)  # vjpgrad's folder
+        plain = {file: sorted(names) for file, names in permitted.items()}
+        given = json.dumps(
+            [[path for path in paths if path != here], package, [directory, plain, channel.fileno(), seconds, user]]
+        )
+        self.popen = subprocess.Popen(
+            [sys.executable, "-I", "-B", "-c", BOOT, given], pass_fds=(channel.fileno(),), cwd=os.sep,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        self.pid = self.popen.pid
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self) -> None:
+        self.popen.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout)
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
 
 
 MEASURE = re.compile(r"\.peak_memory\(")
