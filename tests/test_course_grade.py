@@ -779,3 +779,42 @@ def test_a_path_the_students_code_raises_is_named_from_their_submission(tmp_path
     _no_grader_paths(text)
     visible = json.loads(text)["tests"][0]
     assert "FileNotFoundError: [Errno 2] No such file or directory: 'data/table.txt'" in visible["output"]
+
+
+@pytest.mark.parametrize("text", ["{not json", "[]", '{"tests": 3}', '{"tests": [{"number": "x"}]}'])
+def test_grade_refuses_an_out_whose_results_it_cannot_read_before_writing_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    # a results.json edited by hand: found before any grading, not by a traceback once some rows are rewritten
+    teacher = teachers_only(tmp_path)
+    of = course(teacher)
+    out = tmp_path / "out"
+    gradebook.write(out, of, {"ada": [thirds(of.exercises[0], 1)], "bob": [thirds(of.exercises[0], 2)]})
+    (out / "ada" / "results.json").write_text(text)
+    before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    (tmp_path / "class" / "bob").mkdir(parents=True)
+    status, printed, err = grade(
+        capsys, str(tmp_path / "class" / "bob"), "--out", str(out), "--exercises", str(teacher)
+    )
+    assert (status, printed) == (2, "")
+    assert f"{out / 'ada' / 'results.json'} cannot be read as grade's results" in err
+    assert err.count("\n") == 1 + QUIET.count("\n")
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
+
+
+def test_grade_keeps_a_row_whose_results_are_gone_by_refusing_to_rewrite_the_gradebook(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the gradebook is rebuilt from the results.json files: one moved away would take its row with it
+    teacher = teachers_only(tmp_path)
+    of = course(teacher)
+    out = tmp_path / "out"
+    gradebook.write(out, of, {"ada": [thirds(of.exercises[0], 1)], "bob": [thirds(of.exercises[0], 2)]})
+    (out / "ada" / "results.json").unlink()
+    before = (out / "grades.csv").read_text()
+    (tmp_path / "class" / "cy").mkdir(parents=True)
+    status, printed, err = grade(capsys, str(tmp_path / "class" / "cy"), "--out", str(out), "--exercises", str(teacher))
+    assert (status, printed) == (2, "")
+    assert f"{out / 'grades.csv'} has a row for ada, whose {out / 'ada' / 'results.json'} is not there" in err
+    assert (out / "grades.csv").read_text() == before  # ada's row is still there
+    assert not (out / "cy").exists()

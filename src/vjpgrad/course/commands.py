@@ -470,7 +470,7 @@ def grade(args: argparse.Namespace) -> int:
     if notice is not None:
         print(notice, file=sys.stderr)
     try:
-        gradebook.existing(out, of)
+        gradebook.check_out(out, of, [directory.name for directory in directories])
     except gradebook.GradebookError as error:
         raise CourseError(str(error)) from None
     for directory in left_out:
