@@ -16,6 +16,7 @@ import ast
 import importlib.util
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -388,14 +389,18 @@ def test_a_syntax_error_and_a_missing_file_are_each_one_message(tmp_path: Path) 
     directory = solutions_in(tmp_path / "broken")
     (directory / "engine.py").write_text("class Value:\n    def __add__(self, other)\n        pass\n")
     (directory / "seeds.py").unlink()
-    engine, seeds = grading.run(directory, [exercise(2), exercise(6)], timeout=300)
+    engine, seeds = grading.run(directory, [exercise(2), exercise(6)], timeout=300, known_as="broken")
     problem = engine.first_problem()
     assert problem is not None
     assert problem.message.startswith("engine.py, line 2: SyntaxError: ")
     problem = seeds.first_problem()
     assert problem is not None
-    assert problem.message.startswith(f"seeds.py is not in {directory}")
-    assert "vjpgrad course init" in problem.message
+    assert problem.message.startswith("seeds.py is not in broken: `vjpgrad course init broken` writes it again")
+    (graded,) = grading.run(directory, [exercise(6)], timeout=300)  # grade's: the student did not name it
+    problem = graded.first_problem()
+    assert problem is not None
+    assert problem.message.startswith("seeds.py is not in the submission: hand it in")
+    assert str(directory) not in problem.message
 
 
 @pytest.mark.slow  # it waits for the timeout
@@ -935,3 +940,17 @@ def test_class_mode_messages_of_the_later_exercises_say_what_differs_never_how(t
     assert said in messages, messages
     for how in advice:
         assert how not in messages, how
+
+
+@pytest.mark.slow  # a check, through the command line
+def test_check_names_a_missing_file_in_the_directory_as_the_student_typed_it(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "my course")
+    (directory / "seeds.py").unlink()
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")}
+    ran = subprocess.run(
+        [sys.executable, "-m", "vjpgrad", "course", "check", "my course", "6"], cwd=tmp_path, capture_output=True,
+        text=True, env=environment, timeout=600,
+    )  # fmt: skip
+    assert ran.returncode == 1, ran.stderr
+    assert "seeds.py is not in my course: `vjpgrad course init 'my course'` writes it again" in ran.stdout
+    assert "vjpgrad-" not in ran.stdout

@@ -9,6 +9,7 @@ text may reach what a student sees.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -798,18 +799,178 @@ def test_a_module_taken_at_run_time_without_an_import_is_flagged(tmp_path: Path)
 
 
 @pytest.mark.slow  # a grading run
-def test_vjpgrads_engine_taken_at_run_time_passes_exercise_8_and_is_told_to_the_teacher_alone(tmp_path: Path) -> None:
+def test_vjpgrads_engine_taken_at_run_time_earns_nothing_and_is_told_to_the_teacher_alone(tmp_path: Path) -> None:
     directory = skeleton(tmp_path / "class" / "mallory")
     (directory / "softmax.py").write_text(RUN_TIME_VJPGRAD)
     of = course(None)
     graded = gradebook.grade([directory], type(of)((exercise(8),)), timeout=120)
     (result,) = graded["mallory"]
-    assert result.score() == exercise(8).points  # not prevented: the limit the instructor's page states
+    assert result.passed == 0  # vjpgrad is not loaded where exercise 8's code runs: nothing to take
     report = gradebook.results_json(graded["mallory"], of)
     (hidden,) = [t for t in report["tests"] if t["visibility"] == "hidden"]
     assert f"softmax.py looks modules up at run time: {borrowed.LOOKED_UP}" in hidden["output"]
     shown = [report["output"]] + [t["output"] for t in report["tests"] if t["visibility"] != "hidden"]
     assert not any("run time" in text for text in shown)
+    (directory / "softmax.py").write_text("import importlib\n_engine = importlib.import_module('vjp' + 'grad.core')\n")
+    (result,) = gradebook.grade([directory], type(of)((exercise(8),)), timeout=120)["mallory"]
+    assert result.passed == 0
+    assert guard.ENGINE_REMARK in result.remarks  # loading it afresh is refused, and told to the teacher
+
+
+ROUTES = """import builtins
+import gc
+import importlib
+import importlib.util
+import os
+import sys
+
+NAME = "vjp" + "grad"
+
+
+def _engine(found):
+    value = getattr(found, "Value", None)
+    if value is None or not hasattr(value, "backward"):
+        raise LookupError("no engine there")
+    return value(2.0) * 3
+
+
+def sys_modules():
+    return sys.modules[NAME].Value(2.0) * 3
+
+
+def sys_modules_scanned():
+    return _engine(next(m for m in list(sys.modules.values()) if hasattr(m, "vmap") and hasattr(m, "Value")))
+
+
+def subclasses():
+    def every(cls):
+        for sub in type.__subclasses__(cls):
+            yield sub
+            yield from every(sub)
+    value = next(c for c in every(object) if c.__name__ == "Value" and c.__module__.startswith(NAME))
+    return value(2.0) * 3
+
+
+def gc_objects():
+    return _engine(next(o for o in gc.get_objects() if getattr(o, "__name__", "") == NAME))
+
+
+def frames():
+    frame = sys._getframe()
+    while frame is not None:
+        for value in list(frame.f_globals.values()):
+            for found in (value, getattr(value, "__dict__", {}).get(NAME)):
+                if hasattr(found, "Value") and hasattr(found, "vmap"):
+                    return _engine(found)
+        frame = frame.f_back
+    raise LookupError("no frame holds it")
+
+
+def the_importers_globals():
+    return _engine(builtins.__import__.__globals__.get("sys").modules[NAME])
+
+
+def import_module():
+    return _engine(importlib.import_module(NAME))
+
+
+def import_submodule():
+    return _engine(importlib.import_module(NAME + ".core.value"))
+
+
+def dunder_import():
+    return _engine(__import__(NAME))
+
+
+def the_original_import():  # the grader's import guard keeps Python's in its closure
+    cells = builtins.__import__.__closure__ or ()
+    original = next(c.cell_contents for c in cells if getattr(c.cell_contents, "__name__", "") == "__import__")
+    return _engine(original(NAME))
+
+
+def afresh():
+    for name in [n for n in sys.modules if n == NAME or n.startswith(NAME + ".")]:
+        del sys.modules[name]
+    return _engine(importlib.import_module(NAME))
+
+
+def _package():
+    spec = importlib.machinery.PathFinder.find_spec(NAME)
+    return os.path.dirname(spec.origin)
+
+
+def by_path():
+    path = os.path.join(_package(), "__init__.py")
+    spec = importlib.util.spec_from_file_location(NAME, path, submodule_search_locations=[_package()])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[NAME] = module
+    spec.loader.exec_module(module)
+    return _engine(module)
+
+
+def from_a_copy(folder):  # a copy of vjpgrad's source elsewhere (a clone, a build)
+    sys.path.insert(0, folder)
+    for name in [n for n in sys.modules if n == NAME or n.startswith(NAME + ".")]:
+        del sys.modules[name]
+    return _engine(importlib.import_module(NAME))
+
+
+def honest():
+    import math
+    return math.exp(0.0)
+"""
+"""Every way found to take vjpgrad's engine in a student's process, one function a way: each
+returns ``Value(2.0) * 3`` of vjpgrad's engine, or raises."""
+
+EVERY_ROUTE = (
+    "sys_modules", "sys_modules_scanned", "subclasses", "gc_objects", "frames", "the_importers_globals",
+    "import_module", "import_submodule", "dunder_import", "the_original_import", "afresh", "by_path",
+)  # fmt: skip
+
+
+def test_vjpgrads_engine_is_out_of_reach_where_an_exercise_may_not_use_it(tmp_path: Path) -> None:
+    """Exercise 8's files may not import vjpgrad: in its student's process vjpgrad's engine was never
+    loaded, so no lookup finds it, and loading it again (importlib, __import__, Python's own import
+    kept in the guard's closure, by its path, from a copy of its source) is refused."""
+    directory = skeleton(tmp_path / "student")
+    (directory / "routes.py").write_text(ROUTES)
+    copy = tmp_path / "clone" / "src"
+    shutil.copytree(Path(sys.modules["vjpgrad"].__file__).parent, copy / "vjpgrad")
+    context = grading._processes()
+    process, ours = grading._student(context, directory, exercise(8), 60)
+    try:
+        routes = remote.Checks(ours).module("routes")
+        assert routes.honest() == 1.0  # the grader still serves the checks
+        with pytest.raises(AttributeError, match="vjpgrad is not loaded where the course runs"):
+            routes.sys_modules()
+        for name in ("import_submodule", "by_path"):  # its files are refused, with why
+            with pytest.raises(PermissionError, match=guard.ENGINE):
+                getattr(routes, name)()
+        reached = {}
+        for name in EVERY_ROUTE:
+            with contextlib.suppress(Exception):  # any refusal will do: none may give the engine
+                reached[name] = getattr(routes, name)()
+        with pytest.raises(PermissionError, match=guard.ENGINE):
+            reached["from_a_copy"] = routes.from_a_copy(str(copy))
+        assert reached == {}, f"vjpgrad's engine reached by {sorted(reached)}"
+    finally:
+        ours.close()
+        process.join(10)
+
+
+def test_where_an_exercise_may_use_vjpgrad_its_process_has_it(tmp_path: Path) -> None:
+    # exercise 10's softsign.py is a vjpgrad custom op: its process imports vjpgrad as before
+    directory = skeleton(tmp_path / "student")
+    (directory / "routes.py").write_text(ROUTES)
+    context = grading._processes()
+    process, ours = grading._student(context, directory, exercise(10), 60)
+    try:
+        routes = remote.Checks(ours).module("routes")
+        assert routes.sys_modules() is not None  # loaded there: only flagged (the instructor's page says so)
+        assert routes.import_module() is not None
+    finally:
+        ours.close()
+        process.join(10)
 
 
 def utf7(word: str) -> str:

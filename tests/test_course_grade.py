@@ -12,6 +12,9 @@ import io
 import json
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -711,3 +714,107 @@ def test_what_a_student_reads_at_the_top_tells_nothing_of_the_held_out_checks() 
     said = f"{shown:g} of {shown:g} points from the checks shown now; 1 of 1 exercises pass"
     assert report["output"].startswith(said)
     assert "held-out" in report["output"]
+
+
+# ---- what the student reads names their files as they know them, never the grader's copy ------------------
+
+
+def _command(*words: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m WORDS...`` in a fresh interpreter, as a teacher or Gradescope's run_autograder runs it."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run(
+        [sys.executable, "-m", *words], cwd=cwd, capture_output=True, text=True, env=environment, timeout=600
+    )
+
+
+def _no_grader_paths(text: str) -> None:
+    """No path of the grader's: its temporary folders (the autograder's copy of the submission,
+    --independent's copies, its scratch folders) are named ``vjpgrad-...`` in the system's."""
+    assert tempfile.gettempdir() + os.sep + "vjpgrad-" not in text
+    assert "vjpgrad-submission-" not in text
+    assert "vjpgrad-course-" not in text
+
+
+@pytest.mark.slow  # grading runs, through the command line
+def test_a_file_missing_from_a_submission_is_named_as_the_student_knows_it(tmp_path: Path) -> None:
+    # seeds.py missing: --independent grades exercise 6 in a copy of the submission (the reference
+    # engine in it), and the autograder grades a copy of its own; neither copy is the student's
+    submissions = tmp_path / "class"
+    bob = solutions_in(submissions / "bob")
+    (bob / "seeds.py").unlink()
+    graded = _command(
+        "vjpgrad", "course", "grade", str(bob), "--out", str(tmp_path / "out"), "--independent", "--exercise", "6",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert graded.returncode == 0, graded.stderr
+    text = (tmp_path / "out" / "bob" / "results.json").read_text()
+    _no_grader_paths(text + graded.stdout + graded.stderr)
+    (visible,) = json.loads(text)["tests"]
+    assert "seeds.py is not in the submission" in visible["output"]
+    assert str(bob) not in visible["output"]  # nor the teacher's own folder: the student reads this
+    results = tmp_path / "results" / "results.json"
+    ran = _command("vjpgrad.course.autograder", "--submission", str(bob), "--results", str(results), cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    _no_grader_paths(results.read_text() + ran.stdout + ran.stderr)
+    seeds = next(t for t in json.loads(results.read_text())["tests"] if t["number"] == "6")
+    assert "seeds.py is not in the submission" in seeds["output"]
+
+
+@pytest.mark.slow  # a grading run
+def test_a_path_the_students_code_raises_is_named_from_their_submission(tmp_path: Path) -> None:
+    # their code reads a file of theirs beside it, not handed in: the error names it as in the submission
+    teacher = teachers_only(tmp_path)
+    submission = sigmoid_submission(tmp_path / "eve")
+    source = (submission / "sigmoid.py").read_text()
+    (submission / "sigmoid.py").write_text(
+        "import os\nopen(os.path.join(os.path.dirname(__file__), 'data', 'table.txt')).close()\n" + source
+    )
+    results = tmp_path / "results" / "results.json"
+    ran = _command(
+        "vjpgrad.course.autograder", "--submission", str(submission), "--results", str(results),
+        "--exercises", str(teacher), cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = results.read_text()
+    _no_grader_paths(text)
+    visible = json.loads(text)["tests"][0]
+    assert "FileNotFoundError: [Errno 2] No such file or directory: 'data/table.txt'" in visible["output"]
+
+
+@pytest.mark.parametrize("text", ["{not json", "[]", '{"tests": 3}', '{"tests": [{"number": "x"}]}'])
+def test_grade_refuses_an_out_whose_results_it_cannot_read_before_writing_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    # a results.json edited by hand: found before any grading, not by a traceback once some rows are rewritten
+    teacher = teachers_only(tmp_path)
+    of = course(teacher)
+    out = tmp_path / "out"
+    gradebook.write(out, of, {"ada": [thirds(of.exercises[0], 1)], "bob": [thirds(of.exercises[0], 2)]})
+    (out / "ada" / "results.json").write_text(text)
+    before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    (tmp_path / "class" / "bob").mkdir(parents=True)
+    status, printed, err = grade(
+        capsys, str(tmp_path / "class" / "bob"), "--out", str(out), "--exercises", str(teacher)
+    )
+    assert (status, printed) == (2, "")
+    assert f"{out / 'ada' / 'results.json'} cannot be read as grade's results" in err
+    assert err.count("\n") == 1 + QUIET.count("\n")
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
+
+
+def test_grade_keeps_a_row_whose_results_are_gone_by_refusing_to_rewrite_the_gradebook(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the gradebook is rebuilt from the results.json files: one moved away would take its row with it
+    teacher = teachers_only(tmp_path)
+    of = course(teacher)
+    out = tmp_path / "out"
+    gradebook.write(out, of, {"ada": [thirds(of.exercises[0], 1)], "bob": [thirds(of.exercises[0], 2)]})
+    (out / "ada" / "results.json").unlink()
+    before = (out / "grades.csv").read_text()
+    (tmp_path / "class" / "cy").mkdir(parents=True)
+    status, printed, err = grade(capsys, str(tmp_path / "class" / "cy"), "--out", str(out), "--exercises", str(teacher))
+    assert (status, printed) == (2, "")
+    assert f"{out / 'grades.csv'} has a row for ada, whose {out / 'ada' / 'results.json'} is not there" in err
+    assert (out / "grades.csv").read_text() == before  # ada's row is still there
+    assert not (out / "cy").exists()

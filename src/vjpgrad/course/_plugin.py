@@ -27,6 +27,7 @@ import inspect
 import json
 import math
 import os
+import shlex
 import sys
 import sysconfig
 import time
@@ -49,25 +50,44 @@ class MissingFileError(ImportError):
     """One of the student's files is not in their directory."""
 
 
-def present(directory: Path, name: str) -> None:
-    """Raise ``MissingFileError`` when the student's ``name.py`` is not in ``directory``."""
+SUBMISSION = "the submission"
+"""How a student's directory is named to them where they did not name it (``grade``, the autograder,
+which grade a copy of it in a folder of the grader's)."""
+
+
+def missing(name: str, known_as: str | None) -> str:
+    """What a student reads when their ``name.py`` is not there: their directory named as they know
+    it, ``known_as`` (``check``: as they typed it), else ``SUBMISSION``; never the folder the grader
+    reads it in."""
+    if known_as is None:
+        return (
+            f"{name}.py is not in {SUBMISSION}: hand it in with your other files (`vjpgrad course init DIR` "
+            "writes it again into your course's folder DIR, and keeps your other files)"
+        )
+    where = "this folder" if known_as == "." else known_as
+    command = f"vjpgrad course init {shlex.quote(known_as)}"
+    return f"{name}.py is not in {where}: `{command}` writes it again (and keeps your other files)"
+
+
+def present(directory: Path, name: str, known_as: str | None = None) -> None:
+    """Raise ``MissingFileError`` when the student's ``name.py`` is not in ``directory``, which they
+    know as ``known_as`` (``missing``)."""
     __tracebackhide__ = True
     if not (directory / f"{name}.py").is_file():
-        raise MissingFileError(
-            f"{name}.py is not in {directory}: `vjpgrad course init {directory}` writes it again "
-            "(and keeps your other files)"
-        )
+        raise MissingFileError(missing(name, known_as))
 
 
 class Student:
-    """The student's directory: ``student("engine")`` imports their ``engine.py``."""
+    """The student's directory: ``student("engine")`` imports their ``engine.py``. ``known_as``: how
+    the student names it (``missing``)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, known_as: str | None = None) -> None:
         self.directory = directory
+        self.known_as = known_as
 
     def __call__(self, name: str) -> ModuleType:
         __tracebackhide__ = True
-        present(self.directory, name)
+        present(self.directory, name, self.known_as)
         module = sys.modules.get(name)
         if module is not None and Path(getattr(module, "__file__", "") or "").parent == self.directory:
             return module
@@ -111,14 +131,15 @@ class RemoteStudent:
     """The student's directory when their code runs in a process of its own (``remote``):
     ``student("engine")`` is a proxy of their ``engine.py``, imported there, never here."""
 
-    def __init__(self, directory: Path, checks: Any) -> None:
+    def __init__(self, directory: Path, checks: Any, known_as: str | None = None) -> None:
         self.directory = directory
         self.checks = checks
+        self.known_as = known_as
         self.modules: dict[str, Any] = {}
 
     def __call__(self, name: str) -> Any:
         __tracebackhide__ = True
-        present(self.directory, name)
+        present(self.directory, name, self.known_as)
         if name not in self.modules:
             self.modules[name] = self.checks.module(name)
         return self.modules[name]
@@ -136,7 +157,7 @@ class RemoteStudent:
         ``.result`` is the call's (``remote.Peak``)."""
         __tracebackhide__ = True
         _names(name, function)
-        present(self.directory, name)
+        present(self.directory, name, self.known_as)
         if not FRESH:
             raise AssertionError(
                 "the grader has no process of your code left to measure memory in: each student.peak_memory "
@@ -208,6 +229,10 @@ def guard_imports(directory: Path, permitted: dict[str, set[str]]) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("vjpgrad course")
     group.addoption("--student", metavar="DIR", help="the student's directory, whose files the checks import")
+    group.addoption(
+        "--known-as", metavar="NAME", default=None,
+        help="how the student names their directory (check: as typed); default: the submission",
+    )  # fmt: skip
     group.addoption("--class-mode", action="store_true", help="messages say what differs, never how to write the fix")
     group.addoption(
         "--own", action="append", default=[], metavar="FILE=PACKAGE,...",
@@ -253,7 +278,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def student(pytestconfig: pytest.Config) -> Student | RemoteStudent:
     """The student's directory, to import their files from: ``student("engine").Value``."""
     directory = Path(pytestconfig.getoption("--student") or ".").resolve()
-    return Student(directory) if REMOTE[0] is None else RemoteStudent(directory, REMOTE[0])
+    known_as = pytestconfig.getoption("--known-as")
+    return Student(directory, known_as) if REMOTE[0] is None else RemoteStudent(directory, REMOTE[0], known_as)
 
 
 def test_name(item: pytest.Item) -> str:

@@ -319,7 +319,9 @@ def check(args: argparse.Namespace) -> int:
 
     exercises = list(of.exercises) if only is None else [only]
     run = inprocess.run if inprocess.wanted() else grading.run  # in a browser: no processes to start
-    results = run(directory.resolve(), exercises, args.timeout, args.jobs, class_mode=settings.class_mode)
+    results = run(
+        directory.resolve(), exercises, args.timeout, args.jobs, class_mode=settings.class_mode, known_as=str(directory)
+    )
     grading.note_dependencies(results, of)
     hints = {ex.number: of.hint(ex, settings.class_mode) for ex in exercises}
     if args.json:
@@ -468,7 +470,7 @@ def grade(args: argparse.Namespace) -> int:
     if notice is not None:
         print(notice, file=sys.stderr)
     try:
-        gradebook.existing(out, of)
+        gradebook.check_out(out, of, [directory.name for directory in directories])
     except gradebook.GradebookError as error:
         raise CourseError(str(error)) from None
     for directory in left_out:

@@ -56,14 +56,21 @@ def _asked_by_name(check: Path, names: set[str]) -> set[str]:
 
 def files_used(ex: Exercise, course: Course) -> set[str]:
     """The student files ``ex``'s checks run: its own, those its check asks for, and what they import."""
-    templates = course.student_files()
+    return used_of(ex, course.student_files())
+
+
+def used_of(ex: Exercise, templates: dict[str, Path]) -> set[str]:
+    """``files_used``, the student's files being ``templates`` (their skeletons, by name)."""
     names = set(templates)
     used = set(ex.files) | _asked_by_name(ex.check, names)
     for path in ex.held_out:
         used |= _asked_by_name(path, names)
     todo = list(used)
     while todo:
-        for found in _local_imports(templates[todo.pop()], names) - used:
+        name = todo.pop()
+        if name not in templates:  # a file an exercise names that has no skeleton: it imports nothing known
+            continue
+        for found in _local_imports(templates[name], names) - used:
             used.add(found)
             todo.append(found)
     return used

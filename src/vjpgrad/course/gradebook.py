@@ -67,8 +67,9 @@ def grade(
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
     for directory, result, read in zip(checked, results, remarks, strict=True):
         result.remarks += read
-        if any(guard.SOLUTIONS in t.message for t in result.tests):  # the student's process refused it
-            result.remarks.append(guard.SOLUTIONS_REMARK)
+        for refused, remark in ((guard.SOLUTIONS, guard.SOLUTIONS_REMARK), (guard.ENGINE, guard.ENGINE_REMARK)):
+            if any(refused in t.message for t in result.tests):  # the student's process refused it
+                result.remarks.append(remark)
         graded[directory.name].append(result)
     for results_of_one in graded.values():
         if not independent:
@@ -242,7 +243,8 @@ def gradebook(course: Course, reports: dict[str, dict[str, Any]]) -> str:
 
 def existing(out: Path, course: Course) -> list[str]:
     """The directories ``out`` has results of, in its gradebook's order; ``GradebookError`` when its
-    gradebook has other columns (another course's)."""
+    gradebook has other columns (another course's), or a row whose ``results.json`` is gone or
+    cannot be read (the gradebook is rebuilt from them: that row would be lost)."""
     path = out / GRADES
     if not path.is_file():
         return []
@@ -252,7 +254,42 @@ def existing(out: Path, course: Course) -> list[str]:
             f"{path} has the columns {', '.join(rows[0])}, not this course's: grade into another --out"
         )
     names = [_untext(r[0]) for r in rows[1:] if r]
-    return [name for name in names if (out / name / RESULTS).is_file()]
+    for name in names:
+        if not (out / name / RESULTS).is_file():  # the gradebook is rebuilt from them: its row would go
+            raise GradebookError(
+                f"{path} has a row for {name}, whose {out / name / RESULTS} is not there: put it back, or "
+                "grade into another --out"
+            )
+        read_results(out / name / RESULTS)
+    return names
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """A ``results.json`` that ``grade`` wrote; ``GradebookError`` naming it when it is not one (a file
+    edited by hand), said before anything is written, rather than a traceback once some are."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        tests = report["tests"]
+        if not isinstance(tests, list):
+            raise TypeError(f"its tests are a {type(tests).__name__}, not a list")
+        for test in tests:
+            _exercise_of(test), float(test["score"])
+    except (OSError, ValueError, TypeError, KeyError, IndexError) as error:
+        why = f"{type(error).__name__}: {error}"
+        raise GradebookError(
+            f"{path} cannot be read as grade's results ({why}): move it away or grade into another --out"
+        ) from None
+    return report  # type: ignore[no-any-return]
+
+
+def check_out(out: Path, course: Course, names: Sequence[str]) -> None:
+    """Refuse (``GradebookError``) an ``out`` that ``write`` could not merge into: another course's
+    gradebook, or a ``results.json`` it could not read, of a directory in it or of one of ``names``
+    (those about to be graded)."""
+    existing(out, course)
+    for name in names:
+        if (out / name / RESULTS).is_file():
+            read_results(out / name / RESULTS)
 
 
 def write(out: Path, course: Course, graded: dict[str, list[ExerciseResult]]) -> str:
@@ -262,12 +299,12 @@ def write(out: Path, course: Course, graded: dict[str, list[ExerciseResult]]) ->
     out.mkdir(parents=True, exist_ok=True)
     for name, results in graded.items():
         path = out / name / RESULTS
-        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        old = read_results(path) if path.is_file() else None
         report = merged(old, results_json(results, course), course)
         path.parent.mkdir(exist_ok=True)
         path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     everyone = [*names, *(name for name in graded if name not in names)]
-    reports = {name: json.loads((out / name / RESULTS).read_text(encoding="utf-8")) for name in everyone}
+    reports = {name: read_results(out / name / RESULTS) for name in everyone}
     text = gradebook(course, reports)
     (out / GRADES).write_text(text, encoding="utf-8")
     return text

@@ -27,6 +27,7 @@ their own, so the process that runs the checks a student sees never imports them
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import hmac
 import importlib.util
@@ -38,7 +39,9 @@ import re
 import secrets
 import shutil
 import signal
+import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -144,23 +147,25 @@ class ExerciseResult:
 
 def run(
     directory: Path, exercises: Sequence[Exercise], timeout: float = TIMEOUT, workers: int | None = None,
-    held_out: bool = False, class_mode: bool = False,
+    held_out: bool = False, class_mode: bool = False, known_as: str | None = None,
 ) -> list[ExerciseResult]:  # fmt: skip
     """Check ``exercises`` against the files in ``directory``, each in its own process, at most
     ``timeout`` seconds each, ``workers`` at a time (the cores by default); the held-out checks too
-    when ``held_out``; with messages that say only what differs when ``class_mode``."""
-    return run_many([(directory, ex) for ex in exercises], timeout, workers, held_out, class_mode)
+    when ``held_out``; with messages that say only what differs when ``class_mode``. ``known_as``:
+    how the student names ``directory`` (``check``: as they typed it); by default it is the
+    submission, and the messages name their files by their paths in it (``as_known``)."""
+    return run_many([(directory, ex) for ex in exercises], timeout, workers, held_out, class_mode, known_as)
 
 
 def run_many(
     work: Sequence[tuple[Path, Exercise]], timeout: float = TIMEOUT, workers: int | None = None,
-    held_out: bool = False, class_mode: bool = False,
+    held_out: bool = False, class_mode: bool = False, known_as: str | None = None,
 ) -> list[ExerciseResult]:  # fmt: skip
     """``run`` for (directory, exercise) pairs of several directories, in one pool of processes; the
     longest exercises (``LONGEST``) start first, the results come in the order of ``work``."""
     order = sorted(range(len(work)), key=lambda k: (work[k][1].teachers or work[k][1].slug not in LONGEST, k))
     with ThreadPoolExecutor(max_workers=max(1, min(workers or cores(), len(work) or 1))) as pool:
-        started = {k: pool.submit(run_exercise, *work[k], timeout, held_out, class_mode) for k in order}
+        started = {k: pool.submit(run_exercise, *work[k], timeout, held_out, class_mode, known_as) for k in order}
         return [started[k].result() for k in range(len(work))]
 
 
@@ -322,9 +327,21 @@ def _undumpable() -> None:
         pass
 
 
+STANDARD = (
+    "array", "bisect", "cmath", "collections", "copy", "dataclasses", "decimal", "fractions", "functools", "heapq",
+    "itertools", "math", "numbers", "operator", "random", "re", "statistics", "string", "struct", "typing",
+)  # fmt: skip
+"""The standard library's modules for computing that the student's process imports before it drops
+to another user (``RUN_AS``): the student's files may import them as that user even where the
+interpreter's own files are not readable by it (a Python installed under root's home). A process
+from the fork server has them already (and more: what pytest, hypothesis and vjpgrad import); a
+``Fresh`` one imports these alone."""
+
+
 def student_process(
-    directory: str, permitted: dict[str, set[str]], channel: Any, seconds: float, user: tuple[int, int] | None
-) -> None:
+    directory: str, permitted: dict[str, set[str]], channel: Any, seconds: float, user: tuple[int, int] | None,
+    unreached: bool = False,
+) -> None:  # fmt: skip
     """The process where the student's code runs, for one exercise's checks: at most ``seconds`` of
     CPU and ``MEMORY`` bytes more than it starts with, as ``user`` when given, its output thrown away,
     in their ``directory`` (on ``sys.path`` after the standard library), refusing imports of vjpgrad
@@ -333,10 +350,14 @@ def student_process(
     process (``guard``). It answers the checks' requests on ``channel`` (``remote``) and holds
     nothing of theirs. Nothing of the student's runs until the checks ask it to import one of their
     files: a process the checks' process measures from before that
-    (``remote.Checks.peak_memory_with_import``) counts all their code takes."""
+    (``remote.Checks.peak_memory_with_import``) counts all their code takes. ``unreached``: vjpgrad's
+    engine was never loaded here (``Fresh``), and the hook refuses reading its files (``guard``)."""
     from vjpgrad.course import _plugin, guard, probe, remote  # all it runs, imported before it may drop to ``user``
 
     probe.refuse_recursion_limit()  # exercise 4's check means something only if their code cannot raise it
+    for name in STANDARD:  # before it may drop to ``user``, who may not read the interpreter's files
+        importlib.import_module(name)
+    sysconfig.get_config_vars()  # its data module, imported once: read for the student's place on sys.path
     _limit_cpu(seconds)
     _limit_memory(MEMORY)
     nothing = os.open(os.devnull, os.O_WRONLY)
@@ -354,7 +375,7 @@ def student_process(
     _plugin.guard_imports(home, permitted)
     student = _plugin.Student(home)
     # last: from here on, no process, file written, socket, ctypes, /proc nor reference solution (``guard``)
-    guard.install(str(folder("solutions")))
+    guard.install(str(folder("solutions")), str(folder("solutions").parent.parent) if unreached else None)
     remote.serve(channel, home, student)
 
 
@@ -442,17 +463,39 @@ def cpu_limited() -> bool:
 
 
 def run_exercise(
-    directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, class_mode: bool = False
-) -> ExerciseResult:
+    directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, class_mode: bool = False,
+    known_as: str | None = None,
+) -> ExerciseResult:  # fmt: skip
     """One exercise's checks in a pytest process of its own, and its held-out checks (when
-    ``held_out``) in another: the process of the checks a student sees never imports them."""
-    mode = ["--class-mode"] if class_mode else []
-    result = _run_files(directory, exercise, [exercise.check], timeout, mode)
+    ``held_out``) in another: the process of the checks a student sees never imports them. Its
+    messages name ``directory`` as the student knows it (``known_as``, ``as_known``)."""
+    options = [*(["--class-mode"] if class_mode else []), *(["--known-as", known_as] if known_as is not None else [])]
+    result = _run_files(directory, exercise, [exercise.check], timeout, options)
     if held_out and exercise.held_out:
-        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, mode)
+        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, options)
         result.tests += [TestResult(**{**t.__dict__, "held_out": True}) for t in hidden.tests]
         result.remarks += [remark for remark in hidden.remarks if remark not in result.remarks]
-    return result
+    return as_known(result, directory, known_as)
+
+
+def as_known(result: ExerciseResult, directory: Path, known_as: str | None) -> ExerciseResult:
+    """``result`` with its messages naming the student's files as the student knows them, never by
+    the path of the folder the grader read them in (the autograder's copy of the submission,
+    ``--independent``'s, each in a temporary folder of the grader's): a file in ``directory`` by
+    its path in it, ``directory`` itself as ``known_as`` (``check``: as typed) or the submission."""
+    from vjpgrad.course._plugin import SUBMISSION
+
+    places = sorted({str(directory), str(directory.resolve())}, key=len, reverse=True)
+    inside = "" if known_as in (None, ".") else known_as.rstrip(os.sep) + os.sep
+    itself = SUBMISSION if known_as is None else known_as
+    within = re.compile("|".join(re.escape(place + os.sep) for place in places))
+    alone = re.compile("|".join(re.escape(place) + r"(?![\w.-])" for place in places))
+
+    def known(text: str) -> str:
+        return alone.sub(lambda _: itself, within.sub(lambda _: inside, text))
+
+    tests = [TestResult(**{**t.__dict__, "message": known(t.message)}) for t in result.tests]
+    return ExerciseResult(result.exercise, tests, [known(remark) for remark in result.remarks], known(result.note))
 
 
 def _run_files(
@@ -499,15 +542,102 @@ def _run_files(
 
 def _student(context: Any, directory: Path, exercise: Exercise, timeout: float) -> tuple[Any, Any]:
     """A process where the student's code runs (``student_process``), started, and the checks' end of
-    the pipe to it."""
+    the pipe to it: a fresh interpreter where vjpgrad's engine is never loaded (``Fresh``) when no
+    file the exercise runs may use vjpgrad (POSIX), else one from the fork server (which has it)."""
     theirs, ours = context.Pipe(duplex=True)
-    student = context.Process(
-        target=student_process, args=(str(directory), _permitted(exercise), theirs, timeout, RUN_AS[0]),
-        name="vjpgrad course: the student's code",
-    )  # fmt: skip
-    start(context, student)
+    permitted = _permitted(exercise)
+    arguments = (str(directory), permitted, theirs, timeout, RUN_AS[0])
+    student: Any
+    if os.name == "posix" and not uses_vjpgrad(exercise, permitted):
+        student = Fresh(arguments)
+    else:
+        student = context.Process(target=student_process, args=arguments, name="vjpgrad course: the student's code")
+        start(context, student)
     theirs.close()
     return student, ours
+
+
+def uses_vjpgrad(exercise: Exercise, permitted: dict[str, set[str]]) -> bool:
+    """Whether a student's file that ``exercise``'s checks run may import vjpgrad (``permitted``: its
+    skeleton does, as exercise 10's ``softsign.py``, a vjpgrad custom op)."""
+    from vjpgrad.course import depends
+
+    templates = {
+        path.name: path for templates in (folder("templates"), exercise.home / "templates")
+        for path in sorted(templates.glob("*.py"))
+    }  # fmt: skip
+    return any("vjpgrad" in permitted.get(name, ()) for name in depends.used_of(exercise, templates))
+
+
+BOOT = """\
+import json, os, sys, types
+paths, package, arguments = json.loads(sys.argv[1])
+sys.path += [path for path in paths if path not in sys.path]
+
+
+def _absent(name):
+    def absent(attribute):
+        raise AttributeError(
+            f"module {name!r} has no attribute {attribute!r}: vjpgrad is not loaded where the course runs "
+            "this exercise's code (its files may not use it)"
+        )
+    return absent
+
+
+for name, folder in (("vjpgrad", package), ("vjpgrad.course", os.path.join(package, "course"))):
+    stub = types.ModuleType(name)
+    stub.__path__, stub.__file__ = [folder], os.path.join(folder, "__init__.py")
+    stub.__getattr__ = _absent(name)
+    sys.modules[name] = stub
+from multiprocessing.connection import Connection
+from vjpgrad.course.grading import student_process
+directory, permitted, channel, seconds, user = arguments
+student_process(
+    directory, {file: set(names) for file, names in permitted.items()}, Connection(channel), seconds,
+    None if user is None else (user[0], user[1]), unreached=True,
+)
+"""
+"""What ``Fresh``'s interpreter runs: vjpgrad's package and ``vjpgrad.course`` as empty modules that
+only point at their folders (``vjpgrad/__init__.py``, which imports the engine, never runs), then
+``student_process`` on the arguments, the pipe being an inherited file descriptor."""
+
+
+class Fresh:
+    """A process of the student's code started from a fresh interpreter (``python -I -B -c BOOT``),
+    not from the fork server, which has imported vjpgrad: vjpgrad's engine is never loaded in it,
+    so no lookup of the student's code (``sys.modules``, ``object.__subclasses__()``, the grader's
+    frames and globals) can find it, and ``student_process`` has its files refused (``guard``). It
+    answers what ``_run_files`` asks of a process: ``pid``, ``is_alive``, ``kill``, ``join``,
+    ``exitcode``."""
+
+    def __init__(self, arguments: tuple[str, dict[str, set[str]], Any, float, tuple[int, int] | None]) -> None:
+        directory, permitted, channel, seconds, user = arguments
+        here = os.getcwd()
+        paths = [os.path.abspath(path) for path in sys.path if path]  # the packages this interpreter finds
+        package = str(folder("solutions").parent.parent)  # vjpgrad's folder
+        plain = {file: sorted(names) for file, names in permitted.items()}
+        given = json.dumps(
+            [[path for path in paths if path != here], package, [directory, plain, channel.fileno(), seconds, user]]
+        )
+        self.popen = subprocess.Popen(
+            [sys.executable, "-I", "-B", "-c", BOOT, given], pass_fds=(channel.fileno(),), cwd=os.sep,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        self.pid = self.popen.pid
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self) -> None:
+        self.popen.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout)
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
 
 
 MEASURE = re.compile(r"\.peak_memory\(")

@@ -64,6 +64,12 @@ needs none of them, and an engine that loads one at run time (its path put toget
 reading of the file finds it) would earn the marks of the shipped solution."""
 SOLUTIONS_REMARK = "loaded vjpgrad's reference solutions at run time (refused)"
 """The teacher's remark on an exercise whose checks met that refusal (``gradebook.grade``)."""
+ENGINE = "reading vjpgrad's own code, which this exercise's files may not use"
+"""What an ``open`` of vjpgrad's code is refused as where an exercise's files may not use vjpgrad and
+it was never loaded (``grading.Fresh``): the installed package's files, and vjpgrad's engine wherever
+a copy of it lies (``vjpgrad/__init__.py``, ``vjpgrad/core/``, a ``vjpgrad-*`` wheel or archive)."""
+ENGINE_REMARK = "loaded vjpgrad's engine at run time (refused)"
+"""The teacher's remark on an exercise whose checks met that refusal (``gradebook.grade``)."""
 
 WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 """The flags of an ``open`` that writes."""
@@ -93,26 +99,50 @@ def _scrub() -> None:
         del sys.modules[module]
 
 
-def install(solutions: str) -> None:
+def install(solutions: str, engine: str | None = None) -> None:
     """Refuse, in this process, from now on, what ``refusal`` names, and reading any file under the
-    folder ``solutions`` (vjpgrad's reference solutions); not undone. Run last before the student's
-    files are imported: the grader's code in this process needs none of it afterwards (it reads and
-    writes inherited pipes, which raise no event)."""
+    folder ``solutions`` (vjpgrad's reference solutions); with ``engine`` (vjpgrad's folder, where
+    it was never loaded in this process), reading vjpgrad's code too (``ENGINE``); not undone. Run
+    last before the student's files are imported: the grader's code in this process needs none of it
+    afterwards (it reads and writes inherited pipes, which raise no event, and imports nothing more)."""
     _scrub()
+    package = None if engine is None else os.path.realpath(engine) + os.sep
     # copies: what the hook reads, nothing else reaches
-    hook = _hook(os.stat, os.path.realpath, os.path.realpath(solutions) + os.sep, dict(REFUSED), MODULES, RULE)
+    hook = _hook(os.stat, os.path.realpath, os.path.realpath(solutions) + os.sep, dict(REFUSED), MODULES, RULE, package)
     sys.addaudithook(hook)
+
+
+ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".egg")
+"""The archives a copy of vjpgrad's code comes in: a ``vjpgrad-*`` one is refused with ``ENGINE``."""
+
+
+def engine_file(found: str, package: str, sep: str = os.sep) -> bool:
+    """Whether the file at the real path ``found`` is vjpgrad's code: under ``package`` (the installed
+    vjpgrad's folder, ending with ``sep``), or in any copy of it (``vjpgrad/__init__.py`` and
+    ``vjpgrad/core/``, their ``__pycache__`` too), or a ``vjpgrad-*`` wheel or archive."""
+    if found.startswith(package):
+        return True
+    parts = found.split(sep)
+    if len(parts) > 2 and parts[-2] == "__pycache__":
+        parts = [*parts[:-2], parts[-1]]
+    name = parts[-1]
+    return (
+        parts[-3:-1] == ["vjpgrad", "core"]
+        or (parts[-2:-1] == ["vjpgrad"] and name.startswith("__init__."))
+        or (name.startswith("vjpgrad-") and name.endswith(ARCHIVES))
+    )
 
 
 def _hook(
     stat: Callable[..., Any], real: Callable[[str], str], solutions: str, refused: dict[str, str],
-    modules: frozenset[str], rule: str,
+    modules: frozenset[str], rule: str, package: str | None = None,
 ) -> Callable[..., None]:  # fmt: skip
     """The audit hook: everything it reads is bound here, in its closure, so that no module attribute a
     student's code can rebind (this module's, ``os``'s) changes what it refuses. A path that is not a
     ``str``, ``bytes`` or file descriptor (a ``PathLike``, whose ``__fspath__`` could answer the hook
     one path and ``open`` another) is refused. A path is found where it leads (``real``: links and
-    ``..`` followed) before it is compared with ``solutions``."""
+    ``..`` followed) before it is compared with ``solutions`` and, given ``package`` (vjpgrad's folder),
+    with vjpgrad's code (``engine_file``)."""
     try:
         proc = stat("/proc").st_dev if sys.platform.startswith("linux") else None
     except OSError:
@@ -121,6 +151,17 @@ def _hook(
     sep, is_folder = os.sep, S_ISDIR
 
     anywhere = f"{sep}vjpgrad{sep}course{sep}solutions{sep}"  # a copy of the package (a build's, another install's)
+    is_engine = engine_file
+
+    def vjpgrads(path: Any) -> bool:
+        if package is None or type(path) is int or path is None:
+            return False
+        text = path.decode("utf-8", "surrogateescape") if type(path) is bytes else path
+        try:
+            found = real(text)
+        except (OSError, ValueError):
+            return True  # a path that cannot be followed is not read
+        return is_engine(found, package, sep)
 
     def among_solutions(path: Any) -> bool:
         if type(path) is int or path is None:
@@ -164,6 +205,8 @@ def _hook(
             return SOLUTIONS
         if a_folder(path):  # its descriptor would open by names the hook sees unresolved
             return f"opening a folder ({path!r}): a path relative to its descriptor is not checked"
+        if vjpgrads(path):
+            return ENGINE
         return None
 
     def what(event: str, arguments: tuple[Any, ...]) -> str | None:

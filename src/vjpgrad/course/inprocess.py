@@ -164,19 +164,22 @@ def _trace(seconds: float, end: float, up: Callable[[], None], fired: list[bool]
 
 def run(
     directory: Path, exercises: Sequence[Exercise], timeout: float = grading.TIMEOUT, workers: int | None = None,
-    held_out: bool = False, class_mode: bool = False,
+    held_out: bool = False, class_mode: bool = False, known_as: str | None = None,
 ) -> list[grading.ExerciseResult]:  # fmt: skip
     """``grading.run`` in this interpreter: the exercises one after another (``workers`` is ignored)."""
-    return run_many([(directory, exercise) for exercise in exercises], timeout, held_out, class_mode=class_mode)
+    work = [(directory, exercise) for exercise in exercises]
+    return run_many(work, timeout, held_out, class_mode=class_mode, known_as=known_as)
 
 
 def run_many(
     work: Sequence[tuple[Path, Exercise]], timeout: float = grading.TIMEOUT, held_out: bool = False,
-    how: str | None = None, class_mode: bool = False,
+    how: str | None = None, class_mode: bool = False, known_as: str | None = None,
 ) -> list[grading.ExerciseResult]:  # fmt: skip
     """``grading.run_many`` in this interpreter: each (directory, exercise) pair in turn, each at most
     ``timeout`` seconds on the clock (kept ``how``: see ``deadline``)."""
-    return [run_exercise(directory, exercise, timeout, held_out, how, class_mode) for directory, exercise in work]
+    return [
+        run_exercise(directory, exercise, timeout, held_out, how, class_mode, known_as) for directory, exercise in work
+    ]
 
 
 @contextlib.contextmanager
@@ -233,9 +236,10 @@ class _Kept:
 
 def run_exercise(
     directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, how: str | None = None,
-    class_mode: bool = False,
+    class_mode: bool = False, known_as: str | None = None,
 ) -> grading.ExerciseResult:  # fmt: skip
-    """One exercise's checks (and its held-out checks when ``held_out``) by ``pytest.main`` here."""
+    """One exercise's checks (and its held-out checks when ``held_out``) by ``pytest.main`` here, their
+    messages naming ``directory`` as the student knows it (``grading.as_known``)."""
     import pytest
 
     from vjpgrad.course import _plugin
@@ -244,7 +248,8 @@ def run_exercise(
     arguments = [
         "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(exercise.check.parent),
         "--student", str(directory.resolve()), *grading._own(exercise), *(["--class-mode"] if class_mode else []),
-        *grading.HYPOTHESIS_PLUGIN, "--capture=sys", "-p", "no:faulthandler", *map(str, files),
+        *(["--known-as", known_as] if known_as is not None else []), *grading.HYPOTHESIS_PLUGIN, "--capture=sys",
+        "-p", "no:faulthandler", *map(str, files),
     ]  # fmt: skip
     kept = _Kept()
     reporter = _plugin.Reporter(kept, hmac.new(b"in-process", digestmod=hashlib.sha256))
@@ -264,7 +269,7 @@ def run_exercise(
     # read as a run that was not stopped; a stop on the clock is said below (grading's words for a
     # stopped run name the CPU where the platform has a resource module, which Pyodide's is not)
     result = grading._result(exercise, events, output.getvalue(), False, timeout)
-    return _on_the_clock(result, timeout) if fired else result
+    return grading.as_known(_on_the_clock(result, timeout) if fired else result, directory, known_as)
 
 
 STOPPED = "the process running the checks stopped during it"
