@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from _helpers import GRAPH_OPS, bits
@@ -1321,3 +1321,32 @@ def test_a_vector_of_a_users_subclass_that_carries_attributes_returned_is_refuse
 
     with pytest.raises(TypeError, match=r"NamedRow carrying \.name"):
         vjpgrad.compile(f)(Value(1.0))
+
+
+class Doubled(NamedTuple):
+    """A user's named tuple whose ``__new__`` takes other arguments than its fields."""
+
+    value: Any
+    doubled: Any
+
+
+class Pair(Doubled):
+    __slots__ = ()
+
+    def __new__(cls, x: Any) -> Pair:  # one argument: the fields are made from it
+        return super().__new__(cls, x, x * 2.0)
+
+
+def test_a_named_tuple_returned_is_made_from_its_items_without_calling_its_new() -> None:
+    """A named tuple of the user's class returned is made as eager code's holds its items, of
+    its class, whatever its ``__new__`` takes (it ran once, in the function): not a TypeError
+    from calling it with the fields."""
+
+    def f(x: Value) -> Pair:
+        return Pair(x)
+
+    compiled = vjpgrad.compile(f)
+    for _ in range(3):
+        pair = compiled(Value(1.5))
+        assert type(pair) is Pair
+        assert [v.data for v in pair] == [1.5, 3.0]

@@ -489,7 +489,7 @@ def _build(shape: Shape, leaves: list[Any], args: tuple[Any, ...], kwargs: dict[
     elif kind == "dict":
         made = {key: item for (key, _), item in zip(parts, items, strict=True)}
     else:
-        made = kind(*items) if hasattr(kind, "_fields") else kind(items)
+        made = tuple.__new__(kind, items) if hasattr(kind, "_fields") else kind(items)  # not the user's __new__
     built[n] = made
     return made
 
