@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from _helpers import GRAPH_OPS, bits
@@ -1239,3 +1239,114 @@ def test_the_forward_pass_hands_on_exactly_the_values_the_reverse_pass_reads() -
     assert set(kept) == checked | returned
     assert checked - _names_read(program.backward_source(every)) == {program.names[id(program.live[1])]}
     assert len(kept) < len(live)
+
+
+# ---- the classes of the results: eager's ------------------------------------------------------
+
+
+class Tagged(Value):
+    """A user's Value subclass, made inside the function and returned."""
+
+
+class Slotted(Value):
+    """A user's Value subclass with a slot of its own."""
+
+    __slots__ = ("scale",)
+
+
+class Row(Vector):
+    """A user's Vector subclass."""
+
+
+class NamedRow(Vector):
+    """A user's Vector subclass that carries attributes."""
+
+    def __init__(self, items: Any, name: str) -> None:
+        super().__init__(items)
+        self.name = name
+
+
+def test_a_value_of_a_users_subclass_made_inside_and_returned_keeps_its_class() -> None:
+    """``Tagged(2.0)`` made inside and returned is a ``Tagged`` at every call, as eager code's,
+    whether it takes gradient or not, alone or in a container, and it takes its gradient."""
+
+    def f(x: Value) -> tuple[Value, Value, Value]:
+        made = Tagged(2.0)
+        made.note = "made"
+        return made, x * made, Tagged(3.0, requires_grad=False)
+
+    compiled = vjpgrad.compile(f)
+    eager = f(Value(1.0))
+    assert [type(v) for v in eager] == [Tagged, Value, Tagged]
+    for _ in range(3):
+        made, y, constant = compiled(Value(1.0))
+        assert [type(v) for v in (made, y, constant)] == [Tagged, Value, Tagged]
+        assert (vars(made), constant.requires_grad) == ({"note": "made"}, False)
+        y.backward()
+        assert made.grad == 1.0
+
+
+def test_a_value_of_a_users_subclass_with_slots_made_inside_and_returned_is_refused() -> None:
+    """A replay could not make it again with what its slots hold: refused, naming its class."""
+
+    def f(x: Value) -> Value:
+        made = Slotted(2.0)
+        made.scale = 3.0
+        return made
+
+    with pytest.raises(vjpgrad.DataDependentError, match=r"f returns a Slotted.*slots of its own"):
+        vjpgrad.compile(f)(Value(1.0))
+
+
+def test_a_vector_of_a_users_subclass_returned_keeps_its_class() -> None:
+    """A ``Row`` the function makes and returns is a ``Row`` at every call, the first included."""
+
+    def f(x: Value) -> Vector:
+        return Row([x * 2.0, x, 1.0])
+
+    compiled = vjpgrad.compile(f)
+    assert type(f(Value(1.0))) is Row
+    for _ in range(3):
+        row = compiled(Value(1.0))
+        assert type(row) is Row
+        assert [v.data for v in row] == [2.0, 1.0, 1.0]
+
+
+def test_a_vector_of_a_users_subclass_that_carries_attributes_returned_is_refused() -> None:
+    """What it carries is the recorded call's, which a replay making it anew could not give
+    again: refused as a result the compiled function cannot return."""
+
+    def f(x: Value) -> Vector:
+        return NamedRow([x * 2.0], "doubled")
+
+    with pytest.raises(TypeError, match=r"NamedRow carrying \.name"):
+        vjpgrad.compile(f)(Value(1.0))
+
+
+class Doubled(NamedTuple):
+    """A user's named tuple whose ``__new__`` takes other arguments than its fields."""
+
+    value: Any
+    doubled: Any
+
+
+class Pair(Doubled):
+    __slots__ = ()
+
+    def __new__(cls, x: Any) -> Pair:  # one argument: the fields are made from it
+        return super().__new__(cls, x, x * 2.0)
+
+
+def test_a_named_tuple_returned_is_made_from_its_items_without_calling_its_new() -> None:
+    """A named tuple of the user's class returned is made as eager code's holds its items, of
+    its class, whatever its ``__new__`` takes (it ran once, in the function): not a TypeError
+    from calling it with the fields."""
+
+    def f(x: Value) -> Pair:
+        return Pair(x)
+
+    compiled = vjpgrad.compile(f)
+    for _ in range(3):
+        pair = compiled(Value(1.5))
+        assert type(pair) is Pair
+        assert [v.data for v in pair] == [1.5, 3.0]

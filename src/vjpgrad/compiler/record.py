@@ -427,15 +427,30 @@ class _Shapes:
         return shape
 
     def _container(self, result: Any) -> Shape:
-        if isinstance(result, Vector):
+        if type(result) is Vector:
             return ("vector", [self.of(item) for item in result])
-        if type(result) in (list, tuple) or (isinstance(result, tuple) and hasattr(result, "_fields")):
+        if type(result) in (list, tuple) or isinstance(result, Vector) or hasattr(result, "_fields"):
+            if type(result) not in (list, tuple) and _carries(type(result)):
+                _refuse_carried(result)
             return (type(result), [self.of(item) for item in result])
         if type(result) is dict:
             return ("dict", [(key, self.of(item)) for key, item in result.items()])
         raise TypeError(
             "a compiled function returns Values, Vectors, numbers, None, and lists, tuples or dicts of them; got a "
             f"{type(result).__name__}"
+        )
+
+
+def _refuse_carried(result: Any) -> None:
+    """A result of a user's Vector or named tuple subclass is made anew at each call from its
+    items: ``TypeError`` if it carries attributes, which that one would lack."""
+    carried = [name for name, item in _own_attributes(result) if item is not world.MISSING]
+    if carried:
+        kind = type(result).__name__
+        raise TypeError(
+            f"a compiled function returns a {kind} as a new one at each call, made from its items; got a {kind} "
+            f"carrying .{carried[0]}, which that one would lack: return what it carries alongside it, or call the "
+            "function uncompiled"
         )
 
 
@@ -468,13 +483,13 @@ def _build(shape: Shape, leaves: list[Any], args: tuple[Any, ...], kwargs: dict[
     n = len(built)
     built.append(None)
     items = [_build(part, leaves, args, kwargs, built) for part in (parts if kind != "dict" else [p for _, p in parts])]
-    if kind == "vector":
-        made: Any = object.__new__(Vector)
+    if kind == "vector" or (type(kind) is not str and issubclass(kind, Vector)):  # a user's subclass: its class
+        made: Any = object.__new__(Vector if kind == "vector" else kind)
         made._values = items
     elif kind == "dict":
         made = {key: item for (key, _), item in zip(parts, items, strict=True)}
     else:
-        made = kind(*items) if hasattr(kind, "_fields") else kind(items)
+        made = tuple.__new__(kind, items) if hasattr(kind, "_fields") else kind(items)  # not the user's __new__
     built[n] = made
     return made
 

@@ -337,12 +337,9 @@ class Replay:
             as_eager.setdefault(id(node), _as_eager(node)) if kind == "inside" else node
             for (kind, k), node in zip(recorded.outputs, _outputs_of(recorded), strict=True)
         ]
-        # the attributes the function gave the Values it makes and returns (a label...), given
-        # again to each call's (kept as data)
-        self.attributes = [
-            _attributes_of(fn, x) if kind in ("inside", "constant") and isinstance(x, Value) else None
-            for (kind, _), x in zip(recorded.outputs, first, strict=True)
-        ]
+        # the attributes the function gave the Values it makes and returns (a label...) and the
+        # class of one of the user's Value subclasses, given again to each call's (kept as data)
+        self.dressed = _dressing(fn, recorded.outputs, first)
         self.first: Any = build(recorded.shape, first, read.args, read.kwargs)  # the recorded run's result
         recorded.result = None
         self.call = ReplayedCall(self)
@@ -402,7 +399,7 @@ class ReplayedCall:
         self.recorded = replay.recorded
         self.parameters = replay.parameters
         self.outputs = replay.outputs
-        self.attributes = replay.attributes
+        self.dressed = replay.dressed
         self.internal_outputs = replay.internal_outputs
         self.leaf_outputs = replay.leaf_outputs
         self.takes_any = replay.takes_any
@@ -605,7 +602,10 @@ class ReplayedCall:
             else:
                 made[k] = Value(values[kept_place[id(self.recorded.live[k])]], requires_grad=False)
                 results.append(made[k])
-        for result, attributes in zip(results, self.attributes, strict=True):
+        for position, attributes, cls in self.dressed:  # a label, a class of the user's
+            result = results[position]
+            if cls is not None:
+                result.__class__ = cls
             if attributes is not None:
                 vars(result).update(attributes)
         return build(self.recorded.shape, results, read.args, read.kwargs)
@@ -653,11 +653,28 @@ class ReplayedCall:
         return made
 
 
-def _attributes_of(fn: Callable[..., Any], value: Value) -> dict[str, Any] | None:
+def _dressing(
+    fn: Callable[..., Any], outputs: list[tuple[str, Any]], first: list[Any]
+) -> list[tuple[int, dict[str, Any] | None, type | None]]:
+    """For each Value the function makes and returns that has them, its position among the
+    outputs, the attributes the function gave it (a label...) and its class, where it is one of
+    the user's subclasses of Value: given again to each call's result."""
+    dressed = []
+    for position, ((kind, _), x) in enumerate(zip(outputs, first, strict=True)):
+        if kind in ("inside", "constant"):
+            attributes, cls = _attributes_of(fn, x), _class_of(fn, x)
+            if attributes is not None or cls is not None:
+                dressed.append((position, attributes, cls))
+    return dressed
+
+
+def _attributes_of(fn: Callable[..., Any], value: Any) -> dict[str, Any] | None:
     """The attributes the function gave a Value it makes and returns (its label, a tag), to give
     each call's result, or None for none. Only strings, numbers, bools and None can be given
     again: an object kept there (a list, a Value) is the recorded call's, which a replay could
     not make anew, so it is refused, naming the attribute."""
+    if not isinstance(value, Value):
+        return None
     attributes = vars(value)
     if not attributes:
         return None
@@ -669,6 +686,29 @@ def _attributes_of(fn: Callable[..., Any], value: Value) -> dict[str, Any] | Non
                 "(keep strings, numbers and None there), or call the function uncompiled"
             )
     return dict(attributes)
+
+
+def _class_of(fn: Callable[..., Any], value: Any) -> type | None:
+    """The class of a Value the function makes and returns, where it is one of the user's
+    subclasses of Value (given to each call's result, made as a Value), or None. One with slots
+    of its own cannot be made as a Value and given its class: refused, naming it."""
+    kind = type(value)
+    if kind is Value or not isinstance(value, Value):
+        return None
+    if any(_own_slots(base) for base in kind.__mro__[: kind.__mro__.index(Value)]):
+        raise DataDependentError(
+            f"{where(fn)}: {described(fn)} returns a {kind.__name__} it makes, a subclass of Value with slots of "
+            "its own, which a replay could not make again with what they hold: return a Value (and what the slots "
+            "hold alongside it), or call the function uncompiled"
+        )
+    return kind
+
+
+def _own_slots(kind: type) -> bool:
+    """Whether ``kind`` declares slots that hold something (beyond ``__dict__``, ``__weakref__``)."""
+    slots = kind.__dict__.get("__slots__", ())
+    names = (slots,) if isinstance(slots, str) else tuple(slots)
+    return any(name not in ("__dict__", "__weakref__") for name in names)
 
 
 def _a(x: Any) -> str:
