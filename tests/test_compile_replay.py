@@ -14,7 +14,7 @@ import ast
 import math
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -1350,3 +1350,24 @@ def test_a_named_tuple_returned_is_made_from_its_items_without_calling_its_new()
         pair = compiled(Value(1.5))
         assert type(pair) is Pair
         assert [v.data for v in pair] == [1.5, 3.0]
+
+
+class Fielded:
+    """Not a tuple, though it has ``_fields`` and its items (as some libraries' records do)."""
+
+    __slots__ = ("value",)
+    _fields = ("value",)
+
+    def __init__(self, value: Value) -> None:
+        self.value = value
+
+    def __iter__(self) -> Iterator[Value]:
+        return iter((self.value,))
+
+
+def test_an_object_with_fields_that_is_no_tuple_is_refused_naming_its_type() -> None:
+    """Only a tuple with ``_fields`` is a named tuple: another object that has the attribute is
+    refused as a result compile cannot return, naming its type, as any other object is."""
+    compiled = vjpgrad.compile(lambda x: Fielded(x * 2.0))
+    with pytest.raises(TypeError, match=r"returns Values, Vectors, numbers.*got a Fielded$"):
+        compiled(Value(1.5))

@@ -429,7 +429,11 @@ class _Shapes:
     def _container(self, result: Any) -> Shape:
         if type(result) is Vector:
             return ("vector", [self.of(item) for item in result])
-        if type(result) in (list, tuple) or isinstance(result, Vector) or hasattr(result, "_fields"):
+        if (
+            type(result) in (list, tuple)
+            or isinstance(result, Vector)
+            or (isinstance(result, tuple) and hasattr(result, "_fields"))
+        ):
             if type(result) not in (list, tuple) and _carries(type(result)):
                 _refuse_carried(result)
             return (type(result), [self.of(item) for item in result])
