@@ -39,6 +39,8 @@ from typing import Any
 
 import pytest
 
+from vjpgrad.course import remote
+
 EXAMPLES = 30
 """Generated examples per hypothesis check: enough to meet every shape of small graph. Each check
 meets the smallest graphs first (its explicit examples, then hypothesis's simplest draws), where the
@@ -383,7 +385,8 @@ def describe(error: BaseException, directory: Path, where: str | None = None) ->
     if isinstance(error, (AssertionError, MissingFileError)):
         return str(error) or "the check failed"
     if isinstance(error, SyntaxError) and error.filename:
-        return f"{Path(error.filename).name}, line {error.lineno}: SyntaxError: {error.msg}"
+        known = remote.in_submission(error.filename, directory) or Path(error.filename).name
+        return f"{known}, line {error.lineno}: SyntaxError: {error.msg}"
     head = f"{type(error).__name__}: {error}" + (f" ({where})" if where else "")
     return "\n".join([head, *_example(error)])
 
@@ -408,7 +411,7 @@ def _student_frame(error: BaseException, directory: Path) -> str | None:
         return said
     found = None
     for frame in traceback.extract_tb(error.__traceback__):
-        path = Path(frame.filename)
-        if path.parent == directory:
-            found = f"{path.name}, line {frame.lineno}, in {frame.name}"
+        known = remote.in_submission(frame.filename, directory)
+        if known is not None:
+            found = f"{known}, line {frame.lineno}, in {frame.name}"
     return found
