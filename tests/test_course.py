@@ -980,3 +980,15 @@ def test_an_error_in_a_file_of_a_subfolder_is_named_by_its_path_in_the_submissio
     assert "ZeroDivisionError: division by zero (helpers/more.py, line 2, in central_difference)" in ran.stdout
     ran = _check(directory, "8")
     assert "helpers/broken.py, line 1: SyntaxError: " in ran.stdout, ran.stdout
+
+
+@pytest.mark.slow  # a check, through the command line
+def test_a_file_of_a_subfolder_that_imports_vjpgrad_is_refused_by_its_path(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "mine")
+    (directory / "helpers").mkdir()
+    (directory / "helpers" / "more.py").write_text("from vjpgrad import Value  # noqa: F401\n")
+    derivatives = directory / "derivatives.py"
+    derivatives.write_text("from helpers.more import Value  # noqa: F401\n" + derivatives.read_text())
+    ran = _check(directory, "1")
+    assert "ImportError: helpers/more.py imports vjpgrad: the checks run your own code, not vjpgrad's" in ran.stdout
+    assert str(Path(__file__).resolve().parent.parent) not in ran.stdout  # nor where the grader's vjpgrad lies

@@ -212,17 +212,19 @@ BORROWED = ("vjpgrad", "torch")
 
 
 def guard_imports(directory: Path, permitted: dict[str, set[str]]) -> None:
-    """Refuse an import of vjpgrad or torch written in a student's file in ``directory``, unless its
-    skeleton makes it (``permitted``, by file name): their engine is checked, not vjpgrad's."""
+    """Refuse an import of vjpgrad or torch written in a student's file anywhere in ``directory`` (a
+    subfolder's too, named by its path there: ``remote.in_submission``), unless its skeleton makes it
+    (``permitted``, by file name; a file in a subfolder has no skeleton): their engine is checked,
+    not vjpgrad's."""
     original = builtins.__import__
+    known = remote.in_submission
 
     def guarded(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> ModuleType:
         root = name.partition(".")[0]
         if level == 0 and root in BORROWED and isinstance(globals, dict):
-            where = str(globals.get("__file__") or "")
-            mine = bool(where) and Path(where).parent == directory
-            if mine and root not in permitted.get(Path(where).name, set()):
-                raise ImportError(f"{Path(where).name} imports {root}: the checks run your own code, not {root}'s")
+            where = known(str(globals.get("__file__") or ""), directory)
+            if where is not None and root not in permitted.get(where, set()):
+                raise ImportError(f"{where} imports {root}: the checks run your own code, not {root}'s")
         return original(name, globals, locals, fromlist, level)
 
     builtins.__import__ = guarded
