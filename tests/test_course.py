@@ -954,3 +954,41 @@ def test_check_names_a_missing_file_in_the_directory_as_the_student_typed_it(tmp
     assert ran.returncode == 1, ran.stderr
     assert "seeds.py is not in my course: `vjpgrad course init 'my course'` writes it again" in ran.stdout
     assert "vjpgrad-" not in ran.stdout
+
+
+def _check(directory: Path, *words: str) -> subprocess.CompletedProcess[str]:
+    """``python -m vjpgrad course check DIR WORDS...`` from ``directory``'s parent, as a student runs it."""
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")}
+    return subprocess.run(
+        [sys.executable, "-m", "vjpgrad", "course", "check", directory.name, *words], cwd=directory.parent,
+        capture_output=True, text=True, env=environment, timeout=600,
+    )  # fmt: skip
+
+
+@pytest.mark.slow  # checks, through the command line
+def test_an_error_in_a_file_of_a_subfolder_is_named_by_its_path_in_the_submission(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "mine")
+    (directory / "helpers").mkdir()
+    (directory / "helpers" / "more.py").write_text("def central_difference(f, *xs, arg=0, h=1e-6):\n    return 1 / 0\n")
+    (directory / "derivatives.py").write_text(
+        "from helpers.more import central_difference  # noqa: F401\n\n\n"
+        "def step_sizes():\n    return 1e-12, 1e-5, 0.1\n"
+    )
+    (directory / "helpers" / "broken.py").write_text("def dot(v, s)\n    return 0\n")
+    (directory / "softmax.py").write_text("from helpers.broken import dot  # noqa: F401\n")
+    ran = _check(directory, "1")
+    assert "ZeroDivisionError: division by zero (helpers/more.py, line 2, in central_difference)" in ran.stdout
+    ran = _check(directory, "8")
+    assert "helpers/broken.py, line 1: SyntaxError: " in ran.stdout, ran.stdout
+
+
+@pytest.mark.slow  # a check, through the command line
+def test_a_file_of_a_subfolder_that_imports_vjpgrad_is_refused_by_its_path(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "mine")
+    (directory / "helpers").mkdir()
+    (directory / "helpers" / "more.py").write_text("from vjpgrad import Value  # noqa: F401\n")
+    derivatives = directory / "derivatives.py"
+    derivatives.write_text("from helpers.more import Value  # noqa: F401\n" + derivatives.read_text())
+    ran = _check(directory, "1")
+    assert "ImportError: helpers/more.py imports vjpgrad: the checks run your own code, not vjpgrad's" in ran.stdout
+    assert str(Path(__file__).resolve().parent.parent) not in ran.stdout  # nor where the grader's vjpgrad lies

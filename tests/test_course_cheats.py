@@ -478,10 +478,12 @@ def test_the_autograder_hands_the_students_user_a_copy_it_can_read_and_not_write
     seen: list[tuple[Path, int, int]] = []
     real = gradebook.grade
 
-    def looked_at(directories: list[Path], of: object, timeout: float) -> dict[str, list[grading.ExerciseResult]]:
+    def looked_at(
+        directories: list[Path], of: object, timeout: float, more_time: grading.MoreTime
+    ) -> dict[str, list[grading.ExerciseResult]]:
         for path in [directories[0], *directories[0].rglob("*")]:
             seen.append((path, path.stat().st_uid, stat.S_IMODE(path.stat().st_mode)))
-        return real(directories, type(course(None))((exercise(2),)), timeout)
+        return real(directories, type(course(None))((exercise(2),)), timeout, more_time=more_time)
 
     monkeypatch.setattr(gradebook, "grade", looked_at)
     results = tmp_path / "results" / "results.json"

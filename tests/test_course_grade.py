@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _course_mistakes import MISTAKES
@@ -818,3 +819,73 @@ def test_grade_keeps_a_row_whose_results_are_gone_by_refusing_to_rewrite_the_gra
     assert f"{out / 'grades.csv'} has a row for ada, whose {out / 'ada' / 'results.json'} is not there" in err
     assert (out / "grades.csv").read_text() == before  # ada's row is still there
     assert not (out / "cy").exists()
+
+
+# ---- what each reader is told: advice they can follow, nothing of the grader's folders -----------------
+
+
+def _visible(report: dict[str, Any]) -> str:
+    """What Gradescope shows the student of a results.json: its output and its visible tests'."""
+    return "\n".join([report["output"], *(t["output"] for t in report["tests"] if t["visibility"] == "visible")])
+
+
+def _for_the_teacher(report: dict[str, Any]) -> str:
+    return "\n".join(t["output"] for t in report["tests"] if t["visibility"] == gradebook.TEACHER_VISIBILITY)
+
+
+@pytest.mark.slow  # it waits for the timeout, in check, grade and the autograder
+def test_a_timeout_advises_what_its_reader_can_do(tmp_path: Path) -> None:
+    teacher = teachers_only(tmp_path)
+    ann = sigmoid_submission(tmp_path / "class" / "ann", "    while True:\n        pass")
+    checked = _command(
+        "vjpgrad", "course", "check", "ann", "--exercises", str(teacher), "--timeout", "2", cwd=ann.parent
+    )
+    assert "(an endless loop? --timeout gives more time)" in checked.stdout, checked.stdout + checked.stderr
+    graded = _command(
+        "vjpgrad", "course", "grade", str(ann), "--out", str(tmp_path / "out"), "--exercises", str(teacher),
+        "--timeout", "2", cwd=tmp_path,
+    )  # fmt: skip
+    assert graded.returncode == 0, graded.stderr
+    report = json.loads((tmp_path / "out" / "ann" / "results.json").read_text())
+    assert "did not finish within 2 s" in _visible(report)
+    assert "--timeout" not in _visible(report)  # the student cannot give grade more time
+    assert "vjpgrad course grade --timeout" in _for_the_teacher(report)
+    assert "vjpgrad course grade --timeout" in (tmp_path / "out" / "grades.csv").read_text()
+    results = tmp_path / "results" / "results.json"
+    ran = _command(
+        "vjpgrad.course.autograder", "--submission", str(ann), "--results", str(results), "--exercises", str(teacher),
+        "--timeout", "2", cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    report = json.loads(results.read_text())
+    assert "did not finish within 2 s" in _visible(report)
+    assert "--timeout" not in _visible(report)  # nor Gradescope's student
+    assert "run_autograder" in _for_the_teacher(report)
+
+
+@pytest.mark.slow  # grading runs, through the command line
+def test_checks_that_could_not_run_show_the_student_none_of_the_teachers_paths(tmp_path: Path) -> None:
+    teacher = teachers_only(tmp_path)
+    check = teacher / "checks" / "check_sigmoid.py"
+    check.write_text("import a_module_the_teacher_lacks  # noqa: F401\n" + check.read_text())
+    ann = sigmoid_submission(tmp_path / "class" / "ann")
+    results = tmp_path / "results" / "results.json"
+    ran = _command(
+        "vjpgrad.course.autograder", "--submission", str(ann), "--results", str(results), "--exercises", str(teacher),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    report = json.loads(results.read_text())
+    shown = _visible(report)
+    assert "its checks could not run" in shown
+    assert "a_module_the_teacher_lacks" in shown  # what stopped them, still said
+    assert str(tmp_path) not in shown, shown
+    assert "teacher" + os.sep not in shown, shown
+    assert str(check) in _for_the_teacher(report)  # the teacher has it all
+    out = str(tmp_path / "out")
+    graded = _command("vjpgrad", "course", "grade", str(ann), "--out", out, "--exercises", str(teacher), cwd=tmp_path)
+    assert graded.returncode == 0, graded.stderr
+    shown = _visible(json.loads((tmp_path / "out" / "ann" / "results.json").read_text()))
+    assert "a_module_the_teacher_lacks" in shown
+    assert str(tmp_path) not in shown, shown
+    assert "teacher" + os.sep not in shown, shown

@@ -39,6 +39,8 @@ from typing import Any
 
 import pytest
 
+from vjpgrad.course import remote
+
 EXAMPLES = 30
 """Generated examples per hypothesis check: enough to meet every shape of small graph. Each check
 meets the smallest graphs first (its explicit examples, then hypothesis's simplest draws), where the
@@ -210,17 +212,19 @@ BORROWED = ("vjpgrad", "torch")
 
 
 def guard_imports(directory: Path, permitted: dict[str, set[str]]) -> None:
-    """Refuse an import of vjpgrad or torch written in a student's file in ``directory``, unless its
-    skeleton makes it (``permitted``, by file name): their engine is checked, not vjpgrad's."""
+    """Refuse an import of vjpgrad or torch written in a student's file anywhere in ``directory`` (a
+    subfolder's too, named by its path there: ``remote.in_submission``), unless its skeleton makes it
+    (``permitted``, by file name; a file in a subfolder has no skeleton): their engine is checked,
+    not vjpgrad's."""
     original = builtins.__import__
+    known = remote.in_submission
 
     def guarded(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> ModuleType:
         root = name.partition(".")[0]
         if level == 0 and root in BORROWED and isinstance(globals, dict):
-            where = str(globals.get("__file__") or "")
-            mine = bool(where) and Path(where).parent == directory
-            if mine and root not in permitted.get(Path(where).name, set()):
-                raise ImportError(f"{Path(where).name} imports {root}: the checks run your own code, not {root}'s")
+            where = known(str(globals.get("__file__") or ""), directory)
+            if where is not None and root not in permitted.get(where, set()):
+                raise ImportError(f"{where} imports {root}: the checks run your own code, not {root}'s")
         return original(name, globals, locals, fromlist, level)
 
     builtins.__import__ = guarded
@@ -383,7 +387,8 @@ def describe(error: BaseException, directory: Path, where: str | None = None) ->
     if isinstance(error, (AssertionError, MissingFileError)):
         return str(error) or "the check failed"
     if isinstance(error, SyntaxError) and error.filename:
-        return f"{Path(error.filename).name}, line {error.lineno}: SyntaxError: {error.msg}"
+        known = remote.in_submission(error.filename, directory) or Path(error.filename).name
+        return f"{known}, line {error.lineno}: SyntaxError: {error.msg}"
     head = f"{type(error).__name__}: {error}" + (f" ({where})" if where else "")
     return "\n".join([head, *_example(error)])
 
@@ -408,7 +413,7 @@ def _student_frame(error: BaseException, directory: Path) -> str | None:
         return said
     found = None
     for frame in traceback.extract_tb(error.__traceback__):
-        path = Path(frame.filename)
-        if path.parent == directory:
-            found = f"{path.name}, line {frame.lineno}, in {frame.name}"
+        known = remote.in_submission(frame.filename, directory)
+        if known is not None:
+            found = f"{known}, line {frame.lineno}, in {frame.name}"
     return found

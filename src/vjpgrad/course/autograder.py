@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for path in [directory, *directory.rglob("*")]:  # root's: the user reads them, and writes none
                     os.chmod(path, 0o755 if path.is_dir() else 0o644)
             graded_here = graded_folder(directory, list(of.student_files()))
-            graded = gradebook.grade([graded_here], of, args.timeout)
+            graded = gradebook.grade([graded_here], of, args.timeout, more_time=grading.AUTOGRADER)
         finally:
             grading.RUN_AS[0] = before
         report = gradebook.results_json(graded[graded_here.name], of)

@@ -320,8 +320,9 @@ def check(args: argparse.Namespace) -> int:
     exercises = list(of.exercises) if only is None else [only]
     run = inprocess.run if inprocess.wanted() else grading.run  # in a browser: no processes to start
     results = run(
-        directory.resolve(), exercises, args.timeout, args.jobs, class_mode=settings.class_mode, known_as=str(directory)
-    )
+        directory.resolve(), exercises, args.timeout, args.jobs, class_mode=settings.class_mode,
+        known_as=str(directory), more_time=grading.CHECK,
+    )  # fmt: skip
     grading.note_dependencies(results, of)
     hints = {ex.number: of.hint(ex, settings.class_mode) for ex in exercises}
     if args.json:
@@ -559,7 +560,7 @@ def test_exercise(args: argparse.Namespace) -> int:
             for name in ex.files:
                 (skeleton / name).write_text(student_file(ex.template(name), False, numbers[name]), encoding="utf-8")
             work.append((skeleton, ex))
-        results = grading.run_many(work, args.timeout, args.jobs, held_out=True)
+        results = grading.run_many(work, args.timeout, args.jobs, held_out=True, more_time=grading.CHECK)
     good = [
         _tested(ex, on_solution, on_skeleton)
         for ex, on_solution, on_skeleton in zip(own, results[: len(own)], results[len(own) :], strict=True)

@@ -67,6 +67,24 @@ TIMEOUT_LIMIT = 86_400.0
 every exercise would fail for the grader's reason, not the student's."""
 
 
+@dataclass(frozen=True)
+class MoreTime:
+    """How the readers of an exercise's results can give its checks more time, where they can: the
+    student's words, in the message of a check stopped at the time limit (``check``'s, whose
+    ``--timeout`` is theirs); the teacher's, in a remark (``grade``'s and the autograder's, whose
+    ``--timeout`` the student reading the results cannot use). Empty: nothing to advise."""
+
+    student: str = ""
+    teacher: str = ""
+
+
+UNADVISED = MoreTime()
+"""No advice: a reader of the results that no ``--timeout`` is known to be theirs."""
+CHECK = MoreTime(student="--timeout gives more time")
+GRADE = MoreTime(teacher="`vjpgrad course grade --timeout SECONDS` gives more time")
+AUTOGRADER = MoreTime(teacher="`--timeout SECONDS` added to run_autograder's command gives more time")
+
+
 RUN_AS: list[tuple[int, int] | None] = [None]
 """The user (uid, gid) the processes where the student's code runs drop to before they import
 anything of theirs, when the grader runs as root (``autograder``; the checks' processes stay root's);
@@ -147,25 +165,29 @@ class ExerciseResult:
 
 def run(
     directory: Path, exercises: Sequence[Exercise], timeout: float = TIMEOUT, workers: int | None = None,
-    held_out: bool = False, class_mode: bool = False, known_as: str | None = None,
+    held_out: bool = False, class_mode: bool = False, known_as: str | None = None, more_time: MoreTime = UNADVISED,
 ) -> list[ExerciseResult]:  # fmt: skip
     """Check ``exercises`` against the files in ``directory``, each in its own process, at most
     ``timeout`` seconds each, ``workers`` at a time (the cores by default); the held-out checks too
     when ``held_out``; with messages that say only what differs when ``class_mode``. ``known_as``:
     how the student names ``directory`` (``check``: as they typed it); by default it is the
-    submission, and the messages name their files by their paths in it (``as_known``)."""
-    return run_many([(directory, ex) for ex in exercises], timeout, workers, held_out, class_mode, known_as)
+    submission, and the messages name their files by their paths in it (``as_known``). ``more_time``:
+    what a check stopped at the time limit advises (``MoreTime``)."""
+    work = [(directory, ex) for ex in exercises]
+    return run_many(work, timeout, workers, held_out, class_mode, known_as, more_time)
 
 
 def run_many(
     work: Sequence[tuple[Path, Exercise]], timeout: float = TIMEOUT, workers: int | None = None,
-    held_out: bool = False, class_mode: bool = False, known_as: str | None = None,
+    held_out: bool = False, class_mode: bool = False, known_as: str | None = None, more_time: MoreTime = UNADVISED,
 ) -> list[ExerciseResult]:  # fmt: skip
     """``run`` for (directory, exercise) pairs of several directories, in one pool of processes; the
     longest exercises (``LONGEST``) start first, the results come in the order of ``work``."""
     order = sorted(range(len(work)), key=lambda k: (work[k][1].teachers or work[k][1].slug not in LONGEST, k))
     with ThreadPoolExecutor(max_workers=max(1, min(workers or cores(), len(work) or 1))) as pool:
-        started = {k: pool.submit(run_exercise, *work[k], timeout, held_out, class_mode, known_as) for k in order}
+        started = {
+            k: pool.submit(run_exercise, *work[k], timeout, held_out, class_mode, known_as, more_time) for k in order
+        }
         return [started[k].result() for k in range(len(work))]
 
 
@@ -464,15 +486,16 @@ def cpu_limited() -> bool:
 
 def run_exercise(
     directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, class_mode: bool = False,
-    known_as: str | None = None,
+    known_as: str | None = None, more_time: MoreTime = UNADVISED,
 ) -> ExerciseResult:  # fmt: skip
     """One exercise's checks in a pytest process of its own, and its held-out checks (when
     ``held_out``) in another: the process of the checks a student sees never imports them. Its
     messages name ``directory`` as the student knows it (``known_as``, ``as_known``)."""
     options = [*(["--class-mode"] if class_mode else []), *(["--known-as", known_as] if known_as is not None else [])]
-    result = _run_files(directory, exercise, [exercise.check], timeout, options)
+    told = Told(class_mode, more_time)
+    result = _run_files(directory, exercise, [exercise.check], timeout, options, told)
     if held_out and exercise.held_out:
-        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, options)
+        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, options, told)
         result.tests += [TestResult(**{**t.__dict__, "held_out": True}) for t in hidden.tests]
         result.remarks += [remark for remark in hidden.remarks if remark not in result.remarks]
     return as_known(result, directory, known_as)
@@ -498,9 +521,19 @@ def as_known(result: ExerciseResult, directory: Path, known_as: str | None) -> E
     return ExerciseResult(result.exercise, tests, [known(remark) for remark in result.remarks], known(result.note))
 
 
+@dataclass(frozen=True)
+class Told:
+    """What the reader of an exercise's messages is told beyond what differs: in class mode, no path
+    outside their directory (``outside``); how to have more time (``MoreTime``)."""
+
+    class_mode: bool = False
+    more_time: MoreTime = UNADVISED
+
+
 def _run_files(
-    directory: Path, exercise: Exercise, files: list[Path], timeout: float, options: Sequence[str] = ()
-) -> ExerciseResult:
+    directory: Path, exercise: Exercise, files: list[Path], timeout: float, options: Sequence[str] = (),
+    told: Told = Told(),
+) -> ExerciseResult:  # fmt: skip
     """The checks of ``files`` in one pytest process, its report received and authenticated here."""
     with tempfile.TemporaryDirectory(prefix="vjpgrad-course-") as scratch:
         output = Path(scratch) / "output.txt"
@@ -537,7 +570,7 @@ def _run_files(
         text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
     if not genuine:
         return _tampered(exercise, events)
-    return _result(exercise, events, text, timed_out, timeout)
+    return _result(exercise, events, text, timed_out, timeout, told, directory)
 
 
 def _student(context: Any, directory: Path, exercise: Exercise, timeout: float) -> tuple[Any, Any]:
@@ -688,36 +721,85 @@ def _tampered(exercise: Exercise, events: list[dict[str, Any]]) -> ExerciseResul
 
 
 def _result(
-    exercise: Exercise, events: list[dict[str, Any]], output: str, timed_out: bool, timeout: float
-) -> ExerciseResult:
+    exercise: Exercise, events: list[dict[str, Any]], output: str, timed_out: bool, timeout: float,
+    told: Told = Told(), directory: Path | None = None,
+) -> ExerciseResult:  # fmt: skip
+    """The results of an exercise's checks from the ``events`` their process sent and its ``output``.
+    A check stopped at the time limit says what ``told.more_time`` advises; checks that could not run
+    show the output's last lines, in class mode naming no file outside the student's ``directory``
+    by more than its name (``outside``), with the whole of them in a remark to the teacher."""
     collected = next((event["tests"] for event in events if event["event"] == "collected"), None)
     started = [event["id"] for event in events if event["event"] == "start"]
+    remarks = _stopped(exercise, timed_out, timeout, told.more_time)
     if collected is None or not started:  # the checks could not run: the whole exercise fails, with why
-        why = (
-            f"its checks did not start within {timeout:g} s"
-            if timed_out
-            else "its checks could not run:\n" + "\n".join(output.strip().splitlines()[-15:])
-        )
-        return ExerciseResult(exercise, [TestResult("checks_could_not_run", FAILED, why, title="the checks run")])
+        if timed_out:
+            why = f"its checks did not start within {timeout:g} s"
+        else:
+            tail = "\n".join(output.strip().splitlines()[-15:])
+            remarks.append(f"exercise {exercise.number}: its checks could not run:\n{tail}")
+            why = "its checks could not run:\n" + (outside(tail, directory) if told.class_mode else tail)
+        failed = TestResult("checks_could_not_run", FAILED, why, title="the checks run")
+        return ExerciseResult(exercise, [failed], remarks)
     finished = {event["id"]: event for event in events if event["event"] == "result"}
-    result = ExerciseResult(exercise)
+    result = ExerciseResult(exercise, remarks=remarks)
     for test in collected:
         event = finished.get(test["id"])
         if event is not None:
             outcome, message, seconds = event["outcome"], event["message"], event["seconds"]
         elif test["id"] in started:
-            outcome, message, seconds = FAILED, _unfinished(timed_out, timeout), 0.0
+            outcome, message, seconds = FAILED, _unfinished(timed_out, timeout, told.more_time), 0.0
         else:
             outcome, message, seconds = NOT_RUN, "not run: the checks of this exercise stopped at an earlier one", 0.0
         result.tests.append(TestResult(test["name"], outcome, message, seconds, test["title"], test["weight"]))
     return result
 
 
-def _unfinished(timed_out: bool, timeout: float) -> str:
+def _unfinished(timed_out: bool, timeout: float, more_time: MoreTime = UNADVISED) -> str:
     if timed_out:
         clock = " of CPU" if cpu_limited() else ""
-        return f"it did not finish within {timeout:g} s{clock} (an endless loop? --timeout gives more time)"
+        return f"it did not finish within {timeout:g} s{clock} ({advice(more_time)})"
     return "the process running the checks stopped during it (os._exit? a crash?)"
+
+
+def advice(more_time: MoreTime) -> str:
+    """What a check stopped at the time limit says in its parenthesis: ``more_time``'s words for the
+    student, where there are any."""
+    return " ".join(["an endless loop?", *([more_time.student] if more_time.student else [])])
+
+
+def _stopped(exercise: Exercise, timed_out: bool, timeout: float, more_time: MoreTime) -> list[str]:
+    """The teacher's remark on an exercise whose checks were stopped at the time limit, where
+    ``more_time`` has advice for them."""
+    if not timed_out or not more_time.teacher:
+        return []
+    clock = " of CPU" if cpu_limited() else ""
+    return [f"exercise {exercise.number}: its checks were stopped at the time limit, {timeout:g} s{clock}: "
+            f"{more_time.teacher}"]  # fmt: skip
+
+
+PATH = re.compile(r"(?:[A-Za-z]:)?[^\s'\"():]*[\\/][^\s'\"():]*")
+"""A path in pytest's output: a run of characters without spaces, quotes, parentheses or colons
+(which follow a path's line number) that holds a folder separator."""
+LIKE_A_PATH = re.compile(r"[\\/.~]|[A-Za-z]:|.*\.\w+$")
+"""A ``PATH`` that is one: from a folder (``/``, ``./``, ``../``, ``~``, ``C:``) or to a file with a
+suffix (``checks/check_sigmoid.py``), not words (``and/or``)."""
+
+
+def outside(text: str, directory: Path | None) -> str:
+    """``text`` with each path that does not lie in the student's ``directory`` cut to its file's
+    name (``check_sigmoid.py``, not the teacher's ``/autograder/source/exercises/checks/...``), so
+    that no folder of the grader's machine is shown; those in ``directory`` are kept (``as_known``
+    names them as the student knows them)."""
+    places = () if directory is None else tuple({str(directory), str(directory.resolve())})
+
+    def cut(match: re.Match[str]) -> str:
+        path = match.group(0)
+        if (places and path.startswith(places)) or not LIKE_A_PATH.match(path):
+            return path
+        name = re.split(r"[\\/]", path.rstrip("\\/"))[-1]
+        return name or path
+
+    return PATH.sub(cut, text)
 
 
 def note_dependencies(results: Sequence[ExerciseResult], course: Course) -> None:

@@ -165,20 +165,23 @@ def _trace(seconds: float, end: float, up: Callable[[], None], fired: list[bool]
 def run(
     directory: Path, exercises: Sequence[Exercise], timeout: float = grading.TIMEOUT, workers: int | None = None,
     held_out: bool = False, class_mode: bool = False, known_as: str | None = None,
+    more_time: grading.MoreTime = grading.UNADVISED,
 ) -> list[grading.ExerciseResult]:  # fmt: skip
     """``grading.run`` in this interpreter: the exercises one after another (``workers`` is ignored)."""
     work = [(directory, exercise) for exercise in exercises]
-    return run_many(work, timeout, held_out, class_mode=class_mode, known_as=known_as)
+    return run_many(work, timeout, held_out, class_mode=class_mode, known_as=known_as, more_time=more_time)
 
 
 def run_many(
     work: Sequence[tuple[Path, Exercise]], timeout: float = grading.TIMEOUT, held_out: bool = False,
     how: str | None = None, class_mode: bool = False, known_as: str | None = None,
+    more_time: grading.MoreTime = grading.UNADVISED,
 ) -> list[grading.ExerciseResult]:  # fmt: skip
     """``grading.run_many`` in this interpreter: each (directory, exercise) pair in turn, each at most
     ``timeout`` seconds on the clock (kept ``how``: see ``deadline``)."""
     return [
-        run_exercise(directory, exercise, timeout, held_out, how, class_mode, known_as) for directory, exercise in work
+        run_exercise(directory, exercise, timeout, held_out, how, class_mode, known_as, more_time)
+        for directory, exercise in work
     ]
 
 
@@ -236,10 +239,11 @@ class _Kept:
 
 def run_exercise(
     directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, how: str | None = None,
-    class_mode: bool = False, known_as: str | None = None,
+    class_mode: bool = False, known_as: str | None = None, more_time: grading.MoreTime = grading.UNADVISED,
 ) -> grading.ExerciseResult:  # fmt: skip
     """One exercise's checks (and its held-out checks when ``held_out``) by ``pytest.main`` here, their
-    messages naming ``directory`` as the student knows it (``grading.as_known``)."""
+    messages naming ``directory`` as the student knows it (``grading.as_known``), a check stopped at
+    the deadline advising what ``more_time`` does."""
     import pytest
 
     from vjpgrad.course import _plugin
@@ -268,14 +272,17 @@ def run_exercise(
     events = [json.loads(message[: -hashlib.sha256().digest_size]) for message in kept.messages]
     # read as a run that was not stopped; a stop on the clock is said below (grading's words for a
     # stopped run name the CPU where the platform has a resource module, which Pyodide's is not)
-    result = grading._result(exercise, events, output.getvalue(), False, timeout)
-    return grading.as_known(_on_the_clock(result, timeout) if fired else result, directory, known_as)
+    told = grading.Told(class_mode, more_time)
+    result = grading._result(exercise, events, output.getvalue(), False, timeout, told, directory.resolve())
+    return grading.as_known(_on_the_clock(result, timeout, more_time) if fired else result, directory, known_as)
 
 
 STOPPED = "the process running the checks stopped during it"
 
 
-def _on_the_clock(result: grading.ExerciseResult, timeout: float) -> grading.ExerciseResult:
+def _on_the_clock(
+    result: grading.ExerciseResult, timeout: float, more_time: grading.MoreTime = grading.UNADVISED
+) -> grading.ExerciseResult:
     """The results of a run stopped at the deadline: the check that was running did not finish in
     time (or the checks did not start), said as ``grading`` says it of a child process stopped."""
     limit = f"{timeout:g} s"
@@ -285,6 +292,6 @@ def _on_the_clock(result: grading.ExerciseResult, timeout: float) -> grading.Exe
         if test.name == "checks_could_not_run":
             message = f"its checks did not start within {limit}"
         elif message.startswith(STOPPED):
-            message = f"it did not finish within {limit} (an endless loop? --timeout gives more time)"
+            message = f"it did not finish within {limit} ({grading.advice(more_time)})"
         tests.append(dataclasses.replace(test, message=message))
     return grading.ExerciseResult(result.exercise, tests)

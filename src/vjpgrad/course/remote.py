@@ -603,8 +603,9 @@ class Student(Side):
         description = super().describe(error)
         where = None
         for frame in traceback.extract_tb(error.__traceback__):
-            if Path(frame.filename).parent == self.directory:
-                where = f"{Path(frame.filename).name}, line {frame.lineno}, in {frame.name}"
+            known = in_submission(frame.filename, self.directory)
+            if known is not None:
+                where = f"{known}, line {frame.lineno}, in {frame.name}"
         description["where"] = where
         if isinstance(error, SyntaxError) and error.filename:
             description["syntax"] = [error.filename, error.lineno, error.msg]
@@ -618,6 +619,24 @@ class Student(Side):
             except GoneError:
                 return
             self.serve(message)
+
+
+INSTALLED = ("site-packages", "dist-packages")
+"""Folders of installed packages: a file in one inside the student's directory (a virtual environment
+kept in the course's folder) is not one of theirs."""
+
+
+def in_submission(filename: str, directory: Path) -> str | None:
+    """The path of the file ``filename`` in the student's ``directory``, as they know it
+    (``helpers/more.py``); none for a file outside it, or inside it in a hidden folder or one of
+    installed packages (``.venv/lib/python3.12/site-packages/...``)."""
+    try:
+        parts = Path(filename).relative_to(directory).parts
+    except ValueError:
+        return None
+    if not parts or any(part.startswith(".") or part in INSTALLED for part in parts[:-1]):
+        return None
+    return str(Path(*parts))
 
 
 def serve(channel: Any, directory: Path, importer: Callable[[str], Any]) -> None:
