@@ -889,3 +889,39 @@ def test_checks_that_could_not_run_show_the_student_none_of_the_teachers_paths(t
     assert "a_module_the_teacher_lacks" in shown
     assert str(tmp_path) not in shown, shown
     assert "teacher" + os.sep not in shown, shown
+
+
+def _sends_then_dies(channel: Any, key: bytes, cut: bool) -> None:
+    """A checks' process: one signed event, then the start of a second message and death at
+    once (``cut``: killed mid-message, as its CPU limit kills it), or a second message whose
+    signature is wrong (written to by something other than the grader)."""
+    import signal
+    import struct
+
+    payload = json.dumps({"event": "collected", "tests": []}).encode()
+    channel.send_bytes(payload + grading.sign(key, 0, payload))
+    if cut:
+        os.write(channel.fileno(), struct.pack("!i", 1000) + b'{"event": "res')  # 14 bytes of 1,000
+        os.kill(os.getpid(), signal.SIGKILL)
+    forged = json.dumps({"event": "result", "id": "x", "outcome": "passed"}).encode()
+    channel.send_bytes(forged + b"\0" * 32)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork and SIGKILL, as the grader's processes die on Linux")
+@pytest.mark.parametrize("cut", [True, False], ids=["killed_mid_message", "forged"])
+def test_a_report_cut_short_by_its_process_dying_is_not_taken_for_tampering(cut: bool) -> None:
+    """A checks' process killed while it sends a message (its CPU limit, a memory hog's end) leaves
+    a message cut short: what came before is the grader's, and the checks stopped there, which
+    ``_result`` says; only a message the grader did not sign is tampering."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+    key = os.urandom(32)
+    process = context.Process(target=_sends_then_dies, args=(sending, key, cut))
+    process.start()
+    sending.close()
+    events, genuine = grading._receive(process, receiving, key, 10.0)
+    process.join()
+    assert [event["event"] for event in events] == ["collected"]
+    assert genuine is cut

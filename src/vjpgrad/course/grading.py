@@ -412,7 +412,8 @@ MESSAGE_LIMIT = 1 << 22
 
 def _receive(process: Any, channel: Any, key: bytes, wall: float) -> tuple[list[dict[str, Any]], bool]:
     """The events a child sends until it stops (or ``wall`` seconds pass), each checked against its
-    signature, and whether every message was the grader's (signed, in order, whole)."""
+    signature, and whether every message was the grader's (signed, in order, whole; a last one cut
+    short by the child dying as it sent it is left out, ``_died``)."""
     events: list[dict[str, Any]] = []
     deadline = time.monotonic() + wall
     while True:
@@ -432,8 +433,8 @@ def _receive(process: Any, channel: Any, key: bytes, wall: float) -> tuple[list[
                 return events, True
             process.join(0.05)
             continue
-        except OSError:
-            return events, False
+        except OSError:  # a message cut short, or a length too long to be one of ours
+            return events, _died(process)
         payload, signature = message[:-32], message[-32:]
         if len(message) < 32 or not hmac.compare_digest(signature, sign(key, len(events), payload)):
             return events, False
@@ -444,6 +445,15 @@ def _receive(process: Any, channel: Any, key: bytes, wall: float) -> tuple[list[
         if not isinstance(event, dict) or event.get("event") == "tampered":
             return events, False
         events.append(event)
+
+
+def _died(process: Any) -> bool:
+    """Whether a message that broke off came from ``process`` dying while it sent it (its CPU or
+    memory limit, a kill: it has stopped, and not by returning), so that the messages before it
+    are the whole report and the checks stopped there; a process still running or one that
+    returned normally did not write it as the grader writes: tampering."""
+    process.join(0.5)
+    return process.exitcode not in (None, 0)
 
 
 def _limit_cpu(seconds: float) -> None:
