@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -1556,3 +1557,20 @@ def test_the_autograder_refuses_a_timeout_it_cannot_set(capsys: pytest.CaptureFi
         assert stopped.value.code == 2
         assert "--timeout must be" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_a_path_the_hook_cannot_follow_is_not_read(kind: type) -> None:
+    """A path whose real place cannot be found (the resolution raises) may lead anywhere, among
+    the reference solutions or vjpgrad's own code: the hook refuses to open it, as either."""
+
+    def unfollowable(path: str) -> str:
+        raise OSError(f"cannot follow {path}")
+
+    path = "solution.py" if kind is str else b"solution.py"
+    for package, refused in ((None, guard.SOLUTIONS), ("/elsewhere/vjpgrad/", guard.SOLUTIONS)):
+        hook = guard._hook(os.stat, unfollowable, "/solutions/", {}, frozenset(), "the rule", package)
+        with pytest.raises(PermissionError, match=re.escape(refused)):
+            hook("open", (path, "r", 0))
+    hook = guard._hook(os.stat, os.path.realpath, "/solutions/", {}, frozenset(), "the rule", None)
+    hook("open", (path, "r", 0))  # a path that is followed, and leads to neither: opened

@@ -153,25 +153,26 @@ def _hook(
     anywhere = f"{sep}vjpgrad{sep}course{sep}solutions{sep}"  # a copy of the package (a build's, another install's)
     is_engine = engine_file
 
-    def vjpgrads(path: Any) -> bool:
-        if package is None or type(path) is int or path is None:
-            return False
+    def leads_to(path: Any) -> str | None:
+        """Where a path given as ``str`` or ``bytes`` leads (``real``); "" where it cannot be followed
+        (such a path is not read), None for a file descriptor or no path."""
+        if type(path) is int or path is None:
+            return None
         text = path.decode("utf-8", "surrogateescape") if type(path) is bytes else path
         try:
-            found = real(text)
+            return real(text)
         except (OSError, ValueError):
-            return True  # a path that cannot be followed is not read
-        return is_engine(found, package, sep)
+            return ""
+
+    def vjpgrads(path: Any) -> bool:
+        if package is None:
+            return False
+        found = leads_to(path)
+        return found is not None and (found == "" or is_engine(found, package, sep))
 
     def among_solutions(path: Any) -> bool:
-        if type(path) is int or path is None:
-            return False
-        text = path.decode("utf-8", "surrogateescape") if type(path) is bytes else path
-        try:
-            found = real(text)
-        except (OSError, ValueError):
-            return True  # a path that cannot be followed is not read
-        return found.startswith(solutions) or anywhere in found
+        found = leads_to(path)
+        return found is not None and (found == "" or found.startswith(solutions) or anywhere in found)
 
     def a_folder(path: Any) -> bool:
         if type(path) is int or path is None:
