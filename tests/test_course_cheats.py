@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
