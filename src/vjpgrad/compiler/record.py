@@ -168,7 +168,7 @@ def _own_attributes(x: Any) -> list[tuple[str, Any]]:
     class's slots (an empty one as missing), then its ``__dict__``."""
     kind: type = type(x)
     held = list(vars(x).items()) if kind.__dictoffset__ else []
-    for name, slot in reversed(_slots(kind)):
+    for name, slot in reversed(user_slots(kind)):
         try:
             held.insert(0, (name, slot.__get__(x)))  # the slot itself: no __getattr__ of the user's runs
         except AttributeError:
@@ -213,7 +213,7 @@ def refuse_object_attributes(fn: Callable[..., Any], leaves: list[Value], names:
 
 
 @functools.lru_cache(maxsize=256)
-def _slots(kind: type) -> tuple[tuple[str, Any], ...]:
+def user_slots(kind: type) -> tuple[tuple[str, Any], ...]:
     """The slots a user's subclass of Value, Vector (or of a named tuple) adds: each name and
     descriptor (vjpgrad's own classes' slots are its own state)."""
     slots: list[tuple[str, Any]] = []
@@ -229,7 +229,7 @@ def _slots(kind: type) -> tuple[tuple[str, Any], ...]:
 
 def _carries(kind: type) -> bool:
     """Whether instances of ``kind`` (a Vector or named tuple) can carry attributes of their own."""
-    return bool(kind.__dictoffset__) or bool(_slots(kind))
+    return bool(kind.__dictoffset__) or bool(user_slots(kind))
 
 
 def _carried(x: Any) -> tuple[tuple[str, Any], ...]:

@@ -39,6 +39,7 @@ from vjpgrad.compiler.record import (
     distinct,
     number_arguments,
     record,
+    user_slots,
     where,
 )
 from vjpgrad.compiler.write import Program, namespace
@@ -692,23 +693,16 @@ def _class_of(fn: Callable[..., Any], value: Any) -> type | None:
     """The class of a Value the function makes and returns, where it is one of the user's
     subclasses of Value (given to each call's result, made as a Value), or None. One with slots
     of its own cannot be made as a Value and given its class: refused, naming it."""
-    kind = type(value)
+    kind: type = type(value)
     if kind is Value or not isinstance(value, Value):
         return None
-    if any(_own_slots(base) for base in kind.__mro__[: kind.__mro__.index(Value)]):
+    if user_slots(kind):
         raise DataDependentError(
             f"{where(fn)}: {described(fn)} returns a {kind.__name__} it makes, a subclass of Value with slots of "
             "its own, which a replay could not make again with what they hold: return a Value (and what the slots "
             "hold alongside it), or call the function uncompiled"
         )
     return kind
-
-
-def _own_slots(kind: type) -> bool:
-    """Whether ``kind`` declares slots that hold something (beyond ``__dict__``, ``__weakref__``)."""
-    slots = kind.__dict__.get("__slots__", ())
-    names = (slots,) if isinstance(slots, str) else tuple(slots)
-    return any(name not in ("__dict__", "__weakref__") for name in names)
 
 
 def _a(x: Any) -> str:
