@@ -1718,3 +1718,29 @@ def test_a_list_argument_changed_is_refused_naming_the_argument() -> None:
 
     with pytest.raises(DataDependentError, match=r"changed options\['seen'\] \(added\)"):
         vjpgrad.compile(configure)(Value(1.0), {})
+
+
+def test_a_private_slot_of_a_users_value_is_structure_as_any_slot() -> None:
+    """A slot named ``__scale`` lies in its class under its mangled name (``_Scaled__scale``):
+    what it holds is structure all the same, never a crash."""
+
+    class Scaled(Value):
+        __slots__ = ("__scale",)
+
+        def set_scale(self, scale: float) -> None:
+            self.__scale = scale
+
+        def scale(self) -> float:
+            return self.__scale
+
+    def f(x: Scaled) -> Value:
+        return x * x.scale()
+
+    def call(run: Callable[..., Value], scale: float) -> int:
+        x = Scaled(1.5)
+        x.set_scale(scale)
+        return bits(run(x).data)
+
+    compiled = vjpgrad.compile(f)
+    for scale in (1.0, 1.0, 2.0, -0.0, 0.0):
+        assert call(compiled, scale) == call(f, scale)

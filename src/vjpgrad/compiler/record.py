@@ -168,7 +168,7 @@ def _own_attributes(x: Any) -> list[tuple[str, Any]]:
     class's slots (an empty one as missing), then its ``__dict__``."""
     kind: type = type(x)
     held = list(vars(x).items()) if kind.__dictoffset__ else []
-    for name, slot in reversed(user_slots(kind)):
+    for name, slot in reversed(world.user_slots(kind)):
         try:
             held.insert(0, (name, slot.__get__(x)))  # the slot itself: no __getattr__ of the user's runs
         except AttributeError:
@@ -212,24 +212,9 @@ def refuse_object_attributes(fn: Callable[..., Any], leaves: list[Value], names:
                 )
 
 
-@functools.lru_cache(maxsize=256)
-def user_slots(kind: type) -> tuple[tuple[str, Any], ...]:
-    """The slots a user's subclass of Value, Vector (or of a named tuple) adds: each name and
-    descriptor (vjpgrad's own classes' slots are its own state)."""
-    slots: list[tuple[str, Any]] = []
-    for k in kind.__mro__:
-        if world.is_library(k):
-            continue
-        declared = k.__dict__.get("__slots__", ())
-        for name in (declared,) if isinstance(declared, str) else declared:
-            if name not in ("__dict__", "__weakref__"):
-                slots.append((name, k.__dict__[name]))
-    return tuple(slots)
-
-
 def _carries(kind: type) -> bool:
     """Whether instances of ``kind`` (a Vector or named tuple) can carry attributes of their own."""
-    return bool(kind.__dictoffset__) or bool(user_slots(kind))
+    return bool(kind.__dictoffset__) or bool(world.user_slots(kind))
 
 
 def _carried(x: Any) -> tuple[tuple[str, Any], ...]:

@@ -39,7 +39,6 @@ from vjpgrad.compiler.record import (
     distinct,
     number_arguments,
     record,
-    user_slots,
     where,
 )
 from vjpgrad.compiler.write import Program, namespace
@@ -696,7 +695,7 @@ def _class_of(fn: Callable[..., Any], value: Any) -> type | None:
     kind: type = type(value)
     if kind is Value or not isinstance(value, Value):
         return None
-    if user_slots(kind):
+    if world.user_slots(kind):
         raise DataDependentError(
             f"{where(fn)}: {described(fn)} returns a {kind.__name__} it makes, a subclass of Value with slots of "
             "its own, which a replay could not make again with what they hold: return a Value (and what the slots "

@@ -391,6 +391,31 @@ def _raised(name: str, x: Any, error: Exception) -> UnwatchableError:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def user_slots(kind: type) -> tuple[tuple[str, Any], ...]:
+    """The slots a user's subclass of Value, Vector (or of a named tuple) adds: each name, as
+    code reads it (a private one mangled: ``_Scaled__scale``), and descriptor (vjpgrad's own
+    classes' slots are its own state)."""
+    slots: list[tuple[str, Any]] = []
+    for k in kind.__mro__:
+        if is_library(k):
+            continue
+        declared = k.__dict__.get("__slots__", ())
+        for name in (declared,) if isinstance(declared, str) else declared:
+            if name not in ("__dict__", "__weakref__"):
+                held = _mangled(k, name)
+                slots.append((held, k.__dict__[held]))
+    return tuple(slots)
+
+
+def _mangled(kind: type, name: str) -> str:
+    """The name a slot declared as ``name`` has in its class: a private one (``__scale``) is
+    ``_Scaled__scale`` there, as Python mangles it."""
+    if name.startswith("__") and not name.endswith("__") and kind.__name__.strip("_"):
+        return f"_{kind.__name__.lstrip('_')}{name}"
+    return name
+
+
 def is_library_file(file: str) -> bool:
     """A file of vjpgrad, of Python's library or of an installed package (or code vjpgrad wrote)."""
     library = (*installed_locations(), *OWN_CODE, "<frozen")
@@ -831,14 +856,9 @@ class _Walk:
 
     def _own_slots(self, var: int, x: Any) -> None:
         """The slots a user's subclass of Value adds (the Value's own are its state, not the world's)."""
-        for kind in type(x).__mro__:
-            if is_library(kind):
-                continue
-            slots = kind.__dict__.get("__slots__", ())
-            for slot in (slots,) if isinstance(slots, str) else slots:
-                descriptor = kind.__dict__.get(slot)
-                if slot not in ("__dict__", "__weakref__") and hasattr(descriptor, "__get__"):
-                    self._slot(var, x, descriptor, f"{self.snapshot.names[var]}.{slot}")
+        kind: type = type(x)
+        for slot, descriptor in user_slots(kind):
+            self._slot(var, x, descriptor, f"{self.snapshot.names[var]}.{slot}")
 
     def _slot(self, var: int, x: Any, descriptor: Any, name: str) -> None:
         self.snapshot.constants.append(descriptor)
