@@ -337,6 +337,29 @@ def test_keyword_arguments_are_passed_as_they_are_not_batched_as_in_torch_func()
 def test_in_dims_picks_the_axis_of_the_samples() -> None:
     xs = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     assert vmap(lambda x: x[0] * x[1], in_dims=1)(xs).tolist() == [4.0, 10.0, 18.0]
+    assert vmap(lambda x: x[0] * x[1], in_dims=-1)(xs).tolist() == [4.0, 10.0, 18.0]  # counted from the last
+    assert vmap(lambda x: x[0] * x[1], in_dims=-2)(xs).tolist() == [2.0, 20.0]  # the first axis
+
+
+def test_a_differentiated_list_is_read_as_floats_whatever_numbers_it_holds() -> None:
+    """The parameters of ``vmap(grad(f), in_dims=(None, 0))(params, xs)``: a list of floats (read
+    in one pass), or of ints, NumPy numbers and float subclasses, each taken as its float, as the
+    transforms take it; the gradients are eager's either way."""
+
+    class Tagged(float):
+        pass
+
+    def loss(p: Any, x: Any) -> Any:
+        return p[0] * x + p[1] * x * x + p[2]
+
+    xs = np.array([0.5, -2.0, 3.0])
+    floats = vmap(grad(loss), in_dims=(None, 0))([1.5, -2.0, 0.25], xs)
+    mixed = vmap(grad(loss), in_dims=(None, 0))([Tagged(1.5), -2, np.float64(0.25)], xs)
+    expected = [grad(loss)([1.5, -2.0, 0.25], Value(float(x), requires_grad=False)) for x in xs]
+    assert_same_bits(floats, expected, "a list of floats")
+    assert_same_bits(mixed, [grad(loss)([1.5, -2.0, 0.25], Value(float(x), requires_grad=False)) for x in xs], "mixed")
+    with pytest.raises(TypeError, match="argument 0 is differentiated"):
+        vmap(grad(loss), in_dims=(None, 0))([1.5, "2", 0.25], xs)
 
 
 def test_values_the_function_closes_over_are_read_at_each_call() -> None:

@@ -448,7 +448,8 @@ class Vmapped:
             raise ValueError(f"vmap: batched argument {position} has no axis {dim} to map over (it is a number)")
         if not -array.ndim <= dim < array.ndim:
             raise ValueError(f"vmap: in_dims {dim} is out of range for argument {position} of {array.ndim} axes")
-        array = arrays.numpy().moveaxis(array, dim, 0)
+        if dim % array.ndim:  # the samples along another axis than the first
+            array = arrays.numpy().moveaxis(array, dim, 0)
         if array.ndim > 2:
             raise ValueError(
                 f"vmap: each sample of argument {position} must be a number or a list of numbers; "
@@ -761,8 +762,11 @@ def _differentiable(argument: _Argument, position: int) -> _Argument:
     np = arrays.numpy()
     if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "biuf":
         value = value.tolist()
-    if isinstance(value, (list, tuple)) and value and all(_is_number(v) for v in value):
-        return _Argument("data", [float(v) for v in value], len(value))
+    if isinstance(value, (list, tuple)) and value:
+        if set(map(type, value)) == {float}:  # a model's parameters, as a list of floats: checked in C
+            return _Argument("data", list(value), len(value))
+        if all(_is_number(v) for v in value):
+            return _Argument("data", [float(v) for v in value], len(value))
     raise TypeError(
         f"vmap: argument {position} is differentiated, so it must be a number or a list of numbers, "
         f"got {type(value).__name__}"
