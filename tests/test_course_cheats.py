@@ -1574,3 +1574,48 @@ def test_a_path_the_hook_cannot_follow_is_not_read(kind: type) -> None:
             hook("open", (path, "r", 0))
     hook = guard._hook(os.stat, os.path.realpath, "/solutions/", {}, frozenset(), "the rule", None)
     hook("open", (path, "r", 0))  # a path that is followed, and leads to neither: opened
+
+
+def test_a_refused_import_that_a_library_makes_names_the_library(tmp_path: Path) -> None:
+    """A student who imports numpy meets numpy's own import of ctypes: the refusal names numpy
+    (the module whose import statement ran, its file a library's: under the interpreter's
+    prefixes or in a site-packages folder), so that the student knows which of their imports to
+    take out; the student's own ``import ctypes`` is refused naming ctypes alone."""
+    library = tmp_path / "lib" / "python3" / "site-packages" / "native" / "_loader.py"
+    student = tmp_path / "student" / "engine.py"
+    hook = guard._hook(os.stat, os.path.realpath, "/solutions/", {}, guard.MODULES, "the rule", None, ())
+    refused = {}
+    for name, path in (("native._loader", library), ("engine", student)):
+        module = {"__name__": name, "__file__": str(path), "hook": hook}
+        code = compile("def load():\n    hook('import', ('ctypes', None, [], [], []))\n", str(path), "exec")
+        exec(code, module)
+        with pytest.raises(PermissionError) as error:
+            module["load"]()
+        refused[name] = str(error.value)
+    assert "(importing ctypes, which native loads: native cannot run under the checks" in refused["native._loader"]
+    assert "(importing ctypes) is refused: the rule" in refused["engine"]
+    stdlib = guard._hook(
+        os.stat, os.path.realpath, "/solutions/", {}, guard.MODULES, "rule", None, (f"{tmp_path}{os.sep}",)
+    )
+    module = {"__name__": "uuid", "__file__": str(tmp_path / "uuid.py"), "hook": stdlib}  # the standard library's
+    exec(compile("def load():\n    hook('import', ('ctypes', None, [], [], []))\n", "uuid.py", "exec"), module)
+    with pytest.raises(PermissionError, match=r"importing ctypes, which uuid loads"):
+        module["load"]()
+
+
+def test_a_student_who_imports_numpy_is_told_numpy_cannot_run_under_the_checks(tmp_path: Path) -> None:
+    pytest.importorskip("numpy")
+    directory = skeleton(tmp_path / "student")
+    (directory / "arrays.py").write_text("def load():\n    import numpy\n\n\ndef own():\n    import ctypes\n")
+    context = grading._processes()
+    process, ours = grading._student(context, directory, exercise(2), 60)
+    try:
+        arrays = remote.Checks(ours).module("arrays")
+        with pytest.raises(PermissionError, match=r"importing ctypes, which numpy loads: numpy cannot run"):
+            arrays.load()
+        with pytest.raises(PermissionError) as own:
+            arrays.own()
+        assert "(importing ctypes) is refused" in str(own.value)
+    finally:
+        ours.close()
+        process.join(10)

@@ -24,6 +24,7 @@ Pyodide, ``VJPGRAD_COURSE_IN_PROCESS=1``), which is feedback, not marks.
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 from collections.abc import Callable
@@ -108,8 +109,43 @@ def install(solutions: str, engine: str | None = None) -> None:
     _scrub()
     package = None if engine is None else os.path.realpath(engine) + os.sep
     # copies: what the hook reads, nothing else reaches
-    hook = _hook(os.stat, os.path.realpath, os.path.realpath(solutions) + os.sep, dict(REFUSED), MODULES, RULE, package)
+    refusals = (dict(REFUSED), MODULES, RULE)
+    hook = _hook(os.stat, os.path.realpath, os.path.realpath(solutions) + os.sep, *refusals, package, _libraries())
     sys.addaudithook(hook)
+
+
+def _libraries() -> tuple[str, ...]:
+    """The folders of the interpreter's own modules and of the packages installed for it (its
+    prefixes: the standard library, a virtual environment's ``site-packages``), each ending with
+    ``os.sep``: a module whose file lies there is a library's, not the student's."""
+    found = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    return tuple(sorted(p.rstrip(os.sep) + os.sep for p in found))
+
+
+def library_importing(libraries: tuple[str, ...], sep: str = os.sep, depth: int = 2) -> str | None:
+    """The library whose own import of a module is under way, as the audit hook sees a refused
+    ``import`` event (``depth``: the frames of this function and of the hook): the top-level
+    package of the module that runs the import statement (the first frame out of the import
+    machinery and out of the function ``builtins.__import__`` is, the course's guard of imports),
+    where that module's file is a library's (under ``libraries``, or in a ``site-packages``
+    folder); None where it is the student's own code. A student who imports numpy meets numpy's
+    own import of ctypes, and the message names numpy, not only ctypes."""
+    frame: Any = sys._getframe(depth)
+    wrapper = getattr(builtins.__import__, "__code__", None)  # the course's own guard of imports (``_plugin``)
+    while frame is not None and (frame.f_code is wrapper or _machinery(frame.f_code.co_filename, sep)):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    name, path = frame.f_globals.get("__name__"), frame.f_globals.get("__file__")
+    if type(name) is not str or type(path) is not str:
+        return None
+    installed = f"{sep}site-packages{sep}" in path or f"{sep}dist-packages{sep}" in path
+    return name.partition(".")[0] if installed or path.startswith(libraries) else None
+
+
+def _machinery(filename: str, sep: str) -> bool:
+    """Whether code of ``filename`` is Python's import machinery (``importlib``, frozen or not)."""
+    return filename.startswith("<frozen importlib") or "importlib" in filename.split(sep)
 
 
 ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".egg")
@@ -135,7 +171,7 @@ def engine_file(found: str, package: str, sep: str = os.sep) -> bool:
 
 def _hook(
     stat: Callable[..., Any], real: Callable[[str], str], solutions: str, refused: dict[str, str],
-    modules: frozenset[str], rule: str, package: str | None = None,
+    modules: frozenset[str], rule: str, package: str | None = None, libraries: tuple[str, ...] = (),
 ) -> Callable[..., None]:  # fmt: skip
     """The audit hook: everything it reads is bound here, in its closure, so that no module attribute a
     student's code can rebind (this module's, ``os``'s) changes what it refuses. A path that is not a
@@ -227,9 +263,19 @@ def _hook(
                 return f"reading {path!r}, under /proc"
         return None
 
+    naming = library_importing
+
     def hook(event: str, arguments: tuple[Any, ...]) -> None:
         refusal = what(event, arguments)
-        if refusal is not None:
-            raise PermissionError(f"{event} ({refusal}) is refused: {rule}")
+        if refusal is None:
+            return
+        if event == "import":
+            try:
+                library = naming(libraries, sep)
+            except Exception:  # the message without the library's name: the refusal stands
+                library = None
+            if library is not None and library != str(arguments[0]).partition(".")[0]:
+                refusal += f", which {library} loads: {library} cannot run under the checks, write it in plain Python"
+        raise PermissionError(f"{event} ({refusal}) is refused: {rule}")
 
     return hook
