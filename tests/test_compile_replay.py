@@ -451,6 +451,28 @@ def test_anomaly_mode_sees_a_nan_inside_a_compiled_call() -> None:
             fn(Value(-1.0)).backward()
 
 
+def test_anomaly_mode_names_the_operation_and_its_line_as_eager_code_does_at_every_call() -> None:
+    """The operation is named as eager code names it (``'mul'``, not the ``*`` a comment shows) at
+    every call; the first call, which records while it runs eagerly, tells the line that made the
+    node, as eager code does (the replays cannot: they say to call the function uncompiled)."""
+
+    def f(a: Value, b: Value) -> Value:
+        return (a * b).log()  # log'(0) = inf, and mul's 0.0 * -inf is nan
+
+    def refused(fn: Any) -> str:
+        with pytest.raises(FloatingPointError) as error, vjpgrad.detect_anomaly():
+            fn(Value(0.0), Value(-1.0)).backward()
+        return str(error.value)
+
+    eager = refused(f)
+    assert eager.startswith("backward of 'mul' produced nan for its operand 1")
+    assert "test_compile_replay.py:" in eager
+    compiled = vjpgrad.compile(f)
+    assert refused(compiled) == eager  # recorded as it ran eagerly: the same words, the same line
+    for _ in range(2):
+        assert refused(compiled).startswith("backward of 'mul' produced nan for its operand 1 (in a function vjpgrad")
+
+
 def test_anomaly_mode_goes_through_a_compiled_call_and_explain_says_to_call_it_uncompiled() -> None:
     def inner(x: Value) -> Value:
         return x * x + x.sin()

@@ -1141,7 +1141,7 @@ class FoldedProgram(Program):
                 continue
             if checked:
                 lines.append(f"    _c = {code}")
-                lines.append(f"    if _c != _c: _anomaly({writer.comment(op)!r}, {position})")
+                lines.append(f"    if _c != _c: _anomaly({writer.anomaly_name(op)!r}, {position})")
                 code, alone = "_c", False
             elif target in live_ids and target not in returned and graph.op_of(self.live[live_ids[target]]) is None:
                 continue  # a Value made inside and not returned: its gradient goes nowhere
@@ -1205,7 +1205,7 @@ class FoldedProgram(Program):
                         continue
                     if checked:
                         lines.append(f"        _c = {code}")
-                        lines.append(f"        if _c != _c: _anomaly({writer.comment(op)!r}, {position})")  # type: ignore[arg-type]  # an operation
+                        lines.append(f"        if _c != _c: _anomaly({writer.anomaly_name(op)!r}, {position})")  # type: ignore[arg-type]  # an operation
                         code, alone = "_c", False
                     if target in offset:
                         added = local.add(offset[target], code, alone, code == gradient)

@@ -360,6 +360,11 @@ class Writer:
         """The operation's name, from our table only (never a user's text)."""
         return op.shown if op in ops.BUILTIN else "custom operation"
 
+    def anomaly_name(self, op: Op) -> str:
+        """The operation as anomaly mode names it, in eager code's words (``'mul'``, where the
+        comment shows ``*``), from our table only (never a user's text)."""
+        return op.name if op in ops.BUILTIN else "custom operation"
+
     def forward_line(self, node: graph.Node) -> str:
         """The line of the forward pass that computes ``node`` alone (written once: the reverse
         pass shows it again as a comment above the node's contributions)."""
@@ -1038,7 +1043,7 @@ class _ReversePass:
                 lines += [f"    {line}" for line in statements_apart(edge, self.started, self.variable, sums)]
             elif self.checked:  # anomaly mode: each contribution tested before it is added, as in eager code
                 lines.append(f"    _c = {code}")
-                lines.append(f"    if _c != _c: _anomaly({writer.comment(op)!r}, {position})")
+                lines.append(f"    if _c != _c: _anomaly({writer.anomaly_name(op)!r}, {position})")
                 lines += self._add(target, "_c")
             elif self._goes_nowhere(target):
                 # a Value made inside and not returned: its gradient goes nowhere, but anomaly

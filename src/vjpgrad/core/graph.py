@@ -208,6 +208,8 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     any_switch_on = switches_on[0]
     if any_switch_on and state.recording is not None:  # vjpgrad.compile or vmap is recording
         state.recording.record(node, op, a, da, b, db)  # fills the node: a recording keeps constants too
+        if state.detect_anomaly:  # the recording call runs eagerly: its pass tells the line, as eager code's
+            node._origin = caller_location()
         return node
     if (da is None and db is None) or (any_switch_on and not state.grad_enabled):
         node.requires_grad = False
