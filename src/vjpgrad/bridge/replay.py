@@ -1002,7 +1002,11 @@ def _vector_norm(call: Call) -> list[list[Item]]:
 def _extreme(call: Call) -> list[list[Item]]:
     x = call.args[0]
     if call.name.startswith("am") and len(call.args) > 1 and list(call.args[1]):
-        raise NotReplayableError(call.name + " over some dimensions")
+        base, dims = call.name.split(".")[0], list(call.args[1])
+        raise NotReplayableError(  # in the learner's words, with the forms that are replayed
+            f"{base} along dim={dims} (replayed: x.{base[1:]}(dim={dims[0]}) along one dimension, and x.{base}() "
+            "of the whole tensor)"
+        )
     y = call.out
     # evenly_distribute_backward: grad / count on each element equal to the result (nan: each nan)
     hits = torch.isnan(x) if bool(torch.isnan(y)) else x == y
