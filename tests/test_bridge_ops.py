@@ -145,6 +145,25 @@ def test_max_along_a_dimension_gives_the_elements_it_did_not_pick_a_positive_zer
     assert grad_bits(v) == bits([1.0, 1.0, 0.0, 0.0, 0.0, 1.0])
 
 
+def test_amax_along_a_dimension_is_named_as_the_learner_wrote_it_with_what_is_replayed() -> None:
+    """``x.amax(dim=1)`` is not replayed: the pass says so in the learner's words (``amax`` along
+    ``dim=1``, at the line), not as ATen's overload (``amax.default``), and names the forms that
+    are replayed (``x.max(dim=1)``, ``x.amax()`` of the whole tensor)."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([[1.0, 3.0, 2.0], [5.0, 4.0, 0.0]], requires_grad=True)
+        x.amax(dim=1).sum().backward()
+        x.amin(dim=(0, 1), keepdim=True).sum().backward()
+    first, second = w.passes
+    assert not first.replayed
+    assert not second.replayed
+    assert ".default" not in first.reason
+    assert "amax along dim=[1]" in first.reason
+    assert "amin along dim=[0, 1]" in second.reason
+    assert "x.max(dim=1)" in first.reason
+    assert "x.amin()" in second.reason
+    assert __file__ in first.reason
+
+
 def test_max_and_min_along_a_dimension_over_random_shapes_seeds_and_ties_are_equal_to_the_bit() -> None:
     """Random shapes, dimensions (negative too), ``keepdim``, ties, nans in the input and seeds of
     signed zeros, infinities and nans: the picked element gets the gradient as it is (``scatter``

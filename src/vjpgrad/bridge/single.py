@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import struct
 from array import array
+from fractions import Fraction
 
 from vjpgrad.core import floats
 
@@ -84,3 +85,64 @@ def ulps(a: float, b: float, single: bool) -> int | None:
     if a == b and math.copysign(1.0, a) != math.copysign(1.0, b):
         return 1  # 0.0 and -0.0: equal numbers, different bits
     return abs(_ordered(a, single) - _ordered(b, single))
+
+
+def fused(a: float, b: float, c: float, single: bool) -> float:
+    """``c + a * b`` rounded once, as a fused multiply-add computes it (``std::fma``, a kernel's
+    vectorised ``fmadd``), to float32 when ``single`` (a ``Single``): where two roundings (the
+    product's, then the sum's) can differ from it by an ulp. Exact in Python: the product and the
+    sum as fractions, rounded to float64 once; to float32 from there, a tie of the float64 number
+    between two float32 numbers decided by the side the exact sum lies on. A sum with an infinity
+    or a nan, or a product that is 0, is the plain sum, whose IEEE rules (signs of zeros, nan) the
+    fused one follows."""
+    product = float(a) * float(b)
+    if not (math.isfinite(product) and math.isfinite(c)) or product == 0.0:
+        return in_dtype(float(c) + product, single)
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    if exact == 0:
+        return in_dtype(0.0, single)  # x + (-x) is +0.0, rounding to nearest
+    near = float(exact)  # the nearest float64 (int / int is rounded correctly)
+    if not single or not math.isfinite(near):
+        return in_dtype(near, single)
+    rounded = round32(near)
+    if rounded != near and math.isfinite(rounded):
+        other = _neighbour32(rounded, near)
+        if near - rounded == other - near:  # a tie of near, the exact sum on one side of it
+            above = exact > Fraction(near)
+            below = exact < Fraction(near)
+            if above or below:
+                rounded = max(rounded, other) if above else min(rounded, other)
+    return Single(rounded)
+
+
+def _neighbour32(x: float, toward: float) -> float:
+    """The float32 number next to ``x`` (a finite float32) in the direction of ``toward``."""
+    n = _ordered(x, True) + (1 if toward > x else -1)
+    bits = n if n >= 0 else (1 << 31) | -n
+    value: float = struct.unpack("<f", struct.pack("<I", bits))[0]
+    return value
+
+
+class Fused(Single):
+    """A product ``a * b`` that a kernel adds onto another number with one rounding (a fused
+    multiply-add): added to a number ``c``, from either side, it gives ``fused(a, b, c)``; read as
+    a number alone, it is the product rounded to its type. The engine adds an edge's contribution
+    onto its operand's running gradient (``g += part``), so an edge that hands a ``Fused`` makes
+    that addition the kernel's fused one."""
+
+    __slots__ = ("_factors", "_single")
+
+    _factors: tuple[float, float]
+    _single: bool
+
+    def __new__(cls, a: float, b: float, single: bool) -> Fused:
+        self = super().__new__(cls, in_dtype(float(a) * float(b), single))
+        self._factors = (float(a), float(b))
+        self._single = single
+        return self
+
+    def __add__(self, other: float) -> float:  # type: ignore[override]  # a Single, or a float for float64
+        a, b = self._factors
+        return fused(a, b, float(other), self._single)
+
+    __radd__ = __add__  # type: ignore[assignment]  # as __add__
