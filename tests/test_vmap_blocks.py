@@ -817,3 +817,27 @@ def test_a_sum_of_products_that_starts_at_a_number_is_added_in_eager_order(start
     got = batched(params, xs)
     assert "_sum_products(" in batched.source
     assert_rows(got, [neuron(params, [float(a) for a in x]) for x in xs], "forward")
+
+
+def test_a_vjpgrad_nn_mlp_takes_a_batched_sample_as_it_is_and_gives_eager_bits() -> None:
+    """``vmap(model)(xs)``, the first thing a user writes with ``vjpgrad.nn``: each sample
+    reaches the model as a Vector (as torch.func.vmap's samples are tensors), which an MLP takes
+    as it takes a list (it refused it: "an MLP takes a list of inputs, got Vector"); its layers
+    run across their neurons, and the outputs and the gradients with respect to the inputs are
+    eager code's, sample by sample, given the same Vector."""
+    model = vjpgrad.nn.MLP(3, [8, 8, 2], activation="tanh", seed=1)
+    xs = np.array([[0.5, -1.0, 2.0], [0.0, -0.0, 1e16], [math.inf, 1.0, -2.0], [1e-308, 3.0, -0.5]])
+
+    def sample(x: Sequence[float]) -> vjpgrad.Vector:
+        return vjpgrad.Vector([Value(float(v), requires_grad=False) for v in x])
+
+    outputs = vmap(model)(xs)
+    assert outputs.shape == (len(xs), 2)
+    assert_rows(outputs, [[v.data for v in model(sample(x))] for x in xs], "outputs")
+
+    def loss(x: Any) -> Any:
+        first, second = model(x)
+        return first * second
+
+    rows = vmap(grad(loss))(xs)
+    assert_rows(rows, [grad(loss)([float(v) for v in x]) for x in xs], "gradient with respect to the inputs")

@@ -16,6 +16,7 @@ import random
 from collections.abc import Sequence
 
 from vjpgrad.core.value import Value
+from vjpgrad.core.vector import Vector
 from vjpgrad.nn import functional as functional  # vjpgrad.nn.functional, as torch.nn.functional
 
 ACTIVATIONS = ("relu", "tanh", "sigmoid", "linear")
@@ -112,9 +113,10 @@ class Layer(Module):
 class MLP(Module):
     """A multi-layer perceptron: ``MLP(nin, [n1, n2, ..., nout])``.
 
-    Calling it on ``nin`` inputs (numbers or Values) returns a Value when the last layer has
-    one output and a list of Values otherwise. ``activation`` is one name for every hidden
-    layer or a list, one per hidden layer; the last layer is linear.
+    Calling it on ``nin`` inputs (numbers or Values, in a list or a Vector: what ``grad`` makes
+    of a list, and ``vmap`` of a sample) returns a Value when the last layer has one output and a
+    list of Values otherwise. ``activation`` is one name for every hidden layer or a list, one
+    per hidden layer; the last layer is linear.
     """
 
     def __init__(
@@ -141,8 +143,9 @@ class MLP(Module):
             for i in range(len(nouts))
         ]
 
-    def __call__(self, x: Sequence[Value | float | numbers.Real]) -> Value | list[Value]:
-        if isinstance(x, (str, bytes)) or not isinstance(x, Sequence):
+    def __call__(self, x: Sequence[Value | float | numbers.Real] | Vector) -> Value | list[Value]:
+        # a Vector is a list of Values: what grad gives for a list, and vmap for a sample of a batch
+        if isinstance(x, (str, bytes)) or not isinstance(x, (Sequence, Vector)):
             raise TypeError(f"an MLP takes a list of inputs, got {type(x).__name__}")
         nin = len(self.layers[0].neurons[0].w)
         if len(x) != nin:
