@@ -1100,6 +1100,25 @@ def test_a_float32_tensor_in_an_operation_with_a_float64_one_gets_its_gradient_r
     every_pass_matches(w, 30)
 
 
+def test_a_float32_tensor_changed_in_place_by_a_float64_one_is_replayed_in_the_types_pytorch_computes_in() -> None:
+    """``z.mul_(y)`` and ``z.div_(y)`` with ``z`` float32 and ``y`` float64 keep ``z`` float32, but
+    each gradient is computed in the type of what its formula reads: ``z``'s (``g * y``, ``g / y``)
+    in float64, then rounded to float32; ``y``'s in float32 for ``mul_`` (``g * z``, both float32)
+    and in float64 for ``div_`` (``-g * ((z / y) / y)``, float64). The replay rounded ``y`` to
+    float32 first: about two passes in five differed ("the reason is not known"), by up to 10^8
+    ulp for ``y`` of ``div_``. A 0-d ``y`` takes no part in the type (the result's own float32)."""
+    torch.manual_seed(0)
+    with vjpgrad.watch_torch() as w:
+        for _ in range(30):
+            for op, shape in (("mul_", (5,)), ("div_", (5,)), ("mul_", ()), ("div_", ()), ("add_", (5,))):
+                x = torch.randn(5, requires_grad=True)
+                y = torch.randn(shape, dtype=torch.float64).abs().add(0.5).requires_grad_()
+                z = x * 1.5
+                getattr(z, op)(y)
+                (z * torch.randn(5)).sum().backward()
+    every_pass_matches(w, 150)
+
+
 def test_a_nan_against_a_nan_of_the_other_sign_is_said_so_not_as_a_nan_apart() -> None:
     """``(h - b).abs().sqrt()`` at 0 makes ``inf * 0``: a nan, whose sign bit the replay and PyTorch's
     kernels can set otherwise. Both print ``nan``; "differ by up to a nan or an infinity apart"

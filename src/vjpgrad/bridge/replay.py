@@ -526,15 +526,40 @@ def elementwise(
     operand's edge saves ``edges[k][0]`` (a column, see ``column``) and has gradient ``edges[k][1]``."""
     columns = []
     saved: list[Sequence[Any] | None] = []
-    for x, (s, _) in zip(operands, edges, strict=True):
+    gradients = []
+    for x, (s, gradient) in zip(operands, edges, strict=True):
         items, takes = broadcast_column(call, x)
         columns.append(items)
+        wide = _widened_edge(call, x, s)
+        if wide:  # in float64, the saved numbers as they are, then the operand's type
+            saved.append(numbers_of(s.broadcast_to(call.out.shape).to(torch.float64)) if takes else None)
+            gradients.append(_in_float64(gradient, is_single(x)))
+            continue
         saved.append((s if isinstance(s, list) else column(call, s)) if takes else None)
-    gradients = [
-        _then_float32(gradient) if _promoted(x, call.out) else gradient
-        for x, (_, gradient) in zip(operands, edges, strict=True)
-    ]
+        gradients.append(_then_float32(gradient) if _promoted(x, call.out) else gradient)
     return [make_outputs(name, numbers_of(call.out), columns, saved, gradients)]
+
+
+def _widened_edge(call: Call, x: Any, saved: Any) -> bool:
+    """Whether an edge of a float32 result (an in-place operation's: ``z.mul_(y)``, ``z`` float32,
+    ``y`` float64) computes in float64: its formula reads a float64 tensor that takes part in the
+    type (not a 0-d one beside a tensor of dimensions), so PyTorch computes ``g * y`` in float64.
+    Only an operand of the result's shape, whose gradient is not summed back from a broadcast."""
+    if not (call.single and isinstance(saved, torch.Tensor) and isinstance(x, torch.Tensor)):
+        return False
+    return torch.result_type(call.out, saved) == torch.float64 and tuple(x.shape) == tuple(call.out.shape)
+
+
+@functools.cache
+def _in_float64(gradient: Callable[..., Any], single: bool) -> Callable[..., Any]:
+    """``gradient`` of a float32 result's gradient computed in float64 (the float32 number read
+    as it is), then in the operand's type: rounded once to float32 for a float32 operand."""
+
+    def widened(g: Any, *saved: Any) -> Any:
+        found = float(gradient(float(g), *saved))
+        return in_dtype(round32(found), True) if single else found
+
+    return widened
 
 
 def _promoted(x: Any, out: torch.Tensor) -> bool:
