@@ -1106,7 +1106,8 @@ def test_a_float32_tensor_changed_in_place_by_a_float64_one_is_replayed_in_the_t
     in float64, then rounded to float32; ``y``'s in float32 for ``mul_`` (``g * z``, both float32)
     and in float64 for ``div_`` (``-g * ((z / y) / y)``, float64). The replay rounded ``y`` to
     float32 first: about two passes in five differed ("the reason is not known"), by up to 10^8
-    ulp for ``y`` of ``div_``. A 0-d ``y`` takes no part in the type (the result's own float32)."""
+    ulp for ``y`` of ``div_``; a broadcast ``y`` of ``div_`` had its gradient summed in float32 and
+    blamed on the order of a sum. A 0-d ``y`` takes no part in the type (the result's own float32)."""
     torch.manual_seed(0)
     with vjpgrad.watch_torch() as w:
         for _ in range(30):
@@ -1117,6 +1118,15 @@ def test_a_float32_tensor_changed_in_place_by_a_float64_one_is_replayed_in_the_t
                 getattr(z, op)(y)
                 (z * torch.randn(5)).sum().backward()
     every_pass_matches(w, 150)
+    with vjpgrad.watch_torch() as w:  # y broadcast: its float64 gradient summed back in float64 for div_
+        for _ in range(20):
+            for op in ("mul_", "div_"):
+                x = torch.randn(4, 3, requires_grad=True)
+                y = torch.randn(3, dtype=torch.float64).abs().add(0.5).requires_grad_()
+                z = x * 1.5
+                getattr(z, op)(y)
+                (z * torch.randn(4, 3)).sum().backward()
+    every_pass_matches(w, 40)
 
 
 def test_a_nan_against_a_nan_of_the_other_sign_is_said_so_not_as_a_nan_apart() -> None:

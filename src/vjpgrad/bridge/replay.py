@@ -479,9 +479,10 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
     return register
 
 
-def broadcast_column(call: Call, x: Any) -> tuple[list[Item], bool]:
+def broadcast_column(call: Call, x: Any, wide: bool = False) -> tuple[list[Item], bool]:
     """Operand ``x`` element by element, one per element of the result (a number: itself); and
-    whether it is a tensor that takes gradient."""
+    whether it is a tensor that takes gradient. ``wide``: its edge computes in float64 in a
+    float32 result (``_widened_edge``), so a broadcast operand's gradient is summed in float64."""
     out = call.out
     n = out.numel()
     if not isinstance(x, torch.Tensor):
@@ -492,7 +493,7 @@ def broadcast_column(call: Call, x: Any) -> tuple[list[Item], bool]:
     uses = numbers_of_index(torch.arange(x.numel()).reshape(x.shape).broadcast_to(out.shape))
     # summed in the result's type (a float32 operand of a float64 result, a 0-d float64 one of a
     # float32 result), then turned into the operand's
-    made = expanded(call, entry.items, uses, entry.single, summed_to_size=True, summed_single=call.single)
+    made = expanded(call, entry.items, uses, entry.single, summed_to_size=True, summed_single=call.single and not wide)
     return made, entry.takes_gradient
 
 
@@ -528,12 +529,12 @@ def elementwise(
     saved: list[Sequence[Any] | None] = []
     gradients = []
     for x, (s, gradient) in zip(operands, edges, strict=True):
-        items, takes = broadcast_column(call, x)
-        columns.append(items)
         wide = _widened_edge(call, x, s)
-        if wide:  # in float64, the saved numbers as they are, then the operand's type
+        items, takes = broadcast_column(call, x, wide)
+        columns.append(items)
+        if wide:  # in float64, the saved numbers as they are, then the operand's type (a broadcast one's: summed first)
             saved.append(numbers_of(s.broadcast_to(call.out.shape).to(torch.float64)) if takes else None)
-            gradients.append(_in_float64(gradient, is_single(x)))
+            gradients.append(_in_float64(gradient, is_single(x) and tuple(x.shape) == tuple(call.out.shape)))
             continue
         saved.append((s if isinstance(s, list) else column(call, s)) if takes else None)
         gradients.append(_then_float32(gradient) if _promoted(x, call.out) else gradient)
@@ -543,11 +544,11 @@ def elementwise(
 def _widened_edge(call: Call, x: Any, saved: Any) -> bool:
     """Whether an edge of a float32 result (an in-place operation's: ``z.mul_(y)``, ``z`` float32,
     ``y`` float64) computes in float64: its formula reads a float64 tensor that takes part in the
-    type (not a 0-d one beside a tensor of dimensions), so PyTorch computes ``g * y`` in float64.
-    Only an operand of the result's shape, whose gradient is not summed back from a broadcast."""
+    type (not a 0-d one beside a tensor of dimensions), so PyTorch computes ``g * y`` in float64
+    (and sums a broadcast operand's gradient back in float64)."""
     if not (call.single and isinstance(saved, torch.Tensor) and isinstance(x, torch.Tensor)):
         return False
-    return torch.result_type(call.out, saved) == torch.float64 and tuple(x.shape) == tuple(call.out.shape)
+    return bool(torch.result_type(call.out, saved) == torch.float64)
 
 
 @functools.cache
