@@ -358,3 +358,22 @@ def test_the_2_norm_is_replayed_with_a_zero_norm_handing_back_zero() -> None:
         torch.linalg.vector_norm(z, ord=1).backward()
     assert not w.passes[0].replayed
     assert "linalg_vector_norm of order 1" in w.passes[0].reason
+
+
+def test_silu_is_replayed_with_pytorchs_sigmoid_and_its_fused_multiply_add() -> None:
+    """``F.silu(x)`` / ``nn.SiLU()``: ``silu_backward`` hands each element
+    ``dy * sigmoid * (1 + x * (1 - sigmoid))`` left to right, its sigmoid PyTorch's own (the
+    kernel's exp, in vectors or alone, as ``torch.sigmoid`` computes it element by element) and
+    ``1 + x * (...)`` one fused multiply-add where the kernels fuse."""
+    rng = random.Random(43)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for k in range(200):
+            shape = rng.choice([(), (1,), (7,), (16,), (17,), (3, 11), (2, 3, 9)])
+            x = some_numbers(rng, shape, rng.choice([torch.float32, torch.float64])).requires_grad_()
+            cases.append({"x": x})
+            y = torch.nn.functional.silu(x * 3) if k % 3 else torch.nn.SiLU()(x.sin() * 4)
+            if k % 4 == 0:
+                y = torch.nn.functional.silu(y * 1.5, inplace=True)
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    assert every_leaf_equal_to_the_bit(w, cases) == (200, 200)
