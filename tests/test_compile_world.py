@@ -28,6 +28,7 @@ import math
 import operator
 import os
 import random
+import string
 import sys
 import sysconfig
 import types
@@ -753,6 +754,11 @@ _RUNTIME_NAMES: dict[str, Callable[[str], float]] = {
     "vars(C)[name]": lambda name: vars(_ByName)[name],
     "C.__dict__[name]": lambda name: _ByName.__dict__[name],
     "globals()[name]": lambda name: globals()["SCALE_READ_BY_NAME" if name == "scale" else name],
+    # a format field reads the attribute it names, spelled only in the string
+    "'{0.name}'.format(C)": lambda name: float(("{0." + name + "}").format(_ByName)),
+    "'{c.name}'.format_map(...)": lambda name: float(("{c." + name + "}").format_map({"c": _ByName})),
+    "string.Formatter().format": lambda name: float(string.Formatter().format("{0." + name + "}", _ByName)),
+    "inspect.getattr_static(C, name)": lambda name: inspect.getattr_static(_ByName, name),
 }
 
 
@@ -1346,14 +1352,30 @@ def test_a_bytearray_counter_is_refused_and_a_proxy_is_refused_naming_it() -> No
         vjpgrad.compile(lambda x: x * proxy.scale)(Value(1.0))
 
 
-@pytest.mark.parametrize("how", ["attrgetter", "methodcaller", "read = getattr"])
+_HELD_GETTERS = ["attrgetter", "methodcaller", "read = getattr", "'{0.scale}'.format", "str.format", "getattr_static"]
+
+
+@pytest.mark.parametrize("how", _HELD_GETTERS)
 def test_a_name_read_through_a_held_getter_is_watched(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader held in a variable, so that the code names neither it nor the attribute: the
+    bound ``format`` of a template, ``str.format`` and ``inspect.getattr_static`` read the
+    attribute by a name the code does not spell, as ``getattr`` does."""
+
     def make() -> Any:
         settings = _user_module(monkeypatch, "scale = 2.0\ndef get_scale():\n    return scale\n")
         if how == "attrgetter":
             getter: Any = operator.attrgetter("scale")
         elif how == "methodcaller":
             getter = lambda m, call=operator.methodcaller("__getattribute__", "scale"): call(m)  # noqa: E731
+        elif how == "'{0.scale}'.format":
+            fill = "{0.scale}".format
+            getter = lambda m: float(fill(m))  # noqa: E731
+        elif how == "str.format":
+            fill_in = str.format
+            getter = lambda m: float(fill_in("{0.scale}", m))  # noqa: E731
+        elif how == "getattr_static":
+            static = inspect.getattr_static
+            getter = lambda m: static(m, "scale")  # noqa: E731
         else:
             read = getattr
             getter = lambda m: read(m, "scale")  # noqa: E731

@@ -57,12 +57,14 @@ import dis
 import enum
 import functools
 import importlib.util
+import inspect
 import io
 import numbers
 import operator
 import os
 import random
 import site
+import string
 import struct
 import sys
 import sysconfig
@@ -703,6 +705,8 @@ class _Walk:
         if not is_library(fn):
             self._function(var, fn)
             return
+        if _reads_attributes(fn):  # static = inspect.getattr_static: names computed
+            self.computed_attributes = True
         self._module_state_of_function(var, fn)
         # a bound method there is the library's own machinery (singledispatch's cache.clear)
         opened = [k for k, x in fn.__dict__.items() if not isinstance(x, (types.BuiltinMethodType, types.MethodType))]
@@ -819,7 +823,7 @@ class _Walk:
         and, for one that asks identity (``operator.is_`` held in a variable), the numbers' identities."""
         if any(method is asks for asks in _ASKS_IDENTITY):
             self.identities = True
-        if any(method is reads for reads in _READS_ATTRIBUTES):  # read = getattr: names computed
+        if _reads_attributes(method):  # read = getattr, fill = "{0.scale}".format: names computed
             self.computed_attributes = True
         if any(method is reads for reads in _READS_GLOBALS):
             self.computed_globals = True
@@ -1343,6 +1347,13 @@ def _nothing(walk: _Walk, var: int, x: Any) -> None:
     """Watched where it is read (a number by its value, a Value by identity and flags): no parts."""
 
 
+def _immutable(walk: _Walk, var: int, x: Any) -> None:
+    """An object that never changes, watched by identity; ``str.format`` held in a variable reads
+    attributes by the names its template spells: every entry of the namespaces reached is watched."""
+    if _reads_attributes(x):
+        walk.computed_attributes = True
+
+
 def _name_getter(walk: _Walk, var: int, x: Any) -> None:
     """An ``operator.attrgetter`` or ``methodcaller`` held in a variable reads attributes by a
     name the code does not spell: every entry of the namespaces reached is watched."""
@@ -1352,7 +1363,7 @@ def _name_getter(walk: _Walk, var: int, x: Any) -> None:
 KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("number, string, bytes, bool or None: by value", is_number_kind, _nothing),
     ("file or stream: by identity", io.IOBase, _nothing),
-    ("immutable: by identity", _is_immutable, _nothing),
+    ("immutable: by identity (str.format, which reads attributes by name: names computed)", _is_immutable, _immutable),
     ("lock: by identity", _BY_IDENTITY, _nothing),
     ("weakref.finalize: whether it is alive", weakref.finalize, lambda walk, var, x: walk._members(var, x, ("alive",))),
     ("frame or traceback: refused", (types.FrameType, types.TracebackType), _Walk._refused),
@@ -1544,12 +1555,18 @@ COMPUTED_ATTRIBUTES = frozenset(
         "methodcaller",
         "dir",
         "getmembers",
+        "getmembers_static",
+        "getattr_static",
+        "format",
+        "format_map",
+        "vformat",
         "eval",
         "exec",
     }
 )
 """Names whose use reads attributes by a name computed at run time (``getattr(C, name)``,
-``vars(C)[key]``, the names ``dir`` lists): where the code reached names one, every entry of the
+``vars(C)[key]``, the names ``dir`` lists, ``inspect.getattr_static``, and a format field
+``"{0.scale}".format(C)``, whose attribute only a string spells): where the code reached names one, every entry of the
 classes and the user's modules reached is watched, not only those the code names."""
 COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec"})
 """Names whose use reads globals by a name computed at run time (``globals()[name]``): where the
@@ -1566,7 +1583,40 @@ IDENTITY_NAMES = frozenset({"is_", "is_not", "id"})
 ``id(lr) == id(DEFAULT)``): where the code reached names one, which numbers are one object is
 watched."""
 _ASKS_IDENTITY = (operator.is_, operator.is_not, id)
-_READS_ATTRIBUTES = (getattr, hasattr, setattr, delattr, vars, dir, eval, exec)
+_READS_ATTRIBUTES = (
+    getattr,
+    hasattr,
+    setattr,
+    delattr,
+    vars,
+    dir,
+    eval,
+    exec,
+    str.format,
+    str.format_map,
+    inspect.getattr_static,
+    inspect.getmembers,
+    *(getattr(inspect, name) for name in ("getmembers_static",) if hasattr(inspect, name)),  # 3.11 on
+    string.Formatter.format,
+    string.Formatter.vformat,
+    string.Formatter.get_field,
+)
+"""What reads attributes by a name computed at run time, held in a variable (``read = getattr``,
+``fill = "{0.scale}".format``, ``static = inspect.getattr_static``): the code need not name it."""
+
+
+def _reads_attributes(x: Any) -> bool:
+    """Whether ``x`` is one of ``_READS_ATTRIBUTES``, or one bound to its object (a template's
+    ``format``): the method of the object's type of that name is one of them."""
+    if any(x is reads for reads in _READS_ATTRIBUTES):
+        return True
+    owner, name = getattr(x, "__self__", None), getattr(x, "__name__", None)
+    if owner is None or not isinstance(name, str) or isinstance(owner, types.ModuleType):
+        return False
+    method = inspect.getattr_static(type(owner), name, None)
+    return any(method is reads for reads in _READS_ATTRIBUTES)
+
+
 _READS_GLOBALS = (globals, locals, eval, exec)
 MODULES_BY_NAME = frozenset({"import_module", "__import__"})
 """Names whose use looks a module up by a name computed at run time (as ``sys.modules[name]``
