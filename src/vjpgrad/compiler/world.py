@@ -181,8 +181,14 @@ _METADATA = frozenset(
         "__dataclass_params__",
         "__abstractmethods__",
         "_abc_impl",
+        "__slotnames__",
     }
 )
+_PYTHONS_CACHES = frozenset({"__slotnames__"})
+"""Entries Python adds to a class's namespace the first time it needs them (``copyreg`` caches
+the slots' names there at the first ``copy.copy`` or pickle of an instance): not walked, and one
+added while recording is no side effect (``first_difference``); the guard still compares the
+class's keys whole, so the next call records once more, with the cache there."""
 MEMBERS = frozenset(
     {
         "__closure__",
@@ -245,6 +251,10 @@ def exact(x: Any) -> Any:
     if type(x).__module__ == "decimal":  # sign, digits and exponent: Decimal("1.0") == Decimal("1.00")
         return (type(x), x.as_tuple())
     return (type(x), x)
+
+
+_CACHES_KEYS = tuple(exact(k) for k in sorted(_PYTHONS_CACHES))
+"""The keys of ``_PYTHONS_CACHES`` as a class's keys fact holds them (``exact``)."""
 
 
 def _is_number(x: Any) -> bool:
@@ -481,6 +491,7 @@ class Snapshot:
     # recording, or was made otherwise: it computes names, reads ``label`` (a class default) or
     # how the Value was made (``GRAPH_NAMES``), or catches exceptions
     asks_attributes: bool = False
+    class_keys: set[int] = dataclasses.field(default_factory=set)  # the vars that list a class's keys
 
     def describe(self, var: int, item: int | None = None) -> str:
         """How a reader names a variable, or an item of a tuple variable."""
@@ -960,10 +971,12 @@ class _Walk:
         entries = kind.__dict__
         entries_var = self.get(var, "dict", None, name)
         keys = self.get(entries_var, "keys", True, name)
+        self.snapshot.labels[keys] = [f".{k}" if type(k) is str else f"[{_named_key(k)}]" for k in entries]
+        self.snapshot.class_keys.add(keys)
         self.fact("scalars", keys, tuple(exact(k) for k in entries), raw=tuple(entries))  # its names, in order
         self.keyed.add(id(entries))
         special = sorted(k for k, item in entries.items() if k.startswith("__") and k not in _METADATA)
-        done = set(special)
+        done = set(special) | _PYTHONS_CACHES
         for key in special:  # called by Python without being named: __call__, __add__, __init__...
             self.child(self.get(entries_var, "entry", key, f"{name}.{key}"), entries[key])
         self.namespaces.append((entries_var, entries, done, False))
@@ -1826,15 +1839,23 @@ class Difference(NamedTuple):
 
 
 def first_difference(before: Snapshot, after: Snapshot) -> Difference | None:
-    """Where two observations of a world first differ, as a reader names it; None if equal."""
+    """Where two observations of a world first differ, as a reader names it; None if equal. A
+    cache Python added to a class's namespace (``_PYTHONS_CACHES``) is no difference."""
     for old, new in zip(before.facts, after.facts, strict=False):
-        if old != new:
+        if old != new and not _caches_added(before, old, new):
             return _difference(before, after, old, new)
     if len(before.facts) != len(after.facts):
         longer = before if len(before.facts) > len(after.facts) else after
         fact = longer.facts[min(len(before.facts), len(after.facts))]
         return Difference(longer.describe(fact[2] if fact[0] == "get" else fact[1]))
     return None
+
+
+def _caches_added(before: Snapshot, old: Fact, new: Fact) -> bool:
+    """Whether two facts differ only in a class's keys that Python added as caches."""
+    if old[0] != "scalars" or new[0] != "scalars" or old[1] != new[1] or old[1] not in before.class_keys:
+        return False
+    return tuple(k for k in new[2] if k not in _CACHES_KEYS) == tuple(k for k in old[2] if k not in _CACHES_KEYS)
 
 
 ASPECTS = {
