@@ -315,9 +315,11 @@ _DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector", "vjpgrad.optim", "vjpgrad.
 
 _MODULE_STATE: dict[str, dict[str, tuple[str, ...]]] = {
     "os": {"environ": ("environ", "getenv"), "environb": ("environb", "getenvb")},
+    "sys": {"argv": ("argv",)},
 }
 """Plain data a library's module keeps that code reads through the module or the module's
-functions (``os.environ["LR"]``, ``os.getenv("LR")``, ``from os import getenv``): per module, each
+functions (``os.environ["LR"]``, ``os.getenv("LR")``, ``from os import getenv``, ``"--double" in
+sys.argv``): per module, each
 entry walked and the names that read it. Where the code names one of them, the entry is walked
 as the user's data is; the rest of the module is watched by identity, as installed code is."""
 
