@@ -1352,6 +1352,45 @@ def test_a_bytearray_counter_is_refused_and_a_proxy_is_refused_naming_it() -> No
         vjpgrad.compile(lambda x: x * proxy.scale)(Value(1.0))
 
 
+class _Activation:
+    """A setting a ``match`` statement reads by its class pattern, held on the class."""
+
+    __match_args__ = ("kind",)
+    kind = "relu"
+
+
+def _activated_by_keyword(x: Value) -> Value:
+    match _Activation():
+        case _Activation(kind="relu"):  # the name only a constant of the pattern spells
+            return x.relu()
+        case _:
+            return x.tanh()
+
+
+def _activated_by_position(x: Value) -> Value:
+    match _Activation():
+        case _Activation("relu"):  # the name __match_args__ gives
+            return x.relu()
+        case _:
+            return x.tanh()
+
+
+@pytest.mark.parametrize("fn", [_activated_by_keyword, _activated_by_position], ids=["keyword", "positional"])
+def test_a_class_attribute_a_match_pattern_reads_is_watched(fn: Callable[[Value], Value]) -> None:
+    """A class pattern reads attributes by names the code does not load as names: a keyword
+    pattern's from a constant of the code, a positional pattern's from ``__match_args__``. A
+    class attribute it reads, changed between calls, is seen as one the code names is."""
+
+    def make() -> Any:
+        _Activation.kind = "relu"
+        return (lambda x: fn(x * -1.0)), lambda k: setattr(_Activation, "kind", "relu" if k == 2.0 else "tanh")
+
+    try:
+        twin_scaled(make)
+    finally:
+        _Activation.kind = "relu"
+
+
 _HELD_GETTERS = ["attrgetter", "methodcaller", "read = getattr", "'{0.scale}'.format", "str.format", "getattr_static"]
 
 

@@ -1575,13 +1575,15 @@ COMPUTED_ATTRIBUTES = frozenset(
         "format",
         "format_map",
         "vformat",
+        "__match_args__",
         "eval",
         "exec",
     }
 )
 """Names whose use reads attributes by a name computed at run time (``getattr(C, name)``,
 ``vars(C)[key]``, the names ``dir`` lists, ``inspect.getattr_static``, and a format field
-``"{0.scale}".format(C)``, whose attribute only a string spells): where the code reached names one, every entry of the
+``"{0.scale}".format(C)``, whose attribute only a string spells, a positional ``match`` class
+pattern, whose attributes ``__match_args__`` spells): where the code reached names one, every entry of the
 classes and the user's modules reached is watched, not only those the code names."""
 COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec"})
 """Names whose use reads globals by a name computed at run time (``globals()[name]``): where the
@@ -1734,11 +1736,33 @@ def _catches(code: types.CodeType) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _code_names(code: types.CodeType) -> frozenset[str]:
-    """The names a code object and the code nested in it read (globals and attributes)."""
-    names = set(code.co_names)
+    """The names a code object and the code nested in it read (globals and attributes), the
+    attributes its ``match`` class patterns read among them (``_matched_names``)."""
+    names = set(code.co_names) | _matched_names(code)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= _code_names(const)
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=4096)
+def _matched_names(code: types.CodeType) -> frozenset[str]:
+    """The attributes a code object's ``match`` class patterns read, which it does not load as
+    names: a keyword pattern's (``case Config(act="relu")``), a constant tuple that
+    ``MATCH_CLASS`` takes, and for a positional pattern (``case Config("relu")``) the names its
+    class's ``__match_args__`` gives, named by ``"__match_args__"``: one of the names that
+    compute names (``COMPUTED_ATTRIBUTES``)."""
+    if "MATCH_CLASS" not in dis.opmap or dis.opmap["MATCH_CLASS"] not in code.co_code:
+        return frozenset()
+    names: set[str] = set()
+    previous = None
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "MATCH_CLASS":
+            if previous is not None and previous.opname == "LOAD_CONST" and isinstance(previous.argval, tuple):
+                names.update(name for name in previous.argval if isinstance(name, str))
+            if instruction.arg:  # positional sub-patterns: __match_args__ names them
+                names.add("__match_args__")
+        previous = instruction
     return frozenset(names)
 
 
