@@ -938,6 +938,30 @@ def test_a_module_looked_up_by_name_at_run_time_is_refused(
     assert f(Value(1.0)).data == 2.0  # eager code runs it
 
 
+FRAME_SCALE = 1.0
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        lambda: sys._getframe(1),
+        lambda: inspect.currentframe().f_back,  # type: ignore[union-attr]
+        lambda: inspect.stack()[1].frame,
+    ],
+    ids=["sys._getframe", "inspect.currentframe", "inspect.stack"],
+)
+def test_a_frame_read_at_run_time_is_refused(caller: Callable[[], Any]) -> None:
+    """A frame the function finds while it runs (its caller's, whose globals and locals it
+    reads) is no part of the world compile watches, and a compiled call has other callers than
+    eager code: refused before it runs, not replayed with a stale number."""
+
+    def f(x: Value) -> Value:
+        return x * caller().f_globals.get("FRAME_SCALE", 1.0)
+
+    with pytest.raises(DataDependentError, match="reads a frame"):
+        vjpgrad.compile(f)(Value(1.0))
+
+
 @pytest.mark.parametrize("kind", [set, frozenset])
 def test_a_set_argument_gives_eagers_bits(kind: type) -> None:
     def f(x: Value, scales: Any) -> Value:

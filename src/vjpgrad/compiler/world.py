@@ -910,6 +910,7 @@ class _Walk:
         self.catches = self.catches or _catches(code)
         if id(fn) not in self.reached_unnamed and var not in self.unnamed:
             _refuse_modules_found_at_run_time(fn, name, names)
+            _refuse_frames_read_at_run_time(name, names)
         if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None and not fn.__dict__:
             self.fact("bare", var)  # no closure, no defaults, no attributes: one check for the four
         else:
@@ -1639,6 +1640,11 @@ MODULES_BY_NAME = frozenset({"import_module", "__import__"})
 """Names whose use looks a module up by a name computed at run time (as ``sys.modules[name]``
 does): the function is refused at recording, since the world cannot follow the lookup."""
 
+FRAME_NAMES = frozenset({"_getframe", "currentframe", "getouterframes", "f_back", "f_globals", "f_locals"})
+"""Names whose use reads a frame while the function runs (``sys._getframe(1).f_locals``): where
+the code reached names one, the function is refused at recording, since the world cannot follow
+a frame to the variables it reads."""
+
 _IDENTITY_OF_CONSTANTS = (type(None), bool, type(Ellipsis), str)
 
 
@@ -1656,6 +1662,20 @@ def _compares_identity(code: types.CodeType) -> bool:
             return True
         previous = instruction
     return any(_compares_identity(const) for const in code.co_consts if isinstance(const, types.CodeType))
+
+
+def _refuse_frames_read_at_run_time(name: str, names: frozenset[str]) -> None:
+    """``UnwatchableError`` for a function (``name``, whose code names ``names``) that reads a
+    frame while it runs (``FRAME_NAMES``): its caller's globals and locals are no part of the
+    world, and a compiled call's callers are not eager code's."""
+    if not names.isdisjoint(FRAME_NAMES):
+        raise UnwatchableError(
+            name,
+            "whose code reads a frame while it runs (sys._getframe, inspect.currentframe, f_back, f_globals, "
+            "f_locals): a caller's variables are no part of what vjpgrad.compile watches, and a compiled call "
+            "has other callers than eager code",
+            "pass what it reads there as an argument",
+        )
 
 
 def _refuse_modules_found_at_run_time(fn: types.FunctionType, name: str, names: frozenset[str]) -> None:
