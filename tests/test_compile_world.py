@@ -28,6 +28,7 @@ import math
 import operator
 import os
 import random
+import string
 import sys
 import sysconfig
 import types
@@ -753,6 +754,11 @@ _RUNTIME_NAMES: dict[str, Callable[[str], float]] = {
     "vars(C)[name]": lambda name: vars(_ByName)[name],
     "C.__dict__[name]": lambda name: _ByName.__dict__[name],
     "globals()[name]": lambda name: globals()["SCALE_READ_BY_NAME" if name == "scale" else name],
+    # a format field reads the attribute it names, spelled only in the string
+    "'{0.name}'.format(C)": lambda name: float(("{0." + name + "}").format(_ByName)),
+    "'{c.name}'.format_map(...)": lambda name: float(("{c." + name + "}").format_map({"c": _ByName})),
+    "string.Formatter().format": lambda name: float(string.Formatter().format("{0." + name + "}", _ByName)),
+    "inspect.getattr_static(C, name)": lambda name: inspect.getattr_static(_ByName, name),
 }
 
 
@@ -930,6 +936,30 @@ def test_a_module_looked_up_by_name_at_run_time_is_refused(
     with pytest.raises(DataDependentError, match="looks a module up by its name"):
         vjpgrad.compile(f)(Value(1.0))
     assert f(Value(1.0)).data == 2.0  # eager code runs it
+
+
+FRAME_SCALE = 1.0
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        lambda: sys._getframe(1),
+        lambda: inspect.currentframe().f_back,  # type: ignore[union-attr]
+        lambda: inspect.stack()[1].frame,
+    ],
+    ids=["sys._getframe", "inspect.currentframe", "inspect.stack"],
+)
+def test_a_frame_read_at_run_time_is_refused(caller: Callable[[], Any]) -> None:
+    """A frame the function finds while it runs (its caller's, whose globals and locals it
+    reads) is no part of the world compile watches, and a compiled call has other callers than
+    eager code: refused before it runs, not replayed with a stale number."""
+
+    def f(x: Value) -> Value:
+        return x * caller().f_globals.get("FRAME_SCALE", 1.0)
+
+    with pytest.raises(DataDependentError, match="reads a frame"):
+        vjpgrad.compile(f)(Value(1.0))
 
 
 @pytest.mark.parametrize("kind", [set, frozenset])
@@ -1346,14 +1376,69 @@ def test_a_bytearray_counter_is_refused_and_a_proxy_is_refused_naming_it() -> No
         vjpgrad.compile(lambda x: x * proxy.scale)(Value(1.0))
 
 
-@pytest.mark.parametrize("how", ["attrgetter", "methodcaller", "read = getattr"])
+class _Activation:
+    """A setting a ``match`` statement reads by its class pattern, held on the class."""
+
+    __match_args__ = ("kind",)
+    kind = "relu"
+
+
+def _activated_by_keyword(x: Value) -> Value:
+    match _Activation():
+        case _Activation(kind="relu"):  # the name only a constant of the pattern spells
+            return x.relu()
+        case _:
+            return x.tanh()
+
+
+def _activated_by_position(x: Value) -> Value:
+    match _Activation():
+        case _Activation("relu"):  # the name __match_args__ gives
+            return x.relu()
+        case _:
+            return x.tanh()
+
+
+@pytest.mark.parametrize("fn", [_activated_by_keyword, _activated_by_position], ids=["keyword", "positional"])
+def test_a_class_attribute_a_match_pattern_reads_is_watched(fn: Callable[[Value], Value]) -> None:
+    """A class pattern reads attributes by names the code does not load as names: a keyword
+    pattern's from a constant of the code, a positional pattern's from ``__match_args__``. A
+    class attribute it reads, changed between calls, is seen as one the code names is."""
+
+    def make() -> Any:
+        _Activation.kind = "relu"
+        return (lambda x: fn(x * -1.0)), lambda k: setattr(_Activation, "kind", "relu" if k == 2.0 else "tanh")
+
+    try:
+        twin_scaled(make)
+    finally:
+        _Activation.kind = "relu"
+
+
+_HELD_GETTERS = ["attrgetter", "methodcaller", "read = getattr", "'{0.scale}'.format", "str.format", "getattr_static"]
+
+
+@pytest.mark.parametrize("how", _HELD_GETTERS)
 def test_a_name_read_through_a_held_getter_is_watched(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader held in a variable, so that the code names neither it nor the attribute: the
+    bound ``format`` of a template, ``str.format`` and ``inspect.getattr_static`` read the
+    attribute by a name the code does not spell, as ``getattr`` does."""
+
     def make() -> Any:
         settings = _user_module(monkeypatch, "scale = 2.0\ndef get_scale():\n    return scale\n")
         if how == "attrgetter":
             getter: Any = operator.attrgetter("scale")
         elif how == "methodcaller":
             getter = lambda m, call=operator.methodcaller("__getattribute__", "scale"): call(m)  # noqa: E731
+        elif how == "'{0.scale}'.format":
+            fill = "{0.scale}".format
+            getter = lambda m: float(fill(m))  # noqa: E731
+        elif how == "str.format":
+            fill_in = str.format
+            getter = lambda m: float(fill_in("{0.scale}", m))  # noqa: E731
+        elif how == "getattr_static":
+            static = inspect.getattr_static
+            getter = lambda m: static(m, "scale")  # noqa: E731
         else:
             read = getattr
             getter = lambda m: read(m, "scale")  # noqa: E731

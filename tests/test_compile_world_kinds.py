@@ -813,6 +813,19 @@ def _set_scale(k: float) -> None:
     os.environ["VJPGRAD_TEST_SCALE"] = str(k)
 
 
+def _argv_through_sys() -> Any:
+    """``sys.argv`` read where the code names it through the ``sys`` module (a flag on the
+    command line: ``"--double" in sys.argv``), changed as a notebook or a test changes it."""
+
+    def made() -> tuple[Callable[[], float], Callable[[float], None]]:
+        def change(k: float) -> None:
+            sys.argv[:] = [arg for arg in sys.argv if arg != "--double"] + (["--double"] if k == 3.0 else [])
+
+        return (lambda: 3.0 if "--double" in sys.argv else 2.0), change
+
+    return made
+
+
 def _masked_array() -> Any:
     np = pytest.importorskip("numpy")
     return _in_place(
@@ -898,6 +911,7 @@ _LIBRARY_STATE = {
     "os.environ through os": (_environ_through_os, "same"),
     "os.getenv": (_getenv, "same"),
     "os.getenv imported": (_getenv_by_name, "same"),
+    "sys.argv through sys": (_argv_through_sys, "same"),
     "numpy masked array": (_masked_array, "same"),
     "numpy.vectorize": (_vectorize, "same"),
     "numpy.frompyfunc": (_frompyfunc, "refused"),
@@ -923,6 +937,7 @@ def test_state_the_library_and_c_keep_is_walked_where_it_shows_it_and_refused_wh
         assert _twin(make()) == expected, name
     finally:
         os.environ.pop("VJPGRAD_TEST_SCALE", None)
+        sys.argv[:] = [arg for arg in sys.argv if arg != "--double"]
 
 
 def _path_only(x: Value) -> Value:

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import builtins
 import copy
+import importlib.util
 import inspect
 import os
 import pickle
 import random
 import secrets
+import subprocess
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from os import urandom
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -542,3 +546,88 @@ def test_an_argument_that_holds_itself_is_refused_with_a_type_error_that_says_so
     looped.append(looped)
     with pytest.raises(TypeError, match=r"holds itself"):
         vjpgrad.compile(lambda x, a: x * 2.0)(Value(1.0), looped)
+
+
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
+def test_a_copy_of_a_users_object_made_inside_gives_eagers_bits_at_every_call(copier: Callable[[Any], Any]) -> None:
+    """``copy.copy`` of a user's object caches its class's slot names on the class
+    (``copyreg``'s ``__slotnames__``) the first time: Python's cache, not the function's side
+    effect, so the first call is no refusal; a number changed on the object is still seen."""
+
+    def make() -> Any:
+        settings = type("Settings", (), {})()  # a class of its own: copyreg has cached nothing on it
+        settings.scale = 1.0
+        return (lambda x: x * copier(settings).scale), lambda k: setattr(settings, "scale", k)
+
+    twin_scaled(make)
+    fn, _ = make()
+    compiled = vjpgrad.compile(fn)
+    for _ in range(4):
+        compiled(Value(1.5))
+    assert compiled.times_recorded == 2  # once more with the cache there, not at every call
+
+
+def test_a_class_attribute_set_or_deleted_while_recording_is_named_by_its_name() -> None:
+    """A side effect on a class's namespace names the attribute (``Registry.seen``), not the
+    position of a key in the class's ``__dict__``."""
+    registry = type("Registry", (), {"count": 0})
+
+    def registers(x: Value) -> Value:
+        registry.seen = True  # type: ignore[attr-defined]  # the change
+        return x * 2.0
+
+    def forgets(x: Value) -> Value:
+        del registry.count  # type: ignore[attr-defined]
+        return x * 2.0
+
+    with pytest.raises(DataDependentError, match=r"changed Registry\.seen \(added\) while") as refused:
+        vjpgrad.compile(registers)(Value(1.0))
+    assert _line_of(registers, "# the change") in str(refused.value)
+    with pytest.raises(DataDependentError, match=r"changed Registry\.count \(removed\) while"):
+        vjpgrad.compile(forgets)(Value(1.0))
+
+
+NUMPY_RANDOM_NOT_YET_IMPORTED = textwrap.dedent(
+    """
+    import sys
+
+    import numpy as np
+
+    import vjpgrad
+    from vjpgrad import Value
+
+    assert "numpy.random" not in sys.modules  # import numpy does not import it
+
+
+    def seeded(x):
+        return x * float(np.random.default_rng(0).normal())  # its own generator: the same at every call
+
+
+    def draws(x):
+        return x * float(np.random.random())  # the global generator
+
+
+    compiled = vjpgrad.compile(seeded)
+    print(*(repr(compiled(Value(1.5)).data) for _ in range(3)), repr(seeded(Value(1.5)).data))
+    try:
+        vjpgrad.compile(draws)(Value(1.5))
+    except vjpgrad.DataDependentError as refused:
+        print("refused:", refused)
+    """
+)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="NumPy is not installed")
+def test_numpy_random_imported_while_recording_is_no_draw_and_a_draw_from_it_still_is(tmp_path: Path) -> None:
+    """``import numpy`` leaves ``numpy.random`` to be imported where it is first used: a function
+    that makes a seeded generator of its own (``np.random.default_rng(0)``) imports it while it is
+    recorded, and the global generator that appears was not drawn from. A draw from that global
+    generator made on its first use is refused all the same."""
+    script = tmp_path / "first_use.py"
+    script.write_text(NUMPY_RANDOM_NOT_YET_IMPORTED)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    replayed, refusal = run.stdout.splitlines()
+    assert len(set(replayed.split())) == 1, replayed  # three compiled calls, then eager: one number
+    assert refusal.startswith("refused: draws"), refusal
+    assert "NumPy's global generator" in refusal, refusal

@@ -17,6 +17,7 @@ import contextlib
 import dis
 import functools
 import gc
+import importlib
 import inspect
 import marshal
 import numbers
@@ -988,7 +989,12 @@ def _global_generator_state(what: str) -> Any:
 
 
 def _global_generators() -> list[tuple[str, Any]]:
-    """The global generators and their states, before a recording run: a draw changes one."""
+    """The global generators and their states, before a recording run: a draw changes one.
+    ``import numpy`` leaves ``numpy.random`` to its first use: where NumPy is imported and it is
+    not, it is imported here, so that its global generator, made at that import, is there before
+    the run (a seeded ``np.random.default_rng(0)`` made inside is no draw from it, a draw still is)."""
+    if "numpy" in sys.modules and "numpy.random" not in sys.modules:
+        importlib.import_module("numpy.random")
     return [(what, _global_generator_state(what)) for what in _GLOBAL_GENERATORS]
 
 

@@ -57,12 +57,14 @@ import dis
 import enum
 import functools
 import importlib.util
+import inspect
 import io
 import numbers
 import operator
 import os
 import random
 import site
+import string
 import struct
 import sys
 import sysconfig
@@ -179,8 +181,14 @@ _METADATA = frozenset(
         "__dataclass_params__",
         "__abstractmethods__",
         "_abc_impl",
+        "__slotnames__",
     }
 )
+_PYTHONS_CACHES = frozenset({"__slotnames__"})
+"""Entries Python adds to a class's namespace the first time it needs them (``copyreg`` caches
+the slots' names there at the first ``copy.copy`` or pickle of an instance): not walked, and one
+added while recording is no side effect (``first_difference``); the guard still compares the
+class's keys whole, so the next call records once more, with the cache there."""
 MEMBERS = frozenset(
     {
         "__closure__",
@@ -245,6 +253,10 @@ def exact(x: Any) -> Any:
     return (type(x), x)
 
 
+_CACHES_KEYS = tuple(exact(k) for k in sorted(_PYTHONS_CACHES))
+"""The keys of ``_PYTHONS_CACHES`` as a class's keys fact holds them (``exact``)."""
+
+
 def _is_number(x: Any) -> bool:
     """A number that is not a Value: Python's, a Fraction, a Decimal, a NumPy scalar."""
     return is_number_kind(type(x))
@@ -303,9 +315,11 @@ _DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector", "vjpgrad.optim", "vjpgrad.
 
 _MODULE_STATE: dict[str, dict[str, tuple[str, ...]]] = {
     "os": {"environ": ("environ", "getenv"), "environb": ("environb", "getenvb")},
+    "sys": {"argv": ("argv",)},
 }
 """Plain data a library's module keeps that code reads through the module or the module's
-functions (``os.environ["LR"]``, ``os.getenv("LR")``, ``from os import getenv``): per module, each
+functions (``os.environ["LR"]``, ``os.getenv("LR")``, ``from os import getenv``, ``"--double" in
+sys.argv``): per module, each
 entry walked and the names that read it. Where the code names one of them, the entry is walked
 as the user's data is; the rest of the module is watched by identity, as installed code is."""
 
@@ -479,6 +493,7 @@ class Snapshot:
     # recording, or was made otherwise: it computes names, reads ``label`` (a class default) or
     # how the Value was made (``GRAPH_NAMES``), or catches exceptions
     asks_attributes: bool = False
+    class_keys: set[int] = dataclasses.field(default_factory=set)  # the vars that list a class's keys
 
     def describe(self, var: int, item: int | None = None) -> str:
         """How a reader names a variable, or an item of a tuple variable."""
@@ -703,6 +718,8 @@ class _Walk:
         if not is_library(fn):
             self._function(var, fn)
             return
+        if _reads_attributes(fn):  # static = inspect.getattr_static: names computed
+            self.computed_attributes = True
         self._module_state_of_function(var, fn)
         # a bound method there is the library's own machinery (singledispatch's cache.clear)
         opened = [k for k, x in fn.__dict__.items() if not isinstance(x, (types.BuiltinMethodType, types.MethodType))]
@@ -819,7 +836,7 @@ class _Walk:
         and, for one that asks identity (``operator.is_`` held in a variable), the numbers' identities."""
         if any(method is asks for asks in _ASKS_IDENTITY):
             self.identities = True
-        if any(method is reads for reads in _READS_ATTRIBUTES):  # read = getattr: names computed
+        if _reads_attributes(method):  # read = getattr, fill = "{0.scale}".format: names computed
             self.computed_attributes = True
         if any(method is reads for reads in _READS_GLOBALS):
             self.computed_globals = True
@@ -893,6 +910,7 @@ class _Walk:
         self.catches = self.catches or _catches(code)
         if id(fn) not in self.reached_unnamed and var not in self.unnamed:
             _refuse_modules_found_at_run_time(fn, name, names)
+            _refuse_frames_read_at_run_time(name, names)
         if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None and not fn.__dict__:
             self.fact("bare", var)  # no closure, no defaults, no attributes: one check for the four
         else:
@@ -956,10 +974,12 @@ class _Walk:
         entries = kind.__dict__
         entries_var = self.get(var, "dict", None, name)
         keys = self.get(entries_var, "keys", True, name)
+        self.snapshot.labels[keys] = [f".{k}" if type(k) is str else f"[{_named_key(k)}]" for k in entries]
+        self.snapshot.class_keys.add(keys)
         self.fact("scalars", keys, tuple(exact(k) for k in entries), raw=tuple(entries))  # its names, in order
         self.keyed.add(id(entries))
         special = sorted(k for k, item in entries.items() if k.startswith("__") and k not in _METADATA)
-        done = set(special)
+        done = set(special) | _PYTHONS_CACHES
         for key in special:  # called by Python without being named: __call__, __add__, __init__...
             self.child(self.get(entries_var, "entry", key, f"{name}.{key}"), entries[key])
         self.namespaces.append((entries_var, entries, done, False))
@@ -1343,6 +1363,13 @@ def _nothing(walk: _Walk, var: int, x: Any) -> None:
     """Watched where it is read (a number by its value, a Value by identity and flags): no parts."""
 
 
+def _immutable(walk: _Walk, var: int, x: Any) -> None:
+    """An object that never changes, watched by identity; ``str.format`` held in a variable reads
+    attributes by the names its template spells: every entry of the namespaces reached is watched."""
+    if _reads_attributes(x):
+        walk.computed_attributes = True
+
+
 def _name_getter(walk: _Walk, var: int, x: Any) -> None:
     """An ``operator.attrgetter`` or ``methodcaller`` held in a variable reads attributes by a
     name the code does not spell: every entry of the namespaces reached is watched."""
@@ -1352,7 +1379,7 @@ def _name_getter(walk: _Walk, var: int, x: Any) -> None:
 KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("number, string, bytes, bool or None: by value", is_number_kind, _nothing),
     ("file or stream: by identity", io.IOBase, _nothing),
-    ("immutable: by identity", _is_immutable, _nothing),
+    ("immutable: by identity (str.format, which reads attributes by name: names computed)", _is_immutable, _immutable),
     ("lock: by identity", _BY_IDENTITY, _nothing),
     ("weakref.finalize: whether it is alive", weakref.finalize, lambda walk, var, x: walk._members(var, x, ("alive",))),
     ("frame or traceback: refused", (types.FrameType, types.TracebackType), _Walk._refused),
@@ -1544,12 +1571,20 @@ COMPUTED_ATTRIBUTES = frozenset(
         "methodcaller",
         "dir",
         "getmembers",
+        "getmembers_static",
+        "getattr_static",
+        "format",
+        "format_map",
+        "vformat",
+        "__match_args__",
         "eval",
         "exec",
     }
 )
 """Names whose use reads attributes by a name computed at run time (``getattr(C, name)``,
-``vars(C)[key]``, the names ``dir`` lists): where the code reached names one, every entry of the
+``vars(C)[key]``, the names ``dir`` lists, ``inspect.getattr_static``, and a format field
+``"{0.scale}".format(C)``, whose attribute only a string spells, a positional ``match`` class
+pattern, whose attributes ``__match_args__`` spells): where the code reached names one, every entry of the
 classes and the user's modules reached is watched, not only those the code names."""
 COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec"})
 """Names whose use reads globals by a name computed at run time (``globals()[name]``): where the
@@ -1566,11 +1601,49 @@ IDENTITY_NAMES = frozenset({"is_", "is_not", "id"})
 ``id(lr) == id(DEFAULT)``): where the code reached names one, which numbers are one object is
 watched."""
 _ASKS_IDENTITY = (operator.is_, operator.is_not, id)
-_READS_ATTRIBUTES = (getattr, hasattr, setattr, delattr, vars, dir, eval, exec)
+_READS_ATTRIBUTES = (
+    getattr,
+    hasattr,
+    setattr,
+    delattr,
+    vars,
+    dir,
+    eval,
+    exec,
+    str.format,
+    str.format_map,
+    inspect.getattr_static,
+    inspect.getmembers,
+    *(getattr(inspect, name) for name in ("getmembers_static",) if hasattr(inspect, name)),  # 3.11 on
+    string.Formatter.format,
+    string.Formatter.vformat,
+    string.Formatter.get_field,
+)
+"""What reads attributes by a name computed at run time, held in a variable (``read = getattr``,
+``fill = "{0.scale}".format``, ``static = inspect.getattr_static``): the code need not name it."""
+
+
+def _reads_attributes(x: Any) -> bool:
+    """Whether ``x`` is one of ``_READS_ATTRIBUTES``, or one bound to its object (a template's
+    ``format``): the method of the object's type of that name is one of them."""
+    if any(x is reads for reads in _READS_ATTRIBUTES):
+        return True
+    owner, name = getattr(x, "__self__", None), getattr(x, "__name__", None)
+    if owner is None or not isinstance(name, str) or isinstance(owner, types.ModuleType):
+        return False
+    method = inspect.getattr_static(type(owner), name, None)
+    return any(method is reads for reads in _READS_ATTRIBUTES)
+
+
 _READS_GLOBALS = (globals, locals, eval, exec)
 MODULES_BY_NAME = frozenset({"import_module", "__import__"})
 """Names whose use looks a module up by a name computed at run time (as ``sys.modules[name]``
 does): the function is refused at recording, since the world cannot follow the lookup."""
+
+FRAME_NAMES = frozenset({"_getframe", "currentframe", "getouterframes", "f_back", "f_globals", "f_locals"})
+"""Names whose use reads a frame while the function runs (``sys._getframe(1).f_locals``): where
+the code reached names one, the function is refused at recording, since the world cannot follow
+a frame to the variables it reads."""
 
 _IDENTITY_OF_CONSTANTS = (type(None), bool, type(Ellipsis), str)
 
@@ -1589,6 +1662,20 @@ def _compares_identity(code: types.CodeType) -> bool:
             return True
         previous = instruction
     return any(_compares_identity(const) for const in code.co_consts if isinstance(const, types.CodeType))
+
+
+def _refuse_frames_read_at_run_time(name: str, names: frozenset[str]) -> None:
+    """``UnwatchableError`` for a function (``name``, whose code names ``names``) that reads a
+    frame while it runs (``FRAME_NAMES``): its caller's globals and locals are no part of the
+    world, and a compiled call's callers are not eager code's."""
+    if not names.isdisjoint(FRAME_NAMES):
+        raise UnwatchableError(
+            name,
+            "whose code reads a frame while it runs (sys._getframe, inspect.currentframe, f_back, f_globals, "
+            "f_locals): a caller's variables are no part of what vjpgrad.compile watches, and a compiled call "
+            "has other callers than eager code",
+            "pass what it reads there as an argument",
+        )
 
 
 def _refuse_modules_found_at_run_time(fn: types.FunctionType, name: str, names: frozenset[str]) -> None:
@@ -1669,11 +1756,33 @@ def _catches(code: types.CodeType) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _code_names(code: types.CodeType) -> frozenset[str]:
-    """The names a code object and the code nested in it read (globals and attributes)."""
-    names = set(code.co_names)
+    """The names a code object and the code nested in it read (globals and attributes), the
+    attributes its ``match`` class patterns read among them (``_matched_names``)."""
+    names = set(code.co_names) | _matched_names(code)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= _code_names(const)
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=4096)
+def _matched_names(code: types.CodeType) -> frozenset[str]:
+    """The attributes a code object's ``match`` class patterns read, which it does not load as
+    names: a keyword pattern's (``case Config(act="relu")``), a constant tuple that
+    ``MATCH_CLASS`` takes, and for a positional pattern (``case Config("relu")``) the names its
+    class's ``__match_args__`` gives, named by ``"__match_args__"``: one of the names that
+    compute names (``COMPUTED_ATTRIBUTES``)."""
+    if "MATCH_CLASS" not in dis.opmap or dis.opmap["MATCH_CLASS"] not in code.co_code:
+        return frozenset()
+    names: set[str] = set()
+    previous = None
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "MATCH_CLASS":
+            if previous is not None and previous.opname == "LOAD_CONST" and isinstance(previous.argval, tuple):
+                names.update(name for name in previous.argval if isinstance(name, str))
+            if instruction.arg:  # positional sub-patterns: __match_args__ names them
+                names.add("__match_args__")
+        previous = instruction
     return frozenset(names)
 
 
@@ -1776,15 +1885,23 @@ class Difference(NamedTuple):
 
 
 def first_difference(before: Snapshot, after: Snapshot) -> Difference | None:
-    """Where two observations of a world first differ, as a reader names it; None if equal."""
+    """Where two observations of a world first differ, as a reader names it; None if equal. A
+    cache Python added to a class's namespace (``_PYTHONS_CACHES``) is no difference."""
     for old, new in zip(before.facts, after.facts, strict=False):
-        if old != new:
+        if old != new and not _caches_added(before, old, new):
             return _difference(before, after, old, new)
     if len(before.facts) != len(after.facts):
         longer = before if len(before.facts) > len(after.facts) else after
         fact = longer.facts[min(len(before.facts), len(after.facts))]
         return Difference(longer.describe(fact[2] if fact[0] == "get" else fact[1]))
     return None
+
+
+def _caches_added(before: Snapshot, old: Fact, new: Fact) -> bool:
+    """Whether two facts differ only in a class's keys that Python added as caches."""
+    if old[0] != "scalars" or new[0] != "scalars" or old[1] != new[1] or old[1] not in before.class_keys:
+        return False
+    return tuple(k for k in new[2] if k not in _CACHES_KEYS) == tuple(k for k in old[2] if k not in _CACHES_KEYS)
 
 
 ASPECTS = {
