@@ -259,7 +259,11 @@ def test_indexing_with_a_tensor_a_list_and_a_mask_is_replayed(dtype: Any) -> Non
     assert grads(logp) == [third if (i, j) in {(0, 1), (1, 0), (2, 3)} else 0.0 for i in range(3) for j in range(4)]
 
 
-def test_autograd_grad_runs_as_in_plain_pytorch_and_is_named_a_pass_not_replayed() -> None:
+def test_autograd_grad_runs_as_in_plain_pytorch_and_its_returned_gradients_are_compared() -> None:
+    """``torch.autograd.grad`` hands its gradients back instead of adding them into ``.grad``: the
+    pass is replayed all the same, and what it returns is compared, element by element, with the
+    replay's gradient of each input, as ``.grad`` is after ``backward``."""
+
     def run() -> Any:
         x = torch.tensor([0.5, 1.0, 0.25], dtype=torch.float64, requires_grad=True)
         return torch.autograd.grad(torch.log(x.max() - x.max().detach()), [x])[0]
@@ -269,12 +273,69 @@ def test_autograd_grad_runs_as_in_plain_pytorch_and_is_named_a_pass_not_replayed
         watched = run()
     assert _bits(watched) == _bits(plain)  # [0, inf, 0]: the mode's branch would give nan beside inf
     (p,) = w.passes
-    assert not p.replayed
-    assert not p.matches
-    assert p.summary().startswith("Pass 1: torch.autograd.grad at ")  # not called a backward, with no seed
-    assert "write loss.backward() to see this pass replayed" in p.summary()
+    assert p.replayed
+    assert p.matches, p.summary()
+    assert p.summary().startswith("Pass 1: torch.autograd.grad at ")  # not called a backward
+    assert p.summary().splitlines()[0].endswith(", seed [1]")  # the seed of a one-element output, as backward's
+    assert "x's gradient (returned) = [0, inf, 0]: equal to PyTorch's to the bit (3/3 elements)" in p.summary()
     assert "test_bridge_mechanics.py" in p.location
     assert getattr(torch.autograd.grad, "__self__", None) is None  # given back when the watch ends
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_autograd_grad_of_a_vector_with_a_seed_and_of_an_inner_tensor_is_replayed_to_the_bit(dtype: Any) -> None:
+    """The question's VJP by ``torch.autograd.grad(y, x, v)``, a gradient with respect to a tensor
+    inside the graph (``h``, not a leaf), several inputs at once, an input the outputs do not use
+    (``allow_unused``: None, as PyTorch returns it), and ``.grad`` left as it was."""
+    torch.manual_seed(5)
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(3, dtype=dtype, requires_grad=True)
+        weights = torch.randn(2, 3, dtype=dtype, requires_grad=True)
+        unused = torch.randn(2, dtype=dtype, requires_grad=True)
+        h = torch.tanh(weights @ x)
+        y = h * h.sum() + 1
+        v = torch.tensor([0.1, 1.0], dtype=dtype)
+        (gx,) = torch.autograd.grad(y, x, v, retain_graph=True)
+        gh, gw, gu = torch.autograd.grad(y.sum(), [h, weights, unused], allow_unused=True)
+    assert gu is None
+    assert x.grad is None  # nothing added into .grad
+    assert weights.grad is None
+    first, second = w.passes
+    assert first.matches, first.summary()
+    assert second.matches, second.summary()
+    assert [leaf.name for leaf in first.leaves] == ["x"]
+    assert [leaf.name for leaf in second.leaves] == ["h", "weights"]  # unused: not reached, None in PyTorch too
+    assert first.leaves[0].pytorch == gx.tolist()
+    assert second.leaves[0].pytorch == gh.tolist()
+    assert second.leaves[1].pytorch == gw.reshape(-1).tolist()
+
+
+def test_autograd_grad_of_a_leaf_changed_under_no_grad_and_gradchecks_passes_are_compared_where_reached() -> None:
+    """A leaf stepped under ``no_grad`` after the forward (a new generation of it for the watch) is
+    compared as the pass reached it; ``torch.autograd.gradcheck`` perturbs its input in place the
+    same way before it calls ``torch.autograd.grad``: each of its passes is compared, and matches."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
+        y = (x * 3.0).sum()
+        with torch.no_grad():
+            x += 0.5
+        (g,) = torch.autograd.grad(y, x)
+        t = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(lambda u: (u.sin() * u).sum(), t)
+    assert g.tolist() == [3.0, 3.0]
+    assert len(w.passes) >= 2
+    assert all(p.matches for p in w.passes), "\n".join(p.summary() for p in w.passes)
+    assert w.passes[0].leaves[0].replayed == [3.0, 3.0]
+
+
+def test_autograd_grad_with_create_graph_is_listed_not_replayed_saying_why() -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        (g,) = torch.autograd.grad((x**3).sum(), x, create_graph=True)
+    assert g.tolist() == [3.0, 12.0]
+    (p,) = w.passes
+    assert not p.replayed
+    assert "create_graph=True" in p.summary()
 
 
 def test_torch_func_grad_is_named_as_the_transform_the_learner_called_not_autograd_grad() -> None:

@@ -14,13 +14,15 @@ from vjpgrad.display.explain import Explanation
 
 @dataclass(frozen=True)
 class LeafReport:
-    """How the replay's ``.grad`` of one leaf tensor compares with PyTorch's after the pass."""
+    """How the replay's ``.grad`` of one leaf tensor compares with PyTorch's after the pass (or its
+    gradient with the one ``torch.autograd.grad`` returns, for a leaf or a tensor inside the graph)."""
 
     name: str
     shape: tuple[int, ...]
     replayed: list[float]  # the .grad the replay computes, element by element (row-major)
     pytorch: list[float] | None  # PyTorch's .grad after the pass; None where PyTorch ran no such pass
     distances: list[int | None]  # ulps apart per element (None: nan against a number, or inf against another)
+    what: str = ".grad"  # what is compared: a leaf's .grad, or "'s gradient (returned)" by torch.autograd.grad
 
     @property
     def equal(self) -> int:
@@ -31,7 +33,7 @@ class LeafReport:
         return self.pytorch is not None and self.equal == len(self.distances)
 
     def line(self, reasons: Sequence[str]) -> str:
-        shown = f"{self.name}.grad = {_numbers(self.replayed, self.shape)}"
+        shown = f"{self.name}{self.what} = {_numbers(self.replayed, self.shape)}"
         if self.pytorch is None:
             return f"  {shown}"
         total = len(self.distances)
@@ -109,7 +111,8 @@ class Pass:
 
     def summary(self) -> str:
         """What the pass did, leaf by leaf, and whether each ``.grad`` is PyTorch's to the bit."""
-        seed = f", seed {_numbers(self.seed, (len(self.seed),))}" if self.call == "backward" and self.seed else ""
+        seeded = self.call in ("backward", "torch.autograd.grad") and self.seed  # its grad_outputs
+        seed = f", seed {_numbers(self.seed, (len(self.seed),))}" if seeded else ""
         lines = [f"Pass {self.number}: {self.call} at {self.location}{seed}"]
         if self.pytorch_error is not None:
             lines.append(f"  PyTorch refused it: {self.pytorch_error}")

@@ -447,9 +447,11 @@ class Watch:
             return f"the watch could not read the leaves' .grad before it: {type(error).__name__}: {error}"
 
     def _autograd_grad(self, *args: Any, **kwargs: Any) -> Any:
-        """``torch.autograd.grad``, run as without the watch, and noted as a pass not replayed: it
-        returns its gradients where a replay compares ``.grad``, and its own operations are not the
-        forward's."""
+        """``torch.autograd.grad``, run as without the watch, its pass replayed: what it hands back
+        (the gradients of ``inputs``, leaves or tensors inside the graph) compared with the replay's,
+        element by element, as ``.grad`` is after ``backward``; ``.grad`` is left alone, as PyTorch
+        leaves it. A pass that makes a graph of its gradients (``create_graph=True``) or runs a batch
+        of seeds (``is_grads_batched``), and ``torch.func``'s transforms, are listed, not replayed."""
         if threading.get_ident() != self._thread:
             return self._elsewhere(self._original_grad, "torch.autograd.grad", args, kwargs)
         if self.paused:  # PyTorch's own, inside a pass (a custom backward's, a hook's): a part of that pass
@@ -457,11 +459,13 @@ class Watch:
                 return self._original_grad(*args, **kwargs)
         frame = _user_frame()
         location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        call, what = (
-            ("torch.func", "torch.func's transforms (grad, vjp, jacrev, ...) hand their gradients back")
-            if _through_torch_func()
-            else ("torch.autograd.grad", "it hands its gradients back")
-        )
+        func = _through_torch_func()
+        call = "torch.func" if func else "torch.autograd.grad"
+        given: dict[str, Any] | None = None
+        if not func:
+            bound = self._bound_grad(args, kwargs)
+            args, kwargs, given = bound.args, bound.kwargs, bound.arguments
+        names = _names(frame)
         self.paused += 1
         try:
             with self._mode_off():
@@ -475,15 +479,96 @@ class Watch:
             raise
         finally:
             self.paused -= 1
-        reason = (
-            f"{what} instead of adding them into .grad, which is what the watch compares: "
-            "write loss.backward() to see this pass replayed"
-        )
-        done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=reason, call=call)
+        unreplayed = _grad_unreplayed(given)
+        if unreplayed is not None:
+            done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=unreplayed, call=call)
+        else:
+            assert given is not None  # torch.func's are listed above
+            self.paused += 1
+            try:
+                with collection_paused():
+                    done = self._replayed_grad(given, result, location, names)
+            finally:
+                self.paused -= 1
         self.passes.append(done)
-        if self.strict:
+        if self.strict and not done.matches:
             raise TorchReplayError(done.summary())
         return result
+
+    def _bound_grad(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+        """``torch.autograd.grad``'s arguments by name, defaults included, ``outputs``, ``inputs`` and
+        ``grad_outputs`` read once into tuples where they are other iterables (``model.parameters()``);
+        arguments PyTorch refuses raise its own error."""
+        grad = self._original_grad
+        while isinstance(getattr(grad, "__self__", None), Watch):
+            grad = grad.__self__._original_grad
+        try:
+            bound = inspect.signature(grad).bind(*args, **kwargs)
+        except (TypeError, ValueError):
+            with self._mode_off():
+                self._original_grad(*args, **kwargs)
+            raise
+        bound.apply_defaults()
+        for key in ("outputs", "inputs", "grad_outputs"):
+            if key in bound.arguments:
+                bound.arguments[key] = _read_once(bound.arguments[key])
+        return bound
+
+    def _replayed_grad(self, given: dict[str, Any], result: Any, location: str, names: dict[int, str]) -> Pass:
+        """``torch.autograd.grad``'s pass replayed: the replay's gradient of each of ``inputs``
+        beside what PyTorch returned for it (``result``); an input PyTorch returned None for
+        (``allow_unused``) is left out where the replay does not reach it either."""
+        outputs = given["outputs"]
+        roots = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+        seeds = given.get("grad_outputs")
+        seeds = [seeds] if isinstance(seeds, torch.Tensor) or seeds is None else list(seeds)
+        seeds = seeds if len(seeds) == len(roots) else [None] * len(roots)
+        inputs = given["inputs"]
+        wrt = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
+        retain = bool(given.get("retain_graph")) or bool(given.get("create_graph"))
+        seed = [v for root, s in zip(roots, seeds, strict=True) for v in self._seed_numbers(root, s)]
+        number = len(self.passes) + 1
+        call = "torch.autograd.grad"
+        try:
+            found = [self._entries.get(id(t)) for t in [*roots, *wrt]]
+            before = "a tensor made before watch_torch() began"
+            missing = next((e.poisoned if e else before for e in found if not e or e.poisoned), None)
+            if missing is not None:
+                return Pass(number, location, [], seed, retain, replayed=False, reason=missing, call=call)
+            items = [item for e in found[: len(roots)] for item in e.items]  # type: ignore[union-attr]
+            self._label(names)
+            outs, kept = _seeded([(x, v) for x, v in zip(items, seed, strict=True)])
+            gradients = _cotangents(outs, kept)
+            reports: list[LeafReport] = []
+            unnamed: list[str] = []
+            for k, (t, latest, returned) in enumerate(zip(wrt, found[len(roots) :], result, strict=True)):
+                assert latest is not None  # found above
+                generations = self._leaves.get(id(t)) or [latest]  # a leaf changed under no_grad: the one reached
+                entry = next((g for g in reversed(generations) if any(v in gradients for v in g.items)), latest)
+                if returned is None and not any(item in gradients for item in entry.items):
+                    continue  # allow_unused: no path from the outputs, in the replay as in PyTorch
+                name = names.get(id(t)) or f"input {k + 1}"
+                if id(t) not in names:
+                    unnamed.append(
+                        f"{name} is the tensor at position {k + 1} of inputs, with no name where grad was called"
+                    )
+                replayed = [
+                    float(in_dtype(float(gradients.get(item, 0.0)) if isinstance(item, Value) else 0.0, entry.single))
+                    for item in entry.items
+                ]
+                pytorch = [math.nan] * len(replayed) if returned is None else numbers_of(returned)
+                distances = [ulps(a, b, is_single(t)) for a, b in zip(replayed, pytorch, strict=True)]
+                reports.append(LeafReport(name, tuple(t.shape), replayed, pytorch, distances, "'s gradient (returned)"))
+            notes = frozenset().union(*(e.notes for e in found if e)) | self._hooks(outs, names)
+            scalar = len(items) == 1 and roots[0].dim() == 0
+            explainer = functools.partial(_explained, outs, kept, scalar) if outs else None
+            return Pass(
+                number, location, outs, seed, retain, call=call, leaves=reports, reasons=sorted(notes), notes=unnamed,
+                explainer=explainer,
+            )  # fmt: skip
+        except Exception as error:  # the learner's code runs on
+            reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
+            return Pass(number, location, [], seed, retain, replayed=False, reason=reason, call=call)
 
     def _elsewhere(self, original: Any, call: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A pass run on another thread than the one that entered the watch (Autograd mechanics'
@@ -852,6 +937,40 @@ def _seeded(pairs: list[tuple[Item, float]]) -> tuple[list[Value], list[float]]:
     """The outputs that take gradient, with their seeds (an element that is a constant takes none)."""
     kept = [(x, s) for x, s in pairs if isinstance(x, Value)]
     return [x for x, _ in kept], [s for _, s in kept]
+
+
+def _grad_unreplayed(given: dict[str, Any] | None) -> str | None:
+    """Why a ``torch.autograd.grad`` call (its arguments by name; None for ``torch.func``'s) is not
+    replayed, or None where it is."""
+    if given is None:
+        return (
+            "torch.func's transforms (grad, vjp, jacrev, ...) hand their gradients back from a pass of their "
+            "own, which the watch does not replay: write loss.backward() to see this pass replayed"
+        )
+    if given.get("create_graph"):
+        return (
+            "create_graph=True makes a graph of the gradients it hands back, a pass the replay does not make: "
+            "without it, the gradients it returns are compared"
+        )
+    if given.get("is_grads_batched"):
+        return "is_grads_batched=True runs a batch of seeds at once (a vmap over the pass), which is not replayed"
+    inputs = given.get("inputs")
+    if not all(
+        isinstance(t, torch.Tensor) for t in ([inputs] if isinstance(inputs, torch.Tensor) else list(inputs or ()))
+    ):
+        return "inputs that are not tensors (a GradientEdge), which the watch does not follow"
+    return None
+
+
+def _cotangents(outputs: list[Value], seeds: list[float]) -> dict[Value, Any]:
+    """What the pass gives every node it reaches, leaves and the nodes inside the graph alike (the
+    gradient ``torch.autograd.grad`` hands back for a tensor inside the graph), without touching
+    any ``.grad``."""
+    with graph.pass_lock:
+        order, leaves = graph.reached(outputs)
+        graph.seed(outputs, seeds)
+        graph.propagate(order)
+        return {node: graph.cotangent(node) for node in (*order, *leaves)}
 
 
 def _gradients(outputs: list[Value], seeds: list[float]) -> dict[Value, float]:
