@@ -11,6 +11,7 @@ test_compile_fuzz.py.)
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import sys
 import threading
@@ -1387,9 +1388,17 @@ class Fielded:
         return iter((self.value,))
 
 
+@dataclasses.dataclass
+class Outcome:
+    value: Value
+
+
 def test_an_object_with_fields_that_is_no_tuple_is_refused_naming_its_type() -> None:
     """Only a tuple with ``_fields`` is a named tuple: another object that has the attribute is
     refused as a result compile cannot return, naming its type, as any other object is."""
     compiled = vjpgrad.compile(lambda x: Fielded(x * 2.0))
     with pytest.raises(TypeError, match=r"returns Values, Vectors, numbers.*got a Fielded$"):
         compiled(Value(1.5))
+    other = vjpgrad.compile(lambda x: Outcome(x * 2.0))  # its article as a sentence reads it
+    with pytest.raises(TypeError, match=r"returns Values, Vectors, numbers.*got an Outcome$"):
+        other(Value(1.5))

@@ -942,7 +942,7 @@ def test_bad_arguments_are_refused() -> None:
         vjpgrad.compile(3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="got a Rows"):
         vjpgrad.compile(lambda x: x)(type("Rows", (list,), {})([1.0]))
-    with pytest.raises(TypeError, match=r"returns Values, Vectors, numbers, None.*got a object"):
+    with pytest.raises(TypeError, match=r"returns Values, Vectors, numbers, None.*got an object"):
         vjpgrad.compile(lambda x: object())(Value(1.0))
 
 

@@ -120,13 +120,13 @@ class Arguments:
         elif hasattr(kind, "__array_interface__"):
             raise TypeError(
                 "a compiled function takes numbers, Values, Vectors, NumPy arrays, lists, tuples and dicts of them; "
-                f"got a {kind.__name__}, an array whose numbers it could not tell apart between calls: pass a list "
+                f"got {_a(kind.__name__)}, an array whose numbers it could not tell apart between calls: pass a list "
                 "of Values (or a Vector)"
             )
         elif isinstance(x, (list, tuple, dict, set, frozenset)):
             raise TypeError(
                 f"a compiled function takes numbers, Values, Vectors, lists, tuples, sets and dicts of them, and "
-                f"other objects by identity; got a {type(x).__name__} (a subclass of Python's container), whose "
+                f"other objects by identity; got {_a(type(x).__name__)} (a subclass of Python's container), whose "
                 "methods may run code of its own between calls: pass a plain list, tuple, set or dict, or call the "
                 "function uncompiled"
             )
@@ -141,6 +141,11 @@ class Arguments:
 
 
 AttributesKey = tuple[tuple[tuple[str, Any], ...], ...] | None
+
+
+def _a(name: str) -> str:
+    """``name`` (a type's) with its article, as a message reads it: "an Out", "a Rows", "an object"."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def argument_attributes(leaves: list[Value], names: frozenset[str] | None) -> AttributesKey:
@@ -226,9 +231,9 @@ def _carried(x: Any) -> tuple[tuple[str, Any], ...]:
     for name, item in _own_attributes(x):
         if not _is_scalar(item):
             raise TypeError(
-                f"a compiled function keys a {type(x).__name__} it is given by what it holds and the numbers and "
-                f"strings it carries; got a {type(x).__name__} carrying .{name}, a {type(item).__name__}: pass that "
-                "as an argument of its own, or call the function uncompiled"
+                f"a compiled function keys {_a(type(x).__name__)} it is given by what it holds and the numbers and "
+                f"strings it carries; got {_a(type(x).__name__)} carrying .{name}, {_a(type(item).__name__)}: pass "
+                "that as an argument of its own, or call the function uncompiled"
             )
         carried.append((name, _exact(item)))
     return tuple(carried)
@@ -426,8 +431,8 @@ class _Shapes:
         if type(result) is dict:
             return ("dict", [(key, self.of(item)) for key, item in result.items()])
         raise TypeError(
-            "a compiled function returns Values, Vectors, numbers, None, and lists, tuples or dicts of them; got a "
-            f"{type(result).__name__}"
+            "a compiled function returns Values, Vectors, numbers, None, and lists, tuples or dicts of them; got "
+            f"{_a(type(result).__name__)}"
         )
 
 
