@@ -567,6 +567,24 @@ def test_a_copy_of_a_users_object_made_inside_gives_eagers_bits_at_every_call(co
     assert compiled.times_recorded == 2  # once more with the cache there, not at every call
 
 
+def test_a_classs_annotations_read_inside_are_no_side_effect() -> None:
+    """``C.__annotations__`` of a class with none is made by Python the first time it is read
+    (an empty dict put in the class's namespace): Python's, as ``copyreg``'s cache is, not the
+    function's side effect, so the first call is no refusal; a number of the class's is still
+    seen."""
+
+    def make() -> Any:
+        plain = type("Plain", (), {"scale": 1.0})  # no annotations yet
+        return (lambda x: x * plain.scale + len(plain.__annotations__)), lambda k: setattr(plain, "scale", k)
+
+    twin_scaled(make)
+    fn, _ = make()
+    compiled = vjpgrad.compile(fn)
+    for _ in range(4):
+        compiled(Value(1.5))
+    assert compiled.times_recorded == 2  # once more with the dict there, not at every call
+
+
 def test_a_class_attribute_set_or_deleted_while_recording_is_named_by_its_name() -> None:
     """A side effect on a class's namespace names the attribute (``Registry.seen``), not the
     position of a key in the class's ``__dict__``."""

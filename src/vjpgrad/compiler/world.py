@@ -184,9 +184,10 @@ _METADATA = frozenset(
         "__slotnames__",
     }
 )
-_PYTHONS_CACHES = frozenset({"__slotnames__"})
+_PYTHONS_CACHES = frozenset({"__slotnames__", "__annotations__"})
 """Entries Python adds to a class's namespace the first time it needs them (``copyreg`` caches
-the slots' names there at the first ``copy.copy`` or pickle of an instance): not walked, and one
+the slots' names there at the first ``copy.copy`` or pickle of an instance; reading
+``C.__annotations__`` of a class with none puts an empty dict there): not walked, and one
 added while recording is no side effect (``first_difference``); the guard still compares the
 class's keys whole, so the next call records once more, with the cache there."""
 MEMBERS = frozenset(
