@@ -516,15 +516,8 @@ class Watch:
 
     def _replayed_grad(self, given: dict[str, Any], result: Any, location: str, names: dict[int, str]) -> Pass:
         """``torch.autograd.grad``'s pass replayed: the replay's gradient of each of ``inputs``
-        beside what PyTorch returned for it (``result``); an input PyTorch returned None for
-        (``allow_unused``) is left out where the replay does not reach it either."""
-        outputs = given["outputs"]
-        roots = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
-        seeds = given.get("grad_outputs")
-        seeds = [seeds] if isinstance(seeds, torch.Tensor) or seeds is None else list(seeds)
-        seeds = seeds if len(seeds) == len(roots) else [None] * len(roots)
-        inputs = given["inputs"]
-        wrt = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
+        beside what PyTorch returned for it (``result``)."""
+        roots, seeds, wrt = _grad_tensors(given)
         retain = bool(given.get("retain_graph")) or bool(given.get("create_graph"))
         seed = [v for root, s in zip(roots, seeds, strict=True) for v in self._seed_numbers(root, s)]
         number = len(self.passes) + 1
@@ -535,31 +528,13 @@ class Watch:
             missing = next((e.poisoned if e else before for e in found if not e or e.poisoned), None)
             if missing is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=missing, call=call)
-            items = [item for e in found[: len(roots)] for item in e.items]  # type: ignore[union-attr]
+            entries = [e for e in found if e is not None]
+            items = [item for e in entries[: len(roots)] for item in e.items]
             self._label(names)
             outs, kept = _seeded([(x, v) for x, v in zip(items, seed, strict=True)])
             gradients = _cotangents(outs, kept)
-            reports: list[LeafReport] = []
-            unnamed: list[str] = []
-            for k, (t, latest, returned) in enumerate(zip(wrt, found[len(roots) :], result, strict=True)):
-                assert latest is not None  # found above
-                generations = self._leaves.get(id(t)) or [latest]  # a leaf changed under no_grad: the one reached
-                entry = next((g for g in reversed(generations) if any(v in gradients for v in g.items)), latest)
-                if returned is None and not any(item in gradients for item in entry.items):
-                    continue  # allow_unused: no path from the outputs, in the replay as in PyTorch
-                name = names.get(id(t)) or f"input {k + 1}"
-                if id(t) not in names:
-                    unnamed.append(
-                        f"{name} is the tensor at position {k + 1} of inputs, with no name where grad was called"
-                    )
-                replayed = [
-                    float(in_dtype(float(gradients.get(item, 0.0)) if isinstance(item, Value) else 0.0, entry.single))
-                    for item in entry.items
-                ]
-                pytorch = [math.nan] * len(replayed) if returned is None else numbers_of(returned)
-                distances = [ulps(a, b, is_single(t)) for a, b in zip(replayed, pytorch, strict=True)]
-                reports.append(LeafReport(name, tuple(t.shape), replayed, pytorch, distances, "'s gradient (returned)"))
-            notes = frozenset().union(*(e.notes for e in found if e)) | self._hooks(outs, names)
+            reports, unnamed = self._all_returned(wrt, entries[len(roots) :], result, gradients, names)
+            notes = frozenset().union(*(e.notes for e in entries)) | self._hooks(outs, names)
             scalar = len(items) == 1 and roots[0].dim() == 0
             explainer = functools.partial(_explained, outs, kept, scalar) if outs else None
             return Pass(
@@ -569,6 +544,42 @@ class Watch:
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
             return Pass(number, location, [], seed, retain, replayed=False, reason=reason, call=call)
+
+    def _all_returned(
+        self, wrt: list[Any], entries: list[Entry], result: Any, gradients: dict[Value, Any], names: dict[int, str]
+    ) -> tuple[list[LeafReport], list[str]]:
+        """Each input's comparison (``_returned``), and a line for each input with no name of the learner's."""
+        reports: list[LeafReport] = []
+        unnamed: list[str] = []
+        for k, (t, latest, returned) in enumerate(zip(wrt, entries, result, strict=True)):
+            report = self._returned(t, latest, returned, gradients, names.get(id(t)) or f"input {k + 1}")
+            if report is None:
+                continue
+            reports.append(report)
+            if id(t) not in names:
+                unnamed.append(
+                    f"{report.name} is the tensor at position {k + 1} of inputs, with no name where grad was called"
+                )
+        return reports, unnamed
+
+    def _returned(
+        self, t: torch.Tensor, latest: Entry, returned: Any, gradients: dict[Value, Any], name: str
+    ) -> LeafReport | None:
+        """The replay's gradient of ``t`` beside the one ``torch.autograd.grad`` returned for it: of
+        the generation of ``t`` the pass reached (a leaf stepped under ``no_grad`` after the forward,
+        as ``gradcheck`` steps its input, is a new generation for the watch). None for an input
+        PyTorch returned None for (``allow_unused``) that the replay does not reach either."""
+        generations = self._leaves.get(id(t)) or [latest]
+        entry = next((g for g in reversed(generations) if any(v in gradients for v in g.items)), latest)
+        if returned is None and not any(item in gradients for item in entry.items):
+            return None
+        replayed = [
+            float(in_dtype(float(gradients.get(item, 0.0)) if isinstance(item, Value) else 0.0, entry.single))
+            for item in entry.items
+        ]
+        pytorch = [math.nan] * len(replayed) if returned is None else numbers_of(returned)
+        distances = [ulps(a, b, is_single(t)) for a, b in zip(replayed, pytorch, strict=True)]
+        return LeafReport(name, tuple(t.shape), replayed, pytorch, distances, "'s gradient (returned)")
 
     def _elsewhere(self, original: Any, call: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A pass run on another thread than the one that entered the watch (Autograd mechanics'
@@ -960,6 +971,16 @@ def _grad_unreplayed(given: dict[str, Any] | None) -> str | None:
     ):
         return "inputs that are not tensors (a GradientEdge), which the watch does not follow"
     return None
+
+
+def _grad_tensors(given: dict[str, Any]) -> tuple[list[Any], list[Any], list[Any]]:
+    """``torch.autograd.grad``'s outputs, a seed for each (None where none was given, or where their
+    counts differ, which PyTorch refuses), and its inputs, each as a list."""
+    outputs, seeds, inputs = given["outputs"], given.get("grad_outputs"), given["inputs"]
+    roots = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+    seeds = [seeds] if isinstance(seeds, torch.Tensor) or seeds is None else list(seeds)
+    wrt = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
+    return roots, seeds if len(seeds) == len(roots) else [None] * len(roots), wrt
 
 
 def _cotangents(outputs: list[Value], seeds: list[float]) -> dict[Value, Any]:
