@@ -1161,6 +1161,31 @@ def test_pow_with_a_tensor_exponent_and_a_number_to_a_tensors_power_are_replayed
     every_pass_matches(w, 6)
 
 
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")  # the mistake's own
+def test_a_parameter_stepped_out_of_place_is_named_in_the_next_pass_with_the_in_place_step_to_write() -> None:
+    """``w = w - lr * w.grad``: ``w`` then names a new tensor computed from the leaf, which is no
+    leaf (PyTorch warns when its ``.grad`` is read, and the next step fails on None). In the next
+    pass the leaf has no name: its note says that ``w`` named it before, what ``w`` holds now,
+    and the step to write instead."""
+    x = torch.tensor([1.0, 2.0, 3.0])
+    with vjpgrad.watch_torch() as w:
+        weights = torch.tensor([0.5, -0.25, 1.0], requires_grad=True)
+        for _ in range(2):
+            loss = ((weights * x).sum() - 1.0) ** 2
+            loss.backward()
+            if weights.grad is None:
+                break
+            weights = weights - 0.1 * weights.grad
+    first, second = w.passes
+    assert [leaf.name for leaf in first.leaves] == ["weights"]
+    assert second.matches, second.summary()
+    (note,) = second.notes
+    assert note.startswith("leaf 1 is the leaf that weights named in an earlier pass; weights now holds a tensor")
+    assert "weights now holds a tensor computed from it (after weights = weights - lr * weights.grad" in note
+    assert "not a leaf: its .grad stays None" in note
+    assert "with torch.no_grad(): weights -= lr * weights.grad" in note
+
+
 def test_a_leaf_with_no_name_says_where_it_was_first_used_and_why_a_product_is_not_it() -> None:
     # the classic mistake: x names the product, whose .grad stays None; the leaf itself has no name
     with vjpgrad.watch_torch() as w:

@@ -179,6 +179,7 @@ class Watch:
         self._unnamed: list[Entry] = []  # tensors made since the last pass, in order: t1, t2... unless named
         self._described: list[tuple[Value, Value | None, str]] = []
         self._count = 0
+        self._named_before: dict[int, str] = {}  # each leaf's name of the learner's in the last pass that named it
         self._only: set[int] | None = None  # the leaves a pass accumulates into, when backward names them
         self._original: Any = None
         self._original_grad: Any = None
@@ -776,8 +777,10 @@ class Watch:
                     continue
             earlier = None if before is None else before.get(key)
             name = names.get(key) or f"leaf {len(reports) + 1}"
-            if key not in names:
-                unnamed.append(_unnamed_note(name, generations[0].seen_at))
+            if key in names:
+                self._named_before[key] = name
+            else:
+                unnamed.append(self._unnamed_line(key, name, reached, names))
             report = _leaf_report(name, reached, gradients, earlier, before)
             if report.pytorch is not None and any(
                 d != 0 and item not in gradients and _dense_zero(number)
@@ -786,6 +789,35 @@ class Watch:
                 found.add(OFF_PATH_NOTE)
             reports.append(report)
         return reports, frozenset(found), unnamed
+
+    def _unnamed_line(self, key: int, name: str, leaf: Entry, names: dict[int, str]) -> str:
+        """The line under a pass for a leaf with no name there (``leaf 1``): where the learner's name
+        for it in an earlier pass now holds another tensor (``w = w - lr * w.grad``), that and the step
+        to write instead; else where the leaf was first used (``_unnamed_note``)."""
+        old = self._named_before.get(key)
+        holder = next((k for k, n in names.items() if n == old), None)
+        if old is None or holder is None:
+            return _unnamed_note(name, self._leaves[key][0].seen_at)
+        made = self._entries.get(holder)
+        computed = made is not None and _computed_from(made, leaf)
+        return (
+            f"{name} is the leaf that {old} named in an earlier pass; {old} now holds "
+            + ("a tensor computed from it" if computed else "another tensor")
+            + f" (after {old} = {old} - lr * {old}.grad, {old} is a new tensor, not a leaf: its .grad stays None and "
+            f"PyTorch warns when it is read); to step a parameter, change it in place where no graph is recorded: "
+            f"with torch.no_grad(): {old} -= lr * {old}.grad"
+        )
+
+
+def _computed_from(made: Entry, leaf: Entry) -> bool:
+    """Whether a tensor's elements are each made by an operation that reads the leaf's element at
+    the same place (``w - lr * w.grad``, ``w * 2``)."""
+    if len(made.items) != len(leaf.items):
+        return False
+    return all(
+        isinstance(x, Value) and isinstance(y, Value) and any(o is y for o in graph.operands(x))
+        for x, y in zip(made.items, leaf.items, strict=True)
+    )
 
 
 def _refused_before(
