@@ -377,3 +377,24 @@ def test_silu_is_replayed_with_pytorchs_sigmoid_and_its_fused_multiply_add() -> 
                 y = torch.nn.functional.silu(y * 1.5, inplace=True)
             y.backward(a_seed(rng, tuple(y.shape), y.dtype))
     assert every_leaf_equal_to_the_bit(w, cases) == (200, 200)
+
+
+def test_prod_is_replayed_with_pytorchs_quotients_or_products_of_the_others() -> None:
+    """``x.prod()`` and ``x.prod(dim)``: ``prod_backward`` hands each element ``grad * (result / x)``
+    where no element is 0, and otherwise ``grad`` times the product of the others, which PyTorch
+    makes as two running products (``cumprod``) from either side (``prod_safe_zeros_backward``)."""
+    rng = random.Random(47)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for k in range(200):
+            shape = rng.choice([(), (1,), (4,), (3, 5), (2, 3, 4)])
+            dtype = rng.choice([torch.float32, torch.float64])
+            x = (torch.rand(shape, dtype=dtype) + 0.5).requires_grad_()
+            cases.append({"x": x})
+            h = x * torch.where(torch.rand(shape) < 0.2, 0.0, 1.0).to(dtype) if k % 2 else x * 1.5  # zeros in half
+            if k % 3 == 0 or h.dim() == 0:
+                y = h.prod()
+            else:
+                y = h.prod(dim=rng.randrange(h.dim()), keepdim=bool(rng.getrandbits(1)))
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    assert every_leaf_equal_to_the_bit(w, cases) == (200, 200)

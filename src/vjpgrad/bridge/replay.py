@@ -1329,6 +1329,48 @@ def _extreme_along(call: Call) -> list[list[Item]]:
     return [made, [float(i) for i in picks]]
 
 
+@rule("prod.default", "prod.dim_int")
+def _prod(call: Call) -> list[list[Item]]:
+    """``x.prod()`` and ``x.prod(dim, keepdim)``: ``prod_backward`` hands each element ``grad`` times
+    a factor PyTorch computes with its own operations, which the replay computes with the same
+    ones on the same numbers (so the same bits): ``result / x`` where no element of ``x`` is 0, else
+    the product of the others, as two running products (``cumprod``) from either side
+    (``prod_safe_zeros_backward``: the whole tensor flattened, or along ``dim``); of the whole
+    tensor with two zeros or more, exactly +0.0 (``zeros_like``)."""
+    x = call.args[0]
+    y = call.out
+    if y.dtype != x.dtype:
+        raise NotReplayableError("prod with a dtype= other than its tensor's")
+    whole = call.name == "prod.default"
+    if x.dim() == 0:
+        factors = torch.ones_like(x)  # prod_backward: grad itself
+    elif whole:
+        zeros = int((x == 0).sum())
+        if zeros > 1:  # every product of the others is 0: PyTorch's zeros_like, +0.0 whatever the gradient
+            made = [[MASKED] * x.numel()]
+            return [make_outputs("prod", numbers_of(y), [call.entry(x).items], made, [times], many=True)]
+        factors = _others_product(x.contiguous().view(-1), 0).view_as(x) if zeros else y / x
+    else:
+        dim = call.args[1] % x.dim()
+        kept = y if (len(call.args) > 2 and call.args[2]) or call.kwargs.get("keepdim") else y.unsqueeze(dim)
+        factors = _others_product(x, dim) if bool((x == 0).any()) else kept / x
+    groups = _groups(x, list(range(x.dim())) if whole else [call.args[1] % max(x.dim(), 1)], y.numel())
+    items, flat = call.entry(x).items, [in_dtype(v, call.single) for v in numbers_of(factors)]
+    operands = [[items[i] for i in group] for group in groups]
+    saved = [[flat[i] for i in group] for group in groups]
+    return [make_outputs("prod", numbers_of(y), operands, saved, [times], many=True)]
+
+
+def _others_product(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """For each element of ``x``, the product of the others along ``dim``, as PyTorch's
+    ``prod_safe_zeros_backward`` makes it: the running product of those before it times the
+    running product of those after it."""
+    ones = torch.ones_like(x.narrow(dim, 0, 1))
+    before = torch.cat([ones, x.narrow(dim, 0, x.shape[dim] - 1)], dim).cumprod(dim)
+    after = torch.cat([ones, x.narrow(dim, 1, x.shape[dim] - 1).flip(dim)], dim).cumprod(dim).flip(dim)
+    return before * after
+
+
 # ---- matrix products -----------------------------------------------------------------------------
 
 MATMUL_NOTE = (
