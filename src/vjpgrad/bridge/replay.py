@@ -1062,15 +1062,38 @@ def _vector_norm(call: Call) -> list[list[Item]]:
     return [_along(call, x, given, lambda norm: (x / norm).masked_fill(norm == 0, 0))]
 
 
-@rule("max.default", "min.default", "amax.default", "amin.default")
+@rule("amax.default", "amin.default")
+def _extreme_counted(call: Call) -> list[list[Item]]:
+    """``x.amax(dim=..., keepdim=...)`` (and ``amin``; no ``dim``: the whole tensor): PyTorch's
+    backward (``scale_grad_by_count``) hands each element ``(grad / count) * mask``, ``count`` the
+    elements of its row equal to the result, ``mask`` 1 for those and 0 for the others: an element
+    not picked gets ``(grad / count) * 0``, -0.0 for a negative gradient, nan for an infinite one."""
+    x = call.args[0]
+    y = call.out
+    given = call.args[1] if len(call.args) > 1 else call.kwargs.get("dim", ())
+    dims = sorted({d % x.dim() for d in ([given] if isinstance(given, int) else list(given))}) if x.dim() else []
+    reduced = dims or list(range(x.dim()))
+    keepdim = bool(call.args[2] if len(call.args) > 2 else call.kwargs.get("keepdim", False))
+    kept = y if keepdim or not x.dim() else y.reshape([1 if d in reduced else s for d, s in enumerate(x.shape)])
+    hits = x == kept
+    counts = hits.sum(reduced, keepdim=True).to(x.dtype).broadcast_to(x.shape) if x.dim() else hits.to(x.dtype)
+    flags = [in_dtype(v, call.single) for v in numbers_of(hits.to(x.dtype))]
+    each = [in_dtype(v, call.single) for v in numbers_of(counts)]
+    groups = _groups(x, reduced, y.numel())
+    items = call.entry(x).items
+    operands = [[items[i] for i in group] for group in groups]
+    saved = [[(each[i], flags[i]) for i in group] for group in groups]
+    return [make_outputs(call.name.split(".")[0], numbers_of(y), operands, saved, [_counted], many=True)]
+
+
+def _counted(g: Any, count: Any, hit: Any) -> Any:
+    """``(g / count) * hit``: ``scale_grad_by_count``'s share of one element (``hit`` 1 or 0)."""
+    return divided(g, count) * hit
+
+
+@rule("max.default", "min.default")
 def _extreme(call: Call) -> list[list[Item]]:
     x = call.args[0]
-    if call.name.startswith("am") and len(call.args) > 1 and list(call.args[1]):
-        base, dims = call.name.split(".")[0], list(call.args[1])
-        raise NotReplayableError(  # in the learner's words, with the forms that are replayed
-            f"{base} along dim={dims} (replayed: x.{base[1:]}(dim={dims[0]}) along one dimension, and x.{base}() "
-            "of the whole tensor)"
-        )
     y = call.out
     # evenly_distribute_backward: grad / count on each element equal to the result (nan: each nan)
     hits = torch.isnan(x) if bool(torch.isnan(y)) else x == y
