@@ -15,6 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import vjpgrad  # noqa: E402
+from vjpgrad.bridge.replay import LAYER_NORM_NAN_NOTE  # noqa: E402
 from vjpgrad.bridge.watch import SUM_NOTE  # noqa: E402
 
 functional = torch.nn.functional
@@ -397,5 +398,108 @@ def test_prod_is_replayed_with_pytorchs_quotients_or_products_of_the_others() ->
                 y = h.prod()
             else:
                 y = h.prod(dim=rng.randrange(h.dim()), keepdim=bool(rng.getrandbits(1)))
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    assert every_leaf_equal_to_the_bit(w, cases) == (200, 200)
+
+
+def test_layer_norm_is_replayed_in_its_kernels_order_and_fused_multiply_adds() -> None:
+    """``F.layer_norm`` / ``nn.LayerNorm``, over the last one or two dimensions, with and without a
+    weight and a bias (each taking gradient or not): the backward kernel sums each row's
+    ``dy * x * γ`` and ``dy * γ`` in vectors (the tail's product fused into its sum), makes
+    ``b = fma(db, mean, -ds) * a * a * a / N`` and ``c = fma(-b, mean, -db * a / N)``, writes
+    ``dx = fma(b, x, a * dy * γ) + c``, and sums the weight's ``dy * fma(a, x, -a * mean)`` (fused)
+    and the bias's ``dy`` down the rows, one part per thread."""
+    rng = random.Random(44)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for k in range(300):
+            dtype = rng.choice([torch.float32, torch.float64])
+            shape = rng.choice(
+                [
+                    (1, 1),
+                    (2, 1),
+                    (1, 5),
+                    (3, 7),
+                    (2, 8),
+                    (4, 9),
+                    (2, 16),
+                    (3, 23),
+                    (2, 37),
+                    (1, 70),
+                    (2, 3, 9),
+                    (3, 2, 16),
+                ]
+            )
+            shape = (rng.randint(1, 5), *shape[1:]) if k % 2 else shape
+            last = (2, shape[-1] // 2) if k % 5 == 0 and shape[-1] % 2 == 0 else (shape[-1],)
+            x = some_numbers(rng, shape, dtype) * rng.choice([1.0, 3.0, 0.01]) + rng.choice([0.0, 1.5])
+            x = x.reshape(*shape[:-1], *last).requires_grad_()
+            leaves: dict[str, Any] = {"x": x}
+            kind = k % 4
+            if kind == 0:
+                y = functional.layer_norm(x * 2, last)
+            elif kind == 1:
+                norm = torch.nn.LayerNorm(last, dtype=dtype, bias=rng.random() < 0.7)
+                with torch.no_grad():
+                    norm.weight.copy_(some_numbers(rng, last, dtype))
+                leaves["norm.weight"] = norm.weight
+                if norm.bias is not None:
+                    leaves["norm.bias"] = norm.bias
+                y = norm(x)
+            else:
+                weight = some_numbers(rng, last, dtype).requires_grad_(rng.random() < 0.8)
+                bias = some_numbers(rng, last, dtype).requires_grad_(rng.random() < 0.5) if kind == 2 else None
+                leaves |= {
+                    name: t for name, t in (("weight", weight), ("bias", bias)) if t is not None and t.requires_grad
+                }
+                y = functional.layer_norm(x, last, weight, bias, eps=rng.choice([1e-5, 1e-3]))
+            cases.append(leaves)
+            y.backward(some_numbers(rng, tuple(y.shape), y.dtype))  # signed zeros among them
+    compared, equal = every_leaf_equal_to_the_bit(w, cases)
+    assert compared == equal
+    assert compared >= 500
+
+
+def test_layer_norm_with_infinities_and_nans_in_its_gradient_is_judged_by_its_bits() -> None:
+    """A row's gradient that holds an infinity or a nan makes the row's ``dx`` nan: which nan's sign
+    the kernel's fused multiply-adds keep, the replay does not follow. Every verdict is still what
+    the bits say, a difference is only in a nan's sign, and the pass names the reason."""
+    rng = random.Random(46)
+    with vjpgrad.watch_torch() as w:
+        tensors = []
+        for _ in range(60):
+            dtype = rng.choice([torch.float32, torch.float64])
+            x = some_numbers(rng, (rng.randint(1, 3), rng.choice([3, 8, 13, 37])), dtype).requires_grad_()
+            weight = some_numbers(rng, tuple(x.shape[-1:]), dtype).requires_grad_()
+            tensors.append({"x": x, "weight": weight})
+            y = functional.layer_norm(x, tuple(x.shape[-1:]), weight)
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype, special=0.1))
+    for p, leaves in zip(w.passes, tensors, strict=True):
+        for leaf in p.leaves:
+            ours, theirs = leaf.replayed, leaves[leaf.name].grad.reshape(-1).tolist()
+            assert leaf.matches == (bits(ours) == bits(theirs)), p.summary()
+            for a, b in zip(ours, theirs, strict=True):
+                assert struct.pack("<d", a) == struct.pack("<d", b) or (math.isnan(a) and math.isnan(b)), p.summary()
+        if not p.matches:
+            assert LAYER_NORM_NAN_NOTE in p.reasons, p.summary()
+
+
+def test_softplus_is_replayed_with_its_kernels_exp() -> None:
+    """``F.softplus(x, beta, threshold)`` / ``nn.Softplus``: ``softplus_backward`` hands each element
+    ``(dy * z) / (z + 1)``, ``z`` the exp of ``x * beta`` (the kernel's vectorised exp, the C
+    library's at a loop's end), or ``dy`` itself where ``x * beta`` is above the threshold."""
+    rng = random.Random(45)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for k in range(200):
+            shape = rng.choice([(), (1,), (7,), (16,), (17,), (3, 11), (2, 3, 9), (70,)])
+            x = some_numbers(rng, shape, rng.choice([torch.float32, torch.float64])) * rng.choice([1.0, 4.0, 30.0])
+            x.requires_grad_()
+            cases.append({"x": x})
+            beta, threshold = rng.choice([(1.0, 20.0), (2.0, 20.0), (0.5, 3.0), (3.7, 1.0)])
+            if k % 3:
+                y = functional.softplus(x * 1.5, beta=beta, threshold=threshold)
+            else:
+                y = torch.nn.Softplus(beta, threshold)(x.sin() * 4)
             y.backward(a_seed(rng, tuple(y.shape), y.dtype))
     assert every_leaf_equal_to_the_bit(w, cases) == (200, 200)
