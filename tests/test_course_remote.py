@@ -211,9 +211,11 @@ def test_peak_memory_is_the_kernels_count_which_the_students_code_cannot_misrepo
         small, counted_by = checks.peak_memory(engine.small, list(range(1_000)))
         assert counted_by == "kernel"
         assert small < 2_000_000
-        large, counted_by = checks.peak_memory(engine.jacobian, 1_000, True)  # 1,000 x 1,000 floats: 32 MB
+        # 2,000 x 2,000 floats, 128 MB: more than a test process that ran others holds freed and reuses
+        # without the kernel counting it (32 MB measured 7.7 MB after the quick loop's other tests)
+        large, counted_by = checks.peak_memory(engine.jacobian, 2_000, True)
         assert counted_by == "kernel"
-        assert large > 8_000_000
+        assert large > 32_000_000
 
 
 def test_without_the_kernels_count_peak_memory_is_counted_where_the_students_code_runs(tmp_path: Path) -> None:
