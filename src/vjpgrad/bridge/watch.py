@@ -1015,25 +1015,23 @@ def _grad_tensors(given: dict[str, Any]) -> tuple[list[Any], list[Any], list[Any
     return roots, seeds if len(seeds) == len(roots) else [None] * len(roots), wrt
 
 
-def _cotangents(outputs: list[Value], seeds: list[float]) -> dict[Value, Any]:
+def _cotangents(outputs: list[Value], seeds: list[float], *, leaves_only: bool = False) -> dict[Value, Any]:
     """What the pass gives every node it reaches, leaves and the nodes inside the graph alike (the
-    gradient ``torch.autograd.grad`` hands back for a tensor inside the graph), without touching
-    any ``.grad``."""
+    gradient ``torch.autograd.grad`` hands back for a tensor inside the graph), or the leaves alone
+    (``leaves_only``): the engine's own pass (``graph.propagate``), without the record of every
+    edge that ``explain`` keeps, and without touching any ``.grad``."""
     with graph.pass_lock:
         order, leaves = graph.reached(outputs)
         graph.seed(outputs, seeds)
         graph.propagate(order)
-        return {node: graph.cotangent(node) for node in (*order, *leaves)}
+        kept = leaves if leaves_only else (*order, *leaves)
+        return {node: graph.cotangent(node) for node in kept}
 
 
 def _gradients(outputs: list[Value], seeds: list[float]) -> dict[Value, float]:
-    """What the pass gives each leaf it reaches: the engine's own pass (``graph.propagate``), without
-    the record of every edge that ``explain`` keeps, and without touching any ``.grad``."""
-    with graph.pass_lock:
-        order, leaves = graph.reached(outputs)
-        graph.seed(outputs, seeds)
-        graph.propagate(order)
-        return {leaf: graph.cotangent(leaf) for leaf in leaves}
+    """What the pass gives each leaf it reaches (``backward``'s gradients): ``_cotangents`` kept to
+    the leaves."""
+    return _cotangents(outputs, seeds, leaves_only=True)
 
 
 def _roots_and_seeds(given: dict[str, Any]) -> tuple[list[Any], list[Any]]:
