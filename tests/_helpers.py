@@ -190,3 +190,24 @@ def twin_scaled(make: Callable[[], tuple[Callable[..., Value], Callable[[float],
         return found
 
     assert results(compiled=True) == results(compiled=False)
+
+
+PARTS = 10
+"""How many parts a test of many seeded random cases is cut in (``parts``)."""
+
+
+def parts(count: int = PARTS) -> list[Any]:
+    """The parts of a test of many seeded random cases, for ``pytest.mark.parametrize("part", ...)``:
+    part 0 runs in the quick loop (``pytest -m "not slow"``), the others are marked slow. The whole
+    suite runs every case, the quick loop a ``count``-th of them, so that no test of the quick loop
+    takes more than about a second (CONTRIBUTING.md). Each part seeds its own generator
+    (``seed + 1000 * part``): part 0 runs the first cases the test ran before it was cut."""
+    return [0, *(pytest.param(k, marks=pytest.mark.slow) for k in range(1, count))]
+
+
+def cases_of(part: int, total: int, count: int = PARTS) -> range:
+    """The numbers of part ``part``'s cases among a test's ``total`` (``range(total)`` cut in
+    ``count`` runs of one length), for a test that chooses a kind of case by its number."""
+    size, rest = divmod(total, count)
+    assert not rest, f"{total} cases do not cut into {count} parts of one length"
+    return range(part * size, (part + 1) * size)

@@ -8,10 +8,13 @@ import math
 import subprocess
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 torch = pytest.importorskip("torch")
+
+from _helpers import parts  # noqa: E402
 
 import vjpgrad  # noqa: E402
 from vjpgrad.bridge.single import round32, ulps  # noqa: E402
@@ -952,8 +955,9 @@ def test_a_tensor_bound_to_two_names_is_called_by_the_first_not_by_a_loop_variab
         "    torch.tanh(torch.tensor([[1.0, 2.0]]) @ W + b).sum().backward()\n"
         "print([leaf.name for leaf in w.passes[0].leaves])\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split("\n")[0] == "['W', 'b']"
+    namespace: dict[str, Any] = {"__name__": "__main__"}  # a script's top level, as ``python script.py`` runs it
+    exec(code.replace("print(", "names = ("), namespace)
+    assert namespace["names"] == ["W", "b"]
 
 
 def test_a_difference_near_zero_says_how_far_apart_not_only_in_ulp() -> None:
@@ -1067,14 +1071,15 @@ def test_a_conversion_between_float32_and_float64_inside_the_graph_is_replayed()
     assert q.grad.dtype == torch.float64
 
 
-def test_a_float32_tensor_in_an_operation_with_a_float64_one_gets_its_gradient_rounded_to_float32() -> None:
+@pytest.mark.parametrize("part", parts(5))
+def test_a_float32_tensor_in_an_operation_with_a_float64_one_gets_its_gradient_rounded_to_float32(part: int) -> None:
     """``h * b`` with ``h`` float32 and ``b`` float64 (a NumPy array's tensor beside float32
     parameters) is float64: PyTorch computes ``h``'s gradient in float64 and rounds it to float32
     before ``h``'s own backward multiplies it. The replay multiplied the float64 gradient first and
     rounded once: 127 of 200 such passes differed by an ulp, "the reason is not known"."""
-    torch.manual_seed(0)
+    torch.manual_seed(part)
     with vjpgrad.watch_torch() as w:
-        for _ in range(50):
+        for _ in range(10):
             a = torch.randn(4, requires_grad=True)
             b = torch.randn(4, dtype=torch.float64)
             h = torch.tanh(a) * a
@@ -1083,24 +1088,27 @@ def test_a_float32_tensor_in_an_operation_with_a_float64_one_gets_its_gradient_r
             (torch.exp(c) * torch.randn(3, dtype=torch.float64)).sum().backward()  # broadcast: summed, then rounded
             m = torch.randn(3, requires_grad=True)
             (torch.relu(m) - torch.tensor([0.5, 0.0, -1.0], dtype=torch.float64)).pow(2).sum().backward()
-    every_pass_matches(w, 150)
+    every_pass_matches(w, 30)
     with vjpgrad.watch_torch() as w:  # broadcast: the float64 gradients summed in float64, then rounded once
         for shape_a, shape_b in [((1,), (20,)), ((), (37,)), ((3,), (4, 3)), ((5, 1), (5, 9))]:
-            for _ in range(10):
+            for _ in range(2):
                 e = torch.randn(shape_a, requires_grad=True)
                 (torch.exp(e) * torch.randn(shape_b, dtype=torch.float64)).sum().backward()
-    every_pass_matches(w, 40)
+    every_pass_matches(w, 8)
     with vjpgrad.watch_torch() as w:  # a float64 target from NumPy beside a float32 model's output
         for reduction in ("mean", "sum", "none"):
-            for _ in range(10):
+            for _ in range(2):
                 weight = torch.randn(3, requires_grad=True)
                 pred = torch.tanh(torch.randn(4, 3) @ weight)
                 loss = torch.nn.functional.mse_loss(pred, torch.randn(4, dtype=torch.float64), reduction=reduction)
                 loss.sum().backward()
-    every_pass_matches(w, 30)
+    every_pass_matches(w, 6)
 
 
-def test_a_float32_tensor_changed_in_place_by_a_float64_one_is_replayed_in_the_types_pytorch_computes_in() -> None:
+@pytest.mark.parametrize("part", parts(5))
+def test_a_float32_tensor_changed_in_place_by_a_float64_one_is_replayed_in_the_types_pytorch_computes_in(
+    part: int,
+) -> None:
     """``z.mul_(y)`` and ``z.div_(y)`` with ``z`` float32 and ``y`` float64 keep ``z`` float32, but
     each gradient is computed in the type of what its formula reads: ``z``'s (``g * y``, ``g / y``)
     in float64, then rounded to float32; ``y``'s in float32 for ``mul_`` (``g * z``, both float32)
@@ -1108,25 +1116,25 @@ def test_a_float32_tensor_changed_in_place_by_a_float64_one_is_replayed_in_the_t
     float32 first: about two passes in five differed ("the reason is not known"), by up to 10^8
     ulp for ``y`` of ``div_``; a broadcast ``y`` of ``div_`` had its gradient summed in float32 and
     blamed on the order of a sum. A 0-d ``y`` takes no part in the type (the result's own float32)."""
-    torch.manual_seed(0)
+    torch.manual_seed(part)
     with vjpgrad.watch_torch() as w:
-        for _ in range(30):
+        for _ in range(6):
             for op, shape in (("mul_", (5,)), ("div_", (5,)), ("mul_", ()), ("div_", ()), ("add_", (5,))):
                 x = torch.randn(5, requires_grad=True)
                 y = torch.randn(shape, dtype=torch.float64).abs().add(0.5).requires_grad_()
                 z = x * 1.5
                 getattr(z, op)(y)
                 (z * torch.randn(5)).sum().backward()
-    every_pass_matches(w, 150)
+    every_pass_matches(w, 30)
     with vjpgrad.watch_torch() as w:  # y broadcast: its float64 gradient summed back in float64 for div_
-        for _ in range(20):
+        for _ in range(4):
             for op in ("mul_", "div_"):
                 x = torch.randn(4, 3, requires_grad=True)
                 y = torch.randn(3, dtype=torch.float64).abs().add(0.5).requires_grad_()
                 z = x * 1.5
                 getattr(z, op)(y)
                 (z * torch.randn(4, 3)).sum().backward()
-    every_pass_matches(w, 40)
+    every_pass_matches(w, 8)
 
 
 def test_a_nan_against_a_nan_of_the_other_sign_is_said_so_not_as_a_nan_apart() -> None:
