@@ -1003,3 +1003,36 @@ def test_without_numpy_the_error_says_how_to_install_it(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "numpy", None)
     with pytest.raises(ImportError, match=r"pip install numpy \(or pip install -e '\.\[vmap\]' in your clone"):
         vmap(lambda x: x)
+
+
+def test_broadcast_shapes_is_numpys() -> None:
+    from vjpgrad.batched import arrays
+
+    shapes = [(), (1,), (3,), (0,), (1, 3), (2, 1), (2, 3), (1, 1, 3), (4, 1, 1), (4, 2, 3), (2, 0), (1, 0)]
+    for a in shapes:
+        for b in shapes:
+            try:
+                expected: object = np.broadcast_shapes(a, b)
+            except ValueError:
+                expected = ValueError
+            try:
+                found: object = arrays.broadcast_shapes(a, b)
+            except ValueError:
+                found = ValueError
+            assert found == expected, (a, b)
+
+
+@pytest.mark.parametrize("start", [-0.0, 0.0])
+def test_across_products_adds_each_share_onto_its_start_as_across_stacked(start: float) -> None:
+    """Starts of -0.0 take the first share as the total (``-0.0 + c`` is ``c``); +0.0 does not
+    (``0.0 + -0.0`` is ``0.0``): both as ``_across_stacked`` of the products, to the bit."""
+    from vjpgrad.batched import arrays
+
+    namespace = arrays.namespace(False)
+    left = np.array([[[-0.0, 1e16, -1e16], [-0.0, -0.0, 3.0]], [[0.0, -0.0, np.inf], [np.nan, 2.0, -0.0]]])
+    right = np.array([[[1.0], [2.0]], [[-1.0], [0.5]]])
+    starts = (start, start)
+    expected = namespace["_across_stacked"](starts, 1, left * right)
+    for buffers in (None, []):
+        found = namespace["_across_products"](starts, 1, left, right, buffers)
+        assert found.tobytes() == expected.tobytes()

@@ -60,6 +60,26 @@ def arithmetic(np: ModuleType) -> Iterator[None]:
         np.setbufsize(before)
 
 
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """``np.broadcast_shapes`` for shapes that are tuples of ints, in a few Python operations (NumPy's
+    makes an array per shape: about 3 us a call, and the helpers below call it on every line they
+    run); a ValueError where the shapes do not broadcast, as NumPy's."""
+    first = shapes[0]
+    if all(shape == first for shape in shapes):
+        return tuple(first)
+    ndim = max(map(len, shapes))
+    result = [1] * ndim
+    for shape in shapes:
+        offset = ndim - len(shape)
+        for i, n in enumerate(shape):
+            m = result[offset + i]
+            if m == 1:
+                result[offset + i] = n
+            elif n not in (1, m):
+                raise ValueError(f"shape mismatch: shapes {shapes} cannot be broadcast to a single shape")
+    return tuple(result)
+
+
 def _per_element(np: ModuleType, function: Callable[..., float], count: int) -> Callable[..., Any]:
     """``function`` (a ``core.floats`` function of Python floats) called on every element: NumPy
     hands it Python floats and broadcasts scalars against arrays."""
@@ -289,7 +309,7 @@ def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
             total = np.stack(np.broadcast_arrays(*starts))
         if total.ndim == 1:
             total = total[:, None]
-        trailing = np.broadcast_shapes(total.shape[1:], trailing)
+        trailing = broadcast_shapes(total.shape[1:], trailing)
         if total.shape[1:] != trailing:
             total = np.broadcast_to(total, (len(starts), *trailing)).copy()
         for m in range(block.shape[2] - 1, -1, -1):
@@ -298,6 +318,11 @@ def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
         return total
 
     return across, stacked
+
+
+def _negative_zero(x: Any) -> bool:
+    """Whether ``x`` is the float -0.0, the start of a gradient that has none yet."""
+    return type(x) is float and x == 0.0 and math.copysign(1.0, x) < 0.0
 
 
 PRODUCTS_BYTES = 1 << 18
@@ -311,7 +336,7 @@ def _products(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
     ``statements.products_across``): each product made into an array of one row's size just before
     it is added, by the same ufuncs in the same order as the lines they stand for. Each takes
     ``buffers`` (a list, the workspace's slot or a new one) to hold its arrays between calls."""
-    multiply, add, empty, shape_of, broadcast_shapes = np.multiply, np.add, np.empty, np.shape, np.broadcast_shapes
+    multiply, add, empty, shape_of = np.multiply, np.add, np.empty, np.shape
 
     def arrays(buffers: list[Any], *shapes: tuple[int, ...]) -> list[Any]:
         if [b.shape for b in buffers] != list(shapes):
@@ -359,11 +384,15 @@ def _products(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
             first = first[:, None]
         trailing = (len(starts), *broadcast_shapes(first.shape[1:], share[3:]))
         total, product = arrays([] if buffers is None else buffers, trailing, (len(starts), *share[3:]))
-        np.copyto(total, first)
-        for m in range(share[2] - 1, -1, -1):
-            for r in range(reads):
-                multiply(left[:, r, m], right[:, r, m], out=product)
-                add(total, product, out=total)
+        order = [(m, r) for m in range(share[2] - 1, -1, -1) for r in range(reads)]
+        if order and total.shape == product.shape and all(map(_negative_zero, starts)):
+            m, r = order.pop(0)  # -0.0 + c is c to the bit: the first share is the total
+            multiply(left[:, r, m], right[:, r, m], out=total)
+        else:
+            np.copyto(total, first)
+        for m, r in order:
+            multiply(left[:, r, m], right[:, r, m], out=product)
+            add(total, product, out=total)
         return total
 
     return sum_products, across_products
@@ -394,10 +423,21 @@ def _sides(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any], Call
         axes = max(a.ndim, b.ndim, 2)  # numbers alone get a samples axis: their gradients have one
         return aligned(a, axes), aligned(b, axes)
 
+    ndarray = np.ndarray
+
+    def repeated(first: Any, count: int) -> Any:
+        """``first`` seen ``count`` times along a new first axis (``np.broadcast_to``'s read-only
+        view, made directly for a contiguous array: 1 us against 5)."""
+        if not first.flags.c_contiguous:
+            return np.broadcast_to(first, (count, *first.shape))
+        view = ndarray((count, *first.shape), first.dtype, first, 0, (0, *first.strides))
+        view.flags.writeable = False
+        return view
+
     def stack_as(items: tuple[Any, ...], like: Any) -> Any:
         first = items[0]
         if isinstance(first, np.ndarray) and all(x is first for x in items):  # a sum's terms: one gradient
-            return aligned(np.broadcast_to(first, (len(items), *first.shape)), like.ndim)
+            return aligned(repeated(first, len(items)), like.ndim)
         return aligned(stacked(items), like.ndim)
 
     return sides, stack_as, stacked, aligned
@@ -462,6 +502,10 @@ def _follows(pattern: Pattern, by_row: dict[int, tuple[int, int, int]]) -> bool:
     return len(filled) == many * length
 
 
+PATTERNS_KEPT = 256
+"""Patterns ``_rows`` keeps (``_regular``'s answers, by call site), cleared when full."""
+
+
 def _rows(np: ModuleType) -> Callable[..., Any]:
     """The gradients a reverse pass returns, as one array of ``count`` rows: ``placed`` holds the
     arrays of a block's inputs' gradients (copies along the first axis), each with the rows of
@@ -475,14 +519,20 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
     nothing because the writer places each gradient in a row of its own.
     ``make(shape)`` gives the array to fill (a new one unless given: ``workspace.helpers`` gives
     one the caller has let go)."""
-    asarray, empty, float64, multiply, broadcast_shapes = (
-        np.asarray,
-        np.empty,
-        np.float64,
-        np.multiply,
-        np.broadcast_shapes,
-    )
+    asarray, empty, float64, multiply = np.asarray, np.empty, np.float64, np.multiply
     ndarray = np.ndarray
+    patterns: dict[tuple[Any, ...], Pattern | None] = {}
+
+    def regular(entries: list[tuple[Product, slice]], count: int) -> Pattern | None:
+        """``_regular``, kept by what it reads (the rows, the slices, the operands' shapes): a
+        program's call site asks the same at every call."""
+        left, right = entries[0][0].left, entries[0][0].right
+        key = (count, np.shape(left), np.shape(right), *((p.row, w.start, w.stop, w.step) for p, w in entries))
+        if key not in patterns:
+            if len(patterns) >= PATTERNS_KEPT:
+                patterns.clear()
+            patterns[key] = _regular(entries, count)
+        return patterns[key]
 
     def rows(
         count: int,
@@ -515,7 +565,7 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
         for found, where in arrays:
             out[where] = found
         for entries in products.values():
-            pattern = _regular(entries, count) if out.flags.c_contiguous else None
+            pattern = regular(entries, count) if out.flags.c_contiguous else None
             if pattern is None:
                 for product, where in entries:  # each element the product, as pg[r] * pb[r]
                     multiply(product.left[product.row], product.right[product.row], out=out[where])
