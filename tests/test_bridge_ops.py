@@ -17,7 +17,12 @@ torch = pytest.importorskip("torch")
 from _helpers import cases_of, parts  # noqa: E402
 
 import vjpgrad  # noqa: E402
-from vjpgrad.bridge.replay import LAYER_NORM_NAN_NOTE  # noqa: E402
+from vjpgrad.bridge.replay import (  # noqa: E402
+    BATCH_NORM_LAYOUT_NOTE,
+    BATCH_NORM_NAN_NOTE,
+    BATCH_NORM_THREADS_NOTE,
+    LAYER_NORM_NAN_NOTE,
+)
 from vjpgrad.bridge.watch import SUM_NOTE  # noqa: E402
 
 functional = torch.nn.functional
@@ -493,6 +498,122 @@ def test_layer_norm_with_infinities_and_nans_in_its_gradient_is_judged_by_its_bi
                 assert struct.pack("<d", a) == struct.pack("<d", b) or (math.isnan(a) and math.isnan(b)), p.summary()
         if not p.matches:
             assert LAYER_NORM_NAN_NOTE in p.reasons, p.summary()
+
+
+def a_batch_norm(rng: random.Random, k: int, dtype: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """One batch norm of a random input of ``shape``, as case ``k`` chooses it: ``nn.BatchNorm1d`` or
+    ``nn.BatchNorm2d`` training (batch statistics, running ones updated) or in eval mode (running
+    statistics), with or without its weight and bias (``affine``); ``F.batch_norm`` with a weight and
+    a bias that take gradient or not, with or without running statistics. Its result, its input, its
+    module (or None), its weight and its bias (or None), for the caller to hold by those names."""
+    x = some_numbers(rng, shape, dtype) * rng.choice([1.0, 3.0, 0.01]) + rng.choice([0.0, 1.5])
+    x.requires_grad_()
+    channels, eps = shape[1], rng.choice([1e-5, 1e-3, 0.1])
+    if k % 3 == 0:
+        kind = torch.nn.BatchNorm1d if len(shape) < 4 else torch.nn.BatchNorm2d
+        norm = kind(channels, eps=eps, affine=rng.random() < 0.7, dtype=dtype)
+        with torch.no_grad():
+            norm(some_numbers(rng, shape, dtype) * 2 + 1)  # running statistics of another batch
+            if norm.affine:
+                norm.weight.copy_(some_numbers(rng, (channels,), dtype))
+                norm.bias.copy_(some_numbers(rng, (channels,), dtype))
+        norm.train(rng.random() < 0.6)
+        return norm(x), x, norm, None, None
+    weight = some_numbers(rng, (channels,), dtype).requires_grad_(rng.random() < 0.7) if k % 3 == 1 else None
+    bias = some_numbers(rng, (channels,), dtype).requires_grad_(rng.random() < 0.5) if rng.random() < 0.7 else None
+    running = rng.random() < 0.5
+    mean = torch.randn(channels, dtype=dtype) if running else None
+    var = torch.rand(channels, dtype=dtype) + 0.5 if running else None
+    training = not running or rng.random() < 0.5
+    y = functional.batch_norm(x, mean, var, weight, bias, training=training, eps=eps)
+    return y, x, None, weight, bias
+
+
+def batch_norm_leaves(x: Any, norm: Any, weight: Any, bias: Any) -> dict[str, Any]:
+    """The leaves of ``a_batch_norm``'s case by the names the caller holds them by."""
+    leaves = {"x": x}
+    if norm is not None and norm.affine:
+        leaves |= {"norm.weight": norm.weight, "norm.bias": norm.bias}
+    return leaves | {name: t for name, t in (("weight", weight), ("bias", bias)) if t is not None and t.requires_grad}
+
+
+@pytest.mark.parametrize("part", parts(50))
+def test_batch_norm_is_replayed_in_its_kernels_order_and_fused_multiply_adds(part: int) -> None:
+    """``F.batch_norm`` / ``nn.BatchNorm1d`` / ``nn.BatchNorm2d`` (``native_batch_norm``), training and
+    in eval mode, with and without a weight and a bias, float32 and float64, over a batch of (N, C)
+    (one number per channel and example: the kernel's channels-last path, the batch split among
+    threads) and (N, C, L) or (N, C, H, W) (its contiguous path, a channel's planes summed in vectors,
+    the tail's product fused, in double for float32): every leaf equal to the bit, for a gradient laid
+    out row-major as the input is (signed zeros among it)."""
+    rng = random.Random(47 + 1000 * part)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 300, 50):
+            dtype = rng.choice([torch.float32, torch.float64])
+            n, c = rng.randint(2, 20), rng.randint(1, 8)
+            shape = rng.choice(
+                [(n, c), (n, c), (n // 3 + 1, c, rng.randint(1, 16)), (n // 8 + 1, c, 3, rng.randint(1, 4))]
+            )
+            y, x, norm, weight, bias = a_batch_norm(rng, k, dtype, shape)
+            cases.append(batch_norm_leaves(x, norm, weight, bias))
+            y.backward(some_numbers(rng, tuple(y.shape), y.dtype))
+    compared, equal = every_leaf_equal_to_the_bit(w, cases)
+    assert compared == equal
+    assert compared >= 6
+
+
+@pytest.mark.parametrize("part", parts(12))
+def test_batch_norm_where_it_may_differ_is_judged_by_its_bits(part: int) -> None:
+    """Where the replay may differ from batch_norm's kernel, every verdict is still what the bits
+    say, and a pass that differs names the reason. ``batch_norm(x).sum().backward()`` hands its
+    backward one number expanded, and a result used transposed a gradient laid out column by column:
+    PyTorch then takes its other path (``at::sum``, one number at a time), which the replay does not
+    follow. A gradient that holds an infinity or a nan: only a nan's sign may differ. Another number
+    of threads at the backward pass than when the operation ran splits an (N, C) batch otherwise."""
+    rng = random.Random(48 + 1000 * part)
+    cases: list[tuple[int, dict[str, Any]]] = []
+    threads = torch.get_num_threads()
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 60, 12):
+            dtype = rng.choice([torch.float32, torch.float64])
+            shape = rng.choice([(rng.randint(2, 9), rng.randint(1, 6)), (rng.randint(1, 5), 3, rng.randint(2, 12))])
+            y, x, norm, weight, bias = a_batch_norm(rng, k, dtype, shape)
+            cases.append((k % 4, batch_norm_leaves(x, norm, weight, bias)))
+            if k % 4 == 0:
+                y.sum().backward()
+            elif k % 4 == 1:
+                (y.transpose(0, 1) * some_numbers(rng, tuple(y.transpose(0, 1).shape), dtype)).sum().backward()
+            elif k % 4 == 2:
+                y.backward(a_seed(rng, tuple(y.shape), y.dtype, special=0.1))
+            else:
+                torch.set_num_threads(1 if threads > 1 else 2)
+                try:
+                    y.backward(some_numbers(rng, tuple(y.shape), y.dtype))
+                finally:
+                    torch.set_num_threads(threads)
+    reason = [BATCH_NORM_LAYOUT_NOTE, BATCH_NORM_LAYOUT_NOTE, BATCH_NORM_NAN_NOTE, BATCH_NORM_THREADS_NOTE]
+    for p, (kind, leaves) in zip(w.passes, cases, strict=True):
+        assert p.replayed, p.reason
+        for leaf in p.leaves:
+            ours, theirs = leaf.replayed, leaves[leaf.name].grad.reshape(-1).tolist()
+            assert leaf.matches == (bits(ours) == bits(theirs)), p.summary()
+            if kind == 2:
+                assert all(
+                    a == b or (math.isnan(x) and math.isnan(y))
+                    for a, b, x, y in zip(bits(ours), bits(theirs), ours, theirs, strict=True)
+                ), p.summary()
+        if not p.matches:
+            assert reason[kind] in p.reasons, p.summary()
+
+
+def test_batch_norm_of_an_input_laid_out_otherwise_is_not_replayed() -> None:
+    """An input that is not row-major (a transposed batch, channels-last images) takes other paths
+    of PyTorch's kernels: the pass is listed as not replayed, naming batch_norm."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(3, 5, dtype=torch.float64).requires_grad_()
+        torch.nn.functional.batch_norm(x.t(), None, None, training=True).sum().backward()
+    assert not w.passes[0].replayed
+    assert "batch_norm" in (w.passes[0].reason or "")
 
 
 @pytest.mark.parametrize("part", parts())
