@@ -636,3 +636,40 @@ def test_softplus_is_replayed_with_its_kernels_exp(part: int) -> None:
                 y = torch.nn.Softplus(beta, threshold)(x.sin() * 4)
             y.backward(a_seed(rng, tuple(y.shape), y.dtype))
     assert every_leaf_equal_to_the_bit(w, cases) == (20, 20)
+
+
+# ---- cumsum --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("part", parts())
+def test_cumsum_is_replayed_as_a_running_sum_from_the_end_in_double(part: int) -> None:
+    """``x.cumsum(dim)``: ``cumsum_backward`` hands each element the sum of the gradients from its
+    place to its line's end, ``grad.flip(dim).cumsum(dim).flip(dim)``: one running sum from the end,
+    held in double for float32 too (the CPU kernel's ``acc_type``) and started from +0.0 (a -0.0
+    gradient alone at a line's end becomes 0.0), each place's sum stored in the tensor's type; a
+    line of one element hands the gradient back as it is. Over random shapes and dimensions
+    (negative too), signed zeros, infinities and nans in the gradient."""
+    rng = random.Random(59 + 1000 * part)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            dtype = rng.choice([torch.float32, torch.float64])
+            shape = rng.choice([(), (1,), (5,), (17,), (40,), (3, 4), (4, 1), (1, 6), (2, 3, 5)])
+            x = (some_numbers(rng, shape, dtype) * rng.choice([1.0, 1e3, 1e-3])).requires_grad_()
+            cases.append({"x": x})
+            dim = rng.randrange(-max(x.dim(), 1), max(x.dim(), 1))
+            y = (x * 1.5).cumsum(dim) if k % 3 else torch.cumsum(x.sin(), dim=dim)
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    assert every_leaf_equal_to_the_bit(w, cases) == (24, 24)
+
+
+def test_cumsum_into_another_type_is_not_replayed_and_says_why() -> None:
+    """``x.cumsum(0, dtype=torch.float64)`` of a float32 ``x`` turns the gradient into float32 before
+    its running sum: not replayed, saying so, and PyTorch's own ``.grad`` is as without the watch."""
+    x = torch.tensor([0.5, -1.25, 3.0], requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        x.cumsum(0, dtype=torch.float64).sum().backward()
+    assert not w.passes[0].replayed
+    assert "cumsum with a dtype other than its input's" in w.passes[0].reason
+    assert x.grad is not None
+    assert x.grad.tolist() == [3.0, 2.0, 1.0]

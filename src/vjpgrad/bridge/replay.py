@@ -1059,6 +1059,68 @@ def _sum(call: Call) -> list[list[Item]]:
     return [make_outputs(name, numbers_of(call.out), operands, saved, [divided if mean else times], many=True)]
 
 
+# ---- cumsum: its backward a running sum from the end, in double --------------------------------
+
+
+def _passed_on(g: Any, _unit: Any) -> Any:
+    """A running sum handed on as it is (a double: the kernel's accumulator)."""
+    return g
+
+
+def _widened(g: Any, _unit: Any) -> float:
+    """A gradient added into the running sum as a double (``acc_type``: float32's is double)."""
+    return float(g)
+
+
+def _widened_onto_zero(g: Any, _unit: Any) -> float:
+    """The first gradient the running sum takes: added onto the accumulator's +0.0 (a -0.0 becomes 0.0)."""
+    return 0.0 + float(g)
+
+
+def _stored(g: Any, single: bool) -> Any:
+    """The running sum stored in the tensor's type: what the element's gradient is."""
+    return in_dtype(g, single)
+
+
+@rule("cumsum.default")
+def _cumsum(call: Call) -> list[list[Item]]:
+    """``x.cumsum(dim)``: ``cumsum_backward`` hands back ``grad.flip(dim).cumsum(dim).flip(dim)``, each
+    element's gradient the sum of the gradients from its place to the line's end, added from the end
+    in one running sum held in double (the CPU kernel's ``acc_type``, float32's too) onto +0.0, and
+    each place's sum stored in the tensor's type; a line of one element (or a tensor of one) hands
+    the gradient back as it is. Along each line, node ``c[i]`` holds the running sum: made before
+    ``y[i]`` and after ``y[i - 1]``, so that the reverse pass adds ``c[i + 1]``'s sum into it before
+    ``y[i]``'s gradient, as the kernel adds."""
+    x, dim = call.args[0], call.args[1] if len(call.args) > 1 else call.kwargs["dim"]
+    if call.kwargs.get("dtype") is not None and call.kwargs["dtype"] != x.dtype:
+        raise NotReplayableError("cumsum with a dtype other than its input's")
+    single, items, data = call.single, call.entry(x).items, numbers_of(call.out)
+    out: list[Item] = list(data)
+    if x.numel() <= 1 or x.dim() == 0 or x.shape[dim] == 1:
+        one = in_dtype(1.0, single)
+        return [make_outputs("cumsum", data, [items], [[one] * len(items)], [times])]
+    n = x.shape[dim]
+    inner = math.prod(x.shape[dim % x.dim() + 1 :])
+    chain = engine_op("cumsum's running sum", 2, (_passed_on, _stored))
+    first = engine_op("cumsum's running sum", 1, (_stored,))
+    taken = (engine_op("cumsum", 1, (_widened,)), engine_op("cumsum", 1, (_widened_onto_zero,)))
+    for start in (o * n * inner + i for o in range(x.numel() // (n * inner)) for i in range(inner)):
+        running: Item = 0.0
+        for k in range(n):
+            p = start + k * inner
+            x_p = items[p]
+            if isinstance(running, Value):
+                running = graph.make(
+                    Value, data[p], chain, running, 1.0, x_p, single if isinstance(x_p, Value) else None
+                )
+            elif isinstance(x_p, Value):
+                running = graph.make(Value, data[p], first, x_p, single, None, None)
+            if isinstance(running, Value):
+                out[p] = graph.make(Value, data[p], taken[k == n - 1], running, 1.0, None, None)
+                call.described.append((running, x_p if isinstance(x_p, Value) else None, "cumsum's running sum at {}"))
+    return [out]
+
+
 def _spread(g: Any, twice: Any, factor: Any, centered: Any) -> Any:
     """``std``'s edge: the gradient divided by twice the result (+0.0 where the result is 0, as
     ``masked_fill_`` makes it: whatever the gradient, but its sign still the product's below, for
