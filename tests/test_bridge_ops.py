@@ -673,3 +673,36 @@ def test_cumsum_into_another_type_is_not_replayed_and_says_why() -> None:
     assert "cumsum with a dtype other than its input's" in w.passes[0].reason
     assert x.grad is not None
     assert x.grad.tolist() == [3.0, 2.0, 1.0]
+
+
+# ---- sort and topk -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("part", parts())
+def test_sort_and_topk_write_each_gradient_back_at_its_element_and_plus_zero_elsewhere(part: int) -> None:
+    """``x.sort(dim)`` (stable or not, descending or not) and ``x.topk(k, dim)``:
+    ``value_selecting_reduction_backward`` scatters the gradient into zeros, so each value's gradient
+    reaches the element its index names as it is (a -0.0 and a nan's sign kept), and an element
+    ``topk`` did not pick gets exactly +0.0, which another path's -0.0 added to it leaves +0.0. Over
+    random shapes, dimensions (negative too), ties and every ``k`` from 0 to the line's length."""
+    rng = random.Random(61 + 1000 * part)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            dtype = rng.choice([torch.float32, torch.float64])
+            shape = rng.choice([(), (1,), (5,), (17,), (3, 4), (4, 1), (1, 6), (2, 3, 5)])
+            x = some_numbers(rng, shape, dtype)
+            if x.numel() > 2 and rng.random() < 0.3:
+                x.view(-1)[0] = x.view(-1)[1]  # a tie
+            x.requires_grad_()
+            cases.append({"x": x})
+            dim = rng.randrange(-max(x.dim(), 1), max(x.dim(), 1))
+            h = x * 1.5 + (x * 0.0).sum() * -1.0  # another path: -0.0 onto every element
+            if k % 3 == 0:
+                y, _ = torch.sort(h, dim=dim, descending=bool(k % 2))
+            elif k % 3 == 1:
+                y, _ = h.sort(dim=dim, stable=True)
+            else:
+                y, _ = torch.topk(h, rng.randint(0, h.shape[dim] if h.dim() else 1), dim=dim, largest=bool(k % 2))
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    assert every_leaf_equal_to_the_bit(w, cases) == (24, 24)

@@ -2062,6 +2062,43 @@ def _extreme_along(call: Call) -> list[list[Item]]:
     return [made, [float(i) for i in picks]]
 
 
+def _selection_dim(call: Call) -> int:
+    """The dimension ``sort`` (``dim``, keyword-only in ``sort.stable``) or ``topk`` (after ``k``) runs along."""
+    position = 2 if call.name.startswith("topk") else 1
+    if call.name == "sort.stable" or len(call.args) <= position:
+        return int(call.kwargs.get("dim", -1))
+    return int(call.args[position])
+
+
+@rule("sort.default", "sort.stable", "topk.default")
+def _sorted(call: Call) -> list[list[Item]]:
+    """``values, indices = x.sort(dim)`` and ``x.topk(k, dim)``: PyTorch's backward
+    (``value_selecting_reduction_backward``) scatters the gradient into a tensor of zeros: each
+    value's gradient is written, as it is, at the element its index names, and an element ``topk``
+    did not pick gets exactly +0.0, whatever the gradient (MASKED, on the first value of its line)."""
+    x = call.args[0]
+    values, indices = call.outputs
+    items = call.entry(x).items
+    one = _unit(call.single)
+    picks = numbers_of_index(indices.reshape(-1))
+    shape = tuple(values.shape) or (1,)
+    dim = _selection_dim(call) % len(shape)
+    inner, taken, size = math.prod(shape[dim + 1 :]), shape[dim], (tuple(x.shape) or (1,))[dim]
+    operands: list[list[Item]] = []
+    saved: list[list[Any]] = []
+    for p, pick in enumerate(picks):
+        line = (p // (taken * inner)) * size * inner + p % inner  # the line's first element in x
+        operands.append([items[line + pick * inner]])
+        saved.append([one])
+        if (p // inner) % taken == 0:  # the line's first value: the elements no value picked get +0.0
+            line_picks = {picks[p + j * inner] for j in range(taken)}
+            others = [items[line + j * inner] for j in range(size) if j not in line_picks]
+            operands[-1] += others
+            saved[-1] += [MASKED] * len(others)
+    made = make_outputs(call.name.split(".")[0], numbers_of(values), operands, saved, [times], many=True)
+    return [made, [float(i) for i in picks]]
+
+
 @rule("prod.default", "prod.dim_int")
 def _prod(call: Call) -> list[list[Item]]:
     """``x.prod()`` and ``x.prod(dim, keepdim)``: ``prod_backward`` hands each element ``grad`` times
