@@ -706,3 +706,45 @@ def test_sort_and_topk_write_each_gradient_back_at_its_element_and_plus_zero_els
                 y, _ = torch.topk(h, rng.randint(0, h.shape[dim] if h.dim() else 1), dim=dim, largest=bool(k % 2))
             y.backward(a_seed(rng, tuple(y.shape), y.dtype))
     assert every_leaf_equal_to_the_bit(w, cases) == (24, 24)
+
+
+# ---- more element-wise functions -----------------------------------------------------------------
+
+
+ELEMENTWISE: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    # name: (the function, the inputs it is tried on, made from normal numbers)
+    "sinh": (torch.sinh, lambda x: x * 3),
+    "cosh": (torch.cosh, lambda x: x * 3),
+    "expm1": (torch.expm1, lambda x: x * 3),
+    "log2": (torch.log2, lambda x: x.abs() * 100 + 1e-3),
+    "log10": (torch.log10, lambda x: x.abs() * 100 + 1e-3),
+    "erf": (torch.erf, lambda x: x * 2),
+    "asin": (torch.asin, lambda x: torch.tanh(x) * 0.999),
+    "acos": (torch.acos, lambda x: torch.tanh(x) * 0.999),
+    "atan": (torch.atan, lambda x: x * 3),
+    "asinh": (torch.asinh, lambda x: x * 3),
+    "acosh": (torch.acosh, lambda x: x.abs() * 3 + 1.001),
+    "atanh": (torch.atanh, lambda x: torch.tanh(x) * 0.999),
+}
+
+
+@pytest.mark.parametrize("name", list(ELEMENTWISE))
+def test_more_element_wise_functions_are_replayed_with_their_formulas_factor(name: str) -> None:
+    """``sinh``, ``cosh``, ``expm1``, ``log2``, ``log10``, ``erf``, ``asin``, ``acos``, ``atan``,
+    ``asinh``, ``acosh`` and ``atanh`` (and the in-place forms PyTorch differentiates): each edge
+    saves what ``derivatives.yaml`` multiplies or divides the gradient by (``self.cosh()``, ``self *
+    M_LN2``, ``2 / sqrt(pi) * exp(-(self.pow(2)))``, ``(-self * self + 1).rsqrt()``...), computed by
+    PyTorch on the whole tensor, so that the last step rounds as PyTorch's kernel does."""
+    function, inputs = ELEMENTWISE[name]
+    rng = random.Random(sum(map(ord, name)))
+    in_place = getattr(torch.Tensor, f"{name}_") if name not in ("asinh", "acosh", "atanh") else None
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for k in range(24):
+            dtype = rng.choice([torch.float32, torch.float64])
+            shape = rng.choice([(), (1,), (7,), (16,), (17,), (3, 11), (2, 3, 9)])
+            x = inputs(some_numbers(rng, shape, dtype)).detach().requires_grad_()
+            cases.append({"x": x})
+            y = function(x * 1.0) if k % 2 or in_place is None else in_place(x * 1.0)
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    assert every_leaf_equal_to_the_bit(w, cases) == (24, 24)

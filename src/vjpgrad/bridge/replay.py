@@ -935,6 +935,73 @@ def _exp2(call: Call) -> list[list[Item]]:
     return _unary(call, "exp2", list(zip(results, logs, strict=True)), in_turn)  # (grad * result) * M_LN2
 
 
+# ---- more of the element-wise functions, each saving what derivatives.yaml multiplies or divides by
+
+
+@rule("sinh.default", "sinh_.default")
+def _sinh(call: Call) -> list[list[Item]]:
+    return _unary(call, "sinh", torch.cosh(call.args[0]))  # grad * self.cosh()
+
+
+@rule("cosh.default", "cosh_.default")
+def _cosh(call: Call) -> list[list[Item]]:
+    return _unary(call, "cosh", torch.sinh(call.args[0]))  # grad * self.sinh()
+
+
+@rule("expm1.default", "expm1_.default")
+def _expm1(call: Call) -> list[list[Item]]:
+    return _unary(call, "expm1", call.out + 1)  # grad * (result + 1)
+
+
+@rule("log2.default", "log2_.default")
+def _log2(call: Call) -> list[list[Item]]:
+    return _unary(call, "log2", call.args[0] * 0.6931471805599453, divided)  # grad / (self * M_LN2)
+
+
+@rule("log10.default", "log10_.default")
+def _log10(call: Call) -> list[list[Item]]:
+    return _unary(call, "log10", call.args[0] * 2.3025850929940456, divided)  # grad / (self * M_LN10)
+
+
+@rule("erf.default", "erf_.default")
+def _erf(call: Call) -> list[list[Item]]:
+    # 2 / sqrt(pi) * exp(-(self.pow(2))) * grad: the factor made first, then times the gradient
+    return _unary(call, "erf", 2.0 / math.sqrt(math.pi) * torch.exp(-call.args[0].pow(2)))
+
+
+@rule("asin.default", "asin_.default")
+def _asin(call: Call) -> list[list[Item]]:
+    x = call.args[0]
+    return _unary(call, "asin", (-x * x + 1).rsqrt())  # grad * (-self * self + 1).rsqrt()
+
+
+@rule("acos.default", "acos_.default")
+def _acos(call: Call) -> list[list[Item]]:
+    x = call.args[0]
+    return _unary(call, "acos", -((-x * x + 1).rsqrt()))  # grad * -((-self * self + 1).rsqrt())
+
+
+@rule("atan.default", "atan_.default")
+def _atan(call: Call) -> list[list[Item]]:
+    x = call.args[0]
+    return _unary(call, "atan", x * x + 1, divided)  # grad / (self * self + 1)
+
+
+@rule("asinh.default", "asinh_.default")
+def _asinh(call: Call) -> list[list[Item]]:
+    return _unary(call, "asinh", (call.args[0].pow(2) + 1).rsqrt())  # grad * (self.pow(2) + 1).rsqrt()
+
+
+@rule("acosh.default", "acosh_.default")
+def _acosh(call: Call) -> list[list[Item]]:
+    return _unary(call, "acosh", (call.args[0].pow(2) - 1).rsqrt())  # grad * (self.pow(2) - 1).rsqrt()
+
+
+@rule("atanh.default", "atanh_.default")
+def _atanh(call: Call) -> list[list[Item]]:
+    return _unary(call, "atanh", 1 - call.args[0].pow(2), divided)  # grad * 1 / (1 - self.pow(2)): grad * 1 is grad
+
+
 @rule("pow.Tensor_Scalar", "pow_.Scalar")
 def _pow(call: Call) -> list[list[Item]]:
     x, exponent = call.args[:2]
