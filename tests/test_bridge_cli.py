@@ -140,11 +140,11 @@ def test_a_pass_larger_than_a_page_holds_gets_a_line_not_a_page(tmp_path: Path) 
 
 @pytest.mark.slow  # starts Python and imports torch
 def test_a_pass_not_replayed_exits_2_and_names_the_operation_and_line(tmp_path: Path) -> None:
-    source = "import torch\nx = torch.ones(2, requires_grad=True)\ny = torch.special.erf(x).sum()\ny.backward()\n"
+    source = "import torch\nx = torch.ones(2, requires_grad=True)\ny = torch.special.i0(x).sum()\ny.backward()\n"
     done = explain_torch(tmp_path, source)
     assert done.returncode == 2, done.stderr
     assert "not replayed" in done.stdout
-    assert "erf" in done.stdout
+    assert "i0" in done.stdout
     assert "learner.py:3" in done.stdout
 
 

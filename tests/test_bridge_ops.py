@@ -748,3 +748,74 @@ def test_more_element_wise_functions_are_replayed_with_their_formulas_factor(nam
             y = function(x * 1.0) if k % 2 or in_place is None else in_place(x * 1.0)
             y.backward(a_seed(rng, tuple(y.shape), y.dtype))
     assert every_leaf_equal_to_the_bit(w, cases) == (24, 24)
+
+
+# ---- copies that take some elements: the others get +0.0 ----------------------------------------
+
+
+TAKING: dict[str, Callable[[Any], Any]] = {
+    "index": lambda h: h[torch.tensor([0, 0, 2])],
+    "gather": lambda h: h.gather(0, torch.tensor([0, 0, 2])),
+    "index_select": lambda h: h.index_select(0, torch.tensor([2, 0, 2])),
+    "slice": lambda h: h[1:3],
+    "select": lambda h: h[1],
+    "narrow": lambda h: h.narrow(0, 0, 2),
+}
+
+
+@pytest.mark.parametrize("name", list(TAKING))
+def test_an_element_a_copy_does_not_take_gets_plus_zero_as_pytorchs_zeros_give_it(name: str) -> None:
+    """``h[idx]``, ``gather``, ``index_select``, slicing, ``select`` and ``narrow``: PyTorch's backward
+    writes (or adds) the gradient into a tensor of zeros, so an element the copy does not take gets
+    +0.0, which turns another path's -0.0 into 0.0 (``(x * 0.0).sum() * -1`` hands every element
+    -0.0). The replay gave such an element nothing: its -0.0 stayed, "a sum of many numbers"."""
+    for dtype in (torch.float32, torch.float64):
+        x = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=dtype, requires_grad=True)
+        with vjpgrad.watch_torch() as w:
+            h = x * 1.5 + (x * 0.0).sum() * -1.0
+            TAKING[name](h).sum().backward()
+        assert every_leaf_equal_to_the_bit(w, [{"x": x}]) == (1, 1)
+        assert bits([0.0])[0] in grad_bits(x)  # a +0.0 among them: the case this test is about
+
+
+def test_an_element_a_selection_did_not_pick_is_multiplied_as_pytorch_multiplies_its_zero() -> None:
+    """``(x * x)[1]``: select's backward hands element 0 a +0.0, and the product before it makes that
+    ``0 * -2``, -0.0; ``z.sqrt()[1]`` of ``z = [-1, 4]``: ``0 / (2 * nan)``, nan. The replay, with no
+    path to element 0, gave 0.0 and said so (an element no path reaches); now equal to the bit."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([-1.0, 2.0], requires_grad=True)
+        (x * x)[1].backward()
+        z = torch.tensor([-1.0, 4.0], requires_grad=True)
+        z.sqrt()[1].backward()
+    assert every_leaf_equal_to_the_bit(w, [{"x": x}, {"z": z}]) == (2, 2)
+    assert grad_bits(x)[0] == bits([-0.0])[0]
+    assert math.isnan(z.grad[0].item())
+
+
+@pytest.mark.parametrize("part", parts())
+def test_roll_and_index_select_are_replayed_to_the_bit(part: int) -> None:
+    """``torch.roll`` (its backward rolls the gradient back: each element gets its place's, as it
+    is) and ``index_select`` (its backward adds each place's gradient into zeros at the element its
+    index names, in the places' order: repeats summed in turn, an element not taken +0.0), over
+    random shapes, dimensions, shifts, indices with repeats and empty ones, and signed zeros."""
+    rng = random.Random(67 + 1000 * part)
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            dtype = rng.choice([torch.float32, torch.float64])
+            shape = rng.choice([(5,), (17,), (3, 4), (4, 1), (1, 6), (2, 3, 5)])
+            x = some_numbers(rng, shape, dtype).requires_grad_()
+            cases.append({"x": x})
+            h = x * 1.5 + (x * 0.0).sum() * -1.0
+            dim = rng.randrange(-x.dim(), x.dim())
+            if k % 2:
+                shifts = rng.randint(-7, 7)
+                y = torch.roll(h, shifts, dims=dim) if rng.random() < 0.7 else torch.roll(h, shifts)
+            else:
+                n = h.shape[dim]
+                index = torch.tensor([rng.randrange(n) for _ in range(rng.randint(0, 2 * n + 1))], dtype=torch.long)
+                y = h.index_select(dim, index)
+            y.backward(a_seed(rng, tuple(y.shape), y.dtype))
+    compared, equal = every_leaf_equal_to_the_bit(w, cases, unless_summed=True)
+    assert compared == 24
+    assert equal >= 22  # the others: a nan's sign, from the other path's sum of the seed (named: a sum)

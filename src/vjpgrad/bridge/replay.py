@@ -2313,6 +2313,8 @@ COPIES = {
     "gather.default",
     "flip.default",
     "repeat.default",
+    "roll.default",
+    "index_select.default",
     "unbind.int",
     "split.Tensor",
     "split_with_sizes.default",
@@ -2332,7 +2334,7 @@ SUMMED_TO_SIZE = {"expand.default", "expand_copy.default"}
 changes: see ``expanded``."""
 
 
-ACCUMULATING = {"index.Tensor", "gather.default"}
+ACCUMULATING = {"index.Tensor", "gather.default", "index_select.default"}
 """The copies whose backward adds the gradients of an element's places one after another into a
 tensor of zeros (``index_put_`` with ``accumulate=True``: ``x[indices]``'s; ``scatter_add_``:
 ``gather``'s, whose places of one element lie along ``dim``, added in turn): see ``accumulated``."""
@@ -2416,7 +2418,27 @@ def _copies(call: Call) -> list[list[Item]]:
         column = operands[start : start + out.numel()]
         start += out.numel()
         made.append(make_outputs(name, numbers_of(out), [column], [[one] * len(column)], [times]))
+    if len(made) == 1 and made[0]:
+        made[0][0] = _with_zeros_for_the_rest(name, made[0][0], column[0], sources, uses, one)
     return made
+
+
+def _with_zeros_for_the_rest(
+    name: str, first: Item, operand: Item, sources: list[Item], uses: list[int], one: Any
+) -> Item:
+    """The first element of a copy's result, made again to hand +0.0 (MASKED) to each element of the
+    operands the copy does not take: its backward writes or adds the gradient into a tensor of zeros
+    (``slice_backward``, ``select_backward``, ``index_put_``, ``scatter_add_``, ``index_add_``), so
+    such an element gets +0.0, which turns another path's -0.0 into 0.0. Made after the result's
+    other elements, as it was (they are made last first): the reverse pass still visits it first."""
+    taken = set(uses)
+    rest = [x for i, x in enumerate(sources) if i not in taken and isinstance(x, Value)]
+    if not rest:
+        return first
+    data = first.data if isinstance(first, Value) else first
+    operands = (operand, *rest)
+    kept = (one if isinstance(operand, Value) else None, *([MASKED] * len(rest)))
+    return graph.make(Value, data, engine_op(name, 0, (times,)), operands, kept, None, None)
 
 
 @rule("embedding.default")
