@@ -526,6 +526,36 @@ def test_test_exercise_finds_a_check_that_passes_on_the_skeleton(
     assert "passes on the skeleton (it checks nothing the student writes): Nothing is checked" in out
 
 
+def _tree(root: Path) -> dict[str, int]:
+    """Every file and folder under ``root``, with its size (0 for a folder)."""
+    return {str(p.relative_to(root)): (p.stat().st_size if p.is_file() else 0) for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.slow  # builds vjpgrad's wheel
+def test_the_bundles_wheel_is_built_from_a_copy_and_writes_nothing_into_the_source_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wheel was built in the teacher's clone: setuptools wrote its ``build`` folder and
+    ``src/vjpgrad.egg-info`` there, so two bundles built at once from one clone (CI's interpreters,
+    side by side) raced on ``build/`` ("File exists: build/bdist.linux-x86_64/wheel/..."), and the
+    egg-info stayed behind. It is now built from a copy of what the wheel is made of."""
+    from vjpgrad.course import autograder
+
+    root = autograder.source_tree()
+    if root is None:
+        pytest.skip("vjpgrad is not installed from its source tree: no wheel to build")
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(root / name, clone / name)
+    shutil.copytree(root / "src", clone / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    monkeypatch.setattr(autograder, "source_tree", lambda: clone)
+    before = _tree(clone)
+    built = autograder.wheel(tmp_path / "wheels")
+    assert built.name.startswith("vjpgrad-")
+    assert _tree(clone) == before
+
+
 @pytest.mark.slow  # builds vjpgrad's wheel, then grades a submission with the bundle's files
 def test_the_autograder_bundle_holds_what_gradescope_runs_and_grades_a_submission(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -70,24 +70,29 @@ def source_tree() -> Path | None:
     return None
 
 
+WHEEL_FILES = ("pyproject.toml", "README.md", "LICENSE")
+"""What vjpgrad's wheel is made of beside ``src/`` (pyproject.toml names the readme and the license)."""
+
+
 def wheel(into: Path) -> Path:
-    """vjpgrad's wheel, built into ``into`` from the source tree vjpgrad is installed from."""
+    """vjpgrad's wheel, built into ``into`` from the source tree vjpgrad is installed from: from a
+    copy of what the wheel is made of (``WHEEL_FILES`` and ``src/``), so that the build writes nothing
+    into the clone (setuptools' ``build`` folder and egg-info, a copy of the reference solutions in
+    them) and two bundles built at once from one clone do not race on its ``build`` folder."""
     root = source_tree()
     if root is None:
         raise BundleError(
             "vjpgrad is not installed from a source tree: install it with pip install -e <clone> "
             "to bundle it (its wheel is built from the clone)"
         )
-    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(into)]
-    build = root / "build"
-    had_build = build.exists()
-    try:
-        done = subprocess.run([*command, str(root)], capture_output=True, text=True, check=False)
-    finally:  # setuptools builds in the clone: no copy of the reference solutions is left beside it
-        if not had_build:
-            shutil.rmtree(build, ignore_errors=True)
-        else:
-            shutil.rmtree(build / "lib" / "vjpgrad" / "course" / "solutions", ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="vjpgrad-wheel-") as scratch:
+        copy = Path(scratch) / "vjpgrad"
+        copy.mkdir()
+        for name in WHEEL_FILES:
+            shutil.copy2(root / name, copy / name)
+        shutil.copytree(root / "src", copy / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(into), str(copy)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
     built = sorted(into.glob("vjpgrad-*.whl"))
     if done.returncode != 0 or not built:
         raise BundleError(f"building vjpgrad's wheel failed: {(done.stderr or done.stdout).strip()[-500:]}")
