@@ -1134,11 +1134,6 @@ def _passed_on(g: Any, _unit: Any) -> Any:
     return g
 
 
-def _widened(g: Any, _unit: Any) -> float:
-    """A gradient added into the running sum as a double (``acc_type``: float32's is double)."""
-    return float(g)
-
-
 def _widened_onto_zero(g: Any, _unit: Any) -> float:
     """The first gradient the running sum takes: added onto the accumulator's +0.0 (a -0.0 becomes 0.0)."""
     return 0.0 + float(g)
@@ -1170,7 +1165,7 @@ def _cumsum(call: Call) -> list[list[Item]]:
     inner = math.prod(x.shape[dim % x.dim() + 1 :])
     chain = engine_op("cumsum's running sum", 2, (_passed_on, _stored))
     first = engine_op("cumsum's running sum", 1, (_stored,))
-    taken = (engine_op("cumsum", 1, (_widened,)), engine_op("cumsum", 1, (_widened_onto_zero,)))
+    taken = (engine_op("cumsum", 1, (_as_float64,)), engine_op("cumsum", 1, (_widened_onto_zero,)))
     for start in (o * n * inner + i for o in range(x.numel() // (n * inner)) for i in range(inner)):
         running: Item = 0.0
         for k in range(n):
