@@ -32,6 +32,7 @@ import string
 import sys
 import sysconfig
 import types
+import typing
 import warnings
 import weakref
 from collections.abc import Callable
@@ -1413,6 +1414,61 @@ def test_a_class_attribute_a_match_pattern_reads_is_watched(fn: Callable[[Value]
         twin_scaled(make)
     finally:
         _Activation.kind = "relu"
+
+
+def _annotated() -> type:
+    """A user's dataclass with one field, ``scale: float = 2.0`` (its annotation a type, not a
+    string, whatever this module's ``from __future__ import annotations`` makes of it)."""
+    kind = type("Settings", (), {"__annotations__": {"scale": float}, "scale": 2.0, "__module__": __name__})
+    return dataclasses.dataclass(kind)
+
+
+def _by_annotation(kind: Any, k: float) -> None:
+    kind.__annotations__["scale"] = float if k == 2.0 else int
+
+
+_CLASS_METADATA: dict[str, tuple[Callable[[Any], float], Callable[[Any, float], None]]] = {
+    "dataclasses.fields": (
+        lambda c: dataclasses.fields(c)[0].default,
+        lambda c, k: setattr(dataclasses.fields(c)[0], "default", k),
+    ),
+    "__dataclass_fields__": (
+        lambda c: c.__dataclass_fields__["scale"].default,
+        lambda c, k: setattr(c.__dataclass_fields__["scale"], "default", k),
+    ),
+    "typing.get_type_hints": (lambda c: 2.0 if typing.get_type_hints(c)["scale"] is float else 3.0, _by_annotation),
+    "inspect.get_annotations": (lambda c: 2.0 if inspect.get_annotations(c)["scale"] is float else 3.0, _by_annotation),
+    "__annotations__": (lambda c: 2.0 if c.__annotations__["scale"] is float else 3.0, _by_annotation),
+    "an annotation added": (
+        lambda c: 1.0 + len(c.__annotations__),
+        lambda c, k: c.__annotations__.update({f"a{k}": int}),
+    ),
+}
+
+
+@pytest.mark.parametrize("how", list(_CLASS_METADATA))
+def test_what_a_library_reads_of_a_class_without_the_code_naming_it_is_watched(how: str) -> None:
+    """A class's annotations and a dataclass's fields are read by libraries (``typing``,
+    ``inspect``, ``dataclasses``) through entries of its namespace the code does not name; changed
+    between calls, they are seen as an attribute the code names is."""
+    read, change = _CLASS_METADATA[how]
+
+    def make() -> Any:
+        kind = _annotated()
+        return (lambda x: x * read(kind)), lambda k: change(kind, k)
+
+    twin_scaled(make)
+
+
+def test_a_functions_annotations_read_inside_are_watched() -> None:
+    def make() -> Any:
+        def act(t: Value) -> Value:
+            return t * (2.0 if typing.get_type_hints(act)["t"] is float else 3.0)
+
+        act.__annotations__["t"] = float
+        return (lambda x: act(x)), lambda k: act.__annotations__.update(t=float if k == 2.0 else int)
+
+    twin_scaled(make)
 
 
 _HELD_GETTERS = ["attrgetter", "methodcaller", "read = getattr", "'{0.scale}'.format", "str.format", "getattr_static"]

@@ -255,6 +255,7 @@ _CHECKS: dict[str, Callable[[_Writer, str, Fact, Any], str]] = {
     "code": lambda w, o, fact, raw: w.identical(f"{o}.__code__", fact[2]),
     "bare": lambda w, o, fact, raw: (
         f"{o}.__closure__ is not None or {o}.__defaults__ is not None or {o}.__kwdefaults__ is not None or {o}.__dict__"
+        f" or {o}.__annotations__"
     ),
     "no attributes": lambda w, o, fact, raw: f"{o}.__dict__",
     "state": lambda w, o, fact, raw: f"_content({o}) != {w.constant(raw)}",
@@ -263,6 +264,7 @@ _CHECKS: dict[str, Callable[[_Writer, str, Fact, Any], str]] = {
         f"{w.constant(raw)}))"
     ),
     "empty": lambda w, o, fact, raw: f"not _empty_cell({o})",
+    "annotated": lambda w, o, fact, raw: f"bool({o}.get('__annotations__')) is not {fact[2]!r}",
     "no slot": lambda w, o, fact, raw: f"not _empty_slot({w.constant(fact[2])}, {o})",
 }
 """The condition that a fact no longer holds, for each kind of fact that is one check."""

@@ -190,8 +190,14 @@ the slots' names there at the first ``copy.copy`` or pickle of an instance; read
 ``C.__annotations__`` of a class with none puts an empty dict there): not walked, and one
 added while recording is no side effect (``first_difference``); the guard still compares the
 class's keys whole, so the next call records once more, with the cache there."""
+_READ_BY_LIBRARIES = frozenset({"__dataclass_fields__"})
+"""Entries of a class's namespace that libraries read without the code naming them
+(``dataclasses.fields``, ``asdict``, ``replace``): walked wherever a class holds them, as its
+special methods are. Its ``__annotations__`` (read by ``typing.get_type_hints`` and
+``inspect.get_annotations``) are Python's cache as well: see ``_Walk._annotations``."""
 MEMBERS = frozenset(
     {
+        "__annotations__",
         "__closure__",
         "__code__",
         "__defaults__",
@@ -233,6 +239,7 @@ reads an object into a variable; ``("unpack", tuple_var, child_vars)``; ``("is",
 plain attributes (its label); ``("ids", var, ids)``, ``("rgs", var, flags)``, ``("attrses", var,
 items)`` and ``("scalars", var, exacts)`` for every item of a tuple variable at once;
 ``("absent", var, names)`` names a namespace does not hold; ``("empty", var)`` an empty cell;
+``("annotated", var, flag)`` whether a class's namespace holds annotations;
 ``("partition", 0, members, groups)`` which of the numbers at ``members`` (``(var, item)``, item
 -1 for the variable itself, var -1 for the ``item``-th number argument) are one object."""
 
@@ -912,8 +919,8 @@ class _Walk:
         if id(fn) not in self.reached_unnamed and var not in self.unnamed:
             _refuse_modules_found_at_run_time(fn, name, names)
             _refuse_frames_read_at_run_time(name, names)
-        if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None and not fn.__dict__:
-            self.fact("bare", var)  # no closure, no defaults, no attributes: one check for the four
+        if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None and not _held(fn):
+            self.fact("bare", var)  # no closure, defaults, attributes or annotations: one check for the five
         else:
             self._parts(var, fn, name)
             if fn.__dict__:  # f.slope, f.calls
@@ -969,6 +976,7 @@ class _Walk:
                 self._cell(cell_var, cell, self.snapshot.names[cell_var])
         self.child(self.get(var, "member", "__defaults__", f"{name}.__defaults__"), fn.__defaults__)
         self.child(self.get(var, "member", "__kwdefaults__", f"{name}.__kwdefaults__"), fn.__kwdefaults__)
+        self.child(self.get(var, "member", "__annotations__", f"{name}.__annotations__"), fn.__annotations__)
 
     def _class(self, var: int, kind: type) -> None:
         name = getattr(kind, "__qualname__", self.snapshot.names[var])
@@ -979,10 +987,11 @@ class _Walk:
         self.snapshot.class_keys.add(keys)
         self.fact("scalars", keys, tuple(exact(k) for k in entries), raw=tuple(entries))  # its names, in order
         self.keyed.add(id(entries))
-        special = sorted(k for k, item in entries.items() if k.startswith("__") and k not in _METADATA)
+        special = sorted(k for k in entries if k in _READ_BY_LIBRARIES or (k.startswith("__") and k not in _METADATA))
         done = set(special) | _PYTHONS_CACHES
-        for key in special:  # called by Python without being named: __call__, __add__, __init__...
+        for key in special:  # called or read by Python without being named: __call__, __init__, __annotations__...
             self.child(self.get(entries_var, "entry", key, f"{name}.{key}"), entries[key])
+        self._annotations(entries_var, entries, name)
         self.namespaces.append((entries_var, entries, done, False))
         bases = self.get(var, "member", "__bases__", f"{name}.__bases__")
         self.items(bases, list(kind.__bases__), [f"[{k}]" for k in range(len(kind.__bases__))])
@@ -990,6 +999,15 @@ class _Walk:
             self.fact("state", var, content(kind), raw=content(kind))
         else:  # its subclasses, where the code asks for them (``Base.__subclasses__()``): see ``observe``
             self.classes.append((var, kind))
+
+    def _annotations(self, var: int, entries: Any, name: str) -> None:
+        """A class's annotations, which libraries read without the code naming them: whether it
+        holds any (none, and an empty dict Python puts there when they are first read, are one
+        fact, so that reading them while recording is no side effect), and what they hold."""
+        annotations = entries.get("__annotations__")
+        self.fact("annotated", var, bool(annotations))
+        if annotations:
+            self.child(self.get(var, "entry", "__annotations__", f"{name}.__annotations__"), annotations)
 
     def _named(self, var: int, namespace: Any, names: list[str], prefix: str) -> None:
         """The entries of a namespace (globals, a module, a class) that the code names."""
@@ -1122,6 +1140,12 @@ class _Walk:
             progress = self._walk_module_state() or progress
             if not progress and not self.queue:
                 return
+
+
+def _held(fn: types.FunctionType) -> bool:
+    """Whether a function holds attributes or annotations (which ``typing.get_type_hints`` and
+    ``inspect`` read without the code naming them)."""
+    return bool(fn.__dict__ or fn.__annotations__)
 
 
 def _named_key(key: Any) -> str:
