@@ -565,10 +565,13 @@ def test_an_indexings_difference_names_a_sum_only_where_pytorchs_order_may_be_an
     with vjpgrad.watch_torch() as w:
         weight = torch.ones(3, 1, dtype=torch.float64, requires_grad=True)
         picked = torch.nn.functional.embedding(torch.tensor([0, 0]), weight * -2)
-        picked.backward(torch.tensor([[1.0], [2.0]], dtype=torch.float64))
+        s = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        rest = torch.split(s * -1.0, 1)[1]  # split's part 0 unused: PyTorch's 0 * -1 gives s[0] -0.0
+        (picked * torch.tensor([[1.0], [2.0]], dtype=torch.float64)).sum().add(rest.sum()).backward()
     (p,) = w.passes
     assert p.replayed
-    assert not p.matches  # PyTorch's -0.0 for the rows no token picks (the note says why)
+    assert not p.matches  # PyTorch's -0.0 for s[0] (the note says why)
+    assert [leaf.matches for leaf in p.leaves] == [True, False]  # the embedding's rows, picked or not, equal
     assert "an element no path of the pass reaches" in p.summary()
     assert "in an order the replay does not follow" not in p.summary()
 

@@ -760,12 +760,15 @@ TAKING: dict[str, Callable[[Any], Any]] = {
     "slice": lambda h: h[1:3],
     "select": lambda h: h[1],
     "narrow": lambda h: h.narrow(0, 0, 2),
+    "embedding": lambda h: functional.embedding(torch.tensor([2, 0, 2]), h.reshape(4, 1)),
+    "embedding's padding": lambda h: functional.embedding(torch.tensor([2, 0, 1]), h.reshape(4, 1), padding_idx=1),
 }
 
 
 @pytest.mark.parametrize("name", list(TAKING))
 def test_an_element_a_copy_does_not_take_gets_plus_zero_as_pytorchs_zeros_give_it(name: str) -> None:
-    """``h[idx]``, ``gather``, ``index_select``, slicing, ``select`` and ``narrow``: PyTorch's backward
+    """``h[idx]``, ``gather``, ``index_select``, slicing, ``select``, ``narrow`` and an embedding (its
+    padding row too): PyTorch's backward
     writes (or adds) the gradient into a tensor of zeros, so an element the copy does not take gets
     +0.0, which turns another path's -0.0 into 0.0 (``(x * 0.0).sum() * -1`` hands every element
     -0.0). The replay gave such an element nothing: its -0.0 stayed, "a sum of many numbers"."""

@@ -2442,7 +2442,8 @@ def _embedding(call: Call) -> list[list[Item]]:
     of ``weight``, a copy of the row its index picks. Its backward (``embedding_dense_backward`` on
     the CPU) makes the incoming gradient row-major, then adds each place's gradient into the row it
     picked, one index after another in the indices' order, into rows of zeros, and hands nothing
-    back from the places whose index is ``padding_idx`` (``accumulated``). ``scale_grad_by_freq``
+    back from the places whose index is ``padding_idx`` (``accumulated``): a row no index picks, and
+    the padding row, keep their zeros, +0.0 (``_with_zeros_for_the_rest``). ``scale_grad_by_freq``
     and ``sparse`` are other backward passes, not replayed."""
     weight, indices = call.args[:2]
     options = {**dict(zip(("padding_idx", "scale_grad_by_freq", "sparse"), call.args[2:], strict=False)), **call.kwargs}
@@ -2457,7 +2458,11 @@ def _embedding(call: Call) -> list[list[Item]]:
     uses = [None if row == padding else row * width + j for row in numbers_of_index(indices) for j in range(width)]
     operands = accumulated(call, items, uses, call.single, layout_free=True)
     one = in_dtype(1.0, call.single)
-    return [make_outputs("embedding", numbers_of(call.out), [operands], [[one] * len(operands)], [times])]
+    made = make_outputs("embedding", numbers_of(call.out), [operands], [[one] * len(operands)], [times])
+    if made:  # the rows no index picks, and the padding row, keep the zeros PyTorch's rows start from
+        taken = [k for k in uses if k is not None]
+        made[0] = _with_zeros_for_the_rest("embedding", made[0], operands[0], items, taken, one)
+    return [made]
 
 
 def replay(call: Call) -> list[list[Item]]:

@@ -64,8 +64,8 @@ NO_GRADIENT = {
 }  # fmt: skip
 MATRIX_PRODUCTS = {"mm", "mv", "dot", "addmm", "bmm"}
 OFF_PATH_NOTE = (
-    "an element no path of the pass reaches: PyTorch's gradient is dense, a selection's backward (an "
-    "embedding's, or split's and unbind's for the parts the pass does not use) fills the elements it did not "
+    "an element no path of the pass reaches: PyTorch's gradient is dense, a selection's backward (split's "
+    "and unbind's for the parts the pass does not use) fills the elements it did not "
     "pick with 0, and the operations before it "
     "multiply that 0 (0 times a negative number is -0.0; with an infinity or a nan, nan), where the replay "
     "gives such an element 0.0"
