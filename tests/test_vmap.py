@@ -766,6 +766,52 @@ def test_batch_sum_keeps_negative_zero_and_its_order_across_chunks(monkeypatch: 
         assert [bits(x) for x in vjpgrad.batch_sum(rows, start=start)] == [bits(x) for x in expected]
 
 
+@pytest.mark.parametrize("writeable", [True, False], ids=["writeable", "read-only"])
+def test_batch_sum_leaves_the_rows_it_is_given_as_they_were(writeable: bool) -> None:
+    """``batch_sum`` reads the caller's rows and writes nothing into them (a sum that used their
+    memory would leave another thread, or the caller, other numbers): the array is unchanged to
+    the bit afterwards, and a read-only array gives the same sums."""
+    rows = _adversarial(50, (6,))
+    held = rows.tobytes()
+    rows.setflags(write=writeable)
+    for start in (None, 2.5, _adversarial(1, (6,))[0]):
+        found = vjpgrad.batch_sum(rows, start=start)
+        assert [bits(x) for x in found] == [bits(x) for x in _eager_order(rows, start)]
+        assert rows.tobytes() == held
+        assert rows.flags.writeable is writeable
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count=st.integers(1, 1500),
+    width=st.integers(1, 40),
+    seed=st.integers(0, 2**32 - 1),
+    reversed_view=st.booleans(),
+    starts=st.integers(0, 3),
+)
+def test_the_ordered_sum_adds_each_column_row_after_row_for_any_size(
+    count: int, width: int, seed: int, reversed_view: bool, starts: int
+) -> None:
+    """NumPy's reduction along the first axis adds row after row into the running total when the
+    columns are the fast axis, whatever the number of rows and whether the rows are a view read
+    last first (``batch_sum``'s): each column's bits are a Python loop's, on numbers spread over 40
+    orders of magnitude (where the order of additions shows), with signed zeros."""
+    from vjpgrad.batched import arrays
+
+    rng = np.random.default_rng(seed)
+    block = rng.standard_normal((count, width)) * 10.0 ** rng.integers(-20, 20, size=(count, width))
+    block[rng.random((count, width)) < 0.05] = -0.0
+    held = block.tobytes()
+    rows = block[::-1] if reversed_view else block
+    first = [rng.standard_normal(width) * 1e10 for _ in range(starts)]
+    got = arrays.ordered_sum(np, first, rows)
+    expected = np.full(width, -0.0)
+    for row in [*first, *rows]:
+        expected = expected + row
+    assert got.tobytes() == expected.tobytes()
+    assert block.tobytes() == held  # the rows as they were
+
+
 @pytest.mark.parametrize("chunk_bytes", [16, 48, 1 << 19])
 def test_the_ordered_sum_adds_rows_that_come_first_even_more_than_a_chunk_holds(
     chunk_bytes: int, monkeypatch: pytest.MonkeyPatch
