@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import argparse
 import array
+import ast
 import builtins
 import collections
 import contextlib
@@ -1788,6 +1789,239 @@ def test_a_random_draw_is_refused_naming_the_line_that_drew() -> None:
         assert f"{__file__}:{fn.__code__.co_firstlineno}" not in message
         assert "as Values" in message
     assert sys.getprofile() is None  # the recording's own profiler is gone
+
+
+@pytest.mark.parametrize("how", ["a method added", "an operator replaced"])
+def test_a_method_the_user_sets_on_value_is_watched(how: str) -> None:
+    """``Value.swish = lambda self: ...`` in a notebook, the cell run again with another body: the
+    compiled function reads the method through the Value class (vjpgrad's, otherwise watched by
+    identity), so what the user sets there is walked as their function, and a change is seen."""
+    name = "swish" if how == "a method added" else "__rtruediv__"
+    original = vars(Value).get(name)
+
+    def make() -> Any:
+        def body(k: float) -> Callable[..., Value]:
+            if name == "swish":
+                return lambda self: self * (1.0 / (1.0 + (-k * self).exp()))
+            return lambda self, other: (self**-1.0) * other * (k - 1.0)
+
+        def set_scale(k: float) -> None:
+            setattr(Value, name, body(k))
+
+        if name == "swish":
+            return (lambda x: x.swish()), set_scale  # type: ignore[attr-defined]  # the method the user added
+        return (lambda x: 2.0 / (x + 1.0)), set_scale
+
+    try:
+        twin_scaled(make)
+    finally:
+        if original is None:
+            delattr(Value, name)
+        else:
+            setattr(Value, name, original)
+
+
+_VMAP_SCALE = {"k": 2.0}
+
+
+def test_a_vmapped_function_in_the_world_is_walked_to_its_function() -> None:
+    """A ``vjpgrad.vmap`` of the user's function, held and called inside: its function reads a
+    number that changes between calls, which the compiled function must see (it was watched by
+    identity as vjpgrad's, and gave the first call's number)."""
+    np = pytest.importorskip("numpy")
+
+    def make() -> Any:
+        def inner(t: Value) -> Value:
+            return t * _VMAP_SCALE["k"]
+
+        batched = vjpgrad.vmap(inner)
+        batched(np.array([1.0, 2.0]))  # called once outside: its code written
+        return (lambda x: x * float(batched(np.array([1.0, 2.0]))[0])), lambda k: _VMAP_SCALE.update(k=k)
+
+    twin_scaled(make)
+
+
+def test_a_vmapped_function_first_called_inside_a_recording_is_no_draw() -> None:
+    """vmap's first call records, reading the global generators' states to watch for draws;
+    inside a compiled function's recording that read is vjpgrad's own, not the user's: no
+    refusal ("drew random numbers from a generator it read the state of"), and eager's bits."""
+    np = pytest.importorskip("numpy")
+    batched = vjpgrad.vmap(lambda t: t * 2.0)
+
+    def f(x: Value) -> Value:  # it names random (a module that draws), so the recording watches for draws
+        return x * float(batched(np.array([1.0, 2.0]))[0]) * float(random.random is not None)
+
+    compiled = vjpgrad.compile(f)
+    for _ in range(2):
+        assert bits(compiled(Value(1.5)).data) == bits(f(Value(1.5)).data)
+
+
+def test_a_numpy_array_of_python_objects_in_the_world_is_refused_naming_it() -> None:
+    """An array of ``dtype=object`` holds references, whose bytes are addresses: an object in it
+    changed in place (``grid[0].gain = 3.0``), or replaced by another made at a freed address,
+    looked the same, and the compiled function gave the first call's number. Refused."""
+    np = pytest.importorskip("numpy")
+    grid = np.array([argparse.Namespace(gain=2.0), argparse.Namespace(gain=1.0)], dtype=object)
+
+    def f(x: Value) -> Value:
+        return x * grid[0].gain
+
+    with pytest.raises(DataDependentError, match=r"grid, a NumPy array of Python objects"):
+        vjpgrad.compile(f)(Value(1.5))
+    numbers = np.array([2.0, 1.0])  # an array of numbers is watched by its content, as before
+    assert vjpgrad.compile(lambda x: x * float(numbers[0]))(Value(1.5)).data == 3.0
+
+
+_VISITOR_SCALE = {"k": 2.0}
+
+
+class _ToValues(ast.NodeVisitor):
+    """An expression's tree evaluated on Values: ``ast.NodeVisitor.visit`` (a library's code)
+    calls ``visit_Constant`` by a name it computes, which the user's code never spells."""
+
+    def __init__(self, x: Value) -> None:
+        self.x = x
+
+    def visit_Expression(self, node: ast.Expression) -> Any:
+        return self.visit(node.body)
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        return self.visit(node.left) * self.visit(node.right)
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        return self.x
+
+    def visit_Constant(self, node: ast.Constant) -> Any:
+        return node.value * _VISITOR_SCALE["k"]
+
+
+_TREE = ast.parse("x * 3.0", mode="eval")
+
+
+_USED = ["lr"]
+
+
+class _Settings:
+    """A mapping of the user's for ``f(**settings)``: Python calls its ``keys`` unnamed."""
+
+    def keys(self) -> list[str]:
+        return _USED
+
+    def __getitem__(self, key: str) -> float:
+        return {"lr": 2.0, "wd": 3.0}[key]
+
+
+def _scaled(x: Value, lr: float = 1.0, wd: float = 1.0) -> Value:
+    return x * lr * wd
+
+
+@pytest.mark.parametrize("how", ["a library's base calls it by a computed name", "** calls keys()"])
+def test_a_method_python_or_a_librarys_base_calls_unnamed_is_watched(how: str) -> None:
+    """A user's class deriving from a library's (``ast.NodeVisitor``, ``unittest.TestCase``,
+    ``json.JSONEncoder``) has methods and settings the library's code reads by names the user's
+    code never spells: every entry of such a class is walked. ``f(**settings)`` calls the
+    mapping's ``keys()``, as Python calls a special method."""
+    if how.startswith("a library"):
+
+        def make() -> Any:
+            return (lambda x: _ToValues(x).visit(_TREE)), lambda k: _VISITOR_SCALE.update(k=k)
+
+    else:
+
+        def make() -> Any:
+            settings = _Settings()
+            return (lambda x: _scaled(x, **settings)), lambda k: _USED.__setitem__(
+                slice(None), ["lr"] if k == 2.0 else ["lr", "wd"]
+            )
+
+    twin_scaled(make)
+
+
+class _Scaled:
+    scale = 2.0
+
+
+class _Ordered(collections.OrderedDict):  # type: ignore[type-arg]  # the LRU recipe's subclass
+    pass
+
+
+def _aliased_getter() -> Any:
+    field = operator.attrgetter  # ``from operator import attrgetter as field``: the code names field
+    held = _Scaled()
+    return (lambda x: x * field("scale")(held)), lambda k: setattr(_Scaled, "scale", k)
+
+
+def _made_by_types() -> Any:
+    config = types.new_class("Config")()  # its class's __module__ is 'types', which does not hold it
+    config.scale = 2.0
+    return (lambda x: x * config.scale), lambda k: setattr(config, "scale", k)
+
+
+def _reordered() -> Any:
+    terms = _Ordered(a=0.1, b=0.2, c=0.3)
+
+    def f(x: Value) -> Value:
+        total = x * 0.0
+        for v in terms.values():
+            total = total + x * v
+        return total
+
+    return f, lambda k: terms.move_to_end("a" if k == 3.0 else "c")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [_aliased_getter, _made_by_types, _reordered],
+    ids=["attrgetter under another name", "a class made by types.new_class", "an OrderedDict subclass reordered"],
+)
+def test_what_a_world_reads_by_a_computed_name_a_made_class_or_its_own_order_is_watched(make: Any) -> None:
+    """``operator.attrgetter`` held under another name reads attributes by computed names as
+    under its own; a class ``types.new_class`` makes names 'types' as its module, which does not
+    hold it: the user's, walked; an ``OrderedDict`` subclass's order is ``move_to_end``'s, which
+    ``dict.keys`` does not show. Each gave the first call's number."""
+    try:
+        twin_scaled(make)
+    finally:
+        _Scaled.scale = 2.0
+
+
+_TORCH_STATE: dict[str, Callable[[Any], Any]] = {
+    "a tensor": lambda torch: torch.tensor(2.0, dtype=torch.float64),
+    "a parameter": lambda torch: torch.nn.Parameter(torch.tensor(2.0, dtype=torch.float64)),
+    "a module": lambda torch: torch.nn.Linear(1, 1),
+    "an optimizer": lambda torch: torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1),
+    "a generator": lambda torch: torch.Generator().manual_seed(0),
+}
+
+
+@pytest.mark.parametrize("kind", list(_TORCH_STATE))
+def test_pytorchs_objects_in_the_world_are_refused_naming_them(kind: str) -> None:
+    """A PyTorch tensor (an optimizer's ``step`` changes it in place), a module, an optimizer or a
+    generator the function reads: their state is C memory vjpgrad.compile does not read, and
+    watched by identity the compiled function gave the first call's number after ``w.mul_(1.5)``.
+    Refused, naming the object, before the function runs."""
+    torch = pytest.importorskip("torch")
+    held = _TORCH_STATE[kind](torch)
+
+    def f(x: Value) -> Value:
+        return x * (2.0 if held is not None else 1.0)
+
+    with pytest.raises(DataDependentError, match=r"PyTorch") as refused:
+        vjpgrad.compile(f)(Value(1.5))
+    assert "held" in str(refused.value)
+
+
+def test_a_pytorch_draw_is_refused() -> None:
+    """``torch.rand`` draws from PyTorch's global generator: refused as a draw from Python's or
+    NumPy's is (the compiled function repeated the recorded draw at every call)."""
+    torch = pytest.importorskip("torch")
+
+    def noisy(x: Value) -> Value:
+        return x * float(torch.randn(()))
+
+    torch.manual_seed(0)
+    with pytest.raises(DataDependentError, match=r"drew random numbers from PyTorch's global generator"):
+        vjpgrad.compile(noisy)(Value(1.5))
 
 
 def test_a_numpy_draw_is_refused_naming_the_line_that_drew() -> None:

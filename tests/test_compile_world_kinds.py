@@ -279,11 +279,17 @@ def test_every_row_is_reached_by_a_kind() -> None:
     if importlib.util.find_spec("numpy") is not None:
         import numpy as np
 
-        others += [np.vectorize, np.ufunc]
+        others += [np.vectorize, np.ufunc, type(vjpgrad.vmap(lambda x: x))]
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        others += [torch.Tensor, torch.nn.Linear, torch.optim.SGD, torch.Generator]
     rows = {world.row_of(kind)[0] for kind in [*(kind for _, kind in _public_types()), *others]}
     every = {name for name, _, _ in world.KINDS}
     if importlib.util.find_spec("numpy") is None:  # NumPy's rows are reached by NumPy's types alone
         every = {name for name in every if not name.startswith("NumPy")}
+    if importlib.util.find_spec("torch") is None:  # PyTorch's row by PyTorch's types alone
+        every = {name for name in every if not name.startswith("PyTorch")}
     assert rows == every
 
 

@@ -326,6 +326,7 @@ def _record_call(
         function, given.objects, tuple(lifted), kwargs, recorder="vjpgrad.vmap", numbers=given.numbers
     )
     with watched as found:
+        outer = state.recording  # a compiled function's, where it is called inside one: its own again after
         state.recording = recording
         try:
             try:
@@ -336,7 +337,7 @@ def _record_call(
                     raise recording.failure from None
                 raise
         finally:
-            state.recording = None
+            state.recording = outer
         if recording.failure is not None:
             raise recording.failure
     return recording, result, found

@@ -17,6 +17,7 @@ records anew.
 from __future__ import annotations
 
 import builtins
+import collections
 import itertools
 import linecache
 import operator
@@ -54,6 +55,8 @@ _HELPERS: dict[str, Any] = {
     "_attrs": operator.attrgetter("__dict__"),
     "_dict_keys": dict.keys,
     "_dict_values": dict.values,
+    "_odict_keys": collections.OrderedDict.keys,
+    "_odict_values": collections.OrderedDict.values,
     "_empty_cell": _empty_cell,
     "_empty_slot": _empty_slot,
     "_MISSING": MISSING,
@@ -120,9 +123,9 @@ class _Writer:
         if how == "items":
             value = o if key else f"tuple({o})"
         elif how == "keys":
-            value = f"tuple({o})" if key else f"tuple(_dict_keys({o}))"
+            value = f"tuple({o})" if key is True else f"tuple({_READERS[key]}keys({o}))"
         elif how == "values":
-            value = f"tuple({o}.values())" if key else f"tuple(_dict_values({o}))"
+            value = f"tuple({o}.values())" if key is True else f"tuple({_READERS[key]}values({o}))"
         elif how == "member":
             if key not in MEMBERS:  # Python's own attribute names only: never a user's text
                 raise ValueError(f"no such member: {key!r}")
@@ -137,6 +140,8 @@ class _Writer:
             value = f"{self.constant(key)}.__get__({o})"
         elif how == "entry":
             value = f"{o}[{self.constant(key)}]"
+        elif how == "constant":  # an object every world holds (the Value class), whatever the parent
+            value = self.constant(key)
         else:
             raise ValueError(f"no such step: {how!r}")
         return value
@@ -244,6 +249,10 @@ class _Writer:
             raise ValueError(f"no such fact: {kind!r}")
 
 
+_READERS = {False: "_dict_", "ordered": "_odict_"}
+"""How a mapping's keys and values are read where its own methods may be a user's (a ``keys``
+step's key): dict's (a subclass of dict), or OrderedDict's, whose order ``move_to_end`` keeps."""
+
 _CHECKS: dict[str, Callable[[_Writer, str, Fact, Any], str]] = {
     "is": lambda w, o, fact, raw: w.identical(o, fact[2]),
     "rg": lambda w, o, fact, raw: f"{o}.requires_grad is not {fact[2]!r}",
@@ -312,7 +321,7 @@ def _folded_step(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: d
     if following[0] == "unpack" and how in ("values", "items"):
         source = f"o{parent}"
         if how == "values":
-            source = f"o{parent}.values()" if key else f"_dict_values(o{parent})"
+            source = f"o{parent}.values()" if key is True else f"{_READERS[key]}values(o{parent})"
         writer.lines.append(f"        {''.join(f'o{v}, ' for v in following[2])}= {source}")
         return 2
     return 0

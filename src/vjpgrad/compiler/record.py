@@ -34,7 +34,7 @@ from typing import Any, cast
 from vjpgrad.compiler import world
 from vjpgrad.compiler.write import OUTSIDE, Edges, row_codes
 from vjpgrad.core import graph
-from vjpgrad.core.modes import DataDependentError, refusing_numbers, state
+from vjpgrad.core.modes import DataDependentError, is_own_code, refusing_numbers, state
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.recording import Columns, Recording, columns_of, positions_in, recorded_graph_with_columns
@@ -895,7 +895,7 @@ class DrawWatch:
         elif name in _DRAWING_METHODS and self.drew is None:
             self.drew = _user_line(frame) or "<unknown>"
             self.line = self.line or self.drew
-        elif name == "getstate" and self.read_state is None:
+        elif name == "getstate" and self.read_state is None and not _read_by_vjpgrad(frame):
             self.read_state = _user_line(frame) or "<unknown>"
 
 
@@ -971,6 +971,19 @@ def _cheap_state(generator: Any) -> Callable[[], Any]:
     return lambda: world.generator_state(generator)
 
 
+def _read_by_vjpgrad(frame: types.FrameType | None) -> bool:
+    """Whether the innermost frame outside installed code on ``frame``'s stack is vjpgrad's own:
+    a generator's state read by vjpgrad (a vmap recording inside this one watches for draws as
+    this one does), not by the user's code."""
+    while frame is not None:
+        if is_own_code(frame):
+            return True
+        if not world.is_library_file(frame.f_code.co_filename):
+            return False
+        frame = frame.f_back
+    return False
+
+
 def _user_line(frame: types.FrameType | None) -> str | None:
     """``file:line`` of the innermost frame of ``frame``'s stack outside vjpgrad and installed code."""
     while frame is not None:
@@ -980,14 +993,22 @@ def _user_line(frame: types.FrameType | None) -> str | None:
     return None
 
 
-_GLOBAL_GENERATORS = ("random's global generator", "NumPy's global generator (numpy.random)")
+_GLOBAL_GENERATORS = (
+    "random's global generator",
+    "NumPy's global generator (numpy.random)",
+    "PyTorch's global generator (torch.manual_seed)",
+)
 
 
 def _global_generator_state(what: str) -> Any:
-    """The state of Python's or NumPy's global generator (NumPy's only where it was imported:
-    never imported here); None where there is none."""
+    """The state of Python's, NumPy's or PyTorch's global generator (NumPy's and PyTorch's only
+    where they were imported: never imported here); None where there is none."""
     if what == _GLOBAL_GENERATORS[0]:
         return random.getstate()
+    if what == _GLOBAL_GENERATORS[2]:
+        torch = sys.modules.get("torch")
+        generator = getattr(torch, "default_generator", None)
+        return None if generator is None else bytes(generator.get_state().numpy())
     numpy_random = sys.modules.get("numpy.random")
     legacy = getattr(getattr(numpy_random, "mtrand", None), "_rand", None)
     return None if legacy is None else world.generator_state(legacy)

@@ -195,6 +195,11 @@ _READ_BY_LIBRARIES = frozenset({"__dataclass_fields__"})
 (``dataclasses.fields``, ``asdict``, ``replace``): walked wherever a class holds them, as its
 special methods are. Its ``__annotations__`` (read by ``typing.get_type_hints`` and
 ``inspect.get_annotations``) are Python's cache as well: see ``_Walk._annotations``."""
+VMAPPED_MEMBERS = ("function", "in_dims", "out_dims", "fast", "chunk_size")
+"""What a ``vjpgrad.vmap`` of a function holds that its calls read: the function and the
+settings it was made with (its programs are vmap's own bookkeeping, guarded by vmap itself)."""
+
+
 MEMBERS = frozenset(
     {
         "__annotations__",
@@ -216,6 +221,7 @@ MEMBERS = frozenset(
         "cell_contents",
         "__builtins__",
         "fn",  # a compiled function's own function (vjpgrad's name)
+        *VMAPPED_MEMBERS,  # a vmapped function's function and settings (vjpgrad's names)
         "mapping",  # a dict view's dict, as a read-only proxy
         "alive",  # a weakref.finalize's
         "__thisclass__",  # a super's class
@@ -301,7 +307,25 @@ def is_library(x: Any) -> bool:
     module = sys.modules.get(name)
     if module is None:  # made by code run without a module of its own (exec): the user's, if Python
         return not (isinstance(x, type) and x.__flags__ & _HEAP_TYPE) and not isinstance(x, types.FunctionType)
+    if isinstance(x, type) and x.__flags__ & _HEAP_TYPE and name in _MAKERS and not _holds(module, x):
+        return False  # made by types.new_class or abc.ABCMeta("C", ...) in the user's code: named for the maker
     return name == "builtins" or is_library(module)
+
+
+_MAKERS = frozenset({"types", "abc", "typing", "enum", "collections", "dataclasses"})
+"""Library modules whose functions make classes a caller names as they like, and which may name
+the maker's module as the class's (``types.new_class("Config")``: ``'types'``): such a class the
+module does not itself hold is the caller's."""
+
+
+def _holds(module: types.ModuleType, kind: type) -> bool:
+    """Whether ``module`` holds ``kind`` under its qualified name (read from the dicts: no
+    ``__getattr__`` runs)."""
+    held: Any = module
+    for part in str(getattr(kind, "__qualname__", "")).split("."):
+        namespace = getattr(held, "__dict__", None)
+        held = namespace.get(part) if isinstance(namespace, (dict, types.MappingProxyType)) else None
+    return held is kind
 
 
 def _libraries_cache(wrapper: Any, wrapped: Any) -> bool:
@@ -673,7 +697,17 @@ class _Walk:
 
     def _content(self, var: int, x: Any) -> None:
         """A buffer that changes in place (``bytearray``, ``array.array``, ``memoryview``, a
-        NumPy array): its whole content, compared at each call as numbers are."""
+        NumPy array): its whole content, compared at each call as numbers are. A NumPy array of
+        Python objects is refused: its bytes are the objects' addresses, which say nothing of
+        the objects' state (and a new object may be made where a freed one was)."""
+        if getattr(getattr(x, "dtype", None), "hasobject", False):
+            name = self.snapshot.names[var]
+            raise UnwatchableError(
+                name,
+                "a NumPy array of Python objects (dtype=object), whose bytes are the objects' addresses, not "
+                "their state",
+                f"keep the objects {name} holds in a list, which vjpgrad.compile walks, or an array of numbers",
+            )
         self.fact("state", var, content(x), raw=content(x))
 
     def _generator(self, var: int, x: Any) -> None:
@@ -811,7 +845,9 @@ class _Walk:
         return progress
 
     def _user_class(self, var: int, kind: type) -> None:
-        if not is_library(kind):
+        if _reads_attributes(kind):  # operator.attrgetter held under another name: names computed
+            self.computed_attributes = True
+        if not is_library(kind) or kind is Value:
             self._class(var, kind)
 
     def _view(self, var: int, view: Any) -> None:
@@ -987,7 +1023,7 @@ class _Walk:
         self.snapshot.class_keys.add(keys)
         self.fact("scalars", keys, tuple(exact(k) for k in entries), raw=tuple(entries))  # its names, in order
         self.keyed.add(id(entries))
-        special = sorted(k for k in entries if k in _READ_BY_LIBRARIES or (k.startswith("__") and k not in _METADATA))
+        special = sorted(k for k in entries if _read_unnamed(k, kind))
         done = set(special) | _PYTHONS_CACHES
         for key in special:  # called or read by Python without being named: __call__, __init__, __annotations__...
             self.child(self.get(entries_var, "entry", key, f"{name}.{key}"), entries[key])
@@ -1022,14 +1058,18 @@ class _Walk:
 
     def _mapping(self, var: int, mapping: Any, attribute: bool = False, own: bool | None = None) -> None:
         """A dict's keys (in order) and values; attributes are named ``.name``, items ``[key]``.
-        ``own``: read by the mapping's own methods (Python's dicts, a proxy), not dict's."""
+        ``own``: read by the mapping's own methods (Python's dicts, a proxy), not dict's (a
+        subclass's, whose methods may be the user's; an ``OrderedDict`` subclass's by
+        OrderedDict's, whose order ``move_to_end`` keeps apart from dict's)."""
         name = self.snapshot.names[var]
         own = type(mapping) in _DICTS if own is None else own  # Python's own: its methods run no user code
-        keys = list(mapping) if own else list(dict.keys(mapping))
+        reader: bool | str = own or ("ordered" if isinstance(mapping, collections.OrderedDict) else False)
+        kind = dict if reader is False else collections.OrderedDict
+        keys = list(mapping) if own else list(kind.keys(mapping))
         labels = [f".{k}" if attribute and type(k) is str else f"[{_named_key(k)}]" for k in keys]
-        self.items(self.get(var, "keys", own, name), keys, labels)
-        values = list(mapping.values()) if own else list(dict.values(mapping))
-        self.items(self.get(var, "values", own, name), values, labels)
+        self.items(self.get(var, "keys", reader, name), keys, labels)
+        values = list(mapping.values()) if own else list(kind.values(mapping))
+        self.items(self.get(var, "values", reader, name), values, labels)
 
     def items(self, var: int, items: list[Any], labels: list[str] | None) -> None:
         """Every item of a tuple variable: by value, identity and flags at once where they are
@@ -1142,6 +1182,24 @@ class _Walk:
                 return
 
 
+_CALLED_UNNAMED = frozenset({"keys"})
+"""Methods Python calls without the code naming them that are not special names: a mapping's
+``keys`` (``f(**settings)``, ``dict(settings)``, ``{**settings}``)."""
+
+
+def _read_unnamed(key: Any, kind: type) -> bool:
+    """Whether an entry of a user's class ``kind`` may be read without the code naming it: a
+    special name (``__call__``, ``__add__``...), what Python or libraries read (``_CALLED_UNNAMED``,
+    ``_READ_BY_LIBRARIES``), and every entry of a class deriving from a library's
+    (``ast.NodeVisitor`` calls ``visit_Constant`` by a name it computes; ``json.JSONEncoder`` reads
+    ``default``), whose code reads its subclasses' methods and settings by names of its own."""
+    if key in _READ_BY_LIBRARIES or key in _CALLED_UNNAMED:
+        return True
+    if type(key) is str and key.startswith("__"):
+        return key not in _METADATA
+    return key not in _METADATA and any(base is not object and is_library(base) for base in kind.__mro__[1:])
+
+
 def _held(fn: types.FunctionType) -> bool:
     """Whether a function holds attributes or annotations (which ``typing.get_type_hints`` and
     ``inspect`` read without the code naming them)."""
@@ -1235,6 +1293,10 @@ def _is_compiled(kind: type) -> bool:
     return kind.__module__ == "vjpgrad.compiler.run" and kind.__name__ == "Compiled"
 
 
+def _is_vmapped(kind: type) -> bool:
+    return kind.__module__ == "vjpgrad.batched.run" and kind.__name__ == "Vmapped"
+
+
 def _is_numpy_generator(kind: type) -> bool:
     return _is_numpy(kind, "Generator", "RandomState") or (
         (getattr(kind, "__module__", "") or "").startswith("numpy.random") and hasattr(kind, "state")
@@ -1282,6 +1344,13 @@ _PLAIN_DATA = (
 """Python's kinds that hold what they were given in their ``__dict__``: walked as a user's
 instance is."""
 
+
+_TORCH_STATE = frozenset(
+    {"torch._C.TensorBase", "torch.nn.modules.module.Module", "torch.optim.optimizer.Optimizer", "torch._C.Generator"}
+)
+"""PyTorch's kinds whose state is its own memory (a tensor's numbers, changed in place by an
+optimizer's step; a module's parameters; a generator's state), by the names of the classes they
+derive from (PyTorch is never imported here): refused in a compiled function's world."""
 
 _KEY_WRAPPER = type(functools.cmp_to_key(lambda a, b: 0))
 """What ``functools.cmp_to_key`` makes: C's ``KeyWrapper``, whose comparison function it does
@@ -1497,6 +1566,7 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ),
     ("operator.attrgetter or methodcaller: names computed", (operator.attrgetter, operator.methodcaller), _name_getter),
     ("iterator or generator: refused", _is_library_iterator, _Walk._refused),
+    ("PyTorch tensor, module, optimizer or generator: refused", _derives_from(_TORCH_STATE), _Walk._refused),
     ("NumPy array: its dtype, shape, strides and content (a masked one's mask too)", _is_numpy_array, _Walk._content),
     (
         "NumPy vectorize: its function and settings",
@@ -1506,6 +1576,11 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("NumPy ufunc: by identity (one made by numpy.frompyfunc: refused)", lambda kind: _is_numpy(kind, "ufunc"), _ufunc),
     ("NumPy random generator: its state, before and after the recording", _is_numpy_generator, _Walk._generator),
     ("compiled function: its function", _is_compiled, _Walk._compiled),
+    (
+        "vmapped function: its function and settings",
+        _is_vmapped,
+        lambda walk, var, x: walk._members(var, x, VMAPPED_MEMBERS),
+    ),
     # by the classes an object's class derives from, not issubclass: an ABC's hook would take a
     # memoryview (which has __enter__ and __exit__) for a context manager
     (
@@ -1540,6 +1615,12 @@ _REFUSED = {
     "functools.cmp_to_key's key: refused": (
         "a key made by functools.cmp_to_key, whose comparison function vjpgrad.compile cannot read (it is C state)",
         "make the key inside the compiled function (functools.cmp_to_key(compare)), where compare is watched",
+    ),
+    "PyTorch tensor, module, optimizer or generator: refused": (
+        "a PyTorch object (a tensor, module, optimizer or generator), whose numbers are PyTorch's memory, which "
+        "vjpgrad.compile does not watch (an in-place change, an optimizer's step, would go unseen)",
+        "read the numbers {name} holds outside the compiled function and pass them in (as numbers or Values), "
+        "or call the function uncompiled",
     ),
     "weakref.proxy: refused": (
         "a weakref.proxy, whose referent vjpgrad.compile cannot read without running its code",
@@ -1643,6 +1724,8 @@ _READS_ATTRIBUTES = (
     string.Formatter.format,
     string.Formatter.vformat,
     string.Formatter.get_field,
+    operator.attrgetter,
+    operator.methodcaller,
 )
 """What reads attributes by a name computed at run time, held in a variable (``read = getattr``,
 ``fill = "{0.scale}".format``, ``static = inspect.getattr_static``): the code need not name it."""
@@ -1883,6 +1966,11 @@ def observe(
         elif not is_scalar(root):
             walk.queue.append((var, root))
     walk.snapshot.roots = len(roots)
+    # the Value class, through which every Value's methods and operators are found: a method the
+    # user sets there (Value.swish = ...) is their code, walked as a user's class's entries are
+    value_class = walk.get(0, "constant", Value, "Value")
+    walk.seen[id(Value)] = value_class
+    walk.queue.append((value_class, Value))
     walk.finish()
     if "__subclasses__" in walk.names:  # a registry of subclasses: which there are is C state of each class
         for var, kind in walk.classes:
