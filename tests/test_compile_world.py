@@ -1595,6 +1595,29 @@ def test_a_module_found_through_a_pth_entry_is_installed_code(tmp_path: Path, mo
     assert vjpgrad.compile(lambda x: x * installed.lookup())(Value(1.0)).data == 2.0
 
 
+def test_a_module_found_through_a_relative_entry_the_users_code_added_is_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notebook in ``project/notebooks`` that runs ``sys.path.append("..")`` and imports the
+    project's ``settings``: Python makes every entry of ``sys.path`` absolute at startup, so a
+    relative one was added by the user's code, and what it finds is the user's project: walked,
+    and a number changed there is seen (it was taken for installed code, and gave the first
+    call's number)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    sys.path.append("..")
+    (tmp_path / "nb_settings.py").write_text("TEMPERATURE = 2.0\n")
+    settings = importlib.import_module("nb_settings")
+    assert not world.is_library(settings)
+
+    def make() -> Any:
+        return (lambda x: x * settings.TEMPERATURE), lambda k: setattr(settings, "TEMPERATURE", k)
+
+    twin_scaled(make)
+
+
 def test_a_module_in_the_users_project_is_the_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(sys, "modules", dict(sys.modules))

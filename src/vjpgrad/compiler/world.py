@@ -146,7 +146,9 @@ def _pythons_folders() -> list[str]:
 def on_path_outside_the_project() -> list[str]:
     """The folders of ``sys.path`` outside the user's project (the current folder, now and when
     vjpgrad was imported, and the script's): their code counts as installed. A refusal that
-    cannot find a Value names them, since a user's model imported from there is not looked into."""
+    cannot find a Value names them, since a user's model imported from there is not looked into.
+    A relative entry is the user's: Python makes every entry absolute at startup (``site``), so
+    one that is not was added by the user's code (``sys.path.append("..")`` in a notebook)."""
     project = [_folder(os.getcwd()), _STARTED_IN]
     main = vars(sys.modules.get("__main__", types.ModuleType("__main__"))).get("__file__")
     if isinstance(main, str):
@@ -154,6 +156,8 @@ def on_path_outside_the_project() -> list[str]:
     python = tuple(_pythons_folders())
     found: list[str] = []
     for entry in sys.path:
+        if entry and not os.path.isabs(entry):  # added by the user's code (sys.path.append("..")): theirs
+            continue
         folder = _folder(entry or os.curdir)
         if not folder.startswith((*project, *python)) and folder not in found and os.path.isdir(folder):
             found.append(folder)
