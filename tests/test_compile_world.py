@@ -2008,6 +2008,37 @@ def test_what_a_world_reads_by_a_computed_name_a_made_class_or_its_own_order_is_
         _Scaled.scale = 2.0
 
 
+@pytest.mark.parametrize("kind", ["Polynomial", "poly1d"])
+def test_a_numpy_polynomial_changed_in_place_is_watched(kind: str) -> None:
+    """NumPy's polynomials keep their coefficients in an array of their own (``P.coef[1] = 3.0``
+    changes it in place): walked as plain data, the array by its content."""
+    np = pytest.importorskip("numpy")
+
+    def make() -> Any:
+        if kind == "Polynomial":
+            p = np.polynomial.Polynomial([0.0, 2.0])
+            return (lambda x: x * float(p(1.0))), lambda k: p.coef.__setitem__(1, k)
+        q = np.poly1d([2.0, 0.0])
+        return (lambda x: x * float(q(1.0))), lambda k: q.coeffs.__setitem__(0, k)
+
+    twin_scaled(make)
+
+
+def test_a_mock_in_the_world_is_refused_naming_it() -> None:
+    """A ``unittest.mock.Mock`` made into a config (``cfg.scale = 2.0``) makes attributes on
+    demand and was watched by identity: a change went unseen. Refused, naming it."""
+    from unittest import mock
+
+    cfg = mock.Mock()
+    cfg.scale = 2.0
+
+    def f(x: Value) -> Value:
+        return x * cfg.scale
+
+    with pytest.raises(DataDependentError, match=r"cfg, a unittest.mock object"):
+        vjpgrad.compile(f)(Value(1.5))
+
+
 _TORCH_STATE: dict[str, Callable[[Any], Any]] = {
     "a tensor": lambda torch: torch.tensor(2.0, dtype=torch.float64),
     "a parameter": lambda torch: torch.nn.Parameter(torch.tensor(2.0, dtype=torch.float64)),

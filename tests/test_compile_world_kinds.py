@@ -37,6 +37,7 @@ import sys
 import textwrap
 import threading
 import types
+import unittest.mock
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -274,6 +275,7 @@ def test_every_row_is_reached_by_a_kind() -> None:
         mmap.mmap,
         threading.local,
         queue.SimpleQueue,
+        unittest.mock.Mock,
         Users,
     ]
     if importlib.util.find_spec("numpy") is not None:

@@ -1376,10 +1376,13 @@ _LIBRARY_PLAIN_DATA = frozenset(
         "threading.Event",
         "queue.Queue",
         "os._Environ",
+        "numpy.polynomial._polybase.ABCPolyBase",
+        "numpy.poly1d",
     }
 )
-"""Classes of Python's library whose instances hold their state in their ``__dict__`` (an
-Event's flag, a Queue's deque, ``os.environ``'s dict): walked as a user's instance is."""
+"""Classes of Python's library (and NumPy's) whose instances hold their state in their
+``__dict__`` (an Event's flag, a Queue's deque, ``os.environ``'s dict, a polynomial's array of
+coefficients): walked as a user's instance is."""
 
 _C_BUFFERS = frozenset({"_ctypes._SimpleCData", "_ctypes.Array", "_ctypes.Structure", "_ctypes.Union", "mmap.mmap"})
 """A ctypes number, array or structure, or an ``mmap``: state in its bytes (the buffer protocol)."""
@@ -1571,6 +1574,7 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("operator.attrgetter or methodcaller: names computed", (operator.attrgetter, operator.methodcaller), _name_getter),
     ("iterator or generator: refused", _is_library_iterator, _Walk._refused),
     ("PyTorch tensor, module, optimizer or generator: refused", _derives_from(_TORCH_STATE), _Walk._refused),
+    ("unittest.mock object: refused", _derives_from(frozenset({"unittest.mock.NonCallableMock"})), _Walk._refused),
     ("NumPy array: its dtype, shape, strides and content (a masked one's mask too)", _is_numpy_array, _Walk._content),
     (
         "NumPy vectorize: its function and settings",
@@ -1625,6 +1629,11 @@ _REFUSED = {
         "vjpgrad.compile does not watch (an in-place change, an optimizer's step, would go unseen)",
         "read the numbers {name} holds outside the compiled function and pass them in (as numbers or Values), "
         "or call the function uncompiled",
+    ),
+    "unittest.mock object: refused": (
+        "a unittest.mock object, which makes its attributes when they are first read (and answers any call), "
+        "so that vjpgrad.compile cannot tell what it holds",
+        "use a plain object (types.SimpleNamespace, a dataclass) for {name}, or call the function uncompiled",
     ),
     "weakref.proxy: refused": (
         "a weakref.proxy, whose referent vjpgrad.compile cannot read without running its code",
