@@ -25,6 +25,7 @@ import functools
 import importlib
 import inspect
 import io
+import itertools
 import math
 import operator
 import os
@@ -2037,6 +2038,38 @@ def test_a_mock_in_the_world_is_refused_naming_it() -> None:
 
     with pytest.raises(DataDependentError, match=r"cfg, a unittest.mock object"):
         vjpgrad.compile(f)(Value(1.5))
+
+
+_THROUGH_GLOBALS = {"v": 2.0}
+
+
+def _named_helper() -> None:
+    """A function whose ``__globals__`` the code reads by a computed key."""
+
+
+def test_a_global_read_through_a_functions_globals_is_watched() -> None:
+    """``helper.__globals__["S"]``: the globals read by a key the code computes, as
+    ``globals()[name]`` reads them."""
+
+    def make() -> Any:
+        return (lambda x: x * _named_helper.__globals__["_THROUGH_GLOBALS"]["v"]), lambda k: _THROUGH_GLOBALS.update(
+            v=k
+        )
+
+    twin_scaled(make)
+
+
+class _Counting(itertools.count):
+    """A user's subclass of a C iterator: its position is C state."""
+
+
+def test_a_users_subclass_of_a_c_iterator_is_refused() -> None:
+    """``class Count(itertools.count)``: its position lives in C, as ``itertools.count``'s does
+    (refused), and a replay repeated the recorded ``next``."""
+    counter = _Counting(2)
+
+    with pytest.raises(DataDependentError, match=r"counter, an iterator"):
+        vjpgrad.compile(lambda x: x * next(counter))(Value(1.5))
 
 
 _TORCH_STATE: dict[str, Callable[[Any], Any]] = {

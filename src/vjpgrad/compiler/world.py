@@ -1283,7 +1283,15 @@ def _is_numpy(kind: type, *names: str) -> bool:
 
 
 def _is_library_iterator(kind: type) -> bool:
-    return hasattr(kind, "__next__") and is_library(kind)
+    """An iterator of a library's, or a user's subclass of one (``class Count(itertools.count)``):
+    its position is the library's state (C state, for Python's own). A user's iterator written in
+    Python, deriving at most from an abstract one (``collections.abc.Iterator``), is walked."""
+    if not hasattr(kind, "__next__"):
+        return False
+    return any(
+        is_library(k) and "__next__" in vars(k) and not getattr(vars(k)["__next__"], "__isabstractmethod__", False)
+        for k in kind.__mro__
+    )
 
 
 COMPILED_STATE = frozenset(
@@ -1705,7 +1713,7 @@ COMPUTED_ATTRIBUTES = frozenset(
 ``"{0.scale}".format(C)``, whose attribute only a string spells, a positional ``match`` class
 pattern, whose attributes ``__match_args__`` spells): where the code reached names one, every entry of the
 classes and the user's modules reached is watched, not only those the code names."""
-COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec"})
+COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec", "__globals__"})
 """Names whose use reads globals by a name computed at run time (``globals()[name]``): where the
 code reached names one, every entry of the globals of the functions reached is watched."""
 
