@@ -308,3 +308,38 @@ def test_a_nan_gradient_meeting_a_nan_keeps_the_nan_pytorch_keeps(name: str, app
                 seed = torch.tensor([(seed_nan, -seed_nan, 1.0)[i % 3] for i in range(54)], dtype=dtype)
                 apply(x).backward(seed)
     assert every_leaf_equal_to_the_bit(w, cases) == 4
+
+
+# ---- a gradient laid out otherwise ---------------------------------------------------------------
+
+LAID_OUT_OTHERWISE: list[tuple[str, Callable[[Any], Any], bool]] = [
+    ("elu", functional.elu, False),
+    ("celu", lambda x: functional.celu(x, 1.3), False),
+    ("mish", functional.mish, False),
+    ("hardswish", functional.hardswish, True),
+    ("logit", lambda x: torch.logit(x.sigmoid()), True),
+    ("logsigmoid", functional.logsigmoid, True),
+]
+
+
+@pytest.mark.parametrize(("name", "apply", "nans"), LAID_OUT_OTHERWISE, ids=[n for n, _, _ in LAID_OUT_OTHERWISE])
+def test_a_gradient_laid_out_otherwise_may_differ_and_the_pass_says_why(
+    name: str, apply: Callable[[Any], Any], nans: bool
+) -> None:
+    """The result used transposed hands the activation a gradient laid out column after column, whose
+    kernel then computes every number one at a time: its exp (elu's), its exp, log1p and tanh
+    (mish's), or what it makes of a nan (hardswish's, logit's, logsigmoid's) differ from the
+    replay's, which follows a gradient laid out row-major. Every pass that differs names that
+    reason; none says "equal" falsely."""
+    rng = random.Random(127)
+    with vjpgrad.watch_torch() as w:
+        for dtype in DTYPES:
+            for _ in range(5):
+                x = an_input(rng, (8, 9), dtype, [math.nan] if nans else [0.0], 1.0).requires_grad_()
+                weights = an_input(rng, (9, 8), dtype, [math.nan] if nans else [1.0], 1.0)
+                (apply(x).t() * weights).sum().backward()
+    assert any(not p.matches for p in w.passes)
+    for p in w.passes:
+        assert p.replayed, p.reason
+        if not p.matches:
+            assert any(reason.startswith(name) and "lies in memory" in reason for reason in p.reasons), p.summary()

@@ -1126,9 +1126,9 @@ def _in_vectors(x: torch.Tensor) -> list[bool]:
     return [bool(v) for v in numbers_of_index((found < 0).reshape(-1))]
 
 
-def _vector_way_notes(call: Call, x: torch.Tensor, differing: torch.Tensor, what: str) -> None:
+def _vector_way_notes(call: Call, x: torch.Tensor, differing: torch.Tensor, what: str, name: str = "") -> None:
     """The notes of a pass through an activation whose two ways differ where ``differing`` is True."""
-    name = call.name.split(".")[0].rstrip("_")
+    name = name or call.name.split(".")[0].rstrip("_")
     if x.numel() >= 2 * _vector_width(call.single) and bool(differing.any()):
         call.notes.add(VECTOR_WAY_NOTE.format(name=name, what=what))
     if x.numel() >= PARALLEL_ACCUMULATION:
@@ -1197,6 +1197,8 @@ def _elu(call: Call) -> list[list[Item]]:
         else:
             saved.append((_elu_below, negiptcoef, negcoef, exps[i]))
     _vector_way_notes(call, b, torch.isnan(b), "nan")
+    if not in_place and b.numel() >= 2 * _vector_width(single):
+        call.notes.add(LAYOUT_NOTE.format(name=base, what="exp"))
     return _unary(call, base, saved, _rule_of)
 
 
@@ -1247,6 +1249,7 @@ def _log_sigmoid(call: Call) -> list[list[Item]]:
     _, buffer = call.outputs
     factors = column(call, torch.ops.aten.log_sigmoid_backward(torch.ones(x.shape, dtype=x.dtype), x, buffer))
     kept = _gradient_nan_places(x) if bool(torch.isnan(x).any()) else [False] * len(factors)
+    _vector_way_notes(call, x, torch.isnan(x), "nan", "logsigmoid")
     saved = [(_gradient_nan_kept if k else _factor_nan_kept, f) for f, k in zip(factors, kept, strict=True)]
     return [*_unary(call, "log_sigmoid", saved, _rule_of), list(numbers_of(buffer))]
 
