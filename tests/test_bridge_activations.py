@@ -330,7 +330,9 @@ def test_a_gradient_laid_out_otherwise_may_differ_and_the_pass_says_why(
     kernel then computes every number one at a time: its exp (elu's), its exp, log1p and tanh
     (mish's), or what it makes of a nan (hardswish's, logit's, logsigmoid's) differ from the
     replay's, which follows a gradient laid out row-major. Every pass that differs names that
-    reason; none says "equal" falsely."""
+    reason; none says "equal" falsely. (The exp's differ in some pass; whether a nan's sign does
+    varies with the tests run before in the process: measured, logit's float64 passes differed alone
+    and were equal after tests/test_bridge.py.)"""
     rng = random.Random(127)
     with vjpgrad.watch_torch() as w:
         for dtype in DTYPES:
@@ -338,7 +340,7 @@ def test_a_gradient_laid_out_otherwise_may_differ_and_the_pass_says_why(
                 x = an_input(rng, (8, 9), dtype, [math.nan] if nans else [0.0], 1.0).requires_grad_()
                 weights = an_input(rng, (9, 8), dtype, [math.nan] if nans else [1.0], 1.0)
                 (apply(x).t() * weights).sum().backward()
-    assert any(not p.matches for p in w.passes)
+    assert nans or any(not p.matches for p in w.passes)
     for p in w.passes:
         assert p.replayed, p.reason
         if not p.matches:

@@ -1119,8 +1119,8 @@ def _in_vectors(x: torch.Tensor) -> list[bool]:
     """Which elements of ``x`` (row-major) PyTorch's element-wise backward kernels (``cpu_kernel_vec``)
     compute in vectors, two at a time, rather than one number at a time (the numbers past the last two
     vectors), for a gradient laid out row-major and ``x`` laid out as it is. Read from a kernel whose
-    two ways differ: ``logit_backward`` at -0.0 divides by ``-0.0 * (1 + 0.0)`` in its vectors (-inf)
-    and multiplies by inf one at a time (inf)."""
+    two ways differ: ``logit_backward`` at -0.0 divides 1 by ``-0.0 * (1 - -0.0)`` in its vectors (-inf)
+    and multiplies it by inf one at a time (inf)."""
     probe = torch.empty_strided(tuple(x.shape), tuple(x.stride()), dtype=x.dtype).fill_(-0.0)
     found = torch.ops.aten.logit_backward(torch.ones(x.shape, dtype=x.dtype), probe)
     return [bool(v) for v in numbers_of_index((found < 0).reshape(-1))]
