@@ -104,6 +104,10 @@ def _unused(*_: Any) -> Any:
 
 MASKING = {
     "relu",
+    "threshold",
+    "hardswish",
+    "hardsigmoid",
+    "logit",
     "clamp",
     "where",
     "pow",
@@ -1090,6 +1094,232 @@ def _leaky_relu(call: Call) -> list[list[Item]]:
     slope = call.args[1] if len(call.args) > 1 else call.kwargs.get("negative_slope", 0.01)
     # leaky_relu_backward(grad, self, slope): self > 0 ? grad : grad * slope (self before an in-place op)
     return _unary(call, "leaky_relu", torch.where(x > 0, torch.ones_like(x), torch.full_like(x, float(slope))))
+
+
+# ---- more activations: elu (selu, celu), mish, hardswish, hardsigmoid, logsigmoid, logit, threshold
+
+
+VECTOR_WAY_NOTE = (
+    "{name} of {what}, whose backward kernel gives it another gradient in its vectors than one number at a time, "
+    "which it takes by how the gradient reaching it lies in memory (a gradient a sum along a dimension hands back "
+    "is one number a row), which the replay cannot see"
+)
+"""Why a pass through an activation whose backward kernel branches otherwise in its vectors than in its
+scalar loop, at the numbers named, may differ: the replay follows the kernel for a gradient laid out row
+after row."""
+
+
+KERNEL_THREADS_NOTE = (
+    "{name} over so many numbers that PyTorch's kernel may split them among threads, each part's last "
+    "numbers computed one at a time"
+)
+
+
+def _in_vectors(x: torch.Tensor) -> list[bool]:
+    """Which elements of ``x`` (row-major) PyTorch's element-wise backward kernels (``cpu_kernel_vec``)
+    compute in vectors, two at a time, rather than one number at a time (the numbers past the last two
+    vectors), for a gradient laid out row-major and ``x`` laid out as it is. Read from a kernel whose
+    two ways differ: ``logit_backward`` at -0.0 divides 1 by ``-0.0 * (1 - -0.0)`` in its vectors (-inf)
+    and multiplies it by inf one at a time (inf)."""
+    probe = torch.empty_strided(tuple(x.shape), tuple(x.stride()), dtype=x.dtype).fill_(-0.0)
+    found = torch.ops.aten.logit_backward(torch.ones(x.shape, dtype=x.dtype), probe)
+    return [bool(v) for v in numbers_of_index((found < 0).reshape(-1))]
+
+
+def _vector_way_notes(call: Call, x: torch.Tensor, differing: torch.Tensor, what: str, name: str = "") -> None:
+    """The notes of a pass through an activation whose two ways differ where ``differing`` is True."""
+    name = name or call.name.split(".")[0].rstrip("_")
+    if x.numel() >= 2 * _vector_width(call.single) and bool(differing.any()):
+        call.notes.add(VECTOR_WAY_NOTE.format(name=name, what=what))
+    if x.numel() >= PARALLEL_ACCUMULATION:
+        call.notes.add(KERNEL_THREADS_NOTE.format(name=name))
+
+
+def _factor_nan_kept(g: Any, s: Any) -> Any:
+    """``g * s``, of two nans ``s``'s kept, as the kernels of mish, logsigmoid, hardswish and elu in place
+    keep it, in their vectors and one at a time (measured with torch 2.13); Python's product keeps one
+    or the other by its operands' types (``float * Single`` is ``Single.__rmul__``)."""
+    return s if math.isnan(s) and math.isnan(g) else g * s
+
+
+def _gradient_nan_kept(g: Any, s: Any) -> Any:
+    """``g * s``, of two nans ``g``'s kept, as elu's kernel keeps it (measured with torch 2.13)."""
+    return g if math.isnan(s) and math.isnan(g) else g * s
+
+
+def _elu_below(g: Any, negiptcoef: Any, negcoef: Any, e: Any) -> Any:
+    """``((g * negiptcoef) * negcoef) * exp(...)``: elu_backward at or below 0."""
+    return _gradient_nan_kept((g * negiptcoef) * negcoef, e)
+
+
+def _elu_below_in_place(g: Any, negiptcoef: Any, shifted: Any) -> Any:
+    """``(g * negiptcoef) * (y + negcoef)``: elu_backward at or below 0, from the result."""
+    return _factor_nan_kept(g * negiptcoef, shifted)
+
+
+@rule("elu.default", "elu_.default", "celu.default", "celu_.default")
+def _elu(call: Call) -> list[list[Item]]:
+    """``F.elu(x, alpha)``, ``nn.ELU``, ``F.selu`` (an ``elu`` with a ``scale``), ``F.celu(x, alpha)``
+    (``input_scale`` ``1.0 / alpha.toFloat()``, in double): ``elu_backward`` hands each element
+    ``dy * poscoef`` where it is above 0, else ``dy * negiptcoef * negcoef * exp(x * negiptcoef)``, left
+    to right, with ``negcoef = alpha * scale``, ``poscoef = scale``, ``negiptcoef = input_scale``, each in
+    the tensor's type; in place (``elu_``), from the result: ``dy * negiptcoef * (y + negcoef)`` where
+    the result is at most 0. The kernel's exp is its vectorised one in its vectors, the C library's one
+    number at a time: the replay reads it from ``elu_backward`` itself (of a gradient of ones, ``alpha``,
+    ``scale`` and ``input_scale`` 1, at ``x * negiptcoef``). A nan goes the first way one number at a
+    time (``b <= 0`` is false) and the second in vectors (``b > 0`` is false)."""
+    x = call.args[0]
+    base = call.name.split(".")[0].rstrip("_")
+    single = call.single
+    if base == "celu":
+        alpha = float(call.args[1] if len(call.args) > 1 else call.kwargs.get("alpha", 1.0))
+        scale, input_scale = 1.0, 1.0 / round32(alpha)
+    else:
+        given = dict(zip(("alpha", "scale", "input_scale"), call.args[1:], strict=False)) | call.kwargs
+        alpha, scale, input_scale = (float(given.get(k, 1.0)) for k in ("alpha", "scale", "input_scale"))
+    if not input_scale > 0:
+        raise NotReplayableError(f"{base} with a negative alpha or input_scale")
+    negcoef = in_dtype(alpha, single) * in_dtype(scale, single)
+    poscoef, negiptcoef = in_dtype(scale, single), in_dtype(input_scale, single)
+    in_place = call.name.startswith(f"{base}_")
+    b = call.out if in_place else x  # elu_'s formula reads the result
+    numbers = [in_dtype(v, single) for v in numbers_of(b)]
+    exps: list[Any] = []
+    if not in_place:  # exp(b * negiptcoef), b * negiptcoef in the tensor's type
+        scaled = b * torch.tensor(negiptcoef, dtype=b.dtype)
+        exps = column(call, torch.ops.aten.elu_backward(torch.ones(b.shape, dtype=b.dtype), 1, 1, 1, False, scaled))
+    saved: list[tuple[Any, ...]] = []
+    for i, (v, vector) in enumerate(zip(numbers, _in_vectors(b), strict=True)):
+        if not (v <= 0 or (vector and math.isnan(v))):
+            saved.append((times, poscoef))
+        elif in_place:
+            saved.append((_elu_below_in_place, negiptcoef, v + negcoef))  # (y + negcoef) in the tensor's type
+        else:
+            saved.append((_elu_below, negiptcoef, negcoef, exps[i]))
+    _vector_way_notes(call, b, torch.isnan(b), "nan")
+    if not in_place and b.numel() >= 2 * _vector_width(single):
+        call.notes.add(LAYOUT_NOTE.format(name=base, what="exp"))
+    return _unary(call, base, saved, _rule_of)
+
+
+@rule("mish.default", "mish_.default")
+def _mish(call: Call) -> list[list[Item]]:
+    # mish_backward(dy, x) is dy * (its derivative), the last multiplication: PyTorch's kernel gives
+    # it, its exp, log1p and tanh in vectors or one at a time (see gelu)
+    x = call.args[0]
+    derivative = torch.ops.aten.mish_backward(torch.ones(x.shape, dtype=x.dtype), x)
+    if x.numel() >= 2 * _vector_width(call.single):
+        call.notes.add(LAYOUT_NOTE.format(name="mish", what="exp, log1p and tanh"))
+    if x.numel() >= PARALLEL_ACCUMULATION:
+        call.notes.add(KERNEL_THREADS_NOTE.format(name="mish"))
+    return _unary(call, "mish", derivative, _factor_nan_kept)
+
+
+@rule("hardswish.default", "hardswish_.default")
+def _hardswish(call: Call) -> list[list[Item]]:
+    """``F.hardswish``: ``hardswish_backward`` hands each element exactly 0 at -3 and below (MASKED),
+    ``dy * ((x / 3) + 0.5)`` between -3 and 3, ``dy`` from 3 on (measured with torch 2.13). For a nan
+    its vectors compute the product and its scalar loop takes ``dy``: PyTorch's kernel gives the
+    factor of each (of a gradient of ones: ``1 * f`` is ``f``)."""
+    x = call.args[0]
+    factors = torch.ops.aten.hardswish_backward(torch.ones(x.shape, dtype=x.dtype), x)
+    _vector_way_notes(call, x, torch.isnan(x), "nan")
+    return _unary(call, "hardswish", masked(call, x <= -3, factors), _factor_nan_kept)
+
+
+@rule("hardsigmoid.default", "hardsigmoid_.default")
+def _hardsigmoid(call: Call) -> list[list[Item]]:
+    # hardsigmoid_backward: dy * one_sixth strictly between -3 and 3, else exactly 0; one_sixth is the
+    # float 1.0f / 6.0f (a float32 constant, float64 tensors too)
+    x = call.args[0]
+    return _unary(call, "hardsigmoid", masked(call, ~((x > -3) & (x < 3)), round32(1.0 / 6.0)))
+
+
+@rule("log_sigmoid_forward.default")
+def _log_sigmoid(call: Call) -> list[list[Item]]:
+    """``F.logsigmoid``, ``nn.LogSigmoid`` (``log_sigmoid_forward``, which also returns its ``buffer``,
+    ``exp(-|x|)``): ``log_sigmoid_backward`` hands each element
+    ``(max_deriv - sign * (buffer / (1 + buffer))) * dy``, the factor first (1 and 1 below 0, else 0
+    and -1), the same in vectors and one at a time: PyTorch's kernel gives the factor (of a gradient
+    of ones: ``f * 1`` is ``f``). Of a nan factor (a nan input) and a nan gradient, the kernel keeps
+    the factor's in one of the two vectors it computes at a time and in its scalar loop, the
+    gradient's in the other (measured with torch 2.13): read from the kernel itself
+    (``_gradient_nan_places``)."""
+    x = call.args[0]
+    _, buffer = call.outputs
+    factors = column(call, torch.ops.aten.log_sigmoid_backward(torch.ones(x.shape, dtype=x.dtype), x, buffer))
+    kept = _gradient_nan_places(x) if bool(torch.isnan(x).any()) else [False] * len(factors)
+    _vector_way_notes(call, x, torch.isnan(x), "nan", "logsigmoid")
+    saved = [(_gradient_nan_kept if k else _factor_nan_kept, f) for f, k in zip(factors, kept, strict=True)]
+    return [*_unary(call, "log_sigmoid", saved, _rule_of), list(numbers_of(buffer))]
+
+
+def _gradient_nan_places(x: torch.Tensor) -> list[bool]:
+    """Where ``log_sigmoid_backward`` keeps a nan gradient's nan over its nan factor's (row-major), for a
+    gradient laid out row-major and ``x`` laid out as it is: the kernel run at nan inputs with a
+    gradient of nans of the other sign than their factors."""
+    nans = torch.empty_strided(tuple(x.shape), tuple(x.stride()), dtype=x.dtype).fill_(math.nan)
+    _, buffer = torch.ops.aten.log_sigmoid_forward(nans)
+    factors = torch.ops.aten.log_sigmoid_backward(torch.ones(x.shape, dtype=x.dtype), nans, buffer)
+    found = torch.ops.aten.log_sigmoid_backward(-factors.contiguous(), nans, buffer)
+    return [bool(v) for v in numbers_of_index((found.signbit() != factors.signbit()).reshape(-1))]
+
+
+@functools.cache
+def _default_nan() -> float:
+    """The nan this processor's division makes of 0 / 0 (x86-64's has its sign bit set)."""
+    zero = torch.zeros(1, dtype=torch.float64)
+    return float((zero / zero).item())
+
+
+def _quotient(g: Any, s: Any) -> Any:
+    """``g / s`` as the processor divides: 0 / 0 its default nan, a nan divided by 0 that nan."""
+    if s == 0 and (g == 0 or math.isnan(g)):
+        return in_dtype(g if math.isnan(g) else _default_nan(), isinstance(s, Single))
+    return divided(g, s)
+
+
+def _constant(_g: Any, c: Any) -> Any:
+    """``c`` whatever the gradient (logit_backward's nan outside [0, 1])."""
+    return c
+
+
+@rule("logit.default", "logit_.default")
+def _logit(call: Call) -> list[list[Item]]:
+    """``torch.logit(x, eps)``: ``logit_backward`` hands each element ``dy / (x * (1 - x))`` inside
+    ``[lo, hi]`` (``eps`` and ``1 - eps`` in the tensor's type; without ``eps``, ``[0, 1]``), outside
+    it nan without ``eps`` and exactly 0 with one. One number at a time it takes ``dy * inf`` at 0 and
+    1 (where its vectors divide by ``x * (1 - x)``, -0.0 at -0.0) and divides for a nan (where its
+    vectors give nan without ``eps``, 0 with one)."""
+    x = call.args[0]
+    eps = call.args[1] if len(call.args) > 1 else call.kwargs.get("eps")
+    single = call.single
+    eps = -1.0 if eps is None else float(eps)  # PyTorch's "no eps"
+    given = eps >= 0
+    lo = in_dtype(eps, single) if given else in_dtype(0.0, single)
+    hi = in_dtype(1.0, single) - lo if given else in_dtype(1.0, single)
+    outside = MASKED if given else (_constant, in_dtype(math.nan, single))
+    products = [in_dtype(v, single) for v in numbers_of(x * (1 - x))]
+    saved: list[Any] = []
+    for v, product, vector in zip(numbers_of(x), products, _in_vectors(x), strict=True):
+        if vector:
+            inside = lo <= v <= hi
+            saved.append((_quotient, product) if inside else outside)
+        elif v < lo or v > hi:
+            saved.append(outside)
+        elif v in (0.0, 1.0):
+            saved.append((times, in_dtype(math.inf, single)))
+        else:
+            saved.append((_quotient, product))
+    _vector_way_notes(call, x, (x == 0) | (x == 1) | torch.isnan(x), "0, 1 or nan")
+    return _unary(call, "logit", saved, _rule_of)
+
+
+@rule("threshold.default", "threshold_.default")
+def _threshold(call: Call) -> list[list[Item]]:
+    x, threshold = call.args[:2]
+    # threshold_backward(grad, self, threshold): 0 where self <= threshold, else grad (self before an in-place op)
+    return _unary(call, "threshold", masked(call, x <= threshold, 1.0))
 
 
 # ---- reductions ----------------------------------------------------------------------------------
