@@ -750,6 +750,19 @@ def test_more_element_wise_functions_are_replayed_with_their_formulas_factor(nam
     assert every_leaf_equal_to_the_bit(w, cases) == (24, 24)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_divisions_divisor_gets_minus_the_gradient_times_the_quotient_over_it(dtype: Any) -> None:
+    """derivatives.yaml's ``-grad * ((self / other) / other)``: the gradient negated, then times
+    the quotient. The replay multiplied the gradient by the quotient negated, the same number
+    except a nan's sign: with 0 / 0, inf / inf, a nan divisor or a nan seed, every element of the
+    divisor's gradient had another sign bit ("the reason is not known")."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([0.0, math.inf, 1.0, -0.0, 2.0, 1.0], dtype=dtype, requires_grad=True)
+        y = torch.tensor([0.0, math.inf, math.nan, 0.0, -3.0, 4.0], dtype=dtype, requires_grad=True)
+        (x / y).backward(torch.tensor([1.0, -2.0, 3.0, math.nan, -math.nan, 0.5], dtype=dtype))
+    assert every_leaf_equal_to_the_bit(w, [{"x": x, "y": y}]) == (2, 2)
+
+
 # ---- copies that take some elements: the others get +0.0 ----------------------------------------
 
 

@@ -639,9 +639,16 @@ def _div(call: Call) -> list[list[Item]]:
     x, y = call.args[:2]
     if call.kwargs.get("rounding_mode") is not None:
         raise NotReplayableError("div with a rounding_mode")
-    # derivatives.yaml: self: grad / other; other: -grad * ((self / other) / other)
-    other = -((x / y) / y) if isinstance(y, torch.Tensor) or isinstance(x, torch.Tensor) else 0.0
-    return elementwise(call, "div", (x, y), ((y, divided), (other, times)))
+    # derivatives.yaml: self: grad / other; other: -grad * ((self / other) / other), the gradient
+    # negated first (the same number as grad * -q, but for which sign a nan keeps)
+    other = (x / y) / y if isinstance(y, torch.Tensor) or isinstance(x, torch.Tensor) else 0.0
+    return elementwise(call, "div", (x, y), ((y, divided), (other, negated_times)))
+
+
+def negated_times(g: Any, s: Any) -> Any:
+    """``-g * s``: PyTorch's formula negates the gradient, then multiplies (a nan's sign is then
+    the gradient's flipped, or the factor's as it is)."""
+    return -g * s
 
 
 def _unary(call: Call, name: str, saved: Any, gradient: Callable[..., Any] = times) -> list[list[Item]]:
