@@ -2460,6 +2460,123 @@ def _embedding(call: Call) -> list[list[Item]]:
     return [make_outputs("embedding", numbers_of(call.out), [operands], [[one] * len(operands)], [times])]
 
 
+# ---- more of a learner's operations: padding, diagonals, picking and placing ---------------------
+
+
+def _placed(call: Call, name: str, x: torch.Tensor, places: list[int | None]) -> list[list[Item]]:
+    """A copy of ``x`` into a result of constants (``places[p]``: the element of ``x`` at place ``p``,
+    None where the result holds a constant): its backward copies each place's gradient back, as it
+    is, and gives an element no place takes the +0.0 of the tensor of zeros it writes into."""
+    items = call.entry(x).items
+    data = numbers_of(call.out)
+    one = _unit(call.single)
+    column: list[Item] = [data[p] if i is None else items[i] for p, i in enumerate(places)]
+    made = make_outputs(name, data, [column], [[one] * len(column)], [times])
+    if made:
+        taken = [i for i in places if i is not None]
+        made[0] = _with_zeros_for_the_rest(name, made[0], column[0], items, taken, one)
+    return [made]
+
+
+def _arranged(x: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """The numbers of ``x``'s elements, from ``start``, in its shape: an operation applied to it in
+    place of ``x`` says which element each place of its result is."""
+    return torch.arange(start, start + x.numel(), dtype=torch.int64).reshape(x.shape)
+
+
+@rule("constant_pad_nd.default")
+def _constant_pad(call: Call) -> list[list[Item]]:
+    """``F.pad(x, pad, mode="constant", value=c)``: ``constant_pad_nd``, whose backward is
+    ``constant_pad_nd(grad, -pad)``: each element gets its place's gradient as it is, and an element a
+    negative pad crops gets +0.0 (``_placed``)."""
+    x, pad = call.args[:2]
+    arranged = torch.ops.aten.constant_pad_nd.default(_arranged(x), pad, -1)
+    return _placed(call, "constant_pad_nd", x, [None if i < 0 else i for i in numbers_of_index(arranged)])
+
+
+@rule("diag_embed.default")
+def _diag_embed(call: Call) -> list[list[Item]]:
+    """``torch.diag_embed(x, offset, dim1, dim2)``, and ``torch.diag`` of a vector: its backward is the
+    gradient's ``diagonal``, each element its place's gradient as it is; the rest of the result is
+    constant zeros."""
+    x = call.args[0]
+    arranged = torch.ops.aten.diag_embed.default(_arranged(x, 1), *call.args[1:], **call.kwargs)
+    return _placed(call, "diag_embed", x, [i - 1 if i else None for i in numbers_of_index(arranged)])
+
+
+COPIES.update({"diagonal.default", "diagonal_copy.default"})
+"""``torch.diagonal`` (a view) and ``torch.diag`` of a matrix (``diagonal_copy``) are copies: their
+backward (``diagonal_backward``) writes the gradient on the diagonal of a tensor of zeros."""
+
+
+@rule("masked_select.default")
+def _masked_select(call: Call) -> list[list[Item]]:
+    """``torch.masked_select(x, mask)``: a copy, whose backward ``masked_scatter``s the gradient into
+    zeros (an element not picked gets +0.0). A mask that broadcasts ``x`` to a larger shape makes the
+    backward sum the broadcast zeros and gradients back (``sum_to_size``): not replayed."""
+    x, mask = call.args[:2]
+    if tuple(torch.broadcast_shapes(x.shape, mask.shape)) != tuple(x.shape):
+        raise NotReplayableError("masked_select with a mask that broadcasts its tensor")
+    return _copies(call)
+
+
+@rule("trace.default")
+def _trace(call: Call) -> list[list[Item]]:
+    """``torch.trace(m)``: ``trace_backward`` fills the diagonal of a tensor of zeros with the gradient
+    (``index_fill``: written as it is); every other element gets exactly +0.0 (MASKED)."""
+    x = call.args[0]
+    rows, columns = x.shape
+    one = _unit(call.single)
+    diagonal = {i * columns + i for i in range(min(rows, columns))}
+    saved = [[one if p in diagonal else MASKED for p in range(x.numel())]]
+    return [make_outputs("trace", numbers_of(call.out), [call.entry(x).items], saved, [times], many=True)]
+
+
+def _same_type(call: Call, operands: Sequence[Any]) -> None:
+    """An operation of several tensors, each of the result's type: refused otherwise (the replay does
+    not follow a mixed one's conversions)."""
+    for t in operands:
+        if isinstance(t, torch.Tensor) and t.dtype != call.out.dtype:
+            raise NotReplayableError(f"{call.name.split('.')[0]} of tensors of different types")
+
+
+def _scattered(call: Call, x: torch.Tensor, source: torch.Tensor, targets: torch.Tensor, factor: Any) -> list[Item]:
+    """``x`` with ``source``'s elements added at the places ``targets`` names (``targets[q]``: the place
+    of ``x`` source element ``q`` is added into; its shape ``source``'s, or the part of it the operation
+    reads): a node per element over the element of ``x`` at its place and the source elements added
+    there, in order. Its backward hands ``x`` the gradient as it is, and each source element its
+    place's gradient times ``factor`` (1: as it is)."""
+    _same_type(call, (x, source))
+    name = call.name.split(".")[0].rstrip("_")
+    one = _unit(call.single)
+    xs, sources = call.entry(x).items, call.entry(source).items
+    read = _arranged(source)[tuple(slice(0, n) for n in targets.shape)] if targets.dim() else _arranged(source)
+    operands: list[list[Item]] = [[item] for item in xs]
+    saved: list[list[Any]] = [[one] for _ in xs]
+    for q, p in zip(numbers_of_index(read), numbers_of_index(targets), strict=True):
+        operands[p].append(sources[q])
+        saved[p].append(in_dtype(float(factor), call.single))
+    return make_outputs(name, numbers_of(call.out), operands, saved, [times], many=True)
+
+
+@rule("scatter_add.default", "scatter_add_.default")
+def _scatter_add(call: Call) -> list[list[Item]]:
+    """``x.scatter_add(dim, index, src)``: ``x`` gets the gradient, ``src`` ``grad.gather(dim, index)``,
+    each element its place's gradient as it is."""
+    x, dim, index, src = call.args[:4]
+    return [_scattered(call, x, src, _arranged(x).gather(dim, index), 1)]
+
+
+@rule("index_add.default", "index_add_.default")
+def _index_add(call: Call) -> list[list[Item]]:
+    """``x.index_add(dim, index, source, alpha=a)``: ``x`` gets the gradient, ``source``
+    ``grad.index_select(dim, index) * a`` (``maybe_multiply``: as it is for ``a`` 1)."""
+    x, dim, index, source = call.args[:4]
+    alpha = call.kwargs.get("alpha", call.args[4] if len(call.args) > 4 else 1)
+    targets = _arranged(x).index_select(dim, index) if x.dim() else _arranged(x).reshape(-1)[index]
+    return [_scattered(call, x, source, targets.reshape(source.shape), alpha)]
+
+
 def replay(call: Call) -> list[list[Item]]:
     """The items of each tensor the call returns; raises NotReplayableError for an operation the
     replay does not know (or one of its forms it cannot reproduce)."""

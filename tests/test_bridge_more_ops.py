@@ -1,0 +1,245 @@
+"""More of PyTorch's operations a learner's code uses, held to PyTorch's own ``.grad`` over seeded
+random passes: ``F.pad``, ``trace``, the diagonals, ``masked_select``, ``scatter_add`` and
+``index_add``. Each leaf's verdict is checked against the bits (``struct.pack('<d')``, signed zeros
+and a nan's sign included), and each leaf must be equal."""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from _helpers import cases_of, parts  # noqa: E402
+
+import vjpgrad  # noqa: E402
+from vjpgrad.bridge.watch import SUM_NOTE  # noqa: E402
+
+functional = torch.nn.functional
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, math.inf, -math.inf, math.nan]
+DTYPES = [torch.float32, torch.float64]
+
+
+def bits(numbers: list[float]) -> list[bytes]:
+    return [struct.pack("<d", v) for v in numbers]
+
+
+def grad_bits(t: Any) -> list[bytes]:
+    return bits(t.grad.reshape(-1).tolist())
+
+
+def every_leaf_equal_to_the_bit(w: Any, cases: list[dict[str, Any]], *, unless_summed: bool = False) -> tuple[int, int]:
+    """Each pass replayed (``cases[i]``: the leaves of pass ``i`` by name), each leaf's verdict what
+    its bits say, and each equal, unless (``unless_summed``) the pass names a sum whose order the
+    replay cannot be sure of (a broadcast operand's gradient summed back over two dimensions, nans
+    of both signs in one sum). Returns how many leaves were compared and how many were equal: with
+    every leaf of every pass equal, ``leaves_of(cases)``."""
+    assert len(w.passes) == len(cases), [str(p) for p in w.passes]
+    compared = equal = 0
+    for p, tensors in zip(w.passes, cases, strict=True):
+        assert p.replayed, p.reason
+        for leaf in p.leaves:
+            same = bits(leaf.replayed) == grad_bits(tensors[leaf.name])
+            assert leaf.matches == same, p.summary()  # never "equal to the bit" falsely
+            assert same or (unless_summed and SUM_NOTE in p.reasons), p.summary()
+            compared += 1
+            equal += same
+        assert p.matches == all(leaf.matches for leaf in p.leaves), p.summary()
+    return compared, equal
+
+
+def leaves_of(cases: list[dict[str, Any]]) -> tuple[int, int]:
+    """What ``every_leaf_equal_to_the_bit`` returns when every leaf of every pass is equal."""
+    n = sum(len(leaves) for leaves in cases)
+    return n, n
+
+
+def some_numbers(
+    rng: random.Random, shape: tuple[int, ...], dtype: Any, special: float = 0.15, choices: list[float] = SPECIAL
+) -> Any:
+    """Random numbers of ``shape``, some of them signed zeros, infinities, nans (of ``choices``) or small
+    integers."""
+    numbers = [
+        rng.choice(choices)
+        if rng.random() < special
+        else float(rng.randint(-1, 1))
+        if rng.random() < 0.15
+        else rng.gauss(0, 1)
+        for _ in range(math.prod(shape))
+    ]
+    return torch.tensor(numbers, dtype=dtype).reshape(shape)
+
+
+def a_shape(rng: random.Random, least: int = 0, most: int = 3, size: int = 5) -> tuple[int, ...]:
+    return tuple(rng.randint(1, size) for _ in range(rng.randint(least, most)))
+
+
+def with_minus_zeros(x: Any) -> Any:
+    """``x * 1.5`` plus a path that hands every element of ``x`` -0.0 (or nan, for an infinite or nan
+    element): an element the operation does not take gets PyTorch's +0.0, which turns that -0.0 into 0.0."""
+    return x * 1.5 + (x * 0.0).sum() * -1.0
+
+
+def seeded(rng: random.Random, y: Any, k: int) -> tuple[Any, Any]:
+    """What to call ``backward`` on, and its seed: ``y`` and a general seed (signed zeros, infinities
+    and nans among its numbers) one pass in two, else ``y.sum()`` and none. (Called in the test
+    itself, whose locals name the leaves.)"""
+    if k % 2:
+        return y.sum(), None
+    return y, some_numbers(rng, tuple(y.shape), y.dtype, special=0.2)
+
+
+# ---- F.pad, constant mode (constant_pad_nd) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("part", parts())
+def test_pad_in_constant_mode_copies_each_gradient_back_and_gives_a_cropped_element_plus_zero(part: int) -> None:
+    """``F.pad(x, pad, value=c)`` (``constant_pad_nd``): its backward is ``constant_pad_nd(grad, -pad)``,
+    each element's gradient its place's as it is; a negative pad crops, and a cropped element gets
+    the +0.0 of the zeros the backward pads with. Over 1 to 3 dimensions, pads of -2 to 3 per side."""
+    rng = random.Random(101 + 1000 * part)
+    cases: list[dict[str, Any]] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            dtype = rng.choice(DTYPES)
+            shape = a_shape(rng, 1, 3)
+            x = some_numbers(rng, shape, dtype).requires_grad_()
+            cases.append({"x": x})
+            pad: list[int] = []
+            for d in range(rng.randint(1, len(shape))):
+                size = shape[-1 - d]
+                before = rng.randint(-min(2, size - 1), 3)
+                pad += [before, rng.randint(-min(2, size - 1 - max(0, -before)), 3)]
+            h = with_minus_zeros(x) if k % 3 else x.sin()
+            root, seed = seeded(rng, functional.pad(h, pad, value=rng.choice([0.0, 2.5, -1.0, math.inf])), k)
+            root.backward(seed)
+    assert every_leaf_equal_to_the_bit(w, cases) == leaves_of(cases)
+
+
+# ---- trace ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("part", parts())
+def test_trace_writes_the_gradient_on_the_diagonal_and_plus_zero_elsewhere(part: int) -> None:
+    """``torch.trace(m)``: ``trace_backward`` fills the diagonal of a tensor of zeros with the gradient
+    (``index_fill``: written, not added), so every other element gets exactly +0.0. Square and not."""
+    rng = random.Random(113 + 1000 * part)
+    cases: list[dict[str, Any]] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            m = some_numbers(rng, (rng.randint(1, 5), rng.randint(1, 5)), rng.choice(DTYPES)).requires_grad_()
+            cases.append({"m": m})
+            y = torch.trace(with_minus_zeros(m) if k % 2 else m.cos())
+            y.backward(some_numbers(rng, (), y.dtype, special=0.3))
+    assert every_leaf_equal_to_the_bit(w, cases) == leaves_of(cases)
+
+
+# ---- the diagonals: diag, diagonal, diag_embed ---------------------------------------------------
+
+
+def a_diagonal(rng: random.Random, h: Any, k: int) -> Any:
+    """One of ``torch.diag`` (of a vector: ``diag_embed``; of a matrix: ``diagonal_copy``),
+    ``torch.diagonal`` and ``torch.diag_embed``, with offsets and dimensions, negative too."""
+    kind = k % 4
+    if kind == 0:
+        vector = h.reshape(-1)
+        return torch.diag(vector, rng.randint(-2, 2))
+    if kind == 1:
+        matrix = h.reshape(h.shape[0] if h.dim() else 1, -1)
+        return torch.diag(matrix, rng.randint(-matrix.shape[0] + 1, matrix.shape[1] - 1))
+    if kind == 2 and h.dim() >= 2:
+        dim1, dim2 = rng.sample(range(-h.dim(), 0), 2)
+        return torch.diagonal(h, rng.randint(-2, 2), dim1, dim2)
+    dims = rng.sample(range(-h.dim() - 1, 0), 2) if h.dim() else [-2, -1]
+    return torch.diag_embed(h, rng.randint(-2, 2), *dims)
+
+
+@pytest.mark.parametrize("part", parts())
+def test_the_diagonals_copy_each_gradient_and_give_the_others_plus_zero(part: int) -> None:
+    """``torch.diag``, ``torch.diagonal`` and ``torch.diag_embed``, as the dispatch shows them
+    (``diag_embed``, ``diagonal_copy``, ``diagonal``): each backward a copy (``diagonal`` of the
+    gradient, or the gradient written on a diagonal of zeros), an element a diagonal does not take
+    getting +0.0. Offsets and dimensions negative too, empty diagonals among them."""
+    rng = random.Random(127 + 1000 * part)
+    cases: list[dict[str, Any]] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            x = some_numbers(rng, a_shape(rng, 1, 3, 4), rng.choice(DTYPES)).requires_grad_()
+            cases.append({"x": x})
+            root, seed = seeded(rng, a_diagonal(rng, with_minus_zeros(x), k), k // 4)
+            root.backward(seed)
+    assert every_leaf_equal_to_the_bit(w, cases) == leaves_of(cases)
+
+
+# ---- masked_select, scatter_add, index_add -------------------------------------------------------
+
+
+@pytest.mark.parametrize("part", parts())
+def test_masked_select_writes_each_gradient_back_and_plus_zero_elsewhere(part: int) -> None:
+    """``torch.masked_select(x, mask)`` (a mask of ``x``'s shape or one that broadcasts to it):
+    ``masked_select_backward`` scatters the gradient into zeros, so each picked element gets its
+    gradient as it is and every other +0.0."""
+    rng = random.Random(139 + 1000 * part)
+    cases: list[dict[str, Any]] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            shape = a_shape(rng, 0, 3)
+            x = some_numbers(rng, shape, rng.choice(DTYPES)).requires_grad_()
+            cases.append({"x": x})
+            mask_shape = shape[rng.randint(0, len(shape)) :] if k % 2 else shape
+            mask = torch.tensor([rng.random() < 0.5 for _ in range(math.prod(mask_shape))]).reshape(mask_shape)
+            root, seed = seeded(rng, torch.masked_select(with_minus_zeros(x), mask), k // 2)
+            root.backward(seed)
+    assert every_leaf_equal_to_the_bit(w, cases) == leaves_of(cases)
+
+
+@pytest.mark.parametrize("part", parts())
+def test_scatter_add_and_index_add_hand_self_and_the_source_their_places_gradients(part: int) -> None:
+    """``x.scatter_add(dim, index, src)``: ``x`` gets the gradient as it is, ``src`` the gradient at the
+    place its index names (``grad.gather(dim, index)``); ``x.index_add(dim, index, source, alpha=a)``:
+    ``x`` the gradient, ``source`` ``grad.index_select(dim, index) * a``. Repeated indices, empty
+    ones, dimensions negative too, out of place and in place."""
+    rng = random.Random(149 + 1000 * part)
+    cases: list[dict[str, Any]] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            dtype = rng.choice(DTYPES)
+            shape = a_shape(rng, 1, 3, 4)
+            dim = rng.randrange(-len(shape), len(shape))
+            x = some_numbers(rng, shape, dtype).requires_grad_()
+            if k % 2:
+                index_shape = tuple(
+                    rng.randint(0, 3) if d == dim % len(shape) else rng.randint(1, n) for d, n in enumerate(shape)
+                )
+                index = torch.randint(0, shape[dim], index_shape, generator=torch.Generator().manual_seed(k))
+                src = some_numbers(rng, index_shape, dtype).requires_grad_()
+                y = x.scatter_add(dim, index, src) if k % 4 == 1 else (x * 1.0).scatter_add_(dim, index, src)
+            else:
+                count = rng.randint(0, 5)
+                index = torch.tensor([rng.randrange(shape[dim]) for _ in range(count)], dtype=torch.long)
+                source_shape = tuple(count if d == dim % len(shape) else n for d, n in enumerate(shape))
+                src = some_numbers(rng, source_shape, dtype).requires_grad_()
+                alpha = rng.choice([1, 0.5, -3.0])
+                y = x.index_add(dim, index, src, alpha=alpha) if k % 4 else (x * 1.0).index_add_(dim, index, src)
+            cases.append({"x": x, "src": src})
+            root, seed = seeded(rng, y, k // 2)
+            root.backward(seed)
+    assert every_leaf_equal_to_the_bit(w, cases) == leaves_of(cases)
+
+
+def test_masked_select_with_a_mask_that_broadcasts_the_tensor_is_not_replayed_and_says_why() -> None:
+    """``torch.masked_select(x, mask)`` with a mask of more dimensions than ``x``: its backward sums the
+    broadcast zeros and gradients back to ``x``'s shape, which the replay does not follow. The pass is
+    listed as not replayed, and PyTorch's ``.grad`` is as without the watch."""
+    x = torch.tensor([0.5, -1.25, 3.0], requires_grad=True)
+    mask = torch.tensor([[True, False, True], [True, True, False]])
+    with vjpgrad.watch_torch() as w:
+        torch.masked_select(x, mask).sum().backward()
+    assert not w.passes[0].replayed
+    assert "masked_select with a mask that broadcasts its tensor" in w.passes[0].reason
+    assert x.grad is not None
+    assert x.grad.tolist() == [2.0, 1.0, 1.0]
