@@ -1,7 +1,8 @@
 """More of PyTorch's operations a learner's code uses, held to PyTorch's own ``.grad`` over seeded
 random passes: ``F.pad``, ``trace``, the diagonals, ``masked_select``, ``scatter_add`` and
-``index_add``. Each leaf's verdict is checked against the bits (``struct.pack('<d')``, signed zeros
-and a nan's sign included), and each leaf must be equal."""
+``index_add``; ``nan_to_num``, ``lerp``, ``addcmul`` and ``addcdiv``. Each leaf's verdict is checked
+against the bits (``struct.pack('<d')``, signed zeros and a nan's sign included), and each leaf must
+be equal, unless its pass names a sum whose order the replay cannot be sure of."""
 
 from __future__ import annotations
 
@@ -243,3 +244,99 @@ def test_masked_select_with_a_mask_that_broadcasts_the_tensor_is_not_replayed_an
     assert "masked_select with a mask that broadcasts its tensor" in w.passes[0].reason
     assert x.grad is not None
     assert x.grad.tolist() == [2.0, 1.0, 1.0]
+
+
+# ---- nan_to_num, and lerp, addcmul, addcdiv of three operands ------------------------------------
+
+
+@pytest.mark.parametrize("part", parts())
+def test_nan_to_num_hands_the_gradient_times_whether_the_element_was_finite(part: int) -> None:
+    """``torch.nan_to_num(x, nan, posinf, neginf)``: ``grad * isfinite(x)``, a product, so that an
+    element that was a nan or an infinity gets ``grad * 0`` (-0.0 for a negative gradient, nan for an
+    infinite one), not a 0 whatever the gradient."""
+    rng = random.Random(109 + 1000 * part)
+    cases: list[dict[str, Any]] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            x = some_numbers(rng, a_shape(rng), rng.choice(DTYPES), special=0.4).requires_grad_()
+            cases.append({"x": x})
+            options = rng.choice([{}, {"nan": 0.5}, {"posinf": 3.0, "neginf": -3.0}, {"nan": 1.0, "posinf": 9.0}])
+            y = torch.nan_to_num(x * 1.0, **options) if k % 3 else (x * 2.0).nan_to_num_(**options)
+            root, seed = seeded(rng, y, k)
+            root.backward(seed)
+    assert every_leaf_equal_to_the_bit(w, cases) == leaves_of(cases)
+
+
+def shapes_that_broadcast(rng: random.Random, operands: int) -> list[tuple[int, ...]]:
+    """A result's shape and, for each operand, a shape that broadcasts to it (a dimension of 1, or
+    fewer dimensions); the first operand has the result's shape one time in two."""
+    result = a_shape(rng, 0, 3, 4)
+    shapes = []
+    for _ in range(operands):
+        kept = result[rng.randint(0, len(result)) :]
+        shapes.append(tuple(1 if rng.random() < 0.3 else n for n in kept))
+    if rng.random() < 0.5:
+        shapes[0] = result
+    return shapes
+
+
+@pytest.mark.parametrize("part", parts())
+def test_lerp_with_a_number_or_a_tensor_as_its_weight_is_replayed_to_the_bit(part: int) -> None:
+    """``torch.lerp(start, end, weight)``: with a number, ``start`` gets ``grad * (1 - weight)`` (the
+    number in double, then the tensor's type) and ``end`` ``grad * weight``; with a tensor,
+    ``grad * (1 - weight)``, ``grad * weight`` and ``grad * (end - start)``, each summed back to its
+    operand's shape where it was broadcast."""
+    rng = random.Random(103 + 1000 * part)
+    cases: list[dict[str, Any]] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            dtype = rng.choice(DTYPES)
+            if k % 2:
+                shape = a_shape(rng)
+                a, b = (
+                    some_numbers(rng, shape, dtype).requires_grad_(),
+                    some_numbers(rng, shape, dtype).requires_grad_(),
+                )
+                cases.append({"a": a, "b": b})
+                y = torch.lerp(a * 1.0, b, rng.choice([0.0, 1.0, 0.3, -0.5, 2.0, 0.1]))
+            else:
+                s1, s2, s3 = shapes_that_broadcast(rng, 3)
+                a, b, t = (
+                    some_numbers(rng, s1, dtype).requires_grad_(),
+                    some_numbers(rng, s2, dtype).requires_grad_(),
+                    some_numbers(rng, s3, dtype).requires_grad_(),
+                )
+                cases.append({"a": a, "b": b, "t": t})
+                y = torch.lerp(a, b, t)
+            root, seed = seeded(rng, y, k // 2)
+            root.backward(seed)
+    compared, _ = every_leaf_equal_to_the_bit(w, cases, unless_summed=True)
+    assert compared == leaves_of(cases)[0]
+    assert sum(not p.matches for p in w.passes) <= 2  # a broadcast summed back over two dimensions: named
+
+
+@pytest.mark.parametrize("part", parts())
+def test_addcmul_and_addcdiv_are_replayed_with_pytorchs_factors(part: int) -> None:
+    """``torch.addcmul(x, t1, t2, value=v)``: ``x`` gets the gradient, ``t1`` ``grad * (t2 * v)``, ``t2``
+    ``grad * (t1 * v)``; ``torch.addcdiv``: ``t1`` gets ``grad * (v / t2)``, ``t2``
+    ``-grad * ((t1 * v) / (t2 * t2))``, the negated gradient first. Broadcast, each operand's gradient
+    summed back to its shape."""
+    rng = random.Random(107 + 1000 * part)
+    cases: list[dict[str, Any]] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            dtype = rng.choice(DTYPES)
+            s1, s2, s3 = shapes_that_broadcast(rng, 3)
+            x, t1, t2 = (
+                some_numbers(rng, s1, dtype).requires_grad_(),
+                some_numbers(rng, s2, dtype).requires_grad_(),
+                some_numbers(rng, s3, dtype).requires_grad_(),
+            )
+            cases.append({"x": x, "t1": t1, "t2": t2})
+            value = rng.choice([1.0, 0.5, -2.0, 0.1, 3])
+            y = (torch.addcmul if k % 2 else torch.addcdiv)(x, t1, t2, value=value)
+            root, seed = seeded(rng, y, k // 2)
+            root.backward(seed)
+    compared, _ = every_leaf_equal_to_the_bit(w, cases, unless_summed=True)
+    assert compared == leaves_of(cases)[0]
+    assert sum(not p.matches for p in w.passes) <= 2  # a broadcast summed back over two dimensions: named

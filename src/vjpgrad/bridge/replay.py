@@ -2577,6 +2577,81 @@ def _index_add(call: Call) -> list[list[Item]]:
     return [_scattered(call, x, source, targets.reshape(source.shape), alpha)]
 
 
+# ---- element-wise: nan_to_num, and lerp, addcmul, addcdiv of three operands ----------------------
+
+
+@rule("nan_to_num.default", "nan_to_num_.default")
+def _nan_to_num(call: Call) -> list[list[Item]]:
+    # grad * at::isfinite(self): a product, so an element that was not finite gets grad * 0 (-0.0, nan)
+    return _unary(call, "nan_to_num", torch.isfinite(call.args[0]))
+
+
+def _negated_times(g: Any, s: Any) -> Any:
+    """``-grad * s``: the gradient negated first, then the product (a nan's sign as PyTorch's)."""
+    return (-g) * s
+
+
+def _element_wise_of_many(
+    call: Call, name: str, edges: Sequence[tuple[Any, Any, Callable[..., Any]]]
+) -> list[list[Item]]:
+    """An element-wise operation of several operands of the result's type (tensors, broadcast):
+    operand ``t`` of each edge ``(t, saved, gradient)`` gets ``gradient(grad, saved)``, ``saved`` a
+    tensor PyTorch computed (``column``), summed back to ``t``'s shape where it was broadcast; one
+    node per element over every operand that takes gradient."""
+    _same_type(call, [t for t, _, _ in edges])
+    columns: list[list[Item]] = []
+    saved: list[list[Any]] = []
+    for t, s, gradient in edges:
+        items, takes = broadcast_column(call, t)
+        if takes:
+            columns.append(items)
+            saved.append([(gradient, v) for v in column(call, s)])
+    n = call.out.numel()
+    operands = [[c[p] for c in columns] for p in range(n)]
+    kept = [[s[p] for s in saved] for p in range(n)]
+    return [make_outputs(name, numbers_of(call.out), operands, kept, [_rule_of], many=True)]
+
+
+@rule("lerp.Scalar", "lerp_.Scalar")
+def _lerp(call: Call) -> list[list[Item]]:
+    # self: grad * (1 - weight.toDouble()), a number in double, then the tensor's type; end: grad * weight
+    start, end, weight = call.args[:3]
+    _same_type(call, (start, end))
+    w = float(weight)
+    return elementwise(call, "lerp", (start, end), ((1.0 - w, times), (w, times)))
+
+
+@rule("lerp.Tensor", "lerp_.Tensor")
+def _lerp_by_a_tensor(call: Call) -> list[list[Item]]:
+    # self: grad * (1 - weight); end: grad * weight; weight: grad * (end - self)
+    start, end, weight = call.args[:3]
+    edges = ((start, 1 - weight, times), (end, weight, times), (weight, end - start, times))
+    return _element_wise_of_many(call, "lerp", edges)
+
+
+@rule("addcmul.default", "addcmul_.default")
+def _addcmul(call: Call) -> list[list[Item]]:
+    # self: grad; tensor1: grad * (tensor2 * value); tensor2: grad * (tensor1 * value)
+    x, t1, t2 = call.args[:3]
+    value = call.kwargs.get("value", call.args[3] if len(call.args) > 3 else 1)
+    edges = ((x, 1.0, times), (t1, t2 * value, times), (t2, t1 * value, times))
+    return _element_wise_of_many(call, "addcmul", edges)
+
+
+@rule("addcdiv.default", "addcdiv_.default")
+def _addcdiv(call: Call) -> list[list[Item]]:
+    # self: grad; tensor1: grad * (value / tensor2), value filled into tensor2's type first;
+    # tensor2: -grad * (value * tensor1 / (tensor2 * tensor2))
+    x, t1, t2 = call.args[:3]
+    value = call.kwargs.get("value", call.args[3] if len(call.args) > 3 else 1)
+    edges = (
+        (x, 1.0, times),
+        (t1, torch.full_like(t2, value) / t2, times),
+        (t2, (t1 * value) / (t2 * t2), _negated_times),
+    )
+    return _element_wise_of_many(call, "addcdiv", edges)
+
+
 def replay(call: Call) -> list[list[Item]]:
     """The items of each tensor the call returns; raises NotReplayableError for an operation the
     replay does not know (or one of its forms it cannot reproduce)."""
