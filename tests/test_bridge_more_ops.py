@@ -1,14 +1,16 @@
 """More of PyTorch's operations a learner's code uses, held to PyTorch's own ``.grad`` over seeded
 random passes: ``F.pad``, ``trace``, the diagonals, ``masked_select``, ``scatter_add`` and
-``index_add``; ``nan_to_num``, ``lerp``, ``addcmul`` and ``addcdiv``. Each leaf's verdict is checked
-against the bits (``struct.pack('<d')``, signed zeros and a nan's sign included), and each leaf must
-be equal, unless its pass names a sum whose order the replay cannot be sure of."""
+``index_add``; ``nan_to_num``, ``lerp``, ``addcmul`` and ``addcdiv``; ``smooth_l1_loss`` and
+``huber_loss``. Each leaf's verdict is checked against the bits (``struct.pack('<d')``, signed zeros
+and a nan's sign included), and each leaf must be equal, unless its pass names a sum whose order the
+replay cannot be sure of."""
 
 from __future__ import annotations
 
 import math
 import random
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -340,3 +342,53 @@ def test_addcmul_and_addcdiv_are_replayed_with_pytorchs_factors(part: int) -> No
     compared, _ = every_leaf_equal_to_the_bit(w, cases, unless_summed=True)
     assert compared == leaves_of(cases)[0]
     assert sum(not p.matches for p in w.passes) <= 2  # a broadcast summed back over two dimensions: named
+
+
+# ---- smooth_l1_loss and huber_loss ---------------------------------------------------------------
+
+
+LOSSES: dict[str, tuple[Callable[..., Any], str]] = {
+    "smooth_l1_loss": (functional.smooth_l1_loss, "beta"),
+    "huber_loss": (functional.huber_loss, "delta"),
+}
+
+
+@pytest.mark.parametrize("part", parts())
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_smooth_l1_and_huber_losses_follow_their_kernels_vectors_and_scalar_tail(name: str, part: int) -> None:
+    """``F.smooth_l1_loss(x, t, beta=b)`` and ``F.huber_loss(x, t, delta=d)``, each reduction: their
+    backward kernel computes its vectors' elements as ``(norm * out) * grad``, ``out`` being ``±1``
+    or ``x / beta`` (``±delta`` or ``x``), and the elements past its last two vectors by its scalar
+    loop, whose products and divisions come in another order (``beta`` and ``delta`` there in double):
+    both, in float32 and float64, for an input that takes gradient and a target that does too. Sizes
+    on either side of two vectors' width, differences of -inf, +inf, nan and ties with ``beta``."""
+    function, keyword = LOSSES[name]
+    rng = random.Random(131 + sum(map(ord, name)) + 1000 * part)
+    cases: list[dict[str, Any]] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            dtype = rng.choice(DTYPES)
+            shape = rng.choice([(), (1,), (5,), (8,), (13,), (17,), (3, 7), (2, 3, 6), (40,)])
+            size = rng.choice([1.0, 0.5, 0.1, 2.0, 1.3])
+            t = some_numbers(rng, shape, dtype).requires_grad_()
+            if k % 4 == 0:  # differences of exactly ±size, and of 0
+                steps = [rng.choice([size, -size, 0.0]) for _ in range(math.prod(shape))]
+                x = (t.detach() + torch.tensor(steps, dtype=dtype).reshape(shape)).requires_grad_()
+            else:
+                x = some_numbers(rng, shape, dtype).requires_grad_()
+            cases.append({"x": x, "t": t})
+            reduction = ("mean", "sum", "none")[k % 3]
+            y = function(x * 1.0, t, reduction=reduction, **{keyword: size})
+            root, seed = seeded(rng, y, k // 3)
+            root.backward(seed)
+    assert every_leaf_equal_to_the_bit(w, cases) == leaves_of(cases)
+
+
+def test_a_smooth_l1_loss_of_a_transposed_input_is_not_replayed_and_says_why() -> None:
+    """An input not laid out row-major takes another of the kernel's loops: not replayed, saying so."""
+    x = torch.tensor([[0.5, -1.25, 3.0], [2.0, 0.0, -0.5]], requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        functional.smooth_l1_loss(x.t(), torch.zeros(3, 2)).backward()
+    assert not w.passes[0].replayed
+    assert "smooth_l1_loss of tensors not of one shape, or not laid out row-major" in w.passes[0].reason
+    assert x.grad is not None

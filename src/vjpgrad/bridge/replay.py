@@ -2652,6 +2652,144 @@ def _addcdiv(call: Call) -> list[list[Item]]:
     return _element_wise_of_many(call, "addcdiv", edges)
 
 
+# ---- smooth_l1_loss and huber_loss ---------------------------------------------------------------
+
+# Their backward kernel (PointwiseOpsKernel.cpp) computes each element in its vectors, two at a time;
+# the elements past its last two vectors in its scalar loop, which orders its products and divisions
+# otherwise and reads beta (delta) in double where the vectors read it in the tensor's type. The
+# compiler vectorises that loop in turn, 128 bits at a time, its last elements one by one: the same
+# numbers, but for a nan gradient where the difference is beta or more, whose sign it flips (measured
+# with torch 2.13 on x86-64 with AVX2).
+
+SMOOTH_LOSS_LAYOUT_NOTE = (
+    "{name} with reduction='none', whose backward kernel computes an element in its vectors or in its scalar "
+    "loop by where it lies in the gradient reaching it: the replay follows a gradient laid out row-major"
+)
+
+SMOOTH_LOSS_MEASURED_NOTE = (
+    "{name}, whose backward kernel's paths (its vectors, its scalar loop and the compiler's vectors of that "
+    "loop) were measured on x86-64 with AVX2 (torch 2.13); on this processor a nan's sign may differ"
+)
+
+
+def _kept(_g: Any, difference: Any) -> Any:
+    """A nan difference, as the kernel hands it on whatever the gradient (a nan gradient's too)."""
+    return difference
+
+
+def _in_double_then(g: Any, first: Any, then: float, single: bool) -> Any:
+    """``(first * g) * then``, ``then`` a double: the product in the tensor's type, then in double,
+    then the result in the tensor's type (a float32 kernel's ``norm * grad * delta``)."""
+    return in_dtype(float(first * g) * then, single)
+
+
+def _over_double(g: Any, first: Any, then: float, single: bool) -> Any:
+    """``(first * g) / then``, ``then`` a double, as ``_in_double_then`` (``norm * x * grad / beta``)."""
+    return in_dtype(float(first * g) / then, single)
+
+
+def _negated_back(g: Any, s: Any) -> Any:
+    """``-(s * g)``: the compiler's vectors of the scalar loop, ``norm * grad`` as the negation of
+    ``-norm * grad`` (the same number; a nan gradient's sign flipped)."""
+    return -(s * g)
+
+
+def _negated_back_in_double(g: Any, first: Any, then: float, single: bool) -> Any:
+    """``-((first * g) * then)``, as ``_in_double_then`` then negated (``_negated_back``)."""
+    return -_in_double_then(g, first, then, single)
+
+
+def _vector_out(x: Any, huber: bool, wide: Any) -> Any:
+    """The vectors' ``out`` for a difference ``x`` (not a nan): ``±1`` (``±1 * delta``) where
+    ``|x| >= beta``, else ``x / beta`` (``x``), ``wide`` being beta (delta) in the tensor's type."""
+    if abs(x) < wide:
+        return x if huber else x / wide
+    one = in_dtype(1.0, isinstance(x, Single))
+    sign = one if x > 0 else -one
+    return sign * wide if huber else sign
+
+
+def _smooth_edge(x: Any, path: int, huber: bool, size: float, norm: Any) -> tuple[Any, ...]:
+    """One element's rule and saved numbers (``_rule_of``), ``x`` its difference (input - target, or
+    target - input for the target) in the tensor's type, ``size`` beta or delta; ``path`` 0 for the
+    kernel's vectors, 1 for the compiler's vectors of its scalar loop, 2 for that loop one by one."""
+    single = isinstance(x, Single)
+    if x != x:  # a nan difference: the result is that nan, in every path
+        return (_kept, x)
+    if path == 0:
+        return (times, norm * _vector_out(x, huber, in_dtype(size, single)))
+    if x <= -size:
+        return (_in_double_then, -norm, size, single) if huber else (times, -norm)
+    if x >= size and path == 1:
+        return (_negated_back_in_double, -norm, size, single) if huber else (_negated_back, -norm)
+    if x >= size:
+        return (_in_double_then, norm, size, single) if huber else (times, norm)
+    return (times, norm * x) if huber else (_over_double, norm * x, size, single)
+
+
+def _smooth_paths(n: int, single: bool) -> list[int]:
+    """Each element's path through the kernel (``_smooth_edge``), for ``n`` elements laid out row-major."""
+    vectors = n - n % (2 * _vector_width(single))
+    lanes = 4 if single else 2  # 128 bits
+    compiled = vectors + (n - vectors) // lanes * lanes
+    return [0 if p < vectors else 1 if p < compiled else 2 for p in range(n)]
+
+
+def _smooth_refusals_and_notes(call: Call, name: str, laid_out: bool) -> None:
+    """Tensors of two shapes or types, not laid out row-major (which take the kernel's other loops), or
+    so many numbers that its threads may split them, refused; the reasons a pass may differ, known
+    before it (``laid_out``: whether where an element lies in the gradient decides its path)."""
+    x, target = call.args[:2]
+    _same_type(call, (x, target))
+    if tuple(x.shape) != tuple(target.shape) or not (x.is_contiguous() and target.is_contiguous()):
+        raise NotReplayableError(f"{name} of tensors not of one shape, or not laid out row-major")
+    if x.numel() >= PARALLEL_ACCUMULATION:
+        raise NotReplayableError(f"{name} over so many numbers that its kernel may split them among threads")
+    if laid_out:
+        call.notes.add(SMOOTH_LOSS_LAYOUT_NOTE.format(name=name))
+    if torch.backends.cpu.get_cpu_capability() != "AVX2" or platform.machine().lower() not in X86_64:
+        call.notes.add(SMOOTH_LOSS_MEASURED_NOTE.format(name=name))
+
+
+def _smooth_loss(call: Call, huber: bool) -> list[list[Item]]:
+    """``F.smooth_l1_loss(x, t, reduction, beta)`` and ``F.huber_loss(x, t, reduction, delta)``: each
+    operand's gradient, as the kernel computes it for ``x - t`` (``t - x`` for the target), the
+    difference computed here as the kernel computes it (a nan operand's sign kept). Per element,
+    in the vectors: ``(norm * out) * grad``, ``out`` being ``±1`` or ``x / beta`` (``±1 * delta`` or
+    ``x``); in the scalar loop: ``-norm * grad``, ``norm * grad`` or ``norm * x * grad / beta``
+    (``±norm * grad * delta`` or ``norm * x * grad``), left to right; ``norm`` is ``1 / numel`` for a
+    mean, else 1; a nan difference hands on that nan."""
+    x, target = call.args[:2]
+    name = "huber_loss" if huber else "smooth_l1_loss"
+    reduction = _reduction(call, 2)
+    size = float(call.args[3] if len(call.args) > 3 else call.kwargs.get("delta" if huber else "beta", 1.0))
+    single = call.single
+    n = x.numel()
+    norm = in_dtype(1.0 / n if reduction == 1 else 1.0, single)
+    paths = _smooth_paths(n, single)
+    _smooth_refusals_and_notes(call, name, reduction == 0 and any(path != 2 for path in paths))
+    xs = [in_dtype(v, single) for v in numbers_of(x)]
+    ts = [in_dtype(v, single) for v in numbers_of(target)]
+    edges = [
+        [_smooth_edge(a - b, path, huber, size, norm) for a, b, path in zip(first, second, paths, strict=True)]
+        for first, second in ((xs, ts), (ts, xs))
+    ]
+    if reduction == 0:
+        return elementwise(call, name, (x, target), tuple((column, _rule_of) for column in edges))
+    columns = [(call.entry(t).items, column) for t, column in zip((x, target), edges, strict=True)]
+    return [_loss(call, name, columns, _rule_of)]
+
+
+@rule("smooth_l1_loss.default")
+def _smooth_l1_loss(call: Call) -> list[list[Item]]:
+    return _smooth_loss(call, huber=False)
+
+
+@rule("huber_loss.default")
+def _huber_loss(call: Call) -> list[list[Item]]:
+    return _smooth_loss(call, huber=True)
+
+
 def replay(call: Call) -> list[list[Item]]:
     """The items of each tensor the call returns; raises NotReplayableError for an operation the
     replay does not know (or one of its forms it cannot reproduce)."""
