@@ -1,9 +1,9 @@
 """More of PyTorch's operations a learner's code uses, held to PyTorch's own ``.grad`` over seeded
 random passes: ``F.pad``, ``trace``, the diagonals, ``masked_select``, ``scatter_add`` and
 ``index_add``; ``nan_to_num``, ``lerp``, ``addcmul`` and ``addcdiv``; ``smooth_l1_loss`` and
-``huber_loss``. Each leaf's verdict is checked against the bits (``struct.pack('<d')``, signed zeros
-and a nan's sign included), and each leaf must be equal, unless its pass names a sum whose order the
-replay cannot be sure of."""
+``huber_loss``; ``var_mean`` and ``std_mean``. Each leaf's verdict is checked against the bits
+(``struct.pack('<d')``, signed zeros and a nan's sign included), and each leaf must be equal,
+unless its pass names a sum whose order the replay cannot be sure of."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch")
 from _helpers import cases_of, parts  # noqa: E402
 
 import vjpgrad  # noqa: E402
+from vjpgrad.bridge.replay import SPREAD_AND_MEAN_NAN_NOTE  # noqa: E402
 from vjpgrad.bridge.watch import SUM_NOTE  # noqa: E402
 
 functional = torch.nn.functional
@@ -392,3 +393,70 @@ def test_a_smooth_l1_loss_of_a_transposed_input_is_not_replayed_and_says_why() -
     assert not w.passes[0].replayed
     assert "smooth_l1_loss of tensors not of one shape, or not laid out row-major" in w.passes[0].reason
     assert x.grad is not None
+
+
+# ---- var_mean and std_mean -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("part", parts())
+def test_var_mean_and_std_mean_add_the_means_share_after_the_variances(part: int) -> None:
+    """``torch.var_mean(x, dim, correction=c, keepdim=k)`` and ``std_mean``: ``var_mean_backward`` hands
+    each element ``var_backward(...) + mean_backward(...)``, one sum, in that order (one of them alone
+    where a pass reaches one output only), as ``var`` and ``mean`` would each. Over finite inputs
+    (signed zeros among them) and seeds of signed zeros, infinities and nans."""
+    rng = random.Random(137 + 1000 * part)
+    cases: list[dict[str, Any]] = []
+    with vjpgrad.watch_torch() as w:
+        for k in cases_of(part, 240):
+            shape = a_shape(rng, 1, 3)
+            while math.prod(shape) < 2:
+                shape = a_shape(rng, 1, 3)
+            x = some_numbers(rng, shape, rng.choice(DTYPES), choices=SPECIAL[:5]).requires_grad_()
+            cases.append({"x": x})
+            dims = None if rng.random() < 0.3 else sorted(rng.sample(range(len(shape)), rng.randint(1, len(shape))))
+            groups = math.prod(shape) if dims is None else math.prod(shape[d] for d in dims)
+            correction = rng.choice([0, 1]) if groups > 1 else 0
+            function = torch.var_mean if k % 2 else torch.std_mean
+            spread, mean = function(x * 1.0, dim=dims, correction=correction, keepdim=rng.random() < 0.5)
+            seeds = [some_numbers(rng, tuple(spread.shape), spread.dtype, special=0.2) for _ in range(2)]
+            which = (k // 2) % 3
+            if which == 0:
+                torch.autograd.backward([spread, mean], seeds)
+            else:
+                ([spread, mean][which - 1] * seeds[0]).sum().backward()
+    assert every_leaf_equal_to_the_bit(w, cases) == leaves_of(cases)
+
+
+def test_var_mean_of_a_tensor_with_a_nan_names_the_nans_whose_sign_it_does_not_follow() -> None:
+    """``std_mean`` of a tensor that holds an infinity and a nan: its result is a nan, and its backward
+    multiplies that nan by another (``x - mean``); which one's sign PyTorch keeps depends on where the
+    element lies in its kernel's vectors. Measured with torch 2.13: 17 elements of 20 kept the
+    first's. The pass says so, and its verdict is the bits'."""
+    numbers = [0.5 * k for k in range(20)]
+    numbers[1], numbers[15] = math.inf, math.nan
+    x = torch.tensor(numbers).reshape(2, 2, 5).requires_grad_()
+    with vjpgrad.watch_torch() as w:
+        spread, _ = torch.std_mean(x * 1.0, dim=[0, 1, 2], correction=0)
+        (spread * -0.45).sum().backward()
+    assert SPREAD_AND_MEAN_NAN_NOTE.format(name="std_mean") in w.passes[0].reasons
+    assert w.passes[0].leaves[0].matches == (bits(w.passes[0].leaves[0].replayed) == grad_bits(x))
+
+
+def test_var_mean_keeps_the_means_nan_where_both_of_its_gradients_are_nans() -> None:
+    """Where the variance's share and the mean's are both nans, PyTorch's ``gself + aux`` keeps the
+    mean's nan (measured with torch 2.13); Python's float addition keeps one or the other by whether
+    its interpreter has specialised the line, so the replay adds the mean's share as PyTorch does.
+    Run enough times in float64 for the interpreter to specialise the engine's additions."""
+    nan = math.nan
+    cases: list[dict[str, Any]] = []
+    with vjpgrad.watch_torch() as w:
+        for k in range(72):
+            dtype = torch.float64 if k < 64 else torch.float32  # float64 in a row: Python's additions specialise
+            x = torch.tensor([[0.5, -1.0, 2.0, 0.25] * 3] * 2, dtype=dtype, requires_grad=True)
+            cases.append({"x": x})
+            spread, mean = (torch.var_mean if k % 4 < 2 else torch.std_mean)(x * 1.0, dim=[1])
+            signs = (nan, -nan) if k % 8 < 4 else (-nan, nan)
+            seeds = [torch.full_like(spread, signs[0]), torch.full_like(mean, signs[1])]
+            torch.autograd.backward([spread, mean], seeds)
+            assert grad_bits(x) == bits([signs[1]] * 24)
+    assert every_leaf_equal_to_the_bit(w, cases) == leaves_of(cases)

@@ -21,6 +21,7 @@ runs the latest node first) visits them in row-major order.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import itertools
 import math
@@ -2788,6 +2789,69 @@ def _smooth_l1_loss(call: Call) -> list[list[Item]]:
 @rule("huber_loss.default")
 def _huber_loss(call: Call) -> list[list[Item]]:
     return _smooth_loss(call, huber=True)
+
+
+# ---- var_mean and std_mean -----------------------------------------------------------------------
+
+SPREAD_AND_MEAN_NAN_NOTE = (
+    "{name} of a tensor that holds an infinity or a nan, whose gradient then multiplies two nans: which one's "
+    "sign the kernel keeps depends on where the element lies in its vectors, which the replay does not follow"
+)
+
+
+class _AddedAfter(Single):
+    """A gradient that its operand adds onto what it holds as the second operand of PyTorch's ``a + b``:
+    the sum in the operand's type, and of two nans, this one (``var_mean_backward``'s ``gself + aux``
+    keeps ``aux``'s: measured with torch 2.13). Python's own float addition keeps the first operand's
+    nan or the second's, by whether the interpreter has specialised the line that adds."""
+
+    __slots__ = ("_single",)
+
+    _single: bool
+
+    def __new__(cls, v: float, single: bool) -> _AddedAfter:
+        self = super().__new__(cls, v)
+        self._single = single
+        return self
+
+    def __add__(self, other: float) -> float:  # type: ignore[override]  # a Single, or a float for float64
+        if self != self:
+            return in_dtype(float(self), self._single)
+        return in_dtype(float(other) + float(self), self._single)
+
+    __radd__ = __add__  # type: ignore[assignment]  # as __add__
+
+
+def _mean_share(g: Any, count: Any) -> Any:
+    """``mean_backward``'s ``grad / count``, added after the variance's share (``_AddedAfter``)."""
+    return _AddedAfter(divided(g, count), isinstance(count, Single))
+
+
+@rule("var_mean.correction", "std_mean.correction")
+def _spread_and_mean(call: Call) -> list[list[Item]]:
+    """``torch.var_mean(x, dim, correction=c, keepdim=k)`` and ``std_mean``: ``var_mean_backward`` hands
+    each element ``var_backward(...) + mean_backward(...)``, one sum (one of them alone where a pass
+    reaches one output only): a node per element of ``x`` where the two arrive, behind the nodes of
+    ``var`` (``std``: ``_variance``'s, which run first) and of ``mean``, whose ``grad / count`` is added
+    as PyTorch adds it (``_mean_share``)."""
+    x = call.args[0]
+    name = call.name.split(".")[0]
+    if not bool(torch.isfinite(x).all()):
+        call.notes.add(SPREAD_AND_MEAN_NAN_NOTE.format(name=name))
+    entry = call.entry(x)
+    inputs = _softmax_inputs(call, entry.items, [_unit(call.single)] * len(entry.items), name)
+    given = call.args[1] if len(call.args) > 1 else call.kwargs.get("dim")
+    spread, mean = call.outputs
+    groups = _groups(x, _reduced_dims(x, given), mean.numel())
+    count = in_dtype(float(len(groups[0]) if groups else 0), call.single)
+    operands = [[inputs[i] for i in group] for group in groups]
+    saved = [[count] * len(group) for group in groups]
+    means = make_outputs("mean", numbers_of(mean), operands, saved, [_mean_share], many=True)
+    operation = f"{name[:3]}.correction"  # its nodes made after the mean's: they run first
+    entries = {**call.entries, id(x): dataclasses.replace(entry, items=inputs)}
+    part = Call(operation, (x, given), {"correction": call.kwargs.get("correction")}, entries, [spread])
+    part.described, part.notes = call.described, call.notes
+    return [RULES[operation](part)[0], means]
 
 
 def replay(call: Call) -> list[list[Item]]:
