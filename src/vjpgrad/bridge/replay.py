@@ -21,6 +21,7 @@ runs the latest node first) visits them in row-major order.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import itertools
 import math
@@ -2700,6 +2701,399 @@ def _embedding(call: Call) -> list[list[Item]]:
         taken = [k for k in uses if k is not None]
         made[0] = _with_zeros_for_the_rest("embedding", made[0], operands[0], items, taken, one)
     return [made]
+
+
+# ---- more of a learner's operations: padding, diagonals, picking and placing ---------------------
+
+
+def _placed(call: Call, name: str, x: torch.Tensor, places: list[int | None]) -> list[list[Item]]:
+    """A copy of ``x`` into a result of constants (``places[p]``: the element of ``x`` at place ``p``,
+    None where the result holds a constant): its backward copies each place's gradient back, as it
+    is, and gives an element no place takes the +0.0 of the tensor of zeros it writes into."""
+    items = call.entry(x).items
+    data = numbers_of(call.out)
+    one = _unit(call.single)
+    column: list[Item] = [data[p] if i is None else items[i] for p, i in enumerate(places)]
+    made = make_outputs(name, data, [column], [[one] * len(column)], [times])
+    if made:
+        taken = [i for i in places if i is not None]
+        made[0] = _with_zeros_for_the_rest(name, made[0], column[0], items, taken, one)
+    return [made]
+
+
+def _arranged(x: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """The numbers of ``x``'s elements, from ``start``, in its shape: an operation applied to it in
+    place of ``x`` says which element each place of its result is."""
+    return torch.arange(start, start + x.numel(), dtype=torch.int64).reshape(x.shape)
+
+
+@rule("constant_pad_nd.default")
+def _constant_pad(call: Call) -> list[list[Item]]:
+    """``F.pad(x, pad, mode="constant", value=c)``: ``constant_pad_nd``, whose backward is
+    ``constant_pad_nd(grad, -pad)``: each element gets its place's gradient as it is, and an element a
+    negative pad crops gets +0.0 (``_placed``)."""
+    x, pad = call.args[:2]
+    arranged = torch.ops.aten.constant_pad_nd.default(_arranged(x), pad, -1)
+    return _placed(call, "constant_pad_nd", x, [None if i < 0 else i for i in numbers_of_index(arranged)])
+
+
+@rule("diag_embed.default")
+def _diag_embed(call: Call) -> list[list[Item]]:
+    """``torch.diag_embed(x, offset, dim1, dim2)``, and ``torch.diag`` of a vector: its backward is the
+    gradient's ``diagonal``, each element its place's gradient as it is; the rest of the result is
+    constant zeros."""
+    x = call.args[0]
+    arranged = torch.ops.aten.diag_embed.default(_arranged(x, 1), *call.args[1:], **call.kwargs)
+    return _placed(call, "diag_embed", x, [i - 1 if i else None for i in numbers_of_index(arranged)])
+
+
+COPIES.update({"diagonal.default", "diagonal_copy.default"})
+"""``torch.diagonal`` (a view) and ``torch.diag`` of a matrix (``diagonal_copy``) are copies: their
+backward (``diagonal_backward``) writes the gradient on the diagonal of a tensor of zeros."""
+
+
+@rule("masked_select.default")
+def _masked_select(call: Call) -> list[list[Item]]:
+    """``torch.masked_select(x, mask)``: a copy, whose backward ``masked_scatter``s the gradient into
+    zeros (an element not picked gets +0.0). A mask that broadcasts ``x`` to a larger shape makes the
+    backward sum the broadcast zeros and gradients back (``sum_to_size``): not replayed."""
+    x, mask = call.args[:2]
+    if tuple(torch.broadcast_shapes(x.shape, mask.shape)) != tuple(x.shape):
+        raise NotReplayableError("masked_select with a mask that broadcasts its tensor")
+    return _copies(call)
+
+
+@rule("trace.default")
+def _trace(call: Call) -> list[list[Item]]:
+    """``torch.trace(m)``: ``trace_backward`` fills the diagonal of a tensor of zeros with the gradient
+    (``index_fill``: written as it is); every other element gets exactly +0.0 (MASKED)."""
+    x = call.args[0]
+    rows, columns = x.shape
+    one = _unit(call.single)
+    diagonal = {i * columns + i for i in range(min(rows, columns))}
+    saved = [[one if p in diagonal else MASKED for p in range(x.numel())]]
+    return [make_outputs("trace", numbers_of(call.out), [call.entry(x).items], saved, [times], many=True)]
+
+
+def _same_type(call: Call, operands: Sequence[Any]) -> None:
+    """An operation of several tensors, each of the result's type: refused otherwise (the replay does
+    not follow a mixed one's conversions)."""
+    for t in operands:
+        if isinstance(t, torch.Tensor) and t.dtype != call.out.dtype:
+            raise NotReplayableError(f"{call.name.split('.')[0]} of tensors of different types")
+
+
+def _scattered(call: Call, x: torch.Tensor, source: torch.Tensor, targets: torch.Tensor, factor: Any) -> list[Item]:
+    """``x`` with ``source``'s elements added at the places ``targets`` names (``targets[q]``: the place
+    of ``x`` source element ``q`` is added into; its shape ``source``'s, or the part of it the operation
+    reads): a node per element over the element of ``x`` at its place and the source elements added
+    there, in order. Its backward hands ``x`` the gradient as it is, and each source element its
+    place's gradient times ``factor`` (1: as it is)."""
+    _same_type(call, (x, source))
+    name = call.name.split(".")[0].rstrip("_")
+    one = _unit(call.single)
+    xs, sources = call.entry(x).items, call.entry(source).items
+    read = _arranged(source)[tuple(slice(0, n) for n in targets.shape)] if targets.dim() else _arranged(source)
+    operands: list[list[Item]] = [[item] for item in xs]
+    saved: list[list[Any]] = [[one] for _ in xs]
+    for q, p in zip(numbers_of_index(read), numbers_of_index(targets), strict=True):
+        operands[p].append(sources[q])
+        saved[p].append(in_dtype(float(factor), call.single))
+    return make_outputs(name, numbers_of(call.out), operands, saved, [times], many=True)
+
+
+@rule("scatter_add.default", "scatter_add_.default")
+def _scatter_add(call: Call) -> list[list[Item]]:
+    """``x.scatter_add(dim, index, src)``: ``x`` gets the gradient, ``src`` ``grad.gather(dim, index)``,
+    each element its place's gradient as it is."""
+    x, dim, index, src = call.args[:4]
+    return [_scattered(call, x, src, _arranged(x).gather(dim, index), 1)]
+
+
+@rule("index_add.default", "index_add_.default")
+def _index_add(call: Call) -> list[list[Item]]:
+    """``x.index_add(dim, index, source, alpha=a)``: ``x`` gets the gradient, ``source``
+    ``grad.index_select(dim, index) * a`` (``maybe_multiply``: as it is for ``a`` 1)."""
+    x, dim, index, source = call.args[:4]
+    alpha = call.kwargs.get("alpha", call.args[4] if len(call.args) > 4 else 1)
+    targets = _arranged(x).index_select(dim, index) if x.dim() else _arranged(x).reshape(-1)[index]
+    return [_scattered(call, x, source, targets.reshape(source.shape), alpha)]
+
+
+# ---- element-wise: nan_to_num, and lerp, addcmul, addcdiv of three operands ----------------------
+
+
+@rule("nan_to_num.default", "nan_to_num_.default")
+def _nan_to_num(call: Call) -> list[list[Item]]:
+    # grad * at::isfinite(self): a product, so an element that was not finite gets grad * 0 (-0.0, nan)
+    return _unary(call, "nan_to_num", torch.isfinite(call.args[0]))
+
+
+def _negated_times(g: Any, s: Any) -> Any:
+    """``-grad * s``: the gradient negated first, then the product (a nan's sign as PyTorch's)."""
+    return (-g) * s
+
+
+def _element_wise_of_many(
+    call: Call, name: str, edges: Sequence[tuple[Any, Any, Callable[..., Any]]]
+) -> list[list[Item]]:
+    """An element-wise operation of several operands of the result's type (tensors, broadcast):
+    operand ``t`` of each edge ``(t, saved, gradient)`` gets ``gradient(grad, saved)``, ``saved`` a
+    tensor PyTorch computed (``column``), summed back to ``t``'s shape where it was broadcast; one
+    node per element over every operand that takes gradient."""
+    _same_type(call, [t for t, _, _ in edges])
+    columns: list[list[Item]] = []
+    saved: list[list[Any]] = []
+    for t, s, gradient in edges:
+        items, takes = broadcast_column(call, t)
+        if takes:
+            columns.append(items)
+            saved.append([(gradient, v) for v in column(call, s)])
+    n = call.out.numel()
+    operands = [[c[p] for c in columns] for p in range(n)]
+    kept = [[s[p] for s in saved] for p in range(n)]
+    return [make_outputs(name, numbers_of(call.out), operands, kept, [_rule_of], many=True)]
+
+
+@rule("lerp.Scalar", "lerp_.Scalar")
+def _lerp(call: Call) -> list[list[Item]]:
+    # self: grad * (1 - weight.toDouble()), a number in double, then the tensor's type; end: grad * weight
+    start, end, weight = call.args[:3]
+    _same_type(call, (start, end))
+    w = float(weight)
+    return elementwise(call, "lerp", (start, end), ((1.0 - w, times), (w, times)))
+
+
+@rule("lerp.Tensor", "lerp_.Tensor")
+def _lerp_by_a_tensor(call: Call) -> list[list[Item]]:
+    # self: grad * (1 - weight); end: grad * weight; weight: grad * (end - self)
+    start, end, weight = call.args[:3]
+    edges = ((start, 1 - weight, times), (end, weight, times), (weight, end - start, times))
+    return _element_wise_of_many(call, "lerp", edges)
+
+
+@rule("addcmul.default", "addcmul_.default")
+def _addcmul(call: Call) -> list[list[Item]]:
+    # self: grad; tensor1: grad * (tensor2 * value); tensor2: grad * (tensor1 * value)
+    x, t1, t2 = call.args[:3]
+    value = call.kwargs.get("value", call.args[3] if len(call.args) > 3 else 1)
+    edges = ((x, 1.0, times), (t1, t2 * value, times), (t2, t1 * value, times))
+    return _element_wise_of_many(call, "addcmul", edges)
+
+
+@rule("addcdiv.default", "addcdiv_.default")
+def _addcdiv(call: Call) -> list[list[Item]]:
+    # self: grad; tensor1: grad * (value / tensor2), value filled into tensor2's type first;
+    # tensor2: -grad * (value * tensor1 / (tensor2 * tensor2))
+    x, t1, t2 = call.args[:3]
+    value = call.kwargs.get("value", call.args[3] if len(call.args) > 3 else 1)
+    edges = (
+        (x, 1.0, times),
+        (t1, torch.full_like(t2, value) / t2, times),
+        (t2, (t1 * value) / (t2 * t2), _negated_times),
+    )
+    return _element_wise_of_many(call, "addcdiv", edges)
+
+
+# ---- smooth_l1_loss and huber_loss ---------------------------------------------------------------
+
+# Their backward kernel (PointwiseOpsKernel.cpp) computes each element in its vectors, two at a time;
+# the elements past its last two vectors in its scalar loop, which orders its products and divisions
+# otherwise and reads beta (delta) in double where the vectors read it in the tensor's type. The
+# compiler vectorises that loop in turn, 128 bits at a time, its last elements one by one: the same
+# numbers, but for a nan gradient where the difference is beta or more, whose sign it flips (measured
+# with torch 2.13 on x86-64 with AVX2).
+
+SMOOTH_LOSS_LAYOUT_NOTE = (
+    "{name} with reduction='none', whose backward kernel computes an element in its vectors or in its scalar "
+    "loop by where it lies in the gradient reaching it: the replay follows a gradient laid out row-major"
+)
+
+SMOOTH_LOSS_MEASURED_NOTE = (
+    "{name}, whose backward kernel's paths (its vectors, its scalar loop and the compiler's vectors of that "
+    "loop) were measured on x86-64 with AVX2 (torch 2.13); on this processor a nan's sign may differ"
+)
+
+
+def _kept(_g: Any, difference: Any) -> Any:
+    """A nan difference, as the kernel hands it on whatever the gradient (a nan gradient's too)."""
+    return difference
+
+
+def _in_double_then(g: Any, first: Any, then: float, single: bool) -> Any:
+    """``(first * g) * then``, ``then`` a double: the product in the tensor's type, then in double,
+    then the result in the tensor's type (a float32 kernel's ``norm * grad * delta``)."""
+    return in_dtype(float(first * g) * then, single)
+
+
+def _over_double(g: Any, first: Any, then: float, single: bool) -> Any:
+    """``(first * g) / then``, ``then`` a double, as ``_in_double_then`` (``norm * x * grad / beta``)."""
+    return in_dtype(float(first * g) / then, single)
+
+
+def _negated_back(g: Any, s: Any) -> Any:
+    """``-(s * g)``: the compiler's vectors of the scalar loop, ``norm * grad`` as the negation of
+    ``-norm * grad`` (the same number; a nan gradient's sign flipped)."""
+    return -(s * g)
+
+
+def _negated_back_in_double(g: Any, first: Any, then: float, single: bool) -> Any:
+    """``-((first * g) * then)``, as ``_in_double_then`` then negated (``_negated_back``)."""
+    return -_in_double_then(g, first, then, single)
+
+
+def _vector_out(x: Any, huber: bool, wide: Any) -> Any:
+    """The vectors' ``out`` for a difference ``x`` (not a nan): ``±1`` (``±1 * delta``) where
+    ``|x| >= beta``, else ``x / beta`` (``x``), ``wide`` being beta (delta) in the tensor's type."""
+    if abs(x) < wide:
+        return x if huber else x / wide
+    one = in_dtype(1.0, isinstance(x, Single))
+    sign = one if x > 0 else -one
+    return sign * wide if huber else sign
+
+
+def _smooth_edge(x: Any, path: int, huber: bool, size: float, norm: Any) -> tuple[Any, ...]:
+    """One element's rule and saved numbers (``_rule_of``), ``x`` its difference (input - target, or
+    target - input for the target) in the tensor's type, ``size`` beta or delta; ``path`` 0 for the
+    kernel's vectors, 1 for the compiler's vectors of its scalar loop, 2 for that loop one by one."""
+    single = isinstance(x, Single)
+    if x != x:  # a nan difference: the result is that nan, in every path
+        return (_kept, x)
+    if path == 0:
+        return (times, norm * _vector_out(x, huber, in_dtype(size, single)))
+    if x <= -size:
+        return (_in_double_then, -norm, size, single) if huber else (times, -norm)
+    if x >= size and path == 1:
+        return (_negated_back_in_double, -norm, size, single) if huber else (_negated_back, -norm)
+    if x >= size:
+        return (_in_double_then, norm, size, single) if huber else (times, norm)
+    return (times, norm * x) if huber else (_over_double, norm * x, size, single)
+
+
+def _smooth_paths(n: int, single: bool) -> list[int]:
+    """Each element's path through the kernel (``_smooth_edge``), for ``n`` elements laid out row-major."""
+    vectors = n - n % (2 * _vector_width(single))
+    lanes = 4 if single else 2  # 128 bits
+    compiled = vectors + (n - vectors) // lanes * lanes
+    return [0 if p < vectors else 1 if p < compiled else 2 for p in range(n)]
+
+
+def _smooth_refusals_and_notes(call: Call, name: str, laid_out: bool) -> None:
+    """Tensors of two shapes or types, not laid out row-major (which take the kernel's other loops), or
+    so many numbers that its threads may split them, refused; the reasons a pass may differ, known
+    before it (``laid_out``: whether where an element lies in the gradient decides its path)."""
+    x, target = call.args[:2]
+    _same_type(call, (x, target))
+    if tuple(x.shape) != tuple(target.shape) or not (x.is_contiguous() and target.is_contiguous()):
+        raise NotReplayableError(f"{name} of tensors not of one shape, or not laid out row-major")
+    if x.numel() >= PARALLEL_ACCUMULATION:
+        raise NotReplayableError(f"{name} over so many numbers that its kernel may split them among threads")
+    if laid_out:
+        call.notes.add(SMOOTH_LOSS_LAYOUT_NOTE.format(name=name))
+    if torch.backends.cpu.get_cpu_capability() != "AVX2" or platform.machine().lower() not in X86_64:
+        call.notes.add(SMOOTH_LOSS_MEASURED_NOTE.format(name=name))
+
+
+def _smooth_loss(call: Call, huber: bool) -> list[list[Item]]:
+    """``F.smooth_l1_loss(x, t, reduction, beta)`` and ``F.huber_loss(x, t, reduction, delta)``: each
+    operand's gradient, as the kernel computes it for ``x - t`` (``t - x`` for the target), the
+    difference computed here as the kernel computes it (a nan operand's sign kept). Per element,
+    in the vectors: ``(norm * out) * grad``, ``out`` being ``±1`` or ``x / beta`` (``±1 * delta`` or
+    ``x``); in the scalar loop: ``-norm * grad``, ``norm * grad`` or ``norm * x * grad / beta``
+    (``±norm * grad * delta`` or ``norm * x * grad``), left to right; ``norm`` is ``1 / numel`` for a
+    mean, else 1; a nan difference hands on that nan."""
+    x, target = call.args[:2]
+    name = "huber_loss" if huber else "smooth_l1_loss"
+    reduction = _reduction(call, 2)
+    size = float(call.args[3] if len(call.args) > 3 else call.kwargs.get("delta" if huber else "beta", 1.0))
+    single = call.single
+    n = x.numel()
+    norm = in_dtype(1.0 / n if reduction == 1 else 1.0, single)
+    paths = _smooth_paths(n, single)
+    _smooth_refusals_and_notes(call, name, reduction == 0 and any(path != 2 for path in paths))
+    xs = [in_dtype(v, single) for v in numbers_of(x)]
+    ts = [in_dtype(v, single) for v in numbers_of(target)]
+    edges = [
+        [_smooth_edge(a - b, path, huber, size, norm) for a, b, path in zip(first, second, paths, strict=True)]
+        for first, second in ((xs, ts), (ts, xs))
+    ]
+    if reduction == 0:
+        return elementwise(call, name, (x, target), tuple((column, _rule_of) for column in edges))
+    columns = [(call.entry(t).items, column) for t, column in zip((x, target), edges, strict=True)]
+    return [_loss(call, name, columns, _rule_of)]
+
+
+@rule("smooth_l1_loss.default")
+def _smooth_l1_loss(call: Call) -> list[list[Item]]:
+    return _smooth_loss(call, huber=False)
+
+
+@rule("huber_loss.default")
+def _huber_loss(call: Call) -> list[list[Item]]:
+    return _smooth_loss(call, huber=True)
+
+
+# ---- var_mean and std_mean -----------------------------------------------------------------------
+
+SPREAD_AND_MEAN_NAN_NOTE = (
+    "{name} of a tensor that holds an infinity or a nan, whose gradient then multiplies two nans: which one's "
+    "sign the kernel keeps depends on where the element lies in its vectors, which the replay does not follow"
+)
+
+
+class _AddedAfter(Single):
+    """A gradient that its operand adds onto what it holds as the second operand of PyTorch's ``a + b``:
+    the sum in the operand's type, and of two nans, this one (``var_mean_backward``'s ``gself + aux``
+    keeps ``aux``'s: measured with torch 2.13). Python's own float addition keeps the first operand's
+    nan or the second's, by whether the interpreter has specialised the line that adds."""
+
+    __slots__ = ("_single",)
+
+    _single: bool
+
+    def __new__(cls, v: float, single: bool) -> _AddedAfter:
+        self = super().__new__(cls, v)
+        self._single = single
+        return self
+
+    def __add__(self, other: float) -> float:  # type: ignore[override]  # a Single, or a float for float64
+        if self != self:
+            return in_dtype(float(self), self._single)
+        return in_dtype(float(other) + float(self), self._single)
+
+    __radd__ = __add__  # type: ignore[assignment]  # as __add__
+
+
+def _mean_share(g: Any, count: Any) -> Any:
+    """``mean_backward``'s ``grad / count``, added after the variance's share (``_AddedAfter``)."""
+    return _AddedAfter(divided(g, count), isinstance(count, Single))
+
+
+@rule("var_mean.correction", "std_mean.correction")
+def _spread_and_mean(call: Call) -> list[list[Item]]:
+    """``torch.var_mean(x, dim, correction=c, keepdim=k)`` and ``std_mean``: ``var_mean_backward`` hands
+    each element ``var_backward(...) + mean_backward(...)``, one sum (one of them alone where a pass
+    reaches one output only): a node per element of ``x`` where the two arrive, behind the nodes of
+    ``var`` (``std``: ``_variance``'s, which run first) and of ``mean``, whose ``grad / count`` is added
+    as PyTorch adds it (``_mean_share``)."""
+    x = call.args[0]
+    name = call.name.split(".")[0]
+    if not bool(torch.isfinite(x).all()):
+        call.notes.add(SPREAD_AND_MEAN_NAN_NOTE.format(name=name))
+    entry = call.entry(x)
+    inputs = _softmax_inputs(call, entry.items, [_unit(call.single)] * len(entry.items), name)
+    given = call.args[1] if len(call.args) > 1 else call.kwargs.get("dim")
+    spread, mean = call.outputs
+    groups = _groups(x, _reduced_dims(x, given), mean.numel())
+    count = in_dtype(float(len(groups[0]) if groups else 0), call.single)
+    operands = [[inputs[i] for i in group] for group in groups]
+    saved = [[count] * len(group) for group in groups]
+    means = make_outputs("mean", numbers_of(mean), operands, saved, [_mean_share], many=True)
+    operation = f"{name[:3]}.correction"  # its nodes made after the mean's: they run first
+    entries = {**call.entries, id(x): dataclasses.replace(entry, items=inputs)}
+    part = Call(operation, (x, given), {"correction": call.kwargs.get("correction")}, entries, [spread])
+    part.described, part.notes = call.described, call.notes
+    return [RULES[operation](part)[0], means]
 
 
 def replay(call: Call) -> list[list[Item]]:
