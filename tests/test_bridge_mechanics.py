@@ -328,6 +328,33 @@ def test_autograd_grad_of_a_leaf_changed_under_no_grad_and_gradchecks_passes_are
     assert w.passes[0].leaves[0].replayed == [3.0, 3.0]
 
 
+@pytest.mark.parametrize("read_again", [False, True], ids=["then backward", "read again, then backward"])
+def test_a_leaf_changed_through_data_after_the_forward_is_named_not_replayed(read_again: bool) -> None:
+    """``w.data *= 2`` between the forward pass and ``backward``: the change bumps no version, so
+    PyTorch's backward multiplies by the new numbers it saved (``[4, 8]``), where the replay had
+    the ones it saw (``[2, 4]``, "the reason is not known"). The watch cannot see it happen; it
+    sees the numbers changed when it looks again (at the backward, or when the leaf is read
+    again), and the pass says so, naming the tensor, never a wrong claim."""
+    with vjpgrad.watch_torch() as w:
+        w_ = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = (w_ * w_).sum()
+        w_.data *= 2
+        if read_again:
+            (w_ + 1.0).sum()  # read after the change: a new generation of w_ for the watch
+        y.backward()
+        v = torch.tensor([1.0, 2.0], requires_grad=True)  # a step through .data after backward: fine
+        for _ in range(2):
+            (v * v).sum().backward()
+            v.data -= 0.1 * v.grad
+            v.grad = None
+    assert w_.grad.tolist() == [4.0, 8.0]
+    changed, *steps = w.passes
+    assert not changed.replayed
+    assert not changed.matches
+    assert "w_ changed where the watch could not see" in changed.reason, changed.reason
+    assert [p.matches for p in steps] == [True, True], [p.summary() for p in steps]
+
+
 def test_autograd_grad_with_create_graph_is_listed_not_replayed_saying_why() -> None:
     with vjpgrad.watch_torch() as w:
         x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)

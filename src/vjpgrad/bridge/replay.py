@@ -59,6 +59,7 @@ class Entry:
     poisoned: str | None = None  # why a pass through this tensor cannot be replayed
     notes: frozenset[str] = field(default_factory=frozenset)  # known reasons its gradients may differ
     seen_at: str = ""  # a leaf's: the learner's file:line where the watch first saw it read
+    changed_unseen: bool = False  # a leaf's generation made for numbers that changed by no operation the watch saw
 
     @property
     def takes_gradient(self) -> bool:

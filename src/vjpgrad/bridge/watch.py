@@ -227,12 +227,14 @@ class Watch:
         numbers = constant_numbers(t)
         mark = fingerprint(t, numbers)
         leaf = _is_leaf(t)
+        unseen = known is not None and known.tensor is t and known.fingerprint != mark  # (w.data *= 2)
         if known is not None and known.tensor is t and known.fingerprint == mark:
             became_leaf = leaf and not known.leaf and not known.takes_gradient  # requires_grad_(True)
             if not became_leaf and known.leaf == leaf:  # a leaf stops being one with requires_grad_(False)
                 return self._unless_a_function_made_it(t, known)
         if leaf:
             entry = Entry(t, replay.leaf_items(t), is_single(t), mark, leaf=True, seen_at=user_location())
+            entry.changed_unseen = unseen
             return self._remember(t, entry)
         if t.requires_grad:
             reason = (
@@ -535,6 +537,9 @@ class Watch:
             self._label(names)
             outs, kept = _seeded([(x, v) for x, v in zip(items, seed, strict=True)])
             gradients = _cotangents(outs, kept)
+            changed = self._changed_unseen(gradients, names)
+            if changed is not None:
+                return Pass(number, location, [], seed, retain, replayed=False, reason=changed, call=call)
             reports, unnamed = self._all_returned(wrt, entries[len(roots) :], result, gradients, names)
             notes = frozenset().union(*(e.notes for e in entries)) | self._hooks(outs, names)
             scalar = len(items) == 1 and roots[0].dim() == 0
@@ -657,6 +662,9 @@ class Watch:
             outputs, kept = _seeded([(x, s) for x, s in zip(items, seed, strict=True)])
             scalar = len(items) == 1 and roots[0].dim() == 0
             gradients = _gradients(outputs, kept)
+            changed = self._changed_unseen(gradients, names)
+            if changed is not None:
+                return Pass(number, location, [], seed, retain, replayed=False, reason=changed)
             notes = frozenset().union(*(e.notes for e in found if e)) | self._hooks(outputs, names)
             leaves, seen, unnamed = self._compare(gradients, before, names)
             reasons = sorted(notes | seen)
@@ -674,6 +682,31 @@ class Watch:
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
             return Pass(number, location, [], seed, retain, replayed=False, reason=reason)
+
+    def _changed_unseen(self, gradients: dict[Value, Any], names: dict[int, str]) -> str | None:
+        """Why a pass is not replayed when a leaf it reaches changed after the operations read it,
+        by no operation the watch saw (``w.data *= 2``, which bumps no version: PyTorch's backward
+        then multiplies by the new numbers it saved, the replay by those it saw): its numbers now
+        are not those the pass read, and a generation made since was made for an unseen change, or
+        the numbers changed since the last. A change the watch saw (an in-place step under
+        ``no_grad``) is PyTorch's to refuse where it matters (a saved tensor's version). None when
+        no such leaf."""
+        for key, generations in self._leaves.items():
+            at = next((k for k in range(len(generations) - 1, -1, -1) if _reaches(generations[k], gradients)), None)
+            if at is None:
+                continue
+            reached, later = generations[at], generations[at + 1 :]
+            now = fingerprint(reached.tensor, constant_numbers(reached.tensor))
+            if now == reached.fingerprint:  # as the pass read it (changed and put back, as gradcheck does)
+                continue
+            if any(g.changed_unseen for g in later) or now != generations[-1].fingerprint:
+                name = names.get(key) or f"the leaf first read at {reached.seen_at}"
+                return (
+                    f"{name} changed where the watch could not see (through .data, or another tensor sharing its "
+                    "memory) after the operations of this pass read it: PyTorch's backward multiplies by the "
+                    "numbers it saved, which changed with it, and the replay has the ones it saw"
+                )
+        return None
 
     def _not_run(
         self, roots: list[torch.Tensor], seeds: list[Any], retain: bool, error: Exception, location: str
@@ -913,6 +946,11 @@ def _hook_kinds(t: torch.Tensor) -> list[str]:
     ``register_post_accumulate_grad_hook`` (run after ``.grad`` accumulates; it may change it)."""
     kinds = {"_backward_hooks": "register_hook", "_post_accumulate_grad_hooks": "register_post_accumulate_grad_hook"}
     return [method for attribute, method in kinds.items() if getattr(t, attribute, None)]
+
+
+def _reaches(entry: Entry, gradients: dict[Value, Any]) -> bool:
+    """Whether a pass's gradients reach a generation of a leaf."""
+    return any(v in gradients for v in entry.items)
 
 
 def constant_numbers(t: torch.Tensor) -> list[float]:
