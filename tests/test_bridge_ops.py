@@ -763,6 +763,50 @@ def test_a_divisions_divisor_gets_minus_the_gradient_times_the_quotient_over_it(
     assert every_leaf_equal_to_the_bit(w, [{"x": x, "y": y}]) == (2, 2)
 
 
+PRODUCTS: dict[str, tuple[Callable[..., Any], tuple[int, ...], tuple[int, ...]]] = {
+    "mm": (torch.mm, (2, 3), (3, 2)),
+    "bmm": (torch.bmm, (2, 1, 3), (2, 3, 2)),
+    "mv": (torch.mv, (2, 3), (3,)),
+    "dot": (torch.dot, (3,), (3,)),
+    "matmul of a vector and a matrix": (torch.matmul, (3,), (3, 2)),
+    "linear": (lambda a, w: functional.linear(a, w, torch.tensor([0.5, -0.5], dtype=a.dtype)), (2, 3), (2, 3)),
+    "an outer product by mm": (torch.mm, (3, 1), (1, 2)),
+    "a row by a matrix": (torch.mm, (1, 3), (3, 2)),
+    "bmm of columns by rows": (torch.bmm, (2, 3, 1), (2, 1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(PRODUCTS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_matrix_products_gradient_is_a_matrix_product_that_adds_from_plus_zero(name: str, dtype: Any) -> None:
+    """The gradients of ``mm``, ``bmm``, ``addmm`` and of ``mv``'s vector are matrix products,
+    which add each element's terms onto +0.0: where every term is a zero (a gradient of zeros, as
+    a causal mask's first row hands back through a softmax), the element is +0.0 even if the terms
+    are -0.0; but ``mm``'s kernel makes an outer product (inner size 1, outer sizes at least 2)
+    each element's one product, -0.0 kept, and ``bmm``'s does not. ``dot``'s, and ``mv``'s
+    matrix's (``ger``), are one product each, and keep -0.0. The replay gave every element its
+    terms' sum alone (-0.0 against PyTorch's +0.0)."""
+    function, a_shape, b_shape = PRODUCTS[name]
+    rng = random.Random(name)
+    cases = []
+    with vjpgrad.watch_torch() as w:
+        for seed_kind in ("zeros", "negative zeros", "mixed"):
+            a = torch.tensor([rng.choice([-1.5, 2.0, -0.5]) for _ in range(math.prod(a_shape))], dtype=dtype)
+            b = torch.tensor([rng.choice([-3.0, 4.0, 0.25]) for _ in range(math.prod(b_shape))], dtype=dtype)
+            a = a.reshape(a_shape).requires_grad_()
+            b = b.reshape(b_shape).requires_grad_()
+            y = function(a, b)
+            seed = torch.zeros_like(y) if seed_kind == "zeros" else torch.full_like(y, -0.0)
+            if seed_kind == "mixed":
+                seed = torch.tensor([rng.choice([0.0, -0.0, 1.0]) for _ in range(y.numel())], dtype=dtype).reshape(
+                    y.shape
+                )
+            y.backward(seed)
+            cases.append({"a": a, "b": b})
+    compared, equal = every_leaf_equal_to_the_bit(w, cases)
+    assert compared == equal == 6
+
+
 # ---- copies that take some elements: the others get +0.0 ----------------------------------------
 
 

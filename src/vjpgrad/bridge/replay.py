@@ -106,6 +106,10 @@ def _unused(*_: Any) -> Any:
 
 MASKING = {
     "relu",
+    "mm",
+    "bmm",
+    "addmm",
+    "mv",
     "threshold",
     "hardswish",
     "hardsigmoid",
@@ -2481,7 +2485,32 @@ def _product(call: Call, a: torch.Tensor, b: torch.Tensor, name: str, bias: Any 
         for p, (xs, ss) in enumerate(zip(operands, saved, strict=True)):
             xs.insert(0, bias_items[p])
             ss.insert(0, beta)
+    a_onto, b_onto = _onto_zero(name, m, k, n)
+    values = [x for x in (*(ea.items if a_onto else ()), *(eb.items if b_onto else ())) if isinstance(x, Value)]
+    if operands and values:  # an edge of exactly +0.0 to each: see _onto_zero
+        operands[0] += values
+        saved[0] += [MASKED] * len(values)
     return [make_outputs(name, numbers_of(call.out), operands, saved, [times], many=True)]
+
+
+def _onto_zero(name: str, m: int, k: int, n: int) -> tuple[bool, bool]:
+    """Whether the gradient of each operand of an ``m × k`` by ``k × n`` product is a matrix product
+    whose kernel adds each element's terms onto +0.0, so that an element whose terms are all zeros is
+    +0.0 even where they are -0.0 (a gradient of zeros, as a causal mask's first row hands back through
+    a softmax): ``bmm``'s both and ``mv``'s vector's (``self.t().mv(grad)``) always; ``mm``'s and
+    ``addmm``'s (``grad.mm(mat2.t())``, ``self.t().mm(grad)``) unless that product's inner size is 1
+    and both its outer sizes at least 2, where PyTorch's kernel makes each element its one product
+    (measured with torch 2.13, float32 and float64). ``dot``'s gradients (``grad * other``) and
+    ``mv``'s matrix's (``grad.ger(vec)``) are one product an element, and keep -0.0. The replay gives
+    the first element of the result an edge of exactly +0.0 (MASKED) to each element of such an
+    operand: added anywhere in a sum, a +0.0 gives what a sum started from it gives."""
+    if name == "bmm":
+        return True, True
+    if name == "mv":
+        return False, True
+    if name in ("mm", "addmm"):  # a's gradient: (m x n) by (n x k); b's: (k x m) by (m x n)
+        return not (n == 1 and m >= 2 and k >= 2), not (m == 1 and k >= 2 and n >= 2)
+    return False, False
 
 
 def _dot_products(
