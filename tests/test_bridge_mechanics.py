@@ -355,6 +355,24 @@ def test_a_leaf_changed_through_data_after_the_forward_is_named_not_replayed(rea
     assert [p.matches for p in steps] == [True, True], [p.summary() for p in steps]
 
 
+def test_an_intermediate_whose_grad_is_retained_is_compared_as_a_leaf_is() -> None:
+    """``h.retain_grad()`` (makemore's backprop ninja keeps the gradients of 19 intermediates so):
+    its ``.grad`` after each pass, accumulated as a leaf's is, compared with the replay's
+    gradient of ``h``, element by element; an intermediate not retained is not listed."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        h = x * x
+        h.retain_grad()
+        g = h.tanh()  # not retained: no .grad to compare
+        (g * torch.tensor([1.0, 2.0, 3.0])).sum().backward(retain_graph=True)
+        (h * 3.0).sum().backward()
+    first, second = w.passes
+    assert [leaf.name for leaf in first.leaves] == ["x", "h"]
+    assert all(p.matches for p in w.passes), [p.summary() for p in w.passes]
+    assert second.leaves[1].replayed == h.grad.tolist()  # accumulated: the first pass's, plus 3
+    assert "h.grad" in second.summary()
+
+
 def test_autograd_grad_with_create_graph_is_listed_not_replayed_saying_why() -> None:
     with vjpgrad.watch_torch() as w:
         x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)

@@ -2072,6 +2072,93 @@ def test_a_users_subclass_of_a_c_iterator_is_refused() -> None:
         vjpgrad.compile(lambda x: x * next(counter))(Value(1.5))
 
 
+_NOTEBOOK = """
+import vjpgrad
+from vjpgrad import Value
+
+BIG = list(range(120_000))  # a dataset too large to watch
+data = list(range(150_000))  # a dataset named as an attribute is: .data
+step = 0  # a loop variable at the top level, which the functions never read
+
+
+class Net(vjpgrad.nn.Module):  # a library's class: vjpgrad's Module
+    def __init__(self):
+        self.w = Value(0.5)
+
+    def __call__(self, x):
+        return x * self.w
+
+    def parameters(self):
+        return [self.w]
+
+    def accuracy(self):  # a helper the loss never calls, reading the dataset
+        return sum(BIG) / len(BIG)
+
+
+class Evaluated:  # PyTorch's spelling: net.eval() names an attribute, not the builtin eval
+    def __init__(self):
+        self.w, self.training = Value(0.5), True
+
+    def train(self, mode=True):
+        self.training = mode
+
+    def eval(self):
+        self.train(False)
+
+    def __call__(self, x):
+        return (x * self.w).relu() if self.training else x * self.w
+
+    def __repr__(self):
+        return f"Evaluated({self.w.data})"
+
+
+net, evaluated = Net(), Evaluated()
+
+
+def loss(x):
+    return net(x) * 2.0
+
+
+def validation_loss(x):
+    evaluated.eval()
+    out = (evaluated(x) - 1.0) ** 2
+    evaluated.train()
+    return out
+"""
+"""A notebook's cells: its names are globals of their own (``_notebook``), apart from this
+module's, which other tests walk whole."""
+
+
+def _notebook() -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "notebook"}
+    exec(compile(_NOTEBOOK, "<notebook>", "exec"), namespace)  # the user's code, as a notebook runs it
+    return namespace
+
+
+def test_a_helper_no_library_code_names_on_a_library_derived_class_is_not_walked() -> None:
+    """A library's base class reads the entries of a subclass its own code names (``Module``'s
+    ``parameters``; ``ast.NodeVisitor``'s, which computes names, every one): an entry no code
+    names (``accuracy``) is not part of the loss's world, and a dataset it reads is no refusal."""
+    notebook = _notebook()
+    compiled = vjpgrad.compile(notebook["loss"])
+    assert bits(compiled(Value(1.5)).data) == bits(1.5)
+
+
+def test_an_attribute_named_as_a_builtin_or_a_global_reads_no_global() -> None:
+    """``net.eval()`` names the attribute ``eval``, not the builtin that reads globals by computed
+    names, and ``self.w.data`` the attribute ``data``, not the global ``data``: the function's
+    world is the globals its code loads as globals. (Every global was watched, so that a top-level
+    loop variable recorded it anew at every call, and a global ``data`` of 150,000 items was
+    refused.)"""
+    notebook = _notebook()
+    compiled = vjpgrad.compile(notebook["validation_loss"])
+    for step in range(5):
+        notebook["step"] = step
+        got = compiled(Value(0.25 * step)).data
+        assert bits(got) == bits(notebook["validation_loss"](Value(0.25 * step)).data)
+    assert compiled.times_recorded == 1
+
+
 _TORCH_STATE: dict[str, Callable[[Any], Any]] = {
     "a tensor": lambda torch: torch.tensor(2.0, dtype=torch.float64),
     "a parameter": lambda torch: torch.nn.Parameter(torch.tensor(2.0, dtype=torch.float64)),

@@ -941,6 +941,8 @@ class _Walk:
         except ValueError:  # empty: a name not yet bound in the enclosing function
             self.fact("empty", var)
             return
+        if _draws(contents):  # a module or function that draws, held in a closure (np = importorskip(...))
+            self.snapshot.may_draw = True
         self.child(self.get(var, "member", "cell_contents", name), contents)
 
     def _function(self, var: int, fn: types.FunctionType) -> None:
@@ -949,11 +951,16 @@ class _Walk:
         self.fact("code", var, id(code))  # writable: a function whose code was replaced is another
         self.snapshot.constants.append(code)
         names = _code_names(code)
+        loaded = _global_names(code)  # the names it loads (or sets) as globals: its globals' entries it reads
         self.names |= names
         if code.co_name not in _SETS_UP:  # a constructor's code runs before any call, as a rule
             self.called_names |= names
-        self.computed_attributes = self.computed_attributes or not names.isdisjoint(COMPUTED_ATTRIBUTES)
-        self.computed_globals = self.computed_globals or not names.isdisjoint(COMPUTED_GLOBALS)
+        attributes = names - _BUILTINS_ONLY  # net.eval() names an attribute, not the builtin
+        computed = not attributes.isdisjoint(COMPUTED_ATTRIBUTES) or not loaded.isdisjoint(COMPUTED_ATTRIBUTES)
+        self.computed_attributes = self.computed_attributes or computed
+        self.computed_globals = (
+            self.computed_globals or not loaded.isdisjoint(COMPUTED_GLOBALS) or "__globals__" in names
+        )
         self.identities = self.identities or _compares_identity(code) or not names.isdisjoint(IDENTITY_NAMES)
         self.catches = self.catches or _catches(code)
         if id(fn) not in self.reached_unnamed and var not in self.unnamed:
@@ -970,7 +977,7 @@ class _Walk:
         namespace = fn.__globals__  # read-only: the same function has the same globals
         self.globals_at.setdefault(id(namespace), (var, namespace))
         done = self.named_done.setdefault(id(namespace), set())
-        new = sorted(names - done)
+        new = sorted(loaded - done)
         if new:
             done.update(new)
             self._named(self.get(var, "member", "__globals__", f"{name}.__globals__"), namespace, new, "")
@@ -1194,14 +1201,41 @@ _CALLED_UNNAMED = frozenset({"keys"})
 def _read_unnamed(key: Any, kind: type) -> bool:
     """Whether an entry of a user's class ``kind`` may be read without the code naming it: a
     special name (``__call__``, ``__add__``...), what Python or libraries read (``_CALLED_UNNAMED``,
-    ``_READ_BY_LIBRARIES``), and every entry of a class deriving from a library's
-    (``ast.NodeVisitor`` calls ``visit_Constant`` by a name it computes; ``json.JSONEncoder`` reads
-    ``default``), whose code reads its subclasses' methods and settings by names of its own."""
+    ``_READ_BY_LIBRARIES``), and an entry a library's base class reads of its subclasses
+    (``_library_reads``: ``json.JSONEncoder`` calls ``default``; ``ast.NodeVisitor`` calls
+    ``visit_Constant`` by a name it computes, so every entry)."""
     if key in _READ_BY_LIBRARIES or key in _CALLED_UNNAMED:
         return True
     if type(key) is str and key.startswith("__"):
         return key not in _METADATA
-    return key not in _METADATA and any(base is not object and is_library(base) for base in kind.__mro__[1:])
+    if key in _METADATA:
+        return False
+    read = _library_reads(kind)
+    return read is None or key in read
+
+
+_LIBRARY_READS: weakref.WeakKeyDictionary[type, frozenset[str] | None] = weakref.WeakKeyDictionary()
+
+
+def _library_reads(kind: type) -> frozenset[str] | None:
+    """The names the code of ``kind``'s library bases reads (its functions' globals and attributes:
+    the subclass's methods and settings it calls or reads by name), or None where that code computes
+    names (``getattr(self, "visit_" + name)``), so that it may read any. Read from the bases' own
+    code, once a class."""
+    if kind in _LIBRARY_READS:
+        return _LIBRARY_READS[kind]
+    names: set[str] = set()
+    for base in kind.__mro__[1:]:
+        if base is object or not is_library(base):
+            continue
+        for item in vars(base).values():
+            function = getattr(item, "__func__", getattr(item, "fget", item))  # a static, class or property's
+            code = getattr(function, "__code__", None)
+            if isinstance(code, types.CodeType):
+                names |= _code_names(code)
+    found = None if not names.isdisjoint(COMPUTED_ATTRIBUTES) else frozenset(names)
+    _LIBRARY_READS[kind] = found
+    return found
 
 
 def _held(fn: types.FunctionType) -> bool:
@@ -1713,7 +1747,7 @@ COMPUTED_ATTRIBUTES = frozenset(
 ``"{0.scale}".format(C)``, whose attribute only a string spells, a positional ``match`` class
 pattern, whose attributes ``__match_args__`` spells): where the code reached names one, every entry of the
 classes and the user's modules reached is watched, not only those the code names."""
-COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec", "__globals__"})
+COMPUTED_GLOBALS = frozenset({"globals", "locals", "eval", "exec"})
 """Names whose use reads globals by a name computed at run time (``globals()[name]``): where the
 code reached names one, every entry of the globals of the functions reached is watched."""
 
@@ -1881,6 +1915,36 @@ def _catches(code: types.CodeType) -> bool:
     if any(instruction.opname in ("PUSH_EXC_INFO", "SETUP_FINALLY") for instruction in dis.get_instructions(code)):
         return True
     return any(_catches(const) for const in code.co_consts if isinstance(const, types.CodeType))
+
+
+_BUILTINS_ONLY = frozenset({"eval", "exec"})
+"""Names of ``COMPUTED_ATTRIBUTES`` that compute names only as the builtins, loaded as globals:
+as attributes they are a model's own (``net.eval()``, PyTorch's spelling)."""
+
+_GLOBAL_OPS = frozenset(
+    {
+        "LOAD_GLOBAL",
+        "STORE_GLOBAL",
+        "DELETE_GLOBAL",
+        "LOAD_NAME",
+        "STORE_NAME",
+        "DELETE_NAME",
+        "LOAD_FROM_DICT_OR_GLOBALS",
+    }
+)
+"""The instructions that read or write a name in the globals (a class body's ``LOAD_NAME`` too)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _global_names(code: types.CodeType) -> frozenset[str]:
+    """The names a code object and the code nested in it load or set as globals: which entries of
+    its globals it reads or writes (an attribute of the same name, ``x.data`` beside a global
+    ``data``, is not one)."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS and isinstance(i.argval, str)}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return frozenset(names)
 
 
 @functools.lru_cache(maxsize=4096)
