@@ -2159,6 +2159,28 @@ def test_an_attribute_named_as_a_builtin_or_a_global_reads_no_global() -> None:
     assert compiled.times_recorded == 1
 
 
+@pytest.mark.parametrize("owner", ["Vector", "Module"])
+def test_a_method_the_user_sets_on_vjpgrads_data_classes_is_watched(owner: str) -> None:
+    """``Vector.normalized = lambda self: ...`` or ``Module.l2 = ...`` in a notebook cell, run again
+    with another body: vjpgrad's classes whose instances are data (``Vector``, ``nn``'s) are walked
+    as the user's are, so what the user sets there is seen."""
+    kind = Vector if owner == "Vector" else vjpgrad.nn.Module
+    model = vjpgrad.nn.MLP(1, [1], seed=1)
+
+    def make() -> Any:
+        def set_scale(k: float) -> None:
+            setattr(kind, "scaled_by_user", lambda self, x: x * k)
+
+        if owner == "Vector":
+            return (lambda x: Vector([x, x]).scaled_by_user(x)), set_scale
+        return (lambda x: model.scaled_by_user(x)), set_scale
+
+    try:
+        twin_scaled(make)
+    finally:
+        delattr(kind, "scaled_by_user")
+
+
 _TORCH_STATE: dict[str, Callable[[Any], Any]] = {
     "a tensor": lambda torch: torch.tensor(2.0, dtype=torch.float64),
     "a parameter": lambda torch: torch.nn.Parameter(torch.tensor(2.0, dtype=torch.float64)),

@@ -349,6 +349,14 @@ _DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector", "vjpgrad.optim", "vjpgrad.
 """vjpgrad's own classes whose instances are plain data a function reads (a Vector, an
 ``nn.MLP`` and its layers, an optimizer's ``lr``, what a transform wraps): walked like a user's."""
 
+def _is_vjpgrads_data(kind: type) -> bool:
+    """A class of vjpgrad's whose instances are plain data (``_DATA_MODULES``: ``Vector``,
+    ``nn.Module`` and its models): its namespace is walked as a user's class's is, so that a method
+    the user sets on it (``Vector.normalized = ...``, ``Module.l2 = ...``) is their code, watched."""
+    module = getattr(kind, "__module__", "") or ""
+    return module.startswith(_DATA_MODULES) and module.partition(".")[0] == "vjpgrad"
+
+
 _MODULE_STATE: dict[str, dict[str, tuple[str, ...]]] = {
     "os": {"environ": ("environ", "getenv"), "environb": ("environb", "getenvb")},
     "sys": {"argv": ("argv",)},
@@ -851,7 +859,7 @@ class _Walk:
     def _user_class(self, var: int, kind: type) -> None:
         if _reads_attributes(kind):  # operator.attrgetter held under another name: names computed
             self.computed_attributes = True
-        if not is_library(kind) or kind is Value:
+        if not is_library(kind) or kind is Value or _is_vjpgrads_data(kind):
             self._class(var, kind)
 
     def _view(self, var: int, view: Any) -> None:
