@@ -2169,7 +2169,7 @@ def test_a_method_the_user_sets_on_vjpgrads_data_classes_is_watched(owner: str) 
 
     def make() -> Any:
         def set_scale(k: float) -> None:
-            setattr(kind, "scaled_by_user", lambda self, x: x * k)
+            kind.scaled_by_user = lambda self, x: x * k
 
         if owner == "Vector":
             return (lambda x: Vector([x, x]).scaled_by_user(x)), set_scale

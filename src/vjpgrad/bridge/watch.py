@@ -446,7 +446,8 @@ class Watch:
                 for root in roots:
                     if isinstance(root, torch.Tensor):
                         self.entry(root)
-            return {key: _grad_of(gens[-1].tensor) for key, gens in self._leaves.items()}
+            found = {key: _grad_of(gens[-1].tensor) for key, gens in self._leaves.items()}
+            return found | {key: _grad_of(entry.tensor) for key, entry in self._retained()}
         except Exception as error:  # never let the watch break the learner's code: the pass runs on
             return f"the watch could not read the leaves' .grad before it: {type(error).__name__}: {error}"
 
@@ -661,12 +662,14 @@ class Watch:
             self._label(names)
             outputs, kept = _seeded([(x, s) for x, s in zip(items, seed, strict=True)])
             scalar = len(items) == 1 and roots[0].dim() == 0
-            gradients = _gradients(outputs, kept)
+            retained = self._retained()
+            gradients = _cotangents(outputs, kept) if retained else _gradients(outputs, kept)
             changed = self._changed_unseen(gradients, names)
             if changed is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=changed)
             notes = frozenset().union(*(e.notes for e in found if e)) | self._hooks(outputs, names)
             leaves, seen, unnamed = self._compare(gradients, before, names)
+            leaves += self._retained_reports(retained, gradients, before, names)
             reasons = sorted(notes | seen)
             return Pass(
                 number,
@@ -682,6 +685,33 @@ class Watch:
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
             return Pass(number, location, [], seed, retain, replayed=False, reason=reason)
+
+    def _retained(self) -> list[tuple[int, Entry]]:
+        """The tensors inside the graph whose ``.grad`` PyTorch keeps (``h.retain_grad()``, as
+        makemore's backprop ninja keeps 19 of them), by id, as the watch holds them."""
+        return [
+            (key, entry)
+            for key, entry in self._entries.items()
+            if not entry.leaf and not entry.poisoned and entry.takes_gradient and entry.tensor.retains_grad
+        ]
+
+    def _retained_reports(
+        self,
+        retained: list[tuple[int, Entry]],
+        gradients: dict[Value, Any],
+        before: dict[int, list[float] | None],
+        names: dict[int, str],
+    ) -> list[LeafReport]:
+        """Each retained tensor's ``.grad`` (accumulated over the passes, as a leaf's is) beside the
+        replay's gradient of it, where the pass reached it or changed its ``.grad``; a tensor with no
+        name of the learner's where backward was called is named by its place among them."""
+        reports = []
+        for k, (key, entry) in enumerate(retained):
+            if not any(v in gradients for v in entry.items) and _same_bits(before.get(key), _grad_of(entry.tensor)):
+                continue
+            name = names.get(key) or f"retained tensor {k + 1}"
+            reports.append(_leaf_report(name, entry, gradients, before.get(key), before))
+        return reports
 
     def _changed_unseen(self, gradients: dict[Value, Any], names: dict[int, str]) -> str | None:
         """Why a pass is not replayed when a leaf it reaches changed after the operations read it,
