@@ -373,6 +373,23 @@ def test_an_intermediate_whose_grad_is_retained_is_compared_as_a_leaf_is() -> No
     assert "h.grad" in second.summary()
 
 
+def test_a_pass_explains_itself_with_the_names_it_was_summarised_with() -> None:
+    """A tensor named ``b`` in a pass and ``old_b`` in a later one (``old_b = b; b = ...``, as
+    micrograd's test code keeps ``apt, bpt = a, b``): the first pass's table reads ``b``, as its
+    summary does, however late it is printed."""
+    with vjpgrad.watch_torch() as w:
+        b = torch.tensor([2.0], requires_grad=True)
+        (b * b).backward()
+        old_b = b
+        b = torch.tensor([5.0], requires_grad=True)
+        (b * 3 + old_b).backward()
+    first, second = w.passes
+    assert "b.grad" in first.summary()
+    assert "b[0] * b[0]" in str(first.explanation), str(first.explanation)
+    assert "old_b" not in str(first.explanation)
+    assert "old_b" in str(second.explanation)
+
+
 def test_autograd_grad_with_create_graph_is_listed_not_replayed_saying_why() -> None:
     with vjpgrad.watch_torch() as w:
         x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)

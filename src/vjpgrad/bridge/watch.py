@@ -180,6 +180,7 @@ class Watch:
         self._unnamed: list[Entry] = []  # tensors made since the last pass, in order: t1, t2... unless named
         self._described: list[tuple[Value, Value | None, str]] = []
         self._count = 0
+        self._renamed: dict[Value, list[tuple[int, str]]] = {}  # a label a later pass replaced: (last pass, label)
         self._named_before: dict[int, str] = {}  # each leaf's name of the learner's in the last pass that named it
         self._only: set[int] | None = None  # the leaves a pass accumulates into, when backward names them
         self._original: Any = None
@@ -544,7 +545,7 @@ class Watch:
             reports, unnamed = self._all_returned(wrt, entries[len(roots) :], result, gradients, names)
             notes = frozenset().union(*(e.notes for e in entries)) | self._hooks(outs, names)
             scalar = len(items) == 1 and roots[0].dim() == 0
-            explainer = functools.partial(_explained, outs, kept, scalar) if outs else None
+            explainer = functools.partial(self._as_of, number, outs, kept, scalar) if outs else None
             return Pass(
                 number, location, outs, seed, retain, call=call, leaves=reports, reasons=sorted(notes), notes=unnamed,
                 explainer=explainer,
@@ -677,7 +678,7 @@ class Watch:
                 outputs,
                 seed,
                 retain,
-                explainer=functools.partial(_explained, outputs, kept, scalar) if outputs else None,
+                explainer=functools.partial(self._as_of, number, outputs, kept, scalar) if outputs else None,
                 leaves=leaves,
                 reasons=reasons,
                 notes=unnamed,
@@ -777,7 +778,9 @@ class Watch:
             [entry.items[0]],
             numbers,
             False,
-            explainer=functools.partial(_explained, [entry.items[0]], [float(total)], roots[0].dim() == 0),
+            explainer=functools.partial(
+                self._as_of, len(self.passes) + 1, [entry.items[0]], [float(total)], roots[0].dim() == 0
+            ),
             leaves=leaves,
             notes=unnamed,
             pytorch_error=str(error).splitlines()[0],
@@ -818,9 +821,32 @@ class Watch:
                 continue
             for index, item in zip(_indices(tuple(entry.tensor.shape)), entry.items, strict=True):
                 if isinstance(item, Value):
-                    item.label = name + index
+                    self._relabel(item, name + index)
         for node, source, text in self._described:
-            node.label = text.format(source.label if source is not None else "")
+            self._relabel(node, text.format(source.label if source is not None else ""))
+
+    def _relabel(self, node: Value, label: str) -> None:
+        """Give ``node`` the label this pass names it by, keeping the one the earlier passes named
+        it by (``_as_of``): a pass's table reads the names its summary read (``old_b = b`` renames)."""
+        if node.label and node.label != label:
+            self._renamed.setdefault(node, []).append((len(self.passes), node.label))
+        node.label = label
+
+    def _as_of(self, number: int, outputs: list[Value], seeds: list[float], scalar: bool) -> Explanation:
+        """Pass ``number``'s explanation, its nodes labelled as that pass named them (``_relabel``)."""
+        then = {
+            node: next(label for last, label in history if last >= number)
+            for node, history in self._renamed.items()
+            if history[-1][0] >= number
+        }
+        now: dict[Value, str | None] = {node: node.label for node in then}
+        for node, label in then.items():
+            node.label = label
+        try:
+            return _explained(outputs, seeds, scalar)
+        finally:
+            for node, held in now.items():
+                node.label = held
 
     def _compare(
         self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]

@@ -349,6 +349,7 @@ _DATA_MODULES = ("vjpgrad.nn", "vjpgrad.core.vector", "vjpgrad.optim", "vjpgrad.
 """vjpgrad's own classes whose instances are plain data a function reads (a Vector, an
 ``nn.MLP`` and its layers, an optimizer's ``lr``, what a transform wraps): walked like a user's."""
 
+
 def _is_vjpgrads_data(kind: type) -> bool:
     """A class of vjpgrad's whose instances are plain data (``_DATA_MODULES``: ``Vector``,
     ``nn.Module`` and its models): its namespace is walked as a user's class's is, so that a method
