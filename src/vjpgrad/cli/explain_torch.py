@@ -6,7 +6,7 @@ absolute path, its directory first on ``sys.path``, ``sys.argv`` set). Then each
 printed (leaf by leaf: equal to PyTorch's ``.grad`` to the bit, or by how many ulp it differs and why) and, with
 ``--html DIR``, one stepper page per replayed pass is written into DIR, for a pass of at most
 ``--max-steps`` steps (``PAGE_STEPS`` unless given): a page holds every step and the whole graph,
-about 1.2 KB a step, and a pass of a training script's batch can have tens or hundreds of
+about 1.3 to 2 KB a step, and a pass of a training script's batch can have tens or hundreds of
 thousands. For a larger pass a line says why there is no page, and the summary stands as for any
 pass (``--max-steps`` without ``--html`` is refused: alone it would do nothing, and so is an empty
 ``--html=``). ``--max-steps``, ``--html`` and ``-h``/``--help`` are vjpgrad's: a script's own
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 PAGE_STEPS = 10_000
-"""The most steps of a pass written as a stepper page by default: some 12 MB of HTML (a step
-takes about 1.2 KB, with its node in the picture and its row in the table), which a browser
+"""The most steps of a pass written as a stepper page by default: some 13 to 20 MB of HTML (a
+step takes about 1.3 to 2 KB, with its node in the picture and its row in the table), which a browser
 still opens and a learner can still step through. A pass of 41,698 steps made a page of 51 MB
 in 7 s, a pass four times as large a page of 206 MB in 21 s, and a script on a batch of 20 × 64
 tokens was still writing its pages after fourteen minutes."""
@@ -75,7 +75,7 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
         "--max-steps",
         type=_steps,
         metavar="N",
-        help=f"write a page for a pass of at most N steps (default {PAGE_STEPS:,}: about 12 MB a page)",
+        help=f"write a page for a pass of at most N steps (default {PAGE_STEPS:,}: 13 to 20 MB a page)",
     )
     parser.add_argument(
         "script",
