@@ -34,6 +34,26 @@ def test_a_script_that_is_not_there_exits_2_before_anything_runs(
     assert "no such script" in capsys.readouterr().err
 
 
+def test_without_html_the_summary_says_how_to_step_through_each_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary alone shows no step of the vector-Jacobian product: a last line says how to see
+    them (``--html``), and it is not there when the pages were asked for."""
+    pytest.importorskip("torch")
+    from vjpgrad.cli import explain_torch as command
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    script = tmp_path / "learner.py"
+    script.write_text(CASE_1)
+    assert command.main([str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "equal to PyTorch's to the bit" in out
+    assert f"vjpgrad explain-torch {script} --html" in out.splitlines()[-1]
+    assert command.main([str(script), "--html", str(tmp_path / "pages")]) == 0
+    assert "--html" not in capsys.readouterr().out
+
+
 def test_a_folder_is_named_a_folder_not_a_missing_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from vjpgrad.cli import explain_torch as command
 

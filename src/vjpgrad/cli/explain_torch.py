@@ -123,6 +123,8 @@ def main(argv: Sequence[str]) -> int:
         return 2
     raised = _run(watch, script, list(arguments.args))
     print(watch.summary())
+    if shown is None and watch.passes:
+        print(f"(to step through each pass, edge by edge: vjpgrad explain-torch {script} --html pages)")
     if folder is not None and shown is not None:
         try:
             _pages(watch, script, folder, arguments.max_steps, shown)
