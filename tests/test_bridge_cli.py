@@ -54,6 +54,40 @@ def test_without_html_the_summary_says_how_to_step_through_each_pass(
     assert "--html" not in capsys.readouterr().out
 
 
+CASE_3 = """\
+import torch
+
+a = torch.tensor(1.0, requires_grad=True)
+b = torch.tensor(1.0, requires_grad=True)
+c = torch.tensor(1.0, requires_grad=True)
+y = 3 * a + 2 * b * b + torch.log(c)
+try:
+    y.backward(torch.FloatTensor([0.1, 1.0, 0.0001]))
+except RuntimeError as error:
+    print("PyTorch:", str(error).splitlines()[0])
+"""
+
+
+def test_the_page_of_a_pass_pytorch_refused_says_so_and_how_it_was_replayed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Case 3 of the Stack Overflow answer: PyTorch refuses a seed of three numbers for a 0-d
+    output, and the replay runs it as the PyTorch of the answer did, the seed summed. Its page
+    says both where a learner reads first, its title, not only the summary printed beside it."""
+    pytest.importorskip("torch")
+    from vjpgrad.cli import explain_torch as command
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    script = tmp_path / "case3.py"
+    script.write_text(CASE_3)
+    assert command.main([str(script), "--html", str(tmp_path / "pages")]) == 2
+    assert "PyTorch refused it" in capsys.readouterr().out
+    page = (tmp_path / "pages" / "pass-1.html").read_text(encoding="utf-8")
+    assert "PyTorch refused it" in page
+    assert "the seed summed" in page
+
+
 def test_a_folder_is_named_a_folder_not_a_missing_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from vjpgrad.cli import explain_torch as command
 

@@ -193,6 +193,8 @@ def _pages(watch: object, script: Path, folder: Path, most: int, shown: Path) ->
             )
             continue
         title = f"{script.name}, pass {p.number}: backward at line {p.location.rpartition(':')[2]}"
+        if p.pytorch_error is not None:  # case 3 of the Stack Overflow answer: said first, on the page
+            title += f"; PyTorch refused it ({p.pytorch_error}), replayed {p.ran_as}"
         path = folder / f"pass-{p.number}.html"
         path.write_text(p.explanation.to_html(title), encoding="utf-8")
         print(f"wrote {shown / path.name}")
