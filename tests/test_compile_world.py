@@ -1619,6 +1619,31 @@ def test_a_module_found_through_a_relative_entry_the_users_code_added_is_the_use
     twin_scaled(make)
 
 
+def test_a_module_of_the_project_pytest_was_run_inside_is_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A course's exercise in ``course/src``, put on ``sys.path`` by pytest's ``pythonpath`` setting
+    (an absolute path), its tests run from ``course/tests`` (an IDE's "run test"): the project is the
+    folder holding ``pyproject.toml`` above the current one, so the exercise is the user's code,
+    walked, and a setting changed between calls is seen (it was taken for installed code)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    course = tmp_path / "course"
+    (course / "src").mkdir(parents=True)
+    (course / "tests").mkdir()
+    (course / "pyproject.toml").write_text("[tool.pytest.ini_options]\npythonpath = ['src']\n")
+    (course / "src" / "course_exercise.py").write_text("ACTIVATION = 2.0\n")
+    monkeypatch.chdir(course / "tests")
+    sys.path.insert(0, str(course / "src"))
+    exercise = importlib.import_module("course_exercise")
+    assert not world.is_library(exercise)
+
+    def make() -> Any:
+        return (lambda x: x * exercise.ACTIVATION), lambda k: setattr(exercise, "ACTIVATION", k)
+
+    twin_scaled(make)
+
+
 def test_a_module_in_the_users_project_is_the_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(sys, "modules", dict(sys.modules))

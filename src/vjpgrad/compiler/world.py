@@ -118,6 +118,25 @@ _STARTED_IN = _folder(os.getcwd())
 """The current folder when vjpgrad was imported: the user's project, wherever the program goes."""
 
 
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", ".git")
+"""What marks a folder as a project's root: the files pytest and packaging tools look for."""
+
+
+@functools.lru_cache(maxsize=64)
+def _project_root(folder: str) -> str | None:
+    """The nearest folder at or above ``folder`` that holds one of ``_PROJECT_MARKERS``: the
+    project a script or a test run from a subfolder belongs to (``course/tests`` in
+    ``course/``, whose ``src`` pytest's ``pythonpath`` puts on ``sys.path``); None if none."""
+    here = os.path.abspath(folder)
+    while True:
+        if any(os.path.exists(os.path.join(here, marker)) for marker in _PROJECT_MARKERS):
+            return _folder(here)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
 def installed_locations() -> tuple[str, ...]:
     """The folders where installed code lives (never walked; watched by identity): Python's
     library and site-packages (``sysconfig``), ``site``'s folders (the user site too), and every
@@ -153,6 +172,7 @@ def on_path_outside_the_project() -> list[str]:
     main = vars(sys.modules.get("__main__", types.ModuleType("__main__"))).get("__file__")
     if isinstance(main, str):
         project.append(_folder(os.path.dirname(main)))
+    project += [root for root in map(_project_root, project) if root is not None]
     python = tuple(_pythons_folders())
     found: list[str] = []
     for entry in sys.path:
