@@ -390,6 +390,24 @@ def test_a_pass_explains_itself_with_the_names_it_was_summarised_with() -> None:
     assert "old_b" in str(second.explanation)
 
 
+def test_the_reasons_a_pass_may_differ_are_said_once_under_its_leaves() -> None:
+    """A pass whose leaves differ in several places names what it ran that PyTorch may compute
+    otherwise once, under the leaves (each line said "why: below"), not on every leaf's line (a
+    makemore pass repeated some 1,000 characters on each); one leaf that differs keeps them inline."""
+    from vjpgrad.bridge.passes import LeafReport, Pass
+
+    def leaf(name: str) -> LeafReport:
+        return LeafReport(name, (2,), [1.0, 2.0], [1.0, 2.0000000000000004], [0, 1])
+
+    reasons = ["a matrix product: PyTorch's matrix kernels may add in another order", "a sum of many numbers"]
+    both = Pass(1, "learner.py:3", [], [1.0], False, leaves=[leaf("W1"), leaf("b1")], reasons=reasons)
+    text = both.summary()
+    assert all(text.count(reason) == 1 for reason in reasons), text
+    assert text.count("(why: below)") == 2
+    one = Pass(2, "learner.py:4", [], [1.0], False, leaves=[leaf("W1")], reasons=reasons)
+    assert f"({'; '.join(reasons)})" in one.summary()
+
+
 def test_autograd_grad_with_create_graph_is_listed_not_replayed_saying_why() -> None:
     with vjpgrad.watch_torch() as w:
         x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)

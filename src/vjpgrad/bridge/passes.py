@@ -32,7 +32,9 @@ class LeafReport:
     def matches(self) -> bool:
         return self.pytorch is not None and self.equal == len(self.distances)
 
-    def line(self, reasons: Sequence[str]) -> str:
+    def line(self, reasons: Sequence[str], below: bool = False) -> str:
+        """The leaf's line of a pass's summary: its ``.grad``, and how it compares; ``reasons``, why
+        it may differ, inline, or (``below``) said once under the pass's leaves."""
         shown = f"{self.name}{self.what} = {_numbers(self.replayed, self.shape)}"
         if self.pytorch is None:
             return f"  {shown}"
@@ -40,6 +42,8 @@ class LeafReport:
         if self.matches:
             return f"  {shown}: equal to PyTorch's to the bit ({total}/{total} elements)"
         why = f" ({'; '.join(reasons)})" if reasons else " (the reason is not known)"
+        if below and reasons:
+            why = " (why: below)"
         return (
             f"  {shown}: {self.equal}/{total} elements equal to PyTorch's to the bit; the others differ "
             f"{self._difference()}{why}; PyTorch's: {_numbers(self.pytorch, self.shape)}"
@@ -121,7 +125,12 @@ class Pass:
         if not self.replayed:
             lines.append(f"  not replayed: {self.reason}")
             return "\n".join(lines)
-        lines += [leaf.line(self.reasons) for leaf in self.leaves]
+        differing = [leaf for leaf in self.leaves if leaf.pytorch is not None and not leaf.matches]
+        below = len(differing) > 1 and bool(self.reasons)  # said once, not on every leaf's line
+        lines += [leaf.line(self.reasons, below) for leaf in self.leaves]
+        if below:
+            lines.append("  Why elements may differ here (what the pass ran that PyTorch may compute otherwise):")
+            lines += [f"    - {reason}" for reason in self.reasons]
         if not self.leaves:
             lines.append("  no leaf tensor that requires grad was reached")
         lines += [f"  {note}" for note in self.notes]
