@@ -1644,6 +1644,32 @@ def test_a_module_of_the_project_pytest_was_run_inside_is_the_users(
     twin_scaled(make)
 
 
+def test_a_folder_above_the_project_on_sys_path_leaves_the_project_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))`` in ``course/tests``' script
+    (to import the course's modules), PyCharm's project folder on ``PYTHONPATH``, pytest's rootdir
+    parent: a folder on ``sys.path`` that holds the current folder made everything under it
+    installed code, the running script's own globals too, watched by identity. The project (the
+    current folder, the script's) is the user's whatever folder above it is on ``sys.path``."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    course = tmp_path / "loose course"  # no project marker in it or above it
+    (course / "tests").mkdir(parents=True)
+    (course / "tests" / "course_check.py").write_text("ACT = 2.0\n")
+    monkeypatch.chdir(course / "tests")
+    monkeypatch.setattr(world, "_STARTED_IN", os.path.join(str(course / "tests"), ""))
+    sys.path.insert(0, str(course))
+    sys.path.insert(0, str(course / "tests"))
+    check = importlib.import_module("course_check")
+    assert not world.is_library(check)
+
+    def make() -> Any:
+        return (lambda x: x * check.ACT), lambda k: setattr(check, "ACT", k)
+
+    twin_scaled(make)
+
+
 def test_a_module_in_the_users_project_is_the_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(sys, "modules", dict(sys.modules))
@@ -2204,6 +2230,54 @@ def test_a_method_the_user_sets_on_vjpgrads_data_classes_is_watched(owner: str) 
         twin_scaled(make)
     finally:
         delattr(kind, "scaled_by_user")
+
+
+_THROUGH_BUILTINS = {"scale": 2.0}
+
+
+@pytest.mark.parametrize("how", ["globals", "eval"])
+def test_globals_read_through_the_builtins_module_by_a_computed_name_are_watched(how: str) -> None:
+    """``builtins.globals()["S"]`` and ``builtins.eval("S")``: the builtins read globals by names
+    computed at run time, spelled as attributes of the ``builtins`` module (``net.eval()``, an
+    attribute of the user's object, is not one)."""
+    import builtins as python
+
+    def make() -> Any:
+        if how == "globals":
+            return (lambda x: x * python.globals()["_THROUGH_BUILTINS"]["scale"]), set_scale
+        return (lambda x: x * python.eval("_THROUGH_BUILTINS['scale']")), set_scale
+
+    def set_scale(k: float) -> None:
+        _THROUGH_BUILTINS["scale"] = k
+
+    twin_scaled(make)
+
+
+def test_a_warning_from_a_users_module_is_no_side_effect() -> None:
+    """``warnings.warn`` (a ``DeprecationWarning``, NumPy's ``RuntimeWarning`` of ``log(0)``) from a
+    user's helper module makes Python add ``__warningregistry__`` to that module's namespace: a
+    cache of Python's, as ``__annotations__`` is a class's, not the function's side effect (it was
+    refused, naming ``helpers[8] (added)``, where the code computes attribute names)."""
+    helpers = types.ModuleType("helpers")
+    source = (
+        "import warnings\n"
+        "def act(x):\n"
+        "    warnings.warn('act() will be renamed', DeprecationWarning)\n"
+        "    return x.tanh()\n"
+    )
+    exec(compile(source, "<helpers>", "exec"), vars(helpers))
+
+    def f(x: Value) -> Value:
+        if hasattr(x, "scale"):  # names computed: every entry of the modules reached is watched
+            x = x * x.scale  # type: ignore[attr-defined]
+        return helpers.act(x)  # type: ignore[attr-defined]
+
+    compiled = vjpgrad.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            assert bits(compiled(Value(0.5)).data) == bits(math.tanh(0.5))
+    assert "__warningregistry__" in vars(helpers)
 
 
 _TORCH_STATE: dict[str, Callable[[Any], Any]] = {

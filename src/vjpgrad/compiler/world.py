@@ -162,18 +162,55 @@ def _pythons_folders() -> list[str]:
     return roots + [_folder(p) for p in _site_folders()]
 
 
+def installed_file(path: str) -> bool:
+    """Whether a file is installed code (never walked): Python's library and site-packages, and
+    vjpgrad's own code, always; else a file in the user's project (``project_folders``) is theirs,
+    whatever folder above it is on ``sys.path`` (``sys.path.insert(0, "..")`` as an absolute path,
+    PyCharm's project folder on ``PYTHONPATH``); else one under another folder of ``sys.path``
+    (``on_path_outside_the_project``) is installed."""
+    if path.startswith((*OWN_CODE, "<frozen")):
+        return True
+    where = os.path.abspath(path)
+    if where.startswith((*_python_folders(), *OWN_CODE)):
+        return True
+    if where.startswith(tuple(project_folders())):
+        return False
+    return where.startswith(installed_locations())
+
+
+def _python_folders() -> tuple[str, ...]:
+    """Python's library and site-packages (``_pythons_folders``), by ``sys.path`` (a virtual
+    environment's folders come with it)."""
+    key = ("python", *sys.path)
+    known = _installed.get(key)
+    if known is None:
+        known = _installed[key] = tuple(_pythons_folders())
+    return known
+
+
+def project_folders() -> list[str]:
+    """The user's project: the current folder (now, and when vjpgrad was imported), the running
+    script's, and the nearest folder above each that holds a project's marker (``_project_root``)."""
+    here = os.getcwd()
+    main = vars(sys.modules.get("__main__", types.ModuleType("__main__"))).get("__file__")
+    key = ("project", here, main if isinstance(main, str) else "")
+    known = _installed.get(key)
+    if known is None:
+        project = [_folder(here), _STARTED_IN]
+        if isinstance(main, str):
+            project.append(_folder(os.path.dirname(main)))
+        known = _installed[key] = (*project, *(root for root in map(_project_root, project) if root is not None))
+    return list(known)
+
+
 def on_path_outside_the_project() -> list[str]:
     """The folders of ``sys.path`` outside the user's project (the current folder, now and when
     vjpgrad was imported, and the script's): their code counts as installed. A refusal that
     cannot find a Value names them, since a user's model imported from there is not looked into.
     A relative entry is the user's: Python makes every entry absolute at startup (``site``), so
     one that is not was added by the user's code (``sys.path.append("..")`` in a notebook)."""
-    project = [_folder(os.getcwd()), _STARTED_IN]
-    main = vars(sys.modules.get("__main__", types.ModuleType("__main__"))).get("__file__")
-    if isinstance(main, str):
-        project.append(_folder(os.path.dirname(main)))
-    project += [root for root in map(_project_root, project) if root is not None]
-    python = tuple(_pythons_folders())
+    project = project_folders()
+    python = _python_folders()
     found: list[str] = []
     for entry in sys.path:
         if entry and not os.path.isabs(entry):  # added by the user's code (sys.path.append("..")): theirs
@@ -208,12 +245,13 @@ _METADATA = frozenset(
         "__slotnames__",
     }
 )
-_PYTHONS_CACHES = frozenset({"__slotnames__", "__annotations__"})
+_PYTHONS_CACHES = frozenset({"__slotnames__", "__annotations__", "__warningregistry__"})
 """Entries Python adds to a class's namespace the first time it needs them (``copyreg`` caches
 the slots' names there at the first ``copy.copy`` or pickle of an instance; reading
 ``C.__annotations__`` of a class with none puts an empty dict there): not walked, and one
 added while recording is no side effect (``first_difference``); the guard still compares the
-class's keys whole, so the next call records once more, with the cache there."""
+class's keys whole, so the next call records once more, with the cache there. A module's
+``__warningregistry__`` (made by the first warning its code issues) is one too."""
 _READ_BY_LIBRARIES = frozenset({"__dataclass_fields__"})
 """Entries of a class's namespace that libraries read without the code naming them
 (``dataclasses.fields``, ``asdict``, ``replace``): walked wherever a class holds them, as its
@@ -322,11 +360,10 @@ def is_library(x: Any) -> bool:
         path = vars(x).get("__file__")  # from its dict: a module's __getattr__ (PEP 562) never runs
         if not isinstance(path, str):  # built into Python, or made by the user's code (types.ModuleType)
             return vars(x).get("__name__") in sys.builtin_module_names
-        return os.path.abspath(path).startswith((*installed_locations(), *OWN_CODE))
+        return installed_file(path)
     code = getattr(x, "__code__", None)
     if isinstance(x, types.FunctionType) and isinstance(code, types.CodeType):
-        library = (*installed_locations(), *OWN_CODE, "<frozen")
-        return code.co_filename.startswith(library) or os.path.abspath(code.co_filename).startswith(library)
+        return installed_file(code.co_filename)
     name = getattr(x, "__module__", "") or ""
     module = sys.modules.get(name)
     if module is None:  # made by code run without a module of its own (exec): the user's, if Python
@@ -497,8 +534,7 @@ def _mangled(kind: type, name: str) -> str:
 
 def is_library_file(file: str) -> bool:
     """A file of vjpgrad, of Python's library or of an installed package (or code vjpgrad wrote)."""
-    library = (*installed_locations(), *OWN_CODE, "<frozen")
-    return file.startswith(library) or os.path.abspath(file).startswith(library)
+    return installed_file(file)
 
 
 _SETS_UP = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__"})
@@ -616,6 +652,7 @@ class _Walk:
         # the code reached reads names it computes: every entry of classes and modules (attributes),
         # or of globals, is watched
         self.computed_attributes = self.computed_globals = False
+        self.reaches_builtins = False  # the builtins module itself: builtins.eval, builtins.globals()
         self.catches = False  # the code reached handles exceptions (``try``, ``with``)
         self.classes: list[tuple[int, type]] = []  # the user's classes walked that are not abstract
         # what an entry no code names holds (walked where the code computes names): a function
@@ -825,9 +862,19 @@ class _Walk:
                 self.snapshot.constants.append(cell)
                 self._cell(cell_var, cell, self.snapshot.names[cell_var])
 
+    def _through_builtins(self) -> None:
+        """Where the world holds the builtins module itself, ``builtins.eval(...)`` and
+        ``builtins.globals()`` read globals and attributes by computed names as the builtins
+        loaded as names do (``net.eval()`` alone, a model's method, does not)."""
+        if self.reaches_builtins and not self.names.isdisjoint(COMPUTED_GLOBALS):
+            self.computed_globals = self.computed_attributes = True
+
     def _user_module(self, var: int, module: types.ModuleType) -> None:
         """A user's module: the entries its code names, once every name is known (``finish``),
         and those it does not hold; its ``__getattr__`` (PEP 562), which Python calls for them."""
+        if module is builtins:
+            self.reaches_builtins = True
+            self._through_builtins()
         if is_library(module):
             self._module_state(var, module)
             return
@@ -990,6 +1037,7 @@ class _Walk:
         self.computed_globals = (
             self.computed_globals or not loaded.isdisjoint(COMPUTED_GLOBALS) or "__globals__" in names
         )
+        self._through_builtins()
         self.identities = self.identities or _compares_identity(code) or not names.isdisjoint(IDENTITY_NAMES)
         self.catches = self.catches or _catches(code)
         if id(fn) not in self.reached_unnamed and var not in self.unnamed:
@@ -1175,6 +1223,7 @@ class _Walk:
             if id(namespace) not in self.keyed and self._whole(is_globals):
                 self.keyed.add(id(namespace))
                 keys = self.get(var, "keys", True, self.snapshot.names[var])
+                self.snapshot.class_keys.add(keys)  # Python may add a cache there (__warningregistry__)
                 self.fact("scalars", keys, tuple(exact(k) for k in namespace), raw=tuple(namespace))
 
     def _whole(self, is_globals: bool) -> bool:
@@ -1184,9 +1233,9 @@ class _Walk:
     def _wanted(self, namespace: Any, done: set[str], is_globals: bool) -> list[str]:
         """The entries of a namespace to watch now: those the code names, or all of them where
         it computes names (builtins aside: not watched)."""
-        if self._whole(is_globals):
-            return [k for k in namespace if k not in done and k != "__builtins__"]
-        return sorted((self.names & namespace.keys()) - done)
+        if self._whole(is_globals):  # a module's warnings registry aside: what it holds changes as Python runs
+            return [k for k in namespace if k not in done and k not in ("__builtins__", "__warningregistry__")]
+        return sorted((self.names & namespace.keys()) - done - {"__warningregistry__"})
 
     def finish(self) -> None:
         """Walk until nothing is left: objects, then the namespaces' entries the code names
@@ -1933,8 +1982,7 @@ def _users_module(fn: types.FunctionType, name: str, level: int) -> bool:
     if spec is None:
         return False
     places = [spec.origin] if spec.has_location and spec.origin else list(spec.submodule_search_locations or ())
-    library = (*installed_locations(), *OWN_CODE)
-    return any(not os.path.abspath(place).startswith(library) for place in places)
+    return any(not installed_file(place) for place in places)
 
 
 @functools.lru_cache(maxsize=4096)
