@@ -2486,11 +2486,17 @@ def _product(call: Call, a: torch.Tensor, b: torch.Tensor, name: str, bias: Any 
             xs.insert(0, bias_items[p])
             ss.insert(0, beta)
     a_onto, b_onto = _onto_zero(name, m, k, n)
-    values = [x for x in (*(ea.items if a_onto else ()), *(eb.items if b_onto else ())) if isinstance(x, Value)]
-    if operands and values:  # an edge of exactly +0.0 to each: see _onto_zero
+    _zero_edges([*(ea.items if a_onto else ()), *(eb.items if b_onto else ())], operands, saved)
+    return [make_outputs(name, numbers_of(call.out), operands, saved, [times], many=True)]
+
+
+def _zero_edges(items: Sequence[Item], operands: list[list[Item]], saved: list[list[Any]]) -> None:
+    """An edge of exactly +0.0 (MASKED) from the product's first element to each Value of ``items``
+    (``_onto_zero``)."""
+    values = [x for x in items if isinstance(x, Value)]
+    if operands and values:
         operands[0] += values
         saved[0] += [MASKED] * len(values)
-    return [make_outputs(name, numbers_of(call.out), operands, saved, [times], many=True)]
 
 
 def _onto_zero(name: str, m: int, k: int, n: int) -> tuple[bool, bool]:
