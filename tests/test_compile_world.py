@@ -1658,7 +1658,6 @@ def test_a_folder_above_the_project_on_sys_path_leaves_the_project_the_users(
     (course / "tests").mkdir(parents=True)
     (course / "tests" / "course_check.py").write_text("ACT = 2.0\n")
     monkeypatch.chdir(course / "tests")
-    monkeypatch.setattr(world, "_STARTED_IN", os.path.join(str(course / "tests"), ""))
     sys.path.insert(0, str(course))
     sys.path.insert(0, str(course / "tests"))
     check = importlib.import_module("course_check")
