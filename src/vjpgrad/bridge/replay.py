@@ -648,10 +648,10 @@ def _div(call: Call) -> list[list[Item]]:
     # derivatives.yaml: self: grad / other; other: -grad * ((self / other) / other), the gradient
     # negated first (the same number as grad * -q, but for which sign a nan keeps)
     other = (x / y) / y if isinstance(y, torch.Tensor) or isinstance(x, torch.Tensor) else 0.0
-    return elementwise(call, "div", (x, y), ((y, divided), (other, negated_times)))
+    return elementwise(call, "div", (x, y), ((y, divided), (other, _negated_times)))
 
 
-def negated_times(g: Any, s: Any) -> Any:
+def _negated_times(g: Any, s: Any) -> Any:
     """``-g * s``: PyTorch's formula negates the gradient, then multiplies (a nan's sign is then
     the gradient's flipped, or the factor's as it is)."""
     return -g * s
@@ -1293,7 +1293,8 @@ def _quotient(g: Any, s: Any) -> Any:
 
 
 def _constant(_g: Any, c: Any) -> Any:
-    """``c`` whatever the gradient (logit_backward's nan outside [0, 1])."""
+    """``c`` whatever the gradient: logit_backward's nan outside [0, 1]; a smooth loss's nan
+    difference, which its kernel hands on whatever the gradient (a nan gradient's too)."""
     return c
 
 
@@ -2865,11 +2866,6 @@ def _nan_to_num(call: Call) -> list[list[Item]]:
     return _unary(call, "nan_to_num", torch.isfinite(call.args[0]))
 
 
-def _negated_times(g: Any, s: Any) -> Any:
-    """``-grad * s``: the gradient negated first, then the product (a nan's sign as PyTorch's)."""
-    return (-g) * s
-
-
 def _element_wise_of_many(
     call: Call, name: str, edges: Sequence[tuple[Any, Any, Callable[..., Any]]]
 ) -> list[list[Item]]:
@@ -2951,11 +2947,6 @@ SMOOTH_LOSS_MEASURED_NOTE = (
 )
 
 
-def _kept(_g: Any, difference: Any) -> Any:
-    """A nan difference, as the kernel hands it on whatever the gradient (a nan gradient's too)."""
-    return difference
-
-
 def _in_double_then(g: Any, first: Any, then: float, single: bool) -> Any:
     """``(first * g) * then``, ``then`` a double: the product in the tensor's type, then in double,
     then the result in the tensor's type (a float32 kernel's ``norm * grad * delta``)."""
@@ -2994,7 +2985,7 @@ def _smooth_edge(x: Any, path: int, huber: bool, size: float, norm: Any) -> tupl
     kernel's vectors, 1 for the compiler's vectors of its scalar loop, 2 for that loop one by one."""
     single = isinstance(x, Single)
     if x != x:  # a nan difference: the result is that nan, in every path
-        return (_kept, x)
+        return (_constant, x)
     if path == 0:
         return (times, norm * _vector_out(x, huber, in_dtype(size, single)))
     if x <= -size:
