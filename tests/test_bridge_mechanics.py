@@ -282,6 +282,28 @@ def test_autograd_grad_runs_as_in_plain_pytorch_and_its_returned_gradients_are_c
     assert getattr(torch.autograd.grad, "__self__", None) is None  # given back when the watch ends
 
 
+def test_an_autograd_grad_pass_explains_its_gradients_as_handed_back_never_added_into_grad() -> None:
+    """``torch.autograd.grad`` leaves ``.grad`` alone: its pass's table (text and notebook) says
+    each gradient is handed back, and never writes ``x.grad +=``, which a backward's table does."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+        torch.autograd.grad((x * x).sum(), [x])
+        (x * x).sum().backward()
+    returned, added = (p.explanation for p in w.passes)
+    assert returned is not None
+    assert added is not None
+    assert x.grad.tolist() == [1.0, -2.0]  # only the backward added into it
+    for shown in (str(returned), returned._repr_html_(), vjpgrad.display.notebook.explanation_html(returned)):
+        assert ".grad +=" not in shown, shown
+    assert "x[0]'s gradient = 1 × 0.5 + 1 × 0.5 = 1" in str(returned)
+    assert "handed back by torch.autograd.grad, not added into .grad" in str(returned)
+    assert "x[0].grad += 1 × 0.5 + 1 × 0.5 = 1" in str(added)
+    # the stepper's last step says what the leaves' totals are
+    assert "handed back by torch.autograd.grad, not added into .grad" in returned.to_html()
+    assert "what backward adds to .grad" not in returned.to_html()
+    assert "what backward adds to .grad" in added.to_html()
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_autograd_grad_of_a_vector_with_a_seed_and_of_an_inner_tensor_is_replayed_to_the_bit(dtype: Any) -> None:
     """The question's VJP by ``torch.autograd.grad(y, x, v)``, a gradient with respect to a tensor

@@ -19,6 +19,7 @@ anything else cannot be replayed, and says so.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 import itertools
@@ -545,7 +546,7 @@ class Watch:
             reports, unnamed = self._all_returned(wrt, entries[len(roots) :], result, gradients, names)
             notes = frozenset().union(*(e.notes for e in entries)) | self._hooks(outs, names)
             scalar = len(items) == 1 and roots[0].dim() == 0
-            explainer = functools.partial(self._as_of, number, outs, kept, scalar) if outs else None
+            explainer = functools.partial(self._as_of, number, outs, kept, scalar, call) if outs else None
             return Pass(
                 number, location, outs, seed, retain, call=call, leaves=reports, reasons=sorted(notes), notes=unnamed,
                 explainer=explainer,
@@ -832,8 +833,12 @@ class Watch:
             self._renamed.setdefault(node, []).append((len(self.passes), node.label))
         node.label = label
 
-    def _as_of(self, number: int, outputs: list[Value], seeds: list[float], scalar: bool) -> Explanation:
-        """Pass ``number``'s explanation, its nodes labelled as that pass named them (``_relabel``)."""
+    def _as_of(
+        self, number: int, outputs: list[Value], seeds: list[float], scalar: bool, handed_back: str = ""
+    ) -> Explanation:
+        """Pass ``number``'s explanation, its nodes labelled as that pass named them (``_relabel``);
+        ``handed_back``: the call that returned the pass's gradients (``torch.autograd.grad``), if
+        not ``backward``."""
         then = {
             node: next(label for last, label in history if last >= number)
             for node, history in self._renamed.items()
@@ -843,7 +848,7 @@ class Watch:
         for node, label in then.items():
             node.label = label
         try:
-            return _explained(outputs, seeds, scalar)
+            return dataclasses.replace(_explained(outputs, seeds, scalar), handed_back=handed_back)
         finally:
             for node, held in now.items():
                 node.label = held

@@ -39,7 +39,9 @@ class Explanation:
 
     ``seeds`` are (output name, seed) pairs; ``steps`` the edges in the order backward
     walks them; ``gradients`` maps each reached Value to the gradient this pass gives it,
-    which is what ``backward`` would add to its ``.grad``.
+    which is what ``backward`` would add to its ``.grad``. ``handed_back`` names the call that
+    returns those gradients instead (``torch.autograd.grad``, whose pass the PyTorch bridge
+    explains), "" when they go into ``.grad``: the table then never says ``.grad +=``.
     """
 
     seeds: list[tuple[str, float]]
@@ -47,6 +49,7 @@ class Explanation:
     gradients: dict[Value, float]
     names: dict[Value, str] = field(repr=False)
     formulas: dict[str, str] = field(repr=False)
+    handed_back: str = field(default="", repr=False)
 
     def to_html(self, title: str | None = None) -> str:
         """A self-contained HTML page that steps through this pass: Next, Previous, Play.
@@ -83,8 +86,8 @@ class Explanation:
             lines.append(("  " + "  ".join(cells)).rstrip())
         sums = text.leaf_sums(self)
         if sums:
-            lines += ["", "Each leaf's gradient is the sum of what it was handed:"]
-        lines += [f"  {name}.grad += {terms} = {total}" for name, terms, total in sums]
+            lines += ["", text.sums_heading(self)]
+        lines += [f"  {text.sum_line(self, name, terms, total)}" for name, terms, total in sums]
         return "\n".join(lines)
 
 

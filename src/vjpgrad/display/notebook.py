@@ -106,9 +106,9 @@ def explanation_html(explanation: ExplanationData) -> str:
     sums = text.leaf_sums(explanation)
     if sums:
         items = "".join(
-            f"<li><code>{_e(name)}.grad += {_e(terms)} = {_e(total)}</code></li>" for name, terms, total in sums
+            f"<li><code>{_e(text.sum_line(explanation, name, terms, total))}</code></li>" for name, terms, total in sums
         )
-        parts.append(f"<p>Each leaf's gradient is the sum of what it was handed:</p><ul>{items}</ul>")
+        parts.append(f"<p>{_e(text.sums_heading(explanation))}</p><ul>{items}</ul>")
     return f'<div class="vjpgrad-explanation">{"".join(parts)}</div>'
 
 

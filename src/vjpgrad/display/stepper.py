@@ -610,6 +610,7 @@ def page_data(explanation: ExplanationData, title: str | None = None) -> dict[st
         ],
         "shared_names": shared,
         "steps": steps,
+        "leaves_are": text.leaves_are(explanation),
     }
 
 
@@ -842,7 +843,7 @@ _SCRIPT = """
       add(panel, "div", "vjs-done-line", "Done: every gradient is complete. The leaves: " + leaves.map(function (node) {
         var t = totals[node.name];
         return node.name + " = " + (t ? t.text : "\\u2014");
-      }).join(", ") + " (what backward adds to .grad).");
+      }).join(", ") + " (" + data.leaves_are + ").");
     }
   }
 

@@ -60,6 +60,8 @@ class ExplanationData(Protocol):
     def names(self) -> Mapping[Value, str]: ...
     @property
     def formulas(self) -> Mapping[str, str]: ...
+    @property
+    def handed_back(self) -> str: ...
 
 
 STEP_COLUMNS = ("step", "node", "op", "upstream", "", "local", "=", "contribution", "to", "its total")
@@ -79,6 +81,29 @@ def step_cells(k: int, step: StepData, times: str = TIMES) -> tuple[str, ...]:
 def seeds_text(explanation: ExplanationData) -> str:
     """``y[0] = 0.1, y[1] = 1, ...``: the seed of each output."""
     return ", ".join(f"{name} = {number(seed)}" for name, seed in explanation.seeds)
+
+
+def leaves_are(explanation: ExplanationData) -> str:
+    """What the leaves' totals are to the learner: what ``backward`` adds into ``.grad``, or what
+    a call that hands its gradients back returns (``torch.autograd.grad``, ``.grad`` untouched)."""
+    if explanation.handed_back:
+        return f"handed back by {explanation.handed_back}, not added into .grad"
+    return "what backward adds to .grad"
+
+
+def sums_heading(explanation: ExplanationData) -> str:
+    """The line above ``leaf_sums``'s lines."""
+    if explanation.handed_back:
+        return f"Each leaf's gradient is the sum of what it was handed ({leaves_are(explanation)}):"
+    return "Each leaf's gradient is the sum of what it was handed:"
+
+
+def sum_line(explanation: ExplanationData, name: str, terms: str, total: str) -> str:
+    """One of ``leaf_sums``'s sums as a line: ``x.grad += ...`` after a backward, ``x's gradient =
+    ...`` when the pass hands its gradients back."""
+    if explanation.handed_back:
+        return f"{name}'s gradient = {terms} = {total}"
+    return f"{name}.grad += {terms} = {total}"
 
 
 def leaf_sums(explanation: ExplanationData, times: str = TIMES) -> list[tuple[str, str, str]]:
