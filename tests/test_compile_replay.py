@@ -1008,6 +1008,33 @@ def test_the_labels_of_the_results_are_those_eager_code_gives() -> None:
     assert [[v.label for v in compiled(Value(1.0))] for _ in range(3)] == [eager] * 3
 
 
+def test_a_result_that_takes_no_gradient_looks_to_the_function_as_eager_codes_does() -> None:
+    """In eager code a result no gradient flows through (``detach()``, an operation under
+    ``no_grad``, one of Values that require none) is a leaf: no operation, no parents, and
+    ``detach()`` keeps the label. While compile records, the function's own Python reads them
+    so too, and decides as eager code does at every call; a detached result returned keeps its
+    label (an outside review found the recording showed them as operations)."""
+
+    def shape_of_constants(x: Value, c: Value) -> Value:
+        with vjpgrad.no_grad():
+            n = x * 2.0
+        k = c * 2.0
+        d = x.detach()
+        seen = [(v.is_leaf, v.op, len(v.parents), v._op, len(v._prev), v.requires_grad) for v in (n, k, d)]
+        as_leaves = seen == [(True, "", 0, "", 0, False)] * 3
+        return x * (2.0 if d.label == "in" else 3.0) * (5.0 if as_leaves else 7.0)
+
+    def arguments() -> tuple[Value, Value]:
+        return Value(1.5, label="in"), Value(5.0, requires_grad=False)
+
+    compiled = vjpgrad.compile(shape_of_constants)
+    assert shape_of_constants(*arguments()).data == 15.0
+    assert [compiled(*arguments()).data for _ in range(3)] == [15.0] * 3
+    detached = vjpgrad.compile(lambda x: x.detach())
+    assert [detached(Value(1.0, label="in")).label for _ in range(3)] == ["in"] * 3
+    assert [detached(Value(1.0, label=k)).label for k in ("other", None, "in")] == ["other", None, "in"]
+
+
 def test_the_attributes_given_to_a_value_returned_are_given_at_every_call() -> None:
     """Not only a label: every attribute the function gives a Value it returns (a string, a
     number, None) is given to every call's result, as eager code's has it, a result that takes

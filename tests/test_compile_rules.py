@@ -8,6 +8,7 @@ outputs, threads) is in test_compile_replay.py.
 from __future__ import annotations
 
 import abc
+import collections
 import decimal
 import json
 import math
@@ -909,6 +910,40 @@ def test_a_subclass_of_a_container_argument_is_refused_with_the_way_out() -> Non
 
     with pytest.raises(TypeError, match=r"got a Members.*plain list, tuple, set or dict"):
         vjpgrad.compile(lambda s: next(iter(s)) * 2)(Members({Value(1.0)}))
+
+
+def test_the_standard_librarys_dicts_are_arguments_as_a_dict_is() -> None:
+    """An ``OrderedDict`` of parameters (a state dict's shape), a ``Counter`` and a
+    ``defaultdict`` run no code of the user's when read: each is an argument as a dict is, keyed
+    by its class, its keys in order and its values (an outside review found them refused as a
+    user's subclass is). A ``defaultdict``'s factory is an object of the call: another factory,
+    another recording."""
+
+    def total(params: Any) -> Value:
+        return sum((v * v for v in params.values()), Value(0.0, requires_grad=False))
+
+    compiled = vjpgrad.compile(total)
+    for _ in range(2):
+        w, b = Value(1.5), Value(-2.0)
+        ordered = collections.OrderedDict(w=w, b=b)
+        assert compiled(ordered).data == total(collections.OrderedDict(w=Value(1.5), b=Value(-2.0))).data == 6.25
+        compiled(ordered).backward()
+        assert (w.grad, b.grad) == (3.0, -4.0)
+    assert compiled.times_recorded == 1
+    assert compiled(collections.OrderedDict(b=Value(1.0), w=Value(0.5))).data == 1.25  # keys in another order
+    assert compiled({"w": Value(1.5), "b": Value(-2.0)}).data == 6.25  # a plain dict: its own recording
+    assert compiled.times_recorded == 3
+
+    counted = vjpgrad.compile(lambda x, c: x * c["a"] + x * c["missing"])  # a Counter's missing key: 0
+    assert [counted(Value(2.0), collections.Counter(a=k)).data for k in (3, 3, 4)] == [6.0, 6.0, 8.0]
+
+    def scaled(x: Value, scales: Any) -> Value:
+        return x * scales["w"]
+
+    by_default = vjpgrad.compile(scaled)
+    assert by_default(Value(2.0), collections.defaultdict(float, w=3.0)).data == 6.0
+    assert by_default(Value(2.0), collections.defaultdict(int, w=3.0)).data == 6.0
+    assert by_default.times_recorded == 2  # another factory
 
 
 def test_a_numpy_array_argument_is_watched_as_one_in_the_world_is() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import dataclasses
 import importlib.util
 import inspect
 import os
@@ -558,6 +559,25 @@ def test_a_copy_of_a_users_object_made_inside_gives_eagers_bits_at_every_call(co
         settings = type("Settings", (), {})()  # a class of its own: copyreg has cached nothing on it
         settings.scale = 1.0
         return (lambda x: x * copier(settings).scale), lambda k: setattr(settings, "scale", k)
+
+    twin_scaled(make)
+    fn, _ = make()
+    compiled = vjpgrad.compile(fn)
+    for _ in range(4):
+        compiled(Value(1.5))
+    assert compiled.times_recorded == 2  # once more with the cache there, not at every call
+
+
+def test_a_copy_of_a_dataclass_made_inside_is_no_refusal() -> None:
+    """A dataclass's methods compare with ``is``, so which of the world's strings and numbers are
+    one object is watched; the slot names ``copyreg`` caches on its class at the first
+    ``copy.copy`` are no change of the world there either (an outside review found the first
+    call refused, naming the class's ``__hash__``)."""
+
+    def make() -> Any:
+        config_class = dataclasses.make_dataclass("Config", [("scale", float, dataclasses.field(default=1.0))])
+        config = config_class()  # a class of its own: copyreg has cached nothing on it
+        return (lambda x: x * copy.copy(config).scale), lambda k: setattr(config, "scale", k)
 
     twin_scaled(make)
     fn, _ = make()

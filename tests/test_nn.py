@@ -556,3 +556,15 @@ def test_nn_exposes_functional_like_torch() -> None:
     import vjpgrad.nn
 
     assert vjpgrad.nn.functional is F
+
+
+def test_functional_offers_its_functions_and_none_of_the_cores_helpers() -> None:
+    """``from vjpgrad.nn.functional import *`` gives PyTorch's functions alone: not the core's
+    ``data_of``, which reads a Value's number where compile would not see it (an outside review
+    found it exported), nor the table's operations."""
+    names: dict[str, Any] = {}
+    exec("from vjpgrad.nn.functional import *", names)  # what a learner's star import gives
+    offered = sorted(name for name in names if name != "__builtins__")
+    assert offered == ["cross_entropy", "embedding", "linear", "log_softmax", "max", "rms_norm", "softmax"]
+    assert not hasattr(F, "data_of")
+    assert not hasattr(F, "take_position")

@@ -13,6 +13,7 @@ Values made inside), which are constants, and where the results come from.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dis
 import functools
@@ -50,6 +51,10 @@ _is_scalar = world.is_scalar
 _SEQUENCE_ARGUMENTS = (list, tuple, Vector, set, frozenset)
 """The containers of arguments read item by item, in their order (a set's: the order the function
 iterates it in)."""
+_DICT_ARGUMENTS = (dict, collections.OrderedDict, collections.Counter, collections.defaultdict)
+"""The mappings of arguments read key by key, in their order: ``dict`` and the standard library's
+dicts, whose methods run no code of the user's (a ``defaultdict``'s factory, which a missing key
+calls, is an object of the call, by identity)."""
 
 
 class Arguments:
@@ -108,8 +113,10 @@ class Arguments:
             key.append((kind, len(x), _carried(x)) if _carries(kind) else (kind, len(x)))
             for item in x:
                 self._visit(item, key, places)
-        elif kind is dict:  # its keys as its values are: by value, a Value or an object by identity
-            key.append((dict, len(x)))
+        elif kind in _DICT_ARGUMENTS:  # its keys as its values are: by value, a Value or an object by identity
+            key.append((kind, len(x)))
+            if kind is collections.defaultdict:
+                self._visit(x.default_factory, key, places)
             for k, item in x.items():
                 self._visit(k, key, places)
                 self._visit(item, key, places)
@@ -185,7 +192,7 @@ def _own_attributes(x: Any) -> list[tuple[str, Any]]:
 def _made(x: Value) -> tuple[tuple[str, Any], ...]:
     """How a Value was made, as its own names tell (``op``, ``parents``, micrograd's ``_prev``):
     nothing for a leaf."""
-    if graph.op_of(x) is None:
+    if x.is_leaf:
         return ()
     parents = x.parents
     return (("(made by)", (x.op, len(parents), len(set(map(id, parents))))),)

@@ -1834,6 +1834,10 @@ GRAPH_NAMES = frozenset({"op", "_op", "is_leaf", "parents", "_prev"})
 reached names one, how each Value a call is given was made is structure."""
 VALUES_OWN_NAMES = GRAPH_NAMES | {"label"}
 """A Value's names that every Value answers, whether or not it carries an attribute of its own."""
+CARRIED = {"detach": "label"}
+"""A Value's methods whose result carries an attribute of the Value they are called on
+(``x.detach()`` keeps ``x``'s label): where the code reached names one, it reads that attribute
+of the Values a call is given."""
 
 IDENTITY_NAMES = frozenset({"is_", "is_not", "id"})
 """Names whose use asks an object's identity as ``is`` does (``operator.is_(lr, DEFAULT)``,
@@ -2078,7 +2082,9 @@ def _partition(walk: _Walk, numbers: list[tuple[str, Any]]) -> None:
     number made anew at each call stays an object of its own: one recording. ``numbers`` holds
     the containers a call was given too (keyed by their content): where the code compares with
     ``is``, they are grouped with the world's objects of their kinds, so that ``options is
-    DEFAULTS`` is not answered for an equal copy."""
+    DEFAULTS`` is not answered for an equal copy. A class's keys are names, not numbers a code
+    compares: left out, so that a cache Python adds to the class (``_PYTHONS_CACHES``) changes
+    no partition either."""
     members: list[tuple[int, int]] = [(-1, k) for k in range(len(numbers))]
     objects = [x for _, x in numbers]
     kinds = {type(x) for x in objects if not is_scalar(x)}
@@ -2091,7 +2097,7 @@ def _partition(walk: _Walk, numbers: list[tuple[str, Any]]) -> None:
         if fact[0] == "same" and _identity_matters(raw):
             members.append((fact[1], -1))
             objects.append(raw)
-        elif fact[0] == "scalars":
+        elif fact[0] == "scalars" and fact[1] not in walk.snapshot.class_keys:
             for k, x in enumerate(raw):
                 if _identity_matters(x):
                     members.append((fact[1], k))
@@ -2138,8 +2144,9 @@ def observe(
         for var, kind in walk.classes:
             walk.fact("state", var, content(kind), raw=content(kind))
     walk.snapshot.may_draw = walk.snapshot.may_draw or not walk.drawing_names.isdisjoint(walk.called_names)
-    walk.snapshot.attribute_names = None if walk.computed_attributes else frozenset(walk.names)
-    asks = walk.computed_attributes or walk.catches or not walk.names.isdisjoint(VALUES_OWN_NAMES)
+    names = frozenset(walk.names) | {CARRIED[name] for name in walk.names.intersection(CARRIED)}
+    walk.snapshot.attribute_names = None if walk.computed_attributes else names
+    asks = walk.computed_attributes or walk.catches or not names.isdisjoint(VALUES_OWN_NAMES)
     walk.snapshot.asks_attributes = asks
     _partition(walk, numbers or [])
     return walk.snapshot

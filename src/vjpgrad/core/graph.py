@@ -271,6 +271,18 @@ def op_of(node: Node) -> Op | None:
     return node._operation
 
 
+def shown_op(node: Node) -> Op | None:
+    """The operation a Value shows its user (``op``, ``parents``, ``is_leaf``): ``op_of``, but
+    None for a constant a recording keeps. ``Recording.record`` keeps a result no gradient flows
+    through (``detach()``, under ``no_grad``, of Values that require none) as an operation with
+    no saved derivative, for compile to write its number as code; eager code makes it a leaf, so
+    the function recorded reads it as one."""
+    op = node._operation
+    if op is None or (not node.requires_grad and node._saved_first is None and node._saved_second is None):
+        return None
+    return op
+
+
 def operands(node: Node) -> tuple[Any, ...]:
     """Every operand of ``node`` in order: Values and number constants."""
     if node._operation is None:

@@ -197,18 +197,20 @@ class Value(operators.ValueOperators):
     @property
     def op(self) -> str:
         """Name of the operation that made this Value (``"*"``, ``"log"``...), ``""`` for a leaf."""
-        op = graph.op_of(self)
+        op = graph.shown_op(self)
         return "" if op is None else op.shown
 
     @property
     def parents(self) -> tuple[Value, ...]:
         """The Values this one was computed from (number constants are not Values)."""
+        if graph.shown_op(self) is None:
+            return ()
         return tuple(x for x in graph.operands(self) if isinstance(x, Value))
 
     @property
     def is_leaf(self) -> bool:
         """True for a Value made by the user (or a constant), False for an operation's result."""
-        return graph.op_of(self) is None
+        return graph.shown_op(self) is None
 
     # ---- micrograd's names, so that its code (draw_dot, trace) runs on Values ------------------
 
@@ -268,7 +270,10 @@ class Value(operators.ValueOperators):
     def detach(self) -> Value:
         """A new leaf with the same data that requires no grad: a constant cut from the graph."""
         if switches_on[0] and state.recording is not None:  # compile records the cut: its number changes
-            return _make(Value, self._data, ops.DETACH, self, None, None, None)
+            cut = _make(Value, self._data, ops.DETACH, self, None, None, None)
+            if self.label is not None:
+                cut.label = self.label
+            return cut
         return Value(self._data, requires_grad=False, label=self.label)
 
     # ---- copies: made from the number, so refused while a function is recorded -------------------

@@ -23,9 +23,13 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import overload
 
-from vjpgrad.core.ops import MAX, TAKE, data_of, take_position
+from vjpgrad.core.ops import MAX, TAKE
+from vjpgrad.core.ops import data_of as _data_of
+from vjpgrad.core.ops import take_position as _take_position
 from vjpgrad.core.value import Value, nary
 from vjpgrad.core.vector import Vector, as_values
+
+__all__ = ["cross_entropy", "embedding", "linear", "log_softmax", "max", "rms_norm", "softmax"]
 
 Values = Vector | Sequence[Value | float]
 """What the functions take: a Vector, or a list of Values and numbers (numbers are constants).
@@ -139,7 +143,7 @@ def cross_entropy(input: Values, target: int | Value | Values) -> Value:
     """
     values = _values(input, "cross_entropy")
     if isinstance(target, Value):
-        take_position(data_of(target), len(values))  # checked before any node is made (not user code: no .data)
+        _take_position(_data_of(target), len(values))  # checked before any node is made (not user code: no .data)
         shifted, log_sum_exp = _shifted_and_log_sum_exp(values)
         return log_sum_exp - nary(TAKE, (target, *shifted))
     if not isinstance(target, (bool, numbers.Integral)) and isinstance(target, (Vector, Sequence)):
@@ -179,7 +183,7 @@ def embedding(input: int | Value, weight: Sequence[Row]) -> list[Value]:
             raise ValueError("embedding() of an empty weight: there is no row to pick")
         if len({len(row) for row in rows}) > 1:
             raise ValueError(f"embedding() weight rows differ in length: {sorted({len(row) for row in rows})}")
-        take_position(data_of(input), len(rows))  # checked before any node is made
+        _take_position(_data_of(input), len(rows))  # checked before any node is made
         return [nary(TAKE, (input, *column)) for column in zip(*rows, strict=True)]
     if isinstance(input, bool) or not isinstance(input, numbers.Integral):
         raise TypeError(f"embedding() index must be an int or a Value, got {type(input).__name__}")
