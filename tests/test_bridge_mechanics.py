@@ -259,6 +259,33 @@ def test_indexing_with_a_tensor_a_list_and_a_mask_is_replayed(dtype: Any) -> Non
     assert grads(logp) == [third if (i, j) in {(0, 1), (1, 0), (2, 3)} else 0.0 for i in range(3) for j in range(4)]
 
 
+def test_a_pass_started_through_grad_or_backward_imported_before_the_watch_is_listed_never_missed() -> None:
+    """``from torch.autograd import grad, backward`` in a notebook's first cell binds PyTorch's
+    functions before the watch swaps them: each pass they start is still seen (at PyTorch's
+    engine), run as without the watch, and listed as not replayed, saying why and what to write
+    instead; never "No backward pass ran" (an outside review found both passes missed)."""
+    from torch.autograd import backward, grad
+
+    def run() -> tuple[list[float], list[float]]:
+        x = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
+        (g,) = grad((x * x).max(), x)
+        backward((x * 3).prod())
+        return g.tolist(), grads(x)
+
+    plain = run()
+    with vjpgrad.watch_torch() as w:
+        watched = run()
+    assert watched == plain  # PyTorch's numbers, as without the watch (its max and prod branch on modes)
+    first, second = w.passes
+    assert [p.call for p in w.passes] == ["torch.autograd.grad", "backward"]
+    for p in w.passes:
+        assert not p.replayed
+        assert "imported before watch_torch() began" in p.reason, p.reason
+        assert "test_bridge_mechanics.py" in p.location
+    assert not w.matches
+    assert "No backward pass ran" not in w.summary()
+
+
 def test_autograd_grad_runs_as_in_plain_pytorch_and_its_returned_gradients_are_compared() -> None:
     """``torch.autograd.grad`` hands its gradients back instead of adding them into ``.grad``: the
     pass is replayed all the same, and what it returns is compared, element by element, with the

@@ -186,6 +186,7 @@ class Watch:
         self._only: set[int] | None = None  # the leaves a pass accumulates into, when backward names them
         self._original: Any = None
         self._original_grad: Any = None
+        self._original_engine: Any = None
         self._thread: int | None = None  # the thread that entered the watch: the one its mode sees
         self._elsewhere_lock = threading.Lock()
 
@@ -197,6 +198,9 @@ class Watch:
         self._original_grad = torch.autograd.grad
         torch.autograd.backward = self._backward
         torch.autograd.grad = self._autograd_grad
+        self._original_engine = getattr(torch.autograd, _ENGINE, None)
+        if self._original_engine is not None:
+            setattr(torch.autograd, _ENGINE, self._engine)
         self._mode.__enter__()
         return self
 
@@ -204,6 +208,31 @@ class Watch:
         self._mode.__exit__(None, None, None)
         torch.autograd.backward = self._original
         torch.autograd.grad = self._original_grad
+        if self._original_engine is not None:
+            setattr(torch.autograd, _ENGINE, self._original_engine)
+
+    def _engine(self, *args: Any, **kwargs: Any) -> Any:
+        """PyTorch's engine, which ``torch.autograd.backward`` and ``grad`` start every pass
+        through: a pass that reaches it on the watched thread while no pass of the watch's runs
+        was started by a ``backward`` or ``grad`` bound before the watch swapped them (``from
+        torch.autograd import grad`` in a notebook's first cell). It runs as without the watch and
+        is listed, not replayed, saying what to write instead."""
+        if threading.get_ident() != self._thread or self.paused:
+            return self._original_engine(*args, **kwargs)
+        frame = _user_frame()
+        location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        call = "backward" if kwargs.get("accumulate_grad", True) else "torch.autograd.grad"
+        self.paused += 1
+        try:
+            with self._mode_off():
+                result = self._original_engine(*args, **kwargs)
+        finally:
+            self.paused -= 1
+        done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=_IMPORTED_BEFORE, call=call)
+        self.passes.append(done)
+        if self.strict:
+            raise TorchReplayError(done.summary())
+        return result
 
     @property
     def matches(self) -> bool:
@@ -1179,6 +1208,16 @@ def _signature(backward: Any) -> inspect.Signature:
         backward = backward.__self__._original
     signature = inspect.signature(backward)
     return signature if "tensors" in signature.parameters else inspect.signature(_pytorchs_backward)
+
+
+_ENGINE = "_engine_run_backward"
+"""The name in ``torch.autograd`` of the function ``backward`` and ``grad`` start PyTorch's engine
+with (torch 2.3 on); the watch passes every pass through it, and lists one it did not start."""
+_IMPORTED_BEFORE = (
+    "it was started through torch.autograd's backward or grad imported before watch_torch() began "
+    "(from torch.autograd import grad), which the watch cannot replay: write torch.autograd.grad(...) "
+    "or torch.autograd.backward(...), or y.backward(), inside the watch"
+)
 
 
 def _explained(outputs: list[Value], seeds: list[float], scalar: bool) -> Explanation:
