@@ -3,6 +3,7 @@ summarised, one stepper page per pass is written, and the exit status says how i
 
 from __future__ import annotations
 
+import html
 import subprocess
 import sys
 from pathlib import Path
@@ -86,6 +87,58 @@ def test_the_page_of_a_pass_pytorch_refused_says_so_and_how_it_was_replayed(
     page = (tmp_path / "pages" / "pass-1.html").read_text(encoding="utf-8")
     assert "PyTorch refused it" in page
     assert "the seed summed" in page
+
+
+HOOKED = """\
+import torch
+a = torch.tensor(2.0, requires_grad=True)
+y = a * a
+y.backward(retain_graph=True)
+y.backward()
+x = torch.tensor([1.0, -2.0], requires_grad=True)
+x.register_hook(lambda g: g * 10)
+(x * x).sum().backward()
+torch.special.i0(x).sum().backward()
+"""
+
+
+def test_each_page_carries_its_pass_verdict_and_a_pass_without_a_page_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page read alone says what the summary says of its pass: each leaf's verdict (a second
+    pass adding onto the .grad the first left, a hook that scaled PyTorch's gradient); a pass
+    not replayed gets a line saying so, not silence; and a page an earlier run wrote for a pass
+    this run has no page for is removed, saying so, so no page looks current that is not (an
+    outside review found the pages silent on all three)."""
+    pytest.importorskip("torch")
+    from vjpgrad.cli import explain_torch as command
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "pass-9.html").write_text(f"<title>learner.py, pass 9</title><div {command.PAGE_MARK}>", encoding="utf-8")
+    (pages / "pass-notes.html").write_text("the learner's own", encoding="utf-8")
+    (pages / "pass-8.html").write_text("a page of the learner's, not the watch's", encoding="utf-8")
+    script = tmp_path / "hooked.py"
+    script.write_text(HOOKED)
+    assert command.main([str(script), "--html", str(pages)]) == 2
+    out = capsys.readouterr().out
+    assert "no page for pass 4: it was not replayed" in out
+    assert f"removed {pages / 'pass-9.html'}, a page an earlier run wrote" in out
+    assert sorted(p.name for p in pages.iterdir()) == [
+        "pass-1.html", "pass-2.html", "pass-3.html", "pass-8.html", "pass-notes.html"
+    ]  # fmt: skip
+    summaries = out.split("\n\n")
+    for number in (2, 3):
+        page = (pages / f"pass-{number}.html").read_text(encoding="utf-8")
+        (summary,) = [s for s in summaries if s.startswith(f"Pass {number}:")]
+        for line in summary.splitlines()[1:]:
+            assert html.escape(line.strip()) in page, line
+    assert "hook" in (pages / "pass-3.html").read_text(encoding="utf-8")
+    assert "a.grad = 8, the 4 it held plus this pass&#x27;s 4: equal to PyTorch" in (pages / "pass-2.html").read_text(
+        encoding="utf-8"
+    )  # the page's running total ends at this pass's 4
 
 
 def test_a_folder_is_named_a_folder_not_a_missing_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,6 +23,8 @@ class LeafReport:
     pytorch: list[float] | None  # PyTorch's .grad after the pass; None where PyTorch ran no such pass
     distances: list[int | None]  # ulps apart per element (None: nan against a number, or inf against another)
     what: str = ".grad"  # what is compared: a leaf's .grad, or "'s gradient (returned)" by torch.autograd.grad
+    held: list[float] | None = None  # the .grad the leaf held before the pass, where not zeros: added onto
+    added: list[float] | None = None  # this pass's gradient, where ``held`` is given
 
     @property
     def equal(self) -> int:
@@ -36,6 +38,9 @@ class LeafReport:
         """The leaf's line of a pass's summary: its ``.grad``, and how it compares; ``reasons``, why
         it may differ, inline, or (``below``) said once under the pass's leaves."""
         shown = f"{self.name}{self.what} = {_numbers(self.replayed, self.shape)}"
+        if self.held is not None and self.added is not None:  # an explanation's totals end at the pass's own
+            held, added = _numbers(self.held, self.shape), _numbers(self.added, self.shape)
+            shown += f", the {held} it held plus this pass's {added}"
         if self.pytorch is None:
             return f"  {shown}"
         total = len(self.distances)

@@ -997,15 +997,19 @@ def _leaf_report(
     gradient, in the tensor's type) beside PyTorch's (None where PyTorch ran no such pass)."""
     single = reached.single
     replayed: list[float] = []
+    parts: list[float] = []
     for k, item in enumerate(reached.items):
         part = in_dtype(float(gradients.get(item, 0.0) if isinstance(item, Value) else 0.0), single)
+        parts.append(float(part))
         replayed.append(float(part if earlier is None else in_dtype(earlier[k], single) + part))
     pytorch = None if before is None else _grad_of(reached.tensor)
     if pytorch is None and before is not None:
         pytorch = [float("nan")] * len(replayed)
     compared = is_single(reached.tensor)  # in PyTorch's type now, whatever the replay took it for
     distances = [] if pytorch is None else [ulps(a, b, compared) for a, b in zip(replayed, pytorch, strict=True)]
-    return LeafReport(name, tuple(reached.tensor.shape), replayed, pytorch, distances)
+    held = None if earlier is None or _same_bits(earlier, [0.0] * len(earlier)) else earlier
+    report = LeafReport(name, tuple(reached.tensor.shape), replayed, pytorch, distances)
+    return report if held is None else dataclasses.replace(report, held=list(held), added=parts)
 
 
 def _unnamed_note(name: str, seen_at: str) -> str:

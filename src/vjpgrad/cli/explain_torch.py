@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import runpy
 import sys
 import traceback
@@ -177,12 +178,23 @@ def _run(watch: object, script: Path, args: list[str]) -> bool:
     return False
 
 
+PAGE_MARK = 'class="vjs-root"'
+"""What every stepper page holds: a ``pass-N.html`` without it is not one the watch wrote."""
+_PAGE_NAME = re.compile(r"pass-(\d+)\.html")
+
+
 def _pages(watch: object, script: Path, folder: Path, most: int, shown: Path) -> None:
     """One stepper page per replayed pass of at most ``most`` steps: DIR/pass-1.html,
-    DIR/pass-2.html...; for a larger pass, a line that says why it has none. ``folder`` is where
-    they go, ``shown`` the folder as the command line gave it, for the lines that name a page."""
+    DIR/pass-2.html..., each saying under its title what the summary says of its pass (each
+    leaf's verdict, why one may differ); for any other pass, a line that says why it has none.
+    A page an earlier run wrote for a pass this run has no page for is removed, saying so: no
+    page looks current that is not. ``folder`` is where they go, ``shown`` the folder as the
+    command line gave it, for the lines that name a page."""
+    written: set[str] = set()
     for p in watch.passes:  # type: ignore[attr-defined]
         if p.explanation is None:
+            why = f"it was not replayed: {p.reason}" if not p.replayed else "it reached no output to start from"
+            print(f"no page for pass {p.number}: {why}")
             continue
         steps = len(p.explanation.steps)
         if steps > most:
@@ -196,5 +208,19 @@ def _pages(watch: object, script: Path, folder: Path, most: int, shown: Path) ->
         if p.pytorch_error is not None:  # case 3 of the Stack Overflow answer: said first, on the page
             title += f"; PyTorch refused it ({p.pytorch_error}), replayed {p.ran_as}"
         path = folder / f"pass-{p.number}.html"
-        path.write_text(p.explanation.to_html(title), encoding="utf-8")
+        notes = [line.strip() for line in p.summary().splitlines()[1:]]
+        path.write_text(p.explanation.to_html(title, notes), encoding="utf-8")
+        written.add(path.name)
         print(f"wrote {shown / path.name}")
+    for old in sorted(folder.iterdir()):
+        if _PAGE_NAME.fullmatch(old.name) and old.name not in written and _is_a_page(old):
+            old.unlink()
+            print(f"removed {shown / old.name}, a page an earlier run wrote (this run has none for that pass)")
+
+
+def _is_a_page(path: Path) -> bool:
+    """Whether ``path`` is a stepper page (``PAGE_MARK``), not a file of the learner's."""
+    try:
+        return path.is_file() and PAGE_MARK in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False

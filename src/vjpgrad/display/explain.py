@@ -51,11 +51,12 @@ class Explanation:
     formulas: dict[str, str] = field(repr=False)
     handed_back: str = field(default="", repr=False)
 
-    def to_html(self, title: str | None = None) -> str:
-        """A self-contained HTML page that steps through this pass: Next, Previous, Play.
+    def to_html(self, title: str | None = None, notes: Sequence[str] = ()) -> str:
+        """A self-contained HTML page that steps through this pass: Next, Previous, Play;
+        ``notes``, lines of text said under its title.
 
         No network, nothing fetched: save it and open it in any browser, offline."""
-        return stepper.stepper_html(self, title)
+        return stepper.stepper_html(self, title, notes)
 
     def _repr_html_(self) -> str:
         """In a notebook: the stepper, inline; its list of every step is the table (one view of the pass)."""

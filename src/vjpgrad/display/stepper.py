@@ -27,6 +27,7 @@ import html
 import itertools
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vjpgrad.display import text
@@ -627,8 +628,9 @@ def stepper_fragment(explanation: ExplanationData, title: str | None = None) -> 
     return _fragment(explanation, title)[0]
 
 
-def _fragment(explanation: ExplanationData, title: str | None) -> tuple[str, str]:
-    """The fragment and its script's text (whose hash the whole page's CSP allows)."""
+def _fragment(explanation: ExplanationData, title: str | None, notes: Sequence[str] = ()) -> tuple[str, str]:
+    """The fragment and its script's text (whose hash the whole page's CSP allows); ``notes``
+    are lines said under the title, each a paragraph."""
     data = page_data(explanation, title)
     shown_title = title if title is not None else _default_title(explanation)
     digest = hashlib.sha256(script_json(data).encode()).hexdigest()[:10]
@@ -655,7 +657,8 @@ def _fragment(explanation: ExplanationData, title: str | None) -> tuple[str, str
         f'<div class="vjs-root" id="{uid}" tabindex="0" data-step="0" data-steps="{n}">'
         f"<style>{_CSS}</style>"
         f'<div class="vjs-title" data-role="title">{_escape(shown_title)}</div>{warning}'
-        '<div class="vjs-controls">'
+        + "".join(f'<p class="vjs-note" data-role="note">{_escape(note)}</p>' for note in notes)
+        + '<div class="vjs-controls">'
         '<button type="button" data-role="reset" title="back to the seeds (Home)">Reset</button>'
         '<button type="button" data-role="prev" title="one step back (\u2190)">\u25c0 Previous</button>'
         '<button type="button" data-role="next" title="one step on (\u2192)">Next \u25b6</button>'
@@ -686,8 +689,9 @@ def _fragment(explanation: ExplanationData, title: str | None) -> tuple[str, str
     return fragment, script
 
 
-def stepper_html(explanation: ExplanationData, title: str | None = None) -> str:
-    """One self-contained HTML page stepping through the reverse pass of ``explanation``.
+def stepper_html(explanation: ExplanationData, title: str | None = None, notes: Sequence[str] = ()) -> str:
+    """One self-contained HTML page stepping through the reverse pass of ``explanation``, with
+    ``notes`` (lines of text, such as a PyTorch pass's verdict) under its title.
 
     Next, Previous, Play and Reset move through the steps (arrow keys too): step 0 shows
     the seeds; each step highlights the edge the gradient crosses, shows
@@ -695,7 +699,7 @@ def stepper_html(explanation: ExplanationData, title: str | None = None) -> str:
     its running total, and the last step leaves each at the gradient ``backward`` gives.
     Nothing is fetched from the network; all user text is escaped.
     """
-    fragment, script = _fragment(explanation, title)
+    fragment, script = _fragment(explanation, title, notes)
     shown_title = title if title is not None else _default_title(explanation)
     script_hash = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     policy = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'"
@@ -713,6 +717,7 @@ _CSS = """
   outline:none}
 .vjs-root:focus-visible{box-shadow:0 0 0 3px #9cc1f5}
 .vjs-root .vjs-title{font-weight:600;font-size:16px;margin-bottom:8px}
+.vjs-root .vjs-note{margin:2px 0;white-space:pre-wrap}
 .vjs-root .vjs-warning{background:#fff4d6;border:1px solid #e0b341;padding:4px 8px;border-radius:4px}
 .vjs-root .vjs-controls{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin-bottom:8px}
 .vjs-root button{font:inherit;padding:3px 10px;border:1px solid #aab4c4;border-radius:5px;background:#f4f6fa;
