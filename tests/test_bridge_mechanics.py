@@ -286,6 +286,38 @@ def test_a_pass_started_through_grad_or_backward_imported_before_the_watch_is_li
     assert "No backward pass ran" not in w.summary()
 
 
+def test_a_batch_cut_from_a_dataset_too_large_to_replay_is_replayed() -> None:
+    """A dataset of more elements than the watch replays (MNIST's shape, smaller) takes no
+    gradient: a batch cut from it (a slice, an index, a DataLoader's, a clone) is constants the
+    watch reads from PyTorch's batch, and its pass is replayed (an outside review found every
+    such pass refused, naming the dataset). An operation that takes gradient and reads the whole
+    dataset is still not replayed, naming it."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from vjpgrad.bridge.watch import LARGEST
+
+    torch.manual_seed(3)
+    with vjpgrad.watch_torch() as w:
+        inputs, targets = torch.randn(LARGEST // 2, 3), torch.randn(LARGEST // 2, 1)
+        model = torch.nn.Linear(3, 1)
+        xb, yb = next(iter(DataLoader(TensorDataset(inputs, targets), batch_size=2)))
+        torch.nn.functional.mse_loss(model(xb), yb).backward()
+        picked = torch.tensor([5, 17])
+        torch.nn.functional.mse_loss(model(inputs[picked]), targets[picked]).backward()
+        torch.nn.functional.mse_loss(model(inputs[:2].clone()), targets[:2].clone()).backward()
+        (model.weight @ inputs.T).sum().backward()  # 50,000 results, each reading the dataset
+        buffer = torch.zeros(LARGEST + 2)
+        buffer[:2] = model.bias * 2.0  # gradient written into the dataset-sized tensor: not replayed
+        buffer[:2].sum().backward()
+    *batches, whole, written = w.passes
+    for p in batches:
+        assert p.matches, p.summary()
+    assert not whole.replayed
+    assert f"{inputs.numel():,} elements" in whole.reason
+    assert not written.replayed
+    assert f"{LARGEST + 2:,} elements" in written.reason
+
+
 def test_autograd_grad_runs_as_in_plain_pytorch_and_its_returned_gradients_are_compared() -> None:
     """``torch.autograd.grad`` hands its gradients back instead of adding them into ``.grad``: the
     pass is replayed all the same, and what it returns is compared, element by element, with the

@@ -60,6 +60,7 @@ class Entry:
     notes: frozenset[str] = field(default_factory=frozenset)  # known reasons its gradients may differ
     seen_at: str = ""  # a leaf's: the learner's file:line where the watch first saw it read
     changed_unseen: bool = False  # a leaf's generation made for numbers that changed by no operation the watch saw
+    large: str | None = None  # constants too many to hold (a dataset): why a pass that reads them is not replayed
 
     @property
     def takes_gradient(self) -> bool:

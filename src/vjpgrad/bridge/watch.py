@@ -92,6 +92,16 @@ def too_large(t: torch.Tensor) -> str:
     )
 
 
+def _too_large(t: torch.Tensor) -> Entry:
+    """The entry of a tensor of more than ``LARGEST`` elements: one that takes gradient cannot be
+    replayed; constants (a dataset) are not held, and what takes no gradient from them (a batch
+    cut from it, its size) is more constants, read from PyTorch's results; only an operation that
+    takes gradient and reads them (``w @ dataset.T``) is not replayed, saying why."""
+    if t.requires_grad:
+        return Entry(t, [], is_single(t), b"", poisoned=too_large(t))
+    return Entry(t, [], is_single(t), b"", large=too_large(t))
+
+
 class TorchReplayError(RuntimeError):
     """Under ``watch_torch(strict=True)``: a pass that could not be replayed, or whose gradients
     differ from PyTorch's; the message is the pass's summary."""
@@ -250,8 +260,10 @@ class Watch:
         known = self._entries.get(id(t))
         if known is not None and known.tensor is t and known.poisoned:
             return known  # what could not be replayed stays so, with its first reason
+        if known is not None and known.tensor is t and known.large and not t.requires_grad:
+            return known  # where it was made
         if t.numel() > LARGEST:
-            return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=too_large(t)))
+            return self._remember(t, _too_large(t))
         unfollowed = replay.unfollowed_type(t, f"read at {user_location()}") if t.requires_grad else None
         if unfollowed is not None:
             return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=unfollowed))
@@ -344,7 +356,7 @@ class Watch:
             for t in outputs:
                 self._without_gradient(name, t)
             return
-        poisoned = _first_reason(flowing, outputs)
+        poisoned = _first_reason(flowing, outputs) or next((e.large for e in entries.values() if e.large), None)
         notes = frozenset().union(*(e.notes for e in flowing)) | ({MATMUL_NOTE} if base in MATRIX_PRODUCTS else set())
         if poisoned is None:
             swapped = tuple(copies.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)
@@ -403,7 +415,7 @@ class Watch:
     def _plain(self, t: torch.Tensor) -> None:
         """A tensor made or changed with no gradient flowing: a leaf (a step under no_grad) or constants."""
         if t.numel() > LARGEST:
-            self._remember(t, Entry(t, [], is_single(t), b"", poisoned=too_large(t)))
+            self._remember(t, _too_large(t))
             return
         numbers = constant_numbers(t)
         mark = fingerprint(t, numbers)
