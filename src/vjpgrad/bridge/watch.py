@@ -258,10 +258,10 @@ class Watch:
         """The entry of a tensor an operation reads: the one the watch made, or (for a tensor it
         has not seen, or whose numbers changed unseen) a new one."""
         known = self._entries.get(id(t))
-        if known is not None and known.tensor is t and known.poisoned:
-            return known  # what could not be replayed stays so, with its first reason
-        if known is not None and known.tensor is t and known.large and not t.requires_grad:
-            return known  # where it was made
+        if known is not None and known.tensor is not t:  # another tensor's, which had this id
+            known = None
+        if known is not None and (known.poisoned or (known.large and not t.requires_grad)):
+            return known  # what could not be replayed stays so, with its first reason; a dataset, where it was made
         if t.numel() > LARGEST:
             return self._remember(t, _too_large(t))
         unfollowed = replay.unfollowed_type(t, f"read at {user_location()}") if t.requires_grad else None
@@ -270,8 +270,8 @@ class Watch:
         numbers = constant_numbers(t)
         mark = fingerprint(t, numbers)
         leaf = _is_leaf(t)
-        unseen = known is not None and known.tensor is t and known.fingerprint != mark  # (w.data *= 2)
-        if known is not None and known.tensor is t and known.fingerprint == mark:
+        unseen = known is not None and known.fingerprint != mark  # (w.data *= 2)
+        if known is not None and known.fingerprint == mark:
             became_leaf = leaf and not known.leaf and not known.takes_gradient  # requires_grad_(True)
             if not became_leaf and known.leaf == leaf:  # a leaf stops being one with requires_grad_(False)
                 return self._unless_a_function_made_it(t, known)
