@@ -100,6 +100,46 @@ def test_in_place_on_a_view_is_replayed_and_pytorchs_refusals_claim_nothing() ->
     assert p.leaves[0].replayed == grads(x)
 
 
+def test_an_operation_not_replayed_through_a_view_names_itself_and_its_line_for_the_base_too() -> None:
+    """An in-place operation the replay does not reproduce, run through a view (``v[1].fmod_``,
+    ``u[1][index] = ...``), changes the view's base too: a pass through the base names that
+    operation and its line, not "a tensor made before watch_torch() began" (an outside review
+    found the generic reason)."""
+    torch.manual_seed(15)
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(4, requires_grad=True)
+        v = torch.zeros(3, 4) + x
+        v[1].fmod_(0.3)
+        (v * v).sum().backward()
+    (p,) = w.passes
+    assert not p.replayed
+    assert "fmod_" in p.reason, p.reason
+    assert "test_bridge_mechanics.py" in p.reason
+    assert "made before watch_torch() began" not in p.reason
+
+
+@pytest.mark.parametrize("numbers", [[1.0, 1.0, 5.0], [2.0, 3.0, 4.0]], ids=["same numbers", "new numbers"])
+def test_a_view_read_after_its_base_changed_in_place_is_the_bases_elements(numbers: list[float]) -> None:
+    """A view taken before its base is changed in place (``v = t[:2]; t.mul_(x)``) shows the
+    base's new elements, gradient and all, as PyTorch's view does (they share its memory and its
+    version counter): the replay reads the view from the base's replayed elements (an outside
+    review found it kept the view's old constants: x.grad [0, 0, 0] against PyTorch's [3, 3, 0],
+    "the reason is not known", or the pass refused when the numbers changed)."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor(numbers, dtype=torch.float64, requires_grad=True)
+        t = torch.ones(3, dtype=torch.float64)
+        v = t[:2]
+        t.mul_(x)
+        (v * 3).sum().backward()
+        column = torch.ones(3, 2, dtype=torch.float64)
+        picked = column[:, 1]  # a strided view
+        column.mul_(x[:, None])
+        (picked * picked).sum().backward()
+    check_verdicts(w)
+    for p in w.passes:
+        assert p.matches, p.summary()
+
+
 def test_retain_graph_and_repeated_backward_accumulate() -> None:
     torch.manual_seed(14)
     with vjpgrad.watch_torch() as w:

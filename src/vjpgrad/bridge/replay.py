@@ -61,6 +61,7 @@ class Entry:
     seen_at: str = ""  # a leaf's: the learner's file:line where the watch first saw it read
     changed_unseen: bool = False  # a leaf's generation made for numbers that changed by no operation the watch saw
     large: str | None = None  # constants too many to hold (a dataset): why a pass that reads them is not replayed
+    version: int = -1  # the tensor's version counter when the watch made this entry (views share their base's)
 
     @property
     def takes_gradient(self) -> bool:

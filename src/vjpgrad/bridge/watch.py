@@ -260,10 +260,9 @@ class Watch:
         known = self._entries.get(id(t))
         if known is not None and known.tensor is not t:  # another tensor's, which had this id
             known = None
-        if known is not None and (known.poisoned or (known.large and not t.requires_grad)):
-            return known  # what could not be replayed stays so, with its first reason; a dataset, where it was made
-        if t.numel() > LARGEST:
-            return self._remember(t, _too_large(t))
+        settled = self._settled(t, known)
+        if settled is not None:
+            return settled
         unfollowed = replay.unfollowed_type(t, f"read at {user_location()}") if t.requires_grad else None
         if unfollowed is not None:
             return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=unfollowed))
@@ -287,6 +286,16 @@ class Watch:
             return self._remember(t, Entry(t, list(numbers), is_single(t), mark, poisoned=reason))
         return self._remember(t, Entry(t, list(numbers), is_single(t), mark))
 
+    def _settled(self, t: torch.Tensor, known: Entry | None) -> Entry | None:
+        """The entry of ``t`` decided before its numbers are read: one that could not be replayed
+        (with its first reason), a tensor too large to hold (a dataset, where it was made), a view
+        changed through its base (``_from_base``); else None."""
+        if known is not None and (known.poisoned or (known.large and not t.requires_grad)):
+            return known
+        if t.numel() > LARGEST:
+            return self._remember(t, _too_large(t))
+        return self._from_base(t) if known is not None and known.version != _version(t) else None
+
     def _unless_a_function_made_it(self, t: torch.Tensor, known: Entry) -> Entry:
         """``known``, or, for the output of a ``torch.autograd.Function`` (the learner's own, or one
         of PyTorch's written in Python), an entry that says why no pass through it is replayed. Its
@@ -305,6 +314,7 @@ class Watch:
         return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
 
     def _remember(self, t: torch.Tensor, entry: Entry) -> Entry:
+        entry.version = _version(t)  # an in-place operation's result: before PyTorch raises it, so it reads as moved
         self._entries[id(t)] = entry
         if entry.leaf:
             self._leaves.setdefault(id(t), []).append(entry)
@@ -362,8 +372,16 @@ class Watch:
             swapped = tuple(copies.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)
             poisoned = self._replay(Call(name, swapped, dict(kwargs), entries, outputs), notes)
         if poisoned is not None:
-            for t in outputs:
-                self._remember(t, Entry(t, [], is_single(t), b"", poisoned=poisoned))
+            self._not_replayed(outputs, poisoned, args if base.endswith("_") else ())
+
+    def _not_replayed(self, outputs: list[torch.Tensor], reason: str, changed: Any) -> None:
+        """``outputs`` not replayed, for ``reason``; an in-place operation's (``changed``: its
+        arguments) through a view changed the view's base too, which is then not either."""
+        for t in outputs:
+            self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
+            viewed = t._base if changed and changed[0] is t else None
+            if viewed is not None:
+                self._remember(viewed, Entry(viewed, [], is_single(viewed), b"", poisoned=reason))
 
     def _without_gradient(self, name: str, t: torch.Tensor) -> None:
         """A result the replay takes no gradient through: constants, or a leaf (a step under
@@ -411,6 +429,29 @@ class Watch:
         for s, item in zip(shown, items, strict=True):
             updated[position[s]] = item
         self._remember(base, Entry(base, updated, entry.single, fingerprint(base, numbers_of(base)), notes=entry.notes))
+
+    def _from_base(self, view: torch.Tensor) -> Entry | None:
+        """The entry of a view whose memory was changed in place after the watch last saw it (its
+        version counter, which it shares with its base, moved), as by its base (``v = t[:2];
+        t.mul_(x)``): the base's elements the view shows, as the watch made them, where the base's
+        entry holds the base's numbers as they are now; else None."""
+        base = view._base
+        entry = None if base is None or _is_leaf(view) else self._entries.get(id(base))
+        if entry is None or entry.tensor is not base or entry.poisoned or entry.large or base.dtype != view.dtype:
+            return None
+        if len(entry.items) != base.numel() or entry.fingerprint != fingerprint(base, numbers_of(base)):
+            return None
+        size = base.untyped_storage().nbytes() // base.element_size()
+        places = torch.arange(size)
+        shown = numbers_of_index(torch.as_strided(places, view.shape, view.stride(), view.storage_offset()))
+        where = numbers_of_index(torch.as_strided(places, base.shape, base.stride(), base.storage_offset()))
+        position = {s: k for k, s in enumerate(where)}
+        if not all(s in position for s in shown):
+            return None
+        items = [entry.items[position[s]] for s in shown]
+        return self._remember(
+            view, Entry(view, items, entry.single, fingerprint(view, numbers_of(view)), notes=entry.notes)
+        )
 
     def _plain(self, t: torch.Tensor) -> None:
         """A tensor made or changed with no gradient flowing: a leaf (a step under no_grad) or constants."""
@@ -1234,6 +1275,15 @@ _IMPORTED_BEFORE = (
     "(from torch.autograd import grad), which the watch cannot replay: write torch.autograd.grad(...) "
     "or torch.autograd.backward(...), or y.backward(), inside the watch"
 )
+
+
+def _version(t: torch.Tensor) -> int:
+    """PyTorch's version counter of ``t``, which each in-place change of it (or of a tensor that
+    shares its memory as a view) raises; -1 for a tensor that keeps none (an inference tensor)."""
+    try:
+        return int(t._version)
+    except (RuntimeError, AttributeError):
+        return -1
 
 
 def _explained(outputs: list[Value], seeds: list[float], scalar: bool) -> Explanation:
