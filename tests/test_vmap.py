@@ -687,16 +687,24 @@ def test_calls_from_several_threads_at_once_each_get_their_own_numbers(monkeypat
     wrong: list[int] = []
 
     def work(k: int) -> None:
-        for _ in range(15):
+        for _ in range(60):
             if not np.array_equal(per_sample(params, batches[k]), expected[k]):
                 wrong.append(k)
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads taking turns as often as they can: a window between two lines is met
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switching)
     assert not wrong
+    # the recording found by every call: none recorded anew (an outside review found a thread
+    # that called while another held the program out of the table record it again, and warn)
+    assert per_sample._recordings == 1
 
 
 # ---- training -------------------------------------------------------------------------------------
@@ -1083,3 +1091,109 @@ def test_across_products_adds_each_share_onto_its_start_as_across_stacked(start:
     for buffers in (None, []):
         found = namespace["_across_products"](starts, 1, left, right, buffers)
         assert found.tobytes() == expected.tobytes()
+
+
+# ---- unbatched Values that are one object -----------------------------------------------------
+
+ALIASED_GLOBAL = Value(5.0)
+
+
+def _eager_rows(f: Callable[..., Value], xs: Any, *args: Any, **kwargs: Any) -> list[float]:
+    return [f(Value(float(x), requires_grad=False), *args, **kwargs).data for x in xs]
+
+
+def test_an_unbatched_value_that_is_also_read_from_outside_is_watched_as_one_object() -> None:
+    """An unbatched Value argument that is the very Value the function also reads another way (a
+    global, a model's weight it closes over, a keyword argument) is one input of the recording
+    only while it is that Value: a later call given another Value is recorded anew, and reads
+    each where eager code reads it (an outside review found the first recording reused, the new
+    argument read in both places)."""
+    xs = np.array([1.0, 2.0])
+    other = Value(10.0)
+
+    def with_global(x: Value, a: Value) -> Value:
+        return x * a + ALIASED_GLOBAL
+
+    mapped = vmap(with_global, in_dims=(0, None))
+    assert mapped(xs, ALIASED_GLOBAL).tolist() == _eager_rows(with_global, xs, ALIASED_GLOBAL) == [10.0, 15.0]
+    assert mapped(xs, other).tolist() == _eager_rows(with_global, xs, other) == [15.0, 25.0]
+    assert mapped(xs, ALIASED_GLOBAL).tolist() == [10.0, 15.0]
+
+    def with_keyword(x: Value, a: Value, *, b: Value) -> Value:
+        return x * a + b
+
+    mapped = vmap(with_keyword, in_dims=(0, None))
+    assert mapped(xs, other, b=other).tolist() == [20.0, 30.0]
+    hundred = Value(100.0)
+    assert mapped(xs, hundred, b=other).tolist() == _eager_rows(with_keyword, xs, hundred, b=other) == [110.0, 210.0]
+
+    neuron = vjpgrad.nn.Neuron(1, nonlin=False, seed=0)
+
+    def with_model(x: Value, s: Value) -> Value:
+        return neuron([x]) * s
+
+    mapped = vmap(with_model, in_dims=(0, None))
+    mapped(xs, neuron.w[0])
+    three = Value(3.0)
+    assert mapped(xs, three).tolist() == _eager_rows(with_model, xs, three)
+
+    def loss(p: Value, x: Value, a: Value) -> Value:
+        return p * x * a + p * ALIASED_GLOBAL
+
+    per_sample = vmap(grad(loss), in_dims=(None, 0, None))
+    per_sample(2.0, xs, ALIASED_GLOBAL)
+    expected = [grad(loss)(2.0, Value(x, requires_grad=False), other) for x in xs]
+    assert per_sample(2.0, xs, other).tolist() == expected == [15.0, 25.0]
+
+
+def test_one_value_given_twice_unbatched_is_one_input_and_two_later_are_two() -> None:
+    """Tied weights (``[w, w]``) or ``f(x, w, w)``: one Value given twice is one input of the code
+    (it was written as two parameters of one name, a SyntaxError); a later call with two Values
+    in those places is recorded anew, and the reverse order works as well."""
+    xs = np.array([1.0, 2.0])
+    w, v = Value(10.0), Value(7.0)
+
+    def tied(x: Value, ws: list[Value]) -> Value:
+        return x * ws[0] + ws[1]
+
+    mapped = vmap(tied, in_dims=(0, None))
+    assert mapped(xs, [w, w]).tolist() == _eager_rows(tied, xs, [w, w]) == [20.0, 30.0]
+    assert mapped(xs, [w, v]).tolist() == _eager_rows(tied, xs, [w, v]) == [17.0, 27.0]
+    assert mapped(xs, [v, v]).tolist() == [14.0, 21.0]
+
+    def loss(p: Value, x: Value, a: Value, b: Value) -> Value:
+        return p * x * a + b
+
+    per_sample = vmap(grad(loss), in_dims=(None, 0, None, None))
+    assert per_sample(1.0, xs, w, w).tolist() == [grad(loss)(1.0, Value(x, requires_grad=False), w, w) for x in xs]
+    assert per_sample(1.0, xs, w, v).tolist() == [10.0, 20.0]
+
+
+def test_argnums_are_checked_as_the_transform_checks_them() -> None:
+    """``vmap(grad(f, argnums=(0, 0)))`` is refused as ``grad(f, argnums=(0, 0))`` is (an outside
+    review found it accepted, returning the gradient twice)."""
+
+    def f(p: Value, x: Value) -> Value:
+        return p * x
+
+    with pytest.raises(ValueError, match=r"argnums elements must be unique, got \(0, 0\)"):
+        grad(f, argnums=(0, 0))(2.0, Value(1.0, requires_grad=False))
+    with pytest.raises(ValueError, match=r"argnums elements must be unique, got \(0, 0\)"):
+        vmap(grad(f, argnums=(0, 0)), in_dims=(None, 0))(2.0, np.array([1.0, 3.0]))
+    with pytest.raises(ValueError, match=r"argnums 2 is out of range for a function called with 2 arguments"):
+        vmap(grad(f, argnums=2), in_dims=(None, 0))(2.0, np.array([1.0, 3.0]))
+
+
+def test_an_out_dims_entry_applies_to_each_result_of_a_nested_tuple() -> None:
+    """``out_dims=(0, 1)`` for a result ``((a, b), c)``: the entry 0 applies to both of ``(a, b)``,
+    as ``torch.func.vmap``'s out_dims is a prefix of the result's structure (an outside review
+    found an AttributeError)."""
+    xs = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    (pair, last) = vmap(lambda x: ((x, [x[0] * 2.0, x[1]]), [x[1], x[0]]), out_dims=(0, 1))(xs)
+    assert pair[1].shape == (3, 2)
+    assert pair[1].tolist() == [[2.0, 2.0], [6.0, 4.0], [10.0, 6.0]]
+    assert last.shape == (2, 3)
+    assert last.tolist() == [[2.0, 4.0, 6.0], [1.0, 3.0, 5.0]]
+    value, grads = vmap(value_and_grad(lambda a, b: a * b, argnums=(0, 1)), out_dims=(0, 0))(xs[:, 0], xs[:, 1])
+    assert value.tolist() == [2.0, 12.0, 30.0]
+    assert [g.tolist() for g in grads] == [[2.0, 4.0, 6.0], [1.0, 3.0, 5.0]]

@@ -30,14 +30,17 @@ are those the transform gives for that sample alone.
 from __future__ import annotations
 
 import builtins
+import collections
+import contextlib
 import fractions
+import functools
 import linecache
 import numbers
 import struct
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any
 
@@ -49,7 +52,7 @@ from vjpgrad.core.modes import DataDependentError, refusing_numbers, state, warn
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.recording import RecompileWarning, Recording, recorded_graph
-from vjpgrad.transforms.functional import Transformed
+from vjpgrad.transforms.functional import Transformed, checked_positions
 
 CHUNK_BUDGET = 1 << 25
 """Bytes of intermediate arrays one chunk may hold (32 MiB): a batch whose forward and reverse
@@ -242,12 +245,17 @@ class _Program:
     workspaces: workspace.Workspaces  # the arrays of its latest calls, written into by the next (workspace.py)
     guard: Callable[..., bool]  # the function's world as recorded (compiler/guard.py): false, record anew
     numbers_by_identity: bool  # the guard also compares which numbers given are one object
+    picked: list[int] | None = None  # the leaves that are inputs, where a Value was given twice (first places)
+    same_as: list[tuple[int, graph.Node]] = field(default_factory=list)  # a given Value read from outside too
 
     def fits(self, function: Callable[..., Any], given: _Given) -> bool:
         """Whether the function's world is still the one recorded (the one place that decides
         it, as ``compiler.run.Replay.stale_for`` does for compile): its globals, closures,
         defaults and what the unbatched objects hold, compared with the facts the recording
-        found. The arguments' kinds and numbers are the program's key, compared before."""
+        found, and which Values given unbatched it read from outside too (``same_as``). The
+        arguments' kinds and numbers are the program's key, compared before."""
+        if any(given.values[k] is not x for k, x in self.same_as):
+            return False
         if self.numbers_by_identity:
             return self.guard(function, *given.objects, _numbers=[x for _, x in given.numbers])
         return self.guard(function, *given.objects)
@@ -262,13 +270,51 @@ class _Given:
 
     objects: list[Any]
     numbers: list[tuple[str, Any]]
+    values: list[Value]  # the Values given unbatched, in order (``_given_values``)
 
     @classmethod
     def of(cls, read: list[_Argument], kwargs: dict[str, Any]) -> _Given:
         static = [a.value for a in read if a.kind == "static"]
         objects = [x for x in [*static, *kwargs.values()] if not world.is_scalar(x)]
         shown = tuple(a.value if a.kind == "static" else _SAMPLE for a in read)  # a sample's Values: no number
-        return cls(objects, record.number_arguments(shown, kwargs))
+        return cls(objects, record.number_arguments(shown, kwargs), _given_values(read))
+
+
+def _given_values(read: list[_Argument]) -> list[Value]:
+    """The Values the call was given unbatched (``values`` arguments), in order: the function
+    reads them as they are, so which of them are one object is structure."""
+    found: list[Value] = []
+    for a in read:
+        if a.kind == "values":
+            found.extend([a.value] if a.width is None else a.value)
+    return found
+
+
+def _wired(
+    leaves: list[Value], outside: list[graph.Node], given: list[Value]
+) -> tuple[list[int], list[tuple[int, graph.Node]], list[graph.Node]]:
+    """How the Values a recording read become its code's inputs: the places among ``leaves`` of
+    those that are inputs (a Value given twice is one, at its first place); the Values given
+    unbatched that it also read from outside (a global, a model's weight), by their place among
+    ``given``, which the program holds to being those objects (``_Program.fits``); and the
+    Values read from outside alone, whose numbers are read at every call."""
+    place: dict[int, int] = {}
+    for k, x in enumerate(leaves):
+        place.setdefault(id(x), k)
+    first_given: dict[int, int] = {}
+    for k, x in enumerate(given):
+        first_given.setdefault(id(x), k)
+    same_as = [(first_given[id(x)], x) for x in outside if id(x) in first_given]
+    return sorted(place.values()), same_as, [x for x in outside if id(x) not in place]
+
+
+def _one_objects(values: list[Value]) -> tuple[int, ...] | None:
+    """Where among ``values`` each one first appears, where one appears twice (``[w, w]``); None
+    where they are all other objects (the common case, told in one pass)."""
+    if len(set(map(id, values))) == len(values):
+        return None
+    first: dict[int, int] = {}
+    return tuple(first.setdefault(id(v), k) for k, v in enumerate(values))
 
 
 _SAMPLE = object()
@@ -378,7 +424,7 @@ class Vmapped:
                 "vmap writes array code for one transform of a function (vmap(grad(f))); "
                 f"a transform of a transform ({getattr(f, '__name__', 'f')}) is not supported"
             )
-        self._programs: dict[tuple[Any, ...], _Program] = {}
+        self._programs: collections.OrderedDict[tuple[Any, ...], _Program] = collections.OrderedDict()
         self._latest: _Program | None = None
         self._recordings = 0  # made in all: past PROGRAMS_KEPT, said once
         self.__name__ = f"vmap({getattr(f, '__name__', 'f')})"
@@ -464,11 +510,12 @@ class Vmapped:
         positions = self._argnums(len(read))
         for k in positions:  # a differentiated int, or list with ints, is a variable, as the transforms take it
             read[k] = _differentiable(read[k], k)
+        given = _Given.of(read, kwargs)
         key = (
             tuple(a.key(k in positions) for k, a in enumerate(read)),
             tuple(sorted((name, _exact(v)) for name, v in kwargs.items())),
+            _one_objects(given.values),
         )
-        given = _Given.of(read, kwargs)
         return self._recorded(key, function, given, lambda: self._write(function, read, kwargs, positions, given))
 
     def _recorded(
@@ -477,20 +524,24 @@ class Vmapped:
         """The program recorded for ``key`` whose world still fits (``_Program.fits``), else a new
         one (``write``): the ``PROGRAMS_KEPT`` latest are kept, the least recently used dropped
         first (each unbatched number has its own, so a number that changes at every call would
-        otherwise keep them all)."""
+        otherwise keep them all). A program stays in the table while it is looked at: a thread
+        calling meanwhile finds it too (one taken out and put back was recorded anew by another
+        thread in between)."""
         programs = self._programs
-        program = programs.pop(key, None)
+        program = programs.get(key)
         if program is not None and not program.fits(function, given):
             program = None  # its world changed (a global, an attribute): recorded anew, as compile does
         if program is None:
             program = write()
             self._recordings += 1
-            oldest = next(iter(programs), None) if len(programs) >= PROGRAMS_KEPT else None
+            oldest = next(iter(programs), None) if len(programs) >= PROGRAMS_KEPT and key not in programs else None
             if oldest is not None:
                 programs.pop(oldest, None)  # another thread may have dropped it already
             if self._recordings == PROGRAMS_KEPT + 1:
                 warn_at_users_line(CHANGING.format(name=self.__name__, count=self._recordings), RecompileWarning)
-        programs[key] = program  # the latest used last
+            programs[key] = program
+        with contextlib.suppress(KeyError):  # another thread may have dropped it meanwhile
+            programs.move_to_end(key)  # the latest used last, in one step
         self._latest = program
         return program
 
@@ -498,12 +549,7 @@ class Vmapped:
         transformed = self.transformed
         if transformed is None:
             return []
-        argnums = transformed.argnums
-        listed = [argnums] if isinstance(argnums, int) else list(argnums)
-        for k in listed:
-            if isinstance(k, bool) or not isinstance(k, int) or not -count <= k < count:
-                raise ValueError(f"argnums {k!r} is out of range for a function called with {count} arguments")
-        return [k % count for k in listed]
+        return checked_positions(transformed.argnums, count)  # as the transform checks them, eagerly
 
     def _write(
         self,
@@ -530,11 +576,10 @@ class Vmapped:
             leaves.extend(found)
             counts.append(len(found))
         live, edges, outside = recorded_graph(recording, outputs)
-        known = {id(x) for x in leaves}
-        from_outside = [x for x in outside if id(x) not in known]
-        inputs = [*leaves, *from_outside]
+        picked, same_as, from_outside = _wired(leaves, outside, given.values)
+        inputs = [*(leaves[k] for k in picked), *from_outside]
         wrt = [v for k in positions for v in ([lifted[k]] if isinstance(lifted[k], Value) else list(lifted[k]))]
-        writer = ArrayWriter(Graph(live, edges, inputs, outputs, wrt), len(leaves))
+        writer = ArrayWriter(Graph(live, edges, inputs, outputs, wrt), len(picked))
         source = writer.source(reverse=transformed is not None)
         name = getattr(function, "__name__", "f")
         namespace = arrays.namespace(self.fast)
@@ -560,6 +605,8 @@ class Vmapped:
             workspaces=workspaces,
             guard=guard.loaded(world_found)[0],
             numbers_by_identity=bool(world_found.numbers),
+            picked=None if len(picked) == len(leaves) else picked,
+            same_as=same_as,
         )
 
     def _chunks(self, program: _Program, batch: int) -> list[tuple[int, int]]:
@@ -626,6 +673,8 @@ class Vmapped:
         to ``hi``: its inputs (the arguments' columns, then the numbers from outside), the values
         it made, and the function's outputs."""
         inputs = [column for a in read if a.kind != "static" for column in a.columns(lo, hi)]
+        if program.picked is not None:  # a Value given twice: one input
+            inputs = [inputs[k] for k in program.picked]
         inputs += [graph.number(x) for x in program.outside]
         values = forward(*inputs)
         outputs = [values[k] if k >= 0 else inputs[-1 - k] for k in (program.names[id(y)] for y in program.outputs)]
@@ -670,7 +719,7 @@ class Vmapped:
             return _map(result, lambda a: _moved(a, out_dims))
         if not isinstance(result, tuple) or len(result) != len(out_dims):
             raise ValueError("vmap: out_dims as a tuple needs one entry per item of the function's tuple result")
-        return tuple(_moved(a, d) for a, d in zip(result, out_dims, strict=True))
+        return tuple(_map(a, functools.partial(_moved, dim=d)) for a, d in zip(result, out_dims, strict=True))
 
     def _call_vjp(self, cotangent: _Argument, batch: int) -> Any:
         """``vmap(vjp_fn)(cotangents)``: the primals fixed, one reverse pass per cotangent."""
@@ -875,7 +924,8 @@ def vmap(
 
     The function is recorded once per structure of arguments and unbatched numbers (as
     ``vjpgrad.compile`` records, and refusing what it refuses: Python that reads a Value's
-    number) and run as array code, ``.source``; the ``PROGRAMS_KEPT`` latest recordings are
+    number; which unbatched Values are one object, a Value given twice or one the function also
+    reads from its world, is structure too) and run as array code, ``.source``; the ``PROGRAMS_KEPT`` latest recordings are
     kept (8). An unbatched number that changes at every call is recorded at every call, and past
     8 recordings a ``RecompileWarning`` says so: pass it as a Value (``Value(lr,
     requires_grad=False)``), whose number is read at each call. Exact by

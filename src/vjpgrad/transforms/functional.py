@@ -182,9 +182,10 @@ class _Argument:
         return plain if self.is_list else plain[0]
 
 
-def _positions(argnums: int | Sequence[int], count: int) -> list[int]:
+def checked_positions(argnums: int | Sequence[int], count: int) -> list[int]:
     """The positional arguments to differentiate, checked as torch.func checks them (but as
-    ValueError, where torch.func raises RuntimeError): each in range, at least one, none twice."""
+    ValueError, where torch.func raises RuntimeError): each in range, at least one, none twice.
+    ``vmap`` of a transform checks its ``argnums`` here too."""
     numbers_ = [argnums] if isinstance(argnums, int) else list(argnums)
     if not numbers_:
         raise ValueError("argnums must be non-empty: name at least one positional argument to differentiate")
@@ -272,7 +273,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> C
 
     def value_and_grad_f(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
-            positions = _positions(argnums, len(args))
+            positions = checked_positions(argnums, len(args))
             with _transform() as outer:
                 out, arguments, nested_args = _call(f, args, positions, kwargs)
                 nested = outer or nested_args
@@ -392,7 +393,7 @@ def jacobian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
 
     def jacobian_f(*args: Any, **kwargs: Any) -> Any:
         with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
-            positions = _positions(argnums, len(args))
+            positions = checked_positions(argnums, len(args))
             with _transform() as outer:
                 out, arguments, nested_args = _call(f, args, positions, kwargs)
                 nested = outer or nested_args
