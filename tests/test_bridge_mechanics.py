@@ -358,6 +358,28 @@ def test_a_batch_cut_from_a_dataset_too_large_to_replay_is_replayed() -> None:
     assert f"{LARGEST + 2:,} elements" in written.reason
 
 
+def test_a_tensor_made_before_the_watch_is_named_where_it_is_read_and_an_unused_input_needs_none() -> None:
+    """A pass from a forward run before the watch began is not replayed, saying which tensor
+    (read where) and that it was made before the watch (not three possible causes); an input
+    ``torch.autograd.grad`` is given with ``allow_unused`` that the pass never reaches needs no
+    history: made before the watch, it is no reason to refuse the pass (an outside review found
+    both)."""
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    unused = torch.randn(2, dtype=torch.float64, requires_grad=True)
+    loss = (x * x).sum()
+    with vjpgrad.watch_torch() as w:
+        loss.backward()
+        gx, gu = torch.autograd.grad((x * 3).sum(), [x, unused], allow_unused=True)
+    assert gu is None
+    before, after = w.passes
+    assert not before.replayed
+    assert "made before watch_torch() began" in before.reason
+    assert "changed where the watch could not see" not in before.reason
+    assert f"test_bridge_mechanics.py:{before.location.rpartition(':')[2]}" in before.reason  # read at the call
+    assert after.matches, after.summary()
+    assert [leaf.name for leaf in after.leaves] == ["x"]
+
+
 def test_autograd_grad_runs_as_in_plain_pytorch_and_its_returned_gradients_are_compared() -> None:
     """``torch.autograd.grad`` hands its gradients back instead of adding them into ``.grad``: the
     pass is replayed all the same, and what it returns is compared, element by element, with the

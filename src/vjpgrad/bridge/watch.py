@@ -279,10 +279,7 @@ class Watch:
             entry.changed_unseen = unseen
             return self._remember(t, entry)
         if t.requires_grad:
-            reason = (
-                "a tensor made before watch_torch() began, by a backward pass with create_graph=True, or changed "
-                "where the watch could not see"
-            )
+            reason = f"a tensor read at {user_location()}, " + (_CHANGED_UNSEEN if known is not None else _UNSEEN)
             return self._remember(t, Entry(t, list(numbers), is_single(t), mark, poisoned=reason))
         return self._remember(t, Entry(t, list(numbers), is_single(t), mark))
 
@@ -612,9 +609,9 @@ class Watch:
         number = len(self.passes) + 1
         call = "torch.autograd.grad"
         try:
-            found = [self._entries.get(id(t)) for t in [*roots, *wrt]]
-            before = "a tensor made before watch_torch() began"
-            missing = next((e.poisoned if e else before for e in found if not e or e.poisoned), None)
+            found = [self._entries.get(id(t)) for t in roots] + [self.entry(t) for t in wrt]  # a leaf never read too
+            missing = next((e.poisoned if e else _unseen(t, names) for t, e in zip(roots, found) if not e), None)
+            missing = missing or next((e.poisoned for e in found if e and e.poisoned), None)
             if missing is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=missing, call=call)
             entries = [e for e in found if e is not None]
@@ -1265,6 +1262,19 @@ def _signature(backward: Any) -> inspect.Signature:
         backward = backward.__self__._original
     signature = inspect.signature(backward)
     return signature if "tensors" in signature.parameters else inspect.signature(_pytorchs_backward)
+
+
+_UNSEEN = (
+    "made before watch_torch() began, or by a backward pass with create_graph=True: the watch did not see "
+    "the operations that made it (run the forward pass inside the watch)"
+)
+_CHANGED_UNSEEN = "changed where the watch could not see (its numbers, by no operation the watch saw)"
+
+
+def _unseen(t: torch.Tensor, names: dict[int, str]) -> str:
+    """Why a pass from ``t``, which the watch never saw made, is not replayed, naming it."""
+    name = names.get(id(t))
+    return f"{name + ', ' if name else ''}a tensor {_UNSEEN}"
 
 
 _ENGINE = "_engine_run_backward"
