@@ -925,10 +925,10 @@ def vmap(
     The function is recorded once per structure of arguments and unbatched numbers (as
     ``vjpgrad.compile`` records, and refusing what it refuses: Python that reads a Value's
     number; which unbatched Values are one object, a Value given twice or one the function also
-    reads from its world, is structure too) and run as array code, ``.source``; the ``PROGRAMS_KEPT`` latest recordings are
-    kept (8). An unbatched number that changes at every call is recorded at every call, and past
-    8 recordings a ``RecompileWarning`` says so: pass it as a Value (``Value(lr,
-    requires_grad=False)``), whose number is read at each call. Exact by
+    reads from its world, is structure too) and run as array code, ``.source``; the
+    ``PROGRAMS_KEPT`` latest recordings are kept (8). An unbatched number that changes at every
+    call is recorded at every call, and past 8 recordings a ``RecompileWarning`` says so: pass
+    it as a Value (``Value(lr, requires_grad=False)``), whose number is read at each call. Exact by
     default: every number is the one eager code gives for that sample (given Values for its
     data), edge values included (each C library call runs per element); ``fast=True`` uses
     NumPy's ufuncs, faster, with last-bit differences that depend on the processor and the NumPy

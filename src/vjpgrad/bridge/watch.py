@@ -600,6 +600,17 @@ class Watch:
                 bound.arguments[key] = _read_once(bound.arguments[key])
         return bound
 
+    def _grad_entries(
+        self, roots: list[torch.Tensor], wrt: list[torch.Tensor], names: dict[int, str]
+    ) -> tuple[list[Entry | None], str | None]:
+        """The entries of a ``torch.autograd.grad`` pass's outputs (None for one the watch never
+        saw made) and inputs (a leaf never read among them: it needs no history), and why the pass
+        cannot be replayed, if it cannot: the first output not seen made, named, or the first
+        entry's reason."""
+        found = [self._entries.get(id(t)) for t in roots] + [self.entry(t) for t in wrt]
+        missing = next((_unseen(t, names) for t, e in zip(roots, found[: len(roots)], strict=True) if not e), None)
+        return found, missing or next((e.poisoned for e in found if e and e.poisoned), None)
+
     def _replayed_grad(self, given: dict[str, Any], result: Any, location: str, names: dict[int, str]) -> Pass:
         """``torch.autograd.grad``'s pass replayed: the replay's gradient of each of ``inputs``
         beside what PyTorch returned for it (``result``)."""
@@ -609,9 +620,7 @@ class Watch:
         number = len(self.passes) + 1
         call = "torch.autograd.grad"
         try:
-            found = [self._entries.get(id(t)) for t in roots] + [self.entry(t) for t in wrt]  # a leaf never read too
-            missing = next((e.poisoned if e else _unseen(t, names) for t, e in zip(roots, found) if not e), None)
-            missing = missing or next((e.poisoned for e in found if e and e.poisoned), None)
+            found, missing = self._grad_entries(roots, wrt, names)
             if missing is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=missing, call=call)
             entries = [e for e in found if e is not None]
