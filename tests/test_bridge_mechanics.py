@@ -652,6 +652,29 @@ def test_a_parameter_a_loop_variable_still_holds_keeps_its_modules_name() -> Non
         assert sorted(leaf.name for leaf in done.leaves) == ["model.bias", "model.weight"]
 
 
+def test_leaves_kept_in_a_dict_or_a_list_are_named_by_where_they_are_kept() -> None:
+    """Parameters kept in a dict (``params["w"]``) or a list of tensors or of modules
+    (``layers[0].weight``) are named so in a pass's summary, not "leaf 1 has no name" (an outside
+    review found the note's advice did not fit them); a plain name still wins."""
+    torch.manual_seed(19)
+    with vjpgrad.watch_torch() as w:
+        params = {"w": torch.randn(3, requires_grad=True), "b": torch.zeros(1, requires_grad=True)}
+        layers = [torch.nn.Linear(3, 3), torch.nn.Linear(3, 1)]
+        scales = [torch.ones(1, requires_grad=True)]
+        x = torch.randn(4, 3)
+        ((x @ params["w"] + params["b"]) * scales[0]).sum().backward()
+        layers[1](layers[0](x)).sum().backward()
+        bias = params["b"]
+        (bias * 2).sum().backward()
+    first, second, third = w.passes
+    assert sorted(leaf.name for leaf in first.leaves) == ['params["b"]', 'params["w"]', "scales[0]"]
+    assert sorted(leaf.name for leaf in second.leaves) == [
+        "layers[0].bias", "layers[0].weight", "layers[1].bias", "layers[1].weight"
+    ]  # fmt: skip
+    assert [leaf.name for leaf in third.leaves] == ["bias"]
+    assert "has no name" not in w.summary()
+
+
 def test_in_place_operations_of_zero_gradient_with_gradients_on_are_replayed() -> None:
     # zero_ and fill_ of a number give the tensor's old graph a zero gradient, as the replay's constants do;
     # fill_ with a tensor that takes no gradient is the same

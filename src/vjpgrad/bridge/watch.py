@@ -1150,12 +1150,14 @@ def _names(frame: types.FrameType | None) -> dict[int, str]:
     A module's path wins over a plain name: after ``for p in model.parameters(): ...`` the loop's
     ``p`` still holds the last parameter, which is ``model.bias``, not ``p``. Of two plain names,
     the first bound wins (the locals before the globals): after ``for p in [W, b]: ...``, ``b``
-    is still ``b``."""
+    is still ``b``. Tensors and modules kept in a dict, list or tuple there are named by where they
+    are kept (``params["w"]``, ``layers[0].weight``), after the plain names."""
     names: dict[int, str] = {}
     if frame is None:
         return names
     scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
     paths: dict[int, str] = {}
+    kept: list[tuple[str, Any]] = []
     for scope in scopes:
         for key, value in list(scope.items()):
             if key.startswith("__"):
@@ -1163,9 +1165,31 @@ def _names(frame: types.FrameType | None) -> dict[int, str]:
             if isinstance(value, torch.Tensor):
                 names.setdefault(id(value), key)
             elif isinstance(value, torch.nn.Module):
-                for pname, p in value.named_parameters():
-                    paths.setdefault(id(p), f"{key}.{pname}")
+                _module_paths(key, value, paths)
+            elif isinstance(value, (dict, list, tuple)):
+                kept.append((key, value))
+    for key, container in kept:
+        pairs = container.items() if isinstance(container, dict) else enumerate(container)
+        for k, value in itertools.islice(pairs, CONTAINER_ITEMS):
+            if not isinstance(k, (str, int)):
+                continue
+            plain = isinstance(k, str) and k.isprintable() and '"' not in k and "\\" not in k
+            where = f'{key}["{k}"]' if plain else f"{key}[{k!r}]"
+            if isinstance(value, torch.Tensor):
+                names.setdefault(id(value), where)
+            elif isinstance(value, torch.nn.Module):
+                _module_paths(where, value, paths)
     return names | paths
+
+
+CONTAINER_ITEMS = 1_000
+"""The items of each dict, list or tuple where backward is called that ``_names`` looks in."""
+
+
+def _module_paths(where: str, module: torch.nn.Module, paths: dict[int, str]) -> None:
+    """Each parameter of ``module`` by its path from ``where`` (``model.fc.weight``), unless named."""
+    for pname, p in module.named_parameters():
+        paths.setdefault(id(p), f"{where}.{pname}")
 
 
 def _seeded(pairs: list[tuple[Item, float]]) -> tuple[list[Value], list[float]]:
