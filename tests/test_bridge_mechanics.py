@@ -675,6 +675,28 @@ def test_leaves_kept_in_a_dict_or_a_list_are_named_by_where_they_are_kept() -> N
     assert "has no name" not in w.summary()
 
 
+def test_a_reason_that_needs_a_nan_is_not_given_for_a_pass_whose_gradients_are_all_finite() -> None:
+    """batch_norm's and layer_norm's "a gradient that holds an infinity or a nan" reasons are
+    known at the forward pass only as possible; a pass whose gradients are all finite does not
+    list them (an outside review found them listed for a finite batchnorm model), and one with a
+    nan does."""
+    from vjpgrad.bridge.replay import BATCH_NORM_NAN_NOTE, LAYER_NORM_NAN_NOTE
+
+    torch.manual_seed(0)
+    with vjpgrad.watch_torch() as w:
+        bn, ln = torch.nn.BatchNorm1d(4), torch.nn.LayerNorm(4)
+        x = torch.randn(5, 4, requires_grad=True)
+        y = ln(bn(x))
+        y.backward(torch.randn(5, 4), retain_graph=True)
+        seed = torch.randn(5, 4)
+        seed[0, 0] = float("nan")
+        y.backward(seed)
+    finite, with_nan = w.passes
+    assert BATCH_NORM_NAN_NOTE not in finite.reasons
+    assert LAYER_NORM_NAN_NOTE not in finite.reasons
+    assert {BATCH_NORM_NAN_NOTE, LAYER_NORM_NAN_NOTE} <= set(with_nan.reasons)
+
+
 def test_in_place_operations_of_zero_gradient_with_gradients_on_are_replayed() -> None:
     # zero_ and fill_ of a number give the tensor's old graph a zero gradient, as the replay's constants do;
     # fill_ with a tensor that takes no gradient is the same

@@ -1943,6 +1943,10 @@ BATCH_NORM_NAN_NOTE = (
     "which nan's sign the kernel's sums and fused multiply-adds keep, the replay does not follow"
 )
 
+NAN_ONLY_NOTES = frozenset({LAYER_NORM_NAN_NOTE, BATCH_NORM_NAN_NOTE})
+"""Reasons known at the forward pass only as possible, which apply where a gradient holds an
+infinity or a nan: a pass whose gradients are all finite does not give them."""
+
 BATCH_NORM_MEASURED_NOTE = (
     "batch_norm, whose backward kernel's order of adding and fused multiply-adds were measured on x86-64 "
     "with AVX2 (torch 2.13); on this processor its kernel may add or fuse otherwise"

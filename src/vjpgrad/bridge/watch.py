@@ -632,7 +632,7 @@ class Watch:
             if changed is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=changed, call=call)
             reports, unnamed = self._all_returned(wrt, entries[len(roots) :], result, gradients, names)
-            notes = frozenset().union(*(e.notes for e in entries)) | self._hooks(outs, names)
+            notes = _applying(frozenset().union(*(e.notes for e in entries)), gradients) | self._hooks(outs, names)
             scalar = len(items) == 1 and roots[0].dim() == 0
             explainer = functools.partial(self._as_of, number, outs, kept, scalar, call) if outs else None
             return Pass(
@@ -757,7 +757,8 @@ class Watch:
             changed = self._changed_unseen(gradients, names)
             if changed is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=changed)
-            notes = frozenset().union(*(e.notes for e in found if e)) | self._hooks(outputs, names)
+            notes = _applying(frozenset().union(*(e.notes for e in found if e)), gradients)
+            notes |= self._hooks(outputs, names)
             leaves, seen, unnamed = self._compare(gradients, before, names)
             leaves += self._retained_reports(retained, gradients, before, names)
             reasons = sorted(notes | seen)
@@ -1229,6 +1230,14 @@ def _grad_tensors(given: dict[str, Any]) -> tuple[list[Any], list[Any], list[Any
     seeds = [seeds] if isinstance(seeds, torch.Tensor) or seeds is None else list(seeds)
     wrt = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
     return roots, seeds if len(seeds) == len(roots) else [None] * len(roots), wrt
+
+
+def _applying(notes: frozenset[str], gradients: dict[Value, Any]) -> frozenset[str]:
+    """The reasons a pass may differ that apply to it: those that need a gradient holding an
+    infinity or a nan (``replay.NAN_ONLY_NOTES``) left out where every gradient is finite."""
+    if notes.isdisjoint(replay.NAN_ONLY_NOTES) or not all(map(math.isfinite, gradients.values())):
+        return notes
+    return notes - replay.NAN_ONLY_NOTES
 
 
 def _cotangents(outputs: list[Value], seeds: list[float], *, leaves_only: bool = False) -> dict[Value, Any]:
