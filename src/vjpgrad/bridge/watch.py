@@ -417,11 +417,7 @@ class Watch:
         entry = self._entries.get(id(base))
         if entry is None or entry.tensor is not base or entry.poisoned:
             return
-        size = base.untyped_storage().nbytes() // base.element_size()
-        places = torch.arange(size)
-        shown = numbers_of_index(torch.as_strided(places, view.shape, view.stride(), view.storage_offset()))
-        where = numbers_of_index(torch.as_strided(places, base.shape, base.stride(), base.storage_offset()))
-        position = {s: k for k, s in enumerate(where)}
+        shown, position = _shown_in(view, base)
         updated = list(entry.items)
         for s, item in zip(shown, items, strict=True):
             updated[position[s]] = item
@@ -438,11 +434,7 @@ class Watch:
             return None
         if len(entry.items) != base.numel() or entry.fingerprint != fingerprint(base, numbers_of(base)):
             return None
-        size = base.untyped_storage().nbytes() // base.element_size()
-        places = torch.arange(size)
-        shown = numbers_of_index(torch.as_strided(places, view.shape, view.stride(), view.storage_offset()))
-        where = numbers_of_index(torch.as_strided(places, base.shape, base.stride(), base.storage_offset()))
-        position = {s: k for k, s in enumerate(where)}
+        shown, position = _shown_in(view, base)
         if not all(s in position for s in shown):
             return None
         items = [entry.items[position[s]] for s in shown]
@@ -1327,6 +1319,16 @@ _IMPORTED_BEFORE = (
     "(from torch.autograd import grad), which the watch cannot replay: write torch.autograd.grad(...) "
     "or torch.autograd.backward(...), or y.backward(), inside the watch"
 )
+
+
+def _shown_in(view: torch.Tensor, base: torch.Tensor) -> tuple[list[int], dict[int, int]]:
+    """Where a view's elements lie in their memory, in its order, and which of its base's elements
+    (by position, row-major) lies at each place of that memory: the view's element ``k`` is the
+    base's element ``position[shown[k]]``."""
+    places = torch.arange(base.untyped_storage().nbytes() // base.element_size())
+    shown = numbers_of_index(torch.as_strided(places, view.shape, view.stride(), view.storage_offset()))
+    where = numbers_of_index(torch.as_strided(places, base.shape, base.stride(), base.storage_offset()))
+    return shown, {s: k for k, s in enumerate(where)}
 
 
 def _version(t: torch.Tensor) -> int:
