@@ -176,6 +176,101 @@ def test_a_refusal_caught_by_the_users_except_still_refuses() -> None:
         vjpgrad.compile(f)(Value(4.0))
 
 
+def test_an_error_raised_for_a_values_number_and_caught_is_refused_and_one_not_caught_is_eagers() -> None:
+    """An index out of range (``F.cross_entropy``, ``F.embedding``) or a custom operation that
+    raises (``math.log`` of a negative number) raises for a Value's number: a function that
+    catches it and goes on decided by that number, which a replay would not do again for another
+    (an outside review found the recording's branch kept: 0.0 where eager code gives 3.24). It is
+    refused, naming it; not caught, it is the error eager code raises."""
+    logits = [Value(0.5), Value(-1.0), Value(2.0)]
+    table = [[Value(0.1), Value(0.2)], [Value(0.3), Value(0.4)]]
+
+    def loss(target: Value) -> Value:
+        try:
+            return nn_functional.cross_entropy(logits, target)
+        except IndexError:  # a padding target
+            return Value(0.0, requires_grad=False)
+
+    def embed(token: Value) -> Value:
+        try:
+            row = nn_functional.embedding(token, table)
+        except IndexError:
+            return Value(0.0, requires_grad=False)
+        return row[0] + row[1]
+
+    @vjpgrad.custom_op
+    def safe_log(x: float) -> float:
+        return math.log(x)
+
+    @safe_log.derivative
+    def _(x: float, out: float) -> float:
+        return 1.0 / x
+
+    def logged(x: Value) -> Value:
+        try:
+            return safe_log(x) * 2.0
+        except ValueError:
+            return x * 0.0
+
+    for fn, bad, kind in ((loss, 7.0, "IndexError"), (embed, 5.0, "IndexError"), (logged, -1.0, "ValueError")):
+        with pytest.raises(DataDependentError, match=rf"{HERE}.* raised {kind} .* for a Value's number"):
+            vjpgrad.compile(fn)(Value(bad, requires_grad=False))
+    with pytest.raises(IndexError, match=r"index 7\.0 is not a whole number in range\(3\)"):
+        vjpgrad.compile(lambda t: nn_functional.cross_entropy(logits, t))(Value(7.0, requires_grad=False))
+    with pytest.raises(ValueError, match="math domain error"):
+        vjpgrad.compile(lambda x: safe_log(x))(Value(-1.0))
+    good = vjpgrad.compile(lambda t: nn_functional.cross_entropy(logits, t))  # nothing raised: replayed
+    assert [good(Value(k, requires_grad=False)).data for k in (1.0, 2.0)] == [
+        nn_functional.cross_entropy(logits, Value(k, requires_grad=False)).data for k in (1.0, 2.0)
+    ]
+
+
+def test_a_replay_that_raises_for_a_number_runs_the_call_as_eager_code() -> None:
+    """Recorded with an index in range, a later call's index out of range makes the replay raise
+    where the function's own ``except`` would have taken it: the call runs as eager code, which
+    gives the fallback (an outside review found the replay's IndexError raised instead); one that
+    does not catch it raises eager code's error."""
+    table = [[Value(0.1), Value(0.2)], [Value(0.3), Value(0.4)]]
+    pad = [Value(0.0, requires_grad=False), Value(0.0, requires_grad=False)]
+
+    def embed(token: Value) -> Value:
+        try:
+            row = nn_functional.embedding(token, table)
+        except IndexError:
+            row = pad
+        return row[0] + row[1]
+
+    compiled = vjpgrad.compile(embed)
+    tokens = (1.0, 1.0, 5.0, 0.0, 5.0)
+    assert [compiled(Value(t, requires_grad=False)).data for t in tokens] == [
+        embed(Value(t, requires_grad=False)).data for t in tokens
+    ]
+    assert compiled.times_recorded == 1
+
+    @vjpgrad.custom_op
+    def safe_log(x: float) -> float:
+        return math.log(x)
+
+    @safe_log.derivative
+    def _(x: float, out: float) -> float:
+        return 1.0 / x
+
+    def logged(x: Value) -> Value:
+        try:
+            return safe_log(x) * 2.0
+        except ValueError:
+            return x * 0.0
+
+    compiled_log = vjpgrad.compile(logged)
+    assert [bits(compiled_log(Value(x)).data) for x in (2.0, 2.0, -1.0, 3.0)] == [
+        bits(logged(Value(x)).data) for x in (2.0, 2.0, -1.0, 3.0)
+    ]
+    strict = vjpgrad.compile(lambda t: nn_functional.embedding(t, table)[0] * 2.0)
+    assert strict(Value(1.0, requires_grad=False)).data == 0.6
+    with pytest.raises(IndexError, match=r"index 5\.0 is not a whole number in range\(2\)"):
+        strict(Value(5.0, requires_grad=False))
+
+
 def test_refusals_of_a_partial_or_a_callable_object_name_a_file_and_line() -> None:
     import functools
 

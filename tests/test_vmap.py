@@ -1197,3 +1197,19 @@ def test_an_out_dims_entry_applies_to_each_result_of_a_nested_tuple() -> None:
     value, grads = vmap(value_and_grad(lambda a, b: a * b, argnums=(0, 1)), out_dims=(0, 0))(xs[:, 0], xs[:, 1])
     assert value.tolist() == [2.0, 12.0, 30.0]
     assert [g.tolist() for g in grads] == [[2.0, 4.0, 6.0], [1.0, 3.0, 5.0]]
+
+
+def test_an_index_error_caught_while_recording_is_refused() -> None:
+    """A sample whose index is out of range, caught by the function (a padding token), would fix
+    the recording's branch for every sample: refused, as compile refuses it."""
+    table = [[Value(0.1), Value(0.2)], [Value(0.3), Value(0.4)]]
+
+    def embed(token: Value) -> Value:
+        try:
+            row = F.embedding(token, table)
+        except IndexError:
+            return Value(0.0, requires_grad=False)
+        return row[0] + row[1]
+
+    with pytest.raises(DataDependentError, match=r"raised IndexError .* for a Value's number"):
+        vmap(embed)(np.array([5.0, 1.0]))

@@ -106,6 +106,15 @@ class Recording:
         if self.failure is None:
             self.failure = error
 
+    caught: BaseException | None = None
+    """The refusal of an error raised for a Value's number (``modes.raised_for_a_number``): the
+    recorder raises it if the function returns all the same (its ``except`` took it)."""
+
+    def raised(self, refusal: BaseException) -> None:
+        """Note an error raised for a Value's number, as the refusal to raise if it is caught."""
+        if self.caught is None:
+            self.caught = refusal
+
     def made_leaf(self, leaf: Node) -> None:
         """``Value(...)`` made ``leaf`` inside the function."""
         self.leaves[id(leaf)] = leaf

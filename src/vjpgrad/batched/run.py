@@ -386,6 +386,8 @@ def _record_call(
             state.recording = outer
         if recording.failure is not None:
             raise recording.failure
+        if recording.caught is not None:  # an error raised for a number, which its `except` caught
+            raise recording.caught
     return recording, result, found
 
 

@@ -564,6 +564,8 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
             state.recording = None
         if recording.failure is not None:  # a refusal the function's own `except` caught
             raise recording.failure
+        if recording.caught is not None:  # an error raised for a number, which its `except` caught
+            raise recording.caught
     with collection_paused():
         results: list[Any] = []
         shape = shape_of(result, results, kept_containers(fn, read, found))

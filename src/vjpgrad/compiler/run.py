@@ -43,7 +43,7 @@ from vjpgrad.compiler.record import (
 )
 from vjpgrad.compiler.write import Program, namespace
 from vjpgrad.core import graph
-from vjpgrad.core.modes import USER_FRAMES, DataDependentError, enable_grad, state, warn_at_users_line
+from vjpgrad.core.modes import FOR_A_NUMBER, USER_FRAMES, DataDependentError, enable_grad, state, warn_at_users_line
 from vjpgrad.core.ops import Op, times
 from vjpgrad.core.value import Value
 from vjpgrad.recording import (
@@ -843,7 +843,12 @@ class Compiled:
                         return self._record(read)
                 else:
                     return self._record(read)
-            return replay.call.run(read)
+            try:
+                return replay.call.run(read)
+            except Exception as error:
+                if not getattr(error, FOR_A_NUMBER, False):  # not an index out of range, a custom op's error
+                    raise
+            return self.fn(*args, **kwargs)  # as eager code, whose own `except` may take it; its error alone
 
     def _record(self, read: Arguments) -> Any:
         replay = Replay(self.fn, read)

@@ -9,6 +9,7 @@ core, which never imports them).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
@@ -48,6 +49,11 @@ class Recorder(Protocol):
     def fail(self, error: BaseException) -> None:
         """A read of a Value's number was refused (``refuse_number`` calls it with the error it
         raises): the ``Recording`` keeps the first, so that a user's ``except`` cannot swallow it."""
+        ...
+
+    def raised(self, refusal: BaseException) -> None:
+        """An error was raised for a Value's number (``raised_for_a_number`` calls it with the
+        refusal to raise if the function catches that error and returns)."""
         ...
 
 
@@ -223,6 +229,29 @@ def refuse_number(what: str, instead: str | None = None) -> None:
         if state.recording is not None:  # kept: a user's `except` around the read cannot swallow the refusal
             state.recording.fail(error)
         raise error
+
+
+FOR_A_NUMBER = "_vjpgrad_raised_for_a_number"
+"""The attribute ``raised_for_a_number`` sets on an error raised for a Value's number."""
+
+
+def raised_for_a_number(error: BaseException, what: str) -> None:
+    """Note that ``what`` (an index's check, a custom operation's function) raises ``error`` for a
+    Value's number while a function is recorded: if the function catches it and returns, its
+    recording decided by that number (a replay would neither raise for another number nor take
+    the other branch), so the recorder refuses it then; if it escapes the function, it is the
+    error eager code raises. Outside a recording the error is marked (``FOR_A_NUMBER``): a replay
+    it ends runs the call as eager code instead, whose ``except`` may take it. Call it just
+    before raising ``error``."""
+    with contextlib.suppress(AttributeError, TypeError):  # an exception without a __dict__ stays unmarked
+        setattr(error, FOR_A_NUMBER, True)
+    if switches_on[0] and state.refusal and state.recording is not None:
+        text = (
+            f"{what} at {caller_location()} raised {type(error).__name__} ({error}) for a Value's number, and the "
+            f"function went on: {state.refusal}: a replay would not decide again for another number: check the "
+            "number before the call (or let the error end it), or call the function uncompiled"
+        )
+        state.recording.raised(state.refusal_type(text))
 
 
 class refusing_numbers:  # noqa: N801 - a context manager named for what it does

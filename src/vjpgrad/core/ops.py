@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from vjpgrad.core import floats, powers
-from vjpgrad.core.modes import refuse_number, state
+from vjpgrad.core.modes import raised_for_a_number, refuse_number, state
 
 
 class _Masked:
@@ -455,7 +455,9 @@ def take_position(index: float, count: int) -> int:
         k = int(index)
         if k == index and 0 <= k < count:
             return k
-    raise IndexError(f"index {index!r} is not a whole number in range({count})")
+    error = IndexError(f"index {index!r} is not a whole number in range({count})")
+    raised_for_a_number(error, "an index")
+    raise error
 
 
 def _take_forward(index: float, *xs: float) -> float:

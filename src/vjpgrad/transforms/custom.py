@@ -11,7 +11,7 @@ from typing import Any
 
 from vjpgrad.core import graph
 from vjpgrad.core.floats import as_number
-from vjpgrad.core.modes import refusing_numbers
+from vjpgrad.core.modes import raised_for_a_number, refusing_numbers
 from vjpgrad.core.ops import Op, times
 from vjpgrad.core.value import Value, binary_operators, unary
 from vjpgrad.core.vector import Vector, pairs, wrap
@@ -114,7 +114,11 @@ class CustomOp:
         checked = _checked_rule(name, rule, arity)
 
         def forward(*xs: float) -> float:
-            return float(function(*xs))
+            try:
+                return float(function(*xs))
+            except Exception as error:  # raised for the numbers: a recording that goes on decided by them
+                raised_for_a_number(error, f"the custom operation {name}")
+                raise
 
         # the rule's answer is a local derivative: the contribution is g times it
         if arity == 1:
