@@ -666,7 +666,10 @@ def test_leaves_kept_in_a_dict_or_a_list_are_named_by_where_they_are_kept() -> N
         layers[1](layers[0](x)).sum().backward()
         bias = params["b"]
         (bias * 2).sum().backward()
-    first, second, third = w.passes
+        nested = {"layer1": {"w": torch.ones(2, requires_grad=True)}, "more": [[torch.ones(1, requires_grad=True)]]}
+        (nested["layer1"]["w"].sum() * nested["more"][0][0]).sum().backward()
+    first, second, third, fourth = w.passes
+    assert sorted(leaf.name for leaf in fourth.leaves) == ['nested["layer1"]["w"]', 'nested["more"][0][0]']
     assert sorted(leaf.name for leaf in first.leaves) == ['params["b"]', 'params["w"]', "scales[0]"]
     assert sorted(leaf.name for leaf in second.leaves) == [
         "layers[0].bias", "layers[0].weight", "layers[1].bias", "layers[1].weight"
@@ -695,6 +698,55 @@ def test_a_reason_that_needs_a_nan_is_not_given_for_a_pass_whose_gradients_are_a
     assert BATCH_NORM_NAN_NOTE not in finite.reasons
     assert LAYER_NORM_NAN_NOTE not in finite.reasons
     assert {BATCH_NORM_NAN_NOTE, LAYER_NORM_NAN_NOTE} <= set(with_nan.reasons)
+
+
+def test_each_accumulator_of_a_broadcast_bias_sum_has_a_name_of_its_own() -> None:
+    """A bias broadcast over a batch of 8 rows or more is summed by PyTorch's kernel in partial
+    sums: each is a node with a name of its own in the explanation, so the page draws them apart
+    and warns of no shared name (an outside review found every partial sum named as the whole,
+    drawn as one node)."""
+    torch.manual_seed(0)
+    with vjpgrad.watch_torch() as w:
+        model = torch.nn.Linear(2, 1)
+        model(torch.randn(8, 2)).sum().backward()
+    (p,) = w.passes
+    assert p.matches, p.summary()
+    explanation = p.explanation
+    assert explanation is not None
+    names = [name for name in explanation.formulas if "model.bias[0] expanded" in name]
+    assert len(names) == len(set(names)) > 1
+    assert 'data-role="warning"' not in explanation.to_html()
+
+
+def test_a_change_under_no_grad_through_a_view_is_seen_as_the_same_change_of_its_base() -> None:
+    """``p[1:].mul_(2)`` under no_grad between the forward pass and backward is the change
+    ``p.mul_(2)`` is: the pass is replayed and equal; a tensor inside the graph changed so is not
+    replayed, naming the operation, its line and no_grad (an outside review found "changed where
+    the watch could not see" for both)."""
+    torch.manual_seed(0)
+    with vjpgrad.watch_torch() as w:
+        for through_view in (False, True):
+            p = torch.randn(4, requires_grad=True)
+            c = torch.randn(4)
+            y = (p + c).pow(2).sum()  # pow saves p + c: backward does not read p
+            with torch.no_grad():
+                if through_view:
+                    p[1:].mul_(2)
+                else:
+                    p.mul_(2)
+            y.backward()
+        x = torch.randn(3, requires_grad=True)
+        t = x * 2
+        v = t[1:]
+        with torch.no_grad():
+            v.mul_(3)
+        (t * t).sum().backward()
+    direct, viewed, inside = w.passes
+    assert direct.matches, direct.summary()
+    assert viewed.matches, viewed.summary()
+    assert not inside.replayed
+    assert "mul_" in inside.reason
+    assert "torch.no_grad()" in inside.reason
 
 
 def test_in_place_operations_of_zero_gradient_with_gradients_on_are_replayed() -> None:

@@ -333,14 +333,18 @@ def expanded(
         tree: Tree = sum_tree(n, summed_single) if contiguous else outer if outer is not None else list(range(n))
         call.sums_over = max(call.sums_over, n)  # the layout of the gradient reaching it is not known
 
-        def build(parent: Value, tree: Tree, x: Value = x, where: list[int] = where, n: int = n) -> None:
+        def build(
+            parent: Value, tree: Tree, part: str = "", x: Value = x, where: list[int] = where, n: int = n
+        ) -> None:
             node = graph.make(Value, x.data, op, parent, one, None, None)
-            call.described.append((node, x, expanded_text(n)))
+            text = expanded_text(n) if not part else f"{{}} expanded ×{n}, partial sum {part}"
+            call.described.append((node, x, text))  # each accumulator of the kernel a name of its own
             for k in tree:
                 if isinstance(k, int):
                     out[where[k]] = node
-            for sub in reversed([k for k in tree if not isinstance(k, int)]):
-                build(node, sub, x, where, n)
+            subs = [k for k in tree if not isinstance(k, int)]
+            for number, sub in reversed(list(enumerate(subs, start=1))):
+                build(node, sub, f"{part}.{number}" if part else str(number), x, where, n)
 
         build(start, tree)
     return out

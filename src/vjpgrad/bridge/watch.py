@@ -360,7 +360,7 @@ class Watch:
                 self._remember(t, Entry(t, [], is_single(t), b"", poisoned=refused))
             return
         if not _takes_gradient(base, flowing, outputs):
-            for t in outputs:
+            for t in [*outputs, *_bases_changed(base, args, outputs)]:  # p[1:].mul_ under no_grad: p too
                 self._without_gradient(name, t)
             return
         poisoned = _first_reason(flowing, outputs) or next((e.large for e in entries.values() if e.large), None)
@@ -368,17 +368,9 @@ class Watch:
         if poisoned is None:
             swapped = tuple(copies.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)
             poisoned = self._replay(Call(name, swapped, dict(kwargs), entries, outputs), notes)
-        if poisoned is not None:
-            self._not_replayed(outputs, poisoned, args if base.endswith("_") else ())
-
-    def _not_replayed(self, outputs: list[torch.Tensor], reason: str, changed: Any) -> None:
-        """``outputs`` not replayed, for ``reason``; an in-place operation's (``changed``: its
-        arguments) through a view changed the view's base too, which is then not either."""
-        for t in outputs:
-            self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
-            viewed = t._base if changed and changed[0] is t else None
-            if viewed is not None:
-                self._remember(viewed, Entry(viewed, [], is_single(viewed), b"", poisoned=reason))
+        if poisoned is not None:  # through a view, its base is not replayed either
+            for t in [*outputs, *_bases_changed(base, args, outputs)]:
+                self._remember(t, Entry(t, [], is_single(t), b"", poisoned=poisoned))
 
     def _without_gradient(self, name: str, t: torch.Tensor) -> None:
         """A result the replay takes no gradient through: constants, or a leaf (a step under
@@ -1161,22 +1153,36 @@ def _names(frame: types.FrameType | None) -> dict[int, str]:
                 _module_paths(key, value, paths)
             elif isinstance(value, (dict, list, tuple)):
                 kept.append((key, value))
-    for key, container in kept:
-        pairs = container.items() if isinstance(container, dict) else enumerate(container)
-        for k, value in itertools.islice(pairs, CONTAINER_ITEMS):
-            if not isinstance(k, (str, int)):
-                continue
-            plain = isinstance(k, str) and k.isprintable() and '"' not in k and "\\" not in k
-            where = f'{key}["{k}"]' if plain else f"{key}[{k!r}]"
-            if isinstance(value, torch.Tensor):
-                names.setdefault(id(value), where)
-            elif isinstance(value, torch.nn.Module):
-                _module_paths(where, value, paths)
+    _kept_names(kept, names, paths)
     return names | paths
+
+
+def _kept_names(kept: list[tuple[str, Any]], names: dict[int, str], paths: dict[int, str]) -> None:
+    """The tensors and modules' parameters in the dicts, lists and tuples ``kept`` (by the name
+    that holds each), named by where they are kept, a level at a time (``params["w"]`` before
+    ``params["layer1"]["w"]``), to ``CONTAINER_DEPTH`` levels."""
+    for _ in range(CONTAINER_DEPTH):
+        deeper: list[tuple[str, Any]] = []
+        for key, container in kept:
+            pairs = container.items() if isinstance(container, dict) else enumerate(container)
+            for k, value in itertools.islice(pairs, CONTAINER_ITEMS):
+                if not isinstance(k, (str, int)):
+                    continue
+                plain = isinstance(k, str) and k.isprintable() and '"' not in k and "\\" not in k
+                where = f'{key}["{k}"]' if plain else f"{key}[{k!r}]"
+                if isinstance(value, torch.Tensor):
+                    names.setdefault(id(value), where)
+                elif isinstance(value, torch.nn.Module):
+                    _module_paths(where, value, paths)
+                elif isinstance(value, (dict, list, tuple)):
+                    deeper.append((where, value))
+        kept = deeper[:CONTAINER_ITEMS]
 
 
 CONTAINER_ITEMS = 1_000
 """The items of each dict, list or tuple where backward is called that ``_names`` looks in."""
+CONTAINER_DEPTH = 3
+"""How deep in dicts, lists and tuples ``_names`` looks (``params["layer1"]["w"]``: 2)."""
 
 
 def _module_paths(where: str, module: torch.nn.Module, paths: dict[int, str]) -> None:
@@ -1319,6 +1325,15 @@ _IMPORTED_BEFORE = (
     "(from torch.autograd import grad), which the watch cannot replay: write torch.autograd.grad(...) "
     "or torch.autograd.backward(...), or y.backward(), inside the watch"
 )
+
+
+def _bases_changed(op: str, args: Any, outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The base of the view an in-place operation (``op``, its name without overload) changed
+    (``p[1:].mul_(2)`` changes ``p``): its first operand's, where that is a view and is its result."""
+    first = outputs[0] if outputs else None
+    if first is None or not op.endswith("_") or not args or args[0] is not first or first._base is None:
+        return []
+    return [first._base]
 
 
 def _shown_in(view: torch.Tensor, base: torch.Tensor) -> tuple[list[int], dict[int, int]]:
