@@ -218,7 +218,7 @@ def test_every_name_of_the_recording_hooks_is_listed_in_their_docstring_and_in_a
     from vjpgrad.core.modes import Recorder
 
     calls = {name for name in vars(Recorder) if not name.startswith("_")}
-    assert calls == {"record", "made_leaf", "fail"}
+    assert calls == {"record", "made_leaf", "fail", "raised"}
     assert sorted(name for name in calls if f"``Recorder.{name}``" not in docstring) == []
     assert sorted(name for name in calls if f"`modes.Recorder.{name}`" not in architecture) == []
 

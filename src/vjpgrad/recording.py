@@ -27,9 +27,11 @@ Recording a function, the core's side: ``graph.make`` hands every operation to
 ``value.from_floats`` (a Vector of floats) call ``Recorder.made_leaf``, and ``Value.detach`` is
 recorded as an operation (``ops.DETACH``); a read of a Value's number raises under
 ``modes.refusing_numbers`` (which compile and vmap turn on with the recording) and is handed to
-``Recorder.fail``; a gradient with ``create_graph`` through an operation whose rule depends on
-the number (``graph.edges``, for a row with ``maskable=True``; tanh's once-rounded saved value
-in ``ops``) is refused likewise.
+``Recorder.fail``; an error raised for a Value's number (an index out of range, a custom
+operation's function: ``modes.raised_for_a_number``) is handed to ``Recorder.raised``, refused
+if the function catches it and returns; a gradient with ``create_graph`` through an operation
+whose rule depends on the number (``graph.edges``, for a row with ``maskable=True``; tanh's
+once-rounded saved value in ``ops``) is refused likewise.
 
 Replaying a compiled call, this module's side: the call's node keeps its state where an edge
 keeps its saved value (``saved_of`` reads it back); its pass reads the numbers of its inputs
