@@ -990,6 +990,29 @@ def test_a_create_graph_pass_through_tanh_inside_a_recording_is_refused_saying_s
         vjpgrad.compile(f)(Value(1.0))
 
 
+def test_a_create_graph_pass_through_a_power_by_a_number_is_recorded_and_one_by_a_value_refused() -> None:
+    """``x ** 2``'s gradient masks where the exponent is 0: a number is structure to compile, so
+    the mask is decided by the recording's key, and ``grad`` of a squared error inside a compiled
+    function is recorded (an outside review found it refused); ``x ** y`` with ``y`` a Value
+    decides by ``y``'s number, and stays refused."""
+
+    def squared(x: Value) -> Value:
+        return vjpgrad.grad(lambda a: a**2)(x) + vjpgrad.grad(lambda a: a**0.0)(x)
+
+    compiled = vjpgrad.compile(squared)
+    assert [bits(compiled(Value(k)).data) for k in (3.0, -0.5, 3.0)] == [
+        bits(squared(Value(k)).data) for k in (3.0, -0.5, 3.0)
+    ]
+    y = Value(2.0)
+
+    def by_value(x: Value) -> Value:
+        (g,) = vjpgrad.gradients(x**y, [x], create_graph=True)
+        return g
+
+    with pytest.raises(DataDependentError, match=r"create_graph through pow"):
+        vjpgrad.compile(by_value)(Value(1.0))
+
+
 # ---- the world, complete over Python's data model: each kind of object watched or refused ------------
 
 

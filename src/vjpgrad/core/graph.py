@@ -299,7 +299,7 @@ def edges(node: Node) -> list[tuple[int, Node, Any]]:
         return []
     if op.backward is not None:
         raise RuntimeError(OWN_BACKWARD_MESSAGE)
-    if op.maskable and state.recording is not None:
+    if op.maskable and not op.masked_by_structure and state.recording is not None:
         # which operand gets 0 is decided by the numbers (relu's sign, max's ties): a recording
         # would keep this call's choice for every later call, so the recording refuses
         refuse_number(

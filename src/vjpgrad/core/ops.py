@@ -198,6 +198,10 @@ class Op:
     operand_names: tuple[str, ...] = ()  # a function's parameters as PyTorch names them: atan2(input, other)
     plain: bool = field(default=False)
     maskable: bool = field(default=False)
+    # A masked edge decided by a number the recording is keyed by (``x ** k``'s exponent, which
+    # compile and vmap take as structure), not by a Value's: a create_graph pass through it is
+    # recorded where another masked row's is refused (``graph.edges``)
+    masked_by_structure: bool = field(default=False)
     # An operation that runs its own backward (a compiled function): called as
     # ``backward(node, g)`` in place of the edges' gradients
     backward: Callable[[Any, Any], None] | None = None
@@ -238,6 +242,7 @@ def _binary(
     doc: str = "",
     operand_names: tuple[str, str] = ("x", "y"),
     maskable: bool = False,
+    masked_by_structure: bool = False,
 ) -> Op:
     return Op(
         name,
@@ -250,6 +255,7 @@ def _binary(
         symbol=symbol,
         operand_names=operand_names,
         maskable=maskable,
+        masked_by_structure=masked_by_structure,
     )
 
 
@@ -308,6 +314,7 @@ POW_SCALAR = _binary(
     lambda x, k, out: where(k == 0.0, MASKED, k * power_scalar(x, k - 1.0)),
     lambda x, k, out: 0.0,
     maskable=True,
+    masked_by_structure=True,  # k is a number: structure to compile and vmap
 )
 
 
