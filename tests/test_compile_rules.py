@@ -176,6 +176,25 @@ def test_a_refusal_caught_by_the_users_except_still_refuses() -> None:
         vjpgrad.compile(f)(Value(4.0))
 
 
+@vjpgrad.custom_op
+def safe_log(x: float) -> float:
+    """``math.log``, which raises ValueError for a negative number: an error raised for a Value's number."""
+    return math.log(x)
+
+
+@safe_log.derivative
+def _(x: float, out: float) -> float:
+    return 1.0 / x
+
+
+def logged(x: Value) -> Value:
+    """A function that catches the error ``safe_log`` raises for a negative number."""
+    try:
+        return safe_log(x) * 2.0
+    except ValueError:
+        return x * 0.0
+
+
 def test_an_error_raised_for_a_values_number_and_caught_is_refused_and_one_not_caught_is_eagers() -> None:
     """An index out of range (``F.cross_entropy``, ``F.embedding``) or a custom operation that
     raises (``math.log`` of a negative number) raises for a Value's number: a function that
@@ -197,20 +216,6 @@ def test_an_error_raised_for_a_values_number_and_caught_is_refused_and_one_not_c
         except IndexError:
             return Value(0.0, requires_grad=False)
         return row[0] + row[1]
-
-    @vjpgrad.custom_op
-    def safe_log(x: float) -> float:
-        return math.log(x)
-
-    @safe_log.derivative
-    def _(x: float, out: float) -> float:
-        return 1.0 / x
-
-    def logged(x: Value) -> Value:
-        try:
-            return safe_log(x) * 2.0
-        except ValueError:
-            return x * 0.0
 
     for fn, bad, kind in ((loss, 7.0, "IndexError"), (embed, 5.0, "IndexError"), (logged, -1.0, "ValueError")):
         with pytest.raises(DataDependentError, match=rf"{HERE}.* raised {kind} .* for a Value's number"):
@@ -246,20 +251,6 @@ def test_a_replay_that_raises_for_a_number_runs_the_call_as_eager_code() -> None
         embed(Value(t, requires_grad=False)).data for t in tokens
     ]
     assert compiled.times_recorded == 1
-
-    @vjpgrad.custom_op
-    def safe_log(x: float) -> float:
-        return math.log(x)
-
-    @safe_log.derivative
-    def _(x: float, out: float) -> float:
-        return 1.0 / x
-
-    def logged(x: Value) -> Value:
-        try:
-            return safe_log(x) * 2.0
-        except ValueError:
-            return x * 0.0
 
     compiled_log = vjpgrad.compile(logged)
     assert [bits(compiled_log(Value(x)).data) for x in (2.0, 2.0, -1.0, 3.0)] == [

@@ -1147,12 +1147,7 @@ def _names(frame: types.FrameType | None) -> dict[int, str]:
         for key, value in list(scope.items()):
             if key.startswith("__"):
                 continue
-            if isinstance(value, torch.Tensor):
-                names.setdefault(id(value), key)
-            elif isinstance(value, torch.nn.Module):
-                _module_paths(key, value, paths)
-            elif isinstance(value, (dict, list, tuple)):
-                kept.append((key, value))
+            _name_of(key, value, names, paths, kept)
     _kept_names(kept, names, paths)
     return names | paths
 
@@ -1169,14 +1164,22 @@ def _kept_names(kept: list[tuple[str, Any]], names: dict[int, str], paths: dict[
                 if not isinstance(k, (str, int)):
                     continue
                 plain = isinstance(k, str) and k.isprintable() and '"' not in k and "\\" not in k
-                where = f'{key}["{k}"]' if plain else f"{key}[{k!r}]"
-                if isinstance(value, torch.Tensor):
-                    names.setdefault(id(value), where)
-                elif isinstance(value, torch.nn.Module):
-                    _module_paths(where, value, paths)
-                elif isinstance(value, (dict, list, tuple)):
-                    deeper.append((where, value))
+                _name_of(f'{key}["{k}"]' if plain else f"{key}[{k!r}]", value, names, paths, deeper)
         kept = deeper[:CONTAINER_ITEMS]
+
+
+def _name_of(
+    where: str, value: Any, names: dict[int, str], paths: dict[int, str], containers: list[tuple[str, Any]]
+) -> None:
+    """``value``, found at ``where`` (a name, ``params["w"]``): a tensor named so unless named
+    already, a module's parameters by their paths from it, a dict, list or tuple kept in
+    ``containers`` to look in next."""
+    if isinstance(value, torch.Tensor):
+        names.setdefault(id(value), where)
+    elif isinstance(value, torch.nn.Module):
+        _module_paths(where, value, paths)
+    elif isinstance(value, (dict, list, tuple)):
+        containers.append((where, value))
 
 
 CONTAINER_ITEMS = 1_000
