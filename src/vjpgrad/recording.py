@@ -66,7 +66,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from vjpgrad.core.graph import Node, by_creation, next_seq
-from vjpgrad.core.modes import state
+from vjpgrad.core.modes import grad_switches, state
 from vjpgrad.core.ops import Op
 
 
@@ -126,7 +126,7 @@ class Recording:
         ``a`` and ``b``, and keep it. Unlike ``make`` outside a recording, a constant (no operand
         takes gradient) keeps its operation and operands too: compile writes it as code, for its
         operands can be parameters whose numbers change between calls."""
-        node.requires_grad = state.grad_enabled and (da is not None or db is not None)
+        node.requires_grad = (da is not None or db is not None) and (not grad_switches[0] or state.grad_enabled)
         node._operation = op
         node._first = a
         node._second = b

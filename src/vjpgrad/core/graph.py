@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 from vjpgrad.core import ops
-from vjpgrad.core.modes import caller_location, refuse_number, state, switches_on
+from vjpgrad.core.modes import anomaly_switches, caller_location, grad_switches, refuse_number, state, switches_on
 from vjpgrad.core.ops import MASKED, Op
 
 FREED_MESSAGE = (
@@ -205,13 +205,14 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     node._data = data
     node._grad = 0.0
     node._seen = None
-    any_switch_on = switches_on[0]
-    if any_switch_on and state.recording is not None:  # vjpgrad.compile or vmap is recording
-        state.recording.record(node, op, a, da, b, db)  # fills the node: a recording keeps constants too
-        if state.detect_anomaly:  # the recording call runs eagerly: its pass tells the line, as eager code's
-            node._origin = caller_location()
-        return node
-    if (da is None and db is None) or (any_switch_on and not state.grad_enabled):
+    if switches_on[0]:  # some thread has a switch on: this one may be recording
+        recording = state.recording
+        if recording is not None:  # vjpgrad.compile or vmap is recording
+            recording.record(node, op, a, da, b, db)  # fills the node: a recording keeps constants too
+            if anomaly_switches[0] and state.detect_anomaly:  # the recording call runs eagerly: its pass
+                node._origin = caller_location()  # tells the line, as eager code's
+            return node
+    if (da is None and db is None) or (grad_switches[0] and not state.grad_enabled):
         node.requires_grad = False
         node._operation = node._first = node._second = node._saved_first = node._saved_second = None
         node._seq = 0
@@ -223,7 +224,7 @@ def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) ->
     node._saved_first = da
     node._saved_second = db
     node._seq = _next_seq()
-    if any_switch_on and state.detect_anomaly:
+    if anomaly_switches[0] and state.detect_anomaly:
         node._origin = caller_location()
     return node
 

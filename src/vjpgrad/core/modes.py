@@ -73,6 +73,11 @@ switches_on = [0]
 """How many switches are on, in all threads together. While it is 0 every thread has the
 defaults (recording, no anomaly check), so an operation need not read the thread-local
 state at all: one list read instead of two thread-local reads, about 80 ns of a node."""
+grad_switches = [0]
+"""How many ``no_grad`` and ``enable_grad`` switches are on, in all threads together: while it is 0
+grad mode is on in every thread, so a recording need not read the thread-local flag."""
+anomaly_switches = [0]
+"""How many ``detect_anomaly`` switches are on, in all threads together (0: no thread checks)."""
 _switch_lock = threading.Lock()
 
 
@@ -81,6 +86,7 @@ class _Switch:
 
     _flag: str
     _value: bool
+    _counted: list[int]  # the count of this kind of switch on, in all threads (besides switches_on)
 
     def __init__(self) -> None:
         self._saved: list[bool] = []
@@ -90,6 +96,7 @@ class _Switch:
         setattr(state, self._flag, self._value)
         with _switch_lock:
             switches_on[0] += 1
+            self._counted[0] += 1
 
     def __exit__(
         self,
@@ -100,6 +107,7 @@ class _Switch:
         setattr(state, self._flag, self._saved.pop())
         with _switch_lock:
             switches_on[0] -= 1
+            self._counted[0] -= 1
 
     def __call__(self, function: Callable[_P, _R]) -> Callable[_P, _R]:
         """Use as a decorator: the function runs with the flag set. The body of a generator
@@ -179,6 +187,7 @@ class no_grad(_BareDecorator):  # noqa: N801 - named like torch.no_grad, which u
 
     _flag = "grad_enabled"
     _value = False
+    _counted = grad_switches
 
 
 class enable_grad(_BareDecorator):  # noqa: N801 - named like torch.enable_grad
@@ -186,6 +195,7 @@ class enable_grad(_BareDecorator):  # noqa: N801 - named like torch.enable_grad
 
     _flag = "grad_enabled"
     _value = True
+    _counted = grad_switches
 
 
 class detect_anomaly(_Switch):  # noqa: N801 - named like torch.autograd.detect_anomaly
@@ -198,6 +208,7 @@ class detect_anomaly(_Switch):  # noqa: N801 - named like torch.autograd.detect_
 
     _flag = "detect_anomaly"
     _value = True
+    _counted = anomaly_switches
 
 
 def is_grad_enabled() -> bool:
