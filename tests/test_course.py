@@ -393,6 +393,11 @@ def test_a_syntax_error_and_a_missing_file_are_each_one_message(tmp_path: Path) 
     problem = engine.first_problem()
     assert problem is not None
     assert problem.message.startswith("engine.py, line 2: SyntaxError: ")
+    (directory / "engine.py").write_bytes(b"class Value:\n    pass\n\0\n")  # a null byte: named as well
+    (engine,) = grading.run(directory, [exercise(2)], timeout=300, known_as="broken")
+    problem = engine.first_problem()
+    assert problem is not None
+    assert problem.message.startswith("engine.py, line 3: SyntaxError: the file holds a null byte"), problem.message
     problem = seeds.first_problem()
     assert problem is not None
     assert problem.message.startswith("seeds.py is not in broken: `vjpgrad course init broken` writes it again")
@@ -401,6 +406,19 @@ def test_a_syntax_error_and_a_missing_file_are_each_one_message(tmp_path: Path) 
     assert problem is not None
     assert problem.message.startswith("seeds.py is not in the submission: hand it in")
     assert str(directory) not in problem.message
+
+
+@pytest.mark.slow  # it waits for the clock's limit
+@pytest.mark.skipif(not grading.cpu_limited(), reason="the CPU's limit and the clock's differ where CPU is limited")
+def test_a_check_that_waits_forever_is_stopped_by_the_clock_and_says_so(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "waits")
+    (directory / "derivatives.py").write_text(
+        "import time\n\n\ndef central_difference(f, *xs, arg=0, h=1e-6):\n    time.sleep(600)\n"
+    )
+    (result,) = grading.run(directory, [exercise(1)], timeout=1)  # 1 s of CPU, 5 s of the clock
+    problem = result.first_problem()
+    assert problem is not None
+    assert problem.message.startswith(f"it did not finish within 1 s of CPU or {grading.WALL:g} s of the clock")
 
 
 @pytest.mark.slow  # it waits for the timeout

@@ -217,6 +217,45 @@ def test_held_out_checks_never_reach_what_a_student_sees(tmp_path: Path) -> None
         assert 'Instruction("t3", "*", ("t2", "a"))' not in text
 
 
+READS = """
+def read(path):
+    with open(path) as file:
+        return file.read()
+"""
+"""A student's file that reads any file it is given the path of (a cheat finds the paths by walking folders)."""
+
+
+@pytest.mark.parametrize("graded", [True, False], ids=["graded", "checked"])
+def test_the_students_code_reads_no_held_out_check_and_where_graded_no_other_students_file(
+    tmp_path: Path, graded: bool
+) -> None:
+    teacher = tmp_path / "teacher"
+    shutil.copytree(EXAMPLE, teacher)
+    of = course(teacher).exercise(2)
+    others = sorted((teacher / "held_out").glob("*.py"))
+    assert of.held_out
+    assert others
+    directory = skeleton(tmp_path / "class" / "eve")
+    (directory / "reads.py").write_text(READS)
+    bob = skeleton(tmp_path / "class" / "bob")
+    process, ours = grading._student(grading._processes(), directory, of, 60, graded)
+    try:
+        reads = remote.Checks(ours).module("reads")
+        assert "def read" in reads.read(str(directory / "reads.py"))  # its own files, as before
+        assert "def read" in reads.read(str(tmp_path / "class" / ".." / "class" / "eve" / "reads.py"))
+        for held_out in (*of.held_out, *others):  # this exercise's, and any other beside them
+            with pytest.raises(PermissionError, match=re.escape(guard.KEPT)):
+                reads.read(str(held_out))
+        if graded:  # another student's submission, beside this one
+            with pytest.raises(PermissionError, match=re.escape(guard.KEPT)):
+                reads.read(str(bob / "engine.py"))
+        else:  # a student's own check reads beside their folder what it likes
+            assert reads.read(str(bob / "engine.py")) == (bob / "engine.py").read_text()
+    finally:
+        ours.close()
+        process.join(10)
+
+
 # ---- borrowed work, flagged to the teacher ---------------------------------------------------------------
 
 
@@ -314,6 +353,32 @@ def test_copies_of_shipped_solutions_are_told_from_other_answers(tmp_path: Path)
     assert borrowed.imports(own, exercise(4), course(None)) == [
         "engine.py imports vjpgrad: its checks ran without it (borrowed engine?)"
     ]
+
+
+def test_a_copy_with_independent_lines_swapped_or_joined_is_still_a_copy(tmp_path: Path) -> None:
+    """Two lines that do not depend on each other swapped, or two assignments written as one,
+    change nothing the code does."""
+    engine = (folder("solutions") / "engine.py").read_text()
+    swapped = tmp_path / "swapped"
+    swapped.mkdir()
+    (swapped / "engine.py").write_text(
+        engine.replace(
+            "            self.grad += out.grad\n            other.grad += out.grad\n",
+            "            other.grad += out.grad\n            self.grad += out.grad\n",
+        )
+    )
+    assert (swapped / "engine.py").read_text() != engine
+    assert borrowed.copied(swapped, exercise(2)) == [f"engine.py (Value.__add__, Value.__mul__): {borrowed.COPIED}"]
+    derivatives = (folder("solutions") / "derivatives.py").read_text()
+    joined = tmp_path / "joined"
+    joined.mkdir()
+    (joined / "derivatives.py").write_text(
+        derivatives.replace("    up = list(xs)\n    down = list(xs)\n", "    up, down = list(xs), list(xs)\n").replace(
+            "    up[arg] += h\n    down[arg] -= h\n", "    down[arg] -= h\n    up[arg] += h\n"
+        )
+    )
+    assert (joined / "derivatives.py").read_text().count("up, down") == 1
+    assert borrowed.copied(joined, exercise(1)) != []
 
 
 def test_a_copy_padded_with_statements_that_do_nothing_or_hidden_under_a_later_def_is_still_a_copy(
@@ -1204,8 +1269,9 @@ def fork():
     os.waitpid(pid, 0)
 
 
-def fork_exec():
-    sys.modules["_posixsubprocess"].fork_exec()
+def fork_exec():  # out of sys.modules, _posixsubprocess's function is still subprocess's
+    run = getattr(subprocess, "_fork_exec", None) or subprocess._posixsubprocess.fork_exec
+    run()
 
 
 def memfd():
@@ -1245,6 +1311,31 @@ def write(path):
 
 def remove(path):
     os.remove(path)
+
+
+def readline_written(path):  # readline's history files are read and written without an audit event
+    import readline
+    readline.add_history("def central_difference(f, x): ...")
+    readline.write_history_file(path)
+
+
+def readline_read(path):
+    import readline
+    readline.read_history_file(path)
+    return readline.get_history_item(1)
+
+
+def sqlite_written(path):  # so is a database
+    import sqlite3
+    sqlite3.connect(path).execute("create table t (x)")
+
+
+def fifo(path):  # and a named pipe
+    os.mkfifo(path)
+
+
+def touched(path):
+    os.utime(path, (0, 0))
 
 
 def unix_socket():
@@ -1341,6 +1432,11 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             ("write", tmp_path / "written.txt"),
             ("remove", tmp_path / "grader.txt"),
             ("solutions_copied_elsewhere", elsewhere),
+            ("readline_written", tmp_path / "history.py"),
+            ("readline_read", elsewhere),
+            ("sqlite_written", tmp_path / "written.db"),
+            ("fifo", tmp_path / "fifo"),
+            ("touched", tmp_path / "grader.txt"),
         ):
             with pytest.raises(PermissionError) as error:
                 getattr(attempts, name)(str(path))
@@ -1353,7 +1449,14 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
         assert "opening a folder" in refused["solutions_through_a_folder"]
         assert "opening a folder" in refused["proc_through_the_root"]
         assert guard.SOLUTIONS in refused["solutions_copied_elsewhere"]
-        assert not (tmp_path / "written.txt").exists()
+        assert "importing readline" in refused["readline_written"]
+        assert "importing readline" in refused["readline_read"]
+        assert "importing sqlite3" in refused["sqlite_written"]
+        assert "unseen (no audit event) is refused" in refused["fifo"]
+        assert "os.utime (changing files) is refused" in refused["touched"]
+        for written in ("written.txt", "history.py", "written.db", "fifo"):
+            assert not (tmp_path / written).exists(), written
+        assert (tmp_path / "grader.txt").stat().st_mtime > 0
         assert (tmp_path / "grader.txt").read_text() == "the grader's"
         with pytest.raises(AttributeError):  # no reference to the interpreter's setter is left there
             attempts.the_graders_setter()

@@ -155,6 +155,27 @@ def test_a_crash_sys_exit_or_os_exit_costs_only_its_exercise(tmp_path: Path) -> 
 
 
 @pytest.mark.slow  # a grading run: one process per exercise
+def test_an_error_of_megabytes_costs_only_its_checks_and_reaches_the_report_shortened(tmp_path: Path) -> None:
+    directory = solutions_in(tmp_path / "student")
+    path = directory / "derivatives.py"
+    path.write_text(
+        path.read_text().replace(
+            "def central_difference(f, *xs, arg=0, h=1e-6):\n",
+            "def central_difference(f, *xs, arg=0, h=1e-6):\n    raise ValueError('x' * 5_000_000)\n",
+            1,
+        )
+    )
+    (result,) = grading.run(directory, [exercise(1)], timeout=120)
+    outcomes = {t.name: t.outcome for t in result.tests}
+    assert grading.PASSED in outcomes.values()  # step_sizes is right: its check passes
+    assert grading.NOT_RUN not in outcomes.values()
+    failed = [t for t in result.tests if t.outcome == grading.FAILED]
+    assert failed
+    assert all("characters more, not shown" in t.message for t in failed)
+    assert all(len(t.message) < 30_000 for t in result.tests)
+
+
+@pytest.mark.slow  # a grading run: one process per exercise
 def test_hypothesis_in_the_checks_process_never_reads_the_students_code(
     tmp_path: Path,
 ) -> None:
@@ -602,9 +623,11 @@ def test_the_autograder_bundle_holds_what_gradescope_runs_and_grades_a_submissio
     most = sum(ex.points for ex in course(EXAMPLE).exercises if not ex.stretch)
     shown = [t for t in report["tests"] if t["visibility"] == "visible"]
     required = [t for t in shown if not exercise_of_number(t["number"]).stretch]
+    extra = sum(t["score"] for t in shown if t not in required)  # the stretch exercise's: extra credit
+    assert extra > 0
     assert report["output"].startswith(
-        f"{sum(t['score'] for t in shown):g} of {sum(t['max_score'] for t in required):g} points from the checks "
-        "shown now; 12 of 12 exercises pass them"
+        f"{sum(t['score'] for t in required):g} of {sum(t['max_score'] for t in required):g} points from the checks "
+        f"shown now, and {extra:g} of extra credit; 12 of 12 exercises pass them"
     )
     assert report["score"] == most + sum(ex.points for ex in course(EXAMPLE).exercises if ex.stretch)
     assert {t["number"] for t in report["tests"]} >= {"2.h", "13.h"}
@@ -957,3 +980,103 @@ def test_a_report_cut_short_by_its_process_dying_is_not_taken_for_tampering(cut:
     process.join()
     assert [event["event"] for event in events] == ["collected"]
     assert genuine is cut
+
+
+# ---- a gradebook that keeps every row: runs side by side, a run stopped midway -----------------------------
+
+ONE_WRITE = """
+import sys, time
+sys.path.insert(0, {tests!r})
+from test_course_grade import thirds
+from vjpgrad.course import gradebook
+from vjpgrad.course.exercises import course, exercise
+from pathlib import Path
+start = float(sys.argv[2])
+while time.time() < start:  # every process writes at once
+    pass
+gradebook.write(Path({out!r}), course(None), {{sys.argv[1]: [thirds(exercise(1), 2)]}})
+"""
+
+
+def test_grading_runs_into_one_out_at_once_keep_every_row(tmp_path: Path) -> None:
+    import time
+
+    out = tmp_path / "out"
+    script = tmp_path / "one_write.py"
+    script.write_text(ONE_WRITE.format(tests=str(Path(__file__).parent), out=str(out)))
+    names = [f"s{k}" for k in range(8)]
+    start = time.time() + 3.0  # after every interpreter has started
+    runs = [subprocess.Popen([sys.executable, str(script), name, str(start)]) for name in names]
+    assert [run.wait(120) for run in runs] == [0] * len(names)
+    rows = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
+    assert sorted(row[0] for row in rows[1:]) == names
+    assert not list(out.glob(".*.part"))
+
+
+CUT_SHORT = """
+import resource, signal, sys
+sys.path.insert(0, {tests!r})
+from test_course_grade import thirds
+from vjpgrad.course import gradebook
+from vjpgrad.course.exercises import course, exercise
+from pathlib import Path
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead
+resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))  # ulimit -f: the disk fills
+gradebook.write(Path({out!r}), course(None), {{"dee": [thirds(exercise(1), 3)]}})
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a file size limit (ulimit -f) is POSIX's")
+def test_a_run_stopped_while_it_writes_the_gradebook_leaves_it_whole_and_the_next_keeps_every_row(
+    tmp_path: Path,
+) -> None:
+    of, one = course(None), exercise(1)
+    names = [f"student{k:02}" for k in range(30)]
+    gradebook.write(tmp_path, of, {name: [thirds(one, 2)] for name in names})
+    before = (tmp_path / "grades.csv").read_text()
+    limit = len(before.encode()) - 10  # the gradebook is past it, in its last row; a results.json is not
+    assert (tmp_path / names[0] / "results.json").stat().st_size < limit
+    script = tmp_path / "cut_short.py"
+    script.write_text(CUT_SHORT.format(tests=str(Path(__file__).parent), out=str(tmp_path), limit=limit))
+    stopped = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert stopped.returncode != 0
+    assert "File too large" in stopped.stderr
+    assert (tmp_path / "grades.csv").read_text() == before  # as it was, not cut
+    assert not list(tmp_path.glob("**/.*.part"))
+    gradebook.write(tmp_path, of, {"eve": [thirds(one, 1)]})
+    rows = list(csv.reader(io.StringIO((tmp_path / "grades.csv").read_text())))
+    assert [row[0] for row in rows[1:]] == [*names, "dee", "eve"]  # dee's results.json was written whole
+
+
+def test_a_results_json_without_a_row_gets_its_row_back(tmp_path: Path) -> None:
+    # a gradebook an older run left without a directory it graded (stopped between the two files)
+    of, one = course(None), exercise(1)
+    gradebook.write(tmp_path, of, {"ada": [thirds(one, 2)], "bob": [thirds(one, 3)]})
+    text = (tmp_path / "grades.csv").read_text()
+    (tmp_path / "grades.csv").write_text("".join(line for line in text.splitlines(True) if not line.startswith("bob")))
+    gradebook.write(tmp_path, of, {"cy": [thirds(one, 1)]})
+    rows = list(csv.reader(io.StringIO((tmp_path / "grades.csv").read_text())))
+    assert [row[0] for row in rows[1:]] == ["ada", "bob", "cy"]
+
+
+def test_a_directory_named_with_a_carriage_return_is_refused_before_grading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "class" / "cr\rx").mkdir(parents=True)
+    status, printed, err = grade(capsys, str(tmp_path / "class" / "cr\rx"), "--out", str(tmp_path / "out"))
+    assert (status, printed) == (2, "")
+    assert "holds a carriage return" in err
+    assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+def test_a_stretch_exercises_points_are_said_as_extra_credit_never_as_more_than_the_most() -> None:
+    of = course(None)
+    stretch = next(ex for ex in of.exercises if ex.stretch)
+    one = exercise(1)
+    report = gradebook.results_json([thirds(one, 3), thirds(stretch, 3)], of)
+    assert report["score"] == one.points + stretch.points  # Gradescope counts it
+    assert report["output"].startswith(
+        f"{one.points:g} of {one.points:g} points, and {stretch.points:g} of extra credit; 1 of 1 exercises done"
+    )
+    alone = gradebook.results_json([thirds(one, 3)], of)["output"]
+    assert alone.startswith(f"{one.points:g} of {one.points:g} points; 1 of 1")

@@ -365,6 +365,7 @@ class Reporter:
             directory = Path(item.config.getoption("--student") or ".").resolve()
             result, message = self._classify(call.excinfo, directory)
             seconds = self._clock() - self._started.get(item.nodeid, self._clock())
+            message = remote.shortened(message)  # a student's error of megabytes: its start is enough
             self._write({"event": "result", "id": item.nodeid, "outcome": result, "message": message,
                          "seconds": seconds})  # fmt: skip
 

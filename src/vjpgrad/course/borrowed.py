@@ -415,6 +415,62 @@ def normal(node: ast.AST) -> str:
     return ast.dump(_Names().visit(copy), annotate_fields=False, include_attributes=False)
 
 
+class _AnyName(ast.NodeTransformer):
+    """Every name a piece of code chooses made one name, ``n``: what is left does not depend on the
+    order the names first appear in (which ``_Names`` numbers them by)."""
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        node.id = "n"
+        return node
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        node.arg, node.annotation = "n", None
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.name, node.returns = "n", None
+        self.generic_visit(node)
+        return node
+
+
+def _in_sorted_blocks(node: ast.AST) -> str:
+    """``node`` dumped with the statements of each of its blocks in sorted order, innermost first."""
+    for field in ("body", "orelse", "finalbody", "handlers"):
+        block = getattr(node, field, None)
+        if isinstance(block, list) and block and all(isinstance(s, ast.AST) for s in block):
+            setattr(node, field, [s for _, s in sorted(((_in_sorted_blocks(s), s) for s in block), key=lambda p: p[0])])
+    return ast.dump(node, annotate_fields=False, include_attributes=False)
+
+
+def loose(node: ast.AST) -> str:
+    """``node`` as a string that is the same for two copies of the same code whatever their names,
+    docstrings, comments, layout, statements that do nothing, and the order of the statements of each
+    block (two independent lines swapped, ``a, b = ...`` written as two lines aside): what ``copied``
+    looks for besides ``normal``, looser (a part of a few lines written otherwise may meet it)."""
+    copy = _without_idle_statements(source_tree(ast.unparse(node)))
+    copy = _AnyName().visit(copy)
+    for statement in list(ast.walk(copy)):  # ``a, b = x, y`` as ``a = x`` and ``b = y``
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(statement, field, None)
+            if isinstance(block, list) and block and all(isinstance(s, ast.stmt) for s in block):
+                setattr(statement, field, [part for s in block for part in _unpacked(s)])
+    return "loose " + _in_sorted_blocks(copy)
+
+
+def _unpacked(statement: ast.stmt) -> list[ast.stmt]:
+    """An assignment of a tuple to a tuple of the same length as one assignment per item; else itself."""
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(target := statement.targets[0], ast.Tuple)
+        and isinstance(statement.value, ast.Tuple)
+        and len(target.elts) == len(statement.value.elts)
+        and not any(isinstance(x, ast.Starred) for x in (*target.elts, *statement.value.elts))
+    ):
+        return [ast.Assign([t], v) for t, v in zip(target.elts, statement.value.elts, strict=True)]
+    return [statement]
+
+
 def _part(tree: ast.Module, part: str) -> ast.AST | None:
     scope: list[ast.stmt] = tree.body
     *owners, last = part.split(".")
@@ -448,7 +504,7 @@ def copied(directory: Path, ex: Exercise) -> list[str]:
     written = _definitions(directory)  # every def and class of every file handed in, by its normal form
     for part in parts:
         b = _part(theirs, part)
-        if b is None or normal(b) not in written:
+        if b is None or (normal(b) not in written and loose(b) not in written):
             return []
     return [f"{name} ({', '.join(parts)}): {COPIED}"]
 
@@ -464,7 +520,9 @@ def _definitions(directory: Path) -> set[str]:
     for path in paths:  # grows as the modules they import, in folders of the submission, are found
         tree = parse(path)
         if tree is not None:
-            found.update(normal(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+            defined = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+            found.update(normal(n) for n in defined)
+            found.update(loose(n) for n in defined)
             paths += [module for module in _imported_files(directory, path, tree) if module not in paths]
     return found
 

@@ -17,11 +17,15 @@ its tests' scores as written, the total the sum of those.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
+import os
+import secrets
+import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,9 @@ TEACHER_VISIBILITY = "hidden"
 """Gradescope never shows a ``hidden`` test to the student: the teacher's remarks, held-out messages."""
 RESULTS = "results.json"
 GRADES = "grades.csv"
+LOCK = ".grades.lock"
+"""The file in ``OUT`` that a run holds locked while it merges its results in (``write``): two runs
+into one ``OUT`` at once take turns, and neither loses the other's rows."""
 
 
 class GradebookError(ValueError):
@@ -154,21 +161,29 @@ def summary(tests: Sequence[dict[str, Any]], course: Course) -> dict[str, Any]:
     held_out = any(t["visibility"] == HELD_OUT_VISIBILITY for t in tests)
     shown = [t for t in tests if t["visibility"] == "visible" or (not held_out and t["visibility"] != "hidden")]
     done = sum(all(t["score"] == t["max_score"] for t in shown if _exercise_of(t) == ex.number) for ex in required)
+    counted = {ex.number for ex in required}  # a stretch exercise's points are extra credit, said apart
     if held_out:
-        now = points(sum(float(t["score"]) for t in shown))
-        counted = {ex.number for ex in required}  # a stretch exercise's points are extra credit
+        now = points(sum(float(t["score"]) for t in shown if _exercise_of(t) in counted))
         most_now = points(sum(float(t["max_score"]) for t in shown if _exercise_of(t) in counted))
+        extra = points(sum(float(t["score"]) for t in shown if _exercise_of(t) not in counted))
         output = (
-            f"{number(now)} of {number(most_now)} points from the checks shown now; {done} of {len(required)} "
-            "exercises pass "
-            "them; the held-out checks are shown once the grades are published (vjpgrad course grade)"
+            f"{number(now)} of {number(most_now)} points from the checks shown now{_extra(extra)}; {done} of "
+            f"{len(required)} exercises pass them; the held-out checks are shown once the grades are published "
+            "(vjpgrad course grade)"
         )
     else:
         most = points(sum(ex.points for ex in required))
+        extra = points(sum(float(t["score"]) for t in tests if _exercise_of(t) not in counted))
         output = (
-            f"{number(total)} of {number(most)} points; {done} of {len(required)} exercises done (vjpgrad course grade)"
+            f"{number(points(total - extra))} of {number(most)} points{_extra(extra)}; {done} of {len(required)} "
+            "exercises done (vjpgrad course grade)"
         )
     return {"score": total, "output": output, "tests": list(tests)}
+
+
+def _extra(extra: float) -> str:
+    """What a summary adds for the points of stretch exercises (extra credit): nothing where there are none."""
+    return f", and {number(extra)} of extra credit" if extra else ""
 
 
 def results_json(results: Sequence[ExerciseResult], course: Course | None = None) -> dict[str, Any]:
@@ -248,13 +263,14 @@ def existing(out: Path, course: Course) -> list[str]:
     cannot be read (the gradebook is rebuilt from them: that row would be lost)."""
     path = out / GRADES
     if not path.is_file():
-        return []
-    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+        return _unlisted(out, [])
+    with open(path, encoding="utf-8", newline="") as file:  # a name may hold a newline, quoted
+        rows = list(csv.reader(file))
     if rows and rows[0] != header(course):
         raise GradebookError(
             f"{path} has the columns {', '.join(rows[0])}, not this course's: grade into another --out"
         )
-    names = [_untext(r[0]) for r in rows[1:] if r]
+    names = _unlisted(out, [_untext(r[0]) for r in rows[1:] if r])
     for name in names:
         if not (out / name / RESULTS).is_file():  # the gradebook is rebuilt from them: its row would go
             raise GradebookError(
@@ -263,6 +279,16 @@ def existing(out: Path, course: Course) -> list[str]:
             )
         read_results(out / name / RESULTS)
     return names
+
+
+def _unlisted(out: Path, names: list[str]) -> list[str]:
+    """``names`` (the gradebook's rows, in order), then the directories of ``out`` that hold a
+    ``results.json`` and have no row (a gradebook written by a run that stopped before it was done),
+    by name: every directory graded keeps its row."""
+    if not out.is_dir():
+        return names
+    listed = set(names)
+    return [*names, *sorted(p.parent.name for p in out.glob(f"*/{RESULTS}") if p.parent.name not in listed)]
 
 
 def read_results(path: Path) -> dict[str, Any]:
@@ -286,7 +312,14 @@ def read_results(path: Path) -> dict[str, Any]:
 def check_out(out: Path, course: Course, names: Sequence[str]) -> None:
     """Refuse (``GradebookError``) an ``out`` that ``write`` could not merge into: another course's
     gradebook, or a ``results.json`` it could not read, of a directory in it or of one of ``names``
-    (those about to be graded)."""
+    (those about to be graded); and a name a gradebook's row cannot hold (a carriage return, which
+    a CSV line writes bare)."""
+    for name in names:
+        if "\r" in name:
+            raise GradebookError(
+                f"the directory {name!r} holds a carriage return (\\r), which would cut its gradebook row in two: "
+                "rename it"
+            )
     existing(out, course)
     for name in names:
         if (out / name / RESULTS).is_file():
@@ -295,17 +328,48 @@ def check_out(out: Path, course: Course, names: Sequence[str]) -> None:
 
 def write(out: Path, course: Course, graded: dict[str, list[ExerciseResult]]) -> str:
     """``out/<name>/results.json`` for each directory graded, merged into what ``out`` holds, then
-    ``out/grades.csv`` with every directory's row; returns the gradebook's text."""
-    names = existing(out, course)
+    ``out/grades.csv`` with every directory's row; returns the gradebook's text. One run at a time
+    (``LOCK``), each file replaced whole (``_replace``): a run stopped midway leaves each file as it
+    was or as it is now, and a run beside it its rows."""
     out.mkdir(parents=True, exist_ok=True)
-    for name, results in graded.items():
-        path = out / name / RESULTS
-        old = read_results(path) if path.is_file() else None
-        report = merged(old, results_json(results, course), course)
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    everyone = [*names, *(name for name in graded if name not in names)]
-    reports = {name: read_results(out / name / RESULTS) for name in everyone}
-    text = gradebook(course, reports)
-    (out / GRADES).write_text(text, encoding="utf-8")
+    with _locked(out / LOCK):
+        names = existing(out, course)
+        for name, results in graded.items():
+            path = out / name / RESULTS
+            old = read_results(path) if path.is_file() else None
+            report = merged(old, results_json(results, course), course)
+            path.parent.mkdir(exist_ok=True)
+            _replace(path, json.dumps(report, indent=2) + "\n")
+        everyone = [*names, *(name for name in graded if name not in names)]
+        reports = {name: read_results(out / name / RESULTS) for name in everyone}
+        text = gradebook(course, reports)
+        _replace(out / GRADES, text)
     return text
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole: into a file beside it, then moved in its place (``os.replace``,
+    one step), so that no reader, and no run stopped midway, finds it half written."""
+    part = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.part")
+    try:
+        with open(part, "x", encoding="utf-8") as file:  # made as any file of the user's (the umask)
+            file.write(text)
+        os.replace(part, path)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold ``path`` locked (made if missing) for the body: another process waits for it."""
+    with open(path, "a+b") as handle:
+        if sys.platform == "win32":
+            import msvcrt
+
+            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)  # tries for 10 s, then raises OSError
+        else:
+            import fcntl
+
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # let go when the file is closed
+        yield

@@ -362,7 +362,7 @@ from the fork server has them already (and more: what pytest, hypothesis and vjp
 
 def student_process(
     directory: str, permitted: dict[str, set[str]], channel: Any, seconds: float, user: tuple[int, int] | None,
-    unreached: bool = False,
+    unreached: bool = False, kept: Sequence[str] = (),
 ) -> None:  # fmt: skip
     """The process where the student's code runs, for one exercise's checks: at most ``seconds`` of
     CPU and ``MEMORY`` bytes more than it starts with, as ``user`` when given, its output thrown away,
@@ -373,7 +373,8 @@ def student_process(
     nothing of theirs. Nothing of the student's runs until the checks ask it to import one of their
     files: a process the checks' process measures from before that
     (``remote.Checks.peak_memory_with_import``) counts all their code takes. ``unreached``: vjpgrad's
-    engine was never loaded here (``Fresh``), and the hook refuses reading its files (``guard``)."""
+    engine was never loaded here (``Fresh``), and the hook refuses reading its files (``guard``); ``kept``:
+    folders whose files the hook refuses but the student's own (``kept_from_student``)."""
     from vjpgrad.course import _plugin, guard, probe, remote  # all it runs, imported before it may drop to ``user``
 
     probe.refuse_recursion_limit()  # exercise 4's check means something only if their code cannot raise it
@@ -397,7 +398,8 @@ def student_process(
     _plugin.guard_imports(home, permitted)
     student = _plugin.Student(home)
     # last: from here on, no process, file written, socket, ctypes, /proc nor reference solution (``guard``)
-    guard.install(str(folder("solutions")), str(folder("solutions").parent.parent) if unreached else None)
+    engine = str(folder("solutions").parent.parent) if unreached else None
+    guard.install(str(folder("solutions")), engine, kept, str(home))
     remote.serve(channel, home, student)
 
 
@@ -503,9 +505,9 @@ def run_exercise(
     messages name ``directory`` as the student knows it (``known_as``, ``as_known``)."""
     options = [*(["--class-mode"] if class_mode else []), *(["--known-as", known_as] if known_as is not None else [])]
     told = Told(class_mode, more_time)
-    result = _run_files(directory, exercise, [exercise.check], timeout, options, told)
+    result = _run_files(directory, exercise, [exercise.check], timeout, options, told, held_out)
     if held_out and exercise.held_out:
-        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, options, told)
+        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, options, told, held_out)
         result.tests += [TestResult(**{**t.__dict__, "held_out": True}) for t in hidden.tests]
         result.remarks += [remark for remark in hidden.remarks if remark not in result.remarks]
     return as_known(result, directory, known_as)
@@ -542,9 +544,11 @@ class Told:
 
 def _run_files(
     directory: Path, exercise: Exercise, files: list[Path], timeout: float, options: Sequence[str] = (),
-    told: Told = Told(),
+    told: Told = Told(), graded: bool = False,
 ) -> ExerciseResult:  # fmt: skip
-    """The checks of ``files`` in one pytest process, its report received and authenticated here."""
+    """The checks of ``files`` in one pytest process, its report received and authenticated here;
+    ``graded``: a run of the held-out checks too (``grade``, the autograder), whose student's process
+    reads nothing beside the submission's folder (``kept_from_student``)."""
     with tempfile.TemporaryDirectory(prefix="vjpgrad-course-") as scratch:
         output = Path(scratch) / "output.txt"
         arguments = [
@@ -554,8 +558,8 @@ def _run_files(
         context = _processes()
         receiving, sending = context.Pipe(duplex=False)
         key = secrets.token_bytes(32)
-        student, ours = _student(context, directory, exercise, timeout)
-        fresh = [_student(context, directory, exercise, timeout) for _ in range(measures(files))]
+        student, ours = _student(context, directory, exercise, timeout, graded)
+        fresh = [_student(context, directory, exercise, timeout, graded) for _ in range(measures(files))]
         process = context.Process(  # the ids of the processes started here, not what any process says it is:
             target=pytest_process,
             args=(arguments, str(directory), str(output), hypothesis_home(), timeout, sending, key, None, ours),
@@ -583,13 +587,16 @@ def _run_files(
     return _result(exercise, events, text, timed_out, timeout, told, directory)
 
 
-def _student(context: Any, directory: Path, exercise: Exercise, timeout: float) -> tuple[Any, Any]:
+def _student(
+    context: Any, directory: Path, exercise: Exercise, timeout: float, graded: bool = False
+) -> tuple[Any, Any]:
     """A process where the student's code runs (``student_process``), started, and the checks' end of
     the pipe to it: a fresh interpreter where vjpgrad's engine is never loaded (``Fresh``) when no
-    file the exercise runs may use vjpgrad (POSIX), else one from the fork server (which has it)."""
+    file the exercise runs may use vjpgrad (POSIX), else one from the fork server (which has it).
+    The folders it may not read (``kept_from_student``) depend on whether the run is ``graded``."""
     theirs, ours = context.Pipe(duplex=True)
     permitted = _permitted(exercise)
-    arguments = (str(directory), permitted, theirs, timeout, RUN_AS[0])
+    arguments = (str(directory), permitted, theirs, timeout, RUN_AS[0], kept_from_student(directory, exercise, graded))
     student: Any
     if os.name == "posix" and not uses_vjpgrad(exercise, permitted):
         student = Fresh(arguments)
@@ -598,6 +605,19 @@ def _student(context: Any, directory: Path, exercise: Exercise, timeout: float) 
         start(context, student)
     theirs.close()
     return student, ours
+
+
+def kept_from_student(directory: Path, exercise: Exercise, graded: bool) -> list[str]:
+    """The folders whose files the student's process may not read (``guard.KEPT``), but for the
+    student's own folder inside one: the teacher's exercises folder (an exercise of the teacher's) and
+    the folders of the exercise's held-out checks; where the run is ``graded`` (``grade``, the
+    autograder), the folder the submission lies in too, which holds the other students' (a student's
+    own ``check`` reads beside their folder what it likes)."""
+    kept = {str(exercise.home)} if exercise.teachers else set()
+    kept |= {str(path.parent) for path in exercise.held_out}
+    if graded:
+        kept.add(str(directory.resolve().parent))
+    return sorted(kept)
 
 
 def uses_vjpgrad(exercise: Exercise, permitted: dict[str, set[str]]) -> bool:
@@ -634,10 +654,10 @@ for name, folder in (("vjpgrad", package), ("vjpgrad.course", os.path.join(packa
     sys.modules[name] = stub
 from multiprocessing.connection import Connection
 from vjpgrad.course.grading import student_process
-directory, permitted, channel, seconds, user = arguments
+directory, permitted, channel, seconds, user, kept = arguments
 student_process(
     directory, {file: set(names) for file, names in permitted.items()}, Connection(channel), seconds,
-    None if user is None else (user[0], user[1]), unreached=True,
+    None if user is None else (user[0], user[1]), unreached=True, kept=kept,
 )
 """
 """What ``Fresh``'s interpreter runs: vjpgrad's package and ``vjpgrad.course`` as empty modules that
@@ -653,14 +673,20 @@ class Fresh:
     answers what ``_run_files`` asks of a process: ``pid``, ``is_alive``, ``kill``, ``join``,
     ``exitcode``."""
 
-    def __init__(self, arguments: tuple[str, dict[str, set[str]], Any, float, tuple[int, int] | None]) -> None:
-        directory, permitted, channel, seconds, user = arguments
+    def __init__(
+        self, arguments: tuple[str, dict[str, set[str]], Any, float, tuple[int, int] | None, list[str]]
+    ) -> None:
+        directory, permitted, channel, seconds, user, kept = arguments
         here = os.getcwd()
         paths = [os.path.abspath(path) for path in sys.path if path]  # the packages this interpreter finds
         package = str(folder("solutions").parent.parent)  # vjpgrad's folder
         plain = {file: sorted(names) for file, names in permitted.items()}
         given = json.dumps(
-            [[path for path in paths if path != here], package, [directory, plain, channel.fileno(), seconds, user]]
+            [
+                [path for path in paths if path != here],
+                package,
+                [directory, plain, channel.fileno(), seconds, user, kept],
+            ]
         )
         self.popen = subprocess.Popen(
             [sys.executable, "-I", "-B", "-c", BOOT, given], pass_fds=(channel.fileno(),), cwd=os.sep,
@@ -764,10 +790,15 @@ def _result(
     return result
 
 
+def _limits(timeout: float) -> str:
+    """The time limit a check was stopped at, as its message names it: CPU time where the platform
+    limits it, with the clock's limit beside it (a process that waits, ``time.sleep``, uses none)."""
+    return f"{timeout:g} s of CPU or {timeout * WALL:g} s of the clock" if cpu_limited() else f"{timeout:g} s"
+
+
 def _unfinished(timed_out: bool, timeout: float, more_time: MoreTime = UNADVISED) -> str:
     if timed_out:
-        clock = " of CPU" if cpu_limited() else ""
-        return f"it did not finish within {timeout:g} s{clock} ({advice(more_time)})"
+        return f"it did not finish within {_limits(timeout)} ({advice(more_time)})"
     return "the process running the checks stopped during it (os._exit? a crash?)"
 
 
@@ -782,8 +813,7 @@ def _stopped(exercise: Exercise, timed_out: bool, timeout: float, more_time: Mor
     ``more_time`` has advice for them."""
     if not timed_out or not more_time.teacher:
         return []
-    clock = " of CPU" if cpu_limited() else ""
-    return [f"exercise {exercise.number}: its checks were stopped at the time limit, {timeout:g} s{clock}: "
+    return [f"exercise {exercise.number}: its checks were stopped at the time limit, {_limits(timeout)}: "
             f"{more_time.teacher}"]  # fmt: skip
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import builtins
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from stat import S_ISDIR
 from typing import Any
 
@@ -46,7 +46,7 @@ REFUSED: dict[str, str] = {
     **dict.fromkeys(("os.kill", "os.killpg", "signal.pthread_kill"), "signalling a process"),
     **dict.fromkeys(
         ("os.remove", "os.rename", "os.rmdir", "os.link", "os.symlink", "os.truncate", "os.chmod", "os.chown",
-         "os.mkdir"),
+         "os.mkdir", "os.utime", "os.chflags", "os.setxattr", "os.removexattr"),
         "changing files",
     ),
     **dict.fromkeys(("socket.__new__", "socket.bind", "socket.connect", "socket.sendto"), "sockets"),
@@ -56,13 +56,37 @@ REFUSED: dict[str, str] = {
 }  # fmt: skip
 """The audit events refused outright, with what each does (every ``ctypes.*`` event too: ``_hook``)."""
 
-MODULES = frozenset(("ctypes", "_ctypes", "_posixsubprocess", "_posixshmem", "posix", "_testcapi", "_testinternalcapi"))
-"""Modules a student's code may not import (again): each reaches what the hook refuses without an event."""
+MODULES = frozenset((
+    "ctypes", "_ctypes", "_posixsubprocess", "_posixshmem", "posix", "_testcapi", "_testinternalcapi",
+    "readline", "sqlite3", "_sqlite3", "dbm", "_dbm", "_gdbm",
+))  # fmt: skip
+"""Modules a student's code may not import (again): each reaches what the hook refuses without an event
+(``readline`` reads and writes its history files, ``sqlite3`` and ``dbm`` their databases, unseen)."""
+
+UNSEEN: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("_posixsubprocess", ("fork_exec",)),
+    ("subprocess", ("_fork_exec",)),
+    ("_posixshmem", ("shm_open", "shm_unlink")),
+    ("posix", ("memfd_create", "mkfifo", "mknod")),
+    ("os", ("memfd_create", "mkfifo", "mknod")),
+    ("readline", ("read_history_file", "write_history_file", "append_history_file", "read_init_file")),
+    ("_sqlite3", ("connect",)),
+    ("sqlite3", ("connect",)),
+    ("_dbm", ("open",)),
+    ("_gdbm", ("open",)),
+)
+"""The functions that start a process, share memory, or read or write a file without an audit event,
+by module: in a module already loaded (another may hold it), each is replaced by one that refuses."""
 
 SOLUTIONS = "reading vjpgrad's reference solutions"
 """What an ``open`` of a file among vjpgrad's reference solutions is refused as: a student's process
 needs none of them, and an engine that loads one at run time (its path put together so that no
 reading of the file finds it) would earn the marks of the shipped solution."""
+KEPT = "reading the teacher's files or another student's, which the student's code needs none of"
+"""What an ``open`` under a folder kept from the student (``install``'s ``kept``: the teacher's
+exercises and held-out checks; where grading, the folder the submissions lie in) is refused as: a
+student's code that read a held-out check could print it where students see it, and one that loaded
+another student's file would earn that student's marks."""
 SOLUTIONS_REMARK = "loaded vjpgrad's reference solutions at run time (refused)"
 """The teacher's remark on an exercise whose checks met that refusal (``gradebook.grade``)."""
 ENGINE = "reading vjpgrad's own code, which this exercise's files may not use"
@@ -77,40 +101,49 @@ WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
 def _refuse(*arguments: Any, **keywords: Any) -> Any:
-    raise PermissionError(f"starting a process or sharing memory is refused: {RULE}")
+    raise PermissionError(
+        f"starting a process, sharing memory, or reading or writing a file unseen (no audit event) is refused: {RULE}"
+    )
 
 
 def _scrub() -> None:
-    """Replace the functions that start a process or share memory without an audit event by
-    ``_refuse``, in the modules already loaded (``MODULES`` may not be imported again)."""
-    for module, names in (
-        ("_posixsubprocess", ("fork_exec",)),
-        ("subprocess", ("_fork_exec",)),
-        ("_posixshmem", ("shm_open", "shm_unlink")),
-        ("posix", ("memfd_create",)),
-        ("os", ("memfd_create",)),
-    ):
+    """Replace the functions that act without an audit event (``UNSEEN``) by ``_refuse``, in the
+    modules already loaded, and take the ``MODULES`` loaded (but ``posix``, which ``os`` is) out of
+    ``sys.modules``: refused as an import, they are not found again."""
+    for module, names in UNSEEN:
         loaded = sys.modules.get(module)
         for name in names:
             if loaded is not None and hasattr(loaded, name):
                 setattr(loaded, name, _refuse)
     # ctypes is loaded already (vjpgrad.core.floats takes libm's hypot through it), and its
-    # memmove raises no audit event: taken out of sys.modules, and refused as an import, it is not found again
-    for module in [name for name in sys.modules if name in ("ctypes", "_ctypes") or name.startswith("ctypes.")]:
+    # memmove raises no audit event
+    kept_out = MODULES - {"posix"}
+    for module in [name for name in sys.modules if name.partition(".")[0] in kept_out]:
         del sys.modules[module]
 
 
-def install(solutions: str, engine: str | None = None) -> None:
+def install(solutions: str, engine: str | None = None, kept: Sequence[str] = (), home: str | None = None) -> None:
     """Refuse, in this process, from now on, what ``refusal`` names, and reading any file under the
     folder ``solutions`` (vjpgrad's reference solutions); with ``engine`` (vjpgrad's folder, where
-    it was never loaded in this process), reading vjpgrad's code too (``ENGINE``); not undone. Run
-    last before the student's files are imported: the grader's code in this process needs none of it
-    afterwards (it reads and writes inherited pipes, which raise no event, and imports nothing more)."""
+    it was never loaded in this process), reading vjpgrad's code too (``ENGINE``); under the folders
+    ``kept`` (``KEPT``), reading anything but the student's own folder ``home`` and the folders
+    modules are imported from (``sys.path``, the interpreter's); not undone. Run last before the
+    student's files are imported: the grader's code in this process needs none of it afterwards (it
+    reads and writes inherited pipes, which raise no event, and imports nothing more)."""
     _scrub()
     package = None if engine is None else os.path.realpath(engine) + os.sep
+    libraries = _libraries()
+    readable = [*(os.path.realpath(p) + os.sep for p in sys.path if p), *libraries]
+    if home is not None:
+        readable.append(os.path.realpath(home) + os.sep)
+    # each folder kept, with the folders inside it still readable (a folder that holds it does not count)
+    folders = [os.path.realpath(k) + os.sep for k in kept]
+    kept_apart = tuple((k, tuple(r for r in readable if r.startswith(k) and r != k)) for k in folders)
     # copies: what the hook reads, nothing else reaches
     refusals = (dict(REFUSED), MODULES, RULE)
-    hook = _hook(os.stat, os.path.realpath, os.path.realpath(solutions) + os.sep, *refusals, package, _libraries())
+    hook = _hook(
+        os.stat, os.path.realpath, os.path.realpath(solutions) + os.sep, *refusals, package, libraries, kept_apart
+    )
     sys.addaudithook(hook)
 
 
@@ -172,6 +205,7 @@ def engine_file(found: str, package: str, sep: str = os.sep) -> bool:
 def _hook(
     stat: Callable[..., Any], real: Callable[[str], str], solutions: str, refused: dict[str, str],
     modules: frozenset[str], rule: str, package: str | None = None, libraries: tuple[str, ...] = (),
+    kept: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> Callable[..., None]:  # fmt: skip
     """The audit hook: everything it reads is bound here, in its closure, so that no module attribute a
     student's code can rebind (this module's, ``os``'s) changes what it refuses. A path that is not a
@@ -210,6 +244,15 @@ def _hook(
         found = leads_to(path)
         return found is not None and (found == "" or found.startswith(solutions) or anywhere in found)
 
+    def kept_from_them(path: Any) -> bool:
+        if not kept:
+            return False
+        found = leads_to(path)
+        if found is None:
+            return False
+        found += sep  # the folder itself too
+        return found == sep or any(found.startswith(k) and not found.startswith(inside) for k, inside in kept)
+
     def a_folder(path: Any) -> bool:
         if type(path) is int or path is None:
             return False
@@ -240,6 +283,8 @@ def _hook(
             return f"reading {path!r}, under /proc"
         if among_solutions(path):
             return SOLUTIONS
+        if kept_from_them(path):
+            return KEPT
         if a_folder(path):  # its descriptor would open by names the hook sees unresolved
             return f"opening a folder ({path!r}): a path relative to its descriptor is not checked"
         if vjpgrads(path):

@@ -52,8 +52,19 @@ from vjpgrad.course import kernel
 
 LIMIT = 1 << 26
 """The longest message either side accepts (bytes)."""
+TEXT_LIMIT = 20_000
+"""The most characters of an error's text that cross from one process to the other, and of a check's
+message (``shortened``): a student's error of megabytes would otherwise reach the grade's report
+whole, or past what the grader reads of one message."""
 DEPTH = 40
 """How deep plain data nests before the rest goes as handles (a list that contains itself)."""
+
+
+def shortened(text: str, limit: int = TEXT_LIMIT) -> str:
+    """``text``, or its first ``limit`` characters and how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} characters more, not shown)"
 
 
 class Peak(tuple[int, str]):
@@ -279,12 +290,12 @@ class Side:
             text = str(error)
         except Exception:  # a student's __str__ that raises
             text = "(its text could not be read)"
-        return {"type": type(error).__name__, "text": text}
+        return {"type": type(error).__name__, "text": shortened(text)}
 
     def error(self, description: Any) -> BaseException:
         if type(description) is not dict or type(description.get("type")) is not str:
             raise TamperedError("not an error")
-        name, text = description["type"], str(description.get("text", ""))
+        name, text = description["type"], shortened(str(description.get("text", "")))
         if name == "StopIteration":
             return StopIteration()
         syntax = description.get("syntax")
@@ -584,7 +595,7 @@ class Student(Side):
 
     def answer(self, what: str, arguments: list[Any]) -> Any:
         if what == "import":
-            return self.importer(str(arguments[0]))
+            return self._imported(str(arguments[0]))
         if what == "probe":
             from vjpgrad.course import probe
 
@@ -598,6 +609,25 @@ class Student(Side):
         if operation is None:
             raise TamperedError(f"no such request: {what!r}")
         return operation(*arguments)
+
+    def _imported(self, name: str) -> Any:
+        """The student's module ``name``, imported; a file Python cannot read as source because it
+        holds a null byte raises a ``SyntaxError`` naming the file and the line, as another
+        ``SyntaxError`` does (Python names neither: ``ValueError`` up to 3.11, then a ``SyntaxError``
+        without a file)."""
+        try:
+            return self.importer(name)
+        except (SyntaxError, ValueError) as error:
+            if (isinstance(error, SyntaxError) and error.filename) or "null bytes" not in str(error):
+                raise
+            path = self.directory / f"{name.replace('.', os.sep)}.py"
+            try:
+                line = next(k for k, text in enumerate(path.read_bytes().split(b"\n"), 1) if b"\0" in text)
+            except (OSError, StopIteration):
+                raise error from None
+            found = SyntaxError("the file holds a null byte (\\0), which Python source may not")
+            found.filename, found.lineno = str(path), line
+            raise found from None
 
     def describe(self, error: BaseException) -> dict[str, Any]:
         description = super().describe(error)
