@@ -1429,3 +1429,30 @@ def test_an_object_with_fields_that_is_no_tuple_is_refused_naming_its_type() -> 
     other = vjpgrad.compile(lambda x: Outcome(x * 2.0))  # its article as a sentence reads it
     with pytest.raises(TypeError, match=r"returns Values, Vectors, numbers.*got an Outcome$"):
         other(Value(1.5))
+
+
+def test_a_replays_result_was_made_by_the_compiled_call_and_a_function_given_one_answers_as_eager_code() -> None:
+    """How a replay's Value was made is the call (``op`` "output", as a torch.compile'd output's grad_fn
+    is CompiledFunctionBackward); a compiled function that branches on how its argument was made answers,
+    given such a Value, what its eager code answers given the same Value."""
+
+    def step(h: Value) -> Value:
+        return h + 1.0 if h.op == "*" else h * 2.0
+
+    fast = vjpgrad.compile(step)
+    x = Value(0.3)
+    first = fast(x)  # recorded: eager code's own result
+    assert (first.op, first.parents) == ("*", (x,))
+    second = fast(x)  # replayed
+    assert second.op == "output"
+    assert x in second.parents
+    assert not second.is_leaf
+    for h in (first, second, fast(first), fast(second)):
+        eager, compiled = step(h), fast(h)
+        assert compiled.data == eager.data
+        x.grad = 0.0
+        eager.backward(retain_graph=True)
+        by_eager = x.grad
+        x.grad = 0.0
+        compiled.backward(retain_graph=True)
+        assert x.grad == by_eager
