@@ -162,23 +162,27 @@ def summary(tests: Sequence[dict[str, Any]], course: Course) -> dict[str, Any]:
     shown = [t for t in tests if t["visibility"] == "visible" or (not held_out and t["visibility"] != "hidden")]
     done = sum(all(t["score"] == t["max_score"] for t in shown if _exercise_of(t) == ex.number) for ex in required)
     counted = {ex.number for ex in required}  # a stretch exercise's points are extra credit, said apart
+    earned = _points_of(shown if held_out else tests, counted)
     if held_out:
-        now = points(sum(float(t["score"]) for t in shown if _exercise_of(t) in counted))
         most_now = points(sum(float(t["max_score"]) for t in shown if _exercise_of(t) in counted))
-        extra = points(sum(float(t["score"]) for t in shown if _exercise_of(t) not in counted))
         output = (
-            f"{number(now)} of {number(most_now)} points from the checks shown now{_extra(extra)}; {done} of "
-            f"{len(required)} exercises pass them; the held-out checks are shown once the grades are published "
+            f"{number(earned[0])} of {number(most_now)} points from the checks shown now{_extra(earned[1])}; {done} "
+            f"of {len(required)} exercises pass them; the held-out checks are shown once the grades are published "
             "(vjpgrad course grade)"
         )
     else:
         most = points(sum(ex.points for ex in required))
-        extra = points(sum(float(t["score"]) for t in tests if _exercise_of(t) not in counted))
         output = (
-            f"{number(points(total - extra))} of {number(most)} points{_extra(extra)}; {done} of {len(required)} "
+            f"{number(earned[0])} of {number(most)} points{_extra(earned[1])}; {done} of {len(required)} "
             "exercises done (vjpgrad course grade)"
         )
     return {"score": total, "output": output, "tests": list(tests)}
+
+
+def _points_of(tests: Sequence[dict[str, Any]], counted: set[int]) -> tuple[float, float]:
+    """The points of ``tests`` of the exercises ``counted``, and those of the others (stretch: extra credit)."""
+    ours = points(sum(float(t["score"]) for t in tests if _exercise_of(t) in counted))
+    return ours, points(sum(float(t["score"]) for t in tests if _exercise_of(t) not in counted))
 
 
 def _extra(extra: float) -> str:
