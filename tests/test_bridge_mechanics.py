@@ -498,6 +498,31 @@ def test_a_leaf_changed_through_data_after_the_forward_is_named_not_replayed(rea
     assert [p.matches for p in steps] == [True, True], [p.summary() for p in steps]
 
 
+@pytest.mark.parametrize("how", ["numpy", "data"])
+def test_a_constant_changed_where_the_watch_could_not_see_is_named_as_the_reason_a_pass_differs(how: str) -> None:
+    """A constant an operation read, changed before ``backward`` by no operation the watch saw (through
+    NumPy's memory, which ``torch.from_numpy`` shares, or ``.data``): PyTorch's backward multiplies by
+    the numbers it saved, which changed with it. The pass may differ, and says why (an outside review
+    found "the reason is not known"); the learner's gradient is PyTorch's."""
+    numpy = pytest.importorskip("numpy")
+    with vjpgrad.watch_torch() as w:
+        array = numpy.array([1.0, 2.0, 3.0], dtype=numpy.float32)
+        data = torch.from_numpy(array)
+        weights = torch.tensor([0.5, 0.5, 0.5], requires_grad=True)
+        y = (weights * data).sum()
+        if how == "numpy":
+            array[0] = 100.0
+        else:
+            data.data[0] = 100.0
+        y.backward()
+    assert weights.grad.tolist() == [100.0, 2.0, 3.0]  # PyTorch's, untouched by the watch
+    (done,) = w.passes
+    assert not done.matches
+    summary = done.summary()
+    assert "the reason is not known" not in summary
+    assert "changed where the watch could not see" in summary, summary
+
+
 def test_an_intermediate_whose_grad_is_retained_is_compared_as_a_leaf_is() -> None:
     """``h.retain_grad()`` (makemore's backprop ninja keeps the gradients of 19 intermediates so):
     its ``.grad`` after each pass, accumulated as a leaf's is, compared with the replay's
@@ -650,6 +675,38 @@ def test_a_parameter_a_loop_variable_still_holds_keeps_its_modules_name() -> Non
     assert p is model.bias  # the loop's name is still bound to the last parameter
     for done in w.passes:
         assert sorted(leaf.name for leaf in done.leaves) == ["model.bias", "model.weight"]
+
+
+class _Settings(torch.nn.Module):
+    def __init__(self) -> None:  # super().__init__() forgotten: its parameters cannot be read
+        self.lr = 0.1
+
+
+class _Raising(dict):  # type: ignore[type-arg]
+    def items(self) -> Any:
+        raise RuntimeError("a container of the learner's that cannot be looked into")
+
+
+@pytest.mark.parametrize("through", ["backward", "autograd.grad"])
+def test_an_object_in_scope_that_raises_when_looked_at_never_stops_the_learners_pass(through: str) -> None:
+    """The watch names tensors by what the frame holds; an object there that raises when read (a
+    module whose ``super().__init__()`` was forgotten, a container of the learner's) is not named,
+    and the learner's pass runs as in plain PyTorch (an outside review found it never ran)."""
+    settings, kept = _Settings(), _Raising(a=1)
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        loss = (x * x).sum()
+        if through == "backward":
+            loss.backward()
+            found = x.grad
+        else:
+            (found,) = torch.autograd.grad(loss, x)
+    assert settings.lr == 0.1
+    assert kept["a"] == 1
+    assert found.tolist() == [2.0, 4.0]
+    (done,) = w.passes
+    assert done.matches
+    assert [leaf.name for leaf in done.leaves] == ["x"]
 
 
 def test_leaves_kept_in_a_dict_or_a_list_are_named_by_where_they_are_kept() -> None:

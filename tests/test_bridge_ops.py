@@ -763,6 +763,20 @@ def test_a_divisions_divisor_gets_minus_the_gradient_times_the_quotient_over_it(
     assert every_leaf_equal_to_the_bit(w, [{"x": x, "y": y}]) == (2, 2)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_sqrt_at_zero_trap_gives_pytorchs_nan_bit_for_bit(dtype: Any) -> None:
+    """``torch.where(x > 0, x.sqrt(), 0)`` at ``x = 0``: sqrt's backward divides the zero gradient
+    where masks it by ``2 * sqrt(0)``, and 0 / 0 is the processor's default nan, its sign bit set
+    on x86-64, as PyTorch's kernel gives it (an outside review found the replay's nan positive,
+    "the reason is not known")."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([0.0, -0.0, 4.0, -1.0], dtype=dtype, requires_grad=True)
+        torch.where(x > 0, x.sqrt(), 0.0).sum().backward()
+        z = torch.tensor([0.0], dtype=dtype, requires_grad=True)
+        (z.sqrt() * 0).sum().backward()
+    assert every_leaf_equal_to_the_bit(w, [{"x": x}, {"z": z}]) == (2, 2)
+
+
 PRODUCTS: dict[str, tuple[Callable[..., Any], tuple[int, ...], tuple[int, ...]]] = {
     "mm": (torch.mm, (2, 3), (3, 2)),
     "bmm": (torch.bmm, (2, 1, 3), (2, 3, 2)),

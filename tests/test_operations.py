@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fractions
 import math
+import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -465,3 +466,29 @@ def test_hypot_falls_back_to_pythons_where_no_c_library_loads(monkeypatch: pytes
     monkeypatch.setattr(ctypes, "CDLL", refuse)
     assert floats._load_c_hypot() is math.hypot
     assert math.hypot(math.inf, math.nan) == math.inf  # the fallback keeps C99's edge
+
+
+@given(
+    st.sampled_from([0.0, -0.0, math.nan, -math.nan, 1.0, -2.5, math.inf, -math.inf, 5e-324]),
+    st.sampled_from([0.0, -0.0]),
+)
+def test_a_division_by_zero_gives_the_processors_own_bits_as_pytorch_and_numpy_do(x: float, y: float) -> None:
+    """0 / 0 is the processor's default nan (the invalid operation's, as ``0 * inf`` gives it: its
+    sign bit set on x86-64, where PyTorch's and NumPy's division give that nan, and vjpgrad's gave
+    Python's, whose bit is clear); a nan divided by zero is that nan; x / 0 an infinity. Compared
+    by every bit, a nan's sign too."""
+
+    def raw(v: float) -> bytes:
+        return struct.pack("<d", v)
+
+    got = floats.div(x, y)
+    if x != x:
+        assert raw(got) == raw(x)
+    elif x == 0.0:
+        assert raw(got) == raw(0.0 * math.inf)
+    else:
+        assert got == math.copysign(math.inf, x) * math.copysign(1.0, y)
+    assert raw((Value(x) / Value(y)).data) == raw(got)
+    numpy = pytest.importorskip("numpy")
+    with numpy.errstate(all="ignore"):
+        assert raw(got) == raw(float(numpy.float64(x) / numpy.float64(y)))

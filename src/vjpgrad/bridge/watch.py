@@ -29,7 +29,7 @@ import struct
 import sys
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -617,6 +617,7 @@ class Watch:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=changed, call=call)
             reports, unnamed = self._all_returned(wrt, entries[len(roots) :], result, gradients, names)
             notes = _applying(frozenset().union(*(e.notes for e in entries)), gradients) | self._hooks(outs, names)
+            notes |= self._unseen_constant(reports, notes, names)
             scalar = len(items) == 1 and roots[0].dim() == 0
             explainer = functools.partial(self._as_of, number, outs, kept, scalar, call) if outs else None
             return Pass(
@@ -745,7 +746,7 @@ class Watch:
             notes |= self._hooks(outputs, names)
             leaves, seen, unnamed = self._compare(gradients, before, names)
             leaves += self._retained_reports(retained, gradients, before, names)
-            reasons = sorted(notes | seen)
+            reasons = sorted(notes | seen | self._unseen_constant(leaves, notes | seen, names))
             return Pass(
                 number,
                 location,
@@ -812,6 +813,29 @@ class Watch:
                     "numbers it saved, which changed with it, and the replay has the ones it saw"
                 )
         return None
+
+    def _unseen_constant(
+        self, leaves: Sequence[LeafReport], reasons: frozenset[str], names: dict[int, str]
+    ) -> set[str]:
+        """Where a pass differs and no reason is known: a constant the watch saw read whose numbers
+        now are not those it read, by no operation it saw (its version unchanged: through NumPy's
+        memory, which ``torch.from_numpy`` shares, or ``.data``), named as the likely reason: PyTorch's
+        backward multiplies by the numbers it saved, which changed with it. Read only then (each
+        constant's numbers read again), so a pass that matches costs nothing more."""
+        if reasons or all(leaf.matches for leaf in leaves):
+            return set()
+        for key, entry in list(self._entries.items()):
+            t = entry.tensor
+            if entry.leaf or entry.poisoned or entry.large or t.requires_grad or entry.version != _version(t):
+                continue
+            if fingerprint(t, constant_numbers(t)) != entry.fingerprint:
+                name = names.get(key) or "a tensor an operation read"
+                return {
+                    f"{name} changed where the watch could not see (through NumPy's memory, which torch.from_numpy "
+                    "shares, or .data) after an operation read it: PyTorch's backward multiplies by the numbers it "
+                    "saved, which changed with it, and the replay has the ones it saw"
+                }
+        return set()
 
     def _not_run(
         self, roots: list[torch.Tensor], seeds: list[Any], retain: bool, error: Exception, location: str
@@ -1147,7 +1171,8 @@ def _names(frame: types.FrameType | None) -> dict[int, str]:
         for key, value in list(scope.items()):
             if key.startswith("__"):
                 continue
-            _name_of(key, value, names, paths, kept)
+            with contextlib.suppress(Exception):  # an object that raises when read is not named
+                _name_of(key, value, names, paths, kept)
     _kept_names(kept, names, paths)
     return names | paths
 
@@ -1159,13 +1184,23 @@ def _kept_names(kept: list[tuple[str, Any]], names: dict[int, str], paths: dict[
     for _ in range(CONTAINER_DEPTH):
         deeper: list[tuple[str, Any]] = []
         for key, container in kept:
-            pairs = container.items() if isinstance(container, dict) else enumerate(container)
-            for k, value in itertools.islice(pairs, CONTAINER_ITEMS):
-                if not isinstance(k, (str, int)):
-                    continue
-                plain = isinstance(k, str) and k.isprintable() and '"' not in k and "\\" not in k
-                _name_of(f'{key}["{k}"]' if plain else f"{key}[{k!r}]", value, names, paths, deeper)
+            with contextlib.suppress(Exception):  # a container of the learner's that raises when read
+                _names_in(key, container, names, paths, deeper)
         kept = deeper[:CONTAINER_ITEMS]
+
+
+def _names_in(
+    key: str, container: Any, names: dict[int, str], paths: dict[int, str], deeper: list[tuple[str, Any]]
+) -> None:
+    """The items of one dict, list or tuple ``container`` (held at ``key``) named, the first
+    ``CONTAINER_ITEMS``; an item that raises when read is not named."""
+    pairs = container.items() if isinstance(container, dict) else enumerate(container)
+    for k, value in itertools.islice(pairs, CONTAINER_ITEMS):
+        if not isinstance(k, (str, int)):
+            continue
+        plain = isinstance(k, str) and k.isprintable() and '"' not in k and "\\" not in k
+        with contextlib.suppress(Exception):
+            _name_of(f'{key}["{k}"]' if plain else f"{key}[{k!r}]", value, names, paths, deeper)
 
 
 def _name_of(

@@ -31,12 +31,16 @@ def as_number(x: object) -> float | None:
 
 
 def div(x: float, y: float) -> float:
-    """x / y with IEEE-754 results for a zero divisor (1/0 = inf, -1/0 = -inf, 0/0 = nan)."""
+    """x / y with IEEE-754 results for a zero divisor (1/0 = inf, -1/0 = -inf, 0/0 = nan), each the
+    bits the processor's division gives, as PyTorch's and NumPy's: a nan divided is itself, and 0/0
+    the processor's default nan (an invalid operation, as ``0 * inf`` is: negative on x86-64)."""
     try:
         return x / y
     except ZeroDivisionError:
-        if x == 0.0 or x != x:
-            return nan
+        if x != x:
+            return x
+        if x == 0.0:
+            return x * inf
         return math.copysign(inf, x) * math.copysign(1.0, y)
 
 
