@@ -1004,3 +1004,17 @@ def test_backward_wrapped_in_a_function_of_the_learners_own_runs_as_without_the_
     assert grads(x) == [5.0, 5.5]
     check_verdicts(w)
     assert [p.matches for p in w.passes] == [True, True]
+
+
+def test_a_modules_backward_hook_is_named_as_the_learner_wrote_it_not_by_pytorchs_internal_function() -> None:
+    seen: list[Any] = []
+    with vjpgrad.watch_torch() as w:
+        act = torch.nn.Tanh()
+        act.register_full_backward_hook(lambda module, grad_in, grad_out: seen.append(grad_out))
+        x = torch.tensor([0.5, -1.0], requires_grad=True)
+        act(x).sum().backward()
+    assert seen  # the learner's hook ran
+    (done,) = w.passes
+    assert not done.replayed
+    assert "module's backward hook (register_full_backward_hook)" in done.reason, done.reason
+    assert "BackwardHookFunction" not in done.reason

@@ -226,31 +226,42 @@ def read(path):
 
 
 @pytest.mark.parametrize("graded", [True, False], ids=["graded", "checked"])
-def test_the_students_code_reads_no_held_out_check_and_where_graded_no_other_students_file(
-    tmp_path: Path, graded: bool
+@pytest.mark.parametrize("number", [1, 2, 10, 13])  # none of its own, one, from the fork server, the teacher's
+def test_the_students_code_reads_none_of_the_teachers_files_and_where_graded_no_other_students_file(
+    tmp_path: Path, graded: bool, number: int
 ) -> None:
+    """Whichever exercise runs (the outside reviews read exercise 13's held-out check from exercise
+    1's process, and from exercise 10's, started from the fork server, another student's file)."""
+    import vjpgrad
+
     teacher = tmp_path / "teacher"
     shutil.copytree(EXAMPLE, teacher)
-    of = course(teacher).exercise(2)
-    others = sorted((teacher / "held_out").glob("*.py"))
-    assert of.held_out
-    assert others
+    of = course(teacher).exercise(number)
+    teachers = [
+        *sorted((teacher / "held_out").glob("*.py")),
+        teacher / "exercises.toml",
+        teacher / "solutions" / "sigmoid.py",
+    ]
     directory = skeleton(tmp_path / "class" / "eve")
     (directory / "reads.py").write_text(READS)
     bob = skeleton(tmp_path / "class" / "bob")
-    process, ours = grading._student(grading._processes(), directory, of, 60, graded)
+    carol = skeleton(tmp_path / "section 2" / "carol")  # graded in the same run, from another folder
+    process, ours = grading._student(grading._processes(), directory, of, 60, graded, [str(carol.parent)])
     try:
         reads = remote.Checks(ours).module("reads")
         assert "def read" in reads.read(str(directory / "reads.py"))  # its own files, as before
         assert "def read" in reads.read(str(tmp_path / "class" / ".." / "class" / "eve" / "reads.py"))
-        for held_out in (*of.held_out, *others):  # this exercise's, and any other beside them
+        for path in teachers:
             with pytest.raises(PermissionError, match=re.escape(guard.KEPT)):
-                reads.read(str(held_out))
-        if graded:  # another student's submission, beside this one
-            with pytest.raises(PermissionError, match=re.escape(guard.KEPT)):
-                reads.read(str(bob / "engine.py"))
-        else:  # a student's own check reads beside their folder what it likes
-            assert reads.read(str(bob / "engine.py")) == (bob / "engine.py").read_text()
+                reads.read(str(path))
+        for other in (bob, carol):
+            if graded:  # another student's submission, beside this one or in the run
+                with pytest.raises(PermissionError, match=re.escape(guard.KEPT)):
+                    reads.read(str(other / "engine.py"))
+            else:  # a student's own check reads beside their folder what it likes
+                assert reads.read(str(other / "engine.py")) == (other / "engine.py").read_text()
+        if number == 10:  # its files may use vjpgrad: its code is theirs to read, as check's process lets them
+            assert "import" in reads.read(vjpgrad.__file__)
     finally:
         ours.close()
         process.join(10)
@@ -379,6 +390,18 @@ def test_a_copy_with_independent_lines_swapped_or_joined_is_still_a_copy(tmp_pat
     )
     assert (joined / "derivatives.py").read_text().count("up, down") == 1
     assert borrowed.copied(joined, exercise(1)) != []
+    # what a copy is not: the operands swapped, a common mistake of one's own (an outside review
+    # found it told as a copy where every name was made alike)
+    mistaken = tmp_path / "mistaken"
+    mistaken.mkdir()
+    (mistaken / "derivatives.py").write_text(derivatives.replace("(f(*up) - f(*down))", "(f(*down) - f(*up))"))
+    (mistaken / "engine.py").write_text(
+        engine.replace("self.grad += other.data * out.grad", "self.grad += self.data * out.grad")
+    )
+    assert (mistaken / "derivatives.py").read_text() != derivatives
+    assert (mistaken / "engine.py").read_text() != engine
+    assert borrowed.copied(mistaken, exercise(1)) == []
+    assert borrowed.copied(mistaken, exercise(2)) == []
 
 
 def test_a_copy_padded_with_statements_that_do_nothing_or_hidden_under_a_later_def_is_still_a_copy(
@@ -1338,6 +1361,16 @@ def touched(path):
     os.utime(path, (0, 0))
 
 
+def tcl():  # Tcl opens files and sockets and starts processes with no audit event
+    import tkinter
+    return tkinter.Tcl().eval("exec true")
+
+
+def subinterpreter():  # a subinterpreter runs code without this interpreter's audit hooks
+    import _xxsubinterpreters
+    return _xxsubinterpreters.create()
+
+
 def unix_socket():
     socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 
@@ -1420,7 +1453,7 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
         for name in (
             "fork", "fork_exec", "memfd", "system", "popen", "graders_memory", "graders_fds", "unix_sockets",
             "own_fds_by_a_link", "unix_socket", "shared_memory", "objects", "pythonapi",
-            "solutions_through_a_folder", "solutions_walked", "proc_through_the_root",
+            "solutions_through_a_folder", "solutions_walked", "proc_through_the_root", "tcl", "subinterpreter",
         ):  # fmt: skip
             with pytest.raises(PermissionError) as error:
                 getattr(attempts, name)()
@@ -1449,6 +1482,8 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
         assert "opening a folder" in refused["solutions_through_a_folder"]
         assert "opening a folder" in refused["proc_through_the_root"]
         assert guard.SOLUTIONS in refused["solutions_copied_elsewhere"]
+        assert "importing tkinter" in refused["tcl"]
+        assert "importing _xxsubinterpreters" in refused["subinterpreter"]
         assert "importing readline" in refused["readline_written"]
         assert "importing readline" in refused["readline_read"]
         assert "importing sqlite3" in refused["sqlite_written"]

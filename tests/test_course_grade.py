@@ -1080,3 +1080,18 @@ def test_a_stretch_exercises_points_are_said_as_extra_credit_never_as_more_than_
     )
     alone = gradebook.results_json([thirds(one, 3)], of)["output"]
     assert alone.startswith(f"{one.points:g} of {one.points:g} points; 1 of 1")
+
+
+def test_a_directory_named_as_the_gradebooks_lock_is_refused_and_a_killed_runs_parts_are_cleared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "class" / gradebook.LOCK).mkdir(parents=True)
+    status, printed, err = grade(capsys, str(tmp_path / "class" / gradebook.LOCK), "--out", str(tmp_path / "out"))
+    assert (status, printed) == (2, "")
+    assert "named as the gradebook's lock" in err
+    of, one = course(None), exercise(1)
+    gradebook.write(tmp_path / "out", of, {"ada": [thirds(one, 2)]})
+    stale = tmp_path / "out" / "ada" / ".results.json.999.dead.part"  # left by a run killed as it wrote
+    stale.write_text("{")
+    gradebook.write(tmp_path / "out", of, {"bob": [thirds(one, 3)]})
+    assert not stale.exists()

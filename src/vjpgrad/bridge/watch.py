@@ -304,10 +304,16 @@ class Watch:
         if not isinstance(function, torch.autograd.function.BackwardCFunction) or known.takes_gradient:
             return known
         name = getattr(getattr(function, "_forward_cls", None), "__name__", type(function).__name__)
-        reason = (
-            f"the result of the torch.autograd.Function {name}, read at {user_location()}: a pass through it "
-            "runs its own backward method, which the replay does not run"
-        )
+        if name == "BackwardHookFunction":  # what PyTorch wraps a module's input and output in for its hooks
+            reason = (
+                f"a tensor read at {user_location()} goes through a module's backward hook "
+                "(register_full_backward_hook): a pass through it runs the hook, which the replay does not run"
+            )
+        else:
+            reason = (
+                f"the result of the torch.autograd.Function {name}, read at {user_location()}: a pass through it "
+                "runs its own backward method, which the replay does not run"
+            )
         return self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
 
     def _remember(self, t: torch.Tensor, entry: Entry) -> Entry:

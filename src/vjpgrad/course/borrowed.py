@@ -35,8 +35,9 @@ guard, given ``allowed``): an engine that is vjpgrad's earns nothing from vjpgra
 from __future__ import annotations
 
 import ast
+import copy
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from vjpgrad.course.exercises import Course, Exercise
@@ -433,28 +434,47 @@ class _AnyName(ast.NodeTransformer):
         return node
 
 
-def _in_sorted_blocks(node: ast.AST) -> str:
-    """``node`` dumped with the statements of each of its blocks in sorted order, innermost first."""
-    for field in ("body", "orelse", "finalbody", "handlers"):
+BLOCKS = ("body", "orelse", "finalbody", "handlers")
+"""The fields of a node that hold a block of statements (a handler's too)."""
+
+
+def _sorted_blocks(node: ast.AST, form: Callable[[ast.AST], str]) -> None:
+    """Each block under ``node`` put in the order of its statements' ``form``, innermost first."""
+    for field in BLOCKS:
         block = getattr(node, field, None)
         if isinstance(block, list) and block and all(isinstance(s, ast.AST) for s in block):
-            setattr(node, field, [s for _, s in sorted(((_in_sorted_blocks(s), s) for s in block), key=lambda p: p[0])])
+            for statement in block:
+                _sorted_blocks(statement, form)
+            setattr(node, field, sorted(block, key=form))  # stable: statements alike keep their order
+
+
+def _anonymous(node: ast.AST) -> str:
+    """``node``'s form with every name it chooses alike (``_AnyName``), the node itself unchanged."""
+    return ast.dump(_AnyName().visit(copy.deepcopy(node)), annotate_fields=False, include_attributes=False)
+
+
+def _plain(node: ast.AST) -> str:
     return ast.dump(node, annotate_fields=False, include_attributes=False)
 
 
 def loose(node: ast.AST) -> str:
     """``node`` as a string that is the same for two copies of the same code whatever their names,
-    docstrings, comments, layout, statements that do nothing, and the order of the statements of each
-    block (two independent lines swapped, ``a, b = ...`` written as two lines aside): what ``copied``
-    looks for besides ``normal``, looser (a part of a few lines written otherwise may meet it)."""
-    copy = _without_idle_statements(source_tree(ast.unparse(node)))
-    copy = _AnyName().visit(copy)
-    for statement in list(ast.walk(copy)):  # ``a, b = x, y`` as ``a = x`` and ``b = y``
+    docstrings, comments, layout, statements that do nothing, and the order of the statements of a
+    block that differ in more than their names (two independent lines swapped; ``a, b = x, y``
+    written as two lines): what ``copied`` looks for besides ``normal``. The statements of each block
+    are put in one order by their forms with every name alike, the names then numbered by where they
+    first appear in that order (``_Names``, a function's parameters first, so ``a * b`` written
+    ``b * a`` is still another form), and the blocks put in order again by those numbered forms."""
+    tree = _without_idle_statements(source_tree(ast.unparse(node)))
+    for statement in list(ast.walk(tree)):  # ``a, b = x, y`` as ``a = x`` and ``b = y``
         for field in ("body", "orelse", "finalbody"):
             block = getattr(statement, field, None)
             if isinstance(block, list) and block and all(isinstance(s, ast.stmt) for s in block):
                 setattr(statement, field, [part for s in block for part in _unpacked(s)])
-    return "loose " + _in_sorted_blocks(copy)
+    _sorted_blocks(tree, _anonymous)
+    tree = _Names().visit(tree)
+    _sorted_blocks(tree, _plain)
+    return "loose " + _plain(tree)
 
 
 def _unpacked(statement: ast.stmt) -> list[ast.stmt]:

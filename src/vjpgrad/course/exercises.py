@@ -59,6 +59,10 @@ class Exercise:
     directory handed to students lacks them: only ``grade`` needs them to be there)."""
     teachers: bool = False
     """Whether it comes from a teacher's directory (then its hint is the teacher's)."""
+    kept: tuple[Path, ...] = ()
+    """The teacher's folders of its course, which no student's process may read (``grading``): the
+    teacher's exercises folder and the folder of every held-out check of the course, whichever
+    exercise runs (a built-in one too)."""
 
     @property
     def label(self) -> str:
@@ -246,7 +250,8 @@ def course(teacher: Path | None = None) -> Course:
     hints = _by_slug(document, "hints", slugs, where)
     first = [_with_held_out(ex, held_out.get(ex.slug), teacher) for ex in builtins]
     own = tuple(_with_held_out(ex, held_out.get(ex.slug), teacher) for ex in own)
-    exercises = (*first, *own)
+    folders = (teacher, *sorted({path.parent for ex in (*first, *own) for path in ex.held_out} - {teacher}))
+    exercises = tuple(Exercise(**{**ex.__dict__, "kept": folders}) for ex in (*first, *own))
     return Course(exercises, {slug: " ".join(str(text).split()) for slug, text in hints.items()})
 
 

@@ -319,6 +319,8 @@ def check_out(out: Path, course: Course, names: Sequence[str]) -> None:
     (those about to be graded); and a name a gradebook's row cannot hold (a carriage return, which
     a CSV line writes bare)."""
     for name in names:
+        if name == LOCK:
+            raise GradebookError(f"the directory {name!r} is named as the gradebook's lock, {LOCK}: rename it")
         if "\r" in name:
             raise GradebookError(
                 f"the directory {name!r} holds a carriage return (\\r), which would cut its gradebook row in two: "
@@ -337,6 +339,8 @@ def write(out: Path, course: Course, graded: dict[str, list[ExerciseResult]]) ->
     was or as it is now, and a run beside it its rows."""
     out.mkdir(parents=True, exist_ok=True)
     with _locked(out / LOCK):
+        for stale in [*out.glob(".*.part"), *out.glob("*/.*.part")]:  # a run killed as it wrote (kill -9)
+            stale.unlink(missing_ok=True)
         names = existing(out, course)
         for name, results in graded.items():
             path = out / name / RESULTS

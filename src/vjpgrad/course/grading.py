@@ -184,9 +184,11 @@ def run_many(
     """``run`` for (directory, exercise) pairs of several directories, in one pool of processes; the
     longest exercises (``LONGEST``) start first, the results come in the order of ``work``."""
     order = sorted(range(len(work)), key=lambda k: (work[k][1].teachers or work[k][1].slug not in LONGEST, k))
+    beside = sorted({str(directory.resolve().parent) for directory, _ in work})  # where the run's submissions lie
     with ThreadPoolExecutor(max_workers=max(1, min(workers or cores(), len(work) or 1))) as pool:
         started = {
-            k: pool.submit(run_exercise, *work[k], timeout, held_out, class_mode, known_as, more_time) for k in order
+            k: pool.submit(run_exercise, *work[k], timeout, held_out, class_mode, known_as, more_time, beside)
+            for k in order
         }
         return [started[k].result() for k in range(len(work))]
 
@@ -498,16 +500,17 @@ def cpu_limited() -> bool:
 
 def run_exercise(
     directory: Path, exercise: Exercise, timeout: float, held_out: bool = False, class_mode: bool = False,
-    known_as: str | None = None, more_time: MoreTime = UNADVISED,
+    known_as: str | None = None, more_time: MoreTime = UNADVISED, beside: Sequence[str] = (),
 ) -> ExerciseResult:  # fmt: skip
     """One exercise's checks in a pytest process of its own, and its held-out checks (when
     ``held_out``) in another: the process of the checks a student sees never imports them. Its
-    messages name ``directory`` as the student knows it (``known_as``, ``as_known``)."""
+    messages name ``directory`` as the student knows it (``known_as``, ``as_known``). ``beside``:
+    the folders the run's other submissions lie in, which a graded student's process may not read."""
     options = [*(["--class-mode"] if class_mode else []), *(["--known-as", known_as] if known_as is not None else [])]
     told = Told(class_mode, more_time)
-    result = _run_files(directory, exercise, [exercise.check], timeout, options, told, held_out)
+    result = _run_files(directory, exercise, [exercise.check], timeout, options, told, held_out, beside)
     if held_out and exercise.held_out:
-        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, options, told, held_out)
+        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, options, told, held_out, beside)
         result.tests += [TestResult(**{**t.__dict__, "held_out": True}) for t in hidden.tests]
         result.remarks += [remark for remark in hidden.remarks if remark not in result.remarks]
     return as_known(result, directory, known_as)
@@ -544,7 +547,7 @@ class Told:
 
 def _run_files(
     directory: Path, exercise: Exercise, files: list[Path], timeout: float, options: Sequence[str] = (),
-    told: Told = Told(), graded: bool = False,
+    told: Told = Told(), graded: bool = False, beside: Sequence[str] = (),
 ) -> ExerciseResult:  # fmt: skip
     """The checks of ``files`` in one pytest process, its report received and authenticated here;
     ``graded``: a run of the held-out checks too (``grade``, the autograder), whose student's process
@@ -558,8 +561,8 @@ def _run_files(
         context = _processes()
         receiving, sending = context.Pipe(duplex=False)
         key = secrets.token_bytes(32)
-        student, ours = _student(context, directory, exercise, timeout, graded)
-        fresh = [_student(context, directory, exercise, timeout, graded) for _ in range(measures(files))]
+        student, ours = _student(context, directory, exercise, timeout, graded, beside)
+        fresh = [_student(context, directory, exercise, timeout, graded, beside) for _ in range(measures(files))]
         process = context.Process(  # the ids of the processes started here, not what any process says it is:
             target=pytest_process,
             args=(arguments, str(directory), str(output), hypothesis_home(), timeout, sending, key, None, ours),
@@ -588,7 +591,7 @@ def _run_files(
 
 
 def _student(
-    context: Any, directory: Path, exercise: Exercise, timeout: float, graded: bool = False
+    context: Any, directory: Path, exercise: Exercise, timeout: float, graded: bool = False, beside: Sequence[str] = ()
 ) -> tuple[Any, Any]:
     """A process where the student's code runs (``student_process``), started, and the checks' end of
     the pipe to it: a fresh interpreter where vjpgrad's engine is never loaded (``Fresh``) when no
@@ -596,27 +599,32 @@ def _student(
     The folders it may not read (``kept_from_student``) depend on whether the run is ``graded``."""
     theirs, ours = context.Pipe(duplex=True)
     permitted = _permitted(exercise)
-    arguments = (str(directory), permitted, theirs, timeout, RUN_AS[0], kept_from_student(directory, exercise, graded))
+    kept = kept_from_student(directory, exercise, graded, beside)
+    arguments = (str(directory), permitted, theirs, timeout, RUN_AS[0], kept)
     student: Any
     if os.name == "posix" and not uses_vjpgrad(exercise, permitted):
         student = Fresh(arguments)
     else:
-        student = context.Process(target=student_process, args=arguments, name="vjpgrad course: the student's code")
+        student = context.Process(  # ``kept`` by its name: the sixth parameter is ``unreached``
+            target=student_process, args=arguments[:5], kwargs={"kept": kept}, name="vjpgrad course: the student's code"
+        )
         start(context, student)
     theirs.close()
     return student, ours
 
 
-def kept_from_student(directory: Path, exercise: Exercise, graded: bool) -> list[str]:
+def kept_from_student(directory: Path, exercise: Exercise, graded: bool, beside: Sequence[str] = ()) -> list[str]:
     """The folders whose files the student's process may not read (``guard.KEPT``), but for the
-    student's own folder inside one: the teacher's exercises folder (an exercise of the teacher's) and
-    the folders of the exercise's held-out checks; where the run is ``graded`` (``grade``, the
-    autograder), the folder the submission lies in too, which holds the other students' (a student's
-    own ``check`` reads beside their folder what it likes)."""
-    kept = {str(exercise.home)} if exercise.teachers else set()
-    kept |= {str(path.parent) for path in exercise.held_out}
+    student's own folder inside one: the teacher's (``Exercise.kept``: the exercises folder and every
+    held-out check's, whichever exercise runs; the exercise's own folder where it is the teacher's);
+    where the run is ``graded`` (``grade``, the autograder), the folder the submission lies in too,
+    which holds the other students', and ``beside``, the folders the run's other submissions lie in
+    (a student's own ``check`` reads beside their folder what it likes)."""
+    kept = {str(path) for path in exercise.kept} | {str(path.parent) for path in exercise.held_out}
+    if exercise.teachers:
+        kept.add(str(exercise.home))
     if graded:
-        kept.add(str(directory.resolve().parent))
+        kept |= {str(directory.resolve().parent), *beside}
     return sorted(kept)
 
 

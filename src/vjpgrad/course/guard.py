@@ -58,10 +58,13 @@ REFUSED: dict[str, str] = {
 
 MODULES = frozenset((
     "ctypes", "_ctypes", "_posixsubprocess", "_posixshmem", "posix", "_testcapi", "_testinternalcapi",
-    "readline", "sqlite3", "_sqlite3", "dbm", "_dbm", "_gdbm",
+    "readline", "sqlite3", "_sqlite3", "dbm", "_dbm", "_gdbm", "tkinter", "_tkinter",
+    "_xxsubinterpreters", "_xxinterpchannels", "_xxinterpqueues", "_interpreters", "_interpchannels", "_interpqueues",
 ))  # fmt: skip
 """Modules a student's code may not import (again): each reaches what the hook refuses without an event
-(``readline`` reads and writes its history files, ``sqlite3`` and ``dbm`` their databases, unseen)."""
+(``readline`` reads and writes its history files, ``sqlite3`` and ``dbm`` their databases, unseen;
+``tkinter``'s Tcl opens files and sockets and starts processes of its own; a subinterpreter runs code
+without this interpreter's audit hooks)."""
 
 UNSEEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("_posixsubprocess", ("fork_exec",)),
