@@ -1475,20 +1475,23 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
                 getattr(attempts, name)(str(path))
             refused[name] = str(error.value)
         assert all(guard.RULE in text for text in refused.values()), refused
-        assert "os.fork (starting a process) is refused" in refused["fork"]
-        assert "under /proc" in refused["graders_memory"]
-        assert "under /proc" in refused["own_fds_by_a_link"]
-        assert "to write it" in refused["write"]
-        assert "opening a folder" in refused["solutions_through_a_folder"]
-        assert "opening a folder" in refused["proc_through_the_root"]
-        assert guard.SOLUTIONS in refused["solutions_copied_elsewhere"]
-        assert "importing tkinter" in refused["tcl"]
-        assert "importing _xxsubinterpreters" in refused["subinterpreter"]
-        assert "importing readline" in refused["readline_written"]
-        assert "importing readline" in refused["readline_read"]
-        assert "importing sqlite3" in refused["sqlite_written"]
-        assert "unseen (no audit event) is refused" in refused["fifo"]
-        assert "os.utime (changing files) is refused" in refused["touched"]
+        said = {  # what each refusal names
+            "fork": "os.fork (starting a process) is refused",
+            "graders_memory": "under /proc",
+            "own_fds_by_a_link": "under /proc",
+            "write": "to write it",
+            "solutions_through_a_folder": "opening a folder",
+            "proc_through_the_root": "opening a folder",
+            "solutions_copied_elsewhere": guard.SOLUTIONS,
+            "tcl": "importing tkinter",
+            "subinterpreter": "importing _xxsubinterpreters",
+            "readline_written": "importing readline",
+            "readline_read": "importing readline",
+            "sqlite_written": "importing sqlite3",
+            "fifo": "unseen (no audit event) is refused",
+            "touched": "os.utime (changing files) is refused",
+        }
+        assert {name: text for name, text in said.items() if text not in refused[name]} == {}
         for written in ("written.txt", "history.py", "written.db", "fifo"):
             assert not (tmp_path / written).exists(), written
         assert (tmp_path / "grader.txt").stat().st_mtime > 0
