@@ -1018,3 +1018,15 @@ def test_a_modules_backward_hook_is_named_as_the_learner_wrote_it_not_by_pytorch
     assert not done.replayed
     assert "module's backward hook (register_full_backward_hook)" in done.reason, done.reason
     assert "BackwardHookFunction" not in done.reason
+
+
+def test_a_watch_inside_another_is_never_said_to_have_changed_a_constant_unseen() -> None:
+    """``explain-torch`` on a snippet that enters ``watch_torch()`` itself: the outer watch sees the
+    inner one's own tensors made and changed, and an outside review found it blame "NumPy's memory, or
+    .data" for a pass that differs (a class whose probability underflows in cross_entropy)."""
+    with vjpgrad.watch_torch() as outer, vjpgrad.watch_torch() as inner:
+        logits = torch.tensor([[-100.0, -3.0, 0.0, 100.0]], requires_grad=True)
+        torch.nn.functional.cross_entropy(logits, torch.tensor([3])).backward()
+    for watch in (outer, inner):
+        (done,) = watch.passes
+        assert "NumPy's memory" not in done.summary(), done.summary()

@@ -199,6 +199,7 @@ class Watch:
         self._original_engine: Any = None
         self._thread: int | None = None  # the thread that entered the watch: the one its mode sees
         self._elsewhere_lock = threading.Lock()
+        self._under_another = False  # another watch entered inside this one: its own tensors are among ours
 
     # ---- the context manager -------------------------------------------------------------------
 
@@ -457,6 +458,7 @@ class Watch:
     def _backward(self, *args: Any, **kwargs: Any) -> None:
         if threading.get_ident() != self._thread:
             return self._elsewhere(self._original, "backward", args, kwargs)  # type: ignore[no-any-return]
+        self._under_another |= torch.autograd.backward != self._backward  # a watch entered inside, its own on top
         if self.paused:  # PyTorch's own, inside a pass (a reentrant checkpoint's): a part of that pass
             with self._mode_off():
                 return self._original(*args, **kwargs)  # type: ignore[no-any-return]
@@ -530,6 +532,7 @@ class Watch:
         of seeds (``is_grads_batched``), and ``torch.func``'s transforms, are listed, not replayed."""
         if threading.get_ident() != self._thread:
             return self._elsewhere(self._original_grad, "torch.autograd.grad", args, kwargs)
+        self._under_another |= torch.autograd.grad != self._autograd_grad
         if self.paused:  # PyTorch's own, inside a pass (a custom backward's, a hook's): a part of that pass
             with self._mode_off():
                 return self._original_grad(*args, **kwargs)
@@ -827,9 +830,10 @@ class Watch:
         now are not those it read, by no operation it saw (its version unchanged: through NumPy's
         memory, which ``torch.from_numpy`` shares, or ``.data``), named as the likely reason: PyTorch's
         backward multiplies by the numbers it saved, which changed with it. Read only then (each
-        constant's numbers read again), so a pass that matches costs nothing more."""
-        if reasons or all(leaf.matches for leaf in leaves):
-            return set()
+        constant's numbers read again), so a pass that matches costs nothing more; never where a watch
+        was entered inside this one (its replay's own tensors, made and changed, are among those seen)."""
+        if reasons or self._under_another or all(leaf.matches for leaf in leaves):
+            return set()  # (under another watch, whose own tensors the watch saw made and changed, no claim)
         for key, entry in list(self._entries.items()):
             t = entry.tensor
             if entry.leaf or entry.poisoned or entry.large or t.requires_grad or entry.version != _version(t):
