@@ -93,12 +93,6 @@ def _per_element(np: ModuleType, function: Callable[..., float], count: int) -> 
     return call
 
 
-def _exact_div(np: ModuleType) -> Callable[[Any, Any], Any]:
-    """``x / y`` as ``floats.div``: IEEE's quotient, and for a zero divisor the processor's own
-    answers, which NumPy's division gives too (a nan divided is itself, ``0 / 0`` the default nan)."""
-    return np.true_divide  # type: ignore[no-any-return]
-
-
 def _sign(np: ModuleType) -> Callable[[Any], Any]:
     """-1.0, 0.0 or 1.0, and 0.0 for nan, as ``floats.sign`` (``np.sign(nan)`` is nan)."""
 
@@ -585,6 +579,9 @@ def namespace(fast: bool) -> dict[str, Any]:
         "_where": np.where,
         "_and": np.logical_and,
         "_abs": np.abs,
+        # both modes' division: IEEE's quotient and, for a zero divisor, the processor's own answers,
+        # as ``floats.div`` gives them (a nan divided is itself, ``0 / 0`` the default nan)
+        "_div": np.true_divide,
         "_sign": _sign(np),
         "_max": _max(np),
         "_max_hits": _max_hits(np),
@@ -608,7 +605,6 @@ def namespace(fast: bool) -> dict[str, Any]:
     }
     if fast:
         shared.update(
-            _div=np.true_divide,
             _pow=np.power,
             _pow_scalar=_fast_pow_scalar(np),
             _exp=np.exp,
@@ -627,7 +623,6 @@ def namespace(fast: bool) -> dict[str, Any]:
         shared.update(exact_helpers(shared))  # an operation NumPy has no ufunc for: its exact helper
         return shared
     shared.update(
-        _div=_exact_div(np),
         _pow=_per_element(np, floats.power, 2),
         _pow_scalar=_per_element(np, powers.power_scalar, 2),
     )
