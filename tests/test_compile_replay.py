@@ -720,7 +720,8 @@ def test_a_first_call_leaves_its_recorded_nodes_for_no_young_collection_to_walk(
     for x in w + xs:
         x.grad = 0.0
     sum((wk * xk).tanh() for wk, xk in zip(w, xs, strict=True)).backward()  # eager code
-    assert grads == [x.grad for x in w + xs] and grads[5] != 0.0
+    assert grads == [x.grad for x in w + xs]
+    assert grads[5] != 0.0
 
 
 def test_a_first_call_leaves_the_programs_own_frozen_objects_frozen_and_its_cycles_collectable() -> None:
