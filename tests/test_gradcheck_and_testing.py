@@ -189,7 +189,7 @@ def test_a_number_output_is_compared_with_its_seeded_central_difference() -> Non
 def test_a_vector_output_without_a_seed_says_how_to_pass_one() -> None:
     with pytest.raises(RuntimeError) as caught:
         assert_grad_close(lambda a: Vector([a, a * 2.0]), [1.0])
-    assert str(caught.value).endswith("so pass one seed per element, pass seed=[...]")
+    assert str(caught.value).endswith("so pass a seed of one number per element, pass seed=[...]")
 
 
 def test_outputs_that_take_no_gradient_are_left_out_of_the_pass() -> None:

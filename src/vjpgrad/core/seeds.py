@@ -86,17 +86,17 @@ def seeds_for(count: int | None, seed: object, *, name: str, hint: str = "", dif
         if count != 1:
             raise RuntimeError(
                 f"grad can be implicitly created only for scalar outputs: the output has {count} elements, "
-                f"so pass one seed per element, {hint or f'e.g. [1.0] * {count}'}"
+                f"so pass a seed of one number per element, {hint or f'e.g. [1.0] * {count}'}"
             )
         return [1.0]
     if isinstance(seed, (Mapping, AbstractSet)):
         raise TypeError(
-            f"{name} must be a sequence of numbers, one seed per output in order, got a {type(seed).__name__}: "
+            f"{name} must be a sequence of numbers, one number per output in order, got a {type(seed).__name__}: "
             "a dict would give its keys and a set its own order"
         )
     if isinstance(seed, (str, bytes, Node)) or not isinstance(seed, Iterable):
         raise TypeError(
-            f"{name} must be a sequence of numbers (a list, a Vector or a NumPy array) with one seed per output, "
+            f"{name} must be a sequence of numbers (a list, a Vector or a NumPy array) with one number per output, "
             f"got {type(seed).__name__}"
         )
     seeds = [_element(s, f"{name}[{i}]", count, differentiable) for i, s in enumerate(seed)]
@@ -108,7 +108,9 @@ def seeds_for(count: int | None, seed: object, *, name: str, hint: str = "", dif
             total = total + s
         warn_at_users_line(_summed(name, len(seeds), total), SummedSeedWarning)
         return [total]
-    raise ValueError(f"{name} has length {len(seeds)} but the output has length {count}: pass one seed per element")
+    if count == 1:  # not "one number per element": several would be summed, above
+        raise ValueError(f"{name} is empty, for an output of one number: pass one number, or no seed for 1.0")
+    raise ValueError(f"{name} has length {len(seeds)} but the output has length {count}: pass one number per element")
 
 
 def _element(seed: object, what: str, count: int, differentiable: bool) -> Any:
