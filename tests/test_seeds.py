@@ -356,7 +356,9 @@ def test_several_weights_of_one_value_are_checked_before_anything_changes() -> N
     assert message(caught) == "the seed[1] must be a real number, got str"
     with pytest.raises(ValueError, match="empty") as caught_empty:
         y.backward([])
-    assert message(caught_empty) == "the seed is empty, for an output of one number: pass one number, or no seed for 1.0"
+    assert (
+        message(caught_empty) == "the seed is empty, for an output of one number: pass one number, or no seed for 1.0"
+    )
     assert x.grad == 0.0
     y.backward()
     assert x.grad == 6.0
