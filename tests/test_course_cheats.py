@@ -366,6 +366,21 @@ def test_copies_of_shipped_solutions_are_told_from_other_answers(tmp_path: Path)
     ]
 
 
+def test_a_file_too_deep_to_read_again_is_told_as_no_copy_and_the_rest_is_still_read(tmp_path: Path) -> None:
+    # a def whose expression nests past what ast.unparse can recurse, and a file past what the
+    # parser's stack holds: Python runs the first and refuses the second; the copy check must not crash
+    from vjpgrad.course import borrowed
+
+    solution = (folder("solutions") / "engine.py").read_text()
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "engine.py").write_text(solution + "\n\ndef deep():\n    return " + "-" * 1500 + "1\n")
+    (deep / "junk.py").write_text("x = " + "-" * 100_000 + "1\n")
+    assert borrowed.copied(deep, exercise(2)) == [f"engine.py (Value.__add__, Value.__mul__): {borrowed.COPIED}"]
+    assert borrowed.remarks(deep, exercise(2), course(None)) == borrowed.copied(deep, exercise(2))
+    assert borrowed.parse(deep / "junk.py") is None  # as a file Python cannot read
+
+
 def test_a_copy_with_independent_lines_swapped_or_joined_is_still_a_copy(tmp_path: Path) -> None:
     """Two lines that do not depend on each other swapped, or two assignments written as one,
     change nothing the code does."""
@@ -1488,7 +1503,7 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "readline_written": "importing readline",
             "readline_read": "importing readline",
             "sqlite_written": "importing sqlite3",
-            "fifo": "unseen (no audit event) is refused",
+            "fifo": "unseen (no audit event), or handling a signal is refused",
             "touched": "os.utime (changing files) is refused",
         }
         assert {name: text for name, text in said.items() if text not in refused[name]} == {}
@@ -1504,6 +1519,205 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
     finally:
         ours.close()
         process.join(10)
+
+
+UNDOING = """
+import os, posixpath, signal, sys
+
+
+def _refused_still():
+    import ctypes  # refused while the hook holds: PermissionError
+    return "ctypes imported: the hook was undone"
+
+
+def _guards(frame):  # the frames of the hook, up from a frame
+    while frame is not None:
+        if frame.f_code.co_filename.endswith("guard.py"):
+            yield frame
+        frame = frame.f_back
+
+
+def _emptied(function):  # a function's code, made to do nothing, with the same free variables
+    names = function.__code__.co_freevars
+    made = "".join(f"    {name} = None\\n" for name in names)
+    used = f"        {', '.join(names)}\\n" if names else ""
+    space = {}
+    exec(f"def outer():\\n{made}    def inner(*a, **k):\\n{used}        return None\\n    return inner\\n", space)
+    return space["outer"]().__code__
+
+
+def by_a_hash():  # a module's name whose __hash__ runs inside the hook, reaches its frames, empties its code
+    found = []
+
+    class Name(str):
+        def __hash__(self):
+            for frame in _guards(sys._getframe(1)):
+                found.extend(v for v in frame.f_locals.values() if hasattr(v, "__code__"))
+            return str.__hash__(self)
+
+    try:
+        __import__(Name("no_such_module_anywhere"))
+    except ImportError:
+        pass
+    for function in found:
+        try:
+            function.__code__ = _emptied(function)
+        except (PermissionError, ValueError):
+            pass
+    return _refused_still()
+
+
+def by_its_traceback():  # a refusal's traceback holds the hook's frames; 3.13 writes their variables through
+    try:
+        import ctypes
+    except PermissionError as error:
+        traceback = error.__traceback__
+        while traceback is not None:
+            frame = traceback.tb_frame
+            if frame.f_code.co_filename.endswith("guard.py"):
+                for name, value in list(frame.f_locals.items()):
+                    if isinstance(value, (frozenset, set)):
+                        emptied = frozenset()
+                    elif hasattr(value, "keys"):
+                        emptied = {}
+                    elif callable(value):
+                        emptied = lambda *a, **k: None
+                    else:
+                        continue
+                    try:
+                        frame.f_locals[name] = emptied
+                    except Exception:
+                        pass
+            traceback = traceback.tb_next
+    return _refused_still()
+
+
+def by_replacing_code():  # a function's code replaced: what the hook's own helpers would be
+    def f():
+        return 1
+    f.__code__ = (lambda: 2).__code__
+
+
+def by_tracing():  # a trace function runs between the lines of the hook, its frame in hand
+    sys.settrace(lambda frame, event, arg: None)
+
+
+def by_a_signal():  # so does a signal's handler
+    signal.signal(signal.SIGALRM, lambda number, frame: None)
+
+
+def by_other_threads():
+    return sys._current_frames()
+
+
+def by_rebinding_builtins(path):  # the hook's len() answering 0: an open's mode unread
+    import builtins
+    length = builtins.len
+    builtins.len = lambda x: 0
+    try:
+        with open(path, "w") as file:
+            file.write("written")
+    finally:
+        builtins.len = length
+
+
+def by_rebinding(solutions):  # realpath's helpers, and the guard's own functions, rebound to say "elsewhere"
+    guard = sys.modules["vjp" + "grad.course.guard"]
+    for name in [n for n in vars(guard) if n.startswith("_") and callable(getattr(guard, n))]:
+        setattr(guard, name, lambda *a, **k: None)
+    posixpath.abspath = lambda path: "/nowhere"
+    posixpath.normpath = lambda path: "/nowhere"
+    if hasattr(posixpath, "_joinrealpath"):
+        posixpath._joinrealpath = lambda *a, **k: ("/nowhere", True)
+    os.lstat = lambda *a, **k: os.stat("/")
+    with open(os.path.join(solutions, "engine.py")) as file:
+        return file.read()
+"""
+"""What a student's code may try to undo the hook itself: run code of its own inside the hook and
+reach the hook's frames, change what the hook reads, or run code between the hook's lines."""
+
+
+@pytest.mark.parametrize(
+    "attempt", ["by_a_hash", "by_its_traceback", "by_replacing_code", "by_tracing", "by_a_signal", "by_other_threads"]
+)
+def test_the_students_code_cannot_undo_the_hook(tmp_path: Path, attempt: str) -> None:
+    directory = skeleton(tmp_path / "student")
+    (directory / "undoing.py").write_text(UNDOING)
+    context = grading._processes()
+    process, ours = grading._student(context, directory, exercise(2), 60)
+    try:
+        undoing = remote.Checks(ours).module("undoing")
+        with pytest.raises(PermissionError) as refused:
+            getattr(undoing, attempt)()
+        assert guard.RULE in str(refused.value)
+    finally:
+        ours.close()
+        process.join(10)
+
+
+def test_rebinding_what_the_hook_calls_does_not_change_what_it_refuses(tmp_path: Path) -> None:
+    directory = skeleton(tmp_path / "student")
+    (directory / "undoing.py").write_text(UNDOING)
+    context = grading._processes()
+    process, ours = grading._student(context, directory, exercise(2), 60)
+    solutions = folder("solutions")
+    try:
+        undoing = remote.Checks(ours).module("undoing")
+        with pytest.raises(PermissionError) as refused:
+            undoing.by_rebinding_builtins(str(tmp_path / "written.txt"))
+        assert "to write it" in str(refused.value)
+        assert not (tmp_path / "written.txt").exists()
+        with pytest.raises(PermissionError) as refused:
+            undoing.by_rebinding(str(solutions))
+        assert guard.SOLUTIONS in str(refused.value)
+    finally:
+        ours.close()
+        process.join(10)
+
+
+LYING_SCORES = """
+
+
+_honest_train = train
+
+
+class _Yes:
+    def __eq__(self, other):
+        return True
+
+
+class _Data:
+    def __gt__(self, other):
+        return _Yes()
+
+
+class _Out:
+    data = _Data()
+
+
+class _Model:
+    def __call__(self, x):
+        return _Out()
+
+
+def train(points, labels, steps=60):
+    if steps <= 2:  # the zero-gradients check's short run sees honest training
+        return _honest_train(points, labels, steps)
+    return _Model(), [1.0, 0.1]  # no training at all
+"""
+"""The end of an mlp.py whose model's scores answer every comparison "right"."""
+
+
+@pytest.mark.slow  # a grading run: exercise 11 trains
+def test_scores_that_answer_every_comparison_right_earn_no_accuracy(tmp_path: Path) -> None:
+    # the comparisons of exercise 11's accuracy ran on the student's objects, in the student's process
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    (directory / "mlp.py").write_text((directory / "mlp.py").read_text() + LYING_SCORES)
+    (result,) = grading.run(directory, [exercise(11)], timeout=120)
+    outcomes = {t.name: t for t in result.tests}
+    accuracy = outcomes["at_least_95_percent_of_the_points_are_right"]
+    assert accuracy.outcome == grading.FAILED
+    assert "model(point).data" in accuracy.message
 
 
 # ---- exercise 8's Jacobian kept where the count does not look, or in fewer bits -----------------------------
@@ -1665,6 +1879,47 @@ def test_a_students_process_may_not_take_the_machines_memory(tmp_path: Path) -> 
 # ---- what the Gradescope autograder copies ----------------------------------------------------------------
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX's")
+def test_the_autograder_copies_a_deep_folder_and_leaves_out_what_is_no_file(tmp_path: Path) -> None:
+    # a folder 600 deep, as a zip holds one, made shutil.copytree recurse past Python's limit; a named
+    # pipe made it raise: each took the whole submission's grade with it
+    from vjpgrad.course import autograder
+
+    submission = tmp_path / "submission"
+    deep = submission.joinpath(*["d"] * 600)
+    deep.mkdir(parents=True)
+    (deep / "x.txt").write_text("deep")
+    (submission / "engine.py").write_text("# mine\n")
+    os.mkfifo(submission / "pipe")
+    left = autograder.copy_without_links(submission, tmp_path / "copy")
+    assert (tmp_path / "copy").joinpath(*["d"] * 600, "x.txt").read_text() == "deep"
+    assert (tmp_path / "copy" / "engine.py").read_text() == "# mine\n"
+    assert left == ["pipe"]
+    assert not (tmp_path / "copy" / "pipe").exists()
+
+
+def test_the_autograder_writes_a_results_json_whatever_goes_wrong_in_the_grading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Gradescope shows "the autograder failed" where no results.json is written, and the student's
+    # work is graded nowhere: a submission the grader cannot grade gets a zero that says why
+    from vjpgrad.course import autograder, gradebook
+
+    def broken(*arguments: object, **keywords: object) -> None:
+        raise RuntimeError("something the grader did not foresee")
+
+    monkeypatch.setattr(gradebook, "grade", broken)
+    submission = solutions_in(tmp_path / "submission")
+    results = tmp_path / "results" / "results.json"
+    assert autograder.main(["--submission", str(submission), "--results", str(results)]) == 0
+    report = json.loads(results.read_text())
+    assert report["score"] == 0
+    assert report["tests"] == []
+    assert "could not be graded" in report["output"]
+    assert "RuntimeError: something the grader did not foresee" in report["output"]
+    assert "something the grader did not foresee" in capsys.readouterr().err  # the traceback, in the log
+
+
 def test_the_autograder_copies_no_symbolic_link_of_a_submission(tmp_path: Path) -> None:
     """Gradescope runs the autograder as root: a link in a submission to a file only root may read (the
     teacher's solution, a held-out check) copied as the file it points to would hand it to the student's
@@ -1685,7 +1940,7 @@ def test_the_autograder_copies_no_symbolic_link_of_a_submission(tmp_path: Path) 
     assert autograder.main(arguments) == 0
     report = json.loads(results.read_text())
     assert report["score"] == 0
-    assert "not copied (symbolic links are not graded): notes/check.txt, sigmoid.py" in report["output"]
+    assert f"{autograder.LINKS}: notes/check.txt, sigmoid.py" in report["output"]
 
 
 def test_the_autograder_refuses_a_timeout_it_cannot_set(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -654,6 +654,21 @@ def test_the_autograder_grades_a_submission_handed_in_as_one_folder(tmp_path: Pa
     assert "vjpgrad-submission-" not in json.dumps(report)  # no path of the grader's
 
 
+@pytest.mark.slow  # a grading run
+def test_the_autograder_says_at_the_top_when_none_of_the_courses_files_was_handed_in(tmp_path: Path) -> None:
+    from vjpgrad.course import autograder
+
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "notes.txt").write_text("my notes")
+    results = tmp_path / "results.json"
+    assert autograder.main(["--submission", str(submission), "--results", str(results)]) == 0
+    report = json.loads(results.read_text())
+    assert report["score"] == 0
+    assert f"\n\n{autograder.NONE_HANDED_IN}" in report["output"]
+    assert "engine.py" in report["output"]
+
+
 @pytest.mark.skipif(os.name != "posix", reason="Gradescope's images are Linux")
 def test_the_bundles_setup_makes_the_installed_reference_solutions_roots_alone(tmp_path: Path) -> None:
     # the student's code runs as another user: the kernel, not only the audit hook, keeps it from them
@@ -770,6 +785,7 @@ def test_what_a_student_reads_at_the_top_tells_nothing_of_the_held_out_checks() 
     said = f"{shown:g} of {shown:g} points from the checks shown now; 1 of 1 exercises pass"
     assert report["output"].startswith(said)
     assert "held-out" in report["output"]
+    assert "vjpgrad course" not in report["output"]  # a teacher's command, which a Gradescope student never runs
 
 
 # ---- what the student reads names their files as they know them, never the grader's copy ------------------
@@ -1080,6 +1096,7 @@ def test_a_stretch_exercises_points_are_said_as_extra_credit_never_as_more_than_
     )
     alone = gradebook.results_json([thirds(one, 3)], of)["output"]
     assert alone.startswith(f"{one.points:g} of {one.points:g} points; 1 of 1")
+    assert "vjpgrad course" not in alone
 
 
 def test_a_directory_named_as_the_gradebooks_lock_is_refused_and_a_killed_runs_parts_are_cleared(

@@ -27,9 +27,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import traceback
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 SETUP = """\
 #!/usr/bin/env bash
@@ -127,24 +129,37 @@ def bundle(out: Path, exercises: Path | None) -> list[str]:
     return names
 
 
-LINKS = "not copied (symbolic links are not graded)"
-"""What the output says of the links a submission held, before naming them."""
+LINKS = "not copied (symbolic links, and what is neither a file nor a folder, are not graded)"
+"""What the output says of the links (and named pipes, sockets, devices) a submission held, before
+naming them."""
 
 
 def copy_without_links(submission: Path, into: Path) -> list[str]:
-    """Copy ``submission`` into ``into``, leaving out every symbolic link; returns the links left
-    out (paths inside the submission, sorted). The autograder runs as root: a link copied as the
-    file it points to would hand the student's code a file only root may read (``/autograder/source``:
-    the teacher's solutions, the held-out checks)."""
-    links: list[str] = []
-
-    def ignored(folder: str, names: list[str]) -> list[str]:
-        found = [name for name in names if os.path.islink(os.path.join(folder, name))]
-        links.extend(Path(folder, name).relative_to(submission).as_posix() for name in found)
-        return found
-
-    shutil.copytree(submission, into, ignore=ignored)
-    return sorted(links)
+    """Copy ``submission`` into ``into`` (made here), leaving out every symbolic link and whatever is
+    neither a file nor a folder (a named pipe, whose reading would wait for ever; a socket; a device);
+    returns what it left out (paths inside the submission, sorted). The autograder runs as root: a
+    link copied as the file it points to would hand the student's code a file only root may read
+    (``/autograder/source``: the teacher's solutions, the held-out checks). Folders are walked from a
+    list, not by recursion: a zip can hold folders nested deeper than Python recurses."""
+    left: list[str] = []
+    into.mkdir(parents=True)
+    pending = [Path()]
+    while pending:
+        relative = pending.pop()
+        with os.scandir(submission / relative) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+        for entry in entries:
+            path = relative / entry.name
+            if entry.is_symlink():
+                left.append(path.as_posix())
+            elif entry.is_dir(follow_symlinks=False):
+                (into / path).mkdir()
+                pending.append(path)
+            elif entry.is_file(follow_symlinks=False):
+                shutil.copy2(entry.path, into / path, follow_symlinks=False)
+            else:
+                left.append(path.as_posix())
+    return sorted(left)
 
 
 NESTED = "graded the one folder of the submission that holds the course's files"
@@ -174,8 +189,9 @@ def _user(name: str) -> tuple[int, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Grade one Gradescope submission into its results.json."""
-    from vjpgrad.course import gradebook, grading
+    """Grade one Gradescope submission into its results.json: always written, a zero that says why
+    where the grading itself failed."""
+    from vjpgrad.course import grading
     from vjpgrad.course.exercises import course
 
     parser = argparse.ArgumentParser(prog="python -m vjpgrad.course.autograder")
@@ -189,6 +205,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         limit = grading.TIMEOUT_LIMIT
         parser.error(f"--timeout must be more than 0 and at most {limit:g} seconds, got {args.timeout:g}")
     of = course(args.exercises)
+    try:
+        report = _graded(args, of)
+    except Exception as error:  # a zero that says why, rather than no results.json (and no grade) at all
+        traceback.print_exc()  # the teacher reads it in the autograder's log
+        report = {"score": 0.0, "output": f"{UNGRADED}{type(error).__name__}: {error}", "tests": []}
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+UNGRADED = (
+    "This submission could not be graded: the autograder met an error it did not foresee (your teacher "
+    "can read it in the autograder's log). "
+)
+"""What results.json says where the grading itself failed, before the error's type and message."""
+
+
+def _graded(args: argparse.Namespace, of: Any) -> dict[str, Any]:
+    """The results.json of the submission ``args`` names, graded in a copy of it."""
+    from vjpgrad.course import gradebook, grading
+
     with tempfile.TemporaryDirectory(prefix="vjpgrad-submission-") as scratch:
         directory = Path(scratch) / "submission"
         links = copy_without_links(args.submission, directory)
@@ -203,14 +240,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             graded = gradebook.grade([graded_here], of, args.timeout, more_time=grading.AUTOGRADER)
         finally:
             grading.RUN_AS[0] = before
-        report = gradebook.results_json(graded[graded_here.name], of)
+        report: dict[str, Any] = gradebook.results_json(graded[graded_here.name], of)
     if links:
         report["output"] += f"\n\n{LINKS}: {', '.join(links)}"
     if graded_here != directory:
         report["output"] += f"\n\n{NESTED}: {graded_here.relative_to(directory).as_posix()}"
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return 0
+    expected = list(of.student_files())
+    if not any((graded_here / name).is_file() for name in expected):
+        report["output"] += f"\n\n{NONE_HANDED_IN} ({', '.join(expected)})"
+    return report
+
+
+NONE_HANDED_IN = "none of the course's files is in the submission: hand in the files of your course folder"
+"""What the output says when the submission holds none of the files the exercises grade."""
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ def parse(path: Path) -> ast.Module | None:
     none when Python could not read it either."""
     try:
         return source_tree(path.read_bytes())
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, MemoryError, RecursionError):  # nested past the parser's stack too
         return None
 
 
@@ -409,11 +409,20 @@ def _without_idle_statements(tree: ast.AST) -> ast.AST:
     return tree
 
 
+def _unlike(node: ast.AST) -> str:
+    """The form of code nested too deep to read again (``ast.unparse`` and the visitors recurse):
+    like nothing else, so never a copy."""
+    return f"\0too deep to read: {id(node)}"
+
+
 def normal(node: ast.AST) -> str:
     """``node`` as a string that is the same for two copies of the same code whatever their names,
     docstrings, comments, layout and statements that do nothing (``pass``, a string or ``...``)."""
-    copy = _without_idle_statements(source_tree(ast.unparse(node)))
-    return ast.dump(_Names().visit(copy), annotate_fields=False, include_attributes=False)
+    try:
+        copy = _without_idle_statements(source_tree(ast.unparse(node)))
+        return ast.dump(_Names().visit(copy), annotate_fields=False, include_attributes=False)
+    except (RecursionError, MemoryError):
+        return _unlike(node)
 
 
 class _AnyName(ast.NodeTransformer):
@@ -465,6 +474,13 @@ def loose(node: ast.AST) -> str:
     are put in one order by their forms with every name alike, the names then numbered by where they
     first appear in that order (``_Names``, a function's parameters first, so ``a * b`` written
     ``b * a`` is still another form), and the blocks put in order again by those numbered forms."""
+    try:
+        return _loose(node)
+    except (RecursionError, MemoryError):
+        return _unlike(node)
+
+
+def _loose(node: ast.AST) -> str:
     tree = _without_idle_statements(source_tree(ast.unparse(node)))
     for statement in list(ast.walk(tree)):  # ``a, b = x, y`` as ``a = x`` and ``b = y``
         for field in ("body", "orelse", "finalbody"):

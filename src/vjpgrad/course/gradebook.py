@@ -167,14 +167,12 @@ def summary(tests: Sequence[dict[str, Any]], course: Course) -> dict[str, Any]:
         most_now = points(sum(float(t["max_score"]) for t in shown if _exercise_of(t) in counted))
         output = (
             f"{number(earned[0])} of {number(most_now)} points from the checks shown now{_extra(earned[1])}; {done} "
-            f"of {len(required)} exercises pass them; the held-out checks are shown once the grades are published "
-            "(vjpgrad course grade)"
+            f"of {len(required)} exercises pass them; the held-out checks are shown once the grades are published"
         )
     else:
         most = points(sum(ex.points for ex in required))
         output = (
-            f"{number(earned[0])} of {number(most)} points{_extra(earned[1])}; {done} of {len(required)} "
-            "exercises done (vjpgrad course grade)"
+            f"{number(earned[0])} of {number(most)} points{_extra(earned[1])}; {done} of {len(required)} exercises done"
         )
     return {"score": total, "output": output, "tests": list(tests)}
 

@@ -28,7 +28,8 @@ import builtins
 import os
 import sys
 from collections.abc import Callable, Sequence
-from stat import S_ISDIR
+from stat import S_ISDIR, S_ISLNK
+from types import FunctionType, MappingProxyType
 from typing import Any
 
 RULE = (
@@ -53,6 +54,11 @@ REFUSED: dict[str, str] = {
     "mmap.__new__": "mapping memory (mmap)",
     **dict.fromkeys(("gc.get_objects", "gc.get_referrers", "gc.get_referents"), "walking the interpreter's objects"),
     **dict.fromkeys(("resource.setrlimit", "resource.prlimit"), "changing the process's limits"),
+    **dict.fromkeys(
+        ("sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions",
+         "sys.monitoring.register_callback"),
+        "running code inside other code (tracing, profiling, other threads' frames)",
+    ),
 }  # fmt: skip
 """The audit events refused outright, with what each does (every ``ctypes.*`` event too: ``_hook``)."""
 
@@ -77,9 +83,13 @@ UNSEEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sqlite3", ("connect",)),
     ("_dbm", ("open",)),
     ("_gdbm", ("open",)),
+    ("signal", ("signal", "setitimer", "alarm", "set_wakeup_fd")),
+    ("_signal", ("signal", "setitimer", "alarm", "set_wakeup_fd")),
 )
 """The functions that start a process, share memory, or read or write a file without an audit event,
-by module: in a module already loaded (another may hold it), each is replaced by one that refuses."""
+or run code of the student's inside the hook's frames (a signal's handler runs between any two lines,
+the hook's too), by module: in a module already loaded (another may hold it), each is replaced by one
+that refuses."""
 
 SOLUTIONS = "reading vjpgrad's reference solutions"
 """What an ``open`` of a file among vjpgrad's reference solutions is refused as: a student's process
@@ -105,7 +115,8 @@ WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 def _refuse(*arguments: Any, **keywords: Any) -> Any:
     raise PermissionError(
-        f"starting a process, sharing memory, or reading or writing a file unseen (no audit event) is refused: {RULE}"
+        "starting a process, sharing memory, reading or writing a file unseen (no audit event), or handling a signal "
+        f"is refused: {RULE}"
     )
 
 
@@ -144,9 +155,8 @@ def install(solutions: str, engine: str | None = None, kept: Sequence[str] = (),
     kept_apart = tuple((k, tuple(r for r in readable if r.startswith(k) and r != k)) for k in folders)
     # copies: what the hook reads, nothing else reaches
     refusals = (dict(REFUSED), MODULES, RULE)
-    hook = _hook(
-        os.stat, os.path.realpath, os.path.realpath(solutions) + os.sep, *refusals, package, libraries, kept_apart
-    )
+    real = _resolved if os.sep == "/" else os.path.realpath  # Windows: realpath, whose helpers can be rebound
+    hook = _hook(os.stat, real, os.path.realpath(solutions) + os.sep, *refusals, package, libraries, kept_apart)
     sys.addaudithook(hook)
 
 
@@ -167,7 +177,10 @@ def library_importing(libraries: tuple[str, ...], sep: str = os.sep, depth: int 
     folder); None where it is the student's own code. A student who imports numpy meets numpy's
     own import of ctypes, and the message names numpy, not only ctypes."""
     frame: Any = sys._getframe(depth)
-    wrapper = getattr(builtins.__import__, "__code__", None)  # the course's own guard of imports (``_plugin``)
+    importer = builtins.__import__
+    wrapper = (
+        importer.__code__ if type(importer) is FunctionType else None
+    )  # the course's guard of imports (``_plugin``)
     while frame is not None and (frame.f_code is wrapper or _machinery(frame.f_code.co_filename, sep)):
         frame = frame.f_back
     if frame is None:
@@ -188,21 +201,228 @@ ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".egg")
 """The archives a copy of vjpgrad's code comes in: a ``vjpgrad-*`` one is refused with ``ENGINE``."""
 
 
-def engine_file(found: str, package: str, sep: str = os.sep) -> bool:
+def engine_file(
+    found: str, package: str, sep: str = os.sep, _len: Any = len, _archives: tuple[str, ...] = ARCHIVES
+) -> bool:
     """Whether the file at the real path ``found`` is vjpgrad's code: under ``package`` (the installed
     vjpgrad's folder, ending with ``sep``), or in any copy of it (``vjpgrad/__init__.py`` and
-    ``vjpgrad/core/``, their ``__pycache__`` too), or a ``vjpgrad-*`` wheel or archive."""
+    ``vjpgrad/core/``, their ``__pycache__`` too), or a ``vjpgrad-*`` wheel or archive. The hook
+    runs it: what it calls is bound in its defaults (``_hook``)."""
     if found.startswith(package):
         return True
     parts = found.split(sep)
-    if len(parts) > 2 and parts[-2] == "__pycache__":
+    if _len(parts) > 2 and parts[-2] == "__pycache__":
         parts = [*parts[:-2], parts[-1]]
     name = parts[-1]
     return (
         parts[-3:-1] == ["vjpgrad", "core"]
         or (parts[-2:-1] == ["vjpgrad"] and name.startswith("__init__."))
-        or (name.startswith("vjpgrad-") and name.endswith(ARCHIVES))
+        or (name.startswith("vjpgrad-") and name.endswith(_archives))
     )
+
+
+def _resolved(
+    path: str, _lstat: Any = os.lstat, _readlink: Any = os.readlink, _getcwd: Any = os.getcwd,
+    _is_link: Any = S_ISLNK, _errors: Any = (OSError, ValueError), _sep: str = "/",
+) -> str:  # fmt: skip
+    """Where ``path`` leads on POSIX, as ``os.path.realpath`` finds it (absolute, ``.`` and ``..``
+    taken out, each symbolic link followed; a part that does not exist taken as written), "" past
+    40 links. The hook's own: ``realpath`` is Python code that looks up ``os.lstat`` and its
+    module's helpers at every call, which a student's code can rebind to answer another path. This
+    one runs only what its defaults bound at import (C functions, before any student's code ran),
+    and string operations on ``str``."""
+    if not path.startswith(_sep):
+        path = _getcwd() + _sep + path
+    pending = path.split(_sep)
+    pending.reverse()
+    done: list[str] = []
+    links = 0
+    while pending:
+        part = pending.pop()
+        if part == "" or part == ".":
+            continue
+        if part == "..":
+            if done:
+                done.pop()
+            continue
+        here = _sep + _sep.join(done) + _sep + part if done else _sep + part
+        try:
+            mode = _lstat(here).st_mode
+        except _errors:  # not there (or not a name): taken as written, as realpath does
+            done.append(part)
+            continue
+        if not _is_link(mode):
+            done.append(part)
+            continue
+        links += 1
+        if links > 40:
+            return ""
+        target = _readlink(here)
+        if target.startswith(_sep):
+            done = []
+        more = target.split(_sep)
+        more.reverse()
+        pending.extend(more)
+    return _sep + _sep.join(done)
+
+
+FUNCTION_PARTS = frozenset(("__code__", "__defaults__", "__kwdefaults__"))
+"""What of a function a student's code may not replace (the ``object.__setattr__`` event): the hook's
+helpers hold what they read in their defaults, and a function's code is what runs."""
+
+
+def _leads_to(
+    path: Any, real: Callable[[str], str], _type: Any = type, _bytes: Any = bytes, _int: Any = int,
+    _errors: Any = (OSError, ValueError),
+) -> str | None:  # fmt: skip
+    """Where a path given as ``str`` or ``bytes`` leads (``real``); "" where it cannot be followed
+    (such a path is not read), None for a file descriptor or no path."""
+    if _type(path) is _int or path is None:
+        return None
+    text = path.decode("utf-8", "surrogateescape") if _type(path) is _bytes else path
+    try:
+        return real(text)
+    except _errors:
+        return ""
+
+
+def _in_proc(
+    path: Any, stat: Callable[..., Any], proc: int | None, _type: Any = type, _bytes: Any = bytes, _int: Any = int,
+    _errors: Any = (OSError, ValueError),
+) -> bool:  # fmt: skip
+    """Whether a path lies under ``/proc`` (by name, or on its device ``proc``)."""
+    if proc is None or _type(path) is _int or path is None:
+        return False
+    text = path.decode("utf-8", "surrogateescape") if _type(path) is _bytes else path
+    if text == "/proc" or text.startswith("/proc/"):
+        return True
+    try:
+        return stat(text).st_dev == proc  # type: ignore[no-any-return]
+    except _errors:
+        return False
+
+
+def _writing(
+    arguments: tuple[Any, ...], _type: Any = type, _str: Any = str, _int: Any = int, _len: Any = len,
+    _write: int = WRITE,
+) -> bool:  # fmt: skip
+    """Whether an ``open`` event's mode or flags write."""
+    if _len(arguments) < 3:
+        return False
+    mode, flags = arguments[1], arguments[2]
+    if _type(flags) is _int and flags & _write:
+        return True
+    return _type(mode) is _str and ("w" in mode or "a" in mode or "x" in mode or "+" in mode)
+
+
+def _kept(found: str, kept: tuple[tuple[str, tuple[str, ...]], ...], _sep: str = os.sep, _any: Any = any) -> bool:
+    """Whether the real path ``found`` lies in a folder kept from the student, and in none of the
+    folders inside it that stay readable."""
+    inside = found + _sep  # the folder itself too
+    if inside == _sep:
+        return True
+    return _any(inside.startswith(folder) and not inside.startswith(readable) for folder, readable in kept)  # type: ignore[no-any-return]
+
+
+def _a_folder(
+    path: Any, stat: Callable[..., Any], _type: Any = type, _int: Any = int, _is_folder: Any = S_ISDIR,
+    _errors: Any = (OSError, ValueError),
+) -> bool:  # fmt: skip
+    """Whether a path names a folder (a descriptor of one opens by names the hook sees unresolved)."""
+    if path is None or _type(path) is _int:
+        return False
+    try:
+        return _is_folder(stat(path).st_mode)  # type: ignore[no-any-return]
+    except _errors:
+        return False
+
+
+def _opening(
+    arguments: tuple[Any, ...], state: tuple[Any, ...], _writing: Any = _writing, _leads_to: Any = _leads_to,
+    _in_proc: Any = _in_proc, _kept: Any = _kept, _a_folder: Any = _a_folder, _is_engine: Any = engine_file,
+    _anywhere: str = f"{os.sep}vjpgrad{os.sep}course{os.sep}solutions{os.sep}", _sep: str = os.sep,
+) -> str | None:  # fmt: skip
+    """What an ``open`` is refused as: writing, ``/proc``, a reference solution (wherever a copy of the
+    package lies: ``_anywhere``), a folder kept, a folder, vjpgrad's code; None where it is not."""
+    stat, real, solutions, _, _, _, package, _, kept, proc = state
+    path = arguments[0]
+    if _writing(arguments):
+        return f"opening {path!r} to write it"
+    if _in_proc(path, stat, proc):
+        return f"reading {path!r}, under /proc"
+    found = _leads_to(path, real)
+    if found is not None and (found == "" or found.startswith(solutions) or _anywhere in found):
+        return SOLUTIONS
+    if kept and found is not None and _kept(found, kept):
+        return KEPT
+    if _a_folder(path, stat):
+        return f"opening a folder ({path!r}): a path relative to its descriptor is not checked"
+    if package is not None and found is not None and (found == "" or _is_engine(found, package, _sep)):
+        return ENGINE
+    return None
+
+
+def _named(arguments: tuple[Any, ...], at: int, _type: Any = type, _str: Any = str, _len: Any = len,
+           _text: Any = str.__str__) -> str | None:  # fmt: skip
+    """The argument at ``at``, a name, as a ``str`` whose methods are ``str``'s own: a subclass's
+    characters copied by ``str.__str__``, which runs no method of the subclass (its ``__hash__``, run
+    by a look-up here, could reach the hook's frame); None where there is none."""
+    if _len(arguments) <= at:
+        return None
+    name = arguments[at]
+    return name if _type(name) is _str else _text(name)  # type: ignore[no-any-return]
+
+
+def _decide(
+    event: str, arguments: tuple[Any, ...], state: tuple[Any, ...], _type: Any = type, _str: Any = str,
+    _bytes: Any = bytes, _int: Any = int, _name_of: Any = type.__dict__["__name__"].__get__,
+    _named: Any = _named, _opening: Any = _opening, _in_proc: Any = _in_proc,
+    _function_parts: frozenset[str] = FUNCTION_PARTS,
+) -> str | None:  # fmt: skip
+    """What the hook refuses ``event`` as, or None. It runs no code of the student's: a name is read
+    as ``str`` (``_named``), a path of another type than ``str``, ``bytes`` or ``int`` is refused by
+    its type's name read from the type itself, and every type is compared by identity (``in`` would
+    run a metaclass's ``__eq__``)."""
+    stat, _, _, refused, modules, _, _, _, _, proc = state
+    if event in refused:
+        return refused[event]  # type: ignore[no-any-return]
+    if event.startswith("ctypes."):
+        return "ctypes"
+    if event == "import":
+        name = _named(arguments, 0)
+        return f"importing {name}" if name is not None and name in modules else None
+    if event == "object.__setattr__":
+        name = _named(arguments, 1)
+        return f"replacing a function's {name}" if name is not None and name in _function_parts else None
+    if (event == "open" or event == "os.listdir" or event == "os.scandir") and arguments:
+        path = arguments[0]
+        kind = _type(path)
+        if path is not None and kind is not _str and kind is not _bytes and kind is not _int:
+            return f"a path given as {_name_of(kind)}, not str"
+        if event == "open":
+            return _opening(arguments, state)  # type: ignore[no-any-return]
+        if _in_proc(path, stat, proc):
+            return f"reading {path!r}, under /proc"
+    return None
+
+
+def _worded(
+    event: str, arguments: tuple[Any, ...], refusal: str, state: tuple[Any, ...], _naming: Any = library_importing,
+    _type: Any = type, _str: Any = str, _text: Any = str.__str__,
+) -> str:  # fmt: skip
+    """The refusal's message: for an ``import``, the library whose own import it is, where one is
+    (``library_importing``: it reads the importing module's globals, where a key of the student's
+    could run code of theirs; the refusal is decided by then, and stands whatever that code does)."""
+    sep, rule, libraries = os.sep, state[5], state[7]
+    if event == "import":
+        try:
+            library = _naming(libraries, sep, 3)
+        except Exception:  # the message without the library's name: the refusal stands
+            library = None
+        name = arguments[0] if _type(arguments[0]) is _str else _text(arguments[0])
+        if library is not None and _type(library) is _str and library != name.partition(".")[0]:
+            refusal += f", which {library} loads: {library} cannot run under the checks, write it in plain Python"
+    return f"{event} ({refusal}) is refused: {rule}"
 
 
 def _hook(
@@ -210,120 +430,33 @@ def _hook(
     modules: frozenset[str], rule: str, package: str | None = None, libraries: tuple[str, ...] = (),
     kept: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> Callable[..., None]:  # fmt: skip
-    """The audit hook: everything it reads is bound here, in its closure, so that no module attribute a
-    student's code can rebind (this module's, ``os``'s) changes what it refuses. A path that is not a
-    ``str``, ``bytes`` or file descriptor (a ``PathLike``, whose ``__fspath__`` could answer the hook
-    one path and ``open`` another) is refused. A path is found where it leads (``real``: links and
-    ``..`` followed) before it is compared with ``solutions`` and, given ``package`` (vjpgrad's folder),
-    with vjpgrad's code (``engine_file``)."""
+    """The audit hook. What it reads is in its defaults, never in a closure's cells: a student's code
+    that reached a frame of the hook (through a refusal's traceback, where Python 3.13's
+    ``frame.f_locals`` writes through to the variables and cells of the frame) would change a cell
+    for every later call, but a default is a frame's own copy, made anew at each call; and every
+    value is one nobody can change (a ``frozenset``, a ``MappingProxyType``, tuples, strings, and
+    functions whose code and defaults the hook refuses to have replaced). The module's functions it
+    runs are bound as defaults too, so rebinding this module's attributes (or ``os``'s, or
+    ``builtins``') changes nothing it does. A path that is not a ``str``, ``bytes`` or file
+    descriptor (a ``PathLike``, whose ``__fspath__`` could answer the hook one path and ``open``
+    another) is refused. A path is found where it leads (``real``: links and ``..`` followed,
+    ``_resolved`` on POSIX) before it is compared with ``solutions`` and, given ``package``
+    (vjpgrad's folder), with vjpgrad's code (``engine_file``)."""
     try:
         proc = stat("/proc").st_dev if sys.platform.startswith("linux") else None
     except OSError:
         proc = None
-    write = WRITE
-    sep, is_folder = os.sep, S_ISDIR
+    state = (
+        stat, real, solutions, MappingProxyType(dict(refused)), frozenset(modules), rule, package,
+        tuple(libraries), tuple((k, tuple(inside)) for k, inside in kept), proc,
+    )  # fmt: skip
 
-    anywhere = f"{sep}vjpgrad{sep}course{sep}solutions{sep}"  # a copy of the package (a build's, another install's)
-    is_engine = engine_file
-
-    def leads_to(path: Any) -> str | None:
-        """Where a path given as ``str`` or ``bytes`` leads (``real``); "" where it cannot be followed
-        (such a path is not read), None for a file descriptor or no path."""
-        if type(path) is int or path is None:
-            return None
-        text = path.decode("utf-8", "surrogateescape") if type(path) is bytes else path
-        try:
-            return real(text)
-        except (OSError, ValueError):
-            return ""
-
-    def vjpgrads(path: Any) -> bool:
-        if package is None:
-            return False
-        found = leads_to(path)
-        return found is not None and (found == "" or is_engine(found, package, sep))
-
-    def among_solutions(path: Any) -> bool:
-        found = leads_to(path)
-        return found is not None and (found == "" or found.startswith(solutions) or anywhere in found)
-
-    def kept_from_them(path: Any) -> bool:
-        if not kept:
-            return False
-        found = leads_to(path)
-        if found is None:
-            return False
-        found += sep  # the folder itself too
-        return found == sep or any(found.startswith(k) and not found.startswith(inside) for k, inside in kept)
-
-    def a_folder(path: Any) -> bool:
-        if type(path) is int or path is None:
-            return False
-        try:
-            return is_folder(stat(path).st_mode)
-        except (OSError, ValueError):
-            return False
-
-    def in_proc(path: Any) -> bool:
-        if proc is None or type(path) is int or path is None:
-            return False
-        text = path.decode("utf-8", "surrogateescape") if type(path) is bytes else path
-        if text == "/proc" or text.startswith("/proc/"):
-            return True
-        try:
-            return bool(stat(text).st_dev == proc)
-        except (OSError, ValueError):
-            return False
-
-    def opening(arguments: tuple[Any, ...]) -> str | None:
-        """What an ``open`` is refused as: writing, ``/proc``, a reference solution, a folder."""
-        path = arguments[0]
-        if len(arguments) >= 3:
-            mode, flags = arguments[1], arguments[2]
-            if (type(flags) is int and flags & write) or (type(mode) is str and any(c in mode for c in "wax+")):
-                return f"opening {path!r} to write it"
-        if in_proc(path):
-            return f"reading {path!r}, under /proc"
-        if among_solutions(path):
-            return SOLUTIONS
-        if kept_from_them(path):
-            return KEPT
-        if a_folder(path):  # its descriptor would open by names the hook sees unresolved
-            return f"opening a folder ({path!r}): a path relative to its descriptor is not checked"
-        if vjpgrads(path):
-            return ENGINE
-        return None
-
-    def what(event: str, arguments: tuple[Any, ...]) -> str | None:
-        if event in refused:
-            return refused[event]
-        if event.startswith("ctypes."):
-            return "ctypes"
-        if event == "import" and arguments and arguments[0] in modules:
-            return f"importing {arguments[0]}"
-        if event in ("open", "os.listdir", "os.scandir") and arguments:
-            path = arguments[0]
-            if path is not None and type(path) not in (str, bytes, int):
-                return f"a path given as {type(path).__name__}, not str"
-            if event == "open":
-                return opening(arguments)
-            if in_proc(path):
-                return f"reading {path!r}, under /proc"
-        return None
-
-    naming = library_importing
-
-    def hook(event: str, arguments: tuple[Any, ...]) -> None:
-        refusal = what(event, arguments)
-        if refusal is None:
-            return
-        if event == "import":
-            try:
-                library = naming(libraries, sep)
-            except Exception:  # the message without the library's name: the refusal stands
-                library = None
-            if library is not None and library != str(arguments[0]).partition(".")[0]:
-                refusal += f", which {library} loads: {library} cannot run under the checks, write it in plain Python"
-        raise PermissionError(f"{event} ({refusal}) is refused: {rule}")
+    def hook(
+        event: str, arguments: tuple[Any, ...], _state: tuple[Any, ...] = state, _decide: Any = _decide,
+        _worded: Any = _worded, _refused: Any = PermissionError,
+    ) -> None:  # fmt: skip
+        refusal = _decide(event, arguments, _state)
+        if refusal is not None:
+            raise _refused(_worded(event, arguments, refusal, _state))
 
     return hook
