@@ -329,6 +329,29 @@ def test_sys_exit_with_a_message_prints_it_and_exits_1_as_python_does(
     script.write_text("import sys\nsys.exit(0)\n", encoding="utf-8")
     assert command.main([str(script)]) == 0
     assert capsys.readouterr().err == ""
+    script.write_text("import sys\nsys.exit(3)\n", encoding="utf-8")  # the script's own status, said
+    assert command.main([str(script)]) == 1
+    assert "the script exited with status 3" in capsys.readouterr().err
+
+
+def test_the_hint_to_step_through_quotes_a_path_a_shell_would_split(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")
+    import shlex
+
+    from vjpgrad.cli import explain_torch as command
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    script = tmp_path / "dir with space" / "ü é.py"
+    script.parent.mkdir()
+    script.write_text(CASE_1, encoding="utf-8")
+    assert command.main([str(script)]) == 0
+    hint = capsys.readouterr().out.splitlines()[-1]
+    assert f"vjpgrad explain-torch {shlex.quote(str(script))} --html pages" in hint
+    pasted = hint[hint.index("vjpgrad explain-torch") : -1]  # as a learner pastes it into a shell
+    assert shlex.split(pasted)[2] == str(script)
 
 
 def test_an_empty_html_folder_is_refused_not_taken_for_the_current_one(

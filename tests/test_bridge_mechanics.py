@@ -118,6 +118,24 @@ def test_an_operation_not_replayed_through_a_view_names_itself_and_its_line_for_
     assert "made before watch_torch() began" not in p.reason
 
 
+def test_an_operation_the_watch_runs_out_of_memory_following_says_out_of_memory(monkeypatch: Any) -> None:
+    # a MemoryError's message is empty: "MemoryError: " alone told the learner nothing
+    from vjpgrad.bridge import watch
+
+    def exhausted(*arguments: Any, **keywords: Any) -> None:
+        raise MemoryError()
+
+    monkeypatch.setattr(watch.Watch, "_made", exhausted)
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward()
+    assert x.grad is not None
+    assert x.grad.tolist() == [2.0, 4.0]  # the learner's pass ran as ever
+    (p,) = w.passes
+    assert not p.replayed
+    assert "MemoryError: out of memory" in p.reason, p.reason
+
+
 @pytest.mark.parametrize("numbers", [[1.0, 1.0, 5.0], [2.0, 3.0, 4.0]], ids=["same numbers", "new numbers"])
 def test_a_view_read_after_its_base_changed_in_place_is_the_bases_elements(numbers: list[float]) -> None:
     """A view taken before its base is changed in place (``v = t[:2]; t.mul_(x)``) shows the

@@ -345,7 +345,8 @@ class Watch:
             entries, copies = before
             self._made(func, args, kwargs, outputs, entries, copies)
         except Exception as error:  # never let the watch break the learner's code
-            reason = f"the watch could not follow {op_name(func)} at {user_location()}: {type(error).__name__}: {error}"
+            said = str(error) or ("out of memory" if isinstance(error, MemoryError) else "(no message)")
+            reason = f"the watch could not follow {op_name(func)} at {user_location()}: {type(error).__name__}: {said}"
             for t in outputs:
                 self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
 

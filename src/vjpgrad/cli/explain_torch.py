@@ -26,6 +26,8 @@ import argparse
 import os
 import re
 import runpy
+import shlex
+import subprocess
 import sys
 import traceback
 from collections.abc import Sequence
@@ -125,7 +127,8 @@ def main(argv: Sequence[str]) -> int:
     raised = _run(watch, script, list(arguments.args))
     print(watch.summary())
     if shown is None and watch.passes:
-        print(f"(to step through each pass, edge by edge: vjpgrad explain-torch {script} --html pages)")
+        typed = shlex.quote(str(script)) if os.name == "posix" else subprocess.list2cmdline([str(script)])
+        print(f"(to step through each pass, edge by edge: vjpgrad explain-torch {typed} --html pages)")
     if folder is not None and shown is not None:
         try:
             _pages(watch, script, folder, arguments.max_steps, shown)
@@ -165,6 +168,8 @@ def _run(watch: object, script: Path, args: list[str]) -> bool:
     except SystemExit as done:  # as Python ends: a code that is not a number is printed, and is an error
         if done.code is not None and not isinstance(done.code, int):
             print(done.code, file=sys.stderr)
+        elif done.code not in (None, 0):  # the command's own status is 1: the script's is said
+            print(f"vjpgrad explain-torch: the script exited with status {done.code}", file=sys.stderr)
         return done.code not in (None, 0)
     except BaseException as error:  # the script's own error: shown as Python shows it
         frames = traceback.extract_tb(error.__traceback__)
