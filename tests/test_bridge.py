@@ -963,6 +963,68 @@ def test_a_tensor_bound_to_two_names_is_called_by_the_first_not_by_a_loop_variab
     assert namespace["names"] == ["W", "b"]
 
 
+def test_tensors_kept_on_the_learners_own_objects_are_named_by_their_attributes() -> None:
+    """micrograd's shape written in PyTorch: a Neuron of the learner's own class keeps ``w`` and
+    ``b``, an MLP keeps layers of neurons in lists. They are named as the learner reaches them
+    (``n.w``, ``model.layers[0].neurons[1].b``), not ``leaf 1`` with a note about products."""
+    code = (
+        "import torch, vjpgrad\n"
+        "class Neuron:\n"
+        "    def __init__(self, n):\n"
+        "        self.w = torch.linspace(-1.0, 1.0, n, requires_grad=True)\n"
+        "        self.b = torch.zeros(1, requires_grad=True)\n"
+        "    def __call__(self, x):\n"
+        "        return ((self.w * x).sum() + self.b).tanh()\n"
+        "class Layer:\n"
+        "    def __init__(self, nin, nout):\n"
+        "        self.neurons = [Neuron(nin) for _ in range(nout)]\n"
+        "    def __call__(self, x):\n"
+        "        return torch.cat([n(x) for n in self.neurons])\n"
+        "class MLP:\n"
+        "    def __init__(self):\n"
+        "        self.layers = [Layer(2, 2), Layer(2, 1)]\n"
+        "    def __call__(self, x):\n"
+        "        for layer in self.layers:\n"
+        "            x = layer(x)\n"
+        "        return x\n"
+        "with vjpgrad.watch_torch() as w:\n"
+        "    n = Neuron(3)\n"
+        "    n(torch.tensor([1.0, 2.0, 3.0])).sum().backward()\n"
+        "    model = MLP()\n"
+        "    model(torch.tensor([0.5, -1.0])).sum().backward()\n"
+        "names = [[leaf.name for leaf in p.leaves] for p in w.passes]\n"
+        "summary = w.summary()\n"
+    )
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(code, namespace)
+    assert namespace["names"][0] == ["n.w", "n.b"]
+    assert namespace["names"][1] == [
+        "model.layers[0].neurons[0].w", "model.layers[0].neurons[0].b",
+        "model.layers[0].neurons[1].w", "model.layers[0].neurons[1].b",
+        "model.layers[1].neurons[0].w", "model.layers[1].neurons[0].b",
+    ]  # fmt: skip
+    assert "has no name where backward was called" not in namespace["summary"]
+
+
+def test_naming_reads_a_bounded_number_of_items_whatever_the_scope_holds() -> None:
+    # a dataset of nested lists where backward is called: naming reads at most NAMES_READ items a pass
+    from vjpgrad.bridge import watch
+
+    read = [0]
+
+    class Counted(list):  # type: ignore[type-arg]
+        def __iter__(self) -> Any:
+            for item in super().__iter__():
+                read[0] += 1
+                yield item
+
+    data = Counted(Counted(range(1_000)) for _ in range(200))
+    names: dict[int, str] = {}
+    watch._kept_names([("data", data)], names, {})
+    assert read[0] <= watch.NAMES_READ + watch.CONTAINER_ITEMS
+    assert read[0] >= watch.NAMES_READ // 2  # it did look
+
+
 def test_a_difference_near_zero_says_how_far_apart_not_only_in_ulp() -> None:
     """Across zero an ulp count is huge for a tiny difference (2.3e-10 against 0 is some 10^18 ulp
     in float64): the line says the largest distance as a number too."""

@@ -1192,19 +1192,32 @@ def _kept_names(kept: list[tuple[str, Any]], names: dict[int, str], paths: dict[
     """The tensors and modules' parameters in the dicts, lists and tuples ``kept`` (by the name
     that holds each), named by where they are kept, a level at a time (``params["w"]`` before
     ``params["layer1"]["w"]``), to ``CONTAINER_DEPTH`` levels."""
+    budget = [NAMES_READ]
     for _ in range(CONTAINER_DEPTH):
         deeper: list[tuple[str, Any]] = []
         for key, container in kept:
+            if budget[0] <= 0:  # a pass's naming stays cheap beside the pass, whatever the scope holds
+                return
             with contextlib.suppress(Exception):  # a container of the learner's that raises when read
-                _names_in(key, container, names, paths, deeper)
+                _names_in(key, container, names, paths, deeper, budget)
         kept = deeper[:CONTAINER_ITEMS]
 
 
 def _names_in(
-    key: str, container: Any, names: dict[int, str], paths: dict[int, str], deeper: list[tuple[str, Any]]
-) -> None:
+    key: str, container: Any, names: dict[int, str], paths: dict[int, str], deeper: list[tuple[str, Any]],
+    budget: list[int],
+) -> None:  # fmt: skip
     """The items of one dict, list or tuple ``container`` (held at ``key``) named, the first
-    ``CONTAINER_ITEMS``; an item that raises when read is not named."""
+    ``CONTAINER_ITEMS``, or the attributes of an object of the learner's (``_Attributes``: ``n.w``);
+    an item that raises when read is not named."""
+    if isinstance(container, _Attributes):
+        budget[0] -= min(len(container.attributes), CONTAINER_ITEMS)
+        for k, value in itertools.islice(container.attributes.items(), CONTAINER_ITEMS):
+            if isinstance(k, str) and k.isidentifier():
+                with contextlib.suppress(Exception):
+                    _name_of(f"{key}.{k}", value, names, paths, deeper)
+        return
+    budget[0] -= min(len(container), CONTAINER_ITEMS)
     pairs = container.items() if isinstance(container, dict) else enumerate(container)
     for k, value in itertools.islice(pairs, CONTAINER_ITEMS):
         if not isinstance(k, (str, int)):
@@ -1226,12 +1239,50 @@ def _name_of(
         _module_paths(where, value, paths)
     elif isinstance(value, (dict, list, tuple)):
         containers.append((where, value))
+    elif _learners(value):
+        containers.append((where, _Attributes(object.__getattribute__(value, "__dict__"))))
 
+
+@dataclasses.dataclass(frozen=True)
+class _Attributes:
+    """The attributes of an object of the learner's own class, looked in as a dict is (``n.w``)."""
+
+    attributes: dict[str, Any]
+
+
+_NOT_INSTANCES = (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType)
+
+
+def _learners(value: Any) -> bool:
+    """Whether ``value`` is an object of a class of the learner's own, with attributes: the class
+    defined in the script (``__main__``) or in a file of theirs, not in an installed library, the
+    standard library or vjpgrad (micrograd's ``Neuron`` keeping ``self.w`` written in PyTorch)."""
+    if isinstance(value, _NOT_INSTANCES) or not isinstance(object.__getattribute__(value, "__dict__"), dict):
+        return False
+    module = type(value).__module__
+    if module == "__main__":
+        return True
+    if not isinstance(module, str) or module.partition(".")[0] == "vjpgrad":
+        return False
+    path = getattr(sys.modules.get(module), "__file__", None)
+    if not isinstance(path, str):
+        return False
+    installed = f"{os.sep}site-packages{os.sep}" in path or f"{os.sep}dist-packages{os.sep}" in path
+    return not installed and not path.startswith(_PREFIXES)
+
+
+_PREFIXES = tuple({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)})
+"""The interpreter's folders: a class whose module lies there is the standard library's."""
 
 CONTAINER_ITEMS = 1_000
-"""The items of each dict, list or tuple where backward is called that ``_names`` looks in."""
-CONTAINER_DEPTH = 3
-"""How deep in dicts, lists and tuples ``_names`` looks (``params["layer1"]["w"]``: 2)."""
+"""The items of each dict, list or tuple (or object's attributes) where backward is called that
+``_names`` looks in."""
+NAMES_READ = 50_000
+"""The most items (of dicts, lists, tuples and objects) ``_names`` reads for one pass: a scope that
+holds a dataset of nested lists costs some milliseconds a pass, not a second."""
+CONTAINER_DEPTH = 6
+"""How deep in dicts, lists, tuples and the learner's objects ``_names`` looks (``params["layer1"]["w"]``:
+2; micrograd's ``model.layers[0].neurons[1].w``: 5)."""
 
 
 def _module_paths(where: str, module: torch.nn.Module, paths: dict[int, str]) -> None:
