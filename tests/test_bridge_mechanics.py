@@ -118,6 +118,35 @@ def test_an_operation_not_replayed_through_a_view_names_itself_and_its_line_for_
     assert "made before watch_torch() began" not in p.reason
 
 
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")  # PyTorch's own advice
+def test_a_pass_through_gradients_made_with_create_graph_says_second_derivative_not_to_move_the_watch() -> None:
+    # the tensor read was made by PyTorch's backward formulas in a pass with create_graph=True, inside
+    # the watch: "run the forward pass inside the watch" was advice the learner could not follow
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        (x**3).sum().backward(create_graph=True)
+        g = x.grad.clone()
+        x.grad = None
+        g.sum().backward()
+    first, second = w.passes
+    assert first.replayed
+    assert not second.replayed
+    assert "second derivative" in second.reason, second.reason
+    assert "run the forward pass inside the watch" not in second.reason
+    assert x.grad is not None
+    assert x.grad.tolist() == [6.0, 12.0]  # PyTorch's own, as ever
+
+
+def test_a_tensor_made_before_the_watch_still_says_to_run_the_forward_pass_inside_it() -> None:
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    with vjpgrad.watch_torch() as w:
+        y.backward()
+    (p,) = w.passes
+    assert "run the forward pass inside the watch" in p.reason, p.reason
+    assert "second derivative" not in p.reason
+
+
 def test_an_operation_the_watch_runs_out_of_memory_following_says_out_of_memory(monkeypatch: Any) -> None:
     # a MemoryError's message is empty: "MemoryError: " alone told the learner nothing
     from vjpgrad.bridge import watch

@@ -200,6 +200,13 @@ class Watch:
         self._thread: int | None = None  # the thread that entered the watch: the one its mode sees
         self._elsewhere_lock = threading.Lock()
         self._under_another = False  # another watch entered inside this one: its own tensors are among ours
+        self._graphs_of_gradients = False  # a pass with create_graph=True ran: its gradients are tensors unseen
+
+    @property
+    def _unseen(self) -> str:
+        """How a tensor the watch never saw made came to be: before the watch, or (once a pass with
+        ``create_graph=True`` ran) as a gradient, a second derivative's start."""
+        return _UNSEEN_GRADIENT if self._graphs_of_gradients else _UNSEEN
 
     # ---- the context manager -------------------------------------------------------------------
 
@@ -280,7 +287,7 @@ class Watch:
             entry.changed_unseen = unseen
             return self._remember(t, entry)
         if t.requires_grad:
-            reason = f"a tensor read at {user_location()}, " + (_CHANGED_UNSEEN if known is not None else _UNSEEN)
+            reason = f"a tensor read at {user_location()}, " + (_CHANGED_UNSEEN if known is not None else self._unseen)
             return self._remember(t, Entry(t, list(numbers), is_single(t), mark, poisoned=reason))
         return self._remember(t, Entry(t, list(numbers), is_single(t), mark))
 
@@ -468,6 +475,7 @@ class Watch:
         given = bound.arguments
         roots, seeds = _roots_and_seeds(given)
         retain = bool(given.get("retain_graph")) or bool(given.get("create_graph"))
+        self._graphs_of_gradients |= bool(given.get("create_graph"))
         frame = _user_frame()
         location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
         names = _names(frame)
@@ -602,7 +610,9 @@ class Watch:
         cannot be replayed, if it cannot: the first output not seen made, named, or the first
         entry's reason."""
         found = [self._entries.get(id(t)) for t in roots] + [self.entry(t) for t in wrt]
-        missing = next((_unseen(t, names) for t, e in zip(roots, found[: len(roots)], strict=True) if not e), None)
+        missing = next(
+            (_unseen(t, names, self._unseen) for t, e in zip(roots, found[: len(roots)], strict=True) if not e), None
+        )
         return found, missing or next((e.poisoned for e in found if e and e.poisoned), None)
 
     def _replayed_grad(self, given: dict[str, Any], result: Any, location: str, names: dict[int, str]) -> Pass:
@@ -610,6 +620,7 @@ class Watch:
         beside what PyTorch returned for it (``result``)."""
         roots, seeds, wrt = _grad_tensors(given)
         retain = bool(given.get("retain_graph")) or bool(given.get("create_graph"))
+        self._graphs_of_gradients |= bool(given.get("create_graph"))
         seed = [v for root, s in zip(roots, seeds, strict=True) for v in self._seed_numbers(root, s)]
         number = len(self.passes) + 1
         call = "torch.autograd.grad"
@@ -1405,16 +1416,22 @@ def _signature(backward: Any) -> inspect.Signature:
 
 
 _UNSEEN = (
-    "made before watch_torch() began, or by a backward pass with create_graph=True: the watch did not see "
-    "the operations that made it (run the forward pass inside the watch)"
+    "made before watch_torch() began: the watch did not see the operations that made it (run the forward pass "
+    "inside the watch)"
+)
+_UNSEEN_GRADIENT = (
+    "made by a backward pass with create_graph=True (a gradient, or a tensor computed from one: a pass from it "
+    "is a second derivative, made of PyTorch's backward formulas, which the replay does not follow: it replays "
+    "first derivatives), or before watch_torch() began"
 )
 _CHANGED_UNSEEN = "changed where the watch could not see (its numbers, by no operation the watch saw)"
 
 
-def _unseen(t: torch.Tensor, names: dict[int, str]) -> str:
-    """Why a pass from ``t``, which the watch never saw made, is not replayed, naming it."""
+def _unseen(t: torch.Tensor, names: dict[int, str], how: str) -> str:
+    """Why a pass from ``t``, which the watch never saw made (``how``: ``Watch._unseen``), is not
+    replayed, naming it."""
     name = names.get(id(t))
-    return f"{name + ', ' if name else ''}a tensor {_UNSEEN}"
+    return f"{name + ', ' if name else ''}a tensor {how}"
 
 
 _ENGINE = "_engine_run_backward"
