@@ -1610,6 +1610,77 @@ def by_other_threads():
     return sys._current_frames()
 
 
+def by_the_tables_own_dict():  # a mappingproxy's == hands its dict to the other side's __eq__
+    class Grab:
+        got = []
+
+        def __eq__(self, other):
+            Grab.got.append(other)
+            return False
+
+        __hash__ = object.__hash__
+
+    try:
+        os.kill(os.getpid(), 0)
+    except PermissionError as error:
+        traceback = error.__traceback__
+        while traceback is not None:
+            for value in list(traceback.tb_frame.f_locals.values()):
+                for item in (value if type(value) is tuple else (value,)):
+                    item == Grab()
+            traceback = traceback.tb_next
+    for found in Grab.got:
+        if type(found) is dict:
+            found.clear()
+    os.kill(os.getpid(), 0)  # refused while the hook's table holds
+
+
+def by_a_finalizer(path):  # a cycle's __del__, run by a collection inside the hook, changes what it resolved
+    import gc
+    armed, keep = [True], []
+
+    class Pad:
+        pass
+
+    class Bomb:
+        def __init__(self):
+            self.me = self
+
+        def __del__(self):
+            if not armed[0]:
+                return
+            keep.append([Pad() for _ in range(50)])
+            frame = sys._getframe(1)
+            while frame is not None:
+                if frame.f_code.co_filename.endswith("guard.py"):
+                    for value in list(frame.f_locals.values()):
+                        if type(value) is list and value and all(type(v) is str for v in value):
+                            value.clear()
+                            value.append("tmp")
+                frame = frame.f_back
+            Bomb()
+
+    gc.set_threshold(1)
+    Bomb()
+    keep.append([Pad() for _ in range(50)])
+    try:
+        with open(path, "rb") as file:
+            return file.read(60)
+    finally:
+        armed[0] = False
+        gc.set_threshold(700, 10, 10)
+
+
+def by_changing_folder():  # the hook reads a relative path against the folder another thread may change
+    os.chdir("/")
+
+
+def by_deleting_defaults():
+    def f(x=1):
+        return x
+    del f.__defaults__
+
+
 def by_rebinding_builtins(path):  # the hook's len() answering 0: an open's mode unread
     import builtins
     length = builtins.len
@@ -1638,8 +1709,12 @@ reach the hook's frames, change what the hook reads, or run code between the hoo
 
 
 @pytest.mark.parametrize(
-    "attempt", ["by_a_hash", "by_its_traceback", "by_replacing_code", "by_tracing", "by_a_signal", "by_other_threads"]
-)
+    "attempt",
+    [
+        "by_a_hash", "by_its_traceback", "by_replacing_code", "by_tracing", "by_a_signal", "by_other_threads",
+        "by_the_tables_own_dict", "by_changing_folder", "by_deleting_defaults",
+    ],
+)  # fmt: skip
 def test_the_students_code_cannot_undo_the_hook(tmp_path: Path, attempt: str) -> None:
     directory = skeleton(tmp_path / "student")
     (directory / "undoing.py").write_text(UNDOING)
@@ -1650,6 +1725,27 @@ def test_the_students_code_cannot_undo_the_hook(tmp_path: Path, attempt: str) ->
         with pytest.raises(PermissionError) as refused:
             getattr(undoing, attempt)()
         assert guard.RULE in str(refused.value)
+    finally:
+        ours.close()
+        process.join(10)
+
+
+def test_a_copy_of_vjpgrad_as_an_archive_or_in_the_clones_history_is_not_read(tmp_path: Path) -> None:
+    # a wheel of vjpgrad holds the reference solutions, and so does the .git of the clone it is installed
+    # from: neither is the student's to read, whether or not the exercise may use vjpgrad
+    hook = guard._hook(os.stat, os.path.realpath, "/solutions/", {}, frozenset(), "the rule", None)
+    with pytest.raises(PermissionError, match=re.escape(guard.SOLUTIONS)):
+        hook("open", (str(tmp_path / "cache" / "vjpgrad-0.1.0-py3-none-any.whl"), "r", 0))
+    clone = guard.clone_history(str(folder("solutions")))
+    if clone is None:
+        pytest.skip("vjpgrad is not installed from a clone here")
+    directory = skeleton(tmp_path / "student")
+    (directory / "history.py").write_text(f"def read():\n    return open({str(Path(clone) / 'HEAD')!r}).read()\n")
+    context = grading._processes()
+    process, ours = grading._student(context, directory, exercise(2), 60)
+    try:
+        with pytest.raises(PermissionError, match=re.escape(guard.KEPT)):
+            remote.Checks(ours).module("history").read()
     finally:
         ours.close()
         process.join(10)
@@ -1667,6 +1763,9 @@ def test_rebinding_what_the_hook_calls_does_not_change_what_it_refuses(tmp_path:
             undoing.by_rebinding_builtins(str(tmp_path / "written.txt"))
         assert "to write it" in str(refused.value)
         assert not (tmp_path / "written.txt").exists()
+        with pytest.raises(PermissionError) as refused:
+            undoing.by_a_finalizer(str(solutions / "engine.py"))
+        assert guard.SOLUTIONS in str(refused.value)
         with pytest.raises(PermissionError) as refused:
             undoing.by_rebinding(str(solutions))
         assert guard.SOLUTIONS in str(refused.value)

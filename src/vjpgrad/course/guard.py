@@ -25,11 +25,12 @@ Pyodide, ``VJPGRAD_COURSE_IN_PROCESS=1``), which is feedback, not marks.
 from __future__ import annotations
 
 import builtins
+import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
 from stat import S_ISDIR, S_ISLNK
-from types import FunctionType, MappingProxyType
+from types import FunctionType
 from typing import Any
 
 RULE = (
@@ -54,6 +55,7 @@ REFUSED: dict[str, str] = {
     "mmap.__new__": "mapping memory (mmap)",
     **dict.fromkeys(("gc.get_objects", "gc.get_referrers", "gc.get_referents"), "walking the interpreter's objects"),
     **dict.fromkeys(("resource.setrlimit", "resource.prlimit"), "changing the process's limits"),
+    "os.chdir": "changing the current folder (the hook reads a relative path against it)",
     **dict.fromkeys(
         ("sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions",
          "sys.monitoring.register_callback"),
@@ -151,7 +153,8 @@ def install(solutions: str, engine: str | None = None, kept: Sequence[str] = (),
     if home is not None:
         readable.append(os.path.realpath(home) + os.sep)
     # each folder kept, with the folders inside it still readable (a folder that holds it does not count)
-    folders = [os.path.realpath(k) + os.sep for k in kept]
+    history = clone_history(solutions)
+    folders = [os.path.realpath(k) + os.sep for k in [*kept, *([history] if history is not None else [])]]
     kept_apart = tuple((k, tuple(r for r in readable if r.startswith(k) and r != k)) for k in folders)
     # copies: what the hook reads, nothing else reaches
     refusals = (dict(REFUSED), MODULES, RULE)
@@ -199,6 +202,25 @@ def _machinery(filename: str, sep: str) -> bool:
 
 ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".egg")
 """The archives a copy of vjpgrad's code comes in: a ``vjpgrad-*`` one is refused with ``ENGINE``."""
+
+
+def vjpgrad_archive(found: str, _sep: str = os.sep, _archives: tuple[str, ...] = ARCHIVES) -> bool:
+    """Whether the file at the real path ``found`` is an archive of vjpgrad (a wheel in pip's cache, an
+    sdist): it holds the reference solutions, whichever exercise runs."""
+    name = found.rpartition(_sep)[2]
+    return name.startswith("vjpgrad-") and name.endswith(_archives)
+
+
+def clone_history(solutions: str) -> str | None:
+    """The ``.git`` of the clone vjpgrad is installed from (``pip install -e``), found above the folder of
+    its reference solutions: its objects hold every version of them. None where there is none."""
+    folder = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(solutions))))  # above vjpgrad/
+    for _ in range(3):  # src/, the clone
+        history = os.path.join(folder, ".git")
+        if os.path.exists(history):
+            return history
+        folder = os.path.dirname(folder)
+    return None
 
 
 def engine_file(
@@ -339,19 +361,20 @@ def _a_folder(
 
 def _opening(
     arguments: tuple[Any, ...], state: tuple[Any, ...], _writing: Any = _writing, _leads_to: Any = _leads_to,
+    _archive: Any = vjpgrad_archive,
     _in_proc: Any = _in_proc, _kept: Any = _kept, _a_folder: Any = _a_folder, _is_engine: Any = engine_file,
     _anywhere: str = f"{os.sep}vjpgrad{os.sep}course{os.sep}solutions{os.sep}", _sep: str = os.sep,
 ) -> str | None:  # fmt: skip
     """What an ``open`` is refused as: writing, ``/proc``, a reference solution (wherever a copy of the
     package lies: ``_anywhere``), a folder kept, a folder, vjpgrad's code; None where it is not."""
-    stat, real, solutions, _, _, _, package, _, kept, proc = state
+    stat, real, solutions, _, _, _, _, package, _, kept, proc = state
     path = arguments[0]
     if _writing(arguments):
         return f"opening {path!r} to write it"
     if _in_proc(path, stat, proc):
         return f"reading {path!r}, under /proc"
     found = _leads_to(path, real)
-    if found is not None and (found == "" or found.startswith(solutions) or _anywhere in found):
+    if found is not None and (found == "" or found.startswith(solutions) or _anywhere in found or _archive(found)):
         return SOLUTIONS
     if kept and found is not None and _kept(found, kept):
         return KEPT
@@ -373,25 +396,33 @@ def _named(arguments: tuple[Any, ...], at: int, _type: Any = type, _str: Any = s
     return name if _type(name) is _str else _text(name)  # type: ignore[no-any-return]
 
 
+def _reason(event: str, reasons: tuple[tuple[str, str], ...]) -> str | None:
+    """What a refused event does, from the pairs of the hook's table (a tuple: no dict to hand out)."""
+    for name, reason in reasons:
+        if name == event:
+            return reason
+    return None
+
+
 def _decide(
     event: str, arguments: tuple[Any, ...], state: tuple[Any, ...], _type: Any = type, _str: Any = str,
     _bytes: Any = bytes, _int: Any = int, _name_of: Any = type.__dict__["__name__"].__get__,
-    _named: Any = _named, _opening: Any = _opening, _in_proc: Any = _in_proc,
+    _named: Any = _named, _opening: Any = _opening, _in_proc: Any = _in_proc, _reason: Any = _reason,
     _function_parts: frozenset[str] = FUNCTION_PARTS,
 ) -> str | None:  # fmt: skip
     """What the hook refuses ``event`` as, or None. It runs no code of the student's: a name is read
     as ``str`` (``_named``), a path of another type than ``str``, ``bytes`` or ``int`` is refused by
     its type's name read from the type itself, and every type is compared by identity (``in`` would
     run a metaclass's ``__eq__``)."""
-    stat, _, _, refused, modules, _, _, _, _, proc = state
+    stat, _, _, refused, reasons, modules, _, _, _, _, proc = state
     if event in refused:
-        return refused[event]  # type: ignore[no-any-return]
+        return _reason(event, reasons)  # type: ignore[no-any-return]
     if event.startswith("ctypes."):
         return "ctypes"
     if event == "import":
         name = _named(arguments, 0)
         return f"importing {name}" if name is not None and name in modules else None
-    if event == "object.__setattr__":
+    if event == "object.__setattr__" or event == "object.__delattr__":
         name = _named(arguments, 1)
         return f"replacing a function's {name}" if name is not None and name in _function_parts else None
     if (event == "open" or event == "os.listdir" or event == "os.scandir") and arguments:
@@ -413,7 +444,7 @@ def _worded(
     """The refusal's message: for an ``import``, the library whose own import it is, where one is
     (``library_importing``: it reads the importing module's globals, where a key of the student's
     could run code of theirs; the refusal is decided by then, and stands whatever that code does)."""
-    sep, rule, libraries = os.sep, state[5], state[7]
+    sep, rule, libraries = os.sep, state[6], state[8]
     if event == "import":
         try:
             library = _naming(libraries, sep, 3)
@@ -434,9 +465,12 @@ def _hook(
     that reached a frame of the hook (through a refusal's traceback, where Python 3.13's
     ``frame.f_locals`` writes through to the variables and cells of the frame) would change a cell
     for every later call, but a default is a frame's own copy, made anew at each call; and every
-    value is one nobody can change (a ``frozenset``, a ``MappingProxyType``, tuples, strings, and
-    functions whose code and defaults the hook refuses to have replaced). The module's functions it
-    runs are bound as defaults too, so rebinding this module's attributes (or ``os``'s, or
+    value is one nobody can change (``frozenset``, tuples, strings, and functions whose code and
+    defaults the hook refuses to have replaced: no wrapper of a mutable object, as a ``mappingproxy``,
+    whose ``==`` hands its dict to the other side's ``__eq__``). The collector is paused while it
+    decides: a collection, which any allocation may start, runs the finalizers (``__del__``) of the
+    student's garbage cycles, whose code could reach the deciding frames and change what they read.
+    The module's functions it runs are bound as defaults too, so rebinding this module's attributes (or ``os``'s, or
     ``builtins``') changes nothing it does. A path that is not a ``str``, ``bytes`` or file
     descriptor (a ``PathLike``, whose ``__fspath__`` could answer the hook one path and ``open``
     another) is refused. A path is found where it leads (``real``: links and ``..`` followed,
@@ -447,15 +481,22 @@ def _hook(
     except OSError:
         proc = None
     state = (
-        stat, real, solutions, MappingProxyType(dict(refused)), frozenset(modules), rule, package,
+        stat, real, solutions, frozenset(refused), tuple(refused.items()), frozenset(modules), rule, package,
         tuple(libraries), tuple((k, tuple(inside)) for k, inside in kept), proc,
     )  # fmt: skip
 
     def hook(
         event: str, arguments: tuple[Any, ...], _state: tuple[Any, ...] = state, _decide: Any = _decide,
-        _worded: Any = _worded, _refused: Any = PermissionError,
+        _worded: Any = _worded, _refused: Any = PermissionError, _collecting: Any = gc.isenabled,
+        _pause: Any = gc.disable, _resume: Any = gc.enable,
     ) -> None:  # fmt: skip
-        refusal = _decide(event, arguments, _state)
+        collecting = _collecting()
+        _pause()  # no collection while it decides: a collection runs the finalizers of the student's cycles
+        try:
+            refusal = _decide(event, arguments, _state)
+        finally:
+            if collecting:
+                _resume()
         if refusal is not None:
             raise _refused(_worded(event, arguments, refusal, _state))
 
