@@ -237,6 +237,8 @@ def _graded(args: argparse.Namespace, of: Any) -> dict[str, Any]:
                 for path in [directory, *directory.rglob("*")]:  # root's: the user reads them, and writes none
                     os.chmod(path, 0o755 if path.is_dir() else 0o644)
             graded_here = graded_folder(directory, list(of.student_files()))
+            expected = list(of.student_files())
+            none_handed_in = not any((graded_here / name).is_file() for name in expected)
             graded = gradebook.grade([graded_here], of, args.timeout, more_time=grading.AUTOGRADER)
         finally:
             grading.RUN_AS[0] = before
@@ -245,8 +247,7 @@ def _graded(args: argparse.Namespace, of: Any) -> dict[str, Any]:
         report["output"] += f"\n\n{LINKS}: {', '.join(links)}"
     if graded_here != directory:
         report["output"] += f"\n\n{NESTED}: {graded_here.relative_to(directory).as_posix()}"
-    expected = list(of.student_files())
-    if not any((graded_here / name).is_file() for name in expected):
+    if none_handed_in:  # read before the copy went away with its folder
         report["output"] += f"\n\n{NONE_HANDED_IN} ({', '.join(expected)})"
     return report
 
