@@ -16,7 +16,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +41,21 @@ def solutions_in(directory: Path) -> Path:
 
 def prepend(path: Path, text: str) -> None:
     path.write_text(text + path.read_text())
+
+
+@contextlib.contextmanager
+def students_module(tmp_path: Path, name: str, source: str, number: int = 2) -> Iterator[Any]:
+    """The module ``name`` (``source``, beside the skeleton) as exercise ``number``'s student process
+    imports it: its functions run there, under the hook, and their exceptions come back."""
+    directory = skeleton(tmp_path / "student")
+    (directory / f"{name}.py").write_text(source)
+    context = grading._processes()
+    process, ours = grading._student(context, directory, exercise(number), 60)
+    try:
+        yield remote.Checks(ours).module(name)
+    finally:
+        ours.close()
+        process.join(10)
 
 
 @pytest.mark.slow  # a grading run: the student's process and the checks' (seconds)
@@ -1716,18 +1733,9 @@ reach the hook's frames, change what the hook reads, or run code between the hoo
     ],
 )  # fmt: skip
 def test_the_students_code_cannot_undo_the_hook(tmp_path: Path, attempt: str) -> None:
-    directory = skeleton(tmp_path / "student")
-    (directory / "undoing.py").write_text(UNDOING)
-    context = grading._processes()
-    process, ours = grading._student(context, directory, exercise(2), 60)
-    try:
-        undoing = remote.Checks(ours).module("undoing")
-        with pytest.raises(PermissionError) as refused:
-            getattr(undoing, attempt)()
-        assert guard.RULE in str(refused.value)
-    finally:
-        ours.close()
-        process.join(10)
+    with students_module(tmp_path, "undoing", UNDOING) as undoing, pytest.raises(PermissionError) as refused:
+        getattr(undoing, attempt)()
+    assert guard.RULE in str(refused.value)
 
 
 def test_a_copy_of_vjpgrad_as_an_archive_or_in_the_clones_history_is_not_read(tmp_path: Path) -> None:
@@ -1739,26 +1747,14 @@ def test_a_copy_of_vjpgrad_as_an_archive_or_in_the_clones_history_is_not_read(tm
     clone = guard.clone_history(str(folder("solutions")))
     if clone is None:
         pytest.skip("vjpgrad is not installed from a clone here")
-    directory = skeleton(tmp_path / "student")
-    (directory / "history.py").write_text(f"def read():\n    return open({str(Path(clone) / 'HEAD')!r}).read()\n")
-    context = grading._processes()
-    process, ours = grading._student(context, directory, exercise(2), 60)
-    try:
-        with pytest.raises(PermissionError, match=re.escape(guard.KEPT)):
-            remote.Checks(ours).module("history").read()
-    finally:
-        ours.close()
-        process.join(10)
+    reading = f"def read():\n    return open({str(Path(clone) / 'HEAD')!r}).read()\n"
+    with students_module(tmp_path, "history", reading) as history, pytest.raises(PermissionError, match=guard.KEPT):
+        history.read()
 
 
 def test_rebinding_what_the_hook_calls_does_not_change_what_it_refuses(tmp_path: Path) -> None:
-    directory = skeleton(tmp_path / "student")
-    (directory / "undoing.py").write_text(UNDOING)
-    context = grading._processes()
-    process, ours = grading._student(context, directory, exercise(2), 60)
     solutions = folder("solutions")
-    try:
-        undoing = remote.Checks(ours).module("undoing")
+    with students_module(tmp_path, "undoing", UNDOING) as undoing:
         with pytest.raises(PermissionError) as refused:
             undoing.by_rebinding_builtins(str(tmp_path / "written.txt"))
         assert "to write it" in str(refused.value)
@@ -1769,9 +1765,6 @@ def test_rebinding_what_the_hook_calls_does_not_change_what_it_refuses(tmp_path:
         with pytest.raises(PermissionError) as refused:
             undoing.by_rebinding(str(solutions))
         assert guard.SOLUTIONS in str(refused.value)
-    finally:
-        ours.close()
-        process.join(10)
 
 
 LYING_SCORES = """
