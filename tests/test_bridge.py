@@ -133,6 +133,29 @@ def test_a_refused_second_backward_is_listed_after_the_pass_it_follows() -> None
     assert "PyTorch refused it: Trying to backward through the graph a second time" in second.summary()
 
 
+def test_an_error_raised_after_pytorch_added_into_a_grad_is_not_said_as_no_pass() -> None:
+    # a hook that raises once PyTorch has accumulated: its .grad changed, so "PyTorch ran no pass" was false
+    def refuse(t: Any) -> None:
+        raise ValueError("my hook refuses")
+
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        x.register_post_accumulate_grad_hook(refuse)
+        with pytest.raises(ValueError, match="my hook refuses"):
+            (x * x).sum().backward()
+        z = torch.tensor([1.0, 2.0], requires_grad=True)
+        with pytest.raises(RuntimeError, match="grad can be implicitly created"):
+            (z * z).backward()
+    after, refused = w.passes
+    assert x.grad is not None
+    assert x.grad.tolist() == [2.0, 4.0]
+    assert not after.replayed
+    assert "ran no pass" not in after.summary()
+    assert "  PyTorch raised during its pass: my hook refuses\n" in after.summary(), after.summary()
+    assert "PyTorch refused it" not in after.summary()
+    assert "PyTorch ran no pass" in refused.summary()
+
+
 def test_gentle_introduction_external_grad() -> None:
     with vjpgrad.watch_torch() as w:
         a = torch.tensor([2.0, 3.0], requires_grad=True)

@@ -1698,6 +1698,44 @@ def by_deleting_defaults():
     del f.__defaults__
 
 
+def by_a_renamed_module():  # the loader finds PyInit__ctypes by the name's last part: "renamed._ctypes"
+    import importlib.util
+    folder = os.path.join(os.path.dirname(os.__file__), "lib-dynload")
+    found = [n for n in os.listdir(folder) if n.startswith("_ctypes.") and n.endswith(".so")]
+    spec = importlib.util.spec_from_file_location("renamed._ctypes", os.path.join(folder, found[0]))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return "loaded _ctypes under another name"
+
+
+def by_a_folders_descriptor(solutions):  # os.scandir holds the folder's descriptor: a dir_fd open is unchecked
+    listing = os.scandir(solutions)
+    for fd in range(3, 64):
+        try:
+            return os.read(os.open("engine.py", os.O_RDONLY, dir_fd=fd), 60)
+        except OSError:
+            continue
+    listing.close()
+
+
+def by_a_process_descriptor():  # a signal sent through a pidfd raises no audit event
+    import signal
+    signal.pidfd_send_signal(os.pidfd_open(os.getppid()), 0)
+
+
+def ctypes_left():  # the classes of _ctypes, reachable from object while any ctypes object lives
+    seen, found, pending = set(), [], [object]
+    while pending:
+        kind = pending.pop()
+        for sub in type.__subclasses__(kind):
+            if id(sub) not in seen:
+                seen.add(id(sub))
+                pending.append(sub)
+                if getattr(sub, "__module__", "") in ("_ctypes", "ctypes"):
+                    found.append(sub.__name__)
+    return sorted(found)
+
+
 def by_rebinding_builtins(path):  # the hook's len() answering 0: an open's mode unread
     import builtins
     length = builtins.len
@@ -1729,7 +1767,8 @@ reach the hook's frames, change what the hook reads, or run code between the hoo
     "attempt",
     [
         "by_a_hash", "by_its_traceback", "by_replacing_code", "by_tracing", "by_a_signal", "by_other_threads",
-        "by_the_tables_own_dict", "by_changing_folder", "by_deleting_defaults",
+        "by_the_tables_own_dict", "by_changing_folder", "by_deleting_defaults", "by_a_renamed_module",
+        "by_a_process_descriptor",
     ],
 )  # fmt: skip
 def test_the_students_code_cannot_undo_the_hook(tmp_path: Path, attempt: str) -> None:
@@ -1750,6 +1789,20 @@ def test_a_copy_of_vjpgrad_as_an_archive_or_in_the_clones_history_is_not_read(tm
     reading = f"def read():\n    return open({str(Path(clone) / 'HEAD')!r}).read()\n"
     with students_module(tmp_path, "history", reading) as history, pytest.raises(PermissionError, match=guard.KEPT):
         history.read()
+
+
+def test_a_folders_descriptor_gives_no_file_the_hook_did_not_see(tmp_path: Path) -> None:
+    with students_module(tmp_path, "undoing", UNDOING) as undoing, pytest.raises(PermissionError) as refused:
+        undoing.by_a_folders_descriptor(str(folder("solutions")))
+    assert guard.RULE in str(refused.value)
+
+
+@pytest.mark.parametrize("number", [2, 10])  # a fresh interpreter, and the fork server's (vjpgrad loaded)
+def test_no_object_of_ctypes_lives_in_the_students_process(tmp_path: Path, number: int) -> None:
+    # a ctypes object made before the hook keeps _ctypes's classes reachable (type.__subclasses__), and with
+    # them raw memory: vjpgrad loads the C library's hypot at its first call, never at import
+    with students_module(tmp_path, "undoing", UNDOING, number) as undoing:
+        assert undoing.ctypes_left() == []
 
 
 def test_rebinding_what_the_hook_calls_does_not_change_what_it_refuses(tmp_path: Path) -> None:

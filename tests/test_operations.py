@@ -450,11 +450,27 @@ def test_hypot_is_the_c_librarys_where_python_rounds_otherwise() -> None:
     # math.hypot is Python's own algorithm; glibc's hypot (PyTorch's, one number at a time)
     # rounds this point the other way in the last bit
     x, y = 1.7174430627618178, 1.7742289477795508
+    floats.hypot(x, y)  # the first call loads the C library's
     if floats._c_hypot is math.hypot:
         pytest.skip("no C library could be loaded here: math.hypot stands in")
     assert floats.hypot(x, y) == floats._c_hypot(x, y)
     if math.hypot(x, y) != floats._c_hypot(x, y):  # glibc: the point tells the two apart
         assert floats.hypot(x, y) == 2.46931144916303
+
+
+def test_importing_vjpgrad_loads_no_ctypes_until_hypot_is_first_called() -> None:
+    # ctypes and the search for libm cost some 15 ms of every import, and a course's student process
+    # must hold no ctypes object (the guard): the C library's hypot is loaded at the first call
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, vjpgrad\n"
+        "print('ctypes' in sys.modules, '_ctypes' in sys.modules)\n"
+        "print(vjpgrad.Value(3.0).hypot(4.0).data, 'ctypes' in sys.modules)\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert shown == "False False\n5.0 True\n"
 
 
 def test_hypot_falls_back_to_pythons_where_no_c_library_loads(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -99,7 +99,8 @@ class Pass:
     explainer: Callable[[], Explanation] | None = field(default=None, repr=False)
     leaves: list[LeafReport] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)  # known reasons a gradient may differ
-    pytorch_error: str | None = None  # PyTorch refused the pass: its message
+    pytorch_error: str | None = None  # PyTorch refused the pass (or raised during it): its message
+    pytorch_ran: bool = False  # PyTorch's pass ran, in part, before its error (a .grad changed)
     call: str = "backward"  # what ran it: backward, or torch.autograd.grad or torch.func (never replayed)
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
     notes: list[str] = field(default_factory=list)  # lines under the leaves' (a leaf with no name: where it is)
@@ -124,7 +125,8 @@ class Pass:
         seed = f", seed {_numbers(self.seed, (len(self.seed),))}" if seeded else ""
         lines = [f"Pass {self.number}: {self.call} at {self.location}{seed}"]
         if self.pytorch_error is not None:
-            lines.append(f"  PyTorch refused it: {self.pytorch_error}")
+            said = "PyTorch raised during its pass" if self.pytorch_ran else "PyTorch refused it"
+            lines.append(f"  {said}: {self.pytorch_error}")
         if self.ran_as:
             lines.append(f"  Replayed {self.ran_as}:")
         if not self.replayed:

@@ -489,7 +489,8 @@ class Watch:
                 self._only = None
                 with collection_paused():
                     refused = self._refused(roots, seeds, error, location, names)
-                self.passes.append(refused or self._not_run(roots, seeds, retain, error, location))
+                ran = not isinstance(before, str) and self._changed_grads(before)
+                self.passes.append(refused or self._not_run(roots, seeds, retain, error, location, ran))
                 raise
             inputs = given.get("inputs")
             self._only = None if inputs is None else {id(t) for t in _tensors(inputs)}  # backward(inputs=...)
@@ -859,10 +860,21 @@ class Watch:
                 }
         return set()
 
+    def _changed_grads(self, before: dict[int, list[float] | None]) -> bool:
+        """Whether a known leaf's ``.grad`` changed since ``before`` (``_grads_before``): PyTorch's pass
+        ran, at least in part, before its error."""
+        try:
+            now = self._grads_before([])
+        except Exception:  # never let the watch break the learner's code
+            return False
+        return not isinstance(now, str) and any(now.get(key) != held for key, held in before.items())
+
     def _not_run(
-        self, roots: list[torch.Tensor], seeds: list[Any], retain: bool, error: Exception, location: str
-    ) -> Pass:
-        """A backward call PyTorch refused, with no pass to replay: listed with PyTorch's message."""
+        self, roots: list[torch.Tensor], seeds: list[Any], retain: bool, error: Exception, location: str,
+        ran: bool = False,
+    ) -> Pass:  # fmt: skip
+        """A backward call PyTorch raised in, with no pass to replay: listed with PyTorch's message, and
+        whether its pass ran before the error (``ran``: a ``.grad`` changed, as a hook after it raises)."""
         seed = [v for s in seeds for v in _given_numbers(s)]
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         return Pass(
@@ -872,8 +884,14 @@ class Watch:
             seed,
             retain,
             replayed=False,
-            reason="PyTorch ran no pass, so there is none to replay",
+            reason=(
+                "PyTorch raised during its pass, after adding into some .grad (a hook's error, say): a pass "
+                "PyTorch did not finish is not replayed"
+                if ran
+                else "PyTorch ran no pass, so there is none to replay"
+            ),
             pytorch_error=first,
+            pytorch_ran=ran,
         )
 
     def _refused(

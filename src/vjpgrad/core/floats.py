@@ -160,7 +160,17 @@ def hypot(x: float, y: float) -> float:
     """``sqrt(x * x + y * y)`` without overflow, the C library's ``hypot`` as PyTorch computes it:
     ``hypot(inf, nan) = inf``. Python's ``math.hypot`` is its own algorithm, which can differ
     from the C library's in the last bit; where the C library can be loaded, its ``hypot`` is
-    used (``math.hypot`` elsewhere)."""
+    used (``math.hypot`` elsewhere), loaded at the first call (``_first_hypot``)."""
+    return _c_hypot(x, y)
+
+
+def _first_hypot(x: float, y: float) -> float:
+    """``hypot``'s first call: loads the C library's (``_load_c_hypot``) and calls it. Not at import:
+    ``ctypes`` and the search for the library cost some 15 ms of every ``import vjpgrad``, and in a
+    course's student process a ctypes object made before the guard keeps raw memory within reach
+    (the guard refuses ``ctypes`` from then on: ``math.hypot`` there)."""
+    global _c_hypot
+    _c_hypot = _load_c_hypot()
     return _c_hypot(x, y)
 
 
@@ -179,7 +189,7 @@ def _load_c_hypot() -> Callable[[float, float], float]:
     return cast("Callable[[float, float], float]", function)
 
 
-_c_hypot = _load_c_hypot()
+_c_hypot: Callable[[float, float], float] = _first_hypot  # the C library's hypot, from the first call on
 
 
 def relu(x: float) -> float:

@@ -56,6 +56,8 @@ REFUSED: dict[str, str] = {
     **dict.fromkeys(("gc.get_objects", "gc.get_referrers", "gc.get_referents"), "walking the interpreter's objects"),
     **dict.fromkeys(("resource.setrlimit", "resource.prlimit"), "changing the process's limits"),
     "os.chdir": "changing the current folder (the hook reads a relative path against it)",
+    "os.scandir": "os.scandir (it holds the folder's descriptor, and a path relative to one is not checked: "
+    "os.listdir lists a folder)",
     **dict.fromkeys(
         ("sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions",
          "sys.monitoring.register_callback"),
@@ -78,15 +80,15 @@ UNSEEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("_posixsubprocess", ("fork_exec",)),
     ("subprocess", ("_fork_exec",)),
     ("_posixshmem", ("shm_open", "shm_unlink")),
-    ("posix", ("memfd_create", "mkfifo", "mknod")),
-    ("os", ("memfd_create", "mkfifo", "mknod")),
+    ("posix", ("memfd_create", "mkfifo", "mknod", "pidfd_open")),
+    ("os", ("memfd_create", "mkfifo", "mknod", "pidfd_open")),
     ("readline", ("read_history_file", "write_history_file", "append_history_file", "read_init_file")),
     ("_sqlite3", ("connect",)),
     ("sqlite3", ("connect",)),
     ("_dbm", ("open",)),
     ("_gdbm", ("open",)),
-    ("signal", ("signal", "setitimer", "alarm", "set_wakeup_fd")),
-    ("_signal", ("signal", "setitimer", "alarm", "set_wakeup_fd")),
+    ("signal", ("signal", "setitimer", "alarm", "set_wakeup_fd", "pidfd_send_signal")),
+    ("_signal", ("signal", "setitimer", "alarm", "set_wakeup_fd", "pidfd_send_signal")),
 )
 """The functions that start a process, share memory, or read or write a file without an audit event,
 or run code of the student's inside the hook's frames (a signal's handler runs between any two lines,
@@ -419,9 +421,11 @@ def _decide(
         return _reason(event, reasons)  # type: ignore[no-any-return]
     if event.startswith("ctypes."):
         return "ctypes"
-    if event == "import":
+    if event == "import":  # by the name's last part too: an extension's init function is found by it
         name = _named(arguments, 0)
-        return f"importing {name}" if name is not None and name in modules else None
+        if name is None:
+            return None
+        return f"importing {name}" if name in modules or name.rpartition(".")[2] in modules else None
     if event == "object.__setattr__" or event == "object.__delattr__":
         name = _named(arguments, 1)
         return f"replacing a function's {name}" if name is not None and name in _function_parts else None
