@@ -114,6 +114,17 @@ def test_help_shows_examples(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--explain" in out
 
 
+def test_an_expression_split_by_a_shell_that_keeps_single_quotes_says_how_to_quote(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Windows' cmd.exe keeps single quotes and splits at spaces: vjpgrad '3*a + 2*b*b' reaches the
+    # command as the words '3*a, +, 2*b*b'
+    status, _, err = run(capsys, "'3*a", "+", "2*b*b'", "a=1", "b=2")
+    assert status == 2
+    assert "single quote" in err
+    assert 'double quotes: vjpgrad "3*a + 2*b*b"' in err
+
+
 HOSTILE = [
     ("__import__('os').system('echo pwned')", [], "an attribute cannot be called"),
     ("__import__('os')", [], "__import__ is not a known function"),

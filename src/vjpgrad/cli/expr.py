@@ -184,6 +184,12 @@ _NUMBER_AGAINST_NAME = re.compile(r"(?<![\w.])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d
 
 def _syntax(text: str, error: SyntaxError) -> str:
     """What ``SyntaxError`` says, in the words of the command line."""
+    if text[:1] == "'" or text[-1:] == "'":  # a shell that keeps single quotes (cmd.exe) split the expression
+        return (
+            "it does not parse: it starts or ends with a single quote, which reached vjpgrad as part of the "
+            "expression (a shell such as Windows' cmd.exe keeps single quotes and splits the expression at its "
+            'spaces): quote it with double quotes: vjpgrad "3*a + 2*b*b" a=1 b=2'
+        )
     found = _NUMBER_AGAINST_NAME.search(text)
     if found:  # 2x: a learner's product
         number, name = found.groups()
