@@ -14,10 +14,11 @@ renaming and linking files, sockets, ``mmap``, walking the interpreter's objects
 process or share memory without an audit event (``_posixsubprocess.fork_exec``, ``_posixshmem``,
 ``os.memfd_create``) are replaced by ones that refuse, and their modules refused a second import.
 
-An audit hook is no sandbox: code that writes its own process's memory (``ctypes`` was loaded before
-the hook; ``install`` takes it out of ``sys.modules``, but an object of its reached by a way not closed
-here would do) can undo it. It makes the cheats reviewed for this course
-fail; the boundary that holds against any code is another user (``--user``). The hook is not
+An audit hook is no sandbox: code that writes its own process's memory can undo it. So the hook runs
+no code of the student's while it decides, holds what it reads where no frame reaches to change it,
+and no ``ctypes`` object lives in the student's process (vjpgrad loads the C library's ``hypot`` at its
+first call; ``install`` takes a loaded ``ctypes`` out of ``sys.modules``). It makes the cheats of four
+reviews for this course fail; the boundary that holds against any code is another user (``--user``). The hook is not
 installed where the student's code runs in the checks' own process (``inprocess``: the browser's
 Pyodide, ``VJPGRAD_COURSE_IN_PROCESS=1``), which is feedback, not marks.
 """
