@@ -1723,6 +1723,38 @@ def by_a_process_descriptor():  # a signal sent through a pidfd raises no audit 
     signal.pidfd_send_signal(os.pidfd_open(os.getppid()), 0)
 
 
+def by_bytecode():  # a code object's bytes are not checked: a LOAD_CONST out of range reads any address
+    return (lambda: 0).__code__.replace(co_code=bytes(4))
+
+
+def by_a_semaphores_name():  # _multiprocessing removes /dev/shm's files with no audit event
+    import _multiprocessing
+    _multiprocessing.sem_unlink("/vjpgrad-no-such-semaphore")
+
+
+def by_a_lone_pyc():  # a .pyc with no source is loaded by marshal, its bytecode unchecked
+    import lone
+    return lone.which()
+
+
+def planted():  # its __pycache__ holds a .pyc made from other code than its .py
+    import helper
+    return helper.which()
+
+
+def inherited_pipes():  # the fork server's pipes (the resource tracker's, its own) reach processes outside
+    import stat
+    found = []
+    for fd in range(3, 256):
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue
+        if stat.S_ISFIFO(mode):
+            found.append(fd)
+    return found
+
+
 def ctypes_left():  # the classes of _ctypes, reachable from object while any ctypes object lives
     seen, found, pending = set(), [], [object]
     while pending:
@@ -1768,7 +1800,7 @@ reach the hook's frames, change what the hook reads, or run code between the hoo
     [
         "by_a_hash", "by_its_traceback", "by_replacing_code", "by_tracing", "by_a_signal", "by_other_threads",
         "by_the_tables_own_dict", "by_changing_folder", "by_deleting_defaults", "by_a_renamed_module",
-        "by_a_process_descriptor",
+        "by_a_process_descriptor", "by_bytecode", "by_a_semaphores_name",
     ],
 )  # fmt: skip
 def test_the_students_code_cannot_undo_the_hook(tmp_path: Path, attempt: str) -> None:
@@ -1803,6 +1835,43 @@ def test_no_object_of_ctypes_lives_in_the_students_process(tmp_path: Path, numbe
     # them raw memory: vjpgrad loads the C library's hypot at its first call, never at import
     with students_module(tmp_path, "undoing", UNDOING, number) as undoing:
         assert undoing.ctypes_left() == []
+
+
+def test_the_students_bytecode_is_compiled_from_their_source_never_read_from_a_pyc(tmp_path: Path) -> None:
+    # a .pyc is bytecode nobody checks (a LOAD_CONST out of range reads any address): a planted
+    # __pycache__ beside a .py is not read, and a .pyc with no source is not loaded
+    import importlib.util
+
+    directory = skeleton(tmp_path / "student")
+    (directory / "undoing.py").write_text(UNDOING)
+    source = directory / "helper.py"
+    source.write_text("def which():\n    return 'from the source'\n")
+    planted = compile("def which():\n    return 'from the pyc'\n", str(source), "exec")
+    stat = source.stat()
+    cache = Path(importlib.util.cache_from_source(str(source)))
+    cache.parent.mkdir()
+    data = importlib._bootstrap_external._code_to_timestamp_pyc(planted, stat.st_mtime, stat.st_size)  # type: ignore[attr-defined]
+    cache.write_bytes(bytes(data))
+    lone = importlib._bootstrap_external._code_to_timestamp_pyc(planted, 0, 0)  # type: ignore[attr-defined]
+    (directory / "lone.pyc").write_bytes(bytes(lone))
+    context = grading._processes()
+    process, ours = grading._student(context, directory, exercise(2), 60)
+    try:
+        undoing = remote.Checks(ours).module("undoing")
+        assert undoing.planted() == "from the source"
+        with pytest.raises((PermissionError, ImportError)):
+            undoing.by_a_lone_pyc()
+    finally:
+        ours.close()
+        process.join(10)
+
+
+@pytest.mark.parametrize("number", [2, 10])  # a fresh interpreter, and the fork server's
+def test_the_students_process_holds_no_pipe_to_a_process_outside_it(tmp_path: Path, number: int) -> None:
+    # the resource tracker's pipe unlinked /dev/shm's files as the grader, and the fork server's own
+    # pipe killed it; the student's process keeps only its channel and /dev/null
+    with students_module(tmp_path, "undoing", UNDOING, number) as undoing:
+        assert undoing.inherited_pipes() == []
 
 
 def test_rebinding_what_the_hook_calls_does_not_change_what_it_refuses(tmp_path: Path) -> None:

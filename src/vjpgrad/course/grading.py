@@ -401,6 +401,10 @@ def student_process(
     student = _plugin.Student(home)
     # last: from here on, no process, file written, socket, ctypes, /proc nor reference solution (``guard``)
     engine = str(folder("solutions").parent.parent) if unreached else None
+    guard.close_pipes([channel.fileno()])
+    sys.pycache_prefix = os.path.join(tempfile.gettempdir(), f"vjpgrad-no-bytecode-{os.getpid()}")  # never made:
+    # every module imported from here on is compiled from its source, never read as bytecode (a .pyc is not
+    # checked, and the hook refuses marshal)
     guard.install(str(folder("solutions")), engine, kept, str(home))
     remote.serve(channel, home, student)
 

@@ -17,8 +17,9 @@ process or share memory without an audit event (``_posixsubprocess.fork_exec``, 
 An audit hook is no sandbox: code that writes its own process's memory can undo it. So the hook runs
 no code of the student's while it decides, holds what it reads where no frame reaches to change it,
 and no ``ctypes`` object lives in the student's process (vjpgrad loads the C library's ``hypot`` at its
-first call; ``install`` takes a loaded ``ctypes`` out of ``sys.modules``). It makes the cheats of four
-reviews for this course fail; the boundary that holds against any code is another user (``--user``). The hook is not
+first call; ``install`` takes a loaded ``ctypes`` out of ``sys.modules``), nor code made from bytes
+(``code.__new__``, ``marshal``: bytecode is not checked). It makes the cheats of four reviews for this
+course fail; the boundary that holds against any code is another user (``--user``). The hook is not
 installed where the student's code runs in the checks' own process (``inprocess``: the browser's
 Pyodide, ``VJPGRAD_COURSE_IN_PROCESS=1``), which is feedback, not marks.
 """
@@ -57,6 +58,10 @@ REFUSED: dict[str, str] = {
     **dict.fromkeys(("gc.get_objects", "gc.get_referrers", "gc.get_referents"), "walking the interpreter's objects"),
     **dict.fromkeys(("resource.setrlimit", "resource.prlimit"), "changing the process's limits"),
     "os.chdir": "changing the current folder (the hook reads a relative path against it)",
+    **dict.fromkeys(
+        ("code.__new__", "marshal.loads", "marshal.load"),
+        "making code from bytes (bytecode is not checked: a crafted one reads and writes any memory)",
+    ),
     "os.scandir": "os.scandir (it holds the folder's descriptor, and a path relative to one is not checked: "
     "os.listdir lists a folder)",
     **dict.fromkeys(
@@ -88,6 +93,8 @@ UNSEEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sqlite3", ("connect",)),
     ("_dbm", ("open",)),
     ("_gdbm", ("open",)),
+    ("_multiprocessing", ("sem_unlink", "SemLock")),
+    ("multiprocessing.synchronize", ("sem_unlink", "SemLock")),
     ("signal", ("signal", "setitimer", "alarm", "set_wakeup_fd", "pidfd_send_signal")),
     ("_signal", ("signal", "setitimer", "alarm", "set_wakeup_fd", "pidfd_send_signal")),
 )
@@ -139,6 +146,28 @@ def _scrub() -> None:
     kept_out = MODULES - {"posix"}
     for module in [name for name in sys.modules if name.partition(".")[0] in kept_out]:
         del sys.modules[module]
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    if tracker is not None:  # its table holds _posixshmem's shm_unlink, which removes files unseen
+        tracker._CLEANUP_FUNCS.clear()
+
+
+def close_pipes(keep: Sequence[int]) -> None:
+    """Close every pipe this process holds but ``keep`` (its channel): a process started by the fork
+    server inherits its pipes (to multiprocessing's resource tracker, which unlinks what it is told
+    to as the grader; the fork server's own, whose write stops it), which reach processes outside
+    the student's. Run before ``install``, which refuses ``/proc``: the descriptors are found there."""
+    import stat
+
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    found = os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []
+    for fd in sorted({int(name) for name in found} - {0, 1, 2, *keep}):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                os.close(fd)
+        except OSError:  # the listing's own descriptor, closed already
+            continue
+    if tracker is not None:
+        tracker._resource_tracker._fd = None  # closed: nothing is sent to the tracker from here
 
 
 def install(solutions: str, engine: str | None = None, kept: Sequence[str] = (), home: str | None = None) -> None:
