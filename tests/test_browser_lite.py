@@ -55,6 +55,32 @@ def test_a_tutorials_notebook_holds_its_code_cells_in_order() -> None:
     assert all(not cell["source"].startswith("---") for cell in cells if cell["cell_type"] == "markdown")
 
 
+def test_a_tutorials_notebook_links_to_what_jupyterlite_holds_and_says_its_cells_have_not_run() -> None:
+    # JupyterLite resolves a notebook's relative links among its own files: a link to another
+    # tutorial's page (tiny-gpt.md) was a dead end there, and one to a page of the site too
+    pytest.importorskip("sphinx")
+    import sys
+
+    sys.path.insert(0, str(DOCS / "_lite"))
+    import vjpgrad_lite
+
+    text = (
+        "# A page\n\nNext, [a tiny GPT](tiny-gpt.md#the-step), or [Start here](../start-here.md), "
+        "or [the GPU](to-pytorch.md), or [PyTorch](https://pytorch.org).\n\n"
+        "![Two moons](../moons.png)\n\n```{code-cell} ipython3\nprint(1)\n```\n"
+    )
+    cells = vjpgrad_lite.notebook(text)["cells"]
+    first, markdown = cells[0]["source"], "\n".join(c["source"] for c in cells if c["cell_type"] == "markdown")
+    assert "have not run" in first  # the page's outputs are not in the notebook
+    assert "[a tiny GPT](tiny-gpt.ipynb)" in markdown  # a tutorial JupyterLite holds: its notebook
+    assert "](../start-here.md)" not in markdown  # a page it does not hold: named, not linked
+    assert "Start here (a page of the documentation site: start-here.html)" in markdown
+    assert "the GPU (a page of the documentation site: tutorials/to-pytorch.html)" in markdown
+    assert "[PyTorch](https://pytorch.org)" in markdown
+    assert "![Two moons](../moons.png)" in markdown  # the picture itself is among its files
+    assert vjpgrad_lite.pictures(text, "tutorials") == ["moons.png"]
+
+
 OTHER_TUTORIALS = ["seeds-and-vjps", "compile", "mlp-on-moons", "tiny-gpt"]
 """The tutorials offered in the browser that the tests below run whole, beside first-backward and
 stepping-through-a-pass."""

@@ -106,6 +106,19 @@ def test_init_writes_every_students_file_and_a_readme(tmp_path: Path, capsys: py
     )
 
 
+def test_in_a_browser_each_command_says_how_to_run_the_commands_it_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # JupyterLite has no terminal: "run vjpgrad course check" is written main(["check", ...]) there
+    from vjpgrad.course import commands
+
+    assert commands.IN_A_BROWSER not in course(capsys, "init", str(tmp_path / "here")).out
+    monkeypatch.setattr(commands, "in_a_browser", lambda: True)
+    said = course(capsys, "init", str(tmp_path / "there")).out
+    assert said.rstrip().endswith(commands.IN_A_BROWSER)
+    assert 'main(["check", "mycourse", "1"])' in commands.IN_A_BROWSER
+
+
 def test_init_never_overwrites_a_file_and_says_which_it_kept(
     skeleton: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,7 +15,9 @@ A Sphinx extension over jupyterlite-sphinx. At each build it
 from __future__ import annotations
 
 import json
+import posixpath
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,14 +45,57 @@ def tutorials(srcdir: Path) -> list[Path]:
     return sorted((srcdir / "tutorials").glob("*.md"))
 
 
-def notebook(text: str) -> dict[str, Any]:
+NOT_RUN = (
+    "*This is the tutorial as a notebook, running in your browser: its cells have not run yet, so "
+    "where the page says what a cell printed, run the cells in order (Shift+Enter, or Run All Cells) "
+    "and it prints it here; a time it prints is your browser's. A link to another tutorial opens its "
+    "notebook; the site's other pages are named, to read there.*"
+)
+"""The first cell of every tutorial's notebook: what differs from the page the site shows."""
+
+_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)")
+_PICTURE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _elsewhere(target: str) -> bool:
+    return bool(re.match(r"^[a-z][a-z0-9+.-]*:", target)) or target.startswith(("#", "/"))
+
+
+def _linked(markdown: str, folder: str) -> str:
+    """``markdown``'s links as JupyterLite can follow them from a notebook in ``folder``: it resolves
+    a relative link among its own files, which are the tutorials' notebooks. A link to a tutorial
+    offered there goes to its notebook; one to another page of the site names the page."""
+
+    def one(found: re.Match[str]) -> str:
+        text, target = found.groups()
+        page = target.partition("#")[0]
+        if _elsewhere(target) or not page.endswith(".md"):
+            return found.group(0)
+        if "/" not in page and page[:-3] not in NOT_IN_THE_BROWSER:
+            return f"[{text}]({page[:-3]}.ipynb)"
+        site = posixpath.normpath(posixpath.join(folder, page))[:-3] + ".html"
+        return f"{text} (a page of the documentation site: {site})"
+
+    return _LINK.sub(one, markdown)
+
+
+def pictures(text: str, folder: str) -> list[str]:
+    """The pictures a page in ``folder`` shows, as paths from the site's source folder: copied beside
+    its notebook's folder in JupyterLite's files, where its relative links find them."""
+    found = [t for t in _PICTURE.findall(text) if not _elsewhere(t)]
+    return [posixpath.normpath(posixpath.join(folder, t)) for t in found]
+
+
+def notebook(text: str, folder: str = "tutorials") -> dict[str, Any]:
     """A MyST-NB text notebook as a Jupyter notebook: each ``{code-cell}`` a code cell (its
-    options dropped), the text between them markdown cells, the front matter left out."""
+    options dropped), the text between them markdown cells (links as JupyterLite follows them from
+    ``folder``: ``_linked``), the front matter left out, and a first cell that says the cells have
+    not run (``NOT_RUN``)."""
     text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.DOTALL)
-    cells: list[dict[str, Any]] = []
+    cells: list[dict[str, Any]] = [{"cell_type": "markdown", "metadata": {}, "source": NOT_RUN}]
 
     def markdown(lines: list[str]) -> None:
-        source = "\n".join(lines).strip("\n")
+        source = _linked("\n".join(lines).strip("\n"), folder)
         if source:
             cells.append({"cell_type": "markdown", "metadata": {}, "source": source})
 
@@ -107,10 +152,15 @@ def write_notebooks(app: Sphinx) -> None:
     """The runnable tutorials as notebooks, in the folder whose contents JupyterLite serves."""
     folder = CONTENTS / "tutorials"
     folder.mkdir(parents=True, exist_ok=True)
-    for page in tutorials(Path(app.srcdir)):
+    srcdir = Path(app.srcdir)
+    for page in tutorials(srcdir):
         if page.stem not in NOT_IN_THE_BROWSER:
-            text = json.dumps(notebook(page.read_text(encoding="utf-8")), indent=1)
+            source = page.read_text(encoding="utf-8")
+            text = json.dumps(notebook(source), indent=1)
             (folder / f"{page.stem}.ipynb").write_text(text, encoding="utf-8")
+            for picture in pictures(source, "tutorials"):  # where the notebook's relative link finds it
+                (CONTENTS / picture).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(srcdir / picture, CONTENTS / picture)
 
 
 def no_fonts(app: Sphinx) -> None:
@@ -133,7 +183,7 @@ def link(app: Sphinx, docname: str, source: list[str]) -> None:
             f"{NOT_IN_THE_BROWSER[name]}. Run it with Python on your machine.\n```\n"
         )
     else:
-        href = f"../lite/lab/index.html?path=tutorials/{name}.ipynb"
+        href = f"../lite/notebooks/index.html?path=tutorials/{name}.ipynb"  # the notebook alone: on a phone too
         said = (
             '\n```{raw} html\n<p class="vjpgrad-run-in-browser"><a href="' + href + '">Run in your browser</a>: '
             "this tutorial as a notebook in JupyterLite, nothing to install (the first start takes about "

@@ -142,8 +142,29 @@ def _parser() -> _Parser:
     return parser
 
 
+IN_A_BROWSER = (
+    "(in the browser there is no terminal: where this says vjpgrad course check mycourse 1, run "
+    'main(["check", "mycourse", "1"]) in a cell, and so for every command)'
+)
+"""What every command says last in a browser (JupyterLite), whose messages name commands as typed in a terminal."""
+
+
+def in_a_browser() -> bool:
+    """Whether the course runs in a browser (Pyodide), where there is no terminal."""
+    return sys.platform == "emscripten"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``vjpgrad course ...`` with ``argv`` (the words after ``course``); returns the exit status."""
+    """Run ``vjpgrad course ...`` with ``argv`` (the words after ``course``); returns the exit status.
+    In a browser, the last line says how the commands its messages name are run there."""
+    try:
+        return _main(argv)
+    finally:
+        if in_a_browser():
+            print(IN_A_BROWSER)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
