@@ -492,23 +492,6 @@ def test_the_garbage_collector_is_paused_only_while_the_watch_works(enabled: boo
         (gc.enable if was else gc.disable)()
 
 
-def test_the_watchs_pauses_leave_the_learners_young_objects_to_young_collections(monkeypatch: Any) -> None:
-    # compile's first calls promote what they leave to the oldest generation (gc.freeze, gc.unfreeze: a few
-    # per structure); the watch pauses at every pass of a training loop, and promoting there would keep
-    # the learner's garbage cycles until a full collection, pass after pass
-    import gc
-
-    frozen: list[int] = []
-    freeze = gc.freeze
-    monkeypatch.setattr(gc, "freeze", lambda: (frozen.append(1), freeze())[1])
-    with vjpgrad.watch_torch():
-        x = torch.tensor([1.0, 2.0], requires_grad=True)
-        (x * x).sum().backward()
-    assert frozen == []
-    vjpgrad.compile(lambda a: a * 2.0)(vjpgrad.Value(1.0))  # a first call: recorded, then promoted
-    assert frozen != []
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_indexing_adds_an_elements_places_in_turn_into_zeros_as_index_put_does(dtype: torch.dtype) -> None:
     """``x[indices]``'s backward is ``index_put_`` with ``accumulate=True`` on a tensor of zeros: the

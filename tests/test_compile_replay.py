@@ -694,61 +694,6 @@ def test_a_call_leaves_no_reference_cycles_behind() -> None:
         gc.enable()
 
 
-def _young_ids() -> set[int]:
-    """The ids of the objects in the cyclic collector's two young generations: those its next
-    young collections will walk."""
-    import gc
-
-    return {id(x) for x in gc.get_objects(generation=0) + gc.get_objects(generation=1)}
-
-
-def test_a_first_call_leaves_its_recorded_nodes_for_no_young_collection_to_walk() -> None:
-    # the collector is paused while a call is recorded (each collection would walk every node
-    # again, finding nothing); the nodes alive when it returns are moved to the oldest generation
-    # as the pause ends, so no young collection walks tens of thousands of them once it is over
-    import gc
-
-    w = [Value(0.1 * k) for k in range(200)]
-    f = vjpgrad.compile(lambda xs: sum((wk * xk).tanh() for wk, xk in zip(w, xs, strict=True)))
-    xs = [Value(1.0) for _ in range(200)]
-    gc.collect()  # the generations' counts from zero: the pause's end alone decides where the nodes go
-    loss = f(xs)  # call 1: recorded
-    assert id(loss) not in _young_ids()
-    assert sum(1 for x in gc.get_objects(generation=2) if type(x) is Value) >= 600  # the graph is there
-    loss.backward()
-    grads = [x.grad for x in w + xs]
-    for x in w + xs:
-        x.grad = 0.0
-    sum((wk * xk).tanh() for wk, xk in zip(w, xs, strict=True)).backward()  # eager code
-    assert grads == [x.grad for x in w + xs]
-    assert grads[5] != 0.0
-
-
-def test_a_first_call_leaves_the_programs_own_frozen_objects_frozen_and_its_cycles_collectable() -> None:
-    import gc
-
-    class Cycle:
-        def __init__(self) -> None:
-            self.me = self
-
-    def f(x: Value) -> Value:
-        Cycle()  # garbage in a cycle: the collector's to free
-        return x * 2.0
-
-    gc.collect()
-    gc.freeze()  # a program (a fork server) that froze its objects: they stay frozen
-    try:
-        frozen = gc.get_freeze_count()
-        assert frozen > 0
-        vjpgrad.compile(f)(Value(1.0)).backward()
-        assert gc.get_freeze_count() == frozen
-    finally:
-        gc.unfreeze()
-    vjpgrad.compile(f)(Value(1.0)).backward()  # nothing frozen: its objects went to the oldest generation
-    assert gc.get_freeze_count() == 0
-    assert gc.collect() >= 2  # and a full collection frees the cycle (the object and its __dict__)
-
-
 # ---- the code it writes --------------------------------------------------------------------------
 
 

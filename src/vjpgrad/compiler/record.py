@@ -554,7 +554,7 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
         state.recording = recording
         try:
             refusing = refusing_numbers(f"{name} is being recorded by vjpgrad.compile", advice=_ADVICE)
-            with refusing, collection_paused(promoted=True):  # no collection: the recording keeps every node alive
+            with refusing, collection_paused():  # no collection meanwhile: the recording keeps every node alive
                 result = fn(*args, **kwargs)
         except BaseException:
             if recording.failure is not None:  # the first refusal, whatever followed it
@@ -566,7 +566,7 @@ def record(fn: Callable[..., Any], read: Arguments) -> Recorded:
             raise recording.failure
         if recording.caught is not None:  # an error raised for a number, which its `except` caught
             raise recording.caught
-    with collection_paused(promoted=True):
+    with collection_paused():
         results: list[Any] = []
         shape = shape_of(result, results, kept_containers(fn, read, found))
         return _read(fn, shape, results, result, recording, read.leaves, found)
@@ -1057,31 +1057,21 @@ def _observed(
 
 
 @contextlib.contextmanager
-def collection_paused(promoted: bool = False) -> Iterator[None]:
+def collection_paused() -> Iterator[None]:
     """The cyclic garbage collector paused while a function is recorded and while compile builds
     its own tables of the recording (the world, the description, the code): the ``Recording`` keeps
     every node the function makes alive until it is read, so each collection the new objects set off walks
-    them all again, finding nothing to free. Turned back on as it was, whatever happens.
-
-    ``promoted`` (compile's recorded call, its reading, and the loading of its code): as the pause
-    ends, what the collector's young generations hold (a recorded call's graph, tens of thousands of
-    nodes; a loaded program's tables; with them what the program made since the last collection) is
-    moved to its oldest generation unwalked, by ``gc.freeze()`` then ``gc.unfreeze()`` (each a move
-    of lists, whatever their length): else the first young collection after the pause walked it all
-    once more, 10 ms of the demo step's first call. Garbage cycles among those objects are freed at
-    the next full collection rather than the next young one: compile's first calls are a few per
-    structure, so what waits is bounded (the PyTorch bridge, which pauses at every pass, does not
-    promote). Not where the program froze objects of its own (a fork server's), which ``unfreeze``
-    would hand back to the collector."""
+    them all again, finding nothing to free. Turned back on as it was, whatever happens; what
+    the function leaves for the collector is collected at its next run. (Moving what the pause
+    leaves to the oldest generation unwalked, ``gc.freeze()`` then ``gc.unfreeze()``, saved the
+    10 ms that run takes after the demo step's first call, but the objects so moved escape the
+    count that starts full collections, and garbage then waited for one: it was taken out.)"""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            if promoted and not gc.get_freeze_count():
-                gc.freeze()
-                gc.unfreeze()
             gc.enable()
 
 

@@ -207,7 +207,7 @@ class CompiledCode:
         machine, else written from the recording, compiled, and stored there."""
         if self.forward is not None:
             return
-        with self._preparing, collection_paused(promoted=True):  # one thread prepares; the others wait
+        with self._preparing, collection_paused():  # one thread prepares; the others wait for it
             if self.forward is None:
                 self._prepare()
 

@@ -428,6 +428,21 @@ def _named(arguments: tuple[Any, ...], at: int, _type: Any = type, _str: Any = s
     return name if _type(name) is _str else _text(name)  # type: ignore[no-any-return]
 
 
+def _naming(
+    event: str, arguments: tuple[Any, ...], modules: frozenset[str], _named: Any = _named,
+    _function_parts: frozenset[str] = FUNCTION_PARTS,
+) -> str | None:  # fmt: skip
+    """What an event that names a module or an attribute is refused as: a refused module, by its name
+    or its name's last part (an extension's init function is found by it: ``renamed._ctypes`` loads
+    ``_ctypes``); a function's code or defaults replaced or deleted."""
+    if event == "import":
+        name = _named(arguments, 0)
+        refused = name is not None and (name in modules or name.rpartition(".")[2] in modules)
+        return f"importing {name}" if refused else None
+    name = _named(arguments, 1)
+    return f"replacing a function's {name}" if name is not None and name in _function_parts else None
+
+
 def _reason(event: str, reasons: tuple[tuple[str, str], ...]) -> str | None:
     """What a refused event does, from the pairs of the hook's table (a tuple: no dict to hand out)."""
     for name, reason in reasons:
@@ -439,8 +454,7 @@ def _reason(event: str, reasons: tuple[tuple[str, str], ...]) -> str | None:
 def _decide(
     event: str, arguments: tuple[Any, ...], state: tuple[Any, ...], _type: Any = type, _str: Any = str,
     _bytes: Any = bytes, _int: Any = int, _name_of: Any = type.__dict__["__name__"].__get__,
-    _named: Any = _named, _opening: Any = _opening, _in_proc: Any = _in_proc, _reason: Any = _reason,
-    _function_parts: frozenset[str] = FUNCTION_PARTS,
+    _naming: Any = _naming, _opening: Any = _opening, _in_proc: Any = _in_proc, _reason: Any = _reason,
 ) -> str | None:  # fmt: skip
     """What the hook refuses ``event`` as, or None. It runs no code of the student's: a name is read
     as ``str`` (``_named``), a path of another type than ``str``, ``bytes`` or ``int`` is refused by
@@ -451,14 +465,8 @@ def _decide(
         return _reason(event, reasons)  # type: ignore[no-any-return]
     if event.startswith("ctypes."):
         return "ctypes"
-    if event == "import":  # by the name's last part too: an extension's init function is found by it
-        name = _named(arguments, 0)
-        if name is None:
-            return None
-        return f"importing {name}" if name in modules or name.rpartition(".")[2] in modules else None
-    if event == "object.__setattr__" or event == "object.__delattr__":
-        name = _named(arguments, 1)
-        return f"replacing a function's {name}" if name is not None and name in _function_parts else None
+    if event == "import" or event == "object.__setattr__" or event == "object.__delattr__":
+        return _naming(event, arguments, modules)  # type: ignore[no-any-return]
     if (event == "open" or event == "os.listdir" or event == "os.scandir") and arguments:
         path = arguments[0]
         kind = _type(path)
