@@ -255,9 +255,7 @@ def clone_history(solutions: str) -> str | None:
     return None
 
 
-def engine_file(
-    found: str, package: str, sep: str = os.sep, _len: Any = len, _archives: tuple[str, ...] = ARCHIVES
-) -> bool:
+def engine_file(found: str, package: str, sep: str = os.sep, _len: Any = len, _archive: Any = vjpgrad_archive) -> bool:
     """Whether the file at the real path ``found`` is vjpgrad's code: under ``package`` (the installed
     vjpgrad's folder, ending with ``sep``), or in any copy of it (``vjpgrad/__init__.py`` and
     ``vjpgrad/core/``, their ``__pycache__`` too), or a ``vjpgrad-*`` wheel or archive. The hook
@@ -271,7 +269,7 @@ def engine_file(
     return (
         parts[-3:-1] == ["vjpgrad", "core"]
         or (parts[-2:-1] == ["vjpgrad"] and name.startswith("__init__."))
-        or (name.startswith("vjpgrad-") and name.endswith(_archives))
+        or _archive(found, sep)
     )
 
 
