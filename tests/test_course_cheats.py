@@ -1609,10 +1609,25 @@ def by_its_traceback():  # a refusal's traceback holds the hook's frames; 3.13 w
     return _refused_still()
 
 
-def by_replacing_code():  # a function's code replaced: what the hook's own helpers would be
-    def f():
-        return 1
-    f.__code__ = (lambda: 2).__code__
+def _hooks_functions():  # the functions the hook runs, from the frames a refusal's traceback holds
+    try:
+        os.kill(os.getpid(), 0)
+    except PermissionError as error:
+        found, traceback = [], error.__traceback__
+        while traceback is not None:
+            frame = traceback.tb_frame
+            if frame.f_code.co_filename.endswith("guard.py"):
+                found.extend(v for v in frame.f_locals.values() if type(v) is type(_guards))
+            traceback = traceback.tb_next
+        if found:
+            return found
+    raise AssertionError("no function of the hook found: the attempt would prove nothing")
+
+
+def by_replacing_code():  # the code of a function the hook runs replaced by code that refuses nothing
+    for function in _hooks_functions():
+        function.__code__ = (lambda *a, **k: None).__code__
+    return _refused_still()
 
 
 def by_tracing():  # a trace function runs between the lines of the hook, its frame in hand
@@ -1692,10 +1707,38 @@ def by_changing_folder():  # the hook reads a relative path against the folder a
     os.chdir("/")
 
 
-def by_deleting_defaults():
+def by_deleting_defaults():  # what a function the hook runs reads, in its defaults, taken away
+    for function in _hooks_functions():
+        del function.__defaults__
+    return _refused_still()
+
+
+def by_replacing_defaults():
+    for function in _hooks_functions():
+        if function.__defaults__:
+            function.__defaults__ = tuple(None for _ in function.__defaults__)
+    return _refused_still()
+
+
+def own_functions():  # a student's own functions' defaults and code are theirs to set (namedtuple's defaults)
+    import collections
+    import typing
+
     def f(x=1):
         return x
+
+    f.__defaults__ = (2,)
+    f.__kwdefaults__ = None
+    g = lambda: 3  # noqa: E731
+    g.__code__ = f.__code__
+    Point = collections.namedtuple("Point", "x y", defaults=(0.0,))
+
+    class Pair(typing.NamedTuple):
+        a: float
+        b: float = 1.0
+
     del f.__defaults__
+    return f.__defaults__, g(5), tuple(Point(1.0)), tuple(Pair(2.0))
 
 
 def by_a_renamed_module():  # the loader finds PyInit__ctypes by the name's last part: "renamed._ctypes"
@@ -1799,14 +1842,25 @@ reach the hook's frames, change what the hook reads, or run code between the hoo
     "attempt",
     [
         "by_a_hash", "by_its_traceback", "by_replacing_code", "by_tracing", "by_a_signal", "by_other_threads",
-        "by_the_tables_own_dict", "by_changing_folder", "by_deleting_defaults", "by_a_renamed_module",
-        "by_a_process_descriptor", "by_bytecode", "by_a_semaphores_name",
+        "by_the_tables_own_dict", "by_changing_folder", "by_deleting_defaults", "by_replacing_defaults",
+        "by_a_renamed_module", "by_a_process_descriptor", "by_bytecode", "by_a_semaphores_name",
     ],
 )  # fmt: skip
 def test_the_students_code_cannot_undo_the_hook(tmp_path: Path, attempt: str) -> None:
     with students_module(tmp_path, "undoing", UNDOING) as undoing, pytest.raises(PermissionError) as refused:
         getattr(undoing, attempt)()
     assert guard.RULE in str(refused.value)
+
+
+def test_the_students_own_functions_code_and_defaults_are_theirs_to_set(tmp_path: Path) -> None:
+    # the hook refuses a new code or defaults for the functions it runs, not for the student's own:
+    # collections.namedtuple(defaults=...) and typing.NamedTuple's defaults set a function's __defaults__
+    with students_module(tmp_path, "undoing", UNDOING) as undoing:
+        defaults, called, point, pair = undoing.own_functions()
+    assert defaults is None
+    assert called == 5
+    assert tuple(point) == (1.0, 0.0)
+    assert tuple(pair) == (2.0, 1.0)
 
 
 def test_a_copy_of_vjpgrad_as_an_archive_or_in_the_clones_history_is_not_read(tmp_path: Path) -> None:

@@ -319,8 +319,30 @@ def _resolved(
 
 
 FUNCTION_PARTS = frozenset(("__code__", "__defaults__", "__kwdefaults__"))
-"""What of a function a student's code may not replace (the ``object.__setattr__`` event): the hook's
-helpers hold what they read in their defaults, and a function's code is what runs."""
+"""What of a function the hook runs a student's code may not replace (the ``object.__setattr__`` and
+``object.__delattr__`` events): the hook's helpers hold what they read in their defaults, and a
+function's code is what runs. The student's own functions are theirs (``namedtuple``'s defaults)."""
+
+
+def files_run(functions: Sequence[Any]) -> frozenset[str]:
+    """The files whose code the hook runs: of ``functions`` and of every function held in their
+    defaults, in the tuples there, and so on (the hook binds everything it calls as a default). A
+    function whose code comes from one of them keeps its code and defaults (``_naming``)."""
+    files: set[str] = set()
+    seen: set[int] = set()
+    pending = list(functions)
+    while pending:
+        item = pending.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if type(item) is FunctionType:
+            files.add(item.__code__.co_filename)
+            pending.extend(item.__defaults__ or ())
+            pending.extend((item.__kwdefaults__ or {}).values())
+        elif type(item) is tuple or type(item) is frozenset:
+            pending.extend(item)
+    return frozenset(files)
 
 
 def _leads_to(
@@ -397,7 +419,7 @@ def _opening(
 ) -> str | None:  # fmt: skip
     """What an ``open`` is refused as: writing, ``/proc``, a reference solution (wherever a copy of the
     package lies: ``_anywhere``), a folder kept, a folder, vjpgrad's code; None where it is not."""
-    stat, real, solutions, _, _, _, _, package, _, kept, proc = state
+    stat, real, solutions, _, _, _, _, package, _, kept, proc, _ = state
     path = arguments[0]
     if _writing(arguments):
         return f"opening {path!r} to write it"
@@ -427,18 +449,27 @@ def _named(arguments: tuple[Any, ...], at: int, _type: Any = type, _str: Any = s
 
 
 def _naming(
-    event: str, arguments: tuple[Any, ...], modules: frozenset[str], _named: Any = _named,
-    _function_parts: frozenset[str] = FUNCTION_PARTS,
+    event: str, arguments: tuple[Any, ...], modules: frozenset[str], files: frozenset[str], _named: Any = _named,
+    _function_parts: frozenset[str] = FUNCTION_PARTS, _type: Any = type, _function: Any = FunctionType,
+    _str: Any = str, _text: Any = str.__str__,
 ) -> str | None:  # fmt: skip
     """What an event that names a module or an attribute is refused as: a refused module, by its name
     or its name's last part (an extension's init function is found by it: ``renamed._ctypes`` loads
-    ``_ctypes``); a function's code or defaults replaced or deleted."""
+    ``_ctypes``); the code or defaults of a function the hook runs (its code from one of ``files``,
+    ``files_run``) replaced or deleted. Its code's file is read as ``str``, as ``_named`` reads a name."""
     if event == "import":
         name = _named(arguments, 0)
         refused = name is not None and (name in modules or name.rpartition(".")[2] in modules)
         return f"importing {name}" if refused else None
     name = _named(arguments, 1)
-    return f"replacing a function's {name}" if name is not None and name in _function_parts else None
+    if name is None or name not in _function_parts or _type(arguments[0]) is not _function:
+        return None
+    file = arguments[0].__code__.co_filename
+    return (
+        f"replacing the {name} of a function the checks run"
+        if (file if _type(file) is _str else _text(file)) in files
+        else None
+    )
 
 
 def _reason(event: str, reasons: tuple[tuple[str, str], ...]) -> str | None:
@@ -458,13 +489,13 @@ def _decide(
     as ``str`` (``_named``), a path of another type than ``str``, ``bytes`` or ``int`` is refused by
     its type's name read from the type itself, and every type is compared by identity (``in`` would
     run a metaclass's ``__eq__``)."""
-    stat, _, _, refused, reasons, modules, _, _, _, _, proc = state
+    stat, _, _, refused, reasons, modules, _, _, _, _, proc, files = state
     if event in refused:
         return _reason(event, reasons)  # type: ignore[no-any-return]
     if event.startswith("ctypes."):
         return "ctypes"
     if event == "import" or event == "object.__setattr__" or event == "object.__delattr__":
-        return _naming(event, arguments, modules)  # type: ignore[no-any-return]
+        return _naming(event, arguments, modules, files)  # type: ignore[no-any-return]
     if (event == "open" or event == "os.listdir" or event == "os.scandir") and arguments:
         path = arguments[0]
         kind = _type(path)
@@ -520,10 +551,11 @@ def _hook(
         proc = stat("/proc").st_dev if sys.platform.startswith("linux") else None
     except OSError:
         proc = None
-    state = (
+    read: tuple[Any, ...] = (
         stat, real, solutions, frozenset(refused), tuple(refused.items()), frozenset(modules), rule, package,
         tuple(libraries), tuple((k, tuple(inside)) for k, inside in kept), proc,
     )  # fmt: skip
+    state = (*read, files_run((_decide, _worded, read)))  # the hook's own code is this file's, as _decide's
 
     def hook(
         event: str, arguments: tuple[Any, ...], _state: tuple[Any, ...] = state, _decide: Any = _decide,
