@@ -2167,6 +2167,56 @@ def test_the_autograder_copies_a_deep_folder_and_leaves_out_what_is_no_file(tmp_
     assert not (tmp_path / "copy" / "pipe").exists()
 
 
+@contextlib.contextmanager
+def _nested(top: Path, depth: int) -> Iterator[Path]:
+    """A folder ``depth`` deep under ``top``, made a level at a time (``mkdir(parents=True)``
+    recurses), and taken away again from the bottom up (so is ``shutil.rmtree``, pytest's too)."""
+    made = [top]
+    top.mkdir()
+    for _ in range(depth):
+        made.append(made[-1] / "d")
+        made[-1].mkdir()
+    try:
+        yield made[-1]
+    finally:
+        for folder in reversed(made):
+            for entry in list(folder.iterdir()):
+                if not entry.is_dir():
+                    entry.unlink()
+            folder.rmdir()
+
+
+@pytest.mark.slow  # a grading run as another user
+def test_the_autograder_grades_as_another_user_a_submission_with_a_folder_deeper_than_python_recurses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the copy handed to the student's user had its modes set by Path.rglob, which recursed (Python
+    # 3.11): a folder 1,100 deep ended the grading in a zero that named a RecursionError
+    import pwd
+
+    from vjpgrad.course import autograder
+
+    uid, _ = _unprivileged()
+    real = gradebook.grade
+
+    def exercise_two(
+        directories: list[Path], of: object, timeout: float, more_time: grading.MoreTime
+    ) -> dict[str, list[grading.ExerciseResult]]:
+        return real(directories, type(course(None))((exercise(2),)), timeout, more_time=more_time)
+
+    monkeypatch.setattr(gradebook, "grade", exercise_two)
+    submission = solutions_in(tmp_path / "submission")
+    results = tmp_path / "results" / "results.json"
+    arguments = ["--submission", str(submission), "--results", str(results), "--user", pwd.getpwuid(uid).pw_name]
+    with _nested(submission / "deep", 1100) as deep:
+        (deep / "x.txt").write_text("deep")
+        assert autograder.main(arguments) == 0
+    report = json.loads(results.read_text())
+    assert "could not be graded" not in report["output"], report["output"]
+    (two,) = [t for t in report["tests"] if t["number"] == "2"]
+    assert two["score"] == two["max_score"] == exercise(2).points
+
+
 def test_the_autograder_writes_a_results_json_whatever_goes_wrong_in_the_grading(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -134,15 +134,19 @@ LINKS = "not copied (symbolic links, and what is neither a file nor a folder, ar
 naming them."""
 
 
-def copy_without_links(submission: Path, into: Path) -> list[str]:
+def copy_without_links(submission: Path, into: Path, shared: bool = False) -> list[str]:
     """Copy ``submission`` into ``into`` (made here), leaving out every symbolic link and whatever is
     neither a file nor a folder (a named pipe, whose reading would wait for ever; a socket; a device);
     returns what it left out (paths inside the submission, sorted). The autograder runs as root: a
     link copied as the file it points to would hand the student's code a file only root may read
-    (``/autograder/source``: the teacher's solutions, the held-out checks). Folders are walked from a
-    list, not by recursion: a zip can hold folders nested deeper than Python recurses."""
+    (``/autograder/source``: the teacher's solutions, the held-out checks). ``shared``: every folder
+    of the copy made 0o755 and every file 0o644, root's still, for another user to read and not write
+    (``--user``). Folders are walked from a list, not by recursion: a zip can hold folders nested
+    deeper than Python recurses."""
     left: list[str] = []
     into.mkdir(parents=True)
+    if shared:
+        os.chmod(into, 0o755)
     pending = [Path()]
     while pending:
         relative = pending.pop()
@@ -159,7 +163,28 @@ def copy_without_links(submission: Path, into: Path) -> list[str]:
                 shutil.copy2(entry.path, into / path, follow_symlinks=False)
             else:
                 left.append(path.as_posix())
+                continue
+            if shared:
+                os.chmod(into / path, 0o755 if entry.is_dir(follow_symlinks=False) else 0o644)
     return sorted(left)
+
+
+def removed(folder: Path) -> None:
+    """Remove ``folder`` and everything in it, links as links (never followed), walked from a list:
+    a submission's copy can be deeper than Python recurses, and so can ``shutil.rmtree``."""
+    folders: list[str] = []
+    pending = [os.fspath(folder)]
+    while pending:
+        here = pending.pop()
+        folders.append(here)
+        with os.scandir(here) as scan:
+            for entry in scan:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                else:
+                    os.unlink(entry.path)
+    for here in reversed(folders):  # each after every folder inside it
+        os.rmdir(here)
 
 
 NESTED = "graded the one folder of the submission that holds the course's files"
@@ -228,20 +253,19 @@ def _graded(args: argparse.Namespace, of: Any) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory(prefix="vjpgrad-submission-") as scratch:
         directory = Path(scratch) / "submission"
-        links = copy_without_links(args.submission, directory)
+        links = copy_without_links(args.submission, directory, shared=args.user is not None)
         before = grading.RUN_AS[0]
         try:  # the process is left as it was found: main can be called in a process that grades on
             if args.user is not None:
                 grading.RUN_AS[0] = _user(args.user)
-                os.chmod(scratch, 0o755)
-                for path in [directory, *directory.rglob("*")]:  # root's: the user reads them, and writes none
-                    os.chmod(path, 0o755 if path.is_dir() else 0o644)
+                os.chmod(scratch, 0o755)  # the copy is root's: the user reads it, and writes none
             graded_here = graded_folder(directory, list(of.student_files()))
             expected = list(of.student_files())
             none_handed_in = not any((graded_here / name).is_file() for name in expected)
             graded = gradebook.grade([graded_here], of, args.timeout, more_time=grading.AUTOGRADER)
         finally:
             grading.RUN_AS[0] = before
+            removed(directory)  # before TemporaryDirectory's rmtree, which recurses (Python 3.10 to 3.12)
         report: dict[str, Any] = gradebook.results_json(graded[graded_here.name], of)
     if links:
         report["output"] += f"\n\n{LINKS}: {', '.join(links)}"
