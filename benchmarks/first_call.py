@@ -7,8 +7,9 @@ an empty compiled-code cache and then with the cache the first process filled.
 Two workloads: micrograd's demo step (benchmarks/mlp.py: MLP(2, [16, 16, 1]) on 100 points)
 and microgpt's GPT step on one name (benchmarks/gpt.py). Each round starts two processes
 with one new cache directory: the first finds it empty, the second finds what the first
-stored. Each process, after importing vjpgrad and building the model, times for the same step,
-in this order:
+stored. Each process times ``import vjpgrad`` and the first use of ``vjpgrad.compile`` (which
+imports the compiler: ``import vjpgrad`` does not), both from bytecode as an installed package
+loads them (``warmed``), then, after building the model, times for the same step, in this order:
 
 - the eager step, the unit every other figure is stated in: the same loss function called
   without ``compile``, then ``backward()``, the parameters' ``.grad`` zeroed before, the
@@ -49,6 +50,9 @@ sys.setrecursionlimit(20_000)
 start = time.perf_counter()
 import vjpgrad
 imported = time.perf_counter() - start
+start = time.perf_counter()
+vjpgrad.compile  # its first use imports the compiler
+compiler = time.perf_counter() - start
 from first_call import workload
 eager, compiled, peer, params = workload({name!r})
 
@@ -78,7 +82,8 @@ if peer is not None:
         peer_times.append(time.perf_counter() - t)
 if "torch" in sys.modules:
     sys.exit("torch was imported: its objects would slow every collection of the eager step")
-print(json.dumps({{"import": imported, "eager": statistics.median(eager_times), "calls": calls, "peer": peer_times}}))
+figures = {{"import": imported, "compiler": compiler, "eager": statistics.median(eager_times), "calls": calls}}
+print(json.dumps({{**figures, "peer": peer_times}}))
 """
 
 
@@ -130,6 +135,7 @@ def child(name: str, cache: str) -> dict[str, Any]:
     code = CHILD.format(here=str(HERE), examples=str(HERE.parent / "examples"), name=name)
     environment = {**os.environ, "VJPGRAD_CACHE_DIR": cache}
     environment.pop("VJPGRAD_CACHE", None)
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)  # modules load from their bytecode, as installed (``warmed``)
     # run from the project's folder, as `python examples/gpt.py` is: compile takes code on sys.path
     # outside the current folder for installed code (never walked), so from benchmarks/ the
     # example's model would be a library's object and its weights refused as not found
@@ -140,6 +146,15 @@ def child(name: str, cache: str) -> dict[str, Any]:
         sys.exit(f"{name}: the measuring process failed:\n{done.stderr}{done.stdout}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def warmed() -> None:
+    """Import vjpgrad and its compiler once in a process that may write their bytecode: every
+    measuring process then loads it, as a user's does from an installed package (pip compiles it),
+    rather than compiling vjpgrad's source at each import."""
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    code = "import vjpgrad, vjpgrad.compiler, vjpgrad.batched, vjpgrad.nn"
+    subprocess.run([sys.executable, "-c", code], env=environment, check=True, timeout=600, cwd=HERE.parent)
 
 
 TITLES = {
@@ -163,6 +178,7 @@ def report(name: str, rounds: list[tuple[dict[str, Any], dict[str, Any]]]) -> No
         print(f"  {label:44} {1000 * seconds:9.1f} {seconds / step:12.2f}")
 
     line("import vjpgrad", median(lambda r: r[0]["import"]))
+    line("vjpgrad.compile's first use: its import", median(lambda r: r[0]["compiler"]))
     line("eager step: loss + backward (the unit)", step)
     line("call 1: runs eagerly while recorded", median(lambda r: r[0]["calls"][0]))
     line("call 2, empty cache: writes + compiles code", median(lambda r: r[0]["calls"][1]))
@@ -186,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     print(f"Python {sys.version.split()[0]}; each figure's process starts with the cache named")
+    warmed()
     for name in [args.only] if args.only else ["mlp", "gpt"]:
         rounds = []
         for _ in range(args.rounds):

@@ -9,8 +9,6 @@ the ``gradients`` are the ``v`` of the vector-Jacobian product ``v^T J``.
 from typing import TYPE_CHECKING
 
 from vjpgrad._version import __version__ as __version__  # the one place it is written
-from vjpgrad.batched import Vmapped, batch_sum, vmap
-from vjpgrad.compiler import Compiled, RecompileWarning, compile
 from vjpgrad.core import functions as _functions
 from vjpgrad.core.functions import *  # noqa: F403 - the table's functions: exp, log... (their __all__)
 from vjpgrad.core.modes import DataDependentError, detect_anomaly, enable_grad, is_grad_enabled, no_grad
@@ -20,13 +18,19 @@ from vjpgrad.core.vector import Vector
 from vjpgrad.display import notebook as _notebook  # noqa: F401 - gives Value and Vector their notebook display
 from vjpgrad.display.dot import SVGDrawing, draw, to_dot
 from vjpgrad.display.explain import Explanation, Step, explain
+from vjpgrad.recording import RecompileWarning
 from vjpgrad.transforms.custom import CustomOp, custom_op
 
 if TYPE_CHECKING:
+    from vjpgrad.batched import Vmapped, batch_sum, vmap
     from vjpgrad.bridge.watch import Watch
+    from vjpgrad.compiler import Compiled, compile
 from vjpgrad.transforms.functional import grad, gradcheck, gradients, hessian, jacobian, jvp, value_and_grad, vjp
 
 _SUBMODULES = ("nn", "optim", "testing")
+_LAZY = {"compile": "compiler", "Compiled": "compiler", "vmap": "batched", "Vmapped": "batched", "batch_sum": "batched"}
+"""The names of ``vjpgrad.compile`` and ``vjpgrad.vmap``, by the package that defines them: imported
+at their first use, not by ``import vjpgrad`` (two thirds of its time; the core never imports them)."""
 
 
 def watch_torch(*, strict: bool = False) -> "Watch":
@@ -41,11 +45,16 @@ def watch_torch(*, strict: bool = False) -> "Watch":
 
 def __getattr__(name: str) -> object:
     """``vjpgrad.nn``, ``vjpgrad.optim`` and ``vjpgrad.testing`` after ``import vjpgrad``, as
-    ``torch.nn`` after ``import torch``: imported when first used."""
-    if name in _SUBMODULES:
-        import importlib
+    ``torch.nn`` after ``import torch``, and ``compile`` and ``vmap`` with their kin (``_LAZY``):
+    imported when first used, then kept in the module like any other name."""
+    import importlib
 
+    if name in _SUBMODULES:
         return importlib.import_module(f"vjpgrad.{name}")
+    if name in _LAZY:
+        found = getattr(importlib.import_module(f"vjpgrad.{_LAZY[name]}"), name)
+        globals()[name] = found
+        return found
     raise AttributeError(f"module 'vjpgrad' has no attribute {name!r}")
 
 

@@ -13,7 +13,7 @@ from vjpgrad.core import graph
 from vjpgrad.core.modes import USER_FRAMES
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
-from vjpgrad.display import stepper, text
+from vjpgrad.display import text
 from vjpgrad.display.explain import EXPLAIN_AFTER_FREE, Step, explain, formula, given_names
 
 INSTALL_HINT = (
@@ -187,6 +187,8 @@ def _plain_svg(
 ) -> str:
     """The pure-Python picture of the graph ``to_dot`` describes, in the stepper's layout: each
     Value a box (number constants are written into the formulas), edges labelled as ``to_dot``'s."""
+    from vjpgrad.display import stepper  # its layout, and the libraries it needs, when a picture is drawn
+
     outputs = list(output) if isinstance(output, Vector) else [output]
     nodes = graph.ancestry(outputs)
     steps, named = _picture_steps(output, seed, names, edges)

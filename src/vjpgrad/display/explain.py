@@ -17,7 +17,7 @@ from vjpgrad.core import graph, ops
 from vjpgrad.core.modes import USER_FRAMES, refuse_number
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
-from vjpgrad.display import stepper, text
+from vjpgrad.display import text
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,14 @@ class Explanation:
         ``notes``, lines of text said under its title.
 
         No network, nothing fetched: save it and open it in any browser, offline."""
+        from vjpgrad.display import stepper  # imported when a page is made: not by ``import vjpgrad``
+
         return stepper.stepper_html(self, title, notes)
 
     def _repr_html_(self) -> str:
         """In a notebook: the stepper, inline; its list of every step is the table (one view of the pass)."""
+        from vjpgrad.display import stepper
+
         return stepper.stepper_fragment(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
