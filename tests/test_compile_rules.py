@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import abc
 import collections
+import copy
 import decimal
 import json
 import math
+import pickle
 from collections import namedtuple
 from collections.abc import Callable
 from pathlib import Path
@@ -960,6 +962,56 @@ def test_the_same_value_twice_is_its_own_recording() -> None:
     assert f.recordings == 2
 
 
+def _board_score(x: Value, w: Value, board: Any) -> Value:
+    grid = copy.deepcopy(board)  # a private copy: deepcopy keeps which rows are one list
+    grid[0][0] = 1.0
+    total = x * w
+    for row in grid:
+        for cell in row:
+            total = total + x * cell
+    return total
+
+
+def _pickled_score(x: Value, w: Value, rows: Any) -> Value:
+    return x * w * float(len(pickle.dumps(rows)))  # pickle writes a container met again as a reference
+
+
+@pytest.mark.parametrize(
+    ("score", "shared", "separate"),
+    [
+        (_board_score, lambda: [[0.0] * 2] * 2, lambda: [[0.0] * 2 for _ in range(2)]),
+        (_pickled_score, lambda: (lambda s: [s, s])(frozenset({1.0})), lambda: [frozenset({1.0}), frozenset({1.0})]),
+        (_pickled_score, lambda: (lambda row: (row, row))([1.0]), lambda: ([1.0], [1.0])),
+        (
+            _pickled_score,
+            lambda: (lambda row: {"a": row, "b": row})({1.0: 2.0}),
+            lambda: {"a": {1.0: 2.0}, "b": {1.0: 2.0}},
+        ),
+    ],
+    ids=["rows_of_one_list", "list_of_one_frozenset_twice", "tuple_of_one_list_twice", "dict_of_one_dict_twice"],
+)
+def test_containers_passed_that_are_one_object_are_structure_as_eager_code_tells_them_apart(
+    score: Callable[..., Value], shared: Callable[[], Any], separate: Callable[[], Any]
+) -> None:
+    # [[0.0] * 2] * 2 holds one list twice, a learner's classic: equal in content to two lists, it is
+    # not the same argument to code that copies or pickles it, and a replay of one was the other's
+    w = Value(0.5)
+    compiled = vjpgrad.compile(score)
+    for board in [shared(), shared(), separate(), separate(), shared()]:
+        xe, xc = Value(3.0), Value(3.0)
+        w.grad = 0.0
+        eager = score(xe, w, board)
+        eager.backward()
+        eager_grads = (xe.grad, w.grad)
+        w.grad = 0.0
+        replayed = compiled(xc, w, board)
+        replayed.backward()
+        assert (bits(replayed.data), bits(xc.grad), bits(w.grad)) == (
+            bits(eager.data), bits(eager_grads[0]), bits(eager_grads[1]),
+        )  # fmt: skip
+    assert compiled.times_recorded == 2  # one recording each way the containers are shared
+
+
 def test_arguments_of_any_nesting() -> None:
     f = vjpgrad.compile(lambda pair, v: pair[0] * v.sum() + pair[1][0])
     a, b = Value(2.0), Value(5.0)
@@ -988,6 +1040,15 @@ def test_nested_results_and_dict_arguments_work_as_in_eager() -> None:
     again = compiled(Value(0.5), {"scale": 2.0})
     assert again[0].data == 1.0
     assert compiled.times_recorded == 1
+
+
+def test_a_numpy_scalar_that_is_no_number_is_refused_as_what_it_is() -> None:
+    np = pytest.importorskip("numpy")
+    f = vjpgrad.compile(lambda x, when: x * 2.0)
+    with pytest.raises(TypeError) as refused:
+        f(Value(1.0), np.datetime64("2026-12-06"))
+    assert "a NumPy scalar of dtype datetime64[D], not a number" in str(refused.value)
+    assert "an array" not in str(refused.value)
 
 
 def test_a_subclass_of_a_container_argument_is_refused_with_the_way_out() -> None:

@@ -13,7 +13,8 @@ The rule: a compiled function gives exactly the bits eager code gives, or it ref
   for a call (and the call records anew) is decided in one place, ``run.Replay.stale_for``.
 - Values are data, read at every call. Python and NumPy numbers are structure, keyed by their
   bits (as ``torch.compile`` specializes Python scalars), as are strings, bools, None, the
-  arguments' kinds, nesting and lengths, keyword arguments' names and order, and grad mode.
+  arguments' kinds, nesting and lengths, which of their containers are one object, keyword
+  arguments' names and order, and grad mode.
   More than ``RECOMPILE_LIMIT`` recordings of one structure that differ only in numbers warn
   (``RecompileWarning``) and run the function uncompiled from then on.
 - The first call with a structure runs the function eagerly while the core records every

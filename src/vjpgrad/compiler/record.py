@@ -71,12 +71,13 @@ class Arguments:
         self.objects: list[Any] = []
         places: dict[int, int] = {}
         visit = self._visit
+        containers: dict[int, int] = {}
         try:
             for arg in args:
-                visit(arg, key, places)
+                visit(arg, key, places, containers)
             for name, arg in kwargs.items():  # in the call's order: a function may iterate them
                 key.append(name)
-                visit(arg, key, places)
+                visit(arg, key, places, containers)
         except RecursionError:  # no test on the way: a call's arguments are read at every call
             raise TypeError(
                 "an argument of a compiled function holds itself (a list or dict inside itself), or is nested too "
@@ -86,14 +87,18 @@ class Arguments:
         key.append(state.grad_enabled)
         self.key = tuple(key)
 
-    def _visit(self, x: Any, key: list[Any], places: dict[int, int]) -> None:
+    def _visit(self, x: Any, key: list[Any], places: dict[int, int], containers: dict[int, int]) -> None:
+        """Key ``x``: a part per Value, number and container, in the order met (``described_part``
+        names a part by the same walk). A container met again is keyed as the same one (its place
+        among the containers met): ``[[0.0] * 2] * 2`` holds one list twice, which code that copies
+        or pickles it tells from two equal lists, as it tells a Value passed twice (``places``)."""
         kind = type(x)
         if kind is Value:
             place = places.setdefault(id(x), len(self.leaves))
             key.append((x.requires_grad, place))
             self.leaves.append(x)
         elif kind in _SEQUENCE_ARGUMENTS:
-            key.append((kind, len(x)))  # a set's items in its order: the order the function iterates
+            key.append(_container(kind, len(x), x, containers))  # a set's items in its order: as iterated
             leaves = self.leaves
             for item in x:
                 if type(item) is Value:  # the branch above, inline: a row of Values is the common case
@@ -101,7 +106,7 @@ class Arguments:
                     key.append((item.requires_grad, place))
                     leaves.append(item)
                 else:
-                    self._visit(item, key, places)
+                    self._visit(item, key, places, containers)
         elif _is_scalar(x):
             key.append(_exact(x))  # structure: a number by its bits, a string, a flag
         elif isinstance(x, Value):  # a subclass of Value
@@ -110,33 +115,22 @@ class Arguments:
             self.leaves.append(x)
         elif (isinstance(x, tuple) and hasattr(x, "_fields")) or isinstance(x, Vector):
             # a user's subclass with a __dict__ or slots of its own: what its instance carries too
-            key.append((kind, len(x), _carried(x)) if _carries(kind) else (kind, len(x)))
+            key.append(_container(kind, (len(x), _carried(x)) if _carries(kind) else len(x), x, containers))
             for item in x:
-                self._visit(item, key, places)
+                self._visit(item, key, places, containers)
         elif kind in _DICT_ARGUMENTS:  # its keys as its values are: by value, a Value or an object by identity
-            key.append((kind, len(x)))
+            key.append(_container(kind, len(x), x, containers))
             if kind is collections.defaultdict:
-                self._visit(x.default_factory, key, places)
+                self._visit(x.default_factory, key, places, containers)
             for k, item in x.items():
-                self._visit(k, key, places)
-                self._visit(item, key, places)
+                self._visit(k, key, places, containers)
+                self._visit(item, key, places, containers)
         elif (numbers := _whole_numbers(x)) is not None:
             key.append((kind, *numbers))  # a range or slice: numbers that never change, by value as jax.jit
         elif kind.__module__ == "numpy" and kind.__name__ == "ndarray":
             key.append(("array", *world.content(x)))  # its numbers are structure, as in the world: by their bits
-        elif hasattr(kind, "__array_interface__"):
-            raise TypeError(
-                "a compiled function takes numbers, Values, Vectors, NumPy arrays, lists, tuples and dicts of them; "
-                f"got {_a(kind.__name__)}, an array whose numbers it could not tell apart between calls: pass a list "
-                "of Values (or a Vector)"
-            )
-        elif isinstance(x, (list, tuple, dict, set, frozenset)):
-            raise TypeError(
-                f"a compiled function takes numbers, Values, Vectors, lists, tuples, sets and dicts of them, and "
-                f"other objects by identity; got {_a(type(x).__name__)} (a subclass of Python's container), whose "
-                "methods may run code of its own between calls: pass a plain list, tuple, set or dict, or call the "
-                "function uncompiled"
-            )
+        elif hasattr(kind, "__array_interface__") or isinstance(x, (list, tuple, dict, set, frozenset)):
+            raise _refused_argument(x, kind)
         else:  # any other object (self, a model, a float subclass): by identity; its world is watched
             key.append(("object", id(x)))
             self.objects.append(x)
@@ -145,6 +139,39 @@ class Arguments:
         """The key with every number replaced by its type: calls that differ only in numbers
         have one masked key."""
         return tuple(world.number_masked(part) if _is_exact_number(part) else part for part in self.key)
+
+
+def _refused_argument(x: Any, kind: type) -> TypeError:
+    """Why ``x``, passed, is refused: an array-like whose numbers compile cannot tell apart between
+    calls, a NumPy scalar that is no number (a ``datetime64``), or a subclass of Python's container,
+    whose methods may run code of its own between calls."""
+    if hasattr(kind, "__array_interface__"):
+        scalar = kind.__module__ == "numpy" and getattr(x, "ndim", None) == 0  # a datetime64, a structured void
+        what = (
+            f"a NumPy scalar of dtype {x.dtype}, not a number: pass what the function needs of it as numbers"
+            if scalar
+            else "an array whose numbers it could not tell apart between calls: pass a list of Values (or a Vector)"
+        )
+        return TypeError(
+            "a compiled function takes numbers, Values, Vectors, NumPy arrays, lists, tuples and dicts of them; "
+            f"got {_a(kind.__name__)}, {what}"
+        )
+    return TypeError(
+        f"a compiled function takes numbers, Values, Vectors, lists, tuples, sets and dicts of them, and "
+        f"other objects by identity; got {_a(kind.__name__)} (a subclass of Python's container), whose "
+        "methods may run code of its own between calls: pass a plain list, tuple, set or dict, or call the "
+        "function uncompiled"
+    )
+
+
+def _container(kind: type, size: Any, x: Any, containers: dict[int, int]) -> tuple[Any, ...]:
+    """A container's part of a call's key: its kind and size, and, for one met before in the same
+    call, the place of its first meeting (the same object twice is not two equal ones)."""
+    first = containers.get(id(x))
+    if first is None:
+        containers[id(x)] = len(containers)
+        return (kind, size)
+    return (kind, size, "again", first)
 
 
 AttributesKey = tuple[tuple[tuple[str, Any], ...], ...] | None
