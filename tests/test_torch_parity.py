@@ -161,7 +161,12 @@ class Mismatches:
     explained: int = 0
 
     def check(self) -> None:
-        assert not self.found, f"{len(self.found)} mismatches, first: {self.found[:3]}"
+        assert not self.found, (
+            f"{len(self.found)} mismatches (the spelling, its operands, the seed, what differs, vjpgrad's, "
+            f"PyTorch's), first: {self.found[:3]}; where PyTorch computes the operation with a vectorised kernel "
+            "of its own (compare torch.NAME on a large float64 tensor with the row's float function), its row in "
+            'tests/op_cases.py says vectorised=kernel("NAME") (CONTRIBUTING.md, adding an operation, step 3)'
+        )
 
 
 def compare_operation(form: Spelling, xs: Sequence[float], seed: float, result: Mismatches) -> None:
