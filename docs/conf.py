@@ -74,6 +74,7 @@ autodoc_preserve_defaults = True
 html_theme = "furo"
 html_title = f"vjpgrad {release}"
 html_static_path = ["_static"]
+html_favicon = "_static/favicon.svg"  # vᵀJ: the vector-Jacobian product; served with the site, offline
 templates_path = ["_templates"]  # search.html: furo's, with a level-one heading
 html_css_files = ["vjpgrad.css"]  # code that scrolls rather than wraps; the matrix on Start here
 html_js_files = ["vjpgrad.js"]  # wide code and tables, the drawers and the console by keyboard; sidebar headings

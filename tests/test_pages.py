@@ -378,3 +378,20 @@ def test_the_micrograd_pages_picture_is_what_its_draw_dot_draws() -> None:
 
 if __name__ == "__main__":  # python tests/test_pages.py: redraws docs/micrograd-draw-dot.svg
     (DOCS / "micrograd-draw-dot.svg").write_bytes(micrograd_draw_dot().pipe(format="svg"))
+
+
+def test_the_site_has_its_own_favicon_served_with_it() -> None:
+    # a browser asks every site for one: without it, a 404 in the log of every page, offline too
+    import ast
+
+    conf = ast.parse((DOCS / "conf.py").read_text(encoding="utf-8"))
+    set_to = {
+        target.id: node.value.value
+        for node in conf.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    icon = DOCS / set_to["html_favicon"]
+    assert icon.is_file()
+    assert icon.read_text(encoding="utf-8").startswith("<svg ") and "<title>vjpgrad</title>" in icon.read_text()
