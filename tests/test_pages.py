@@ -394,4 +394,6 @@ def test_the_site_has_its_own_favicon_served_with_it() -> None:
     }
     icon = DOCS / set_to["html_favicon"]
     assert icon.is_file()
-    assert icon.read_text(encoding="utf-8").startswith("<svg ") and "<title>vjpgrad</title>" in icon.read_text()
+    text = icon.read_text(encoding="utf-8")
+    assert text.startswith("<svg ")
+    assert "<title>vjpgrad</title>" in text
