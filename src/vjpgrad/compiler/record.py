@@ -97,8 +97,10 @@ class Arguments:
             place = places.setdefault(id(x), len(self.leaves))
             key.append((x.requires_grad, place))
             self.leaves.append(x)
-        elif kind in _SEQUENCE_ARGUMENTS:
-            key.append(_container(kind, len(x), x, containers))  # a set's items in its order: as iterated
+        elif kind in _SEQUENCE_ARGUMENTS:  # a set's items in its order: as iterated
+            count = len(containers)  # _container, inline: a list of rows is the common case
+            first = containers.setdefault(id(x), count)
+            key.append((kind, len(x)) if first == count else (kind, len(x), "again", first))
             leaves = self.leaves
             for item in x:
                 if type(item) is Value:  # the branch above, inline: a row of Values is the common case
@@ -167,11 +169,9 @@ def _refused_argument(x: Any, kind: type) -> TypeError:
 def _container(kind: type, size: Any, x: Any, containers: dict[int, int]) -> tuple[Any, ...]:
     """A container's part of a call's key: its kind and size, and, for one met before in the same
     call, the place of its first meeting (the same object twice is not two equal ones)."""
-    first = containers.get(id(x))
-    if first is None:
-        containers[id(x)] = len(containers)
-        return (kind, size)
-    return (kind, size, "again", first)
+    count = len(containers)
+    first = containers.setdefault(id(x), count)
+    return (kind, size) if first == count else (kind, size, "again", first)
 
 
 AttributesKey = tuple[tuple[tuple[str, Any], ...], ...] | None
