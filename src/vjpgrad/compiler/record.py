@@ -120,13 +120,8 @@ class Arguments:
             key.append(_container(kind, (len(x), _carried(x)) if _carries(kind) else len(x), x, containers))
             for item in x:
                 self._visit(item, key, places, containers)
-        elif kind in _DICT_ARGUMENTS:  # its keys as its values are: by value, a Value or an object by identity
-            key.append(_container(kind, len(x), x, containers))
-            if kind is collections.defaultdict:
-                self._visit(x.default_factory, key, places, containers)
-            for k, item in x.items():
-                self._visit(k, key, places, containers)
-                self._visit(item, key, places, containers)
+        elif kind in _DICT_ARGUMENTS:
+            self._visit_mapping(x, key, places, containers)
         elif (numbers := _whole_numbers(x)) is not None:
             key.append((kind, *numbers))  # a range or slice: numbers that never change, by value as jax.jit
         elif kind.__module__ == "numpy" and kind.__name__ == "ndarray":
@@ -136,6 +131,17 @@ class Arguments:
         else:  # any other object (self, a model, a float subclass): by identity; its world is watched
             key.append(("object", id(x)))
             self.objects.append(x)
+
+    def _visit_mapping(self, x: Any, key: list[Any], places: dict[int, int], containers: dict[int, int]) -> None:
+        """Key a dict: its keys as its values are, by value, a Value or an object by identity; a
+        ``defaultdict``'s factory first (an object of the call)."""
+        kind = type(x)
+        key.append(_container(kind, len(x), x, containers))
+        if kind is collections.defaultdict:
+            self._visit(x.default_factory, key, places, containers)
+        for k, item in x.items():
+            self._visit(k, key, places, containers)
+            self._visit(item, key, places, containers)
 
     def masked(self) -> tuple[Any, ...]:
         """The key with every number replaced by its type: calls that differ only in numbers
