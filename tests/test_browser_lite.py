@@ -195,8 +195,15 @@ def test_the_console_on_start_here_runs_the_readme_example_and_the_four_cases(ch
         first, _ = wait_for(chromium, README_A_GRAD)
         cold = time.monotonic() - clicked
         seen, _ = wait_for(chromium, README_B_GRAD, "all four cases agree")
+        # JupyterLab's outputs break anywhere (word-break: break-all): "gradi" / "ent" on a phone
+        breaks = chromium.execute_script(
+            "return Array.from(document.querySelectorAll('.jp-OutputArea-output pre'), "
+            "function (p) { return getComputedStyle(p).wordBreak; });"
+        )
     finally:
         chromium.switch_to.default_content()
+    assert breaks
+    assert set(breaks) == {"normal"}, breaks
     load = os.getloadavg()[0]
     print(f"Start here's console: its first result {cold:.1f} s after the click (a cold start; load {load:.1f})")
     assert first.index(README_A_GRAD) < seen.index(README_B_GRAD)

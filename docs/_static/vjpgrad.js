@@ -108,6 +108,21 @@
     });
   }
 
+  // JupyterLab breaks an output's lines anywhere (word-break: break-all): in a console as narrow
+  // as a phone's, "gradient" became "gradi" and "ent". The console's frame is the site's own: its
+  // outputs break between words, and inside a word only where one word is wider than the line.
+  function wordsKept(frame) {
+    try {
+      var page = frame.contentDocument;
+      if (!page || !page.head || page.getElementById("vjpgrad-words")) { return; }
+      var style = page.createElement("style");
+      style.id = "vjpgrad-words";
+      // before JupyterLab's own styles, which its code adds later: the more specific rule wins
+      style.textContent = "html body .jp-OutputArea-output pre { word-break: normal; overflow-wrap: anywhere; }";
+      page.head.appendChild(style);
+    } catch (error) { /* a frame of another origin: left as it is */ }
+  }
+
   // Start here's console starts when its box is clicked (jupyterlite-sphinx): its button is made
   // one the keyboard reaches and presses, and the frame that comes says what it holds and takes
   // the focus, so the keyboard goes on into the console.
@@ -119,6 +134,8 @@
       function started() {
         var frame = box.querySelector("iframe");
         if (frame) {
+          frame.addEventListener("load", function () { wordsKept(frame); });
+          wordsKept(frame);
           frame.title = "Python console (JupyterLite): " + button.textContent.trim();
           frame.focus();
           box.removeAttribute("onclick");  // a second click on its edge would add a second console
