@@ -2217,6 +2217,32 @@ def test_the_autograder_grades_as_another_user_a_submission_with_a_folder_deeper
     assert two["score"] == two["max_score"] == exercise(2).points
 
 
+@pytest.mark.slow  # a grading run
+def test_what_the_autograder_cannot_clean_up_costs_no_grade(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a folder the student's code left unreadable (a grader that is no root cannot remove it) is left
+    from vjpgrad.course import autograder
+
+    real = gradebook.grade
+
+    def exercise_two(
+        directories: list[Path], of: object, timeout: float, more_time: grading.MoreTime
+    ) -> dict[str, list[grading.ExerciseResult]]:
+        return real(directories, type(course(None))((exercise(2),)), timeout, more_time=more_time)
+
+    def refused(folder: Path) -> None:
+        raise PermissionError(13, "Permission denied", str(folder / "locked"))
+
+    monkeypatch.setattr(gradebook, "grade", exercise_two)
+    monkeypatch.setattr(autograder, "removed", refused)  # then TemporaryDirectory's cleanup takes the rest
+    submission = solutions_in(tmp_path / "submission")
+    results = tmp_path / "results" / "results.json"
+    assert autograder.main(["--submission", str(submission), "--results", str(results)]) == 0
+    report = json.loads(results.read_text())
+    assert "could not be graded" not in report["output"], report["output"]
+    (two,) = [t for t in report["tests"] if t["number"] == "2"]
+    assert two["score"] == two["max_score"] == exercise(2).points
+
+
 def test_the_autograder_writes_a_results_json_whatever_goes_wrong_in_the_grading(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

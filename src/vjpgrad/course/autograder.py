@@ -21,6 +21,7 @@ of the processes that grade it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -251,7 +252,8 @@ def _graded(args: argparse.Namespace, of: Any) -> dict[str, Any]:
     """The results.json of the submission ``args`` names, graded in a copy of it."""
     from vjpgrad.course import gradebook, grading
 
-    with tempfile.TemporaryDirectory(prefix="vjpgrad-submission-") as scratch:
+    # what cleaning up leaves (a folder the student's code made unreadable) never costs the grade
+    with tempfile.TemporaryDirectory(prefix="vjpgrad-submission-", ignore_cleanup_errors=True) as scratch:
         directory = Path(scratch) / "submission"
         links = copy_without_links(args.submission, directory, shared=args.user is not None)
         before = grading.RUN_AS[0]
@@ -265,7 +267,8 @@ def _graded(args: argparse.Namespace, of: Any) -> dict[str, Any]:
             graded = gradebook.grade([graded_here], of, args.timeout, more_time=grading.AUTOGRADER)
         finally:
             grading.RUN_AS[0] = before
-            removed(directory)  # before TemporaryDirectory's rmtree, which recurses (Python 3.10 to 3.12)
+            with contextlib.suppress(OSError):  # left to TemporaryDirectory, which makes what it can writable
+                removed(directory)  # first: TemporaryDirectory's rmtree recurses (Python 3.10 to 3.12)
         report: dict[str, Any] = gradebook.results_json(graded[graded_here.name], of)
     if links:
         report["output"] += f"\n\n{LINKS}: {', '.join(links)}"
