@@ -18,7 +18,7 @@ An audit hook is no sandbox: code that writes its own process's memory can undo 
 no code of the student's while it decides, holds what it reads where no frame reaches to change it,
 and no ``ctypes`` object lives in the student's process (vjpgrad loads the C library's ``hypot`` at its
 first call; ``install`` takes a loaded ``ctypes`` out of ``sys.modules``), nor code made from bytes
-(``code.__new__``, ``marshal``: bytecode is not checked). It makes the cheats of four reviews for this
+(``code.__new__``, ``marshal``: bytecode is not checked). It makes every cheat known for this
 course fail; the boundary that holds against any code is another user (``--user``). The hook is not
 installed where the student's code runs in the checks' own process (``inprocess``: the browser's
 Pyodide, ``VJPGRAD_COURSE_IN_PROCESS=1``), which is feedback, not marks.
