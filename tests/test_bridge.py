@@ -153,6 +153,8 @@ def test_an_error_raised_after_pytorch_added_into_a_grad_is_not_said_as_no_pass(
     assert "ran no pass" not in after.summary()
     assert "  PyTorch raised during its pass: my hook refuses\n" in after.summary(), after.summary()
     assert "PyTorch refused it" not in after.summary()
+    assert "after adding into x.grad:" in after.summary(), after.summary()  # the .grad it left changed, named
+    assert "hook" not in (after.reason or "")  # the cause is PyTorch's message, whatever it was
     assert "PyTorch ran no pass" in refused.summary()
 
 

@@ -100,6 +100,47 @@ def test_in_place_on_a_view_is_replayed_and_pytorchs_refusals_claim_nothing() ->
     assert p.leaves[0].replayed == grads(x)
 
 
+@pytest.mark.parametrize(
+    "fill",
+    [
+        lambda z: z[0].zero_(),
+        lambda z: z[0].fill_(5.0),
+        lambda z: z[:, 1].zero_(),
+        lambda z: z[1:].fill_(5.0),
+        lambda z: z.__setitem__(0, 0.0),
+        lambda z: z.__setitem__((slice(0, 1),), 0.0),
+    ],
+    ids=["row_zero_", "row_fill_", "column_zero_", "rows_fill_", "row_set_to_a_number", "slice_set_to_a_number"],
+)
+def test_a_view_filled_in_place_takes_no_gradient_and_its_bases_other_elements_keep_theirs(fill: Any) -> None:
+    # PyTorch's CopySlices: the filled elements are constants, the rest of the base passes its
+    # gradient on (the whole base had been taken for constants: its .grad all zeros, "reason not known")
+    with vjpgrad.watch_torch() as w:
+        weights = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        z = weights * 3.0
+        fill(z)
+        (z * z).sum().backward()
+    (p,) = w.passes
+    check_verdicts(w)
+    assert p.matches, p.summary()
+    assert p.leaves[0].replayed == grads(weights)
+    assert p.explanation is not None
+
+
+def test_a_view_filled_in_place_leaves_a_base_not_replayed_as_it_was() -> None:
+    # a base the replay did not follow (transpose_ in place) stayed so through a fill of its view,
+    # which had made it constants: a wrong gradient, and a reason that named NumPy's memory
+    with vjpgrad.watch_torch() as w:
+        weights = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        z = weights.clone()
+        z.transpose_(0, 1)
+        z[0].zero_()
+        (z * z).sum().backward()
+    (p,) = w.passes
+    assert not p.replayed
+    assert "transpose_" in (p.reason or "")
+
+
 def test_an_operation_not_replayed_through_a_view_names_itself_and_its_line_for_the_base_too() -> None:
     """An in-place operation the replay does not reproduce, run through a view (``v[1].fmod_``,
     ``u[1][index] = ...``), changes the view's base too: a pass through the base names that
@@ -135,6 +176,37 @@ def test_a_pass_through_gradients_made_with_create_graph_says_second_derivative_
     assert "run the forward pass inside the watch" not in second.reason
     assert x.grad is not None
     assert x.grad.tolist() == [6.0, 12.0]  # PyTorch's own, as ever
+
+
+@pytest.mark.parametrize("how", ["autograd_grad", "hessian"])
+def test_a_pass_through_gradients_autograd_grad_made_with_create_graph_says_second_derivative(how: str) -> None:
+    # torch.autograd.grad(create_graph=True), and torch.autograd.functional's hessian built on it, were
+    # listed not replayed, and a pass from their gradients said to run the forward pass inside the watch
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        if how == "autograd_grad":
+            (g,) = torch.autograd.grad((x**3).sum(), x, create_graph=True)
+            g[1].backward()
+        else:
+            torch.autograd.functional.hessian(lambda t: (t**3).sum(), x)
+    passes = [p for p in w.passes if not p.replayed]
+    assert passes
+    for p in passes:
+        assert "run the forward pass inside the watch" not in (p.reason or ""), p.reason
+        assert "create_graph=True" in (p.reason or ""), p.reason
+
+
+def test_an_operation_not_replayed_inside_pytorchs_own_code_names_what_the_learner_called() -> None:
+    # "PyTorch's unsafe_split at line 10": the learner wrote rnn(seq), never unsafe_split
+    torch.manual_seed(3)
+    with vjpgrad.watch_torch() as w:
+        conv = torch.nn.Conv1d(1, 1, 2)
+        conv(torch.randn(1, 1, 4)).sum().backward()
+        x = torch.randn(3, requires_grad=True)
+        x.norm(p=1).backward()
+    in_conv, in_norm = w.passes
+    assert "(inside torch.nn.Conv1d)" in (in_conv.reason or ""), in_conv.reason
+    assert "(inside torch.Tensor.norm)" in (in_norm.reason or ""), in_norm.reason
 
 
 def test_a_tensor_made_before_the_watch_still_says_to_run_the_forward_pass_inside_it() -> None:

@@ -126,6 +126,36 @@ def _user_frame() -> types.FrameType | None:
     return None
 
 
+_WRAPPERS = ("torch._compile", "torch._dynamo", "torch.utils._contextlib", "torch.overrides", "torch._jit_internal")
+"""PyTorch's modules of wrappers (a decorator's ``inner``, grad mode's ``decorate_context``): a frame
+of theirs names no function the learner called."""
+
+
+def _inside() -> str:
+    """`` (inside torch.nn.GRU)``: the PyTorch module or function the learner's line called, where
+    an operation they did not write themselves runs inside it (the outermost frame of PyTorch's
+    Python code under the learner's, wrappers aside); "" where there is none (a function of
+    PyTorch's written in C)."""
+    user = _user_frame()
+    frame: types.FrameType | None = sys._getframe(1)
+    called = None
+    while frame is not None and frame is not user:
+        module = frame.f_globals.get("__name__", "")
+        if os.path.abspath(frame.f_code.co_filename).startswith(_TORCH) and not module.startswith(_WRAPPERS):
+            called = frame
+        frame = frame.f_back
+    if called is None or user is None:
+        return ""
+    owner = called.f_locals.get("self")
+    if isinstance(owner, torch.nn.Module):
+        kind = type(owner)
+        named = f"torch.nn.{kind.__name__}" if kind.__module__.startswith("torch.") else f"{kind.__name__}'s forward"
+        return f" (inside {named})"
+    if isinstance(owner, torch.Tensor):
+        return f" (inside torch.Tensor.{called.f_code.co_name})"
+    return f" (inside {called.f_globals.get('__name__', 'torch')}.{called.f_code.co_name})"
+
+
 def _through_torch_func() -> bool:
     """Whether the learner's call reached ``torch.autograd.grad`` through ``torch.func`` (its
     ``grad``, ``vjp``, ``jacrev`` ... call it from ``torch/_functorch``): the pass is then named
@@ -375,8 +405,7 @@ class Watch:
                 self._remember(t, Entry(t, [], is_single(t), b"", poisoned=refused))
             return
         if not _takes_gradient(base, flowing, outputs):
-            for t in [*outputs, *_bases_changed(base, args, outputs)]:  # p[1:].mul_ under no_grad: p too
-                self._without_gradient(name, t)
+            self._no_gradient_through(name, _bases_changed(base, args, outputs), outputs)
             return
         poisoned = _first_reason(flowing, outputs) or next((e.large for e in entries.values() if e.large), None)
         notes = frozenset().union(*(e.notes for e in flowing)) | ({MATMUL_NOTE} if base in MATRIX_PRODUCTS else set())
@@ -387,6 +416,19 @@ class Watch:
             for t in [*outputs, *_bases_changed(base, args, outputs)]:
                 self._remember(t, Entry(t, [], is_single(t), b"", poisoned=poisoned))
 
+    def _no_gradient_through(self, name: str, changed: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
+        """Results the replay takes no gradient through, and the bases ``changed`` through a view: a
+        base not replayed stays so (its other elements still hold what the replay did not follow)."""
+        if changed and torch.is_grad_enabled():
+            if self._filled_through_view(outputs[0]):
+                return  # z[0].zero_(): constants in z where the view shows it, z's other elements as they were
+            entry = self._entries.get(id(changed[0]))
+            if entry is not None and entry.tensor is changed[0] and entry.poisoned:
+                self._remember(outputs[0], Entry(outputs[0], [], is_single(outputs[0]), b"", poisoned=entry.poisoned))
+                return
+        for t in [*outputs, *changed]:  # p[1:].mul_ under no_grad: p too
+            self._without_gradient(name, t)
+
     def _without_gradient(self, name: str, t: torch.Tensor) -> None:
         """A result the replay takes no gradient through: constants, or a leaf (a step under
         no_grad); or, where PyTorch does take gradient through it (a tensor inside the graph
@@ -396,8 +438,9 @@ class Watch:
             self._plain(t)
             return
         reason = (
-            f"PyTorch's {name} at {user_location()} changed a tensor that takes gradient, under torch.no_grad(), "
-            "which keeps its graph: the replay does not follow its gradient there"
+            f"PyTorch's {name.split('.')[0]} at {user_location()}{_inside()} changed a tensor that takes gradient "
+            "with grad mode off (in torch.no_grad(), yours or one PyTorch's own function turns on), which keeps "
+            "its graph: the replay does not follow its gradient there"
         )
         self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
 
@@ -406,7 +449,7 @@ class Watch:
         try:
             made = replay.replay(call)
         except NotReplayableError as error:
-            return f"PyTorch's {error} at {user_location()}, which the replay does not reproduce"
+            return f"PyTorch's {error} at {user_location()}{_inside()}, which the replay does not reproduce"
         notes |= call.notes | ({SUM_NOTE} if call.sums_over > 0 else set())
         self._described += call.described
         for t, items in zip(call.outputs, made, strict=True):
@@ -417,18 +460,33 @@ class Watch:
                 self._through_view(t, items)
         return None
 
-    def _through_view(self, view: torch.Tensor, items: list[Item]) -> None:
+    def _through_view(self, view: torch.Tensor, items: list[Item]) -> bool:
         """An operation changed ``view`` in place: the elements of its base that it shows are now
-        ``items`` (PyTorch's CopySlices), the others stay as they were."""
+        ``items`` (PyTorch's CopySlices), the others stay as they were; False where the base has
+        no entry to change (made before the watch, or not replayed)."""
         base = view._base
         entry = self._entries.get(id(base))
-        if entry is None or entry.tensor is not base or entry.poisoned:
-            return
+        if entry is None or entry.tensor is not base or entry.poisoned or entry.large:
+            return False
         shown, position = _shown_in(view, base)
         updated = list(entry.items)
         for s, item in zip(shown, items, strict=True):
             updated[position[s]] = item
         self._remember(base, Entry(base, updated, entry.single, fingerprint(base, numbers_of(base)), notes=entry.notes))
+        return True
+
+    def _filled_through_view(self, view: torch.Tensor) -> bool:
+        """An operation that takes no gradient (``zero_``, ``fill_``) changed ``view`` in place with
+        grad mode on: the view is constants, and so are the elements of its base it shows, the
+        base's others keep their gradient (PyTorch's CopySlices). False where the base has no entry
+        to change, or the view is too large to hold."""
+        if view.numel() > LARGEST or view._base is None or view._base.dtype != view.dtype:
+            return False
+        numbers = constant_numbers(view)
+        if not self._through_view(view, list(numbers)):
+            return False
+        self._remember(view, Entry(view, list(numbers), is_single(view), fingerprint(view, numbers)))
+        return True
 
     def _from_base(self, view: torch.Tensor) -> Entry | None:
         """The entry of a view whose memory was changed in place after the watch last saw it (its
@@ -489,7 +547,7 @@ class Watch:
                 self._only = None
                 with collection_paused():
                     refused = self._refused(roots, seeds, error, location, names)
-                ran = not isinstance(before, str) and self._changed_grads(before)
+                ran = [] if isinstance(before, str) else self._changed_grads(before, names)
                 self.passes.append(refused or self._not_run(roots, seeds, retain, error, location, ran))
                 raise
             inputs = given.get("inputs")
@@ -568,6 +626,7 @@ class Watch:
             raise
         finally:
             self.paused -= 1
+        self._graphs_of_gradients |= bool(given is not None and given.get("create_graph"))  # replayed or not
         unreplayed = _grad_unreplayed(given)
         if unreplayed is not None:
             done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=unreplayed, call=call)
@@ -860,21 +919,24 @@ class Watch:
                 }
         return set()
 
-    def _changed_grads(self, before: dict[int, list[float] | None]) -> bool:
-        """Whether a known leaf's ``.grad`` changed since ``before`` (``_grads_before``): PyTorch's pass
-        ran, at least in part, before its error."""
+    def _changed_grads(self, before: dict[int, list[float] | None], names: dict[int, str]) -> list[str]:
+        """The ``.grad`` of each known leaf that changed since ``before`` (``_grads_before``), by the
+        learner's names: PyTorch's pass ran, at least in part, before its error."""
         try:
             now = self._grads_before([])
         except Exception:  # never let the watch break the learner's code
-            return False
-        return not isinstance(now, str) and any(now.get(key) != held for key, held in before.items())
+            return []
+        if isinstance(now, str):
+            return []
+        changed = [key for key, held in before.items() if now.get(key) != held]
+        return [f"{names[key]}.grad" if key in names else "the .grad of a leaf not named" for key in changed]
 
     def _not_run(
         self, roots: list[torch.Tensor], seeds: list[Any], retain: bool, error: Exception, location: str,
-        ran: bool = False,
+        ran: list[str] | None = None,
     ) -> Pass:  # fmt: skip
         """A backward call PyTorch raised in, with no pass to replay: listed with PyTorch's message, and
-        whether its pass ran before the error (``ran``: a ``.grad`` changed, as a hook after it raises)."""
+        the ``.grad`` its pass changed before the error (``ran``: as where a hook after it raises)."""
         seed = [v for s in seeds for v in _given_numbers(s)]
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         return Pass(
@@ -885,13 +947,13 @@ class Watch:
             retain,
             replayed=False,
             reason=(
-                "PyTorch raised during its pass, after adding into some .grad (a hook's error, say): a pass "
-                "PyTorch did not finish is not replayed"
+                f"PyTorch raised during its pass, after adding into {', '.join(ran)}: a pass PyTorch did not "
+                "finish is not replayed, and what it added before its error stays there"
                 if ran
                 else "PyTorch ran no pass, so there is none to replay"
             ),
             pytorch_error=first,
-            pytorch_ran=ran,
+            pytorch_ran=bool(ran),
         )
 
     def _refused(
