@@ -1786,17 +1786,25 @@ NUMBERS_ADVICE = (
 @pytest.mark.parametrize(
     ("body", "refused", "advice"),
     [
-        ("print(y)", "printing a Value", "print the compiled function's result, or call it uncompiled"),
-        ("f'{y:.3f}'", "formatting a Value", "format the compiled function's result, or call it uncompiled"),
+        (
+            "print(y)",
+            "printing a Value",
+            "print what the function returns, outside it, or call it without compile or vmap",
+        ),
+        (
+            "f'{y:.3f}'",
+            "formatting a Value",
+            "format what the function returns, outside it, or call it without compile or vmap",
+        ),
         (
             "y.backward()",
             "backward()",
-            "a replay would not add into .grad: call backward() on the compiled function's result",
+            "a replay would not add into .grad: call backward() on what the function returns",
         ),
         (
             "vjpgrad.gradients(y, [x])",
             "a reverse pass to numbers (gradients() without create_graph=True, grad...)",
-            "take gradients of the compiled function's result, outside it",
+            "take gradients of what the function returns, outside it",
         ),
         ("y.data", ".data of a Value", NUMBERS_ADVICE),
         ("float(y)", "float() of a Value", NUMBERS_ADVICE),

@@ -983,8 +983,24 @@ def test_a_gradient_taken_inside_the_function_is_refused() -> None:
 
     with pytest.raises(DataDependentError, match=r"vmap\(grad\(f\)\)"):
         vmap(inside)(np.array([1.0, -1.0]))
-    with pytest.raises(DataDependentError, match=r"vjpgrad\.vmap"):
+    # grad, jvp... inside: the same advice, where it blamed a .data the user never wrote
+    with pytest.raises(DataDependentError, match=r"vmap\(grad\(f\)\)"):
         vmap(lambda x: grad(lambda y: (y * x).relu())(x))(np.array([1.0, -1.0]))
+    with pytest.raises(DataDependentError, match=r"vmap\(grad\(f\)\)"):
+        vmap(lambda x: vjpgrad.jvp(lambda y: y * y, (x,), (1.0,))[1])(np.array([1.0, -1.0]))
+
+
+def test_a_bool_differentiated_is_the_number_it_is_as_eager_grad_takes_it() -> None:
+    xs = np.array([2.0, -3.0])
+    batched = vmap(grad(lambda p, x: p * x * x), in_dims=(None, 0))(True, xs)
+    assert batched.tolist() == [grad(lambda p, x: p * x * x)(True, float(x)) for x in xs] == [4.0, 9.0]
+    rows = vmap(grad(lambda p, x: p[0] * x + p[1]), in_dims=(None, 0))([False, True], xs)
+    assert rows.tolist() == [[2.0, 1.0], [-3.0, 1.0]]
+
+
+def test_a_vmap_inside_a_function_vmap_records_is_refused_saying_so() -> None:
+    with pytest.raises(TypeError, match=r"a vmap inside a function vmap records"):
+        vmap(vmap(lambda x: x * 2.0))(np.array([[1.0, 2.0], [3.0, 4.0]]))
 
 
 COPIES = [

@@ -841,3 +841,26 @@ def test_a_vjpgrad_nn_mlp_takes_a_batched_sample_as_it_is_and_gives_eager_bits()
 
     rows = vmap(grad(loss))(xs)
     assert_rows(rows, [grad(loss)([float(v) for v in x]) for x in xs], "gradient with respect to the inputs")
+
+
+@pytest.mark.parametrize("end", [lambda t: t**0, lambda t: t**0.0 * 2.0], ids=["pow_0", "pow_0_times_2"])
+def test_copies_whose_gradient_is_a_constant_zero_and_that_share_weights_are_eagers_bits(end: Any) -> None:
+    # a block ending in ** 0 hands its products the number 0.0 (no copies axis): with a weight read by
+    # two copies, the gradient of the other operand was read copy by copy and raised an IndexError
+    def f(p: Any, x: Any) -> Any:
+        h = []
+        for j in range(3):
+            w = p[3 * j % 6 : 3 * j % 6 + 3]  # the third neuron reads the first's weights again
+            h.append(end(w[0] * x[0] + w[1] * x[1] + w[2] * x[2]))
+        return h[0] + h[1] + h[2]
+
+    p = [0.5, -0.25, 0.75, 1.5, -1.0, 2.0]
+    xs = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0], [-3.0, 0.0, -0.0]])
+    for argnums in (0, 1, (0, 1)):
+        batched = vmap(grad(f, argnums=argnums), in_dims=(None, 0))(p, xs)
+        eager = [grad(f, argnums=argnums)(p, [float(v) for v in row]) for row in xs]
+        if argnums == (0, 1):
+            for part in range(2):
+                assert_rows(batched[part], [e[part] for e in eager], f"argnums {argnums}, part {part}")
+        else:
+            assert_rows(batched, eager, f"argnums {argnums}")

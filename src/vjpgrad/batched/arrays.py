@@ -195,13 +195,19 @@ def exact_helpers(given: dict[str, Any]) -> dict[str, Callable[..., Any]]:
 def _copies(np: ModuleType) -> tuple[Callable[[Any, int], Any], Callable[[Any, int], Any]]:
     """A block's gradient has the copies along its first axis, or fewer than two axes: a number or
     a column of samples, which every copy has alike (``** 0`` hands its base 0.0 whatever reaches
-    it). ``copies_of(found, copies)`` gives either as ``copies`` rows; ``row(found, m)`` copy m's."""
+    it); or a first axis of length 1, which broadcasting gave it (that 0.0 times an operand every
+    copy shares), alike for every copy too. ``copies_of(found, copies)`` gives each as ``copies``
+    rows; ``row(found, m)`` copy m's."""
 
     def copies_of(found: Any, copies: int) -> Any:
-        return found if np.ndim(found) >= 2 else np.broadcast_to(found, (copies, *(np.shape(found) or (1,))))
+        if np.ndim(found) < 2:
+            return np.broadcast_to(found, (copies, *(np.shape(found) or (1,))))
+        return np.broadcast_to(found, (copies, *found.shape[1:])) if found.shape[0] == 1 < copies else found
 
     def row(found: Any, m: int) -> Any:
-        return found[m] if np.ndim(found) >= 2 else found
+        if np.ndim(found) < 2:
+            return found
+        return found[0] if found.shape[0] == 1 else found[m]
 
     return copies_of, row
 
@@ -276,7 +282,7 @@ def _across(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
     copies_of = _copies(np)[0]
 
     def across(starts: tuple[Any, ...], reads: int, copies: int, *parts: Any) -> Any:
-        if any(np.ndim(part) < 2 for part in parts):  # the same in every copy (a number, a column): each copy's
+        if any(np.ndim(part) < 2 or np.shape(part)[0] == 1 < copies for part in parts):  # alike in every copy
             parts = tuple(copies_of(part, copies) for part in parts)
         try:
             block = np.array(parts, dtype=np.float64)  # (values * reads, copies, samples), in C
@@ -361,7 +367,9 @@ def _products(np: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
         before they are added."""
         left = left.reshape((len(starts), reads, *left.shape[1:]))
         right = right.reshape((len(starts), reads, *right.shape[1:]))
-        share = broadcast_shapes(left.shape, right.shape)
+        # a side with a copies axis of length 1 (a constant 0.0 gradient, ``** 0``'s) read copy by copy
+        left, right = np.broadcast_arrays(left, right)
+        share = left.shape
         first = np.array(starts, dtype=np.float64) if all(type(x) is float for x in starts) else None
         if first is None:
             first = np.stack(np.broadcast_arrays(*starts))

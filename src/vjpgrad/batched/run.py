@@ -52,6 +52,7 @@ from vjpgrad.core.modes import DataDependentError, refusing_numbers, state, warn
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.recording import RecompileWarning, Recording, recorded_graph
+from vjpgrad.transforms import functional as transforms_functional
 from vjpgrad.transforms.functional import Transformed, checked_positions
 
 CHUNK_BUDGET = 1 << 25
@@ -84,6 +85,29 @@ class _Recording(Recording):
         self.nodes = _Refusing(self)
 
 
+GRADIENT_INSIDE = (
+    "a gradient taken inside a function vjpgrad.vmap records has masks decided by one sample's "
+    "numbers: transform the function from outside instead, vmap(grad(f)), vmap(jacobian(f))"
+)
+"""What vmap says of a transform (``grad``, ``jvp``, ``gradients``...) run inside the function it records."""
+
+_TRANSFORMS = transforms_functional.__file__
+"""The transforms' file: a refusal raised under one of its functions is a gradient taken inside."""
+
+
+def _said_as_inside_a_transform(error: BaseException) -> BaseException:
+    """A refusal raised inside a transform's code (``grad(g)(x)`` reads its results' numbers) as the
+    transform inside the recorded function it is, where it named the ``.data`` that code read."""
+    if not isinstance(error, DataDependentError) or str(error) == GRADIENT_INSIDE:
+        return error
+    frames = error.__traceback__
+    while frames is not None:
+        if frames.tb_frame.f_code.co_filename == _TRANSFORMS:
+            return DataDependentError(GRADIENT_INSIDE)
+        frames = frames.tb_next
+    return error
+
+
 class _Refusing(list):  # type: ignore[type-arg]  # the Recording's list of nodes: graph.Node
     def __init__(self, recording: _Recording) -> None:
         super().__init__()
@@ -93,10 +117,7 @@ class _Refusing(list):  # type: ignore[type-arg]  # the Recording's list of node
         frame = sys._getframe(1)
         while frame is not None:
             if frame.f_code in _PASSES:
-                error = DataDependentError(
-                    "a gradient taken inside a function vjpgrad.vmap records has masks decided by one sample's "
-                    "numbers: transform the function from outside instead, vmap(grad(f)), vmap(jacobian(f))"
-                )
+                error = DataDependentError(GRADIENT_INSIDE)
                 self.recording.fail(error)
                 raise error
             frame = frame.f_back  # type: ignore[assignment]  # None ends the loop
@@ -380,12 +401,12 @@ def _record_call(
                     result = function(*lifted, **kwargs)
             except BaseException:
                 if recording.failure is not None:
-                    raise recording.failure from None
+                    raise _said_as_inside_a_transform(recording.failure) from None
                 raise
         finally:
             state.recording = outer
         if recording.failure is not None:
-            raise recording.failure
+            raise _said_as_inside_a_transform(recording.failure)
         if recording.caught is not None:  # an error raised for a number, which its `except` caught
             raise recording.caught
     return recording, result, found
@@ -809,7 +830,7 @@ def _differentiable(argument: _Argument, position: int) -> _Argument:
     value = argument.value
     if argument.kind == "values":
         value = graph.number(value) if argument.width is None else [graph.number(v) for v in value]
-    if _is_number(value):
+    if _is_number(value) or type(value) is bool:  # a bool differentiated is the number it is, as eager grad takes it
         return _Argument("data", float(value), None)
     np = arrays.numpy()
     if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "biuf":
@@ -817,7 +838,7 @@ def _differentiable(argument: _Argument, position: int) -> _Argument:
     if isinstance(value, (list, tuple)) and value:
         if set(map(type, value)) == {float}:  # a model's parameters, as a list of floats: checked in C
             return _Argument("data", list(value), len(value))
-        if all(_is_number(v) for v in value):
+        if all(_is_number(v) or type(v) is bool for v in value):
             return _Argument("data", [float(v) for v in value], len(value))
     raise TypeError(
         f"vmap: argument {position} is differentiated, so it must be a number or a list of numbers, "
@@ -853,7 +874,15 @@ def _real_array(arg: Any, position: int) -> Any:
     before anything runs."""
     array, held = _reals(arg)
     if array is None:
-        raise TypeError(f"vmap: batched argument {position} must hold real numbers (bool, int, float), got {held}")
+        inside = (
+            ": a vmap inside a function vmap records (vmap(vmap(f))) is given Values, and is not supported; "
+            "vmap f once, over every sample as one batch (the array reshaped to one batch axis)"
+            if held == "a Value" and isinstance(state.recording, _Recording)
+            else ""
+        )
+        raise TypeError(
+            f"vmap: batched argument {position} must hold real numbers (bool, int, float), got {held}{inside}"
+        )
     return array
 
 

@@ -70,7 +70,7 @@ def backward(
     way to differentiate the gradients again, is refused, pointing to ``vjpgrad.gradients``."""
     if create_graph:
         raise TypeError(CREATE_GRAPH)
-    refuse_number("backward()", "a replay would not add into .grad: call backward() on the compiled function's result")
+    refuse_number("backward()", "a replay would not add into .grad: call backward() on what the function returns")
     seeds = seeds_for(count, seed, name="the seed")
     check_flag(retain_graph, "retain_graph")
     with graph.pass_lock:
@@ -90,7 +90,7 @@ def reverse_pass(outputs: Sequence[Node], seeds: Sequence[float]) -> dict[Node, 
     Touches no ``.grad`` and frees nothing."""
     refuse_number(
         "a reverse pass to numbers (gradients() without create_graph=True, grad...)",
-        "take gradients of the compiled function's result, outside it",
+        "take gradients of what the function returns, outside it",
     )
     with graph.pass_lock:
         order, leaves = _run(outputs, seeds)

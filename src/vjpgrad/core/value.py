@@ -238,14 +238,18 @@ class Value(operators.ValueOperators):
     # Each of these reads the data property, which vjpgrad.compile refuses while it records.
 
     def __repr__(self) -> str:
-        refuse_number("printing a Value", "print the compiled function's result, or call it uncompiled")
+        refuse_number(
+            "printing a Value", "print what the function returns, outside it, or call it without compile or vmap"
+        )
         label = "" if self.label is None else f", label={self.label!r}"
         grad = "" if self.requires_grad else ", requires_grad=False"
         return f"Value(data={self.data!r}, grad={self._grad!r}{grad}{label})"
 
     def __format__(self, spec: str) -> str:
         """``f"{loss:.4f}"`` formats the data, as for a 0-d tensor; ``f"{v}"`` is ``repr``."""
-        refuse_number("formatting a Value", "format the compiled function's result, or call it uncompiled")
+        refuse_number(
+            "formatting a Value", "format what the function returns, outside it, or call it without compile or vmap"
+        )
         return format(self._data, spec) if spec else repr(self)
 
     def __float__(self) -> float:

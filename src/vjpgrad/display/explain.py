@@ -170,7 +170,7 @@ def explain(
     (4.0, 0.0)
     """
     with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
-        refuse_number("explain()", "call explain() on the compiled function's result")
+        refuse_number("explain()", "call explain() on what the function returns, outside it")
         outputs, seeds = outputs_and_seeds(output, seed, "explain")
         label: dict[Any, str] = _names(outputs, isinstance(output, Vector), names)
         steps: list[Step] = []
