@@ -127,6 +127,20 @@ def test_a_view_filled_in_place_takes_no_gradient_and_its_bases_other_elements_k
     assert p.explanation is not None
 
 
+def test_a_view_filled_with_a_tensor_that_takes_gradient_names_the_fill_for_its_base_too() -> None:
+    # PyTorch differentiates fill_ with respect to a tensor value: not replayed, and the base said so,
+    # where it said its numbers had changed where the watch could not see
+    with vjpgrad.watch_torch() as w:
+        weights = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        value = torch.tensor(5.0, requires_grad=True)
+        z = weights * 3.0
+        z[0].fill_(value)
+        z.sum().backward()
+    (p,) = w.passes
+    assert not p.replayed
+    assert "fill_ with a tensor that takes gradient" in (p.reason or ""), p.reason
+
+
 def test_a_view_filled_in_place_leaves_a_base_not_replayed_as_it_was() -> None:
     # a base the replay did not follow (transpose_ in place) stayed so through a fill of its view,
     # which had made it constants: a wrong gradient, and a reason that named NumPy's memory

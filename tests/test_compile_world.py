@@ -413,6 +413,28 @@ def test_a_number_attribute_that_keeps_changing_is_named_in_the_warning() -> Non
     assert found == [float(k) for k in range(10)]
 
 
+@pytest.mark.parametrize(
+    "settings_of",
+    [
+        lambda lr: {"scale": 1.0, "lr": lr},
+        lambda lr: collections.OrderedDict(scale=1.0, lr=lr),
+        lambda lr: collections.Counter(scale=1.0, lr=lr),
+        lambda lr: collections.defaultdict(float, scale=1.0, lr=lr),
+    ],
+    ids=["dict", "OrderedDict", "Counter", "defaultdict"],
+)
+def test_a_number_changed_in_a_mapping_argument_is_named_by_its_key(settings_of: Any) -> None:
+    # the warning named the part of a dict alone by its key: of the standard library's other
+    # dicts (a defaultdict's factory is a part too) it named another part, or "grad mode"
+    compiled = vjpgrad.compile(lambda x, settings: x * settings["scale"] * settings["lr"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(12):
+            compiled(Value(1.0), settings_of(0.5 + k))
+    (message,) = [str(w.message) for w in caught if issubclass(w.category, RecompileWarning)]
+    assert "the argument settings['lr']" in message, message
+
+
 def test_a_new_object_argument_at_every_call_is_advised_as_an_object_keyed_by_identity() -> None:
     """An object passed is keyed by its identity: a new one at every call records anew, and the
     warning says so (not the advice for a part of the world, nor for a number)."""

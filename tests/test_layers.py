@@ -299,10 +299,11 @@ def test_import_vjpgrad_leaves_compile_vmap_and_the_stepper_to_their_first_use()
         "import sys, vjpgrad\n"
         "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('vjpgrad.')} & {'compiler', 'batched'}),"
         " 'vjpgrad.display.stepper' in sys.modules)\n"
+        "print(all(name in dir(vjpgrad) for name in ('compile', 'vmap', 'Compiled', 'Vmapped', 'batch_sum', 'nn')))\n"
         "from vjpgrad import compile, vmap, Compiled, Vmapped, batch_sum\n"
         "f = vjpgrad.compile(lambda x: x * x + 1.0)\n"
         "print(f(vjpgrad.Value(3.0)).data, f(vjpgrad.Value(2.0)).data, type(f) is Compiled is vjpgrad.Compiled)\n"
         "print(vjpgrad.explain(vjpgrad.Value(2.0) * 3.0).to_html().startswith('<!DOCTYPE html>'))\n"
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert shown == "[] False\n10.0 5.0 True\nTrue\n"
+    assert shown == "[] False\nTrue\n10.0 5.0 True\nTrue\n"

@@ -58,6 +58,11 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'vjpgrad' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    """What ``dir(vjpgrad)`` lists (tab completion, ``help``): the names imported at first use too."""
+    return sorted({*globals(), *_LAZY, *_SUBMODULES})
+
+
 __all__ = [
     "Compiled",
     "CustomOp",

@@ -400,8 +400,8 @@ class Watch:
         base = name.split(".")[0]
         flowing = [e for e in entries.values() if e.takes_gradient or e.poisoned]
         refused = _refused_before(name, args, entries, flowing, outputs)
-        if refused is not None:
-            for t in outputs:
+        if refused is not None:  # through a view, its base is not replayed either
+            for t in [*outputs, *_bases_changed(base, args, outputs)]:
                 self._remember(t, Entry(t, [], is_single(t), b"", poisoned=refused))
             return
         if not _takes_gradient(base, flowing, outputs):

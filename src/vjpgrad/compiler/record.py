@@ -326,13 +326,15 @@ def described_part(args: tuple[Any, ...], kwargs: dict[str, Any], names: list[st
     """How a reader names the argument at part ``index`` of a call's key (``lr``, ``batch[2]``)."""
     parts: list[str] = []
 
-    def visit(x: Any, name: str) -> None:
+    def visit(x: Any, name: str) -> None:  # a part per node, as ``Arguments._visit`` keys them
         kind = type(x)
         parts.append(name)
-        if kind in (list, tuple, Vector, set, frozenset) or (isinstance(x, tuple) and hasattr(x, "_fields")):
+        if kind in _SEQUENCE_ARGUMENTS or (isinstance(x, tuple) and hasattr(x, "_fields")):
             for k, item in enumerate(x):
                 visit(item, f"{name}[{k}]")
-        elif kind is dict:
+        elif kind in _DICT_ARGUMENTS:
+            if kind is collections.defaultdict:
+                visit(x.default_factory, f"{name}'s default_factory")
             for k, item in x.items():
                 visit(k, f"{name} (its key {k!r})")
                 visit(item, f"{name}[{k!r}]")
