@@ -98,7 +98,7 @@ _TRANSFORMS = transforms_functional.__file__
 def _said_as_inside_a_transform(error: BaseException) -> BaseException:
     """A refusal raised inside a transform's code (``grad(g)(x)`` reads its results' numbers) as the
     transform inside the recorded function it is, where it named the ``.data`` that code read."""
-    if not isinstance(error, DataDependentError) or str(error) == GRADIENT_INSIDE:
+    if not isinstance(error, DataDependentError):
         return error
     frames = error.__traceback__
     while frames is not None:
@@ -869,15 +869,24 @@ def _reals(arg: Any) -> tuple[Any, str]:
     return (array if array.dtype == np.float64 else array.astype(np.float64)), ""
 
 
+def _holds_values(arg: Any) -> bool:
+    """Whether ``arg`` (an argument refused as no real numbers) holds Values anywhere."""
+    try:
+        return any(isinstance(x, graph.Node) for x in arrays.numpy().asarray(arg, dtype=object).flat)
+    except (TypeError, ValueError):  # nested too raggedly for any array
+        return False
+
+
 def _real_array(arg: Any, position: int) -> Any:
     """A batched argument as a float64 array, refused unless it holds real numbers (``_reals``),
     before anything runs."""
     array, held = _reals(arg)
     if array is None:
+        nested = isinstance(state.recording, _Recording) and _holds_values(arg)  # another vmap's recording's
         inside = (
             ": a vmap inside a function vmap records (vmap(vmap(f))) is given Values, and is not supported; "
             "vmap f once, over every sample as one batch (the array reshaped to one batch axis)"
-            if held == "a Value" and isinstance(state.recording, _Recording)
+            if nested
             else ""
         )
         raise TypeError(
