@@ -1066,6 +1066,50 @@ def test_a_batched_argument_of_anything_but_real_numbers_is_refused_naming_it_be
     assert ran == []
 
 
+@pytest.mark.parametrize(
+    "pair",
+    [
+        (np.array([1.0, 2.0]), np.array([3.0, 4.0])),
+        ([1.0, 2.0], [3.0, 4.0]),
+        ((1.0, 2.0), (3.0, 4.0)),
+        (np.array([1.0, 2.0]), [3.0, 4.0]),
+    ],
+    ids=["two arrays", "two lists", "two tuples", "an array and a list"],
+)
+def test_a_tuple_of_arrays_is_refused_as_torch_func_would_map_over_each_of_them(pair: tuple[Any, Any]) -> None:
+    """torch.func.vmap reads a tuple as a pytree, mapping over each of its arrays: (xs, ys) is the
+    samples (x0, y0), (x1, y1)... NumPy reads it as one array whose samples are xs and ys: two samples
+    here, another function's numbers with no error. vmap refuses it, before anything runs, and says
+    how to pass the arrays."""
+    ran: list[Any] = []
+
+    def product(p: Any) -> Any:
+        ran.append(p)
+        return p[0] * p[1]
+
+    with pytest.raises(TypeError, match=r"argument 0 is a tuple of 2 .*pytree.*vmap\(f\)\(xs, ys\)"):
+        vmap(product)(pair)
+    with pytest.raises(TypeError, match=r"argument 1 is a tuple of 2 "):
+        vmap(lambda w, p: w * p[0], in_dims=(None, 0))(2.0, pair)
+    assert ran == []
+    # the spellings it names: each array an argument of its own, or the samples as rows
+    assert vmap(lambda x, y: x * y)(*map(np.asarray, pair)).tolist() == [3.0, 8.0]
+    rows = vmap(lambda p: p[0] * p[1])
+    assert rows(np.stack([np.asarray(a) for a in pair], axis=1)).tolist() == [3.0, 8.0]
+    # a list of rows, and a tuple of numbers, are arrays as before (torch.func takes neither)
+    assert rows([[1.0, 3.0], [2.0, 4.0]]).tolist() == [3.0, 8.0]
+    assert vmap(lambda x: x * 2.0)((1.0, 2.0, 3.0)).tolist() == [2.0, 4.0, 6.0]
+
+
+def test_cotangents_given_as_a_tuple_of_arrays_are_refused_saying_to_stack_them() -> None:
+    # vjp_fn of a function of two outputs: torch.func maps over each cotangent array of the tuple
+    _, pullback = vjp(lambda x: (x * 2.0, x * 3.0), 1.5)
+    with pytest.raises(TypeError, match=r"argument 0 is a tuple of 2 .*np\.stack\(\(first, second\), axis=1\)"):
+        vmap(pullback)((np.array([1.0, 0.0]), np.array([1.0, 1.0])))
+    (rows,) = vmap(pullback)(np.array([[1.0, 1.0], [0.0, 1.0]]))
+    assert rows.tolist() == [5.0, 3.0]
+
+
 def test_bools_ints_and_numpys_real_types_are_read_as_numbers() -> None:
     xs = [np.array([True, False]), [1, 2], np.array([1, 2], dtype=np.uint8), np.array([0.5, 2.0], dtype=np.float32)]
     for x in xs:

@@ -513,6 +513,8 @@ class Vmapped:
             if isinstance(arg, (Vector, list, tuple)) and len(arg) and all(isinstance(v, Value) for v in arg):
                 return _Argument("values", arg, len(arg))
             return _Argument("static", arg, None)
+        if _is_tuple_of_arrays(arg):
+            raise TypeError(_tuple_refused(len(arg), position, self.transformed))
         array = _real_array(arg, position)
         if array.ndim == 0:
             raise ValueError(f"vmap: batched argument {position} has no axis {dim} to map over (it is a number)")
@@ -875,6 +877,34 @@ def _holds_values(arg: Any) -> bool:
         return any(isinstance(x, graph.Node) for x in arrays.numpy().asarray(arg, dtype=object).flat)
     except (TypeError, ValueError):  # nested too raggedly for any array
         return False
+
+
+def _is_tuple_of_arrays(arg: Any) -> bool:
+    """Whether a batched argument is a tuple holding an array or a sequence: ``(xs, ys)``, which
+    torch.func.vmap reads as a pytree (it maps over each array) and NumPy as one array whose samples
+    are ``xs`` and ``ys``. A tuple of numbers is one array to both readings that take it."""
+    return isinstance(arg, tuple) and any(
+        isinstance(item, (list, tuple, Vector)) or (getattr(item, "ndim", 0) or 0) >= 1 for item in arg
+    )
+
+
+def _tuple_refused(count: int, position: int, transformed: Transformed | None) -> str:
+    """What vmap says of a batched tuple of arrays (``_is_tuple_of_arrays``): refused, as reading it
+    as one array would give other numbers than torch.func.vmap does, with no error."""
+    said = (
+        f"vmap: batched argument {position} is a tuple of {count} arrays or lists: torch.func.vmap reads a tuple "
+        "as a pytree and maps over each of them"
+    )
+    if transformed is not None and transformed.kind == "vjp":
+        return (
+            f"{said} (one array of cotangents per output), where vmap(vjp_fn) takes one array, a row of cotangents "
+            "per sample; pass np.stack((first, second), axis=1)"
+        )
+    return (
+        f"{said} (the samples (xs[i], ys[i])), where vjpgrad.vmap takes one array of samples per argument, and "
+        "refuses rather than read it otherwise; pass each as an argument of its own, vmap(f)(xs, ys) with f(x, y), "
+        "or samples that are rows as a list or a NumPy array (np.stack((xs, ys), axis=1))"
+    )
 
 
 def _real_array(arg: Any, position: int) -> Any:
