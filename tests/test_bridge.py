@@ -133,6 +133,62 @@ def test_a_refused_second_backward_is_listed_after_the_pass_it_follows() -> None
     assert "PyTorch refused it: Trying to backward through the graph a second time" in second.summary()
 
 
+def test_a_pass_refused_for_a_tensor_changed_in_place_names_the_change_and_its_line() -> None:
+    # "one of the variables needed for gradient computation has been modified by an inplace operation":
+    # PyTorch names the tensor by the operation that made it ("output 0 of ExpBackward0"); the watch
+    # saw the change, and names it as the learner wrote it, with its line
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([3.0], requires_grad=True)
+        h = x * 2
+        y = h.exp()  # exp saves its result, y
+        y.mul_(2); line = sys._getframe().f_lineno  # fmt: skip  # noqa: E702
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+        z = x * 3
+        q = z * z  # saves z
+        z[0] = 1.0; view_line = sys._getframe().f_lineno  # fmt: skip  # noqa: E702
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            q.sum().backward()
+    first, second = w.passes
+    assert not first.replayed
+    assert f"mul_ on y at {__file__}:{line}" in first.summary(), first.summary()
+    assert f"on z (through a view of it) at {__file__}:{view_line}" in second.summary(), second.summary()
+    assert "mul_ on y" not in second.summary()  # the first pass's change is not the second's
+
+
+def test_torch_autograd_grad_refused_for_a_change_in_place_names_it_too() -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([0.5, 2.0], requires_grad=True)
+        s = torch.sigmoid(x)  # sigmoid saves its result
+        s.clamp_(max=0.9); line = sys._getframe().f_lineno  # fmt: skip  # noqa: E702
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.grad(s.sum(), x)
+    (refused,) = w.passes
+    assert refused.call == "torch.autograd.grad"
+    assert f"clamp_ on s at {__file__}:{line}" in refused.summary(), refused.summary()
+
+
+def test_changes_in_place_that_the_refused_pass_does_not_read_are_not_named() -> None:
+    # an optimizer's step changes the weights in place after the pass that read them, and a fresh
+    # tensor is filled in place before any operation reads it: the refusal names neither
+    with vjpgrad.watch_torch() as w:
+        wt = torch.tensor([1.0, 2.0], requires_grad=True)
+        (wt * wt).sum().backward()
+        with torch.no_grad():
+            wt -= 0.1 * wt.grad
+        fresh = torch.zeros(2)
+        fresh.add_(1.0)
+        y = (wt * fresh).exp()
+        y.add_(1.0); line = sys._getframe().f_lineno  # fmt: skip  # noqa: E702
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    trained, refused = w.passes
+    assert trained.matches
+    assert f"add_ on y at {__file__}:{line}" in refused.summary(), refused.summary()
+    assert "sub_" not in refused.summary()
+    assert "on fresh" not in refused.summary()
+
+
 def test_an_error_raised_after_pytorch_added_into_a_grad_is_not_said_as_no_pass() -> None:
     # a hook that raises once PyTorch has accumulated: its .grad changed, so "PyTorch ran no pass" was false
     def refuse(t: Any) -> None:

@@ -131,6 +131,7 @@ class Pass:
             lines.append(f"  Replayed {self.ran_as}:")
         if not self.replayed:
             lines.append(f"  not replayed: {self.reason}")
+            lines += [f"  {note}" for note in self.notes]
             return "\n".join(lines)
         differing = [leaf for leaf in self.leaves if leaf.pytorch is not None and not leaf.matches]
         below = len(differing) > 1 and bool(self.reasons)  # said once, not on every leaf's line

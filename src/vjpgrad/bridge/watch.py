@@ -174,6 +174,10 @@ def _name(short: str) -> str:
     return short
 
 
+CHANGES_SHOWN = 5
+"""The most changes in place a refused pass names (``Watch._changes``); more are counted."""
+
+
 def op_name(func: Any) -> str:
     """``mul.Tensor``: an ATen operation's name and overload."""
     return f"{func._schema.name.split('::')[-1]}.{func._overloadname}"
@@ -231,6 +235,9 @@ class Watch:
         self._elsewhere_lock = threading.Lock()
         self._under_another = False  # another watch entered inside this one: its own tensors are among ours
         self._graphs_of_gradients = False  # a pass with create_graph=True ran: its gradients are tensors unseen
+        self._operations = 0  # the operations the watch has seen, counted: when each tensor was last read
+        self._pass_at = 0  # that count when the last pass ended (or PyTorch refused it)
+        self._changed: list[tuple[str, str, torch.Tensor, torch.Tensor | None]] = []  # ChangedInPlace since then
 
     @property
     def _unseen(self) -> str:
@@ -362,14 +369,31 @@ class Watch:
         return entry
 
     def before(self, func: Any, args: Any) -> tuple[dict[int, Entry], dict[int, torch.Tensor]]:
-        """Before an operation runs: its operands' entries, and a copy of each operand it changes."""
+        """Before an operation runs: its operands' entries, and a copy of each operand it changes.
+        A change in place of a tensor a pass may read is noted (``_note_change``), then every
+        operand is marked read by this operation."""
         entries = {id(t): self.entry(t) for t in _tensors(args)}
         copies: dict[int, torch.Tensor] = {}
         for argument, value in zip(func._schema.arguments, args, strict=False):
             if argument.alias_info is not None and argument.alias_info.is_write and isinstance(value, torch.Tensor):
                 copies[id(value)] = value.clone()
                 entries[id(copies[id(value)])] = entries[id(value)]
+                self._note_change(func, value, entries[id(value)])
+        self._operations += 1
+        for entry in entries.values():
+            entry.read_at = self._operations
         return entries, copies
+
+    def _note_change(self, func: Any, t: torch.Tensor, entry: Entry) -> None:
+        """Keep a change in place of ``t`` (or of its base, through a view) that the next pass may
+        need the numbers of: a tensor in the graph since the last pass (an operation's result that
+        takes gradient), or one an operation read since then (a leaf, constants). PyTorch refuses a
+        pass that reads a number saved before such a change; the refusal names it (``_changes``).
+        A weight changed by an optimizer's step, read before the last pass, is not kept."""
+        base = t._base
+        known = [(t, entry), *([] if base is None else [(base, self._entries.get(id(base)))])]
+        if any(e is not None and (e.read_at > self._pass_at or (e.takes_gradient and not e.leaf)) for _, e in known):
+            self._changed.append((op_name(func).split(".")[0], user_location(), t, base))
 
     def after(self, func: Any, args: Any, kwargs: Any, out: Any, before: Any) -> None:
         """After an operation ran: the entries of the tensors it made or changed."""
@@ -548,7 +572,9 @@ class Watch:
                 with collection_paused():
                     refused = self._refused(roots, seeds, error, location, names)
                 ran = [] if isinstance(before, str) else self._changed_grads(before, names)
-                self.passes.append(refused or self._not_run(roots, seeds, retain, error, location, ran))
+                listed = refused or self._not_run(roots, seeds, retain, error, location, ran)
+                listed.notes += self._changes(error, names)
+                self.passes.append(listed)
                 raise
             inputs = given.get("inputs")
             self._only = None if inputs is None else {id(t) for t in _tensors(inputs)}  # backward(inputs=...)
@@ -559,6 +585,7 @@ class Watch:
                     done = self._replayed(roots, seeds, retain, location, names, before)
         finally:
             self.paused -= 1
+            self._pass_at, self._changed = self._operations, []
         self.passes.append(done)
         if self.strict and not done.matches:
             raise TorchReplayError(done.summary())
@@ -621,11 +648,13 @@ class Watch:
             refused = Pass(
                 len(self.passes) + 1, location, [], [], False, replayed=False, call=call,
                 reason="PyTorch ran no pass", pytorch_error=str(error).splitlines()[0],
+                notes=self._changes(error, names),
             )  # fmt: skip
             self.passes.append(refused)
             raise
         finally:
             self.paused -= 1
+            self._pass_at, self._changed = self._operations, []
         self._graphs_of_gradients |= bool(given is not None and given.get("create_graph"))  # replayed or not
         unreplayed = _grad_unreplayed(given)
         if unreplayed is not None:
@@ -955,6 +984,34 @@ class Watch:
             pytorch_error=first,
             pytorch_ran=bool(ran),
         )
+
+    def _changes(self, error: Exception, names: dict[int, str]) -> list[str]:
+        """For a pass PyTorch refused because "one of the variables needed for gradient computation
+        has been modified by an inplace operation" (its message names the tensor only by the
+        operation that made it): the changes in place the watch saw since the last pass, of tensors
+        the pass may read (``_note_change``), named as the learner names them, with their lines."""
+        if "modified by an inplace operation" not in str(error) or not self._changed:
+            return []
+        said: list[str] = []
+        first = ""
+        for op, location, t, base in self._changed:
+            if id(t) in names:
+                on = names[id(t)]
+            elif base is not None and id(base) in names:
+                on = f"{names[id(base)]} (through a view of it)"
+            else:
+                on = "a tensor not named where backward was called"
+            first = first or (on if on.isidentifier() else "")
+            if f"{op} on {on} at {location}" not in said:
+                said.append(f"{op} on {on} at {location}")
+        more = len(said) - CHANGES_SHOWN
+        shown = "; ".join(said[:CHANGES_SHOWN]) + (f"; and {more} more" if more > 0 else "")
+        n = first or "t"
+        return [
+            f"Changed in place since the last pass, where this pass may need the numbers as they were: {shown}. "
+            f"Make a new tensor rather than change this one ({n} = {n} + 1, not {n} += 1 or {n}.add_(1); or "
+            f"{n} = {n}.clone() before the change), or change it after backward()"
+        ]
 
     def _refused(
         self, roots: list[torch.Tensor], seeds: list[Any], error: Exception, location: str, names: dict[int, str]
