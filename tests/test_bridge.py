@@ -168,6 +168,23 @@ def test_torch_autograd_grad_refused_for_a_change_in_place_names_it_too() -> Non
     assert f"clamp_ on s at {__file__}:{line}" in refused.summary(), refused.summary()
 
 
+def test_the_changes_kept_between_two_passes_are_bounded_and_the_rest_counted() -> None:
+    from vjpgrad.bridge import watch as watching
+
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([0.5], requires_grad=True)
+        y = x.exp()
+        for _ in range(watching.CHANGES_KEPT + 30):
+            y.mul_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+        kept = len(w._changed)
+    assert kept == 0  # let go at the pass
+    (refused,) = w.passes
+    assert refused.summary().count("mul_ on y at ") == 1  # one line of the script, said once
+    assert "(and 30 more changes, not kept)" in refused.summary(), refused.summary()
+
+
 def test_changes_in_place_that_the_refused_pass_does_not_read_are_not_named() -> None:
     # an optimizer's step changes the weights in place after the pass that read them, and a fresh
     # tensor is filled in place before any operation reads it: the refusal names neither

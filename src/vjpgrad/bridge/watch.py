@@ -176,6 +176,8 @@ def _name(short: str) -> str:
 
 CHANGES_SHOWN = 5
 """The most changes in place a refused pass names (``Watch._changes``); more are counted."""
+CHANGES_KEPT = 100
+"""The most changes in place kept between two passes (``Watch._note_change``); more are counted."""
 
 
 def op_name(func: Any) -> str:
@@ -237,7 +239,8 @@ class Watch:
         self._graphs_of_gradients = False  # a pass with create_graph=True ran: its gradients are tensors unseen
         self._operations = 0  # the operations the watch has seen, counted: when each tensor was last read
         self._pass_at = 0  # that count when the last pass ended (or PyTorch refused it)
-        self._changed: list[tuple[str, str, torch.Tensor, torch.Tensor | None]] = []  # ChangedInPlace since then
+        self._changed: list[tuple[str, str, torch.Tensor, torch.Tensor | None]] = []  # _note_change's, since then
+        self._changes_past = 0  # changes since then past CHANGES_KEPT, counted
 
     @property
     def _unseen(self) -> str:
@@ -393,7 +396,10 @@ class Watch:
         base = t._base
         known = [(t, entry), *([] if base is None else [(base, self._entries.get(id(base)))])]
         if any(e is not None and (e.read_at > self._pass_at or (e.takes_gradient and not e.leaf)) for _, e in known):
-            self._changed.append((op_name(func).split(".")[0], user_location(), t, base))
+            if len(self._changed) < CHANGES_KEPT:
+                self._changed.append((op_name(func).split(".")[0], user_location(), t, base))
+            else:  # a script of many changes and no pass: counted, not kept
+                self._changes_past += 1
 
     def after(self, func: Any, args: Any, kwargs: Any, out: Any, before: Any) -> None:
         """After an operation ran: the entries of the tensors it made or changed."""
@@ -585,7 +591,7 @@ class Watch:
                     done = self._replayed(roots, seeds, retain, location, names, before)
         finally:
             self.paused -= 1
-            self._pass_at, self._changed = self._operations, []
+            self._pass_at, self._changed, self._changes_past = self._operations, [], 0
         self.passes.append(done)
         if self.strict and not done.matches:
             raise TorchReplayError(done.summary())
@@ -654,7 +660,7 @@ class Watch:
             raise
         finally:
             self.paused -= 1
-            self._pass_at, self._changed = self._operations, []
+            self._pass_at, self._changed, self._changes_past = self._operations, [], 0
         self._graphs_of_gradients |= bool(given is not None and given.get("create_graph"))  # replayed or not
         unreplayed = _grad_unreplayed(given)
         if unreplayed is not None:
@@ -1006,6 +1012,7 @@ class Watch:
                 said.append(f"{op} on {on} at {location}")
         more = len(said) - CHANGES_SHOWN
         shown = "; ".join(said[:CHANGES_SHOWN]) + (f"; and {more} more" if more > 0 else "")
+        shown += f" (and {self._changes_past} more changes, not kept)" if self._changes_past else ""
         n = first or "t"
         return [
             f"Changed in place since the last pass, where this pass may need the numbers as they were: {shown}. "
