@@ -7,6 +7,7 @@ training, torch.func's vmap(grad) where torch is installed, and the refusals.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import io
@@ -1239,6 +1240,65 @@ def test_an_unbatched_value_that_is_also_read_from_outside_is_watched_as_one_obj
     per_sample(2.0, xs, ALIASED_GLOBAL)
     expected = [grad(loss)(2.0, Value(x, requires_grad=False), other) for x in xs]
     assert per_sample(2.0, xs, other).tolist() == expected == [15.0, 25.0]
+
+
+def test_what_an_unbatched_value_is_beyond_its_number_is_structure_as_compile_keeps_it() -> None:
+    """An unbatched Value's number is read at each call; which Value it is (``w is W``), what it
+    carries (a label, an attribute of the user's), ``requires_grad`` and how it was made
+    (``is_leaf``) fix the recording, as they fix compile's: a call where any of them differs is
+    recorded anew (an outside review found the first recording replayed)."""
+    xs = np.array([1.0, 2.0])
+    cases: list[tuple[Callable[..., Any], Any, Callable[[Any], Any]]] = []
+
+    def identity(x: Value, w: Value) -> Value:
+        return x * 2.0 if w is ALIASED_GLOBAL else x * 3.0
+
+    cases.append((identity, ALIASED_GLOBAL, lambda w: Value(ALIASED_GLOBAL.data)))
+
+    def labelled(x: Value, w: Value) -> Value:
+        return x * (2.0 if w.label == "a" else 3.0)
+
+    cases.append((labelled, Value(1.0, label="a"), lambda w: setattr(w, "label", "b") or w))
+
+    def scaled(x: Value, w: Value) -> Value:
+        return x * getattr(w, "scale", 2.0)
+
+    cases.append((scaled, Value(1.0), lambda w: setattr(w, "scale", 3.0) or w))
+
+    def trained(x: Value, w: Value) -> Value:
+        return x * (2.0 if w.requires_grad else 3.0)
+
+    cases.append((trained, Value(1.0), lambda w: setattr(w, "requires_grad", False) or w))
+
+    def made(x: Value, w: Value) -> Value:
+        return x * (2.0 if w.is_leaf else 3.0)
+
+    cases.append((made, Value(1.0), lambda w: w * 1.0))
+    for f, first, then in cases:
+        mapped = vmap(f, in_dims=(0, None))
+        assert mapped(xs, first).tolist() == _eager_rows(f, xs, first) == [2.0, 4.0], f.__name__
+        second = then(first)
+        assert mapped(xs, second).tolist() == _eager_rows(f, xs, second) == [3.0, 6.0], f.__name__
+    plain = vmap(lambda x, w: x * w, in_dims=(0, None))  # a number changed: read, not recorded anew
+    w = Value(2.0)
+    plain(xs, w)
+    w.data = 4.0
+    assert plain(xs, w).tolist() == [4.0, 8.0]
+    assert len(plain._programs) == 1
+
+
+@pytest.mark.parametrize("kind", [collections.Counter, collections.OrderedDict, collections.defaultdict])
+def test_an_unbatched_dict_of_another_class_with_the_same_items_is_recorded_anew(kind: type) -> None:
+    xs = np.array([1.0, 2.0])
+
+    def f(x: Value, d: dict[str, float]) -> Value:
+        return x * 2.0 if isinstance(d, kind) else x * 5.0
+
+    mapped = vmap(f, in_dims=(0, None))
+    assert mapped(xs, {"a": 1}).tolist() == [5.0, 10.0]
+    other = kind(int) if kind is collections.defaultdict else kind()
+    other["a"] = 1
+    assert mapped(xs, other).tolist() == _eager_rows(f, xs, other) == [2.0, 4.0]
 
 
 def test_one_value_given_twice_unbatched_is_one_input_and_two_later_are_two() -> None:

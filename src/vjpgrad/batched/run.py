@@ -125,28 +125,33 @@ class _Refusing(list):  # type: ignore[type-arg]  # the Recording's list of node
 
 
 def _exact(x: Any) -> Any:
-    """A key part for an unbatched argument, which fixes the recording: its value (a float's or a
-    NumPy number's bits and type, another number's repr, where -0 and a nan's payload show, a
-    list's, tuple's, dict's or NumPy array's items), or for another object its identity. Two calls
-    reuse a recording only if what the function was given is the same."""
+    """A key part for an unbatched argument, which fixes the recording: its class (a list's
+    subclass, a Counter, a named tuple's class: the class object, not its name) and its value (a
+    float's or a NumPy number's bits, another number's repr, where -0 and a nan's payload show, a
+    list's, tuple's, dict's or NumPy array's items, a defaultdict's factory), or for another object
+    its identity. Two calls reuse a recording only if what the function was given is the same."""
     if isinstance(x, float):
-        return (type(x).__name__, struct.pack("<d", x))
+        return (type(x), struct.pack("<d", x))
     if isinstance(x, (list, tuple)):
-        return (type(x).__name__, tuple(_exact(item) for item in x))
-    if isinstance(x, dict):
-        return ("dict", tuple((_exact(k), _exact(v)) for k, v in x.items()))
+        return (type(x), tuple(_exact(item) for item in x))
+    if isinstance(x, dict):  # its class too (a Counter, an OrderedDict), and a defaultdict's factory
+        return (
+            type(x),
+            _exact(getattr(x, "default_factory", None)),
+            tuple((_exact(k), _exact(v)) for k, v in x.items()),
+        )
     np = sys.modules.get("numpy")
     if np is not None and isinstance(x, np.ndarray) and x.dtype.kind != "O":
         return ("ndarray", x.dtype.str, x.shape, x.tobytes())
     if np is not None and isinstance(x, np.generic) and x.dtype.kind != "O":  # a NumPy number: its bits
         return ("numpy", x.dtype.str, x.tobytes())
     if isinstance(x, numbers.Number) and not isinstance(x, (int, fractions.Fraction)):
-        return (type(x).__name__, repr(x))  # a Decimal, a complex...: -0 and nan payloads are in its repr
+        return (type(x), repr(x))  # a Decimal, a complex...: -0 and nan payloads are in its repr
     try:
         hash(x)
     except TypeError:
         return ("id", id(x))
-    return (type(x).__name__, x)
+    return (type(x), x)
 
 
 def _is_number(x: object) -> bool:
@@ -268,6 +273,10 @@ class _Program:
     numbers_by_identity: bool  # the guard also compares which numbers given are one object
     picked: list[int] | None = None  # the leaves that are inputs, where a Value was given twice (first places)
     same_as: list[tuple[int, graph.Node]] = field(default_factory=list)  # a given Value read from outside too
+    world_value_ids: frozenset[int] = frozenset()  # the Values of its world not given: one given now is told apart
+    attribute_names: frozenset[str] | None = frozenset()  # what the code may read of a Value (None: anything)
+    asks_attributes: bool = False  # what the Values given carry is checked at each call (as compile's Replay)
+    argument_attributes: record.AttributesKey = None  # what they carried at recording
 
     def fits(self, function: Callable[..., Any], given: _Given) -> bool:
         """Whether the function's world is still the one recorded (the one place that decides
@@ -277,6 +286,12 @@ class _Program:
         arguments' kinds and numbers are the program's key, compared before."""
         if any(given.values[k] is not x for k, x in self.same_as):
             return False
+        if self.world_value_ids and not self.world_value_ids.isdisjoint(map(id, given.values)):
+            return False  # a Value of its world given now: the recording kept them apart (``w is W``)
+        if self.asks_attributes and (
+            record.argument_attributes(given.values, self.attribute_names) != self.argument_attributes
+        ):
+            return False  # what the Values given carry (a label, ``is_leaf``): structure, as for compile
         if self.numbers_by_identity:
             return self.guard(function, *given.objects, _numbers=[x for _, x in given.numbers])
         return self.guard(function, *given.objects)
@@ -540,6 +555,7 @@ class Vmapped:
             tuple(a.key(k in positions) for k, a in enumerate(read)),
             tuple(sorted((name, _exact(v)) for name, v in kwargs.items())),
             _one_objects(given.values),
+            tuple(v.requires_grad for v in given.values),  # as compile's key has it: structure
         )
         return self._recorded(key, function, given, lambda: self._write(function, read, kwargs, positions, given))
 
@@ -602,6 +618,11 @@ class Vmapped:
             counts.append(len(found))
         live, edges, outside = recorded_graph(recording, outputs)
         picked, same_as, from_outside = _wired(leaves, outside, given.values)
+        # a Value given that the function also found in its world (a global it compares with `is`)
+        # is that one at every call, and a Value of its world not given is not given later
+        passed = {id(v) for v in given.values}
+        same_as += [(k, v) for k, v in enumerate(given.values) if id(v) in world_found.values and (k, v) not in same_as]
+        attributes = record.argument_attributes(given.values, world_found.attribute_names)
         inputs = [*(leaves[k] for k in picked), *from_outside]
         wrt = [v for k in positions for v in ([lifted[k]] if isinstance(lifted[k], Value) else list(lifted[k]))]
         writer = ArrayWriter(Graph(live, edges, inputs, outputs, wrt), len(picked))
@@ -632,6 +653,12 @@ class Vmapped:
             numbers_by_identity=bool(world_found.numbers),
             picked=None if len(picked) == len(leaves) else picked,
             same_as=same_as,
+            world_value_ids=frozenset(k for k in world_found.values if k not in passed),
+            attribute_names=world_found.attribute_names,
+            asks_attributes=(
+                attributes is not None or world_found.asks_attributes or any(type(v) is not Value for v in given.values)
+            ),
+            argument_attributes=attributes,
         )
 
     def _chunks(self, program: _Program, batch: int) -> list[tuple[int, int]]:
