@@ -4,6 +4,7 @@ watched, and the watch's verdict is checked against the numbers PyTorch itself p
 
 from __future__ import annotations
 
+import contextlib
 import math
 import subprocess
 import sys
@@ -135,8 +136,8 @@ def test_a_refused_second_backward_is_listed_after_the_pass_it_follows() -> None
 
 def test_a_pass_refused_for_a_tensor_changed_in_place_names_the_change_and_its_line() -> None:
     # "one of the variables needed for gradient computation has been modified by an inplace operation":
-    # PyTorch names the tensor by the operation that made it ("output 0 of ExpBackward0"); the watch
-    # saw the change, and names it as the learner wrote it, with its line
+    # PyTorch names the tensor by its type, shape and the operation that made it ("output 0 of
+    # Exp"); the watch saw the change, and names it as the learner wrote it, with its line
     with vjpgrad.watch_torch() as w:
         x = torch.tensor([3.0], requires_grad=True)
         h = x * 2
@@ -151,9 +152,102 @@ def test_a_pass_refused_for_a_tensor_changed_in_place_names_the_change_and_its_l
             q.sum().backward()
     first, second = w.passes
     assert not first.replayed
-    assert f"mul_ on y at {__file__}:{line}" in first.summary(), first.summary()
-    assert f"on z (through a view of it) at {__file__}:{view_line}" in second.summary(), second.summary()
-    assert "mul_ on y" not in second.summary()  # the first pass's change is not the second's
+    assert f"*= (mul_) on y at {__file__}:{line}." in first.summary(), first.summary()
+    assert "rather than change y in place (mul, not mul_;" in first.summary()
+    assert f"on z (through a view of it) at {__file__}:{view_line}." in second.summary(), second.summary()
+    assert "mul_) on y" not in second.summary()  # the first pass's change is not the second's
+
+
+def _refusal(script: Callable[[], None]) -> str:
+    """The summary of the last pass of ``script``, run under the watch: one PyTorch refuses as
+    "modified by an inplace operation"."""
+    with vjpgrad.watch_torch() as w, pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        script()
+    return w.passes[-1].summary()
+
+
+def test_the_change_named_is_the_one_pytorch_names_not_another_made_since() -> None:
+    lines: dict[str, int] = {}
+
+    def here(name: str) -> None:
+        lines[name] = sys._getframe(1).f_lineno
+
+    def harmless_first() -> None:
+        x = torch.tensor([0.5, -1.0], requires_grad=True)
+        y = x * 2
+        y += 1  # add saves nothing: harmless
+        z = y.exp()
+        z.mul_(3); here("culprit")  # fmt: skip  # noqa: E702
+        z.sum().backward()
+
+    said = _refusal(harmless_first)
+    assert f"(mul_) on z at {__file__}:{lines['culprit']}" in said, said
+    assert "(add_) on y" not in said
+
+    def adam() -> None:  # Adam's first step reads the weight (zeros_like) and changes it (addcdiv_)
+        w = torch.tensor([0.5, -0.3], requires_grad=True)
+        x = torch.tensor([1.0, 2.0])
+        opt = torch.optim.Adam([w], lr=0.01)
+        for step in range(2):
+            opt.zero_grad()
+            h = (w * x).exp()
+            if step == 1:
+                h.mul_(2); here("adam")  # fmt: skip  # noqa: E702
+            h.sum().backward()
+            opt.step()
+
+    said = _refusal(adam)
+    assert f"(mul_) on h at {__file__}:{lines['adam']}" in said, said
+    assert "addcdiv_" not in said
+    assert "change h in place" in said
+
+    def raised_first() -> None:  # an in-place operation that raised changed nothing
+        w = torch.tensor([0.4, 0.8], requires_grad=True)
+        x = torch.tensor([1.0, 2.0])
+        y = (w * x).exp()
+        with contextlib.suppress(RuntimeError):
+            x.add_(torch.ones(3))
+        y.div_(2); here("div")  # fmt: skip  # noqa: E702
+        y.sum().backward()
+
+    said = _refusal(raised_first)
+    assert f"/= (div_) on y at {__file__}:{lines['div']}" in said, said
+    assert "on x" not in said
+
+
+def test_a_weight_or_input_changed_between_two_passes_over_one_graph_is_named_with_its_advice() -> None:
+    line = 0
+
+    def between() -> None:
+        nonlocal line
+        w = torch.tensor([1.0, 2.0], requires_grad=True)
+        x = torch.tensor([1.0, 2.0])
+        loss = (w * x).sum()
+        loss.backward(retain_graph=True)
+        x += 1; line = sys._getframe().f_lineno  # fmt: skip  # noqa: E702
+        loss.backward()
+
+    said = _refusal(between)
+    assert f"+= (add_) on x at {__file__}:{line}." in said, said
+    assert "Run the forward pass again after changing x" in said
+
+    def through_detach() -> None:  # detach() shares the version counter, and none of the rest
+        w = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        y = w.exp()
+        d = y.detach()
+        d.mul_(2)
+        y.sum().backward()
+
+    assert "(mul_) on d at " in _refusal(through_detach)
+
+    def out_keyword() -> None:
+        w = torch.tensor([1.0, 2.0], requires_grad=True)
+        x = torch.tensor([1.0, 2.0])
+        y = w * x
+        torch.mul(x, 2, out=x)
+        y.sum().backward()
+
+    assert "mul on x at " in _refusal(out_keyword)
 
 
 def test_torch_autograd_grad_refused_for_a_change_in_place_names_it_too() -> None:
@@ -165,45 +259,24 @@ def test_torch_autograd_grad_refused_for_a_change_in_place_names_it_too() -> Non
             torch.autograd.grad(s.sum(), x)
     (refused,) = w.passes
     assert refused.call == "torch.autograd.grad"
-    assert f"clamp_ on s at {__file__}:{line}" in refused.summary(), refused.summary()
+    assert f"clamp_ on s at {__file__}:{line}." in refused.summary(), refused.summary()
 
 
-def test_the_changes_kept_between_two_passes_are_bounded_and_the_rest_counted() -> None:
+def test_the_watch_keeps_the_latest_changes_and_says_when_the_one_named_is_older() -> None:
     from vjpgrad.bridge import watch as watching
 
-    with vjpgrad.watch_torch() as w:
+    def many() -> None:
         x = torch.tensor([0.5], requires_grad=True)
         y = x.exp()
-        for _ in range(watching.CHANGES_KEPT + 30):
-            y.mul_(1.0)
-        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-            y.sum().backward()
-        kept = len(w._changed)
-    assert kept == 0  # let go at the pass
-    (refused,) = w.passes
-    assert refused.summary().count("mul_ on y at ") == 1  # one line of the script, said once
-    assert "(and 30 more changes, not kept)" in refused.summary(), refused.summary()
+        y.mul_(2)  # the culprit, then more changes than the watch keeps, of another tensor
+        other = torch.zeros(1)
+        for _ in range(watching.CHANGES_KEPT):
+            other.add_(1.0)
+        y.sum().backward()
 
-
-def test_changes_in_place_that_the_refused_pass_does_not_read_are_not_named() -> None:
-    # an optimizer's step changes the weights in place after the pass that read them, and a fresh
-    # tensor is filled in place before any operation reads it: the refusal names neither
-    with vjpgrad.watch_torch() as w:
-        wt = torch.tensor([1.0, 2.0], requires_grad=True)
-        (wt * wt).sum().backward()
-        with torch.no_grad():
-            wt -= 0.1 * wt.grad
-        fresh = torch.zeros(2)
-        fresh.add_(1.0)
-        y = (wt * fresh).exp()
-        y.add_(1.0); line = sys._getframe().f_lineno  # fmt: skip  # noqa: E702
-        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-            y.sum().backward()
-    trained, refused = w.passes
-    assert trained.matches
-    assert f"add_ on y at {__file__}:{line}" in refused.summary(), refused.summary()
-    assert "sub_" not in refused.summary()
-    assert "on fresh" not in refused.summary()
+    said = _refusal(many)
+    assert f"The watch keeps the latest {watching.CHANGES_KEPT} changes in place" in said, said
+    assert "on other" not in said
 
 
 def test_an_error_raised_after_pytorch_added_into_a_grad_is_not_said_as_no_pass() -> None:

@@ -62,7 +62,6 @@ class Entry:
     changed_unseen: bool = False  # a leaf's generation made for numbers that changed by no operation the watch saw
     large: str | None = None  # constants too many to hold (a dataset): why a pass that reads them is not replayed
     version: int = -1  # the tensor's version counter when the watch made this entry (views share their base's)
-    read_at: int = 0  # the watch's count of operations when one last read this tensor (0: none has)
 
     @property
     def takes_gradient(self) -> bool:

@@ -18,6 +18,7 @@ anything else cannot be replayed, and says so.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -25,6 +26,7 @@ import inspect
 import itertools
 import math
 import os
+import re
 import struct
 import sys
 import threading
@@ -174,10 +176,63 @@ def _name(short: str) -> str:
     return short
 
 
-CHANGES_SHOWN = 5
-"""The most changes in place a refused pass names (``Watch._changes``); more are counted."""
 CHANGES_KEPT = 100
-"""The most changes in place kept between two passes (``Watch._note_change``); more are counted."""
+"""The changes in place the watch keeps, the latest (``Watch._changed``): a pass PyTorch refuses for
+one of them names it (``Watch._changes``)."""
+
+_STALE = re.compile(
+    r"\[(?P<type>[\w.]+) \[(?P<shape>[\d, ]*)\]\](?:, which is output \d+ of (?P<fn>[\w:]+),)? "
+    r"is at version (?P<now>\d+); expected version (?P<then>\d+) instead"
+)
+"""What PyTorch's "modified by an inplace operation" says of the tensor: its type and shape, the
+operation that made it (none for a leaf), and its version now and when the pass saved it."""
+
+_OPERATORS = {"add_": "+=", "sub_": "-=", "mul_": "*=", "div_": "/=", "pow_": "**="}
+"""The in-place operations a learner writes as an operator, said both ways (``h += 1`` is ``add_``)."""
+
+
+def _fn_name(function: Any) -> str:
+    """A node of PyTorch's graph by the name its messages use: ``Exp`` for ``ExpBackward0``,
+    ``CopySlices`` for ``torch::autograd::CopySlices``; "" for none (a leaf, constants)."""
+    if function is None:
+        return ""
+    name = function if isinstance(function, str) else type(function).__name__
+    return re.sub(r"Backward\d*$", "", name.rsplit("::", 1)[-1])
+
+
+@dataclasses.dataclass
+class _Change:
+    """A change in place the watch saw: the operation (``mul_``), the learner's line (and the
+    PyTorch module or function it ran inside), the tensor changed and its base (a view's), the
+    version of their counter before the change, and the operations that had made them."""
+
+    op: str
+    location: str
+    tensor: torch.Tensor
+    base: torch.Tensor | None
+    version: int
+    made_by: frozenset[str]
+
+    @classmethod
+    def of(cls, func: Any, t: torch.Tensor) -> _Change:
+        base = t._base
+        made_by = frozenset(_fn_name(x.grad_fn) for x in (t, base) if x is not None)
+        return cls(op_name(func).split(".")[0], f"{user_location()}{_inside()}", t, base, _version(t), made_by)
+
+    def explains(self, stale: re.Match[str], strictly: bool) -> bool:
+        """Whether this change may be the one PyTorch's message ``stale`` names: it moved that
+        version counter (now at the version the message says, and this change made after the
+        pass saved it); ``strictly``, the tensor (or its base) also of the type, shape and making
+        the message says (a ``detach()`` shares the counter and none of those)."""
+        now, then = int(stale["now"]), int(stale["then"])
+        if not (_version(self.tensor) == now and then <= self.version < now):
+            return False
+        if not strictly:
+            return True
+        shapes = {", ".join(map(str, x.shape)) for x in (self.tensor, self.base) if x is not None}
+        types = {x.type() for x in (self.tensor, self.base) if x is not None}
+        names = self.made_by | {_fn_name(x.grad_fn) for x in (self.tensor, self.base) if x is not None}
+        return stale["shape"] in shapes and stale["type"] in types and _fn_name(stale["fn"] or "") in names
 
 
 def op_name(func: Any) -> str:
@@ -205,7 +260,7 @@ class _Mode(TorchDispatchMode):  # type: ignore[misc]  # torch is read as Any (p
             return func(*args, **kwargs)
         with collection_paused():
             try:
-                before: Any = watch.before(func, args)
+                before: Any = watch.before(func, args, kwargs)
             except Exception as error:  # the learner's code runs on, whatever the watch makes of it
                 before = error
         out = func(*args, **kwargs)
@@ -237,10 +292,11 @@ class Watch:
         self._elsewhere_lock = threading.Lock()
         self._under_another = False  # another watch entered inside this one: its own tensors are among ours
         self._graphs_of_gradients = False  # a pass with create_graph=True ran: its gradients are tensors unseen
-        self._operations = 0  # the operations the watch has seen, counted: when each tensor was last read
-        self._pass_at = 0  # that count when the last pass ended (or PyTorch refused it)
-        self._changed: list[tuple[str, str, torch.Tensor, torch.Tensor | None]] = []  # _note_change's, since then
-        self._changes_past = 0  # changes since then past CHANGES_KEPT, counted
+        self._changed: collections.deque[_Change] = collections.deque(
+            maxlen=CHANGES_KEPT
+        )  # the latest changes in place
+        self._changes_seen = 0  # all of them, counted: more than CHANGES_KEPT, the oldest are not kept
+        self._changing: list[_Change] = []  # the changes of the operation running, kept once it returns
 
     @property
     def _unseen(self) -> str:
@@ -371,38 +427,29 @@ class Watch:
             self._leaves.setdefault(id(t), []).append(entry)
         return entry
 
-    def before(self, func: Any, args: Any) -> tuple[dict[int, Entry], dict[int, torch.Tensor]]:
-        """Before an operation runs: its operands' entries, and a copy of each operand it changes.
-        A change in place of a tensor a pass may read is noted (``_note_change``), then every
-        operand is marked read by this operation."""
+    def before(self, func: Any, args: Any, kwargs: Any = None) -> tuple[dict[int, Entry], dict[int, torch.Tensor]]:
+        """Before an operation runs: its operands' entries, and a copy of each operand it changes
+        (given by position, or by keyword: ``out=``), each change noted as it will be (``_Change``)."""
         entries = {id(t): self.entry(t) for t in _tensors(args)}
         copies: dict[int, torch.Tensor] = {}
-        for argument, value in zip(func._schema.arguments, args, strict=False):
+        self._changing = []
+        written = [*zip(func._schema.arguments, args, strict=False)]
+        if kwargs:
+            written += [(a, kwargs[a.name]) for a in func._schema.arguments if a.name in kwargs]
+        for argument, value in written:
             if argument.alias_info is not None and argument.alias_info.is_write and isinstance(value, torch.Tensor):
                 copies[id(value)] = value.clone()
-                entries[id(copies[id(value)])] = entries[id(value)]
-                self._note_change(func, value, entries[id(value)])
-        self._operations += 1
-        for entry in entries.values():
-            entry.read_at = self._operations
+                entries[id(copies[id(value)])] = entries.get(id(value)) or self.entry(value)
+                self._changing.append(_Change.of(func, value))
         return entries, copies
 
-    def _note_change(self, func: Any, t: torch.Tensor, entry: Entry) -> None:
-        """Keep a change in place of ``t`` (or of its base, through a view) that the next pass may
-        need the numbers of: a tensor in the graph since the last pass (an operation's result that
-        takes gradient), or one an operation read since then (a leaf, constants). PyTorch refuses a
-        pass that reads a number saved before such a change; the refusal names it (``_changes``).
-        A weight changed by an optimizer's step, read before the last pass, is not kept."""
-        base = t._base
-        known = [(t, entry), *([] if base is None else [(base, self._entries.get(id(base)))])]
-        if any(e is not None and (e.read_at > self._pass_at or (e.takes_gradient and not e.leaf)) for _, e in known):
-            if len(self._changed) < CHANGES_KEPT:
-                self._changed.append((op_name(func).split(".")[0], user_location(), t, base))
-            else:  # a script of many changes and no pass: counted, not kept
-                self._changes_past += 1
-
     def after(self, func: Any, args: Any, kwargs: Any, out: Any, before: Any) -> None:
-        """After an operation ran: the entries of the tensors it made or changed."""
+        """After an operation ran: the entries of the tensors it made or changed, and its changes in
+        place kept (an operation that raised changed nothing, and is not among them)."""
+        if self._changing:
+            self._changes_seen += len(self._changing)
+            self._changed.extend(self._changing)
+            self._changing = []
         outputs = list(_tensors(out))
         if not outputs:
             return
@@ -591,7 +638,6 @@ class Watch:
                     done = self._replayed(roots, seeds, retain, location, names, before)
         finally:
             self.paused -= 1
-            self._pass_at, self._changed, self._changes_past = self._operations, [], 0
         self.passes.append(done)
         if self.strict and not done.matches:
             raise TorchReplayError(done.summary())
@@ -654,13 +700,12 @@ class Watch:
             refused = Pass(
                 len(self.passes) + 1, location, [], [], False, replayed=False, call=call,
                 reason="PyTorch ran no pass", pytorch_error=str(error).splitlines()[0],
-                notes=self._changes(error, names),
+                notes=self._changes(error, names, "torch.autograd.grad"),
             )  # fmt: skip
             self.passes.append(refused)
             raise
         finally:
             self.paused -= 1
-            self._pass_at, self._changed, self._changes_past = self._operations, [], 0
         self._graphs_of_gradients |= bool(given is not None and given.get("create_graph"))  # replayed or not
         unreplayed = _grad_unreplayed(given)
         if unreplayed is not None:
@@ -991,34 +1036,53 @@ class Watch:
             pytorch_ran=bool(ran),
         )
 
-    def _changes(self, error: Exception, names: dict[int, str]) -> list[str]:
+    def _changes(self, error: Exception, names: dict[int, str], call: str = "backward()") -> list[str]:
         """For a pass PyTorch refused because "one of the variables needed for gradient computation
-        has been modified by an inplace operation" (its message names the tensor only by the
-        operation that made it): the changes in place the watch saw since the last pass, of tensors
-        the pass may read (``_note_change``), named as the learner names them, with their lines."""
-        if "modified by an inplace operation" not in str(error) or not self._changed:
+        has been modified by an inplace operation" (its message names the tensor by its type, shape
+        and the operation that made it, not as the learner does): the change in place that did it,
+        among those the watch saw (``_Change.explains``), named as the learner names the tensor,
+        with its line, and what to write instead."""
+        stale = _STALE.search(str(error)) if "modified by an inplace operation" in str(error) else None
+        if stale is None:
+            return []
+        found = [c for c in self._changed if c.explains(stale, strictly=True)]
+        found = found or [c for c in self._changed if c.explains(stale, strictly=False)]
+        if not found:
+            if self._changes_seen > len(self._changed):
+                return [
+                    f"The watch keeps the latest {CHANGES_KEPT} changes in place, and the one PyTorch names is not "
+                    "among them: it was made earlier"
+                ]
             return []
         said: list[str] = []
-        first = ""
-        for op, location, t, base in self._changed:
-            if id(t) in names:
-                on = names[id(t)]
-            elif base is not None and id(base) in names:
-                on = f"{names[id(base)]} (through a view of it)"
-            else:
-                on = "a tensor not named where backward was called"
-            first = first or (on if on.isidentifier() else "")
-            if f"{op} on {on} at {location}" not in said:
-                said.append(f"{op} on {on} at {location}")
-        more = len(said) - CHANGES_SHOWN
-        shown = "; ".join(said[:CHANGES_SHOWN]) + (f"; and {more} more" if more > 0 else "")
-        shown += f" (and {self._changes_past} more changes, not kept)" if self._changes_past else ""
-        n = first or "t"
+        for c in found:
+            line = f"{_OPERATORS.get(c.op, '')} ({c.op})" if c.op in _OPERATORS else c.op
+            line = f"{line} on {self._changed_name(c, names)} at {c.location}"
+            if line not in said:
+                said.append(line)
+        change = found[-1]
+        leaf = change.tensor.grad_fn is None and (change.base is None or change.base.grad_fn is None)
+        name = names.get(id(change.base if change.base is not None else change.tensor), "t")
+        if leaf:  # a weight or an input changed between the forward pass and this one (an optimizer's step)
+            return [
+                f"Changed in place after the forward pass read it: {'; '.join(said)}. Run the forward pass again "
+                f"after changing {name} (an optimizer's step after the last {call} through this graph), or change "
+                f"a copy ({name}.clone())"
+            ]
+        made = change.op[:-1] if change.op.endswith("_") else change.op
         return [
-            f"Changed in place since the last pass, where this pass may need the numbers as they were: {shown}. "
-            f"Make a new tensor rather than change this one ({n} = {n} + 1, not {n} += 1 or {n}.add_(1); or "
-            f"{n} = {n}.clone() before the change), or change it after backward()"
+            f"Changed in place after the forward pass saved it: {'; '.join(said)}. Make a new tensor rather than "
+            f"change {name} in place ({made}, not {change.op}; inplace=False for nn.ReLU and its kind), or change "
+            f"a copy ({name} = {name}.clone() before the change)"
         ]
+
+    def _changed_name(self, change: _Change, names: dict[int, str]) -> str:
+        """The tensor a change changed, as the learner names it where the pass was called."""
+        if id(change.tensor) in names:
+            return names[id(change.tensor)]
+        if change.base is not None and id(change.base) in names:
+            return f"{names[id(change.base)]} (through a view of it)"
+        return "a tensor not named where the pass was called"
 
     def _refused(
         self, roots: list[torch.Tensor], seeds: list[Any], error: Exception, location: str, names: dict[int, str]
