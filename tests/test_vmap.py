@@ -192,6 +192,42 @@ def test_vmap_of_a_vjp_function_takes_a_batch_of_cotangents() -> None:
     assert_same_bits(found, [vjp_fn(list(v))[0] for v in cotangents], "vjp")
 
 
+_SCALE = 5.0
+
+
+def test_a_vjp_function_keeps_the_numbers_of_vjps_time_whatever_changed_since() -> None:
+    """``vjp_fn`` reads the graph ``vjp`` made, as torch.func's does: a weight, a primal list or a
+    global changed after ``vjp`` changes nothing it gives. ``vmap(vjp_fn)`` gives the same rows (it
+    recorded the function again in the world of its call, another function's numbers: an outside
+    review found it), through its array code while the world is as ``vjp`` found it."""
+    global _SCALE
+    cotangents = np.array([1.0, 2.0, -0.5])
+    weight = Value(2.0)
+    _, pullback = vjp(lambda x: (x * weight).tanh(), 0.5)
+    batched = vmap(pullback)
+    (before,) = batched(cotangents)
+    assert "def backward" in batched.source  # nothing changed: its array code ran
+    weight.data = 3.0  # as an optimizer's step
+    (after,) = batched(cotangents)
+    expected = [pullback(float(c))[0] for c in cotangents]
+    assert_same_bits(before, expected, "as vjp found it")
+    assert_same_bits(after, expected, "a weight changed after vjp")
+
+    point = [0.5, 1.5]
+    _, pullback = vjp(lambda p: (p[0] * p[1]).sin(), point)
+    point[0] = 9.0
+    (rows,) = vmap(pullback)(cotangents)
+    assert_same_bits(rows, [pullback(float(c))[0] for c in cotangents], "a primal list changed after vjp")
+
+    _, pullback = vjp(lambda x: x * _SCALE, 0.5)
+    _SCALE = 7.0
+    try:
+        (rows,) = vmap(pullback)(cotangents)
+    finally:
+        _SCALE = 5.0
+    assert rows.tolist() == [pullback(float(c))[0] for c in cotangents] == [5.0, 10.0, -2.5]
+
+
 def test_a_plain_function_returns_its_results_stacked_along_out_dims() -> None:
     def f(x: Any, scale: Any) -> Any:
         return (x * scale).exp(), [x, x * x]

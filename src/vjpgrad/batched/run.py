@@ -774,10 +774,16 @@ class Vmapped:
         return tuple(_map(a, functools.partial(_moved, dim=d)) for a, d in zip(result, out_dims, strict=True))
 
     def _call_vjp(self, cotangent: _Argument, batch: int) -> Any:
-        """``vmap(vjp_fn)(cotangents)``: the primals fixed, one reverse pass per cotangent."""
+        """``vmap(vjp_fn)(cotangents)``: the primals fixed, one reverse pass per cotangent, of the
+        graph ``vjp`` made. The array code is recorded from the function in the world of the call;
+        it runs where that world still gives ``vjp``'s graph (``_as_vjp_made_it``: the function run
+        again, its graph the same, number for number), else ``vjp_fn`` runs once per cotangent, as
+        eager code would (a weight, a primal list or a global changed since ``vjp``)."""
         np = arrays.numpy()
         transformed = self.transformed
         assert transformed is not None
+        if not _as_vjp_made_it(transformed):
+            return self._vjp_one_by_one(cotangent, batch)
         primals = transformed.primals
         read = [_differentiable(self._read(p, None, k), k) for k, p in enumerate(primals)]
         key = ("vjp", tuple(a.key(True) for a in read), tuple(_exact(a.value) for a in read))
@@ -812,6 +818,90 @@ class Vmapped:
                 result.append(np.stack(columns[place : place + w], axis=1))
                 place += w
         return self._out(tuple(result))
+
+    def _vjp_one_by_one(self, cotangent: _Argument, batch: int) -> Any:
+        """``vjp_fn`` called on each cotangent (a number, or a list of the output's numbers), its
+        cotangents stacked as vmap returns them: one array per primal, a row per sample."""
+        np = arrays.numpy()
+        transformed = self.transformed
+        assert transformed is not None
+        assert transformed.graph is not None
+        given = cotangent.value
+        rows = [self.function(float(c) if cotangent.width is None else [float(v) for v in c]) for c in given]
+        result = []
+        for k, values in enumerate(transformed.graph[1]):
+            width = None if not isinstance(transformed.primals[k], (list, tuple, Vector)) else len(values)
+            shape = (batch,) if width is None else (batch, width)
+            found = [_float(row[k]) if width is None else [_float(v) for v in row[k]] for row in rows]
+            result.append(np.array(found, dtype=np.float64).reshape(shape))
+        return self._out(tuple(result))
+
+
+def _float(x: Any) -> float:
+    """A gradient ``vjp_fn`` returned as a float: a number as it is, a Value's number."""
+    return graph.number(x) if isinstance(x, graph.Node) else float(x)
+
+
+def _as_vjp_made_it(transformed: Transformed) -> bool:
+    """Whether the function, run again on its primals as they are now in its world as it is now,
+    makes the graph its ``vjp`` made: the same operations on the same operands, every number and
+    every saved local derivative the same bits (``_same_graph``). Then the array code recorded now
+    gives what ``vjp_fn`` gives."""
+    if transformed.graph is None:
+        return False
+    _, again = transforms_functional.vjp(transformed.function, *transformed.primals)
+    made = getattr(again, "transformed", None)
+    return made is not None and made.graph is not None and _same_graph(transformed.graph, made.graph)
+
+
+def _same_graph(first: tuple[list[Any], list[list[Value]]], second: tuple[list[Any], list[list[Value]]]) -> bool:
+    """Whether two graphs of one function are the same, node for node, in the order they were made:
+    each operation, each operand (a node at the same place, an input at the same place, the same
+    Value from outside, or a number of the same bits), each number and each saved local
+    derivative."""
+    (outputs_a, inputs_a), (outputs_b, inputs_b) = first, second
+    if len(outputs_a) != len(outputs_b) or [len(v) for v in inputs_a] != [len(v) for v in inputs_b]:
+        return False
+    live_a = [y for y in outputs_a if isinstance(y, Value) and y.requires_grad]
+    live_b = [y for y in outputs_b if isinstance(y, Value) and y.requires_grad]
+    if len(live_a) != len(live_b):
+        return False
+    with graph.pass_lock:
+        order_a, leaves_a = graph.reached(live_a) if live_a else ([], [])
+        order_b, leaves_b = graph.reached(live_b) if live_b else ([], [])
+    if len(order_a) != len(order_b) or len(leaves_a) != len(leaves_b):
+        return False
+    place_a = {id(x): ("input", k) for k, x in enumerate(v for vs in inputs_a for v in vs)}
+    place_b = {id(x): ("input", k) for k, x in enumerate(v for vs in inputs_b for v in vs)}
+    for k, (a, b) in enumerate(zip(order_a, order_b, strict=True)):
+        place_a.setdefault(id(a), ("node", k))
+        place_b.setdefault(id(b), ("node", k))
+    for a, b in zip(leaves_a, leaves_b, strict=True):  # from outside: the same Value
+        place_a.setdefault(id(a), ("outside", id(a)))
+        place_b.setdefault(id(b), ("outside", id(b)))
+    if any(not _same_part(a, b, place_a, place_b) for a, b in zip(outputs_a, outputs_b, strict=True)):
+        return False
+    for a, b in zip(order_a, order_b, strict=True):
+        if a._operation is not b._operation or not _same_part(a._data, b._data, place_a, place_b):
+            return False
+        for x, y in ((a._first, b._first), (a._second, b._second), (a._saved_first, b._saved_first),
+                     (a._saved_second, b._saved_second)):  # fmt: skip
+            if not _same_part(x, y, place_a, place_b):
+                return False
+    return True
+
+
+def _same_part(a: Any, b: Any, place_a: dict[int, Any], place_b: dict[int, Any]) -> bool:
+    """One part of two graphs' nodes alike (``_same_graph``): numbers by their bits, nodes by their place."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_part(x, y, place_a, place_b) for x, y in zip(a, b, strict=True))
+    if isinstance(a, graph.Node) and isinstance(b, graph.Node):
+        if id(a) in place_a or id(b) in place_b:
+            return place_a.get(id(a)) == place_b.get(id(b))
+        return _same_part(a._data, b._data, place_a, place_b)  # a constant Value: its number
+    if isinstance(a, float) and isinstance(b, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    return type(a) is type(b) and (a is b or a == b)
 
 
 @contextmanager

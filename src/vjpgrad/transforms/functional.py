@@ -111,6 +111,8 @@ class Transformed:
     function: Callable[..., Any]
     argnums: int | Sequence[int] = 0
     primals: tuple[Any, ...] = ()
+    # a vjp function's graph, as vjp made it: its outputs (Values or numbers) and the Values of each primal
+    graph: tuple[list[Any], list[list[Value]]] | None = None
 
 
 def _mark(transformed: Callable[..., Any], made: Transformed) -> None:
@@ -329,7 +331,8 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
             (row,) = _rows(outputs, [seed], _inputs(arguments), nested)
             return tuple(_split(row, arguments, nested))
 
-    _mark(vjp_fn, Transformed("vjp", f, primals=tuple(primals)))
+    kept = (list(outputs), [list(argument.values) for argument in arguments])
+    _mark(vjp_fn, Transformed("vjp", f, primals=tuple(primals), graph=kept))
     return _lower(outputs, scalar, nested), vjp_fn
 
 
