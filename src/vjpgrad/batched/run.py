@@ -326,6 +326,22 @@ def _given_values(read: list[_Argument]) -> list[Value]:
     return found
 
 
+def _values_watched(given: list[Value], found: world.Snapshot) -> dict[str, Any]:
+    """What a program checks at each call of the Values given unbatched beyond their numbers, as
+    compile's ``Replay`` checks the Values passed: that none is a Value of the function's world
+    not given at recording (``w is W``; a Value given that it also found there is held to be that
+    one, in ``same_as``), and, where the code may read them, what they carry (a label, an
+    attribute of the user's, ``is_leaf``: ``record.argument_attributes``)."""
+    passed = {id(v) for v in given}
+    attributes = record.argument_attributes(given, found.attribute_names)
+    return {
+        "world_value_ids": frozenset(k for k in found.values if k not in passed),
+        "attribute_names": found.attribute_names,
+        "asks_attributes": attributes is not None or found.asks_attributes or any(type(v) is not Value for v in given),
+        "argument_attributes": attributes,
+    }
+
+
 def _wired(
     leaves: list[Value], outside: list[graph.Node], given: list[Value]
 ) -> tuple[list[int], list[tuple[int, graph.Node]], list[graph.Node]]:
@@ -618,11 +634,7 @@ class Vmapped:
             counts.append(len(found))
         live, edges, outside = recorded_graph(recording, outputs)
         picked, same_as, from_outside = _wired(leaves, outside, given.values)
-        # a Value given that the function also found in its world (a global it compares with `is`)
-        # is that one at every call, and a Value of its world not given is not given later
-        passed = {id(v) for v in given.values}
         same_as += [(k, v) for k, v in enumerate(given.values) if id(v) in world_found.values and (k, v) not in same_as]
-        attributes = record.argument_attributes(given.values, world_found.attribute_names)
         inputs = [*(leaves[k] for k in picked), *from_outside]
         wrt = [v for k in positions for v in ([lifted[k]] if isinstance(lifted[k], Value) else list(lifted[k]))]
         writer = ArrayWriter(Graph(live, edges, inputs, outputs, wrt), len(picked))
@@ -653,12 +665,7 @@ class Vmapped:
             numbers_by_identity=bool(world_found.numbers),
             picked=None if len(picked) == len(leaves) else picked,
             same_as=same_as,
-            world_value_ids=frozenset(k for k in world_found.values if k not in passed),
-            attribute_names=world_found.attribute_names,
-            asks_attributes=(
-                attributes is not None or world_found.asks_attributes or any(type(v) is not Value for v in given.values)
-            ),
-            argument_attributes=attributes,
+            **_values_watched(given.values, world_found),
         )
 
     def _chunks(self, program: _Program, batch: int) -> list[tuple[int, int]]:
@@ -862,33 +869,44 @@ def _same_graph(first: tuple[list[Any], list[list[Value]]], second: tuple[list[A
     (outputs_a, inputs_a), (outputs_b, inputs_b) = first, second
     if len(outputs_a) != len(outputs_b) or [len(v) for v in inputs_a] != [len(v) for v in inputs_b]:
         return False
-    live_a = [y for y in outputs_a if isinstance(y, Value) and y.requires_grad]
-    live_b = [y for y in outputs_b if isinstance(y, Value) and y.requires_grad]
-    if len(live_a) != len(live_b):
+    walked_a, walked_b = _walked(outputs_a), _walked(outputs_b)
+    if [len(x) for x in walked_a] != [len(x) for x in walked_b]:
         return False
+    place_a, place_b = _places(inputs_a, *walked_a), _places(inputs_b, *walked_b)
+    if not all(_same_part(a, b, place_a, place_b) for a, b in zip(outputs_a, outputs_b, strict=True)):
+        return False
+    return all(_same_node(a, b, place_a, place_b) for a, b in zip(walked_a[0], walked_b[0], strict=True))
+
+
+def _walked(outputs: list[Any]) -> tuple[list[graph.Node], list[graph.Node]]:
+    """The operations and leaves a pass from ``outputs`` reaches (``graph.reached``)."""
+    live = [y for y in outputs if isinstance(y, Value) and y.requires_grad]
+    if not live:
+        return [], []
     with graph.pass_lock:
-        order_a, leaves_a = graph.reached(live_a) if live_a else ([], [])
-        order_b, leaves_b = graph.reached(live_b) if live_b else ([], [])
-    if len(order_a) != len(order_b) or len(leaves_a) != len(leaves_b):
+        return graph.reached(live)
+
+
+def _places(inputs: list[list[Value]], order: list[graph.Node], leaves: list[graph.Node]) -> dict[int, Any]:
+    """Where each node of a graph is, as two graphs of one function can compare them: an input by
+    its place among the inputs, an operation by its place in the pass, a Value from outside as itself."""
+    place: dict[int, Any] = {id(x): ("input", k) for k, x in enumerate(v for vs in inputs for v in vs)}
+    for k, node in enumerate(order):
+        place.setdefault(id(node), ("node", k))
+    for leaf in leaves:
+        place.setdefault(id(leaf), ("outside", id(leaf)))
+    return place
+
+
+def _same_node(a: graph.Node, b: graph.Node, place_a: dict[int, Any], place_b: dict[int, Any]) -> bool:
+    """Two operations alike: the same operation, operands, number and saved local derivatives."""
+    if a._operation is not b._operation:
         return False
-    place_a = {id(x): ("input", k) for k, x in enumerate(v for vs in inputs_a for v in vs)}
-    place_b = {id(x): ("input", k) for k, x in enumerate(v for vs in inputs_b for v in vs)}
-    for k, (a, b) in enumerate(zip(order_a, order_b, strict=True)):
-        place_a.setdefault(id(a), ("node", k))
-        place_b.setdefault(id(b), ("node", k))
-    for a, b in zip(leaves_a, leaves_b, strict=True):  # from outside: the same Value
-        place_a.setdefault(id(a), ("outside", id(a)))
-        place_b.setdefault(id(b), ("outside", id(b)))
-    if any(not _same_part(a, b, place_a, place_b) for a, b in zip(outputs_a, outputs_b, strict=True)):
-        return False
-    for a, b in zip(order_a, order_b, strict=True):
-        if a._operation is not b._operation or not _same_part(a._data, b._data, place_a, place_b):
-            return False
-        for x, y in ((a._first, b._first), (a._second, b._second), (a._saved_first, b._saved_first),
-                     (a._saved_second, b._saved_second)):  # fmt: skip
-            if not _same_part(x, y, place_a, place_b):
-                return False
-    return True
+    pairs = [
+        (a._data, b._data), (a._first, b._first), (a._second, b._second),
+        (a._saved_first, b._saved_first), (a._saved_second, b._saved_second),
+    ]  # fmt: skip
+    return all(_same_part(x, y, place_a, place_b) for x, y in pairs)
 
 
 def _same_part(a: Any, b: Any, place_a: dict[int, Any], place_b: dict[int, Any]) -> bool:
