@@ -40,6 +40,10 @@ the pass under way (``set_cotangent`` for one node, ``set_cotangents`` for many,
 when it runs a whole pass alone, adds them into ``.grad`` (``add_gradients``), as the engine's
 pass would, to the same bits.
 
+Comparing two graphs of one function: ``same_graph`` (operation for operation, every number and
+saved local derivative by its bits), with which ``vmap(vjp_fn)`` checks that the function run
+again makes the graph ``vjp`` made.
+
 What compile and vmap tell the user of a recording: ``RecompileWarning``, when a function kept
 being recorded because numbers it reads changed.
 
@@ -62,10 +66,11 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from vjpgrad.core.graph import Node, by_creation, next_seq
+from vjpgrad.core.graph import Node, by_creation, next_seq, pass_lock, reached
 from vjpgrad.core.modes import grad_switches, state
 from vjpgrad.core.ops import Op
 
@@ -345,6 +350,72 @@ def slots_of(nodes: Sequence[Node]) -> tuple[list[Op | None], list[Any], list[An
     its first operand (its second is unused); an operation of one operand leaves its second
     unused; a leaf both."""
     return [n._operation for n in nodes], [n._first for n in nodes], [n._second for n in nodes]
+
+
+# ---- two graphs of one function, compared (vmap of a vjp function) -------------------------------
+
+
+def same_graph(
+    first: tuple[Sequence[Any], Sequence[Sequence[Node]]], second: tuple[Sequence[Any], Sequence[Sequence[Node]]]
+) -> bool:
+    """Whether two graphs of one function are the same, node for node, in the order they were made:
+    each operation, each operand (a node at the same place, an input at the same place, the same
+    Value from outside, or a number of the same bits), each number and each saved local
+    derivative."""
+    (outputs_a, inputs_a), (outputs_b, inputs_b) = first, second
+    if len(outputs_a) != len(outputs_b) or [len(v) for v in inputs_a] != [len(v) for v in inputs_b]:
+        return False
+    walked_a, walked_b = _walked(outputs_a), _walked(outputs_b)
+    if [len(x) for x in walked_a] != [len(x) for x in walked_b]:
+        return False
+    place_a, place_b = _places(inputs_a, *walked_a), _places(inputs_b, *walked_b)
+    if not all(_same_part(a, b, place_a, place_b) for a, b in zip(outputs_a, outputs_b, strict=True)):
+        return False
+    return all(_same_node(a, b, place_a, place_b) for a, b in zip(walked_a[0], walked_b[0], strict=True))
+
+
+def _walked(outputs: Sequence[Any]) -> tuple[list[Node], list[Node]]:
+    """The operations and leaves a pass from ``outputs`` reaches (``graph.reached``)."""
+    live = [y for y in outputs if isinstance(y, Node) and y.requires_grad]
+    if not live:
+        return [], []
+    with pass_lock:
+        return reached(live)
+
+
+def _places(inputs: Sequence[Sequence[Node]], order: list[Node], leaves: list[Node]) -> dict[int, Any]:
+    """Where each node of a graph is, as two graphs of one function can compare them: an input by
+    its place among the inputs, an operation by its place in the pass, a Value from outside as itself."""
+    place: dict[int, Any] = {id(x): ("input", k) for k, x in enumerate(v for vs in inputs for v in vs)}
+    for k, node in enumerate(order):
+        place.setdefault(id(node), ("node", k))
+    for leaf in leaves:
+        place.setdefault(id(leaf), ("outside", id(leaf)))
+    return place
+
+
+def _same_node(a: Node, b: Node, place_a: dict[int, Any], place_b: dict[int, Any]) -> bool:
+    """Two operations alike: the same operation, operands, number and saved local derivatives."""
+    if a._operation is not b._operation:
+        return False
+    pairs = [
+        (a._data, b._data), (a._first, b._first), (a._second, b._second),
+        (a._saved_first, b._saved_first), (a._saved_second, b._saved_second),
+    ]  # fmt: skip
+    return all(_same_part(x, y, place_a, place_b) for x, y in pairs)
+
+
+def _same_part(a: Any, b: Any, place_a: dict[int, Any], place_b: dict[int, Any]) -> bool:
+    """One part of two graphs' nodes alike (``same_graph``): numbers by their bits, nodes by their place."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_part(x, y, place_a, place_b) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Node) and isinstance(b, Node):
+        if id(a) in place_a or id(b) in place_b:
+            return place_a.get(id(a)) == place_b.get(id(b))
+        return _same_part(a._data, b._data, place_a, place_b)  # a constant Value: its number
+    if isinstance(a, float) and isinstance(b, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    return type(a) is type(b) and (a is b or a == b)
 
 
 # ---- replaying: the node of a compiled call ------------------------------------------------------

@@ -51,7 +51,7 @@ from vjpgrad.core import backward, graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state, warn_at_users_line
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
-from vjpgrad.recording import RecompileWarning, Recording, recorded_graph
+from vjpgrad.recording import RecompileWarning, Recording, recorded_graph, same_graph
 from vjpgrad.transforms import functional as transforms_functional
 from vjpgrad.transforms.functional import Transformed, checked_positions
 
@@ -852,74 +852,13 @@ def _float(x: Any) -> float:
 def _as_vjp_made_it(transformed: Transformed) -> bool:
     """Whether the function, run again on its primals as they are now in its world as it is now,
     makes the graph its ``vjp`` made: the same operations on the same operands, every number and
-    every saved local derivative the same bits (``_same_graph``). Then the array code recorded now
+    every saved local derivative the same bits (``recording.same_graph``). Then the array code recorded now
     gives what ``vjp_fn`` gives."""
     if transformed.graph is None:
         return False
     _, again = transforms_functional.vjp(transformed.function, *transformed.primals)
     made = getattr(again, "transformed", None)
-    return made is not None and made.graph is not None and _same_graph(transformed.graph, made.graph)
-
-
-def _same_graph(first: tuple[list[Any], list[list[Value]]], second: tuple[list[Any], list[list[Value]]]) -> bool:
-    """Whether two graphs of one function are the same, node for node, in the order they were made:
-    each operation, each operand (a node at the same place, an input at the same place, the same
-    Value from outside, or a number of the same bits), each number and each saved local
-    derivative."""
-    (outputs_a, inputs_a), (outputs_b, inputs_b) = first, second
-    if len(outputs_a) != len(outputs_b) or [len(v) for v in inputs_a] != [len(v) for v in inputs_b]:
-        return False
-    walked_a, walked_b = _walked(outputs_a), _walked(outputs_b)
-    if [len(x) for x in walked_a] != [len(x) for x in walked_b]:
-        return False
-    place_a, place_b = _places(inputs_a, *walked_a), _places(inputs_b, *walked_b)
-    if not all(_same_part(a, b, place_a, place_b) for a, b in zip(outputs_a, outputs_b, strict=True)):
-        return False
-    return all(_same_node(a, b, place_a, place_b) for a, b in zip(walked_a[0], walked_b[0], strict=True))
-
-
-def _walked(outputs: list[Any]) -> tuple[list[graph.Node], list[graph.Node]]:
-    """The operations and leaves a pass from ``outputs`` reaches (``graph.reached``)."""
-    live = [y for y in outputs if isinstance(y, Value) and y.requires_grad]
-    if not live:
-        return [], []
-    with graph.pass_lock:
-        return graph.reached(live)
-
-
-def _places(inputs: list[list[Value]], order: list[graph.Node], leaves: list[graph.Node]) -> dict[int, Any]:
-    """Where each node of a graph is, as two graphs of one function can compare them: an input by
-    its place among the inputs, an operation by its place in the pass, a Value from outside as itself."""
-    place: dict[int, Any] = {id(x): ("input", k) for k, x in enumerate(v for vs in inputs for v in vs)}
-    for k, node in enumerate(order):
-        place.setdefault(id(node), ("node", k))
-    for leaf in leaves:
-        place.setdefault(id(leaf), ("outside", id(leaf)))
-    return place
-
-
-def _same_node(a: graph.Node, b: graph.Node, place_a: dict[int, Any], place_b: dict[int, Any]) -> bool:
-    """Two operations alike: the same operation, operands, number and saved local derivatives."""
-    if a._operation is not b._operation:
-        return False
-    pairs = [
-        (a._data, b._data), (a._first, b._first), (a._second, b._second),
-        (a._saved_first, b._saved_first), (a._saved_second, b._saved_second),
-    ]  # fmt: skip
-    return all(_same_part(x, y, place_a, place_b) for x, y in pairs)
-
-
-def _same_part(a: Any, b: Any, place_a: dict[int, Any], place_b: dict[int, Any]) -> bool:
-    """One part of two graphs' nodes alike (``_same_graph``): numbers by their bits, nodes by their place."""
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same_part(x, y, place_a, place_b) for x, y in zip(a, b, strict=True))
-    if isinstance(a, graph.Node) and isinstance(b, graph.Node):
-        if id(a) in place_a or id(b) in place_b:
-            return place_a.get(id(a)) == place_b.get(id(b))
-        return _same_part(a._data, b._data, place_a, place_b)  # a constant Value: its number
-    if isinstance(a, float) and isinstance(b, float):
-        return struct.pack("<d", a) == struct.pack("<d", b)
-    return type(a) is type(b) and (a is b or a == b)
+    return made is not None and made.graph is not None and same_graph(transformed.graph, made.graph)
 
 
 @contextmanager
