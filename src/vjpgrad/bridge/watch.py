@@ -1192,7 +1192,9 @@ class Watch:
         for key, generations in self._leaves.items():
             if self._only is not None and key not in self._only:
                 continue  # backward(inputs=...) leaves the others' .grad as it was
-            reached = next((g for g in reversed(generations) if any(v in gradients for v in g.items)), None)
+            gens = [g for g in generations if any(v in gradients for v in g.items)]
+            reached = gens[-1] if gens else None
+            here = gradients if len(gens) < 2 else _through_generations(gradients, gens)
             if reached is None:  # not in the replay: compared all the same where PyTorch's pass changed its .grad
                 reached = generations[-1]
                 if before is None or _same_bits(before.get(key), _grad_of(reached.tensor)):
@@ -1203,9 +1205,9 @@ class Watch:
                 self._named_before[key] = name
             else:
                 unnamed.append(self._unnamed_line(key, name, reached, names))
-            report = _leaf_report(name, reached, gradients, earlier, before)
+            report = _leaf_report(name, reached, here, earlier, before)
             if report.pytorch is not None and any(
-                d != 0 and item not in gradients and _dense_zero(number)
+                d != 0 and item not in here and _dense_zero(number)
                 for item, number, d in zip(reached.items, report.pytorch, report.distances, strict=True)
             ):
                 found.add(OFF_PATH_NOTE)
@@ -1229,6 +1231,25 @@ class Watch:
             f"PyTorch warns when it is read); to step a parameter, change it in place where no graph is recorded: "
             f"with torch.no_grad(): {old} -= lr * {old}.grad"
         )
+
+
+def _through_generations(gradients: dict[Value, float], generations: list[Entry]) -> dict[Value, float]:
+    """``gradients`` with each element of a leaf's newest generation given the sum of what the pass
+    gave that element in every generation it reached: a pass through a weight as it was before a
+    step under no_grad and after (``h = w * 3`` kept with retain_graph, then ``h * w``) reaches two
+    generations of one leaf, whose ``.grad`` PyTorch adds both into (one AccumulateGrad), in the
+    tensor's type. Two parts add to the same bits in either order, as PyTorch may take them."""
+    newest = generations[-1]
+    merged = dict(gradients)
+    for k, item in enumerate(newest.items):
+        parts = [x for g in generations if k < len(g.items) and isinstance(x := g.items[k], Value) and x in gradients]
+        if len(parts) < 2 or not isinstance(item, Value):
+            continue
+        total = in_dtype(float(gradients[parts[0]]), newest.single)
+        for part in parts[1:]:
+            total = total + in_dtype(float(gradients[part]), newest.single)
+        merged[item] = float(total)
+    return merged
 
 
 def _computed_from(made: Entry, leaf: Entry) -> bool:
