@@ -188,7 +188,9 @@ _STALE = re.compile(
 operation that made it (none for a leaf), and its version now and when the pass saved it."""
 
 _OPERATORS = {"add_": "+=", "sub_": "-=", "mul_": "*=", "div_": "/=", "pow_": "**="}
-"""The in-place operations a learner writes as an operator, said both ways (``h += 1`` is ``add_``)."""
+"""The in-place operations a learner writes as an operator, said both ways (``h += 1`` is ``add_``);
+an assignment into a part (``x[0] = 1.0``) is said ``[...] =`` beside PyTorch's ``copy_``, ``fill_``
+or ``index_put_``."""
 
 
 def _fn_name(function: Any) -> str:
@@ -218,6 +220,34 @@ class _Change:
         base = t._base
         made_by = frozenset(_fn_name(x.grad_fn) for x in (t, base) if x is not None)
         return cls(op_name(func).split(".")[0], f"{user_location()}{_inside()}", t, base, _version(t), made_by)
+
+    @property
+    def spelled(self) -> str:
+        """The change as the learner wrote it, beside PyTorch's name: ``*= (mul_)``, ``[...] = (copy_)``."""
+        if self.op == "index_put_" or (self.op in ("copy_", "fill_") and self.base is not None):
+            return f"[...] = ({self.op})"  # x[0] = 1.0, x[mask] = 0.0: an assignment into a part
+        return f"{_OPERATORS[self.op]} ({self.op})" if self.op in _OPERATORS else self.op
+
+    def advice(self, name: str, call: str) -> tuple[str, str]:
+        """What happened, and what the learner can write instead, ``name`` being the tensor's: for a
+        weight or an input changed between the forward pass and this one (an optimizer's step), the
+        forward pass run again; for a part assigned into, a new tensor made whole; else the operation
+        that makes a new tensor."""
+        if self.tensor.grad_fn is None and (self.base is None or self.base.grad_fn is None):
+            return "Changed in place after the forward pass read it", (
+                f"Run the forward pass again after changing {name} (an optimizer's step after the last {call} "
+                f"through this graph), or change a copy ({name}.clone())"
+            )
+        if self.spelled.startswith("[...] ="):
+            return "Changed in place after the forward pass saved it", (
+                f"Make a new tensor rather than assign into a part of {name} (torch.where, torch.cat), or assign "
+                f"into a copy ({name} = {name}.clone() before the assignment)"
+            )
+        made = self.op[:-1] if self.op.endswith("_") else self.op
+        return "Changed in place after the forward pass saved it", (
+            f"Make a new tensor rather than change {name} in place ({made}, not {self.op}; inplace=False for "
+            f"nn.ReLU and its kind), or change a copy ({name} = {name}.clone() before the change)"
+        )
 
     def explains(self, stale: re.Match[str], strictly: bool) -> bool:
         """Whether this change may be the one PyTorch's message ``stale`` names: it moved that
@@ -1041,7 +1071,14 @@ class Watch:
         has been modified by an inplace operation" (its message names the tensor by its type, shape
         and the operation that made it, not as the learner does): the change in place that did it,
         among those the watch saw (``_Change.explains``), named as the learner names the tensor,
-        with its line, and what to write instead."""
+        with its line, and what to write instead. Nothing where the watch cannot tell: PyTorch's
+        error is raised on as it is, whatever happens here."""
+        try:
+            return self._changes_named(error, names, call)
+        except Exception:  # never let the watch change the learner's error
+            return []
+
+    def _changes_named(self, error: Exception, names: dict[int, str], call: str) -> list[str]:
         stale = _STALE.search(str(error)) if "modified by an inplace operation" in str(error) else None
         if stale is None:
             return []
@@ -1054,27 +1091,12 @@ class Watch:
                     "among them: it was made earlier"
                 ]
             return []
-        said: list[str] = []
-        for c in found:
-            line = f"{_OPERATORS.get(c.op, '')} ({c.op})" if c.op in _OPERATORS else c.op
-            line = f"{line} on {self._changed_name(c, names)} at {c.location}"
-            if line not in said:
-                said.append(line)
+        said = list(dict.fromkeys(f"{c.spelled} on {self._changed_name(c, names)} at {c.location}" for c in found))
         change = found[-1]
-        leaf = change.tensor.grad_fn is None and (change.base is None or change.base.grad_fn is None)
-        name = names.get(id(change.base if change.base is not None else change.tensor), "t")
-        if leaf:  # a weight or an input changed between the forward pass and this one (an optimizer's step)
-            return [
-                f"Changed in place after the forward pass read it: {'; '.join(said)}. Run the forward pass again "
-                f"after changing {name} (an optimizer's step after the last {call} through this graph), or change "
-                f"a copy ({name}.clone())"
-            ]
-        made = change.op[:-1] if change.op.endswith("_") else change.op
-        return [
-            f"Changed in place after the forward pass saved it: {'; '.join(said)}. Make a new tensor rather than "
-            f"change {name} in place ({made}, not {change.op}; inplace=False for nn.ReLU and its kind), or change "
-            f"a copy ({name} = {name}.clone() before the change)"
-        ]
+        head, advice = change.advice(
+            names.get(id(change.base if change.base is not None else change.tensor), "t"), call
+        )
+        return [f"{head}: {'; '.join(said)}. {advice}"]
 
     def _changed_name(self, change: _Change, names: dict[int, str]) -> str:
         """The tensor a change changed, as the learner names it where the pass was called."""
