@@ -300,6 +300,29 @@ def test_a_pass_through_a_weight_before_and_after_a_step_adds_both_into_its_grad
     assert leaf.replayed == wt.grad.tolist()
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_three_or_four_generations_of_a_weight_add_in_the_order_pytorch_adds_them(dtype: Any) -> None:
+    # PyTorch adds the parts newest first; oldest first differed by an ulp or more in 35 of 80 passes
+    for seed in range(12):
+        generator = torch.Generator().manual_seed(seed)
+
+        def draw(*shape: int, g: torch.Generator = generator) -> torch.Tensor:
+            return torch.randn(*shape, dtype=dtype, generator=g)
+
+        with vjpgrad.watch_torch() as w:
+            p = draw(4).requires_grad_()
+            h = None
+            for step in range(2 + seed % 3):
+                t = p * (draw(4) * 10.0 ** torch.randint(-4, 4, (4,), generator=generator))
+                h = t if h is None else h + t * draw(4)
+                if step < 1 + seed % 3:
+                    with torch.no_grad():
+                        p -= 0.01 * draw(4)
+            assert h is not None
+            (h * draw(4)).sum().backward()
+        assert w.passes[-1].matches, (seed, w.passes[-1].summary())
+
+
 def test_an_error_raised_after_pytorch_added_into_a_grad_is_not_said_as_no_pass() -> None:
     # a hook that raises once PyTorch has accumulated: its .grad changed, so "PyTorch ran no pass" was false
     def refuse(t: Any) -> None:

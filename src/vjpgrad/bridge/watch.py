@@ -1260,11 +1260,14 @@ def _through_generations(gradients: dict[Value, float], generations: list[Entry]
     gave that element in every generation it reached: a pass through a weight as it was before a
     step under no_grad and after (``h = w * 3`` kept with retain_graph, then ``h * w``) reaches two
     generations of one leaf, whose ``.grad`` PyTorch adds both into (one AccumulateGrad), in the
-    tensor's type. Two parts add to the same bits in either order, as PyTorch may take them."""
+    tensor's type, in the order its engine hands them over: the newest generation's first (its
+    operations were made last, and the engine runs the latest made first)."""
     newest = generations[-1]
     merged = dict(gradients)
     for k, item in enumerate(newest.items):
-        parts = [x for g in generations if k < len(g.items) and isinstance(x := g.items[k], Value) and x in gradients]
+        parts = [
+            x for g in reversed(generations) if k < len(g.items) and isinstance(x := g.items[k], Value) and x in gradients
+        ]
         if len(parts) < 2 or not isinstance(item, Value):
             continue
         total = in_dtype(float(gradients[parts[0]]), newest.single)
