@@ -1135,6 +1135,10 @@ def test_a_tuple_of_arrays_is_refused_as_torch_func_would_map_over_each_of_them(
     assert rows(np.stack([np.asarray(a) for a in pair], axis=1)).tolist() == [3.0, 8.0]
     # a list of rows, and a tuple of numbers, are arrays as before (torch.func takes neither)
     assert rows([[1.0, 3.0], [2.0, 4.0]]).tolist() == [3.0, 8.0]
+    assert rows([(1.0, 3.0), (2.0, 4.0)]).tolist() == [3.0, 8.0]
+    # a list of arrays is a pytree to torch.func too: refused, not stacked
+    with pytest.raises(TypeError, match=r"argument 0 is a list of 2 .*pytree"):
+        vmap(product)([np.asarray(a) for a in pair])
     assert vmap(lambda x: x * 2.0)((1.0, 2.0, 3.0)).tolist() == [2.0, 4.0, 6.0]
 
 

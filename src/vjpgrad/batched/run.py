@@ -545,7 +545,7 @@ class Vmapped:
                 return _Argument("values", arg, len(arg))
             return _Argument("static", arg, None)
         if _is_tuple_of_arrays(arg):
-            raise TypeError(_tuple_refused(len(arg), position, self.transformed))
+            raise TypeError(_tuple_refused(type(arg).__name__, len(arg), position, self.transformed))
         array = _real_array(arg, position)
         if array.ndim == 0:
             raise ValueError(f"vmap: batched argument {position} has no axis {dim} to map over (it is a number)")
@@ -954,19 +954,25 @@ def _holds_values(arg: Any) -> bool:
 
 
 def _is_tuple_of_arrays(arg: Any) -> bool:
-    """Whether a batched argument is a tuple holding an array or a sequence: ``(xs, ys)``, which
-    torch.func.vmap reads as a pytree (it maps over each array) and NumPy as one array whose samples
-    are ``xs`` and ``ys``. A tuple of numbers is one array to both readings that take it."""
-    return isinstance(arg, tuple) and any(
-        isinstance(item, (list, tuple, Vector)) or (getattr(item, "ndim", 0) or 0) >= 1 for item in arg
-    )
+    """Whether a batched argument is a tuple holding an array or a sequence, ``(xs, ys)``, or a list
+    holding an array, ``[xs, ys]``: torch.func.vmap reads either as a pytree (it maps over each array),
+    NumPy as one array whose samples are ``xs`` and ``ys``. A tuple of numbers, and a list of rows of
+    numbers (lists or tuples), are one array to every reading that takes them."""
+    if isinstance(arg, tuple):
+        return any(isinstance(item, (list, tuple, Vector)) or _has_axes(item) for item in arg)
+    return isinstance(arg, list) and any(_has_axes(item) for item in arg)
 
 
-def _tuple_refused(count: int, position: int, transformed: Transformed | None) -> str:
+def _has_axes(item: Any) -> bool:
+    """An array of one axis or more (NumPy's, PyTorch's)."""
+    return (getattr(item, "ndim", 0) or 0) >= 1
+
+
+def _tuple_refused(kind: str, count: int, position: int, transformed: Transformed | None) -> str:
     """What vmap says of a batched tuple of arrays (``_is_tuple_of_arrays``): refused, as reading it
     as one array would give other numbers than torch.func.vmap does, with no error."""
     said = (
-        f"vmap: batched argument {position} is a tuple of {count} arrays or lists: torch.func.vmap reads a tuple "
+        f"vmap: batched argument {position} is a {kind} of {count} arrays or lists: torch.func.vmap reads a {kind} "
         "as a pytree and maps over each of them"
     )
     if transformed is not None and transformed.kind == "vjp":

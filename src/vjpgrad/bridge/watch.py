@@ -1266,7 +1266,9 @@ def _through_generations(gradients: dict[Value, float], generations: list[Entry]
     merged = dict(gradients)
     for k, item in enumerate(newest.items):
         parts = [
-            x for g in reversed(generations) if k < len(g.items) and isinstance(x := g.items[k], Value) and x in gradients
+            x
+            for g in reversed(generations)
+            if k < len(g.items) and isinstance(x := g.items[k], Value) and x in gradients
         ]
         if len(parts) < 2 or not isinstance(item, Value):
             continue
