@@ -277,6 +277,8 @@ class _Program:
     attribute_names: frozenset[str] | None = frozenset()  # what the code may read of a Value (None: anything)
     asks_attributes: bool = False  # what the Values given carry is checked at each call (as compile's Replay)
     argument_attributes: record.AttributesKey = None  # what they carried at recording
+    recorded: list[Any] = field(default_factory=list)  # the arguments the function was recorded on, as it got them
+    vjp_numbers: list[float] | None = None  # a vjp function's: the outside Values' numbers when it is vjp's graph
 
     def fits(self, function: Callable[..., Any], given: _Given) -> bool:
         """Whether the function's world is still the one recorded (the one place that decides
@@ -666,6 +668,7 @@ class Vmapped:
             picked=None if len(picked) == len(leaves) else picked,
             same_as=same_as,
             **_values_watched(given.values, world_found),
+            recorded=lifted,
         )
 
     def _chunks(self, program: _Program, batch: int) -> list[tuple[int, int]]:
@@ -782,20 +785,23 @@ class Vmapped:
 
     def _call_vjp(self, cotangent: _Argument, batch: int) -> Any:
         """``vmap(vjp_fn)(cotangents)``: the primals fixed, one reverse pass per cotangent, of the
-        graph ``vjp`` made. The array code is recorded from the function in the world of the call;
-        it runs where that world still gives ``vjp``'s graph (``_as_vjp_made_it``: the function run
-        again, its graph the same, number for number), else ``vjp_fn`` runs once per cotangent, as
-        eager code would (a weight, a primal list or a global changed since ``vjp``)."""
+        graph ``vjp`` made. The array code is recorded from the function in the world of the call
+        (the key: the primals' numbers; the guard: the world), and runs where its recording is the
+        graph ``vjp`` made, number for number (``recording.same_graph``), and the Values it reads
+        from outside still hold the numbers they held then; else ``vjp_fn`` runs once per
+        cotangent, as eager code would (a weight, a primal list or a global changed since ``vjp``)."""
         np = arrays.numpy()
         transformed = self.transformed
         assert transformed is not None
-        if not _as_vjp_made_it(transformed):
-            return self._vjp_one_by_one(cotangent, batch)
         primals = transformed.primals
         read = [_differentiable(self._read(p, None, k), k) for k, p in enumerate(primals)]
         key = ("vjp", tuple(a.key(True) for a in read), tuple(_exact(a.value) for a in read))
         roots = _Given.of(read, {})
-        write = lambda: self._write(transformed.function, read, {}, list(range(len(read))), roots)  # noqa: E731
+
+        def write() -> _Program:
+            made = self._write(transformed.function, read, {}, list(range(len(read))), roots)
+            return _as_vjp_made_it(made, transformed)
+
         program = self._recorded(key, transformed.function, roots, write)
         width = None if program.layout.form == "one" else len(program.layout.items)
         if cotangent.width != width:
@@ -803,6 +809,9 @@ class Vmapped:
                 f"vmap: each cotangent must have the shape of the function's output ({width or 'a number'}), "
                 f"got {cotangent.width or 'a number'}"
             )
+        now = [graph.number(x) for x in program.outside]
+        if program.vjp_numbers is None or not _same_bits(now, program.vjp_numbers):
+            return self._vjp_one_by_one(cotangent, batch)
         if not batch:  # no cotangents: the results of one, without it (as torch.func.vmap gives no rows)
             cotangent = cotangent.stand_in()
         size = max(batch, 1)
@@ -815,16 +824,7 @@ class Vmapped:
             assert backward is not None  # a vjp's program has its reverse pass
             parts = backward(inputs, values, *seeds)
             columns = [np.broadcast_to(np.asarray(p, dtype=np.float64), (size,))[:batch].copy() for p in parts]
-        result = []
-        place = 0
-        for _, w in program.wrt:
-            if w is None:
-                result.append(columns[place])
-                place += 1
-            else:
-                result.append(np.stack(columns[place : place + w], axis=1))
-                place += w
-        return self._out(tuple(result))
+        return self._out(_per_argument(columns, program.wrt))
 
     def _vjp_one_by_one(self, cotangent: _Argument, batch: int) -> Any:
         """``vjp_fn`` called on each cotangent (a number, or a list of the output's numbers), its
@@ -849,16 +849,42 @@ def _float(x: Any) -> float:
     return graph.number(x) if isinstance(x, graph.Node) else float(x)
 
 
-def _as_vjp_made_it(transformed: Transformed) -> bool:
-    """Whether the function, run again on its primals as they are now in its world as it is now,
-    makes the graph its ``vjp`` made: the same operations on the same operands, every number and
-    every saved local derivative the same bits (``recording.same_graph``). Then the array code recorded now
-    gives what ``vjp_fn`` gives."""
+def _as_vjp_made_it(program: _Program, transformed: Transformed) -> _Program:
+    """``program`` with the numbers of the Values it reads from outside as they are now
+    (``vjp_numbers``), where its recording is the graph ``vjp`` made (``recording.same_graph``: the
+    same operations on the same operands, every number and saved local derivative the same bits),
+    which its calls then compare with theirs; None where it is not (the world changed since)."""
     if transformed.graph is None:
-        return False
-    _, again = transforms_functional.vjp(transformed.function, *transformed.primals)
-    made = getattr(again, "transformed", None)
-    return made is not None and made.graph is not None and same_graph(transformed.graph, made.graph)
+        return program
+    items = _items(program.layout)
+    outputs = [program.outputs[i] if kind == "value" else i for kind, i in items]
+    inputs = [[x] if isinstance(x, Value) else list(x) for x in program.recorded]
+    if same_graph((outputs, inputs), transformed.graph):
+        program.vjp_numbers = [graph.number(x) for x in program.outside]
+    return program
+
+
+def _per_argument(columns: list[Any], wrt: list[tuple[int, int | None]]) -> tuple[Any, ...]:
+    """A vjp's columns of gradients as one array per primal: a number's column, a list's columns as
+    the rows of one array (a row per sample)."""
+    np = arrays.numpy()
+    result = []
+    place = 0
+    for _, width in wrt:
+        if width is None:
+            result.append(columns[place])
+            place += 1
+        else:
+            result.append(np.stack(columns[place : place + width], axis=1))
+            place += width
+    return tuple(result)
+
+
+def _same_bits(numbers: list[float], others: list[float]) -> bool:
+    """Two lists of numbers alike, bit for bit (a nan its own)."""
+    return len(numbers) == len(others) and all(
+        struct.pack("<d", a) == struct.pack("<d", b) for a, b in zip(numbers, others, strict=True)
+    )
 
 
 @contextmanager
