@@ -218,6 +218,55 @@ def test_the_change_named_is_the_one_pytorch_names_not_another_made_since() -> N
     assert "on x" not in said
 
 
+def test_an_optimizers_step_between_two_passes_names_the_weight_a_view_of_which_was_saved() -> None:
+    # PyTorch names "output 0 of AsStrided" of shape [4, 1]: net.2.weight.t(), saved by the product
+    def stepped() -> None:
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        loss = net(torch.randn(4, 3)).pow(2).mean()
+        loss.backward(retain_graph=True)
+        opt.step()
+        loss.backward()
+
+    said = _refusal(stepped)
+    assert "add_ on net.2.weight at " in said, said
+    assert "(inside torch.optim.SGD)" in said
+    for other in ("net.0.weight", "net.0.bias", "net.2.bias"):
+        assert other not in said
+    assert "Run the forward pass again after changing net.2.weight" in said
+    assert "+=" not in said  # the learner wrote opt.step(), not +=
+
+
+def test_a_change_the_pass_does_not_need_is_not_named_beside_the_one_it_does() -> None:
+    def harmless_twin() -> None:
+        x = torch.tensor([3.0, 1.0], requires_grad=True)
+        a = x.exp()
+        b = x.exp()
+        a.mul_(2)  # the culprit
+        b.mul_(2)  # alike, but not on the loss's path
+        a.sum().backward()
+
+    said = _refusal(harmless_twin)
+    assert "(mul_) on a at " in said, said
+    assert "on b" not in said
+    assert "change a in place" in said
+
+    def through_detach_and_another() -> None:
+        x = torch.tensor([3.0, 1.0], requires_grad=True)
+        y = x.exp()
+        d = y.detach()
+        d.mul_(2)  # the culprit: shares y's version counter
+        u = torch.ones(3)
+        u.add_(1)  # unrelated: another shape, no graph
+        y.sum().backward()
+
+    said = _refusal(through_detach_and_another)
+    assert "(mul_) on d at " in said, said
+    assert "on u" not in said
+    assert "Make a new tensor rather than change d in place" in said  # not a weight's advice
+
+
 def test_a_weight_or_input_changed_between_two_passes_over_one_graph_is_named_with_its_advice() -> None:
     line = 0
 

@@ -149,6 +149,8 @@ def _inside() -> str:
     if called is None or user is None:
         return ""
     owner = called.f_locals.get("self")
+    if isinstance(owner, torch.optim.Optimizer):  # its step, through the decorator PyTorch wraps it in
+        return f" (inside torch.optim.{type(owner).__name__})"
     if isinstance(owner, torch.nn.Module):
         kind = type(owner)
         named = f"torch.nn.{kind.__name__}" if kind.__module__.startswith("torch.") else f"{kind.__name__}'s forward"
@@ -204,36 +206,48 @@ def _fn_name(function: Any) -> str:
 
 @dataclasses.dataclass
 class _Change:
-    """A change in place the watch saw: the operation (``mul_``), the learner's line (and the
-    PyTorch module or function it ran inside), the tensor changed and its base (a view's), the
-    version of their counter before the change, and the operations that had made them."""
+    """A change in place the watch saw: the operation (``mul_``), the learner's line, the PyTorch
+    module or function it ran inside ("" for the learner's own line), the tensor changed and its
+    base (a view's), the version of their counter before the change, and the nodes of PyTorch's
+    graph that had made them (none for a leaf or constants)."""
 
     op: str
     location: str
+    inside: str
     tensor: torch.Tensor
     base: torch.Tensor | None
     version: int
-    made_by: frozenset[str]
+    made_by: tuple[Any, ...]
 
     @classmethod
     def of(cls, func: Any, t: torch.Tensor) -> _Change:
         base = t._base
-        made_by = frozenset(_fn_name(x.grad_fn) for x in (t, base) if x is not None)
-        return cls(op_name(func).split(".")[0], f"{user_location()}{_inside()}", t, base, _version(t), made_by)
+        made_by = tuple(x.grad_fn for x in (t, base) if x is not None and x.grad_fn is not None)
+        return cls(op_name(func).split(".")[0], user_location(), _inside(), t, base, _version(t), made_by)
+
+    @property
+    def changed(self) -> torch.Tensor:
+        """The tensor the learner changed: a view's base, or the tensor itself."""
+        return self.base if self.base is not None else self.tensor
 
     @property
     def spelled(self) -> str:
-        """The change as the learner wrote it, beside PyTorch's name: ``*= (mul_)``, ``[...] = (copy_)``."""
+        """The change as the learner wrote it, beside PyTorch's name: ``*= (mul_)``, ``[...] = (copy_)``
+        on their own line; PyTorch's name alone inside PyTorch's code (an optimizer's step)."""
+        if self.inside:
+            return self.op
         if self.op == "index_put_" or (self.op in ("copy_", "fill_") and self.base is not None):
             return f"[...] = ({self.op})"  # x[0] = 1.0, x[mask] = 0.0: an assignment into a part
         return f"{_OPERATORS[self.op]} ({self.op})" if self.op in _OPERATORS else self.op
 
-    def advice(self, name: str, call: str) -> tuple[str, str]:
+    def advice(self, name: str, call: str, saved_leaf: bool) -> tuple[str, str]:
         """What happened, and what the learner can write instead, ``name`` being the tensor's: for a
-        weight or an input changed between the forward pass and this one (an optimizer's step), the
-        forward pass run again; for a part assigned into, a new tensor made whole; else the operation
-        that makes a new tensor."""
-        if self.tensor.grad_fn is None and (self.base is None or self.base.grad_fn is None):
+        weight (a leaf that requires grad) or an input (PyTorch's message names no operation that
+        made what it saved, ``saved_leaf``) changed between the forward pass and this one, the
+        forward pass run again; for a part assigned into, a new tensor made whole; else the
+        operation that makes a new tensor."""
+        changed = self.changed
+        if saved_leaf or (changed.is_leaf and changed.requires_grad):
             return "Changed in place after the forward pass read it", (
                 f"Run the forward pass again after changing {name} (an optimizer's step after the last {call} "
                 f"through this graph), or change a copy ({name}.clone())"
@@ -249,20 +263,57 @@ class _Change:
             f"nn.ReLU and its kind), or change a copy ({name} = {name}.clone() before the change)"
         )
 
-    def explains(self, stale: re.Match[str], strictly: bool) -> bool:
+    def explains(self, stale: re.Match[str], tier: int) -> bool:
         """Whether this change may be the one PyTorch's message ``stale`` names: it moved that
-        version counter (now at the version the message says, and this change made after the
-        pass saved it); ``strictly``, the tensor (or its base) also of the type, shape and making
-        the message says (a ``detach()`` shares the counter and none of those)."""
+        version counter (now at the version the message says, made after the pass saved it), on a
+        tensor (or its base) of the type the message says, and by ``tier``: 0, of its shape and
+        made by the operation it names; 1, of its shape (a ``detach()`` of it shares the counter);
+        2, of its dimensions in another order (a view of it, ``W.t()``, saved by a matrix product);
+        3, of as many elements (another view)."""
         now, then = int(stale["now"]), int(stale["then"])
         if not (_version(self.tensor) == now and then <= self.version < now):
             return False
-        if not strictly:
-            return True
-        shapes = {", ".join(map(str, x.shape)) for x in (self.tensor, self.base) if x is not None}
-        types = {x.type() for x in (self.tensor, self.base) if x is not None}
-        names = self.made_by | {_fn_name(x.grad_fn) for x in (self.tensor, self.base) if x is not None}
-        return stale["shape"] in shapes and stale["type"] in types and _fn_name(stale["fn"] or "") in names
+        tensors = [x for x in (self.tensor, self.base) if x is not None]
+        if stale["type"] not in {x.type() for x in tensors}:
+            return False
+        shape = [int(n) for n in stale["shape"].split(",") if n.strip()]
+        if tier == 2:  # a transposed or permuted view: its dimensions in another order
+            return sorted(shape) in [sorted(x.shape) for x in tensors]
+        if tier == 3:  # another view of as many elements
+            return math.prod(shape) in {x.numel() for x in tensors}
+        if shape not in [list(x.shape) for x in tensors]:
+            return False
+        names = {_fn_name(node) for node in self.made_by} | {_fn_name(x.grad_fn) for x in tensors}
+        return tier == 1 or _fn_name(stale["fn"] or "") in names
+
+    def reached(self, nodes: set[int], variables: set[int]) -> bool | None:
+        """Whether the refused pass's graph holds this change's tensor (its node, or for a leaf the
+        node that accumulates into it: ``nodes``, ``variables``, ids); None where it cannot tell (a
+        tensor no graph holds: an input, constants)."""
+        if self.made_by:
+            return any(id(node) in nodes for node in self.made_by)
+        changed = self.changed
+        if changed.is_leaf and changed.requires_grad:
+            return id(changed) in variables
+        return None
+
+
+def _graph_of(roots: Sequence[Any]) -> tuple[set[int], set[int]]:
+    """The nodes of PyTorch's graph a pass from ``roots`` reaches, and the leaves it accumulates
+    into (ids): what a refused pass needed."""
+    nodes: set[int] = set()
+    variables: set[int] = set()
+    stack = [r.grad_fn for r in roots if isinstance(r, torch.Tensor) and r.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in nodes:
+            continue
+        nodes.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            variables.add(id(variable))
+        stack.extend(after for after, _ in node.next_functions)
+    return nodes, variables
 
 
 def op_name(func: Any) -> str:
@@ -656,7 +707,7 @@ class Watch:
                     refused = self._refused(roots, seeds, error, location, names)
                 ran = [] if isinstance(before, str) else self._changed_grads(before, names)
                 listed = refused or self._not_run(roots, seeds, retain, error, location, ran)
-                listed.notes += self._changes(error, names)
+                listed.notes += self._changes(error, names, roots)
                 self.passes.append(listed)
                 raise
             inputs = given.get("inputs")
@@ -730,7 +781,7 @@ class Watch:
             refused = Pass(
                 len(self.passes) + 1, location, [], [], False, replayed=False, call=call,
                 reason="PyTorch ran no pass", pytorch_error=str(error).splitlines()[0],
-                notes=self._changes(error, names, "torch.autograd.grad"),
+                notes=self._changes(error, names, list(_tensors(args[:1])), "torch.autograd.grad"),
             )  # fmt: skip
             self.passes.append(refused)
             raise
@@ -1066,7 +1117,9 @@ class Watch:
             pytorch_ran=bool(ran),
         )
 
-    def _changes(self, error: Exception, names: dict[int, str], call: str = "backward()") -> list[str]:
+    def _changes(
+        self, error: Exception, names: dict[int, str], roots: Sequence[Any], call: str = "backward()"
+    ) -> list[str]:
         """For a pass PyTorch refused because "one of the variables needed for gradient computation
         has been modified by an inplace operation" (its message names the tensor by its type, shape
         and the operation that made it, not as the learner does): the change in place that did it,
@@ -1074,16 +1127,15 @@ class Watch:
         with its line, and what to write instead. Nothing where the watch cannot tell: PyTorch's
         error is raised on as it is, whatever happens here."""
         try:
-            return self._changes_named(error, names, call)
+            return self._changes_named(error, names, call, roots)
         except Exception:  # never let the watch change the learner's error
             return []
 
-    def _changes_named(self, error: Exception, names: dict[int, str], call: str) -> list[str]:
+    def _changes_named(self, error: Exception, names: dict[int, str], call: str, roots: Sequence[Any]) -> list[str]:
         stale = _STALE.search(str(error)) if "modified by an inplace operation" in str(error) else None
         if stale is None:
             return []
-        found = [c for c in self._changed if c.explains(stale, strictly=True)]
-        found = found or [c for c in self._changed if c.explains(stale, strictly=False)]
+        found = next((f for tier in range(4) if (f := [c for c in self._changed if c.explains(stale, tier)])), [])
         if not found:
             if self._changes_seen > len(self._changed):
                 return [
@@ -1091,11 +1143,13 @@ class Watch:
                     "among them: it was made earlier"
                 ]
             return []
-        said = list(dict.fromkeys(f"{c.spelled} on {self._changed_name(c, names)} at {c.location}" for c in found))
-        change = found[-1]
-        head, advice = change.advice(
-            names.get(id(change.base if change.base is not None else change.tensor), "t"), call
+        nodes, variables = _graph_of(roots)
+        found = [c for c in found if c.reached(nodes, variables) is True] or found  # those the pass needed
+        said = list(
+            dict.fromkeys(f"{c.spelled} on {self._changed_name(c, names)} at {c.location}{c.inside}" for c in found)
         )
+        change = found[0]
+        head, advice = change.advice(names.get(id(change.changed), "t"), call, saved_leaf=not stale["fn"])
         return [f"{head}: {'; '.join(said)}. {advice}"]
 
     def _changed_name(self, change: _Change, names: dict[int, str]) -> str:
