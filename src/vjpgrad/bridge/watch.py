@@ -513,16 +513,27 @@ class Watch:
         (given by position, or by keyword: ``out=``), each change noted as it will be (``_Change``)."""
         entries = {id(t): self.entry(t) for t in _tensors(args)}
         copies: dict[int, torch.Tensor] = {}
-        self._changing = []
-        written = [*zip(func._schema.arguments, args, strict=False)]
-        if kwargs:
-            written += [(a, kwargs[a.name]) for a in func._schema.arguments if a.name in kwargs]
-        for argument, value in written:
+        if self._changing:  # an operation that raised: it changed nothing
+            self._changing = []
+        schema = func._schema.arguments
+        for argument, value in zip(schema, args, strict=False):
             if argument.alias_info is not None and argument.alias_info.is_write and isinstance(value, torch.Tensor):
-                copies[id(value)] = value.clone()
-                entries[id(copies[id(value)])] = entries.get(id(value)) or self.entry(value)
-                self._changing.append(_Change.of(func, value))
+                self._written(func, value, entries, copies)
+        if kwargs:  # out=
+            for argument in schema:
+                if argument.alias_info is not None and argument.alias_info.is_write and argument.name in kwargs:
+                    value = kwargs[argument.name]
+                    if isinstance(value, torch.Tensor):
+                        self._written(func, value, entries, copies)
         return entries, copies
+
+    def _written(
+        self, func: Any, value: torch.Tensor, entries: dict[int, Entry], copies: dict[int, torch.Tensor]
+    ) -> None:
+        """An operand ``func`` changes: a copy of it as it was (the replay reads it), and the change noted."""
+        copies[id(value)] = value.clone()
+        entries[id(copies[id(value)])] = entries.get(id(value)) or self.entry(value)
+        self._changing.append(_Change.of(func, value))
 
     def after(self, func: Any, args: Any, kwargs: Any, out: Any, before: Any) -> None:
         """After an operation ran: the entries of the tensors it made or changed, and its changes in
