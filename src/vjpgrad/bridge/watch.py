@@ -378,6 +378,7 @@ class Watch:
         )  # the latest changes in place
         self._changes_seen = 0  # all of them, counted: more than CHANGES_KEPT, the oldest are not kept
         self._changing: list[_Change] = []  # the changes of the operation running, kept once it returns
+        self._listed: list[tuple[torch.Tensor, int]] = []  # a _foreach_ operation's tensors and versions before it
 
     @property
     def _unseen(self) -> str:
@@ -513,12 +514,17 @@ class Watch:
         (given by position, or by keyword: ``out=``), each change noted as it will be (``_Change``)."""
         entries = {id(t): self.entry(t) for t in _tensors(args)}
         copies: dict[int, torch.Tensor] = {}
-        if self._changing:  # an operation that raised: it changed nothing
-            self._changing = []
+        if self._changing or self._listed:  # an operation that raised: it changed nothing
+            self._changing, self._listed = [], []
         schema = func._schema.arguments
         for argument, value in zip(schema, args, strict=False):
-            if argument.alias_info is not None and argument.alias_info.is_write and isinstance(value, torch.Tensor):
-                self._written(func, value, entries, copies)
+            if argument.alias_info is not None and argument.alias_info.is_write:
+                if isinstance(value, torch.Tensor):
+                    self._written(func, value, entries, copies)
+                elif isinstance(value, (list, tuple)):  # a _foreach_ operation's list
+                    self._listed = [(x, _version(x)) for x in value if isinstance(x, torch.Tensor)]
+                    for x, _ in self._listed:
+                        self._written(func, x, entries, copies)
         if kwargs:  # out=
             for argument in schema:
                 if argument.alias_info is not None and argument.alias_info.is_write and argument.name in kwargs:
@@ -542,6 +548,8 @@ class Watch:
             self._changes_seen += len(self._changing)
             self._changed.extend(self._changing)
             self._changing = []
+        if self._listed:
+            self._after_a_list(func)
         outputs = list(_tensors(out))
         if not outputs:
             return
@@ -555,6 +563,23 @@ class Watch:
             reason = f"the watch could not follow {op_name(func)} at {user_location()}: {type(error).__name__}: {said}"
             for t in outputs:
                 self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
+
+    def _after_a_list(self, func: Any) -> None:
+        """After a ``_foreach_`` operation changed a list of tensors in place (an optimizer's step with
+        ``foreach=True``): their version counters moved, as PyTorch moves them without the watch (its
+        ``_foreach_`` kernels move none under a dispatch mode, so a pass over a graph that saved one
+        would run where PyTorch refuses it), and each taken as a step under no_grad takes it (a
+        leaf's new numbers, or constants'); one that takes gradient as a graph's part is not replayed."""
+        listed, self._listed = self._listed, []
+        unmoved = [x for x, version in listed if _version(x) == version]
+        if unmoved:
+            torch.autograd.graph.increment_version(unmoved)
+        for x, _ in listed:
+            if torch.is_grad_enabled() and x.requires_grad and not _is_leaf(x):
+                reason = f"{op_name(func).split('.')[0]} at {user_location()}{_inside()} changed it in place"
+                self._remember(x, Entry(x, [], is_single(x), b"", poisoned=reason))
+            else:
+                self._plain(x)
 
     def _made(
         self,
