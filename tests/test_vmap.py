@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from op_cases import CASES, EDGES, MAX_WITH_CONSTANTS, value_points
 
 import vjpgrad
-from vjpgrad import DataDependentError, Value, grad, jacobian, value_and_grad, vjp, vmap
+from vjpgrad import DataDependentError, Value, Vector, grad, jacobian, value_and_grad, vjp, vmap
 from vjpgrad.core import ops
 from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
 
@@ -209,8 +209,12 @@ def test_a_vjp_function_keeps_the_numbers_of_vjps_time_whatever_changed_since(mo
     monkeypatch.setattr(vjpgrad.batched.run.Vmapped, "_vjp_one_by_one", None)  # nothing changed: array code
     (before,) = batched(cotangents)
     (again,) = batched(cotangents)
-    monkeypatch.setattr(vjpgrad.batched.run.Vmapped, "_vjp_one_by_one", one_by_one)
     assert before.tolist() == again.tolist()
+    for primal in (Vector([0.5, 1.5]), Value(0.7), [Value(0.5), Value(1.5)]):  # vjp wraps each in a node of its own
+        _, of_values = vjp(lambda p: (p[0] * p[1] * weight) if isinstance(p, (list, Vector)) else p * weight, primal)
+        (rows,) = vmap(of_values)(cotangents)
+        assert_same_bits(rows, [of_values(float(c))[0] for c in cotangents], "Values as primals")
+    monkeypatch.setattr(vjpgrad.batched.run.Vmapped, "_vjp_one_by_one", one_by_one)
     weight.data = 3.0  # as an optimizer's step
     (after,) = batched(cotangents)
     expected = [pullback(float(c))[0] for c in cotangents]

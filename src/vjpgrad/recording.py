@@ -361,12 +361,14 @@ def same_graph(
     """Whether two graphs of one function are the same, node for node, in the order they were made:
     each operation, each operand (a node at the same place, an input at the same place, the same
     Value from outside, or a number of the same bits), each number and each saved local
-    derivative."""
+    derivative. The inputs are where each graph starts: an input that is itself an operation's
+    result (``vjp`` hands the function a Value of its own over a Value it was given) is compared as
+    an input, and what made it is not walked."""
     (outputs_a, inputs_a), (outputs_b, inputs_b) = first, second
     if len(outputs_a) != len(outputs_b) or [len(v) for v in inputs_a] != [len(v) for v in inputs_b]:
         return False
-    walked_a, walked_b = _walked(outputs_a), _walked(outputs_b)
-    if [len(x) for x in walked_a] != [len(x) for x in walked_b]:
+    walked_a, walked_b = _walked(outputs_a, inputs_a), _walked(outputs_b, inputs_b)
+    if len(walked_a[0]) != len(walked_b[0]):
         return False
     place_a, place_b = _places(inputs_a, *walked_a), _places(inputs_b, *walked_b)
     if not all(_same_part(a, b, place_a, place_b) for a, b in zip(outputs_a, outputs_b, strict=True)):
@@ -374,13 +376,32 @@ def same_graph(
     return all(_same_node(a, b, place_a, place_b) for a, b in zip(walked_a[0], walked_b[0], strict=True))
 
 
-def _walked(outputs: Sequence[Any]) -> tuple[list[Node], list[Node]]:
-    """The operations and leaves a pass from ``outputs`` reaches (``graph.reached``)."""
+def _walked(outputs: Sequence[Any], inputs: Sequence[Sequence[Node]]) -> tuple[list[Node], list[Node]]:
+    """The operations a pass from ``outputs`` reaches (``graph.reached``) down to ``inputs``, which
+    it does not go past, and the leaves."""
     live = [y for y in outputs if isinstance(y, Node) and y.requires_grad]
     if not live:
         return [], []
     with pass_lock:
-        return reached(live)
+        order, leaves = reached(live)
+    starts = {id(x) for xs in inputs for x in xs}
+    if not starts.intersection(map(id, order)):
+        return order, leaves
+    below: set[int] = set()  # what made an input that is an operation's result: not the function's
+    stack = [x for x in order if id(x) in starts]
+    while stack:
+        for operand in _operands(stack.pop()):
+            if id(operand) not in below and id(operand) not in starts:
+                below.add(id(operand))
+                stack.append(operand)
+    return [x for x in order if id(x) not in starts and id(x) not in below], leaves
+
+
+def _operands(node: Node) -> list[Node]:
+    """The nodes an operation read (its first, its second, or the tuple of many)."""
+    first = node._first
+    found = list(first) if isinstance(first, tuple) else [first, node._second]
+    return [x for x in found if isinstance(x, Node)]
 
 
 def _places(inputs: Sequence[Sequence[Node]], order: list[Node], leaves: list[Node]) -> dict[int, Any]:
