@@ -264,6 +264,35 @@ def test_a_step_of_an_optimizer_with_foreach_moves_the_versions_as_without_the_w
     assert "on net.2.weight at " in w.passes[-1].summary(), w.passes[-1].summary()
 
 
+def test_a_change_made_before_the_forward_pass_read_the_tensor_is_not_named() -> None:
+    # nn.Linear's initialisation changes its weight in place (version 0 to 1) before the forward pass
+    # reads it at version 1; PyTorch's message is of x, "at version 1; expected version 0"
+    def initialised() -> None:
+        net = torch.nn.Linear(3, 4)
+        x = torch.randn(4, 3)
+        loss = net(x).pow(2).sum()
+        x.mul_(2)
+        loss.backward()
+
+    said = _refusal(initialised)
+    assert "(mul_) on x at " in said, said
+    assert "uniform_" not in said
+    assert "net.weight" not in said
+
+    def transposed() -> None:  # net.0.weight is [4, 1], the very shape of net.2.weight.t() that was saved
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(1, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        loss = net(torch.randn(8, 1)).pow(2).mean()
+        loss.backward(retain_graph=True)
+        opt.step()
+        loss.backward()
+
+    said = _refusal(transposed)
+    assert "add_ on net.2.weight at " in said, said
+    assert "net.0.weight" not in said
+
+
 def test_a_change_the_pass_does_not_need_is_not_named_beside_the_one_it_does() -> None:
     def harmless_twin() -> None:
         x = torch.tensor([3.0, 1.0], requires_grad=True)
@@ -396,6 +425,26 @@ def test_three_or_four_generations_of_a_weight_add_in_the_order_pytorch_adds_the
             assert h is not None
             (h * draw(4)).sum().backward()
         assert w.passes[-1].matches, (seed, w.passes[-1].summary())
+
+
+def test_a_weight_used_twice_in_each_of_two_versions_differs_only_with_the_reason_said() -> None:
+    # PyTorch adds each use's part one at a time, ((gd + gc) + gb) + ga; the replay each version's sum
+    for seed in range(8):
+        g = torch.Generator().manual_seed(seed)
+
+        def r(g: torch.Generator = g) -> torch.Tensor:
+            return torch.randn(3, generator=g) * 10.0 ** torch.randint(-3, 4, (3,), generator=g)
+
+        with vjpgrad.watch_torch() as w:
+            p = torch.randn(3, generator=g).requires_grad_()
+            a, b = p * r(), p * r()
+            with torch.no_grad():
+                p -= 0.01 * r()
+            c, d = p * r(), p * r()
+            (a + b + c + d).mul(r()).sum().backward()
+        said = w.passes[-1].summary()
+        assert w.passes[-1].matches or "several versions of one .grad" in said, said
+        assert "could not see" not in said
 
 
 def test_an_error_raised_after_pytorch_added_into_a_grad_is_not_said_as_no_pass() -> None:

@@ -66,6 +66,13 @@ NO_GRADIENT = {
     "gt", "ge", "isnan", "isinf", "isfinite", "argmax", "argmin", "logical_not", "logical_and", "logical_or",
 }  # fmt: skip
 MATRIX_PRODUCTS = {"mm", "mv", "dot", "addmm", "bmm"}
+VERSIONS_NOTE = (
+    "a leaf the pass reached as it was before a change in place under no_grad and after (several versions of one "
+    ".grad): PyTorch adds the part of each use of every version one at a time, newest first, where the replay "
+    "adds each version's sum, which may round apart by an ulp"
+)
+"""A reason a leaf reached in several versions may differ (``_through_generations``)."""
+
 OFF_PATH_NOTE = (
     "an element no path of the pass reaches: PyTorch's gradient is dense, a selection's backward (split's "
     "and unbind's for the parts the pass does not use) fills the elements it did not "
@@ -189,6 +196,12 @@ _STALE = re.compile(
 """What PyTorch's "modified by an inplace operation" says of the tensor: its type and shape, the
 operation that made it (none for a leaf), and its version now and when the pass saved it."""
 
+_VIEWS = frozenset({
+    "AsStrided", "T", "Transpose", "Permute", "View", "Expand", "Select", "Slice", "Squeeze", "Unsqueeze", "Alias",
+    "Diagonal", "Unfold", "Unbind", "Split", "SplitWithSizes", "Narrow",
+})  # fmt: skip
+"""The operations whose result is a view of their operand, as PyTorch's messages name them."""
+
 _OPERATORS = {"add_": "+=", "sub_": "-=", "mul_": "*=", "div_": "/=", "pow_": "**="}
 """The in-place operations a learner writes as an operator, said both ways (``h += 1`` is ``add_``);
 an assignment into a part (``x[0] = 1.0``) is said ``[...] =`` beside PyTorch's ``copy_``, ``fill_``
@@ -268,8 +281,8 @@ class _Change:
         version counter (now at the version the message says, made after the pass saved it), on a
         tensor (or its base) of the type the message says, and by ``tier``: 0, of its shape and
         made by the operation it names; 1, of its shape (a ``detach()`` of it shares the counter);
-        2, of its dimensions in another order (a view of it, ``W.t()``, saved by a matrix product);
-        3, of as many elements (another view)."""
+        2, of its dimensions reversed (a view of it, ``W.t()``, saved by a matrix product); 3, of as
+        many elements (another view)."""
         now, then = int(stale["now"]), int(stale["then"])
         if not (_version(self.tensor) == now and then <= self.version < now):
             return False
@@ -277,8 +290,8 @@ class _Change:
         if stale["type"] not in {x.type() for x in tensors}:
             return False
         shape = [int(n) for n in stale["shape"].split(",") if n.strip()]
-        if tier == 2:  # a transposed or permuted view: its dimensions in another order
-            return sorted(shape) in [sorted(x.shape) for x in tensors]
+        if tier == 2:  # a transposed view (``W.t()``, saved by a matrix product): its dimensions reversed
+            return shape[::-1] in [list(x.shape) for x in tensors]
         if tier == 3:  # another view of as many elements
             return math.prod(shape) in {x.numel() for x in tensors}
         if shape not in [list(x.shape) for x in tensors]:
@@ -379,6 +392,7 @@ class Watch:
         self._changes_seen = 0  # all of them, counted: more than CHANGES_KEPT, the oldest are not kept
         self._changing: list[_Change] = []  # the changes of the operation running, kept once it returns
         self._listed: list[tuple[torch.Tensor, int]] = []  # a _foreach_ operation's tensors and versions before it
+        self._read_at: dict[int, set[int]] = {}  # each tensor's versions an operation read or made (by id)
 
     @property
     def _unseen(self) -> str:
@@ -531,7 +545,16 @@ class Watch:
                     value = kwargs[argument.name]
                     if isinstance(value, torch.Tensor):
                         self._written(func, value, entries, copies)
+        self._note_reads(args)
         return entries, copies
+
+    def _note_reads(self, args: Any) -> None:
+        """The version at which an operation reads each operand it does not change: what a pass may
+        save of it (``_read_when_saved``)."""
+        changed = {id(c.tensor) for c in self._changing}
+        for x in _tensors(args):
+            if id(x) not in changed:
+                self._read_at.setdefault(id(x), set()).add(_version(x))
 
     def _written(
         self, func: Any, value: torch.Tensor, entries: dict[int, Entry], copies: dict[int, torch.Tensor]
@@ -553,6 +576,9 @@ class Watch:
         outputs = list(_tensors(out))
         if not outputs:
             return
+        for x in outputs:  # an operation may save its result (exp, sigmoid): as at this version
+            if x.requires_grad and x.grad_fn is not None:
+                self._read_at.setdefault(id(x), set()).add(_version(x))
         try:
             if isinstance(before, Exception):
                 raise before
@@ -1171,7 +1197,11 @@ class Watch:
         stale = _STALE.search(str(error)) if "modified by an inplace operation" in str(error) else None
         if stale is None:
             return []
-        found = next((f for tier in range(4) if (f := [c for c in self._changed if c.explains(stale, tier)])), [])
+        # where PyTorch's message names a view as what it saved, the changed tensor is its base: a
+        # tensor of the view's very shape is not it
+        tiers = (0, 2, 3) if _fn_name(stale["fn"] or "") in _VIEWS else (0, 1, 2, 3)
+        candidates = [c for c in self._changed if self._read_when_saved(c, int(stale["then"]))]
+        found = next((f for tier in tiers if (f := [c for c in candidates if c.explains(stale, tier)])), [])
         if not found:
             if self._changes_seen > len(self._changed):
                 return [
@@ -1187,6 +1217,14 @@ class Watch:
         change = found[0]
         head, advice = change.advice(names.get(id(change.changed), "t"), call, saved_leaf=not stale["fn"])
         return [f"{head}: {'; '.join(said)}. {advice}"]
+
+    def _read_when_saved(self, change: _Change, then: int) -> bool:
+        """Whether the tensor a change changed (or its base) may be the one a pass saved at version
+        ``then``: an operation read it at that version (or made it then, taking gradient), or none
+        read it at all (a ``detach()`` of the saved one, which shares its counter). A weight that an
+        initialisation changed before any operation read it was read at the next version only."""
+        reads = [self._read_at[id(x)] for x in (change.tensor, change.base) if x is not None and id(x) in self._read_at]
+        return not reads or any(then in versions for versions in reads)
 
     def _changed_name(self, change: _Change, names: dict[int, str]) -> str:
         """The tensor a change changed, as the learner names it where the pass was called."""
@@ -1304,9 +1342,7 @@ class Watch:
         for key, generations in self._leaves.items():
             if self._only is not None and key not in self._only:
                 continue  # backward(inputs=...) leaves the others' .grad as it was
-            gens = [g for g in generations if any(v in gradients for v in g.items)]
-            reached = gens[-1] if gens else None
-            here = gradients if len(gens) < 2 else _through_generations(gradients, gens)
+            reached, here = _reached_versions(generations, gradients, found)
             if reached is None:  # not in the replay: compared all the same where PyTorch's pass changed its .grad
                 reached = generations[-1]
                 if before is None or _same_bits(before.get(key), _grad_of(reached.tensor)):
@@ -1343,6 +1379,19 @@ class Watch:
             f"PyTorch warns when it is read); to step a parameter, change it in place where no graph is recorded: "
             f"with torch.no_grad(): {old} -= lr * {old}.grad"
         )
+
+
+def _reached_versions(
+    generations: list[Entry], gradients: dict[Value, float], found: set[str]
+) -> tuple[Entry | None, dict[Value, float]]:
+    """The newest version of a leaf the pass reached (None: none), and the gradients with every
+    version's added into its elements (``_through_generations``), the reason they may differ added
+    to ``found`` where there are several."""
+    gens = [g for g in generations if any(v in gradients for v in g.items)]
+    if len(gens) < 2:
+        return (gens[-1] if gens else None), gradients
+    found.add(VERSIONS_NOTE)
+    return gens[-1], _through_generations(gradients, gens)
 
 
 def _through_generations(gradients: dict[Value, float], generations: list[Entry]) -> dict[Value, float]:
