@@ -361,12 +361,15 @@ def test_torch_autograd_grad_refused_for_a_change_in_place_names_it_too() -> Non
     with vjpgrad.watch_torch() as w:
         x = torch.tensor([0.5, 2.0], requires_grad=True)
         s = torch.sigmoid(x)  # sigmoid saves its result
+        twin = torch.sigmoid(x)
         s.clamp_(max=0.9); line = sys._getframe().f_lineno  # fmt: skip  # noqa: E702
+        twin.clamp_(max=0.9)  # off the pass's path
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-            torch.autograd.grad(s.sum(), x)
+            torch.autograd.grad(outputs=s.sum(), inputs=x)  # by keyword: its outputs found all the same
     (refused,) = w.passes
     assert refused.call == "torch.autograd.grad"
     assert f"clamp_ on s at {__file__}:{line}." in refused.summary(), refused.summary()
+    assert "on twin" not in refused.summary()
 
 
 def test_the_watch_keeps_the_latest_changes_and_says_when_the_one_named_is_older() -> None:

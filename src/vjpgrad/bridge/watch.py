@@ -843,7 +843,7 @@ class Watch:
             refused = Pass(
                 len(self.passes) + 1, location, [], [], False, replayed=False, call=call,
                 reason="PyTorch ran no pass", pytorch_error=str(error).splitlines()[0],
-                notes=self._changes(error, names, list(_tensors(args[:1])), "torch.autograd.grad"),
+                notes=self._changes(error, names, _grad_outputs(given, args), "torch.autograd.grad"),
             )  # fmt: skip
             self.passes.append(refused)
             raise
@@ -1379,6 +1379,11 @@ class Watch:
             f"PyTorch warns when it is read); to step a parameter, change it in place where no graph is recorded: "
             f"with torch.no_grad(): {old} -= lr * {old}.grad"
         )
+
+
+def _grad_outputs(given: dict[str, Any] | None, args: tuple[Any, ...]) -> list[torch.Tensor]:
+    """The outputs ``torch.autograd.grad`` was given, by position or by keyword."""
+    return list(_tensors(given.get("outputs") if given is not None else args[:1]))
 
 
 def _reached_versions(
