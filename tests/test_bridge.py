@@ -290,6 +290,25 @@ def test_a_change_made_before_the_forward_pass_read_the_tensor_is_not_named() ->
     assert "net.0.weight" not in said
 
 
+def test_adam_with_foreach_on_a_complex_weight_runs_as_without_the_watch() -> None:
+    # its step changes view_as_real views of the weight made under no_grad: reading one's grad_fn after
+    # the step raises, and the watch read it, in the learner's code
+    def train() -> list[float]:
+        torch.manual_seed(0)
+        z = torch.randn(3, dtype=torch.complex64, requires_grad=True)
+        opt = torch.optim.Adam([z], lr=0.1, foreach=True)
+        for _ in range(3):
+            opt.zero_grad()
+            (z.abs() ** 2).sum().backward()
+            opt.step()
+        return torch.view_as_real(z.detach()).flatten().tolist()
+
+    plain = train()
+    with vjpgrad.watch_torch():
+        watched = train()
+    assert watched == plain
+
+
 def test_a_change_the_pass_does_not_need_is_not_named_beside_the_one_it_does() -> None:
     def harmless_twin() -> None:
         x = torch.tensor([3.0, 1.0], requires_grad=True)

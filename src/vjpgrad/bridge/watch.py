@@ -567,18 +567,13 @@ class Watch:
     def after(self, func: Any, args: Any, kwargs: Any, out: Any, before: Any) -> None:
         """After an operation ran: the entries of the tensors it made or changed, and its changes in
         place kept (an operation that raised changed nothing, and is not among them)."""
-        if self._changing:
-            self._changes_seen += len(self._changing)
-            self._changed.extend(self._changing)
-            self._changing = []
-        if self._listed:
-            self._after_a_list(func)
         outputs = list(_tensors(out))
+        try:
+            self._changes_kept(func, outputs)
+        except Exception:  # never let the watch break the learner's code
+            self._changing, self._listed = [], []
         if not outputs:
             return
-        for x in outputs:  # an operation may save its result (exp, sigmoid): as at this version
-            if x.requires_grad and x.grad_fn is not None:
-                self._read_at.setdefault(id(x), set()).add(_version(x))
         try:
             if isinstance(before, Exception):
                 raise before
@@ -589,6 +584,20 @@ class Watch:
             reason = f"the watch could not follow {op_name(func)} at {user_location()}: {type(error).__name__}: {said}"
             for t in outputs:
                 self._remember(t, Entry(t, [], is_single(t), b"", poisoned=reason))
+
+    def _changes_kept(self, func: Any, outputs: list[torch.Tensor]) -> None:
+        """An operation's changes in place kept, once it returned; a ``_foreach_`` operation's list
+        followed (``_after_a_list``); and the version at which each result that takes gradient was
+        made, at which its operation may have saved it (exp, sigmoid)."""
+        if self._changing:
+            self._changes_seen += len(self._changing)
+            self._changed.extend(self._changing)
+            self._changing = []
+        if self._listed:
+            self._after_a_list(func)
+        for x in outputs:
+            if x.requires_grad and x._base is None and x.grad_fn is not None:
+                self._read_at.setdefault(id(x), set()).add(_version(x))
 
     def _after_a_list(self, func: Any) -> None:
         """After a ``_foreach_`` operation changed a list of tensors in place (an optimizer's step with
@@ -601,6 +610,8 @@ class Watch:
         if unmoved:
             torch.autograd.graph.increment_version(unmoved)
         for x, _ in listed:
+            if x._base is not None:  # a view (Adam's view_as_real of a complex weight): its base is read anew
+                continue
             if torch.is_grad_enabled() and x.requires_grad and not _is_leaf(x):
                 reason = f"{op_name(func).split('.')[0]} at {user_location()}{_inside()} changed it in place"
                 self._remember(x, Entry(x, [], is_single(x), b"", poisoned=reason))
