@@ -202,6 +202,12 @@ _VIEWS = frozenset({
 })  # fmt: skip
 """The operations whose result is a view of their operand, as PyTorch's messages name them."""
 
+_ACTIVATIONS = frozenset({
+    "relu_", "relu6_", "leaky_relu_", "elu_", "celu_", "selu_", "silu_", "mish_", "hardtanh_", "hardswish_",
+    "hardsigmoid_", "threshold_", "rrelu_",
+})  # fmt: skip
+"""The in-place activations a module runs with ``inplace=True`` (``nn.ReLU(inplace=True)``)."""
+
 _OPERATORS = {"add_": "+=", "sub_": "-=", "mul_": "*=", "div_": "/=", "pow_": "**="}
 """The in-place operations a learner writes as an operator, said both ways (``h += 1`` is ``add_``);
 an assignment into a part (``x[0] = 1.0``) is said ``[...] =`` beside PyTorch's ``copy_``, ``fill_``
@@ -245,35 +251,44 @@ class _Change:
 
     @property
     def spelled(self) -> str:
-        """The change as the learner wrote it, beside PyTorch's name: ``*= (mul_)``, ``[...] = (copy_)``
-        on their own line; PyTorch's name alone inside PyTorch's code (an optimizer's step)."""
+        """The change, in PyTorch's name and as the learner may have written it: ``mul_ or *=``,
+        ``[...] = (copy_)`` on their own line; PyTorch's name alone inside PyTorch's code (an
+        optimizer's step)."""
         if self.inside:
             return self.op
         if self.op == "index_put_" or (self.op in ("copy_", "fill_") and self.base is not None):
             return f"[...] = ({self.op})"  # x[0] = 1.0, x[mask] = 0.0: an assignment into a part
-        return f"{_OPERATORS[self.op]} ({self.op})" if self.op in _OPERATORS else self.op
+        return f"{self.op} or {_OPERATORS[self.op]}" if self.op in _OPERATORS else self.op
 
-    def advice(self, name: str, call: str, saved_leaf: bool) -> tuple[str, str]:
-        """What happened, and what the learner can write instead, ``name`` being the tensor's: for a
-        weight (a leaf that requires grad) or an input (PyTorch's message names no operation that
-        made what it saved, ``saved_leaf``) changed between the forward pass and this one, the
-        forward pass run again; for a part assigned into, a new tensor made whole; else the
-        operation that makes a new tensor."""
+    def advice(self, name: str | None, call: str, saved_leaf: bool) -> tuple[str, str]:
+        """What happened, and what the learner can write instead, ``name`` being the tensor's (None:
+        it has none where the pass was called): for a weight (a leaf that requires grad) changed
+        between the forward pass and this one, an optimizer's step after the pass; for an input
+        (PyTorch's message names no operation that made what it saved, ``saved_leaf``), the forward
+        pass run again; for a part assigned into, a new tensor made whole; else the operation that
+        makes a new tensor, where there is one."""
         changed = self.changed
-        if saved_leaf or (changed.is_leaf and changed.requires_grad):
+        it, copy = (name, f"{name} = {name}.clone()") if name else ("it", "a .clone() of it")
+        if changed.is_leaf and changed.requires_grad:
             return "Changed in place after the forward pass read it", (
-                f"Run the forward pass again after changing {name} (an optimizer's step after the last {call} "
-                f"through this graph), or change a copy ({name}.clone())"
+                f"Step {it} after the last {call} through this graph (an optimizer's step), or run the forward "
+                f"pass again after the change"
+            )
+        if saved_leaf:
+            return "Changed in place after the forward pass read it", (
+                f"Run the forward pass again after changing {it}, or change a copy ({copy} before the change)"
             )
         if self.spelled.startswith("[...] ="):
             return "Changed in place after the forward pass saved it", (
-                f"Make a new tensor rather than assign into a part of {name} (torch.where, torch.cat), or assign "
-                f"into a copy ({name} = {name}.clone() before the assignment)"
+                f"Make a new tensor rather than assign into a part of {it} (torch.where, torch.cat), or assign "
+                f"into a copy ({copy} before the assignment)"
             )
-        made = self.op[:-1] if self.op.endswith("_") else self.op
+        made = self.op[:-1]
+        instead = f" ({made}, not {self.op})" if not made.startswith("_") and hasattr(torch.Tensor, made) else ""
+        module = "; inplace=False for the module" if self.op in _ACTIVATIONS else ""
         return "Changed in place after the forward pass saved it", (
-            f"Make a new tensor rather than change {name} in place ({made}, not {self.op}; inplace=False for "
-            f"nn.ReLU and its kind), or change a copy ({name} = {name}.clone() before the change)"
+            f"Make a new tensor rather than change {it} in place{instead}{module}, or change a copy ({copy} before "
+            "the change)"
         )
 
     def explains(self, stale: re.Match[str], tier: int) -> bool:
@@ -311,12 +326,36 @@ class _Change:
         return None
 
 
-def _graph_of(roots: Sequence[Any]) -> tuple[set[int], set[int]]:
-    """The nodes of PyTorch's graph a pass from ``roots`` reaches, and the leaves it accumulates
-    into (ids): what a refused pass needed."""
+def _graph_of(roots: Sequence[Any]) -> tuple[list[Any], set[int], set[int]]:
+    """The nodes of PyTorch's graph a pass from ``roots`` reaches, their ids, and the leaves it
+    accumulates into (ids): what a refused pass needed."""
+    found: list[Any] = []
     nodes: set[int] = set()
     variables: set[int] = set()
     stack = [r.grad_fn for r in roots if isinstance(r, torch.Tensor) and r.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in nodes:
+            continue
+        found.append(node)
+        nodes.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            variables.add(id(variable))
+        stack.extend(after for after, _ in node.next_functions)
+    return found, nodes, variables
+
+
+def _stale_neighbours(graph_nodes: list[Any]) -> tuple[set[int], set[int]] | None:
+    """The nodes whose saved tensors a change in place made stale (reading one raises PyTorch's own
+    "modified by an inplace operation"), with the nodes and leaves they read, through views (ids):
+    where the tensor changed is. None where no node says so."""
+    stale = [node for node in graph_nodes if _holds_a_stale_tensor(node)]
+    if not stale:
+        return None
+    nodes: set[int] = set()
+    variables: set[int] = set()
+    stack = list(stale)
     while stack:
         node = stack.pop()
         if node is None or id(node) in nodes:
@@ -325,8 +364,35 @@ def _graph_of(roots: Sequence[Any]) -> tuple[set[int], set[int]]:
         variable = getattr(node, "variable", None)
         if variable is not None:
             variables.add(id(variable))
-        stack.extend(after for after, _ in node.next_functions)
+        if node in stale or _fn_name(node) in _VIEWS:  # the operands of a stale node, through views
+            stack.extend(after for after, _ in node.next_functions)
     return nodes, variables
+
+
+def _narrowed(found: list[_Change], roots: Sequence[Any]) -> list[_Change]:
+    """Of the changes that may be the one PyTorch names, those by a node of the refused pass's graph
+    whose saved tensor went stale (``_stale_neighbours``), then those the graph holds at all; all of
+    them where none is."""
+    graph_nodes, nodes, variables = _graph_of(roots)
+    near = _stale_neighbours(graph_nodes)
+    if near is not None:
+        found = [c for c in found if c.reached(*near) is True] or found
+    return [c for c in found if c.reached(nodes, variables) is True] or found
+
+
+def _holds_a_stale_tensor(node: Any) -> bool:
+    """Whether a node of PyTorch's graph saved a tensor changed in place since (PyTorch's pass would
+    refuse to read it)."""
+    for name in dir(node):
+        if name.startswith("_saved_"):
+            try:
+                getattr(node, name)
+            except RuntimeError as error:
+                if "modified by an inplace operation" in str(error):
+                    return True
+            except Exception:  # a saved value this version of PyTorch cannot hand back
+                continue
+    return False
 
 
 def op_name(func: Any) -> str:
@@ -1220,13 +1286,12 @@ class Watch:
                     "among them: it was made earlier"
                 ]
             return []
-        nodes, variables = _graph_of(roots)
-        found = [c for c in found if c.reached(nodes, variables) is True] or found  # those the pass needed
+        found = _narrowed(found, roots)
         said = list(
             dict.fromkeys(f"{c.spelled} on {self._changed_name(c, names)} at {c.location}{c.inside}" for c in found)
         )
         change = found[0]
-        head, advice = change.advice(names.get(id(change.changed), "t"), call, saved_leaf=not stale["fn"])
+        head, advice = change.advice(names.get(id(change.changed)), call, saved_leaf=not stale["fn"])
         return [f"{head}: {'; '.join(said)}. {advice}"]
 
     def _read_when_saved(self, change: _Change, then: int) -> bool:
