@@ -41,8 +41,8 @@ when it runs a whole pass alone, adds them into ``.grad`` (``add_gradients``), a
 pass would, to the same bits.
 
 Comparing two graphs of one function: ``same_graph`` (operation for operation, every number and
-saved local derivative by its bits), with which ``vmap(vjp_fn)`` checks that the function run
-again makes the graph ``vjp`` made.
+saved local derivative by its bits), with which ``vmap(vjp_fn)`` checks that its recording is the
+graph ``vjp`` made.
 
 What compile and vmap tell the user of a recording: ``RecompileWarning``, when a function kept
 being recorded because numbers it reads changed.

@@ -636,7 +636,8 @@ class Vmapped:
             counts.append(len(found))
         live, edges, outside = recorded_graph(recording, outputs)
         picked, same_as, from_outside = _wired(leaves, outside, given.values)
-        same_as += [(k, v) for k, v in enumerate(given.values) if id(v) in world_found.values and (k, v) not in same_as]
+        held = {k for k, _ in same_as}  # a Value given that the function also found in its world: that one
+        same_as += [(k, v) for k, v in enumerate(given.values) if id(v) in world_found.values and k not in held]
         inputs = [*(leaves[k] for k in picked), *from_outside]
         wrt = [v for k in positions for v in ([lifted[k]] if isinstance(lifted[k], Value) else list(lifted[k]))]
         writer = ArrayWriter(Graph(live, edges, inputs, outputs, wrt), len(picked))
@@ -995,8 +996,8 @@ def _has_axes(item: Any) -> bool:
 
 
 def _tuple_refused(kind: str, count: int, position: int, transformed: Transformed | None) -> str:
-    """What vmap says of a batched tuple of arrays (``_is_tuple_of_arrays``): refused, as reading it
-    as one array would give other numbers than torch.func.vmap does, with no error."""
+    """What vmap says of a batched tuple or list of arrays (``_is_tuple_of_arrays``): refused, as
+    reading it as one array would give other numbers than torch.func.vmap does, with no error."""
     said = (
         f"vmap: batched argument {position} is a {kind} of {count} arrays or lists: torch.func.vmap reads a {kind} "
         "as a pytree and maps over each of them"

@@ -31,7 +31,7 @@ import struct
 import sys
 import threading
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -326,13 +326,13 @@ class _Change:
         return None
 
 
-def _graph_of(roots: Sequence[Any]) -> tuple[list[Any], set[int], set[int]]:
-    """The nodes of PyTorch's graph a pass from ``roots`` reaches, their ids, and the leaves it
-    accumulates into (ids): what a refused pass needed."""
+def _walk(starts: list[Any], follow: Callable[[Any], bool] = lambda node: True) -> tuple[list[Any], set[int], set[int]]:
+    """The nodes of PyTorch's graph reached from ``starts`` through the nodes ``follow`` lets a walk
+    go on from, their ids, and the leaves among them that a pass accumulates into (ids)."""
     found: list[Any] = []
     nodes: set[int] = set()
     variables: set[int] = set()
-    stack = [r.grad_fn for r in roots if isinstance(r, torch.Tensor) and r.grad_fn is not None]
+    stack = list(starts)
     while stack:
         node = stack.pop()
         if node is None or id(node) in nodes:
@@ -342,7 +342,8 @@ def _graph_of(roots: Sequence[Any]) -> tuple[list[Any], set[int], set[int]]:
         variable = getattr(node, "variable", None)
         if variable is not None:
             variables.add(id(variable))
-        stack.extend(after for after, _ in node.next_functions)
+        if follow(node):
+            stack.extend(after for after, _ in node.next_functions)
     return found, nodes, variables
 
 
@@ -353,19 +354,8 @@ def _stale_neighbours(graph_nodes: list[Any]) -> tuple[set[int], set[int]] | Non
     stale = [node for node in graph_nodes if _holds_a_stale_tensor(node)]
     if not stale:
         return None
-    nodes: set[int] = set()
-    variables: set[int] = set()
-    stack = list(stale)
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in nodes:
-            continue
-        nodes.add(id(node))
-        variable = getattr(node, "variable", None)
-        if variable is not None:
-            variables.add(id(variable))
-        if node in stale or _fn_name(node) in _VIEWS:  # the operands of a stale node, through views
-            stack.extend(after for after, _ in node.next_functions)
+    first = {id(node) for node in stale}  # the operands of a stale node, then on through views
+    _, nodes, variables = _walk(stale, lambda node: id(node) in first or _fn_name(node) in _VIEWS)
     return nodes, variables
 
 
@@ -373,7 +363,7 @@ def _narrowed(found: list[_Change], roots: Sequence[Any]) -> list[_Change]:
     """Of the changes that may be the one PyTorch names, those by a node of the refused pass's graph
     whose saved tensor went stale (``_stale_neighbours``), then those the graph holds at all; all of
     them where none is."""
-    graph_nodes, nodes, variables = _graph_of(roots)
+    graph_nodes, nodes, variables = _walk([r.grad_fn for r in roots if isinstance(r, torch.Tensor)])
     near = _stale_neighbours(graph_nodes)
     if near is not None:
         found = [c for c in found if c.reached(*near) is True] or found
