@@ -1934,3 +1934,46 @@ def test_a_private_slot_of_a_users_value_is_structure_as_any_slot() -> None:
     compiled = vjpgrad.compile(f)
     for scale in (1.0, 1.0, 2.0, -0.0, 0.0):
         assert call(compiled, scale) == call(f, scale)
+
+
+def test_a_recording_past_the_bound_on_operations_runs_uncompiled_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Writing and compiling the code of a recording costs memory and time that grow faster than
+    its operations (a million took minutes and gigabytes): past ``OPERATIONS_LIMIT`` the function
+    runs uncompiled from then on, with one ``RecompileWarning`` that says why and what to do; the
+    first call's result is eager's, as ever, and so is every later one."""
+    import warnings
+
+    import vjpgrad.compiler.run as run
+
+    monkeypatch.setattr(run, "OPERATIONS_LIMIT", 50)
+
+    def long(x: Value) -> Value:
+        s = x
+        for _ in range(60):
+            s = s + x * 0.5
+        return s
+
+    def short(x: Value) -> Value:
+        return x * x + x
+
+    compiled, small = vjpgrad.compile(long), vjpgrad.compile(short)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            a, b = Value(0.25), Value(0.25)
+            ya, yb = compiled(a), long(b)
+            ya.backward()
+            yb.backward()
+            assert (ya.data.hex(), a.grad.hex()) == (yb.data.hex(), b.grad.hex())
+            small(Value(0.25))
+    found = [str(w.message) for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
+    assert len(found) == 1
+    assert "recorded 120 operations, more than vjpgrad.compile writes code for (50:" in found[0]
+    assert "runs uncompiled from now on" in found[0]
+    assert compiled.eager
+    assert compiled.times_recorded == 1
+    assert compiled.source == ""
+    assert not small.eager  # a recording within the bound is compiled
+    assert small.source

@@ -958,7 +958,7 @@ def test_a_module_looked_up_by_name_at_run_time_is_refused(
     def f(x: Value) -> Value:
         return x * reach("scales_by_name").K
 
-    with pytest.raises(DataDependentError, match="looks a module up by its name"):
+    with pytest.raises(DataDependentError, match="looks a module up at run time"):
         vjpgrad.compile(f)(Value(1.0))
     assert f(Value(1.0)).data == 2.0  # eager code runs it
 
@@ -1722,7 +1722,7 @@ def test_a_module_in_the_users_project_is_the_users(tmp_path: Path, monkeypatch:
     monkeypatch.syspath_prepend(str(tmp_path / "helpers"))
     own = _module_in(tmp_path / "helpers", "own_helper")
     assert not world.is_library(own)
-    with pytest.raises(DataDependentError, match="looks a module up by its name"):
+    with pytest.raises(DataDependentError, match="looks a module up at run time"):
         vjpgrad.compile(lambda x: x * own.lookup())(Value(1.0))
 
 
@@ -2683,3 +2683,75 @@ def test_compile_records_where_site_has_no_user_folder(monkeypatch: pytest.Monke
     a, b = Value(2.0), Value(3.0)
     fast(a, b).backward()
     assert (a.grad, b.grad) == (3.0 + math.exp(2.0), 2.0)
+
+
+GETMODULE_SCALE = 2.0
+
+
+def test_a_module_found_by_inspect_getmodule_at_run_time_is_refused() -> None:
+    """``inspect.getmodule`` finds a module through ``sys.modules`` as ``sys.modules[name]`` does:
+    what the function reads there is out of the world's reach, so it is refused, not replayed stale."""
+
+    def f(x: Value) -> Value:
+        return x * inspect.getmodule(f).GETMODULE_SCALE  # type: ignore[union-attr]
+
+    with pytest.raises(DataDependentError, match="looks a module up"):
+        vjpgrad.compile(f)(Value(1.0))
+    assert f(Value(1.0)).data == 2.0  # eager code runs it
+
+
+NAMES_READ = {
+    "__name__": lambda x: x.__name__,
+    "__qualname__": lambda x: x.__qualname__,
+    "__doc__": lambda x: x.__doc__,
+}
+
+
+@pytest.mark.parametrize("attribute", ["__name__", "__qualname__", "__doc__"])
+def test_a_function_renamed_between_calls_is_recorded_anew(attribute: str) -> None:
+    """A function's name, qualified name and docstring are held by the function object, not in its
+    ``__dict__``: code that reads one (a registry keyed by ``fn.__name__``) gets eager's answer
+    after a rename."""
+
+    def act(v: Value) -> Value:
+        """The activation."""
+        return v.tanh()
+
+    read = NAMES_READ[attribute]
+    original = read(act)
+
+    def f(x: Value) -> Value:
+        return act(x) * (2.0 if read(act) == original else 3.0)
+
+    compiled = vjpgrad.compile(f)
+    for _ in range(2):
+        compiled(Value(0.5))
+    setattr(act, attribute, "renamed")  # the test's own function: nothing to restore
+    a, b = Value(0.5), Value(0.5)
+    ya, yb = compiled(a), f(b)
+    ya.backward()
+    yb.backward()
+    assert (ya.data.hex(), a.grad.hex()) == (yb.data.hex(), b.grad.hex())
+    assert compiled.times_recorded == 2
+
+
+@pytest.mark.parametrize("attribute", ["__name__", "__qualname__"])
+def test_a_class_renamed_between_calls_is_recorded_anew(attribute: str) -> None:
+    """A class's ``__name__`` and ``__qualname__`` are not entries of its ``__dict__`` either."""
+
+    class Layer:
+        pass
+
+    layer = Layer()
+    read = NAMES_READ[attribute]
+    original = read(Layer)
+
+    def f(x: Value) -> Value:
+        return x * (2.0 if read(type(layer)) == original else 3.0)
+
+    compiled = vjpgrad.compile(f)
+    for _ in range(2):
+        assert compiled(Value(0.5)).data == 1.0
+    setattr(Layer, attribute, "Renamed")  # the test's own class: nothing to restore
+    assert compiled(Value(0.5)).data == f(Value(0.5)).data == 1.5
+    assert compiled.times_recorded == 2

@@ -964,3 +964,24 @@ def test_a_library_modules_state_is_walked_only_where_the_code_names_it() -> Non
     a library's module is watched by identity."""
     assert not any(name.endswith("environ") for name in world.observe([("f", _path_only)]).names)
     assert "os.environ" in world.observe([("f", _environ_read)]).names
+
+
+def test_a_flag_combination_made_inside_is_enums_cache_not_a_side_effect() -> None:
+    """``Flag.A & Flag.B`` makes a member for the value 0 and enum keeps it in the class's
+    ``_value2member_map_``: enum's own cache, filled by any code that combines flags, not a change
+    the function makes to its world (as Python's ``__slotnames__`` is not)."""
+
+    class Flag(enum.IntFlag):
+        A = 1
+        B = 2
+
+    def f(x: Value, flags: Flag) -> Value:
+        return x * (2.0 if flags & Flag.B else 3.0)
+
+    compiled = vjpgrad.compile(f)
+    for flags in (Flag.A, Flag.A, Flag.B, Flag.A | Flag.B, Flag.A):
+        a, b = Value(0.5), Value(0.5)
+        ya, yb = compiled(a, flags), f(b, flags)
+        ya.backward()
+        yb.backward()
+        assert (ya.data.hex(), a.grad.hex()) == (yb.data.hex(), b.grad.hex())

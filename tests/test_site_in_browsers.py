@@ -258,6 +258,8 @@ def test_the_questions_page_shows_the_numbers_its_answers_discuss(site: Site) ->
     assert "y = 9.0   x.grad = 6.0 (2 * 3: the x the forward pass used)" in text  # a change after the pass's numbers
     assert "RuntimeError: element 0 of the outputs does not require grad" in text
     assert "x.grad = 24.0   target.requires_grad = False" in text  # detach: the target held still
+    assert "after p -= 0.1 * p.grad:     w.data = 2.0 (unchanged)" in text  # a Value rebound, not stepped
+    assert "after p.data -= 0.1 * p.grad: w.data = 1.6" in text  # micrograd's step: 2 - 0.1 * 4
     assert "Traceback" not in page
 
 

@@ -262,6 +262,9 @@ _CHECKS: dict[str, Callable[[_Writer, str, Fact, Any], str]] = {
     "attrses": lambda w, o, fact, raw: w.attributes(o, raw),
     "absent": lambda w, o, fact, raw: f"not {o}.keys().isdisjoint({w.constant(fact[2])})",
     "code": lambda w, o, fact, raw: w.identical(f"{o}.__code__", fact[2]),
+    "names": lambda w, o, fact, raw: " or ".join(
+        w.identical(f"{o}.{attribute}", key) for attribute, key in zip(fact[2], fact[3], strict=True)
+    ),
     "bare": lambda w, o, fact, raw: (
         f"{o}.__closure__ is not None or {o}.__defaults__ is not None or {o}.__kwdefaults__ is not None or {o}.__dict__"
         f" or {o}.__annotations__"

@@ -764,6 +764,12 @@ ARGUMENT_STRUCTURE_LIMIT = 64
 """Structures of the arguments (their lengths and kinds, numbers left out) a function is recorded
 for, at most, in one world: each is a program of its own, as a sequence of each length is for a
 GPT (where ``torch.compile`` would mark the length dynamic); past it, compile warns as above."""
+OPERATIONS_LIMIT = 500_000
+"""The most operations a recording may hold for compile to write its code: writing and compiling
+the code takes time and memory that grow faster than the operations (on CPython 3.11, 200,000
+took some 14 s and 1.1 GB, a million 107 s and 5.4 GB, ten million more memory than the machine
+had), where a replay gains at most what an eager call costs. Past it, compile warns once and
+calls the function uncompiled from then on, as past the bounds on recordings."""
 RECORDINGS_PER_KEY = 8
 """Recordings kept for one structure of the arguments (different worlds: a model in training
 and in evaluation mode), the most recently used first."""
@@ -853,7 +859,7 @@ class Compiled:
     def _record(self, read: Arguments) -> Any:
         replay = Replay(self.fn, read)
         self.times_recorded += 1
-        too_many = self._too_many(read, replay)
+        too_many = self._too_large(replay) or self._too_many(read, replay)
         if too_many is not None:
             self.eager = True  # before the warning: under warnings-as-errors it raises, once
             self._cache.clear()
@@ -868,6 +874,18 @@ class Compiled:
             self._last = replay
         first, replay.first = replay.first, None
         return first  # the recorded run is eager code: its result is this call's
+
+    def _too_large(self, replay: Replay) -> str | None:
+        """The warning's message for a recording of more than ``OPERATIONS_LIMIT`` operations,
+        whose code compile does not write; None for one within the bound."""
+        operations = len(replay.recorded.live)
+        if operations <= OPERATIONS_LIMIT:
+            return None
+        return (
+            f"{described(self.fn)} recorded {operations:,} operations, more than vjpgrad.compile writes code for "
+            f"({OPERATIONS_LIMIT:,}: its code would take minutes and gigabytes to write): it runs uncompiled from now "
+            "on. Compile a smaller function instead (one step of a loop, one sample), and call it from the loop"
+        )
 
     def _too_many(self, read: Arguments, replay: Replay) -> str | None:
         """Count the recordings (``STRUCTURE_LIMIT`` structures of the world,

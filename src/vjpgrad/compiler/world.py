@@ -252,6 +252,11 @@ the slots' names there at the first ``copy.copy`` or pickle of an instance; read
 added while recording is no side effect (``first_difference``); the guard still compares the
 class's keys whole, so the next call records once more, with the cache there. A module's
 ``__warningregistry__`` (made by the first warning its code issues) is one too."""
+_ENUMS_CACHES = frozenset({"_value2member_map_", "_unhashable_values_"})
+"""Entries of an enum class's namespace that enum fills as members are looked up by value: a
+combination of flags (``Flag.A & Flag.B``, the value 0) is made once and kept in
+``_value2member_map_``. A member is made from its value alone, so what the cache holds is no
+state a result reads: not walked, as Python's caches above are not."""
 _READ_BY_LIBRARIES = frozenset({"__dataclass_fields__"})
 """Entries of a class's namespace that libraries read without the code naming them
 (``dataclasses.fields``, ``asdict``, ``replace``): walked wherever a class holds them, as its
@@ -1026,6 +1031,7 @@ class _Walk:
         code = fn.__code__
         self.fact("code", var, id(code))  # writable: a function whose code was replaced is another
         self.snapshot.constants.append(code)
+        self._names(var, fn, FUNCTION_NAMES)
         names = _code_names(code)
         loaded = _global_names(code)  # the names it loads (or sets) as globals: its globals' entries it reads
         self.names |= names
@@ -1102,7 +1108,16 @@ class _Walk:
         self.child(self.get(var, "member", "__kwdefaults__", f"{name}.__kwdefaults__"), fn.__kwdefaults__)
         self.child(self.get(var, "member", "__annotations__", f"{name}.__annotations__"), fn.__annotations__)
 
+    def _names(self, var: int, x: Any, attributes: tuple[str, ...]) -> None:
+        """What a function or class holds outside its ``__dict__`` that code may read and a user
+        may set (``fn.__name__ = "relu"``), each by identity: another name is another world."""
+        held = tuple(getattr(x, attribute) for attribute in attributes)
+        self.fact("names", var, attributes, tuple(map(id, held)))
+        self.snapshot.constants.extend(held)
+
     def _class(self, var: int, kind: type) -> None:
+        if kind.__flags__ & _HEAP_TYPE:  # a class statement's: its names can be set (a builtin's cannot)
+            self._names(var, kind, CLASS_NAMES)
         name = getattr(kind, "__qualname__", self.snapshot.names[var])
         entries = kind.__dict__
         entries_var = self.get(var, "dict", None, name)
@@ -1111,8 +1126,9 @@ class _Walk:
         self.snapshot.class_keys.add(keys)
         self.fact("scalars", keys, tuple(exact(k) for k in entries), raw=tuple(entries))  # its names, in order
         self.keyed.add(id(entries))
-        special = sorted(k for k in entries if _read_unnamed(k, kind))
-        done = set(special) | _PYTHONS_CACHES
+        caches = _PYTHONS_CACHES | _ENUMS_CACHES if isinstance(kind, enum.EnumMeta) else _PYTHONS_CACHES
+        special = sorted(k for k in entries if k not in caches and _read_unnamed(k, kind))
+        done = set(special) | caches
         for key in special:  # called or read by Python without being named: __call__, __init__, __annotations__...
             self.child(self.get(entries_var, "entry", key, f"{name}.{key}"), entries[key])
         self._annotations(entries_var, entries, name)
@@ -1881,9 +1897,17 @@ def _reads_attributes(x: Any) -> bool:
 
 
 _READS_GLOBALS = (globals, locals, eval, exec)
-MODULES_BY_NAME = frozenset({"import_module", "__import__"})
-"""Names whose use looks a module up by a name computed at run time (as ``sys.modules[name]``
-does): the function is refused at recording, since the world cannot follow the lookup."""
+FUNCTION_NAMES = ("__name__", "__qualname__", "__doc__")
+"""What a Python function holds of its own besides its code, closure, defaults, annotations and
+``__dict__``, which a user may set and code may read (a registry keyed by ``fn.__name__``)."""
+CLASS_NAMES = ("__name__", "__qualname__")
+"""What a class made by a class statement holds outside its ``__dict__`` that a user may set
+(its ``__doc__`` and ``__module__`` are entries of its ``__dict__``)."""
+
+MODULES_BY_NAME = frozenset({"import_module", "__import__", "getmodule"})
+"""Names whose use looks a module up at run time, by a name computed then (as ``sys.modules[name]``
+does) or by an object (``inspect.getmodule(f)``, which looks in ``sys.modules``): the function is
+refused at recording, since the world cannot follow the lookup."""
 
 FRAME_NAMES = frozenset({"_getframe", "currentframe", "getouterframes", "f_back", "f_globals", "f_locals"})
 """Names whose use reads a frame while the function runs (``sys._getframe(1).f_locals``): where
@@ -1930,8 +1954,8 @@ def _refuse_modules_found_at_run_time(fn: types.FunctionType, name: str, names: 
     if not names.isdisjoint(MODULES_BY_NAME) or {"sys", "modules"} <= names:
         raise UnwatchableError(
             name,
-            "whose code looks a module up by its name at run time (sys.modules, importlib.import_module, "
-            "__import__), which vjpgrad.compile cannot follow to what it reads there",
+            "whose code looks a module up at run time (sys.modules, importlib.import_module, __import__, "
+            "inspect.getmodule), which vjpgrad.compile cannot follow to what it reads there",
             "import the module by name where the function is defined (import scales) so compile watches "
             "what the function reads from it",
         )
@@ -2229,9 +2253,9 @@ def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> Diff
     items = ("unpack", "ids", "rgs", "attrses", "scalars")  # facts about every item of a tuple variable
     if kind == "partition" and new[0] == kind:
         return _identity_difference(before, old, new)
-    if kind == "builtins" and new[0] == kind and old[2] == new[2]:  # a name of builtins set or rebound
+    if kind in ("builtins", "names") and new[0] == kind and old[2] == new[2]:  # a name of builtins, a function's
         k = next((k for k, (a, b) in enumerate(zip(old[3], new[3], strict=True)) if a != b), 0)
-        return Difference(f"builtins.{old[2][k]}")
+        return Difference(f"builtins.{old[2][k]}" if kind == "builtins" else f"{before.describe(var)}.{old[2][k]}")
     if kind == "attrs" and var in after.value_at:  # a Value's own attributes: name the one that changed
         was, now = dict(old[2]), vars(after.value_at[var])
         changed = [k for k in {**was, **now} if was.get(k, MISSING) is not now.get(k, MISSING)]
