@@ -1651,3 +1651,68 @@ def test_a_leaf_with_no_name_says_where_it_was_first_used_and_why_a_product_is_n
         a = torch.tensor([1.0, 2.0], requires_grad=True)
         (a * a).sum().backward()
     assert "no name" not in w.passes[0].summary()
+
+
+# ---- names the replay makes up never take the learner's, and every step it shows is one PyTorch ran ----
+
+
+def leaf_lines(p: Any) -> list[str]:
+    text = str(p.explanation)
+    return text.split("Each leaf's gradient is the sum of what it was handed:\n")[1].splitlines()
+
+
+def test_a_name_made_up_for_an_unnamed_result_never_takes_the_learners() -> None:
+    """The learner's ``t2`` is one tensor; the sum nobody named is another: each keeps its own
+    node, and no node reads a node of its own name."""
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor(2.0, requires_grad=True)
+        t2 = a * 3
+        loss = (a * a + t2) * 5
+        loss.backward()
+    every_pass_matches(w, 1)
+    formulas = w.passes[0].explanation.formulas
+    assert formulas["t2"] == "a * 3"
+    assert len(formulas) == 4  # a * a, a * 3, their sum, loss
+    for name, made in formulas.items():
+        assert name not in made.replace("(", " ").replace(",", " ").split(), (name, made)
+
+
+def test_an_unnamed_leaf_has_one_name_in_every_pass_and_in_the_explanation() -> None:
+    """``torch.tensor([5.0, 6.0], requires_grad=True) * 2`` leaves its leaf unnamed: ``leaf 1`` in the
+    summary of each pass, and its elements ``leaf 1[0]``, ``leaf 1[1]`` in the explanation, never a
+    name the learner's ``x1`` has."""
+    with vjpgrad.watch_torch() as w:
+        x1 = torch.tensor(3.0, requires_grad=True)
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        c = torch.tensor([5.0, 6.0], requires_grad=True) * x1
+        (a * c).sum().backward(retain_graph=True)
+        c.sum().backward()
+    every_pass_matches(w, 2)
+    for p in w.passes:
+        assert "leaf 1.grad = [" in p.summary()
+        assert "leaf 2" not in p.summary()
+    lines = leaf_lines(w.passes[0])
+    assert len(lines) == len({line.split(".grad")[0] for line in lines})  # a leaf a line, each its own name
+    assert any(line.startswith("  leaf 1[1].grad += ") for line in lines), lines
+    assert sum(line.startswith("  x1.grad += ") for line in lines) == 1
+
+
+def test_each_leafs_line_adds_up_to_its_gradient() -> None:
+    """The sum shown for a leaf is the sum of the parts shown: a matrix product's operands are
+    not shown handing an element a gradient it does not depend on (``× 0``)."""
+    with vjpgrad.watch_torch() as watch:
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        w = torch.tensor([[5.0, 6.0], [7.0, 8.0]], requires_grad=True)
+        (x @ w).sum().backward()
+    every_pass_matches(watch, 1)
+    lines = leaf_lines(watch.passes[0])
+    assert len(lines) == 8
+    for line in lines:
+        sum_shown, total = line.split(" += ")[1].rsplit(" = ", 1)
+        parts = [term.split(" × ") for term in sum_shown.split(" + ")]
+        assert math.fsum(float(u) * float(v) for u, v in parts) == float(total), line
+        assert " × 0 " not in line + " ", line
+    explanation = watch.passes[0].explanation
+    product = next(f for name, f in explanation.formulas.items() if name.endswith("[0,0]") and f.startswith("mm("))
+    assert "x[1,0]" not in product  # the product's [0,0] reads x's row 0 and w's column 0
+    assert "w[0,1]" not in product

@@ -236,3 +236,20 @@ def test_explain_shows_a_masked_edge_as_a_zero_local_derivative() -> None:
 def test_a_number_on_the_left_of_an_operator_is_the_operand_explain_shows(make: Any, shown: str) -> None:
     b = Value(4.0, label="b")
     assert f"  {shown}" in str(explain(make(b))).splitlines()
+
+
+def test_names_made_up_for_unlabelled_nodes_never_take_a_label_in_the_graph() -> None:
+    """A Value labelled ``t1`` or ``x1`` keeps that name alone: the unlabelled nodes and leaves are
+    named ``t2``, ``x2``... past it, and every node has its own line."""
+    from vjpgrad import explain
+
+    x1 = Value(3.0, label="x1")
+    other = Value(2.0)  # unlabelled: x1 would be its made-up name
+    t1 = (x1 * other).relu()
+    t1.label = "t1"
+    y = t1 * x1 + other  # the product: t1 would be its made-up name
+    e = explain(y)
+    assert len(e.formulas) == 4
+    assert e.formulas["t1"] == "relu(t2)"
+    named = [line.split(".grad")[0].strip() for line in str(e).split("handed:\n")[1].splitlines()]
+    assert sorted(named) == ["x1", "x2"]

@@ -470,6 +470,9 @@ class Call:
     # tensors are named, as (node, the element it is made from or None, a text whose {} is that name)
     described: list[tuple[Value, Value | None, str]] = field(default_factory=list)
     notes: set[str] = field(default_factory=set)  # known reasons its gradients may differ from PyTorch's
+    # a node with edges held for the bits alone from an operand on (``_zero_edges``): (node, that position),
+    # left out of an explanation, since the node does not depend on what they reach
+    onto_zero: list[tuple[Value, int]] = field(default_factory=list)
 
     def entry(self, t: torch.Tensor) -> Entry:
         return self.entries[id(t)]
@@ -2497,8 +2500,21 @@ def _product(call: Call, a: torch.Tensor, b: torch.Tensor, name: str, bias: Any 
             xs.insert(0, bias_items[p])
             ss.insert(0, beta)
     a_onto, b_onto = _onto_zero(name, m, k, n)
-    _zero_edges([*(ea.items if a_onto else ()), *(eb.items if b_onto else ())], operands, saved)
-    return [make_outputs(name, numbers_of(call.out), operands, saved, [times], many=True)]
+    onto = [*(ea.items if a_onto else ()), *(eb.items if b_onto else ())]
+    return [_with_zero_edges(call, name, onto, operands, saved)]
+
+
+def _with_zero_edges(
+    call: Call, name: str, items: Sequence[Item], operands: list[list[Item]], saved: list[list[Any]]
+) -> list[Item]:
+    """The product's nodes, the first with ``_zero_edges`` to ``items``, noted in ``call.onto_zero``
+    (from which operand on its edges are there for the bits alone)."""
+    shown = len(operands[0]) if operands else 0
+    _zero_edges(items, operands, saved)
+    made = make_outputs(name, numbers_of(call.out), operands, saved, [times], many=True)
+    if made and isinstance(made[0], Value) and len(graph.operands(made[0])) > shown:
+        call.onto_zero.append((made[0], shown))
+    return made
 
 
 def _zero_edges(items: Sequence[Item], operands: list[list[Item]], saved: list[list[Any]]) -> None:

@@ -31,6 +31,7 @@ import struct
 import sys
 import threading
 import types
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -56,7 +57,7 @@ from vjpgrad.compiler.record import collection_paused  # the watch keeps every n
 from vjpgrad.core import graph
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
-from vjpgrad.display.explain import Explanation, explain
+from vjpgrad.display.explain import Explanation, explained
 
 NO_GRADIENT = {
     # operations whose result takes no gradient from their operands (shapes, randomness, masks)
@@ -432,6 +433,8 @@ class Watch:
         self._unnamed: list[Entry] = []  # tensors made since the last pass, in order: t1, t2... unless named
         self._described: list[tuple[Value, Value | None, str]] = []
         self._count = 0
+        self._leaf_numbers: dict[int, int] = {}  # each leaf the learner names nowhere: leaf 1, leaf 2...
+        self._shown_operands: weakref.WeakKeyDictionary[Value, int] = weakref.WeakKeyDictionary()  # Call.onto_zero's
         self._renamed: dict[Value, list[tuple[int, str]]] = {}  # a label a later pass replaced: (last pass, label)
         self._named_before: dict[int, str] = {}  # each leaf's name of the learner's in the last pass that named it
         self._only: set[int] | None = None  # the leaves a pass accumulates into, when backward names them
@@ -739,6 +742,7 @@ class Watch:
             return f"PyTorch's {error} at {user_location()}{_inside()}, which the replay does not reproduce"
         notes |= call.notes | ({SUM_NOTE} if call.sums_over > 0 else set())
         self._described += call.described
+        self._shown_operands.update(call.onto_zero)
         for t, items in zip(call.outputs, made, strict=True):
             entry = Entry(t, items, is_single(t), fingerprint(t, numbers_of(t)), notes=notes)
             self._unnamed.append(self._remember(t, entry))
@@ -1355,11 +1359,17 @@ class Watch:
         """Name the elements of the tensors the learner named (``a[1]``, ``W[0,1]``, ``y``), the
         others' by the order they were made (``t1[0]``), and each expand node by what it expands."""
         named: list[tuple[Entry | None, str]] = [(self._entries.get(key), name) for key, name in names.items()]
+        taken = {name.split("[", 1)[0] for name in names.values()}  # the learner's: never a made-up name
         for made in self._unnamed:
             if id(made.tensor) not in names and made.takes_gradient:
                 self._count += 1
+                while f"t{self._count}" in taken:
+                    self._count += 1
                 named.append((made, f"t{self._count}"))
         self._unnamed = []
+        for key, generations in self._leaves.items():  # a leaf with no name here: leaf 1..., in every pass
+            if key not in names:
+                named += [(generation, self._leaf_name(key)) for generation in generations]
         for entry, name in named:
             if entry is None or len(entry.items) != entry.tensor.numel():  # one not replayed has no items
                 continue
@@ -1368,6 +1378,12 @@ class Watch:
                     self._relabel(item, name + index)
         for node, source, text in self._described:
             self._relabel(node, text.format(source.label if source is not None else ""))
+
+    def _leaf_name(self, key: int) -> str:
+        """The name of a leaf tensor the learner's code names nowhere in a pass: ``leaf 1``, ``leaf 2``...
+        in the order the watch first named one, the same in every pass, its summary and its explanation."""
+        number = self._leaf_numbers.setdefault(key, len(self._leaf_numbers) + 1)
+        return f"leaf {number}"
 
     def _relabel(self, node: Value, label: str) -> None:
         """Give ``node`` the label this pass names it by, keeping the one the earlier passes named
@@ -1391,10 +1407,16 @@ class Watch:
         for node, label in then.items():
             node.label = label
         try:
-            return dataclasses.replace(_explained(outputs, seeds, scalar), handed_back=handed_back)
+            return dataclasses.replace(self._explained(outputs, seeds, scalar), handed_back=handed_back)
         finally:
             for node, held in now.items():
                 node.label = held
+
+    def _explained(self, outputs: list[Value], seeds: list[float], scalar: bool) -> Explanation:
+        """The explanation of a pass from ``outputs``, without the edges the replay holds for the bits
+        alone (``Call.onto_zero``): what it shows, each leaf's sum included, is what the pass depends on."""
+        output: Value | Vector = outputs[0] if scalar else Vector(outputs)
+        return explained(output, seeds[0] if scalar else seeds, shown_operands=self._shown_operands)
 
     def _compare(
         self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]
@@ -1414,7 +1436,7 @@ class Watch:
                 if before is None or _same_bits(before.get(key), _grad_of(reached.tensor)):
                     continue
             earlier = None if before is None else before.get(key)
-            name = names.get(key) or f"leaf {len(reports) + 1}"
+            name = names.get(key) or self._leaf_name(key)
             if key in names:
                 self._named_before[key] = name
             else:
@@ -1936,12 +1958,6 @@ def _version(t: torch.Tensor) -> int:
         return int(t._version)
     except (RuntimeError, AttributeError):
         return -1
-
-
-def _explained(outputs: list[Value], seeds: list[float], scalar: bool) -> Explanation:
-    if scalar:
-        return explain(outputs[0], seeds[0])
-    return explain(Vector(outputs), seeds)
 
 
 __all__ = ["Single", "TorchReplayError", "Watch"]

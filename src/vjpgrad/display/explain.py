@@ -9,7 +9,7 @@ nothing.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,8 +96,9 @@ class Explanation:
         return "\n".join(lines)
 
 
-def formula(node: Value, names: Mapping[Value, str]) -> str:
-    """How a node was computed, in terms of its operands' names: ``t3 * b[0]``, ``log(c[1])``."""
+def formula(node: Value, names: Mapping[Value, str], shown: int | None = None) -> str:
+    """How a node was computed, in terms of its operands' names: ``t3 * b[0]``, ``log(c[1])``;
+    its first ``shown`` operands only, where given (``explained``'s ``shown_operands``)."""
 
     def term(x: Value | float) -> str:
         if not isinstance(x, Value):
@@ -108,12 +109,19 @@ def formula(node: Value, names: Mapping[Value, str]) -> str:
         return found or "?"
 
     op = graph.op_of(node)
-    terms = [term(x) for x in graph.operands(node)]
+    terms = [term(x) for x in graph.operands(node)[:shown]]
     if op is not None and op.symbol and len(terms) == 2:
         return f"{terms[0]} {op.symbol} {terms[1]}"
     if node.op == "neg":
         return f"-{terms[0]}"
     return f"{node.op}({', '.join(terms)})"
+
+
+def _made_up(prefix: str, taken: set[str]) -> Iterator[str]:
+    """``x1``, ``x2``... (or ``t1``...), past every name in ``taken`` (a label, a given name, or the
+    name before ``[`` of an element's: ``t1[0]``): a made-up name never reads as another node's."""
+    bases = taken | {name.split("[", 1)[0] for name in taken}
+    return (name for name in (f"{prefix}{k}" for k in itertools.count(1)) if name not in bases)
 
 
 EXPLAIN_AFTER_FREE = (
@@ -169,15 +177,30 @@ def explain(
     >>> e.gradients[b], b.grad          # what backward() would give b; nothing has run
     (4.0, 0.0)
     """
+    return explained(output, seed, names)
+
+
+def explained(
+    output: Value | Vector,
+    seed: float | Sequence[float] | Vector | None = None,
+    names: Mapping[str, Value | Vector] | None = None,
+    shown_operands: Mapping[Value, int] | None = None,
+) -> Explanation:
+    """``explain``, leaving out the edges of a node from its operand ``shown_operands[node]`` on:
+    edges the graph holds for the bits alone, on which the node does not depend (the PyTorch
+    bridge's +0.0 that a kernel starts a sum from), in the steps, the formulas and the sums."""
     with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
         refuse_number("explain()", "call explain() on what the function returns, outside it")
         outputs, seeds = outputs_and_seeds(output, seed, "explain")
         label: dict[Any, str] = _names(outputs, isinstance(output, Vector), names)
         steps: list[Step] = []
+        shown_of: Mapping[Any, int] = shown_operands or {}
 
         def keep(
             node: graph.Node, position: int, operand: graph.Node, upstream: float, saved: object, part: float
         ) -> None:
+            if position >= shown_of.get(node, position + 1):  # an edge for the bits alone: not shown
+                return
             local = ops.local_derivative(graph.gradient_of(node, position), saved)
             total = graph.cotangent(operand)
             shown = graph.op_of(node).shown  # type: ignore[union-attr]  # an edge's node is an operation
@@ -190,17 +213,18 @@ def explain(
                 if graph.FREED_MESSAGE in str(error):
                     raise RuntimeError(EXPLAIN_AFTER_FREE) from None
                 raise
-            leaf_numbers, inner_numbers = itertools.count(1), itertools.count(1)
+            taken = {name for node in (*order, *leaves) for name in (label.get(node), node.label) if name}
+            leaf_names, inner_names = _made_up("x", taken), _made_up("t", taken)
             for leaf in sorted(leaves, key=graph.sequence):  # leaves by creation: x1 was made first
                 if leaf not in label:
-                    label[leaf] = leaf.label or f"x{next(leaf_numbers)}"
+                    label[leaf] = leaf.label or next(leaf_names)
             for node in reversed(order):  # operations by creation: t1 was computed first
                 if node not in label:
-                    label[node] = node.label or f"t{next(inner_numbers)}"
+                    label[node] = node.label or next(inner_names)
             graph.seed(outputs, seeds)
             graph.propagate(order, keep)
             grads: dict[Value, float] = {v: graph.cotangent(v) for v in (*order, *leaves)}
         seed_rows = [(label[value], s) for value, s in zip(outputs, seeds, strict=True)]
         reached = {value: name for value, name in label.items() if value in grads}  # given names first
-        formulas = {label[node]: formula(node, label) for node in reversed(order)}
+        formulas = {label[node]: formula(node, label, shown_of.get(node)) for node in reversed(order)}
         return Explanation(seed_rows, steps, grads, reached, formulas)

@@ -1,0 +1,47 @@
+"""The PyTorch bridge on the processor as it is: without the kernels the tests pick for PyTorch
+(``conftest.py`` sets ``ATEN_CPU_CAPABILITY=avx2`` and ``MKL_CBWR=AVX``), PyTorch runs its fastest
+kernels here (AVX-512 ones, MKL's AVX2 or AVX-512 path), some of whose sums add in another order
+than the replay follows. Each pass is then equal to the bit, or says that it differs and why:
+never "equal" where it is not, never a difference without its reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+SCRIPT = r"""
+import json, torch, vjpgrad
+torch.manual_seed(0)
+verdicts = []
+with vjpgrad.watch_torch() as w:
+    for dtype in (torch.float32, torch.float64):
+        for n in (7, 33, 100):
+            x = torch.randn(n, 2, dtype=dtype)
+            weights = torch.randn(2, dtype=dtype, requires_grad=True)
+            torch.sigmoid(x @ weights).sum().backward()  # a matrix-vector product, summed over n
+            h = torch.randn(3, n, dtype=dtype, requires_grad=True)
+            torch.nn.functional.layer_norm(h, (n,)).pow(2).sum().backward()
+            grads = [weights.grad.tolist(), h.grad.tolist()]
+for p in w.passes:
+    verdicts.append([p.replayed, p.matches, p.summary()])
+print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "verdicts": verdicts}))
+"""
+
+
+def test_each_pass_on_this_processors_own_kernels_is_equal_or_says_why_it_differs() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")}
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, check=True)
+    found = json.loads(done.stdout)
+    assert len(found["verdicts"]) == 12
+    for replayed, matches, summary in found["verdicts"]:
+        assert replayed, summary
+        differing = [line for line in summary.splitlines() if "differ by" in line]
+        assert bool(differing) is not matches, summary  # "differs" exactly where a leaf's line says by how much
+        for line in differing:  # and why
+            assert "matrix kernels may add in another order" in line or "on this processor" in line, line
