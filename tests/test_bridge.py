@@ -1716,3 +1716,23 @@ def test_each_leafs_line_adds_up_to_its_gradient() -> None:
     product = next(f for name, f in explanation.formulas.items() if name.endswith("[0,0]") and f.startswith("mm("))
     assert "x[1,0]" not in product  # the product's [0,0] reads x's row 0 and w's column 0
     assert "w[0,1]" not in product
+
+
+def test_a_node_named_after_a_tensor_follows_the_tensors_new_name_in_a_later_pass() -> None:
+    """An expand node is named by what it expands (``s expanded ×2``): where the learner's name for
+    that tensor changes between two passes through one graph, the later pass's explanation names
+    both by the new name, the earlier's by the old."""
+    with vjpgrad.watch_torch() as w:
+        s = torch.tensor(3.0, requires_grad=True)
+        v = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = (v * s).sum()
+        y.backward(retain_graph=True)
+        old_s = s
+        s = torch.tensor(5.0)  # the name now holds another tensor
+        y.backward()
+    every_pass_matches(w, 2)
+    first, second = (str(p.explanation) for p in w.passes)
+    assert "s expanded ×2" in first
+    assert "old_s expanded ×2" in second
+    assert " s expanded" not in second
+    assert old_s.grad is not None

@@ -432,6 +432,7 @@ class Watch:
         self._mode = _Mode(self)
         self._unnamed: list[Entry] = []  # tensors made since the last pass, in order: t1, t2... unless named
         self._described: list[tuple[Value, Value | None, str]] = []
+        self._described_done = 0  # how many of them a pass has named
         self._count = 0
         self._leaf_numbers: dict[int, int] = {}  # each leaf the learner names nowhere: leaf 1, leaf 2...
         self._shown_operands: weakref.WeakKeyDictionary[Value, int] = weakref.WeakKeyDictionary()  # Call.onto_zero's
@@ -1370,14 +1371,20 @@ class Watch:
         for key, generations in self._leaves.items():  # a leaf with no name here: leaf 1..., in every pass
             if key not in names:
                 named += [(generation, self._leaf_name(key)) for generation in generations]
+        changed: set[int] = set()  # the nodes whose label this pass changed
         for entry, name in named:
             if entry is None or len(entry.items) != entry.tensor.numel():  # one not replayed has no items
                 continue
             for index, item in zip(_indices(tuple(entry.tensor.shape)), entry.items, strict=True):
-                if isinstance(item, Value):
-                    self._relabel(item, name + index)
-        for node, source, text in self._described:
-            self._relabel(node, text.format(source.label if source is not None else ""))
+                if isinstance(item, Value) and self._relabel(item, name + index):
+                    changed.add(id(item))
+        # each node that stands for no tensor, named by what it is made from: the new ones, and the
+        # older ones whose source a name changed (in the order they were made: a source comes first)
+        done, self._described_done = self._described_done, len(self._described)
+        for k, (node, source, text) in enumerate(self._described):
+            again = k >= done or (source is not None and id(source) in changed)
+            if again and self._relabel(node, text.format(source.label if source is not None else "")):
+                changed.add(id(node))
 
     def _leaf_name(self, key: int) -> str:
         """The name of a leaf tensor the learner's code names nowhere in a pass: ``leaf 1``, ``leaf 2``...
@@ -1385,12 +1392,16 @@ class Watch:
         number = self._leaf_numbers.setdefault(key, len(self._leaf_numbers) + 1)
         return f"leaf {number}"
 
-    def _relabel(self, node: Value, label: str) -> None:
+    def _relabel(self, node: Value, label: str) -> bool:
         """Give ``node`` the label this pass names it by, keeping the one the earlier passes named
-        it by (``_as_of``): a pass's table reads the names its summary read (``old_b = b`` renames)."""
-        if node.label and node.label != label:
+        it by (``_as_of``): a pass's table reads the names its summary read (``old_b = b`` renames).
+        Whether its label changed."""
+        if node.label == label:
+            return False
+        if node.label:
             self._renamed.setdefault(node, []).append((len(self.passes), node.label))
         node.label = label
+        return True
 
     def _as_of(
         self, number: int, outputs: list[Value], seeds: list[float], scalar: bool, handed_back: str = ""
