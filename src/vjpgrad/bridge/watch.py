@@ -1360,17 +1360,7 @@ class Watch:
         """Name the elements of the tensors the learner named (``a[1]``, ``W[0,1]``, ``y``), the
         others' by the order they were made (``t1[0]``), and each expand node by what it expands."""
         named: list[tuple[Entry | None, str]] = [(self._entries.get(key), name) for key, name in names.items()]
-        taken = {name.split("[", 1)[0] for name in names.values()}  # the learner's: never a made-up name
-        for made in self._unnamed:
-            if id(made.tensor) not in names and made.takes_gradient:
-                self._count += 1
-                while f"t{self._count}" in taken:
-                    self._count += 1
-                named.append((made, f"t{self._count}"))
-        self._unnamed = []
-        for key, generations in self._leaves.items():  # a leaf with no name here: leaf 1..., in every pass
-            if key not in names:
-                named += [(generation, self._leaf_name(key)) for generation in generations]
+        named += self._made_up(names)
         changed: set[int] = set()  # the nodes whose label this pass changed
         for entry, name in named:
             if entry is None or len(entry.items) != entry.tensor.numel():  # one not replayed has no items
@@ -1378,8 +1368,29 @@ class Watch:
             for index, item in zip(_indices(tuple(entry.tensor.shape)), entry.items, strict=True):
                 if isinstance(item, Value) and self._relabel(item, name + index):
                     changed.add(id(item))
-        # each node that stands for no tensor, named by what it is made from: the new ones, and the
-        # older ones whose source a name changed (in the order they were made: a source comes first)
+        self._name_described(changed)
+
+    def _made_up(self, names: dict[int, str]) -> list[tuple[Entry | None, str]]:
+        """Names for what the learner's code names nowhere in this pass: each tensor made since the last
+        pass that takes gradient, ``t1``, ``t2``... past the learner's own names; each leaf, ``leaf 1``..."""
+        made_up: list[tuple[Entry | None, str]] = []
+        taken = {name.split("[", 1)[0] for name in names.values()}  # the learner's: never a made-up name
+        for made in self._unnamed:
+            if id(made.tensor) not in names and made.takes_gradient:
+                self._count += 1
+                while f"t{self._count}" in taken:
+                    self._count += 1
+                made_up.append((made, f"t{self._count}"))
+        self._unnamed = []
+        for key, generations in self._leaves.items():  # a leaf with no name here: leaf 1..., in every pass
+            if key not in names:
+                made_up += [(generation, self._leaf_name(key)) for generation in generations]
+        return made_up
+
+    def _name_described(self, changed: set[int]) -> None:
+        """Name each node that stands for no tensor by what it is made from (``Call.described``): the
+        ones made since the last pass, and the older ones whose source a name changed (``changed``, the
+        ids of the nodes whose label this pass changed; in the order they were made: a source first)."""
         done, self._described_done = self._described_done, len(self._described)
         for k, (node, source, text) in enumerate(self._described):
             again = k >= done or (source is not None and id(source) in changed)
