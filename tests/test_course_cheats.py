@@ -284,6 +284,112 @@ def test_the_students_code_reads_none_of_the_teachers_files_and_where_graded_no_
         process.join(10)
 
 
+LISTS = """
+import os
+
+
+def names(path):
+    return sorted(os.listdir(path))
+"""
+"""A student's file that lists any folder it is given the path of."""
+
+
+@pytest.mark.parametrize("graded", [True, False], ids=["graded", "checked"])
+def test_the_students_code_lists_none_of_the_folders_kept_from_it(tmp_path: Path, graded: bool) -> None:
+    """A folder's names (a held-out check's, another student's) are refused as its files are."""
+    teacher = tmp_path / "teacher"
+    shutil.copytree(EXAMPLE, teacher)
+    directory = skeleton(tmp_path / "class" / "eve")
+    (directory / "lists.py").write_text(LISTS)
+    skeleton(tmp_path / "class" / "bob")
+    process, ours = grading._student(grading._processes(), directory, course(teacher).exercise(2), 60, graded)
+    try:
+        lists = remote.Checks(ours).module("lists")
+        assert "lists.py" in lists.names(str(directory))  # its own folder, as before
+        for kept in (teacher, teacher / "held_out", teacher / "held_out" / ".." / "checks"):
+            with pytest.raises(PermissionError, match=re.escape(guard.KEPT)):
+                lists.names(str(kept))
+        if graded:  # the names of the other students' folders beside it
+            with pytest.raises(PermissionError, match=re.escape(guard.KEPT)):
+                lists.names(str(directory.parent))
+        else:
+            assert lists.names(str(directory.parent)) == ["bob", "eve"]
+    finally:
+        ours.close()
+        process.join(10)
+
+
+SNOOPS = """
+
+import os as _os
+import tempfile as _tempfile
+import time as _time
+
+_MARKERS = {markers!r}
+
+
+def _found(path):
+    try:
+        with open(path, errors="replace") as file:
+            text = file.read()
+    except OSError:  # refused (PermissionError), or gone
+        return False
+    if any(marker in text for marker in _MARKERS):  # hypothesis's cache of a held-out check's constants
+        return True
+    try:  # the output of a checks' process of this run (a grader's file of minutes ago, not a leftover)
+        return _os.path.basename(path) == "output.txt" and _time.time() - _os.stat(path).st_mtime < 600
+    except OSError:
+        return False
+
+
+def _snoop():
+    base = _tempfile.gettempdir()
+    pending = [_os.path.join(base, name) for name in _os.listdir(base) if name.startswith("vjpgrad-course")]
+    found = []
+    while pending:
+        path = pending.pop()
+        try:
+            pending += [_os.path.join(path, name) for name in _os.listdir(path)]
+        except NotADirectoryError:
+            found += [path] if _found(path) else []
+        except OSError:  # refused, or gone
+            continue
+    return found
+
+
+_sigmoid = sigmoid
+
+
+def sigmoid(x):
+    found = _snoop()
+    if found:
+        raise RuntimeError("read the grader's files: " + ", ".join(found))
+    return _sigmoid(x)
+"""
+"""Appended to a student's sigmoid.py: at every call, it walks the system's temporary folder for the
+grader's scratch folders (the checks' output, hypothesis's cache of the constants of the check files,
+which names each file and holds its numbers and strings) and raises what it could read."""
+
+
+@pytest.mark.slow  # a grading run: the visible checks, then the held-out ones
+def test_the_students_code_reads_nothing_of_the_graders_scratch_folders(tmp_path: Path) -> None:
+    """Hypothesis's cache (a held-out check's constants and path) and the checks' output, which holds
+    a failing held-out check's traceback, are written where the student's process may not read."""
+    teacher = tmp_path / "teacher"
+    shutil.copytree(EXAMPLE, teacher)
+    directory = solutions_in(tmp_path / "class" / "eve")
+    source = (EXAMPLE / "solutions" / "sigmoid.py").read_text()
+    markers = sorted({str(teacher), str(teacher.resolve())})
+    (directory / "sigmoid.py").write_text(source + SNOOPS.format(markers=markers))
+    (result,) = grading.run(directory, [course(teacher).exercise(13)], timeout=120, held_out=True, class_mode=True)
+    assert [t.held_out for t in result.tests] == [False, False, True]
+    assert [t.message for t in result.tests if "read the grader's files" in t.message] == []
+    assert result.status == grading.DONE
+    held_out = [str(teacher / "held_out"), str(teacher.resolve() / "held_out")]
+    cached = [path.read_text() for path in (Path(grading.hypothesis_home()) / "constants").glob("[0-9a-f]*")]
+    assert not any(folder in text for folder in held_out for text in cached)  # the visible runs' home: none of it
+
+
 # ---- borrowed work, flagged to the teacher ---------------------------------------------------------------
 
 
@@ -1293,6 +1399,87 @@ def test_a_symbolic_link_handed_in_is_not_followed(tmp_path: Path) -> None:
     assert "symbolic link" in message
 
 
+REMARKS_APART = """
+import json, resource, sys
+from pathlib import Path
+
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # a file read for ever fails here, not the machine
+from vjpgrad.course import borrowed
+from vjpgrad.course.exercises import course, exercise
+
+remarks = borrowed.remarks(Path(sys.argv[1]), exercise(int(sys.argv[2])), course(None))
+print(json.dumps([remarks, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))
+"""
+"""The teacher's remarks on an exercise of a submission, read in a process of their own with 1 GiB of
+address space: what it remarks, and the most memory it held (kB)."""
+
+
+def remarks_apart(directory: Path, number: int) -> tuple[list[str], int] | None:
+    """``borrowed.remarks`` of exercise ``number`` in ``directory`` (``REMARKS_APART``); None where it
+    did not finish within 30 s (a read that waits for ever)."""
+    try:
+        ran = subprocess.run(
+            [sys.executable, "-c", REMARKS_APART, str(directory), str(number)],
+            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return None
+    assert ran.returncode == 0, ran.stderr
+    remarks, most = json.loads(ran.stdout)
+    return remarks, most
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a link to a device or a named pipe (POSIX)")
+@pytest.mark.parametrize("target", ["/dev/zero", "a named pipe", "a shipped solution"])
+def test_the_teachers_remarks_follow_no_link_and_wait_on_no_file(tmp_path: Path, target: str) -> None:
+    # git stores a symbolic link (GitHub Classroom hands in repositories): one to /dev/zero or to a named
+    # pipe made grade read for ever, before grading anyone; one to a solution was read as the student's
+    directory = skeleton(tmp_path / "class" / "mallory")
+    (directory / "derivatives.py").unlink()
+    if target == "a named pipe":
+        os.mkfifo(tmp_path / "pipe")
+        (directory / "derivatives.py").symlink_to(tmp_path / "pipe")
+    elif target == "a shipped solution":
+        shutil.copyfile(folder("solutions") / "derivatives.py", tmp_path / "copy.py")
+        (directory / "derivatives.py").symlink_to(tmp_path / "copy.py")
+    else:
+        (directory / "derivatives.py").symlink_to(target)
+    found = remarks_apart(directory, 1)
+    assert found is not None, "the remarks never finished"
+    remarks, most = found
+    assert most < 256 * 1024  # kB: nothing read from /dev/zero
+    assert remarks == ["derivatives.py is a symbolic link: not read for these remarks"]
+
+
+def test_the_teachers_remarks_read_no_file_larger_than_the_limit(tmp_path: Path) -> None:
+    directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
+    source = (directory / "derivatives.py").read_text()
+    assert borrowed.remarks(directory, exercise(1), course(None)) == [
+        f"derivatives.py (central_difference, step_sizes): {borrowed.COPIED}"
+    ]
+    (directory / "derivatives.py").write_text(source + "\n" + "# padding\n" * (borrowed.LIMIT // 10))
+    assert borrowed.remarks(directory, exercise(1), course(None)) == [
+        f"derivatives.py is larger than {borrowed.LIMIT >> 20} MB: not read for these remarks"
+    ]
+
+
+@pytest.mark.slow  # a grading run
+def test_a_file_handed_in_as_a_symbolic_link_is_graded_as_missing_and_the_student_is_told(tmp_path: Path) -> None:
+    # the Gradescope autograder leaves links out of its copy: grade treats them alike, and says so
+    directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
+    (directory / "mine").mkdir()
+    (directory / "derivatives.py").rename(directory / "mine" / "derivatives.py")
+    (directory / "derivatives.py").symlink_to(Path("mine") / "derivatives.py")
+    of = course(None)
+    graded = gradebook.grade([directory], type(of)((exercise(1),)), timeout=120)
+    (result,) = graded["mallory"]
+    assert result.score() == 0
+    report = gradebook.results_json(graded["mallory"], of)
+    (visible, teachers) = report["tests"]
+    assert "derivatives.py is a symbolic link in the submission" in visible["output"]
+    assert "derivatives.py is a symbolic link: not read for these remarks" in teachers["output"]
+
+
 @pytest.mark.parametrize("number", [6, 3])  # engine.py replaced whole (exercise 6), or spliced (exercise 3)
 def test_independent_grading_writes_nothing_through_a_symbolic_link_handed_in(tmp_path: Path, number: int) -> None:
     # grade --independent puts the reference solution of the earlier exercises in a copy of the
@@ -1308,6 +1495,18 @@ def test_independent_grading_writes_nothing_through_a_symbolic_link_handed_in(tm
     copy = depends.reference_copy(directory, exercise(number), course(None), tmp_path / "scratch" / "mallory")
     assert victim.read_text() == "# the teacher's file\n"
     assert not (copy / "engine.py").is_symlink()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="a named pipe (POSIX)")
+def test_independent_grading_copies_a_submission_that_holds_a_named_pipe(tmp_path: Path) -> None:
+    # a submission unpacked from an archive can hold a named pipe: copytree stopped at it, and grade with it
+    from vjpgrad.course import depends
+
+    directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
+    os.mkfifo(directory / "pipe")
+    copy = depends.reference_copy(directory, exercise(3), course(None), tmp_path / "scratch" / "mallory")
+    assert not (copy / "pipe").exists()
+    assert (copy / "engine.py").read_text() != ""
 
 
 # ---- what the student's process refuses (``guard``) ---------------------------------------------------------
@@ -1833,6 +2032,14 @@ def by_rebinding(solutions):  # realpath's helpers, and the guard's own function
     os.lstat = lambda *a, **k: os.stat("/")
     with open(os.path.join(solutions, "engine.py")) as file:
         return file.read()
+
+
+def by_rebinding_words(path):  # what the guard's functions return to refuse, rebound to None: "nothing refused"
+    guard = sys.modules["vjp" + "grad.course.guard"]
+    for name in [n for n in vars(guard) if isinstance(getattr(guard, n), str)]:
+        setattr(guard, name, None)
+    with open(path) as file:
+        return file.read()
 """
 """What a student's code may try to undo the hook itself: run code of its own inside the hook and
 reach the hook's frames, change what the hook reads, or run code between the hook's lines."""
@@ -1941,6 +2148,9 @@ def test_rebinding_what_the_hook_calls_does_not_change_what_it_refuses(tmp_path:
         assert guard.SOLUTIONS in str(refused.value)
         with pytest.raises(PermissionError) as refused:
             undoing.by_rebinding(str(solutions))
+        assert guard.SOLUTIONS in str(refused.value)
+        with pytest.raises(PermissionError) as refused:
+            undoing.by_rebinding_words(str(solutions / "engine.py"))
         assert guard.SOLUTIONS in str(refused.value)
 
 

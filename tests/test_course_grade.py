@@ -249,6 +249,62 @@ def test_grade_writes_the_gradebook_and_gradescope_results(tmp_path: Path, capsy
     assert "sigmoid.py is not in" in nothing["tests"][0]["output"]
 
 
+READS_THE_GRADEBOOK = """
+
+import os as _os
+
+_OUT = {out!r}
+
+
+def _leaked():
+    found = []
+    for path in (_os.path.join(_OUT, "grades.csv"), _os.path.join(_OUT, "bob", "results.json")):
+        try:
+            with open(path) as file:
+                found.append(file.read())
+        except OSError:  # refused (PermissionError)
+            pass
+    try:
+        found += _os.listdir(_OUT)
+    except OSError:
+        pass
+    return found
+
+
+_sigmoid = sigmoid
+
+
+def sigmoid(x):
+    leaked = _leaked()
+    if leaked:
+        raise RuntimeError("leaked: " + repr(leaked))
+    return _sigmoid(x)
+"""
+"""Appended to a student's sigmoid.py: it reads the gradebook it is graded into, and raises what it read."""
+
+
+@pytest.mark.slow  # a grading run
+def test_the_students_code_reads_nothing_of_the_gradebook_it_is_graded_into(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the documented layout, `grade submissions/* --out grades`: the --out folder beside the submissions,
+    # graded into again (a classmate's marks, and a held-out check's message for the teacher, there)
+    teacher = teachers_only(tmp_path)
+    of = course(teacher)
+    (sigmoid,) = of.exercises
+    out = tmp_path / "grades"
+    held_out = grading.TestResult("symmetric", grading.FAILED, "bob's held-out message", held_out=True)
+    gradebook.write(out, of, {"bob": [grading.ExerciseResult(sigmoid, [held_out], ["bob's remark"])]})
+    eve = sigmoid_submission(tmp_path / "submissions" / "eve")
+    (eve / "sigmoid.py").write_text((eve / "sigmoid.py").read_text() + READS_THE_GRADEBOOK.format(out=str(out)))
+    status, _, err = grade(capsys, str(tmp_path / "submissions" / "*"), "--out", str(out), "--exercises", str(teacher))
+    assert (status, err) == (0, QUIET)
+    report = (out / "eve" / "results.json").read_text()
+    assert "leaked" not in report
+    assert "bob" not in report
+    assert json.loads(report)["score"] == sigmoid.points
+
+
 @pytest.mark.slow  # a grading run: one process per exercise
 def test_grade_reads_no_course_toml_of_a_submission(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     student = sigmoid_submission(tmp_path / "eve")

@@ -71,11 +71,23 @@ def missing(name: str, known_as: str | None) -> str:
     return f"{name}.py is not in {where}: `{command}` writes it again (and keeps your other files)"
 
 
+def linked(name: str) -> str:
+    """What a student graded by ``grade`` reads when their ``name.py`` is a symbolic link."""
+    return (
+        f"{name}.py is a symbolic link in {SUBMISSION}, which the grader does not follow (the Gradescope "
+        "autograder leaves links out too): hand in the file itself"
+    )
+
+
 def present(directory: Path, name: str, known_as: str | None = None) -> None:
     """Raise ``MissingFileError`` when the student's ``name.py`` is not in ``directory``, which they
-    know as ``known_as`` (``missing``)."""
+    know as ``known_as`` (``missing``); where it is the submission (``known_as`` None: ``grade``, the
+    autograder), when it is a symbolic link too (``linked``), as the autograder leaves links out."""
     __tracebackhide__ = True
-    if not (directory / f"{name}.py").is_file():
+    path = directory / f"{name}.py"
+    if known_as is None and path.is_symlink():
+        raise MissingFileError(linked(name))
+    if not path.is_file():
         raise MissingFileError(missing(name, known_as))
 
 

@@ -28,6 +28,11 @@ process, without running it:
   ``sys.modules`` or a frame's globals with no import to read). These read the exercise's files and
   the student's own modules they import (``own_files``).
 
+A student's file is read here only where it is a regular file, not a symbolic link, of at most
+``LIMIT`` bytes (``handed_in``): a link to ``/dev/zero`` or to a named pipe handed in (git stores
+links) would otherwise be read for ever, before anyone is graded. What is not read is said to the
+teacher (``unread``) and never remarked on as a copy.
+
 The checks' processes also refuse those imports from the student's files (``_plugin``'s import
 guard, given ``allowed``): an engine that is vjpgrad's earns nothing from vjpgrad's code.
 """
@@ -36,6 +41,8 @@ from __future__ import annotations
 
 import ast
 import copy
+import os
+import stat
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -71,13 +78,70 @@ def source_tree(text: str | bytes) -> ast.Module:
 
 
 def parse(path: Path) -> ast.Module | None:
-    """The file at ``path``, read as Python reads it: its bytes decoded as its ``coding`` line says
-    (a file that declares ``utf-7`` runs ``+AGUAeABlAGM-(...)`` as ``exec(...)``), else as UTF-8;
-    none when Python could not read it either."""
+    """The teacher's file at ``path`` (a skeleton, a reference solution), read as Python reads it
+    (``parsed``); none when Python could not read it either. A student's file: ``parse_handed_in``."""
     try:
-        return source_tree(path.read_bytes())
-    except (OSError, SyntaxError, ValueError, MemoryError, RecursionError):  # nested past the parser's stack too
+        return parsed(path.read_bytes())
+    except OSError:
         return None
+
+
+def parsed(source: bytes) -> ast.Module | None:
+    """``source`` read as Python reads it: its bytes decoded as its ``coding`` line says (a file that
+    declares ``utf-7`` runs ``+AGUAeABlAGM-(...)`` as ``exec(...)``), else as UTF-8; none when Python
+    could not read it either."""
+    try:
+        return source_tree(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # nested past the parser's stack too
+        return None
+
+
+LIMIT = 4 << 20
+"""The largest student's file the teacher's process reads, in bytes (4 MiB; the reference solutions
+are a few kB each): a larger one is not read for the remarks (``unread``), and is graded as any other."""
+
+
+def unread(path: Path) -> str | None:
+    """Why the student's file at ``path`` is not read in the teacher's process, found without following
+    it (``os.lstat``): "a symbolic link" (to ``/dev/zero``, to a named pipe, to your files), "not a
+    regular file" (a named pipe, a socket, a device), or "larger than 4 MB"; None where it is read, or
+    is not there."""
+    try:
+        found = os.lstat(path)
+    except (OSError, ValueError):  # not there, or a name the system cannot take
+        return None
+    if stat.S_ISLNK(found.st_mode):
+        return "a symbolic link"
+    if not stat.S_ISREG(found.st_mode):
+        return "not a regular file"
+    return f"larger than {LIMIT >> 20} MB" if found.st_size > LIMIT else None
+
+
+def handed_in(path: Path) -> bytes | None:
+    """The bytes of the student's file at ``path``, where ``unread`` has nothing against it, read
+    through a descriptor that follows no link and waits on nothing (``O_NOFOLLOW``, ``O_NONBLOCK``),
+    checked again once open (the file could have changed between the two), and never more than
+    ``LIMIT`` bytes; None where it is not read."""
+    if unread(path) is not None:
+        return None
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except (OSError, ValueError):
+        return None
+    with os.fdopen(descriptor, "rb") as stream:
+        found = os.fstat(stream.fileno())
+        if not stat.S_ISREG(found.st_mode) or found.st_size > LIMIT:
+            return None
+        source = stream.read(LIMIT + 1)
+    return source if len(source) <= LIMIT else None
+
+
+def parse_handed_in(path: Path) -> ast.Module | None:
+    """The student's file at ``path`` (``handed_in``), read as Python reads it (``parsed``); none
+    where it is not read, or Python could not read it either."""
+    source = handed_in(path)
+    return None if source is None else parsed(source)
 
 
 def imported(tree: ast.AST) -> set[str]:
@@ -114,7 +178,7 @@ def imports(directory: Path, ex: Exercise, course: Course, files: Iterable[str] 
     permitted = allowed(course)
     remarks = []
     for name in ex.files if files is None else files:
-        tree = parse(directory / name)
+        tree = parse_handed_in(directory / name)
         if tree is None:
             continue
         extra = sorted(imported(tree) - permitted.get(name, set()))
@@ -316,7 +380,7 @@ def own_files(directory: Path, ex: Exercise, course: Course) -> list[str]:
     others = set(course.student_files()) - set(ex.files)
     names = list(ex.files)
     for name in names:  # grows as modules are found
-        tree = parse(directory / name)
+        tree = parse_handed_in(directory / name)
         if tree is None:
             continue
         for path in _imported_files(directory, directory / name, tree):
@@ -332,7 +396,7 @@ def recursion_limit(directory: Path, ex: Exercise, files: Iterable[str] | None =
     run time."""
     remarks = []
     for name in ex.files if files is None else files:
-        tree = parse(directory / name)
+        tree = parse_handed_in(directory / name)
         if tree is None:
             continue
         if names_setter(tree):
@@ -524,7 +588,7 @@ def copied(directory: Path, ex: Exercise) -> list[str]:
     if ex.teachers or not ex.files:
         return []
     name = ex.files[0]
-    mine, theirs = parse(directory / name), parse(ex.solution(name))
+    mine, theirs = parse_handed_in(directory / name), parse(ex.solution(name))
     if mine is None or theirs is None:
         return []
     given = parse(ex.template(name))
@@ -554,7 +618,7 @@ def _definitions(directory: Path) -> set[str]:
     found: set[str] = set()
     paths = sorted(directory.glob("*.py"))
     for path in paths:  # grows as the modules they import, in folders of the submission, are found
-        tree = parse(path)
+        tree = parse_handed_in(path)
         if tree is not None:
             defined = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
             found.update(normal(n) for n in defined)
@@ -563,7 +627,17 @@ def _definitions(directory: Path) -> set[str]:
     return found
 
 
+def not_read(directory: Path, files: Iterable[str]) -> list[str]:
+    """What the teacher is told of the student's ``files`` in ``directory`` that are not read (``unread``)."""
+    found = ((name, unread(directory / name)) for name in files)
+    return [f"{name} is {why}: not read for these remarks" for name, why in found if why is not None]
+
+
 def remarks(directory: Path, ex: Exercise, course: Course) -> list[str]:
-    """Everything the teacher is told of borrowed work in ``ex``'s files in ``directory``."""
+    """Everything the teacher is told of borrowed work in ``ex``'s files in ``directory``, and of those
+    of its files not read (``not_read``)."""
     files = own_files(directory, ex, course)
-    return [*imports(directory, ex, course, files), *copied(directory, ex), *recursion_limit(directory, ex, files)]
+    return [
+        *not_read(directory, files), *imports(directory, ex, course, files), *copied(directory, ex),
+        *recursion_limit(directory, ex, files),
+    ]  # fmt: skip

@@ -498,7 +498,7 @@ def grade(args: argparse.Namespace) -> int:
     for directory in left_out:
         print(f"{PROGRAM}: {directory} is not graded: it is --out, where grades are written", file=sys.stderr)
     started = time.perf_counter()
-    graded = gradebook.grade(directories, of, args.timeout, args.jobs, only, args.independent)
+    graded = gradebook.grade(directories, of, args.timeout, args.jobs, only, args.independent, out=out)
     text = gradebook.write(out, of, graded)
     seconds = time.perf_counter() - started
     print(text, end="")

@@ -13,11 +13,13 @@ so that later exercises are graded on a correct engine.
 from __future__ import annotations
 
 import ast
+import os
 import shutil
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from vjpgrad.course.borrowed import source_tree
+from vjpgrad.course.borrowed import handed_in, source_tree
 from vjpgrad.course.exercises import Course, Exercise
 
 
@@ -94,7 +96,7 @@ def blame(ex: Exercise, course: Course, done: dict[int, bool]) -> str | None:
     )
 
 
-def _splice(reference: str, student: str, parts: Sequence[str]) -> str:
+def _splice(reference: str, student: str | bytes, parts: Sequence[str]) -> str:
     """The reference file with the student's definitions of ``parts`` in place of its own."""
     tree, theirs = source_tree(reference), source_tree(student)
 
@@ -118,13 +120,31 @@ def _splice(reference: str, student: str, parts: Sequence[str]) -> str:
     return ast.unparse(tree) + "\n"
 
 
+def _special(folder: str, names: list[str]) -> set[str]:
+    """The entries of ``folder`` that are neither a folder, a file nor a symbolic link (a named pipe, a
+    socket, a device), which ``shutil.copytree`` stops at: they are left out of the copy, as the
+    Gradescope autograder leaves them out of its own."""
+    left: set[str] = set()
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            left.add(name)
+            continue
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            left.add(name)
+    return left
+
+
 def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) -> Path:
     """A copy of ``directory`` in ``into`` where the earlier exercises ``ex`` runs on are the reference
     solution's: a file of theirs alone is the solution; a file ``ex`` shares with them (engine.py) is
     the solution with the student's own definitions of ``ex``'s parts. A symbolic link handed in
     where a file is written is removed first, never written through (it could point at any file of
-    the teacher's), and is read as no file."""
-    shutil.copytree(directory, into, symlinks=True)
+    the teacher's), and is read as no file; the student's file is read only as ``handed_in`` reads it
+    (a regular file of at most ``borrowed.LIMIT`` bytes), and what is neither a folder, a file nor a
+    link is not copied (``_special``)."""
+    shutil.copytree(directory, into, symlinks=True, ignore=_special)
     for earlier in on(ex, course):
         for name in earlier.files:
             solution, target, theirs = earlier.solution(name), into / name, directory / name
@@ -134,10 +154,10 @@ def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) ->
                 target.unlink()
             if name not in ex.files:
                 shutil.copyfile(solution, target)
-            elif ex.parts and name == ex.files[0] and theirs.is_file() and not theirs.is_symlink():
+            elif ex.parts and name == ex.files[0] and (source := handed_in(theirs)) is not None:
                 try:
-                    text = _splice(solution.read_text(encoding="utf-8"), theirs.read_text(), ex.parts)
-                except SyntaxError:
+                    text = _splice(solution.read_text(encoding="utf-8"), source, ex.parts)
+                except (SyntaxError, ValueError):  # not Python (a null byte, an unknown coding)
                     continue
                 target.write_text(text, encoding="utf-8")
     return into

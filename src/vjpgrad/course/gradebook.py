@@ -51,13 +51,16 @@ class GradebookError(ValueError):
 def grade(
     directories: Sequence[Path], course: Course, timeout: float, workers: int | None = None,
     exercises: Sequence[Exercise] | None = None, independent: bool = False, more_time: grading.MoreTime = grading.GRADE,
+    out: Path | None = None,
 ) -> dict[str, list[ExerciseResult]]:  # fmt: skip
     """The ``exercises`` (all of ``course``'s by default) of every directory, held-out checks
     included: results by directory name. ``independent``: each exercise on the reference solution
     of the earlier exercises it runs on (``depends.reference_copy``), so that one bug costs once.
     The teacher's remarks (``borrowed``) are read from the files as handed in, before any of the
     student's code runs (code that could write would otherwise rewrite what they read). A check
-    stopped at the time limit advises the student nothing, the teacher ``more_time`` (a remark)."""
+    stopped at the time limit advises the student nothing, the teacher ``more_time`` (a remark).
+    ``out``: where the grades are written (every student's marks, the teacher's remarks), which no
+    student's process may read (``grading.kept_from_student``)."""
     chosen = list(course.exercises if exercises is None else exercises)
     with tempfile.TemporaryDirectory(prefix="vjpgrad-course-independent-") as scratch:
         work, checked, remarks = [], [], []
@@ -71,7 +74,10 @@ def grade(
                     )
                 work.append((where, ex))
                 checked.append(directory)
-        results = grading.run_many(work, timeout, workers, held_out=True, class_mode=True, more_time=more_time)
+        kept = [] if out is None else [out]
+        results = grading.run_many(
+            work, timeout, workers, held_out=True, class_mode=True, more_time=more_time, kept=kept
+        )
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
     for directory, result, read in zip(checked, results, remarks, strict=True):
         result.remarks += read

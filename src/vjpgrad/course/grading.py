@@ -39,6 +39,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -180,11 +181,15 @@ def run(
 def run_many(
     work: Sequence[tuple[Path, Exercise]], timeout: float = TIMEOUT, workers: int | None = None,
     held_out: bool = False, class_mode: bool = False, known_as: str | None = None, more_time: MoreTime = UNADVISED,
+    kept: Sequence[Path] = (),
 ) -> list[ExerciseResult]:  # fmt: skip
     """``run`` for (directory, exercise) pairs of several directories, in one pool of processes; the
-    longest exercises (``LONGEST``) start first, the results come in the order of ``work``."""
+    longest exercises (``LONGEST``) start first, the results come in the order of ``work``. ``kept``:
+    more folders a graded (``held_out``) student's process may not read (``grade``'s ``--out``)."""
     order = sorted(range(len(work)), key=lambda k: (work[k][1].teachers or work[k][1].slug not in LONGEST, k))
-    beside = sorted({str(directory.resolve().parent) for directory, _ in work})  # where the run's submissions lie
+    beside = sorted(
+        {str(directory.resolve().parent) for directory, _ in work} | {str(path.resolve()) for path in kept}
+    )  # where the run's submissions lie, and where its grades are written
     with ThreadPoolExecutor(max_workers=max(1, min(workers or cores(), len(work) or 1))) as pool:
         started = {
             k: pool.submit(run_exercise, *work[k], timeout, held_out, class_mode, known_as, more_time, beside)
@@ -247,23 +252,64 @@ def start(context: Any, process: Any) -> None:
         process.start()
 
 
-_hypothesis_home: list[str] = []
-_hypothesis_home_made = threading.Lock()
+_scratch: list[str] = []
+_scratch_made = threading.Lock()
 
 
-def hypothesis_home() -> str:
-    """The folder where the checks' processes keep hypothesis's files, one for all the runs of this
-    process (removed when it exits), never the student's directory. Hypothesis reads the constants
-    of the code under test in each process and caches them there by each file's hash, so a run's
-    later processes skip parsing the same files (vjpgrad's own modules, where vjpgrad is not in
-    site-packages, as in an editable install: a couple of seconds a process). Its examples
-    database is off (``database=None`` in ``_plugin``), so no example of one student's code is
-    ever replayed on another's."""
-    with _hypothesis_home_made:
-        if not _hypothesis_home:
-            _hypothesis_home.append(tempfile.mkdtemp(prefix="vjpgrad-course-hypothesis-"))
-            atexit.register(shutil.rmtree, _hypothesis_home[0], ignore_errors=True)
-        return _hypothesis_home[0]
+def scratch() -> str:
+    """This process's folder for the grader's own files (each run's temporary folders, the checks'
+    output, hypothesis's cache), made once, removed when it exits; never the student's directory. It
+    lies in ``scratch_kept()``, which every student's process is kept from (``kept_from_student``):
+    the checks' output holds a failing held-out check's traceback, and hypothesis's cache the
+    constants and path of every check file, the held-out ones too."""
+    with _scratch_made:
+        if not _scratch:
+            parent = _scratch_parent()
+            made = tempfile.mkdtemp(prefix="run-" if parent is not None else "vjpgrad-course-run-", dir=parent)
+            _scratch[:] = [parent or made, made]
+            atexit.register(shutil.rmtree, made, ignore_errors=True)  # the parent stays: another run may use it
+        return _scratch[1]
+
+
+def scratch_kept() -> str:
+    """The folder kept from every student's process that holds ``scratch()``: this user's folder of
+    the grader's runs (``_scratch_parent``), so that another run's files at the same time (another
+    ``grade``, a test worker) are kept too; this run's own folder where there is none."""
+    scratch()
+    return _scratch[0]
+
+
+def _scratch_parent() -> str | None:
+    """This user's folder of the grader's runs in the system's temporary folder (``vjpgrad-course-UID``),
+    made where it is not there: None where it cannot be trusted (not a folder of this user's that no
+    one else may enter: another user could have made it, or a link in its place), and where the
+    system has no user ids (Windows): each run's folder is then kept alone."""
+    if not hasattr(os, "geteuid"):
+        return None
+    folder = os.path.join(tempfile.gettempdir(), f"vjpgrad-course-{os.geteuid()}")
+    with contextlib.suppress(OSError):
+        os.mkdir(folder, 0o700)
+    try:
+        found = os.lstat(folder)
+    except OSError:
+        return None
+    ours = stat.S_ISDIR(found.st_mode) and found.st_uid == os.geteuid() and not found.st_mode & 0o077
+    return folder if ours else None
+
+
+def hypothesis_home(held_out: bool = False) -> str:
+    """The folder where the checks' processes keep hypothesis's files, in ``scratch()``: one for the
+    visible checks' processes and another for the held-out ones', so that a held-out check's constants
+    (which hypothesis caches by file, each file beginning with the check file's path) are never in a
+    folder a visible run reads. Hypothesis reads the constants of the code under test in each process
+    and caches them there by each file's hash, so a run's later processes skip parsing the same files
+    (vjpgrad's own modules, where vjpgrad is not in site-packages, as in an editable install: a
+    couple of seconds a process). Its examples database is off (``database=None`` in ``_plugin``),
+    so no example of one student's code is ever replayed on another's."""
+    home = os.path.join(scratch(), "hypothesis-held-out" if held_out else "hypothesis")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(home, 0o700)
+    return home
 
 
 def pytest_process(
@@ -514,7 +560,9 @@ def run_exercise(
     told = Told(class_mode, more_time)
     result = _run_files(directory, exercise, [exercise.check], timeout, options, told, held_out, beside)
     if held_out and exercise.held_out:
-        hidden = _run_files(directory, exercise, list(exercise.held_out), timeout, options, told, held_out, beside)
+        hidden = _run_files(
+            directory, exercise, list(exercise.held_out), timeout, options, told, held_out, beside, hidden=True
+        )
         result.tests += [TestResult(**{**t.__dict__, "held_out": True}) for t in hidden.tests]
         result.remarks += [remark for remark in hidden.remarks if remark not in result.remarks]
     return as_known(result, directory, known_as)
@@ -551,13 +599,15 @@ class Told:
 
 def _run_files(
     directory: Path, exercise: Exercise, files: list[Path], timeout: float, options: Sequence[str] = (),
-    told: Told = Told(), graded: bool = False, beside: Sequence[str] = (),
+    told: Told = Told(), graded: bool = False, beside: Sequence[str] = (), hidden: bool = False,
 ) -> ExerciseResult:  # fmt: skip
     """The checks of ``files`` in one pytest process, its report received and authenticated here;
     ``graded``: a run of the held-out checks too (``grade``, the autograder), whose student's process
-    reads nothing beside the submission's folder (``kept_from_student``)."""
-    with tempfile.TemporaryDirectory(prefix="vjpgrad-course-") as scratch:
-        output = Path(scratch) / "output.txt"
+    reads nothing beside the submission's folder (``kept_from_student``); ``hidden``: ``files`` are
+    held-out checks (hypothesis's home of their own, ``hypothesis_home``). Its output is written in a
+    folder of ``scratch()``, and removed once read."""
+    with tempfile.TemporaryDirectory(prefix="checks-", dir=scratch()) as folder_of_run:
+        output = Path(folder_of_run) / "output.txt"
         arguments = [
             "-q", "--no-header", "-c", str(folder("checks") / "pytest.ini"), "--rootdir", str(files[0].parent),
             "--student", str(directory.resolve()), *_own(exercise), *options, *HYPOTHESIS_PLUGIN, *map(str, files),
@@ -569,7 +619,7 @@ def _run_files(
         fresh = [_student(context, directory, exercise, timeout, graded, beside) for _ in range(measures(files))]
         process = context.Process(  # the ids of the processes started here, not what any process says it is:
             target=pytest_process,
-            args=(arguments, str(directory), str(output), hypothesis_home(), timeout, sending, key, None, ours),
+            args=(arguments, str(directory), str(output), hypothesis_home(hidden), timeout, sending, key, None, ours),
             kwargs={"pid": student.pid, "fresh": [(end, spare.pid) for spare, end in fresh]},
             name="vjpgrad course",
         )
@@ -618,13 +668,15 @@ def _student(
 
 
 def kept_from_student(directory: Path, exercise: Exercise, graded: bool, beside: Sequence[str] = ()) -> list[str]:
-    """The folders whose files the student's process may not read (``guard.KEPT``), but for the
-    student's own folder inside one: the teacher's (``Exercise.kept``: the exercises folder and every
-    held-out check's, whichever exercise runs; the exercise's own folder where it is the teacher's);
+    """The folders whose files the student's process may not read nor list (``guard.KEPT``), but for
+    the student's own folder inside one: the grader's scratch folder (``scratch_kept``); the teacher's
+    (``Exercise.kept``: the exercises folder and every held-out check's, whichever exercise runs; the
+    exercise's own folder where it is the teacher's);
     where the run is ``graded`` (``grade``, the autograder), the folder the submission lies in too,
     which holds the other students', and ``beside``, the folders the run's other submissions lie in
     (a student's own ``check`` reads beside their folder what it likes)."""
     kept = {str(path) for path in exercise.kept} | {str(path.parent) for path in exercise.held_out}
+    kept.add(scratch_kept())  # the grader's own files: the checks' output, hypothesis's cache
     if exercise.teachers:
         kept.add(str(exercise.home))
     if graded:

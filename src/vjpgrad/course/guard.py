@@ -108,10 +108,11 @@ SOLUTIONS = "reading vjpgrad's reference solutions"
 needs none of them, and an engine that loads one at run time (its path put together so that no
 reading of the file finds it) would earn the marks of the shipped solution."""
 KEPT = "reading the teacher's files or another student's, which the student's code needs none of"
-"""What an ``open`` under a folder kept from the student (``install``'s ``kept``: the teacher's
-exercises and held-out checks; where grading, the folder the submissions lie in) is refused as: a
-student's code that read a held-out check could print it where students see it, and one that loaded
-another student's file would earn that student's marks."""
+"""What an ``open`` under a folder kept from the student, or an ``os.listdir`` of one (``install``'s
+``kept``: the teacher's exercises and held-out checks, the grader's scratch folder; where grading, the
+folders the submissions lie in and the gradebook's) is refused as: a student's code that read a
+held-out check (or the checks' output, or hypothesis's cache of their constants) could print it where
+students see it, and one that loaded another student's file would earn that student's marks."""
 SOLUTIONS_REMARK = "loaded vjpgrad's reference solutions at run time (refused)"
 """The teacher's remark on an exercise whose checks met that refusal (``gradebook.grade``)."""
 ENGINE = "reading vjpgrad's own code, which this exercise's files may not use"
@@ -416,9 +417,11 @@ def _opening(
     _archive: Any = vjpgrad_archive,
     _in_proc: Any = _in_proc, _kept: Any = _kept, _a_folder: Any = _a_folder, _is_engine: Any = engine_file,
     _anywhere: str = f"{os.sep}vjpgrad{os.sep}course{os.sep}solutions{os.sep}", _sep: str = os.sep,
+    _solutions: str = SOLUTIONS, _kept_folder: str = KEPT, _engine: str = ENGINE,
 ) -> str | None:  # fmt: skip
     """What an ``open`` is refused as: writing, ``/proc``, a reference solution (wherever a copy of the
-    package lies: ``_anywhere``), a folder kept, a folder, vjpgrad's code; None where it is not."""
+    package lies: ``_anywhere``), a folder kept, a folder, vjpgrad's code; None where it is not. The
+    words of a refusal are bound here too: a module's string rebound to None would refuse nothing."""
     stat, real, solutions, _, _, _, _, package, _, kept, proc, _ = state
     path = arguments[0]
     if _writing(arguments):
@@ -427,14 +430,28 @@ def _opening(
         return f"reading {path!r}, under /proc"
     found = _leads_to(path, real)
     if found is not None and (found == "" or found.startswith(solutions) or _anywhere in found or _archive(found)):
-        return SOLUTIONS
+        return _solutions
     if kept and found is not None and _kept(found, kept):
-        return KEPT
+        return _kept_folder
     if _a_folder(path, stat):
         return f"opening a folder ({path!r}): a path relative to its descriptor is not checked"
     if package is not None and found is not None and (found == "" or _is_engine(found, package, _sep)):
-        return ENGINE
+        return _engine
     return None
+
+
+def _listing(
+    path: Any, state: tuple[Any, ...], _in_proc: Any = _in_proc, _leads_to: Any = _leads_to, _kept: Any = _kept,
+    _refusal: str = KEPT,
+) -> str | None:  # fmt: skip
+    """What an ``os.listdir`` is refused as: a folder under ``/proc``, or one kept from the student
+    (``KEPT``: the names in the teacher's folders and in those of other students are theirs); None
+    where it is not (``os.scandir`` is refused outright)."""
+    stat, real, kept, proc = state[0], state[1], state[9], state[10]
+    if _in_proc(path, stat, proc):
+        return f"reading {path!r}, under /proc"
+    found = _leads_to(path, real)
+    return _refusal if kept and found is not None and _kept(found, kept) else None
 
 
 def _named(arguments: tuple[Any, ...], at: int, _type: Any = type, _str: Any = str, _len: Any = len,
@@ -483,13 +500,13 @@ def _reason(event: str, reasons: tuple[tuple[str, str], ...]) -> str | None:
 def _decide(
     event: str, arguments: tuple[Any, ...], state: tuple[Any, ...], _type: Any = type, _str: Any = str,
     _bytes: Any = bytes, _int: Any = int, _name_of: Any = type.__dict__["__name__"].__get__,
-    _naming: Any = _naming, _opening: Any = _opening, _in_proc: Any = _in_proc, _reason: Any = _reason,
+    _naming: Any = _naming, _opening: Any = _opening, _listing: Any = _listing, _reason: Any = _reason,
 ) -> str | None:  # fmt: skip
     """What the hook refuses ``event`` as, or None. It runs no code of the student's: a name is read
     as ``str`` (``_named``), a path of another type than ``str``, ``bytes`` or ``int`` is refused by
     its type's name read from the type itself, and every type is compared by identity (``in`` would
     run a metaclass's ``__eq__``)."""
-    stat, _, _, refused, reasons, modules, _, _, _, _, proc, files = state
+    refused, reasons, modules, files = state[3], state[4], state[5], state[11]
     if event in refused:
         return _reason(event, reasons)  # type: ignore[no-any-return]
     if event.startswith("ctypes."):
@@ -503,8 +520,7 @@ def _decide(
             return f"a path given as {_name_of(kind)}, not str"
         if event == "open":
             return _opening(arguments, state)  # type: ignore[no-any-return]
-        if _in_proc(path, stat, proc):
-            return f"reading {path!r}, under /proc"
+        return _listing(path, state)  # type: ignore[no-any-return]
     return None
 
 
