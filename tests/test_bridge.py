@@ -1487,7 +1487,7 @@ def test_a_difference_only_in_the_sign_of_a_zero_is_said_so_not_as_an_ulp_zero_a
     assert "2/3 elements equal to PyTorch's to the bit; the others differ only in the sign of a zero" in line
     assert "apart" not in line
     two = LeafReport("w", (2,), [-0.0, 0.0], [0.0, -0.0], [1, 1]).line([])
-    assert "the others differ only in the sign of a zero (0 against -0: equal numbers, other bits)" in two
+    assert "0/2 elements equal to PyTorch's to the bit; all differ only in the sign of a zero (0 against -0" in two
     ulp = LeafReport("w", (2,), [-0.0, 1.0], [0.0, 1.0000001192092896], [1, 1]).line([])
     assert "differ by up to 1 ulp (at most 1.19209e-07 apart)" in ulp  # a sign and an ulp: the ulp is said
 
@@ -1736,3 +1736,18 @@ def test_a_node_named_after_a_tensor_follows_the_tensors_new_name_in_a_later_pas
     assert "old_s expanded ×2" in second
     assert " s expanded" not in second
     assert old_s.grad is not None
+
+
+def test_a_leaf_that_differs_shows_which_elements_and_both_numbers_to_their_last_digit() -> None:
+    """Printed to 6 digits, an ulp apart looks equal: the line names each differing element (the
+    first three) with both numbers in full, and says "all" where none is equal."""
+    from vjpgrad.bridge.passes import LeafReport
+
+    one = LeafReport("model.weight", (1, 1), [-6.908576011657715], [-6.908576488494873], [1]).line(["a sum"])
+    assert "0/1 elements equal to PyTorch's to the bit; all differ by up to 1 ulp" in one
+    assert "[0,0]: -6.908576011657715 here, -6.908576488494873 in PyTorch's" in one
+    many = LeafReport("w", (5,), [1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 2.5, 3.5, 4.5, 5.5], [0, 9, 9, 9, 9]).line([])
+    assert "1/5 elements equal to PyTorch's to the bit; the others differ" in many
+    shown = "[1]: 2.0 here, 2.5 in PyTorch's; [2]: 3.0 here, 3.5 in PyTorch's; [3]: 4.0 here, 4.5 in PyTorch's"
+    assert f"{shown} (1 more)" in many
+    assert "[4]:" not in many

@@ -49,10 +49,22 @@ class LeafReport:
         why = f" ({'; '.join(reasons)})" if reasons else " (the reason is not known)"
         if below and reasons:
             why = " (why: below)"
+        others = "all" if self.equal == 0 else "the others"
         return (
-            f"  {shown}: {self.equal}/{total} elements equal to PyTorch's to the bit; the others differ "
-            f"{self._difference()}{why}; PyTorch's: {_numbers(self.pytorch, self.shape)}"
+            f"  {shown}: {self.equal}/{total} elements equal to PyTorch's to the bit; {others} differ "
+            f"{self._difference()}{why}; {self._differing()}; PyTorch's: {_numbers(self.pytorch, self.shape)}"
         )
+
+    def _differing(self, shown: int = 3) -> str:
+        """The first ``shown`` elements that differ, each by its index and both numbers in full (``repr``:
+        printed to 6 digits, numbers an ulp apart look the same), and how many more differ."""
+        assert self.pytorch is not None
+        at = [k for k, d in enumerate(self.distances) if d != 0]
+        parts = [
+            f"{_index(k, self.shape)}: {self.replayed[k]!r} here, {self.pytorch[k]!r} in PyTorch's" for k in at[:shown]
+        ]
+        more = f" ({len(at) - shown} more)" if len(at) > shown else ""
+        return "; ".join(parts) + more
 
     def _difference(self) -> str:
         """How far apart the elements that differ are: a nan or an infinity, only the sign of a zero
@@ -68,6 +80,16 @@ class LeafReport:
         # across zero a tiny difference is a huge count of ulp: the distance says how tiny
         apart = max(abs(a - b) for a, b in pairs)
         return f"by up to {max(d for d in self.distances if d is not None)} ulp (at most {text.number(apart)} apart)"
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> str:
+    """The element at row-major position ``flat`` of a tensor of ``shape``, as the learner indexes it:
+    ``[1,0]``; ``[0]`` for a number (a 0-d tensor)."""
+    place = []
+    for size in reversed(shape):
+        flat, k = divmod(flat, size)
+        place.append(k)
+    return "[" + ",".join(map(str, reversed(place or [0]))) + "]"
 
 
 def _numbers(values: list[float], shape: tuple[int, ...]) -> str:
