@@ -220,7 +220,7 @@ def test_the_change_named_is_the_one_pytorch_names_not_another_made_since() -> N
 
 def _stepped_between_passes(inputs: int, outputs: int = 1) -> Callable[[], None]:
     """A network of two layers, a pass kept with retain_graph, an optimizer's step, the pass again:
-    PyTorch names "output 0 of AsStrided" of shape [4, outputs], net.2.weight.t(), saved by the product."""
+    PyTorch names "output 0 of AsStrided" of shape [4, outputs], net[2].weight.t(), saved by the product."""
 
     def stepped() -> None:
         torch.manual_seed(0)
@@ -236,11 +236,11 @@ def _stepped_between_passes(inputs: int, outputs: int = 1) -> Callable[[], None]
 
 def test_an_optimizers_step_between_two_passes_names_the_weight_a_view_of_which_was_saved() -> None:
     said = _refusal(_stepped_between_passes(3))
-    assert "add_ on net.2.weight at " in said, said
+    assert "add_ on net[2].weight at " in said, said
     assert "(inside torch.optim.SGD)" in said
-    for other in ("net.0.weight", "net.0.bias", "net.2.bias"):
+    for other in ("net[0].weight", "net[0].bias", "net[2].bias"):
         assert other not in said
-    assert "Step net.2.weight after the last backward() through this graph" in said
+    assert "Step net[2].weight after the last backward() through this graph" in said
     assert "+=" not in said  # the learner wrote opt.step(), not +=
 
 
@@ -267,7 +267,7 @@ def test_a_step_of_an_optimizer_with_foreach_moves_the_versions_as_without_the_w
     with vjpgrad.watch_torch() as w:
         watched = go()
     assert watched == plain
-    assert "on net.2.weight at " in w.passes[-1].summary(), w.passes[-1].summary()
+    assert "on net[2].weight at " in w.passes[-1].summary(), w.passes[-1].summary()
 
 
 def test_a_change_made_before_the_forward_pass_read_the_tensor_is_not_named() -> None:
@@ -285,13 +285,13 @@ def test_a_change_made_before_the_forward_pass_read_the_tensor_is_not_named() ->
     assert "uniform_" not in said
     assert "net.weight" not in said
 
-    said = _refusal(_stepped_between_passes(1))  # net.0.weight is [4, 1], the very shape of the view saved
-    assert "add_ on net.2.weight at " in said, said
-    assert "net.0.weight" not in said
+    said = _refusal(_stepped_between_passes(1))  # net[0].weight is [4, 1], the very shape of the view saved
+    assert "add_ on net[2].weight at " in said, said
+    assert "net[0].weight" not in said
 
     said = _refusal(_stepped_between_passes(4, 4))  # two weights of one shape: the first layer saved neither
-    assert "add_ on net.2.weight at " in said, said
-    assert "net.0.weight" not in said
+    assert "add_ on net[2].weight at " in said, said
+    assert "net[0].weight" not in said
 
 
 def test_an_inplace_activation_of_a_tensor_with_no_name_is_advised_without_inventing_one() -> None:
@@ -635,12 +635,44 @@ def test_a_small_mlp_and_three_sgd_steps() -> None:
             loss.backward()
             opt.step()
     every_pass_matches(w, 3)
-    assert {leaf.name for leaf in w.passes[0].leaves} == {
-        "model.0.weight",
-        "model.0.bias",
-        "model.2.weight",
-        "model.2.bias",
+    assert {leaf.name for leaf in w.passes[0].leaves} == {  # as the learner types them: model[0] is a layer
+        "model[0].weight",
+        "model[0].bias",
+        "model[2].weight",
+        "model[2].bias",
     }
+
+
+def test_a_models_parameters_are_named_as_python_reaches_them() -> None:
+    """``named_parameters`` says ``layers.0.weight``; a learner types ``model.layers[0].weight`` (a
+    ``Sequential``, ``ModuleList`` or ``ParameterList`` is indexed), ``model.heads.out.weight`` (a
+    ``ModuleDict``'s key that is a name), ``model.heads["2"].weight`` (one that is not)."""
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = torch.nn.ModuleList([torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)])
+            self.heads = torch.nn.ModuleDict({"out": torch.nn.Linear(2, 1), "2": torch.nn.Linear(2, 1)})
+            self.scales = torch.nn.ParameterList([torch.nn.Parameter(torch.ones(1))])
+
+        def forward(self, x: Any) -> Any:
+            for layer in self.layers:
+                x = torch.tanh(layer(x))
+            return (self.heads["out"](x) + self.heads["2"](x)) * self.scales[0]
+
+    torch.manual_seed(0)
+    with vjpgrad.watch_torch() as w:
+        model = Net()
+        model(torch.randn(3, 2)).sum().backward()
+    every_pass_matches(w, 1)
+    names = {leaf.name for leaf in w.passes[0].leaves}
+    assert names == {
+        "model.layers[0].weight", "model.layers[0].bias", "model.layers[1].weight", "model.layers[1].bias",
+        "model.heads.out.weight", "model.heads.out.bias", 'model.heads["2"].weight', 'model.heads["2"].bias',
+        "model.scales[0]",
+    }  # fmt: skip
+    found = [eval(name, {"model": model}) for name in sorted(names)]  # each read back by Python
+    assert {id(p) for p in found} == {id(p) for p in model.parameters()}
 
 
 def test_element_wise_64_by_64() -> None:

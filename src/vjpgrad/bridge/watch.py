@@ -1807,9 +1807,31 @@ CONTAINER_DEPTH = 6
 
 
 def _module_paths(where: str, module: torch.nn.Module, paths: dict[int, str]) -> None:
-    """Each parameter of ``module`` by its path from ``where`` (``model.fc.weight``), unless named."""
+    """Each parameter of ``module`` by its path from ``where`` as Python reaches it (``model.fc.weight``,
+    ``model[0].weight``: ``_python_path``), unless named."""
     for pname, p in module.named_parameters():
-        paths.setdefault(id(p), f"{where}.{pname}")
+        paths.setdefault(id(p), where + _python_path(module, pname))
+
+
+_INDEXED = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)
+"""The modules whose parts a learner reaches by their position (``model[0]``, ``layers[1]``)."""
+
+
+def _python_path(module: torch.nn.Module, dotted: str) -> str:
+    """``named_parameters``'s ``layers.0.weight`` as the learner types it from ``module``:
+    ``.layers[0].weight``: a part of a ``Sequential``, ``ModuleList`` or ``ParameterList`` by its
+    position, one that is a name by ``.``, any other (a ``ModuleDict``'s key ``"2"``) by ``["2"]``."""
+    text, current = "", module
+    for part in dotted.split("."):
+        if part.isdigit() and isinstance(current, _INDEXED):
+            text += f"[{part}]"
+        elif part.isidentifier():
+            text += f".{part}"
+        else:
+            text += f'["{part}"]' if part.isprintable() and '"' not in part and "\\" not in part else f"[{part!r}]"
+        inner = current._modules.get(part)
+        current = inner if inner is not None else current  # a parameter's name ends the path
+    return text
 
 
 def _seeded(pairs: list[tuple[Item, float]]) -> tuple[list[Value], list[float]]:
