@@ -2570,3 +2570,48 @@ def test_a_student_who_imports_numpy_is_told_numpy_cannot_run_under_the_checks(t
     finally:
         ours.close()
         process.join(10)
+
+
+PADDINGS = {
+    "assert True": "assert True",
+    "if True: pass": "if True:\n    pass",
+    "an unread assignment of a call": "_unused = repr(0)",
+}
+"""Statements an outside review put at the top of every function of the shipped engine to dodge the flag."""
+
+
+def _padded(how: str, function: Any) -> None:
+    """``function`` (an ``ast.FunctionDef``) padded as ``how`` says, changing nothing it does."""
+    import ast
+
+    if how in PADDINGS:
+        function.body.insert(0, ast.parse(PADDINGS[how]).body[0])
+    elif how == "if 0: ... else: the body":
+        function.body = [ast.If(ast.Constant(0), [ast.Pass()], function.body)]
+    elif how == "an identity decorator":
+        function.decorator_list.insert(0, ast.parse("(lambda g: g)", mode="eval").body)
+    else:  # an unread keyword argument
+        function.args.kwonlyargs.append(ast.arg("_unused"))
+        function.args.kw_defaults.append(ast.Constant(None))
+
+
+@pytest.mark.parametrize(
+    "how", [*PADDINGS, "if 0: ... else: the body", "an identity decorator", "an unread keyword argument"]
+)
+def test_a_copy_padded_in_every_function_with_code_that_changes_nothing_is_still_a_copy(
+    tmp_path: Path, how: str
+) -> None:
+    """What an outside review handed in to dodge the flag, each in every function of the shipped
+    engine: an ``assert`` of a constant, an ``if`` on a constant (its branch taken), an assignment to a
+    name nothing reads (whatever it assigns), a decorator that hands the function back, a keyword
+    argument nothing reads. Each changes nothing the function does."""
+    import ast
+
+    tree = ast.parse((folder("solutions") / "engine.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            _padded(how, node)
+    padded = tmp_path / "padded"
+    padded.mkdir()
+    (padded / "engine.py").write_text(ast.unparse(ast.fix_missing_locations(tree)))
+    assert borrowed.copied(padded, exercise(2)) == [f"engine.py (Value.__add__, Value.__mul__): {borrowed.COPIED}"]

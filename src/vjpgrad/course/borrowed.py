@@ -436,41 +436,88 @@ class _Names(ast.NodeTransformer):
 
 
 def _does_nothing(statement: ast.stmt) -> bool:
-    """``pass``, or an expression that is a constant alone (a docstring, ``...``, a number)."""
-    return isinstance(statement, ast.Pass) or (
-        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+    """``pass``, an expression that is a constant alone (a docstring, ``...``, a number), or an
+    ``assert`` of a constant that holds (``assert True``)."""
+    return (
+        isinstance(statement, ast.Pass)
+        or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
+        or (
+            isinstance(statement, ast.Assert)
+            and isinstance(statement.test, ast.Constant)
+            and bool(statement.test.value)
+        )
     )
 
 
 def _unread_assignment(statement: ast.stmt, read: set[str]) -> bool:
-    """An assignment of a constant or a name to names the function never reads (``_ = None``)."""
+    """An assignment to names the function never reads (``_ = None``, ``_ = len(xs)``): whatever it
+    computes, nothing the function does reads it back."""
+    return isinstance(statement, ast.Assign) and all(
+        isinstance(t, ast.Name) and t.id not in read for t in statement.targets
+    )
+
+
+def _as_taken(statement: ast.stmt) -> list[ast.stmt]:
+    """An ``if`` on a constant as the branch it takes (``if True: pass`` is ``pass``); any other
+    statement as it is."""
+    if isinstance(statement, ast.If) and isinstance(statement.test, ast.Constant):
+        return [s for taken in (statement.body if statement.test.value else statement.orelse) for s in _as_taken(taken)]
+    return [statement]
+
+
+def _without_idle_wrapping(function: ast.FunctionDef | ast.AsyncFunctionDef, read: set[str]) -> None:
+    """``function`` without a decorator that hands it back unchanged (``@(lambda g: g)``) and without
+    the keyword arguments with defaults its body never reads (``_unused=None``)."""
+    function.decorator_list = [d for d in function.decorator_list if not _hands_back(d)]
+    arguments = function.args
+    pairs = zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+    kept = [(a, d) for a, d in pairs if d is None or a.arg in read]
+    arguments.kwonlyargs, arguments.kw_defaults = [a for a, _ in kept], [d for _, d in kept]
+    while arguments.defaults and arguments.args and arguments.args[-1].arg not in read:
+        arguments.args.pop()
+        arguments.defaults.pop()
+
+
+def _hands_back(decorator: ast.expr) -> bool:
+    """Whether a decorator is ``lambda f: f``."""
     return (
-        isinstance(statement, ast.Assign)
-        and isinstance(statement.value, (ast.Constant, ast.Name))
-        and all(isinstance(t, ast.Name) and t.id not in read for t in statement.targets)
+        isinstance(decorator, ast.Lambda)
+        and len(decorator.args.args) == 1
+        and isinstance(decorator.body, ast.Name)
+        and decorator.body.id == decorator.args.args[0].arg
     )
 
 
 def _without_idle_statements(tree: ast.AST) -> ast.AST:
     """``tree`` with every statement that does nothing taken out of every block (``_does_nothing``:
-    docstrings among them; and in a function, ``_unread_assignment``), a block left empty holding
-    one ``pass``."""
+    docstrings among them; and in a function, ``_unread_assignment``), an ``if`` on a constant as
+    the branch it takes (``_as_taken``), a block left empty holding one ``pass``, and each function
+    without what wraps it to no effect (``_without_idle_wrapping``)."""
     functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     read = {
         id(f): {n.id for n in ast.walk(f) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} for f in functions
     }
+    for function in functions:
+        _without_idle_wrapping(function, read[id(function)])
     for scope in [tree, *functions]:
         names = read.get(id(scope))
         for node in ast.walk(scope):
             for field in ("body", "orelse", "finalbody"):
                 block = getattr(node, field, None)
                 if isinstance(block, list) and block and all(isinstance(s, ast.stmt) for s in block):
-                    kept = [
-                        s for s in block
-                        if not _does_nothing(s) and not (names is not None and _unread_assignment(s, names))
-                    ]  # fmt: skip
-                    setattr(node, field, kept or [ast.Pass()])
+                    setattr(node, field, _kept_statements(block, names))
     return tree
+
+
+def _kept_statements(block: list[ast.stmt], read: set[str] | None) -> list[ast.stmt]:
+    """A block's statements that do something, an ``if`` on a constant as the branch it takes; in a
+    function (``read``: the names it reads), without an assignment to names it never reads; one
+    ``pass`` where nothing is left."""
+    kept = [
+        s for s in (part for statement in block for part in _as_taken(statement))
+        if not _does_nothing(s) and not (read is not None and _unread_assignment(s, read))
+    ]  # fmt: skip
+    return kept or [ast.Pass()]
 
 
 def _unlike(node: ast.AST) -> str:
