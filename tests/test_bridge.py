@@ -1783,3 +1783,49 @@ def test_a_leaf_that_differs_shows_which_elements_and_both_numbers_to_their_last
     shown = "[1]: 2.0 here, 2.5 in PyTorch's; [2]: 3.0 here, 3.5 in PyTorch's; [3]: 4.0 here, 4.5 in PyTorch's"
     assert f"{shown} (1 more)" in many
     assert "[4]:" not in many
+
+
+def _one_name_a_node(p: Any) -> None:
+    reached = p.explanation.names  # every node of the pass and its name
+    assert len(set(reached.values())) == len(reached), sorted(reached.values())
+
+
+def test_a_name_made_up_in_one_pass_is_never_the_learners_in_a_later_one() -> None:
+    """The watch named ``a * 2`` ``t1`` in the first pass; the learner's own ``t1`` of the second pass,
+    through the same graph, takes the name, and the older node another: no two nodes share one."""
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        s = (a * 2).sum()
+        s.backward(retain_graph=True)
+        t1 = a * 5
+        (t1 * s).sum().backward()
+    every_pass_matches(w, 2)
+    _one_name_a_node(w.passes[1])
+    formulas = w.passes[1].explanation.formulas
+    assert formulas["t1[0]"] == "a[0] * 5"
+    assert "t1[0]" not in formulas["s"]
+
+
+def test_a_name_the_learner_gave_in_one_pass_is_never_made_up_in_a_later_one() -> None:
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        t1 = a * 2
+        s = t1.sum()
+        s.backward(retain_graph=True)
+        del t1
+        (a * 3 * s).sum().backward()  # a * 3 and its product with s: no name of the learner's
+    every_pass_matches(w, 2)
+    _one_name_a_node(w.passes[1])
+
+
+def test_an_unnamed_leaf_is_numbered_when_a_pass_first_meets_it() -> None:
+    """A leaf no pass reaches takes no number: the pass's one unnamed leaf is ``leaf 1``."""
+    with vjpgrad.watch_torch() as w:
+        data = torch.randn(2, requires_grad=True) * 1  # its leaf is in no pass
+        a = torch.randn(2, requires_grad=True)
+        (torch.randn(2, requires_grad=True) * a).sum().backward()
+    every_pass_matches(w, 1)
+    assert "leaf 1.grad = [" in w.passes[0].summary()
+    assert "leaf 2" not in w.passes[0].summary()
+    assert any(name.startswith("leaf 1[") for name in w.passes[0].explanation.names.values())
+    assert data.requires_grad

@@ -2704,10 +2704,11 @@ NAMES_READ = {
     "__name__": lambda x: x.__name__,
     "__qualname__": lambda x: x.__qualname__,
     "__doc__": lambda x: x.__doc__,
+    "__module__": lambda x: x.__module__,
 }
 
 
-@pytest.mark.parametrize("attribute", ["__name__", "__qualname__", "__doc__"])
+@pytest.mark.parametrize("attribute", ["__name__", "__qualname__", "__doc__", "__module__"])
 def test_a_function_renamed_between_calls_is_recorded_anew(attribute: str) -> None:
     """A function's name, qualified name and docstring are held by the function object, not in its
     ``__dict__``: code that reads one (a registry keyed by ``fn.__name__``) gets eager's answer

@@ -253,3 +253,13 @@ def test_names_made_up_for_unlabelled_nodes_never_take_a_label_in_the_graph() ->
     assert e.formulas["t1"] == "relu(t2)"
     named = [line.split(".grad")[0].strip() for line in str(e).split("handed:\n")[1].splitlines()]
     assert sorted(named) == ["x1", "x2"]
+
+
+def test_an_unlabelled_output_is_not_named_y_beside_a_node_labelled_y() -> None:
+    from vjpgrad import explain
+
+    y = Value(2.0, label="y")
+    e = explain((y * 3).exp())
+    assert len(set(e.names.values())) == len(e.names)
+    assert e.formulas["t1"] == "y * 3"
+    assert [name for name, _ in e.seeds] == ["t2"]

@@ -435,6 +435,8 @@ class Watch:
         self._described_done = 0  # how many of them a pass has named
         self._count = 0
         self._leaf_numbers: dict[int, int] = {}  # each leaf the learner names nowhere: leaf 1, leaf 2...
+        self._names_given: set[str] = set()  # every name the learner gave a tensor in a pass: never made up
+        self._made_names: dict[str, Entry] = {}  # each name made up (t1...), and what holds it
         self._shown_operands: weakref.WeakKeyDictionary[Value, int] = weakref.WeakKeyDictionary()  # Call.onto_zero's
         self._renamed: dict[Value, list[tuple[int, str]]] = {}  # a label a later pass replaced: (last pass, label)
         self._named_before: dict[int, str] = {}  # each leaf's name of the learner's in the last pass that named it
@@ -1363,29 +1365,51 @@ class Watch:
         named += self._made_up(names)
         changed: set[int] = set()  # the nodes whose label this pass changed
         for entry, name in named:
-            if entry is None or len(entry.items) != entry.tensor.numel():  # one not replayed has no items
-                continue
-            for index, item in zip(_indices(tuple(entry.tensor.shape)), entry.items, strict=True):
-                if isinstance(item, Value) and self._relabel(item, name + index):
-                    changed.add(id(item))
+            if entry is not None:
+                changed.update(self._name_elements(entry, name))
         self._name_described(changed)
+
+    def _name_elements(self, entry: Entry, name: str) -> list[int]:
+        """Label each element of ``entry``'s tensor by ``name`` and its index (``W[0,1]``); the ids of
+        the nodes whose label changed. A tensor not replayed has no elements to label."""
+        if len(entry.items) != entry.tensor.numel():
+            return []
+        indices = _indices(tuple(entry.tensor.shape))
+        return [
+            id(item)
+            for index, item in zip(indices, entry.items, strict=True)
+            if isinstance(item, Value) and self._relabel(item, name + index)
+        ]
 
     def _made_up(self, names: dict[int, str]) -> list[tuple[Entry | None, str]]:
         """Names for what the learner's code names nowhere in this pass: each tensor made since the last
-        pass that takes gradient, ``t1``, ``t2``... past the learner's own names; each leaf, ``leaf 1``..."""
+        pass that takes gradient, ``t1``, ``t2``... past every name the learner has given in any pass
+        (one made up earlier that the learner now gives another tensor is made up anew); each leaf a
+        pass has met, ``leaf 1``... (``_leaf_name``)."""
         made_up: list[tuple[Entry | None, str]] = []
-        taken = {name.split("[", 1)[0] for name in names.values()}  # the learner's: never a made-up name
+        given = {name.split("[", 1)[0]: key for key, name in names.items()}
+        self._names_given |= given.keys()
+        for base, key in given.items():  # the learner's now: the tensor that had it made up is named anew
+            older = self._made_names.get(base)
+            if older is not None and id(older.tensor) != key and id(older.tensor) not in names:
+                made_up.append((older, self._fresh(older)))
         for made in self._unnamed:
             if id(made.tensor) not in names and made.takes_gradient:
-                self._count += 1
-                while f"t{self._count}" in taken:
-                    self._count += 1
-                made_up.append((made, f"t{self._count}"))
+                made_up.append((made, self._fresh(made)))
         self._unnamed = []
-        for key, generations in self._leaves.items():  # a leaf with no name here: leaf 1..., in every pass
-            if key not in names:
+        for key, generations in self._leaves.items():  # a leaf a pass met, with no name here: leaf 1...
+            if key not in names and key in self._leaf_numbers:
                 made_up += [(generation, self._leaf_name(key)) for generation in generations]
         return made_up
+
+    def _fresh(self, entry: Entry) -> str:
+        """The next made-up name, ``t1``, ``t2``..., that the learner has given nothing, for ``entry``."""
+        self._count += 1
+        while f"t{self._count}" in self._names_given:
+            self._count += 1
+        name = f"t{self._count}"
+        self._made_names[name] = entry
+        return name
 
     def _name_described(self, changed: set[int]) -> None:
         """Name each node that stands for no tensor by what it is made from (``Call.described``): the
@@ -1399,8 +1423,13 @@ class Watch:
 
     def _leaf_name(self, key: int) -> str:
         """The name of a leaf tensor the learner's code names nowhere in a pass: ``leaf 1``, ``leaf 2``...
-        in the order the watch first named one, the same in every pass, its summary and its explanation."""
-        number = self._leaf_numbers.setdefault(key, len(self._leaf_numbers) + 1)
+        numbered when a pass first meets it (``_compare``), its elements labelled then (``leaf 1[0]``),
+        the same in every pass, its summary and its explanation."""
+        number = self._leaf_numbers.get(key)
+        if number is None:
+            number = self._leaf_numbers[key] = len(self._leaf_numbers) + 1
+            for generation in self._leaves[key]:
+                self._name_elements(generation, f"leaf {number}")
         return f"leaf {number}"
 
     def _relabel(self, node: Value, label: str) -> bool:

@@ -1897,9 +1897,10 @@ def _reads_attributes(x: Any) -> bool:
 
 
 _READS_GLOBALS = (globals, locals, eval, exec)
-FUNCTION_NAMES = ("__name__", "__qualname__", "__doc__")
+FUNCTION_NAMES = ("__name__", "__qualname__", "__doc__", "__module__")
 """What a Python function holds of its own besides its code, closure, defaults, annotations and
-``__dict__``, which a user may set and code may read (a registry keyed by ``fn.__name__``)."""
+``__dict__``, which a user may set and code may read (a registry keyed by ``fn.__name__``, or by
+``f"{fn.__module__}.{fn.__qualname__}"``)."""
 CLASS_NAMES = ("__name__", "__qualname__")
 """What a class made by a class statement holds outside its ``__dict__`` that a user may set
 (its ``__doc__`` and ``__module__`` are entries of its ``__dict__``)."""

@@ -117,6 +117,28 @@ def formula(node: Value, names: Mapping[Value, str], shown: int | None = None) -
     return f"{node.op}({', '.join(terms)})"
 
 
+def _name_every_node(
+    label: dict[Any, str], outputs: list[Value], order: list[Value], leaves: list[Value], given: Mapping[Value, str]
+) -> None:
+    """Give every node of a pass a name in ``label`` (which holds the given names, the labels and
+    the outputs' ``y`` already): a leaf its label or ``x1``, ``x2``..., an operation its label or
+    ``t1``, ``t2``..., each in the order they were made, the made-up names past every name the
+    pass holds; an unlabelled output keeps ``y`` (``y[i]``) where no node is labelled so."""
+    defaulted = [value for value in outputs if not value.label and value not in given]  # y, y[i]
+    taken = {name for node in (*order, *leaves) for name in (label.get(node), node.label) if name}
+    leaf_names, inner_names = _made_up("x", taken), _made_up("t", taken)
+    for leaf in sorted(leaves, key=graph.sequence):  # leaves by creation: x1 was made first
+        if leaf not in label:
+            label[leaf] = leaf.label or next(leaf_names)
+    for node in reversed(order):  # operations by creation: t1 was computed first
+        if node not in label:
+            label[node] = node.label or next(inner_names)
+    labelled = {node.label for node in (*order, *leaves) if node.label}
+    for value in defaulted:
+        if label[value].split("[", 1)[0] in labelled:
+            label[value] = next(inner_names)
+
+
 def _made_up(prefix: str, taken: set[str]) -> Iterator[str]:
     """``x1``, ``x2``... (or ``t1``...), past every name in ``taken`` (a label, a given name, or the
     name before ``[`` of an element's: ``t1[0]``): a made-up name never reads as another node's."""
@@ -213,14 +235,7 @@ def explained(
                 if graph.FREED_MESSAGE in str(error):
                     raise RuntimeError(EXPLAIN_AFTER_FREE) from None
                 raise
-            taken = {name for node in (*order, *leaves) for name in (label.get(node), node.label) if name}
-            leaf_names, inner_names = _made_up("x", taken), _made_up("t", taken)
-            for leaf in sorted(leaves, key=graph.sequence):  # leaves by creation: x1 was made first
-                if leaf not in label:
-                    label[leaf] = leaf.label or next(leaf_names)
-            for node in reversed(order):  # operations by creation: t1 was computed first
-                if node not in label:
-                    label[node] = node.label or next(inner_names)
+            _name_every_node(label, outputs, order, leaves, given_names(names))
             graph.seed(outputs, seeds)
             graph.propagate(order, keep)
             grads: dict[Value, float] = {v: graph.cotangent(v) for v in (*order, *leaves)}
