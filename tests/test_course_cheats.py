@@ -1451,6 +1451,21 @@ def test_the_teachers_remarks_follow_no_link_and_wait_on_no_file(tmp_path: Path,
     assert remarks == ["derivatives.py is a symbolic link: not read for these remarks"]
 
 
+@pytest.mark.skipif(os.name != "posix", reason="the address space is limited with resource (POSIX)")
+@pytest.mark.parametrize("written", ["import ", "from . import ", "x = y.", "import \\\n "])
+def test_a_dotted_name_too_long_to_parse_cheaply_is_not_parsed_by_the_teacher(tmp_path: Path, written: str) -> None:
+    # CPython's parser holds memory growing with the square of a dotted name's parts: a line of 200 kB,
+    # import a.a.a..., took 11 GB, before anyone was graded (found by an outside review)
+    directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
+    source = (directory / "derivatives.py").read_text()
+    (directory / "derivatives.py").write_text(source + "\n" + written + ".".join(["a"] * 100_000) + "\n")
+    found = remarks_apart(directory, 1)
+    assert found is not None, "the remarks never finished"
+    remarks, most = found
+    assert most < 512 * 1024  # kB
+    assert remarks == [f"derivatives.py names a dotted name of more than {borrowed.DOTTED_PARTS} parts: not read"]
+
+
 def test_the_teachers_remarks_read_no_file_larger_than_the_limit(tmp_path: Path) -> None:
     directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
     source = (directory / "derivatives.py").read_text()
@@ -1547,6 +1562,17 @@ def graders_memory():
 
 def graders_fds():
     return os.listdir(f"/proc/{os.getppid()}/fd")
+
+
+def graders_pipe_by_a_dotted_path():  # /./proc is /proc: the grader's pipes, whose reports it reads
+    found = os.readlink(f"/proc/{os.getppid()}/fd/0")  # no audit event: names only
+    os.close(os.open(f"/./proc/{os.getppid()}/fd/0", os.O_RDONLY | os.O_NONBLOCK))
+    return found
+
+
+def graders_status_by_a_double_slash():
+    with open(f"//proc/{os.getppid()}/status") as status:
+        return status.read()
 
 
 def unix_sockets():
@@ -1683,6 +1709,7 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
         refused = {}
         for name in (
             "fork", "fork_exec", "memfd", "system", "popen", "graders_memory", "graders_fds", "unix_sockets",
+            "graders_pipe_by_a_dotted_path", "graders_status_by_a_double_slash",
             "own_fds_by_a_link", "unix_socket", "shared_memory", "objects", "pythonapi",
             "solutions_through_a_folder", "solutions_walked", "proc_through_the_root", "tcl", "subinterpreter",
         ):  # fmt: skip
@@ -1709,6 +1736,8 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
         said = {  # what each refusal names
             "fork": "os.fork (starting a process) is refused",
             "graders_memory": "under /proc",
+            "graders_pipe_by_a_dotted_path": "under /proc",
+            "graders_status_by_a_double_slash": "under /proc",
             "own_fds_by_a_link": "under /proc",
             "write": "to write it",
             "solutions_through_a_folder": "opening a folder",

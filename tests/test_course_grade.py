@@ -1168,3 +1168,52 @@ def test_a_directory_named_as_the_gradebooks_lock_is_refused_and_a_killed_runs_p
     stale.write_text("{")
     gradebook.write(tmp_path / "out", of, {"bob": [thirds(one, 3)]})
     assert not stale.exists()
+
+
+def test_grade_keeps_the_submissions_folders_and_its_scratch_from_every_students_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``--independent`` a dependent exercise runs on a copy of the submission: the folders the
+    submissions lie in are kept from the student's process all the same (an outside review read a
+    classmate's file there), and the copies lie in the grader's scratch folder, which is kept too."""
+    teacher = teachers_only(tmp_path)
+    of = course(teacher)
+    eve = sigmoid_submission(tmp_path / "submissions" / "eve")
+    seen: dict[str, Any] = {}
+
+    def run_many(work: Any, *args: Any, kept: Any = (), **kwargs: Any) -> list[grading.ExerciseResult]:
+        seen["kept"], seen["work"] = [str(Path(k).resolve()) for k in kept], [where for where, _ in work]
+        return [grading.ExerciseResult(ex, [], []) for _, ex in work]
+
+    monkeypatch.setattr(grading, "run_many", run_many)
+    monkeypatch.setattr(gradebook.depends, "on", lambda ex, course: True)  # as a later exercise is
+    monkeypatch.setattr(gradebook.depends, "reference_copy", lambda directory, ex, course, to: to)
+    gradebook.grade([eve], of, 60.0, independent=True, out=tmp_path / "grades")
+    assert str((tmp_path / "submissions").resolve()) in seen["kept"]
+    assert str((tmp_path / "grades").resolve()) in seen["kept"]
+    scratch = Path(grading.scratch_kept()).resolve()
+    assert all(scratch in Path(where).resolve().parents for where in seen["work"]), seen["work"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="user ids: POSIX")
+def test_grade_refuses_to_run_where_its_scratch_folder_is_not_the_teachers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``vjpgrad-course-UID`` in the temporary folder holds every run's scratch files, kept from the
+    students' processes as one folder. Made beforehand by someone else (or open to others), it is not
+    used, and a run's own folder alone would leave another run's files in reach: ``grade`` says so
+    and grades nobody."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    squatted = temporary / f"vjpgrad-course-{os.geteuid()}"
+    squatted.mkdir()
+    squatted.chmod(0o777)
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    monkeypatch.setattr(grading, "_scratch", [])
+    student = sigmoid_submission(tmp_path / "submissions" / "eve")
+    out = tmp_path / "out"
+    status, _, err = grade(capsys, str(student), "--out", str(out), "--exercises", str(teachers_only(tmp_path)))
+    assert status == 2
+    assert f"{squatted} is not a folder of yours that only you may enter" in err
+    assert "TMPDIR" in err
+    assert not out.exists()

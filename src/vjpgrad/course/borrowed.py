@@ -41,7 +41,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import importlib.util
 import os
+import re
 import stat
 import threading
 from collections.abc import Callable, Iterable
@@ -139,9 +141,27 @@ def handed_in(path: Path) -> bytes | None:
 
 def parse_handed_in(path: Path) -> ast.Module | None:
     """The student's file at ``path`` (``handed_in``), read as Python reads it (``parsed``); none
-    where it is not read, or Python could not read it either."""
+    where it is not read, where it names too long a dotted name (``too_long_a_name``), or where
+    Python could not read it either."""
     source = handed_in(path)
-    return None if source is None else parsed(source)
+    return None if source is None or too_long_a_name(source) else parsed(source)
+
+
+DOTTED_PARTS = 200
+"""The most parts of a dotted name (``a.b.c``: 3) in a student's file that the teacher's process
+parses: CPython's parser holds memory growing with the square of a dotted name's parts (``import
+a.a.a...`` of 100,000 parts, a line of 200 kB, took 11 GB), and no code a course asks for comes near."""
+_DOTTED = re.compile(r"(?:[^\W\d]\w*(?:\s|\\\n)*\.(?:\s|\\\n)*){" + str(DOTTED_PARTS) + "}")
+
+
+def too_long_a_name(source: bytes) -> bool:
+    """Whether ``source``, decoded as Python decodes it, holds a dotted name of more than
+    ``DOTTED_PARTS`` parts (``DOTTED``: found in time linear in the text)."""
+    try:
+        text = importlib.util.decode_source(source)
+    except (SyntaxError, UnicodeDecodeError, LookupError):  # no text Python would run either
+        return False
+    return _DOTTED.search(text) is not None
 
 
 def imported(tree: ast.AST) -> set[str]:
@@ -354,6 +374,8 @@ def _module_files(base: Path, dotted: str) -> list[Path]:
     for k in range(1, len(parts) + 1):
         folder = base.joinpath(*parts[:k])
         found += [path for path in (folder.with_suffix(".py"), folder / "__init__.py") if _a_file(path)]
+        if k < len(parts) and not folder.is_dir():  # nothing deeper can be there
+            break
     return found
 
 
@@ -675,9 +697,18 @@ def _definitions(directory: Path) -> set[str]:
 
 
 def not_read(directory: Path, files: Iterable[str]) -> list[str]:
-    """What the teacher is told of the student's ``files`` in ``directory`` that are not read (``unread``)."""
-    found = ((name, unread(directory / name)) for name in files)
-    return [f"{name} is {why}: not read for these remarks" for name, why in found if why is not None]
+    """What the teacher is told of the student's ``files`` in ``directory`` that are not read
+    (``unread``, ``too_long_a_name``)."""
+    said = []
+    for name in files:
+        why = unread(directory / name)
+        if why is not None:
+            said.append(f"{name} is {why}: not read for these remarks")
+            continue
+        source = handed_in(directory / name)
+        if source is not None and too_long_a_name(source):
+            said.append(f"{name} names a dotted name of more than {DOTTED_PARTS} parts: not read")
+    return said
 
 
 def remarks(directory: Path, ex: Exercise, course: Course) -> list[str]:

@@ -469,7 +469,7 @@ def _submissions(found: list[Path], grades: str) -> list[Path]:
 
 
 def grade(args: argparse.Namespace) -> int:
-    from vjpgrad.course import gradebook
+    from vjpgrad.course import gradebook, grading
 
     out = Path(args.out)
     directories, left_out = to_grade(args.directories, out)
@@ -488,6 +488,9 @@ def grade(args: argparse.Namespace) -> int:
         raise CourseError(f"the held-out check {missing} is not there (grade with the teacher's copy of {teacher})")
     _needs_pytest("grade")
     _running(args)
+    refused = grading.scratch_refused()
+    if refused is not None:
+        raise CourseError(refused)
     notice = as_root(os.geteuid() if hasattr(os, "geteuid") else None)
     if notice is not None:
         print(notice, file=sys.stderr)

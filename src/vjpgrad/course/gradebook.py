@@ -62,7 +62,8 @@ def grade(
     ``out``: where the grades are written (every student's marks, the teacher's remarks), which no
     student's process may read (``grading.kept_from_student``)."""
     chosen = list(course.exercises if exercises is None else exercises)
-    with tempfile.TemporaryDirectory(prefix="vjpgrad-course-independent-") as scratch:
+    # the copies (``independent``) in the grader's scratch folder, kept from every student's process
+    with tempfile.TemporaryDirectory(prefix="independent-", dir=grading.scratch()) as scratch:
         work, checked, remarks = [], [], []
         for k, directory in enumerate(directories):
             for ex in chosen:
@@ -74,7 +75,9 @@ def grade(
                     )
                 work.append((where, ex))
                 checked.append(directory)
-        kept = [] if out is None else [out]
+        # the folders the submissions lie in, whether a copy or the submission itself runs (the
+        # others' files), and the gradebook's
+        kept = sorted({directory.resolve().parent for directory in directories}) + ([] if out is None else [out])
         results = grading.run_many(
             work, timeout, workers, held_out=True, class_mode=True, more_time=more_time, kept=kept
         )

@@ -297,6 +297,24 @@ def _scratch_parent() -> str | None:
     return folder if ours else None
 
 
+def scratch_refused() -> str | None:
+    """Why a run that grades (``grade``) may not start here, or None: on a system with user ids, this
+    user's folder of the grader's runs (``_scratch_parent``) is not one only they may enter (someone
+    made it first, or opened it to others), so that each run's scratch would be kept alone from its
+    own students, and another run's at the same time left in their reach."""
+    if not hasattr(os, "geteuid"):
+        return None
+    scratch()
+    if _scratch[0] != _scratch[1]:
+        return None
+    folder = os.path.join(tempfile.gettempdir(), f"vjpgrad-course-{os.geteuid()}")
+    return (
+        f"{folder} is not a folder of yours that only you may enter (made by another user, or open to others): "
+        "the grader keeps its scratch files there, out of the students' reach; remove it, or set TMPDIR to a "
+        "folder of your own"
+    )
+
+
 def hypothesis_home(held_out: bool = False) -> str:
     """The folder where the checks' processes keep hypothesis's files, in ``scratch()``: one for the
     visible checks' processes and another for the held-out ones', so that a held-out check's constants

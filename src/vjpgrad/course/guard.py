@@ -363,14 +363,24 @@ def _leads_to(
 
 def _in_proc(
     path: Any, stat: Callable[..., Any], proc: int | None, _type: Any = type, _bytes: Any = bytes, _int: Any = int,
-    _errors: Any = (OSError, ValueError),
+    _errors: Any = (OSError, ValueError), _real: Any = _resolved,
 ) -> bool:  # fmt: skip
-    """Whether a path lies under ``/proc`` (by name, or on its device ``proc``)."""
+    """Whether a path lies under ``/proc``: by name as written, or its folder or itself once resolved
+    (``/./proc``, ``//proc``, a link to it: ``_resolved``; the folder, since a link in ``/proc``,
+    ``/proc/PID/fd/0``, leads out of it), or on its device ``proc``."""
     if proc is None or _type(path) is _int or path is None:
         return False
     text = path.decode("utf-8", "surrogateescape") if _type(path) is _bytes else path
     if text == "/proc" or text.startswith("/proc/"):
         return True
+    folder = text[: text.rfind("/")] if "/" in text else "."
+    for place in (text, folder or "/"):
+        try:
+            found = _real(place)
+        except _errors:
+            return True  # a path that cannot be followed is not read
+        if found == "/proc" or found.startswith("/proc/"):
+            return True
     try:
         return stat(text).st_dev == proc  # type: ignore[no-any-return]
     except _errors:
