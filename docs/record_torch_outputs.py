@@ -11,16 +11,23 @@ it)::
     python docs/record_torch_outputs.py --check  # exit 1 if they differ from a run today
 
 tests/test_docs.py runs the check (it skips without PyTorch), so the recorded numbers stay
-what the code prints.
+what the code prints. How many of PyTorch's gradients equal vjpgrad's to the bit depends on the
+kernels PyTorch runs, which it picks by the processor; the record is made with ATen's AVX2 kernels
+and Intel MKL's AVX code path (the same numbers on any x86-64 processor with AVX2), the kernels the
+tests run PyTorch with (``tests/conftest.py``): set here, before PyTorch starts, unless set already.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import sys
 from pathlib import Path
+
+os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
+os.environ.setdefault("MKL_CBWR", "AVX")
 
 PAGE = Path(__file__).resolve().parent / "tutorials" / "to-pytorch.md"
 CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?:---\n.*?\n---\n)?(.*?)^```$", re.MULTILINE | re.DOTALL)
