@@ -1936,13 +1936,25 @@ def test_a_private_slot_of_a_users_value_is_structure_as_any_slot() -> None:
         assert call(compiled, scale) == call(f, scale)
 
 
-def test_a_recording_past_the_bound_on_operations_runs_uncompiled_with_one_warning(
+def _unfolding(x: Value, count: int) -> Value:
+    """``count`` operations in an order that repeats nowhere (a linear congruential choice of
+    four), so that compile finds no block to fold: its code holds every operation."""
+    s, k = x, 7
+    for _ in range(count):
+        k = (k * 1103515245 + 12345) % 2**31
+        choice = (k >> 16) % 4
+        s = s + x if choice == 0 else s * x if choice == 1 else s - x if choice == 2 else s * 0.5
+    return s
+
+
+def test_a_recording_whose_code_would_hold_more_than_the_bound_runs_uncompiled_with_one_warning(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Writing and compiling the code of a recording costs memory and time that grow faster than
-    its operations (a million took minutes and gigabytes): past ``OPERATIONS_LIMIT`` the function
-    runs uncompiled from then on, with one ``RecompileWarning`` that says why and what to do; the
-    first call's result is eager's, as ever, and so is every later one."""
+    its operations (a million took minutes and gigabytes): where the code, its repeated blocks
+    written once, would hold more than ``OPERATIONS_LIMIT`` operations, the function runs
+    uncompiled from then on, with one ``RecompileWarning`` that says why and what to do; every
+    call's result is eager's, as ever."""
     import warnings
 
     import vjpgrad.compiler.run as run
@@ -1950,10 +1962,7 @@ def test_a_recording_past_the_bound_on_operations_runs_uncompiled_with_one_warni
     monkeypatch.setattr(run, "OPERATIONS_LIMIT", 50)
 
     def long(x: Value) -> Value:
-        s = x
-        for _ in range(60):
-            s = s + x * 0.5
-        return s
+        return _unfolding(x, 60)
 
     def short(x: Value) -> Value:
         return x * x + x
@@ -1970,10 +1979,98 @@ def test_a_recording_past_the_bound_on_operations_runs_uncompiled_with_one_warni
             small(Value(0.25))
     found = [str(w.message) for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
     assert len(found) == 1
-    assert "recorded 120 operations, more than vjpgrad.compile writes code for (50:" in found[0]
+    assert "recorded 60 operations, whose code would hold 60 (its repeated blocks written once)" in found[0]
+    assert "more than vjpgrad.compile writes (50:" in found[0]
     assert "runs uncompiled from now on" in found[0]
     assert compiled.eager
     assert compiled.times_recorded == 1
     assert compiled.source == ""
     assert not small.eager  # a recording within the bound is compiled
     assert small.source
+
+
+def test_source_read_before_the_code_is_written_says_it_is_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``.source`` read after the first call writes the code, and so finds it past the bound: it
+    is empty, the one warning is given there, and the next call runs uncompiled."""
+    import warnings
+
+    import vjpgrad.compiler.run as run
+
+    monkeypatch.setattr(run, "OPERATIONS_LIMIT", 50)
+    compiled = vjpgrad.compile(lambda x: _unfolding(x, 60))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled(Value(0.25))
+        assert compiled.source == ""
+        y = compiled(Value(0.25))
+    assert y.data == _unfolding(Value(0.25), 60).data
+    assert compiled.eager
+    assert sum(issubclass(w.category, vjpgrad.RecompileWarning) for w in caught) == 1
+
+
+def test_a_long_recording_of_repeated_blocks_is_compiled_where_its_written_code_is_within_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the bound counts is the code compile writes: a loop's copies are written once, so
+    a long recording of a repeated block (the moons MLP's full batch of 1,000 samples records
+    644,677 operations and writes 4,239 lines) is compiled, and replays eager's numbers."""
+    import warnings
+
+    import vjpgrad.compiler.run as run
+
+    monkeypatch.setattr(run, "OPERATIONS_LIMIT", 100)  # 541 recorded, 69 written: the sum is straight-line
+
+    def long(w: Value) -> Value:  # 60 copies of a block of 8 operations, one per sample, then their sum
+        outs = [((w * (k / 60) + 0.25).tanh() * 0.75 - w) * (w + 1.0) * 0.5 for k in range(60)]
+        return sum(outs, Value(0.0))
+
+    compiled = vjpgrad.compile(long)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", vjpgrad.RecompileWarning)
+        for _ in range(3):
+            a, b = Value(0.25), Value(0.25)
+            ya, yb = compiled(a), long(b)
+            ya.backward()
+            yb.backward()
+            assert (ya.data.hex(), a.grad.hex()) == (yb.data.hex(), b.grad.hex())
+    assert not compiled.eager
+    assert "60 copies of 8 operations" in compiled.source  # written once, as a loop
+
+
+def test_a_recording_past_the_bound_on_recorded_operations_runs_uncompiled_without_a_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A recording past ``RECORDED_LIMIT`` operations is not searched for blocks at all (the
+    search itself takes seconds and gigabytes there): the function runs uncompiled from its
+    first call on, with one warning."""
+    import warnings
+
+    import vjpgrad.compiler.fold as fold
+    import vjpgrad.compiler.run as run
+
+    monkeypatch.setattr(run, "RECORDED_LIMIT", 50)
+    searched: list[int] = []
+    make = fold.make_program
+    monkeypatch.setattr(fold, "make_program", lambda *a, **k: searched.append(1) or make(*a, **k))
+
+    def long(x: Value) -> Value:
+        s = x
+        for _ in range(60):
+            s = s + x * 0.5
+        return s
+
+    compiled = vjpgrad.compile(long)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            a, b = Value(0.25), Value(0.25)
+            ya, yb = compiled(a), long(b)
+            ya.backward()
+            yb.backward()
+            assert (ya.data.hex(), a.grad.hex()) == (yb.data.hex(), b.grad.hex())
+    found = [str(w.message) for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
+    assert len(found) == 1
+    assert "recorded 120 operations, more than vjpgrad.compile searches for repeated blocks (50:" in found[0]
+    assert compiled.eager
+    assert compiled.source == ""
+    assert not searched

@@ -79,8 +79,9 @@ class RecompileWarning(UserWarning):
     """A compiled or vmapped function kept being recorded because numbers it reads changed:
     compile runs it uncompiled from then on, vmap goes on recording. Pass a number that changes
     at every call as a Value (``Value(lr, requires_grad=False)``) or in a Vector: its number is
-    then read at each call. Compile also runs uncompiled a function whose recording holds more
-    operations than it writes code for (``compiler.run.OPERATIONS_LIMIT``)."""
+    then read at each call. Compile also runs uncompiled a function whose code would hold more
+    operations than it writes (``compiler.run.OPERATIONS_LIMIT``), or whose recording holds more
+    than it searches (``compiler.run.RECORDED_LIMIT``)."""
 
 
 # ---- recording ----------------------------------------------------------------------------------

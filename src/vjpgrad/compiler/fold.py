@@ -677,6 +677,16 @@ def detect(
     return blocks, place
 
 
+class CodeTooLargeError(Exception):
+    """``make_program`` refused a recording whose code, its repeated blocks written once, would
+    hold more operations than the bound it was given: ``recorded`` operations, ``written`` of
+    them in the code."""
+
+    def __init__(self, recorded: int, written: int, limit: int) -> None:
+        super().__init__(f"{recorded:,} operations recorded, {written:,} in the code (at most {limit:,})")
+        self.recorded, self.written, self.limit = recorded, written, limit
+
+
 def make_program(
     live: Sequence[graph.Node],
     externals: Sequence[graph.Node],
@@ -687,10 +697,13 @@ def make_program(
     edges: Edges,
     table: Sequence[StoredBlock] | None = None,
     columns: recording.Columns | None = None,
+    limit: int | None = None,
 ) -> Program:
     """The writer of a recording's code: its repeated blocks folded into loops and functions
     when it has any (``table``: the blocks a cached payload was written with, else found now;
-    ``columns``: ``live``'s columns as the reading of the recording kept them, if it did)."""
+    ``columns``: ``live``'s columns as the reading of the recording kept them, if it did).
+    ``limit``: the most operations the code may hold, each block's counted once (raises
+    ``CodeTooLargeError`` past it, before any code is written)."""
     given = (live, externals, arguments, constants, outputs, sources, edges)
     if table is not None and not table:  # loaded code written straight-line: no search
         return Program(*given, columns)
@@ -699,6 +712,9 @@ def make_program(
     blocks, place = detect(*given[:5], edges, table=table, columns=columns, readers=readers)
     if table is None and sum(b.length * b.copies for b in blocks) < SHARE * len(live):
         blocks = []
+    written = len(live) - sum(b.length * (b.copies - 1) for b in blocks)
+    if limit is not None and written > limit:
+        raise CodeTooLargeError(len(live), written, limit)
     if not blocks:
         return Program(*given, columns, readers, place)
     return FoldedProgram(*given, blocks, place, columns, readers)

@@ -173,6 +173,7 @@ class CompiledCode:
         self.recorded = recorded
         self.internal_outputs = internal_outputs
         self._program: Program | None = None
+        self._too_large: fold.CodeTooLargeError | None = None  # the search found the code past OPERATIONS_LIMIT
         self._table: tuple[fold.StoredBlock, ...] | None = None
         self._key: str | None = None
         self.forward: Callable[..., Any] | None = None  # set last: once set, the code is ready
@@ -185,20 +186,29 @@ class CompiledCode:
     @property
     def program(self) -> Program:
         """The writer of this recording's code, made the first time it is needed: to write the
-        code on a cache miss, for ``source``, and for reverse passes other than the one cached."""
+        code on a cache miss, for ``source``, and for reverse passes other than the one cached.
+        Raises ``fold.CodeTooLargeError`` (every time asked, searching once) where the code found would
+        hold more than ``OPERATIONS_LIMIT`` operations; code loaded from the cache was within it."""
+        if self._too_large is not None:
+            raise self._too_large
         if self._program is None:
             recorded = self.recorded
-            self._program = fold.make_program(
-                recorded.live,
-                recorded.externals,
-                len(distinct(recorded.arguments)),
-                recorded.constants,
-                self.internal_outputs,
-                {},  # no Value made inside reads an argument: numbers are structure
-                recorded.edges,
-                self._table,  # the blocks the loaded code was written with, if it was loaded
-                columns=recorded.columns,  # what the first call read of live, until the code is ready
-            )
+            try:
+                self._program = fold.make_program(
+                    recorded.live,
+                    recorded.externals,
+                    len(distinct(recorded.arguments)),
+                    recorded.constants,
+                    self.internal_outputs,
+                    {},  # no Value made inside reads an argument: numbers are structure
+                    recorded.edges,
+                    self._table,  # the blocks the loaded code was written with, if it was loaded
+                    columns=recorded.columns,  # what the first call read of live, until the code is ready
+                    limit=OPERATIONS_LIMIT if self._table is None else None,
+                )
+            except fold.CodeTooLargeError as error:
+                self._too_large = error
+                raise
         return self._program
 
     def prepare(self) -> None:
@@ -765,11 +775,20 @@ ARGUMENT_STRUCTURE_LIMIT = 64
 for, at most, in one world: each is a program of its own, as a sequence of each length is for a
 GPT (where ``torch.compile`` would mark the length dynamic); past it, compile warns as above."""
 OPERATIONS_LIMIT = 500_000
-"""The most operations a recording may hold for compile to write its code: writing and compiling
-the code takes time and memory that grow faster than the operations (on CPython 3.11, 200,000
-took some 14 s and 1.1 GB, a million 107 s and 5.4 GB, ten million more memory than the machine
-had), where a replay gains at most what an eager call costs. Past it, compile warns once and
-calls the function uncompiled from then on, as past the bounds on recordings."""
+"""The most operations the code of a recording may hold for compile to write it, each repeated
+block's counted once (``fold``: a loop's copies are written once): writing and compiling the
+code takes time and memory that grow faster than the operations (on CPython 3.11, 200,000
+straight-line operations took some 14 s and 1.1 GB, a million 107 s and 5.4 GB, ten million more
+memory than the machine had), where a replay gains at most what an eager call costs. Past it,
+found when the code is first needed (the second call), compile warns once and calls the
+function uncompiled from then on, as past the bounds on recordings. The moons MLP's full batch
+of 1,000 samples records 644,677 operations and writes 4,239 lines."""
+RECORDED_LIMIT = 2_000_000
+"""The most operations a recording may hold for compile to search it for repeated blocks at all:
+the search and the writing of 1.9 million (the moons MLP's full batch of 3,000 samples) took
+13 s and 2.2 GB, past what a replay can win back soon. Past it, compile warns at the first call
+and calls the function uncompiled from then on."""
+_SMALLER = "Compile a smaller function instead (one step of a loop, one sample), and call it from the loop"
 RECORDINGS_PER_KEY = 8
 """Recordings kept for one structure of the arguments (different worlds: a model in training
 and in evaluation mode), the most recently used first."""
@@ -804,7 +823,14 @@ class Compiled:
     @property
     def source(self) -> str:
         """The generated code of the last recording (empty before the first call)."""
-        return "" if self._last is None else self._last.source
+        last = self._last
+        if last is None:
+            return ""
+        try:
+            return last.source
+        except fold.CodeTooLargeError as error:  # read before the second call: the code is past the bound
+            self._give_up(self._too_large_code(error))
+            return ""
 
     @property
     def guard_source(self) -> str:
@@ -851,6 +877,9 @@ class Compiled:
                     return self._record(read)
             try:
                 return replay.call.run(read)
+            except fold.CodeTooLargeError as error:  # the code, found when first needed, past the bound
+                self._give_up(self._too_large_code(error))
+                return self.fn(*args, **kwargs)
             except Exception as error:
                 if not getattr(error, FOR_A_NUMBER, False):  # not an index out of range, a custom op's error
                     raise
@@ -861,9 +890,7 @@ class Compiled:
         self.times_recorded += 1
         too_many = self._too_large(replay) or self._too_many(read, replay)
         if too_many is not None:
-            self.eager = True  # before the warning: under warnings-as-errors it raises, once
-            self._cache.clear()
-            warn_at_users_line(too_many, RecompileWarning)
+            self._give_up(too_many)
         else:
             replays = self._cache.setdefault(read.key, [])
             replays.insert(0, replay)
@@ -875,16 +902,35 @@ class Compiled:
         first, replay.first = replay.first, None
         return first  # the recorded run is eager code: its result is this call's
 
+    def _give_up(self, message: str) -> None:
+        """Run the function uncompiled from now on, every recording dropped, and say why once."""
+        with self._lock:
+            if self.eager:  # another thread gave up first, and said so
+                return
+            self.eager = True  # before the warning: under warnings-as-errors it raises, once
+            self._cache.clear()
+            self._last = None
+        warn_at_users_line(message, RecompileWarning)
+
     def _too_large(self, replay: Replay) -> str | None:
-        """The warning's message for a recording of more than ``OPERATIONS_LIMIT`` operations,
-        whose code compile does not write; None for one within the bound."""
+        """The warning's message for a recording of more than ``RECORDED_LIMIT`` operations,
+        which compile does not search for blocks; None for one within the bound."""
         operations = len(replay.recorded.live)
-        if operations <= OPERATIONS_LIMIT:
+        if operations <= RECORDED_LIMIT:
             return None
         return (
-            f"{described(self.fn)} recorded {operations:,} operations, more than vjpgrad.compile writes code for "
-            f"({OPERATIONS_LIMIT:,}: its code would take minutes and gigabytes to write): it runs uncompiled from now "
-            "on. Compile a smaller function instead (one step of a loop, one sample), and call it from the loop"
+            f"{described(self.fn)} recorded {operations:,} operations, more than vjpgrad.compile searches for "
+            f"repeated blocks ({RECORDED_LIMIT:,}: the search and the code would take minutes and gigabytes): "
+            f"it runs uncompiled from now on. {_SMALLER}"
+        )
+
+    def _too_large_code(self, error: fold.CodeTooLargeError) -> str:
+        """The warning's message for a recording whose code would hold more than
+        ``OPERATIONS_LIMIT`` operations."""
+        return (
+            f"{described(self.fn)} recorded {error.recorded:,} operations, whose code would hold {error.written:,} "
+            f"(its repeated blocks written once), more than vjpgrad.compile writes ({error.limit:,}: the code would "
+            f"take minutes and gigabytes to write): it runs uncompiled from now on. {_SMALLER}"
         )
 
     def _too_many(self, read: Arguments, replay: Replay) -> str | None:
