@@ -1456,3 +1456,111 @@ def test_a_replays_result_was_made_by_the_compiled_call_and_a_function_given_one
         x.grad = 0.0
         compiled.backward(retain_graph=True)
         assert x.grad == by_eager
+
+
+# ---- what a recording holds goes with it ---------------------------------------------------------
+
+
+def _shown_sources() -> list[str]:
+    """The generated sources ``linecache`` holds for tracebacks: compile's guards and passes."""
+    import gc
+    import linecache
+
+    gc.collect()
+    return [name for name in linecache.cache if name.startswith("<vjpgrad.compile")]
+
+
+@pytest.mark.parametrize("cached", ["1", "0"])
+def test_the_source_a_recording_shows_in_tracebacks_goes_with_the_recording(
+    cached: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each recording's guard and passes are shown in tracebacks (``linecache``) by their text:
+    once the recording is dropped (``reset()``, or the compiled function collected), so is the text.
+    Before, every recording left its guard's text (and, without the compiled-code cache, its passes')
+    behind for good: 300 recordings of an MLP held 50 MB."""
+    monkeypatch.setenv("VJPGRAD_CACHE", cached)
+    model = vjpgrad.nn.MLP(2, [4, 1], seed=1)
+
+    def loss(a: Value, b: Value) -> Value:
+        return model([a, b])
+
+    before = len(_shown_sources())
+    compiled = vjpgrad.compile(loss)
+    for _ in range(6):
+        compiled.reset()
+        for _ in range(2):  # recorded, then written and replayed
+            compiled(Value(0.3), Value(-0.2)).backward()
+    assert len(_shown_sources()) <= before + 3  # the last recording's guard, forward and backward
+    for _ in range(6):
+        again = vjpgrad.compile(loss)
+        for _ in range(2):
+            again(Value(0.3), Value(-0.2)).backward()
+    del again, compiled
+    assert len(_shown_sources()) <= before
+
+
+def test_the_reverse_passes_kept_are_the_ones_used_last(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``BACKWARDS_KEPT`` reverse passes are kept per recording, one per set of outputs a pass is
+    seeded at; past it the one used longest ago goes (it was the one written first, so a pass used
+    at every call was written again and again)."""
+    import vjpgrad.compiler.run as run
+
+    monkeypatch.setattr(run, "BACKWARDS_KEPT", 2)
+    written: list[frozenset[int]] = []
+    source = write.Program.backward_source
+
+    def counted(self: Any, seeded: frozenset[int], checked: bool = False) -> str:
+        written.append(seeded)
+        return source(self, seeded, checked=checked)
+
+    monkeypatch.setattr(write.Program, "backward_source", counted)
+    w = [Value(0.25 * (k + 1)) for k in range(3)]
+
+    def f(x: Value) -> tuple[Value, ...]:
+        return tuple((x * wk).tanh() * wk for wk in w)
+
+    compiled = vjpgrad.compile(f)
+    for step in range(12):
+        ys = compiled(Value(0.5))
+        if step < 2:
+            continue  # recorded, then written (every output's pass)
+        # every other call from the first two outputs; between them, the first and last, or the last two
+        (ys[0] + ys[1] if step % 2 == 0 else ys[0] + ys[2] if step % 4 == 1 else ys[1] + ys[2]).backward()
+    assert written.count(frozenset({0, 1})) == 1, written  # used every other call: never written again
+
+
+def test_a_thread_that_waited_while_another_gave_up_runs_the_function_uncompiled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thread that called while another was finding the code past ``OPERATIONS_LIMIT`` runs the
+    function uncompiled once the other has given up: it records nothing more (before, it recorded
+    anew and that recording, of more than the bound, was kept until ``reset()``)."""
+    import time
+    import warnings
+
+    import vjpgrad.compiler.run as run
+
+    monkeypatch.setattr(run, "OPERATIONS_LIMIT", 30)
+    w = [Value(0.3), Value(-0.4)]
+
+    def f(xs: list[Value]) -> Value:
+        t = Value(0.0)
+        for x in xs:
+            t = t + (x * w[0]).tanh() * w[1]
+        return t
+
+    compiled = vjpgrad.compile(f)
+    results: list[float] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vjpgrad.RecompileWarning)
+        compiled([Value(0.1 * i) for i in range(20)])  # recorded
+        with compiled._lock:  # the other thread waits for the lock, having seen that it is not eager
+            other = threading.Thread(target=lambda: results.append(compiled([Value(0.1 * i) for i in range(20)]).data))
+            other.start()
+            time.sleep(0.2)
+            compiled([Value(0.1 * i) for i in range(20)])  # the code found past the bound: gives up
+        other.join()
+    assert compiled.eager
+    assert compiled.times_recorded == 1
+    assert compiled.recordings == 0
+    assert results == [f([Value(0.1 * i) for i in range(20)]).data]

@@ -34,7 +34,6 @@ import collections
 import contextlib
 import fractions
 import functools
-import linecache
 import numbers
 import struct
 import sys
@@ -46,7 +45,7 @@ from typing import Any
 
 from vjpgrad.batched import arrays, workspace
 from vjpgrad.batched.write import ArrayWriter, Graph
-from vjpgrad.compiler import guard, record, world
+from vjpgrad.compiler import guard, lines, record, world
 from vjpgrad.core import backward, graph
 from vjpgrad.core.modes import DataDependentError, refusing_numbers, state, warn_at_users_line
 from vjpgrad.core.value import Value
@@ -377,7 +376,7 @@ _SAMPLE = object()
 
 def _compile_source(source: str, name: str, namespace: dict[str, Any]) -> dict[str, Any]:
     filename = f"<vjpgrad.vmap {name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    lines.show(filename, source)  # one name per function's name: the latest program's text
     scope = dict(namespace)
     exec(builtins.compile(source, filename, "exec"), scope)  # code written from the graph, no user text
     return scope

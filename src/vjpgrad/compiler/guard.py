@@ -19,12 +19,12 @@ from __future__ import annotations
 import builtins
 import collections
 import itertools
-import linecache
 import operator
 import struct
 from collections.abc import Callable
 from typing import Any
 
+from vjpgrad.compiler import lines
 from vjpgrad.compiler.world import MEMBERS, MISSING, Fact, Snapshot, content, exact, groups
 
 _float_bits = struct.Struct("<d").pack
@@ -404,9 +404,10 @@ def loaded(snapshot: Snapshot) -> tuple[Callable[..., bool], str]:
     tracebacks and ``linecache``)."""
     source, namespace = written(snapshot)
     filename = f"<vjpgrad.compile guard {next(_names)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    lines.show(filename, source)
     exec(builtins.compile(source, filename, "exec"), namespace)  # code written from the facts alone
     function: Callable[..., bool] = namespace["guard"]
+    lines.forget_with(function)
     return function, source
 
 

@@ -14,7 +14,6 @@ import builtins
 import functools
 import inspect
 import itertools
-import linecache
 import operator
 import threading
 import types
@@ -24,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vjpgrad.compiler import cache, fold, guard, world
+from vjpgrad.compiler import cache, fold, guard, lines, world
 from vjpgrad.compiler.record import (
     Arguments,
     Recorded,
@@ -253,6 +252,8 @@ class CompiledCode:
             forward, backward = bound.pop("forward"), bound.pop("backward")
             if not (inspect.isgeneratorfunction(forward) and inspect.isgeneratorfunction(backward)):
                 return False  # passes written as functions, not as frames kept between calls
+            lines.forget_with(forward)  # their text, where it was written in this process, goes with them
+            lines.forget_with(backward)
             forward, backward = Frames(forward), Frames(backward)
             live = self.recorded.live
             returned = set(self.internal_outputs)  # only the outputs' values are looked up among those kept
@@ -273,21 +274,30 @@ class CompiledCode:
         return True
 
     def _load(self, source: str, name: str) -> Callable[..., Any]:
+        """A reverse pass written after the first: under a file name of its own (another pass's
+        lines are not its), its text shown in tracebacks for as long as it is kept."""
         namespace = self.program.namespace
-        filename = f"{self._code_name(self._key)} {name}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        filename = f"{self._code_name(self._key)} {name} {next(_numbers)}>"
+        lines.show(filename, source)
         exec(builtins.compile(source, filename, "exec"), namespace)  # code written from the graph alone
-        return Frames(namespace.pop(name))
+        function = namespace.pop(name)
+        lines.forget_with(function)
+        return Frames(function)
 
     def backward_for(self, seeded: frozenset[int], checked: bool = False) -> Callable[..., tuple[Any, ...]]:
         """The reverse pass seeded at ``seeded``; ``checked``: the one anomaly mode runs, which
-        raises at the first contribution that is nan, as eager code does."""
-        function = self._backwards.get((seeded, checked))
+        raises at the first contribution that is nan, as eager code does. Past ``BACKWARDS_KEPT``,
+        the one used longest ago goes."""
+        key = (seeded, checked)
+        backwards = self._backwards
+        function = backwards.get(key)
         if function is None:
-            if len(self._backwards) >= BACKWARDS_KEPT:  # the oldest goes first
-                del self._backwards[next(iter(self._backwards))]
+            if len(backwards) >= BACKWARDS_KEPT:
+                del backwards[next(iter(backwards))]
             source = self.program.backward_source(seeded, checked=checked)
-            function = self._backwards[(seeded, checked)] = self._load(source, "backward")
+            function = backwards[key] = self._load(source, "backward")
+        elif len(backwards) > 1:  # used now: the last to go
+            backwards[key] = backwards.pop(key)
         return function
 
     def reached(self, seeded: frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
@@ -862,19 +872,15 @@ class Compiled:
             if state.recording is not None or self.eager:  # inside another recording: be recorded
                 return self.fn(*args, **kwargs)
             with self._lock:
-                read = Arguments(args, kwargs)
-                replays = self._cache.get(read.key)
-                if replays is not None:
-                    for k, replay in enumerate(replays):
-                        if not replay.stale_for(read):
-                            if k:
-                                replays.insert(0, replays.pop(k))
-                            self._last = replay
-                            break
-                    else:
-                        return self._record(read)
+                if self.eager:  # given up by another thread while this one waited for the lock
+                    replay = None
                 else:
-                    return self._record(read)
+                    read = Arguments(args, kwargs)
+                    replay = self._kept(read)
+                    if replay is None:
+                        return self._record(read)
+            if replay is None:
+                return self.fn(*args, **kwargs)
             try:
                 return replay.call.run(read)
             except fold.CodeTooLargeError as error:  # the code, found when first needed, past the bound
@@ -884,6 +890,20 @@ class Compiled:
                 if not getattr(error, FOR_A_NUMBER, False):  # not an index out of range, a custom op's error
                     raise
             return self.fn(*args, **kwargs)  # as eager code, whose own `except` may take it; its error alone
+
+    def _kept(self, read: Arguments) -> Replay | None:
+        """The recording kept for a call that is not stale for it (now the first of its key's, and
+        the last used), or None: the call records anew."""
+        replays = self._cache.get(read.key)
+        if replays is None:
+            return None
+        for k, replay in enumerate(replays):
+            if not replay.stale_for(read):
+                if k:
+                    replays.insert(0, replays.pop(k))
+                self._last = replay
+                return replay
+        return None
 
     def _record(self, read: Arguments) -> Any:
         replay = Replay(self.fn, read)

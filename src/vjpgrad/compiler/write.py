@@ -26,7 +26,6 @@ import builtins
 import collections
 import functools
 import itertools
-import linecache
 import numbers
 import operator
 import string
@@ -36,6 +35,7 @@ from typing import Any, NamedTuple, cast
 
 import vjpgrad.recording as recording
 from vjpgrad.codegen.symbols import INLINE, NAMESPACE, Code, contribution, literal, operand, operand_text, saved_names
+from vjpgrad.compiler import lines
 from vjpgrad.core import graph, ops
 from vjpgrad.core.ops import Op
 
@@ -803,7 +803,7 @@ class Program:
         code = {}
         for part, source in sources.items():
             filename = f"{name} {part}>"
-            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+            lines.show(filename, source)
             code[part] = builtins.compile(source, filename, "exec")
         outputs = [id(self.live[k]) for k in self.internal_outputs]
         externals = list(map(id, self.externals))
