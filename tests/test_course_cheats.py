@@ -1475,6 +1475,20 @@ def test_a_dotted_name_too_long_to_parse_cheaply_is_not_parsed_by_the_teacher(tm
     assert remarks == [f"derivatives.py names a dotted name of more than {borrowed.DOTTED_PARTS} parts: not read"]
 
 
+@pytest.mark.parametrize("nested", ["x = f" + "()" * 130_000, "x = a" + "+a" * 130_000, "x = a" + "[0]" * 130_000])
+def test_code_nested_deeper_than_the_parser_reads_is_not_parsed_by_the_teacher(tmp_path: Path, nested: str) -> None:
+    # CPython 3.10's parser has no bound on nesting: a line of 260 kB, f()()()... of 130,000 calls, overflowed
+    # its C stack and killed the teacher's process, the whole class's grading with it (found by a review of
+    # the grader); 3.11 and later raise RecursionError, and the file was then left out without a word
+    directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
+    source = (directory / "derivatives.py").read_text()
+    (directory / "derivatives.py").write_text(source + "\n" + nested + "\n")
+    found = remarks_apart(directory, 1)
+    assert found is not None, "the remarks never finished"
+    remarks, _ = found
+    assert remarks == ["derivatives.py is nested deeper than Python's parser reads: not read"]
+
+
 def test_the_teachers_remarks_read_no_file_larger_than_the_limit(tmp_path: Path) -> None:
     directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
     source = (directory / "derivatives.py").read_text()

@@ -41,10 +41,13 @@ from __future__ import annotations
 
 import ast
 import copy
+import hashlib
 import importlib.util
 import os
 import re
 import stat
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -141,10 +144,10 @@ def handed_in(path: Path) -> bytes | None:
 
 def parse_handed_in(path: Path) -> ast.Module | None:
     """The student's file at ``path`` (``handed_in``), read as Python reads it (``parsed``); none
-    where it is not read, where it names too long a dotted name (``too_long_a_name``), or where
-    Python could not read it either."""
+    where it is not read, where it names too long a dotted name (``too_long_a_name``), where it is
+    nested deeper than the parser reads (``too_deep``), or where Python could not read it either."""
     source = handed_in(path)
-    return None if source is None or too_long_a_name(source) else parsed(source)
+    return None if source is None or too_long_a_name(source) or too_deep(source) else parsed(source)
 
 
 DOTTED_PARTS = 200
@@ -162,6 +165,49 @@ def too_long_a_name(source: bytes) -> bool:
     except (SyntaxError, UnicodeDecodeError, LookupError):  # no text Python would run either
         return False
     return _DOTTED.search(text) is not None
+
+
+SAFE_TO_PARSE = 16 << 10
+"""The largest student's file (16 KiB) that CPython 3.10 parses in the teacher's process without a
+look first (``too_deep``): its nesting, at most one level per two characters, is then a tenth of
+what overflowed the parser's C stack (about 100,000 levels with 8 MB of stack)."""
+_DEEP: dict[bytes, bool] = {}
+"""``too_deep``'s verdicts by the file's digest: a file is read several times for the remarks."""
+_PARSE_ALONE = "import ast, sys; ast.parse(sys.stdin.buffer.read())"
+
+
+def too_deep(source: bytes) -> bool:
+    """Whether ``source`` is nested deeper than Python's parser reads. CPython 3.11 and later raise
+    ``RecursionError`` (or ``MemoryError``) there; 3.10's parser has no such bound, and nesting past
+    its C stack (``f()()()...`` of 130,000 calls, a line of 260 kB) kills the process that parses it:
+    there, a file of more than ``SAFE_TO_PARSE`` bytes is parsed first by a child process, and is too
+    deep where the child dies (or takes more than a minute)."""
+    digest = hashlib.sha256(source).digest()
+    if digest not in _DEEP:
+        if len(_DEEP) >= 4096:
+            _DEEP.clear()
+        _DEEP[digest] = _parse_fails_by_depth(source)
+    return _DEEP[digest]
+
+
+def _parse_fails_by_depth(source: bytes) -> bool:
+    if sys.version_info >= (3, 11):
+        try:
+            source_tree(source)
+        except (RecursionError, MemoryError):
+            return True
+        except (SyntaxError, ValueError):
+            return False
+        return False
+    if len(source) <= SAFE_TO_PARSE:
+        return False
+    try:
+        alone = subprocess.run(
+            [sys.executable, "-I", "-c", _PARSE_ALONE], input=source, capture_output=True, timeout=60, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return True
+    return alone.returncode < 0  # killed by a signal: a syntax error exits 1, and Python reads no more either
 
 
 def imported(tree: ast.AST) -> set[str]:
@@ -698,7 +744,7 @@ def _definitions(directory: Path) -> set[str]:
 
 def not_read(directory: Path, files: Iterable[str]) -> list[str]:
     """What the teacher is told of the student's ``files`` in ``directory`` that are not read
-    (``unread``, ``too_long_a_name``)."""
+    (``unread``, ``too_long_a_name``, ``too_deep``)."""
     said = []
     for name in files:
         why = unread(directory / name)
@@ -708,6 +754,8 @@ def not_read(directory: Path, files: Iterable[str]) -> list[str]:
         source = handed_in(directory / name)
         if source is not None and too_long_a_name(source):
             said.append(f"{name} names a dotted name of more than {DOTTED_PARTS} parts: not read")
+        elif source is not None and too_deep(source):
+            said.append(f"{name} is nested deeper than Python's parser reads: not read")
     return said
 
 
