@@ -1163,3 +1163,23 @@ def test_a_watch_inside_another_is_never_said_to_have_changed_a_constant_unseen(
     for watch in (outer, inner):
         (done,) = watch.passes
         assert "NumPy's memory" not in done.summary(), done.summary()
+
+
+def test_a_leaf_used_twice_has_its_helpers_named_apart_in_the_explanation() -> None:
+    """``w * x + w`` with a scalar ``w``: each use of ``w`` broadcasts it (``w expanded ×3``, from
+    ``w from zeros``), two nodes each; in the table each is named apart (``... (2)``), with its own
+    formula, so that each name's running total adds up (found by a review as a learner: the totals
+    seemed to start again, and the list of nodes held one of each)."""
+    w = torch.tensor(2.0, requires_grad=True)
+    x = torch.tensor([1.0, 2.0, 3.0])
+    with vjpgrad.watch_torch() as watch:
+        (w * x + w).sum().backward()
+    e = watch.passes[0].explanation
+    assert watch.passes[0].matches
+    names = list(e.names.values())
+    assert len(names) == len(set(names))
+    assert len(e.formulas) == sum(1 for v in e.names if not v.is_leaf)
+    for name in set(s.operand for s in e.steps):
+        totals = [s.total for s in e.steps if s.operand == name]
+        parts = [s.contribution for s in e.steps if s.operand == name]
+        assert totals[-1] == sum(parts)  # each name's total is what it was handed

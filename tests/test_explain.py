@@ -286,3 +286,23 @@ def test_the_table_of_a_large_pass_is_written_in_one_walk_of_its_steps() -> None
     assert len(sums) == 400
     assert sums[0][1] == "1 × 0.5 + 1 × 0.5"  # x0 * x0: x0 handed 1 × x0 twice
     assert Counted.walks <= 2
+
+
+def test_two_nodes_of_one_label_get_two_names_in_the_table() -> None:
+    """Every node of a pass has a name of its own in the explanation: two Values labelled alike (a
+    micrograd-style ``label="a"`` given twice) are ``a`` and ``a (2)``, in the order they were made,
+    each with its own formula and running total. With one name for two nodes, the table's totals
+    seemed to start again and the list of nodes dropped one."""
+    x = Value(2.0, label="x")
+    first = (x * 3.0).tanh()
+    first.label = "a"
+    second = (x * 0.5).tanh()
+    second.label = "a"
+    e = explain(first * second + second)
+    names = [e.names[v] for v in (first, second)]
+    assert names == ["a", "a (2)"]
+    assert "a" in e.formulas
+    assert "a (2)" in e.formulas
+    assert len(e.formulas) == len(set(e.names.values()) - {"x"})  # every operation listed once, by its own name
+    totals = [s.total for s in e.steps if s.operand == "a (2)"]
+    assert totals[-1] == e.gradients[second]

@@ -267,10 +267,21 @@ def test_fragments_have_ids_of_their_own_and_no_page_around_them() -> None:
     assert first.startswith('<div class="vjs-root"')
 
 
-def test_nodes_that_share_a_name_are_drawn_once_with_a_warning() -> None:
+def test_two_values_of_one_label_are_drawn_apart() -> None:
     a, b = Value(1.0, label="x"), Value(2.0, label="x")
+    page = stepper_html(explain(a * b))  # explain names them apart: x, x (2)
+    nodes = [a["data-node"] for tag, a in parse(page).tags if "data-node" in a]
+    assert nodes.count("x") == 1
+    assert nodes.count("x (2)") == 1
+    assert 'data-role="warning"' not in page
+
+
+def test_nodes_that_share_a_name_in_an_explanation_made_by_hand_are_drawn_once_with_a_warning() -> None:
+    import dataclasses
+
+    a, b = Value(1.0, label="x"), Value(2.0, label="y")
     e = explain(a * b)
-    page = stepper_html(e)
+    page = stepper_html(dataclasses.replace(e, names={**e.names, a: "x", b: "x"}))
     assert [a["data-node"] for tag, a in parse(page).tags if "data-node" in a].count("x") == 1
     assert 'data-role="warning"' in page
     assert "&#x27;x&#x27;" in page

@@ -137,6 +137,23 @@ def _name_every_node(
     for value in defaulted:
         if label[value].split("[", 1)[0] in labelled:
             label[value] = next(inner_names)
+    _apart(label, sorted({*leaves, *order}, key=graph.sequence))
+
+
+def _apart(label: dict[Any, str], nodes: list[Value]) -> None:
+    """Two nodes of one name (two Values labelled ``a``; the PyTorch bridge's ``w from zeros`` for
+    each use of ``w``) named apart: the first made keeps it, the next are ``a (2)``, ``a (3)``..., past
+    every name in use, so that each name's formula and running total in the table are one node's."""
+    used = {label[node] for node in nodes}
+    seen: dict[str, int] = {}
+    for node in nodes:
+        name = label[node]
+        count = seen[name] = seen.get(name, 0) + 1
+        if count > 1:
+            while f"{name} ({count})" in used:
+                count += 1
+            label[node] = f"{name} ({count})"
+            used.add(label[node])
 
 
 def _made_up(prefix: str, taken: set[str]) -> Iterator[str]:
