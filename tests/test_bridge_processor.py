@@ -30,7 +30,8 @@ with vjpgrad.watch_torch() as w:
             grads = [weights.grad.tolist(), h.grad.tolist()]
 for p in w.passes:
     verdicts.append([p.replayed, p.matches, p.summary()])
-print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "verdicts": verdicts}))
+wide = torch.cpu._is_avx512_supported()
+print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "verdicts": verdicts, "wide": wide}))
 """
 
 
@@ -45,3 +46,21 @@ def test_each_pass_on_this_processors_own_kernels_is_equal_or_says_why_it_differ
         assert bool(differing) is not matches, summary  # "differs" exactly where a leaf's line says by how much
         for line in differing:  # and why
             assert "matrix kernels may add in another order" in line or "on this processor" in line, line
+        if differing and found["wide"]:  # and how to see it with the kernels the replay follows
+            assert "ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX vjpgrad explain-torch script.py" in summary, summary
+
+
+def test_a_pass_that_differs_under_the_kernels_the_replay_follows_says_nothing_of_kernels() -> None:
+    """With ``ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX`` (as the tests run), a pass that differs for
+    another reason (a hook that changes a gradient) does not send the learner to set them."""
+    import torch
+
+    import vjpgrad
+
+    x = torch.tensor([0.5, 1.5], requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        y = x * 3.0
+        y.register_hook(lambda g: g * 2.0)
+        y.sum().backward()
+    assert not w.passes[0].matches
+    assert "ATEN_CPU_CAPABILITY" not in w.passes[0].summary()

@@ -126,6 +126,7 @@ class Pass:
     call: str = "backward"  # what ran it: backward, or torch.autograd.grad or torch.func (never replayed)
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
     notes: list[str] = field(default_factory=list)  # lines under the leaves' (a leaf with no name: where it is)
+    kernels: str = ""  # where PyTorch ran kernels other than those the replay follows: how to pick those
 
     _explanation: Explanation | None = field(default=None, init=False, repr=False)
 
@@ -161,6 +162,8 @@ class Pass:
         if below:
             lines.append("  Why elements may differ here (what the pass ran that PyTorch may compute otherwise):")
             lines += [f"    - {reason}" for reason in self.reasons]
+        if differing and self.kernels:
+            lines.append(f"  {self.kernels}")
         if not self.leaves:
             lines.append("  no leaf tensor that requires grad was reached")
         lines += [f"  {note}" for note in self.notes]

@@ -102,6 +102,27 @@ def too_large(t: torch.Tensor) -> str:
     )
 
 
+KERNELS = "ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX"
+"""The settings under which PyTorch runs the kernels the replay follows on any x86-64 processor
+with AVX2: ATen's AVX2 kernels, and Intel MKL's AVX path for matrix products (set before PyTorch
+starts: in the shell, before the script)."""
+
+
+def kernels_note() -> str:
+    """What a pass that differs says where PyTorch runs kernels other than those the replay follows
+    (an AVX-512 processor, with ``KERNELS`` not set): how to see the pass with those; "" where it
+    runs them."""
+    capability = torch.backends.cpu.get_cpu_capability()
+    wide = getattr(torch.cpu, "_is_avx512_supported", lambda: False)()
+    if capability == "AVX2" and not (wide and os.environ.get("MKL_CBWR", "").upper() != "AVX"):
+        return ""
+    return (
+        f"(PyTorch ran this processor's own kernels ({capability}{', MKL on its widest path' if wide else ''}), "
+        f"some of which add in another order than the replay follows: run the script with {KERNELS} set, "
+        "for instance `" + KERNELS + " vjpgrad explain-torch script.py`, to see it with the ones it follows)"
+    )
+
+
 def _too_large(t: torch.Tensor) -> Entry:
     """The entry of a tensor of more than ``LARGEST`` elements: one that takes gradient cannot be
     replayed; constants (a dataset) are not held, and what takes no gradient from them (a batch
@@ -464,8 +485,15 @@ class Watch:
 
     # ---- the context manager -------------------------------------------------------------------
 
+    def _add(self, done: Pass) -> None:
+        """A pass, done: kept in ``passes``, with how to pick the kernels the replay follows where
+        PyTorch runs others (``kernels_note``)."""
+        done.kernels = self._kernels
+        self.passes.append(done)
+
     def __enter__(self) -> Watch:
         self._thread = threading.get_ident()
+        self._kernels = kernels_note()
         self._original = torch.autograd.backward
         self._original_grad = torch.autograd.grad
         torch.autograd.backward = self._backward
@@ -501,7 +529,7 @@ class Watch:
         finally:
             self.paused -= 1
         done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=_IMPORTED_BEFORE, call=call)
-        self.passes.append(done)
+        self._add(done)
         if self.strict:
             raise TorchReplayError(done.summary())
         return result
@@ -844,7 +872,7 @@ class Watch:
                 ran = [] if isinstance(before, str) else self._changed_grads(before, names)
                 listed = refused or self._not_run(roots, seeds, retain, error, location, ran)
                 listed.notes += self._changes(error, names, roots)
-                self.passes.append(listed)
+                self._add(listed)
                 raise
             inputs = given.get("inputs")
             self._only = None if inputs is None else {id(t) for t in _tensors(inputs)}  # backward(inputs=...)
@@ -855,7 +883,7 @@ class Watch:
                     done = self._replayed(roots, seeds, retain, location, names, before)
         finally:
             self.paused -= 1
-        self.passes.append(done)
+        self._add(done)
         if self.strict and not done.matches:
             raise TorchReplayError(done.summary())
 
@@ -919,7 +947,7 @@ class Watch:
                 reason="PyTorch ran no pass", pytorch_error=str(error).splitlines()[0],
                 notes=self._changes(error, names, _grad_outputs(given, args), "torch.autograd.grad"),
             )  # fmt: skip
-            self.passes.append(refused)
+            self._add(refused)
             raise
         finally:
             self.paused -= 1
@@ -935,7 +963,7 @@ class Watch:
                     done = self._replayed_grad(given, result, location, names)
             finally:
                 self.paused -= 1
-        self.passes.append(done)
+        self._add(done)
         if self.strict and not done.matches:
             raise TorchReplayError(done.summary())
         return result
@@ -1067,7 +1095,7 @@ class Watch:
         with self._elsewhere_lock:  # two threads' passes are numbered one after the other
             done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=reason, call=call)
             done.pytorch_error = error
-            self.passes.append(done)
+            self._add(done)
         return done
 
     def _mode_off(self) -> contextlib.AbstractContextManager[Any]:
