@@ -217,6 +217,8 @@ class CompiledCode:
         if self.forward is not None:
             return
         with self._preparing, collection_paused():  # one thread prepares; the others wait for it
+            if self._too_large is not None:  # found past the bound by the thread they waited for
+                raise self._too_large
             if self.forward is None:
                 self._prepare()
 
