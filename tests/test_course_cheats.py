@@ -1489,6 +1489,18 @@ def test_code_nested_deeper_than_the_parser_reads_is_not_parsed_by_the_teacher(t
     assert remarks == ["derivatives.py is nested deeper than Python's parser reads: not read"]
 
 
+@pytest.mark.parametrize("calls", [104_700, 200_000])
+def test_code_nested_just_within_what_a_parse_alone_survives_does_not_kill_the_teachers_process(
+    tmp_path: Path, calls: int
+) -> None:
+    # on Python 3.10 a large file is parsed first by a process of its own; one parsing in its main thread
+    # survived f()()()... of some 104,700 calls, where the teacher's process, deeper in its own calls,
+    # did not: the teacher's parse has four times the stack of the one alone (a review of the grader)
+    directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
+    (directory / "helpers.py").write_text("x = f" + "()" * calls + "\n")
+    assert remarks_apart(directory, 1) is not None  # finished, exit status 0
+
+
 def test_the_teachers_remarks_read_no_file_larger_than_the_limit(tmp_path: Path) -> None:
     directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
     source = (directory / "derivatives.py").read_text()
@@ -1533,6 +1545,24 @@ def test_independent_grading_writes_nothing_through_a_symbolic_link_handed_in(tm
     copy = depends.reference_copy(directory, exercise(number), course(None), tmp_path / "scratch" / "mallory")
     assert victim.read_text() == "# the teacher's file\n"
     assert not (copy / "engine.py").is_symlink()
+
+
+def test_independent_grading_leaves_a_file_nested_deeper_than_the_parser_reads_as_handed_in(tmp_path: Path) -> None:
+    # grade --independent splices the student's definitions into the reference engine.py, parsing the
+    # student's file in the teacher's process: f()()()... of 130,000 calls killed it on Python 3.10, and
+    # raised RecursionError out of grade on 3.13, nobody graded (found by a review of the grader)
+    directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
+    handed = (directory / "engine.py").read_text() + "\nx = f" + "()" * 130_000 + "\n"
+    (directory / "engine.py").write_text(handed)
+    into = tmp_path / "scratch" / "mallory"
+    script = (
+        "import sys; from pathlib import Path; from vjpgrad.course import depends; "
+        "from vjpgrad.course.exercises import course, exercise; "
+        "depends.reference_copy(Path(sys.argv[1]), exercise(3), course(None), Path(sys.argv[2]))"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(directory), str(into)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (into / "engine.py").read_text() == handed  # not spliced: graded as handed in
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="a named pipe (POSIX)")

@@ -76,10 +76,44 @@ before 3.11.8 keeps the parser's recursion count per interpreter, not per thread
 once can fail with "SystemError: AST constructor recursion depth mismatch"."""
 
 
+PARSE_STACK = 64 << 20
+"""The stack (64 MiB) a parse runs on in the teacher's process on CPython 3.10, whose parser has no
+bound on nesting and overflows its C stack past about 100,000 levels on 8 MiB: in a thread of its
+own with this much, four times what the parse alone (``too_deep``) had to survive with."""
+PROBE_STACK = 16 << 20
+"""The stack of the parse alone that tells on CPython 3.10 whether a large file is too deep."""
+
+
 def source_tree(text: str | bytes) -> ast.Module:
-    """``ast.parse(text)``, one parse at a time (``PARSING``)."""
+    """``ast.parse(text)``, one parse at a time (``PARSING``); on CPython 3.10 on a stack of
+    ``PARSE_STACK`` (``_on_a_deep_stack``)."""
     with PARSING:
-        return ast.parse(text)
+        if sys.version_info >= (3, 11):
+            return ast.parse(text)
+        return _on_a_deep_stack(text)
+
+
+def _on_a_deep_stack(text: str | bytes) -> ast.Module:
+    """``ast.parse(text)`` in a thread of ``PARSE_STACK`` bytes of stack; its error raised here."""
+    found: list[ast.Module] = []
+    failed: list[BaseException] = []
+
+    def parse() -> None:
+        try:
+            found.append(ast.parse(text))
+        except BaseException as error:  # handed to the caller, whatever it is
+            failed.append(error)
+
+    size = threading.stack_size(PARSE_STACK)
+    try:
+        thread = threading.Thread(target=parse, name="vjpgrad-course-parse")
+        thread.start()
+    finally:
+        threading.stack_size(size)
+    thread.join()
+    if failed:
+        raise failed[0]
+    return found[0]
 
 
 def parse(path: Path) -> ast.Module | None:
@@ -167,47 +201,81 @@ def too_long_a_name(source: bytes) -> bool:
     return _DOTTED.search(text) is not None
 
 
-SAFE_TO_PARSE = 16 << 10
-"""The largest student's file (16 KiB) that CPython 3.10 parses in the teacher's process without a
-look first (``too_deep``): its nesting, at most one level per two characters, is then a tenth of
-what overflowed the parser's C stack (about 100,000 levels with 8 MB of stack)."""
+SAFE_TO_PARSE = 64 << 10
+"""The largest student's file (64 KiB) that CPython 3.10 parses in the teacher's process without a
+parse alone first (``too_deep``): at most 32,768 levels of nesting (two characters each; a unary
+operator's one, which 3.10's parser bounds at 100,000 levels itself), well within ``PARSE_STACK``."""
 _DEEP: dict[bytes, bool] = {}
 """``too_deep``'s verdicts by the file's digest: a file is read several times for the remarks."""
-_PARSE_ALONE = "import ast, sys; ast.parse(sys.stdin.buffer.read())"
+TOO_DEEP_EXIT = 3
+"""The exit status of the parse alone where the parser itself refused the nesting."""
+_PARSE_ALONE = f"""
+import ast, sys, threading
+source, status = sys.stdin.buffer.read(), []
+def parse():
+    try:
+        ast.parse(source)
+    except (RecursionError, MemoryError):
+        status.append({TOO_DEEP_EXIT})
+    except Exception:
+        status.append(1)
+threading.stack_size({PROBE_STACK})
+thread = threading.Thread(target=parse)
+thread.start()
+thread.join()
+sys.exit(status[0] if status else 0)
+"""
 
 
 def too_deep(source: bytes) -> bool:
-    """Whether ``source`` is nested deeper than Python's parser reads. CPython 3.11 and later raise
-    ``RecursionError`` (or ``MemoryError``) there; 3.10's parser has no such bound, and nesting past
-    its C stack (``f()()()...`` of 130,000 calls, a line of 260 kB) kills the process that parses it:
-    there, a file of more than ``SAFE_TO_PARSE`` bytes is parsed first by a child process, and is too
-    deep where the child dies (or takes more than a minute)."""
+    """Whether ``source`` is nested deeper than Python's parser reads: the parse raises
+    ``RecursionError`` or ``MemoryError`` (CPython 3.11 and later bound nesting; 3.10 bounds a chain
+    of unary operators), or, on 3.10, the tree nests deeper than ``DEEPEST``. 3.10's parser has no
+    other bound, and nesting past its C stack (``f()()()...`` of 130,000 calls, a line of 260 kB)
+    kills the process that parses it: there a file of more than ``SAFE_TO_PARSE`` bytes is parsed
+    first by a process of its own, on a quarter of the stack the teacher's parse has
+    (``PROBE_STACK``), and is too deep where that parse fails so, dies, cannot start, or takes more
+    than a minute."""
     digest = hashlib.sha256(source).digest()
     if digest not in _DEEP:
-        if len(_DEEP) >= 4096:
+        if len(_DEEP) >= 16384:
             _DEEP.clear()
         _DEEP[digest] = _parse_fails_by_depth(source)
     return _DEEP[digest]
 
 
 def _parse_fails_by_depth(source: bytes) -> bool:
-    if sys.version_info >= (3, 11):
+    if sys.version_info < (3, 11) and len(source) > SAFE_TO_PARSE:
         try:
-            source_tree(source)
-        except (RecursionError, MemoryError):
+            alone = subprocess.run(
+                [sys.executable, "-I", "-c", _PARSE_ALONE], input=source, capture_output=True, timeout=60, check=False
+            )
+        except (subprocess.TimeoutExpired, OSError):
             return True
-        except (SyntaxError, ValueError):
-            return False
-        return False
-    if len(source) <= SAFE_TO_PARSE:
-        return False
+        if alone.returncode < 0 or alone.returncode == TOO_DEEP_EXIT:  # a signal, or the parser's own refusal
+            return True
     try:
-        alone = subprocess.run(
-            [sys.executable, "-I", "-c", _PARSE_ALONE], input=source, capture_output=True, timeout=60, check=False
-        )
-    except subprocess.TimeoutExpired:
+        tree = source_tree(source)
+    except (RecursionError, MemoryError):
         return True
-    return alone.returncode < 0  # killed by a signal: a syntax error exits 1, and Python reads no more either
+    except (SyntaxError, ValueError):  # not Python: not read either, and no remark of nesting
+        return False
+    return sys.version_info < (3, 11) and _depth(tree) > DEEPEST
+
+
+DEEPEST = 10_000
+"""The deepest nesting of a student's file read on CPython 3.10, whose parser does not refuse
+deeper: as deep as 3.13's reads (3.11 and 3.12 read some 3,000 levels)."""
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deeply ``tree`` nests, found without recursion (a walk that recursed would overflow)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def imported(tree: ast.AST) -> set[str]:

@@ -19,7 +19,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from vjpgrad.course.borrowed import handed_in, source_tree
+from vjpgrad.course.borrowed import parse_handed_in, source_tree
 from vjpgrad.course.exercises import Course, Exercise
 
 
@@ -96,9 +96,10 @@ def blame(ex: Exercise, course: Course, done: dict[int, bool]) -> str | None:
     )
 
 
-def _splice(reference: str, student: str | bytes, parts: Sequence[str]) -> str:
-    """The reference file with the student's definitions of ``parts`` in place of its own."""
-    tree, theirs = source_tree(reference), source_tree(student)
+def _splice(reference: str, theirs: ast.Module, parts: Sequence[str]) -> str:
+    """The reference file with the student's definitions of ``parts`` (in ``theirs``, their file as
+    parsed) in place of its own."""
+    tree = source_tree(reference)
 
     def find(module: ast.Module, part: str) -> tuple[list[ast.stmt], int] | None:
         scope: list[ast.stmt] = module.body
@@ -141,9 +142,10 @@ def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) ->
     solution's: a file of theirs alone is the solution; a file ``ex`` shares with them (engine.py) is
     the solution with the student's own definitions of ``ex``'s parts. A symbolic link handed in
     where a file is written is removed first, never written through (it could point at any file of
-    the teacher's), and is read as no file; the student's file is read only as ``handed_in`` reads it
-    (a regular file of at most ``borrowed.LIMIT`` bytes), and what is neither a folder, a file nor a
-    link is not copied (``_special``)."""
+    the teacher's), and is read as no file; the student's file is read only as ``parse_handed_in``
+    reads it (a regular file of at most ``borrowed.LIMIT`` bytes, nested no deeper than the parser
+    reads: else it is left as handed in), and what is neither a folder, a file nor a link is not
+    copied (``_special``)."""
     shutil.copytree(directory, into, symlinks=True, ignore=_special)
     for earlier in on(ex, course):
         for name in earlier.files:
@@ -154,10 +156,10 @@ def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) ->
                 target.unlink()
             if name not in ex.files:
                 shutil.copyfile(solution, target)
-            elif ex.parts and name == ex.files[0] and (source := handed_in(theirs)) is not None:
+            elif ex.parts and name == ex.files[0] and (parsed := parse_handed_in(theirs)) is not None:
                 try:
-                    text = _splice(solution.read_text(encoding="utf-8"), source, ex.parts)
-                except (SyntaxError, ValueError):  # not Python (a null byte, an unknown coding)
+                    text = _splice(solution.read_text(encoding="utf-8"), parsed, ex.parts)
+                except (RecursionError, MemoryError):  # nested too deep to write back: graded as handed in
                     continue
                 target.write_text(text, encoding="utf-8")
     return into
