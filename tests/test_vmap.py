@@ -1418,3 +1418,19 @@ def test_an_index_error_caught_while_recording_is_refused() -> None:
 
     with pytest.raises(DataDependentError, match=r"raised IndexError .* for a Value's number"):
         vmap(embed)(np.array([5.0, 1.0]))
+
+
+def test_two_vmapped_functions_of_one_name_each_show_their_own_lines() -> None:
+    """The array code of each vmapped function is shown in tracebacks under a file name of its own:
+    two functions named alike (two lambdas) shared one, which held the later one's lines."""
+    import linecache
+
+    first = vjpgrad.vmap(lambda x: x * 2.0)
+    second = vjpgrad.vmap(lambda x: (x * 3.0).tanh())
+    first([0.5, 1.0])
+    second([0.5, 1.0])
+    programs = [next(iter(v._programs.values())) for v in (first, second)]
+    names = [p.forward.__code__.co_filename for p in programs]
+    assert names[0] != names[1]
+    assert "tanh" not in "".join(linecache.getlines(names[0]))
+    assert "tanh" in "".join(linecache.getlines(names[1]))

@@ -34,6 +34,7 @@ import collections
 import contextlib
 import fractions
 import functools
+import itertools
 import numbers
 import struct
 import sys
@@ -374,11 +375,20 @@ _SAMPLE = object()
 """What stands for an argument the call makes Values of, among the numbers given: not a number."""
 
 
+_programs_written = itertools.count(1)
+
+
 def _compile_source(source: str, name: str, namespace: dict[str, Any]) -> dict[str, Any]:
-    filename = f"<vjpgrad.vmap {name}>"
-    lines.show(filename, source)  # one name per function's name: the latest program's text
+    """The functions of ``source``, compiled under a file name of their own (``#N``: two programs of
+    functions named alike do not share their lines in tracebacks), its text shown for as long as
+    they live (``compiler.lines``)."""
+    filename = f"<vjpgrad.vmap {name} #{next(_programs_written)}>"
+    lines.show(filename, source)
     scope = dict(namespace)
     exec(builtins.compile(source, filename, "exec"), scope)  # code written from the graph, no user text
+    for value in list(scope.values()):
+        if getattr(getattr(value, "__code__", None), "co_filename", None) == filename:
+            lines.forget_with(value)
     return scope
 
 
