@@ -55,6 +55,35 @@ def test_without_html_the_summary_says_how_to_step_through_each_pass(
     assert "--html" not in capsys.readouterr().out
 
 
+def test_the_hint_to_step_through_passes_is_left_out_where_no_pass_has_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no pass was replayed, or its outputs hold no element (an empty tensor), no page can
+    step through it: no line sends the learner to ``--html`` (a review as a learner met it), and
+    ``--html`` says why an empty output has no page."""
+    pytest.importorskip("torch")
+    from vjpgrad.cli import explain_torch as command
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    script = tmp_path / "learner.py"
+    script.write_text("import torch\nx = torch.ones(0, requires_grad=True)\n(x * 2).sum().backward()\n")
+    command.main([str(script)])
+    assert "--html" not in capsys.readouterr().out
+    command.main([str(script), "--html", str(tmp_path / "pages")])
+    assert "no page for pass 1: its outputs hold no element to start a pass from" in capsys.readouterr().out
+
+
+def test_a_watch_says_what_its_passes_did_when_printed() -> None:
+    torch = pytest.importorskip("torch")
+    import vjpgrad
+
+    x = torch.tensor([0.5, 1.5], requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        (x * 3.0).sum().backward()
+    assert repr(w) == "<vjpgrad.watch_torch(): 1 pass, 1 equal to PyTorch's to the bit>"
+
+
 CASE_3 = """\
 import torch
 

@@ -485,6 +485,18 @@ class Watch:
 
     # ---- the context manager -------------------------------------------------------------------
 
+    def __repr__(self) -> str:
+        """How many passes, and what each did: ``<vjpgrad.watch_torch(): 2 passes, 1 equal to
+        PyTorch's to the bit, 1 differs>``."""
+        equal = sum(p.matches for p in self.passes)
+        differ = sum(p.replayed and not p.matches for p in self.passes)
+        refused = len(self.passes) - equal - differ
+        said = [f"{len(self.passes)} pass{'es' if len(self.passes) != 1 else ''}"]
+        said += [f"{equal} equal to PyTorch's to the bit"] if equal else []
+        said += [f"{differ} {'differs' if differ == 1 else 'differ'}"] if differ else []
+        said += [f"{refused} not replayed"] if refused else []
+        return f"<vjpgrad.watch_torch(): {', '.join(said)}>"
+
     def _add(self, done: Pass) -> None:
         """A pass, done: kept in ``passes``, with how to pick the kernels the replay follows where
         PyTorch runs others (``kernels_note``)."""

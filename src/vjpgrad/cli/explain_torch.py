@@ -126,7 +126,7 @@ def main(argv: Sequence[str]) -> int:
         return 2
     raised = _run(watch, script, list(arguments.args))
     print(watch.summary())
-    if shown is None and watch.passes:
+    if shown is None and any(p.explainer is not None for p in watch.passes):  # a pass a page can step through
         typed = shlex.quote(str(script)) if os.name == "posix" else subprocess.list2cmdline([str(script)])
         print(f"(to step through each pass, edge by edge: vjpgrad explain-torch {typed} --html pages)")
     if folder is not None and shown is not None:
@@ -198,7 +198,11 @@ def _pages(watch: object, script: Path, folder: Path, most: int, shown: Path) ->
     written: set[str] = set()
     for p in watch.passes:  # type: ignore[attr-defined]
         if p.explanation is None:
-            why = f"it was not replayed: {p.reason}" if not p.replayed else "it reached no output to start from"
+            why = (
+                f"it was not replayed: {p.reason}"
+                if not p.replayed
+                else "its outputs hold no element to start a pass from (an empty tensor)"
+            )
             print(f"no page for pass {p.number}: {why}")
             continue
         steps = len(p.explanation.steps)
