@@ -1183,3 +1183,23 @@ def test_a_leaf_used_twice_has_its_helpers_named_apart_in_the_explanation() -> N
         totals = [s.total for s in e.steps if s.operand == name]
         parts = [s.contribution for s in e.steps if s.operand == name]
         assert totals[-1] == sum(parts)  # each name's total is what it was handed
+
+
+def test_an_in_place_change_that_is_not_replayed_is_named_as_the_learner_wrote_it() -> None:
+    """``y += 1`` under ``no_grad`` and ``y[idx] = v * 2`` are named as written beside PyTorch's name
+    (``add_ or +=``, ``[...] = (index_put_)``), as a refused change in place is: the learner wrote no
+    ``add_`` (found by a review as a learner)."""
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        y = x * 3.0
+        with torch.no_grad():
+            y += 1
+        y.sum().backward()
+    assert "PyTorch's add_ or += at" in w.passes[0].reason
+    v = torch.tensor([1.0, 2.0], requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        y = torch.zeros(4) * v.sum()
+        y[torch.tensor([1, 3])] = v * 2
+        y.sum().backward()
+    assert not w.passes[0].replayed
+    assert "PyTorch's [...] = (index_put_) at" in w.passes[0].reason

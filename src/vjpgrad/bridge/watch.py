@@ -236,6 +236,14 @@ an assignment into a part (``x[0] = 1.0``) is said ``[...] =`` beside PyTorch's 
 or ``index_put_``."""
 
 
+def _as_written(op: str) -> str:
+    """An in-place operation in PyTorch's name and as the learner may have written it: ``add_ or
+    +=``, ``[...] = (index_put_)``; any other by PyTorch's name."""
+    if op == "index_put_":
+        return f"[...] = ({op})"  # x[mask] = 0.0, y[idx] = v * 2: an assignment into a part
+    return f"{op} or {_OPERATORS[op]}" if op in _OPERATORS else op
+
+
 def _fn_name(function: Any) -> str:
     """A node of PyTorch's graph by the name its messages use: ``Exp`` for ``ExpBackward0``,
     ``CopySlices`` for ``torch::autograd::CopySlices``; "" for none (a leaf, constants)."""
@@ -278,9 +286,9 @@ class _Change:
         optimizer's step)."""
         if self.inside:
             return self.op
-        if self.op == "index_put_" or (self.op in ("copy_", "fill_") and self.base is not None):
-            return f"[...] = ({self.op})"  # x[0] = 1.0, x[mask] = 0.0: an assignment into a part
-        return f"{self.op} or {_OPERATORS[self.op]}" if self.op in _OPERATORS else self.op
+        if self.op in ("copy_", "fill_") and self.base is not None:
+            return f"[...] = ({self.op})"  # x[0] = 1.0: an assignment into a part
+        return _as_written(self.op)
 
     def advice(self, name: str | None, call: str, saved_leaf: bool) -> tuple[str, str]:
         """What happened, and what the learner can write instead, ``name`` being the tensor's (None:
@@ -770,8 +778,9 @@ class Watch:
         if torch.is_grad_enabled() or not inside:  # with grad on: zero_, normal_... whose gradient is zero
             self._plain(t)
             return
+        written = _as_written(name.split(".")[0])
         reason = (
-            f"PyTorch's {name.split('.')[0]} at {user_location()}{_inside()} changed a tensor that takes gradient "
+            f"PyTorch's {written} at {user_location()}{_inside()} changed a tensor that takes gradient "
             "with grad mode off (in torch.no_grad(), yours or one PyTorch's own function turns on), which keeps "
             "its graph: the replay does not follow its gradient there"
         )
@@ -782,7 +791,8 @@ class Watch:
         try:
             made = replay.replay(call)
         except NotReplayableError as error:
-            return f"PyTorch's {error} at {user_location()}{_inside()}, which the replay does not reproduce"
+            written = _as_written(str(error))
+            return f"PyTorch's {written} at {user_location()}{_inside()}, which the replay does not reproduce"
         notes |= call.notes | ({SUM_NOTE} if call.sums_over > 0 else set())
         self._described += call.described
         self._shown_operands.update(call.onto_zero)
