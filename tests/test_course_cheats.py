@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -1499,6 +1500,40 @@ def test_code_nested_just_within_what_a_parse_alone_survives_does_not_kill_the_t
     directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
     (directory / "helpers.py").write_text("x = f" + "()" * calls + "\n")
     assert remarks_apart(directory, 1) is not None  # finished, exit status 0
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("notes.py", "# coding: undefined\n"),  # the codec raises UnicodeError, which is no UnicodeDecodeError
+        ("notes.py", "import " + "a" * 300 + ".b\n"),  # a module's folder name longer than the system takes
+        ("engine.py", "# " + "a" * 40_000 + "\n"),  # one run of letters: the dotted-name search was quadratic
+    ],
+)
+def test_the_teachers_remarks_finish_on_files_that_broke_or_stalled_them(tmp_path: Path, name: str, text: str) -> None:
+    # each stopped the whole class's grade before anyone was graded, with a traceback, or for minutes
+    # per file (found by a review of the grader as an adversarial student)
+    directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
+    with open(directory / name, "a", encoding="utf-8") as handed:
+        handed.write(text)
+    started = time.monotonic()
+    found = remarks_apart(directory, 1)
+    assert found is not None, "the remarks never finished"
+    assert time.monotonic() - started < 20
+
+
+def test_defs_nested_in_functions_are_not_read_for_copies(tmp_path: Path) -> None:
+    # 99 defs nested in one another, in 6.6 kB, took the teacher's process 300 s of CPU for one student:
+    # each nested def was read again with every def around it; the checks import what a module's top
+    # level and its classes define, which is where a copy is looked for
+    directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
+    one = "".join(" " * k + f"def g{k}(a):\n" for k in range(99)) + " " * 99 + "a=a+1;" * 50 + "\n"
+    (directory / "notes.py").write_text(one)
+    started = time.monotonic()
+    found = remarks_apart(directory, 1)
+    assert found is not None, "the remarks never finished"
+    assert time.monotonic() - started < 20
+    assert found[0] == [f"derivatives.py (central_difference, step_sizes): {borrowed.COPIED}"]
 
 
 def test_the_teachers_remarks_read_no_file_larger_than_the_limit(tmp_path: Path) -> None:

@@ -188,17 +188,27 @@ DOTTED_PARTS = 200
 """The most parts of a dotted name (``a.b.c``: 3) in a student's file that the teacher's process
 parses: CPython's parser holds memory growing with the square of a dotted name's parts (``import
 a.a.a...`` of 100,000 parts, a line of 200 kB, took 11 GB), and no code a course asks for comes near."""
-_DOTTED = re.compile(r"(?:[^\W\d]\w*(?:\s|\\\n)*\.(?:\s|\\\n)*){" + str(DOTTED_PARTS) + "}")
+_NAME = re.compile(r"[^\W\d]\w*")
+_DOT = re.compile(r"(?:\s|\\\n)*\.(?:\s|\\\n)*")
 
 
 def too_long_a_name(source: bytes) -> bool:
     """Whether ``source``, decoded as Python decodes it, holds a dotted name of more than
-    ``DOTTED_PARTS`` parts (``DOTTED``: found in time linear in the text)."""
+    ``DOTTED_PARTS`` parts: its names found left to right, each once, a chain counted while only a
+    dot (and space) lies between two, in time linear in the text (a pattern of the whole chain was
+    tried again from every letter: one run of 40,000 letters took 26 s). A file Python cannot
+    decode (an unknown coding, or one such as ``undefined`` that refuses) holds none."""
     try:
         text = importlib.util.decode_source(source)
-    except (SyntaxError, UnicodeDecodeError, LookupError):  # no text Python would run either
+    except (SyntaxError, ValueError, LookupError):  # no text Python would run either (UnicodeError too)
         return False
-    return _DOTTED.search(text) is not None
+    chain, end = 0, -1
+    for found in _NAME.finditer(text):
+        chain = chain + 1 if end >= 0 and _DOT.fullmatch(text, end, found.start()) else 1
+        if chain > DOTTED_PARTS:
+            return True
+        end = found.end()
+    return False
 
 
 SAFE_TO_PARSE = 64 << 10
@@ -481,6 +491,15 @@ def _a_file(path: Path) -> bool:
         return False
 
 
+def _a_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder; not when it cannot be asked (``import aaa...a.b``, a name of 300
+    letters, raised "File name too long" out of the teacher's grade)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def _module_files(base: Path, dotted: str) -> list[Path]:
     """The files of module ``dotted`` and of the packages it is in, under ``base``, that exist."""
     found: list[Path] = []
@@ -488,7 +507,7 @@ def _module_files(base: Path, dotted: str) -> list[Path]:
     for k in range(1, len(parts) + 1):
         folder = base.joinpath(*parts[:k])
         found += [path for path in (folder.with_suffix(".py"), folder / "__init__.py") if _a_file(path)]
-        if k < len(parts) and not folder.is_dir():  # nothing deeper can be there
+        if k < len(parts) and not _a_folder(folder):  # nothing deeper can be there
             break
     return found
 
@@ -794,7 +813,8 @@ def copied(directory: Path, ex: Exercise) -> list[str]:
 
 def _definitions(directory: Path) -> set[str]:
     """The normal form (``normal``: names set aside, the def's own among them) of every function
-    and class in every Python file of ``directory`` and every module of the submission they import
+    and class the checks could import (``_defined``: not one inside a function) in every Python
+    file of ``directory`` and every module of the submission they import
     (in a folder: ``mine/engine_parts.py``): a part of a solution is found there under any name,
     behind a later stub of its name, or in another module the exercise's file imports. A folder
     nothing imports (a virtual environment, with vjpgrad's solutions installed in it) is not read."""
@@ -803,10 +823,25 @@ def _definitions(directory: Path) -> set[str]:
     for path in paths:  # grows as the modules they import, in folders of the submission, are found
         tree = parse_handed_in(path)
         if tree is not None:
-            defined = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+            defined = _defined(tree)
             found.update(normal(n) for n in defined)
             found.update(loose(n) for n in defined)
             paths += [module for module in _imported_files(directory, path, tree) if module not in paths]
+    return found
+
+
+def _defined(tree: ast.Module) -> list[ast.FunctionDef | ast.ClassDef]:
+    """The functions and classes ``tree`` defines where the checks can import them: at its top level
+    (in an ``if``, a ``try``...) and in its classes, not inside a function (99 defs nested in one
+    another, each read again with every def around it, took 300 s of the teacher's process)."""
+    found: list[ast.FunctionDef | ast.ClassDef] = []
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
     return found
 
 
