@@ -1503,7 +1503,7 @@ def test_code_nested_just_within_what_a_parse_alone_survives_does_not_kill_the_t
 
 
 @pytest.mark.parametrize(
-    "name, text",
+    ("name", "text"),
     [
         ("notes.py", "# coding: undefined\n"),  # the codec raises UnicodeError, which is no UnicodeDecodeError
         ("notes.py", "import " + "a" * 300 + ".b\n"),  # a module's folder name longer than the system takes
