@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import os
 import shutil
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -121,20 +120,27 @@ def _splice(reference: str, theirs: ast.Module, parts: Sequence[str]) -> str:
     return ast.unparse(tree) + "\n"
 
 
-def _special(folder: str, names: list[str]) -> set[str]:
-    """The entries of ``folder`` that are neither a folder, a file nor a symbolic link (a named pipe, a
-    socket, a device), which ``shutil.copytree`` stops at: they are left out of the copy, as the
-    Gradescope autograder leaves them out of its own."""
-    left: set[str] = set()
-    for name in names:
-        try:
-            mode = os.lstat(os.path.join(folder, name)).st_mode
-        except OSError:
-            left.add(name)
-            continue
-        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-            left.add(name)
-    return left
+def _copied(directory: Path, into: Path) -> None:
+    """Copy ``directory`` into ``into`` (made here): its folders and files, each symbolic link as a
+    link (never followed), and nothing that is neither (a named pipe, a socket, a device, which
+    ``shutil.copytree`` stopped at), as the Gradescope autograder leaves them out of its own. Folders
+    are walked from a list, not by recursion: a submission can nest folders deeper than Python
+    recurses (``a/a/a/...`` 1,200 deep raised RecursionError out of ``grade --independent``)."""
+    into.mkdir(parents=True)
+    pending = [Path()]
+    while pending:
+        relative = pending.pop()
+        with os.scandir(directory / relative) as scan:
+            entries = list(scan)
+        for entry in entries:
+            path = relative / entry.name
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry.path), into / path)
+            elif entry.is_dir(follow_symlinks=False):
+                (into / path).mkdir()
+                pending.append(path)
+            elif entry.is_file(follow_symlinks=False):
+                shutil.copy2(entry.path, into / path, follow_symlinks=False)
 
 
 def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) -> Path:
@@ -145,8 +151,8 @@ def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) ->
     the teacher's), and is read as no file; the student's file is read only as ``parse_handed_in``
     reads it (a regular file of at most ``borrowed.LIMIT`` bytes, nested no deeper than the parser
     reads: else it is left as handed in), and what is neither a folder, a file nor a link is not
-    copied (``_special``)."""
-    shutil.copytree(directory, into, symlinks=True, ignore=_special)
+    copied (``_copied``)."""
+    _copied(directory, into)
     for earlier in on(ex, course):
         for name in earlier.files:
             solution, target, theirs = earlier.solution(name), into / name, directory / name

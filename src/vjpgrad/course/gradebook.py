@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.course import borrowed, depends, grading, guard
+from vjpgrad.course import autograder, borrowed, depends, grading, guard
 from vjpgrad.course.exercises import Course, Exercise
 from vjpgrad.course.grading import PASSED, ExerciseResult, points
 
@@ -78,9 +78,15 @@ def grade(
         # the folders the submissions lie in, whether a copy or the submission itself runs (the
         # others' files), and the gradebook's
         kept = sorted({directory.resolve().parent for directory in directories}) + ([] if out is None else [out])
-        results = grading.run_many(
-            work, timeout, workers, held_out=True, class_mode=True, more_time=more_time, kept=kept
-        )
+        try:
+            results = grading.run_many(
+                work, timeout, workers, held_out=True, class_mode=True, more_time=more_time, kept=kept
+            )
+        finally:  # the copies, removed without recursion: folders nested deeper than shutil.rmtree recurses
+            with os.scandir(scratch) as scan:
+                copies = [Path(entry.path) for entry in scan if entry.is_dir(follow_symlinks=False)]
+            for copy in copies:
+                autograder.removed(copy)
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
     for directory, result, read in zip(checked, results, remarks, strict=True):
         result.remarks += read
