@@ -1536,6 +1536,27 @@ def test_defs_nested_in_functions_are_not_read_for_copies(tmp_path: Path) -> Non
     assert found[0] == [f"derivatives.py (central_difference, step_sizes): {borrowed.COPIED}"]
 
 
+def test_the_remarks_of_a_submission_are_read_by_a_process_of_their_own_with_a_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a file that declares the punycode coding (decoded in pure Python, in time quadratic in its
+    # length) took 500 s of the teacher's process for one student; a thousand files importing one
+    # another 25 minutes: grade reads each submission's remarks in a process with a time and memory
+    # limit, and says where they were not read; the others' remarks are as before
+    ok = solutions_in(skeleton(tmp_path / "class" / "alice"))
+    slow = skeleton(tmp_path / "class" / "mallory")
+    (slow / "notes.py").write_bytes(("# coding: punycode\nx = 1\n#" + "\u2500" * 200_000 + "\n").encode("punycode"))
+    monkeypatch.setattr(borrowed, "REMARKS_SECONDS", 4.0)
+    started = time.monotonic()
+    assert borrowed.remarks_apart(ok, [exercise(1), exercise(2)], course(None)) == [
+        borrowed.remarks(ok, exercise(1), course(None)),
+        borrowed.remarks(ok, exercise(2), course(None)),
+    ]
+    found = borrowed.remarks_apart(slow, [exercise(1), exercise(2)], course(None))
+    assert time.monotonic() - started < 30
+    assert found == [[borrowed.NOT_READ_IN_TIME.format(seconds=4)]] * 2
+
+
 def test_the_teachers_remarks_read_no_file_larger_than_the_limit(tmp_path: Path) -> None:
     directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
     source = (directory / "derivatives.py").read_text()

@@ -43,13 +43,15 @@ import ast
 import copy
 import hashlib
 import importlib.util
+import json
 import os
+import pickle
 import re
 import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from vjpgrad.course.exercises import Course, Exercise
@@ -870,3 +872,63 @@ def remarks(directory: Path, ex: Exercise, course: Course) -> list[str]:
         *not_read(directory, files), *imports(directory, ex, course, files), *copied(directory, ex),
         *recursion_limit(directory, ex, files),
     ]  # fmt: skip
+
+
+REMARKS_SECONDS = 120.0
+"""The most time the remarks on one submission (every exercise graded) may take: a few seconds for
+any honest one."""
+REMARKS_MEMORY = 4 << 30
+"""The most address space (4 GiB) the process that reads one submission's remarks may hold."""
+NOT_READ_IN_TIME = (
+    "the remarks on borrowed work were not read: reading this submission's files took more than {seconds:g} s "
+    "(a file that makes them slow: look at it yourself)"
+)
+NOT_READ_AT_ALL = (
+    "the remarks on borrowed work were not read: the process reading this submission's files {why} "
+    "(a file that breaks them: look at it yourself)"
+)
+_REMARKS_ALONE = """
+import json, pickle, sys
+try:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[2]), int(sys.argv[2])))
+except (ImportError, ValueError, OSError):
+    pass
+sys.path.insert(0, sys.argv[1])
+from vjpgrad.course import borrowed
+directory, exercises, course = pickle.load(sys.stdin.buffer)
+json.dump([borrowed.remarks(directory, ex, course) for ex in exercises], sys.stdout)
+"""
+
+
+def remarks_apart(directory: Path, exercises: Sequence[Exercise], course: Course) -> list[list[str]]:
+    """``remarks`` on each of ``exercises`` in ``directory``, read by a process of the teacher's own
+    (isolated: ``python -I``, vjpgrad imported from where this one was) with at most
+    ``REMARKS_SECONDS`` and ``REMARKS_MEMORY``: one student's files, read before any of their code
+    runs, can make a parser or a codec slow (a file declaring the punycode coding took 500 s, a
+    thousand files importing one another 25 minutes) or kill it, and the whole class waited or was
+    not graded. Where that process does not finish, each exercise's remarks say so, and the
+    grading goes on."""
+    home = str(Path(__file__).resolve().parents[2])  # the folder the vjpgrad package is in
+    given = pickle.dumps((directory, list(exercises), course))
+    command = [sys.executable, "-I", "-c", _REMARKS_ALONE, home, str(REMARKS_MEMORY)]
+    try:
+        done = subprocess.run(command, input=given, capture_output=True, timeout=REMARKS_SECONDS, check=False)
+    except subprocess.TimeoutExpired:
+        return [[NOT_READ_IN_TIME.format(seconds=REMARKS_SECONDS)] for _ in exercises]
+    except OSError as error:
+        return [[NOT_READ_AT_ALL.format(why=f"could not start ({error.strerror or error})")] for _ in exercises]
+    if done.returncode == 0:
+        try:
+            found = json.loads(done.stdout)
+        except ValueError:
+            found = None
+        if (
+            isinstance(found, list)
+            and len(found) == len(exercises)
+            and all(isinstance(said, list) and all(isinstance(line, str) for line in said) for said in found)
+        ):
+            return found
+    last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"status {done.returncode}"]
+    why = f"ended with {last[0][:200]}" if done.returncode >= 0 else f"was killed by signal {-done.returncode}"
+    return [[NOT_READ_AT_ALL.format(why=why)] for _ in exercises]

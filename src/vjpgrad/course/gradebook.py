@@ -57,7 +57,8 @@ def grade(
     included: results by directory name. ``independent``: each exercise on the reference solution
     of the earlier exercises it runs on (``depends.reference_copy``), so that one bug costs once.
     The teacher's remarks (``borrowed``) are read from the files as handed in, before any of the
-    student's code runs (code that could write would otherwise rewrite what they read). A check
+    student's code runs (code that could write would otherwise rewrite what they read), by a process
+    with a time and memory limit per submission (``borrowed.remarks_apart``). A check
     stopped at the time limit advises the student nothing, the teacher ``more_time`` (a remark).
     ``out``: where the grades are written (every student's marks, the teacher's remarks), which no
     student's process may read (``grading.kept_from_student``)."""
@@ -66,8 +67,9 @@ def grade(
     with tempfile.TemporaryDirectory(prefix="independent-", dir=grading.scratch()) as scratch:
         work, checked, remarks = [], [], []
         for k, directory in enumerate(directories):
+            # as handed in, before any of it runs, by a process with a time and memory limit
+            remarks += borrowed.remarks_apart(directory, chosen, course)
             for ex in chosen:
-                remarks.append(borrowed.remarks(directory, ex, course))  # as handed in: before any of it runs
                 where = directory
                 if independent and depends.on(ex, course):
                     where = depends.reference_copy(
