@@ -1936,6 +1936,24 @@ def test_a_private_slot_of_a_users_value_is_structure_as_any_slot() -> None:
         assert call(compiled, scale) == call(f, scale)
 
 
+def _three_calls_alike(compiled: Any, f: Any, also: Any = None) -> list[str]:
+    """Three calls of ``compiled`` and of ``f`` on ``Value(0.25)``, each result and gradient the same
+    bits (``also`` called after each); the messages of the ``RecompileWarning``s given meanwhile."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            a, b = Value(0.25), Value(0.25)
+            ya, yb = compiled(a), f(b)
+            ya.backward()
+            yb.backward()
+            assert (ya.data.hex(), a.grad.hex()) == (yb.data.hex(), b.grad.hex())
+            if also is not None:
+                also()
+    return [str(w.message) for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
+
+
 def _unfolding(x: Value, count: int) -> Value:
     """``count`` operations in an order that repeats nowhere (a linear congruential choice of
     four), so that compile finds no block to fold: its code holds every operation."""
@@ -1955,7 +1973,6 @@ def test_a_recording_whose_code_would_hold_more_than_the_bound_runs_uncompiled_w
     written once, would hold more than ``OPERATIONS_LIMIT`` operations, the function runs
     uncompiled from then on, with one ``RecompileWarning`` that says why and what to do; every
     call's result is eager's, as ever."""
-    import warnings
 
     import vjpgrad.compiler.run as run
 
@@ -1968,16 +1985,7 @@ def test_a_recording_whose_code_would_hold_more_than_the_bound_runs_uncompiled_w
         return x * x + x
 
     compiled, small = vjpgrad.compile(long), vjpgrad.compile(short)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for _ in range(3):
-            a, b = Value(0.25), Value(0.25)
-            ya, yb = compiled(a), long(b)
-            ya.backward()
-            yb.backward()
-            assert (ya.data.hex(), a.grad.hex()) == (yb.data.hex(), b.grad.hex())
-            small(Value(0.25))
-    found = [str(w.message) for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
+    found = _three_calls_alike(compiled, long, also=lambda: small(Value(0.25)))
     assert len(found) == 1
     assert "recorded 60 operations, whose code would hold 60 (its repeated blocks written once)" in found[0]
     assert "more than vjpgrad.compile writes (50:" in found[0]
@@ -2043,7 +2051,6 @@ def test_a_recording_past_the_bound_on_recorded_operations_runs_uncompiled_witho
     """A recording past ``RECORDED_LIMIT`` operations is not searched for blocks at all (the
     search itself takes seconds and gigabytes there): the function runs uncompiled from its
     first call on, with one warning."""
-    import warnings
 
     import vjpgrad.compiler.fold as fold
     import vjpgrad.compiler.run as run
@@ -2060,15 +2067,7 @@ def test_a_recording_past_the_bound_on_recorded_operations_runs_uncompiled_witho
         return s
 
     compiled = vjpgrad.compile(long)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for _ in range(3):
-            a, b = Value(0.25), Value(0.25)
-            ya, yb = compiled(a), long(b)
-            ya.backward()
-            yb.backward()
-            assert (ya.data.hex(), a.grad.hex()) == (yb.data.hex(), b.grad.hex())
-    found = [str(w.message) for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
+    found = _three_calls_alike(compiled, long)
     assert len(found) == 1
     assert "recorded 120 operations, more than vjpgrad.compile searches for repeated blocks (50:" in found[0]
     assert compiled.eager
