@@ -1606,7 +1606,7 @@ def test_independent_grading_writes_nothing_through_a_symbolic_link_handed_in(tm
 def test_independent_grading_copies_and_removes_a_folder_tree_deeper_than_python_recurses(tmp_path: Path) -> None:
     # a submission holding a/a/a/... 1,200 folders deep (never imported): shutil.copytree recursed once
     # a folder and raised RecursionError out of grade --independent, nobody graded (a review of the grader)
-    from vjpgrad.course import autograder, depends
+    from vjpgrad.course import depends, trees
 
     directory = solutions_in(skeleton(tmp_path / "class" / "mallory"))
     deep = directory
@@ -1615,11 +1615,16 @@ def test_independent_grading_copies_and_removes_a_folder_tree_deeper_than_python
         deep.mkdir()
     (deep / "x.txt").write_text("hi")
     (directory / "link.py").symlink_to("engine.py")
-    copy = depends.reference_copy(directory, exercise(3), course(None), tmp_path / "scratch" / "mallory")
-    assert copy.joinpath(*["a"] * 1200, "x.txt").read_text() == "hi"
-    assert (copy / "link.py").is_symlink()  # a link handed in is copied as a link, never followed
-    autograder.removed(copy)
-    assert not copy.exists()
+    try:
+        copy = depends.reference_copy(directory, exercise(3), course(None), tmp_path / "scratch" / "mallory")
+        assert copy.joinpath(*["a"] * 1200, "x.txt").read_text() == "hi"
+        assert (copy / "link.py").is_symlink()  # a link handed in is copied as a link, never followed
+        trees.removed(copy)
+        assert not copy.exists()
+    finally:  # pytest's own removal of old temporary folders recurses too
+        for made in (directory / "a", tmp_path / "scratch"):
+            if made.exists():
+                trees.removed(made)
 
 
 def test_independent_grading_leaves_a_file_nested_deeper_than_the_parser_reads_as_handed_in(tmp_path: Path) -> None:

@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vjpgrad.course.trees import removed
+
 SETUP = """\
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder's image.
@@ -168,24 +170,6 @@ def copy_without_links(submission: Path, into: Path, shared: bool = False) -> li
             if shared:
                 os.chmod(into / path, 0o755 if entry.is_dir(follow_symlinks=False) else 0o644)
     return sorted(left)
-
-
-def removed(folder: Path) -> None:
-    """Remove ``folder`` and everything in it, links as links (never followed), walked from a list:
-    a submission's copy can be deeper than Python recurses, and so can ``shutil.rmtree``."""
-    folders: list[str] = []
-    pending = [os.fspath(folder)]
-    while pending:
-        here = pending.pop()
-        folders.append(here)
-        with os.scandir(here) as scan:
-            for entry in scan:
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append(entry.path)
-                else:
-                    os.unlink(entry.path)
-    for here in reversed(folders):  # each after every folder inside it
-        os.rmdir(here)
 
 
 NESTED = "graded the one folder of the submission that holds the course's files"

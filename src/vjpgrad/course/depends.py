@@ -13,11 +13,11 @@ so that later exercises are graded on a correct engine.
 from __future__ import annotations
 
 import ast
-import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from vjpgrad.course import trees
 from vjpgrad.course.borrowed import parse_handed_in, source_tree
 from vjpgrad.course.exercises import Course, Exercise
 
@@ -120,29 +120,6 @@ def _splice(reference: str, theirs: ast.Module, parts: Sequence[str]) -> str:
     return ast.unparse(tree) + "\n"
 
 
-def _copied(directory: Path, into: Path) -> None:
-    """Copy ``directory`` into ``into`` (made here): its folders and files, each symbolic link as a
-    link (never followed), and nothing that is neither (a named pipe, a socket, a device, which
-    ``shutil.copytree`` stopped at), as the Gradescope autograder leaves them out of its own. Folders
-    are walked from a list, not by recursion: a submission can nest folders deeper than Python
-    recurses (``a/a/a/...`` 1,200 deep raised RecursionError out of ``grade --independent``)."""
-    into.mkdir(parents=True)
-    pending = [Path()]
-    while pending:
-        relative = pending.pop()
-        with os.scandir(directory / relative) as scan:
-            entries = list(scan)
-        for entry in entries:
-            path = relative / entry.name
-            if entry.is_symlink():
-                os.symlink(os.readlink(entry.path), into / path)
-            elif entry.is_dir(follow_symlinks=False):
-                (into / path).mkdir()
-                pending.append(path)
-            elif entry.is_file(follow_symlinks=False):
-                shutil.copy2(entry.path, into / path, follow_symlinks=False)
-
-
 def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) -> Path:
     """A copy of ``directory`` in ``into`` where the earlier exercises ``ex`` runs on are the reference
     solution's: a file of theirs alone is the solution; a file ``ex`` shares with them (engine.py) is
@@ -151,8 +128,8 @@ def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) ->
     the teacher's), and is read as no file; the student's file is read only as ``parse_handed_in``
     reads it (a regular file of at most ``borrowed.LIMIT`` bytes, nested no deeper than the parser
     reads: else it is left as handed in), and what is neither a folder, a file nor a link is not
-    copied (``_copied``)."""
-    _copied(directory, into)
+    copied (``trees.copied``)."""
+    trees.copied(directory, into)
     for earlier in on(ex, course):
         for name in earlier.files:
             solution, target, theirs = earlier.solution(name), into / name, directory / name

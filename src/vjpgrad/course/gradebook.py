@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.course import autograder, borrowed, depends, grading, guard
+from vjpgrad.course import borrowed, depends, grading, guard, trees
 from vjpgrad.course.exercises import Course, Exercise
 from vjpgrad.course.grading import PASSED, ExerciseResult, points
 
@@ -88,7 +88,7 @@ def grade(
             with os.scandir(scratch) as scan:
                 copies = [Path(entry.path) for entry in scan if entry.is_dir(follow_symlinks=False)]
             for copy in copies:
-                autograder.removed(copy)
+                trees.removed(copy)
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
     for directory, result, read in zip(checked, results, remarks, strict=True):
         result.remarks += read
