@@ -623,13 +623,28 @@ def test_a_copy_is_found_under_any_name_and_in_any_file_of_the_submission(tmp_pa
 def test_the_students_directory_goes_after_the_standard_library_and_before_installed_packages() -> None:
     import sysconfig
 
-    from vjpgrad.course._plugin import after_the_standard_library
+    from vjpgrad.course.paths import after_the_standard_library
 
     stdlib, dynload = sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib") + "/lib-dynload"
     site = sysconfig.get_path("purelib")
     path = ["", stdlib + ".zip", stdlib, dynload, site, "/somewhere/else"]
     after_the_standard_library(path, "/student")
     assert path == ["", stdlib + ".zip", stdlib, dynload, "/student", site, "/somewhere/else"]
+
+
+def test_a_students_file_named_as_a_standard_module_is_not_read_as_their_code(tmp_path: Path) -> None:
+    # the student's folder goes after the standard library on sys.path, so their engine's `import json`
+    # imports the standard library's json, never their own json.py: the remarks read what the code imports
+    # (a review found a student's math.py read, and remarked on, as their engine's)
+    directory = tmp_path / "student"
+    directory.mkdir()
+    (directory / "engine.py").write_text("import json\nimport helpers\nfrom random import random\nimport math.x\n")
+    for name in ("json", "random", "math", "helpers"):
+        (directory / f"{name}.py").write_text("import sys\nsys.setrecursionlimit(10**6)\n")
+    assert borrowed.own_files(directory, exercise(2), course()) == ["engine.py", "helpers.py"]
+    assert borrowed.recursion_limit(directory, exercise(2), borrowed.own_files(directory, exercise(2), course())) == [
+        f"helpers.py names sys.setrecursionlimit: {borrowed.RECURSION_LIMIT}"
+    ]
 
 
 # ---- the student's code as another user (the autograder's --user) -----------------------------------------

@@ -29,7 +29,6 @@ import math
 import os
 import shlex
 import sys
-import sysconfig
 import time
 import traceback
 from collections.abc import Callable, Generator
@@ -39,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from vjpgrad.course import remote
+from vjpgrad.course import paths, remote
 
 EXAMPLES = 30
 """Generated examples per hypothesis check: enough to meet every shape of small graph. Each check
@@ -203,22 +202,6 @@ def _names(name: object, function: object) -> None:
         )
 
 
-def after_the_standard_library(path: list[str], directory: str) -> None:
-    """Put ``directory`` into ``path`` (``sys.path``) just after the standard library's folders: the
-    student's ``engine.py`` is found before an installed package named ``engine``, never their
-    ``tracemalloc.py`` before the standard library's."""
-    stdlib = {os.path.normcase(os.path.realpath(sysconfig.get_path(key))) for key in ("stdlib", "platstdlib")}
-
-    def standard(entry: str) -> bool:
-        real = os.path.normcase(os.path.realpath(entry or "."))
-        if "site-packages" in real or "dist-packages" in real:  # installed packages, even inside the stdlib's folder
-            return False
-        return real in stdlib or any(real.startswith(root + os.sep) for root in stdlib) or entry.endswith(".zip")
-
-    last = max((k for k, entry in enumerate(path) if standard(entry)), default=-1)
-    path.insert(last + 1, directory)
-
-
 BORROWED = ("vjpgrad", "torch")
 """What a student's file may not import in place of its own code (``borrowed``: the teacher is told)."""
 
@@ -268,7 +251,7 @@ def pytest_configure(config: pytest.Config) -> None:
             while entry in sys.path:
                 sys.path.remove(entry)
     if directory and REMOTE[0] is None:  # the student's code runs here: their directory on sys.path
-        after_the_standard_library(sys.path, str(Path(directory).resolve()))
+        paths.after_the_standard_library(sys.path, str(Path(directory).resolve()))
         permitted = {}
         for word in config.getoption("--own"):
             name, _, packages = word.partition("=")

@@ -54,6 +54,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from vjpgrad.course import paths
 from vjpgrad.course.exercises import Course, Exercise
 
 BORROWED = ("vjpgrad", "torch")
@@ -515,13 +516,18 @@ def _module_files(base: Path, dotted: str) -> list[Path]:
 
 
 def _imported_files(directory: Path, path: Path, tree: ast.AST) -> list[Path]:
-    """The student's own modules in ``directory`` that ``tree`` (the file ``path``) imports."""
+    """The student's own modules in ``directory`` that ``tree`` (the file ``path``) imports: not a
+    file named as a module of the standard library, which their code imports instead (their folder
+    is on ``sys.path`` after the standard library's: ``paths``)."""
     found: list[Path] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                found += _module_files(directory, alias.name)
+                if not paths.in_the_standard_library(alias.name):
+                    found += _module_files(directory, alias.name)
         elif isinstance(node, ast.ImportFrom) and node.level <= len(path.parents):  # none above the root
+            if node.level == 0 and paths.in_the_standard_library(node.module or ""):
+                continue
             base = directory if node.level == 0 else path.parents[node.level - 1]
             module = node.module or ""
             for alias in node.names:

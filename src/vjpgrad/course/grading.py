@@ -441,7 +441,8 @@ def student_process(
     (``remote.Checks.peak_memory_with_import``) counts all their code takes. ``unreached``: vjpgrad's
     engine was never loaded here (``Fresh``), and the hook refuses reading its files (``guard``); ``kept``:
     folders whose files the hook refuses but the student's own (``kept_from_student``)."""
-    from vjpgrad.course import _plugin, guard, probe, remote  # all it runs, imported before it may drop to ``user``
+    # all it runs, imported before it may drop to ``user``
+    from vjpgrad.course import _plugin, guard, paths, probe, remote
 
     probe.refuse_recursion_limit()  # exercise 4's check means something only if their code cannot raise it
     for name in STANDARD:  # before it may drop to ``user``, who may not read the interpreter's files
@@ -460,7 +461,7 @@ def student_process(
     for entry in ("", os.getcwd(), directory):
         while entry in sys.path:
             sys.path.remove(entry)
-    _plugin.after_the_standard_library(sys.path, str(home))
+    paths.after_the_standard_library(sys.path, str(home))
     _plugin.guard_imports(home, permitted)
     student = _plugin.Student(home)
     # last: from here on, no process, file written, socket, ctypes, /proc nor reference solution (``guard``)
