@@ -827,14 +827,14 @@ def _definitions(directory: Path) -> set[str]:
     behind a later stub of its name, or in another module the exercise's file imports. A folder
     nothing imports (a virtual environment, with vjpgrad's solutions installed in it) is not read."""
     found: set[str] = set()
-    paths = sorted(directory.glob("*.py"))
-    for path in paths:  # grows as the modules they import, in folders of the submission, are found
+    files = sorted(directory.glob("*.py"))
+    for path in files:  # grows as the modules they import, in folders of the submission, are found
         tree = parse_handed_in(path)
         if tree is not None:
             defined = _defined(tree)
             found.update(normal(n) for n in defined)
             found.update(loose(n) for n in defined)
-            paths += [module for module in _imported_files(directory, path, tree) if module not in paths]
+            files += [module for module in _imported_files(directory, path, tree) if module not in files]
     return found
 
 
