@@ -2031,9 +2031,8 @@ _UNSEEN = (
     "inside the watch)"
 )
 _UNSEEN_GRADIENT = (
-    "made by a backward pass with create_graph=True (a gradient, or a tensor computed from one: a pass from it "
-    "is a second derivative, made of PyTorch's backward formulas, which the replay does not follow: it replays "
-    "first derivatives), or before watch_torch() began"
+    "made by a backward pass with create_graph=True or before watch_torch() began. A pass from a gradient, or "
+    "from a tensor computed from one, is a second derivative; the replay shows first derivatives only"
 )
 _CHANGED_UNSEEN = "changed where the watch could not see (its numbers, by no operation the watch saw)"
 
