@@ -92,6 +92,19 @@ def test_activations_per_hidden_layer() -> None:
         (lambda: Neuron(2, activation="gelu"), ValueError, "activation must be one of relu, tanh, sigmoid, linear"),
         (lambda: Layer(2, 0), ValueError, "Layer nout must be at least 1, got 0"),
         (lambda: MLP(2, [1], seed="x"), TypeError, "seed must be an int, a random.Random or None, got str"),
+        # refused where no hidden layer uses it, as where one does
+        (lambda: MLP(2, [1], activation="gelu"), ValueError, "activation must be one of relu, tanh, sigmoid, linear"),
+        (lambda: MLP(2, [3, 1], activation=None), TypeError, "activation must be a name or a list of names, got None"),
+        (lambda: Neuron(2, "no"), TypeError, "Neuron nonlin must be a bool, got str"),
+        (lambda: Layer(2, 2, 1), TypeError, "Layer nonlin must be a bool, got int"),
+        (lambda: Neuron(2, seed=0)([1.0, "a"]), TypeError, "Neuron input 1 must be a number or a Value, got str"),
+        (lambda: Neuron(2, seed=0)(5), TypeError, "a Neuron takes a list of inputs, got int"),
+        (lambda: Layer(2, 2, seed=0)(5), TypeError, "a Neuron takes a list of inputs, got int"),
+        (
+            lambda: Layer(2, 2, seed=0)([1.0, None]),
+            TypeError,
+            "Neuron input 1 must be a number or a Value, got NoneType",
+        ),
     ],
 )
 def test_bad_construction_and_calls_name_the_problem(make: object, error: type[Exception], message: str) -> None:
@@ -107,6 +120,10 @@ def test_zero_grad_on_a_module() -> None:
     model.zero_grad()
     assert all(p.grad == 0.0 for p in model.parameters())
     assert Module().parameters() == []
+    model.zero_grad(set_to_none=True)  # PyTorch's default
+    assert all(p.grad is None for p in model.parameters())
+    with pytest.raises(TypeError, match=r"^set_to_none must be a bool, got str$"):
+        model.zero_grad(set_to_none="yes")  # type: ignore[arg-type]
 
 
 # ---- training ------------------------------------------------------------------------------------
@@ -533,6 +550,8 @@ def test_the_dim_of_a_list_is_0_or_minus_1() -> None:
             TypeError,
             r"softmax\(\) element 1 must be a number or a Value, got str",
         ),
+        (lambda: F.cross_entropy([], []), ValueError, r"cross_entropy\(\) of no logits: there is no class"),
+        (lambda: F.cross_entropy([], Value(0.0)), ValueError, r"cross_entropy\(\) of no logits: there is no class"),
         (lambda: F.cross_entropy([1.0, 2.0], 2), IndexError, "Target 2 is out of bounds"),
         (lambda: F.cross_entropy([1.0, 2.0], -1), IndexError, "Target -1 is out of bounds"),
         (lambda: F.cross_entropy([1.0, 2.0], True), TypeError, "target must be an int"),

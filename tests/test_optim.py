@@ -451,6 +451,20 @@ def test_zero_grad_clears_every_grad(make: Callable[[list[Value]], Optimizer]) -
     assert a.grad == 2.0  # a fresh gradient, not 9 + 2
 
 
+@pytest.mark.parametrize("make", EVERY_KIND)
+def test_zero_grad_set_to_none_clears_to_none_as_pytorchs_does(make: Callable[[list[Value]], Optimizer]) -> None:
+    a = Value(1.5)
+    (a * 3).backward()
+    opt = make([a])
+    opt.zero_grad(set_to_none=True)
+    assert a.grad is None
+    opt.step()  # a parameter whose grad is None is not stepped
+    assert a.data == 1.5
+    opt.zero_grad(set_to_none=False)
+    assert a.grad == 0.0
+    refuses(lambda: opt.zero_grad(set_to_none=1), TypeError, "set_to_none must be a bool, got int")  # type: ignore[arg-type]
+
+
 # ---- refusals, word for word ---------------------------------------------------------------------
 
 
@@ -469,6 +483,19 @@ SETTINGS_REFUSED: list[tuple[Callable[[], Any], type[Exception], str]] = [
     (lambda: SGD(Value(1.0), lr=0.1), TypeError, "params must be an iterable of Values, got Value"),  # type: ignore[arg-type]
     (lambda: SGD(3.0, lr=0.1), TypeError, "params must be an iterable of Values, got float"),  # type: ignore[arg-type]
     (lambda: SGD([Value(1.0), 2.0], lr=0.1), TypeError, "params[1] must be a Value, got float"),  # type: ignore[list-item]
+    # the same Value twice had a state of its own at each place (PyTorch warns that this will be an error)
+    (
+        lambda: SGD([*(lambda p: [Value(0.5), p, p])(Value(1.0))], lr=0.1, momentum=0.9),
+        ValueError,
+        "params[2] is params[1]: list each parameter once (a weight used in two places is one parameter)",
+    ),
+    # a Value an operation made is remade by the next forward pass: stepping it moved nothing
+    (
+        lambda: SGD([Value(2.0) * 3], lr=0.1),
+        ValueError,
+        "params[0] was computed by an operation (*): an optimizer steps leaves, the Values you made, "
+        "as PyTorch's can't optimize a non-leaf Tensor",
+    ),
     (lambda: SGD(one(), lr="fast"), TypeError, "learning rate must be a number, got str"),  # type: ignore[arg-type]
     (lambda: SGD(one(), lr=True), TypeError, "learning rate must be a number, got bool"),
     (lambda: SGD(one(), lr=-0.1), ValueError, "Invalid learning rate: -0.1 (it must be >= 0.0)"),
@@ -534,6 +561,50 @@ SETTINGS_REFUSED: list[tuple[Callable[[], Any], type[Exception], str]] = [
 @pytest.mark.parametrize(("make", "error", "message"), SETTINGS_REFUSED)
 def test_bad_settings_are_refused_word_for_word(make: Callable[[], Any], error: type[Exception], message: str) -> None:
     refuses(make, error, message)
+
+
+@pytest.mark.parametrize(
+    ("make", "name", "bad", "error", "message"),
+    [
+        (lambda ps: Adam(ps, lr=0.1), "lr", "0.01", TypeError, "learning rate must be a number, got str"),
+        (
+            lambda ps: Adam(ps, lr=0.1),
+            "betas",
+            (0.9, 1.5),
+            ValueError,
+            "Invalid beta parameter at index 1: 1.5 (it must be in [0.0, 1.0))",
+        ),
+        (
+            lambda ps: SGD(ps, lr=0.1, momentum=0.9),
+            "lr",
+            -1.0,
+            ValueError,
+            "Invalid learning rate: -1.0 (it must be >= 0.0)",
+        ),
+        (
+            lambda ps: SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+            "momentum",
+            0.0,
+            ValueError,
+            "Nesterov momentum requires a momentum and zero dampening",
+        ),
+    ],
+)
+def test_a_setting_assigned_between_steps_is_checked_before_the_step_changes_anything(
+    make: Callable[[list[Value]], Optimizer], name: str, bad: Any, error: type[Exception], message: str
+) -> None:
+    # a schedule assigns optimizer.lr between steps (the GPT tutorial's decay); an ill-typed one failed
+    # half-way through a step, the moments and step counts of the parameters before it already moved
+    params = [Value(1.0), Value(-2.0)]
+    opt = make(params)
+    steps(opt, 0.5)
+    before, data = opt.state_dict(), [p.data for p in params]
+    setattr(opt, name, bad)
+    for p in params:
+        p.grad = 0.25
+    refuses(opt.step, error, message)
+    assert [p.data for p in params] == data
+    assert opt.state_dict()["state"] == before["state"]
 
 
 def test_a_nan_dampening_is_refused_naming_it() -> None:
@@ -701,6 +772,11 @@ LOADS_REFUSED: list[tuple[Callable[[dict[str, Any]], Any], type[Exception], str]
         lambda d: with_entry(d, 1, step=0),
         ValueError,
         "Invalid state_dict['state'][1]['step']: 0 (a saved state has step >= 1)",
+    ),
+    (
+        lambda d: with_entry(d, 1, step=2**53 + 1),  # step() counts in floats: 2**1024 raised OverflowError there
+        ValueError,
+        f"Invalid state_dict['state'][1]['step']: {2**53 + 1} (a step count is at most 2**53)",
     ),
     (
         lambda d: with_entry(d, 1, exp_avg="0.1"),

@@ -87,23 +87,41 @@ class Optimizer:
         if isinstance(params, Value) or not isinstance(params, Iterable):
             raise TypeError(f"params must be an iterable of Values, got {type(params).__name__}")
         self.params = list(params)
+        seen: dict[int, int] = {}
         for index, p in enumerate(self.params):
             if not isinstance(p, Value):
                 raise TypeError(f"params[{index}] must be a Value, got {type(p).__name__}")
+            first = seen.setdefault(id(p), index)
+            if first != index:  # its state would be kept twice, and the two copies stepped apart
+                raise ValueError(
+                    f"params[{index}] is params[{first}]: list each parameter once "
+                    "(a weight used in two places is one parameter)"
+                )
+            if not p.is_leaf:  # the next forward pass makes it anew: stepping it would move nothing
+                raise ValueError(
+                    f"params[{index}] was computed by an operation ({p.op}): an optimizer steps leaves, "
+                    "the Values you made, as PyTorch's can't optimize a non-leaf Tensor"
+                )
         if not self.params:
             raise ValueError("optimizer got an empty parameter list")
 
-    def zero_grad(self) -> None:
-        """Set every parameter's ``.grad`` to 0.0."""
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        """Set every parameter's ``.grad`` to 0.0, or to None with ``set_to_none=True`` (PyTorch's
+        default): a step then skips a parameter no pass reached since, where 0.0 still steps it
+        (its weight decay, its momentum)."""
+        cleared = None if _flag(set_to_none, "set_to_none") else 0.0
         for p in self.params:
-            p.grad = 0.0
+            p.grad = cleared
 
     def step(self) -> None:
         """Update every parameter that requires grad from its ``.grad``."""
         raise NotImplementedError
 
     def _stepped(self) -> Iterator[tuple[int, Value]]:
-        """The parameters a step moves, with their index: PyTorch steps only those with a grad."""
+        """The parameters a step moves, with their index: PyTorch steps only those with a grad.
+        First, the hyperparameters as they are now are checked (a schedule assigns ``lr`` between
+        steps): an ill-typed one raises here, before the step changes anything."""
+        self._apply_settings(self._check_settings({name: getattr(self, name) for name in self._settings}))
         return ((i, p) for i, p in enumerate(self.params) if p.requires_grad and p.grad is not None)
 
     # ---- hyperparameters and state as plain data ------------------------------------------
@@ -360,6 +378,8 @@ class Adam(Optimizer):
             raise TypeError(f"{where}['step'] must be an int, got {type(step).__name__}")
         if step < 1:
             raise ValueError(f"Invalid {where}['step']: {step} (a saved state has step >= 1)")
+        if int(step) > 2**53:  # the bias corrections raise it to a float power: 2**1024 raised OverflowError in step()
+            raise ValueError(f"Invalid {where}['step']: {step} (a step count is at most 2**53)")
         exp_avg = _state_number(given["exp_avg"], f"{where}['exp_avg']")
         # a diverged run may hold NaN; a negative second moment cannot come from a step
         exp_avg_sq = _state_number(given["exp_avg_sq"], f"{where}['exp_avg_sq']")

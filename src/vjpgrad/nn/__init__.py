@@ -30,6 +30,18 @@ def _rng(seed: int | random.Random | None) -> random.Random:
     return random.Random(seed)
 
 
+def _activation(name: object) -> str:
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {name!r}")
+    return str(name)
+
+
+def _nonlin(nonlin: object, who: str) -> bool:
+    if not isinstance(nonlin, bool):
+        raise TypeError(f"{who} nonlin must be a bool, got {type(nonlin).__name__}")
+    return nonlin
+
+
 def _positive_int(n: object, what: str) -> int:
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"{what} must be an int, got {type(n).__name__}")
@@ -45,10 +57,14 @@ class Module:
         """Every trainable Value of this module."""
         return []
 
-    def zero_grad(self) -> None:
-        """Set the gradient of every parameter to 0.0."""
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        """Set the gradient of every parameter to 0.0, or to None with ``set_to_none=True``
+        (PyTorch's default: an optimizer then skips a parameter no pass reached since)."""
+        if not isinstance(set_to_none, bool):
+            raise TypeError(f"set_to_none must be a bool, got {type(set_to_none).__name__}")
+        cleared = None if set_to_none else 0.0
         for p in self.parameters():
-            p.grad = 0.0
+            p.grad = cleared
 
 
 class Neuron(Module):
@@ -58,19 +74,31 @@ class Neuron(Module):
         self, nin: int, nonlin: bool = True, *, activation: str = "relu", seed: int | random.Random | None = None
     ) -> None:
         nin = _positive_int(nin, "Neuron nin")
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+        activation = _activation(activation)
+        nonlin = _nonlin(nonlin, "Neuron")
         rng = _rng(seed)
         self.w = [Value(rng.uniform(-1.0, 1.0)) for _ in range(nin)]
         self.b = Value(0.0)
         self.activation = activation if nonlin else "linear"
 
     def __call__(self, x: Sequence[Value | float]) -> Value:
-        if len(x) != len(self.w):
-            raise ValueError(f"this Neuron takes {len(self.w)} inputs, got {len(x)}")
+        try:
+            count = len(x)
+        except TypeError:
+            raise TypeError(f"a Neuron takes a list of inputs, got {type(x).__name__}") from None
+        if count != len(self.w):
+            raise ValueError(f"this Neuron takes {len(self.w)} inputs, got {count}")
         total = self.b
-        for wi, xi in zip(self.w, x, strict=True):
-            total = total + wi * xi
+        try:
+            for wi, xi in zip(self.w, x, strict=True):
+                total = total + wi * xi
+        except TypeError:  # checked only here: the checks cost nothing on the way a model's inputs take
+            for index, xi in enumerate(x):
+                if not isinstance(xi, (Value, numbers.Real)):
+                    raise TypeError(
+                        f"Neuron input {index} must be a number or a Value, got {type(xi).__name__}"
+                    ) from None
+            raise
         if self.activation == "linear":
             return total
         activated: Value = getattr(total, self.activation)()  # relu, tanh or sigmoid: a Value method
@@ -97,6 +125,7 @@ class Layer(Module):
     ) -> None:
         rng = _rng(seed)
         nout = _positive_int(nout, "Layer nout")
+        nonlin = _nonlin(nonlin, "Layer")
         self.neurons = [Neuron(nin, nonlin, activation=activation, seed=rng) for _ in range(nout)]
 
     def __call__(self, x: Sequence[Value | float]) -> Value | list[Value]:
@@ -131,7 +160,14 @@ class MLP(Module):
         if isinstance(nouts, (str, bytes)) or not isinstance(nouts, Sequence) or not nouts:
             raise TypeError(f"MLP nouts must be a non-empty list of layer sizes, got {nouts!r}")
         hidden = len(nouts) - 1
-        activations = [activation] * hidden if isinstance(activation, str) else list(activation)
+        if isinstance(activation, str):
+            activations = [activation] * hidden
+        elif isinstance(activation, Sequence):
+            activations = list(activation)
+        else:
+            raise TypeError(f"activation must be a name or a list of names, got {activation!r}")
+        for name in [activation] if isinstance(activation, str) else activations:
+            _activation(name)  # refused even where no hidden layer uses it
         if len(activations) != hidden:
             raise ValueError(f"MLP has {hidden} hidden layers but {len(activations)} activations were given")
         rng = _rng(seed)

@@ -142,6 +142,8 @@ def cross_entropy(input: Values, target: int | Value | Values) -> Value:
     Raises IndexError when ``target`` is not in ``range(len(input))``.
     """
     values = _values(input, "cross_entropy")
+    if not values:
+        raise ValueError("cross_entropy() of no logits: there is no class")
     if isinstance(target, Value):
         _take_position(_data_of(target), len(values))  # checked before any node is made (not user code: no .data)
         shifted, log_sum_exp = _shifted_and_log_sum_exp(values)
