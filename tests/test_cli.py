@@ -125,6 +125,18 @@ def test_an_expression_split_by_a_shell_that_keeps_single_quotes_says_how_to_quo
     assert 'double quotes: vjpgrad "3*a + 2*b*b"' in err
 
 
+@pytest.mark.parametrize("expression", ["'x*y'", "'sqrt(x)'", "'1/x'"])
+def test_an_expression_without_spaces_kept_in_single_quotes_says_how_to_quote(
+    capsys: pytest.CaptureFixture[str], expression: str
+) -> None:
+    # cmd.exe hands vjpgrad 'x*y' x=2 y=3 over with its quotes: a string, which said it "is not a number"
+    status, _, err = run(capsys, expression, "x=2", "y=3")
+    assert status == 2
+    assert "single quote" in err
+    assert "is not a number" not in err
+    assert f'double quotes: vjpgrad "{expression[1:-1]}"' in err
+
+
 HOSTILE = [
     ("__import__('os').system('echo pwned')", [], "an attribute cannot be called"),
     ("__import__('os')", [], "__import__ is not a known function"),
@@ -171,7 +183,12 @@ HOSTILE = [
     ("a", ["for=1"], "'for' is not a variable name"),
     ("a * 2", ["a=1,2"], "grad can be implicitly created only for scalar outputs"),
     ("a * 2", ["a=1,2", "--seed", "1"], "--seed has length 1 but the output has length 2"),
-    ("a * 2", ["a=1", "--seed", "1,2"], "the output is a scalar, so --seed takes one number"),
+    (
+        "a * 2",
+        ["a=1", "--seed", "1,2"],
+        r"the output is a scalar, so --seed takes one number, got 2: their sum, 3\.0, "
+        r"is what Value\.backward would take \(with a warning\)$",
+    ),
     ("a * 2", ["a=1", "--seed", "one"], "--seed: 'one' is not a number"),
     ("a", ["a=1", "--frobnicate"], "unrecognized option --frobnicate"),
     ("a", ["a=1", "--seed"], "--seed needs a value"),
@@ -406,6 +423,34 @@ def test_a_mistyped_option_read_as_the_expression_is_pointed_out(capsys: pytest.
     assert status == 2
     assert "--explian was read as the expression" in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "hint"),
+    [
+        # vjpgrad.explain(y, v) is a function and explain-torch a command: a learner tries explain as one
+        (["explain", "x*x", "x=2"], "(explain was read as the expression: the option is --explain; see --help)"),
+        (["explain", "x=2"], "(explain was read as the expression: the option is --explain; see --help)"),
+        (["help"], "(help was read as the expression: the option is --help; see --help)"),
+        (
+            ["grad", "x*x", "x=2"],
+            "(grad was read as the expression: the expression comes first, e.g. vjpgrad 'x*x' x=2)",
+        ),
+    ],
+)
+def test_a_word_read_as_the_expression_says_so(
+    capsys: pytest.CaptureFixture[str], arguments: list[str], hint: str
+) -> None:
+    status, _, err = run(capsys, *arguments)
+    assert status == 2
+    assert err.endswith(hint + "\n"), err
+    assert err.count("\n") == 1
+
+
+def test_a_variable_named_as_an_option_is_no_mistake(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "explain * 2", "explain=3")
+    assert status == 0
+    assert "6" in out
 
 
 @pytest.mark.parametrize(

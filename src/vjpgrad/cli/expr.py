@@ -305,6 +305,13 @@ def _where(node: ast.AST, text: str) -> str:
 
 
 def _admit_constant(node: Any, text: str) -> list[ast.AST]:
+    if isinstance(node.value, str) and len(text.strip()) > 1 and text.strip()[0] == text.strip()[-1] == "'":
+        # the whole expression in single quotes: a shell that keeps them (cmd.exe) handed them over
+        inner = text.strip()[1:-1]
+        raise ExpressionError(
+            "the expression is in single quotes, which reached vjpgrad as part of it (a shell such as "
+            f'Windows\' cmd.exe keeps single quotes): quote it with double quotes: vjpgrad "{inner}"'
+        )
     if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
         raise ExpressionError(f"{node.value!r} is not a number: only numbers, names and operators are allowed")
     return []

@@ -172,6 +172,8 @@ def _help() -> str:
 _OPTIONS = ("--seed", "--explain", "--dot", "--html")
 _OPTION_LIKE = re.compile(r"--?[A-Za-z][\w-]*(=.*)?")
 _OPTIONS_ARE = "the options are --seed, --explain, --dot and --html; see --help"
+_OPTION_WORDS = frozenset(option.removeprefix("--") for option in (*_OPTIONS, "--help"))
+"""The options' names without their dashes: a first word the learner meant as an option."""
 
 
 def read_arguments(arguments: Sequence[str]) -> Arguments:
@@ -282,8 +284,18 @@ def run(arguments: Sequence[str]) -> list[str]:
     try:
         return _evaluate(args)
     except (CommandError, ExpressionError) as error:
-        if _OPTION_LIKE.fullmatch(args.expression):  # e.g. a mistyped option first: vjpgrad --explian ...
-            raise CommandError(f"{error} ({args.expression} was read as the expression: {_OPTIONS_ARE})") from None
+        word = args.expression.strip()
+        if _OPTION_LIKE.fullmatch(word):  # e.g. a mistyped option first: vjpgrad --explian ...
+            raise CommandError(f"{error} ({word} was read as the expression: {_OPTIONS_ARE})") from None
+        named = {assignment.partition("=")[0].strip() for assignment in args.assignments if "=" in assignment}
+        if word in _OPTION_WORDS and word not in named:  # an option without its dashes: vjpgrad explain ...
+            raise CommandError(
+                f"{error} ({word} was read as the expression: the option is --{word}; see --help)"
+            ) from None
+        if word.isidentifier() and args.assignments and "=" not in args.assignments[0]:  # vjpgrad grad 'x*x' x=2
+            raise CommandError(
+                f"{error} ({word} was read as the expression: the expression comes first, e.g. vjpgrad 'x*x' x=2)"
+            ) from None
         raise
 
 
@@ -355,8 +367,12 @@ def _seed(y: Value | Vector, seeds: list[float] | None) -> float | list[float] |
     """The seed of the pass from ``--seed``, checked by the seed rules of backward before anything
     is printed, with the command line's hint."""
     if isinstance(y, Value) and seeds is not None:
-        if len(seeds) != 1:
-            raise CommandError(f"the output is a scalar, so --seed takes one number, got {len(seeds)}")
+        if len(seeds) != 1:  # refused, as PyTorch now does; Value.backward sums them with a warning
+            total = seeds[0] if seeds else 0.0
+            for s in seeds[1:]:
+                total = total + s
+            sum_of = f": their sum, {total!r}, is what Value.backward would take (with a warning)" if seeds else ""
+            raise CommandError(f"the output is a scalar, so --seed takes one number, got {len(seeds)}{sum_of}")
         return seeds[0]
     if isinstance(y, Vector) and y.requires_grad:
         try:
