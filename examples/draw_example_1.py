@@ -1,7 +1,9 @@
-"""Draw case 1 of the Stack Overflow answer after y.backward([0.1, 1.0, 0.0001]): docs/example_1.svg.
+"""Draw case 1 of the Stack Overflow answer after y.backward([0.1, 1.0, 0.0001]) into example_1.svg
+in the current folder (or the file named first on the command line: python draw_example_1.py g.svg).
 
-Needs the graphviz Python package, pip install graphviz (or pip install -e '.[viz]' in your clone of
-vjpgrad), and Graphviz's dot program (apt-get install graphviz).
+With the graphviz Python package, pip install graphviz (or pip install -e '.[viz]' in your clone of
+vjpgrad), and Graphviz's dot program (apt-get install graphviz), the picture is Graphviz's drawing;
+without them, vjpgrad draws it in pure Python.
 """
 
 import sys
@@ -22,5 +24,5 @@ for i, value in enumerate(y):
 gradients = [0.1, 1.0, 0.0001]
 y.backward(gradients)
 
-target = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "docs" / "example_1.svg")
+target = Path(sys.argv[1] if len(sys.argv) > 1 else "example_1.svg")
 print(draw(y, target, seed=gradients))
