@@ -1660,6 +1660,32 @@ def test_independent_grading_leaves_a_file_nested_deeper_than_the_parser_reads_a
     assert (into / "engine.py").read_text() == handed  # not spliced: graded as handed in
 
 
+def test_independent_grading_gives_no_part_of_the_reference_for_a_part_the_student_left_out(tmp_path: Path) -> None:
+    # exercise 3 on the reference engine.py with the student's parts spliced in: a part missing from their
+    # file kept the reference's own, and an engine without exp, log, tanh, relu and ** scored 3 of 3
+    # (found by a review of the grader); without --independent it scores 0
+    import ast
+
+    from vjpgrad.course import depends
+
+    directory = solutions_in(skeleton(tmp_path / "class" / "lazy"))
+    tree = ast.parse((directory / "engine.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "Value":
+            node.body = [n for n in node.body if not (isinstance(n, ast.FunctionDef) and n.name in ("exp", "relu"))]
+            node.body.append(ast.parse("relu = lambda self: self").body[0])  # bound another way: theirs, kept
+    (directory / "engine.py").write_text(ast.unparse(tree) + "\n")
+    copy = depends.reference_copy(directory, exercise(3), course(None), tmp_path / "scratch" / "lazy")
+    spliced = ast.parse((copy / "engine.py").read_text())
+    value = next(n for n in spliced.body if isinstance(n, ast.ClassDef) and n.name == "Value")
+    defined = {n.name for n in value.body if isinstance(n, ast.FunctionDef)}
+    assigned = {t.id for n in value.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    assert "exp" not in defined | assigned  # left out: the check finds no exp, as in their own file
+    assert "relu" in assigned  # their own binding...
+    assert "relu" not in defined  # ...not the reference's def
+    assert {"__pow__", "log", "tanh", "__add__", "__mul__"} <= defined
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="a named pipe (POSIX)")
 def test_independent_grading_copies_a_submission_that_holds_a_named_pipe(tmp_path: Path) -> None:
     # a submission unpacked from an archive can hold a named pipe: copytree stopped at it, and grade with it
@@ -2552,6 +2578,23 @@ def test_the_autograder_copies_a_deep_folder_and_leaves_out_what_is_no_file(tmp_
     assert (tmp_path / "copy" / "engine.py").read_text() == "# mine\n"
     assert left == ["pipe"]
     assert not (tmp_path / "copy" / "pipe").exists()
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_the_autograder_leaves_out_a_link_for_the_students_own_user_too(tmp_path: Path, shared: bool) -> None:
+    # with --user (the bundle's run_autograder always passes it) the copy's files are made readable:
+    # a link left out was then chmod-ed where no file was, FileNotFoundError, and the submission scored 0
+    # (a committed .venv/bin/python link was enough: found by a review of the grader)
+    from vjpgrad.course import autograder
+
+    submission = tmp_path / "submission"
+    (submission / ".venv" / "bin").mkdir(parents=True)
+    (submission / ".venv" / "bin" / "python").symlink_to("/usr/bin/python3")
+    (submission / "engine.py").write_text("# mine\n")
+    left = autograder.copy_without_links(submission, tmp_path / "copy", shared=shared)
+    assert left == [".venv/bin/python"]
+    assert (tmp_path / "copy" / "engine.py").read_text() == "# mine\n"
+    assert not os.path.lexists(tmp_path / "copy" / ".venv" / "bin" / "python")
 
 
 @contextlib.contextmanager

@@ -159,7 +159,8 @@ def copy_without_links(submission: Path, into: Path, shared: bool = False) -> li
             path = relative / entry.name
             if entry.is_symlink():
                 left.append(path.as_posix())
-            elif entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.is_dir(follow_symlinks=False):
                 (into / path).mkdir()
                 pending.append(path)
             elif entry.is_file(follow_symlinks=False):

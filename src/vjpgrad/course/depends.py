@@ -95,28 +95,52 @@ def blame(ex: Exercise, course: Course, done: dict[int, bool]) -> str | None:
     )
 
 
+def _scope(module: ast.Module, part: str) -> list[ast.stmt] | None:
+    """The statements of the scope that defines ``part`` (``Value.exp``: the class ``Value``'s body),
+    or None where that class is not there."""
+    scope: list[ast.stmt] = module.body
+    for owner in part.split(".")[:-1]:
+        cls = next((n for n in scope if isinstance(n, ast.ClassDef) and n.name == owner), None)
+        if cls is None:
+            return None
+        scope = cls.body
+    return scope
+
+
+def _binds(statement: ast.stmt, name: str) -> bool:
+    """Whether ``statement`` of a scope binds ``name`` other than by a def or a class (``relu =
+    ...``, ``from helpers import relu``)."""
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return any(isinstance(n, ast.Name) and n.id == name for target in targets for n in ast.walk(target))
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return any((alias.asname or alias.name.partition(".")[0]) == name for alias in statement.names)
+    return False
+
+
 def _splice(reference: str, theirs: ast.Module, parts: Sequence[str]) -> str:
     """The reference file with the student's definitions of ``parts`` (in ``theirs``, their file as
-    parsed) in place of its own."""
+    parsed) in place of its own: their def (or class), else the statements of theirs that bind the
+    name in that scope (``relu = ...``), else nothing, so that a part they left out is missing here
+    too, as in their own file, never graded on the reference's."""
     tree = source_tree(reference)
-
-    def find(module: ast.Module, part: str) -> tuple[list[ast.stmt], int] | None:
-        scope: list[ast.stmt] = module.body
-        *owners, last = part.split(".")
-        for owner in owners:
-            cls = next((n for n in scope if isinstance(n, ast.ClassDef) and n.name == owner), None)
-            if cls is None:
-                return None
-            scope = cls.body
-        index = next(
-            (k for k, n in enumerate(scope) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == last), None
-        )
-        return None if index is None else (scope, index)
-
     for part in parts:
-        mine, yours = find(tree, part), find(theirs, part)
-        if mine is not None and yours is not None:
-            mine[0][mine[1]] = yours[0][yours[1]]
+        name = part.rsplit(".", 1)[-1]
+        mine = _scope(tree, part)
+        if mine is None:
+            continue
+        index = next(
+            (k for k, n in enumerate(mine) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name), None
+        )
+        if index is None:
+            continue
+        yours = _scope(theirs, part) or []
+        defined: list[ast.stmt] = [
+            n for n in yours if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name
+        ]
+        mine[index : index + 1] = defined[:1] or [n for n in yours if _binds(n, name)]
+        if not mine:  # every part of the class left out: a class body holds a statement
+            mine.append(ast.Pass())
     return ast.unparse(tree) + "\n"
 
 
