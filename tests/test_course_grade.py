@@ -1141,6 +1141,30 @@ def test_a_directory_named_with_a_carriage_return_is_refused_before_grading(
     assert not (tmp_path / "out" / "grades.csv").exists()
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="a folder name of bytes that are not UTF-8 (Linux takes any)")
+def test_a_directory_named_with_bytes_that_are_no_text_is_refused_before_grading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the whole class was graded, then a traceback (UnicodeEncodeError) as the gradebook was written, and
+    # every later grade into that --out failed on the results.json left behind (a review of the grader)
+    odd = os.fsdecode(b"lat\xe9n")
+    (tmp_path / "class" / odd).mkdir(parents=True)
+    status, printed, err = grade(capsys, str(tmp_path / "class" / odd), "--out", str(tmp_path / "out"))
+    assert (status, printed) == (2, "")
+    assert "the directory b'lat\\xe9n' has a name that is not UTF-8 text" in err.splitlines()[-1]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a folder name of bytes that are not UTF-8 (Linux takes any)")
+def test_a_gradebook_holding_a_folder_named_with_bytes_that_are_no_text_says_which(tmp_path: Path) -> None:
+    of, one = course(None), exercise(1)
+    gradebook.write(tmp_path, of, {"ada": [thirds(one, 2)]})
+    (tmp_path / os.fsdecode(b"lat\xe9n")).mkdir()
+    shutil.copyfile(tmp_path / "ada" / "results.json", tmp_path / os.fsdecode(b"lat\xe9n") / "results.json")
+    with pytest.raises(gradebook.GradebookError, match="is not UTF-8 text"):
+        gradebook.check_out(tmp_path, of, ["bob"])
+
+
 def test_a_stretch_exercises_points_are_said_as_extra_credit_never_as_more_than_the_most() -> None:
     of = course(None)
     stretch = next(ex for ex in of.exercises if ex.stretch)

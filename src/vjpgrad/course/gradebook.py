@@ -291,6 +291,7 @@ def existing(out: Path, course: Course) -> list[str]:
         )
     names = _unlisted(out, [_untext(r[0]) for r in rows[1:] if r])
     for name in names:
+        _a_text_name(name, out)
         if not (out / name / RESULTS).is_file():  # the gradebook is rebuilt from them: its row would go
             raise GradebookError(
                 f"{path} has a row for {name}, whose {out / name / RESULTS} is not there: put it back, or "
@@ -298,6 +299,21 @@ def existing(out: Path, course: Course) -> list[str]:
             )
         read_results(out / name / RESULTS)
     return names
+
+
+def _a_text_name(name: str, out: Path | None = None) -> None:
+    """Refuse (``GradebookError``) a directory's name whose bytes are not UTF-8 text (Linux takes any
+    bytes; Python holds the others as surrogates): its gradebook row, written as UTF-8, cannot hold
+    it. ``out``: the gradebook's folder, where an older run left it."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(name)
+        where = f" in {out}" if out is not None else ""
+        raise GradebookError(
+            f"the directory {shown!r}{where} has a name that is not UTF-8 text, which a gradebook row cannot hold: "
+            "rename it"
+        ) from None
 
 
 def _unlisted(out: Path, names: list[str]) -> list[str]:
@@ -341,6 +357,7 @@ def check_out(out: Path, course: Course, names: Sequence[str]) -> None:
                 f"the directory {name!r} holds a carriage return (\\r), which would cut its gradebook row in two: "
                 "rename it"
             )
+        _a_text_name(name)
     existing(out, course)
     for name in names:
         if (out / name / RESULTS).is_file():
