@@ -529,6 +529,23 @@ def test_a_copy_with_independent_lines_swapped_or_joined_is_still_a_copy(tmp_pat
     )
     assert (joined / "derivatives.py").read_text().count("up, down") == 1
     assert borrowed.copied(joined, exercise(1)) != []
+    # two lines alike but for their names, swapped: the names were numbered in the order the lines came,
+    # and the lines that use them told the copy apart (a review of the grader)
+    lists = "    up = list(xs)\n    down = list(xs)\n"
+    for k, text in enumerate(
+        [
+            derivatives.replace(lists, "    down = list(xs)\n    up = list(xs)\n"),
+            derivatives.replace(lists, "    down, up = list(xs), list(xs)\n"),
+            derivatives.replace(lists, "    down = list(xs)\n    up = list(xs)\n").replace(
+                "    up[arg] += h\n    down[arg] -= h\n", "    down[arg] -= h\n    up[arg] += h\n"
+            ),
+        ]
+    ):
+        reordered = tmp_path / f"reordered{k}"
+        reordered.mkdir()
+        (reordered / "derivatives.py").write_text(text)
+        assert text != derivatives
+        assert borrowed.copied(reordered, exercise(1)) != [], text
     # what a copy is not: the operands swapped, a common mistake of one's own (an outside review
     # found it told as a copy where every name was made alike)
     mistaken = tmp_path / "mistaken"
