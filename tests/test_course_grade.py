@@ -376,6 +376,21 @@ def test_the_out_folder_among_the_submissions_is_not_graded_as_a_student(tmp_pat
         commands.to_grade([str(tmp_path / "subs" / "out")], tmp_path / "subs" / "out")
 
 
+def test_a_submission_folder_that_links_to_another_name_is_refused_not_merged(tmp_path: Path) -> None:
+    # subs/bob -> alice was graded as alice, and with alice given too bob's row vanished (a review of the
+    # grader); a link to a folder of its own name (subs/cy -> /elsewhere/cy) is graded as that name
+    from vjpgrad.course import commands
+
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "cy").mkdir(parents=True)
+    (tmp_path / "subs" / "bob").symlink_to(tmp_path / "subs" / "alice")
+    (tmp_path / "subs" / "cy").symlink_to(tmp_path / "elsewhere" / "cy")
+    with pytest.raises(commands.CourseError, match=r"subs/bob is a symbolic link to .*alice: its row would be alice's"):
+        commands.to_grade([str(tmp_path / "subs" / "*")], tmp_path / "out")
+    found, _ = commands.to_grade([str(tmp_path / "subs" / "alice"), str(tmp_path / "subs" / "cy")], tmp_path / "out")
+    assert [d.name for d in found] == ["alice", "cy"]
+
+
 # ---- the worked example of the instructor's page, and a class graded with one command ---------------------
 # ---- the worked example of the instructor's page, and a class graded with one command ---------------------
 
