@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import copy
 import dataclasses
+import datetime
 import importlib.util
 import inspect
 import os
@@ -24,9 +25,12 @@ import secrets
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable, Iterator
+from datetime import date
 from os import urandom
 from pathlib import Path
+from time import perf_counter_ns
 from typing import Any
 
 import pytest
@@ -152,6 +156,56 @@ def test_a_system_random_in_the_world_that_draws_outside_does_not_refuse() -> No
     for _ in range(3):
         scale = Value(system.random(), requires_grad=False)
         assert compiled(Value(2.0), scale).data == 2.0 * scale.data
+    assert compiled.times_recorded == 1
+
+
+# ---- the clock ---------------------------------------------------------------------------------------
+
+
+def _time_read(x: Value) -> Value:
+    return x * (time.time() % 1.0)  # the reading
+
+
+def _perf_counter_read(x: Value) -> Value:
+    return x * float(perf_counter_ns() % 7 + 1)  # the reading
+
+
+def _now_read(x: Value) -> Value:
+    return x * float(datetime.datetime.now().microsecond + 1)  # the reading
+
+
+def _today_read(x: Value) -> Value:
+    return x * float(date.today().day)  # the reading
+
+
+@pytest.mark.parametrize(
+    "fn", [_time_read, _perf_counter_read, _now_read, _today_read], ids=["time", "perf_counter_ns", "now", "today"]
+)
+def test_a_reading_of_the_clock_is_refused_naming_the_line(fn: Callable[[Value], Value]) -> None:
+    # a replay would use the recorded reading at every call: the compiled function answered the recording's
+    # time for ever, without a word (a review that fuzzed compile against eager)
+    with pytest.raises(DataDependentError, match=r"read the clock") as refused:
+        vjpgrad.compile(fn)(Value(1.0))
+    message = str(refused.value)
+    assert _line_of(fn, "# the reading") in message, message
+    assert "pass the reading in" in message, message
+
+
+def test_a_clock_read_by_a_library_inside_is_not_the_functions_reading() -> None:
+    """A library's own reading (a log record's time) does not go into what the function computes."""
+    import logging
+
+    log = logging.getLogger("vjpgrad-test-clock")
+    log.addHandler(logging.NullHandler())
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+    def logged(x: Value) -> Value:
+        log.info("step")  # the LogRecord reads time.time_ns() inside logging
+        return x * 2.0
+
+    compiled = vjpgrad.compile(logged)
+    assert [compiled(Value(k)).data for k in (1.0, 2.0, 3.0)] == [2.0, 4.0, 6.0]
     assert compiled.times_recorded == 1
 
 

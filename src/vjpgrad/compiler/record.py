@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import datetime
 import dis
 import functools
 import gc
@@ -27,6 +28,7 @@ import random
 import re
 import sys
 import threading
+import time
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -662,6 +664,13 @@ def refuse_changes(
     draw watch saw a draw or the system's entropy read) or changed its world between the snapshots
     ``before`` and ``after``: a replay would do neither again. Says the line where it can."""
     changed = world.first_difference(before, after)
+    if draws.clock is not None:
+        at, clock = draws.clock
+        raise DataDependentError(
+            f"{name} read the clock ({clock}) at {at} while {recorder} recorded it: a replay would not read it "
+            "again, and would use the recorded reading at every call. Read the clock outside the function and "
+            f"pass the reading in as a Value (Value(t, requires_grad=False)), or {_otherwise(recorder)}"
+        )
     drawn, line = _drawn(changed, generators, draws)
     if drawn is None and changed is not None and changed.aspect == "drawn":  # a generator of its world
         drawn = changed.place
@@ -731,6 +740,40 @@ def _drawn(
 _ENTROPY = tuple(getattr(os, name) for name in ("urandom", "getrandom") if hasattr(os, name))
 """The system's entropy source (``random.SystemRandom`` and ``secrets`` draw from ``os.urandom``):
 a call of one while recording is a random draw."""
+_CLOCKS = (
+    *(
+        getattr(time, name)
+        for name in (
+            "time",
+            "time_ns",
+            "perf_counter",
+            "perf_counter_ns",
+            "monotonic",
+            "monotonic_ns",
+            "process_time",
+            "process_time_ns",
+            "thread_time",
+            "thread_time_ns",
+        )
+        if hasattr(time, name)
+    ),
+    datetime.datetime.now,
+    datetime.datetime.utcnow,
+    datetime.datetime.today,
+    datetime.date.today,
+)
+"""The clock's readings (``time``'s and ``datetime``'s, C functions all): a call of one in the user's
+code while recording is a reading a replay would repeat, refused as a draw is."""
+
+
+def _clock_name(function: Any) -> str:
+    """How a refusal names a reading of the clock: ``time.perf_counter``, ``datetime.date.today``."""
+    owner = getattr(function, "__self__", None)
+    if isinstance(owner, type):
+        return f"{owner.__module__.lstrip('_')}.{owner.__qualname__}.{function.__name__}"
+    return f"time.{function.__name__}"
+
+
 _GLOBAL_RANDOM = getattr(random, "_inst", None)
 """``random``'s global generator (its functions are this one's methods)."""
 _DRAWING_METHODS = frozenset({"random", "getrandbits"})
@@ -895,6 +938,7 @@ class DrawWatch:
         self.previous: Any = None
         self.users: dict[types.CodeType, bool] = {}  # code -> the user's (its states are compared)
         self.entropy: str | None = None  # where the system's entropy source was read (os.urandom)
+        self.clock: tuple[str, str] | None = None  # where the user's code read the clock, and what it called
 
     def __enter__(self) -> None:
         _Seeding.enter(self)
@@ -913,6 +957,10 @@ class DrawWatch:
         if event == "c_call" and arg in _ENTROPY:  # random.SystemRandom, secrets: no generator's state shows it
             if self.entropy is None:
                 self.entropy = _user_line(frame) or "<unknown>"
+            return
+        if event == "c_call" and arg in _CLOCKS:  # the user's own reading: a library's (a log record's) is its own
+            if self.clock is None and not world.is_library_file(frame.f_code.co_filename):
+                self.clock = (f"{frame.f_code.co_filename}:{frame.f_lineno}", _clock_name(arg))
             return
         if event == "c_call" and isinstance(getattr(arg, "__self__", None), random.Random):
             self._random_call(frame, arg)

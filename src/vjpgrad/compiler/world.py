@@ -545,11 +545,18 @@ def is_library_file(file: str) -> bool:
 _SETS_UP = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__"})
 """The names of constructors' code: it sets an object up, as a rule before any call."""
 
-DRAWING_MODULES = frozenset({"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy"})
-"""The modules whose functions draw random numbers (``numpy``: and those under it, ``numpy.random``):
-a world that holds a generator, or whose code (constructors' aside) names one of these modules
-or of their functions, may draw; a recording watches such a world's draws to name the line
-that drew (``record.DrawWatch``)."""
+DRAWING_MODULES = frozenset(
+    {"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy", "time", "datetime", "_datetime"}
+)
+"""The modules whose functions draw random numbers (``numpy``: and those under it, ``numpy.random``)
+or read the clock (``time``, ``datetime``), which a replay would not do again either: a world
+that holds a generator, or whose code (constructors' aside) names one of these modules or of
+their functions or classes (``datetime.date``), may draw; a recording watches such a world's
+draws and readings to name the line (``record.DrawWatch``)."""
+
+
+_TYPES_MODULE = type.__dict__["__module__"]
+"""``type``'s own ``__module__`` getter: a class's module, read without a metaclass's code."""
 
 
 def _draws(x: Any) -> bool:
@@ -562,6 +569,9 @@ def _draws(x: Any) -> bool:
         name = x.__module__
     elif kind is types.MethodType:  # NumPy's global generator's methods (numpy.random.permutation)
         return _draws(x.__func__)
+    elif issubclass(kind, type):  # a class whose methods read the clock (datetime.datetime.now, date.today); no other
+        # class draws by itself (a generator's class makes one: its instances are watched as generators)
+        return _TYPES_MODULE.__get__(x, type) in ("datetime", "_datetime")  # type's own getter, no metaclass's
     else:
         return False
     return isinstance(name, str) and name.partition(".")[0] in DRAWING_MODULES
