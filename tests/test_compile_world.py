@@ -1814,6 +1814,54 @@ def test_a_class_registered_with_the_users_abstract_class_between_calls_is_seen(
     twin_runs(build)
 
 
+@pytest.mark.parametrize("named", ["collections.abc.Sized", "Sized", "numbers.Real", "singledispatch"])
+@pytest.mark.parametrize("through", ["the class", "a subclass of the user's"])
+def test_a_class_registered_with_a_librarys_abstract_class_between_calls_is_seen(named: str, through: str) -> None:
+    """``isinstance(o, collections.abc.Sized)`` asks a library's abstract class, watched by
+    identity as installed code is: a class the user registers with it, or with a subclass of
+    their own, changed what eager code answered while the replay kept the recorded branch (a
+    review that fuzzed compile against eager)."""
+    import collections.abc
+    import functools
+    import numbers
+    from collections.abc import Sized
+
+    base = {"collections.abc.Sized": Sized, "Sized": Sized, "numbers.Real": numbers.Real, "singledispatch": Sized}
+
+    def build() -> Any:
+        class Kind:
+            pass
+
+        held, own = Kind(), [type("Mine", (base[named],), {"__len__": lambda self: 0})]
+
+        def register(run: Any) -> Any:
+            (base[named] if through == "the class" else own[0]).register(Kind)
+            return run(Value(1.0))
+
+        @functools.singledispatch
+        def scale(o: object) -> float:
+            return 3.0
+
+        @scale.register(collections.abc.Sized)
+        def _(o: object) -> float:
+            return 2.0
+
+        asks = {
+            "collections.abc.Sized": lambda: isinstance(held, collections.abc.Sized),
+            "Sized": lambda: isinstance(held, Sized),
+            "numbers.Real": lambda: isinstance(held, numbers.Real),
+            "singledispatch": lambda: scale(held) == 2.0,
+        }[named]
+        return (lambda x: x * (2.0 if asks() else 3.0)), [
+            lambda run: run(Value(1.0)),
+            lambda run: run(Value(1.0)),
+            register,
+            lambda run: run(Value(1.0)),
+        ]
+
+    twin_runs(build)
+
+
 def test_a_subclass_made_between_calls_is_seen_where_the_code_asks_for_subclasses() -> None:
     """``Base.__subclasses__()`` (a registry of plugins): a subclass made between calls is
     another world, as eager code sees it."""

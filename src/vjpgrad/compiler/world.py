@@ -11,7 +11,9 @@ containers' items, their lengths and order (a dict's keys by value, as its value
 (``bytearray``, ``array``, a NumPy array) by their bytes; weak references and containers by
 what they hold; the classes and bases of the objects reached (their ``__dict__`` keys, the
 entries its code names, and their special methods, which Python calls without naming them);
-a user's module's entries its code names, those it lacks, and its ``__getattr__``; the names
+a user's module's entries its code names, those it lacks, and its ``__getattr__``; a library's
+abstract classes the code names (``collections.abc.Sized``): what is registered with each and
+with its subclasses, which ``isinstance`` answers from; the names
 its code finds in ``builtins`` (``fn.__builtins__``). Where the
 code reached computes names (``getattr``, ``vars``, ``globals()``, an ``attrgetter`` held...),
 every entry of the namespaces it reaches is watched; where it compares with ``is``, which
@@ -670,6 +672,8 @@ class _Walk:
         self.reaches_builtins = False  # the builtins module itself: builtins.eval, builtins.globals()
         self.catches = False  # the code reached handles exceptions (``try``, ``with``)
         self.classes: list[tuple[int, type]] = []  # the user's classes walked that are not abstract
+        # (var, entries, names walked: the dict's var) of each library module reached (``_walk_library_abcs``)
+        self.library_modules: list[tuple[int, dict[str, Any], dict[str, int]]] = []
         # what an entry no code names holds (walked where the code computes names): a function
         # there that looks modules up by name is watched, not refused, as the code may never call it
         self.reached_unnamed: set[int] = set()
@@ -892,6 +896,8 @@ class _Walk:
             self._through_builtins()
         if is_library(module):
             self._module_state(var, module)
+            if module is not builtins:
+                self.library_modules.append((var, vars(module), {}))
             return
         entries = vars(module)
         entries_var = self.get(var, "dict", None, self.snapshot.names[var])
@@ -944,6 +950,36 @@ class _Walk:
             self.computed_attributes = True
         if not is_library(kind) or kind is Value or _is_vjpgrads_data(kind):
             self._class(var, kind)
+        elif _abstract(kind):  # a library's abstract class (collections.abc.Sized, numbers.Real)
+            # what is registered with it and its subclasses answers isinstance: the user's register() calls
+            self.fact("registry", var, abc_registry(kind), raw=abc_registry(kind))
+
+    def _holds_abstract(self, module: types.ModuleType) -> bool:
+        """Whether a library's module holds an abstract class under a name the code names (a
+        module on the way to one, ``collections.abc``; not ``numpy.random``, imported where it is
+        first used, whose appearing while recording is no change of the world)."""
+        entries = vars(module)
+        return any(_abstract(entries[key]) for key in self.names.intersection(entries))
+
+    def _walk_library_abcs(self) -> bool:
+        """The entries of the library modules reached that the code now names and that are abstract
+        classes (``collections.abc.Sized``) or modules (``collections.abc``, on the way to one):
+        walked, so that a class the user registers with one, or with a subclass of their own, is a
+        change of the world; whether any was."""
+        progress = False
+        for var, entries, done in self.library_modules:
+            for key in sorted(self.names.intersection(entries) - done.keys()):
+                entry = entries[key]
+                if not (_abstract(entry) or (type(entry) is types.ModuleType and self._holds_abstract(entry))):
+                    continue
+                name = self.snapshot.names[var]
+                entries_var = next(iter(done.values()), None)  # the module's dict, read once
+                if entries_var is None:
+                    entries_var = self.get(var, "dict", None, name)
+                done[key] = entries_var
+                progress = True
+                self.child(self.get(entries_var, "entry", key, f"{name}.{key}"), entry)
+        return progress
 
     def _view(self, var: int, view: Any) -> None:
         """A view of a dict (``d.values()`` kept in a variable): the dict's keys and values, read
@@ -1293,6 +1329,7 @@ class _Walk:
                             self.drawing_names.add(key)
                         self.child(entry, namespace[key])
             progress = self._walk_module_state() or progress
+            progress = self._walk_library_abcs() or progress
             if not progress and not self.queue:
                 return
 
@@ -1373,6 +1410,29 @@ def content(x: Any) -> Any:
     if isinstance(x, decimal.Context):  # its precision, rounding, exponents, traps and flags
         return (type(x), repr(x))
     return (type(x), x.tobytes() if isinstance(x, memoryview) else bytes(x))
+
+
+def _abstract(x: Any) -> bool:
+    """An abstract class (``abc.ABCMeta``'s, which keeps what is registered with it)."""
+    return issubclass(type(x), type) and "_abc_impl" in vars(x)
+
+
+_REGISTRIES: weakref.WeakKeyDictionary[type, tuple[Any, Any]] = weakref.WeakKeyDictionary()
+"""Each library abstract class's ``_registered``, with the ABC cache token it was read at."""
+
+
+def abc_registry(kind: type) -> Any:
+    """What is registered with the abstract class ``kind`` and each of its subclasses
+    (``_registered``), read anew only when a class was registered with any abstract class since
+    (``abc.get_cache_token()``, which every ``register`` moves; ``isinstance``'s own caches hold
+    until it moves too): a guard's check of a library's abstract class costs a lookup."""
+    token = abc.get_cache_token()
+    kept = _REGISTRIES.get(kind)
+    if kept is not None and kept[0] == token:
+        return kept[1]
+    found = _registered(kind)
+    _REGISTRIES[kind] = (token, found)
+    return found
 
 
 def _registered(kind: type) -> tuple[tuple[type, tuple[type, ...]], ...]:
@@ -1705,11 +1765,15 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ),
     ("cell: its contents", types.CellType, _Walk._cell),
     (
-        "module: the entries its code names (a user's; a library's _MODULE_STATE)",
+        "module: the entries its code names (a user's; a library's _MODULE_STATE and abstract classes)",
         types.ModuleType,
         _Walk._user_module,
     ),
-    ("class: its entries, special methods and bases (a user's)", type, _Walk._user_class),
+    (
+        "class: its entries, special methods and bases (a user's; a library's abstract class: what is registered)",
+        type,
+        _Walk._user_class,
+    ),
     ("dict view: its dict", (type({}.keys()), type({}.values()), type({}.items())), _Walk._view),
     ("mapping proxy: its mapping", types.MappingProxyType, _Walk._proxy),
     (
