@@ -1265,6 +1265,25 @@ def test_a_label_that_changes_at_every_call_counts_as_a_structure_of_the_argumen
     assert "what the Values it was given carry" in found[0]
 
 
+def test_a_list_argument_of_a_new_length_at_every_call_is_advised_on_as_an_argument() -> None:
+    """A list argument of another length at each call: the warning past the bound said "if the
+    function reads it, pass it as an argument" of what already was one (a review that fuzzed
+    compile); it says that each length is recorded apart."""
+    import warnings
+
+    from vjpgrad.compiler.run import ARGUMENT_STRUCTURE_LIMIT
+
+    compiled = vjpgrad.compile(lambda xs: sum(xs, Value(0.0)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(1, ARGUMENT_STRUCTURE_LIMIT + 3):
+            assert compiled([Value(1.0)] * k).data == float(k)
+    found = [str(w.message) for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
+    assert len(found) == 1
+    assert "pass it as an argument" not in found[0], found[0]
+    assert "each length of a list" in found[0], found[0]
+
+
 def carrying(**attributes: Any) -> Callable[[], list[Any]]:
     def make() -> list[Any]:
         x = Value(-0.0)
@@ -1781,6 +1800,20 @@ NUMBERS_ADVICE = (
     "function, or call it uncompiled"
 )
 """What a refusal to read a number advises, unless the operation refused has advice of its own."""
+
+
+def test_a_refusal_inside_pythons_library_names_the_users_line_first() -> None:
+    # copy.copy(x) inside: the refusal named copy.py's line first and the user's second (a review)
+    source = "import copy\ndef f(x):\n    return copy.copy(x) * 2.0\n"
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "lesson.py", "exec"), namespace)
+    with pytest.raises(DataDependentError) as error:
+        vjpgrad.compile(namespace["f"])(Value(1.0))
+    message = str(error.value)
+    assert message.startswith("copying or pickling a Value (copy.copy, copy.deepcopy, pickle) at lesson.py:3 (in "), (
+        message
+    )
+    assert "copy.py:" in message
 
 
 @pytest.mark.parametrize(

@@ -996,10 +996,17 @@ class Compiled:
                 "An object argument is keyed by its identity (its state is watched through it): pass the same "
                 "object at every call, or the numbers it holds as Values, or in a list, tuple or dict"
             )
+        elif argument:
+            advice = (
+                "The structure of its arguments is the recording's key: each length of a list, each kind of "
+                "argument, each string or flag passed is recorded apart. Call it with few structures (lists of "
+                "a few lengths, padded or batched; numbers that change passed as Values)"
+            )
         else:
             advice = f"If the function reads it, pass it as an argument; if it does not, {away}"
+        reached = "the structure of its arguments" if argument else "something it can reach"
         return (
-            f"{described(self.fn)} was recorded by vjpgrad.compile {why}, each time because something it can reach "
+            f"{described(self.fn)} was recorded by vjpgrad.compile {why}, each time because {reached} "
             f"changed (last: {changed}): it runs uncompiled from now on. {advice}, and call reset() to compile it "
             "again"
         )

@@ -327,7 +327,8 @@ def warn_at_users_line(message: str, category: type[Warning]) -> None:
 def caller_location() -> str:
     """``file:line`` of the first frame outside vjpgrad: where the user's code is. When that
     frame is in Python's library or an installed package (``statistics.fmean`` reading a
-    Value), the user's line that called it follows: ``statistics.py:456 (called from x.py:3)``."""
+    Value), the user's line that called it comes first, then where inside the library:
+    ``x.py:3 (in statistics.py:456)``."""
     frame: Any = sys._getframe(1)
     while frame is not None and is_own_code(frame):
         frame = frame.f_back
@@ -339,7 +340,7 @@ def caller_location() -> str:
     caller = frame.f_back
     while caller is not None and caller.f_code.co_filename.startswith((*_LIBRARIES, *OWN_CODE)):
         caller = caller.f_back
-    return place if caller is None else f"{place} (called from {caller.f_code.co_filename}:{caller.f_lineno})"
+    return place if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno} (in {place})"
 
 
 class _UserFrames:
