@@ -451,6 +451,40 @@ def test_zero_grad_clears_every_grad(make: Callable[[list[Value]], Optimizer]) -
     assert a.grad == 2.0  # a fresh gradient, not 9 + 2
 
 
+def test_betas_assigned_between_steps_are_checked_and_made_floats_before_the_step_reads_them() -> None:
+    # Adam read self.betas before the check: NumPy float32 betas assigned between steps computed that step in
+    # float32, and three betas said "too many values to unpack" (a review of the change)
+    np = pytest.importorskip("numpy")
+    as_floats, assigned = Value(1.0), Value(1.0)
+    for p, betas in ((as_floats, (float(np.float32(0.9)), float(np.float32(0.999)))), (assigned, None)):
+        opt = Adam([p], lr=0.1)
+        opt.betas = betas if betas is not None else (np.float32(0.9), np.float32(0.999))
+        p.grad = 0.3
+        opt.step()
+    assert assigned.data.hex() == as_floats.data.hex()
+    opt = Adam([Value(1.0)], lr=0.1)
+    opt.betas = (0.9, 0.999, 0.5)  # type: ignore[assignment]
+    refuses(opt.step, TypeError, "betas must be a pair of numbers, got (0.9, 0.999, 0.5)")
+
+
+def test_an_optimizer_of_ones_own_steps_through_stepped_without_hyperparameters_to_check() -> None:
+    # the Optimizer base class invites subclasses: one with no _settings raised NotImplementedError
+    class SignSGD(Optimizer):
+        def __init__(self, params: list[Value], lr: float) -> None:
+            super().__init__(params)
+            self.lr = lr
+
+        def step(self) -> None:
+            for _, p in self._stepped():
+                p.data -= self.lr * (1.0 if p.grad > 0 else -1.0)
+
+    p = Value(1.0)
+    opt = SignSGD([p], 0.25)
+    p.grad = 2.0
+    opt.step()
+    assert p.data == 0.75
+
+
 @pytest.mark.parametrize("make", EVERY_KIND)
 def test_zero_grad_set_to_none_clears_to_none_as_pytorchs_does(make: Callable[[list[Value]], Optimizer]) -> None:
     a = Value(1.5)

@@ -121,7 +121,8 @@ class Optimizer:
         """The parameters a step moves, with their index: PyTorch steps only those with a grad.
         First, the hyperparameters as they are now are checked (a schedule assigns ``lr`` between
         steps): an ill-typed one raises here, before the step changes anything."""
-        self._apply_settings(self._check_settings({name: getattr(self, name) for name in self._settings}))
+        if self._settings:  # an optimizer of one's own may name none
+            self._apply_settings(self._check_settings({name: getattr(self, name) for name in self._settings}))
         return ((i, p) for i, p in enumerate(self.params) if p.requires_grad and p.grad is not None)
 
     # ---- hyperparameters and state as plain data ------------------------------------------
@@ -328,8 +329,9 @@ class Adam(Optimizer):
         }
 
     def step(self) -> None:
+        stepped = self._stepped()  # checks the hyperparameters first: betas assigned since are floats here
         beta1, beta2 = self.betas
-        for i, p in self._stepped():
+        for i, p in stepped:
             grad = -p.grad if self.maximize else p.grad
             self.steps[i] = step = self.steps[i] + 1
             if self.weight_decay != 0:
