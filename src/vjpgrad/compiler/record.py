@@ -766,11 +766,26 @@ _CLOCKS = (
 code while recording is a reading a replay would repeat, refused as a draw is."""
 
 
+def _is_clock(function: Any) -> bool:
+    """Whether a C function called reads the clock: one of ``_CLOCKS``, or ``now``, ``utcnow`` or
+    ``today`` of a subclass of ``datetime.date`` (``datetime.datetime`` among them). A profiler
+    sees a C function called from Python only: one a ``functools.partial`` calls is not seen."""
+    if function in _CLOCKS:
+        return True
+    owner = getattr(function, "__self__", None)
+    return (
+        isinstance(owner, type)
+        and issubclass(owner, datetime.date)
+        and getattr(function, "__name__", None) in ("now", "utcnow", "today")
+    )
+
+
 def _clock_name(function: Any) -> str:
     """How a refusal names a reading of the clock: ``time.perf_counter``, ``datetime.date.today``."""
     owner = getattr(function, "__self__", None)
     if isinstance(owner, type):
-        return f"{owner.__module__.lstrip('_')}.{owner.__qualname__}.{function.__name__}"
+        module = "datetime." if owner.__module__ in ("datetime", "_datetime") else ""
+        return f"{module}{owner.__qualname__}.{function.__name__}"
     return f"time.{function.__name__}"
 
 
@@ -958,7 +973,7 @@ class DrawWatch:
             if self.entropy is None:
                 self.entropy = _user_line(frame) or "<unknown>"
             return
-        if event == "c_call" and arg in _CLOCKS:  # the user's own reading: a library's (a log record's) is its own
+        if event == "c_call" and _is_clock(arg):  # the user's own reading: a library's (a log record's) is its own
             if self.clock is None and not world.is_library_file(frame.f_code.co_filename):
                 self.clock = (f"{frame.f_code.co_filename}:{frame.f_lineno}", _clock_name(arg))
             return

@@ -54,6 +54,7 @@ import builtins
 import collections
 import contextlib
 import dataclasses
+import datetime
 import decimal
 import dis
 import enum
@@ -548,17 +549,13 @@ _SETS_UP = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__
 """The names of constructors' code: it sets an object up, as a rule before any call."""
 
 DRAWING_MODULES = frozenset(
-    {"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy", "time", "datetime", "_datetime"}
+    {"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy", "time", "datetime", "_datetime", "timeit"}
 )
 """The modules whose functions draw random numbers (``numpy``: and those under it, ``numpy.random``)
 or read the clock (``time``, ``datetime``), which a replay would not do again either: a world
 that holds a generator, or whose code (constructors' aside) names one of these modules or of
 their functions or classes (``datetime.date``), may draw; a recording watches such a world's
 draws and readings to name the line (``record.DrawWatch``)."""
-
-
-_TYPES_MODULE = type.__dict__["__module__"]
-"""``type``'s own ``__module__`` getter: a class's module, read without a metaclass's code."""
 
 
 def _draws(x: Any) -> bool:
@@ -571,12 +568,31 @@ def _draws(x: Any) -> bool:
         name = x.__module__
     elif kind is types.MethodType:  # NumPy's global generator's methods (numpy.random.permutation)
         return _draws(x.__func__)
-    elif issubclass(kind, type):  # a class whose methods read the clock (datetime.datetime.now, date.today); no other
-        # class draws by itself (a generator's class makes one: its instances are watched as generators)
-        return _TYPES_MODULE.__get__(x, type) in ("datetime", "_datetime")  # type's own getter, no metaclass's
+    elif issubclass(kind, type):  # a class whose methods read the clock (datetime.datetime.now, date.today, a
+        # subclass's); no other class draws by itself (a generator's class makes one: its instances are watched)
+        return issubclass(x, datetime.date)  # type's own check of the class's bases: none of the class's code runs
     else:
         return False
     return isinstance(name, str) and name.partition(".")[0] in DRAWING_MODULES
+
+
+def _reads_clock(x: Any) -> bool:
+    """A function of ``time``, ``datetime`` or ``timeit`` or a class deriving from ``datetime.date``
+    (its ``now``, ``today``): what reads the clock wherever the world holds it (a default, an
+    attribute, a ``staticmethod``), a module aside (a constructor's ``import time`` is not called
+    by the function: modules count where the code names them, ``_draws``)."""
+    kind = type(x)
+    if kind is types.ModuleType:
+        return False
+    if issubclass(kind, type):
+        return issubclass(x, datetime.date)
+    if kind is types.MethodType:
+        return _reads_clock(x.__func__)
+    return kind in (types.FunctionType, types.BuiltinFunctionType) and x.__module__ in _CLOCK_MODULES
+
+
+_CLOCK_MODULES = frozenset({"time", "datetime", "_datetime", "timeit"})
+"""The modules of ``DRAWING_MODULES`` whose functions read the clock."""
 
 
 class WorldTooLargeError(Exception):
@@ -753,6 +769,8 @@ class _Walk:
         ``KINDS`` its type falls in says: a container's items, a function's parts, an
         instance's class, attributes and slots, or a refusal."""
         self.inside_unnamed = var in self.unnamed
+        if _reads_clock(x):  # held anywhere (a default, an attribute, a staticmethod): the recording watches its calls
+            self.snapshot.may_draw = True
         try:
             how = row_of(type(x))[1]
             how(self, var, x)
