@@ -22,6 +22,7 @@ import dataclasses
 import decimal
 import enum
 import functools
+import gc
 import importlib
 import inspect
 import io
@@ -31,6 +32,7 @@ import operator
 import os
 import random
 import string
+import subprocess
 import sys
 import sysconfig
 import types
@@ -1860,6 +1862,58 @@ def test_a_class_registered_with_a_librarys_abstract_class_between_calls_is_seen
         ]
 
     twin_runs(build)
+
+
+def test_a_registration_elsewhere_or_a_new_subclass_of_a_librarys_abstract_class_records_nothing_anew() -> None:
+    """What is registered with ``Sized`` answers ``isinstance(k, Sized)``: a new subclass of it, or a
+    class registered with another abstract class, changes no answer, and recorded anew at every call
+    (a review of the change), the function ran uncompiled past the bound."""
+    import collections.abc
+    import numbers
+    import warnings
+
+    gc.collect()  # the classes other tests made and let go: their registrations go with them
+    compiled = vjpgrad.compile(lambda x, k: x * (2.0 if isinstance(k, collections.abc.Sized) else 3.0))
+    kept = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(12):
+            assert compiled(Value(1.0), 1.5).data == 3.0
+            made = type("Made", (collections.abc.Mapping,), {})
+            unrelated = type("Unrelated", (), {})
+            numbers.Number.register(unrelated)
+            kept.append((made, unrelated))
+    assert compiled.times_recorded == 1
+    assert not [w for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
+
+
+def test_an_import_that_registers_classes_while_recording_is_no_change_of_the_world(tmp_path: Path) -> None:
+    """``import sqlite3`` inside the function, on its first call, registers its ``Row`` with
+    ``collections.abc.Sequence``: that registration is no side effect of the user's to refuse (a
+    review of the change found such an import refused), and the later calls replay."""
+    script = tmp_path / "lazy.py"
+    script.write_text(
+        "import sys, collections.abc\n"
+        "import vjpgrad\n"
+        "from vjpgrad import Value\n"
+        "assert 'sqlite3' not in sys.modules\n"
+        "def f(x, k):\n"
+        "    import sqlite3  # registers sqlite3.Row with collections.abc.Sequence\n"
+        "    return x * (2.0 if isinstance(k, collections.abc.Sequence) else 3.0)\n"
+        "compiled = vjpgrad.compile(f)\n"
+        "print([compiled(Value(1.0), 1.5).data for _ in range(4)], compiled.times_recorded)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    values, recorded = run.stdout.rsplit("]", 1)
+    assert values + "]" == "[3.0, 3.0, 3.0, 3.0]"
+    assert int(recorded) <= 2
 
 
 def test_a_subclass_made_between_calls_is_seen_where_the_code_asks_for_subclasses() -> None:

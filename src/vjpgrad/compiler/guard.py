@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vjpgrad.compiler import lines
-from vjpgrad.compiler.world import MEMBERS, MISSING, Fact, Snapshot, abc_registry, content, exact, groups
+from vjpgrad.compiler.world import MEMBERS, MISSING, Fact, Snapshot, content, exact, groups, registry_changed
 
 _float_bits = struct.Struct("<d").pack
 _names = itertools.count(1)
@@ -62,7 +62,7 @@ _HELPERS: dict[str, Any] = {
     "_MISSING": MISSING,
     "_groups": groups,
     "_content": content,
-    "_registry": abc_registry,
+    "_registry_changed": registry_changed,
 }
 
 
@@ -272,7 +272,7 @@ _CHECKS: dict[str, Callable[[_Writer, str, Fact, Any], str]] = {
     ),
     "no attributes": lambda w, o, fact, raw: f"{o}.__dict__",
     "state": lambda w, o, fact, raw: f"_content({o}) != {w.constant(raw)}",
-    "registry": lambda w, o, fact, raw: f"_registry({o}) != {w.constant(raw)}",
+    "registry": lambda w, o, fact, raw: f"_registry_changed({o}, {w.constant(raw)})",
     "builtins": lambda w, o, fact, raw: (
         f"any(map(_is_not, map({o}.get, {w.constant(fact[2])}, {w.constant((MISSING,) * len(fact[2]))}), "
         f"{w.constant(raw)}))"

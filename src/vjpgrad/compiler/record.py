@@ -663,7 +663,7 @@ def refuse_changes(
     """``DataDependentError`` if recording ``fn`` drew random numbers (a generator's state moved, the
     draw watch saw a draw or the system's entropy read) or changed its world between the snapshots
     ``before`` and ``after``: a replay would do neither again. Says the line where it can."""
-    changed = world.first_difference(before, after)
+    changed = world.first_difference(before, after, registries=False)
     if draws.clock is not None:
         at, clock = draws.clock
         raise DataDependentError(

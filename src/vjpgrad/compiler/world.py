@@ -1440,17 +1440,26 @@ _REGISTRIES: weakref.WeakKeyDictionary[type, tuple[Any, Any]] = weakref.WeakKeyD
 
 
 def abc_registry(kind: type) -> Any:
-    """What is registered with the abstract class ``kind`` and each of its subclasses
-    (``_registered``), read anew only when a class was registered with any abstract class since
-    (``abc.get_cache_token()``, which every ``register`` moves; ``isinstance``'s own caches hold
-    until it moves too): a guard's check of a library's abstract class costs a lookup."""
+    """The classes registered with the abstract class ``kind`` or with any of its subclasses, which
+    ``isinstance(x, kind)`` answers from (a new subclass, or a class registered elsewhere, changes
+    no answer), each held weakly, in the order of their ids. Read anew only when a class was
+    registered with any abstract class since (``abc.get_cache_token()``, which every ``register``
+    moves; ``isinstance``'s own caches hold until it moves too): a guard's check of a library's
+    abstract class costs a lookup."""
     token = abc.get_cache_token()
     kept = _REGISTRIES.get(kind)
     if kept is not None and kept[0] == token:
         return kept[1]
-    found = _registered(kind)
+    registered = {id(c): c for _, classes in _registered(kind) for c in classes}
+    found = tuple(weakref.ref(registered[k]) for k in sorted(registered))
     _REGISTRIES[kind] = (token, found)
     return found
+
+
+def registry_changed(kind: type, recorded: tuple[Any, ...]) -> bool:
+    """Whether what is registered with the abstract class ``kind`` (``abc_registry``) differs from
+    ``recorded``, a class collected since aside (it has no instance left to ask about)."""
+    return bool(abc_registry(kind) != tuple(ref for ref in recorded if ref() is not None))
 
 
 def _registered(kind: type) -> tuple[tuple[type, tuple[type, ...]], ...]:
@@ -2283,11 +2292,16 @@ class Difference(NamedTuple):
         return self.place + ASPECTS[self.aspect]
 
 
-def first_difference(before: Snapshot, after: Snapshot) -> Difference | None:
+def first_difference(before: Snapshot, after: Snapshot, registries: bool = True) -> Difference | None:
     """Where two observations of a world first differ, as a reader names it; None if equal. A
-    cache Python added to a class's namespace (``_PYTHONS_CACHES``) is no difference."""
+    cache Python added to a class's namespace (``_PYTHONS_CACHES``) is no difference, nor, where
+    ``registries`` is False (a recording's side effects), what is registered with a library's
+    abstract class: an import the function makes registers its classes there (``import sqlite3``:
+    ``Sequence.register(Row)``), which no replay needs to do again."""
     for old, new in zip(before.facts, after.facts, strict=False):
         if old != new and not _caches_added(before, old, new):
+            if not registries and old[0] == new[0] == "registry" and old[1] == new[1]:
+                continue
             return _difference(before, after, old, new)
     if len(before.facts) != len(after.facts):
         longer = before if len(before.facts) > len(after.facts) else after
