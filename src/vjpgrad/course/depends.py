@@ -107,22 +107,44 @@ def _scope(module: ast.Module, part: str) -> list[ast.stmt] | None:
     return scope
 
 
-def _binds(statement: ast.stmt, name: str) -> bool:
-    """Whether ``statement`` of a scope binds ``name`` other than by a def or a class (``relu =
-    ...``, ``from helpers import relu``)."""
-    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        return any(isinstance(n, ast.Name) and n.id == name for target in targets for n in ast.walk(target))
-    if isinstance(statement, (ast.Import, ast.ImportFrom)):
-        return any((alias.asname or alias.name.partition(".")[0]) == name for alias in statement.names)
+def _bound_anywhere(module: ast.Module, name: str) -> bool:
+    """Whether ``module`` binds ``name`` anywhere, in any way: a def or class of that name (in an
+    ``if``, a ``try``, another class), an assignment to it or to an attribute of that name
+    (``Value.exp = exp`` after the class), an import as it."""
+    for node in ast.walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Store):
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            (alias.asname or alias.name.partition(".")[0]) == name for alias in node.names
+        ):
+            return True
+    return False
+
+
+def _inherits(module: ast.Module, part: str) -> bool:
+    """Whether a class on the way to ``part`` in ``module`` has bases (a mixin of the student's may
+    give it the part)."""
+    scope: list[ast.stmt] = module.body
+    for owner in part.split(".")[:-1]:
+        cls = next((n for n in scope if isinstance(n, ast.ClassDef) and n.name == owner), None)
+        if cls is None:
+            return False
+        if cls.bases or cls.keywords:
+            return True
+        scope = cls.body
     return False
 
 
 def _splice(reference: str, theirs: ast.Module, parts: Sequence[str]) -> str:
     """The reference file with the student's definitions of ``parts`` (in ``theirs``, their file as
-    parsed) in place of its own: their def (or class), else the statements of theirs that bind the
-    name in that scope (``relu = ...``), else nothing, so that a part they left out is missing here
-    too, as in their own file, never graded on the reference's."""
+    parsed) in place of its own. A part their file defines in that scope is theirs; one it binds
+    some other way (``tanh = _tanh``, ``Value.exp = exp`` after the class, a mixin) stays the
+    reference's, as a splice cannot carry what it needs along; one their file binds nowhere is
+    taken out, so that it is missing here as in their own file, never graded on the reference's."""
     tree = source_tree(reference)
     for part in parts:
         name = part.rsplit(".", 1)[-1]
@@ -135,12 +157,13 @@ def _splice(reference: str, theirs: ast.Module, parts: Sequence[str]) -> str:
         if index is None:
             continue
         yours = _scope(theirs, part) or []
-        defined: list[ast.stmt] = [
-            n for n in yours if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name
-        ]
-        mine[index : index + 1] = defined[:1] or [n for n in yours if _binds(n, name)]
-        if not mine:  # every part of the class left out: a class body holds a statement
-            mine.append(ast.Pass())
+        defined = next((n for n in yours if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name), None)
+        if defined is not None:
+            mine[index] = defined
+        elif not _bound_anywhere(theirs, name) and not _inherits(theirs, part):
+            del mine[index]
+            if not mine:  # every part of the class left out: a class body holds a statement
+                mine.append(ast.Pass())
     return ast.unparse(tree) + "\n"
 
 
