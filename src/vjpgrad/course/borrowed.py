@@ -40,7 +40,6 @@ guard, given ``allowed``): an engine that is vjpgrad's earns nothing from vjpgra
 from __future__ import annotations
 
 import ast
-import collections
 import copy
 import hashlib
 import importlib.util
@@ -732,37 +731,6 @@ def _sorted_blocks(node: ast.AST, form: Callable[[ast.AST], str]) -> None:
             setattr(node, field, sorted(block, key=form))  # stable: statements alike keep their order
 
 
-def _sorted_by_form_and_use(node: ast.AST) -> None:
-    """Each block under ``node`` put in the order of its statements' forms with every name alike
-    (``_anonymous``), innermost first; statements alike in that form (``up = list(xs)``, ``down =
-    list(xs)``) in the order of how the names they bind are used: the form of each statement that
-    reads such a name, and where the name comes among the names it reads. Copies that differ in
-    their names and in the order of lines that do not depend on each other are put in one order,
-    whatever order their lines came in (one pass over each block: no statement is read twice)."""
-    for field in BLOCKS:
-        block = getattr(node, field, None)
-        if not (isinstance(block, list) and block and all(isinstance(s, ast.AST) for s in block)):
-            continue
-        for statement in block:
-            _sorted_by_form_and_use(statement)
-        forms = [_anonymous(statement) for statement in block]
-        uses: dict[str, list[tuple[str, int]]] = {}
-        bound: list[set[str]] = []
-        for form, statement in zip(forms, block, strict=True):
-            names = [n for n in ast.walk(statement) if isinstance(n, ast.Name)]
-            read = [n.id for n in names if isinstance(n.ctx, ast.Load)]
-            for place, name in enumerate(read):
-                uses.setdefault(name, []).append((form, place))
-            bound.append({n.id for n in names if isinstance(n.ctx, ast.Store)})
-        alike = collections.Counter(forms)  # only statements alike in form need their names' uses
-        keys = [
-            (form, sorted(sorted(uses.get(name, ())) for name in names) if alike[form] > 1 else [])
-            for form, names in zip(forms, bound, strict=True)
-        ]
-        order = sorted(range(len(block)), key=keys.__getitem__)  # stable: statements alike keep their order
-        setattr(node, field, [block[k] for k in order])
-
-
 def _anonymous(node: ast.AST) -> str:
     """``node``'s form with every name it chooses alike (``_AnyName``), the node itself unchanged."""
     return ast.dump(_AnyName().visit(copy.deepcopy(node)), annotate_fields=False, include_attributes=False)
@@ -793,7 +761,7 @@ def _loose(node: ast.AST) -> str:
             block = getattr(statement, field, None)
             if isinstance(block, list) and block and all(isinstance(s, ast.stmt) for s in block):
                 setattr(statement, field, [part for s in block for part in _unpacked(s)])
-    _sorted_by_form_and_use(tree)
+    _sorted_blocks(tree, _anonymous)
     tree = _Names().visit(tree)
     _sorted_blocks(tree, _plain)
     return "loose " + _plain(tree)
