@@ -457,7 +457,7 @@ def _submissions(found: list[Path], grades: str) -> list[Path]:
     for directory in found:
         if not directory.is_dir():
             raise CourseError(f"{directory} is not a directory: grade takes the students' course directories")
-        if directory.resolve().name != Path(os.path.abspath(directory)).name:  # a link to another name
+        if directory.is_symlink() and directory.resolve().name != Path(os.path.abspath(directory)).name:
             raise CourseError(
                 f"{directory} is a symbolic link to {directory.resolve()}: its row would be "
                 f"{directory.resolve().name}'s; grade the folder itself, or give it a name of its own"
