@@ -1887,6 +1887,25 @@ def test_a_registration_elsewhere_or_a_new_subclass_of_a_librarys_abstract_class
     assert not [w for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
 
 
+def test_a_class_registered_with_a_librarys_abstract_class_that_dies_records_nothing_anew() -> None:
+    # the registry kept its dead class's weak reference until abc's cache token moved, and every call
+    # recorded anew, past the bound (a second review of the change)
+    import collections.abc
+    import warnings
+
+    gone = type("Gone", (), {})
+    collections.abc.Sized.register(gone)
+    compiled = vjpgrad.compile(lambda x, k: x * (2.0 if isinstance(k, collections.abc.Sized) else 3.0))
+    assert compiled(Value(1.0), 1.5).data == 3.0
+    del gone
+    gc.collect()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [compiled(Value(1.0), 1.5).data for _ in range(12)] == [3.0] * 12
+    assert compiled.times_recorded == 1
+    assert not [w for w in caught if issubclass(w.category, vjpgrad.RecompileWarning)]
+
+
 def test_an_import_that_registers_classes_while_recording_is_no_change_of_the_world(tmp_path: Path) -> None:
     """``import sqlite3`` inside the function, on its first call, registers its ``Row`` with
     ``collections.abc.Sequence``: that registration is no side effect of the user's to refuse (a

@@ -1458,8 +1458,10 @@ def abc_registry(kind: type) -> Any:
 
 def registry_changed(kind: type, recorded: tuple[Any, ...]) -> bool:
     """Whether what is registered with the abstract class ``kind`` (``abc_registry``) differs from
-    ``recorded``, a class collected since aside (it has no instance left to ask about)."""
-    return bool(abc_registry(kind) != tuple(ref for ref in recorded if ref() is not None))
+    ``recorded``, a class collected since aside on both sides (it has no instance left to ask
+    about, and a registry read before it died still names it until abc's token moves)."""
+    now = tuple(ref for ref in abc_registry(kind) if ref() is not None)  # kept until the token moves
+    return now != tuple(ref for ref in recorded if ref() is not None)
 
 
 def _registered(kind: type) -> tuple[tuple[type, tuple[type, ...]], ...]:
