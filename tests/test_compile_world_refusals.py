@@ -218,6 +218,17 @@ def _timeit_read(x: Value) -> Value:
     return x * (timeit.default_timer() % 1.0)  # the reading
 
 
+_STARTED = datetime.datetime(2026, 1, 1)
+
+
+def _instance_read(x: Value) -> Value:
+    return x * float(_STARTED.now().microsecond + 1)  # the reading
+
+
+def _clock_gettime_read(x: Value) -> Value:
+    return x * (time.clock_gettime(time.CLOCK_MONOTONIC) % 1.0)  # the reading
+
+
 @pytest.mark.parametrize(
     "fn",
     [
@@ -231,6 +242,8 @@ def _timeit_read(x: Value) -> Value:
         _static_read,
         _subclass_read,
         _timeit_read,
+        _instance_read,
+        *([_clock_gettime_read] if hasattr(time, "clock_gettime") else []),
     ],
     ids=[
         "time",
@@ -242,6 +255,8 @@ def _timeit_read(x: Value) -> Value:
         "staticmethod",
         "datetime subclass",
         "timeit",
+        "a datetime's now",
+        *(["clock_gettime"] if hasattr(time, "clock_gettime") else []),
     ],
 )
 def test_a_reading_of_the_clock_is_refused_naming_the_line(fn: Callable[[Value], Value]) -> None:
@@ -253,6 +268,41 @@ def test_a_reading_of_the_clock_is_refused_naming_the_line(fn: Callable[[Value],
     where = _Timer.read if fn is _attribute_read else fn
     assert _line_of(where, "# the reading") in message, message
     assert "pass the reading in" in message, message
+
+
+def test_a_clock_read_by_a_librarys_generated_code_is_the_librarys(tmp_path: Path) -> None:
+    """A library's dataclass whose ``default_factory`` reads the clock: its ``__init__`` is code
+    ``dataclasses`` made (a file named ``<string>``), called by the library, not by the user's code:
+    refused as the user's reading, it named ``<string>:4`` (a second review of the change)."""
+    package, project = tmp_path / "installed", tmp_path / "project"
+    package.mkdir()
+    project.mkdir()
+    (package / "stamped.py").write_text(
+        "import dataclasses, time\n"
+        "@dataclasses.dataclass\n"
+        "class Event:\n"
+        "    name: str\n"
+        "    at: float = dataclasses.field(default_factory=time.time)\n"
+        "def record(name):\n"
+        "    return Event(name)\n"
+    )
+    script = project / "user.py"
+    script.write_text(
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(package)!r})\n"
+        "import stamped, vjpgrad\n"
+        "from vjpgrad.compiler import world\n"
+        "assert world.is_library_file(stamped.__file__)\n"
+        "from vjpgrad import Value\n"
+        "def f(x):\n"
+        "    stamped.record('step')  # the library reads the clock for its own record\n"
+        "    return x * 2.0 if time is not None else x\n"
+        "compiled = vjpgrad.compile(f)\n"
+        "print([compiled(Value(k)).data for k in (1.0, 2.0, 3.0)])\n"
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=project)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[2.0, 4.0, 6.0]"
 
 
 def test_a_class_made_without_a_module_name_is_walked_as_before() -> None:

@@ -754,6 +754,8 @@ _CLOCKS = (
             "process_time_ns",
             "thread_time",
             "thread_time_ns",
+            "clock_gettime",
+            "clock_gettime_ns",
         )
         if hasattr(time, name)
     ),
@@ -764,6 +766,16 @@ _CLOCKS = (
 )
 """The clock's readings (``time``'s and ``datetime``'s, C functions all): a call of one in the user's
 code while recording is a reading a replay would repeat, refused as a draw is."""
+
+
+def _outside_generated(frame: types.FrameType | None) -> types.FrameType | None:
+    """The innermost frame from ``frame`` out whose code is not code made from text at run time
+    (``<string>``: a dataclass's ``__init__``, a namedtuple's ``__new__``): whose it is decides
+    whose reading of the clock it made (a library's dataclass with ``default_factory=time.time``
+    reads it for the library)."""
+    while frame is not None and frame.f_code.co_filename == "<string>":
+        frame = frame.f_back
+    return frame
 
 
 def _is_clock(function: Any) -> bool:
@@ -974,8 +986,9 @@ class DrawWatch:
                 self.entropy = _user_line(frame) or "<unknown>"
             return
         if event == "c_call" and _is_clock(arg):  # the user's own reading: a library's (a log record's) is its own
-            if self.clock is None and not world.is_library_file(frame.f_code.co_filename):
-                self.clock = (f"{frame.f_code.co_filename}:{frame.f_lineno}", _clock_name(arg))
+            reader = _outside_generated(frame)
+            if self.clock is None and reader is not None and not world.is_library_file(reader.f_code.co_filename):
+                self.clock = (f"{reader.f_code.co_filename}:{reader.f_lineno}", _clock_name(arg))
             return
         if event == "c_call" and isinstance(getattr(arg, "__self__", None), random.Random):
             self._random_call(frame, arg)

@@ -577,8 +577,8 @@ def _draws(x: Any) -> bool:
 
 
 def _reads_clock(x: Any) -> bool:
-    """A function of ``time``, ``datetime`` or ``timeit`` or a class deriving from ``datetime.date``
-    (its ``now``, ``today``): what reads the clock wherever the world holds it (a default, an
+    """A function of ``time``, ``datetime`` or ``timeit``, a class deriving from ``datetime.date``
+    or an instance of one (their ``now``, ``today``): what reads the clock wherever the world holds it (a default, an
     attribute, a ``staticmethod``), a module aside (a constructor's ``import time`` is not called
     by the function: modules count where the code names them, ``_draws``)."""
     kind = type(x)
@@ -586,6 +586,8 @@ def _reads_clock(x: Any) -> bool:
         return False
     if issubclass(kind, type):
         return issubclass(x, datetime.date)
+    if issubclass(kind, datetime.date):  # a date or datetime held: its now() and today() read the clock
+        return True
     if kind is types.MethodType:
         return _reads_clock(x.__func__)
     return kind in (types.FunctionType, types.BuiltinFunctionType) and x.__module__ in _CLOCK_MODULES
