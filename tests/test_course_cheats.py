@@ -1697,6 +1697,9 @@ def test_independent_grading_gives_no_part_of_the_reference_for_a_part_the_stude
             node.body.append(ast.parse("tanh = _tanh").body[0])
     tree.body.append(ast.parse("def _log(self):\n    return self\nValue.log = _log").body[0])
     tree.body.append(ast.parse("Value.log = _log").body[0])
+    # names bound where they do not reach the class: a module's import, a local, a loop variable
+    tree.body.insert(0, ast.parse("from math import exp").body[0])
+    tree.body.append(ast.parse("def helper():\n    for exp in range(1):\n        pass").body[0])
     (directory / "engine.py").write_text(ast.unparse(tree) + "\n")
     copy = depends.reference_copy(directory, exercise(3), course(None), tmp_path / "scratch" / "lazy")
     text = (copy / "engine.py").read_text()

@@ -107,33 +107,74 @@ def _scope(module: ast.Module, part: str) -> list[ast.stmt] | None:
     return scope
 
 
-def _bound_anywhere(module: ast.Module, name: str) -> bool:
-    """Whether ``module`` binds ``name`` anywhere, in any way: a def or class of that name (in an
-    ``if``, a ``try``, another class), an assignment to it or to an attribute of that name
-    (``Value.exp = exp`` after the class), an import as it."""
+def _binds_in_block(block: list[ast.stmt], name: str) -> bool:
+    """Whether the statements of a class's body (through its ``if``, ``try``, ``with`` and loops,
+    not into the defs and classes it holds) bind ``name``: a def or class, an assignment, an
+    import."""
+    for statement in block:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if statement.name == name:
+                return True
+            continue
+        if isinstance(statement, (ast.Import, ast.ImportFrom)) and any(
+            (alias.asname or alias.name.partition(".")[0]) == name for alias in statement.names
+        ):
+            return True
+        if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+                return True
+        inner = [getattr(statement, f, []) for f in ("body", "orelse", "finalbody")]
+        inner += [handler.body for handler in getattr(statement, "handlers", [])]
+        if any(_binds_in_block(b, name) for b in inner if isinstance(b, list)):
+            return True
+    return False
+
+
+def _bound_for_class(module: ast.Module, part: str) -> bool:
+    """Whether ``module`` gives the class of ``part`` (``Value.exp``) that name some way other than
+    a def in its body: a binding in its body (``tanh = _tanh``, a def inside an ``if``), an
+    assignment to the class's attribute (``Value.exp = exp`` after it), a ``setattr(Value, "exp",
+    ...)``. A name bound elsewhere (``from math import exp``, a local of another function) does
+    not reach the class."""
+    *owners, name = part.split(".")
+    if not owners:
+        return False
+    owner = owners[-1]
+    if any(isinstance(n, ast.ClassDef) and n.name == owner and _binds_in_block(n.body, name) for n in ast.walk(module)):
+        return True
     for node in ast.walk(module):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == name
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == owner
+        ):
             return True
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
-            return True
-        if isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Store):
-            return True
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
-            (alias.asname or alias.name.partition(".")[0]) == name for alias in node.names
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == owner
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value == name
         ):
             return True
     return False
 
 
 def _inherits(module: ast.Module, part: str) -> bool:
-    """Whether a class on the way to ``part`` in ``module`` has bases (a mixin of the student's may
-    give it the part)."""
+    """Whether a class on the way to ``part`` in ``module`` has bases, a metaclass or a decorator
+    (a mixin of the student's, or a decorator, may give it the part)."""
     scope: list[ast.stmt] = module.body
     for owner in part.split(".")[:-1]:
         cls = next((n for n in scope if isinstance(n, ast.ClassDef) and n.name == owner), None)
         if cls is None:
             return False
-        if cls.bases or cls.keywords:
+        if cls.bases or cls.keywords or cls.decorator_list:  # a mixin, a metaclass, a decorator may add it
             return True
         scope = cls.body
     return False
@@ -160,7 +201,7 @@ def _splice(reference: str, theirs: ast.Module, parts: Sequence[str]) -> str:
         defined = next((n for n in yours if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name), None)
         if defined is not None:
             mine[index] = defined
-        elif not _bound_anywhere(theirs, name) and not _inherits(theirs, part):
+        elif not _bound_for_class(theirs, part) and not _inherits(theirs, part):
             del mine[index]
             if not mine:  # every part of the class left out: a class body holds a statement
                 mine.append(ast.Pass())
