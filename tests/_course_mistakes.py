@@ -33,6 +33,15 @@ MISTAKES = (
         ("central_difference(lambda x: x * x, 3.0) is 12", "6 at x = 3"),
     ),
     Mistake(
+        "a one-sided difference, which a small step hides",
+        1,
+        "derivatives.py",
+        "return (f(*up) - f(*down)) / (2 * h)",
+        "return (f(*up) - f(*xs)) / h",
+        ("central_difference(lambda x: x * x, 3.0, h=0.5) is 6.5", "one-sided"),
+        forbid=("f(x - h)",),
+    ),
+    Mistake(
         "a good step that is too small",
         1,
         "derivatives.py",

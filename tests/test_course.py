@@ -130,7 +130,7 @@ def test_init_never_overwrites_a_file_and_says_which_it_kept(
     assert (skeleton / "seeds.py").read_text() == (folder("templates") / "seeds.py").read_text()
     assert "kept  engine.py (it is there already: init never overwrites a file)" in ran.out
     assert "wrote seeds.py" in ran.out
-    assert "1 files written" in ran.out
+    assert "1 file written" in ran.out
 
 
 def test_init_never_writes_a_solution(skeleton: Path) -> None:

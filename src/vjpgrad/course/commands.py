@@ -289,7 +289,8 @@ def init(args: argparse.Namespace) -> int:
             lines.append(f"  wrote {name}")
         else:
             lines.append(f"  kept  {name} (it is there already: init never overwrites a file)")
-    print(f"{PROGRAM}: {directory}, {wrote} files written" + (" (class mode)" if args.class_mode else ""))
+    written = f"{wrote} file{'' if wrote == 1 else 's'} written"
+    print(f"{PROGRAM}: {directory}, {written}" + (" (class mode)" if args.class_mode else ""))
     print("\n".join(lines))
     print(f"\nNext: cd {directory} and run {PROGRAM} check")
     return 0

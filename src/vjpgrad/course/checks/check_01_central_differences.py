@@ -19,6 +19,13 @@ def test_the_derivative_of_x_squared_at_3_is_6(student: Any) -> None:
     assert math.isclose(d, 6.0, rel_tol=1e-6), (
         f"central_difference(lambda x: x * x, 3.0) is {d!r}; the derivative of x**2 is 2x, 6 at x = 3"
     )
+    # of x * x a central difference is exact whatever the step; a one-sided one is off by h, which a
+    # small step hides (a review found (f(x + h) - f(x)) / h passing every check)
+    wide = student("derivatives").central_difference(lambda x: x * x, 3.0, h=0.5)
+    assert math.isclose(wide, 6.0, rel_tol=1e-12), (
+        f"central_difference(lambda x: x * x, 3.0, h=0.5) is {wide!r}, not 6: of x**2 a central difference is "
+        "exact for any step, where a one-sided one, (f(x + h) - f(x)) / h, gives 6.5"
+    )
 
 
 @example(Expression(("*", "x", ("sin", "y")), ("x", "y")), 0.5, 1.5, 1)
