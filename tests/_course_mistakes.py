@@ -180,6 +180,17 @@ MISTAKES = (
         ("<-- first difference", "the order is not topological"),
     ),
     Mistake(
+        "the topological order run as it is, not reversed",
+        4,
+        "engine.py",
+        """        for node in reversed(order):
+            node._backward()""",
+        """        for node in order:
+            node._backward()""",
+        ("<-- first difference", "ran every node after its operands", "reversed, the output first"),
+        forbid=("the order is not topological",),
+    ),
+    Mistake(
         "micrograd's second pass: the intermediate nodes keep the first pass's gradients",
         5,
         "engine.py",

@@ -539,6 +539,21 @@ class Twin:
                 return edge.step, self._why_contribution(edge, call, received)
         return None
 
+    def _ran_operands_first(self, recording: Recording) -> bool:
+        """Whether the pass ran each operation after the operations it was made from (a topological
+        order, not reversed: the mistake of ``for v in topo`` where ``reversed(topo)`` was meant)."""
+        first: dict[str, int] = {}
+        for k, c in enumerate(recording.calls):
+            first.setdefault(c.node, k)
+        pairs = [
+            (first[operand], first[i.name])
+            for i in self.program.instructions
+            if i.name in first
+            for operand in i.nodes
+            if operand in first and operand != i.name
+        ]
+        return bool(pairs) and all(made < user for made, user in pairs)
+
     def _why_upstream(self, recording: Recording, edge: Edge, call: Call) -> str:
         node = edge.node
         theirs, ours = numbers_apart(call.upstream, edge.upstream)
@@ -550,6 +565,12 @@ class Twin:
         if isinstance(kept, numbers.Real) and kept != 0 and close(call.upstream, edge.upstream + float(kept)):
             return f"{said}: it still held {number(kept)} from the pass before, and handed on old + new" + advice(
                 ". At the start of each pass set the intermediate nodes' grads to 0 (the leaves keep theirs)"
+            )
+        if later and self._ran_operands_first(recording):
+            return (
+                f"{said} once every node that uses it has handed it its share: it ran before {later[0]}, which "
+                f"uses {node}. Your pass ran every node after its operands, the order they were made in"
+                + advice(": a backward pass runs that order reversed, the output first", "")
             )
         if later:
             return (
