@@ -58,6 +58,23 @@ MISTAKES = (
         ("<-- first difference", "(*) handed x1", "do not assign with ="),
     ),
     Mistake(
+        "the closure of * written but never attached to out",
+        2,
+        "engine.py",
+        """            other.grad += self.data * out.grad
+
+        out._backward = _backward
+        return out
+
+    # ---- exercise 3""",
+        """            other.grad += self.data * out.grad
+
+        return out
+
+    # ---- exercise 3""",
+        ("<-- first difference", "handed nothing to any operand", "out._backward = _backward"),
+    ),
+    Mistake(
         "* hands each operand its own number",
         2,
         "engine.py",

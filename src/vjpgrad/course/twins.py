@@ -115,6 +115,17 @@ class Program:
         return [i.name for i in self.instructions if name in i.nodes]
 
 
+def _code_of(node: Any) -> tuple[str, int, str] | None:
+    """Where a node's ``_backward`` was written (file, line, name: plain data, read through the
+    student's process where it runs there), or None where that cannot be read."""
+    try:
+        code = node._backward.__code__
+        found = (str(code.co_filename), int(code.co_firstlineno), str(code.co_name))
+    except Exception:  # a method of a C class, a callable object: no code to compare
+        return None
+    return found
+
+
 class MismatchError(AssertionError):
     """The student's engine disagrees with vjpgrad; the message says where and shows both."""
 
@@ -589,7 +600,8 @@ class Twin:
             f"{ours} = upstream {number(edge.upstream)} x local derivative {local}"
         )
         why = (
-            self._assigned_not_added(edge, call, received)
+            self._never_attached(edge, call)
+            or self._assigned_not_added(edge, call, received)
             or self._without_chain_rule(edge, received)
             or advice(
                 f"check the local derivative of {edge.op} in your _backward",
@@ -597,6 +609,19 @@ class Twin:
             )
         )
         return f"{said}: {why}"
+
+    def _never_attached(self, edge: Edge, call: Call) -> str | None:
+        """Why, when the node's ``_backward`` handed nothing to any operand and is the function a leaf
+        has (where its code can be read: through the student's process it may not): the operation's
+        closure was written but never attached to ``out``."""
+        if any(call.received(operand) != 0 for operand in call.before) or not self.program.leaves:
+            return None
+        default, own = _code_of(self.theirs[self.program.leaves[0][0]]), _code_of(self.theirs[edge.node])
+        if default is not None and own is not None and own != default:  # a closure of its own, which hands 0
+            return None
+        return f"{edge.node}'s _backward handed nothing to any operand, and it is the _backward a leaf has" + advice(
+            ": was the closure attached to the result (out._backward = _backward, before return out)?"
+        )
 
     def _assigned_not_added(self, edge: Edge, call: Call, received: object) -> str | None:
         """Why, when the contribution is one use's share, or the operand's gradient was replaced."""
