@@ -219,6 +219,14 @@ MISTAKES = (
         ("after the 2nd pass, a.grad is 12 in yours, 6 in vjpgrad", "from the pass before", "set the intermediate"),
     ),
     Mistake(
+        "the output's seed set, not added: a leaf output does not accumulate",
+        5,
+        "engine.py",
+        "        self.grad += 1.0  # exercise 5",
+        "        self.grad = 1.0  # exercise 5",
+        ("x = Value(2.0); x.backward(); x.backward() leaves x.grad at 1", "its seed of 1 too"),
+    ),
+    Mistake(
         "zero_grad zeroes only the output",
         5,
         "engine.py",

@@ -46,6 +46,15 @@ def test_example_4_two_passes_give_6_8_2(engine: Any) -> None:
 def test_two_passes_give_each_leaf_twice_one_pass(engine: Any, program: Program) -> None:
     """Two passes give each leaf twice the gradient of one pass."""
     Twin(program, engine.Value).check_passes(2)
+    # the output may be a leaf itself: its seed of 1 is its gradient, added at each pass as any leaf's
+    # (a review as a student found self.grad = 1.0 passing, where PyTorch and vjpgrad give 2)
+    x = engine.Value(2.0)
+    x.backward()
+    x.backward()
+    assert float(x.grad) == 2.0, (
+        f"x = Value(2.0); x.backward(); x.backward() leaves x.grad at {x.grad!r}, not 2: x is the output and a "
+        "leaf, and a leaf's gradients add up over passes, its seed of 1 too"
+    )
 
 
 @example(SMALL)
