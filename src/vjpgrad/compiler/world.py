@@ -548,9 +548,10 @@ def is_library_file(file: str) -> bool:
 _SETS_UP = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__"})
 """The names of constructors' code: it sets an object up, as a rule before any call."""
 
-DRAWING_MODULES = frozenset(
-    {"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy", "time", "datetime", "_datetime", "timeit"}
-)
+_CLOCK_MODULES = frozenset({"time", "datetime", "_datetime", "timeit"})
+"""The modules of ``DRAWING_MODULES`` whose functions read the clock."""
+
+DRAWING_MODULES = frozenset({"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy"}) | _CLOCK_MODULES
 """The modules whose functions draw random numbers (``numpy``: and those under it, ``numpy.random``)
 or read the clock (``time``, ``datetime``), which a replay would not do again either: a world
 that holds a generator, or whose code (constructors' aside) names one of these modules or of
@@ -591,10 +592,6 @@ def _reads_clock(x: Any) -> bool:
     if kind is types.MethodType:
         return _reads_clock(x.__func__)
     return kind in (types.FunctionType, types.BuiltinFunctionType) and x.__module__ in _CLOCK_MODULES
-
-
-_CLOCK_MODULES = frozenset({"time", "datetime", "_datetime", "timeit"})
-"""The modules of ``DRAWING_MODULES`` whose functions read the clock."""
 
 
 class WorldTooLargeError(Exception):
@@ -972,7 +969,8 @@ class _Walk:
             self._class(var, kind)
         elif _abstract(kind):  # a library's abstract class (collections.abc.Sized, numbers.Real)
             # what is registered with it and its subclasses answers isinstance: the user's register() calls
-            self.fact("registry", var, abc_registry(kind), raw=abc_registry(kind))
+            registered = abc_registry(kind)
+            self.fact("registry", var, registered, raw=registered)
 
     def _holds_abstract(self, module: types.ModuleType) -> bool:
         """Whether a library's module holds an abstract class under a name the code names (a
