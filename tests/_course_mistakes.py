@@ -307,6 +307,15 @@ MISTAKES = (
         ("your gradients differ from the expected ones", "x ", "<-- wrong"),
     ),
     Mistake(
+        "softsign's rule written with math, which cuts the graph of a second derivative",
+        10,
+        "softsign.py",
+        "return 1 / (1 + abs(x)) ** 2",
+        "import math\n\n    return 1 / (1 + math.fabs(x)) ** 2",
+        ("float() of a Value: ", "not math.sin(x)", "(softsign.py, line "),
+        forbid=("_pytest", "<string>"),  # no line of the checks' process: the student's is named
+    ),
+    Mistake(
         "the gradients never zeroed between steps",
         11,
         "mlp.py",

@@ -268,3 +268,46 @@ def test_a_custom_rules_mistake_shows_the_users_frames_and_the_message() -> None
     assert [f.name for f in theirs] == ["test_a_custom_rules_mistake_shows_the_users_frames_and_the_message", "_"]
     assert len(ours) <= 3  # the entry point, and where the number was read
     assert ours[0].name == "gradients"
+
+
+@custom_op
+def softsign_op(x: float) -> float:
+    return x / (1 + abs(x))
+
+
+@softsign_op.derivative
+def _softsign_by_pieces(x: float | Value, out: float | Value) -> float | Value:
+    # a rule written by pieces, as PyTorch lets a backward branch on its input
+    if x > 0:
+        return 1 / (1 + x) ** 2
+    return 1 / (1 - x) ** 2
+
+
+@pytest.mark.parametrize("x", [-2.0, -0.5, 0.5, 2.0])
+def test_a_rule_that_branches_on_its_input_gives_higher_derivatives(x: float) -> None:
+    # the branch is taken at x, as eager code takes it: each piece's own derivative, to the bit
+    def reference(x: Value) -> Value:
+        return x / (1 + abs(x))
+
+    assert grad(grad(softsign_op))(x) == grad(grad(reference))(x)
+    assert grad(grad(softsign_op))(x) == pytest.approx(-2 * math.copysign(1, x) / (1 + abs(x)) ** 3)
+
+
+def test_a_rule_that_branches_is_still_refused_where_a_branch_would_be_recorded() -> None:
+    # under compile (and vmap) a branch taken once would be replayed for every number
+    def second(x: Value) -> Value:
+        return grad(softsign_op)(x) * 1.0
+
+    assert second(Value(0.5)).data == grad(softsign_op)(0.5)
+    with pytest.raises(vjpgrad.DataDependentError, match=r"comparing a Value \(>\)"):
+        vjpgrad.compile(lambda x: grad(softsign_op)(x))(Value(0.5))
+
+
+def test_a_compiled_function_calls_a_rule_by_pieces_with_each_calls_number() -> None:
+    # a first derivative calls the rule with numbers at each replay: each call takes its own piece
+    compiled = vjpgrad.compile(lambda x: softsign_op(x) * 3.0)
+    for number in (0.5, -2.0, 3.0, -0.25):
+        x, y = Value(number), Value(number)
+        compiled(x).backward()
+        (softsign_op(y) * 3.0).backward()
+        assert x.grad == y.grad == 3.0 / (1 + abs(number)) ** 2

@@ -65,6 +65,10 @@ class _ThreadState(threading.local):
     refusal: str = ""  # while set, reading a Value's number raises with this message
     refusal_advice: str = ""  # and this advice, unless the refused operation has its own
     refusal_type: type[Exception] = RuntimeError
+    # what refuses a comparison or an `if` on a Value: the refusal above, or (inside a custom rule,
+    # whose pieces are fine) an enclosing one, or none: (message, type, advice) as those three
+    branch_refusal: tuple[str, type[Exception], str] | None = None
+    users_code_elsewhere: bool = False  # the user's code runs in another process (the course's student's)
 
 
 state = _ThreadState()
@@ -234,12 +238,27 @@ def refuse_number(what: str, instead: str | None = None) -> None:
     is what to do for this operation, in place of the refusal's general advice (for
     ``backward()``: call it on the result)."""
     if switches_on[0] and state.refusal:
-        advice = instead if instead is not None and state.refusal_advice else state.refusal_advice
-        text = f"{what} at {caller_location()}: {state.refusal}" + (f": {advice}" if advice else "")
-        error = state.refusal_type(text)
-        if state.recording is not None:  # kept: a user's `except` around the read cannot swallow the refusal
-            state.recording.fail(error)
-        raise error
+        _refuse(what, (state.refusal, state.refusal_type, state.refusal_advice), instead)
+
+
+def refuse_branch(what: str) -> None:
+    """``refuse_number`` for a comparison or an ``if`` on a Value. A branch does not cut the graph,
+    so a custom rule called with Values may take one at its input, as a PyTorch backward may
+    (``refusing_numbers(..., branches=True)``); ``vjpgrad.compile`` and ``vmap``, which would
+    replay the branch taken once for every number, refuse it, also inside such a rule."""
+    if switches_on[0] and state.branch_refusal is not None:
+        _refuse(what, state.branch_refusal, None)
+
+
+def _refuse(what: str, refusal: tuple[str, type[Exception], str], instead: str | None) -> None:
+    message, kind, general = refusal
+    advice = instead if instead is not None and general else general
+    # no line of this process is the user's when their code runs in another: that process names it
+    place = "" if state.users_code_elsewhere else f" at {caller_location()}"
+    error = kind(f"{what}{place}: {message}" + (f": {advice}" if advice else ""))
+    if state.recording is not None:  # kept: a user's `except` around the read cannot swallow the refusal
+        state.recording.fail(error)
+    raise error
 
 
 FOR_A_NUMBER = "_vjpgrad_raised_for_a_number"
@@ -267,19 +286,27 @@ def raised_for_a_number(error: BaseException, what: str) -> None:
 
 class refusing_numbers:  # noqa: N801 - a context manager named for what it does
     """Within: float(), bool(), comparisons and indexing of Values raise ``error(message)``,
-    followed by ``advice`` (or the advice of the operation refused, when it has its own)."""
+    followed by ``advice`` (or the advice of the operation refused, when it has its own).
+    ``branches=True`` lets comparisons and ``bool()`` through (a custom rule's pieces), unless
+    an enclosing refusal (compile's recording, vmap's) refuses them."""
 
-    def __init__(self, message: str, error: type[Exception] = DataDependentError, advice: str = "") -> None:
-        self.message, self.error, self.advice = message, error, advice
+    def __init__(
+        self, message: str, error: type[Exception] = DataDependentError, advice: str = "", *, branches: bool = False
+    ) -> None:
+        self.message, self.error, self.advice, self.branches = message, error, advice, branches
 
     def __enter__(self) -> None:
-        self._saved = (state.refusal, state.refusal_type, state.refusal_advice)
+        self._saved = (state.refusal, state.refusal_type, state.refusal_advice, state.branch_refusal)
+        if not self.branches:
+            state.branch_refusal = (self.message, self.error, self.advice)
+        elif not state.refusal:
+            state.branch_refusal = None
         state.refusal, state.refusal_type, state.refusal_advice = self.message, self.error, self.advice
         with _switch_lock:
             switches_on[0] += 1
 
     def __exit__(self, *exc: object) -> None:
-        state.refusal, state.refusal_type, state.refusal_advice = self._saved
+        state.refusal, state.refusal_type, state.refusal_advice, state.branch_refusal = self._saved
         with _switch_lock:
             switches_on[0] -= 1
 

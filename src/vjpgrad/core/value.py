@@ -20,7 +20,7 @@ from vjpgrad.core import graph, operators, ops
 from vjpgrad.core.backward import backward
 from vjpgrad.core.floats import as_number
 from vjpgrad.core.graph import Node
-from vjpgrad.core.modes import USER_FRAMES, refuse_number, state, switches_on
+from vjpgrad.core.modes import USER_FRAMES, refuse_branch, refuse_number, state, switches_on
 from vjpgrad.core.ops import Op
 
 _COPYING = "copying or pickling a Value (copy.copy, copy.deepcopy, pickle)"
@@ -263,7 +263,7 @@ class Value(operators.ValueOperators):
 
     def __bool__(self) -> bool:
         """Truthiness of the data, as a PyTorch 0-d tensor: ``Value(0.0)`` is false."""
-        refuse_number("bool() of a Value (an if or while on a Value)")
+        refuse_branch("bool() of a Value (an if or while on a Value)")
         return bool(self._data)
 
     def item(self) -> float:
@@ -355,7 +355,7 @@ class Value(operators.ValueOperators):
     # members (a dict finds a key by identity before it compares).
 
     def _other(self, other: object, what: str) -> float | None:
-        refuse_number(f"comparing a Value ({what})")
+        refuse_branch(f"comparing a Value ({what})")
         return other._data if isinstance(other, Node) else as_number(other)
 
     def __eq__(self, other: object) -> bool:

@@ -48,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vjpgrad.core import modes
 from vjpgrad.course import kernel
 
 LIMIT = 1 << 26
@@ -564,7 +565,12 @@ class Checks(Side):
                 raise TamperedError("not a call")
             return function(*args, **kwargs)
         if what in ARITHMETIC:
-            return OPERATORS[what](*arguments)
+            # done for the student's code, whose process names its line if vjpgrad refuses it
+            saved, modes.state.users_code_elsewhere = modes.state.users_code_elsewhere, True
+            try:
+                return OPERATORS[what](*arguments)
+            finally:
+                modes.state.users_code_elsewhere = saved
         raise PermissionError(f"the checks' objects can only be called and used in arithmetic, not {what!r}")
 
 

@@ -42,7 +42,7 @@ def _checked_rule(name: str, rule: Callable[..., Any], arity: int) -> Callable[.
             "a differentiable gradient) and turned one into a number: write it with vjpgrad's functions "
             "and operators (vjpgrad.sin(x), not math.sin(x)) so that its result stays on the graph"
         )
-        with refusing_numbers(message, TypeError):
+        with refusing_numbers(message, TypeError, branches=True):  # a rule by pieces is fine
             result = rule(*args)
         _check_result(name, result, arity)
         return result
@@ -84,7 +84,9 @@ class CustomOp:
     ``rule(x, y, out) -> (d out/dx, d out/dy)``. The rule is called with floats in the
     forward pass, and with Values when a pass builds a differentiable graph: write it with
     operators and vjpgrad's functions (``vjpgrad.exp``, not ``math.exp``) and derivatives of
-    any order work. A rule written with ``math`` gives correct first derivatives only.
+    any order work. A rule written with ``math`` gives correct first derivatives only. A rule
+    may branch on its input (``if x > 0:``), as a PyTorch backward may: each piece's own
+    derivatives are the higher ones.
     """
 
     def __init__(self, function: Callable[..., float]) -> None:
