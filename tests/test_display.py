@@ -187,18 +187,40 @@ def test_seeds_are_shown_on_the_outputs() -> None:
 
 
 HOSTILE_LABELS = ['say "hi"', "a {b} | c", "line\nbreak", "<b>bold</b>", "back\\slash", "}; digraph evil {", "-> n0"]
+ENTITY_LABELS = ["R&amp;D", "x&lt;y", "a & b"]  # Graphviz reads entities in a label: R&amp;D showed as R&D
+CONTROL_LABEL = "\x1b[31mred\x1b[0m\x00"  # a terminal's colour codes: no XML may hold them
 
 
-@pytest.mark.parametrize("label", HOSTILE_LABELS)
+@pytest.mark.parametrize("label", HOSTILE_LABELS + ENTITY_LABELS)
 def test_any_label_text_is_escaped(label: str) -> None:
     x = Value(1.0, label=label)
     text = to_dot(x * 2)
-    escaped = label.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    escaped = label.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("&", "&amp;")
     assert f'label="{escaped}\\ndata 1\\ngrad 0"' in text
     if HAS_DOT:  # Graphviz reads exactly the four nodes: x, x * 2, the op, the constant
         result = subprocess.run(["dot", "-Tplain"], input=text, capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
         assert sum(line.startswith("node ") for line in result.stdout.splitlines()) == 4
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz's dot is not installed")
+@pytest.mark.parametrize("label", ENTITY_LABELS)
+def test_graphviz_shows_a_label_as_it_was_written(label: str) -> None:
+    svg = subprocess.run(["dot", "-Tsvg"], input=to_dot(Value(1.0, label=label) * 2), capture_output=True, text=True)
+    shown = [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg.stdout)]
+    assert label in shown
+
+
+def test_control_characters_in_a_label_are_shown_escaped_and_every_svg_and_page_stays_well_formed() -> None:
+    import xml.dom.minidom
+
+    x = Value(1.0, label=CONTROL_LABEL)
+    y = x * 2
+    assert "\\\\x1b[31mred\\\\x1b[0m\\\\x00" in to_dot(y)  # the DOT string shows the escape, backslash doubled
+    for page in (draw(y).svg(), explain(y).to_html(), value_html(x), explanation_html(explain(y))):
+        assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f]", page)
+        assert "\\x1b[31mred" in page
+    xml.dom.minidom.parseString(draw(y).svg())  # a saved .svg opens in a browser
 
 
 @pytest.mark.skipif(not HAS_DOT, reason="Graphviz's dot is not installed")

@@ -11,6 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from vjpgrad import Step, Value, Vector, explain, gradients, log
+from vjpgrad.display.notebook import explanation_html
 
 
 def same(a: float, b: float) -> bool:
@@ -193,6 +194,15 @@ def test_a_repeated_output_adds_its_seeds() -> None:
     assert e.seeds == [("y[0]", 1.0), ("y[0]", 2.0)]  # one node, one name, both seeds shown
     Vector([y, y]).backward([1.0, 2.0], retain_graph=True)
     assert x.grad == 12.0
+
+
+def test_a_leaf_that_is_an_output_starts_its_sum_with_its_seed() -> None:
+    # y = Vector([a, a * b]) seeded [10, 1]: a.grad = 10 + 1 * b = 13, the seed first, as PyTorch adds it
+    a, b = Value(2.0), Value(3.0)
+    e = explain(Vector([a, a * b]), [10.0, 1.0], names={"a": a, "b": b})
+    assert "  a.grad += 10 (its seed) + 1 × 3 = 13" in str(e).splitlines()
+    assert "  a.grad += 10 (its seed) = 10" in str(explain(a, 10.0, names={"a": a})).splitlines()
+    assert "10 (its seed) + 1 × 3" in explanation_html(e)  # the table as HTML, without the stepper
 
 
 def test_a_repeated_output_adds_its_seeds_in_gradients_with_and_without_create_graph() -> None:

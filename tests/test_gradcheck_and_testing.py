@@ -66,6 +66,34 @@ def test_a_vector_output_names_the_output_row() -> None:
 def test_bad_tolerances_are_value_errors(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         gradcheck(lambda x: x, [1.0], **kwargs)
+    with pytest.raises(ValueError, match=f"assert_grad_close {message}"):
+        assert_grad_close(lambda x: x, [1.0], **kwargs)
+
+
+@pytest.mark.parametrize("check", [gradcheck, assert_grad_close])
+def test_a_bool_is_no_tolerance(check: Any) -> None:
+    with pytest.raises(ValueError, match="eps must be a positive number, got True"):
+        check(lambda x: x, [1.0], eps=True)
+
+
+def test_a_check_leaves_every_grad_and_graph_outside_f_as_it_was() -> None:
+    # as torch.autograd.gradcheck: a check in a notebook must not change the next training step
+    w = Value(2.0)
+    h = w * 3.0
+    assert gradcheck(lambda x: (w * x - 1.0) ** 2 + h * x, [1.0])
+    assert_grad_close(lambda x: (w * x - 1.0) ** 2 + h * x, [1.0])
+    assert_grad_close(lambda x: w * x, [1.0], expected=[2.0])
+    assert (w.grad, h.grad) == (0.0, 0.0)
+    (h * 2.0).backward()  # the graph made outside f is still there
+    assert w.grad == 6.0
+
+
+@pytest.mark.parametrize("check", [gradcheck, assert_grad_close])
+def test_a_check_inside_no_grad_still_differentiates(check: Any) -> None:
+    # as vjpgrad.grad does: a check turns recording on for f, whatever the caller's mode
+    with vjpgrad.no_grad():
+        check(lambda x: x * x, [1.0])
+        assert not vjpgrad.is_grad_enabled()
 
 
 def test_bad_inputs_are_type_errors() -> None:
@@ -159,6 +187,35 @@ def test_nan_matches_only_nan() -> None:
     with pytest.raises(AssertionError):
         assert_grad_close(lambda a: a * 2.0, [1.0], expected=[math.nan])
     assert_grad_close(lambda a: a.log(), [0.0], expected=[math.inf])  # inf == inf
+
+
+@pytest.mark.parametrize(
+    ("f", "x", "expected"),
+    [
+        (lambda a: a.sqrt(), 0.0, 0.0),  # sqrt'(0) is inf: no tolerance reaches it
+        (lambda a: a.log(), 0.0, -123.0),
+        (lambda a: 1 / a, 0.0, math.inf),  # the truth is -inf
+        (lambda a: a * 3.0, 1.0, math.inf),
+    ],
+)
+def test_an_infinity_matches_only_itself(f: Any, x: float, expected: float) -> None:
+    with pytest.raises(AssertionError, match="<-- wrong"):
+        assert_grad_close(f, [x], expected=[expected])
+    with pytest.raises(AssertionError, match="<-- wrong"):
+        assert_grad_close(f, [x], expected=[expected], yours="expected")
+
+
+def test_gradcheck_fails_a_wrong_rule_where_the_difference_overflows() -> None:
+    @custom_op
+    def my_exp(x: float) -> float:
+        return float(vjpgrad.exp(x))  # inf past the largest float, as IEEE's exp
+
+    @my_exp.derivative
+    def _(x: Any, out: Any) -> Any:
+        return -out  # the wrong sign: -inf at x, where the central difference overflows to inf
+
+    with pytest.raises(AssertionError, match="differs"):
+        gradcheck(my_exp, [709.782712893384])
 
 
 def test_inputs_and_expected_gradients_may_be_values() -> None:
@@ -518,6 +575,10 @@ TREES: list[tuple[Any, str, float]] = [
     (("sqrt", "x"), "sqrt(x)", math.sqrt(3.0)),
     (("relu", ("neg", "x")), "relu(-x)", 0.0),
     (("tanh", "y"), "tanh(y)", math.tanh(0.5)),
+    (("square", ("neg", "x")), "(-x)**2", 9.0),  # not -x**2, which Python reads as -(x**2)
+    (("neg", ("square", "x")), "-x**2", -9.0),
+    (("*", "x", ("square", -1.5)), "(x * (-1.5)**2)", 6.75),
+    (("square", ("square", "y")), "(y**2)**2", 0.0625),  # not y**2**2, which is y**(2**2)
 ]
 
 
@@ -526,6 +587,8 @@ def test_an_expression_reads_and_evaluates_as_written(tree: Any, text: str, valu
     e = Expression(tree, ("x", "y"))
     assert e.text == text == str(e) == repr(e)
     assert float(e(3.0, 0.5)) == value  # numbers: vjpgrad's IEEE functions
+    functions = {name: getattr(vjpgrad, name) for name in ("exp", "log", "sqrt", "relu", "tanh")}
+    assert eval(text, {**functions, "x": 3.0, "y": 0.5}) == value  # the text, read as Python, is that function
     assert e(Value(3.0), Value(0.5)).data == value  # Values: the graph
     assert e(y=0.5, x=3.0) == e(3.0, 0.5)
 

@@ -9,6 +9,7 @@ expression graphs; hypothesis is imported only when a strategy is asked for.
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 import warnings
 from collections.abc import Callable, Sequence
@@ -105,6 +106,7 @@ def assert_grad_close(
     __tracebackhide__ = True
     if yours not in (None, "f", "expected"):
         raise ValueError(f"yours must be 'f', 'expected' or None, got {yours!r}")
+    check.tolerances("assert_grad_close", eps, atol, rtol)
     xs = check.points(inputs)
     labels = _input_names(f, len(xs), names)
     if expected is not None:
@@ -201,8 +203,12 @@ def _text(tree: Any) -> str:
         return f"({_text(args[0])} {op} {_text(args[1])})"
     if op == "neg":
         return f"-{_text(args[0])}"
-    if op == "square":
-        return f"{_text(args[0])}**2"
+    if op == "square":  # a negation, a negative number or a square squared is put in parentheses: -x**2 is -(x**2)
+        base = args[0]
+        bare = not (isinstance(base, float) and math.copysign(1.0, base) < 0) and not (
+            isinstance(base, tuple) and base[0] in ("neg", "square")
+        )
+        return f"{_text(base)}**2" if bare else f"({_text(base)})**2"
     return f"{op}({_text(args[0])})"
 
 

@@ -24,9 +24,11 @@ INSTALL_HINT = (
 )
 
 
-def _quote(text: str) -> str:
-    """A DOT string literal: any label text is safe inside it."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
+def _quote(label: str) -> str:
+    """A DOT string literal: any label text is safe inside it, and shows as written (Graphviz reads
+    entities in a label, so ``&`` is written ``&amp;``)."""
+    escaped = text.printable(label).replace("&", "&amp;")
+    escaped = escaped.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
     return f'"{escaped}"'
 
 

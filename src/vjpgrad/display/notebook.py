@@ -27,8 +27,8 @@ TABLE_ROWS = 500  # an explanation's HTML table shows at most this many steps
 _STYLE = "border-collapse:collapse;font-family:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px"
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+def _e(shown: object) -> str:
+    return html.escape(text.printable(str(shown)), quote=True)
 
 
 def value_html(value: Value) -> str:

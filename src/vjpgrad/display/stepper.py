@@ -63,8 +63,8 @@ def script_json(data: object) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _escape(text: str) -> str:
-    return html.escape(text, quote=True)
+def _escape(label: str) -> str:
+    return html.escape(text.printable(label), quote=True)
 
 
 def _clip(text: str, limit: int = CLIP) -> str:

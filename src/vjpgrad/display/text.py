@@ -10,12 +10,23 @@ import ``explain``, which imports them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from vjpgrad.core.value import Value
 
 TIMES = "\u00d7"
+
+
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""What no XML document may hold (a terminal's colour codes, a NUL...): a saved SVG with one is no picture."""
+
+
+def printable(label: str) -> str:
+    """``label`` with each character XML forbids written as Python writes it (``\\x1b``): what every
+    view (HTML, SVG, DOT) escapes first, so a label shows as typed and every picture stays well-formed."""
+    return _UNPRINTABLE.sub(lambda found: ascii(found.group())[1:-1], label)
 
 
 def number(x: float) -> str:
@@ -110,12 +121,13 @@ def leaf_sums(explanation: ExplanationData, times: str = TIMES) -> list[tuple[st
     """For each leaf the pass reached: its name, the sum of what it was handed, and the total (the
     steps grouped by operand in one walk: a walk per leaf took minutes on a layer's weights)."""
     handed: dict[str, list[str]] = {}
+    for name, seed in explanation.seeds:  # a leaf that is an output: its seed comes first, as the pass adds it
+        handed.setdefault(name, []).append(f"{number(seed)} (its seed)")
     for s in explanation.steps:
         handed.setdefault(s.operand, []).append(f"{number(s.upstream)} {times} {number(s.local)}")
     sums = []
     for value, name in explanation.names.items():
         if not value.is_leaf or value not in explanation.gradients:
             continue
-        terms = handed.get(name, [])
-        sums.append((name, " + ".join(terms) if terms else "(it is an output)", number(explanation.gradients[value])))
+        sums.append((name, " + ".join(handed.get(name, [])), number(explanation.gradients[value])))
     return sums

@@ -13,7 +13,8 @@ import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vjpgrad.core.modes import no_grad
+from vjpgrad.core.backward import reverse_pass
+from vjpgrad.core.modes import enable_grad, no_grad
 from vjpgrad.core.seeds import scalar_seed
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
@@ -38,14 +39,34 @@ def seeded_outputs(out: object, seed: object, hint: str = "") -> tuple[list[Valu
 
 
 def analytic(f: Callable[..., Any], xs: Sequence[float], seed: object, hint: str = "") -> list[float]:
-    """The engine's gradient of ``sum_i seed[i] * f(xs)[i]`` with respect to each input."""
+    """The engine's gradient of ``sum_i seed[i] * f(xs)[i]`` with respect to each input, as
+    ``.grad`` would hold it after ``backward(seed)`` from fresh leaves. The pass is ``gradients()``'s:
+    it adds into no ``.grad`` and frees no graph, so Values ``f`` closes over (and graphs made
+    before) stay as they were, as with ``torch.autograd.gradcheck``; and ``f`` records whatever
+    the caller's grad mode, as ``grad`` does."""
     __tracebackhide__ = True
     leaves = [Value(x) for x in xs]
-    outputs, seeds = seeded_outputs(f(*leaves), seed, hint)
+    with enable_grad():
+        outputs, seeds = seeded_outputs(f(*leaves), seed, hint)
     live = [(y, s) for y, s in zip(outputs, seeds, strict=True) if isinstance(y, Value) and y.requires_grad]
-    if live:
-        Vector([y for y, _ in live]).backward([s for _, s in live])
-    return [leaf.grad for leaf in leaves]
+    if not live:
+        return [0.0 for _ in leaves]
+    found = reverse_pass([y for y, _ in live], [s for _, s in live])
+    return [0.0 + found.get(leaf, 0.0) for leaf in leaves]  # added into a .grad of 0.0, as backward adds
+
+
+def tolerances(who: str, eps: object, atol: object, rtol: object) -> None:
+    """Refuse an ``eps`` that is not a positive number, or an ``atol`` or ``rtol`` that is not a
+    non-negative one (a bool is no number here), naming ``who`` was given it."""
+    for name, number in (("eps", eps), ("atol", atol), ("rtol", rtol)):
+        if (
+            type(number) is bool
+            or not isinstance(number, numbers.Real)
+            or not number >= 0
+            or (name == "eps" and number == 0)
+        ):
+            kind = "positive" if name == "eps" else "non-negative"
+            raise ValueError(f"{who} {name} must be a {kind} number, got {number!r}")
 
 
 def numeric(f: Callable[..., Any], xs: Sequence[float], seed: object, eps: float) -> list[float]:
@@ -66,8 +87,13 @@ def numeric(f: Callable[..., Any], xs: Sequence[float], seed: object, eps: float
 
 
 def agree(got: float, want: float, atol: float, rtol: float) -> bool:
-    """``|got - want| <= atol + rtol * |want|``, where nan agrees with nan and inf with itself."""
-    return (math.isnan(got) and math.isnan(want)) or got == want or abs(got - want) <= atol + rtol * abs(want)
+    """``|got - want| <= atol + rtol * |want|``, where nan agrees only with nan and an infinity only
+    with itself (the tolerance of an infinite ``want`` is infinite: no number is that close to it)."""
+    if math.isnan(got) or math.isnan(want):
+        return math.isnan(got) and math.isnan(want)
+    if math.isinf(got) or math.isinf(want):
+        return got == want
+    return abs(got - want) <= atol + rtol * abs(want)
 
 
 def table(

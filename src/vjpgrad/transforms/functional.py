@@ -447,12 +447,7 @@ def gradcheck(
     """
     with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
         xs = check.points(inputs)
-        for name, number in (("eps", eps), ("atol", atol), ("rtol", rtol)):
-            if not isinstance(number, numbers.Real) or not number >= 0 or (name == "eps" and number == 0):
-                raise ValueError(
-                    f"gradcheck {name} must be a {'positive' if name == 'eps' else 'non-negative'} number, "
-                    f"got {number!r}"
-                )
+        check.tolerances("gradcheck", eps, atol, rtol)
         outputs, _ = _outputs(f(*[Value(x) for x in xs]), "gradcheck")
         vector = len(outputs) > 1
         rows, failed = [], False
