@@ -59,12 +59,9 @@ def tolerances(who: str, eps: object, atol: object, rtol: object) -> None:
     """Refuse an ``eps`` that is not a positive number, or an ``atol`` or ``rtol`` that is not a
     non-negative one (a bool is no number here), naming ``who`` was given it."""
     for name, number in (("eps", eps), ("atol", atol), ("rtol", rtol)):
-        if (
-            type(number) is bool
-            or not isinstance(number, numbers.Real)
-            or not number >= 0
-            or (name == "eps" and number == 0)
-        ):
+        is_real = isinstance(number, numbers.Real) and not isinstance(number, bool)  # a bool is no tolerance
+        amount = float(number) if is_real else math.nan  # type: ignore[arg-type]  # a Real: float() takes it
+        if not amount >= 0 or (name == "eps" and amount == 0):
             kind = "positive" if name == "eps" else "non-negative"
             raise ValueError(f"{who} {name} must be a {kind} number, got {number!r}")
 
