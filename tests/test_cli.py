@@ -1025,3 +1025,32 @@ def test_a_summed_seed_with_dot_is_one_note_and_no_warning(tmp_path: Path, capsy
     out = capsys.readouterr().out
     assert out.count("note: ") == 1
     assert (tmp_path / "g.dot").is_file()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "note"),
+    [
+        (
+            ["a*1", "a=1,inf,nan,2", "--seed", "1,1,1,1"],
+            "note: y[2] is nan: an operation left its domain (log or sqrt of a negative number, 0/0, inf - inf...); "
+            "y[1] is inf: a division by zero, log(0) or an overflow; --explain shows each step",
+        ),
+        (
+            ["log(a)", "a=0,0,-1,1,0", "--seed", "1,1,1,1,1"],
+            "note: y[2] is nan: an operation left its domain (log or sqrt of a negative number, 0/0, inf - inf...); "
+            "y[0], y[1] and y[4] are -inf: a division by zero, log(0) or an overflow; --explain shows each step",
+        ),
+        (
+            ["sqrt(v) + 0 * sqrt(w)", "v=0,1", "w=0", "--seed", "1,1"],
+            "note: w.grad is nan: an infinite local derivative met a zero (inf x 0), or an operation left its domain; "
+            "v.grad[0] is inf: a local derivative is infinite there (sqrt or log at 0, 1/x at 0...), or a product "
+            "overflowed; --explain shows each step",
+        ),
+    ],
+)
+def test_a_note_names_each_kind_of_number_where_it_is(
+    capsys: pytest.CaptureFixture[str], arguments: list[str], note: str
+) -> None:
+    status, out, err = run(capsys, *arguments)
+    assert (status, err) == (0, "")
+    assert note in out.splitlines()

@@ -102,7 +102,7 @@ def test_an_operation_of_two_defined_in_a_function_takes_gradient_where_its_oper
     a = Value(3.0, requires_grad=False)
     for constant in (hypot(a, Value(4.0, requires_grad=False)), hypot(3.0, Value(4.0, requires_grad=False))):
         assert (constant.data, constant.requires_grad, constant.is_leaf) == (5.0, False, True)
-    assert "y = 3 hypot b" in str(vjpgrad.explain(hypot(3.0, Value(4.0, label="b"))))  # the number operand is kept
+    assert "y = hypot(3, b)" in str(vjpgrad.explain(hypot(3.0, Value(4.0, label="b"))))  # the number operand is kept
 
 
 def test_it_applies_elementwise_to_vectors_with_broadcasting() -> None:
@@ -311,3 +311,64 @@ def test_a_compiled_function_calls_a_rule_by_pieces_with_each_calls_number() -> 
         compiled(x).backward()
         (softsign_op(y) * 3.0).backward()
         assert x.grad == y.grad == 3.0 / (1 + abs(number)) ** 2
+
+
+def test_a_rule_is_not_called_where_nothing_is_recorded() -> None:
+    # under no_grad the rule's answer would be thrown away: eager code does not ask for it, as PyTorch
+    # runs no backward in the forward pass (a rule written for part of the domain must not break it)
+    calls: list[float] = []
+
+    @custom_op
+    def double(x: float) -> float:
+        return 2.0 * x
+
+    @double.derivative
+    def _(x: Any, out: Any) -> Any:
+        calls.append(float(x))
+        if x > 1.0:
+            raise ValueError("this rule is only written for x <= 1")
+        return 2.0
+
+    @custom_op
+    def both(x: float, y: float) -> float:
+        return x * y
+
+    @both.derivative
+    def _(x: Any, y: Any, out: Any) -> Any:
+        calls.append(float(x))
+        return y, x
+
+    with vjpgrad.no_grad():
+        y = double(Value(3.0))
+        z = both(Value(3.0), Value(4.0)) + both(2.0, Value(1.0))
+    assert (y.data, y.requires_grad, z.data, z.requires_grad) == (6.0, False, 14.0, False)
+    assert calls == []
+    double(Value(0.5))  # recorded: the rule is called as the operation runs
+    assert calls == [0.5]
+
+
+@pytest.mark.parametrize(
+    ("returned", "message"),
+    [
+        (None, "of forgot_returns returned None: did it forget to return its result"),
+        ("1.5", "of forgot_returns must return a number, got str"),
+        ([1.5], "of forgot_returns must return a number, got list"),
+    ],
+)
+def test_a_function_that_returns_no_number_is_named(returned: Any, message: str) -> None:
+    def forgot_returns(x: float) -> Any:
+        x * 2.0
+        return returned
+
+    op = custom_op(forgot_returns)
+    op.derivative(lambda x, out: 2.0)
+    for argument in (1.5, Value(1.5)):
+        with pytest.raises(TypeError, match=message):
+            op(argument)
+
+
+def test_explain_writes_an_operation_of_two_as_a_call() -> None:
+    a, b = Value(0.2, label="a"), Value(-0.4, label="b")
+    y = logaddexp(a, b)
+    y.label = "y"
+    assert vjpgrad.explain(y).formulas == {"y": "logaddexp(a, b)"}

@@ -451,3 +451,11 @@ def test_edges_drawn_after_backward_freed_the_graph_name_draw_not_explain(edges:
         assert f"edges={edges!r}" in said
         assert "before backward(), or pass retain_graph=True to backward()" in said
         assert "explain()" not in said  # the learner called draw or to_dot
+
+
+def test_an_empty_vector_draws_an_empty_picture_of_positive_size() -> None:
+    svg = draw(Vector([])).svg()
+    width, height = (float(n) for n in re.search(r'<svg[^>]* width="([^"]+)" height="([^"]+)"', svg).groups())  # type: ignore[union-attr]
+    assert width > 0
+    assert height > 0
+    assert f'viewBox="0 0 {width:g} {height:g}"' in svg

@@ -316,3 +316,18 @@ def test_two_nodes_of_one_label_get_two_names_in_the_table() -> None:
     assert len(e.formulas) == len(set(e.names.values()) - {"x"})  # every operation listed once, by its own name
     totals = [s.total for s in e.steps if s.operand == "a (2)"]
     assert totals[-1] == e.gradients[second]
+
+
+def test_bad_names_and_labels_are_type_errors_that_name_them() -> None:
+    a = Value(2.0)
+    y = a * a
+    with pytest.raises(TypeError, match=r"names must map names to Values or Vectors \(\{'a': a\}\), got list"):
+        explain(y, names=[a])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a name in names must be a str, got int"):
+        explain(y, names={1: a})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="a Value's label must be a str or None, got int"):
+        a.label = 7  # type: ignore[assignment]
+    assert a.label is None  # refused before anything changed
+    a.label = "a"
+    del a.label
+    assert a.label is None

@@ -84,52 +84,60 @@ def output_name(variables: Collection[str]) -> str:
     return next(name for name in candidates if name not in variables)
 
 
-def _not_finite(numbers: Sequence[float]) -> tuple[list[int], str]:
-    """Where ``numbers`` are nan or infinite, and what they are: ``nan`` (if any is), else ``inf``,
-    ``-inf`` or ``inf and -inf``."""
-    where = [i for i, x in enumerate(numbers) if not math.isfinite(x)]
-    if any(math.isnan(numbers[i]) for i in where):
-        return where, "nan"
-    signs = {"-inf" if numbers[i] < 0 else "inf" for i in where}
-    return where, " and ".join(sorted(signs, key=len))
+def _not_finite(numbers: Sequence[float]) -> dict[str, list[int]]:
+    """Where ``numbers`` are nan, inf and -inf, by kind, in that order (a kind none is, left out)."""
+    found: dict[str, list[int]] = {"nan": [], "inf": [], "-inf": []}
+    for i, x in enumerate(numbers):
+        if not math.isfinite(x):
+            found["nan" if math.isnan(x) else "inf" if x > 0 else "-inf"].append(i)
+    return {kind: where for kind, where in found.items() if where}
 
 
-def _part(name: str, thing: Value | Vector, where: list[int]) -> str:
-    return name if isinstance(thing, Value) else f"{name}[{', '.join(map(str, where))}]"
+def _part(name: str, thing: Value | Vector, where: list[int]) -> list[str]:
+    return [name] if isinstance(thing, Value) else [f"{name}[{i}]" for i in where]
+
+
+def _listed(parts: list[str], most: int = 6) -> str:
+    """``a``, ``a and b``, ``a, b and c``; past ``most``, the first and how many more."""
+    if len(parts) > most:
+        parts = [*parts[: most - 1], f"{len(parts) - most + 1} more"]
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def _note(found: dict[str, list[str]], why_nan: str, why_infinite: str) -> str:
+    """One note for the parts that are nan and those that are infinite, each kind with its cause."""
+    said = []
+    if found.get("nan"):
+        said.append(f"{_listed(found['nan'])} {'is' if len(found['nan']) == 1 else 'are'} nan: {why_nan}")
+    infinite = found.get("inf", []) + found.get("-inf", [])
+    if infinite:
+        kinds = " or ".join(kind for kind in ("inf", "-inf") if found.get(kind))
+        said.append(f"{_listed(infinite)} {'is' if len(infinite) == 1 else 'are'} {kinds}: {why_infinite}")
+    return f"note: {'; '.join(said)}; --explain shows each step" if said else ""
 
 
 def _remark(y: Value | Vector, name: str) -> str:
     """A note when the output holds nan or an infinity: the expression left a domain somewhere."""
-    where, kind = _not_finite(y.tolist() if isinstance(y, Vector) else [y.data])
-    if not where:
-        return ""
-    why = (
-        "an operation left its domain (log or sqrt of a negative number, 0/0, inf - inf...)"
-        if kind == "nan"
-        else "a division by zero, log(0) or an overflow"
+    kinds = _not_finite(y.tolist() if isinstance(y, Vector) else [y.data])
+    return _note(
+        {kind: _part(name, y, where) for kind, where in kinds.items()},
+        "an operation left its domain (log or sqrt of a negative number, 0/0, inf - inf...)",
+        "a division by zero, log(0) or an overflow",
     )
-    return f"note: {_part(name, y, where)} is {kind}: {why}; --explain shows each step"
 
 
 def _gradient_remark(env: dict[str, Value | Vector]) -> str:
     """A note when a gradient holds nan or an infinity: a local derivative is infinite somewhere."""
-    parts, found = [], []
+    found: dict[str, list[str]] = {}
     for name, value in env.items():
         grads = value.grad.tolist() if isinstance(value, Vector) else [value.grad]
-        where, _ = _not_finite(grads)
-        if where:
-            parts.append(_part(f"{name}.grad", value, where))
-            found += [grads[i] for i in where]
-    if not parts:
-        return ""
-    _, kind = _not_finite(found)
-    why = (
-        "an infinite local derivative met a zero (inf x 0), or an operation left its domain"
-        if kind == "nan"
-        else "a local derivative is infinite there (sqrt or log at 0, 1/x at 0...), or a product overflowed"
+        for kind, where in _not_finite(grads).items():
+            found.setdefault(kind, []).extend(_part(f"{name}.grad", value, where))
+    return _note(
+        found,
+        "an infinite local derivative met a zero (inf x 0), or an operation left its domain",
+        "a local derivative is infinite there (sqrt or log at 0, 1/x at 0...), or a product overflowed",
     )
-    verb = "is" if len(parts) == 1 else "are"
-    return f"note: {', '.join(parts)} {verb} {kind}: {why}; --explain shows each step"
 
 
 def _case_hint(name: str, given: Collection[str]) -> str | None:

@@ -102,7 +102,6 @@ class Node:
     _data: float  # the number; read and written through the data property below
     _grad: float | None  # the gradient; None once a user sets it to None (it counts as 0.0)
     requires_grad: bool
-    label: str | None = None  # a class default: a node keeps a label only once one is given
     _operation: Op | None  # None for a leaf (made by the user) or a constant
     _first: Any  # Node | float | tuple[Node | float, ...] | None
     _second: Any  # Node | float | None
@@ -112,6 +111,22 @@ class Node:
     _origin: str  # "file:line" where the node was made; set only under detect_anomaly
     _seen: object  # the token of the last pass that reached this node
     _cotangent: float  # this pass's gradient here
+
+    @property
+    def label(self) -> str | None:
+        """A name for pictures and tables (``None``: none given). Kept in the node's ``__dict__``
+        only once one is given, so a node without one costs nothing for it."""
+        return self.__dict__.get("label")  # only the setter writes it
+
+    @label.setter
+    def label(self, label: str | None) -> None:
+        if label is not None and not isinstance(label, str):
+            raise TypeError(f"a Value's label must be a str or None, got {type(label).__name__}")
+        self.__dict__["label"] = label
+
+    @label.deleter
+    def label(self) -> None:
+        self.__dict__.pop("label", None)
 
     # ---- the numbers, as users read and write them ------------------------------------------
     # Properties over the slots, so that a function vjpgrad.compile is recording cannot read or
@@ -194,6 +209,13 @@ def new_leaves(cls: type[N], numbers: Sequence[float], requires_grad: bool) -> l
         node._seq = _next_seq()
         append(node)
     return made
+
+
+def keeps_edges() -> bool:
+    """Whether ``make`` would keep an operation's edges in this thread now: grad mode is on, or
+    a function is being recorded (which decides for itself). Under ``no_grad`` it would not, so
+    an operation need not compute what its edges save (a custom rule is not called for nothing)."""
+    return not grad_switches[0] or state.grad_enabled or (switches_on[0] > 0 and state.recording is not None)
 
 
 def make(cls: type[N], data: float, op: Op, a: Any, da: Any, b: Any, db: Any) -> N:

@@ -40,7 +40,7 @@ def unary(op: Op, x: Value) -> Value:
     """Apply a one-operand operation to a Value."""
     data = x._data
     out = op.forward(data)
-    saved = op.saved[0](data, out) if x.requires_grad else None
+    saved = op.saved[0](data, out) if x.requires_grad and graph.keeps_edges() else None
     return _make(Value, out, op, x, saved, None, None)
 
 
@@ -50,7 +50,7 @@ def nary(op: Op, xs: tuple[Value, ...]) -> Value:
     datas = [x._data for x in xs]
     out = op.forward(*datas)
     takes_grad = [x.requires_grad for x in xs]
-    if not any(takes_grad):
+    if not any(takes_grad) or not graph.keeps_edges():
         return _make(Value, out, op, xs, None, None, None)
     saved = op.saved[0](tuple(datas), out)
     kept = tuple(s if takes else None for s, takes in zip(saved, takes_grad, strict=True))
@@ -80,8 +80,9 @@ def binary_operators(op: Op) -> tuple[_Operator, _Operator]:
             other_takes_grad = False
         x = self._data
         out = forward(x, y)
-        da = saved_x(x, y, out) if self.requires_grad else None
-        db = saved_y(x, y, out) if other_takes_grad else None
+        keeps = graph.keeps_edges()
+        da = saved_x(x, y, out) if self.requires_grad and keeps else None
+        db = saved_y(x, y, out) if other_takes_grad and keeps else None
         return _make(Value, out, op, self, da, other, db)
 
     def reflected_operator(self: Value, other: Any) -> Value:
@@ -90,7 +91,7 @@ def binary_operators(op: Op) -> tuple[_Operator, _Operator]:
             return NotImplemented  # type: ignore[no-any-return]  # NotImplemented is typed Any
         y = self._data
         out = forward(x, y)
-        db = saved_y(x, y, out) if self.requires_grad else None
+        db = saved_y(x, y, out) if self.requires_grad and graph.keeps_edges() else None
         return _make(Value, out, op, x, None, self, db)
 
     for function, name in ((operator, op.name), (reflected_operator, f"r{op.name}")):

@@ -172,7 +172,11 @@ EXPLAIN_AFTER_FREE = (
 def given_names(given: Mapping[str, Value | Vector] | None) -> dict[Value, str]:
     """The names a user gave (``{"a": a}``): a Value's, or ``a[0]``, ``a[1]``... for a Vector's."""
     names: dict[Value, str] = {}
+    if given is not None and not isinstance(given, Mapping):
+        raise TypeError(f"names must map names to Values or Vectors ({{'a': a}}), got {type(given).__name__}")
     for name, thing in (given or {}).items():
+        if not isinstance(name, str):
+            raise TypeError(f"a name in names must be a str, got {type(name).__name__} ({name!r})")
         if isinstance(thing, Vector):
             names.update((value, f"{name}[{i}]") for i, value in enumerate(thing))
         elif isinstance(thing, Value):

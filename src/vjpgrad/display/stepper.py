@@ -194,7 +194,7 @@ def _layout(
         bottom = max(bottom, y - ROW_GAP)
         x += max(n.width for n in column) + gap
     total_height = bottom + MARGIN
-    return x - gap + MARGIN, total_height
+    return max(x - gap, MARGIN) + MARGIN, total_height  # no node (an empty Vector): the margins alone
 
 
 def _outputs_in_order(column: list[_Node], outputs: list[str]) -> None:

@@ -56,6 +56,18 @@ def _number(x: Any) -> Any:
     return graph.number(x) if isinstance(x, Value) else x
 
 
+def _function_result(name: str, result: Any) -> float:
+    """What the operation's function returned, as a float: a number (or a Value, read by float(),
+    which compile refuses while it records); anything else is refused, naming the operation (a
+    string is no number here)."""
+    if result is None:
+        raise TypeError(f"the function of {name} returned None: did it forget to return its result?")
+    number = float(result) if isinstance(result, Value) else as_number(result)
+    if number is None:
+        raise TypeError(f"the function of {name} must return a number, got {type(result).__name__}")
+    return float(number)
+
+
 def _check_result(name: str, result: Any, arity: int) -> None:
     parts = result if arity == 2 and isinstance(result, tuple) else (result,)
     if arity == 2 and not (isinstance(result, tuple) and len(result) == 2):
@@ -117,10 +129,11 @@ class CustomOp:
 
         def forward(*xs: float) -> float:
             try:
-                return float(function(*xs))
+                result = function(*xs)
             except Exception as error:  # raised for the numbers: a recording that goes on decided by them
                 raised_for_a_number(error, f"the custom operation {name}")
                 raise
+            return _function_result(name, result)
 
         # the rule's answer is a local derivative: the contribution is g times it
         if arity == 1:
@@ -135,7 +148,6 @@ class CustomOp:
                 (times, times),
                 "{f}({0}, {1})",
                 doc=f"{name}(x, y), a custom operation",
-                symbol=name,
             )
             self._apply, self._reflected = binary_operators(op)
         self.op = op
@@ -144,7 +156,7 @@ class CustomOp:
     def __call__(self, *args: Any) -> Any:
         self._check_arguments(args)
         if not any(isinstance(arg, (Value, Vector)) for arg in args):  # numbers: a float, as eager code gives
-            return float(self.function(*(float(a) for a in args)))
+            return _function_result(self.name, self.function(*(float(a) for a in args)))
         if self._apply is None:
             raise RuntimeError(
                 f"{self.name} has no derivative rule yet: define one with @{self.name}.derivative "
