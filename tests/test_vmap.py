@@ -370,6 +370,20 @@ def test_a_number_that_changes_at_every_call_is_recorded_anew_the_recordings_bou
     assert scaled(np.array([1.0]), 0.5).tolist() == [0.5]  # recorded again
 
 
+def test_a_new_value_at_every_call_is_read_at_every_call_and_recorded_once() -> None:
+    """What the docs and the RecompileWarning advise for a number that changes at every call (a
+    learning rate): a ``Value(k, requires_grad=False)``, made anew at each call, as compile reads it."""
+    scaled = vmap(lambda x, k: x * k, in_dims=(0, None))
+    for k in range(12):
+        assert scaled(np.array([1.0, 2.0]), Value(k + 0.5, requires_grad=False)).tolist() == [k + 0.5, 2 * k + 1.0]
+    assert scaled._recordings == 1
+    shared = [Value(2.0, requires_grad=False)]
+    both = vmap(lambda x, k: x * k * shared[0], in_dims=(0, None))  # a Value of its world given too: that one
+    assert both(np.array([1.0, 3.0]), shared[0]).tolist() == [4.0, 12.0]
+    assert both(np.array([1.0, 3.0]), Value(2.0, requires_grad=False)).tolist() == [4.0, 12.0]
+    assert both._recordings == 2
+
+
 def test_keyword_arguments_are_passed_as_they_are_not_batched_as_in_torch_func() -> None:
     scaled = vmap(lambda x, scale=4.0: x * scale)
     xs = np.array([1.0, -2.0, 3.0])
@@ -1434,3 +1448,41 @@ def test_two_vmapped_functions_of_one_name_each_show_their_own_lines() -> None:
     assert names[0] != names[1]
     assert "tanh" not in "".join(linecache.getlines(names[0]))
     assert "tanh" in "".join(linecache.getlines(names[1]))
+
+
+def test_batch_sum_refuses_the_tuple_of_rows_of_several_arguments() -> None:
+    """``vmap(grad(f, argnums=(0, 1)))`` returns one array of rows per argument: NumPy would read the
+    tuple as one array and add the arguments' rows together, sample by sample, with no error."""
+
+    def loss(w: list[Value], b: list[Value], x: list[Value]) -> Value:
+        return (w[0] * x[0] + w[1] * x[1] + b[0] + b[1]).tanh()
+
+    xs = np.array([[0.5, 1.0], [-1.0, 0.25], [2.0, -1.5]])
+    rows = vmap(grad(loss, argnums=(0, 1)), in_dims=(None, None, 0))([0.3, -0.6], [0.1, 0.2], xs)
+    for passed in (rows, list(rows)):
+        with pytest.raises(TypeError, match=r"one array per argument\): sum each, batch_sum\(rows\[k\]\)"):
+            vjpgrad.batch_sum(passed)
+    scalars = vmap(grad(lambda a, b, x: a * b * x, argnums=(0, 1)), in_dims=(None, None, 0))(2.0, 3.0, xs[:, 0])
+    with pytest.raises(TypeError, match="a tuple of 2 arrays"):
+        vjpgrad.batch_sum(scalars)
+    assert vjpgrad.batch_sum(rows[0]).shape == (2,)  # each argument's rows, summed apart
+    assert vjpgrad.batch_sum([np.array([1.0, 2.0]), np.array([3.0, 4.0])]).tolist() == [4.0, 6.0]  # a list of rows
+
+
+def test_anomaly_mode_raises_where_eager_code_raises_naming_the_sample() -> None:
+    """Under ``detect_anomaly()`` a backward pass that produces nan raises (SPEC 6): vmap's array code
+    would hand the nan on, so each sample's pass is also run as eager code, which names the op and
+    the line, and the error names the sample."""
+
+    def f(p: list[Value], x: Value) -> Value:
+        return (p[0] * x).sqrt()
+
+    xs = np.array([1.0, -1.0, 4.0])
+    assert np.isnan(vmap(grad(f), in_dims=(None, 0))([1.0], xs)[1, 0])  # outside anomaly mode: nan, as eager
+    with vjpgrad.detect_anomaly():
+        with pytest.raises(FloatingPointError, match=r"vmap, at sample 1 of 3: backward of 'sqrt' produced nan"):
+            vmap(grad(f), in_dims=(None, 0))([1.0], xs)
+        assert vmap(grad(f), in_dims=(None, 0))([1.0], np.array([1.0, 4.0])).tolist() == [[0.5], [1.0]]
+        _, vjp_fn = vjpgrad.vjp(lambda x: x.sqrt(), -1.0)
+        with pytest.raises(FloatingPointError, match=r"vmap, at sample 0 of 2: backward of 'sqrt' produced nan"):
+            vmap(vjp_fn)(np.array([1.0, 2.0]))

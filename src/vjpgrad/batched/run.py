@@ -349,16 +349,18 @@ def _wired(
 ) -> tuple[list[int], list[tuple[int, graph.Node]], list[graph.Node]]:
     """How the Values a recording read become its code's inputs: the places among ``leaves`` of
     those that are inputs (a Value given twice is one, at its first place); the Values given
-    unbatched that it also read from outside (a global, a model's weight), by their place among
-    ``given``, which the program holds to being those objects (``_Program.fits``); and the
-    Values read from outside alone, whose numbers are read at every call."""
+    unbatched that it read only from outside, not as a leaf of the arguments, by their place
+    among ``given``, which the program holds to being those objects (``_Program.fits``); and the
+    Values read from outside alone, whose numbers are read at every call. A Value given unbatched
+    that is a leaf of the arguments is an input: its number is read from the argument at each
+    call, whatever object it is (a ``Value(lr, requires_grad=False)`` made anew at each call)."""
     place: dict[int, int] = {}
     for k, x in enumerate(leaves):
         place.setdefault(id(x), k)
     first_given: dict[int, int] = {}
     for k, x in enumerate(given):
         first_given.setdefault(id(x), k)
-    same_as = [(first_given[id(x)], x) for x in outside if id(x) in first_given]
+    same_as = [(first_given[id(x)], x) for x in outside if id(x) in first_given and id(x) not in place]
     return sorted(place.values()), same_as, [x for x in outside if id(x) not in place]
 
 
@@ -528,6 +530,8 @@ class Vmapped:
             read.append(argument)
         if batch is None:
             raise ValueError("vmap: at least one argument must be batched (in_dims not None), with a batch axis")
+        if transformed is not None and state.detect_anomaly:
+            self._passes_as_eager_code(read, kwargs, batch)
         if transformed is not None and transformed.kind == "vjp":
             return self._call_vjp(read[0], batch)
         if not batch:  # as torch.func.vmap: results with no samples, of the shapes one sample gives
@@ -536,6 +540,17 @@ class Vmapped:
         with arrays.arithmetic(np):
             columns = self._run(program, read, max(batch, 1))
         return self._shape(program, columns[:, :batch], batch)
+
+    def _passes_as_eager_code(self, read: list[_Argument], kwargs: dict[str, Any], batch: int) -> None:
+        """Under ``detect_anomaly()``: each sample's pass run as eager code too, before the array code,
+        which would hand a nan on where eager code raises ``FloatingPointError`` naming the operation
+        and the line (SPEC 6); the error then names the sample. Slow, as anomaly mode is."""
+        for k in range(batch):
+            sample = [a.value[k].tolist() if a.kind == "batched" else a.value for a in read]
+            try:
+                self.function(*sample, **kwargs)
+            except FloatingPointError as error:
+                raise FloatingPointError(f"vmap, at sample {k} of {batch}: {error}") from None
 
     def _dims(self, count: int) -> list[int | None]:
         if isinstance(self.in_dims, (int, type(None))):
@@ -1146,6 +1161,11 @@ def batch_sum(rows: Any, start: Any = None) -> Any:
     and after ``start``, into a C-ordered array of at least two columns, and reduced along its
     first axis, which NumPy adds row after row into the running total."""
     np = arrays.numpy()
+    if _arrays_of_arguments(rows):
+        raise TypeError(
+            f"batch_sum takes one array of rows, got a {type(rows).__name__} of {len(rows)} arrays (what "
+            "vmap(grad(f, argnums=(0, 1))) returns, one array per argument): sum each, batch_sum(rows[k])"
+        )
     block, held = _reals(rows)
     if block is None:
         raise TypeError(f"batch_sum takes an array of real numbers (rows of per-sample gradients), got {held}")
@@ -1159,6 +1179,16 @@ def batch_sum(rows: Any, start: Any = None) -> Any:
     with np.errstate(all="ignore"):
         total = arrays.ordered_sum(np, first, flat[::-1]).reshape(shape)
     return total[()] if total.ndim == 0 else total
+
+
+def _arrays_of_arguments(rows: Any) -> bool:
+    """Whether ``rows`` is the tuple (or list) of arrays that ``vmap`` of a transform over several
+    arguments returns, one array of rows each: a tuple holding arrays, or a list holding arrays of
+    rows (two axes or more). NumPy would read it as one array, adding the arguments together. A list
+    of one-axis arrays is rows, one a sample."""
+    if isinstance(rows, tuple):
+        return any(_has_axes(item) for item in rows)
+    return isinstance(rows, list) and any((getattr(item, "ndim", 0) or 0) >= 2 for item in rows)
 
 
 def _start(start: Any, shape: tuple[int, ...]) -> Any:
