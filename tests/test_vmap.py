@@ -1486,3 +1486,83 @@ def test_anomaly_mode_raises_where_eager_code_raises_naming_the_sample() -> None
         _, vjp_fn = vjpgrad.vjp(lambda x: x.sqrt(), -1.0)
         with pytest.raises(FloatingPointError, match=r"vmap, at sample 0 of 2: backward of 'sqrt' produced nan"):
             vmap(vjp_fn)(np.array([1.0, 2.0]))
+
+
+# ---- custom operations: their function and rule, called for each sample's numbers ------------------
+
+
+@vjpgrad.custom_op
+def _softplus(x: float) -> float:
+    return math.log1p(math.exp(-abs(x))) + max(x, 0.0)
+
+
+@_softplus.derivative
+def _(x: Any, out: Any) -> Any:
+    return vjpgrad.sigmoid(x)
+
+
+@vjpgrad.custom_op
+def _by_pieces(x: float, y: float) -> float:
+    return x * y if x > 0 else x + y
+
+
+@_by_pieces.derivative
+def _(x: Any, y: Any, out: Any) -> Any:
+    return (y, x) if x > 0 else (1.0, 1.0)
+
+
+def test_a_custom_operation_runs_in_vmap_with_eagers_bits() -> None:
+    """SPEC 16: vmap takes what compile takes. A custom operation has no array form: its function
+    and its rule are called on each sample's numbers, which gives each sample eager's bits."""
+    xs = np.array([-3.0, -0.5, 0.0, 0.25, 2.0, 30.0, -745.0, math.inf])
+    ys = np.array([1.5, -2.0, 0.5, 3.0, -1.0, 0.125, 2.0, 1.0])
+
+    def f(x: Value, y: Value) -> Value:
+        return _softplus(x * 2.0) * y + _by_pieces(x, y) - _by_pieces(1.5, x)
+
+    def loss(p: list[Value], x: Value, y: Value) -> Value:
+        return _softplus(p[0] * x + p[1]) * _by_pieces(y, p[0])
+
+    eager_f = [f(Value(x), Value(y)).data for x, y in zip(xs.tolist(), ys.tolist(), strict=True)]
+    assert_same_bits(vmap(f)(xs, ys), eager_f, "f")
+    assert_same_bits(vmap(f, fast=True)(xs, ys), eager_f, "f, fast")  # the same function: no ufunc of NumPy's
+    params = [0.5, -0.25]
+    rows = vmap(grad(loss), in_dims=(None, 0, 0))(params, xs, ys)
+    pairs = list(zip(xs.tolist(), ys.tolist(), strict=True))
+    assert_same_bits(rows, [grad(loss)(params, x, y) for x, y in pairs], "grad(loss)")
+    both = vmap(grad(f, argnums=(0, 1)))(xs, ys)
+    eager = [grad(f, argnums=(0, 1))(x, y) for x, y in zip(xs.tolist(), ys.tolist(), strict=True)]
+    for k in range(2):
+        assert_same_bits(both[k], [e[k] for e in eager], f"argument {k}")
+
+
+def test_a_custom_operations_name_never_reaches_the_array_code() -> None:
+    def evil(x: float) -> float:
+        return x * 2.0
+
+    evil.__name__ = "__import__('os').system('echo pwned')"
+    op = vjpgrad.custom_op(evil)
+    op.derivative(lambda x, out: 2.0)
+    mapped = vmap(grad(lambda x: op(x) * x))
+    assert mapped(np.array([1.0, 3.0])).tolist() == [4.0, 12.0]
+    assert "pwned" not in mapped.source
+    assert "evil" not in mapped.source
+
+
+def test_a_custom_activation_in_a_layer_and_a_large_batch_keeps_eagers_bits() -> None:
+    """A layer whose activation is a custom operation (no block is folded across its neurons: an
+    operation outside the table never folds, as in compile); a large batch runs in workspaces
+    and chunks, called again, as a training loop calls it."""
+
+    def loss(p: list[Value], x: Value, y: Value) -> Value:
+        hidden = [_softplus(p[3 * k] * x + p[3 * k + 1] * y + p[3 * k + 2]) for k in range(8)]
+        return sum((h * h for h in hidden), Value(0.0, requires_grad=False))
+
+    rng = np.random.default_rng(7)
+    params = rng.uniform(-1, 1, 24).tolist()
+    xs, ys = rng.uniform(-3, 3, 3000), rng.uniform(-3, 3, 3000)
+    mapped = vmap(grad(loss), in_dims=(None, 0, 0))
+    for _ in range(2):
+        rows = mapped(params, xs, ys)
+    picked = range(0, 3000, 97)
+    assert_same_bits(rows[list(picked)], [grad(loss)(params, xs[k], ys[k]) for k in picked], "a layer")

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from vjpgrad.codegen.symbols import HELPERS
 from vjpgrad.core import floats, ops, powers
+from vjpgrad.core.ops import Op
 
 INSTALL = "vjpgrad.vmap needs NumPy: pip install numpy (or pip install -e '.[vmap]' in your clone of vjpgrad)"
 
@@ -578,6 +579,29 @@ def _rows(np: ModuleType) -> Callable[..., Any]:
         return out
 
     return rows
+
+
+def custom_helpers(np: ModuleType, custom: dict[str, Op]) -> dict[str, Callable[..., Any]]:
+    """The functions array code calls for the custom operations it holds (``ArrayWriter.custom``):
+    by the name it calls each, the operation's function, and by that name and ``_d0``, ``_d1``...
+    its rule for each operand, each called on each sample's numbers (``np.frompyfunc``), as eager
+    code calls them on a Value's: the same numbers, the same bits, at a Python call a number."""
+    found: dict[str, Callable[..., Any]] = {}
+    for name, op in custom.items():
+        found[name] = _elementwise(np, op.forward, op.arity)
+        for k, saved in enumerate(op.saved):
+            found[f"{name}_d{k}"] = _elementwise(np, saved, op.arity + 1)
+    return found
+
+
+def _elementwise(np: ModuleType, function: Callable[..., Any], arity: int) -> Callable[..., Any]:
+    ufunc = np.frompyfunc(function, arity, 1)
+
+    def each(*columns: Any) -> Any:
+        result = ufunc(*columns)  # an array of Python floats, or one float where every operand is a number
+        return result.astype(np.float64) if isinstance(result, np.ndarray) else float(result)
+
+    return each
 
 
 def namespace(fast: bool) -> dict[str, Any]:

@@ -668,6 +668,7 @@ class Vmapped:
         source = writer.source(reverse=transformed is not None)
         name = getattr(function, "__name__", "f")
         namespace = arrays.namespace(self.fast)
+        namespace.update(arrays.custom_helpers(arrays.numpy(), writer.custom))
         scope = _compile_source(source, name, namespace)
         namespace.update(workspace.helpers(arrays.numpy(), namespace))
         workspaces = workspace.Workspaces(

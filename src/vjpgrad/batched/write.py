@@ -37,8 +37,9 @@ from vjpgrad.batched import statements
 from vjpgrad.batched.blocks import ArrayBlock, find, reached
 from vjpgrad.batched.statements import Added, Product, Statement
 from vjpgrad.batched.templates import FORWARD, forward_key, max_backward, take_backward
-from vjpgrad.codegen.symbols import ARRAY, Code, contribution, literal, operand
+from vjpgrad.codegen.symbols import ARRAY, Code, call, contribution, literal, operand
 from vjpgrad.core import graph, ops
+from vjpgrad.core.ops import Op
 
 
 def _spaced(rows: list[int]) -> range | None:
@@ -97,10 +98,6 @@ def _tuple(items: Any) -> str:
     return f"({', '.join(listed)}{',' if len(listed) == 1 else ''})"
 
 
-class UnsupportedError(TypeError):
-    """The recorded graph holds something array code cannot compute (an operation outside the table)."""
-
-
 @dataclass
 class Graph:
     """What the writer reads of a recording: ``live`` the operations and Values made inside, in
@@ -142,6 +139,8 @@ class ArrayWriter:
         self.sliced: set[str] = set()  # the arrays _rows places in the result through a slice of its rows
         self.value_names: list[str] = []
         self.value_index: dict[int, int] = {}
+        self.custom: dict[str, Op] = {}  # the custom operations the code calls, by the name it calls them
+        self._custom_names: dict[int, str] = {}
         inside: set[int] = set()
         for j, block in enumerate(found):
             firsts = recorded.live[block.start : block.start + block.length]
@@ -180,6 +179,15 @@ class ArrayWriter:
         self.names.update(local)
         return replaced
 
+    def _custom(self, op: Op) -> str:
+        """The name the code calls a custom operation by (``_custom0``; ``_custom0_d0`` its rule for
+        edge 0): a number of the writer's, never the operation's own name, which is the user's text."""
+        name = self._custom_names.get(id(op))
+        if name is None:
+            name = self._custom_names[id(op)] = f"_custom{len(self._custom_names)}"
+            self.custom[name] = op
+        return name
+
     def term(self, x: Any) -> str:
         return self.names[id(x)] if isinstance(x, graph.Node) else literal(x)
 
@@ -202,10 +210,10 @@ class ArrayWriter:
         name = self.names[id(node)]
         if op is None:
             return statements.assign(name, literal(graph.number(node)), comment="a Value made inside")
-        if op not in ops.BUILTIN:
-            raise UnsupportedError(
-                "vmap writes array code for the operations of vjpgrad's table; a custom operation has none"
-            )
+        if op not in ops.BUILTIN:  # its function called on each sample's numbers (``arrays.custom_helpers``)
+            operands = graph.operands(node)
+            text = f"{self._custom(op)}({', '.join(self.term(x) for x in operands)})"
+            return statements.assign(name, text, self._read(operands), "a custom operation")
         operands = graph.operands(node)
         terms = [self.term(x) for x in operands]
         form = Added(terms[0], terms[1]) if op is ops.ADD else None  # what sums_of_products looks for
@@ -350,6 +358,12 @@ class ArrayWriter:
                 take_backward(arguments, g, edges) if op is ops.TAKE else max_backward(arguments, out, g, edges)
             )
             prepared.append(Statement(f"{', '.join(first.names)} = {first.value.text}", first.names, first.value.reads))
+        elif op not in ops.BUILTIN:  # its rule called on each sample's numbers, as eager code calls it
+            base = self._custom(op)
+            parts = [
+                (k, contribution(op.gradients[k], g, call(f"{base}_d{k}", *arguments, out, dialect=ARRAY)))
+                for k in edges
+            ]
         else:
             parts = [(k, contribution(op.gradients[k], g, op.saved[k](*arguments, out))) for k in edges]
         found = [(k, operand(part) if isinstance(part, Code) else literal(part), _reads(part)) for k, part in parts]
