@@ -1566,3 +1566,11 @@ def test_a_custom_activation_in_a_layer_and_a_large_batch_keeps_eagers_bits() ->
         rows = mapped(params, xs, ys)
     picked = range(0, 3000, 97)
     assert_same_bits(rows[list(picked)], [grad(loss)(params, xs[k], ys[k]) for k in picked], "a layer")
+
+
+def test_differentiating_through_vmap_and_a_batch_by_keyword_say_what_to_do() -> None:
+    mapped = vmap(lambda x: x * x)
+    with pytest.raises(TypeError, match=r"differentiating through it \(grad\(vmap\(f\)\)\) is not supported"):
+        grad(lambda w: mapped([w, w]).sum())(1.0)  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match=r"keyword arguments are never batched, as in torch\.func\.vmap"):
+        vmap(lambda x: x * 2.0)(x=np.array([1.0, 2.0]))

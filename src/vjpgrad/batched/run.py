@@ -529,7 +529,11 @@ class Vmapped:
                 batch = size
             read.append(argument)
         if batch is None:
-            raise ValueError("vmap: at least one argument must be batched (in_dims not None), with a batch axis")
+            keywords = " (keyword arguments are never batched, as in torch.func.vmap: pass it by position)"
+            raise ValueError(
+                "vmap: at least one argument must be batched (in_dims not None), with a batch axis"
+                + (keywords if kwargs else "")
+            )
         if transformed is not None and state.detect_anomaly:
             self._passes_as_eager_code(read, kwargs, batch)
         if transformed is not None and transformed.kind == "vjp":
@@ -1044,13 +1048,19 @@ def _real_array(arg: Any, position: int) -> Any:
     before anything runs."""
     array, held = _reals(arg)
     if array is None:
-        nested = isinstance(state.recording, _Recording) and _holds_values(arg)  # another vmap's recording's
-        inside = (
-            ": a vmap inside a function vmap records (vmap(vmap(f))) is given Values, and is not supported; "
-            "vmap f once, over every sample as one batch (the array reshaped to one batch axis)"
-            if nested
-            else ""
-        )
+        values = _holds_values(arg)
+        if values and isinstance(state.recording, _Recording):  # another vmap's recording's
+            inside = (
+                ": a vmap inside a function vmap records (vmap(vmap(f))) is given Values, and is not supported; "
+                "vmap f once, over every sample as one batch (the array reshaped to one batch axis)"
+            )
+        elif values:  # a transform's Values (grad(vmap(f))) or the user's own
+            inside = (
+                ": vmap takes numbers, and differentiating through it (grad(vmap(f))) is not supported; "
+                "vmap(grad(f)) gives per-sample gradients, and batch_sum adds them up"
+            )
+        else:
+            inside = ""
         raise TypeError(
             f"vmap: batched argument {position} must hold real numbers (bool, int, float), got {held}{inside}"
         )
