@@ -129,9 +129,17 @@ def test_backward_from_an_output_that_takes_no_gradient_names_it() -> None:
         Vector([x * 2.0, constant]).backward([1.0, 1.0])
     assert message(caught) == (
         "element 1 of the outputs does not require grad and has no graph: "
-        "it was made from constants, detached values or under no_grad()"
+        "it was made from constants, detached values or under no_grad(), or it is a gradient "
+        "gradients() returned without create_graph=True"
     )
     assert x.grad == 0.0
+
+
+def test_differentiating_a_gradient_made_without_create_graph_names_the_flag() -> None:
+    x = Value(2.0)
+    (g,) = vjpgrad.gradients(x**3, [x])  # numbers: the learner forgot create_graph=True
+    with pytest.raises(RuntimeError, match=r"a gradient gradients\(\) returned without create_graph=True"):
+        vjpgrad.gradients(g, [x])
 
 
 # ---- retain_graph, and a freed graph -------------------------------------------------------------

@@ -716,3 +716,19 @@ def test_gradients_of_a_list_holding_a_vector_says_to_pass_the_vector_itself() -
         "element, or its Values with others', [*x, *w]"
     )
     assert [g.data for g in gradients(y, x)] == [2.0, 4.0]
+
+
+def test_gradients_of_a_list_of_one_number_outputs_seeds_each_with_one_as_pytorch() -> None:
+    """torch.autograd.grad([y1, y2], [a]) seeds each scalar output with 1 (implicitly): a list of
+    Values is such a list; a Vector is one output of many elements, which needs its seeds."""
+    a = Value(1.0)
+    (g,) = gradients([a * a, a * 3.0], [a])
+    assert g.data == 5.0  # 2a + 3
+    (g,) = gradients((a * a,), [a])
+    assert g.data == 2.0
+    with pytest.raises(RuntimeError, match="implicitly created only for scalar outputs"):
+        gradients(Vector([a * a, a * 3.0]), [a])
+    if torch is not None:
+        t = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
+        (tg,) = torch.autograd.grad([t * t, t * 3.0], [t])
+        assert tg.item() == 5.0

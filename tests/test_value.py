@@ -536,3 +536,20 @@ def test_micrograds_per_node_backward_is_refused_pointing_to_explain_and_backwar
     )
     assert not hasattr(a, "_backward")
     assert a.grad == 0.0
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("retain_grad", "every Value the pass reaches gets its .grad, results of operations too"),
+        ("grad_fn", ".op names the operation that made it"),
+        ("requires_grad_", "set v.requires_grad = True"),
+    ],
+)
+def test_pytorchs_names_a_value_has_not_say_what_it_has(name: str, hint: str) -> None:
+    # a learner's PyTorch habits (h.retain_grad(), y.grad_fn, x.requires_grad_()) get a way on, not a bare error
+    h = Value(2.0) * 3.0
+    with pytest.raises(AttributeError, match=f"a vjpgrad Value has no {name}") as caught:
+        getattr(h, name)
+    assert hint in str(caught.value)
+    assert not hasattr(h, name)

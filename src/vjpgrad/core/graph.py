@@ -396,7 +396,8 @@ def reached(outputs: Sequence[N]) -> tuple[list[N], list[N]]:
         if not output.requires_grad:
             raise RuntimeError(
                 f"element {index} of the outputs does not require grad and has no graph: "
-                "it was made from constants, detached values or under no_grad()"
+                "it was made from constants, detached values or under no_grad(), or it is a gradient "
+                "gradients() returned without create_graph=True"
             )
     token = object()
     inner: list[N] = []

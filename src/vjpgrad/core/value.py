@@ -156,6 +156,16 @@ def _micrograds_children(children: Collection[object], op: object) -> str:
     )
 
 
+def _pytorchs(name: str, instead: str) -> Any:
+    """A tensor's attribute a Value has not (``grad_fn``...): reading it raises ``AttributeError``
+    saying what vjpgrad has instead (a class attribute: reading any other attribute costs nothing more)."""
+
+    def refused(self: object) -> NoReturn:
+        raise AttributeError(f"a vjpgrad Value has no {name} (a PyTorch tensor's): {instead}")
+
+    return property(refused)
+
+
 class Value(operators.ValueOperators):
     """A scalar in a computation graph.
 
@@ -234,6 +244,15 @@ class Value(operators.ValueOperators):
             "o.backward() runs them all in order; to see each step micrograd's o._backward() takes, one edge at a "
             "time, print(vjpgrad.explain(o))"
         )
+
+    # PyTorch's names a learner brings, which a Value has not: each says what vjpgrad has instead
+    retain_grad = _pytorchs(
+        "retain_grad", "every Value the pass reaches gets its .grad, results of operations too, so none needs keeping"
+    )
+    grad_fn = _pytorchs("grad_fn", ".op names the operation that made it ('' for a leaf), .parents its operands")
+    requires_grad_ = _pytorchs(
+        "requires_grad_", "set v.requires_grad = True (or False) on a leaf; Value(x) requires grad as it is made"
+    )
 
     # ---- the number, as Python reads it -------------------------------------------------------
     # Each of these reads the data property, which vjpgrad.compile refuses while it records.

@@ -63,9 +63,10 @@ def gradients(
     """The gradient of ``sum_i seeds[i] * outputs[i]`` with respect to each input, as PyTorch's
     ``torch.autograd.grad``: returned, one Value per input, without touching any ``.grad``.
 
-    ``seeds`` defaults to 1.0 for a single output. With ``create_graph=True`` the gradients
-    are Values on a new graph, so they can be differentiated again (derivatives of any
-    order); ``retain_graph`` defaults to ``create_graph``, as in PyTorch. An input the
+    ``seeds`` defaults to 1.0 for a single output, and for each of a list of outputs (each one
+    number, as PyTorch seeds a list of scalar outputs); a Vector's elements need theirs. With
+    ``create_graph=True`` the gradients are Values on a new graph, so they can be differentiated
+    again (derivatives of any order); ``retain_graph`` defaults to ``create_graph``, as in PyTorch. An input the
     outputs do not depend on raises ``RuntimeError`` unless ``allow_unused=True``, when its
     gradient is 0.0.
     """
@@ -76,6 +77,8 @@ def gradients(
         retain = create if retain_graph is None else check_flag(retain_graph, "retain_graph")
         check_flag(allow_unused, "allow_unused")
         count = None if isinstance(outputs, Value) else len(outs)
+        if seeds is None and isinstance(outputs, (list, tuple)):  # one-number outputs, each seeded 1 (PyTorch's
+            seeds = [1.0] * len(outs)  # implicit ones); a Vector is one output of many elements: it needs its seeds
         seed_list = seeds_for(count, seeds, name="seeds", differentiable=create)
         for index, x in enumerate(ins):
             if not x.requires_grad:
