@@ -134,6 +134,21 @@ def test_a_refused_second_backward_is_listed_after_the_pass_it_follows() -> None
     assert "PyTorch refused it: Trying to backward through the graph a second time" in second.summary()
 
 
+def test_a_refused_pass_is_said_to_run_no_pass_while_a_leaf_holds_nan() -> None:
+    # nan != nan: a .grad of nan left from an earlier pass read as changed, "after adding into z.grad"
+    with vjpgrad.watch_torch() as w:
+        z = torch.tensor([-1.0], requires_grad=True)
+        z.sqrt().backward()  # z.grad = [nan], as PyTorch gives
+        v = torch.tensor([1.0], requires_grad=True)
+        y = v.exp()
+        y.backward()
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            y.backward()
+    refused = w.passes[-1]
+    assert "PyTorch refused it" in refused.summary(), refused.summary()
+    assert "after adding into" not in refused.summary()
+
+
 def test_a_pass_refused_for_a_tensor_changed_in_place_names_the_change_and_its_line() -> None:
     # "one of the variables needed for gradient computation has been modified by an inplace operation":
     # PyTorch names the tensor by its type, shape and the operation that made it ("output 0 of
@@ -705,7 +720,7 @@ def test_the_script_runs_as_in_plain_pytorch_and_an_unknown_operation_is_named()
     with vjpgrad.watch_torch(strict=True):
         x = torch.tensor([1.0, 2.0], requires_grad=True)
         y = torch.special.i0e(x).sum()
-        with pytest.raises(vjpgrad.bridge.watch.TorchReplayError, match="i0e"):
+        with pytest.raises(vjpgrad.TorchReplayError, match="i0e"):  # as the docstring names it
             y.backward()
     assert x.grad is not None  # PyTorch's pass ran before the watch raised
 

@@ -361,6 +361,22 @@ def test_sys_exit_with_a_message_prints_it_and_exits_1_as_python_does(
     script.write_text("import sys\nsys.exit(3)\n", encoding="utf-8")  # the script's own status, said
     assert command.main([str(script)]) == 1
     assert "the script exited with status 3" in capsys.readouterr().err
+    script.write_text("raise SystemExit(True)\n", encoding="utf-8")  # Python exits 1 for True
+    assert command.main([str(script)]) == 1
+    assert "the script exited with status 1\n" in capsys.readouterr().err
+
+
+def test_a_notebook_is_refused_saying_how_to_watch_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a notebook's JSON reads as Python until null: it ran, and failed with NameError: name 'null'
+    from vjpgrad.cli import explain_torch as command
+
+    notebook = tmp_path / "lesson.ipynb"
+    notebook.write_text('{"cells": [], "metadata": {"kernelspec": null}, "nbformat": 4}', encoding="utf-8")
+    assert command.main([str(notebook)]) == 2
+    said = capsys.readouterr().err
+    assert "lesson.ipynb is a Jupyter notebook" in said
+    assert "with vjpgrad.watch_torch() as w:" in said
+    assert "jupyter nbconvert --to script" in said
 
 
 def test_the_hint_to_step_through_quotes_a_path_a_shell_would_split(

@@ -1203,3 +1203,67 @@ def test_an_in_place_change_that_is_not_replayed_is_named_as_the_learner_wrote_i
         y.sum().backward()
     assert not w.passes[0].replayed
     assert "PyTorch's [...] = (index_put_) at" in w.passes[0].reason
+
+
+def test_a_watch_entered_again_is_refused_before_it_changes_pytorch() -> None:
+    """A second ``with w:`` inside the first took the watch's own ``backward`` for PyTorch's: every
+    ``backward()`` then hung, in the process, for good (an outside review). It is refused, and PyTorch
+    is left as it was."""
+    import subprocess
+    import sys
+
+    script = (
+        "import torch, vjpgrad\n"
+        "before = torch.autograd.backward, torch.autograd.grad\n"
+        "w = vjpgrad.watch_torch()\n"
+        "with w:\n"
+        "    try:\n"
+        "        with w:\n"
+        "            pass\n"
+        "    except RuntimeError as error:\n"
+        "        print('refused:', error)\n"
+        "    x = torch.ones(2, requires_grad=True)\n"
+        "    (x * x).sum().backward()\n"
+        "assert (torch.autograd.backward, torch.autograd.grad) == before\n"
+        "x = torch.ones(2, requires_grad=True)\n"
+        "(x * x).sum().backward()\n"
+        "print('passes:', len(w.passes), 'matches:', w.matches, 'grad:', x.grad.tolist())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "refused: this watch_torch() is already on" in done.stdout
+    assert done.stdout.splitlines()[-1] == "passes: 1 matches: True grad: [2.0, 2.0]"
+
+
+def test_the_note_on_the_processors_kernels_is_not_said_where_the_learners_hook_explains_the_difference(
+    monkeypatch: Any,
+) -> None:
+    # on an AVX-512 machine the note came under every pass that differed: after a hook, setting the
+    # kernels changes nothing, so it misled (an outside review)
+    from vjpgrad.bridge import watch as watching
+
+    monkeypatch.setattr(watching, "kernels_note", lambda: "(the kernels' note)")
+    with vjpgrad.watch_torch() as w:
+        v = torch.tensor([1.0, 2.0], requires_grad=True)
+        v.register_hook(lambda grad: grad * 2)
+        (v * v).sum().backward()
+    (hooked,) = w.passes
+    assert not hooked.matches
+    assert "a hook on v (register_hook)" in hooked.summary()
+    assert "the kernels' note" not in hooked.summary()
+
+
+class _Plain(torch.Tensor):
+    """A subclass of torch.Tensor that changes nothing: its operations return new objects of its class."""
+
+
+def test_a_tensor_subclass_made_inside_the_watch_is_said_as_such_not_made_before_it() -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0]).as_subclass(_Plain).requires_grad_()
+        (x * x).sum().backward()
+    (done,) = w.passes
+    assert not done.replayed
+    assert "_Plain, a subclass of torch.Tensor" in done.summary(), done.summary()
+    assert "made before watch_torch() began" not in done.summary()
+    assert x.grad is not None
+    assert x.grad.tolist() == [2.0, 4.0]  # PyTorch's pass ran as without the watch

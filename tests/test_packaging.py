@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,16 @@ def test_every_install_hint_names_the_packages_of_its_extra_and_the_extra_from_t
     for path in written_places():
         for packages, extra in INSTALL_HINT.findall(" ".join(path.read_text().split())):
             assert set(packages.split()) <= declared[extra], f"{path.name}: {packages} is not all in [{extra}]"
+
+
+def test_the_bridges_error_is_vjpgrads_without_importing_torch() -> None:
+    # watch_torch(strict=True) raises TorchReplayError: a learner catches it by that name
+    code = (
+        "import sys, vjpgrad\n"
+        "from vjpgrad import TorchReplayError\n"
+        "assert issubclass(TorchReplayError, RuntimeError)\n"
+        "assert 'torch' not in sys.modules\n"
+        "print('TorchReplayError' in vjpgrad.__all__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr

@@ -23,12 +23,20 @@ from vjpgrad.transforms.custom import CustomOp, custom_op
 
 if TYPE_CHECKING:
     from vjpgrad.batched import Vmapped, batch_sum, vmap
+    from vjpgrad.bridge import TorchReplayError
     from vjpgrad.bridge.watch import Watch
     from vjpgrad.compiler import Compiled, compile
 from vjpgrad.transforms.functional import grad, gradcheck, gradients, hessian, jacobian, jvp, value_and_grad, vjp
 
 _SUBMODULES = ("nn", "optim", "testing")
-_LAZY = {"compile": "compiler", "Compiled": "compiler", "vmap": "batched", "Vmapped": "batched", "batch_sum": "batched"}
+_LAZY = {
+    "compile": "compiler",
+    "Compiled": "compiler",
+    "vmap": "batched",
+    "Vmapped": "batched",
+    "batch_sum": "batched",
+    "TorchReplayError": "bridge",  # the bridge's package, which imports torch only when watch_torch() is called
+}
 """The names of ``vjpgrad.compile`` and ``vjpgrad.vmap``, by the package that defines them: imported
 at their first use, not by ``import vjpgrad`` (two thirds of its time; the core never imports them)."""
 
@@ -72,6 +80,7 @@ __all__ = [
     "SVGDrawing",
     "Step",
     "SummedSeedWarning",
+    "TorchReplayError",
     "Value",
     "Vector",
     "Vmapped",

@@ -23,6 +23,14 @@ differs there)."""
 INSTALL = "pip install torch (or pip install -e '.[torch]' in your clone of vjpgrad)"
 
 
+class TorchReplayError(RuntimeError):
+    """Under ``watch_torch(strict=True)``: a pass that could not be replayed, or whose gradients
+    differ from PyTorch's; the message is the pass's summary. Defined here, where torch is not
+    imported, so that ``vjpgrad.TorchReplayError`` names it without importing torch."""
+
+    __module__ = "vjpgrad"  # a traceback names it as learners import it: vjpgrad.TorchReplayError
+
+
 def _version(text: str) -> tuple[int, int]:
     parts = text.split("+")[0].split(".")
     return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)

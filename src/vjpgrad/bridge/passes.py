@@ -127,6 +127,7 @@ class Pass:
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
     notes: list[str] = field(default_factory=list)  # lines under the leaves' (a leaf with no name: where it is)
     kernels: str = ""  # where PyTorch ran kernels other than those the replay follows: how to pick those
+    learners_cause: bool = False  # the learner's code explains a difference (a hook, a change the watch missed)
 
     _explanation: Explanation | None = field(default=None, init=False, repr=False)
 
@@ -162,7 +163,7 @@ class Pass:
         if below:
             lines.append("  Why elements may differ here (what the pass ran that PyTorch may compute otherwise):")
             lines += [f"    - {reason}" for reason in self.reasons]
-        if differing and self.kernels:
+        if differing and self.kernels and not self.learners_cause:  # other kernels change nothing there
             lines.append(f"  {self.kernels}")
         if not self.leaves:
             lines.append("  no leaf tensor that requires grad was reached")

@@ -40,6 +40,7 @@ from torch.utils import _python_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import vjpgrad.bridge.replay as replay
+from vjpgrad.bridge import TorchReplayError
 from vjpgrad.bridge.passes import LeafReport, Pass
 from vjpgrad.bridge.replay import (
     MATMUL_NOTE,
@@ -131,11 +132,6 @@ def _too_large(t: torch.Tensor) -> Entry:
     if t.requires_grad:
         return Entry(t, [], is_single(t), b"", poisoned=too_large(t))
     return Entry(t, [], is_single(t), b"", large=too_large(t))
-
-
-class TorchReplayError(RuntimeError):
-    """Under ``watch_torch(strict=True)``: a pass that could not be replayed, or whose gradients
-    differ from PyTorch's; the message is the pass's summary."""
 
 
 def user_location() -> str:
@@ -474,6 +470,7 @@ class Watch:
         self._original_grad: Any = None
         self._original_engine: Any = None
         self._thread: int | None = None  # the thread that entered the watch: the one its mode sees
+        self._on = False  # inside its with block: entered again, it is refused
         self._elsewhere_lock = threading.Lock()
         self._under_another = False  # another watch entered inside this one: its own tensors are among ours
         self._graphs_of_gradients = False  # a pass with create_graph=True ran: its gradients are tensors unseen
@@ -512,6 +509,12 @@ class Watch:
         self.passes.append(done)
 
     def __enter__(self) -> Watch:
+        if self._on:  # it would take its own backward for PyTorch's: every pass would then loop, for good
+            raise RuntimeError(
+                "this watch_torch() is already on (its with block is running): a watch is entered once; "
+                "its passes go on being watched inside, so the inner with is not needed"
+            )
+        self._on = True
         self._thread = threading.get_ident()
         self._kernels = kernels_note()
         self._original = torch.autograd.backward
@@ -530,6 +533,7 @@ class Watch:
         torch.autograd.grad = self._original_grad
         if self._original_engine is not None:
             setattr(torch.autograd, _ENGINE, self._original_engine)
+        self._on = False
 
     def _engine(self, *args: Any, **kwargs: Any) -> Any:
         """PyTorch's engine, which ``torch.autograd.backward`` and ``grad`` start every pass
@@ -589,7 +593,8 @@ class Watch:
             entry.changed_unseen = unseen
             return self._remember(t, entry)
         if t.requires_grad:
-            reason = f"a tensor read at {user_location()}, " + (_CHANGED_UNSEEN if known is not None else self._unseen)
+            how = _CHANGED_UNSEEN if known is not None else _subclass(t) or self._unseen
+            reason = f"a tensor read at {user_location()}, {how}"
             return self._remember(t, Entry(t, list(numbers), is_single(t), mark, poisoned=reason))
         return self._remember(t, Entry(t, list(numbers), is_single(t), mark))
 
@@ -1171,10 +1176,12 @@ class Watch:
             if changed is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=changed)
             notes = _applying(frozenset().union(*(e.notes for e in found if e)), gradients)
-            notes |= self._hooks(outputs, names)
+            hooks = self._hooks(outputs, names)
+            notes |= hooks
             leaves, seen, unnamed = self._compare(gradients, before, names)
             leaves += self._retained_reports(retained, gradients, before, names)
-            reasons = sorted(notes | seen | self._unseen_constant(leaves, notes | seen, names))
+            unseen = self._unseen_constant(leaves, notes | seen, names)
+            reasons = sorted(notes | seen | unseen)
             return Pass(
                 number,
                 location,
@@ -1185,6 +1192,7 @@ class Watch:
                 leaves=leaves,
                 reasons=reasons,
                 notes=unnamed,
+                learners_cause=bool(hooks or unseen),
             )
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
@@ -1275,7 +1283,7 @@ class Watch:
             return []
         if isinstance(now, str):
             return []
-        changed = [key for key, held in before.items() if now.get(key) != held]
+        changed = [key for key, held in before.items() if not _same_bits(now.get(key), held)]  # nan is itself
         return [f"{names[key]}.grad" if key in names else "the .grad of a leaf not named" for key in changed]
 
     def _not_run(
@@ -2024,6 +2032,19 @@ def _signature(backward: Any) -> inspect.Signature:
         backward = backward.__self__._original
     signature = inspect.signature(backward)
     return signature if "tensors" in signature.parameters else inspect.signature(_pytorchs_backward)
+
+
+def _subclass(t: torch.Tensor) -> str:
+    """Why a tensor of a subclass of ``torch.Tensor`` (not ``nn.Parameter``) was never seen made, or ""
+    for a plain tensor: its class wraps each result in a new object of its own, after the operation
+    the watch saw, so no result of it is one the watch knows."""
+    kind = type(t)
+    if kind is torch.Tensor or issubclass(kind, torch.nn.Parameter):
+        return ""
+    return (
+        f"of {kind.__name__}, a subclass of torch.Tensor: its operations hand back new objects of its class, "
+        "which the watch never sees made, so it replays plain tensors and nn.Parameter only"
+    )
 
 
 _UNSEEN = (

@@ -69,7 +69,10 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     ours, theirs = words[:cut], words[cut + 1 :]
     parser = argparse.ArgumentParser(
         prog="vjpgrad explain-torch",
-        description="Run a PyTorch script and replay each backward pass it runs as Values, exact to the bit.",
+        description=(
+            "Run a PyTorch script and replay each backward pass it runs as Values: each .grad equal to "
+            "PyTorch's to the bit is said so, and one that differs is said by how much and why, where that is known."
+        ),
         usage="%(prog)s [-h] [--html DIR] [--max-steps N] SCRIPT [ARGS ...] [-- ARGS ...]",
         allow_abbrev=False,
     )
@@ -107,6 +110,14 @@ def main(argv: Sequence[str]) -> int:
         return 2
     if not script.is_file():
         print(f"vjpgrad explain-torch: error: no such script: {script}", file=sys.stderr)
+        return 2
+    if script.suffix.lower() == ".ipynb":  # JSON reads as Python up to its first null: it would run, then fail
+        print(
+            f"vjpgrad explain-torch: error: {script} is a Jupyter notebook, not a script: in the notebook, run "
+            "its cells inside `with vjpgrad.watch_torch() as w:` and print(w.summary()), or make a script of it "
+            f"first (jupyter nbconvert --to script {script.name})",
+            file=sys.stderr,
+        )
         return 2
     try:  # as Python does before it runs a line: a syntax error is shown alone, and nothing runs
         compile(script.read_bytes(), str(script), "exec", dont_inherit=True)
@@ -169,7 +180,7 @@ def _run(watch: object, script: Path, args: list[str]) -> bool:
         if done.code is not None and not isinstance(done.code, int):
             print(done.code, file=sys.stderr)
         elif done.code not in (None, 0):  # the command's own status is 1: the script's is said
-            print(f"vjpgrad explain-torch: the script exited with status {done.code}", file=sys.stderr)
+            print(f"vjpgrad explain-torch: the script exited with status {int(done.code)}", file=sys.stderr)
         return done.code not in (None, 0)
     except BaseException as error:  # the script's own error: shown as Python shows it
         frames = traceback.extract_tb(error.__traceback__)

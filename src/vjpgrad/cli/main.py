@@ -48,7 +48,8 @@ examples:
                                             a page that steps through the pass in a browser
   vjpgrad --x x=3                                           an expression may start with -
   vjpgrad course init mycourse                              the course: build your own engine (course --help)
-  vjpgrad explain-torch script.py --html pages   each backward pass of a PyTorch script, replayed exactly
+  vjpgrad explain-torch script.py --html pages
+                                            each backward pass of a PyTorch script, replayed as Values
   vjpgrad cache [--clear]                                   where vjpgrad.compile keeps its code; --clear empties it
 
 A variable is NAME=NUMBER (a scalar) or NAME=N1,N2,... (a vector; NAME=5, is a vector of
