@@ -1842,6 +1842,7 @@ def test_a_refusal_inside_pythons_library_names_the_users_line_first() -> None:
         ("y.data", ".data of a Value", NUMBERS_ADVICE),
         ("float(y)", "float() of a Value", NUMBERS_ADVICE),
         ("int(y)", "int() of a Value", NUMBERS_ADVICE),
+        ("round(y)", "round() of a Value", NUMBERS_ADVICE),
         ("bool(y)", "bool() of a Value (an if or while on a Value)", NUMBERS_ADVICE),
         ("y.item()", "Value.item()", NUMBERS_ADVICE),
         ("y < 1.0", "comparing a Value (<)", NUMBERS_ADVICE),

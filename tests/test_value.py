@@ -287,6 +287,7 @@ def test_format_int_and_str_read_the_data_as_a_0d_tensors_do() -> None:
     v = Value(2.75, label="v")
     assert (f"{v:.3f}", f"{v:>6}", f"{v}", str(v)) == ("2.750", "  2.75", repr(v), repr(v))
     assert (int(v), int(Value(-2.75)), type(int(v))) == (2, -2, int)
+    assert (round(v), round(Value(-2.5)), round(v, 1), type(round(v))) == (3, -2, 2.8, int)  # as round() of a float
 
 
 def test_equality_is_on_the_data_and_hashing_by_identity() -> None:

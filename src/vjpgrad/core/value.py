@@ -14,7 +14,7 @@ import math
 import numbers
 import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Any, NoReturn, SupportsIndex, Union
+from typing import Any, NoReturn, SupportsIndex, Union, overload
 
 from vjpgrad.core import graph, operators, ops
 from vjpgrad.core.backward import backward
@@ -280,6 +280,16 @@ class Value(operators.ValueOperators):
         """``int(v)`` truncates the data, as for a 0-d tensor (ValueError for nan, OverflowError for inf)."""
         refuse_number("int() of a Value")
         return int(self._data)
+
+    @overload
+    def __round__(self, ndigits: None = None) -> int: ...
+    @overload
+    def __round__(self, ndigits: int) -> float: ...
+    def __round__(self, ndigits: int | None = None) -> int | float:
+        """``round(v)`` rounds the data as ``round()`` rounds a float: a plain number, off the graph
+        (round's slope is zero wherever it has one), as ``int(v)`` is."""
+        refuse_number("round() of a Value")
+        return round(self._data) if ndigits is None else round(self._data, ndigits)
 
     def __bool__(self) -> bool:
         """Truthiness of the data, as a PyTorch 0-d tensor: ``Value(0.0)`` is false."""
