@@ -110,8 +110,11 @@ class CustomOp:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
         ]
         if len(parameters) not in (1, 2):
+            star = [f"*{p.name}" for p in inspect.signature(function).parameters.values() if p.kind is p.VAR_POSITIONAL]
+            takes = star[0] if star and not parameters else str(len(parameters))
             raise TypeError(
-                f"custom_op takes a function of one or two numbers; {function.__name__} takes {len(parameters)}"
+                f"custom_op takes a function of one or two numbers, each a parameter of its own (def f(x) or "
+                f"def f(x, y)); {function.__name__} takes {takes}"
             )
         self.function = function
         self.arity = len(parameters)
