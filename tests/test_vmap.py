@@ -1574,3 +1574,31 @@ def test_differentiating_through_vmap_and_a_batch_by_keyword_say_what_to_do() ->
         grad(lambda w: mapped([w, w]).sum())(1.0)  # type: ignore[union-attr]
     with pytest.raises(ValueError, match=r"keyword arguments are never batched, as in torch\.func\.vmap"):
         vmap(lambda x: x * 2.0)(x=np.array([1.0, 2.0]))
+
+
+def test_a_refusal_of_the_world_under_vmap_does_not_name_compile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the world is watched alike for both: a message that said "vjpgrad.compile cannot follow" misled under vmap
+    import builtins
+    import importlib
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    monkeypatch.chdir(tmp_path)  # the project
+    (tmp_path / "own_settings_v.py").write_text("K = 2.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("own_settings_v")
+    namespace: dict[str, Any] = {"__name__": "user_code_v"}
+    source = "def f(x):\n    import own_settings_v\n    return x * own_settings_v.K\n"
+    exec(builtins.compile(source, str(tmp_path / "user_code_v.py"), "exec"), namespace)
+    with pytest.raises(DataDependentError, match=r"imports own_settings_v while it runs") as refused:
+        vmap(namespace["f"])(np.array([1.0, 2.0]))
+    assert "compile" not in str(refused.value), str(refused.value)
+
+
+def test_an_unbatched_array_argument_is_told_to_take_an_in_dims_not_to_be_positional() -> None:
+    xs = np.array([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"give argument 1 an in_dims of 0 to batch it") as refused:
+        vmap(lambda x, y: x * y, in_dims=(0, None))(xs, xs)
+    assert "positionally" not in str(refused.value)  # it was given by position

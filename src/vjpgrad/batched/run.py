@@ -403,15 +403,18 @@ def _record(
     try:
         return _record_call(function, lifted, kwargs, roots)
     except TypeError as error:
-        given = [f"keyword argument {name}" for name, v in kwargs.items() if _is_array(v)]
-        given += [f"argument {k} (in_dims None)" for k, v in enumerate(lifted) if _is_array(v)]
+        keywords = [f"keyword argument {name}" for name, v in kwargs.items() if _is_array(v)]
+        unbatched = [k for k, v in enumerate(lifted) if _is_array(v)]
+        given = keywords + [f"argument {k} (in_dims None)" for k in unbatched]
         if not given:
             raise
+        ways = ["pass a batch positionally: vmap(f)(xs, ys)"] if keywords else []
+        if unbatched:
+            ways.append(f"give argument {unbatched[0]} an in_dims of 0 to batch it (in_dims=(0, 0))")
         raise TypeError(
             f"{what}: {getattr(function, '__name__', 'the function')} raised TypeError ({error}) given its "
             f"{', '.join(given)}, a NumPy array, as it is: vmap batches positional arguments only, by their in_dims, "
-            "and passes keyword arguments as they are, as torch.func.vmap does; pass a batch positionally: "
-            "vmap(f)(xs, ys)"
+            f"and passes keyword arguments as they are, as torch.func.vmap does; {', or '.join(ways)}"
         ) from error
 
 

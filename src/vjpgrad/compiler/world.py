@@ -487,7 +487,7 @@ def _raised(name: str, x: Any, error: Exception) -> UnwatchableError:
     if frame is None:  # raised inside Python's own code (a C method of its type)
         return UnwatchableError(
             name,
-            f"a {type(x).__qualname__} whose state vjpgrad.compile could not read: reading it raised {what}",
+            f"a {type(x).__qualname__} whose state vjpgrad could not read: reading it raised {what}",
             f"keep the numbers {name} holds in a plain object, list, dict or Value",
         )
     code = frame.tb_frame.f_code
@@ -504,12 +504,12 @@ def _raised(name: str, x: Any, error: Exception) -> UnwatchableError:
         return UnwatchableError(
             name,
             f"an object whose {method} raised {what} at {at} (Python expects AttributeError for an attribute an "
-            "object does not hold), so vjpgrad.compile cannot read its state",
+            "object does not hold), so vjpgrad cannot read its state",
             f"make {type(x).__qualname__}'s __getattr__ raise AttributeError for a name it does not hold",
         )
     return UnwatchableError(
         name,
-        f"a {type(x).__qualname__} whose {method} raised {what} at {at} while vjpgrad.compile read its state",
+        f"a {type(x).__qualname__} whose {method} raised {what} at {at} while vjpgrad read its state",
         f"make {method} work for any {type(x).__qualname__}, or keep the numbers {name} holds in a plain object, "
         "list, dict or Value",
     )
@@ -812,7 +812,7 @@ class _Walk:
                 name,
                 "a NumPy array of Python objects (dtype=object), whose bytes are the objects' addresses, not "
                 "their state",
-                f"keep the objects {name} holds in a list, which vjpgrad.compile walks, or an array of numbers",
+                f"keep the objects {name} holds in a list, which vjpgrad walks, or an array of numbers",
             )
         self.fact("state", var, content(x), raw=content(x))
 
@@ -1046,7 +1046,7 @@ class _Walk:
         if reads is not object and not is_library(reads):
             raise UnwatchableError(
                 name,
-                f"an instance of {type(x).__qualname__}, whose class defines __getattribute__: vjpgrad.compile "
+                f"an instance of {type(x).__qualname__}, whose class defines __getattribute__: vjpgrad "
                 "cannot read its state without running that code",
                 f"keep the numbers {name} serves in a plain object, dict or Value",
             )
@@ -1637,7 +1637,7 @@ def _ufunc(walk: _Walk, var: int, x: Any) -> None:
         name = walk.snapshot.names[var]
         raise UnwatchableError(
             name,
-            "a ufunc made by numpy.frompyfunc, whose Python function vjpgrad.compile cannot read",
+            "a ufunc made by numpy.frompyfunc, whose Python function vjpgrad cannot read",
             "call numpy.frompyfunc(...) inside the compiled function, where its function is watched, or use "
             "numpy.vectorize",
         )
@@ -1844,15 +1844,15 @@ falls in a row made for it."""
 
 _REFUSED = {
     "ctypes pointer: refused": (
-        "a ctypes pointer, whose target vjpgrad.compile does not follow (only its address shows)",
+        "a ctypes pointer, whose target vjpgrad does not follow (only its address shows)",
         "hold the object it points to itself, or read what {name} points to outside and pass it in",
     ),
     "ctypes py_object: refused": (
-        "a ctypes py_object, whose object vjpgrad.compile does not follow (only its address shows)",
+        "a ctypes py_object, whose object vjpgrad does not follow (only its address shows)",
         "hold the object itself",
     ),
     "queue.SimpleQueue: refused": (
-        "a queue.SimpleQueue, whose items vjpgrad.compile cannot read (they are C state)",
+        "a queue.SimpleQueue, whose items vjpgrad cannot read (they are C state)",
         "take what {name} holds outside the compiled function and pass it in, or use a queue.Queue",
     ),
     "contextvars.ContextVar: refused": (
@@ -1860,34 +1860,34 @@ _REFUSED = {
         "read {name}.get() outside the compiled function and pass the value in",
     ),
     "functools.cmp_to_key's key: refused": (
-        "a key made by functools.cmp_to_key, whose comparison function vjpgrad.compile cannot read (it is C state)",
+        "a key made by functools.cmp_to_key, whose comparison function vjpgrad cannot read (it is C state)",
         "make the key inside the compiled function (functools.cmp_to_key(compare)), where compare is watched",
     ),
     "PyTorch tensor, module, optimizer or generator: refused": (
         "a PyTorch object (a tensor, module, optimizer or generator), whose numbers are PyTorch's memory, which "
-        "vjpgrad.compile does not watch (an in-place change, an optimizer's step, would go unseen)",
+        "vjpgrad does not watch (an in-place change, an optimizer's step, would go unseen)",
         "read the numbers {name} holds outside the compiled function and pass them in (as numbers or Values), "
         "or call the function uncompiled",
     ),
     "unittest.mock object: refused": (
         "a unittest.mock object, which makes its attributes when they are first read (and answers any call), "
-        "so that vjpgrad.compile cannot tell what it holds",
+        "so that vjpgrad cannot tell what it holds",
         "use a plain object (types.SimpleNamespace, a dataclass) for {name}, or call the function uncompiled",
     ),
     "weakref.proxy: refused": (
-        "a weakref.proxy, whose referent vjpgrad.compile cannot read without running its code",
+        "a weakref.proxy, whose referent vjpgrad cannot read without running its code",
         "keep a weakref.ref (read it as {name}()) or the object itself",
     ),
     "iterator or generator: refused": (
-        "an iterator, whose position vjpgrad.compile cannot watch (a replay would not advance it)",
+        "an iterator, whose position vjpgrad cannot watch (a replay would not advance it)",
         "draw what {name} gives outside the compiled function and pass it in as arguments",
     ),
     "coroutine or async generator: refused": (
-        "a coroutine or async generator, whose position vjpgrad.compile cannot watch",
+        "a coroutine or async generator, whose position vjpgrad cannot watch",
         "run {name} outside the compiled function and pass what it gives in as arguments",
     ),
     "frame or traceback: refused": (
-        "a frame or traceback, whose local variables vjpgrad.compile cannot watch",
+        "a frame or traceback, whose local variables vjpgrad cannot watch",
         "keep the numbers {name} holds in a plain object and pass them in",
     ),
 }
@@ -2045,7 +2045,7 @@ def _refuse_frames_read_at_run_time(name: str, names: frozenset[str]) -> None:
         raise UnwatchableError(
             name,
             "whose code reads a frame while it runs (sys._getframe, inspect.currentframe, f_back, f_globals, "
-            "f_locals): a caller's variables are no part of what vjpgrad.compile watches, and a compiled call "
+            "f_locals): a caller's variables are no part of what vjpgrad watches, and a compiled call "
             "has other callers than eager code",
             "pass what it reads there as an argument",
         )
@@ -2059,8 +2059,8 @@ def _refuse_modules_found_at_run_time(fn: types.FunctionType, name: str, names: 
         raise UnwatchableError(
             name,
             "whose code looks a module up at run time (sys.modules, importlib.import_module, __import__, "
-            "inspect.getmodule), which vjpgrad.compile cannot follow to what it reads there",
-            "import the module by name where the function is defined (import scales) so compile watches "
+            "inspect.getmodule), which vjpgrad cannot follow to what it reads there",
+            "import the module by name where the function is defined (import scales), so that vjpgrad watches "
             "what the function reads from it",
         )
     imported = next((m for m in _imports(fn.__code__) if _users_module(fn, *m)), None)
@@ -2069,8 +2069,8 @@ def _refuse_modules_found_at_run_time(fn: types.FunctionType, name: str, names: 
         raise UnwatchableError(
             name,
             f"whose code imports {top} while it runs (an import inside a function), a module of yours that "
-            "vjpgrad.compile cannot follow from there to what the function reads in it",
-            f"import {top} at the top of the module where the function is defined, so compile watches what "
+            "vjpgrad cannot follow from there to what the function reads in it",
+            f"import {top} at the top of the module where the function is defined, so that vjpgrad watches what "
             "the function reads from it",
         )
 
