@@ -1054,3 +1054,9 @@ def test_a_note_names_each_kind_of_number_where_it_is(
     status, out, err = run(capsys, *arguments)
     assert (status, err) == (0, "")
     assert note in out.splitlines()
+
+
+def test_a_notes_elements_come_in_their_order_whatever_their_sign(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "1 / a", "a=-0.0,0,2", "--seed", "1,1,1")
+    assert status == 0
+    assert "note: y[0] and y[1] are inf or -inf: " in out  # y[0] is -inf, y[1] inf: listed as they come

@@ -370,6 +370,23 @@ def test_a_function_that_returns_no_number_is_named(returned: Any, message: str)
             op(argument)
 
 
+def test_a_function_may_return_any_number_float_reads() -> None:
+    # a 0-d array, NumPy's and the standard library's numbers, as float() takes them (the review of the fix)
+    from decimal import Decimal
+
+    np = numpy()
+    for returned, number in (
+        (np.array(0.5), 0.5),
+        (np.bool_(True), 1.0),
+        (Decimal("0.25"), 0.25),
+        (np.float32(2.5), 2.5),
+    ):
+        op = custom_op(lambda x, r=returned: r)
+        op.derivative(lambda x, out: 0.0)
+        assert op(1.0) == number
+        assert op(Value(1.0)).data == number
+
+
 def test_explain_writes_an_operation_of_two_as_a_call() -> None:
     a, b = Value(0.2, label="a"), Value(-0.4, label="b")
     y = logaddexp(a, b)

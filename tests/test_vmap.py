@@ -1459,14 +1459,15 @@ def test_batch_sum_refuses_the_tuple_of_rows_of_several_arguments() -> None:
 
     xs = np.array([[0.5, 1.0], [-1.0, 0.25], [2.0, -1.5]])
     rows = vmap(grad(loss, argnums=(0, 1)), in_dims=(None, None, 0))([0.3, -0.6], [0.1, 0.2], xs)
-    for passed in (rows, list(rows)):
-        with pytest.raises(TypeError, match=r"one array per argument\): sum each, batch_sum\(rows\[k\]\)"):
-            vjpgrad.batch_sum(passed)
+    with pytest.raises(TypeError, match=r"one array per argument \(sum each, batch_sum\(rows\[k\]\)\)"):
+        vjpgrad.batch_sum(rows)
     scalars = vmap(grad(lambda a, b, x: a * b * x, argnums=(0, 1)), in_dims=(None, None, 0))(2.0, 3.0, xs[:, 0])
     with pytest.raises(TypeError, match="a tuple of 2 arrays"):
         vjpgrad.batch_sum(scalars)
     assert vjpgrad.batch_sum(rows[0]).shape == (2,)  # each argument's rows, summed apart
     assert vjpgrad.batch_sum([np.array([1.0, 2.0]), np.array([3.0, 4.0])]).tolist() == [4.0, 6.0]  # a list of rows
+    jacobians = [np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[10.0, 20.0], [30.0, 40.0]])]  # a sample's each
+    assert vjpgrad.batch_sum(jacobians).tolist() == [[11.0, 22.0], [33.0, 44.0]]
 
 
 def test_anomaly_mode_raises_where_eager_code_raises_naming_the_sample() -> None:
@@ -1574,6 +1575,9 @@ def test_differentiating_through_vmap_and_a_batch_by_keyword_say_what_to_do() ->
         grad(lambda w: mapped([w, w]).sum())(1.0)  # type: ignore[union-attr]
     with pytest.raises(ValueError, match=r"keyword arguments are never batched, as in torch\.func\.vmap"):
         vmap(lambda x: x * 2.0)(x=np.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match=r"a batch is numbers, one row a sample") as given:  # no grad in sight
+        vmap(lambda x: x * 2.0)([Value(1.0), Value(2.0)])
+    assert "grad(vmap(f))" not in str(given.value)
 
 
 def test_a_refusal_of_the_world_under_vmap_does_not_name_compile(
@@ -1602,3 +1606,29 @@ def test_an_unbatched_array_argument_is_told_to_take_an_in_dims_not_to_be_positi
     with pytest.raises(TypeError, match=r"give argument 1 an in_dims of 0 to batch it") as refused:
         vmap(lambda x, y: x * y, in_dims=(0, None))(xs, xs)
     assert "positionally" not in str(refused.value)  # it was given by position
+
+
+def test_a_given_value_also_reached_through_another_ones_graph_is_held_to_be_that_one() -> None:
+    """``u.parents[0]`` was ``b`` at the recording, which is also an argument: one input. A later call
+    whose ``u`` was made from another Value is not read with the new ``b``'s number (an outside review
+    found [10, 15] where eager code gives [8, 11]): it records anew, and that Value, found nowhere
+    but in ``u``'s graph, is refused, as compile refuses it."""
+
+    def f(x: Value, u: Value, b: Value) -> Value:
+        return x * u.parents[0] + b
+
+    mapped = vmap(f, in_dims=(0, None, None))
+    xs = np.array([1.0, 2.0])
+    b = Value(10.0)
+    assert mapped(xs, b * 2, b).tolist() == [20.0, 30.0]
+    with pytest.raises(DataDependentError, match=r"vjpgrad\.vmap cannot find where"):
+        mapped(xs, Value(3.0) * 2, Value(5.0))
+    b3 = Value(4.0)
+    assert mapped(xs, b3 * 2, b3).tolist() == [f(Value(x), b3 * 2, b3).data for x in xs.tolist()] == [8.0, 12.0]
+
+
+def test_a_value_reached_through_an_arguments_graph_is_refused_as_compile_refuses_it() -> None:
+    # u.parents[0] is read from the recorded Value at every call: another u's parent was not read
+    mapped = vmap(lambda x, u: x * u.parents[0], in_dims=(0, None))
+    with pytest.raises(DataDependentError, match=r"vjpgrad.vmap cannot find where .*<lambda> gets a Value it reads"):
+        mapped(np.array([1.0, 2.0]), Value(10.0) * 2)

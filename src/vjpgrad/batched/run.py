@@ -345,7 +345,7 @@ def _values_watched(given: list[Value], found: world.Snapshot) -> dict[str, Any]
 
 
 def _wired(
-    leaves: list[Value], outside: list[graph.Node], given: list[Value]
+    leaves: list[Value], outside: list[graph.Node], given: list[Value], reads_graphs: bool = False
 ) -> tuple[list[int], list[tuple[int, graph.Node]], list[graph.Node]]:
     """How the Values a recording read become its code's inputs: the places among ``leaves`` of
     those that are inputs (a Value given twice is one, at its first place); the Values given
@@ -353,14 +353,19 @@ def _wired(
     among ``given``, which the program holds to being those objects (``_Program.fits``); and the
     Values read from outside alone, whose numbers are read at every call. A Value given unbatched
     that is a leaf of the arguments is an input: its number is read from the argument at each
-    call, whatever object it is (a ``Value(lr, requires_grad=False)`` made anew at each call)."""
+    call, whatever object it is (a ``Value(lr, requires_grad=False)`` made anew at each call),
+    unless the code may read a Value's graph (``reads_graphs``: ``u.parents``, ``_prev``): then it
+    may have reached that Value another way too (``u.parents[0] is b``), which the world does not
+    follow, and the program holds it to being that object."""
     place: dict[int, int] = {}
     for k, x in enumerate(leaves):
         place.setdefault(id(x), k)
     first_given: dict[int, int] = {}
     for k, x in enumerate(given):
         first_given.setdefault(id(x), k)
-    same_as = [(first_given[id(x)], x) for x in outside if id(x) in first_given and id(x) not in place]
+    same_as = [
+        (first_given[id(x)], x) for x in outside if id(x) in first_given and (reads_graphs or id(x) not in place)
+    ]
     return sorted(place.values()), same_as, [x for x in outside if id(x) not in place]
 
 
@@ -666,7 +671,10 @@ class Vmapped:
             leaves.extend(found)
             counts.append(len(found))
         live, edges, outside = recorded_graph(recording, outputs)
-        picked, same_as, from_outside = _wired(leaves, outside, given.values)
+        read_names = world_found.attribute_names  # None: the code computes the names it reads
+        reads_graphs = read_names is None or not read_names.isdisjoint(world.GRAPH_NAMES)
+        picked, same_as, from_outside = _wired(leaves, outside, given.values, reads_graphs)
+        record.check_found(function, from_outside, world_found, recorder="vjpgrad.vmap")  # read anew at each call
         held = {k for k, _ in same_as}  # a Value given that the function also found in its world: that one
         same_as += [(k, v) for k, v in enumerate(given.values) if id(v) in world_found.values and k not in held]
         inputs = [*(leaves[k] for k in picked), *from_outside]
@@ -1057,10 +1065,15 @@ def _real_array(arg: Any, position: int) -> Any:
                 ": a vmap inside a function vmap records (vmap(vmap(f))) is given Values, and is not supported; "
                 "vmap f once, over every sample as one batch (the array reshaped to one batch axis)"
             )
-        elif values:  # a transform's Values (grad(vmap(f))) or the user's own
+        elif values and state.transform_depth:  # a transform's Values: grad(vmap(f))
             inside = (
                 ": vmap takes numbers, and differentiating through it (grad(vmap(f))) is not supported; "
                 "vmap(grad(f)) gives per-sample gradients, and batch_sum adds them up"
+            )
+        elif values:
+            inside = (
+                ": a batch is numbers, one row a sample; pass the Values' numbers ([v.data for v in values]), "
+                "or the Values unbatched (in_dims None), which the function then reads as they are"
             )
         else:
             inside = ""
@@ -1175,10 +1188,12 @@ def batch_sum(rows: Any, start: Any = None) -> Any:
     and after ``start``, into a C-ordered array of at least two columns, and reduced along its
     first axis, which NumPy adds row after row into the running total."""
     np = arrays.numpy()
-    if _arrays_of_arguments(rows):
+    if isinstance(rows, tuple) and any(_has_axes(item) for item in rows):
         raise TypeError(
-            f"batch_sum takes one array of rows, got a {type(rows).__name__} of {len(rows)} arrays (what "
-            "vmap(grad(f, argnums=(0, 1))) returns, one array per argument): sum each, batch_sum(rows[k])"
+            f"batch_sum takes one array of rows, got a tuple of {len(rows)} arrays: a tuple of arrays is what "
+            "vmap(grad(f, argnums=(0, 1))) returns, one array per argument (sum each, batch_sum(rows[k])), "
+            "which NumPy would read as one array, adding the arguments together; rows of samples are one "
+            "array (np.stack(rows)) or a list"
         )
     block, held = _reals(rows)
     if block is None:
@@ -1193,16 +1208,6 @@ def batch_sum(rows: Any, start: Any = None) -> Any:
     with np.errstate(all="ignore"):
         total = arrays.ordered_sum(np, first, flat[::-1]).reshape(shape)
     return total[()] if total.ndim == 0 else total
-
-
-def _arrays_of_arguments(rows: Any) -> bool:
-    """Whether ``rows`` is the tuple (or list) of arrays that ``vmap`` of a transform over several
-    arguments returns, one array of rows each: a tuple holding arrays, or a list holding arrays of
-    rows (two axes or more). NumPy would read it as one array, adding the arguments together. A list
-    of one-axis arrays is rows, one a sample."""
-    if isinstance(rows, tuple):
-        return any(_has_axes(item) for item in rows)
-    return isinstance(rows, list) and any((getattr(item, "ndim", 0) or 0) >= 2 for item in rows)
 
 
 def _start(start: Any, shape: tuple[int, ...]) -> Any:

@@ -163,7 +163,9 @@ class Pass:
         if below:
             lines.append("  Why elements may differ here (what the pass ran that PyTorch may compute otherwise):")
             lines += [f"    - {reason}" for reason in self.reasons]
-        if differing and self.kernels and not self.learners_cause:  # other kernels change nothing there
+        if differing and self.kernels:
+            if self.learners_cause:  # a hook or a change the watch missed: other kernels would change nothing there
+                lines.append("  Where the hook or the change named above does not explain a difference:")
             lines.append(f"  {self.kernels}")
         if not self.leaves:
             lines.append("  no leaf tensor that requires grad was reached")

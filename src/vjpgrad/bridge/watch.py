@@ -509,31 +509,39 @@ class Watch:
         self.passes.append(done)
 
     def __enter__(self) -> Watch:
-        if self._on:  # it would take its own backward for PyTorch's: every pass would then loop, for good
-            raise RuntimeError(
-                "this watch_torch() is already on (its with block is running): a watch is entered once; "
-                "its passes go on being watched inside, so the inner with is not needed"
-            )
-        self._on = True
-        self._thread = threading.get_ident()
-        self._kernels = kernels_note()
-        self._original = torch.autograd.backward
-        self._original_grad = torch.autograd.grad
-        torch.autograd.backward = self._backward
-        torch.autograd.grad = self._autograd_grad
-        self._original_engine = getattr(torch.autograd, _ENGINE, None)
-        if self._original_engine is not None:
-            setattr(torch.autograd, _ENGINE, self._engine)
-        self._mode.__enter__()
+        with _CHAIN_LOCK:
+            if self._on:  # it would take its own backward for PyTorch's: every pass would then loop, for good
+                raise RuntimeError(
+                    "this watch_torch() is already on (its with block is running): a watch is entered once; "
+                    "its passes go on being watched inside, so the inner with is not needed"
+                )
+            self._thread = threading.get_ident()
+            self._kernels = kernels_note()
+            if not _ENTERED:
+                _PYTORCHS[:] = [torch.autograd.backward, torch.autograd.grad, getattr(torch.autograd, _ENGINE, None)]
+            _ENTERED.append(self)
+            _rewire()
+            self._on = True
+        try:
+            self._mode.__enter__()
+        except BaseException:
+            self._leave()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._mode.__exit__(None, None, None)
-        torch.autograd.backward = self._original
-        torch.autograd.grad = self._original_grad
-        if self._original_engine is not None:
-            setattr(torch.autograd, _ENGINE, self._original_engine)
-        self._on = False
+        try:
+            self._mode.__exit__(None, None, None)
+        finally:
+            self._leave()
+
+    def _leave(self) -> None:
+        """Out of the chain of watches entered, PyTorch's functions wired anew through the others."""
+        with _CHAIN_LOCK:
+            if any(watch is self for watch in _ENTERED):
+                del _ENTERED[next(k for k, watch in enumerate(_ENTERED) if watch is self)]
+            _rewire()
+            self._on = False
 
     def _engine(self, *args: Any, **kwargs: Any) -> Any:
         """PyTorch's engine, which ``torch.autograd.backward`` and ``grad`` start every pass
@@ -2021,6 +2029,31 @@ def _pytorchs_backward(
     inputs: Any = None,
 ) -> None:
     """The signature of ``torch.autograd.backward`` in every torch the bridge takes (2.1 to 2.14)."""
+
+
+_ENTERED: list[Watch] = []
+"""The watches entered and not exited, in the order they were entered: each one hands what it does
+not watch to the one before it, the first to PyTorch's own (``_PYTORCHS``). Kept here, not in each
+watch, so that watches exited in another order (two threads, each with its own; ``__exit__`` called
+by hand) leave the chain whole and PyTorch as it was once the last one exits."""
+_PYTORCHS: list[Any] = []
+"""``torch.autograd.backward``, ``grad`` and the engine's entry point as they were before the first
+watch of ``_ENTERED`` was entered."""
+_CHAIN_LOCK = threading.Lock()
+
+
+def _rewire() -> None:
+    """Wire PyTorch's functions through the watches entered, the latest first (under ``_CHAIN_LOCK``)."""
+    if not _PYTORCHS:
+        return
+    backward, grad, engine = _PYTORCHS
+    for watch in _ENTERED:
+        watch._original, watch._original_grad, watch._original_engine = backward, grad, engine
+        backward, grad = watch._backward, watch._autograd_grad
+        engine = None if engine is None else watch._engine
+    torch.autograd.backward, torch.autograd.grad = backward, grad
+    if engine is not None:
+        setattr(torch.autograd, _ENGINE, engine)
 
 
 def _signature(backward: Any) -> inspect.Signature:

@@ -94,8 +94,12 @@ def _not_finite(numbers: Sequence[float]) -> dict[str, list[int]]:
     return {kind: where for kind, where in found.items() if where}
 
 
-def _part(name: str, thing: Value | Vector, where: list[int]) -> list[str]:
-    return [name] if isinstance(thing, Value) else [f"{name}[{i}]" for i in where]
+def _part(name: str, thing: Value | Vector, where: list[int], rank: int = 0) -> list[tuple[int, int, str]]:
+    """Each element of ``where`` as the note names it (``y[2]``), with where it comes in the note:
+    ``rank`` (the variable's place), then its index."""
+    if isinstance(thing, Value):
+        return [(rank, 0, name)]
+    return [(rank, i, f"{name}[{i}]") for i in where]
 
 
 def _listed(parts: list[str], most: int = 6) -> str:
@@ -105,12 +109,14 @@ def _listed(parts: list[str], most: int = 6) -> str:
     return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
-def _note(found: dict[str, list[str]], why_nan: str, why_infinite: str) -> str:
-    """One note for the parts that are nan and those that are infinite, each kind with its cause."""
+def _note(found: dict[str, list[tuple[int, int, str]]], why_nan: str, why_infinite: str) -> str:
+    """One note for the parts that are nan and those that are infinite, each kind with its cause,
+    the parts of each in their order."""
     said = []
-    if found.get("nan"):
-        said.append(f"{_listed(found['nan'])} {'is' if len(found['nan']) == 1 else 'are'} nan: {why_nan}")
-    infinite = found.get("inf", []) + found.get("-inf", [])
+    nan = [text for *_, text in sorted(found.get("nan", []))]
+    if nan:
+        said.append(f"{_listed(nan)} {'is' if len(nan) == 1 else 'are'} nan: {why_nan}")
+    infinite = [text for *_, text in sorted(found.get("inf", []) + found.get("-inf", []))]
     if infinite:
         kinds = " or ".join(kind for kind in ("inf", "-inf") if found.get(kind))
         said.append(f"{_listed(infinite)} {'is' if len(infinite) == 1 else 'are'} {kinds}: {why_infinite}")
@@ -129,11 +135,11 @@ def _remark(y: Value | Vector, name: str) -> str:
 
 def _gradient_remark(env: dict[str, Value | Vector]) -> str:
     """A note when a gradient holds nan or an infinity: a local derivative is infinite somewhere."""
-    found: dict[str, list[str]] = {}
-    for name, value in env.items():
+    found: dict[str, list[tuple[int, int, str]]] = {}
+    for rank, (name, value) in enumerate(env.items()):
         grads = value.grad.tolist() if isinstance(value, Vector) else [value.grad]
         for kind, where in _not_finite(grads).items():
-            found.setdefault(kind, []).extend(_part(f"{name}.grad", value, where))
+            found.setdefault(kind, []).extend(_part(f"{name}.grad", value, where, rank))
     return _note(
         found,
         "an infinite local derivative met a zero (inf x 0), or an operation left its domain",

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -1285,7 +1285,7 @@ def _read(
     )
     argument_ids = {id(a) for a in arguments}
     parameters = [x for x in outside if id(x) not in argument_ids]
-    _check_found(fn, parameters, found)
+    check_found(fn, parameters, found)
     made = recording.leaves  # in creation order, as live
     needed = set(map(id, live)) if made else set()
     constants = {  # Values made inside (Value()) that take no gradient: numbers of the code
@@ -1322,14 +1322,17 @@ def _sources(
     return sources
 
 
-def _check_found(fn: Callable[..., Any], parameters: list[Value], found: world.Snapshot) -> None:
-    """Refuse a Value read from outside that is not in the function's world: nothing could tell
-    at the next call whether it is still the same one."""
+def check_found(
+    fn: Callable[..., Any], parameters: Sequence[graph.Node], found: world.Snapshot, recorder: str = "vjpgrad.compile"
+) -> None:
+    """Refuse a Value read from outside that is not in the function's world (one reached through
+    another Value's graph, ``u.parents[0]``, or inside a library's object): nothing could tell at
+    the next call whether it is still the same one. ``vmap`` refuses it alike."""
     missing = [x for x in parameters if id(x) not in found.values]
     if missing:
         outside = world.on_path_outside_the_project()
         raise DataDependentError(
-            f"{where(fn)}: vjpgrad.compile cannot find where {_name(fn)} gets a Value it reads (made outside it), "
+            f"{where(fn)}: {recorder} cannot find where {_name(fn)} gets a Value it reads (made outside it), "
             "so it could not check at the next call that it is still the same one: keep such Values in "
             "attributes, lists, dicts, closures or globals of plain Python objects (not inside a library's "
             "objects, or in a rule of a custom operation), or pass them as arguments"

@@ -57,15 +57,17 @@ def _number(x: Any) -> Any:
 
 
 def _function_result(name: str, result: Any) -> float:
-    """What the operation's function returned, as a float: a number (or a Value, read by float(),
-    which compile refuses while it records); anything else is refused, naming the operation (a
-    string is no number here)."""
+    """What the operation's function returned, as a float, as ``float()`` reads it (a NumPy or
+    PyTorch number, a 0-d array, a ``Decimal``; a Value by ``float()``, which compile refuses while it
+    records); ``None`` and text are refused, naming the operation (``float("1.5")`` would parse it)."""
     if result is None:
         raise TypeError(f"the function of {name} returned None: did it forget to return its result?")
-    number = float(result) if isinstance(result, Value) else as_number(result)
-    if number is None:
+    if isinstance(result, (str, bytes, bytearray)):
         raise TypeError(f"the function of {name} must return a number, got {type(result).__name__}")
-    return float(number)
+    try:
+        return float(result)
+    except (TypeError, ValueError):
+        raise TypeError(f"the function of {name} must return a number, got {type(result).__name__}") from None
 
 
 def _check_result(name: str, result: Any, arity: int) -> None:
