@@ -1205,6 +1205,7 @@ def test_an_in_place_change_that_is_not_replayed_is_named_as_the_learner_wrote_i
     assert "PyTorch's [...] = (index_put_) at" in w.passes[0].reason
 
 
+@pytest.mark.slow  # a process of its own imports torch (about 3 s)
 def test_a_watch_entered_again_is_refused_before_it_changes_pytorch() -> None:
     """A second ``with w:`` inside the first took the watch's own ``backward`` for PyTorch's: every
     ``backward()`` then hung, in the process, for good (an outside review). It is refused, and PyTorch
@@ -1235,6 +1236,7 @@ def test_a_watch_entered_again_is_refused_before_it_changes_pytorch() -> None:
     assert done.stdout.splitlines()[-1] == "passes: 1 matches: True grad: [2.0, 2.0]"
 
 
+@pytest.mark.slow  # a process of its own imports torch (about 3 s)
 def test_watches_left_out_of_order_leave_pytorch_as_it_was_and_each_can_be_entered_again() -> None:
     """Two watches exited in another order than entered (``__exit__`` called by hand in a notebook,
     or two threads each with its own): the second restored the first's ``backward`` as PyTorch's,

@@ -1539,6 +1539,7 @@ def test_a_live_recording_keeps_its_lines_when_another_of_its_structure_goes(
     assert _lines_of(compiled) == first
 
 
+@pytest.mark.slow  # threads race for about 3 s
 def test_forgetting_a_recordings_lines_never_breaks_linecache_in_another_thread() -> None:
     """A recording is often freed by the cyclic collector, at any allocation of any thread:
     forgetting its lines there (deleting from ``linecache.cache`` in a finalizer) made

@@ -961,6 +961,7 @@ def test_a_source_that_names_setrecursionlimit_is_flagged_however_it_names_it(tm
     assert borrowed.remarks(own, exercise(4), of) == []  # a comment is no reference; getrecursionlimit is fine
 
 
+@pytest.mark.slow  # it reads many sources, each in a process of its own
 def test_a_source_that_runs_code_made_from_text_is_flagged(tmp_path: Path) -> None:
     """A shipped solution kept as a string and run (``exec``, ``eval``, ``compile``, a loader that
     compiles a string, a code object made by hand) has no ``def`` for the copy check to read: such
@@ -1018,6 +1019,7 @@ def softmax_vjp(x, v):
 vjpgrad, no string naming it; it passes every check of exercise 8."""
 
 
+@pytest.mark.slow  # it reads many sources, each in a process of its own
 def test_a_module_taken_at_run_time_without_an_import_is_flagged(tmp_path: Path) -> None:
     """vjpgrad is loaded in the student's process (the grader's code there is vjpgrad's): a file can
     take its engine from ``sys.modules``, ``__import__`` of a name put together, ``importlib``, the
@@ -1567,6 +1569,7 @@ def test_defs_nested_in_functions_are_not_read_for_copies(tmp_path: Path) -> Non
     assert found[0] == [f"derivatives.py (central_difference, step_sizes): {borrowed.COPIED}"]
 
 
+@pytest.mark.slow  # it runs a remarks process until its time limit kills it (about 5 s)
 def test_the_remarks_of_a_submission_are_read_by_a_process_of_their_own_with_a_time_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

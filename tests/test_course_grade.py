@@ -1085,6 +1085,7 @@ gradebook.write(Path({out!r}), course(None), {{sys.argv[1]: [thirds(exercise(1),
 """
 
 
+@pytest.mark.slow  # two gradings of a class run at once (about 3 s)
 def test_grading_runs_into_one_out_at_once_keep_every_row(tmp_path: Path) -> None:
     import time
 

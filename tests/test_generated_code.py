@@ -15,6 +15,7 @@ import subprocess
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -421,3 +422,19 @@ def test_a_rule_that_calls_what_code_symbols_lack_is_named_with_its_row_and_oper
     assert "symbols.HELPERS" in message
     assert "CONTRIBUTING.md" in message
     assert not hasattr(Code("x"), "softplus_derivative")  # hasattr and getattr(x, name, default) still work
+
+
+def test_writing_from_a_clone_while_python_imports_another_vjpgrad_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a newcomer's clone, with the editable install of another checkout on the path: --write rewrote
+    # that other checkout's files, saying only "wrote vjpgrad/core/operators.py"
+    from vjpgrad.codegen.__main__ import main
+
+    (tmp_path / "src" / "vjpgrad" / "core").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    written: list[str] = []
+    monkeypatch.setattr(eager, "write", lambda: written.append("written") or [])
+    assert main(["--write"]) == 2
+    assert written == []
+    assert "PYTHONPATH=src python -m vjpgrad.codegen --write" in capsys.readouterr().err

@@ -186,7 +186,7 @@ def test_the_recipe_names_every_page_that_lists_the_functions() -> None:
 def test_the_recipes_commands_write_the_code_then_run_the_quick_loop_and_the_new_operations_grids() -> None:
     found = commands()
     assert found[0] == ["python", "-m", "vjpgrad.codegen", "--write"]
-    assert ["pytest", "-m", "not slow"] in found  # every test that reads the table, its lists and its pages
+    assert ["pytest", "-m", "not slow", "-n", "auto"] in found  # the quick loop: what reads the table and its pages
     grids = [words for words in found if words[:3] == ["pytest", "-m", "slow"]]
     assert len(grids) == 1
     assert "NAME" in " ".join(grids[0])

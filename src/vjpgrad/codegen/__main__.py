@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from vjpgrad.codegen import eager
 
@@ -21,8 +22,17 @@ def main(argv: list[str] | None = None) -> int:
         for name in stale:
             print(f"vjpgrad/core/{name} is not what the table writes: run python -m vjpgrad.codegen --write")
         return 1 if stale else 0
+    here = Path.cwd() / "src" / "vjpgrad" / "core"
+    if here.is_dir() and here.resolve() != eager.CORE:  # a clone, while Python imports another vjpgrad
+        print(
+            f"python -m vjpgrad.codegen --write writes into the vjpgrad Python imports, {eager.CORE.parent}, "
+            f"not this folder's src/vjpgrad: run it as PYTHONPATH=src python -m vjpgrad.codegen --write "
+            "(or pip install -e . here first)",
+            file=sys.stderr,
+        )
+        return 2
     for name in eager.write():
-        print(f"wrote vjpgrad/core/{name}")
+        print(f"wrote {eager.CORE / name}")
     return 0
 
 
