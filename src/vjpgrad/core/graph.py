@@ -114,8 +114,9 @@ class Node:
 
     @property
     def label(self) -> str | None:
-        """A name for pictures and tables (``None``: none given). Kept in the node's ``__dict__``
-        only once one is given, so a node without one costs nothing for it."""
+        """A name shown in tables and pictures, or ``None``: a ``str`` (another type is refused with
+        ``TypeError``). Kept in the node's ``__dict__`` only once one is given, so a node without one
+        costs nothing for it."""
         return self.__dict__.get("label")  # only the setter writes it
 
     @label.setter
