@@ -1205,14 +1205,22 @@ def test_an_in_place_change_that_is_not_replayed_is_named_as_the_learner_wrote_i
     assert "PyTorch's [...] = (index_put_) at" in w.passes[0].reason
 
 
+def run_alone(script: str) -> str:
+    """What ``script`` prints, run in a process of its own (a hang there ends in a minute, not the
+    suite); it must exit 0."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 @pytest.mark.slow  # a process of its own imports torch (about 3 s)
 def test_a_watch_entered_again_is_refused_before_it_changes_pytorch() -> None:
     """A second ``with w:`` inside the first took the watch's own ``backward`` for PyTorch's: every
     ``backward()`` then hung, in the process, for good (an outside review). It is refused, and PyTorch
     is left as it was."""
-    import subprocess
-    import sys
-
     script = (
         "import torch, vjpgrad\n"
         "before = torch.autograd.backward, torch.autograd.grad\n"
@@ -1230,10 +1238,9 @@ def test_a_watch_entered_again_is_refused_before_it_changes_pytorch() -> None:
         "(x * x).sum().backward()\n"
         "print('passes:', len(w.passes), 'matches:', w.matches, 'grad:', x.grad.tolist())\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "refused: this watch_torch() is already on" in done.stdout
-    assert done.stdout.splitlines()[-1] == "passes: 1 matches: True grad: [2.0, 2.0]"
+    printed = run_alone(script)
+    assert "refused: this watch_torch() is already on" in printed
+    assert printed.splitlines()[-1] == "passes: 1 matches: True grad: [2.0, 2.0]"
 
 
 @pytest.mark.slow  # a process of its own imports torch (about 3 s)
@@ -1241,9 +1248,6 @@ def test_watches_left_out_of_order_leave_pytorch_as_it_was_and_each_can_be_enter
     """Two watches exited in another order than entered (``__exit__`` called by hand in a notebook,
     or two threads each with its own): the second restored the first's ``backward`` as PyTorch's,
     and entering the first again then hung every pass (the review of the re-entry fix)."""
-    import subprocess
-    import sys
-
     script = (
         "import torch, vjpgrad\n"
         "before = torch.autograd.backward, torch.autograd.grad\n"
@@ -1260,10 +1264,8 @@ def test_watches_left_out_of_order_leave_pytorch_as_it_was_and_each_can_be_enter
         "assert (torch.autograd.backward, torch.autograd.grad) == before\n"
         "print(len(w1.passes), len(w2.passes), w1.matches, w2.matches, x.grad.item(), y.grad.item())\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
     # w2's pass is listed, not replayed: PyTorch's stack of dispatch modes lost w2's when w1's left first
-    assert done.stdout.split() == ["1", "1", "True", "False", "4.0", "6.0"]
+    assert run_alone(script).split() == ["1", "1", "True", "False", "4.0", "6.0"]
 
 
 def test_the_note_on_the_processors_kernels_is_said_for_what_the_learners_hook_does_not_explain(
