@@ -1642,3 +1642,23 @@ def test_a_thread_that_waited_while_another_gave_up_runs_the_function_uncompiled
     assert compiled.times_recorded == 1
     assert compiled.recordings == 0
     assert results == [f([Value(0.1 * i) for i in range(20)]).data]
+
+
+def test_a_value_read_through_an_arguments_graph_is_never_read_stale() -> None:
+    """``u.parents[0]`` is read from the recorded ``u``'s graph: an outside review found ``[10, 15]``
+    where eager code gives ``[8, 11]`` once ``u`` was made from another Value, and a stale number
+    again with the same ``u`` and another ``b``. Each such call records anew, and a Value found only
+    in an argument's graph is refused (DataDependentError), never read stale."""
+
+    def f(x: Value, u: Value, b: Value) -> Value:
+        return x * u.parents[0] + b
+
+    compiled = vjpgrad.compile(f)
+    b = Value(10.0)
+    u = b * 2
+    assert compiled(Value(1.0), u, b).data == 20.0
+    for call in (lambda: compiled(Value(1.0), Value(3.0) * 2, Value(5.0)), lambda: compiled(Value(1.0), u, Value(5.0))):
+        with pytest.raises(vjpgrad.DataDependentError, match="cannot find where"):
+            call()
+    b2 = Value(4.0)
+    assert compiled(Value(1.0), b2 * 2, b2).data == f(Value(1.0), b2 * 2, b2).data == 8.0

@@ -354,8 +354,10 @@ def test_a_rule_is_not_called_where_nothing_is_recorded() -> None:
     ("returned", "message"),
     [
         (None, "of forgot_returns returned None: did it forget to return its result"),
-        ("1.5", "of forgot_returns must return a number, got str"),
-        ([1.5], "of forgot_returns must return a number, got list"),
+        ("1.5", "of forgot_returns must return a real number, got str"),
+        ([1.5], "of forgot_returns must return a real number, got list"),
+        (memoryview(b"1.5"), "of forgot_returns must return a real number, got memoryview"),
+        (1.5 + 0.5j, "of forgot_returns must return a real number, got complex"),  # float() of NumPy's drops 0.5j
     ],
 )
 def test_a_function_that_returns_no_number_is_named(returned: Any, message: str) -> None:

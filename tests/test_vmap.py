@@ -1632,3 +1632,29 @@ def test_a_value_reached_through_an_arguments_graph_is_refused_as_compile_refuse
     mapped = vmap(lambda x, u: x * u.parents[0], in_dims=(0, None))
     with pytest.raises(DataDependentError, match=r"vjpgrad.vmap cannot find where .*<lambda> gets a Value it reads"):
         mapped(np.array([1.0, 2.0]), Value(10.0) * 2)
+
+
+W_PARENT = Value(10.0)
+
+
+def test_a_value_of_the_world_read_through_a_given_values_graph_is_never_read_stale() -> None:
+    # W is a global and, at the first call, u.parents[0]: another u made from another Value gave
+    # W's number for its parent ([20, 30] where eager gives [13, 16]; the review of the fix)
+    mapped = vmap(lambda x, u: x * u.parents[0] + W_PARENT, in_dims=(0, None))
+    xs = np.array([1.0, 2.0])
+    assert mapped(xs, W_PARENT * 2).tolist() == [20.0, 30.0]
+    with pytest.raises(DataDependentError, match="cannot find where"):
+        mapped(xs, Value(3.0) * 2)
+
+
+def test_a_new_value_at_every_call_records_once_where_the_code_names_a_values_graph_too() -> None:
+    # naming .op anywhere the code reaches held every Value given to its object (12 calls, 12 recordings)
+    def scaled(x: Value, lr: Value) -> Value:
+        if isinstance(x, list):  # never true here: the name alone is what the world reads
+            return x.op  # type: ignore[no-any-return]
+        return x * lr
+
+    mapped = vmap(scaled, in_dims=(0, None))
+    for k in range(12):
+        assert mapped(np.array([1.0, 2.0]), Value(k + 0.5, requires_grad=False)).tolist() == [k + 0.5, 2 * k + 1.0]
+    assert mapped._recordings == 1

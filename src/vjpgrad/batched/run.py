@@ -369,6 +369,14 @@ def _wired(
     return sorted(place.values()), same_as, [x for x in outside if id(x) not in place]
 
 
+def _reads_graphs(found: world.Snapshot, given: list[Value]) -> bool:
+    """Whether the code may read a Value's graph (it names ``parents``, ``_prev``..., or computes the
+    names it reads) and a Value given unbatched is an operation's result, through which alone a
+    graph read reaches another Value given."""
+    names = found.attribute_names  # None: the code computes the names it reads
+    return (names is None or not names.isdisjoint(world.GRAPH_NAMES)) and any(not v.is_leaf for v in given)
+
+
 def _one_objects(values: list[Value]) -> tuple[int, ...] | None:
     """Where among ``values`` each one first appears, where one appears twice (``[w, w]``); None
     where they are all other objects (the common case, told in one pass)."""
@@ -415,7 +423,7 @@ def _record(
             raise
         ways = ["pass a batch positionally: vmap(f)(xs, ys)"] if keywords else []
         if unbatched:
-            ways.append(f"give argument {unbatched[0]} an in_dims of 0 to batch it (in_dims=(0, 0))")
+            ways.append(f"give argument {unbatched[0]} an in_dims of 0 to batch it")
         raise TypeError(
             f"{what}: {getattr(function, '__name__', 'the function')} raised TypeError ({error}) given its "
             f"{', '.join(given)}, a NumPy array, as it is: vmap batches positional arguments only, by their in_dims, "
@@ -671,9 +679,7 @@ class Vmapped:
             leaves.extend(found)
             counts.append(len(found))
         live, edges, outside = recorded_graph(recording, outputs)
-        read_names = world_found.attribute_names  # None: the code computes the names it reads
-        reads_graphs = read_names is None or not read_names.isdisjoint(world.GRAPH_NAMES)
-        picked, same_as, from_outside = _wired(leaves, outside, given.values, reads_graphs)
+        picked, same_as, from_outside = _wired(leaves, outside, given.values, _reads_graphs(world_found, given.values))
         record.check_found(function, from_outside, world_found, recorder="vjpgrad.vmap")  # read anew at each call
         held = {k for k, _ in same_as}  # a Value given that the function also found in its world: that one
         same_as += [(k, v) for k, v in enumerate(given.values) if id(v) in world_found.values and k not in held]

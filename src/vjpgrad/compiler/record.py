@@ -226,11 +226,13 @@ def _own_attributes(x: Any) -> list[tuple[str, Any]]:
 
 def _made(x: Value) -> tuple[tuple[str, Any], ...]:
     """How a Value was made, as its own names tell (``op``, ``parents``, micrograd's ``_prev``):
-    nothing for a leaf."""
+    nothing for a leaf; for an operation's result, the operation and which objects its operands
+    are (``u.parents[0]`` is read from the recording's ``u``: another ``u`` made from other Values
+    records anew, where a number read from the old operand would be stale)."""
     if x.is_leaf:
         return ()
     parents = x.parents
-    return (("(made by)", (x.op, len(parents), len(set(map(id, parents))))),)
+    return (("(made by)", (x.op, tuple(("object", id(p)) for p in parents))),)
 
 
 def argument_classes(read: Arguments) -> list[type]:
@@ -1296,12 +1298,22 @@ def _read(
         live, positions = [n for n, _ in pairs], [p for _, p in pairs]
         columns = None  # they describe the nodes with the constants: describe reads live anew
     sources = _sources(outputs, live, [*distinct(arguments), *parameters], constants)
-    leaf_of = {id(x): k for k, x in enumerate(arguments)}
-    aliases = [(leaf_of[id(a)], a) for a in distinct(arguments) if id(a) in found.values]
+    aliases = _aliases(arguments, found)
     edges = Edges(live, positions, recording.leaves)
     return Recorded(
         live, arguments, parameters, constants, shape, sources, recording, found, aliases, result, edges, columns
     )
+
+
+def _aliases(arguments: list[Value], found: world.Snapshot) -> list[tuple[int, Value]]:
+    """The arguments the replay holds to being the same objects, by their place: those the function
+    also found in its world (``w is W``), and, where the code may read a Value's graph, those that are
+    operands of another argument (``b``, with ``u = b * 2``): the code read one Value both ways."""
+    leaf_of = {id(x): k for k, x in enumerate(arguments)}
+    names = found.attribute_names
+    graphs = names is None or not names.isdisjoint(world.GRAPH_NAMES)
+    operands = {id(p) for a in arguments if graphs and not a.is_leaf for p in a.parents}
+    return [(leaf_of[id(a)], a) for a in distinct(arguments) if id(a) in found.values or id(a) in operands]
 
 
 def _sources(

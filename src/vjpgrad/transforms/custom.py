@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -62,12 +63,13 @@ def _function_result(name: str, result: Any) -> float:
     records); ``None`` and text are refused, naming the operation (``float("1.5")`` would parse it)."""
     if result is None:
         raise TypeError(f"the function of {name} returned None: did it forget to return its result?")
-    if isinstance(result, (str, bytes, bytearray)):
-        raise TypeError(f"the function of {name} must return a number, got {type(result).__name__}")
+    complex_number = isinstance(result, numbers.Complex) and not isinstance(result, numbers.Real)
+    if complex_number or isinstance(result, (str, bytes, bytearray, memoryview)):  # float() would parse or cut it
+        raise TypeError(f"the function of {name} must return a real number, got {type(result).__name__}")
     try:
         return float(result)
     except (TypeError, ValueError):
-        raise TypeError(f"the function of {name} must return a number, got {type(result).__name__}") from None
+        raise TypeError(f"the function of {name} must return a real number, got {type(result).__name__}") from None
 
 
 def _check_result(name: str, result: Any, arity: int) -> None:
