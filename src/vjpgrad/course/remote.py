@@ -48,7 +48,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vjpgrad.core import modes
 from vjpgrad.course import kernel
 
 LIMIT = 1 << 26
@@ -565,7 +564,10 @@ class Checks(Side):
                 raise TamperedError("not a call")
             return function(*args, **kwargs)
         if what in ARITHMETIC:
-            # done for the student's code, whose process names its line if vjpgrad refuses it
+            # done for the student's code, whose process names its line if vjpgrad refuses it; imported
+            # here, in the checks' process only: the student's process must not hold vjpgrad's engine
+            from vjpgrad.core import modes
+
             saved, modes.state.users_code_elsewhere = modes.state.users_code_elsewhere, True
             try:
                 return OPERATORS[what](*arguments)
