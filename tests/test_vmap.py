@@ -1601,6 +1601,29 @@ def test_a_refusal_of_the_world_under_vmap_does_not_name_compile(
     assert "compile" not in str(refused.value), str(refused.value)
 
 
+_DRAWN = iter([1.0, 2.0, 3.0])
+
+
+def _draws_from_an_iterator(x: Any) -> Any:
+    return x * next(_DRAWN)
+
+
+def _decides_on_a_number(x: Any) -> Any:
+    return x * 2.0 if x > 0 else -x
+
+
+@pytest.mark.parametrize(
+    "f", [_draws_from_an_iterator, _decides_on_a_number], ids=["a refused kind of object", "a decision on a number"]
+)
+def test_what_to_do_under_vmap_never_speaks_of_a_compiled_function(f: Callable[[Any], Any]) -> None:
+    # the advice is shared with compile: "outside the compiled function" misled a vmap user
+    with pytest.raises(DataDependentError) as refused:
+        vmap(f)(np.array([1.0, 2.0]))
+    message = str(refused.value)
+    assert "vjpgrad" in message, message
+    assert "compiled function" not in message, message
+
+
 def test_an_unbatched_array_argument_is_told_to_take_an_in_dims_not_to_be_positional() -> None:
     xs = np.array([1.0, 2.0])
     with pytest.raises(TypeError, match=r"give argument 1 an in_dims of 0 to batch it") as refused:

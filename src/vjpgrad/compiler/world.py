@@ -1638,8 +1638,7 @@ def _ufunc(walk: _Walk, var: int, x: Any) -> None:
         raise UnwatchableError(
             name,
             "a ufunc made by numpy.frompyfunc, whose Python function vjpgrad cannot read",
-            "call numpy.frompyfunc(...) inside the compiled function, where its function is watched, or use "
-            "numpy.vectorize",
+            "call numpy.frompyfunc(...) inside the function, where its function is watched, or use numpy.vectorize",
         )
 
 
@@ -1853,20 +1852,20 @@ _REFUSED = {
     ),
     "queue.SimpleQueue: refused": (
         "a queue.SimpleQueue, whose items vjpgrad cannot read (they are C state)",
-        "take what {name} holds outside the compiled function and pass it in, or use a queue.Queue",
+        "take what {name} holds outside the function and pass it in, or use a queue.Queue",
     ),
     "contextvars.ContextVar: refused": (
         "a contextvars.ContextVar, whose value depends on the context the call runs in",
-        "read {name}.get() outside the compiled function and pass the value in",
+        "read {name}.get() outside the function and pass the value in",
     ),
     "functools.cmp_to_key's key: refused": (
         "a key made by functools.cmp_to_key, whose comparison function vjpgrad cannot read (it is C state)",
-        "make the key inside the compiled function (functools.cmp_to_key(compare)), where compare is watched",
+        "make the key inside the function (functools.cmp_to_key(compare)), where compare is watched",
     ),
     "PyTorch tensor, module, optimizer or generator: refused": (
         "a PyTorch object (a tensor, module, optimizer or generator), whose numbers are PyTorch's memory, which "
         "vjpgrad does not watch (an in-place change, an optimizer's step, would go unseen)",
-        "read the numbers {name} holds outside the compiled function and pass them in (as numbers or Values), "
+        "read the numbers {name} holds outside the function and pass them in (as numbers or Values), "
         "or call the function uncompiled",
     ),
     "unittest.mock object: refused": (
@@ -1880,11 +1879,11 @@ _REFUSED = {
     ),
     "iterator or generator: refused": (
         "an iterator, whose position vjpgrad cannot watch (a replay would not advance it)",
-        "draw what {name} gives outside the compiled function and pass it in as arguments",
+        "draw what {name} gives outside the function and pass it in as arguments",
     ),
     "coroutine or async generator: refused": (
         "a coroutine or async generator, whose position vjpgrad cannot watch",
-        "run {name} outside the compiled function and pass what it gives in as arguments",
+        "run {name} outside the function and pass what it gives in as arguments",
     ),
     "frame or traceback: refused": (
         "a frame or traceback, whose local variables vjpgrad cannot watch",
