@@ -1890,6 +1890,30 @@ def limit():
     return sys.getrecursionlimit()
 
 
+def chroot():  # a root of its own: paths the hook reads as written lead elsewhere
+    os.chroot("/tmp")
+
+
+def unshare():  # a user namespace of its own, where chroot is allowed to anyone (Python 3.12 and later)
+    os.unshare(os.CLONE_NEWUSER | os.CLONE_NEWNS)
+
+
+def fchdir():  # another current folder, through a folder's descriptor
+    os.fchdir(os.open("/", os.O_RDONLY))
+
+
+def graders_priority():  # the grader's process, slowed down (or, as root, sped up)
+    os.setpriority(os.PRIO_PROCESS, os.getppid(), 19)
+
+
+def graders_cores():
+    os.sched_setaffinity(os.getppid(), {0})
+
+
+def another_user():
+    os.setuid(os.getuid())
+
+
 def honest():
     import json, math
     with open(__file__) as source:
@@ -1916,6 +1940,8 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "graders_pipe_by_a_dotted_path", "graders_status_by_a_double_slash",
             "own_fds_by_a_link", "unix_socket", "shared_memory", "objects", "pythonapi",
             "solutions_through_a_folder", "solutions_walked", "proc_through_the_root", "tcl", "subinterpreter",
+            "chroot", "fchdir", "graders_priority", "graders_cores", "another_user",
+            *(["unshare"] if hasattr(os, "unshare") else []),  # Python 3.12 and later
         ):  # fmt: skip
             with pytest.raises(PermissionError) as error:
                 getattr(attempts, name)()
@@ -1952,7 +1978,9 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "readline_written": "importing readline",
             "readline_read": "importing readline",
             "sqlite_written": "importing sqlite3",
-            "fifo": "unseen (no audit event), or handling a signal is refused",
+            "fifo": "unseen (no audit event)",
+            "chroot": "the process's root, namespaces, user or priority",
+            "graders_priority": "the process's root, namespaces, user or priority",
             "touched": "os.utime (changing files) is refused",
         }
         assert {name: text for name, text in said.items() if text not in refused[name]} == {}

@@ -82,12 +82,24 @@ MODULES = frozenset((
 ``tkinter``'s Tcl opens files and sockets and starts processes of its own; a subinterpreter runs code
 without this interpreter's audit hooks)."""
 
+_STANDING = (
+    "chroot", "unshare", "setns", "fchdir",
+    "setuid", "setgid", "seteuid", "setegid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
+    "initgroups", "setsid", "setpgid", "setpgrp",
+    "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
+)  # fmt: skip
+"""What changes where the process stands, without an audit event: its root (``chroot``, a namespace
+of its own, where a root of its own is anyone's), its current folder by a descriptor, its user, its
+session, and the priority or cores of any process (the grader's too). A root of its own would lead
+the paths the hook reads as written elsewhere (``/tmp`` made ``/``: the kept folders' paths no longer
+match); no exercise needs any of it."""
+
 UNSEEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("_posixsubprocess", ("fork_exec",)),
     ("subprocess", ("_fork_exec",)),
     ("_posixshmem", ("shm_open", "shm_unlink")),
-    ("posix", ("memfd_create", "mkfifo", "mknod", "pidfd_open")),
-    ("os", ("memfd_create", "mkfifo", "mknod", "pidfd_open")),
+    ("posix", ("memfd_create", "mkfifo", "mknod", "pidfd_open", *_STANDING)),
+    ("os", ("memfd_create", "mkfifo", "mknod", "pidfd_open", *_STANDING)),
     ("readline", ("read_history_file", "write_history_file", "append_history_file", "read_init_file")),
     ("_sqlite3", ("connect",)),
     ("sqlite3", ("connect",)),
@@ -98,10 +110,10 @@ UNSEEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("signal", ("signal", "setitimer", "alarm", "set_wakeup_fd", "pidfd_send_signal")),
     ("_signal", ("signal", "setitimer", "alarm", "set_wakeup_fd", "pidfd_send_signal")),
 )
-"""The functions that start a process, share memory, or read or write a file without an audit event,
-or run code of the student's inside the hook's frames (a signal's handler runs between any two lines,
-the hook's too), by module: in a module already loaded (another may hold it), each is replaced by one
-that refuses."""
+"""The functions that start a process, share memory, read or write a file or change where the process
+stands (``_STANDING``) without an audit event, or run code of the student's inside the hook's frames
+(a signal's handler runs between any two lines, the hook's too), by module: in a module already
+loaded (another may hold it), each is replaced by one that refuses."""
 
 SOLUTIONS = "reading vjpgrad's reference solutions"
 """What an ``open`` of a file among vjpgrad's reference solutions is refused as: a student's process
@@ -128,8 +140,8 @@ WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 def _refuse(*arguments: Any, **keywords: Any) -> Any:
     raise PermissionError(
-        "starting a process, sharing memory, reading or writing a file unseen (no audit event), or handling a signal "
-        f"is refused: {RULE}"
+        "starting a process, sharing memory, reading or writing a file unseen (no audit event), handling a signal, or "
+        f"changing the process's root, namespaces, user or priority is refused: {RULE}"
     )
 
 
