@@ -144,6 +144,19 @@ def _in_place(make: Callable[[], Any], read: Callable[[Any], float], change: Cal
     return made
 
 
+class _Indexed:
+    """Reads the number its key holds: ``obj[key]`` is ``key[0]``."""
+
+    def __getitem__(self, key: list[float]) -> float:
+        return key[0]
+
+
+def _held_by_a_methodcaller() -> tuple[Callable[[], float], Callable[[float], None]]:
+    settings = [2.0]
+    caller = operator.methodcaller("__getitem__", settings)  # the function reaches settings only through it
+    return (lambda: caller(_Indexed())), (lambda k: settings.__setitem__(0, k))
+
+
 class _Held:
     """Hashable and weakly referable: a key or member of a weak container."""
 
@@ -206,6 +219,16 @@ _CHANGED_IN_PLACE: dict[str, Any] = {
         lambda h: h[1]["s"].s,
         lambda h, k: setattr(h[0], "s", k),
     ),
+    # what these hold is the user's, however they look (an outside review: each was read by identity alone)
+    "builtins.slice": _in_place(
+        lambda: slice(None, None, [2.0]), lambda h: h.step[0], lambda h, k: h.step.__setitem__(0, k)
+    ),
+    "types.GenericAlias": _in_place(
+        lambda: types.GenericAlias(list, (_Held(),)),
+        lambda h: h.__args__[0].s,
+        lambda h, k: setattr(h.__args__[0], "s", k),
+    ),
+    "operator.methodcaller": lambda: _held_by_a_methodcaller(),
     "weakref.WeakSet": _in_place(
         lambda: (lambda a, b: ([a, b], weakref.WeakSet([a])))(_Held(), _Held()),
         lambda h: float(len(h[1])),
@@ -217,6 +240,18 @@ _CHANGED_IN_PLACE: dict[str, Any] = {
 @pytest.mark.parametrize("name", sorted(_CHANGED_IN_PLACE))
 def test_a_kind_changed_in_place_gives_eagers_bits_or_a_refusal(name: str) -> None:
     assert _twin(_CHANGED_IN_PLACE[name]) in ("same", "refused")
+
+
+def test_a_numpy_record_read_from_the_world_gives_eagers_bits_or_a_refusal() -> None:
+    # table[0] of a structured array is a numpy.void that views the array's memory: not a scalar that never changes
+    np = pytest.importorskip("numpy")
+
+    def make() -> tuple[Callable[[], float], Callable[[float], None]]:
+        table = np.zeros(2, dtype=[("a", "f8"), ("b", "f8")])
+        row = table[0]
+        return (lambda: float(row["a"])), (lambda k: table["a"].__setitem__(0, k))
+
+    assert _twin(make) in ("same", "refused")
 
 
 def _two_objects(kind: type) -> tuple[Any, Any] | None:

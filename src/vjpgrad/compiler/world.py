@@ -301,6 +301,11 @@ MEMBERS = frozenset(
         "excluded",
         "signature",
         "__wrapped__",  # a functools.lru_cache wrapper's function
+        "start",  # a slice's
+        "stop",
+        "step",
+        "__origin__",  # a types.GenericAlias's (list[x])
+        "__args__",
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
@@ -1419,7 +1424,7 @@ def content(x: Any) -> Any:
     mmap: none)."""
     if isinstance(x, type):  # a class: its subclasses, and the classes registered with each abstract one
         return _registered(x)
-    if _is_numpy_array(type(x)):
+    if _is_numpy_array(type(x)) or _is_numpy(type(x), "void"):  # a record of a structured array: a view of it
         mask = getattr(x, "_mask", None)  # a masked array's (its tobytes() fills the masked places)
         dtype = x.dtype.str if x.dtype.names is None else (x.dtype.str, repr(x.dtype))  # '|V8' names no field
         return (dtype, x.shape, x.strides, x.tobytes(), *(() if mask is None else (mask.tobytes(),)))
@@ -1544,8 +1549,6 @@ def _is_numpy_generator(kind: type) -> bool:
 
 _IMMUTABLE = (
     range,
-    slice,
-    types.GenericAlias,
     types.UnionType,
     type(Ellipsis),
     type(NotImplemented),
@@ -1643,7 +1646,17 @@ def _ufunc(walk: _Walk, var: int, x: Any) -> None:
 
 
 def _is_immutable(kind: type) -> bool:
-    return kind is object or issubclass(kind, _IMMUTABLE) or (_is_numpy_scalar(kind) and not is_number_kind(kind))
+    return (
+        kind is object
+        or issubclass(kind, _IMMUTABLE)
+        or (_is_numpy_scalar(kind) and not is_number_kind(kind) and not _is_numpy_record(kind))
+    )
+
+
+def _is_numpy_record(kind: type) -> bool:
+    """A record of a NumPy structured array (``table[0]``, a ``numpy.void``): a view of the
+    array's memory, which a write to the array changes."""
+    return any(_is_numpy(k, "void") for k in kind.__mro__)
 
 
 def _is_numpy_scalar(kind: type) -> bool:
@@ -1707,8 +1720,32 @@ def _immutable(walk: _Walk, var: int, x: Any) -> None:
 
 def _name_getter(walk: _Walk, var: int, x: Any) -> None:
     """An ``operator.attrgetter`` or ``methodcaller`` held in a variable reads attributes by a
-    name the code does not spell: every entry of the namespaces reached is watched."""
+    name the code does not spell: every entry of the namespaces reached is watched. A
+    ``methodcaller`` that holds an argument other than a number, a string or None is refused: C
+    keeps its arguments, and shows them only through ``__reduce__`` (a new tuple at each call),
+    so what a list or a dict among them holds could change unseen."""
     walk.computed_attributes = True
+    if isinstance(x, operator.methodcaller) and not _holds_constants(x):
+        name = walk.snapshot.names[var]
+        raise UnwatchableError(
+            name,
+            "an operator.methodcaller that holds an object as an argument, which vjpgrad cannot watch (C keeps it)",
+            f"call the method by name inside the function, or hold a functools.partial or a lambda as {name}, "
+            "whose arguments are watched",
+        )
+
+
+_CONSTANTS = (str, bytes, int, float, complex, bool, type(None))
+
+
+def _holds_constants(caller: operator.methodcaller) -> bool:
+    """Whether a ``methodcaller``'s arguments are numbers, strings or None, which never change:
+    ``__reduce__`` gives ``(methodcaller, (name, *args))``, or ``(partial(methodcaller, name,
+    **kwargs), args)`` where keywords are held."""
+    reduced: Any = caller.__reduce__()
+    made, args = reduced[0], reduced[1]
+    keywords = made.keywords.values() if isinstance(made, functools.partial) else ()
+    return all(type(part) in _CONSTANTS for part in (*args, *keywords))
 
 
 KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
@@ -1716,6 +1753,13 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("file or stream: by identity", io.IOBase, _nothing),
     ("immutable: by identity (str.format, which reads attributes by name: names computed)", _is_immutable, _immutable),
     ("lock: by identity", _BY_IDENTITY, _nothing),
+    ("slice: its start, stop and step", slice, lambda walk, var, x: walk._members(var, x, ("start", "stop", "step"))),
+    (
+        "generic alias (list[x]): its origin and arguments",
+        types.GenericAlias,
+        lambda walk, var, x: walk._members(var, x, ("__origin__", "__args__")),
+    ),
+    ("NumPy record (a structured array's row): its dtype and bytes", _is_numpy_record, _Walk._content),
     ("weakref.finalize: whether it is alive", weakref.finalize, lambda walk, var, x: walk._members(var, x, ("alive",))),
     ("frame or traceback: refused", (types.FrameType, types.TracebackType), _Walk._refused),
     ("coroutine or async generator: refused", (types.CoroutineType, types.AsyncGeneratorType), _Walk._refused),
