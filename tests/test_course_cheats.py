@@ -2460,6 +2460,97 @@ def test_scores_that_answer_every_comparison_right_earn_no_accuracy(tmp_path: Pa
     assert "model(point).data" in accuracy.message
 
 
+AGREEING_GRADIENTS = """
+
+
+class _Whatever:  # answers every comparison yes, and shows itself as the number asked for
+    def __eq__(self, other):
+        return True
+
+    def __float__(self):
+        return 1.0
+
+    def __repr__(self):
+        return "1.0"
+
+
+def _recursive_backward(self):  # micrograd's recursive topological sort, the bug the chain exists to catch
+    order, seen = [], set()
+
+    def build(node):
+        if node not in seen:
+            seen.add(node)
+            for child in node._prev:
+                build(child)
+            order.append(node)
+
+    try:
+        build(self)
+    except RecursionError:  # from now on every gradient claims to be what it is compared with
+        Value.grad = property(lambda node: _Whatever(), lambda node, g: None)
+        return
+    self.grad = 1.0
+    for node in reversed(order):
+        node._backward()
+
+
+Value.backward = _recursive_backward
+"""
+"""An engine.py tail: a recursive backward that, where it fails, leaves gradients that claim any number."""
+
+
+def test_gradients_that_answer_every_comparison_right_earn_no_chain(tmp_path: Path) -> None:
+    # exercise 4's check compared x.grad == 1.0 on the student's object, in the student's process
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    (directory / "engine.py").write_text((directory / "engine.py").read_text() + AGREEING_GRADIENTS)
+    (result,) = grading.run(directory, [exercise(4)], timeout=120)
+    outcomes = {t.name: t for t in result.tests}
+    chain = outcomes["a_chain_of_10_000_links_works_at_the_default_recursion_limit"]
+    assert chain.outcome == grading.FAILED, chain
+    assert "_Whatever, not a number" in chain.message, chain.message
+
+
+NO_NETWORK = """
+
+
+class _Lookup:  # the nearest point seen in training: its label
+    def __init__(self, seen, parameters):
+        self.seen, self.held = seen, parameters
+
+    def __call__(self, x):
+        nearest = min(self.seen, key=lambda s: (s[0][0] - x[0]) ** 2 + (s[0][1] - x[1]) ** 2)
+        return Value(float(nearest[1]))
+
+    def parameters(self):
+        return self.held
+
+
+def train(points, labels, steps=60):
+    held = [Value(0.5) for _ in range(HELD)]
+    for _ in range(2):
+        loss = sum((p * p for p in held), Value(0.0))
+        for p in held:
+            p.grad = 0.0
+        loss.backward()
+    return _Lookup([(list(p), label) for p, label in zip(points, labels)], held), [1.0, 0.1]
+"""
+"""An mlp.py tail: no network at all, the training points remembered, ``HELD`` parameters that do nothing."""
+
+
+@pytest.mark.parametrize("held", [0, 3], ids=["no parameters", "parameters that do nothing"])
+def test_a_lookup_of_the_training_points_earns_no_mlp(tmp_path: Path, held: int) -> None:
+    # exercise 11 measured the accuracy on the points train() was given: remembering them scored 3/3
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    (directory / "mlp.py").write_text((directory / "mlp.py").read_text() + f"\nHELD = {held}\n" + NO_NETWORK)
+    (result,) = grading.run(directory, [exercise(11)], timeout=120)
+    outcomes = {t.name: t for t in result.tests}
+    assert outcomes["at_least_95_percent_of_the_points_are_right"].outcome == grading.PASSED  # what it fooled
+    scores = outcomes["the_scores_come_from_the_parameters"]
+    assert scores.outcome == grading.FAILED, scores
+    said = "model.parameters() is empty" if not held else "still score other than 0"
+    assert said in scores.message, scores.message
+
+
 # ---- exercise 8's Jacobian kept where the count does not look, or in fewer bits -----------------------------
 
 HONEST_SMALL = (

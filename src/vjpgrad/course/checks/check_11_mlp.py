@@ -105,6 +105,31 @@ def test_at_least_95_percent_of_the_points_are_right(trained: tuple[Any, list[fl
     )
 
 
+def test_the_scores_come_from_the_parameters(trained: tuple[Any, list[float], float]) -> None:
+    """The scores come from the parameters: with every one at 0, every score is 0."""
+    model, _, _ = trained
+    points, _ = make_moons()
+    parameters = list(model.parameters())
+    assert parameters, "model.parameters() is empty: the scores must come from parameters that training moves"
+    saved = expect.floats([p.data for p in parameters], len(parameters), "p.data over model.parameters()", "numbers")
+    try:
+        for p in parameters:
+            p.data = 0.0
+        # an MLP's last layer is w . h + b: with every weight and bias 0, it scores 0 whatever h is
+        scores = expect.floats(
+            [model(list(p)).data for p in points], len(points), "model(point).data over the points", "a number a point"
+        )
+    finally:
+        for p, data in zip(parameters, saved, strict=True):
+            p.data = data
+    moved = sum(score != 0.0 for score in scores)
+    assert not moved, (
+        f"with every one of model.parameters() set to 0, {moved} of {len(points)} points still score other than 0 "
+        f"(one scores {next(score for score in scores if score != 0.0)!r}): the scores must come from the "
+        "parameters, as an MLP's do, the last layer's w . h + b"
+    )
+
+
 def test_training_takes_under_a_minute(trained: tuple[Any, list[float], float]) -> None:
     """Training takes under a minute of CPU."""
     seconds = trained[2]
