@@ -309,8 +309,9 @@ def check_batch(directory: Path, batch: Batch) -> dict[str, grading.ExerciseResu
 def mistakes_checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, grading.ExerciseResult]:
     """Every quick mistake, checked at its exercise, in as few runs as they allow, two runs at a time."""
     plan = batches([m for m in MISTAKES if not m.slow])
+    folders = [tmp_path_factory.mktemp(f"mistakes{k}") for k in range(len(plan))]  # mktemp is no thread's to share
     with ThreadPoolExecutor(max_workers=2) as pool:
-        done = pool.map(lambda kb: check_batch(tmp_path_factory.mktemp(f"mistakes{kb[0]}"), kb[1]), enumerate(plan))
+        done = pool.map(check_batch, folders, plan)
         return {name: result for results in done for name, result in results.items()}
 
 
