@@ -1192,3 +1192,30 @@ def test_refusals_match_torchs(kind: str, settings: dict[str, Any]) -> None:
 def test_bad_settings_are_refused(make: Callable[[], Any], error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
         make()
+
+
+@pytest.mark.parametrize("make", [lambda ps: SGD(ps, lr=0.1, momentum=0.9), lambda ps: Adam(ps, lr=0.1)])
+@pytest.mark.parametrize("change", ["appended", "replaced", "removed"])
+def test_a_parameter_list_changed_after_the_optimizer_was_made_is_refused_before_any_step(
+    make: Callable[[list[Value]], Any], change: str
+) -> None:
+    # an outside review: a parameter appended to .params moved the others, then raised a bare IndexError
+    a, b = Value(1.0), Value(2.0)
+    optimizer = make([a, b])
+    for p in (a, b):
+        p.grad = 0.5
+    optimizer.step()
+    before = (a.data, b.data)
+    c = Value(5.0)
+    c.grad = 0.5
+    if change == "appended":
+        optimizer.params.append(c)
+    elif change == "replaced":
+        optimizer.params[1] = c
+    else:
+        optimizer.params.pop()
+    with pytest.raises(ValueError, match=r"optimizer\.params changed since the optimizer was made"):
+        optimizer.step()
+    with pytest.raises(ValueError, match=r"optimizer\.params changed"):
+        optimizer.state_dict()
+    assert (a.data, b.data, c.data) == (*before, 5.0)  # nothing moved

@@ -12,8 +12,11 @@ Which parameters move: PyTorch skips a parameter whose ``.grad`` is None, which 
 tensor with ``requires_grad=False`` has, or one whose grad was set to None. Here a step skips
 every parameter whose ``requires_grad`` is False *at that step*, or whose ``.grad`` is None:
 its data, its state (momentum buffer, moments, step count) and its weight decay are all left
-alone. A parameter that requires grad is stepped even if no pass reached it (its grad is then
-0.0), as PyTorch does after ``zero_grad(set_to_none=False)``.
+alone. A parameter that requires grad is stepped even if no pass reached it, since its grad
+is then 0.0 (a Value's ``.grad`` starts at 0.0, as micrograd's does): its weight decay and
+momentum move it, where PyTorch, whose ``.grad`` starts as None (and stays None through
+``zero_grad(set_to_none=False)``), skips it. ``zero_grad(set_to_none=True)`` before each pass
+gives PyTorch's behaviour: a parameter no pass reached keeps None and is skipped.
 
 Saving: ``state_dict()`` returns plain Python data (the optimizer's name, its hyperparameters,
 one dict of state per parameter, the names PyTorch uses: ``momentum_buffer``, ``step``,
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
@@ -104,6 +108,19 @@ class Optimizer:
                 )
         if not self.params:
             raise ValueError("optimizer got an empty parameter list")
+        self._made_with = tuple(self.params)  # what the state is kept for, by position
+
+    def _check_params(self) -> None:
+        """The parameter list is the one the optimizer was made with: its state (momentum, moments,
+        step counts) is kept by position, so a parameter appended, removed or replaced since would
+        be stepped with another's state, or with none. Checked before a step changes anything."""
+        made = self._made_with
+        if len(self.params) != len(made) or any(map(operator.is_not, self.params, made)):
+            raise ValueError(
+                f"optimizer.params changed since the optimizer was made ({len(made)} parameters, now "
+                f"{len(self.params)}, or another Value in a place): its state is kept by position; make a new "
+                "optimizer for the new list (PyTorch's param groups have no counterpart here)"
+            )
 
     def zero_grad(self, set_to_none: bool = False) -> None:
         """Set every parameter's ``.grad`` to 0.0, or to None with ``set_to_none=True`` (PyTorch's
@@ -121,6 +138,7 @@ class Optimizer:
         """The parameters a step moves, with their index: PyTorch steps only those with a grad.
         First, the hyperparameters as they are now are checked (a schedule assigns ``lr`` between
         steps): an ill-typed one raises here, before the step changes anything."""
+        self._check_params()
         if self._settings:  # an optimizer of one's own may name none
             self._apply_settings(self._check_settings({name: getattr(self, name) for name in self._settings}))
         return ((i, p) for i, p in enumerate(self.params) if p.requires_grad and p.grad is not None)
@@ -148,6 +166,7 @@ class Optimizer:
     def state_dict(self) -> dict[str, Any]:
         """Plain data to save: ``{"optimizer": name, "hyperparameters": {...}, "state": [...]}``
         with one dict per parameter, in order (empty until the parameter's first step)."""
+        self._check_params()
         return {
             "optimizer": type(self).__name__,
             "hyperparameters": {name: getattr(self, name) for name in self._settings},
@@ -162,6 +181,7 @@ class Optimizer:
         another optimizer, for another number of parameters, or with a missing, unknown or
         ill-typed entry raises ValueError or TypeError and changes nothing.
         """
+        self._check_params()
         kind = type(self).__name__
         given = _mapping(state_dict, "state_dict")
         _keys(given, ("optimizer", "hyperparameters", "state"), "state_dict")
