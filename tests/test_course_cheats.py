@@ -490,6 +490,70 @@ def test_copies_of_shipped_solutions_are_told_from_other_answers(tmp_path: Path)
     ]
 
 
+ALICES_ORDER = '''
+    def topological_order(self):
+        """Kahn's way: count each node's users, then list a node once all its users are listed."""
+        users, pending = {}, [self]
+        while pending:
+            node = pending.pop()
+            for child in node._prev:
+                if child not in users:
+                    users[child] = 0
+                    pending.append(child)
+                users[child] += 1
+        order, ready = [], [self]
+        while ready:
+            node = ready.pop()
+            order.append(node)
+            for child in node._prev:
+                users[child] -= 1
+                if users[child] == 0:
+                    ready.append(child)
+        return order[::-1]
+
+'''
+"""Exercise 4's order written another way than the shipped solution's (its own work)."""
+
+
+def _engine_with_order(directory: Path, order: str) -> Path:
+    """A submission whose engine.py is the shipped solution's with ``order`` as its topological_order."""
+    solutions_in(skeleton(directory))
+    engine = (directory / "engine.py").read_text()
+    start = engine.index("    def topological_order(self):")
+    end = engine.index("    def backward(self):")
+    (directory / "engine.py").write_text(engine[:start] + order.lstrip("\n") + engine[end:])
+    return directory
+
+
+def test_two_classmates_handing_in_one_program_are_told_to_the_teacher(tmp_path: Path) -> None:
+    # "copies flagged": only copies of the shipped solutions were; two students' one program was not
+    alice = _engine_with_order(tmp_path / "class" / "alice", ALICES_ORDER)
+    bobs = (
+        ALICES_ORDER.replace("users", "n_users").replace("pending", "todo").replace("ready", "free")
+        .replace(ALICES_ORDER.splitlines()[2] + "\n", "")  # her docstring
+        .replace("order.append(node)", "order.append(node)  # listed")
+    )  # fmt: skip
+    bob = _engine_with_order(tmp_path / "class" / "bob", bobs)
+    carol = solutions_in(skeleton(tmp_path / "class" / "carol"))  # the shipped solution: told as that, not as bob's
+    dave = _engine_with_order(
+        tmp_path / "class" / "dave", ALICES_ORDER.replace("return order[::-1]", "order.reverse()\n        return order")
+    )
+    for handed_in in (alice, bob, dave):
+        assert borrowed.copied(handed_in, exercise(4)) == []  # none is the shipped solution
+    prints = {d.name: borrowed.fingerprint(d, exercise(4)) for d in (alice, bob, carol, dave)}
+    assert prints["alice"] is not None
+    assert prints["alice"] == prints["bob"]
+    assert prints["carol"] is None  # told already as the shipped solution's
+    assert prints["dave"] not in (None, prints["alice"])  # another program
+    assert borrowed.fingerprint(alice, exercise(2)) is None  # exercise 2's few lines are often written alike
+    graded = gradebook.grade([alice, bob, carol, dave], type(course(None))((exercise(4),)), timeout=120)
+    remarks = {name: results[0].remarks for name, results in graded.items()}
+    assert remarks["alice"] == [f"engine.py (Value.topological_order, Value.backward): {borrowed.CLASSMATES} bob"]
+    assert remarks["bob"] == [f"engine.py (Value.topological_order, Value.backward): {borrowed.CLASSMATES} alice"]
+    assert not any(borrowed.CLASSMATES in remark for remark in remarks["carol"] + remarks["dave"])
+    assert all(results[0].status == grading.DONE for results in graded.values())  # marks untouched
+
+
 def test_a_file_too_deep_to_read_again_is_told_as_no_copy_and_the_rest_is_still_read(tmp_path: Path) -> None:
     # a def whose expression nests past what ast.unparse can recurse, and a file past what the
     # parser's stack holds: Python runs the first and refuses the second; the copy check must not crash
@@ -1582,13 +1646,13 @@ def test_the_remarks_of_a_submission_are_read_by_a_process_of_their_own_with_a_t
     (slow / "notes.py").write_bytes(("# coding: punycode\nx = 1\n#" + "\u2500" * 200_000 + "\n").encode("punycode"))
     monkeypatch.setattr(borrowed, "REMARKS_SECONDS", 4.0)
     started = time.monotonic()
-    assert borrowed.remarks_apart(ok, [exercise(1), exercise(2)], course(None)) == [
-        borrowed.remarks(ok, exercise(1), course(None)),
-        borrowed.remarks(ok, exercise(2), course(None)),
-    ]
+    assert borrowed.remarks_apart(ok, [exercise(1), exercise(2)], course(None)) == (
+        [borrowed.remarks(ok, exercise(1), course(None)), borrowed.remarks(ok, exercise(2), course(None))],
+        [borrowed.fingerprint(ok, exercise(1)), borrowed.fingerprint(ok, exercise(2))],
+    )
     found = borrowed.remarks_apart(slow, [exercise(1), exercise(2)], course(None))
     assert time.monotonic() - started < 30
-    assert found == [[borrowed.NOT_READ_IN_TIME.format(seconds=4)]] * 2
+    assert found == ([[borrowed.NOT_READ_IN_TIME.format(seconds=4)]] * 2, [None, None])
 
 
 def test_the_teachers_remarks_read_no_file_larger_than_the_limit(tmp_path: Path) -> None:

@@ -793,30 +793,74 @@ def _part(tree: ast.Module, part: str) -> ast.AST | None:
     return found[-1] if found else None  # the last of a name: the one Python keeps
 
 
-def copied(directory: Path, ex: Exercise) -> list[str]:
-    """What the teacher is told of the parts of ``ex`` in ``directory`` that are a shipped solution's."""
+def _written_parts(ex: Exercise) -> tuple[str, ast.Module, list[str]] | None:
+    """The file of ``ex`` the student writes in, its shipped solution, and the parts they write
+    (its ``parts``, or every def and class of the solution where it names none), leaving out a part
+    the skeleton gives whole (a copy of it is no copy); None where there is none (a teacher's
+    exercise, or no solution to read)."""
     if ex.teachers or not ex.files:
-        return []
+        return None
     name = ex.files[0]
-    mine, theirs = parse_handed_in(directory / name), parse(ex.solution(name))
-    if mine is None or theirs is None:
-        return []
+    theirs = parse(ex.solution(name))
+    if theirs is None:
+        return None
     given = parse(ex.template(name))
 
-    def handed_out(part: str) -> bool:  # the skeleton gives it whole: a copy of it is no copy
+    def handed_out(part: str) -> bool:
         ours, theirs_part = (None if given is None else _part(given, part)), _part(theirs, part)
         return ours is not None and theirs_part is not None and normal(ours) == normal(theirs_part)
 
     everything = [n.name for n in theirs.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     parts = [p for p in ex.parts if not handed_out(p)] or [p for p in everything if not handed_out(p)]
-    if not parts:
+    return (name, theirs, parts) if parts else None
+
+
+def copied(directory: Path, ex: Exercise) -> list[str]:
+    """What the teacher is told of the parts of ``ex`` in ``directory`` that are a shipped solution's."""
+    found = _written_parts(ex)
+    if found is None or parse_handed_in(directory / found[0]) is None:
         return []
+    name, theirs, parts = found
     written = _definitions(directory)  # every def and class of every file handed in, by its normal form
     for part in parts:
         b = _part(theirs, part)
         if b is None or (normal(b) not in written and loose(b) not in written):
             return []
     return [f"{name} ({', '.join(parts)}): {COPIED}"]
+
+
+CLASSMATES = "the same program as the one handed in by"
+"""What the teacher is told of an exercise whose parts two or more submissions graded together hand
+in alike (``fingerprint``), followed by the others' names."""
+SMALLEST_COPY = 60
+"""The fewest nodes of Python's syntax tree an exercise's parts must hold together for two
+submissions alike to be told (``fingerprint``): exercise 2's two operators (about 50) are often
+written the same way by students who never met; exercise 4's order and pass hold about 120."""
+
+
+def fingerprint(directory: Path, ex: Exercise) -> str | None:
+    """The parts of ``ex`` the student wrote in ``directory`` (``_written_parts``), as one hash of
+    their ``loose`` forms (names, docstrings, comments, layout, idle statements and the order of
+    independent lines set aside): two submissions with the same fingerprint hand in one program,
+    which ``gradebook.grade`` tells the teacher (``CLASSMATES``). None where a part is missing, where
+    the parts are small (``SMALLEST_COPY``: written alike by chance), and where they are the shipped
+    solution's (told already, ``COPIED``). Read from the files as handed in, never run."""
+    found = _written_parts(ex)
+    if found is None:
+        return None
+    name, theirs, parts = found
+    mine = parse_handed_in(directory / name)
+    if mine is None:
+        return None
+    found_parts = [_part(mine, part) for part in parts]
+    nodes = [node for node in found_parts if node is not None]
+    if len(nodes) < len(parts) or sum(1 for node in nodes for _ in ast.walk(node)) < SMALLEST_COPY:
+        return None
+    forms = [loose(node) for node in nodes]
+    shipped = [_part(theirs, part) for part in parts]
+    if all(b is not None for b in shipped) and forms == [loose(b) for b in shipped if b is not None]:
+        return None
+    return hashlib.sha256("\0".join(forms).encode()).hexdigest()
 
 
 def _definitions(directory: Path) -> set[str]:
@@ -903,38 +947,60 @@ except (ImportError, ValueError, OSError):
 sys.path.insert(0, sys.argv[1])
 from vjpgrad.course import borrowed
 directory, exercises, course = pickle.load(sys.stdin.buffer)
-json.dump([borrowed.remarks(directory, ex, course) for ex in exercises], sys.stdout)
+read = [[borrowed.remarks(directory, ex, course), borrowed.fingerprint(directory, ex)] for ex in exercises]
+json.dump(read, sys.stdout)
 """
 
 
-def remarks_apart(directory: Path, exercises: Sequence[Exercise], course: Course) -> list[list[str]]:
-    """``remarks`` on each of ``exercises`` in ``directory``, read by a process of the teacher's own
-    (isolated: ``python -I``, vjpgrad imported from where this one was) with at most
-    ``REMARKS_SECONDS`` and ``REMARKS_MEMORY``: one student's files, read before any of their code
-    runs, can make a parser or a codec slow (a file declaring the punycode coding took 500 s, a
-    thousand files importing one another 25 minutes) or kill it, and the whole class waited or was
-    not graded. Where that process does not finish, each exercise's remarks say so, and the
-    grading goes on."""
+Read = tuple[list[list[str]], list[str | None]]
+"""What ``remarks_apart`` reads of one submission: each exercise's remarks, and its ``fingerprint``."""
+
+
+def _read(found: object, count: int) -> Read | None:
+    """The reading process's output, where it is what that process writes: one ``[remarks,
+    fingerprint]`` for each of ``count`` exercises."""
+    if not isinstance(found, list) or len(found) != count:
+        return None
+    said: list[list[str]] = []
+    prints: list[str | None] = []
+    for item in found:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], list)):
+            return None
+        lines, mark = item
+        if not all(isinstance(line, str) for line in lines):
+            return None
+        if mark is not None and not (isinstance(mark, str) and re.fullmatch(r"[0-9a-f]{64}", mark)):
+            return None
+        said.append(lines)
+        prints.append(mark)
+    return said, prints
+
+
+def remarks_apart(directory: Path, exercises: Sequence[Exercise], course: Course) -> Read:
+    """``remarks`` on each of ``exercises`` in ``directory``, and its ``fingerprint``, read by a
+    process of the teacher's own (isolated: ``python -I``, vjpgrad imported from where this one
+    was) with at most ``REMARKS_SECONDS`` and ``REMARKS_MEMORY``: one student's files, read before
+    any of their code runs, can make a parser or a codec slow (a file declaring the punycode coding
+    took 500 s, a thousand files importing one another 25 minutes) or kill it, and the whole class
+    waited or was not graded. Where that process does not finish, each exercise's remarks say so
+    (and it has no fingerprint), and the grading goes on."""
     home = str(Path(__file__).resolve().parents[2])  # the folder the vjpgrad package is in
     given = pickle.dumps((directory, list(exercises), course))
     command = [sys.executable, "-I", "-c", _REMARKS_ALONE, home, str(REMARKS_MEMORY)]
     try:
         done = subprocess.run(command, input=given, capture_output=True, timeout=REMARKS_SECONDS, check=False)
     except subprocess.TimeoutExpired:
-        return [[NOT_READ_IN_TIME.format(seconds=REMARKS_SECONDS)] for _ in exercises]
+        return [[NOT_READ_IN_TIME.format(seconds=REMARKS_SECONDS)] for _ in exercises], [None] * len(exercises)
     except OSError as error:
-        return [[NOT_READ_AT_ALL.format(why=f"could not start ({error.strerror or error})")] for _ in exercises]
+        why = f"could not start ({error.strerror or error})"
+        return [[NOT_READ_AT_ALL.format(why=why)] for _ in exercises], [None] * len(exercises)
     if done.returncode == 0:
         try:
-            found = json.loads(done.stdout)
+            read = _read(json.loads(done.stdout), len(exercises))
         except ValueError:
-            found = None
-        if (
-            isinstance(found, list)
-            and len(found) == len(exercises)
-            and all(isinstance(said, list) and all(isinstance(line, str) for line in said) for said in found)
-        ):
-            return found
+            read = None
+        if read is not None:
+            return read
     last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"status {done.returncode}"]
     why = f"ended with {last[0][:200]}" if done.returncode >= 0 else f"was killed by signal {-done.returncode}"
-    return [[NOT_READ_AT_ALL.format(why=why)] for _ in exercises]
+    return [[NOT_READ_AT_ALL.format(why=why)] for _ in exercises], [None] * len(exercises)

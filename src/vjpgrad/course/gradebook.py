@@ -65,10 +65,12 @@ def grade(
     chosen = list(course.exercises if exercises is None else exercises)
     # the copies (``independent``) in the grader's scratch folder, kept from every student's process
     with tempfile.TemporaryDirectory(prefix="independent-", dir=grading.scratch()) as scratch:
-        work, checked, remarks = [], [], []
+        work, checked, remarks, prints = [], [], [], []
         for k, directory in enumerate(directories):
             # as handed in, before any of it runs, by a process with a time and memory limit
-            remarks += borrowed.remarks_apart(directory, chosen, course)
+            said, found = borrowed.remarks_apart(directory, chosen, course)
+            remarks += said
+            prints += found
             for ex in chosen:
                 where = directory
                 if independent and depends.on(ex, course):
@@ -90,8 +92,9 @@ def grade(
             for copy in copies:
                 trees.removed(copy)
     graded: dict[str, list[ExerciseResult]] = {directory.name: [] for directory in directories}
-    for directory, result, read in zip(checked, results, remarks, strict=True):
-        result.remarks += read
+    alike = _alike(checked, [ex for _, ex in work], prints)
+    for directory, result, read, same in zip(checked, results, remarks, alike, strict=True):
+        result.remarks += read + same
         for refused, remark in ((guard.SOLUTIONS, guard.SOLUTIONS_REMARK), (guard.ENGINE, guard.ENGINE_REMARK)):
             if any(refused in t.message for t in result.tests):  # the student's process refused it
                 result.remarks.append(remark)
@@ -100,6 +103,21 @@ def grade(
         if not independent:
             grading.note_dependencies(results_of_one, course)
     return graded
+
+
+def _alike(directories: Sequence[Path], exercises: Sequence[Exercise], prints: Sequence[str | None]) -> list[list[str]]:
+    """For each (submission, exercise) graded, the remark that other submissions hand in the same
+    program for that exercise (``borrowed.fingerprint``), naming them; a remark, not a verdict."""
+    holders: dict[tuple[int, str], list[str]] = {}
+    for directory, ex, mark in zip(directories, exercises, prints, strict=True):
+        if mark is not None:
+            holders.setdefault((ex.number, mark), []).append(directory.name)
+    said: list[list[str]] = []
+    for directory, ex, mark in zip(directories, exercises, prints, strict=True):
+        others = [] if mark is None else [name for name in holders[(ex.number, mark)] if name != directory.name]
+        parts = ", ".join(ex.parts) if ex.parts else "the whole file"
+        said.append([f"{ex.files[0]} ({parts}): {borrowed.CLASSMATES} {', '.join(others)}"] if others else [])
+    return said
 
 
 def number(x: float) -> str:
