@@ -148,7 +148,7 @@ def test_a_crash_sys_exit_or_os_exit_costs_only_its_exercise(tmp_path: Path) -> 
     assert status == {6: grading.FAILING, 7: grading.DONE, 8: grading.FAILING, 9: grading.DONE}
     problem = results[2].first_problem()
     assert problem is not None
-    assert "stopped during it (os._exit? a crash?)" in problem.message
+    assert "stopped during it: the process running your code ended (os._exit()? a crash?)" in problem.message
     problem = results[0].first_problem()
     assert problem is not None
     assert problem.message.startswith("SystemExit: 3")

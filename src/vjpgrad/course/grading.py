@@ -882,7 +882,7 @@ def _limits(timeout: float) -> str:
 def _unfinished(timed_out: bool, timeout: float, more_time: MoreTime = UNADVISED) -> str:
     if timed_out:
         return f"it did not finish within {_limits(timeout)} ({advice(more_time)})"
-    return "the process running the checks stopped during it (os._exit? a crash?)"
+    return "the checks stopped during it: the process running your code ended (os._exit()? a crash?)"
 
 
 def advice(more_time: MoreTime) -> str:
