@@ -5,7 +5,8 @@ order.
 Each function takes a Vector or a list (any iterable) of Values, where a plain number is a
 constant, and answers in kind: a Vector for a Vector, a list of Values otherwise. It agrees
 with ``torch.nn.functional`` on a 1-D float64 tensor, values and gradients, to about 1e-12
-relative (the tests hold it to that).
+relative, with an absolute floor of 1e-12 times the size of the terms a result sums (where they
+nearly cancel, a result is only as exact as its largest term; the tests hold it to that).
 
 Every function is made of Value operations and nothing else: it never reads ``.data``,
 never calls ``float()``, never compares a Value or branches on one. The graph it records
