@@ -1214,8 +1214,41 @@ def test_a_parameter_list_changed_after_the_optimizer_was_made_is_refused_before
         optimizer.params[1] = c
     else:
         optimizer.params.pop()
-    with pytest.raises(ValueError, match=r"optimizer\.params changed since the optimizer was made"):
+    with pytest.raises(ValueError, match=r"optimizer\.params changed since the optimizer's first step"):
         optimizer.step()
     with pytest.raises(ValueError, match=r"optimizer\.params changed"):
         optimizer.state_dict()
     assert (a.data, b.data, c.data) == (*before, 5.0)  # nothing moved
+
+
+def test_the_parameter_list_may_change_before_the_first_step_within_the_places_its_state_holds() -> None:
+    class Unfrozen(Adam):  # a subclass of one's own drops the frozen parameters after __init__
+        def __init__(self, params: list[Value], **settings: Any) -> None:
+            super().__init__(params, **settings)
+            self.params = [p for p in self.params if p.requires_grad]
+
+    a, frozen, b = Value(1.0), Value(2.0, requires_grad=False), Value(3.0)
+    optimizer = Unfrozen([a, frozen, b], lr=0.1)
+    for p in (a, b):
+        p.grad = 1.0
+    optimizer.step()
+    assert frozen.data == 2.0
+    assert a.data == pytest.approx(0.9, rel=1e-8)  # Adam's first step moves each by about lr
+    assert b.data == pytest.approx(2.9, rel=1e-8)
+    grown = SGD([Value(1.0)], lr=0.1)
+    grown.params.append(Value(2.0))
+    with pytest.raises(ValueError, match=r"more than the 1 the optimizer was made with"):
+        grown.step()
+    twice = SGD([a, b], lr=0.1)
+    twice.params[1] = a
+    with pytest.raises(ValueError, match=r"lists a parameter twice"):
+        twice.step()
+
+
+def test_an_optimizer_of_ones_own_made_without_init_still_says_what_it_lacks() -> None:
+    class Own(Optimizer):
+        def __init__(self, params: list[Value]) -> None:  # no super().__init__()
+            self.params = params
+
+    with pytest.raises(NotImplementedError):
+        Own([Value(1.0)]).step()

@@ -108,16 +108,31 @@ class Optimizer:
                 )
         if not self.params:
             raise ValueError("optimizer got an empty parameter list")
-        self._made_with = tuple(self.params)  # what the state is kept for, by position
+        self._places = len(self.params)  # the state's lists hold a place for each
+        self._kept_for: tuple[Value, ...] | None = None  # the list the state is kept for, from the first step on
 
     def _check_params(self) -> None:
-        """The parameter list is the one the optimizer was made with: its state (momentum, moments,
-        step counts) is kept by position, so a parameter appended, removed or replaced since would
-        be stepped with another's state, or with none. Checked before a step changes anything."""
-        made = self._made_with
-        if len(self.params) != len(made) or any(map(operator.is_not, self.params, made)):
+        """The parameter list is the one the state is kept for: the optimizer keeps its state
+        (momentum, moments, step counts, what ``state_dict()`` saves) by position, so a parameter
+        appended, removed or replaced after the first step (or ``state_dict()``) would be stepped
+        with another's state, or with none. Until then the list may change (a subclass that drops
+        its frozen parameters after ``__init__``), within the places the state holds. Checked
+        before anything changes."""
+        kept = getattr(self, "_kept_for", None)
+        if kept is None:
+            places = getattr(self, "_places", None)  # None: an optimizer of one's own, made without __init__
+            if places is not None and len(self.params) > places:
+                raise ValueError(
+                    f"optimizer.params holds {len(self.params)} parameters, more than the {places} the optimizer was "
+                    "made with, whose state has a place for each: make a new optimizer for the longer list"
+                )
+            if len({id(p) for p in self.params}) != len(self.params):
+                raise ValueError("optimizer.params lists a parameter twice: its state would be kept twice")
+            self._kept_for = tuple(self.params)
+            return
+        if len(self.params) != len(kept) or any(map(operator.is_not, self.params, kept)):
             raise ValueError(
-                f"optimizer.params changed since the optimizer was made ({len(made)} parameters, now "
+                f"optimizer.params changed since the optimizer's first step ({len(kept)} parameters, now "
                 f"{len(self.params)}, or another Value in a place): its state is kept by position; make a new "
                 "optimizer for the new list (PyTorch's param groups have no counterpart here)"
             )
