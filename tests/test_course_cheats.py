@@ -1966,6 +1966,24 @@ def fchdir():  # another current folder, through a folder's descriptor
     os.fchdir(os.open("/", os.O_RDONLY))
 
 
+def fresh_posix():  # a new copy of the posix module, its functions C's own again
+    import _imp
+    import importlib.machinery as machinery
+    fresh = _imp.create_builtin(machinery.ModuleSpec("po" + "six", machinery.BuiltinImporter))
+    fresh.chroot("/tmp")
+
+
+def fresh_posix_by_the_original():  # the C function the guarded create_builtin holds, taken from it
+    import _imp
+    import importlib.machinery as machinery
+    original = _imp.create_builtin.__defaults__[0]
+    original(machinery.ModuleSpec("po" + "six", machinery.BuiltinImporter)).chroot("/tmp")
+
+
+def login_tty():  # a session of its own (setsid) without os.setsid
+    os.login_tty(os.openpty()[1])
+
+
 def graders_priority():  # the grader's process, slowed down (or, as root, sped up)
     os.setpriority(os.PRIO_PROCESS, os.getppid(), 19)
 
@@ -2004,7 +2022,9 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "graders_pipe_by_a_dotted_path", "graders_status_by_a_double_slash",
             "own_fds_by_a_link", "unix_socket", "shared_memory", "objects", "pythonapi",
             "solutions_through_a_folder", "solutions_walked", "proc_through_the_root", "tcl", "subinterpreter",
-            "chroot", "fchdir", "graders_priority", "graders_cores", "another_user",
+            "chroot", "fchdir", "graders_priority", "graders_cores", "another_user", "fresh_posix",
+            "fresh_posix_by_the_original",
+            *(["login_tty"] if hasattr(os, "login_tty") else []),  # Python 3.11 and later
             *(["unshare"] if hasattr(os, "unshare") else []),  # Python 3.12 and later
         ):  # fmt: skip
             with pytest.raises(PermissionError) as error:
@@ -2045,6 +2065,8 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "fifo": "unseen (no audit event)",
             "chroot": "the process's root, namespaces, user or priority",
             "graders_priority": "the process's root, namespaces, user or priority",
+            "fresh_posix": "a new copy of the posix module is refused",
+            "fresh_posix_by_the_original": "reading the __defaults__ of a function the checks run",
             "touched": "os.utime (changing files) is refused",
         }
         assert {name: text for name, text in said.items() if text not in refused[name]} == {}

@@ -879,10 +879,14 @@ def _limits(timeout: float) -> str:
     return f"{timeout:g} s of CPU or {timeout * WALL:g} s of the clock" if cpu_limited() else f"{timeout:g} s"
 
 
+STOPPED = "the checks stopped during it: the process running your code ended (os._exit()? a crash?)"
+"""What a check says that did not finish, its process gone, not stopped at the time limit."""
+
+
 def _unfinished(timed_out: bool, timeout: float, more_time: MoreTime = UNADVISED) -> str:
     if timed_out:
         return f"it did not finish within {_limits(timeout)} ({advice(more_time)})"
-    return "the checks stopped during it: the process running your code ended (os._exit()? a crash?)"
+    return STOPPED
 
 
 def advice(more_time: MoreTime) -> str:

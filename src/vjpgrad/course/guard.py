@@ -32,7 +32,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from stat import S_ISDIR, S_ISLNK
-from types import FunctionType
+from types import FunctionType, SimpleNamespace
 from typing import Any
 
 RULE = (
@@ -83,7 +83,7 @@ MODULES = frozenset((
 without this interpreter's audit hooks)."""
 
 _STANDING = (
-    "chroot", "unshare", "setns", "fchdir",
+    "chroot", "unshare", "setns", "fchdir", "login_tty",
     "setuid", "setgid", "seteuid", "setegid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
     "initgroups", "setsid", "setpgid", "setpgrp",
     "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
@@ -138,6 +138,10 @@ WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 """The flags of an ``open`` that writes."""
 
 
+_SCRUBBED = frozenset(module for module, _ in UNSEEN) | MODULES
+"""The modules a new copy of which the student's process may not make from C (``_scrub``)."""
+
+
 def _refuse(*arguments: Any, **keywords: Any) -> Any:
     raise PermissionError(
         "starting a process, sharing memory, reading or writing a file unseen (no audit event), handling a signal, or "
@@ -148,7 +152,29 @@ def _refuse(*arguments: Any, **keywords: Any) -> Any:
 def _scrub() -> None:
     """Replace the functions that act without an audit event (``UNSEEN``) by ``_refuse``, in the
     modules already loaded, and take the ``MODULES`` loaded (but ``posix``, which ``os`` is) out of
-    ``sys.modules``: refused as an import, they are not found again."""
+    ``sys.modules``: refused as an import, they are not found again. A module whose functions were
+    replaced may not be made anew from C (``_built_in_guarded``)."""
+    imp: Any = sys.modules["_imp"]
+
+    def create_builtin(
+        spec: Any, _create: Any = imp.create_builtin, _scrubbed: frozenset[str] = _SCRUBBED,
+        _spec: Any = SimpleNamespace, _type: Any = type, _str: Any = str, _getattr: Any = getattr,
+        _refused: Any = PermissionError, _rule: str = RULE,
+    ) -> Any:  # fmt: skip
+        """``_imp.create_builtin``, refusing a new copy of a module whose functions were replaced:
+        a copy made so (``_imp.create_builtin(ModuleSpec("posix", ...))``, which raises no audit
+        event) would hold C's functions again. The name is read once, as a ``str``, and the module
+        made from a spec that holds it alone (a spec whose name changes between reads passes no
+        other). The C function is held in a default, whose reading the hook refuses (a cell's is
+        not audited)."""
+        name = _getattr(spec, "name", None)
+        if _type(name) is not _str:
+            raise TypeError("create_builtin takes a module spec whose name is a str")
+        if name in _scrubbed:
+            raise _refused(f"a new copy of the {name} module is refused: {_rule}")
+        return _create(_spec(name=name, origin="built-in"))
+
+    imp.create_builtin = create_builtin
     for module, names in UNSEEN:
         loaded = sys.modules.get(module)
         for name in names:
@@ -503,9 +529,12 @@ def _naming(
     name = _named(arguments, 1)
     if name is None or name not in _function_parts or _type(arguments[0]) is not _function:
         return None
+    if event == "object.__getattr__" and name == "__code__":
+        return None  # reading a function's code reveals nothing it holds
     file = arguments[0].__code__.co_filename
+    doing = "reading" if event == "object.__getattr__" else "replacing"
     return (
-        f"replacing the {name} of a function the checks run"
+        f"{doing} the {name} of a function the checks run"
         if (file if _type(file) is _str else _text(file)) in files
         else None
     )
@@ -533,7 +562,12 @@ def _decide(
         return _reason(event, reasons)  # type: ignore[no-any-return]
     if event.startswith("ctypes."):
         return "ctypes"
-    if event == "import" or event == "object.__setattr__" or event == "object.__delattr__":
+    if (
+        event == "import"
+        or event == "object.__setattr__"
+        or event == "object.__delattr__"
+        or (event == "object.__getattr__")
+    ):
         return _naming(event, arguments, modules, files)  # type: ignore[no-any-return]
     if (event == "open" or event == "os.listdir" or event == "os.scandir") and arguments:
         path = arguments[0]

@@ -277,9 +277,6 @@ def run_exercise(
     return grading.as_known(_on_the_clock(result, timeout, more_time) if fired else result, directory, known_as)
 
 
-STOPPED = "the process running the checks stopped during it"
-
-
 def _on_the_clock(
     result: grading.ExerciseResult, timeout: float, more_time: grading.MoreTime = grading.UNADVISED
 ) -> grading.ExerciseResult:
@@ -291,7 +288,7 @@ def _on_the_clock(
         message = test.message
         if test.name == "checks_could_not_run":
             message = f"its checks did not start within {limit}"
-        elif message.startswith(STOPPED):
+        elif message == grading.STOPPED:
             message = f"it did not finish within {limit} ({grading.advice(more_time)})"
         tests.append(dataclasses.replace(test, message=message))
     return grading.ExerciseResult(result.exercise, tests)
