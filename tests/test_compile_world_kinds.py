@@ -37,6 +37,7 @@ import sys
 import textwrap
 import threading
 import types
+import typing
 import unittest.mock
 import weakref
 from collections.abc import Callable, Iterator
@@ -151,6 +152,17 @@ class _Indexed:
         return key[0]
 
 
+def _held_by_an_itemgetter() -> tuple[Callable[[], float], Callable[[float], None]]:
+    settings = [2.0]
+    picker = operator.itemgetter(settings)  # the function reaches settings only through it
+    return (lambda: picker(_Indexed())), (lambda k: settings.__setitem__(0, k))
+
+
+def _held_class() -> type:
+    """A class of its own, whose attribute ``s`` is 2.0: a type, as typing's aliases hold."""
+    return type("Held", (), {"s": 2.0})
+
+
 def _held_by_a_methodcaller() -> tuple[Callable[[], float], Callable[[float], None]]:
     settings = [2.0]
     caller = operator.methodcaller("__getitem__", settings)  # the function reaches settings only through it
@@ -229,6 +241,17 @@ _CHANGED_IN_PLACE: dict[str, Any] = {
         lambda h, k: setattr(h.__args__[0], "s", k),
     ),
     "operator.methodcaller": lambda: _held_by_a_methodcaller(),
+    "operator.itemgetter": lambda: _held_by_an_itemgetter(),
+    "types.UnionType": _in_place(
+        lambda: int | types.GenericAlias(list, (_Held(),)),
+        lambda h: h.__args__[1].__args__[0].s,
+        lambda h, k: setattr(h.__args__[1].__args__[0], "s", k),
+    ),
+    "dataclasses.InitVar": _in_place(
+        lambda: dataclasses.InitVar(_Held()),  # type: ignore[arg-type]  # what it holds is the subject
+        lambda h: h.type.s,
+        lambda h, k: setattr(h.type, "s", k),
+    ),
     "weakref.WeakSet": _in_place(
         lambda: (lambda a, b: ([a, b], weakref.WeakSet([a])))(_Held(), _Held()),
         lambda h: float(len(h[1])),
@@ -240,6 +263,27 @@ _CHANGED_IN_PLACE: dict[str, Any] = {
 @pytest.mark.parametrize("name", sorted(_CHANGED_IN_PLACE))
 def test_a_kind_changed_in_place_gives_eagers_bits_or_a_refusal(name: str) -> None:
     assert _twin(_CHANGED_IN_PLACE[name]) in ("same", "refused")
+
+
+_TYPING_ALIASES: dict[str, Any] = {
+    "typing.List[x]": _in_place(
+        lambda: typing.List[_held_class()],  # noqa: UP006 - typing's alias is the subject
+        lambda h: h.__args__[0].s,
+        lambda h, k: setattr(h.__args__[0], "s", k),
+    ),
+    "typing.Annotated": _in_place(
+        lambda: typing.Annotated[float, {"s": 2.0}],
+        lambda h: h.__metadata__[0]["s"],
+        lambda h, k: h.__metadata__[0].__setitem__("s", k),
+    ),
+}
+"""typing's aliases, which hold what they were made of (a class of the user's, settings in
+``Annotated``'s metadata): an outside review found them read by identity, as a library's object."""
+
+
+@pytest.mark.parametrize("name", sorted(_TYPING_ALIASES))
+def test_what_a_typing_alias_holds_changed_gives_eagers_bits_or_a_refusal(name: str) -> None:
+    assert _twin(_TYPING_ALIASES[name]) in ("same", "refused")
 
 
 def test_a_numpy_record_read_from_the_world_gives_eagers_bits_or_a_refusal() -> None:

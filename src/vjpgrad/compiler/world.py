@@ -305,7 +305,9 @@ MEMBERS = frozenset(
         "stop",
         "step",
         "__origin__",  # a types.GenericAlias's (list[x])
-        "__args__",
+        "__args__",  # and a types.UnionType's (int | x)
+        "value",  # enum.auto's, member's and nonmember's
+        "type",  # a dataclasses.InitVar's
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
@@ -1549,7 +1551,6 @@ def _is_numpy_generator(kind: type) -> bool:
 
 _IMMUTABLE = (
     range,
-    types.UnionType,
     type(Ellipsis),
     type(NotImplemented),
     types.CodeType,
@@ -1559,13 +1560,13 @@ _IMMUTABLE = (
     types.WrapperDescriptorType,
     types.ClassMethodDescriptorType,
     enum.Enum,
-    enum.auto,
-    *(getattr(enum, name) for name in ("member", "nonmember", "verify") if hasattr(enum, name)),  # 3.11 on
-    dataclasses.InitVar,
-    operator.itemgetter,
+    *(getattr(enum, name) for name in ("verify",) if hasattr(enum, name)),  # 3.11 on
 )
 """Python's kinds whose objects never change once made (or whose state no function reads as
-data: a descriptor, an enum member, an ``itemgetter``, whose items are read where they are)."""
+data: a descriptor, an enum member)."""
+
+_HOLDING_A_VALUE = (enum.auto, *(getattr(enum, name) for name in ("member", "nonmember") if hasattr(enum, name)))
+"""enum's wrappers of a value (``enum.nonmember([...])``, 3.11 on): walked to their value."""
 
 _BY_IDENTITY = (type(threading.RLock()), type(threading.Lock()))
 """Python's kinds whose state is not data a result reads (a lock): by identity."""
@@ -1616,11 +1617,13 @@ _LIBRARY_PLAIN_DATA = frozenset(
         "os._Environ",
         "numpy.polynomial._polybase.ABCPolyBase",
         "numpy.poly1d",
+        "typing._BaseGenericAlias",
     }
 )
 """Classes of Python's library (and NumPy's) whose instances hold their state in their
 ``__dict__`` (an Event's flag, a Queue's deque, ``os.environ``'s dict, a polynomial's array of
-coefficients): walked as a user's instance is."""
+coefficients, what a ``typing.List[X]`` or ``Annotated[float, settings]`` holds): walked as a
+user's instance is."""
 
 _C_BUFFERS = frozenset({"_ctypes._SimpleCData", "_ctypes.Array", "_ctypes.Structure", "_ctypes.Union", "mmap.mmap"})
 """A ctypes number, array or structure, or an ``mmap``: state in its bytes (the buffer protocol)."""
@@ -1738,14 +1741,38 @@ def _name_getter(walk: _Walk, var: int, x: Any) -> None:
 _CONSTANTS = (str, bytes, int, float, complex, bool, type(None))
 
 
-def _holds_constants(caller: operator.methodcaller) -> bool:
-    """Whether a ``methodcaller``'s arguments are numbers, strings or None, which never change:
-    ``__reduce__`` gives ``(methodcaller, (name, *args))``, or ``(partial(methodcaller, name,
-    **kwargs), args)`` where keywords are held."""
+def _constant(x: Any, depth: int = 0) -> bool:
+    """A number, a string, None, or a tuple, frozenset or slice of them: what never changes."""
+    if type(x) in _CONSTANTS:
+        return True
+    if depth > 8:
+        return False
+    if type(x) in (tuple, frozenset):
+        return all(_constant(part, depth + 1) for part in x)
+    return type(x) is slice and all(_constant(part, depth + 1) for part in (x.start, x.stop, x.step))
+
+
+def _holds_constants(caller: Any) -> bool:
+    """Whether what a ``methodcaller`` or ``itemgetter`` holds (a name and arguments, or items)
+    never changes (``_constant``): ``__reduce__`` gives ``(kind, (name, *args))`` or ``(kind,
+    items)``, or ``(partial(methodcaller, name, **kwargs), args)`` where keywords are held."""
     reduced: Any = caller.__reduce__()
     made, args = reduced[0], reduced[1]
     keywords = made.keywords.values() if isinstance(made, functools.partial) else ()
-    return all(type(part) in _CONSTANTS for part in (*args, *keywords))
+    return all(_constant(part) for part in (*args, *keywords))
+
+
+def _item_getter(walk: _Walk, var: int, x: Any) -> None:
+    """An ``operator.itemgetter``: by identity where its items never change (``obj[0]``, a key);
+    refused where it holds a list or a dict as an item, which C keeps out of sight."""
+    if not _holds_constants(x):
+        name = walk.snapshot.names[var]
+        raise UnwatchableError(
+            name,
+            "an operator.itemgetter that holds an object as an item, which vjpgrad cannot watch (C keeps it)",
+            f"index inside the function, or hold a functools.partial or a lambda as {name}, whose arguments are "
+            "watched",
+        )
 
 
 KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
@@ -1760,6 +1787,14 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
         lambda walk, var, x: walk._members(var, x, ("__origin__", "__args__")),
     ),
     ("NumPy record (a structured array's row): its dtype and bytes", _is_numpy_record, _Walk._content),
+    ("union type (int | x): its arguments", types.UnionType, lambda walk, var, x: walk._members(var, x, ("__args__",))),
+    (
+        "enum.auto, member or nonmember: its value",
+        _HOLDING_A_VALUE,
+        lambda walk, var, x: walk._members(var, x, ("value",)),
+    ),
+    ("dataclasses.InitVar: its type", dataclasses.InitVar, lambda walk, var, x: walk._members(var, x, ("type",))),
+    ("operator.itemgetter: by identity (one holding an object: refused)", operator.itemgetter, _item_getter),
     ("weakref.finalize: whether it is alive", weakref.finalize, lambda walk, var, x: walk._members(var, x, ("alive",))),
     ("frame or traceback: refused", (types.FrameType, types.TracebackType), _Walk._refused),
     ("coroutine or async generator: refused", (types.CoroutineType, types.AsyncGeneratorType), _Walk._refused),
@@ -1767,7 +1802,7 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("plain data of Python's: walked as a user's instance", _PLAIN_DATA, _Walk._instance),
     (
         "plain data of Python's library (configparser, string.Template, textwrap, threading.Event, queue.Queue, "
-        "os.environ): walked as a user's instance",
+        "os.environ, typing's aliases): walked as a user's instance",
         _derives_from(_LIBRARY_PLAIN_DATA),
         _Walk._instance,
     ),
