@@ -2596,6 +2596,92 @@ def test_gradients_that_answer_every_comparison_right_earn_no_chain(tmp_path: Pa
     assert "_Whatever, not a number" in chain.message, chain.message
 
 
+ONES_FOR_A_CHAIN = """
+
+
+_MADE = []
+_honest_init = Value.__init__
+
+
+def _noted_init(self, *args, **kwargs):
+    _honest_init(self, *args, **kwargs)
+    _MADE.append(self)
+
+
+Value.__init__ = _noted_init
+
+
+def _recursive_backward(self):  # micrograd's recursive sort; where it fails, every gradient 1.0
+    order, seen = [], set()
+
+    def build(node):
+        if node not in seen:
+            seen.add(node)
+            for child in node._prev:
+                build(child)
+            order.append(node)
+
+    try:
+        build(self)
+    except RecursionError:  # the answer a chain of x * 1.0 * 1.0 ... expects
+        for value in _MADE:
+            value.grad = 1.0
+        return
+    self.grad = 1.0
+    for node in reversed(order):
+        node._backward()
+
+
+Value.backward = _recursive_backward
+"""
+"""An engine.py tail (a second review's): a recursive backward that guesses the deep chain's answer."""
+
+
+def test_a_backward_that_guesses_the_deep_chains_gradient_earns_no_chain(tmp_path: Path) -> None:
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    (directory / "engine.py").write_text((directory / "engine.py").read_text() + ONES_FOR_A_CHAIN)
+    (result,) = grading.run(directory, [exercise(4)], timeout=120)
+    chain = {t.name: t for t in result.tests}["a_chain_of_10_000_links_works_at_the_default_recursion_limit"]
+    assert chain.outcome == grading.FAILED, chain
+
+
+SCALED_LOOKUP = """
+
+
+class _Lookup:  # the nearest training point's label, times a parameter held at 1: at 0, it scores 0
+    def __init__(self, seen, held):
+        self.seen, self.held = seen, held
+
+    def __call__(self, x):
+        nearest = min(self.seen, key=lambda s: (s[0][0] - x[0]) ** 2 + (s[0][1] - x[1]) ** 2)
+        return self.held[0] * float(nearest[1])
+
+    def parameters(self):
+        return self.held
+
+
+def train(points, labels, steps=60):
+    held = [Value(1.0)]
+    for _ in range(2):
+        loss = held[0] * 0.0
+        held[0].grad = 0.0
+        loss.backward()
+    return _Lookup([(list(p), label) for p, label in zip(points, labels)], held), [1.0, 0.1]
+"""
+"""An mlp.py tail (a second review's): the lookup, its scores made to depend on one parameter."""
+
+
+def test_a_lookup_scaled_by_a_parameter_earns_no_mlp(tmp_path: Path) -> None:
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    (directory / "mlp.py").write_text((directory / "mlp.py").read_text() + SCALED_LOOKUP)
+    (result,) = grading.run(directory, [exercise(11)], timeout=120)
+    outcomes = {t.name: t for t in result.tests}
+    assert outcomes["the_scores_come_from_the_parameters"].outcome == grading.PASSED  # what it fooled
+    layers = outcomes["the_scores_are_the_mlps_layers_of_neurons"]
+    assert layers.outcome == grading.FAILED, layers
+    assert "model.layers" in layers.message, layers.message
+
+
 NO_NETWORK = """
 
 

@@ -8,9 +8,12 @@ import pytest
 from hypothesis import example, given
 
 from vjpgrad.course import remote
-from vjpgrad.course.twins import SHORTCUT, SMALL, Program, Twin, programs
+from vjpgrad.course.twins import SHORTCUT, SMALL, Program, Twin, close, programs
 
 LINKS = 10_000
+FACTOR = 1.0001
+"""Each link's factor: the chain's gradient, FACTOR ** LINKS (about 2.718), is no number a backward
+that gives up could guess (1, the seed, was)."""
 
 
 def _number(x: Any) -> float | None:
@@ -46,7 +49,7 @@ def test_a_leaf_is_its_own_output(engine: Any) -> None:
 
 def test_a_chain_of_10_000_links_works_at_the_default_recursion_limit(student: Any, engine: Any) -> None:
     """backward() works on a chain of 10,000 links at Python's default recursion limit."""
-    x, y = student.probe("chain", engine.Value, 1.0, 1.0, LINKS)  # built where the student's code runs
+    x, y = student.probe("chain", engine.Value, 1.0, FACTOR, LINKS)  # built where the student's code runs
     try:
         student.probe("at_recursion_limit", 1000, y.backward)  # Python's default, whatever ran before
     except RecursionError:
@@ -55,4 +58,12 @@ def test_a_chain_of_10_000_links_works_at_the_default_recursion_limit(student: A
             "1,000 calls): build the topological order with a loop and a list as your own stack, not with recursion",
             pytrace=False,
         )
-    assert _number(x.grad) == 1.0, f"y = x * 1.0 * 1.0 ... ({LINKS:,} times): dy/dx is 1, yours is {_shown(x.grad)}"
+    expected = 1.0
+    for _ in range(LINKS):
+        expected = FACTOR * expected  # as the pass multiplies, link after link
+    found = _number(x.grad)
+    assert found is not None, f"y = x * {FACTOR} * {FACTOR} ... ({LINKS:,} times): x.grad is {_shown(x.grad)}"
+    assert close(found, expected), (
+        f"y = x * {FACTOR} * {FACTOR} ... ({LINKS:,} times): dy/dx is {FACTOR} ** {LINKS:,} = {expected!r}, yours "
+        f"is {found!r}"
+    )

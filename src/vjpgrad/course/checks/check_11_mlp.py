@@ -11,6 +11,7 @@ import pytest
 
 from vjpgrad.course import expect
 from vjpgrad.course.expect import advice
+from vjpgrad.course.twins import close
 
 ACCURACY = 0.95
 SECONDS = 60.0
@@ -128,6 +129,49 @@ def test_the_scores_come_from_the_parameters(trained: tuple[Any, list[float], fl
         f"(one scores {next(score for score in scores if score != 0.0)!r}): the scores must come from the "
         "parameters, as an MLP's do, the last layer's w . h + b"
     )
+
+
+SHOWN = 10
+"""How many of the points the layers' scores are worked out for, here, from the weights."""
+
+
+def _worked_out(model: Any, point: list[float]) -> tuple[float, float]:
+    """The score of ``point`` worked out in this process from ``model.layers``' weights and biases, as
+    the template's MLP computes it: each neuron ``tanh(w . x + b)``, or ``relu`` (micrograd's), the
+    last layer ``w . x + b``. Both, (tanh's, relu's)."""
+    scores = []
+    for activation in (math.tanh, lambda z: max(z, 0.0)):
+        x = list(point)
+        for layer in list(model.layers):
+            out = []
+            for neuron in list(layer.neurons):
+                weights = expect.floats([w.data for w in neuron.w], len(x), "a neuron's w .data", "a number each")
+                z = expect.floats([neuron.b.data], 1, "a neuron's b.data", "a number")[0]
+                for w, xi in zip(weights, x, strict=True):
+                    z += w * xi
+                out.append(activation(z) if neuron.nonlin is True else z)
+            x = out
+        scores.append(x[0])
+    return scores[0], scores[1]
+
+
+def test_the_scores_are_the_mlps_layers_of_neurons(trained: tuple[Any, list[float], float]) -> None:
+    """The scores are the MLP's: its layers of neurons, worked out from their weights."""
+    model, _, _ = trained
+    points, _ = make_moons()
+    try:
+        tanh_relu = [_worked_out(model, point) for point in points[:SHOWN]]
+    except Exception as error:  # the student's object: what it lacks is said, not raised
+        raise AssertionError(
+            f"model.layers of neurons could not be read ({type(error).__name__}: {error}): the model must be "
+            "mlp.py's MLP, whose layers hold Neurons with w, b and nonlin"
+        ) from None
+    for point, (tanh, relu) in zip(points[:SHOWN], tanh_relu, strict=True):
+        score = expect.floats([model(list(point)).data], 1, "model(point).data", "a number")[0]
+        assert close(score, tanh) or close(score, relu), (
+            f"model({point}).data is {score!r}, but its layers' weights give {tanh!r} (tanh neurons) or {relu!r} "
+            "(relu): the score must be the MLP's, computed from model.layers' neurons"
+        )
 
 
 def test_training_takes_under_a_minute(trained: tuple[Any, list[float], float]) -> None:

@@ -2,9 +2,10 @@
 
 micrograd's demo: a multi-layer perceptron learns to tell apart two interleaving half circles.
 The check gives train() 60 points and their labels (-1 or +1), and wants the loss to fall to
-under half and at least 95% of the points right, in under a minute, with scores that come from
-the model's parameters (every one set to 0, every score is 0); it also trains two steps (steps=2)
-and looks at the gradients when each backward() starts. Check it with
+under half and at least 95% of the points right, in under a minute, with scores that are the
+MLP's (worked out again from model.layers' weights; every parameter set to 0, every score is 0);
+it also trains two steps (steps=2) and looks at the gradients when each backward() starts. Check
+it with
 
     vjpgrad course check . 11
 """
