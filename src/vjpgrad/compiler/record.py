@@ -577,7 +577,7 @@ class Recorded:
 
 _ADVICE = (
     "it cannot replay Python that depends on a Value's number: use a vjpgrad operation instead (max, relu, "
-    "nn.functional...), move the decision outside the function, or call it uncompiled"
+    "nn.functional...), move the decision outside the compiled function, or call it uncompiled"
 )
 
 
