@@ -525,6 +525,13 @@ def _engine_with_order(directory: Path, order: str) -> Path:
     return directory
 
 
+OWN_RELU = (
+    'out = Value(self.data if self.data > 0 else 0.0, (self,), "relu")',
+    'out = Value(max(self.data, 0.0), (self,), "relu")',
+)
+"""Exercise 3's relu written another way than the shipped solution's (with its operators, its own work)."""
+
+
 def test_two_classmates_handing_in_one_program_are_told_to_the_teacher(tmp_path: Path) -> None:
     # "copies flagged": only copies of the shipped solutions were; two students' one program was not
     alice = _engine_with_order(tmp_path / "class" / "alice", ALICES_ORDER)
@@ -534,24 +541,30 @@ def test_two_classmates_handing_in_one_program_are_told_to_the_teacher(tmp_path:
         .replace("order.append(node)", "order.append(node)  # listed")
     )  # fmt: skip
     bob = _engine_with_order(tmp_path / "class" / "bob", bobs)
+    for copied_pair in (alice, bob):  # and both relus alike: two exercises
+        engine = copied_pair / "engine.py"
+        engine.write_text(engine.read_text().replace(*OWN_RELU))
     carol = solutions_in(skeleton(tmp_path / "class" / "carol"))  # the shipped solution: told as that, not as bob's
-    dave = _engine_with_order(
-        tmp_path / "class" / "dave", ALICES_ORDER.replace("return order[::-1]", "order.reverse()\n        return order")
-    )
+    dave = _engine_with_order(tmp_path / "class" / "dave", ALICES_ORDER)  # alice's loop alone, as two could write it
     for handed_in in (alice, bob, dave):
         assert borrowed.copied(handed_in, exercise(4)) == []  # none is the shipped solution
     prints = {d.name: borrowed.fingerprint(d, exercise(4)) for d in (alice, bob, carol, dave)}
     assert prints["alice"] is not None
-    assert prints["alice"] == prints["bob"]
+    assert prints["alice"] == prints["bob"] == prints["dave"]
     assert prints["carol"] is None  # told already as the shipped solution's
-    assert prints["dave"] not in (None, prints["alice"])  # another program
-    assert borrowed.fingerprint(alice, exercise(2)) is None  # exercise 2's few lines are often written alike
-    graded = gradebook.grade([alice, bob, carol, dave], type(course(None))((exercise(4),)), timeout=120)
-    remarks = {name: results[0].remarks for name, results in graded.items()}
-    assert remarks["alice"] == [f"engine.py (Value.topological_order, Value.backward): {borrowed.CLASSMATES} bob"]
-    assert remarks["bob"] == [f"engine.py (Value.topological_order, Value.backward): {borrowed.CLASSMATES} alice"]
-    assert not any(borrowed.CLASSMATES in remark for remark in remarks["carol"] + remarks["dave"])
-    assert all(results[0].status == grading.DONE for results in graded.values())  # marks untouched
+    assert borrowed.fingerprint(dave, exercise(3)) is None  # the shipped relu
+    assert str(borrowed.fingerprint(alice, exercise(3))).startswith("L")  # five operations: told alike on their own
+    assert str(prints["alice"]).startswith("S")  # two parts of about 150 nodes: not on their own
+    graded = gradebook.grade([alice, bob, carol, dave], type(course(None))((exercise(3), exercise(4))), timeout=120)
+    remarks = {name: [r for result in results for r in result.remarks] for name, results in graded.items()}
+    parts = {
+        3: "Value.__pow__, Value.exp, Value.log, Value.tanh, Value.relu",
+        4: "Value.topological_order, Value.backward",
+    }
+    assert remarks["alice"] == [f"engine.py ({parts[n]}): {borrowed.CLASSMATES} bob" for n in (3, 4)]
+    assert remarks["bob"] == [f"engine.py ({parts[n]}): {borrowed.CLASSMATES} alice" for n in (3, 4)]
+    assert not any(borrowed.CLASSMATES in remark for remark in remarks["carol"] + remarks["dave"])  # one small alike
+    assert all(result.status == grading.DONE for results in graded.values() for result in results)  # marks untouched
 
 
 def test_a_file_too_deep_to_read_again_is_told_as_no_copy_and_the_rest_is_still_read(tmp_path: Path) -> None:
@@ -1980,6 +1993,44 @@ def fresh_posix_by_the_original():  # the C function the guarded create_builtin 
     original(machinery.ModuleSpec("po" + "six", machinery.BuiltinImporter)).chroot("/tmp")
 
 
+def fresh_imp():  # a new _imp, whose create_builtin is C's again, then posix from it
+    import _imp
+    from types import SimpleNamespace
+    fresh = _imp.create_builtin(SimpleNamespace(name="_imp"))
+    fresh.create_builtin(SimpleNamespace(name="po" + "six")).chroot("/tmp")
+
+
+def fresh_sys():  # a new sys, whose setrecursionlimit is C's again
+    import _imp
+    from types import SimpleNamespace
+    _imp.create_builtin(SimpleNamespace(name="sys")).setrecursionlimit(100_000)
+
+
+def original_through_a_traceback():  # the frames of a refusal, and what their locals hold
+    import _imp
+    from types import SimpleNamespace
+    try:
+        _imp.create_builtin(SimpleNamespace(name="po" + "six"))
+    except PermissionError as refused:
+        tb = refused.__traceback__
+        while tb is not None:
+            for value in tb.tb_frame.f_locals.values():
+                if callable(value) and getattr(value, "__name__", "") in ("made", "create_builtin"):
+                    for given in ("po" + "six", SimpleNamespace(name="po" + "six")):
+                        try:
+                            module = value(given)
+                        except Exception:
+                            module = None
+                        if module is not None:
+                            module.chroot("/tmp")
+                            return "chroot through the traceback"
+            tb = tb.tb_next
+    raise PermissionError(
+        "nothing in the traceback made posix: the course runs your code with nothing but the checks' requests: "
+        "no other process, file written, socket, /proc or raw memory"
+    )
+
+
 def login_tty():  # a session of its own (setsid) without os.setsid
     os.login_tty(os.openpty()[1])
 
@@ -2023,7 +2074,7 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "own_fds_by_a_link", "unix_socket", "shared_memory", "objects", "pythonapi",
             "solutions_through_a_folder", "solutions_walked", "proc_through_the_root", "tcl", "subinterpreter",
             "chroot", "fchdir", "graders_priority", "graders_cores", "another_user", "fresh_posix",
-            "fresh_posix_by_the_original",
+            "fresh_posix_by_the_original", "fresh_imp", "fresh_sys", "original_through_a_traceback",
             *(["login_tty"] if hasattr(os, "login_tty") else []),  # Python 3.11 and later
             *(["unshare"] if hasattr(os, "unshare") else []),  # Python 3.12 and later
         ):  # fmt: skip
@@ -2065,7 +2116,9 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "fifo": "unseen (no audit event)",
             "chroot": "the process's root, namespaces, user or priority",
             "graders_priority": "the process's root, namespaces, user or priority",
-            "fresh_posix": "a new copy of the posix module is refused",
+            "fresh_posix": "a new copy of the module 'posix' (or one not built in) is refused",
+            "fresh_imp": "a new copy of the module '_imp' (or one not built in) is refused",
+            "fresh_sys": "a new copy of the module 'sys' (or one not built in) is refused",
             "fresh_posix_by_the_original": "reading the __defaults__ of a function the checks run",
             "touched": "os.utime (changing files) is refused",
         }
@@ -2680,6 +2733,58 @@ def test_a_lookup_scaled_by_a_parameter_earns_no_mlp(tmp_path: Path) -> None:
     layers = outcomes["the_scores_are_the_mlps_layers_of_neurons"]
     assert layers.outcome == grading.FAILED, layers
     assert "model.layers" in layers.message, layers.message
+
+
+LAYERS_READ_AS_ASKED = """
+
+
+_LABELS = []
+
+
+class _Neuron:
+    def __init__(self, b):
+        self.w, self.b, self.nonlin = [Value(0.0), Value(0.0)], Value(b), False
+
+
+class _Layer:
+    def __init__(self, b):
+        self.neurons = [_Neuron(b)]
+
+
+class _Shown:  # layers that answer each read with the next point's label as a bias
+    def __init__(self, table):
+        self.table, self.w, self.reads = table, [Value(1.0)], 0
+
+    @property
+    def layers(self):
+        label = list(self.table.values())[self.reads % len(self.table)]
+        self.reads += 1
+        return [_Layer(float(label) * self.w[0].data)]
+
+    def parameters(self):
+        return list(self.w)
+
+    def __call__(self, x):
+        return self.w[0] * float(self.table.get(tuple(x), 1))
+
+
+def train(points, labels, steps=60):
+    model = _Shown({tuple(p): label for p, label in zip(points, labels)})
+    for _ in range(2):
+        loss = model.w[0] * 0.0
+        model.w[0].grad = 0.0
+        loss.backward()
+    return model, [1.0, 0.1]
+"""
+"""An mlp.py tail (a third review's): layers whose every read answers the point the check works out next."""
+
+
+def test_layers_that_answer_each_read_anew_earn_no_mlp(tmp_path: Path) -> None:
+    directory = solutions_in(skeleton(tmp_path / "student"))
+    (directory / "mlp.py").write_text((directory / "mlp.py").read_text() + LAYERS_READ_AS_ASKED)
+    (result,) = grading.run(directory, [exercise(11)], timeout=120)
+    layers = {t.name: t for t in result.tests}["the_scores_are_the_mlps_layers_of_neurons"]
+    assert layers.outcome == grading.FAILED, layers
 
 
 NO_NETWORK = """

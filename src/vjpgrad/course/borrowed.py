@@ -833,9 +833,13 @@ CLASSMATES = "the same program as the one handed in by"
 """What the teacher is told of an exercise whose parts two or more submissions graded together hand
 in alike (``fingerprint``), followed by the others' names."""
 SMALLEST_COPY = 60
-"""The fewest nodes of Python's syntax tree an exercise's parts must hold together for two
-submissions alike to be told (``fingerprint``): exercise 2's two operators (about 50) are often
-written the same way by students who never met; exercise 4's order and pass hold about 120."""
+"""The fewest nodes of Python's syntax tree an exercise's parts must hold together to be compared
+at all (``fingerprint``): a few lines are often written the same way by students who never met."""
+LARGE_COPY = 250
+"""The nodes from which one exercise alike is told on its own; two submissions alike in smaller
+exercises are told where they are alike in two of them or more (``gradebook._alike``): two
+students who never met both write the obvious loop of exercise 4 (about 120 nodes), rarely the
+same code for two exercises."""
 
 
 def fingerprint(directory: Path, ex: Exercise) -> str | None:
@@ -844,7 +848,9 @@ def fingerprint(directory: Path, ex: Exercise) -> str | None:
     independent lines set aside): two submissions with the same fingerprint hand in one program,
     which ``gradebook.grade`` tells the teacher (``CLASSMATES``). None where a part is missing, where
     the parts are small (``SMALLEST_COPY``: written alike by chance), and where they are the shipped
-    solution's (told already, ``COPIED``). Read from the files as handed in, never run."""
+    solution's (told already, ``COPIED``). It starts with ``L`` where the parts are large enough to
+    be told alike on their own (``LARGE_COPY``), ``S`` where not. Read from the files as handed in,
+    never run."""
     found = _written_parts(ex)
     if found is None:
         return None
@@ -854,13 +860,14 @@ def fingerprint(directory: Path, ex: Exercise) -> str | None:
         return None
     found_parts = [_part(mine, part) for part in parts]
     nodes = [node for node in found_parts if node is not None]
-    if len(nodes) < len(parts) or sum(1 for node in nodes for _ in ast.walk(node)) < SMALLEST_COPY:
+    size = sum(1 for node in nodes for _ in ast.walk(node))
+    if len(nodes) < len(parts) or size < SMALLEST_COPY:
         return None
     forms = [loose(node) for node in nodes]
     shipped = [_part(theirs, part) for part in parts]
     if all(b is not None for b in shipped) and forms == [loose(b) for b in shipped if b is not None]:
         return None
-    return hashlib.sha256("\0".join(forms).encode()).hexdigest()
+    return ("L" if size >= LARGE_COPY else "S") + hashlib.sha256("\0".join(forms).encode()).hexdigest()
 
 
 def _definitions(directory: Path) -> set[str]:
@@ -969,7 +976,7 @@ def _read(found: object, count: int) -> Read | None:
         lines, mark = item
         if not all(isinstance(line, str) for line in lines):
             return None
-        if mark is not None and not (isinstance(mark, str) and re.fullmatch(r"[0-9a-f]{64}", mark)):
+        if mark is not None and not (isinstance(mark, str) and re.fullmatch(r"[LS][0-9a-f]{64}", mark)):
             return None
         said.append(lines)
         prints.append(mark)

@@ -107,14 +107,23 @@ def grade(
 
 def _alike(directories: Sequence[Path], exercises: Sequence[Exercise], prints: Sequence[str | None]) -> list[list[str]]:
     """For each (submission, exercise) graded, the remark that other submissions hand in the same
-    program for that exercise (``borrowed.fingerprint``), naming them; a remark, not a verdict."""
+    program for that exercise (``borrowed.fingerprint``), naming them: where two submissions are
+    alike in a large exercise (``borrowed.LARGE_COPY``), or in two exercises or more (one small
+    exercise alike is often two students' obvious loop). A remark, not a verdict."""
     holders: dict[tuple[int, str], list[str]] = {}
     for directory, ex, mark in zip(directories, exercises, prints, strict=True):
         if mark is not None:
             holders.setdefault((ex.number, mark), []).append(directory.name)
+    shared: dict[tuple[str, str], int] = {}  # (one, other): how many exercises alike, a large one counting two
+    for (_, mark), names in holders.items():
+        for one in names:
+            for other in names:
+                if one != other:
+                    shared[(one, other)] = shared.get((one, other), 0) + (2 if mark.startswith("L") else 1)
     said: list[list[str]] = []
     for directory, ex, mark in zip(directories, exercises, prints, strict=True):
-        others = [] if mark is None else [name for name in holders[(ex.number, mark)] if name != directory.name]
+        alike = [] if mark is None else holders[(ex.number, mark)]
+        others = [name for name in alike if name != directory.name and shared[(directory.name, name)] >= 2]
         parts = ", ".join(ex.parts) if ex.parts else "the whole file"
         said.append([f"{ex.files[0]} ({parts}): {borrowed.CLASSMATES} {', '.join(others)}"] if others else [])
     return said

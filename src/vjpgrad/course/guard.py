@@ -155,24 +155,33 @@ def _scrub() -> None:
     ``sys.modules``: refused as an import, they are not found again. A module whose functions were
     replaced may not be made anew from C (``_built_in_guarded``)."""
     imp: Any = sys.modules["_imp"]
+    # what C may make anew: a built-in module not loaded yet (a copy of one loaded, sys's or _imp's or
+    # posix's, would hold C's functions again, setrecursionlimit and create_builtin among them)
+    allowed = frozenset(sys.builtin_module_names) - set(sys.modules) - _SCRUBBED
+
+    def made(
+        name: Any, _create: Any = imp.create_builtin, _allowed: frozenset[str] = allowed, _type: Any = type,
+        _str: Any = str, _spec: Any = SimpleNamespace,
+    ) -> Any:  # fmt: skip
+        """The built-in module ``name`` made by C, or None where it may not be: checked here, where C's
+        function is held (in a default, whose reading the hook refuses), and never raising, so no
+        traceback holds this frame (whose locals would hand C's function on)."""
+        if _type(name) is not _str or name not in _allowed:
+            return None
+        return _create(_spec(name=name, origin="built-in"))
 
     def create_builtin(
-        spec: Any, _create: Any = imp.create_builtin, _scrubbed: frozenset[str] = _SCRUBBED,
-        _spec: Any = SimpleNamespace, _type: Any = type, _str: Any = str, _getattr: Any = getattr,
-        _refused: Any = PermissionError, _rule: str = RULE,
-    ) -> Any:  # fmt: skip
-        """``_imp.create_builtin``, refusing a new copy of a module whose functions were replaced:
-        a copy made so (``_imp.create_builtin(ModuleSpec("posix", ...))``, which raises no audit
-        event) would hold C's functions again. The name is read once, as a ``str``, and the module
-        made from a spec that holds it alone (a spec whose name changes between reads passes no
-        other). The C function is held in a default, whose reading the hook refuses (a cell's is
-        not audited)."""
+        spec: Any, _made: Any = made, _getattr: Any = getattr, _refused: Any = PermissionError, _rule: str = RULE
+    ) -> Any:
+        """``_imp.create_builtin``, making only a built-in module not loaded yet (``made``): a copy of
+        a loaded one (``_imp.create_builtin(ModuleSpec("posix", ...))``, which raises no audit
+        event) would hold C's functions again. The name is read once, and the module made from a
+        spec that holds it alone (a spec whose name changes between reads passes no other)."""
         name = _getattr(spec, "name", None)
-        if _type(name) is not _str:
-            raise TypeError("create_builtin takes a module spec whose name is a str")
-        if name in _scrubbed:
-            raise _refused(f"a new copy of the {name} module is refused: {_rule}")
-        return _create(_spec(name=name, origin="built-in"))
+        module = _made(name)
+        if module is None:
+            raise _refused(f"a new copy of the module {name!r} (or one not built in) is refused: {_rule}")
+        return module
 
     imp.create_builtin = create_builtin
     for module, names in UNSEEN:

@@ -135,24 +135,38 @@ SHOWN = 10
 """How many of the points the layers' scores are worked out for, here, from the weights."""
 
 
-def _worked_out(model: Any, point: list[float]) -> tuple[float, float]:
-    """The score of ``point`` worked out in this process from ``model.layers``' weights and biases, as
-    the template's MLP computes it: each neuron ``tanh(w . x + b)``, or ``relu`` (micrograd's), the
-    last layer ``w . x + b``. Both, (tanh's, relu's)."""
-    scores = []
-    for activation in (math.tanh, lambda z: max(z, 0.0)):
-        x = list(point)
-        for layer in list(model.layers):
-            out = []
-            for neuron in list(layer.neurons):
-                weights = expect.floats([w.data for w in neuron.w], len(x), "a neuron's w .data", "a number each")
-                z = expect.floats([neuron.b.data], 1, "a neuron's b.data", "a number")[0]
-                for w, xi in zip(weights, x, strict=True):
-                    z += w * xi
-                out.append(activation(z) if neuron.nonlin is True else z)
-            x = out
-        scores.append(x[0])
-    return scores[0], scores[1]
+Layers = list[list[tuple[list[float], float, bool]]]
+"""Each layer's neurons, each its weights, bias and whether it is nonlinear: numbers read once."""
+
+
+def _layers(model: Any) -> Layers:
+    """``model.layers``' neurons as numbers, read once (each read of the student's objects could
+    answer anew), before any score is worked out from them."""
+    layers: Layers = []
+    for layer in list(model.layers):
+        neurons = []
+        for neuron in list(layer.neurons):
+            weights = list(neuron.w)
+            numbers = expect.floats([w.data for w in weights], len(weights), "a neuron's w .data", "a number each")
+            bias = expect.floats([neuron.b.data], 1, "a neuron's b.data", "a number")[0]
+            neurons.append((numbers, bias, neuron.nonlin is True))
+        layers.append(neurons)
+    return layers
+
+
+def _worked_out(layers: Layers, point: list[float], activation: Any) -> float:
+    """The score of ``point`` worked out here as the template's MLP computes it: each neuron
+    ``activation(b + w . x)``, the last layer's ``b + w . x`` (``nonlin=False``)."""
+    x = list(point)
+    for layer in layers:
+        out = []
+        for weights, bias, nonlinear in layer:
+            z = bias
+            for w, xi in zip(weights, x, strict=True):
+                z += w * xi
+            out.append(activation(z) if nonlinear else z)
+        x = out
+    return x[0]
 
 
 def test_the_scores_are_the_mlps_layers_of_neurons(trained: tuple[Any, list[float], float]) -> None:
@@ -160,13 +174,16 @@ def test_the_scores_are_the_mlps_layers_of_neurons(trained: tuple[Any, list[floa
     model, _, _ = trained
     points, _ = make_moons()
     try:
-        tanh_relu = [_worked_out(model, point) for point in points[:SHOWN]]
+        layers = _layers(model)
+        worked = [
+            (_worked_out(layers, p, math.tanh), _worked_out(layers, p, lambda z: max(z, 0.0))) for p in points[:SHOWN]
+        ]
     except Exception as error:  # the student's object: what it lacks is said, not raised
         raise AssertionError(
             f"model.layers of neurons could not be read ({type(error).__name__}: {error}): the model must be "
             "mlp.py's MLP, whose layers hold Neurons with w, b and nonlin"
         ) from None
-    for point, (tanh, relu) in zip(points[:SHOWN], tanh_relu, strict=True):
+    for point, (tanh, relu) in zip(points[:SHOWN], worked, strict=True):
         score = expect.floats([model(list(point)).data], 1, "model(point).data", "a number")[0]
         assert close(score, tanh) or close(score, relu), (
             f"model({point}).data is {score!r}, but its layers' weights give {tanh!r} (tanh neurons) or {relu!r} "
