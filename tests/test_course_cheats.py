@@ -2116,9 +2116,9 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "fifo": "unseen (no audit event)",
             "chroot": "the process's root, namespaces, user or priority",
             "graders_priority": "the process's root, namespaces, user or priority",
-            "fresh_posix": "a new copy of the module 'posix' (or one not built in) is refused",
-            "fresh_imp": "a new copy of the module '_imp' (or one not built in) is refused",
-            "fresh_sys": "a new copy of the module 'sys' (or one not built in) is refused",
+            "fresh_posix": "making a built-in module anew (_imp.create_builtin) is refused",
+            "fresh_imp": "making a built-in module anew (_imp.create_builtin) is refused",
+            "fresh_sys": "making a built-in module anew (_imp.create_builtin) is refused",
             "fresh_posix_by_the_original": "reading the __defaults__ of a function the checks run",
             "touched": "os.utime (changing files) is refused",
         }

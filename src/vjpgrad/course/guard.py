@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import builtins
 import gc
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
 from stat import S_ISDIR, S_ISLNK
-from types import FunctionType, SimpleNamespace
+from types import FunctionType
 from typing import Any
 
 RULE = (
@@ -139,7 +140,7 @@ WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
 _SCRUBBED = frozenset(module for module, _ in UNSEEN) | MODULES
-"""The modules a new copy of which the student's process may not make from C (``_scrub``)."""
+"""The modules ``_scrub`` does not load for the student's process before C may make none."""
 
 
 def _refuse(*arguments: Any, **keywords: Any) -> Any:
@@ -149,41 +150,27 @@ def _refuse(*arguments: Any, **keywords: Any) -> Any:
     )
 
 
+def _no_new_module(*arguments: Any, **keywords: Any) -> Any:
+    raise PermissionError(f"making a built-in module anew (_imp.create_builtin) is refused: {RULE}")
+
+
 def _scrub() -> None:
     """Replace the functions that act without an audit event (``UNSEEN``) by ``_refuse``, in the
     modules already loaded, and take the ``MODULES`` loaded (but ``posix``, which ``os`` is) out of
-    ``sys.modules``: refused as an import, they are not found again. A module whose functions were
-    replaced may not be made anew from C (``_built_in_guarded``)."""
+    ``sys.modules``: refused as an import, they are not found again. No built-in module is made
+    anew from C afterwards (``_imp.create_builtin`` refuses: every one a student may import is
+    loaded first)."""
+    # C makes no module anew from here on: each built-in one a student may import is loaded now (a
+    # copy of one loaded, sys's, _imp's or posix's, would hold C's functions again, setrecursionlimit
+    # and create_builtin among them), and _imp.create_builtin, which raises no audit event, refuses.
+    # Nothing of the student's runs yet, and nothing keeps C's function where their code could reach it.
+    for name in sorted(set(sys.builtin_module_names) - set(sys.modules) - _SCRUBBED):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # one this build cannot start: not one a student's code can import either
+            continue
     imp: Any = sys.modules["_imp"]
-    # what C may make anew: a built-in module not loaded yet (a copy of one loaded, sys's or _imp's or
-    # posix's, would hold C's functions again, setrecursionlimit and create_builtin among them)
-    allowed = frozenset(sys.builtin_module_names) - set(sys.modules) - _SCRUBBED
-
-    def made(
-        name: Any, _create: Any = imp.create_builtin, _allowed: frozenset[str] = allowed, _type: Any = type,
-        _str: Any = str, _spec: Any = SimpleNamespace,
-    ) -> Any:  # fmt: skip
-        """The built-in module ``name`` made by C, or None where it may not be: checked here, where C's
-        function is held (in a default, whose reading the hook refuses), and never raising, so no
-        traceback holds this frame (whose locals would hand C's function on)."""
-        if _type(name) is not _str or name not in _allowed:
-            return None
-        return _create(_spec(name=name, origin="built-in"))
-
-    def create_builtin(
-        spec: Any, _made: Any = made, _getattr: Any = getattr, _refused: Any = PermissionError, _rule: str = RULE
-    ) -> Any:
-        """``_imp.create_builtin``, making only a built-in module not loaded yet (``made``): a copy of
-        a loaded one (``_imp.create_builtin(ModuleSpec("posix", ...))``, which raises no audit
-        event) would hold C's functions again. The name is read once, and the module made from a
-        spec that holds it alone (a spec whose name changes between reads passes no other)."""
-        name = _getattr(spec, "name", None)
-        module = _made(name)
-        if module is None:
-            raise _refused(f"a new copy of the module {name!r} (or one not built in) is refused: {_rule}")
-        return module
-
-    imp.create_builtin = create_builtin
+    imp.create_builtin = _no_new_module
     for module, names in UNSEEN:
         loaded = sys.modules.get(module)
         for name in names:

@@ -131,10 +131,6 @@ def test_the_scores_come_from_the_parameters(trained: tuple[Any, list[float], fl
     )
 
 
-SHOWN = 10
-"""How many of the points the layers' scores are worked out for, here, from the weights."""
-
-
 Layers = list[list[tuple[list[float], float, bool]]]
 """Each layer's neurons, each its weights, bias and whether it is nonlinear: numbers read once."""
 
@@ -170,20 +166,18 @@ def _worked_out(layers: Layers, point: list[float], activation: Any) -> float:
 
 
 def test_the_scores_are_the_mlps_layers_of_neurons(trained: tuple[Any, list[float], float]) -> None:
-    """The scores are the MLP's: its layers of neurons, worked out from their weights."""
+    """The scores are the MLP's: its layers of neurons, worked out from their weights, at every point."""
     model, _, _ = trained
     points, _ = make_moons()
     try:
         layers = _layers(model)
-        worked = [
-            (_worked_out(layers, p, math.tanh), _worked_out(layers, p, lambda z: max(z, 0.0))) for p in points[:SHOWN]
-        ]
+        worked = [(_worked_out(layers, p, math.tanh), _worked_out(layers, p, lambda z: max(z, 0.0))) for p in points]
     except Exception as error:  # the student's object: what it lacks is said, not raised
         raise AssertionError(
             f"model.layers of neurons could not be read ({type(error).__name__}: {error}): the model must be "
             "mlp.py's MLP, whose layers hold Neurons with w, b and nonlin"
         ) from None
-    for point, (tanh, relu) in zip(points[:SHOWN], worked, strict=True):
+    for point, (tanh, relu) in zip(points, worked, strict=True):
         score = expect.floats([model(list(point)).data], 1, "model(point).data", "a number")[0]
         assert close(score, tanh) or close(score, relu), (
             f"model({point}).data is {score!r}, but its layers' weights give {tanh!r} (tanh neurons) or {relu!r} "
