@@ -1426,7 +1426,7 @@ def content(x: Any) -> Any:
     mmap: none)."""
     if isinstance(x, type):  # a class: its subclasses, and the classes registered with each abstract one
         return _registered(x)
-    if _is_numpy_array(type(x)) or _is_numpy(type(x), "void"):  # a record of a structured array: a view of it
+    if _is_numpy_array(type(x)) or _is_numpy_record(type(x)):  # a record of a structured array: a view of it
         mask = getattr(x, "_mask", None)  # a masked array's (its tobytes() fills the masked places)
         dtype = x.dtype.str if x.dtype.names is None else (x.dtype.str, repr(x.dtype))  # '|V8' names no field
         return (dtype, x.shape, x.strides, x.tobytes(), *(() if mask is None else (mask.tobytes(),)))
@@ -1728,22 +1728,25 @@ def _name_getter(walk: _Walk, var: int, x: Any) -> None:
     keeps its arguments, and shows them only through ``__reduce__`` (a new tuple at each call),
     so what a list or a dict among them holds could change unseen."""
     walk.computed_attributes = True
-    if isinstance(x, operator.methodcaller) and not _holds_constants(x):
+    if isinstance(x, operator.methodcaller):
+        _refuse_held_objects(walk, var, x, "an argument", "call the method by name inside the function")
+
+
+def _refuse_held_objects(walk: _Walk, var: int, x: Any, held: str, instead: str) -> None:
+    """Refuse a ``methodcaller`` or ``itemgetter`` that holds an object (a list, a dict) as ``held``:
+    C keeps what it holds, and shows it only through ``__reduce__``, so a change in it goes unseen."""
+    if not _holds_constants(x):
         name = walk.snapshot.names[var]
         raise UnwatchableError(
             name,
-            "an operator.methodcaller that holds an object as an argument, which vjpgrad cannot watch (C keeps it)",
-            f"call the method by name inside the function, or hold a functools.partial or a lambda as {name}, "
-            "whose arguments are watched",
+            f"an operator.{type(x).__name__} that holds an object as {held}, which vjpgrad cannot watch (C keeps it)",
+            f"{instead}, or hold a functools.partial or a lambda as {name}, whose arguments are watched",
         )
-
-
-_CONSTANTS = (str, bytes, int, float, complex, bool, type(None))
 
 
 def _constant(x: Any, depth: int = 0) -> bool:
     """A number, a string, None, or a tuple, frozenset or slice of them: what never changes."""
-    if type(x) in _CONSTANTS:
+    if is_number_kind(type(x)):
         return True
     if depth > 8:
         return False
@@ -1765,14 +1768,7 @@ def _holds_constants(caller: Any) -> bool:
 def _item_getter(walk: _Walk, var: int, x: Any) -> None:
     """An ``operator.itemgetter``: by identity where its items never change (``obj[0]``, a key);
     refused where it holds a list or a dict as an item, which C keeps out of sight."""
-    if not _holds_constants(x):
-        name = walk.snapshot.names[var]
-        raise UnwatchableError(
-            name,
-            "an operator.itemgetter that holds an object as an item, which vjpgrad cannot watch (C keeps it)",
-            f"index inside the function, or hold a functools.partial or a lambda as {name}, whose arguments are "
-            "watched",
-        )
+    _refuse_held_objects(walk, var, x, "an item", "index inside the function")
 
 
 KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [

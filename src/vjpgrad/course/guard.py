@@ -562,7 +562,7 @@ def _decide(
         event == "import"
         or event == "object.__setattr__"
         or event == "object.__delattr__"
-        or (event == "object.__getattr__")
+        or event == "object.__getattr__"
     ):
         return _naming(event, arguments, modules, files)  # type: ignore[no-any-return]
     if (event == "open" or event == "os.listdir" or event == "os.scandir") and arguments:

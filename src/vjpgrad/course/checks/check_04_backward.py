@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given
 
-from vjpgrad.course import remote
+from vjpgrad.course import expect, remote
 from vjpgrad.course.twins import SHORTCUT, SMALL, Program, Twin, close, programs
 
 LINKS = 10_000
@@ -16,14 +16,8 @@ FACTOR = 1.0001
 that gives up could guess (1, the seed, was)."""
 
 
-def _number(x: Any) -> float | None:
-    """``x`` when it came over as a number (a float or int, never a bool), else None: anything else
-    is an object of the student's process, whose ``==`` would answer for itself."""
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
-
-
 def _shown(x: Any) -> str:
-    return repr(x) if _number(x) is not None else f"a {remote.type_name(x)}, not a number"
+    return repr(x) if expect.number(x) is not None else f"a {remote.type_name(x)}, not a number"
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +38,7 @@ def test_a_leaf_is_its_own_output(engine: Any) -> None:
     x = engine.Value(2.0)
     x.backward()
     # the number itself, checked here: a comparison run on the student's object would be theirs to answer
-    assert _number(x.grad) == 1.0, f"x = Value(2.0); x.backward() leaves x.grad = {_shown(x.grad)}: dx/dx is 1"
+    assert expect.number(x.grad) == 1.0, f"x = Value(2.0); x.backward() leaves x.grad = {_shown(x.grad)}: dx/dx is 1"
 
 
 def test_a_chain_of_10_000_links_works_at_the_default_recursion_limit(student: Any, engine: Any) -> None:
@@ -61,7 +55,7 @@ def test_a_chain_of_10_000_links_works_at_the_default_recursion_limit(student: A
     expected = 1.0
     for _ in range(LINKS):
         expected = FACTOR * expected  # as the pass multiplies, link after link
-    found = _number(x.grad)
+    found = expect.number(x.grad)
     assert found is not None, f"y = x * {FACTOR} * {FACTOR} ... ({LINKS:,} times): x.grad is {_shown(x.grad)}"
     assert close(found, expected), (
         f"y = x * {FACTOR} * {FACTOR} ... ({LINKS:,} times): dy/dx is {FACTOR} ** {LINKS:,} = {expected!r}, yours "
