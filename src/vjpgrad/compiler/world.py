@@ -1746,7 +1746,7 @@ def _refuse_held_objects(walk: _Walk, var: int, x: Any, held: str, instead: str)
 
 def _constant(x: Any, depth: int = 0) -> bool:
     """A number, a string, None, or a tuple, frozenset or slice of them: what never changes."""
-    if is_number_kind(type(x)):
+    if type(x) in _PLAIN:
         return True
     if depth > 8:
         return False
