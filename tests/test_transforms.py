@@ -358,6 +358,8 @@ def test_grad_of_a_non_scalar_function_points_to_jacobian_and_vjp() -> None:
             "argument 0 must be a number or a list of numbers, has a str",
         ),
         (lambda: grad(lambda x: x, argnums=2)(1.0), ValueError, "argnums 2 is out of range"),
+        (lambda: grad(lambda x: x, argnums=1.0)(1.0), TypeError, "argnums must be an int or a tuple of ints, got fl"),
+        (lambda: grad(lambda x: x, argnums=None)(1.0), TypeError, "argnums must be an int .* got NoneType"),
         (lambda: grad(lambda x: "s")(1.0), TypeError, "must return a number, a Value or a Vector, got str"),
         (lambda: hessian(lambda x: x, argnums=(0,))(1.0), TypeError, "hessian takes one argnums"),
     ],
@@ -416,6 +418,25 @@ def test_vjp_cotangents_are_shaped_like_the_primals() -> None:
         vjp_fn(1.0)
 
 
+def test_a_vjp_fn_made_outside_a_transform_is_differentiated_inside_one() -> None:
+    """``vjp_fn`` of a top-level ``vjp`` called inside ``grad`` (or with a cotangent that takes
+    gradient) answers in Values through which the cotangent is differentiated, as torch.func's and
+    JAX's: d/dc (c * f'(x)) = f'(x), not 0.0."""
+    x = 0.4
+    slope = math.sin(x) + x * math.cos(x)  # d/dx (sin(x) * x)
+    _, vjp_fn = vjp(lambda t: vjpgrad.sin(t) * t, x)
+    assert grad(lambda c: vjp_fn(c)[0])(2.0) == slope
+    assert jacobian(lambda c: vjp_fn(c)[0])(2.0) == slope
+    assert vjp_fn(2.0) == (2.0 * slope,)  # on a number, still a number
+    c = Value(2.0)
+    (dx,) = vjp_fn(c)  # a cotangent that takes gradient: a Value computed from it
+    assert isinstance(dx, Value)
+    dx.backward()
+    assert c.grad == slope
+    _, vjp_vector = vjp(lambda v: Vector([v[0] * v[1], v[1] * 2.0]), [3.0, 0.5])
+    assert grad(lambda c: vjp_vector([c, 1.0])[0][1])(2.0) == 3.0  # d/dc (c * v0 + 2)
+
+
 def test_jvp_is_forward_mode_j_times_t() -> None:
     out, tangent = jvp(as_vector(two_inputs), ([1.0, 2.0], 0.5), ([1.0, 0.0], 0.0))
     assert out == pytest.approx([1.0, math.sin(0.5), math.exp(2.0) - 0.25])
@@ -438,6 +459,37 @@ def test_jacobian_shapes() -> None:
     assert jacobian(lambda x: Vector([x, x * x]))(3.0) == [1.0, 6.0]
     assert jacobian(lambda v: v[0] * v[1])([2.0, 3.0]) == [3.0, 2.0]
     assert jacobian(lambda v: Vector([v[0] * v[1], v[0] + v[1]]))([2.0, 3.0]) == [[3.0, 2.0], [1.0, 1.0]]
+
+
+def test_a_jacobian_of_a_jacobian_is_the_array_of_third_order_as_jacrev_of_jacrev() -> None:
+    """The transforms nest: ``jacobian`` of a function returning a matrix (a list of Vectors, what
+    ``jacobian`` itself returns inside another transform) gives one matrix per output row, each
+    element ``d out[i][j] / d arg[k]``, as JAX's and torch.func's ``jacrev(jacrev(f))``. It raised
+    "must return a number, a Value or a Vector, got list"."""
+
+    def f(v: Any) -> Vector:
+        return Vector([v[0] * v[1] * v[1], vjpgrad.sin(v[0])])
+
+    third = jacobian(jacobian(f))([0.3, 0.7])
+    x, y = 0.3, 0.7
+    assert third == [[[0.0, 2.0 * y], [2.0 * y, 2.0 * x]], [[-math.sin(x), 0.0], [0.0, 0.0]]]
+    rows = jacobian(lambda v: [Vector([v[0] * v[1], v[1]]), Vector([v[0], 3.0])])([2.0, 5.0])
+    assert rows == [[[5.0, 2.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 0.0]]]
+    assert jacobian(lambda x: [Vector([x, x * x])])(3.0) == [[1.0, 6.0]]  # a scalar argument: numbers
+    with pytest.raises(TypeError, match=r"jacobian: the function must return .* got list"):
+        jacobian(lambda v: [Vector([v[0]]), "a"])([1.0])
+    with pytest.raises(ValueError, match="rows of one length"):
+        jacobian(lambda v: [Vector([v[0]]), Vector([v[0], v[0]])])([1.0])
+    torch = pytest.importorskip("torch")
+    from torch.func import jacrev
+
+    at = torch.tensor([0.3, 0.7], dtype=torch.float64)
+    expected = jacrev(jacrev(lambda t: torch.stack([t[0] * t[1] * t[1], torch.sin(t[0])])))(at)
+    assert bits_of_nested(third) == bits_of_nested(expected.tolist())
+
+
+def bits_of_nested(x: Any) -> Any:
+    return [bits_of_nested(y) for y in x] if isinstance(x, list) else bits(x)
 
 
 def test_hessian_of_a_quadratic_form() -> None:

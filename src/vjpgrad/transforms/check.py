@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from vjpgrad.core.backward import reverse_pass
@@ -23,7 +23,9 @@ from vjpgrad.core.vector import Vector, outputs_and_seeds
 def points(inputs: object) -> list[float]:
     """The inputs of a check as floats: one number, or a sequence of them."""
     __tracebackhide__ = True
-    given: list[Any] = [inputs] if isinstance(inputs, (numbers.Real, Value)) else list(inputs)  # type: ignore[call-overload]  # checked by scalar_seed below
+    if not isinstance(inputs, (numbers.Real, Value, Iterable)) or isinstance(inputs, (str, bytes)):
+        raise TypeError(f"inputs must be a number or a sequence of numbers, got {type(inputs).__name__}")
+    given: list[Any] = [inputs] if isinstance(inputs, (numbers.Real, Value)) else list(inputs)
     return [scalar_seed(x, f"inputs[{i}]") for i, x in enumerate(given)]
 
 

@@ -191,6 +191,8 @@ def checked_positions(argnums: int | Sequence[int], count: int) -> list[int]:
     """The positional arguments to differentiate, checked as torch.func checks them (but as
     ValueError, where torch.func raises RuntimeError): each in range, at least one, none twice.
     ``vmap`` of a transform checks its ``argnums`` here too."""
+    if not isinstance(argnums, (int, Sequence)) or isinstance(argnums, (str, bytes)):
+        raise TypeError(f"argnums must be an int or a tuple of ints, got {type(argnums).__name__}")
     numbers_ = [argnums] if isinstance(argnums, int) else list(argnums)
     if not numbers_:
         raise ValueError("argnums must be non-empty: name at least one positional argument to differentiate")
@@ -229,6 +231,24 @@ def _outputs(out: object, transform: str) -> tuple[list[Value | float], bool]:
     if isinstance(out, (list, tuple)) and all(isinstance(y, (Value, numbers.Real)) for y in out):
         return [y if isinstance(y, Value) else float(y) for y in out], False
     raise TypeError(f"{transform}: the function must return a number, a Value or a Vector, got {type(out).__name__}")
+
+
+def _matrix(out: object) -> tuple[list[Value | float], int] | None:
+    """A function's output that is a matrix, a list (or tuple) of rows, each a Vector or a list of
+    numbers and Values, all of one length (what ``jacobian`` returns inside another transform): its
+    elements row after row, and the rows' length. None for any other output."""
+    if not isinstance(out, (list, tuple)) or not out or not all(isinstance(r, (Vector, list, tuple)) for r in out):
+        return None
+    rows = [list(r) for r in out]
+    if not all(isinstance(y, (Value, numbers.Real)) for r in rows for y in r):
+        return None
+    lengths = sorted({len(r) for r in rows})
+    if len(lengths) != 1 or not lengths[0]:
+        raise ValueError(
+            f"jacobian: the function returned rows of lengths {', '.join(map(str, lengths))}: a matrix of outputs "
+            "has rows of one length, at least one element each"
+        )
+    return [y if isinstance(y, Value) else float(y) for r in rows for y in r], lengths[0]
 
 
 def _lower(outputs: list[Value | float], scalar: bool, nested: bool) -> Any:
@@ -320,7 +340,9 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
 
     The cotangent ``v`` has the shape of ``f``'s output (a number for a scalar output, a
     list for a list); each returned cotangent has the shape of its primal. ``vjp_fn`` can
-    be called many times: the graph is kept.
+    be called many times: the graph is kept. Called inside another transform, or with a
+    cotangent that takes gradient, it answers in Values computed from the cotangent (so
+    ``grad(lambda c: vjp_fn(c)[0])`` differentiates through it), else in numbers.
     """
     with _transform() as outer:
         out, arguments, nested_args = _call(f, primals, list(range(len(primals))))
@@ -329,14 +351,27 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
         with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
+            # called inside a transform, or given a cotangent that takes gradient, it answers in
+            # Values computed from the cotangent, whatever vjp's own nesting was: grad(lambda c:
+            # vjp_fn(c)[0]) differentiates through it, as torch.func's and JAX's vjp_fn do
+            now = nested or state.transform_depth > 0 or _takes_gradient(cotangent)
             # the cotangent has the shape of the output: the seed rules of backward (core.seeds)
-            seed = seeds_for(None if scalar else len(outputs), cotangent, name="cotangent", differentiable=nested)
-            (row,) = _rows(outputs, [seed], _inputs(arguments), nested)
-            return tuple(_split(row, arguments, nested))
+            seed = seeds_for(None if scalar else len(outputs), cotangent, name="cotangent", differentiable=now)
+            (row,) = _rows(outputs, [seed], _inputs(arguments), now)
+            return tuple(_split(row, arguments, now))
 
     kept = (list(outputs), [list(argument.values) for argument in arguments])
     _mark(vjp_fn, Transformed("vjp", f, primals=tuple(primals), graph=kept))
     return _lower(outputs, scalar, nested), vjp_fn
+
+
+def _takes_gradient(cotangent: Any) -> bool:
+    """Whether a cotangent is, or holds, a Value that takes gradient."""
+    if isinstance(cotangent, Value):
+        return cotangent.requires_grad
+    if isinstance(cotangent, (list, tuple, Vector)):
+        return any(isinstance(c, Value) and c.requires_grad for c in cotangent)
+    return False
 
 
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
@@ -394,6 +429,8 @@ def jacobian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
     One reverse pass per output (one vector-Jacobian product per basis vector). The shape
     follows the output and the argument: a float for a scalar of a scalar, a list when one
     of them is a list, a list of rows when both are; a tuple of them for a tuple of argnums.
+    An output that is a matrix (a list of Vectors, as a Jacobian is) gives one matrix per row:
+    ``jacobian(jacobian(f))`` is the array of third derivatives, as ``jacrev(jacrev(f))``.
     Keyword arguments are passed to ``f`` and not differentiated.
     """
 
@@ -403,12 +440,16 @@ def jacobian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
             with _transform() as outer:
                 out, arguments, nested_args = _call(f, args, positions, kwargs)
                 nested = outer or nested_args
-                outputs, scalar = _outputs(out, "jacobian")
+                matrix = _matrix(out)
+                outputs, scalar = (matrix[0], False) if matrix is not None else _outputs(out, "jacobian")
                 basis = [[1.0 if i == k else 0.0 for i in range(len(outputs))] for k in range(len(outputs))]
                 rows = [_split(row, arguments, nested) for row in _rows(outputs, basis, _inputs(arguments), nested)]
                 per_argument = []
                 for k in range(len(arguments)):
                     column = [row[k] for row in rows]
+                    if matrix is not None:  # one row of the result per row of the output
+                        width = matrix[1]
+                        column = [column[i : i + width] for i in range(0, len(column), width)]
                     per_argument.append(column[0] if scalar else column)
                 return per_argument[0] if isinstance(argnums, int) else tuple(per_argument)
 
