@@ -148,6 +148,9 @@ def test_bad_arguments_are_refused() -> None:
         assert_grad_close(lambda a: a, ["1"])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="f must return a Value, a Vector or a number, got str"):
         assert_grad_close(lambda a: "a", [1.0])
+    for inputs in (None, "12", object()):  # named, not "'NoneType' object is not iterable"
+        with pytest.raises(TypeError, match=r"inputs must be a number or a sequence of numbers, got \w+"):
+            vjpgrad.gradcheck(lambda a: a, inputs)  # type: ignore[arg-type]
 
 
 def test_a_constant_function_has_zero_gradients() -> None:
@@ -477,6 +480,21 @@ def test_an_expression_evaluates_like_its_text() -> None:
     assert e(1.5, 0.5) == 3.0 + math.sin(0.5)
     with pytest.raises(TypeError, match="takes 2 values"):
         e(1.0)
+
+
+def test_a_constant_subtree_at_a_domain_edge_gives_ieee_numbers_not_a_python_error() -> None:
+    """A constant subtree (or numbers given) is worked out in numbers: ``1.0 / (0.5 - 0.5)`` raised
+    Python's ZeroDivisionError and ``1e200**2`` its OverflowError, where the same expression on
+    Values gives inf, as on any engine's tensors: a teacher's ``@given(expressions(...))`` failed
+    at once. Now vjpgrad's IEEE division and power, as its unary functions already were."""
+    pole = Expression(("+", "x", ("/", 1.0, ("-", 0.5, 0.5))), ("x",))
+    assert pole(Value(1.0)).data == math.inf
+    assert pole(1.0) == math.inf
+    assert Expression(("/", "x", "y"), ("x", "y"))(0.0, 0.0) != Expression(("/", "x", "y"), ("x", "y"))(0.0, 0.0)
+    assert Expression(("/", "x", "y"), ("x", "y"))(-1.0, 0.0) == -math.inf
+    huge = Expression(("*", "x", ("square", 1e200)), ("x",))
+    assert huge(Value(2.0)).data == math.inf
+    assert huge(2.0) == math.inf
 
 
 def depth(tree: Any) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from vjpgrad.core import functions
+from vjpgrad.core import floats, functions
 from vjpgrad.core.seeds import SummedSeedWarning, scalar_seed
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
@@ -225,12 +225,13 @@ def _evaluate(tree: Any, env: dict[str, Any]) -> Any:
         return xs[0] - xs[1]
     if op == "*":
         return xs[0] * xs[1]
+    numbers_only = all(isinstance(x, numbers.Real) for x in xs)  # a constant subtree: IEEE, never a Python error
     if op == "/":
-        return xs[0] / xs[1]
+        return floats.div(float(xs[0]), float(xs[1])) if numbers_only else xs[0] / xs[1]
     if op == "neg":
         return -xs[0]
     if op == "square":
-        return xs[0] ** 2
+        return floats.power(float(xs[0]), 2.0) if numbers_only else xs[0] ** 2
     if op == "abs":
         return abs(xs[0])
     if isinstance(xs[0], numbers.Real):  # a constant subtree: vjpgrad's IEEE functions
