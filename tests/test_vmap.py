@@ -1059,6 +1059,52 @@ def test_a_bool_differentiated_is_the_number_it_is_as_eager_grad_takes_it() -> N
     assert rows.tolist() == [[2.0, 1.0], [-3.0, 1.0]]
 
 
+@pytest.mark.parametrize("first_under_no_grad", [True, False])
+def test_a_transform_vmapped_under_no_grad_differentiates_as_eager_grad_does(first_under_no_grad: bool) -> None:
+    """``grad`` differentiates whatever the grad mode (as ``torch.func.grad``): vmap(grad(f)) first
+    called inside ``no_grad()`` recorded the function with the graph off, gave zeros, and kept that
+    recording for every later call, outside ``no_grad()`` too."""
+    xs = np.array([1.0, 2.0, -3.0])
+    with vjpgrad.no_grad():
+        eager = [grad(lambda x: x * x)(float(x)) for x in xs]
+    assert eager == [2.0, 4.0, -6.0]
+    per_sample = vmap(grad(lambda x: x * x))
+    both = vmap(value_and_grad(lambda w, x: w * x * x), in_dims=(None, 0))
+    rows = vmap(jacobian(lambda v: Vector([v[0] * v[1], v[1]])))
+    calls = [contextlib.nullcontext(), vjpgrad.no_grad()]
+    for mode in calls[::-1] if first_under_no_grad else calls:
+        with mode:
+            assert per_sample(xs).tolist() == eager
+            values, slopes = both(0.5, xs)
+            assert values.tolist() == [0.5, 2.0, 4.5]
+            assert slopes.tolist() == [1.0, 4.0, 9.0]
+            assert rows(np.array([[1.0, 2.0]])).tolist() == [[[2.0, 1.0], [0.0, 1.0]]]
+
+
+def test_a_vmap_inside_a_recorded_function_that_reads_its_values_is_refused() -> None:
+    """A vmap called inside a function compile or vmap records runs array code on the numbers it
+    reads: a Value of the outer recording (a sample, a parameter) read so would be kept as that
+    call's number, with no gradient through it. Refused, naming it; a vmap of constants inside a
+    recording still runs (its numbers are the world's, watched)."""
+    ys = np.array([10.0, 20.0])
+
+    def closed_over(x: Any) -> Any:
+        return vmap(lambda y: y * x)(ys).sum()
+
+    def given_unbatched(x: Any) -> Any:
+        return vmap(lambda y, t: y * t, in_dims=(0, None))(ys, x).sum()
+
+    for f in (closed_over, given_unbatched):
+        assert [float(f(Value(x, requires_grad=False))) for x in (1.0, 2.0)] == [30.0, 60.0]  # eager
+        with pytest.raises(DataDependentError, match=r"a vmap called inside .* reads 1 Value"):
+            vmap(f)(np.array([1.0, 2.0, 3.0]))
+        with pytest.raises(DataDependentError, match=r"a vmap called inside .* reads 1 Value"):
+            vjpgrad.compile(lambda x, f=f: f(x) * x)(Value(2.0))
+    constants = vmap(lambda y: y * 2.0)
+    compiled = vjpgrad.compile(lambda x: x * float(constants(ys)[0]))
+    assert [compiled(Value(x)).data for x in (1.0, 3.0)] == [20.0, 60.0]
+
+
 def test_a_vmap_inside_a_function_vmap_records_is_refused_saying_so() -> None:
     with pytest.raises(TypeError, match=r"a vmap inside a function vmap records"):
         vmap(vmap(lambda x: x * 2.0))(np.array([[1.0, 2.0], [3.0, 4.0]]))

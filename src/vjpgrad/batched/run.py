@@ -48,7 +48,14 @@ from vjpgrad.batched import arrays, workspace
 from vjpgrad.batched.write import ArrayWriter, Graph
 from vjpgrad.compiler import guard, lines, record, world
 from vjpgrad.core import backward, graph
-from vjpgrad.core.modes import DataDependentError, refusing_numbers, state, warn_at_users_line
+from vjpgrad.core.modes import (
+    DataDependentError,
+    enable_grad,
+    refuse_number,
+    refusing_numbers,
+    state,
+    warn_at_users_line,
+)
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.recording import RecompileWarning, Recording, recorded_graph, same_graph
@@ -472,6 +479,22 @@ def _record_call(
     return recording, result, found
 
 
+def _reads_no_values_of_a_recording(program: _Program, read: list[_Argument], kwargs: dict[str, Any]) -> None:
+    """A vmap called inside a function that compile or vmap records: its array code reads the
+    numbers of the Values it is given unbatched and finds in its function's world, which the outer
+    recording would keep as this call's numbers, with no gradient through them. Refused where it
+    reads any; a vmap of constants (arrays, numbers) runs, its numbers the world's, watched."""
+    count = len(_Given.of(read, kwargs).values) + len(program.outside)
+    if count:
+        refuse_number(
+            f"a vmap called inside the function reads {count} Value{'s' if count != 1 else ''} (given unbatched, "
+            "or found in the world of the function it vectorises)",
+            "its array code runs outside the recorded graph, so the recording would keep this call's numbers and "
+            "no gradient would flow through them: call the vmapped function outside, or write this part with "
+            "Values",
+        )
+
+
 class Vmapped:
     """``f`` vectorised by ``vjpgrad.vmap``: call it with batched arrays; ``.source`` shows the
     array code of its latest recording."""
@@ -557,6 +580,8 @@ class Vmapped:
         if not batch:  # as torch.func.vmap: results with no samples, of the shapes one sample gives
             read = [a.stand_in() if a.kind == "batched" else a for a in read]
         program = self._program(read, kwargs)
+        if state.recording is not None:
+            _reads_no_values_of_a_recording(program, read, kwargs)
         with arrays.arithmetic(np):
             columns = self._run(program, read, max(batch, 1))
         return self._shape(program, columns[:, :batch], batch)
@@ -664,7 +689,10 @@ class Vmapped:
     ) -> _Program:
         transformed = self.transformed
         lifted = [a.lift(k in positions) for k, a in enumerate(read)]
-        recording, result, world_found = _record(function, lifted, kwargs, self.__name__, given)
+        # a transform differentiates whatever the grad mode, as eager grad does (torch.func's too): its
+        # function is recorded with the graph on, also when the first call comes inside no_grad()
+        with enable_grad() if transformed is not None else contextlib.nullcontext():
+            recording, result, world_found = _record(function, lifted, kwargs, self.__name__, given)
         outputs: list[Value] = []
         layout = _layout(result, outputs, self.__name__, tuples=transformed is None)
         if transformed is not None and transformed.kind in ("grad", "value_and_grad") and layout.form != "one":
