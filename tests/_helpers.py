@@ -16,6 +16,20 @@ from vjpgrad import Value, Vector, log
 from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
 
 
+def nan_signs_alone(ours: list[float], theirs: list[float] | None) -> bool:
+    """Whether two lists of numbers differ only where both hold a nan (its sign, its payload):
+    where nans of both signs meet in one operation, which one's sign the result keeps is not
+    reproducible in Python (the bridge's ``NAN_SIGNS_NOTE``)."""
+    return (
+        theirs is not None
+        and len(ours) == len(theirs)
+        and all(
+            struct.pack("<d", a) == struct.pack("<d", b) or (math.isnan(a) and math.isnan(b))
+            for a, b in zip(ours, theirs, strict=True)
+        )
+    )
+
+
 def central_difference(f: Callable[[float], float], x: float, eps: float = 1e-6) -> float:
     """(f(x + h) - f(x - h)) / 2h, with h scaled to x."""
     h = eps * max(1.0, abs(x))

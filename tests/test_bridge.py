@@ -856,6 +856,64 @@ def test_a_tensor_too_large_to_replay_is_named_and_the_script_runs_on() -> None:
     assert x.grad.sum().item() == 2 * 160_000
 
 
+def test_a_tensor_too_large_to_replay_is_placed_where_it_was_made_or_first_read() -> None:
+    """The reason names the line that made the tensor where the watch saw it made, else the line
+    that first read it, saying which (it said "made at" the line that read it)."""
+    made_before = torch.ones(400, 400, requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        made = sys._getframe().f_lineno + 1
+        x = torch.ones(400, 400, requires_grad=True)
+        print("made x")
+        read = sys._getframe().f_lineno + 1
+        y = x * 2 + made_before * 3
+        y.sum().backward()
+    (p,) = w.passes
+    assert not p.replayed
+    assert f"made at {__file__}:{made}" in p.reason
+    with vjpgrad.watch_torch() as w:
+        read = sys._getframe().f_lineno + 1
+        (made_before * 3).sum().backward()
+    assert f"read at {__file__}:{read}" in w.passes[0].reason
+    assert "made at" not in w.passes[0].reason
+
+
+def test_nans_of_both_signs_in_a_pass_are_named_as_a_reason_a_nans_sign_may_differ() -> None:
+    """CPython 3.11 and later add ``(-nan) + nan`` on two paths of its interpreter that keep
+    different signs (the first runs of a line, then its specialised form), so where nans of both
+    signs meet in a pass the replay's nan may have the other sign than PyTorch's: the pass says
+    so; a pass whose nans have one sign does not name it."""
+    from vjpgrad.bridge.watch import NAN_SIGNS_NOTE
+
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+        (x * 1.5).cumsum(0).backward(torch.tensor([math.nan, 1.0, -math.nan], dtype=torch.float64))
+        y = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        (y * 1.5).cumsum(0).backward(torch.tensor([math.nan, 1.0], dtype=torch.float64))
+    both, one = w.passes
+    assert math.copysign(1.0, float(x.grad[1])) == -1.0  # the seed's -nan, handed on
+    assert NAN_SIGNS_NOTE in both.reasons
+    assert NAN_SIGNS_NOTE not in one.reasons
+    assert one.matches
+
+
+def test_a_float32_matrix_product_under_reduced_precision_names_the_setting() -> None:
+    """``torch.set_float32_matmul_precision('medium')`` lets PyTorch's float32 matrix products use
+    a lower precision: a pass that differs names the setting (not only the kernels' order)."""
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("medium")
+        with vjpgrad.watch_torch() as w:
+            a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+            (a @ a).tanh().sum().backward()
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert any("set_float32_matmul_precision('medium')" in reason for reason in w.passes[0].reasons)
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        (a @ a).tanh().sum().backward()
+    assert not any("set_float32_matmul_precision" in reason for reason in w.passes[0].reasons)
+
+
 def test_several_outputs_at_once_and_backward_inputs_that_leave_other_leaves_alone() -> None:
     with vjpgrad.watch_torch() as w:
         a = torch.tensor([1.0, 2.0], requires_grad=True)

@@ -17,11 +17,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from _helpers import cases_of, parts  # noqa: E402
+from _helpers import cases_of, nan_signs_alone, parts  # noqa: E402
 
 import vjpgrad  # noqa: E402
 from vjpgrad.bridge.replay import SPREAD_AND_MEAN_NAN_NOTE  # noqa: E402
-from vjpgrad.bridge.watch import SUM_NOTE  # noqa: E402
+from vjpgrad.bridge.watch import NAN_SIGNS_NOTE, SUM_NOTE  # noqa: E402
 
 functional = torch.nn.functional
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, math.inf, -math.inf, math.nan]
@@ -49,9 +49,11 @@ def every_leaf_equal_to_the_bit(w: Any, cases: list[dict[str, Any]], *, unless_s
         for leaf in p.leaves:
             same = bits(leaf.replayed) == grad_bits(tensors[leaf.name])
             assert leaf.matches == same, p.summary()  # never "equal to the bit" falsely
-            assert same or (unless_summed and SUM_NOTE in p.reasons), p.summary()
+            # nans of both signs met where the pass says so: which sign a nan keeps is not reproducible
+            excused = NAN_SIGNS_NOTE in p.reasons and nan_signs_alone(leaf.replayed, leaf.pytorch)
+            assert same or excused or (unless_summed and SUM_NOTE in p.reasons), p.summary()
             compared += 1
-            equal += same
+            equal += same or excused
         assert p.matches == all(leaf.matches for leaf in p.leaves), p.summary()
     return compared, equal
 

@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from _helpers import cases_of, parts  # noqa: E402
+from _helpers import cases_of, nan_signs_alone, parts  # noqa: E402
 
 import vjpgrad  # noqa: E402
 from vjpgrad.bridge.replay import (  # noqa: E402
@@ -23,7 +23,7 @@ from vjpgrad.bridge.replay import (  # noqa: E402
     BATCH_NORM_THREADS_NOTE,
     LAYER_NORM_NAN_NOTE,
 )
-from vjpgrad.bridge.watch import SUM_NOTE  # noqa: E402
+from vjpgrad.bridge.watch import NAN_SIGNS_NOTE, SUM_NOTE  # noqa: E402
 
 functional = torch.nn.functional
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, math.inf, -math.inf, math.nan]
@@ -56,9 +56,11 @@ def every_leaf_equal_to_the_bit(
         for leaf in p.leaves:
             same = bits(leaf.replayed) == grad_bits(tensors[leaf.name])
             assert leaf.matches == same, p.summary()  # never "equal to the bit" falsely
-            assert same or (unless_summed and SUM_NOTE in p.reasons), p.summary()
+            # nans of both signs met where the pass says so: which sign a nan keeps is not reproducible
+            excused = NAN_SIGNS_NOTE in p.reasons and nan_signs_alone(leaf.replayed, leaf.pytorch)
+            assert same or excused or (unless_summed and SUM_NOTE in p.reasons), p.summary()
             compared += 1
-            equal += same
+            equal += same or excused
         assert p.matches == all(leaf.matches for leaf in p.leaves), p.summary()
     return compared, equal
 
@@ -673,6 +675,31 @@ def test_cumsum_into_another_type_is_not_replayed_and_says_why() -> None:
     assert "cumsum with a dtype other than its input's" in w.passes[0].reason
     assert x.grad is not None
     assert x.grad.tolist() == [3.0, 2.0, 1.0]
+
+
+@pytest.mark.parametrize("narrowing", [False, True], ids=["float32 summed in float64", "float64 summed in float32"])
+@pytest.mark.parametrize(
+    "reduce",
+    [
+        pytest.param(lambda y, dtype: y.sum(dtype=dtype), id="sum"),
+        pytest.param(lambda y, dtype: y.mean(dtype=dtype), id="mean"),
+        pytest.param(lambda y, dtype: y.sum(0, dtype=dtype), id="sum over a dim"),
+    ],
+)
+def test_a_sum_into_another_type_is_not_replayed_and_says_why(narrowing: bool, reduce: Callable[..., Any]) -> None:
+    """``x.sum(dtype=...)`` (or ``mean``) into another type than its input's: PyTorch turns the
+    gradient into the input's type as it reaches it, which the replay did not follow (float32's
+    gradient kept in float64 to the leaf, or float64's part of the graph run in float32), and the
+    pass differed "for a reason not known". Not replayed, saying so; PyTorch's ``.grad`` as without."""
+    dtype, into = (torch.float64, torch.float32) if narrowing else (torch.float32, torch.float64)
+    x = torch.tensor([1.1, 2.3, 0.7], dtype=dtype, requires_grad=True)
+    plain = torch.tensor([1.1, 2.3, 0.7], dtype=dtype, requires_grad=True)
+    (reduce(plain * 1.7, into) * 0.3).backward()
+    with vjpgrad.watch_torch() as w:
+        (reduce(x * 1.7, into) * 0.3).backward()
+    assert not w.passes[0].replayed
+    assert "with a dtype other than its input's" in w.passes[0].reason
+    assert bits(x.grad.tolist()) == bits(plain.grad.tolist())
 
 
 # ---- sort and topk -------------------------------------------------------------------------------

@@ -48,7 +48,10 @@ def watch_torch(*, strict: bool = False) -> Watch:
     naming PyTorch's operation and the line of the code.
 
     The code runs exactly as it does without the watch: the watch never changes a number
-    PyTorch computes. With ``strict=True`` a pass that does not match raises ``TorchReplayError``.
+    PyTorch computes. With ``strict=True`` a pass that does not match raises ``TorchReplayError``
+    from its ``backward()`` (or ``torch.autograd.grad``) call: a ``RuntimeError``, so the code's own
+    ``except RuntimeError`` around that call catches it too; ``w.matches`` after the block says
+    for sure.
     """
     if not isinstance(strict, bool):
         raise TypeError(f"strict must be True or False, got {type(strict).__name__}")

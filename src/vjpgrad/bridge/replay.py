@@ -1367,7 +1367,13 @@ def _groups(x: torch.Tensor, dims: Sequence[int], count: int) -> list[list[int]]
 
 @rule("sum.default", "sum.dim_IntList", "mean.default", "mean.dim")
 def _sum(call: Call) -> list[list[Item]]:
+    """``x.sum(dims)`` and ``x.mean(dims)``: each element's gradient the gradient of its group's
+    result (divided by the group's size for a mean). Into another type than the input's
+    (``dtype=``), PyTorch turns the gradient into the input's type as it reaches it, which the
+    replay does not follow: not replayed, as ``cumsum`` and ``prod`` so."""
     x = call.args[0]
+    if call.out.dtype != x.dtype:
+        raise NotReplayableError(f"{call.name.split('.')[0]} with a dtype other than its input's")
     dims = _reduced_dims(x, call.args[1] if len(call.args) > 1 and "dim" in call.name else call.kwargs.get("dim"))
     entry = call.entry(x)
     groups = _groups(x, dims, call.out.numel())

@@ -87,6 +87,13 @@ SUM_NOTE = (
     "the replay does not follow"
 )
 
+NAN_SIGNS_NOTE = (
+    "nans of both signs in this pass: where an addition or a product takes two nans, which one's sign "
+    "the result keeps depends on the machine code that runs it (PyTorch's kernels; CPython 3.11 and later "
+    "run float arithmetic on two paths that keep different ones), so the sign of such a nan is not "
+    "reproducible"
+)
+
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vjpgrad's package directory
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__))
 
@@ -96,9 +103,11 @@ LARGEST = 100_000
 learner's script would wait minutes for Values it could never read."""
 
 
-def too_large(t: torch.Tensor) -> str:
+def too_large(t: torch.Tensor, how: str = "made") -> str:
+    """Why a tensor of more than ``LARGEST`` elements is not replayed, and where the learner's code
+    ``how`` ("made" or "read") it."""
     return (
-        f"a tensor of {t.numel():,} elements, made at {user_location()}: the watch replays tensors of up to "
+        f"a tensor of {t.numel():,} elements, {how} at {user_location()}: the watch replays tensors of up to "
         f"{LARGEST:,} elements, one node each"
     )
 
@@ -124,14 +133,15 @@ def kernels_note() -> str:
     )
 
 
-def _too_large(t: torch.Tensor) -> Entry:
-    """The entry of a tensor of more than ``LARGEST`` elements: one that takes gradient cannot be
-    replayed; constants (a dataset) are not held, and what takes no gradient from them (a batch
-    cut from it, its size) is more constants, read from PyTorch's results; only an operation that
-    takes gradient and reads them (``w @ dataset.T``) is not replayed, saying why."""
+def _too_large(t: torch.Tensor, reason: str) -> Entry:
+    """The entry of a tensor of more than ``LARGEST`` elements (``reason``: ``too_large``'s): one
+    that takes gradient cannot be replayed; constants (a dataset) are not held, and what takes no
+    gradient from them (a batch cut from it, its size) is more constants, read from PyTorch's
+    results; only an operation that takes gradient and reads them (``w @ dataset.T``) is not
+    replayed, saying why."""
     if t.requires_grad:
-        return Entry(t, [], is_single(t), b"", poisoned=too_large(t))
-    return Entry(t, [], is_single(t), b"", large=too_large(t))
+        return Entry(t, [], is_single(t), b"", poisoned=reason)
+    return Entry(t, [], is_single(t), b"", large=reason)
 
 
 def user_location() -> str:
@@ -612,8 +622,9 @@ class Watch:
         changed through its base (``_from_base``); else None."""
         if known is not None and (known.poisoned or (known.large and not t.requires_grad)):
             return known
-        if t.numel() > LARGEST:
-            return self._remember(t, _too_large(t))
+        if t.numel() > LARGEST:  # where it was made, where the watch saw that; else where it is read
+            made = known.large if known is not None and known.large else None
+            return self._remember(t, _too_large(t, made or too_large(t, "read")))
         return self._from_base(t) if known is not None and known.version != _version(t) else None
 
     def _unless_a_function_made_it(self, t: torch.Tensor, known: Entry) -> Entry:
@@ -762,7 +773,7 @@ class Watch:
             self._no_gradient_through(name, _bases_changed(base, args, outputs), outputs)
             return
         poisoned = _first_reason(flowing, outputs) or next((e.large for e in entries.values() if e.large), None)
-        notes = frozenset().union(*(e.notes for e in flowing)) | ({MATMUL_NOTE} if base in MATRIX_PRODUCTS else set())
+        notes = frozenset().union(*(e.notes for e in flowing)) | _product_notes(base, outputs)
         if poisoned is None:
             swapped = tuple(copies.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)
             poisoned = self._replay(Call(name, swapped, dict(kwargs), entries, outputs), notes)
@@ -867,7 +878,7 @@ class Watch:
     def _plain(self, t: torch.Tensor) -> None:
         """A tensor made or changed with no gradient flowing: a leaf (a step under no_grad) or constants."""
         if t.numel() > LARGEST:
-            self._remember(t, _too_large(t))
+            self._remember(t, _too_large(t, too_large(t)))
             return
         numbers = constant_numbers(t)
         mark = fingerprint(t, numbers)
@@ -1053,11 +1064,13 @@ class Watch:
             self._label(names)
             outs, kept = _seeded([(x, v) for x, v in zip(items, seed, strict=True)])
             gradients = _cotangents(outs, kept)
+            signs = _nan_signs(outs)  # read before another pass (the explanation's) runs
             changed = self._changed_unseen(gradients, names)
             if changed is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=changed, call=call)
             reports, unnamed = self._all_returned(wrt, entries[len(roots) :], result, gradients, names)
             notes = _applying(frozenset().union(*(e.notes for e in entries)), gradients) | self._hooks(outs, names)
+            notes |= signs
             notes |= self._unseen_constant(reports, notes, names)
             scalar = len(items) == 1 and roots[0].dim() == 0
             explainer = functools.partial(self._as_of, number, outs, kept, scalar, call) if outs else None
@@ -1180,10 +1193,11 @@ class Watch:
             scalar = len(items) == 1 and roots[0].dim() == 0
             retained = self._retained()
             gradients = _cotangents(outputs, kept) if retained else _gradients(outputs, kept)
+            signs = _nan_signs(outputs)  # read before another pass (the explanation's) runs
             changed = self._changed_unseen(gradients, names)
             if changed is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=changed)
-            notes = _applying(frozenset().union(*(e.notes for e in found if e)), gradients)
+            notes = _applying(frozenset().union(*(e.notes for e in found if e)), gradients) | signs
             hooks = self._hooks(outputs, names)
             notes |= hooks
             leaves, seen, unnamed = self._compare(gradients, before, names)
@@ -1662,6 +1676,23 @@ def _refused_before(
     return _first_reason(flowing, outputs) or unfollowed  # the first reason, where it began
 
 
+def _product_notes(base: str, outputs: list[torch.Tensor]) -> frozenset[str]:
+    """Why a matrix product's gradients may differ: the kernels' order, and for float32 under
+    ``torch.set_float32_matmul_precision`` other than ``'highest'`` (PyTorch's default), the
+    lower precision PyTorch may then multiply in."""
+    if base not in MATRIX_PRODUCTS:
+        return frozenset()
+    precision = torch.get_float32_matmul_precision()
+    if precision == "highest" or not any(t.dtype == torch.float32 for t in outputs):
+        return frozenset({MATMUL_NOTE})
+    reduced = (
+        f"a float32 matrix product under torch.set_float32_matmul_precision('{precision}'): PyTorch may multiply "
+        "in a lower precision (bfloat16 or TensorFloat-32), which the replay does not follow; 'highest', "
+        "PyTorch's default, keeps float32"
+    )
+    return frozenset({MATMUL_NOTE, reduced})
+
+
 def _takes_gradient(base: str, flowing: list[Entry], outputs: list[torch.Tensor]) -> bool:
     """Whether an operation's results take gradient: some operand does, grad mode is on, the
     operation is differentiable and a result is of a floating type the replay follows."""
@@ -1974,6 +2005,27 @@ def _applying(notes: frozenset[str], gradients: dict[Value, Any]) -> frozenset[s
     if notes.isdisjoint(replay.NAN_ONLY_NOTES) or not all(map(math.isfinite, gradients.values())):
         return notes
     return notes - replay.NAN_ONLY_NOTES
+
+
+def _nan_signs(outputs: list[Value]) -> frozenset[str]:
+    """``NAN_SIGNS_NOTE`` where the pass just run from ``outputs`` holds nans of both signs (a
+    node's gradient, or a number an edge saved), else nothing: only there can two nans meet in one
+    operation, whose result's sign CPython does not fix (``(-nan) + nan`` keeps the first's sign on
+    one path of its interpreter and the second's on the other, taken after a few runs of a line)."""
+    signs: set[float] = set()
+    seen: set[int] = set()
+    stack: list[graph.Node] = list(outputs)
+    while stack and len(signs) < 2:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        numbers = [graph.cotangent(node)]
+        for _, operand, saved in graph.edges(node):
+            numbers.extend(saved if isinstance(saved, tuple) else (saved,))
+            stack.append(operand)
+        signs.update(math.copysign(1.0, x) for x in numbers if isinstance(x, float) and math.isnan(x))
+    return frozenset({NAN_SIGNS_NOTE}) if len(signs) == 2 else frozenset()
 
 
 def _cotangents(outputs: list[Value], seeds: list[float], *, leaves_only: bool = False) -> dict[Value, Any]:
