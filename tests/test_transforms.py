@@ -9,6 +9,7 @@ is installed.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -454,6 +455,25 @@ def test_jvp_through_a_mask_is_exactly_zero_whatever_the_tangent(tangent: float)
     assert vjpgrad.jvp(lambda x: F.max([x, 2.0]), (1.0,), (tangent,))[1] == 0.0
 
 
+def test_jvp_keeps_a_negative_zero_tangent_as_torch_func_does() -> None:
+    """A node's tangent is the sum of its operands' contributions started from -0.0, as the reverse
+    pass starts its sums, so one contribution keeps its bits: the tangent of ``x * 2.0`` along
+    ``-0.0`` is ``-0.0``, as torch.func.jvp gives (the sum started from 0.0 made it 0.0)."""
+    assert bits(vjpgrad.jvp(lambda x: x * 2.0, (1.0,), (-0.0,))[1]) == bits(-0.0)
+    assert bits(vjpgrad.jvp(lambda x: (x * 2.0).exp(), (1.0,), (-0.0,))[1]) == bits(-0.0)
+    assert bits(vjpgrad.jvp(lambda x, y: x * y, (1.0, 3.0), (-0.0, -0.0))[1]) == bits(-0.0)
+    assert bits(vjpgrad.jvp(lambda x, y: x * y, (1.0, 3.0), (0.0, -0.0))[1]) == bits(0.0)  # -0.0 + 0.0
+    assert vjpgrad.jvp(lambda x: x * x, (3.0,), (1.0,))[1] == 6.0
+    torch = pytest.importorskip("torch")
+    from torch.func import jvp as torch_jvp
+
+    one = torch.tensor(1.0, dtype=torch.float64)
+    with warnings.catch_warnings():  # torch.func's first jvp of a process warns of torch.jit.script's deprecation
+        warnings.simplefilter("ignore", DeprecationWarning)
+        found = torch_jvp(lambda x: x * 2.0, (one,), (torch.tensor(-0.0, dtype=torch.float64),))[1]
+    assert bits(float(found)) == bits(-0.0)
+
+
 def test_jacobian_shapes() -> None:
     assert jacobian(lambda x: x * x)(3.0) == 6.0
     assert jacobian(lambda x: Vector([x, x * x]))(3.0) == [1.0, 6.0]
@@ -484,7 +504,9 @@ def test_a_jacobian_of_a_jacobian_is_the_array_of_third_order_as_jacrev_of_jacre
     from torch.func import jacrev
 
     at = torch.tensor([0.3, 0.7], dtype=torch.float64)
-    expected = jacrev(jacrev(lambda t: torch.stack([t[0] * t[1] * t[1], torch.sin(t[0])])))(at)
+    with warnings.catch_warnings():  # as torch.func's jvp above, should a first call of a process warn
+        warnings.simplefilter("ignore", DeprecationWarning)
+        expected = jacrev(jacrev(lambda t: torch.stack([t[0] * t[1] * t[1], torch.sin(t[0])])))(at)
     assert bits_of_nested(third) == bits_of_nested(expected.tolist())
 
 

@@ -404,7 +404,9 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) 
 
 def _forward_pass(outputs: list[Value | float], seeds: dict[Value, Scalar], nested: bool) -> list[Value | float]:
     """Forward mode over the recorded graph: each node's tangent is the sum over its edges of
-    local derivative x the operand's tangent, nodes taken in the order they were made."""
+    local derivative x the operand's tangent, nodes taken in the order they were made; the sum
+    starts from -0.0, as a reverse pass's sums do (so one contribution keeps its bits, a -0.0
+    tangent included, as torch.func.jvp's), and a node no tangent reaches has 0.0."""
     live = [y for y in outputs if isinstance(y, Value) and y.requires_grad]
     tangents: dict[Any, Any] = dict(seeds)
     if live:
@@ -414,12 +416,13 @@ def _forward_pass(outputs: list[Value | float], seeds: dict[Value, Scalar], nest
             if node in seeds:
                 continue
             found = graph.saved_as_values(node) if nested else graph.edges(node)
-            total: Any = 0.0
+            total: Any = None
             for position, operand, saved in found:
                 if operand in tangents and saved is not ops.MASKED:  # a mask passes exactly 0, even of inf
                     local = ops.local_derivative(graph.gradient_of(node, position), saved)
-                    total = total + local * tangents[operand]
-            tangents[node] = total
+                    part = local * tangents[operand]
+                    total = part if total is None else total + part  # -0.0 + part is part, to the bit
+            tangents[node] = 0.0 if total is None else total
     return [tangents.get(y, 0.0) if isinstance(y, Value) else 0.0 for y in outputs]
 
 
