@@ -1105,6 +1105,24 @@ def test_a_vmap_inside_a_recorded_function_that_reads_its_values_is_refused() ->
     assert [compiled(Value(x)).data for x in (1.0, 3.0)] == [20.0, 60.0]
 
 
+def test_without_numpy_vmap_and_batch_sum_each_say_how_to_install_it() -> None:
+    """NumPy is an optional extra: without it, vmap and batch_sum raise ImportError naming
+    themselves and how to install it (batch_sum's said "vjpgrad.vmap needs NumPy")."""
+    code = (
+        "import sys; sys.modules['numpy'] = None\n"
+        "import vjpgrad\n"
+        "for call in (lambda: vjpgrad.vmap(lambda x: x), lambda: vjpgrad.batch_sum([[1.0]])):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ImportError as error:\n"
+        "        print(error)\n"
+    )
+    said = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    lines = said.splitlines()
+    assert len(lines) == 2
+    assert all("vjpgrad.vmap and vjpgrad.batch_sum need NumPy: pip install numpy" in line for line in lines)
+
+
 def test_a_vmap_inside_a_function_vmap_records_is_refused_saying_so() -> None:
     with pytest.raises(TypeError, match=r"a vmap inside a function vmap records"):
         vmap(vmap(lambda x: x * 2.0))(np.array([[1.0, 2.0], [3.0, 4.0]]))

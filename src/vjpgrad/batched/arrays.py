@@ -26,7 +26,10 @@ from vjpgrad.codegen.symbols import HELPERS
 from vjpgrad.core import floats, ops, powers
 from vjpgrad.core.ops import Op
 
-INSTALL = "vjpgrad.vmap needs NumPy: pip install numpy (or pip install -e '.[vmap]' in your clone of vjpgrad)"
+INSTALL = (
+    "vjpgrad.vmap and vjpgrad.batch_sum need NumPy: pip install numpy (or pip install -e '.[vmap]' in your clone "
+    "of vjpgrad)"
+)
 
 
 def numpy() -> ModuleType:
