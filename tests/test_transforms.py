@@ -510,6 +510,26 @@ def test_a_jacobian_of_a_jacobian_is_the_array_of_third_order_as_jacrev_of_jacre
     assert bits_of_nested(third) == bits_of_nested(expected.tolist())
 
 
+def test_a_hessian_of_a_vector_valued_function_is_one_matrix_per_output_as_torch_funcs() -> None:
+    """``hessian(f)`` of a function with several outputs gives one matrix of second derivatives
+    per output, as ``torch.func.hessian``; it raised grad's "scalar output" error."""
+
+    def f(v: Any) -> Vector:
+        return Vector([v[0] * v[0] * v[1], vjpgrad.sin(v[1]) * v[0]])
+
+    x, y = 1.5, 0.25
+    assert hessian(f)([x, y]) == [[[2 * y, 2 * x], [2 * x, 0.0]], [[0.0, math.cos(y)], [math.cos(y), -math.sin(y) * x]]]
+    assert hessian(lambda v: v[0] * v[0] * v[1])([x, y]) == [[2 * y, 2 * x], [2 * x, 0.0]]  # a scalar: one matrix
+    torch = pytest.importorskip("torch")
+    from torch.func import jacrev
+
+    at = torch.tensor([x, y], dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        expected = jacrev(jacrev(lambda t: torch.stack([t[0] * t[0] * t[1], torch.sin(t[1]) * t[0]])))(at)
+    assert bits_of_nested(hessian(f)([x, y])) == bits_of_nested(expected.tolist())
+
+
 def bits_of_nested(x: Any) -> Any:
     return [bits_of_nested(y) for y in x] if isinstance(x, list) else bits(x)
 

@@ -462,10 +462,11 @@ def jacobian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
 
 
 def hessian(f: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
-    """``f`` transformed to return its matrix of second derivatives: ``jacobian(grad(f))``."""
+    """``f`` transformed to return its matrix of second derivatives: ``jacobian(jacobian(f))``,
+    as torch.func's; of a function with several outputs, one matrix per output."""
     if isinstance(argnums, bool) or not isinstance(argnums, int):
         raise TypeError(f"hessian takes one argnums, an int, got {type(argnums).__name__}")
-    hessian_f = jacobian(grad(f, argnums), argnums)
+    hessian_f = jacobian(jacobian(f, argnums), argnums)
     hessian_f.__name__ = f"hessian({getattr(f, '__name__', 'f')})"
     _mark(hessian_f, Transformed("hessian", f, argnums))
     return hessian_f
