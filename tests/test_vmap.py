@@ -1105,6 +1105,35 @@ def test_a_vmap_inside_a_recorded_function_that_reads_its_values_is_refused() ->
     assert [compiled(Value(x)).data for x in (1.0, 3.0)] == [20.0, 60.0]
 
 
+def test_a_vmap_inside_a_recording_differentiating_its_values_is_refused() -> None:
+    """The same refusal where the Values of the recording reach the inner vmap as an unbatched
+    argument it differentiates (read as numbers: compiled code kept 1000 for every x, eager gives
+    1000 x**2), or as the primals of a vjp_fn made inside the recorded function."""
+    ys = np.array([10.0, 20.0])
+    per_sample = vmap(grad(lambda y, t: y * y * t * t, argnums=1), in_dims=(0, None))
+
+    def differentiated(x: Any) -> Any:
+        return x * float(per_sample(ys, x).sum())
+
+    def in_a_list(x: Any) -> Any:
+        rows = vmap(grad(lambda y, t: y * t[0] * t[1], argnums=1), in_dims=(0, None))(ys, [x, x * 2.0])
+        return x * float(rows.sum())
+
+    def through_vjp(x: Any) -> Any:
+        _, vjp_fn = vjp(lambda t: t * t * t, x)
+        return x * float(vmap(vjp_fn)(np.array([1.0, 2.0]))[0].sum())
+
+    for f in (differentiated, in_a_list, through_vjp):
+        with pytest.raises(DataDependentError, match=r"a vmap called inside .* reads \d+ Values?"):
+            vjpgrad.compile(f)(Value(2.0))
+        refused = r"a vmap called inside .* reads \d+ Value|a gradient taken inside"
+        with pytest.raises(DataDependentError, match=refused):
+            vmap(f)(np.array([1.0, 2.0]))
+    _, outside = vjp(lambda t: t * t * t, 2.0)  # made outside, on a number: its graph holds no Value of the recording
+    compiled = vjpgrad.compile(lambda x: x * float(vmap(outside)(np.array([1.0, 2.0]))[0].sum()))
+    assert [compiled(Value(x)).data for x in (1.0, 3.0)] == [36.0, 108.0]
+
+
 def test_without_numpy_vmap_and_batch_sum_each_say_how_to_install_it() -> None:
     """NumPy is an optional extra: without it, vmap and batch_sum raise ImportError naming
     themselves and how to install it (batch_sum's said "vjpgrad.vmap needs NumPy")."""

@@ -479,20 +479,31 @@ def _record_call(
     return recording, result, found
 
 
-def _reads_no_values_of_a_recording(program: _Program, read: list[_Argument], kwargs: dict[str, Any]) -> None:
-    """A vmap called inside a function that compile or vmap records: its array code reads the
-    numbers of the Values it is given unbatched and finds in its function's world, which the outer
-    recording would keep as this call's numbers, with no gradient through them. Refused where it
-    reads any; a vmap of constants (arrays, numbers) runs, its numbers the world's, watched."""
-    count = len(_Given.of(read, kwargs).values) + len(program.outside)
+def _reads_no_values_of_a_recording(count: int) -> None:
+    """A vmap called inside a function that compile or vmap records, reading ``count`` Values (given
+    unbatched, as a vjp function's primals, or found in its function's world): its array code reads
+    their numbers, which the outer recording would keep as this call's, with no gradient through
+    them. Refused where it reads any; a vmap of constants (arrays, numbers) runs, its numbers the
+    world's, watched."""
     if count:
         refuse_number(
             f"a vmap called inside the function reads {count} Value{'s' if count != 1 else ''} (given unbatched, "
-            "or found in the world of the function it vectorises)",
+            "a vjp function's primals, or found in the world of the function it vectorises)",
             "its array code runs outside the recorded graph, so the recording would keep this call's numbers and "
             "no gradient would flow through them: call the vmapped function outside, or write this part with "
             "Values",
         )
+
+
+def _values_in(x: Any) -> int:
+    """How many Values ``x`` holds: itself, or in lists, tuples, dicts and Vectors at any depth."""
+    if isinstance(x, graph.Node):
+        return 1
+    if isinstance(x, dict):
+        return sum(map(_values_in, [*x, *x.values()]))
+    if isinstance(x, (list, tuple, Vector)):
+        return sum(map(_values_in, x))
+    return 0
 
 
 class Vmapped:
@@ -575,13 +586,18 @@ class Vmapped:
             )
         if transformed is not None and state.detect_anomaly:
             self._passes_as_eager_code(read, kwargs, batch)
+        inside = state.recording is not None  # another function's recording: it may hand this one no Value
+        if inside:
+            unbatched = [arg for arg, dim in zip(given, dims, strict=True) if dim is None]
+            primals = transformed.primals if transformed is not None and transformed.kind == "vjp" else ()
+            _reads_no_values_of_a_recording(sum(map(_values_in, [*unbatched, *kwargs.values(), *primals])))
         if transformed is not None and transformed.kind == "vjp":
             return self._call_vjp(read[0], batch)
         if not batch:  # as torch.func.vmap: results with no samples, of the shapes one sample gives
             read = [a.stand_in() if a.kind == "batched" else a for a in read]
         program = self._program(read, kwargs)
-        if state.recording is not None:
-            _reads_no_values_of_a_recording(program, read, kwargs)
+        if inside:
+            _reads_no_values_of_a_recording(len(program.outside))
         with arrays.arithmetic(np):
             columns = self._run(program, read, max(batch, 1))
         return self._shape(program, columns[:, :batch], batch)
@@ -884,6 +900,8 @@ class Vmapped:
                 f"vmap: each cotangent must have the shape of the function's output ({width or 'a number'}), "
                 f"got {cotangent.width or 'a number'}"
             )
+        if state.recording is not None:
+            _reads_no_values_of_a_recording(len(program.outside))
         now = [graph.number(x) for x in program.outside]
         if program.vjp_numbers is None or not _same_bits(now, program.vjp_numbers):
             return self._vjp_one_by_one(cotangent, batch)

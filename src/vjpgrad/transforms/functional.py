@@ -340,9 +340,10 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
 
     The cotangent ``v`` has the shape of ``f``'s output (a number for a scalar output, a
     list for a list); each returned cotangent has the shape of its primal. ``vjp_fn`` can
-    be called many times: the graph is kept. Called inside another transform, or with a
-    cotangent that takes gradient, it answers in Values computed from the cotangent (so
-    ``grad(lambda c: vjp_fn(c)[0])`` differentiates through it), else in numbers.
+    be called many times: the graph is kept. Called inside another transform it answers in
+    Values computed from the cotangent (so ``grad(lambda c: vjp_fn(c)[0])`` differentiates
+    through it), else in numbers (a cotangent Value is read as its number, and the graph stays
+    kept for the next call).
     """
     with _transform() as outer:
         out, arguments, nested_args = _call(f, primals, list(range(len(primals))))
@@ -351,10 +352,10 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
         with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
-            # called inside a transform, or given a cotangent that takes gradient, it answers in
-            # Values computed from the cotangent, whatever vjp's own nesting was: grad(lambda c:
-            # vjp_fn(c)[0]) differentiates through it, as torch.func's and JAX's vjp_fn do
-            now = nested or state.transform_depth > 0 or _takes_gradient(cotangent)
+            # called inside a transform it answers in Values computed from the cotangent, whatever
+            # vjp's own nesting was: grad(lambda c: vjp_fn(c)[0]) differentiates through it, as
+            # torch.func's and JAX's vjp_fn do (a transform's pass frees no graph: vjp's stays kept)
+            now = nested or state.transform_depth > 0
             # the cotangent has the shape of the output: the seed rules of backward (core.seeds)
             seed = seeds_for(None if scalar else len(outputs), cotangent, name="cotangent", differentiable=now)
             (row,) = _rows(outputs, [seed], _inputs(arguments), now)
@@ -363,15 +364,6 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
     kept = (list(outputs), [list(argument.values) for argument in arguments])
     _mark(vjp_fn, Transformed("vjp", f, primals=tuple(primals), graph=kept))
     return _lower(outputs, scalar, nested), vjp_fn
-
-
-def _takes_gradient(cotangent: Any) -> bool:
-    """Whether a cotangent is, or holds, a Value that takes gradient."""
-    if isinstance(cotangent, Value):
-        return cotangent.requires_grad
-    if isinstance(cotangent, (list, tuple, Vector)):
-        return any(isinstance(c, Value) and c.requires_grad for c in cotangent)
-    return False
 
 
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
