@@ -875,13 +875,21 @@ def test_a_tensor_too_large_to_replay_is_placed_where_it_was_made_or_first_read(
         (made_before * 3).sum().backward()
     assert f"read at {__file__}:{read}" in w.passes[0].reason
     assert "made at" not in w.passes[0].reason
+    with vjpgrad.watch_torch() as w:  # changed in place, as an optimizer's step: still where it was made
+        made = sys._getframe().f_lineno + 1
+        weights = torch.ones(400, 400, requires_grad=True)
+        for _ in range(2):
+            (weights * 2).sum().backward()
+            with torch.no_grad():
+                weights.mul_(0.5)
+    assert [p.reason.count(f"made at {__file__}:{made}") for p in w.passes] == [1, 1]
 
 
 def test_nans_of_both_signs_in_a_pass_are_named_as_a_reason_a_nans_sign_may_differ() -> None:
     """CPython 3.11 and later add ``(-nan) + nan`` on two paths of its interpreter that keep
-    different signs (the first runs of a line, then its specialised form), so where nans of both
-    signs meet in a pass the replay's nan may have the other sign than PyTorch's: the pass says
-    so; a pass whose nans have one sign does not name it."""
+    different signs (the first runs of a line, then its specialised form), so where two nans meet
+    the replay's nan may have the other sign than PyTorch's: a pass whose leaf differs in a nan's
+    sign alone says why; a pass that matches does not."""
     from vjpgrad.bridge.watch import NAN_SIGNS_NOTE
 
     with vjpgrad.watch_torch() as w:
@@ -891,9 +899,35 @@ def test_nans_of_both_signs_in_a_pass_are_named_as_a_reason_a_nans_sign_may_diff
         (y * 1.5).cumsum(0).backward(torch.tensor([math.nan, 1.0], dtype=torch.float64))
     both, one = w.passes
     assert math.copysign(1.0, float(x.grad[1])) == -1.0  # the seed's -nan, handed on
-    assert NAN_SIGNS_NOTE in both.reasons
-    assert NAN_SIGNS_NOTE not in one.reasons
     assert one.matches
+    assert NAN_SIGNS_NOTE not in one.reasons
+    for p in (both, *made_inside()):  # named wherever a nan's sign alone differs
+        if not p.matches:
+            assert NAN_SIGNS_NOTE in p.reasons, p.summary()
+            assert "the reason is not known" not in p.summary()
+
+
+def test_a_nan_against_a_nan_of_the_other_sign_is_printed_with_its_sign() -> None:
+    """Elements that differ in a nan's sign alone print their signs (they printed as "nan here,
+    nan in PyTorch's"), as PyTorch prints a negative nan's: -nan."""
+    from vjpgrad.bridge.passes import LeafReport
+
+    report = LeafReport("x", (2,), [-math.nan, 1.0], [math.nan, 1.0], [None, 0])
+    line = report.line([])
+    assert "[0]: -nan here, nan in PyTorch's" in line
+    assert "differ only in the sign of a nan" in line
+
+
+def made_inside() -> list[Any]:
+    """Passes where a nan made inside the pass (``inf * 0.0``, the processor's default nan) meets
+    the seed's: the specialised addition of CPython 3.11+ takes over after a few runs of a line, so
+    some of ten passes differ from PyTorch's in a nan's sign alone (and say why)."""
+    with vjpgrad.watch_torch() as w:
+        for _ in range(10):
+            x = torch.tensor([1.0], dtype=torch.float64, requires_grad=True)
+            torch.cat([x * 0.0, x * 1.0]).backward(torch.tensor([math.inf, math.nan], dtype=torch.float64))
+    assert all(p.replayed for p in w.passes)
+    return list(w.passes)
 
 
 def test_a_float32_matrix_product_under_reduced_precision_names_the_setting() -> None:
@@ -912,6 +946,48 @@ def test_a_float32_matrix_product_under_reduced_precision_names_the_setting() ->
         a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
         (a @ a).tanh().sum().backward()
     assert not any("set_float32_matmul_precision" in reason for reason in w.passes[0].reasons)
+
+
+def test_the_matrix_products_precision_is_the_one_the_backward_pass_ran_under() -> None:
+    """The replay reads PyTorch's forward numbers, so the setting that matters is the one the
+    backward pass's products run under: named where it is reduced then, not where it was reduced
+    for the forward pass alone. PyTorch's newer per-backend settings (``fp32_precision``), under
+    which ``get_float32_matmul_precision()`` raises, are named too, and every product still
+    replays (the check raised inside the watch, and no product was replayed)."""
+    before = torch.get_float32_matmul_precision()
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    try:
+        with vjpgrad.watch_torch() as w:
+            y = x @ x
+            torch.set_float32_matmul_precision("medium")
+            y.tanh().sum().backward()
+            torch.set_float32_matmul_precision("highest")
+            x.grad = None
+            torch.set_float32_matmul_precision("medium")
+            z = x @ x
+            torch.set_float32_matmul_precision("highest")
+            z.tanh().sum().backward()
+    finally:
+        torch.set_float32_matmul_precision(before)
+    reduced_then, reduced_before = (
+        any("set_float32_matmul_precision('medium')" in reason for reason in p.reasons) for p in w.passes
+    )
+    assert reduced_then
+    assert not reduced_before
+    mkldnn = getattr(getattr(torch.backends, "mkldnn", None), "matmul", None)
+    if mkldnn is None or not hasattr(mkldnn, "fp32_precision"):
+        pytest.skip("this PyTorch has no per-backend fp32_precision")
+    was = mkldnn.fp32_precision
+    try:
+        mkldnn.fp32_precision = "bf16"
+        with vjpgrad.watch_torch() as w:
+            a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+            (a @ a).tanh().sum().backward()
+    finally:
+        mkldnn.fp32_precision = was
+    (p,) = w.passes
+    assert p.replayed, p.reason
+    assert any("fp32_precision = 'bf16'" in reason for reason in p.reasons), p.reasons
 
 
 def test_several_outputs_at_once_and_backward_inputs_that_leave_other_leaves_alone() -> None:

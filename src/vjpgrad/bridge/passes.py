@@ -61,7 +61,8 @@ class LeafReport:
         assert self.pytorch is not None
         at = [k for k, d in enumerate(self.distances) if d != 0]
         parts = [
-            f"{_index(k, self.shape)}: {self.replayed[k]!r} here, {self.pytorch[k]!r} in PyTorch's" for k in at[:shown]
+            f"{_index(k, self.shape)}: {_signed(self.replayed[k])} here, {_signed(self.pytorch[k])} in PyTorch's"
+            for k in at[:shown]
         ]
         more = f" ({len(at) - shown} more)" if len(at) > shown else ""
         return "; ".join(parts) + more
@@ -90,6 +91,11 @@ def _index(flat: int, shape: tuple[int, ...]) -> str:
         flat, k = divmod(flat, size)
         place.append(k)
     return "[" + ",".join(map(str, reversed(place or [0]))) + "]"
+
+
+def _signed(x: float) -> str:
+    """``x`` in full (``repr``), a nan with its sign as PyTorch prints one: ``-nan``."""
+    return "-nan" if math.isnan(x) and math.copysign(1.0, x) < 0 else repr(x)
 
 
 def _numbers(values: list[float], shape: tuple[int, ...]) -> str:

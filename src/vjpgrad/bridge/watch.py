@@ -88,10 +88,9 @@ SUM_NOTE = (
 )
 
 NAN_SIGNS_NOTE = (
-    "nans of both signs in this pass: where an addition or a product takes two nans, which one's sign "
-    "the result keeps depends on the machine code that runs it (PyTorch's kernels; CPython 3.11 and later "
-    "run float arithmetic on two paths that keep different ones), so the sign of such a nan is not "
-    "reproducible"
+    "a nan's sign, which IEEE 754 leaves to the machine code: where two nans meet in an addition or a "
+    "product, the result keeps one's sign or the other's, and PyTorch's kernels and Python choose apart "
+    "(CPython 3.11 and later even between a line's first runs and its later ones)"
 )
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vjpgrad's package directory
@@ -773,7 +772,7 @@ class Watch:
             self._no_gradient_through(name, _bases_changed(base, args, outputs), outputs)
             return
         poisoned = _first_reason(flowing, outputs) or next((e.large for e in entries.values() if e.large), None)
-        notes = frozenset().union(*(e.notes for e in flowing)) | _product_notes(base, outputs)
+        notes = frozenset().union(*(e.notes for e in flowing)) | ({MATMUL_NOTE} if base in MATRIX_PRODUCTS else set())
         if poisoned is None:
             swapped = tuple(copies.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)
             poisoned = self._replay(Call(name, swapped, dict(kwargs), entries, outputs), notes)
@@ -877,8 +876,10 @@ class Watch:
 
     def _plain(self, t: torch.Tensor) -> None:
         """A tensor made or changed with no gradient flowing: a leaf (a step under no_grad) or constants."""
-        if t.numel() > LARGEST:
-            self._remember(t, _too_large(t, too_large(t)))
+        if t.numel() > LARGEST:  # changed in place (an optimizer's step): still where it was made
+            known = self._entries.get(id(t))
+            said = known.large or known.poisoned if known is not None and known.tensor is t else None
+            self._remember(t, _too_large(t, said or too_large(t)))
             return
         numbers = constant_numbers(t)
         mark = fingerprint(t, numbers)
@@ -1064,13 +1065,12 @@ class Watch:
             self._label(names)
             outs, kept = _seeded([(x, v) for x, v in zip(items, seed, strict=True)])
             gradients = _cotangents(outs, kept)
-            signs = _nan_signs(outs)  # read before another pass (the explanation's) runs
             changed = self._changed_unseen(gradients, names)
             if changed is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=changed, call=call)
             reports, unnamed = self._all_returned(wrt, entries[len(roots) :], result, gradients, names)
             notes = _applying(frozenset().union(*(e.notes for e in entries)), gradients) | self._hooks(outs, names)
-            notes |= signs
+            notes |= _nan_signs(reports) | _precision_notes(notes, any(e.single for e in entries))
             notes |= self._unseen_constant(reports, notes, names)
             scalar = len(items) == 1 and roots[0].dim() == 0
             explainer = functools.partial(self._as_of, number, outs, kept, scalar, call) if outs else None
@@ -1193,15 +1193,16 @@ class Watch:
             scalar = len(items) == 1 and roots[0].dim() == 0
             retained = self._retained()
             gradients = _cotangents(outputs, kept) if retained else _gradients(outputs, kept)
-            signs = _nan_signs(outputs)  # read before another pass (the explanation's) runs
             changed = self._changed_unseen(gradients, names)
             if changed is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=changed)
-            notes = _applying(frozenset().union(*(e.notes for e in found if e)), gradients) | signs
+            notes = _applying(frozenset().union(*(e.notes for e in found if e)), gradients)
+            notes |= _precision_notes(notes, self._any_single(found))
             hooks = self._hooks(outputs, names)
             notes |= hooks
             leaves, seen, unnamed = self._compare(gradients, before, names)
             leaves += self._retained_reports(retained, gradients, before, names)
+            seen |= _nan_signs(leaves)
             unseen = self._unseen_constant(leaves, notes | seen, names)
             reasons = sorted(notes | seen | unseen)
             return Pass(
@@ -1549,6 +1550,11 @@ class Watch:
         output: Value | Vector = outputs[0] if scalar else Vector(outputs)
         return explained(output, seeds[0] if scalar else seeds, shown_operands=self._shown_operands)
 
+    def _any_single(self, found: list[Entry | None]) -> bool:
+        """Whether a pass's outputs (``found``) or any leaf the watch holds is float32: where a
+        float32 matrix product may be in the pass."""
+        return any(e.single for e in found if e) or any(generations[-1].single for generations in self._leaves.values())
+
     def _compare(
         self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]
     ) -> tuple[list[LeafReport], frozenset[str], list[str]]:
@@ -1676,21 +1682,41 @@ def _refused_before(
     return _first_reason(flowing, outputs) or unfollowed  # the first reason, where it began
 
 
-def _product_notes(base: str, outputs: list[torch.Tensor]) -> frozenset[str]:
-    """Why a matrix product's gradients may differ: the kernels' order, and for float32 under
-    ``torch.set_float32_matmul_precision`` other than ``'highest'`` (PyTorch's default), the
-    lower precision PyTorch may then multiply in."""
-    if base not in MATRIX_PRODUCTS:
+def _reduced_precision() -> str | None:
+    """The setting under which PyTorch's float32 matrix products may multiply in a lower precision
+    (bfloat16, TensorFloat-32), as the learner would write it, or None (full float32, PyTorch's
+    default). ``torch.get_float32_matmul_precision()`` raises once the newer per-backend settings
+    (``fp32_precision``) are mixed with it: those are read then, the most specific first."""
+    try:
+        precision = torch.get_float32_matmul_precision()
+    except RuntimeError:
+        precision = None
+    if precision is not None:
+        return None if precision == "highest" else f"torch.set_float32_matmul_precision('{precision}')"
+    for name in ("torch.backends.mkldnn.matmul", "torch.backends.mkldnn", "torch.backends"):
+        setting: Any = torch
+        for part in name.split(".")[1:]:
+            setting = getattr(setting, part, None)
+        value = getattr(setting, "fp32_precision", None)
+        if value in (None, "none"):  # inherits the next one's
+            continue
+        return None if value == "ieee" else f"{name}.fp32_precision = '{value}'"
+    return None
+
+
+def _precision_notes(notes: frozenset[str], single: bool) -> frozenset[str]:
+    """Why a pass through a matrix product (``notes`` holds ``MATMUL_NOTE``) of float32 numbers
+    (``single``) may differ, from the precision its backward products run under now: the replay
+    reads PyTorch's forward numbers, so the forward's setting does not matter."""
+    setting = _reduced_precision() if single and MATMUL_NOTE in notes else None
+    if setting is None:
         return frozenset()
-    precision = torch.get_float32_matmul_precision()
-    if precision == "highest" or not any(t.dtype == torch.float32 for t in outputs):
-        return frozenset({MATMUL_NOTE})
-    reduced = (
-        f"a float32 matrix product under torch.set_float32_matmul_precision('{precision}'): PyTorch may multiply "
-        "in a lower precision (bfloat16 or TensorFloat-32), which the replay does not follow; 'highest', "
-        "PyTorch's default, keeps float32"
+    return frozenset(
+        {
+            f"a float32 matrix product under {setting}: PyTorch may multiply in a lower precision (bfloat16 or "
+            "TensorFloat-32), which the replay does not follow; full float32 is PyTorch's default"
+        }
     )
-    return frozenset({MATMUL_NOTE, reduced})
 
 
 def _takes_gradient(base: str, flowing: list[Entry], outputs: list[torch.Tensor]) -> bool:
@@ -2007,25 +2033,19 @@ def _applying(notes: frozenset[str], gradients: dict[Value, Any]) -> frozenset[s
     return notes - replay.NAN_ONLY_NOTES
 
 
-def _nan_signs(outputs: list[Value]) -> frozenset[str]:
-    """``NAN_SIGNS_NOTE`` where the pass just run from ``outputs`` holds nans of both signs (a
-    node's gradient, or a number an edge saved), else nothing: only there can two nans meet in one
-    operation, whose result's sign CPython does not fix (``(-nan) + nan`` keeps the first's sign on
-    one path of its interpreter and the second's on the other, taken after a few runs of a line)."""
-    signs: set[float] = set()
-    seen: set[int] = set()
-    stack: list[graph.Node] = list(outputs)
-    while stack and len(signs) < 2:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        numbers = [graph.cotangent(node)]
-        for _, operand, saved in graph.edges(node):
-            numbers.extend(saved if isinstance(saved, tuple) else (saved,))
-            stack.append(operand)
-        signs.update(math.copysign(1.0, x) for x in numbers if isinstance(x, float) and math.isnan(x))
-    return frozenset({NAN_SIGNS_NOTE}) if len(signs) == 2 else frozenset()
+def _nan_signs(reports: list[LeafReport]) -> frozenset[str]:
+    """``NAN_SIGNS_NOTE`` where an element of a leaf differs from PyTorch's in a nan's sign alone
+    (nan against nan, other bits), else nothing. Which sign a nan keeps where two meet is the
+    machine code's: CPython 3.11 and later keep the first operand's in ``(-nan) + nan`` on a
+    line's first runs and the second's once the line is specialised, so the replay's nan may have
+    either sign."""
+    for report in reports:
+        if report.pytorch is not None and any(
+            d != 0 and math.isnan(a) and math.isnan(b)
+            for a, b, d in zip(report.replayed, report.pytorch, report.distances, strict=True)
+        ):
+            return frozenset({NAN_SIGNS_NOTE})
+    return frozenset()
 
 
 def _cotangents(outputs: list[Value], seeds: list[float], *, leaves_only: bool = False) -> dict[Value, Any]:
