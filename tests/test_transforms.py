@@ -494,8 +494,10 @@ def test_a_jacobian_of_a_jacobian_is_the_array_of_third_order_as_jacrev_of_jacre
     rows = jacobian(lambda v: [Vector([v[0] * v[1], v[1]]), Vector([v[0], 3.0])])([2.0, 5.0])
     assert rows == [[[5.0, 2.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 0.0]]]
     assert jacobian(lambda x: [Vector([x, x * x])])(3.0) == [[1.0, 6.0]]  # a scalar argument: numbers
-    with pytest.raises(TypeError, match=r"jacobian: the function must return .* got list"):
+    with pytest.raises(TypeError, match=r"jacobian: the function must return .* or a matrix .* got list holding a str"):
         jacobian(lambda v: [Vector([v[0]]), "a"])([1.0])
+    with pytest.raises(TypeError, match=r"or a matrix \(a list of Vectors\), got list holding a list"):
+        jacobian(lambda v: [[Vector([v[0]])]])([1.0])  # a table of tables: one level of rows only
     with pytest.raises(ValueError, match="rows of one length"):
         jacobian(lambda v: [Vector([v[0]]), Vector([v[0], v[0]])])([1.0])
     torch = pytest.importorskip("torch")

@@ -230,7 +230,24 @@ def _outputs(out: object, transform: str) -> tuple[list[Value | float], bool]:
         return list(out), False
     if isinstance(out, (list, tuple)) and all(isinstance(y, (Value, numbers.Real)) for y in out):
         return [y if isinstance(y, Value) else float(y) for y in out], False
-    raise TypeError(f"{transform}: the function must return a number, a Value or a Vector, got {type(out).__name__}")
+    kinds = (
+        "a number, a Value, a Vector or a matrix (a list of Vectors)"
+        if transform == "jacobian"
+        else ("a number, a Value or a Vector")
+    )
+    held = _first_odd(out)
+    holding = f" holding a {held}" if held is not None else ""
+    raise TypeError(f"{transform}: the function must return {kinds}, got {type(out).__name__}{holding}")
+
+
+def _first_odd(out: object) -> str | None:
+    """The kind of the first item of a returned list or tuple that is not a number or a Value (one
+    that is not a row of them either, first), for the error that refuses it; None for another result."""
+    if not isinstance(out, (list, tuple)):
+        return None
+    not_rows = [y for y in out if not isinstance(y, (Value, numbers.Real, Vector, list, tuple))]
+    odd = not_rows or [y for y in out if not isinstance(y, (Value, numbers.Real))]
+    return type(odd[0]).__name__ if odd else None
 
 
 def _matrix(out: object) -> tuple[list[Value | float], int] | None:
