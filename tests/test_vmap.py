@@ -1132,6 +1132,27 @@ def test_a_vmap_inside_a_recording_differentiating_its_values_is_refused() -> No
     _, outside = vjp(lambda t: t * t * t, 2.0)  # made outside, on a number: its graph holds no Value of the recording
     compiled = vjpgrad.compile(lambda x: x * float(vmap(outside)(np.array([1.0, 2.0]))[0].sum()))
     assert [compiled(Value(x)).data for x in (1.0, 3.0)] == [36.0, 108.0]
+    weight = Value(2.0)  # made outside on a Value: vjp fixed its primal's number, as eager's vjp_fn keeps it
+    _, on_a_value = vjp(lambda t: t * t * t, weight)
+    compiled = vjpgrad.compile(lambda x: x * float(vmap(on_a_value)(np.array([1.0, 2.0]))[0].sum()))
+    assert [compiled(Value(x)).data for x in (1.0, 3.0)] == [36.0, 108.0]
+
+
+def test_a_vmap_inside_grad_reading_the_values_it_differentiates_is_refused() -> None:
+    """Inside grad, jvp or jacobian a vmap that reads a Value taking gradient (given unbatched, or
+    in its function's world) ran its array code on the number: no gradient flowed through it, and
+    grad gave 60 where the derivative is 120 (0.0 where it is 30). Refused; a vmap of constants, or
+    of Values that take no gradient, still runs there."""
+    ys = np.array([10.0, 20.0])
+    for take in (
+        lambda: grad(lambda x: vmap(lambda y, t: y * t, in_dims=(0, None))(ys, x).sum())(2.0),
+        lambda: grad(lambda x: x * vmap(lambda y: y * x)(ys).sum())(2.0),
+        lambda: vjpgrad.jvp(lambda x: x * vmap(lambda y: y * x)(ys).sum(), (2.0,), (1.0,)),
+    ):
+        with pytest.raises(DataDependentError, match=r"a vmap called inside .* reads 1 Value"):
+            take()
+    fixed = Value(3.0, requires_grad=False)
+    assert grad(lambda x: x * float(vmap(lambda y: y * fixed)(ys).sum()))(2.0) == 90.0
 
 
 def test_without_numpy_vmap_and_batch_sum_each_say_how_to_install_it() -> None:

@@ -485,25 +485,74 @@ def _reads_no_values_of_a_recording(count: int) -> None:
     their numbers, which the outer recording would keep as this call's, with no gradient through
     them. Refused where it reads any; a vmap of constants (arrays, numbers) runs, its numbers the
     world's, watched."""
-    if count:
+    if not count:
+        return
+    what = (
+        f"a vmap called inside the function reads {count} Value{'s' if count != 1 else ''} (given unbatched, "
+        "a vjp function's primals, or found in the world of the function it vectorises)"
+    )
+    if state.recording is not None:
         refuse_number(
-            f"a vmap called inside the function reads {count} Value{'s' if count != 1 else ''} (given unbatched, "
-            "a vjp function's primals, or found in the world of the function it vectorises)",
+            what,
             "its array code runs outside the recorded graph, so the recording would keep this call's numbers and "
             "no gradient would flow through them: call the vmapped function outside, or write this part with "
             "Values",
         )
+    raise DataDependentError(
+        f"{what} that take gradient, inside grad, jvp, jacobian or vjp: its array code runs on their numbers, "
+        "outside the graph, so no gradient would flow through them; call the vmapped function outside the "
+        "transform, or pass numbers (or Values that take no gradient) if they are constants"
+    )
 
 
-def _values_in(x: Any) -> int:
-    """How many Values ``x`` holds: itself, or in lists, tuples, dicts and Vectors at any depth."""
+def _values_in(x: Any, taking: bool = False) -> int:
+    """How many Values ``x`` holds (``taking``: that take gradient): itself, or in lists, tuples,
+    dicts and Vectors at any depth."""
     if isinstance(x, graph.Node):
-        return 1
+        return int(not taking or x.requires_grad)
     if isinstance(x, dict):
-        return sum(map(_values_in, [*x, *x.values()]))
+        return sum(_values_in(y, taking) for y in [*x, *x.values()])
     if isinstance(x, (list, tuple, Vector)):
-        return sum(map(_values_in, x))
+        return sum(_values_in(y, taking) for y in x)
     return 0
+
+
+def _inside() -> tuple[bool, bool]:
+    """Whether a vmap runs inside what may take none of the Values it reads (another function's
+    recording), and whether only those that take gradient count (inside a transform alone)."""
+    taking = state.recording is None and state.transform_depth > 0
+    return state.recording is not None or taking, taking
+
+
+def _given_inside(
+    transformed: Transformed | None, given: list[Any], dims: Sequence[int | None], kwargs: dict[str, Any]
+) -> int:
+    """How many Values a vmap running inside a recording or a transform (``_inside``) is given:
+    unbatched, as keyword arguments, or as the primals of a vjp function made in there (one made
+    before holds its primals' numbers as vjp read them). 0 outside both."""
+    inside, taking = _inside()
+    if not inside:
+        return 0
+    unbatched = [arg for arg, dim in zip(given, dims, strict=True) if dim is None]
+    primals: tuple[Any, ...] = ()
+    if transformed is not None and transformed.kind == "vjp" and _made_here(transformed):
+        primals = transformed.primals
+    return sum(_values_in(x, taking) for x in [*unbatched, *kwargs.values(), *primals])
+
+
+def _read_inside(outside: list[graph.Node]) -> int:
+    """How many of the Values a vmap's program reads from its function's world count inside a
+    recording or a transform (``_inside``); 0 outside both."""
+    inside, taking = _inside()
+    return sum(_values_in(x, taking) for x in outside) if inside else 0
+
+
+def _made_here(transformed: Transformed) -> bool:
+    """Whether a vjp function was made inside what is running now: the recording (compile's,
+    vmap's), or a transform. One made before holds its primals' numbers as vjp read them."""
+    if state.recording is not None:
+        return transformed.made_in is state.recording
+    return transformed.made_depth > 0
 
 
 class Vmapped:
@@ -586,18 +635,13 @@ class Vmapped:
             )
         if transformed is not None and state.detect_anomaly:
             self._passes_as_eager_code(read, kwargs, batch)
-        inside = state.recording is not None  # another function's recording: it may hand this one no Value
-        if inside:
-            unbatched = [arg for arg, dim in zip(given, dims, strict=True) if dim is None]
-            primals = transformed.primals if transformed is not None and transformed.kind == "vjp" else ()
-            _reads_no_values_of_a_recording(sum(map(_values_in, [*unbatched, *kwargs.values(), *primals])))
+        _reads_no_values_of_a_recording(_given_inside(transformed, given, dims, kwargs))
         if transformed is not None and transformed.kind == "vjp":
             return self._call_vjp(read[0], batch)
         if not batch:  # as torch.func.vmap: results with no samples, of the shapes one sample gives
             read = [a.stand_in() if a.kind == "batched" else a for a in read]
         program = self._program(read, kwargs)
-        if inside:
-            _reads_no_values_of_a_recording(len(program.outside))
+        _reads_no_values_of_a_recording(_read_inside(program.outside))
         with arrays.arithmetic(np):
             columns = self._run(program, read, max(batch, 1))
         return self._shape(program, columns[:, :batch], batch)
@@ -900,8 +944,7 @@ class Vmapped:
                 f"vmap: each cotangent must have the shape of the function's output ({width or 'a number'}), "
                 f"got {cotangent.width or 'a number'}"
             )
-        if state.recording is not None:
-            _reads_no_values_of_a_recording(len(program.outside))
+        _reads_no_values_of_a_recording(_read_inside(program.outside))
         now = [graph.number(x) for x in program.outside]
         if program.vjp_numbers is None or not _same_bits(now, program.vjp_numbers):
             return self._vjp_one_by_one(cotangent, batch)

@@ -116,6 +116,9 @@ class Transformed:
     primals: tuple[Any, ...] = ()
     # a vjp function's graph, as vjp made it: its outputs (Values or numbers) and the Values of each primal
     graph: tuple[list[Any], list[list[Value]]] | None = None
+    # where vjp made it: the recording running then (compile's, vmap's) and how deep inside transforms
+    made_in: Any = None
+    made_depth: int = 0
 
 
 def _mark(transformed: Callable[..., Any], made: Transformed) -> None:
@@ -379,7 +382,10 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
             return tuple(_split(row, arguments, now))
 
     kept = (list(outputs), [list(argument.values) for argument in arguments])
-    _mark(vjp_fn, Transformed("vjp", f, primals=tuple(primals), graph=kept))
+    made = Transformed(
+        "vjp", f, primals=tuple(primals), graph=kept, made_in=state.recording, made_depth=state.transform_depth
+    )
+    _mark(vjp_fn, made)
     return _lower(outputs, scalar, nested), vjp_fn
 
 
