@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import struct
 import subprocess
 import sys
 from collections.abc import Callable
@@ -918,6 +919,19 @@ def test_a_nan_against_a_nan_of_the_other_sign_is_printed_with_its_sign() -> Non
     assert "differ only in the sign of a nan" in line
 
 
+def test_nans_that_differ_in_their_payload_alone_are_not_said_to_differ_in_sign() -> None:
+    """Two positive nans with other payloads differ in their bits, not their sign: said so, and
+    printed with their payloads (they were "nan here, nan in PyTorch's", "only in the sign")."""
+    from vjpgrad.bridge.passes import LeafReport
+
+    one = struct.unpack("<d", bytes.fromhex("010000000000f87f"))[0]
+    two = struct.unpack("<d", bytes.fromhex("020000000000f87f"))[0]
+    line = LeafReport("x", (1,), [one], [two], [None]).line([])
+    assert "only in a nan's payload" in line
+    assert "sign" not in line
+    assert "nan(0x8000000000001) here, nan(0x8000000000002) in PyTorch's" in line
+
+
 def made_inside() -> list[Any]:
     """Passes where a nan made inside the pass (``inf * 0.0``, the processor's default nan) meets
     the seed's: the specialised addition of CPython 3.11+ takes over after a few runs of a line, so
@@ -988,6 +1002,25 @@ def test_the_matrix_products_precision_is_the_one_the_backward_pass_ran_under() 
     (p,) = w.passes
     assert p.replayed, p.reason
     assert any("fp32_precision = 'bf16'" in reason for reason in p.reasons), p.reasons
+
+
+def test_the_reduced_precision_is_named_where_a_float32_product_ran_whatever_the_leaves_types() -> None:
+    """The precision is named where the pass ran a float32 matrix product: a float64 weight cast to
+    float32 for the product (the leaves and the loss float64) too; not for a float64 model beside
+    which the watch holds a float32 leaf of another pass."""
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("medium")
+        with vjpgrad.watch_torch() as w:
+            unrelated = torch.tensor([1.0], requires_grad=True)
+            (unrelated * 2).sum().backward()
+            w64 = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64, requires_grad=True)
+            (w64 @ w64).tanh().sum().backward()
+            (w64.float() @ w64.float()).tanh().double().sum().backward()
+    finally:
+        torch.set_float32_matmul_precision(before)
+    named = [any("set_float32_matmul_precision('medium')" in r for r in p.reasons) for p in w.passes]
+    assert named == [False, False, True]
 
 
 def test_several_outputs_at_once_and_backward_inputs_that_leave_other_leaves_alone() -> None:

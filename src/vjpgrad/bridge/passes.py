@@ -4,6 +4,7 @@ leaf's ``.grad`` compares with PyTorch's, element by element."""
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -72,8 +73,14 @@ class LeafReport:
         (0 and -0 are equal numbers with other bits: "1 ulp, 0 apart" would puzzle), or the most ulp."""
         assert self.pytorch is not None
         pairs = [(a, b) for a, b, d in zip(self.replayed, self.pytorch, self.distances, strict=True) if d != 0]
-        if all(math.isnan(a) and math.isnan(b) for a, b in pairs):  # nan against nan: printed alike
-            return "only in the sign of a nan (nan against nan, with another sign bit)"
+        if all(math.isnan(a) and math.isnan(b) for a, b in pairs):  # nan against nan: its sign, its payload
+            signs = {math.copysign(1.0, a) != math.copysign(1.0, b) for a, b in pairs}
+            payloads = {_payload(a) != _payload(b) for a, b in pairs}
+            if signs == {True} and payloads == {False}:
+                return "only in the sign of a nan (nan against nan, with another sign bit)"
+            if signs == {False}:
+                return "only in a nan's payload (nan against nan, other bits: printed nan(0x...))"
+            return "only in a nan's sign or payload (nan against nan, other bits)"
         if None in self.distances:
             return "by up to a nan or an infinity apart"
         if all(a == 0.0 and b == 0.0 for a, b in pairs):
@@ -93,9 +100,23 @@ def _index(flat: int, shape: tuple[int, ...]) -> str:
     return "[" + ",".join(map(str, reversed(place or [0]))) + "]"
 
 
+_QUIET = 1 << 51
+"""The payload of the nan an invalid operation makes (the quiet bit alone)."""
+
+
+def _payload(x: float) -> int:
+    """A nan's payload: the 52 low bits of its float64 number."""
+    return int.from_bytes(struct.pack("<d", x), "little") & ((1 << 52) - 1)
+
+
 def _signed(x: float) -> str:
-    """``x`` in full (``repr``), a nan with its sign as PyTorch prints one: ``-nan``."""
-    return "-nan" if math.isnan(x) and math.copysign(1.0, x) < 0 else repr(x)
+    """``x`` in full (``repr``); a nan with its sign as PyTorch prints one (``-nan``), and its
+    payload where it is not an invalid operation's (``nan(0x8000000000001)``)."""
+    if not math.isnan(x):
+        return repr(x)
+    sign = "-" if math.copysign(1.0, x) < 0 else ""
+    payload = _payload(x)
+    return f"{sign}nan" if payload == _QUIET else f"{sign}nan({payload:#x})"
 
 
 def _numbers(values: list[float], shape: tuple[int, ...]) -> str:

@@ -2472,6 +2472,8 @@ MATMUL_NOTE = (
     "a matrix product: PyTorch's matrix kernels may add in another order or use fused multiply-adds "
     "(one rounding for a product and a sum)"
 )
+MATMUL32_NOTE = MATMUL_NOTE + ", of float32 numbers"
+"""``MATMUL_NOTE`` of a float32 product: where PyTorch may also multiply in a lower precision."""
 
 
 def _product(call: Call, a: torch.Tensor, b: torch.Tensor, name: str, bias: Any = None) -> list[list[Item]]:

@@ -43,6 +43,7 @@ import vjpgrad.bridge.replay as replay
 from vjpgrad.bridge import TorchReplayError
 from vjpgrad.bridge.passes import LeafReport, Pass
 from vjpgrad.bridge.replay import (
+    MATMUL32_NOTE,
     MATMUL_NOTE,
     Call,
     Entry,
@@ -88,8 +89,8 @@ SUM_NOTE = (
 )
 
 NAN_SIGNS_NOTE = (
-    "a nan's sign, which IEEE 754 leaves to the machine code: where two nans meet in an addition or a "
-    "product, the result keeps one's sign or the other's, and PyTorch's kernels and Python choose apart "
+    "a nan's sign and payload, which IEEE 754 leaves to the machine code: where two nans meet in an "
+    "addition or a product, the result is one or the other, and PyTorch's kernels and Python choose apart "
     "(CPython 3.11 and later even between a line's first runs and its later ones)"
 )
 
@@ -772,7 +773,7 @@ class Watch:
             self._no_gradient_through(name, _bases_changed(base, args, outputs), outputs)
             return
         poisoned = _first_reason(flowing, outputs) or next((e.large for e in entries.values() if e.large), None)
-        notes = frozenset().union(*(e.notes for e in flowing)) | ({MATMUL_NOTE} if base in MATRIX_PRODUCTS else set())
+        notes = frozenset().union(*(e.notes for e in flowing)) | _product_note(base, outputs)
         if poisoned is None:
             swapped = tuple(copies.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)
             poisoned = self._replay(Call(name, swapped, dict(kwargs), entries, outputs), notes)
@@ -1070,7 +1071,7 @@ class Watch:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=changed, call=call)
             reports, unnamed = self._all_returned(wrt, entries[len(roots) :], result, gradients, names)
             notes = _applying(frozenset().union(*(e.notes for e in entries)), gradients) | self._hooks(outs, names)
-            notes |= _nan_signs(reports) | _precision_notes(notes, any(e.single for e in entries))
+            notes |= _nan_signs(reports) | _precision_notes(notes)
             notes |= self._unseen_constant(reports, notes, names)
             scalar = len(items) == 1 and roots[0].dim() == 0
             explainer = functools.partial(self._as_of, number, outs, kept, scalar, call) if outs else None
@@ -1197,7 +1198,7 @@ class Watch:
             if changed is not None:
                 return Pass(number, location, [], seed, retain, replayed=False, reason=changed)
             notes = _applying(frozenset().union(*(e.notes for e in found if e)), gradients)
-            notes |= _precision_notes(notes, self._any_single(found))
+            notes |= _precision_notes(notes)
             hooks = self._hooks(outputs, names)
             notes |= hooks
             leaves, seen, unnamed = self._compare(gradients, before, names)
@@ -1550,11 +1551,6 @@ class Watch:
         output: Value | Vector = outputs[0] if scalar else Vector(outputs)
         return explained(output, seeds[0] if scalar else seeds, shown_operands=self._shown_operands)
 
-    def _any_single(self, found: list[Entry | None]) -> bool:
-        """Whether a pass's outputs (``found``) or any leaf the watch holds is float32: where a
-        float32 matrix product may be in the pass."""
-        return any(e.single for e in found if e) or any(generations[-1].single for generations in self._leaves.values())
-
     def _compare(
         self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]
     ) -> tuple[list[LeafReport], frozenset[str], list[str]]:
@@ -1704,11 +1700,19 @@ def _reduced_precision() -> str | None:
     return None
 
 
-def _precision_notes(notes: frozenset[str], single: bool) -> frozenset[str]:
-    """Why a pass through a matrix product (``notes`` holds ``MATMUL_NOTE``) of float32 numbers
-    (``single``) may differ, from the precision its backward products run under now: the replay
-    reads PyTorch's forward numbers, so the forward's setting does not matter."""
-    setting = _reduced_precision() if single and MATMUL_NOTE in notes else None
+def _product_note(base: str, outputs: list[torch.Tensor]) -> frozenset[str]:
+    """Why a matrix product's gradients may differ: the kernels' order (``MATMUL32_NOTE`` for a
+    product of float32 numbers, where the precision PyTorch multiplies in may be reduced too)."""
+    if base not in MATRIX_PRODUCTS:
+        return frozenset()
+    return frozenset({MATMUL32_NOTE if any(t.dtype == torch.float32 for t in outputs) else MATMUL_NOTE})
+
+
+def _precision_notes(notes: frozenset[str]) -> frozenset[str]:
+    """Why a pass through a float32 matrix product (``notes`` holds ``MATMUL32_NOTE``) may differ,
+    from the precision its backward products run under now: the replay reads PyTorch's forward
+    numbers, so the forward's setting does not matter."""
+    setting = _reduced_precision() if MATMUL32_NOTE in notes else None
     if setting is None:
         return frozenset()
     return frozenset(
