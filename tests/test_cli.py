@@ -11,6 +11,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -26,6 +27,67 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     status = main(list(args))
     out, err = capsys.readouterr()
     return status, out, err
+
+
+def test_files_are_written_whole_or_not_at_all(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--dot`` and ``--html`` are both checked, then both written, each whole: a folder given as
+    ``--html`` left the ``--dot`` file written and exit 2; a write that fails part-way (a full disk,
+    a size limit) left a cut page in place of the one there, with Python's error."""
+    dot, folder = tmp_path / "g.dot", tmp_path / "pages"
+    folder.mkdir()
+    status, out, err = run(capsys, "x*x", "x=2", "--dot", str(dot), "--html", str(folder))
+    assert status == 2
+    assert out == ""
+    assert f"--html {folder}: is a folder" in err
+    assert not dot.exists()
+    page = tmp_path / "keep.html"
+    page.write_text("the page that was there", encoding="utf-8")
+    real = Path.write_text
+
+    def full_disk(self: Path, data: str, *args: Any, **kwargs: Any) -> int:
+        real(self, data[:100], *args, **kwargs)  # part of it, then the disk is full
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    status, out, err = run(capsys, "x*x", "x=2", "--dot", str(dot), "--html", str(page))
+    assert status == 2
+    assert "could not write" in err
+    assert "No space left on device" in err
+    assert page.read_text(encoding="utf-8") == "the page that was there"
+    assert not dot.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.html", "pages"]  # no file left behind
+    monkeypatch.setattr(Path, "write_text", real)
+    assert run(capsys, "x*x", "x=2", "--dot", str(dot), "--html", str(page))[0] == 0
+    assert "<svg" in page.read_text(encoding="utf-8")
+    assert dot.read_text(encoding="utf-8").startswith("digraph")
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "cp1252"])
+def test_an_output_that_cannot_hold_its_symbols_gets_them_escaped_not_a_traceback(encoding: str) -> None:
+    """``vjpgrad > out.txt`` where the output is not UTF-8 (Windows' cp1252): the report's Σ and ∂
+    raised UnicodeEncodeError with a traceback, and the expression's results were lost. Written
+    with Python's escapes instead, and the status is the command's."""
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
+    for words in ([], ["α*α", "α=2"]):
+        ran = subprocess.run(
+            [sys.executable, "-m", "vjpgrad", *words], capture_output=True, text=True, env=env, encoding=encoding
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert "Traceback" not in ran.stderr
+    assert "\\u03b1" in ran.stdout  # α, escaped
+    assert "4" in ran.stdout
+
+
+def test_an_expression_of_bytes_that_are_not_text_is_named_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """A byte the terminal's encoding cannot read (``$'x*\\xff'``, or a Greek name under a non-UTF-8
+    locale) reaches Python as a lone surrogate: said so, where the parser's refusal read "a chain
+    of operators is too long"."""
+    status, out, err = run(capsys, "x*\udcff", "x=1")
+    assert (status, out) == (2, "")
+    assert "holds bytes that are not text" in err
+    assert "chain of operators" not in err
 
 
 def test_the_answers_example_1_with_its_derivation(capsys: pytest.CaptureFixture[str]) -> None:
@@ -195,7 +257,7 @@ HOSTILE = [
     ("a", ["a=1", "--seed", "1", "--seed=2"], "--seed is given twice"),
     ("a", ["a=1", "--explain=yes"], "--explain takes no value"),
     ("--seed", ["1"], "no expression given"),
-    ("a", ["a=1", "--dot", "/nonexistent-dir/x/g.dot"], "FileNotFoundError"),
+    ("a", ["a=1", "--dot", "/nonexistent-dir/x/g.dot"], "--dot /nonexistent-dir/x/g.dot: could not write it"),
 ]
 
 

@@ -217,6 +217,22 @@ def test_hostile_labels_names_and_title_appear_only_escaped() -> None:
     assert data["title"] == "</title><script>alert(2)</script>"
 
 
+@pytest.mark.parametrize("label", ["w\x1b[31m", "w\r", "w\x00", "w\r\nx", "w\u2028"])
+def test_a_label_with_a_control_character_names_its_node_alike_in_the_drawing_and_the_data(label: str) -> None:
+    """The script finds a node by its name in the drawing (``data-node``) and in the data: a label
+    with a control character was ``\\x1b`` in one and the raw character in the other, and a ``\\r``
+    reads as ``\\n`` in an attribute (HTML's newlines are normalised before parsing), so the node
+    never showed its gradient. Read as a browser reads the page, the two names are one."""
+    a = Value(3.0, label=label)
+    y = a * Value(2.0, label="b")
+    page = stepper_html(explain(y)).replace("\r\n", "\n").replace("\r", "\n")  # as a browser's input stream
+    drawn = set(parse(page).node_texts)
+    data = data_of(page)
+    named = {n["name"] for n in data["nodes"]}  # type: ignore[attr-defined]
+    assert named == drawn
+    assert {s["operand"] for s in data["steps"]} <= drawn  # type: ignore[attr-defined]
+
+
 def test_each_steppers_scrolling_boxes_are_named_after_its_title_escaped() -> None:
     # two steppers on one page (a tutorial has two) name their regions apart, for a screen
     # reader's list of them (axe-core's landmark-unique); the title, the user's text, escaped
@@ -309,6 +325,11 @@ def test_bad_arguments_are_refused_with_the_type_named() -> None:
         stepper_html(explain(x * 2), title=3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="got dict"):
         page_data({})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"notes must be a list of str \(lines said under the title\), got str"):
+        explain(x * 2).to_html(notes="one line")  # it made a note of each character
+    with pytest.raises(TypeError, match=r"notes must be a list of str .* holding a int"):
+        explain(x * 2).to_html(notes=["a", 2])  # type: ignore[list-item]
+    assert explain(x * 2).to_html(notes=("a", "b")).count('data-role="note"') == 2
 
 
 # ---- the page in a browser -----------------------------------------------------------------------

@@ -92,6 +92,11 @@ def parse(text: str) -> ast.expr:
         raise ExpressionError("the expression is empty")
     if "\x00" in text:
         raise ExpressionError("the expression contains a NUL character")
+    if any("\ud800" <= c <= "\udfff" for c in text):  # a byte the terminal's encoding could not read
+        raise ExpressionError(
+            "the expression holds bytes that are not text in this terminal's encoding (UTF-8 expected): "
+            "type it again, or set a UTF-8 locale"
+        )
     if nesting(text) > MAX_DEPTH:
         raise ExpressionError(
             f"it is nested more deeply than {MAX_DEPTH} levels (each parenthesis, call and unary sign is a level)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import io
 import itertools
 import keyword
 import math
@@ -429,16 +430,42 @@ def _write_files(
     pass to step through is refused before any file is written."""
     if args.html is not None and explanation is None:
         raise CommandError("--html needs an output that depends on a variable: there is no pass to step through")
+    files: list[tuple[str, Path, str]] = []
     lines = []
     if args.dot is not None:
         with warnings.catch_warnings():  # a summed seed was said above, as a note
             warnings.simplefilter("ignore", SummedSeedWarning)
-            args.dot.write_text(to_dot(y, seed))
+            files.append(("--dot", args.dot, to_dot(y, seed)))
         lines.append(f"graph written to {args.dot}")
     if args.html is not None and explanation is not None:
-        args.html.write_text(explanation.to_html(title=args.expression), encoding="utf-8")
+        files.append(("--html", args.html, explanation.to_html(title=args.expression)))
         lines.append(f"page written to {args.html}: open it in a browser to step through the pass")
+    _write_whole(files)
     return lines
+
+
+def _write_whole(files: list[tuple[str, Path, str]]) -> None:
+    """Write each ``(option, path, text)`` whole or none of them: each path checked first, each text
+    written beside its file, then each put in its place (a rename: a write cut short by a full disk
+    leaves the file that was there)."""
+    for option, path, _ in files:
+        if path.is_dir():
+            raise CommandError(f"{option} {path}: is a folder; give the name of a file to write")
+    placed: list[tuple[Path, Path]] = []
+    writing = ""
+    try:
+        for option, path, content in files:
+            writing = f"{option} {path}"
+            beside = path.with_name(f".{path.name}.{os.getpid()}.part")
+            placed.append((beside, path))
+            beside.write_text(content, encoding="utf-8")
+    except OSError as error:
+        for beside, _ in placed:
+            beside.unlink(missing_ok=True)
+        reason = error.strerror or str(error)
+        raise CommandError(f"{writing}: could not write it ({reason}); no file was written") from None
+    for beside, path in placed:
+        os.replace(beside, path)
 
 
 _SAYS_WHAT_IS_WRONG = (CommandError, ExpressionError, TypeError, ValueError, RuntimeError, OverflowError)
@@ -479,7 +506,12 @@ def _cache_command(arguments: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status. An output that cannot hold a character of
+    the report (``vjpgrad > out.txt`` in Windows' cp1252: Σ, ∂, a Greek name) gets Python's escape
+    for it (``\\u2202``), not a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
     try:
         return _main(argv)
     except BrokenPipeError:  # the reader has gone (| head): stop quietly, as Unix tools do

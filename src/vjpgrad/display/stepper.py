@@ -64,7 +64,15 @@ def script_json(data: object) -> str:
 
 
 def _escape(label: str) -> str:
-    return html.escape(text.printable(label), quote=True)
+    """``label`` as HTML text or an attribute's value: printable (``text.printable``), escaped, and a
+    carriage return as a character reference (HTML reads a bare one as a newline, and the script
+    finds a node by the name its data holds: ``_named``)."""
+    return html.escape(text.printable(label), quote=True).replace("\r", "&#13;")
+
+
+def _named(name: str) -> str:
+    """A node's name as the page's data holds it: as its drawing shows it (``text.printable``)."""
+    return text.printable(name)
 
 
 def _clip(text: str, limit: int = CLIP) -> str:
@@ -582,7 +590,7 @@ def page_data(explanation: ExplanationData, title: str | None = None) -> dict[st
         running[s.operand] = s.total
         last_contribution[s.operand] = k
         steps.append({
-            "node": s.node, "op": s.op, "operand": s.operand, "edge": edge,
+            "node": _named(s.node), "op": s.op, "operand": _named(s.operand), "edge": edge,
             "upstream": json_number(s.upstream), "local": json_number(s.local),
             "contribution": json_number(s.contribution), "total": json_number(s.total),
             "text": {
@@ -595,12 +603,13 @@ def page_data(explanation: ExplanationData, title: str | None = None) -> dict[st
     return {
         "title": title,
         "seeds": [
-            {"name": name, "seed": json_number(seed), "text": text.number(seed)} for name, seed in explanation.seeds
+            {"name": _named(name), "seed": json_number(seed), "text": text.number(seed)}
+            for name, seed in explanation.seeds
         ],
-        "start": [{"name": name, "value": json_number(v), "text": text.number(v)} for name, v in start.items()],
+        "start": [{"name": _named(name), "value": json_number(v), "text": text.number(v)} for name, v in start.items()],
         "nodes": [
             {
-                "name": n.name,
+                "name": _named(n.name),
                 "kinds": n.kinds,
                 "formula": n.formula,
                 "data": json_number(n.data),
@@ -609,7 +618,7 @@ def page_data(explanation: ExplanationData, title: str | None = None) -> dict[st
             }
             for n in nodes.values()
         ],
-        "shared_names": shared,
+        "shared_names": [_named(name) for name in shared],
         "steps": steps,
         "leaves_are": text.leaves_are(explanation),
     }
@@ -631,6 +640,11 @@ def stepper_fragment(explanation: ExplanationData, title: str | None = None) -> 
 def _fragment(explanation: ExplanationData, title: str | None, notes: Sequence[str] = ()) -> tuple[str, str]:
     """The fragment and its script's text (whose hash the whole page's CSP allows); ``notes``
     are lines said under the title, each a paragraph."""
+    if isinstance(notes, str) or not isinstance(notes, (list, tuple)):
+        raise TypeError(f"notes must be a list of str (lines said under the title), got {type(notes).__name__}")
+    odd = next((note for note in notes if not isinstance(note, str)), None)
+    if odd is not None:
+        raise TypeError(f"notes must be a list of str (lines said under the title), holding a {type(odd).__name__}")
     data = page_data(explanation, title)
     shown_title = title if title is not None else _default_title(explanation)
     digest = hashlib.sha256(script_json(data).encode()).hexdigest()[:10]
