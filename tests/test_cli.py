@@ -29,39 +29,45 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return status, out, err
 
 
-def test_files_are_written_whole_or_not_at_all(
+def test_files_are_checked_before_any_is_written_and_written_where_their_paths_lead(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``--dot`` and ``--html`` are both checked, then both written, each whole: a folder given as
-    ``--html`` left the ``--dot`` file written and exit 2; a write that fails part-way (a full disk,
-    a size limit) left a cut page in place of the one there, with Python's error."""
+    """``--dot`` and ``--html`` are both made and checked before either is written: a folder given
+    as ``--html`` left the ``--dot`` file written, with Python's error; one file named by both is
+    refused. Each is written where its path leads, as ``>`` writes (through a link, keeping the
+    file's permissions), and a write that fails says which and what was written before it."""
     dot, folder = tmp_path / "g.dot", tmp_path / "pages"
     folder.mkdir()
     status, out, err = run(capsys, "x*x", "x=2", "--dot", str(dot), "--html", str(folder))
-    assert status == 2
-    assert out == ""
+    assert (status, out) == (2, "")
     assert f"--html {folder}: is a folder" in err
     assert not dot.exists()
-    page = tmp_path / "keep.html"
-    page.write_text("the page that was there", encoding="utf-8")
+    status, _, err = run(capsys, "x*x", "x=2", "--dot", str(dot), "--html", str(tmp_path / "." / "g.dot"))
+    assert status == 2
+    assert "--dot and --html name one file" in err
+    assert not dot.exists()
+    real_page = tmp_path / "real.html"
+    real_page.write_text("old", encoding="utf-8")
+    real_page.chmod(0o600)
+    link = tmp_path / "link.html"
+    link.symlink_to(real_page)
+    assert run(capsys, "x*x", "x=2", "--dot", str(dot), "--html", str(link))[0] == 0
+    assert link.is_symlink()
+    assert "<svg" in real_page.read_text(encoding="utf-8")
+    assert real_page.stat().st_mode & 0o777 == 0o600
+    assert dot.read_text(encoding="utf-8").startswith("digraph")
     real = Path.write_text
 
     def full_disk(self: Path, data: str, *args: Any, **kwargs: Any) -> int:
-        real(self, data[:100], *args, **kwargs)  # part of it, then the disk is full
-        raise OSError(28, "No space left on device")
+        if self.name.endswith(".html"):
+            raise OSError(28, "No space left on device")
+        return real(self, data, *args, **kwargs)
 
     monkeypatch.setattr(Path, "write_text", full_disk)
-    status, out, err = run(capsys, "x*x", "x=2", "--dot", str(dot), "--html", str(page))
-    assert status == 2
-    assert "could not write" in err
-    assert "No space left on device" in err
-    assert page.read_text(encoding="utf-8") == "the page that was there"
-    assert not dot.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.html", "pages"]  # no file left behind
-    monkeypatch.setattr(Path, "write_text", real)
-    assert run(capsys, "x*x", "x=2", "--dot", str(dot), "--html", str(page))[0] == 0
-    assert "<svg" in page.read_text(encoding="utf-8")
-    assert dot.read_text(encoding="utf-8").startswith("digraph")
+    status, out, err = run(capsys, "x*x", "x=2", "--dot", str(dot), "--html", str(tmp_path / "new.html"))
+    assert (status, out) == (2, "")
+    page = tmp_path / "new.html"
+    assert f"--html {page}: could not write it (No space left on device); --dot {dot} was written" in err
 
 
 @pytest.mark.parametrize("encoding", ["ascii", "cp1252"])

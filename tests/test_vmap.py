@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from op_cases import CASES, EDGES, MAX_WITH_CONSTANTS, value_points
 
 import vjpgrad
-from vjpgrad import DataDependentError, Value, Vector, grad, jacobian, value_and_grad, vjp, vmap
+from vjpgrad import DataDependentError, Value, Vector, grad, hessian, jacobian, value_and_grad, vjp, vmap
 from vjpgrad.core import ops
 from vjpgrad.nn import functional as F  # noqa: N812 - as torch.nn.functional is imported
 
@@ -1153,6 +1153,21 @@ def test_a_vmap_inside_grad_reading_the_values_it_differentiates_is_refused() ->
             take()
     fixed = Value(3.0, requires_grad=False)
     assert grad(lambda x: x * float(vmap(lambda y: y * fixed)(ys).sum()))(2.0) == 90.0
+    # a Value the transform does not differentiate (a model's parameter) is a constant to it, as in eager code
+    weight = Value(3.0)
+    assert grad(lambda x: x * float(vmap(lambda y: y * weight)(ys).sum()))(2.0) == 90.0
+    assert grad(lambda x: x * float(vmap(lambda y, w: y * w, in_dims=(0, None))(ys, weight).sum()))(2.0) == 90.0
+    assert hessian(lambda x: x * x * float(vmap(lambda y: y * weight)(ys).sum()))(2.0) == 180.0
+    made_before: list[Any] = []
+    grad(lambda x: made_before.append(vjp(lambda t: t * t, x)[1]) or x)(3.0)  # a vjp of an earlier grad's
+    assert grad(lambda x: x * float(vmap(made_before[0])(np.array([10.0, 20.0]))[0].sum()))(2.0) == 180.0
+    with_no_grad = grad(lambda x: x * no_grad_sum(lambda y: y * x, ys))(2.0)  # cut on purpose, as eager code cuts
+    assert with_no_grad == 60.0
+
+
+def no_grad_sum(f: Any, ys: Any) -> float:
+    with vjpgrad.no_grad():
+        return float(vmap(f)(ys).sum())
 
 
 def test_without_numpy_vmap_and_batch_sum_each_say_how_to_install_it() -> None:

@@ -505,23 +505,42 @@ def _reads_no_values_of_a_recording(count: int) -> None:
     )
 
 
-def _values_in(x: Any, taking: bool = False) -> int:
-    """How many Values ``x`` holds (``taking``: that take gradient): itself, or in lists, tuples,
-    dicts and Vectors at any depth."""
+def _values_in(x: Any, variables: frozenset[int] | None = None) -> int:
+    """How many Values ``x`` holds (with ``variables``, those computed from them): itself, or in
+    lists, tuples, dicts and Vectors at any depth."""
     if isinstance(x, graph.Node):
-        return int(not taking or x.requires_grad)
+        return int(variables is None or _computed_from(x, variables))
     if isinstance(x, dict):
-        return sum(_values_in(y, taking) for y in [*x, *x.values()])
+        return sum(_values_in(y, variables) for y in [*x, *x.values()])
     if isinstance(x, (list, tuple, Vector)):
-        return sum(_values_in(y, taking) for y in x)
+        return sum(_values_in(y, variables) for y in x)
     return 0
 
 
-def _inside() -> tuple[bool, bool]:
-    """Whether a vmap runs inside what may take none of the Values it reads (another function's
-    recording), and whether only those that take gradient count (inside a transform alone)."""
-    taking = state.recording is None and state.transform_depth > 0
-    return state.recording is not None or taking, taking
+def _computed_from(value: graph.Node, variables: frozenset[int]) -> bool:
+    """Whether ``value`` is one of ``variables`` (ids) or is computed from one, through its graph."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if id(node) in variables:
+            return True
+        if id(node) not in seen:
+            seen.add(id(node))
+            stack.extend(x for x in graph.operands(node) if isinstance(x, graph.Node))
+    return False
+
+
+def _inside() -> tuple[bool, frozenset[int] | None]:
+    """Whether a vmap runs where a Value it reads would lose what depends on it, and which Values
+    count: inside another function's recording, every Value (None); inside a transform alone (grad
+    mode on), those computed from its variables (their ids), a parameter it does not differentiate
+    being a constant to it, as to eager code."""
+    if state.recording is not None:
+        return True, None
+    if state.transform_depth > 0 and state.grad_enabled:
+        return True, transforms_functional.differentiated_now()
+    return False, None
 
 
 def _given_inside(
@@ -530,29 +549,28 @@ def _given_inside(
     """How many Values a vmap running inside a recording or a transform (``_inside``) is given:
     unbatched, as keyword arguments, or as the primals of a vjp function made in there (one made
     before holds its primals' numbers as vjp read them). 0 outside both."""
-    inside, taking = _inside()
+    inside, variables = _inside()
     if not inside:
         return 0
     unbatched = [arg for arg, dim in zip(given, dims, strict=True) if dim is None]
     primals: tuple[Any, ...] = ()
     if transformed is not None and transformed.kind == "vjp" and _made_here(transformed):
         primals = transformed.primals
-    return sum(_values_in(x, taking) for x in [*unbatched, *kwargs.values(), *primals])
+    return sum(_values_in(x, variables) for x in [*unbatched, *kwargs.values(), *primals])
 
 
 def _read_inside(outside: list[graph.Node]) -> int:
     """How many of the Values a vmap's program reads from its function's world count inside a
     recording or a transform (``_inside``); 0 outside both."""
-    inside, taking = _inside()
-    return sum(_values_in(x, taking) for x in outside) if inside else 0
+    inside, variables = _inside()
+    return sum(_values_in(x, variables) for x in outside) if inside else 0
 
 
 def _made_here(transformed: Transformed) -> bool:
-    """Whether a vjp function was made inside what is running now: the recording (compile's,
-    vmap's), or a transform. One made before holds its primals' numbers as vjp read them."""
-    if state.recording is not None:
-        return transformed.made_in is state.recording
-    return transformed.made_depth > 0
+    """Whether a vjp function was made inside the recording running now (compile's, vmap's); inside
+    a transform, its primals count where they are computed from its variables (``_inside``). One
+    made before holds its primals' numbers as vjp read them."""
+    return state.recording is None or transformed.made_in is state.recording
 
 
 class Vmapped:

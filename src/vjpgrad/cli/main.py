@@ -445,27 +445,23 @@ def _write_files(
 
 
 def _write_whole(files: list[tuple[str, Path, str]]) -> None:
-    """Write each ``(option, path, text)`` whole or none of them: each path checked first, each text
-    written beside its file, then each put in its place (a rename: a write cut short by a full disk
-    leaves the file that was there)."""
+    """Write each ``(option, path, text)``, every text made and every path checked first (a folder,
+    or one file named by both options, is refused before any is written). Each is written where its
+    path leads, as a shell's ``>`` writes: through a link, into a pipe, keeping the file's
+    permissions. A write that fails says which, and what was written before it."""
     for option, path, _ in files:
         if path.is_dir():
             raise CommandError(f"{option} {path}: is a folder; give the name of a file to write")
-    placed: list[tuple[Path, Path]] = []
-    writing = ""
-    try:
-        for option, path, content in files:
-            writing = f"{option} {path}"
-            beside = path.with_name(f".{path.name}.{os.getpid()}.part")
-            placed.append((beside, path))
-            beside.write_text(content, encoding="utf-8")
-    except OSError as error:
-        for beside, _ in placed:
-            beside.unlink(missing_ok=True)
-        reason = error.strerror or str(error)
-        raise CommandError(f"{writing}: could not write it ({reason}); no file was written") from None
-    for beside, path in placed:
-        os.replace(beside, path)
+    if len(files) == 2 and os.path.realpath(files[0][1]) == os.path.realpath(files[1][1]):
+        raise CommandError(f"--dot and --html name one file, {files[0][1]}: give each a file of its own")
+    done: list[str] = []
+    for option, path, content in files:
+        try:
+            path.write_text(content, encoding="utf-8")
+        except OSError as error:
+            before = f"; {', '.join(done)} was written" if done else "; no file was written"
+            raise CommandError(f"{option} {path}: could not write it ({error.strerror or error}){before}") from None
+        done.append(f"{option} {path}")
 
 
 _SAYS_WHAT_IS_WRONG = (CommandError, ExpressionError, TypeError, ValueError, RuntimeError, OverflowError)

@@ -10,6 +10,7 @@ the graph the level inside it built (``create_graph=True``).
 from __future__ import annotations
 
 import numbers
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -220,7 +221,22 @@ def _call(
     lifted = list(args)
     for k, argument in zip(positions, arguments, strict=True):
         lifted[k] = argument.lifted
-    return f(*lifted, **(kwargs or {})), arguments, any(a.nested for a in arguments)
+    running = _running.__dict__.setdefault("variables", [])
+    running.append(frozenset(id(value) for argument in arguments for value in argument.values))
+    try:
+        return f(*lifted, **(kwargs or {})), arguments, any(a.nested for a in arguments)
+    finally:
+        running.pop()
+
+
+_running = threading.local()
+"""Per thread, the ids of the variables of each transform whose function is running (``_call``)."""
+
+
+def differentiated_now() -> frozenset[int]:
+    """The ids of the variables of every transform whose function runs now on this thread: what a
+    Value must be computed from to take part in their gradients (``vmap`` refuses to read one)."""
+    return frozenset().union(*_running.__dict__.get("variables", ()))
 
 
 def _outputs(out: object, transform: str) -> tuple[list[Value | float], bool]:
