@@ -479,12 +479,11 @@ def _record_call(
     return recording, result, found
 
 
-def _reads_no_values_of_a_recording(count: int) -> None:
-    """A vmap called inside a function that compile or vmap records, reading ``count`` Values (given
-    unbatched, as a vjp function's primals, or found in its function's world): its array code reads
-    their numbers, which the outer recording would keep as this call's, with no gradient through
-    them. Refused where it reads any; a vmap of constants (arrays, numbers) runs, its numbers the
-    world's, watched."""
+def _refuse_values_read(count: int) -> None:
+    """A vmap that reads ``count`` Values (given unbatched, as a vjp function's primals, or found in
+    its function's world) where they count (``_inside``): inside a function that compile or vmap
+    records, which would keep this call's numbers, or inside a transform, whose gradient would not
+    flow through them. Refused where it reads any; a vmap of constants (arrays, numbers) runs."""
     if not count:
         return
     what = (
@@ -653,13 +652,13 @@ class Vmapped:
             )
         if transformed is not None and state.detect_anomaly:
             self._passes_as_eager_code(read, kwargs, batch)
-        _reads_no_values_of_a_recording(_given_inside(transformed, given, dims, kwargs))
+        _refuse_values_read(_given_inside(transformed, given, dims, kwargs))
         if transformed is not None and transformed.kind == "vjp":
             return self._call_vjp(read[0], batch)
         if not batch:  # as torch.func.vmap: results with no samples, of the shapes one sample gives
             read = [a.stand_in() if a.kind == "batched" else a for a in read]
         program = self._program(read, kwargs)
-        _reads_no_values_of_a_recording(_read_inside(program.outside))
+        _refuse_values_read(_read_inside(program.outside))
         with arrays.arithmetic(np):
             columns = self._run(program, read, max(batch, 1))
         return self._shape(program, columns[:, :batch], batch)
@@ -962,7 +961,7 @@ class Vmapped:
                 f"vmap: each cotangent must have the shape of the function's output ({width or 'a number'}), "
                 f"got {cotangent.width or 'a number'}"
             )
-        _reads_no_values_of_a_recording(_read_inside(program.outside))
+        _refuse_values_read(_read_inside(program.outside))
         now = [graph.number(x) for x in program.outside]
         if program.vjp_numbers is None or not _same_bits(now, program.vjp_numbers):
             return self._vjp_one_by_one(cotangent, batch)

@@ -2038,8 +2038,8 @@ def _applying(notes: frozenset[str], gradients: dict[Value, Any]) -> frozenset[s
 
 
 def _nan_signs(reports: list[LeafReport]) -> frozenset[str]:
-    """``NAN_SIGNS_NOTE`` where an element of a leaf differs from PyTorch's in a nan's sign alone
-    (nan against nan, other bits), else nothing. Which sign a nan keeps where two meet is the
+    """``NAN_SIGNS_NOTE`` where an element of a leaf differs from PyTorch's as a nan alone (nan
+    against nan, another sign or payload), else nothing. Which sign a nan keeps where two meet is the
     machine code's: CPython 3.11 and later keep the first operand's in ``(-nan) + nan`` on a
     line's first runs and the second's once the line is specialised, so the replay's nan may have
     either sign."""

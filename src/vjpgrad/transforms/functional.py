@@ -117,9 +117,8 @@ class Transformed:
     primals: tuple[Any, ...] = ()
     # a vjp function's graph, as vjp made it: its outputs (Values or numbers) and the Values of each primal
     graph: tuple[list[Any], list[list[Value]]] | None = None
-    # where vjp made it: the recording running then (compile's, vmap's) and how deep inside transforms
+    # where vjp made it: the recording running then (compile's, vmap's), or None
     made_in: Any = None
-    made_depth: int = 0
 
 
 def _mark(transformed: Callable[..., Any], made: Transformed) -> None:
@@ -398,10 +397,7 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
             return tuple(_split(row, arguments, now))
 
     kept = (list(outputs), [list(argument.values) for argument in arguments])
-    made = Transformed(
-        "vjp", f, primals=tuple(primals), graph=kept, made_in=state.recording, made_depth=state.transform_depth
-    )
-    _mark(vjp_fn, made)
+    _mark(vjp_fn, Transformed("vjp", f, primals=tuple(primals), graph=kept, made_in=state.recording))
     return _lower(outputs, scalar, nested), vjp_fn
 
 
@@ -493,8 +489,9 @@ def jacobian(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
 
 
 def hessian(f: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
-    """``f`` transformed to return its matrix of second derivatives: ``jacobian(jacobian(f))``,
-    as torch.func's; of a function with several outputs, one matrix per output."""
+    """``f`` transformed to return its matrix of second derivatives: ``jacobian(jacobian(f))``, the
+    numbers of torch.func's ``jacrev(jacrev(f))`` (its ``hessian`` runs forward over reverse and may
+    differ in the last bit); of a function with several outputs, one matrix per output."""
     if isinstance(argnums, bool) or not isinstance(argnums, int):
         raise TypeError(f"hessian takes one argnums, an int, got {type(argnums).__name__}")
     hessian_f = jacobian(jacobian(f, argnums), argnums)
