@@ -169,6 +169,27 @@ def test_dot_writes_the_graph(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert f"graph written to {target}" in out
 
 
+@pytest.mark.parametrize(
+    ("expression", "assignments", "output"),
+    [
+        ("x*z + 1", ["x=2", "z=3"], "y\\ndata 7"),
+        ("x*y + 1", ["x=2", "y=3,4"], "out[1]\\ndata 9"),
+        ("x", ["x=3"], "x\\ndata 3"),
+    ],
+)
+def test_dot_names_the_output_as_the_printed_lines_do(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, expression: str, assignments: list[str], output: str
+) -> None:
+    """The output's box is named as the printed ``y = ...`` names it (``out`` where a variable is
+    ``y``), as the page and ``--explain`` name it; a variable that is the output keeps its name. It
+    was a box with no name, among named leaves."""
+    target = tmp_path / "g.dot"
+    seed = ["--seed", "1,1"] if "," in " ".join(assignments) else []
+    status, _, _ = run(capsys, expression, *assignments, *seed, "--dot", str(target))
+    assert status == 0
+    assert f'label="{output}' in target.read_text()
+
+
 def test_an_expression_may_start_with_a_minus_sign(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "-x * 2", "x=3", "--seed=0.5")
     assert status == 0
@@ -1128,3 +1149,31 @@ def test_a_notes_elements_come_in_their_order_whatever_their_sign(capsys: pytest
     status, out, _ = run(capsys, "1 / a", "a=-0.0,0,2", "--seed", "1,1,1")
     assert status == 0
     assert "note: y[0] and y[1] are inf or -inf: " in out  # y[0] is -inf, y[1] inf: listed as they come
+
+
+@pytest.mark.parametrize(
+    ("written", "number"),
+    [("0x10", 16.0), ("-0b11", -3.0), ("0o17", 15.0), ("1_000", 1000.0), ("0x" + "f" * 300, math.inf)],
+)
+def test_a_value_takes_the_integers_the_expression_takes(
+    capsys: pytest.CaptureFixture[str], written: str, number: float
+) -> None:
+    """``x*0x10`` reads ``0x10`` as Python does; ``x=0x10`` said it "is not a number". A value now
+    takes what a literal of the expression takes, an integer too large for a float being inf."""
+    status, out, _ = run(capsys, "x*0x10", f"x={written}")
+    assert status == 0
+    assert f"x.grad = {16.0!r}" in out
+    assert f"y = {number * 16.0!r}" in out
+    status, out, _ = run(capsys, "x*2", f"x={written},0x2", "--seed", "1,1")
+    assert status == 0
+    assert "x.grad = tensor([2., 2.])" in out
+    assert out.splitlines()[0].endswith("4.])")
+
+
+@pytest.mark.parametrize("written", ["0x", "0x1g", "0b2", "1__0", "0x1.8"])
+def test_a_value_that_python_would_not_read_as_an_integer_is_still_not_a_number(
+    capsys: pytest.CaptureFixture[str], written: str
+) -> None:
+    status, _, err = run(capsys, "2*x", f"x={written}")
+    assert status == 2
+    assert f"x: {written!r} is not a number" in err

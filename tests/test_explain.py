@@ -331,3 +331,22 @@ def test_bad_names_and_labels_are_type_errors_that_name_them() -> None:
     a.label = "a"
     del a.label
     assert a.label is None
+
+
+def test_a_label_with_a_terminal_code_is_written_escaped_and_named_apart_from_its_text() -> None:
+    """A label holding a control character (a terminal's colour code) is written as Python writes
+    it (``w\\x1b[31m``), as every picture and page writes it: ``print(explain(y))`` wrote the raw
+    escape, which turned the terminal red. Written so, it can read as another label typed as that
+    text (a backslash, then ``x1b``); the two are two nodes, named apart as two labels alike are."""
+    coloured = Value(2.0, label="w\x1b[31m")
+    typed = Value(3.0, label="w\\x1b[31m")
+    given = Value(1.0)
+    e = explain(coloured * typed + given, names={"n\x00": given})
+    shown = str(e)
+    assert "\x1b" not in shown
+    assert "\x00" not in shown
+    assert e.names[coloured] == "w\\x1b[31m"
+    assert e.names[typed] == "w\\x1b[31m (2)"
+    assert len(set(e.names.values())) == len(e.names)
+    sums = {line.split(".grad", 1)[0].strip() for line in shown.splitlines() if ".grad +=" in line}
+    assert sums == {"w\\x1b[31m", "w\\x1b[31m (2)", "n\\x00"}

@@ -696,3 +696,25 @@ def test_a_key_that_scrolls_a_box_goes_no_further_than_the_stepper(browser: Any,
     WebDriverWait(browser, 2).until(lambda b: b.execute_script("return arguments[0].scrollTop", table) > 0)
     assert browser.execute_script("return window.seen") == []  # the box scrolled; the page saw nothing
     assert browser.switch_to.active_element == table
+
+
+def test_a_label_with_a_control_character_and_a_label_typed_as_its_escape_are_two_nodes_on_the_page() -> None:
+    """``"w\\x1b"`` (an escape character) is shown ``w\\x1b``, as ``"w\\\\x1b"`` (its text, typed) is:
+    the page's data had one name for both, so one node's gradient showed on the other's drawing.
+    The explanation names them apart, as two labels alike."""
+    y = Value(3.0, label="w\x1b") * Value(2.0, label="w\\x1b")
+    data = data_of(stepper_html(explain(y)))
+    named = [n["name"] for n in data["nodes"]]  # type: ignore[attr-defined]
+    assert len(named) == len(set(named)) == 3
+    assert {"w\\x1b", "w\\x1b (2)"} <= set(named)
+
+
+def test_without_its_script_the_page_shows_no_idle_buttons_and_says_the_table_has_every_step() -> None:
+    """A page whose script does not run (scripts off, an untrusted notebook) showed Next and Play
+    buttons that did nothing. They are hidden until the script shows them; until then a note
+    says the table lists every step. (The browser tests click them: shown once the script runs.)"""
+    elements = parse(stepper_html(explain(Value(2.0) * Value(3.0))))
+    attributes = {a.get("data-role"): a for _, a in elements.tags if a.get("data-role") in ("controls", "no-script")}
+    assert "hidden" in attributes["controls"]
+    assert "hidden" not in attributes["no-script"]
+    assert """[data-role="controls"]').hidden = false""" in stepper_html(explain(Value(2.0) * 2.0))

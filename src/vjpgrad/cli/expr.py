@@ -477,8 +477,9 @@ def _children(node: ast.expr) -> list[ast.expr]:
     return []
 
 
-def _to_float(number: float) -> float:
-    """An integer literal as a float, overflowing to inf as a float literal does (1e999)."""
+def to_float(number: float) -> float:
+    """An integer literal as a float, overflowing to inf as a float literal does (1e999): the
+    expression's and a value's (``x=0x10``)."""
     try:
         return float(number)
     except OverflowError:
@@ -505,7 +506,7 @@ def evaluate(tree: ast.expr, env: Mapping[str, Any]) -> Any:
     while stack:
         node, operands_done = stack.pop()
         if isinstance(node, ast.Constant):
-            results.append(_to_float(cast(int | float, node.value)))  # parse() admitted only int and float
+            results.append(to_float(cast(int | float, node.value)))  # parse() admitted only int and float
         elif isinstance(node, ast.Name):
             if node.id not in env:
                 raise ExpressionError(f"{node.id} has no value: give it one, as in {node.id}=1.5 or {node.id}=1,2,3")

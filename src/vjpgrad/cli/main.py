@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vjpgrad.cli.cases import report
-from vjpgrad.cli.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, ExpressionError, evaluate, parse, variables
+from vjpgrad.cli.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, ExpressionError, evaluate, parse, to_float, variables
 from vjpgrad.compiler import cache
 from vjpgrad.core.seeds import SummedSeedWarning, seeds_for
 from vjpgrad.core.value import Value
@@ -246,6 +246,15 @@ def _all_numbers(text: str) -> bool:
         return False
 
 
+def _number(item: str) -> float:
+    """A value's number: what ``float`` reads, or an integer as the expression's literals are
+    (``0x10``, ``0b11``, ``0o17``), too large for a float being inf as there; ValueError if neither."""
+    try:
+        return float(item)
+    except ValueError:
+        return to_float(int(item, 0))
+
+
 def _numbers(text: str, what: str) -> list[float]:
     bare = text.strip()
     if len(bare) > 1 and (bare[0], bare[-1]) in (("[", "]"), ("(", ")")) and _all_numbers(bare[1:-1]):
@@ -259,7 +268,7 @@ def _numbers(text: str, what: str) -> list[float]:
     numbers = []
     for item in items:
         try:
-            numbers.append(float(item))
+            numbers.append(_number(item))
         except ValueError:
             written = item.strip()
             constant = CONSTANTS.get(written.casefold())
@@ -341,7 +350,7 @@ def _evaluate(args: Arguments) -> list[str]:
     lines += [f"note: {summed[0]}"] if summed else []
     if explanation is not None and args.explain:
         lines += ["", str(explanation)]
-    return lines + _write_files(args, y, seed, explanation)
+    return lines + _write_files(args, y, seed, explanation, {name: y, **env})
 
 
 def _present(remark: str | None) -> list[str]:
@@ -424,10 +433,15 @@ def _unused_notes(env: dict[str, Value | Vector], used: list[str]) -> list[str]:
 
 
 def _write_files(
-    args: Arguments, y: Value | Vector, seed: float | list[float] | None, explanation: Explanation | None
+    args: Arguments,
+    y: Value | Vector,
+    seed: float | list[float] | None,
+    explanation: Explanation | None,
+    names: dict[str, Value | Vector],
 ) -> list[str]:
-    """Write the ``--dot`` and ``--html`` files asked for; the lines that say so. A page with no
-    pass to step through is refused before any file is written."""
+    """Write the ``--dot`` and ``--html`` files asked for; the lines that say so. The picture names
+    its boxes as the printed lines and the page do (``names``: the output's, then the variables').
+    A page with no pass to step through is refused before any file is written."""
     if args.html is not None and explanation is None:
         raise CommandError("--html needs an output that depends on a variable: there is no pass to step through")
     files: list[tuple[str, Path, str]] = []
@@ -435,7 +449,7 @@ def _write_files(
     if args.dot is not None:
         with warnings.catch_warnings():  # a summed seed was said above, as a note
             warnings.simplefilter("ignore", SummedSeedWarning)
-            files.append(("--dot", args.dot, to_dot(y, seed)))
+            files.append(("--dot", args.dot, to_dot(y, seed, names=names)))
         lines.append(f"graph written to {args.dot}")
     if args.html is not None and explanation is not None:
         files.append(("--html", args.html, explanation.to_html(title=args.expression)))

@@ -105,7 +105,7 @@ def formula(node: Value, names: Mapping[Value, str], shown: int | None = None) -
             return text.number(x)
         found = names.get(x)
         if found is None and not x.requires_grad:  # data no gradient reaches (take's index): its number
-            return x.label or text.number(graph.number(x))
+            return text.printable(x.label) if x.label else text.number(graph.number(x))
         return found or "?"
 
     op = graph.op_of(node)
@@ -123,7 +123,9 @@ def _name_every_node(
     """Give every node of a pass a name in ``label`` (which holds the given names, the labels and
     the outputs' ``y`` already): a leaf its label or ``x1``, ``x2``..., an operation its label or
     ``t1``, ``t2``..., each in the order they were made, the made-up names past every name the
-    pass holds; an unlabelled output keeps ``y`` (``y[i]``) where no node is labelled so."""
+    pass holds; an unlabelled output keeps ``y`` (``y[i]``) where no node is labelled so. Every
+    name is then written printable (``text.printable``: ``\\x1b`` for a terminal's escape) before
+    two nodes of one name are named apart, so a label that prints as another's is another name."""
     defaulted = [value for value in outputs if not value.label and value not in given]  # y, y[i]
     taken = {name for node in (*order, *leaves) for name in (label.get(node), node.label) if name}
     leaf_names, inner_names = _made_up("x", taken), _made_up("t", taken)
@@ -137,6 +139,8 @@ def _name_every_node(
     for value in defaulted:
         if label[value].split("[", 1)[0] in labelled:
             label[value] = next(inner_names)
+    for node, name in label.items():  # a terminal's colour code written as Python writes it, as every view does
+        label[node] = text.printable(name)
     _apart(label, sorted({*leaves, *order}, key=graph.sequence))
 
 

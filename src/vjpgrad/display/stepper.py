@@ -672,7 +672,9 @@ def _fragment(explanation: ExplanationData, title: str | None, notes: Sequence[s
         f"<style>{_CSS}</style>"
         f'<div class="vjs-title" data-role="title">{_escape(shown_title)}</div>{warning}'
         + "".join(f'<p class="vjs-note" data-role="note">{_escape(note)}</p>' for note in notes)
-        + '<div class="vjs-controls">'
+        + '<p class="vjs-note" data-role="no-script">The buttons that step through the pass need JavaScript, '
+        "which has not run here: the table below lists every step.</p>"
+        '<div class="vjs-controls" data-role="controls" hidden>'
         '<button type="button" data-role="reset" title="back to the seeds (Home)">Reset</button>'
         '<button type="button" data-role="prev" title="one step back (\u2190)">\u25c0 Previous</button>'
         '<button type="button" data-role="next" title="one step on (\u2192)">Next \u25b6</button>'
@@ -734,6 +736,7 @@ _CSS = """
 .vjs-root .vjs-note{margin:2px 0;white-space:pre-wrap}
 .vjs-root .vjs-warning{background:#fff4d6;border:1px solid #e0b341;padding:4px 8px;border-radius:4px}
 .vjs-root .vjs-controls{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin-bottom:8px}
+.vjs-root .vjs-controls[hidden],.vjs-root .vjs-note[hidden]{display:none}
 .vjs-root button{font:inherit;padding:3px 10px;border:1px solid #aab4c4;border-radius:5px;background:#f4f6fa;
   cursor:pointer;color:#1d2330}
 .vjs-root button:hover:enabled{background:#e6ecf5}
@@ -793,6 +796,8 @@ _SCRIPT = """
   if (!root || root.getAttribute("data-ready") === "1") { return; }
   var data = JSON.parse(document.getElementById(__ROOT_ID__ + "-data").textContent);
   root.setAttribute("data-ready", "1");
+  root.querySelector('[data-role="controls"]').hidden = false;  // the buttons work now: shown, the note
+  root.querySelector('[data-role="no-script"]').hidden = true;  // that says they need a script hidden
   var steps = data.steps, n = steps.length, k = 0, timer = null;
   var arrow = __ROOT_ID__ + "-arrow";
   function num(x) { return typeof x === "string" ? Number(x) : x; }
