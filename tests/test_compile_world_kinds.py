@@ -286,6 +286,124 @@ def test_what_a_typing_alias_holds_changed_gives_eagers_bits_or_a_refusal(name: 
     assert _twin(_TYPING_ALIASES[name]) in ("same", "refused")
 
 
+class _Private:
+    """A private slot: Python stores it as ``_Private__factor``, not under the name declared."""
+
+    __slots__ = ("__factor",)
+
+    def __init__(self) -> None:
+        self.__factor = 2.0
+
+    def set(self, k: float) -> None:
+        self.__factor = k
+
+    def factor(self) -> float:
+        return self.__factor
+
+
+class _PrivateChild(_Private):
+    __slots__ = ()
+
+
+class _Reslotted:
+    __slots__ = ("s",)
+
+    def __init__(self) -> None:
+        self.s = 2.0
+
+
+_Reslotted.__slots__ = ()  # type: ignore[misc]  # the slot stays; its declaration no longer names it
+_Generated: Any = type("_Generated", (), {"__slots__": iter(("s",)), "__module__": __name__})  # declared once, consumed
+
+
+class _Window(list[float]):
+    """A list whose iteration shows only its first ``n`` items: indexing reads them all."""
+
+    n = 2
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(list.__getitem__(self, slice(0, self.n)))
+
+
+class _HiddenSet(set[float]):
+    def __iter__(self) -> Iterator[float]:
+        return iter(())
+
+
+class _HiddenDeque(collections.deque[float]):
+    def __iter__(self) -> Iterator[float]:
+        return iter(())
+
+
+class _HiddenTuple(tuple[list[float], ...]):
+    def __iter__(self) -> Iterator[list[float]]:  # type: ignore[override]
+        return iter(())
+
+
+_SETTING = {"k": 1.0}
+
+
+class _Setting(contextlib.ContextDecorator):
+    """Sets ``_SETTING["k"]`` to its own ``k`` while the function it decorates runs."""
+
+    def __init__(self, k: float) -> None:
+        self.k = k
+        self.old = _SETTING["k"]  # what __enter__ keeps here is this again: no side effect to refuse
+
+    def __enter__(self) -> _Setting:
+        self.old, _SETTING["k"] = _SETTING["k"], self.k
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _SETTING["k"] = self.old
+
+
+def _decorated_by_a_context_decorator() -> tuple[Callable[[], float], Callable[[float], None]]:
+    setting = _Setting(2.0)
+
+    @setting  # the wrapper is contextlib's; the user's object it closes over sets the number read
+    def read() -> float:
+        return _SETTING["k"]
+
+    return read, (lambda k: setattr(setting, "k", k))
+
+
+def _slot_set(h: Any, k: float) -> None:
+    h.s = k
+
+
+_HIDDEN_FROM_A_DECLARATION: dict[str, Any] = {
+    "a private slot": _in_place(_Private, lambda h: h.factor(), lambda h, k: h.set(k)),
+    "a private slot of a base class": _in_place(_PrivateChild, lambda h: h.factor(), lambda h, k: h.set(k)),
+    "a slot whose __slots__ was replaced": _in_place(_Reslotted, lambda h: h.s, _slot_set),
+    "a slot declared by an iterator": _in_place(
+        lambda: _slot_set(held := _Generated(), 2.0) or held, lambda h: h.s, _slot_set
+    ),
+    "a list whose __iter__ hides items": _in_place(
+        lambda: _Window([1.0, 2.0, 2.0]), lambda h: h[2], lambda h, k: h.__setitem__(2, k)
+    ),
+    "a set whose __iter__ hides items": _in_place(
+        lambda: _HiddenSet({2.0}), lambda h: max(set.__iter__(h)), lambda h, k: (h.clear(), h.add(k))
+    ),
+    "a deque whose __iter__ hides items": _in_place(
+        lambda: _HiddenDeque([2.0]), lambda h: h[0], lambda h, k: h.__setitem__(0, k)
+    ),
+    "a tuple whose __iter__ hides a list": _in_place(
+        lambda: _HiddenTuple(([2.0],)), lambda h: h[0][0], lambda h, k: h[0].__setitem__(0, k)
+    ),
+    "a context decorator's own object": _decorated_by_a_context_decorator,
+}
+"""State that the declaration or the iteration its own class writes does not show: an outside
+review found each read once and never watched (a slot looked up by the name ``__slots__``
+declares, not the mangled one Python stores; items read through a subclass's ``__iter__``; the
+user's object a library's wrapper closes over), so the compiled function kept the first number."""
+
+
+@pytest.mark.parametrize("name", sorted(_HIDDEN_FROM_A_DECLARATION))
+def test_state_a_declaration_or_an_iteration_hides_changed_gives_eagers_bits(name: str) -> None:
+    assert _twin(_HIDDEN_FROM_A_DECLARATION[name]) == "same"
+
+
 def test_a_numpy_record_read_from_the_world_gives_eagers_bits_or_a_refusal() -> None:
     # table[0] of a structured array is a numpy.void that views the array's memory: not a scalar that never changes
     np = pytest.importorskip("numpy")

@@ -122,7 +122,7 @@ class _Writer:
         """The expression that reads a step's object from its parent."""
         o = f"o{parent}"
         if how == "items":
-            value = o if key else f"tuple({o})"
+            value = o if key is True else f"tuple({self.iterated(o, key)})"
         elif how == "keys":
             value = f"tuple({o})" if key is True else f"tuple({_READERS[key]}keys({o}))"
         elif how == "values":
@@ -146,6 +146,11 @@ class _Writer:
         else:
             raise ValueError(f"no such step: {how!r}")
         return value
+
+    def iterated(self, o: str, key: Any) -> str:
+        """What iterates over a sequence's items: the object itself, or where its class overrides
+        ``__iter__`` (the step's key: the container type it subclasses) that type's own iteration."""
+        return o if isinstance(key, bool) else f"{self.constant(key)}.__iter__({o})"
 
     def same(self, var: int, x: Any) -> None:
         o = f"o{var}"
@@ -324,7 +329,7 @@ def _folded_step(writer: _Writer, facts: list[tuple[Fact, Any]], k: int, uses: d
         writer.scalars(writer.expression(parent, how, key), facts[k + 1][1], names=True)
         return 2
     if following[0] == "unpack" and how in ("values", "items"):
-        source = f"o{parent}"
+        source = writer.iterated(f"o{parent}", key) if how == "items" else f"o{parent}"
         if how == "values":
             source = f"o{parent}.values()" if key is True else f"{_READERS[key]}values(o{parent})"
         writer.lines.append(f"        {''.join(f'o{v}, ' for v in following[2])}= {source}")

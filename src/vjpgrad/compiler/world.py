@@ -522,29 +522,34 @@ def _raised(name: str, x: Any, error: Exception) -> UnwatchableError:
     )
 
 
+def slots(kind: type, users_only: bool = False) -> tuple[tuple[str, Any], ...]:
+    """The slots an object of ``kind`` has, each as the name Python stores it under (a private
+    one mangled: ``_Scaled__scale``) and its descriptor, read off the classes themselves: the
+    member descriptors in the ``__dict__`` of each class of ``kind``'s MRO that declares
+    ``__slots__`` (of the user's alone with ``users_only``). Not the names the declaration
+    gives: it names a private slot unmangled, may be an iterator spent when the class was made,
+    and may be replaced after it; the descriptors are what holds the state."""
+    return tuple(
+        (name, descriptor)
+        for k in kind.__mro__
+        if "__slots__" in k.__dict__ and not (users_only and is_library(k))
+        for name, descriptor in k.__dict__.items()
+        if type(descriptor) is types.MemberDescriptorType
+    )
+
+
 @functools.lru_cache(maxsize=256)
 def user_slots(kind: type) -> tuple[tuple[str, Any], ...]:
-    """The slots a user's subclass of Value, Vector (or of a named tuple) adds: each name, as
-    code reads it (a private one mangled: ``_Scaled__scale``), and descriptor (vjpgrad's own
-    classes' slots are its own state)."""
-    slots: list[tuple[str, Any]] = []
-    for k in kind.__mro__:
-        if is_library(k):
-            continue
-        declared = k.__dict__.get("__slots__", ())
-        for name in (declared,) if isinstance(declared, str) else declared:
-            if name not in ("__dict__", "__weakref__"):
-                held = _mangled(k, name)
-                slots.append((held, k.__dict__[held]))
-    return tuple(slots)
+    """The slots a user's subclass of Value, Vector (or of a named tuple) adds (``slots``; vjpgrad's
+    own classes' slots are its own state)."""
+    return slots(kind, users_only=True)
 
 
-def _mangled(kind: type, name: str) -> str:
-    """The name a slot declared as ``name`` has in its class: a private one (``__scale``) is
-    ``_Scaled__scale`` there, as Python mangles it."""
-    if name.startswith("__") and not name.endswith("__") and kind.__name__.strip("_"):
-        return f"_{kind.__name__.lstrip('_')}{name}"
-    return name
+def _iterated_by(kind: type) -> type | None:
+    """The container type of ``_SEQUENCES`` (or ``WeakSet``) whose own ``__iter__`` reads the items
+    of a ``kind``, where ``kind`` overrides it; None where iterating a ``kind`` is that already."""
+    base = next(k for k in kind.__mro__ if k in _SEQUENCES or k is weakref.WeakSet)
+    return None if kind.__iter__ is base.__iter__ else base  # type: ignore[attr-defined]
 
 
 def is_library_file(file: str) -> bool:
@@ -788,11 +793,14 @@ class _Walk:
             raise _raised(self.snapshot.names[var], x, error) from None
 
     def _sequence(self, var: int, x: Any) -> None:
-        """A list, tuple, deque, set or frozenset (or a WeakSet): its items, in order; a user's
-        subclass's attributes too."""
-        items = list(x)
+        """A list, tuple, deque, set or frozenset (or a WeakSet): its items, in order, as its
+        container type iterates them (a user's subclass's ``__iter__`` may show fewer than it
+        holds, and indexing reads them all); a user's subclass's attributes too."""
+        base: Any = _iterated_by(type(x))
+        items = list(x) if base is None else list(base.__iter__(x))
         labels = None if isinstance(x, (set, frozenset, weakref.WeakSet)) else [f"[{k}]" for k in range(len(items))]
-        self.items(self.get(var, "items", type(x) is tuple, self.snapshot.names[var]), items, labels)
+        key = type(x) is tuple if base is None else base  # how the guard reads them (``guard._Writer.iterated``)
+        self.items(self.get(var, "items", key, self.snapshot.names[var]), items, labels)
         if type(x) not in _SEQUENCES:
             self._object(var, x)
 
@@ -881,12 +889,15 @@ class _Walk:
         name = self.snapshot.names[var]
         if opened:
             self._named(self.get(var, "dict", None, name), fn.__dict__, opened, f"{name}.")
-        if fn.__closure__ and "__wrapped__" not in fn.__dict__:  # a wrapper made without functools.wraps
-            self._wrapped_in_closure(var, fn, name)
+        if fn.__closure__:  # a wrapper made without functools.wraps, a ContextDecorator's object
+            self._wrapped_in_closure(var, fn, name, functions="__wrapped__" not in fn.__dict__)
 
-    def _wrapped_in_closure(self, var: int, fn: types.FunctionType, name: str) -> None:
-        """The functions a library's wrapper closes over (the user's function it wraps); its other
-        cells (the library's caches and settings) are the library's, watched as it is: not at all."""
+    def _wrapped_in_closure(self, var: int, fn: types.FunctionType, name: str, functions: bool) -> None:
+        """What of the user's a library's wrapper closes over: the functions (the user's function
+        it wraps, where ``functions``: it names none as ``__wrapped__``) and the instances of the
+        user's classes (a ``contextlib.ContextDecorator`` of the user's, whose ``__enter__`` the
+        wrapper runs); its other cells (the library's caches and settings) are the library's,
+        watched as it is: not at all."""
         closure = fn.__closure__ or ()
         held = []
         for cell in closure:
@@ -894,13 +905,19 @@ class _Walk:
                 held.append(cell.cell_contents)
             except ValueError:  # empty
                 held.append(None)
-        if not any(isinstance(x, (types.FunctionType, functools.partial, types.MethodType)) for x in held):
+
+        def users(x: Any) -> bool:
+            if isinstance(x, (types.FunctionType, functools.partial, types.MethodType)):
+                return functions
+            return not is_scalar(x) and not isinstance(x, type) and _instance_of_user_class(x)
+
+        if not any(map(users, held)):
             return
         cells = self.get(var, "member", "__closure__", f"{name}.__closure__")
         unpacked = [self.var(f"{name}.{free}") for free in fn.__code__.co_freevars]
         self.fact("unpack", cells, tuple(unpacked))
         for cell_var, cell, x in zip(unpacked, closure, held, strict=True):
-            if isinstance(x, (types.FunctionType, functools.partial, types.MethodType)):
+            if users(x):
                 self.fact("is", cell_var, id(cell))
                 self.snapshot.constants.append(cell)
                 self._cell(cell_var, cell, self.snapshot.names[cell_var])
@@ -1064,12 +1081,8 @@ class _Walk:
             attributes = None
         if type(attributes) is dict:
             self._mapping(self.get(var, "dict", None, name), attributes, attribute=True)
-        for kind in type(x).__mro__:
-            slots = kind.__dict__.get("__slots__", ())
-            for slot in (slots,) if isinstance(slots, str) else slots:
-                descriptor = kind.__dict__.get(slot)
-                if slot not in ("__dict__", "__weakref__") and hasattr(descriptor, "__get__"):
-                    self._slot(var, x, descriptor, f"{name}.{slot}")
+        for slot, descriptor in slots(type(x)):
+            self._slot(var, x, descriptor, f"{name}.{slot}")
 
     def _own_slots(self, var: int, x: Any) -> None:
         """The slots a user's subclass of Value adds (the Value's own are its state, not the world's)."""
