@@ -392,6 +392,11 @@ _HIDDEN_FROM_A_DECLARATION: dict[str, Any] = {
         lambda: _HiddenTuple(([2.0],)), lambda h: h[0][0], lambda h, k: h[0].__setitem__(0, k)
     ),
     "a context decorator's own object": _decorated_by_a_context_decorator,
+    "a named tuple's _fields, read by the library's _asdict": _in_place(
+        lambda: collections.namedtuple("Pair", "a b")(2.0, 3.0),  # _asdict pairs _fields with the items
+        lambda h: h._asdict()["a"],
+        lambda h, k: setattr(type(h), "_fields", ("a", "b") if k == 2.0 else ("b", "a")),
+    ),
 }
 """State that the declaration or the iteration its own class writes does not show: an outside
 review found each read once and never watched (a slot looked up by the name ``__slots__``

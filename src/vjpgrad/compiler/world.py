@@ -1397,20 +1397,22 @@ _LIBRARY_READS: weakref.WeakKeyDictionary[type, frozenset[str] | None] = weakref
 
 
 def _library_reads(kind: type) -> frozenset[str] | None:
-    """The names the code of ``kind``'s library bases reads (its functions' globals and attributes:
-    the subclass's methods and settings it calls or reads by name), or None where that code computes
-    names (``getattr(self, "visit_" + name)``), so that it may read any. Read from the bases' own
-    code, once a class."""
+    """The names the library's code in ``kind`` reads (its functions' globals and attributes: the
+    subclass's methods and settings it calls or reads by name): the code of its library bases, and
+    a library's functions its own classes hold (``namedtuple``'s ``_asdict``, which reads the
+    class's ``_fields``). None where that code computes names (``getattr(self, "visit_" + name)``),
+    so that it may read any. Read from the code itself, once a class."""
     if kind in _LIBRARY_READS:
         return _LIBRARY_READS[kind]
     names: set[str] = set()
-    for base in kind.__mro__[1:]:
-        if base is object or not is_library(base):
+    for base in kind.__mro__:
+        if base is object:
             continue
+        library = base is not kind and is_library(base)
         for item in vars(base).values():
             function = getattr(item, "__func__", getattr(item, "fget", item))  # a static, class or property's
             code = getattr(function, "__code__", None)
-            if isinstance(code, types.CodeType):
+            if isinstance(code, types.CodeType) and (library or is_library(function)):
                 names |= _code_names(code)
     found = None if not names.isdisjoint(COMPUTED_ATTRIBUTES) else frozenset(names)
     _LIBRARY_READS[kind] = found
