@@ -805,6 +805,32 @@ def test_a_class_attribute_set_or_deleted_while_recording_is_named_by_its_name()
         vjpgrad.compile(forgets)(Value(1.0))
 
 
+def test_a_decimal_context_whose_flags_its_arithmetic_set_is_refused_saying_so() -> None:
+    """Decimal arithmetic sets its context's flags (``Inexact``, ``Rounded``), which a replay would
+    not: refused, as any side effect, but the message said only that the function "changed ctx",
+    which a reader's code never does. It names the flags and how to keep them out of the world."""
+    import decimal
+
+    ctx = decimal.Context(prec=6)
+
+    def third(x: Value) -> Value:
+        return x * float(ctx.divide(decimal.Decimal(1), decimal.Decimal(3)))
+
+    with pytest.raises(DataDependentError, match=r"changed ctx \(its flags: decimal's arithmetic sets them") as refused:
+        vjpgrad.compile(third)(Value(1.5))
+    assert "ctx.copy()" in str(refused.value)
+    ctx.prec = 7  # a setting changed: the message it had (a reader's own change)
+    ctx.clear_flags()
+
+    def sets(x: Value) -> Value:
+        ctx.prec = 8
+        return x * 2.0
+
+    with pytest.raises(DataDependentError, match=r"changed ctx while") as refused:
+        vjpgrad.compile(sets)(Value(1.5))
+    assert "its flags" not in str(refused.value)
+
+
 NUMPY_RANDOM_NOT_YET_IMPORTED = textwrap.dedent(
     """
     import sys

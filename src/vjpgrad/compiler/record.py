@@ -693,6 +693,12 @@ def refuse_changes(
             f"which a replay would not know): call {cached}.__wrapped__ inside instead, or call {cached} outside "
             f"and pass its result as an argument, or {_otherwise(recorder)}"
         )
+    if changed is not None and changed.aspect == "flags":  # a decimal.Context's, set by its arithmetic
+        raise DataDependentError(
+            f"{name} (defined at {where(fn)}) changed {changed} while {recorder} recorded it, which a replay "
+            f"would not do again: compute with a copy made inside ({changed.place}.copy(), whose flags are "
+            f"its own), or {_otherwise(recorder)}"
+        )
     if changed is not None:
         lines = changing_lines(before, changed)
         at = f"{name} changed {changed} while {recorder} recorded it (at {', '.join(lines)})"

@@ -66,6 +66,7 @@ import numbers
 import operator
 import os
 import random
+import re
 import site
 import string
 import struct
@@ -2417,6 +2418,7 @@ ASPECTS = {
     "removed": " (removed)",
     "drawn": " (its state: random numbers were drawn from it)",  # a random generator whose state moved
     "called": " (a functools.lru_cache: it was called)",  # a user's functools.lru_cache called (or cleared)
+    "flags": " (its flags: decimal's arithmetic sets them, Inexact and Rounded, as it computes)",  # a Context's
 }
 """What about a place two observations differ in (``Difference.aspect``), and how a reader's
 phrase says it after the place."""
@@ -2460,9 +2462,22 @@ def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> Diff
         return Difference(f"{before.describe(var)}.{changed[0]}" if changed else before.describe(var))
     if var != new[1] or kind == "get" or (kind != new[0] and not (kind in items and new[0] in items)):
         return Difference(before.describe(var))
+    if kind == "state" and _flags_alone(old[2], new[2]):
+        return Difference(before.describe(var), "flags")
     if kind not in items:
         return Difference(before.describe(var), _ASPECT_OF_FACT.get(kind, ""))
     return _items_difference(before, after, kind, var, old[2], new[2])
+
+
+_FLAGS = re.compile(r"flags=\[[^\]]*\]")
+
+
+def _flags_alone(old: Any, new: Any) -> bool:
+    """Whether two states of a ``decimal.Context`` (``content``: its type and repr) differ in
+    their flags alone: what its arithmetic sets, not a setting the code changed."""
+    if old[0] is not decimal.Context or new[0] is not decimal.Context:
+        return False
+    return _FLAGS.sub("", old[1]) == _FLAGS.sub("", new[1])
 
 
 def _items_difference(
