@@ -1810,3 +1810,25 @@ def test_a_new_value_at_every_call_records_once_where_the_code_names_a_values_gr
     for k in range(12):
         assert mapped(np.array([1.0, 2.0]), Value(k + 0.5, requires_grad=False)).tolist() == [k + 0.5, 2 * k + 1.0]
     assert mapped._recordings == 1
+
+
+def _matrix(x: Any) -> Any:
+    return [Vector([x[0] * x[1], x[0]]), Vector([x[1], x[0] + x[1]])]
+
+
+def test_a_matrix_result_is_refused_saying_how_to_stack_it() -> None:
+    """A function that returns a matrix (a list of Vectors; a tuple of them, which jacobian reads
+    as rows) is not stacked by vmap. ``vmap(f)`` said only "got Vector"; ``vmap(jacobian(f))`` of
+    the tuple raised NumPy's "need at least one array to stack". Each now says what to return."""
+    batch = [[1.0, 2.0], [3.0, 4.0]]
+    with pytest.raises(
+        TypeError, match=r"vmap\(_matrix\): the function returns a list of Vectors \(a matrix\).*tuple\(rows\)"
+    ):
+        vmap(_matrix)(batch)
+    for shaped in (_matrix, lambda x: tuple(_matrix(x))):
+        with pytest.raises(TypeError, match=r"returns a matrix.*one Vector"):
+            vmap(jacobian(shaped))(batch)
+    rows = vmap(lambda x: tuple(_matrix(x)))(batch)  # what the first advice says: each row stacked
+    assert rows[1].tolist() == [[2.0, 3.0], [4.0, 7.0]]  # the second row of each sample
+    flat = vmap(jacobian(lambda x: Vector([v for row in _matrix(x) for v in row])))(batch)  # the second's
+    assert flat.reshape(2, 2, 2, 2)[1].tolist() == [[list(v) for v in row] for row in jacobian(_matrix)([3.0, 4.0])]

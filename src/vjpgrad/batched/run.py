@@ -233,6 +233,13 @@ class _Layout:
     items: list[Any]
 
 
+_MATRIX_REFUSED = (
+    "{what}: the function returns a matrix (rows of Vectors), whose jacobian vmap does not stack: return "
+    "its numbers as one Vector (Vector([v for row in rows for v in row])) and reshape the result"
+)
+"""A transform's function that returns a matrix, inside vmap: refused, saying how to flatten it."""
+
+
 def _layout(result: Any, outputs: list[Value], what: str, tuples: bool = True) -> _Layout:
     """How ``result`` is made of Values (appended to ``outputs``) and numbers. A tuple is a tuple
     of results, each stacked on its own, as torch.func.vmap returns them (``tuples``); for a
@@ -244,6 +251,13 @@ def _layout(result: Any, outputs: list[Value], what: str, tuples: bool = True) -
             return ("value", len(outputs) - 1)
         if _is_number(x):
             return ("number", float(x))
+        if isinstance(x, (Vector, list, tuple)) and tuples:
+            raise TypeError(
+                f"{what}: the function returns a list of {type(x).__name__}s (a matrix), which vmap does not "
+                "stack: return the rows as a tuple (tuple(rows)), each stacked on its own"
+            )
+        if isinstance(x, (Vector, list, tuple)):
+            raise TypeError(_MATRIX_REFUSED.format(what=what))
         raise TypeError(
             f"{what}: the function must return numbers, Values, Vectors or lists or tuples of them, "
             f"got {type(x).__name__}"
@@ -256,6 +270,8 @@ def _layout(result: Any, outputs: list[Value], what: str, tuples: bool = True) -
     if isinstance(result, tuple):
         if not tuples and all(isinstance(x, (Value, numbers.Real)) for x in result):
             return _Layout("list", [item(x) for x in result])
+        if not tuples:  # rows, as the transforms read a tuple of Vectors
+            raise TypeError(_MATRIX_REFUSED.format(what=what))
         return _Layout("tuple", [_layout(x, outputs, what, tuples) for x in result])
     return _Layout("one", [item(result)])  # raises, naming the type
 
