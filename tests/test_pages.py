@@ -315,6 +315,42 @@ def test_every_list_of_the_functions_on_a_page_is_the_tables() -> None:
     assert [(page, names) for page, names in lists if names != table] == []
 
 
+_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def test_a_list_of_the_functions_names_those_of_one_operand_first_and_counts_the_others() -> None:
+    """Where a page lists the functions and says "the last two take two operands", the functions
+    of two operands are those last ones: a function of one operand added after them (the recipe's
+    step 6 says before) passed the comparison of the names alone, the page then saying it took two."""
+    from vjpgrad.core import ops
+
+    arity = {op.name: op.arity for op in ops.FUNCTIONS}
+    twos = sum(op.arity == 2 for op in ops.FUNCTIONS)
+    checked = 0
+    for page in [README, *docs_pages()]:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        pattern = r"[Tt]he functions are ((?:`\w+`(?:, | and )?)+)(?:; the last (\w+) take two operands)?"
+        for found in re.finditer(pattern, text):
+            names = re.findall(r"`(\w+)`", found.group(1))
+            assert [arity[n] for n in names] == sorted(arity[n] for n in names), (name(page), names)
+            if found.group(2) is not None:
+                assert _COUNTS[found.group(2)] == twos, (name(page), found.group(0))
+                checked += 1
+    assert checked, "no page says how many take two operands: the pattern above no longer finds it"
+
+
+def test_the_command_lines_page_lists_the_functions_an_expression_may_call() -> None:
+    # "What an expression may contain": the table's functions of one operand and abs, then those of two
+    from vjpgrad.cli.expr import ARITY
+
+    text = " ".join((DOCS / "how-to" / "command-line.md").read_text(encoding="utf-8").split())
+    found = re.search(r"calls of `([\w ]+)` and of ((?:`\w+`(?:, | and )?)+), of two operands", text)
+    assert found is not None, "the page's list of what an expression may call is not found"
+    ones, twos = found.group(1).split(), re.findall(r"`(\w+)`", found.group(2))
+    assert sorted(ones) == sorted(k for k, n in ARITY.items() if n == 1)
+    assert sorted(twos) == sorted(k for k, n in ARITY.items() if n == 2)
+
+
 def test_the_api_reference_documents_every_function_of_the_table() -> None:
     # the docs build fails on a public name the reference leaves out; this says so in the quick loop
     from vjpgrad.core import ops

@@ -130,7 +130,7 @@ def follow_the_recipe(root: Path) -> None:
 def test_an_operation_added_by_the_recipe_passes_the_recipes_commands(tmp_path: Path) -> None:
     # Where PyTorch is installed, as a contributor adding an operation has it (CONTRIBUTING's first
     # section): there the commands check all they name, the new case against torch's softplus in
-    # its parity grid. Without torch they would check less at the same cost (70 to 90 s, the quick
+    # its parity grid. Without torch they would check less at the same cost (60 to 140 s, the quick
     # loop), once more on every Python CI runs; CI runs this test once, in its torch environment.
     pytest.importorskip("torch", reason="the recipe's commands compare the new operation with PyTorch's")
     root = tmp_path / "vjpgrad"
