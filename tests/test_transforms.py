@@ -9,6 +9,7 @@ is installed.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -434,6 +435,36 @@ def test_a_vjp_fn_made_outside_a_transform_is_differentiated_inside_one() -> Non
     assert grad(lambda c: vjp_fn(c)[0])(2.0) == slope  # the graph kept: called again, the same
     _, vjp_vector = vjp(lambda v: Vector([v[0] * v[1], v[1] * 2.0]), [3.0, 0.5])
     assert grad(lambda c: vjp_vector([c, 1.0])[0][1])(2.0) == 3.0  # d/dc (c * v0 + 2)
+
+
+def test_a_transform_answering_in_numbers_inside_a_recording_says_to_give_it_values() -> None:
+    """Inside ``vjpgrad.compile``'s recording, a transform of numbers (``vjp(f, 3.0)``) and the
+    ``vjp_fn`` of one answer in numbers, as eager code's, reading a Value's number, which a replay
+    cannot: refused, as before, but the advice was the general one (use a vjpgrad operation
+    instead), which names nothing the user wrote. It says to give them Values (then the compiled
+    function gives eager code's numbers), or to call them outside."""
+    w = Value(2.0)
+    _, vjp_fn = vjp(lambda t: t * w, 3.0)
+
+    def of_numbers(c: Value) -> Value:
+        _, made_here = vjp(lambda t: t * w, 3.0)
+        return made_here(1.0)[0] * c
+
+    def of_values(c: Value) -> Value:
+        _, made_here = vjp(lambda t: t * w, Value(3.0))
+        return made_here(c)[0] * c
+
+    refused = {"vjp_fn(cotangent) reads": lambda c: vjp_fn(c)[0] * c, "a transform of numbers reads": of_numbers}
+    for what, f in refused.items():
+        with pytest.raises(vjpgrad.DataDependentError, match=re.escape(what) + r".*give it the function.s Values"):
+            vjpgrad.compile(f)(Value(1.5))
+    compiled = vjpgrad.compile(of_values)
+    for c in (1.5, 2.5, 2.5):
+        found, eager = Value(c), Value(c)
+        compiled(found).backward()
+        of_values(eager).backward()
+        assert bits(found.grad) == bits(eager.grad) == bits(4.0 * c)
+    assert compiled.times_recorded == 1
 
 
 def test_jvp_is_forward_mode_j_times_t() -> None:

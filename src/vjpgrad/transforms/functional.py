@@ -18,7 +18,7 @@ from typing import Any
 
 from vjpgrad.core import graph, ops
 from vjpgrad.core.backward import check_flag, differentiable_reverse_pass, free, reverse_pass
-from vjpgrad.core.modes import USER_FRAMES, enable_grad, state
+from vjpgrad.core.modes import USER_FRAMES, enable_grad, refuse_number, state
 from vjpgrad.core.ops import IDENTITY
 from vjpgrad.core.seeds import scalar_seed, seeds_for
 from vjpgrad.core.value import Value, unary
@@ -290,6 +290,8 @@ def _lower(outputs: list[Value | float], scalar: bool, nested: bool) -> Any:
     if nested:
         values = [_as_value(y) for y in outputs]
         return values[0] if scalar else Vector(values)
+    if any(isinstance(y, Value) for y in outputs):  # inside compile or vmap, a recording's Values: refused
+        refuse_number("a transform of numbers reads its result's numbers", _IN_NUMBERS)
     plain = [float(y) for y in outputs]
     return plain[0] if scalar else plain
 
@@ -370,6 +372,14 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..
     return grad_f
 
 
+_IN_NUMBERS = (
+    "a transform of numbers answers in numbers, as in eager code (so does the vjp_fn of a vjp of numbers): "
+    "give it the function's Values (vjp(f, x), grad(f)(x) with x a Value), which it answers in Values, or "
+    "call it outside the function and pass in what it gives"
+)
+"""What a recording's refusal says where a transform that answers in numbers meets its Values."""
+
+
 def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """``(f(*primals), vjp_fn)``: ``vjp_fn(v)`` is ``v^T J``, one cotangent per primal.
 
@@ -391,6 +401,10 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
             # vjp's own nesting was: grad(lambda c: vjp_fn(c)[0]) differentiates through it, as
             # torch.func's and JAX's vjp_fn do (a transform's pass frees no graph: vjp's stays kept)
             now = nested or state.transform_depth > 0
+            if not now and any(
+                isinstance(c, Value) for c in (cotangent if isinstance(cotangent, list) else [cotangent])
+            ):
+                refuse_number("vjp_fn(cotangent) reads the cotangent's number", _IN_NUMBERS)
             # the cotangent has the shape of the output: the seed rules of backward (core.seeds)
             seed = seeds_for(None if scalar else len(outputs), cotangent, name="cotangent", differentiable=now)
             (row,) = _rows(outputs, [seed], _inputs(arguments), now)
