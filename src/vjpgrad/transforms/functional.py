@@ -401,9 +401,8 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
             # vjp's own nesting was: grad(lambda c: vjp_fn(c)[0]) differentiates through it, as
             # torch.func's and JAX's vjp_fn do (a transform's pass frees no graph: vjp's stays kept)
             now = nested or state.transform_depth > 0
-            if not now and any(
-                isinstance(c, Value) for c in (cotangent if isinstance(cotangent, list) else [cotangent])
-            ):
+            given = cotangent if isinstance(cotangent, (list, tuple, Vector)) else [cotangent]
+            if not now and any(isinstance(c, Value) for c in given):  # inside compile or vmap: refused, saying so
                 refuse_number("vjp_fn(cotangent) reads the cotangent's number", _IN_NUMBERS)
             # the cotangent has the shape of the output: the seed rules of backward (core.seeds)
             seed = seeds_for(None if scalar else len(outputs), cotangent, name="cotangent", differentiable=now)
