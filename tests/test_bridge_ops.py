@@ -702,6 +702,29 @@ def test_a_sum_into_another_type_is_not_replayed_and_says_why(narrowing: bool, r
     assert bits(x.grad.tolist()) == bits(plain.grad.tolist())
 
 
+@pytest.mark.parametrize(
+    ("reduce", "name"),
+    [
+        pytest.param(lambda y: y.prod(dtype=torch.float64), "prod", id="prod"),
+        pytest.param(lambda y: torch.linalg.vector_norm(y, dtype=torch.float64), "linalg_vector_norm", id="norm"),
+    ],
+)
+def test_every_reduction_into_another_type_says_so_in_the_same_words(reduce: Callable[..., Any], name: str) -> None:
+    """``prod`` and ``vector_norm`` into another type than their input's are not replayed, as
+    ``sum`` and ``cumsum``; they said it in words of their own (``prod with a dtype= other than its
+    tensor's``; ``of order 2, or with a dtype``, which named an order that was fine). The same
+    words now; a norm given its input's own type is replayed, as the same pass."""
+    x = torch.tensor([1.1, 2.3, 0.7], dtype=torch.float32, requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        reduce(x * 1.7).backward()
+    assert not w.passes[0].replayed
+    assert f"PyTorch's {name} with a dtype other than its input's at" in w.passes[0].reason
+    same = torch.tensor([1.1, 2.3, 0.7], dtype=torch.float64, requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        torch.linalg.vector_norm(same * 1.7, dtype=torch.float64).backward()
+    assert w.passes[0].replayed, w.passes[0].reason
+
+
 # ---- sort and topk -------------------------------------------------------------------------------
 
 

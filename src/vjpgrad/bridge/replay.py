@@ -1348,6 +1348,13 @@ def _threshold(call: Call) -> list[list[Item]]:
 # ---- reductions ----------------------------------------------------------------------------------
 
 
+def _into_another_dtype(call: Call) -> NotReplayableError:
+    """A reduction into another type than its input's (``sum``, ``mean``, ``cumsum``, ``prod``,
+    ``vector_norm`` with ``dtype=``): PyTorch turns the gradient into the input's type as it
+    reaches it, which the replay does not follow. One sentence for all of them."""
+    return NotReplayableError(f"{call.name.split('.')[0]} with a dtype other than its input's")
+
+
 def _reduced_dims(x: torch.Tensor, dims: Any) -> list[int]:
     if dims is None or (isinstance(dims, Sequence) and len(dims) == 0):
         return list(range(x.dim()))
@@ -1373,7 +1380,7 @@ def _sum(call: Call) -> list[list[Item]]:
     replay does not follow: not replayed, as ``cumsum`` and ``prod`` so."""
     x = call.args[0]
     if call.out.dtype != x.dtype:
-        raise NotReplayableError(f"{call.name.split('.')[0]} with a dtype other than its input's")
+        raise _into_another_dtype(call)
     dims = _reduced_dims(x, call.args[1] if len(call.args) > 1 and "dim" in call.name else call.kwargs.get("dim"))
     entry = call.entry(x)
     groups = _groups(x, dims, call.out.numel())
@@ -1414,7 +1421,7 @@ def _cumsum(call: Call) -> list[list[Item]]:
     ``y[i]``'s gradient, as the kernel adds."""
     x, dim = call.args[0], call.args[1] if len(call.args) > 1 else call.kwargs["dim"]
     if call.kwargs.get("dtype") is not None and call.kwargs["dtype"] != x.dtype:
-        raise NotReplayableError("cumsum with a dtype other than its input's")
+        raise _into_another_dtype(call)
     single, items, data = call.single, call.entry(x).items, numbers_of(call.out)
     out: list[Item] = list(data)
     if x.numel() <= 1 or x.dim() == 0 or x.shape[dim] == 1:
@@ -1512,8 +1519,10 @@ def _vector_norm(call: Call) -> list[list[Item]]:
     gradient that is inf or nan still makes nan)."""
     x = call.args[0]
     order = float(call.args[1] if len(call.args) > 1 else call.kwargs.get("ord", 2))
-    if order != 2.0 or call.kwargs.get("dtype") is not None:
-        raise NotReplayableError(f"linalg_vector_norm of order {order:g}, or with a dtype")
+    if call.kwargs.get("dtype") not in (None, x.dtype):
+        raise _into_another_dtype(call)
+    if order != 2.0:
+        raise NotReplayableError(f"linalg_vector_norm of order {order:g}")
     given = call.args[2] if len(call.args) > 2 else call.kwargs.get("dim")
     return [_along(call, x, given, lambda norm: (x / norm).masked_fill(norm == 0, 0))]
 
@@ -2435,7 +2444,7 @@ def _prod(call: Call) -> list[list[Item]]:
     x = call.args[0]
     y = call.out
     if y.dtype != x.dtype:
-        raise NotReplayableError("prod with a dtype= other than its tensor's")
+        raise _into_another_dtype(call)
     whole = call.name == "prod.default"
     if x.dim() == 0:
         factors = torch.ones_like(x)  # prod_backward: grad itself
