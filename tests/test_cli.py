@@ -96,6 +96,18 @@ def test_an_expression_of_bytes_that_are_not_text_is_named_so(capsys: pytest.Cap
     assert "chain of operators" not in err
 
 
+@pytest.mark.parametrize("assignment", ["x\udcff=1", "x=1\udcff", "x=1,\udcff2"])
+def test_an_assignment_of_bytes_that_are_not_text_is_named_so(
+    capsys: pytest.CaptureFixture[str], assignment: str
+) -> None:
+    """As the expression's: a name or a value with a byte the terminal's encoding cannot read said
+    only that ``'x\\udcff'`` "is not a variable name", or a number; it names the bytes."""
+    status, out, err = run(capsys, "x", assignment)
+    assert (status, out) == (2, "")
+    assert "holds bytes that are not text in this terminal's encoding" in err
+    assert "\\udcff" not in err
+
+
 def test_the_answers_example_1_with_its_derivation(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run(
         capsys, "3*a + 2*b*b + log(c)", "a=1,2,3", "b=3,4,5", "c=6,7,8", "--seed", "0.1,1,0.0001", "--explain"

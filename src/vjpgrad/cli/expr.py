@@ -81,6 +81,16 @@ LOCATE_BEYOND = 80
 """A refusal of a text longer than this says where in it the trouble is."""
 
 
+NOT_TEXT = "bytes that are not text in this terminal's encoding (UTF-8 expected): type it again, or set a UTF-8 locale"
+"""What an argument holds where the terminal's encoding could not read a byte of it."""
+
+
+def not_text(text: str) -> bool:
+    """Whether an argument holds a byte the terminal's encoding could not read: Python hands it
+    over as a lone surrogate (``\\udcff``), which no name or number is."""
+    return any("\ud800" <= c <= "\udfff" for c in text)
+
+
 def parse(text: str) -> ast.expr:
     """The checked syntax tree of ``text``, or ``ExpressionError``."""
     if not isinstance(text, str):
@@ -92,11 +102,8 @@ def parse(text: str) -> ast.expr:
         raise ExpressionError("the expression is empty")
     if "\x00" in text:
         raise ExpressionError("the expression contains a NUL character")
-    if any("\ud800" <= c <= "\udfff" for c in text):  # a byte the terminal's encoding could not read
-        raise ExpressionError(
-            "the expression holds bytes that are not text in this terminal's encoding (UTF-8 expected): "
-            "type it again, or set a UTF-8 locale"
-        )
+    if not_text(text):
+        raise ExpressionError(f"the expression holds {NOT_TEXT}")
     if nesting(text) > MAX_DEPTH:
         raise ExpressionError(
             f"it is nested more deeply than {MAX_DEPTH} levels (each parenthesis, call and unary sign is a level)"

@@ -29,7 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from vjpgrad.cli.cases import report
-from vjpgrad.cli.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, ExpressionError, evaluate, parse, to_float, variables
+from vjpgrad.cli.expr import (
+    FUNCTIONS,
+    MAX_DEPTH,
+    MAX_LENGTH,
+    NOT_TEXT,
+    ExpressionError,
+    evaluate,
+    not_text,
+    parse,
+    to_float,
+    variables,
+)
 from vjpgrad.compiler import cache
 from vjpgrad.core.seeds import SummedSeedWarning, seeds_for
 from vjpgrad.core.value import Value
@@ -256,6 +267,8 @@ def _number(item: str) -> float:
 
 
 def _numbers(text: str, what: str) -> list[float]:
+    if not_text(text):
+        raise CommandError(f"{what} holds {NOT_TEXT}")
     bare = text.strip()
     if len(bare) > 1 and (bare[0], bare[-1]) in (("[", "]"), ("(", ")")) and _all_numbers(bare[1:-1]):
         inner = ",".join(item.strip() for item in bare[1:-1].split(",") if item.strip())
@@ -278,6 +291,8 @@ def _numbers(text: str, what: str) -> list[float]:
 
 
 def _variable(assignment: str) -> tuple[str, Value | Vector]:
+    if not_text(assignment):
+        raise CommandError(f"an assignment holds {NOT_TEXT}")
     written, equals, text = assignment.partition("=")
     written = written.strip()
     if not equals:
