@@ -932,6 +932,21 @@ def test_nans_that_differ_in_their_payload_alone_are_not_said_to_differ_in_sign(
     assert "nan(0x8000000000001) here, nan(0x8000000000002) in PyTorch's" in line
 
 
+def test_a_float32_nans_payload_is_printed_as_float32_holds_it() -> None:
+    """A float32 leaf's nan printed its payload as the float64 it was widened to, 29 bits shifted
+    (``nan(0x8000020000000)`` for float32's ``nan(0x400001)``); a float32 quiet nan is ``nan``."""
+    from vjpgrad.bridge.passes import LeafReport
+
+    def single(hex_bits: str) -> float:
+        return float(struct.unpack("<f", bytes.fromhex(hex_bits))[0])
+
+    one, two, quiet = single("0100c07f"), single("0200c0ff"), single("0000c07f")
+    line = LeafReport("x", (2,), [one, quiet], [two, quiet], [None, 0], single=True).line([])
+    assert "[0]: nan(0x400001) here, -nan(0x400002) in PyTorch's" in line
+    wide = LeafReport("x", (1,), [one], [quiet], [None]).line([])  # the same numbers read as float64's
+    assert "nan(0x8000020000000) here, nan in PyTorch's" in wide
+
+
 def made_inside() -> list[Any]:
     """Passes where a nan made inside the pass (``inf * 0.0``, the processor's default nan) meets
     the seed's: the specialised addition of CPython 3.11+ takes over after a few runs of a line, so

@@ -26,6 +26,7 @@ class LeafReport:
     what: str = ".grad"  # what is compared: a leaf's .grad, or "'s gradient (returned)" by torch.autograd.grad
     held: list[float] | None = None  # the .grad the leaf held before the pass, where not zeros: added onto
     added: list[float] | None = None  # this pass's gradient, where ``held`` is given
+    single: bool = False  # a float32 tensor's: its numbers are float32's, widened (a nan's payload printed so)
 
     @property
     def equal(self) -> int:
@@ -62,7 +63,8 @@ class LeafReport:
         assert self.pytorch is not None
         at = [k for k, d in enumerate(self.distances) if d != 0]
         parts = [
-            f"{_index(k, self.shape)}: {_signed(self.replayed[k])} here, {_signed(self.pytorch[k])} in PyTorch's"
+            f"{_index(k, self.shape)}: {_signed(self.replayed[k], self.single)} here, "
+            f"{_signed(self.pytorch[k], self.single)} in PyTorch's"
             for k in at[:shown]
         ]
         more = f" ({len(at) - shown} more)" if len(at) > shown else ""
@@ -101,22 +103,26 @@ def _index(flat: int, shape: tuple[int, ...]) -> str:
 
 
 _QUIET = 1 << 51
+_QUIET_SINGLE = 1 << 22
 """The payload of the nan an invalid operation makes (the quiet bit alone)."""
 
 
-def _payload(x: float) -> int:
-    """A nan's payload: the 52 low bits of its float64 number."""
+def _payload(x: float, single: bool = False) -> int:
+    """A nan's payload: the 52 low bits of its float64 number, or the 23 of its float32's."""
+    if single:
+        return int.from_bytes(struct.pack("<f", x), "little") & ((1 << 23) - 1)
     return int.from_bytes(struct.pack("<d", x), "little") & ((1 << 52) - 1)
 
 
-def _signed(x: float) -> str:
+def _signed(x: float, single: bool = False) -> str:
     """``x`` in full (``repr``); a nan with its sign as PyTorch prints one (``-nan``), and its
-    payload where it is not an invalid operation's (``nan(0x8000000000001)``)."""
+    payload where it is not an invalid operation's (``nan(0x8000000000001)``; float32's where
+    ``single``, whose nans were widened to float64 for the comparison: ``nan(0x400001)``)."""
     if not math.isnan(x):
         return repr(x)
     sign = "-" if math.copysign(1.0, x) < 0 else ""
-    payload = _payload(x)
-    return f"{sign}nan" if payload == _QUIET else f"{sign}nan({payload:#x})"
+    payload = _payload(x, single)
+    return f"{sign}nan" if payload == (_QUIET_SINGLE if single else _QUIET) else f"{sign}nan({payload:#x})"
 
 
 def _numbers(values: list[float], shape: tuple[int, ...]) -> str:

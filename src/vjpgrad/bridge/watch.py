@@ -1117,7 +1117,9 @@ class Watch:
         ]
         pytorch = [math.nan] * len(replayed) if returned is None else numbers_of(returned)
         distances = [ulps(a, b, is_single(t)) for a, b in zip(replayed, pytorch, strict=True)]
-        return LeafReport(name, tuple(t.shape), replayed, pytorch, distances, "'s gradient (returned)")
+        return LeafReport(
+            name, tuple(t.shape), replayed, pytorch, distances, "'s gradient (returned)", single=is_single(t)
+        )
 
     def _elsewhere(self, original: Any, call: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A pass run on another thread than the one that entered the watch (Autograd mechanics'
@@ -1764,7 +1766,7 @@ def _leaf_report(
     compared = is_single(reached.tensor)  # in PyTorch's type now, whatever the replay took it for
     distances = [] if pytorch is None else [ulps(a, b, compared) for a, b in zip(replayed, pytorch, strict=True)]
     held = None if earlier is None or _same_bits(earlier, [0.0] * len(earlier)) else earlier
-    report = LeafReport(name, tuple(reached.tensor.shape), replayed, pytorch, distances)
+    report = LeafReport(name, tuple(reached.tensor.shape), replayed, pytorch, distances, single=compared)
     return report if held is None else dataclasses.replace(report, held=list(held), added=parts)
 
 
