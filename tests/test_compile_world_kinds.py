@@ -316,6 +316,77 @@ _Reslotted.__slots__ = ()  # type: ignore[misc]  # the slot stays; its declarati
 _Generated: Any = type("_Generated", (), {"__slots__": iter(("s",)), "__module__": __name__})  # declared once, consumed
 
 
+class _Checked:
+    """A descriptor of the user's in a slot's place, reading and writing through the slot's own."""
+
+    def __init__(self, member: Any) -> None:
+        self.member = member
+
+    def __get__(self, obj: Any, kind: Any = None) -> Any:
+        return self if obj is None else self.member.__get__(obj)
+
+    def __set__(self, obj: Any, value: float) -> None:
+        self.member.__set__(obj, float(value))
+
+
+class _Wrapped:
+    __slots__ = ("s",)
+
+    def __init__(self) -> None:
+        self.s = 2.0
+
+
+_Wrapped.s = _Checked(_Wrapped.__dict__["s"])  # type: ignore[assignment]  # the slot behind a validator
+
+
+class _Unslotted:
+    __slots__ = ("s",)
+
+    def __init__(self) -> None:
+        self.s = 2.0
+
+
+del _Unslotted.__slots__  # type: ignore[misc]  # the slot stays, its descriptor too
+
+
+class _Other:
+    __slots__ = ("o",)
+
+
+class _Aliasing:
+    """A class attribute that holds another class's slot descriptor: no slot of its own objects."""
+
+    __slots__ = ("s",)
+    alias = _Other.o
+
+    def __init__(self) -> None:
+        self.s = 2.0
+
+
+@contextlib.contextmanager
+def _setting_from(held: Any) -> Iterator[None]:
+    old, _SETTING["k"] = _SETTING["k"], held.k
+    try:
+        yield
+    finally:
+        _SETTING["k"] = old
+
+
+class _K:
+    def __init__(self) -> None:
+        self.k = 2.0
+
+
+def _decorated_by_a_context_manager() -> tuple[Callable[[], float], Callable[[float], None]]:
+    held = _K()
+
+    @_setting_from(held)  # contextlib's object holds the user's argument, which sets the number read
+    def read() -> float:
+        return _SETTING["k"]
+
+    return read, (lambda k: setattr(held, "k", k))
+
+
 class _Window(list[float]):
     """A list whose iteration shows only its first ``n`` items: indexing reads them all."""
 
@@ -392,6 +463,12 @@ _HIDDEN_FROM_A_DECLARATION: dict[str, Any] = {
         lambda: _HiddenTuple(([2.0],)), lambda h: h[0][0], lambda h, k: h[0].__setitem__(0, k)
     ),
     "a context decorator's own object": _decorated_by_a_context_decorator,
+    "a context manager's argument, used as a decorator": _decorated_by_a_context_manager,
+    "a slot behind a descriptor of the user's": _in_place(_Wrapped, lambda h: h.s, _slot_set),
+    "a slot whose __slots__ was deleted": _in_place(_Unslotted, lambda h: h.s, _slot_set),
+    "an attribute beside a class attribute holding another class's slot": _in_place(
+        _Aliasing, lambda h: h.s, _slot_set
+    ),
     "a named tuple's _fields, read by the library's _asdict": _in_place(
         lambda: collections.namedtuple("Pair", "a b")(2.0, 3.0),  # _asdict pairs _fields with the items
         lambda h: h._asdict()["a"],
@@ -407,6 +484,30 @@ user's object a library's wrapper closes over), so the compiled function kept th
 @pytest.mark.parametrize("name", sorted(_HIDDEN_FROM_A_DECLARATION))
 def test_state_a_declaration_or_an_iteration_hides_changed_gives_eagers_bits(name: str) -> None:
     assert _twin(_HIDDEN_FROM_A_DECLARATION[name]) == "same"
+
+
+def test_a_librarys_function_a_class_holds_watches_the_entries_it_names_not_every_entry() -> None:
+    """A library's function in the user's class (``clone = copy.deepcopy``) is read for the names
+    it names (``namedtuple``'s ``_asdict`` reads ``_fields``), but one whose code computes names
+    (``getattr``) made every entry of the class watched: a class of 40 methods grew its guard
+    ninefold, and changing a method the function never calls recorded anew."""
+    import copy
+
+    def methods(extra: dict[str, Any]) -> type:
+        entries = {f"m{k}": (lambda self, k=k: float(k)) for k in range(40)} | extra | {"__module__": __name__}
+        return type("Many", (), {**entries, "s": 2.0})
+
+    lines = []
+    for extra in ({}, {"clone": copy.deepcopy}):
+        held = methods(extra)()
+        compiled = vjpgrad.compile(lambda x, held=held: x * held.s)
+        compiled(Value(1.5))
+        compiled(Value(1.5))
+        type(held).m7 = lambda self: 7.5  # a method the function never calls
+        compiled(Value(1.5))
+        assert compiled.times_recorded == 1
+        lines.append(compiled.guard_source.count("\n"))
+    assert lines[1] < lines[0] + 10
 
 
 def test_a_numpy_record_read_from_the_world_gives_eagers_bits_or_a_refusal() -> None:
@@ -466,6 +567,7 @@ def test_every_row_is_reached_by_a_kind() -> None:
         random.SystemRandom,
         type({}.keys()),
         functools._lru_cache_wrapper,
+        contextlib._GeneratorContextManager,  # what @contextlib.contextmanager makes
         type(vjpgrad.compile(lambda x: x)),
         type(functools.cmp_to_key(lambda a, b: 0)),
         configparser.ConfigParser,

@@ -1816,6 +1816,15 @@ def _matrix(x: Any) -> Any:
     return [Vector([x[0] * x[1], x[0]]), Vector([x[1], x[0] + x[1]])]
 
 
+@pytest.mark.parametrize("empty", [lambda x: [], lambda x: Vector([]), lambda x: ()], ids=["list", "Vector", "tuple"])
+def test_the_jacobians_of_a_function_of_no_outputs_have_no_rows(empty: Callable[[Any], Any]) -> None:
+    """Eager jacobian of a function returning nothing is ``[]``; vmap of it raised NumPy's "need at
+    least one array to stack". It gives each sample's no rows, as torch.func's (batch, 0, ...)."""
+    assert jacobian(empty)([1.0, 2.0]) == []
+    assert vmap(jacobian(empty))([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]).shape == (3, 0, 2)
+    assert vmap(jacobian(empty))([1.0, 2.0, 3.0]).shape == (3, 0)
+
+
 def test_a_matrix_result_is_refused_saying_how_to_stack_it() -> None:
     """A function that returns a matrix (a list of Vectors; a tuple of them, which jacobian reads
     as rows) is not stacked by vmap. ``vmap(f)`` said only "got Vector"; ``vmap(jacobian(f))`` of
@@ -1826,9 +1835,11 @@ def test_a_matrix_result_is_refused_saying_how_to_stack_it() -> None:
     ):
         vmap(_matrix)(batch)
     for shaped in (_matrix, lambda x: tuple(_matrix(x))):
-        with pytest.raises(TypeError, match=r"returns a matrix.*one Vector"):
+        with pytest.raises(TypeError, match=r"holding Vectors or lists \(rows of a matrix\).*one Vector"):
             vmap(jacobian(shaped))(batch)
     rows = vmap(lambda x: tuple(_matrix(x)))(batch)  # what the first advice says: each row stacked
     assert rows[1].tolist() == [[2.0, 3.0], [4.0, 7.0]]  # the second row of each sample
     flat = vmap(jacobian(lambda x: Vector([v for row in _matrix(x) for v in row])))(batch)  # the second's
+    with pytest.raises(TypeError, match=r"holding Vectors or lists"):  # eager jacobian refuses it too
+        vmap(jacobian(lambda x: (x[0] * x[1], Vector([x[0]]))))(batch)
     assert flat.reshape(2, 2, 2, 2)[1].tolist() == [[list(v) for v in row] for row in jacobian(_matrix)([3.0, 4.0])]

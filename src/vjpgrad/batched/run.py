@@ -234,8 +234,9 @@ class _Layout:
 
 
 _MATRIX_REFUSED = (
-    "{what}: the function returns a matrix (rows of Vectors), whose jacobian vmap does not stack: return "
-    "its numbers as one Vector (Vector([v for row in rows for v in row])) and reshape the result"
+    "{what}: the function returns a tuple or list holding Vectors or lists (rows of a matrix), whose jacobian "
+    "vmap does not stack: return its numbers as one Vector (Vector([v for row in rows for v in row])) and "
+    "reshape the result"
 )
 """A transform's function that returns a matrix, inside vmap: refused, saying how to flatten it."""
 
@@ -254,7 +255,7 @@ def _layout(result: Any, outputs: list[Value], what: str, tuples: bool = True) -
         if isinstance(x, (Vector, list, tuple)) and tuples:
             raise TypeError(
                 f"{what}: the function returns a list of {type(x).__name__}s (a matrix), which vmap does not "
-                "stack: return the rows as a tuple (tuple(rows)), each stacked on its own"
+                "stack: give each row a place of its own in the tuple it returns (tuple(rows)), each stacked on its own"
             )
         if isinstance(x, (Vector, list, tuple)):
             raise TypeError(_MATRIX_REFUSED.format(what=what))
@@ -936,8 +937,11 @@ class Vmapped:
         # jacobian: one reverse pass per output, each giving every argument's gradient
         rows = [[take(width) for _, width in program.wrt] for _ in _items(program.layout)]
         per_argument = []
-        for k in range(len(program.wrt)):
+        for k, (_, width) in enumerate(program.wrt):
             column = [row[k] for row in rows]
+            if not column:  # no outputs: no rows, as eager jacobian's [] (torch.func's (batch, 0, ...))
+                per_argument.append(np.zeros((batch, 0, *(() if width is None else (width,)))))
+                continue
             per_argument.append(column[0] if program.layout.form == "one" else np.stack(column, axis=1))
         return self._out(per_argument[0] if isinstance(argnums, int) else tuple(per_argument))
 

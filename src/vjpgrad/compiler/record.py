@@ -693,22 +693,22 @@ def refuse_changes(
             f"which a replay would not know): call {cached}.__wrapped__ inside instead, or call {cached} outside "
             f"and pass its result as an argument, or {_otherwise(recorder)}"
         )
-    if changed is not None and changed.aspect == "flags":  # a decimal.Context's, set by its arithmetic
+    if changed is None:
+        return
+    lines = changing_lines(before, changed)
+    at = f"{name} changed {changed} while {recorder} recorded it (at {', '.join(lines)})"
+    if not lines:
+        at = f"{name} (defined at {where(fn)}) changed {changed} while {recorder} recorded it"
+    if changed.aspect == "flags":  # a decimal.Context's, which its arithmetic sets
         raise DataDependentError(
-            f"{name} (defined at {where(fn)}) changed {changed} while {recorder} recorded it, which a replay "
-            f"would not do again: compute with a copy made inside ({changed.place}.copy(), whose flags are "
-            f"its own), or {_otherwise(recorder)}"
+            f"{at}, which a replay would not do again: compute with a copy made inside ({changed.place}.copy(), "
+            f"whose flags are its own; decimal.localcontext() for the thread's context), or {_otherwise(recorder)}"
         )
-    if changed is not None:
-        lines = changing_lines(before, changed)
-        at = f"{name} changed {changed} while {recorder} recorded it (at {', '.join(lines)})"
-        if not lines:
-            at = f"{name} (defined at {where(fn)}) changed {changed} while {recorder} recorded it"
-        raise DataDependentError(
-            f"{at}, which a "
-            "replay would not do again: return what it computes instead of keeping it, make the change "
-            f"outside the {_RECORDERS[recorder][0]} function, or {_otherwise(recorder)}"
-        )
+    raise DataDependentError(
+        f"{at}, which a "
+        "replay would not do again: return what it computes instead of keeping it, make the change "
+        f"outside the {_RECORDERS[recorder][0]} function, or {_otherwise(recorder)}"
+    )
 
 
 _RECORDERS = {"vjpgrad.compile": ("compiled", "uncompiled"), "vjpgrad.vmap": ("vmapped", "per sample, without vmap")}

@@ -75,7 +75,7 @@ import sysconfig
 import threading
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, NamedTuple
 
 from vjpgrad.core.modes import OWN_CODE
@@ -286,6 +286,7 @@ MEMBERS = frozenset(
         "func",
         "args",
         "keywords",
+        "kwds",  # what @contextmanager made of a call: its keywords (its function and arguments: above)
         "fget",
         "fset",
         "fdel",
@@ -525,18 +526,34 @@ def _raised(name: str, x: Any, error: Exception) -> UnwatchableError:
 
 def slots(kind: type, users_only: bool = False) -> tuple[tuple[str, Any], ...]:
     """The slots an object of ``kind`` has, each as the name Python stores it under (a private
-    one mangled: ``_Scaled__scale``) and its descriptor, read off the classes themselves: the
-    member descriptors in the ``__dict__`` of each class of ``kind``'s MRO that declares
-    ``__slots__`` (of the user's alone with ``users_only``). Not the names the declaration
-    gives: it names a private slot unmangled, may be an iterator spent when the class was made,
-    and may be replaced after it; the descriptors are what holds the state."""
-    return tuple(
-        (name, descriptor)
-        for k in kind.__mro__
-        if "__slots__" in k.__dict__ and not (users_only and is_library(k))
-        for name, descriptor in k.__dict__.items()
-        if type(descriptor) is types.MemberDescriptorType
-    )
+    one mangled: ``_Scaled__scale``) and what reads it, for each class of ``kind``'s MRO that
+    declares ``__slots__`` or is the user's (of the user's alone with ``users_only``): the member
+    descriptors its ``__dict__`` holds for itself (found so whatever the declaration says: it names
+    a private slot unmangled, may be an iterator spent when the class was made, may be replaced or
+    deleted after it), then each slot the declaration names whose descriptor the class replaced by
+    another (a property, a validating descriptor of the user's), read through that one."""
+    found: dict[str, Any] = {}
+    for k in kind.__mro__:
+        entries = k.__dict__
+        if k is object or ((users_only or "__slots__" not in entries) and is_library(k)):
+            continue
+        for name, descriptor in entries.items():
+            if type(descriptor) is types.MemberDescriptorType and descriptor.__objclass__ is k:
+                found.setdefault(name, descriptor)
+        declared = entries.get("__slots__", ())
+        for name in (declared,) if isinstance(declared, str) else declared if isinstance(declared, Collection) else ():
+            held = _mangled(k, name) if isinstance(name, str) else None
+            if held not in (None, "__dict__", "__weakref__") and hasattr(entries.get(held), "__get__"):
+                found.setdefault(held, entries[held])
+    return tuple(found.items())
+
+
+def _mangled(kind: type, name: str) -> str:
+    """The name a slot declared as ``name`` has in its class: a private one (``__scale``) is
+    ``_Scaled__scale`` there, as Python mangles it."""
+    if name.startswith("__") and not name.endswith("__") and kind.__name__.strip("_"):
+        return f"_{kind.__name__.lstrip('_')}{name}"
+    return name
 
 
 @functools.lru_cache(maxsize=256)
@@ -897,7 +914,8 @@ class _Walk:
         """What of the user's a library's wrapper closes over: the functions (the user's function
         it wraps, where ``functions``: it names none as ``__wrapped__``) and the instances of the
         user's classes (a ``contextlib.ContextDecorator`` of the user's, whose ``__enter__`` the
-        wrapper runs); its other cells (the library's caches and settings) are the library's,
+        wrapper runs) and what ``@contextmanager`` made of the user's function and arguments; its
+        other cells (the library's caches and settings) are the library's,
         watched as it is: not at all."""
         closure = fn.__closure__ or ()
         held = []
@@ -910,6 +928,8 @@ class _Walk:
         def users(x: Any) -> bool:
             if isinstance(x, (types.FunctionType, functools.partial, types.MethodType)):
                 return functions
+            if isinstance(x, _MADE_BY_CONTEXTMANAGER):  # a decorator @contextmanager made: the user's arguments
+                return True
             return not is_scalar(x) and not isinstance(x, type) and _instance_of_user_class(x)
 
         if not any(map(users, held)):
@@ -1399,13 +1419,17 @@ _LIBRARY_READS: weakref.WeakKeyDictionary[type, frozenset[str] | None] = weakref
 
 def _library_reads(kind: type) -> frozenset[str] | None:
     """The names the library's code in ``kind`` reads (its functions' globals and attributes: the
-    subclass's methods and settings it calls or reads by name): the code of its library bases, and
-    a library's functions its own classes hold (``namedtuple``'s ``_asdict``, which reads the
-    class's ``_fields``). None where that code computes names (``getattr(self, "visit_" + name)``),
-    so that it may read any. Read from the code itself, once a class."""
+    subclass's methods and settings it calls or reads by name): the code of its library bases, or
+    None where that code computes names (``getattr(self, "visit_" + name)``), so that it may read
+    any; and the names a library's function held in the user's own classes names
+    (``namedtuple``'s ``_asdict`` reads the class's ``_fields``). Such a function is not taken to
+    read every entry where its code computes names (``clone = copy.deepcopy``: its ``getattr``
+    reads what it copies): that would watch the whole class at every call. Read from the code
+    itself, once a class."""
     if kind in _LIBRARY_READS:
         return _LIBRARY_READS[kind]
     names: set[str] = set()
+    held: set[str] = set()
     for base in kind.__mro__:
         if base is object:
             continue
@@ -1413,9 +1437,13 @@ def _library_reads(kind: type) -> frozenset[str] | None:
         for item in vars(base).values():
             function = getattr(item, "__func__", getattr(item, "fget", item))  # a static, class or property's
             code = getattr(function, "__code__", None)
-            if isinstance(code, types.CodeType) and (library or is_library(function)):
+            if not isinstance(code, types.CodeType):
+                continue
+            if library:
                 names |= _code_names(code)
-    found = None if not names.isdisjoint(COMPUTED_ATTRIBUTES) else frozenset(names)
+            elif is_library(function):
+                held |= _code_names(code)
+    found = None if not names.isdisjoint(COMPUTED_ATTRIBUTES) else frozenset(names | held)
     _LIBRARY_READS[kind] = found
     return found
 
@@ -1610,6 +1638,11 @@ _TORCH_STATE = frozenset(
 """PyTorch's kinds whose state is its own memory (a tensor's numbers, changed in place by an
 optimizer's step; a module's parameters; a generator's state), by the names of the classes they
 derive from (PyTorch is never imported here): refused in a compiled function's world."""
+
+_MADE_BY_CONTEXTMANAGER = (contextlib._GeneratorContextManager, contextlib._AsyncGeneratorContextManager)
+"""What ``@contextlib.contextmanager`` (and its async twin) makes of the user's function and the
+arguments a call gives it; used as a decorator, each call makes it anew from those (its generator,
+made once, is not what runs)."""
 
 _KEY_WRAPPER = type(functools.cmp_to_key(lambda a, b: 0))
 """What ``functools.cmp_to_key`` makes: C's ``KeyWrapper``, whose comparison function it does
@@ -1869,6 +1902,11 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
         "functools.partial: its function, arguments and keywords",
         functools.partial,
         lambda walk, var, x: walk._members(var, x, ("func", "args", "keywords")),
+    ),
+    (
+        "what @contextlib.contextmanager makes: its function, arguments and keywords (not its generator)",
+        _MADE_BY_CONTEXTMANAGER,
+        lambda walk, var, x: walk._members(var, x, ("func", "args", "kwds")),
     ),
     (
         "property (DynamicClassAttribute, enum.property): its functions",
@@ -2418,7 +2456,7 @@ ASPECTS = {
     "removed": " (removed)",
     "drawn": " (its state: random numbers were drawn from it)",  # a random generator whose state moved
     "called": " (a functools.lru_cache: it was called)",  # a user's functools.lru_cache called (or cleared)
-    "flags": " (its flags: decimal's arithmetic sets them, Inexact and Rounded, as it computes)",  # a Context's
+    "flags": " (its flags, which decimal's arithmetic sets as it computes: Inexact, Rounded...)",  # a Context's
 }
 """What about a place two observations differ in (``Difference.aspect``), and how a reader's
 phrase says it after the place."""
@@ -2462,11 +2500,17 @@ def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> Diff
         return Difference(f"{before.describe(var)}.{changed[0]}" if changed else before.describe(var))
     if var != new[1] or kind == "get" or (kind != new[0] and not (kind in items and new[0] in items)):
         return Difference(before.describe(var))
-    if kind == "state" and _flags_alone(old[2], new[2]):
-        return Difference(before.describe(var), "flags")
     if kind not in items:
-        return Difference(before.describe(var), _ASPECT_OF_FACT.get(kind, ""))
+        return Difference(before.describe(var), _aspect(old, new))
     return _items_difference(before, after, kind, var, old[2], new[2])
+
+
+def _aspect(old: Fact, new: Fact) -> str:
+    """What about one place two facts of one kind say differs (``ASPECTS``): a decimal.Context's
+    flags alone, or the aspect the fact's kind is about."""
+    if old[0] == "state" and _flags_alone(old[2], new[2]):
+        return "flags"
+    return _ASPECT_OF_FACT.get(old[0], "")
 
 
 _FLAGS = re.compile(r"flags=\[[^\]]*\]")
@@ -2475,7 +2519,7 @@ _FLAGS = re.compile(r"flags=\[[^\]]*\]")
 def _flags_alone(old: Any, new: Any) -> bool:
     """Whether two states of a ``decimal.Context`` (``content``: its type and repr) differ in
     their flags alone: what its arithmetic sets, not a setting the code changed."""
-    if old[0] is not decimal.Context or new[0] is not decimal.Context:
+    if not (isinstance(old[0], type) and issubclass(old[0], decimal.Context) and old[0] is new[0]):
         return False
     return _FLAGS.sub("", old[1]) == _FLAGS.sub("", new[1])
 
