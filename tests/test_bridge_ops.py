@@ -943,3 +943,17 @@ def test_roll_and_index_select_are_replayed_to_the_bit(part: int) -> None:
     compared, equal = every_leaf_equal_to_the_bit(w, cases, unless_summed=True)
     assert compared == 24
     assert equal >= 22  # the others: a nan's sign, from the other path's sum of the seed (named: a sum)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_neg_hands_back_its_gradient_negated_a_nans_sign_flipped_as_pytorchs(dtype: torch.dtype) -> None:
+    """NegBackward is ``grad.neg()``, which flips a nan's sign bit; the replay multiplied by -1.0,
+    which keeps it (x86's product hands on the nan as it is), and the leaf differed in a nan's
+    sign "where two nans meet", though one nan met nothing."""
+    x = torch.tensor([1.0, 0.0, 4.0], dtype=dtype, requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        ((-x) * torch.tensor([math.nan, 2.0, math.nan], dtype=dtype)).sum().backward()
+        torch.sqrt(-x).sum().backward()
+    for p in w.passes:
+        assert p.replayed, p.summary()
+        assert p.matches, p.summary()

@@ -96,15 +96,18 @@ def test_an_expression_of_bytes_that_are_not_text_is_named_so(capsys: pytest.Cap
     assert "chain of operators" not in err
 
 
-@pytest.mark.parametrize("assignment", ["x\udcff=1", "x=1\udcff", "x=1,\udcff2"])
+@pytest.mark.parametrize(
+    ("assignment", "named"),
+    [("x\udcff=1", "an assignment"), ("x=1\udcff", "the value of x"), ("x=1,\udcff2", "the value of x")],
+)
 def test_an_assignment_of_bytes_that_are_not_text_is_named_so(
-    capsys: pytest.CaptureFixture[str], assignment: str
+    capsys: pytest.CaptureFixture[str], assignment: str, named: str
 ) -> None:
     """As the expression's: a name or a value with a byte the terminal's encoding cannot read said
     only that ``'x\\udcff'`` "is not a variable name", or a number; it names the bytes."""
     status, out, err = run(capsys, "x", assignment)
     assert (status, out) == (2, "")
-    assert "holds bytes that are not text in this terminal's encoding" in err
+    assert f"{named} holds bytes that are not text in this terminal's encoding" in err
     assert "\\udcff" not in err
 
 
@@ -1182,10 +1185,28 @@ def test_a_value_takes_the_integers_the_expression_takes(
     assert out.splitlines()[0].endswith("4.])")
 
 
-@pytest.mark.parametrize("written", ["0x", "0x1g", "0b2", "1__0", "0x1.8"])
+@pytest.mark.parametrize("written", ["-0x0", "-0b0", "- 0o0"])
+def test_a_negative_integer_zero_is_negative_zero_as_in_the_expression(
+    capsys: pytest.CaptureFixture[str], written: str
+) -> None:
+    """``1/-0x0`` is ``-inf``: the minus applies to the float ``0.0``. ``x=-0x0`` read the integer
+    ``-0``, which is ``0``, and gave ``inf``."""
+    status, out, _ = run(capsys, "1/x", f"x={written}")
+    assert status == (2 if " " in written else 0)
+    if status == 0:
+        assert out.splitlines()[0] == "y = -inf"
+
+
+@pytest.mark.parametrize("written", ["0x", "0x1g", "0b2", "1__0", "0x1.8", "0x\u0661\u0662", "0b\uff11"])
 def test_a_value_that_python_would_not_read_as_an_integer_is_still_not_a_number(
     capsys: pytest.CaptureFixture[str], written: str
 ) -> None:
     status, _, err = run(capsys, "2*x", f"x={written}")
     assert status == 2
     assert f"x: {written!r} is not a number" in err
+
+
+def test_hex_in_brackets_gets_the_list_advice(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "2*x", "x=[0x10,0x20]", "--seed", "1,1")
+    assert status == 2
+    assert "is a list in brackets: write x=0x10,0x20" in err

@@ -437,6 +437,27 @@ def test_a_vjp_fn_made_outside_a_transform_is_differentiated_inside_one() -> Non
     assert grad(lambda c: vjp_vector([c, 1.0])[0][1])(2.0) == 3.0  # d/dc (c * v0 + 2)
 
 
+@pytest.mark.parametrize(
+    "transformed",
+    [
+        lambda w: vjpgrad.grad(lambda t: t * w)(3.0),
+        lambda w: vjpgrad.value_and_grad(lambda t: t * w)(3.0)[1],
+        lambda w: jacobian(lambda t: [t * w, t])(3.0)[0],
+        lambda w: vjpgrad.hessian(lambda t: t * t * w)(3.0),
+        lambda w: vjpgrad.jvp(lambda t: t * w, (3.0,), (1.0,))[1],
+        lambda w: vjp(lambda t: t * w, 3.0)[0],
+        lambda w: vjp(lambda t: t * w, Value(3.0, requires_grad=False))[0],
+    ],
+    ids=["grad", "value_and_grad", "jacobian", "hessian", "jvp", "vjp", "vjp of a Value taking no gradient"],
+)
+def test_every_transform_of_numbers_inside_a_recording_says_to_give_it_values(transformed: Any) -> None:
+    """Each transform of numbers refuses inside compile with the same advice (grad's, jacobian's
+    and hessian's said "take gradients of what the function returns, outside it"; a vjp of a Value
+    taking no gradient, "use a vjpgrad operation instead")."""
+    with pytest.raises(vjpgrad.DataDependentError, match=r"give it the function's Values"):
+        vjpgrad.compile(lambda w: transformed(w) * w)(Value(1.5))
+
+
 def test_a_transform_answering_in_numbers_inside_a_recording_says_to_give_it_values() -> None:
     """Inside ``vjpgrad.compile``'s recording, a transform of numbers (``vjp(f, 3.0)``) and the
     ``vjp_fn`` of one answer in numbers, as eager code's, reading a Value's number, which a replay

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
+import inspect
 import io
 import math
 import os
@@ -1049,6 +1050,27 @@ def test_a_gradient_taken_inside_the_function_is_refused() -> None:
         vmap(lambda x: grad(lambda y: (y * x).relu())(x))(np.array([1.0, -1.0]))
     with pytest.raises(DataDependentError, match=r"vmap\(grad\(f\)\)"):
         vmap(lambda x: vjpgrad.jvp(lambda y: y * y, (x,), (1.0,))[1])(np.array([1.0, -1.0]))
+
+
+def test_a_gradient_taken_inside_names_its_line_and_vmap_of_a_vjp_function() -> None:
+    """The refusal named no line, gave masks as its reason where ``t * t`` has none, and left out
+    ``vmap(vjp_fn)``, the form that runs a vjp_fn made outside per sample."""
+    _, vjp_fn = vjp(lambda t: t * t, 3.0)
+
+    def inside(c: Any) -> Any:
+        return vjp_fn(c)[0] * c  # the gradient taken inside
+
+    def graded(x: Any) -> Any:
+        return grad(lambda y: y * y)(x) * x  # the gradient taken inside
+
+    for f in (inside, graded):
+        with pytest.raises(DataDependentError, match=r"vmap\(vjp_fn\)") as refused:
+            vmap(f)(np.array([1.0, 2.0]))
+        lines, first = inspect.getsourcelines(f)
+        at = first + next(k for k, line in enumerate(lines) if line.rstrip().endswith("# the gradient taken inside"))
+        assert f"{__file__}:{at}" in str(refused.value)
+        assert "mask" not in str(refused.value)
+    assert vmap(vjp_fn)(np.array([1.0, 2.0]))[0].tolist() == [6.0, 12.0]  # what it says to write
 
 
 def test_a_bool_differentiated_is_the_number_it_is_as_eager_grad_takes_it() -> None:

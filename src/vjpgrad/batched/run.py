@@ -50,7 +50,9 @@ from vjpgrad.compiler import guard, lines, record, world
 from vjpgrad.core import backward, graph
 from vjpgrad.core.modes import (
     DataDependentError,
+    caller_location,
     enable_grad,
+    is_own_code,
     refuse_number,
     refusing_numbers,
     state,
@@ -93,10 +95,18 @@ class _Recording(Recording):
 
 
 GRADIENT_INSIDE = (
-    "a gradient taken inside a function vjpgrad.vmap records has masks decided by one sample's "
-    "numbers: transform the function from outside instead, vmap(grad(f)), vmap(jacobian(f))"
+    "is a reverse or forward pass (grad, jvp, jacobian, vjp, a vjp_fn, gradients()) that vmap's array code "
+    "does not run: transform the function from outside instead, vmap(grad(f)), vmap(jacobian(f)), or "
+    "vmap(vjp_fn) for a vjp_fn made outside"
 )
-"""What vmap says of a transform (``grad``, ``jvp``, ``gradients``...) run inside the function it records."""
+"""What vmap says of a transform (``grad``, ``jvp``, ``gradients``...) run inside the function it
+records, after where (``_gradient_inside``)."""
+
+
+def _gradient_inside(at: str) -> DataDependentError:
+    """The refusal of a gradient taken inside the function vmap records, at the user's line ``at``."""
+    return DataDependentError(f"a gradient taken inside a function vjpgrad.vmap records (at {at}) {GRADIENT_INSIDE}")
+
 
 _TRANSFORMS = transforms_functional.__file__
 """The transforms' file: a refusal raised under one of its functions is a gradient taken inside."""
@@ -107,10 +117,12 @@ def _said_as_inside_a_transform(error: BaseException) -> BaseException:
     transform inside the recorded function it is, where it named the ``.data`` that code read."""
     if not isinstance(error, DataDependentError):
         return error
-    frames = error.__traceback__
+    frames, users = error.__traceback__, "<unknown>"
     while frames is not None:
         if frames.tb_frame.f_code.co_filename == _TRANSFORMS:
-            return DataDependentError(GRADIENT_INSIDE)
+            return _gradient_inside(users)
+        if not is_own_code(frames.tb_frame):  # the user's line that called the transform, the last before it
+            users = f"{frames.tb_frame.f_code.co_filename}:{frames.tb_lineno}"
         frames = frames.tb_next
     return error
 
@@ -124,7 +136,7 @@ class _Refusing(list):  # type: ignore[type-arg]  # the Recording's list of node
         frame = sys._getframe(1)
         while frame is not None:
             if frame.f_code in _PASSES:
-                error = DataDependentError(GRADIENT_INSIDE)
+                error = _gradient_inside(caller_location())
                 self.recording.fail(error)
                 raise error
             frame = frame.f_back  # type: ignore[assignment]  # None ends the loop

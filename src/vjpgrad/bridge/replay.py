@@ -670,9 +670,15 @@ def _unary(call: Call, name: str, saved: Any, gradient: Callable[..., Any] = tim
     return elementwise(call, name, (call.args[0],), ((saved, gradient),))
 
 
+def _negated(g: Any, s: Any) -> Any:
+    """``-g``: NegBackward's ``grad.neg()``, which flips a nan's sign bit where ``g * -1.0`` keeps
+    it (a product hands on its nan operand as it is); the same number otherwise."""
+    return -g
+
+
 @rule("neg.default", "neg_.default")
 def _neg(call: Call) -> list[list[Item]]:
-    return _unary(call, "neg", -1.0)
+    return _unary(call, "neg", -1.0, _negated)
 
 
 @rule("abs.default", "abs_.default")

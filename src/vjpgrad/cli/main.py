@@ -252,18 +252,25 @@ def _all_numbers(text: str) -> bool:
     items = [item.strip() for item in text.split(",")]
     items = items[:-1] if len(items) > 1 and not items[-1] else items
     try:
-        return bool(items) and all(float(item) is not None for item in items)
+        return bool(items) and all(_number(item) is not None for item in items)
     except ValueError:
         return False
 
 
 def _number(item: str) -> float:
     """A value's number: what ``float`` reads, or an integer as the expression's literals are
-    (``0x10``, ``0b11``, ``0o17``), too large for a float being inf as there; ValueError if neither."""
+    (``0x10``, ``0b11``, ``0o17``, in ASCII digits), too large for a float being inf as there, its
+    sign applied to that float as the expression's minus is (``-0x0`` is ``-0.0``); ValueError if
+    neither."""
     try:
         return float(item)
     except ValueError:
-        return to_float(int(item, 0))
+        written = item.strip()
+        body = written[1:] if written[:1] in ("-", "+") else written
+        if not body.isascii() or body[:1] in ("-", "+") or body != body.strip():
+            raise
+        number = to_float(int(body, 0))
+        return -number if written.startswith("-") else number
 
 
 def _numbers(text: str, what: str) -> list[float]:
@@ -291,9 +298,10 @@ def _numbers(text: str, what: str) -> list[float]:
 
 
 def _variable(assignment: str) -> tuple[str, Value | Vector]:
-    if not_text(assignment):
-        raise CommandError(f"an assignment holds {NOT_TEXT}")
     written, equals, text = assignment.partition("=")
+    if not_text(assignment):
+        named = f"the value of {written.strip()}" if equals and not not_text(written) else "an assignment"
+        raise CommandError(f"{named} holds {NOT_TEXT}")
     written = written.strip()
     if not equals:
         raise CommandError(f"{assignment!r} is not an assignment: write NAME=VALUES, e.g. x=1.5 or v=1,2,3")

@@ -140,6 +140,14 @@ def _transform() -> Iterator[bool]:
         state.transform_depth -= 1
 
 
+_IN_NUMBERS = (
+    "a transform of numbers answers in numbers, as in eager code (so does the vjp_fn of a vjp of numbers): "
+    "give it the function's Values that take gradient (vjp(f, x), grad(f)(x) with x such a Value), which it "
+    "answers in Values, or call it outside the function and pass in what it gives"
+)
+"""What a recording's refusal says where a transform that answers in numbers meets its Values."""
+
+
 def _variable(x: Value | float) -> Value:
     """This transform's own variable for ``x``.
 
@@ -150,6 +158,8 @@ def _variable(x: Value | float) -> Value:
     """
     if isinstance(x, Value) and x.requires_grad:
         return unary(IDENTITY, x)
+    if isinstance(x, Value):  # a number to the transform: inside compile or vmap, refused saying so
+        refuse_number("a transform reads the number of a Value that takes no gradient", _IN_NUMBERS)
     return Value(x.data if isinstance(x, Value) else x)
 
 
@@ -313,7 +323,8 @@ def _rows(outputs: list[Value | float], seeds: list[list[Any]], inputs: list[Val
         roots, weights = [y for y, _ in used], [s for _, s in used]
         if nested:
             grads: dict[Any, Any] = differentiable_reverse_pass(roots, weights)
-        else:
+        else:  # inside compile or vmap, of a recording's Values: refused, saying what to do
+            refuse_number("a transform of numbers runs a reverse pass to numbers", _IN_NUMBERS)
             grads = reverse_pass(roots, [float(s) for s in weights])
         rows.append([grads.get(x, 0.0) for x in inputs])
     return rows
@@ -370,14 +381,6 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..
     grad_f.__name__ = f"grad({getattr(f, '__name__', 'f')})"
     _mark(grad_f, Transformed("grad", f, argnums))
     return grad_f
-
-
-_IN_NUMBERS = (
-    "a transform of numbers answers in numbers, as in eager code (so does the vjp_fn of a vjp of numbers): "
-    "give it the function's Values (vjp(f, x), grad(f)(x) with x a Value), which it answers in Values, or "
-    "call it outside the function and pass in what it gives"
-)
-"""What a recording's refusal says where a transform that answers in numbers meets its Values."""
 
 
 def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
