@@ -14,6 +14,7 @@ generators that draw, must); never another number, never another exception.
 from __future__ import annotations
 
 import array
+import ast
 import builtins
 import collections
 import configparser
@@ -363,6 +364,31 @@ class _Aliasing:
         self.s = 2.0
 
 
+class _MethodInASlotsPlace:
+    __slots__ = ("f", "s")
+
+    def __init__(self) -> None:
+        self.s = 2.0
+
+
+_MethodInASlotsPlace.f = lambda self: 1.0  # type: ignore[assignment,method-assign]  # a method: no slot read
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    yield
+
+
+class _UsedUp:
+    """Holds what ``@contextmanager`` made, entered once: its function and arguments are gone."""
+
+    def __init__(self) -> None:
+        self.s = 2.0
+        self.ctx = _quiet()
+        with self.ctx:
+            pass
+
+
 @contextlib.contextmanager
 def _setting_from(held: Any) -> Iterator[None]:
     old, _SETTING["k"] = _SETTING["k"], held.k
@@ -465,6 +491,8 @@ _HIDDEN_FROM_A_DECLARATION: dict[str, Any] = {
     "a context decorator's own object": _decorated_by_a_context_decorator,
     "a context manager's argument, used as a decorator": _decorated_by_a_context_manager,
     "a slot behind a descriptor of the user's": _in_place(_Wrapped, lambda h: h.s, _slot_set),
+    "a slot whose place a method took": _in_place(_MethodInASlotsPlace, lambda h: h.s * h.f(), _slot_set),
+    "an object beside what @contextmanager made, used up": _in_place(_UsedUp, lambda h: h.s, _slot_set),
     "a slot whose __slots__ was deleted": _in_place(_Unslotted, lambda h: h.s, _slot_set),
     "an attribute beside a class attribute holding another class's slot": _in_place(
         _Aliasing, lambda h: h.s, _slot_set
@@ -486,28 +514,33 @@ def test_state_a_declaration_or_an_iteration_hides_changed_gives_eagers_bits(nam
     assert _twin(_HIDDEN_FROM_A_DECLARATION[name]) == "same"
 
 
-def test_a_librarys_function_a_class_holds_watches_the_entries_it_names_not_every_entry() -> None:
-    """A library's function in the user's class (``clone = copy.deepcopy``) is read for the names
-    it names (``namedtuple``'s ``_asdict`` reads ``_fields``), but one whose code computes names
-    (``getattr``) made every entry of the class watched: a class of 40 methods grew its guard
-    ninefold, and changing a method the function never calls recorded anew."""
-    import copy
+class _Visits:
+    """A library's function held in a class of the user's: ``ast.NodeVisitor.visit`` calls the
+    method named after the node's class (``visit_Constant``), a name it computes."""
 
-    def methods(extra: dict[str, Any]) -> type:
-        entries = {f"m{k}": (lambda self, k=k: float(k)) for k in range(40)} | extra | {"__module__": __name__}
-        return type("Many", (), {**entries, "s": 2.0})
+    visit = ast.NodeVisitor.visit
 
-    lines = []
-    for extra in ({}, {"clone": copy.deepcopy}):
-        held = methods(extra)()
-        compiled = vjpgrad.compile(lambda x, held=held: x * held.s)
-        compiled(Value(1.5))
-        compiled(Value(1.5))
-        type(held).m7 = lambda self: 7.5  # a method the function never calls
-        compiled(Value(1.5))
-        assert compiled.times_recorded == 1
-        lines.append(compiled.guard_source.count("\n"))
-    assert lines[1] < lines[0] + 10
+    def generic_visit(self, node: Any) -> float:
+        return 1.0
+
+    def visit_Constant(self, node: Any) -> float:  # the name visit computes
+        return 2.0
+
+
+def _visited() -> tuple[Callable[[], float], Callable[[float], None]]:
+    visitor, node = _Visits(), ast.Constant(1)
+
+    def change(k: float) -> None:
+        type(visitor).visit_Constant = lambda self, node: k  # type: ignore[method-assign]
+
+    return (lambda: visitor.visit(node)), change
+
+
+def test_a_librarys_function_a_class_holds_that_computes_names_watches_every_entry() -> None:
+    """A library's function in the user's class whose code computes names (``NodeVisitor.visit``:
+    ``getattr(self, "visit_" + ...)``) may read any entry: every entry is watched, as for a library
+    base class's code (a review found the method it calls changed and the first number kept)."""
+    assert _twin(_visited) == "same"
 
 
 def test_a_numpy_record_read_from_the_world_gives_eagers_bits_or_a_refusal() -> None:

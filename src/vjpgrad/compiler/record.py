@@ -702,7 +702,7 @@ def refuse_changes(
     if changed.aspect == "flags":  # a decimal.Context's, which its arithmetic sets
         raise DataDependentError(
             f"{at}, which a replay would not do again: compute with a copy made inside ({changed.place}.copy(), "
-            f"whose flags are its own; decimal.localcontext() for the thread's context), or {_otherwise(recorder)}"
+            f"whose flags are its own), or {_otherwise(recorder)}"
         )
     raise DataDependentError(
         f"{at}, which a "

@@ -542,10 +542,16 @@ def slots(kind: type, users_only: bool = False) -> tuple[tuple[str, Any], ...]:
                 found.setdefault(name, descriptor)
         declared = entries.get("__slots__", ())
         for name in (declared,) if isinstance(declared, str) else declared if isinstance(declared, Collection) else ():
-            held = _mangled(k, name) if isinstance(name, str) else None
-            if held not in (None, "__dict__", "__weakref__") and hasattr(entries.get(held), "__get__"):
+            held = _mangled(k, name) if isinstance(name, str) else "__dict__"
+            if held not in ("__dict__", "__weakref__") and _data_descriptor(entries.get(held)):
                 found.setdefault(held, entries[held])
     return tuple(found.items())
+
+
+def _data_descriptor(x: Any) -> bool:
+    """Whether a class entry reads and writes its objects' state (a property, a validator of the
+    user's in a slot's place): a method, which only reads, holds no slot."""
+    return hasattr(type(x), "__get__") and hasattr(type(x), "__set__")
 
 
 def _mangled(kind: type, name: str) -> str:
@@ -879,6 +885,13 @@ class _Walk:
         library's or C object is watched by identity."""
         if _instance_of_user_class(x):
             self._instance(var, x)
+
+    def _context_manager(self, var: int, x: Any) -> None:
+        """What ``@contextmanager`` made: its function, arguments and keywords, which make it anew
+        at each use as a decorator. Entering it deletes them (its generator then runs once): one
+        used up holds nothing more (a guard that finds them gone where they were records anew)."""
+        if "func" in vars(x):
+            self._members(var, x, ("func", "args", "kwds"))
 
     def _refused(self, var: int, x: Any) -> None:
         name = self.snapshot.names[var]
@@ -1419,17 +1432,15 @@ _LIBRARY_READS: weakref.WeakKeyDictionary[type, frozenset[str] | None] = weakref
 
 def _library_reads(kind: type) -> frozenset[str] | None:
     """The names the library's code in ``kind`` reads (its functions' globals and attributes: the
-    subclass's methods and settings it calls or reads by name): the code of its library bases, or
-    None where that code computes names (``getattr(self, "visit_" + name)``), so that it may read
-    any; and the names a library's function held in the user's own classes names
-    (``namedtuple``'s ``_asdict`` reads the class's ``_fields``). Such a function is not taken to
-    read every entry where its code computes names (``clone = copy.deepcopy``: its ``getattr``
-    reads what it copies): that would watch the whole class at every call. Read from the code
-    itself, once a class."""
+    subclass's methods and settings it calls or reads by name): the code of its library bases and
+    of a library's functions its own classes hold (``namedtuple``'s ``_asdict`` reads the class's
+    ``_fields``; ``visit = ast.NodeVisitor.visit``). None where that code computes names
+    (``getattr(self, "visit_" + name)``), so that it may read any: every entry is then watched (a
+    class that holds ``copy.deepcopy`` too, whose ``getattr`` reads what it copies). Read from the
+    code itself, once a class."""
     if kind in _LIBRARY_READS:
         return _LIBRARY_READS[kind]
     names: set[str] = set()
-    held: set[str] = set()
     for base in kind.__mro__:
         if base is object:
             continue
@@ -1437,13 +1448,9 @@ def _library_reads(kind: type) -> frozenset[str] | None:
         for item in vars(base).values():
             function = getattr(item, "__func__", getattr(item, "fget", item))  # a static, class or property's
             code = getattr(function, "__code__", None)
-            if not isinstance(code, types.CodeType):
-                continue
-            if library:
+            if isinstance(code, types.CodeType) and (library or is_library(function)):
                 names |= _code_names(code)
-            elif is_library(function):
-                held |= _code_names(code)
-    found = None if not names.isdisjoint(COMPUTED_ATTRIBUTES) else frozenset(names | held)
+    found = None if not names.isdisjoint(COMPUTED_ATTRIBUTES) else frozenset(names)
     _LIBRARY_READS[kind] = found
     return found
 
@@ -1906,7 +1913,7 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     (
         "what @contextlib.contextmanager makes: its function, arguments and keywords (not its generator)",
         _MADE_BY_CONTEXTMANAGER,
-        lambda walk, var, x: walk._members(var, x, ("func", "args", "kwds")),
+        _Walk._context_manager,
     ),
     (
         "property (DynamicClassAttribute, enum.property): its functions",
