@@ -195,7 +195,8 @@ CONTROL_LABEL = "\x1b[31mred\x1b[0m\x00"  # a terminal's colour codes: no XML ma
 def test_any_label_text_is_escaped(label: str) -> None:
     x = Value(1.0, label=label)
     text = to_dot(x * 2)
-    escaped = label.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("&", "&amp;")
+    # a newline is written as Python writes it (one line, as every view writes a label), then DOT's escapes
+    escaped = label.replace("\n", "\\n").replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
     assert f'label="{escaped}\\ndata 1\\ngrad 0"' in text
     if HAS_DOT:  # Graphviz reads exactly the four nodes: x, x * 2, the op, the constant
         result = subprocess.run(["dot", "-Tplain"], input=text, capture_output=True, text=True)
@@ -460,3 +461,28 @@ def test_an_empty_vector_draws_an_empty_picture_of_positive_size(monkeypatch: py
     assert width > 0
     assert height > 0
     assert f'viewBox="0 0 {width:g} {height:g}"' in svg
+
+
+def test_every_picture_names_apart_two_values_whose_names_print_alike_a_given_name_first() -> None:
+    """A label with an escape character (``"\\x1b"``) prints as one typed as that text
+    (``"\\\\x1b"``), and a given name as a label: ``to_dot`` drew two boxes of one name, the
+    pure-Python picture compared the raw given name with explain's printed one, and explain let
+    the label made first keep the name the learner gave another Value. The name given wins; the
+    other is named apart, in every view."""
+    from vjpgrad.display.dot import _plain_svg
+
+    a, b = Value(2.0, label="\x1b"), Value(3.0, label="\\x1b")
+    y = a * b
+    titles = re.findall(r'\[shape=box, label="(.*?)\\ndata', to_dot(y))
+    assert len(titles) == len(set(titles)) == 2, titles
+    c, d = Value(2.0, label="a"), Value(3.0)
+    z = c * d
+    assert explain(z, names={"a": d}).names[d] == "a"
+    assert explain(z, names={"a": d}).names[c] == "a (2)"
+    dot = to_dot(z, names={"a": d})
+    assert 'label="a\\ndata 3' in dot
+    assert 'label="a (2)\\ndata 2' in dot
+    e, f = Value(2.0, label="\x1b"), Value(3.0)
+    picture = _plain_svg(e * f, None, {"\x1b": f}, "chain")
+    boxes = re.findall(r'class="vjs-node[^"]*" data-node="([^"]*)"', picture)
+    assert len(boxes) == len(set(boxes)) == 3, boxes

@@ -350,3 +350,15 @@ def test_a_label_with_a_terminal_code_is_written_escaped_and_named_apart_from_it
     assert len(set(e.names.values())) == len(e.names)
     sums = {line.split(".grad", 1)[0].strip() for line in shown.splitlines() if ".grad +=" in line}
     assert sums == {"w\\x1b[31m", "w\\x1b[31m (2)", "n\\x00"}
+
+
+@pytest.mark.parametrize("control", ["\r", "\n", "\t", "\x7f", "\x9b", "\u202e", "\u2066", "\u2028"])
+def test_a_label_that_moves_the_cursor_or_turns_the_text_is_written_escaped(control: str) -> None:
+    """A carriage return in a label overwrote its row of the table in a terminal; a C1 code
+    (``\\x9b``, a one-character escape), DEL, a tab, a newline, a line separator and the marks that
+    turn the text right to left (U+202E) are written as Python writes them too."""
+    a = Value(2.0, label=f"w{control}v")
+    shown = str(explain(a * 3.0))
+    assert f"w{control}v" not in shown
+    assert f"w{ascii(control)[1:-1]}v" in shown
+    assert len(shown.splitlines()) == len(str(explain(Value(2.0, label="wv") * 3.0)).splitlines())

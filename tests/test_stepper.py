@@ -361,6 +361,9 @@ def test_next_walks_the_whole_pass_and_ends_at_backwards_gradients(browser: Any,
     e = explain(y, seed, names=names)
     _browser.open_page(browser, tmp_path / "stepper.html", stepper_html(e))
     _browser.check_step(browser, e, 0)
+    shown = "return ['controls', 'panel', 'keys', 'no-script'].map((r) => document.querySelector(`[data-role=${r}]`)"
+    shown += ".hidden)"
+    assert browser.execute_script(shown) == [False, False, False, True]  # the script ran: all but the note shown
     button = browser.find_element(By.CSS_SELECTOR, '[data-role="next"]')
     for k in range(1, len(e.steps) + 1):
         button.click()
@@ -711,10 +714,11 @@ def test_a_label_with_a_control_character_and_a_label_typed_as_its_escape_are_tw
 
 def test_without_its_script_the_page_shows_no_idle_buttons_and_says_the_table_has_every_step() -> None:
     """A page whose script does not run (scripts off, an untrusted notebook) showed Next and Play
-    buttons that did nothing. They are hidden until the script shows them; until then a note
-    says the table lists every step. (The browser tests click them: shown once the script runs.)"""
+    buttons that did nothing. They are hidden until the script shows them (with the panel and the
+    keys); until then a note says the table lists every step. (The browser tests click them, and
+    read what shows: shown once the script runs.)"""
     elements = parse(stepper_html(explain(Value(2.0) * Value(3.0))))
-    attributes = {a.get("data-role"): a for _, a in elements.tags if a.get("data-role") in ("controls", "no-script")}
-    assert "hidden" in attributes["controls"]
+    roles = ("controls", "panel", "keys", "no-script")
+    attributes = {a.get("data-role"): a for _, a in elements.tags if a.get("data-role") in roles}
+    assert all("hidden" in attributes[role] for role in ("controls", "panel", "keys"))  # the panel and keys too
     assert "hidden" not in attributes["no-script"]
-    assert """[data-role="controls"]').hidden = false""" in stepper_html(explain(Value(2.0) * 2.0))

@@ -14,7 +14,7 @@ from vjpgrad.core.modes import USER_FRAMES
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
 from vjpgrad.display import text
-from vjpgrad.display.explain import EXPLAIN_AFTER_FREE, Step, explain, formula, given_names
+from vjpgrad.display.explain import EXPLAIN_AFTER_FREE, Step, apart, explain, formula, given_names
 
 INSTALL_HINT = (
     "rendering with Graphviz (PNG and PDF, and any SVG draw() did not make) needs "
@@ -24,12 +24,12 @@ INSTALL_HINT = (
 )
 
 
-def _quote(label: str) -> str:
-    """A DOT string literal: any label text is safe inside it, and shows as written (Graphviz reads
-    entities in a label, so ``&`` is written ``&amp;``)."""
-    escaped = text.printable(label).replace("&", "&amp;")
-    escaped = escaped.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
-    return f'"{escaped}"'
+def _quote(*lines: str) -> str:
+    """A DOT string literal of ``lines``, one under the other: any text is safe inside it, and shows
+    as written, on its line (``text.printable``: a newline in a label is written ``\\n``; Graphviz
+    reads entities in a label, so ``&`` is written ``&amp;``)."""
+    escaped = [text.printable(line).replace("&", "&amp;").replace("\\", "\\\\").replace('"', '\\"') for line in lines]
+    return '"' + "\\n".join(escaped) + '"'
 
 
 def _chain_text(step: Step) -> str:
@@ -63,10 +63,10 @@ def to_dot(
         named = given_names(names)
         nodes = graph.ancestry(outputs)
         ids = {node: f"n{k}" for k, node in enumerate(nodes)}
+        titles = _dot_titles(nodes, named, shown)
         lines = ["digraph vjpgrad {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];']
         for node, name in ids.items():
-            title = named.get(node) or shown.get(node) or node.label or ""
-            lines += _node_lines(node, name, title, ids, shown, steps, edges)
+            lines += _node_lines(node, name, titles.get(node, ""), ids, shown, steps, edges)
         for k, node in enumerate(outputs):
             if seeds is not None:
                 lines.append(f"  seed{k} [shape=plaintext, fontcolor=blue, label={_quote(f'seed {seeds[k]:g}')}];")
@@ -75,6 +75,16 @@ def to_dot(
                 )
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+
+def _dot_titles(nodes: Sequence[Value], named: Mapping[Value, str], shown: Mapping[Value, str]) -> dict[Value, str]:
+    """Each titled box's name: the name given, or explain's, or the label, printable (a terminal's
+    escape written ``\\x1b``), and two boxes of one name named apart as explain names them (the
+    given name keeps it)."""
+    titles = {node: text.printable(named.get(node) or shown.get(node) or node.label or "") for node in nodes}
+    titles = {node: title for node, title in titles.items() if title}
+    apart(titles, sorted(titles, key=lambda node: (node not in named, graph.sequence(node))))
+    return titles
 
 
 def _outputs_and_seeds(
@@ -118,9 +128,10 @@ def _node_lines(
     node: Value, name: str, title: str, ids: dict[Value, str], shown: dict[Value, str], steps: _Steps, edges: str | None
 ) -> list[str]:
     """A Value's box and, for a result, its operation's ellipse and the edges from its operands."""
-    label = f"{title}\ndata {text.short(node.data)}\ngrad {text.short(node.grad)}".lstrip("\n")
+    box = [title] if title else []
+    box += [f"data {text.short(node.data)}", f"grad {text.short(node.grad)}"]
     style = "" if node.requires_grad else ', style=dashed, color="gray40"'
-    lines = [f"  {name} [shape=box, label={_quote(label)}{style}];"]
+    lines = [f"  {name} [shape=box, label={_quote(*box)}{style}];"]
     if node.is_leaf:
         return lines
     lines.append(f"  {name}_op [shape=ellipse, label={_quote(node.op)}];")
@@ -242,7 +253,7 @@ def _picture_titles(nodes: Sequence[Value], named: Mapping[Value, str]) -> dict[
     leaves, inner = 0, 0
     for node in nodes:
         if node in named or node.label:
-            name = named.get(node) or node.label or ""
+            name = text.printable(named.get(node) or node.label or "")  # as explain and to_dot write it
         elif node.is_leaf:
             leaves += 1
             name = f"x{leaves}"

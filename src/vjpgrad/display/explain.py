@@ -141,13 +141,14 @@ def _name_every_node(
             label[value] = next(inner_names)
     for node, name in label.items():  # a terminal's colour code written as Python writes it, as every view does
         label[node] = text.printable(name)
-    _apart(label, sorted({*leaves, *order}, key=graph.sequence))
+    apart(label, sorted({*leaves, *order}, key=lambda node: (node not in given, graph.sequence(node))))
 
 
-def _apart(label: dict[Any, str], nodes: list[Value]) -> None:
+def apart(label: dict[Any, str], nodes: list[Value]) -> None:
     """Two nodes of one name (two Values labelled ``a``; the PyTorch bridge's ``w from zeros`` for
-    each use of ``w``) named apart: the first made keeps it, the next are ``a (2)``, ``a (3)``..., past
-    every name in use, so that each name's formula and running total in the table are one node's."""
+    each use of ``w``; a name given beside a label alike) named apart: the first of ``nodes`` keeps
+    it (a given name's, then the first made), the next are ``a (2)``, ``a (3)``..., past every name
+    in use, so that each name's formula and running total in the table are one node's."""
     used = {label[node] for node in nodes}
     seen: dict[str, int] = {}
     for node in nodes:

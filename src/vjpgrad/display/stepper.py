@@ -684,7 +684,7 @@ def _fragment(explanation: ExplanationData, title: str | None, notes: Sequence[s
         '<option value="150">fast</option><option value="20">fastest</option></select></label>'
         f'<span class="vjs-counter">step <b data-role="step-index">0</b> of <b data-role="step-count">{n}</b>'
         ' <span data-role="current-edge" class="vjs-current-edge"></span></span></div>'
-        '<div class="vjs-panel" data-role="panel" aria-live="polite"></div>'
+        '<div class="vjs-panel" data-role="panel" aria-live="polite" hidden></div>'
         '<p class="vjs-scroll-cue" data-role="graph-cue" hidden>\u21c6 The graph is wider than this box: '
         "scroll it sideways (or step: the nodes of each step come into view).</p>"
         '<div class="vjs-graph-box" data-role="graph-box" tabindex="0" role="region" '
@@ -696,9 +696,10 @@ def _fragment(explanation: ExplanationData, title: str | None, notes: Sequence[s
         '<div class="vjs-table-box" data-role="table-box" tabindex="0" role="region" '
         f'aria-label="every step of {_escape(shown_title)} (scrolls)">{_table(explanation, start_text)}</div></details>'
         '<p class="vjs-help">Arrows go from an operand to the result made from it; the reverse pass sends '
-        "gradient back along them, from the outputs to the leaves. Keys (click the stepper or Tab to it): "
+        "gradient back along them, from the outputs to the leaves."
+        '<span data-role="keys" hidden> Keys (click the stepper or Tab to it): '
         "\u2190 \u2192 step, Home / End, space plays; \u2191 \u2193 scroll the graph or the table "
-        "(and \u2190 \u2192 the table, when it is wider than its box).</p>"
+        "(and \u2190 \u2192 the table, when it is wider than its box).</span></p>"
         f'<script type="application/json" id="{uid}-data">{script_json(data)}</script>'
         f"<script>{script}</script></div>"
     )
@@ -736,7 +737,7 @@ _CSS = """
 .vjs-root .vjs-note{margin:2px 0;white-space:pre-wrap}
 .vjs-root .vjs-warning{background:#fff4d6;border:1px solid #e0b341;padding:4px 8px;border-radius:4px}
 .vjs-root .vjs-controls{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin-bottom:8px}
-.vjs-root .vjs-controls[hidden],.vjs-root .vjs-note[hidden]{display:none}
+.vjs-root .vjs-controls[hidden],.vjs-root .vjs-note[hidden],.vjs-root .vjs-panel[hidden]{display:none}
 .vjs-root button{font:inherit;padding:3px 10px;border:1px solid #aab4c4;border-radius:5px;background:#f4f6fa;
   cursor:pointer;color:#1d2330}
 .vjs-root button:hover:enabled{background:#e6ecf5}
@@ -796,8 +797,10 @@ _SCRIPT = """
   if (!root || root.getAttribute("data-ready") === "1") { return; }
   var data = JSON.parse(document.getElementById(__ROOT_ID__ + "-data").textContent);
   root.setAttribute("data-ready", "1");
-  root.querySelector('[data-role="controls"]').hidden = false;  // the buttons work now: shown, the note
-  root.querySelector('[data-role="no-script"]').hidden = true;  // that says they need a script hidden
+  ["controls", "panel", "keys"].forEach(function (name) {  // the buttons, the panel and the keys work now:
+    root.querySelector('[data-role="' + name + '"]').hidden = false;  // shown, and the note that says
+  });  // they need a script hidden
+  root.querySelector('[data-role="no-script"]').hidden = true;
   var steps = data.steps, n = steps.length, k = 0, timer = null;
   var arrow = __ROOT_ID__ + "-arrow";
   function num(x) { return typeof x === "string" ? Number(x) : x; }

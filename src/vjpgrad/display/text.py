@@ -19,13 +19,18 @@ from vjpgrad.core.value import Value
 TIMES = "\u00d7"
 
 
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-"""What no XML document may hold (a terminal's colour codes, a NUL...): a saved SVG with one is no picture."""
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
+"""What no XML document may hold (a terminal's colour codes, a NUL...), so that a saved SVG with one
+is no picture, and what moves a terminal's cursor or turns the text around where a label is written
+(a tab, a newline, a carriage return, DEL, C1's codes, the line separators, the marks that turn text
+right to left)."""
 
 
 def printable(label: str) -> str:
-    """``label`` with each character XML forbids written as Python writes it (``\\x1b``): what every
-    view (HTML, SVG, DOT) escapes first, so a label shows as typed and every picture stays well-formed."""
+    """``label`` with each character that no XML may hold, or that moves the cursor or turns the
+    text, written as Python writes it (``\\x1b``, ``\\r``, ``\\u202e``): what every view (the
+    table's text, HTML, SVG, DOT) escapes first, so a label shows as typed, one line, and every
+    picture stays well-formed."""
     return _UNPRINTABLE.sub(lambda found: ascii(found.group())[1:-1], label)
 
 
