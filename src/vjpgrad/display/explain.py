@@ -209,7 +209,10 @@ def explain(
     ``seed`` is what ``backward`` takes: a number for a Value (1.0 by default), one number
     per element for a Vector. ``names`` (e.g. ``{"a": a, "b": b}``) names the inputs in the
     table; otherwise labels are used, then ``x1, x2...`` for leaves and ``t1, t2...`` for
-    intermediate nodes. Raises as ``backward`` would, before doing anything.
+    intermediate nodes. A name is written on one line, with what would move a terminal's cursor
+    written as Python writes it (a terminal's escape character in a label shows as ``\\x1b``); two nodes whose
+    names print alike are ``a`` and ``a (2)``, a name given in ``names`` keeping its own. Raises
+    as ``backward`` would, before doing anything.
 
     In a notebook the result shows itself as a stepper; ``print`` writes it as a table;
     ``.steps`` holds each edge as data (upstream × local = contribution, and the operand's
