@@ -946,14 +946,20 @@ def test_roll_and_index_select_are_replayed_to_the_bit(part: int) -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_neg_hands_back_its_gradient_negated_a_nans_sign_flipped_as_pytorchs(dtype: torch.dtype) -> None:
+def test_neg_and_sub_hand_back_the_gradient_negated_a_nans_sign_flipped_as_pytorchs(dtype: torch.dtype) -> None:
     """NegBackward is ``grad.neg()``, which flips a nan's sign bit; the replay multiplied by -1.0,
     which keeps it (x86's product hands on the nan as it is), and the leaf differed in a nan's
     sign "where two nans meet", though one nan met nothing."""
     x = torch.tensor([1.0, 0.0, 4.0], dtype=dtype, requires_grad=True)
+    b = torch.tensor([0.5, 1.0, 2.0], dtype=dtype)
+    nans = torch.tensor([math.nan, 2.0, math.nan], dtype=dtype)
     with vjpgrad.watch_torch() as w:
-        ((-x) * torch.tensor([math.nan, 2.0, math.nan], dtype=dtype)).sum().backward()
+        ((-x) * nans).sum().backward()
         torch.sqrt(-x).sum().backward()
+        ((b - x) * nans).sum().backward()  # sub's other operand: -grad (times alpha), as neg's
+        ((1.0 - x) * nans).sum().backward()
+        (b.sub(x, alpha=2) * nans).sum().backward()
+        (torch.rsub(x, b) * nans).sum().backward()
     for p in w.passes:
         assert p.replayed, p.summary()
         assert p.matches, p.summary()

@@ -21,6 +21,7 @@ import inspect
 import os
 import pickle
 import random
+import re
 import secrets
 import subprocess
 import sys
@@ -268,6 +269,76 @@ def test_a_reading_of_the_clock_is_refused_naming_the_line(fn: Callable[[Value],
     where = _Timer.read if fn is _attribute_read else fn
     assert _line_of(where, "# the reading") in message, message
     assert "pass the reading in" in message, message
+
+
+_SIZED: list[float] = [1.0, 2.0]
+
+
+def _cwd_read(x: Value) -> Value:
+    return x * float(len(os.getcwd()))  # the reading
+
+
+def _size_read(x: Value) -> Value:
+    return x * float(sys.getsizeof(_SIZED))  # the reading
+
+
+def _refcount_read(x: Value) -> Value:
+    return x * float(sys.getrefcount(_SIZED))  # the reading
+
+
+def _limit_read(x: Value) -> Value:
+    return x * float(sys.getrecursionlimit())  # the reading
+
+
+@pytest.mark.parametrize(
+    ("fn", "what"),
+    [
+        (_cwd_read, "os.getcwd"),
+        (_size_read, "sys.getsizeof"),
+        (_refcount_read, "sys.getrefcount"),
+        (_limit_read, "sys.getrecursionlimit"),
+    ],
+)
+def test_a_reading_of_the_processs_state_is_refused_as_the_clocks_is(fn: Callable[[Value], Value], what: str) -> None:
+    """The current folder, an object's size or reference count, the recursion limit: C functions
+    whose answer moves with the process (a list's capacity grows with no item changed), which a
+    replay would answer as recorded at every call (a review found each silently stale)."""
+    with pytest.raises(DataDependentError, match=rf"read the process's state \({re.escape(what)}\)") as refused:
+        vjpgrad.compile(fn)(Value(1.0))
+    assert _line_of(fn, "# the reading") in str(refused.value)
+    assert "pass the reading in" in str(refused.value)
+
+
+_ERROR = ValueError("bad")
+
+
+def _context_read(x: Value) -> Value:
+    return x * (2.0 if _ERROR.__context__ is None else 3.0)
+
+
+def _raises_the_worlds_error(x: Value) -> Value:
+    fresh = _ERROR.__traceback__ is None
+    try:
+        raise _ERROR
+    except ValueError:
+        pass
+    return x * (2.0 if fresh else 3.0)
+
+
+def test_an_exceptions_context_and_traceback_are_watched() -> None:
+    """An exception in the world holds its ``__context__`` and its ``__traceback__``, which Python
+    sets as it is raised: a review found both unwatched (a replay kept the first answer), and
+    raising the world's exception inside was no side effect to compile. The context is watched as
+    the exception it is, the traceback by identity; raising it inside is a change, refused."""
+    compiled = vjpgrad.compile(_context_read)
+    try:
+        for context, expected in ((None, 3.0), (None, 3.0), (KeyError("k"), 4.5), (KeyError("k"), 4.5)):
+            _ERROR.__context__ = context
+            assert compiled(Value(1.5)).data == _context_read(Value(1.5)).data == expected
+        with pytest.raises(DataDependentError, match=r"defined at .* changed _ERROR\.__traceback__"):
+            vjpgrad.compile(_raises_the_worlds_error)(Value(1.5))
+    finally:
+        _ERROR.__context__ = _ERROR.__traceback__ = None
 
 
 def test_a_clock_read_by_a_librarys_generated_code_is_the_librarys(tmp_path: Path) -> None:

@@ -486,3 +486,28 @@ def test_every_picture_names_apart_two_values_whose_names_print_alike_a_given_na
     picture = _plain_svg(e * f, None, {"\x1b": f}, "chain")
     boxes = re.findall(r'class="vjs-node[^"]*" data-node="([^"]*)"', picture)
     assert len(boxes) == len(set(boxes)) == 3, boxes
+
+
+def test_a_picture_without_edges_names_as_explain_does_a_given_name_first() -> None:
+    """The pure-Python picture without edges named in graph order with primes: a name given to
+    ``p`` went to ``q``, labelled alike and made first, and a given ``x1`` to a leaf it made up a
+    name for. A constant labelled as a Value that takes gradient was ``a`` beside ``a`` in explain's
+    formula (``a * a``) and ``a (2)`` in to_dot's. Each is named apart alike in every view now."""
+    from vjpgrad.display.dot import _plain_svg
+
+    def boxes(picture: str) -> list[str]:
+        return re.findall(r'class="vjs-node[^"]*" data-node="([^"]*)"', picture)
+
+    q, p = Value(1.0, label="a"), Value(2.0)
+    assert sorted(boxes(_plain_svg(q * p, None, {"a": p}, None))) == ["a", "a (2)", "y"]
+    assert explain(q * p, names={"a": p}).names[p] == "a"
+    a, b = Value(1.0), Value(2.0)
+    named = boxes(_plain_svg(a * b, None, {"x1": b}, None))
+    assert sorted(named) == ["x1", "x2", "y"], named
+    c, d = Value(5.0, requires_grad=False, label="a"), Value(2.0, label="a")
+    e = explain(c * d)
+    assert e.formulas["y"] in ("a * a (2)", "a (2) * a")
+    assert e.names[d] == "a (2)"
+    assert 'label="a (2)\\ndata 2' in to_dot(c * d, edges="chain")
+    assert 'label="a (2)\\ndata 2' in to_dot(c * d)
+    assert sorted(boxes(_plain_svg(c * d, None, None, None))) == ["a", "a (2)", "y"]

@@ -633,14 +633,14 @@ def _add(call: Call) -> list[list[Item]]:
 
 @rule("sub.Tensor", "sub_.Tensor", "sub.Scalar", "sub_.Scalar")
 def _sub(call: Call) -> list[list[Item]]:
-    x, y = call.args[:2]
-    return elementwise(call, "sub", (x, y), ((1.0, times), (-_alpha(call), times)))
+    x, y = call.args[:2]  # other: -grad times alpha (maybe_multiply), the gradient negated first
+    return elementwise(call, "sub", (x, y), ((1.0, times), (_alpha(call), _negated_times)))
 
 
 @rule("rsub.Scalar", "rsub.Tensor")
 def _rsub(call: Call) -> list[list[Item]]:
-    x, y = call.args[:2]  # y - alpha * x
-    return elementwise(call, "rsub", (y, x), ((1.0, times), (-_alpha(call), times)))
+    x, y = call.args[:2]  # y - alpha * x; self: -grad times alpha, the gradient negated first
+    return elementwise(call, "rsub", (y, x), ((1.0, times), (_alpha(call), _negated_times)))
 
 
 @rule("mul.Tensor", "mul_.Tensor", "mul.Scalar", "mul_.Scalar")

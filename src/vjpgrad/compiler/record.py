@@ -668,9 +668,10 @@ def refuse_changes(
     changed = world.first_difference(before, after, registries=False)
     if draws.clock is not None:
         at, clock = draws.clock
+        what = "the process's state" if clock in _PROCESS_STATE_NAMES else "the clock"
         raise DataDependentError(
-            f"{name} read the clock ({clock}) at {at} while {recorder} recorded it: a replay would not read it "
-            "again, and would use the recorded reading at every call. Read the clock outside the function and "
+            f"{name} read {what} ({clock}) at {at} while {recorder} recorded it: a replay would not read it "
+            f"again, and would use the recorded reading at every call. Read {what} outside the function and "
             f"pass the reading in as a Value (Value(t, requires_grad=False)), or {_otherwise(recorder)}"
         )
     drawn, line = _drawn(changed, generators, draws)
@@ -776,6 +777,25 @@ _CLOCKS = (
 code while recording is a reading a replay would repeat, refused as a draw is."""
 
 
+_PROCESS_STATE = {
+    getattr(module, name): f"{module.__name__}.{name}"
+    for module, name in (
+        (os, "getcwd"),
+        (os, "getcwdb"),
+        (sys, "getsizeof"),
+        (sys, "getrefcount"),
+        (sys, "getrecursionlimit"),
+        (sys, "getallocatedblocks"),
+        (sys, "getswitchinterval"),
+    )
+    if hasattr(module, name)
+}
+"""C functions that read the process's state, which moves with no object of the world changed
+(the current folder, a list's capacity, an object's references): a call of one in the user's code
+while recording is a reading a replay would repeat, refused as the clock's is."""
+_PROCESS_STATE_NAMES = frozenset(_PROCESS_STATE.values())
+
+
 def _outside_generated(frame: types.FrameType | None) -> types.FrameType | None:
     """The innermost frame from ``frame`` out whose code is not code made from text at run time
     (``<string>``: a dataclass's ``__init__``, a namedtuple's ``__new__``): whose it is decides
@@ -787,10 +807,11 @@ def _outside_generated(frame: types.FrameType | None) -> types.FrameType | None:
 
 
 def _is_clock(function: Any) -> bool:
-    """Whether a C function called reads the clock: one of ``_CLOCKS``, or ``now``, ``utcnow`` or
-    ``today`` of a subclass of ``datetime.date`` (``datetime.datetime`` among them). A profiler
-    sees a C function called from Python only: one a ``functools.partial`` calls is not seen."""
-    if function in _CLOCKS:
+    """Whether a C function called reads the clock (or the process's state, ``_PROCESS_STATE``):
+    one of ``_CLOCKS``, or ``now``, ``utcnow`` or ``today`` of a subclass of ``datetime.date``
+    (``datetime.datetime`` among them). A profiler sees a C function called from Python only: one
+    a ``functools.partial`` calls is not seen."""
+    if function in _CLOCKS or function in _PROCESS_STATE:
         return True
     owner = getattr(function, "__self__", None)
     return (
@@ -801,7 +822,10 @@ def _is_clock(function: Any) -> bool:
 
 
 def _clock_name(function: Any) -> str:
-    """How a refusal names a reading of the clock: ``time.perf_counter``, ``datetime.date.today``."""
+    """How a refusal names a reading of the clock: ``time.perf_counter``, ``datetime.date.today``
+    (or of the process's state: ``os.getcwd``)."""
+    if function in _PROCESS_STATE:
+        return _PROCESS_STATE[function]
     owner = getattr(function, "__self__", None)
     if isinstance(owner, type):
         module = "datetime." if owner.__module__ in ("datetime", "_datetime") else ""

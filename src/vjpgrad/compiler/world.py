@@ -297,6 +297,8 @@ MEMBERS = frozenset(
         "mapping",  # a dict view's dict, as a read-only proxy
         "alive",  # a weakref.finalize's
         "__thisclass__",  # a super's class
+        "__context__",  # an exception's: the one it was raised in, and its traceback
+        "__traceback__",
         "default_factory",  # a defaultdict's
         "pyfunc",  # a numpy.vectorize's function, and its settings:
         "otypes",
@@ -587,9 +589,12 @@ _SETS_UP = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__
 _CLOCK_MODULES = frozenset({"time", "datetime", "_datetime", "timeit"})
 """The modules of ``DRAWING_MODULES`` whose functions read the clock."""
 
-DRAWING_MODULES = frozenset({"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy"}) | _CLOCK_MODULES
+DRAWING_MODULES = (
+    frozenset({"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy", "sys"}) | _CLOCK_MODULES
+)
 """The modules whose functions draw random numbers (``numpy``: and those under it, ``numpy.random``)
-or read the clock (``time``, ``datetime``), which a replay would not do again either: a world
+or read the clock (``time``, ``datetime``) or the process's state (``os.getcwd``, ``sys.getsizeof``),
+which a replay would not do again either: a world
 that holds a generator, or whose code (constructors' aside) names one of these modules or of
 their functions or classes (``datetime.date``), may draw; a recording watches such a world's
 draws and readings to name the line (``record.DrawWatch``)."""
@@ -789,6 +794,14 @@ class _Walk:
                 self._own_slots(var, x)
             return
         self.queue.append((var, x))
+
+    def identity(self, var: int, x: Any) -> None:
+        """Watch ``x``, read into ``var``, by identity alone (a traceback: its frames are not data)."""
+        if is_scalar(x):
+            self.fact("same", var, exact(x), raw=x)
+            return
+        self.fact("is", var, id(x))
+        self.snapshot.constants.append(x)
 
     def _attributes(self, var: int, value: Value) -> None:
         """A Value's own attributes (its label, or what a user keeps on it)."""
@@ -1747,11 +1760,14 @@ def _abstract_instance(walk: _Walk, var: int, x: Any) -> None:
 
 
 def _exception(walk: _Walk, var: int, x: Any) -> None:
-    """An exception kept as data: its ``args``, the fields of Python's own exception classes
-    (``UnicodeDecodeError.start``, ``OSError.errno``, ``StopIteration.value``: members of C
-    structs, not in its ``__dict__``) and its attributes."""
-    walk._members(var, x, ("args",))
+    """An exception kept as data: its ``args``, the exception it was raised in (``__context__``),
+    its traceback by identity (Python sets both as it is raised; a traceback's frames are not
+    data), the fields of Python's own exception classes (``UnicodeDecodeError.start``,
+    ``OSError.errno``, ``StopIteration.value``: members of C structs, not in its ``__dict__``)
+    and its attributes."""
+    walk._members(var, x, ("args", "__context__"))
     name = walk.snapshot.names[var]
+    walk.identity(walk.get(var, "member", "__traceback__", f"{name}.__traceback__"), x.__traceback__)
     for kind in type(x).__mro__:
         if is_library(kind):
             for field, descriptor in kind.__dict__.items():

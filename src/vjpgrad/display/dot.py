@@ -14,7 +14,7 @@ from vjpgrad.core.modes import USER_FRAMES
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector, outputs_and_seeds
 from vjpgrad.display import text
-from vjpgrad.display.explain import EXPLAIN_AFTER_FREE, Step, apart, explain, formula, given_names
+from vjpgrad.display.explain import EXPLAIN_AFTER_FREE, Step, apart, explain, formula, given_names, made_up
 
 INSTALL_HINT = (
     "rendering with Graphviz (PNG and PDF, and any SVG draw() did not make) needs "
@@ -246,24 +246,16 @@ def _picture_steps(
 
 
 def _picture_titles(nodes: Sequence[Value], named: Mapping[Value, str]) -> dict[Value, str]:
-    """Each Value's title in the picture: its name or label, else x1, x2... for leaves and t1,
-    t2... for results; two Values of one name are kept apart with primes."""
-    title: dict[Value, str] = {}
-    taken: set[str] = set()
-    leaves, inner = 0, 0
+    """Each Value's title in the picture, as explain and ``to_dot`` name it: its name or label,
+    printable, else x1, x2... for leaves and t1, t2... for results (past every name in use); two
+    Values of one name are ``a`` and ``a (2)``, a name given keeping its own."""
+    title = {node: text.printable(named.get(node) or node.label or "") for node in nodes}
+    taken = {name for name in title.values() if name}
+    leaf_names, inner_names = made_up("x", taken), made_up("t", taken)
     for node in nodes:
-        if node in named or node.label:
-            name = text.printable(named.get(node) or node.label or "")  # as explain and to_dot write it
-        elif node.is_leaf:
-            leaves += 1
-            name = f"x{leaves}"
-        else:
-            inner += 1
-            name = f"t{inner}"
-        while name in taken:  # two Values with one label: the picture keeps them apart
-            name += "\u2032"
-        taken.add(name)
-        title[node] = name
+        if not title[node]:
+            title[node] = next(leaf_names) if node.is_leaf else next(inner_names)
+    apart(title, sorted(nodes, key=lambda node: (node not in named, graph.sequence(node))))
     return title
 
 

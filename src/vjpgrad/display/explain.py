@@ -128,7 +128,7 @@ def _name_every_node(
     two nodes of one name are named apart, so a label that prints as another's is another name."""
     defaulted = [value for value in outputs if not value.label and value not in given]  # y, y[i]
     taken = {name for node in (*order, *leaves) for name in (label.get(node), node.label) if name}
-    leaf_names, inner_names = _made_up("x", taken), _made_up("t", taken)
+    leaf_names, inner_names = made_up("x", taken), made_up("t", taken)
     for leaf in sorted(leaves, key=graph.sequence):  # leaves by creation: x1 was made first
         if leaf not in label:
             label[leaf] = leaf.label or next(leaf_names)
@@ -139,9 +139,19 @@ def _name_every_node(
     for value in defaulted:
         if label[value].split("[", 1)[0] in labelled:
             label[value] = next(inner_names)
+    # a named Value no gradient reaches (a constant of a formula: take's index, Value(5, requires_grad=False))
+    constants = [x for x in _operands(order) if not x.requires_grad and (x.label or x in given)]
+    for x in constants:
+        label.setdefault(x, given.get(x) or x.label or "")
     for node, name in label.items():  # a terminal's colour code written as Python writes it, as every view does
         label[node] = text.printable(name)
-    apart(label, sorted({*leaves, *order}, key=lambda node: (node not in given, graph.sequence(node))))
+    named = {*leaves, *order, *constants}
+    apart(label, sorted(named, key=lambda node: (node not in given, graph.sequence(node))))
+
+
+def _operands(order: list[Value]) -> list[Value]:
+    """The Values the operations of a pass read, each once."""
+    return list({x: None for node in order for x in graph.operands(node) if isinstance(x, Value)})
 
 
 def apart(label: dict[Any, str], nodes: list[Value]) -> None:
@@ -161,7 +171,7 @@ def apart(label: dict[Any, str], nodes: list[Value]) -> None:
             used.add(label[node])
 
 
-def _made_up(prefix: str, taken: set[str]) -> Iterator[str]:
+def made_up(prefix: str, taken: set[str]) -> Iterator[str]:
     """``x1``, ``x2``... (or ``t1``...), past every name in ``taken`` (a label, a given name, or the
     name before ``[`` of an element's: ``t1[0]``): a made-up name never reads as another node's."""
     bases = taken | {name.split("[", 1)[0] for name in taken}
