@@ -98,7 +98,7 @@ def test_an_expression_of_bytes_that_are_not_text_is_named_so(capsys: pytest.Cap
 
 @pytest.mark.parametrize(
     ("assignment", "named"),
-    [("x\udcff=1", "an assignment"), ("x=1\udcff", "the value of x"), ("x=1,\udcff2", "the value of x")],
+    [("x\udcff=1", "an assignment"), ("x=1\udcff", "the value of 'x'"), ("x=1,\udcff2", "the value of 'x'")],
 )
 def test_an_assignment_of_bytes_that_are_not_text_is_named_so(
     capsys: pytest.CaptureFixture[str], assignment: str, named: str
@@ -109,6 +109,21 @@ def test_an_assignment_of_bytes_that_are_not_text_is_named_so(
     assert (status, out) == (2, "")
     assert f"{named} holds bytes that are not text in this terminal's encoding" in err
     assert "\\udcff" not in err
+
+
+def test_a_name_with_a_terminals_code_is_written_escaped_in_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "x*1", "\x1b[31mx=\udcff")
+    assert status == 2
+    assert "\x1b" not in err
+    assert "\\x1b[31mx" in err
+
+
+@pytest.mark.parametrize("written", ["\u0661\u0662", "\uff11"])
+def test_a_value_in_digits_other_than_ascii_is_not_a_number(capsys: pytest.CaptureFixture[str], written: str) -> None:
+    """``float()`` reads Arabic-Indic and full-width digits; the expression's numbers are ASCII."""
+    status, _, err = run(capsys, "2*x", f"x={written}")
+    assert status == 2
+    assert "is not a number" in err
 
 
 def test_the_answers_example_1_with_its_derivation(capsys: pytest.CaptureFixture[str]) -> None:

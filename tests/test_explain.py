@@ -362,3 +362,25 @@ def test_a_label_that_moves_the_cursor_or_turns_the_text_is_written_escaped(cont
     assert f"w{control}v" not in shown
     assert f"w{ascii(control)[1:-1]}v" in shown
     assert len(shown.splitlines()) == len(str(explain(Value(2.0, label="wv") * 3.0)).splitlines())
+
+
+def test_a_custom_ops_name_is_written_escaped_in_the_table() -> None:
+    """A custom op is named after its function (``__name__``, the user's text): the table's op
+    column and the Nodes line wrote its terminal codes and right-to-left marks raw."""
+    from vjpgrad import custom_op
+
+    def evil(x: float) -> float:
+        return 2.0 * x
+
+    evil.__name__ = "evil\x1b[31m\u202e\u200f"
+    op = custom_op(evil)
+
+    @op.derivative
+    def _(x: Any, out: Any) -> Any:
+        return 2.0
+
+    shown = str(explain(op(Value(3.0, label="x"))))
+    assert "\x1b" not in shown
+    assert "\u202e" not in shown
+    assert "\u200f" not in shown
+    assert "evil\\x1b[31m\\u202e\\u200f" in shown

@@ -262,6 +262,8 @@ def _number(item: str) -> float:
     (``0x10``, ``0b11``, ``0o17``, in ASCII digits), too large for a float being inf as there, its
     sign applied to that float as the expression's minus is (``-0x0`` is ``-0.0``); ValueError if
     neither."""
+    if not item.isascii():  # float() reads other digits (Arabic-Indic, full-width): the expression does not
+        raise ValueError(item)
     try:
         return float(item)
     except ValueError:
@@ -300,7 +302,7 @@ def _numbers(text: str, what: str) -> list[float]:
 def _variable(assignment: str) -> tuple[str, Value | Vector]:
     written, equals, text = assignment.partition("=")
     if not_text(assignment):
-        named = f"the value of {written.strip()}" if equals and not not_text(written) else "an assignment"
+        named = f"the value of {written.strip()!r}" if equals and not not_text(written) else "an assignment"
         raise CommandError(f"{named} holds {NOT_TEXT}")
     written = written.strip()
     if not equals:

@@ -114,7 +114,7 @@ def formula(node: Value, names: Mapping[Value, str], shown: int | None = None) -
         return f"{terms[0]} {op.symbol} {terms[1]}"
     if node.op == "neg":
         return f"-{terms[0]}"
-    return f"{node.op}({', '.join(terms)})"
+    return f"{text.printable(node.op)}({', '.join(terms)})"  # a custom op's name is its function's: the user's
 
 
 def _name_every_node(
@@ -265,7 +265,7 @@ def explained(
             local = ops.local_derivative(graph.gradient_of(node, position), saved)
             total = graph.cotangent(operand)
             shown = graph.op_of(node).shown  # type: ignore[union-attr]  # an edge's node is an operation
-            steps.append(Step(label[node], shown, upstream, label[operand], local, part, total))
+            steps.append(Step(label[node], text.printable(shown), upstream, label[operand], local, part, total))
 
         with graph.pass_lock:
             try:
