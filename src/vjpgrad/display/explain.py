@@ -139,19 +139,22 @@ def _name_every_node(
     for value in defaulted:
         if label[value].split("[", 1)[0] in labelled:
             label[value] = next(inner_names)
-    # a named Value no gradient reaches (a constant of a formula: take's index, Value(5, requires_grad=False))
-    constants = [x for x in _operands(order) if not x.requires_grad and (x.label or x in given)]
-    for x in constants:
-        label.setdefault(x, given.get(x) or x.label or "")
+    constants = _name_constants(label, order, given)
     for node, name in label.items():  # a terminal's colour code written as Python writes it, as every view does
         label[node] = text.printable(name)
     named = {*leaves, *order, *constants}
     apart(label, sorted(named, key=lambda node: (node not in given, graph.sequence(node))))
 
 
-def _operands(order: list[Value]) -> list[Value]:
-    """The Values the operations of a pass read, each once."""
-    return list({x: None for node in order for x in graph.operands(node) if isinstance(x, Value)})
+def _name_constants(label: dict[Any, str], order: list[Value], given: Mapping[Value, str]) -> list[Value]:
+    """The Values the pass's operations read that no gradient reaches and that have a name (a
+    constant of a formula: take's index, ``Value(5, requires_grad=False, label="c")``), named in
+    ``label`` by their given name or label, so that they are named apart from the pass's own."""
+    read = {x: None for node in order for x in graph.operands(node) if isinstance(x, Value)}
+    constants = [x for x in read if not x.requires_grad and (x.label or x in given)]
+    for x in constants:
+        label.setdefault(x, given.get(x) or x.label or "")
+    return constants
 
 
 def apart(label: dict[Any, str], nodes: list[Value]) -> None:
