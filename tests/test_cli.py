@@ -1225,3 +1225,12 @@ def test_hex_in_brackets_gets_the_list_advice(capsys: pytest.CaptureFixture[str]
     status, _, err = run(capsys, "2*x", "x=[0x10,0x20]", "--seed", "1,1")
     assert status == 2
     assert "is a list in brackets: write x=0x10,0x20" in err
+
+
+@pytest.mark.parametrize("written", ["1\u00a0", "1,\u20092"])
+def test_a_value_beside_a_unicode_space_is_read_as_float_reads_it(
+    capsys: pytest.CaptureFixture[str], written: str
+) -> None:
+    # float() takes any space around a number; the ASCII check is of the number itself
+    status, _, _ = run(capsys, "2*x", f"x={written}", *(["--seed", "1,1"] if "," in written else []))
+    assert status == 0

@@ -290,6 +290,30 @@ def _limit_read(x: Value) -> Value:
     return x * float(sys.getrecursionlimit())  # the reading
 
 
+def _cwd_read_by_pathlib(x: Value) -> Value:
+    return x * float(len(str(Path.cwd())))  # the reading
+
+
+def test_the_current_folder_read_through_a_library_is_refused_at_the_users_line() -> None:
+    """``Path.cwd()`` and ``os.path.abspath`` read the current folder for the user: a library's
+    reading of the clock is its own, but one of the process's state is the user's, named at the
+    user's line (a review found ``Path.cwd()`` silently stale after ``os.chdir``)."""
+    with pytest.raises(DataDependentError, match=r"read the process's state \(os\.getcwd\)") as refused:
+        vjpgrad.compile(_cwd_read_by_pathlib)(Value(1.0))
+    assert _line_of(_cwd_read_by_pathlib, "# the reading") in str(refused.value)
+
+
+def test_naming_sys_alone_does_not_watch_the_recording_for_readings() -> None:
+    # the profiler that watches for readings costs a recording about three times its time: only a
+    # function that names one of the process's state readings (getsizeof...) is watched so
+    from vjpgrad.compiler import world
+
+    epsilon = world.observe([("f", lambda x: x * (1 + sys.float_info.epsilon))])
+    sized = world.observe([("f", lambda x: x * sys.getsizeof(x))])
+    assert not epsilon.may_draw
+    assert sized.may_draw
+
+
 @pytest.mark.parametrize(
     ("fn", "what"),
     [
@@ -323,6 +347,42 @@ def _raises_the_worlds_error(x: Value) -> Value:
     except ValueError:
         pass
     return x * (2.0 if fresh else 3.0)
+
+
+class _Holder:
+    error = ValueError("v", 2.0)
+
+
+def _args_read(x: Value) -> Value:
+    return x * _Holder.error.args[1]
+
+
+def test_an_exception_raised_again_between_calls_is_the_same_world() -> None:
+    """Eager code that raises and catches a stored exception between calls gives it a new
+    traceback each time, and the function reads its args alone: watched by identity, the
+    traceback recorded anew at every call until compile gave up. Whether it has one is what is
+    watched; its context and cause by identity, not walked (Python sets them: a review found a
+    generator deep in one refused)."""
+    compiled = vjpgrad.compile(_args_read)
+    for _ in range(12):
+        try:
+            raise _Holder.error
+        except ValueError:
+            pass
+        assert compiled(Value(1.5)).data == 3.0
+    assert compiled.times_recorded == 1
+    payload = (k for k in range(3))
+    try:
+        try:
+            raise KeyError(payload)
+        except KeyError:
+            raise ValueError("chained") from None
+    except ValueError as error:
+        _Holder.error = error  # its context holds a generator Python put there
+    try:
+        assert vjpgrad.compile(lambda x: x * (2.0 if _Holder.error is not None else 1.0))(Value(1.5)).data == 3.0
+    finally:
+        _Holder.error = ValueError("v", 2.0)
 
 
 def test_an_exceptions_context_and_traceback_are_watched() -> None:

@@ -352,7 +352,9 @@ def test_a_label_with_a_terminal_code_is_written_escaped_and_named_apart_from_it
     assert sums == {"w\\x1b[31m", "w\\x1b[31m (2)", "n\\x00"}
 
 
-@pytest.mark.parametrize("control", ["\r", "\n", "\t", "\x7f", "\x9b", "\u202e", "\u2066", "\u2028"])
+@pytest.mark.parametrize(
+    "control", ["\r", "\n", "\t", "\x7f", "\x9b", "\u202e", "\u2066", "\u2028", "\u200b", "\ufeff"]
+)
 def test_a_label_that_moves_the_cursor_or_turns_the_text_is_written_escaped(control: str) -> None:
     """A carriage return in a label overwrote its row of the table in a terminal; a C1 code
     (``\\x9b``, a one-character escape), DEL, a tab, a newline, a line separator and the marks that
@@ -384,3 +386,20 @@ def test_a_custom_ops_name_is_written_escaped_in_the_table() -> None:
     assert "\u202e" not in shown
     assert "\u200f" not in shown
     assert "evil\\x1b[31m\\u202e\\u200f" in shown
+
+
+def test_a_named_constant_takes_no_name_from_a_value_the_pass_reaches() -> None:
+    """A constant labelled ``t1`` took the made-up name of the pass's first operation, which
+    became ``t1 (2)``; a constant labelled ``c`` made before the leaf ``c`` that takes gradient
+    kept ``c``, and the leaf, whose gradient the table is about, became ``c (2)``. The pass's own
+    Values keep their names; the constant is named apart."""
+    a = Value(2.0)
+    k = Value(3.0, requires_grad=False, label="t1")
+    e = explain((a * a) * k)
+    assert "t1 (2)" not in e.formulas
+    assert all("(2)" not in name for name in e.names.values())
+    constant = Value(5.0, requires_grad=False, label="c")
+    c = Value(2.0, label="c")
+    e = explain(constant * c)
+    assert e.names[c] == "c"
+    assert e.formulas["y"] == "c (2) * c"

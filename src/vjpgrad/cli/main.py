@@ -262,7 +262,7 @@ def _number(item: str) -> float:
     (``0x10``, ``0b11``, ``0o17``, in ASCII digits), too large for a float being inf as there, its
     sign applied to that float as the expression's minus is (``-0x0`` is ``-0.0``); ValueError if
     neither."""
-    if not item.isascii():  # float() reads other digits (Arabic-Indic, full-width): the expression does not
+    if not item.strip().isascii():  # float() reads other digits (Arabic-Indic, full-width): the expression does not
         raise ValueError(item)
     try:
         return float(item)

@@ -777,22 +777,7 @@ _CLOCKS = (
 code while recording is a reading a replay would repeat, refused as a draw is."""
 
 
-_PROCESS_STATE = {
-    getattr(module, name): f"{module.__name__}.{name}"
-    for module, name in (
-        (os, "getcwd"),
-        (os, "getcwdb"),
-        (sys, "getsizeof"),
-        (sys, "getrefcount"),
-        (sys, "getrecursionlimit"),
-        (sys, "getallocatedblocks"),
-        (sys, "getswitchinterval"),
-    )
-    if hasattr(module, name)
-}
-"""C functions that read the process's state, which moves with no object of the world changed
-(the current folder, a list's capacity, an object's references): a call of one in the user's code
-while recording is a reading a replay would repeat, refused as the clock's is."""
+_PROCESS_STATE = world.PROCESS_STATE
 _PROCESS_STATE_NAMES = frozenset(_PROCESS_STATE.values())
 
 
@@ -1012,15 +997,29 @@ class DrawWatch:
         if self.watch:
             sys.setprofile(self.previous)
 
+    def _reading(self, frame: types.FrameType, function: Any) -> None:
+        """A reading of the clock or of the process's state (``function``), kept with the line that
+        made it where it is the user's: the clock's where the user's code called it (a library's,
+        a log record's, is its own), the process's state also where a library called it for the
+        user (``Path.cwd()``), not where vjpgrad did (a path it resolves)."""
+        if self.clock is not None:
+            return
+        if function in _PROCESS_STATE:
+            reader = _caller_past_libraries(frame)
+            users = reader is not None and not is_own_code(reader)
+        else:
+            reader = _outside_generated(frame)
+            users = reader is not None and not world.is_library_file(reader.f_code.co_filename)
+        if users and reader is not None:
+            self.clock = (f"{reader.f_code.co_filename}:{reader.f_lineno}", _clock_name(function))
+
     def event(self, frame: types.FrameType, event: str, arg: Any) -> None:
         if event == "c_call" and arg in _ENTROPY:  # random.SystemRandom, secrets: no generator's state shows it
             if self.entropy is None:
                 self.entropy = _user_line(frame) or "<unknown>"
             return
-        if event == "c_call" and _is_clock(arg):  # the user's own reading: a library's (a log record's) is its own
-            reader = _outside_generated(frame)
-            if self.clock is None and reader is not None and not world.is_library_file(reader.f_code.co_filename):
-                self.clock = (f"{reader.f_code.co_filename}:{reader.f_lineno}", _clock_name(arg))
+        if event == "c_call" and _is_clock(arg):
+            self._reading(frame, arg)
             return
         if event == "c_call" and isinstance(getattr(arg, "__self__", None), random.Random):
             self._random_call(frame, arg)
@@ -1134,6 +1133,14 @@ def _read_by_vjpgrad(frame: types.FrameType | None) -> bool:
             return False
         frame = frame.f_back
     return False
+
+
+def _caller_past_libraries(frame: types.FrameType | None) -> types.FrameType | None:
+    """The innermost frame of ``frame``'s stack that is not Python's or an installed package's
+    code: the user's, or vjpgrad's own (``is_own_code``) where vjpgrad called the library."""
+    while frame is not None and world.is_library_file(frame.f_code.co_filename) and not is_own_code(frame):
+        frame = frame.f_back
+    return frame
 
 
 def _user_line(frame: types.FrameType | None) -> str | None:

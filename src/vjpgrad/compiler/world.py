@@ -297,8 +297,8 @@ MEMBERS = frozenset(
         "mapping",  # a dict view's dict, as a read-only proxy
         "alive",  # a weakref.finalize's
         "__thisclass__",  # a super's class
-        "__context__",  # an exception's: the one it was raised in, and its traceback
-        "__traceback__",
+        "__context__",  # an exception's: the ones it was raised in and from
+        "__cause__",
         "default_factory",  # a defaultdict's
         "pyfunc",  # a numpy.vectorize's function, and its settings:
         "otypes",
@@ -315,6 +315,9 @@ MEMBERS = frozenset(
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
+MEMBERS_HELD = frozenset({"__traceback__"})
+"""The attributes a step may ask whether an object holds something in (``has``: an exception's
+traceback, whose frames are not data and whose identity changes as it is raised again)."""
 _float_bits = struct.Struct("<d").pack
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or a C extension's heap type)
 
@@ -589,15 +592,34 @@ _SETS_UP = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__
 _CLOCK_MODULES = frozenset({"time", "datetime", "_datetime", "timeit"})
 """The modules of ``DRAWING_MODULES`` whose functions read the clock."""
 
-DRAWING_MODULES = (
-    frozenset({"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy", "sys"}) | _CLOCK_MODULES
-)
+DRAWING_MODULES = frozenset({"random", "_random", "secrets", "os", "posix", "nt", "uuid", "numpy"}) | _CLOCK_MODULES
 """The modules whose functions draw random numbers (``numpy``: and those under it, ``numpy.random``)
-or read the clock (``time``, ``datetime``) or the process's state (``os.getcwd``, ``sys.getsizeof``),
-which a replay would not do again either: a world
+or read the clock (``time``, ``datetime``), which a replay would not do again either: a world
 that holds a generator, or whose code (constructors' aside) names one of these modules or of
 their functions or classes (``datetime.date``), may draw; a recording watches such a world's
 draws and readings to name the line (``record.DrawWatch``)."""
+
+
+PROCESS_STATE = {
+    getattr(module, name): f"{module.__name__}.{name}"
+    for module, name in (
+        (os, "getcwd"),
+        (os, "getcwdb"),
+        (sys, "getsizeof"),
+        (sys, "getrefcount"),
+        (sys, "getrecursionlimit"),
+        (sys, "getallocatedblocks"),
+        (sys, "getswitchinterval"),
+    )
+    if hasattr(module, name)
+}
+"""C functions that read the process's state, which moves with no object of the world changed
+(the current folder, a list's capacity, an object's references), each with its name: a call of
+one while recording (the user's, or a library's for the user: ``Path.cwd()``) is a reading a
+replay would repeat, refused as the clock's is (``record.DrawWatch``)."""
+_READS_PROCESS_STATE = frozenset(name.rpartition(".")[2] for name in PROCESS_STATE.values())
+"""Their names: a world whose code names one (``sys.getsizeof``, ``Path.cwd``) is watched while
+recorded, as one that may draw (naming ``sys`` alone is not: the watch costs a recording's time)."""
 
 
 def _draws(x: Any) -> bool:
@@ -1760,14 +1782,16 @@ def _abstract_instance(walk: _Walk, var: int, x: Any) -> None:
 
 
 def _exception(walk: _Walk, var: int, x: Any) -> None:
-    """An exception kept as data: its ``args``, the exception it was raised in (``__context__``),
-    its traceback by identity (Python sets both as it is raised; a traceback's frames are not
-    data), the fields of Python's own exception classes (``UnicodeDecodeError.start``,
-    ``OSError.errno``, ``StopIteration.value``: members of C structs, not in its ``__dict__``)
-    and its attributes."""
-    walk._members(var, x, ("args", "__context__"))
+    """An exception kept as data: its ``args``, the exceptions it was raised in and from
+    (``__context__``, ``__cause__``) by identity, and whether it has a traceback (Python sets
+    them as it is raised: a traceback's frames are not data, and one raised again has another),
+    the fields of Python's own exception classes (``UnicodeDecodeError.start``, ``OSError.errno``,
+    ``StopIteration.value``: members of C structs, not in its ``__dict__``) and its attributes."""
+    walk._members(var, x, ("args",))
     name = walk.snapshot.names[var]
-    walk.identity(walk.get(var, "member", "__traceback__", f"{name}.__traceback__"), x.__traceback__)
+    for member in ("__context__", "__cause__"):  # Python sets them: by identity, not walked
+        walk.identity(walk.get(var, "member", member, f"{name}.{member}"), getattr(x, member))
+    walk.child(walk.get(var, "has", "__traceback__", f"{name}.__traceback__ is not None"), x.__traceback__ is not None)
     for kind in type(x).__mro__:
         if is_library(kind):
             for field, descriptor in kind.__dict__.items():
@@ -2422,7 +2446,12 @@ def observe(
     if "__subclasses__" in walk.names:  # a registry of subclasses: which there are is C state of each class
         for var, kind in walk.classes:
             walk.fact("state", var, content(kind), raw=content(kind))
-    walk.snapshot.may_draw = walk.snapshot.may_draw or not walk.drawing_names.isdisjoint(walk.called_names)
+    walk.snapshot.may_draw = (
+        walk.snapshot.may_draw
+        or not walk.drawing_names.isdisjoint(walk.called_names)
+        or not _READS_PROCESS_STATE.isdisjoint(walk.called_names)
+        or "cwd" in walk.called_names  # pathlib's Path.cwd() reads os.getcwd
+    )
     names = frozenset(walk.names) | {CARRIED[name] for name in walk.names.intersection(CARRIED)}
     walk.snapshot.attribute_names = None if walk.computed_attributes else names
     asks = walk.computed_attributes or walk.catches or not names.isdisjoint(VALUES_OWN_NAMES)

@@ -79,11 +79,11 @@ def to_dot(
 
 def _dot_titles(nodes: Sequence[Value], named: Mapping[Value, str], shown: Mapping[Value, str]) -> dict[Value, str]:
     """Each titled box's name: the name given, or explain's, or the label, printable (a terminal's
-    escape written ``\\x1b``), and two boxes of one name named apart as explain names them (the
-    given name keeps it)."""
+    escape written ``\\x1b``), and two boxes of one name named apart as explain names them (a
+    given name keeps it, then a Value that takes gradient, then the first made)."""
     titles = {node: text.printable(named.get(node) or shown.get(node) or node.label or "") for node in nodes}
     titles = {node: title for node, title in titles.items() if title}
-    apart(titles, sorted(titles, key=lambda node: (node not in named, graph.sequence(node))))
+    apart(titles, sorted(titles, key=lambda node: (node not in named, not node.requires_grad, graph.sequence(node))))
     return titles
 
 
@@ -255,7 +255,7 @@ def _picture_titles(nodes: Sequence[Value], named: Mapping[Value, str]) -> dict[
     for node in nodes:
         if not title[node]:
             title[node] = next(leaf_names) if node.is_leaf else next(inner_names)
-    apart(title, sorted(nodes, key=lambda node: (node not in named, graph.sequence(node))))
+    apart(title, sorted(nodes, key=lambda node: (node not in named, not node.requires_grad, graph.sequence(node))))
     return title
 
 

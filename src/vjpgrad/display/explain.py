@@ -127,14 +127,7 @@ def _name_every_node(
     name is then written printable (``text.printable``: ``\\x1b`` for a terminal's escape) before
     two nodes of one name are named apart, so a label that prints as another's is another name."""
     defaulted = [value for value in outputs if not value.label and value not in given]  # y, y[i]
-    taken = {name for node in (*order, *leaves) for name in (label.get(node), node.label) if name}
-    leaf_names, inner_names = made_up("x", taken), made_up("t", taken)
-    for leaf in sorted(leaves, key=graph.sequence):  # leaves by creation: x1 was made first
-        if leaf not in label:
-            label[leaf] = leaf.label or next(leaf_names)
-    for node in reversed(order):  # operations by creation: t1 was computed first
-        if node not in label:
-            label[node] = node.label or next(inner_names)
+    inner_names = _name_by_creation(label, order, leaves)
     labelled = {node.label for node in (*order, *leaves) if node.label}
     for value in defaulted:
         if label[value].split("[", 1)[0] in labelled:
@@ -142,8 +135,25 @@ def _name_every_node(
     constants = _name_constants(label, order, given)
     for node, name in label.items():  # a terminal's colour code written as Python writes it, as every view does
         label[node] = text.printable(name)
+    # a given name first, then the pass's own Values (whose gradients the table is about), then constants
     named = {*leaves, *order, *constants}
-    apart(label, sorted(named, key=lambda node: (node not in given, graph.sequence(node))))
+    apart(label, sorted(named, key=lambda node: (node not in given, not node.requires_grad, graph.sequence(node))))
+
+
+def _name_by_creation(label: dict[Any, str], order: list[Value], leaves: list[Value]) -> Iterator[str]:
+    """A leaf without a name its label or ``x1``, ``x2``..., an operation its label or ``t1``,
+    ``t2``..., each in the order they were made, past every name the pass holds (a constant's
+    label too); the operations' made-up names that are left."""
+    read = [x for node in order for x in graph.operands(node) if isinstance(x, Value)]  # constants' labels too
+    taken = {name for node in (*order, *leaves, *read) for name in (label.get(node), node.label) if name}
+    leaf_names, inner_names = made_up("x", taken), made_up("t", taken)
+    for leaf in sorted(leaves, key=graph.sequence):  # leaves by creation: x1 was made first
+        if leaf not in label:
+            label[leaf] = leaf.label or next(leaf_names)
+    for node in reversed(order):  # operations by creation: t1 was computed first
+        if node not in label:
+            label[node] = node.label or next(inner_names)
+    return inner_names
 
 
 def _name_constants(label: dict[Any, str], order: list[Value], given: Mapping[Value, str]) -> list[Value]:

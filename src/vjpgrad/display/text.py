@@ -20,12 +20,13 @@ TIMES = "\u00d7"
 
 
 _UNPRINTABLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069"
+    "\ud800-\udfff\ufeff\ufffe\uffff]"
 )
 """What no XML document may hold (a terminal's colour codes, a NUL...), so that a saved SVG with one
 is no picture, and what moves a terminal's cursor or turns the text around where a label is written
 (a tab, a newline, a carriage return, DEL, C1's codes, the line separators, the marks that turn text
-right to left)."""
+right to left), and the spaces of no width that make two labels print alike (``a`` and ``a\u200b``)."""
 
 
 def printable(label: str) -> str:
