@@ -13,6 +13,7 @@ compares the bits.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
 import dataclasses
 import datetime
@@ -294,13 +295,22 @@ def _cwd_read_by_pathlib(x: Value) -> Value:
     return x * float(len(str(Path.cwd())))  # the reading
 
 
-def test_the_current_folder_read_through_a_library_is_refused_at_the_users_line() -> None:
-    """``Path.cwd()`` and ``os.path.abspath`` read the current folder for the user: a library's
-    reading of the clock is its own, but one of the process's state is the user's, named at the
-    user's line (a review found ``Path.cwd()`` silently stale after ``os.chdir``)."""
+def _cwd_read_by_resolve(x: Value) -> Value:
+    return x * float(len(str(Path(".").resolve())))  # the reading
+
+
+def _cwd_read_by_abspath(x: Value) -> Value:
+    return x * float(len(os.path.abspath(".")))  # the reading
+
+
+@pytest.mark.parametrize("fn", [_cwd_read_by_pathlib, _cwd_read_by_resolve, _cwd_read_by_abspath])
+def test_the_current_folder_read_through_a_library_is_refused_at_the_users_line(fn: Callable[[Value], Value]) -> None:
+    """``Path.cwd()``, ``Path(".").resolve()`` and ``os.path.abspath`` read the current folder for
+    the user: a library's reading of the clock is its own, but one of the process's state is the
+    user's, named at the user's line (a review found each silently stale after ``os.chdir``)."""
     with pytest.raises(DataDependentError, match=r"read the process's state \(os\.getcwd\)") as refused:
-        vjpgrad.compile(_cwd_read_by_pathlib)(Value(1.0))
-    assert _line_of(_cwd_read_by_pathlib, "# the reading") in str(refused.value)
+        vjpgrad.compile(fn)(Value(1.0))
+    assert _line_of(fn, "# the reading") in str(refused.value)
 
 
 def test_naming_sys_alone_does_not_watch_the_recording_for_readings() -> None:
@@ -350,37 +360,52 @@ def _raises_the_worlds_error(x: Value) -> Value:
 
 
 class _Holder:
-    error = ValueError("v", 2.0)
+    error: BaseException = ValueError("v", 2.0)
 
 
-def _args_read(x: Value) -> Value:
-    return x * _Holder.error.args[1]
+def _context_args_read(x: Value) -> Value:
+    return x * _Holder.error.__context__.args[0]  # type: ignore[union-attr]
 
 
-def test_an_exception_raised_again_between_calls_is_the_same_world() -> None:
-    """Eager code that raises and catches a stored exception between calls gives it a new
-    traceback each time, and the function reads its args alone: watched by identity, the
-    traceback recorded anew at every call until compile gave up. Whether it has one is what is
-    watched; its context and cause by identity, not walked (Python sets them: a review found a
-    generator deep in one refused)."""
-    compiled = vjpgrad.compile(_args_read)
-    for _ in range(12):
+def _traceback_line_read(x: Value) -> Value:
+    return x * float(_Holder.error.__traceback__.tb_lineno)  # type: ignore[union-attr]
+
+
+def _raise_at_one_line() -> None:
+    raise _Holder.error
+
+
+def _raise_at_another_line() -> None:
+    raise _Holder.error
+
+
+def test_what_an_exceptions_context_holds_and_its_traceback_are_watched() -> None:
+    """The code may read what an exception's context holds and where its traceback points: a
+    review found both silently kept when I watched the context by identity and the traceback by
+    whether it had one (to spare an exception raised again between calls its new recordings).
+    The context is walked and the traceback watched by identity: the bits are eager's, the
+    recordings follow the changes. A generator Python put in a context is refused, saying where."""
+    try:
         try:
-            raise _Holder.error
+            raise ValueError(1.0)
         except ValueError:
-            pass
-        assert compiled(Value(1.5)).data == 3.0
-    assert compiled.times_recorded == 1
-    payload = (k for k in range(3))
+            raise KeyError("k") from None
+    except KeyError as error:
+        error.__context__ = ValueError(1.0)
+        _Holder.error = error
     try:
-        try:
-            raise KeyError(payload)
-        except KeyError:
-            raise ValueError("chained") from None
-    except ValueError as error:
-        _Holder.error = error  # its context holds a generator Python put there
-    try:
-        assert vjpgrad.compile(lambda x: x * (2.0 if _Holder.error is not None else 1.0))(Value(1.5)).data == 3.0
+        compiled = vjpgrad.compile(_context_args_read)
+        for k in (1.0, 1.0, 2.0, 3.0):
+            _Holder.error.__context__.args = (k,)  # type: ignore[union-attr]
+            assert compiled(Value(1.5)).data == _context_args_read(Value(1.5)).data == 1.5 * k
+        compiled = vjpgrad.compile(_traceback_line_read)
+        for raised in (_raise_at_one_line, _raise_at_one_line, _raise_at_another_line):
+            with contextlib.suppress(KeyError):
+                raised()
+            assert compiled(Value(1.5)).data == _traceback_line_read(Value(1.5)).data
+        _Holder.error.__context__ = KeyError(x for x in range(3))
+        with pytest.raises(DataDependentError, match=r"_Holder\.error\.__context__\.args\[0\]"):
+            vjpgrad.compile(lambda x: x * (2.0 if _Holder.error is not None else 1.0))(Value(1.5))
     finally:
         _Holder.error = ValueError("v", 2.0)
 

@@ -27,7 +27,6 @@ from typing import Any
 from vjpgrad.compiler import lines
 from vjpgrad.compiler.world import (
     MEMBERS,
-    MEMBERS_HELD,
     MISSING,
     Fact,
     Snapshot,
@@ -145,10 +144,6 @@ class _Writer:
             value = f"{o}.__dict__"
         elif how == "call":
             value = f"{o}()"
-        elif how == "has":  # whether an object holds something there (an exception's traceback)
-            if key not in MEMBERS_HELD:
-                raise ValueError(f"no such member: {key!r}")
-            value = f"({o}.{key} is not None)"
         elif how == "class":
             value = f"type({o})"
         elif how == "slot":

@@ -297,8 +297,9 @@ MEMBERS = frozenset(
         "mapping",  # a dict view's dict, as a read-only proxy
         "alive",  # a weakref.finalize's
         "__thisclass__",  # a super's class
-        "__context__",  # an exception's: the ones it was raised in and from
+        "__context__",  # an exception's: the ones it was raised in and from, and its traceback
         "__cause__",
+        "__traceback__",
         "default_factory",  # a defaultdict's
         "pyfunc",  # a numpy.vectorize's function, and its settings:
         "otypes",
@@ -315,9 +316,6 @@ MEMBERS = frozenset(
     }
 )
 """The attributes a step may read by name (Python's own: never a user's text)."""
-MEMBERS_HELD = frozenset({"__traceback__"})
-"""The attributes a step may ask whether an object holds something in (``has``: an exception's
-traceback, whose frames are not data and whose identity changes as it is raised again)."""
 _float_bits = struct.Struct("<d").pack
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or a C extension's heap type)
 
@@ -618,6 +616,9 @@ PROCESS_STATE = {
 one while recording (the user's, or a library's for the user: ``Path.cwd()``) is a reading a
 replay would repeat, refused as the clock's is (``record.DrawWatch``)."""
 _READS_PROCESS_STATE = frozenset(name.rpartition(".")[2] for name in PROCESS_STATE.values())
+_READS_THE_FOLDER = frozenset({"cwd", "resolve", "absolute", "abspath", "realpath", "relpath"})
+"""What reads the current folder for the user (pathlib's and ``os.path``'s): named, the world is
+watched while recorded as one that names a reading of the process's state is."""
 """Their names: a world whose code names one (``sys.getsizeof``, ``Path.cwd``) is watched while
 recorded, as one that may draw (naming ``sys`` alone is not: the watch costs a recording's time)."""
 
@@ -1783,15 +1784,13 @@ def _abstract_instance(walk: _Walk, var: int, x: Any) -> None:
 
 def _exception(walk: _Walk, var: int, x: Any) -> None:
     """An exception kept as data: its ``args``, the exceptions it was raised in and from
-    (``__context__``, ``__cause__``) by identity, and whether it has a traceback (Python sets
-    them as it is raised: a traceback's frames are not data, and one raised again has another),
+    (``__context__``, ``__cause__``, walked: code may read what they hold), its traceback by
+    identity (its frames are not data; raised again, it has another, and the call records anew),
     the fields of Python's own exception classes (``UnicodeDecodeError.start``, ``OSError.errno``,
     ``StopIteration.value``: members of C structs, not in its ``__dict__``) and its attributes."""
-    walk._members(var, x, ("args",))
+    walk._members(var, x, ("args", "__context__", "__cause__"))
     name = walk.snapshot.names[var]
-    for member in ("__context__", "__cause__"):  # Python sets them: by identity, not walked
-        walk.identity(walk.get(var, "member", member, f"{name}.{member}"), getattr(x, member))
-    walk.child(walk.get(var, "has", "__traceback__", f"{name}.__traceback__ is not None"), x.__traceback__ is not None)
+    walk.identity(walk.get(var, "member", "__traceback__", f"{name}.__traceback__"), x.__traceback__)
     for kind in type(x).__mro__:
         if is_library(kind):
             for field, descriptor in kind.__dict__.items():
@@ -2450,7 +2449,7 @@ def observe(
         walk.snapshot.may_draw
         or not walk.drawing_names.isdisjoint(walk.called_names)
         or not _READS_PROCESS_STATE.isdisjoint(walk.called_names)
-        or "cwd" in walk.called_names  # pathlib's Path.cwd() reads os.getcwd
+        or not _READS_THE_FOLDER.isdisjoint(walk.called_names)
     )
     names = frozenset(walk.names) | {CARRIED[name] for name in walk.names.intersection(CARRIED)}
     walk.snapshot.attribute_names = None if walk.computed_attributes else names
