@@ -616,11 +616,11 @@ PROCESS_STATE = {
 one while recording (the user's, or a library's for the user: ``Path.cwd()``) is a reading a
 replay would repeat, refused as the clock's is (``record.DrawWatch``)."""
 _READS_PROCESS_STATE = frozenset(name.rpartition(".")[2] for name in PROCESS_STATE.values())
+"""Their names: a world whose code names one (``sys.getsizeof``) is watched while recorded, as
+one that may draw (naming ``sys`` alone is not: the watch costs a recording's time)."""
 _READS_THE_FOLDER = frozenset({"cwd", "resolve", "absolute", "abspath", "realpath", "relpath"})
 """What reads the current folder for the user (pathlib's and ``os.path``'s): named, the world is
 watched while recorded as one that names a reading of the process's state is."""
-"""Their names: a world whose code names one (``sys.getsizeof``, ``Path.cwd``) is watched while
-recorded, as one that may draw (naming ``sys`` alone is not: the watch costs a recording's time)."""
 
 
 def _draws(x: Any) -> bool:
