@@ -269,7 +269,7 @@ def _number(item: str) -> float:
     except ValueError:
         written = item.strip()
         body = written[1:] if written[:1] in ("-", "+") else written
-        if not body.isascii() or body[:1] in ("-", "+") or body != body.strip():
+        if body[:1] in ("-", "+") or body != body.strip():  # ASCII already: checked above
             raise
         number = to_float(int(body, 0))
         return -number if written.startswith("-") else number

@@ -83,7 +83,7 @@ def _dot_titles(nodes: Sequence[Value], named: Mapping[Value, str], shown: Mappi
     given name keeps it, then a Value that takes gradient, then the first made)."""
     titles = {node: text.printable(named.get(node) or shown.get(node) or node.label or "") for node in nodes}
     titles = {node: title for node, title in titles.items() if title}
-    apart(titles, sorted(titles, key=lambda node: (node not in named, not node.requires_grad, graph.sequence(node))))
+    apart(titles, titles, named)
     return titles
 
 
@@ -255,7 +255,7 @@ def _picture_titles(nodes: Sequence[Value], named: Mapping[Value, str]) -> dict[
     for node in nodes:
         if not title[node]:
             title[node] = next(leaf_names) if node.is_leaf else next(inner_names)
-    apart(title, sorted(nodes, key=lambda node: (node not in named, not node.requires_grad, graph.sequence(node))))
+    apart(title, nodes, named)
     return title
 
 

@@ -9,7 +9,7 @@ nothing.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,7 +137,7 @@ def _name_every_node(
         label[node] = text.printable(name)
     # a given name first, then the pass's own Values (whose gradients the table is about), then constants
     named = {*leaves, *order, *constants}
-    apart(label, sorted(named, key=lambda node: (node not in given, not node.requires_grad, graph.sequence(node))))
+    apart(label, named, given)
 
 
 def _name_by_creation(label: dict[Any, str], order: list[Value], leaves: list[Value]) -> Iterator[str]:
@@ -167,11 +167,13 @@ def _name_constants(label: dict[Any, str], order: list[Value], given: Mapping[Va
     return constants
 
 
-def apart(label: dict[Any, str], nodes: list[Value]) -> None:
-    """Two nodes of one name (two Values labelled ``a``; the PyTorch bridge's ``w from zeros`` for
-    each use of ``w``; a name given beside a label alike) named apart: the first of ``nodes`` keeps
-    it (a given name's, then the first made), the next are ``a (2)``, ``a (3)``..., past every name
-    in use, so that each name's formula and running total in the table are one node's."""
+def apart(label: dict[Any, str], named: Iterable[Value], given: Container[Value]) -> None:
+    """Two nodes of ``named`` of one name (two Values labelled ``a``; the PyTorch bridge's ``w from
+    zeros`` for each use of ``w``; a name given beside a label alike) named apart: the first keeps
+    it (one whose name is in ``given``, then one that takes gradient, then the first made), the
+    next are ``a (2)``, ``a (3)``..., past every name in use, so that each name's formula and
+    running total in the table are one node's. Every view names apart through here, in this order."""
+    nodes = sorted(named, key=lambda node: (node not in given, not node.requires_grad, graph.sequence(node)))
     used = {label[node] for node in nodes}
     seen: dict[str, int] = {}
     for node in nodes:
