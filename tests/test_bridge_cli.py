@@ -4,6 +4,7 @@ summarised, one stepper page per pass is written, and the exit status says how i
 from __future__ import annotations
 
 import html
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -409,3 +410,65 @@ def test_an_empty_html_folder_is_refused_not_taken_for_the_current_one(
             command._arguments(argv)
         assert exited.value.code == 2
         assert "--html: a folder to write the pages into, got ''" in capsys.readouterr().err
+
+
+CURSOR_MOVING = "a\x1b[31mred\x1b[0m\rover\u202eturned.py"  # colour codes, a carriage return, a right-to-left mark
+
+
+def test_a_script_whose_path_moves_the_cursor_is_named_escaped_in_every_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary's ``at file:line`` and the hint name the script as Python writes such characters
+    (``\\x1b``), never raw: a path's escape codes would recolour or overwrite the learner's terminal."""
+    pytest.importorskip("torch")
+    from vjpgrad.cli import explain_torch as command
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    script = tmp_path / CURSOR_MOVING
+    script.write_text(CASE_1, encoding="utf-8")
+    assert command.main([str(script)]) == 0
+    out = capsys.readouterr().out
+    assert not {"\x1b", "\r", "\u202e"} & set(out)
+    assert "a\\x1b[31mred\\x1b[0m\\rover\\u202eturned.py:9" in out  # the first pass's line
+
+
+@pytest.mark.parametrize("name", [f"it's {CURSOR_MOVING}", "caf\udce9.py"])  # the second: a byte not UTF-8
+def test_the_hint_names_a_path_that_moves_the_cursor_as_bash_reads_it_back(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")
+    import shutil
+
+    from vjpgrad.cli import explain_torch as command
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash to read the hint back")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    script = tmp_path / name
+    script.write_text(CASE_1, encoding="utf-8")
+    assert command.main([str(script)]) == 0
+    hint = capsys.readouterr().out.splitlines()[-1]
+    pasted = hint[hint.index("vjpgrad explain-torch ") + len("vjpgrad explain-torch ") : hint.index(" --html pages")]
+    assert "\x1b" not in pasted
+    read_back = subprocess.run([bash, "-c", f"printf %s {pasted}"], capture_output=True, check=True).stdout
+    assert read_back == os.fsencode(script)
+
+
+@pytest.mark.parametrize("kind", ["missing", "folder", "notebook"])
+def test_a_path_refused_before_the_script_runs_is_named_escaped(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vjpgrad.cli import explain_torch as command
+
+    path = tmp_path / (CURSOR_MOVING + (".ipynb" if kind == "notebook" else ""))
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "notebook":
+        path.write_text('{"cells": [], "nbformat": 4}', encoding="utf-8")
+    assert command.main([str(path)]) == 2
+    said = capsys.readouterr().err
+    assert not {"\x1b", "\r", "\u202e"} & set(said)
+    assert "a\\x1b[31mred" in said

@@ -60,6 +60,7 @@ from vjpgrad.core import graph
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.display.explain import Explanation, explained
+from vjpgrad.display.text import printable
 
 NO_GRADIENT = {
     # operations whose result takes no gradient from their operands (shapes, randomness, masks)
@@ -147,8 +148,13 @@ def _too_large(t: torch.Tensor, reason: str) -> Entry:
 def user_location() -> str:
     """``file:line`` of the learner's code that is running (the first frame outside torch,
     vjpgrad and the standard library's context managers)."""
-    frame = _user_frame()
-    return "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    return where(_user_frame())
+
+
+def where(frame: types.FrameType | None) -> str:
+    """``file:line`` of ``frame``, as every line of the watch names a place: the file's name
+    ``printable`` (a path's terminal escape codes written ``\\x1b``, never raw)."""
+    return "<unknown>" if frame is None else printable(f"{frame.f_code.co_filename}:{frame.f_lineno}")
 
 
 def _user_frame() -> types.FrameType | None:
@@ -562,7 +568,7 @@ class Watch:
         if threading.get_ident() != self._thread or self.paused:
             return self._original_engine(*args, **kwargs)
         frame = _user_frame()
-        location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        location = where(frame)
         call = "backward" if kwargs.get("accumulate_grad", True) else "torch.autograd.grad"
         self.paused += 1
         try:
@@ -905,7 +911,7 @@ class Watch:
         retain = bool(given.get("retain_graph")) or bool(given.get("create_graph"))
         self._graphs_of_gradients |= bool(given.get("create_graph"))
         frame = _user_frame()
-        location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        location = where(frame)
         names = _names(frame)
         self.paused += 1
         try:
@@ -977,7 +983,7 @@ class Watch:
             with self._mode_off():
                 return self._original_grad(*args, **kwargs)
         frame = _user_frame()
-        location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        location = where(frame)
         func = _through_torch_func()
         call = "torch.func" if func else "torch.autograd.grad"
         given: dict[str, Any] | None = None
@@ -1127,7 +1133,7 @@ class Watch:
         the watch never saw that thread's operations. The pass runs as without the watch and is
         listed, not replayed, saying so; it touches nothing of the watched thread's replay."""
         frame = _user_frame()
-        location = "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        location = where(frame)
         reason = (
             "it ran on another thread than the one that entered watch_torch(), whose operations the "
             "watch does not see (PyTorch's dispatch modes are each thread's own)"

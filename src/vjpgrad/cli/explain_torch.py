@@ -33,6 +33,8 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from vjpgrad.display import text
+
 PAGE_STEPS = 10_000
 """The most steps of a pass written as a stepper page by default: some 13 to 20 MB of HTML (a
 step takes about 1.3 to 2 KB, with its node in the picture and its row in the table), which a browser
@@ -106,16 +108,16 @@ def main(argv: Sequence[str]) -> int:
     arguments = _arguments(argv)
     script = Path(arguments.script)
     if script.is_dir():
-        print(f"vjpgrad explain-torch: error: {script} is a folder, not a script", file=sys.stderr)
+        print(f"vjpgrad explain-torch: error: {_named(script)} is a folder, not a script", file=sys.stderr)
         return 2
     if not script.is_file():
-        print(f"vjpgrad explain-torch: error: no such script: {script}", file=sys.stderr)
+        print(f"vjpgrad explain-torch: error: no such script: {_named(script)}", file=sys.stderr)
         return 2
     if script.suffix.lower() == ".ipynb":  # JSON reads as Python up to its first null: it would run, then fail
         print(
-            f"vjpgrad explain-torch: error: {script} is a Jupyter notebook, not a script: in the notebook, run "
+            f"vjpgrad explain-torch: error: {_named(script)} is a Jupyter notebook, not a script: in the notebook, run "
             "its cells inside `with vjpgrad.watch_torch() as w:` and print(w.summary()), or make a script of it "
-            f"first (jupyter nbconvert --to script {script.name})",
+            f"first (jupyter nbconvert --to script {_typed(script.name)})",
             file=sys.stderr,
         )
         return 2
@@ -138,13 +140,15 @@ def main(argv: Sequence[str]) -> int:
     raised = _run(watch, script, list(arguments.args))
     print(watch.summary())
     if shown is None and any(p.explainer is not None for p in watch.passes):  # a pass a page can step through
-        typed = shlex.quote(str(script)) if os.name == "posix" else subprocess.list2cmdline([str(script)])
-        print(f"(to step through each pass, edge by edge: vjpgrad explain-torch {typed} --html pages)")
+        print(f"(to step through each pass, edge by edge: vjpgrad explain-torch {_typed(str(script))} --html pages)")
     if folder is not None and shown is not None:
         try:
             _pages(watch, script, folder, arguments.max_steps, shown)
         except OSError as error:  # the folder went away, a page is read-only, the disk is full
-            print(f"vjpgrad explain-torch: error: cannot write a page into {shown}: {_why(error)}", file=sys.stderr)
+            print(
+                f"vjpgrad explain-torch: error: cannot write a page into {_named(shown)}: {_why(error)}",
+                file=sys.stderr,
+            )
             return 2
     if raised:
         return 1
@@ -157,9 +161,30 @@ def _folder_made(folder: Path) -> bool:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        print(f"vjpgrad explain-torch: error: cannot write pages into {folder}: {_why(error)}", file=sys.stderr)
+        print(f"vjpgrad explain-torch: error: cannot write pages into {_named(folder)}: {_why(error)}", file=sys.stderr)
         return False
     return True
+
+
+def _named(path: Path | str) -> str:
+    """A path as the command's own lines name it: each character that would move the terminal's
+    cursor or turn the text written as Python writes it (``\\x1b``, ``text.printable``), one line."""
+    return text.printable(str(path))
+
+
+def _typed(word: str) -> str:
+    """``word`` as a learner pastes it into a shell: quoted where a shell would split it, and where
+    it holds a character ``_named`` escapes, as bash's ``$'...'`` with those characters' UTF-8
+    bytes (``\\xe2\\x80\\xae``): the line stays printable and bash reads the same name back."""
+    if os.name != "posix":
+        return text.printable(subprocess.list2cmdline([word]))
+    if text.printable(word) == word:
+        return shlex.quote(word)
+    escaped = "".join(
+        "".join(f"\\x{byte:02x}" for byte in os.fsencode(c)) if text.printable(c) != c or c in "\\'" else c
+        for c in word
+    )
+    return f"$'{escaped}'"
 
 
 def _why(error: OSError) -> str:
@@ -231,11 +256,11 @@ def _pages(watch: object, script: Path, folder: Path, most: int, shown: Path) ->
         notes = [line.strip() for line in p.summary().splitlines()[1:]]
         path.write_text(p.explanation.to_html(title, notes), encoding="utf-8")
         written.add(path.name)
-        print(f"wrote {shown / path.name}")
+        print(f"wrote {_named(shown / path.name)}")
     for old in sorted(folder.iterdir()):
         if _PAGE_NAME.fullmatch(old.name) and old.name not in written and _is_a_page(old):
             old.unlink()
-            print(f"removed {shown / old.name}, a page an earlier run wrote (this run has none for that pass)")
+            print(f"removed {_named(shown / old.name)}, a page an earlier run wrote (this run has none for that pass)")
 
 
 def _is_a_page(path: Path) -> bool:
