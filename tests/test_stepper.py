@@ -722,3 +722,29 @@ def test_without_its_script_the_page_shows_no_idle_buttons_and_says_the_table_ha
     attributes = {a.get("data-role"): a for _, a in elements.tags if a.get("data-role") in roles}
     assert all("hidden" in attributes[role] for role in ("controls", "panel", "keys"))  # the panel and keys too
     assert "hidden" not in attributes["no-script"]
+
+
+def _chain_over_one_leaf(n: int) -> str:
+    x = Value(2.0, label="x")
+    y = x
+    for _ in range(n):
+        y = y + x  # every sum reads x: n edges reach back across ever more columns to x's
+    return explain(y).to_html("a chain of sums over one leaf")
+
+
+def test_a_page_grows_with_its_steps_not_their_square_where_edges_span_many_columns() -> None:
+    """An edge that runs level across many columns is one straight stretch in the page, not a curve
+    and a line per column it crosses: a chain of 800 sums over one leaf made a page of 22 MB."""
+    small, large = len(_chain_over_one_leaf(100)), len(_chain_over_one_leaf(400))
+    # four times the steps: 4.7 times the page (edges still change lanes between columns); 11 times before
+    assert large < 6 * small
+
+
+def test_an_edge_across_many_columns_at_one_height_is_one_line() -> None:
+    from vjpgrad.display.stepper import _route_path
+
+    assert _route_path([(0.0, 10.0, 5.0), (50.0, 60.0, 5.0), (100.0, 110.0, 5.0)]) == "M0,5 L110,5"
+    # where it changes height the S-curves stay, and the level stretches beside them
+    assert _route_path([(0.0, 10.0, 5.0), (50.0, 60.0, 5.0), (100.0, 110.0, 9.0)]) == (
+        "M0,5 L60,5 C80,5 80,9 100,9 L110,9"
+    )

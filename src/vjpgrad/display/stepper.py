@@ -257,7 +257,11 @@ def _middle(route: list[_Run], curves: int) -> list[_Run]:
 
 
 def _route_path(route: list[_Run]) -> str:
-    """SVG path data of a route: its level stretches joined by S-curves that leave and arrive level."""
+    """SVG path data of a route: its level stretches joined by S-curves that leave and arrive level.
+    Stretches at one height are one line (an S-curve between them would be a straight line too): an
+    edge that runs level across many columns, as each sum of a chain over one leaf does back to the
+    leaf, is two points, so a page grows with its steps, not with their square."""
+    route = _level_joined(route)
     x0, x1, y = route[0]
     parts = [f"M{_fmt(x0)},{_fmt(y)}"] + ([f"L{_fmt(x1)},{_fmt(y)}"] if x1 > x0 else [])
     for (_, xa, ya), (xb, xe, yb) in itertools.pairwise(route):
@@ -266,6 +270,17 @@ def _route_path(route: list[_Run]) -> str:
         if xe > xb:
             parts.append(f"L{_fmt(xe)},{_fmt(yb)}")
     return " ".join(parts)
+
+
+def _level_joined(route: list[_Run]) -> list[_Run]:
+    """``route`` with each run of stretches at one height as written (``_fmt``) joined into one stretch."""
+    joined = [route[0]]
+    for start, end, y in route[1:]:
+        if _fmt(y) == _fmt(joined[-1][2]):
+            joined[-1] = (joined[-1][0], end, y)
+        else:
+            joined.append((start, end, y))
+    return joined
 
 
 def _route_points(route: list[_Run], per_curve: int = 12) -> list[tuple[float, float]]:
