@@ -2877,3 +2877,58 @@ def test_a_class_renamed_between_calls_is_recorded_anew(attribute: str) -> None:
     setattr(Layer, attribute, "Renamed")  # the test's own class: nothing to restore
     assert compiled(Value(0.5)).data == f(Value(0.5)).data == 1.5
     assert compiled.times_recorded == 2
+
+
+def test_a_cached_property_filled_at_the_first_call_is_no_side_effect() -> None:
+    """The first call fills the cache (``__dict__['scale']``), as eager code does; a replay needs
+    not fill it again, so that is no change to refuse. The guard compares the instance's keys whole:
+    the next call records once more, with the cache there, and then replays."""
+
+    class Scaled:
+        def __init__(self) -> None:
+            self.w = [Value(0.5), Value(-1.0)]
+
+        @functools.cached_property
+        def scale(self) -> float:
+            return 2.0
+
+        def __call__(self, x: Value) -> Value:
+            return sum((w * x * self.scale for w in self.w), Value(0.0))
+
+    def results(compiled: bool) -> list[Any]:
+        model = Scaled()
+        fn = vjpgrad.compile(lambda x: model(x)) if compiled else (lambda x: model(x))
+        found = []
+        for k in range(4):
+            if k == 3:
+                model.__dict__["scale"] = 3.0  # the cache written over between calls: seen
+            x = Value(3.0)
+            y = fn(x)
+            y.backward()
+            found.append((bits(y.data), bits(x.grad), [bits(w.grad) for w in model.w], vars(model).get("scale")))
+        if compiled:
+            assert fn.times_recorded == 3  # the first call, the second (the cache now there), the fourth
+        return found
+
+    assert results(compiled=True) == results(compiled=False)
+
+
+def test_a_cached_property_the_function_changes_once_filled_is_refused() -> None:
+    """What a filled cache holds is the world's like any attribute: a list kept there and appended
+    to at a later call is a change a replay would not make, refused as any kept list is."""
+
+    class Logged:
+        @functools.cached_property
+        def seen(self) -> list[float]:
+            return []
+
+        def __call__(self, x: Value, k: float) -> Value:
+            self.seen.append(k)
+            return x * k
+
+    model = Logged()
+    fn = vjpgrad.compile(lambda x, k: model(x, k))
+    assert fn(Value(1.0), 2.0).data == 2.0  # the first call fills the cache and appends, eagerly
+    with pytest.raises(DataDependentError, match=r"changed model\.seen"):
+        fn(Value(1.0), 2.0)
+    assert model.seen == [2.0, 2.0]  # the refused call ran as eager code

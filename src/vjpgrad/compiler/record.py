@@ -644,7 +644,8 @@ def world_watched(
     with draws:
         yield found
     with collection_paused():
-        after = _observed(fn, [(root, fn), *given], recorder=recorder)
+        # a functools.cached_property the run filled is the cache's own: no change (``world.observe``)
+        after = _observed(fn, [(root, fn), *given], recorder=recorder, unfilled=before.unfilled)
         refuse_changes(fn, name, before, after, generators, draws, recorder)
 
 
@@ -1188,9 +1189,10 @@ def _observed(
     roots: list[tuple[str, Any]],
     numbers: list[tuple[str, Any]] | None = None,
     recorder: str = "vjpgrad.compile",
+    unfilled: set[tuple[int, str]] | None = None,
 ) -> world.Snapshot:
     try:
-        return world.observe(roots, numbers=numbers)
+        return world.observe(roots, numbers=numbers, unfilled=unfilled)
     except world.WorldTooLargeError as large:
         raise DataDependentError(
             f"{_name(fn)} (defined at {where(fn)}) can reach {large.where}, which holds {large.size:,} objects or "
