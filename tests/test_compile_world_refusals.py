@@ -541,6 +541,79 @@ def test_a_draw_whose_generator_state_is_put_back_is_still_refused() -> None:
     assert _line_of(_put_back, "# the draw") in str(refused.value), str(refused.value)
 
 
+_WORLDS_SEEDED = random.Random(7)
+
+
+def _seeds_the_global_generator(x: Value) -> Value:
+    random.seed(0)  # the seed
+    return x * 2.0
+
+
+def _sets_the_global_state(x: Value) -> Value:
+    random.setstate(_SAVED_STATE[0])  # the seed
+    return x * 2.0
+
+
+def _seeds_a_generator_of_its_world(x: Value) -> Value:
+    _WORLDS_SEEDED.seed(7)  # the seed
+    return x * 2.0
+
+
+_SAVED_STATE: list[Any] = []
+
+
+@pytest.mark.parametrize("fn", [_seeds_the_global_generator, _sets_the_global_state, _seeds_a_generator_of_its_world])
+def test_seeding_a_generator_of_the_world_is_refused_even_where_its_state_was_that_already(
+    fn: Callable[[Value], Value],
+) -> None:
+    """``random.seed(0)`` inside, in a program seeded with 0 at its top, leaves the state as it was:
+    a comparison of states sees nothing, but a replay would not seed, and every draw the program
+    makes after the call would differ from eager code's. The seed itself is refused, at its line."""
+    saved = random.getstate()
+    try:
+        random.seed(0)
+        _SAVED_STATE[:] = [random.getstate()]
+        _WORLDS_SEEDED.seed(7)
+        with pytest.raises(DataDependentError, match=r"seeded .* at .*a replay would not seed") as refused:
+            vjpgrad.compile(fn)(Value(1.0))
+        assert _line_of(fn, "# the seed") in str(refused.value), str(refused.value)
+    finally:
+        random.setstate(saved)
+
+
+def test_seeding_a_generator_to_another_state_is_refused_as_a_seed_not_a_draw() -> None:
+    saved = random.getstate()
+    try:
+        random.seed(1)  # the function then seeds 0: the state moves, and nothing was drawn
+        with pytest.raises(DataDependentError, match=r"seeded random's global generator") as refused:
+            vjpgrad.compile(_seeds_the_global_generator)(Value(1.0))
+        assert "drew" not in str(refused.value), str(refused.value)
+    finally:
+        random.setstate(saved)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="NumPy seeds in compiled code (a Cython function) that no profiler sees: where the state was "
+    "that seed's already, nothing tells the seeding apart (the tutorial says so)",
+)
+def test_numpys_global_seed_inside_is_refused_even_where_its_state_was_that_already() -> None:
+    np = pytest.importorskip("numpy")
+
+    def seeds(x: Value) -> Value:
+        np.random.seed(0)  # the seed
+        return x * 2.0
+
+    saved = np.random.get_state()
+    try:
+        np.random.seed(0)
+        with pytest.raises(DataDependentError, match=r"seeded NumPy's global generator") as refused:
+            vjpgrad.compile(seeds)(Value(1.0))
+        assert _line_of(seeds, "# the seed") in str(refused.value), str(refused.value)
+    finally:
+        np.random.set_state(saved)
+
+
 # ---- side effects, at the line that made them ----------------------------------------------------------
 
 

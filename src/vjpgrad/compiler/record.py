@@ -675,6 +675,13 @@ def refuse_changes(
             f"again, and would use the recorded reading at every call. Read {what} outside the function and "
             f"pass the reading in as a Value (Value(t, requires_grad=False)), or {_otherwise(recorder)}"
         )
+    if draws.seeded is not None and draws.drew is None:  # a draw, said below, is what matters most
+        what, at = draws.seeded
+        raise DataDependentError(
+            f"{name} seeded {what} at {at} while {recorder} recorded it: a replay would not seed it again, and "
+            "every number drawn after the call would differ from eager code's. Seed outside the function (once, "
+            f"at the top of the program), or {_otherwise(recorder)}"
+        )
     drawn, line = _drawn(changed, generators, draws)
     if drawn is None and changed is not None and changed.aspect == "drawn":  # a generator of its world
         drawn = changed.place
@@ -824,6 +831,9 @@ _GLOBAL_RANDOM = getattr(random, "_inst", None)
 _DRAWING_METHODS = frozenset({"random", "getrandbits"})
 """The C methods of ``random.Random`` that draw: every other draw (``uniform``, ``gauss``,
 ``choice``, ``shuffle``...) calls one of them."""
+_SEEDING_METHODS = frozenset({"seed", "setstate"})
+"""The C methods of ``random.Random`` that give it a state (``random.seed``, ``Random.setstate``
+call them): on a generator that was there before a recording, a change a replay would not make."""
 
 
 _MUTATORS = frozenset(
@@ -967,6 +977,9 @@ class DrawWatch:
         # with a seed of its own draws the same numbers at every call
         self.held = {id(g) for g in generators if isinstance(g, random.Random)} | {id(_GLOBAL_RANDOM)}
         self.drew: str | None = None  # where the run drew from one of them (the profiler saw it)
+        # what the run seeded or set the state of among them, and where: refused even where the state
+        # was that already (a program seeded with the same number at its top), as a replay would not seed
+        self.seeded: tuple[str, str] | None = None
         self.read_state: str | None = None  # where the run read the state of one of them (getstate)
         # the generators the run seeded from the system's entropy and gave no state of their own
         # since (a copy is made unseeded, then given its original's state), each with the line;
@@ -1049,6 +1062,17 @@ class DrawWatch:
             self.line = self.line or self.drew
         elif name == "getstate" and self.read_state is None and not _read_by_vjpgrad(frame):
             self.read_state = _user_line(frame) or "<unknown>"
+        elif name in _SEEDING_METHODS:
+            self.seeding(method.__self__, frame)
+
+    def seeding(self, generator: random.Random, frame: types.FrameType) -> None:
+        """A generator that was there before the run given a state (``seed``, ``setstate``) by the
+        code of ``frame``'s stack: noted, with the user's line, unless vjpgrad's own code did it.
+        Python's ``random.seed`` is seen by the profiler (it calls the C method); a generator's
+        ``seed`` method by ``_Seeding``, which puts itself in the class while recording."""
+        if id(generator) in self.held and self.seeded is None and not _read_by_vjpgrad(frame):
+            what = _GLOBAL_GENERATORS[0] if generator is _GLOBAL_RANDOM else "a random.Random of its world"
+            self.seeded = (what, _user_line(frame) or "<unknown>")
 
 
 class _Seeding:
@@ -1091,6 +1115,7 @@ class _Seeding:
     def seeding(generator: random.Random, a: Any = None, *args: Any, **kwargs: Any) -> None:
         watch: DrawWatch | None = getattr(_Seeding.current, "watch", None)
         if watch is not None:
+            watch.seeding(generator, sys._getframe(1))
             if a is None:
                 watch.unseeded[id(generator)] = (generator, _user_line(sys._getframe(1)) or "<unknown>")
             else:  # a seed of its own: as deterministic as the function
@@ -1101,6 +1126,7 @@ class _Seeding:
     def setting_state(generator: random.Random, state: Any) -> None:
         watch: DrawWatch | None = getattr(_Seeding.current, "watch", None)
         if watch is not None:  # a state of its own (a copy's, given its original's): no longer unseeded
+            watch.seeding(generator, sys._getframe(1))
             watch.unseeded.pop(id(generator), None)
         _Seeding.original_setstate(generator, state)
 
