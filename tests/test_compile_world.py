@@ -2932,3 +2932,60 @@ def test_a_cached_property_the_function_changes_once_filled_is_refused() -> None
     with pytest.raises(DataDependentError, match=r"changed model\.seen"):
         fn(Value(1.0), 2.0)
     assert model.seen == [2.0, 2.0]  # the refused call ran as eager code
+
+
+def _leaky(v: Value, slope: float) -> Value:
+    return v.relu() - (-v).relu() * slope
+
+
+def _table(k: int) -> float:
+    return float(k)
+
+
+def _wrappers() -> dict[str, Callable[[], Any]]:
+    """Library wrappers of a user's function, each made anew: what the world reads of them is their
+    function and settings, and any attribute the user sets on them."""
+    wrappers: dict[str, Callable[[], Any]] = {
+        "functools.partial": lambda: functools.partial(_leaky, slope=0.1),
+        "functools.lru_cache": lambda: functools.lru_cache(_table),
+        "vjpgrad.vmap": lambda: vjpgrad.vmap(_leaky, in_dims=(0, None)),
+    }
+    if importlib.util.find_spec("numpy") is not None:
+        import numpy as np
+
+        wrappers["numpy.vectorize"] = lambda: np.vectorize(_table)
+    return wrappers
+
+
+_WRAPPERS = _wrappers()
+
+
+@pytest.mark.parametrize("kind", sorted(_WRAPPERS))
+@pytest.mark.parametrize("read", ["attribute", "getattr with a default"])
+def test_an_attribute_set_on_a_librarys_wrapper_is_watched(kind: str, read: str) -> None:
+    """``act.gain = 2.0`` on a ``functools.partial`` (an ``lru_cache``'s wrapper, a ``vjpgrad.vmap``,
+    a ``numpy.vectorize``) is the world's as a function's own attribute is: changed, added or
+    removed between calls, it is seen (it was read from the wrapper's fixed parts only)."""
+
+    def results(compiled: bool) -> list[tuple[bytes, bytes]]:
+        held = _WRAPPERS[kind]()
+        if read == "attribute":
+            held.gain = 2.0
+        f = (lambda x: x * held.gain) if read == "attribute" else (lambda x: x * getattr(held, "gain", 1.0))
+        fn = vjpgrad.compile(f) if compiled else f
+        found = []
+        for gain in (2.0, 3.0, 3.0, None, 5.0):
+            if gain is None:
+                if read == "attribute":
+                    continue
+                with contextlib.suppress(AttributeError):
+                    del held.gain
+            else:
+                held.gain = gain
+            x = Value(0.7)
+            y = fn(x)
+            y.backward()
+            found.append((bits(y.data), bits(x.grad)))
+        return found
+
+    assert results(compiled=True) == results(compiled=False)

@@ -945,6 +945,28 @@ class _Walk:
         for member in members:
             self.child(self.get(var, "member", member, f"{name}.{member}"), getattr(x, member))
 
+    def _wrapper(self, var: int, x: Any, members: tuple[str, ...]) -> None:
+        """A library's wrapper of a function (``functools.partial``, ``numpy.vectorize``, a
+        ``vjpgrad.vmap``): its function and settings (``members``), and the attributes set on it."""
+        self._members(var, x, members)
+        self._attributes_set(var, x)
+
+    def _attributes_set(self, var: int, x: Any) -> None:
+        """Attributes a user set on a library's wrapper (``act.gain = 2.0``), watched as a function's
+        own attributes are: the names its ``__dict__`` holds, in order (one added or deleted is
+        seen), and what each name holds that is not the wrapper's own (``_OWN_ATTRIBUTES``: its
+        settings and its bookkeeping, which its members or its own guard cover)."""
+        attributes = getattr(x, "__dict__", None)
+        if type(attributes) is not dict:
+            return
+        own = _own_attributes(type(x))
+        name = self.snapshot.names[var]
+        held = self.get(var, "dict", None, name)
+        keys = list(attributes)
+        labels = [f".{k}" if type(k) is str else f"[{_named_key(k)}]" for k in keys]
+        self.items(self.get(held, "keys", True, name), keys, labels)
+        self._named(held, attributes, [k for k in keys if k not in own], f"{name}.")
+
     def _any_function(self, var: int, fn: types.FunctionType) -> None:
         """A user's function: its code, parts and the globals it names. A library's (or
         vjpgrad's) is watched by identity, and opened where it wraps the user's: its attributes
@@ -1122,6 +1144,7 @@ class _Walk:
         info = wrapper.cache_info()
         self.fact("calls", var, (info.hits, info.misses))
         self._members(var, wrapper, ("__wrapped__",))
+        self._attributes_set(var, wrapper)
 
     def _builtin(self, var: int, method: Any) -> None:
         """A built-in function or method: its object (``table.get``'s table; a function's module),
@@ -1647,6 +1670,34 @@ def _is_vmapped(kind: type) -> bool:
     return kind.__module__ == "vjpgrad.batched.run" and kind.__name__ == "Vmapped"
 
 
+def _bare() -> None:
+    """A function with nothing of its own: what a fresh wrapper is made around (``_own_attributes``)."""
+
+
+_OWN_ATTRIBUTES: dict[type, frozenset[str]] = {}
+"""A wrapper's type -> the names a fresh one of that type holds in its ``__dict__``: its settings
+and bookkeeping (a ``numpy.vectorize``'s ufunc cache, a vmap's programs), not the user's."""
+
+
+def _own_attributes(kind: type) -> frozenset[str]:
+    """The attribute names a wrapper of type ``kind`` has of its own: read once from a fresh one
+    made around ``_bare`` (so they follow the library's version). A partial has none: any
+    attribute of one (or of a subclass's instance) is the user's."""
+    own = _OWN_ATTRIBUTES.get(kind)
+    if own is None:
+        make: Any = kind
+        if issubclass(kind, functools.partial):
+            fresh: Any = None
+        elif issubclass(kind, functools._lru_cache_wrapper):
+            fresh = functools.lru_cache(_bare)
+        elif _is_vmapped(kind):
+            fresh = make(_bare, 0, 0, False, None)
+        else:  # numpy.vectorize
+            fresh = make(_bare)
+        own = _OWN_ATTRIBUTES[kind] = frozenset(vars(fresh)) if fresh is not None else frozenset()
+    return own
+
+
 def _is_numpy_generator(kind: type) -> bool:
     return _is_numpy(kind, "Generator", "RandomState") or (
         (getattr(kind, "__module__", "") or "").startswith("numpy.random") and hasattr(kind, "state")
@@ -1962,9 +2013,9 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     # object is watched too (for a built-in function, its module, watched by identity)
     ("built-in function or method: its object", (types.BuiltinMethodType, types.MethodWrapperType), _Walk._builtin),
     (
-        "functools.partial: its function, arguments and keywords",
+        "functools.partial: its function, arguments, keywords and the attributes set on it",
         functools.partial,
-        lambda walk, var, x: walk._members(var, x, ("func", "args", "keywords")),
+        lambda walk, var, x: walk._wrapper(var, x, ("func", "args", "keywords")),
     ),
     (
         "what @contextlib.contextmanager makes: its function, arguments and keywords (not its generator)",
@@ -1997,7 +2048,7 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("dict view: its dict", (type({}.keys()), type({}.values()), type({}.items())), _Walk._view),
     ("mapping proxy: its mapping", types.MappingProxyType, _Walk._proxy),
     (
-        "functools.lru_cache wrapper: its function; a user's called while recording is refused",
+        "functools.lru_cache wrapper: its function and attributes set on it; a user's called while recording: refused",
         functools._lru_cache_wrapper,
         _Walk._cached,
     ),
@@ -2007,17 +2058,17 @@ KINDS: list[tuple[str, Any, Callable[[_Walk, int, Any], None]]] = [
     ("unittest.mock object: refused", _derives_from(frozenset({"unittest.mock.NonCallableMock"})), _Walk._refused),
     ("NumPy array: its dtype, shape, strides and content (a masked one's mask too)", _is_numpy_array, _Walk._content),
     (
-        "NumPy vectorize: its function and settings",
+        "NumPy vectorize: its function, settings and the attributes set on it",
         lambda kind: _is_numpy(kind, "vectorize"),
-        lambda walk, var, x: walk._members(var, x, ("pyfunc", "otypes", "excluded", "signature")),
+        lambda walk, var, x: walk._wrapper(var, x, ("pyfunc", "otypes", "excluded", "signature")),
     ),
     ("NumPy ufunc: by identity (one made by numpy.frompyfunc: refused)", lambda kind: _is_numpy(kind, "ufunc"), _ufunc),
     ("NumPy random generator: its state, before and after the recording", _is_numpy_generator, _Walk._generator),
     ("compiled function: its function", _is_compiled, _Walk._compiled),
     (
-        "vmapped function: its function and settings",
+        "vmapped function: its function, settings and the attributes set on it",
         _is_vmapped,
-        lambda walk, var, x: walk._members(var, x, VMAPPED_MEMBERS),
+        lambda walk, var, x: walk._wrapper(var, x, VMAPPED_MEMBERS),
     ),
     # by the classes an object's class derives from, not issubclass: an ABC's hook would take a
     # memoryview (which has __enter__ and __exit__) for a context manager
