@@ -353,6 +353,30 @@ def test_a_counter_the_function_increments_is_refused() -> None:
         vjpgrad.compile(lambda x: model(x))(Value(1.0))
 
 
+def _counts_its_calls(x: Value) -> Value:
+    _counts_its_calls.calls = getattr(_counts_its_calls, "calls", 0) + 1  # type: ignore[attr-defined]
+    return x * 2.0
+
+
+def test_an_object_passed_that_cannot_be_watched_is_named_as_its_argument() -> None:
+    # it was named by its kind alone: "can reach an object it was given (generator)"
+    def f(x: Value, noise: Any) -> Value:
+        return x * next(noise)
+
+    with pytest.raises(DataDependentError, match=r"can reach noise, an iterator.*draw what noise gives"):
+        vjpgrad.compile(f)(Value(1.0), (k * 1.0 for k in range(3)))
+    with pytest.raises(DataDependentError, match=r"can reach an object it was given \(generator\)"):
+        vjpgrad.compile(lambda x, held: x * next(held[0]))(Value(1.0), [(k * 1.0 for k in range(3))])
+
+
+def test_an_attribute_a_function_gives_itself_is_refused_naming_it() -> None:
+    # the first call named the function alone ("changed _counts_its_calls"), the later ones the attribute
+    with pytest.raises(DataDependentError, match=r"changed _counts_its_calls\.calls \(added\)"):
+        vjpgrad.compile(_counts_its_calls)(Value(1.0))
+    with pytest.raises(DataDependentError, match=r"changed _counts_its_calls\.calls"):
+        vjpgrad.compile(_counts_its_calls)(Value(1.0))
+
+
 def test_a_number_the_function_changes_is_refused_naming_it() -> None:
     state = types.SimpleNamespace(step=0)
 

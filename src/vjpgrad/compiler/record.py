@@ -631,9 +631,11 @@ def world_watched(
     names = argument_names(fn, len(args))
     name = _name(fn)
     root = name if type(fn) in _PLAIN_CALLABLES else "self"  # a callable object: self, as its __call__ names it
-    guard_roots = [(root, fn), *((f"an object it was given ({_kind_name(x)})", x) for x in objects)]
     given = [(n, x) for n, x in zip(names, args, strict=True) if not _is_scalar(x)]
     given += [(n, x) for n, x in kwargs.items() if not _is_scalar(x)]
+    # an object passed is named as the argument it was (noise), one inside a container by its kind
+    named = {id(x): n for n, x in reversed(given)}
+    guard_roots = [(root, fn), *((named.get(id(x)) or f"an object it was given ({_kind_name(x)})", x) for x in objects)]
     with collection_paused():
         numbers = number_arguments(args, kwargs, names) if numbers is None else numbers
         found = _observed(fn, guard_roots, numbers, recorder)

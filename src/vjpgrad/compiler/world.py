@@ -1244,13 +1244,15 @@ class _Walk:
             _refuse_modules_found_at_run_time(fn, name, names)
             _refuse_frames_read_at_run_time(name, names)
         if fn.__closure__ is None and fn.__defaults__ is None and fn.__kwdefaults__ is None and not _held(fn):
-            self.fact("bare", var)  # no closure, defaults, attributes or annotations: one check for the five
+            # no closure, defaults, attributes or annotations: one check for the five (raw: the function,
+            # for a difference to name the attribute it was given)
+            self.fact("bare", var, raw=fn)
         else:
             self._parts(var, fn, name)
             if fn.__dict__:  # f.slope, f.calls
                 self._mapping(self.get(var, "dict", None, name), fn.__dict__, attribute=True)
             else:
-                self.fact("no attributes", var)
+                self.fact("no attributes", var, raw=fn)
         namespace = fn.__globals__  # read-only: the same function has the same globals
         self.globals_at.setdefault(id(namespace), (var, namespace))
         done = self.named_done.setdefault(id(namespace), set())
@@ -2555,11 +2557,11 @@ def first_difference(before: Snapshot, after: Snapshot, registries: bool = True)
     ``registries`` is False (a recording's side effects), what is registered with a library's
     abstract class: an import the function makes registers its classes there (``import sqlite3``:
     ``Sequence.register(Row)``), which no replay needs to do again."""
-    for old, new in zip(before.facts, after.facts, strict=False):
+    for k, (old, new) in enumerate(zip(before.facts, after.facts, strict=False)):
         if old != new and not _caches_added(before, old, new):
             if not registries and old[0] == new[0] == "registry" and old[1] == new[1]:
                 continue
-            return _difference(before, after, old, new)
+            return _difference(before, after, old, new, before.raw[k])
     if len(before.facts) != len(after.facts):
         longer = before if len(before.facts) > len(after.facts) else after
         fact = longer.facts[min(len(before.facts), len(after.facts))]
@@ -2612,9 +2614,12 @@ def _identity_difference(before: Snapshot, old: Fact, new: Fact) -> Difference:
     return Difference(before.describe(member_var, member_item), "identity")
 
 
-def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> Difference:
-    """How a reader names what differs between two facts at one place of two observations."""
+def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact, raw: Any = None) -> Difference:
+    """How a reader names what differs between two facts at one place of two observations
+    (``raw``: what the guard compares the first with)."""
     kind, var = old[0], old[1]
+    if kind in ("bare", "no attributes") and isinstance(raw, types.FunctionType) and raw.__dict__:
+        return Difference(f"{before.describe(var)}.{next(iter(raw.__dict__))}", "added")  # f.calls = 1
     items = ("unpack", "ids", "rgs", "attrses", "scalars")  # facts about every item of a tuple variable
     if kind == "partition" and new[0] == kind:
         return _identity_difference(before, old, new)
