@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -384,7 +385,6 @@ def test_the_hint_to_step_through_quotes_a_path_a_shell_would_split(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("torch")
-    import shlex
 
     from vjpgrad.cli import explain_torch as command
 
@@ -472,3 +472,40 @@ def test_a_path_refused_before_the_script_runs_is_named_escaped(
     said = capsys.readouterr().err
     assert not {"\x1b", "\r", "\u202e"} & set(said)
     assert "a\\x1b[31mred" in said
+
+
+@pytest.mark.parametrize(
+    ("typed", "theirs", "hint"),
+    [
+        ("args.py", ["3"], "vjpgrad explain-torch args.py --html pages -- 3"),
+        ("./-dash.py", [], "vjpgrad explain-torch ./-dash.py --html pages"),
+        ("-dash.py", ["--html", "x"], "vjpgrad explain-torch --html pages -- -dash.py --html x"),
+    ],
+)
+def test_the_hint_runs_the_script_as_it_was_run_its_words_and_path_as_typed(
+    typed: str,
+    theirs: list[str],
+    hint: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hint's command runs the same script with the same words: they were left out (a script
+    that reads ``sys.argv[1]`` then failed), and ``./-dash.py`` lost its ``./`` (then an option)."""
+    pytest.importorskip("torch")
+    from vjpgrad.cli import explain_torch as command
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / typed.removeprefix("./")).write_text(
+        "import torch\nx = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n",
+        encoding="utf-8",
+    )
+    run = ["--", typed, *theirs] if typed.startswith("-") else [typed, *(["--"] if theirs else []), *theirs]
+    assert command.main(run) == 0
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said == f"(to step through each pass, edge by edge: {hint})"
+    words = shlex.split(hint)[2:]
+    again = command._arguments(words)  # the hint's words read back: the same script, the same words for it
+    assert (again.script, again.args, again.html) == (typed, theirs, "pages")

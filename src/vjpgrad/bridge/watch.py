@@ -169,6 +169,35 @@ def _user_frame() -> types.FrameType | None:
     return None
 
 
+_EVAL_FRAME = os.path.join(_TORCH, "_dynamo", "eval_frame.py")
+
+
+def compiled_call() -> str | None:
+    """Where the learner called a ``torch.compile``'d function or module that is running now (the
+    first line outside PyTorch above its wrapper), or None. PyTorch turns ``torch.compile`` off while
+    a dispatch mode watches, so under the watch it runs as eager PyTorch: its wrapper's frame
+    (``_TorchDynamoContext.__call__``'s, its ``self`` a context that compiles, not one that disables
+    it) is what shows it. Each frame's file is compared first: the frame's locals are read only for
+    PyTorch's ``eval_frame.py``."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == _EVAL_FRAME and _compiles(frame.f_locals.get("self")):
+            caller = frame.f_back
+            while caller is not None and os.path.abspath(caller.f_code.co_filename).startswith(_TORCH):
+                caller = caller.f_back
+            return where(caller)
+        frame = frame.f_back
+    return None
+
+
+def _compiles(context: Any) -> bool:
+    """Whether ``context`` is a ``torch.compile`` context that compiles (not ``torch.compiler.disable``'s)."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    dynamo = getattr(eval_frame, "_TorchDynamoContext", None)
+    disable = getattr(eval_frame, "DisableContext", None)
+    return dynamo is not None and isinstance(context, dynamo) and not (disable and isinstance(context, disable))
+
+
 _WRAPPERS = ("torch._compile", "torch._dynamo", "torch.utils._contextlib", "torch.overrides", "torch._jit_internal")
 """PyTorch's modules of wrappers (a decorator's ``inner``, grad mode's ``decorate_context``): a frame
 of theirs names no function the learner called."""
@@ -440,6 +469,15 @@ def _tensors(x: Any) -> Iterator[torch.Tensor]:
             yield from _tensors(y)
 
 
+UNCOMPILED = (
+    "torch.compile: the function called at {} ran uncompiled under the watch (PyTorch turns torch.compile "
+    "off while a dispatch mode watches), so every 'PyTorch's' above is eager PyTorch's. Run without the "
+    "watch, its compiled kernels fuse and reorder operations, and the gradients your program computes may "
+    "differ from these in their last bits."
+)
+"""What the summary says where a ``torch.compile``'d function ran under the watch."""
+
+
 class _Mode(TorchDispatchMode):  # type: ignore[misc]  # torch is read as Any (pyproject.toml)
     def __init__(self, watch: Watch) -> None:
         super().__init__()
@@ -455,6 +493,8 @@ class _Mode(TorchDispatchMode):  # type: ignore[misc]  # torch is read as Any (p
                 before: Any = watch.before(func, args, kwargs)
             except Exception as error:  # the learner's code runs on, whatever the watch makes of it
                 before = error
+        if watch.uncompiled is None:
+            watch.uncompiled = compiled_call()
         out = func(*args, **kwargs)
         with collection_paused():
             watch.after(func, args, kwargs, out, before)
@@ -467,6 +507,8 @@ class Watch:
     def __init__(self, strict: bool = False) -> None:
         self.strict = strict
         self.passes: list[Pass] = []
+        # where a torch.compile'd function was called whose operations the watch saw: it ran uncompiled
+        self.uncompiled: str | None = None
         self.paused = 0
         self._entries: dict[int, Entry] = {}
         self._leaves: dict[int, list[Entry]] = {}  # each leaf tensor's generations (a step under no_grad makes one)
@@ -588,7 +630,10 @@ class Watch:
         return all(p.matches for p in self.passes)
 
     def summary(self) -> str:
-        return "\n\n".join(p.summary() for p in self.passes) or "No backward pass ran."
+        said = "\n\n".join(p.summary() for p in self.passes) or "No backward pass ran."
+        if self.uncompiled is not None:
+            said += "\n\n" + UNCOMPILED.format(self.uncompiled)
+        return said
 
     # ---- the tensors ---------------------------------------------------------------------------
 

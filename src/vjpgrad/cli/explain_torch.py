@@ -140,7 +140,7 @@ def main(argv: Sequence[str]) -> int:
     raised = _run(watch, script, list(arguments.args))
     print(watch.summary())
     if shown is None and any(p.explainer is not None for p in watch.passes):  # a pass a page can step through
-        print(f"(to step through each pass, edge by edge: vjpgrad explain-torch {_typed(str(script))} --html pages)")
+        print(f"(to step through each pass, edge by edge: vjpgrad explain-torch {_again(arguments)})")
     if folder is not None and shown is not None:
         try:
             _pages(watch, script, folder, arguments.max_steps, shown)
@@ -170,6 +170,18 @@ def _named(path: Path | str) -> str:
     """A path as the command's own lines name it: each character that would move the terminal's
     cursor or turn the text written as Python writes it (``\\x1b``, ``text.printable``), one line."""
     return text.printable(str(path))
+
+
+def _again(arguments: argparse.Namespace) -> str:
+    """The command's words that run the script again as it was run (its path as typed, its words)
+    and write the pages: ``SCRIPT --html pages``, the script's words after a ``--``; a script whose
+    name begins with ``-`` is named after the ``--`` itself."""
+    script, theirs = arguments.script, list(arguments.args)
+    if script.startswith("-"):
+        words = ["--html", "pages", "--", script, *theirs]
+    else:
+        words = [script, "--html", "pages", *(["--", *theirs] if theirs else [])]
+    return " ".join(_typed(word) for word in words)
 
 
 def _typed(word: str) -> str:
