@@ -1334,3 +1334,20 @@ def test_a_torch_compiled_function_under_the_watch_is_said_to_run_uncompiled() -
     with vjpgrad.watch_torch() as plain:
         torch.tanh(x.detach().requires_grad_()).sum().backward()
     assert "torch.compile" not in plain.summary()
+
+
+def test_an_input_of_autograd_grad_with_no_name_is_named_by_its_index_in_inputs() -> None:
+    """An input the learner's frame has no name for is ``inputs[0]``, as Python indexes it (it was
+    'input 1', 'the tensor at position 1 of inputs')."""
+
+    def make() -> Any:
+        a, b = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([3.0], requires_grad=True)
+        return (a * a).sum() + (b * 2.0).sum(), (a, b)
+
+    with vjpgrad.watch_torch() as watch:
+        grads = torch.autograd.grad(*make())
+    said = watch.summary()
+    assert len(grads) == 2
+    assert "inputs[0]'s gradient (returned) = [2, 4]" in said, said
+    assert "inputs[1]'s gradient (returned) = [2]" in said, said
+    assert "inputs[0] is the tensor at index 0 of the inputs" in said, said

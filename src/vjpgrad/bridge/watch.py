@@ -1141,13 +1141,13 @@ class Watch:
         reports: list[LeafReport] = []
         unnamed: list[str] = []
         for k, (t, latest, returned) in enumerate(zip(wrt, entries, result, strict=True)):
-            report = self._returned(t, latest, returned, gradients, names.get(id(t)) or f"input {k + 1}")
+            report = self._returned(t, latest, returned, gradients, names.get(id(t)) or f"inputs[{k}]")
             if report is None:
                 continue
             reports.append(report)
             if id(t) not in names:
                 unnamed.append(
-                    f"{report.name} is the tensor at position {k + 1} of inputs, with no name where grad was called"
+                    f"{report.name} is the tensor at index {k} of the inputs, with no name where grad was called"
                 )
         return reports, unnamed
 
