@@ -3013,3 +3013,58 @@ def test_an_attribute_set_on_a_librarys_wrapper_is_watched(kind: str, read: str)
         return found
 
     assert results(compiled=True) == results(compiled=False)
+
+
+def test_a_recording_that_filled_a_cached_property_is_not_replayed_where_the_cache_is_empty_again() -> None:
+    """A cache emptied after each step (weight normalisation, invalidated by the optimizer step):
+    the recording made while it was empty filled it, which a replay would not do, so it is not
+    kept. The cache a replay left empty gave a fresh graph whose .grad stayed 0.0 (a review's case)."""
+
+    class WeightNormed:
+        def __init__(self) -> None:
+            self.v = [Value(3.0), Value(4.0)]
+
+        @functools.cached_property
+        def w(self) -> list[Value]:
+            norm = (self.v[0] ** 2 + self.v[1] ** 2) ** 0.5
+            return [vi / norm for vi in self.v]
+
+        def __call__(self, x: list[Value]) -> Value:
+            return self.w[0] * x[0] + self.w[1] * x[1]
+
+    def train(compiled: bool) -> list[tuple[bytes, ...]]:
+        model = WeightNormed()
+        f = vjpgrad.compile(model) if compiled else model
+        seen = []
+        for _ in range(3):
+            y = f([Value(1.0), Value(2.0)])
+            y.backward()
+            seen.append((bits(y.data), bits(model.v[0].grad), bits(model.w[0].grad)))
+            for p in model.v:
+                p.data -= 0.1 * p.grad
+                p.grad = 0.0
+            model.__dict__.pop("w", None)  # the cache emptied: the next read computes it anew
+        return seen
+
+    assert train(compiled=True) == train(compiled=False)
+
+
+def test_an_object_passed_through_a_users_wrapper_is_named_as_the_wrapper_takes_it() -> None:
+    """A decorator of the user's (``functools.wraps``) that passes an argument of its own shifts the
+    wrapped function's parameters: the message names the wrapper's own (``args[1]``), not ``x``."""
+    scale = Value(2.0)
+
+    def with_scale(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any) -> Any:
+            return fn(scale, *args)
+
+        return wrapper
+
+    @with_scale
+    def f(scale: Value, x: Value, noise: Any) -> Value:
+        return x * scale * next(noise)
+
+    with pytest.raises(DataDependentError, match=r"can reach args\[1\], an iterator") as refused:
+        vjpgrad.compile(f)(Value(1.0), iter([1.0, 2.0]))
+    assert "can reach x," not in str(refused.value)

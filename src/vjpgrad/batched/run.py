@@ -315,6 +315,7 @@ class _Program:
     argument_attributes: record.AttributesKey = None  # what they carried at recording
     recorded: list[Any] = field(default_factory=list)  # the arguments the function was recorded on, as it got them
     vjp_numbers: list[float] | None = None  # a vjp function's: the outside Values' numbers when it is vjp's graph
+    kept: bool = True  # False where its recording filled a functools.cached_property: run once, not kept
 
     def fits(self, function: Callable[..., Any], given: _Given) -> bool:
         """Whether the function's world is still the one recorded (the one place that decides
@@ -773,7 +774,8 @@ class Vmapped:
                 programs.pop(oldest, None)  # another thread may have dropped it already
             if self._recordings == PROGRAMS_KEPT + 1:
                 warn_at_users_line(CHANGING.format(name=self.__name__, count=self._recordings), RecompileWarning)
-            programs[key] = program
+            if program.kept:
+                programs[key] = program
         with contextlib.suppress(KeyError):  # another thread may have dropped it meanwhile
             programs.move_to_end(key)  # the latest used last, in one step
         self._latest = program
@@ -850,6 +852,7 @@ class Vmapped:
             same_as=same_as,
             **_values_watched(given.values, world_found),
             recorded=lifted,
+            kept=not world_found.filled,
         )
 
     def _chunks(self, program: _Program, batch: int) -> list[tuple[int, int]]:

@@ -646,9 +646,11 @@ def world_watched(
     with draws:
         yield found
     with collection_paused():
-        # a functools.cached_property the run filled is the cache's own: no change (``world.observe``)
+        # a functools.cached_property the run filled is the cache's own: no change (``world.observe``),
+        # but a replay would not fill it: the recording is not kept (``Snapshot.filled``)
         after = _observed(fn, [(root, fn), *given], recorder=recorder, unfilled=before.unfilled)
         refuse_changes(fn, name, before, after, generators, draws, recorder)
+        found.filled = any(name in object.__getattribute__(x, "__dict__") for (_, name), x in before.unfilled.items())
 
 
 def _kind_name(x: Any) -> str:
@@ -1217,7 +1219,7 @@ def _observed(
     roots: list[tuple[str, Any]],
     numbers: list[tuple[str, Any]] | None = None,
     recorder: str = "vjpgrad.compile",
-    unfilled: set[tuple[int, str]] | None = None,
+    unfilled: dict[tuple[int, str], Any] | None = None,
 ) -> world.Snapshot:
     try:
         return world.observe(roots, numbers=numbers, unfilled=unfilled)
@@ -1258,8 +1260,11 @@ def collection_paused() -> Iterator[None]:
 def argument_names(fn: Callable[..., Any], count: int) -> list[str]:
     """The names of the first ``count`` positional parameters of ``fn``, as a reader would name
     them in a message (``argument 2`` where the signature does not say)."""
+    # a user's wrapper (functools.wraps) may pass other arguments than its own: its own signature,
+    # which Python's inspect.signature would skip for the wrapped function's; a library's is followed
+    follow = not (type(fn) is types.FunctionType and "__wrapped__" in fn.__dict__ and not world.is_library(fn))
     try:
-        parameters = list(inspect.signature(fn).parameters.values())
+        parameters = list(inspect.signature(fn, follow_wrapped=follow).parameters.values())
     except Exception:  # a builtin or an odd callable (a __getattr__ raising KeyError): no signature to read
         parameters = []
     positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

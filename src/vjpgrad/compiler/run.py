@@ -916,6 +916,8 @@ class Compiled:
         too_many = self._too_large(replay) or self._too_many(read, replay)
         if too_many is not None:
             self._give_up(too_many)
+        elif replay.recorded.world.filled:  # its run filled a functools.cached_property: a replay would not
+            pass
         else:
             replays = self._cache.setdefault(read.key, [])
             replays.insert(0, replay)

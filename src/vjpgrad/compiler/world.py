@@ -691,9 +691,11 @@ class Snapshot:
     # how the Value was made (``GRAPH_NAMES``), or catches exceptions
     asks_attributes: bool = False
     class_keys: set[int] = dataclasses.field(default_factory=set)  # the vars that list a class's keys
-    # (id of an instance, name) of each functools.cached_property of its class not yet filled in its
-    # __dict__: a fill while recording is the cache's, no side effect (``observe``'s ``unfilled``)
-    unfilled: set[tuple[int, str]] = dataclasses.field(default_factory=set)
+    # (id of an instance, name) -> the instance, for each functools.cached_property of its class not yet
+    # filled in its __dict__: a fill while recording is the cache's, no side effect (``observe``'s ``unfilled``)
+    unfilled: dict[tuple[int, str], Any] = dataclasses.field(default_factory=dict)
+    # the recorded run filled one of them (``filled``): its replay would not, so the recording is not kept
+    filled: bool = False
 
     def describe(self, var: int, item: int | None = None) -> str:
         """How a reader names a variable, or an item of a tuple variable."""
@@ -736,9 +738,9 @@ def is_number_type(kind: type) -> bool:
 class _Walk:
     """One walk of a world (see the module docstring)."""
 
-    def __init__(self, limit: int, unfilled: set[tuple[int, str]] | None = None) -> None:
+    def __init__(self, limit: int, unfilled: dict[tuple[int, str], Any] | None = None) -> None:
         self.snapshot = Snapshot()
-        self.unfilled = unfilled or set()  # an earlier walk's: the cached_property fills left out of this one
+        self.unfilled = unfilled or {}  # an earlier walk's: the cached_property fills left out of this one
         self.cached_names: dict[type, tuple[str, ...]] = {}  # a class -> its cached_property names
         self.seen: dict[int, int] = {}  # id -> the var the object was first walked at
         self.queue: collections.deque[tuple[int, Any]] = collections.deque()
@@ -1179,7 +1181,7 @@ class _Walk:
             attributes = None
         if type(attributes) is dict:
             cached = self._cached_properties(type(x))
-            self.snapshot.unfilled.update((id(x), k) for k in cached if k not in attributes)
+            self.snapshot.unfilled.update(((id(x), k), x) for k in cached if k not in attributes)
             if self.unfilled and any((id(x), k) in self.unfilled for k in cached):
                 attributes = {k: v for k, v in attributes.items() if (id(x), k) not in self.unfilled}
             self._mapping(self.get(var, "dict", None, name), attributes, attribute=True)
@@ -2489,17 +2491,18 @@ def observe(
     roots: list[tuple[str, Any]],
     limit: int = WORLD_LIMIT,
     numbers: list[tuple[str, Any]] | None = None,
-    unfilled: set[tuple[int, str]] | None = None,
+    unfilled: dict[tuple[int, str], Any] | None = None,
 ) -> Snapshot:
     """The world reachable from ``roots`` (each a name and an object: the function, the
     objects a call was given), as facts. Raises ``WorldTooLargeError`` beyond ``limit``.
     ``numbers``: the number arguments (named), whose identities are watched with the world's
     numbers where the code compares with ``is``. ``unfilled``: an earlier walk's
     ``Snapshot.unfilled``, the ``functools.cached_property`` caches empty then, left out of this
-    walk: a walk after a recording so sees a cache the recording filled as no change (eager code
-    filled it; a replay needs not fill it again). The guard is written from a walk without it, so
-    it compares the instance's keys whole: the next call records once more, with the cache there,
-    and what the cache holds is watched from then on, as any attribute."""
+    walk: a walk after a recording so sees a cache the recording filled as no change to refuse (eager
+    code filled it). A replay would not fill it, so such a recording is not kept (``filled``, set by
+    the recorder): the next call records once more, with the cache there, and what the cache holds
+    is watched from then on, as any attribute; where the cache is emptied again between calls, each
+    call records anew, until compile gives up and runs the function as it is."""
     walk = _Walk(limit, unfilled)
     for name, root in roots:
         var = walk.var(name)
