@@ -592,11 +592,6 @@ def test_seeding_a_generator_to_another_state_is_refused_as_a_seed_not_a_draw() 
         random.setstate(saved)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="NumPy seeds in compiled code (a Cython function) that no profiler sees: where the state was "
-    "that seed's already, nothing tells the seeding apart (the tutorial says so)",
-)
 def test_numpys_global_seed_inside_is_refused_even_where_its_state_was_that_already() -> None:
     np = pytest.importorskip("numpy")
 
@@ -604,14 +599,65 @@ def test_numpys_global_seed_inside_is_refused_even_where_its_state_was_that_alre
         np.random.seed(0)  # the seed
         return x * 2.0
 
-    saved = np.random.get_state()
+    saved, seeders = np.random.get_state(), (np.random.seed, np.random.set_state, random.seed, random.setstate)
     try:
         np.random.seed(0)
         with pytest.raises(DataDependentError, match=r"seeded NumPy's global generator") as refused:
             vjpgrad.compile(seeds)(Value(1.0))
         assert _line_of(seeds, "# the seed") in str(refused.value), str(refused.value)
+        # each seeding function is its module's own again once the recording ends
+        assert (np.random.seed, np.random.set_state, random.seed, random.setstate) == seeders
     finally:
         np.random.set_state(saved)
+
+
+def test_torchs_global_seed_inside_is_refused_even_where_its_state_was_that_already() -> None:
+    torch = pytest.importorskip("torch")
+
+    def seeds(x: Value) -> Value:
+        torch.manual_seed(0)  # the seed
+        return x * 2.0
+
+    saved = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(0)
+        with pytest.raises(DataDependentError, match=r"seeded PyTorch's global generator") as refused:
+            vjpgrad.compile(seeds)(Value(1.0))
+        assert _line_of(seeds, "# the seed") in str(refused.value), str(refused.value)
+    finally:
+        torch.random.set_rng_state(saved)
+
+
+def test_a_seed_an_installed_librarys_helper_makes_is_refused_too(tmp_path: Path) -> None:
+    """``transformers.set_seed(0)``-style: an installed library's function seeds the global
+    generators for the user's function, whose code names no random module (so no profiler watches
+    the run). Where the state was that seed's already, it was accepted, and every later draw of the
+    program differed from eager code's (a review's case)."""
+    package, project = tmp_path / "installed", tmp_path / "project"
+    package.mkdir()
+    project.mkdir()
+    (package / "seedlib.py").write_text("import random\ndef set_seed(s):\n    random.seed(s)\n")
+    script = project / "user.py"
+    script.write_text(
+        "import random, sys\n"
+        f"sys.path.insert(0, {str(package)!r})\n"
+        "import seedlib, vjpgrad\n"
+        "from vjpgrad.compiler import world\n"
+        "assert world.is_library_file(seedlib.__file__)\n"
+        "from vjpgrad import Value\n"
+        "def step(x):\n"
+        "    seedlib.set_seed(0)  # the seed\n"
+        "    return x * 2.0\n"
+        "random.seed(0)\n"
+        "try:\n"
+        "    vjpgrad.compile(step)(Value(1.0))\n"
+        "except vjpgrad.DataDependentError as refused:\n"
+        "    print(refused)\n"
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=project)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "step seeded random's global generator at" in run.stdout, run.stdout
+    assert f"{script}:8" in run.stdout, run.stdout
 
 
 # ---- side effects, at the line that made them ----------------------------------------------------------

@@ -32,7 +32,7 @@ import time
 import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from vjpgrad.compiler import world
 from vjpgrad.compiler.write import OUTSIDE, Edges, row_codes
@@ -1069,6 +1069,12 @@ class DrawWatch:
         elif name in _SEEDING_METHODS:
             self.seeding(method.__self__, frame)
 
+    def seeded_globally(self, what: str, frame: types.FrameType) -> None:
+        """A global generator (``what``) seeded by the code of ``frame``'s stack (``_noting_seeds``):
+        noted with the user's line, unless vjpgrad's own code did it."""
+        if self.seeded is None and not _read_by_vjpgrad(frame):
+            self.seeded = (what, _user_line(frame) or "<unknown>")
+
     def seeding(self, generator: random.Random, frame: types.FrameType) -> None:
         """A generator that was there before the run given a state (``seed``, ``setstate``) by the
         code of ``frame``'s stack: noted, with the user's line, unless vjpgrad's own code did it.
@@ -1093,6 +1099,7 @@ class _Seeding:
     original_seed: Any = None  # random.Random.seed
     original_setstate: Any = None  # random.Random.setstate
     current = threading.local()  # .watch: the DrawWatch of this thread's innermost recording
+    replaced: ClassVar[list[tuple[Any, str, Any]]] = []  # (module, name, original) of each global seeder replaced
 
     @classmethod
     def enter(cls, watch: DrawWatch) -> None:
@@ -1102,6 +1109,7 @@ class _Seeding:
                 cls.original_setstate = random.Random.__dict__["setstate"]
                 random.Random.seed = cls.seeding  # type: ignore[method-assign,assignment]
                 random.Random.setstate = cls.setting_state  # type: ignore[method-assign,assignment]
+                cls.replace_global_seeders()
             cls.recordings += 1
         watch.outer = getattr(cls.current, "watch", None)
         cls.current.watch = watch
@@ -1114,6 +1122,24 @@ class _Seeding:
             if cls.recordings == 0:
                 random.Random.seed = cls.original_seed  # type: ignore[method-assign]
                 random.Random.setstate = cls.original_setstate  # type: ignore[method-assign]
+                for module, name, original in reversed(cls.replaced):
+                    setattr(module, name, original)
+                cls.replaced = []
+
+    @classmethod
+    def replace_global_seeders(cls) -> None:
+        """``random.seed`` (bound to the global generator when ``random`` was imported: the class's
+        method above never sees it), NumPy's and PyTorch's, each replaced in its module (where
+        imported) by one that notes the seeding for this thread's recording, then seeds: a library's
+        helper that seeds for the user (``set_seed(0)``) is seen, with no profiler, and so is
+        NumPy's seeding, which runs in compiled code no profiler sees."""
+        for module_name, name, what in _GLOBAL_SEEDERS:
+            module = sys.modules.get(module_name)
+            original = getattr(module, name, None)
+            if module is None or original is None:
+                continue
+            cls.replaced.append((module, name, original))
+            setattr(module, name, _noting_seeds(original, what))
 
     @staticmethod
     def seeding(generator: random.Random, a: Any = None, *args: Any, **kwargs: Any) -> None:
@@ -1133,6 +1159,20 @@ class _Seeding:
             watch.seeding(generator, sys._getframe(1))
             watch.unseeded.pop(id(generator), None)
         _Seeding.original_setstate(generator, state)
+
+
+def _noting_seeds(original: Callable[..., Any], what: str) -> Callable[..., Any]:
+    """``original`` (a global generator's seeding function), noting each call for the recording of
+    the calling thread (``DrawWatch.seeded_globally``) before it seeds."""
+
+    @functools.wraps(original)
+    def seeding(*args: Any, **kwargs: Any) -> Any:
+        watch: DrawWatch | None = getattr(_Seeding.current, "watch", None)
+        if watch is not None:
+            watch.seeded_globally(what, sys._getframe(1))
+        return original(*args, **kwargs)
+
+    return seeding
 
 
 def _cheap_state(generator: Any) -> Callable[[], Any]:
@@ -1188,6 +1228,18 @@ _GLOBAL_GENERATORS = (
     "NumPy's global generator (numpy.random)",
     "PyTorch's global generator (torch.manual_seed)",
 )
+_GLOBAL_SEEDERS = (
+    ("random", "seed", _GLOBAL_GENERATORS[0]),
+    ("random", "setstate", _GLOBAL_GENERATORS[0]),
+    ("numpy.random", "seed", _GLOBAL_GENERATORS[1]),
+    ("numpy.random", "set_state", _GLOBAL_GENERATORS[1]),
+    ("torch", "manual_seed", _GLOBAL_GENERATORS[2]),
+    ("torch.random", "manual_seed", _GLOBAL_GENERATORS[2]),
+    ("torch", "set_rng_state", _GLOBAL_GENERATORS[2]),
+    ("torch.random", "set_rng_state", _GLOBAL_GENERATORS[2]),
+)
+"""The functions that give a global generator a state, by module (``_Seeding`` replaces them while
+recording, where their module was imported), and the generator each seeds."""
 
 
 def _global_generator_state(what: str) -> Any:
