@@ -358,6 +358,29 @@ def _counts_its_calls(x: Value) -> Value:
     return x * 2.0
 
 
+def _tagged(x: Value) -> Value:
+    return x * 2.0
+
+
+def _tagged_with_a_default(x: Value, k: float = 2.0) -> Value:
+    return x * k
+
+
+@pytest.mark.parametrize("helper", [_tagged, _tagged_with_a_default])
+def test_an_attribute_deleted_from_a_function_is_refused_naming_it(helper: Callable[..., Value]) -> None:
+    # it named helper.__closure__ (a function with none), or the function alone
+    def f(x: Value) -> Value:
+        del helper.tag  # type: ignore[attr-defined]
+        return helper(x)
+
+    helper.tag = "v1"  # type: ignore[attr-defined]
+    try:
+        with pytest.raises(DataDependentError, match=r"changed helper\.tag \(removed\)"):
+            vjpgrad.compile(f)(Value(1.0))
+    finally:
+        vars(helper).pop("tag", None)
+
+
 def test_an_object_passed_that_cannot_be_watched_is_named_as_its_argument() -> None:
     # it was named by its kind alone: "can reach an object it was given (generator)"
     def f(x: Value, noise: Any) -> Value:

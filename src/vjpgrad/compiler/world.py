@@ -2564,7 +2564,7 @@ def first_difference(before: Snapshot, after: Snapshot, registries: bool = True)
         if old != new and not _caches_added(before, old, new):
             if not registries and old[0] == new[0] == "registry" and old[1] == new[1]:
                 continue
-            return _difference(before, after, old, new, before.raw[k])
+            return _difference(before, after, old, new, before.raw[k], after.raw[k])
     if len(before.facts) != len(after.facts):
         longer = before if len(before.facts) > len(after.facts) else after
         fact = longer.facts[min(len(before.facts), len(after.facts))]
@@ -2617,13 +2617,27 @@ def _identity_difference(before: Snapshot, old: Fact, new: Fact) -> Difference:
     return Difference(before.describe(member_var, member_item), "identity")
 
 
-def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact, raw: Any = None) -> Difference:
+def _difference(
+    before: Snapshot, after: Snapshot, old: Fact, new: Fact, raw: Any = None, raw_after: Any = None
+) -> Difference:
     """How a reader names what differs between two facts at one place of two observations
-    (``raw``: what the guard compares the first with)."""
+    (``raw``, ``raw_after``: what the guard compares each with)."""
     kind, var = old[0], old[1]
-    if kind in ("bare", "no attributes") and isinstance(raw, types.FunctionType) and raw.__dict__:
-        return Difference(f"{before.describe(var)}.{next(iter(raw.__dict__))}", "added")  # f.calls = 1
+    named = _function_attribute(before, old, new, raw, raw_after) or _named_part(before, after, old, new)
+    if named is not None:
+        return named
     items = ("unpack", "ids", "rgs", "attrses", "scalars")  # facts about every item of a tuple variable
+    if var != new[1] or kind == "get" or (kind != new[0] and not (kind in items and new[0] in items)):
+        return Difference(before.describe(var))
+    if kind not in items:
+        return Difference(before.describe(var), _aspect(old, new))
+    return _items_difference(before, after, kind, var, old[2], new[2])
+
+
+def _named_part(before: Snapshot, after: Snapshot, old: Fact, new: Fact) -> Difference | None:
+    """Where two facts of one kind name parts of one place: which numbers are one object
+    (``partition``), a name of builtins or a function's own (``__name__``), a Value's attribute."""
+    kind, var = old[0], old[1]
     if kind == "partition" and new[0] == kind:
         return _identity_difference(before, old, new)
     if kind in ("builtins", "names") and new[0] == kind and old[2] == new[2]:  # a name of builtins, a function's
@@ -2633,11 +2647,31 @@ def _difference(before: Snapshot, after: Snapshot, old: Fact, new: Fact, raw: An
         was, now = dict(old[2]), vars(after.value_at[var])
         changed = [k for k in {**was, **now} if was.get(k, MISSING) is not now.get(k, MISSING)]
         return Difference(f"{before.describe(var)}.{changed[0]}" if changed else before.describe(var))
-    if var != new[1] or kind == "get" or (kind != new[0] and not (kind in items and new[0] in items)):
-        return Difference(before.describe(var))
-    if kind not in items:
-        return Difference(before.describe(var), _aspect(old, new))
-    return _items_difference(before, after, kind, var, old[2], new[2])
+    return None
+
+
+def _function_attribute(before: Snapshot, old: Fact, new: Fact, raw: Any, raw_after: Any) -> Difference | None:
+    """An attribute a function of the world was given (``f.calls = 1``) or lost (``del f.tag``) where
+    it had none or has none now (its ``bare`` or ``no attributes`` fact, which holds the function):
+    named, where the facts alone would name the function, or the first of its parts that differs."""
+    if old[0] in ("bare", "no attributes") and isinstance(raw, types.FunctionType) and raw.__dict__:
+        return Difference(f"{before.describe(old[1])}.{next(iter(raw.__dict__))}", "added")
+    if new[0] in ("bare", "no attributes") and isinstance(raw_after, types.FunctionType):
+        return _attribute_removed(before, new[1], raw_after)
+    return None
+
+
+def _attribute_removed(before: Snapshot, var: int, fn: types.FunctionType) -> Difference | None:
+    """The first attribute the function at ``var`` had (the keys of its ``__dict__`` as ``before``
+    read them) that it has no more, or None."""
+    dicts = {f[1] for f in before.facts if f[0] == "get" and f[2] == var and f[3] == "dict"}
+    keys = {f[1] for f in before.facts if f[0] == "get" and f[2] in dicts and f[3] == "keys"}
+    for fact, raw in zip(before.facts, before.raw, strict=True):
+        if fact[0] == "scalars" and fact[1] in keys:
+            gone = [k for k in raw if k not in fn.__dict__]
+            if gone:
+                return Difference(f"{before.describe(var)}.{gone[0]}", "removed")
+    return None
 
 
 def _aspect(old: Fact, new: Fact) -> str:
