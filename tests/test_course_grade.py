@@ -579,6 +579,25 @@ def test_which_earlier_exercises_each_exercise_runs_on() -> None:
     }  # fmt: skip
 
 
+def test_a_held_out_failure_never_shows_in_the_note_a_student_sees() -> None:
+    """The note on a later exercise ("fix exercise 2 first") is in the output a student sees at
+    once: it counted exercise 2's held-out checks, so a failure only they reach showed through before
+    the grades were published (a review's case). An exercise whose visible checks all pass is done there."""
+    of = course(EXAMPLE)
+
+    def result(number: int, outcomes: list[tuple[str, bool]]) -> grading.ExerciseResult:
+        tests = [grading.TestResult(f"t{k}", outcome, held_out=held) for k, (outcome, held) in enumerate(outcomes)]
+        return grading.ExerciseResult(of.exercises[number - 1], tests)
+
+    engine = result(2, [(grading.PASSED, False), (grading.FAILED, True)])  # only a held-out check fails
+    neuron = result(3, [(grading.FAILED, False)])
+    grading.note_dependencies([engine, neuron], of)
+    assert neuron.note == ""
+    engine = result(2, [(grading.FAILED, False), (grading.PASSED, True)])  # a visible check fails: said
+    grading.note_dependencies([engine, neuron], of)
+    assert neuron.note.startswith("these checks run your exercise 2 (engine.py), which is not done")
+
+
 @pytest.mark.slow  # three exercises, graded twice
 def test_an_engine_bug_is_named_where_it_costs_and_independent_grading_charges_it_once(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "class" / "ada")
@@ -681,6 +700,8 @@ def test_the_autograder_bundle_holds_what_gradescope_runs_and_grades_a_submissio
     assert "vjpgrad/course/autograder.py" in packaged
     run = (tmp_path / "source" / "run_autograder").read_text()
     assert "-m vjpgrad.course.autograder" in run
+    # run from a submission's folder by hand, `python -m` put its vjpgrad/ first on the path, as root
+    assert run.index("cd /autograder\n") < run.index("python -I -m vjpgrad.course.autograder")
     assert "--user student" in run  # the checks run as an unprivileged user
     assert "useradd" in (tmp_path / "source" / "setup.sh").read_text()
     submission = sigmoid_submission(tmp_path / "submission")
@@ -1257,3 +1278,56 @@ def test_grade_refuses_to_run_where_its_scratch_folder_is_not_the_teachers(
     assert f"{squatted} is not a folder of yours that only you may enter" in err
     assert "TMPDIR" in err
     assert not out.exists()
+
+
+def test_the_instructors_page_gives_the_total_the_required_built_in_exercises_are_worth() -> None:
+    """Gradescope's assignment total, as the page tells the teacher to set it: the required
+    exercises' points (a stretch's are extra credit). It said 27 where they are worth 25."""
+    import re
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "course" / "instructor.md").read_text(encoding="utf-8")
+    said = re.search(r"\((\d+) for the built-in twelve", page)
+    assert said is not None
+    built_in = course(None).exercises
+    assert len(built_in) == 12
+    assert int(said.group(1)) == sum(ex.points for ex in built_in if not ex.stretch)
+
+
+def test_grade_run_inside_a_submission_never_reads_its_course_toml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cd ada && vjpgrad course grade . --out ../out`` read the student's own course.toml, which can
+    name the student's own exercises with empty checks (4 of 4, a review's case): refused, before
+    anything runs, saying how to name the teacher's exercises."""
+    student = tmp_path / "class" / "ada"
+    (student / "mine").mkdir(parents=True)
+    (student / "course.toml").write_text('exercises = "mine"\n', encoding="utf-8")
+    monkeypatch.chdir(student)
+    status, _, err = grade(capsys, ".", "--out", str(tmp_path / "out"))
+    assert status == 2
+    assert "its course.toml is the student's" in err, err
+    assert "--exercises" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_another_students_folder_of_the_same_name_never_takes_a_rows_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two sections' ``alice``, graded into one --out in two runs: the second replaced the first's
+    row, silently (a review's case). The row says whose folder it is; another folder of its name is
+    refused before anything runs, naming both, and the first row stays."""
+    of = course(None)
+    first, second = tmp_path / "sec1" / "alice", tmp_path / "sec2" / "alice"
+    first.mkdir(parents=True)
+    second.mkdir(parents=True)
+    out = tmp_path / "out"
+    gradebook.write(out, of, {"alice": [thirds(exercise(1), 3)]}, {"alice": first})
+    before = (out / "grades.csv").read_text()
+    status, _, err = grade(capsys, str(second), "--out", str(out))
+    assert status == 2
+    assert str(first.resolve()) in err, err
+    assert str(second.resolve()) in err, err
+    assert (out / "grades.csv").read_text() == before
+    gradebook.check_out(out, of, ["alice"], [first])  # the same folder again: its row, regraded
+    gradebook.write(out, of, {"alice": [thirds(exercise(1), 1)]}, {"alice": first})
+    assert (out / "grades.csv").read_text() != before

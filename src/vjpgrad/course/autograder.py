@@ -56,7 +56,9 @@ RUN = """\
 #!/usr/bin/env bash
 # Gradescope runs this for each submission: the results go to /autograder/results/results.json.
 set -euo pipefail
-exec /autograder/venv/bin/python -m vjpgrad.course.autograder \\
+# from /autograder, Python isolated (-I): a vjpgrad/ in the folder this runs from is never imported as root
+cd /autograder
+exec /autograder/venv/bin/python -I -m vjpgrad.course.autograder \\
     --submission /autograder/submission --results /autograder/results/results.json \\
     {exercises}--user student
 """

@@ -481,7 +481,7 @@ def grade(args: argparse.Namespace) -> int:
     directories, left_out = to_grade(args.directories, out)
     if out.exists() and not out.is_dir():
         raise CourseError(f"--out {out} is a file, not a directory")
-    teacher = _teachers_exercises(args.exercises)
+    teacher = _teachers_exercises(args.exercises, directories)
     if teacher is not None and not (teacher / "exercises.toml").is_file():
         raise CourseError(f"{teacher} is not an exercises directory: it has no exercises.toml")
     try:
@@ -501,14 +501,17 @@ def grade(args: argparse.Namespace) -> int:
     if notice is not None:
         print(notice, file=sys.stderr)
     try:
-        gradebook.check_out(out, of, [directory.name for directory in directories])
+        gradebook.check_out(out, of, [directory.name for directory in directories], directories)
     except gradebook.GradebookError as error:
         raise CourseError(str(error)) from None
     for directory in left_out:
         print(f"{PROGRAM}: {directory} is not graded: it is --out, where grades are written", file=sys.stderr)
     started = time.perf_counter()
     graded = gradebook.grade(directories, of, args.timeout, args.jobs, only, args.independent, out=out)
-    text = gradebook.write(out, of, graded)
+    try:
+        text = gradebook.write(out, of, graded, {directory.name: directory for directory in directories})
+    except gradebook.GradebookError as error:  # a run beside this one wrote another folder's row of a name
+        raise CourseError(str(error)) from None
     seconds = time.perf_counter() - started
     print(text, end="")
     print(f"\n{PROGRAM}: graded {len(graded)} directories in {seconds:.1f} s: {out / 'grades.csv'}, "
@@ -528,11 +531,20 @@ def as_root(euid: int | None) -> str | None:
     )
 
 
-def _teachers_exercises(option: str | None) -> Path | None:
+def _teachers_exercises(option: str | None, graded: Sequence[Path] = ()) -> Path | None:
     """The teacher's exercises directory: ``--exercises``, else the one the course.toml of the
-    directory ``grade`` runs in names (a class template's), else none (the built-in exercises)."""
+    directory ``grade`` runs in names (a class template's), else none (the built-in exercises).
+    Where that directory is, or lies in, one of the submissions ``graded``, its course.toml is the
+    student's: refused, never read."""
     if option is not None:
         return Path(option)
+    here = Path().resolve()
+    inside = next((d for d in graded if here == d or d in here.parents), None)
+    if inside is not None and (Path() / "course.toml").is_file():
+        raise CourseError(
+            f"grade runs in {inside}, a submission it grades: its course.toml is the student's, which grade never "
+            "reads; run it from your class folder, or name your exercises with --exercises DIR"
+        )
     try:
         return config.read(Path()).exercises
     except ExercisesError as error:

@@ -40,6 +40,9 @@ TEACHER_VISIBILITY = "hidden"
 RESULTS = "results.json"
 GRADES = "grades.csv"
 LOCK = ".grades.lock"
+SOURCE = ".submission"
+"""Beside a row's ``results.json``: the folder it was graded from (its absolute path), so that
+another folder of the same name (two sections' ``alice``) never takes its place."""
 """The file in ``OUT`` that a run holds locked while it merges its results in (``write``): two runs
 into one ``OUT`` at once take turns, and neither loses the other's rows."""
 
@@ -371,11 +374,14 @@ def read_results(path: Path) -> dict[str, Any]:
     return report  # type: ignore[no-any-return]
 
 
-def check_out(out: Path, course: Course, names: Sequence[str]) -> None:
+def check_out(out: Path, course: Course, names: Sequence[str], directories: Sequence[Path] = ()) -> None:
     """Refuse (``GradebookError``) an ``out`` that ``write`` could not merge into: another course's
     gradebook, or a ``results.json`` it could not read, of a directory in it or of one of ``names``
-    (those about to be graded); and a name a gradebook's row cannot hold (a carriage return, which
-    a CSV line writes bare)."""
+    (those about to be graded); a name a gradebook's row cannot hold (a carriage return, which
+    a CSV line writes bare); and one of ``directories`` whose name's row is another folder's
+    (``SOURCE``)."""
+    for directory in directories:
+        _same_folder(out, directory)
     for name in names:
         if name == LOCK:
             raise GradebookError(f"the directory {name!r} is named as the gradebook's lock, {LOCK}: rename it")
@@ -391,21 +397,43 @@ def check_out(out: Path, course: Course, names: Sequence[str]) -> None:
             read_results(out / name / RESULTS)
 
 
-def write(out: Path, course: Course, graded: dict[str, list[ExerciseResult]]) -> str:
+def _same_folder(out: Path, directory: Path) -> None:
+    """``GradebookError`` where ``out`` holds a row of ``directory``'s name graded from another folder."""
+    source = out / directory.name / SOURCE
+    try:
+        was = source.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):  # none (a gradebook of before, or a new name): nothing to tell
+        return
+    now = str(directory.resolve())
+    if was != now:
+        raise GradebookError(
+            f"{out}'s row {directory.name} is of {was}, and {now} has the same name: grade it into another "
+            f"--out, or rename one of the folders (where it is the same student's folder, moved, delete {source})"
+        )
+
+
+def write(
+    out: Path, course: Course, graded: dict[str, list[ExerciseResult]], sources: dict[str, Path] | None = None
+) -> str:
     """``out/<name>/results.json`` for each directory graded, merged into what ``out`` holds, then
     ``out/grades.csv`` with every directory's row; returns the gradebook's text. One run at a time
     (``LOCK``), each file replaced whole (``_replace``): a run stopped midway leaves each file as it
-    was or as it is now, and a run beside it its rows."""
+    was or as it is now, and a run beside it its rows. ``sources``: the folder each name was graded
+    from, written beside its results (``SOURCE``)."""
     out.mkdir(parents=True, exist_ok=True)
     with _locked(out / LOCK):
         for stale in [*out.glob(".*.part"), *out.glob("*/.*.part")]:  # a run killed as it wrote (kill -9)
             stale.unlink(missing_ok=True)
         names = existing(out, course)
+        for directory in (sources or {}).values():  # again under the lock: a run beside this one may have written
+            _same_folder(out, directory)
         for name, results in graded.items():
             path = out / name / RESULTS
             old = read_results(path) if path.is_file() else None
             report = merged(old, results_json(results, course), course)
             path.parent.mkdir(exist_ok=True)
+            if sources is not None and name in sources:
+                _replace(path.parent / SOURCE, f"{sources[name].resolve()}\n")
             _replace(path, json.dumps(report, indent=2) + "\n")
         everyone = [*names, *(name for name in graded if name not in names)]
         reports = {name: read_results(out / name / RESULTS) for name in everyone}

@@ -931,13 +931,21 @@ def outside(text: str, directory: Path | None) -> str:
 
 def note_dependencies(results: Sequence[ExerciseResult], course: Course) -> None:
     """Say, on each exercise not done whose checks run an earlier exercise that is not done either,
-    which one to fix first (``depends.blame``)."""
+    which one to fix first (``depends.blame``). The note is in what a student sees at once, so an
+    earlier exercise counts as done here when its visible checks all pass: a failure only a held-out
+    check reaches never shows through it."""
     from vjpgrad.course import depends
 
-    done = {r.exercise.number: r.status == DONE for r in results}
+    done = {r.exercise.number: _visibly_done(r) for r in results}
     for r in results:
         if r.status != DONE:
             r.note = depends.blame(r.exercise, course, done) or ""
+
+
+def _visibly_done(result: ExerciseResult) -> bool:
+    """Whether every check of an exercise a student sees passes (its held-out checks aside)."""
+    visible = [t for t in result.tests if not t.held_out]
+    return bool(visible) and all(t.outcome == PASSED for t in visible)
 
 
 # ---- reports --------------------------------------------------------------------------------------------
