@@ -3091,3 +3091,50 @@ def test_an_object_passed_through_a_users_wrapper_is_named_as_the_wrapper_takes_
     with pytest.raises(DataDependentError, match=r"can reach args\[1\], an iterator") as refused:
         vjpgrad.compile(f)(Value(1.0), iter([1.0, 2.0]))
     assert "can reach x," not in str(refused.value)
+
+
+def test_a_users_decorator_that_passes_its_arguments_on_names_them_as_the_function_does() -> None:
+    """``functools.wraps`` around ``(*args, **kwargs)`` passed on unchanged: the message names the
+    function's own parameter and the line that changed it (it said ``args[1][0]`` and the wrapper's
+    line once the naming stopped following ``__wrapped__``, a review of the change)."""
+
+    def logged(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    @logged
+    def f(x: Value, ys: list[float]) -> Value:
+        ys.append(1.0)  # the change
+        return x * 2.0
+
+    with pytest.raises(DataDependentError, match=r"changed ys\[1\] \(added\)") as refused:
+        vjpgrad.compile(f)(Value(1.0), [0.5])
+    assert "(at " in str(refused.value), str(refused.value)
+
+
+def test_a_cache_emptied_before_each_call_gives_up_saying_so() -> None:
+    class Scaled:
+        @functools.cached_property
+        def scale(self) -> Value:
+            return Value(2.0)
+
+        def __call__(self, x: Value) -> Value:
+            return x * self.scale
+
+    model = Scaled()
+    compiled = vjpgrad.compile(model)
+
+    def calls() -> list[float]:
+        found = []
+        for k in range(15):
+            vars(model).pop("scale", None)
+            found.append(compiled(Value(float(k))).data)
+        return found
+
+    with pytest.warns(vjpgrad.RecompileWarning, match=r"each time filling the functools.cached_property Scaled\.scale"):
+        found = calls()
+    assert found == [2.0 * k for k in range(15)]
+    assert compiled.eager

@@ -660,6 +660,34 @@ def test_a_seed_an_installed_librarys_helper_makes_is_refused_too(tmp_path: Path
     assert f"{script}:8" in run.stdout, run.stdout
 
 
+def test_torchs_fork_rng_inside_puts_the_state_back_and_is_not_a_seed() -> None:
+    """``torch.random.fork_rng`` saves the state and sets it back (``set_rng_state``) on leaving: no
+    change a replay needs to make, replayed as before (it was refused as a seed at the ``with``)."""
+    torch = pytest.importorskip("torch")
+
+    def f(x: Value) -> Value:
+        with torch.random.fork_rng():
+            pass
+        return x * 2.0
+
+    compiled = vjpgrad.compile(f)
+    assert [compiled(Value(k)).data for k in (1.0, 2.0, 3.0)] == [2.0, 4.0, 6.0]
+    assert compiled.times_recorded == 1
+
+
+def test_a_seeding_function_pickled_while_a_recording_runs_reads_back_as_itself() -> None:
+    """The seeding functions stand replaced while recordings run: one pickled meanwhile (by this
+    function, or another thread) pickles by its module and name, as the original does."""
+    import pickle
+
+    def f(x: Value) -> Value:
+        seeders = pickle.loads(pickle.dumps({"seed": random.seed, "setstate": random.setstate}))
+        same = seeders == {"seed": random.seed, "setstate": random.setstate}
+        return x * (1.0 if same else 0.0)
+
+    assert vjpgrad.compile(f)(Value(2.0)).data == 2.0  # it raised PicklingError: not the same object as
+
+
 # ---- side effects, at the line that made them ----------------------------------------------------------
 
 

@@ -1865,3 +1865,31 @@ def test_a_matrix_result_is_refused_saying_how_to_stack_it() -> None:
     with pytest.raises(TypeError, match=r"holding Vectors or lists"):  # eager jacobian refuses it too
         vmap(jacobian(lambda x: (x[0] * x[1], Vector([x[0]]))))(batch)
     assert flat.reshape(2, 2, 2, 2)[1].tolist() == [[list(v) for v in row] for row in jacobian(_matrix)([3.0, 4.0])]
+
+
+def test_a_cache_emptied_before_each_call_is_what_vmaps_warning_names() -> None:
+    """A ``functools.cached_property`` filled by each recording and emptied before the next call:
+    none is kept, and the warning says so (it blamed an unbatched number that changes)."""
+    import functools
+
+    class Scaled:
+        @functools.cached_property
+        def scale(self) -> float:
+            return 2.0
+
+        def __call__(self, x: Value) -> Value:
+            return x * self.scale
+
+    model = Scaled()
+    mapped = vjpgrad.vmap(lambda x: model(x))
+
+    def calls() -> list[list[float]]:
+        found = []
+        for k in range(10):
+            vars(model).pop("scale", None)
+            found.append(list(mapped(np.array([1.0, float(k)]))))
+        return found
+
+    with pytest.warns(vjpgrad.RecompileWarning, match=r"each recording filled a functools\.cached_property"):
+        found = calls()
+    assert found == [[2.0, 2.0 * k] for k in range(10)]

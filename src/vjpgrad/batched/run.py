@@ -80,6 +80,12 @@ CHANGING = (
     "Value(k, requires_grad=False), whose number is read at each call, to record once"
 )
 """What the warning says when a vmapped function records past ``PROGRAMS_KEPT``."""
+FILLING = (
+    "{name} has recorded {count} times: each recording filled a functools.cached_property that was empty "
+    "again at the next call, which a recording's array code would not fill, so none is kept; compute that "
+    "value inside the function, or keep it in a plain attribute set outside it, to record once"
+)
+"""The same warning where the last recording filled a ``functools.cached_property`` (none is kept)."""
 
 _PASSES: frozenset[CodeType] = frozenset({backward.differentiable_reverse_pass.__code__})
 
@@ -773,7 +779,8 @@ class Vmapped:
             if oldest is not None:
                 programs.pop(oldest, None)  # another thread may have dropped it already
             if self._recordings == PROGRAMS_KEPT + 1:
-                warn_at_users_line(CHANGING.format(name=self.__name__, count=self._recordings), RecompileWarning)
+                changing = FILLING if not program.kept else CHANGING
+                warn_at_users_line(changing.format(name=self.__name__, count=self._recordings), RecompileWarning)
             if program.kept:
                 programs[key] = program
         with contextlib.suppress(KeyError):  # another thread may have dropped it meanwhile

@@ -377,7 +377,7 @@ def kept_containers(fn: Callable[..., Any], read: Arguments, found: world.Snapsh
     two places (given twice, or given and reached) would be returned from the wrong one by a
     replay given two: its shape is ``("twice", why)``, refused if the result holds it."""
     kept: dict[int, Shape] = {}
-    names = argument_names(fn, len(read.args))
+    names = argument_names(fn, len(read.args), list(read.kwargs))
     roots = [*zip(range(len(read.args)), names, read.args, strict=True), *((k, k, x) for k, x in read.kwargs.items())]
     found_at: dict[int, str] = {}
 
@@ -628,7 +628,7 @@ def world_watched(
     through it, so what one watches the other does. ``numbers``: the numbers given, named, whose
     identities the guard compares where the code uses ``is`` (``number_arguments`` of the
     arguments unless given)."""
-    names = argument_names(fn, len(args))
+    names = argument_names(fn, len(args), list(kwargs))
     name = _name(fn)
     root = name if type(fn) in _PLAIN_CALLABLES else "self"  # a callable object: self, as its __call__ names it
     given = [(n, x) for n, x in zip(names, args, strict=True) if not _is_scalar(x)]
@@ -650,7 +650,11 @@ def world_watched(
         # but a replay would not fill it: the recording is not kept (``Snapshot.filled``)
         after = _observed(fn, [(root, fn), *given], recorder=recorder, unfilled=before.unfilled)
         refuse_changes(fn, name, before, after, generators, draws, recorder)
-        found.filled = any(name in object.__getattribute__(x, "__dict__") for (_, name), x in before.unfilled.items())
+        found.filled = [
+            f"{type(x).__name__}.{name}"
+            for (_, name), x in before.unfilled.items()
+            if name in object.__getattribute__(x, "__dict__")
+        ]
 
 
 def _kind_name(x: Any) -> str:
@@ -1138,8 +1142,9 @@ class _Seeding:
             original = getattr(module, name, None)
             if module is None or original is None:
                 continue
+            home = os.path.dirname(getattr(sys.modules.get(module_name.split(".")[0]), "__file__", "") or "") or "\0"
             cls.replaced.append((module, name, original))
-            setattr(module, name, _noting_seeds(original, what))
+            setattr(module, name, _noting_seeds(original, what, home, module_name, name))
 
     @staticmethod
     def seeding(generator: random.Random, a: Any = None, *args: Any, **kwargs: Any) -> None:
@@ -1161,17 +1166,22 @@ class _Seeding:
         _Seeding.original_setstate(generator, state)
 
 
-def _noting_seeds(original: Callable[..., Any], what: str) -> Callable[..., Any]:
-    """``original`` (a global generator's seeding function), noting each call for the recording of
-    the calling thread (``DrawWatch.seeded_globally``) before it seeds."""
+def _noting_seeds(original: Callable[..., Any], what: str, home: str, module: str, name: str) -> Callable[..., Any]:
+    """``original`` (a global generator's seeding function, ``module.name``), noting each call for
+    the recording of the calling thread (``DrawWatch.seeded_globally``) before it seeds; not a call
+    from its own library's files (``home``: ``torch.random.fork_rng`` puts back the state it saved,
+    which no replay needs). Named ``module.name``, where it stands while recordings run: pickled
+    meanwhile, it is read back as that name, the original once they end."""
 
     @functools.wraps(original)
     def seeding(*args: Any, **kwargs: Any) -> Any:
         watch: DrawWatch | None = getattr(_Seeding.current, "watch", None)
-        if watch is not None:
-            watch.seeded_globally(what, sys._getframe(1))
+        caller = sys._getframe(1)
+        if watch is not None and not caller.f_code.co_filename.startswith(home):
+            watch.seeded_globally(what, caller)
         return original(*args, **kwargs)
 
+    seeding.__module__, seeding.__qualname__ = module, name
     return seeding
 
 
@@ -1309,14 +1319,31 @@ def collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-def argument_names(fn: Callable[..., Any], count: int) -> list[str]:
+def _signature(fn: Callable[..., Any], count: int, keywords: Sequence[str]) -> inspect.Signature:
+    """The signature a call's arguments bind to, for naming them: the wrapped function's behind a
+    library's wrapper (``inspect.signature`` follows ``__wrapped__``), and behind a user's
+    (``functools.wraps``) only where the wrapper passes its arguments on (it takes ``*args,
+    **kwargs`` alone) and the wrapped function takes ``count`` of them and ``keywords``: a wrapper
+    that adds an argument of its own (``fn(scale, *args)``) shifts them, and is named by its own."""
+    if not (type(fn) is types.FunctionType and "__wrapped__" in fn.__dict__ and not world.is_library(fn)):
+        return inspect.signature(fn)
+    own = inspect.signature(fn, follow_wrapped=False)
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    if not all(p.kind in variadic for p in own.parameters.values()):
+        return own
+    wrapped = inspect.signature(fn)
+    try:
+        wrapped.bind(*([None] * count), **dict.fromkeys(keywords))
+    except TypeError:  # not the arguments the wrapped function takes: the wrapper adds or takes some
+        return own
+    return wrapped
+
+
+def argument_names(fn: Callable[..., Any], count: int, keywords: Sequence[str] = ()) -> list[str]:
     """The names of the first ``count`` positional parameters of ``fn``, as a reader would name
     them in a message (``argument 2`` where the signature does not say)."""
-    # a user's wrapper (functools.wraps) may pass other arguments than its own: its own signature,
-    # which Python's inspect.signature would skip for the wrapped function's; a library's is followed
-    follow = not (type(fn) is types.FunctionType and "__wrapped__" in fn.__dict__ and not world.is_library(fn))
     try:
-        parameters = list(inspect.signature(fn, follow_wrapped=follow).parameters.values())
+        parameters = list(_signature(fn, count, keywords).parameters.values())
     except Exception:  # a builtin or an odd callable (a __getattr__ raising KeyError): no signature to read
         parameters = []
     positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

@@ -986,6 +986,14 @@ class Compiled:
             if self._repeats <= RECOMPILE_LIMIT:
                 return None
             why = f"{RECOMPILE_LIMIT + 1} times for numbers alone"
+        if snapshot.filled:  # no recording kept: each filled the cache, emptied again before the next call
+            times = why.removesuffix(" for numbers alone")
+            return (
+                f"{described(self.fn)} was recorded by vjpgrad.compile {times}, each time filling the "
+                f"functools.cached_property {', '.join(snapshot.filled)}, which was empty again at the next call "
+                "(a replay would not fill it): it runs uncompiled from now on. Compute that value inside the "
+                "function, or keep it in a plain attribute set outside it, and call reset() to compile it again"
+            )
         changed, number, argument = _what_changed(self.fn, last, snapshot, key, read)
         away = "keep it out of the function's reach (not on the objects it reads)"
         if number:

@@ -694,8 +694,8 @@ class Snapshot:
     # (id of an instance, name) -> the instance, for each functools.cached_property of its class not yet
     # filled in its __dict__: a fill while recording is the cache's, no side effect (``observe``'s ``unfilled``)
     unfilled: dict[tuple[int, str], Any] = dataclasses.field(default_factory=dict)
-    # the recorded run filled one of them (``filled``): its replay would not, so the recording is not kept
-    filled: bool = False
+    # those the recorded run filled, as ``Class.name``: a replay would not, so the recording is not kept
+    filled: list[str] = dataclasses.field(default_factory=list)
 
     def describe(self, var: int, item: int | None = None) -> str:
         """How a reader names a variable, or an item of a tuple variable."""
