@@ -509,3 +509,26 @@ def test_the_hint_runs_the_script_as_it_was_run_its_words_and_path_as_typed(
     words = shlex.split(hint)[2:]
     again = command._arguments(words)  # the hint's words read back: the same script, the same words for it
     assert (again.script, again.args, again.html) == (typed, theirs, "pages")
+
+
+@pytest.mark.filterwarnings("ignore:.*is deprecated:DeprecationWarning")  # torch._dynamo's import, not ours
+def test_a_page_of_a_pass_a_torch_compiled_function_ran_in_says_it_ran_uncompiled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary's torch.compile paragraph is on each page too: a page said 'equal to PyTorch's to
+    the bit' alone (a review's case)."""
+    pytest.importorskip("torch")
+    from vjpgrad.cli import explain_torch as command
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    script = tmp_path / "compiled.py"
+    script.write_text(
+        "import torch\n@torch.compile\ndef loss(x):\n    return torch.tanh(x).sum()\n"
+        "x = torch.linspace(-1.0, 1.0, 3, requires_grad=True)\nloss(x).backward()\n",
+        encoding="utf-8",
+    )
+    assert command.main([str(script), "--html", str(tmp_path / "pages")]) == 0
+    page = (tmp_path / "pages" / "pass-1.html").read_text(encoding="utf-8")
+    assert "ran uncompiled under the watch" in page
+    assert "ran uncompiled under the watch" in capsys.readouterr().out

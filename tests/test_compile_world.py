@@ -3138,3 +3138,19 @@ def test_a_cache_emptied_before_each_call_gives_up_saying_so() -> None:
         found = calls()
     assert found == [2.0 * k for k in range(15)]
     assert compiled.eager
+
+
+def test_a_cython_function_in_the_world_is_watched_not_refused_with_an_internal_error() -> None:
+    """``from numpy.random import default_rng``: a Cython function, whose class's class keeps
+    ``__module__`` as a descriptor; reading it as a string refused the function with
+    "'getset_descriptor' object has no attribute 'startswith'" (a review's case)."""
+    np = pytest.importorskip("numpy")
+    from numpy.random import default_rng
+
+    def f(x: Value) -> Value:
+        return x * float(default_rng(3).random())  # a generator of its own, seeded: the same at each call
+
+    compiled = vjpgrad.compile(f)
+    expected = float(np.random.default_rng(3).random())
+    assert [compiled(Value(k)).data for k in (1.0, 2.0, 3.0)] == [k * expected for k in (1.0, 2.0, 3.0)]
+    assert compiled.times_recorded == 1

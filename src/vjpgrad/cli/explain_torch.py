@@ -266,6 +266,10 @@ def _pages(watch: object, script: Path, folder: Path, most: int, shown: Path) ->
             title += f"; PyTorch refused it ({p.pytorch_error}), replayed {p.ran_as}"
         path = folder / f"pass-{p.number}.html"
         notes = [line.strip() for line in p.summary().splitlines()[1:]]
+        if watch.uncompiled is not None:  # type: ignore[attr-defined]  # a torch.compile'd function ran eagerly
+            from vjpgrad.bridge.watch import UNCOMPILED  # torch is there: it ran the script
+
+            notes.append(UNCOMPILED.format(watch.uncompiled))  # type: ignore[attr-defined]
         path.write_text(p.explanation.to_html(title, notes), encoding="utf-8")
         written.add(path.name)
         print(f"wrote {_named(shown / path.name)}")

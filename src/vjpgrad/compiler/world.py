@@ -358,11 +358,19 @@ def _is_number(x: Any) -> bool:
     return is_number_kind(type(x))
 
 
+def module_of(x: Any) -> str:
+    """``x.__module__`` where it is a string, else "": a Cython metatype's (a ``cyfunction``'s class's
+    class, reached from ``from numpy.random import default_rng``) is a descriptor, and a class made
+    by ``type()`` without a module has none."""
+    module = getattr(x, "__module__", "")
+    return module if isinstance(module, str) else ""
+
+
 def is_number_kind(kind: type) -> bool:
     """The type of a number that is not a Value (``_is_number``), or of a string, bytes, bool or None."""
     if kind in _PLAIN:
         return True
-    module = kind.__module__
+    module = module_of(kind)
     if module in ("fractions", "decimal"):
         return issubclass(kind, numbers.Number)
     return module == "numpy" and (issubclass(kind, numbers.Number) or kind.__name__ in ("bool", "bool_"))
@@ -384,7 +392,7 @@ def is_library(x: Any) -> bool:
     code = getattr(x, "__code__", None)
     if isinstance(x, types.FunctionType) and isinstance(code, types.CodeType):
         return installed_file(code.co_filename)
-    name = getattr(x, "__module__", "") or ""
+    name = module_of(x)
     module = sys.modules.get(name)
     if module is None:  # made by code run without a module of its own (exec): the user's, if Python
         return not (isinstance(x, type) and x.__flags__ & _HEAP_TYPE) and not isinstance(x, types.FunctionType)
@@ -431,7 +439,7 @@ def _is_vjpgrads_data(kind: type) -> bool:
     """A class of vjpgrad's whose instances are plain data (``_DATA_MODULES``: ``Vector``,
     ``nn.Module`` and its models): its namespace is walked as a user's class's is, so that a method
     the user sets on it (``Vector.normalized = ...``, ``Module.l2 = ...``) is their code, watched."""
-    module = getattr(kind, "__module__", "") or ""
+    module = module_of(kind)
     return module.startswith(_DATA_MODULES) and module.partition(".")[0] == "vjpgrad"
 
 
@@ -468,7 +476,7 @@ def _instance_of_user_class(x: Any) -> bool:
     Other library objects (a logger, a ``random.Random``, a NumPy array) keep the library's own
     state and are watched by identity (the compile tutorial says so)."""
     kind = type(x)
-    if kind in _DATA_CLASSES or getattr(kind, "__module__", "").startswith(_DATA_MODULES):
+    if kind in _DATA_CLASSES or module_of(kind).startswith(_DATA_MODULES):
         return True
     return not is_library(kind) or "__dataclass_fields__" in getattr(kind, "__dict__", {})
 
@@ -732,7 +740,7 @@ def number_masked(key: Any) -> Any:
 
 def is_number_type(kind: type) -> bool:
     """A type of numbers (int, float, a Fraction, a NumPy float), not bool."""
-    return kind is not bool and issubclass(kind, (numbers.Number, float, int)) and kind.__module__ != "vjpgrad"
+    return kind is not bool and issubclass(kind, (numbers.Number, float, int)) and module_of(kind) != "vjpgrad"
 
 
 class _Walk:
@@ -1644,7 +1652,7 @@ def _is_numpy_array(kind: type) -> bool:
 
 def _is_numpy(kind: type, *names: str) -> bool:
     """A NumPy type of one of ``names`` (read from the type: NumPy is never imported here)."""
-    return (getattr(kind, "__module__", "") or "").startswith("numpy") and kind.__name__ in names
+    return module_of(kind).startswith("numpy") and kind.__name__ in names
 
 
 def _is_library_iterator(kind: type) -> bool:
@@ -1667,11 +1675,11 @@ which changes at each recording and is not part of the world (the tutorial says 
 
 
 def _is_compiled(kind: type) -> bool:
-    return kind.__module__ == "vjpgrad.compiler.run" and kind.__name__ == "Compiled"
+    return module_of(kind) == "vjpgrad.compiler.run" and kind.__name__ == "Compiled"
 
 
 def _is_vmapped(kind: type) -> bool:
-    return kind.__module__ == "vjpgrad.batched.run" and kind.__name__ == "Vmapped"
+    return module_of(kind) == "vjpgrad.batched.run" and kind.__name__ == "Vmapped"
 
 
 def _bare() -> None:
@@ -1704,7 +1712,7 @@ def _own_attributes(kind: type) -> frozenset[str]:
 
 def _is_numpy_generator(kind: type) -> bool:
     return _is_numpy(kind, "Generator", "RandomState") or (
-        (getattr(kind, "__module__", "") or "").startswith("numpy.random") and hasattr(kind, "state")
+        module_of(kind).startswith("numpy.random") and hasattr(kind, "state")
     )
 
 
@@ -1828,9 +1836,7 @@ def _is_numpy_record(kind: type) -> bool:
 
 def _is_numpy_scalar(kind: type) -> bool:
     """A NumPy scalar type (``numpy.generic`` and below), read from the type."""
-    return (getattr(kind, "__module__", "") or "").startswith("numpy") and any(
-        k.__name__ == "generic" for k in kind.__mro__
-    )
+    return module_of(kind).startswith("numpy") and any(k.__name__ == "generic" for k in kind.__mro__)
 
 
 _ABSTRACT = (
