@@ -1781,16 +1781,45 @@ def test_independent_grading_gives_no_part_of_the_reference_for_a_part_the_stude
     tree.body.insert(0, ast.parse("from math import exp").body[0])
     tree.body.append(ast.parse("def helper():\n    for exp in range(1):\n        pass").body[0])
     (directory / "engine.py").write_text(ast.unparse(tree) + "\n")
+    handed = (directory / "engine.py").read_text()
     copy = depends.reference_copy(directory, exercise(3), course(None), tmp_path / "scratch" / "lazy")
     text = (copy / "engine.py").read_text()
-    spliced = ast.parse(text)
-    value = next(n for n in spliced.body if isinstance(n, ast.ClassDef) and n.name == "Value")
-    defined = {n.name for n in value.body if isinstance(n, ast.FunctionDef)}
-    assert "exp" not in defined  # left out: the check finds no exp, as in their own file
-    assert {"tanh", "log", "__pow__", "relu", "__add__", "__mul__"} <= defined  # bound their way: not missing
+    # a part bound some other way (tanh = _tanh, Value.log = _log) is no def a splice can carry: the
+    # reference's own would earn its marks (an engine whose parts were all `= _not_yet` scored 8), so
+    # the file is graded as handed in, exp missing as in their own file (a review of the grader)
+    assert text == handed
     namespace: dict[str, Any] = {}
     exec(compile(text, str(copy / "engine.py"), "exec"), namespace)  # the copy imports, no NameError
     assert not hasattr(namespace["Value"], "exp")
+    assert namespace["Value"].tanh is namespace["Value"]._tanh
+
+
+@pytest.mark.parametrize("where", ["in the class", "after it"])
+def test_independent_grading_never_gives_the_references_part_for_one_aliased_to_a_stub(
+    where: str, tmp_path: Path
+) -> None:
+    """``__add__ = __mul__ = ... = _not_yet`` in the class: every part bound, none written. Kept as the
+    reference's, it scored exercises 3 to 5 (8 points) under --independent, 0 without; so did a
+    file that writes the defs, then binds them to a stub after the class."""
+    import ast
+
+    from vjpgrad.course import depends
+
+    directory = solutions_in(skeleton(tmp_path / "class" / "sneaky"))
+    engine = directory / "engine.py"
+    tree = ast.parse(engine.read_text())
+    value = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Value")
+    parts = ("tanh", "exp", "log", "relu", "__pow__", "backward")
+    stub = ast.parse("def _not_yet(self, *a):\n    raise NotImplementedError").body[0]
+    if where == "in the class":
+        value.body = [n for n in value.body if not (isinstance(n, ast.FunctionDef) and n.name in parts)]
+        value.body += [stub, ast.parse(f"{' = '.join(parts)} = _not_yet").body[0]]
+    else:
+        tree.body += [stub, ast.parse(" = ".join(f"Value.{p}" for p in parts) + " = _not_yet").body[0]]
+    engine.write_text(ast.unparse(tree) + "\n")
+    for number in (3, 4, 5):
+        copy = depends.reference_copy(directory, exercise(number), course(None), tmp_path / "scratch" / f"{number}")
+        assert (copy / "engine.py").read_text() == engine.read_text(), number
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="a named pipe (POSIX)")

@@ -143,6 +143,12 @@ def _bound_for_class(module: ast.Module, part: str) -> bool:
     owner = owners[-1]
     if any(isinstance(n, ast.ClassDef) and n.name == owner and _binds_in_block(n.body, name) for n in ast.walk(module)):
         return True
+    return _bound_from_outside(module, owner, name)
+
+
+def _bound_from_outside(module: ast.Module, owner: str, name: str) -> bool:
+    """Whether ``module`` gives the class ``owner`` the attribute ``name`` from outside its body: an
+    assignment (``Value.exp = exp``) or a ``setattr(Value, "exp", ...)``."""
     for node in ast.walk(module):
         if (
             isinstance(node, ast.Attribute)
@@ -180,12 +186,13 @@ def _inherits(module: ast.Module, part: str) -> bool:
     return False
 
 
+class _NotSplicedError(Exception):
+    """A part the student's file binds some other way than a def in its scope: no splice carries it."""
+
+
 def _splice(reference: str, theirs: ast.Module, parts: Sequence[str]) -> str:
     """The reference file with the student's definitions of ``parts`` (in ``theirs``, their file as
-    parsed) in place of its own. A part their file defines in that scope is theirs; one it binds
-    some other way (``tanh = _tanh``, ``Value.exp = exp`` after the class, a mixin) stays the
-    reference's, as a splice cannot carry what it needs along; one their file binds nowhere is
-    taken out, so that it is missing here as in their own file, never graded on the reference's."""
+    parsed) in place of its own (``_spliced``); ``_NotSplicedError`` where one cannot be."""
     tree = source_tree(reference)
     for part in parts:
         name = part.rsplit(".", 1)[-1]
@@ -195,23 +202,39 @@ def _splice(reference: str, theirs: ast.Module, parts: Sequence[str]) -> str:
         index = next(
             (k for k, n in enumerate(mine) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name), None
         )
-        if index is None:
-            continue
-        yours = _scope(theirs, part) or []
-        defined = next((n for n in yours if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name), None)
-        if defined is not None:
-            mine[index] = defined
-        elif not _bound_for_class(theirs, part) and not _inherits(theirs, part):
-            del mine[index]
-            if not mine:  # every part of the class left out: a class body holds a statement
-                mine.append(ast.Pass())
+        if index is not None:
+            _spliced(mine, index, theirs, part, name)
     return ast.unparse(tree) + "\n"
+
+
+def _spliced(mine: list[ast.stmt], index: int, theirs: ast.Module, part: str, name: str) -> None:
+    """The reference's def of ``part`` (``mine[index]``) replaced by the student's. A part their file
+    defines in that scope is theirs; one their file binds nowhere is taken out, so that it is missing
+    here as in their own file, never graded on the reference's. One it binds some other way
+    (``tanh = _tanh``, ``Value.exp = exp`` after the class, a mixin; ``__add__ = __mul__ =
+    _not_yet``), or binds again after its def, cannot be carried by a splice, and the reference's
+    own would earn its marks: ``_NotSplicedError``, and the file is graded as handed in."""
+    yours = _scope(theirs, part) or []
+    defined = next((n for n in yours if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name), None)
+    if defined is not None:
+        owner = part.split(".")[-2] if "." in part else None
+        again = _binds_in_block([n for n in yours if n is not defined], name)
+        if again or (owner is not None and _bound_from_outside(theirs, owner, name)):
+            raise _NotSplicedError(part)  # bound again after its def (Value.tanh = _not_yet): that one counts
+        mine[index] = defined
+    elif _bound_for_class(theirs, part) or _inherits(theirs, part):
+        raise _NotSplicedError(part)
+    else:
+        del mine[index]
+        if not mine:  # every part of the class left out: a class body holds a statement
+            mine.append(ast.Pass())
 
 
 def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) -> Path:
     """A copy of ``directory`` in ``into`` where the earlier exercises ``ex`` runs on are the reference
     solution's: a file of theirs alone is the solution; a file ``ex`` shares with them (engine.py) is
-    the solution with the student's own definitions of ``ex``'s parts. A symbolic link handed in
+    the solution with the student's own definitions of ``ex``'s parts (as handed in where one of
+    those parts is bound some other way than a def, ``_splice``). A symbolic link handed in
     where a file is written is removed first, never written through (it could point at any file of
     the teacher's), and is read as no file; the student's file is read only as ``parse_handed_in``
     reads it (a regular file of at most ``borrowed.LIMIT`` bytes, nested no deeper than the parser
@@ -230,7 +253,7 @@ def reference_copy(directory: Path, ex: Exercise, course: Course, into: Path) ->
             elif ex.parts and name == ex.files[0] and (parsed := parse_handed_in(theirs)) is not None:
                 try:
                     text = _splice(solution.read_text(encoding="utf-8"), parsed, ex.parts)
-                except (RecursionError, MemoryError):  # nested too deep to write back: graded as handed in
-                    continue
+                except (RecursionError, MemoryError, _NotSplicedError):  # too deep, or a part bound another way:
+                    continue  # graded as handed in
                 target.write_text(text, encoding="utf-8")
     return into
