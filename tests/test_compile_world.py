@@ -3154,3 +3154,51 @@ def test_a_cython_function_in_the_world_is_watched_not_refused_with_an_internal_
     expected = float(np.random.default_rng(3).random())
     assert [compiled(Value(k)).data for k in (1.0, 2.0, 3.0)] == [k * expected for k in (1.0, 2.0, 3.0)]
     assert compiled.times_recorded == 1
+
+
+class _Holding:
+    """A callable object whose attributes share names with a compiled function's own state."""
+
+    def __init__(self, fn: Callable[[Value], Value]) -> None:
+        self.fn = fn
+        self.eager = True
+        self.times_recorded = 7
+
+    def __call__(self, x: Value) -> Value:
+        return self.fn(x) * 10.0
+
+
+def test_a_callable_whose_attributes_share_a_compiled_functions_names_is_itself_compiled() -> None:
+    """compile copies a function's attributes onto what it returns, as functools.update_wrapper
+    does: an object's ``self.fn`` took the place of the function compile runs (it ran ``fn``, not
+    ``__call__``: 2.0 where eager code gives 20.0), and ``eager = True`` kept it from recording
+    (a review's case). Compile's own state is never a copied attribute."""
+    held = _Holding(lambda x: x * 2.0)
+    compiled = vjpgrad.compile(held)
+    assert [compiled(Value(1.0)).data for _ in range(3)] == [held(Value(1.0)).data] * 3 == [20.0] * 3
+    assert compiled.times_recorded == 1
+    assert compiled.fn is held
+
+
+def test_a_decorator_that_adds_an_argument_with_a_default_behind_it_is_named_by_its_own() -> None:
+    """``fn(CTX, *args, **kwargs)`` around ``f(ctx, x, ys=None)``: the call binds to the wrapped
+    signature shifted by one, and the message blamed ``x`` for the list ``ys`` (a review of the
+    change): a wrapper is followed only where its source passes ``(*args, **kwargs)`` on as they are."""
+    ctx = object()
+
+    def inject(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(ctx, *args, **kwargs)
+
+        return wrapper
+
+    @inject
+    def f(context: object, x: Value, ys: list[float] | None = None) -> Value:
+        assert ys is not None
+        ys.append(1.0)
+        return x * 2.0
+
+    with pytest.raises(DataDependentError, match=r"changed args\[1\]\[1\] \(added\)") as refused:
+        vjpgrad.compile(f)(Value(1.0), [0.5])
+    assert "changed x[" not in str(refused.value)

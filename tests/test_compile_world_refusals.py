@@ -660,6 +660,20 @@ def test_a_seed_an_installed_librarys_helper_makes_is_refused_too(tmp_path: Path
     assert f"{script}:8" in run.stdout, run.stdout
 
 
+def test_a_seeding_functions_own_library_is_its_package_or_its_file_never_a_neighbour() -> None:
+    """The files whose calls of a seeding function are its library's own (``fork_rng``'s): matched by
+    a plain prefix, torch's folder took in torchvision's and torchgen's, and random's (the standard
+    library's folder) site-packages where it lies inside (a review of the change)."""
+    home = record._home(random)
+    assert home == random.__file__
+    assert not (os.path.join(os.path.dirname(random.__file__), "site-packages", "x.py")).startswith(home)
+    np = pytest.importorskip("numpy")
+    home = record._home(np)
+    assert home.endswith(os.sep)
+    assert (os.path.dirname(np.__file__) + os.sep + "random" + os.sep + "x.py").startswith(home)
+    assert not (os.path.dirname(np.__file__) + "ro" + os.sep + "x.py").startswith(home)  # numpyro
+
+
 def test_torchs_fork_rng_inside_puts_the_state_back_and_is_not_a_seed() -> None:
     """``torch.random.fork_rng`` saves the state and sets it back (``set_rng_state``) on leaving: no
     change a replay needs to make, replayed as before (it was refused as a seed at the ``with``)."""

@@ -596,6 +596,11 @@ def test_a_held_out_failure_never_shows_in_the_note_a_student_sees() -> None:
     engine = result(2, [(grading.FAILED, False), (grading.PASSED, True)])  # a visible check fails: said
     grading.note_dependencies([engine, neuron], of)
     assert neuron.note.startswith("these checks run your exercise 2 (engine.py), which is not done")
+    # the later exercise passes every check it shows, and fails a held-out one: no note, or its
+    # presence would tell the held-out failure (a review of the change)
+    hidden = result(3, [(grading.PASSED, False), (grading.FAILED, True)])
+    grading.note_dependencies([engine, hidden], of)
+    assert hidden.note == ""
 
 
 @pytest.mark.slow  # three exercises, graded twice
@@ -1308,6 +1313,11 @@ def test_grade_run_inside_a_submission_never_reads_its_course_toml(
     assert "its course.toml is the student's" in err, err
     assert "--exercises" in err, err
     assert not (tmp_path / "out").exists()
+    (student / "sub").mkdir()  # from a folder inside it: course.toml is found above, and is the student's still
+    monkeypatch.chdir(student / "sub")
+    status, _, err = grade(capsys, "..", "--out", str(tmp_path / "out"))
+    assert status == 2
+    assert "its course.toml is the student's" in err, err
 
 
 def test_another_students_folder_of_the_same_name_never_takes_a_rows_place(

@@ -13,6 +13,7 @@ Values made inside), which are constants, and where the results come from.
 
 from __future__ import annotations
 
+import ast
 import collections
 import contextlib
 import datetime
@@ -27,6 +28,7 @@ import os
 import random
 import re
 import sys
+import textwrap
 import threading
 import time
 import types
@@ -1142,7 +1144,7 @@ class _Seeding:
             original = getattr(module, name, None)
             if module is None or original is None:
                 continue
-            home = os.path.dirname(getattr(sys.modules.get(module_name.split(".")[0]), "__file__", "") or "") or "\0"
+            home = _home(sys.modules.get(module_name.split(".")[0]))
             cls.replaced.append((module, name, original))
             setattr(module, name, _noting_seeds(original, what, home, module_name, name))
 
@@ -1164,6 +1166,18 @@ class _Seeding:
             watch.seeding(generator, sys._getframe(1))
             watch.unseeded.pop(id(generator), None)
         _Seeding.original_setstate(generator, state)
+
+
+def _home(module: Any) -> str:
+    """Where a module's own code lies, as a file's name begins: a package's folder with its separator
+    (``.../torch/``, never ``.../torchvision``), a module's own file (``.../random.py``, never the
+    standard library's folder, which may hold site-packages); a string no file begins with if none."""
+    path = getattr(module, "__file__", None)
+    if not isinstance(path, str):
+        return "\0"
+    if os.path.basename(path) == "__init__.py":
+        return os.path.dirname(path) + os.sep
+    return path
 
 
 def _noting_seeds(original: Callable[..., Any], what: str, home: str, module: str, name: str) -> Callable[..., Any]:
@@ -1329,7 +1343,7 @@ def _signature(fn: Callable[..., Any], count: int, keywords: Sequence[str]) -> i
         return inspect.signature(fn)
     own = inspect.signature(fn, follow_wrapped=False)
     variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    if not all(p.kind in variadic for p in own.parameters.values()):
+    if not all(p.kind in variadic for p in own.parameters.values()) or not _passes_on(fn, own):
         return own
     wrapped = inspect.signature(fn)
     try:
@@ -1337,6 +1351,32 @@ def _signature(fn: Callable[..., Any], count: int, keywords: Sequence[str]) -> i
     except TypeError:  # not the arguments the wrapped function takes: the wrapper adds or takes some
         return own
     return wrapped
+
+
+def _passes_on(fn: types.FunctionType, own: inspect.Signature) -> bool:
+    """Whether the wrapper ``fn`` (its signature ``own``: ``*args, **kwargs`` alone) makes a call of
+    exactly ``(*args, **kwargs)``, as its source reads (``fn(ctx, *args)`` adds one of its own); False
+    where its source cannot be read."""
+    names = {p.kind: p.name for p in own.parameters.values()}
+    rest, keywords = names.get(inspect.Parameter.VAR_POSITIONAL), names.get(inspect.Parameter.VAR_KEYWORD)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn.__code__)))  # its own, not what it wraps
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return False
+
+    def spread(node: ast.expr, name: str | None) -> bool:
+        return isinstance(node, ast.Name) and node.id == name
+
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Starred)
+            and spread(node.args[0].value, rest)
+            and all(k.arg is None and spread(k.value, keywords) for k in node.keywords)
+        ):
+            return True
+    return False
 
 
 def argument_names(fn: Callable[..., Any], count: int, keywords: Sequence[str] = ()) -> list[str]:

@@ -1062,7 +1062,8 @@ def _masked_attributes(key: Any) -> Any:
 
 def _wraps(compiled: Compiled, fn: Any) -> None:
     """``functools.update_wrapper``, reading nothing that runs the function's own code wrongly: an
-    attribute whose access raises (a ``__getattr__`` raising KeyError) is left out."""
+    attribute whose access raises (a ``__getattr__`` raising KeyError) is left out, and so is one
+    that has the name of compile's own state (``world.COMPILED_STATE``: ``fn``, ``eager``...)."""
     for attribute in functools.WRAPPER_ASSIGNMENTS:
         try:
             value = getattr(fn, attribute)
@@ -1073,8 +1074,8 @@ def _wraps(compiled: Compiled, fn: Any) -> None:
         attributes = getattr(fn, "__dict__", {})
     except Exception:  # as above
         attributes = {}
-    if type(attributes) is dict:
-        compiled.__dict__.update(attributes)
+    if type(attributes) is dict:  # never over compile's own state: an object's self.fn is not the function
+        compiled.__dict__.update((k, v) for k, v in attributes.items() if k not in world.COMPILED_STATE)
     compiled.__dict__["__wrapped__"] = fn
 
 

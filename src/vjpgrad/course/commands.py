@@ -538,9 +538,9 @@ def _teachers_exercises(option: str | None, graded: Sequence[Path] = ()) -> Path
     student's: refused, never read."""
     if option is not None:
         return Path(option)
-    here = Path().resolve()
-    inside = next((d for d in graded if here == d or d in here.parents), None)
-    if inside is not None and (Path() / "course.toml").is_file():
+    found = config.find(Path().resolve())  # the course.toml of the folder grade runs in, or of one above it
+    inside = None if found is None else next((d for d in graded if d in found.resolve().parents), None)
+    if inside is not None:
         raise CourseError(
             f"grade runs in {inside}, a submission it grades: its course.toml is the student's, which grade never "
             "reads; run it from your class folder, or name your exercises with --exercises DIR"
