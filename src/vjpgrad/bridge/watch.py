@@ -169,7 +169,7 @@ def _user_frame() -> types.FrameType | None:
     return None
 
 
-_EVAL_FRAME = os.path.join(_TORCH, "_dynamo", "eval_frame.py")
+_EVAL_FRAME = os.path.join("torch", "_dynamo", "eval_frame.py")  # how its file's name ends, wherever torch is
 
 
 def compiled_call() -> str | None:
@@ -181,7 +181,7 @@ def compiled_call() -> str | None:
     PyTorch's ``eval_frame.py``."""
     frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_filename == _EVAL_FRAME and _compiles(frame.f_locals.get("self")):
+        if frame.f_code.co_filename.endswith(_EVAL_FRAME) and _compiles(frame.f_locals.get("self")):
             caller = frame.f_back
             while caller is not None and os.path.abspath(caller.f_code.co_filename).startswith(_TORCH):
                 caller = caller.f_back
