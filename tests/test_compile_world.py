@@ -3202,3 +3202,60 @@ def test_a_decorator_that_adds_an_argument_with_a_default_behind_it_is_named_by_
     with pytest.raises(DataDependentError, match=r"changed args\[1\]\[1\] \(added\)") as refused:
         vjpgrad.compile(f)(Value(1.0), [0.5])
     assert "changed x[" not in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["eager", "_cache", "fn"])
+def test_a_function_with_an_attribute_named_as_compiles_own_state_is_refused(name: str) -> None:
+    """``def k(x): return x * (2.0 if k.eager else 1.0)`` with ``k.eager = True``: once ``k`` is the
+    compiled function, its body reads compile's ``eager``; a memo kept in ``k._cache`` wrote into
+    compile's recordings (a review's cases). Refused at compile(), naming the attribute."""
+
+    def k(x: Value) -> Value:
+        return x * 2.0
+
+    setattr(k, name, True)
+    with pytest.raises(TypeError, match=rf"has the attribute {name}, which is vjpgrad.compile's own"):
+        vjpgrad.compile(k)
+
+
+@pytest.mark.parametrize("shape", ["a branch", "a logging call", "a decorator object"])
+def test_a_decorator_that_adds_an_argument_anywhere_is_named_by_its_own(shape: str) -> None:
+    """A wrapper that passes ``(*args, **kwargs)`` on in one call and adds one in another, or a
+    decorator object (``update_wrapper(self, fn)``): the names are its own, never the wrapped
+    function's shifted by one (they blamed ``x`` for ``ys``, a review of the change)."""
+    ctx = object()
+
+    def log(*args: Any, **kwargs: Any) -> None:
+        pass
+
+    def inject(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if shape == "a decorator object":
+
+            class Injecting:
+                def __init__(self) -> None:
+                    functools.update_wrapper(self, fn)
+
+                def __call__(self, *args: Any, **kwargs: Any) -> Any:
+                    return fn(ctx, *args, **kwargs)
+
+            return Injecting()
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if shape == "a branch" and kwargs.get("raw"):
+                return fn(*args, **kwargs)
+            if shape == "a logging call":
+                log(*args, **kwargs)
+            return fn(ctx, *args, **kwargs)
+
+        return wrapper
+
+    @inject
+    def f(context: object, x: Value, ys: list[float] | None = None) -> Value:
+        assert ys is not None
+        ys.append(1.0)
+        return x * 2.0
+
+    with pytest.raises(DataDependentError, match=r"changed args\[1\]\[1\] \(added\)") as refused:
+        vjpgrad.compile(f)(Value(1.0), [0.5])
+    assert "changed x[" not in str(refused.value)

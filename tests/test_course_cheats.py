@@ -1794,7 +1794,7 @@ def test_independent_grading_gives_no_part_of_the_reference_for_a_part_the_stude
     assert namespace["Value"].tanh is namespace["Value"]._tanh
 
 
-@pytest.mark.parametrize("where", ["in the class", "after it"])
+@pytest.mark.parametrize("where", ["in the class", "after it", "by a loop in the class"])
 def test_independent_grading_never_gives_the_references_part_for_one_aliased_to_a_stub(
     where: str, tmp_path: Path
 ) -> None:
@@ -1814,6 +1814,8 @@ def test_independent_grading_never_gives_the_references_part_for_one_aliased_to_
     if where == "in the class":
         value.body = [n for n in value.body if not (isinstance(n, ast.FunctionDef) and n.name in parts)]
         value.body += [stub, ast.parse(f"{' = '.join(parts)} = _not_yet").body[0]]
+    elif where == "by a loop in the class":  # rebound after the defs: the loop's target binds them
+        value.body += [stub, *ast.parse(f"for ({', '.join(parts)},) in ((_not_yet,) * {len(parts)},):\n    pass").body]
     else:
         tree.body += [stub, ast.parse(" = ".join(f"Value.{p}" for p in parts) + " = _not_yet").body[0]]
     engine.write_text(ast.unparse(tree) + "\n")
@@ -3285,3 +3287,21 @@ def test_a_copy_padded_in_every_function_with_code_that_changes_nothing_is_still
     padded.mkdir()
     (padded / "engine.py").write_text(ast.unparse(ast.fix_missing_locations(tree)))
     assert borrowed.copied(padded, exercise(2)) == [f"engine.py (Value.__add__, Value.__mul__): {borrowed.COPIED}"]
+
+
+def test_independent_grading_splices_a_part_whose_attribute_the_class_body_sets(tmp_path: Path) -> None:
+    """``exp.__doc__ = "..."`` (or ``names[exp] = ...``) in the class reads ``exp``, binds nothing:
+    the student's def is spliced as before (it counted as a second binding, and the whole file was
+    graded as handed in, its broken ``+`` costing exercise 3 too, a review of the change)."""
+    import ast
+
+    from vjpgrad.course import depends
+
+    directory = solutions_in(skeleton(tmp_path / "class" / "documented"))
+    engine = directory / "engine.py"
+    tree = ast.parse(engine.read_text())
+    value = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Value")
+    value.body += ast.parse("exp.__doc__ = 'e to the self'\n_names = {}\n_names[exp] = 'exp'").body
+    engine.write_text(ast.unparse(tree) + "\n")
+    copy = depends.reference_copy(directory, exercise(3), course(None), tmp_path / "scratch" / "documented")
+    assert (copy / "engine.py").read_text() != engine.read_text()  # spliced into the reference

@@ -1339,9 +1339,12 @@ def _signature(fn: Callable[..., Any], count: int, keywords: Sequence[str]) -> i
     (``functools.wraps``) only where the wrapper passes its arguments on (it takes ``*args,
     **kwargs`` alone) and the wrapped function takes ``count`` of them and ``keywords``: a wrapper
     that adds an argument of its own (``fn(scale, *args)``) shifts them, and is named by its own."""
-    if not (type(fn) is types.FunctionType and "__wrapped__" in fn.__dict__ and not world.is_library(fn)):
+    wrapped_by_user = "__wrapped__" in (getattr(fn, "__dict__", None) or {}) and not world.is_library(fn)
+    if not wrapped_by_user:
         return inspect.signature(fn)
     own = inspect.signature(fn, follow_wrapped=False)
+    if type(fn) is not types.FunctionType:  # a decorator's object (update_wrapper(self, fn)): its own __call__'s
+        return own
     variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
     if not all(p.kind in variadic for p in own.parameters.values()) or not _passes_on(fn, own):
         return own
@@ -1354,8 +1357,9 @@ def _signature(fn: Callable[..., Any], count: int, keywords: Sequence[str]) -> i
 
 
 def _passes_on(fn: types.FunctionType, own: inspect.Signature) -> bool:
-    """Whether the wrapper ``fn`` (its signature ``own``: ``*args, **kwargs`` alone) makes a call of
-    exactly ``(*args, **kwargs)``, as its source reads (``fn(ctx, *args)`` adds one of its own); False
+    """Whether the wrapper ``fn`` (its signature ``own``: ``*args, **kwargs`` alone) passes its
+    arguments on as they are, as its source reads: each call that spreads its ``*args`` passes
+    exactly ``(*args, **kwargs)`` (``fn(ctx, *args)`` adds one of its own, in any branch); False
     where its source cannot be read."""
     names = {p.kind: p.name for p in own.parameters.values()}
     rest, keywords = names.get(inspect.Parameter.VAR_POSITIONAL), names.get(inspect.Parameter.VAR_KEYWORD)
@@ -1367,16 +1371,16 @@ def _passes_on(fn: types.FunctionType, own: inspect.Signature) -> bool:
     def spread(node: ast.expr, name: str | None) -> bool:
         return isinstance(node, ast.Name) and node.id == name
 
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and len(node.args) == 1
-            and isinstance(node.args[0], ast.Starred)
-            and spread(node.args[0].value, rest)
-            and all(k.arg is None and spread(k.value, keywords) for k in node.keywords)
-        ):
-            return True
-    return False
+    # every call that spreads its *args: none may add an argument (fn(ctx, *args), log(*args, x=1))
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and any(isinstance(a, ast.Starred) and spread(a.value, rest) for a in node.args)
+    ]
+    return bool(calls) and all(
+        len(call.args) == 1 and all(k.arg is None and spread(k.value, keywords) for k in call.keywords)
+        for call in calls
+    )
 
 
 def argument_names(fn: Callable[..., Any], count: int, keywords: Sequence[str] = ()) -> list[str]:

@@ -822,6 +822,7 @@ class Compiled:
     def __init__(self, fn: Callable[..., Any]) -> None:
         if not callable(fn):
             raise TypeError(f"vjpgrad.compile takes a function, got {type(fn).__name__}")
+        _refuse_clashing_attributes(fn)
         self.fn = fn
         self._cache: OrderedDict[tuple[Any, ...], list[Replay]] = OrderedDict()
         self._lock = threading.RLock()
@@ -1058,6 +1059,20 @@ def _masked_attributes(key: Any) -> Any:
         tuple((name, world.number_masked(part) if type(part) is tuple and part else part) for name, part in leaf)
         for leaf in key
     )
+
+
+def _refuse_clashing_attributes(fn: Any) -> None:
+    """``TypeError`` for a function with an attribute of the name of compile's own state (``f.eager``,
+    ``f._cache``): rebound to what compile returns (``f = vjpgrad.compile(f)``), its body reading
+    ``f.eager`` would read compile's. A callable object keeps its own (its code reads ``self.fn``)."""
+    if type(fn) is not types.FunctionType:
+        return
+    clash = sorted(k for k in fn.__dict__ if k in world.COMPILED_STATE and k != "__wrapped__")
+    if clash:
+        raise TypeError(
+            f"{described(fn)} has the attribute {clash[0]}, which is vjpgrad.compile's own (a compiled function's "
+            f"{clash[0]}): its code would read compile's once compiled; rename the attribute"
+        )
 
 
 def _wraps(compiled: Compiled, fn: Any) -> None:

@@ -131,6 +131,31 @@ def _binds_in_block(block: list[ast.stmt], name: str) -> bool:
     return False
 
 
+def _rebinds(block: list[ast.stmt], name: str) -> bool:
+    """Whether statements of a class's body (not the defs and classes they hold, but for their own
+    names) bind ``name``: a def or class of that name, an import as it, or ``name`` stored or
+    deleted as a name (an assignment, ``for``, ``with ... as``, ``:=``, ``del``, a ``match``
+    capture). ``exp.__doc__ = ...`` or ``table[exp] = ...`` only read it: no binding."""
+    stack: list[ast.AST] = list(block)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == name:
+                return True
+            stack.extend(node.decorator_list)  # what runs in the class's body; the body runs later
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name.partition(".")[0]) == name:
+            return True
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name:
+            return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def _bound_for_class(module: ast.Module, part: str) -> bool:
     """Whether ``module`` gives the class of ``part`` (``Value.exp``) that name some way other than
     a def in its body: a binding in its body (``tanh = _tanh``, a def inside an ``if``), an
@@ -218,7 +243,7 @@ def _spliced(mine: list[ast.stmt], index: int, theirs: ast.Module, part: str, na
     defined = next((n for n in yours if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name), None)
     if defined is not None:
         owner = part.split(".")[-2] if "." in part else None
-        again = _binds_in_block([n for n in yours if n is not defined], name)
+        again = _rebinds([n for n in yours if n is not defined], name)
         if again or (owner is not None and _bound_from_outside(theirs, owner, name)):
             raise _NotSplicedError(part)  # bound again after its def (Value.tanh = _not_yet): that one counts
         mine[index] = defined
