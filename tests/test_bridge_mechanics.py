@@ -1351,3 +1351,30 @@ def test_an_input_of_autograd_grad_with_no_name_is_named_by_its_index_in_inputs(
     assert "inputs[0]'s gradient (returned) = [2, 4]" in said, said
     assert "inputs[1]'s gradient (returned) = [2]" in said, said
     assert "inputs[0] is the tensor at index 0 of the inputs" in said, said
+
+
+@pytest.mark.filterwarnings("ignore:.*is deprecated:DeprecationWarning")  # torch._dynamo's import, not ours
+def test_a_watch_that_saw_a_torch_compiled_call_clears_dynamos_memory_as_it_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Called first under the watch, a ``torch.compile``'d function stayed uncompiled for the rest
+    of the process: Dynamo remembers the code it skipped under the dispatch mode, and after the
+    watch the gradients were eager PyTorch's (0 of 40 differed, 14 without the watch; a review's
+    case). Leaving a watch that saw one clears that memory (``torch._dynamo.reset()``), so the next
+    call compiles; a watch that saw none leaves Dynamo as it was."""
+    import torch._dynamo
+
+    resets: list[int] = []
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: resets.append(1))
+
+    @torch.compile
+    def loss(x: Any) -> Any:
+        return torch.tanh(x).exp().sum()
+
+    x = torch.linspace(-2.0, 2.0, 5, requires_grad=True)
+    with vjpgrad.watch_torch():
+        (x * 2.0).sum().backward()
+    assert resets == []
+    with vjpgrad.watch_torch():
+        loss(x).backward()
+    assert resets == [1]

@@ -3259,3 +3259,42 @@ def test_a_decorator_that_adds_an_argument_anywhere_is_named_by_its_own(shape: s
     with pytest.raises(DataDependentError, match=r"changed args\[1\]\[1\] \(added\)") as refused:
         vjpgrad.compile(f)(Value(1.0), [0.5])
     assert "changed x[" not in str(refused.value)
+
+
+def test_a_wrapper_of_a_compiled_function_is_compiled_not_refused_for_what_it_copied() -> None:
+    """``functools.wraps(compiled)`` copies a compiled function's own state (``fn``, ``_cache``...)
+    onto the wrapper, and so does ``vjpgrad.no_grad``: refused as the user's attributes, they
+    kept ordinary code from compiling (a review of the change). What was copied from what it wraps
+    is not the user's."""
+    inner = vjpgrad.compile(lambda x: x * x)
+
+    def timed(g: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(g)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return g(*args, **kwargs)
+
+        return wrapper
+
+    outer = vjpgrad.compile(timed(inner))
+    assert [outer(Value(3.0)).data for _ in range(2)] == [9.0, 9.0]
+
+
+class _Model:
+    @staticmethod
+    def logged(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    @logged
+    def step(self, x: Value, ys: list[float]) -> Value:
+        ys.append(1.0)  # the change
+        return x * 2.0
+
+
+def test_a_decorated_method_is_named_by_its_own_parameters() -> None:
+    # a bound method forwards __dict__ to its function: it was taken for a decorator object (a[1][0])
+    with pytest.raises(DataDependentError, match=r"changed ys\[0\] \(added\)"):
+        vjpgrad.compile(_Model().step)(Value(1.0), [])

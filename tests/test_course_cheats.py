@@ -3301,7 +3301,9 @@ def test_independent_grading_splices_a_part_whose_attribute_the_class_body_sets(
     engine = directory / "engine.py"
     tree = ast.parse(engine.read_text())
     value = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Value")
-    value.body += ast.parse("exp.__doc__ = 'e to the self'\n_names = {}\n_names[exp] = 'exp'").body
+    value.body += ast.parse(
+        "exp.__doc__ = 'e to the self'\n_names = {}\n_names[exp] = 'exp'\n_all = [exp for exp in ('e',)]"
+    ).body  # a comprehension's name is its own scope's
     engine.write_text(ast.unparse(tree) + "\n")
     copy = depends.reference_copy(directory, exercise(3), course(None), tmp_path / "scratch" / "documented")
     assert (copy / "engine.py").read_text() != engine.read_text()  # spliced into the reference

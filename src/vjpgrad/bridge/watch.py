@@ -469,6 +469,16 @@ def _tensors(x: Any) -> Iterator[torch.Tensor]:
             yield from _tensors(y)
 
 
+def _dynamo_forgets() -> None:
+    """Clear what Dynamo remembers of the code it ran uncompiled under the watch: called first under
+    a dispatch mode, a ``torch.compile``'d function's code is skipped for good, and after the watch
+    the program ran it eagerly, its gradients eager PyTorch's. Cleared, its next call compiles."""
+    dynamo = sys.modules.get("torch._dynamo")
+    reset = getattr(dynamo, "reset", None)
+    if reset is not None:
+        reset()
+
+
 UNCOMPILED = (
     "torch.compile: the function called at {} ran uncompiled under the watch (PyTorch turns torch.compile "
     "off while a dispatch mode watches), so every 'PyTorch's' above is eager PyTorch's. Run without the "
@@ -592,6 +602,8 @@ class Watch:
             self._mode.__exit__(None, None, None)
         finally:
             self._leave()
+            if self.uncompiled is not None:
+                _dynamo_forgets()
 
     def _leave(self) -> None:
         """Out of the chain of watches entered, PyTorch's functions wired anew through the others."""

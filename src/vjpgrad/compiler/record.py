@@ -1339,14 +1339,11 @@ def _signature(fn: Callable[..., Any], count: int, keywords: Sequence[str]) -> i
     (``functools.wraps``) only where the wrapper passes its arguments on (it takes ``*args,
     **kwargs`` alone) and the wrapped function takes ``count`` of them and ``keywords``: a wrapper
     that adds an argument of its own (``fn(scale, *args)``) shifts them, and is named by its own."""
-    wrapped_by_user = "__wrapped__" in (getattr(fn, "__dict__", None) or {}) and not world.is_library(fn)
-    if not wrapped_by_user:
+    target = fn.__func__ if isinstance(fn, types.MethodType) else fn  # a decorated method: its function
+    if "__wrapped__" not in (getattr(target, "__dict__", None) or {}) or world.is_library(target):
         return inspect.signature(fn)
     own = inspect.signature(fn, follow_wrapped=False)
-    if type(fn) is not types.FunctionType:  # a decorator's object (update_wrapper(self, fn)): its own __call__'s
-        return own
-    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    if not all(p.kind in variadic for p in own.parameters.values()) or not _passes_on(fn, own):
+    if not _passing_on_all_the_way(target):  # a decorator's object, or a wrapper that adds an argument
         return own
     wrapped = inspect.signature(fn)
     try:
@@ -1354,6 +1351,24 @@ def _signature(fn: Callable[..., Any], count: int, keywords: Sequence[str]) -> i
     except TypeError:  # not the arguments the wrapped function takes: the wrapper adds or takes some
         return own
     return wrapped
+
+
+def _passing_on_all_the_way(fn: Any) -> bool:
+    """Whether each of the user's wrappers from ``fn`` down its ``__wrapped__`` chain is a function
+    that takes ``*args, **kwargs`` alone and passes them on (``_passes_on``): a decorator's object
+    (``update_wrapper(self, fn)``), or one wrapper on the way that adds an argument, and the
+    arguments are named by the outer wrapper's own parameters."""
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    for _ in range(16):  # a few layers at most
+        if "__wrapped__" not in (getattr(fn, "__dict__", None) or {}) or world.is_library(fn):
+            return True
+        if type(fn) is not types.FunctionType:
+            return False
+        own = inspect.signature(fn, follow_wrapped=False)
+        if not all(p.kind in variadic for p in own.parameters.values()) or not _passes_on(fn, own):
+            return False
+        fn = fn.__dict__["__wrapped__"]
+    return False
 
 
 def _passes_on(fn: types.FunctionType, own: inspect.Signature) -> bool:

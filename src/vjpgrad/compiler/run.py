@@ -1067,7 +1067,9 @@ def _refuse_clashing_attributes(fn: Any) -> None:
     ``f.eager`` would read compile's. A callable object keeps its own (its code reads ``self.fn``)."""
     if type(fn) is not types.FunctionType:
         return
-    clash = sorted(k for k in fn.__dict__ if k in world.COMPILED_STATE and k != "__wrapped__")
+    wrapped = fn.__dict__.get("__wrapped__")  # functools.wraps copied what it wraps has: not the user's
+    copied = {k for k, v in fn.__dict__.items() if wrapped is not None and getattr(wrapped, k, object()) is v}
+    clash = sorted(k for k in fn.__dict__ if k in world.COMPILED_STATE and k != "__wrapped__" and k not in copied)
     if clash:
         raise TypeError(
             f"{described(fn)} has the attribute {clash[0]}, which is vjpgrad.compile's own (a compiled function's "

@@ -144,8 +144,8 @@ def _rebinds(block: list[ast.stmt], name: str) -> bool:
                 return True
             stack.extend(node.decorator_list)  # what runs in the class's body; the body runs later
             continue
-        if isinstance(node, ast.Lambda):
-            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue  # a scope of its own: [exp for exp in ...] binds no exp of the class
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
             return True
         if isinstance(node, ast.alias) and (node.asname or node.name.partition(".")[0]) == name:
