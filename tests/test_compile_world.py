@@ -2995,12 +2995,12 @@ def _wrappers() -> dict[str, Callable[[], Any]]:
     wrappers: dict[str, Callable[[], Any]] = {
         "functools.partial": lambda: functools.partial(_leaky, slope=0.1),
         "functools.lru_cache": lambda: functools.lru_cache(_table),
-        "vjpgrad.vmap": lambda: vjpgrad.vmap(_leaky, in_dims=(0, None)),
     }
-    if importlib.util.find_spec("numpy") is not None:
+    if importlib.util.find_spec("numpy") is not None:  # vjpgrad.vmap needs it too
         import numpy as np
 
         wrappers["numpy.vectorize"] = lambda: np.vectorize(_table)
+        wrappers["vjpgrad.vmap"] = lambda: vjpgrad.vmap(_leaky, in_dims=(0, None))
     return wrappers
 
 
