@@ -186,10 +186,11 @@ def backward_gradients(graph: Callable[[], Any]) -> dict[str, float]:
     return grads
 
 
-def twin_scaled(make: Callable[[], tuple[Callable[..., Value], Callable[[float], None]]], *scales: float) -> None:
+def twin_scaled(make: Callable[[], tuple[Callable[..., Value], Callable[[Any], None]]], *scales: Any) -> None:
     """``make()`` gives a fresh world: the function and how to set the number it reads. Calls
-    made with the world set to each of ``scales`` (the default: 2, 2, 3, 3) must give eager's
-    bits and eager's gradient of the argument, compiled as uncompiled."""
+    made with the world set to each of ``scales`` (the default: 2, 2, 3, 3; what else a setter
+    takes, ``None`` to delete, is its own) must give eager's bits and eager's gradient of the
+    argument, compiled as uncompiled."""
 
     def results(compiled: bool) -> list[Any]:
         fn, set_scale = make()

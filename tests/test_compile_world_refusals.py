@@ -426,14 +426,41 @@ def test_an_exceptions_context_and_traceback_are_watched() -> None:
         _ERROR.__context__ = _ERROR.__traceback__ = None
 
 
+def _beside_an_installed_library(
+    tmp_path: Path, name: str, library: str, code: str
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``code`` run as a user's script beside the module ``name`` (its source ``library``) in a folder
+    on ``sys.path`` outside the project, which compile takes for installed code (the script checks
+    it): the script's path, and how its run went. The script has imported ``vjpgrad``, ``Value``
+    and the module first."""
+    package, project = tmp_path / "installed", tmp_path / "project"
+    package.mkdir()
+    project.mkdir()
+    (package / f"{name}.py").write_text(library)
+    script = project / "user.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(package)!r})\n"
+        f"import {name}, vjpgrad\n"
+        "from vjpgrad.compiler import world\n"
+        f"assert world.is_library_file({name}.__file__)\n"
+        "from vjpgrad import Value\n" + code
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=project)
+    return script, run
+
+
+def _line_of_text(path: Path, marker: str) -> str:
+    """``file:line`` of the line of the file at ``path`` that ends with ``marker``."""
+    lines = path.read_text().splitlines()
+    return f"{path}:{next(k for k, line in enumerate(lines, 1) if line.rstrip().endswith(marker))}"
+
+
 def test_a_clock_read_by_a_librarys_generated_code_is_the_librarys(tmp_path: Path) -> None:
     """A library's dataclass whose ``default_factory`` reads the clock: its ``__init__`` is code
     ``dataclasses`` made (a file named ``<string>``), called by the library, not by the user's code:
     refused as the user's reading, it named ``<string>:4`` (a second review of the change)."""
-    package, project = tmp_path / "installed", tmp_path / "project"
-    package.mkdir()
-    project.mkdir()
-    (package / "stamped.py").write_text(
+    library = (
         "import dataclasses, time\n"
         "@dataclasses.dataclass\n"
         "class Event:\n"
@@ -442,21 +469,17 @@ def test_a_clock_read_by_a_librarys_generated_code_is_the_librarys(tmp_path: Pat
         "def record(name):\n"
         "    return Event(name)\n"
     )
-    script = project / "user.py"
-    script.write_text(
-        "import sys, time\n"
-        f"sys.path.insert(0, {str(package)!r})\n"
-        "import stamped, vjpgrad\n"
-        "from vjpgrad.compiler import world\n"
-        "assert world.is_library_file(stamped.__file__)\n"
-        "from vjpgrad import Value\n"
+    _, run = _beside_an_installed_library(
+        tmp_path,
+        "stamped",
+        library,
+        "import time\n"
         "def f(x):\n"
         "    stamped.record('step')  # the library reads the clock for its own record\n"
         "    return x * 2.0 if time is not None else x\n"
         "compiled = vjpgrad.compile(f)\n"
-        "print([compiled(Value(k)).data for k in (1.0, 2.0, 3.0)])\n"
+        "print([compiled(Value(k)).data for k in (1.0, 2.0, 3.0)])\n",
     )
-    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=project)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "[2.0, 4.0, 6.0]"
 
@@ -633,18 +656,11 @@ def test_a_seed_an_installed_librarys_helper_makes_is_refused_too(tmp_path: Path
     generators for the user's function, whose code names no random module (so no profiler watches
     the run). Where the state was that seed's already, it was accepted, and every later draw of the
     program differed from eager code's (a review's case)."""
-    package, project = tmp_path / "installed", tmp_path / "project"
-    package.mkdir()
-    project.mkdir()
-    (package / "seedlib.py").write_text("import random\ndef set_seed(s):\n    random.seed(s)\n")
-    script = project / "user.py"
-    script.write_text(
-        "import random, sys\n"
-        f"sys.path.insert(0, {str(package)!r})\n"
-        "import seedlib, vjpgrad\n"
-        "from vjpgrad.compiler import world\n"
-        "assert world.is_library_file(seedlib.__file__)\n"
-        "from vjpgrad import Value\n"
+    script, run = _beside_an_installed_library(
+        tmp_path,
+        "seedlib",
+        "import random\ndef set_seed(s):\n    random.seed(s)\n",
+        "import random\n"
         "def step(x):\n"
         "    seedlib.set_seed(0)  # the seed\n"
         "    return x * 2.0\n"
@@ -652,12 +668,11 @@ def test_a_seed_an_installed_librarys_helper_makes_is_refused_too(tmp_path: Path
         "try:\n"
         "    vjpgrad.compile(step)(Value(1.0))\n"
         "except vjpgrad.DataDependentError as refused:\n"
-        "    print(refused)\n"
+        "    print(refused)\n",
     )
-    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=project)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "step seeded random's global generator at" in run.stdout, run.stdout
-    assert f"{script}:8" in run.stdout, run.stdout
+    assert _line_of_text(script, "# the seed") in run.stdout, run.stdout
 
 
 def test_a_seeding_functions_own_library_is_its_package_or_its_file_never_a_neighbour() -> None:

@@ -1152,9 +1152,10 @@ class _Seeding:
     def seeding(generator: random.Random, a: Any = None, *args: Any, **kwargs: Any) -> None:
         watch: DrawWatch | None = getattr(_Seeding.current, "watch", None)
         if watch is not None:
-            watch.seeding(generator, sys._getframe(1))
+            caller = sys._getframe(1)
+            watch.seeding(generator, caller)
             if a is None:
-                watch.unseeded[id(generator)] = (generator, _user_line(sys._getframe(1)) or "<unknown>")
+                watch.unseeded[id(generator)] = (generator, _user_line(caller) or "<unknown>")
             else:  # a seed of its own: as deterministic as the function
                 watch.unseeded.pop(id(generator), None)
         _Seeding.original_seed(generator, a, *args, **kwargs)

@@ -973,8 +973,7 @@ class _Walk:
         name = self.snapshot.names[var]
         held = self.get(var, "dict", None, name)
         keys = list(attributes)
-        labels = [f".{k}" if type(k) is str else f"[{_named_key(k)}]" for k in keys]
-        self.items(self.get(held, "keys", True, name), keys, labels)
+        self.items(self.get(held, "keys", True, name), keys, _labels(keys, attribute=True))
         self._named(held, attributes, [k for k in keys if k not in own], f"{name}.")
 
     def _any_function(self, var: int, fn: types.FunctionType) -> None:
@@ -1376,7 +1375,7 @@ class _Walk:
         reader: bool | str = own or ("ordered" if isinstance(mapping, collections.OrderedDict) else False)
         kind = dict if reader is False else collections.OrderedDict
         keys = list(mapping) if own else list(kind.keys(mapping))
-        labels = [f".{k}" if attribute and type(k) is str else f"[{_named_key(k)}]" for k in keys]
+        labels = _labels(keys, attribute)
         self.items(self.get(var, "keys", reader, name), keys, labels)
         values = list(mapping.values()) if own else list(kind.values(mapping))
         self.items(self.get(var, "values", reader, name), values, labels)
@@ -1547,6 +1546,11 @@ def _held(fn: types.FunctionType) -> bool:
     """Whether a function holds attributes or annotations (which ``typing.get_type_hints`` and
     ``inspect`` read without the code naming them)."""
     return bool(fn.__dict__ or fn.__annotations__)
+
+
+def _labels(keys: list[Any], attribute: bool) -> list[str]:
+    """How a reader names each entry of a mapping: ``.name`` for an attribute, ``[key]`` for an item."""
+    return [f".{k}" if attribute and type(k) is str else f"[{_named_key(k)}]" for k in keys]
 
 
 def _named_key(key: Any) -> str:
