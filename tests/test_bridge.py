@@ -1548,6 +1548,60 @@ def test_arguments_pytorch_refuses_get_pytorchs_own_error() -> None:
     assert w.passes == []
 
 
+def _frames_of_the_error(body: str, watched: bool) -> tuple[str, list[tuple[str, str]]]:
+    """``body`` (a learner's lines) run as a script runs them, in a ``with vjpgrad.watch_torch():``
+    block or without one: its error's message, and the frames its traceback shows (file, function)."""
+    import textwrap
+    import traceback
+
+    opening = "with vjpgrad.watch_torch():" if watched else "if True:"
+    code = f"import torch, vjpgrad\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n{opening}\n"
+    code += textwrap.indent(textwrap.dedent(body), "    ")
+    try:
+        exec(compile(code, "learner.py", "exec"), {"__name__": "__main__"})
+    except Exception as error:  # the learner's error, as their script would end with it
+        frames = traceback.extract_tb(error.__traceback__)[1:]  # this helper's own exec line aside
+        return f"{type(error).__name__}: {error}", [(frame.filename, frame.name) for frame in frames]
+    raise AssertionError("the body raised nothing")
+
+
+LEARNERS_ERRORS = {
+    "an operation of mismatched shapes": "y = x * 2\nz = y @ torch.ones(2)\n",
+    "backward on a vector without gradients": "(x * 2).backward()\n",
+    "backward twice through a freed graph": "y = (x * x).sum()\ny.backward()\ny.backward()\n",
+    "a functional call of PyTorch's": "torch.nn.functional.linear(x, torch.ones(2, 2))\n",
+    "a hook of the learner's that raises": "x.register_hook(lambda g: 1 / 0)\n(x * x).sum().backward()\n",
+}
+
+
+@pytest.mark.parametrize("body", LEARNERS_ERRORS.values(), ids=LEARNERS_ERRORS.keys())
+def test_an_error_of_the_learners_code_shows_the_frames_it_shows_without_the_watch(body: str) -> None:
+    """The watch's own frames (its dispatch mode, the torch functions it wraps, the wrappers
+    PyTorch puts around a dispatch mode) are taken out of the traceback of an error that leaves
+    its with block: the learner reads the lines they would read without it, and the same message."""
+    assert _frames_of_the_error(body, watched=True) == _frames_of_the_error(body, watched=False)
+
+
+def test_every_frame_of_a_watched_error_is_kept_on_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VJPGRAD_FULL_TRACEBACK", "1")
+    _, frames = _frames_of_the_error(LEARNERS_ERRORS["an operation of mismatched shapes"], watched=True)
+    assert "__torch_dispatch__" in {name for _, name in frames}, frames
+
+
+def test_an_error_of_the_watchs_own_keeps_every_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error raised by vjpgrad's own code is a defect to report: its traceback is kept whole."""
+    from vjpgrad.bridge import watch
+    from vjpgrad.core.graph import operands
+
+    def broken(self: Any, *args: Any) -> None:  # a defect inside vjpgrad's code: it reads a Value of no operation
+        operands(None)
+
+    monkeypatch.setattr(watch.Watch, "after", broken)
+    message, frames = _frames_of_the_error("y = x * 2\n", watched=True)
+    assert message == "AttributeError: 'NoneType' object has no attribute '_operation'"
+    assert [name for _, name in frames[-3:]] == ["__torch_dispatch__", "broken", "operands"]
+
+
 def test_a_tensor_bound_to_two_names_is_called_by_the_first_not_by_a_loop_variable() -> None:
     """makemore's ``for p in parameters: p.grad = None`` leaves ``p`` holding the last parameter:
     the summary calls it by the name it was made under (``b``), not the loop's ``p``."""

@@ -57,6 +57,7 @@ from vjpgrad.bridge.replay import (
 from vjpgrad.bridge.single import Single, in_dtype, ulps
 from vjpgrad.compiler.record import collection_paused  # the watch keeps every node alive, as a recording does
 from vjpgrad.core import graph
+from vjpgrad.core.modes import is_own_code
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.display.explain import Explanation, explained
@@ -488,6 +489,46 @@ UNCOMPILED = (
 """What the summary says where a ``torch.compile``'d function ran under the watch."""
 
 
+_DISPATCH_WRAPPERS = (os.path.join("torch", "_compile.py"), os.path.join("torch", "_dynamo", "eval_frame.py"))
+"""The files of the wrappers PyTorch calls a dispatch mode's ``__torch_dispatch__`` through (its
+Dynamo's ``disable``), which a traceback shows only under a watch."""
+
+
+_TORCH_HOME = os.path.join(os.path.dirname(torch.__file__), "")
+"""Where PyTorch's own Python files are: its frames under the watch's mode are the operation's call."""
+
+
+def _learners_frames(first: types.TracebackType) -> None:
+    """The traceback of an error leaving the watch's with block, its frames the ones it shows
+    without the watch: the watch's own frames (its dispatch mode, the ``backward`` and ``grad`` it
+    wraps) are taken out, and so are the wrappers PyTorch calls the mode through and PyTorch's frames
+    of the operation's call inside it (``func(*args)``, where its C++ code raised). An
+    error vjpgrad's code raised is a defect to report: its traceback is kept whole, as it is with
+    ``VJPGRAD_FULL_TRACEBACK=1``. ``first``, the learner's own frame, stays first."""
+    entries: list[types.TracebackType] = []
+    entry: types.TracebackType | None = first
+    while entry is not None:
+        entries.append(entry)
+        entry = entry.tb_next
+    if is_own_code(entries[-1].tb_frame):
+        return
+    dropped = [is_own_code(e.tb_frame) for e in entries]
+    for k, e in enumerate(entries):
+        if e.tb_frame.f_code.co_name != "__torch_dispatch__" or not dropped[k]:  # the watch's mode: its file's
+            continue
+        for j in range(k + 1, len(entries)):  # the operation's call (PyTorch's, which raised in C++)
+            dropped[j] = dropped[j] or entries[j].tb_frame.f_code.co_filename.startswith(_TORCH_HOME)
+        j = k - 1
+        while j > 0 and entries[j].tb_frame.f_code.co_filename.endswith(_DISPATCH_WRAPPERS):
+            dropped[j] = True
+            j -= 1
+        break
+    kept = [e for e, drop in zip(entries, dropped, strict=True) if not drop or e is first]
+    for before, after in itertools.pairwise(kept):
+        before.tb_next = after
+    kept[-1].tb_next = None
+
+
 class _Mode(TorchDispatchMode):  # type: ignore[misc]  # torch is read as Any (pyproject.toml)
     def __init__(self, watch: Watch) -> None:
         super().__init__()
@@ -597,13 +638,15 @@ class Watch:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, error: BaseException | None, traceback: types.TracebackType | None) -> None:
         try:
             self._mode.__exit__(None, None, None)
         finally:
             self._leave()
             if self.uncompiled is not None:
                 _dynamo_forgets()
+        if error is not None and traceback is not None and not os.environ.get("VJPGRAD_FULL_TRACEBACK"):
+            _learners_frames(traceback)
 
     def _leave(self) -> None:
         """Out of the chain of watches entered, PyTorch's functions wired anew through the others."""
