@@ -634,11 +634,23 @@ def test_numpys_global_seed_inside_is_refused_even_where_its_state_was_that_alre
         np.random.set_state(saved)
 
 
-def test_torchs_global_seed_inside_is_refused_even_where_its_state_was_that_already() -> None:
+_TORCH_SEEDS: dict[str, Callable[[Any], Any]] = {
+    "torch.manual_seed": lambda torch: torch.manual_seed(0),
+    "its generator's manual_seed": lambda torch: torch.default_generator.manual_seed(0),
+    "its generator's set_state": lambda torch: torch.default_generator.set_state(torch.random.get_rng_state()),
+}
+
+
+@pytest.mark.parametrize("way", list(_TORCH_SEEDS))
+def test_torchs_global_seed_inside_is_refused_even_where_its_state_was_that_already(way: str) -> None:
+    """PyTorch's global generator seeded by ``torch.manual_seed`` or by its own methods
+    (``torch.default_generator.manual_seed(0)``, a C method the profiler sees): a replay would not
+    seed it, and every later draw of the program would differ from eager code's."""
     torch = pytest.importorskip("torch")
+    seed = _TORCH_SEEDS[way]
 
     def seeds(x: Value) -> Value:
-        torch.manual_seed(0)  # the seed
+        seed(torch)
         return x * 2.0
 
     saved = torch.random.get_rng_state()
@@ -646,7 +658,8 @@ def test_torchs_global_seed_inside_is_refused_even_where_its_state_was_that_alre
         torch.manual_seed(0)
         with pytest.raises(DataDependentError, match=r"seeded PyTorch's global generator") as refused:
             vjpgrad.compile(seeds)(Value(1.0))
-        assert _line_of(seeds, "# the seed") in str(refused.value), str(refused.value)
+        seeding_line = f"{seed.__code__.co_filename}:{seed.__code__.co_firstlineno}"  # the lambda's, the user's
+        assert seeding_line in str(refused.value), str(refused.value)
     finally:
         torch.random.set_rng_state(saved)
 

@@ -841,6 +841,9 @@ _GLOBAL_RANDOM = getattr(random, "_inst", None)
 _DRAWING_METHODS = frozenset({"random", "getrandbits"})
 """The C methods of ``random.Random`` that draw: every other draw (``uniform``, ``gauss``,
 ``choice``, ``shuffle``...) calls one of them."""
+_TORCH_SEEDING_METHODS = frozenset({"manual_seed", "seed", "set_state"})
+"""The C methods of PyTorch's ``torch.Generator`` that give it a state: on its global generator
+(``torch.default_generator``), called by the user's code, a seeding a replay would not make."""
 _SEEDING_METHODS = frozenset({"seed", "setstate"})
 """The C methods of ``random.Random`` that give it a state (``random.seed``, ``Random.setstate``
 call them): on a generator that was there before a recording, a change a replay would not make."""
@@ -1006,6 +1009,9 @@ class DrawWatch:
         self.previous: Any = None
         self.users: dict[types.CodeType, bool] = {}  # code -> the user's (its states are compared)
         self.entropy: str | None = None  # where the system's entropy source was read (os.urandom)
+        torch = sys.modules.get("torch")  # its global generator, seeded by its own C methods too
+        self.torch_generator: Any = getattr(torch, "default_generator", None)
+        self.torch_home = _home(torch)
         self.clock: tuple[str, str] | None = None  # where the user's code read the clock, and what it called
 
     def __enter__(self) -> None:
@@ -1048,6 +1054,8 @@ class DrawWatch:
         if event == "c_call" and isinstance(getattr(arg, "__self__", None), random.Random):
             self._random_call(frame, arg)
             return
+        if event == "c_call" and self._torch_generator_call(frame, arg):
+            return
         if self.line is not None:
             return
         site = frame.f_back if event == "call" else frame  # a call's frame is the one called: its caller drew
@@ -1059,6 +1067,20 @@ class DrawWatch:
             user = self.users[code] = not world.is_library_file(code.co_filename)
         if user and [state() for state in self.numpy] != self.states:
             self.line = self.drew = f"{code.co_filename}:{site.f_lineno}"  # a draw, even if its state is put back
+
+    def _torch_generator_call(self, frame: types.FrameType, method: Any) -> bool:
+        """Whether ``method`` is a C method of PyTorch's global generator (``torch.default_generator``).
+        One that gives it a state called by the user's code (``manual_seed(0)``, ``set_state``) is a
+        seeding a replay would not make: noted. PyTorch's own calls of them (under
+        ``torch.manual_seed``, noted as a call of it, and ``fork_rng``, which sets back what it
+        saved) are not."""
+        if self.torch_generator is None or getattr(method, "__self__", None) is not self.torch_generator:
+            return False
+        if getattr(method, "__name__", None) in _TORCH_SEEDING_METHODS and not frame.f_code.co_filename.startswith(
+            self.torch_home
+        ):
+            self.seeded_globally(_GLOBAL_GENERATORS[2], frame)
+        return True
 
     def _random_call(self, frame: types.FrameType, method: Any) -> None:
         """A C method of a ``random.Random`` called: a draw from a generator that was there before

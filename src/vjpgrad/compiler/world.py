@@ -2541,6 +2541,7 @@ def observe(
         or not walk.drawing_names.isdisjoint(walk.called_names)
         or not _READS_PROCESS_STATE.isdisjoint(walk.called_names)
         or not _READS_THE_FOLDER.isdisjoint(walk.called_names)
+        or ("default_generator" in walk.names and "torch" in sys.modules)  # PyTorch's, seeded by its own methods
     )
     names = frozenset(walk.names) | {CARRIED[name] for name in walk.names.intersection(CARRIED)}
     walk.snapshot.attribute_names = None if walk.computed_attributes else names
