@@ -30,6 +30,8 @@ import itertools
 import math
 import operator
 import os
+import pkgutil
+import pydoc
 import random
 import string
 import subprocess
@@ -993,8 +995,14 @@ def test_a_numbers_identity_asked_through_operator_is_or_id_is_watched(same: Cal
 
 @pytest.mark.parametrize(
     "reach",
-    [lambda name: sys.modules[name], lambda name: importlib.import_module(name), lambda name: __import__(name)],
-    ids=["sys.modules", "importlib.import_module", "__import__"],
+    [
+        lambda name: sys.modules[name],
+        lambda name: importlib.import_module(name),
+        lambda name: __import__(name),
+        lambda name: pkgutil.resolve_name(name),  # a review: the module's K, changed, was unseen
+        lambda name: pydoc.locate(name),
+    ],
+    ids=["sys.modules", "importlib.import_module", "__import__", "pkgutil.resolve_name", "pydoc.locate"],
 )
 def test_a_module_looked_up_by_name_at_run_time_is_refused(
     reach: Callable[[str], Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -3268,3 +3276,32 @@ def test_a_decorated_method_is_named_by_its_own_parameters() -> None:
     # a bound method forwards __dict__ to its function: it was taken for a decorator object (a[1][0])
     with pytest.raises(DataDependentError, match=r"changed ys\[0\] \(added\)"):
         vjpgrad.compile(_Model().step)(Value(1.0), [])
+
+
+def test_what_a_weak_reference_of_the_world_points_to_lives_until_the_recordings_are_dropped() -> None:
+    """The tutorial's limit: a recording holds the objects it checks by identity, those a weak
+    registry the function reads points to among them; ``f.reset()`` lets them go."""
+
+    class Holder:
+        k = 2.0
+
+    registry: weakref.WeakValueDictionary[str, Holder] = weakref.WeakValueDictionary()
+    held = Holder()
+    registry["a"] = held
+
+    def f(x: Value) -> Value:
+        for v in registry.values():
+            x = x * v.k
+        return x
+
+    compiled = vjpgrad.compile(f)
+    for _ in range(3):
+        assert compiled(Value(1.5)).data == 3.0
+    alive = weakref.ref(held)
+    del held
+    gc.collect()
+    assert alive() is not None  # kept by the recording, as the tutorial says
+    compiled.reset()
+    gc.collect()
+    assert alive() is None
+    assert compiled(Value(1.5)).data == 1.5  # the registry is empty now, as eager code finds it

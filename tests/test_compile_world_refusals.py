@@ -272,6 +272,76 @@ def test_a_reading_of_the_clock_is_refused_naming_the_line(fn: Callable[[Value],
     assert "pass the reading in" in message, message
 
 
+class _Stamp:
+    """A class whose constructor reads the clock: made inside the function, at every call."""
+
+    def __init__(self) -> None:
+        self.t = time.perf_counter() % 1.0  # the reading
+
+
+class _Here:
+    """A class whose constructor reads the current folder."""
+
+    def __init__(self) -> None:
+        self.n = float(len(os.getcwd()))  # the reading
+
+
+@dataclasses.dataclass
+class _Stamped:
+    n: float = 1.0
+
+    def __post_init__(self) -> None:
+        self.t = datetime.datetime.now().microsecond + 1.0  # the reading
+
+
+def _made_with_a_clock(x: Value) -> Value:
+    return x * _Stamp().t
+
+
+def _made_in_a_folder(x: Value) -> Value:
+    return x * _Here().n
+
+
+def _made_as_a_dataclass(x: Value) -> Value:
+    return x * _Stamped().t
+
+
+@pytest.mark.parametrize(
+    ("fn", "where", "what"),
+    [
+        (_made_with_a_clock, _Stamp.__init__, r"read the clock"),
+        (_made_in_a_folder, _Here.__init__, r"read the process's state \(os\.getcwd\)"),
+        (_made_as_a_dataclass, _Stamped.__post_init__, r"read the clock"),
+    ],
+    ids=["__init__ reads the clock", "__init__ reads the folder", "__post_init__ reads the clock"],
+)
+def test_a_reading_in_a_constructor_the_function_calls_is_refused(
+    fn: Callable[[Value], Value], where: Callable[..., Any], what: str
+) -> None:
+    """A constructor's code runs before the function as a rule (the model's), so the names it reads
+    do not make a recording watched; but an object made inside the function runs its constructor
+    at every call, and a reading there was answered as recorded for ever (a review: the time of
+    the first call, the folder before ``os.chdir``). A constructor that reads the clock, the
+    process's state or the system's entropy, which no generator's state shows, has the recording
+    watched."""
+    with pytest.raises(DataDependentError, match=what) as refused:
+        vjpgrad.compile(fn)(Value(1.0))
+    assert _line_of(where, "# the reading") in str(refused.value), str(refused.value)
+
+
+def test_a_constructor_that_draws_from_random_does_not_have_the_recording_watched() -> None:
+    """The model's constructor draws its weights (micrograd's Neuron): a draw is refused from the
+    generators' states, with or without the watch, which costs a recording about twice its time."""
+    from vjpgrad.compiler import world
+
+    class Neuron:
+        def __init__(self) -> None:
+            self.w = random.uniform(-1.0, 1.0)
+
+    neuron = Neuron()
+    assert not world.observe([("f", lambda x: x * neuron.w)]).may_draw
+
+
 _SIZED: list[float] = [1.0, 2.0]
 
 

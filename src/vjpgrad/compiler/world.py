@@ -634,19 +634,33 @@ watched while recorded as one that names a reading of the process's state is."""
 def _draws(x: Any) -> bool:
     """A module of ``DRAWING_MODULES``, or a function or built-in of one (read from Python's
     own kinds only: no object's own code runs)."""
+    return _drawing_module(x) is not None
+
+
+def _drawing_module(x: Any) -> str | None:
+    """The module of ``DRAWING_MODULES`` that ``x`` is, or whose function, built-in or clock class
+    it is (``datetime`` for a subclass of ``datetime.date``); None for anything else."""
     kind = type(x)
     if kind is types.ModuleType:
         name = vars(x).get("__name__")
     elif kind in (types.FunctionType, types.BuiltinFunctionType) or kind.__name__ == "cython_function_or_method":
         name = x.__module__
     elif kind is types.MethodType:  # NumPy's global generator's methods (numpy.random.permutation)
-        return _draws(x.__func__)
+        return _drawing_module(x.__func__)
     elif issubclass(kind, type):  # a class whose methods read the clock (datetime.datetime.now, date.today, a
         # subclass's); no other class draws by itself (a generator's class makes one: its instances are watched)
-        return issubclass(x, datetime.date)  # type's own check of the class's bases: none of the class's code runs
+        # type's own check of the class's bases: none of the class's code runs
+        return "datetime" if issubclass(x, datetime.date) else None
     else:
-        return False
-    return isinstance(name, str) and name.partition(".")[0] in DRAWING_MODULES
+        return None
+    root = name.partition(".")[0] if isinstance(name, str) else None
+    return root if root in DRAWING_MODULES else None
+
+
+_SEEN_IN_STATE = frozenset({"random", "_random", "numpy"})
+"""The modules of ``DRAWING_MODULES`` whose draws a generator's state shows (compared before and
+after a recording run, with or without the watch); the others' (the clock's, the system's
+entropy's) only the watch sees."""
 
 
 def _reads_clock(x: Any) -> bool:
@@ -779,7 +793,9 @@ class _Walk:
         # item `place` of the tuple variable var (a list of objects, whose identities are one fact)
         self.by_identity: list[tuple[int, int, Any]] = []
         self.drawing_names: set[str] = set()  # entries of namespaces that hold what draws (``_draws``)
+        self.unseen_drawing_names: set[str] = set()  # of them, those whose draws no state shows (the clock)
         self.called_names: set[str] = set()  # the names the code reached names, constructors' code aside
+        self.constructor_names: set[str] = set()  # the names constructors' code names
         self.limit = limit
         self.size = 0
         self.largest = ("", 0)
@@ -1240,6 +1256,8 @@ class _Walk:
         self.names |= names
         if code.co_name not in _SETS_UP:  # a constructor's code runs before any call, as a rule
             self.called_names |= names
+        else:  # but an object made inside the function runs it at each call
+            self.constructor_names |= names
         attributes = names - _BUILTINS_ONLY  # net.eval() names an attribute, not the builtin
         computed = not attributes.isdisjoint(COMPUTED_ATTRIBUTES) or not loaded.isdisjoint(COMPUTED_ATTRIBUTES)
         self.computed_attributes = self.computed_attributes or computed
@@ -1361,9 +1379,17 @@ class _Walk:
             self.fact("absent", var, absent)
         for key in names:
             if key in namespace:
-                if _draws(namespace[key]):
-                    self.drawing_names.add(key)
+                self._note_drawing(key, namespace[key])
                 self.child(self.get(var, "entry", key, f"{prefix}{key}"), namespace[key])
+
+    def _note_drawing(self, key: str, x: Any) -> None:
+        """An entry ``key`` of a namespace the code names, holding ``x``: noted where ``x`` draws
+        (``drawing_names``), and where no generator's state shows its draws (``unseen_drawing_names``)."""
+        module = _drawing_module(x)
+        if module is not None:
+            self.drawing_names.add(key)
+            if module not in _SEEN_IN_STATE:
+                self.unseen_drawing_names.add(key)
 
     def _mapping(self, var: int, mapping: Any, attribute: bool = False, own: bool | None = None) -> None:
         """A dict's keys (in order) and values; attributes are named ``.name``, items ``[key]``.
@@ -1484,8 +1510,8 @@ class _Walk:
                         if key not in self.names:  # watched because the code computes names
                             self.reached_unnamed.add(id(namespace[key]))
                             self.unnamed.add(entry)
-                        elif _draws(namespace[key]):
-                            self.drawing_names.add(key)
+                        else:
+                            self._note_drawing(key, namespace[key])
                         self.child(entry, namespace[key])
             progress = self._walk_module_state() or progress
             progress = self._walk_library_abcs() or progress
@@ -2264,10 +2290,11 @@ CLASS_NAMES = ("__name__", "__qualname__")
 """What a class made by a class statement holds outside its ``__dict__`` that a user may set
 (its ``__doc__`` and ``__module__`` are entries of its ``__dict__``)."""
 
-MODULES_BY_NAME = frozenset({"import_module", "__import__", "getmodule"})
+MODULES_BY_NAME = frozenset({"import_module", "__import__", "getmodule", "resolve_name"})
 """Names whose use looks a module up at run time, by a name computed then (as ``sys.modules[name]``
-does) or by an object (``inspect.getmodule(f)``, which looks in ``sys.modules``): the function is
-refused at recording, since the world cannot follow the lookup."""
+does, and ``pkgutil.resolve_name("pkg.mod:Config.scale")`` and ``pydoc.locate``, with the
+attributes after it) or by an object (``inspect.getmodule(f)``, which looks in ``sys.modules``):
+the function is refused at recording, since the world cannot follow the lookup."""
 
 FRAME_NAMES = frozenset({"_getframe", "currentframe", "getouterframes", "f_back", "f_globals", "f_locals"})
 """Names whose use reads a frame while the function runs (``sys._getframe(1).f_locals``): where
@@ -2311,11 +2338,12 @@ def _refuse_modules_found_at_run_time(fn: types.FunctionType, name: str, names: 
     """``UnwatchableError`` for a function (``name``, whose code names ``names``) that finds a
     module while it runs, where the world cannot follow it: by its name (``sys.modules``,
     ``importlib.import_module``), or a module of the user's it imports inside (``import config``)."""
-    if not names.isdisjoint(MODULES_BY_NAME) or {"sys", "modules"} <= names:
+    if not names.isdisjoint(MODULES_BY_NAME) or {"sys", "modules"} <= names or {"pydoc", "locate"} <= names:
         raise UnwatchableError(
             name,
             "whose code looks a module up at run time (sys.modules, importlib.import_module, __import__, "
-            "inspect.getmodule), which vjpgrad cannot follow to what it reads there",
+            "inspect.getmodule, pkgutil.resolve_name, pydoc.locate), which vjpgrad cannot follow to what it reads "
+            "there",
             "import the module by name where the function is defined (import scales), so that vjpgrad watches "
             "what the function reads from it",
         )
@@ -2497,6 +2525,23 @@ def groups(objects: Any) -> tuple[int, ...]:
     return tuple([first.setdefault(id(x), len(first)) for x in objects])
 
 
+def _may_draw(walk: _Walk) -> bool:
+    """Whether the code reached names a drawing module or function the world holds, a reading of
+    the process's state or the current folder, PyTorch's global generator, or (in a constructor,
+    which runs at each call for an object the function makes) a reading no generator's state shows:
+    a recording run is then watched (``record.DrawWatch``)."""
+    return (
+        not walk.drawing_names.isdisjoint(walk.called_names)
+        or not _READS_PROCESS_STATE.isdisjoint(walk.called_names)
+        or not _READS_THE_FOLDER.isdisjoint(walk.called_names)
+        or ("default_generator" in walk.names and "torch" in sys.modules)  # PyTorch's, seeded by its own methods
+        # a constructor's reading that no state shows (an object made inside the function reads the clock)
+        or not walk.unseen_drawing_names.isdisjoint(walk.constructor_names)
+        or not _READS_PROCESS_STATE.isdisjoint(walk.constructor_names)
+        or not _READS_THE_FOLDER.isdisjoint(walk.constructor_names)
+    )
+
+
 def observe(
     roots: list[tuple[str, Any]],
     limit: int = WORLD_LIMIT,
@@ -2536,13 +2581,7 @@ def observe(
     if "__subclasses__" in walk.names:  # a registry of subclasses: which there are is C state of each class
         for var, kind in walk.classes:
             walk.fact("state", var, content(kind), raw=content(kind))
-    walk.snapshot.may_draw = (
-        walk.snapshot.may_draw
-        or not walk.drawing_names.isdisjoint(walk.called_names)
-        or not _READS_PROCESS_STATE.isdisjoint(walk.called_names)
-        or not _READS_THE_FOLDER.isdisjoint(walk.called_names)
-        or ("default_generator" in walk.names and "torch" in sys.modules)  # PyTorch's, seeded by its own methods
-    )
+    walk.snapshot.may_draw = walk.snapshot.may_draw or _may_draw(walk)
     names = frozenset(walk.names) | {CARRIED[name] for name in walk.names.intersection(CARRIED)}
     walk.snapshot.attribute_names = None if walk.computed_attributes else names
     asks = walk.computed_attributes or walk.catches or not names.isdisjoint(VALUES_OWN_NAMES)
