@@ -1548,6 +1548,22 @@ def test_arguments_pytorch_refuses_get_pytorchs_own_error() -> None:
     assert w.passes == []
 
 
+def test_a_summary_says_what_a_seed_of_several_numbers_is() -> None:
+    """The question learners bring (what are the numbers ``y.backward(gradients)`` takes?) is
+    answered under every pass seeded with several numbers: v of a vector-Jacobian product; a
+    scalar's pass, which PyTorch seeds with 1, is left as it is."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        (x * 2).backward(torch.tensor([0.1, 1.0, 0.0001]))
+        (x * x).sum().backward()
+        torch.autograd.grad(x * 3, x, grad_outputs=torch.tensor([1.0, 0.5, 0.25]))
+    vector, scalar, functional = (p.summary().splitlines() for p in w.passes)
+    said = "  the seed is the v of a vector-Jacobian product: each .grad below is Σᵢ v[i] · ∂y[i]/∂leaf (vᵀJ)"
+    assert vector[1] == said
+    assert not any("vector-Jacobian" in line for line in scalar)
+    assert functional[1].startswith("  the seed is the v of a vector-Jacobian product: each gradient below is")
+
+
 def _frames_of_the_error(body: str, watched: bool) -> tuple[str, list[tuple[str, str]]]:
     """``body`` (a learner's lines) run as a script runs them, in a ``with vjpgrad.watch_torch():``
     block or without one: its error's message, and the frames its traceback shows (file, function)."""

@@ -133,6 +133,11 @@ def _numbers(values: list[float], shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(text.number(v) for v in values) + "]"
 
 
+SEED_IS_V = "  the seed is the v of a vector-Jacobian product: each {} below is Σᵢ v[i] · ∂y[i]/∂leaf (vᵀJ)"
+"""What a summary says under a pass seeded with several numbers (the question its learners bring:
+what are the numbers ``y.backward(gradients)`` takes?); ``y`` is what the pass started from."""
+
+
 @dataclass
 class Pass:
     """One backward pass: ``outputs`` seeded with ``seed`` (the ``gradient`` argument, one number per
@@ -181,6 +186,8 @@ class Pass:
         seeded = self.call in ("backward", "torch.autograd.grad") and self.seed  # its grad_outputs
         seed = f", seed {_numbers(self.seed, (len(self.seed),))}" if seeded else ""
         lines = [f"Pass {self.number}: {self.call} at {self.location}{seed}"]
+        if seeded and len(self.seed) > 1 and self.pytorch_error is None and not self.ran_as:
+            lines.append(SEED_IS_V.format("gradient" if self.call == "torch.autograd.grad" else ".grad"))
         if self.pytorch_error is not None:
             said = "PyTorch raised during its pass" if self.pytorch_ran else "PyTorch refused it"
             lines.append(f"  {said}: {self.pytorch_error}")
