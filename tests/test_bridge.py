@@ -1564,6 +1564,27 @@ def test_a_summary_says_what_a_seed_of_several_numbers_is() -> None:
     assert functional[1].startswith("  the seed is the v of a vector-Jacobian product: each gradient below is")
 
 
+def test_leaves_torch_empty_made_and_nothing_wrote_are_said_to_hold_whatever_was_in_memory() -> None:
+    """Case 3 of the question as its answer writes it (``torch.empty(1, requires_grad=True)``): the
+    leaves' numbers are whatever was in memory, so the learner's gradients change from run to run
+    and differ from the answer's (a review). The summary says so; a tensor that ``torch.empty``
+    made and an initialiser then wrote (``nn.Linear``'s weights) is not named."""
+    with vjpgrad.watch_torch() as w:
+        a = torch.empty(1, requires_grad=True)
+        b = torch.empty(1, requires_grad=True)
+        c = torch.empty(1).uniform_(1.0, 2.0).requires_grad_()
+        (a * b * c).sum().backward()
+        a.data.fill_(1.0)  # written: no longer whatever was in memory
+        (a * b * c).sum().backward()
+    first, second = ([line for line in p.summary().splitlines() if "torch.empty" in line] for p in w.passes)
+    assert first == [
+        "  a and b: made by torch.empty, and nothing wrote to them since: the numbers are whatever was in "
+        "memory, so they, and the gradients they take part in, change from run to run (torch.zeros, torch.ones "
+        "or torch.tensor give numbers of your own)"
+    ]
+    assert second == [first[0].replace("a and b", "b").replace("to them", "to it")]
+
+
 def _frames_of_the_error(body: str, watched: bool) -> tuple[str, list[tuple[str, str]]]:
     """``body`` (a learner's lines) run as a script runs them, in a ``with vjpgrad.watch_torch():``
     block or without one: its error's message, and the frames its traceback shows (file, function)."""

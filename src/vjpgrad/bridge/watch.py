@@ -489,6 +489,34 @@ UNCOMPILED = (
 """What the summary says where a ``torch.compile``'d function ran under the watch."""
 
 
+_UNINITIALISED = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
+"""The operations whose results hold whatever was in memory (``torch.empty``)."""
+
+_UNWRITTEN_NOTE = (
+    "{}: made by torch.empty, and nothing wrote to {} since: the numbers are whatever was in memory, so they, "
+    "and the gradients they take part in, change from run to run (torch.zeros, torch.ones or torch.tensor give "
+    "numbers of your own)"
+)
+"""The line under a pass whose leaves ``torch.empty`` made and nothing wrote (case 3 of the question,
+as its answer writes it)."""
+
+
+UNWRITTEN_LIMIT = 10_000
+"""The largest tensor of ``torch.empty``'s whose numbers the watch keeps, to tell whether anything
+wrote them (a learner's leaf made so is a few numbers; a layer's weight is written by its
+initialiser)."""
+
+
+def _bits(t: torch.Tensor) -> bytes:
+    """The bits of a tensor's numbers (nan's among them), and its type."""
+    return fingerprint(t, numbers_of(t))
+
+
+def _listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 _DISPATCH_WRAPPERS = (os.path.join("torch", "_compile.py"), os.path.join("torch", "_dynamo", "eval_frame.py"))
 """The files of the wrappers PyTorch calls a dispatch mode's ``__torch_dispatch__`` through (its
 Dynamo's ``disable``), which a traceback shows only under a watch."""
@@ -590,6 +618,7 @@ class Watch:
         self._changing: list[_Change] = []  # the changes of the operation running, kept once it returns
         self._listed: list[tuple[torch.Tensor, int]] = []  # a _foreach_ operation's tensors and versions before it
         self._read_at: dict[int, set[int]] = {}  # each tensor's versions an operation read or made (by id)
+        self._unwritten: dict[int, tuple[torch.Tensor, bytes]] = {}  # torch.empty's tensors, and their bits then
 
     @property
     def _unseen(self) -> str:
@@ -814,6 +843,10 @@ class Watch:
             self._changing, self._listed = [], []
         if not outputs:
             return
+        base = op_name(func).split(".")[0]
+        source = self._unwritten.get(id(args[0])) if base in ("detach", "alias") and args else None
+        if base in _UNINITIALISED or (source is not None and source[0] is args[0]):  # whatever was in memory
+            self._unwritten.update((id(t), (t, _bits(t))) for t in outputs if t.numel() <= UNWRITTEN_LIMIT)
         try:
             if isinstance(before, Exception):
                 raise before
@@ -1668,6 +1701,7 @@ class Watch:
         reports: list[LeafReport] = []
         found: set[str] = set()
         unnamed: list[str] = []
+        empty: list[str] = []  # the leaves torch.empty made, which nothing wrote since
         for key, generations in self._leaves.items():
             if self._only is not None and key not in self._only:
                 continue  # backward(inputs=...) leaves the others' .grad as it was
@@ -1683,12 +1717,17 @@ class Watch:
             else:
                 unnamed.append(self._unnamed_line(key, name, reached, names))
             report = _leaf_report(name, reached, here, earlier, before)
+            unwritten = self._unwritten.get(id(reached.tensor))
+            if unwritten is not None and unwritten[0] is reached.tensor and _bits(reached.tensor) == unwritten[1]:
+                empty.append(name)  # its numbers as torch.empty left them (through .data too: its bits are read)
             if report.pytorch is not None and any(
                 d != 0 and item not in here and _dense_zero(number)
                 for item, number, d in zip(reached.items, report.pytorch, report.distances, strict=True)
             ):
                 found.add(OFF_PATH_NOTE)
             reports.append(report)
+        if empty:
+            unnamed.append(_UNWRITTEN_NOTE.format(_listed(empty), "it" if len(empty) == 1 else "them"))
         return reports, frozenset(found), unnamed
 
     def _unnamed_line(self, key: int, name: str, leaf: Entry, names: dict[int, str]) -> str:
