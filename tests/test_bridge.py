@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -1608,6 +1609,7 @@ LEARNERS_ERRORS = {
     "backward twice through a freed graph": "y = (x * x).sum()\ny.backward()\ny.backward()\n",
     "a functional call of PyTorch's": "torch.nn.functional.linear(x, torch.ones(2, 2))\n",
     "a hook of the learner's that raises": "x.register_hook(lambda g: 1 / 0)\n(x * x).sum().backward()\n",
+    "torch.autograd.grad of a vector without grad_outputs": "torch.autograd.grad(x * 2, x)\n",
 }
 
 
@@ -1617,6 +1619,60 @@ def test_an_error_of_the_learners_code_shows_the_frames_it_shows_without_the_wat
     PyTorch puts around a dispatch mode) are taken out of the traceback of an error that leaves
     its with block: the learner reads the lines they would read without it, and the same message."""
     assert _frames_of_the_error(body, watched=True) == _frames_of_the_error(body, watched=False)
+
+
+def test_a_learners_file_named_as_pytorchs_is_not_taken_for_its_wrapper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mytorch/_compile.py`` ends as PyTorch's ``torch/_compile.py`` does (a review): its frame,
+    where the learner's error is, stays."""
+    (tmp_path / "mytorch").mkdir()
+    (tmp_path / "mytorch" / "__init__.py").write_text("")
+    (tmp_path / "mytorch" / "_compile.py").write_text("import torch\ndef bad(a):\n    return a @ torch.ones(2)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "mytorch._compile", raising=False)
+    body = "import mytorch._compile\nmytorch._compile.bad(x)\n"
+    watched = _frames_of_the_error(body, watched=True)
+    assert watched == _frames_of_the_error(body, watched=False)
+    assert watched[1][-1] == (str(tmp_path / "mytorch" / "_compile.py"), "bad")
+
+
+def test_the_cause_of_a_learners_error_shows_the_frames_it_shows_without_the_watch() -> None:
+    """An error the learner raises from PyTorch's (``raise ... from error``, or inside ``except``):
+    the traceback of its cause and its context lose the watch's frames too (a review)."""
+    import traceback
+
+    def frames_of_the_cause(watched: bool, chained: str) -> list[tuple[str, str]]:
+        body = f"try:\n    x @ torch.ones(2)\nexcept RuntimeError as e:\n    raise ValueError('shapes'){chained}\n"
+        opening = "with vjpgrad.watch_torch():" if watched else "if True:"
+        code = "import torch, vjpgrad\nx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n"
+        code += f"{opening}\n" + "".join(f"    {line}\n" for line in body.splitlines())
+        with pytest.raises(ValueError, match="shapes") as caught:
+            exec(compile(code, "learner.py", "exec"), {"__name__": "__main__"})
+        cause = caught.value.__cause__ or caught.value.__context__
+        assert isinstance(cause, RuntimeError)
+        return [(f.filename, f.name) for f in traceback.extract_tb(cause.__traceback__)]
+
+    for chained in (" from e", ""):
+        assert frames_of_the_cause(True, chained) == frames_of_the_cause(False, chained) == [("learner.py", "<module>")]
+
+
+def test_a_defect_of_vjpgrads_that_pytorchs_code_raises_keeps_every_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A defect of the watch's own code that surfaces inside PyTorch's Python code (a wrong call of
+    ``torch.functional.einsum``) is no error of the learner's: every frame is kept (a review)."""
+    import vjpgrad.bridge
+    from vjpgrad.bridge import watch
+
+    namespace: dict[str, Any] = {"torch": torch}
+    source = "def defective(self, *args):\n    torch.functional.einsum('ij->', torch.ones(2))\n"
+    inside = str(Path(vjpgrad.bridge.__file__).parent / "defective.py")  # a file of vjpgrad's own
+    exec(compile(source, inside, "exec"), namespace)
+    monkeypatch.setattr(watch.Watch, "after", namespace["defective"])
+    _, frames = _frames_of_the_error("y = x * 2\n", watched=True)
+    assert [name for _, name in frames if name in ("__torch_dispatch__", "defective")] == [
+        "__torch_dispatch__",
+        "defective",
+    ]
 
 
 def test_every_frame_of_a_watched_error_is_kept_on_request(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -183,11 +183,7 @@ class Pass:
 
     def summary(self) -> str:
         """What the pass did, leaf by leaf, and whether each ``.grad`` is PyTorch's to the bit."""
-        seeded = self.call in ("backward", "torch.autograd.grad") and self.seed  # its grad_outputs
-        seed = f", seed {_numbers(self.seed, (len(self.seed),))}" if seeded else ""
-        lines = [f"Pass {self.number}: {self.call} at {self.location}{seed}"]
-        if seeded and len(self.seed) > 1 and self.pytorch_error is None and not self.ran_as:
-            lines.append(SEED_IS_V.format("gradient" if self.call == "torch.autograd.grad" else ".grad"))
+        lines = self._header()
         if self.pytorch_error is not None:
             said = "PyTorch raised during its pass" if self.pytorch_ran else "PyTorch refused it"
             lines.append(f"  {said}: {self.pytorch_error}")
@@ -211,6 +207,16 @@ class Pass:
             lines.append("  no leaf tensor that requires grad was reached")
         lines += [f"  {note}" for note in self.notes]
         return "\n".join(lines)
+
+    def _header(self) -> list[str]:
+        """The summary's first line (the pass, where, its seed) and, under a seed of several
+        numbers PyTorch took, what that seed is (``SEED_IS_V``)."""
+        seeded = self.call in ("backward", "torch.autograd.grad") and self.seed  # its grad_outputs
+        seed = f", seed {_numbers(self.seed, (len(self.seed),))}" if seeded else ""
+        lines = [f"Pass {self.number}: {self.call} at {self.location}{seed}"]
+        if seeded and len(self.seed) > 1 and self.pytorch_error is None and not self.ran_as:
+            lines.append(SEED_IS_V.format("gradient" if self.call == "torch.autograd.grad" else ".grad"))
+        return lines
 
     def __str__(self) -> str:
         return self.summary()

@@ -517,37 +517,56 @@ def _listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-_DISPATCH_WRAPPERS = (os.path.join("torch", "_compile.py"), os.path.join("torch", "_dynamo", "eval_frame.py"))
-"""The files of the wrappers PyTorch calls a dispatch mode's ``__torch_dispatch__`` through (its
-Dynamo's ``disable``), which a traceback shows only under a watch."""
-
-
 _TORCH_HOME = os.path.join(os.path.dirname(torch.__file__), "")
 """Where PyTorch's own Python files are: its frames under the watch's mode are the operation's call."""
 
+_DISPATCH_WRAPPERS = frozenset(
+    {os.path.join(_TORCH_HOME, "_compile.py"), os.path.join(_TORCH_HOME, "_dynamo", "eval_frame.py")}
+)
+"""The files of the wrappers PyTorch calls a dispatch mode's ``__torch_dispatch__`` through (its
+Dynamo's ``disable``), which a traceback shows only under a watch."""
 
-def _learners_frames(first: types.TracebackType) -> None:
-    """The traceback of an error leaving the watch's with block, its frames the ones it shows
-    without the watch: the watch's own frames (its dispatch mode, the ``backward`` and ``grad`` it
-    wraps) are taken out, and so are the wrappers PyTorch calls the mode through and PyTorch's frames
-    of the operation's call inside it (``func(*args)``, where its C++ code raised). An
-    error vjpgrad's code raised is a defect to report: its traceback is kept whole, as it is with
-    ``VJPGRAD_FULL_TRACEBACK=1``. ``first``, the learner's own frame, stays first."""
+_PASSING_ON = frozenset({"__torch_dispatch__", "_backward", "_autograd_grad", "_engine"})
+"""The watch's functions that pass a learner's call on to PyTorch (its mode, and the ``backward``,
+``grad`` and engine it wraps): where an error reaches the learner through these alone, it is the
+learner's; through any other function of vjpgrad's, it is a defect of the watch's."""
+
+
+def _learners_frames(error: BaseException, first: types.TracebackType) -> None:
+    """The traceback of an error leaving the watch's with block, and of its cause and context, their
+    frames the ones they show without the watch (``_without_the_watch``)."""
+    seen: set[int] = set()
+    while id(error) not in seen:
+        seen.add(id(error))
+        _without_the_watch(first)
+        following = error.__cause__ or error.__context__
+        if following is None or following.__traceback__ is None:
+            return
+        error, first = following, following.__traceback__
+
+
+def _without_the_watch(first: types.TracebackType) -> None:
+    """The frames of one traceback, as it shows them without the watch: the watch's own frames
+    that pass the learner's call on to PyTorch (its dispatch mode, the ``backward`` and ``grad``
+    it wraps) are taken out, and so are the wrappers PyTorch calls the mode through and PyTorch's
+    frames of the operation's call inside it (``func(*args)``, where its C++ code raised). An
+    error that went through any other function of vjpgrad's is a defect to report: its traceback
+    is kept whole, as it is with ``VJPGRAD_FULL_TRACEBACK=1``. ``first`` stays first."""
     entries: list[types.TracebackType] = []
     entry: types.TracebackType | None = first
     while entry is not None:
         entries.append(entry)
         entry = entry.tb_next
-    if is_own_code(entries[-1].tb_frame):
-        return
     dropped = [is_own_code(e.tb_frame) for e in entries]
+    if any(drop and e.tb_frame.f_code.co_name not in _PASSING_ON for e, drop in zip(entries, dropped, strict=True)):
+        return
     for k, e in enumerate(entries):
         if e.tb_frame.f_code.co_name != "__torch_dispatch__" or not dropped[k]:  # the watch's mode: its file's
             continue
         for j in range(k + 1, len(entries)):  # the operation's call (PyTorch's, which raised in C++)
             dropped[j] = dropped[j] or entries[j].tb_frame.f_code.co_filename.startswith(_TORCH_HOME)
         j = k - 1
-        while j > 0 and entries[j].tb_frame.f_code.co_filename.endswith(_DISPATCH_WRAPPERS):
+        while j > 0 and entries[j].tb_frame.f_code.co_filename in _DISPATCH_WRAPPERS:
             dropped[j] = True
             j -= 1
         break
@@ -675,7 +694,7 @@ class Watch:
             if self.uncompiled is not None:
                 _dynamo_forgets()
         if error is not None and traceback is not None and not os.environ.get("VJPGRAD_FULL_TRACEBACK"):
-            _learners_frames(traceback)
+            _learners_frames(error, traceback)
 
     def _leave(self) -> None:
         """Out of the chain of watches entered, PyTorch's functions wired anew through the others."""
