@@ -993,6 +993,56 @@ def test_a_numbers_identity_asked_through_operator_is_or_id_is_watched(same: Cal
     twin_runs(build)
 
 
+def test_a_module_looked_up_by_a_function_held_under_any_name_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``from pydoc import locate``, ``import pkgutil as pk``, ``from importlib import import_module
+    as im``: the function is what looks the module up, whatever name holds it (a review: the
+    module's K, changed, was unseen)."""
+    (tmp_path / "scales_held.py").write_text("K = 2.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "scales_held", raising=False)
+    importlib.import_module("scales_held")
+    held = {"locate": pydoc.locate, "rn": pkgutil.resolve_name, "im": importlib.import_module}
+    for name, looks_up in held.items():
+
+        def f(x: Value, looks_up: Any = looks_up) -> Value:
+            found = looks_up("scales_held")
+            return x * found.K
+
+        with pytest.raises(DataDependentError, match="looks a module up at run time"):
+            vjpgrad.compile(f)(Value(1.0))
+        assert f(Value(1.0)).data == 2.0, name
+
+
+_REGISTRY = {"a": 2.0}
+
+
+def resolve_name(key: str) -> float:
+    """A registry's helper of the user's, named as pkgutil's function is."""
+    return _REGISTRY[key]
+
+
+def locate(key: str) -> float:
+    """Another, named as pydoc's is."""
+    return _REGISTRY[key]
+
+
+def _scaled_by_the_registry(x: Value) -> Value:
+    return x * resolve_name("a") * locate("a")
+
+
+def test_a_function_of_the_users_named_as_one_that_looks_modules_up_is_its_own() -> None:
+    """``resolve_name`` and ``locate`` are common names of a registry's helpers: the user's own are
+    walked as any function of theirs, not refused (a review)."""
+    _REGISTRY["a"] = 2.0
+    compiled = vjpgrad.compile(_scaled_by_the_registry)
+    for _ in range(3):
+        assert compiled(Value(1.5)).data == 6.0
+    _REGISTRY["a"] = 3.0
+    assert compiled(Value(1.5)).data == 13.5
+
+
 @pytest.mark.parametrize(
     "reach",
     [

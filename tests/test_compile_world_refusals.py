@@ -39,6 +39,11 @@ from typing import Any
 import pytest
 from _helpers import twin_scaled
 
+try:
+    import numpy as _numpy
+except ImportError:  # the Pythons CI runs without NumPy
+    _numpy = None  # type: ignore[assignment]
+
 import vjpgrad
 from vjpgrad import Value
 from vjpgrad.compiler import DataDependentError, record, world
@@ -294,6 +299,20 @@ class _Stamped:
         self.t = datetime.datetime.now().microsecond + 1.0  # the reading
 
 
+class _Lucky:
+    """A class whose constructor draws from the system's entropy, which no generator's state shows."""
+
+    def __init__(self) -> None:
+        self.k = random.SystemRandom().random()  # the reading
+
+
+class _Fresh:
+    """A class whose constructor makes a NumPy generator seeded from the system's entropy."""
+
+    def __init__(self) -> None:
+        self.k = float(_numpy.random.default_rng().random())  # the reading
+
+
 def _made_with_a_clock(x: Value) -> Value:
     return x * _Stamp().t
 
@@ -306,14 +325,35 @@ def _made_as_a_dataclass(x: Value) -> Value:
     return x * _Stamped().t
 
 
+def _made_lucky(x: Value) -> Value:
+    return x * _Lucky().k
+
+
+def _made_fresh(x: Value) -> Value:
+    return x * _Fresh().k
+
+
 @pytest.mark.parametrize(
     ("fn", "where", "what"),
     [
         (_made_with_a_clock, _Stamp.__init__, r"read the clock"),
         (_made_in_a_folder, _Here.__init__, r"read the process's state \(os\.getcwd\)"),
         (_made_as_a_dataclass, _Stamped.__post_init__, r"read the clock"),
+        (_made_lucky, _Lucky.__init__, r"the system's entropy"),
+        pytest.param(
+            _made_fresh,
+            _Fresh.__init__,
+            r"the system's entropy",
+            marks=pytest.mark.skipif(_numpy is None, reason="NumPy is not installed"),
+        ),
     ],
-    ids=["__init__ reads the clock", "__init__ reads the folder", "__post_init__ reads the clock"],
+    ids=[
+        "__init__ reads the clock",
+        "__init__ reads the folder",
+        "__post_init__ reads the clock",
+        "__init__ draws from SystemRandom",
+        "__init__ makes a default_rng",
+    ],
 )
 def test_a_reading_in_a_constructor_the_function_calls_is_refused(
     fn: Callable[[Value], Value], where: Callable[..., Any], what: str

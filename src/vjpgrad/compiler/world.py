@@ -662,6 +662,12 @@ _SEEN_IN_STATE = frozenset({"random", "_random", "numpy"})
 after a recording run, with or without the watch); the others' (the clock's, the system's
 entropy's) only the watch sees."""
 
+_FROM_ENTROPY = frozenset(
+    {"SystemRandom", "default_rng", "SeedSequence", "RandomState", "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"}
+)
+"""What draws from the system's entropy in ``random`` and ``numpy`` (a generator made without a
+seed): no state that was there before shows it, only the watch, where a constructor names one."""
+
 
 def _reads_clock(x: Any) -> bool:
     """A function of ``time``, ``datetime`` or ``timeit``, a class deriving from ``datetime.date``
@@ -1000,6 +1006,14 @@ class _Walk:
         if not is_library(fn):
             self._function(var, fn)
             return
+        if _looks_modules_up(fn) and not self.inside_unnamed:  # held under a name the code names
+            raise UnwatchableError(
+                self.snapshot.names[var],
+                f"{fn.__module__}.{fn.__qualname__}, which looks a module up at run time by a name it is given, which "
+                "vjpgrad cannot follow to what it reads there",
+                "import the module by name where the function is defined (import scales), so that vjpgrad watches "
+                "what the function reads from it",
+            )
         if _reads_attributes(fn):  # static = inspect.getattr_static: names computed
             self.computed_attributes = True
         self._module_state_of_function(var, fn)
@@ -2290,11 +2304,31 @@ CLASS_NAMES = ("__name__", "__qualname__")
 """What a class made by a class statement holds outside its ``__dict__`` that a user may set
 (its ``__doc__`` and ``__module__`` are entries of its ``__dict__``)."""
 
-MODULES_BY_NAME = frozenset({"import_module", "__import__", "getmodule", "resolve_name"})
+MODULES_BY_NAME = frozenset({"import_module", "__import__", "getmodule"})
 """Names whose use looks a module up at run time, by a name computed then (as ``sys.modules[name]``
-does, and ``pkgutil.resolve_name("pkg.mod:Config.scale")`` and ``pydoc.locate``, with the
-attributes after it) or by an object (``inspect.getmodule(f)``, which looks in ``sys.modules``):
-the function is refused at recording, since the world cannot follow the lookup."""
+does) or by an object (``inspect.getmodule(f)``, which looks in ``sys.modules``): the function is
+refused at recording, since the world cannot follow the lookup. The library functions that do it
+are refused whatever name holds them too (``LOOKING_MODULES_UP``)."""
+
+LOOKING_MODULES_UP = (
+    ("importlib", "import_module"),
+    ("pkgutil", "resolve_name"),  # pkgutil.resolve_name("pkg.mod:Config.scale"): and the attributes after it
+    ("pydoc", "locate"),
+)
+"""The library functions that look a module up by a name given at run time (module, function):
+refused where the world holds one, under any name (``from pydoc import locate``)."""
+
+
+_LOOKUPS_BY_NAME = ({"sys", "modules"}, {"pkgutil", "resolve_name"}, {"pydoc", "locate"})
+"""The names a function's code names together where it looks a module up through its module
+(``pydoc.locate(...)``: a library module's functions are not walked; held under any other name, the
+function itself is refused, ``LOOKING_MODULES_UP``)."""
+
+
+def _looks_modules_up(fn: Any) -> bool:
+    """Whether ``fn`` is one of ``LOOKING_MODULES_UP`` (their modules as imported: none is imported here)."""
+    return any(fn is getattr(sys.modules.get(module), name, None) for module, name in LOOKING_MODULES_UP)
+
 
 FRAME_NAMES = frozenset({"_getframe", "currentframe", "getouterframes", "f_back", "f_globals", "f_locals"})
 """Names whose use reads a frame while the function runs (``sys._getframe(1).f_locals``): where
@@ -2338,7 +2372,7 @@ def _refuse_modules_found_at_run_time(fn: types.FunctionType, name: str, names: 
     """``UnwatchableError`` for a function (``name``, whose code names ``names``) that finds a
     module while it runs, where the world cannot follow it: by its name (``sys.modules``,
     ``importlib.import_module``), or a module of the user's it imports inside (``import config``)."""
-    if not names.isdisjoint(MODULES_BY_NAME) or {"sys", "modules"} <= names or {"pydoc", "locate"} <= names:
+    if not names.isdisjoint(MODULES_BY_NAME) or any(pair <= names for pair in _LOOKUPS_BY_NAME):
         raise UnwatchableError(
             name,
             "whose code looks a module up at run time (sys.modules, importlib.import_module, __import__, "
@@ -2537,6 +2571,7 @@ def _may_draw(walk: _Walk) -> bool:
         or ("default_generator" in walk.names and "torch" in sys.modules)  # PyTorch's, seeded by its own methods
         # a constructor's reading that no state shows (an object made inside the function reads the clock)
         or not walk.unseen_drawing_names.isdisjoint(walk.constructor_names)
+        or not _FROM_ENTROPY.isdisjoint(walk.constructor_names)
         or not _READS_PROCESS_STATE.isdisjoint(walk.constructor_names)
         or not _READS_THE_FOLDER.isdisjoint(walk.constructor_names)
     )
