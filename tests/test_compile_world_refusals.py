@@ -827,6 +827,26 @@ def test_torchs_fork_rng_inside_puts_the_state_back_and_is_not_a_seed() -> None:
     assert compiled.times_recorded == 1
 
 
+def test_a_draw_inside_torchs_fork_rng_is_refused_though_the_state_is_put_back() -> None:
+    """``with torch.random.fork_rng(): r = float(torch.rand(()))`` draws and puts the state back:
+    no state shows the draw, and the compiled function gave the first call's number at every call
+    where eager code draws anew (the program draws between calls; a review)."""
+    torch = pytest.importorskip("torch")
+
+    def f(x: Value) -> Value:
+        with torch.random.fork_rng():  # the draw is put back here
+            r = float(torch.rand(()))
+        return x * r
+
+    saved = torch.random.get_rng_state()
+    try:
+        with pytest.raises(DataDependentError, match=r"drew random numbers from a generator whose state it") as refused:
+            vjpgrad.compile(f)(Value(1.0))
+        assert _line_of(f, "# the draw is put back here") in str(refused.value), str(refused.value)
+    finally:
+        torch.random.set_rng_state(saved)
+
+
 def test_a_seeding_function_pickled_while_a_recording_runs_reads_back_as_itself() -> None:
     """The seeding functions stand replaced while recordings run: one pickled meanwhile (by this
     function, or another thread) pickles by its module and name, as the original does."""

@@ -1103,6 +1103,14 @@ class DrawWatch:
         if self.seeded is None and not _read_by_vjpgrad(frame):
             self.seeded = (what, _user_line(frame) or "<unknown>")
 
+    def put_back(self, frame: types.FrameType) -> None:
+        """A global generator's state, which the run had moved (drawn from, or seeded), put back by
+        its own library's code (``torch.random.fork_rng`` on leaving its block): a draw no state
+        shows after the run, noted with the user's line, unless vjpgrad's own code did it."""
+        if self.drew is None and not _read_by_vjpgrad(frame):
+            self.drew = _user_line(frame) or "<unknown>"
+            self.line = self.line or self.drew
+
     def seeding(self, generator: random.Random, frame: types.FrameType) -> None:
         """A generator that was there before the run given a state (``seed``, ``setstate``) by the
         code of ``frame``'s stack: noted, with the user's line, unless vjpgrad's own code did it.
@@ -1207,16 +1215,25 @@ def _noting_seeds(original: Callable[..., Any], what: str, home: str, module: st
     """``original`` (a global generator's seeding function, ``module.name``), noting each call for
     the recording of the calling thread (``DrawWatch.seeded_globally``) before it seeds; not a call
     from its own library's files (``home``: ``torch.random.fork_rng`` puts back the state it saved,
-    which no replay needs). Named ``module.name``, where it stands while recordings run: pickled
-    meanwhile, it is read back as that name, the original once they end."""
+    which no replay needs), unless the state it puts back is not the one it finds: the run drew
+    inside the block, noted as a draw (``DrawWatch.put_back``). Named ``module.name``, where it
+    stands while recordings run: pickled meanwhile, it is read back as that name, the original
+    once they end."""
 
     @functools.wraps(original)
     def seeding(*args: Any, **kwargs: Any) -> Any:
         watch: DrawWatch | None = getattr(_Seeding.current, "watch", None)
         caller = sys._getframe(1)
-        if watch is not None and not caller.f_code.co_filename.startswith(home):
+        if watch is None:
+            return original(*args, **kwargs)
+        if not caller.f_code.co_filename.startswith(home):
             watch.seeded_globally(what, caller)
-        return original(*args, **kwargs)
+            return original(*args, **kwargs)
+        before = _global_generator_state(what)
+        result = original(*args, **kwargs)
+        if _global_generator_state(what) != before:  # fork_rng put back a state the run had moved: a draw
+            watch.put_back(caller)
+        return result
 
     seeding.__module__, seeding.__qualname__ = module, name
     return seeding
