@@ -1586,6 +1586,24 @@ def test_leaves_torch_empty_made_and_nothing_wrote_are_said_to_hold_whatever_was
     assert second == [first[0].replace("a and b", "b").replace("to them", "to it")]
 
 
+def test_a_softmax_row_is_shown_as_pytorchs_backward_formula_names_it() -> None:
+    """The replay follows softmax's and log_softmax's backward formulas (their factors are the
+    formula's, not a Jacobian's entries): the nodes it adds say so, naming the formula, so that a
+    learner checking a row by hand against ∂y[i]/∂x[j] is not misled (a review)."""
+    with vjpgrad.watch_torch() as w:
+        logits = torch.tensor([[1.0, 2.0, 0.5]], requires_grad=True)
+        torch.nn.functional.cross_entropy(logits, torch.tensor([1])).backward()
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        torch.softmax(x, 0).backward(torch.tensor([1.0, 0.0]))
+    log_page, soft_page = (str(p.explanation) for p in w.passes)
+    assert "Σg of logits[0,0]'s row, in g − exp(y)·Σg" in log_page
+    assert "logits[0,1] in g − exp(y)·Σg" in log_page
+    assert "Σ g·y of x[0]'s row, in (g − Σ g·y)·y" in soft_page
+    assert "x[1] in (g − Σ g·y)·y" in soft_page
+    assert "sum over the row" not in log_page + soft_page
+    assert all(p.matches for p in w.passes)
+
+
 def _frames_of_the_error(body: str, watched: bool) -> tuple[str, list[tuple[str, str]]]:
     """``body`` (a learner's lines) run as a script runs them, in a ``with vjpgrad.watch_torch():``
     block or without one: its error's message, and the frames its traceback shows (file, function)."""

@@ -1602,6 +1602,13 @@ def _softmax_notes(x: torch.Tensor, dim: int, single: bool) -> set[str]:
     return notes
 
 
+_FORMULAS = {"log_softmax": ("Σg", "g − exp(y)·Σg"), "softmax": ("Σ g·y", "(g − Σ g·y)·y")}
+"""What the nodes the replay adds for a softmax's row are named by (``x[0] in g − exp(y)·Σg``, ``Σg of
+x[0]'s row, in g − exp(y)·Σg``): the row's sum PyTorch's backward takes first, and its formula that
+gives each element its gradient from it. A learner reads the factors on those rows as that
+formula's, not as entries of the Jacobian ∂y[i]/∂x[j]."""
+
+
 def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
     """``_softmax`` and ``_log_softmax`` along ``dim``: per row, an input node per element and one
     node for the row's sum that PyTorch's backward computes first (``sum(g)``, or ``sum(g * y)``),
@@ -1639,7 +1646,7 @@ def _softmax_inputs(call: Call, items: list[Item], saved: list[Any], name: str) 
     for i, item in enumerate(items):
         if isinstance(item, Value):
             inputs[i] = node = graph.make(Value, item.data, op, item, saved[i], None, None)
-            call.described.append((node, item, f"{{}} in {name}"))
+            call.described.append((node, item, f"{{}} in {_FORMULAS.get(name, (None, name))[1]}"))
     return inputs
 
 
@@ -1655,7 +1662,9 @@ def _softmax_sum(
     op = engine_op(f"{name} sum", 0, (fused_times if log else times,))
     total = graph.make(Value, number, op, tuple(inputs), kept, None, None)
     first = next(x for x in row if isinstance(x, Value))
-    call.described.append((total, first, f"{name}'s sum over the row of {{}}"))
+    formula = _FORMULAS.get(name)
+    said = f"{name}'s sum over the row of {{}}" if formula is None else f"{formula[0]} of {{}}'s row, in {formula[1]}"
+    call.described.append((total, first, said))
     return total
 
 
