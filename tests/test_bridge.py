@@ -1558,11 +1558,19 @@ def test_a_summary_says_what_a_seed_of_several_numbers_is() -> None:
         (x * 2).backward(torch.tensor([0.1, 1.0, 0.0001]))
         (x * x).sum().backward()
         torch.autograd.grad(x * 3, x, grad_outputs=torch.tensor([1.0, 0.5, 0.25]))
-    vector, scalar, functional = (p.summary().splitlines() for p in w.passes)
-    said = "  the seed is the v of a vector-Jacobian product: each .grad below is Σᵢ v[i] · ∂y[i]/∂leaf (vᵀJ)"
+        a, b = (x * 2).sum(), (x * 3).sum()
+        torch.autograd.backward([a, b])  # two scalars, no seed of the learner's: [1, 1]
+    vector, scalar, functional, two = (p.summary().splitlines() for p in w.passes)
+    said = (
+        "  the seed is the v of a vector-Jacobian product: this pass adds Σᵢ v[i] · ∂y[i]/∂x (vᵀJ) into each "
+        "x.grad below"
+    )
     assert vector[1] == said
-    assert not any("vector-Jacobian" in line for line in scalar)
-    assert functional[1].startswith("  the seed is the v of a vector-Jacobian product: each gradient below is")
+    assert not any("vector-Jacobian" in line for line in scalar + two)
+    assert (
+        functional[1]
+        == "  the seed is the v of a vector-Jacobian product: the gradient of each x below is Σᵢ v[i] · ∂y[i]/∂x (vᵀJ)"
+    )
 
 
 def test_leaves_torch_empty_made_and_nothing_wrote_are_said_to_hold_whatever_was_in_memory() -> None:

@@ -847,6 +847,25 @@ def test_a_draw_inside_torchs_fork_rng_is_refused_though_the_state_is_put_back()
         torch.random.set_rng_state(saved)
 
 
+def test_a_seed_inside_torchs_fork_rng_is_refused_as_a_seed_not_as_a_draw() -> None:
+    """The block puts back a state its seed moved: the refusal names the seed, at its line (a review
+    of the refusal of a draw inside the block, which said "drew" at the ``with``)."""
+    torch = pytest.importorskip("torch")
+
+    def f(x: Value) -> Value:
+        with torch.random.fork_rng():
+            torch.manual_seed(0)  # the seed
+        return x * 2.0
+
+    saved = torch.random.get_rng_state()
+    try:
+        with pytest.raises(DataDependentError, match=r"seeded PyTorch's global generator") as refused:
+            vjpgrad.compile(f)(Value(1.0))
+        assert _line_of(f, "# the seed") in str(refused.value), str(refused.value)
+    finally:
+        torch.random.set_rng_state(saved)
+
+
 def test_a_seeding_function_pickled_while_a_recording_runs_reads_back_as_itself() -> None:
     """The seeding functions stand replaced while recordings run: one pickled meanwhile (by this
     function, or another thread) pickles by its module and name, as the original does."""

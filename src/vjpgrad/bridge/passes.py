@@ -133,9 +133,14 @@ def _numbers(values: list[float], shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(text.number(v) for v in values) + "]"
 
 
-SEED_IS_V = "  the seed is the v of a vector-Jacobian product: each {} below is Σᵢ v[i] · ∂y[i]/∂leaf (vᵀJ)"
-"""What a summary says under a pass seeded with several numbers (the question its learners bring:
-what are the numbers ``y.backward(gradients)`` takes?); ``y`` is what the pass started from."""
+SEED_IS_V = {
+    "backward": "  the seed is the v of a vector-Jacobian product: this pass adds Σᵢ v[i] · ∂y[i]/∂x (vᵀJ) into each "
+    "x.grad below",
+    "torch.autograd.grad": "  the seed is the v of a vector-Jacobian product: the gradient of each x below is "
+    "Σᵢ v[i] · ∂y[i]/∂x (vᵀJ)",
+}
+"""What a summary says under a pass from one tensor ``y`` of several elements, seeded by the
+learner (the question its learners bring: what are the numbers ``y.backward(gradients)`` takes?)."""
 
 
 @dataclass
@@ -166,6 +171,7 @@ class Pass:
     notes: list[str] = field(default_factory=list)  # lines under the leaves' (a leaf with no name: where it is)
     kernels: str = ""  # where PyTorch ran kernels other than those the replay follows: how to pick those
     learners_cause: bool = False  # the learner's code explains a difference (a hook, a change the watch missed)
+    vector: bool = False  # it started from one tensor of several elements, seeded by the learner (y.backward(v))
 
     _explanation: Explanation | None = field(default=None, init=False, repr=False)
 
@@ -214,8 +220,8 @@ class Pass:
         seeded = self.call in ("backward", "torch.autograd.grad") and self.seed  # its grad_outputs
         seed = f", seed {_numbers(self.seed, (len(self.seed),))}" if seeded else ""
         lines = [f"Pass {self.number}: {self.call} at {self.location}{seed}"]
-        if seeded and len(self.seed) > 1 and self.pytorch_error is None and not self.ran_as:
-            lines.append(SEED_IS_V.format("gradient" if self.call == "torch.autograd.grad" else ".grad"))
+        if seeded and self.vector and self.pytorch_error is None and not self.ran_as:
+            lines.append(SEED_IS_V[self.call])
         return lines
 
     def __str__(self) -> str:

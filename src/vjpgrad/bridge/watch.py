@@ -512,6 +512,12 @@ def _bits(t: torch.Tensor) -> bytes:
     return fingerprint(t, numbers_of(t))
 
 
+def _seeded_vector(roots: Sequence[Any], seeds: Sequence[Any]) -> bool:
+    """Whether a pass started from one tensor of several elements with the learner's gradient
+    argument (``y.backward(v)``): what its summary explains as a vector-Jacobian product."""
+    return len(roots) == 1 and isinstance(roots[0], torch.Tensor) and roots[0].numel() > 1 and seeds[0] is not None
+
+
 def _listed(names: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
@@ -1235,7 +1241,7 @@ class Watch:
             explainer = functools.partial(self._as_of, number, outs, kept, scalar, call) if outs else None
             return Pass(
                 number, location, outs, seed, retain, call=call, leaves=reports, reasons=sorted(notes), notes=unnamed,
-                explainer=explainer,
+                explainer=explainer, vector=_seeded_vector(roots, seeds),
             )  # fmt: skip
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
@@ -1377,6 +1383,7 @@ class Watch:
                 reasons=reasons,
                 notes=unnamed,
                 learners_cause=bool(hooks or unseen),
+                vector=_seeded_vector(roots, seeds),
             )
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"

@@ -1107,7 +1107,7 @@ class DrawWatch:
         """A global generator's state, which the run had moved (drawn from, or seeded), put back by
         its own library's code (``torch.random.fork_rng`` on leaving its block): a draw no state
         shows after the run, noted with the user's line, unless vjpgrad's own code did it."""
-        if self.drew is None and not _read_by_vjpgrad(frame):
+        if self.drew is None and self.seeded is None and not _read_by_vjpgrad(frame):  # a seed is said as such
             self.drew = _user_line(frame) or "<unknown>"
             self.line = self.line or self.drew
 
