@@ -1594,22 +1594,31 @@ def test_leaves_torch_empty_made_and_nothing_wrote_are_said_to_hold_whatever_was
     assert second == [first[0].replace("a and b", "b").replace("to them", "to it")]
 
 
-def test_a_softmax_row_is_shown_as_pytorchs_backward_formula_names_it() -> None:
-    """The replay follows softmax's and log_softmax's backward formulas (their factors are the
-    formula's, not a Jacobian's entries): the nodes it adds say so, naming the formula, so that a
-    learner checking a row by hand against ∂y[i]/∂x[j] is not misled (a review)."""
+def test_a_log_softmax_row_is_the_chain_rule_and_a_softmax_row_names_its_formula() -> None:
+    """log_softmax (under cross_entropy) is ``y = x - logsumexp(x)``: its rows on the stepper are
+    that chain rule's, each factor a true derivative (∂y/∂logsumexp = -1, ∂logsumexp/∂x = softmax),
+    with PyTorch's bits. softmax's rows follow its backward formula, whose factors are no
+    Jacobian's entries: the nodes the replay adds name the formula and the dimension they run along
+    (a review: a sum "over the row" holding logsumexp showed +1 and -softmax where a learner checking
+    by hand finds -1 and +softmax, and named a column a row)."""
     with vjpgrad.watch_torch() as w:
         logits = torch.tensor([[1.0, 2.0, 0.5]], requires_grad=True)
         torch.nn.functional.cross_entropy(logits, torch.tensor([1])).backward()
-        x = torch.tensor([1.0, 2.0], requires_grad=True)
-        torch.softmax(x, 0).backward(torch.tensor([1.0, 0.0]))
-    log_page, soft_page = (str(p.explanation) for p in w.passes)
-    assert "Σg of logits[0,0]'s row, in g − exp(y)·Σg" in log_page
-    assert "logits[0,1] in g − exp(y)·Σg" in log_page
-    assert "Σ g·y of x[0]'s row, in (g − Σ g·y)·y" in soft_page
-    assert "x[1] in (g − Σ g·y)·y" in soft_page
-    assert "sum over the row" not in log_page + soft_page
-    assert all(p.matches for p in w.passes)
+        x = torch.tensor([[1.0, 2.0], [0.5, -1.0]], requires_grad=True)
+        torch.softmax(x, 0).backward(torch.tensor([[1.0, 0.0], [0.0, 0.0]]))
+    log_pass, soft_pass = w.passes
+    assert log_pass.matches
+    assert soft_pass.matches
+    steps = [(str(s.node), str(s.operand), s.local) for s in log_pass.explanation.steps]  # type: ignore[union-attr]
+    lse = "logsumexp along dim 1 through logits[0,0]"
+    assert ("t1[0,1]", lse, -1.0) in steps
+    softmax = torch.softmax(logits.detach(), 1).reshape(-1).tolist()
+    for k in range(3):
+        assert (lse, f"logits[0,{k}] in log_softmax", pytest.approx(softmax[k], rel=1e-6)) in steps
+    soft_page = str(soft_pass.explanation)
+    assert "Σ g·y along dim 0 through x[0,0], in (g − Σ g·y)·y" in soft_page
+    assert "x[1,0] in (g − Σ g·y)·y" in soft_page
+    assert "row" not in str(log_pass.explanation) + soft_page
 
 
 def _frames_of_the_error(body: str, watched: bool) -> tuple[str, list[tuple[str, str]]]:

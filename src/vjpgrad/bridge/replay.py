@@ -1602,18 +1602,20 @@ def _softmax_notes(x: torch.Tensor, dim: int, single: bool) -> set[str]:
     return notes
 
 
-_FORMULAS = {"log_softmax": ("Σg", "g − exp(y)·Σg"), "softmax": ("Σ g·y", "(g − Σ g·y)·y")}
-"""What the nodes the replay adds for a softmax's row are named by (``x[0] in g − exp(y)·Σg``, ``Σg of
-x[0]'s row, in g − exp(y)·Σg``): the row's sum PyTorch's backward takes first, and its formula that
-gives each element its gradient from it. A learner reads the factors on those rows as that
-formula's, not as entries of the Jacobian ∂y[i]/∂x[j]."""
+SOFTMAX_FORMULA = "(g − Σ g·y)·y"
+"""softmax's backward formula, which names the nodes the replay adds for it (``x[1] in (g − Σ g·y)·y``,
+``Σ g·y along dim 0 through x[0], in (g − Σ g·y)·y``): its factors on those rows are the formula's,
+not entries of the Jacobian ∂y[i]/∂x[j], which no order of PyTorch's roundings computes. (A
+log_softmax's rows are the chain rule's own: ``y = x - logsumexp(x)``.)"""
 
 
 def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
     """``_softmax`` and ``_log_softmax`` along ``dim``: per row, an input node per element and one
-    node for the row's sum that PyTorch's backward computes first (``sum(g)``, or ``sum(g * y)``),
-    then each element's gradient as its kernel writes it: ``g - exp(y) * sum`` for log_softmax,
-    ``(g - sum) * y`` for softmax."""
+    node for the row's sum that PyTorch's backward computes first (``sum(g * y)`` for softmax; for
+    log_softmax ``-sum(g)``, the gradient of the row's logsumexp, which ``y = x - logsumexp`` hands
+    ``-1`` times each element's), then each element's gradient as its kernel writes it:
+    ``g - exp(y) * sum(g)`` for log_softmax (here ``g + exp(y) * -sum(g)``, the same bits: a negation is
+    exact), ``(g - sum) * y`` for softmax."""
     x, dim = call.args[0], call.args[1] % max(call.args[0].dim(), 1)
     y = call.out
     single = call.single
@@ -1624,47 +1626,53 @@ def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
     exps = [in_dtype(v, single) for v in (_kernel_exps(y, dim) if log else [])]
     sums = numbers_of(torch.logsumexp(x, dim)) if log else [1.0] * len(rows)
     name = "log_softmax" if log else "softmax"
-    inputs = _softmax_inputs(call, entry.items, [_unit(single)] * len(ys) if log else ys, name)
+    inputs = _softmax_inputs(
+        call, entry.items, [_unit(single)] * len(ys) if log else ys, name, f"{{}} in {name if log else SOFTMAX_FORMULA}"
+    )
     row_of = [0] * len(inputs)
     totals: list[Item] = []
+    sum_label = (  # the row's node: logsumexp for log_softmax (the chain rule's own), softmax's formula's sum
+        f"logsumexp along dim {dim} through {{}}"
+        if log
+        else f"Σ g·y along dim {dim} through {{}}, in {SOFTMAX_FORMULA}"
+    )
     for r, row in enumerate(rows):
         for i in row:
             row_of[i] = r
-        saved = [-exps[i] if log else -_unit(single) for i in row]
+        saved = [exps[i] if log else -_unit(single) for i in row]  # ∂logsumexp/∂x = exp(y), softmax's -1
         kept = [inputs[i] for i in row]
-        totals.append(_softmax_sum(call, [entry.items[i] for i in row], kept, saved, sums[r], name, log))
+        totals.append(_softmax_sum(call, [entry.items[i] for i in row], kept, saved, sums[r], name, sum_label, log))
     operands_y = [inputs, [totals[row_of[i]] for i in range(len(inputs))]]
-    saved_y = [[_unit(single)] * len(inputs), [_unit(single) if log else ys[i] for i in range(len(inputs))]]
+    saved_y = [[_unit(single)] * len(inputs), [-_unit(single) if log else ys[i] for i in range(len(inputs))]]
     return [make_outputs(name, numbers_of(y), operands_y, saved_y, [times, times])]
 
 
-def _softmax_inputs(call: Call, items: list[Item], saved: list[Any], name: str) -> list[Item]:
+def _softmax_inputs(call: Call, items: list[Item], saved: list[Any], name: str, label: str = "") -> list[Item]:
     """A node per element that takes gradient, where its two contributions (its own, and the row
-    sum's) are added before one passes on (``saved``: what that one is multiplied by)."""
+    sum's) are added before one passes on (``saved``: what that one is multiplied by); named by
+    ``label`` (``{}``: the element), ``x[0] in name`` by default."""
     inputs = list(items)
     op = engine_op(f"{name} input", 1, (times,))
     for i, item in enumerate(items):
         if isinstance(item, Value):
             inputs[i] = node = graph.make(Value, item.data, op, item, saved[i], None, None)
-            call.described.append((node, item, f"{{}} in {_FORMULAS.get(name, (None, name))[1]}"))
+            call.described.append((node, item, label or f"{{}} in {name}"))
     return inputs
 
 
 def _softmax_sum(
-    call: Call, row: list[Item], inputs: list[Item], saved: list[Any], number: float, name: str, log: bool
+    call: Call, row: list[Item], inputs: list[Item], saved: list[Any], number: float, name: str, label: str, log: bool
 ) -> Item:
-    """The node of one row's sum: the contributions of the row's results add up here, in PyTorch's
-    order, and hand each input ``sum * saved`` (for log_softmax, a product its input adds onto
-    its own gradient with one rounding: ``fused_times``)."""
+    """The node of one row's sum, named by ``label`` (``{}``: its first element): the contributions
+    of the row's results add up here, in PyTorch's order, and hand each input ``sum * saved`` (for
+    log_softmax, a product its input adds onto its own gradient with one rounding: ``fused_times``)."""
     kept = tuple(s if isinstance(x, Value) else None for x, s in zip(inputs, saved, strict=True))
     if all(s is None for s in kept):
         return number
-    op = engine_op(f"{name} sum", 0, (fused_times if log else times,))
+    op = engine_op("logsumexp" if log else f"{name} sum", 0, (fused_times if log else times,))
     total = graph.make(Value, number, op, tuple(inputs), kept, None, None)
     first = next(x for x in row if isinstance(x, Value))
-    formula = _FORMULAS.get(name)
-    said = f"{name}'s sum over the row of {{}}" if formula is None else f"{formula[0]} of {{}}'s row, in {formula[1]}"
-    call.described.append((total, first, said))
+    call.described.append((total, first, label))
     return total
 
 
