@@ -1585,6 +1585,13 @@ def test_leaves_torch_empty_made_and_nothing_wrote_are_said_to_hold_whatever_was
         (a * b * c).sum().backward()
         a.data.fill_(1.0)  # written: no longer whatever was in memory
         (a * b * c).sum().backward()
+    with vjpgrad.watch_torch() as w2:
+        weight = torch.nn.Parameter(torch.empty(3))  # the usual mistake: a Parameter nothing initialises
+        v = torch.empty(6).view(2, 3).requires_grad_()
+        linear = torch.nn.Linear(3, 1)  # made by torch.empty too, then initialised: not named
+        (linear(weight * v).sum()).backward()
+    (said,) = [line for line in w2.passes[0].summary().splitlines() if "torch.empty" in line]
+    assert said.startswith("  weight and v: made by torch.empty, and nothing wrote to them since")
     first, second = ([line for line in p.summary().splitlines() if "torch.empty" in line] for p in w.passes)
     assert first == [
         "  a and b: made by torch.empty, and nothing wrote to them since: the numbers are whatever was in "

@@ -643,7 +643,7 @@ class Watch:
         self._changing: list[_Change] = []  # the changes of the operation running, kept once it returns
         self._listed: list[tuple[torch.Tensor, int]] = []  # a _foreach_ operation's tensors and versions before it
         self._read_at: dict[int, set[int]] = {}  # each tensor's versions an operation read or made (by id)
-        self._unwritten: dict[int, tuple[torch.Tensor, bytes]] = {}  # torch.empty's tensors, and their bits then
+        self._unwritten: dict[int, tuple[torch.Tensor, bytes]] = {}  # torch.empty's tensors by address, their bits
 
     @property
     def _unseen(self) -> str:
@@ -868,10 +868,8 @@ class Watch:
             self._changing, self._listed = [], []
         if not outputs:
             return
-        base = op_name(func).split(".")[0]
-        source = self._unwritten.get(id(args[0])) if base in ("detach", "alias") and args else None
-        if base in _UNINITIALISED or (source is not None and source[0] is args[0]):  # whatever was in memory
-            self._unwritten.update((id(t), (t, _bits(t))) for t in outputs if t.numel() <= UNWRITTEN_LIMIT)
+        if op_name(func).split(".")[0] in _UNINITIALISED:  # whatever was in memory, by where it lies
+            self._unwritten.update((t.data_ptr(), (t, _bits(t))) for t in outputs if 0 < t.numel() <= UNWRITTEN_LIMIT)
         try:
             if isinstance(before, Exception):
                 raise before
@@ -1743,9 +1741,8 @@ class Watch:
             else:
                 unnamed.append(self._unnamed_line(key, name, reached, names))
             report = _leaf_report(name, reached, here, earlier, before)
-            unwritten = self._unwritten.get(id(reached.tensor))
-            if unwritten is not None and unwritten[0] is reached.tensor and _bits(reached.tensor) == unwritten[1]:
-                empty.append(name)  # its numbers as torch.empty left them (through .data too: its bits are read)
+            if self._unwritten_leaf(reached.tensor):
+                empty.append(name)
             if report.pytorch is not None and any(
                 d != 0 and item not in here and _dense_zero(number)
                 for item, number, d in zip(reached.items, report.pytorch, report.distances, strict=True)
@@ -1755,6 +1752,13 @@ class Watch:
         if empty:
             unnamed.append(_UNWRITTEN_NOTE.format(_listed(empty), "it" if len(empty) == 1 else "them"))
         return reports, frozenset(found), unnamed
+
+    def _unwritten_leaf(self, t: torch.Tensor) -> bool:
+        """Whether ``t`` lies where ``torch.empty`` made a tensor (itself, a ``detach()``, an
+        ``nn.Parameter`` of it, a view of all of it), with the numbers it left there: nothing wrote
+        them since (a write through ``.data``, which no version shows, is seen in the bits)."""
+        made = self._unwritten.get(t.data_ptr()) if t.numel() else None
+        return made is not None and made[0].numel() == t.numel() and _bits(t) == made[1]
 
     def _unnamed_line(self, key: int, name: str, leaf: Entry, names: dict[int, str]) -> str:
         """The line under a pass for a leaf with no name there (``leaf 1``): where the learner's name
