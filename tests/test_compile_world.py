@@ -1003,7 +1003,12 @@ def test_a_module_looked_up_by_a_function_held_under_any_name_is_refused(
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "scales_held", raising=False)
     importlib.import_module("scales_held")
-    held = {"locate": pydoc.locate, "rn": pkgutil.resolve_name, "im": importlib.import_module}
+    held = {
+        "locate": pydoc.locate,
+        "rn": pkgutil.resolve_name,
+        "im": importlib.import_module,
+        "imp": __import__,
+    }
     for name, looks_up in held.items():
 
         def f(x: Value, looks_up: Any = looks_up) -> Value:
@@ -1018,6 +1023,11 @@ def test_a_module_looked_up_by_a_function_held_under_any_name_is_refused(
 _REGISTRY = {"a": 2.0}
 
 
+def import_module(key: str) -> float:
+    """A registry's helper of the user's, named as importlib's function is."""
+    return _REGISTRY[key]
+
+
 def resolve_name(key: str) -> float:
     """A registry's helper of the user's, named as pkgutil's function is."""
     return _REGISTRY[key]
@@ -1029,7 +1039,7 @@ def locate(key: str) -> float:
 
 
 def _scaled_by_the_registry(x: Value) -> Value:
-    return x * resolve_name("a") * locate("a")
+    return x * resolve_name("a") * locate("a") * import_module("a")
 
 
 def test_a_function_of_the_users_named_as_one_that_looks_modules_up_is_its_own() -> None:
@@ -1038,9 +1048,9 @@ def test_a_function_of_the_users_named_as_one_that_looks_modules_up_is_its_own()
     _REGISTRY["a"] = 2.0
     compiled = vjpgrad.compile(_scaled_by_the_registry)
     for _ in range(3):
-        assert compiled(Value(1.5)).data == 6.0
+        assert compiled(Value(1.5)).data == 12.0
     _REGISTRY["a"] = 3.0
-    assert compiled(Value(1.5)).data == 13.5
+    assert compiled(Value(1.5)).data == 40.5
 
 
 @pytest.mark.parametrize(

@@ -41,8 +41,10 @@ from _helpers import twin_scaled
 
 try:
     import numpy as _numpy
+    from numpy.random import default_rng as _make_generator
 except ImportError:  # the Pythons CI runs without NumPy
     _numpy = None  # type: ignore[assignment]
+from random import SystemRandom as _Entropy
 
 import vjpgrad
 from vjpgrad import Value
@@ -306,6 +308,25 @@ class _Lucky:
         self.k = random.SystemRandom().random()  # the reading
 
 
+class _LuckyByAnotherName:
+    """A constructor drawing from the system's entropy through a class held under another name."""
+
+    def __init__(self) -> None:
+        self.k = _Entropy().random()  # the reading
+
+
+def _made_lucky_by_another_name(x: Value) -> Value:
+    return x * _LuckyByAnotherName().k
+
+
+def _lucky_by_another_name(x: Value) -> Value:
+    return x * _Entropy().random()  # the reading
+
+
+def _fresh_by_another_name(x: Value) -> Value:
+    return x * float(_make_generator().random())  # the reading
+
+
 class _Fresh:
     """A class whose constructor makes a NumPy generator seeded from the system's entropy."""
 
@@ -340,6 +361,14 @@ def _made_fresh(x: Value) -> Value:
         (_made_in_a_folder, _Here.__init__, r"read the process's state \(os\.getcwd\)"),
         (_made_as_a_dataclass, _Stamped.__post_init__, r"read the clock"),
         (_made_lucky, _Lucky.__init__, r"the system's entropy"),
+        (_made_lucky_by_another_name, _LuckyByAnotherName.__init__, r"the system's entropy"),
+        (_lucky_by_another_name, _lucky_by_another_name, r"the system's entropy"),
+        pytest.param(
+            _fresh_by_another_name,
+            _fresh_by_another_name,
+            r"the system's entropy",
+            marks=pytest.mark.skipif(_numpy is None, reason="NumPy is not installed"),
+        ),
         pytest.param(
             _made_fresh,
             _Fresh.__init__,
@@ -352,6 +381,9 @@ def _made_fresh(x: Value) -> Value:
         "__init__ reads the folder",
         "__post_init__ reads the clock",
         "__init__ draws from SystemRandom",
+        "__init__ draws from SystemRandom held as another name",
+        "the body draws from SystemRandom held as another name",
+        "the body makes a default_rng held as another name",
         "__init__ makes a default_rng",
     ],
 )

@@ -637,6 +637,10 @@ def _draws(x: Any) -> bool:
     return _drawing_module(x) is not None
 
 
+_TYPES_MODULE = type.__dict__["__module__"]
+"""``type``'s own ``__module__``, read past a metaclass's (which may be the user's code)."""
+
+
 def _drawing_module(x: Any) -> str | None:
     """The module of ``DRAWING_MODULES`` that ``x`` is, or whose function, built-in or clock class
     it is (``datetime`` for a subclass of ``datetime.date``); None for anything else."""
@@ -648,9 +652,16 @@ def _drawing_module(x: Any) -> str | None:
     elif kind is types.MethodType:  # NumPy's global generator's methods (numpy.random.permutation)
         return _drawing_module(x.__func__)
     elif issubclass(kind, type):  # a class whose methods read the clock (datetime.datetime.now, date.today, a
-        # subclass's); no other class draws by itself (a generator's class makes one: its instances are watched)
-        # type's own check of the class's bases: none of the class's code runs
-        return "datetime" if issubclass(x, datetime.date) else None
+        # subclass's), or a generator's class (random.SystemRandom, numpy.random.RandomState), which may
+        # draw from the system's entropy as it makes one: type's own reads, none of the class's code runs
+        if issubclass(x, datetime.date):
+            return "datetime"
+        try:
+            name = _TYPES_MODULE.__get__(x)
+        except AttributeError:  # a class made by type() where the globals hold no __name__ has none
+            return None
+        random_class = isinstance(name, str) and (name in ("random", "_random") or name.startswith("numpy.random"))
+        return name.partition(".")[0] if random_class else None
     else:
         return None
     root = name.partition(".")[0] if isinstance(name, str) else None
@@ -1007,13 +1018,7 @@ class _Walk:
             self._function(var, fn)
             return
         if _looks_modules_up(fn) and not self.inside_unnamed:  # held under a name the code names
-            raise UnwatchableError(
-                self.snapshot.names[var],
-                f"{fn.__module__}.{fn.__qualname__}, which looks a module up at run time by a name it is given, which "
-                "vjpgrad cannot follow to what it reads there",
-                "import the module by name where the function is defined (import scales), so that vjpgrad watches "
-                "what the function reads from it",
-            )
+            raise _looking_modules_up(self.snapshot.names[var], fn)
         if _reads_attributes(fn):  # static = inspect.getattr_static: names computed
             self.computed_attributes = True
         self._module_state_of_function(var, fn)
@@ -1194,6 +1199,8 @@ class _Walk:
             self.computed_attributes = True
         if any(method is reads for reads in _READS_GLOBALS):
             self.computed_globals = True
+        if _looks_modules_up(method) and not self.inside_unnamed:  # imp = __import__
+            raise _looking_modules_up(self.snapshot.names[var], method)
         self._members(var, method, ("__self__",))
 
     def _reference(self, var: int, reference: weakref.ref[Any]) -> None:
@@ -1402,7 +1409,7 @@ class _Walk:
         module = _drawing_module(x)
         if module is not None:
             self.drawing_names.add(key)
-            if module not in _SEEN_IN_STATE:
+            if module not in _SEEN_IN_STATE or getattr(x, "__name__", None) in _FROM_ENTROPY:  # SystemRandom as SR
                 self.unseen_drawing_names.add(key)
 
     def _mapping(self, var: int, mapping: Any, attribute: bool = False, own: bool | None = None) -> None:
@@ -2304,25 +2311,45 @@ CLASS_NAMES = ("__name__", "__qualname__")
 """What a class made by a class statement holds outside its ``__dict__`` that a user may set
 (its ``__doc__`` and ``__module__`` are entries of its ``__dict__``)."""
 
-MODULES_BY_NAME = frozenset({"import_module", "__import__", "getmodule"})
+MODULES_BY_NAME = frozenset({"__import__"})
 """Names whose use looks a module up at run time, by a name computed then (as ``sys.modules[name]``
 does) or by an object (``inspect.getmodule(f)``, which looks in ``sys.modules``): the function is
 refused at recording, since the world cannot follow the lookup. The library functions that do it
-are refused whatever name holds them too (``LOOKING_MODULES_UP``)."""
+are refused whatever name holds them (``LOOKING_MODULES_UP``), and through their modules where the
+code names both (``_LOOKUPS_BY_NAME``); a function of the user's named ``import_module`` is theirs."""
 
 LOOKING_MODULES_UP = (
     ("importlib", "import_module"),
     ("pkgutil", "resolve_name"),  # pkgutil.resolve_name("pkg.mod:Config.scale"): and the attributes after it
     ("pydoc", "locate"),
+    ("inspect", "getmodule"),
+    ("builtins", "__import__"),
 )
 """The library functions that look a module up by a name given at run time (module, function):
 refused where the world holds one, under any name (``from pydoc import locate``)."""
 
 
-_LOOKUPS_BY_NAME = ({"sys", "modules"}, {"pkgutil", "resolve_name"}, {"pydoc", "locate"})
+_LOOKUPS_BY_NAME = (
+    {"sys", "modules"},
+    {"importlib", "import_module"},
+    {"inspect", "getmodule"},
+    {"pkgutil", "resolve_name"},
+    {"pydoc", "locate"},
+)
 """The names a function's code names together where it looks a module up through its module
 (``pydoc.locate(...)``: a library module's functions are not walked; held under any other name, the
 function itself is refused, ``LOOKING_MODULES_UP``)."""
+
+
+def _looking_modules_up(name: str, fn: Any) -> UnwatchableError:
+    """The refusal of a function of ``LOOKING_MODULES_UP`` the world holds as ``name``."""
+    return UnwatchableError(
+        name,
+        f"{fn.__module__}.{fn.__qualname__}, which looks a module up at run time by a name it is given, which "
+        "vjpgrad cannot follow to what it reads there",
+        "import the module by name where the function is defined (import scales), so that vjpgrad watches "
+        "what the function reads from it",
+    )
 
 
 def _looks_modules_up(fn: Any) -> bool:
