@@ -1602,20 +1602,26 @@ def _softmax_notes(x: torch.Tensor, dim: int, single: bool) -> set[str]:
     return notes
 
 
-SOFTMAX_FORMULA = "(g − Σ g·y)·y"
-"""softmax's backward formula, which names the nodes the replay adds for it (``x[1] in (g − Σ g·y)·y``,
-``Σ g·y along dim 0 through x[0], in (g − Σ g·y)·y``): its factors on those rows are the formula's,
-not entries of the Jacobian ∂y[i]/∂x[j], which no order of PyTorch's roundings computes. (A
-log_softmax's rows are the chain rule's own: ``y = x - logsumexp(x)``.)"""
+SOFTMAX_FORMULAS = {
+    "log_softmax": ("logsumexp", "Σg", "g − exp(y)·Σg"),
+    "softmax": ("Σy", "Σ g·y", "(g − Σ g·y)·y"),
+}
+"""What the nodes the replay adds for a softmax's row are named by: what the row's node holds (its
+value: the row's logsumexp, or the sum of softmax's row, 1), the sum of gradients PyTorch's
+backward gathers there first (``logsumexp's Σg along dim 1 through x[0]``, ``Σ g·y along dim 0
+through x[0]``), and the formula that gives each element its gradient from it (``x[1] in g −
+exp(y)·Σg``). Its factors on those rows (``1`` into the
+sum, ``-exp(y)`` or ``y`` out) are the formula's, not entries of the Jacobian ∂y[i]/∂x[j]: written as
+the chain rule of ``y = x - logsumexp(x)`` (factors ``-1`` in, ``exp(y)`` out), the sum of negated
+gradients differs from the negated sum where they cancel (``1 + -1`` is +0, ``-(1 - 1)`` is -0), and
+a nan takes another sign: no longer PyTorch's bits."""
 
 
 def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
     """``_softmax`` and ``_log_softmax`` along ``dim``: per row, an input node per element and one
-    node for the row's sum that PyTorch's backward computes first (``sum(g * y)`` for softmax; for
-    log_softmax ``-sum(g)``, the gradient of the row's logsumexp, which ``y = x - logsumexp`` hands
-    ``-1`` times each element's), then each element's gradient as its kernel writes it:
-    ``g - exp(y) * sum(g)`` for log_softmax (here ``g + exp(y) * -sum(g)``, the same bits: a negation is
-    exact), ``(g - sum) * y`` for softmax."""
+    node for the row's sum that PyTorch's backward computes first (``sum(g)``, or ``sum(g * y)``),
+    then each element's gradient as its kernel writes it: ``g - exp(y) * sum`` for log_softmax,
+    ``(g - sum) * y`` for softmax (named by ``SOFTMAX_FORMULAS``)."""
     x, dim = call.args[0], call.args[1] % max(call.args[0].dim(), 1)
     y = call.out
     single = call.single
@@ -1626,24 +1632,21 @@ def _softmax_rule(call: Call, log: bool) -> list[list[Item]]:
     exps = [in_dtype(v, single) for v in (_kernel_exps(y, dim) if log else [])]
     sums = numbers_of(torch.logsumexp(x, dim)) if log else [1.0] * len(rows)
     name = "log_softmax" if log else "softmax"
-    inputs = _softmax_inputs(
-        call, entry.items, [_unit(single)] * len(ys) if log else ys, name, f"{{}} in {name if log else SOFTMAX_FORMULA}"
-    )
+    holds, gathers, formula = SOFTMAX_FORMULAS[name]
+    inputs = _softmax_inputs(call, entry.items, [_unit(single)] * len(ys) if log else ys, name, f"{{}} in {formula}")
     row_of = [0] * len(inputs)
     totals: list[Item] = []
-    sum_label = (  # the row's node: logsumexp for log_softmax (the chain rule's own), softmax's formula's sum
-        f"logsumexp along dim {dim} through {{}}"
-        if log
-        else f"Σ g·y along dim {dim} through {{}}, in {SOFTMAX_FORMULA}"
+    sum_label = (
+        f"{holds}'s {gathers} along dim {dim} through {{}}" if log else f"{gathers} along dim {dim} through {{}}"
     )
     for r, row in enumerate(rows):
         for i in row:
             row_of[i] = r
-        saved = [exps[i] if log else -_unit(single) for i in row]  # ∂logsumexp/∂x = exp(y), softmax's -1
+        saved = [-exps[i] if log else -_unit(single) for i in row]
         kept = [inputs[i] for i in row]
         totals.append(_softmax_sum(call, [entry.items[i] for i in row], kept, saved, sums[r], name, sum_label, log))
     operands_y = [inputs, [totals[row_of[i]] for i in range(len(inputs))]]
-    saved_y = [[_unit(single)] * len(inputs), [-_unit(single) if log else ys[i] for i in range(len(inputs))]]
+    saved_y = [[_unit(single)] * len(inputs), [_unit(single) if log else ys[i] for i in range(len(inputs))]]
     return [make_outputs(name, numbers_of(y), operands_y, saved_y, [times, times])]
 
 
@@ -1669,7 +1672,7 @@ def _softmax_sum(
     kept = tuple(s if isinstance(x, Value) else None for x, s in zip(inputs, saved, strict=True))
     if all(s is None for s in kept):
         return number
-    op = engine_op("logsumexp" if log else f"{name} sum", 0, (fused_times if log else times,))
+    op = engine_op(f"{name} sum", 0, (fused_times if log else times,))
     total = graph.make(Value, number, op, tuple(inputs), kept, None, None)
     first = next(x for x in row if isinstance(x, Value))
     call.described.append((total, first, label))
