@@ -1592,6 +1592,12 @@ def test_leaves_torch_empty_made_and_nothing_wrote_are_said_to_hold_whatever_was
         (linear(weight * v).sum()).backward()
     (said,) = [line for line in w2.passes[0].summary().splitlines() if "torch.empty" in line]
     assert said.startswith("  weight and v: made by torch.empty, and nothing wrote to them since")
+    with vjpgrad.watch_torch() as w3:  # written with the very bits it held (zeros_ over fresh zeroed memory)
+        bias = torch.nn.Parameter(torch.empty(3))
+        with torch.no_grad():
+            bias.copy_(bias.detach().clone())
+        (bias * 2).sum().backward()
+    assert not any("torch.empty" in line for line in w3.passes[0].summary().splitlines())
     first, second = ([line for line in p.summary().splitlines() if "torch.empty" in line] for p in w.passes)
     assert first == [
         "  a and b: made by torch.empty, and nothing wrote to them since: the numbers are whatever was in "

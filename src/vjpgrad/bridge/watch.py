@@ -507,6 +507,12 @@ wrote them (a learner's leaf made so is a few numbers; a layer's weight is writt
 initialiser)."""
 
 
+def _memory(t: torch.Tensor) -> int:
+    """Where a tensor's memory begins (its storage's, shared by its views, a ``detach()`` and an
+    ``nn.Parameter`` made of it)."""
+    return int(t.untyped_storage().data_ptr())
+
+
 def _bits(t: torch.Tensor) -> bytes:
     """The bits of a tensor's numbers (nan's among them), and its type."""
     return fingerprint(t, numbers_of(t))
@@ -868,8 +874,12 @@ class Watch:
             self._changing, self._listed = [], []
         if not outputs:
             return
-        if op_name(func).split(".")[0] in _UNINITIALISED:  # whatever was in memory, by where it lies
-            self._unwritten.update((t.data_ptr(), (t, _bits(t))) for t in outputs if 0 < t.numel() <= UNWRITTEN_LIMIT)
+        base = op_name(func).split(".")[0]
+        if base in _UNINITIALISED:  # whatever was in memory, by where it lies
+            self._unwritten.update((_memory(t), (t, _bits(t))) for t in outputs if 0 < t.numel() <= UNWRITTEN_LIMIT)
+        elif self._unwritten and base.endswith("_"):  # written in place (an initialiser's zeros_, copy_)
+            for t in (a for a in [*args[:1], kwargs.get("out")] if isinstance(a, torch.Tensor)):
+                self._unwritten.pop(_memory(t), None)
         try:
             if isinstance(before, Exception):
                 raise before
@@ -1755,9 +1765,10 @@ class Watch:
 
     def _unwritten_leaf(self, t: torch.Tensor) -> bool:
         """Whether ``t`` lies where ``torch.empty`` made a tensor (itself, a ``detach()``, an
-        ``nn.Parameter`` of it, a view of all of it), with the numbers it left there: nothing wrote
-        them since (a write through ``.data``, which no version shows, is seen in the bits)."""
-        made = self._unwritten.get(t.data_ptr()) if t.numel() else None
+        ``nn.Parameter`` of it, a view of all of it), with the numbers it left there, and no
+        operation in place wrote there since (an initialiser's ``zeros_`` over memory that was zero
+        is a write; one through ``.data``, which no operation the watch sees shows, is told by the bits)."""
+        made = self._unwritten.get(_memory(t)) if t.numel() else None
         return made is not None and made[0].numel() == t.numel() and _bits(t) == made[1]
 
     def _unnamed_line(self, key: int, name: str, leaf: Entry, names: dict[int, str]) -> str:
