@@ -1597,7 +1597,7 @@ def _softmax_notes(x: torch.Tensor, dim: int, single: bool) -> set[str]:
     notes = set()
     if x.dim() and x.shape[dim] >= _vector_width(single):
         notes.add(SOFTMAX_NOTE)
-    if x.dim() > dim + 1 and math.prod(x.shape[dim + 1 :]) > 1:  # an outer dimension: its own kernel
+    if x.dim() > dim + 1:  # not the last dimension, one of size 1 after it too: its own kernel
         notes.add(SOFTMAX_OUTER_NOTE)
     return notes
 
@@ -1702,7 +1702,7 @@ def _kernel_exps(y: torch.Tensor, dim: int) -> list[float]:
     second.select(dim, 1).fill_(1)
     exps = -backward(first, y, dim, y.dtype)
     exps.select(dim, 0).copy_(-backward(second, y, dim, y.dtype).select(dim, 0))
-    return numbers_of(exps)
+    return numbers_of(exps + 0.0)  # an exp(y) of 0 read back as -(0 - 0) is -0: exp(y) is +0 (-0 + 0)
 
 
 @rule("_log_softmax.default")

@@ -877,8 +877,9 @@ class Watch:
         base = op_name(func).split(".")[0]
         if base in _UNINITIALISED:  # whatever was in memory, by where it lies
             self._unwritten.update((_memory(t), (t, _bits(t))) for t in outputs if 0 < t.numel() <= UNWRITTEN_LIMIT)
-        elif self._unwritten and base.endswith("_"):  # written in place (an initialiser's zeros_, copy_)
-            for t in (a for a in [*args[:1], kwargs.get("out")] if isinstance(a, torch.Tensor)):
+        elif self._unwritten:  # written in place (an initialiser's zeros_, copy_), or through out=
+            written = [*args[:1], kwargs.get("out")] if base.endswith("_") else [kwargs.get("out")]
+            for t in (a for a in written if isinstance(a, torch.Tensor)):
                 self._unwritten.pop(_memory(t), None)
         try:
             if isinstance(before, Exception):
