@@ -1610,6 +1610,21 @@ def test_leaves_torch_empty_made_and_nothing_wrote_are_said_to_hold_whatever_was
     assert second == [first[0].replace("a and b", "b").replace("to them", "to it")]
 
 
+def test_the_watch_of_torch_empty_never_breaks_the_learners_sparse_tensors() -> None:
+    """An operation in place on a sparse tensor (an optimizer's step over a sparse embedding's
+    gradient) while the watch keeps a torch.empty tensor: a sparse tensor has no storage to read
+    where it lies, and asking raised into the learner's code (found reading the change)."""
+    with vjpgrad.watch_torch() as w:
+        torch.empty(2)
+        embedding = torch.nn.Embedding(3, 2, sparse=True)
+        embedding(torch.tensor([0, 1])).sum().backward()
+        torch.optim.SGD(embedding.parameters(), lr=0.1).step()
+        sparse = torch.sparse_coo_tensor(torch.tensor([[0, 1]]), torch.tensor([1.0, 2.0]), (3,), check_invariants=True)
+        sparse.mul_(2.0)
+    assert sparse.to_dense().tolist() == [2.0, 4.0, 0.0]
+    assert len(w.passes) == 1
+
+
 def test_a_softmax_row_names_pytorchs_backward_formula_and_the_dimension_it_runs_along() -> None:
     """The replay follows softmax's and log_softmax's backward formulas, whose factors are no
     Jacobian's entries (the chain rule of ``y = x - logsumexp(x)`` gives other bits where the

@@ -507,9 +507,11 @@ wrote them (a learner's leaf made so is a few numbers; a layer's weight is writt
 initialiser)."""
 
 
-def _memory(t: torch.Tensor) -> int:
+def _memory(t: torch.Tensor) -> int | None:
     """Where a tensor's memory begins (its storage's, shared by its views, a ``detach()`` and an
-    ``nn.Parameter`` made of it)."""
+    ``nn.Parameter`` made of it); None for a tensor with no storage of its own to read (sparse)."""
+    if t.layout != torch.strided:
+        return None
     return int(t.untyped_storage().data_ptr())
 
 
@@ -649,7 +651,7 @@ class Watch:
         self._changing: list[_Change] = []  # the changes of the operation running, kept once it returns
         self._listed: list[tuple[torch.Tensor, int]] = []  # a _foreach_ operation's tensors and versions before it
         self._read_at: dict[int, set[int]] = {}  # each tensor's versions an operation read or made (by id)
-        self._unwritten: dict[int, tuple[torch.Tensor, bytes]] = {}  # torch.empty's tensors by address, their bits
+        self._unwritten: dict[int | None, tuple[torch.Tensor, bytes]] = {}  # torch.empty's tensors by address, bits
 
     @property
     def _unseen(self) -> str:
@@ -876,7 +878,8 @@ class Watch:
             return
         base = op_name(func).split(".")[0]
         if base in _UNINITIALISED:  # whatever was in memory, by where it lies
-            self._unwritten.update((_memory(t), (t, _bits(t))) for t in outputs if 0 < t.numel() <= UNWRITTEN_LIMIT)
+            made = [t for t in outputs if 0 < t.numel() <= UNWRITTEN_LIMIT and t.layout == torch.strided]
+            self._unwritten.update((_memory(t), (t, _bits(t))) for t in made)
         elif self._unwritten:  # written in place (an initialiser's zeros_, copy_), or through out=
             written = [*args[:1], kwargs.get("out")] if base.endswith("_") else [kwargs.get("out")]
             for t in (a for a in written if isinstance(a, torch.Tensor)):
@@ -1768,7 +1771,7 @@ class Watch:
         """Whether ``t`` lies where ``torch.empty`` made a tensor (itself, a ``detach()``, an
         ``nn.Parameter`` of it, a view of all of it), with the numbers it left there, and no
         operation in place wrote there since (an initialiser's ``zeros_`` over memory that was zero
-        is a write; one through ``.data``, which no operation the watch sees shows, is told by the bits)."""
+        is a write; one the watch does not see, through NumPy's view of the memory, is told by the bits)."""
         made = self._unwritten.get(_memory(t)) if t.numel() else None
         return made is not None and made[0].numel() == t.numel() and _bits(t) == made[1]
 

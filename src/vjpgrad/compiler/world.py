@@ -642,8 +642,9 @@ _TYPES_MODULE = type.__dict__["__module__"]
 
 
 def _drawing_module(x: Any) -> str | None:
-    """The module of ``DRAWING_MODULES`` that ``x`` is, or whose function, built-in or clock class
-    it is (``datetime`` for a subclass of ``datetime.date``); None for anything else."""
+    """The module of ``DRAWING_MODULES`` that ``x`` is, or whose function, built-in, clock class or
+    generator's class it is (``datetime`` for a subclass of ``datetime.date``, ``random`` for
+    ``random.SystemRandom``, ``numpy`` for ``numpy.random.RandomState``); None for anything else."""
     kind = type(x)
     if kind is types.ModuleType:
         name = vars(x).get("__name__")
@@ -677,7 +678,8 @@ _FROM_ENTROPY = frozenset(
     {"SystemRandom", "default_rng", "SeedSequence", "RandomState", "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"}
 )
 """What draws from the system's entropy in ``random`` and ``numpy`` (a generator made without a
-seed): no state that was there before shows it, only the watch, where a constructor names one."""
+seed), by its own name: no state that was there before shows it, only the watch, which a
+constructor naming one (or one held under any other name, ``_note_drawing``) has a recording run under."""
 
 
 def _reads_clock(x: Any) -> bool:
