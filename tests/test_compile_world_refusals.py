@@ -795,15 +795,9 @@ def test_torchs_global_seed_inside_is_refused_even_where_its_state_was_that_alre
         seed(torch)
         return x * 2.0
 
-    saved = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(0)
-        with pytest.raises(DataDependentError, match=r"seeded PyTorch's global generator") as refused:
-            vjpgrad.compile(seeds)(Value(1.0))
-        seeding_line = f"{seed.__code__.co_filename}:{seed.__code__.co_firstlineno}"  # the lambda's, the user's
-        assert seeding_line in str(refused.value), str(refused.value)
-    finally:
-        torch.random.set_rng_state(saved)
+    refusal = _refusal_keeping_torchs_state(torch, seeds, r"seeded PyTorch's global generator", seed=0)  # its state
+    seeding_line = f"{seed.__code__.co_filename}:{seed.__code__.co_firstlineno}"  # the lambda's, the user's
+    assert seeding_line in refusal, refusal
 
 
 def test_a_seed_an_installed_librarys_helper_makes_is_refused_too(tmp_path: Path) -> None:
@@ -870,13 +864,8 @@ def test_a_draw_inside_torchs_fork_rng_is_refused_though_the_state_is_put_back()
             r = float(torch.rand(()))
         return x * r
 
-    saved = torch.random.get_rng_state()
-    try:
-        with pytest.raises(DataDependentError, match=r"drew random numbers from a generator whose state it") as refused:
-            vjpgrad.compile(f)(Value(1.0))
-        assert _line_of(f, "# the draw is put back here") in str(refused.value), str(refused.value)
-    finally:
-        torch.random.set_rng_state(saved)
+    refusal = _refusal_keeping_torchs_state(torch, f, r"drew random numbers from a generator whose state it")
+    assert _line_of(f, "# the draw is put back here") in refusal, refusal
 
 
 def test_a_seed_inside_torchs_fork_rng_is_refused_as_a_seed_not_as_a_draw() -> None:
@@ -889,11 +878,20 @@ def test_a_seed_inside_torchs_fork_rng_is_refused_as_a_seed_not_as_a_draw() -> N
             torch.manual_seed(0)  # the seed
         return x * 2.0
 
+    refusal = _refusal_keeping_torchs_state(torch, f, r"seeded PyTorch's global generator")
+    assert _line_of(f, "# the seed") in refusal, refusal
+
+
+def _refusal_keeping_torchs_state(torch: Any, f: Callable[[Value], Value], match: str, seed: int | None = None) -> str:
+    """The refusal of compiling ``f`` (matching ``match``), after seeding PyTorch's global generator
+    with ``seed`` where given; its state as it was before, whatever ``f`` did to it."""
     saved = torch.random.get_rng_state()
     try:
-        with pytest.raises(DataDependentError, match=r"seeded PyTorch's global generator") as refused:
+        if seed is not None:
+            torch.manual_seed(seed)
+        with pytest.raises(DataDependentError, match=match) as refused:
             vjpgrad.compile(f)(Value(1.0))
-        assert _line_of(f, "# the seed") in str(refused.value), str(refused.value)
+        return str(refused.value)
     finally:
         torch.random.set_rng_state(saved)
 
