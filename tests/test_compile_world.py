@@ -3154,19 +3154,22 @@ def test_an_object_passed_through_a_users_wrapper_is_named_as_the_wrapper_takes_
     assert "can reach x," not in str(refused.value)
 
 
+def _logged(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A user's decorator that passes ``(*args, **kwargs)`` on unchanged (``functools.wraps``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def test_a_users_decorator_that_passes_its_arguments_on_names_them_as_the_function_does() -> None:
     """``functools.wraps`` around ``(*args, **kwargs)`` passed on unchanged: the message names the
     function's own parameter and the line that changed it (it said ``args[1][0]`` and the wrapper's
     line once the naming stopped following ``__wrapped__``, a review of the change)."""
 
-    def logged(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return fn(*args, **kwargs)
-
-        return wrapper
-
-    @logged
+    @_logged
     def f(x: Value, ys: list[float]) -> Value:
         ys.append(1.0)  # the change
         return x * 2.0
@@ -3318,15 +3321,7 @@ def test_a_wrapper_of_a_compiled_function_is_compiled_not_refused_for_what_it_co
 
 
 class _Model:
-    @staticmethod
-    def logged(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return fn(*args, **kwargs)
-
-        return wrapper
-
-    @logged
+    @_logged
     def step(self, x: Value, ys: list[float]) -> Value:
         ys.append(1.0)  # the change
         return x * 2.0
