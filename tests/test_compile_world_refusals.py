@@ -159,6 +159,47 @@ def test_a_draw_from_the_systems_entropy_is_refused_naming_the_line(fn: Callable
     assert "__getattr__" not in message, message
 
 
+_ENTROPY_CLASSES = [random.SystemRandom]
+_ENTROPY_READERS = {"read": os.urandom}
+_SECRETS_HELD = (secrets.randbits,)
+
+
+def _drawn_through_a_list(x: Value) -> Value:
+    return x * _ENTROPY_CLASSES[0]().random()  # the draw
+
+
+def _drawn_through_a_dict(x: Value) -> Value:
+    return x * float(_ENTROPY_READERS["read"](1)[0] + 1)  # the draw
+
+
+def _drawn_through_a_tuple(x: Value) -> Value:
+    return x * float(_SECRETS_HELD[0](8) + 1)  # the draw
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_drawn_through_a_list, _drawn_through_a_dict, _drawn_through_a_tuple],
+    ids=["SystemRandom in a list", "os.urandom in a dict", "secrets.randbits in a tuple"],
+)
+def test_a_draw_from_the_systems_entropy_held_in_a_container_is_refused(fn: Callable[[Value], Value]) -> None:
+    """What draws from the system's entropy, held as an item of a container the code names rather
+    than under a name of its own, was not seen: no name of it had the recording watched, and no
+    generator's state shows such a draw, so every call answered the first call's number (a
+    review). Held anywhere in the world, it has the recording watched."""
+    with pytest.raises(DataDependentError, match=r"the system's entropy") as refused:
+        vjpgrad.compile(fn)(Value(1.0))
+    assert _line_of(fn, "# the draw") in str(refused.value), str(refused.value)
+
+
+def test_an_entropy_reader_held_in_a_container_that_is_not_called_only_watches() -> None:
+    """Holding one costs a recording its watch, nothing more: a function that never calls it is
+    compiled and replayed."""
+    compiled = vjpgrad.compile(lambda x: x * 2.0 if _ENTROPY_CLASSES else x)
+    for _ in range(3):
+        assert compiled(Value(1.5)).data == 3.0
+    assert compiled.times_recorded == 1
+
+
 def test_a_system_random_in_the_world_that_draws_outside_does_not_refuse() -> None:
     """Holding a SystemRandom is fine: only a draw inside a recording is refused."""
     system = random.SystemRandom()

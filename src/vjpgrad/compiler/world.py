@@ -682,6 +682,23 @@ seed), by its own name: no state that was there before shows it, only the watch,
 constructor naming one (or one held under any other name, ``_note_drawing``) has a recording run under."""
 
 
+def _unseen(module: str, x: Any) -> bool:
+    """Whether the draws or readings of ``x``, of the drawing module ``module``, change no state
+    that a recording compares (the clock's, the process's, the system's entropy's): only the
+    watch sees them."""
+    return module not in _SEEN_IN_STATE or getattr(x, "__name__", None) in _FROM_ENTROPY
+
+
+def _draws_unseen(x: Any) -> bool:
+    """A function, built-in or class of ``DRAWING_MODULES`` whose draws no state shows
+    (``os.urandom``, ``random.SystemRandom``, ``time.time``), wherever the world holds it (an item
+    of a list, a dict's value): a module aside, as in ``_reads_clock``."""
+    if type(x) is types.ModuleType:
+        return False
+    module = _drawing_module(x)
+    return module is not None and _unseen(module, x)
+
+
 def _reads_clock(x: Any) -> bool:
     """A function of ``time``, ``datetime`` or ``timeit``, a class deriving from ``datetime.date``
     or an instance of one (their ``now``, ``today``): what reads the clock wherever the world holds it (a default, an
@@ -890,8 +907,8 @@ class _Walk:
         ``KINDS`` its type falls in says: a container's items, a function's parts, an
         instance's class, attributes and slots, or a refusal."""
         self.inside_unnamed = var in self.unnamed
-        if _reads_clock(x):  # held anywhere (a default, an attribute, a staticmethod): the recording watches its calls
-            self.snapshot.may_draw = True
+        if _reads_clock(x) or _draws_unseen(x):  # held anywhere (a default, an attribute, an item of a list):
+            self.snapshot.may_draw = True  # the recording watches its calls, which no generator's state shows
         try:
             how = row_of(type(x))[1]
             how(self, var, x)
@@ -1411,7 +1428,7 @@ class _Walk:
         module = _drawing_module(x)
         if module is not None:
             self.drawing_names.add(key)
-            if module not in _SEEN_IN_STATE or getattr(x, "__name__", None) in _FROM_ENTROPY:  # SystemRandom as SR
+            if _unseen(module, x):  # SystemRandom as SR
                 self.unseen_drawing_names.add(key)
 
     def _mapping(self, var: int, mapping: Any, attribute: bool = False, own: bool | None = None) -> None:
