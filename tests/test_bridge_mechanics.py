@@ -324,6 +324,33 @@ def test_a_hook_that_changes_a_gradient_is_named_never_claimed_a_match() -> None
     assert looking.matches, looking.summary()
 
 
+def test_saved_tensors_hooks_that_change_what_backward_reads_are_named_never_claimed_a_match() -> None:
+    """Under ``torch.autograd.graph.saved_tensors_hooks``, PyTorch's backward multiplies by what the
+    unpack hook returns in place of what the operation saved. A pair that changes the numbers
+    (a review: pack doubles them) made the pass differ with "the reason is not known"; the pass
+    now names the hooks, as it names a ``register_hook``. A pair that gives the numbers back as
+    they were (``save_on_cpu`` on a CPU tensor) is a true match."""
+    torch.manual_seed(17)
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(3, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t * 2, lambda t: t):
+            y = (x * x).sum()
+        y.backward()
+        u = torch.randn(3, requires_grad=True)
+        with torch.autograd.graph.save_on_cpu():
+            z = (u * u).sum()
+        z.backward()
+    check_verdicts(w)
+    changed, kept = w.passes
+    assert not changed.matches
+    assert grads(x) == (4 * x.detach()).tolist()  # PyTorch's, reading the doubled numbers
+    assert changed.leaves[0].replayed == (2 * x.detach()).tolist()  # the replay's: what the operation saw
+    summary = changed.summary()
+    assert "saved_tensors_hooks" in summary and "unpack hook" in summary, summary
+    assert "the reason is not known" not in summary, summary
+    assert kept.matches, kept.summary()
+
+
 def test_a_hook_run_after_grad_accumulates_is_named_by_its_own_registration() -> None:
     torch.manual_seed(16)
     with vjpgrad.watch_torch() as w:

@@ -949,7 +949,7 @@ class Watch:
             self._no_gradient_through(name, _bases_changed(base, args, outputs), outputs)
             return
         poisoned = _first_reason(flowing, outputs) or next((e.large for e in entries.values() if e.large), None)
-        notes = frozenset().union(*(e.notes for e in flowing)) | _product_note(base, outputs)
+        notes = frozenset().union(*(e.notes for e in flowing)) | _product_note(base, outputs) | _saved_hooks_note()
         if poisoned is None:
             swapped = tuple(copies.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in args)
             poisoned = self._replay(Call(name, swapped, dict(kwargs), entries, outputs), notes)
@@ -1394,7 +1394,7 @@ class Watch:
                 leaves=leaves,
                 reasons=reasons,
                 notes=unnamed,
-                learners_cause=bool(hooks or unseen),
+                learners_cause=bool(hooks or unseen or SAVED_HOOKS_NOTE in notes),
                 vector=_seeded_vector(roots, seeds),
             )
         except Exception as error:  # the learner's code runs on
@@ -1898,6 +1898,21 @@ def _product_note(base: str, outputs: list[torch.Tensor]) -> frozenset[str]:
     if base not in MATRIX_PRODUCTS:
         return frozenset()
     return frozenset({MATMUL32_NOTE if any(t.dtype == torch.float32 for t in outputs) else MATMUL_NOTE})
+
+
+SAVED_HOOKS_NOTE = (
+    "an operation ran under torch.autograd.graph.saved_tensors_hooks (yours, save_on_cpu's or a checkpoint's): "
+    "PyTorch's backward multiplies by what the unpack hook returns in place of what the operation saved, "
+    "which the replay does not run"
+)
+
+
+def _saved_hooks_note() -> frozenset[str]:
+    """``SAVED_HOOKS_NOTE`` where the operation under way runs under a pair of
+    ``saved_tensors_hooks`` (PyTorch's own function tells, in C), else nothing: where the hooks
+    give the numbers back as they were (``save_on_cpu``), the pass matches and the note is not shown."""
+    top = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
+    return frozenset({SAVED_HOOKS_NOTE}) if top is not None and top(False) is not None else frozenset()
 
 
 def _precision_notes(notes: frozenset[str]) -> frozenset[str]:
