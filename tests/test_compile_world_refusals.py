@@ -19,6 +19,7 @@ import dataclasses
 import datetime
 import importlib.util
 import inspect
+import logging
 import os
 import pickle
 import random
@@ -27,6 +28,7 @@ import secrets
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import timeit
 from collections.abc import Callable, Iterator
@@ -496,6 +498,77 @@ def test_the_current_folder_read_through_a_library_is_refused_at_the_users_line(
     assert _line_of(fn, "# the reading") in str(refused.value)
 
 
+_PARENT = os.getpid()
+
+
+def _pid_read(x: Value) -> Value:
+    return x * (2.0 if os.getpid() == _PARENT else 3.0)  # the reading
+
+
+def _thread_read(x: Value) -> Value:
+    return x * (2.0 if threading.current_thread() is threading.main_thread() else 3.0)  # the reading
+
+
+def _ident_read(x: Value) -> Value:
+    return x * float(threading.get_ident() % 1000 + 1)  # the reading
+
+
+def _handled_read(x: Value) -> Value:
+    return x * (2.0 if sys.exc_info()[0] is None else 3.0)  # the reading
+
+
+@pytest.mark.parametrize(
+    ("fn", "what"),
+    [
+        (_pid_read, "os.getpid"),
+        (_thread_read, "threading.current_thread"),
+        (_ident_read, "threading.get_ident"),
+        (_handled_read, "sys.exc_info"),
+    ],
+)
+def test_a_reading_of_the_process_the_thread_or_the_error_handled_is_refused(
+    fn: Callable[[Value], Value], what: str
+) -> None:
+    """The process's id (a worker forked after the function was compiled), the calling thread (the
+    tutorial says a compiled function may be called from several threads), the exception being
+    handled: each was read once and answered as recorded at every call (a review: the main
+    thread's branch in a worker thread, the parent's in a forked child). Refused where the user's
+    code reads them, at the line."""
+    with pytest.raises(DataDependentError, match=rf"read the process's state \({re.escape(what)}\)") as refused:
+        vjpgrad.compile(fn)(Value(1.0))
+    assert _line_of(fn, "# the reading") in str(refused.value)
+
+
+def test_a_librarys_own_reading_of_the_process_and_thread_is_its_own() -> None:
+    """A log record notes the process's id and the thread (``logging`` reads ``os.getpid`` and
+    ``threading.current_thread`` for it): the library's readings, not the function's, so a function
+    that logs is compiled, even with the recording watched (it names ``getpid``)."""
+    records: list[logging.LogRecord] = []
+
+    class Kept(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger("vjpgrad-test-process-readings")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    handler = Kept()
+    logger.addHandler(handler)
+    try:
+
+        def f(x: Value) -> Value:
+            logger.info("a step")
+            return x * 2.0 if os.getpid else x  # names getpid: the recording is watched
+
+        compiled = vjpgrad.compile(f)
+        assert [compiled(Value(1.5)).data for _ in range(3)] == [3.0, 3.0, 3.0]
+        assert compiled.times_recorded == 1
+        assert records  # the library read the process's id and the thread, in the recording
+        assert records[0].process == os.getpid()
+    finally:
+        logger.removeHandler(handler)
+
+
 def test_naming_sys_alone_does_not_watch_the_recording_for_readings() -> None:
     # the profiler that watches for readings costs a recording about three times its time: only a
     # function that names one of the process's state readings (getsizeof...) is watched so
@@ -921,6 +994,44 @@ def test_a_seed_inside_torchs_fork_rng_is_refused_as_a_seed_not_as_a_draw() -> N
 
     refusal = _refusal_keeping_torchs_state(torch, f, r"seeded PyTorch's global generator")
     assert _line_of(f, "# the seed") in refusal, refusal
+
+
+_TORCH_READS: dict[str, Callable[[Any], float]] = {
+    "torch.initial_seed()": lambda torch: float(torch.initial_seed() % 7 + 1),
+    "torch.get_rng_state()": lambda torch: float(torch.get_rng_state()[0] + 1),
+    "torch.default_generator.initial_seed()": lambda torch: float(torch.default_generator.initial_seed() % 7 + 1),
+}
+
+
+@pytest.mark.parametrize("way", list(_TORCH_READS))
+def test_reading_torchs_global_seed_or_state_is_refused_at_its_line(way: str) -> None:
+    """What PyTorch's global generator was seeded with, or its state, read inside a compiled
+    function was answered as recorded for ever: a ``torch.manual_seed(k)`` outside between calls
+    changed what eager code reads, and the replay gave the first call's number (a review). Refused
+    at the line, as a reading of ``random``'s state (``getstate``) is."""
+    torch = pytest.importorskip("torch")
+    read = _TORCH_READS[way]
+
+    def reads(x: Value) -> Value:
+        return x * read(torch)
+
+    refusal = _refusal_keeping_torchs_state(torch, reads, r"read the seed or the state of PyTorch's global generator")
+    reading_line = f"{read.__code__.co_filename}:{read.__code__.co_firstlineno}"  # the lambda's, the user's
+    assert reading_line in refusal, refusal
+
+
+def test_torchs_fork_rng_reading_the_state_it_puts_back_is_no_reading_of_the_users() -> None:
+    """``fork_rng`` reads the state to put it back: with no draw inside, nothing is refused."""
+    torch = pytest.importorskip("torch")
+
+    def f(x: Value) -> Value:
+        with torch.random.fork_rng():
+            y = x * 2.0
+        return y
+
+    compiled = vjpgrad.compile(f)
+    assert [compiled(Value(1.5)).data for _ in range(3)] == [3.0, 3.0, 3.0]
+    assert compiled.times_recorded == 1
 
 
 def _refusal_keeping_torchs_state(torch: Any, f: Callable[[Value], Value], match: str, seed: int | None = None) -> str:

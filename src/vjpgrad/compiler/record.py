@@ -678,8 +678,7 @@ def refuse_changes(
     ``before`` and ``after``: a replay would do neither again. Says the line where it can."""
     changed = world.first_difference(before, after, registries=False)
     if draws.clock is not None:
-        at, clock = draws.clock
-        what = "the process's state" if clock in _PROCESS_STATE_NAMES else "the clock"
+        at, clock, what = draws.clock
         raise DataDependentError(
             f"{name} read {what} ({clock}) at {at} while {recorder} recorded it: a replay would not read it "
             f"again, and would use the recorded reading at every call. Read {what} outside the function and "
@@ -691,6 +690,14 @@ def refuse_changes(
             f"{name} seeded {what} at {at} while {recorder} recorded it: a replay would not seed it again, and "
             "every number drawn after the call would differ from eager code's. Seed outside the function (once, "
             f"at the top of the program), or {_otherwise(recorder)}"
+        )
+    if draws.torch_read is not None:
+        at, read = draws.torch_read
+        raise DataDependentError(
+            f"{name} read the seed or the state of PyTorch's global generator ({read}) at {at} while {recorder} "
+            "recorded it: a replay would not read it again, and would use the recorded reading at every call "
+            "(a torch.manual_seed between calls changes it). Read it outside the function and pass what you need "
+            f"in as a Value (Value(s, requires_grad=False)), or {_otherwise(recorder)}"
         )
     drawn, line = _drawn(changed, generators, draws)
     if drawn is None and changed is not None and changed.aspect == "drawn":  # a generator of its world
@@ -796,7 +803,7 @@ code while recording is a reading a replay would repeat, refused as a draw is.""
 
 
 _PROCESS_STATE = world.PROCESS_STATE
-_PROCESS_STATE_NAMES = frozenset(_PROCESS_STATE.values())
+_OWN_READINGS = world.OWN_READINGS
 
 
 def _outside_generated(frame: types.FrameType | None) -> types.FrameType | None:
@@ -814,7 +821,7 @@ def _is_clock(function: Any) -> bool:
     one of ``_CLOCKS``, or ``now``, ``utcnow`` or ``today`` of a subclass of ``datetime.date``
     (``datetime.datetime`` among them). A profiler sees a C function called from Python only: one
     a ``functools.partial`` calls is not seen."""
-    if function in _CLOCKS or function in _PROCESS_STATE:
+    if function in _CLOCKS or function in _PROCESS_STATE or function in _OWN_READINGS:
         return True
     owner = getattr(function, "__self__", None)
     return (
@@ -829,6 +836,8 @@ def _clock_name(function: Any) -> str:
     (or of the process's state: ``os.getcwd``)."""
     if function in _PROCESS_STATE:
         return _PROCESS_STATE[function]
+    if function in _OWN_READINGS:
+        return _OWN_READINGS[function]
     owner = getattr(function, "__self__", None)
     if isinstance(owner, type):
         module = "datetime." if owner.__module__ in ("datetime", "_datetime") else ""
@@ -844,6 +853,10 @@ _DRAWING_METHODS = frozenset({"random", "getrandbits"})
 _TORCH_SEEDING_METHODS = frozenset({"manual_seed", "seed", "set_state"})
 """The C methods of PyTorch's ``torch.Generator`` that give it a state: on its global generator
 (``torch.default_generator``), called by the user's code, a seeding a replay would not make."""
+_TORCH_READING_METHODS = frozenset({"initial_seed", "get_state"})
+"""The C methods of PyTorch's ``torch.Generator`` that read what its global generator was seeded
+with, or its state: called for the user's code (directly, or by ``torch.initial_seed`` and
+``torch.get_rng_state``, named in ``world.TORCH_SEED_READERS``), a reading a replay would repeat."""
 _SEEDING_METHODS = frozenset({"seed", "setstate"})
 """The C methods of ``random.Random`` that give it a state (``random.seed``, ``Random.setstate``
 call them): on a generator that was there before a recording, a change a replay would not make."""
@@ -1012,7 +1025,9 @@ class DrawWatch:
         torch = sys.modules.get("torch")  # its global generator, seeded by its own C methods too
         self.torch_generator: Any = getattr(torch, "default_generator", None)
         self.torch_home = _home(torch)
-        self.clock: tuple[str, str] | None = None  # where the user's code read the clock, and what it called
+        self.clock: tuple[str, str, str] | None = None  # where the user's code read the clock (or the
+        # process's state), what it called, and which of the two it read
+        self.torch_read: tuple[str, str] | None = None  # where it read PyTorch's global seed or state, and how
 
     def __enter__(self) -> None:
         _Seeding.enter(self)
@@ -1034,14 +1049,20 @@ class DrawWatch:
         user (``Path.cwd()``), not where vjpgrad did (a path it resolves)."""
         if self.clock is not None:
             return
+        name = _clock_name(function)
         if function in _PROCESS_STATE:
             reader = _caller_past_libraries(frame)
             users = reader is not None and not is_own_code(reader)
         else:
             reader = _outside_generated(frame)
+            if reader is not None and reader.f_code.co_filename == world.THREADS_MODULE:  # current_thread()
+                while reader.f_back is not None and reader.f_back.f_code.co_filename == world.THREADS_MODULE:
+                    reader = reader.f_back
+                name, reader = f"threading.{reader.f_code.co_name}", reader.f_back  # for the code that called it
             users = reader is not None and not world.is_library_file(reader.f_code.co_filename)
         if users and reader is not None:
-            self.clock = (f"{reader.f_code.co_filename}:{reader.f_lineno}", _clock_name(function))
+            what = "the process's state" if function in _PROCESS_STATE or function in _OWN_READINGS else "the clock"
+            self.clock = (f"{reader.f_code.co_filename}:{reader.f_lineno}", name, what)
 
     def event(self, frame: types.FrameType, event: str, arg: Any) -> None:
         if event == "c_call" and arg in _ENTROPY:  # random.SystemRandom, secrets: no generator's state shows it
@@ -1076,11 +1097,28 @@ class DrawWatch:
         saved) are not."""
         if self.torch_generator is None or getattr(method, "__self__", None) is not self.torch_generator:
             return False
-        if getattr(method, "__name__", None) in _TORCH_SEEDING_METHODS and not frame.f_code.co_filename.startswith(
-            self.torch_home
-        ):
+        name = getattr(method, "__name__", None)
+        if name in _TORCH_SEEDING_METHODS and not frame.f_code.co_filename.startswith(self.torch_home):
             self.seeded_globally(_GLOBAL_GENERATORS[2], frame)
+        elif name in _TORCH_READING_METHODS and self.torch_read is None and not _read_by_vjpgrad(frame):
+            read = self._read_for_the_user(frame, name)
+            if read is not None:
+                self.torch_read = (_user_line(frame) or "<unknown>", read)
         return True
+
+    def _read_for_the_user(self, frame: types.FrameType, method: str) -> str | None:
+        """What the user's code called to read PyTorch's global generator's seed or state, where
+        the generator's ``method`` was called for it: the generator's own method called by the
+        user's code, or PyTorch's function (``torch.initial_seed``, ``torch.get_rng_state``) the
+        user's code called, which called it. None where PyTorch's own code read it for itself
+        (``fork_rng`` saving the state it puts back)."""
+        if not frame.f_code.co_filename.startswith(self.torch_home):
+            return f"torch.default_generator.{method}"
+        entry = frame
+        while entry.f_back is not None and entry.f_back.f_code.co_filename.startswith(self.torch_home):
+            entry = entry.f_back  # out to the function of PyTorch's that the code outside called
+        called = entry.f_code.co_name
+        return f"torch.{called}" if called in world.TORCH_SEED_READERS else None
 
     def _random_call(self, frame: types.FrameType, method: Any) -> None:
         """A C method of a ``random.Random`` called: a draw from a generator that was there before

@@ -623,7 +623,28 @@ PROCESS_STATE = {
 (the current folder, a list's capacity, an object's references), each with its name: a call of
 one while recording (the user's, or a library's for the user: ``Path.cwd()``) is a reading a
 replay would repeat, refused as the clock's is (``record.DrawWatch``)."""
-_READS_PROCESS_STATE = frozenset(name.rpartition(".")[2] for name in PROCESS_STATE.values())
+OWN_READINGS = {
+    getattr(module, name): f"{module.__name__}.{name}"
+    for module, name in (
+        (os, "getpid"),
+        (os, "getppid"),
+        (sys, "exc_info"),
+        (sys, "exception"),
+        (threading, "get_ident"),
+        (threading, "get_native_id"),
+    )
+    if hasattr(module, name)
+}
+"""C functions that read the process's id, the calling thread's or the exception being handled,
+each with its name: a call of one by the user's code while recording (``threading.current_thread()``
+among them, which reads the thread's) is a reading a replay would repeat, refused as the clock's
+is; a library's own reading (a log record notes the process and the thread) is the library's."""
+THREADS_MODULE = threading.__file__
+"""Where ``threading``'s functions live, which read the calling thread for the code that called
+them (``current_thread``): a reading is that code's."""
+_READS_PROCESS_STATE = frozenset(
+    name.rpartition(".")[2] for name in (*PROCESS_STATE.values(), *OWN_READINGS.values(), "threading.current_thread")
+)
 """Their names: a world whose code names one (``sys.getsizeof``) is watched while recorded, as
 one that may draw (naming ``sys`` alone is not: the watch costs a recording's time)."""
 _READS_THE_FOLDER = frozenset({"cwd", "resolve", "absolute", "abspath", "realpath", "relpath"})
@@ -2605,6 +2626,13 @@ def groups(objects: Any) -> tuple[int, ...]:
     return tuple([first.setdefault(id(x), len(first)) for x in objects])
 
 
+TORCH_SEED_READERS = frozenset({"initial_seed", "get_rng_state"})
+"""PyTorch's functions that read what its global generator was seeded with, or its state
+(``torch.initial_seed()``, ``torch.get_rng_state()``, the generator's own ``initial_seed`` and
+``get_state``, reached through ``default_generator``): named, the recording is watched, as a reading
+a replay would repeat (a ``torch.manual_seed`` outside, between calls, changes what they read)."""
+
+
 def _may_draw(walk: _Walk) -> bool:
     """Whether the code reached names a drawing module or function the world holds, a reading of
     the process's state or the current folder, PyTorch's global generator, or (in a constructor,
@@ -2615,6 +2643,7 @@ def _may_draw(walk: _Walk) -> bool:
         or not _READS_PROCESS_STATE.isdisjoint(walk.called_names)
         or not _READS_THE_FOLDER.isdisjoint(walk.called_names)
         or ("default_generator" in walk.names and "torch" in sys.modules)  # PyTorch's, seeded by its own methods
+        or (not TORCH_SEED_READERS.isdisjoint(walk.names) and "torch" in sys.modules)  # its seed or state read
         # a constructor's reading that no state shows (an object made inside the function reads the clock)
         or not walk.unseen_drawing_names.isdisjoint(walk.constructor_names)
         or not _FROM_ENTROPY.isdisjoint(walk.constructor_names)
