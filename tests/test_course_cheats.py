@@ -2078,6 +2078,22 @@ def another_user():
     os.setuid(os.getuid())
 
 
+def terminal_keys():  # typed into the teacher's terminal, run by the teacher's shell once grade exits
+    import fcntl, termios
+    for fd in (0, 1, 2):
+        fcntl.ioctl(fd, termios.TIOCSTI, b"i")
+
+
+def terminal():
+    import json
+    try:
+        os.close(os.open("/dev/tty", os.O_RDONLY))
+        opened = True
+    except OSError:  # no controlling terminal: a session of its own
+        opened = False
+    return json.dumps([os.getsid(0) == os.getpid(), opened, [os.isatty(fd) for fd in (0, 1, 2)]])
+
+
 def honest():
     import json, math
     with open(__file__) as source:
@@ -2097,6 +2113,9 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
         checks = remote.Checks(ours)
         attempts = checks.module("attempts")
         assert attempts.honest() == "[1.0, true]"  # reading its own files, importing, computing: as before
+        # a session of its own, no terminal of the teacher's: no keys typed where the teacher's shell reads
+        # (TIOCSTI, a review), no output on the teacher's screen
+        assert attempts.terminal() == "[true, false, [false, false, false]]"
         assert "def path_like" in attempts.path_like()  # by pathlib too
         refused = {}
         for name in (
@@ -2104,7 +2123,7 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "graders_pipe_by_a_dotted_path", "graders_status_by_a_double_slash",
             "own_fds_by_a_link", "unix_socket", "shared_memory", "objects", "pythonapi",
             "solutions_through_a_folder", "solutions_walked", "proc_through_the_root", "tcl", "subinterpreter",
-            "chroot", "fchdir", "graders_priority", "graders_cores", "another_user", "fresh_posix",
+            "chroot", "fchdir", "graders_priority", "graders_cores", "another_user", "fresh_posix", "terminal_keys",
             "fresh_posix_by_the_original", "fresh_imp", "fresh_sys", "original_through_a_traceback",
             *(["login_tty"] if hasattr(os, "login_tty") else []),  # Python 3.11 and later
             *(["unshare"] if hasattr(os, "unshare") else []),  # Python 3.12 and later
@@ -2152,6 +2171,7 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "fresh_sys": "making a built-in module anew (_imp.create_builtin) is refused",
             "fresh_posix_by_the_original": "reading the __defaults__ of a function the checks run",
             "touched": "os.utime (changing files) is refused",
+            "terminal_keys": "fcntl.ioctl",
         }
         assert {name: text for name, text in said.items() if text not in refused[name]} == {}
         for written in ("written.txt", "history.py", "written.db", "fifo"):

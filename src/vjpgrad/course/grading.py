@@ -376,6 +376,7 @@ def pytest_process(
         _plugin.REMOTE[0] = remote.Checks(student, broken, pid)
         _plugin.FRESH[:] = [remote.Checks(end, broken, spare) for end, spare in fresh]
     elif user is not None:  # the student's code runs here, as an unprivileged user
+        _leave_the_terminal()
         _become(user)
     os.chdir(directory)
     os.environ.pop("PYTEST_ADDOPTS", None)  # the checks run as written, whatever the shell says
@@ -393,6 +394,17 @@ def pytest_process(
 STUDENT_GONE = 70
 """The exit status of the checks' process when the student's process ended under it (or wrote into
 the pipe between them): the check running then did not finish, the later ones did not run."""
+
+
+def _leave_the_terminal() -> None:
+    """Read nothing from the terminal, and stand in a session of its own (``os.setsid``), which has
+    no controlling terminal: the student's code can then neither open ``/dev/tty`` nor, through it,
+    type into the teacher's terminal (``TIOCSTI``), whose shell would run what it typed as the
+    teacher once ``grade`` exits (a review). Before the audit hook, which refuses both ``setsid``
+    and ``ioctl`` to the student's code (``guard``)."""
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    with contextlib.suppress(OSError):  # a session's leader already (started so): nothing to leave
+        os.setsid()
 
 
 def _become(user: tuple[int, int]) -> None:
@@ -453,6 +465,7 @@ def student_process(
     nothing = os.open(os.devnull, os.O_WRONLY)
     os.dup2(nothing, 1)
     os.dup2(nothing, 2)
+    _leave_the_terminal()
     if user is not None:
         _become(user)
     os.chdir(directory)

@@ -9,8 +9,8 @@ needs and what reaches outside the student's process: starting a process (``os.f
 ``subprocess.Popen``...), ``ctypes``, opening a file to write it, anything under ``/proc``, a
 folder (a path relative to its descriptor, ``dir_fd``, reaches the event unresolved) or vjpgrad's
 reference solutions (wherever a copy of the package lies: ``vjpgrad/course/solutions/``), removing,
-renaming and linking files, sockets, ``mmap``, walking the interpreter's objects
-(``gc.get_objects``), killing processes and raising the CPU limit. The functions that start a
+renaming and linking files, sockets, ``mmap``, ``fcntl.ioctl`` (keys typed into a terminal), walking
+the interpreter's objects (``gc.get_objects``), killing processes and raising the CPU limit. The functions that start a
 process or share memory without an audit event (``_posixsubprocess.fork_exec``, ``_posixshmem``,
 ``os.memfd_create``) are replaced by ones that refuse, and their modules refused a second import.
 
@@ -56,6 +56,7 @@ REFUSED: dict[str, str] = {
     ),
     **dict.fromkeys(("socket.__new__", "socket.bind", "socket.connect", "socket.sendto"), "sockets"),
     "mmap.__new__": "mapping memory (mmap)",
+    "fcntl.ioctl": "controlling a device (ioctl: keys typed into a terminal, which its shell would run)",
     **dict.fromkeys(("gc.get_objects", "gc.get_referrers", "gc.get_referents"), "walking the interpreter's objects"),
     **dict.fromkeys(("resource.setrlimit", "resource.prlimit"), "changing the process's limits"),
     "os.chdir": "changing the current folder (the hook reads a relative path against it)",
