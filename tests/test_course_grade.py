@@ -155,6 +155,23 @@ def test_a_crash_sys_exit_or_os_exit_costs_only_its_exercise(tmp_path: Path) -> 
 
 
 @pytest.mark.slow  # a grading run: one process per exercise
+def test_a_keyboard_interrupt_the_students_code_raises_is_its_failure_not_tampering(tmp_path: Path) -> None:
+    """A student's code that raises ``KeyboardInterrupt`` (by mistake, or to stop the checks) fails
+    the check that called it, as ``SystemExit`` does: it was reported as "written to by something
+    other than the grader", a remark that makes a teacher suspect an honest student (a review)."""
+    directory = solutions_in(tmp_path / "student")
+    seeds = directory / "seeds.py"
+    seeds.write_text(seeds.read_text() + "\n\ndef vjp_by_hand(*args, **kwargs):\n    raise KeyboardInterrupt\n")
+    (result,) = grading.run(directory, [exercise(6)], timeout=120)
+    assert result.remarks == []
+    assert result.status == grading.FAILING
+    problem = result.first_problem()
+    assert problem is not None
+    assert problem.message.startswith("KeyboardInterrupt"), problem.message
+    assert grading.TAMPERED not in problem.message
+
+
+@pytest.mark.slow  # a grading run: one process per exercise
 def test_an_error_of_megabytes_costs_only_its_checks_and_reaches_the_report_shortened(tmp_path: Path) -> None:
     directory = solutions_in(tmp_path / "student")
     path = directory / "derivatives.py"

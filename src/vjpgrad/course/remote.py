@@ -130,6 +130,10 @@ class Side:
     side's objects this side holds, as proxies, by their handle numbers (one proxy for each, so that
     ``is`` and ``id`` mean here what they mean there)."""
 
+    interrupted_by_keys = True
+    """Whether a ``KeyboardInterrupt`` raised while serving the other side ends this side too, once
+    the other side has read it: Ctrl-C in the checks' process, which shares the teacher's terminal."""
+
     def __init__(self, channel: Any) -> None:
         self.channel = channel
         self.exported: dict[int, Any] = {}
@@ -277,7 +281,7 @@ class Side:
             raise
         except BaseException as error:  # whatever the code raised, the other side reads it
             self.send({"error": self.describe(error)})
-            if isinstance(error, KeyboardInterrupt):
+            if isinstance(error, KeyboardInterrupt) and self.interrupted_by_keys:
                 raise
             return
         self.send({"value": self.encode(value)})
@@ -582,6 +586,11 @@ class Checks(Side):
 class Student(Side):
     """The student's end: it does what the checks ask to the student's objects, and calls back the
     checks' functions it was handed (``directory``: the student's, for the line an error names)."""
+
+    interrupted_by_keys = False
+    """The student's process stands in a session of its own (``grading.student_process``), which no
+    Ctrl-C reaches: a ``KeyboardInterrupt`` there is the student's code's own, the failure of the
+    check that called it, as ``SystemExit`` is (it ended the process, which read as a crash)."""
 
     def __init__(self, channel: Any, directory: Path, importer: Callable[[str], Any]) -> None:
         super().__init__(channel)
