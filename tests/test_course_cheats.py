@@ -567,6 +567,37 @@ def test_two_classmates_handing_in_one_program_are_told_to_the_teacher(tmp_path:
     assert all(result.status == grading.DONE for results in graded.values() for result in results)  # marks untouched
 
 
+def _kahn_engine(directory: Path, *renamed: tuple[str, str]) -> Path:
+    """A submission whose engine.py is the second engine of the tests (``_course_engine_kahn``, its
+    operations built by a helper method of its own, ``_lift``), with each of ``renamed`` replaced."""
+    skeleton(directory)
+    engine = (Path(__file__).parent / "_course_engine_kahn.py").read_text()
+    for old, new in renamed:  # a name where it is a whole word; any other text as it is
+        engine = re.sub(rf"\b{old}\b", new, engine) if old.isidentifier() else engine.replace(old, new)
+    (directory / "engine.py").write_text(engine)
+    return directory
+
+
+def test_a_copy_with_its_own_helper_methods_and_attributes_renamed_is_still_a_copy(tmp_path: Path) -> None:
+    """A review: a classmate's engine, with the helper its operations call (``self._lift``) and an
+    attribute of its own (``_locals``) renamed, was told as no copy: the name of a method or an
+    attribute the student chose was kept as written, where a local's is set aside, and the helper's
+    own code was no part of the comparison. The names the student chose are set aside, the names
+    the skeleton gives (``data``, ``grad``, ``_prev``) are kept, and the helpers the parts call are
+    compared with them: a helper written otherwise is another program."""
+    alice = _kahn_engine(tmp_path / "alice")
+    bob = _kahn_engine(tmp_path / "bob", ("_lift", "_as_value"), ("_locals", "_partials"))
+    carol = _kahn_engine(
+        tmp_path / "carol",
+        ("return x if isinstance(x, Value) else Value(x)", "return x if type(x) is Value else Value(float(x))"),
+    )
+    prints = {d.name: borrowed.fingerprint(d, exercise(2)) for d in (alice, bob, carol)}
+    assert prints["alice"] is not None
+    assert prints["alice"] == prints["bob"]
+    assert prints["carol"] != prints["alice"]  # its helper is its own
+    assert "type(x) is Value" in (carol / "engine.py").read_text()
+
+
 def test_a_file_too_deep_to_read_again_is_told_as_no_copy_and_the_rest_is_still_read(tmp_path: Path) -> None:
     # a def whose expression nests past what ast.unparse can recurse, and a file past what the
     # parser's stack holds: Python runs the first and refuses the second; the copy check must not crash

@@ -860,14 +860,80 @@ def fingerprint(directory: Path, ex: Exercise) -> str | None:
         return None
     found_parts = [_part(mine, part) for part in parts]
     nodes = [node for node in found_parts if node is not None]
-    size = sum(1 for node in nodes for _ in ast.walk(node))
-    if len(nodes) < len(parts) or size < SMALLEST_COPY:
+    if len(nodes) < len(parts):
         return None
-    forms = [loose(node) for node in nodes]
     shipped = [_part(theirs, part) for part in parts]
-    if all(b is not None for b in shipped) and forms == [loose(b) for b in shipped if b is not None]:
+    if all(b is not None for b in shipped) and [loose(n) for n in nodes] == [loose(b) for b in shipped if b]:
         return None
+    given = parse(ex.template(name))
+    own = _own_names(mine, set() if given is None else _names_in(given))
+    helpers = _helpers(mine, nodes, own, {part.rpartition(".")[2] for part in parts})
+    size = sum(1 for node in (*nodes, *helpers) for _ in ast.walk(node))
+    if size < SMALLEST_COPY:
+        return None
+    forms = [loose(_OwnNames(own).visit(copy.deepcopy(node))) for node in nodes]
+    forms += sorted(loose(_OwnNames(own).visit(copy.deepcopy(node))) for node in helpers)
     return ("L" if size >= LARGE_COPY else "S") + hashlib.sha256("\0".join(forms).encode()).hexdigest()
+
+
+def _names_in(tree: ast.AST) -> set[str]:
+    """Every name ``tree`` writes: its variables', arguments', functions', classes' and attributes'."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.arg):
+            found.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+    return found
+
+
+def _own_names(tree: ast.Module, given: set[str]) -> set[str]:
+    """The names of methods, functions and attributes that the student's file ``tree`` defines
+    (a ``def``, an attribute assigned: ``self._locals = ...``) and that the skeleton does not give
+    (``given``): chosen by the student, so set aside as a local's name is (``_OwnNames``). A name
+    the skeleton gives (``data``, ``_prev``) is the exercise's, and kept."""
+    defined = {n.name for n in _defined(tree) if isinstance(n, ast.FunctionDef)}
+    defined |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
+    return defined - given
+
+
+def _helpers(tree: ast.Module, parts: list[ast.AST], own: set[str], named: set[str]) -> list[ast.AST]:
+    """The functions and methods of the student's file ``tree`` whose names are their own
+    (``own``) and that the ``parts`` call, or the helpers they call call (``self._lift(other)``):
+    code of the parts, compared with them (a copy's helper renamed was no copy). A part's own name
+    (``named``) is a part, not a helper."""
+    defs: dict[str, list[ast.AST]] = {}
+    for defined in _defined(tree):
+        if isinstance(defined, ast.FunctionDef) and defined.name in own and defined.name not in named:
+            defs.setdefault(defined.name, []).append(defined)
+    found: list[ast.AST] = []
+    pending, seen = list(parts), set()
+    while pending:
+        for node in ast.walk(pending.pop()):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+            if name in defs and name not in seen:
+                seen.add(name)
+                found += defs[name]
+                pending += defs[name]
+    return found
+
+
+class _OwnNames(ast.NodeTransformer):
+    """The names the student chose for methods and attributes (``own``) made one name, ``own``, as
+    ``_Names`` does with variables' (which it numbers: an attribute's place in the code says less)."""
+
+    def __init__(self, own: set[str]) -> None:
+        self.own = own
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if node.attr in self.own:
+            node.attr = "own"
+        return node
 
 
 def _definitions(directory: Path) -> set[str]:
