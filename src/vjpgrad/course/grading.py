@@ -400,8 +400,8 @@ def _leave_the_terminal() -> None:
     """Read nothing from the terminal, and stand in a session of its own (``os.setsid``), which has
     no controlling terminal: the student's code can then neither open ``/dev/tty`` nor, through it,
     type into the teacher's terminal (``TIOCSTI``), whose shell would run what it typed as the
-    teacher once ``grade`` exits (a review). Before the audit hook, which refuses both ``setsid``
-    and ``ioctl`` to the student's code (``guard``)."""
+    teacher once ``grade`` exits (a review). Before the student's code runs; where the audit hook
+    stands (``guard``), it refuses the student's code both ``setsid`` and ``ioctl``."""
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     with contextlib.suppress(OSError):  # a session's leader already (started so): nothing to leave
         os.setsid()
