@@ -539,6 +539,28 @@ def test_a_reading_of_the_process_the_thread_or_the_error_handled_is_refused(
     assert _line_of(fn, "# the reading") in str(refused.value)
 
 
+def test_a_thread_made_and_joined_inside_is_no_reading_of_the_calling_thread() -> None:
+    """``threading.Thread`` and its ``join`` call ``current_thread()`` for themselves: threading's own
+    use, not the user's reading of the thread (a review found both refused once the recording was
+    watched, here by the name ``exception``)."""
+    log = logging.getLogger("vjpgrad-test-threads")
+
+    def f(x: Value) -> Value:
+        out: list[int] = []
+        worker = threading.Thread(target=lambda: out.append(1))
+        worker.start()
+        worker.join()
+        try:
+            return x * 2.0
+        except ValueError:
+            log.exception("failed")  # names exception: the recording is watched
+            raise
+
+    compiled = vjpgrad.compile(f)
+    assert [compiled(Value(1.5)).data for _ in range(3)] == [3.0, 3.0, 3.0]
+    assert compiled.times_recorded == 1
+
+
 def test_a_librarys_own_reading_of_the_process_and_thread_is_its_own() -> None:
     """A log record notes the process's id and the thread (``logging`` reads ``os.getpid`` and
     ``threading.current_thread`` for it): the library's readings, not the function's, so a function
@@ -1001,6 +1023,19 @@ _TORCH_READS: dict[str, Callable[[Any], float]] = {
     "torch.get_rng_state()": lambda torch: float(torch.get_rng_state()[0] + 1),
     "torch.default_generator.initial_seed()": lambda torch: float(torch.default_generator.initial_seed() % 7 + 1),
 }
+
+
+def test_reading_torchs_global_seed_through_a_name_of_ones_own_is_refused() -> None:
+    """``from torch import initial_seed as s0``: held under a name of the user's, it was unseen (the
+    recording was watched by the names ``initial_seed`` and ``get_rng_state`` alone; a review)."""
+    torch = pytest.importorskip("torch")
+    s0 = torch.initial_seed
+
+    def reads(x: Value) -> Value:
+        return x * float(s0() % 7 + 1)  # the reading
+
+    refusal = _refusal_keeping_torchs_state(torch, reads, r"read the seed or the state of PyTorch's global generator")
+    assert _line_of(reads, "# the reading") in refusal, refusal
 
 
 @pytest.mark.parametrize("way", list(_TORCH_READS))

@@ -1055,9 +1055,11 @@ class DrawWatch:
             users = reader is not None and not is_own_code(reader)
         else:
             reader = _outside_generated(frame)
-            if reader is not None and reader.f_code.co_filename == world.THREADS_MODULE:  # current_thread()
+            if reader is not None and reader.f_code.co_filename == world.THREADS_MODULE:
                 while reader.f_back is not None and reader.f_back.f_code.co_filename == world.THREADS_MODULE:
-                    reader = reader.f_back
+                    reader = reader.f_back  # out to the function of threading's that the code outside called
+                if reader.f_code.co_name not in world.THREAD_READERS:  # Thread(), join(): threading's own use
+                    return
                 name, reader = f"threading.{reader.f_code.co_name}", reader.f_back  # for the code that called it
             users = reader is not None and not world.is_library_file(reader.f_code.co_filename)
         if users and reader is not None:

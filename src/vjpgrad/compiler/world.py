@@ -642,6 +642,9 @@ is; a library's own reading (a log record notes the process and the thread) is t
 THREADS_MODULE = threading.__file__
 """Where ``threading``'s functions live, which read the calling thread for the code that called
 them (``current_thread``): a reading is that code's."""
+THREAD_READERS = frozenset({"current_thread", "currentThread"})
+"""The functions of ``threading`` that hand the code calling them the calling thread: a reading of
+it by that code. Its other functions' readings (``Thread()``, ``join()``) are threading's own."""
 _READS_PROCESS_STATE = frozenset(
     name.rpartition(".")[2] for name in (*PROCESS_STATE.values(), *OWN_READINGS.values(), "threading.current_thread")
 )
@@ -928,7 +931,7 @@ class _Walk:
         ``KINDS`` its type falls in says: a container's items, a function's parts, an
         instance's class, attributes and slots, or a refusal."""
         self.inside_unnamed = var in self.unnamed
-        if _reads_clock(x) or _draws_unseen(x):  # held anywhere (a default, an attribute, an item of a list):
+        if _reads_clock(x) or _draws_unseen(x) or _reads_torchs_seed(x):  # held anywhere (an item of a list):
             self.snapshot.may_draw = True  # the recording watches its calls, which no generator's state shows
         try:
             how = row_of(type(x))[1]
@@ -2631,6 +2634,14 @@ TORCH_SEED_READERS = frozenset({"initial_seed", "get_rng_state"})
 (``torch.initial_seed()``, ``torch.get_rng_state()``, the generator's own ``initial_seed`` and
 ``get_state``, reached through ``default_generator``): named, the recording is watched, as a reading
 a replay would repeat (a ``torch.manual_seed`` outside, between calls, changes what they read)."""
+
+
+def _reads_torchs_seed(x: Any) -> bool:
+    """Whether ``x`` is one of PyTorch's functions that read its global generator's seed or state
+    (``TORCH_SEED_READERS``), by identity: held under a name of the user's (``from torch import
+    initial_seed as s0``), the recording is watched all the same. Never imports PyTorch."""
+    torch = sys.modules.get("torch")
+    return torch is not None and any(x is getattr(torch, name, None) for name in TORCH_SEED_READERS)
 
 
 def _may_draw(walk: _Walk) -> bool:
