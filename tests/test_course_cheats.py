@@ -2115,14 +2115,15 @@ def terminal_keys():  # typed into the teacher's terminal, run by the teacher's 
         fcntl.ioctl(fd, termios.TIOCSTI, b"i")
 
 
-def terminal():
-    import json
-    try:
-        os.close(os.open("/dev/tty", os.O_RDONLY))
-        opened = True
-    except OSError:  # no controlling terminal: a session of its own
-        opened = False
-    return json.dumps([os.getsid(0) == os.getpid(), opened, [os.isatty(fd) for fd in (0, 1, 2)]])
+def terminal():  # a terminal opened to read, then keys typed into it (TIOCSTI) or its settings changed
+    os.close(os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY))
+
+
+def devices():  # what a program of numbers may read: nothing, zeros, random bytes
+    for path in ("/dev/null", "/dev/zero", "/dev/urandom"):
+        with open(path, "rb") as device:
+            device.read(1)
+    return "read"
 
 
 def honest():
@@ -2144,9 +2145,7 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
         checks = remote.Checks(ours)
         attempts = checks.module("attempts")
         assert attempts.honest() == "[1.0, true]"  # reading its own files, importing, computing: as before
-        # a session of its own, no terminal of the teacher's: no keys typed where the teacher's shell reads
-        # (TIOCSTI, a review), no output on the teacher's screen
-        assert attempts.terminal() == "[true, false, [false, false, false]]"
+        assert attempts.devices() == "read"  # the devices a program of numbers may read
         assert "def path_like" in attempts.path_like()  # by pathlib too
         refused = {}
         for name in (
@@ -2155,7 +2154,7 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "own_fds_by_a_link", "unix_socket", "shared_memory", "objects", "pythonapi",
             "solutions_through_a_folder", "solutions_walked", "proc_through_the_root", "tcl", "subinterpreter",
             "chroot", "fchdir", "graders_priority", "graders_cores", "another_user", "fresh_posix", "terminal_keys",
-            "fresh_posix_by_the_original", "fresh_imp", "fresh_sys", "original_through_a_traceback",
+            "terminal", "fresh_posix_by_the_original", "fresh_imp", "fresh_sys", "original_through_a_traceback",
             *(["login_tty"] if hasattr(os, "login_tty") else []),  # Python 3.11 and later
             *(["unshare"] if hasattr(os, "unshare") else []),  # Python 3.12 and later
         ):  # fmt: skip
@@ -2203,6 +2202,7 @@ def test_the_students_process_refuses_what_reaches_outside_it_naming_the_rule(tm
             "fresh_posix_by_the_original": "reading the __defaults__ of a function the checks run",
             "touched": "os.utime (changing files) is refused",
             "terminal_keys": "fcntl.ioctl",
+            "terminal": "opening a device",
         }
         assert {name: text for name, text in said.items() if text not in refused[name]} == {}
         for written in ("written.txt", "history.py", "written.db", "fifo"):

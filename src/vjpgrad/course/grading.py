@@ -397,14 +397,12 @@ the pipe between them): the check running then did not finish, the later ones di
 
 
 def _leave_the_terminal() -> None:
-    """Read nothing from the terminal, and stand in a session of its own (``os.setsid``), which has
-    no controlling terminal: the student's code can then neither open ``/dev/tty`` nor, through it,
-    type into the teacher's terminal (``TIOCSTI``), whose shell would run what it typed as the
-    teacher once ``grade`` exits (a review). Before the student's code runs; where the audit hook
-    stands (``guard``), it refuses the student's code both ``setsid`` and ``ioctl``."""
+    """Read nothing from the terminal (the descriptor 0 made ``/dev/null``): with its output thrown
+    away too, the student's code holds no descriptor of the teacher's terminal, and where the audit
+    hook stands (``guard``) it may not open one, nor ``ioctl`` one: keys typed into the teacher's
+    terminal (``TIOCSTI``) would run in the teacher's shell once ``grade`` exits (a review). The
+    process stays in the teacher's session, so a Ctrl-C of ``check`` or ``grade`` still ends it."""
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    with contextlib.suppress(OSError):  # a session's leader already (started so): nothing to leave
-        os.setsid()
 
 
 def _become(user: tuple[int, int]) -> None:

@@ -9,7 +9,8 @@ needs and what reaches outside the student's process: starting a process (``os.f
 ``subprocess.Popen``...), ``ctypes``, opening a file to write it, anything under ``/proc``, a
 folder (a path relative to its descriptor, ``dir_fd``, reaches the event unresolved) or vjpgrad's
 reference solutions (wherever a copy of the package lies: ``vjpgrad/course/solutions/``), removing,
-renaming and linking files, sockets, ``mmap``, ``fcntl.ioctl`` (keys typed into a terminal), walking
+renaming and linking files, sockets, ``mmap``, a device but ``/dev/null``'s kind and ``fcntl.ioctl``
+(keys typed into a terminal), walking
 the interpreter's objects (``gc.get_objects``), killing processes and raising the CPU limit. The functions that start a
 process or share memory without an audit event (``_posixsubprocess.fork_exec``, ``_posixshmem``,
 ``os.memfd_create``) are replaced by ones that refuse, and their modules refused a second import.
@@ -32,7 +33,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from stat import S_ISDIR, S_ISLNK
+from stat import S_ISCHR, S_ISDIR, S_ISLNK
 from types import FunctionType
 from typing import Any
 
@@ -457,9 +458,37 @@ def _a_folder(
         return False
 
 
+def _readable_devices() -> frozenset[int]:
+    """The devices a program of numbers may read (``/dev/null``, ``/dev/zero``, ``/dev/random``,
+    ``/dev/urandom``, ``/dev/full``), by their device numbers, read before any code of the student's runs."""
+    found = set()
+    for path in (os.devnull, "/dev/zero", "/dev/random", "/dev/urandom", "/dev/full"):
+        try:
+            found.add(os.stat(path).st_rdev)
+        except OSError:
+            continue
+    return frozenset(found)
+
+
+def _a_device(
+    path: Any, stat: Callable[..., Any], _readable: frozenset[int] = _readable_devices(), _type: Any = type,
+    _int: Any = int, _is_device: Any = S_ISCHR, _errors: Any = (OSError, ValueError),
+) -> bool:  # fmt: skip
+    """Whether a path names a device other than those a program of numbers reads (``_readable``): a
+    terminal above all, whose keys typed in (``TIOCSTI``) its shell runs, and whose settings and keys
+    are the teacher's."""
+    if path is None or _type(path) is _int:
+        return False
+    try:
+        found = stat(path)
+    except _errors:
+        return False
+    return _is_device(found.st_mode) and found.st_rdev not in _readable
+
+
 def _opening(
     arguments: tuple[Any, ...], state: tuple[Any, ...], _writing: Any = _writing, _leads_to: Any = _leads_to,
-    _archive: Any = vjpgrad_archive,
+    _archive: Any = vjpgrad_archive, _a_device: Any = _a_device,
     _in_proc: Any = _in_proc, _kept: Any = _kept, _a_folder: Any = _a_folder, _is_engine: Any = engine_file,
     _anywhere: str = f"{os.sep}vjpgrad{os.sep}course{os.sep}solutions{os.sep}", _sep: str = os.sep,
     _solutions: str = SOLUTIONS, _kept_folder: str = KEPT, _engine: str = ENGINE,
@@ -480,6 +509,8 @@ def _opening(
         return _kept_folder
     if _a_folder(path, stat):
         return f"opening a folder ({path!r}): a path relative to its descriptor is not checked"
+    if _a_device(path, stat):
+        return f"opening a device ({path!r}): a terminal's keys and settings are its user's"
     if package is not None and found is not None and (found == "" or _is_engine(found, package, _sep)):
         return _engine
     return None

@@ -588,9 +588,9 @@ class Student(Side):
     checks' functions it was handed (``directory``: the student's, for the line an error names)."""
 
     interrupted_by_keys = False
-    """The student's process stands in a session of its own (``grading.student_process``), which no
-    Ctrl-C reaches: a ``KeyboardInterrupt`` there is the student's code's own, the failure of the
-    check that called it, as ``SystemExit`` is (it ended the process, which read as a crash)."""
+    """A ``KeyboardInterrupt`` raised while the student's code answers a check is the failure of that
+    check, as ``SystemExit`` is (it ended the process, which read as a crash or tampering). A Ctrl-C
+    of the teacher's reaches the checks' process and the grader too, which end the run."""
 
     def __init__(self, channel: Any, directory: Path, importer: Callable[[str], Any]) -> None:
         super().__init__(channel)
