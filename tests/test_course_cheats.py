@@ -598,6 +598,62 @@ def test_a_copy_with_its_own_helper_methods_and_attributes_renamed_is_still_a_co
     assert "type(x) is Value" in (carol / "engine.py").read_text()
 
 
+ROUNDED = (
+    "    def __add__(self, other):",
+    "    @staticmethod\n"
+    "    def _lift_rounded(x):\n"
+    "        return x if isinstance(x, Value) else Value(round(float(x), 12))\n\n"
+    "    def __add__(self, other):",
+)
+"""A second helper of its own beside ``_lift``, which rounds what it lifts."""
+
+
+def test_which_of_their_own_helpers_each_part_calls_tells_two_programs_apart(tmp_path: Path) -> None:
+    """A review of the helpers compared: every name the student chose was made one name, and the
+    helpers' forms were sorted, so an engine whose ``__mul__`` calls the rounding helper and one
+    whose ``__add__`` does were told "the same program". The names are numbered where they first
+    appear, the parts' order first, and the helpers kept in the order they are first called."""
+    mul_rounds = _kahn_engine(tmp_path / "mul_rounds", ROUNDED)
+    engine = mul_rounds / "engine.py"
+    text = engine.read_text()
+    at = text.index("    def __mul__(self, other):\n        other = self._lift(other)")
+    engine.write_text(text[:at] + text[at:].replace("self._lift(other)", "self._lift_rounded(other)", 1))
+    add_rounds = _kahn_engine(tmp_path / "add_rounds", ROUNDED)
+    engine = add_rounds / "engine.py"
+    text = engine.read_text()
+    at = text.index("    def __add__(self, other):\n        other = self._lift(other)")
+    engine.write_text(text[:at] + text[at:].replace("self._lift(other)", "self._lift_rounded(other)", 1))
+    renamed = _kahn_engine(tmp_path / "renamed", ROUNDED, ("_lift_rounded", "_rounded"), ("_lift", "_as_value"))
+    engine = renamed / "engine.py"
+    text = engine.read_text()
+    at = text.index("    def __mul__(self, other):\n        other = self._as_value(other)")
+    engine.write_text(text[:at] + text[at:].replace("self._as_value(other)", "self._rounded(other)", 1))
+    prints = {d.name: borrowed.fingerprint(d, exercise(2)) for d in (mul_rounds, add_rounds, renamed)}
+    assert prints["mul_rounds"] is not None
+    assert prints["mul_rounds"] != prints["add_rounds"]
+    assert prints["mul_rounds"] == prints["renamed"]  # the same program, its two helpers renamed
+
+
+def test_a_helper_held_under_a_second_name_in_the_class_is_followed(tmp_path: Path) -> None:
+    """``_as = _lift`` in the class, the parts calling ``self._as(other)``: the helper behind the name
+    is compared (a review: a copy with both names changed was missed, and another helper behind the
+    same name was told the same program)."""
+    alias = ("    def __add__(self, other):", "    _as = _lift\n\n    def __add__(self, other):")
+    calls = ("self._lift(other)", "self._as(other)")
+    alice = _kahn_engine(tmp_path / "alice", alias, calls)
+    bob = _kahn_engine(tmp_path / "bob", alias, calls, ("_as", "_use"), ("_lift", "_wrap"))
+    carol = _kahn_engine(
+        tmp_path / "carol",
+        alias,
+        calls,
+        ("return x if isinstance(x, Value) else Value(x)", "return x if type(x) is Value else Value(float(x))"),
+    )
+    prints = {d.name: borrowed.fingerprint(d, exercise(2)) for d in (alice, bob, carol)}
+    assert prints["alice"] is not None
+    assert prints["alice"] == prints["bob"]
+    assert prints["carol"] != prints["alice"]
+
+
 def test_a_file_too_deep_to_read_again_is_told_as_no_copy_and_the_rest_is_still_read(tmp_path: Path) -> None:
     # a def whose expression nests past what ast.unparse can recurse, and a file past what the
     # parser's stack holds: Python runs the first and refuses the second; the copy check must not crash

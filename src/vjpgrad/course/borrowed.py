@@ -40,6 +40,7 @@ guard, given ``allowed``): an engine that is vjpgrad's earns nothing from vjpgra
 from __future__ import annotations
 
 import ast
+import collections
 import copy
 import hashlib
 import importlib.util
@@ -871,8 +872,8 @@ def fingerprint(directory: Path, ex: Exercise) -> str | None:
     size = sum(1 for node in (*nodes, *helpers) for _ in ast.walk(node))
     if size < SMALLEST_COPY:
         return None
-    forms = [loose(_OwnNames(own).visit(copy.deepcopy(node))) for node in nodes]
-    forms += sorted(loose(_OwnNames(own).visit(copy.deepcopy(node))) for node in helpers)
+    renamed = _OwnNames(own)  # one numbering for all: the parts' names first, then the helpers' as called
+    forms = [loose(renamed.visit(copy.deepcopy(node))) for node in (*nodes, *helpers)]
     return ("L" if size >= LARGE_COPY else "S") + hashlib.sha256("\0".join(forms).encode()).hexdigest()
 
 
@@ -893,27 +894,41 @@ def _names_in(tree: ast.AST) -> set[str]:
 
 def _own_names(tree: ast.Module, given: set[str]) -> set[str]:
     """The names of methods, functions and attributes that the student's file ``tree`` defines
-    (a ``def``, an attribute assigned: ``self._locals = ...``) and that the skeleton does not give
-    (``given``): chosen by the student, so set aside as a local's name is (``_OwnNames``). A name
-    the skeleton gives (``data``, ``_prev``) is the exercise's, and kept."""
-    defined = {n.name for n in _defined(tree) if isinstance(n, ast.FunctionDef)}
+    (a ``def``, a name assigned in a class or at the top: ``_as = _lift``, an attribute assigned:
+    ``self._locals = ...``) and that the skeleton does not give (``given``): chosen by the student,
+    so set aside as a local's name is (``_OwnNames``). A name the skeleton gives (``data``,
+    ``_prev``) is the exercise's, and kept."""
+    defined = set(_definitions_of(tree))
     defined |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
     return defined - given
 
 
+def _definitions_of(tree: ast.Module) -> dict[str, list[ast.stmt]]:
+    """What defines each name at the top of ``tree`` and in its classes: a ``def``, or an
+    assignment to the name alone (``_as = _lift``, ``_lift = staticmethod(lambda x: ...)``)."""
+    found: dict[str, list[ast.stmt]] = {}
+    bodies = [tree.body, *(n.body for n in _defined(tree) if isinstance(n, ast.ClassDef))]
+    for body in bodies:
+        for statement in body:
+            if isinstance(statement, ast.FunctionDef):
+                found.setdefault(statement.name, []).append(statement)
+            elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+                target = statement.targets[0]
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, []).append(statement)
+    return found
+
+
 def _helpers(tree: ast.Module, parts: list[ast.AST], own: set[str], named: set[str]) -> list[ast.AST]:
-    """The functions and methods of the student's file ``tree`` whose names are their own
-    (``own``) and that the ``parts`` call, or the helpers they call call (``self._lift(other)``):
-    code of the parts, compared with them (a copy's helper renamed was no copy). A part's own name
-    (``named``) is a part, not a helper."""
-    defs: dict[str, list[ast.AST]] = {}
-    for defined in _defined(tree):
-        if isinstance(defined, ast.FunctionDef) and defined.name in own and defined.name not in named:
-            defs.setdefault(defined.name, []).append(defined)
+    """What the student's file ``tree`` defines under names of their own (``own``: a function, a
+    method, a name assigned, ``_definitions_of``) that the ``parts`` use, or the helpers they use
+    use (``self._lift(other)``), in the order first used: code of the parts, compared with them (a
+    copy's helper renamed was no copy). A part's own name (``named``) is a part, not a helper."""
+    defs = {name: found for name, found in _definitions_of(tree).items() if name in own and name not in named}
     found: list[ast.AST] = []
-    pending, seen = list(parts), set()
+    pending, seen = collections.deque(parts), set()
     while pending:
-        for node in ast.walk(pending.pop()):
+        for node in ast.walk(pending.popleft()):
             name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
             if name in defs and name not in seen:
                 seen.add(name)
@@ -923,16 +938,30 @@ def _helpers(tree: ast.Module, parts: list[ast.AST], own: set[str], named: set[s
 
 
 class _OwnNames(ast.NodeTransformer):
-    """The names the student chose for methods and attributes (``own``) made one name, ``own``, as
-    ``_Names`` does with variables' (which it numbers: an attribute's place in the code says less)."""
+    """The names the student chose for methods and attributes (``own``) renamed by their first
+    appearance, ``own0``, ``own1``..., as ``_Names`` does with variables': which of their helpers a
+    part calls tells two programs apart (one name for all told an engine whose ``__mul__`` rounds
+    and one whose ``__add__`` does "the same program")."""
 
     def __init__(self, own: set[str]) -> None:
         self.own = own
+        self.names: dict[str, str] = {}
+
+    def _renamed(self, name: str) -> str:
+        return self.names.setdefault(name, f"own{len(self.names)}") if name in self.own else name
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
-        if node.attr in self.own:
-            node.attr = "own"
+        node.attr = self._renamed(node.attr)
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        node.id = self._renamed(node.id)
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.name = self._renamed(node.name)
+        self.generic_visit(node)
         return node
 
 
