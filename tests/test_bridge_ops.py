@@ -294,6 +294,28 @@ def test_atan2_is_replayed_with_pytorchs_reciprocal_taken_once(part: int) -> Non
     assert equal >= compared - 5  # the others: a broadcast summed back over two dimensions (1 of 480 measured)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+def test_atan2_where_both_operands_square_to_zero_gives_pytorchs_zeros(dtype: Any) -> None:
+    """At ``atan2(0, 0)``, and wherever ``a*a + b*b`` rounds to 0 (``1e-170`` squared in float64),
+    PyTorch's backward sets the reciprocal to 0 and hands both operands zeros (``atan2(t, t)`` of a
+    zero: [0, 0]); the replay took the reciprocal as it is, an infinity, and gave nan (a review).
+    A sum that does not round to 0 (a subnormal) keeps its infinite reciprocal, as PyTorch's does."""
+    tiny = 1e-170 if dtype == torch.float64 else 1e-23
+    subnormal_root = 2.2250738585072014e-162 if dtype == torch.float64 else 3.7433921e-23
+    pairs = [(0.0, 0.0), (-0.0, -0.0), (0.0, -0.0), (tiny, 0.0), (-tiny, tiny), (0.0, subnormal_root), (1.0, 0.0)]
+    cases: list[dict[str, Any] | None] = []
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor([p[0] for p in pairs], dtype=dtype, requires_grad=True)
+        b = torch.tensor([p[1] for p in pairs], dtype=dtype, requires_grad=True)
+        cases.append({"a": a, "b": b})
+        torch.atan2(a, b).backward(torch.ones(len(pairs), dtype=dtype))
+        t = torch.tensor([0.0, -0.0, 1.0], dtype=dtype, requires_grad=True)
+        cases.append({"t": t})
+        torch.atan2(t, t).sum().backward()
+    assert grad_bits(t) == bits([0.0, 0.0, 0.0])  # PyTorch's own, as the review found it
+    assert every_leaf_equal_to_the_bit(w, cases) == (3, 3)
+
+
 # ---- a 0-d float64 tensor beside a float32 one ----------------------------------------------------
 
 

@@ -817,10 +817,12 @@ def _hardtanh(call: Call) -> list[list[Item]]:
 
 @rule("atan2.default", "atan2_.default")
 def _atan2(call: Call) -> list[list[Item]]:
-    # atan2_backward: recip = (self * self + other * other).reciprocal() once, then self gets
+    # atan2_backward: recip = (self * self + other * other).reciprocal() once, made 0 where the sum
+    # is 0 (atan2(0, 0), or squares that round to 0: measured, torch 2.13), then self gets
     # (grad * other) * recip and other (grad * -self) * recip, each product rounded
     x, y = call.args[:2]
-    recips = column(call, (x * x + y * y).reciprocal())
+    squares = x * x + y * y
+    recips = column(call, torch.where(squares == 0, torch.zeros_like(squares), squares.reciprocal()))
     first = list(zip(column(call, y), recips, strict=True))
     second = list(zip(column(call, -x), recips, strict=True))
     return elementwise(call, "atan2", (x, y), ((first, in_turn), (second, in_turn)))
