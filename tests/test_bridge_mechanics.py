@@ -352,6 +352,24 @@ def test_saved_tensors_hooks_that_change_what_backward_reads_are_named_never_cla
     assert kept.matches, kept.summary()
 
 
+def test_pytorchs_own_saved_tensors_hooks_are_not_named_as_a_reason() -> None:
+    """``save_on_cpu`` and a non-reentrant ``checkpoint`` give the numbers saved back as they were:
+    a pass under them that differs for another reason (an indexed sum's order) named them too,
+    and the kernels' paragraph as if a hook of the learner's explained it (a review)."""
+    e = 2.0**-53
+    seed = torch.tensor([[1.0, -1.0], [e, e]], dtype=torch.float64)
+    with vjpgrad.watch_torch() as w:
+        x = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+        with torch.autograd.graph.save_on_cpu():
+            y = x[torch.zeros(2, 2, dtype=torch.long)].t()
+        y.backward(seed)
+    check_verdicts(w)
+    (saved,) = w.passes
+    assert not saved.matches, saved.summary()  # the sum's order: 1 + -1 + e + e against PyTorch's
+    assert "saved_tensors_hooks" not in saved.summary(), saved.summary()
+    assert not saved.learners_cause
+
+
 def test_a_hook_run_after_grad_accumulates_is_named_by_its_own_registration() -> None:
     torch.manual_seed(16)
     with vjpgrad.watch_torch() as w:

@@ -1901,18 +1901,24 @@ def _product_note(base: str, outputs: list[torch.Tensor]) -> frozenset[str]:
 
 
 SAVED_HOOKS_NOTE = (
-    "an operation ran under torch.autograd.graph.saved_tensors_hooks (yours, save_on_cpu's or a checkpoint's): "
-    "PyTorch's backward multiplies by what the unpack hook returns in place of what the operation saved, "
-    "which the replay does not run"
+    "an operation ran under your torch.autograd.graph.saved_tensors_hooks: PyTorch's backward multiplies by "
+    "what the unpack hook returns in place of what the operation saved, which the replay does not run"
 )
 
 
 def _saved_hooks_note() -> frozenset[str]:
     """``SAVED_HOOKS_NOTE`` where the operation under way runs under a pair of
-    ``saved_tensors_hooks`` (PyTorch's own function tells, in C), else nothing: where the hooks
-    give the numbers back as they were (``save_on_cpu``), the pass matches and the note is not shown."""
+    ``saved_tensors_hooks`` of the learner's (PyTorch's own function tells, in C), else nothing.
+    PyTorch's own pairs (``save_on_cpu``, a non-reentrant ``checkpoint``), told by where their
+    pack hook's code lies, give the numbers back as they were: a pass under them that differs does
+    so for another reason, which the note would hide."""
     top = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
-    return frozenset({SAVED_HOOKS_NOTE}) if top is not None and top(False) is not None else frozenset()
+    hooks = top(False) if top is not None else None
+    if hooks is None:
+        return frozenset()
+    code = getattr(hooks[0], "__code__", None)
+    pytorchs = code is not None and code.co_filename.startswith(_TORCH_HOME)
+    return frozenset() if pytorchs else frozenset({SAVED_HOOKS_NOTE})
 
 
 def _precision_notes(notes: frozenset[str]) -> frozenset[str]:
