@@ -370,6 +370,35 @@ def test_pytorchs_own_saved_tensors_hooks_are_not_named_as_a_reason() -> None:
     assert not saved.learners_cause
 
 
+def test_the_explanation_of_a_pass_for_some_inputs_shows_only_their_part_of_the_graph() -> None:
+    """``y.backward(inputs=[a])`` leaves ``b.grad`` as it was (None), and ``torch.autograd.grad(y,
+    [a])`` hands back ``a``'s gradient alone: PyTorch runs only the part of the graph that leads to
+    them. The explanation said ``b[0].grad += 1 × 1 = 1`` all the same (a review): it now shows the
+    steps into the nodes that lead to the inputs, and their sums alone."""
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        b = torch.tensor([3.0, 4.0], requires_grad=True)
+        c = torch.tensor([5.0, 6.0], requires_grad=True)
+        y = (a * b).sum() + c.exp().sum()
+        y.backward(inputs=[a])
+        z = (a * b).sum() + c.exp().sum()
+        (grad_a,) = torch.autograd.grad(z, [a])
+    check_verdicts(w)
+    assert b.grad is None
+    assert c.grad is None
+    for done in w.passes:
+        assert done.matches, done.summary()
+        explanation = done.explanation
+        assert explanation is not None
+        shown = str(explanation)
+        assert "a[0]" in shown, shown
+        assert "a[1]" in shown, shown
+        assert not [step for step in explanation.steps if step.operand.startswith(("b[", "c["))], shown
+        assert sorted(explanation.names[v] for v in explanation.gradients if v.is_leaf) == ["a[0]", "a[1]"]
+        assert "exp" not in shown, shown  # the branch that leads to c alone: PyTorch never runs it
+    assert grad_a.tolist() == [3.0, 4.0]
+
+
 def test_a_hook_run_after_grad_accumulates_is_named_by_its_own_registration() -> None:
     torch.manual_seed(16)
     with vjpgrad.watch_torch() as w:

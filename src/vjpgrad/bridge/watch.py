@@ -1250,7 +1250,8 @@ class Watch:
             notes |= _nan_signs(reports) | _precision_notes(notes)
             notes |= self._unseen_constant(reports, notes, names)
             scalar = len(items) == 1 and roots[0].dim() == 0
-            explainer = functools.partial(self._as_of, number, outs, kept, scalar, call) if outs else None
+            asked = frozenset(x for entry in entries[len(roots) :] for x in entry.items if isinstance(x, Value))
+            explainer = functools.partial(self._as_of, number, outs, kept, scalar, call, asked) if outs else None
             return Pass(
                 number, location, outs, seed, retain, call=call, leaves=reports, reasons=sorted(notes), notes=unnamed,
                 explainer=explainer, vector=_seeded_vector(roots, seeds),
@@ -1390,7 +1391,11 @@ class Watch:
                 outputs,
                 seed,
                 retain,
-                explainer=functools.partial(self._as_of, number, outputs, kept, scalar) if outputs else None,
+                explainer=(
+                    functools.partial(self._as_of, number, outputs, kept, scalar, toward=self._inputs_asked())
+                    if outputs
+                    else None
+                ),
                 leaves=leaves,
                 reasons=reasons,
                 notes=unnamed,
@@ -1602,6 +1607,13 @@ class Watch:
             ),
         )
 
+    def _inputs_asked(self) -> frozenset[Value] | None:
+        """The leaves' nodes of the tensors a ``backward(inputs=...)`` names, None where it names none."""
+        if self._only is None:
+            return None
+        leaves = (entry for key in self._only for entry in self._leaves.get(key, []))
+        return frozenset(x for entry in leaves for x in entry.items if isinstance(x, Value))
+
     def _hooks(self, outputs: list[Value], names: dict[int, str]) -> frozenset[str]:
         """A hook on a tensor the pass reached (``register_hook``, or one run after ``.grad``
         accumulates) may change the gradient PyTorch passes on: the replay does not run hooks, so
@@ -1705,11 +1717,19 @@ class Watch:
         return True
 
     def _as_of(
-        self, number: int, outputs: list[Value], seeds: list[float], scalar: bool, handed_back: str = ""
+        self,
+        number: int,
+        outputs: list[Value],
+        seeds: list[float],
+        scalar: bool,
+        handed_back: str = "",
+        toward: frozenset[Value] | None = None,
     ) -> Explanation:
         """Pass ``number``'s explanation, its nodes labelled as that pass named them (``_relabel``);
         ``handed_back``: the call that returned the pass's gradients (``torch.autograd.grad``), if
-        not ``backward``."""
+        not ``backward``; ``toward``: the nodes the pass was asked for (``backward(inputs=...)``,
+        ``torch.autograd.grad``'s inputs), where it was: only the part of the graph that leads to
+        them is shown, the part PyTorch runs (``_toward``)."""
         then = {
             node: next(label for last, label in history if last >= number)
             for node, history in self._renamed.items()
@@ -1719,7 +1739,8 @@ class Watch:
         for node, label in then.items():
             node.label = label
         try:
-            return dataclasses.replace(self._explained(outputs, seeds, scalar), handed_back=handed_back)
+            explanation = dataclasses.replace(self._explained(outputs, seeds, scalar), handed_back=handed_back)
+            return explanation if toward is None else _toward(explanation, outputs, toward)
         finally:
             for node, held in now.items():
                 node.label = held
@@ -1904,6 +1925,27 @@ SAVED_HOOKS_NOTE = (
     "an operation ran under your torch.autograd.graph.saved_tensors_hooks: PyTorch's backward multiplies by "
     "what the unpack hook returns in place of what the operation saved, which the replay does not run"
 )
+
+
+def _toward(explanation: Explanation, outputs: list[Value], targets: frozenset[Value]) -> Explanation:
+    """``explanation`` cut to the nodes that lead to ``targets`` (and the targets): PyTorch's pass
+    for some inputs (``backward(inputs=[a])``, ``torch.autograd.grad(y, [a])``) runs only that part
+    of the graph, and leaves the other leaves' ``.grad`` as they were. A node that leads to a target
+    is handed its gradient by nodes that lead to it too: its steps and sums stay as they were."""
+    order, _ = graph.reached(outputs)
+    leading: set[Value] = set(targets)
+    for node in reversed(order):  # each node after the operands it was computed from
+        if any(operand in leading for operand in graph.operands(node)):
+            leading.add(node)
+    names = {value: name for value, name in explanation.names.items() if value in leading or value in outputs}
+    kept = {name for value, name in names.items() if value in leading}
+    return dataclasses.replace(
+        explanation,
+        steps=[step for step in explanation.steps if step.operand in kept],
+        gradients={value: g for value, g in explanation.gradients.items() if value in leading},
+        names=names,
+        formulas={name: shown for name, shown in explanation.formulas.items() if name in kept},
+    )
 
 
 def _saved_hooks_note() -> frozenset[str]:
