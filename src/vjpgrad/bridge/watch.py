@@ -131,7 +131,8 @@ def kernels_note() -> str:
     return (
         f"(PyTorch ran this processor's own kernels ({capability}{', MKL on its widest path' if wide else ''}), "
         f"some of which add in another order than the replay follows: run the script with {KERNELS} set, "
-        "for instance `" + KERNELS + " vjpgrad explain-torch script.py`, to see it with the ones it follows)"
+        "for instance `" + KERNELS + " vjpgrad explain-torch script.py`, to see it with the ones it follows "
+        "(a matrix product may still differ in its last bits: the reasons above name it)"
     )
 
 
