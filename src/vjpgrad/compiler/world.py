@@ -606,35 +606,32 @@ their functions or classes (``datetime.date``), may draw; a recording watches su
 draws and readings to name the line (``record.DrawWatch``)."""
 
 
-PROCESS_STATE = {
-    getattr(module, name): f"{module.__name__}.{name}"
-    for module, name in (
-        (os, "getcwd"),
-        (os, "getcwdb"),
-        (sys, "getsizeof"),
-        (sys, "getrefcount"),
-        (sys, "getrecursionlimit"),
-        (sys, "getallocatedblocks"),
-        (sys, "getswitchinterval"),
-    )
-    if hasattr(module, name)
-}
+def _functions_by_name(*found: tuple[types.ModuleType, str]) -> dict[Any, str]:
+    """Each function of ``found`` (a module and a name, where the module has it) with its name."""
+    return {getattr(module, name): f"{module.__name__}.{name}" for module, name in found if hasattr(module, name)}
+
+
+PROCESS_STATE = _functions_by_name(
+    (os, "getcwd"),
+    (os, "getcwdb"),
+    (sys, "getsizeof"),
+    (sys, "getrefcount"),
+    (sys, "getrecursionlimit"),
+    (sys, "getallocatedblocks"),
+    (sys, "getswitchinterval"),
+)
 """C functions that read the process's state, which moves with no object of the world changed
 (the current folder, a list's capacity, an object's references), each with its name: a call of
 one while recording (the user's, or a library's for the user: ``Path.cwd()``) is a reading a
 replay would repeat, refused as the clock's is (``record.DrawWatch``)."""
-OWN_READINGS = {
-    getattr(module, name): f"{module.__name__}.{name}"
-    for module, name in (
-        (os, "getpid"),
-        (os, "getppid"),
-        (sys, "exc_info"),
-        (sys, "exception"),
-        (threading, "get_ident"),
-        (threading, "get_native_id"),
-    )
-    if hasattr(module, name)
-}
+OWN_READINGS = _functions_by_name(
+    (os, "getpid"),
+    (os, "getppid"),
+    (sys, "exc_info"),
+    (sys, "exception"),
+    (threading, "get_ident"),
+    (threading, "get_native_id"),
+)
 """C functions that read the process's id, the calling thread's or the exception being handled,
 each with its name: a call of one by the user's code while recording (``threading.current_thread()``
 among them, which reads the thread's) is a reading a replay would repeat, refused as the clock's
