@@ -1392,11 +1392,7 @@ class Watch:
                 outputs,
                 seed,
                 retain,
-                explainer=(
-                    functools.partial(self._as_of, number, outputs, kept, scalar, toward=self._inputs_asked())
-                    if outputs
-                    else None
-                ),
+                explainer=self._explainer(number, outputs, kept, scalar),
                 leaves=leaves,
                 reasons=reasons,
                 notes=unnamed,
@@ -1607,6 +1603,15 @@ class Watch:
                 f"one element, {float(total)!r}"
             ),
         )
+
+    def _explainer(
+        self, number: int, outputs: list[Value], seeds: list[float], scalar: bool
+    ) -> Callable[[], Explanation] | None:
+        """How a ``backward`` pass's explanation is made when first read (``_as_of``), shown toward
+        the inputs it names, if it names some; None for a pass with no output replayed."""
+        if not outputs:
+            return None
+        return functools.partial(self._as_of, number, outputs, seeds, scalar, toward=self._inputs_asked())
 
     def _inputs_asked(self) -> frozenset[Value] | None:
         """The leaves' nodes of the tensors a ``backward(inputs=...)`` names, None where it names none."""

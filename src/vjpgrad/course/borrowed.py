@@ -859,12 +859,8 @@ def fingerprint(directory: Path, ex: Exercise) -> str | None:
     mine = parse_handed_in(directory / name)
     if mine is None:
         return None
-    found_parts = [_part(mine, part) for part in parts]
-    nodes = [node for node in found_parts if node is not None]
-    if len(nodes) < len(parts):
-        return None
-    shipped = [_part(theirs, part) for part in parts]
-    if all(b is not None for b in shipped) and [loose(n) for n in nodes] == [loose(b) for b in shipped if b]:
+    nodes = [node for node in (_part(mine, part) for part in parts) if node is not None]
+    if len(nodes) < len(parts) or _shipped(theirs, parts, nodes):
         return None
     given = parse(ex.template(name))
     own = _own_names(mine, set() if given is None else _names_in(given))
@@ -875,6 +871,12 @@ def fingerprint(directory: Path, ex: Exercise) -> str | None:
     renamed = _OwnNames(own)  # one numbering for all: the parts' names first, then the helpers' as called
     forms = [loose(renamed.visit(copy.deepcopy(node))) for node in (*nodes, *helpers)]
     return ("L" if size >= LARGE_COPY else "S") + hashlib.sha256("\0".join(forms).encode()).hexdigest()
+
+
+def _shipped(theirs: ast.Module, parts: list[str], nodes: list[ast.AST]) -> bool:
+    """Whether the parts found (``nodes``) are the shipped solution's (``theirs``), as ``loose`` reads them."""
+    shipped = [_part(theirs, part) for part in parts]
+    return all(b is not None for b in shipped) and [loose(n) for n in nodes] == [loose(b) for b in shipped if b]
 
 
 def _names_in(tree: ast.AST) -> set[str]:
