@@ -399,6 +399,26 @@ def test_the_explanation_of_a_pass_for_some_inputs_shows_only_their_part_of_the_
     assert grad_a.tolist() == [3.0, 4.0]
 
 
+def test_the_explanation_of_a_pass_for_a_tensor_inside_the_graph_shows_its_part() -> None:
+    """``y.backward(inputs=[h])`` with ``h`` computed inside the graph: its part was cut away (the
+    explanation held no step) while the summary gave ``h.grad`` (a review)."""
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        b = torch.tensor([3.0, 4.0], requires_grad=True)
+        h = a * b
+        y = h.exp().sum() + (a * a).sum()
+        y.backward(inputs=[h])
+    check_verdicts(w)
+    (done,) = w.passes
+    assert done.matches, done.summary()
+    explanation = done.explanation
+    assert explanation is not None
+    handed = {step.operand for step in explanation.steps}
+    assert {"h[0]", "h[1]"} <= handed, str(explanation)
+    assert not [name for name in handed if name.startswith(("a[", "b["))], str(explanation)
+    assert [g for v, g in explanation.gradients.items() if explanation.names[v] == "h[0]"] == grads(h)[:1]
+
+
 def test_a_hook_run_after_grad_accumulates_is_named_by_its_own_registration() -> None:
     torch.manual_seed(16)
     with vjpgrad.watch_torch() as w:

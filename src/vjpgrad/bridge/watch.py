@@ -1614,11 +1614,13 @@ class Watch:
         return functools.partial(self._as_of, number, outputs, seeds, scalar, toward=self._inputs_asked())
 
     def _inputs_asked(self) -> frozenset[Value] | None:
-        """The leaves' nodes of the tensors a ``backward(inputs=...)`` names, None where it names none."""
+        """The nodes of the tensors a ``backward(inputs=...)`` names, None where it names none: a
+        leaf's, each version of it, or a tensor's computed inside the graph (``h = a * b``)."""
         if self._only is None:
             return None
-        leaves = (entry for key in self._only for entry in self._leaves.get(key, []))
-        return frozenset(x for entry in leaves for x in entry.items if isinstance(x, Value))
+        found = [entry for key in self._only for entry in self._leaves.get(key, [])]
+        found += [self._entries[key] for key in self._only if key in self._entries]
+        return frozenset(x for entry in found for x in entry.items if isinstance(x, Value))
 
     def _hooks(self, outputs: list[Value], names: dict[int, str]) -> frozenset[str]:
         """A hook on a tensor the pass reached (``register_hook``, or one run after ``.grad``
