@@ -539,6 +539,59 @@ def test_a_reading_of_the_process_the_thread_or_the_error_handled_is_refused(
     assert _line_of(fn, "# the reading") in str(refused.value)
 
 
+_ME = threading.current_thread
+_READERS = {"id": threading.get_ident}
+_HANDLED = sys.exc_info
+
+
+def _thread_read_under_another_name(x: Value) -> Value:
+    return x * (2.0 if _ME() is threading.main_thread() else 3.0)  # the reading
+
+
+def _ident_read_from_a_dict(x: Value) -> Value:
+    return x * float(_READERS["id"]() % 1000 + 1)  # the reading
+
+
+def _handled_read_under_another_name(x: Value) -> Value:
+    return x * (2.0 if _HANDLED()[0] is None else 3.0)  # the reading
+
+
+@pytest.mark.parametrize(
+    ("fn", "what"),
+    [
+        (_thread_read_under_another_name, "threading.current_thread"),
+        (_ident_read_from_a_dict, "threading.get_ident"),
+        (_handled_read_under_another_name, "sys.exc_info"),
+    ],
+)
+def test_a_reading_of_the_thread_or_the_error_handled_under_another_name_is_refused(
+    fn: Callable[[Value], Value], what: str
+) -> None:
+    """``from threading import current_thread as me``, ``{"id": threading.get_ident}``: held under
+    another name, no name had the recording watched, and the first call's reading was answered at
+    every call (a review). Held anywhere, by identity, the recording is watched."""
+    with pytest.raises(DataDependentError, match=rf"read the process's state \({re.escape(what)}\)") as refused:
+        vjpgrad.compile(fn)(Value(1.0))
+    assert _line_of(fn, "# the reading") in str(refused.value)
+
+
+def test_the_functions_own_exception_read_while_it_handles_it_is_no_reading_of_the_caller() -> None:
+    """``sys.exc_info()`` inside the function's own ``except`` reads the exception its own code
+    raised, the same at every call: compiled, not refused (a review). Read where the function
+    handles none, it is the caller's (refused above)."""
+
+    def f(x: Value) -> Value:
+        try:
+            int("a")
+        except ValueError:
+            kind = sys.exc_info()[0]
+        return x * (2.0 if kind is ValueError else 3.0)
+
+    compiled = vjpgrad.compile(f)
+    assert [compiled(Value(1.5)).data for _ in range(3)] == [3.0, 3.0, 3.0]
+    assert compiled.times_recorded == 1
+
+
 def test_a_thread_made_and_joined_inside_is_no_reading_of_the_calling_thread() -> None:
     """``threading.Thread`` and its ``join`` call ``current_thread()`` for themselves: threading's own
     use, not the user's reading of the thread (a review found both refused once the recording was

@@ -804,6 +804,9 @@ code while recording is a reading a replay would repeat, refused as a draw is.""
 
 _PROCESS_STATE = world.PROCESS_STATE
 _OWN_READINGS = world.OWN_READINGS
+_EXCEPTION_READERS = tuple(getattr(sys, name) for name in ("exc_info", "exception") if hasattr(sys, name))
+"""What reads the exception being handled: the caller's is a reading a replay would repeat; one the
+function's own code raised and handles is the same at every call (``DrawWatch._reading``)."""
 
 
 def _outside_generated(frame: types.FrameType | None) -> types.FrameType | None:
@@ -1028,6 +1031,7 @@ class DrawWatch:
         self.clock: tuple[str, str, str] | None = None  # where the user's code read the clock (or the
         # process's state), what it called, and which of the two it read
         self.torch_read: tuple[str, str] | None = None  # where it read PyTorch's global seed or state, and how
+        self.handled = sys.exc_info()[1]  # the exception the caller handles as the recording starts, if any
 
     def __enter__(self) -> None:
         _Seeding.enter(self)
@@ -1049,6 +1053,10 @@ class DrawWatch:
         user (``Path.cwd()``), not where vjpgrad did (a path it resolves)."""
         if self.clock is not None:
             return
+        if function in _EXCEPTION_READERS:
+            handled = sys.exc_info()[1]  # by identity: an exception's own __eq__ is its code's
+            if handled is not None and handled is not self.handled:
+                return  # the exception the function's own code raised and handles: the same at every call
         name = _clock_name(function)
         if function in _PROCESS_STATE:
             reader = _caller_past_libraries(frame)

@@ -643,7 +643,7 @@ THREAD_READERS = frozenset({"current_thread", "currentThread"})
 """The functions of ``threading`` that hand the code calling them the calling thread: a reading of
 it by that code. Its other functions' readings (``Thread()``, ``join()``) are threading's own."""
 _READS_PROCESS_STATE = frozenset(
-    name.rpartition(".")[2] for name in (*PROCESS_STATE.values(), *OWN_READINGS.values(), "threading.current_thread")
+    name.rpartition(".")[2] for name in (*PROCESS_STATE.values(), *OWN_READINGS.values(), *THREAD_READERS)
 )
 """Their names: a world whose code names one (``sys.getsizeof``) is watched while recorded, as
 one that may draw (naming ``sys`` alone is not: the watch costs a recording's time)."""
@@ -928,7 +928,7 @@ class _Walk:
         ``KINDS`` its type falls in says: a container's items, a function's parts, an
         instance's class, attributes and slots, or a refusal."""
         self.inside_unnamed = var in self.unnamed
-        if _reads_clock(x) or _draws_unseen(x) or _reads_torchs_seed(x):  # held anywhere (an item of a list):
+        if _reads_clock(x) or _draws_unseen(x) or _reads_torchs_seed(x) or id(x) in _PROCESS_READERS:  # anywhere:
             self.snapshot.may_draw = True  # the recording watches its calls, which no generator's state shows
         try:
             how = row_of(type(x))[1]
@@ -2631,6 +2631,14 @@ TORCH_SEED_READERS = frozenset({"initial_seed", "get_rng_state"})
 (``torch.initial_seed()``, ``torch.get_rng_state()``, the generator's own ``initial_seed`` and
 ``get_state``, reached through ``default_generator``): named, the recording is watched, as a reading
 a replay would repeat (a ``torch.manual_seed`` outside, between calls, changes what they read)."""
+
+
+_PROCESS_READERS = frozenset(
+    id(f) for f in (*PROCESS_STATE, *OWN_READINGS, *(getattr(threading, name, None) for name in THREAD_READERS)) if f
+)
+"""The functions that read the process's or the thread's state (``PROCESS_STATE``, ``OWN_READINGS``,
+``threading.current_thread``), by identity (they live as long as their modules): held under any
+name (``from threading import current_thread as me``, an item of a dict), the recording is watched."""
 
 
 def _reads_torchs_seed(x: Any) -> bool:
