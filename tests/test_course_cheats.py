@@ -634,6 +634,19 @@ def test_which_of_their_own_helpers_each_part_calls_tells_two_programs_apart(tmp
     assert prints["mul_rounds"] == prints["renamed"]  # the same program, its two helpers renamed
 
 
+def test_a_stub_of_a_helper_above_the_one_python_keeps_hides_no_copy(tmp_path: Path) -> None:
+    """A review: an idle ``def _lift(o): pass`` above the real helper made the copy another program
+    (every definition of a helper's name was compared); the parts' rule holds for helpers too: the
+    last definition, the one Python keeps."""
+    alice = _kahn_engine(tmp_path / "alice")
+    real = "    @staticmethod\n    def _lift(x):"
+    stub = (real, "    def _lift(o):\n        pass\n\n" + real)
+    bob = _kahn_engine(tmp_path / "bob", stub)
+    assert "pass" in (bob / "engine.py").read_text()
+    assert borrowed.fingerprint(alice, exercise(2)) is not None
+    assert borrowed.fingerprint(alice, exercise(2)) == borrowed.fingerprint(bob, exercise(2))
+
+
 def test_a_helper_held_under_a_second_name_in_the_class_is_followed(tmp_path: Path) -> None:
     """``_as = _lift`` in the class, the parts calling ``self._as(other)``: the helper behind the name
     is compared (a review: a copy with both names changed was missed, and another helper behind the

@@ -154,6 +154,22 @@ def test_a_crash_sys_exit_or_os_exit_costs_only_its_exercise(tmp_path: Path) -> 
     assert problem.message.startswith("SystemExit: 3")
 
 
+def test_a_ctrl_c_starts_none_of_the_exercises_still_queued(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C of ``check`` over several exercises: leaving the pool waited for every exercise
+    still queued, each started after the Ctrl-C, so the terminal was held up to each one's time
+    limit (a review: 600 s). The exercises not started are cancelled; the Ctrl-C goes on up."""
+    ran: list[int] = []
+
+    def interrupted(directory: Path, ex: Exercise, *args: Any) -> Any:
+        ran.append(ex.number)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grading, "run_exercise", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        grading.run(tmp_path, [exercise(n) for n in (1, 2, 3, 6)], timeout=5, workers=1)
+    assert len(ran) == 1, ran
+
+
 @pytest.mark.slow  # a grading run: one process per exercise
 def test_a_keyboard_interrupt_the_students_code_raises_is_its_failure_not_tampering(tmp_path: Path) -> None:
     """A student's code that raises ``KeyboardInterrupt`` (by mistake, or to stop the checks) fails

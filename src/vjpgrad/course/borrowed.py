@@ -911,13 +911,16 @@ def _definitions_of(tree: ast.Module) -> dict[str, list[ast.stmt]]:
     found: dict[str, list[ast.stmt]] = {}
     bodies = [tree.body, *(n.body for n in _defined(tree) if isinstance(n, ast.ClassDef))]
     for body in bodies:
+        last: dict[str, ast.stmt] = {}  # the last of a name in a body: the one Python keeps (a stub above is idle)
         for statement in body:
             if isinstance(statement, ast.FunctionDef):
-                found.setdefault(statement.name, []).append(statement)
+                last[statement.name] = statement
             elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
                 target = statement.targets[0]
                 if isinstance(target, ast.Name):
-                    found.setdefault(target.id, []).append(statement)
+                    last[target.id] = statement
+        for name, statement in last.items():
+            found.setdefault(name, []).append(statement)
     return found
 
 

@@ -190,12 +190,18 @@ def run_many(
     beside = sorted(
         {str(directory.resolve().parent) for directory, _ in work} | {str(path.resolve()) for path in kept}
     )  # where the run's submissions lie, and where its grades are written
-    with ThreadPoolExecutor(max_workers=max(1, min(workers or cores(), len(work) or 1))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(workers or cores(), len(work) or 1)))
+    try:
         started = {
             k: pool.submit(run_exercise, *work[k], timeout, held_out, class_mode, known_as, more_time, beside)
             for k in order
         }
         return [started[k].result() for k in range(len(work))]
+    except BaseException:  # Ctrl-C: the exercises not started never start (they started after it, one by one)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)  # those running end with the Ctrl-C that reached their processes too
 
 
 LONGEST = ("mlp",)
