@@ -12,9 +12,12 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +165,10 @@ def test_a_ctrl_c_starts_none_of_the_exercises_still_queued(tmp_path: Path, monk
 
     def interrupted(directory: Path, ex: Exercise, *args: Any) -> Any:
         ran.append(ex.number)
+        if len(ran) == 1:
+            time.sleep(0.5)  # every exercise queued, the main thread waiting for the first
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)  # the Ctrl-C, to the main thread
+            time.sleep(0.5)  # the first exercise's processes end with it
         raise KeyboardInterrupt
 
     monkeypatch.setattr(grading, "run_exercise", interrupted)
