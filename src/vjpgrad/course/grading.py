@@ -382,7 +382,7 @@ def pytest_process(
         _plugin.REMOTE[0] = remote.Checks(student, broken, pid)
         _plugin.FRESH[:] = [remote.Checks(end, broken, spare) for end, spare in fresh]
     elif user is not None:  # the student's code runs here, as an unprivileged user
-        _leave_the_terminal()
+        _input_from_dev_null()
         _become(user)
     os.chdir(directory)
     os.environ.pop("PYTEST_ADDOPTS", None)  # the checks run as written, whatever the shell says
@@ -402,7 +402,7 @@ STUDENT_GONE = 70
 the pipe between them): the check running then did not finish, the later ones did not run."""
 
 
-def _leave_the_terminal() -> None:
+def _input_from_dev_null() -> None:
     """Read nothing from the terminal (the descriptor 0 made ``/dev/null``): with its output thrown
     away too, the student's code holds no descriptor of the teacher's terminal, and where the audit
     hook stands (``guard``) it may not open one, nor ``ioctl`` one: keys typed into the teacher's
@@ -469,7 +469,7 @@ def student_process(
     nothing = os.open(os.devnull, os.O_WRONLY)
     os.dup2(nothing, 1)
     os.dup2(nothing, 2)
-    _leave_the_terminal()
+    _input_from_dev_null()
     if user is not None:
         _become(user)
     os.chdir(directory)
