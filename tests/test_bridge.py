@@ -2280,3 +2280,27 @@ def test_an_unnamed_leaf_is_numbered_when_a_pass_first_meets_it() -> None:
     assert "leaf 2" not in w.passes[0].summary()
     assert any(name.startswith("leaf 1[") for name in w.passes[0].explanation.names.values())
     assert data.requires_grad
+
+
+# ---- a node's line shows what PyTorch's operation was given beside its operands ------------------
+
+
+def test_a_where_node_shows_its_condition_and_a_clamp_node_its_bounds() -> None:
+    """``t3[0] = where(t1[0], t2[0])`` and ``y[0] = clamp(t3[0])`` left out what picks the local
+    derivative (the 0 or 1 a step multiplies by): the condition of that element, the bounds."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+        y = torch.where(x > 0, x * x, -x).clamp(min=0.0, max=3.0)
+        z = torch.where(torch.tensor(True), x, x * 2).clamp_min(-0.5).clamp(max=1)  # a broadcast condition
+        (y.sum() + z.sum()).backward()
+    every_pass_matches(w, 1)
+    formulas = w.passes[0].explanation.formulas
+    picked = {name: formula for name, formula in formulas.items() if formula.startswith(("where(", "clamp("))}
+    assert {picked[f"t3[{k}]"] for k in range(3)} == {
+        "where(False, t1[0], t2[0])", "where(True, t1[1], t2[1])", "where(True, t1[2], t2[2])"
+    }  # fmt: skip
+    assert [picked[f"y[{k}]"] for k in range(3)] == [f"clamp(t3[{k}], min=0, max=3)" for k in range(3)]
+    shown = sorted(formula for formula in picked.values() if "min=-0.5" in formula or "max=1)" in formula)
+    assert len(shown) == 6 and all(f.endswith(("min=-0.5)", ", max=1)")) for f in shown), shown
+    assert sum(f.startswith("where(True, x[") for f in picked.values()) == 3
+    assert "where(False, t1[0], t2[0])" in str(w.passes[0].explanation)

@@ -38,6 +38,7 @@ from vjpgrad.bridge.single import Fused, Single, fused, in_dtype, round32
 from vjpgrad.core import graph
 from vjpgrad.core.ops import MASKED, Op, divided, times
 from vjpgrad.core.value import Value
+from vjpgrad.display.explain import Arguments
 
 Item = Value | float
 """One element of a replayed tensor: a Value when it takes gradient, else its number."""
@@ -473,6 +474,8 @@ class Call:
     # a node with edges held for the bits alone from an operand on (``_zero_edges``): (node, that position),
     # left out of an explanation, since the node does not depend on what they reach
     onto_zero: list[tuple[Value, int]] = field(default_factory=list)
+    # what a node's formula shows beside its operands (``explain.Arguments``): where's condition, clamp's bounds
+    arguments: list[tuple[Value, Arguments]] = field(default_factory=list)
 
     def entry(self, t: torch.Tensor) -> Entry:
         return self.entries[id(t)]
@@ -749,7 +752,10 @@ def _clamp(call: Call) -> list[list[Item]]:
         inside = inside & (x >= low)
     if high is not None:
         inside = inside & (x <= high)
-    return _unary(call, "clamp", masked(call, ~inside, 1.0))
+    made = _unary(call, "clamp", masked(call, ~inside, 1.0))
+    bounds = tuple((key, float(bound)) for key, bound in (("min", low), ("max", high)) if bound is not None)
+    call.arguments += [(node, ((), bounds)) for node in made[0] if isinstance(node, Value)]
+    return made
 
 
 CLAMP_BOUNDS = {"clamp": ("min", "max"), "clamp_min": ("min",), "clamp_max": ("max",)}
@@ -1075,9 +1081,14 @@ def _pow_of_a_number(call: Call) -> list[list[Item]]:
 @rule("where.self")
 def _where(call: Call) -> list[list[Item]]:
     condition, x, y = call.args[:3]
-    return elementwise(
+    made = elementwise(
         call, "where", (x, y), ((masked(call, ~condition, 1.0), times), (masked(call, condition, 1.0), times))
     )
+    chosen = torch.broadcast_to(condition, call.out.shape).reshape(-1).tolist()
+    call.arguments += [
+        ((node, ((bool(c),), ()))) for node, c in zip(made[0], chosen, strict=True) if isinstance(node, Value)
+    ]
+    return made
 
 
 @rule("maximum.default", "minimum.default")

@@ -60,7 +60,7 @@ from vjpgrad.core import graph
 from vjpgrad.core.modes import is_own_code
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
-from vjpgrad.display.explain import Explanation, explained
+from vjpgrad.display.explain import Arguments, Explanation, explained
 from vjpgrad.display.text import printable
 
 NO_GRADIENT = {
@@ -634,6 +634,7 @@ class Watch:
         self._names_given: set[str] = set()  # every name the learner gave a tensor in a pass: never made up
         self._made_names: dict[str, Entry] = {}  # each name made up (t1...), and what holds it
         self._shown_operands: weakref.WeakKeyDictionary[Value, int] = weakref.WeakKeyDictionary()  # Call.onto_zero's
+        self._arguments: weakref.WeakKeyDictionary[Value, Arguments] = weakref.WeakKeyDictionary()  # Call.arguments'
         self._renamed: dict[Value, list[tuple[int, str]]] = {}  # a label a later pass replaced: (last pass, label)
         self._named_before: dict[int, str] = {}  # each leaf's name of the learner's in the last pass that named it
         self._only: set[int] | None = None  # the leaves a pass accumulates into, when backward names them
@@ -997,6 +998,7 @@ class Watch:
         notes |= call.notes | ({SUM_NOTE} if call.sums_over > 0 else set())
         self._described += call.described
         self._shown_operands.update(call.onto_zero)
+        self._arguments.update(call.arguments)
         for t, items in zip(call.outputs, made, strict=True):
             entry = Entry(t, items, is_single(t), fingerprint(t, numbers_of(t)), notes=notes)
             self._unnamed.append(self._remember(t, entry))
@@ -1757,7 +1759,9 @@ class Watch:
         """The explanation of a pass from ``outputs``, without the edges the replay holds for the bits
         alone (``Call.onto_zero``): what it shows, each leaf's sum included, is what the pass depends on."""
         output: Value | Vector = outputs[0] if scalar else Vector(outputs)
-        return explained(output, seeds[0] if scalar else seeds, shown_operands=self._shown_operands)
+        return explained(
+            output, seeds[0] if scalar else seeds, shown_operands=self._shown_operands, arguments=self._arguments
+        )
 
     def _compare(
         self, gradients: dict[Value, float], before: dict[int, list[float] | None] | None, names: dict[int, str]

@@ -96,9 +96,19 @@ class Explanation:
         return "\n".join(lines)
 
 
-def formula(node: Value, names: Mapping[Value, str], shown: int | None = None) -> str:
+Arguments = tuple[tuple[bool | float, ...], tuple[tuple[str, float], ...]]
+"""What a node's formula shows beside its operands' names, as numbers: the arguments of the
+operation that take no gradient, those before the operands (``torch.where``'s condition of the
+element: ``where(False, t1[0], t2[0])``) and those after them, by keyword (``clamp``'s bounds:
+``clamp(t3[0], min=0, max=3)``). They pick the local derivative a step multiplies by (0 or 1)."""
+
+
+def formula(
+    node: Value, names: Mapping[Value, str], shown: int | None = None, arguments: Arguments | None = None
+) -> str:
     """How a node was computed, in terms of its operands' names: ``t3 * b[0]``, ``log(c[1])``;
-    its first ``shown`` operands only, where given (``explained``'s ``shown_operands``)."""
+    its first ``shown`` operands only, where given (``explained``'s ``shown_operands``), and the
+    ``arguments`` beside them, where given."""
 
     def term(x: Value | float) -> str:
         if not isinstance(x, Value):
@@ -110,6 +120,13 @@ def formula(node: Value, names: Mapping[Value, str], shown: int | None = None) -
 
     op = graph.op_of(node)
     terms = [term(x) for x in graph.operands(node)[:shown]]
+    if arguments is not None:
+        before, after = arguments
+        terms = [
+            *(str(a) if isinstance(a, bool) else text.number(a) for a in before), *terms,
+            *(f"{key}={text.number(value)}" for key, value in after),
+        ]  # fmt: skip
+        return f"{text.printable(node.op)}({', '.join(terms)})"
     if op is not None and op.symbol and len(terms) == 2:
         return f"{terms[0]} {op.symbol} {terms[1]}"
     if node.op == "neg":
@@ -261,10 +278,13 @@ def explained(
     seed: float | Sequence[float] | Vector | None = None,
     names: Mapping[str, Value | Vector] | None = None,
     shown_operands: Mapping[Value, int] | None = None,
+    arguments: Mapping[Value, Arguments] | None = None,
 ) -> Explanation:
     """``explain``, leaving out the edges of a node from its operand ``shown_operands[node]`` on:
     edges the graph holds for the bits alone, on which the node does not depend (the PyTorch
-    bridge's +0.0 that a kernel starts a sum from), in the steps, the formulas and the sums."""
+    bridge's +0.0 that a kernel starts a sum from), in the steps, the formulas and the sums; a
+    node's formula shows its ``arguments`` beside its operands, where given (the bridge's
+    ``where`` and ``clamp``: ``Arguments``)."""
     with USER_FRAMES:  # an error shows the user's lines, not vjpgrad's
         refuse_number("explain()", "call explain() on what the function returns, outside it")
         outputs, seeds = outputs_and_seeds(output, seed, "explain")
@@ -295,5 +315,8 @@ def explained(
             grads: dict[Value, float] = {v: graph.cotangent(v) for v in (*order, *leaves)}
         seed_rows = [(label[value], s) for value, s in zip(outputs, seeds, strict=True)]
         reached = {value: name for value, name in label.items() if value in grads}  # given names first
-        formulas = {label[node]: formula(node, label, shown_of.get(node)) for node in reversed(order)}
+        given_arguments: Mapping[Any, Arguments] = arguments or {}
+        formulas = {
+            label[node]: formula(node, label, shown_of.get(node), given_arguments.get(node)) for node in reversed(order)
+        }
         return Explanation(seed_rows, steps, grads, reached, formulas)
