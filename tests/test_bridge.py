@@ -2301,6 +2301,14 @@ def test_a_where_node_shows_its_condition_and_a_clamp_node_its_bounds() -> None:
     }  # fmt: skip
     assert [picked[f"y[{k}]"] for k in range(3)] == [f"clamp(t3[{k}], min=0, max=3)" for k in range(3)]
     shown = sorted(formula for formula in picked.values() if "min=-0.5" in formula or "max=1)" in formula)
-    assert len(shown) == 6 and all(f.endswith(("min=-0.5)", ", max=1)")) for f in shown), shown
+    assert len(shown) == 6, shown
+    assert all(f.endswith(("min=-0.5)", ", max=1)")) for f in shown), shown
     assert sum(f.startswith("where(True, x[") for f in picked.values()) == 3
     assert "where(False, t1[0], t2[0])" in str(w.passes[0].explanation)
+    with vjpgrad.watch_torch() as w:  # a bound as it is, not to 6 digits: beside an x of 1.0000001, 1 misleads
+        x = torch.tensor([1.0000001, 2.0], dtype=torch.float64, requires_grad=True)
+        x.clamp(min=1.0000004, max=-(2.0**60)).sum().backward()
+    every_pass_matches(w, 1)
+    assert set(w.passes[0].explanation.formulas.values()) >= {
+        f"clamp(x[{k}], min=1.0000004, max=-1.152921504606847e+18)" for k in range(2)
+    }

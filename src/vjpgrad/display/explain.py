@@ -100,7 +100,8 @@ Arguments = tuple[tuple[bool | float, ...], tuple[tuple[str, float], ...]]
 """What a node's formula shows beside its operands' names, as numbers: the arguments of the
 operation that take no gradient, those before the operands (``torch.where``'s condition of the
 element: ``where(False, t1[0], t2[0])``) and those after them, by keyword (``clamp``'s bounds:
-``clamp(t3[0], min=0, max=3)``). They pick the local derivative a step multiplies by (0 or 1)."""
+``clamp(t3[0], min=0, max=3)``), each number in full (``text.exact``). They pick the local
+derivative a step multiplies by (0 or 1)."""
 
 
 def formula(
@@ -123,8 +124,8 @@ def formula(
     if arguments is not None:
         before, after = arguments
         terms = [
-            *(str(a) if isinstance(a, bool) else text.number(a) for a in before), *terms,
-            *(f"{key}={text.number(value)}" for key, value in after),
+            *(str(a) if isinstance(a, bool) else text.exact(a) for a in before), *terms,
+            *(f"{key}={text.exact(value)}" for key, value in after),
         ]  # fmt: skip
         return f"{text.printable(node.op)}({', '.join(terms)})"
     if op is not None and op.symbol and len(terms) == 2:

@@ -42,6 +42,14 @@ def number(x: float) -> str:
     return f"{x:.6g}"
 
 
+def exact(x: float) -> str:
+    """A number as Python's ``repr`` writes it, the shortest text that reads back as the same float,
+    without a trailing ``.0`` (``3``, ``-0``, ``1.0000004``): an argument a comparison is made against
+    (``clamp``'s bound), which 6 digits would blur beside the number compared."""
+    written = repr(float(x))
+    return written[:-2] if written.endswith(".0") else written
+
+
 def short(x: float) -> str:
     """A number as a picture's label writes it: 4 significant digits."""
     return f"{x:.4g}"
