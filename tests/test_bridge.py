@@ -9,6 +9,7 @@ import math
 import struct
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -2312,3 +2313,19 @@ def test_a_where_node_shows_its_condition_and_a_clamp_node_its_bounds() -> None:
     assert set(w.passes[0].explanation.formulas.values()) >= {
         f"clamp(x[{k}], min=1.0000004, max=-1.152921504606847e+18)" for k in range(2)
     }
+
+
+def test_where_of_a_uint8_condition_is_replayed_as_pytorch_reads_it() -> None:
+    """PyTorch still takes a uint8 condition (deprecated, with a warning) as nonzero is True; the
+    replay's mask was its bitwise not (``~1`` is 254), which handed neither operand a gradient."""
+    with vjpgrad.watch_torch() as w, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        x = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+        torch.where(torch.tensor([0, 1, 7], dtype=torch.uint8), x * 2, x * 3).sum().backward()
+    assert x.grad is not None
+    assert x.grad.tolist() == [3.0, 2.0, 2.0]
+    every_pass_matches(w, 1)
+    formulas = w.passes[0].explanation.formulas
+    assert [formulas[f"t3[{k}]"] for k in range(3)] == [
+        "where(False, t1[0], t2[0])", "where(True, t1[1], t2[1])", "where(True, t1[2], t2[2])"
+    ]  # fmt: skip

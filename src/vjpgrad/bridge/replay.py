@@ -1081,6 +1081,7 @@ def _pow_of_a_number(call: Call) -> list[list[Item]]:
 @rule("where.self")
 def _where(call: Call) -> list[list[Item]]:
     condition, x, y = call.args[:3]
+    condition = condition.bool()  # a uint8 condition (deprecated, still taken): nonzero is True, as PyTorch reads it
     made = elementwise(
         call, "where", (x, y), ((masked(call, ~condition, 1.0), times), (masked(call, condition, 1.0), times))
     )
