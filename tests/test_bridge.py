@@ -1894,7 +1894,7 @@ def test_a_difference_near_zero_says_how_far_apart_not_only_in_ulp() -> None:
     report = LeafReport("b1", (3,), replayed, pytorch, distances)
     line = report.line(["a sum of many numbers"])
     assert f"differ by up to {ulps(2.3e-10, 0.0, False)} ulp (at most 2.3e-10 apart)" in line
-    assert line.startswith("  b1.grad = [2.3e-10, 1, 0.5]: 1/3 elements equal to PyTorch's to the bit")
+    assert line.startswith("  b1.grad = [2.3e-10, 1, 0.5] in the replay: 1/3 elements equal to PyTorch's to the bit")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -2329,3 +2329,33 @@ def test_where_of_a_uint8_condition_is_replayed_as_pytorch_reads_it() -> None:
     assert [formulas[f"t3[{k}]"] for k in range(3)] == [
         "where(False, t1[0], t2[0])", "where(True, t1[1], t2[1])", "where(True, t1[2], t2[2])"
     ]  # fmt: skip
+
+
+def test_a_summary_writes_a_matrix_seed_and_gradient_in_their_shape_as_pytorch_prints_them() -> None:
+    """``x.grad`` of a 2×2 tensor read ``[2, 0.4, 0.06, 0.008]`` where PyTorch prints two rows; the
+    seed of a 2×2 output as flat. Up to 8 elements, each is written in its tensor's shape."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        (x * x).backward(torch.tensor([[1.0, 0.1], [0.01, 0.001]]))
+        z = torch.ones(3, 4, requires_grad=True)  # more than 8 elements: the first 8, flat, and the shape
+        (z * 2).sum().backward()
+    every_pass_matches(w, 2)
+    first, second = (p.summary().splitlines() for p in w.passes)
+    assert first[0].endswith(", seed [[1, 0.1], [0.01, 0.001]]"), first[0]
+    assert first[2].startswith("  x.grad = [[2, 0.4], [0.06, 0.008]]: equal to PyTorch's to the bit"), first[2]
+    assert second[1].startswith("  z.grad = [2, 2, 2, 2, 2, 2, 2, 2, ... (12 elements, 3×4)]"), second[1]
+
+
+def test_a_gradient_that_differs_is_written_as_the_replays_beside_pytorchs() -> None:
+    """Under a hook the replay does not run, the line read ``x.grad = [2, 4]`` while the learner's
+    ``x.grad`` held ``[20, 40]``: a number that is not PyTorch's is said to be the replay's."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        x.register_hook(lambda g: g * 10)
+        (x * x).sum().backward()
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        (a * a).sum().backward()
+    hooked, plain = (p.summary().splitlines()[1] for p in w.passes)
+    assert hooked.startswith("  x.grad = [2, 4] in the replay: 0/2 elements equal to PyTorch's"), hooked
+    assert hooked.endswith("PyTorch's: [20, 40]"), hooked
+    assert plain.startswith("  a.grad = [2, 4]: equal to PyTorch's to the bit"), plain  # PyTorch's own: no "replay"

@@ -48,6 +48,7 @@ class LeafReport:
         total = len(self.distances)
         if self.matches:
             return f"  {shown}: equal to PyTorch's to the bit ({total}/{total} elements)"
+        shown += " in the replay"  # not the learner's .grad, which holds PyTorch's (written last)
         why = f" ({'; '.join(reasons)})" if reasons else " (the reason is not known)"
         if below and reasons:
             why = " (why: below)"
@@ -125,12 +126,29 @@ def _signed(x: float, single: bool = False) -> str:
     return f"{sign}nan" if payload == (_QUIET_SINGLE if single else _QUIET) else f"{sign}nan({payload:#x})"
 
 
+SHOWN_WHOLE = 8
+"""The most elements a summary writes of a tensor (a seed, a ``.grad``); of more, the first ones, flat."""
+
+
 def _numbers(values: list[float], shape: tuple[int, ...]) -> str:
+    """``values``, a tensor of ``shape``'s elements in row-major order, as PyTorch prints the tensor:
+    nested in its shape (``[[2, 0.4], [0.06, 0.008]]``); of more than ``SHOWN_WHOLE``, the first
+    ones flat, then how many there are and the shape (``... (12 elements, 3×4)``)."""
     if not shape:
         return text.number(values[0])
-    if len(values) > 8:
-        return "[" + ", ".join(text.number(v) for v in values[:8]) + f", ... ({len(values)} elements)]"
-    return "[" + ", ".join(text.number(v) for v in values) + "]"
+    if len(values) > SHOWN_WHOLE:
+        of = f"{len(values)} elements" + (f", {'×'.join(map(str, shape))}" if len(shape) > 1 else "")
+        return "[" + ", ".join(text.number(v) for v in values[:SHOWN_WHOLE]) + f", ... ({of})]"
+    if math.prod(shape) != len(values):  # (never met: a shape that does not hold the values is not written)
+        shape = (len(values),)
+
+    def nested(start: int, dims: tuple[int, ...]) -> str:
+        if len(dims) == 1:
+            return "[" + ", ".join(text.number(v) for v in values[start : start + dims[0]]) + "]"
+        step = math.prod(dims[1:])
+        return "[" + ", ".join(nested(start + k * step, dims[1:]) for k in range(dims[0])) + "]"
+
+    return nested(0, shape)
 
 
 SEED_IS_V = {
@@ -172,6 +190,7 @@ class Pass:
     kernels: str = ""  # where PyTorch ran kernels other than those the replay follows: how to pick those
     learners_cause: bool = False  # the learner's code explains a difference (a hook, a change the watch missed)
     vector: bool = False  # it started from one tensor of several elements, seeded by the learner (y.backward(v))
+    seed_shape: tuple[int, ...] | None = None  # the shape of the one tensor it started from (its seed's)
 
     _explanation: Explanation | None = field(default=None, init=False, repr=False)
 
@@ -218,7 +237,7 @@ class Pass:
         """The summary's first line (the pass, where, its seed) and, under a seed of several
         numbers PyTorch took, what that seed is (``SEED_IS_V``)."""
         seeded = self.call in ("backward", "torch.autograd.grad") and self.seed  # its grad_outputs
-        seed = f", seed {_numbers(self.seed, (len(self.seed),))}" if seeded else ""
+        seed = f", seed {_numbers(self.seed, self.seed_shape or (len(self.seed),))}" if seeded else ""
         lines = [f"Pass {self.number}: {self.call} at {self.location}{seed}"]
         if seeded and self.vector and self.pytorch_error is None and not self.ran_as:
             lines.append(SEED_IS_V[self.call])
