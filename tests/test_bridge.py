@@ -2359,3 +2359,61 @@ def test_a_gradient_that_differs_is_written_as_the_replays_beside_pytorchs() -> 
     assert hooked.startswith("  x.grad = [2, 4] in the replay: 0/2 elements equal to PyTorch's"), hooked
     assert hooked.endswith("PyTorch's: [20, 40]"), hooked
     assert plain.startswith("  a.grad = [2, 4]: equal to PyTorch's to the bit"), plain  # PyTorch's own: no "replay"
+
+
+def test_the_seeds_of_several_outputs_are_written_each_in_its_outputs_shape() -> None:
+    """``seed [1, 2, 3, 4, 10, 20]`` for a 2×2 output and one of 2 told neither apart; nor ``seed
+    [5, 6, 1]`` the implicit 1 of a number beside a row of two."""
+    f64 = torch.float64
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=f64, requires_grad=True)
+        seeds = [torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=f64), torch.tensor([10.0, 20.0], dtype=f64)]
+        torch.autograd.backward([x * 2, (x * x).sum(0)], seeds)
+        a = torch.tensor([[1.0, 2.0]], requires_grad=True)
+        torch.autograd.backward([a * 2, (a * a).sum()], [torch.tensor([[5.0, 6.0]]), None])
+    every_pass_matches(w, 2)
+    first, second = (p.summary().splitlines()[0] for p in w.passes)
+    assert first.endswith(", seeds [[1, 2], [3, 4]] and [10, 20]"), first
+    assert second.endswith(", seeds [[5, 6]] and 1"), second
+
+
+def test_a_pass_pytorch_refused_writes_its_seed_in_its_outputs_shape() -> None:
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        y = x.detach() * 2
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            y.backward(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    (refused,) = w.passes
+    assert "PyTorch refused it" in refused.summary()
+    assert refused.summary().splitlines()[0].endswith(", seed [[1, 2], [3, 4]]"), refused.summary()
+
+
+def test_a_gradient_added_onto_one_held_says_which_numbers_are_the_replays() -> None:
+    """ "the [..] it held plus this pass's [..] in the replay" made only the pass's part the replay's."""
+    f64 = torch.float64
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=f64, requires_grad=True)
+        (x * x).sum().backward()
+        x.register_hook(lambda g: g * 10)
+        (x * 1).sum().backward()
+    line = w.passes[1].summary().splitlines()[1]
+    assert line.startswith(
+        "  x.grad = [[3, 5], [7, 9]] in the replay, the [[2, 4], [6, 8]] it held plus this pass's [[1, 1], [1, 1]]: "
+    ), line
+    assert line.endswith("PyTorch's: [[12, 14], [16, 18]]"), line
+
+
+def test_the_kernels_note_closes_every_parenthesis_it_opens(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vjpgrad.bridge import watch as watching
+
+    # as on an AVX-512 processor with PyTorch's own kernels (the suite runs the ones the replay follows)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(torch.cpu, "_is_avx512_supported", lambda: True, raising=False)
+    monkeypatch.delenv("MKL_CBWR", raising=False)
+    note = watching.kernels_note()
+    assert note.startswith("(PyTorch ran this processor's own kernels (AVX512, MKL on its widest path)"), note
+    depth = 0
+    for character in note:
+        depth += {"(": 1, ")": -1}.get(character, 0)
+        assert depth >= 0, note
+    assert depth == 0, note

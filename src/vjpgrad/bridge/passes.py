@@ -40,6 +40,8 @@ class LeafReport:
         """The leaf's line of a pass's summary: its ``.grad``, and how it compares; ``reasons``, why
         it may differ, inline, or (``below``) said once under the pass's leaves."""
         shown = f"{self.name}{self.what} = {_numbers(self.replayed, self.shape)}"
+        if self.pytorch is not None and not self.matches:
+            shown += " in the replay"  # not the learner's .grad, which holds PyTorch's (written last)
         if self.held is not None and self.added is not None:  # an explanation's totals end at the pass's own
             held, added = _numbers(self.held, self.shape), _numbers(self.added, self.shape)
             shown += f", the {held} it held plus this pass's {added}"
@@ -48,7 +50,6 @@ class LeafReport:
         total = len(self.distances)
         if self.matches:
             return f"  {shown}: equal to PyTorch's to the bit ({total}/{total} elements)"
-        shown += " in the replay"  # not the learner's .grad, which holds PyTorch's (written last)
         why = f" ({'; '.join(reasons)})" if reasons else " (the reason is not known)"
         if below and reasons:
             why = " (why: below)"
@@ -190,7 +191,7 @@ class Pass:
     kernels: str = ""  # where PyTorch ran kernels other than those the replay follows: how to pick those
     learners_cause: bool = False  # the learner's code explains a difference (a hook, a change the watch missed)
     vector: bool = False  # it started from one tensor of several elements, seeded by the learner (y.backward(v))
-    seed_shape: tuple[int, ...] | None = None  # the shape of the one tensor it started from (its seed's)
+    seed_shapes: list[tuple[int, ...]] | None = None  # the shape of each output it started from (of its seed)
 
     _explanation: Explanation | None = field(default=None, init=False, repr=False)
 
@@ -237,11 +238,26 @@ class Pass:
         """The summary's first line (the pass, where, its seed) and, under a seed of several
         numbers PyTorch took, what that seed is (``SEED_IS_V``)."""
         seeded = self.call in ("backward", "torch.autograd.grad") and self.seed  # its grad_outputs
-        seed = f", seed {_numbers(self.seed, self.seed_shape or (len(self.seed),))}" if seeded else ""
+        seed = f", {self._seed()}" if seeded else ""
         lines = [f"Pass {self.number}: {self.call} at {self.location}{seed}"]
         if seeded and self.vector and self.pytorch_error is None and not self.ran_as:
             lines.append(SEED_IS_V[self.call])
         return lines
+
+    def _seed(self) -> str:
+        """The seed, in the shape of the output it seeds (a number's: ``seed [1]``), and of several
+        outputs each one's apart (``seeds [[1, 2], [3, 4]] and [10, 20]``); flat where the shapes are
+        not known or do not hold its numbers."""
+        shapes = self.seed_shapes
+        if not shapes or sum(math.prod(shape) for shape in shapes) != len(self.seed):
+            return f"seed {_numbers(self.seed, (len(self.seed),))}"
+        if len(shapes) == 1:
+            return f"seed {_numbers(self.seed, shapes[0] or (1,))}"
+        parts, start = [], 0
+        for shape in shapes:
+            parts.append(_numbers(self.seed[start : start + math.prod(shape)], shape))
+            start += math.prod(shape)
+        return f"seeds {', '.join(parts[:-1])} and {parts[-1]}"
 
     def __str__(self) -> str:
         return self.summary()

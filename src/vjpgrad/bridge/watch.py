@@ -132,7 +132,7 @@ def kernels_note() -> str:
         f"(PyTorch ran this processor's own kernels ({capability}{', MKL on its widest path' if wide else ''}), "
         f"some of which add in another order than the replay follows: run the script with {KERNELS} set, "
         "for instance `" + KERNELS + " vjpgrad explain-torch script.py`, to see it with the ones it follows "
-        "(a matrix product may still differ in its last bits: the reasons above name it)"
+        "(a matrix product may still differ in its last bits: the reasons above name it))"
     )
 
 
@@ -1234,14 +1234,14 @@ class Watch:
         retain = bool(given.get("retain_graph")) or bool(given.get("create_graph"))
         self._graphs_of_gradients |= bool(given.get("create_graph"))
         seed = [v for root, s in zip(roots, seeds, strict=True) for v in self._seed_numbers(root, s)]
-        shape = _seed_shape(roots)
+        shapes = _seed_shapes(roots)
         number = len(self.passes) + 1
         call = "torch.autograd.grad"
         try:
             found, missing = self._grad_entries(roots, wrt, names)
             if missing is not None:
                 return Pass(
-                    number, location, [], seed, retain, replayed=False, reason=missing, call=call, seed_shape=shape
+                    number, location, [], seed, retain, replayed=False, reason=missing, call=call, seed_shapes=shapes
                 )
             entries = [e for e in found if e is not None]
             items = [item for e in entries[: len(roots)] for item in e.items]
@@ -1251,7 +1251,7 @@ class Watch:
             changed = self._changed_unseen(gradients, names)
             if changed is not None:
                 return Pass(
-                    number, location, [], seed, retain, replayed=False, reason=changed, call=call, seed_shape=shape
+                    number, location, [], seed, retain, replayed=False, reason=changed, call=call, seed_shapes=shapes
                 )
             reports, unnamed = self._all_returned(wrt, entries[len(roots) :], result, gradients, names)
             notes = _applying(frozenset().union(*(e.notes for e in entries)), gradients) | self._hooks(outs, names)
@@ -1262,11 +1262,13 @@ class Watch:
             explainer = functools.partial(self._as_of, number, outs, kept, scalar, call, asked) if outs else None
             return Pass(
                 number, location, outs, seed, retain, call=call, leaves=reports, reasons=sorted(notes), notes=unnamed,
-                explainer=explainer, vector=_seeded_vector(roots, seeds), seed_shape=shape,
+                explainer=explainer, vector=_seeded_vector(roots, seeds), seed_shapes=shapes,
             )  # fmt: skip
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
-            return Pass(number, location, [], seed, retain, replayed=False, reason=reason, call=call, seed_shape=shape)
+            return Pass(
+                number, location, [], seed, retain, replayed=False, reason=reason, call=call, seed_shapes=shapes
+            )
 
     def _all_returned(
         self, wrt: list[Any], entries: list[Entry], result: Any, gradients: dict[Value, Any], names: dict[int, str]
@@ -1362,7 +1364,7 @@ class Watch:
         before: dict[int, list[float] | None],
     ) -> Pass:
         seed = [v for root, s in zip(roots, seeds, strict=True) for v in self._seed_numbers(root, s)]
-        shape = _seed_shape(roots)
+        shapes = _seed_shapes(roots)
         number = len(self.passes) + 1
         try:
             found = [self._entries.get(id(root)) for root in roots]
@@ -1375,7 +1377,7 @@ class Watch:
                 None,
             )
             if missing is not None:
-                return Pass(number, location, [], seed, retain, replayed=False, reason=missing, seed_shape=shape)
+                return Pass(number, location, [], seed, retain, replayed=False, reason=missing, seed_shapes=shapes)
             items = [item for e in found for item in e.items]  # type: ignore[union-attr]
             self._label(names)
             outputs, kept = _seeded([(x, s) for x, s in zip(items, seed, strict=True)])
@@ -1384,7 +1386,7 @@ class Watch:
             gradients = _cotangents(outputs, kept) if retained else _gradients(outputs, kept)
             changed = self._changed_unseen(gradients, names)
             if changed is not None:
-                return Pass(number, location, [], seed, retain, replayed=False, reason=changed, seed_shape=shape)
+                return Pass(number, location, [], seed, retain, replayed=False, reason=changed, seed_shapes=shapes)
             notes = _applying(frozenset().union(*(e.notes for e in found if e)), gradients)
             notes |= _precision_notes(notes)
             hooks = self._hooks(outputs, names)
@@ -1406,11 +1408,11 @@ class Watch:
                 notes=unnamed,
                 learners_cause=bool(hooks or unseen or SAVED_HOOKS_NOTE in notes),
                 vector=_seeded_vector(roots, seeds),
-                seed_shape=shape,
+                seed_shapes=shapes,
             )
         except Exception as error:  # the learner's code runs on
             reason = f"the watch failed to replay it: {type(error).__name__}: {error}"
-            return Pass(number, location, [], seed, retain, replayed=False, reason=reason, seed_shape=shape)
+            return Pass(number, location, [], seed, retain, replayed=False, reason=reason, seed_shapes=shapes)
 
     def _retained(self) -> list[tuple[int, Entry]]:
         """The tensors inside the graph whose ``.grad`` PyTorch keeps (``h.retain_grad()``, as
@@ -1523,6 +1525,7 @@ class Watch:
             ),
             pytorch_error=first,
             pytorch_ran=bool(ran),
+            seed_shapes=_seed_shapes(roots),
         )
 
     def _changes(
@@ -2097,10 +2100,9 @@ def _grad_of(t: torch.Tensor) -> list[float] | None:
     return None if grad is None else numbers_of(grad)
 
 
-def _seed_shape(roots: Sequence[torch.Tensor]) -> tuple[int, ...] | None:
-    """The shape a pass's seed is written in (``Pass.seed_shape``): its one output's, of dimensions;
-    none for several outputs or a number (written flat: ``seed [1]``)."""
-    return tuple(roots[0].shape) if len(roots) == 1 and roots[0].dim() > 0 else None
+def _seed_shapes(roots: Sequence[Any]) -> list[tuple[int, ...]]:
+    """The shapes a pass's seed is written in (``Pass.seed_shapes``): its outputs'."""
+    return [tuple(root.shape) for root in roots]
 
 
 def _given_numbers(seed: Any) -> list[float]:
