@@ -1087,7 +1087,7 @@ def _where(call: Call) -> list[list[Item]]:
     )
     chosen = torch.broadcast_to(condition, call.out.shape).reshape(-1).tolist()
     call.arguments += [
-        ((node, ((bool(c),), ()))) for node, c in zip(made[0], chosen, strict=True) if isinstance(node, Value)
+        (node, ((bool(c),), ())) for node, c in zip(made[0], chosen, strict=True) if isinstance(node, Value)
     ]
     return made
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import ast
 import collections
 import copy
+import functools
 import hashlib
 import importlib.util
 import json
@@ -1041,13 +1042,7 @@ def read_submission(directory: Path, exercises: Sequence[Exercise], course: Cour
     process writes. Every file of the submission is parsed and put in normal form once for all the
     exercises (``_definitions``, read at the first exercise whose part is handed in), not once per
     exercise: that was about 2.5 s of each graded submission's 2.6 s of reading."""
-    read_once: dict[str, set[str]] = {}
-
-    def definitions() -> set[str]:
-        if "all" not in read_once:
-            read_once["all"] = _definitions(directory)
-        return read_once["all"]
-
+    definitions = functools.cache(functools.partial(_definitions, directory))
     return [[remarks(directory, ex, course, definitions), fingerprint(directory, ex)] for ex in exercises]
 
 
