@@ -157,8 +157,10 @@ def fields(op: Op) -> tuple[object, ...]:
     return tuple(getattr(op, f) for f in FIELDS)
 
 
-UNARY_ROWS = [op for op in BUILTIN if op.arity == 1]
-BINARY_ROWS = [op for op in BUILTIN if op.arity == 2]
+# (in the order of their names: BUILTIN is a set of rows hashed by identity, so its own order is
+# where each row was allocated, which may differ between two pytest-xdist workers)
+UNARY_ROWS = sorted((op for op in BUILTIN if op.arity == 1), key=lambda op: op.name)
+BINARY_ROWS = sorted((op for op in BUILTIN if op.arity == 2), key=lambda op: op.name)
 
 
 @pytest.mark.parametrize("op", UNARY_ROWS, ids=[op.name for op in UNARY_ROWS])
