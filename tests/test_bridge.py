@@ -519,11 +519,59 @@ def test_an_error_raised_after_pytorch_added_into_a_grad_is_not_said_as_no_pass(
     assert x.grad.tolist() == [2.0, 4.0]
     assert not after.replayed
     assert "ran no pass" not in after.summary()
-    assert "  PyTorch raised during its pass: my hook refuses\n" in after.summary(), after.summary()
+    line = refuse.__code__.co_firstlineno + 1  # the hook's raise: the learner's code, not PyTorch, raised
+    said = f"  Your code raised during PyTorch's pass, in refuse ({__file__}:{line}): ValueError: my hook refuses\n"
+    assert said in after.summary(), after.summary()
     assert "PyTorch refused it" not in after.summary()
+    assert "PyTorch raised" not in after.summary()
     assert "after adding into x.grad:" in after.summary(), after.summary()  # the .grad it left changed, named
-    assert "hook" not in (after.reason or "")  # the cause is PyTorch's message, whatever it was
     assert "PyTorch ran no pass" in refused.summary()
+
+
+def test_a_learners_hook_that_raises_before_any_grad_changed_is_named_not_said_as_pytorchs_refusal() -> None:
+    # a tensor hook that raises before PyTorch reached any leaf: no .grad changed, yet PyTorch ran its
+    # pass (it called the hook) and refused nothing; the hook's own error, and where it was raised
+    def mine(g: Any) -> None:
+        raise ValueError("my hook says no")
+
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.register_hook(mine)
+        with pytest.raises(ValueError, match="my hook says no"):
+            y.sum().backward()
+        with pytest.raises(ValueError, match="my hook says no"):
+            torch.autograd.grad(y.sum(), [x])
+    assert x.grad is None
+    line = mine.__code__.co_firstlineno + 1
+    said = f"  Your code raised during PyTorch's pass, in mine ({__file__}:{line}): ValueError: my hook says no\n"
+    assert [p.call for p in w.passes] == ["backward", "torch.autograd.grad"]  # the second is listed too
+    for p in w.passes:
+        assert not p.replayed
+        assert said in p.summary(), p.summary()
+        assert "PyTorch refused it" not in p.summary()
+        assert "PyTorch ran no pass" not in p.summary()
+        assert "stopped where your code raised" in p.reason, p.reason
+
+
+def test_a_custom_functions_backward_that_raises_is_named_as_the_learners_code() -> None:
+    class Broken(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, t: Any) -> Any:
+            return t * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            raise ArithmeticError("not written yet")
+
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        with pytest.raises(ArithmeticError):
+            Broken.apply(x).sum().backward()
+    [p] = w.passes
+    line = Broken.backward.__code__.co_firstlineno + 2  # (its decorator's line is the first)
+    said = f"Your code raised during PyTorch's pass, in backward ({__file__}:{line}): ArithmeticError: not written yet"
+    assert said in p.summary(), p.summary()
 
 
 def test_gentle_introduction_external_grad() -> None:

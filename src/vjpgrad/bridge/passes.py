@@ -183,8 +183,9 @@ class Pass:
     explainer: Callable[[], Explanation] | None = field(default=None, repr=False)
     leaves: list[LeafReport] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)  # known reasons a gradient may differ
-    pytorch_error: str | None = None  # PyTorch refused the pass (or raised during it): its message
+    pytorch_error: str | None = None  # PyTorch refused the pass (or it raised during it): its message
     pytorch_ran: bool = False  # PyTorch's pass ran, in part, before its error (a .grad changed)
+    raised_in: str = ""  # where the learner's code PyTorch's pass called (a hook) raised it: "mine (hook.py:6)"
     call: str = "backward"  # what ran it: backward, or torch.autograd.grad or torch.func (never replayed)
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
     notes: list[str] = field(default_factory=list)  # lines under the leaves' (a leaf with no name: where it is)
@@ -211,7 +212,10 @@ class Pass:
         """What the pass did, leaf by leaf, and whether each ``.grad`` is PyTorch's to the bit."""
         lines = self._header()
         if self.pytorch_error is not None:
-            said = "PyTorch raised during its pass" if self.pytorch_ran else "PyTorch refused it"
+            if self.raised_in:  # the learner's hook, not PyTorch: its error, as Python prints it
+                said = f"Your code raised during PyTorch's pass, in {self.raised_in}"
+            else:
+                said = "PyTorch raised during its pass" if self.pytorch_ran else "PyTorch refused it"
             lines.append(f"  {said}: {self.pytorch_error}")
         if self.ran_as:
             lines.append(f"  Replayed {self.ran_as}:")

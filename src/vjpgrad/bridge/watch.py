@@ -159,16 +159,65 @@ def where(frame: types.FrameType | None) -> str:
     return "<unknown>" if frame is None else printable(f"{frame.f_code.co_filename}:{frame.f_lineno}")
 
 
+def _learners_code(code: types.CodeType) -> bool:
+    """Whether ``code`` is the learner's: outside torch, vjpgrad, Python's frozen modules and the
+    standard library's context managers, runner and partials."""
+    path = os.path.abspath(code.co_filename)
+    if path.startswith((_HERE, _TORCH)) or code.co_filename.startswith("<frozen"):
+        return False
+    return os.path.basename(path) not in ("contextlib.py", "runpy.py", "functools.py")
+
+
 def _user_frame() -> types.FrameType | None:
     frame: types.FrameType | None = sys._getframe(1)
-    while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not (path.startswith((_HERE, _TORCH)) or frame.f_code.co_filename.startswith("<frozen")):
-            base = os.path.basename(path)
-            if base not in ("contextlib.py", "runpy.py", "functools.py"):
-                return frame
+    while frame is not None and not _learners_code(frame.f_code):
         frame = frame.f_back
-    return None
+    return frame
+
+
+@dataclasses.dataclass(frozen=True)
+class _Raised:
+    """An error a pass raised, as its summary says it: its first line, and where the learner's own
+    code raised it (a hook, a custom ``Function``'s backward, which PyTorch's pass called), if it did."""
+
+    message: str
+    raised_in: str = ""  # "mine (hook.py:6)": the innermost frame of the learner's code in its traceback
+
+    @classmethod
+    def of(cls, error: BaseException) -> _Raised:
+        """``error``, caught around PyTorch's call: its traceback runs from the watch's frame inward,
+        so a frame of the learner's code in it is code PyTorch's pass called, and the innermost one
+        raised it; with none, PyTorch raised it."""
+        lines = str(error).splitlines()
+        first = lines[0] if lines else ""
+        raised_in = ""
+        tb = error.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if _learners_code(code):
+                raised_in = f"{printable(code.co_name)} ({printable(f'{code.co_filename}:{tb.tb_lineno}')})"
+            tb = tb.tb_next
+        if not raised_in:  # PyTorch's words, as the other lines of a refused pass quote them
+            return cls(first or type(error).__name__)
+        return cls(f"{type(error).__name__}: {first}" if first else type(error).__name__, raised_in)
+
+
+def _unfinished(raised: _Raised, ran: list[str] | None) -> str:
+    """Why a call that raised is not replayed: the learner's code (``raised.raised_in``) or PyTorch
+    stopped its pass, and the ``.grad`` it had added into before (``ran``), where that stays."""
+    if raised.raised_in and ran:
+        return (
+            f"PyTorch's pass stopped where your code raised, after adding into {', '.join(ran)}: a pass PyTorch "
+            "did not finish is not replayed, and what it added before the error stays there"
+        )
+    if raised.raised_in:
+        return "PyTorch's pass stopped where your code raised: a pass PyTorch did not finish is not replayed"
+    if ran:
+        return (
+            f"PyTorch raised during its pass, after adding into {', '.join(ran)}: a pass PyTorch did not "
+            "finish is not replayed, and what it added before its error stays there"
+        )
+    return "PyTorch ran no pass, so there is none to replay"
 
 
 _EVAL_FRAME = os.path.join("torch", "_dynamo", "eval_frame.py")  # how its file's name ends, wherever torch is
@@ -1168,10 +1217,11 @@ class Watch:
         try:
             with self._mode_off():
                 result = self._original_grad(*args, **kwargs)
-        except RuntimeError as error:  # PyTorch refused it: listed with its words, as a refused backward is
+        except Exception as error:  # PyTorch refused it, or a hook raised: listed, as a refused backward is
+            raised = _Raised.of(error)
             refused = Pass(
                 len(self.passes) + 1, location, [], [], False, replayed=False, call=call,
-                reason="PyTorch ran no pass", pytorch_error=str(error).splitlines()[0],
+                reason=_unfinished(raised, []), pytorch_error=raised.message, raised_in=raised.raised_in,
                 notes=self._changes(error, names, _grad_outputs(given, args), "torch.autograd.grad"),
             )  # fmt: skip
             self._add(refused)
@@ -1322,17 +1372,18 @@ class Watch:
         try:
             result = original(*args, **kwargs)
         except Exception as refused:
-            self._listed_elsewhere(location, call, reason, str(refused).split("\n")[0] or type(refused).__name__)
+            self._listed_elsewhere(location, call, reason, _Raised.of(refused))
             raise
         done = self._listed_elsewhere(location, call, reason, None)
         if self.strict:
             raise TorchReplayError(done.summary())
         return result
 
-    def _listed_elsewhere(self, location: str, call: str, reason: str, error: str | None) -> Pass:
+    def _listed_elsewhere(self, location: str, call: str, reason: str, error: _Raised | None) -> Pass:
         with self._elsewhere_lock:  # two threads' passes are numbered one after the other
             done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=reason, call=call)
-            done.pytorch_error = error
+            if error is not None:
+                done.pytorch_error, done.raised_in = error.message, error.raised_in
             self._add(done)
         return done
 
@@ -1506,10 +1557,11 @@ class Watch:
         self, roots: list[torch.Tensor], seeds: list[Any], retain: bool, error: Exception, location: str,
         ran: list[str] | None = None,
     ) -> Pass:  # fmt: skip
-        """A backward call PyTorch raised in, with no pass to replay: listed with PyTorch's message, and
-        the ``.grad`` its pass changed before the error (``ran``: as where a hook after it raises)."""
+        """A backward call that raised, with no pass to replay: listed with the error's message, where
+        the learner's code raised it (a hook its pass called), and the ``.grad`` the pass changed
+        before the error (``ran``)."""
         seed = [v for s in seeds for v in _given_numbers(s)]
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raised = _Raised.of(error)
         return Pass(
             len(self.passes) + 1,
             location,
@@ -1517,14 +1569,10 @@ class Watch:
             seed,
             retain,
             replayed=False,
-            reason=(
-                f"PyTorch raised during its pass, after adding into {', '.join(ran)}: a pass PyTorch did not "
-                "finish is not replayed, and what it added before its error stays there"
-                if ran
-                else "PyTorch ran no pass, so there is none to replay"
-            ),
-            pytorch_error=first,
+            reason=_unfinished(raised, ran),
+            pytorch_error=raised.message,
             pytorch_ran=bool(ran),
+            raised_in=raised.raised_in,
             seed_shapes=_seed_shapes(roots),
         )
 
