@@ -2394,6 +2394,19 @@ def test_a_summary_writes_a_matrix_seed_and_gradient_in_their_shape_as_pytorch_p
     assert second[1].startswith("  z.grad = [2, 2, 2, 2, 2, 2, 2, 2, ... (12 elements, 3×4)]"), second[1]
 
 
+def test_an_empty_gradient_names_its_shape_as_pytorch_prints_it() -> None:
+    """PyTorch prints an empty tensor of two dimensions ``tensor([], size=(0, 3))``: the summary read
+    ``[]`` for it, a shape (0,) or (0, 3) alike; it names the shape as a larger tensor's line does."""
+    with vjpgrad.watch_torch() as w:
+        x = torch.ones(0, 3, requires_grad=True)
+        y = torch.ones(0, requires_grad=True)
+        ((x * 2).sum() + (y * 3).sum()).backward()
+    every_pass_matches(w, 1)
+    lines = w.passes[0].summary().splitlines()
+    assert lines[1].startswith("  x.grad = [] (0 elements, 0×3): equal to PyTorch's to the bit"), lines
+    assert lines[2].startswith("  y.grad = []: equal to PyTorch's to the bit"), lines  # as PyTorch: tensor([])
+
+
 def test_a_gradient_that_differs_is_written_as_the_replays_beside_pytorchs() -> None:
     """Under a hook the replay does not run, the line read ``x.grad = [2, 4]`` while the learner's
     ``x.grad`` held ``[20, 40]``: a number that is not PyTorch's is said to be the replay's."""

@@ -134,9 +134,12 @@ SHOWN_WHOLE = 8
 def _numbers(values: list[float], shape: tuple[int, ...]) -> str:
     """``values``, a tensor of ``shape``'s elements in row-major order, as PyTorch prints the tensor:
     nested in its shape (``[[2, 0.4], [0.06, 0.008]]``); of more than ``SHOWN_WHOLE``, the first
-    ones flat, then how many there are and the shape (``... (12 elements, 3×4)``)."""
+    ones flat, then how many there are and the shape (``... (12 elements, 3×4)``); an empty one of
+    several dimensions ``[]`` and its shape (PyTorch's ``tensor([], size=(0, 3))``)."""
     if not shape:
         return text.number(values[0])
+    if not values and len(shape) > 1:
+        return f"[] (0 elements, {'×'.join(map(str, shape))})"
     if len(values) > SHOWN_WHOLE:
         of = f"{len(values)} elements" + (f", {'×'.join(map(str, shape))}" if len(shape) > 1 else "")
         return "[" + ", ".join(text.number(v) for v in values[:SHOWN_WHOLE]) + f", ... ({of})]"
