@@ -1598,6 +1598,117 @@ def test_arguments_pytorch_refuses_get_pytorchs_own_error() -> None:
     assert w.passes == []
 
 
+class _HooksError(Exception):
+    """An error class of the learner's: Python prints it with its module (``test_bridge._HooksError``)."""
+
+
+def test_a_call_in_a_learners_hook_that_raises_in_a_library_names_the_learners_line() -> None:
+    # json.dumps raises inside Python's library: the line named is the hook's, and what raised is
+    # said to be a call in it, not the hook's own raise
+    import json
+
+    def log_grad(g: Any) -> None:
+        json.dumps({"grad": g})
+
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.register_hook(log_grad)
+        with pytest.raises(TypeError):
+            y.sum().backward()
+    [p] = w.passes
+    line = log_grad.__code__.co_firstlineno + 1
+    said = f"  A call in your code raised during PyTorch's pass, in log_grad ({__file__}:{line}): TypeError: "
+    assert said in p.summary(), p.summary()
+    assert "json" not in p.summary().split("TypeError")[0]  # the library's file is not named as the learner's
+
+
+def test_a_learners_error_is_named_by_its_module_escaped_and_raised_on_even_where_str_fails() -> None:
+    class UnprintableError(Exception):
+        def __str__(self) -> str:
+            raise AttributeError("a typo in the learner's __str__")
+
+    def escapes(g: Any) -> None:
+        raise _HooksError("\x1b[2Jcleared")
+
+    def unprintable(g: Any) -> None:
+        raise UnprintableError()
+
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        handle = y.register_hook(escapes)
+        with pytest.raises(_HooksError):
+            y.sum().backward(retain_graph=True)
+        handle.remove()
+        y.register_hook(unprintable)
+        with pytest.raises(UnprintableError):  # the learner's own error, not the watch's AttributeError
+            y.sum().backward(retain_graph=True)
+        with pytest.raises(UnprintableError):
+            torch.autograd.grad(y.sum(), [x])
+    first, second, third = (p.summary() for p in w.passes)
+    assert f"{_HooksError.__module__}._HooksError: \\x1b[2Jcleared\n" in first, first  # as a traceback names it
+    assert "\x1b" not in first
+    for said in (second, third):
+        assert "UnprintableError: <exception str() failed>\n" in said, said
+
+
+def test_a_learners_hook_whose_own_inner_pass_pytorch_refused_is_not_replayed_as_case_3() -> None:
+    # the hook's torch.autograd.grad is refused with "Mismatch in shape": the outer pass is not the
+    # answer's case 3 (a seed longer than a one-element output), and PyTorch added nothing
+    b = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def hook(g: Any) -> None:
+        torch.autograd.grad((b * 2).sum(), [b], grad_outputs=torch.ones(3))
+
+    with vjpgrad.watch_torch() as w:
+        a = torch.tensor(2.0, requires_grad=True)
+        loss = a * a
+        loss.register_hook(hook)
+        with pytest.raises(RuntimeError, match="Mismatch in shape"):
+            loss.backward(torch.tensor(1.0))
+    assert a.grad is None
+    outer = w.passes[-1]
+    assert not outer.replayed, outer.summary()
+    assert not outer.ran_as
+    assert f"A call in your code raised during PyTorch's pass, in hook ({__file__}:" in outer.summary()
+
+
+def test_a_raising_pass_started_by_a_grad_imported_before_the_watch_is_listed() -> None:
+    from torch.autograd import grad
+
+    def mine(g: Any) -> None:
+        raise ValueError("no")
+
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.register_hook(mine)
+        with pytest.raises(ValueError, match="no"):
+            grad(y.sum(), [x])
+    [p] = w.passes
+    assert not p.replayed
+    assert f"Your code raised during PyTorch's pass, in mine ({__file__}:" in p.summary(), p.summary()
+    assert "from torch.autograd import grad" in p.reason
+
+
+def test_what_pytorch_refused_of_a_hooks_result_is_not_said_as_no_pass_run() -> None:
+    # PyTorch ran its pass (it called the hook) and refused what the hook handed back
+    def wrong_shape(g: Any) -> Any:
+        return torch.ones(5)
+
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.register_hook(wrong_shape)
+        with pytest.raises(RuntimeError, match="changed the size"):
+            y.sum().backward()
+    [p] = w.passes
+    assert "  PyTorch refused it: hook 'wrong_shape' has changed the size of value\n" in p.summary(), p.summary()
+    assert "ran no pass" not in p.summary()
+    assert "PyTorch stopped its pass at this error" in p.reason, p.reason
+
+
 def test_a_summary_says_what_a_seed_of_several_numbers_is() -> None:
     """The question learners bring (what are the numbers ``y.backward(gradients)`` takes?) is
     answered under every pass seeded with several numbers: v of a vector-Jacobian product; a

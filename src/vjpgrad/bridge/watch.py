@@ -57,7 +57,7 @@ from vjpgrad.bridge.replay import (
 from vjpgrad.bridge.single import Single, in_dtype, ulps
 from vjpgrad.compiler.record import collection_paused  # the watch keeps every node alive, as a recording does
 from vjpgrad.core import graph
-from vjpgrad.core.modes import is_own_code
+from vjpgrad.core.modes import LIBRARIES, is_own_code
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.display.explain import Arguments, Explanation, explained
@@ -160,10 +160,11 @@ def where(frame: types.FrameType | None) -> str:
 
 
 def _learners_code(code: types.CodeType) -> bool:
-    """Whether ``code`` is the learner's: outside torch, vjpgrad, Python's frozen modules and the
-    standard library's context managers, runner and partials."""
+    """Whether ``code`` is the learner's: outside torch, vjpgrad (whole path components: a learner's
+    ``vjpgrad_user/`` is theirs), Python's frozen modules and the standard library's context
+    managers, runner and partials."""
     path = os.path.abspath(code.co_filename)
-    if path.startswith((_HERE, _TORCH)) or code.co_filename.startswith("<frozen"):
+    if path.startswith((_HERE + os.sep, _TORCH + os.sep)) or code.co_filename.startswith("<frozen"):
         return False
     return os.path.basename(path) not in ("contextlib.py", "runpy.py", "functools.py")
 
@@ -177,29 +178,54 @@ def _user_frame() -> types.FrameType | None:
 
 @dataclasses.dataclass(frozen=True)
 class _Raised:
-    """An error a pass raised, as its summary says it: its first line, and where the learner's own
-    code raised it (a hook, a custom ``Function``'s backward, which PyTorch's pass called), if it did."""
+    """An error a pass raised, as its summary says it: its first line, and where in the learner's
+    own code PyTorch's pass called (a hook, a custom ``Function``'s backward) it was raised, if
+    there: by the learner's line itself, or by a call in it (PyTorch's, a library's)."""
 
-    message: str
+    message: str  # the learner's "ValueError: no", with its class as a traceback names it; PyTorch's words
     raised_in: str = ""  # "mine (hook.py:6)": the innermost frame of the learner's code in its traceback
+    by_line: bool = False  # that line raised it itself, no code of PyTorch's or a library's called from it
+    in_engine: bool = False  # PyTorch's engine raised it, none of the learner's code on the way: its pass had begun
 
     @classmethod
     def of(cls, error: BaseException) -> _Raised:
         """``error``, caught around PyTorch's call: its traceback runs from the watch's frame inward,
-        so a frame of the learner's code in it is code PyTorch's pass called, and the innermost one
-        raised it; with none, PyTorch raised it."""
-        lines = str(error).splitlines()
-        first = lines[0] if lines else ""
-        raised_in = ""
+        so a frame of the learner's code in it (not one of Python's library or an installed package)
+        is code PyTorch's pass called; the innermost is the line named."""
+        try:
+            lines = str(error).splitlines()
+        except Exception:  # the learner's __str__ raised: said as Python's traceback says it
+            lines = ["<exception str() failed>"]
+        first = printable(next((line for line in lines if line.strip()), ""))  # ("\nsecond line": its second)
+        frames: list[tuple[types.CodeType, int]] = []
         tb = error.__traceback__
         while tb is not None:
-            code = tb.tb_frame.f_code
-            if _learners_code(code):
-                raised_in = f"{printable(code.co_name)} ({printable(f'{code.co_filename}:{tb.tb_lineno}')})"
+            frames.append((tb.tb_frame.f_code, tb.tb_lineno))
             tb = tb.tb_next
-        if not raised_in:  # PyTorch's words, as the other lines of a refused pass quote them
-            return cls(first or type(error).__name__)
-        return cls(f"{type(error).__name__}: {first}" if first else type(error).__name__, raised_in)
+        learners = [k for k, (code, _) in enumerate(frames) if _raised_by_learner(code)]
+        if not learners:  # PyTorch's words, as the other lines of a refused pass quote them
+            engine = bool(frames) and frames[-1][0].co_name == "_engine_run_backward"
+            return cls(first or type(error).__name__, in_engine=engine)
+        code, line = frames[learners[-1]]
+        raised_in = f"{printable(code.co_name)} ({printable(f'{code.co_filename}:{line}')})"
+        kind = printable(_class_name(type(error)))
+        return cls(f"{kind}: {first}" if first else kind, raised_in, by_line=learners[-1] == len(frames) - 1)
+
+    def fields(self) -> dict[str, Any]:
+        """What a ``Pass`` that raised holds of it."""
+        return {"pytorch_error": self.message, "raised_in": self.raised_in, "raised_by_line": self.by_line}
+
+
+def _raised_by_learner(code: types.CodeType) -> bool:
+    """Whether a frame of ``code`` in an error's traceback is the learner's line (Python's library
+    and installed packages are where it called, not what it wrote: ``json.dumps`` in a hook)."""
+    return _learners_code(code) and not code.co_filename.startswith(LIBRARIES)
+
+
+def _class_name(kind: type[BaseException]) -> str:
+    """An exception's class as a traceback names it: ``ValueError``, ``mymodule.MyError``."""
+    module = kind.__module__
+    return kind.__qualname__ if module in ("builtins", "__main__") else f"{module}.{kind.__qualname__}"
 
 
 def _unfinished(raised: _Raised, ran: list[str] | None) -> str:
@@ -217,6 +243,8 @@ def _unfinished(raised: _Raised, ran: list[str] | None) -> str:
             f"PyTorch raised during its pass, after adding into {', '.join(ran)}: a pass PyTorch did not "
             "finish is not replayed, and what it added before its error stays there"
         )
+    if raised.in_engine:  # (a hook's result it refused, a graph already freed: its engine had begun)
+        return "PyTorch stopped its pass at this error: a pass PyTorch did not finish is not replayed"
     return "PyTorch ran no pass, so there is none to replay"
 
 
@@ -784,6 +812,11 @@ class Watch:
         try:
             with self._mode_off():
                 result = self._original_engine(*args, **kwargs)
+        except Exception as error:  # listed with its error, as a pass the watch started is
+            raised = _Raised.of(error)
+            self._add(Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=_IMPORTED_BEFORE,
+                           call=call, **raised.fields()))  # fmt: skip
+            raise
         finally:
             self.paused -= 1
         done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=_IMPORTED_BEFORE, call=call)
@@ -1141,12 +1174,15 @@ class Watch:
             try:
                 with self._mode_off():
                     self._original(*args, **kwargs)
-            except Exception as error:  # PyTorch refused the call: listed with its words, then raised on
+            except Exception as error:  # PyTorch refused the call, or the learner's hook raised: listed, raised on
                 self._only = None
-                with collection_paused():
-                    refused = self._refused(roots, seeds, error, location, names)
+                raised = _Raised.of(error)
+                refused = None
+                if not raised.raised_in:  # (a "Mismatch in shape" of a grad inside a hook is not case 3)
+                    with collection_paused():
+                        refused = self._refused(roots, seeds, raised.message, location, names)
                 ran = [] if isinstance(before, str) else self._changed_grads(before, names)
-                listed = refused or self._not_run(roots, seeds, retain, error, location, ran)
+                listed = refused or self._not_run(roots, seeds, retain, raised, location, ran)
                 listed.notes += self._changes(error, names, roots)
                 self._add(listed)
                 raise
@@ -1221,7 +1257,7 @@ class Watch:
             raised = _Raised.of(error)
             refused = Pass(
                 len(self.passes) + 1, location, [], [], False, replayed=False, call=call,
-                reason=_unfinished(raised, []), pytorch_error=raised.message, raised_in=raised.raised_in,
+                reason=_unfinished(raised, []), **raised.fields(),
                 notes=self._changes(error, names, _grad_outputs(given, args), "torch.autograd.grad"),
             )  # fmt: skip
             self._add(refused)
@@ -1383,7 +1419,7 @@ class Watch:
         with self._elsewhere_lock:  # two threads' passes are numbered one after the other
             done = Pass(len(self.passes) + 1, location, [], [], False, replayed=False, reason=reason, call=call)
             if error is not None:
-                done.pytorch_error, done.raised_in = error.message, error.raised_in
+                done = dataclasses.replace(done, **error.fields())
             self._add(done)
         return done
 
@@ -1554,14 +1590,13 @@ class Watch:
         return [f"{names[key]}.grad" if key in names else "the .grad of a leaf not named" for key in changed]
 
     def _not_run(
-        self, roots: list[torch.Tensor], seeds: list[Any], retain: bool, error: Exception, location: str,
+        self, roots: list[torch.Tensor], seeds: list[Any], retain: bool, raised: _Raised, location: str,
         ran: list[str] | None = None,
     ) -> Pass:  # fmt: skip
         """A backward call that raised, with no pass to replay: listed with the error's message, where
         the learner's code raised it (a hook its pass called), and the ``.grad`` the pass changed
         before the error (``ran``)."""
         seed = [v for s in seeds for v in _given_numbers(s)]
-        raised = _Raised.of(error)
         return Pass(
             len(self.passes) + 1,
             location,
@@ -1570,9 +1605,8 @@ class Watch:
             retain,
             replayed=False,
             reason=_unfinished(raised, ran),
-            pytorch_error=raised.message,
             pytorch_ran=bool(ran),
-            raised_in=raised.raised_in,
+            **raised.fields(),
             seed_shapes=_seed_shapes(roots),
         )
 
@@ -1631,11 +1665,12 @@ class Watch:
         return "a tensor not named where the pass was called"
 
     def _refused(
-        self, roots: list[torch.Tensor], seeds: list[Any], error: Exception, location: str, names: dict[int, str]
+        self, roots: list[torch.Tensor], seeds: list[Any], message: str, location: str, names: dict[int, str]
     ) -> Pass | None:
-        """A pass PyTorch refused because its seed is longer than a one-element output (case 3 of the
-        Stack Overflow answer): replayed as the PyTorch of the answer ran it, the seed summed."""
-        if "Mismatch in shape" not in str(error) or len(roots) != 1 or roots[0].numel() != 1 or seeds[0] is None:
+        """A pass PyTorch refused (with ``message``) because its seed is longer than a one-element
+        output (case 3 of the Stack Overflow answer): replayed as the PyTorch of the answer ran it,
+        the seed summed."""
+        if "Mismatch in shape" not in message or len(roots) != 1 or roots[0].numel() != 1 or seeds[0] is None:
             return None
         entry = self._entries.get(id(roots[0]))
         if entry is None or entry.poisoned or not isinstance(entry.items[0], Value):
@@ -1657,7 +1692,7 @@ class Watch:
             ),
             leaves=leaves,
             notes=unnamed,
-            pytorch_error=str(error).splitlines()[0],
+            pytorch_error=message,
             ran_as=(
                 "as the PyTorch of the answer ran it (before version 1.3): the seed summed into the output's "
                 f"one element, {float(total)!r}"

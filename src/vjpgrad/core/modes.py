@@ -323,7 +323,7 @@ def is_own_code(frame: FrameType) -> bool:
     return frame.f_code.co_filename.startswith(OWN_CODE)
 
 
-_LIBRARIES = tuple(
+LIBRARIES = tuple(
     sorted(
         {
             os.path.join(path, "")
@@ -362,10 +362,10 @@ def caller_location() -> str:
     if frame is None:
         return "<unknown>"
     place = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-    if not frame.f_code.co_filename.startswith(_LIBRARIES):
+    if not frame.f_code.co_filename.startswith(LIBRARIES):
         return place
     caller = frame.f_back
-    while caller is not None and caller.f_code.co_filename.startswith((*_LIBRARIES, *OWN_CODE)):
+    while caller is not None and caller.f_code.co_filename.startswith((*LIBRARIES, *OWN_CODE)):
         caller = caller.f_back
     return place if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno} (in {place})"
 
