@@ -23,6 +23,9 @@ from _helpers import parts  # noqa: E402
 import vjpgrad  # noqa: E402
 from vjpgrad.bridge.single import round32, ulps  # noqa: E402
 
+NOTHING_TO_REPLAY = "PyTorch stopped at its error before it added into any .grad, so there is nothing to replay"
+"""Why a pass that raised before PyTorch added into a .grad, by no code of the learner's, is not replayed."""
+
 
 def every_pass_matches(w: object, count: int) -> None:
     passes = w.passes  # type: ignore[attr-defined]
@@ -525,7 +528,10 @@ def test_an_error_raised_after_pytorch_added_into_a_grad_is_not_said_as_no_pass(
     assert "PyTorch refused it" not in after.summary()
     assert "PyTorch raised" not in after.summary()
     assert "after adding into x.grad:" in after.summary(), after.summary()  # the .grad it left changed, named
-    assert "PyTorch ran no pass" in refused.summary()
+    assert (
+        "PyTorch stopped at its error before it added into any .grad, so there is nothing to replay"
+        in refused.summary()
+    )
 
 
 def test_a_learners_hook_that_raises_before_any_grad_changed_is_named_not_said_as_pytorchs_refusal() -> None:
@@ -1618,7 +1624,7 @@ def test_a_call_in_a_learners_hook_that_raises_in_a_library_names_the_learners_l
             y.sum().backward()
     [p] = w.passes
     line = log_grad.__code__.co_firstlineno + 1
-    said = f"  A call in your code raised during PyTorch's pass, in log_grad ({__file__}:{line}): TypeError: "
+    said = f"  Your code raised during PyTorch's pass, in log_grad ({__file__}:{line}): TypeError: "
     assert said in p.summary(), p.summary()
     assert "json" not in p.summary().split("TypeError")[0]  # the library's file is not named as the learner's
 
@@ -1671,7 +1677,7 @@ def test_a_learners_hook_whose_own_inner_pass_pytorch_refused_is_not_replayed_as
     outer = w.passes[-1]
     assert not outer.replayed, outer.summary()
     assert not outer.ran_as
-    assert f"A call in your code raised during PyTorch's pass, in hook ({__file__}:" in outer.summary()
+    assert f"Your code raised during PyTorch's pass, in hook ({__file__}:" in outer.summary()
 
 
 def test_a_raising_pass_started_by_a_grad_imported_before_the_watch_is_listed() -> None:
@@ -1706,7 +1712,32 @@ def test_what_pytorch_refused_of_a_hooks_result_is_not_said_as_no_pass_run() -> 
     [p] = w.passes
     assert "  PyTorch refused it: hook 'wrong_shape' has changed the size of value\n" in p.summary(), p.summary()
     assert "ran no pass" not in p.summary()
-    assert "PyTorch stopped its pass at this error" in p.reason, p.reason
+    assert p.reason == "PyTorch stopped at its error before it added into any .grad, so there is nothing to replay", (
+        p.reason
+    )
+
+
+def test_a_refusal_before_pytorchs_pass_and_a_seed_that_is_no_tensor_are_listed_as_pytorch_says_them() -> None:
+    # "does not require grad" is refused by the engine's checks of its arguments, from the frame its
+    # refusals mid-pass come from: neither is said to have stopped a pass; backward(2.0) raised the
+    # watch's own TypeError (a float read as a list of seeds), and no pass was listed
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError) as plain:
+        (x * x).backward(2.0)
+    with vjpgrad.watch_torch() as w:
+        c = torch.tensor([1.0, 2.0])
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            (c * 2).sum().backward()
+        with pytest.raises(TypeError) as watched:
+            (x * x).backward(2.0)
+    assert str(watched.value) == str(plain.value)
+    assert watched.traceback[-1].name == plain.traceback[-1].name  # raised where PyTorch raises it
+    refused, float_seed = w.passes
+    assert "  PyTorch refused it: element 0 of tensors does not require grad" in refused.summary()
+    assert (
+        refused.reason == "PyTorch stopped at its error before it added into any .grad, so there is nothing to replay"
+    )
+    assert f"  PyTorch refused it: {plain.value}" in float_seed.summary()
 
 
 def test_a_summary_says_what_a_seed_of_several_numbers_is() -> None:

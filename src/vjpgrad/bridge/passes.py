@@ -189,7 +189,6 @@ class Pass:
     pytorch_error: str | None = None  # PyTorch refused the pass (or it raised during it): its message
     pytorch_ran: bool = False  # PyTorch's pass ran, in part, before its error (a .grad changed)
     raised_in: str = ""  # where the learner's code PyTorch's pass called (a hook) raised it: "mine (hook.py:6)"
-    raised_by_line: bool = True  # that line raised it, not a call in it (of PyTorch's, of a library's)
     call: str = "backward"  # what ran it: backward, or torch.autograd.grad or torch.func (never replayed)
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
     notes: list[str] = field(default_factory=list)  # lines under the leaves' (a leaf with no name: where it is)
@@ -217,8 +216,7 @@ class Pass:
         lines = self._header()
         if self.pytorch_error is not None:
             if self.raised_in:  # the learner's hook, not PyTorch: its error, as a traceback's last line says it
-                who = "Your code" if self.raised_by_line else "A call in your code"
-                said = f"{who} raised during PyTorch's pass, in {self.raised_in}"
+                said = f"Your code raised during PyTorch's pass, in {self.raised_in}"
             else:
                 said = "PyTorch raised during its pass" if self.pytorch_ran else "PyTorch refused it"
             lines.append(f"  {said}: {self.pytorch_error}")

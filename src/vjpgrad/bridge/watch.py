@@ -178,14 +178,12 @@ def _user_frame() -> types.FrameType | None:
 
 @dataclasses.dataclass(frozen=True)
 class _Raised:
-    """An error a pass raised, as its summary says it: its first line, and where in the learner's
-    own code PyTorch's pass called (a hook, a custom ``Function``'s backward) it was raised, if
-    there: by the learner's line itself, or by a call in it (PyTorch's, a library's)."""
+    """An error a pass raised, as its summary says it: its first line, and the line of the learner's
+    own code PyTorch's pass called (a hook, a custom ``Function``'s backward) that it came out of,
+    if any (raised there, or by what that line called: ``json.dumps``, a PyTorch operation)."""
 
     message: str  # the learner's "ValueError: no", with its class as a traceback names it; PyTorch's words
     raised_in: str = ""  # "mine (hook.py:6)": the innermost frame of the learner's code in its traceback
-    by_line: bool = False  # that line raised it itself, no code of PyTorch's or a library's called from it
-    in_engine: bool = False  # PyTorch's engine raised it, none of the learner's code on the way: its pass had begun
 
     @classmethod
     def of(cls, error: BaseException) -> _Raised:
@@ -204,16 +202,15 @@ class _Raised:
             tb = tb.tb_next
         learners = [k for k, (code, _) in enumerate(frames) if _raised_by_learner(code)]
         if not learners:  # PyTorch's words, as the other lines of a refused pass quote them
-            engine = bool(frames) and frames[-1][0].co_name == "_engine_run_backward"
-            return cls(first or type(error).__name__, in_engine=engine)
+            return cls(first or type(error).__name__)
         code, line = frames[learners[-1]]
         raised_in = f"{printable(code.co_name)} ({printable(f'{code.co_filename}:{line}')})"
         kind = printable(_class_name(type(error)))
-        return cls(f"{kind}: {first}" if first else kind, raised_in, by_line=learners[-1] == len(frames) - 1)
+        return cls(f"{kind}: {first}" if first else kind, raised_in)
 
     def fields(self) -> dict[str, Any]:
         """What a ``Pass`` that raised holds of it."""
-        return {"pytorch_error": self.message, "raised_in": self.raised_in, "raised_by_line": self.by_line}
+        return {"pytorch_error": self.message, "raised_in": self.raised_in}
 
 
 def _raised_by_learner(code: types.CodeType) -> bool:
@@ -225,12 +222,14 @@ def _raised_by_learner(code: types.CodeType) -> bool:
 def _class_name(kind: type[BaseException]) -> str:
     """An exception's class as a traceback names it: ``ValueError``, ``mymodule.MyError``."""
     module = kind.__module__
+    if not isinstance(module, str):
+        module = "<unknown>"
     return kind.__qualname__ if module in ("builtins", "__main__") else f"{module}.{kind.__qualname__}"
 
 
 def _unfinished(raised: _Raised, ran: list[str] | None) -> str:
     """Why a call that raised is not replayed: the learner's code (``raised.raised_in``) or PyTorch
-    stopped its pass, and the ``.grad`` it had added into before (``ran``), where that stays."""
+    stopped it, and the ``.grad`` PyTorch had added into before (``ran``), where that stays."""
     if raised.raised_in and ran:
         return (
             f"PyTorch's pass stopped where your code raised, after adding into {', '.join(ran)}: a pass PyTorch "
@@ -243,9 +242,9 @@ def _unfinished(raised: _Raised, ran: list[str] | None) -> str:
             f"PyTorch raised during its pass, after adding into {', '.join(ran)}: a pass PyTorch did not "
             "finish is not replayed, and what it added before its error stays there"
         )
-    if raised.in_engine:  # (a hook's result it refused, a graph already freed: its engine had begun)
-        return "PyTorch stopped its pass at this error: a pass PyTorch did not finish is not replayed"
-    return "PyTorch ran no pass, so there is none to replay"
+    # (whether PyTorch's engine had begun is not said: the engine's checks of its arguments and its
+    # refusals mid-pass, of a graph already freed or of a hook's result, raise from the same frame)
+    return "PyTorch stopped at its error before it added into any .grad, so there is nothing to replay"
 
 
 _EVAL_FRAME = os.path.join("torch", "_dynamo", "eval_frame.py")  # how its file's name ends, wherever torch is
@@ -262,7 +261,7 @@ def compiled_call() -> str | None:
     while frame is not None:
         if frame.f_code.co_filename.endswith(_EVAL_FRAME) and _compiles(frame.f_locals.get("self")):
             caller = frame.f_back
-            while caller is not None and os.path.abspath(caller.f_code.co_filename).startswith(_TORCH):
+            while caller is not None and os.path.abspath(caller.f_code.co_filename).startswith(_TORCH + os.sep):
                 caller = caller.f_back
             return where(caller)
         frame = frame.f_back
@@ -292,7 +291,7 @@ def _inside() -> str:
     called = None
     while frame is not None and frame is not user:
         module = frame.f_globals.get("__name__", "")
-        if os.path.abspath(frame.f_code.co_filename).startswith(_TORCH) and not module.startswith(_WRAPPERS):
+        if os.path.abspath(frame.f_code.co_filename).startswith(_TORCH + os.sep) and not module.startswith(_WRAPPERS):
             called = frame
         frame = frame.f_back
     if called is None or user is None:
@@ -2444,7 +2443,13 @@ def _roots_and_seeds(given: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     seeds = given.get("grad_tensors")
     if seeds is None:
         seeds = given.get("grad_variables")
-    seeds = [seeds] if isinstance(seeds, torch.Tensor) or seeds is None else list(seeds)
+    if isinstance(seeds, torch.Tensor) or seeds is None:
+        seeds = [seeds]
+    else:
+        try:
+            seeds = list(seeds)
+        except TypeError:  # (backward(2.0): not iterable, and PyTorch's own error says so)
+            seeds = [seeds]
     return roots, seeds if len(seeds) == len(roots) else [None] * len(roots)
 
 
