@@ -23,8 +23,9 @@ from _helpers import parts  # noqa: E402
 import vjpgrad  # noqa: E402
 from vjpgrad.bridge.single import round32, ulps  # noqa: E402
 
-NOTHING_TO_REPLAY = "PyTorch stopped at its error before it added into any .grad, so there is nothing to replay"
-"""Why a pass that raised before PyTorch added into a .grad, by no code of the learner's, is not replayed."""
+NOTHING_TO_REPLAY = "PyTorch stopped at its error, so there is no finished pass to replay"
+"""Why a pass PyTorch raised in, by no code of the learner's and before it added into a .grad the watch
+knows, is not replayed (nothing said of the .grad of a graph made before the watch)."""
 
 
 def every_pass_matches(w: object, count: int) -> None:
@@ -528,10 +529,7 @@ def test_an_error_raised_after_pytorch_added_into_a_grad_is_not_said_as_no_pass(
     assert "PyTorch refused it" not in after.summary()
     assert "PyTorch raised" not in after.summary()
     assert "after adding into x.grad:" in after.summary(), after.summary()  # the .grad it left changed, named
-    assert (
-        "PyTorch stopped at its error before it added into any .grad, so there is nothing to replay"
-        in refused.summary()
-    )
+    assert NOTHING_TO_REPLAY in refused.summary()
 
 
 def test_a_learners_hook_that_raises_before_any_grad_changed_is_named_not_said_as_pytorchs_refusal() -> None:
@@ -1629,6 +1627,37 @@ def test_a_call_in_a_learners_hook_that_raises_in_a_library_names_the_learners_l
     assert "json" not in p.summary().split("TypeError")[0]  # the library's file is not named as the learner's
 
 
+def test_an_installed_function_registered_as_the_hook_is_named_not_said_as_pytorchs_refusal() -> None:
+    import json
+
+    with vjpgrad.watch_torch() as w:
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.register_hook(json.dumps)
+        with pytest.raises(TypeError):
+            y.sum().backward()
+    [p] = w.passes
+    said = f"  A function PyTorch's pass called raised during PyTorch's pass, in dumps ({json.__file__}:"
+    assert said in p.summary(), p.summary()
+    assert ": TypeError: Object of type Tensor is not JSON serializable\n" in p.summary()
+    assert "PyTorch refused it" not in p.summary()
+    assert "where that function raised" in p.reason, p.reason
+
+
+def test_a_graph_made_before_the_watch_is_not_said_to_have_had_no_grad_added() -> None:
+    # w's branch ran and added into w.grad before the freed graph stopped the pass; the watch does
+    # not know w (made before it), so it says nothing of w.grad, right or wrong
+    w_ = torch.tensor([1.0, 1.0], requires_grad=True)
+    ya = (w_ * 3).exp()
+    ya.sum().backward()  # frees ya's graph
+    late = (w_ * 3).sum()
+    with vjpgrad.watch_torch() as w, pytest.raises(RuntimeError, match="second time"):
+        (ya.sum() + late).backward()
+    [p] = w.passes
+    assert p.reason == NOTHING_TO_REPLAY, p.reason
+    assert "any .grad" not in p.summary()
+
+
 def test_a_learners_error_is_named_by_its_module_escaped_and_raised_on_even_where_str_fails() -> None:
     class UnprintableError(Exception):
         def __str__(self) -> str:
@@ -1712,9 +1741,7 @@ def test_what_pytorch_refused_of_a_hooks_result_is_not_said_as_no_pass_run() -> 
     [p] = w.passes
     assert "  PyTorch refused it: hook 'wrong_shape' has changed the size of value\n" in p.summary(), p.summary()
     assert "ran no pass" not in p.summary()
-    assert p.reason == "PyTorch stopped at its error before it added into any .grad, so there is nothing to replay", (
-        p.reason
-    )
+    assert p.reason == NOTHING_TO_REPLAY, p.reason
 
 
 def test_a_refusal_before_pytorchs_pass_and_a_seed_that_is_no_tensor_are_listed_as_pytorch_says_them() -> None:
@@ -1734,9 +1761,7 @@ def test_a_refusal_before_pytorchs_pass_and_a_seed_that_is_no_tensor_are_listed_
     assert watched.traceback[-1].name == plain.traceback[-1].name  # raised where PyTorch raises it
     refused, float_seed = w.passes
     assert "  PyTorch refused it: element 0 of tensors does not require grad" in refused.summary()
-    assert (
-        refused.reason == "PyTorch stopped at its error before it added into any .grad, so there is nothing to replay"
-    )
+    assert refused.reason == NOTHING_TO_REPLAY
     assert f"  PyTorch refused it: {plain.value}" in float_seed.summary()
 
 

@@ -611,19 +611,3 @@ def test_full_tracebacks_on_request(monkeypatch: pytest.MonkeyPatch) -> None:
         y.backward()
     names = [f.name for f in traceback.extract_tb(caught.value.__traceback__)]
     assert "seeds_for" in names
-
-
-def test_the_libraries_the_users_line_is_named_past_include_the_users_site_and_sys_paths_site_packages() -> None:
-    # a package installed with pip install --user, or Debian's dist-packages on sys.path, is not the
-    # user's line; a folder of the user's merely named site-packages, not on sys.path, is theirs
-    import os
-    import site
-    import sys
-
-    from vjpgrad.core.modes import LIBRARIES
-
-    assert os.path.join(os.path.abspath(site.getusersitepackages()), "") in LIBRARIES
-    for path in sys.path:
-        if os.path.basename(path) in ("site-packages", "dist-packages"):
-            assert os.path.join(os.path.abspath(path), "") in LIBRARIES
-    assert not str(Path(__file__).resolve()).startswith(LIBRARIES)  # the user's own file

@@ -189,6 +189,7 @@ class Pass:
     pytorch_error: str | None = None  # PyTorch refused the pass (or it raised during it): its message
     pytorch_ran: bool = False  # PyTorch's pass ran, in part, before its error (a .grad changed)
     raised_in: str = ""  # where the learner's code PyTorch's pass called (a hook) raised it: "mine (hook.py:6)"
+    raised_by_library: bool = False  # raised_in is an installed function PyTorch called (register_hook(json.dumps))
     call: str = "backward"  # what ran it: backward, or torch.autograd.grad or torch.func (never replayed)
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
     notes: list[str] = field(default_factory=list)  # lines under the leaves' (a leaf with no name: where it is)
@@ -216,7 +217,8 @@ class Pass:
         lines = self._header()
         if self.pytorch_error is not None:
             if self.raised_in:  # the learner's hook, not PyTorch: its error, as a traceback's last line says it
-                said = f"Your code raised during PyTorch's pass, in {self.raised_in}"
+                who = "A function PyTorch's pass called" if self.raised_by_library else "Your code"
+                said = f"{who} raised during PyTorch's pass, in {self.raised_in}"
             else:
                 said = "PyTorch raised during its pass" if self.pytorch_ran else "PyTorch refused it"
             lines.append(f"  {said}: {self.pytorch_error}")

@@ -56,8 +56,9 @@ from vjpgrad.bridge.replay import (
 )
 from vjpgrad.bridge.single import Single, in_dtype, ulps
 from vjpgrad.compiler.record import collection_paused  # the watch keeps every node alive, as a recording does
+from vjpgrad.compiler.world import installed_file  # the learner's file or an installed one, as compile tells them
 from vjpgrad.core import graph
-from vjpgrad.core.modes import LIBRARIES, is_own_code
+from vjpgrad.core.modes import is_own_code
 from vjpgrad.core.value import Value
 from vjpgrad.core.vector import Vector
 from vjpgrad.display.explain import Arguments, Explanation, explained
@@ -180,16 +181,21 @@ def _user_frame() -> types.FrameType | None:
 class _Raised:
     """An error a pass raised, as its summary says it: its first line, and the line of the learner's
     own code PyTorch's pass called (a hook, a custom ``Function``'s backward) that it came out of,
-    if any (raised there, or by what that line called: ``json.dumps``, a PyTorch operation)."""
+    if any (raised there, or by what that line called: ``json.dumps``, a PyTorch operation); else
+    an installed function PyTorch's pass called as a hook (``register_hook(json.dumps)``)."""
 
-    message: str  # the learner's "ValueError: no", with its class as a traceback names it; PyTorch's words
-    raised_in: str = ""  # "mine (hook.py:6)": the innermost frame of the learner's code in its traceback
+    message: (
+        str  # "ValueError: no", its class as a traceback names it, where code not PyTorch's raised; PyTorch's words
+    )
+    raised_in: str = ""  # "mine (hook.py:6)": the learner's innermost frame in its traceback (or the library's)
+    by_library: bool = False  # no frame of the learner's: an installed function PyTorch's pass called raised it
 
     @classmethod
     def of(cls, error: BaseException) -> _Raised:
         """``error``, caught around PyTorch's call: its traceback runs from the watch's frame inward,
-        so a frame of the learner's code in it (not one of Python's library or an installed package)
-        is code PyTorch's pass called; the innermost is the line named."""
+        so a frame in it of code neither PyTorch's nor vjpgrad's is code PyTorch's pass called; of
+        those, the learner's innermost (``installed_file`` tells an installed package's file from
+        theirs, as compile does), else the outermost, the installed function PyTorch called."""
         try:
             lines = str(error).splitlines()
         except Exception:  # the learner's __str__ raised: said as Python's traceback says it
@@ -200,23 +206,18 @@ class _Raised:
         while tb is not None:
             frames.append((tb.tb_frame.f_code, tb.tb_lineno))
             tb = tb.tb_next
-        learners = [k for k, (code, _) in enumerate(frames) if _raised_by_learner(code)]
-        if not learners:  # PyTorch's words, as the other lines of a refused pass quote them
+        called = [(code, line) for code, line in frames if _learners_code(code)]
+        learners = [(code, line) for code, line in called if not installed_file(code.co_filename)]
+        if not called:  # PyTorch's words, as the other lines of a refused pass quote them
             return cls(first or type(error).__name__)
-        code, line = frames[learners[-1]]
+        code, line = learners[-1] if learners else called[0]
         raised_in = f"{printable(code.co_name)} ({printable(f'{code.co_filename}:{line}')})"
         kind = printable(_class_name(type(error)))
-        return cls(f"{kind}: {first}" if first else kind, raised_in)
+        return cls(f"{kind}: {first}" if first else kind, raised_in, by_library=not learners)
 
     def fields(self) -> dict[str, Any]:
         """What a ``Pass`` that raised holds of it."""
-        return {"pytorch_error": self.message, "raised_in": self.raised_in}
-
-
-def _raised_by_learner(code: types.CodeType) -> bool:
-    """Whether a frame of ``code`` in an error's traceback is the learner's line (Python's library
-    and installed packages are where it called, not what it wrote: ``json.dumps`` in a hook)."""
-    return _learners_code(code) and not code.co_filename.startswith(LIBRARIES)
+        return {"pytorch_error": self.message, "raised_in": self.raised_in, "raised_by_library": self.by_library}
 
 
 def _class_name(kind: type[BaseException]) -> str:
@@ -228,15 +229,18 @@ def _class_name(kind: type[BaseException]) -> str:
 
 
 def _unfinished(raised: _Raised, ran: list[str] | None) -> str:
-    """Why a call that raised is not replayed: the learner's code (``raised.raised_in``) or PyTorch
-    stopped it, and the ``.grad`` PyTorch had added into before (``ran``), where that stays."""
+    """Why a call that raised is not replayed: the learner's code (``raised.raised_in``), a
+    function PyTorch called, or PyTorch stopped it; and the ``.grad`` of the leaves the watch knows
+    that PyTorch had added into before (``ran``), where that stays. Nothing is said of a ``.grad``
+    the watch does not know (of a graph made before it) or could not read."""
+    who = "that function" if raised.by_library else "your code"
     if raised.raised_in and ran:
         return (
-            f"PyTorch's pass stopped where your code raised, after adding into {', '.join(ran)}: a pass PyTorch "
+            f"PyTorch's pass stopped where {who} raised, after adding into {', '.join(ran)}: a pass PyTorch "
             "did not finish is not replayed, and what it added before the error stays there"
         )
     if raised.raised_in:
-        return "PyTorch's pass stopped where your code raised: a pass PyTorch did not finish is not replayed"
+        return f"PyTorch's pass stopped where {who} raised: a pass PyTorch did not finish is not replayed"
     if ran:
         return (
             f"PyTorch raised during its pass, after adding into {', '.join(ran)}: a pass PyTorch did not "
@@ -244,7 +248,7 @@ def _unfinished(raised: _Raised, ran: list[str] | None) -> str:
         )
     # (whether PyTorch's engine had begun is not said: the engine's checks of its arguments and its
     # refusals mid-pass, of a graph already freed or of a hook's result, raise from the same frame)
-    return "PyTorch stopped at its error before it added into any .grad, so there is nothing to replay"
+    return "PyTorch stopped at its error, so there is no finished pass to replay"
 
 
 _EVAL_FRAME = os.path.join("torch", "_dynamo", "eval_frame.py")  # how its file's name ends, wherever torch is

@@ -14,7 +14,6 @@ import functools
 import inspect
 import itertools
 import os
-import site
 import sys
 import sysconfig
 import threading
@@ -324,18 +323,15 @@ def is_own_code(frame: FrameType) -> bool:
     return frame.f_code.co_filename.startswith(OWN_CODE)
 
 
-def _libraries() -> tuple[str, ...]:
-    """Python's own library and where packages are installed: this interpreter's (``sysconfig``),
-    the user's (``pip install --user``), ``site``'s, and the folders on ``sys.path`` named as
-    installers name them (Debian's ``dist-packages``); a folder of the user's is none of them."""
-    found = [path for name in ("stdlib", "platstdlib", "purelib", "platlib") if (path := _paths.get(name))]
-    with contextlib.suppress(AttributeError):  # (an old virtualenv's site module has neither)
-        found += [*site.getsitepackages(), site.getusersitepackages()]
-    found += [path for path in sys.path if os.path.basename(path) in ("site-packages", "dist-packages")]
-    return tuple(sorted({os.path.join(os.path.abspath(path), "") for path in found if path}))
-
-
-LIBRARIES = _libraries()
+_LIBRARIES = tuple(
+    sorted(
+        {
+            os.path.join(path, "")
+            for name in ("stdlib", "platstdlib", "purelib", "platlib")
+            if (path := _paths.get(name))
+        }
+    )
+)
 """Where Python's own library and installed packages live: code there is not the user's line."""
 
 
@@ -366,10 +362,10 @@ def caller_location() -> str:
     if frame is None:
         return "<unknown>"
     place = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-    if not frame.f_code.co_filename.startswith(LIBRARIES):
+    if not frame.f_code.co_filename.startswith(_LIBRARIES):
         return place
     caller = frame.f_back
-    while caller is not None and caller.f_code.co_filename.startswith((*LIBRARIES, *OWN_CODE)):
+    while caller is not None and caller.f_code.co_filename.startswith((*_LIBRARIES, *OWN_CODE)):
         caller = caller.f_back
     return place if caller is None else f"{caller.f_code.co_filename}:{caller.f_lineno} (in {place})"
 
