@@ -184,9 +184,7 @@ class _Raised:
     if any (raised there, or by what that line called: ``json.dumps``, a PyTorch operation); else
     an installed function PyTorch's pass called as a hook (``register_hook(json.dumps)``)."""
 
-    message: (
-        str  # "ValueError: no", its class as a traceback names it, where code not PyTorch's raised; PyTorch's words
-    )
+    message: str  # "ValueError: no" (its class as a traceback names it), or PyTorch's words
     raised_in: str = ""  # "mine (hook.py:6)": the learner's innermost frame in its traceback (or the library's)
     by_library: bool = False  # no frame of the learner's: an installed function PyTorch's pass called raised it
 
