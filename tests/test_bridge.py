@@ -2344,7 +2344,10 @@ def test_a_leaf_with_no_name_says_where_it_was_first_used_and_why_a_product_is_n
     assert [leaf.name for leaf in p.leaves] == ["leaf 1"]
     lines = p.summary().splitlines()
     assert lines[1].startswith("  leaf 1.grad = [8, 16]: equal to PyTorch's to the bit")
-    assert f"  leaf 1 has no name where backward was called; it was first used at {__file__}:{line}" in lines[2]
+    assert (
+        "  leaf 1 has no name where backward was called or in the code that called it; "
+        f"it was first used at {__file__}:{line}" in lines[2]
+    )
     assert "is not a leaf: its .grad stays None" in p.summary()
     with vjpgrad.watch_torch() as w:
         a = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -2638,10 +2641,53 @@ def test_the_kernels_note_closes_every_parenthesis_it_opens(monkeypatch: pytest.
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
     monkeypatch.setattr(torch.cpu, "_is_avx512_supported", lambda: True, raising=False)
     monkeypatch.delenv("MKL_CBWR", raising=False)
-    note = watching.kernels_note()
-    assert note.startswith("(PyTorch ran this processor's own kernels (AVX512, MKL on its widest path)"), note
-    depth = 0
-    for character in note:
-        depth += {"(": 1, ")": -1}.get(character, 0)
-        assert depth >= 0, note
-    assert depth == 0, note
+    for matrix in (False, True):
+        note = watching.kernels_note(matrix)
+        assert note.startswith("(PyTorch ran this processor's own kernels (AVX512, MKL on its widest path)"), note
+        assert ("a matrix product may still differ" in note) is matrix, note  # said where the pass has one
+        depth = 0
+        for character in note:
+            depth += {"(": 1, ")": -1}.get(character, 0)
+            assert depth >= 0, note
+        assert depth == 0, note
+
+
+def _step_of_a_training_loop(loss: Any) -> None:
+    """A learner's ``train_step(loss)``: the pass is started here, where no name holds its leaves."""
+    loss.backward()
+
+
+def _step_that_names_its_own(w: Any) -> None:
+    (w * w).sum().backward()
+
+
+def test_a_leaf_named_by_the_code_that_called_the_learners_helper_is_named_so() -> None:
+    # backward called inside a helper of the learner's: its leaves were 'leaf 1' with a line that
+    # suggested a product had taken their name (an outside review); the callers' names are read
+    # after the helper's own, which win
+    with vjpgrad.watch_torch() as w:
+        p = torch.tensor([1.0, 2.0], requires_grad=True)
+        _step_of_a_training_loop((p * p).sum())
+        _step_that_names_its_own(p)
+    first, second = w.passes
+    assert first.matches, first.summary()
+    assert second.matches, second.summary()
+    assert [leaf.name for leaf in first.leaves] == ["p"], first.summary()
+    assert "no name" not in first.summary()
+    assert [leaf.name for leaf in second.leaves] == ["w"], second.summary()
+
+
+def test_a_seed_pytorch_refuses_for_its_shape_is_written_in_its_own_shape() -> None:
+    # it was written flat (its numbers do not fill the output's shape), hiding the shape PyTorch's
+    # message is about (an outside review)
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        y = x * x
+        with pytest.raises(RuntimeError, match="Mismatch in shape"):
+            y.backward(torch.tensor([[0.1, 1.0, 0.0001], [1.0, 1.0, 1.0]]))
+        s = (x * x).sum()
+        with pytest.raises(RuntimeError, match="Mismatch in shape"):
+            s.backward(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))  # the answer's case 3: replayed, summed
+    refused, summed = w.passes
+    assert refused.summary().splitlines()[0].endswith("seed [[0.1, 1, 0.0001], [1, 1, 1]]"), refused.summary()
+    assert summed.summary().splitlines()[0].endswith("seed [[1, 2], [3, 4]]"), summed.summary()

@@ -1363,31 +1363,42 @@ def test_watches_left_out_of_order_leave_pytorch_as_it_was_and_each_can_be_enter
     assert run_alone(script).split() == ["1", "1", "True", "False", "4.0", "6.0"]
 
 
-def test_the_note_on_the_processors_kernels_is_said_for_what_the_learners_hook_does_not_explain(
+def test_the_note_on_the_processors_kernels_is_said_where_an_operation_of_the_pass_may_run_others(
     monkeypatch: Any,
 ) -> None:
     # on an AVX-512 machine the note came under every pass that differed as the way to a match: after
     # a hook, setting the kernels changes nothing, so it misled (an outside review); left out, it was
-    # missing where kernels made other leaves of the pass differ too (the review of that fix)
+    # missing where kernels made other leaves of the pass differ too (the review of that fix). The
+    # operations whose kernels may differ name themselves among the pass's reasons: a pass whose
+    # every reason is the learner's (a hook) is not sent to other kernels, nor told of a matrix
+    # product it has not (a third review); one with a matrix product is, and told of it
     from vjpgrad.bridge import watch as watching
 
-    monkeypatch.setattr(watching, "kernels_note", lambda: "(the kernels' note)")
+    monkeypatch.setattr(
+        watching, "kernels_note", lambda matrix: f"(the kernels' note{', and a product' if matrix else ''})"
+    )
     with vjpgrad.watch_torch() as w:
         v = torch.tensor([1.0, 2.0], requires_grad=True)
         v.register_hook(lambda grad: grad * 2)
         (v * v).sum().backward()
         u = torch.tensor([1.0, 2.0], requires_grad=True)
         (u * u).sum().backward()
-    hooked, plain = w.passes
+        m = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        h = m @ torch.tensor([0.5, 0.25])
+        h.register_hook(lambda grad: grad * 3)
+        h.sum().backward()
+    hooked, plain, product = w.passes
     assert not hooked.matches
     said = hooked.summary().splitlines()
     assert any("a hook on v (register_hook)" in line for line in said)
-    assert said[-2:] == [
-        "  Where the hook or the change named above does not explain a difference:",
-        "  (the kernels' note)",
-    ]
+    assert not any("kernels' note" in line or "Where the hook" in line for line in said), said
     assert plain.matches
     assert "the kernels' note" not in plain.summary()  # a pass equal to the bit needs no note
+    assert not product.matches
+    assert product.summary().splitlines()[-2:] == [
+        "  Where the hook or the change named above does not explain a difference:",
+        "  (the kernels' note, and a product)",
+    ], product.summary()
 
 
 class _Plain(torch.Tensor):

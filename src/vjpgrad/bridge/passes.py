@@ -194,11 +194,16 @@ class Pass:
     ran_as: str = ""  # how the replay ran a pass PyTorch refused
     notes: list[str] = field(default_factory=list)  # lines under the leaves' (a leaf with no name: where it is)
     kernels: str = ""  # where PyTorch ran kernels other than those the replay follows: how to pick those
-    learners_cause: bool = False  # the learner's code explains a difference (a hook, a change the watch missed)
+    learners_reasons: list[str] = field(default_factory=list)  # those of reasons the learner's code gives (a hook)
     vector: bool = False  # it started from one tensor of several elements, seeded by the learner (y.backward(v))
     seed_shapes: list[tuple[int, ...]] | None = None  # the shape of each output it started from (of its seed)
 
     _explanation: Explanation | None = field(default=None, init=False, repr=False)
+
+    @property
+    def learners_cause(self) -> bool:
+        """Whether the learner's code explains a difference (a hook, a change the watch missed)."""
+        return bool(self.learners_reasons)
 
     @property
     def matches(self) -> bool:

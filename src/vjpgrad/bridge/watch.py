@@ -121,19 +121,19 @@ with AVX2: ATen's AVX2 kernels, and Intel MKL's AVX path for matrix products (se
 starts: in the shell, before the script)."""
 
 
-def kernels_note() -> str:
+def kernels_note(matrix: bool) -> str:
     """What a pass that differs says where PyTorch runs kernels other than those the replay follows
-    (an AVX-512 processor, with ``KERNELS`` not set): how to see the pass with those; "" where it
-    runs them."""
+    (an AVX-512 processor, with ``KERNELS`` not set): how to see the pass with those, and, for a
+    pass with a ``matrix`` product, that one may differ even so; "" where it runs them."""
     capability = torch.backends.cpu.get_cpu_capability()
     wide = getattr(torch.cpu, "_is_avx512_supported", lambda: False)()
     if capability == "AVX2" and not (wide and os.environ.get("MKL_CBWR", "").upper() != "AVX"):
         return ""
+    products = " (a matrix product may still differ in its last bits: the reasons above name it)" if matrix else ""
     return (
         f"(PyTorch ran this processor's own kernels ({capability}{', MKL on its widest path' if wide else ''}), "
         f"some of which add in another order than the replay follows: run the script with {KERNELS} set, "
-        "for instance `" + KERNELS + " vjpgrad explain-torch script.py`, to see it with the ones it follows "
-        "(a matrix product may still differ in its last bits: the reasons above name it))"
+        f"for instance `{KERNELS} vjpgrad explain-torch script.py`, to see it with the ones it follows{products})"
     )
 
 
@@ -755,8 +755,11 @@ class Watch:
 
     def _add(self, done: Pass) -> None:
         """A pass, done: kept in ``passes``, with how to pick the kernels the replay follows where
-        PyTorch runs others (``kernels_note``)."""
-        done.kernels = self._kernels
+        PyTorch runs others (``kernels_note``) and an operation of the pass may run them: the
+        operations whose kernels may differ name themselves among its reasons, so a pass whose every
+        reason is the learner's (a hook) needs no note, and one with no reason known may."""
+        if not done.learners_cause or set(done.reasons) - set(done.learners_reasons):
+            done.kernels = self._kernels[bool(MATRIX_NOTES.intersection(done.reasons))]
         self.passes.append(done)
 
     def __enter__(self) -> Watch:
@@ -767,7 +770,7 @@ class Watch:
                     "its passes go on being watched inside, so the inner with is not needed"
                 )
             self._thread = threading.get_ident()
-            self._kernels = kernels_note()
+            self._kernels = (kernels_note(matrix=False), kernels_note(matrix=True))
             if not _ENTERED:
                 _PYTORCHS[:] = [torch.autograd.backward, torch.autograd.grad, getattr(torch.autograd, _ENGINE, None)]
             _ENTERED.append(self)
@@ -1321,7 +1324,7 @@ class Watch:
         retain = bool(given.get("retain_graph")) or bool(given.get("create_graph"))
         self._graphs_of_gradients |= bool(given.get("create_graph"))
         seed = [v for root, s in zip(roots, seeds, strict=True) for v in self._seed_numbers(root, s)]
-        shapes = _seed_shapes(roots)
+        shapes = _seed_shapes(roots, seeds)
         number = len(self.passes) + 1
         call = "torch.autograd.grad"
         try:
@@ -1452,7 +1455,7 @@ class Watch:
         before: dict[int, list[float] | None],
     ) -> Pass:
         seed = [v for root, s in zip(roots, seeds, strict=True) for v in self._seed_numbers(root, s)]
-        shapes = _seed_shapes(roots)
+        shapes = _seed_shapes(roots, seeds)
         number = len(self.passes) + 1
         try:
             found = [self._entries.get(id(root)) for root in roots]
@@ -1494,7 +1497,7 @@ class Watch:
                 leaves=leaves,
                 reasons=reasons,
                 notes=unnamed,
-                learners_cause=bool(hooks or unseen or SAVED_HOOKS_NOTE in notes),
+                learners_reasons=sorted(hooks | unseen | (notes & {SAVED_HOOKS_NOTE})),
                 vector=_seeded_vector(roots, seeds),
                 seed_shapes=shapes,
             )
@@ -1608,7 +1611,7 @@ class Watch:
             reason=_unfinished(raised, ran),
             pytorch_ran=bool(ran),
             **raised.fields(),
-            seed_shapes=_seed_shapes(roots),
+            seed_shapes=_seed_shapes(roots, seeds),
         )
 
     def _changes(
@@ -1694,6 +1697,7 @@ class Watch:
             leaves=leaves,
             notes=unnamed,
             pytorch_error=message,
+            seed_shapes=_seed_shapes(roots, seeds),
             ran_as=(
                 "as the PyTorch of the answer ran it (before version 1.3): the seed summed into the output's "
                 f"one element, {float(total)!r}"
@@ -2019,6 +2023,10 @@ def _reduced_precision() -> str | None:
     return None
 
 
+MATRIX_NOTES = frozenset({MATMUL_NOTE, MATMUL32_NOTE})
+"""The reasons a matrix product gives: a pass with one may differ in its last bits whatever the kernels."""
+
+
 def _product_note(base: str, outputs: list[torch.Tensor]) -> frozenset[str]:
     """Why a matrix product's gradients may differ: the kernels' order (``MATMUL32_NOTE`` for a
     product of float32 numbers, where the precision PyTorch multiplies in may be reduced too)."""
@@ -2130,12 +2138,14 @@ def _leaf_report(
 
 
 def _unnamed_note(name: str, seen_at: str) -> str:
-    """The line under a pass for a leaf with no name where backward was called (``leaf 1``), often
-    the tensor of ``x = torch.randn(3, requires_grad=True) * 2``, where ``x`` names the product."""
+    """The line under a pass for a leaf with no name where backward was called (``leaf 1``) or in
+    the learner's code that called that (``_names``), often the tensor of
+    ``x = torch.randn(3, requires_grad=True) * 2``, where ``x`` names the product."""
     return (
-        f"{name} has no name where backward was called; it was first used at {seen_at or '<unknown>'} (where a "
-        "name holds a result such as x = torch.randn(3, requires_grad=True) * 2, x is the product, which is not a "
-        "leaf: its .grad stays None; the leaf is the tensor made with requires_grad=True)"
+        f"{name} has no name where backward was called or in the code that called it; it was first used at "
+        f"{seen_at or '<unknown>'} (where a name holds a result such as x = torch.randn(3, requires_grad=True) * 2, "
+        "x is the product, which is not a leaf: its .grad stays None; the leaf is the tensor made with "
+        "requires_grad=True)"
     )
 
 
@@ -2184,9 +2194,14 @@ def _grad_of(t: torch.Tensor) -> list[float] | None:
     return None if grad is None else numbers_of(grad)
 
 
-def _seed_shapes(roots: Sequence[Any]) -> list[tuple[int, ...]]:
-    """The shapes a pass's seed is written in (``Pass.seed_shapes``): its outputs'."""
-    return [tuple(root.shape) for root in roots]
+def _seed_shapes(roots: Sequence[Any], seeds: Sequence[Any]) -> list[tuple[int, ...]]:
+    """The shapes a pass's seed is written in (``Pass.seed_shapes``): each seed's own where it is a
+    tensor (one PyTorch refuses for its shape is written in it, the shape its message names), else
+    its output's (a number, or no seed: one for each element)."""
+    return [
+        tuple(seed.shape if isinstance(seed, torch.Tensor) else root.shape)
+        for root, seed in zip(roots, seeds, strict=True)
+    ]
 
 
 def _given_numbers(seed: Any) -> list[float]:
@@ -2207,18 +2222,41 @@ def _indices(shape: tuple[int, ...]) -> list[str]:
     return ["[" + ",".join(map(str, index)) + "]" for index in itertools.product(*map(range, shape))]
 
 
+CALLERS = 8
+"""How many frames of the learner's code, from the one that called backward outward, name tensors."""
+
+
 def _names(frame: types.FrameType | None) -> dict[int, str]:
-    """The learner's names for tensors, by id: the locals (and, at module level, globals) of the
-    frame that called backward, and the parameters of the modules there (``model.fc.weight``).
+    """The learner's names for tensors, by id (``_names_at``): those of the frame that called
+    backward, then of the learner's frames that called it, up to ``CALLERS`` (a helper's
+    ``train_step(loss)`` names no leaf; its caller's ``model`` does), each naming only the tensors
+    the frames inside it did not."""
+    names: dict[int, str] = {}
+    read: set[int] = set()  # the globals of a module read once, at its innermost frame
+    for _ in range(CALLERS):
+        if frame is None:
+            break
+        for key, name in _names_at(frame, read).items():
+            names.setdefault(key, name)
+        frame = frame.f_back
+        while frame is not None and not _learners_code(frame.f_code):
+            frame = frame.f_back
+    return names
+
+
+def _names_at(frame: types.FrameType, read: set[int]) -> dict[int, str]:
+    """The names of one frame: its locals (and its module's globals, unless in ``read``) and the
+    parameters of the modules there (``model.fc.weight``).
     A module's path wins over a plain name: after ``for p in model.parameters(): ...`` the loop's
     ``p`` still holds the last parameter, which is ``model.bias``, not ``p``. Of two plain names,
     the first bound wins (the locals before the globals): after ``for p in [W, b]: ...``, ``b``
     is still ``b``. Tensors and modules kept in a dict, list or tuple there are named by where they
     are kept (``params["w"]``, ``layers[0].weight``), after the plain names."""
     names: dict[int, str] = {}
-    if frame is None:
-        return names
-    scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
+    scopes = [] if frame.f_locals is frame.f_globals else [frame.f_locals]
+    if id(frame.f_globals) not in read:
+        read.add(id(frame.f_globals))
+        scopes.append(frame.f_globals)
     paths: dict[int, str] = {}
     kept: list[tuple[str, Any]] = []
     for scope in scopes:
