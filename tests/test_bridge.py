@@ -2094,9 +2094,19 @@ def test_naming_reads_a_bounded_number_of_items_whatever_the_scope_holds() -> No
 
     data = Counted(Counted(range(1_000)) for _ in range(200))
     names: dict[int, str] = {}
-    watch._kept_names([("data", data)], names, {})
+    watch._kept_names([("data", data)], names, {}, [watch.NAMES_READ])
     assert read[0] <= watch.NAMES_READ + watch.CONTAINER_ITEMS
     assert read[0] >= watch.NAMES_READ // 2  # it did look
+    # and a pass whose backward is called in a helper, each caller holding such a dataset: one
+    # budget for all the frames read (each frame had its own: a training loop ran 5x slower, a review)
+    read[0] = 0
+
+    def called_from(depth: int) -> dict[int, str]:
+        held = Counted(Counted(range(1_000)) for _ in range(200))  # noqa: F841  # a local of each frame
+        return called_from(depth - 1) if depth else watch._names(sys._getframe())
+
+    called_from(4)
+    assert watch.NAMES_READ // 2 <= read[0] <= watch.NAMES_READ + watch.CONTAINER_ITEMS
 
 
 def test_a_difference_near_zero_says_how_far_apart_not_only_in_ulp() -> None:
@@ -2345,7 +2355,7 @@ def test_a_leaf_with_no_name_says_where_it_was_first_used_and_why_a_product_is_n
     lines = p.summary().splitlines()
     assert lines[1].startswith("  leaf 1.grad = [8, 16]: equal to PyTorch's to the bit")
     assert (
-        "  leaf 1 has no name where backward was called or in the code that called it; "
+        "  leaf 1 has no name the watch found where backward was called or in the code that called it; "
         f"it was first used at {__file__}:{line}" in lines[2]
     )
     assert "is not a leaf: its .grad stays None" in p.summary()
@@ -2691,3 +2701,56 @@ def test_a_seed_pytorch_refuses_for_its_shape_is_written_in_its_own_shape() -> N
     refused, summed = w.passes
     assert refused.summary().splitlines()[0].endswith("seed [[0.1, 1, 0.0001], [1, 1, 1]]"), refused.summary()
     assert summed.summary().splitlines()[0].endswith("seed [[1, 2], [3, 4]]"), summed.summary()
+
+
+def _nine_calls_in(loss: Any, depth: int = 9) -> None:
+    if depth:
+        _nine_calls_in(loss, depth - 1)
+    else:
+        _step_of_a_training_loop(loss)
+
+
+def test_a_leaf_is_named_however_many_calls_out_and_never_by_an_installed_librarys_frame(tmp_path: Any) -> None:
+    # the walk stopped at 8 frames and then said the calling code had no name for the leaf; a
+    # library's frame between the learner's named it by the library's parameter (module.weight,
+    # where the learner wrote net): a second review
+    (tmp_path / "minitrainer.py").write_text(
+        "def fit(module, batches, step_fn):\n"
+        "    for xb, yb in batches:\n"
+        "        step_fn(((module(xb) - yb) ** 2).mean())\n"
+    )
+    sys.path.insert(0, str(tmp_path))  # a folder on sys.path outside the project: installed code, as compile tells it
+    try:
+        import minitrainer
+
+        with vjpgrad.watch_torch() as w:
+            weight = torch.tensor([1.0, 2.0], requires_grad=True)
+            _nine_calls_in((weight * weight).sum())
+            net = torch.nn.Linear(2, 1)
+            minitrainer.fit(net, [(torch.ones(1, 2), torch.zeros(1, 1))], _step_of_a_training_loop)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("minitrainer", None)
+    deep, fitted = w.passes
+    assert [leaf.name for leaf in deep.leaves] == ["weight"], deep.summary()
+    assert sorted(leaf.name for leaf in fitted.leaves) == ["net.bias", "net.weight"], fitted.summary()
+
+
+def test_a_zero_dimensional_seed_pytorch_refuses_is_written_as_a_number() -> None:
+    # PyTorch's message tells torch.Size([]) from torch.Size([1]); the summary wrote both [2]
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        for out, seed in (((x * x).sum().reshape(1), torch.tensor(2.0)), ((x * x).sum(), torch.tensor([2.0]))):
+            with pytest.raises(RuntimeError, match="Mismatch in shape"):
+                out.backward(seed)
+    first, second = (p.summary().splitlines()[0] for p in w.passes)
+    assert first.endswith(", seed 2"), first
+    assert second.endswith(", seed [2]"), second
+
+
+def test_a_refused_grad_writes_its_seed_as_a_refused_backward_does() -> None:
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with vjpgrad.watch_torch() as w, pytest.raises(RuntimeError, match="Mismatch in shape"):
+        torch.autograd.grad(x * x, x, torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    (refused,) = w.passes
+    assert refused.summary().splitlines()[0].endswith("seed [[1, 2], [3, 4]]"), refused.summary()

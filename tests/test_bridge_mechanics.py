@@ -1401,6 +1401,25 @@ def test_the_note_on_the_processors_kernels_is_said_where_an_operation_of_the_pa
     ], product.summary()
 
 
+def test_the_note_on_the_processors_kernels_is_not_said_where_no_operation_of_the_pass_depends_on_them(
+    monkeypatch: Any,
+) -> None:
+    # a sum of many numbers differs by its order whatever the kernels (PyTorch's sum runs its AVX2
+    # kernel on an AVX-512 processor too): the note sent the learner to rerun for nothing (a second review)
+    from vjpgrad.bridge import watch as watching
+
+    monkeypatch.setattr(watching, "kernels_note", lambda matrix: "(the kernels' note)")
+    torch.manual_seed(1)
+    a = torch.randn(130, 20, requires_grad=True)
+    b = torch.randn(20, requires_grad=True)
+    with vjpgrad.watch_torch() as w:
+        (a * b).backward(torch.randn(130, 20))
+    (p,) = w.passes
+    assert not p.matches
+    assert "a sum of many numbers" in p.summary()
+    assert "the kernels' note" not in p.summary(), p.summary()
+
+
 class _Plain(torch.Tensor):
     """A subclass of torch.Tensor that changes nothing: its operations return new objects of its class."""
 

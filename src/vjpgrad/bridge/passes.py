@@ -261,12 +261,14 @@ class Pass:
     def _seed(self) -> str:
         """The seed, in the shape of the output it seeds (a number's: ``seed [1]``), and of several
         outputs each one's apart (``seeds [[1, 2], [3, 4]] and [10, 20]``); flat where the shapes are
-        not known or do not hold its numbers."""
+        not known or do not hold its numbers. A seed PyTorch refused is written in its own shape,
+        a number's as a number (its message tells ``torch.Size([])`` from ``torch.Size([1])``)."""
         shapes = self.seed_shapes
         if not shapes or sum(math.prod(shape) for shape in shapes) != len(self.seed):
             return f"seed {_numbers(self.seed, (len(self.seed),))}"
         if len(shapes) == 1:
-            return f"seed {_numbers(self.seed, shapes[0] or (1,))}"
+            refused = self.pytorch_error is not None and not self.raised_in
+            return f"seed {_numbers(self.seed, shapes[0] or (() if refused else (1,)))}"
         parts, start = [], 0
         for shape in shapes:
             parts.append(_numbers(self.seed[start : start + math.prod(shape)], shape))

@@ -3088,6 +3088,22 @@ def _smooth_paths(n: int, single: bool) -> list[int]:
     return [0 if p < vectors else 1 if p < compiled else 2 for p in range(n)]
 
 
+SMOOTH_LOSSES = ("huber_loss", "smooth_l1_loss")
+"""The names ``SMOOTH_LOSS_MEASURED_NOTE`` and ``SMOOTH_LOSS_LAYOUT_NOTE`` are written with."""
+
+PROCESSOR_NOTES = frozenset(
+    {
+        LAYER_NORM_MEASURED_NOTE,
+        BATCH_NORM_MEASURED_NOTE,
+        *(SMOOTH_LOSS_MEASURED_NOTE.format(name=n) for n in SMOOTH_LOSSES),
+    }
+)
+"""The reasons of operations whose backward kernels were measured on x86-64 with AVX2 and are given
+only on another processor: a pass with one may match under the kernels the replay follows
+(``watch.kernels_note``). The other reasons (an order of adding, a nan's sign) are the same on every
+processor; so are the matrix products', whose kernels the note also picks (``watch.MATRIX_NOTES``)."""
+
+
 def _smooth_refusals_and_notes(call: Call, name: str, laid_out: bool) -> None:
     """Tensors of two shapes or types, not laid out row-major (which take the kernel's other loops), or
     so many numbers that its threads may split them, refused; the reasons a pass may differ, known
@@ -3113,7 +3129,7 @@ def _smooth_loss(call: Call, huber: bool) -> list[list[Item]]:
     (``±norm * grad * delta`` or ``norm * x * grad``), left to right; ``norm`` is ``1 / numel`` for a
     mean, else 1; a nan difference hands on that nan."""
     x, target = call.args[:2]
-    name = "huber_loss" if huber else "smooth_l1_loss"
+    name = SMOOTH_LOSSES[0] if huber else SMOOTH_LOSSES[1]
     reduction = _reduction(call, 2)
     size = float(call.args[3] if len(call.args) > 3 else call.kwargs.get("delta" if huber else "beta", 1.0))
     single = call.single

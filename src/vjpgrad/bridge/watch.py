@@ -45,6 +45,7 @@ from vjpgrad.bridge.passes import LeafReport, Pass
 from vjpgrad.bridge.replay import (
     MATMUL32_NOTE,
     MATMUL_NOTE,
+    PROCESSOR_NOTES,
     Call,
     Entry,
     Item,
@@ -755,11 +756,13 @@ class Watch:
 
     def _add(self, done: Pass) -> None:
         """A pass, done: kept in ``passes``, with how to pick the kernels the replay follows where
-        PyTorch runs others (``kernels_note``) and an operation of the pass may run them: the
-        operations whose kernels may differ name themselves among its reasons, so a pass whose every
-        reason is the learner's (a hook) needs no note, and one with no reason known may."""
-        if not done.learners_cause or set(done.reasons) - set(done.learners_reasons):
-            done.kernels = self._kernels[bool(MATRIX_NOTES.intersection(done.reasons))]
+        PyTorch runs others (``kernels_note``) and an operation of the pass depends on them: a matrix
+        product, or one whose kernel was measured on AVX2 alone (``replay.PROCESSOR_NOTES``). The
+        others' reasons (an order of adding, a hook of the learner's) hold on every processor: under
+        them, other kernels would change nothing."""
+        matrix = not MATRIX_NOTES.isdisjoint(done.reasons)
+        if matrix or not PROCESSOR_NOTES.isdisjoint(done.reasons):
+            done.kernels = self._kernels[matrix]
         self.passes.append(done)
 
     def __enter__(self) -> Watch:
@@ -1259,9 +1262,10 @@ class Watch:
                 result = self._original_grad(*args, **kwargs)
         except Exception as error:  # PyTorch refused it, or a hook raised: listed, as a refused backward is
             raised = _Raised.of(error)
+            seed, shapes = _given_seed(given)
             refused = Pass(
-                len(self.passes) + 1, location, [], [], False, replayed=False, call=call,
-                reason=_unfinished(raised, []), **raised.fields(),
+                len(self.passes) + 1, location, [], seed, False, replayed=False, call=call,
+                reason=_unfinished(raised, []), **raised.fields(), seed_shapes=shapes,
                 notes=self._changes(error, names, _grad_outputs(given, args), "torch.autograd.grad"),
             )  # fmt: skip
             self._add(refused)
@@ -2142,10 +2146,10 @@ def _unnamed_note(name: str, seen_at: str) -> str:
     the learner's code that called that (``_names``), often the tensor of
     ``x = torch.randn(3, requires_grad=True) * 2``, where ``x`` names the product."""
     return (
-        f"{name} has no name where backward was called or in the code that called it; it was first used at "
-        f"{seen_at or '<unknown>'} (where a name holds a result such as x = torch.randn(3, requires_grad=True) * 2, "
-        "x is the product, which is not a leaf: its .grad stays None; the leaf is the tensor made with "
-        "requires_grad=True)"
+        f"{name} has no name the watch found where backward was called or in the code that called it; it was "
+        f"first used at {seen_at or '<unknown>'} (where a name holds a result such as "
+        "x = torch.randn(3, requires_grad=True) * 2, x is the product, which is not a leaf: its .grad stays None; "
+        "the leaf is the tensor made with requires_grad=True)"
     )
 
 
@@ -2204,6 +2208,17 @@ def _seed_shapes(roots: Sequence[Any], seeds: Sequence[Any]) -> list[tuple[int, 
     ]
 
 
+def _given_seed(given: dict[str, Any] | None) -> tuple[list[float], list[tuple[int, ...]] | None]:
+    """The seed of a ``torch.autograd.grad`` PyTorch refused (its ``grad_outputs``) and its shapes, as
+    a refused backward's (``_not_run``); none where its arguments cannot be read (PyTorch's error says
+    what they were) or it came through ``torch.func`` (``given`` None)."""
+    try:
+        roots, seeds, _ = _grad_tensors(given or {})
+        return [v for s in seeds for v in _given_numbers(s)], _seed_shapes(roots, seeds)
+    except Exception:  # never let the watch change the learner's error
+        return [], None
+
+
 def _given_numbers(seed: Any) -> list[float]:
     """The numbers of a seed as the learner gave it to a call PyTorch refused (none for no seed)."""
     try:
@@ -2222,31 +2237,35 @@ def _indices(shape: tuple[int, ...]) -> list[str]:
     return ["[" + ",".join(map(str, index)) + "]" for index in itertools.product(*map(range, shape))]
 
 
-CALLERS = 8
-"""How many frames of the learner's code, from the one that called backward outward, name tensors."""
+CALLERS = 64
+"""How many frames of the learner's code, from the one that called backward outward, ``_names``
+reads (a recursion deeper than that names its leaves by the innermost frames')."""
 
 
 def _names(frame: types.FrameType | None) -> dict[int, str]:
     """The learner's names for tensors, by id (``_names_at``): those of the frame that called
-    backward, then of the learner's frames that called it, up to ``CALLERS`` (a helper's
-    ``train_step(loss)`` names no leaf; its caller's ``model`` does), each naming only the tensors
-    the frames inside it did not."""
+    backward, then of the frames of the learner's code that called it, up to ``CALLERS`` (a
+    helper's ``train_step(loss)`` names no leaf; its caller's ``model`` does), each naming only the
+    tensors the frames inside it did not. A frame of installed code (a library's trainer between
+    the learner's frames, whose ``module`` is the learner's ``net``) names nothing. One budget of
+    items read (``NAMES_READ``) serves the whole walk."""
     names: dict[int, str] = {}
     read: set[int] = set()  # the globals of a module read once, at its innermost frame
-    for _ in range(CALLERS):
-        if frame is None:
-            break
-        for key, name in _names_at(frame, read).items():
-            names.setdefault(key, name)
+    budget = [NAMES_READ]
+    frames = 0
+    while frame is not None and frames < CALLERS:
+        if _learners_code(frame.f_code) and not installed_file(frame.f_code.co_filename):
+            frames += 1
+            for key, name in _names_at(frame, read, budget).items():
+                names.setdefault(key, name)
         frame = frame.f_back
-        while frame is not None and not _learners_code(frame.f_code):
-            frame = frame.f_back
     return names
 
 
-def _names_at(frame: types.FrameType, read: set[int]) -> dict[int, str]:
+def _names_at(frame: types.FrameType, read: set[int], budget: list[int]) -> dict[int, str]:
     """The names of one frame: its locals (and its module's globals, unless in ``read``) and the
-    parameters of the modules there (``model.fc.weight``).
+    parameters of the modules there (``model.fc.weight``), reading at most ``budget`` items of
+    containers (``_kept_names``).
     A module's path wins over a plain name: after ``for p in model.parameters(): ...`` the loop's
     ``p`` still holds the last parameter, which is ``model.bias``, not ``p``. Of two plain names,
     the first bound wins (the locals before the globals): after ``for p in [W, b]: ...``, ``b``
@@ -2265,15 +2284,14 @@ def _names_at(frame: types.FrameType, read: set[int]) -> dict[int, str]:
                 continue
             with contextlib.suppress(Exception):  # an object that raises when read is not named
                 _name_of(key, value, names, paths, kept)
-    _kept_names(kept, names, paths)
+    _kept_names(kept, names, paths, budget)
     return names | paths
 
 
-def _kept_names(kept: list[tuple[str, Any]], names: dict[int, str], paths: dict[int, str]) -> None:
+def _kept_names(kept: list[tuple[str, Any]], names: dict[int, str], paths: dict[int, str], budget: list[int]) -> None:
     """The tensors and modules' parameters in the dicts, lists and tuples ``kept`` (by the name
     that holds each), named by where they are kept, a level at a time (``params["w"]`` before
-    ``params["layer1"]["w"]``), to ``CONTAINER_DEPTH`` levels."""
-    budget = [NAMES_READ]
+    ``params["layer1"]["w"]``), to ``CONTAINER_DEPTH`` levels, while ``budget`` lasts."""
     for _ in range(CONTAINER_DEPTH):
         deeper: list[tuple[str, Any]] = []
         for key, container in kept:
@@ -2359,8 +2377,9 @@ CONTAINER_ITEMS = 1_000
 """The items of each dict, list or tuple (or object's attributes) where backward is called that
 ``_names`` looks in."""
 NAMES_READ = 50_000
-"""The most items (of dicts, lists, tuples and objects) ``_names`` reads for one pass: a scope that
-holds a dataset of nested lists costs some milliseconds a pass, not a second."""
+"""The most items (of dicts, lists, tuples and objects) ``_names`` reads for one pass, in all the
+frames it reads: a scope that holds a dataset of nested lists costs some milliseconds a pass, not a
+second."""
 CONTAINER_DEPTH = 6
 """How deep in dicts, lists, tuples and the learner's objects ``_names`` looks (``params["layer1"]["w"]``:
 2; micrograd's ``model.layers[0].neurons[1].w``: 5)."""
