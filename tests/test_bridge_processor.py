@@ -64,3 +64,59 @@ def test_a_pass_that_differs_under_the_kernels_the_replay_follows_says_nothing_o
         y.sum().backward()
     assert not w.passes[0].matches
     assert "ATEN_CPU_CAPABILITY" not in w.passes[0].summary()
+
+
+NORMS = r"""
+import json, torch, vjpgrad
+torch.manual_seed(0)
+with vjpgrad.watch_torch() as w:
+    for dtype in (torch.float32, torch.float64):
+        for n in (7, 9, 17, 33, 130):
+            x = torch.randn(4, n, dtype=dtype, requires_grad=True)
+            gamma = torch.randn(n, dtype=dtype, requires_grad=True)
+            (torch.nn.functional.layer_norm(x, (n,)) * gamma).pow(2).sum().backward()
+            bn = torch.nn.BatchNorm1d(n, dtype=dtype)
+            h = torch.randn(6, n, 5, dtype=dtype, requires_grad=True)
+            (bn(h) * torch.randn(6, n, 5, dtype=dtype)).sum().backward()
+verdicts = [[p.matches, p.summary()] for p in w.passes]
+print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "verdicts": verdicts}))
+"""
+
+
+def test_layer_and_batch_norm_run_pytorchs_avx2_kernels_on_an_avx512_processor_and_are_replayed_so() -> None:
+    # their kernels are registered without an AVX-512 build (REGISTER_DISPATCH), so an AVX-512
+    # processor runs the AVX2 ones, as it does sum's: the replay took 512-bit vectors there and
+    # differed by up to some hundreds of ulp, and the note blamed PyTorch's kernels (a review)
+    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")}
+    done = subprocess.run([sys.executable, "-c", NORMS], capture_output=True, text=True, env=env, check=True)
+    found = json.loads(done.stdout)
+    if found["capability"] != "AVX512":
+        pytest.skip(f"this processor runs PyTorch's {found['capability']} kernels, not AVX-512")
+    assert len(found["verdicts"]) == 20
+    for matches, summary in found["verdicts"]:
+        assert matches, summary
+
+
+HUBER = r"""
+import json, torch, vjpgrad
+torch.manual_seed(0)
+X, y = torch.randn(130, 9), torch.randn(130, 9)
+w = torch.randn(9, requires_grad=True)
+with vjpgrad.watch_torch() as watch:
+    torch.nn.functional.huber_loss(X * w, y).backward()
+p = watch.passes[0]
+print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "matches": p.matches, "summary": p.summary()}))
+"""
+
+
+def test_a_pass_that_differs_by_an_order_of_adding_beside_a_smooth_loss_is_not_sent_to_other_kernels() -> None:
+    # the smooth loss's reason (a nan's sign on another processor) brought the note, and the rerun it
+    # advised gave PyTorch's bits and the replay's difference unchanged (a review)
+    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")}
+    done = subprocess.run([sys.executable, "-c", HUBER], capture_output=True, text=True, env=env, check=True)
+    found = json.loads(done.stdout)
+    if found["capability"] != "AVX512":
+        pytest.skip(f"this processor runs PyTorch's {found['capability']} kernels, not AVX-512")
+    assert not found["matches"]
+    assert "a sum of many numbers" in found["summary"]
+    assert "ATEN_CPU_CAPABILITY" not in found["summary"], found["summary"]

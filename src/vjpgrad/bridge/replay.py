@@ -211,12 +211,27 @@ def _vector_width(single: bool) -> int:
     return bits // (32 if single else 64)
 
 
+def _avx2_width(single: bool) -> int:
+    """The lanes of the vectors of a CPU kernel registered without its AVX-512 build
+    (``REGISTER_DISPATCH``, not ``ALSO_REGISTER_AVX512_DISPATCH``): an AVX-512 processor runs its
+    AVX2 build, 256 bits. So do sum (``_sum_width``), layer_norm's and batch_norm's kernels
+    (measured with torch 2.13.0: their gradients' bits the same with and without
+    ``ATEN_CPU_CAPABILITY=avx2``, float32 and float64, rows of 7 to 130)."""
+    return min(_vector_width(single), 256 // (32 if single else 64))
+
+
+def _avx2_build_runs() -> bool:
+    """Whether a kernel registered without its AVX-512 build runs the AVX2 build measured here: on
+    x86-64 where PyTorch runs its AVX2 or AVX-512 kernels (``_avx2_width``)."""
+    return torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512") and platform.machine().lower() in X86_64
+
+
 def _sum_width(single: bool) -> int:
     """The lanes of the vectors PyTorch's CPU sum kernel adds with. ``sum_stub`` is registered
-    without its AVX-512 kernel (``REGISTER_DISPATCH``, not ``ALSO_REGISTER_AVX512_DISPATCH``:
-    SumKernel.cpp finds it slower there), so an AVX-512 processor runs the AVX2 kernel, 256 bits:
-    measured with torch 2.13.0 against every length from 2 to 129, float32 and float64."""
-    return min(_vector_width(single), 256 // (32 if single else 64))
+    without its AVX-512 kernel (SumKernel.cpp finds it slower there), so an AVX-512 processor runs
+    the AVX2 kernel (``_avx2_width``): measured with torch 2.13.0 against every length from 2 to
+    129, float32 and float64."""
+    return _avx2_width(single)
 
 
 def _row_sum(units: list[Any]) -> Tree:
@@ -1774,7 +1789,7 @@ def _row_parts(call: Call, root: Value, n: int, single: bool, name: str, first: 
     the compiler contracts the tail's ``acc + map(...)``, not the loop's); the lanes are then added
     pairwise, halves onto halves (float32: each lane onto the one half a vector away, down to one),
     or in turn (float64)."""
-    width = _vector_width(single)
+    width = _avx2_width(single)
     op = engine_op(f"{name} part", 1, (times,))
     one = in_dtype(1.0, single)
     if n < width:
@@ -1881,7 +1896,7 @@ def _layer_norm_refusals_and_notes(call: Call, x: torch.Tensor, weight: Any, bia
     for t in (weight, bias):
         if isinstance(t, torch.Tensor) and t.dtype != x.dtype:
             raise NotReplayableError("layer_norm with a weight or bias of another type than its input")
-    if torch.backends.cpu.get_cpu_capability() != "AVX2" or platform.machine().lower() not in X86_64:
+    if not _avx2_build_runs():
         call.notes.add(LAYER_NORM_MEASURED_NOTE)
     call.notes.add(LAYER_NORM_NAN_NOTE)  # the gradient is not known yet: the reason a nan's sign may differ
 
@@ -2173,7 +2188,7 @@ def _batch_norm_channels(call: Call) -> list[_Channel]:
         invstds = [in_dtype(_inverse_root(v, eps), single) for v in numbers_of(running_var)]
     one = in_dtype(1.0, single)
     weights = [in_dtype(v, single) for v in numbers_of(weight)] if weight is not None else [one] * channels
-    full = channels - channels % _vector_width(single)
+    full = channels - channels % _avx2_width(single)
     fuse = _kernels_fuse()
     return [
         _Channel(means[c], invstds[c], weights[c], batch, plane, single, plane == 1, c < full, fuse)
@@ -2202,7 +2217,7 @@ def _batch_norm_refusals_and_notes(call: Call, x: torch.Tensor, *others: Any) ->
             raise NotReplayableError(
                 "batch_norm with a weight, bias or running statistic of another type than its input"
             )
-    if torch.backends.cpu.get_cpu_capability() != "AVX2" or platform.machine().lower() not in X86_64:
+    if not _avx2_build_runs():
         call.notes.add(BATCH_NORM_MEASURED_NOTE)
     call.notes |= {BATCH_NORM_LAYOUT_NOTE, BATCH_NORM_NAN_NOTE}
 
@@ -3088,20 +3103,12 @@ def _smooth_paths(n: int, single: bool) -> list[int]:
     return [0 if p < vectors else 1 if p < compiled else 2 for p in range(n)]
 
 
-SMOOTH_LOSSES = ("huber_loss", "smooth_l1_loss")
-"""The names ``SMOOTH_LOSS_MEASURED_NOTE`` and ``SMOOTH_LOSS_LAYOUT_NOTE`` are written with."""
-
-PROCESSOR_NOTES = frozenset(
-    {
-        LAYER_NORM_MEASURED_NOTE,
-        BATCH_NORM_MEASURED_NOTE,
-        *(SMOOTH_LOSS_MEASURED_NOTE.format(name=n) for n in SMOOTH_LOSSES),
-    }
-)
-"""The reasons of operations whose backward kernels were measured on x86-64 with AVX2 and are given
-only on another processor: a pass with one may match under the kernels the replay follows
-(``watch.kernels_note``). The other reasons (an order of adding, a nan's sign) are the same on every
-processor; so are the matrix products', whose kernels the note also picks (``watch.MATRIX_NOTES``)."""
+PROCESSOR_NOTES = frozenset({LAYER_NORM_MEASURED_NOTE, BATCH_NORM_MEASURED_NOTE})
+"""The reasons of operations whose backward kernels were measured as their AVX2 build runs and are
+given only where another runs: a pass with one may match under the kernels the replay follows
+(``watch.kernels_note``). The other reasons (an order of adding, a nan's sign, a smooth loss's nan
+on another processor) are the same whatever the kernels' settings; the matrix products' are
+MKL's, whose path the note also picks (``watch.MATRIX_NOTES``)."""
 
 
 def _smooth_refusals_and_notes(call: Call, name: str, laid_out: bool) -> None:
@@ -3129,7 +3136,7 @@ def _smooth_loss(call: Call, huber: bool) -> list[list[Item]]:
     (``±norm * grad * delta`` or ``norm * x * grad``), left to right; ``norm`` is ``1 / numel`` for a
     mean, else 1; a nan difference hands on that nan."""
     x, target = call.args[:2]
-    name = SMOOTH_LOSSES[0] if huber else SMOOTH_LOSSES[1]
+    name = "huber_loss" if huber else "smooth_l1_loss"
     reduction = _reduction(call, 2)
     size = float(call.args[3] if len(call.args) > 3 else call.kwargs.get("delta" if huber else "beta", 1.0))
     single = call.single
