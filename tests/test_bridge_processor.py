@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -35,10 +36,24 @@ print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "verdic
 """
 
 
-def test_each_pass_on_this_processors_own_kernels_is_equal_or_says_why_it_differs() -> None:
+def on_this_processors_own_kernels(script: str) -> Any:
+    """What ``script`` prints (JSON), run with PyTorch's own kernels: the variables that pick the
+    ones the replay follows taken out of its environment."""
     env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, check=True)
-    found = json.loads(done.stdout)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    return json.loads(done.stdout)
+
+
+def on_avx512(script: str) -> Any:
+    """``on_this_processors_own_kernels``, skipped where PyTorch does not run AVX-512 kernels."""
+    found = on_this_processors_own_kernels(script)
+    if found["capability"] != "AVX512":
+        pytest.skip(f"this processor runs PyTorch's {found['capability']} kernels, not AVX-512")
+    return found
+
+
+def test_each_pass_on_this_processors_own_kernels_is_equal_or_says_why_it_differs() -> None:
+    found = on_this_processors_own_kernels(SCRIPT)
     assert len(found["verdicts"]) == 12
     for replayed, matches, summary in found["verdicts"]:
         assert replayed, summary
@@ -87,11 +102,7 @@ def test_layer_and_batch_norm_run_pytorchs_avx2_kernels_on_an_avx512_processor_a
     # their kernels are registered without an AVX-512 build (REGISTER_DISPATCH), so an AVX-512
     # processor runs the AVX2 ones, as it does sum's: the replay took 512-bit vectors there and
     # differed by up to some hundreds of ulp, and the note blamed PyTorch's kernels (a review)
-    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")}
-    done = subprocess.run([sys.executable, "-c", NORMS], capture_output=True, text=True, env=env, check=True)
-    found = json.loads(done.stdout)
-    if found["capability"] != "AVX512":
-        pytest.skip(f"this processor runs PyTorch's {found['capability']} kernels, not AVX-512")
+    found = on_avx512(NORMS)
     assert len(found["verdicts"]) == 20
     for matches, summary in found["verdicts"]:
         assert matches, summary
@@ -112,11 +123,7 @@ print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "matche
 def test_a_pass_that_differs_by_an_order_of_adding_beside_a_smooth_loss_is_not_sent_to_other_kernels() -> None:
     # the smooth loss's reason (a nan's sign on another processor) brought the note, and the rerun it
     # advised gave PyTorch's bits and the replay's difference unchanged (a review)
-    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")}
-    done = subprocess.run([sys.executable, "-c", HUBER], capture_output=True, text=True, env=env, check=True)
-    found = json.loads(done.stdout)
-    if found["capability"] != "AVX512":
-        pytest.skip(f"this processor runs PyTorch's {found['capability']} kernels, not AVX-512")
+    found = on_avx512(HUBER)
     assert not found["matches"]
     assert "a sum of many numbers" in found["summary"]
     assert "ATEN_CPU_CAPABILITY" not in found["summary"], found["summary"]

@@ -2029,6 +2029,13 @@ BATCH_NORM_MEASURED_NOTE = (
     "with AVX2 (torch 2.13); on this processor its kernel may add or fuse otherwise"
 )
 
+PROCESSOR_NOTES = frozenset({LAYER_NORM_MEASURED_NOTE, BATCH_NORM_MEASURED_NOTE})
+"""The reasons of operations whose backward kernels were measured as their AVX2 build runs and are
+given only where another runs: a pass with one may match under the kernels the replay follows
+(``watch.kernels_note``). The other reasons (an order of adding, a nan's sign, a smooth loss's nan
+on another processor) are the same whatever the kernels' settings; the matrix products' are
+MKL's, whose path the note also picks (``watch.MATRIX_NOTES``)."""
+
 
 @dataclass
 class _Channel:
@@ -3101,14 +3108,6 @@ def _smooth_paths(n: int, single: bool) -> list[int]:
     lanes = 4 if single else 2  # 128 bits
     compiled = vectors + (n - vectors) // lanes * lanes
     return [0 if p < vectors else 1 if p < compiled else 2 for p in range(n)]
-
-
-PROCESSOR_NOTES = frozenset({LAYER_NORM_MEASURED_NOTE, BATCH_NORM_MEASURED_NOTE})
-"""The reasons of operations whose backward kernels were measured as their AVX2 build runs and are
-given only where another runs: a pass with one may match under the kernels the replay follows
-(``watch.kernels_note``). The other reasons (an order of adding, a nan's sign, a smooth loss's nan
-on another processor) are the same whatever the kernels' settings; the matrix products' are
-MKL's, whose path the note also picks (``watch.MATRIX_NOTES``)."""
 
 
 def _smooth_refusals_and_notes(call: Call, name: str, laid_out: bool) -> None:
