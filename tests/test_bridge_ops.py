@@ -640,6 +640,27 @@ def test_batch_norm_of_an_input_laid_out_otherwise_is_not_replayed() -> None:
     assert "batch_norm" in (w.passes[0].reason or "")
 
 
+@pytest.mark.parametrize("shape", [(5, 1, 2, 3), (7, 12, 1, 1), (2, 1, 2, 2, 2)])
+def test_batch_norm_of_channels_last_images_also_contiguous_row_major_is_not_replayed(shape: tuple[int, ...]) -> None:
+    # one channel, or images of one pixel: channels-last and row-major at once (is_contiguous() says
+    # True), which PyTorch reads by their strides as channels-last, taking that path: they were
+    # replayed as row-major and differed, their reason the gradient's layout, false (a review)
+    memory = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    with vjpgrad.watch_torch() as w:
+        x = torch.randn(shape, dtype=torch.float64).to(memory_format=memory).requires_grad_()
+        assert x.is_contiguous()
+        norm = torch.nn.BatchNorm2d(shape[1], dtype=torch.float64) if len(shape) == 4 else None
+        norm = norm or torch.nn.BatchNorm3d(shape[1], dtype=torch.float64)
+        (norm(x) * torch.randn(shape, dtype=torch.float64)).sum().backward()
+        row_major = x.detach().clone(memory_format=torch.contiguous_format).requires_grad_()
+        assert row_major.stride() != x.stride()
+        (norm(row_major) * torch.randn(shape, dtype=torch.float64)).sum().backward()
+    laid_out, plain = w.passes
+    assert not laid_out.replayed
+    assert "batch_norm of an input not laid out row-major" in laid_out.reason, laid_out.reason
+    assert plain.matches, plain.summary()
+
+
 @pytest.mark.parametrize("part", parts())
 def test_softplus_is_replayed_with_its_kernels_exp(part: int) -> None:
     """``F.softplus(x, beta, threshold)`` / ``nn.Softplus``: ``softplus_backward`` hands each element

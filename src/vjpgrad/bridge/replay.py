@@ -2212,12 +2212,29 @@ def _inverse_root(v: float, eps: float) -> float:
     return 1.0 / math.sqrt(total) if total > 0 else math.inf
 
 
+def _channels_last(x: torch.Tensor) -> bool:
+    """Whether PyTorch reads ``x``'s strides as channels-last images (``suggest_memory_format``, by
+    c10's ``is_channels_last_strides_2d`` and ``_3d``), whose kernels then take their channels-last
+    paths: also a tensor contiguous row-major at once (one channel, or images of one pixel, made
+    with ``memory_format=torch.channels_last``), which ``is_contiguous()`` does not tell apart."""
+    order = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}.get(x.dim())
+    sizes, strides = x.shape, x.stride()
+    if order is None or strides[1] == 0:
+        return False
+    least = 0
+    for d in order:
+        if sizes[d] == 0 or strides[d] < least or (d == 0 and least == strides[1]):
+            return False  # (the last: N111 with equal strides, read as row-major)
+        least = strides[d] * (sizes[d] if sizes[d] > 1 else 1)
+    return True
+
+
 def _batch_norm_refusals_and_notes(call: Call, x: torch.Tensor, *others: Any) -> None:
     """An input not laid out row-major (transposed, channels-last images), which takes other paths
     of PyTorch's kernels, or a weight, bias or running statistic of another type than the input,
     refused; the reasons a pass may differ, known before the pass (the gradient's layout and a nan's
     sign are not known yet; the processor it was measured on)."""
-    if not x.is_contiguous():
+    if not x.is_contiguous() or _channels_last(x):
         raise NotReplayableError("batch_norm of an input not laid out row-major")
     for t in (*others, *call.args[3:5]):
         if isinstance(t, torch.Tensor) and t.dtype != x.dtype:
